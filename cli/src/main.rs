@@ -1,0 +1,2 @@
+//! herd: the binary — daemon, client commands and MCP server.
+fn main() {}

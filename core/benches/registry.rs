@@ -1,0 +1,2 @@
+//! Benchmark: ingest, spawn and completion latency against raw OS baselines.
+fn main() {}

@@ -1,0 +1,2 @@
+//! Benchmark: median judge time over a corpus of realistic commands.
+fn main() {}

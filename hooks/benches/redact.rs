@@ -1,0 +1,2 @@
+//! Benchmark: redaction throughput and the cost of one call into a plugin.
+fn main() {}

@@ -1,0 +1,2 @@
+//! Benchmark: checkpoint writes, ledger commits and restore reads.
+fn main() {}

@@ -1,0 +1,15 @@
+//! herd-persistence: the on-disk layout under a home, checkpoints, the completion
+//! ledger and result receipts.
+//!
+//! Owns: every file under the home's state directories and their format versions.
+//! The entry point is [`Home`], which derives every path from the root it was
+//! given; nothing here caches a path in a global (B4).
+//! Never: knows about live processes, signals anything, or creates a home that
+//! does not exist (a deleted profile is never resurrected by a late writer).
+//! Depended on by: `herd-core` and `herd-cli`.
+
+mod error;
+mod home;
+
+pub use error::Error;
+pub use home::Home;

@@ -1,0 +1,2 @@
+//! Benchmark: scanning realistic terminal output against a raw `memchr` pass.
+fn main() {}

@@ -1,0 +1,1 @@
+//! Cross-crate integration tests against real processes and real plugins.

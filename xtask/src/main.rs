@@ -1,0 +1,2 @@
+//! xtask: maintainer tasks for herd.
+fn main() {}
