@@ -666,7 +666,14 @@ impl Judge<'_> {
             "kill" => self.kill(args, node, scope),
             "find" => self.find(args, node, scope, depth),
             _ => {
-                if let Some(block) = rules::judge_simple(&name, args, self.host) {
+                let judged = if raw_name.contains("/init.d/") || raw_name.contains("/rc.d/") {
+                    let mut service_args = vec![Word::literal(&name)];
+                    service_args.extend(args.iter().cloned());
+                    rules::judge_simple("service", &service_args, self.host)
+                } else {
+                    rules::judge_simple(&name, args, self.host)
+                };
+                if let Some(block) = judged {
                     return ControlFlow::Break(block);
                 }
                 let looks_like_script = raw_name.contains('/')
@@ -913,15 +920,19 @@ impl Judge<'_> {
             return ControlFlow::Continue(());
         }
         let mut stages = Vec::new();
+        let mut named_get = false;
         let mut cursor = node.walk();
         for stage in node.named_children(&mut cursor) {
             let words = shell::command_words(stage, scope.src, &scope.vars);
-            stages.push(
-                words
-                    .first()
-                    .map(|w| command_name(w.value()))
-                    .unwrap_or_default(),
-            );
+            let name = words
+                .first()
+                .map(|w| command_name(w.value()))
+                .unwrap_or_default();
+            if matches!(name.as_str(), "get-process" | "gps") {
+                let args = words.get(1..).unwrap_or_default();
+                named_get |= !rules::powershell_names(args, true).is_empty();
+            }
+            stages.push(name);
         }
         let gets = stages
             .iter()
@@ -951,7 +962,7 @@ impl Judge<'_> {
                 "`Get-Process … | Stop-Process` stops processes of the host's image",
             );
         }
-        if filters {
+        if filters || named_get {
             return ControlFlow::Continue(());
         }
         stop(
@@ -1012,7 +1023,18 @@ impl Judge<'_> {
                         fed.push((true, arg.value().to_owned()));
                     }
                 } else {
-                    let values: Vec<&str> = args.iter().map(Word::value).collect();
+                    let escapes = matches!(name.as_str(), "printf" | "echo");
+                    let values: Vec<String> = args
+                        .iter()
+                        .map(|w| {
+                            let value = w.value();
+                            if escapes {
+                                value.replace("\\n", "\n").replace("\\t", "\t")
+                            } else {
+                                value.to_owned()
+                            }
+                        })
+                        .collect();
                     fed.push((false, values.join(" ")));
                     if values.len() > 1 {
                         fed.push((false, values.join("\n")));

@@ -21,6 +21,8 @@ use std::time::Instant;
 
 use tree_sitter::{Node, ParseOptions, ParseState, Parser, Tree};
 
+use crate::host::glob_match;
+
 /// Nesting depth past which a word part is treated as unknown instead of read.
 pub(crate) const MAX_WORD_DEPTH: usize = 32;
 
@@ -119,7 +121,6 @@ impl Word {
     }
 
     /// A literal word, as if typed unquoted.
-    #[cfg(test)]
     pub(crate) fn literal(value: &str) -> Word {
         Word {
             values: vec![value.to_owned()],
@@ -171,6 +172,13 @@ fn values(node: Node<'_>, src: &str, vars: &Vars, dynamic: &mut bool, depth: usi
             }
             out
         }
+        "expansion" if variable(node, src).is_none() => match trimmed(raw, vars) {
+            Some(known) => known,
+            None => {
+                *dynamic = true;
+                vec![raw.to_owned()]
+            }
+        },
         "simple_expansion" | "expansion" => match variable(node, src) {
             Some(name) => match vars.get(name) {
                 Some(known) if !known.is_empty() => known.clone(),
@@ -200,6 +208,41 @@ pub(crate) fn variable<'s>(node: Node<'_>, src: &'s str) -> Option<&'s str> {
         .or_else(|| raw.strip_prefix('$'))?;
     let plain = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
     plain.then_some(name)
+}
+
+/// `${name%pattern}`, `${name%%pattern}`, `${name#pattern}`, `${name##pattern}` of a
+/// known variable.
+fn trimmed(raw: &str, vars: &Vars) -> Option<Vec<String>> {
+    let inner = raw.strip_prefix("${")?.strip_suffix('}')?;
+    let name_end = inner.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))?;
+    let (name, rest) = inner.split_at(name_end);
+    let known = vars.get(name)?;
+    let (op, pattern) = ["%%", "##", "%", "#"]
+        .iter()
+        .find_map(|op| rest.strip_prefix(op).map(|pattern| (*op, pattern)))?;
+    let trim = |value: &str| -> String {
+        let cuts: Vec<usize> = (0..=value.len())
+            .filter(|i| value.is_char_boundary(*i))
+            .collect();
+        let suffix_cut = |i: &&usize| value.get(**i..).is_some_and(|s| glob_match(pattern, s));
+        let prefix_cut = |i: &&usize| value.get(..**i).is_some_and(|s| glob_match(pattern, s));
+        let found = match op {
+            "%%" => cuts.iter().find(suffix_cut).and_then(|i| value.get(..*i)),
+            "%" => cuts
+                .iter()
+                .rev()
+                .find(suffix_cut)
+                .and_then(|i| value.get(..*i)),
+            "##" => cuts
+                .iter()
+                .rev()
+                .find(prefix_cut)
+                .and_then(|i| value.get(*i..)),
+            _ => cuts.iter().find(prefix_cut).and_then(|i| value.get(*i..)),
+        };
+        found.unwrap_or(value).to_owned()
+    };
+    Some(known.iter().map(|v| trim(v)).collect())
 }
 
 fn cross(prefixes: Vec<String>, parts: &[String]) -> Vec<String> {
