@@ -15,6 +15,7 @@ mod atomic;
 mod checkpoint;
 mod error;
 mod home;
+mod ledger;
 
 pub use checkpoint::{
     CHECKPOINT_VERSION, CheckpointEntry, CheckpointProblem, CheckpointStore, Loaded, Mode,
@@ -22,3 +23,4 @@ pub use checkpoint::{
 };
 pub use error::{Error, LedgerCause};
 pub use home::Home;
+pub use ledger::{CompletionRecord, DELIVERED_RETENTION, LEDGER_VERSION, Ledger};

@@ -2,4 +2,5 @@
 //! real processes (the test binary re-executes itself as the child).
 
 mod checkpoint;
+mod ledger;
 mod support;

@@ -143,6 +143,18 @@ impl ChildTest {
         }
     }
 
+    /// SIGKILLs the child, reaps it and returns every line it managed to
+    /// write, including those still in the pipe.
+    pub(crate) fn kill_and_drain(mut self, deadline: Duration) -> Vec<String> {
+        self.child.kill().expect("SIGKILL the child");
+        self.child.wait().expect("reap the child");
+        while self
+            .next_line(deadline, "the rest of the child's output")
+            .is_some()
+        {}
+        std::mem::take(&mut self.seen)
+    }
+
     /// Waits for the child to exit on its own and asserts it succeeded;
     /// returns every line it wrote.
     pub(crate) fn finish(mut self, deadline: Duration) -> Vec<String> {
