@@ -84,6 +84,11 @@ fn temp_path(path: &Path) -> io::Result<PathBuf> {
     Ok(path.with_file_name(tmp_name))
 }
 
+/// Whether `file_name` is a temp file of an atomic write of some target.
+pub(crate) fn is_temp_name(file_name: &str) -> bool {
+    file_name.contains(TEMP_MARKER)
+}
+
 /// Removes temp files left by interrupted writes of `target` (a file name in
 /// `dir`), and returns how many were removed.
 ///

@@ -16,6 +16,7 @@ mod checkpoint;
 mod error;
 mod home;
 mod ledger;
+mod receipts;
 
 pub use checkpoint::{
     CHECKPOINT_VERSION, CheckpointEntry, CheckpointProblem, CheckpointStore, Loaded, Mode,
@@ -24,3 +25,7 @@ pub use checkpoint::{
 pub use error::{Error, LedgerCause};
 pub use home::Home;
 pub use ledger::{CompletionRecord, DELIVERED_RETENTION, LEDGER_VERSION, Ledger};
+pub use receipts::{
+    MAX_RECEIPT_OUTPUT_CHARS, MAX_RECEIPTS, PruneReport, RECEIPT_RETENTION, RECEIPT_VERSION,
+    ReceiptStore, ResultReceipt,
+};
