@@ -84,6 +84,15 @@ fn temp_path(path: &Path) -> io::Result<PathBuf> {
     Ok(path.with_file_name(tmp_name))
 }
 
+/// Whether an error says the path does not exist: not found, or a path
+/// component is a regular file (a home that is not there either).
+pub(crate) fn is_missing(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+    )
+}
+
 /// Whether `file_name` is a temp file of an atomic write of some target.
 pub(crate) fn is_temp_name(file_name: &str) -> bool {
     file_name.contains(TEMP_MARKER)

@@ -422,7 +422,7 @@ impl CheckpointStore {
         let path = self.path();
         let bytes = match fs::read(&path) {
             Ok(bytes) => bytes,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Current::Missing),
+            Err(e) if atomic::is_missing(&e) => return Ok(Current::Missing),
             Err(source) => return Err(Error::CheckpointRead { path, source }),
         };
         match decode(&bytes) {
@@ -534,7 +534,7 @@ fn suffixed(path: &Path, suffix: &str) -> PathBuf {
 fn exists(path: &Path) -> io::Result<bool> {
     match fs::symlink_metadata(path) {
         Ok(_) => Ok(true),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) if atomic::is_missing(&e) => Ok(false),
         Err(e) => Err(e),
     }
 }

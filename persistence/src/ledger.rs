@@ -120,7 +120,7 @@ impl Ledger {
         let path = home.ledger_path();
         match std::fs::symlink_metadata(&path) {
             Ok(_) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) if atomic::is_missing(&e) => return Ok(None),
             Err(e) => return Err(open_error(&path, e.into())),
         }
         let conn = connect(&path)?;

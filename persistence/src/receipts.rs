@@ -169,7 +169,7 @@ impl ReceiptStore {
         let path = self.path(id)?;
         let bytes = match fs::read(&path) {
             Ok(bytes) => bytes,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) if atomic::is_missing(&e) => return Ok(None),
             Err(source) => return Err(Error::ReceiptRead { path, source }),
         };
         let corrupt = |source| Error::ReceiptCorrupt {
@@ -206,7 +206,7 @@ impl ReceiptStore {
         };
         let entries = match fs::read_dir(&dir) {
             Ok(entries) => entries,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(PruneReport::default()),
+            Err(e) if atomic::is_missing(&e) => return Ok(PruneReport::default()),
             Err(e) => return Err(prune_error(e)),
         };
         let now = SystemTime::now();

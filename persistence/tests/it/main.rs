@@ -2,5 +2,6 @@
 //! real processes (the test binary re-executes itself as the child).
 
 mod checkpoint;
+mod faults;
 mod ledger;
 mod support;
