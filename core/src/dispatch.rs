@@ -561,7 +561,7 @@ impl Dispatcher {
             verdict,
             at: self.clock.now(),
         });
-        tracing::warn!(unit, bus_path = %bus.bus_path.display(), "scoped worker lost its user bus");
+        tracing::debug!(unit, bus_path = %bus.bus_path.display(), "scoped worker lost its user bus");
         DispatchError::LostUserBus {
             unit: unit.to_owned(),
             bus_path: bus.bus_path,
