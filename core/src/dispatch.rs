@@ -534,8 +534,10 @@ impl Dispatcher {
     /// "unavailable", so the next dispatch degrades (or fails typed) instead of feeding
     /// another job to a dead wrapper.
     ///
-    /// The registry calls this when a [`Dispatch::Scoped`] child exits before
-    /// [`is_in_scope`] saw it inside its unit.
+    /// The registry calls this when [`wait_for_scope_ack`] answers [`ScopeAck::Exited`]
+    /// for a [`Dispatch::Scoped`] child. [`DispatchError::LostUserBus`] is an
+    /// infrastructure failure to record on the session; [`DispatchError::ExitedBeforeAck`]
+    /// only says the bus is fine, and the session's own exit status stands.
     pub fn on_early_exit(
         &self,
         spawn_env: &HashMap<String, String>,
@@ -718,6 +720,52 @@ pub fn is_in_scope(pid: i32, unit: &str) -> bool {
     text.lines()
         .filter_map(|line| line.splitn(3, ':').nth(2))
         .any(|path| path.ends_with(&suffix))
+}
+
+/// How the start of a scoped worker went, as [`wait_for_scope_ack`] saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScopeAck {
+    /// The worker runs inside its unit: systemd-run created the scope and exec'd it.
+    Acknowledged,
+    /// The worker exited (or became a zombie) without ever being seen inside its unit.
+    Exited,
+    /// Neither happened before the deadline.
+    TimedOut,
+}
+
+/// Watches a freshly spawned scoped worker until it is inside `unit` ([`is_in_scope`]),
+/// has exited, or `timeout` passed. Polls `/proc/<pid>` every 10 ms; a spawn that is
+/// acknowledged costs one or two reads.
+///
+/// The registry starts this right after spawning a [`Dispatch::Scoped`] command; when the
+/// answer is [`ScopeAck::Exited`] it asks [`Dispatcher::on_early_exit`] what happened.
+pub async fn wait_for_scope_ack(pid: i32, unit: &str, timeout: Duration) -> ScopeAck {
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut tick = tokio::time::interval(Duration::from_millis(10));
+    loop {
+        tick.tick().await;
+        if is_in_scope(pid, unit) {
+            return ScopeAck::Acknowledged;
+        }
+        if !is_alive(pid) {
+            return ScopeAck::Exited;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return ScopeAck::TimedOut;
+        }
+    }
+}
+
+/// Whether `pid` exists and is not a zombie (`/proc/<pid>/stat` state other than `Z`/`X`).
+fn is_alive(pid: i32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // The state follows the parenthesised command name, which may itself hold ") ".
+    stat.rsplit_once(") ")
+        .and_then(|(_, rest)| rest.chars().next())
+        .is_some_and(|state| !matches!(state, 'Z' | 'X' | 'x'))
 }
 
 fn validate_unit_id(unit_id: &str) -> Result<(), DispatchError> {

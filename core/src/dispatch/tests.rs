@@ -751,6 +751,20 @@ fn memory_readers_parse_real_files() {
         None
     );
 
+    // A hybrid host: v2 only at the root, the memory controller on v1.
+    let v1 = root.join("memory").join("process_api").join("job");
+    std::fs::create_dir_all(&v1).expect("create v1 dirs");
+    std::fs::write(&proc_cgroup, "4:memory:/process_api/job\n1:cpu:/\n0::/\n")
+        .expect("write cgroup file");
+    std::fs::write(v1.join("memory.limit_in_bytes"), "9223372036854771712\n")
+        .expect("write unlimited v1 limit");
+    assert_eq!(read_service_memory_max_at(&proc_cgroup, &root), None);
+    std::fs::write(v1.join("memory.limit_in_bytes"), "805306368\n").expect("write v1 limit");
+    assert_eq!(
+        read_service_memory_max_at(&proc_cgroup, &root),
+        Some(768 * MIB)
+    );
+
     // This machine's own facts are readable (Linux CI).
     let facts = HostFacts::detect();
     assert!(
@@ -759,19 +773,78 @@ fn memory_readers_parse_real_files() {
     );
 }
 
+/// The last component of some non-root cgroup this process is in (any hierarchy), to
+/// stand in for a unit name: `is_in_scope` matches on the path's end.
+fn own_cgroup_leaf() -> Option<String> {
+    let text = std::fs::read_to_string("/proc/self/cgroup").expect("read /proc/self/cgroup");
+    text.lines()
+        .filter_map(|line| line.splitn(3, ':').nth(2))
+        .filter_map(|path| Path::new(path).file_name())
+        .map(|name| name.to_string_lossy().into_owned())
+        .next()
+}
+
 #[test]
+#[expect(
+    clippy::print_stderr,
+    reason = "says in the test output which check ran"
+)]
 fn is_in_scope_reads_the_real_cgroup() {
     let pid = i32::try_from(std::process::id()).expect("pid fits i32");
-    let text = std::fs::read_to_string("/proc/self/cgroup").expect("read /proc/self/cgroup");
-    let path = parse_cgroup_v2_path(&text).expect("cgroup v2 path");
-    let last = Path::new(path)
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned());
-    if let Some(last) = last {
-        assert!(is_in_scope(pid, &last), "{path}");
+    match own_cgroup_leaf() {
+        Some(leaf) => assert!(is_in_scope(pid, &leaf), "{leaf}"),
+        None => eprintln!("this process is in root cgroups only; positive case not checked"),
     }
     assert!(!is_in_scope(pid, "herd-worker-not-this-one.scope"));
     assert!(!is_in_scope(i32::MAX, "anything.scope"));
+}
+
+#[tokio::test]
+#[expect(
+    clippy::print_stderr,
+    reason = "says in the test output which check ran"
+)]
+async fn scope_ack_sees_entry_exit_and_deadline() {
+    let spawn = |script: &str| {
+        tokio::process::Command::new("/bin/sh")
+            .args(["-c", script])
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn /bin/sh")
+    };
+    let pid_of = |child: &tokio::process::Child| {
+        i32::try_from(child.id().expect("child has a pid")).expect("pid fits i32")
+    };
+
+    // A child that exits at once is never seen in the unit: Exited (a zombie counts).
+    let quick = spawn("exit 3");
+    let ack = wait_for_scope_ack(
+        pid_of(&quick),
+        "herd-worker-x.scope",
+        Duration::from_secs(10),
+    )
+    .await;
+    assert_eq!(ack, ScopeAck::Exited);
+
+    // A live child outside the unit: the deadline answers.
+    let mut slow = spawn("exec sleep 30");
+    let ack = wait_for_scope_ack(
+        pid_of(&slow),
+        "herd-worker-x.scope",
+        Duration::from_millis(100),
+    )
+    .await;
+    assert_eq!(ack, ScopeAck::TimedOut);
+
+    // The child shares our cgroups, so our own leaf stands in for its unit.
+    match own_cgroup_leaf() {
+        Some(leaf) => {
+            let ack = wait_for_scope_ack(pid_of(&slow), &leaf, Duration::from_secs(10)).await;
+            assert_eq!(ack, ScopeAck::Acknowledged);
+        }
+        None => eprintln!("this process is in root cgroups only; acknowledged case not checked"),
+    }
+    slow.kill().await.expect("kill the sleeping child");
 }
 
 #[expect(
