@@ -23,18 +23,8 @@ const MIB: u64 = 1024 * 1024;
 const GIB: u64 = 1024 * MIB;
 const TEST_USER: &str = "herd-test-user";
 
-const FAKE_SYSTEMD_RUN: &str = r#"#!/bin/sh
-# Fake systemd-run: records its argv, then answers as $FAKE_SYSTEMD_ANSWER says.
-printf '%s\n' "$*" >> "$FAKE_SYSTEMD_RECORD"
-case "${FAKE_SYSTEMD_ANSWER:-ok}" in
-  ok)
-    while [ "$#" -gt 0 ] && [ "$1" != "--" ]; do shift; done
-    shift
-    exec "$@" ;;
-  hang) exec sleep 30 ;;
-  *) echo "Failed to connect to bus: No such file or directory" >&2; exit 1 ;;
-esac
-"#;
+/// The fake `systemd-run` (checked in for reuse by the daemon's end-to-end tests).
+const FAKE_SYSTEMD_RUN: &str = include_str!("../../tests/fixtures/fake-systemd/systemd-run");
 
 /// A clock the test moves by hand.
 #[derive(Debug)]
@@ -129,7 +119,7 @@ impl Fixture {
         env
     }
 
-    /// Every recorded systemd-run invocation, one argv line each.
+    /// Every recorded fake-tool invocation, one `<tool> <argv>` line each.
     fn recorded(&self) -> Vec<String> {
         match std::fs::read_to_string(self.record()) {
             Ok(text) => text.lines().map(str::to_owned).collect(),
@@ -222,7 +212,7 @@ async fn b34_scoped_argv_is_exact_and_runs() {
     let recorded = fx.recorded();
     assert_eq!(recorded.len(), 1, "one probe: {recorded:?}");
     assert!(
-        recorded[0].starts_with("--user --scope --quiet --collect --unit herd-probe-")
+        recorded[0].starts_with("systemd-run --user --scope --quiet --collect --unit herd-probe-")
             && recorded[0].ends_with("-- /bin/sh -c exit 0"),
         "probe argv: {}",
         recorded[0]
