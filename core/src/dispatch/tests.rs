@@ -1,6 +1,11 @@
 //! Tests for restart-safe dispatch (B34, B35) against real fake tools: a `systemd-run`
-//! shell script written into a temp dir that records its argv and answers as told, a real
-//! Unix socket named `bus` in a private runtime dir, a real clock injected and advanced.
+//! shell script (`core/tests/fixtures/fake-systemd/`, put first on the spawn PATH) that
+//! records its argv into a per-test file and answers as told, a real Unix socket named
+//! `bus` in a private runtime dir, and an injected clock the tests advance.
+//!
+//! The fake is run from the checked-in fixture rather than written into the temp dir: an
+//! executable written by a test can be exec'd while another test thread's fork still holds
+//! the write descriptor, which fails with ETXTBSY now and then.
 //!
 //! The one thing not real is systemd itself: these tests must not create scopes on the
 //! machine that runs them, and CI containers have no user manager. The fake execs the
@@ -23,8 +28,10 @@ const MIB: u64 = 1024 * 1024;
 const GIB: u64 = 1024 * MIB;
 const TEST_USER: &str = "herd-test-user";
 
-/// The fake `systemd-run` (checked in for reuse by the daemon's end-to-end tests).
-const FAKE_SYSTEMD_RUN: &str = include_str!("../../tests/fixtures/fake-systemd/systemd-run");
+/// The fake tools, checked in (also for the daemon's end-to-end tests).
+fn fake_bin_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fake-systemd")
+}
 
 /// A clock the test moves by hand.
 #[derive(Debug)]
@@ -47,7 +54,7 @@ impl Clock for TestClock {
     }
 }
 
-/// A temp dir with `bin/systemd-run` (the fake), a record file and a private runtime dir
+/// A temp dir with a record file for the fake tools and a private runtime dir
 /// holding a live socket named `bus`.
 struct Fixture {
     dir: tempfile::TempDir,
@@ -57,12 +64,6 @@ struct Fixture {
 impl Fixture {
     fn new() -> Fixture {
         let dir = tempfile::tempdir().expect("create temp dir");
-        let bin = dir.path().join("bin");
-        std::fs::create_dir(&bin).expect("create bin dir");
-        let script = bin.join("systemd-run");
-        std::fs::write(&script, FAKE_SYSTEMD_RUN).expect("write fake systemd-run");
-        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755))
-            .expect("make fake systemd-run executable");
         let run = dir.path().join("run");
         std::fs::create_dir(&run).expect("create runtime dir");
         std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o700))
@@ -84,7 +85,7 @@ impl Fixture {
     }
 
     fn systemd_run(&self) -> PathBuf {
-        self.dir.path().join("bin").join("systemd-run")
+        fake_bin_dir().join("systemd-run")
     }
 
     fn record(&self) -> PathBuf {
@@ -100,12 +101,12 @@ impl Fixture {
         std::fs::remove_file(self.bus_path()).expect("remove the bus socket");
     }
 
-    /// The spawn env: our bin dir first on PATH, the private runtime dir, the fake's knobs.
+    /// The spawn env: the fakes first on PATH, the private runtime dir, the fakes' knobs.
     fn env(&self, answer: &str) -> HashMap<String, String> {
         let mut env = HashMap::new();
         env.insert(
             "PATH".to_owned(),
-            format!("{}:/usr/bin:/bin", self.dir.path().join("bin").display()),
+            format!("{}:/usr/bin:/bin", fake_bin_dir().display()),
         );
         env.insert(
             "XDG_RUNTIME_DIR".to_owned(),
