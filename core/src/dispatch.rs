@@ -71,6 +71,9 @@ pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 /// How long a probe verdict (either way) is trusted before the next dispatch probes again.
 pub(crate) const VERDICT_TTL: Duration = Duration::from_secs(60);
 
+/// How long stopping a worker scope may take.
+pub(crate) const STOP_TIMEOUT: Duration = Duration::from_secs(15);
+
 /// Prefix of every worker unit name; the full name is `herd-worker-<unit_id>.scope`.
 pub(crate) const WORKER_UNIT_PREFIX: &str = "herd-worker-";
 
@@ -80,6 +83,7 @@ pub(crate) const INVOCATION_ID_ENV: &str = "INVOCATION_ID";
 const BUS_ADDRESS_ENV: &str = "DBUS_SESSION_BUS_ADDRESS";
 const RUNTIME_DIR_ENV: &str = "XDG_RUNTIME_DIR";
 const SYSTEMD_RUN: &str = "systemd-run";
+const SYSTEMCTL: &str = "systemctl";
 const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 const PROBE_DETAIL_CHARS: usize = 300;
 
@@ -149,6 +153,9 @@ pub struct DispatchConfig {
     pub probe_timeout: Duration,
     /// How long a probe verdict is cached (60 s by default).
     pub verdict_ttl: Duration,
+    /// How long `systemctl --user stop` may take in [`Dispatcher::stop_scope`] (15 s by
+    /// default: stopping waits for the processes in the scope to die).
+    pub stop_timeout: Duration,
 }
 
 impl Default for DispatchConfig {
@@ -157,6 +164,7 @@ impl Default for DispatchConfig {
             memory_max_bytes: None,
             probe_timeout: PROBE_TIMEOUT,
             verdict_ttl: VERDICT_TTL,
+            stop_timeout: STOP_TIMEOUT,
         }
     }
 }
@@ -343,6 +351,40 @@ impl DispatchError {
             | DispatchError::EmptyArgv => false,
         }
     }
+}
+
+/// Why a worker scope could not be stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ScopeStopError {
+    /// The unit is not a herd worker scope; herd never stops units it did not create.
+    #[error(
+        "refusing to stop {unit:?}: only herd worker scopes (herd-worker-<id>.scope) are \
+         stopped by herd; stop other units with systemctl yourself"
+    )]
+    NotAWorkerScope {
+        /// The unit given.
+        unit: String,
+    },
+    /// `systemctl` is not on the spawn PATH.
+    #[error(
+        "cannot stop systemd scope {unit}: systemctl was not found on the spawn PATH; stop \
+         it by hand with `systemctl --user stop {unit}`"
+    )]
+    NoSystemctl {
+        /// The scope.
+        unit: String,
+    },
+    /// `systemctl --user stop` failed, timed out or could not be run.
+    #[error(
+        "cannot stop systemd scope {unit} ({detail}); its processes may still run: stop it \
+         by hand with `systemctl --user stop {unit}`"
+    )]
+    Failed {
+        /// The scope.
+        unit: String,
+        /// What systemctl said, or why it could not be run.
+        detail: String,
+    },
 }
 
 /// Decides and prepares restart-safe dispatch; one per registry (home). Cheap to share in
@@ -569,6 +611,85 @@ impl Dispatcher {
             bus_path: bus.bus_path,
             user: self.host.user.clone(),
         }
+    }
+
+    /// Stops a worker scope with `systemctl --user stop <unit>`, which kills everything in
+    /// it, including descendants that left the session's process group (`setsid`, double
+    /// fork). A unit that is already gone ("not loaded", "not found", "does not exist")
+    /// counts as stopped. `systemctl` is found on the spawn environment's `PATH` and given
+    /// the same user bus as the dispatch.
+    ///
+    /// # Errors
+    /// [`ScopeStopError::NotAWorkerScope`] for any unit not named
+    /// `herd-worker-<id>.scope`; [`ScopeStopError::NoSystemctl`] and
+    /// [`ScopeStopError::Failed`] when the stop did not happen, so the caller reports the
+    /// kill as incomplete.
+    pub async fn stop_scope(
+        &self,
+        unit: &str,
+        spawn_env: &HashMap<String, String>,
+    ) -> Result<(), ScopeStopError> {
+        let is_worker_scope = unit
+            .strip_prefix(WORKER_UNIT_PREFIX)
+            .and_then(|rest| rest.strip_suffix(".scope"))
+            .is_some_and(|id| validate_unit_id(id).is_ok());
+        if !is_worker_scope {
+            return Err(ScopeStopError::NotAWorkerScope {
+                unit: unit.to_owned(),
+            });
+        }
+        let Some(program) = resolve_program(SYSTEMCTL, spawn_env) else {
+            return Err(ScopeStopError::NoSystemctl {
+                unit: unit.to_owned(),
+            });
+        };
+        let bus = derive_user_bus(spawn_env, self.host.uid);
+        let failed = |detail: String| ScopeStopError::Failed {
+            unit: unit.to_owned(),
+            detail,
+        };
+        let mut command = tokio::process::Command::new(&program);
+        command
+            .args(["--user", "stop", unit])
+            .env_clear()
+            .envs(spawn_env)
+            .envs(bus.env.iter().flatten().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        let child = command
+            .spawn()
+            .map_err(|err| failed(format!("could not start {}: {err}", program.display())))?;
+        let output =
+            match tokio::time::timeout(self.config.stop_timeout, child.wait_with_output()).await {
+                Err(_elapsed) => {
+                    return Err(failed(format!(
+                        "systemctl did not finish within {} ms",
+                        self.config.stop_timeout.as_millis()
+                    )));
+                }
+                Ok(Err(err)) => return Err(failed(format!("could not wait for systemctl: {err}"))),
+                Ok(Ok(output)) => output,
+            };
+        if output.status.success() {
+            tracing::debug!(unit, "worker scope stopped");
+            return Ok(());
+        }
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let lower = stderr.to_lowercase();
+        if ["not loaded", "not found", "does not exist"]
+            .iter()
+            .any(|gone| lower.contains(gone))
+        {
+            tracing::debug!(unit, "worker scope was already gone");
+            return Ok(());
+        }
+        let said: String = stderr.trim().chars().take(PROBE_DETAIL_CHARS).collect();
+        Err(failed(format!(
+            "systemctl exited with {}: {said}",
+            output.status
+        )))
     }
 
     fn remedy(&self) -> String {

@@ -9,6 +9,6 @@
 mod dispatch;
 pub use dispatch::{
     BreakerGate, Clock, Dispatch, DispatchConfig, DispatchError, DispatchKind, Dispatcher,
-    FailureBreaker, HostFacts, ScopeAck, ScopeAvailability, SystemClock, UnitKind, is_in_scope,
-    memory_max, systemd_unit, wait_for_scope_ack,
+    FailureBreaker, HostFacts, ScopeAck, ScopeAvailability, ScopeStopError, SystemClock, UnitKind,
+    is_in_scope, memory_max, systemd_unit, wait_for_scope_ack,
 };

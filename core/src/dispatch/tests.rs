@@ -934,3 +934,72 @@ fn b34_service_unit_is_valid_and_names_the_binary() {
         }
     }
 }
+
+#[tokio::test]
+async fn stop_scope_runs_systemctl_and_treats_a_gone_unit_as_stopped() {
+    let fx = Fixture::new();
+    let d = dispatcher(true, TestClock::new());
+    let unit = "herd-worker-proc_0123456789ab.scope";
+
+    d.stop_scope(unit, &fx.env("ok"))
+        .await
+        .expect("stop succeeds");
+    assert_eq!(
+        fx.recorded(),
+        vec![format!("systemctl --user stop {unit}")],
+        "systemctl argv"
+    );
+
+    let mut env = fx.env("ok");
+    env.insert("FAKE_SYSTEMCTL_EXIT".to_owned(), "5".to_owned());
+    env.insert(
+        "FAKE_SYSTEMCTL_STDERR".to_owned(),
+        format!("Failed to stop {unit}: Unit {unit} not loaded."),
+    );
+    d.stop_scope(unit, &env)
+        .await
+        .expect("a unit that is already gone counts as stopped");
+
+    env.insert(
+        "FAKE_SYSTEMCTL_STDERR".to_owned(),
+        "Failed to connect to bus: No such file or directory".to_owned(),
+    );
+    let err = d
+        .stop_scope(unit, &env)
+        .await
+        .expect_err("a bus failure is a failed stop");
+    assert!(
+        matches!(&err, ScopeStopError::Failed { detail, .. } if detail.contains("Failed to connect to bus")),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string()
+            .contains(&format!("systemctl --user stop {unit}")),
+        "{err}"
+    );
+
+    for foreign in [
+        "sshd.service",
+        "--all",
+        "herd-worker-x.service",
+        "herd-worker-a b.scope",
+    ] {
+        let err = d
+            .stop_scope(foreign, &fx.env("ok"))
+            .await
+            .expect_err("only worker scopes are stopped");
+        assert!(
+            matches!(err, ScopeStopError::NotAWorkerScope { .. }),
+            "{err:?}"
+        );
+    }
+    assert_eq!(fx.recorded().len(), 3, "no systemctl run for foreign units");
+
+    let mut env = fx.env("ok");
+    env.insert("PATH".to_owned(), "/nonexistent-herd-test-dir".to_owned());
+    let err = d
+        .stop_scope(unit, &env)
+        .await
+        .expect_err("no systemctl on PATH");
+    assert!(matches!(err, ScopeStopError::NoSystemctl { .. }), "{err:?}");
+}
