@@ -31,6 +31,13 @@
 //! verdict, either way, is cached for 60 s, and concurrent first callers wait for one
 //! probe instead of starting one each.
 //!
+//! After a scoped spawn, [`wait_for_scope_ack`] watches the worker enter its unit; a worker
+//! that exits first goes to [`Dispatcher::on_early_exit`], which re-checks the bus and, when
+//! it vanished, flips the cached verdict. [`Dispatcher::stop_scope`] is the kill path's
+//! sweep: stopping the scope ends descendants that left the process group.
+//!
+//! Invariant: herd only ever stops units it named itself (`herd-worker-<id>.scope`).
+//!
 //! Invariant: without a scope, the operator is told once per [`Dispatcher`], not once per
 //! job: the condition belongs to the host, and a warning per job would bury it.
 //!
