@@ -215,9 +215,11 @@ pub enum Dispatch {
     /// Run `argv` (the original argv wrapped in `systemd-run`) with `env` added on top of
     /// the spawn environment.
     Scoped {
-        /// `<abs path of systemd-run> --user --scope --quiet --collect --unit
-        /// herd-worker-<id> --property MemoryAccounting=yes --property MemoryMax=<bytes> --
-        /// <original argv…>`.
+        /// `<abs path of systemd-run> --user --scope --quiet --collect
+        /// [--expand-environment=no] --unit herd-worker-<id> --property
+        /// MemoryAccounting=yes --property MemoryMax=<bytes> -- <original argv…>`; the
+        /// switch is there whenever this systemd-run knows it (254 and later), because those
+        /// versions otherwise expand `$VAR` in the command before the shell sees it.
         argv: Vec<String>,
         /// The transient unit, `herd-worker-<id>.scope`: record it with the session; it is
         /// what `systemctl --user stop` takes and what the worker's `/proc/<pid>/cgroup`
@@ -417,10 +419,26 @@ struct ProbeKey {
     bus_path: PathBuf,
 }
 
+/// What a successful probe learned about the host's systemd-run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ScopeSupport {
+    /// systemd-run accepts `--expand-environment=no` (systemd 254 and later). Those
+    /// versions expand `$VAR` in the command line of a scope by default, which would
+    /// rewrite every shell command herd runs (`$f` in a loop becomes an empty string);
+    /// earlier versions neither expand nor know the switch.
+    no_expand: bool,
+}
+
+/// A probe run that failed: the detail for the operator, and systemd-run's stderr.
+struct ProbeFailure {
+    detail: String,
+    stderr: String,
+}
+
 #[derive(Debug, Clone)]
 struct CachedVerdict {
     key: ProbeKey,
-    verdict: Result<(), String>,
+    verdict: Result<ScopeSupport, String>,
     at: Instant,
 }
 
@@ -436,8 +454,15 @@ struct UserBus {
 
 enum Availability {
     NotUnderSystemd,
-    Ready { program: PathBuf, bus: UserBus },
-    Unavailable { detail: String, bus_path: PathBuf },
+    Ready {
+        program: PathBuf,
+        bus: UserBus,
+        support: ScopeSupport,
+    },
+    Unavailable {
+        detail: String,
+        bus_path: PathBuf,
+    },
 }
 
 impl Dispatcher {
@@ -521,7 +546,11 @@ impl Dispatcher {
         }
         match self.availability_inner(spawn_env).await {
             Availability::NotUnderSystemd => Ok(Dispatch::InProcess),
-            Availability::Ready { program, bus } => {
+            Availability::Ready {
+                program,
+                bus,
+                support,
+            } => {
                 let unit_name = format!("{WORKER_UNIT_PREFIX}{unit_id}");
                 let mut wrapped = vec![
                     program.to_string_lossy().into_owned(),
@@ -529,6 +558,11 @@ impl Dispatcher {
                     "--scope".to_owned(),
                     "--quiet".to_owned(),
                     "--collect".to_owned(),
+                ];
+                if support.no_expand {
+                    wrapped.push("--expand-environment=no".to_owned());
+                }
+                wrapped.extend([
                     "--unit".to_owned(),
                     unit_name.clone(),
                     "--property".to_owned(),
@@ -536,7 +570,7 @@ impl Dispatcher {
                     "--property".to_owned(),
                     format!("MemoryMax={}", self.memory_max_bytes),
                     "--".to_owned(),
-                ];
+                ]);
                 wrapped.extend(argv.iter().cloned());
                 tracing::debug!(unit = %unit_name, "dispatch scoped");
                 Ok(Dispatch::Scoped {
@@ -762,8 +796,12 @@ impl Dispatcher {
             }
         };
         match (verdict, program) {
-            (Ok(()), Some(program)) => Availability::Ready { program, bus },
-            (Ok(()), None) => Availability::Unavailable {
+            (Ok(support), Some(program)) => Availability::Ready {
+                program,
+                bus,
+                support,
+            },
+            (Ok(_), None) => Availability::Unavailable {
                 detail: format!("{SYSTEMD_RUN} was not found on the spawn PATH"),
                 bus_path: bus.bus_path,
             },
@@ -774,30 +812,58 @@ impl Dispatcher {
         }
     }
 
-    fn fresh_verdict(&self, key: &ProbeKey) -> Option<Result<(), String>> {
+    fn fresh_verdict(&self, key: &ProbeKey) -> Option<Result<ScopeSupport, String>> {
         let cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
         let cached = cache.as_ref()?;
         let age = self.clock.now().saturating_duration_since(cached.at);
         (cached.key == *key && age < self.config.verdict_ttl).then(|| cached.verdict.clone())
     }
 
-    /// Runs `/bin/sh -c 'exit 0'` through `systemd-run --user --scope`.
+    /// Runs `/bin/sh -c 'exit 0'` through `systemd-run --user --scope`, first with
+    /// `--expand-environment=no`, and again without it when this systemd-run predates it.
     async fn probe(
         &self,
         program: &Path,
         spawn_env: &HashMap<String, String>,
         bus: &UserBus,
-    ) -> Result<(), String> {
+    ) -> Result<ScopeSupport, String> {
+        let verdict = match self.probe_once(program, spawn_env, bus, true).await {
+            Ok(()) => Ok(ScopeSupport { no_expand: true }),
+            Err(failure) if failure.stderr.contains("expand-environment") => self
+                .probe_once(program, spawn_env, bus, false)
+                .await
+                .map(|()| ScopeSupport { no_expand: false })
+                .map_err(|failure| failure.detail),
+            Err(failure) => Err(failure.detail),
+        };
+        tracing::debug!(ok = verdict.is_ok(), "systemd scope probe finished");
+        verdict
+    }
+
+    async fn probe_once(
+        &self,
+        program: &Path,
+        spawn_env: &HashMap<String, String>,
+        bus: &UserBus,
+        no_expand: bool,
+    ) -> Result<(), ProbeFailure> {
         self.n_probes.fetch_add(1, Ordering::SeqCst);
+        let failure = |detail: String| ProbeFailure {
+            detail,
+            stderr: String::new(),
+        };
         let unit = format!(
             "herd-probe-{}-{:08x}",
             std::process::id(),
             fastrand::u32(..)
         );
         let mut command = tokio::process::Command::new(program);
+        command.args(["--user", "--scope", "--quiet", "--collect"]);
+        if no_expand {
+            command.arg("--expand-environment=no");
+        }
         command
-            .args(["--user", "--scope", "--quiet", "--collect", "--unit", &unit])
-            .args(["--", "/bin/sh", "-c", "exit 0"])
+            .args(["--unit", &unit, "--", "/bin/sh", "-c", "exit 0"])
             .env_clear()
             .envs(spawn_env)
             .envs(bus.env.iter().flatten().map(|(k, v)| (k, v)))
@@ -807,20 +873,23 @@ impl Dispatcher {
             .kill_on_drop(true);
         let child = command
             .spawn()
-            .map_err(|err| format!("could not start {}: {err}", program.display()))?;
-        let verdict =
-            match tokio::time::timeout(self.config.probe_timeout, child.wait_with_output()).await {
-                Err(_elapsed) => Err(format!(
-                    "{} --user --scope did not finish within {} ms",
-                    program.display(),
-                    self.config.probe_timeout.as_millis()
-                )),
-                Ok(Err(err)) => Err(format!("could not wait for {}: {err}", program.display())),
-                Ok(Ok(output)) if output.status.success() => Ok(()),
-                Ok(Ok(output)) => {
-                    let stderr = String::from_utf8_lossy(&output.stderr);
-                    let said: String = stderr.trim().chars().take(PROBE_DETAIL_CHARS).collect();
-                    Err(format!(
+            .map_err(|err| failure(format!("could not start {}: {err}", program.display())))?;
+        match tokio::time::timeout(self.config.probe_timeout, child.wait_with_output()).await {
+            Err(_elapsed) => Err(failure(format!(
+                "{} --user --scope did not finish within {} ms",
+                program.display(),
+                self.config.probe_timeout.as_millis()
+            ))),
+            Ok(Err(err)) => Err(failure(format!(
+                "could not wait for {}: {err}",
+                program.display()
+            ))),
+            Ok(Ok(output)) if output.status.success() => Ok(()),
+            Ok(Ok(output)) => {
+                let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+                let said: String = stderr.trim().chars().take(PROBE_DETAIL_CHARS).collect();
+                Err(ProbeFailure {
+                    detail: format!(
                         "{} --user --scope failed ({}){}",
                         program.display(),
                         output.status,
@@ -829,11 +898,11 @@ impl Dispatcher {
                         } else {
                             format!(": {said}")
                         }
-                    ))
-                }
-            };
-        tracing::debug!(ok = verdict.is_ok(), "systemd scope probe finished");
-        verdict
+                    ),
+                    stderr,
+                })
+            }
+        }
     }
 }
 

@@ -173,6 +173,7 @@ async fn b34_scoped_argv_is_exact_and_runs() {
         "--scope",
         "--quiet",
         "--collect",
+        "--expand-environment=no",
         "--unit",
         "herd-worker-proc_0123456789ab",
         "--property",
@@ -213,7 +214,9 @@ async fn b34_scoped_argv_is_exact_and_runs() {
     let recorded = fx.recorded();
     assert_eq!(recorded.len(), 1, "one probe: {recorded:?}");
     assert!(
-        recorded[0].starts_with("systemd-run --user --scope --quiet --collect --unit herd-probe-")
+        recorded[0].starts_with(
+            "systemd-run --user --scope --quiet --collect --expand-environment=no --unit herd-probe-"
+        )
             && recorded[0].ends_with("-- /bin/sh -c exit 0"),
         "probe argv: {}",
         recorded[0]
@@ -306,6 +309,48 @@ async fn b34_probe_cached_then_rerun_after_ttl() {
     assert_eq!(got.expect("dispatch").kind(), DispatchKind::Scoped);
     assert_eq!(fx.recorded().len(), 3);
     assert_eq!(d.n_probes(), 3);
+}
+
+#[tokio::test]
+async fn b34_systemd_before_254_gets_no_expand_switch() {
+    // systemd-run 254+ expands $VAR in a scope's command line unless told not to; older
+    // versions reject the switch (and do not expand). The probe learns which one it is.
+    let fx = Fixture::new();
+    let d = dispatcher(true, TestClock::new());
+    let mut env = fx.env("ok");
+    env.insert("FAKE_SYSTEMD_VERSION".to_owned(), "252".to_owned());
+    let cmd = argv(&["bash", "-c", "for f in a b; do echo $f; done"]);
+    for _ in 0..3 {
+        let got = d
+            .dispatch(&cmd, &env, true, false, ID)
+            .await
+            .expect("dispatch");
+        let Dispatch::Scoped { argv: wrapped, .. } = &got else {
+            panic!("expected scoped, got {got:?}");
+        };
+        assert!(
+            !wrapped
+                .iter()
+                .any(|a| a.starts_with("--expand-environment")),
+            "{wrapped:?}"
+        );
+        assert_eq!(wrapped[wrapped.len() - 3..], cmd[..]);
+    }
+    let recorded = fx.recorded();
+    assert_eq!(
+        recorded.len(),
+        2,
+        "one rejected probe, one plain: {recorded:?}"
+    );
+    assert!(
+        recorded[0].contains("--expand-environment=no"),
+        "{recorded:?}"
+    );
+    assert!(
+        !recorded[1].contains("--expand-environment"),
+        "{recorded:?}"
+    );
+    assert_eq!(d.n_probes(), 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
