@@ -43,7 +43,11 @@ fn session(n: usize) -> SessionRecord {
         task_id: "task-abc".to_owned(),
         owner_task_id: "sa-child-42".to_owned(),
         session_key: "agent:main:telegram:12345".to_owned(),
-        mode: if n.is_multiple_of(3) { Mode::Pty } else { Mode::Pipe },
+        mode: if n.is_multiple_of(3) {
+            Mode::Pty
+        } else {
+            Mode::Pipe
+        },
         notify: n.is_multiple_of(2),
         watch_patterns: vec!["ERROR".to_owned(), "Compiled successfully".to_owned()],
         heartbeat_seconds: 300,
