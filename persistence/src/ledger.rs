@@ -50,9 +50,10 @@ pub const DELIVERED_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
 /// How long a statement waits for another process's write lock.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Idempotent, so two processes creating the ledger at once both succeed.
 const SCHEMA_V1: &str = "
-BEGIN;
-CREATE TABLE completions (
+BEGIN IMMEDIATE;
+CREATE TABLE IF NOT EXISTS completions (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     completion_id TEXT NOT NULL UNIQUE,
     session_id TEXT NOT NULL,
@@ -63,7 +64,7 @@ CREATE TABLE completions (
     created_at REAL NOT NULL,
     delivered_at REAL
 );
-CREATE INDEX completions_undelivered ON completions (seq) WHERE delivered_at IS NULL;
+CREATE INDEX IF NOT EXISTS completions_undelivered ON completions (seq) WHERE delivered_at IS NULL;
 PRAGMA user_version = 1;
 COMMIT;
 ";

@@ -277,3 +277,75 @@ fn stat_start_time_survives_odd_command_names() {
         "/proc/self/stat is readable on Linux"
     );
 }
+
+fn arb_record() -> impl proptest::strategy::Strategy<Value = SessionRecord> {
+    use proptest::prelude::*;
+    (
+        (
+            any::<String>(),
+            any::<String>(),
+            any::<i32>(),
+            any::<Option<u64>>(),
+        ),
+        (any::<String>(), any::<String>(), any::<bool>()),
+        (
+            proptest::collection::vec(any::<String>(), 0..4),
+            any::<u64>(),
+            any::<bool>(),
+        ),
+        (
+            "[^\u{0}]{0,40}",
+            proptest::option::of("[^\u{0}]{0,40}"),
+            0.0..4e9f64,
+        ),
+    )
+        .prop_map(|(ids, owners, settings, paths)| {
+            let (id, command, pid, start_time) = ids;
+            let (task_id, key, pty) = owners;
+            let (watch_patterns, heartbeat_seconds, notify) = settings;
+            let (log, cwd, started_at) = paths;
+            SessionRecord {
+                id,
+                command,
+                pid,
+                pgid: pid,
+                start_time,
+                owner_task_id: task_id.clone(),
+                task_id,
+                session_key: key,
+                mode: if pty { Mode::Pty } else { Mode::Pipe },
+                notify,
+                watch_patterns,
+                heartbeat_seconds,
+                completion_output_chars: heartbeat_seconds / 2,
+                persist_on_release: !notify,
+                log_path: PathBuf::from(log),
+                cwd: cwd.map(PathBuf::from),
+                started_at,
+            }
+        })
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn b27_any_records_round_trip(records in proptest::collection::vec(arb_record(), 0..6)) {
+        let (_tmp, home) = home();
+        let store = CheckpointStore::new(&home);
+        let mut seen = HashSet::new();
+        let records: Vec<SessionRecord> =
+            records.into_iter().filter(|r| seen.insert(r.id.clone())).collect();
+        store.write_own(&Writer::new(1, Some(2)), &records).expect("write");
+        let loaded = store.load().expect("load");
+        proptest::prop_assert_eq!(loaded.moved_aside, None);
+        proptest::prop_assert_eq!(loaded.entries.len(), records.len());
+        for (entry, want) in loaded.entries.iter().zip(&records) {
+            let mut got = entry.session.clone();
+            // JSON floats round-trip to within an ulp or so, not bit-exactly.
+            proptest::prop_assert!((got.started_at - want.started_at).abs() <= 1e-6);
+            got.started_at = want.started_at;
+            proptest::prop_assert_eq!(&got, want);
+        }
+    }
+}

@@ -215,3 +215,23 @@ fn prune_keeps_undelivered_and_recent() {
     assert_eq!(ledger.is_delivered("cmp_1").expect("look up"), Some(true));
     assert_eq!(ids(&ledger.undelivered().expect("list")), ["cmp_2"]);
 }
+
+#[test]
+fn b29_concurrent_creators_share_one_ledger() {
+    let (_tmp, home) = home();
+    let barrier = std::sync::Barrier::new(4);
+    std::thread::scope(|scope| {
+        for n in 0..4 {
+            let (home, barrier) = (&home, &barrier);
+            scope.spawn(move || {
+                barrier.wait();
+                let ledger = Ledger::create(home).expect("concurrent create");
+                assert!(ledger.commit(&completion(n)).expect("commit"));
+            });
+        }
+    });
+    let ledger = Ledger::open(&home).expect("open").expect("exists");
+    let mut got = ids(&ledger.undelivered().expect("list"));
+    got.sort();
+    assert_eq!(got, ["cmp_0", "cmp_1", "cmp_2", "cmp_3"]);
+}

@@ -215,3 +215,16 @@ fn b38_store_never_creates_a_missing_home() {
     assert_eq!(store.load("proc_00000000000d").expect("load"), None);
     assert_eq!(store.prune().expect("prune"), PruneReport::default());
 }
+
+proptest::proptest! {
+    #[test]
+    fn b38_tail_keeps_exactly_the_last_chars(text in "\\PC{0,60}", max in 0usize..70) {
+        let kept = match tail_start(&text, max) {
+            Some(start) => &text[start..],
+            None => text.as_str(),
+        };
+        let n_chars = text.chars().count();
+        proptest::prop_assert_eq!(kept.chars().count(), n_chars.min(max));
+        proptest::prop_assert!(text.ends_with(kept));
+    }
+}

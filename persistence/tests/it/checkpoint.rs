@@ -188,3 +188,118 @@ fn b27_two_writer_processes_never_interleave_or_lose_entries() {
         "no temp or corrupt files left"
     );
 }
+
+/// Sessions per round in the kill test: big enough (about 110 KB) that a kill
+/// often lands inside a write.
+const BIG_ROUND: usize = 200;
+
+fn big_round(k: usize) -> Vec<SessionRecord> {
+    (0..BIG_ROUND)
+        .map(|j| record(format!("proc_r{k}_{j}")))
+        .collect()
+}
+
+/// Child entry: rewrites its whole checkpoint in a loop until killed, saying
+/// the round after each write returns.
+#[test]
+fn child_checkpoint_rewriter() {
+    if support::role().as_deref() != Some("checkpoint-rewriter") {
+        return;
+    }
+    let home = Home::new(std::env::var("HERD_IT_HOME").expect("HERD_IT_HOME"));
+    let first: usize = std::env::var("HERD_IT_FIRST_ROUND")
+        .expect("HERD_IT_FIRST_ROUND")
+        .parse()
+        .expect("numeric round");
+    let store = CheckpointStore::new(&home);
+    // Every child plays the same writer, as if one process were restarted
+    // with its identity intact, so each write replaces the last round.
+    let me = Writer::new(7, Some(7));
+    support::say("ready");
+    for k in first.. {
+        store.write_own(&me, &big_round(k)).expect("rewrite");
+        support::say(&format!("wrote {k}"));
+    }
+}
+
+#[test]
+fn b27_checkpoint_is_whole_after_sigkill_mid_write() {
+    let (_tmp, home) = support::temp_home();
+    let store = CheckpointStore::new(&home);
+    let mut rng = fastrand::Rng::with_seed(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(3, |d| d.as_secs()),
+    );
+    let mut first = 0;
+    for _ in 0..10 {
+        let env = HashMap::from([
+            ("HERD_IT_HOME", home.root().display().to_string()),
+            ("HERD_IT_FIRST_ROUND", first.to_string()),
+        ]);
+        let mut child = ChildTest::spawn(
+            "checkpoint::child_checkpoint_rewriter",
+            "checkpoint-rewriter",
+            &env,
+        );
+        child.expect_line("ready", DEADLINE);
+        for _ in 0..rng.usize(0..4) {
+            child.next_line(DEADLINE, "a rewrite");
+        }
+        support::random_delay(&mut rng, Duration::from_millis(20));
+        let said = child.kill_and_drain(DEADLINE);
+        let last_said = said
+            .iter()
+            .rev()
+            .find_map(|l| l.strip_prefix("wrote "))
+            .map(|k| k.parse::<usize>().expect("numeric round"));
+
+        // Whatever the kill interrupted, the file is one whole round: the
+        // last one reported, or the next one if the kill came after the
+        // rename but before the line.
+        let loaded = store.load().expect("load after the kill");
+        assert_eq!(loaded.moved_aside, None, "the kill tore the checkpoint");
+        let ids: BTreeSet<String> = loaded
+            .entries
+            .iter()
+            .map(|e| e.session.id.clone())
+            .collect();
+        let round_of = |id: &str| -> usize {
+            let rest = id.strip_prefix("proc_r").expect("a rewriter id");
+            rest.split('_')
+                .next()
+                .expect("round")
+                .parse()
+                .expect("numeric round")
+        };
+        let Some(any) = ids.first() else {
+            // Killed before the very first rename: still no checkpoint.
+            assert!(
+                first == 0 && last_said.is_none(),
+                "a reported round was lost"
+            );
+            continue;
+        };
+        let k = round_of(any);
+        let rounds: BTreeSet<usize> = ids.iter().map(|id| round_of(id)).collect();
+        assert_eq!(rounds, BTreeSet::from([k]), "the checkpoint mixes rounds");
+        assert_eq!(ids.len(), BIG_ROUND, "round {k} is not whole");
+        match last_said {
+            // The last reported round, or the next one if the kill came after
+            // the rename but before the line.
+            Some(said) => assert!(k == said || k == said + 1, "round {k} after {said}"),
+            // Killed before this child's first line: the previous child's last
+            // round, or this child's first one.
+            None => assert!(k + 1 == first || k == first, "round {k}, first {first}"),
+        }
+        first = k + 1;
+    }
+    // A later writer sweeps whatever temp file a kill left behind.
+    store
+        .write_own(&Writer::new(1, None), &[])
+        .expect("sweeping write");
+    assert_eq!(
+        support::dir_names(home.root()),
+        ["processes.json", "processes.json.lock"]
+    );
+}

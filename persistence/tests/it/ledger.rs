@@ -110,6 +110,7 @@ fn b29_ledger_exactly_once_across_sigkills() {
                 break;
             }
         }
+        support::random_delay(&mut rng, Duration::from_millis(5));
         let said = child.kill_and_drain(DEADLINE);
         recommit = said
             .iter()

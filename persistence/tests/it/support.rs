@@ -178,6 +178,18 @@ impl Drop for ChildTest {
     }
 }
 
+/// Waits a random time below `max` so the SIGKILL that follows lands at a
+/// random point of the child's work rather than right after its last line.
+/// Nothing waits on this delay; it only moves the kill.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a random delay places a SIGKILL at a random point; it synchronises nothing"
+)]
+pub(crate) fn random_delay(rng: &mut fastrand::Rng, max: Duration) {
+    let micros = u64::try_from(max.as_micros()).unwrap_or(u64::MAX);
+    std::thread::sleep(Duration::from_micros(rng.u64(0..micros.max(1))));
+}
+
 /// Names of the entries of `dir`, sorted.
 pub(crate) fn dir_names(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
