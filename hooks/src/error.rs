@@ -3,8 +3,6 @@
 //! Plugin load failures are not here: they are data (`PluginLoadError` in the loader
 //! module), one per plugin, reported without stopping the host.
 
-use std::path::PathBuf;
-
 /// Errors building the output pipeline.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -31,14 +29,5 @@ pub enum Error {
         /// The engine's reason.
         #[source]
         source: Box<regex_automata::meta::BuildError>,
-    },
-    /// The plugins directory could not be read.
-    #[error("failed to read the plugins directory {path}")]
-    PluginsDir {
-        /// The directory.
-        path: PathBuf,
-        /// The OS error.
-        #[source]
-        source: std::io::Error,
     },
 }

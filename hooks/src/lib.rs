@@ -27,10 +27,15 @@
 //! ```
 
 mod error;
+mod loader;
 mod pipeline;
 mod redact;
 
 pub use error::Error;
+pub use loader::{
+    MANIFEST_FILE, PluginHook, PluginLoadError, PluginManifest, PluginReport, PluginStatus,
+    abi_version, load_plugins, plugin_hook, read_manifest,
+};
 pub use pipeline::{
     DEFAULT_BUDGET, Hook, HookChain, HookError, HookStats, Pipeline, PipelineStream,
     SUPPRESS_AFTER_TIMEOUT,
