@@ -1,12 +1,18 @@
 //! The secret redactor: the fixed last stage of every output route.
 //!
-//! All secret families are compiled into one multi-pattern automaton
-//! (`regex_automata::meta::Regex::new_many`), so a text is scanned once, left to
-//! right, whatever the number of families; each match reports which family it
-//! belongs to and a small hand-written routine decides which part of the match to
-//! mask (the value of a header but not its name, the password of a database URL
-//! but not the host). Patterns use ASCII classes and ASCII word boundaries only,
-//! which keeps the lazy DFA on its fast path for any input.
+//! No loop of regexes: all families are compiled into one multi-pattern
+//! automaton (`regex_automata::meta::Regex::new_many`) whose matches report which
+//! family they belong to, and a small hand-written routine per family decides
+//! which part of the match to mask (the value of a header but not its name, the
+//! password of a database URL but not the host). For ordinary output the text is
+//! walked once by an aho-corasick scan for the literals every family starts with
+//! (`sk-`, `ghp_`, `authorization`, `postgres`, `-----BEGIN`, ...), and the
+//! automaton runs anchored only where such a literal starts; clean text never
+//! enters the automaton. The three families with no literal to anchor on
+//! (Telegram bot tokens, Zhipu keys, bare-token URL userinfo) are found by a
+//! memchr scan for their one required byte (`:` or `.`) plus a few byte checks.
+//! Patterns use ASCII classes and ASCII word boundaries only, which keeps the
+//! lazy DFA on its fast path for any input.
 //!
 //! Two automata are built: the `Code` one (provider tokens, headers, private keys,
 //! database URLs, JWTs, ...) used for ordinary output, and the `SecretDump` one
@@ -25,7 +31,8 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use regex_automata::meta;
+use aho_corasick::AhoCorasick;
+use regex_automata::{Anchored, Input, meta};
 
 use crate::Error;
 
@@ -119,7 +126,14 @@ impl Compiled {
 /// The secret redactor. Cheap to share (`Arc`), immutable once built.
 #[derive(Debug, Clone)]
 pub struct Redactor {
+    /// The literals the built-in code patterns start with.
+    triggers: AhoCorasick,
+    /// Built-in code patterns, searched anchored at each trigger.
     code: Compiled,
+    /// Config patterns (no literal known), searched over the whole text.
+    extra: Option<Compiled>,
+    /// Assignment patterns, then code patterns, then config patterns, searched
+    /// over the whole text (environment dumps only).
     dump: Compiled,
 }
 
@@ -152,13 +166,22 @@ impl Redactor {
             let group = (re.captures_len() > 1).then(|| Arc::new(re));
             extra.push((pattern.clone(), Kind::Extra(group)));
         }
-        let mut code = families::code_patterns();
-        code.extend(extra.iter().cloned());
         let mut dump = families::dump_patterns();
         dump.extend(families::code_patterns());
-        dump.extend(extra);
+        dump.extend(extra.iter().cloned());
+        let triggers = AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .match_kind(aho_corasick::MatchKind::LeftmostFirst)
+            .build(families::triggers())
+            .expect("the trigger literals are a small fixed set");
         Ok(Redactor {
-            code: Compiled::build(&code)?,
+            triggers,
+            code: Compiled::build(&families::code_patterns())?,
+            extra: if extra.is_empty() {
+                None
+            } else {
+                Some(Compiled::build(&extra)?)
+            },
             dump: Compiled::build(&dump)?,
         })
     }
@@ -173,45 +196,124 @@ impl Redactor {
         self.redact(command, RedactMode::Code)
     }
 
-    /// Redacts `text` in one pass. Returns the input borrowed when nothing matched.
+    /// Redacts `text` in one left-to-right walk. Returns the input borrowed when
+    /// nothing matched.
     pub fn redact<'t>(&self, text: &'t str, mode: RedactMode) -> Cow<'t, str> {
-        let compiled = match mode {
-            RedactMode::Code => &self.code,
-            RedactMode::SecretDump => &self.dump,
-        };
-        let mut out: Option<String> = None;
+        let found = self.matches(text, mode);
+        if found.is_empty() {
+            return Cow::Borrowed(text);
+        }
+        let mut out = String::with_capacity(text.len());
         let mut last = 0;
-        for m in compiled.re.find_iter(text) {
-            let (start, end) = (m.start(), m.end());
-            let kind = &compiled.kinds[m.pattern().as_usize()];
+        let mut changed = false;
+        for (start, end, kind) in found {
             let Some(replacement) = families::replace(kind, &text[start..end]) else {
                 continue;
             };
-            let buf = out.get_or_insert_with(|| String::with_capacity(text.len()));
-            buf.push_str(&text[last..start]);
-            buf.push_str(&replacement);
+            out.push_str(&text[last..start]);
+            out.push_str(&replacement);
             last = end;
+            changed = true;
         }
-        match out {
-            None => Cow::Borrowed(text),
-            Some(mut buf) => {
-                buf.push_str(&text[last..]);
-                Cow::Owned(buf)
+        if !changed {
+            return Cow::Borrowed(text);
+        }
+        out.push_str(&text[last..]);
+        Cow::Owned(out)
+    }
+
+    /// Every match in `text`, sorted by start and non-overlapping. On overlap
+    /// the earlier start wins; on a tie the built-in automaton, then the side
+    /// scanner, then config patterns.
+    fn matches<'s>(&'s self, text: &str, mode: RedactMode) -> Vec<(usize, usize, &'s Kind)> {
+        // (start, priority, end, kind)
+        let mut all: Vec<(usize, u8, usize, &Kind)> = Vec::new();
+        match mode {
+            RedactMode::Code => {
+                self.code_matches(text, &mut all);
+                for (s, e, k) in families::side_matches(text) {
+                    all.push((s, 1, e, side_kind(&k)));
+                }
+                if let Some(extra) = &self.extra {
+                    for m in extra.re.find_iter(text) {
+                        all.push((m.start(), 2, m.end(), &extra.kinds[m.pattern().as_usize()]));
+                    }
+                }
+            }
+            RedactMode::SecretDump => {
+                for m in self.dump.re.find_iter(text) {
+                    all.push((
+                        m.start(),
+                        0,
+                        m.end(),
+                        &self.dump.kinds[m.pattern().as_usize()],
+                    ));
+                }
+                for (s, e, k) in families::side_matches(text) {
+                    all.push((s, 1, e, side_kind(&k)));
+                }
+            }
+        }
+        if all.is_empty() {
+            return Vec::new();
+        }
+        all.sort_unstable_by_key(|(s, p, _, _)| (*s, *p));
+        let mut merged = Vec::with_capacity(all.len());
+        let mut last_end = 0;
+        for (s, _, e, k) in all {
+            if s >= last_end {
+                merged.push((s, e, k));
+                last_end = e;
+            }
+        }
+        merged
+    }
+
+    /// The built-in code families: find a trigger literal, then run the
+    /// automaton anchored there. Clean text costs one aho-corasick scan.
+    fn code_matches<'s>(&'s self, text: &str, out: &mut Vec<(usize, u8, usize, &'s Kind)>) {
+        let mut pos = 0;
+        while pos < text.len() {
+            let Some(hit) = self
+                .triggers
+                .find(aho_corasick::Input::new(text).span(pos..text.len()))
+            else {
+                break;
+            };
+            let at = hit.start();
+            let input = Input::new(text)
+                .span(at..text.len())
+                .anchored(Anchored::Yes);
+            match self.code.re.search(&input) {
+                Some(m) if m.end() > m.start() => {
+                    out.push((
+                        m.start(),
+                        0,
+                        m.end(),
+                        &self.code.kinds[m.pattern().as_usize()],
+                    ));
+                    pos = m.end();
+                }
+                _ => pos = at + 1,
             }
         }
     }
 
     /// Byte ranges of the matches in `text`, for the streaming redactor's cut logic.
     pub(crate) fn match_spans(&self, text: &str, mode: RedactMode) -> Vec<(usize, usize)> {
-        let compiled = match mode {
-            RedactMode::Code => &self.code,
-            RedactMode::SecretDump => &self.dump,
-        };
-        compiled
-            .re
-            .find_iter(text)
-            .map(|m| (m.start(), m.end()))
+        self.matches(text, mode)
+            .into_iter()
+            .map(|(s, e, _)| (s, e))
             .collect()
+    }
+}
+
+/// The side scanner's kinds as `'static` references (they carry no data).
+fn side_kind(kind: &Kind) -> &'static Kind {
+    match kind {
+        Kind::Telegram => &Kind::Telegram,
+        Kind::UserinfoToken => &Kind::UserinfoToken,
+        _ => &Kind::Token,
     }
 }
 

@@ -16,7 +16,10 @@ const ENV_WORDS: &str = r"(?:API_?KEY|APIKEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD|PA
 /// Secret-ish name endings, for JSON and YAML keys (`apiKey`, `client_secret`).
 const FIELD_WORDS: &str = r"(?:api_?key|apikey|token|secret|password|passwd|credentials?|auth|private_?key|access_?key|secret_?key)";
 
-/// The families used for every output.
+/// The families used for every output that have a literal to anchor on, so the
+/// automaton's literal prefilter skips clean text at memchr-like speed. The
+/// three families without one (Telegram bot tokens, Zhipu keys, bare-token URL
+/// userinfo) are found by [`side_matches`] instead.
 pub(super) fn code_patterns() -> Vec<(String, Kind)> {
     let distinctive = [
         "ghp_",
@@ -94,11 +97,6 @@ pub(super) fn code_patterns() -> Vec<(String, Kind)> {
             ),
             Kind::DbPassword,
         ),
-        // A bare token as URL userinfo: scheme://TOKEN@host.
-        v(
-            format!(r"{B}[a-z][a-z0-9+.-]*://[A-Za-z0-9_.~%-]{{8,}}@"),
-            Kind::UserinfoToken,
-        ),
         // Provider prefixes.
         v(format!(r"{B}sk-[A-Za-z0-9_-]{{16,}}"), Kind::Token),
         v(
@@ -118,19 +116,88 @@ pub(super) fn code_patterns() -> Vec<(String, Kind)> {
             format!(r"{B}eyJ[A-Za-z0-9_-]{{10,}}\.eyJ[A-Za-z0-9_-]{{10,}}\.[A-Za-z0-9_-]*"),
             Kind::Token,
         ),
-        // Zhipu: 32 hex, a dot, 16+ alphanumerics.
-        v(
-            format!(r"{B}[0-9a-f]{{32}}\.[A-Za-z0-9]{{16,}}{B}"),
-            Kind::Token,
-        ),
-        // Telegram bot tokens: the bot id is kept.
-        v(
-            format!(r"{B}[0-9]{{8,10}}:[A-Za-z0-9_-]{{35}}{B}"),
-            Kind::Telegram,
-        ),
         // E.164 phone numbers.
         v(r"(?-u:\B)\+[1-9][0-9]{7,14}(?-u:\b)".into(), Kind::Token),
     ]
+}
+
+/// Literals every code pattern starts with (matched ASCII-case-insensitively).
+/// Invariant: each pattern of [`code_patterns`] can only match at a position where
+/// one of these starts; the table tests check every family through this path.
+pub(super) fn triggers() -> Vec<String> {
+    let mut t: Vec<String> = [
+        "-----BEGIN",
+        "authorization",
+        "proxy-authorization",
+        "x-api-key",
+        "x-goog-api-key",
+        "api-key",
+        "apikey",
+        "x-api-token",
+        "x-auth-token",
+        "x-access-token",
+        "postgres",
+        "mysql",
+        "mariadb",
+        "mongodb",
+        "redis",
+        "amqp",
+        "sk-",
+        "ghp_",
+        "gho_",
+        "ghu_",
+        "ghs_",
+        "ghr_",
+        "github_pat_",
+        "xoxa-",
+        "xoxb-",
+        "xoxp-",
+        "xoxr-",
+        "xoxs-",
+        "xapp-",
+        "pplx-",
+        "bb_live_",
+        "rk_",
+        "pypi-",
+        "dop_v1_",
+        "doo_v1_",
+        "tvly-",
+        "retaindb_",
+        "hsk-",
+        "mem0_",
+        "pk-lf-",
+        "syt_",
+        "GR1348941",
+        "gl",
+        "hf_",
+        "r8_",
+        "npm_",
+        "am_",
+        "sk_",
+        "fal_",
+        "fc-",
+        "fw-",
+        "fw_",
+        "exa_",
+        "gsk_",
+        "brv_",
+        "xai-",
+        "ntn_",
+        "fpk_",
+        "AIza",
+        "AKIA",
+        "ASIA",
+        "SG.",
+        "gAAAAA",
+        "eyJ",
+        "+",
+    ]
+    .iter()
+    .map(|s| (*s).to_owned())
+    .collect();
+    t.sort();
+    t.dedup();
+    t
 }
 
 /// The assignment families, used only for environment dumps and secret files.
@@ -369,4 +436,125 @@ fn is_secret_file(word: &str) -> bool {
         "secrets.json",
     ];
     base == ".env" || base.starts_with(".env.") || base.ends_with(".env") || RC.contains(&base)
+}
+
+/// Matches of the families that have no literal prefix, found by a memchr scan
+/// for their one required byte (`:` or `.`) and a few byte checks around it:
+/// - Telegram bot tokens `\b[0-9]{8,10}:[A-Za-z0-9_-]{35}\b` (the bot id is kept);
+/// - Zhipu keys `\b[0-9a-f]{32}\.[A-Za-z0-9]{16,}\b`;
+/// - bare-token URL userinfo `\b[a-z][a-z0-9+.-]*://[A-Za-z0-9_.~%-]{8,}@`.
+///
+/// Returned sorted by start, non-overlapping.
+pub(super) fn side_matches(text: &str) -> Vec<(usize, usize, Kind)> {
+    let bytes = text.as_bytes();
+    let mut found = Vec::new();
+    let mut next_free = 0;
+    for idx in memchr::memchr2_iter(b':', b'.', bytes) {
+        if idx < next_free {
+            continue;
+        }
+        let hit = if bytes[idx] == b':' {
+            telegram_at(bytes, idx).or_else(|| userinfo_at(bytes, idx))
+        } else {
+            zhipu_at(bytes, idx)
+        };
+        if let Some((start, end, kind)) = hit {
+            found.push((start, end, kind));
+            next_free = end;
+        }
+    }
+    found
+}
+
+fn is_word(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+fn is_token(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b == b'-'
+}
+
+/// Length of the run ending just before `end` of bytes satisfying `pred`, capped.
+fn run_back(bytes: &[u8], end: usize, cap: usize, pred: impl Fn(u8) -> bool) -> usize {
+    bytes[..end]
+        .iter()
+        .rev()
+        .take(cap)
+        .take_while(|b| pred(**b))
+        .count()
+}
+
+fn run_fwd(bytes: &[u8], start: usize, pred: impl Fn(u8) -> bool) -> usize {
+    bytes[start..].iter().take_while(|b| pred(**b)).count()
+}
+
+/// A word boundary before `idx` given that `bytes[idx]` is a word byte.
+fn boundary_before(bytes: &[u8], idx: usize) -> bool {
+    idx == 0 || !is_word(bytes[idx - 1])
+}
+
+/// A word boundary at `idx` given that `bytes[idx - 1]` is a word byte.
+fn boundary_at(bytes: &[u8], idx: usize) -> bool {
+    idx == bytes.len() || !is_word(bytes[idx])
+}
+
+fn telegram_at(bytes: &[u8], colon: usize) -> Option<(usize, usize, Kind)> {
+    let n_digits = run_back(bytes, colon, 11, |b| b.is_ascii_digit());
+    if !(8..=10).contains(&n_digits) || !boundary_before(bytes, colon - n_digits) {
+        return None;
+    }
+    let end = colon + 1 + 35;
+    if end > bytes.len() || !bytes[colon + 1..end].iter().all(|b| is_token(*b)) {
+        return None;
+    }
+    // `\b` after a token byte: `-` is not a word byte, so a trailing `-` needs a
+    // word byte after it, exactly as the regex would.
+    let last_is_word = is_word(bytes[end - 1]);
+    let ok = if last_is_word {
+        boundary_at(bytes, end)
+    } else {
+        end < bytes.len() && is_word(bytes[end])
+    };
+    ok.then_some((colon - n_digits, end, Kind::Telegram))
+}
+
+fn zhipu_at(bytes: &[u8], dot: usize) -> Option<(usize, usize, Kind)> {
+    let n_hex = run_back(bytes, dot, 33, |b| {
+        b.is_ascii_digit() || (b'a'..=b'f').contains(&b)
+    });
+    if n_hex != 32 || !boundary_before(bytes, dot - 32) {
+        return None;
+    }
+    let n_tail = run_fwd(bytes, dot + 1, |b| b.is_ascii_alphanumeric());
+    let end = dot + 1 + n_tail;
+    if n_tail < 16 || !boundary_at(bytes, end) {
+        return None;
+    }
+    Some((dot - 32, end, Kind::Token))
+}
+
+fn userinfo_at(bytes: &[u8], colon: usize) -> Option<(usize, usize, Kind)> {
+    if !bytes[colon..].starts_with(b"://") {
+        return None;
+    }
+    let n_scheme = run_back(bytes, colon, 32, |b| {
+        b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'+' || b == b'.' || b == b'-'
+    });
+    // The scheme starts with a letter at a word boundary; trim leading non-letters.
+    let mut start = colon - n_scheme;
+    while start < colon && !bytes[start].is_ascii_lowercase() {
+        start += 1;
+    }
+    if start == colon || !boundary_before(bytes, start) {
+        return None;
+    }
+    let user = colon + 3;
+    let n_user = run_fwd(bytes, user, |b| {
+        b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'~' | b'%' | b'-')
+    });
+    let at = user + n_user;
+    if n_user < 8 || bytes.get(at) != Some(&b'@') {
+        return None;
+    }
+    Some((start, at + 1, Kind::UserinfoToken))
 }

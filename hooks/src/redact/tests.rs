@@ -374,3 +374,46 @@ fn stream_memory_is_bounded_on_a_long_line() {
     n_out += s.finish().len();
     assert_eq!(n_out, chunk.len() * 20);
 }
+
+#[test]
+fn side_scanner_families_respect_boundaries() {
+    // Telegram needs 8-10 digits at a boundary and exactly 35 token bytes.
+    code(
+        "x 12345678901:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsawX",
+        "x 12345678901:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsawX",
+    );
+    code(
+        "t=123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsawX.",
+        "t=123456789:***.",
+    );
+    // A 40-hex git hash followed by a dot is not a Zhipu key.
+    code(
+        "4b825dc642cb6eb9a060e54bf8d69288fbee4904.AbCdEfGhIjKlMnOpQr",
+        "4b825dc642cb6eb9a060e54bf8d69288fbee4904.AbCdEfGhIjKlMnOpQr",
+    );
+    // Time stamps and ports around colons stay.
+    code(
+        "12:00:00.123 0.0.0.0:8080 v1.2.3",
+        "12:00:00.123 0.0.0.0:8080 v1.2.3",
+    );
+    // Userinfo needs 8+ bytes and no colon; the scheme starts at a boundary.
+    code("see Xhttps://abcdefghij@h", "see Xhttps://abcdefghij@h");
+    code(
+        "git+https://abcdefghijklmnopqrstu@h/r",
+        "git+https://abcdef...rstu@h/r",
+    );
+}
+
+#[test]
+fn overlapping_families_take_the_leftmost() {
+    // The DB pattern starts first; the userinfo scanner must not re-mask inside it.
+    code(
+        "redis://default:abcdefghijkl@cache",
+        "redis://default:***@cache",
+    );
+    // A token inside an Authorization header is masked once, scheme kept.
+    code(
+        "authorization: Bearer sk-proj-abcdefghijklmnopqrstuvwxyz",
+        "authorization: Bearer sk-pro...wxyz",
+    );
+}
