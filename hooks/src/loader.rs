@@ -407,7 +407,7 @@ fn from_library_error(path: &Path, err: LibraryError) -> PluginLoadError {
         },
         LibraryError::AbiInstability(details) => PluginLoadError::Layout {
             path,
-            details: one_paragraph(&details.to_string()),
+            details: layout_summary(&details.to_string()),
         },
         LibraryError::RootModule {
             err: RootModuleError::Returned(message),
@@ -424,6 +424,42 @@ fn from_library_error(path: &Path, err: LibraryError) -> PluginLoadError {
             path,
             message: one_paragraph(&other.to_string()),
         },
+    }
+}
+
+/// abi_stable's layout report prints both full type layouts before the part
+/// that matters (`Error:<what>`, `Expected:`, `Found:`); keep only that part.
+fn layout_summary(text: &str) -> String {
+    let collapse = |s: &str| {
+        let joined = s.split_whitespace().collect::<Vec<_>>().join(" ");
+        if joined.chars().count() > 160 {
+            format!("{}...", joined.chars().take(160).collect::<String>())
+        } else {
+            joined
+        }
+    };
+    let parts: Vec<String> = text
+        .split("\nError:")
+        .skip(1)
+        .map(|chunk| {
+            let what = chunk.lines().next().unwrap_or("").trim();
+            let expected = chunk
+                .split_once("Expected:\n")
+                .and_then(|(_, rest)| rest.split_once("\nFound:\n"))
+                .map(|(e, _)| collapse(e));
+            let found = chunk
+                .split_once("\nFound:\n")
+                .map(|(_, rest)| collapse(rest.split("\n\n").next().unwrap_or(rest)));
+            match (expected, found) {
+                (Some(e), Some(f)) => format!("{what}: expected `{e}`, found `{f}`"),
+                _ => what.to_owned(),
+            }
+        })
+        .collect();
+    if parts.is_empty() {
+        one_paragraph(text)
+    } else {
+        one_paragraph(&parts.join("; "))
     }
 }
 
@@ -557,8 +593,8 @@ pub fn load_plugins(plugins_dir: &Path, enabled: &[String]) -> (HookChain, Vec<P
         }
         let result = manifest
             .and_then(|m| {
-                check_dir(&dir, plugins_dir)?;
                 let path = library_path(&dir, &m)?;
+                check_dir(&path, &dir, plugins_dir)?;
                 Ok((m, path))
             })
             .and_then(|(m, path)| plugin_hook(&path).map(|hook| (m, hook)));
@@ -604,13 +640,13 @@ pub fn load_plugins(plugins_dir: &Path, enabled: &[String]) -> (HookChain, Vec<P
 }
 
 /// The plugin directory and the plugins root must not be writable by others either.
-fn check_dir(dir: &Path, plugins_dir: &Path) -> Result<(), PluginLoadError> {
+fn check_dir(library: &Path, dir: &Path, plugins_dir: &Path) -> Result<(), PluginLoadError> {
     for (checked, what) in [
         (dir, "its directory"),
         (plugins_dir, "the plugins directory"),
     ] {
         if let Ok(meta) = fs::metadata(checked) {
-            check_not_writable(dir, checked, what, meta.mode())?;
+            check_not_writable(library, checked, what, meta.mode())?;
         }
     }
     Ok(())

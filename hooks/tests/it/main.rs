@@ -304,6 +304,13 @@ fn b32_failure_matrix_each_reported_with_its_cause_while_good_plugin_loads() {
         "{}",
         reason("worldw")
     );
+    // The layout reason says what differs, not two full type dumps.
+    assert!(
+        reason("layout").contains("expected `"),
+        "{}",
+        reason("layout")
+    );
+    assert!(reason("layout").len() < 700, "{}", reason("layout"));
 
     let off = row(&reports, "off");
     assert_eq!(off.status, PluginStatus::Disabled);
