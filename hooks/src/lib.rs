@@ -34,7 +34,7 @@ mod redact;
 pub use error::Error;
 pub use loader::{
     MANIFEST_FILE, PluginHook, PluginLoadError, PluginManifest, PluginReport, PluginStatus,
-    abi_version, load_plugins, plugin_hook, read_manifest,
+    abi_version, load_plugins, plugin_hook, read_manifest, resolve_plugin,
 };
 pub use pipeline::{
     DEFAULT_BUDGET, Hook, HookChain, HookError, HookStats, Pipeline, PipelineStream,

@@ -639,6 +639,33 @@ pub fn load_plugins(plugins_dir: &Path, enabled: &[String]) -> (HookChain, Vec<P
     (HookChain::new(hooks), reports)
 }
 
+/// Resolves what a user typed (`herd plugins enable NAME`) to the installed
+/// plugin's directory name, matching the directory name or the manifest's name.
+/// Opens no library; herd-cli owns the config edit.
+///
+/// # Errors
+///
+/// `NotInstalled` when no plugin directory or manifest has that name.
+pub fn resolve_plugin(plugins_dir: &Path, name: &str) -> Result<String, PluginLoadError> {
+    let not_installed = || PluginLoadError::NotInstalled {
+        path: plugins_dir.join(name),
+    };
+    if !name.contains(['/', '\\']) && name != ".." && plugins_dir.join(name).is_dir() {
+        return Ok(name.to_owned());
+    }
+    let entries = fs::read_dir(plugins_dir).map_err(|_| not_installed())?;
+    let mut dirs: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    dirs.into_iter()
+        .find(|dir| read_manifest(dir).is_ok_and(|m| m.name == name))
+        .and_then(|dir| dir.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .ok_or_else(not_installed)
+}
+
 /// The plugin directory and the plugins root must not be writable by others either.
 fn check_dir(library: &Path, dir: &Path, plugins_dir: &Path) -> Result<(), PluginLoadError> {
     for (checked, what) in [

@@ -37,6 +37,7 @@ use regex_automata::{Anchored, Input, meta};
 use crate::Error;
 
 mod families;
+mod invisible;
 mod stream;
 
 pub use stream::StreamRedactor;
@@ -198,8 +199,17 @@ impl Redactor {
 
     /// Redacts `text` in one left-to-right walk. Returns the input borrowed when
     /// nothing matched.
+    ///
+    /// A token split by zero-width or control characters (`sk-\u{200b}proj...`)
+    /// is still found: such text is matched on a copy without those characters and
+    /// the matches are mapped back onto the original.
     pub fn redact<'t>(&self, text: &'t str, mode: RedactMode) -> Cow<'t, str> {
-        let found = self.matches(text, mode);
+        let stripped = invisible::strip(text);
+        let (haystack, map) = match &stripped {
+            Some((copy, map)) => (copy.as_str(), Some(map.as_slice())),
+            None => (text, None),
+        };
+        let found = self.matches(haystack, mode);
         if found.is_empty() {
             return Cow::Borrowed(text);
         }
@@ -207,12 +217,16 @@ impl Redactor {
         let mut last = 0;
         let mut changed = false;
         for (start, end, kind) in found {
-            let Some(replacement) = families::replace(kind, &text[start..end]) else {
+            let Some(replacement) = families::replace(kind, &haystack[start..end]) else {
                 continue;
             };
-            out.push_str(&text[last..start]);
+            let (orig_start, orig_end) = match map {
+                Some(map) => (map[start], map[end - 1] + 1),
+                None => (start, end),
+            };
+            out.push_str(&text[last..orig_start]);
             out.push_str(&replacement);
-            last = end;
+            last = orig_end;
             changed = true;
         }
         if !changed {

@@ -417,3 +417,22 @@ fn overlapping_families_take_the_leftmost() {
         "authorization: Bearer sk-pro...wxyz",
     );
 }
+
+#[test]
+fn tokens_split_by_zero_width_or_control_chars_are_masked() {
+    code(
+        "key sk-proj-abc\u{200b}defghijklmnopqrstuvwxyz end",
+        "key sk-pro...wxyz end",
+    );
+    code(
+        "t ghp_abcdefghij\u{0}klmnopqrstuvwxyz0123456789.",
+        "t ghp_ab...6789.",
+    );
+    code(
+        "\x1b[1mbold\x1b[0m ghp_\u{feff}abcdefghijklmnopqrstuvwxyz0123456789",
+        "\x1b[1mbold\x1b[0m ghp_ab...6789",
+    );
+    // Invisible characters outside secrets survive byte for byte.
+    let keep = "a\u{200b}b \x1b[31mred\x1b[0m \u{2588}\u{2588} done";
+    code(keep, keep);
+}

@@ -12,7 +12,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use herd_hooks::{
-    OutputContext, Pipeline, PluginReport, PluginStatus, RedactorConfig, Route, load_plugins,
+    OutputContext, Pipeline, PluginLoadError, PluginReport, PluginStatus, RedactorConfig, Route,
+    load_plugins, resolve_plugin,
 };
 
 const BUILD: &str = "cargo build -p herd-plugin-example -p herd-test-plugin-noop -p herd-test-plugin-leak -p herd-test-plugin-noroot -p herd-test-plugin-abiv -p herd-test-plugin-layout -p herd-test-plugin-initerr -p herd-test-plugin-initpanic -p herd-test-plugin-misbehave";
@@ -342,4 +343,25 @@ fn b32_missing_plugins_dir_is_empty_not_an_error() {
     let home = Home::new();
     let (chain, reports) = load_plugins(&home.plugins.join("nope"), &[]);
     assert!(chain.is_empty() && reports.is_empty());
+}
+
+#[test]
+fn b32_resolve_plugin_by_directory_or_manifest_name() {
+    let home = Home::new();
+    home.install(
+        "tidy",
+        "name = \"tidy-terminal\"\nversion = \"0.1.0\"\nlibrary = \"x.so\"\n",
+        None,
+    );
+    assert_eq!(resolve_plugin(&home.plugins, "tidy").as_deref(), Ok("tidy"));
+    assert_eq!(
+        resolve_plugin(&home.plugins, "tidy-terminal").as_deref(),
+        Ok("tidy")
+    );
+    match resolve_plugin(&home.plugins, "ghost") {
+        Err(err @ PluginLoadError::NotInstalled { .. }) => {
+            assert!(err.to_string().contains("not installed"), "{err}");
+        }
+        other => panic!("expected NotInstalled, got {other:?}"),
+    }
 }
