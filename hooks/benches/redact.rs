@@ -10,6 +10,9 @@
 //!   plugin (target <= 1 us), baseline a direct (not inlined) Rust call. Needs
 //!   `cargo build -p herd-test-plugin-noop`; without the library that figure alone
 //!   is skipped with a line saying so.
+//! - `hooks.pipeline_apply_one_plugin`: `Pipeline::apply` of a short output with
+//!   that plugin in the chain (it runs on a worker thread so a time budget can be
+//!   enforced), baseline the same call without hooks; informative, no target.
 
 #![allow(
     clippy::print_stdout,
@@ -116,8 +119,13 @@ fn line(
         ),
         None => ("null".into(), "null".into(), "null".into()),
     };
+    let target = if target.is_empty() {
+        "null".to_owned()
+    } else {
+        format!("\"{target}\"")
+    };
     println!(
-        "herd-bench {{\"name\":\"{name}\",\"unit\":\"{unit}\",\"value\":{value:.3},\"baseline\":{b},\"baseline_name\":{bname},\"ratio\":{ratio},\"target\":\"{target}\",\"note\":\"{note}\"}}"
+        "herd-bench {{\"name\":\"{name}\",\"unit\":\"{unit}\",\"value\":{value:.3},\"baseline\":{b},\"baseline_name\":{bname},\"ratio\":{ratio},\"target\":{target},\"note\":\"{note}\"}}"
     );
 }
 
@@ -174,6 +182,42 @@ fn plugin_call() {
                 start.elapsed().as_secs_f64() * 1e9 / f64::from(n_calls)
             })
             .collect(),
+    );
+    let n_applies = 20_000u32;
+    let chain = herd_hooks::HookChain::new(vec![std::sync::Arc::new(hook.clone())]);
+    let pipeline =
+        herd_hooks::Pipeline::with_redactor(chain, std::sync::Arc::new(Redactor::builtin()));
+    let bare = herd_hooks::Pipeline::redaction_only();
+    let ctx = herd_hooks::OutputContext {
+        route: herd_hooks::Route::Poll,
+        command: "make",
+        return_code: None,
+        owner_task_id: "task",
+        session_id: "proc_0123456789ab",
+        backend: "local",
+    };
+    let per_apply = |p: &herd_hooks::Pipeline| {
+        median(
+            (0..RUNS)
+                .map(|_| {
+                    let start = Instant::now();
+                    for _ in 0..n_applies {
+                        black_box(p.apply(&ctx, black_box("some output line\n")).len());
+                    }
+                    start.elapsed().as_secs_f64() * 1e9 / f64::from(n_applies)
+                })
+                .collect(),
+        )
+    };
+    let with_plugin = per_apply(&pipeline);
+    let without = per_apply(&bare);
+    line(
+        "hooks.pipeline_apply_one_plugin",
+        "ns",
+        with_plugin,
+        Some((without, "Pipeline::apply without hooks")),
+        "",
+        "one short output through one no-op plugin on its budgeted worker thread, then redaction",
     );
     line(
         "hooks.plugin_call",
