@@ -530,6 +530,17 @@ fn library_path(dir: &Path, manifest: &PluginManifest) -> Result<PathBuf, Plugin
 /// `enabled`. The chain holds the loaded plugins ordered by the manifest's
 /// `order` (default 100), then name. Never fails: problems are rows in the report
 /// (`failed` with a reason), logged at `warn`.
+///
+/// Call it with an empty `enabled` list to list what is installed without
+/// opening any library (every row is then `disabled`).
+///
+/// # Caveats
+///
+/// Each plugin's init runs on the calling thread: call this from a blocking
+/// context, not from an async task. A library, once opened, stays loaded until
+/// the process exits (abi_stable never unloads), so replacing a plugin needs a
+/// daemon restart. A plugin that aborts the process or corrupts memory cannot
+/// be contained; the ABI's panic helper covers unwinding panics only.
 pub fn load_plugins(plugins_dir: &Path, enabled: &[String]) -> (HookChain, Vec<PluginReport>) {
     let mut reports = Vec::new();
     let mut loaded: Vec<(i64, String, PluginHook)> = Vec::new();

@@ -473,6 +473,11 @@ impl Pipeline {
 
     /// A stream for a chunked route: each chunk runs through the hooks, then a
     /// streaming redactor that masks secrets split across chunks.
+    ///
+    /// # Caveats
+    ///
+    /// Hooks see one chunk at a time, not the whole output; a hook that needs
+    /// whole lines should be used with `apply` on complete outputs.
     pub fn stream<'p>(&'p self, ctx: &OutputContext<'_>) -> PipelineStream<'p> {
         PipelineStream {
             pipeline: self,
