@@ -281,6 +281,8 @@ fn mode_detection() {
         "tail -n 5 prod.env",
         "export",
         "declare -p",
+        "cat ~/.git-credentials",
+        "head -1 ~/.pgpass",
     ];
     for c in dumps {
         assert_eq!(RedactMode::for_command(c), RedactMode::SecretDump, "{c}");
