@@ -5,3 +5,6 @@
 //! restart-safe dispatch. It is the only crate that forks, execs or signals.
 //! Never: knows about the daemon, its socket or the CLI.
 //! Depended on by: `herd-cli` and hosts that embed herd directly.
+
+mod kill;
+mod sys;

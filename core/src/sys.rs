@@ -1,0 +1,17 @@
+//! Platform access for process control: reading the process table and sending signals.
+//!
+//! This is the only module in herd that sends signals (clippy bans `libc::kill` and
+//! `libc::killpg` elsewhere). Everything above it works with plain values: a
+//! [`ProcInfo`] per process read from the kernel's process table, and signal calls
+//! that report `Err(errno)` instead of panicking. The Linux implementation reads
+//! `/proc`; on other Unix systems the table reads return nothing, so tree kill falls
+//! back to signalling the process group alone.
+
+// Interim: the registry (branch core) is the caller; removed once the bench uses it.
+#![allow(dead_code, reason = "called by the registry on branch core")]
+
+#[cfg(unix)]
+mod unix;
+
+#[cfg(unix)]
+pub(crate) use unix::*;

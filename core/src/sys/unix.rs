@@ -1,0 +1,195 @@
+//! Unix process-table reading (Linux `/proc`) and signal delivery for tree kill.
+//!
+//! `/proc/<pid>/stat` is parsed from the last `)`, because the command name in
+//! field 2 may itself contain spaces and parentheses. Field 22 (`starttime`, clock
+//! ticks since boot) is the identity of a process: a pid is reused by the kernel, a
+//! (pid, start time) pair is not, so every signal sent to a single pid is preceded by
+//! a fresh start-time check against what was recorded when the pid was discovered.
+//!
+//! Reads of `/proc` touch kernel memory only, never a disk, so the async caller runs
+//! them inline instead of on the blocking pool.
+
+use std::fs;
+use std::io;
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::unix::fs::MetadataExt;
+
+use nix::errno::Errno;
+use nix::sys::signal::{self, Signal};
+use nix::unistd::Pid;
+
+/// One row of the process table, as read from `/proc/<pid>/stat`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ProcInfo {
+    /// Process id.
+    pub(crate) pid: i32,
+    /// Parent process id (field 4).
+    pub(crate) ppid: i32,
+    /// Process group id (field 5).
+    pub(crate) pgrp: i32,
+    /// Single-letter state (field 3); `Z` and `X` mean the process is dead.
+    pub(crate) state: u8,
+    /// Start time in clock ticks since boot (field 22).
+    pub(crate) start_time: u64,
+}
+
+impl ProcInfo {
+    /// Whether the process has exited (a zombie waiting for its parent, or dead).
+    pub(crate) fn is_dead(&self) -> bool {
+        matches!(self.state, b'Z' | b'X' | b'x')
+    }
+}
+
+/// Parses the contents of a `/proc/<pid>/stat` file.
+///
+/// Returns `None` for anything malformed. The command name (field 2) is skipped by
+/// searching for the *last* `)`, so names such as `a) b (c` parse correctly.
+pub(crate) fn parse_stat(pid: i32, text: &[u8]) -> Option<ProcInfo> {
+    let close = text.iter().rposition(|&b| b == b')')?;
+    let rest = std::str::from_utf8(text.get(close + 1..)?).ok()?;
+    let mut fields = rest.split_ascii_whitespace();
+    // After the `)`: field 3 is state, then 4 ppid, 5 pgrp, ..., 22 starttime.
+    let state = *fields.next()?.as_bytes().first()?;
+    let ppid = fields.next()?.parse().ok()?;
+    let pgrp = fields.next()?.parse().ok()?;
+    // Fields 6..=21 are 16 fields we do not need; the 17th from here is field 22.
+    let start_time = fields.nth(16)?.parse().ok()?;
+    Some(ProcInfo {
+        pid,
+        ppid,
+        pgrp,
+        state,
+        start_time,
+    })
+}
+
+/// Reads one process's row of the table; `None` if it is gone or unreadable.
+pub(crate) fn proc_info(pid: i32) -> Option<ProcInfo> {
+    if pid <= 0 {
+        return None;
+    }
+    let text = fs::read(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat(pid, &text)
+}
+
+/// Start time of `pid` (field 22 of `/proc/<pid>/stat`), or `None` if the process
+/// does not exist or its row cannot be read.
+pub(crate) fn start_time(pid: i32) -> Option<u64> {
+    proc_info(pid).map(|info| info.start_time)
+}
+
+/// Reads the whole process table. Processes that vanish while it is read are
+/// simply missing from the answer.
+pub(crate) fn process_table() -> Vec<ProcInfo> {
+    let Ok(dir) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|entry| {
+        let entry = entry.ok()?;
+        let pid: i32 = entry.file_name().to_str()?.parse().ok()?;
+        proc_info(pid)
+    })
+    .collect()
+}
+
+/// Real user id owning `pid`'s `/proc` entry, or `None` if it is gone.
+pub(crate) fn owner_uid(pid: i32) -> Option<u32> {
+    fs::metadata(format!("/proc/{pid}")).ok().map(|m| m.uid())
+}
+
+/// The uid this process runs as.
+pub(crate) fn current_uid() -> u32 {
+    nix::unistd::getuid().as_raw()
+}
+
+/// Whether `pid`'s initial environment contains exactly the entry `name=value`.
+///
+/// `false` when the environment cannot be read (another user's process, a kernel
+/// thread, or a process that has just exited).
+pub(crate) fn environ_contains(pid: i32, name: &str, value: &str) -> bool {
+    let Ok(environ) = fs::read(format!("/proc/{pid}/environ")) else {
+        return false;
+    };
+    environ_has_entry(&environ, name, value)
+}
+
+/// Whether a NUL-separated environment block contains exactly `name=value`.
+pub(crate) fn environ_has_entry(environ: &[u8], name: &str, value: &str) -> bool {
+    environ.split(|&b| b == 0).any(|entry| {
+        entry.len() == name.len() + 1 + value.len()
+            && entry.starts_with(name.as_bytes())
+            && entry.get(name.len()) == Some(&b'=')
+            && entry.ends_with(value.as_bytes())
+    })
+}
+
+/// This process's own pid, never a valid kill target.
+pub(crate) fn own_pid() -> i32 {
+    std::process::id().cast_signed()
+}
+
+/// This process's own process group, never a valid group kill target.
+pub(crate) fn own_pgrp() -> i32 {
+    nix::unistd::getpgrp().as_raw()
+}
+
+/// Sends `sig` to the single process `pid`.
+///
+/// # Errors
+/// The OS error: `ESRCH` when no such process exists, `EPERM` when it is not ours.
+pub(crate) fn signal_pid(pid: i32, sig: Signal) -> Result<(), Errno> {
+    if pid <= 1 || pid == own_pid() {
+        return Err(Errno::EINVAL);
+    }
+    signal::kill(Pid::from_raw(pid), sig)
+}
+
+/// Sends `sig` to every member of process group `pgid`.
+///
+/// Refuses (`EINVAL`) group 0/1 and this process's own group, so a bad record can
+/// never take down the daemon.
+///
+/// # Errors
+/// The OS error: `ESRCH` when the group is empty, `EPERM` when none of it is ours.
+pub(crate) fn signal_group(pgid: i32, sig: Signal) -> Result<(), Errno> {
+    if pgid <= 1 || pgid == own_pgrp() {
+        return Err(Errno::EINVAL);
+    }
+    signal::killpg(Pid::from_raw(pgid), sig)
+}
+
+/// Whether process group `pgid` still has at least one member (zombies included).
+pub(crate) fn group_exists(pgid: i32) -> bool {
+    if pgid <= 1 {
+        return false;
+    }
+    // Signal 0 checks existence and permission without delivering anything.
+    !matches!(signal::killpg(Pid::from_raw(pgid), None), Err(Errno::ESRCH))
+}
+
+/// Opens a pidfd for `pid`: a file descriptor that becomes readable when the
+/// process exits (zombie or reaped), for any process, not only our children.
+///
+/// # Errors
+/// The OS error: `ESRCH` when the process is gone, `ENOSYS` before Linux 5.3.
+#[cfg(target_os = "linux")]
+pub(crate) fn pidfd_open(pid: i32) -> io::Result<OwnedFd> {
+    // SAFETY: pidfd_open takes a pid and a flags word and returns a new fd or -1;
+    // it does not touch memory we own.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let fd = i32::try_from(fd).map_err(|_| io::Error::from(io::ErrorKind::InvalidData))?;
+    // SAFETY: the kernel just returned this fd to us and nobody else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Opens a pidfd for `pid`; unsupported on this platform.
+///
+/// # Errors
+/// Always `Unsupported`.
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn pidfd_open(_pid: i32) -> io::Result<OwnedFd> {
+    Err(io::Error::from(io::ErrorKind::Unsupported))
+}
