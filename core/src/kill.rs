@@ -1,21 +1,69 @@
 //! Tree kill: end a session's whole process tree, and never signal a stranger.
 //!
-//! [`kill_tree`] is the one entry point the registry calls. It sends SIGTERM to the
-//! session's process group, waits up to the grace window for the tree to empty, then
-//! sends SIGKILL to whatever is left and reports what survived.
+//! [`kill_tree`] is the one entry point the registry calls. A session's tree is
+//! everything that is provably ours:
+//!
+//! - the leader (the shell we spawned), if its start time still matches the one
+//!   recorded at spawn;
+//! - the members of its process group, while the group id is provably ours (the
+//!   verified leader, a tagged process or an already discovered member is in it);
+//! - every process of our uid whose environment carries
+//!   `HERD_SESSION=<session id>` ([`SESSION_TAG_ENV`]): this finds daemons that
+//!   double-forked and called `setsid`, which were reparented to init and left both
+//!   the group and the parent links behind;
+//! - every descendant of the above, found by walking parent links in the process
+//!   table (this finds `setsid` children that scrubbed their environment, as long as
+//!   their parent is still alive);
+//! - groups that a discovered member created itself (`pgrp` equal to a member's pid).
+//!
+//! The sequence is SIGTERM to all of it, then the grace window, during which the
+//! table is rescanned and anything new is sent SIGTERM too; the wait ends early as
+//! soon as the tree is empty (not when the leader exits: a leader that honours
+//! SIGTERM while its children ignore it must not cancel their SIGKILL). When the
+//! grace runs out the table is scanned once more *before* any SIGKILL, while the
+//! shell is still alive and its children still hang below it, and everything alive
+//! gets SIGKILL. SIGKILL is asynchronous, so the tree is then re-probed for up to
+//! [`SURVIVOR_PROBE`]; whatever is still alive after that is a survivor.
+//!
+//! Invariant: a single pid is only ever signalled through a `sys::ProcHandle`,
+//! which pins the (pid, start time) pair seen when the process was discovered, so a
+//! pid that was reused meanwhile is never signalled (B18). A process group is only
+//! signalled while the scan that preceded the signal proved the group is ours.
+//!
+//! Waiting is event driven where the kernel allows it: every member's pidfd is
+//! registered with the tokio reactor and an exit wakes the wait at once. The table
+//! is also rescanned every [`RESCAN_INTERVAL`] to notice processes started during
+//! the grace window. A zombie counts as gone: it is dead, and its parent (for the
+//! leader, the registry's child handle) reaps it.
 
-// Interim: the registry (branch core) is the caller; removed once the bench uses it.
-#![allow(dead_code, reason = "called by the registry on branch core")]
-
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::future::poll_fn;
+use std::os::fd::OwnedFd;
+use std::task::Poll;
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
+use tokio::io::unix::AsyncFd;
+use tokio::time::Instant;
+use tracing::debug;
 
-use crate::sys;
+use crate::sys::{self, OpenError, ProcHandle, ProcInfo};
+
+#[cfg(test)]
+mod tests;
 
 /// Name of the environment variable every session child carries, valued with the
 /// session id, so that kill can find processes that left the tree.
 pub(crate) const SESSION_TAG_ENV: &str = "HERD_SESSION";
+
+/// How long after SIGKILL the tree is re-probed before anything counts as a
+/// survivor (B16).
+pub(crate) const SURVIVOR_PROBE: Duration = Duration::from_secs(1);
+
+/// How often the process table is rescanned while waiting, to find processes that
+/// were started after the previous scan. Exits of known members wake the wait
+/// immediately through their pidfds and do not depend on this interval.
+const RESCAN_INTERVAL: Duration = Duration::from_millis(25);
 
 /// What to kill: one session's process tree as the registry recorded it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,54 +76,410 @@ pub(crate) struct KillTarget {
     /// caller vouches for `pid` itself (for example it still holds the unreaped child).
     pub start_time: Option<u64>,
     /// Value of [`SESSION_TAG_ENV`] in the session's children (the session id).
+    /// An empty tag disables the escapee scan.
     pub session_tag: String,
 }
 
 /// What a kill achieved.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct KillOutcome {
-    /// The whole tree (group, descendants, tagged escapees) is gone.
+    /// The whole tree (group, descendants, tagged escapees) is gone; zombies count
+    /// as gone.
     pub gone: bool,
-    /// Pids still alive after SIGKILL and the re-probe; empty when `gone`.
+    /// Pids still alive after SIGKILL and the re-probe, ascending; empty when `gone`.
     pub survivors: Vec<i32>,
-    /// Number of signals delivered (group signals count once).
+    /// Number of signals delivered (a group signal counts once).
     pub signalled: usize,
-    /// The recorded start time of `pid` did not match: the pid was reused by a
-    /// stranger, and nothing was sent to it.
+    /// The recorded start time of `pid` did not match: the pid now belongs to a
+    /// stranger, and neither it nor the group with its id was signalled. Tagged
+    /// escapees of the session were still swept.
     pub identity_mismatch: bool,
 }
 
-/// Kills the process tree of `target`: SIGTERM, `grace`, SIGKILL.
+/// Kills the process tree of `target` and reports whether anything survived.
+///
+/// SIGTERM goes to the whole tree first. With `grace` zero, nothing stronger is sent:
+/// the tree is then given [`SURVIVOR_PROBE`] to exit and whatever ignored SIGTERM is
+/// reported as a survivor. Otherwise the tree gets up to `grace` to exit, then
+/// SIGKILL, then [`SURVIVOR_PROBE`].
+///
+/// # Caveats
+/// A process that left the tree *and* scrubbed `HERD_SESSION` from its environment
+/// *and* lost its parent link before the kill started is not found. Reads of `/proc`
+/// run inline on the calling task: they touch kernel memory only.
 pub(crate) async fn kill_tree(target: &KillTarget, grace: Duration) -> KillOutcome {
-    let mut outcome = KillOutcome::default();
-    if let Some(recorded) = target.start_time
-        && let Some(now) = sys::start_time(target.pid)
-        && now != recorded
-    {
-        outcome.identity_mismatch = true;
-        outcome.gone = true;
-        return outcome;
-    }
-    if sys::signal_group(target.pgid, Signal::SIGTERM).is_ok() {
-        outcome.signalled += 1;
-    }
-    if !grace.is_zero() {
-        let _ = tokio::time::timeout(grace, wait_group_gone(target.pgid)).await;
-        if sys::signal_group(target.pgid, Signal::SIGKILL).is_ok() {
-            outcome.signalled += 1;
+    kill_tree_probed(target, grace, ProcInfo::is_alive).await
+}
+
+/// [`kill_tree`] with the liveness test as a parameter.
+///
+/// This is the seam for the survivor path: no process on a test machine survives
+/// SIGKILL (uninterruptible sleep cannot be produced on demand), so the test passes
+/// a probe that keeps counting one real, killed process as alive.
+pub(crate) async fn kill_tree_probed<P>(
+    target: &KillTarget,
+    grace: Duration,
+    is_alive: P,
+) -> KillOutcome
+where
+    P: Fn(&ProcInfo) -> bool + Sync,
+{
+    let mut tree = Tree::new(target, is_alive);
+    debug!(
+        pid = target.pid,
+        pgid = target.pgid,
+        grace_ms = grace.as_millis(),
+        "tree kill started"
+    );
+
+    tree.scan();
+    tree.signal_live(Signal::SIGTERM);
+    let mut escalated = false;
+    let mut empty = tree.live_pids().is_empty();
+    if !empty && !grace.is_zero() {
+        empty = tokio::time::timeout(grace, tree.settle(Signal::SIGTERM))
+            .await
+            .is_ok();
+        if !empty {
+            // Re-snapshot right before escalating, while the shell is still alive
+            // and everything it started during the grace still hangs below it.
+            tree.scan();
+            tree.signal_live(Signal::SIGKILL);
+            escalated = true;
         }
     }
-    let _ = tokio::time::timeout(Duration::from_secs(1), wait_group_gone(target.pgid)).await;
-    outcome.gone = !sys::group_exists(target.pgid);
-    if !outcome.gone {
-        outcome.survivors.push(target.pgid);
+    if !empty {
+        let phase = if escalated {
+            Signal::SIGKILL
+        } else {
+            Signal::SIGTERM
+        };
+        let _settled = tokio::time::timeout(SURVIVOR_PROBE, tree.settle(phase)).await;
+        tree.scan();
     }
+    let outcome = tree.into_outcome();
+    debug!(
+        pid = target.pid,
+        gone = outcome.gone,
+        escalated,
+        signalled = outcome.signalled,
+        n_survivors = outcome.survivors.len(),
+        identity_mismatch = outcome.identity_mismatch,
+        "tree kill finished"
+    );
     outcome
 }
 
-async fn wait_group_gone(pgid: i32) {
-    let mut tick = tokio::time::interval(Duration::from_millis(10));
-    while sys::group_exists(pgid) {
-        tick.tick().await;
+/// One discovered process of the tree.
+#[derive(Debug)]
+struct Member {
+    /// Pins the process identity; every signal to it goes through here.
+    handle: ProcHandle,
+    /// Start time seen at discovery.
+    start_time: u64,
+    /// Process group at the last scan.
+    pgrp: i32,
+    /// Alive (per the probe) at the last scan.
+    is_alive: bool,
+    /// Strongest signal already delivered individually or through the group.
+    sent: Option<Signal>,
+    /// Exit notification: the pidfd registered with the reactor; `None` once it
+    /// fired or when the kernel has no pidfds.
+    exit_event: Option<AsyncFd<OwnedFd>>,
+}
+
+/// The state of one kill: what has been discovered so far and what was sent.
+struct Tree<'t, P> {
+    target: &'t KillTarget,
+    is_alive: P,
+    uid: u32,
+    /// Start time that identifies the leader, or `None` once it is known not to
+    /// be ours (gone or reused).
+    leader_start: Option<u64>,
+    /// The group id was proven ours by the last scan.
+    is_group_ours: bool,
+    members: HashMap<i32, Member>,
+    /// (pid, start time) pairs already checked for the session tag and found
+    /// without it, so each process's environment is read once per kill.
+    untagged: HashSet<(i32, u64)>,
+    outcome: KillOutcome,
+}
+
+impl<P> std::fmt::Debug for Tree<'_, P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tree")
+            .field("target", &self.target)
+            .field("members", &self.members.keys().collect::<Vec<_>>())
+            .field("is_group_ours", &self.is_group_ours)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'t, P> Tree<'t, P>
+where
+    P: Fn(&ProcInfo) -> bool + Sync,
+{
+    fn new(target: &'t KillTarget, is_alive: P) -> Self {
+        let current = sys::start_time(target.pid);
+        let mut outcome = KillOutcome::default();
+        let leader_start = match (target.start_time, current) {
+            (Some(recorded), Some(now)) if recorded != now => {
+                debug!(
+                    pid = target.pid,
+                    recorded, now, "leader pid was reused, not signalling it"
+                );
+                outcome.identity_mismatch = true;
+                None
+            }
+            (Some(recorded), _) => Some(recorded),
+            // The caller vouches for the pid: whatever holds it now is ours.
+            (None, now) => now,
+        };
+        Tree {
+            target,
+            is_alive,
+            uid: sys::current_uid(),
+            leader_start,
+            is_group_ours: false,
+            members: HashMap::new(),
+            untagged: HashSet::new(),
+            outcome,
+        }
+    }
+
+    /// Reads the process table and updates the members: forgets the ones that are
+    /// gone, adds everything newly reachable, refreshes liveness and groups.
+    fn scan(&mut self) {
+        let rows: HashMap<i32, ProcInfo> = sys::process_table()
+            .into_iter()
+            .map(|row| (row.pid, row))
+            .collect();
+        let own_pid = sys::own_pid();
+
+        // A member whose pid vanished or now has another start time has exited.
+        self.members
+            .retain(|pid, m| rows.get(pid).is_some_and(|r| r.start_time == m.start_time));
+
+        let pgid = self.target.pgid;
+        let leader_row = self
+            .leader_start
+            .and_then(|start| rows.get(&self.target.pid).filter(|r| r.start_time == start));
+        if leader_row.is_none() && !rows.contains_key(&self.target.pid) {
+            // Reaped: the pid may be handed to a stranger from now on.
+            self.leader_start = None;
+        }
+
+        let mut roots: Vec<i32> = self.members.keys().copied().collect();
+        if let Some(row) = leader_row {
+            roots.push(row.pid);
+        }
+        let tag = self.target.session_tag.as_str();
+        for row in rows.values() {
+            if row.pid <= 1 || row.pid == own_pid || self.members.contains_key(&row.pid) {
+                continue;
+            }
+            if !tag.is_empty() && !self.untagged.contains(&(row.pid, row.start_time)) {
+                if sys::owner_uid(row.pid) == Some(self.uid)
+                    && sys::environ_contains(row.pid, SESSION_TAG_ENV, tag)
+                {
+                    roots.push(row.pid);
+                } else {
+                    self.untagged.insert((row.pid, row.start_time));
+                }
+            }
+        }
+
+        // The group is ours while a proven member of the tree is in it.
+        self.is_group_ours = roots
+            .iter()
+            .any(|pid| rows.get(pid).is_some_and(|r| r.pgrp == pgid));
+        let root_set: HashSet<i32> = roots.iter().copied().collect();
+        for row in rows.values() {
+            let joins_our_group = self.is_group_ours && row.pgrp == pgid;
+            // A group whose id is the pid of a member was created by that member.
+            let joins_member_group = row.pgrp != row.pid && root_set.contains(&row.pgrp);
+            if (joins_our_group || joins_member_group) && row.pid > 1 && row.pid != own_pid {
+                roots.push(row.pid);
+            }
+        }
+
+        // Walk parent links down from every root.
+        let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
+        for row in rows.values() {
+            children.entry(row.ppid).or_default().push(row.pid);
+        }
+        let mut seen: HashSet<i32> = HashSet::new();
+        let mut queue: VecDeque<i32> = roots.into_iter().collect();
+        while let Some(pid) = queue.pop_front() {
+            if pid <= 1 || pid == own_pid || !seen.insert(pid) {
+                continue;
+            }
+            if let Some(kids) = children.get(&pid) {
+                queue.extend(kids.iter().copied());
+            }
+        }
+
+        for pid in seen {
+            let Some(row) = rows.get(&pid) else { continue };
+            if let Some(member) = self.members.get_mut(&pid) {
+                member.pgrp = row.pgrp;
+                member.is_alive = (self.is_alive)(row);
+                continue;
+            }
+            match ProcHandle::open(pid, row.start_time) {
+                Ok(handle) => {
+                    let exit_event = handle.exit_event();
+                    self.members.insert(
+                        pid,
+                        Member {
+                            handle,
+                            start_time: row.start_time,
+                            pgrp: row.pgrp,
+                            is_alive: (self.is_alive)(row),
+                            sent: None,
+                            exit_event,
+                        },
+                    );
+                }
+                Err(OpenError::Gone | OpenError::Reused) => {}
+            }
+        }
+    }
+
+    /// Pids of members alive at the last scan, ascending.
+    fn live_pids(&self) -> Vec<i32> {
+        let mut pids: Vec<i32> = self
+            .members
+            .iter()
+            .filter(|(_, m)| m.is_alive)
+            .map(|(pid, _)| *pid)
+            .collect();
+        pids.sort_unstable();
+        pids
+    }
+
+    /// Sends `sig` to every live member that has not had it yet: once to the group
+    /// (when it is ours and has a live member), then to each member outside it.
+    fn signal_live(&mut self, sig: Signal) {
+        let pgid = self.target.pgid;
+        let group_has_live = self
+            .members
+            .values()
+            .any(|m| m.is_alive && m.pgrp == pgid && m.sent != Some(sig));
+        if self.is_group_ours && group_has_live {
+            match sys::signal_group(pgid, sig) {
+                Ok(()) => {
+                    self.outcome.signalled += 1;
+                    for member in self.members.values_mut().filter(|m| m.pgrp == pgid) {
+                        member.sent = Some(sig);
+                    }
+                }
+                Err(errno) => debug!(pgid, ?sig, %errno, "group signal not delivered"),
+            }
+        }
+        for member in self.members.values_mut() {
+            // SIGKILL is repeated on every scan: it is idempotent, and a member
+            // that left the group between a scan and the group signal needs it.
+            let is_due = member.sent != Some(sig) || sig == Signal::SIGKILL;
+            let is_covered = self.is_group_ours && member.pgrp == pgid && member.sent == Some(sig);
+            if !member.is_alive || !is_due || is_covered {
+                continue;
+            }
+            match member.handle.signal(sig) {
+                Ok(()) => {
+                    self.outcome.signalled += 1;
+                    member.sent = Some(sig);
+                }
+                Err(errno) => {
+                    debug!(pid = member.handle.pid(), ?sig, %errno, "signal not delivered")
+                }
+            }
+        }
+    }
+
+    /// Rescans and signals newcomers with `sig` until the tree is empty. Never
+    /// returns while something is alive: the caller bounds it with a timeout.
+    async fn settle(&mut self, sig: Signal) {
+        loop {
+            self.scan();
+            self.signal_live(sig);
+            if self.live_pids().is_empty() {
+                return;
+            }
+            self.wait_for_exit().await;
+        }
+    }
+
+    /// Waits until a live member's pidfd reports its exit, or the rescan interval
+    /// passes, whichever comes first.
+    async fn wait_for_exit(&mut self) {
+        let deadline = Instant::now() + RESCAN_INTERVAL;
+        let members = &mut self.members;
+        let any_exit = poll_fn(|cx| {
+            let mut fired = false;
+            for member in members.values_mut().filter(|m| m.is_alive) {
+                let Some(event) = &member.exit_event else {
+                    continue;
+                };
+                if let Poll::Ready(ready) = event.poll_read_ready(cx) {
+                    // Fired (or broken): stop watching this fd either way, so a
+                    // member the probe still counts as alive cannot spin the loop.
+                    drop(ready);
+                    member.exit_event = None;
+                    fired = true;
+                }
+            }
+            if fired {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
+            }
+        });
+        let _exited_or_rescan = tokio::time::timeout_at(deadline, any_exit).await;
+    }
+
+    fn into_outcome(self) -> KillOutcome {
+        let survivors = self.live_pids();
+        KillOutcome {
+            gone: survivors.is_empty(),
+            survivors,
+            ..self.outcome
+        }
+    }
+}
+
+/// Entry points for `benches/kill.rs`; not part of herd-core's API.
+///
+/// A bench is a separate crate and can only reach `pub` items, while tree kill is
+/// internal to herd-core (the registry is its only caller, and nothing outside the
+/// crate may signal processes). This module exposes the minimum the kill-latency
+/// bench needs and is hidden from the docs.
+#[doc(hidden)]
+pub mod bench_support {
+    use std::time::Duration;
+
+    /// See [`super::SESSION_TAG_ENV`].
+    pub const SESSION_TAG_ENV: &str = super::SESSION_TAG_ENV;
+
+    /// Start time of `pid` (`/proc/<pid>/stat` field 22).
+    pub fn start_time(pid: i32) -> Option<u64> {
+        crate::sys::start_time(pid)
+    }
+
+    /// Kills the tree led by `pid` (its own process group) tagged `session_tag`;
+    /// returns whether the whole tree is gone.
+    pub async fn kill_tree(
+        pid: i32,
+        start_time: Option<u64>,
+        session_tag: &str,
+        grace: Duration,
+    ) -> bool {
+        let target = super::KillTarget {
+            pid,
+            pgid: pid,
+            start_time,
+            session_tag: session_tag.to_owned(),
+        };
+        super::kill_tree(&target, grace).await.gone
     }
 }

@@ -8,3 +8,6 @@
 
 mod kill;
 mod sys;
+
+#[doc(hidden)]
+pub use kill::bench_support;

@@ -7,9 +7,6 @@
 //! `/proc`; on other Unix systems the table reads return nothing, so tree kill falls
 //! back to signalling the process group alone.
 
-// Interim: the registry (branch core) is the caller; removed once the bench uses it.
-#![allow(dead_code, reason = "called by the registry on branch core")]
-
 #[cfg(unix)]
 mod unix;
 

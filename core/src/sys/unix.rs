@@ -17,6 +17,8 @@ use std::os::unix::fs::MetadataExt;
 use nix::errno::Errno;
 use nix::sys::signal::{self, Signal};
 use nix::unistd::Pid;
+use tokio::io::Interest;
+use tokio::io::unix::AsyncFd;
 
 /// One row of the process table, as read from `/proc/<pid>/stat`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,6 +39,11 @@ impl ProcInfo {
     /// Whether the process has exited (a zombie waiting for its parent, or dead).
     pub(crate) fn is_dead(&self) -> bool {
         matches!(self.state, b'Z' | b'X' | b'x')
+    }
+
+    /// Whether the process is still running (any state but dead or zombie).
+    pub(crate) fn is_alive(&self) -> bool {
+        !self.is_dead()
     }
 }
 
@@ -159,12 +166,123 @@ pub(crate) fn signal_group(pgid: i32, sig: Signal) -> Result<(), Errno> {
 }
 
 /// Whether process group `pgid` still has at least one member (zombies included).
+#[allow(
+    dead_code,
+    reason = "tests check that a killed group is gone; the registry may too"
+)]
 pub(crate) fn group_exists(pgid: i32) -> bool {
     if pgid <= 1 {
         return false;
     }
     // Signal 0 checks existence and permission without delivering anything.
     !matches!(signal::killpg(Pid::from_raw(pgid), None), Err(Errno::ESRCH))
+}
+
+/// A process pinned by identity: its pid, the start time it was discovered with, and
+/// (on Linux 5.3+) a pidfd that keeps referring to that very process even if the pid
+/// is reused.
+///
+/// Invariant: `start_time` was read *after* the pidfd was opened and matched the
+/// start time recorded at discovery, so the pidfd refers to the discovered process
+/// and never to a stranger that later received the same pid.
+#[derive(Debug)]
+pub(crate) struct ProcHandle {
+    pid: i32,
+    start_time: u64,
+    pidfd: Option<OwnedFd>,
+}
+
+/// Why a [`ProcHandle`] could not be opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OpenError {
+    /// No process has this pid any more.
+    Gone,
+    /// A process with a different start time holds the pid now: a stranger.
+    Reused,
+}
+
+impl ProcHandle {
+    /// Pins `pid`, provided it still has `expected_start` as its start time.
+    ///
+    /// # Errors
+    /// [`OpenError::Gone`] when the pid is free, [`OpenError::Reused`] when a
+    /// different process holds it now.
+    pub(crate) fn open(pid: i32, expected_start: u64) -> Result<ProcHandle, OpenError> {
+        if pid <= 1 || pid == own_pid() {
+            return Err(OpenError::Reused);
+        }
+        // Open first, verify second: if the start time still matches after the
+        // pidfd exists, the pidfd refers to the process we discovered.
+        let pidfd = pidfd_open(pid).ok();
+        match start_time(pid) {
+            None => Err(OpenError::Gone),
+            Some(now) if now != expected_start => Err(OpenError::Reused),
+            Some(_) => Ok(ProcHandle {
+                pid,
+                start_time: expected_start,
+                pidfd,
+            }),
+        }
+    }
+
+    /// The pinned pid.
+    pub(crate) fn pid(&self) -> i32 {
+        self.pid
+    }
+
+    /// An exit event for the pinned process: a duplicate of its pidfd registered
+    /// with the tokio reactor, readable once the process has exited. `None` without
+    /// pidfd support or outside a tokio runtime.
+    pub(crate) fn exit_event(&self) -> Option<AsyncFd<OwnedFd>> {
+        tokio::runtime::Handle::try_current().ok()?;
+        let fd = self.pidfd.as_ref()?.try_clone().ok()?;
+        // SAFETY: `fd` is an open pidfd that the AsyncFd owns from here on; an
+        // OwnedFd keeps returning the same descriptor until it is dropped with it.
+        unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) }.ok()
+    }
+
+    /// Sends `sig` to the pinned process and to nothing else.
+    ///
+    /// With a pidfd the signal goes through `pidfd_send_signal`, which cannot reach
+    /// a process that reused the pid. Without one, the start time is checked again
+    /// right before `kill`.
+    ///
+    /// # Errors
+    /// `ESRCH` when the process has exited (or the pid was reused), other OS errors
+    /// as returned.
+    pub(crate) fn signal(&self, sig: Signal) -> Result<(), Errno> {
+        if let Some(fd) = &self.pidfd {
+            return pidfd_send_signal(fd, sig);
+        }
+        // No pidfd support: check the identity right before the signal.
+        if start_time(self.pid) != Some(self.start_time) {
+            return Err(Errno::ESRCH);
+        }
+        signal_pid(self.pid, sig)
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn pidfd_send_signal(fd: &OwnedFd, sig: Signal) -> Result<(), Errno> {
+    use std::os::fd::AsRawFd;
+    let null_info: *const libc::siginfo_t = std::ptr::null();
+    // SAFETY: pidfd_send_signal(fd, sig, NULL, 0) reads no memory of ours (a NULL
+    // siginfo means "as kill(2) would"); `fd` is a live pidfd we own.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            fd.as_raw_fd(),
+            sig as libc::c_int,
+            null_info,
+            0u32,
+        )
+    };
+    if rc < 0 { Err(Errno::last()) } else { Ok(()) }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn pidfd_send_signal(_fd: &OwnedFd, _sig: Signal) -> Result<(), Errno> {
+    Err(Errno::ENOSYS)
 }
 
 /// Opens a pidfd for `pid`: a file descriptor that becomes readable when the
