@@ -132,7 +132,9 @@ where
         "tree kill started"
     );
 
-    tree.scan();
+    tree.scan(false);
+    tree.signal_live(Signal::SIGTERM);
+    tree.scan(true);
     tree.signal_live(Signal::SIGTERM);
     let mut escalated = false;
     let mut empty = tree.live_pids().is_empty();
@@ -143,7 +145,7 @@ where
         if !empty {
             // Re-snapshot right before escalating, while the shell is still alive
             // and everything it started during the grace still hangs below it.
-            tree.scan();
+            tree.scan(true);
             tree.signal_live(Signal::SIGKILL);
             escalated = true;
         }
@@ -155,7 +157,7 @@ where
             Signal::SIGTERM
         };
         let _settled = tokio::time::timeout(SURVIVOR_PROBE, tree.settle(phase)).await;
-        tree.scan();
+        tree.scan(true);
     }
     let outcome = tree.into_outcome();
     debug!(
@@ -198,7 +200,12 @@ struct Tree<'t, P> {
     leader_start: Option<u64>,
     /// The group id was proven ours by the last scan.
     is_group_ours: bool,
+    /// Strongest signal sent to the whole group so far.
+    group_sent: Option<Signal>,
     members: HashMap<i32, Member>,
+    /// Start time of the session's leader: no process started earlier can carry
+    /// the session tag (0 when unknown).
+    tag_floor: u64,
     /// (pid, start time) pairs already checked for the session tag and found
     /// without it, so each process's environment is read once per kill.
     untagged: HashSet<(i32, u64)>,
@@ -235,12 +242,15 @@ where
             // The caller vouches for the pid: whatever holds it now is ours.
             (None, now) => now,
         };
+        let tag_floor = target.start_time.or(current).unwrap_or(0);
         Tree {
             target,
             is_alive,
             uid: sys::current_uid(),
             leader_start,
+            tag_floor,
             is_group_ours: false,
+            group_sent: None,
             members: HashMap::new(),
             untagged: HashSet::new(),
             outcome,
@@ -249,7 +259,14 @@ where
 
     /// Reads the process table and updates the members: forgets the ones that are
     /// gone, adds everything newly reachable, refreshes liveness and groups.
-    fn scan(&mut self) {
+    ///
+    /// With `with_tags` it also reads the environment of candidate processes to
+    /// find tagged escapees. That is the expensive part of a scan, so the very
+    /// first scan skips it: the group and its descendants get SIGTERM first, and
+    /// escapees, which have no parent link to lose, are looked up right after.
+    /// Only processes of our uid started no earlier than the leader are candidates
+    /// (nothing older can have inherited the tag), and each is read once per kill.
+    fn scan(&mut self, with_tags: bool) {
         let rows: HashMap<i32, ProcInfo> = sys::process_table()
             .into_iter()
             .map(|row| (row.pid, row))
@@ -278,7 +295,11 @@ where
             if row.pid <= 1 || row.pid == own_pid || self.members.contains_key(&row.pid) {
                 continue;
             }
-            if !tag.is_empty() && !self.untagged.contains(&(row.pid, row.start_time)) {
+            let is_candidate = with_tags
+                && !tag.is_empty()
+                && row.start_time >= self.tag_floor
+                && !self.untagged.contains(&(row.pid, row.start_time));
+            if is_candidate {
                 if sys::owner_uid(row.pid) == Some(self.uid)
                     && sys::environ_contains(row.pid, SESSION_TAG_ENV, tag)
                 {
@@ -358,18 +379,26 @@ where
         pids
     }
 
-    /// Sends `sig` to every live member that has not had it yet: once to the group
-    /// (when it is ours and has a live member), then to each member outside it.
+    /// Sends `sig` to every live member that has not had it yet: to the group
+    /// (when it is ours and has such a member), then to each member it did not cover.
+    ///
+    /// SIGTERM goes to the group once; members that join it later get their own
+    /// SIGTERM, so a process that treats a second SIGTERM as "stop now" is not
+    /// hurried. SIGKILL is repeated on every call: it is idempotent, and the group
+    /// signal is atomic with respect to `fork`, so a child forked in the meantime
+    /// cannot slip through.
     fn signal_live(&mut self, sig: Signal) {
         let pgid = self.target.pgid;
-        let group_has_live = self
+        let group_has_due = self
             .members
             .values()
             .any(|m| m.is_alive && m.pgrp == pgid && m.sent != Some(sig));
-        if self.is_group_ours && group_has_live {
+        let group_due = self.group_sent != Some(sig) || sig == Signal::SIGKILL;
+        if self.is_group_ours && group_has_due && group_due {
             match sys::signal_group(pgid, sig) {
                 Ok(()) => {
                     self.outcome.signalled += 1;
+                    self.group_sent = Some(sig);
                     for member in self.members.values_mut().filter(|m| m.pgrp == pgid) {
                         member.sent = Some(sig);
                     }
@@ -401,7 +430,7 @@ where
     /// returns while something is alive: the caller bounds it with a timeout.
     async fn settle(&mut self, sig: Signal) {
         loop {
-            self.scan();
+            self.scan(true);
             self.signal_live(sig);
             if self.live_pids().is_empty() {
                 return;

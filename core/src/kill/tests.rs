@@ -124,6 +124,22 @@ impl Spawned {
         }
     }
 
+    /// Every line the tree printed, up to the end of its output (all writers gone).
+    fn all_lines(&mut self) -> Vec<String> {
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => self.seen.push(line),
+                Err(RecvTimeoutError::Disconnected) => return self.seen.clone(),
+                Err(RecvTimeoutError::Timeout) => panic!(
+                    "output of pid {} never ended; so far: {:?}",
+                    self.pid, self.seen
+                ),
+            }
+        }
+    }
+
     fn pid_line(&mut self, prefix: &str) -> i32 {
         let text = self.line(prefix);
         text.parse()
@@ -309,6 +325,28 @@ async fn b15_leader_exiting_early_does_not_cancel_sigkill_of_the_rest() {
     assert!(outcome.gone, "survivors: {:?}", outcome.survivors);
     assert_eq!(tree.exit_status().signal(), Some(libc::SIGTERM));
     assert_all_dead(&children);
+    tree.assert_group_gone();
+}
+
+// B15: SIGTERM reaches the group once. A child started during the grace gets its
+// own SIGTERM; the leader, which counts the SIGTERMs it receives, sees exactly one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b15_sigterm_reaches_the_group_once_and_latecomers_individually() {
+    let mut tree = spawn_tree(
+        "trap 'echo got-term' TERM; \
+         (trap '' TERM; sleep 0.3; sleep 600 & echo late $!; wait) & \
+         echo ready; while :; do wait; done",
+        true,
+    );
+    tree.line("ready");
+    let outcome = kill_tree(&tree.target(), Duration::from_millis(1200)).await;
+    assert!(outcome.gone, "survivors: {:?}", outcome.survivors);
+    let late = tree.pid_line("late");
+    assert_all_dead(&[late]);
+    let lines = tree.all_lines();
+    let n_terms = lines.iter().filter(|l| l.as_str() == "got-term").count();
+    assert_eq!(n_terms, 1, "output: {lines:?}");
+    assert_eq!(tree.exit_status().signal(), Some(libc::SIGKILL));
     tree.assert_group_gone();
 }
 

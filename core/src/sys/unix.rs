@@ -10,7 +10,7 @@
 //! them inline instead of on the blocking pool.
 
 use std::fs;
-use std::io;
+use std::io::{self, Read};
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 
@@ -75,8 +75,12 @@ pub(crate) fn proc_info(pid: i32) -> Option<ProcInfo> {
     if pid <= 0 {
         return None;
     }
-    let text = fs::read(format!("/proc/{pid}/stat")).ok()?;
-    parse_stat(pid, &text)
+    // One open and one read into a stack buffer: a stat line is a few hundred
+    // bytes, and `fs::read` would add a `statx` per process for its size hint.
+    let mut file = fs::File::open(format!("/proc/{pid}/stat")).ok()?;
+    let mut buf = [0u8; 2048];
+    let n = file.read(&mut buf).ok()?;
+    parse_stat(pid, buf.get(..n)?)
 }
 
 /// Start time of `pid` (field 22 of `/proc/<pid>/stat`), or `None` if the process
