@@ -277,7 +277,12 @@ async fn b15_term_ignoring_tree_dies_by_sigkill_after_grace() {
     );
     let children = [tree.pid_line("child"), tree.pid_line("child")];
     tree.line("ready");
-    let outcome = kill_tree(&tree.target(), GRACE).await;
+    // Run on a spawned task, as the registry does: this also pins that the kill
+    // future is `Send`.
+    let target = tree.target();
+    let outcome = tokio::spawn(async move { kill_tree(&target, GRACE).await })
+        .await
+        .expect("the kill task does not panic");
     assert!(outcome.gone, "survivors: {:?}", outcome.survivors);
     assert!(!outcome.identity_mismatch);
     // One SIGTERM and one SIGKILL to the group.
