@@ -8,6 +8,7 @@
 
 mod kill;
 mod sys;
+mod watch;
 
 #[doc(hidden)]
 pub use kill::bench_support;
