@@ -487,7 +487,7 @@ where
 pub mod bench_support {
     use std::time::Duration;
 
-    /// See [`super::SESSION_TAG_ENV`].
+    /// Name of the session-tag environment variable (`HERD_SESSION`).
     pub const SESSION_TAG_ENV: &str = super::SESSION_TAG_ENV;
 
     /// Start time of `pid` (`/proc/<pid>/stat` field 22).

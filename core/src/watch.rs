@@ -370,7 +370,7 @@ impl BreakerEvent {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Admission {
     /// Deliver the match.
-    pub admitted: bool,
+    pub is_admitted: bool,
     /// Breaker events to queue, in order, before the match (a release) or instead
     /// of it (a trip).
     pub events: Vec<BreakerEvent>,
@@ -417,7 +417,7 @@ impl WatchBreaker {
         if self.is_tripped(now) {
             self.suppressed += 1;
             return Admission {
-                admitted: false,
+                is_admitted: false,
                 events,
             };
         }
@@ -431,7 +431,7 @@ impl WatchBreaker {
         if self.n_in_window < BREAKER_MAX_MATCHES {
             self.n_in_window += 1;
             return Admission {
-                admitted: true,
+                is_admitted: true,
                 events,
             };
         }
@@ -440,7 +440,7 @@ impl WatchBreaker {
         self.suppressed = 1;
         events.push(BreakerEvent::Tripped { until });
         Admission {
-            admitted: false,
+            is_admitted: false,
             events,
         }
     }

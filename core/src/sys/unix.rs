@@ -3,8 +3,14 @@
 //! `/proc/<pid>/stat` is parsed from the last `)`, because the command name in
 //! field 2 may itself contain spaces and parentheses. Field 22 (`starttime`, clock
 //! ticks since boot) is the identity of a process: a pid is reused by the kernel, a
-//! (pid, start time) pair is not, so every signal sent to a single pid is preceded by
-//! a fresh start-time check against what was recorded when the pid was discovered.
+//! (pid, start time) pair is not. A single process is signalled only through a
+//! [`ProcHandle`], which opens a pidfd and *then* checks the start time recorded at
+//! discovery, so the pidfd provably refers to the discovered process and
+//! `pidfd_send_signal` cannot reach a stranger that got the pid later. Without pidfds
+//! (Linux before 5.3) the start time is re-checked right before `kill`.
+//!
+//! Only Linux has the `/proc` table this reads; elsewhere the table is empty and
+//! tree kill finds nothing to signal (herd supports Linux for now).
 //!
 //! Reads of `/proc` touch kernel memory only, never a disk, so the async caller runs
 //! them inline instead of on the blocking pool.

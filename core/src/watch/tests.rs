@@ -222,13 +222,13 @@ fn b20_breaker_trips_on_the_16th_match_in_10s_and_releases_after_30s() {
     assert!(
         answers[..15]
             .iter()
-            .all(|a| a.admitted && a.events.is_empty())
+            .all(|a| a.is_admitted && a.events.is_empty())
     );
     let tripped_at = t0 + Duration::from_millis(15 * 50);
     assert_eq!(
         answers[15],
         Admission {
-            admitted: false,
+            is_admitted: false,
             events: vec![BreakerEvent::Tripped {
                 until: tripped_at + BREAKER_TRIP
             }]
@@ -237,17 +237,17 @@ fn b20_breaker_trips_on_the_16th_match_in_10s_and_releases_after_30s() {
     assert!(
         answers[16..]
             .iter()
-            .all(|a| !a.admitted && a.events.is_empty())
+            .all(|a| !a.is_admitted && a.events.is_empty())
     );
     assert!(breaker.is_tripped(tripped_at + secs(29)));
     // Still dropping just before the trip ends.
-    assert!(!breaker.admit(tripped_at + secs(29)).admitted);
+    assert!(!breaker.admit(tripped_at + secs(29)).is_admitted);
     // The next match after it ends is admitted, preceded by the release.
     let after = breaker.admit(tripped_at + BREAKER_TRIP);
     assert_eq!(
         after,
         Admission {
-            admitted: true,
+            is_admitted: true,
             events: vec![BreakerEvent::Released { suppressed: 4 }]
         }
     );
@@ -259,10 +259,10 @@ fn b20_breaker_window_restarts_after_10s() {
     let mut breaker = WatchBreaker::new();
     let t0 = Instant::now();
     for _ in 0..BREAKER_MAX_MATCHES {
-        assert!(breaker.admit(t0).admitted);
+        assert!(breaker.admit(t0).is_admitted);
     }
     let a = breaker.admit(t0 + BREAKER_WINDOW);
-    assert!(a.admitted && a.events.is_empty());
+    assert!(a.is_admitted && a.events.is_empty());
 }
 
 #[test]
@@ -280,7 +280,7 @@ fn b20_breaker_release_is_announced_by_the_timer_once() {
     );
     assert_eq!(breaker.tick(t0 + BREAKER_TRIP + secs(1)), None);
     let a = breaker.admit(t0 + BREAKER_TRIP + secs(1));
-    assert!(a.admitted && a.events.is_empty());
+    assert!(a.is_admitted && a.events.is_empty());
 }
 
 #[test]
@@ -308,7 +308,7 @@ fn b20_a_delivery_dropped_by_the_breaker_still_counts_toward_the_cap() {
         // Spaced 16 s apart with no suppressed matches: no strikes.
         let now = t0 + secs(16) * n;
         let delivery = state.on_line(now, "ERROR").expect("spaced matches deliver");
-        if breaker.admit(now).admitted {
+        if breaker.admit(now).is_admitted {
             n_admitted += 1;
         }
         disabled = delivery.disabled.or(disabled);
