@@ -22,8 +22,8 @@ use std::time::{Duration, Instant};
 
 use herd_core::bench_support;
 
-const RUNS: usize = 40;
-const IGNORING_RUNS: usize = 12;
+const RUNS: usize = 100;
+const IGNORING_RUNS: usize = 20;
 const GRACE: Duration = Duration::from_millis(200);
 
 /// A tree under test: the leader and its session tag.

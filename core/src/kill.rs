@@ -62,8 +62,11 @@ pub(crate) const SURVIVOR_PROBE: Duration = Duration::from_secs(1);
 
 /// How often the process table is rescanned while waiting, to find processes that
 /// were started after the previous scan. Exits of known members wake the wait
-/// immediately through their pidfds and do not depend on this interval.
-const RESCAN_INTERVAL: Duration = Duration::from_millis(25);
+/// immediately through their pidfds and do not depend on this interval, and the
+/// scan right before SIGKILL finds every latecomer anyway, so the interval only
+/// decides how soon a latecomer gets its courtesy SIGTERM. It is kept long because
+/// a kill-all of many sessions runs one such loop per session.
+const RESCAN_INTERVAL: Duration = Duration::from_millis(100);
 
 /// What to kill: one session's process tree as the registry recorded it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -426,16 +429,14 @@ where
         }
     }
 
-    /// Rescans and signals newcomers with `sig` until the tree is empty. Never
+    /// Waits for exits, rescans and signals newcomers with `sig`, until the tree is
+    /// empty. The caller has just scanned and signalled, so it waits first. Never
     /// returns while something is alive: the caller bounds it with a timeout.
     async fn settle(&mut self, sig: Signal) {
-        loop {
+        while !self.live_pids().is_empty() {
+            self.wait_for_exit().await;
             self.scan(true);
             self.signal_live(sig);
-            if self.live_pids().is_empty() {
-                return;
-            }
-            self.wait_for_exit().await;
         }
     }
 
