@@ -275,6 +275,7 @@ where
             .map(|row| (row.pid, row))
             .collect();
         let own_pid = sys::own_pid();
+        let own_pgrp = sys::own_pgrp();
 
         // A member whose pid vanished or now has another start time has exited.
         self.members
@@ -290,7 +291,7 @@ where
         }
 
         let mut roots: Vec<i32> = self.members.keys().copied().collect();
-        if let Some(row) = leader_row {
+        if let Some(row) = leader_row.filter(|row| row.pid != own_pid) {
             roots.push(row.pid);
         }
         let tag = self.target.session_tag.as_str();
@@ -313,16 +314,21 @@ where
             }
         }
 
-        // The group is ours while a proven member of the tree is in it.
-        self.is_group_ours = roots
-            .iter()
-            .any(|pid| rows.get(pid).is_some_and(|r| r.pgrp == pgid));
+        // The group is ours while a proven member of the tree is in it, and never
+        // when it is the daemon's own group (a corrupt record must not reach it).
+        self.is_group_ours = pgid != own_pgrp
+            && roots
+                .iter()
+                .any(|pid| rows.get(pid).is_some_and(|r| r.pgrp == pgid));
         let root_set: HashSet<i32> = roots.iter().copied().collect();
         for row in rows.values() {
+            if row.pid <= 1 || row.pid == own_pid || row.pgrp == own_pgrp {
+                continue;
+            }
             let joins_our_group = self.is_group_ours && row.pgrp == pgid;
             // A group whose id is the pid of a member was created by that member.
             let joins_member_group = row.pgrp != row.pid && root_set.contains(&row.pgrp);
-            if (joins_our_group || joins_member_group) && row.pid > 1 && row.pid != own_pid {
+            if joins_our_group || joins_member_group {
                 roots.push(row.pid);
             }
         }

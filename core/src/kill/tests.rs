@@ -442,6 +442,32 @@ async fn b16_survivor_after_sigkill_is_reported_through_the_probe_seam() {
     tree.assert_group_gone();
 }
 
+// A corrupt record naming the daemon itself (its pid and its process group) must
+// not signal the daemon, its group or its children (other sessions).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_never_signals_its_own_process_or_group() {
+    let mut bystander = spawn_tree("echo ready; exec sleep 600", true);
+    bystander.line("ready");
+    let me = sys::own_pid();
+    let target = KillTarget {
+        pid: me,
+        pgid: sys::own_pgrp(),
+        start_time: sys::start_time(me),
+        session_tag: String::new(),
+    };
+    let outcome = kill_tree(&target, Duration::ZERO).await;
+    assert_eq!(outcome.signalled, 0);
+    assert!(
+        outcome.gone,
+        "nothing of ours counted as alive: {outcome:?}"
+    );
+    // Our child (another "session") was not reached through us either.
+    assert!(is_running(bystander.pid));
+    let outcome = kill_tree(&bystander.target(), GRACE).await;
+    assert!(outcome.gone);
+    bystander.assert_group_gone();
+}
+
 // B16/B18: killing a session whose process already exited and was reaped sends
 // nothing and reads gone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
