@@ -16,7 +16,8 @@
 //!   their parent is still alive);
 //! - groups that a discovered member created itself (`pgrp` equal to a member's pid).
 //!
-//! The sequence is SIGTERM to all of it, then the grace window, during which the
+//! The sequence is SIGTERM (each followed by SIGCONT, so a stopped process can act
+//! on it) to all of it, then the grace window, during which the
 //! table is rescanned and anything new is sent SIGTERM too; the wait ends early as
 //! soon as the tree is empty (not when the leader exits: a leader that honours
 //! SIGTERM while its children ignore it must not cancel their SIGKILL). When the
@@ -91,7 +92,8 @@ pub(crate) struct KillOutcome {
     pub gone: bool,
     /// Pids still alive after SIGKILL and the re-probe, ascending; empty when `gone`.
     pub survivors: Vec<i32>,
-    /// Number of signals delivered (a group signal counts once).
+    /// Number of SIGTERM and SIGKILL deliveries (a group signal counts once; the
+    /// SIGCONT that follows each SIGTERM is not counted).
     pub signalled: usize,
     /// The recorded start time of `pid` did not match: the pid now belongs to a
     /// stranger, and neither it nor the group with its id was signalled. Tagged
@@ -408,6 +410,10 @@ where
                 Ok(()) => {
                     self.outcome.signalled += 1;
                     self.group_sent = Some(sig);
+                    if sig == Signal::SIGTERM {
+                        // A stopped process only acts on SIGTERM once continued.
+                        let _best_effort = sys::signal_group(pgid, Signal::SIGCONT);
+                    }
                     for member in self.members.values_mut().filter(|m| m.pgrp == pgid) {
                         member.sent = Some(sig);
                     }
@@ -427,6 +433,9 @@ where
                 Ok(()) => {
                     self.outcome.signalled += 1;
                     member.sent = Some(sig);
+                    if sig == Signal::SIGTERM {
+                        let _best_effort = member.handle.signal(Signal::SIGCONT);
+                    }
                 }
                 Err(errno) => {
                     debug!(pid = member.handle.pid(), ?sig, %errno, "signal not delivered")

@@ -358,6 +358,33 @@ async fn b15_sigterm_reaches_the_group_once_and_latecomers_individually() {
     tree.assert_group_gone();
 }
 
+// B15: a stopped process cannot act on SIGTERM; the SIGCONT that follows it lets
+// the child die within the grace, so its TERM-ignoring parent reports the status
+// and exits by itself, without any SIGKILL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b15_stopped_child_is_continued_after_sigterm() {
+    // The child is forked before the trap (so SIGTERM kills it) and stops itself.
+    let mut tree = spawn_tree(
+        "(kill -STOP $BASHPID; exec sleep 600) & pid=$!; echo child $pid; \
+         trap '' TERM; echo ready; wait $pid; echo child-status $?",
+        true,
+    );
+    let child = tree.pid_line("child");
+    tree.line("ready");
+    wait_until("the child to stop itself", || {
+        sys::proc_info(child).is_some_and(|i| i.state == b'T')
+    });
+    let outcome = kill_tree(&tree.target(), Duration::from_secs(10)).await;
+    assert!(outcome.gone, "survivors: {:?}", outcome.survivors);
+    assert_eq!(tree.line("child-status"), "143", "128 + SIGTERM");
+    assert_eq!(
+        tree.exit_status().code(),
+        Some(0),
+        "no escalation was needed"
+    );
+    tree.assert_group_gone();
+}
+
 // B18: a recorded pid whose start time differs belongs to a stranger now; it is
 // never signalled. The "stranger" is a live process of ours with another tag.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
