@@ -116,6 +116,17 @@ pub(crate) async fn kill_tree(target: &KillTarget, grace: Duration) -> KillOutco
     kill_tree_probed(target, grace, ProcInfo::is_alive).await
 }
 
+/// Kills the process trees of several sessions together (kill-all, host shutdown).
+///
+/// Same sequence and guarantees as [`kill_tree`] for every target, with one grace
+/// window for all. The process table is read once per step for all trees, and each
+/// candidate's environment is read once for all session tags, so ending many
+/// sessions costs about as much as ending one large one. Outcomes come in the
+/// order of `targets`.
+pub(crate) async fn kill_trees(targets: &[KillTarget], grace: Duration) -> Vec<KillOutcome> {
+    kill_trees_probed(targets, grace, ProcInfo::is_alive).await
+}
+
 /// [`kill_tree`] with the liveness test as a parameter.
 ///
 /// This is the seam for the survivor path: no process on a test machine survives
@@ -129,29 +140,43 @@ pub(crate) async fn kill_tree_probed<P>(
 where
     P: Fn(&ProcInfo) -> bool + Sync,
 {
-    let mut tree = Tree::new(target, is_alive);
+    kill_trees_probed(std::slice::from_ref(target), grace, is_alive)
+        .await
+        .pop()
+        .expect("kill_trees_probed returns one outcome per target")
+}
+
+/// [`kill_trees`] with the liveness test as a parameter (see [`kill_tree_probed`]).
+pub(crate) async fn kill_trees_probed<P>(
+    targets: &[KillTarget],
+    grace: Duration,
+    is_alive: P,
+) -> Vec<KillOutcome>
+where
+    P: Fn(&ProcInfo) -> bool + Sync,
+{
+    let mut sweep = Sweep::new(targets, is_alive);
     debug!(
-        pid = target.pid,
-        pgid = target.pgid,
+        n_targets = targets.len(),
         grace_ms = grace.as_millis(),
         "tree kill started"
     );
 
-    tree.scan(false);
-    tree.signal_live(Signal::SIGTERM);
-    tree.scan(true);
-    tree.signal_live(Signal::SIGTERM);
+    sweep.scan(false);
+    sweep.signal_live(Signal::SIGTERM);
+    sweep.scan(true);
+    sweep.signal_live(Signal::SIGTERM);
     let mut escalated = false;
-    let mut empty = tree.live_pids().is_empty();
+    let mut empty = !sweep.has_live();
     if !empty && !grace.is_zero() {
-        empty = tokio::time::timeout(grace, tree.settle(Signal::SIGTERM))
+        empty = tokio::time::timeout(grace, sweep.settle(Signal::SIGTERM))
             .await
             .is_ok();
         if !empty {
-            // Re-snapshot right before escalating, while the shell is still alive
-            // and everything it started during the grace still hangs below it.
-            tree.scan(true);
-            tree.signal_live(Signal::SIGKILL);
+            // Re-snapshot right before escalating, while the shells are still alive
+            // and everything they started during the grace still hangs below them.
+            sweep.scan(true);
+            sweep.signal_live(Signal::SIGKILL);
             escalated = true;
         }
     }
@@ -161,20 +186,192 @@ where
         } else {
             Signal::SIGTERM
         };
-        let _settled = tokio::time::timeout(SURVIVOR_PROBE, tree.settle(phase)).await;
-        tree.scan(true);
+        let _settled = tokio::time::timeout(SURVIVOR_PROBE, sweep.settle(phase)).await;
+        sweep.scan(true);
     }
-    let outcome = tree.into_outcome();
-    debug!(
-        pid = target.pid,
-        gone = outcome.gone,
-        escalated,
-        signalled = outcome.signalled,
-        n_survivors = outcome.survivors.len(),
-        identity_mismatch = outcome.identity_mismatch,
-        "tree kill finished"
-    );
-    outcome
+    let outcomes = sweep.into_outcomes();
+    for (target, outcome) in targets.iter().zip(&outcomes) {
+        debug!(
+            pid = target.pid,
+            gone = outcome.gone,
+            escalated,
+            signalled = outcome.signalled,
+            n_survivors = outcome.survivors.len(),
+            identity_mismatch = outcome.identity_mismatch,
+            "tree kill finished"
+        );
+    }
+    outcomes
+}
+
+/// One read of the process table, indexed for the walks.
+#[derive(Debug)]
+struct Table {
+    rows: HashMap<i32, ProcInfo>,
+    /// Parent pid → child pids.
+    children: HashMap<i32, Vec<i32>>,
+}
+
+impl Table {
+    fn read() -> Self {
+        let rows: HashMap<i32, ProcInfo> = sys::process_table()
+            .into_iter()
+            .map(|row| (row.pid, row))
+            .collect();
+        let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
+        for row in rows.values() {
+            children.entry(row.ppid).or_default().push(row.pid);
+        }
+        Table { rows, children }
+    }
+}
+
+/// One kill of one or more trees: the trees and what is shared between them.
+struct Sweep<'t, P> {
+    trees: Vec<Tree<'t>>,
+    is_alive: P,
+    uid: u32,
+    /// For each (pid, start time) whose environment was read: the index of the tree
+    /// whose tag it carries, or `None`. Each environment is read once per sweep.
+    tag_owner: HashMap<(i32, u64), Option<usize>>,
+}
+
+impl<P> std::fmt::Debug for Sweep<'_, P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sweep")
+            .field("trees", &self.trees)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'t, P> Sweep<'t, P>
+where
+    P: Fn(&ProcInfo) -> bool + Sync,
+{
+    fn new(targets: &'t [KillTarget], is_alive: P) -> Self {
+        Sweep {
+            trees: targets.iter().map(Tree::new).collect(),
+            is_alive,
+            uid: sys::current_uid(),
+            tag_owner: HashMap::new(),
+        }
+    }
+
+    /// Reads the process table once and updates every tree from it.
+    ///
+    /// With `with_tags` it also reads the environment of candidate processes to
+    /// find tagged escapees. That is the expensive part of a scan, so the very
+    /// first scan skips it: the groups and their descendants get SIGTERM first, and
+    /// escapees, which have no parent link to lose, are looked up right after.
+    fn scan(&mut self, with_tags: bool) {
+        let table = Table::read();
+        let tagged = if with_tags {
+            self.find_tagged(&table)
+        } else {
+            vec![Vec::new(); self.trees.len()]
+        };
+        for (tree, tagged) in self.trees.iter_mut().zip(tagged) {
+            tree.scan(&table, &tagged, &self.is_alive);
+        }
+    }
+
+    /// Pids carrying each tree's session tag, per tree.
+    ///
+    /// Only processes of our uid started no earlier than the tree's leader are
+    /// candidates: nothing older can have inherited the tag.
+    fn find_tagged(&mut self, table: &Table) -> Vec<Vec<i32>> {
+        let mut found: Vec<Vec<i32>> = vec![Vec::new(); self.trees.len()];
+        let by_tag: HashMap<&str, usize> = self
+            .trees
+            .iter()
+            .enumerate()
+            .filter(|(_, tree)| !tree.target.session_tag.is_empty())
+            .map(|(idx, tree)| (tree.target.session_tag.as_str(), idx))
+            .collect();
+        let Some(floor) = by_tag.values().map(|&idx| self.trees[idx].tag_floor).min() else {
+            return found;
+        };
+        let own_pid = sys::own_pid();
+        let uid = self.uid;
+        for row in table.rows.values() {
+            if row.pid <= 1 || row.pid == own_pid || row.start_time < floor {
+                continue;
+            }
+            let owner = *self
+                .tag_owner
+                .entry((row.pid, row.start_time))
+                .or_insert_with(|| {
+                    if sys::owner_uid(row.pid) != Some(uid) {
+                        return None;
+                    }
+                    let value = sys::environ_value(row.pid, SESSION_TAG_ENV)?;
+                    by_tag.get(value.as_str()).copied()
+                });
+            if let Some(idx) = owner
+                && row.start_time >= self.trees[idx].tag_floor
+            {
+                found[idx].push(row.pid);
+            }
+        }
+        found
+    }
+
+    fn signal_live(&mut self, sig: Signal) {
+        for tree in &mut self.trees {
+            tree.signal_live(sig);
+        }
+    }
+
+    fn has_live(&self) -> bool {
+        self.trees.iter().any(Tree::has_live)
+    }
+
+    /// Waits for exits, rescans and signals newcomers with `sig`, until every tree
+    /// is empty. The caller has just scanned and signalled, so it waits first.
+    /// Never returns while something is alive: the caller bounds it with a timeout.
+    async fn settle(&mut self, sig: Signal) {
+        while self.has_live() {
+            self.wait_for_exit().await;
+            self.scan(true);
+            self.signal_live(sig);
+        }
+    }
+
+    /// Waits until a live member's pidfd reports its exit, or the rescan interval
+    /// passes, whichever comes first.
+    async fn wait_for_exit(&mut self) {
+        let deadline = Instant::now() + RESCAN_INTERVAL;
+        let trees = &mut self.trees;
+        let any_exit = poll_fn(|cx| {
+            let mut fired = false;
+            let live = trees
+                .iter_mut()
+                .flat_map(|tree| tree.members.values_mut())
+                .filter(|m| m.is_alive);
+            for member in live {
+                let Some(event) = &member.exit_event else {
+                    continue;
+                };
+                if let Poll::Ready(ready) = event.poll_read_ready(cx) {
+                    // Fired (or broken): stop watching this fd either way, so a
+                    // member the probe still counts as alive cannot spin the loop.
+                    drop(ready);
+                    member.exit_event = None;
+                    fired = true;
+                }
+            }
+            if fired {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
+            }
+        });
+        let _exited_or_rescan = tokio::time::timeout_at(deadline, any_exit).await;
+    }
+
+    fn into_outcomes(self) -> Vec<KillOutcome> {
+        self.trees.into_iter().map(Tree::into_outcome).collect()
+    }
 }
 
 /// One discovered process of the tree.
@@ -195,43 +392,26 @@ struct Member {
     exit_event: Option<AsyncFd<OwnedFd>>,
 }
 
-/// The state of one kill: what has been discovered so far and what was sent.
-struct Tree<'t, P> {
+/// One session's tree within a sweep: what has been discovered and what was sent.
+#[derive(Debug)]
+struct Tree<'t> {
     target: &'t KillTarget,
-    is_alive: P,
-    uid: u32,
     /// Start time that identifies the leader, or `None` once it is known not to
     /// be ours (gone or reused).
     leader_start: Option<u64>,
+    /// Start time of the session's leader: no process started earlier can carry
+    /// the session tag (0 when unknown).
+    tag_floor: u64,
     /// The group id was proven ours by the last scan.
     is_group_ours: bool,
     /// Strongest signal sent to the whole group so far.
     group_sent: Option<Signal>,
     members: HashMap<i32, Member>,
-    /// Start time of the session's leader: no process started earlier can carry
-    /// the session tag (0 when unknown).
-    tag_floor: u64,
-    /// (pid, start time) pairs already checked for the session tag and found
-    /// without it, so each process's environment is read once per kill.
-    untagged: HashSet<(i32, u64)>,
     outcome: KillOutcome,
 }
 
-impl<P> std::fmt::Debug for Tree<'_, P> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Tree")
-            .field("target", &self.target)
-            .field("members", &self.members.keys().collect::<Vec<_>>())
-            .field("is_group_ours", &self.is_group_ours)
-            .finish_non_exhaustive()
-    }
-}
-
-impl<'t, P> Tree<'t, P>
-where
-    P: Fn(&ProcInfo) -> bool + Sync,
-{
-    fn new(target: &'t KillTarget, is_alive: P) -> Self {
+impl<'t> Tree<'t> {
+    fn new(target: &'t KillTarget) -> Self {
         let current = sys::start_time(target.pid);
         let mut outcome = KillOutcome::default();
         let leader_start = match (target.start_time, current) {
@@ -247,35 +427,25 @@ where
             // The caller vouches for the pid: whatever holds it now is ours.
             (None, now) => now,
         };
-        let tag_floor = target.start_time.or(current).unwrap_or(0);
         Tree {
             target,
-            is_alive,
-            uid: sys::current_uid(),
             leader_start,
-            tag_floor,
+            tag_floor: target.start_time.or(current).unwrap_or(0),
             is_group_ours: false,
             group_sent: None,
             members: HashMap::new(),
-            untagged: HashSet::new(),
             outcome,
         }
     }
 
-    /// Reads the process table and updates the members: forgets the ones that are
-    /// gone, adds everything newly reachable, refreshes liveness and groups.
-    ///
-    /// With `with_tags` it also reads the environment of candidate processes to
-    /// find tagged escapees. That is the expensive part of a scan, so the very
-    /// first scan skips it: the group and its descendants get SIGTERM first, and
-    /// escapees, which have no parent link to lose, are looked up right after.
-    /// Only processes of our uid started no earlier than the leader are candidates
-    /// (nothing older can have inherited the tag), and each is read once per kill.
-    fn scan(&mut self, with_tags: bool) {
-        let rows: HashMap<i32, ProcInfo> = sys::process_table()
-            .into_iter()
-            .map(|row| (row.pid, row))
-            .collect();
+    /// Updates the members from a fresh table: forgets the ones that are gone,
+    /// adds everything newly reachable from the leader, the members and the
+    /// `tagged` pids, and refreshes liveness and groups.
+    fn scan<P>(&mut self, table: &Table, tagged: &[i32], is_alive: &P)
+    where
+        P: Fn(&ProcInfo) -> bool,
+    {
+        let rows = &table.rows;
         let own_pid = sys::own_pid();
         let own_pgrp = sys::own_pgrp();
 
@@ -296,25 +466,12 @@ where
         if let Some(row) = leader_row.filter(|row| row.pid != own_pid) {
             roots.push(row.pid);
         }
-        let tag = self.target.session_tag.as_str();
-        for row in rows.values() {
-            if row.pid <= 1 || row.pid == own_pid || self.members.contains_key(&row.pid) {
-                continue;
-            }
-            let is_candidate = with_tags
-                && !tag.is_empty()
-                && row.start_time >= self.tag_floor
-                && !self.untagged.contains(&(row.pid, row.start_time));
-            if is_candidate {
-                if sys::owner_uid(row.pid) == Some(self.uid)
-                    && sys::environ_contains(row.pid, SESSION_TAG_ENV, tag)
-                {
-                    roots.push(row.pid);
-                } else {
-                    self.untagged.insert((row.pid, row.start_time));
-                }
-            }
-        }
+        roots.extend(
+            tagged
+                .iter()
+                .copied()
+                .filter(|&pid| pid > 1 && pid != own_pid),
+        );
 
         // The group is ours while a proven member of the tree is in it, and never
         // when it is the daemon's own group (a corrupt record must not reach it).
@@ -336,17 +493,13 @@ where
         }
 
         // Walk parent links down from every root.
-        let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
-        for row in rows.values() {
-            children.entry(row.ppid).or_default().push(row.pid);
-        }
         let mut seen: HashSet<i32> = HashSet::new();
         let mut queue: VecDeque<i32> = roots.into_iter().collect();
         while let Some(pid) = queue.pop_front() {
             if pid <= 1 || pid == own_pid || !seen.insert(pid) {
                 continue;
             }
-            if let Some(kids) = children.get(&pid) {
+            if let Some(kids) = table.children.get(&pid) {
                 queue.extend(kids.iter().copied());
             }
         }
@@ -355,7 +508,7 @@ where
             let Some(row) = rows.get(&pid) else { continue };
             if let Some(member) = self.members.get_mut(&pid) {
                 member.pgrp = row.pgrp;
-                member.is_alive = (self.is_alive)(row);
+                member.is_alive = is_alive(row);
                 continue;
             }
             match ProcHandle::open(pid, row.start_time) {
@@ -367,7 +520,7 @@ where
                             handle,
                             start_time: row.start_time,
                             pgrp: row.pgrp,
-                            is_alive: (self.is_alive)(row),
+                            is_alive: is_alive(row),
                             sent: None,
                             exit_event,
                         },
@@ -376,6 +529,11 @@ where
                 Err(OpenError::Gone | OpenError::Reused) => {}
             }
         }
+    }
+
+    /// Whether a member was alive at the last scan.
+    fn has_live(&self) -> bool {
+        self.members.values().any(|m| m.is_alive)
     }
 
     /// Pids of members alive at the last scan, ascending.
@@ -444,45 +602,6 @@ where
         }
     }
 
-    /// Waits for exits, rescans and signals newcomers with `sig`, until the tree is
-    /// empty. The caller has just scanned and signalled, so it waits first. Never
-    /// returns while something is alive: the caller bounds it with a timeout.
-    async fn settle(&mut self, sig: Signal) {
-        while !self.live_pids().is_empty() {
-            self.wait_for_exit().await;
-            self.scan(true);
-            self.signal_live(sig);
-        }
-    }
-
-    /// Waits until a live member's pidfd reports its exit, or the rescan interval
-    /// passes, whichever comes first.
-    async fn wait_for_exit(&mut self) {
-        let deadline = Instant::now() + RESCAN_INTERVAL;
-        let members = &mut self.members;
-        let any_exit = poll_fn(|cx| {
-            let mut fired = false;
-            for member in members.values_mut().filter(|m| m.is_alive) {
-                let Some(event) = &member.exit_event else {
-                    continue;
-                };
-                if let Poll::Ready(ready) = event.poll_read_ready(cx) {
-                    // Fired (or broken): stop watching this fd either way, so a
-                    // member the probe still counts as alive cannot spin the loop.
-                    drop(ready);
-                    member.exit_event = None;
-                    fired = true;
-                }
-            }
-            if fired {
-                Poll::Ready(())
-            } else {
-                Poll::Pending
-            }
-        });
-        let _exited_or_rescan = tokio::time::timeout_at(deadline, any_exit).await;
-    }
-
     fn into_outcome(self) -> KillOutcome {
         let survivors = self.live_pids();
         KillOutcome {
@@ -526,5 +645,23 @@ pub mod bench_support {
             session_tag: session_tag.to_owned(),
         };
         super::kill_tree(&target, grace).await.gone
+    }
+
+    /// Kills several trees in one sweep, each `(leader pid, start time, tag)` in
+    /// its own process group; returns whether every tree is gone.
+    pub async fn kill_trees(trees: &[(i32, Option<u64>, String)], grace: Duration) -> bool {
+        let targets: Vec<super::KillTarget> = trees
+            .iter()
+            .map(|(pid, start_time, tag)| super::KillTarget {
+                pid: *pid,
+                pgid: *pid,
+                start_time: *start_time,
+                session_tag: tag.clone(),
+            })
+            .collect();
+        super::kill_trees(&targets, grace)
+            .await
+            .iter()
+            .all(|outcome| outcome.gone)
     }
 }

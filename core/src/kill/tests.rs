@@ -199,16 +199,16 @@ fn parse_stat_handles_spaces_and_parens_in_the_command_name() {
 }
 
 #[test]
-fn environ_match_is_exact() {
-    let block = b"PATH=/bin\0HERD_SESSION=proc_abc\0X=1\0";
-    assert!(sys::environ_has_entry(block, SESSION_TAG_ENV, "proc_abc"));
-    assert!(!sys::environ_has_entry(block, SESSION_TAG_ENV, "proc_ab"));
-    assert!(!sys::environ_has_entry(block, SESSION_TAG_ENV, "proc_abcd"));
-    assert!(!sys::environ_has_entry(
-        b"XHERD_SESSION=proc_abc\0",
-        SESSION_TAG_ENV,
-        "proc_abc"
-    ));
+fn environ_lookup_matches_whole_names_only() {
+    let block =
+        b"PATH=/bin\0XHERD_SESSION=proc_x\0HERD_SESSION=proc_abc\0HERD_SESSION=proc_2nd\0E=\0";
+    assert_eq!(
+        sys::environ_lookup(block, SESSION_TAG_ENV),
+        Some(&b"proc_abc"[..])
+    );
+    assert_eq!(sys::environ_lookup(block, "E"), Some(&b""[..]));
+    assert_eq!(sys::environ_lookup(block, "HERD"), None);
+    assert_eq!(sys::environ_lookup(b"", SESSION_TAG_ENV), None);
 }
 
 #[test]
@@ -308,11 +308,7 @@ async fn b15_setsid_grandchild_is_found_and_killed() {
     wait_until("the grandchild to run setsid", || {
         sys::proc_info(grandchild).is_some_and(|i| i.pgrp == grandchild)
     });
-    assert!(!sys::environ_contains(
-        grandchild,
-        SESSION_TAG_ENV,
-        &tree.tag
-    ));
+    assert_eq!(sys::environ_value(grandchild, SESSION_TAG_ENV), None);
     let outcome = kill_tree(&tree.target(), GRACE).await;
     assert!(outcome.gone, "survivors: {:?}", outcome.survivors);
     assert_all_dead(&[grandchild]);
@@ -467,6 +463,47 @@ async fn b16_survivor_after_sigkill_is_reported_through_the_probe_seam() {
     tree.release_reaper();
     assert_eq!(tree.exit_status().signal(), Some(libc::SIGKILL));
     tree.assert_group_gone();
+}
+
+// Kill-all: several sessions in one sweep, each with its own way of resisting,
+// all end; the outcomes come back in the order of the targets.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b15_kill_trees_ends_several_sessions_in_one_sweep() {
+    let mut daemonised = spawn_tree(
+        "(setsid sleep 600 & echo escapee $!); echo ready; sleep 600",
+        true,
+    );
+    let mut stubborn = spawn_tree(
+        "trap '' TERM; sleep 600 & echo child $!; echo ready; wait",
+        true,
+    );
+    let mut polite = spawn_tree("echo ready; exec sleep 600", true);
+    let escapee = daemonised.pid_line("escapee");
+    daemonised.line("ready");
+    let child = stubborn.pid_line("child");
+    stubborn.line("ready");
+    polite.line("ready");
+    wait_until("the escapee to leave the group", || {
+        sys::proc_info(escapee).is_some_and(|i| i.pgrp != daemonised.pid)
+    });
+    let targets = [daemonised.target(), stubborn.target(), polite.target()];
+    let outcomes = kill_trees(&targets, GRACE).await;
+    assert_eq!(outcomes.len(), 3);
+    for outcome in &outcomes {
+        assert!(outcome.gone, "survivors: {outcomes:?}");
+    }
+    // Group SIGTERM plus the escapee's own SIGTERM.
+    assert_eq!(outcomes[0].signalled, 2);
+    // Group SIGTERM, then group SIGKILL.
+    assert_eq!(outcomes[1].signalled, 2);
+    assert_eq!(outcomes[2].signalled, 1);
+    assert_all_dead(&[escapee, child]);
+    assert_eq!(daemonised.exit_status().signal(), Some(libc::SIGTERM));
+    assert_eq!(stubborn.exit_status().signal(), Some(libc::SIGKILL));
+    assert_eq!(polite.exit_status().signal(), Some(libc::SIGTERM));
+    for tree in [&daemonised, &stubborn, &polite] {
+        tree.assert_group_gone();
+    }
 }
 
 // A corrupt record naming the daemon itself (its pid and its process group) must

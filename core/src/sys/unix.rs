@@ -119,24 +119,23 @@ pub(crate) fn current_uid() -> u32 {
     nix::unistd::getuid().as_raw()
 }
 
-/// Whether `pid`'s initial environment contains exactly the entry `name=value`.
+/// Value of the variable `name` in `pid`'s initial environment.
 ///
-/// `false` when the environment cannot be read (another user's process, a kernel
-/// thread, or a process that has just exited).
-pub(crate) fn environ_contains(pid: i32, name: &str, value: &str) -> bool {
-    let Ok(environ) = fs::read(format!("/proc/{pid}/environ")) else {
-        return false;
-    };
-    environ_has_entry(&environ, name, value)
+/// `None` when it is not set, not UTF-8, or the environment cannot be read
+/// (another user's process, a kernel thread, or a process that has just exited).
+pub(crate) fn environ_value(pid: i32, name: &str) -> Option<String> {
+    let environ = fs::read(format!("/proc/{pid}/environ")).ok()?;
+    let value = environ_lookup(&environ, name)?;
+    String::from_utf8(value.to_vec()).ok()
 }
 
-/// Whether a NUL-separated environment block contains exactly `name=value`.
-pub(crate) fn environ_has_entry(environ: &[u8], name: &str, value: &str) -> bool {
-    environ.split(|&b| b == 0).any(|entry| {
-        entry.len() == name.len() + 1 + value.len()
-            && entry.starts_with(name.as_bytes())
-            && entry.get(name.len()) == Some(&b'=')
-            && entry.ends_with(value.as_bytes())
+/// Value of `name` in a NUL-separated `NAME=value` block (the first entry wins,
+/// as in `getenv`).
+pub(crate) fn environ_lookup<'a>(environ: &'a [u8], name: &str) -> Option<&'a [u8]> {
+    environ.split(|&b| b == 0).find_map(|entry| {
+        entry
+            .strip_prefix(name.as_bytes())
+            .and_then(|rest| rest.strip_prefix(b"="))
     })
 }
 
