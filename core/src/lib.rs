@@ -19,14 +19,16 @@ mod error;
 mod event;
 mod guard;
 mod id;
-mod interim_kill;
+mod kill;
 mod noise;
 mod output;
 mod reader;
 mod registry;
 mod session;
 mod spawn;
+mod sys;
 mod text;
+mod watch;
 
 pub use answers::{
     CompletionReason, KillAnswer, KillStatus, ListRow, LogAnswer, LogChunk, ModeName, PollAnswer,
@@ -40,4 +42,6 @@ pub use error::{Error, LookupError, SpawnError};
 pub use event::{Event, render_events};
 pub use herd_persistence::Home;
 pub use id::SessionId;
+#[doc(hidden)]
+pub use kill::bench_support;
 pub use registry::Registry;
