@@ -468,7 +468,11 @@ impl Judge<'_> {
         };
         let root = tree.root_node();
         let scope = self.prepass(root, &cleaned);
-        shell::for_each_node(root, |node| self.visit(node, &scope, depth))?;
+        let deadline = self.deadline;
+        shell::for_each_node(root, deadline, |node| self.visit(node, &scope, depth))?;
+        if Instant::now() > self.deadline {
+            return self.verb_scan(&cleaned, Rule::Unparseable);
+        }
         if root.has_error() {
             return self.verb_scan(&cleaned, Rule::Unparseable);
         }
@@ -487,7 +491,8 @@ impl Judge<'_> {
         if !interesting {
             return scope;
         }
-        let _ = shell::for_each_node(root, |node| {
+        let deadline = self.deadline;
+        let _ = shell::for_each_node(root, deadline, |node| {
             match node.kind() {
                 "variable_assignment" => {
                     let name = node.child_by_field_name("name").map(|n| text(n, src));
@@ -772,7 +777,8 @@ impl Judge<'_> {
             }
         }
         let mut found = None;
-        let _ = shell::for_each_node(node, |n| {
+        let deadline = self.deadline;
+        let _ = shell::for_each_node(node, deadline, |n| {
             if n.kind() == "command_substitution"
                 && let Some(target) = self.pid_source(n, scope)
             {
@@ -801,7 +807,8 @@ impl Judge<'_> {
         let mut saw_ps = false;
         let mut patterns: Vec<(String, bool)> = Vec::new();
         let mut found = None;
-        let _ = shell::for_each_node(node, |n| {
+        let deadline = self.deadline;
+        let _ = shell::for_each_node(node, deadline, |n| {
             if n.kind() != "command" {
                 return ControlFlow::Continue(());
             }
@@ -1006,7 +1013,8 @@ impl Judge<'_> {
         depth: usize,
     ) -> Flow {
         let mut fed: Vec<(bool, String)> = Vec::new();
-        let _ = shell::for_each_node(stage, |n| {
+        let deadline = self.deadline;
+        let _ = shell::for_each_node(stage, deadline, |n| {
             if n.kind() == "command" {
                 let words = shell::command_words(n, scope.src, &scope.vars);
                 let words = peel(&words);
