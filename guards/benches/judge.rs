@@ -103,7 +103,7 @@ fn corpus() -> Vec<String> {
     let mut rng = Lcg(0x5eed);
     (0..N_COMMANDS)
         .map(|_| {
-            let template = if rng.next() % 20 == 0 {
+            let template = if rng.next().is_multiple_of(20) {
                 rng.pick(KILLS)
             } else {
                 rng.pick(BENIGN)
