@@ -1116,7 +1116,7 @@ impl Judge<'_> {
                 "-m" => return ControlFlow::Continue(()),
                 "-W" | "-X" | "-I" | "--require" => idx += 1,
                 _ if arg.starts_with('-') => {}
-                path => return self.script(path, scope, depth + 1),
+                path => return self.script_as(path, scope, depth + 1, Some(Runner::Code)),
             }
         }
         ControlFlow::Continue(())
@@ -1191,9 +1191,21 @@ impl Judge<'_> {
         self.script(path, &scope, depth)
     }
 
-    /// Reads and judges a referenced script.
+    /// Reads and judges a referenced script; its shebang or extension decides whether it
+    /// is shell or interpreter code.
     fn script(&mut self, path: &str, scope: &Scope<'_>, depth: usize) -> Flow {
-        if let Some(written) = scope.written.get(path) {
+        self.script_as(path, scope, depth, None)
+    }
+
+    /// Reads and judges a referenced script, as `runner` when the caller knows it.
+    fn script_as(
+        &mut self,
+        path: &str,
+        scope: &Scope<'_>,
+        depth: usize,
+        runner: Option<Runner>,
+    ) -> Flow {
+        if let Some(written) = scope.written.get(path_key(path)) {
             let written = written.clone();
             self.text(&written, depth)?;
         }
@@ -1239,7 +1251,16 @@ impl Judge<'_> {
                     });
                     interpreter.is_some_and(|i| is_code_interpreter(&i))
                 };
-                let shown = if code { Runner::Code } else { Runner::Shell };
+                let by_extension = [
+                    ".py", ".js", ".mjs", ".cjs", ".ts", ".rb", ".pl", ".php", ".lua",
+                ]
+                .iter()
+                .any(|ext| path.ends_with(ext));
+                let shown = match runner {
+                    Some(runner) => runner,
+                    None if code || by_extension => Runner::Code,
+                    None => Runner::Shell,
+                };
                 let flow = self.feed(shown, &body, depth.saturating_sub(1));
                 match flow {
                     ControlFlow::Break(mut block) => {
@@ -1347,9 +1368,20 @@ fn record_written(node: Node<'_>, src: &str, scope: &mut Scope<'_>) {
     }
     if let Some(content) = content {
         for path in paths {
-            scope.written.insert(path, content.clone());
+            scope
+                .written
+                .insert(path_key(&path).to_owned(), content.clone());
         }
     }
+}
+
+/// A path as written on the line, without a leading `./`, to match writes with runs.
+fn path_key(path: &str) -> &str {
+    let mut key = path;
+    while let Some(rest) = key.strip_prefix("./") {
+        key = rest;
+    }
+    key
 }
 
 /// The runner of the first stage of `pipeline` that reads stdin.
