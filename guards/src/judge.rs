@@ -1456,6 +1456,7 @@ pub(crate) fn code_texts(code: &str) -> Vec<String> {
     let mut texts = Vec::new();
     let mut run: Vec<String> = Vec::new();
     let mut chars = code.chars().peekable();
+    let mut previous: Option<char> = None;
     let flush = |run: &mut Vec<String>, texts: &mut Vec<String>| {
         if run.len() > 1 {
             texts.push(run.join(" "));
@@ -1488,8 +1489,10 @@ pub(crate) fn code_texts(code: &str) -> Vec<String> {
             }
             ',' | '[' | ']' | '(' | ')' | '{' | '}' => {}
             c if c.is_whitespace() => {}
-            '#' if run.is_empty() => {
-                // A comment in Python, shell, Perl or Ruby: skip to the end of the line.
+            '#' if previous.is_none_or(char::is_whitespace) => {
+                // A comment in Python, shell, Perl or Ruby: skip to the end of the line, so
+                // an apostrophe in it does not swallow the code after it.
+                flush(&mut run, &mut texts);
                 for next in chars.by_ref() {
                     if next == '\n' {
                         break;
@@ -1498,6 +1501,7 @@ pub(crate) fn code_texts(code: &str) -> Vec<String> {
             }
             _ => flush(&mut run, &mut texts),
         }
+        previous = Some(c);
         if texts.len() > MAX_LITERALS {
             break;
         }

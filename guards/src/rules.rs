@@ -275,9 +275,15 @@ impl Pattern {
                     .ok()
             })
             .flatten();
+        // If the engine refuses the pattern, compare its plain characters: an unknown
+        // regex dialect must not hide a host name.
+        let literal: String = pattern
+            .chars()
+            .filter(|c| !"\\^$.|?*+()[]{}".contains(*c))
+            .collect();
         Pattern {
             regex,
-            literal: pattern.to_lowercase(),
+            literal: literal.to_lowercase(),
             exact,
             case_sensitive: false,
         }
