@@ -757,7 +757,7 @@ impl Judge<'_> {
                     "`kill -1` signals every process the user owns",
                 );
             }
-            if word.raw.contains("$PPID") || word.raw.contains("${PPID}") {
+            if matches!(word.raw.trim_matches('"'), "$PPID" | "${PPID}") {
                 return stop(
                     Rule::KillParent,
                     "the parent process, which is the host or the shell it started",
@@ -809,6 +809,19 @@ impl Judge<'_> {
         let mut found = None;
         let deadline = self.deadline;
         let _ = shell::for_each_node(node, deadline, |n| {
+            if n.kind() == "file_redirect" && text(n, src).trim_start().starts_with('<') {
+                // `$(< herd.pid)`: bash reads the file without a command.
+                if let Some(dest) = n.child_by_field_name("destination") {
+                    let path = shell::word(dest, src, &scope.vars);
+                    if let Some(name) = names_host_file(self.host, path.value()) {
+                        found = Some(format!(
+                            "the process in pid file {} (the host {name})",
+                            path.value()
+                        ));
+                        return ControlFlow::Break(());
+                    }
+                }
+            }
             if n.kind() != "command" {
                 return ControlFlow::Continue(());
             }
@@ -850,6 +863,26 @@ impl Judge<'_> {
                         })
                         .flatten()
                         .map(|unit| format!("the main process of the host's service {unit}"))
+                }
+                "lsof" => {
+                    // `lsof -t /usr/bin/python3` lists every process running the host's
+                    // binary; `lsof -c python` every process whose name starts so.
+                    let mut hit = None;
+                    let mut iter = args.iter().map(Word::value);
+                    while let Some(arg) = iter.next() {
+                        let candidate = match arg {
+                            "-c" => iter.next().map(|prefix| format!("{prefix}*")),
+                            _ if arg.starts_with('/') => Some(arg.to_owned()),
+                            _ => None,
+                        };
+                        if let Some(image) = candidate.and_then(|c| self.host.image_named(&c)) {
+                            hit = Some(format!(
+                                "the processes `lsof` finds for {image}, the host among them"
+                            ));
+                            break;
+                        }
+                    }
+                    hit
                 }
                 "ps" => {
                     saw_ps = true;
@@ -1415,6 +1448,8 @@ fn mentions_pid_source(text: &str) -> bool {
         "systemctl",
         "get-content",
         "type",
+        "lsof",
+        "<",
     ]
     .iter()
     .any(|needle| lower.contains(needle))

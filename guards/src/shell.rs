@@ -167,6 +167,15 @@ fn values(node: Node<'_>, src: &str, vars: &Vars, dynamic: &mut bool, depth: usi
         let raw = capped(raw);
         return match node.kind() {
             "simple_expansion" | "expansion" => expansion(node, src, raw, vars, dynamic),
+            "command_substitution" if depth <= MAX_WORD_DEPTH => {
+                match echoed(node, src, vars, depth) {
+                    Some(output) => vec![output],
+                    None => {
+                        *dynamic = true;
+                        vec![raw.to_owned()]
+                    }
+                }
+            }
             _ => {
                 *dynamic = true;
                 vec![raw.to_owned()]
@@ -207,6 +216,42 @@ fn values(node: Node<'_>, src: &str, vars: &Vars, dynamic: &mut bool, depth: usi
             vec![capped(raw).to_owned()]
         }
     }
+}
+
+/// The output of `$(echo …)` / `$(printf …)` with literal arguments: what an agent uses
+/// to splice a command name or a command string together.
+fn echoed(node: Node<'_>, src: &str, vars: &Vars, depth: usize) -> Option<String> {
+    let mut cursor = node.walk();
+    let mut commands = node.named_children(&mut cursor);
+    let command = commands.next().filter(|c| c.kind() == "command")?;
+    if commands.next().is_some() {
+        return None;
+    }
+    let mut parts = Vec::new();
+    let mut inner = command.walk();
+    for (idx, child) in command.children(&mut inner).enumerate() {
+        let field = u32::try_from(idx)
+            .ok()
+            .and_then(|i| command.field_name_for_child(i));
+        match field {
+            Some("name") => {
+                if !matches!(text(child, src), "echo" | "printf") {
+                    return None;
+                }
+            }
+            Some("argument") => {
+                let mut dynamic = false;
+                let value = values(child, src, vars, &mut dynamic, depth + 1);
+                if dynamic {
+                    return None;
+                }
+                parts.push(value.into_iter().next().unwrap_or_default());
+            }
+            _ => return None,
+        }
+    }
+    let output = parts.join(" ").replace("\\n", "\n");
+    Some(output.trim_end_matches('\n').to_owned())
 }
 
 /// The values of `$name`, `${name}` or `${name%pattern}` when the variable is known.

@@ -67,6 +67,7 @@ block! {
     b33_block_killall_path: "killall /usr/bin/python3";
     b33_block_killall_herd: "killall herd";
     b33_block_killall_wait_herd: "killall -w herd";
+    b33_block_killall_mixed_names: "killall -9 node python3";
 }
 
 // `pkill -f` patterns judged against the host's command line.
@@ -120,6 +121,11 @@ block! {
     b33_block_while_read_kill: "while read p; do kill $p; done < <(pgrep python)";
     b33_block_sudo_kill_pgrep: "sudo kill -9 $(pgrep python)";
     b33_block_bash_c_kill_pgrep: "bash -c 'kill -9 $(pgrep -f agent.main)'";
+    b33_block_kill_bash_read_pidfile: "kill $(<~/.herd/herd.pid)";
+    b33_block_kill_head_pidfile: "kill $(head -1 herd.pid)";
+    b33_block_kill_lsof_binary: "kill -9 $(lsof -t /usr/bin/python3)";
+    b33_block_kill_pgrep_oldest: "kill -9 \"$(pgrep -o python)\"";
+    b33_block_pgrep_head_xargs: "pgrep python | head -1 | xargs kill";
 }
 
 // Windows and PowerShell spellings.
@@ -281,6 +287,17 @@ block! {
     b33_block_unbalanced_single_quote_pkill: "echo 'oops\npkill python";
     b33_block_python_argv_as_shell: "subprocess.run([\"herd\", \"shutdown\"])";
     b33_block_crlf_line_ends: "echo hi\r\npkill python\r\n";
+    b33_block_echo_spliced_name: "$(echo pkill) python";
+    b33_block_eval_echo_output: "eval $(echo pkill python)";
+    b33_block_sh_c_echo_output: "sh -c \"$(echo pkill python)\"";
+    b33_block_echo_spliced_pattern: "pkill -f \"$(echo python)\"";
+    b33_block_variable_spliced_name: "k=kill; p${k} python";
+    b33_block_busybox_applet: "busybox pkill python";
+    b33_block_sudo_login_shell: "sudo -i pkill python";
+    b33_block_env_dashdash: "env -- pkill python";
+    b33_block_quoted_tool_name: "'killall' python3";
+    b33_block_python_stdin_heredoc: "python - <<'EOF'\nimport os\nos.system(\"pkill -9 python\")\nEOF";
+    b33_block_pkill_or_true: "pkill -f \"python -m agent.main\" || true";
 }
 
 // Other images, numeric PIDs, data, prose, and starting the host.
@@ -385,4 +402,22 @@ allow! {
     b33_allow_ps_ppid: "ps -o ppid= -p $$";
     b33_allow_docker_restart: "docker restart web";
     b33_allow_ls_proc: "ls -la /proc/self";
+    b33_allow_kill_jobs: "kill $(jobs -p)";
+    b33_allow_kill_last_background: "npm run dev & sleep 5; kill $!";
+    b33_allow_trap_kill_jobs: "trap 'kill $(jobs -p)' EXIT; npm run dev";
+    b33_allow_kill_nginx_pidfile: "kill -HUP $(cat /var/run/nginx.pid)";
+    b33_allow_docker_kill_containers: "docker kill $(docker ps -q)";
+    b33_allow_branch_name_with_kill: "git checkout -b kill-python-bug";
+    b33_allow_pgrep_check: "pgrep -f agent.main && echo running";
+    b33_allow_wait_for_pgrep: "while pgrep -f agent.main >/dev/null; do sleep 1; done";
+    b33_allow_herd_daemon_start: "herd daemon start";
+    b33_allow_exec_host_program: "exec python -m agent.main";
+    b33_allow_kill_own_group: "kill -- -$$";
+    b33_allow_pkill_own_children: "pkill -9 -P $$";
+    b33_allow_printf_numeric_kill_to_sh: "printf 'kill %s\\n' 1234 | sh";
+    b33_allow_ps_grep_v_listing: "ps -ef | grep python | grep -v grep";
+    b33_allow_regex_test_kill: "[[ $x =~ ^kill ]] && echo y";
+    b33_allow_pkill_f_http_server: "pkill -f 'python -m http.server'";
+    b33_allow_unquoted_heredoc_prose_to_file: "cat <<EOF > README.md\nTo stop: pkill python\nEOF";
+    b33_allow_python_background_server: "nohup python server.py > server.log 2>&1 &";
 }
