@@ -340,18 +340,26 @@ pub(crate) fn glob_match(pattern: &str, text: &str) -> bool {
         .is_some_and(|rest| rest.iter().all(|c| *c == '*'))
 }
 
-/// Whether `path`'s file name (without extension) contains a host image or unit name:
-/// `~/.herd/herd.pid` for the host `herd`.
+/// The host image or unit a pid file is named after: `~/.herd/herd.pid` and
+/// `run/herd-daemon.pid` for the host `herd`, but not `shepherd.pid`.
 pub(crate) fn names_host_file(host: &Host, path: &str) -> Option<String> {
     let stem = Path::new(path)
         .file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or(path)
         .to_lowercase();
+    let tokens: Vec<String> = stem
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|t| !t.is_empty())
+        .map(family)
+        .collect();
     host.images
         .iter()
         .chain(host.units.iter())
-        .find(|name| stem.contains(family(name).as_str()))
+        .find(|name| {
+            let wanted = family(name);
+            tokens.iter().any(|t| *t == wanted) || stem == **name
+        })
         .cloned()
 }
 

@@ -132,3 +132,18 @@ fn b33_current_host_always_includes_herd_and_this_process() {
         assert!(!host.cmdline().is_empty());
     }
 }
+
+#[test]
+fn pid_files_are_matched_by_whole_name_tokens() {
+    let host = Host::new(vec!["herd".to_owned(), "python".to_owned()], "");
+    for path in [
+        "~/.herd/herd.pid",
+        "run/herd-daemon.pid",
+        "/var/run/python3.pid",
+    ] {
+        assert!(super::names_host_file(&host, path).is_some(), "{path}");
+    }
+    for path in ["shepherd.pid", "server.pid", "/var/run/nginx.pid"] {
+        assert_eq!(super::names_host_file(&host, path), None, "{path}");
+    }
+}

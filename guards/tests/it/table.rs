@@ -68,6 +68,7 @@ block! {
     b33_block_killall_herd: "killall herd";
     b33_block_killall_wait_herd: "killall -w herd";
     b33_block_killall_mixed_names: "killall -9 node python3";
+    b33_block_killall_macos_capitalised: "killall Python";
 }
 
 // `pkill -f` patterns judged against the host's command line.
@@ -126,6 +127,8 @@ block! {
     b33_block_kill_lsof_binary: "kill -9 $(lsof -t /usr/bin/python3)";
     b33_block_kill_pgrep_oldest: "kill -9 \"$(pgrep -o python)\"";
     b33_block_pgrep_head_xargs: "pgrep python | head -1 | xargs kill";
+    b33_block_xargs_kill_from_pidfile: "xargs kill < herd.pid";
+    b33_block_cat_pidfile_xargs_kill: "cat herd.pid | xargs kill -9";
 }
 
 // Windows and PowerShell spellings.
@@ -420,4 +423,19 @@ allow! {
     b33_allow_pkill_f_http_server: "pkill -f 'python -m http.server'";
     b33_allow_unquoted_heredoc_prose_to_file: "cat <<EOF > README.md\nTo stop: pkill python\nEOF";
     b33_allow_python_background_server: "nohup python server.py > server.log 2>&1 &";
+    b33_allow_commit_message_heredoc: "git commit -m \"$(cat <<'EOF'\nStop using pkill python in tests\n\nThe old helper ran `killall python` which killed the agent.\nEOF\n)\"";
+    b33_allow_ssh_remote_pkill: "ssh build-box 'pkill -f gunicorn'";
+    b33_allow_docker_exec_pkill: "docker exec web pkill python";
+    b33_allow_kubectl_exec_pkill: "kubectl exec -it pod -- pkill python";
+    b33_allow_pkill_f_vite_regex: "pkill -f \"node.*vite\"";
+    b33_allow_pkill_f_alternation: "pkill -f \"gunicorn|uvicorn\"";
+    b33_allow_killall_app_with_space: "killall \"Google Chrome\"";
+    b33_allow_kill_saved_server_pid: "SERVER_PID=$!; sleep 2; kill $SERVER_PID";
+    b33_allow_kill_app_pidfile_in_case: "case \"$1\" in start) ./run.sh;; stop) kill \"$(cat app.pid)\";; esac";
+    b33_allow_launchctl_print: "launchctl print gui/501/ai.herd.daemon";
+    b33_allow_journalctl_follow: "journalctl --user -u herd -f";
+    b33_allow_start_herd_in_background: "nohup herd serve >/dev/null 2>&1 &";
+    b33_allow_history_grep_kill: "history | grep kill";
+    b33_allow_watch_ps_grep: "watch -n1 \"ps aux | grep python\"";
+    b33_allow_process_substitution_diff: "diff <(sort a.txt) <(sort b.txt)";
 }
