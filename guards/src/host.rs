@@ -358,7 +358,7 @@ pub(crate) fn names_host_file(host: &Host, path: &str) -> Option<String> {
         .chain(host.units.iter())
         .find(|name| {
             let wanted = family(name);
-            tokens.iter().any(|t| *t == wanted) || stem == **name
+            tokens.contains(&wanted) || stem == **name
         })
         .cloned()
 }
