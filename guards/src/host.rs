@@ -46,9 +46,14 @@ pub struct Lifecycle {
 /// What must not die: the host's images, command line, units and lifecycle subcommands.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Host {
+    /// Invariant: normalised by `image_key` (lowercase, no directory, no `.exe`), no
+    /// duplicates, no empty names.
     images: Vec<String>,
     cmdline: String,
+    /// Invariant: normalised by `unit_key` (lowercase, no `.service`/`.plist`), no
+    /// duplicates; every image is also a unit.
     units: Vec<String>,
+    /// Invariant: a host with the `herd` image has herd's lifecycle subcommands.
     lifecycle: Vec<Lifecycle>,
 }
 

@@ -8,7 +8,10 @@
 //! script reads, [`MAX_SCRIPT_TOTAL_BYTES`] of script text, and one deadline for the whole
 //! judgement. A script the reader refuses, or a script that would overrun the budget, fails
 //! closed; nested command text past the budget is judged by the verb scan instead (blocked
-//! only if it names a kill or lifecycle verb), the same as text the parser cannot read.
+//! only if it names a kill or lifecycle verb), the same as text the parser cannot read. The
+//! deadline covers the tree walks too: a walk that passes it stops, and the text it was
+//! walking is judged by the verb scan. Realistic commands take microseconds; only
+//! adversarial input (tens of thousands of nesting levels) ever reaches the deadline.
 //!
 //! Pipelines, loops and redirected statements are also judged as a whole, because a PID
 //! source and the `kill` it feeds are often different commands
