@@ -38,8 +38,10 @@ const MAX_TEXTS: u32 = 512;
 const MAX_PATHS: u32 = 1024;
 /// How much script text one judgement may read in total.
 const MAX_SCRIPT_TOTAL_BYTES: usize = 1024 * 1024;
-/// String literals scanned per piece of interpreter code.
+/// String literals judged per piece of interpreter code (after the verb prefilter).
 const MAX_LITERALS: usize = 256;
+/// String literals extracted per piece of interpreter code at all.
+const MAX_CODE_LITERALS: usize = 65_536;
 /// The wall-clock budget of one judgement.
 const DEADLINE: Duration = Duration::from_millis(400);
 
@@ -59,6 +61,7 @@ pub(crate) fn run(command: &str, host: &Host, scripts: &dyn ScriptReader) -> Ver
         n_paths_left: MAX_PATHS,
         script_bytes_left: MAX_SCRIPT_TOTAL_BYTES,
         seen_scripts: HashSet::new(),
+        in_file: false,
     };
     match judge.text(command, 0) {
         ControlFlow::Break(block) => Verdict::Block(block),
@@ -74,6 +77,10 @@ struct Judge<'a> {
     n_paths_left: u32,
     script_bytes_left: usize,
     seen_scripts: HashSet<String>,
+    /// Whether the text being judged came from a script file: there, a parse error is
+    /// judged by the verb scan of the unreadable region only, because real scripts often
+    /// use syntax the grammar misses and mention `kill` in parts that did parse.
+    in_file: bool,
 }
 
 /// What the walker knows about one parsed text.
@@ -477,6 +484,10 @@ impl Judge<'_> {
             return self.verb_scan(&cleaned, Rule::Unparseable);
         }
         if root.has_error() {
+            if self.in_file {
+                let regions = error_regions(root, &cleaned, self.deadline);
+                return self.verb_scan(&regions, Rule::Unparseable);
+            }
             return self.verb_scan(&cleaned, Rule::Unparseable);
         }
         ControlFlow::Continue(())
@@ -611,6 +622,9 @@ impl Judge<'_> {
         let args = words.get(1..).unwrap_or_default();
         for value in &first.values {
             if first.dynamic && value.starts_with('$') {
+                if matches!(value.as_str(), "$SHELL" | "${SHELL}" | "$BASH" | "${BASH}") {
+                    self.final_command("sh", args, node, scope, depth)?;
+                }
                 continue;
             }
             self.final_command(value, args, node, scope, depth)?;
@@ -1031,6 +1045,18 @@ impl Judge<'_> {
                 continue;
             };
             let words = shell::command_words(command, scope.src, &scope.vars);
+            if idx > 0
+                && words
+                    .first()
+                    .is_some_and(|w| command_name(w.value()) == "xargs")
+            {
+                // `echo python | xargs pkill`: the upstream output becomes arguments.
+                let mut combined = peel(&words).to_vec();
+                for upstream in stages.iter().take(idx) {
+                    combined.extend(echoed_words(*upstream, scope, self.deadline));
+                }
+                self.simple(&combined, command, scope, depth)?;
+            }
             let Some(runner) = stdin_runner(peel(&words)) else {
                 continue;
             };
@@ -1297,7 +1323,9 @@ impl Judge<'_> {
                     None if code || by_extension => Runner::Code,
                     None => Runner::Shell,
                 };
+                let was_in_file = std::mem::replace(&mut self.in_file, true);
                 let flow = self.feed(shown, &body, depth.saturating_sub(1));
+                self.in_file = was_in_file;
                 match flow {
                     ControlFlow::Break(mut block) => {
                         block.reason = format!("{} (in referenced script {path})", block.reason);
@@ -1310,23 +1338,60 @@ impl Judge<'_> {
     }
 
     /// Interpreter code: every string literal, and every run of adjacent literals
-    /// (an argv list such as `["pkill", "python"]`), is judged as shell text.
+    /// (an argv list such as `["pkill", "python"]`), that could matter is judged as shell
+    /// text. Literals that name no kill or lifecycle verb and no script are skipped, so a
+    /// large library script costs little and its unrelated strings cannot block.
     fn code(&mut self, code: &str, depth: usize) -> Flow {
-        let lower = code.to_lowercase();
-        if lower.contains("getppid") && lower.contains("kill")
-            || lower.contains("process.kill(process.ppid")
-        {
+        if kills_parent(code) {
             return stop(
                 Rule::KillParent,
                 "the parent process, which is the host or the shell it started",
                 "the code signals its parent process, which is the host",
             );
         }
-        let texts = code_texts(code);
-        if texts.len() > MAX_LITERALS {
-            return self.verb_scan(code, Rule::Unparseable);
-        }
-        for text in texts {
+        let lower = code.to_lowercase();
+        let kills = lower.contains("kill") || lower.contains("terminate");
+        let lists_processes = [
+            "process_iter",
+            "psutil",
+            "get-process",
+            "ps-list",
+            "find-process",
+        ]
+        .iter()
+        .any(|needle| lower.contains(needle));
+        let mut n_judged = 0;
+        for text in code_texts(code) {
+            if kills && lists_processes {
+                if let Some(image) = self.host.image_named(text.trim()) {
+                    return stop(
+                        Rule::KillByName,
+                        format!("the {image} processes the code lists, the host among them"),
+                        "the code kills the processes whose name is the host's image",
+                    );
+                }
+            }
+            let first = text
+                .split_whitespace()
+                .next()
+                .map(command_name)
+                .unwrap_or_default();
+            if kills && matches!(first.as_str(), "pgrep" | "pidof" | "ps" | "lsof" | "cat") {
+                // `os.kill(int(pid), 9) for pid in os.popen("pgrep python")`.
+                self.text(&format!("kill $({text})"), depth)?;
+            }
+            let relevant = verb_in(&text, self.host).is_some()
+                || text.contains(".sh")
+                || text.contains("bash")
+                || text.contains("sh -c")
+                || text.contains("source ");
+            if !relevant {
+                continue;
+            }
+            n_judged += 1;
+            if n_judged > MAX_LITERALS {
+                return self.verb_scan(&text, Rule::Unparseable);
+            }
             self.text(&text, depth)?;
         }
         ControlFlow::Continue(())
@@ -1420,6 +1485,28 @@ fn path_key(path: &str) -> &str {
     key
 }
 
+/// The words `echo`/`printf` commands in `stage` print, split on whitespace.
+fn echoed_words(stage: Node<'_>, scope: &Scope<'_>, deadline: Instant) -> Vec<Word> {
+    let mut out = Vec::new();
+    let _ = shell::for_each_node(stage, deadline, |n| {
+        if n.kind() == "command" {
+            let words = shell::command_words(n, scope.src, &scope.vars);
+            let name = words
+                .first()
+                .map(|w| command_name(w.value()))
+                .unwrap_or_default();
+            if matches!(name.as_str(), "echo" | "printf") {
+                for word in words.iter().skip(1).filter(|w| !w.value().starts_with('-')) {
+                    let value = word.value().replace("\\n", " ");
+                    out.extend(value.split_whitespace().map(Word::literal));
+                }
+            }
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    out
+}
+
 /// The runner of the first stage of `pipeline` that reads stdin.
 fn pipeline_runner(pipeline: Node<'_>, scope: &Scope<'_>) -> Option<Runner> {
     let mut cursor = pipeline.walk();
@@ -1489,6 +1576,45 @@ fn awk_patterns(program: &str) -> Vec<String> {
     patterns
 }
 
+/// Whether code signals its own parent: `os.kill(os.getppid(), …)`, `kill 9, getppid`,
+/// `process.kill(process.ppid)`.
+fn kills_parent(code: &str) -> bool {
+    let lower = code.to_lowercase();
+    ["getppid", "process.ppid"].iter().any(|needle| {
+        lower.match_indices(needle).any(|(at, _)| {
+            let start = at.saturating_sub(40);
+            let mut start = start;
+            while !lower.is_char_boundary(start) {
+                start -= 1;
+            }
+            lower
+                .get(start..at)
+                .is_some_and(|before| before.contains("kill"))
+        })
+    })
+}
+
+/// The text of the regions the parser could not read (error nodes, and the parents of
+/// nodes it had to invent), joined by newlines.
+fn error_regions(root: Node<'_>, src: &str, deadline: Instant) -> String {
+    let mut regions = String::new();
+    let _ = shell::for_each_node(root, deadline, |node| {
+        let region = if node.is_error() {
+            Some(node)
+        } else if node.is_missing() {
+            node.parent()
+        } else {
+            None
+        };
+        if let Some(region) = region {
+            regions.push_str(text(region, src));
+            regions.push('\n');
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    regions
+}
+
 /// String literals in interpreter code, plus runs of adjacent literals joined by spaces.
 pub(crate) fn code_texts(code: &str) -> Vec<String> {
     let mut texts = Vec::new();
@@ -1540,7 +1666,7 @@ pub(crate) fn code_texts(code: &str) -> Vec<String> {
             _ => flush(&mut run, &mut texts),
         }
         previous = Some(c);
-        if texts.len() > MAX_LITERALS {
+        if texts.len() > MAX_CODE_LITERALS {
             break;
         }
     }

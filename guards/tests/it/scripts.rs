@@ -178,3 +178,25 @@ fn b33_script_written_on_the_same_line_is_judged_before_it_exists() {
         "cat > later.sh <<'EOF'\nkillall -9 python3\nEOF\nchmod +x later.sh && ./later.sh";
     assert_eq!(rule_of(command, &reader), Some(Rule::KillByName));
 }
+
+#[test]
+fn b33_parse_errors_in_scripts_scan_only_the_unreadable_region() {
+    let (_dir, reader) = dir_with(&[
+        ("odd.sh", b"cleanup() { kill \"$child\"; }\ntrap cleanup EXIT\nfor ((i=0; i<3; i++)); do echo $i; done\necho )) unbalanced\n"),
+        ("bad.sh", b"echo start\necho \"never closed\npkill python\n"),
+    ]);
+    assert_eq!(rule_of("bash odd.sh", &reader), None);
+    assert_eq!(rule_of("bash bad.sh", &reader), Some(Rule::Unparseable));
+}
+
+#[test]
+fn b33_large_library_scripts_with_kill_words_are_allowed() {
+    let mut library = String::from("#!/usr/bin/env node\n");
+    for i in 0..2000 {
+        library.push_str(&format!(
+            "const s{i} = 'string {i}'; function stop{i}(p) {{ p.kill('SIGTERM'); }}\n"
+        ));
+    }
+    let (_dir, reader) = dir_with(&[("node_modules/.bin/tool", library.as_bytes())]);
+    assert_eq!(rule_of("./node_modules/.bin/tool --watch", &reader), None);
+}

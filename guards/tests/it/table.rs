@@ -301,6 +301,12 @@ block! {
     b33_block_quoted_tool_name: "'killall' python3";
     b33_block_python_stdin_heredoc: "python - <<'EOF'\nimport os\nos.system(\"pkill -9 python\")\nEOF";
     b33_block_pkill_or_true: "pkill -f \"python -m agent.main\" || true";
+    b33_block_echo_names_into_xargs_pkill: "echo python | xargs pkill -9";
+    b33_block_shell_variable_c: "\"$SHELL\" -c 'pkill python'";
+    b33_block_python_popen_pgrep_kill: "python3 -c \"import os; [os.kill(int(p), 9) for p in os.popen('pgrep python').read().split()]\"";
+    b33_block_psutil_kill_loop: "python -c \"import psutil; [p.kill() for p in psutil.process_iter() if p.name() == 'python3']\"";
+    b33_block_perl_kill_getppid: "perl -e 'kill 9, getppid'" => KillParent;
+    b33_block_node_kill_ppid: "node -e 'process.kill(process.ppid, \"SIGTERM\")'" => KillParent;
 }
 
 // Other images, numeric PIDs, data, prose, and starting the host.
@@ -438,4 +444,8 @@ allow! {
     b33_allow_history_grep_kill: "history | grep kill";
     b33_allow_watch_ps_grep: "watch -n1 \"ps aux | grep python\"";
     b33_allow_process_substitution_diff: "diff <(sort a.txt) <(sort b.txt)";
+    b33_allow_python_prints_kill_prose: "python -c \"print('kill the process with herd kill')\"";
+    b33_allow_python_kills_own_child: "python -c \"import subprocess as s; p = s.Popen(['sleep', '9']); p.kill()\"";
+    b33_allow_echo_names_into_xargs_pkill_node: "echo node | xargs pkill";
+    b33_allow_python_getppid_print: "python -c \"import os; print(os.getppid())\"";
 }
