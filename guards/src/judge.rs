@@ -1362,14 +1362,15 @@ impl Judge<'_> {
         .any(|needle| lower.contains(needle));
         let mut n_judged = 0;
         for text in code_texts(code) {
-            if kills && lists_processes {
-                if let Some(image) = self.host.image_named(text.trim()) {
-                    return stop(
-                        Rule::KillByName,
-                        format!("the {image} processes the code lists, the host among them"),
-                        "the code kills the processes whose name is the host's image",
-                    );
-                }
+            if kills
+                && lists_processes
+                && let Some(image) = self.host.image_named(text.trim())
+            {
+                return stop(
+                    Rule::KillByName,
+                    format!("the {image} processes the code lists, the host among them"),
+                    "the code kills the processes whose name is the host's image",
+                );
             }
             let first = text
                 .split_whitespace()
