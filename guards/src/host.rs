@@ -19,6 +19,15 @@ pub const HOST_IMAGES_ENV: &str = "HERD_HOST_IMAGES";
 /// for [`Host::current`].
 pub const HOST_UNITS_ENV: &str = "HERD_HOST_UNITS";
 
+/// Environment variable that marks a process as a supervised child of herd. Whether to
+/// judge at all is the caller's decision; this is the marker herd itself uses.
+pub const SUPERVISED_CHILD_ENV: &str = "HERD_SUPERVISED_CHILD";
+
+/// Whether this process carries the supervised-child marker (`HERD_SUPERVISED_CHILD=1`).
+pub fn is_supervised_child() -> bool {
+    std::env::var_os(SUPERVISED_CHILD_ENV).is_some_and(|v| v == "1")
+}
+
 /// The lifecycle subcommands that come with the `herd` image.
 const HERD_LIFECYCLE: [&[&str]; 5] = [
     &["shutdown"],

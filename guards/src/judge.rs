@@ -663,6 +663,13 @@ impl Judge<'_> {
                 }
                 ControlFlow::Continue(())
             }
+            "trap" => {
+                // The action runs later in this same shell, on the signal or at exit.
+                match args.iter().find(|w| !w.value().starts_with('-')) {
+                    Some(action) => self.text(action.value(), depth + 1),
+                    None => ControlFlow::Continue(()),
+                }
+            }
             "eval" => {
                 let joined: Vec<&str> = args.iter().map(Word::value).collect();
                 self.text(&joined.join(" "), depth + 1)

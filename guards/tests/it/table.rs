@@ -306,6 +306,7 @@ block! {
     b33_block_python_popen_pgrep_kill: "python3 -c \"import os; [os.kill(int(p), 9) for p in os.popen('pgrep python').read().split()]\"";
     b33_block_psutil_kill_loop: "python -c \"import psutil; [p.kill() for p in psutil.process_iter() if p.name() == 'python3']\"";
     b33_block_perl_kill_getppid: "perl -e 'kill 9, getppid'" => KillParent;
+    b33_block_trap_action: "trap 'pkill python' EXIT; npm run dev";
     b33_block_node_kill_ppid: "node -e 'process.kill(process.ppid, \"SIGTERM\")'" => KillParent;
 }
 
@@ -447,5 +448,13 @@ allow! {
     b33_allow_python_prints_kill_prose: "python -c \"print('kill the process with herd kill')\"";
     b33_allow_python_kills_own_child: "python -c \"import subprocess as s; p = s.Popen(['sleep', '9']); p.kill()\"";
     b33_allow_echo_names_into_xargs_pkill_node: "echo node | xargs pkill";
+    b33_allow_trap_kill_own_group: "trap 'kill 0' SIGINT SIGTERM EXIT";
+    b33_allow_extglob_free_kill_word_in_test: "[[ $cmd == kill* ]] && echo matched";
+    b33_allow_sed_edits_pkill_line: "sed -i 's/pkill python/pkill myapp/' scripts/stop.sh";
+    b33_allow_herestring_to_cat: "cat <<< \"systemctl restart herd\"";
+    b33_allow_docker_run_sh_c: "docker run --rm alpine sh -c 'pkill python || true'";
+    b33_allow_pgrep_guard_nginx: "if ! pgrep -x nginx >/dev/null; then nginx; fi";
+    b33_allow_for_pgrep_node_kill: "for pid in $(pgrep -f \"node server\"); do kill $pid; done";
+    b33_allow_timeout_signal_kill: "timeout --signal=KILL 30 pytest -x";
     b33_allow_python_getppid_print: "python -c \"import os; print(os.getppid())\"";
 }
