@@ -908,6 +908,14 @@ impl Judge<'_> {
                     }
                     hit
                 }
+                "ps" if args.iter().any(|w| {
+                    let v = w.value();
+                    v.contains("ppid") && !v.starts_with("--ppid")
+                }) =>
+                {
+                    // `ps -o ppid= -p $$`: the parent of this shell is the host.
+                    Some("the parent process, which is the host or the shell it started".to_owned())
+                }
                 "ps" => {
                     saw_ps = true;
                     let names: Vec<&str> = args

@@ -127,6 +127,8 @@ block! {
     b33_block_kill_lsof_binary: "kill -9 $(lsof -t /usr/bin/python3)";
     b33_block_kill_pgrep_oldest: "kill -9 \"$(pgrep -o python)\"";
     b33_block_pgrep_head_xargs: "pgrep python | head -1 | xargs kill";
+    b33_block_kill_ps_ppid: "kill -TERM $(ps -o ppid= -p $$)";
+    b33_block_kill_awk_exact_name: "kill -9 $(ps -eo pid,comm | awk '$2==\"python3\"{print $1}')";
     b33_block_xargs_kill_from_pidfile: "xargs kill < herd.pid";
     b33_block_cat_pidfile_xargs_kill: "cat herd.pid | xargs kill -9";
 }
