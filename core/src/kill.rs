@@ -1,6 +1,8 @@
 //! Tree kill: end a session's whole process tree, and never signal a stranger.
 //!
-//! [`kill_tree`] is the one entry point the registry calls. A session's tree is
+//! [`kill_tree`] ends one session; [`kill_trees`] ends several in one sweep
+//! (kill-all, host shutdown) and shares every read of the process table between
+//! them. These are the entry points the registry calls. A session's tree is
 //! everything that is provably ours:
 //!
 //! - the leader (the shell we spawned), if its start time still matches the one
@@ -17,14 +19,18 @@
 //! - groups that a discovered member created itself (`pgrp` equal to a member's pid).
 //!
 //! The sequence is SIGTERM (each followed by SIGCONT, so a stopped process can act
-//! on it) to all of it, then the grace window, during which the
-//! table is rescanned and anything new is sent SIGTERM too; the wait ends early as
+//! on it) to all of it, then the grace window, during which the table is rescanned
+//! and anything new is sent SIGTERM too; the wait ends early as
 //! soon as the tree is empty (not when the leader exits: a leader that honours
 //! SIGTERM while its children ignore it must not cancel their SIGKILL). When the
 //! grace runs out the table is scanned once more *before* any SIGKILL, while the
 //! shell is still alive and its children still hang below it, and everything alive
 //! gets SIGKILL. SIGKILL is asynchronous, so the tree is then re-probed for up to
 //! [`SURVIVOR_PROBE`]; whatever is still alive after that is a survivor.
+//!
+//! Invariant: nothing is signalled that is not in the tree as defined above; this
+//! process, its process group and its children (other sessions) never are, even
+//! for a corrupt record that names them.
 //!
 //! Invariant: a single pid is only ever signalled through a `sys::ProcHandle`,
 //! which pins the (pid, start time) pair seen when the process was discovered, so a
