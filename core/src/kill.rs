@@ -63,6 +63,25 @@ mod tests;
 /// session id, so that kill can find processes that left the tree.
 pub(crate) const SESSION_TAG_ENV: &str = "HERD_SESSION";
 
+/// Start time of `pid` (`/proc/<pid>/stat` field 22), to record at spawn as
+/// [`KillTarget::start_time`].
+pub(crate) use crate::sys::start_time;
+
+/// SIGKILLs process group `pgid` at once, without grace, probing or identity
+/// checks: only for a child the caller has just spawned and still holds unreaped
+/// (for example when setting up its pipes failed), whose group is certainly ours.
+/// Refuses this process's own group. Failures are logged at debug level only: the
+/// caller reaps the child either way.
+#[allow(
+    dead_code,
+    reason = "called by the registry's spawn path (branch core)"
+)]
+pub(crate) fn kill_group_now(pgid: i32) {
+    if let Err(errno) = sys::signal_group(pgid, Signal::SIGKILL) {
+        debug!(pgid, %errno, "immediate group kill not delivered");
+    }
+}
+
 /// How long after SIGKILL the tree is re-probed before anything counts as a
 /// survivor (B16).
 pub(crate) const SURVIVOR_PROBE: Duration = Duration::from_secs(1);
@@ -633,7 +652,7 @@ pub mod bench_support {
 
     /// Start time of `pid` (`/proc/<pid>/stat` field 22).
     pub fn start_time(pid: i32) -> Option<u64> {
-        crate::sys::start_time(pid)
+        super::start_time(pid)
     }
 
     /// Kills the tree led by `pid` (its own process group) tagged `session_tag`;

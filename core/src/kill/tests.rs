@@ -532,6 +532,23 @@ async fn kill_never_signals_its_own_process_or_group() {
     bystander.assert_group_gone();
 }
 
+// The spawn path's emergency stop: the whole group dies at once, SIGTERM or not.
+#[test]
+fn kill_group_now_sigkills_the_whole_group() {
+    let mut tree = spawn_tree(
+        "trap '' TERM; sleep 600 & echo child $!; echo ready; wait",
+        true,
+    );
+    let child = tree.pid_line("child");
+    tree.line("ready");
+    kill_group_now(tree.pid);
+    assert_eq!(tree.exit_status().signal(), Some(libc::SIGKILL));
+    wait_until("the child to die", || !is_running(child));
+    tree.assert_group_gone();
+    // Our own group is refused, so this returns and the test goes on.
+    kill_group_now(sys::own_pgrp());
+}
+
 // B16/B18: killing a session whose process already exited and was reaped sends
 // nothing and reads gone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
