@@ -120,7 +120,8 @@ pub(crate) struct KillOutcome {
     /// The whole tree (group, descendants, tagged escapees) is gone; zombies count
     /// as gone.
     pub gone: bool,
-    /// Pids still alive after SIGKILL and the re-probe, ascending; empty when `gone`.
+    /// Pids still alive at the end (after SIGKILL, or SIGTERM alone for a zero
+    /// grace, and the re-probe), ascending; empty when `gone`.
     pub survivors: Vec<i32>,
     /// Number of SIGTERM and SIGKILL deliveries (a group signal counts once; the
     /// SIGCONT that follows each SIGTERM is not counted).
