@@ -8,6 +8,10 @@
 //! - `kill.term_ignoring_overhead`: a tree of 10 processes that ignores SIGTERM;
 //!   the kill takes the grace window plus this overhead (target <= 100 ms).
 //!
+//! - `kill.sweep_20_sessions`: 20 TERM-honouring sessions of 3 processes ended by
+//!   one `kill_trees` sweep (kill-all, shutdown). Baseline: the same 20 sessions
+//!   ended one `kill_tree` call at a time.
+//!
 //! Tree kill is crate-internal; the bench reaches it through the hidden
 //! `herd_core::bench_support` module.
 #![allow(
@@ -25,6 +29,8 @@ use herd_core::bench_support;
 const RUNS: usize = 100;
 const IGNORING_RUNS: usize = 20;
 const GRACE: Duration = Duration::from_millis(200);
+const SWEEP_SESSIONS: usize = 20;
+const SWEEP_RUNS: usize = 7;
 
 /// A tree under test: the leader and its session tag.
 struct Tree {
@@ -64,6 +70,52 @@ fn spawn_tree(ignore_term: bool, run_idx: usize) -> Tree {
         .expect("the tree prints its readiness line");
     assert_eq!(line.trim(), "ready", "unexpected first line from the tree");
     Tree { child, tag }
+}
+
+/// Starts `n` small TERM-honouring sessions (a shell and two children each).
+fn spawn_sessions(n: usize, first_idx: usize) -> Vec<Tree> {
+    (0..n)
+        .map(|i| {
+            let tag = format!("proc_bench{:07x}", first_idx + i);
+            let mut child = spawn("sleep 600 & sleep 600 & echo ready; wait", &tag);
+            let stdout = child.stdout.take().expect("stdout was piped");
+            let mut line = String::new();
+            BufReader::new(stdout)
+                .read_line(&mut line)
+                .expect("the session prints its readiness line");
+            assert_eq!(line.trim(), "ready", "unexpected first line from a session");
+            Tree { child, tag }
+        })
+        .collect()
+}
+
+/// Ends `sessions` in one sweep (or one at a time) and returns how long it took.
+fn time_sessions(rt: &tokio::runtime::Runtime, sessions: Vec<Tree>, one_sweep: bool) -> Duration {
+    let specs: Vec<(i32, Option<u64>, String)> = sessions
+        .iter()
+        .map(|tree| {
+            let pid = leader(tree);
+            (pid, bench_support::start_time(pid), tree.tag.clone())
+        })
+        .collect();
+    let started = Instant::now();
+    let gone = rt.block_on(async {
+        if one_sweep {
+            bench_support::kill_trees(&specs, GRACE).await
+        } else {
+            let mut all_gone = true;
+            for (pid, start_time, tag) in &specs {
+                all_gone &= bench_support::kill_tree(*pid, *start_time, tag, GRACE).await;
+            }
+            all_gone
+        }
+    });
+    let elapsed = started.elapsed();
+    assert!(gone, "a session was not fully killed");
+    for mut tree in sessions {
+        tree.child.wait().expect("the leader can be reaped");
+    }
+    elapsed
 }
 
 fn leader(tree: &Tree) -> i32 {
@@ -165,6 +217,18 @@ fn main() {
     }
     let overhead = sorted(overhead);
 
+    let mut sweep = Vec::with_capacity(SWEEP_RUNS);
+    let mut one_by_one = Vec::with_capacity(SWEEP_RUNS);
+    for run_idx in 0..SWEEP_RUNS {
+        let first_idx = 10_000 + run_idx * 2 * SWEEP_SESSIONS;
+        let sessions = spawn_sessions(SWEEP_SESSIONS, first_idx);
+        sweep.push(ms(time_sessions(&rt, sessions, true)));
+        let sessions = spawn_sessions(SWEEP_SESSIONS, first_idx + SWEEP_SESSIONS);
+        one_by_one.push(ms(time_sessions(&rt, sessions, false)));
+    }
+    let sweep = sorted(sweep);
+    let one_by_one = sorted(one_by_one);
+
     emit(
         "kill.term_tree10_median",
         percentile(&honouring, 0.5),
@@ -192,5 +256,15 @@ fn main() {
             GRACE.as_millis(),
             percentile(&overhead, 0.99)
         ),
+    );
+    emit(
+        "kill.sweep_20_sessions",
+        percentile(&sweep, 0.5),
+        Some((
+            percentile(&one_by_one, 0.5),
+            "the same sessions, one kill_tree call each",
+        )),
+        None,
+        &format!("{SWEEP_SESSIONS} sessions of 3 processes, {SWEEP_RUNS} runs, median"),
     );
 }

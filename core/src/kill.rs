@@ -1,6 +1,8 @@
 //! Tree kill: end a session's whole process tree, and never signal a stranger.
 //!
-//! [`kill_tree`] is the one entry point the registry calls. A session's tree is
+//! [`kill_tree`] ends one session; [`kill_trees`] ends several in one sweep
+//! (kill-all, host shutdown) and shares every read of the process table between
+//! them. These are the entry points the registry calls. A session's tree is
 //! everything that is provably ours:
 //!
 //! - the leader (the shell we spawned), if its start time still matches the one
@@ -17,8 +19,8 @@
 //! - groups that a discovered member created itself (`pgrp` equal to a member's pid).
 //!
 //! The sequence is SIGTERM (each followed by SIGCONT, so a stopped process can act
-//! on it) to all of it, then the grace window, during which the
-//! table is rescanned and anything new is sent SIGTERM too; the wait ends early as
+//! on it) to all of it, then the grace window, during which the table is rescanned
+//! and anything new is sent SIGTERM too; the wait ends early as
 //! soon as the tree is empty (not when the leader exits: a leader that honours
 //! SIGTERM while its children ignore it must not cancel their SIGKILL). When the
 //! grace runs out the table is scanned once more *before* any SIGKILL, while the
@@ -26,25 +28,28 @@
 //! gets SIGKILL. SIGKILL is asynchronous, so the tree is then re-probed for up to
 //! [`SURVIVOR_PROBE`]; whatever is still alive after that is a survivor.
 //!
+//! Invariant: nothing is signalled that is not in the tree as defined above; this
+//! process, its process group and its children (other sessions) never are, even
+//! for a corrupt record that names them.
+//!
 //! Invariant: a single pid is only ever signalled through a `sys::ProcHandle`,
 //! which pins the (pid, start time) pair seen when the process was discovered, so a
 //! pid that was reused meanwhile is never signalled (B18). A process group is only
 //! signalled while the scan that preceded the signal proved the group is ours.
 //!
-//! Waiting is event driven where the kernel allows it: every member's pidfd is
-//! registered with the tokio reactor and an exit wakes the wait at once. The table
+//! Waiting is event driven where the kernel allows it: every member's pidfd (up to
+//! [`MAX_PIDFDS`] per kill) is registered with the tokio reactor and an exit wakes
+//! the wait at once. The table
 //! is also rescanned every [`RESCAN_INTERVAL`] to notice processes started during
 //! the grace window. A zombie counts as gone: it is dead, and its parent (for the
 //! leader, the registry's child handle) reaps it.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::future::poll_fn;
-use std::os::fd::OwnedFd;
 use std::task::Poll;
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
-use tokio::io::unix::AsyncFd;
 use tokio::time::Instant;
 use tracing::debug;
 
@@ -57,6 +62,25 @@ mod tests;
 /// session id, so that kill can find processes that left the tree.
 pub(crate) const SESSION_TAG_ENV: &str = "HERD_SESSION";
 
+/// Start time of `pid` (`/proc/<pid>/stat` field 22), to record at spawn as
+/// [`KillTarget::start_time`].
+pub(crate) use crate::sys::start_time;
+
+/// SIGKILLs process group `pgid` at once, without grace, probing or identity
+/// checks: only for a child the caller has just spawned and still holds unreaped
+/// (for example when setting up its pipes failed), whose group is certainly ours.
+/// Refuses this process's own group. Failures are logged at debug level only: the
+/// caller reaps the child either way.
+#[allow(
+    dead_code,
+    reason = "called by the registry's spawn path (branch core)"
+)]
+pub(crate) fn kill_group_now(pgid: i32) {
+    if let Err(errno) = sys::signal_group(pgid, Signal::SIGKILL) {
+        debug!(pgid, %errno, "immediate group kill not delivered");
+    }
+}
+
 /// How long after SIGKILL the tree is re-probed before anything counts as a
 /// survivor (B16).
 pub(crate) const SURVIVOR_PROBE: Duration = Duration::from_secs(1);
@@ -68,6 +92,12 @@ pub(crate) const SURVIVOR_PROBE: Duration = Duration::from_secs(1);
 /// decides how soon a latecomer gets its courtesy SIGTERM. It is kept long because
 /// a kill-all of many sessions runs one such loop per session.
 const RESCAN_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Most pidfds one kill holds at once. Each member of a tree gets one (it pins the
+/// identity and reports the exit), so a kill-all of many sessions could otherwise
+/// exhaust the daemon's descriptors; members beyond this fall back to a start-time
+/// check before each signal and to the rescan interval for their exit.
+const MAX_PIDFDS: usize = 256;
 
 /// What to kill: one session's process tree as the registry recorded it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,7 +120,8 @@ pub(crate) struct KillOutcome {
     /// The whole tree (group, descendants, tagged escapees) is gone; zombies count
     /// as gone.
     pub gone: bool,
-    /// Pids still alive after SIGKILL and the re-probe, ascending; empty when `gone`.
+    /// Pids still alive at the end (after SIGKILL, or SIGTERM alone for a zero
+    /// grace, and the re-probe), ascending; empty when `gone`.
     pub survivors: Vec<i32>,
     /// Number of SIGTERM and SIGKILL deliveries (a group signal counts once; the
     /// SIGCONT that follows each SIGTERM is not counted).
@@ -155,7 +186,21 @@ pub(crate) async fn kill_trees_probed<P>(
 where
     P: Fn(&ProcInfo) -> bool + Sync,
 {
-    let mut sweep = Sweep::new(targets, is_alive);
+    kill_trees_limited(targets, grace, is_alive, MAX_PIDFDS).await
+}
+
+/// The sweep itself, with the pidfd budget as a parameter: a test passes 0 to run
+/// the path a kernel without pidfds (or a spent budget) takes.
+async fn kill_trees_limited<P>(
+    targets: &[KillTarget],
+    grace: Duration,
+    is_alive: P,
+    max_pidfds: usize,
+) -> Vec<KillOutcome>
+where
+    P: Fn(&ProcInfo) -> bool + Sync,
+{
+    let mut sweep = Sweep::new(targets, is_alive, max_pidfds);
     debug!(
         n_targets = targets.len(),
         grace_ms = grace.as_millis(),
@@ -231,6 +276,8 @@ struct Sweep<'t, P> {
     trees: Vec<Tree<'t>>,
     is_alive: P,
     uid: u32,
+    /// Most pidfds held at once, over all trees.
+    max_pidfds: usize,
     /// For each (pid, start time) whose environment was read: the index of the tree
     /// whose tag it carries, or `None`. Each environment is read once per sweep.
     tag_owner: HashMap<(i32, u64), Option<usize>>,
@@ -248,11 +295,12 @@ impl<'t, P> Sweep<'t, P>
 where
     P: Fn(&ProcInfo) -> bool + Sync,
 {
-    fn new(targets: &'t [KillTarget], is_alive: P) -> Self {
+    fn new(targets: &'t [KillTarget], is_alive: P, max_pidfds: usize) -> Self {
         Sweep {
             trees: targets.iter().map(Tree::new).collect(),
             is_alive,
             uid: sys::current_uid(),
+            max_pidfds,
             tag_owner: HashMap::new(),
         }
     }
@@ -270,8 +318,15 @@ where
         } else {
             vec![Vec::new(); self.trees.len()]
         };
+        let n_pidfds: usize = self
+            .trees
+            .iter()
+            .flat_map(|tree| tree.members.values())
+            .filter(|m| m.handle.has_pidfd())
+            .count();
+        let mut pidfd_budget = self.max_pidfds.saturating_sub(n_pidfds);
         for (tree, tagged) in self.trees.iter_mut().zip(tagged) {
-            tree.scan(&table, &tagged, &self.is_alive);
+            tree.scan(&table, &tagged, &self.is_alive, &mut pidfd_budget);
         }
     }
 
@@ -344,19 +399,14 @@ where
         let trees = &mut self.trees;
         let any_exit = poll_fn(|cx| {
             let mut fired = false;
-            let live = trees
+            let watched = trees
                 .iter_mut()
                 .flat_map(|tree| tree.members.values_mut())
-                .filter(|m| m.is_alive);
-            for member in live {
-                let Some(event) = &member.exit_event else {
-                    continue;
-                };
-                if let Poll::Ready(ready) = event.poll_read_ready(cx) {
-                    // Fired (or broken): stop watching this fd either way, so a
-                    // member the probe still counts as alive cannot spin the loop.
-                    drop(ready);
-                    member.exit_event = None;
+                .filter(|m| m.is_alive && m.handle.is_watched());
+            for member in watched {
+                // A fired handle stops watching, so a member the probe still
+                // counts as alive cannot spin this loop.
+                if member.handle.poll_exit(cx).is_ready() {
                     fired = true;
                 }
             }
@@ -387,9 +437,6 @@ struct Member {
     is_alive: bool,
     /// Strongest signal already delivered individually or through the group.
     sent: Option<Signal>,
-    /// Exit notification: the pidfd registered with the reactor; `None` once it
-    /// fired or when the kernel has no pidfds.
-    exit_event: Option<AsyncFd<OwnedFd>>,
 }
 
 /// One session's tree within a sweep: what has been discovered and what was sent.
@@ -440,8 +487,9 @@ impl<'t> Tree<'t> {
 
     /// Updates the members from a fresh table: forgets the ones that are gone,
     /// adds everything newly reachable from the leader, the members and the
-    /// `tagged` pids, and refreshes liveness and groups.
-    fn scan<P>(&mut self, table: &Table, tagged: &[i32], is_alive: &P)
+    /// `tagged` pids, and refreshes liveness and groups. New members get a pidfd
+    /// while `pidfd_budget` lasts.
+    fn scan<P>(&mut self, table: &Table, tagged: &[i32], is_alive: &P, pidfd_budget: &mut usize)
     where
         P: Fn(&ProcInfo) -> bool,
     {
@@ -511,9 +559,13 @@ impl<'t> Tree<'t> {
                 member.is_alive = is_alive(row);
                 continue;
             }
-            match ProcHandle::open(pid, row.start_time) {
-                Ok(handle) => {
-                    let exit_event = handle.exit_event();
+            let use_pidfd = *pidfd_budget > 0;
+            match ProcHandle::open(pid, row.start_time, use_pidfd) {
+                Ok(mut handle) => {
+                    if handle.has_pidfd() {
+                        *pidfd_budget -= 1;
+                        handle.watch_exit();
+                    }
                     self.members.insert(
                         pid,
                         Member {
@@ -522,7 +574,6 @@ impl<'t> Tree<'t> {
                             pgrp: row.pgrp,
                             is_alive: is_alive(row),
                             sent: None,
-                            exit_event,
                         },
                     );
                 }
@@ -627,7 +678,7 @@ pub mod bench_support {
 
     /// Start time of `pid` (`/proc/<pid>/stat` field 22).
     pub fn start_time(pid: i32) -> Option<u64> {
-        crate::sys::start_time(pid)
+        super::start_time(pid)
     }
 
     /// Kills the tree led by `pid` (its own process group) tagged `session_tag`;

@@ -67,7 +67,7 @@ pub(crate) const BREAKER_TRIP: Duration = Duration::from_secs(30);
 /// The note a spawn answer carries when both `notify` and `watch` were asked for:
 /// watch is dropped, because the two would report the same exit twice.
 pub(crate) const WATCH_DROPPED_FOR_NOTIFY: &str = "watch patterns were ignored because notify_on_complete is set: \
-     together they would wake you twice for the same process";
+     together they would send duplicate notifications for the same process";
 
 /// Resolves the `notify` / `watch` exclusivity of B20: with `notify` set, the
 /// patterns are dropped and the note explains why.

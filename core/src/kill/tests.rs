@@ -506,6 +506,31 @@ async fn b15_kill_trees_ends_several_sessions_in_one_sweep() {
     }
 }
 
+// Without pidfds (a spent descriptor budget, or a kernel before 5.3) every signal
+// re-checks the start time right before kill(2) and exits are noticed by rescans;
+// the outcome is the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b15_kill_without_pidfds_still_ends_the_tree() {
+    let mut tree = spawn_tree(
+        "trap '' TERM; sleep 600 & echo child $!; \
+         env -u HERD_SESSION setsid sleep 600 & echo grandchild $!; echo ready; wait",
+        true,
+    );
+    let kids = [tree.pid_line("child"), tree.pid_line("grandchild")];
+    tree.line("ready");
+    wait_until("the grandchild to run setsid", || {
+        sys::proc_info(kids[1]).is_some_and(|i| i.pgrp == kids[1])
+    });
+    let outcomes = kill_trees_limited(&[tree.target()], GRACE, ProcInfo::is_alive, 0).await;
+    assert!(outcomes[0].gone, "survivors: {:?}", outcomes[0].survivors);
+    // SIGTERM to the group and to the grandchild (which inherited the ignored
+    // SIGTERM, like everything the shell starts), then SIGKILL to both.
+    assert_eq!(outcomes[0].signalled, 4);
+    assert_all_dead(&kids);
+    assert_eq!(tree.exit_status().signal(), Some(libc::SIGKILL));
+    tree.assert_group_gone();
+}
+
 // A corrupt record naming the daemon itself (its pid and its process group) must
 // not signal the daemon, its group or its children (other sessions).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -530,6 +555,23 @@ async fn kill_never_signals_its_own_process_or_group() {
     let outcome = kill_tree(&bystander.target(), GRACE).await;
     assert!(outcome.gone);
     bystander.assert_group_gone();
+}
+
+// The spawn path's emergency stop: the whole group dies at once, SIGTERM or not.
+#[test]
+fn kill_group_now_sigkills_the_whole_group() {
+    let mut tree = spawn_tree(
+        "trap '' TERM; sleep 600 & echo child $!; echo ready; wait",
+        true,
+    );
+    let child = tree.pid_line("child");
+    tree.line("ready");
+    kill_group_now(tree.pid);
+    assert_eq!(tree.exit_status().signal(), Some(libc::SIGKILL));
+    wait_until("the child to die", || !is_running(child));
+    tree.assert_group_gone();
+    // Our own group is refused, so this returns and the test goes on.
+    kill_group_now(sys::own_pgrp());
 }
 
 // B16/B18: killing a session whose process already exited and was reaped sends

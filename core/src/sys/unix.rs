@@ -17,8 +17,9 @@
 
 use std::fs;
 use std::io::{self, Read};
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
+use std::task::{Context, Poll};
 
 use nix::errno::Errno;
 use nix::sys::signal::{self, Signal};
@@ -189,7 +190,8 @@ pub(crate) fn group_exists(pgid: i32) -> bool {
 
 /// A process pinned by identity: its pid, the start time it was discovered with, and
 /// (on Linux 5.3+) a pidfd that keeps referring to that very process even if the pid
-/// is reused.
+/// is reused. The pidfd can also be registered with the tokio reactor to learn of
+/// the process's exit; one descriptor serves both.
 ///
 /// Invariant: `start_time` was read *after* the pidfd was opened and matched the
 /// start time recorded at discovery, so the pidfd refers to the discovered process
@@ -198,7 +200,25 @@ pub(crate) fn group_exists(pgid: i32) -> bool {
 pub(crate) struct ProcHandle {
     pid: i32,
     start_time: u64,
-    pidfd: Option<OwnedFd>,
+    pidfd: PidFd,
+}
+
+/// The pidfd of a [`ProcHandle`], if any, and whether the reactor watches it.
+#[derive(Debug)]
+enum PidFd {
+    None,
+    Open(OwnedFd),
+    Watched(AsyncFd<OwnedFd>),
+}
+
+impl PidFd {
+    fn as_fd(&self) -> Option<BorrowedFd<'_>> {
+        match self {
+            PidFd::None => None,
+            PidFd::Open(fd) => Some(fd.as_fd()),
+            PidFd::Watched(fd) => Some(fd.get_ref().as_fd()),
+        }
+    }
 }
 
 /// Why a [`ProcHandle`] could not be opened.
@@ -213,16 +233,26 @@ pub(crate) enum OpenError {
 impl ProcHandle {
     /// Pins `pid`, provided it still has `expected_start` as its start time.
     ///
+    /// With `use_pidfd` false (the caller's descriptor budget is spent) no pidfd is
+    /// opened: signals then re-check the start time right before `kill`.
+    ///
     /// # Errors
     /// [`OpenError::Gone`] when the pid is free, [`OpenError::Reused`] when a
     /// different process holds it now.
-    pub(crate) fn open(pid: i32, expected_start: u64) -> Result<ProcHandle, OpenError> {
+    pub(crate) fn open(
+        pid: i32,
+        expected_start: u64,
+        use_pidfd: bool,
+    ) -> Result<ProcHandle, OpenError> {
         if pid <= 1 || pid == own_pid() {
             return Err(OpenError::Reused);
         }
         // Open first, verify second: if the start time still matches after the
         // pidfd exists, the pidfd refers to the process we discovered.
-        let pidfd = pidfd_open(pid).ok();
+        let pidfd = match use_pidfd.then(|| pidfd_open(pid)) {
+            Some(Ok(fd)) => PidFd::Open(fd),
+            Some(Err(_)) | None => PidFd::None,
+        };
         match start_time(pid) {
             None => Err(OpenError::Gone),
             Some(now) if now != expected_start => Err(OpenError::Reused),
@@ -239,15 +269,52 @@ impl ProcHandle {
         self.pid
     }
 
-    /// An exit event for the pinned process: a duplicate of its pidfd registered
-    /// with the tokio reactor, readable once the process has exited. `None` without
-    /// pidfd support or outside a tokio runtime.
-    pub(crate) fn exit_event(&self) -> Option<AsyncFd<OwnedFd>> {
-        tokio::runtime::Handle::try_current().ok()?;
-        let fd = self.pidfd.as_ref()?.try_clone().ok()?;
-        // SAFETY: `fd` is an open pidfd that the AsyncFd owns from here on; an
-        // OwnedFd keeps returning the same descriptor until it is dropped with it.
-        unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) }.ok()
+    /// Whether the handle holds a pidfd (and so a file descriptor).
+    pub(crate) fn has_pidfd(&self) -> bool {
+        !matches!(self.pidfd, PidFd::None)
+    }
+
+    /// Whether [`ProcHandle::poll_exit`] can report the exit.
+    pub(crate) fn is_watched(&self) -> bool {
+        matches!(self.pidfd, PidFd::Watched(_))
+    }
+
+    /// Registers the pidfd with the tokio reactor, so [`ProcHandle::poll_exit`]
+    /// reports the exit. Returns whether it is watched now: not without a pidfd or
+    /// outside a tokio runtime.
+    pub(crate) fn watch_exit(&mut self) -> bool {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return self.is_watched();
+        }
+        if let PidFd::Open(fd) = std::mem::replace(&mut self.pidfd, PidFd::None) {
+            // SAFETY: `fd` is an open pidfd that the AsyncFd owns from here on; an
+            // OwnedFd keeps returning the same descriptor until it is dropped with it.
+            self.pidfd = match unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) } {
+                Ok(watched) => PidFd::Watched(watched),
+                Err(error) => PidFd::Open(error.into_parts().0),
+            };
+        }
+        self.is_watched()
+    }
+
+    /// Polls for the process's exit (it became a zombie or was reaped).
+    ///
+    /// Once this returns `Ready` the handle stops watching (the pidfd stays open
+    /// for signals), so a caller that keeps polling cannot spin on it. Without a
+    /// watched pidfd it never returns `Ready`.
+    pub(crate) fn poll_exit(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        let PidFd::Watched(fd) = &self.pidfd else {
+            return Poll::Pending;
+        };
+        let Poll::Ready(ready) = fd.poll_read_ready(cx) else {
+            return Poll::Pending;
+        };
+        // Readable (exited) or broken: stop watching either way.
+        drop(ready);
+        if let PidFd::Watched(fd) = std::mem::replace(&mut self.pidfd, PidFd::None) {
+            self.pidfd = PidFd::Open(fd.into_inner());
+        }
+        Poll::Ready(())
     }
 
     /// Sends `sig` to the pinned process and to nothing else.
@@ -260,10 +327,10 @@ impl ProcHandle {
     /// `ESRCH` when the process has exited (or the pid was reused), other OS errors
     /// as returned.
     pub(crate) fn signal(&self, sig: Signal) -> Result<(), Errno> {
-        if let Some(fd) = &self.pidfd {
+        if let Some(fd) = self.pidfd.as_fd() {
             return pidfd_send_signal(fd, sig);
         }
-        // No pidfd support: check the identity right before the signal.
+        // No pidfd: check the identity right before the signal.
         if start_time(self.pid) != Some(self.start_time) {
             return Err(Errno::ESRCH);
         }
@@ -272,7 +339,7 @@ impl ProcHandle {
 }
 
 #[cfg(target_os = "linux")]
-fn pidfd_send_signal(fd: &OwnedFd, sig: Signal) -> Result<(), Errno> {
+fn pidfd_send_signal(fd: BorrowedFd<'_>, sig: Signal) -> Result<(), Errno> {
     use std::os::fd::AsRawFd;
     let null_info: *const libc::siginfo_t = std::ptr::null();
     // SAFETY: pidfd_send_signal(fd, sig, NULL, 0) reads no memory of ours (a NULL
@@ -290,7 +357,7 @@ fn pidfd_send_signal(fd: &OwnedFd, sig: Signal) -> Result<(), Errno> {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn pidfd_send_signal(_fd: &OwnedFd, _sig: Signal) -> Result<(), Errno> {
+fn pidfd_send_signal(_fd: BorrowedFd<'_>, _sig: Signal) -> Result<(), Errno> {
     Err(Errno::ENOSYS)
 }
 

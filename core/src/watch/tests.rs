@@ -194,7 +194,11 @@ fn b20_watch_and_notify_are_exclusive() {
     let patterns = vec!["ready".to_owned()];
     let (kept, note) = exclusive_with_notify(true, patterns.clone());
     assert!(kept.is_empty());
-    assert!(note.is_some_and(|n| n.contains("notify_on_complete") && n.contains("twice")));
+    assert!(
+        note.is_some_and(
+            |n| n.contains("notify_on_complete") && n.contains("duplicate notifications")
+        )
+    );
     assert_eq!(
         exclusive_with_notify(false, patterns.clone()),
         (patterns, None)
