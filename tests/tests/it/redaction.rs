@@ -1,0 +1,121 @@
+//! B30 ordering and B31 identity through the registry: redaction runs after the
+//! plugin hooks on every route, so the key the leak plugin inserts is masked
+//! everywhere; a secret the session prints itself is masked on every route with no
+//! plugin at all; and the owner a hook sees is the session owner's.
+
+use std::time::Duration;
+
+use herd_core::KillStatus;
+
+use crate::support::{
+    Fixture, LEAK, LEAKED_KEY, LEAKED_KEY_MASKED, completion_of, completion_output,
+};
+
+/// A real-looking GitHub token (`ghp_` + 36 characters) and how the redactor masks it.
+const GHP: &str = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
+const GHP_MASKED: &str = "ghp_ab...6789";
+
+/// Asserts `out` carries the leak plugin's tag for `route` and `owner`, with its key masked.
+fn check_leak(route: &str, out: &str, owner: &str) {
+    assert!(
+        !out.contains(LEAKED_KEY),
+        "{route}: raw key leaked in {out:?}"
+    );
+    assert!(
+        !out.contains("FAKEfake"),
+        "{route}: key body leaked in {out:?}"
+    );
+    assert!(
+        out.contains(&format!("leaked {LEAKED_KEY_MASKED}")),
+        "{route}: the plugin's replacement is missing or not masked: {out:?}"
+    );
+    assert!(
+        out.contains(&format!("[route={route} ")),
+        "{route}: the hook saw another route: {out:?}"
+    );
+    assert!(
+        out.contains(&format!(" owner={owner}]")),
+        "{route}: the hook saw another owner than {owner}: {out:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn b30_b31_leak_plugin_key_masked_on_every_route_as_the_owner() {
+    let fx = Fixture::with_plugins(|p| {
+        p.lib("leak", LEAK);
+    })
+    .await;
+    fx.assert_loaded(&["leak"]);
+    let mut events = fx.registry.subscribe();
+    // The container key and the owning turn differ: the hook must see the owner (B31).
+    let info = fx
+        .run_as("echo building; read -r _", "container-a", "turn-7", true)
+        .await;
+    let id = &info.session_id;
+    fx.until_logged(id, "building").await;
+
+    let poll = fx.poll(id).output_preview;
+    check_leak("poll", &poll, "turn-7");
+    assert!(poll.contains("code=running"), "{poll:?}");
+    assert!(poll.starts_with("building"), "{poll:?}");
+    check_leak("log", &fx.log(id).output, "turn-7");
+    check_leak("log", &fx.log_chunk(id), "turn-7");
+    let row = fx.row(id);
+    assert_eq!(row.owner_task_id, "turn-7");
+    check_leak("list_preview", &row.output_preview, "turn-7");
+
+    let killed = fx.kill(id).await;
+    assert_eq!(killed.status, KillStatus::Killed, "{killed:?}");
+    check_leak("kill", &killed.output, "turn-7");
+
+    let waited = fx.done(id).await;
+    check_leak("wait", &waited.output, "turn-7");
+    assert!(
+        !waited.output.contains("code=running"),
+        "an exited session's hook sees a return code: {:?}",
+        waited.output
+    );
+    let event = completion_of(&mut events, id, Duration::from_secs(10)).await;
+    let (output, owner) = completion_output(&event);
+    assert_eq!(owner, "turn-7");
+    check_leak("completion", output, "turn-7");
+
+    // The owner's queue holds the same, masked, completion.
+    let drained = fx.registry.drain("turn-7");
+    assert_eq!(drained.len(), 1, "{drained:?}");
+    check_leak("completion", completion_output(&drained[0]).0, "turn-7");
+    assert!(
+        fx.registry.drain("container-a").is_empty(),
+        "the completion is the owner's, not the container's"
+    );
+    fx.assert_groups_gone().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn b30_session_secret_masked_on_every_route_without_plugins() {
+    let fx = Fixture::bare().await;
+    let mut events = fx.registry.subscribe();
+    let info = fx.run(&format!("echo token {GHP} ready; read -r _")).await;
+    let id = &info.session_id;
+    fx.until_logged(id, "ready").await;
+
+    let want = format!("token {GHP_MASKED} ready");
+    let routes = [
+        ("poll", fx.poll(id).output_preview),
+        ("log", fx.log(id).output),
+        ("log_chunk", fx.log_chunk(id)),
+        ("list_preview", fx.row(id).output_preview),
+    ];
+    for (route, out) in &routes {
+        assert!(!out.contains(GHP), "{route}: raw token in {out:?}");
+        assert_eq!(out.trim_end(), want, "{route}");
+    }
+    let killed = fx.kill(id).await;
+    assert_eq!(killed.status, KillStatus::Killed, "{killed:?}");
+    assert_eq!(killed.output.trim_end(), want, "kill");
+    let waited = fx.done(id).await;
+    assert_eq!(waited.output.trim_end(), want, "wait");
+    let event = completion_of(&mut events, id, Duration::from_secs(10)).await;
+    assert_eq!(completion_output(&event).0.trim_end(), want, "completion");
+    fx.assert_groups_gone().await;
+}
