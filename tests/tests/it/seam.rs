@@ -90,3 +90,39 @@ async fn b30_example_plugin_leaves_plain_output_alone() {
     assert_eq!(fx.log(id).output, "one\ntwo");
     fx.assert_groups_gone().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn b30_example_plugin_tidies_pty_output() {
+    let fx = Fixture::with_plugins(|p| {
+        p.lib("tidy-terminal", EXAMPLE);
+    })
+    .await;
+    let mut events = fx.registry.subscribe();
+    let info = fx
+        .registry
+        .spawn(herd_core::SpawnRequest {
+            command: NOISY.to_owned(),
+            task_id: "t".to_owned(),
+            mode: herd_core::Mode::Pty {
+                rows: 30,
+                cols: 120,
+            },
+            ..herd_core::SpawnRequest::default()
+        })
+        .await
+        .expect("pty spawn succeeds");
+    assert_eq!(info.pty_note, None, "a PTY was opened: {info:?}");
+    let id = &info.session_id;
+    fx.until_logged(id, "done").await;
+    check("poll (pty)", &fx.poll(id).output_preview);
+    check("log (pty)", &fx.log(id).output);
+    fx.registry
+        .submit(id.as_str(), "")
+        .await
+        .expect("submit succeeds");
+    let waited = fx.done(id).await;
+    check("wait (pty)", &waited.output);
+    let event = completion_of(&mut events, id, Duration::from_secs(10)).await;
+    check("completion (pty)", completion_output(&event).0);
+    check("list (pty)", &fx.row(id).output_preview);
+}
