@@ -17,9 +17,10 @@ async fn guarded() -> Fixture {
     .await
 }
 
-fn request(command: &str) -> SpawnRequest {
+fn request(command: &str, cwd: &std::path::Path) -> SpawnRequest {
     SpawnRequest {
         command: command.to_owned(),
+        cwd: Some(cwd.to_owned()),
         task_id: "t".to_owned(),
         ..SpawnRequest::default()
     }
@@ -36,17 +37,29 @@ fn assert_nothing_started(fx: &Fixture) {
     let logs = fx.home().session_logs_dir();
     let n_logs = std::fs::read_dir(&logs).map_or(0, Iterator::count);
     assert_eq!(n_logs, 0, "a refused spawn wrote a log under {logs:?}");
+    // Nothing at all under the home but the plugins dir the fixture made: no
+    // scratch dir, no checkpoint, no ledger.
+    let mut entries: Vec<String> = std::fs::read_dir(fx.dir.path())
+        .expect("the home exists")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    let plugins = fx.home().plugins_dir();
+    entries.retain(|name| fx.dir.path().join(name) != plugins);
+    assert!(entries.is_empty(), "a refused spawn created {entries:?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn b33_registry_refuses_host_kill_by_name_and_starts_nothing() {
     let fx = guarded().await;
+    let cwd = tempfile::tempdir().expect("a temp dir can be created");
     for command in [
         "pkill -9 python3",
         "pkill -f 'python -m agent.main'",
         "killall python",
+        "touch started && pkill -9 python3",
     ] {
-        match fx.registry.spawn(request(command)).await {
+        match fx.registry.spawn(request(command, cwd.path())).await {
             Err(SpawnError::Guarded(block)) => {
                 let message = SpawnError::Guarded(block.clone()).to_string();
                 assert!(
@@ -60,6 +73,10 @@ async fn b33_registry_refuses_host_kill_by_name_and_starts_nothing() {
         }
         assert_nothing_started(&fx);
     }
+    assert!(
+        !cwd.path().join("started").exists(),
+        "the part before the refused kill ran"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -203,3 +203,51 @@ async fn b30_log_chunk_follower_sees_a_token_split_across_reads_today() {
     assert_eq!(fx.log(id).output, format!("token {GHP_MASKED} ready"));
     fx.assert_groups_gone().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn b31_concurrent_routes_each_see_their_own_sessions_owner() {
+    let fx = Fixture::with_plugins(|p| {
+        p.lib("leak", LEAK);
+    })
+    .await;
+    let a = fx
+        .run_as("echo from-a; read -r _", "shared", "owner-a", false)
+        .await;
+    let b = fx
+        .run_as("echo from-b; read -r _", "shared", "owner-b", false)
+        .await;
+    fx.until_logged(&a.session_id, "from-a").await;
+    fx.until_logged(&b.session_id, "from-b").await;
+    // Many callers at once through the one hook worker: each answer is its owner's.
+    let mut calls = tokio::task::JoinSet::new();
+    for n in 0..16 {
+        let registry = fx.registry.clone();
+        let (id, want) = if n % 2 == 0 {
+            (a.session_id.clone(), "from-a")
+        } else {
+            (b.session_id.clone(), "from-b")
+        };
+        calls.spawn(async move {
+            let out = registry
+                .poll(id.as_str())
+                .expect("poll succeeds")
+                .output_preview;
+            (want, out)
+        });
+    }
+    while let Some(done) = calls.join_next().await {
+        let (want, out) = done.expect("poll task does not panic");
+        let owner = if want == "from-a" {
+            "owner-a"
+        } else {
+            "owner-b"
+        };
+        assert!(out.starts_with(want), "{out:?}");
+        check_leak("poll", &out, owner);
+    }
+    for id in [&a.session_id, &b.session_id] {
+        let killed = fx.kill(id).await;
+        assert_eq!(killed.status, KillStatus::Killed, "{killed:?}");
+    }
+    fx.assert_groups_gone().await;
+}
