@@ -126,3 +126,23 @@ async fn b30_example_plugin_tidies_pty_output() {
     check("completion (pty)", completion_output(&event).0);
     check("list (pty)", &fx.row(id).output_preview);
 }
+
+/// The control for the tests above: without the plugin the registry only strips the
+/// escapes (it does that before any hook runs), so the tidying is the plugin's work.
+#[tokio::test(flavor = "multi_thread")]
+async fn b30_without_plugin_progress_and_repeats_stay() {
+    let fx = Fixture::bare().await;
+    let info = fx.run(NOISY).await;
+    let id = &info.session_id;
+    fx.until_logged(id, "done").await;
+    let preview = fx.poll(id).output_preview;
+    assert!(!preview.contains('\x1b'), "{preview:?}");
+    assert!(preview.contains("60%"), "{preview:?}");
+    assert_eq!(preview.matches("warn: peer dep").count(), 3, "{preview:?}");
+    fx.registry
+        .close_stdin(id.as_str())
+        .await
+        .expect("close_stdin succeeds");
+    fx.done(id).await;
+    fx.assert_groups_gone().await;
+}
