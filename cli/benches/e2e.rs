@@ -1,0 +1,2 @@
+//! End-to-end benchmarks of the herd binary (placeholder until the daemon is wired).
+fn main() {}
