@@ -82,7 +82,7 @@ pub(crate) fn rpc_failure(err: RpcError) -> anyhow::Error {
         | protocol::METHOD_NOT_FOUND
         | protocol::UNSUPPORTED
         | protocol::INVALID_REQUEST => Code::Usage,
-        protocol::VERSION_MISMATCH => Code::Unreachable,
+        protocol::VERSION_MISMATCH | protocol::PEER_REFUSED => Code::Unreachable,
         _ => Code::Failed,
     };
     Failure::new(code, err.message).into()
@@ -208,7 +208,10 @@ impl Client {
                     "the daemon closed the connection",
                 )));
             };
-            if message.method.is_some() || message.id != json!(id) {
+            // An error with a null id answers the request in flight (the daemon
+            // could not read its id: oversized line, refused peer).
+            let ours = message.id == json!(id) || (message.id.is_null() && message.error.is_some());
+            if message.method.is_some() || !ours {
                 continue;
             }
             if let Some(error) = message.error {
@@ -256,6 +259,8 @@ impl CallError {
 async fn autostart(home: &Home) -> anyhow::Result<Client> {
     let unreachable =
         |message: String| -> anyhow::Error { Failure::new(Code::Unreachable, message).into() };
+    // A bad config would only kill the new daemon; refuse it here, with exit 2.
+    crate::config::Config::load(home)?;
     crate::config::create_home(home)?;
     let log_path = home.daemon_log_path();
     let (exit_tx, mut exit_rx) = tokio::sync::oneshot::channel();

@@ -45,6 +45,8 @@ pub(crate) const VERSION_MISMATCH: i64 = -32011;
 pub(crate) const TOO_LARGE: i64 = -32012;
 /// herd: the first request was not `hello`.
 pub(crate) const HANDSHAKE_REQUIRED: i64 = -32013;
+/// herd: the peer is another user; the connection is closed.
+pub(crate) const PEER_REFUSED: i64 = -32015;
 /// herd: the operation is not supported by this daemon.
 pub(crate) const UNSUPPORTED: i64 = -32014;
 

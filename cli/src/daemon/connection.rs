@@ -31,7 +31,7 @@ pub(crate) async fn serve(state: Arc<State>, stream: UnixStream, daemon_uid: u32
     if peer_uid != daemon_uid {
         tracing::warn!(peer_uid, daemon_uid, "connection from another user refused");
         let error = RpcError::new(
-            protocol::INVALID_REQUEST,
+            protocol::PEER_REFUSED,
             format!(
                 "connection refused: this daemon serves uid {daemon_uid} only (you are uid {peer_uid})"
             ),

@@ -1,0 +1,171 @@
+//! `herd mcp` driven by a real MCP client (rmcp's client side over a child's stdio).
+
+use std::time::Duration;
+
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::RunningService;
+use rmcp::transport::TokioChildProcess;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{Value, json};
+
+use crate::support::{Env, HERD};
+
+async fn connect(env: &Env) -> RunningService<RoleClient, ()> {
+    let mut cmd = tokio::process::Command::new(HERD);
+    cmd.arg("mcp")
+        .arg("--owner")
+        .arg("agent-1")
+        .env("HERD_HOME", env.home())
+        .env("HERD_LOG", "warn");
+    for (k, v) in &env.vars {
+        cmd.env(k, v);
+    }
+    let transport = TokioChildProcess::new(cmd).expect("herd mcp starts");
+    ().serve(transport)
+        .await
+        .expect("the MCP handshake succeeds")
+}
+
+async fn call(
+    client: &RunningService<RoleClient, ()>,
+    tool: &'static str,
+    args: Value,
+) -> (Value, Vec<String>, bool) {
+    let params = CallToolRequestParams::new(tool)
+        .with_arguments(args.as_object().cloned().expect("object args"));
+    let result: CallToolResult = client
+        .call_tool(params)
+        .await
+        .expect("the tool call is answered");
+    let texts: Vec<String> = result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect();
+    let answer = serde_json::from_str(texts.first().expect("a first text block"))
+        .expect("the first block is JSON");
+    (answer, texts[1..].to_vec(), result.is_error == Some(true))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_lists_tools_runs_in_background_and_delivers_the_completion() {
+    let env = Env::new();
+    let client = connect(&env).await;
+    let tools = client.list_all_tools().await.expect("tools/list answers");
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(names, ["terminal", "process"]);
+
+    let (started, _, is_error) = call(
+        &client,
+        "terminal",
+        json!({"command": "echo from-mcp", "background": true, "notify": true}),
+    )
+    .await;
+    assert!(!is_error, "{started}");
+    let id = started["session_id"]
+        .as_str()
+        .expect("session_id")
+        .to_owned();
+    assert_eq!(started["notify_on_complete"], true);
+
+    let (waited, _, _) = call(
+        &client,
+        "process",
+        json!({"action": "wait", "session_id": id, "timeout": 10}),
+    )
+    .await;
+    assert_eq!(waited["status"], "exited", "{waited}");
+
+    // The completion rides a later call's result.
+    let mut notices = Vec::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while notices.is_empty() && std::time::Instant::now() < deadline {
+        let (_, extra, _) = call(&client, "process", json!({"action": "list"})).await;
+        notices = extra;
+    }
+    assert!(
+        notices.iter().any(|n| n.contains(&id)),
+        "the completion names the session: {notices:?}"
+    );
+
+    let (log, _, _) = call(
+        &client,
+        "process",
+        json!({"action": "log", "session_id": &id[..9]}),
+    )
+    .await;
+    assert!(
+        log["output"]
+            .as_str()
+            .is_some_and(|o| o.contains("from-mcp")),
+        "{log}"
+    );
+    client.cancel().await.expect("the client closes");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_foreground_returns_output_and_validates_arguments() {
+    let env = Env::new();
+    let client = connect(&env).await;
+    let (answer, _, is_error) =
+        call(&client, "terminal", json!({"command": "echo fg; exit 4"})).await;
+    assert!(!is_error, "{answer}");
+    assert_eq!(answer["exit_code"], 4);
+    assert!(
+        answer["output"].as_str().is_some_and(|o| o.contains("fg")),
+        "{answer}"
+    );
+
+    let (answer, _, is_error) = call(
+        &client,
+        "terminal",
+        json!({"command": "make", "notify": true}),
+    )
+    .await;
+    assert!(is_error);
+    assert!(
+        answer["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("background=true")),
+        "{answer}"
+    );
+
+    let (answer, _, is_error) = call(&client, "process", json!({"action": "explode"})).await;
+    assert!(is_error);
+    assert!(
+        answer["error"].as_str().is_some_and(
+            |e| e.contains("list, poll, log, wait, kill, write, submit, close, handoff")
+        ),
+        "{answer}"
+    );
+    let (answer, _, is_error) = call(&client, "process", json!({"action": "poll"})).await;
+    assert!(
+        is_error && answer["error"] == "session_id is required for poll",
+        "{answer}"
+    );
+    let (answer, _, _) = call(
+        &client,
+        "process",
+        json!({"action": "poll", "session_id": "proc_ffffffffffff"}),
+    )
+    .await;
+    assert_eq!(answer["status"], "not_found", "{answer}");
+    client.cancel().await.expect("the client closes");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b33_mcp_terminal_refuses_a_host_kill() {
+    let mut env = Env::new();
+    env.vars
+        .push(("HERD_HOST_IMAGES".into(), "herd-it-host".into()));
+    let client = connect(&env).await;
+    let (answer, _, is_error) = call(
+        &client,
+        "terminal",
+        json!({"command": "killall herd-it-host", "background": true}),
+    )
+    .await;
+    assert!(is_error, "{answer}");
+    assert_eq!(answer["verdict"]["verdict"], "block", "{answer}");
+    client.cancel().await.expect("the client closes");
+}
