@@ -14,7 +14,10 @@
 //!   connection (target <= 1.3 s);
 //! - `cli.daemon_rss_1000_finished`: the daemon's RSS holding 1,000 finished
 //!   sessions (target <= 38 MB).
-#![allow(clippy::print_stdout, reason = "the herd-bench line protocol is read by xtask")]
+#![allow(
+    clippy::print_stdout,
+    reason = "the herd-bench line protocol is read by xtask"
+)]
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
@@ -34,7 +37,10 @@ struct Home {
 
 impl Home {
     fn new(config: &str) -> Home {
-        let dir = tempfile::Builder::new().prefix("herd-bench").tempdir().expect("temp dir");
+        let dir = tempfile::Builder::new()
+            .prefix("herd-bench")
+            .tempdir()
+            .expect("temp dir");
         let root = dir.path().join("h");
         std::fs::create_dir(&root).expect("home");
         std::fs::write(root.join("config.toml"), config).expect("config");
@@ -71,7 +77,10 @@ impl Drop for Home {
     }
 }
 
-#[expect(clippy::disallowed_methods, reason = "the bench drives the real binary and a bash baseline")]
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the bench drives the real binary and a bash baseline"
+)]
 fn raw_command(program: &Path) -> Command {
     Command::new(program)
 }
@@ -81,7 +90,14 @@ fn median(mut samples: Vec<f64>) -> f64 {
     samples[samples.len() / 2]
 }
 
-fn report(name: &str, unit: &str, value: f64, baseline: Option<(f64, &str)>, target: &str, note: &str) {
+fn report(
+    name: &str,
+    unit: &str,
+    value: f64,
+    baseline: Option<(f64, &str)>,
+    target: &str,
+    note: &str,
+) {
     let (base, base_name, ratio) = match baseline {
         Some((b, n)) => (json!(b), json!(n), json!(value / b)),
         None => (Value::Null, Value::Null, Value::Null),
@@ -101,11 +117,18 @@ fn run_wait_roundtrip() {
     for _ in 0..40 {
         let start = Instant::now();
         let id = home.out(&["run", "--", "true"]);
-        let status = home.herd(&["wait", id.trim()]).stdout(Stdio::null()).status().expect("wait");
+        let status = home
+            .herd(&["wait", id.trim()])
+            .stdout(Stdio::null())
+            .status()
+            .expect("wait");
         herd.push(start.elapsed().as_secs_f64() * 1e3);
         assert!(status.success());
         let start = Instant::now();
-        let status = raw_command(Path::new("bash")).args(["-c", "true"]).status().expect("bash");
+        let status = raw_command(Path::new("bash"))
+            .args(["-c", "true"])
+            .status()
+            .expect("bash");
         bash.push(start.elapsed().as_secs_f64() * 1e3);
         assert!(status.success());
     }
@@ -134,11 +157,22 @@ fn notify_1000() {
     let mut drained = 0usize;
     let deadline = Instant::now() + Duration::from_secs(60);
     while drained < 1000 && Instant::now() < deadline {
-        drained += home.out(&["events"]).lines().filter(|l| l.contains("\"completion\"")).count();
+        drained += home
+            .out(&["events"])
+            .lines()
+            .filter(|l| l.contains("\"completion\""))
+            .count();
     }
     let elapsed = start.elapsed().as_secs_f64();
     assert_eq!(drained, 1000, "every completion is drained");
-    report("cli.notify_1000", "s", elapsed, None, "<= 3.8", "one run; sequential client processes");
+    report(
+        "cli.notify_1000",
+        "s",
+        elapsed,
+        None,
+        "<= 3.8",
+        "one run; sequential client processes",
+    );
 }
 
 struct Conn {
@@ -161,8 +195,11 @@ impl Conn {
 
     fn call(&mut self, method: &str, params: Value) -> Value {
         self.next += 1;
-        let request = json!({"jsonrpc": "2.0", "id": self.next, "method": method, "params": params});
-        self.writer.write_all(format!("{request}\n").as_bytes()).expect("write");
+        let request =
+            json!({"jsonrpc": "2.0", "id": self.next, "method": method, "params": params});
+        self.writer
+            .write_all(format!("{request}\n").as_bytes())
+            .expect("write");
         let mut line = String::new();
         self.reader.read_line(&mut line).expect("read");
         let answer: Value = serde_json::from_str(&line).expect("json");
@@ -201,7 +238,8 @@ fn spawn_1000_and_rss() {
     let finished = conn.call("list", json!({"all": true}))["processes"]
         .as_array()
         .map_or(0, Vec::len);
-    let status = std::fs::read_to_string(format!("/proc/{}/status", home.daemon_pid())).expect("proc status");
+    let status = std::fs::read_to_string(format!("/proc/{}/status", home.daemon_pid()))
+        .expect("proc status");
     let rss_kb: f64 = status
         .lines()
         .find_map(|l| l.strip_prefix("VmRSS:"))

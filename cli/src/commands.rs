@@ -34,12 +34,21 @@ pub(crate) async fn run(home: &Home, args: RunArgs) -> anyhow::Result<()> {
         None => std::env::current_dir().context("cannot read the current directory")?,
     };
     let owner = args.owner.resolve("cli");
+    // A forwarded variable carries the value from this shell, not the daemon's.
+    let mut env = args.env;
+    for name in &args.forward_env {
+        if let Ok(value) = std::env::var(name)
+            && !env.iter().any(|(k, _)| k == name)
+        {
+            env.push((name.clone(), value));
+        }
+    }
     let params = json!({
         "command": command_line(&args.command),
         "owner": owner,
         "task_id": args.task,
         "cwd": cwd,
-        "env": args.env,
+        "env": env,
         "forward_env": args.forward_env,
         "pty": args.pty,
         "notify": args.notify,
@@ -500,3 +509,6 @@ pub(crate) async fn shutdown(home: &Home, json: bool) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests;

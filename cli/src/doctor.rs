@@ -138,6 +138,25 @@ pub(crate) async fn run(home: &Home, json: bool) -> anyhow::Result<()> {
             Err(err) => push("fail", format!("{err:#}")),
         }
     }
+    let runtime_dir = std::env::var_os("XDG_RUNTIME_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| format!("/run/user/{}", nix::unistd::getuid()).into());
+    if std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_some() || runtime_dir.join("bus").exists() {
+        findings.push(Finding {
+            level: "ok",
+            what: "a systemd user bus is available: restart-safe (scoped) dispatch can work"
+                .to_owned(),
+        });
+    } else {
+        findings.push(Finding {
+            level: "warn",
+            what: format!(
+                "no systemd user bus ({}/bus missing, DBUS_SESSION_BUS_ADDRESS unset): jobs die with their \
+                 parent's scope; fix with `loginctl enable-linger` or KillMode=process on the host's unit",
+                runtime_dir.display()
+            ),
+        });
+    }
     let failed = findings.iter().any(|f| f.level == "fail");
     if json {
         let rows: Vec<_> = findings
