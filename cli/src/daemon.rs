@@ -31,6 +31,7 @@ use tokio::sync::Notify;
 
 use crate::client::check_socket_path;
 use crate::config::{Config, create_home};
+use crate::exit::{Code, Failure};
 pub(crate) use methods::State;
 
 /// Runs the daemon for `home` until it is told to stop.
@@ -51,11 +52,11 @@ pub(crate) fn serve(home: &Home, detached: bool) -> anyhow::Result<()> {
         .thread_name("herd-daemon")
         .build()
         .context("failed to start the async runtime")?;
-    runtime.block_on(run(home.clone(), config))
+    runtime.block_on(run(home.clone(), config, detached))
 }
 
 /// The daemon's lifetime.
-async fn run(home: Home, config: Config) -> anyhow::Result<()> {
+async fn run(home: Home, config: Config, detached: bool) -> anyhow::Result<()> {
     create_home(&home)?;
     let run_dir = home.ensure_dir(&home.run_dir())?;
     home.secure_dir(&run_dir)?;
@@ -72,8 +73,22 @@ async fn run(home: Home, config: Config) -> anyhow::Result<()> {
     let _lock = match Flock::lock(lock_file, FlockArg::LockExclusiveNonblock) {
         Ok(lock) => lock,
         Err((_, nix::errno::Errno::EWOULDBLOCK)) => {
+            // An autostart that lost the race is fine: its client connects to the
+            // winner. A person running `herd serve` by hand should hear about it.
             tracing::info!(home = %home.root().display(), "another daemon already serves this home");
-            return Ok(());
+            if detached {
+                return Ok(());
+            }
+            let pid = std::fs::read_to_string(run_dir.join("herd.pid")).unwrap_or_default();
+            return Err(Failure::new(
+                Code::Usage,
+                format!(
+                    "a daemon (pid {}) already serves {}; stop it with `herd shutdown` first",
+                    pid.trim(),
+                    home.root().display()
+                ),
+            )
+            .into());
         }
         Err((_, errno)) => {
             return Err(anyhow::anyhow!(

@@ -290,3 +290,33 @@ fn a_connection_from_another_uid_is_refused() {
     // The daemon is unharmed.
     env.json(&["ps", "--json"]);
 }
+
+#[test]
+fn concurrent_autostarts_end_with_one_daemon() {
+    let env = Env::new();
+    let children: Vec<_> = (0..4)
+        .map(|_| {
+            env.cmd(&["ps", "--json"])
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .expect("herd runs")
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().expect("herd finishes");
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    let pid = env.daemon_pid().expect("pid file");
+    assert!(alive(pid));
+    let serve = env.run(&["serve"]);
+    assert_eq!(
+        serve.status.code(),
+        Some(2),
+        "a second foreground daemon is refused"
+    );
+    assert!(
+        stderr(&serve).contains(&format!("pid {pid}")),
+        "{}",
+        stderr(&serve)
+    );
+}
