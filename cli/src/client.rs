@@ -200,7 +200,19 @@ impl Client {
     /// # Errors
     /// [`CallError::Rpc`] for an error answer, [`CallError::Io`] when the connection broke.
     pub(crate) async fn call(&mut self, method: &str, params: Value) -> Result<Value, CallError> {
-        let id = self.send(method, params).await.map_err(CallError::Io)?;
+        let id = match self.send(method, params).await {
+            Ok(id) => id,
+            Err(err) => {
+                // The daemon may have answered and hung up before reading (a
+                // refused peer): its error is still in our receive buffer.
+                if let Ok(Some(message)) = self.next_message().await
+                    && let Some(error) = message.error
+                {
+                    return Err(CallError::Rpc(error));
+                }
+                return Err(CallError::Io(err));
+            }
+        };
         loop {
             let Some(message) = self.next_message().await.map_err(CallError::Io)? else {
                 return Err(CallError::Io(std::io::Error::new(

@@ -55,33 +55,42 @@ async fn mcp_lists_tools_runs_in_background_and_delivers_the_completion() {
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     assert_eq!(names, ["terminal", "process"]);
 
-    let (started, _, is_error) = call(
+    // The job waits for a line on stdin, so it cannot finish before we say so.
+    let (started, early, is_error) = call(
         &client,
         "terminal",
-        json!({"command": "echo from-mcp", "background": true, "notify": true}),
+        json!({"command": "read line; echo from-mcp $line", "background": true, "notify": true}),
     )
     .await;
     assert!(!is_error, "{started}");
+    assert!(early.is_empty(), "nothing has finished yet: {early:?}");
     let id = started["session_id"]
         .as_str()
         .expect("session_id")
         .to_owned();
     assert_eq!(started["notify_on_complete"], true);
 
-    let (waited, _, _) = call(
+    let (submitted, mut notices, _) = call(
+        &client,
+        "process",
+        json!({"action": "submit", "session_id": id, "data": "go"}),
+    )
+    .await;
+    assert_eq!(submitted["status"], "ok", "{submitted}");
+    let (waited, later, _) = call(
         &client,
         "process",
         json!({"action": "wait", "session_id": id, "timeout": 10}),
     )
     .await;
     assert_eq!(waited["status"], "exited", "{waited}");
+    notices.extend(later);
 
-    // The completion rides a later call's result.
-    let mut notices = Vec::new();
+    // The completion rides a later call's result (this one or the next ones).
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while notices.is_empty() && std::time::Instant::now() < deadline {
         let (_, extra, _) = call(&client, "process", json!({"action": "list"})).await;
-        notices = extra;
+        notices.extend(extra);
     }
     assert!(
         notices.iter().any(|n| n.contains(&id)),
@@ -97,7 +106,7 @@ async fn mcp_lists_tools_runs_in_background_and_delivers_the_completion() {
     assert!(
         log["output"]
             .as_str()
-            .is_some_and(|o| o.contains("from-mcp")),
+            .is_some_and(|o| o.contains("from-mcp go")),
         "{log}"
     );
     client.cancel().await.expect("the client closes");

@@ -56,7 +56,7 @@ impl Env {
         cmd.args(args)
             .env("HERD_HOME", &self.home)
             .env_remove("HERD_OWNER")
-            .env("HERD_LOG", "warn")
+            .env_remove("HERD_LOG")
             .stdin(Stdio::null());
         for (k, v) in &self.vars {
             cmd.env(k, v);
