@@ -12,13 +12,16 @@ use crate::config::Config;
 use crate::exit::{Code, Failure};
 use crate::output;
 
-/// The host to protect: given images and command line, else the detected host,
-/// plus `extra_images`.
+/// The host to protect.
+///
+/// With an explicit command line (`herd guard check --host-cmdline`) the host is
+/// exactly what the caller describes; otherwise it is this process as detected
+/// (`herd`, its command line, its unit, `HERD_HOST_IMAGES`) plus `extra_images`.
 pub(crate) fn host(extra_images: &[String], cmdline: Option<&str>) -> Host {
-    if extra_images.is_empty() && cmdline.is_none() {
-        return Host::current();
+    match cmdline {
+        Some(cmdline) => Host::new(extra_images.to_vec(), cmdline),
+        None => Host::current().with_images(extra_images.iter().cloned()),
     }
-    Host::new(extra_images.to_vec(), cmdline.unwrap_or_default())
 }
 
 /// The JSON form of a verdict: `{"verdict", "rule", "reason", "remedy"}`.
@@ -26,7 +29,7 @@ pub(crate) fn verdict_json(block: Option<&Block>) -> Value {
     match block {
         Some(block) => json!({
             "verdict": "block",
-            "rule": block.rule,
+            "rule": block.rule.as_str(),
             "target": block.target,
             "reason": block.reason,
             "remedy": block.remedy,
