@@ -212,3 +212,25 @@ fn a_job_runs_with_the_supervised_marker_and_its_cwd() {
     env.ok(&["wait", &id, "--timeout", "10"]);
     assert_eq!(env.ok(&["logs", &id]), format!("1 hi\n{dir_text}\n"));
 }
+
+#[test]
+fn events_follow_streams_completions_as_they_happen() {
+    let env = Env::new();
+    env.json(&["ps", "--json"]);
+    let mut follower = env
+        .cmd(&["events", "--follow"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("herd runs");
+    let id = run_id(&env, &["--notify", "--", "echo streamed"]);
+    let stdout = follower.stdout.take().expect("piped stdout");
+    let mut reader = std::io::BufReader::new(stdout);
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut reader, &mut line).expect("a streamed event");
+    let _ = follower.kill();
+    let _ = follower.wait();
+    let event: Value = serde_json::from_str(&line).expect("a JSON line");
+    assert_eq!(event["type"], "completion");
+    assert_eq!(event["session_id"], id.as_str());
+    assert_eq!(env.ok(&["events"]), "", "the stream consumed it");
+}

@@ -8,3 +8,4 @@ mod guard;
 mod jobs;
 mod mcp;
 mod support;
+mod tools;

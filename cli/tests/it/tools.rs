@@ -1,0 +1,90 @@
+//! The commands that need no job: plugins, doctor, completions, man, help.
+
+use serde_json::Value;
+
+use crate::support::{Env, stderr, stdout};
+
+#[test]
+fn b32_plugins_list_reports_status_and_reasons() {
+    let env = Env::new();
+    let plugins = env.home().join("plugins");
+    std::fs::create_dir_all(plugins.join("upper")).expect("writable");
+    std::fs::write(
+        plugins.join("upper/plugin.toml"),
+        "name = \"upper\"\nversion = \"1.2.0\"\n",
+    )
+    .expect("writable");
+    std::fs::create_dir_all(plugins.join("broken")).expect("writable");
+    let listed = env.json(&["plugins", "list", "--json"]);
+    let rows = listed["plugins"].as_array().expect("a list of rows");
+    assert_eq!(rows.len(), 2, "{listed}");
+    for row in rows {
+        for key in ["name", "version", "path", "status", "reason"] {
+            assert!(row.get(key).is_some(), "{key} in {row}");
+        }
+        assert_eq!(row["status"], "disabled", "plugins are opt-in: {row}");
+    }
+    env.ok(&["plugins", "enable", "upper"]);
+    env.ok(&["plugins", "enable", "broken"]);
+    let listed = env.json(&["plugins", "list", "--json"]);
+    let by_name = |name: &str| -> Value {
+        listed["plugins"]
+            .as_array()
+            .and_then(|rows| rows.iter().find(|r| r["name"] == name).cloned())
+            .expect("row present")
+    };
+    assert_eq!(by_name("upper")["status"], "enabled");
+    assert_eq!(by_name("upper")["version"], "1.2.0");
+    assert_eq!(by_name("broken")["status"], "failed");
+    assert!(
+        by_name("broken")["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("plugin.toml"))
+    );
+    let config = std::fs::read_to_string(env.home().join("config.toml")).expect("config written");
+    assert!(config.contains("upper"), "{config}");
+    env.ok(&["plugins", "disable", "broken"]);
+    let out = env.run(&["plugins", "enable", "nonesuch"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("not installed"), "{}", stderr(&out));
+}
+
+#[test]
+fn doctor_reports_each_check_with_a_level() {
+    let env = Env::new();
+    let before = env.ok(&["doctor"]);
+    assert!(before.contains("warn no daemon is running"), "{before}");
+    assert!(!env.socket().exists(), "doctor starts no daemon");
+    env.json(&["ps", "--json"]);
+    let after = env.ok(&["doctor"]);
+    let pid = env.daemon_pid().expect("pid file");
+    assert!(after.contains(&format!("ok   daemon pid {pid}")), "{after}");
+    assert!(after.contains("socket mode 0600"), "{after}");
+    std::fs::write(env.home().join("config.toml"), "wait_cap_seconds = \"x\"\n").expect("writable");
+    let out = env.run(&["doctor"]);
+    assert_eq!(out.status.code(), Some(1), "a failed check exits 1");
+    assert!(
+        stdout(&out).contains("fail") && stdout(&out).contains("wait_cap_seconds"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn completions_and_man_page_are_generated() {
+    let env = Env::new();
+    let bash = env.ok(&["completions", "bash"]);
+    assert!(
+        bash.contains("herd") && bash.contains("complete"),
+        "bash completion script"
+    );
+    let man = env.ok(&["man"]);
+    assert!(man.contains(".TH herd"), "roff man page");
+    let help = env.ok(&["run", "--help"]);
+    assert!(
+        help.contains("--notify") && help.contains("shell quoting"),
+        "{help}"
+    );
+    let top = env.ok(&["--help"]);
+    assert!(top.contains("Exit codes"), "{top}");
+}
