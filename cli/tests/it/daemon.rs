@@ -320,3 +320,23 @@ fn concurrent_autostarts_end_with_one_daemon() {
         stderr(&serve)
     );
 }
+
+#[test]
+fn b17_sigterm_stops_the_daemon_and_its_jobs() {
+    let env = Env::new();
+    let info = env.json(&["run", "--json", "--", "sleep 300"]);
+    let job = i32::try_from(info["pid"].as_i64().expect("pid")).expect("a pid fits i32");
+    let daemon = env.daemon_pid().expect("pid file");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(daemon),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .expect("the daemon can be signalled");
+    wait_until(Duration::from_secs(10), || !alive(daemon)).expect("the daemon exits on SIGTERM");
+    assert!(!alive(job), "the job died with the daemon (host_shutdown)");
+    assert!(!env.socket().exists(), "the socket is removed");
+    assert!(
+        !env.home().join("run/herd.pid").exists(),
+        "the pid file is removed"
+    );
+}

@@ -1,16 +1,39 @@
 //! `herd mcp` driven by a real MCP client (rmcp's client side over a child's stdio).
+// MCP logging is deprecated by SEP-2577, but it is how herd's notifications reach
+// clients that show server messages today, so the test checks it.
+#![allow(deprecated)]
 
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, CallToolResult};
-use rmcp::service::RunningService;
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::{CallToolRequestParams, CallToolResult, LoggingMessageNotificationParam};
+use rmcp::service::{NotificationContext, RunningService};
 use rmcp::transport::TokioChildProcess;
-use rmcp::{RoleClient, ServiceExt};
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{Value, json};
 
 use crate::support::{Env, HERD};
 
-async fn connect(env: &Env) -> RunningService<RoleClient, ()> {
+/// A client that records the log notifications the server sends.
+#[derive(Debug, Clone, Default)]
+struct Catcher {
+    logs: Arc<Mutex<Vec<Value>>>,
+}
+
+impl ClientHandler for Catcher {
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.logs.lock().expect("not poisoned").push(params.data);
+    }
+}
+
+type Mcp = RunningService<RoleClient, Catcher>;
+
+async fn connect(env: &Env) -> Mcp {
     let mut cmd = tokio::process::Command::new(HERD);
     cmd.arg("mcp")
         .arg("--owner")
@@ -21,16 +44,13 @@ async fn connect(env: &Env) -> RunningService<RoleClient, ()> {
         cmd.env(k, v);
     }
     let transport = TokioChildProcess::new(cmd).expect("herd mcp starts");
-    ().serve(transport)
+    Catcher::default()
+        .serve(transport)
         .await
         .expect("the MCP handshake succeeds")
 }
 
-async fn call(
-    client: &RunningService<RoleClient, ()>,
-    tool: &'static str,
-    args: Value,
-) -> (Value, Vec<String>, bool) {
+async fn call(client: &Mcp, tool: &'static str, args: Value) -> (Value, Vec<String>, bool) {
     let params = CallToolRequestParams::new(tool)
         .with_arguments(args.as_object().cloned().expect("object args"));
     let result: CallToolResult = client
@@ -95,6 +115,12 @@ async fn mcp_lists_tools_runs_in_background_and_delivers_the_completion() {
     assert!(
         notices.iter().any(|n| n.contains(&id)),
         "the completion names the session: {notices:?}"
+    );
+
+    let logged = client.service().logs.lock().expect("not poisoned").clone();
+    assert!(
+        logged.iter().any(|l| l.to_string().contains(&id)),
+        "the completion was also sent as an MCP log notification: {logged:?}"
     );
 
     let (log, _, _) = call(
