@@ -1,0 +1,286 @@
+//! The answer types every registry call returns (B39). They derive `Serialize` with
+//! the pinned snake_case field names, so the daemon passes them through as JSON.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::{KillSource, SessionId};
+
+/// How a session is attached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ModeName {
+    /// Pipes.
+    Pipe,
+    /// A PTY.
+    Pty,
+}
+
+/// Whether a session still runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionStatus {
+    /// Still running.
+    Running,
+    /// Finished; its completion has been published.
+    Exited,
+}
+
+/// Why a session finished (B9).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompletionReason {
+    /// The child exited by itself.
+    Exited,
+    /// herd killed it.
+    Killed,
+    /// A signal herd did not send ended it.
+    Signaled,
+    /// Its exit status could not be collected.
+    Lost,
+    /// It never started.
+    FailedStart,
+}
+
+/// What a `wait` ended with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WaitStatus {
+    /// The session finished.
+    Exited,
+    /// The wait window elapsed; the session still runs.
+    Timeout,
+    /// The caller's interrupt fired; the session still runs.
+    Interrupted,
+}
+
+/// What a stdin operation did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StdinStatus {
+    /// Done.
+    Ok,
+    /// The session had already finished.
+    AlreadyExited,
+    /// It failed; `message` says why.
+    Error,
+}
+
+/// What a kill did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KillStatus {
+    /// The whole tree is gone.
+    Killed,
+    /// The session had already finished.
+    AlreadyExited,
+    /// Something survived; the session stays running.
+    KillIncomplete,
+}
+
+/// The answer to a spawn.
+#[derive(Debug, Clone, Serialize)]
+pub struct SpawnInfo {
+    /// The new session's id.
+    pub session_id: SessionId,
+    /// The direct child's pid (also its process group).
+    pub pid: i32,
+    /// The command line as given.
+    pub command: String,
+    /// How the child is attached (a failed PTY reads `pipe`).
+    pub mode: ModeName,
+    /// Whether the owner gets a completion event.
+    pub notify_on_complete: bool,
+    /// Active watch patterns.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub watch_patterns: Vec<String>,
+    /// The effective heartbeat interval.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub heartbeat_seconds: Option<u64>,
+    /// Whether lifecycle sweeps spare the session.
+    pub persist_on_release: bool,
+    /// Why a PTY request runs on pipes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pty_note: Option<String>,
+    /// Anything else the caller should know (dropped watch, clamped heartbeat).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// The answer to a poll.
+#[derive(Debug, Clone, Serialize)]
+pub struct PollAnswer {
+    /// The session.
+    pub session_id: SessionId,
+    /// Its command line.
+    pub command: String,
+    /// Running or exited.
+    pub status: SessionStatus,
+    /// The direct child's pid.
+    pub pid: i32,
+    /// Seconds since the spawn.
+    pub uptime_seconds: u64,
+    /// The last 1,000 characters, ANSI-stripped.
+    pub output_preview: String,
+    /// The exit code, once exited normally.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// The signal that ended it, if one did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
+    /// Why it finished, once finished.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub completion_reason: Option<CompletionReason>,
+    /// Who killed it, if herd did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub termination_source: Option<KillSource>,
+    /// The preview omits earlier output (the log has it).
+    pub output_cut: bool,
+    /// The complete log.
+    pub log_path: PathBuf,
+    /// Bytes past the log cap that were counted but not kept.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub bytes_not_kept: u64,
+    /// Every byte the session produced so far (monotonic).
+    pub total_ingested: u64,
+}
+
+/// A page of the output, by lines.
+#[derive(Debug, Clone, Serialize)]
+pub struct LogAnswer {
+    /// The session.
+    pub session_id: SessionId,
+    /// Its command line.
+    pub command: String,
+    /// Running or exited.
+    pub status: SessionStatus,
+    /// The lines, joined with `\n`.
+    pub output: String,
+    /// Lines in the in-memory tail.
+    pub total_lines: usize,
+    /// Index of the first line shown.
+    pub offset: usize,
+    /// `"<n> lines"`.
+    pub showing: String,
+    /// The complete log.
+    pub log_path: PathBuf,
+}
+
+/// A byte range of the log file, as text.
+#[derive(Debug, Clone, Serialize)]
+pub struct LogChunk {
+    /// The session.
+    pub session_id: SessionId,
+    /// The text, through the output pipeline.
+    pub output: String,
+    /// Where the next chunk starts.
+    pub next_byte: u64,
+    /// Whether more may still arrive.
+    pub is_running: bool,
+}
+
+/// The answer to a wait.
+#[derive(Debug, Clone, Serialize)]
+pub struct WaitAnswer {
+    /// The session.
+    pub session_id: SessionId,
+    /// Exited, timeout or interrupted.
+    pub status: WaitStatus,
+    /// Its command line.
+    pub command: String,
+    /// The exit code, if it exited normally.
+    pub exit_code: Option<i32>,
+    /// The signal that ended it, if one did.
+    pub signal: Option<i32>,
+    /// Why it finished.
+    pub completion_reason: Option<CompletionReason>,
+    /// Who killed it, if herd did.
+    pub termination_source: Option<KillSource>,
+    /// Sized output (B8).
+    pub output: String,
+    /// Output was cut; the log has the rest.
+    pub output_cut: bool,
+    /// The complete log.
+    pub log_path: PathBuf,
+    /// Whether the session still runs.
+    pub process_running: bool,
+    /// Clamping, timeout and interrupt explanations.
+    pub note: Option<String>,
+}
+
+/// The answer to write, submit or close.
+#[derive(Debug, Clone, Serialize)]
+pub struct StdinAnswer {
+    /// What happened.
+    pub status: StdinStatus,
+    /// Bytes written.
+    pub bytes_written: Option<usize>,
+    /// Detail.
+    pub message: Option<String>,
+}
+
+/// The answer to a kill.
+#[derive(Debug, Clone, Serialize)]
+pub struct KillAnswer {
+    /// The session.
+    pub session_id: SessionId,
+    /// Killed, already exited, or incomplete.
+    pub status: KillStatus,
+    /// Why it finished, if it did.
+    pub completion_reason: Option<CompletionReason>,
+    /// Who asked.
+    pub termination_source: KillSource,
+    /// The exit code, if it exited normally.
+    pub exit_code: Option<i32>,
+    /// Sized output (B8).
+    pub output: String,
+    /// Output was cut; the log has the rest.
+    pub output_cut: bool,
+    /// Pids still alive after the kill.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub survivors: Vec<i32>,
+    /// Whether the session still runs.
+    pub process_running: bool,
+    /// What went wrong, for an incomplete kill.
+    pub error: Option<String>,
+}
+
+/// One row of a list.
+#[derive(Debug, Clone, Serialize)]
+pub struct ListRow {
+    /// The session.
+    pub session_id: SessionId,
+    /// The first 200 characters of its command line.
+    pub command: String,
+    /// Its working directory.
+    pub cwd: PathBuf,
+    /// The direct child's pid.
+    pub pid: i32,
+    /// The owner (B2).
+    pub owner_task_id: String,
+    /// The container key.
+    pub task_id: String,
+    /// The host's session key.
+    pub session_key: Option<String>,
+    /// RFC 3339 UTC.
+    pub started_at: String,
+    /// Seconds since the spawn.
+    pub uptime_seconds: u64,
+    /// Running or exited.
+    pub status: SessionStatus,
+    /// The last 200 characters.
+    pub output_preview: String,
+    /// The exit code, if exited normally.
+    pub exit_code: Option<i32>,
+    /// Why it finished.
+    pub completion_reason: Option<CompletionReason>,
+    /// Whether the owner gets a completion.
+    pub notify_on_complete: bool,
+    /// Whether lifecycle sweeps spare it.
+    pub persist_on_release: bool,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}

@@ -1,0 +1,215 @@
+//! What a registry is configured with and what a spawn asks for.
+//!
+//! `RegistryConfig` holds the per-home knobs (shell, buffer and log sizes, retention,
+//! kill grace, wait cap, guard, output pipeline, notification policy). `SpawnRequest`
+//! is one caller's request. Both are plain data: validation happens in the registry.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+
+/// The credential name patterns removed from every child's environment unless forwarded
+/// (B36). A `*` matches any run of characters; matching ignores ASCII case.
+pub const DEFAULT_ENV_DENY: &[&str] = &[
+    "*_API_KEY",
+    "*_APIKEY",
+    "*_TOKEN",
+    "*_SECRET",
+    "*_SECRET_KEY",
+    "*_ACCESS_KEY",
+    "*_PRIVATE_KEY",
+    "*_PASSWORD",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "OPENAI_*KEY*",
+    "ANTHROPIC_*KEY*",
+    "OPENROUTER_*KEY*",
+    "GEMINI_*KEY*",
+    "HF_TOKEN",
+    "GH_TOKEN",
+    "GITHUB_TOKEN",
+];
+
+/// Registry-wide settings. `Default` gives the production values.
+#[derive(Debug, Clone)]
+pub struct RegistryConfig {
+    /// The shell argv the command line is appended to; default `["bash", "-c"]`.
+    pub shell: Vec<String>,
+    /// Bytes of output tail kept in memory per session (B5).
+    pub buffer_bytes: usize,
+    /// Bytes of output kept in a session's log file before it stops growing.
+    pub log_cap_bytes: u64,
+    /// Default characters of output a completion and other sized routes carry (B8).
+    pub completion_output_chars: usize,
+    /// How long a finished session stays answerable (B11).
+    pub finished_ttl: Duration,
+    /// How many finished sessions are kept at most (B11); running ones are never refused.
+    pub finished_cap: usize,
+    /// Environment name patterns removed from children unless forwarded (B36).
+    pub env_deny: Vec<String>,
+    /// SIGTERM-to-SIGKILL grace of a tree kill (B15).
+    pub kill_grace: Duration,
+    /// The longest single `wait` (B23); longer requests are clamped with a note.
+    pub wait_cap: Duration,
+    /// How long the reader keeps draining a pipe that stays idle after the direct child
+    /// exited before it publishes the completion (B13).
+    pub idle_drain: Duration,
+    /// The self-kill guard: `Some(host)` judges every spawn (B33); `None` turns it off.
+    pub guard: Option<herd_guards::Host>,
+    /// The output seam every route goes through (B30).
+    pub pipeline: Arc<herd_hooks::Pipeline>,
+    /// The smallest heartbeat interval (B21); 60 s in production.
+    pub heartbeat_floor: Duration,
+    /// Which process-driven wakes reach owners' queues (B22).
+    pub notifications: NotificationPolicy,
+    /// Test seam: when true every PTY open is treated as failed, so PTY spawns take the
+    /// pipe fallback (B1). Production code leaves it false.
+    pub pty_unavailable: bool,
+}
+
+impl Default for RegistryConfig {
+    fn default() -> RegistryConfig {
+        RegistryConfig {
+            shell: vec!["bash".to_owned(), "-c".to_owned()],
+            buffer_bytes: 200_000,
+            log_cap_bytes: 1 << 30,
+            completion_output_chars: 2_000,
+            finished_ttl: Duration::from_secs(30 * 60),
+            finished_cap: 64,
+            env_deny: DEFAULT_ENV_DENY.iter().map(|s| (*s).to_owned()).collect(),
+            kill_grace: Duration::from_secs(2),
+            wait_cap: Duration::from_secs(180),
+            idle_drain: Duration::from_secs(1),
+            guard: None,
+            pipeline: Arc::new(herd_hooks::Pipeline::redaction_only()),
+            heartbeat_floor: Duration::from_secs(60),
+            notifications: NotificationPolicy::All,
+            pty_unavailable: false,
+        }
+    }
+}
+
+/// Which process-driven wakes are queued for owners (B22). Events still reach
+/// [`crate::Registry::subscribe`] whatever the policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NotificationPolicy {
+    /// Completions, heartbeats and watch matches.
+    #[default]
+    All,
+    /// Completions only.
+    Result,
+    /// Completions of sessions that did not exit 0 only.
+    Error,
+    /// No process-driven wakes.
+    Off,
+}
+
+/// How the child is attached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// stdout and stderr merged on one pipe; stdin is a pipe.
+    #[default]
+    Pipe,
+    /// A pseudo-terminal of the given size.
+    Pty {
+        /// Rows of the terminal.
+        rows: u16,
+        /// Columns of the terminal.
+        cols: u16,
+    },
+}
+
+impl Mode {
+    /// PTY mode at the default 30 x 120.
+    pub fn pty() -> Mode {
+        Mode::Pty {
+            rows: 30,
+            cols: 120,
+        }
+    }
+}
+
+/// One request to start a session.
+#[derive(Debug, Clone, Default)]
+pub struct SpawnRequest {
+    /// The shell command line, kept verbatim in every answer.
+    pub command: String,
+    /// Working directory; default the registry process's own.
+    pub cwd: Option<PathBuf>,
+    /// Environment overrides, applied after sanitising.
+    pub env: Vec<(String, String)>,
+    /// Names exempt from the deny-list.
+    pub forward_env: Vec<String>,
+    /// Pipe (default) or PTY.
+    pub mode: Mode,
+    /// The container key the command runs under.
+    pub task_id: String,
+    /// The turn or agent that spawned it; defaults to `task_id` (B2).
+    pub owner_task_id: Option<String>,
+    /// The host's session key, if any.
+    pub session_key: Option<String>,
+    /// Queue one completion for the owner at exit (B19).
+    pub notify: bool,
+    /// Watch patterns (B20).
+    pub watch: Vec<String>,
+    /// Heartbeat interval in seconds (B21); 0 or `None` is off.
+    pub heartbeat_seconds: Option<u64>,
+    /// Survive lifecycle kill sweeps (B17).
+    pub persist_on_release: bool,
+    /// Characters of output the completion carries; default from the config (B8).
+    pub completion_output_chars: Option<usize>,
+}
+
+/// Who asked for a kill (B17).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KillSource {
+    /// A kill of one session by id.
+    ProcessKill,
+    /// An operator's explicit stop.
+    OperatorStop,
+    /// A kill-all sweep on release.
+    KillAll,
+    /// The host's turn timed out.
+    TurnTimeout,
+    /// The agent closed.
+    AgentClose,
+    /// The host is shutting down.
+    HostShutdown,
+}
+
+impl KillSource {
+    /// The snake_case name used on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KillSource::ProcessKill => "process_kill",
+            KillSource::OperatorStop => "operator_stop",
+            KillSource::KillAll => "kill_all",
+            KillSource::TurnTimeout => "turn_timeout",
+            KillSource::AgentClose => "agent_close",
+            KillSource::HostShutdown => "host_shutdown",
+        }
+    }
+
+    /// Lifecycle sweeps spare sessions spawned with `persist_on_release` (B17).
+    pub fn spares_persistent(self) -> bool {
+        matches!(
+            self,
+            KillSource::KillAll | KillSource::TurnTimeout | KillSource::AgentClose
+        )
+    }
+}
+
+/// Which sessions [`crate::Registry::list`] returns. Empty filter fields match all.
+#[derive(Debug, Clone, Default)]
+pub struct ListFilter {
+    /// Sessions owned by this `owner_task_id`.
+    pub owner: Option<String>,
+    /// Sessions with this session key (alternative to `owner`: either matches).
+    pub session_key: Option<String>,
+    /// Include finished sessions.
+    pub include_finished: bool,
+}

@@ -1,0 +1,93 @@
+//! Errors of the registry: lookup, spawn and everything else.
+
+use std::path::PathBuf;
+
+use crate::SessionId;
+
+/// A session id or prefix did not name exactly one session (B37).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LookupError {
+    /// Nothing matched.
+    #[error("no session {id}; list sessions to see the ids that exist")]
+    NotFound {
+        /// What was asked for.
+        id: String,
+    },
+    /// More than one session matched the prefix.
+    #[error("prefix {prefix} matches {n} sessions; give more characters of the id", n = matches.len())]
+    Ambiguous {
+        /// What was asked for.
+        prefix: String,
+        /// Every id it matched.
+        matches: Vec<SessionId>,
+    },
+    /// The prefix has fewer than 4 characters after `proc_`.
+    #[error("prefix {prefix} is too short; give at least 4 characters after proc_")]
+    TooShort {
+        /// What was asked for.
+        prefix: String,
+    },
+}
+
+/// A spawn was refused or failed; nothing is left running.
+#[derive(Debug, thiserror::Error)]
+pub enum SpawnError {
+    /// The self-kill guard refused the command (B33).
+    #[error("command refused by the self-kill guard: {0}")]
+    Guarded(herd_guards::Block),
+    /// A request field is unusable.
+    #[error("invalid spawn request: {field}: {message}")]
+    InvalidRequest {
+        /// The offending field.
+        field: &'static str,
+        /// What is wrong and what to do.
+        message: String,
+    },
+    /// The OS refused to start the child.
+    #[error("failed to start {command:?}; check the shell and the working directory")]
+    Spawn {
+        /// The command line as given.
+        command: String,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A directory or file under the home could not be prepared.
+    #[error("failed to prepare {path} for the session; check the home directory")]
+    Prepare {
+        /// The path that failed.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+}
+
+/// Everything else the registry can fail at.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The session id did not resolve.
+    #[error(transparent)]
+    Lookup(#[from] LookupError),
+    /// An argument is out of range.
+    #[error("invalid argument: {message}")]
+    InvalidArgument {
+        /// What is wrong and what to do.
+        message: String,
+    },
+    /// A file operation failed.
+    #[error("failed to access {path}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The registry was created outside a tokio runtime.
+    #[error("the registry needs a tokio runtime; create it from inside one")]
+    NoRuntime,
+    /// A directory under the home could not be created.
+    #[error("failed to prepare the home")]
+    Home(#[from] herd_persistence::Error),
+}

@@ -1,0 +1,291 @@
+//! Events the registry publishes (completion, heartbeat, watch) and the text an agent
+//! reads for them (B19-B22, B39 batching).
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::answers::CompletionReason;
+use crate::{KillSource, SessionId};
+
+/// One event, as published to `subscribe` and queued for owners.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    /// A session finished; exactly one per session (B9, B19).
+    Completion {
+        /// The session.
+        session_id: SessionId,
+        /// The container key.
+        task_id: String,
+        /// The owner the completion is delivered to.
+        owner_task_id: String,
+        /// The host's session key.
+        session_key: Option<String>,
+        /// The command line.
+        command: String,
+        /// The exit code, if it exited normally.
+        exit_code: Option<i32>,
+        /// The signal that ended it, if one did.
+        signal: Option<i32>,
+        /// Why it finished.
+        completion_reason: CompletionReason,
+        /// Who killed it, if herd did.
+        termination_source: Option<KillSource>,
+        /// Sized output (B8), through the output pipeline.
+        output: String,
+        /// Output was cut; `log_path` has the rest.
+        output_cut: bool,
+        /// The complete log.
+        log_path: PathBuf,
+        /// RFC 3339 UTC.
+        started_at: String,
+        /// RFC 3339 UTC.
+        finished_at: String,
+        /// Why a child agent handed the session over (B25).
+        handoff_note: Option<String>,
+        /// Pids of the session's process group still alive when the reader stopped
+        /// (a descendant kept the output open after the direct child exited; B13).
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        descendants_alive: Vec<i32>,
+    },
+    /// Periodic output of a running session (B21).
+    Heartbeat {
+        /// The session.
+        session_id: SessionId,
+        /// The container key.
+        task_id: String,
+        /// The owner.
+        owner_task_id: String,
+        /// The host's session key.
+        session_key: Option<String>,
+        /// The command line.
+        command: String,
+        /// Delivered beats so far, this one included.
+        seq: u64,
+        /// Seconds between beats.
+        interval: u64,
+        /// Seconds since the spawn.
+        elapsed: u64,
+        /// Output since the previous beat.
+        output: String,
+        /// RFC 3339 UTC.
+        started_at: String,
+    },
+    /// A watch pattern matched (B20).
+    WatchMatch {
+        /// The session.
+        session_id: SessionId,
+        /// The container key.
+        task_id: String,
+        /// The owner.
+        owner_task_id: String,
+        /// The host's session key.
+        session_key: Option<String>,
+        /// The command line.
+        command: String,
+        /// The pattern that matched.
+        pattern: String,
+        /// The matching lines.
+        output: String,
+        /// Matches suppressed by the rate limit since the last delivery.
+        suppressed: u64,
+    },
+    /// Watching was turned off for a session (B20).
+    WatchDisabled {
+        /// The session.
+        session_id: SessionId,
+        /// The container key.
+        task_id: String,
+        /// The owner.
+        owner_task_id: String,
+        /// The host's session key.
+        session_key: Option<String>,
+        /// The command line.
+        command: String,
+        /// Matches suppressed before disabling.
+        suppressed: u64,
+        /// Why.
+        message: String,
+    },
+    /// The global watch breaker tripped (B20).
+    WatchOverflowTripped {
+        /// The explanation.
+        message: String,
+    },
+    /// The global watch breaker released (B20).
+    WatchOverflowReleased {
+        /// Matches dropped while tripped.
+        suppressed: u64,
+        /// The explanation.
+        message: String,
+    },
+}
+
+impl Event {
+    /// The owner whose queue the event belongs to; `None` for global events.
+    pub fn owner_task_id(&self) -> Option<&str> {
+        match self {
+            Event::Completion { owner_task_id, .. }
+            | Event::Heartbeat { owner_task_id, .. }
+            | Event::WatchMatch { owner_task_id, .. }
+            | Event::WatchDisabled { owner_task_id, .. } => Some(owner_task_id),
+            Event::WatchOverflowTripped { .. } | Event::WatchOverflowReleased { .. } => None,
+        }
+    }
+
+    /// The session the event is about, if any.
+    pub fn session_id(&self) -> Option<&SessionId> {
+        match self {
+            Event::Completion { session_id, .. }
+            | Event::Heartbeat { session_id, .. }
+            | Event::WatchMatch { session_id, .. }
+            | Event::WatchDisabled { session_id, .. } => Some(session_id),
+            Event::WatchOverflowTripped { .. } | Event::WatchOverflowReleased { .. } => None,
+        }
+    }
+}
+
+/// Renders events as the text an agent reads. Consecutive completions form one batch;
+/// a batch of two or more gets a header asking for one consolidated response (B39).
+pub fn render_events(events: &[Event]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut batch: Vec<String> = Vec::new();
+    let flush = |batch: &mut Vec<String>, parts: &mut Vec<String>| {
+        if batch.len() >= 2 {
+            parts.push(format!(
+                "[IMPORTANT: {} background processes completed. Treat these results as one batch and give one consolidated response; preserve failures and actionable results.]",
+                batch.len()
+            ));
+        }
+        parts.append(batch);
+    };
+    for event in events {
+        if matches!(event, Event::Completion { .. }) {
+            batch.push(render_one(event));
+        } else {
+            flush(&mut batch, &mut parts);
+            parts.push(render_one(event));
+        }
+    }
+    flush(&mut batch, &mut parts);
+    parts.join("\n\n")
+}
+
+fn render_one(event: &Event) -> String {
+    match event {
+        Event::Completion {
+            session_id,
+            command,
+            exit_code,
+            signal,
+            completion_reason,
+            termination_source,
+            output,
+            output_cut,
+            log_path,
+            handoff_note,
+            descendants_alive,
+            ..
+        } => {
+            let status = match completion_reason {
+                CompletionReason::Killed => format!(
+                    "was terminated by {}",
+                    termination_source.map_or("herd", KillSource::as_str)
+                ),
+                CompletionReason::Lost => {
+                    "was lost (its exit status could not be collected)".to_owned()
+                }
+                CompletionReason::FailedStart => "failed to start".to_owned(),
+                CompletionReason::Signaled => "was ended by a signal".to_owned(),
+                CompletionReason::Exited if *exit_code == Some(0) => {
+                    "completed normally".to_owned()
+                }
+                CompletionReason::Exited => "exited".to_owned(),
+            };
+            let mut code = match (exit_code, signal) {
+                (Some(c), _) => format!("exit code {c}"),
+                (None, Some(s)) => format!("signal {s}"),
+                (None, None) => "exit status unknown".to_owned(),
+            };
+            if *signal == Some(15) && exit_code.is_some() {
+                code.push_str(", SIGTERM");
+            }
+            let mut text =
+                format!("[IMPORTANT: Background process {session_id} {status} ({code}).\n");
+            if let Some(note) = handoff_note {
+                let _ = writeln!(
+                    text,
+                    "Handed off to you by a subagent before it finished. Purpose: {note}"
+                );
+            }
+            let _ = write!(text, "Command: {command}\nOutput:\n");
+            if *output_cut {
+                let _ = writeln!(
+                    text,
+                    "...(earlier output cut; the full output is in {})",
+                    log_path.display()
+                );
+            }
+            text.push_str(output);
+            if !descendants_alive.is_empty() {
+                let _ = write!(
+                    text,
+                    "\n(descendants still running after the command exited: {descendants_alive:?})"
+                );
+            }
+            text.push(']');
+            text
+        }
+        Event::Heartbeat {
+            session_id,
+            command,
+            seq,
+            interval,
+            elapsed,
+            output,
+            ..
+        } => format!(
+            "[Background process {session_id} heartbeat #{seq} — still running after {} (next in {interval}s when there is new output; you will also be told when it exits).\nCommand: {command}\nOutput since last heartbeat:\n{output}]",
+            format_age(*elapsed)
+        ),
+        Event::WatchMatch {
+            session_id,
+            command,
+            pattern,
+            output,
+            suppressed,
+            ..
+        } => {
+            let mut text = format!(
+                "[IMPORTANT: Background process {session_id} matched watch pattern \"{pattern}\".\nCommand: {command}\nMatched output:\n{output}"
+            );
+            if *suppressed > 0 {
+                let _ = write!(
+                    text,
+                    "\n({suppressed} earlier matches were suppressed by rate limit)"
+                );
+            }
+            text.push(']');
+            text
+        }
+        Event::WatchDisabled { message, .. }
+        | Event::WatchOverflowTripped { message }
+        | Event::WatchOverflowReleased { message, .. } => format!("[IMPORTANT: {message}]"),
+    }
+}
+
+/// `45s`, `18m`, `18m5s`, `2h`, `2h3m`.
+fn format_age(secs: u64) -> String {
+    match secs {
+        s if s < 60 => format!("{s}s"),
+        s if s < 3600 && s % 60 == 0 => format!("{}m", s / 60),
+        s if s < 3600 => format!("{}m{}s", s / 60, s % 60),
+        s if (s % 3600) / 60 == 0 => format!("{}h", s / 3600),
+        s => format!("{}h{}m", s / 3600, (s % 3600) / 60),
+    }
+}
+
+#[cfg(test)]
+mod tests;

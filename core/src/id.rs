@@ -1,0 +1,63 @@
+//! Session ids: `proc_` followed by 12 lowercase hex characters.
+
+use std::fmt;
+
+use serde::Serialize;
+
+/// The prefix every session id starts with.
+pub(crate) const ID_PREFIX: &str = "proc_";
+
+/// Characters a lookup prefix needs after `proc_` (B37).
+pub(crate) const MIN_PREFIX_CHARS: usize = 4;
+
+/// A session's id.
+///
+/// Invariant: `proc_` followed by 12 lowercase hex characters.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(transparent)]
+pub struct SessionId(String);
+
+impl SessionId {
+    /// A fresh random id.
+    pub(crate) fn generate() -> SessionId {
+        SessionId(format!("{ID_PREFIX}{:012x}", fastrand::u64(..) >> 16))
+    }
+
+    /// The id as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for SessionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl AsRef<str> for SessionId {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Normalises a lookup prefix to `proc_<hex>` form; a bare suffix is accepted.
+pub(crate) fn normalise_prefix(input: &str) -> String {
+    let trimmed = input.trim();
+    if trimmed.starts_with(ID_PREFIX) {
+        trimmed.to_owned()
+    } else {
+        format!("{ID_PREFIX}{trimmed}")
+    }
+}
+
+#[cfg(test)]
+mod tests;
+
+#[cfg(test)]
+impl SessionId {
+    /// An id from literal text, for unit tests.
+    pub(crate) fn from_test(id: &str) -> SessionId {
+        SessionId(id.to_owned())
+    }
+}

@@ -1,0 +1,130 @@
+//! A session's captured output: the bounded in-memory tail, the counters, and the
+//! complete log file (B5).
+//!
+//! The tail is raw bytes and grows as output arrives (nothing is allocated up front).
+//! It is compacted only when it reaches twice its bound, so appending costs one copy
+//! per byte amortised. The log file is written by the session's reader alone; answers
+//! read the tail (or the file through `log_chunk`), never the pipe, so releasing the
+//! handles loses nothing.
+//!
+//! Invariant: `total_ingested` only grows, and equals the bytes kept in the log plus
+//! `bytes_not_kept` once the log cap is reached or the log failed.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::PathBuf;
+
+/// The in-memory side of a session's output, shared behind the session's lock.
+#[derive(Debug)]
+pub(crate) struct Tail {
+    /// The last bytes the session produced (at most twice `bound`, answers use `bound`).
+    bytes: Vec<u8>,
+    /// The tail answers are served from, in bytes.
+    bound: usize,
+    /// Every byte ever ingested (after PTY-query and noise stripping).
+    total_ingested: u64,
+    /// Bytes that did not make it into the log (cap reached or write failed).
+    bytes_not_kept: u64,
+}
+
+impl Tail {
+    /// An empty tail bounded to `bound` bytes.
+    pub(crate) fn new(bound: usize) -> Tail {
+        Tail {
+            bytes: Vec::new(),
+            bound: bound.max(1),
+            total_ingested: 0,
+            bytes_not_kept: 0,
+        }
+    }
+
+    /// Appends one chunk, of which `not_kept` bytes missed the log.
+    pub(crate) fn push(&mut self, chunk: &[u8], not_kept: u64) {
+        self.total_ingested += chunk.len() as u64;
+        self.bytes_not_kept += not_kept;
+        let chunk = if chunk.len() > self.bound {
+            self.bytes.clear();
+            &chunk[chunk.len() - self.bound..]
+        } else {
+            chunk
+        };
+        if self.bytes.len() + chunk.len() > 2 * self.bound {
+            let keep_from = self.bytes.len() + chunk.len() - self.bound;
+            self.bytes.drain(..keep_from.min(self.bytes.len()));
+        }
+        self.bytes.extend_from_slice(chunk);
+    }
+
+    /// The last `bound` bytes, and whether earlier output exists that they omit.
+    pub(crate) fn view(&self) -> (&[u8], bool) {
+        let start = self.bytes.len().saturating_sub(self.bound);
+        let shown = &self.bytes[start..];
+        (shown, (shown.len() as u64) < self.total_ingested)
+    }
+
+    /// Every byte ever ingested.
+    pub(crate) fn total_ingested(&self) -> u64 {
+        self.total_ingested
+    }
+
+    /// Bytes that are not in the log file.
+    pub(crate) fn bytes_not_kept(&self) -> u64 {
+        self.bytes_not_kept
+    }
+
+    /// Drops the memory of a session nobody can ask about any more.
+    pub(crate) fn release(&mut self) {
+        self.bytes = Vec::new();
+    }
+}
+
+/// The session's log file, owned by its reader.
+#[derive(Debug)]
+pub(crate) struct LogWriter {
+    path: PathBuf,
+    file: Option<File>,
+    written: u64,
+    cap: u64,
+    warned: bool,
+}
+
+impl LogWriter {
+    /// Wraps an open log file capped at `cap` bytes.
+    pub(crate) fn new(path: PathBuf, file: File, cap: u64) -> LogWriter {
+        LogWriter {
+            path,
+            file: Some(file),
+            written: 0,
+            cap,
+            warned: false,
+        }
+    }
+
+    /// Writes what fits under the cap; returns how many bytes were not kept.
+    ///
+    /// The write is a plain blocking write into the page cache, done on the reader's
+    /// task: it costs microseconds per chunk, far less than a hop to a blocking pool.
+    pub(crate) fn write(&mut self, chunk: &[u8]) -> u64 {
+        let Some(file) = self.file.as_mut() else {
+            return chunk.len() as u64;
+        };
+        let room = self.cap.saturating_sub(self.written);
+        let n = usize::try_from(room).unwrap_or(usize::MAX).min(chunk.len());
+        if n > 0 {
+            if let Err(error) = file.write_all(&chunk[..n]) {
+                tracing::error!(path = %self.path.display(), %error, "session log write failed; later output is kept in memory only");
+                self.file = None;
+                return chunk.len() as u64;
+            }
+            self.written += n as u64;
+        }
+        if n < chunk.len() && !self.warned {
+            tracing::warn!(path = %self.path.display(), cap_bytes = self.cap, "session log reached its cap; later output is counted but not kept");
+            self.warned = true;
+        }
+        (chunk.len() - n) as u64
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,338 @@
+//! The per-session reader: one task that ingests the child's output and waits for its
+//! exit, then hands the session to the registry's choke point (B5, B6, B7, B13).
+//!
+//! Pipeline per chunk: PTY query responder (PTY mode; replies written back) → shell
+//! noise filter → log file → in-memory tail. The component knows nothing of the
+//! registry beyond the `Finish` it returns, so it can later move into a per-session
+//! shim process.
+//!
+//! B13 ordering: the direct child's exit is recorded as soon as it is collected, but
+//! the session finishes only when the reader is done: at end-of-file, or once the pipe
+//! has stayed idle for `idle_drain` after the exit (a descendant holds it open), or at
+//! once after a kill (only what is already buffered is drained). Nobody closes the pipe
+//! under the reader; it owns its end.
+
+use std::io;
+use std::os::fd::AsFd;
+use std::os::unix::process::ExitStatusExt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::Interest;
+use tokio::io::unix::AsyncFd;
+use tokio::net::unix::pipe;
+use tokio::task::JoinHandle;
+
+use crate::noise::NoiseFilter;
+use crate::output::LogWriter;
+use crate::session::{ExitInfo, Session};
+use crate::spawn::{self, MasterFd};
+
+/// The smallest read buffer; grown when reads fill it.
+const MIN_READ_BYTES: usize = 64 * 1024;
+/// The largest read buffer.
+const MAX_READ_BYTES: usize = 1024 * 1024;
+/// Reads per readiness wake before yielding back to the runtime.
+const READS_PER_TURN: usize = 32;
+
+/// Where the output comes from.
+#[derive(Debug)]
+pub(crate) enum Source {
+    Pipe {
+        rx: pipe::Receiver,
+        raised: bool,
+    },
+    Pty {
+        master: Arc<AsyncFd<MasterFd>>,
+        scanner: herd_pty::Scanner,
+    },
+}
+
+impl Source {
+    async fn ready(&self) -> io::Result<()> {
+        match self {
+            Source::Pipe { rx, .. } => rx.readable().await,
+            Source::Pty { master, .. } => master.readable().await.map(|mut g| g.retain_ready()),
+        }
+    }
+
+    /// One non-blocking read; `Ok(0)` is end-of-file (EIO on a PTY master counts).
+    fn try_read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Source::Pipe { rx, raised } => {
+                let n = rx.try_read(buf)?;
+                if !*raised && n >= MIN_READ_BYTES {
+                    spawn::raise_pipe_buffer(rx.as_fd());
+                    *raised = true;
+                }
+                Ok(n)
+            }
+            Source::Pty { master, .. } => {
+                match master.try_io(Interest::READABLE, |fd| {
+                    nix::unistd::read(fd.as_fd(), buf).map_err(io::Error::from)
+                }) {
+                    Err(e) if e.raw_os_error() == Some(libc::EIO) => Ok(0),
+                    other => other,
+                }
+            }
+        }
+    }
+}
+
+/// How the direct child's exit is collected.
+#[derive(Debug)]
+pub(crate) enum Waiter {
+    Tokio(tokio::process::Child),
+    Blocking(JoinHandle<io::Result<std::process::ExitStatus>>),
+}
+
+impl Waiter {
+    /// Cancel-safe: may be polled again after being dropped mid-wait.
+    async fn wait(&mut self) -> io::Result<ExitInfo> {
+        let status = match self {
+            Waiter::Tokio(child) => child.wait().await?,
+            Waiter::Blocking(handle) => handle.await.map_err(io::Error::other)??,
+        };
+        Ok(ExitInfo {
+            code: status.code(),
+            signal: status.signal(),
+        })
+    }
+}
+
+/// What the reader hands the choke point.
+#[derive(Debug)]
+pub(crate) struct Finish {
+    /// The exit status, or the error collecting it.
+    pub(crate) exit: Result<ExitInfo, io::Error>,
+    /// Members of the session's process group still alive when the reader stopped
+    /// without end-of-file.
+    pub(crate) descendants_alive: Vec<i32>,
+}
+
+/// Runs the reader until the session is done with output and exit.
+pub(crate) async fn run(
+    session: Arc<Session>,
+    mut source: Source,
+    mut waiter: Waiter,
+    mut log: LogWriter,
+    idle_drain: Duration,
+) -> Finish {
+    let mut noise = NoiseFilter::default();
+    let mut buf: Vec<u8> = Vec::new();
+    let mut exit: Option<io::Result<ExitInfo>> = None;
+    let mut kill_rx = session.kill_requested.subscribe();
+    let mut eof = false;
+    loop {
+        let ready = if exit.is_none() {
+            tokio::select! {
+                r = source.ready() => r,
+                e = waiter.wait() => {
+                    if let Ok(info) = &e {
+                        session.state().exit = Some(*info);
+                    }
+                    exit = Some(e);
+                    continue;
+                }
+            }
+        } else if *kill_rx.borrow_and_update() {
+            // After a kill only what is already buffered is read.
+            drain_now(&mut source, &mut buf, &session, &mut log, &mut noise);
+            break;
+        } else {
+            tokio::select! {
+                r = tokio::time::timeout(idle_drain, source.ready()) => match r {
+                    Ok(r) => r,
+                    Err(_) => break,
+                },
+                _ = kill_rx.changed() => continue,
+            }
+        };
+        if let Err(error) = ready {
+            tracing::warn!(%error, "session output unreadable; finishing");
+            break;
+        }
+        match read_burst(&mut source, &mut buf, &session, &mut log, &mut noise) {
+            Ok(Burst::Eof) => {
+                eof = true;
+                break;
+            }
+            Ok(Burst::Drained | Burst::More) => {}
+            Err(error) => {
+                tracing::warn!(%error, "session output read failed; finishing");
+                break;
+            }
+        }
+    }
+    let rest = flush(&mut source, &mut noise);
+    ingest(&session, &mut log, &rest);
+    drop(source);
+    let exit = match exit {
+        Some(e) => e,
+        None => waiter.wait().await,
+    };
+    let descendants_alive = if eof {
+        Vec::new()
+    } else {
+        group_members(session.pgid)
+    };
+    Finish {
+        exit,
+        descendants_alive,
+    }
+}
+
+/// How a burst of reads ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Burst {
+    /// End of file.
+    Eof,
+    /// Nothing more to read right now.
+    Drained,
+    /// A turn's worth was read; more may be waiting.
+    More,
+}
+
+/// Reads until the source would block, or a turn's worth.
+fn read_burst(
+    source: &mut Source,
+    buf: &mut Vec<u8>,
+    session: &Session,
+    log: &mut LogWriter,
+    noise: &mut NoiseFilter,
+) -> io::Result<Burst> {
+    for _ in 0..READS_PER_TURN {
+        if buf.is_empty() {
+            buf.resize(MIN_READ_BYTES, 0);
+        }
+        match source.try_read(buf) {
+            Ok(0) => return Ok(Burst::Eof),
+            Ok(n) => {
+                process(source, &buf[..n], session, log, noise);
+                if n == buf.len() && buf.len() < MAX_READ_BYTES {
+                    buf.resize(buf.len() * 2, 0);
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                // A session that went quiet gives its grown read buffer back.
+                if buf.len() > MIN_READ_BYTES {
+                    *buf = Vec::new();
+                }
+                return Ok(Burst::Drained);
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(Burst::More)
+}
+
+/// Reads what is already buffered, up to 16 MiB, without waiting.
+fn drain_now(
+    source: &mut Source,
+    buf: &mut Vec<u8>,
+    session: &Session,
+    log: &mut LogWriter,
+    noise: &mut NoiseFilter,
+) {
+    for _ in 0..16 {
+        if read_burst(source, buf, session, log, noise).ok() != Some(Burst::More) {
+            return;
+        }
+    }
+}
+
+/// Passes one chunk through the responder and the noise filter into the sinks.
+fn process(
+    source: &mut Source,
+    chunk: &[u8],
+    session: &Session,
+    log: &mut LogWriter,
+    noise: &mut NoiseFilter,
+) {
+    match source {
+        Source::Pipe { .. } => {
+            let kept = noise.feed(chunk);
+            ingest(session, log, &kept);
+        }
+        Source::Pty { master, scanner } => {
+            let scan = scanner.feed(chunk);
+            if !scan.replies.is_empty() {
+                write_replies(master, &scan.replies);
+            }
+            let kept = noise.feed(&scan.output);
+            ingest(session, log, &kept);
+        }
+    }
+}
+
+/// Writes terminal replies back to the PTY without waiting; replies are a few bytes
+/// and the terminal's input queue has room for them unless the program stopped
+/// reading, in which case it is not waiting for the answer either.
+fn write_replies(master: &AsyncFd<MasterFd>, mut replies: &[u8]) {
+    while !replies.is_empty() {
+        let written = master.try_io(Interest::WRITABLE, |fd| {
+            nix::unistd::write(fd.as_fd(), replies).map_err(io::Error::from)
+        });
+        match written {
+            Ok(n) => replies = &replies[n..],
+            Err(error) => {
+                tracing::debug!(%error, "pty reply not written");
+                return;
+            }
+        }
+    }
+}
+
+/// Flushes held bytes at end of stream: a partial escape, a held partial line.
+fn flush(source: &mut Source, noise: &mut NoiseFilter) -> Vec<u8> {
+    let mut out = Vec::new();
+    if let Source::Pty { scanner, .. } = source {
+        let held = scanner.flush();
+        out.extend_from_slice(&noise.feed(&held));
+    }
+    out.extend(noise.flush());
+    out
+}
+
+/// Appends kept bytes to the log and the tail.
+fn ingest(session: &Session, log: &mut LogWriter, bytes: &[u8]) {
+    if bytes.is_empty() {
+        return;
+    }
+    let not_kept = log.write(bytes);
+    session.tail().push(bytes, not_kept);
+    tracing::trace!(n_bytes = bytes.len(), "output ingested");
+}
+
+/// Pids whose process group is `pgid`, from `/proc` (Linux); empty elsewhere.
+pub(crate) fn group_members(pgid: i32) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut pids = Vec::new();
+    for entry in dir.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // Fields after the parenthesised command: state, ppid, pgrp, ...
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+            continue;
+        };
+        let mut fields = rest.split_ascii_whitespace();
+        let state = fields.next();
+        let pgrp = fields.nth(1).and_then(|f| f.parse::<i32>().ok());
+        if pgrp == Some(pgid) && state != Some("Z") {
+            pids.push(pid);
+        }
+    }
+    pids.sort_unstable();
+    pids
+}

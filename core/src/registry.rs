@@ -1,0 +1,1231 @@
+//! The registry: the table of sessions and every operation on them.
+//!
+//! Locking: `Inner::tables` (running, finished, owners' queues) is taken before any
+//! session lock and never while awaiting. The one choke point, [`Inner::finish`], moves
+//! a session from running to finished, stamps it, releases its handles and publishes
+//! its completion inside a single critical section of the table lock, so a waiter
+//! always sees the session either running or with its completion published (B10).
+//!
+//! Every route by which output leaves (poll, log, log chunk, wait, kill, list preview,
+//! completion) sizes it with `text::tail_chars` and passes it through
+//! `pipeline.apply` with the route and the session owner's identity (B8, B30, B31).
+
+use std::collections::{HashMap, VecDeque};
+use std::ffi::OsString;
+use std::fs::OpenOptions;
+use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant, SystemTime};
+
+use herd_hooks::{OutputContext, Route};
+use herd_persistence::Home;
+use tokio::sync::{broadcast, watch};
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use crate::answers::{
+    CompletionReason, KillAnswer, KillStatus, ListRow, LogAnswer, LogChunk, ModeName, PollAnswer,
+    SessionStatus, SpawnInfo, StdinAnswer, StdinStatus, WaitAnswer, WaitStatus,
+};
+use crate::config::{
+    KillSource, ListFilter, Mode, NotificationPolicy, RegistryConfig, SpawnRequest,
+};
+use crate::error::{Error, LookupError, SpawnError};
+use crate::event::Event;
+use crate::id::{self, SessionId};
+use crate::interim_kill as kill;
+use crate::output::{LogWriter, Tail};
+use crate::reader::{self, Finish, Source, Waiter};
+use crate::session::{ExitInfo, Finished, Session, State, Stdin};
+use crate::spawn::{self, EnvPlan, Launch, PtyFailure};
+use crate::text;
+
+/// Characters in a poll preview (B39).
+const POLL_PREVIEW_CHARS: usize = 1_000;
+/// Characters in a list row preview (B39).
+const LIST_PREVIEW_CHARS: usize = 200;
+/// Characters of the command in a list row.
+const LIST_COMMAND_CHARS: usize = 200;
+/// Default lines of a log page.
+const LOG_DEFAULT_LINES: usize = 200;
+/// Capacity of the broadcast channel behind `subscribe`.
+const BROADCAST_CAPACITY: usize = 4096;
+/// How long a stdin write may wait for the child to read.
+const STDIN_WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The registry of background sessions. Cheap to clone; every clone is the same
+/// registry.
+#[derive(Debug, Clone)]
+pub struct Registry {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    home: Home,
+    config: RegistryConfig,
+    tables: Mutex<Tables>,
+    events: broadcast::Sender<Event>,
+    /// Bumped after every finish; waiters for pending completions watch it.
+    finishes: watch::Sender<u64>,
+    runtime: tokio::runtime::Handle,
+}
+
+#[derive(Debug, Default)]
+struct Tables {
+    running: HashMap<SessionId, Arc<Session>>,
+    finished: HashMap<SessionId, Arc<Session>>,
+    queues: HashMap<String, VecDeque<Event>>,
+}
+
+impl Tables {
+    fn get(&self, id: &SessionId) -> Option<&Arc<Session>> {
+        self.running.get(id).or_else(|| self.finished.get(id))
+    }
+
+    fn all(&self) -> impl Iterator<Item = &Arc<Session>> {
+        self.running.values().chain(self.finished.values())
+    }
+}
+
+impl Registry {
+    /// A registry whose every path derives from `home` (B4).
+    ///
+    /// Must be called inside a tokio runtime; creates nothing on disk until the first
+    /// spawn, and nothing outside `home`.
+    ///
+    /// # Errors
+    /// [`Error::NoRuntime`] outside a tokio runtime.
+    pub fn new(home: Home, config: RegistryConfig) -> Result<Registry, Error> {
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| Error::NoRuntime)?;
+        let (events, _) = broadcast::channel(BROADCAST_CAPACITY);
+        let (finishes, _) = watch::channel(0);
+        Ok(Registry {
+            inner: Arc::new(Inner {
+                home,
+                config,
+                tables: Mutex::new(Tables::default()),
+                events,
+                finishes,
+                runtime,
+            }),
+        })
+    }
+
+    /// The home this registry works under.
+    pub fn home(&self) -> &Home {
+        &self.inner.home
+    }
+
+    /// The configuration this registry was built with.
+    pub fn config(&self) -> &RegistryConfig {
+        &self.inner.config
+    }
+
+    /// Starts a session.
+    ///
+    /// The guard (when configured) judges the command first; a refused command starts
+    /// nothing. The child gets its own process group, the sanitised environment and
+    /// the home's scratch dir as TMPDIR. A PTY that cannot be opened falls back to a
+    /// pipe, said in `pty_note`; the command never runs twice.
+    ///
+    /// # Errors
+    /// [`SpawnError::Guarded`], [`SpawnError::InvalidRequest`] for an empty command,
+    /// [`SpawnError::Prepare`] when the home's directories or the log cannot be
+    /// created, [`SpawnError::Spawn`] when the OS refuses (nothing is left running).
+    pub async fn spawn(&self, req: SpawnRequest) -> Result<SpawnInfo, SpawnError> {
+        self.inner.spawn(req)
+    }
+
+    /// Resolves a full id or a unique prefix (B37).
+    ///
+    /// # Errors
+    /// [`LookupError::NotFound`], [`LookupError::Ambiguous`], [`LookupError::TooShort`].
+    pub fn lookup(&self, id_or_prefix: &str) -> Result<SessionId, LookupError> {
+        self.inner.lookup(id_or_prefix).map(|s| s.id.clone())
+    }
+
+    /// Status, uptime, a 1,000-character preview and exit fields once exited (B39).
+    ///
+    /// # Errors
+    /// [`Error::Lookup`] when the id does not resolve.
+    pub fn poll(&self, id: &str) -> Result<PollAnswer, Error> {
+        let s = self.inner.lookup(id)?;
+        let (text, cut) = s.text();
+        let (preview, preview_cut) = text::tail_chars(&text, POLL_PREVIEW_CHARS, cut);
+        let st = s.state();
+        let fin = st.finished.clone();
+        let preview = self.inner.apply(&s, &st, Route::Poll, &preview);
+        drop(st);
+        let (bytes_not_kept, total_ingested) = {
+            let tail = s.tail();
+            (tail.bytes_not_kept(), tail.total_ingested())
+        };
+        Ok(PollAnswer {
+            session_id: s.id.clone(),
+            command: s.command.clone(),
+            status: if fin.is_some() {
+                SessionStatus::Exited
+            } else {
+                SessionStatus::Running
+            },
+            pid: s.pid,
+            uptime_seconds: s.uptime_seconds(),
+            output_preview: preview,
+            exit_code: fin.as_ref().and_then(|f| f.exit).and_then(|e| e.code),
+            signal: fin.as_ref().and_then(|f| f.exit).and_then(|e| e.signal),
+            completion_reason: fin.as_ref().map(|f| f.reason),
+            termination_source: fin.as_ref().and_then(|f| f.source),
+            output_cut: preview_cut,
+            log_path: s.log_path.clone(),
+            bytes_not_kept,
+            total_ingested,
+        })
+    }
+
+    /// A page of output lines: the last `limit` (default 200) lines, or `limit` lines
+    /// from `offset` when one is given (B39).
+    ///
+    /// # Errors
+    /// [`Error::Lookup`] when the id does not resolve.
+    pub fn log(
+        &self,
+        id: &str,
+        offset: Option<usize>,
+        limit: Option<usize>,
+    ) -> Result<LogAnswer, Error> {
+        let s = self.inner.lookup(id)?;
+        let (text, _) = s.text();
+        let lines: Vec<&str> = text.lines().collect();
+        let total = lines.len();
+        let limit = limit.unwrap_or(LOG_DEFAULT_LINES);
+        let start = offset
+            .unwrap_or_else(|| total.saturating_sub(limit))
+            .min(total);
+        let end = start.saturating_add(limit).min(total);
+        let page = lines[start..end].join("\n");
+        let st = s.state();
+        let output = self.inner.apply(&s, &st, Route::Log, &page);
+        let status = if st.finished.is_some() {
+            SessionStatus::Exited
+        } else {
+            SessionStatus::Running
+        };
+        drop(st);
+        Ok(LogAnswer {
+            session_id: s.id.clone(),
+            command: s.command.clone(),
+            status,
+            output,
+            total_lines: total,
+            offset: start,
+            showing: format!("{} lines", end - start),
+            log_path: s.log_path.clone(),
+        })
+    }
+
+    /// Up to `max_bytes` of the log file from byte `from_byte`, as text that never
+    /// ends inside a character (for `logs --follow` and full dumps).
+    ///
+    /// # Errors
+    /// [`Error::Lookup`], or [`Error::Io`] when the log cannot be read.
+    pub fn log_chunk(&self, id: &str, from_byte: u64, max_bytes: usize) -> Result<LogChunk, Error> {
+        let s = self.inner.lookup(id)?;
+        let io_err = |source| Error::Io {
+            path: s.log_path.clone(),
+            source,
+        };
+        let is_running = s.status() == SessionStatus::Running;
+        let mut file = std::fs::File::open(&s.log_path).map_err(io_err)?;
+        file.seek(SeekFrom::Start(from_byte)).map_err(io_err)?;
+        let mut bytes = Vec::with_capacity(max_bytes.min(1 << 20));
+        file.take(max_bytes as u64)
+            .read_to_end(&mut bytes)
+            .map_err(io_err)?;
+        let keep = text::complete_prefix_len(&bytes);
+        let keep = if keep == 0 && !bytes.is_empty() && (!is_running || bytes.len() >= 4) {
+            bytes.len()
+        } else {
+            keep
+        };
+        let decoded = String::from_utf8_lossy(&bytes[..keep]).into_owned();
+        let st = s.state();
+        let output = self.inner.apply(&s, &st, Route::Log, &decoded);
+        drop(st);
+        Ok(LogChunk {
+            session_id: s.id.clone(),
+            output,
+            next_byte: from_byte + keep as u64,
+            is_running,
+        })
+    }
+
+    /// Waits for the session to finish, at most `timeout` (clamped to the wait cap,
+    /// with a note), or until `interrupt` fires (B23).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a zero timeout, [`Error::Lookup`].
+    pub async fn wait(
+        &self,
+        id: &str,
+        timeout: Duration,
+        interrupt: Option<CancellationToken>,
+    ) -> Result<WaitAnswer, Error> {
+        if timeout.is_zero() {
+            return Err(Error::InvalidArgument {
+                message: "timeout must be positive (got 0s)".to_owned(),
+            });
+        }
+        let s = self.inner.lookup(id)?;
+        let cap = self.inner.config.wait_cap;
+        let mut notes = Vec::new();
+        let effective = if timeout > cap {
+            notes.push(format!(
+                "requested wait of {}s was clamped to the configured limit of {}s",
+                timeout.as_secs(),
+                cap.as_secs()
+            ));
+            cap
+        } else {
+            timeout
+        };
+        let mut done = s.done.subscribe();
+        let interrupt = interrupt.unwrap_or_default();
+        let outcome = tokio::select! {
+            r = tokio::time::timeout(effective, done.wait_for(|d| *d)) => match r {
+                Ok(_) => WaitStatus::Exited,
+                Err(_) => WaitStatus::Timeout,
+            },
+            () = interrupt.cancelled() => WaitStatus::Interrupted,
+        };
+        let finished = s.state().finished.is_some();
+        let status = if finished {
+            WaitStatus::Exited
+        } else {
+            outcome
+        };
+        match status {
+            WaitStatus::Exited => {}
+            WaitStatus::Timeout => {
+                notes.push(format!(
+                    "wait window of {}s elapsed; the process is still running. This is not an error. Uptime: {}s.{}",
+                    effective.as_secs(),
+                    s.uptime_seconds(),
+                    if s.notify {
+                        " notify_on_complete is set: you will be notified on exit; do other work instead of waiting again."
+                    } else {
+                        " Poll again later, or spawn with notify next time for automatic notification."
+                    }
+                ));
+            }
+            WaitStatus::Interrupted => {
+                notes.push(if s.notify {
+                    "wait interrupted by a new message from the user; the process is still running and you will be notified on exit. Answer the user now.".to_owned()
+                } else {
+                    "wait interrupted by a new message from the user; the process is still running. Answer the user now.".to_owned()
+                });
+            }
+        }
+        let sized = self.inner.sized(&s, Route::Wait);
+        Ok(WaitAnswer {
+            session_id: s.id.clone(),
+            status,
+            command: s.command.clone(),
+            exit_code: sized.exit.and_then(|e| e.code),
+            signal: sized.exit.and_then(|e| e.signal),
+            completion_reason: sized.reason,
+            termination_source: sized.source,
+            output: sized.output,
+            output_cut: sized.cut,
+            log_path: s.log_path.clone(),
+            process_running: !finished,
+            note: (!notes.is_empty()).then(|| notes.join(". ")),
+        })
+    }
+
+    /// Writes raw bytes to the session's stdin (pipe) or keyboard (PTY).
+    ///
+    /// # Errors
+    /// [`Error::Lookup`].
+    pub async fn write(&self, id: &str, data: &[u8]) -> Result<StdinAnswer, Error> {
+        let s = self.inner.lookup(id)?;
+        Ok(write_input(&s, data).await)
+    }
+
+    /// Writes `text` followed by Enter (`\n` on a pipe, `\r` on a PTY).
+    ///
+    /// # Errors
+    /// [`Error::Lookup`].
+    pub async fn submit(&self, id: &str, text: &str) -> Result<StdinAnswer, Error> {
+        let s = self.inner.lookup(id)?;
+        let enter = if s.mode == ModeName::Pty { "\r" } else { "\n" };
+        Ok(write_input(&s, format!("{text}{enter}").as_bytes()).await)
+    }
+
+    /// Sends end-of-file: closes the stdin pipe, or sends EOT (Ctrl-D) on a PTY.
+    ///
+    /// # Errors
+    /// [`Error::Lookup`].
+    pub async fn close_stdin(&self, id: &str) -> Result<StdinAnswer, Error> {
+        let s = self.inner.lookup(id)?;
+        let handle = {
+            let mut st = s.state();
+            if st.finished.is_some() {
+                return Ok(already_exited());
+            }
+            match &st.stdin {
+                Some(Stdin::Pipe(_)) => st.stdin.take(),
+                other => other.clone(),
+            }
+        };
+        Ok(match handle {
+            Some(Stdin::Pipe(_)) => StdinAnswer {
+                status: StdinStatus::Ok,
+                bytes_written: None,
+                message: Some("stdin closed".to_owned()),
+            },
+            Some(Stdin::Pty(master)) => {
+                let mut answer = write_pty(&master, b"\x04").await;
+                answer.message = Some("EOF sent".to_owned());
+                answer
+            }
+            None => stdin_error("stdin is already closed"),
+        })
+    }
+
+    /// Kills the session's whole tree (B15-B17). `killed` only when the tree is gone;
+    /// otherwise `kill_incomplete` with the survivors, and the session stays running.
+    ///
+    /// # Errors
+    /// [`Error::Lookup`].
+    pub async fn kill(&self, id: &str, source: KillSource) -> Result<KillAnswer, Error> {
+        let s = self.inner.lookup(id)?;
+        Ok(self.inner.kill_session(&s, source).await)
+    }
+
+    /// Kills every running session owned by `owner` (every owner when `owner` is
+    /// empty) except `exclude`. Lifecycle sources spare `persist_on_release` sessions
+    /// (B17). Returns how many ended up killed or already exited.
+    pub async fn kill_all(&self, owner: &str, exclude: &[SessionId], source: KillSource) -> usize {
+        let targets: Vec<Arc<Session>> = {
+            let tables = self.inner.lock();
+            tables
+                .running
+                .values()
+                .filter(|s| !exclude.contains(&s.id))
+                .filter(|s| !(source.spares_persistent() && s.persist_on_release))
+                .filter(|s| owner.is_empty() || s.state().owner_task_id == owner)
+                .cloned()
+                .collect()
+        };
+        let mut set = tokio::task::JoinSet::new();
+        for s in targets {
+            let inner = Arc::clone(&self.inner);
+            set.spawn(async move { inner.kill_session(&s, source).await });
+        }
+        let mut n_done = 0;
+        while let Some(r) = set.join_next().await {
+            if let Ok(answer) = r
+                && matches!(
+                    answer.status,
+                    KillStatus::Killed | KillStatus::AlreadyExited
+                )
+            {
+                n_done += 1;
+            }
+        }
+        n_done
+    }
+
+    /// One row per session matching `filter`, oldest first (B39).
+    pub fn list(&self, filter: &ListFilter) -> Vec<ListRow> {
+        let sessions: Vec<Arc<Session>> = {
+            let tables = self.inner.lock();
+            let pool: Box<dyn Iterator<Item = &Arc<Session>>> = if filter.include_finished {
+                Box::new(tables.all())
+            } else {
+                Box::new(tables.running.values())
+            };
+            pool.filter(|s| {
+                let st = s.state();
+                let by_owner = filter.owner.as_deref().map(|o| st.owner_task_id == o);
+                let by_key = filter
+                    .session_key
+                    .as_deref()
+                    .map(|k| st.session_key.as_deref() == Some(k));
+                match (by_owner, by_key) {
+                    (None, None) => true,
+                    (a, b) => a.unwrap_or(false) || b.unwrap_or(false),
+                }
+            })
+            .cloned()
+            .collect()
+        };
+        let mut rows: Vec<ListRow> = sessions.iter().map(|s| self.inner.row(s)).collect();
+        rows.sort_by(|a, b| a.started_at.cmp(&b.started_at));
+        rows
+    }
+
+    /// Ids of running sessions owned by `owner` (a turn-boundary marker; B2).
+    pub fn snapshot_running_ids(&self, owner: &str) -> Vec<SessionId> {
+        let tables = self.inner.lock();
+        let mut ids: Vec<SessionId> = tables
+            .running
+            .values()
+            .filter(|s| s.state().owner_task_id == owner)
+            .map(|s| s.id.clone())
+            .collect();
+        ids.sort();
+        ids
+    }
+
+    /// Whether any session runs under container key `task_id` (B2).
+    pub fn has_active_processes(&self, task_id: &str) -> bool {
+        self.inner
+            .lock()
+            .running
+            .values()
+            .any(|s| s.state().task_id == task_id)
+    }
+
+    /// Waits until no notify session owned by `owner` is still pending, at most
+    /// `timeout`. True when none is pending (B10: a session leaves the running set in
+    /// the same step that publishes its completion).
+    pub async fn wait_for_pending_completions(&self, owner: &str, timeout: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut finishes = self.inner.finishes.subscribe();
+        loop {
+            let pending = self
+                .inner
+                .lock()
+                .running
+                .values()
+                .any(|s| s.notify && s.state().owner_task_id == owner);
+            if !pending {
+                return true;
+            }
+            match tokio::time::timeout_at(deadline, finishes.changed()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) | Err(_) => return false,
+            }
+        }
+    }
+
+    /// Every event as it is published, whatever the notification policy.
+    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
+        self.inner.events.subscribe()
+    }
+
+    /// Takes the events queued for `owner`; each is delivered once.
+    pub fn drain(&self, owner: &str) -> Vec<Event> {
+        self.inner
+            .lock()
+            .queues
+            .remove(owner)
+            .map(Vec::from)
+            .unwrap_or_default()
+    }
+
+    /// Kills everything, as [`KillSource::HostShutdown`] (persistent sessions too).
+    pub async fn shutdown(&self) {
+        let n = self.kill_all("", &[], KillSource::HostShutdown).await;
+        tracing::info!(n_killed = n, "registry shut down");
+    }
+}
+
+/// A sized output snapshot with the session's exit fields.
+#[derive(Debug)]
+struct Sized {
+    output: String,
+    cut: bool,
+    exit: Option<ExitInfo>,
+    reason: Option<CompletionReason>,
+    source: Option<KillSource>,
+}
+
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, Tables> {
+        self.tables
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn lookup(&self, id_or_prefix: &str) -> Result<Arc<Session>, LookupError> {
+        let tables = self.lock();
+        let wanted = id::normalise_prefix(id_or_prefix);
+        if let Some(s) = tables.all().find(|s| s.id.as_str() == wanted) {
+            return Ok(Arc::clone(s));
+        }
+        let suffix_len = wanted.len() - id::ID_PREFIX.len();
+        if suffix_len < id::MIN_PREFIX_CHARS {
+            return Err(LookupError::TooShort {
+                prefix: id_or_prefix.to_owned(),
+            });
+        }
+        let matches: Vec<&Arc<Session>> = tables
+            .all()
+            .filter(|s| s.id.as_str().starts_with(&wanted))
+            .collect();
+        match matches.as_slice() {
+            [one] => Ok(Arc::clone(one)),
+            [] => Err(LookupError::NotFound {
+                id: id_or_prefix.to_owned(),
+            }),
+            many => {
+                let mut ids: Vec<SessionId> = many.iter().map(|s| s.id.clone()).collect();
+                ids.sort();
+                Err(LookupError::Ambiguous {
+                    prefix: id_or_prefix.to_owned(),
+                    matches: ids,
+                })
+            }
+        }
+    }
+
+    /// Runs `text` through the output pipeline as the session owner's (B30, B31).
+    fn apply(&self, s: &Session, st: &State, route: Route, text: &str) -> String {
+        let return_code = st
+            .finished
+            .as_ref()
+            .and_then(|f| f.exit)
+            .and_then(|e| e.code.or(e.signal.map(|sig| 128 + sig)));
+        let ctx = OutputContext {
+            route,
+            command: &s.command,
+            return_code,
+            owner_task_id: &st.owner_task_id,
+            session_id: s.id.as_str(),
+            backend: "local",
+        };
+        self.config.pipeline.apply(&ctx, text).into_owned()
+    }
+
+    /// The one sizing helper: the tail of `completion_output_chars`, cut flag, exit
+    /// fields (B8).
+    fn sized(&self, s: &Session, route: Route) -> Sized {
+        let (text, cut) = s.text();
+        let (tail, cut) = text::tail_chars(&text, s.completion_chars, cut);
+        let st = s.state();
+        let output = self.apply(s, &st, route, &tail);
+        let fin = st.finished.as_ref();
+        Sized {
+            output,
+            cut,
+            exit: fin.and_then(|f| f.exit),
+            reason: fin.map(|f| f.reason),
+            source: fin.and_then(|f| f.source),
+        }
+    }
+
+    fn row(&self, s: &Session) -> ListRow {
+        let (text, cut) = s.text();
+        let (preview, _) = text::tail_chars(&text, LIST_PREVIEW_CHARS, cut);
+        let st = s.state();
+        let preview = self.apply(s, &st, Route::ListPreview, &preview);
+        let fin = st.finished.as_ref();
+        ListRow {
+            session_id: s.id.clone(),
+            command: text::head_chars(&s.command, LIST_COMMAND_CHARS).to_owned(),
+            cwd: s.cwd.clone(),
+            pid: s.pid,
+            owner_task_id: st.owner_task_id.clone(),
+            task_id: st.task_id.clone(),
+            session_key: st.session_key.clone(),
+            started_at: text::rfc3339(s.started_at),
+            uptime_seconds: s.uptime_seconds(),
+            status: if fin.is_some() {
+                SessionStatus::Exited
+            } else {
+                SessionStatus::Running
+            },
+            output_preview: preview,
+            exit_code: fin.and_then(|f| f.exit).and_then(|e| e.code),
+            completion_reason: fin.map(|f| f.reason),
+            notify_on_complete: s.notify,
+            persist_on_release: s.persist_on_release,
+        }
+    }
+
+    fn spawn(self: &Arc<Self>, req: SpawnRequest) -> Result<SpawnInfo, SpawnError> {
+        if req.command.trim().is_empty() {
+            return Err(SpawnError::InvalidRequest {
+                field: "command",
+                message: "the command is empty; pass a shell command line".to_owned(),
+            });
+        }
+        if self.config.shell.is_empty() {
+            return Err(SpawnError::InvalidRequest {
+                field: "shell",
+                message: "the configured shell argv is empty; set it to e.g. [\"bash\", \"-c\"]"
+                    .to_owned(),
+            });
+        }
+        let cwd = match &req.cwd {
+            Some(dir) => dir.clone(),
+            None => std::env::current_dir().map_err(|source| SpawnError::Spawn {
+                command: req.command.clone(),
+                source,
+            })?,
+        };
+        if let Some(host) = &self.config.guard {
+            let reader = crate::guard::CwdScriptReader::new(&cwd);
+            if let herd_guards::Verdict::Block(block) =
+                herd_guards::judge_with(&req.command, host, &reader)
+            {
+                tracing::info!(rule = %block.rule, "spawn refused by the self-kill guard");
+                return Err(SpawnError::Guarded(block));
+            }
+        }
+        let mut notes = Vec::new();
+        let mut watch = req.watch.clone();
+        if req.notify && !watch.is_empty() {
+            watch.clear();
+            notes.push(
+                "watch patterns ignored because notify is set; the two together produce duplicate notifications"
+                    .to_owned(),
+            );
+        }
+        let floor = self.config.heartbeat_floor.as_secs();
+        let heartbeat_seconds = match req.heartbeat_seconds {
+            Some(0) | None => None,
+            Some(n) if n < floor => {
+                notes.push(format!(
+                    "heartbeat of {n}s raised to the minimum of {floor}s"
+                ));
+                Some(floor)
+            }
+            Some(n) => Some(n),
+        };
+
+        let id = self.fresh_id();
+        let prepare = |path: PathBuf, e: Box<dyn std::error::Error + Send + Sync>| {
+            SpawnError::Prepare { path, source: e }
+        };
+        let scratch = self.home.scratch_dir();
+        self.home
+            .ensure_dir(&scratch)
+            .map_err(|e| prepare(scratch.clone(), e.into()))?;
+        let logs = self.home.session_logs_dir();
+        self.home
+            .ensure_dir(&logs)
+            .map_err(|e| prepare(logs.clone(), e.into()))?;
+        let log_path = self.home.session_log_path(id.as_str());
+        let log_file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&log_path)
+            .map_err(|e| prepare(log_path.clone(), e.into()))?;
+
+        let rewritten = spawn::rewrite_compound_background(&req.command);
+        let mut argv = self.config.shell.clone();
+        argv.push(rewritten.into_owned());
+        let want_pty = matches!(req.mode, Mode::Pty { .. });
+        let plan = EnvPlan {
+            deny: &self.config.env_deny,
+            forward: &req.forward_env,
+            overrides: &req.env,
+            scratch: &scratch,
+            session_id: id.as_str(),
+            pty: want_pty,
+        };
+        let env = spawn::child_env(&plan, std::env::vars_os());
+        let launch = Launch {
+            argv,
+            env: &env,
+            cwd: &cwd,
+        };
+        let spawn_err = |source| SpawnError::Spawn {
+            command: req.command.clone(),
+            source,
+        };
+
+        let mut pty_note = None;
+        let started = (|| -> Result<Started, SpawnError> {
+            Ok(match req.mode {
+                Mode::Pty { rows, cols } => {
+                    match spawn::spawn_pty(&launch, rows, cols, self.config.pty_unavailable) {
+                        Ok(child) => Started::Pty(child, rows, cols),
+                        Err(PtyFailure::Open(error)) => {
+                            tracing::warn!(%error, "no PTY available; running on pipes instead");
+                            pty_note = Some(format!(
+                                "a PTY could not be opened ({error}); the command runs on pipes instead"
+                            ));
+                            // Without the PTY entries in the environment a pipe child
+                            // behaves as it would have without asking for a PTY.
+                            let env = without_pty_entries(env.clone(), &req.env);
+                            let launch = Launch {
+                                argv: launch.argv.clone(),
+                                env: &env,
+                                cwd: &cwd,
+                            };
+                            Started::Pipe(spawn::spawn_pipe(&launch).map_err(spawn_err)?)
+                        }
+                        Err(PtyFailure::Spawn(error)) => {
+                            return Err(spawn_err(std::io::Error::other(error)));
+                        }
+                    }
+                }
+                Mode::Pipe => Started::Pipe(spawn::spawn_pipe(&launch).map_err(spawn_err)?),
+            })
+        })();
+        let started = match started {
+            Ok(started) => started,
+            Err(error) => {
+                drop(log_file);
+                let _ = std::fs::remove_file(&log_path);
+                return Err(error);
+            }
+        };
+
+        let (pid, mode, stdin, source, waiter) = match started {
+            Started::Pipe(child) => (
+                child.pid,
+                ModeName::Pipe,
+                Stdin::Pipe(Arc::new(child.stdin)),
+                Source::Pipe {
+                    rx: child.output,
+                    raised: false,
+                },
+                Waiter::Tokio(child.child),
+            ),
+            Started::Pty(child, rows, cols) => {
+                let master = Arc::new(child.master);
+                let mut std_child = child.child;
+                let handle = tokio::task::spawn_blocking(move || std_child.wait());
+                (
+                    child.pid,
+                    ModeName::Pty,
+                    Stdin::Pty(Arc::clone(&master)),
+                    Source::Pty {
+                        master,
+                        scanner: herd_pty::Scanner::new(rows, cols),
+                    },
+                    Waiter::Blocking(handle),
+                )
+            }
+        };
+        let owner = req
+            .owner_task_id
+            .clone()
+            .unwrap_or_else(|| req.task_id.clone());
+        let (done, _) = watch::channel(false);
+        let (kill_requested, _) = watch::channel(false);
+        let session = Arc::new(Session {
+            id: id.clone(),
+            command: req.command.clone(),
+            cwd,
+            pid,
+            pgid: pid,
+            start_time: kill::start_time(pid),
+            mode,
+            started_at: SystemTime::now(),
+            started: Instant::now(),
+            log_path: log_path.clone(),
+            notify: req.notify,
+            persist_on_release: req.persist_on_release,
+            completion_chars: req
+                .completion_output_chars
+                .unwrap_or(self.config.completion_output_chars),
+            tail: Mutex::new(Tail::new(self.config.buffer_bytes)),
+            state: Mutex::new(State {
+                task_id: req.task_id.clone(),
+                owner_task_id: owner,
+                session_key: req.session_key.clone(),
+                handoff_note: None,
+                exit: None,
+                finished: None,
+                kill_source: None,
+                stdin: Some(stdin),
+            }),
+            done,
+            kill_requested,
+        });
+        {
+            let mut tables = self.lock();
+            self.prune(&mut tables);
+            tables.running.insert(id.clone(), Arc::clone(&session));
+        }
+        let log = LogWriter::new(log_path, log_file, self.config.log_cap_bytes);
+        let span = tracing::info_span!("session", id = %id);
+        let inner = Arc::clone(self);
+        let idle_drain = self.config.idle_drain;
+        let task_session = Arc::clone(&session);
+        drop(
+            self.runtime.spawn(
+                async move {
+                    let finish =
+                        reader::run(Arc::clone(&task_session), source, waiter, log, idle_drain)
+                            .await;
+                    inner.finish(&task_session, finish);
+                }
+                .instrument(span),
+            ),
+        );
+        tracing::info!(session_id = %id, pid, pgid = pid, mode = ?mode, "session spawned");
+        Ok(SpawnInfo {
+            session_id: id,
+            pid,
+            command: req.command,
+            mode,
+            notify_on_complete: req.notify,
+            watch_patterns: watch,
+            heartbeat_seconds,
+            persist_on_release: req.persist_on_release,
+            pty_note,
+            note: (!notes.is_empty()).then(|| notes.join("; ")),
+        })
+    }
+
+    fn fresh_id(&self) -> SessionId {
+        let tables = self.lock();
+        loop {
+            let id = SessionId::generate();
+            if tables.get(&id).is_none() && !self.home.session_log_path(id.as_str()).exists() {
+                return id;
+            }
+        }
+    }
+
+    /// The one choke point (B9): stamps, releases handles and publishes exactly one
+    /// completion, all inside one critical section of the table lock (B10).
+    fn finish(&self, s: &Arc<Session>, finish: Finish) {
+        let Finish {
+            exit,
+            descendants_alive,
+        } = finish;
+        let exit = match exit {
+            Ok(info) => Some(info),
+            Err(error) => {
+                // B14: the status may be known already; only a truly unknown status
+                // reads "lost".
+                let known = s.state().exit;
+                if known.is_none() {
+                    tracing::warn!(%error, "exit status could not be collected");
+                }
+                known
+            }
+        };
+        let sized_text = {
+            let (text, cut) = s.text_final();
+            text::tail_chars(&text, s.completion_chars, cut)
+        };
+        let now = SystemTime::now();
+        let mut tables = self.lock();
+        if tables.running.remove(&s.id).is_none() {
+            return;
+        }
+        let event = {
+            let mut st = s.state();
+            st.exit = exit.or(st.exit);
+            let (reason, source) = match (st.kill_source, exit) {
+                (Some(source), _) => (CompletionReason::Killed, Some(source)),
+                (None, None) => (CompletionReason::Lost, None),
+                (None, Some(e)) if e.signal.is_some() => (CompletionReason::Signaled, None),
+                (None, Some(_)) => (CompletionReason::Exited, None),
+            };
+            st.finished = Some(Finished {
+                at: now,
+                reason,
+                source,
+                exit,
+            });
+            st.stdin = None;
+            let output = self.apply(s, &st, Route::Completion, &sized_text.0);
+            Event::Completion {
+                session_id: s.id.clone(),
+                task_id: st.task_id.clone(),
+                owner_task_id: st.owner_task_id.clone(),
+                session_key: st.session_key.clone(),
+                command: s.command.clone(),
+                exit_code: exit.and_then(|e| e.code),
+                signal: exit.and_then(|e| e.signal),
+                completion_reason: reason,
+                termination_source: source,
+                output,
+                output_cut: sized_text.1,
+                log_path: s.log_path.clone(),
+                started_at: text::rfc3339(s.started_at),
+                finished_at: text::rfc3339(now),
+                handoff_note: st.handoff_note.clone(),
+                descendants_alive,
+            }
+        };
+        tables.finished.insert(s.id.clone(), Arc::clone(s));
+        if s.notify && self.policy_allows(&event) {
+            let owner = event.owner_task_id().unwrap_or_default().to_owned();
+            tables
+                .queues
+                .entry(owner)
+                .or_default()
+                .push_back(event.clone());
+        }
+        let _ = self.events.send(event);
+        self.prune(&mut tables);
+        drop(tables);
+        s.done.send_replace(true);
+        self.finishes.send_modify(|n| *n += 1);
+        tracing::info!(session_id = %s.id, "session finished");
+    }
+
+    fn policy_allows(&self, event: &Event) -> bool {
+        match self.config.notifications {
+            NotificationPolicy::All => true,
+            NotificationPolicy::Result => matches!(event, Event::Completion { .. }),
+            NotificationPolicy::Error => matches!(
+                event,
+                Event::Completion { exit_code, completion_reason, .. }
+                    if !(*exit_code == Some(0) && *completion_reason == CompletionReason::Exited)
+            ),
+            NotificationPolicy::Off => false,
+        }
+    }
+
+    /// B11: drops finished sessions past the TTL, then the oldest beyond the cap.
+    fn prune(&self, tables: &mut Tables) {
+        let now = SystemTime::now();
+        let ttl = self.config.finished_ttl;
+        let finished_at = |s: &Session| s.state().finished.as_ref().map_or(now, |f| f.at);
+        tables
+            .finished
+            .retain(|_, s| now.duration_since(finished_at(s)).unwrap_or_default() <= ttl);
+        let excess = tables
+            .finished
+            .len()
+            .saturating_sub(self.config.finished_cap);
+        if excess > 0 {
+            let mut by_age: Vec<(SystemTime, SessionId)> = tables
+                .finished
+                .values()
+                .map(|s| (finished_at(s), s.id.clone()))
+                .collect();
+            by_age.sort();
+            for (_, id) in by_age.into_iter().take(excess) {
+                if let Some(s) = tables.finished.remove(&id) {
+                    s.tail().release();
+                }
+            }
+        }
+    }
+
+    async fn kill_session(&self, s: &Arc<Session>, source: KillSource) -> KillAnswer {
+        {
+            let mut st = s.state();
+            if st.finished.is_some() {
+                drop(st);
+                return self.kill_answer(s, source, KillStatus::AlreadyExited, Vec::new(), None);
+            }
+            st.kill_source = Some(source);
+        }
+        s.kill_requested.send_replace(true);
+        let target = kill::KillTarget {
+            pid: s.pid,
+            pgid: s.pgid,
+            start_time: s.start_time,
+            session_tag: s.id.as_str().to_owned(),
+        };
+        let outcome = kill::kill_tree(&target, self.config.kill_grace).await;
+        if outcome.gone || outcome.identity_mismatch {
+            // The reader finishes the session once the child is reaped; it drains only
+            // what is already buffered because a kill was requested.
+            let mut done = s.done.subscribe();
+            let limit = self.config.idle_drain + Duration::from_secs(5);
+            if tokio::time::timeout(limit, done.wait_for(|d| *d))
+                .await
+                .is_err()
+            {
+                tracing::error!(session_id = %s.id, "killed session did not finish in time");
+            }
+            let finished = s.state().finished.is_some();
+            let status = if finished {
+                KillStatus::Killed
+            } else {
+                KillStatus::KillIncomplete
+            };
+            return self.kill_answer(s, source, status, Vec::new(), None);
+        }
+        {
+            let mut st = s.state();
+            if st.finished.is_none() {
+                st.kill_source = None;
+            }
+        }
+        s.kill_requested.send_replace(false);
+        let error = format!(
+            "kill incomplete: {} process(es) still alive ({}); session running",
+            outcome.survivors.len(),
+            outcome
+                .survivors
+                .iter()
+                .map(i32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        self.kill_answer(
+            s,
+            source,
+            KillStatus::KillIncomplete,
+            outcome.survivors,
+            Some(error),
+        )
+    }
+
+    fn kill_answer(
+        &self,
+        s: &Session,
+        source: KillSource,
+        status: KillStatus,
+        survivors: Vec<i32>,
+        error: Option<String>,
+    ) -> KillAnswer {
+        let sized = self.sized(s, Route::Kill);
+        let running = s.status() == SessionStatus::Running;
+        KillAnswer {
+            session_id: s.id.clone(),
+            status,
+            completion_reason: sized.reason,
+            termination_source: sized.source.unwrap_or(source),
+            exit_code: sized.exit.and_then(|e| e.code),
+            output: sized.output,
+            output_cut: sized.cut,
+            survivors,
+            process_running: running,
+            error: if status == KillStatus::KillIncomplete && error.is_none() {
+                Some(
+                    "kill incomplete: the session did not finish after its tree was killed"
+                        .to_owned(),
+                )
+            } else {
+                error
+            },
+        }
+    }
+}
+
+/// What a spawn started.
+enum Started {
+    Pipe(spawn::PipeChild),
+    Pty(spawn::PtyChild, u16, u16),
+}
+
+/// The environment of a PTY request that fell back to pipes: the PTY-only defaults
+/// go unless the caller set them.
+fn without_pty_entries(
+    mut env: std::collections::BTreeMap<OsString, OsString>,
+    overrides: &[(String, String)],
+) -> std::collections::BTreeMap<OsString, OsString> {
+    for name in ["PAGER", "GIT_PAGER", "TERM"] {
+        let set_by_caller = overrides.iter().any(|(k, _)| k == name);
+        let inherited = std::env::var_os(name);
+        if !set_by_caller {
+            match inherited {
+                Some(v) => {
+                    env.insert(name.into(), v);
+                }
+                None => {
+                    env.remove(&OsString::from(name));
+                }
+            }
+        }
+    }
+    env
+}
+
+fn already_exited() -> StdinAnswer {
+    StdinAnswer {
+        status: StdinStatus::AlreadyExited,
+        bytes_written: None,
+        message: Some("the process has already finished".to_owned()),
+    }
+}
+
+fn stdin_error(message: &str) -> StdinAnswer {
+    StdinAnswer {
+        status: StdinStatus::Error,
+        bytes_written: None,
+        message: Some(message.to_owned()),
+    }
+}
+
+async fn write_input(s: &Session, data: &[u8]) -> StdinAnswer {
+    let handle = {
+        let st = s.state();
+        if st.finished.is_some() {
+            return already_exited();
+        }
+        st.stdin.clone()
+    };
+    match handle {
+        Some(Stdin::Pipe(tx)) => write_pipe(&tx, data).await,
+        Some(Stdin::Pty(master)) => write_pty(&master, data).await,
+        None => stdin_error("stdin is closed; the process can no longer read input"),
+    }
+}
+
+async fn write_pipe(tx: &tokio::net::unix::pipe::Sender, data: &[u8]) -> StdinAnswer {
+    let write = async {
+        let mut rest = data;
+        while !rest.is_empty() {
+            tx.writable().await?;
+            match tx.try_write(rest) {
+                Ok(n) => rest = &rest[n..],
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    };
+    finish_write(
+        tokio::time::timeout(STDIN_WRITE_TIMEOUT, write).await,
+        data.len(),
+    )
+}
+
+async fn write_pty(master: &tokio::io::unix::AsyncFd<spawn::MasterFd>, data: &[u8]) -> StdinAnswer {
+    let write = async {
+        let mut rest = data;
+        while !rest.is_empty() {
+            let mut guard = master.writable().await?;
+            match guard.try_io(|fd| {
+                nix::unistd::write(std::os::fd::AsFd::as_fd(fd.get_ref()), rest)
+                    .map_err(std::io::Error::from)
+            }) {
+                Ok(Ok(n)) => rest = &rest[n..],
+                Ok(Err(e)) => return Err(e),
+                Err(_would_block) => {}
+            }
+        }
+        Ok(())
+    };
+    finish_write(
+        tokio::time::timeout(STDIN_WRITE_TIMEOUT, write).await,
+        data.len(),
+    )
+}
+
+fn finish_write(
+    result: Result<std::io::Result<()>, tokio::time::error::Elapsed>,
+    n: usize,
+) -> StdinAnswer {
+    match result {
+        Ok(Ok(())) => StdinAnswer {
+            status: StdinStatus::Ok,
+            bytes_written: Some(n),
+            message: None,
+        },
+        Ok(Err(e)) => stdin_error(&format!("write to the process failed: {e}")),
+        Err(_) => stdin_error("the process is not reading its input; nothing more was written"),
+    }
+}
+
+/// Makes `path` relative paths resolve against `cwd` (used by the guard's reader).
+pub(crate) fn resolve(cwd: &Path, path: &str) -> PathBuf {
+    let p = Path::new(path);
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        cwd.join(p)
+    }
+}

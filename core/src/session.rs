@@ -1,0 +1,140 @@
+//! One session's record: identity, ownership, output tail and lifecycle state.
+//!
+//! Immutable facts (id, command, pid, paths) are plain fields. Output lives in the
+//! `tail` lock, written by the session's reader; lifecycle and ownership live in the
+//! `state` lock. The registry's table lock is always taken before a session lock,
+//! never after.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Instant, SystemTime};
+
+use tokio::io::unix::AsyncFd;
+use tokio::net::unix::pipe;
+use tokio::sync::watch;
+
+use crate::answers::{CompletionReason, ModeName, SessionStatus};
+use crate::output::Tail;
+use crate::spawn::MasterFd;
+use crate::text;
+use crate::{KillSource, SessionId};
+
+/// The direct child's exit as collected from the OS.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ExitInfo {
+    pub(crate) code: Option<i32>,
+    pub(crate) signal: Option<i32>,
+}
+
+/// How a finished session ended.
+#[derive(Debug, Clone)]
+pub(crate) struct Finished {
+    pub(crate) at: SystemTime,
+    pub(crate) reason: CompletionReason,
+    pub(crate) source: Option<KillSource>,
+    pub(crate) exit: Option<ExitInfo>,
+}
+
+/// Where writes to the session's input go.
+#[derive(Debug, Clone)]
+pub(crate) enum Stdin {
+    Pipe(Arc<pipe::Sender>),
+    Pty(Arc<AsyncFd<MasterFd>>),
+}
+
+/// Mutable ownership and lifecycle state.
+#[derive(Debug)]
+pub(crate) struct State {
+    pub(crate) task_id: String,
+    pub(crate) owner_task_id: String,
+    pub(crate) session_key: Option<String>,
+    pub(crate) handoff_note: Option<String>,
+    /// The direct child's exit, once collected (the reader may still be draining).
+    pub(crate) exit: Option<ExitInfo>,
+    /// Set by the one choke point; `Some` means the completion was published.
+    pub(crate) finished: Option<Finished>,
+    /// A kill in progress or done; the choke point then reads "killed".
+    pub(crate) kill_source: Option<KillSource>,
+    /// Released (set to `None`) when the session finishes or stdin is closed.
+    pub(crate) stdin: Option<Stdin>,
+}
+
+/// One session.
+#[derive(Debug)]
+pub(crate) struct Session {
+    pub(crate) id: SessionId,
+    pub(crate) command: String,
+    pub(crate) cwd: PathBuf,
+    /// The direct child's pid.
+    pub(crate) pid: i32,
+    /// Process group of the session.
+    ///
+    /// Invariant: equals the pid of the shell we spawned. Spawn always starts a new
+    /// group (a new session under a PTY), and tree kill signals the group, never the
+    /// bare pid, so grandchildren are reached too.
+    pub(crate) pgid: i32,
+    pub(crate) start_time: Option<u64>,
+    pub(crate) mode: ModeName,
+    pub(crate) started_at: SystemTime,
+    pub(crate) started: Instant,
+    pub(crate) log_path: PathBuf,
+    pub(crate) notify: bool,
+    pub(crate) persist_on_release: bool,
+    pub(crate) completion_chars: usize,
+    pub(crate) tail: Mutex<Tail>,
+    pub(crate) state: Mutex<State>,
+    /// Flips to true once, after the completion is published.
+    pub(crate) done: watch::Sender<bool>,
+    /// Flips to true when a kill asks the reader to stop at the child's exit.
+    pub(crate) kill_requested: watch::Sender<bool>,
+}
+
+impl Session {
+    /// The lifecycle state. A poisoned lock still holds consistent data (every
+    /// critical section only assigns fields), so poisoning is ignored.
+    pub(crate) fn state(&self) -> MutexGuard<'_, State> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The output tail; poisoning is ignored as for `state`.
+    pub(crate) fn tail(&self) -> MutexGuard<'_, Tail> {
+        self.tail
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Running until the choke point published the completion.
+    pub(crate) fn status(&self) -> SessionStatus {
+        if self.state().finished.is_some() {
+            SessionStatus::Exited
+        } else {
+            SessionStatus::Running
+        }
+    }
+
+    /// The tail as text, ANSI-stripped, and whether earlier output is not in it.
+    pub(crate) fn text(&self) -> (String, bool) {
+        let running = self.state().finished.is_none();
+        let tail = self.tail();
+        let (bytes, cut) = tail.view();
+        (
+            text::strip_ansi(&text::decode_tail(bytes, cut, running)),
+            cut,
+        )
+    }
+
+    /// The tail as text at end of stream: an incomplete trailing character becomes
+    /// U+FFFD instead of being held.
+    pub(crate) fn text_final(&self) -> (String, bool) {
+        let tail = self.tail();
+        let (bytes, cut) = tail.view();
+        (text::strip_ansi(&text::decode_tail(bytes, cut, false)), cut)
+    }
+
+    /// Whole seconds since the spawn.
+    pub(crate) fn uptime_seconds(&self) -> u64 {
+        self.started.elapsed().as_secs()
+    }
+}

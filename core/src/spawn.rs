@@ -1,0 +1,357 @@
+//! Starting a child: the command rewrite, the sanitised environment and the two
+//! local backends (pipe and PTY).
+//!
+//! Pipe mode: one pipe carries both stdout and stderr (the write end is duplicated onto
+//! fds 1 and 2), so their order is the order the child wrote them; stdin is a second
+//! pipe. The child leads a new process group, so a tree kill reaches everything it
+//! starts without leaving it. Every pipe end herd keeps is close-on-exec, so no child
+//! inherits another session's pipes.
+//!
+//! PTY mode goes through portable-pty, which makes the child a session leader with the
+//! PTY as its controlling terminal. herd reads and writes the master through its own
+//! non-blocking registration with the runtime, so a PTY session needs no reader thread;
+//! only its exit status is collected on the blocking pool, because portable-pty hands
+//! back a `std::process::Child`.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::Mutex;
+
+use nix::fcntl::{FcntlArg, OFlag, fcntl};
+use tokio::io::unix::AsyncFd;
+use tokio::net::unix::pipe;
+
+/// The environment variable that tags every child with its session id; the kill
+/// engineer's escapee scan relies on it.
+pub(crate) use crate::interim_kill::SESSION_TAG_ENV;
+
+/// Rewrites a top-level `A && B &` (or `A || B &`) to `A && { B & }`, so only the last
+/// command goes to the background rather than the whole chain (B1). Anything else is
+/// returned unchanged.
+pub(crate) fn rewrite_compound_background(command: &str) -> Cow<'_, str> {
+    let trimmed = command.trim_end();
+    let bytes = trimmed.as_bytes();
+    let n = bytes.len();
+    if n < 2 || bytes[n - 1] != b'&' || matches!(bytes[n - 2], b'&' | b'>' | b'|' | b'\\') {
+        return Cow::Borrowed(command);
+    }
+    let body = &trimmed[..n - 1];
+    let b = body.as_bytes();
+    let mut last_and_or: Option<usize> = None;
+    let mut depth = 0usize;
+    let mut i = 0;
+    let (mut single, mut double) = (false, false);
+    while i < b.len() {
+        let c = b[i];
+        if single {
+            single = c != b'\'';
+        } else if c == b'\\' {
+            i += 1;
+        } else if double {
+            double = c != b'"';
+        } else {
+            match c {
+                b'\'' => single = true,
+                b'"' => double = true,
+                b'(' | b'{' | b'`' if c != b'`' || depth == 0 => depth += 1,
+                b'`' => depth = depth.saturating_sub(1),
+                b')' | b'}' => depth = depth.saturating_sub(1),
+                _ if depth > 0 => {}
+                b'&' | b'|' if b.get(i + 1) == Some(&c) => {
+                    last_and_or = Some(i);
+                    i += 1;
+                }
+                b';' | b'\n' => last_and_or = None,
+                b'&' if i == 0 || (b[i - 1] != b'>' && b.get(i + 1) != Some(&b'>')) => {
+                    last_and_or = None;
+                }
+                _ => {}
+            }
+        }
+        i += 1;
+    }
+    if single || double || depth != 0 {
+        return Cow::Borrowed(command);
+    }
+    match last_and_or {
+        Some(pos) => {
+            let tail = body[pos + 2..].trim();
+            if tail.is_empty() {
+                return Cow::Borrowed(command);
+            }
+            Cow::Owned(format!("{} {{ {tail} & }}", body[..pos + 2].trim_end()))
+        }
+        None => Cow::Borrowed(command),
+    }
+}
+
+/// Whether `name` matches a deny pattern (`*` matches any run; ASCII case ignored).
+pub(crate) fn glob_matches(pattern: &str, name: &str) -> bool {
+    let p = pattern.to_ascii_uppercase();
+    let n = name.to_ascii_uppercase();
+    let parts: Vec<&str> = p.split('*').collect();
+    if parts.len() == 1 {
+        return p == n;
+    }
+    let mut rest = n.as_str();
+    let first = parts[0];
+    let Some(after) = rest.strip_prefix(first) else {
+        return false;
+    };
+    rest = after;
+    let last = parts[parts.len() - 1];
+    for part in &parts[1..parts.len() - 1] {
+        match rest.find(part) {
+            Some(idx) => rest = &rest[idx + part.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
+}
+
+/// What a child's environment is built from.
+#[derive(Debug)]
+pub(crate) struct EnvPlan<'a> {
+    pub(crate) deny: &'a [String],
+    pub(crate) forward: &'a [String],
+    pub(crate) overrides: &'a [(String, String)],
+    pub(crate) scratch: &'a Path,
+    pub(crate) session_id: &'a str,
+    pub(crate) pty: bool,
+}
+
+/// The child's environment (B3, B36): the host's own minus denied credential names
+/// (unless forwarded), then the caller's overrides, then herd's fixed entries.
+pub(crate) fn child_env(
+    plan: &EnvPlan<'_>,
+    host: impl Iterator<Item = (OsString, OsString)>,
+) -> BTreeMap<OsString, OsString> {
+    let mut env: BTreeMap<OsString, OsString> = host
+        .filter(|(name, _)| {
+            let Some(name) = name.to_str() else {
+                return true;
+            };
+            plan.forward.iter().any(|f| f == name)
+                || !plan.deny.iter().any(|p| glob_matches(p, name))
+        })
+        .collect();
+    for (k, v) in plan.overrides {
+        env.insert(k.into(), v.into());
+    }
+    env.insert("TMPDIR".into(), plan.scratch.as_os_str().to_owned());
+    env.insert("PYTHONUNBUFFERED".into(), "1".into());
+    env.insert("HERD_SUPERVISED_CHILD".into(), "1".into());
+    env.insert(SESSION_TAG_ENV.into(), plan.session_id.into());
+    if plan.pty {
+        for name in ["PAGER", "GIT_PAGER"] {
+            env.entry(name.into()).or_insert_with(|| "cat".into());
+        }
+        env.entry("TERM".into())
+            .or_insert_with(|| "xterm-256color".into());
+    }
+    env
+}
+
+/// What the OS is asked to run.
+#[derive(Debug)]
+pub(crate) struct Launch<'a> {
+    pub(crate) argv: Vec<String>,
+    pub(crate) env: &'a BTreeMap<OsString, OsString>,
+    pub(crate) cwd: &'a Path,
+}
+
+/// A child started through pipes.
+#[derive(Debug)]
+pub(crate) struct PipeChild {
+    pub(crate) child: tokio::process::Child,
+    pub(crate) pid: i32,
+    pub(crate) output: pipe::Receiver,
+    pub(crate) stdin: pipe::Sender,
+}
+
+/// Starts `launch` in pipe mode, leading its own process group.
+///
+/// # Errors
+/// The OS error of pipe creation or spawn; when it fails after the child started, the
+/// child's group is killed and the child reaped first.
+pub(crate) fn spawn_pipe(launch: &Launch<'_>) -> io::Result<PipeChild> {
+    let (out_r, out_w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+    let (in_r, in_w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+    let err_w = out_w.try_clone()?;
+    let mut child = {
+        let mut cmd = base_command(launch)?;
+        cmd.stdin(Stdio::from(in_r))
+            .stdout(Stdio::from(out_w))
+            .stderr(Stdio::from(err_w))
+            .process_group(0);
+        let mut cmd = tokio::process::Command::from(cmd);
+        cmd.kill_on_drop(false);
+        cmd.spawn()?
+        // `cmd` drops here, closing herd's copies of the child's ends, so EOF arrives
+        // when the last writer in the child's tree closes its end.
+    };
+    let pid = child
+        .id()
+        .and_then(|p| i32::try_from(p).ok())
+        .ok_or_else(|| io::Error::other("spawned child has no pid"))?;
+    let handles = pipe::Receiver::from_owned_fd(out_r)
+        .and_then(|rx| Ok((rx, pipe::Sender::from_owned_fd(in_w)?)));
+    match handles {
+        Ok((output, stdin)) => Ok(PipeChild {
+            child,
+            pid,
+            output,
+            stdin,
+        }),
+        Err(error) => {
+            crate::interim_kill::kill_group_now(pid);
+            let _ = child.start_kill();
+            drop(tokio::spawn(async move { child.wait().await }));
+            Err(error)
+        }
+    }
+}
+
+#[expect(
+    clippy::disallowed_methods,
+    reason = "herd-core's spawning code is the one place allowed to build a Command"
+)]
+fn base_command(launch: &Launch<'_>) -> io::Result<std::process::Command> {
+    let (program, args) = launch
+        .argv
+        .split_first()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "empty shell argv"))?;
+    let mut cmd = std::process::Command::new(program);
+    cmd.args(args)
+        .env_clear()
+        .envs(launch.env)
+        .current_dir(launch.cwd);
+    Ok(cmd)
+}
+
+/// Raises a pipe's kernel buffer to 1 MiB once a session proves chatty; idle sessions
+/// keep the default so thousands of them do not eat the per-user pipe quota.
+pub(crate) fn raise_pipe_buffer(fd: BorrowedFd<'_>) {
+    if let Err(error) = fcntl(fd, FcntlArg::F_SETPIPE_SZ(1 << 20)) {
+        tracing::debug!(%error, "could not raise the pipe buffer; reading at the default size");
+    }
+}
+
+/// The master side of a session's PTY, registered with the runtime.
+///
+/// Invariant: `raw` is the master fd owned by `master`, which lives as long as `self`.
+pub(crate) struct MasterFd {
+    raw: RawFd,
+    /// Owns the master fd; dropping it closes the PTY.
+    _master: Mutex<Box<dyn portable_pty::MasterPty + Send>>,
+}
+
+impl std::fmt::Debug for MasterFd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MasterFd").field("raw", &self.raw).finish()
+    }
+}
+
+impl AsRawFd for MasterFd {
+    fn as_raw_fd(&self) -> RawFd {
+        self.raw
+    }
+}
+
+impl AsFd for MasterFd {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        // SAFETY: `raw` is the open master fd owned by `self.master`, which is only
+        // dropped together with `self`, so the fd outlives the returned borrow.
+        unsafe { BorrowedFd::borrow_raw(self.raw) }
+    }
+}
+
+/// A child started on a PTY.
+#[derive(Debug)]
+pub(crate) struct PtyChild {
+    pub(crate) child: Box<std::process::Child>,
+    pub(crate) pid: i32,
+    pub(crate) master: AsyncFd<MasterFd>,
+}
+
+/// Why a PTY spawn failed.
+#[derive(Debug)]
+pub(crate) enum PtyFailure {
+    /// No PTY could be opened; nothing ran, so a pipe fallback is safe.
+    Open(anyhow::Error),
+    /// The PTY opened but the child could not start.
+    Spawn(anyhow::Error),
+}
+
+/// Starts `launch` on a new PTY of `rows` x `cols`.
+pub(crate) fn spawn_pty(
+    launch: &Launch<'_>,
+    rows: u16,
+    cols: u16,
+    force_open_failure: bool,
+) -> Result<PtyChild, PtyFailure> {
+    if force_open_failure {
+        return Err(PtyFailure::Open(anyhow::anyhow!(
+            "PTY support disabled by configuration"
+        )));
+    }
+    let pair = portable_pty::native_pty_system()
+        .openpty(portable_pty::PtySize {
+            rows,
+            cols,
+            pixel_width: 0,
+            pixel_height: 0,
+        })
+        .map_err(PtyFailure::Open)?;
+    let mut builder = portable_pty::CommandBuilder::new(&launch.argv[0]);
+    builder.args(&launch.argv[1..]);
+    builder.env_clear();
+    for (k, v) in launch.env {
+        builder.env(k, v);
+    }
+    builder.cwd(launch.cwd);
+    let child = pair
+        .slave
+        .spawn_command(builder)
+        .map_err(PtyFailure::Spawn)?;
+    // The slave must not stay open here, or the master never sees end-of-file.
+    drop(pair.slave);
+    let child: Box<dyn portable_pty::Child> = child;
+    let child = child
+        .downcast::<std::process::Child>()
+        .map_err(|_| PtyFailure::Spawn(anyhow::anyhow!("unexpected portable-pty child type")))?;
+    let pid = i32::try_from(child.id()).map_err(|e| PtyFailure::Spawn(e.into()))?;
+    let master = pair
+        .master
+        .as_raw_fd()
+        .ok_or_else(|| anyhow::anyhow!("pty master has no fd"))
+        .and_then(|raw| {
+            let fd = MasterFd {
+                raw,
+                _master: Mutex::new(pair.master),
+            };
+            let flags = OFlag::from_bits_retain(fcntl(fd.as_fd(), FcntlArg::F_GETFL)?);
+            fcntl(fd.as_fd(), FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK))?;
+            // SAFETY: `fd.raw` is the open master fd owned by `fd.master`; the AsyncFd
+            // owns `fd`, so the descriptor stays open and unchanged for its lifetime.
+            Ok(unsafe { AsyncFd::register(fd) }.map_err(|e| e.into_parts().1)?)
+        });
+    match master {
+        Ok(master) => Ok(PtyChild { child, pid, master }),
+        Err(error) => {
+            crate::interim_kill::kill_group_now(pid);
+            let mut child = child;
+            drop(tokio::task::spawn_blocking(move || child.wait()));
+            Err(PtyFailure::Spawn(error))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,346 @@
+//! Lifecycle: the choke point, orphans, churn, kill, wait, ownership, events
+//! (B2, B9-B13, B17, B19, B22, B23, B39).
+
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+use herd_core::{
+    CompletionReason, Error, Event, KillSource, KillStatus, ListFilter, NotificationPolicy,
+    RegistryConfig, SessionStatus, SpawnRequest, WaitStatus,
+};
+use tokio_util::sync::CancellationToken;
+
+use crate::support::{Fixture, fd_count, next_completion};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b13_orphan_holding_the_pipe_still_completes_once_within_2s() {
+    let fx = Fixture::new();
+    let mut events = fx.registry.subscribe();
+    let started = Instant::now();
+    let info = fx.run("(sleep 30 &); echo started").await;
+    let event = next_completion(&mut events, Duration::from_secs(5)).await;
+    let elapsed = started.elapsed();
+    let Event::Completion {
+        session_id,
+        output,
+        exit_code,
+        descendants_alive,
+        ..
+    } = &event
+    else {
+        unreachable!("next_completion returns completions")
+    };
+    assert_eq!(session_id, &info.session_id);
+    assert_eq!(output, "started\n");
+    assert_eq!(*exit_code, Some(0));
+    assert!(
+        !descendants_alive.is_empty(),
+        "the orphaned sleep is listed"
+    );
+    assert!(
+        elapsed < Duration::from_secs(2),
+        "completion took {elapsed:?}"
+    );
+    // Exactly one completion: nothing else arrives for this session.
+    let more = tokio::time::timeout(Duration::from_millis(300), events.recv()).await;
+    assert!(more.is_err(), "a second event arrived: {more:?}");
+    Fixture::kill_group(info.pid);
+    fx.assert_groups_gone().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b9_200_concurrent_sessions_publish_exactly_200_completions() {
+    let fx = Fixture::new();
+    let mut events = fx.registry.subscribe();
+    let mut ids = HashSet::new();
+    for i in 0..200 {
+        let info = fx
+            .spawn(SpawnRequest {
+                command: format!("echo {i}"),
+                task_id: "t".to_owned(),
+                notify: true,
+                ..SpawnRequest::default()
+            })
+            .await;
+        ids.insert(info.session_id);
+    }
+    let mut seen = HashSet::new();
+    while seen.len() < 200 {
+        let Event::Completion { session_id, .. } =
+            next_completion(&mut events, Duration::from_secs(30)).await
+        else {
+            unreachable!()
+        };
+        assert!(ids.contains(&session_id));
+        assert!(
+            seen.insert(session_id.clone()),
+            "duplicate completion for {session_id}"
+        );
+    }
+    assert!(
+        fx.registry
+            .wait_for_pending_completions("t", Duration::from_secs(5))
+            .await
+    );
+    let drained = fx.registry.drain("t");
+    assert_eq!(drained.len(), 200);
+    assert!(
+        fx.registry.drain("t").is_empty(),
+        "each event is delivered once"
+    );
+    let more = tokio::time::timeout(Duration::from_millis(200), events.recv()).await;
+    assert!(more.is_err(), "an extra event arrived: {more:?}");
+    fx.assert_groups_gone().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b12_2000_spawn_finish_cycles_leave_the_fd_count_unchanged() {
+    let fx = Fixture::exclusive(|c: &mut RegistryConfig| c.finished_cap = 16);
+    // Warm up: the runtime opens its own descriptors lazily on first use.
+    for _ in 0..20 {
+        let info = fx.run("true").await;
+        fx.done(&info.session_id).await;
+    }
+    let before = fd_count();
+    let before_targets = crate::support::fd_targets();
+    for _ in 0..250 {
+        let mut batch = Vec::new();
+        for _ in 0..8 {
+            batch.push(fx.run("true").await);
+        }
+        for info in batch {
+            fx.done(&info.session_id).await;
+        }
+    }
+    let after = fd_count();
+    assert_eq!(
+        before,
+        after,
+        "fd count changed over 2,000 cycles:\nbefore {before_targets:#?}\nafter {:#?}",
+        crate::support::fd_targets()
+    );
+    let listed = fx.registry.list(&ListFilter {
+        include_finished: true,
+        ..ListFilter::default()
+    });
+    assert!(
+        listed.len() <= 16,
+        "finished sessions are pruned to the cap: {}",
+        listed.len()
+    );
+    fx.assert_groups_gone().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b15_kill_ends_the_tree_and_reads_killed() {
+    let fx = Fixture::new();
+    let info = fx.run("sleep 30 & sleep 30 & echo ready; wait").await;
+    let id = info.session_id.as_str();
+    crate::support::wait_until(Duration::from_secs(10), "the ready line", || {
+        fx.registry
+            .poll(id)
+            .unwrap()
+            .output_preview
+            .contains("ready")
+    })
+    .await;
+    let answer = fx.registry.kill(id, KillSource::ProcessKill).await.unwrap();
+    assert_eq!(answer.status, KillStatus::Killed, "{answer:?}");
+    assert_eq!(answer.completion_reason, Some(CompletionReason::Killed));
+    assert_eq!(answer.termination_source, KillSource::ProcessKill);
+    assert!(!answer.process_running);
+    assert_eq!(answer.output, "ready\n");
+    let poll = fx.registry.poll(id).unwrap();
+    assert_eq!(poll.status, SessionStatus::Exited);
+    assert_eq!(poll.completion_reason, Some(CompletionReason::Killed));
+    let again = fx.registry.kill(id, KillSource::ProcessKill).await.unwrap();
+    assert_eq!(again.status, KillStatus::AlreadyExited);
+    fx.assert_groups_gone().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b17_kill_all_spares_persistent_sessions_for_lifecycle_sources() {
+    let fx = Fixture::new();
+    let plain = fx.run("sleep 30").await;
+    let kept = fx
+        .spawn(SpawnRequest {
+            command: "sleep 30".to_owned(),
+            task_id: "t".to_owned(),
+            persist_on_release: true,
+            ..SpawnRequest::default()
+        })
+        .await;
+    assert_eq!(fx.registry.kill_all("t", &[], KillSource::KillAll).await, 1);
+    assert_eq!(
+        fx.registry.poll(plain.session_id.as_str()).unwrap().status,
+        SessionStatus::Exited
+    );
+    assert_eq!(
+        fx.registry.poll(kept.session_id.as_str()).unwrap().status,
+        SessionStatus::Running
+    );
+    assert_eq!(
+        fx.registry.snapshot_running_ids("t"),
+        vec![kept.session_id.clone()]
+    );
+    fx.registry.shutdown().await;
+    assert_eq!(
+        fx.registry.poll(kept.session_id.as_str()).unwrap().status,
+        SessionStatus::Exited
+    );
+    fx.assert_groups_gone().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b23_wait_timeout_clamp_and_interrupt() {
+    let fx = Fixture::with(|c: &mut RegistryConfig| c.wait_cap = Duration::from_millis(300));
+    let info = fx.run("sleep 30").await;
+    let id = info.session_id.as_str();
+    match fx.registry.wait(id, Duration::ZERO, None).await {
+        Err(Error::InvalidArgument { message }) => assert!(message.contains("positive")),
+        other => panic!("zero timeout must be an error, got {other:?}"),
+    }
+    let clamped = fx
+        .registry
+        .wait(id, Duration::from_secs(60), None)
+        .await
+        .unwrap();
+    assert_eq!(clamped.status, WaitStatus::Timeout);
+    assert!(clamped.process_running);
+    let note = clamped.note.unwrap_or_default();
+    assert!(
+        note.contains("clamped") && note.contains("not an error"),
+        "{note}"
+    );
+    let token = CancellationToken::new();
+    let waiter = {
+        let registry = fx.registry.clone();
+        let token = token.clone();
+        let id = id.to_owned();
+        tokio::spawn(async move {
+            registry
+                .wait(&id, Duration::from_secs(100), Some(token))
+                .await
+        })
+    };
+    let fired = Instant::now();
+    token.cancel();
+    let answer = waiter.await.unwrap().unwrap();
+    assert!(fired.elapsed() < Duration::from_secs(1));
+    assert_eq!(answer.status, WaitStatus::Interrupted);
+    assert!(answer.process_running);
+    assert_eq!(
+        fx.registry.poll(id).unwrap().status,
+        SessionStatus::Running,
+        "untouched"
+    );
+    fx.registry.kill(id, KillSource::ProcessKill).await.unwrap();
+    fx.assert_groups_gone().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b2_ownership_filters_compare_the_owner_alone() {
+    let fx = Fixture::new();
+    let req = |owner: &str, key: &str| SpawnRequest {
+        command: "sleep 30".to_owned(),
+        task_id: "container".to_owned(),
+        owner_task_id: Some(owner.to_owned()),
+        session_key: Some(key.to_owned()),
+        ..SpawnRequest::default()
+    };
+    let a = fx.spawn(req("turn-a", "k1")).await;
+    let b = fx.spawn(req("turn-b", "k2")).await;
+    assert_eq!(
+        fx.registry.snapshot_running_ids("turn-a"),
+        vec![a.session_id.clone()]
+    );
+    assert!(fx.registry.snapshot_running_ids("container").is_empty());
+    assert!(fx.registry.has_active_processes("container"));
+    assert!(!fx.registry.has_active_processes("turn-a"));
+    let rows = fx.registry.list(&ListFilter {
+        owner: Some("turn-b".to_owned()),
+        ..ListFilter::default()
+    });
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].session_id, b.session_id);
+    assert_eq!(rows[0].task_id, "container");
+    let by_key = fx.registry.list(&ListFilter {
+        session_key: Some("k1".to_owned()),
+        ..ListFilter::default()
+    });
+    assert_eq!(by_key[0].session_id, a.session_id);
+    let json = serde_json::to_value(&rows[0]).unwrap();
+    assert!(json["started_at"].as_str().unwrap().ends_with('Z'));
+    assert_eq!(
+        fx.registry
+            .kill_all("turn-a", &[], KillSource::TurnTimeout)
+            .await,
+        1
+    );
+    assert_eq!(
+        fx.registry.snapshot_running_ids("turn-b"),
+        vec![b.session_id.clone()]
+    );
+    fx.registry.shutdown().await;
+    assert!(!fx.registry.has_active_processes("container"));
+    fx.assert_groups_gone().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b22_policy_off_mutes_the_queue_but_not_the_stream() {
+    let fx = Fixture::with(|c: &mut RegistryConfig| c.notifications = NotificationPolicy::Off);
+    let mut events = fx.registry.subscribe();
+    let info = fx
+        .spawn(SpawnRequest {
+            command: "true".to_owned(),
+            task_id: "t".to_owned(),
+            notify: true,
+            ..SpawnRequest::default()
+        })
+        .await;
+    next_completion(&mut events, Duration::from_secs(10)).await;
+    assert!(fx.registry.drain("t").is_empty());
+    fx.done(&info.session_id).await;
+    fx.assert_groups_gone().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b19_only_notify_sessions_are_queued_for_their_owner() {
+    let fx = Fixture::new();
+    let quiet = fx.run("exit 3").await;
+    let loud = fx
+        .spawn(SpawnRequest {
+            command: "echo out; exit 4".to_owned(),
+            task_id: "t".to_owned(),
+            notify: true,
+            ..SpawnRequest::default()
+        })
+        .await;
+    fx.done(&quiet.session_id).await;
+    let answer = fx.done(&loud.session_id).await;
+    assert_eq!(answer.exit_code, Some(4));
+    assert_eq!(answer.completion_reason, Some(CompletionReason::Exited));
+    let events = fx.registry.drain("t");
+    assert_eq!(events.len(), 1);
+    let text = herd_core::render_events(&events);
+    assert!(
+        text.contains(&format!(
+            "Background process {} exited (exit code 4)",
+            loud.session_id
+        )),
+        "{text}"
+    );
+    assert!(text.contains("Output:\nout\n"), "{text}");
+    fx.assert_groups_gone().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b9_a_signal_reads_signaled() {
+    let fx = Fixture::new();
+    let info = fx.run("kill -USR1 $$").await;
+    let answer = fx.done(&info.session_id).await;
+    assert_eq!(answer.completion_reason, Some(CompletionReason::Signaled));
+    assert_eq!(answer.signal, Some(10));
+    assert_eq!(answer.exit_code, None);
+    fx.assert_groups_gone().await;
+}

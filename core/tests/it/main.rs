@@ -1,0 +1,12 @@
+//! Integration tests of herd-core against real processes, pipes and PTYs.
+//!
+//! Every test gets its own temporary home, waits on real conditions with deadlines
+//! (never fixed sleeps), and checks at the end that every session's process group is
+//! gone.
+
+mod lifecycle;
+mod output;
+mod pty;
+mod spawning;
+mod stdin;
+mod support;

@@ -1,0 +1,197 @@
+//! Shared fixture: a registry on a temporary home, deadlines, and the group-gone check.
+
+use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::{Duration, Instant};
+
+use herd_core::{
+    Event, Home, Registry, RegistryConfig, SessionId, SpawnInfo, SpawnRequest, WaitAnswer,
+};
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+
+/// Tests share this lock; the descriptor-count test takes it exclusively, because the
+/// descriptor table is process-wide and other tests open pipes concurrently.
+static FD_TABLE: RwLock<()> = RwLock::new(());
+
+/// A test's hold on the descriptor table.
+#[expect(dead_code, reason = "held only for its drop")]
+enum Hold {
+    Shared(RwLockReadGuard<'static, ()>),
+    Exclusive(RwLockWriteGuard<'static, ()>),
+}
+
+/// A registry on its own temporary home.
+pub(crate) struct Fixture {
+    pub(crate) dir: tempfile::TempDir,
+    pub(crate) registry: Registry,
+    pgids: std::sync::Mutex<Vec<i32>>,
+    _hold: Hold,
+}
+
+impl Fixture {
+    pub(crate) fn new() -> Fixture {
+        Fixture::with(|_| {})
+    }
+
+    pub(crate) fn with(tune: impl FnOnce(&mut RegistryConfig)) -> Fixture {
+        let hold = Hold::Shared(FD_TABLE.read().unwrap_or_else(PoisonError::into_inner));
+        Fixture::build(tune, hold)
+    }
+
+    /// A fixture that no other test runs beside (for descriptor counting).
+    pub(crate) fn exclusive(tune: impl FnOnce(&mut RegistryConfig)) -> Fixture {
+        let hold = Hold::Exclusive(FD_TABLE.write().unwrap_or_else(PoisonError::into_inner));
+        Fixture::build(tune, hold)
+    }
+
+    fn build(tune: impl FnOnce(&mut RegistryConfig), hold: Hold) -> Fixture {
+        let dir = tempfile::tempdir().expect("a temp dir can be created");
+        let mut config = RegistryConfig {
+            kill_grace: Duration::from_millis(500),
+            ..RegistryConfig::default()
+        };
+        tune(&mut config);
+        let registry = Registry::new(Home::new(dir.path()), config).expect("inside a runtime");
+        Fixture {
+            dir,
+            registry,
+            pgids: std::sync::Mutex::new(Vec::new()),
+            _hold: hold,
+        }
+    }
+
+    pub(crate) fn home(&self) -> Home {
+        Home::new(self.dir.path())
+    }
+
+    /// Spawns `command` in pipe mode for owner `t`.
+    pub(crate) async fn run(&self, command: &str) -> SpawnInfo {
+        self.spawn(SpawnRequest {
+            command: command.to_owned(),
+            task_id: "t".to_owned(),
+            ..SpawnRequest::default()
+        })
+        .await
+    }
+
+    pub(crate) async fn spawn(&self, req: SpawnRequest) -> SpawnInfo {
+        let info = self.registry.spawn(req).await.expect("spawn succeeds");
+        self.pgids.lock().expect("not poisoned").push(info.pid);
+        info
+    }
+
+    /// Waits up to 30 s for the session to finish.
+    pub(crate) async fn done(&self, id: &SessionId) -> WaitAnswer {
+        let answer = self
+            .registry
+            .wait(id.as_str(), Duration::from_secs(30), None)
+            .await
+            .expect("wait succeeds");
+        assert_eq!(
+            answer.status,
+            herd_core::WaitStatus::Exited,
+            "session {id} did not finish within 30 s; output so far: {:?}",
+            answer.output
+        );
+        answer
+    }
+
+    /// Asserts every spawned session's process group is gone: no live member is left.
+    /// Zombies are not counted, because an orphan re-parented to an init that does
+    /// not reap (as in some containers) stays a zombie after it died.
+    pub(crate) async fn assert_groups_gone(&self) {
+        let pgids = self.pgids.lock().expect("not poisoned").clone();
+        for pgid in pgids {
+            wait_until(
+                Duration::from_secs(10),
+                &format!("process group {pgid} to be gone"),
+                || group_members(pgid).is_empty(),
+            )
+            .await;
+        }
+    }
+
+    /// SIGKILLs a group the test left behind on purpose (an orphan).
+    pub(crate) fn kill_group(pgid: i32) {
+        let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+    }
+}
+
+/// Polls `cond` until it holds, failing with `what` after `limit`.
+pub(crate) async fn wait_until(limit: Duration, what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !cond() {
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {limit:?} waiting for {what}"
+        );
+        let _ = tokio::time::timeout(Duration::from_millis(5), std::future::pending::<()>()).await;
+    }
+}
+
+/// The next completion event on `rx` within `limit`.
+pub(crate) async fn next_completion(
+    rx: &mut tokio::sync::broadcast::Receiver<Event>,
+    limit: Duration,
+) -> Event {
+    loop {
+        match tokio::time::timeout(limit, rx.recv()).await {
+            Ok(Ok(e @ Event::Completion { .. })) => return e,
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => panic!("event stream failed: {e}"),
+            Err(_) => panic!("no completion within {limit:?}"),
+        }
+    }
+}
+
+/// Files open in this process.
+pub(crate) fn fd_count() -> usize {
+    std::fs::read_dir("/proc/self/fd")
+        .expect("/proc is mounted")
+        .count()
+}
+
+/// Live (non-zombie) members of process group `pgid`, from `/proc`.
+pub(crate) fn group_members(pgid: i32) -> Vec<i32> {
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc")
+        .expect("/proc is mounted")
+        .flatten()
+    {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_ascii_whitespace().collect();
+        if fields.get(2).and_then(|f| f.parse::<i32>().ok()) == Some(pgid) && fields[0] != "Z" {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+/// The targets of this process's open descriptors.
+pub(crate) fn fd_targets() -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_dir("/proc/self/fd")
+        .expect("/proc is mounted")
+        .flatten()
+        .map(|e| {
+            format!(
+                "{:?} -> {:?}",
+                e.file_name(),
+                std::fs::read_link(e.path()).ok()
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
