@@ -254,7 +254,8 @@ impl State {
                 ));
             }
             Some(t) => Duration::from_secs_f64(t.min(1.0e9)),
-            None => Duration::from_secs(3600),
+            // No timeout: wait for the exit, one registry-capped window at a time.
+            None => self.registry.config().wait_cap,
         };
         loop {
             let answer = self

@@ -234,3 +234,25 @@ fn events_follow_streams_completions_as_they_happen() {
     assert_eq!(event["session_id"], id.as_str());
     assert_eq!(env.ok(&["events"]), "", "the stream consumed it");
 }
+
+#[test]
+fn handoff_is_refused_clearly_until_the_registry_supports_it() {
+    // FIXME: herd-core has no handoff API yet (B25); this pins today's answer.
+    let env = Env::new();
+    let id = run_id(&env, &["--", "sleep 30"]);
+    let out = env.run(&[
+        "handoff",
+        &id,
+        "--to",
+        "parent",
+        "--note",
+        "build artefacts",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("not supported yet"),
+        "{}",
+        stderr(&out)
+    );
+    env.ok(&["kill", &id]);
+}
