@@ -5,7 +5,6 @@
 //! restart-safe dispatch. It is the only crate that forks, execs or signals.
 //! Never: knows about the daemon, its socket or the CLI.
 //! Depended on by: `herd-cli` and hosts that embed herd directly.
-//! Benchmark: ingest, spawn and completion latency against raw OS baselines.
 //!
 //! The main type is [`Registry`]: [`Registry::spawn`] starts a [`SpawnRequest`] and
 //! answers a [`SpawnInfo`]; `poll`, `log`, `wait`, `kill` and friends answer the
@@ -13,27 +12,23 @@
 //! each, delivered through [`Registry::drain`] and [`Registry::subscribe`], and
 //! rendered for an agent by [`render_events`].
 
-mod dispatch;
-pub use dispatch::{
-    BreakerGate, Clock, Dispatch, DispatchConfig, DispatchError, DispatchKind, Dispatcher,
-    FailureBreaker, HostFacts, ScopeAck, ScopeAvailability, ScopeStopError, SystemClock, UnitKind,
-    is_in_scope, memory_max, systemd_unit, wait_for_scope_ack,
-};
-
 mod answers;
 mod config;
+mod dispatch;
 mod error;
 mod event;
 mod guard;
 mod id;
-mod interim_kill;
+mod kill;
 mod noise;
 mod output;
 mod reader;
 mod registry;
 mod session;
 mod spawn;
+mod sys;
 mod text;
+mod watch;
 
 pub use answers::{
     CompletionReason, KillAnswer, KillStatus, ListRow, LogAnswer, LogChunk, ModeName, PollAnswer,
@@ -43,8 +38,15 @@ pub use config::{
     DEFAULT_ENV_DENY, KillSource, ListFilter, Mode, NotificationPolicy, RegistryConfig,
     SpawnRequest,
 };
+pub use dispatch::{
+    BreakerGate, Clock, Dispatch, DispatchConfig, DispatchError, DispatchKind, Dispatcher,
+    FailureBreaker, HostFacts, ScopeAck, ScopeAvailability, ScopeStopError, SystemClock, UnitKind,
+    is_in_scope, memory_max, systemd_unit, wait_for_scope_ack,
+};
 pub use error::{Error, LookupError, SpawnError};
 pub use event::{Event, render_events};
 pub use herd_persistence::Home;
 pub use id::SessionId;
+#[doc(hidden)]
+pub use kill::bench_support;
 pub use registry::Registry;

@@ -305,34 +305,13 @@ fn ingest(session: &Session, log: &mut LogWriter, bytes: &[u8]) {
     tracing::trace!(n_bytes = bytes.len(), "output ingested");
 }
 
-/// Pids whose process group is `pgid`, from `/proc` (Linux); empty elsewhere.
+/// Live members of process group `pgid` (zombies are dead and do not count).
 pub(crate) fn group_members(pgid: i32) -> Vec<i32> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    let mut pids = Vec::new();
-    for entry in dir.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        // Fields after the parenthesised command: state, ppid, pgrp, ...
-        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
-            continue;
-        };
-        let mut fields = rest.split_ascii_whitespace();
-        let state = fields.next();
-        let pgrp = fields.nth(1).and_then(|f| f.parse::<i32>().ok());
-        if pgrp == Some(pgid) && state != Some("Z") {
-            pids.push(pid);
-        }
-    }
+    let mut pids: Vec<i32> = crate::sys::process_table()
+        .into_iter()
+        .filter(|p| p.pgrp == pgid && p.is_alive())
+        .map(|p| p.pid)
+        .collect();
     pids.sort_unstable();
     pids
 }

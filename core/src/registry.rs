@@ -35,7 +35,7 @@ use crate::config::{
 use crate::error::{Error, LookupError, SpawnError};
 use crate::event::Event;
 use crate::id::{self, SessionId};
-use crate::interim_kill as kill;
+use crate::kill;
 use crate::output::{LogWriter, Tail};
 use crate::reader::{self, Finish, Source, Waiter};
 use crate::session::{ExitInfo, Finished, Session, State, Stdin};
@@ -819,7 +819,7 @@ impl Inner {
             cwd,
             pid,
             pgid: pid,
-            start_time: kill::start_time(pid),
+            start_time: crate::sys::start_time(pid),
             mode,
             started_at: SystemTime::now(),
             started: Instant::now(),

@@ -29,7 +29,7 @@ use tokio::net::unix::pipe;
 
 /// The environment variable that tags every child with its session id; the kill
 /// engineer's escapee scan relies on it.
-pub(crate) use crate::interim_kill::SESSION_TAG_ENV;
+pub(crate) use crate::kill::SESSION_TAG_ENV;
 
 /// Rewrites a top-level `A && B &` (or `A || B &`) to `A && { B & }`, so only the last
 /// command goes to the background rather than the whole chain (B1). Anything else is
@@ -210,7 +210,7 @@ pub(crate) fn spawn_pipe(launch: &Launch<'_>) -> io::Result<PipeChild> {
             stdin,
         }),
         Err(error) => {
-            crate::interim_kill::kill_group_now(pid);
+            reap_group(pid);
             let _ = child.start_kill();
             drop(tokio::spawn(async move { child.wait().await }));
             Err(error)
@@ -345,7 +345,7 @@ pub(crate) fn spawn_pty(
     match master {
         Ok(master) => Ok(PtyChild { child, pid, master }),
         Err(error) => {
-            crate::interim_kill::kill_group_now(pid);
+            reap_group(pid);
             let mut child = child;
             drop(tokio::task::spawn_blocking(move || child.wait()));
             Err(PtyFailure::Spawn(error))
@@ -355,3 +355,11 @@ pub(crate) fn spawn_pty(
 
 #[cfg(test)]
 mod tests;
+
+/// SIGKILLs the group of a child whose setup failed after it started; the caller then
+/// reaps the child itself.
+fn reap_group(pgid: i32) {
+    if let Err(error) = crate::sys::signal_group(pgid, nix::sys::signal::Signal::SIGKILL) {
+        tracing::debug!(%error, pgid, "group of a failed spawn already gone");
+    }
+}

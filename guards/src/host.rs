@@ -19,6 +19,15 @@ pub const HOST_IMAGES_ENV: &str = "HERD_HOST_IMAGES";
 /// for [`Host::current`].
 pub const HOST_UNITS_ENV: &str = "HERD_HOST_UNITS";
 
+/// Environment variable that marks a process as a supervised child of herd. Whether to
+/// judge at all is the caller's decision; this is the marker herd itself uses.
+pub const SUPERVISED_CHILD_ENV: &str = "HERD_SUPERVISED_CHILD";
+
+/// Whether this process carries the supervised-child marker (`HERD_SUPERVISED_CHILD=1`).
+pub fn is_supervised_child() -> bool {
+    std::env::var_os(SUPERVISED_CHILD_ENV).is_some_and(|v| v == "1")
+}
+
 /// The lifecycle subcommands that come with the `herd` image.
 const HERD_LIFECYCLE: [&[&str]; 5] = [
     &["shutdown"],
@@ -46,9 +55,14 @@ pub struct Lifecycle {
 /// What must not die: the host's images, command line, units and lifecycle subcommands.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Host {
+    /// Invariant: normalised by `image_key` (lowercase, no directory, no `.exe`), no
+    /// duplicates, no empty names.
     images: Vec<String>,
     cmdline: String,
+    /// Invariant: normalised by `unit_key` (lowercase, no `.service`/`.plist`), no
+    /// duplicates; every image is also a unit.
     units: Vec<String>,
+    /// Invariant: a host with the `herd` image has herd's lifecycle subcommands.
     lifecycle: Vec<Lifecycle>,
 }
 
@@ -340,18 +354,26 @@ pub(crate) fn glob_match(pattern: &str, text: &str) -> bool {
         .is_some_and(|rest| rest.iter().all(|c| *c == '*'))
 }
 
-/// Whether `path`'s file name (without extension) contains a host image or unit name:
-/// `~/.herd/herd.pid` for the host `herd`.
+/// The host image or unit a pid file is named after: `~/.herd/herd.pid` and
+/// `run/herd-daemon.pid` for the host `herd`, but not `shepherd.pid`.
 pub(crate) fn names_host_file(host: &Host, path: &str) -> Option<String> {
     let stem = Path::new(path)
         .file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or(path)
         .to_lowercase();
+    let tokens: Vec<String> = stem
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|t| !t.is_empty())
+        .map(family)
+        .collect();
     host.images
         .iter()
         .chain(host.units.iter())
-        .find(|name| stem.contains(family(name).as_str()))
+        .find(|name| {
+            let wanted = family(name);
+            tokens.contains(&wanted) || stem == **name
+        })
         .cloned()
 }
 

@@ -8,7 +8,10 @@
 //! script reads, [`MAX_SCRIPT_TOTAL_BYTES`] of script text, and one deadline for the whole
 //! judgement. A script the reader refuses, or a script that would overrun the budget, fails
 //! closed; nested command text past the budget is judged by the verb scan instead (blocked
-//! only if it names a kill or lifecycle verb), the same as text the parser cannot read.
+//! only if it names a kill or lifecycle verb), the same as text the parser cannot read. The
+//! deadline covers the tree walks too: a walk that passes it stops, and the text it was
+//! walking is judged by the verb scan. Realistic commands take microseconds; only
+//! adversarial input (tens of thousands of nesting levels) ever reaches the deadline.
 //!
 //! Pipelines, loops and redirected statements are also judged as a whole, because a PID
 //! source and the `kill` it feeds are often different commands
@@ -35,8 +38,10 @@ const MAX_TEXTS: u32 = 512;
 const MAX_PATHS: u32 = 1024;
 /// How much script text one judgement may read in total.
 const MAX_SCRIPT_TOTAL_BYTES: usize = 1024 * 1024;
-/// String literals scanned per piece of interpreter code.
+/// String literals judged per piece of interpreter code (after the verb prefilter).
 const MAX_LITERALS: usize = 256;
+/// String literals extracted per piece of interpreter code at all.
+const MAX_CODE_LITERALS: usize = 65_536;
 /// The wall-clock budget of one judgement.
 const DEADLINE: Duration = Duration::from_millis(400);
 
@@ -56,6 +61,7 @@ pub(crate) fn run(command: &str, host: &Host, scripts: &dyn ScriptReader) -> Ver
         n_paths_left: MAX_PATHS,
         script_bytes_left: MAX_SCRIPT_TOTAL_BYTES,
         seen_scripts: HashSet::new(),
+        in_file: false,
     };
     match judge.text(command, 0) {
         ControlFlow::Break(block) => Verdict::Block(block),
@@ -71,6 +77,10 @@ struct Judge<'a> {
     n_paths_left: u32,
     script_bytes_left: usize,
     seen_scripts: HashSet<String>,
+    /// Whether the text being judged came from a script file: there, a parse error is
+    /// judged by the verb scan of the unreadable region only, because real scripts often
+    /// use syntax the grammar misses and mention `kill` in parts that did parse.
+    in_file: bool,
 }
 
 /// What the walker knows about one parsed text.
@@ -468,8 +478,16 @@ impl Judge<'_> {
         };
         let root = tree.root_node();
         let scope = self.prepass(root, &cleaned);
-        shell::for_each_node(root, |node| self.visit(node, &scope, depth))?;
+        let deadline = self.deadline;
+        shell::for_each_node(root, deadline, |node| self.visit(node, &scope, depth))?;
+        if Instant::now() > self.deadline {
+            return self.verb_scan(&cleaned, Rule::Unparseable);
+        }
         if root.has_error() {
+            if self.in_file {
+                let regions = error_regions(root, &cleaned, self.deadline);
+                return self.verb_scan(&regions, Rule::Unparseable);
+            }
             return self.verb_scan(&cleaned, Rule::Unparseable);
         }
         ControlFlow::Continue(())
@@ -487,7 +505,8 @@ impl Judge<'_> {
         if !interesting {
             return scope;
         }
-        let _ = shell::for_each_node(root, |node| {
+        let deadline = self.deadline;
+        let _ = shell::for_each_node(root, deadline, |node| {
             match node.kind() {
                 "variable_assignment" => {
                     let name = node.child_by_field_name("name").map(|n| text(n, src));
@@ -603,6 +622,9 @@ impl Judge<'_> {
         let args = words.get(1..).unwrap_or_default();
         for value in &first.values {
             if first.dynamic && value.starts_with('$') {
+                if matches!(value.as_str(), "$SHELL" | "${SHELL}" | "$BASH" | "${BASH}") {
+                    self.final_command("sh", args, node, scope, depth)?;
+                }
                 continue;
             }
             self.final_command(value, args, node, scope, depth)?;
@@ -640,6 +662,13 @@ impl Judge<'_> {
                     self.script(path.value(), scope, depth + 1)?;
                 }
                 ControlFlow::Continue(())
+            }
+            "trap" => {
+                // The action runs later in this same shell, on the signal or at exit.
+                match args.iter().find(|w| !w.value().starts_with('-')) {
+                    Some(action) => self.text(action.value(), depth + 1),
+                    None => ControlFlow::Continue(()),
+                }
             }
             "eval" => {
                 let joined: Vec<&str> = args.iter().map(Word::value).collect();
@@ -752,7 +781,7 @@ impl Judge<'_> {
                     "`kill -1` signals every process the user owns",
                 );
             }
-            if word.raw.contains("$PPID") || word.raw.contains("${PPID}") {
+            if matches!(word.raw.trim_matches('"'), "$PPID" | "${PPID}") {
                 return stop(
                     Rule::KillParent,
                     "the parent process, which is the host or the shell it started",
@@ -772,7 +801,8 @@ impl Judge<'_> {
             }
         }
         let mut found = None;
-        let _ = shell::for_each_node(node, |n| {
+        let deadline = self.deadline;
+        let _ = shell::for_each_node(node, deadline, |n| {
             if n.kind() == "command_substitution"
                 && let Some(target) = self.pid_source(n, scope)
             {
@@ -801,7 +831,21 @@ impl Judge<'_> {
         let mut saw_ps = false;
         let mut patterns: Vec<(String, bool)> = Vec::new();
         let mut found = None;
-        let _ = shell::for_each_node(node, |n| {
+        let deadline = self.deadline;
+        let _ = shell::for_each_node(node, deadline, |n| {
+            if n.kind() == "file_redirect" && text(n, src).trim_start().starts_with('<') {
+                // `$(< herd.pid)`: bash reads the file without a command.
+                if let Some(dest) = n.child_by_field_name("destination") {
+                    let path = shell::word(dest, src, &scope.vars);
+                    if let Some(name) = names_host_file(self.host, path.value()) {
+                        found = Some(format!(
+                            "the process in pid file {} (the host {name})",
+                            path.value()
+                        ));
+                        return ControlFlow::Break(());
+                    }
+                }
+            }
             if n.kind() != "command" {
                 return ControlFlow::Continue(());
             }
@@ -843,6 +887,34 @@ impl Judge<'_> {
                         })
                         .flatten()
                         .map(|unit| format!("the main process of the host's service {unit}"))
+                }
+                "lsof" => {
+                    // `lsof -t /usr/bin/python3` lists every process running the host's
+                    // binary; `lsof -c python` every process whose name starts so.
+                    let mut hit = None;
+                    let mut iter = args.iter().map(Word::value);
+                    while let Some(arg) = iter.next() {
+                        let candidate = match arg {
+                            "-c" => iter.next().map(|prefix| format!("{prefix}*")),
+                            _ if arg.starts_with('/') => Some(arg.to_owned()),
+                            _ => None,
+                        };
+                        if let Some(image) = candidate.and_then(|c| self.host.image_named(&c)) {
+                            hit = Some(format!(
+                                "the processes `lsof` finds for {image}, the host among them"
+                            ));
+                            break;
+                        }
+                    }
+                    hit
+                }
+                "ps" if args.iter().any(|w| {
+                    let v = w.value();
+                    v.contains("ppid") && !v.starts_with("--ppid")
+                }) =>
+                {
+                    // `ps -o ppid= -p $$`: the parent of this shell is the host.
+                    Some("the parent process, which is the host or the shell it started".to_owned())
                 }
                 "ps" => {
                     saw_ps = true;
@@ -988,6 +1060,18 @@ impl Judge<'_> {
                 continue;
             };
             let words = shell::command_words(command, scope.src, &scope.vars);
+            if idx > 0
+                && words
+                    .first()
+                    .is_some_and(|w| command_name(w.value()) == "xargs")
+            {
+                // `echo python | xargs pkill`: the upstream output becomes arguments.
+                let mut combined = peel(&words).to_vec();
+                for upstream in stages.iter().take(idx) {
+                    combined.extend(echoed_words(*upstream, scope, self.deadline));
+                }
+                self.simple(&combined, command, scope, depth)?;
+            }
             let Some(runner) = stdin_runner(peel(&words)) else {
                 continue;
             };
@@ -1006,7 +1090,8 @@ impl Judge<'_> {
         depth: usize,
     ) -> Flow {
         let mut fed: Vec<(bool, String)> = Vec::new();
-        let _ = shell::for_each_node(stage, |n| {
+        let deadline = self.deadline;
+        let _ = shell::for_each_node(stage, deadline, |n| {
             if n.kind() == "command" {
                 let words = shell::command_words(n, scope.src, &scope.vars);
                 let words = peel(&words);
@@ -1108,7 +1193,7 @@ impl Judge<'_> {
                 "-m" => return ControlFlow::Continue(()),
                 "-W" | "-X" | "-I" | "--require" => idx += 1,
                 _ if arg.starts_with('-') => {}
-                path => return self.script(path, scope, depth + 1),
+                path => return self.script_as(path, scope, depth + 1, Some(Runner::Code)),
             }
         }
         ControlFlow::Continue(())
@@ -1183,9 +1268,21 @@ impl Judge<'_> {
         self.script(path, &scope, depth)
     }
 
-    /// Reads and judges a referenced script.
+    /// Reads and judges a referenced script; its shebang or extension decides whether it
+    /// is shell or interpreter code.
     fn script(&mut self, path: &str, scope: &Scope<'_>, depth: usize) -> Flow {
-        if let Some(written) = scope.written.get(path) {
+        self.script_as(path, scope, depth, None)
+    }
+
+    /// Reads and judges a referenced script, as `runner` when the caller knows it.
+    fn script_as(
+        &mut self,
+        path: &str,
+        scope: &Scope<'_>,
+        depth: usize,
+        runner: Option<Runner>,
+    ) -> Flow {
+        if let Some(written) = scope.written.get(path_key(path)) {
             let written = written.clone();
             self.text(&written, depth)?;
         }
@@ -1231,8 +1328,19 @@ impl Judge<'_> {
                     });
                     interpreter.is_some_and(|i| is_code_interpreter(&i))
                 };
-                let shown = if code { Runner::Code } else { Runner::Shell };
+                let by_extension = [
+                    ".py", ".js", ".mjs", ".cjs", ".ts", ".rb", ".pl", ".php", ".lua",
+                ]
+                .iter()
+                .any(|ext| path.ends_with(ext));
+                let shown = match runner {
+                    Some(runner) => runner,
+                    None if code || by_extension => Runner::Code,
+                    None => Runner::Shell,
+                };
+                let was_in_file = std::mem::replace(&mut self.in_file, true);
                 let flow = self.feed(shown, &body, depth.saturating_sub(1));
+                self.in_file = was_in_file;
                 match flow {
                     ControlFlow::Break(mut block) => {
                         block.reason = format!("{} (in referenced script {path})", block.reason);
@@ -1245,23 +1353,61 @@ impl Judge<'_> {
     }
 
     /// Interpreter code: every string literal, and every run of adjacent literals
-    /// (an argv list such as `["pkill", "python"]`), is judged as shell text.
+    /// (an argv list such as `["pkill", "python"]`), that could matter is judged as shell
+    /// text. Literals that name no kill or lifecycle verb and no script are skipped, so a
+    /// large library script costs little and its unrelated strings cannot block.
     fn code(&mut self, code: &str, depth: usize) -> Flow {
-        let lower = code.to_lowercase();
-        if lower.contains("getppid") && lower.contains("kill")
-            || lower.contains("process.kill(process.ppid")
-        {
+        if kills_parent(code) {
             return stop(
                 Rule::KillParent,
                 "the parent process, which is the host or the shell it started",
                 "the code signals its parent process, which is the host",
             );
         }
-        let texts = code_texts(code);
-        if texts.len() > MAX_LITERALS {
-            return self.verb_scan(code, Rule::Unparseable);
-        }
-        for text in texts {
+        let lower = code.to_lowercase();
+        let kills = lower.contains("kill") || lower.contains("terminate");
+        let lists_processes = [
+            "process_iter",
+            "psutil",
+            "get-process",
+            "ps-list",
+            "find-process",
+        ]
+        .iter()
+        .any(|needle| lower.contains(needle));
+        let mut n_judged = 0;
+        for text in code_texts(code) {
+            if kills
+                && lists_processes
+                && let Some(image) = self.host.image_named(text.trim())
+            {
+                return stop(
+                    Rule::KillByName,
+                    format!("the {image} processes the code lists, the host among them"),
+                    "the code kills the processes whose name is the host's image",
+                );
+            }
+            let first = text
+                .split_whitespace()
+                .next()
+                .map(command_name)
+                .unwrap_or_default();
+            if kills && matches!(first.as_str(), "pgrep" | "pidof" | "ps" | "lsof" | "cat") {
+                // `os.kill(int(pid), 9) for pid in os.popen("pgrep python")`.
+                self.text(&format!("kill $({text})"), depth)?;
+            }
+            let relevant = verb_in(&text, self.host).is_some()
+                || text.contains(".sh")
+                || text.contains("bash")
+                || text.contains("sh -c")
+                || text.contains("source ");
+            if !relevant {
+                continue;
+            }
+            n_judged += 1;
+            if n_judged > MAX_LITERALS {
+                return self.verb_scan(&text, Rule::Unparseable);
+            }
             self.text(&text, depth)?;
         }
         ControlFlow::Continue(())
@@ -1339,9 +1485,42 @@ fn record_written(node: Node<'_>, src: &str, scope: &mut Scope<'_>) {
     }
     if let Some(content) = content {
         for path in paths {
-            scope.written.insert(path, content.clone());
+            scope
+                .written
+                .insert(path_key(&path).to_owned(), content.clone());
         }
     }
+}
+
+/// A path as written on the line, without a leading `./`, to match writes with runs.
+fn path_key(path: &str) -> &str {
+    let mut key = path;
+    while let Some(rest) = key.strip_prefix("./") {
+        key = rest;
+    }
+    key
+}
+
+/// The words `echo`/`printf` commands in `stage` print, split on whitespace.
+fn echoed_words(stage: Node<'_>, scope: &Scope<'_>, deadline: Instant) -> Vec<Word> {
+    let mut out = Vec::new();
+    let _ = shell::for_each_node(stage, deadline, |n| {
+        if n.kind() == "command" {
+            let words = shell::command_words(n, scope.src, &scope.vars);
+            let name = words
+                .first()
+                .map(|w| command_name(w.value()))
+                .unwrap_or_default();
+            if matches!(name.as_str(), "echo" | "printf") {
+                for word in words.iter().skip(1).filter(|w| !w.value().starts_with('-')) {
+                    let value = word.value().replace("\\n", " ");
+                    out.extend(value.split_whitespace().map(Word::literal));
+                }
+            }
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    out
 }
 
 /// The runner of the first stage of `pipeline` that reads stdin.
@@ -1375,6 +1554,8 @@ fn mentions_pid_source(text: &str) -> bool {
         "systemctl",
         "get-content",
         "type",
+        "lsof",
+        "<",
     ]
     .iter()
     .any(|needle| lower.contains(needle))
@@ -1411,11 +1592,51 @@ fn awk_patterns(program: &str) -> Vec<String> {
     patterns
 }
 
+/// Whether code signals its own parent: `os.kill(os.getppid(), …)`, `kill 9, getppid`,
+/// `process.kill(process.ppid)`.
+fn kills_parent(code: &str) -> bool {
+    let lower = code.to_lowercase();
+    ["getppid", "process.ppid"].iter().any(|needle| {
+        lower.match_indices(needle).any(|(at, _)| {
+            let start = at.saturating_sub(40);
+            let mut start = start;
+            while !lower.is_char_boundary(start) {
+                start -= 1;
+            }
+            lower
+                .get(start..at)
+                .is_some_and(|before| before.contains("kill"))
+        })
+    })
+}
+
+/// The text of the regions the parser could not read (error nodes, and the parents of
+/// nodes it had to invent), joined by newlines.
+fn error_regions(root: Node<'_>, src: &str, deadline: Instant) -> String {
+    let mut regions = String::new();
+    let _ = shell::for_each_node(root, deadline, |node| {
+        let region = if node.is_error() {
+            Some(node)
+        } else if node.is_missing() {
+            node.parent()
+        } else {
+            None
+        };
+        if let Some(region) = region {
+            regions.push_str(text(region, src));
+            regions.push('\n');
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    regions
+}
+
 /// String literals in interpreter code, plus runs of adjacent literals joined by spaces.
 pub(crate) fn code_texts(code: &str) -> Vec<String> {
     let mut texts = Vec::new();
     let mut run: Vec<String> = Vec::new();
     let mut chars = code.chars().peekable();
+    let mut previous: Option<char> = None;
     let flush = |run: &mut Vec<String>, texts: &mut Vec<String>| {
         if run.len() > 1 {
             texts.push(run.join(" "));
@@ -1448,8 +1669,10 @@ pub(crate) fn code_texts(code: &str) -> Vec<String> {
             }
             ',' | '[' | ']' | '(' | ')' | '{' | '}' => {}
             c if c.is_whitespace() => {}
-            '#' if run.is_empty() => {
-                // A comment in Python, shell, Perl or Ruby: skip to the end of the line.
+            '#' if previous.is_none_or(char::is_whitespace) => {
+                // A comment in Python, shell, Perl or Ruby: skip to the end of the line, so
+                // an apostrophe in it does not swallow the code after it.
+                flush(&mut run, &mut texts);
                 for next in chars.by_ref() {
                     if next == '\n' {
                         break;
@@ -1458,7 +1681,8 @@ pub(crate) fn code_texts(code: &str) -> Vec<String> {
             }
             _ => flush(&mut run, &mut texts),
         }
-        if texts.len() > MAX_LITERALS {
+        previous = Some(c);
+        if texts.len() > MAX_CODE_LITERALS {
             break;
         }
     }

@@ -47,7 +47,10 @@ mod script;
 mod shell;
 mod verdict;
 
-pub use host::{HERD_IMAGE, HOST_IMAGES_ENV, HOST_UNITS_ENV, Host, Lifecycle};
+pub use host::{
+    HERD_IMAGE, HOST_IMAGES_ENV, HOST_UNITS_ENV, Host, Lifecycle, SUPERVISED_CHILD_ENV,
+    is_supervised_child,
+};
 pub use script::{FsScriptReader, MAX_SCRIPT_BYTES, NoScripts, Script, ScriptReader};
 pub use verdict::{Block, Rule, Verdict};
 

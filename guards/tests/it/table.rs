@@ -67,6 +67,8 @@ block! {
     b33_block_killall_path: "killall /usr/bin/python3";
     b33_block_killall_herd: "killall herd";
     b33_block_killall_wait_herd: "killall -w herd";
+    b33_block_killall_mixed_names: "killall -9 node python3";
+    b33_block_killall_macos_capitalised: "killall Python";
 }
 
 // `pkill -f` patterns judged against the host's command line.
@@ -120,6 +122,15 @@ block! {
     b33_block_while_read_kill: "while read p; do kill $p; done < <(pgrep python)";
     b33_block_sudo_kill_pgrep: "sudo kill -9 $(pgrep python)";
     b33_block_bash_c_kill_pgrep: "bash -c 'kill -9 $(pgrep -f agent.main)'";
+    b33_block_kill_bash_read_pidfile: "kill $(<~/.herd/herd.pid)";
+    b33_block_kill_head_pidfile: "kill $(head -1 herd.pid)";
+    b33_block_kill_lsof_binary: "kill -9 $(lsof -t /usr/bin/python3)";
+    b33_block_kill_pgrep_oldest: "kill -9 \"$(pgrep -o python)\"";
+    b33_block_pgrep_head_xargs: "pgrep python | head -1 | xargs kill";
+    b33_block_kill_ps_ppid: "kill -TERM $(ps -o ppid= -p $$)";
+    b33_block_kill_awk_exact_name: "kill -9 $(ps -eo pid,comm | awk '$2==\"python3\"{print $1}')";
+    b33_block_xargs_kill_from_pidfile: "xargs kill < herd.pid";
+    b33_block_cat_pidfile_xargs_kill: "cat herd.pid | xargs kill -9";
 }
 
 // Windows and PowerShell spellings.
@@ -281,6 +292,24 @@ block! {
     b33_block_unbalanced_single_quote_pkill: "echo 'oops\npkill python";
     b33_block_python_argv_as_shell: "subprocess.run([\"herd\", \"shutdown\"])";
     b33_block_crlf_line_ends: "echo hi\r\npkill python\r\n";
+    b33_block_echo_spliced_name: "$(echo pkill) python";
+    b33_block_eval_echo_output: "eval $(echo pkill python)";
+    b33_block_sh_c_echo_output: "sh -c \"$(echo pkill python)\"";
+    b33_block_echo_spliced_pattern: "pkill -f \"$(echo python)\"";
+    b33_block_variable_spliced_name: "k=kill; p${k} python";
+    b33_block_busybox_applet: "busybox pkill python";
+    b33_block_sudo_login_shell: "sudo -i pkill python";
+    b33_block_env_dashdash: "env -- pkill python";
+    b33_block_quoted_tool_name: "'killall' python3";
+    b33_block_python_stdin_heredoc: "python - <<'EOF'\nimport os\nos.system(\"pkill -9 python\")\nEOF";
+    b33_block_pkill_or_true: "pkill -f \"python -m agent.main\" || true";
+    b33_block_echo_names_into_xargs_pkill: "echo python | xargs pkill -9";
+    b33_block_shell_variable_c: "\"$SHELL\" -c 'pkill python'";
+    b33_block_python_popen_pgrep_kill: "python3 -c \"import os; [os.kill(int(p), 9) for p in os.popen('pgrep python').read().split()]\"";
+    b33_block_psutil_kill_loop: "python -c \"import psutil; [p.kill() for p in psutil.process_iter() if p.name() == 'python3']\"";
+    b33_block_perl_kill_getppid: "perl -e 'kill 9, getppid'" => KillParent;
+    b33_block_trap_action: "trap 'pkill python' EXIT; npm run dev";
+    b33_block_node_kill_ppid: "node -e 'process.kill(process.ppid, \"SIGTERM\")'" => KillParent;
 }
 
 // Other images, numeric PIDs, data, prose, and starting the host.
@@ -385,4 +414,49 @@ allow! {
     b33_allow_ps_ppid: "ps -o ppid= -p $$";
     b33_allow_docker_restart: "docker restart web";
     b33_allow_ls_proc: "ls -la /proc/self";
+    b33_allow_kill_jobs: "kill $(jobs -p)";
+    b33_allow_kill_last_background: "npm run dev & sleep 5; kill $!";
+    b33_allow_trap_kill_jobs: "trap 'kill $(jobs -p)' EXIT; npm run dev";
+    b33_allow_kill_nginx_pidfile: "kill -HUP $(cat /var/run/nginx.pid)";
+    b33_allow_docker_kill_containers: "docker kill $(docker ps -q)";
+    b33_allow_branch_name_with_kill: "git checkout -b kill-python-bug";
+    b33_allow_pgrep_check: "pgrep -f agent.main && echo running";
+    b33_allow_wait_for_pgrep: "while pgrep -f agent.main >/dev/null; do sleep 1; done";
+    b33_allow_herd_daemon_start: "herd daemon start";
+    b33_allow_exec_host_program: "exec python -m agent.main";
+    b33_allow_kill_own_group: "kill -- -$$";
+    b33_allow_pkill_own_children: "pkill -9 -P $$";
+    b33_allow_printf_numeric_kill_to_sh: "printf 'kill %s\\n' 1234 | sh";
+    b33_allow_ps_grep_v_listing: "ps -ef | grep python | grep -v grep";
+    b33_allow_regex_test_kill: "[[ $x =~ ^kill ]] && echo y";
+    b33_allow_pkill_f_http_server: "pkill -f 'python -m http.server'";
+    b33_allow_unquoted_heredoc_prose_to_file: "cat <<EOF > README.md\nTo stop: pkill python\nEOF";
+    b33_allow_python_background_server: "nohup python server.py > server.log 2>&1 &";
+    b33_allow_commit_message_heredoc: "git commit -m \"$(cat <<'EOF'\nStop using pkill python in tests\n\nThe old helper ran `killall python` which killed the agent.\nEOF\n)\"";
+    b33_allow_ssh_remote_pkill: "ssh build-box 'pkill -f gunicorn'";
+    b33_allow_docker_exec_pkill: "docker exec web pkill python";
+    b33_allow_kubectl_exec_pkill: "kubectl exec -it pod -- pkill python";
+    b33_allow_pkill_f_vite_regex: "pkill -f \"node.*vite\"";
+    b33_allow_pkill_f_alternation: "pkill -f \"gunicorn|uvicorn\"";
+    b33_allow_killall_app_with_space: "killall \"Google Chrome\"";
+    b33_allow_kill_saved_server_pid: "SERVER_PID=$!; sleep 2; kill $SERVER_PID";
+    b33_allow_kill_app_pidfile_in_case: "case \"$1\" in start) ./run.sh;; stop) kill \"$(cat app.pid)\";; esac";
+    b33_allow_launchctl_print: "launchctl print gui/501/ai.herd.daemon";
+    b33_allow_journalctl_follow: "journalctl --user -u herd -f";
+    b33_allow_start_herd_in_background: "nohup herd serve >/dev/null 2>&1 &";
+    b33_allow_history_grep_kill: "history | grep kill";
+    b33_allow_watch_ps_grep: "watch -n1 \"ps aux | grep python\"";
+    b33_allow_process_substitution_diff: "diff <(sort a.txt) <(sort b.txt)";
+    b33_allow_python_prints_kill_prose: "python -c \"print('kill the process with herd kill')\"";
+    b33_allow_python_kills_own_child: "python -c \"import subprocess as s; p = s.Popen(['sleep', '9']); p.kill()\"";
+    b33_allow_echo_names_into_xargs_pkill_node: "echo node | xargs pkill";
+    b33_allow_trap_kill_own_group: "trap 'kill 0' SIGINT SIGTERM EXIT";
+    b33_allow_extglob_free_kill_word_in_test: "[[ $cmd == kill* ]] && echo matched";
+    b33_allow_sed_edits_pkill_line: "sed -i 's/pkill python/pkill myapp/' scripts/stop.sh";
+    b33_allow_herestring_to_cat: "cat <<< \"systemctl restart herd\"";
+    b33_allow_docker_run_sh_c: "docker run --rm alpine sh -c 'pkill python || true'";
+    b33_allow_pgrep_guard_nginx: "if ! pgrep -x nginx >/dev/null; then nginx; fi";
+    b33_allow_for_pgrep_node_kill: "for pid in $(pgrep -f \"node server\"); do kill $pid; done";
+    b33_allow_timeout_signal_kill: "timeout --signal=KILL 30 pytest -x";
+    b33_allow_python_getppid_print: "python -c \"import os; print(os.getppid())\"";
 }

@@ -1,0 +1,14 @@
+//! Platform access for process control: reading the process table and sending signals.
+//!
+//! This is the only module in herd that sends signals (clippy bans `libc::kill` and
+//! `libc::killpg` elsewhere). Everything above it works with plain values: a
+//! [`ProcInfo`] per process read from the kernel's process table, and signal calls
+//! that report `Err(errno)` instead of panicking. The Linux implementation reads
+//! `/proc`; on other Unix systems the table reads return nothing, so tree kill falls
+//! back to signalling the process group alone.
+
+#[cfg(unix)]
+mod unix;
+
+#[cfg(unix)]
+pub(crate) use unix::*;

@@ -1,0 +1,322 @@
+//! Unix process-table reading (Linux `/proc`) and signal delivery for tree kill.
+//!
+//! `/proc/<pid>/stat` is parsed from the last `)`, because the command name in
+//! field 2 may itself contain spaces and parentheses. Field 22 (`starttime`, clock
+//! ticks since boot) is the identity of a process: a pid is reused by the kernel, a
+//! (pid, start time) pair is not. A single process is signalled only through a
+//! [`ProcHandle`], which opens a pidfd and *then* checks the start time recorded at
+//! discovery, so the pidfd provably refers to the discovered process and
+//! `pidfd_send_signal` cannot reach a stranger that got the pid later. Without pidfds
+//! (Linux before 5.3) the start time is re-checked right before `kill`.
+//!
+//! Only Linux has the `/proc` table this reads; elsewhere the table is empty and
+//! tree kill finds nothing to signal (herd supports Linux for now).
+//!
+//! Reads of `/proc` touch kernel memory only, never a disk, so the async caller runs
+//! them inline instead of on the blocking pool.
+
+use std::fs;
+use std::io::{self, Read};
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::unix::fs::MetadataExt;
+
+use nix::errno::Errno;
+use nix::sys::signal::{self, Signal};
+use nix::unistd::Pid;
+use tokio::io::Interest;
+use tokio::io::unix::AsyncFd;
+
+/// One row of the process table, as read from `/proc/<pid>/stat`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ProcInfo {
+    /// Process id.
+    pub(crate) pid: i32,
+    /// Parent process id (field 4).
+    pub(crate) ppid: i32,
+    /// Process group id (field 5).
+    pub(crate) pgrp: i32,
+    /// Single-letter state (field 3); `Z` and `X` mean the process is dead.
+    pub(crate) state: u8,
+    /// Start time in clock ticks since boot (field 22).
+    pub(crate) start_time: u64,
+}
+
+impl ProcInfo {
+    /// Whether the process has exited (a zombie waiting for its parent, or dead).
+    pub(crate) fn is_dead(&self) -> bool {
+        matches!(self.state, b'Z' | b'X' | b'x')
+    }
+
+    /// Whether the process is still running (any state but dead or zombie).
+    pub(crate) fn is_alive(&self) -> bool {
+        !self.is_dead()
+    }
+}
+
+/// Parses the contents of a `/proc/<pid>/stat` file.
+///
+/// Returns `None` for anything malformed. The command name (field 2) is skipped by
+/// searching for the *last* `)`, so names such as `a) b (c` parse correctly.
+pub(crate) fn parse_stat(pid: i32, text: &[u8]) -> Option<ProcInfo> {
+    let close = text.iter().rposition(|&b| b == b')')?;
+    let rest = std::str::from_utf8(text.get(close + 1..)?).ok()?;
+    let mut fields = rest.split_ascii_whitespace();
+    // After the `)`: field 3 is state, then 4 ppid, 5 pgrp, ..., 22 starttime.
+    let state = *fields.next()?.as_bytes().first()?;
+    let ppid = fields.next()?.parse().ok()?;
+    let pgrp = fields.next()?.parse().ok()?;
+    // Fields 6..=21 are 16 fields we do not need; the 17th from here is field 22.
+    let start_time = fields.nth(16)?.parse().ok()?;
+    Some(ProcInfo {
+        pid,
+        ppid,
+        pgrp,
+        state,
+        start_time,
+    })
+}
+
+/// Reads one process's row of the table; `None` if it is gone or unreadable.
+pub(crate) fn proc_info(pid: i32) -> Option<ProcInfo> {
+    if pid <= 0 {
+        return None;
+    }
+    // One open and one read into a stack buffer: a stat line is a few hundred
+    // bytes, and `fs::read` would add a `statx` per process for its size hint.
+    let mut file = fs::File::open(format!("/proc/{pid}/stat")).ok()?;
+    let mut buf = [0u8; 2048];
+    let n = file.read(&mut buf).ok()?;
+    parse_stat(pid, buf.get(..n)?)
+}
+
+/// Start time of `pid` (field 22 of `/proc/<pid>/stat`), or `None` if the process
+/// does not exist or its row cannot be read.
+pub(crate) fn start_time(pid: i32) -> Option<u64> {
+    proc_info(pid).map(|info| info.start_time)
+}
+
+/// Reads the whole process table. Processes that vanish while it is read are
+/// simply missing from the answer.
+pub(crate) fn process_table() -> Vec<ProcInfo> {
+    let Ok(dir) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|entry| {
+        let entry = entry.ok()?;
+        let pid: i32 = entry.file_name().to_str()?.parse().ok()?;
+        proc_info(pid)
+    })
+    .collect()
+}
+
+/// Real user id owning `pid`'s `/proc` entry, or `None` if it is gone.
+pub(crate) fn owner_uid(pid: i32) -> Option<u32> {
+    fs::metadata(format!("/proc/{pid}")).ok().map(|m| m.uid())
+}
+
+/// The uid this process runs as.
+pub(crate) fn current_uid() -> u32 {
+    nix::unistd::getuid().as_raw()
+}
+
+/// Value of the variable `name` in `pid`'s initial environment.
+///
+/// `None` when it is not set, not UTF-8, or the environment cannot be read
+/// (another user's process, a kernel thread, or a process that has just exited).
+pub(crate) fn environ_value(pid: i32, name: &str) -> Option<String> {
+    let environ = fs::read(format!("/proc/{pid}/environ")).ok()?;
+    let value = environ_lookup(&environ, name)?;
+    String::from_utf8(value.to_vec()).ok()
+}
+
+/// Value of `name` in a NUL-separated `NAME=value` block (the first entry wins,
+/// as in `getenv`).
+pub(crate) fn environ_lookup<'a>(environ: &'a [u8], name: &str) -> Option<&'a [u8]> {
+    environ.split(|&b| b == 0).find_map(|entry| {
+        entry
+            .strip_prefix(name.as_bytes())
+            .and_then(|rest| rest.strip_prefix(b"="))
+    })
+}
+
+/// This process's own pid, never a valid kill target.
+pub(crate) fn own_pid() -> i32 {
+    std::process::id().cast_signed()
+}
+
+/// This process's own process group, never a valid group kill target.
+pub(crate) fn own_pgrp() -> i32 {
+    nix::unistd::getpgrp().as_raw()
+}
+
+/// Sends `sig` to the single process `pid`.
+///
+/// # Errors
+/// The OS error: `ESRCH` when no such process exists, `EPERM` when it is not ours.
+pub(crate) fn signal_pid(pid: i32, sig: Signal) -> Result<(), Errno> {
+    if pid <= 1 || pid == own_pid() {
+        return Err(Errno::EINVAL);
+    }
+    signal::kill(Pid::from_raw(pid), sig)
+}
+
+/// Sends `sig` to every member of process group `pgid`.
+///
+/// Refuses (`EINVAL`) group 0/1 and this process's own group, so a bad record can
+/// never take down the daemon.
+///
+/// # Errors
+/// The OS error: `ESRCH` when the group is empty, `EPERM` when none of it is ours.
+pub(crate) fn signal_group(pgid: i32, sig: Signal) -> Result<(), Errno> {
+    if pgid <= 1 || pgid == own_pgrp() {
+        return Err(Errno::EINVAL);
+    }
+    signal::killpg(Pid::from_raw(pgid), sig)
+}
+
+/// Whether process group `pgid` still has at least one member (zombies included).
+#[allow(
+    dead_code,
+    reason = "tests check that a killed group is gone; the registry may too"
+)]
+pub(crate) fn group_exists(pgid: i32) -> bool {
+    if pgid <= 1 {
+        return false;
+    }
+    // Signal 0 checks existence and permission without delivering anything.
+    !matches!(signal::killpg(Pid::from_raw(pgid), None), Err(Errno::ESRCH))
+}
+
+/// A process pinned by identity: its pid, the start time it was discovered with, and
+/// (on Linux 5.3+) a pidfd that keeps referring to that very process even if the pid
+/// is reused.
+///
+/// Invariant: `start_time` was read *after* the pidfd was opened and matched the
+/// start time recorded at discovery, so the pidfd refers to the discovered process
+/// and never to a stranger that later received the same pid.
+#[derive(Debug)]
+pub(crate) struct ProcHandle {
+    pid: i32,
+    start_time: u64,
+    pidfd: Option<OwnedFd>,
+}
+
+/// Why a [`ProcHandle`] could not be opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OpenError {
+    /// No process has this pid any more.
+    Gone,
+    /// A process with a different start time holds the pid now: a stranger.
+    Reused,
+}
+
+impl ProcHandle {
+    /// Pins `pid`, provided it still has `expected_start` as its start time.
+    ///
+    /// # Errors
+    /// [`OpenError::Gone`] when the pid is free, [`OpenError::Reused`] when a
+    /// different process holds it now.
+    pub(crate) fn open(pid: i32, expected_start: u64) -> Result<ProcHandle, OpenError> {
+        if pid <= 1 || pid == own_pid() {
+            return Err(OpenError::Reused);
+        }
+        // Open first, verify second: if the start time still matches after the
+        // pidfd exists, the pidfd refers to the process we discovered.
+        let pidfd = pidfd_open(pid).ok();
+        match start_time(pid) {
+            None => Err(OpenError::Gone),
+            Some(now) if now != expected_start => Err(OpenError::Reused),
+            Some(_) => Ok(ProcHandle {
+                pid,
+                start_time: expected_start,
+                pidfd,
+            }),
+        }
+    }
+
+    /// The pinned pid.
+    pub(crate) fn pid(&self) -> i32 {
+        self.pid
+    }
+
+    /// An exit event for the pinned process: a duplicate of its pidfd registered
+    /// with the tokio reactor, readable once the process has exited. `None` without
+    /// pidfd support or outside a tokio runtime.
+    pub(crate) fn exit_event(&self) -> Option<AsyncFd<OwnedFd>> {
+        tokio::runtime::Handle::try_current().ok()?;
+        let fd = self.pidfd.as_ref()?.try_clone().ok()?;
+        // SAFETY: `fd` is an open pidfd that the AsyncFd owns from here on; an
+        // OwnedFd keeps returning the same descriptor until it is dropped with it.
+        unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) }.ok()
+    }
+
+    /// Sends `sig` to the pinned process and to nothing else.
+    ///
+    /// With a pidfd the signal goes through `pidfd_send_signal`, which cannot reach
+    /// a process that reused the pid. Without one, the start time is checked again
+    /// right before `kill`.
+    ///
+    /// # Errors
+    /// `ESRCH` when the process has exited (or the pid was reused), other OS errors
+    /// as returned.
+    pub(crate) fn signal(&self, sig: Signal) -> Result<(), Errno> {
+        if let Some(fd) = &self.pidfd {
+            return pidfd_send_signal(fd, sig);
+        }
+        // No pidfd support: check the identity right before the signal.
+        if start_time(self.pid) != Some(self.start_time) {
+            return Err(Errno::ESRCH);
+        }
+        signal_pid(self.pid, sig)
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn pidfd_send_signal(fd: &OwnedFd, sig: Signal) -> Result<(), Errno> {
+    use std::os::fd::AsRawFd;
+    let null_info: *const libc::siginfo_t = std::ptr::null();
+    // SAFETY: pidfd_send_signal(fd, sig, NULL, 0) reads no memory of ours (a NULL
+    // siginfo means "as kill(2) would"); `fd` is a live pidfd we own.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            fd.as_raw_fd(),
+            sig as libc::c_int,
+            null_info,
+            0u32,
+        )
+    };
+    if rc < 0 { Err(Errno::last()) } else { Ok(()) }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn pidfd_send_signal(_fd: &OwnedFd, _sig: Signal) -> Result<(), Errno> {
+    Err(Errno::ENOSYS)
+}
+
+/// Opens a pidfd for `pid`: a file descriptor that becomes readable when the
+/// process exits (zombie or reaped), for any process, not only our children.
+///
+/// # Errors
+/// The OS error: `ESRCH` when the process is gone, `ENOSYS` before Linux 5.3.
+#[cfg(target_os = "linux")]
+pub(crate) fn pidfd_open(pid: i32) -> io::Result<OwnedFd> {
+    // SAFETY: pidfd_open takes a pid and a flags word and returns a new fd or -1;
+    // it does not touch memory we own.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let fd = i32::try_from(fd).map_err(|_| io::Error::from(io::ErrorKind::InvalidData))?;
+    // SAFETY: the kernel just returned this fd to us and nobody else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Opens a pidfd for `pid`; unsupported on this platform.
+///
+/// # Errors
+/// Always `Unsupported`.
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn pidfd_open(_pid: i32) -> io::Result<OwnedFd> {
+    Err(io::Error::from(io::ErrorKind::Unsupported))
+}
