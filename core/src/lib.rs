@@ -15,9 +15,9 @@
 
 mod answers;
 mod config;
+mod dispatch;
 mod error;
 mod event;
-mod guard;
 mod id;
 mod kill;
 mod noise;
@@ -37,6 +37,11 @@ pub use answers::{
 pub use config::{
     DEFAULT_ENV_DENY, KillSource, ListFilter, Mode, NotificationPolicy, RegistryConfig,
     SpawnRequest,
+};
+pub use dispatch::{
+    BreakerGate, Clock, Dispatch, DispatchConfig, DispatchError, DispatchKind, Dispatcher,
+    FailureBreaker, HostFacts, ScopeAck, ScopeAvailability, ScopeStopError, SystemClock, UnitKind,
+    is_in_scope, memory_max, systemd_unit, wait_for_scope_ack,
 };
 pub use error::{Error, LookupError, SpawnError};
 pub use event::{Event, render_events};

@@ -1,87 +1,67 @@
 //! herd-guards: refuses shell commands that would kill the supervising host (B33).
 //!
-//! Owns: the pure judgement `command line + host identity -> verdict`.
-//! Never: runs a command, signals a process or reads files other than through the
-//! [`ScriptReader`] its caller passes in.
+//! Owns: the pure judgement `command line + host identity -> verdict`, and a bounded
+//! file-system [`ScriptReader`] for the scripts a command refers to.
+//! Never: runs a command, signals a process, or reads a file other than through the
+//! [`ScriptReader`] its caller passes in ([`Host::current`] reads this process's own
+//! identity from `/proc/self` when asked, and nothing else).
 //! Depended on by: `herd-core` (before every spawn) and `herd-cli` (`herd guard check`).
+//! Whether the guard is active at all (`HERD_SUPERVISED_CHILD=1`, or a host that knows it
+//! is supervised) is the caller's decision.
+//!
+//! Agents kill their own hosts: a model that wants to stop "the python server" runs
+//! `pkill -9 python3` from inside a supervisor that is itself a `python` process. [`judge`]
+//! parses the command line with tree-sitter-bash, finds every simple command however it is
+//! nested or disguised (`;`, `&&`, pipes, `$(…)`, backticks, `sh -c '…'`, `sudo`/`env`/
+//! `timeout`/`xargs` wrappers, quote splices such as `kick"start"`, heredocs fed to a shell,
+//! referenced scripts) and asks per-tool rules whether it would kill the host: name-based
+//! killers aimed at a host image, `pkill -f` patterns that match the host's command line,
+//! `kill` fed with the host's PIDs, kills of every process the user owns, the host's own
+//! lifecycle commands and service units, and machine shutdown.
+//!
+//! It is deliberately biased: a false alarm costs a rephrased command, a miss costs the
+//! host. Data and prose (`grep 'pkill python' notes.txt`, `echo "killall python"`) are not
+//! commands and pass; numeric-PID kills pass (an explicit PID is the remedy the guard
+//! offers). Input the parser cannot read is blocked only if it names a kill or lifecycle
+//! verb.
+//!
+//! Main types: [`Host`] (what must not die), [`Verdict`] / [`Block`] / [`Rule`] (the answer),
+//! [`ScriptReader`] / [`FsScriptReader`] (how referenced scripts are read).
+//!
+//! Invariant: [`judge`] and [`judge_with`] never panic and always finish: every walk is
+//! iterative or depth-bounded, and one judgement has a fixed budget of nested texts, script
+//! reads, script bytes and wall-clock time, past which it fails safe (see `judge.rs`).
+//!
+//! ```
+//! use herd_guards::{Host, Verdict, judge};
+//!
+//! let host = Host::new(vec!["python".into()], "python -m agent.main");
+//! assert!(matches!(judge("pkill -9 python3", &host), Verdict::Block(_)));
+//! assert_eq!(judge("pkill -f 'python my_script.py'", &host), Verdict::Allow);
+//! ```
 
-use std::fmt;
+mod host;
+mod judge;
+mod rules;
+mod script;
+mod shell;
+mod verdict;
 
-/// What must not die: the host's images, command line, units and lifecycle verbs.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Host {
-    images: Vec<String>,
-    cmdline: String,
-}
+pub use host::{HERD_IMAGE, HOST_IMAGES_ENV, HOST_UNITS_ENV, Host, Lifecycle};
+pub use script::{FsScriptReader, MAX_SCRIPT_BYTES, NoScripts, Script, ScriptReader};
+pub use verdict::{Block, Rule, Verdict};
 
-impl Host {
-    /// A host known by its image names and its own command line.
-    pub fn new(images: Vec<String>, cmdline: impl Into<String>) -> Host {
-        Host {
-            images,
-            cmdline: cmdline.into(),
-        }
-    }
-
-    /// The host this process is.
-    pub fn current() -> Host {
-        Host::default()
-    }
-}
-
-/// Why a command was refused.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Block {
-    /// The rule that fired, a stable kebab-case name.
-    pub rule: String,
-    /// What would die.
-    pub target: String,
-    /// A sentence for the caller.
-    pub reason: String,
-    /// The safe alternative.
-    pub remedy: String,
-}
-
-impl fmt::Display for Block {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} ({}): {}", self.reason, self.rule, self.remedy)
-    }
-}
-
-/// The guard's answer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
-    /// The command may run.
-    Allow,
-    /// The command would kill the host.
-    Block(Block),
-}
-
-/// What a [`ScriptReader`] found at a path.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Script {
-    /// The file's text.
-    Text(String),
-    /// Nothing to judge (missing file or a binary).
-    Nothing,
-    /// Unreadable in a way that must fail closed (FIFO, device, too large).
-    Refused(String),
-}
-
-/// Reads scripts a command refers to, so `judge_with` itself stays pure.
-pub trait ScriptReader {
-    /// Reads the script at `path` (relative paths are the caller's to resolve).
-    fn read(&self, path: &str) -> Script;
-}
-
-/// Judges `command` against `host`, without reading referenced scripts.
+/// Judges `command` against `host`, without reading referenced scripts (they count as
+/// nothing to scan).
+///
+/// Pure: it executes nothing and reads no files.
 pub fn judge(command: &str, host: &Host) -> Verdict {
-    let _ = (command, host);
-    Verdict::Allow
+    judge::run(command, host, &NoScripts)
 }
 
-/// Judges `command` against `host`, reading referenced scripts through `scripts`.
+/// Judges `command` against `host`, reading the scripts it refers to (`bash x.sh`,
+/// `source x.sh`, `./x.sh`) through `scripts` and judging them recursively (depth 8,
+/// 1 MiB of script text in all). A script the reader refuses fails closed.
 pub fn judge_with(command: &str, host: &Host, scripts: &dyn ScriptReader) -> Verdict {
-    let _ = scripts;
-    judge(command, host)
+    judge::run(command, host, scripts)
 }

@@ -1,12 +1,46 @@
 //! herd-hooks: the output seam every route passes through — plugin hooks first,
 //! the secret redactor last.
 //!
-//! Owns: the hook chain, the redactor, and plugin discovery and loading with a
-//! per-plugin load report.
+//! Owns: the hook chain (`HookChain`), the secret redactor (`Redactor`,
+//! `StreamRedactor`), the pipeline that runs one then the other (`Pipeline`), and
+//! plugin discovery and loading with a per-plugin load report (`load_plugins`,
+//! `PluginReport`).
 //! Never: spawns or signals processes, or lets output leave without redaction.
-//! Depended on by: `herd-core` and `herd-cli`.
+//! Only this crate calls `dlopen` (through abi_stable), in the loader module.
+//! Depended on by: `herd-core` (every output route calls `Pipeline::apply`) and
+//! `herd-cli` (`herd plugins list`).
+//!
+//! ```
+//! use herd_hooks::{OutputContext, Pipeline, Route};
+//!
+//! let pipeline = Pipeline::redaction_only();
+//! let ctx = OutputContext {
+//!     route: Route::Poll,
+//!     command: "deploy.sh",
+//!     return_code: None,
+//!     owner_task_id: "task-1",
+//!     session_id: "proc_0123456789ab",
+//!     backend: "local",
+//! };
+//! let out = pipeline.apply(&ctx, "token ghp_abcdefghijklmnopqrstuvwxyz0123456789 used");
+//! assert_eq!(out, "token ghp_ab...6789 used");
+//! ```
 
-use std::borrow::Cow;
+mod error;
+mod loader;
+mod pipeline;
+mod redact;
+
+pub use error::Error;
+pub use loader::{
+    MANIFEST_FILE, PluginHook, PluginLoadError, PluginManifest, PluginReport, PluginStatus,
+    abi_version, load_plugins, plugin_hook, read_manifest, resolve_plugin,
+};
+pub use pipeline::{
+    DEFAULT_BUDGET, Hook, HookChain, HookError, HookStats, Pipeline, PipelineStream,
+    SUPPRESS_AFTER_TIMEOUT,
+};
+pub use redact::{RedactMode, Redactor, RedactorConfig, StreamRedactor, mask};
 
 /// The route by which output leaves herd.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -31,6 +65,23 @@ pub enum Route {
     Watch,
 }
 
+impl Route {
+    /// The route's stable name, as plugins see it (`"poll"`, `"list_preview"`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Route::Foreground => "foreground",
+            Route::Poll => "poll",
+            Route::Log => "log",
+            Route::Wait => "wait",
+            Route::Kill => "kill",
+            Route::ListPreview => "list_preview",
+            Route::Completion => "completion",
+            Route::Heartbeat => "heartbeat",
+            Route::Watch => "watch",
+        }
+    }
+}
+
 /// What a hook may know about the output it transforms.
 #[derive(Debug, Clone, Copy)]
 pub struct OutputContext<'a> {
@@ -46,21 +97,4 @@ pub struct OutputContext<'a> {
     pub session_id: &'a str,
     /// The backend kind, empty when unknown.
     pub backend: &'a str,
-}
-
-/// The output pipeline: hooks, then redaction.
-#[derive(Debug, Default)]
-pub struct Pipeline {}
-
-impl Pipeline {
-    /// A pipeline with no hooks and the default redactor.
-    pub fn redaction_only() -> Pipeline {
-        Pipeline {}
-    }
-
-    /// Runs `output` through the hooks and then the redactor.
-    pub fn apply<'o>(&self, ctx: &OutputContext<'_>, output: &'o str) -> Cow<'o, str> {
-        let _ = ctx;
-        Cow::Borrowed(output)
-    }
 }

@@ -97,10 +97,12 @@ impl Home {
     /// recreated), [`Error::OutsideHome`] when `dir` is not under the home, and
     /// [`Error::CreateDir`] when the OS refuses.
     pub fn ensure_dir(&self, dir: &Path) -> Result<PathBuf, Error> {
-        let rel = dir.strip_prefix(&self.root).map_err(|_| Error::OutsideHome {
-            path: dir.to_path_buf(),
-            home: self.root.clone(),
-        })?;
+        let rel = dir
+            .strip_prefix(&self.root)
+            .map_err(|_| Error::OutsideHome {
+                path: dir.to_path_buf(),
+                home: self.root.clone(),
+            })?;
         if !self.root.is_dir() {
             return Err(Error::HomeMissing {
                 path: self.root.clone(),

@@ -3,13 +3,29 @@
 //!
 //! Owns: every file under the home's state directories and their format versions.
 //! The entry point is [`Home`], which derives every path from the root it was
-//! given; nothing here caches a path in a global (B4).
+//! given; nothing here caches a path in a global (B4). The main types are
+//! [`CheckpointStore`] (running sessions, B27), [`Ledger`] (completions,
+//! exactly-once delivery, B29) and [`ReceiptStore`] (results of finished
+//! sessions, B38).
 //! Never: knows about live processes, signals anything, or creates a home that
 //! does not exist (a deleted profile is never resurrected by a late writer).
 //! Depended on by: `herd-core` and `herd-cli`.
 
+mod atomic;
+mod checkpoint;
 mod error;
 mod home;
+mod ledger;
+mod receipts;
 
-pub use error::Error;
+pub use checkpoint::{
+    CHECKPOINT_VERSION, CheckpointEntry, CheckpointProblem, CheckpointStore, Loaded, Mode,
+    MovedAside, SessionRecord, Writer, parse_stat_start_time,
+};
+pub use error::{Error, LedgerCause};
 pub use home::Home;
+pub use ledger::{CompletionRecord, DELIVERED_RETENTION, LEDGER_VERSION, Ledger};
+pub use receipts::{
+    MAX_RECEIPT_OUTPUT_CHARS, MAX_RECEIPTS, PruneReport, RECEIPT_RETENTION, RECEIPT_VERSION,
+    ReceiptStore, ResultReceipt,
+};

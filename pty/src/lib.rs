@@ -1,50 +1,31 @@
 //! herd-pty: answers the terminal queries a program sends through a PTY (B7).
 //!
-//! Owns: a sans-IO scanner that takes bytes read from a PTY master and returns the
-//! output to keep plus the replies to write back.
-//! Never: opens a file descriptor, starts a thread or reads the clock.
+//! Some programs ask their terminal a question (cursor position, device status,
+//! window size, a DEC private mode) and wait for the reply. herd's sessions have
+//! no real terminal behind them, so without an answer they hang. [`Scanner`] takes
+//! bytes read from the PTY master, in whatever chunks they arrived, and returns the
+//! output to keep (the queries removed) and the replies to write back.
+//!
+//! Owns: the scanner and the reply formats.
+//! Never: opens a file descriptor, starts a thread or reads the clock; `herd-core`
+//! owns the PTY and writes the replies.
 //! Depended on by: `herd-core` (its PTY reader) and `herd-cli`.
+//!
+//! Invariant: the output and replies depend only on the bytes seen so far, not on
+//! how they were chunked. A query split across reads is answered once, when its
+//! final byte arrives; the tests re-feed every case at every split point.
+//!
+//! Invariant: memory is bounded. At most [`MAX_PENDING`] bytes of an unfinished
+//! escape sequence are held; the longest query is exactly that long, so anything
+//! longer is not a query and is released as output.
+//!
+//! ```
+//! let mut scanner = herd_pty::Scanner::new(30, 120);
+//! let scan = scanner.feed(b"ready\x1b[6n");
+//! assert_eq!(&scan.output[..], b"ready");
+//! assert_eq!(scan.replies, b"\x1b[1;1R");
+//! ```
 
-use std::borrow::Cow;
+mod scanner;
 
-/// The result of feeding one chunk: output to keep and replies to write back.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub struct Scan<'a> {
-    /// Bytes that belong in the captured output, queries removed.
-    pub output: Cow<'a, [u8]>,
-    /// Replies to write back to the PTY master, in order.
-    pub replies: Vec<u8>,
-}
-
-/// Incremental scanner for one PTY session.
-#[derive(Debug, Clone)]
-pub struct Scanner {
-    rows: u16,
-    cols: u16,
-}
-
-impl Scanner {
-    /// A scanner for a terminal of `rows` x `cols`.
-    pub fn new(rows: u16, cols: u16) -> Scanner {
-        Scanner { rows, cols }
-    }
-
-    /// Updates the size reported for `ESC[18t`.
-    pub fn set_size(&mut self, rows: u16, cols: u16) {
-        self.rows = rows;
-        self.cols = cols;
-    }
-
-    /// Feeds one chunk as read from the PTY master.
-    pub fn feed<'a>(&mut self, chunk: &'a [u8]) -> Scan<'a> {
-        Scan {
-            output: Cow::Borrowed(chunk),
-            replies: Vec::new(),
-        }
-    }
-
-    /// Returns an incomplete escape sequence held at end of stream, once.
-    pub fn flush(&mut self) -> Vec<u8> {
-        Vec::new()
-    }
-}
+pub use scanner::{MAX_PENDING, Scan, Scanner};

@@ -28,7 +28,9 @@ fn b29_ensure_dir_never_resurrects_a_deleted_home() {
 fn ensure_dir_creates_private_directories() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let home = Home::new(tmp.path());
-    let dir = home.ensure_dir(&home.session_logs_dir()).expect("create logs dir");
+    let dir = home
+        .ensure_dir(&home.session_logs_dir())
+        .expect("create logs dir");
     let mode = fs::metadata(&dir).expect("stat").permissions().mode() & 0o777;
     assert_eq!(mode, 0o700);
     let parent_mode = fs::metadata(dir.parent().expect("parent"))

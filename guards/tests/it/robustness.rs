@@ -1,0 +1,1 @@
+//! Arbitrary input never panics and finishes within a budget.

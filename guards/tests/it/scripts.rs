@@ -1,0 +1,1 @@
+//! Scripts read through the real file system.

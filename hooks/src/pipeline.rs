@@ -1,0 +1,531 @@
+//! The output pipeline: hooks first, redaction last.
+//!
+//! Invariant: every text that leaves this module has gone through the redactor,
+//! and the redactor runs last. Hooks may rewrite output freely, even reintroducing
+//! a secret, because redaction comes after them. That is why `Pipeline` keeps the
+//! redactor in its own field instead of in the hook list: nothing can be inserted
+//! after it.
+//!
+//! Fail open, never crash. Each hook runs on its own worker thread and the caller
+//! waits at most the chain's budget (default 2 s):
+//! - a hook that returns an error is skipped for that output (the output goes on
+//!   unchanged) and reported once at `warn`, later at `debug`;
+//! - a hook that panics is caught (`catch_unwind` on the worker) and treated the same;
+//! - a hook that exceeds the budget is abandoned for that output: its worker is
+//!   detached (it finishes or hangs on its own, its answer is dropped), and the hook
+//!   is suppressed for 60 s, so a wedged plugin costs one budget per minute, not one
+//!   per output.
+//!
+//! Plugin hooks run native code in this process. A plugin that aborts or
+//! corrupts memory cannot be contained here; the ABI requires plugin bodies to go
+//! through `herd_plugin_abi::catch_panic` so an unwinding panic never crosses the
+//! `extern "C"` boundary (which would abort the daemon).
+//!
+//! Calls to the same hook from several routes at once are serialised on its
+//! worker; the budget counts from when the call is queued.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
+
+use crate::redact::{RedactMode, Redactor, RedactorConfig, StreamRedactor};
+use crate::{Error, OutputContext, Route};
+
+/// How long a hook may take on one output before it is abandoned.
+pub const DEFAULT_BUDGET: Duration = Duration::from_secs(2);
+
+/// How long a hook that exceeded its budget is skipped.
+pub const SUPPRESS_AFTER_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A hook's own failure, reported by the hook (not a panic or a timeout).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("hook failed: {message}")]
+pub struct HookError {
+    message: String,
+}
+
+impl HookError {
+    /// A failure with the hook's message.
+    pub fn new(message: impl Into<String>) -> HookError {
+        HookError {
+            message: message.into(),
+        }
+    }
+
+    /// The hook's message.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+/// An output transform. Returns `Ok(None)` for "unchanged", `Ok(Some(text))` for
+/// a replacement.
+pub trait Hook: Send + Sync + fmt::Debug + 'static {
+    /// The hook's name, for reports and logs.
+    fn name(&self) -> &str;
+
+    /// Transforms `output`, which is the previous hook's result (or the raw
+    /// output for the first hook).
+    ///
+    /// # Errors
+    ///
+    /// A `HookError` skips this hook for this output; the output goes on unchanged.
+    fn transform(&self, ctx: &OutputContext<'_>, output: &str)
+    -> Result<Option<String>, HookError>;
+}
+
+/// Per-hook counters, for status pages and tests.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HookStats {
+    /// The hook's name.
+    pub name: String,
+    /// Calls handed to the hook.
+    pub n_calls: u64,
+    /// Calls that returned a replacement.
+    pub n_replaced: u64,
+    /// Calls that returned an error.
+    pub n_errors: u64,
+    /// Calls that panicked.
+    pub n_panics: u64,
+    /// Calls abandoned because the budget ran out.
+    pub n_timeouts: u64,
+    /// Outputs the hook was skipped for while suppressed.
+    pub n_suppressed: u64,
+    /// The last failure, if any.
+    pub last_failure: Option<String>,
+}
+
+/// The context copied for a worker thread, which may outlive the caller's borrow.
+#[derive(Debug, Clone)]
+struct OwnedContext {
+    route: Route,
+    command: String,
+    return_code: Option<i32>,
+    owner_task_id: String,
+    session_id: String,
+    backend: String,
+}
+
+impl OwnedContext {
+    fn from_ctx(ctx: &OutputContext<'_>) -> OwnedContext {
+        OwnedContext {
+            route: ctx.route,
+            command: ctx.command.to_owned(),
+            return_code: ctx.return_code,
+            owner_task_id: ctx.owner_task_id.to_owned(),
+            session_id: ctx.session_id.to_owned(),
+            backend: ctx.backend.to_owned(),
+        }
+    }
+
+    fn as_ctx(&self) -> OutputContext<'_> {
+        OutputContext {
+            route: self.route,
+            command: &self.command,
+            return_code: self.return_code,
+            owner_task_id: &self.owner_task_id,
+            session_id: &self.session_id,
+            backend: &self.backend,
+        }
+    }
+}
+
+/// How one hook call ended on the worker.
+enum Outcome {
+    Done(Option<String>),
+    Failed(String),
+    Panicked(String),
+}
+
+struct Job {
+    ctx: OwnedContext,
+    output: String,
+    reply: mpsc::SyncSender<Outcome>,
+}
+
+struct EntryState {
+    /// The worker's job queue; `None` until first use and after an abandon.
+    worker: Option<mpsc::Sender<Job>>,
+    suppressed_until: Option<Instant>,
+    stats: HookStats,
+}
+
+struct Entry {
+    hook: Arc<dyn Hook>,
+    state: Mutex<EntryState>,
+}
+
+impl fmt::Debug for Entry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Entry")
+            .field("hook", &self.hook.name())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Entry {
+    fn state(&self) -> MutexGuard<'_, EntryState> {
+        // A panic while holding this lock can only come from our own bookkeeping,
+        // which leaves the counters consistent enough to keep going.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Hooks in their configured order, each with its own worker and counters.
+#[derive(Debug)]
+pub struct HookChain {
+    entries: Vec<Entry>,
+    budget: Duration,
+    suppress_for: Duration,
+}
+
+impl Default for HookChain {
+    fn default() -> HookChain {
+        HookChain::new(Vec::new())
+    }
+}
+
+impl HookChain {
+    /// A chain running `hooks` in this order, with the default budget.
+    pub fn new(hooks: Vec<Arc<dyn Hook>>) -> HookChain {
+        let mut chain = HookChain {
+            entries: Vec::with_capacity(hooks.len()),
+            budget: DEFAULT_BUDGET,
+            suppress_for: SUPPRESS_AFTER_TIMEOUT,
+        };
+        for hook in hooks {
+            chain.push(hook);
+        }
+        chain
+    }
+
+    /// Appends a hook at the end of the chain (still before redaction).
+    pub fn push(&mut self, hook: Arc<dyn Hook>) {
+        let stats = HookStats {
+            name: hook.name().to_owned(),
+            ..HookStats::default()
+        };
+        self.entries.push(Entry {
+            hook,
+            state: Mutex::new(EntryState {
+                worker: None,
+                suppressed_until: None,
+                stats,
+            }),
+        });
+    }
+
+    /// Sets the per-output time budget of each hook.
+    #[must_use]
+    pub fn with_budget(mut self, budget: Duration) -> HookChain {
+        self.budget = budget;
+        self
+    }
+
+    /// Sets how long a hook that ran out of budget is skipped.
+    #[must_use]
+    pub fn with_suppression(mut self, suppress_for: Duration) -> HookChain {
+        self.suppress_for = suppress_for;
+        self
+    }
+
+    /// The per-output time budget of each hook.
+    pub fn budget(&self) -> Duration {
+        self.budget
+    }
+
+    /// The hooks' names, in order.
+    pub fn names(&self) -> Vec<String> {
+        self.entries
+            .iter()
+            .map(|e| e.hook.name().to_owned())
+            .collect()
+    }
+
+    /// Number of hooks.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// True when the chain has no hooks.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Counters of every hook, in order.
+    pub fn stats(&self) -> Vec<HookStats> {
+        self.entries
+            .iter()
+            .map(|e| e.state().stats.clone())
+            .collect()
+    }
+
+    /// Runs every hook in order; each sees the previous one's output.
+    fn run<'o>(&self, ctx: &OutputContext<'_>, output: &'o str) -> Cow<'o, str> {
+        let mut current = Cow::Borrowed(output);
+        if self.entries.is_empty() {
+            return current;
+        }
+        let owned_ctx = OwnedContext::from_ctx(ctx);
+        for entry in &self.entries {
+            if let Some(replacement) = self.run_one(entry, &owned_ctx, &current) {
+                current = Cow::Owned(replacement);
+            }
+        }
+        current
+    }
+
+    /// One hook on one output; `None` means "unchanged" for every failure.
+    fn run_one(&self, entry: &Entry, ctx: &OwnedContext, output: &str) -> Option<String> {
+        let name = entry.hook.name();
+        let queued_at = Instant::now();
+        let sender = {
+            let mut st = entry.state();
+            if let Some(until) = st.suppressed_until {
+                if queued_at < until {
+                    st.stats.n_suppressed += 1;
+                    return None;
+                }
+                st.suppressed_until = None;
+            }
+            st.stats.n_calls += 1;
+            match &st.worker {
+                Some(sender) => sender.clone(),
+                None => match spawn_worker(Arc::clone(&entry.hook)) {
+                    Ok(sender) => {
+                        st.worker = Some(sender.clone());
+                        sender
+                    }
+                    Err(err) => {
+                        record_failure(&mut st, name, format!("cannot start hook worker: {err}"));
+                        st.stats.n_errors += 1;
+                        return None;
+                    }
+                },
+            }
+        };
+        let (reply, answer) = mpsc::sync_channel(1);
+        let job = Job {
+            ctx: ctx.clone(),
+            output: output.to_owned(),
+            reply,
+        };
+        if sender.send(job).is_err() {
+            let mut st = entry.state();
+            st.worker = None;
+            st.stats.n_errors += 1;
+            record_failure(&mut st, name, "hook worker exited".to_owned());
+            return None;
+        }
+        let outcome = answer.recv_timeout(self.budget);
+        let mut st = entry.state();
+        match outcome {
+            Ok(Outcome::Done(replacement)) => {
+                if replacement.is_some() {
+                    st.stats.n_replaced += 1;
+                }
+                replacement
+            }
+            Ok(Outcome::Failed(message)) => {
+                st.stats.n_errors += 1;
+                record_failure(&mut st, name, message);
+                None
+            }
+            Ok(Outcome::Panicked(message)) => {
+                st.stats.n_panics += 1;
+                record_failure(&mut st, name, format!("hook panicked: {message}"));
+                None
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                // Abandon the worker: dropping our sender lets it exit once the
+                // stuck call returns; its answer goes to a dropped receiver.
+                st.worker = None;
+                st.suppressed_until = Some(Instant::now() + self.suppress_for);
+                st.stats.n_timeouts += 1;
+                record_failure(
+                    &mut st,
+                    name,
+                    format!(
+                        "hook exceeded its {:?} budget; skipped for {:?}",
+                        self.budget, self.suppress_for
+                    ),
+                );
+                None
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                st.worker = None;
+                st.stats.n_errors += 1;
+                record_failure(&mut st, name, "hook worker exited".to_owned());
+                None
+            }
+        }
+    }
+}
+
+/// Logs a failure: the first of each distinct message at `warn`, repeats at `debug`.
+fn record_failure(st: &mut EntryState, name: &str, message: String) {
+    if st.stats.last_failure.as_deref() == Some(message.as_str()) {
+        tracing::debug!(hook = name, reason = %message, "output hook skipped again");
+    } else {
+        tracing::warn!(hook = name, reason = %message, "output hook skipped; output passed on unchanged");
+    }
+    st.stats.last_failure = Some(message);
+}
+
+fn spawn_worker(hook: Arc<dyn Hook>) -> std::io::Result<mpsc::Sender<Job>> {
+    let (jobs, queue) = mpsc::channel::<Job>();
+    std::thread::Builder::new()
+        .name(format!("herd-hook-{}", hook.name()))
+        .spawn(move || {
+            while let Ok(job) = queue.recv() {
+                let result = catch_unwind(AssertUnwindSafe(|| {
+                    hook.transform(&job.ctx.as_ctx(), &job.output)
+                }));
+                let outcome = match result {
+                    Ok(Ok(replacement)) => Outcome::Done(replacement),
+                    Ok(Err(err)) => Outcome::Failed(err.message),
+                    Err(payload) => Outcome::Panicked(panic_message(payload.as_ref())),
+                };
+                // The caller may have given up (timeout); that is fine.
+                let _ = job.reply.send(outcome);
+            }
+        })?;
+    Ok(jobs)
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "non-string panic payload".to_owned()
+    }
+}
+
+/// The output pipeline: the hook chain, then the redactor as a fixed last stage.
+#[derive(Debug)]
+pub struct Pipeline {
+    chain: HookChain,
+    /// Invariant: runs after every hook on every output; not part of `chain`.
+    redactor: Arc<Redactor>,
+}
+
+impl Default for Pipeline {
+    fn default() -> Pipeline {
+        Pipeline::redaction_only()
+    }
+}
+
+/// The built-in redactor, compiled once per process (it depends on nothing).
+fn builtin_redactor() -> Arc<Redactor> {
+    static BUILTIN: OnceLock<Arc<Redactor>> = OnceLock::new();
+    Arc::clone(BUILTIN.get_or_init(|| Arc::new(Redactor::builtin())))
+}
+
+impl Pipeline {
+    /// A pipeline with no hooks and the built-in redactor.
+    pub fn redaction_only() -> Pipeline {
+        Pipeline {
+            chain: HookChain::default(),
+            redactor: builtin_redactor(),
+        }
+    }
+
+    /// A pipeline running `chain`, then a redactor built from `config`.
+    ///
+    /// # Errors
+    ///
+    /// Returns the redactor's error for an invalid extra pattern (the error names it).
+    pub fn new(chain: HookChain, config: &RedactorConfig) -> Result<Pipeline, Error> {
+        let redactor = if config.extra_patterns.is_empty() {
+            builtin_redactor()
+        } else {
+            Arc::new(Redactor::new(config)?)
+        };
+        Ok(Pipeline { chain, redactor })
+    }
+
+    /// A pipeline with an already built redactor.
+    pub fn with_redactor(chain: HookChain, redactor: Arc<Redactor>) -> Pipeline {
+        Pipeline { chain, redactor }
+    }
+
+    /// Runs `output` through the hooks in order and then the redactor.
+    ///
+    /// Never fails: a failing, panicking or slow hook is skipped (see the module
+    /// docs); the redactor always runs.
+    pub fn apply<'o>(&self, ctx: &OutputContext<'_>, output: &'o str) -> Cow<'o, str> {
+        let mode = RedactMode::for_command(ctx.command);
+        match self.chain.run(ctx, output) {
+            Cow::Borrowed(text) => self.redactor.redact(text, mode),
+            Cow::Owned(text) => Cow::Owned(self.redactor.redact(&text, mode).into_owned()),
+        }
+    }
+
+    /// Redacts a command line for display (no hooks run on commands).
+    pub fn redact_command<'c>(&self, command: &'c str) -> Cow<'c, str> {
+        self.redactor.redact_command(command)
+    }
+
+    /// A stream for a chunked route: each chunk runs through the hooks, then a
+    /// streaming redactor that masks secrets split across chunks.
+    ///
+    /// # Caveats
+    ///
+    /// Hooks see one chunk at a time, not the whole output; a hook that needs
+    /// whole lines should be used with `apply` on complete outputs.
+    pub fn stream<'p>(&'p self, ctx: &OutputContext<'_>) -> PipelineStream<'p> {
+        PipelineStream {
+            pipeline: self,
+            ctx: OwnedContext::from_ctx(ctx),
+            redact: StreamRedactor::new(
+                Arc::clone(&self.redactor),
+                RedactMode::for_command(ctx.command),
+            ),
+        }
+    }
+
+    /// The hook chain.
+    pub fn chain(&self) -> &HookChain {
+        &self.chain
+    }
+
+    /// The redactor (the fixed last stage).
+    pub fn redactor(&self) -> &Arc<Redactor> {
+        &self.redactor
+    }
+
+    /// Counters of every hook, in order.
+    pub fn hook_stats(&self) -> Vec<HookStats> {
+        self.chain.stats()
+    }
+}
+
+/// One chunked output stream through a pipeline.
+#[derive(Debug)]
+pub struct PipelineStream<'p> {
+    pipeline: &'p Pipeline,
+    ctx: OwnedContext,
+    redact: StreamRedactor,
+}
+
+impl PipelineStream<'_> {
+    /// Runs one chunk through the hooks and returns the redacted text that is
+    /// safe to emit now (a possible secret at the end is held back).
+    pub fn push(&mut self, chunk: &str) -> String {
+        let hooked = self.pipeline.chain.run(&self.ctx.as_ctx(), chunk);
+        self.redact.push(&hooked)
+    }
+
+    /// Emits what is still held back, redacted.
+    pub fn finish(&mut self) -> String {
+        self.redact.finish()
+    }
+}
+
+#[cfg(test)]
+mod tests;

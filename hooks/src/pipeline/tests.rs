@@ -1,0 +1,178 @@
+//! Tests of the pipeline: hook order, redaction after hooks, fail-open on error,
+//! panic and timeout.
+
+use super::*;
+
+fn ctx() -> OutputContext<'static> {
+    OutputContext {
+        route: Route::Poll,
+        command: "make test",
+        return_code: None,
+        owner_task_id: "task-1",
+        session_id: "proc_0123456789ab",
+        backend: "local",
+    }
+}
+
+const KEY: &str = "sk-proj-abcdefghijklmnopqrstuvwxyz0123";
+
+/// Appends a suffix, so order is visible in the output.
+#[derive(Debug)]
+struct Append(&'static str);
+
+impl Hook for Append {
+    fn name(&self) -> &str {
+        self.0
+    }
+    fn transform(&self, _: &OutputContext<'_>, output: &str) -> Result<Option<String>, HookError> {
+        Ok(Some(format!("{output}{}", self.0)))
+    }
+}
+
+#[derive(Debug)]
+struct Failing;
+
+impl Hook for Failing {
+    fn name(&self) -> &str {
+        "failing"
+    }
+    fn transform(&self, _: &OutputContext<'_>, _: &str) -> Result<Option<String>, HookError> {
+        Err(HookError::new("no can do"))
+    }
+}
+
+#[derive(Debug)]
+struct Panicking;
+
+impl Hook for Panicking {
+    fn name(&self) -> &str {
+        "panicking"
+    }
+    fn transform(&self, _: &OutputContext<'_>, _: &str) -> Result<Option<String>, HookError> {
+        panic!("plugin bug")
+    }
+}
+
+/// Blocks until the test releases it: a real wedged hook, released by a channel.
+#[derive(Debug)]
+struct Wedged {
+    release: Mutex<mpsc::Receiver<()>>,
+    n_entered: std::sync::atomic::AtomicUsize,
+}
+
+impl Hook for Wedged {
+    fn name(&self) -> &str {
+        "wedged"
+    }
+    fn transform(&self, _: &OutputContext<'_>, _: &str) -> Result<Option<String>, HookError> {
+        self.n_entered
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let release = self.release.lock().unwrap_or_else(PoisonError::into_inner);
+        let _ = release.recv_timeout(Duration::from_secs(30));
+        Ok(Some("too late".to_owned()))
+    }
+}
+
+#[test]
+fn b30_hooks_compose_in_order_then_redaction() {
+    let chain = HookChain::new(vec![Arc::new(Append("-a")), Arc::new(Append("-b"))]);
+    let pipeline = Pipeline::new(chain, &RedactorConfig::default()).expect("no extra patterns");
+    assert_eq!(pipeline.apply(&ctx(), "x"), "x-a-b");
+}
+
+/// A hook that injects a secret cannot get it past the redactor.
+#[derive(Debug)]
+struct Leaky;
+
+impl Hook for Leaky {
+    fn name(&self) -> &str {
+        "leaky"
+    }
+    fn transform(&self, _: &OutputContext<'_>, output: &str) -> Result<Option<String>, HookError> {
+        Ok(Some(format!("{output} {KEY}")))
+    }
+}
+
+#[test]
+fn b30_redaction_runs_after_a_hook_that_adds_a_secret() {
+    let pipeline = Pipeline::with_redactor(
+        HookChain::new(vec![Arc::new(Leaky)]),
+        Arc::new(Redactor::builtin()),
+    );
+    let out = pipeline.apply(&ctx(), "done");
+    assert_eq!(out, "done sk-pro...0123");
+}
+
+#[test]
+fn b30_failing_and_panicking_hooks_fail_open_and_are_counted() {
+    let chain = HookChain::new(vec![
+        Arc::new(Failing),
+        Arc::new(Panicking),
+        Arc::new(Append(" ok")),
+    ]);
+    let pipeline = Pipeline::new(chain, &RedactorConfig::default()).expect("no extra patterns");
+    for _ in 0..2 {
+        assert_eq!(
+            pipeline.apply(&ctx(), &format!("out {KEY}")),
+            "out sk-pro...0123 ok"
+        );
+    }
+    let stats = pipeline.hook_stats();
+    assert_eq!(stats[0].n_errors, 2);
+    assert_eq!(stats[0].last_failure.as_deref(), Some("no can do"));
+    assert_eq!(stats[1].n_panics, 2);
+    assert_eq!(
+        stats[1].last_failure.as_deref(),
+        Some("hook panicked: plugin bug")
+    );
+    assert_eq!(stats[2].n_replaced, 2);
+}
+
+#[test]
+fn b30_slow_hook_is_abandoned_then_suppressed() {
+    let (release, wait) = mpsc::channel();
+    let wedged = Arc::new(Wedged {
+        release: Mutex::new(wait),
+        n_entered: std::sync::atomic::AtomicUsize::new(0),
+    });
+    let chain = HookChain::new(vec![wedged.clone(), Arc::new(Append(" after"))])
+        .with_budget(Duration::from_millis(50));
+    let pipeline = Pipeline::new(chain, &RedactorConfig::default()).expect("no extra patterns");
+    let started = Instant::now();
+    assert_eq!(
+        pipeline.apply(&ctx(), &format!("a {KEY}")),
+        "a sk-pro...0123 after"
+    );
+    // Within the 60 s suppression the hook is not even called.
+    assert_eq!(pipeline.apply(&ctx(), "b"), "b after");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "the caller waited for the wedged hook"
+    );
+    let stats = pipeline.hook_stats();
+    assert_eq!(
+        (stats[0].n_calls, stats[0].n_timeouts, stats[0].n_suppressed),
+        (1, 1, 1)
+    );
+    assert_eq!(
+        wedged.n_entered.load(std::sync::atomic::Ordering::SeqCst),
+        1
+    );
+    release.send(()).expect("the wedged hook is still waiting");
+}
+
+#[test]
+fn b30_stream_masks_a_token_split_across_chunks() {
+    let pipeline = Pipeline::redaction_only();
+    let mut stream = pipeline.stream(&ctx());
+    let mut out = stream.push("line one\nkey: sk-proj-abcdefghij");
+    out.push_str(&stream.push("klmnopqrstuvwxyz0123 end\nnext"));
+    out.push_str(&stream.finish());
+    assert_eq!(out, "line one\nkey: sk-pro...0123 end\nnext");
+}
+
+#[test]
+fn pipeline_is_send_sync_and_debug() {
+    fn check<T: Send + Sync + fmt::Debug>() {}
+    check::<Pipeline>();
+}

@@ -1,0 +1,565 @@
+//! The secret families: their patterns, how each match is masked, and how a
+//! command is recognised as an environment dump or a secret-file read.
+//!
+//! Patterns are written with ASCII classes and `(?-u:\b)` boundaries on purpose: a
+//! Unicode word boundary would force the regex engine off its lazy DFA on
+//! non-ASCII input, and secrets are ASCII anyway.
+
+use super::{Kind, mask};
+
+/// Word boundary that keeps the DFA fast (ASCII semantics).
+const B: &str = r"(?-u:\b)";
+
+/// Secret-ish name components, for `NAME=value` in environment dumps.
+const ENV_WORDS: &str = r"(?:API_?KEY|APIKEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|PW|CREDENTIALS?|AUTH|PRIVATE_?KEY|ACCESS_?KEY)";
+
+/// Secret-ish name endings, for JSON and YAML keys (`apiKey`, `client_secret`).
+const FIELD_WORDS: &str = r"(?:api_?key|apikey|token|secret|password|passwd|credentials?|auth|private_?key|access_?key|secret_?key)";
+
+/// The families used for every output that have a literal to anchor on, so the
+/// automaton's literal prefilter skips clean text at memchr-like speed. The
+/// three families without one (Telegram bot tokens, Zhipu keys, bare-token URL
+/// userinfo) are found by [`side_matches`] instead.
+pub(super) fn code_patterns() -> Vec<(String, Kind)> {
+    let distinctive = [
+        "ghp_",
+        "gho_",
+        "ghu_",
+        "ghs_",
+        "ghr_",
+        "github_pat_",
+        "xox[abprs]-",
+        "xapp-",
+        "pplx-",
+        "bb_live_",
+        "sk_live_",
+        "sk_test_",
+        "rk_live_",
+        "rk_test_",
+        "pypi-",
+        "dop_v1_",
+        "doo_v1_",
+        "tvly-",
+        "retaindb_",
+        "hsk-",
+        "mem0_",
+        "pk-lf-",
+        "sk-lf-",
+        "syt_",
+        "gl(?:pat|oas|dt|rt|rtr|cbt|ptt|ft|imt|agent|soat|ffct|wt)-",
+        "GR1348941",
+    ]
+    .join("|");
+    let short = [
+        "hf_",
+        "r8_",
+        "npm_",
+        "am_(?:org_)?",
+        "sk_",
+        "fal_",
+        "fc-",
+        "fw-",
+        "fw_",
+        "exa_",
+        "gsk_",
+        "brv_",
+        "xai-",
+        "ntn_",
+        "fpk_",
+    ]
+    .join("|");
+    let v = |p: String, k: Kind| (p, k);
+    vec![
+        // PEM private keys, whole block.
+        v(
+            r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----(?s:.)*?-----END[A-Z0-9 ]*PRIVATE KEY-----"
+                .into(),
+            Kind::PrivateKey,
+        ),
+        // Authorization / Proxy-Authorization headers: the scheme word is kept.
+        v(
+            format!(
+                r#"{B}(?i-u:(?:proxy-)?authorization)["']?[ \t]*[:=][ \t]*["']?(?:[A-Za-z][A-Za-z0-9_-]*[ \t]+)?[^\s"',;]+"#
+            ),
+            Kind::Authorization,
+        ),
+        // API-key style headers.
+        v(
+            format!(
+                r#"{B}(?i-u:x-api-key|x-goog-api-key|api-key|apikey|x-api-token|x-auth-token|x-access-token)["']?[ \t]*[:=][ \t]*["']?[^\s"',;&]+"#
+            ),
+            Kind::HeaderValue,
+        ),
+        // Database connection strings: the password.
+        v(
+            format!(
+                r"{B}(?i-u:postgres(?:ql)?|mysql|mariadb|mongodb(?:\+srv)?|rediss?|amqps?)://[^\s:/@]*:[^\s@/]+@"
+            ),
+            Kind::DbPassword,
+        ),
+        // Provider prefixes.
+        v(format!(r"{B}sk-[A-Za-z0-9_-]{{16,}}"), Kind::Token),
+        v(
+            format!(r"{B}(?:{distinctive})[A-Za-z0-9_-]{{10,}}"),
+            Kind::Token,
+        ),
+        v(format!(r"{B}(?:{short})[A-Za-z0-9]{{16,}}"), Kind::Token),
+        v(format!(r"{B}AIza[0-9A-Za-z_-]{{30,}}"), Kind::Token),
+        v(format!(r"{B}(?:AKIA|ASIA)[0-9A-Z]{{16}}{B}"), Kind::Token),
+        v(
+            format!(r"{B}SG\.[A-Za-z0-9_-]{{16,}}\.[A-Za-z0-9_-]{{16,}}"),
+            Kind::Token,
+        ),
+        v(format!(r"{B}gAAAAA[A-Za-z0-9_=-]{{40,}}"), Kind::Token),
+        // JWTs.
+        v(
+            format!(r"{B}eyJ[A-Za-z0-9_-]{{10,}}\.eyJ[A-Za-z0-9_-]{{10,}}\.[A-Za-z0-9_-]*"),
+            Kind::Token,
+        ),
+        // E.164 phone numbers.
+        v(r"(?-u:\B)\+[1-9][0-9]{7,14}(?-u:\b)".into(), Kind::Token),
+    ]
+}
+
+/// Literals every code pattern starts with (matched ASCII-case-insensitively).
+/// Invariant: each pattern of [`code_patterns`] can only match at a position where
+/// one of these starts; the table tests check every family through this path.
+pub(super) fn triggers() -> Vec<String> {
+    let mut t: Vec<String> = [
+        "-----BEGIN",
+        "authorization",
+        "proxy-authorization",
+        "x-api-key",
+        "x-goog-api-key",
+        "api-key",
+        "apikey",
+        "x-api-token",
+        "x-auth-token",
+        "x-access-token",
+        "postgres",
+        "mysql",
+        "mariadb",
+        "mongodb",
+        "redis",
+        "amqp",
+        "sk-",
+        "ghp_",
+        "gho_",
+        "ghu_",
+        "ghs_",
+        "ghr_",
+        "github_pat_",
+        "xoxa-",
+        "xoxb-",
+        "xoxp-",
+        "xoxr-",
+        "xoxs-",
+        "xapp-",
+        "pplx-",
+        "bb_live_",
+        "rk_",
+        "pypi-",
+        "dop_v1_",
+        "doo_v1_",
+        "tvly-",
+        "retaindb_",
+        "hsk-",
+        "mem0_",
+        "pk-lf-",
+        "syt_",
+        "GR1348941",
+        "gl",
+        "hf_",
+        "r8_",
+        "npm_",
+        "am_",
+        "sk_",
+        "fal_",
+        "fc-",
+        "fw-",
+        "fw_",
+        "exa_",
+        "gsk_",
+        "brv_",
+        "xai-",
+        "ntn_",
+        "fpk_",
+        "AIza",
+        "AKIA",
+        "ASIA",
+        "SG.",
+        "gAAAAA",
+        "eyJ",
+        "+",
+    ]
+    .iter()
+    .map(|s| (*s).to_owned())
+    .collect();
+    t.sort();
+    t.dedup();
+    t
+}
+
+/// The assignment families, used only for environment dumps and secret files.
+pub(super) fn dump_patterns() -> Vec<(String, Kind)> {
+    let value = r#"(?:"[^"\n]*"|'[^'\n]*'|[^\s"']*)"#;
+    vec![
+        (
+            format!(
+                r"(?m)^[ \t]*(?:export[ \t]+|declare[ \t]+-[A-Za-z]+[ \t]+|setenv[ \t]+)?(?:[A-Za-z0-9]+[_.])*(?:[A-Za-z0-9]*(?i-u:PASSWORD|PASSWD|TOKEN|SECRET)|(?i-u:{ENV_WORDS}))(?:[_.][A-Za-z0-9]+)*[ \t]*=[ \t]*{value}"
+            ),
+            Kind::EnvAssign,
+        ),
+        (
+            format!(r#"\\?"[A-Za-z0-9_.-]*(?i-u:{FIELD_WORDS})\\?"[ \t]*:[ \t]*\\?"[^"\\\n]*\\?""#),
+            Kind::JsonField,
+        ),
+        (
+            format!(
+                r"(?m)^[ \t]*(?:-[ \t]+)?[A-Za-z0-9_.-]*(?i-u:{FIELD_WORDS})[ \t]*:[ \t]+{value}"
+            ),
+            Kind::YamlField,
+        ),
+    ]
+}
+
+/// The replacement for one match, or `None` to leave it as it is (a value that
+/// is only a reference to a secret, such as `$TOKEN`).
+pub(super) fn replace(kind: &Kind, m: &str) -> Option<String> {
+    match kind {
+        Kind::Token => Some(mask(m)),
+        Kind::PrivateKey => Some("[REDACTED PRIVATE KEY]".to_owned()),
+        Kind::Authorization => {
+            let (head, value) = split_value(m, &[':', '='])?;
+            // `Bearer abc`: keep the scheme word and its spacing.
+            let (scheme, secret) = match value.find([' ', '\t']) {
+                Some(idx) => {
+                    let rest = value[idx..].trim_start_matches([' ', '\t']);
+                    (&value[..value.len() - rest.len()], rest)
+                }
+                None => ("", value),
+            };
+            if is_reference(secret) {
+                return None;
+            }
+            Some(format!("{head}{scheme}{}", mask(secret)))
+        }
+        Kind::HeaderValue => {
+            let (head, value) = split_value(m, &[':', '='])?;
+            if is_reference(value) {
+                return None;
+            }
+            Some(format!("{head}{}", mask(value)))
+        }
+        Kind::DbPassword => {
+            // `scheme://user:password@`
+            let after_scheme = m.find("://")? + 3;
+            let colon = after_scheme + m[after_scheme..].find(':')?;
+            let password = &m[colon + 1..m.len() - 1];
+            if is_template(password) {
+                return None;
+            }
+            Some(format!("{}***@", &m[..=colon]))
+        }
+        Kind::UserinfoToken => {
+            let after_scheme = m.find("://")? + 3;
+            let token = &m[after_scheme..m.len() - 1];
+            Some(format!("{}{}@", &m[..after_scheme], mask(token)))
+        }
+        Kind::Telegram => {
+            let colon = m.find(':')?;
+            Some(format!("{}***", &m[..=colon]))
+        }
+        Kind::EnvAssign => assignment(m, '='),
+        Kind::YamlField => assignment(m, ':'),
+        Kind::JsonField => {
+            // `"name": "value"` (quotes possibly escaped): the value sits between
+            // the last two quotes.
+            let close = m.rfind('"')?;
+            let open = m[..close].trim_end_matches('\\').rfind('"')?;
+            let value = m[open + 1..close].trim_end_matches('\\');
+            let name = &m[..open];
+            if value.is_empty() || is_reference(value) {
+                return None;
+            }
+            if is_pathlike(value) && !is_passwordish(name) {
+                return None;
+            }
+            Some(format!(
+                "{}{}{}",
+                &m[..=open],
+                mask(value),
+                &m[open + 1 + value.len()..]
+            ))
+        }
+        Kind::Extra(None) => Some(mask(m)),
+        Kind::Extra(Some(re)) => {
+            let caps = re.captures(m)?;
+            let group = caps.get(1)?;
+            Some(format!(
+                "{}{}{}",
+                &m[..group.start()],
+                mask(group.as_str()),
+                &m[group.end()..]
+            ))
+        }
+    }
+}
+
+/// Name words whose values are masked even when they look like paths.
+const ENV_PASSWORDISH: &[&str] = &["password", "passwd", "pass", "pw"];
+
+fn is_passwordish(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    lower
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .any(|word| ENV_PASSWORDISH.contains(&word))
+        || lower.ends_with("password")
+        || lower.ends_with("passwd")
+}
+
+/// `NAME<sep>value`: masks the value unless it is only a reference.
+fn assignment(m: &str, sep: char) -> Option<String> {
+    let idx = m.find(sep)?;
+    let name = &m[..idx];
+    let after = &m[idx + 1..];
+    let rest = after.trim_start_matches([' ', '\t']);
+    let lead = &m[..m.len() - rest.len()];
+    let (open, value, close) = unquote(rest);
+    if value.is_empty() || is_reference(value) {
+        return None;
+    }
+    if is_pathlike(value) && !is_passwordish(name) {
+        return None;
+    }
+    Some(format!("{lead}{open}{}{close}", mask(value)))
+}
+
+/// Splits `"a"` / `'a'` into (open quote, value, close quote).
+fn unquote(s: &str) -> (&str, &str, &str) {
+    for q in ["\"", "'"] {
+        if s.len() >= 2 && s.starts_with(q) && s.ends_with(q) {
+            return (q, &s[1..s.len() - 1], q);
+        }
+    }
+    ("", s, "")
+}
+
+/// Splits a header match into (everything up to the value, the value).
+fn split_value<'m>(m: &'m str, seps: &[char]) -> Option<(&'m str, &'m str)> {
+    let idx = m.find(seps)?;
+    let rest = m[idx + 1..].trim_start_matches([' ', '\t', '"', '\'']);
+    if rest.is_empty() {
+        return None;
+    }
+    Some((&m[..m.len() - rest.len()], rest))
+}
+
+/// A value that names where a secret comes from rather than being one.
+fn is_reference(value: &str) -> bool {
+    value.starts_with('$')
+        || value.starts_with("os.getenv")
+        || value.starts_with("os.environ")
+        || value.starts_with("process.env")
+        || value.starts_with("env.")
+        || is_template(value)
+        || value == "***"
+}
+
+fn is_template(value: &str) -> bool {
+    (value.starts_with('{') && value.ends_with('}')) || value.starts_with("${")
+}
+
+fn is_pathlike(value: &str) -> bool {
+    value.starts_with('/')
+        || value.starts_with("~/")
+        || value.starts_with("./")
+        || value.starts_with("../")
+}
+
+/// Commands whose output lists environment variables.
+const DUMPERS: &[&str] = &["env", "printenv", "set", "export", "declare", "typeset"];
+
+/// Commands that print a file's contents (or parts of it).
+const READERS: &[&str] = &[
+    "cat", "head", "tail", "type", "bat", "batcat", "less", "more", "nl", "zcat", "tac", "view",
+    "grep", "rg", "awk", "sed", "strings", "xxd", "od",
+];
+
+/// True when `command` dumps an environment or reads a secret-looking file.
+pub(super) fn is_secret_dump(command: &str) -> bool {
+    command
+        .split(['|', ';', '&', '\n', '(', ')', '`'])
+        .any(|segment| {
+            let mut words = segment
+                .split_whitespace()
+                .map(|w| w.trim_matches(['"', '\'']))
+                .skip_while(|w| *w == "sudo" || *w == "command" || *w == "exec" || *w == "$");
+            let Some(first) = words.next() else {
+                return false;
+            };
+            let program = first.rsplit('/').next().unwrap_or(first);
+            if DUMPERS.contains(&program) {
+                return true;
+            }
+            READERS.contains(&program) && words.any(is_secret_file)
+        })
+}
+
+/// True for `.env`-style files, shell rc files and config files holding credentials.
+fn is_secret_file(word: &str) -> bool {
+    if word.starts_with('-') {
+        return false;
+    }
+    let base = word.rsplit('/').next().unwrap_or(word);
+    const RC: &[&str] = &[
+        ".bashrc",
+        ".bash_profile",
+        ".bash_login",
+        ".profile",
+        ".zshrc",
+        ".zshenv",
+        ".zprofile",
+        ".kshrc",
+        ".cshrc",
+        ".tcshrc",
+        ".envrc",
+        ".netrc",
+        ".npmrc",
+        ".pypirc",
+        "config.yaml",
+        "config.yml",
+        "config.toml",
+        "credentials",
+        "credentials.json",
+        ".git-credentials",
+        ".pgpass",
+        ".my.cnf",
+        ".dockercfg",
+        "secrets.yaml",
+        "secrets.yml",
+        "secrets.json",
+    ];
+    base == ".env" || base.starts_with(".env.") || base.ends_with(".env") || RC.contains(&base)
+}
+
+/// Matches of the families that have no literal prefix, found by a memchr scan
+/// for their one required byte (`:` or `.`) and a few byte checks around it:
+/// - Telegram bot tokens `\b[0-9]{8,10}:[A-Za-z0-9_-]{35}\b` (the bot id is kept);
+/// - Zhipu keys `\b[0-9a-f]{32}\.[A-Za-z0-9]{16,}\b`;
+/// - bare-token URL userinfo `\b[a-z][a-z0-9+.-]*://[A-Za-z0-9_.~%-]{8,}@`.
+///
+/// Returned sorted by start, non-overlapping.
+pub(super) fn side_matches(text: &str) -> Vec<(usize, usize, Kind)> {
+    let bytes = text.as_bytes();
+    let mut found = Vec::new();
+    let mut next_free = 0;
+    for idx in memchr::memchr2_iter(b':', b'.', bytes) {
+        if idx < next_free {
+            continue;
+        }
+        let hit = if bytes[idx] == b':' {
+            telegram_at(bytes, idx).or_else(|| userinfo_at(bytes, idx))
+        } else {
+            zhipu_at(bytes, idx)
+        };
+        if let Some((start, end, kind)) = hit {
+            found.push((start, end, kind));
+            next_free = end;
+        }
+    }
+    found
+}
+
+fn is_word(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+fn is_token(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b == b'-'
+}
+
+/// Length of the run ending just before `end` of bytes satisfying `pred`, capped.
+fn run_back(bytes: &[u8], end: usize, cap: usize, pred: impl Fn(u8) -> bool) -> usize {
+    bytes[..end]
+        .iter()
+        .rev()
+        .take(cap)
+        .take_while(|b| pred(**b))
+        .count()
+}
+
+fn run_fwd(bytes: &[u8], start: usize, pred: impl Fn(u8) -> bool) -> usize {
+    bytes[start..].iter().take_while(|b| pred(**b)).count()
+}
+
+/// A word boundary before `idx` given that `bytes[idx]` is a word byte.
+fn boundary_before(bytes: &[u8], idx: usize) -> bool {
+    idx == 0 || !is_word(bytes[idx - 1])
+}
+
+/// A word boundary at `idx` given that `bytes[idx - 1]` is a word byte.
+fn boundary_at(bytes: &[u8], idx: usize) -> bool {
+    idx == bytes.len() || !is_word(bytes[idx])
+}
+
+fn telegram_at(bytes: &[u8], colon: usize) -> Option<(usize, usize, Kind)> {
+    let n_digits = run_back(bytes, colon, 11, |b| b.is_ascii_digit());
+    if !(8..=10).contains(&n_digits) || !boundary_before(bytes, colon - n_digits) {
+        return None;
+    }
+    let end = colon + 1 + 35;
+    if end > bytes.len() || !bytes[colon + 1..end].iter().all(|b| is_token(*b)) {
+        return None;
+    }
+    // `\b` after a token byte: `-` is not a word byte, so a trailing `-` needs a
+    // word byte after it, exactly as the regex would.
+    let last_is_word = is_word(bytes[end - 1]);
+    let ok = if last_is_word {
+        boundary_at(bytes, end)
+    } else {
+        end < bytes.len() && is_word(bytes[end])
+    };
+    ok.then_some((colon - n_digits, end, Kind::Telegram))
+}
+
+fn zhipu_at(bytes: &[u8], dot: usize) -> Option<(usize, usize, Kind)> {
+    let n_hex = run_back(bytes, dot, 33, |b| {
+        b.is_ascii_digit() || (b'a'..=b'f').contains(&b)
+    });
+    if n_hex != 32 || !boundary_before(bytes, dot - 32) {
+        return None;
+    }
+    let n_tail = run_fwd(bytes, dot + 1, |b| b.is_ascii_alphanumeric());
+    let end = dot + 1 + n_tail;
+    if n_tail < 16 || !boundary_at(bytes, end) {
+        return None;
+    }
+    Some((dot - 32, end, Kind::Token))
+}
+
+fn userinfo_at(bytes: &[u8], colon: usize) -> Option<(usize, usize, Kind)> {
+    if !bytes[colon..].starts_with(b"://") {
+        return None;
+    }
+    let n_scheme = run_back(bytes, colon, 32, |b| {
+        b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'+' || b == b'.' || b == b'-'
+    });
+    // The scheme starts with a letter at a word boundary; trim leading non-letters.
+    let mut start = colon - n_scheme;
+    while start < colon && !bytes[start].is_ascii_lowercase() {
+        start += 1;
+    }
+    if start == colon || !boundary_before(bytes, start) {
+        return None;
+    }
+    let user = colon + 3;
+    let n_user = run_fwd(bytes, user, |b| {
+        b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'~' | b'%' | b'-')
+    });
+    let at = user + n_user;
+    if n_user < 8 || bytes.get(at) != Some(&b'@') {
+        return None;
+    }
+    Some((start, at + 1, Kind::UserinfoToken))
+}

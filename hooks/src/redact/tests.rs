@@ -1,0 +1,440 @@
+//! Table tests for every secret family, text that must stay, the mask format,
+//! mode detection, extra patterns and streaming across chunk boundaries.
+
+use super::*;
+
+fn check(mode: RedactMode, input: &str, expected: &str) {
+    let r = Redactor::builtin();
+    let got = r.redact(input, mode);
+    assert_eq!(got, expected, "input: {input:?}");
+}
+
+fn code(input: &str, expected: &str) {
+    check(RedactMode::Code, input, expected);
+}
+
+fn dump(input: &str, expected: &str) {
+    check(RedactMode::SecretDump, input, expected);
+}
+
+#[test]
+fn mask_format_keeps_6_and_4_or_stars() {
+    assert_eq!(mask("abcdefghijklmnopqr"), "abcdef...opqr");
+    assert_eq!(mask("abcdefghijklmnopq"), "***");
+    assert_eq!(mask(""), "***");
+}
+
+#[test]
+fn provider_prefixes_are_masked() {
+    let cases = [
+        ("sk-abcdefghijklmnopqrstuvwxyz", "sk-abc...wxyz"),
+        ("sk-proj-AbCdEfGhIjKlMnOpQrStUvWx_yz-12", "sk-pro...z-12"),
+        ("sk-ant-api03-abcdefghijklmnopqrstuv", "sk-ant...stuv"),
+        ("ghp_abcdefghijklmnopqrstuvwxyz0123456789", "ghp_ab...6789"),
+        (
+            "github_pat_11ABCDEFG0123456789_abcdefghijkl",
+            "github...ijkl",
+        ),
+        ("gho_abcdefghijklmnopqrstuvwxyz0123", "gho_ab...0123"),
+        ("ghu_abcdefghijklmnopqrstuvwxyz0123", "ghu_ab...0123"),
+        ("ghs_abcdefghijklmnopqrstuvwxyz0123", "ghs_ab...0123"),
+        ("ghr_abcdefghijklmnopqrstuvwxyz0123", "ghr_ab...0123"),
+        ("xoxb-1234567890-abcdefghijkl", "xoxb-1...ijkl"),
+        ("xoxp-1234567890-abcdefghijkl", "xoxp-1...ijkl"),
+        ("xapp-1-A0123456789-abcdef", "xapp-1...cdef"),
+        ("AIzaSyA1234567890abcdefghijklmnopqrstu", "AIzaSy...rstu"),
+        ("AKIAABCDEFGHIJKLMNOP", "AKIAAB...MNOP"),
+        ("hf_abcdefghijklmnopqrstuvwxyzABCDEFGH", "hf_abc...EFGH"),
+        ("glpat-abcdefghij1234567890", "glpat-...7890"),
+        ("gldt-abcdefghij1234567890", "gldt-a...7890"),
+        ("GR1348941abcdefghij1234567890", "GR1348...7890"),
+        ("npm_abcdefghijklmnopqrstuvwxyz0123456789", "npm_ab...6789"),
+        ("pypi-AgEIcHlwaS5vcmcCJGFiY2RlZmdo", "pypi-A...Zmdo"),
+        ("sk_live_abcdefghijklmnop1234", "sk_liv...1234"),
+        ("sk_test_abcdefghijklmnop1234", "sk_tes...1234"),
+        ("rk_live_abcdefghijklmnop1234", "rk_liv...1234"),
+        (
+            "SG.abcdefghijklmnopqrstuv.abcdefghijklmnopqrstuvwxyz012",
+            "SG.abc...z012",
+        ),
+        ("xai-abcdefghijklmnopqrstuvwxyz0123", "xai-ab...0123"),
+        ("gsk_abcdefghijklmnopqrstuvwxyz0123", "gsk_ab...0123"),
+        ("pplx-abcdefghijklmnopqrstuvwxyz", "pplx-a...wxyz"),
+        ("r8_abcdefghijklmnopqrstuvwxyz", "r8_abc...wxyz"),
+        ("dop_v1_abcdef0123456789abcdef", "dop_v1...cdef"),
+        ("tvly-abcdefghijklmnopqrstuv", "tvly-a...stuv"),
+        ("fc-0123456789abcdef0123456789abcdef", "fc-012...cdef"),
+        ("fw_abcdefghijklmnopqrstuv", "fw_abc...stuv"),
+        ("pk-lf-0123456789-abcdefgh", "pk-lf-...efgh"),
+        (
+            "gAAAAABlabcdefghijklmnopqrstuvwxyz0123456789ABCDEF==",
+            "gAAAAA...EF==",
+        ),
+        // Zhipu: 32 hex, a dot, 16+ alphanumerics.
+        (
+            "0123456789abcdef0123456789abcdef.AbCdEfGhIjKlMnOp",
+            "012345...MnOp",
+        ),
+    ];
+    for (secret, masked) in cases {
+        code(
+            &format!("using {secret} now"),
+            &format!("using {masked} now"),
+        );
+    }
+}
+
+#[test]
+fn short_tokens_become_stars() {
+    code("AWS ASIAABCDEFGHIJKLMNOP.", "AWS ASIAAB...MNOP.");
+    code("call +14155550123 today", "call *** today");
+}
+
+#[test]
+fn jwt_is_masked() {
+    code(
+        "token=eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U;",
+        "token=eyJhbG...sR8U;",
+    );
+}
+
+#[test]
+fn authorization_keeps_the_scheme() {
+    code(
+        "Authorization: Bearer abcdefghijklmnopqrstuvwxyz",
+        "Authorization: Bearer abcdef...wxyz",
+    );
+    code(
+        "proxy-authorization: Basic dXNlcjpwYXNz",
+        "proxy-authorization: Basic ***",
+    );
+    code(
+        r#"-H "Authorization: token ghp_abcdefghijklmnopqrstuvwxyz0123456789""#,
+        r#"-H "Authorization: token ghp_ab...6789""#,
+    );
+    code("authorization=opaquevalue123", "authorization=***");
+}
+
+#[test]
+fn api_key_headers_are_masked() {
+    code(
+        "x-api-key: abcdefghijklmnopqrstuvwxyz",
+        "x-api-key: abcdef...wxyz",
+    );
+    code("X-Goog-Api-Key: short", "X-Goog-Api-Key: ***");
+    code(
+        "curl 'https://h/x?apikey=abcdefghijklmnopqrst&q=1'",
+        "curl 'https://h/x?apikey=abcdef...qrst&q=1'",
+    );
+    code("X-Auth-Token: $TOKEN", "X-Auth-Token: $TOKEN");
+}
+
+#[test]
+fn private_key_blocks_are_replaced() {
+    code(
+        "before\n-----BEGIN RSA PRIVATE KEY-----\nMIIEow\nIBAAK\n-----END RSA PRIVATE KEY-----\nafter",
+        "before\n[REDACTED PRIVATE KEY]\nafter",
+    );
+    code(
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3Bl\n-----END OPENSSH PRIVATE KEY-----",
+        "[REDACTED PRIVATE KEY]",
+    );
+    // Public keys and certificates stay.
+    code(
+        "-----BEGIN PUBLIC KEY-----\nMIIB\n-----END PUBLIC KEY-----",
+        "-----BEGIN PUBLIC KEY-----\nMIIB\n-----END PUBLIC KEY-----",
+    );
+}
+
+#[test]
+fn database_passwords_are_masked() {
+    code(
+        "postgres://app:s3cr3t@db:5432/x",
+        "postgres://app:***@db:5432/x",
+    );
+    code("postgresql://u:pw@h/db", "postgresql://u:***@h/db");
+    code(
+        "mysql://root:hunter2@localhost/db",
+        "mysql://root:***@localhost/db",
+    );
+    code(
+        "mongodb+srv://me:p%40ss@cluster0.mongodb.net",
+        "mongodb+srv://me:***@cluster0.mongodb.net",
+    );
+    code("redis://:authpass@cache:6379", "redis://:***@cache:6379");
+    code("amqp://guest:guest@rabbit//", "amqp://guest:***@rabbit//");
+    // Templates are code, not secrets.
+    code(
+        "postgres://{user}:{password}@{host}/db",
+        "postgres://{user}:{password}@{host}/db",
+    );
+}
+
+#[test]
+fn url_userinfo_tokens_are_masked() {
+    code(
+        "remote https://abcdefghijklmnopqrstuv@github.com/o/r",
+        "remote https://abcdef...stuv@github.com/o/r",
+    );
+    code("ssh://git@github.com/o/r", "ssh://git@github.com/o/r");
+}
+
+#[test]
+fn telegram_bot_tokens_keep_the_bot_id() {
+    code(
+        "bot 123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsawX ok",
+        "bot 123456789:*** ok",
+    );
+}
+
+#[test]
+fn env_dump_assignments_are_masked() {
+    dump(
+        "OPENAI_API_KEY=abcdefghijklmnopqrstuvwxyz",
+        "OPENAI_API_KEY=abcdef...wxyz",
+    );
+    dump("DB_PASSWORD=hunter2", "DB_PASSWORD=***");
+    dump(
+        "export GITHUB_TOKEN=\"abcdefghijklmnopqrstuvwx\"",
+        "export GITHUB_TOKEN=\"abcdef...uvwx\"",
+    );
+    dump(
+        "declare -x AWS_SECRET_ACCESS_KEY=\"wJalrXUtnFEMIK7MDENGbPxRfiCY\"",
+        "declare -x AWS_SECRET_ACCESS_KEY=\"wJalrX...fiCY\"",
+    );
+    dump(
+        "app.auth.token=abcdefghijklmnopqrstuv",
+        "app.auth.token=abcdef...stuv",
+    );
+    // A reference, a path-like value and non-secret names stay.
+    dump("API_KEY=$OTHER", "API_KEY=$OTHER");
+    dump(
+        "SSH_AUTH_SOCK=/run/user/1000/ssh-agent",
+        "SSH_AUTH_SOCK=/run/user/1000/ssh-agent",
+    );
+    dump("PGPASSWORD=/looks/like/path", "PGPASSWORD=***");
+    dump(
+        "KEYBOARD=us\nMONKEY=1\nPWD=/home/u",
+        "KEYBOARD=us\nMONKEY=1\nPWD=/home/u",
+    );
+}
+
+#[test]
+fn json_and_yaml_fields_are_masked_in_secret_files() {
+    dump(
+        r#"{"apiKey": "abcdefghijklmnopqrstuvwxyz", "name": "x"}"#,
+        r#"{"apiKey": "abcdef...wxyz", "name": "x"}"#,
+    );
+    dump(
+        r#"{\"access_token\": \"short1\"}"#,
+        r#"{\"access_token\": \"***\"}"#,
+    );
+    dump(
+        "db:\n  password: hunter2\n  host: db",
+        "db:\n  password: ***\n  host: db",
+    );
+    dump(
+        "client_secret: 'abcdefghijklmnopqrstuv'",
+        "client_secret: 'abcdef...stuv'",
+    );
+}
+
+#[test]
+fn assignments_are_left_alone_outside_secret_dumps() {
+    code("DB_PASSWORD=hunter2", "DB_PASSWORD=hunter2");
+    code(r#"{"token": "abc"}"#, r#"{"token": "abc"}"#);
+}
+
+#[test]
+fn text_that_must_stay() {
+    let keep = [
+        "HOME=/home/u",
+        "commit 4b825dc642cb6eb9a060e54bf8d69288fbee4904\nAuthor: A <a@b.c>",
+        "a1b2c3d fix: skip flaky test (#123)",
+        "id 123e4567-e89b-12d3-a456-426614174000 done",
+        "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        "task-runner sk-learn disk-usage 42",
+        "the skeleton key is in the desk",
+        "2024-05-01T12:00:00+00:00 INFO started pid=4242 port=8080",
+        "fw_update: ok; am_i_root: no; sk_buff alloc",
+        "https://example.com/path?q=1",
+        "Authorization header missing",
+        "ssh://git@github.com/o/r",
+    ];
+    for text in keep {
+        code(text, text);
+        dump(text, text);
+    }
+}
+
+#[test]
+fn mode_detection() {
+    let dumps = [
+        "env",
+        "printenv | sort",
+        "ls; env",
+        "/usr/bin/env",
+        "cat .env",
+        "cat ./app/.env.production",
+        "sudo cat ~/.bashrc",
+        "grep KEY config.yaml",
+        "tail -n 5 prod.env",
+        "export",
+        "declare -p",
+        "cat ~/.git-credentials",
+        "head -1 ~/.pgpass",
+    ];
+    for c in dumps {
+        assert_eq!(RedactMode::for_command(c), RedactMode::SecretDump, "{c}");
+    }
+    let plain = [
+        "cargo test",
+        "cat README.md",
+        "echo env",
+        "make deploy",
+        "grep -r env src/",
+    ];
+    for c in plain {
+        assert_eq!(RedactMode::for_command(c), RedactMode::Code, "{c}");
+    }
+    let r = Redactor::builtin();
+    assert_eq!(r.redact_output("cat .env", "SECRET=abc"), "SECRET=***");
+    assert_eq!(r.redact_output("cat notes.txt", "SECRET=abc"), "SECRET=abc");
+}
+
+#[test]
+fn extra_patterns_are_validated_and_applied() {
+    let cfg = RedactorConfig {
+        extra_patterns: vec![r"ACME-[0-9]{6}".into(), r"internal=([a-z]+)".into()],
+    };
+    let r = Redactor::new(&cfg).expect("valid patterns");
+    assert_eq!(
+        r.redact(
+            "id ACME-123456 internal=abcdefghijklmnopqrstu",
+            RedactMode::Code
+        ),
+        "id *** internal=abcdef...rstu"
+    );
+    let bad = RedactorConfig {
+        extra_patterns: vec!["ok".into(), "(unclosed".into()],
+    };
+    match Redactor::new(&bad) {
+        Err(err @ Error::BadPattern { .. }) => {
+            assert!(err.to_string().contains("`(unclosed`"), "{err}");
+        }
+        other => panic!("expected BadPattern, got {other:?}"),
+    }
+    let empty = RedactorConfig {
+        extra_patterns: vec!["x*".into()],
+    };
+    assert!(matches!(
+        Redactor::new(&empty),
+        Err(Error::EmptyMatchPattern { .. })
+    ));
+}
+
+/// Every case, fed in two chunks split at every byte, gives the same output as
+/// redacting the whole text.
+#[test]
+fn stream_split_at_every_boundary_matches_whole_text() {
+    let r = Arc::new(Redactor::builtin());
+    let texts = [
+        "build ok\nkey sk-proj-abcdefghijklmnopqrstuvwxyz0123 used\nbye",
+        "x\n-----BEGIN PRIVATE KEY-----\nMIIE\nabc\n-----END PRIVATE KEY-----\ny\n",
+        "Authorization: Bearer abcdefghijklmnopqrstuvwxyz\npostgres://u:pw@h/db\n",
+        "no newline ghp_abcdefghijklmnopqrstuvwxyz0123456789 tail",
+    ];
+    for text in texts {
+        let whole = r.redact(text, RedactMode::Code).into_owned();
+        for split in 0..=text.len() {
+            if !text.is_char_boundary(split) {
+                continue;
+            }
+            let mut s = StreamRedactor::new(Arc::clone(&r), RedactMode::Code);
+            let mut out = s.push(&text[..split]);
+            out.push_str(&s.push(&text[split..]));
+            out.push_str(&s.finish());
+            assert_eq!(out, whole, "split at {split} of {text:?}");
+        }
+    }
+}
+
+#[test]
+fn stream_memory_is_bounded_on_a_long_line() {
+    let r = Arc::new(Redactor::builtin());
+    let mut s = StreamRedactor::new(r, RedactMode::Code);
+    let chunk = "progress ".repeat(1000);
+    let mut n_out = 0;
+    for _ in 0..20 {
+        n_out += s.push(&chunk).len();
+    }
+    assert!(
+        s.held_bytes() <= 64 * 1024 + chunk.len(),
+        "held {}",
+        s.held_bytes()
+    );
+    n_out += s.finish().len();
+    assert_eq!(n_out, chunk.len() * 20);
+}
+
+#[test]
+fn side_scanner_families_respect_boundaries() {
+    // Telegram needs 8-10 digits at a boundary and exactly 35 token bytes.
+    code(
+        "x 12345678901:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsawX",
+        "x 12345678901:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsawX",
+    );
+    code(
+        "t=123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsawX.",
+        "t=123456789:***.",
+    );
+    // A 40-hex git hash followed by a dot is not a Zhipu key.
+    code(
+        "4b825dc642cb6eb9a060e54bf8d69288fbee4904.AbCdEfGhIjKlMnOpQr",
+        "4b825dc642cb6eb9a060e54bf8d69288fbee4904.AbCdEfGhIjKlMnOpQr",
+    );
+    // Time stamps and ports around colons stay.
+    code(
+        "12:00:00.123 0.0.0.0:8080 v1.2.3",
+        "12:00:00.123 0.0.0.0:8080 v1.2.3",
+    );
+    // Userinfo needs 8+ bytes and no colon; the scheme starts at a boundary.
+    code("see Xhttps://abcdefghij@h", "see Xhttps://abcdefghij@h");
+    code(
+        "git+https://abcdefghijklmnopqrstu@h/r",
+        "git+https://abcdef...rstu@h/r",
+    );
+}
+
+#[test]
+fn overlapping_families_take_the_leftmost() {
+    // The DB pattern starts first; the userinfo scanner must not re-mask inside it.
+    code(
+        "redis://default:abcdefghijkl@cache",
+        "redis://default:***@cache",
+    );
+    // A token inside an Authorization header is masked once, scheme kept.
+    code(
+        "authorization: Bearer sk-proj-abcdefghijklmnopqrstuvwxyz",
+        "authorization: Bearer sk-pro...wxyz",
+    );
+}
+
+#[test]
+fn tokens_split_by_zero_width_or_control_chars_are_masked() {
+    code(
+        "key sk-proj-abc\u{200b}defghijklmnopqrstuvwxyz end",
+        "key sk-pro...wxyz end",
+    );
+    code(
+        "t ghp_abcdefghij\u{0}klmnopqrstuvwxyz0123456789.",
+        "t ghp_ab...6789.",
+    );
+    code(
+        "\x1b[1mbold\x1b[0m ghp_\u{feff}abcdefghijklmnopqrstuvwxyz0123456789",
+        "\x1b[1mbold\x1b[0m ghp_ab...6789",
+    );
+    // Invisible characters outside secrets survive byte for byte.
+    let keep = "a\u{200b}b \x1b[31mred\x1b[0m \u{2588}\u{2588} done";
+    code(keep, keep);
+}

@@ -1,0 +1,430 @@
+//! The completion ledger: `<home>/state.db`, a SQLite database (B29).
+//!
+//! A completion is committed here before it is published to any consumer, and
+//! marked delivered when its consumer acknowledges it. After a crash,
+//! [`Ledger::undelivered`] lists every committed completion that was not yet
+//! acknowledged, so the restarted process delivers it again; an acknowledged
+//! one is never listed again. Together: nothing committed is lost, nothing
+//! acknowledged is delivered twice.
+//!
+//! Why SQLite: it gives atomic, durable single-row commits and crash recovery
+//! that is decades old and tested far beyond what a hand-rolled log would be.
+//! The database runs in WAL mode (readers never block the writer, and a commit
+//! is one append to the WAL) with `synchronous=FULL`: the WAL is fsynced on
+//! every commit, so a completion survives power loss, not only a process crash,
+//! before it is published. `NORMAL` would survive a process crash but could
+//! lose the last commits on power loss, which breaks "committed before
+//! published".
+//!
+//! Format (version 1, in `PRAGMA user_version`): one table `completions` with
+//! an insertion sequence, the unique completion id, session id, owners,
+//! session key, the event as JSON text, `created_at` and `delivered_at`
+//! (unix seconds, `NULL` until delivered). `tests/data/v1_ledger.sql` is the
+//! schema with sample rows and must keep opening.
+//!
+//! Invariant: a reader never creates or migrates a ledger ([`Ledger::open`]
+//! of a missing file is `None` and touches nothing); only [`Ledger::create`]
+//! creates one, and only inside an existing home.
+//!
+//! Invariant: a damaged ledger is reported and left byte-for-byte as it was
+//! (integrity is checked before anything is written), so the user can
+//! recover it; herd never replaces it on its own.
+
+use std::fs::OpenOptions;
+use std::io;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, params};
+
+use crate::atomic::{self, FILE_MODE};
+use crate::{Error, Home, LedgerCause};
+
+/// The ledger format version this crate writes (`PRAGMA user_version`).
+pub const LEDGER_VERSION: i64 = 1;
+
+/// How long a delivered completion is kept before [`Ledger::create`] prunes it.
+pub const DELIVERED_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// How long a statement waits for another process's write lock.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Idempotent, so two processes creating the ledger at once both succeed.
+const SCHEMA_V1: &str = "
+BEGIN IMMEDIATE;
+CREATE TABLE IF NOT EXISTS completions (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    completion_id TEXT NOT NULL UNIQUE,
+    session_id TEXT NOT NULL,
+    owner_task_id TEXT NOT NULL,
+    task_id TEXT NOT NULL,
+    session_key TEXT NOT NULL,
+    event TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    delivered_at REAL
+);
+CREATE INDEX IF NOT EXISTS completions_undelivered ON completions (seq) WHERE delivered_at IS NULL;
+PRAGMA user_version = 1;
+COMMIT;
+";
+
+/// One completion as the ledger stores it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompletionRecord {
+    /// Unique id of this completion; committing the same id again is a no-op.
+    pub completion_id: String,
+    /// The session that finished.
+    pub session_id: String,
+    /// The turn or agent that owns the session.
+    pub owner_task_id: String,
+    /// The container/session key of the caller.
+    pub task_id: String,
+    /// Gateway session key used for routing.
+    pub session_key: String,
+    /// The completion event exactly as herd-core publishes it.
+    pub event: serde_json::Value,
+    /// Wall-clock time of the completion, unix seconds.
+    pub created_at: f64,
+}
+
+/// An open completion ledger.
+///
+/// One SQLite connection: `Send` but not `Sync`; share it behind a mutex.
+/// Several processes may open the same ledger; SQLite serialises their writes.
+#[derive(Debug)]
+pub struct Ledger {
+    conn: Connection,
+    path: PathBuf,
+}
+
+/// What the integrity check found in an existing file.
+enum State {
+    /// A herd ledger of a version we read.
+    Ready,
+    /// An empty database (a `create` that crashed before the schema landed).
+    Uninitialised,
+}
+
+impl Ledger {
+    /// Opens the ledger of `home` if it exists, for replay and delivery.
+    ///
+    /// Returns `Ok(None)`, creating nothing, when the file is missing (or is an
+    /// empty database a crashed [`Ledger::create`] left behind).
+    ///
+    /// # Errors
+    /// [`Error::LedgerCorrupt`] when the file is not a readable SQLite
+    /// database or fails its integrity check (the file is left untouched),
+    /// [`Error::LedgerVersion`] for a newer format, [`Error::LedgerOpen`] when
+    /// the OS or SQLite refuses (a read-only home among them).
+    pub fn open(home: &Home) -> Result<Option<Ledger>, Error> {
+        let path = home.ledger_path();
+        match std::fs::symlink_metadata(&path) {
+            Ok(_) => {}
+            Err(e) if atomic::is_missing(&e) => return Ok(None),
+            Err(e) => return Err(open_error(&path, e.into())),
+        }
+        let conn = connect(&path)?;
+        match check(&conn, &path)? {
+            State::Uninitialised => Ok(None),
+            State::Ready => Ledger::configure(conn, path).map(Some),
+        }
+    }
+
+    /// Opens the ledger of `home`, creating it (mode 0600) when missing; for
+    /// the process that commits completions. Prunes delivered completions
+    /// older than [`DELIVERED_RETENTION`].
+    ///
+    /// # Errors
+    /// [`Error::HomeMissing`] when the home does not exist (it is never
+    /// created), and as [`Ledger::open`].
+    pub fn create(home: &Home) -> Result<Ledger, Error> {
+        if !home.root().is_dir() {
+            return Err(Error::HomeMissing {
+                path: home.root().to_path_buf(),
+            });
+        }
+        let path = home.ledger_path();
+        // Create the file ourselves so it is 0600 from the start; SQLite gives
+        // its -wal and -shm files the database file's mode.
+        match OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(FILE_MODE)
+            .open(&path)
+        {
+            Ok(_) => atomic::fsync_dir(home.root()).map_err(|e| open_error(&path, e.into()))?,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(open_error(&path, e.into())),
+        }
+        let conn = connect(&path)?;
+        let state = check(&conn, &path)?;
+        let ledger = Ledger::configure(conn, path)?;
+        if let State::Uninitialised = state {
+            ledger
+                .conn
+                .execute_batch(SCHEMA_V1)
+                .map_err(|e| open_error(&ledger.path, e.into()))?;
+            tracing::info!(path = %ledger.path.display(), "completion ledger created");
+        }
+        ledger.prune_delivered(DELIVERED_RETENTION)?;
+        Ok(ledger)
+    }
+
+    /// Sets the connection's durability and concurrency settings; runs only
+    /// after the integrity check, since switching to WAL writes the header.
+    fn configure(conn: Connection, path: PathBuf) -> Result<Ledger, Error> {
+        let setup = || -> rusqlite::Result<()> {
+            let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+            if !mode.eq_ignore_ascii_case("wal") {
+                tracing::warn!(path = %path.display(), mode, "ledger is not in WAL mode");
+            }
+            conn.pragma_update(None, "synchronous", "FULL")?;
+            Ok(())
+        };
+        setup().map_err(|e| open_error(&path, e.into()))?;
+        Ok(Ledger { conn, path })
+    }
+
+    /// The ledger file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Durably records `record` as undelivered. Returns `true` when it was
+    /// new, `false` when a completion with that id was already committed (the
+    /// stored one, delivered or not, is kept unchanged).
+    ///
+    /// # Errors
+    /// [`Error::LedgerQuery`] when the write fails (disk full, read-only, a
+    /// non-finite `created_at`); the completion is then not committed and must
+    /// not be published.
+    pub fn commit(&self, record: &CompletionRecord) -> Result<bool, Error> {
+        let event = serde_json::to_string(&record.event)
+            .expect("a serde_json::Value always serializes: its map keys are strings");
+        let n = self
+            .conn
+            .execute(
+                "INSERT INTO completions
+                     (completion_id, session_id, owner_task_id, task_id, session_key, event, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                 ON CONFLICT (completion_id) DO NOTHING",
+                params![
+                    record.completion_id,
+                    record.session_id,
+                    record.owner_task_id,
+                    record.task_id,
+                    record.session_key,
+                    event,
+                    record.created_at,
+                ],
+            )
+            .map_err(|e| self.query_error("commit a completion", e))?;
+        Ok(n == 1)
+    }
+
+    /// Marks a completion delivered. Returns `true` when this call delivered
+    /// it, `false` when it was already delivered; exactly one call per
+    /// completion ever returns `true`.
+    ///
+    /// # Errors
+    /// [`Error::LedgerUnknownCompletion`] when the id was never committed,
+    /// [`Error::LedgerQuery`] when the write fails.
+    pub fn mark_delivered(&self, completion_id: &str) -> Result<bool, Error> {
+        let n = self
+            .conn
+            .execute(
+                "UPDATE completions SET delivered_at = ?2
+                 WHERE completion_id = ?1 AND delivered_at IS NULL",
+                params![completion_id, unix_now()],
+            )
+            .map_err(|e| self.query_error("mark a completion delivered", e))?;
+        if n == 1 {
+            return Ok(true);
+        }
+        match self.is_delivered(completion_id)? {
+            Some(_) => Ok(false),
+            None => Err(Error::LedgerUnknownCompletion {
+                path: self.path.clone(),
+                completion_id: completion_id.to_owned(),
+            }),
+        }
+    }
+
+    /// Whether a completion was delivered; `None` when the ledger does not
+    /// hold it (never committed, or delivered long ago and pruned).
+    ///
+    /// # Errors
+    /// [`Error::LedgerQuery`] when the read fails.
+    pub fn is_delivered(&self, completion_id: &str) -> Result<Option<bool>, Error> {
+        self.conn
+            .query_row(
+                "SELECT delivered_at IS NOT NULL FROM completions WHERE completion_id = ?1",
+                [completion_id],
+                |row| row.get(0),
+            )
+            .optional()
+            .map_err(|e| self.query_error("look up a completion", e))
+    }
+
+    /// Every committed, undelivered completion, oldest first.
+    ///
+    /// # Errors
+    /// [`Error::LedgerQuery`] when the read fails, [`Error::LedgerEvent`] when
+    /// a stored event is not JSON.
+    pub fn undelivered(&self) -> Result<Vec<CompletionRecord>, Error> {
+        let read = || -> rusqlite::Result<Vec<(CompletionRecord, String)>> {
+            let mut stmt = self.conn.prepare_cached(
+                "SELECT completion_id, session_id, owner_task_id, task_id, session_key,
+                        event, created_at
+                 FROM completions WHERE delivered_at IS NULL ORDER BY seq",
+            )?;
+            let rows = stmt.query_map([], |row| {
+                Ok((
+                    CompletionRecord {
+                        completion_id: row.get(0)?,
+                        session_id: row.get(1)?,
+                        owner_task_id: row.get(2)?,
+                        task_id: row.get(3)?,
+                        session_key: row.get(4)?,
+                        event: serde_json::Value::Null,
+                        created_at: row.get(6)?,
+                    },
+                    row.get::<_, String>(5)?,
+                ))
+            })?;
+            rows.collect()
+        };
+        let rows = read().map_err(|e| self.query_error("list undelivered completions", e))?;
+        rows.into_iter()
+            .map(|(mut record, event)| {
+                record.event =
+                    serde_json::from_str(&event).map_err(|source| Error::LedgerEvent {
+                        path: self.path.clone(),
+                        completion_id: record.completion_id.clone(),
+                        source,
+                    })?;
+                Ok(record)
+            })
+            .collect()
+    }
+
+    /// Deletes delivered completions delivered more than `older_than` ago and
+    /// returns how many. Undelivered ones are never pruned.
+    ///
+    /// # Caveats
+    /// A pruned id is forgotten: committing it again would count as new.
+    /// Completion ids are unique per completion, so this only matters for a
+    /// caller that reuses ids.
+    ///
+    /// # Errors
+    /// [`Error::LedgerQuery`] when the write fails.
+    pub fn prune_delivered(&self, older_than: Duration) -> Result<usize, Error> {
+        let cutoff = unix_now() - older_than.as_secs_f64();
+        self.conn
+            .execute(
+                "DELETE FROM completions WHERE delivered_at IS NOT NULL AND delivered_at < ?1",
+                [cutoff],
+            )
+            .map_err(|e| self.query_error("prune delivered completions", e))
+    }
+
+    fn query_error(&self, action: &'static str, source: rusqlite::Error) -> Error {
+        if is_corruption(&source) {
+            return Error::LedgerCorrupt {
+                path: self.path.clone(),
+                detail: source.to_string(),
+            };
+        }
+        Error::LedgerQuery {
+            path: self.path.clone(),
+            action,
+            source,
+        }
+    }
+}
+
+/// Opens an existing file read-write without creating it.
+fn connect(path: &Path) -> Result<Connection, Error> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags).map_err(|e| open_error(path, e.into()))?;
+    conn.busy_timeout(BUSY_TIMEOUT)
+        .map_err(|e| open_error(path, e.into()))?;
+    Ok(conn)
+}
+
+/// Checks, without writing anything, that `conn` is a herd ledger we can use.
+fn check(conn: &Connection, path: &Path) -> Result<State, Error> {
+    let corrupt = |detail: String| Error::LedgerCorrupt {
+        path: path.to_path_buf(),
+        detail,
+    };
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(|e| open_error(path, e.into()))?;
+    let n_tables: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM sqlite_schema WHERE type = 'table'",
+            [],
+            |r| r.get(0),
+        )
+        .map_err(|e| open_error(path, e.into()))?;
+    if version == 0 {
+        return if n_tables == 0 {
+            Ok(State::Uninitialised)
+        } else {
+            Err(corrupt("a database, but not a herd ledger".to_owned()))
+        };
+    }
+    if version > LEDGER_VERSION {
+        return Err(Error::LedgerVersion {
+            path: path.to_path_buf(),
+            found: version,
+            supported: LEDGER_VERSION,
+        });
+    }
+    let mut stmt = conn
+        .prepare("PRAGMA quick_check")
+        .map_err(|e| open_error(path, e.into()))?;
+    let findings: Vec<String> = stmt
+        .query_map([], |r| r.get(0))
+        .and_then(|rows| rows.collect())
+        .map_err(|e| open_error(path, e.into()))?;
+    if findings != ["ok"] {
+        return Err(corrupt(findings.join("; ")));
+    }
+    Ok(State::Ready)
+}
+
+/// A failure to open: a damaged file is [`Error::LedgerCorrupt`], the rest
+/// [`Error::LedgerOpen`].
+fn open_error(path: &Path, cause: LedgerCause) -> Error {
+    if let LedgerCause::Sqlite(e) = &cause
+        && is_corruption(e)
+    {
+        return Error::LedgerCorrupt {
+            path: path.to_path_buf(),
+            detail: e.to_string(),
+        };
+    }
+    Error::LedgerOpen {
+        path: path.to_path_buf(),
+        source: cause,
+    }
+}
+
+fn is_corruption(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase)
+    )
+}
+
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+#[cfg(test)]
+mod tests;
