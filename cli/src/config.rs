@@ -170,7 +170,17 @@ impl Config {
         if self.log_cap_bytes == 0 {
             return bad("log_cap_bytes", "must be at least 1");
         }
+        if let Err(err) = herd_hooks::Redactor::new(&self.redactor_config()) {
+            return bad("redact_extra_patterns", &format!("is invalid: {err}"));
+        }
         Ok(())
+    }
+
+    /// The redactor settings: the built-in families plus the configured patterns.
+    pub(crate) fn redactor_config(&self) -> herd_hooks::RedactorConfig {
+        herd_hooks::RedactorConfig {
+            extra_patterns: self.redact_extra_patterns.clone(),
+        }
     }
 
     /// Loads `<home>/config.toml`; a missing file is the default config.

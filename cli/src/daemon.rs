@@ -113,8 +113,31 @@ async fn run(home: Home, config: Config, detached: bool) -> anyhow::Result<()> {
     std::fs::write(&pid_path, format!("{}\n", std::process::id()))
         .with_context(|| format!("failed to write the pid file {}", pid_path.display()))?;
 
+    // Plugin init runs on the calling thread (herd-hooks' caveat): keep it off
+    // the async workers. Failures are rows in the report, never a failed start.
+    let plugins_dir = home.plugins_dir();
+    let enabled = config.plugins.enabled.clone();
+    let (chain, reports) =
+        tokio::task::spawn_blocking(move || herd_hooks::load_plugins(&plugins_dir, &enabled))
+            .await
+            .context("the plugin loader panicked")?;
+    for report in &reports {
+        tracing::info!(
+            plugin = %report.name,
+            status = report.status.as_str(),
+            reason = report.reason.as_deref().unwrap_or(""),
+            "plugin"
+        );
+    }
+    let pipeline = herd_hooks::Pipeline::new(chain, &config.redactor_config())
+        .context("invalid redact_extra_patterns in the config")?;
     let stop = Arc::new(Notify::new());
-    let state = Arc::new(State::new(home.clone(), &config, Arc::clone(&stop))?);
+    let state = Arc::new(State::new(
+        home.clone(),
+        &config,
+        Arc::new(pipeline),
+        Arc::clone(&stop),
+    )?);
     tracing::info!(
         pid = std::process::id(),
         home = %home.root().display(),

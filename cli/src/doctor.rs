@@ -117,25 +117,24 @@ pub(crate) async fn run(home: &Home, json: bool) -> anyhow::Result<()> {
         Err(err) => push("fail", format!("{err:#}")),
     }
     if let Some(config) = &config {
-        match crate::plugins::rows(home, config) {
-            Ok(rows) => {
-                let failed: Vec<_> = rows.iter().filter(|r| r.status == "failed").collect();
-                if failed.is_empty() {
-                    push("ok", format!("{} plugin(s), none failed", rows.len()));
-                }
-                for row in failed {
-                    push(
-                        "fail",
-                        format!(
-                            "plugin {} failed: {}; fix it or run `herd plugins disable {}`",
-                            row.name,
-                            row.reason.as_deref().unwrap_or("unknown reason"),
-                            row.name
-                        ),
-                    );
-                }
-            }
-            Err(err) => push("fail", format!("{err:#}")),
+        let reports = crate::plugins::reports(home, config);
+        let failed: Vec<_> = reports
+            .iter()
+            .filter(|r| r.status == herd_hooks::PluginStatus::Failed)
+            .collect();
+        if failed.is_empty() {
+            push("ok", format!("{} plugin(s), none failed", reports.len()));
+        }
+        for report in failed {
+            push(
+                "fail",
+                format!(
+                    "plugin {} failed: {}; fix it or run `herd plugins disable {}`",
+                    report.name,
+                    report.reason.as_deref().unwrap_or("unknown reason"),
+                    report.name
+                ),
+            );
         }
     }
     let runtime_dir = std::env::var_os("XDG_RUNTIME_DIR")

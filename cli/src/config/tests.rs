@@ -71,3 +71,11 @@ fn bad_policy_value_is_refused() {
 fn negative_grace_is_refused() {
     check_err("kill_grace_seconds = -1.0\n", &["kill_grace_seconds"]);
 }
+
+#[test]
+fn an_invalid_redaction_pattern_is_refused() {
+    check_err(
+        "redact_extra_patterns = [\"(unclosed\"]\n",
+        &["redact_extra_patterns", "(unclosed"],
+    );
+}

@@ -67,7 +67,7 @@ pub(crate) enum Stream {
 }
 
 /// Builds the registry's config from the home's config file.
-fn registry_config(config: &Config) -> RegistryConfig {
+fn registry_config(config: &Config, pipeline: Arc<herd_hooks::Pipeline>) -> RegistryConfig {
     let defaults = RegistryConfig::default();
     let mut env_deny = defaults.env_deny.clone();
     env_deny.extend(config.env_deny.iter().cloned());
@@ -85,6 +85,7 @@ fn registry_config(config: &Config) -> RegistryConfig {
             Notifications::Off => NotificationPolicy::Off,
         },
         guard: Some(crate::guard::host(&config.guard_host_images, None)),
+        pipeline,
         ..defaults
     }
 }
@@ -94,8 +95,13 @@ impl State {
     ///
     /// # Errors
     /// When the registry cannot start (e.g. an unreadable checkpoint directory).
-    pub(crate) fn new(home: Home, config: &Config, stop: Arc<Notify>) -> anyhow::Result<State> {
-        let registry = Registry::new(home, registry_config(config))?;
+    pub(crate) fn new(
+        home: Home,
+        config: &Config,
+        pipeline: Arc<herd_hooks::Pipeline>,
+        stop: Arc<Notify>,
+    ) -> anyhow::Result<State> {
+        let registry = Registry::new(home, registry_config(config, pipeline))?;
         Ok(State { registry, stop })
     }
 
