@@ -204,3 +204,40 @@ async fn b33_mcp_terminal_refuses_a_host_kill() {
     assert_eq!(answer["verdict"]["verdict"], "block", "{answer}");
     client.cancel().await.expect("the client closes");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b24_a_foreground_command_past_its_window_moves_to_the_background() {
+    let env = Env::new();
+    let client = connect(&env).await;
+    let (answer, _, is_error) = call(
+        &client,
+        "terminal",
+        json!({"command": "echo started; sleep 30", "timeout": 1}),
+    )
+    .await;
+    assert!(!is_error, "{answer}");
+    assert_eq!(answer["status"], "running", "{answer}");
+    let id = answer["session_id"]
+        .as_str()
+        .expect("session_id")
+        .to_owned();
+    assert!(
+        answer["note"].as_str().is_some_and(|n| n.contains(&id)),
+        "{answer}"
+    );
+    let (polled, _, _) = call(
+        &client,
+        "process",
+        json!({"action": "poll", "session_id": id}),
+    )
+    .await;
+    assert_eq!(polled["status"], "running", "adopted, not killed: {polled}");
+    let (killed, _, _) = call(
+        &client,
+        "process",
+        json!({"action": "kill", "session_id": id}),
+    )
+    .await;
+    assert_eq!(killed["status"], "killed", "{killed}");
+    client.cancel().await.expect("the client closes");
+}

@@ -125,3 +125,43 @@ fn completions_and_man_page_are_generated() {
     let top = env.ok(&["--help"]);
     assert!(top.contains("Exit codes"), "{top}");
 }
+
+#[test]
+fn b30_an_enabled_plugin_transforms_output_before_redaction() {
+    let lib = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../target/debug/libherd_plugin_example.so");
+    assert!(
+        lib.is_file(),
+        "this test needs the example plugin: run `cargo build -p herd-plugin-example` first (looked for {})",
+        lib.display()
+    );
+    let env = Env::new();
+    let dir = env.home().join("plugins/tidy");
+    std::fs::create_dir_all(&dir).expect("writable");
+    std::fs::copy(&lib, dir.join("libtidy.so")).expect("the plugin copies");
+    std::fs::write(
+        dir.join("plugin.toml"),
+        "name = \"tidy\"\nversion = \"0.1.0\"\nlibrary = \"libtidy.so\"\n",
+    )
+    .expect("writable");
+    env.ok(&["plugins", "enable", "tidy"]);
+    let listed = env.json(&["plugins", "list", "--json"]);
+    assert_eq!(listed["plugins"][0]["status"], "loaded", "{listed}");
+    let info = env.json(&[
+        "run",
+        "--json",
+        "--",
+        "printf 'same\\nsame\\nsame\\ntoken ghp_abcdefghijklmnopqrstuvwxyz0123456789\\n'",
+    ]);
+    let id = info["session_id"].as_str().expect("session_id");
+    let waited = env.json(&["wait", id, "--timeout", "10", "--json"]);
+    let output = waited["output"].as_str().unwrap_or_default();
+    assert!(
+        output.contains("same [x3]"),
+        "the plugin folded the lines: {output}"
+    );
+    assert!(
+        !output.contains("ghp_abcdefghijklmnopqrstuvwxyz0123456789"),
+        "redacted after: {output}"
+    );
+}
