@@ -110,10 +110,16 @@ impl Server {
     }
 
     async fn run_terminal(&self, req: TerminalRequest) -> Outcome {
+        // Jobs run where the agent works: the server's cwd, or `workdir` relative to it.
+        let base = std::env::current_dir().unwrap_or_else(|_| self.home.root().to_path_buf());
+        let cwd = match &req.workdir {
+            Some(dir) => base.join(dir),
+            None => base,
+        };
         let mut params = json!({
             "command": req.command,
             "owner": self.owner.as_str(),
-            "cwd": req.workdir,
+            "cwd": cwd,
             "pty": req.pty,
             "notify": req.notify,
             "watch": req.watch,

@@ -38,6 +38,7 @@ async fn connect(env: &Env) -> Mcp {
     cmd.arg("mcp")
         .arg("--owner")
         .arg("agent-1")
+        .current_dir(env.scratch())
         .env("HERD_HOME", env.home())
         .env("HERD_LOG", "warn");
     for (k, v) in &env.vars {
@@ -149,6 +150,17 @@ async fn mcp_foreground_returns_output_and_validates_arguments() {
     assert!(
         answer["output"].as_str().is_some_and(|o| o.contains("fg")),
         "{answer}"
+    );
+
+    let (answer, _, _) = call(&client, "terminal", json!({"command": "pwd"})).await;
+    let expected = env
+        .scratch()
+        .canonicalize()
+        .expect("the scratch dir exists");
+    assert_eq!(
+        answer["output"].as_str().map(str::trim),
+        Some(expected.to_str().expect("utf-8 path")),
+        "jobs default to the MCP server's cwd"
     );
 
     let (answer, _, is_error) = call(
