@@ -165,7 +165,7 @@ impl Registry {
         };
         Ok(PollAnswer {
             session_id: s.id.clone(),
-            command: s.command.clone(),
+            command: self.inner.shown_command(&s),
             status: if fin.is_some() {
                 SessionStatus::Exited
             } else {
@@ -216,7 +216,7 @@ impl Registry {
         drop(st);
         Ok(LogAnswer {
             session_id: s.id.clone(),
-            command: s.command.clone(),
+            command: self.inner.shown_command(&s),
             status,
             output,
             total_lines: total,
@@ -228,6 +228,11 @@ impl Registry {
 
     /// Up to `max_bytes` of the log file from byte `from_byte`, as text that never
     /// ends inside a character (for `logs --follow` and full dumps).
+    ///
+    /// While the session runs the chunk ends at its last newline (a partial last line
+    /// is handed out by a later call), so a secret split across two reads is masked
+    /// whole (B30). Only a chunk with no newline at all, filling `max_bytes`, is handed
+    /// out as it is.
     ///
     /// # Errors
     /// [`Error::Lookup`], or [`Error::Io`] when the log cannot be read.
@@ -249,6 +254,16 @@ impl Registry {
             bytes.len()
         } else {
             keep
+        };
+        // Each chunk is redacted alone, so a secret split across two chunks would
+        // match in neither. While the session runs only whole lines are handed out
+        // (secrets never span a newline); a line longer than the whole chunk is the
+        // exception, or the follower could never move on.
+        let keep = match memchr::memrchr(b'\n', &bytes[..keep]) {
+            _ if !is_running => keep,
+            Some(idx) => idx + 1,
+            None if bytes.len() >= max_bytes => keep,
+            None => 0,
         };
         let decoded = String::from_utf8_lossy(&bytes[..keep]).into_owned();
         let st = s.state();
@@ -332,7 +347,7 @@ impl Registry {
         Ok(WaitAnswer {
             session_id: s.id.clone(),
             status,
-            command: s.command.clone(),
+            command: self.inner.shown_command(&s),
             exit_code: sized.exit.and_then(|e| e.code),
             signal: sized.exit.and_then(|e| e.signal),
             completion_reason: sized.reason,
@@ -584,6 +599,11 @@ impl Inner {
         }
     }
 
+    /// The session's command line as it may leave herd: secrets masked (B30).
+    fn shown_command(&self, s: &Session) -> String {
+        self.config.pipeline.redact_command(&s.command).into_owned()
+    }
+
     /// Runs `text` through the output pipeline as the session owner's (B30, B31).
     fn apply(&self, s: &Session, st: &State, route: Route, text: &str) -> String {
         let return_code = st
@@ -627,7 +647,7 @@ impl Inner {
         let fin = st.finished.as_ref();
         ListRow {
             session_id: s.id.clone(),
-            command: text::head_chars(&s.command, LIST_COMMAND_CHARS).to_owned(),
+            command: text::head_chars(&self.shown_command(s), LIST_COMMAND_CHARS).to_owned(),
             cwd: s.cwd.clone(),
             pid: s.pid,
             owner_task_id: st.owner_task_id.clone(),
@@ -665,7 +685,11 @@ impl Inner {
         let cwd = match &req.cwd {
             Some(dir) => dir.clone(),
             None => std::env::current_dir().map_err(|source| SpawnError::Spawn {
-                command: req.command.clone(),
+                command: self
+                    .config
+                    .pipeline
+                    .redact_command(&req.command)
+                    .into_owned(),
                 source,
             })?,
         };
@@ -737,8 +761,13 @@ impl Inner {
             env: &env,
             cwd: &cwd,
         };
+        let shown_command = self
+            .config
+            .pipeline
+            .redact_command(&req.command)
+            .into_owned();
         let spawn_err = |source| SpawnError::Spawn {
-            command: req.command.clone(),
+            command: shown_command.clone(),
             source,
         };
 
@@ -868,7 +897,7 @@ impl Inner {
         Ok(SpawnInfo {
             session_id: id,
             pid,
-            command: req.command,
+            command: shown_command,
             mode,
             notify_on_complete: req.notify,
             watch_patterns: watch,
@@ -939,7 +968,7 @@ impl Inner {
                 task_id: st.task_id.clone(),
                 owner_task_id: st.owner_task_id.clone(),
                 session_key: st.session_key.clone(),
-                command: s.command.clone(),
+                command: self.shown_command(s),
                 exit_code: exit.and_then(|e| e.code),
                 signal: exit.and_then(|e| e.signal),
                 completion_reason: reason,
