@@ -63,6 +63,20 @@ impl Tail {
         (shown, (shown.len() as u64) < self.total_ingested)
     }
 
+    /// The bytes from absolute position `from_total` (a past `total_ingested`) to the
+    /// end, as far as they are still held, and how many bytes before them are not.
+    pub(crate) fn since(&self, from_total: u64) -> (&[u8], u64) {
+        let held_from = self.total_ingested - self.bytes.len() as u64;
+        if from_total >= held_from {
+            let start = usize::try_from(from_total - held_from)
+                .unwrap_or(usize::MAX)
+                .min(self.bytes.len());
+            (&self.bytes[start..], 0)
+        } else {
+            (&self.bytes[..], held_from - from_total)
+        }
+    }
+
     /// Every byte ever ingested.
     pub(crate) fn total_ingested(&self) -> u64 {
         self.total_ingested

@@ -2,7 +2,8 @@
 //! exit, then hands the session to the registry's choke point (B5, B6, B7, B13).
 //!
 //! Pipeline per chunk: PTY query responder (PTY mode; replies written back) → shell
-//! noise filter → log file → in-memory tail. The component knows nothing of the
+//! noise filter → log file → in-memory tail → the optional [`Observer`] (watch
+//! matching; it sees exactly the bytes the tail got, after they were stored). The component knows nothing of the
 //! registry beyond the `Finish` it returns, so it can later move into a per-session
 //! shim process.
 //!
@@ -100,6 +101,21 @@ impl Waiter {
     }
 }
 
+/// Sees every ingested chunk after it reached the log and the tail, and the end of the
+/// stream; watch matching runs here (B20).
+pub(crate) trait Observer: Send {
+    /// One ingested chunk.
+    fn output(&mut self, bytes: &[u8]);
+    /// The stream ended; a held partial line is complete now.
+    fn end(&mut self);
+}
+
+/// Where ingested bytes go: the log file, then the tail, then the observer.
+struct Sink {
+    log: LogWriter,
+    observer: Option<Box<dyn Observer>>,
+}
+
 /// What the reader hands the choke point.
 #[derive(Debug)]
 pub(crate) struct Finish {
@@ -115,9 +131,12 @@ pub(crate) async fn run(
     session: Arc<Session>,
     mut source: Source,
     mut waiter: Waiter,
-    mut log: LogWriter,
+    log: LogWriter,
+    observer: Option<Box<dyn Observer>>,
     idle_drain: Duration,
 ) -> Finish {
+    let mut sink = Sink { log, observer };
+    let log = &mut sink;
     let mut noise = NoiseFilter::default();
     let mut buf: Vec<u8> = Vec::new();
     let mut exit: Option<io::Result<ExitInfo>> = None;
@@ -137,7 +156,7 @@ pub(crate) async fn run(
             }
         } else if *kill_rx.borrow_and_update() {
             // After a kill only what is already buffered is read.
-            drain_now(&mut source, &mut buf, &session, &mut log, &mut noise);
+            drain_now(&mut source, &mut buf, &session, log, &mut noise);
             break;
         } else {
             tokio::select! {
@@ -152,7 +171,7 @@ pub(crate) async fn run(
             tracing::warn!(%error, "session output unreadable; finishing");
             break;
         }
-        match read_burst(&mut source, &mut buf, &session, &mut log, &mut noise) {
+        match read_burst(&mut source, &mut buf, &session, log, &mut noise) {
             Ok(Burst::Eof) => {
                 eof = true;
                 break;
@@ -165,7 +184,10 @@ pub(crate) async fn run(
         }
     }
     let rest = flush(&mut source, &mut noise);
-    ingest(&session, &mut log, &rest);
+    ingest(&session, log, &rest);
+    if let Some(observer) = log.observer.as_mut() {
+        observer.end();
+    }
     drop(source);
     let exit = match exit {
         Some(e) => e,
@@ -198,7 +220,7 @@ fn read_burst(
     source: &mut Source,
     buf: &mut Vec<u8>,
     session: &Session,
-    log: &mut LogWriter,
+    log: &mut Sink,
     noise: &mut NoiseFilter,
 ) -> io::Result<Burst> {
     // Reads are batched into one buffer and processed together, so a PTY's small
@@ -249,7 +271,7 @@ fn drain_now(
     source: &mut Source,
     buf: &mut Vec<u8>,
     session: &Session,
-    log: &mut LogWriter,
+    log: &mut Sink,
     noise: &mut NoiseFilter,
 ) {
     for _ in 0..16 {
@@ -264,7 +286,7 @@ fn process(
     source: &mut Source,
     chunk: &[u8],
     session: &Session,
-    log: &mut LogWriter,
+    log: &mut Sink,
     noise: &mut NoiseFilter,
 ) {
     match source {
@@ -313,12 +335,15 @@ fn flush(source: &mut Source, noise: &mut NoiseFilter) -> Vec<u8> {
 }
 
 /// Appends kept bytes to the log and the tail.
-fn ingest(session: &Session, log: &mut LogWriter, bytes: &[u8]) {
+fn ingest(session: &Session, sink: &mut Sink, bytes: &[u8]) {
     if bytes.is_empty() {
         return;
     }
-    let not_kept = log.write(bytes);
+    let not_kept = sink.log.write(bytes);
     session.tail().push(bytes, not_kept);
+    if let Some(observer) = sink.observer.as_mut() {
+        observer.output(bytes);
+    }
     tracing::trace!(n_bytes = bytes.len(), "output ingested");
 }
 

@@ -32,8 +32,10 @@ use crate::config::{
 };
 use crate::error::{Error, LookupError, SpawnError};
 use crate::event::Event;
+use crate::handoff::Agents;
 use crate::id::{self, SessionId};
 use crate::kill;
+use crate::notify::Notifier;
 use crate::output::{LogWriter, Tail};
 use crate::reader::{self, Finish, Source, Waiter};
 use crate::session::{ExitInfo, Finished, Session, State, Stdin};
@@ -57,29 +59,33 @@ const STDIN_WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 /// registry.
 #[derive(Debug, Clone)]
 pub struct Registry {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
 }
 
 #[derive(Debug)]
-struct Inner {
-    home: Home,
-    config: RegistryConfig,
-    tables: Mutex<Tables>,
-    events: broadcast::Sender<Event>,
+pub(crate) struct Inner {
+    pub(crate) home: Home,
+    pub(crate) config: RegistryConfig,
+    pub(crate) tables: Mutex<Tables>,
+    pub(crate) events: broadcast::Sender<Event>,
     /// Bumped after every finish; waiters for pending completions watch it.
-    finishes: watch::Sender<u64>,
-    runtime: tokio::runtime::Handle,
+    pub(crate) finishes: watch::Sender<u64>,
+    pub(crate) runtime: tokio::runtime::Handle,
+    /// Watch breaker and heartbeat schedule, served by one timer task (B20, B21).
+    pub(crate) notifier: Notifier,
+    /// Parent and child agents and their handoffs (B25, B26).
+    pub(crate) agents: Mutex<Agents>,
 }
 
 #[derive(Debug, Default)]
-struct Tables {
-    running: HashMap<SessionId, Arc<Session>>,
-    finished: HashMap<SessionId, Arc<Session>>,
-    queues: HashMap<String, VecDeque<Event>>,
+pub(crate) struct Tables {
+    pub(crate) running: HashMap<SessionId, Arc<Session>>,
+    pub(crate) finished: HashMap<SessionId, Arc<Session>>,
+    pub(crate) queues: HashMap<String, VecDeque<Event>>,
 }
 
 impl Tables {
-    fn get(&self, id: &SessionId) -> Option<&Arc<Session>> {
+    pub(crate) fn get(&self, id: &SessionId) -> Option<&Arc<Session>> {
         self.running.get(id).or_else(|| self.finished.get(id))
     }
 
@@ -99,6 +105,7 @@ impl Registry {
     pub fn new(home: Home, config: RegistryConfig) -> Result<Registry, Error> {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| Error::NoRuntime)?;
         let (events, _) = broadcast::channel(BROADCAST_CAPACITY);
+        let notifier = Notifier::new(Arc::clone(&config.clock));
         let (finishes, _) = watch::channel(0);
         Ok(Registry {
             inner: Arc::new(Inner {
@@ -108,6 +115,8 @@ impl Registry {
                 events,
                 finishes,
                 runtime,
+                notifier,
+                agents: Mutex::new(Agents::default()),
             }),
         })
     }
@@ -157,13 +166,14 @@ impl Registry {
         let fin = st.finished.clone();
         let preview = self.inner.apply(&s, &st, Route::Poll, &preview);
         drop(st);
+        s.mark_read();
         let (bytes_not_kept, total_ingested) = {
             let tail = s.tail();
             (tail.bytes_not_kept(), tail.total_ingested())
         };
         Ok(PollAnswer {
             session_id: s.id.clone(),
-            command: s.command.clone(),
+            command: self.inner.shown_command(&s),
             status: if fin.is_some() {
                 SessionStatus::Exited
             } else {
@@ -212,9 +222,10 @@ impl Registry {
             SessionStatus::Running
         };
         drop(st);
+        s.mark_read();
         Ok(LogAnswer {
             session_id: s.id.clone(),
-            command: s.command.clone(),
+            command: self.inner.shown_command(&s),
             status,
             output,
             total_lines: total,
@@ -226,6 +237,11 @@ impl Registry {
 
     /// Up to `max_bytes` of the log file from byte `from_byte`, as text that never
     /// ends inside a character (for `logs --follow` and full dumps).
+    ///
+    /// While the session runs the chunk ends at its last newline (a partial last line
+    /// is handed out by a later call), so a secret split across two reads is masked
+    /// whole (B30). Only a chunk with no newline at all, filling `max_bytes`, is handed
+    /// out as it is.
     ///
     /// # Errors
     /// [`Error::Lookup`], or [`Error::Io`] when the log cannot be read.
@@ -259,6 +275,16 @@ impl Registry {
             bytes.len()
         } else {
             keep
+        };
+        // Each chunk is redacted alone, so a secret split across two chunks would
+        // match in neither. While the session runs only whole lines are handed out
+        // (secrets never span a newline); a line longer than the whole chunk is the
+        // exception, or the follower could never move on.
+        let keep = match memchr::memrchr(b'\n', &bytes[..keep]) {
+            _ if !is_running => keep,
+            Some(idx) => idx + 1,
+            None if bytes.len() >= max_bytes => keep,
+            None => 0,
         };
         let decoded = String::from_utf8_lossy(&bytes[..keep]).into_owned();
         let st = s.state();
@@ -323,7 +349,7 @@ impl Registry {
                     "wait window of {}s elapsed; the process is still running. This is not an error. Uptime: {}s.{}",
                     effective.as_secs(),
                     s.uptime_seconds(),
-                    if s.notify {
+                    if s.is_notify() {
                         " notify_on_complete is set: you will be notified on exit; do other work instead of waiting again."
                     } else {
                         " Poll again later, or spawn with notify next time for automatic notification."
@@ -331,18 +357,19 @@ impl Registry {
                 ));
             }
             WaitStatus::Interrupted => {
-                notes.push(if s.notify {
+                notes.push(if s.is_notify() {
                     "wait interrupted by a new message from the user; the process is still running and you will be notified on exit. Answer the user now.".to_owned()
                 } else {
                     "wait interrupted by a new message from the user; the process is still running. Answer the user now.".to_owned()
                 });
             }
         }
+        s.mark_read();
         let sized = self.inner.sized(&s, Route::Wait);
         Ok(WaitAnswer {
             session_id: s.id.clone(),
             status,
-            command: s.command.clone(),
+            command: self.inner.shown_command(&s),
             exit_code: sized.exit.and_then(|e| e.code),
             signal: sized.exit.and_then(|e| e.signal),
             completion_reason: sized.reason,
@@ -500,7 +527,7 @@ impl Registry {
                 .lock()
                 .running
                 .values()
-                .any(|s| s.notify && s.state().owner_task_id == owner);
+                .any(|s| s.is_notify() && s.state().owner_task_id == owner);
             if !pending {
                 return true;
             }
@@ -535,22 +562,22 @@ impl Registry {
 
 /// A sized output snapshot with the session's exit fields.
 #[derive(Debug)]
-struct Sized {
-    output: String,
-    cut: bool,
-    exit: Option<ExitInfo>,
-    reason: Option<CompletionReason>,
-    source: Option<KillSource>,
+pub(crate) struct Sized {
+    pub(crate) output: String,
+    pub(crate) cut: bool,
+    pub(crate) exit: Option<ExitInfo>,
+    pub(crate) reason: Option<CompletionReason>,
+    pub(crate) source: Option<KillSource>,
 }
 
 impl Inner {
-    fn lock(&self) -> MutexGuard<'_, Tables> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Tables> {
         self.tables
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn lookup(&self, id_or_prefix: &str) -> Result<Arc<Session>, LookupError> {
+    pub(crate) fn lookup(&self, id_or_prefix: &str) -> Result<Arc<Session>, LookupError> {
         let tables = self.lock();
         let wanted = id::normalise_prefix(id_or_prefix);
         if let Some(s) = tables.all().find(|s| s.id.as_str() == wanted) {
@@ -582,8 +609,13 @@ impl Inner {
         }
     }
 
+    /// The session's command line as it may leave herd: secrets masked (B30).
+    pub(crate) fn shown_command(&self, s: &Session) -> String {
+        self.config.pipeline.redact_command(&s.command).into_owned()
+    }
+
     /// Runs `text` through the output pipeline as the session owner's (B30, B31).
-    fn apply(&self, s: &Session, st: &State, route: Route, text: &str) -> String {
+    pub(crate) fn apply(&self, s: &Session, st: &State, route: Route, text: &str) -> String {
         let return_code = st
             .finished
             .as_ref()
@@ -602,7 +634,7 @@ impl Inner {
 
     /// The one sizing helper: the tail of `completion_output_chars`, cut flag, exit
     /// fields (B8).
-    fn sized(&self, s: &Session, route: Route) -> Sized {
+    pub(crate) fn sized(&self, s: &Session, route: Route) -> Sized {
         let (text, cut) = s.text();
         let (tail, cut) = text::tail_chars(&text, s.completion_chars, cut);
         let st = s.state();
@@ -625,7 +657,7 @@ impl Inner {
         let fin = st.finished.as_ref();
         ListRow {
             session_id: s.id.clone(),
-            command: text::head_chars(&s.command, LIST_COMMAND_CHARS).to_owned(),
+            command: text::head_chars(&self.shown_command(s), LIST_COMMAND_CHARS).to_owned(),
             cwd: s.cwd.clone(),
             pid: s.pid,
             owner_task_id: st.owner_task_id.clone(),
@@ -641,12 +673,12 @@ impl Inner {
             output_preview: preview,
             exit_code: fin.and_then(|f| f.exit).and_then(|e| e.code),
             completion_reason: fin.map(|f| f.reason),
-            notify_on_complete: s.notify,
+            notify_on_complete: s.is_notify(),
             persist_on_release: s.persist_on_release,
         }
     }
 
-    fn spawn(self: &Arc<Self>, req: SpawnRequest) -> Result<SpawnInfo, SpawnError> {
+    pub(crate) fn spawn(self: &Arc<Self>, req: SpawnRequest) -> Result<SpawnInfo, SpawnError> {
         if req.command.trim().is_empty() {
             return Err(SpawnError::InvalidRequest {
                 field: "command",
@@ -663,7 +695,11 @@ impl Inner {
         let cwd = match &req.cwd {
             Some(dir) => dir.clone(),
             None => std::env::current_dir().map_err(|source| SpawnError::Spawn {
-                command: req.command.clone(),
+                command: self
+                    .config
+                    .pipeline
+                    .redact_command(&req.command)
+                    .into_owned(),
                 source,
             })?,
         };
@@ -676,26 +712,8 @@ impl Inner {
                 return Err(SpawnError::Guarded(block));
             }
         }
-        let mut notes = Vec::new();
-        let mut watch = req.watch.clone();
-        if req.notify && !watch.is_empty() {
-            watch.clear();
-            notes.push(
-                "watch patterns ignored because notify is set; the two together produce duplicate notifications"
-                    .to_owned(),
-            );
-        }
-        let floor = self.config.heartbeat_floor.as_secs();
-        let heartbeat_seconds = match req.heartbeat_seconds {
-            Some(0) | None => None,
-            Some(n) if n < floor => {
-                notes.push(format!(
-                    "heartbeat of {n}s raised to the minimum of {floor}s"
-                ));
-                Some(floor)
-            }
-            Some(n) => Some(n),
-        };
+        let wakes = self.plan_notifications(&req);
+        let notes = wakes.notes.clone();
 
         let id = self.fresh_id();
         let prepare = |path: PathBuf, e: Box<dyn std::error::Error + Send + Sync>| {
@@ -732,8 +750,13 @@ impl Inner {
             env: &env,
             cwd: &cwd,
         };
+        let shown_command = self
+            .config
+            .pipeline
+            .redact_command(&req.command)
+            .into_owned();
         let spawn_err = |source| SpawnError::Spawn {
-            command: req.command.clone(),
+            command: shown_command.clone(),
             source,
         };
 
@@ -812,7 +835,8 @@ impl Inner {
             started_at: SystemTime::now(),
             started: Instant::now(),
             log_path: log_path.clone(),
-            notify: req.notify,
+            notify: std::sync::atomic::AtomicBool::new(wakes.notify),
+            read: std::sync::atomic::AtomicBool::new(false),
             persist_on_release: req.persist_on_release,
             completion_chars: req
                 .completion_output_chars
@@ -836,6 +860,7 @@ impl Inner {
             self.prune(&mut tables);
             tables.running.insert(id.clone(), Arc::clone(&session));
         }
+        let observer = self.arm_notifications(&session, &wakes);
         let log = LogWriter::new(log_path.clone(), self.config.log_cap_bytes);
         let span = tracing::info_span!("session", id = %id);
         let inner = Arc::clone(self);
@@ -844,9 +869,15 @@ impl Inner {
         drop(
             self.runtime.spawn(
                 async move {
-                    let finish =
-                        reader::run(Arc::clone(&task_session), source, waiter, log, idle_drain)
-                            .await;
+                    let finish = reader::run(
+                        Arc::clone(&task_session),
+                        source,
+                        waiter,
+                        log,
+                        observer,
+                        idle_drain,
+                    )
+                    .await;
                     inner.finish(&task_session, finish);
                 }
                 .instrument(span),
@@ -856,11 +887,11 @@ impl Inner {
         Ok(SpawnInfo {
             session_id: id,
             pid,
-            command: req.command,
+            command: shown_command,
             mode,
-            notify_on_complete: req.notify,
-            watch_patterns: watch,
-            heartbeat_seconds,
+            notify_on_complete: wakes.notify,
+            watch_patterns: wakes.watch,
+            heartbeat_seconds: wakes.heartbeat.map(|d| d.as_secs()),
             persist_on_release: req.persist_on_release,
             pty_note,
             note: (!notes.is_empty()).then(|| notes.join("; ")),
@@ -905,6 +936,7 @@ impl Inner {
         if tables.running.remove(&s.id).is_none() {
             return;
         }
+        self.notifier.forget(&s.id);
         let event = {
             let mut st = s.state();
             st.exit = exit.or(st.exit);
@@ -927,7 +959,7 @@ impl Inner {
                 task_id: st.task_id.clone(),
                 owner_task_id: st.owner_task_id.clone(),
                 session_key: st.session_key.clone(),
-                command: s.command.clone(),
+                command: self.shown_command(s),
                 exit_code: exit.and_then(|e| e.code),
                 signal: exit.and_then(|e| e.signal),
                 completion_reason: reason,
@@ -942,7 +974,7 @@ impl Inner {
             }
         };
         tables.finished.insert(s.id.clone(), Arc::clone(s));
-        if s.notify && self.policy_allows(&event) {
+        if s.is_notify() && self.policy_allows(&event) {
             let owner = event.owner_task_id().unwrap_or_default().to_owned();
             tables
                 .queues
@@ -958,7 +990,7 @@ impl Inner {
         tracing::info!(session_id = %s.id, "session finished");
     }
 
-    fn policy_allows(&self, event: &Event) -> bool {
+    pub(crate) fn policy_allows(&self, event: &Event) -> bool {
         match self.config.notifications {
             NotificationPolicy::All => true,
             NotificationPolicy::Result => matches!(event, Event::Completion { .. }),
@@ -998,7 +1030,7 @@ impl Inner {
         }
     }
 
-    async fn kill_session(&self, s: &Arc<Session>, source: KillSource) -> KillAnswer {
+    pub(crate) async fn kill_session(&self, s: &Arc<Session>, source: KillSource) -> KillAnswer {
         let Some(target) = begin_kill(s, source) else {
             return self.kill_answer(s, source, KillStatus::AlreadyExited, Vec::new(), None);
         };
@@ -1095,6 +1127,7 @@ impl Inner {
         survivors: Vec<i32>,
         error: Option<String>,
     ) -> KillAnswer {
+        s.mark_read();
         let sized = self.sized(s, Route::Kill);
         let running = s.status() == SessionStatus::Running;
         KillAnswer {
