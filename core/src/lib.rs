@@ -49,4 +49,4 @@ pub use herd_persistence::Home;
 pub use id::SessionId;
 #[doc(hidden)]
 pub use kill::bench_support;
-pub use registry::Registry;
+pub use registry::{Registry, RestoreReport};

@@ -101,6 +101,11 @@ async fn b12_2000_spawn_finish_cycles_leave_the_fd_count_unchanged() {
         let info = fx.run("true").await;
         fx.done(&info.session_id).await;
     }
+    // Checkpoint and receipt writes run in the background; count with none in flight.
+    fx.registry
+        .sync_durable()
+        .await
+        .expect("the home is writable");
     let before = fd_count();
     let before_targets = crate::support::fd_targets();
     for _ in 0..250 {
@@ -112,6 +117,10 @@ async fn b12_2000_spawn_finish_cycles_leave_the_fd_count_unchanged() {
             fx.done(&info.session_id).await;
         }
     }
+    fx.registry
+        .sync_durable()
+        .await
+        .expect("the home is writable");
     let after = fd_count();
     assert_eq!(
         before,
