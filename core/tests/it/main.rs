@@ -7,6 +7,7 @@
 mod lifecycle;
 mod output;
 mod pty;
+mod restore;
 mod spawning;
 mod stdin;
 mod support;
