@@ -1,2 +1,146 @@
 //! herd: the binary — daemon, client commands and MCP server.
-fn main() {}
+//!
+//! `main` parses the command line, installs the tracing subscriber (stderr; the
+//! autostarted daemon's stderr is `<home>/logs/daemon.log`), runs the command and
+//! maps its result to the documented exit codes: 0 ok, 1 the job failed or the
+//! guard blocked, 2 usage / not found / bad config, 3 daemon unreachable. A broken
+//! stdout pipe ends the process quietly with 0.
+
+mod args;
+mod client;
+mod commands;
+mod config;
+mod daemon;
+mod doctor;
+mod exit;
+mod guard;
+mod mcp;
+mod output;
+mod plugins;
+mod protocol;
+
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{CommandFactory, Parser};
+
+use crate::args::{Cli, Command, GuardCommand};
+use crate::exit::{Code, code_of, is_broken_pipe};
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            let _ = err.print();
+            return if err.use_stderr() {
+                Code::Usage.into()
+            } else {
+                Code::Ok.into()
+            };
+        }
+    };
+    init_tracing(matches!(cli.command, Command::Serve(_)));
+    match run(cli) {
+        Ok(()) => Code::Ok.into(),
+        Err(err) if is_broken_pipe(&err) => Code::Ok.into(),
+        Err(err) => {
+            let message = format!("{err:#}");
+            if !message.is_empty() {
+                output::err_line(&format!("herd: {message}"));
+            }
+            code_of(&err).into()
+        }
+    }
+}
+
+/// Installs the stderr subscriber; `HERD_LOG` overrides the level.
+fn init_tracing(daemon: bool) {
+    let default = if daemon { "info" } else { "warn" };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("HERD_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(!daemon && std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_target(daemon)
+        .try_init();
+}
+
+/// A current-thread runtime for client commands (quick to start, one connection).
+fn client_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("failed to start the async runtime")
+}
+
+/// Runs one command.
+fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Completions(args) => {
+            use clap_complete::Shell as S;
+            let shell = match args.shell {
+                args::Shell::Bash => S::Bash,
+                args::Shell::Zsh => S::Zsh,
+                args::Shell::Fish => S::Fish,
+                args::Shell::Elvish => S::Elvish,
+                args::Shell::Powershell => S::PowerShell,
+            };
+            let mut buf = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "herd", &mut buf);
+            output::raw(&String::from_utf8_lossy(&buf))?;
+            Ok(())
+        }
+        Command::Man => {
+            let mut buf = Vec::new();
+            clap_mangen::Man::new(Cli::command())
+                .render(&mut buf)
+                .context("failed to render the man page")?;
+            output::raw(&String::from_utf8_lossy(&buf))?;
+            Ok(())
+        }
+        command => {
+            let home = config::resolve_home()?;
+            match command {
+                Command::Serve(args) => daemon::serve(&home, args.detached),
+                Command::Guard(args) => {
+                    let config = config::Config::load(&home)?;
+                    match args.command {
+                        GuardCommand::Check(check) => guard::check(&check, &config),
+                    }
+                }
+                Command::Plugins(args) => {
+                    let config = config::Config::load(&home)?;
+                    plugins::run(&home, &config, &args.command)
+                }
+                Command::Mcp(args) => mcp::serve(home, args.owner.resolve("mcp")),
+                command => client_runtime()?.block_on(client_command(home, command)),
+            }
+        }
+    }
+}
+
+/// Runs a command that talks to the daemon.
+async fn client_command(home: herd_persistence::Home, command: Command) -> anyhow::Result<()> {
+    match command {
+        Command::Run(args) => commands::run(&home, args).await,
+        Command::Ps(args) => commands::ps(&home, args).await,
+        Command::Poll(args) => commands::poll(&home, args).await,
+        Command::Logs(args) => commands::logs(&home, args).await,
+        Command::Wait(args) => commands::wait(&home, args).await,
+        Command::Kill(args) => commands::kill(&home, args).await,
+        Command::Send(args) => commands::stdin(&home, args, "write").await,
+        Command::Submit(args) => commands::stdin(&home, args, "submit").await,
+        Command::Close(args) => commands::close(&home, args).await,
+        Command::Events(args) => commands::events(&home, args).await,
+        Command::Handoff(args) => commands::handoff(&home, args).await,
+        Command::Doctor(args) => doctor::run(&home, args.json).await,
+        Command::Shutdown(args) => commands::shutdown(&home, args.json).await,
+        Command::Completions(_)
+        | Command::Man
+        | Command::Serve(_)
+        | Command::Guard(_)
+        | Command::Plugins(_)
+        | Command::Mcp(_) => unreachable!("handled before connecting"),
+    }
+}

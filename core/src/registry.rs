@@ -15,7 +15,7 @@ use std::ffi::OsString;
 use std::fs::OpenOptions;
 use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -724,7 +724,7 @@ impl Inner {
             })?,
         };
         if let Some(host) = &self.config.guard {
-            let reader = crate::guard::CwdScriptReader::new(&cwd);
+            let reader = herd_guards::FsScriptReader::new(cwd.clone());
             if let herd_guards::Verdict::Block(block) =
                 herd_guards::judge_with(&req.command, host, &reader)
             {
@@ -1279,15 +1279,5 @@ fn finish_write(
         },
         Ok(Err(e)) => stdin_error(&format!("write to the process failed: {e}")),
         Err(_) => stdin_error("the process is not reading its input; nothing more was written"),
-    }
-}
-
-/// Makes `path` relative paths resolve against `cwd` (used by the guard's reader).
-pub(crate) fn resolve(cwd: &Path, path: &str) -> PathBuf {
-    let p = Path::new(path);
-    if p.is_absolute() {
-        p.to_path_buf()
-    } else {
-        cwd.join(p)
     }
 }

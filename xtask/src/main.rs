@@ -3,7 +3,8 @@
 //! - `lint`: rustfmt check, clippy with warnings as errors, then the tidy and
 //!   dependency-direction checks (ordinary `#[test]`s in this crate, so a plain
 //!   `cargo test` enforces them too).
-//! - `ci`: lint, build everything (plugin cdylibs included), run every test and the release dry run. `.ci/run` calls this.
+//! - `ci`: lint, build everything (plugin cdylibs included), run every test, the CLI
+//!   contract check and the release dry run. `.ci/run` calls this.
 //! - `bench [-p PKG] [--json]`: runs every benchmark and prints each figure beside
 //!   the baseline measured in the same run.
 //! - `soak`: the long stress loops kept out of CI.
@@ -90,9 +91,25 @@ fn ci() -> Result<()> {
     cargo(&["build", "--workspace", "--all-targets", "--quiet"])
         .context("building the workspace failed")?;
     cargo(&["test", "--workspace", "--quiet"]).context("tests failed")?;
+    contract()?;
     release::run(true)?;
     shell::say("xtask ci: all green");
     Ok(())
+}
+
+/// Runs the CLI contract check (`shared/acceptance/cli-contract.sh`, or the copy in
+/// `tests/acceptance/` when the shared tree is absent) against the debug binary.
+fn contract() -> Result<()> {
+    let herd = shell::target_dir()?.join("debug").join("herd");
+    let shared = PathBuf::from("../shared/acceptance/cli-contract.sh");
+    let script = if shared.is_file() {
+        shared
+    } else {
+        PathBuf::from("tests/acceptance/cli-contract.sh")
+    };
+    let mut cmd = shell::command("bash");
+    cmd.arg(&script).env("HERD", &herd);
+    run(&mut cmd).with_context(|| format!("the CLI contract check {} failed", script.display()))
 }
 
 /// Runs the soak loops: the same `soak_*` tests CI runs small, at full size.

@@ -45,3 +45,36 @@ async fn b39_submit_reaches_a_pty_session() {
     assert_eq!(answer.output.replace('\r', ""), "ready\ngot:typed\n");
     fx.assert_groups_gone().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b7_cursor_query_is_answered_live_and_stripped() {
+    let fx = Fixture::new();
+    // The program blocks until its terminal answers the cursor-position query.
+    let info = fx
+        .spawn(SpawnRequest {
+            command: r#"printf '\033[6n'; IFS= read -r -s -d R reply; echo "reply=${reply#*[}""#
+                .to_owned(),
+            mode: Mode::pty(),
+            ..SpawnRequest::default()
+        })
+        .await;
+    let answer = fx.done(&info.session_id).await;
+    let output = answer.output.replace('\r', "");
+    let reply = output
+        .trim()
+        .strip_prefix("reply=")
+        .unwrap_or_else(|| panic!("no reply line in {output:?}"));
+    let (row, col) = reply
+        .split_once(';')
+        .unwrap_or_else(|| panic!("reply {reply:?} is not row;col"));
+    assert!(
+        row.parse::<u16>().is_ok() && col.parse::<u16>().is_ok(),
+        "{reply:?}"
+    );
+    let raw = std::fs::read(fx.home().session_log_path(info.session_id.as_str())).unwrap();
+    assert!(
+        !raw.windows(4).any(|w| w == b"\x1b[6n"),
+        "the query is stripped from the log"
+    );
+    fx.assert_groups_gone().await;
+}

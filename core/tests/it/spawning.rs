@@ -177,14 +177,25 @@ async fn b37_lookup_by_full_id_and_unique_prefix() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn b33_guard_refusal_starts_nothing() {
-    // The guard seam: with herd-guards' skeleton every command is allowed, so this
-    // asserts the allowed path runs; the refusal table lives in herd-guards.
     let fx = Fixture::with(|c: &mut RegistryConfig| {
         c.guard = Some(herd_guards::Host::new(
             vec!["herd".to_owned()],
             "herd serve",
         ));
     });
+    let marker = fx.dir.path().join("ran");
+    let refused = fx
+        .registry
+        .spawn(SpawnRequest {
+            command: format!("touch '{}'; pkill herd", marker.display()),
+            ..SpawnRequest::default()
+        })
+        .await;
+    match refused {
+        Err(SpawnError::Guarded(block)) => assert!(!block.remedy.is_empty(), "{block:?}"),
+        other => panic!("expected a guard refusal, got {other:?}"),
+    }
+    assert!(!marker.exists(), "nothing ran");
     let info = fx.run("echo allowed").await;
     assert_eq!(fx.done(&info.session_id).await.output, "allowed\n");
     fx.assert_groups_gone().await;

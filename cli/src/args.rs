@@ -1,0 +1,397 @@
+//! The command line: every subcommand, flag and help text of `herd`.
+//!
+//! The help texts here are the user's manual (they also feed `herd man` and the
+//! shell completions), so each one says what the command does, what it prints and
+//! how it exits.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// The exit codes, repeated in `--help` so scripts can rely on them.
+const EXIT_CODES: &str = "\
+Exit codes:
+  0  success (for `wait`: the job exited 0)
+  1  the job failed, was killed or is still running after `wait --timeout`; or a command was blocked by the guard
+  2  usage error, unknown or ambiguous session id, bad configuration
+  3  the daemon could not be reached or started
+
+Environment:
+  HERD_HOME   the home directory (default: the platform data directory)
+  HERD_OWNER  the default owner id for `run`, `ps`, `events` and `mcp`
+  HERD_LOG    tracing filter for herd's own diagnostics (e.g. debug)";
+
+/// herd runs shell commands in the background for people and AI agents.
+///
+/// A local daemon (started on demand) supervises every job: it keeps the
+/// complete output, tells you when a job finishes, kills whole process trees and
+/// refuses commands that would kill the host that launched it.
+#[derive(Debug, Parser)]
+#[command(name = "herd", version, about, long_about, after_long_help = EXIT_CODES, propagate_version = true)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+/// Every `herd` subcommand.
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Start a command in the background and print its session id.
+    ///
+    /// One argument after `--` is a shell command line (`herd run -- 'make && make test'`).
+    /// Several arguments are joined with shell quoting, so the program receives them
+    /// exactly as typed (`herd run -- bash -c 'echo a; echo b'`).
+    /// With --json: `{"session_id", "pid", "command", "mode", ...}`.
+    /// A command refused by the self-kill guard starts nothing and exits 1.
+    Run(RunArgs),
+    /// List sessions: id, state, pid, age, command and last output line.
+    ///
+    /// Shows the running sessions of the owner; --all adds finished ones (and every
+    /// owner unless --owner is given). With --json: `{"processes": [ ... ]}`.
+    Ps(PsArgs),
+    /// Show a session's status, pid, uptime and a preview of its latest output.
+    Poll(IdArgs),
+    /// Print a session's output.
+    ///
+    /// Without paging flags it prints the whole (redacted) log verbatim.
+    /// --offset/--limit page by lines; --follow keeps printing new output until the
+    /// job exits.
+    Logs(LogsArgs),
+    /// Wait for a session to finish and print its result.
+    ///
+    /// Exits 0 when the job exited 0, 1 when it failed, was killed, or is still
+    /// running when the timeout elapses (the job is left running).
+    Wait(WaitArgs),
+    /// Kill a session and every process it started (SIGTERM, grace, SIGKILL).
+    Kill(IdArgs),
+    /// Write TEXT to a session's stdin as is (no newline added).
+    Send(StdinArgs),
+    /// Write TEXT to a session's stdin followed by Enter.
+    Submit(StdinArgs),
+    /// Close a session's stdin (EOF).
+    Close(IdArgs),
+    /// Take the owner's pending notifications (completions, heartbeats, watch matches).
+    ///
+    /// Each notification is delivered to exactly one `events` call. Prints one JSON
+    /// object per line, each with a "type"; --follow keeps streaming new ones.
+    Events(EventsArgs),
+    /// Hand a running session over to another owner, with a note.
+    Handoff(HandoffArgs),
+    /// Judge a command line with the self-kill guard, locally (no daemon).
+    Guard(GuardArgs),
+    /// List, enable or disable output-transform plugins.
+    Plugins(PluginsArgs),
+    /// Check the home, config, socket, daemon and plugins; each line says ok, warn or fail
+    /// and how to fix it.
+    Doctor(JsonFlag),
+    /// Run the daemon in the foreground (for systemd and debugging).
+    ///
+    /// Clients start one automatically when none answers; you rarely need this.
+    Serve(ServeArgs),
+    /// Stop the daemon of this home; running sessions are killed as host_shutdown.
+    Shutdown(JsonFlag),
+    /// Run an MCP server on stdio exposing the `terminal` and `process` tools.
+    ///
+    /// One server process is one owner: every session it starts belongs to --owner,
+    /// and every tool result carries that owner's pending notifications.
+    Mcp(McpArgs),
+    /// Print a shell completion script.
+    Completions(CompletionsArgs),
+    /// Print the man page (roff) to stdout.
+    Man,
+}
+
+/// `--json` alone.
+#[derive(Debug, Args)]
+pub(crate) struct JsonFlag {
+    /// Print machine-readable JSON instead of text.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// The owner flag shared by every command that acts for an owner.
+#[derive(Debug, Args, Clone)]
+pub(crate) struct OwnerArg {
+    /// The owner id (default: $HERD_OWNER, else "cli").
+    #[arg(long, value_name = "ID")]
+    pub(crate) owner: Option<String>,
+}
+
+impl OwnerArg {
+    /// The owner to act for: the flag, else `$HERD_OWNER`, else `fallback`.
+    pub(crate) fn resolve(&self, fallback: &str) -> String {
+        resolve_owner(self.owner.as_deref(), fallback)
+    }
+}
+
+/// The owner precedence shared by the CLI and the MCP server.
+pub(crate) fn resolve_owner(flag: Option<&str>, fallback: &str) -> String {
+    if let Some(owner) = flag.filter(|o| !o.is_empty()) {
+        return owner.to_owned();
+    }
+    match std::env::var("HERD_OWNER") {
+        Ok(owner) if !owner.is_empty() => owner,
+        _ => fallback.to_owned(),
+    }
+}
+
+/// `herd run`.
+#[derive(Debug, Args)]
+pub(crate) struct RunArgs {
+    /// Run under a pseudo-terminal (for programs that need a tty).
+    #[arg(long)]
+    pub(crate) pty: bool,
+    /// Queue a notification when the job finishes (see `herd events`).
+    #[arg(long, conflicts_with = "watch")]
+    pub(crate) notify: bool,
+    /// Queue a notification when an output line contains PAT (repeatable).
+    #[arg(long, value_name = "PAT", num_args = 1)]
+    pub(crate) watch: Vec<String>,
+    /// Queue the new output every SECS seconds while the job runs (0 = off; the
+    /// daemon clamps positive values to its floor, 60 s by default).
+    #[arg(long, value_name = "SECS")]
+    pub(crate) heartbeat: Option<u64>,
+    /// Keep the job when its owner is released (only an explicit kill or daemon
+    /// shutdown stops it).
+    #[arg(long)]
+    pub(crate) persist: bool,
+    #[command(flatten)]
+    pub(crate) owner: OwnerArg,
+    /// The task (container) id the job runs under (default: the owner).
+    #[arg(long, value_name = "ID")]
+    pub(crate) task: Option<String>,
+    /// Working directory of the job (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) cwd: Option<PathBuf>,
+    /// Set an environment variable for the job (repeatable).
+    #[arg(long, value_name = "K=V", value_parser = parse_env_pair)]
+    pub(crate) env: Vec<(String, String)>,
+    /// Pass this variable through even if it matches the credential deny-list (repeatable).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) forward_env: Vec<String>,
+    /// Print machine-readable JSON instead of the session id.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// The command: one shell line, or a program and its arguments.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub(crate) command: Vec<String>,
+}
+
+/// Parses `K=V`.
+fn parse_env_pair(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((key, value)) if !key.is_empty() => Ok((key.to_owned(), value.to_owned())),
+        _ => Err(format!("expected K=V, got `{text}`")),
+    }
+}
+
+/// `herd ps`.
+#[derive(Debug, Args)]
+pub(crate) struct PsArgs {
+    /// Include finished sessions, and every owner unless --owner is given.
+    #[arg(long)]
+    pub(crate) all: bool,
+    #[command(flatten)]
+    pub(crate) owner: OwnerArg,
+    /// Print `{"processes": [...]}`.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// A command that takes just a session id.
+#[derive(Debug, Args)]
+pub(crate) struct IdArgs {
+    /// The session id, or a unique prefix (at least 4 characters after `proc_`).
+    pub(crate) id: String,
+    /// Print machine-readable JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// `herd logs`.
+#[derive(Debug, Args)]
+pub(crate) struct LogsArgs {
+    /// The session id, or a unique prefix.
+    pub(crate) id: String,
+    /// Keep printing new output until the job exits.
+    #[arg(long, short, conflicts_with_all = ["offset", "limit"])]
+    pub(crate) follow: bool,
+    /// First line to print (0-based); with --limit pages through the log.
+    #[arg(long, value_name = "N")]
+    pub(crate) offset: Option<usize>,
+    /// How many lines to print.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) limit: Option<u64>,
+    /// Print the log answer as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// `herd wait`.
+#[derive(Debug, Args)]
+pub(crate) struct WaitArgs {
+    /// The session id, or a unique prefix.
+    pub(crate) id: String,
+    /// Give up after SECS seconds (the daemon caps this, 180 s by default).
+    #[arg(long, value_name = "SECS", value_parser = parse_positive_seconds)]
+    pub(crate) timeout: Option<f64>,
+    /// Print the wait answer as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// Parses a positive number of seconds.
+fn parse_positive_seconds(text: &str) -> Result<f64, String> {
+    let value: f64 = text
+        .parse()
+        .map_err(|_| format!("expected a number of seconds, got `{text}`"))?;
+    if value.is_finite() && value > 0.0 {
+        Ok(value)
+    } else {
+        Err(format!("timeout must be positive (got {text})"))
+    }
+}
+
+/// `herd send` / `herd submit`.
+#[derive(Debug, Args)]
+pub(crate) struct StdinArgs {
+    /// The session id, or a unique prefix.
+    pub(crate) id: String,
+    /// The text to write.
+    pub(crate) text: String,
+    /// Print the answer as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// `herd events`.
+#[derive(Debug, Args)]
+pub(crate) struct EventsArgs {
+    /// Keep streaming new notifications as they are published.
+    #[arg(long, short)]
+    pub(crate) follow: bool,
+    #[command(flatten)]
+    pub(crate) owner: OwnerArg,
+    /// Accepted for symmetry: events are always JSON lines.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// `herd handoff`.
+#[derive(Debug, Args)]
+pub(crate) struct HandoffArgs {
+    /// The session id, or a unique prefix.
+    pub(crate) id: String,
+    /// The owner that takes the session over.
+    #[arg(long, value_name = "OWNER")]
+    pub(crate) to: String,
+    /// What the session is for and what the new owner should do with its result.
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) note: String,
+    #[command(flatten)]
+    pub(crate) owner: OwnerArg,
+    /// Print the answer as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// `herd guard`.
+#[derive(Debug, Args)]
+pub(crate) struct GuardArgs {
+    #[command(subcommand)]
+    pub(crate) command: GuardCommand,
+}
+
+/// `herd guard ...`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum GuardCommand {
+    /// Judge a command line: exits 0 when allowed, 1 when blocked.
+    ///
+    /// With --json: `{"verdict": "allow"|"block", "rule", "reason", "remedy"}`.
+    Check(GuardCheckArgs),
+}
+
+/// `herd guard check`.
+#[derive(Debug, Args)]
+pub(crate) struct GuardCheckArgs {
+    /// An image name of the host to protect (repeatable; default: this process's
+    /// host as detected, plus `guard_host_images` from the config).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) host_image: Vec<String>,
+    /// The host's command line, against which `pkill -f` patterns are judged.
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) host_cmdline: Option<String>,
+    /// Print machine-readable JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// The command line to judge.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub(crate) command: Vec<String>,
+}
+
+/// `herd plugins`.
+#[derive(Debug, Args)]
+pub(crate) struct PluginsArgs {
+    #[command(subcommand)]
+    pub(crate) command: PluginsCommand,
+}
+
+/// `herd plugins ...`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum PluginsCommand {
+    /// List installed plugins with their status and, for failures, the reason.
+    ///
+    /// With --json: `{"plugins": [{"name", "version", "path", "status", "reason"}]}`.
+    List(JsonFlag),
+    /// Enable a plugin (takes effect when the daemon restarts).
+    Enable(PluginName),
+    /// Disable a plugin (takes effect when the daemon restarts).
+    Disable(PluginName),
+}
+
+/// A plugin name argument.
+#[derive(Debug, Args)]
+pub(crate) struct PluginName {
+    /// The plugin's directory name under `<home>/plugins`.
+    pub(crate) name: String,
+}
+
+/// `herd serve`.
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// Internal: detach into a new session (used by autostart).
+    #[arg(long, hide = true)]
+    pub(crate) detached: bool,
+}
+
+/// `herd mcp`.
+#[derive(Debug, Args)]
+pub(crate) struct McpArgs {
+    #[command(flatten)]
+    pub(crate) owner: OwnerArg,
+}
+
+/// Shells `herd completions` can target.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(crate) enum Shell {
+    /// GNU bash.
+    Bash,
+    /// Z shell.
+    Zsh,
+    /// fish.
+    Fish,
+    /// Elvish.
+    Elvish,
+    /// PowerShell.
+    Powershell,
+}
+
+/// `herd completions`.
+#[derive(Debug, Args)]
+pub(crate) struct CompletionsArgs {
+    /// The shell to generate for.
+    pub(crate) shell: Shell,
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,369 @@
+//! The client side of the socket: connect (starting a daemon when none answers),
+//! handshake, call, and read streams.
+//!
+//! Autostart re-executes this binary as `herd serve --detached` with its stdio on
+//! `<home>/logs/daemon.log`; the daemon puts itself in a new session (setsid), so
+//! it outlives the client and no terminal signal reaches it. The client then
+//! retries connecting until the socket answers or a deadline passes, watching the
+//! daemon process so a daemon that dies at start-up is reported at once with the
+//! end of its log, rather than after the deadline.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use herd_persistence::Home;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::net::UnixStream;
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+
+use crate::exit::{Code, Failure};
+use crate::protocol::{
+    self, Line, MAX_RESPONSE_BYTES, PROTOCOL_VERSION, Request, Response, RpcError,
+};
+
+/// How long autostart waits for a new daemon's socket.
+const START_DEADLINE: Duration = Duration::from_secs(15);
+
+/// The longest socket path `bind`/`connect` accept (`sun_path` is 108 bytes with the NUL).
+pub(crate) const MAX_SOCKET_PATH_BYTES: usize = 107;
+
+/// What the daemon said in the handshake.
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct Hello {
+    /// The daemon's protocol version.
+    pub(crate) protocol: u32,
+    /// The daemon's herd version.
+    pub(crate) daemon: String,
+    /// The daemon's pid.
+    pub(crate) pid: u32,
+    /// The home it serves.
+    pub(crate) home: String,
+}
+
+/// One connection to the daemon.
+#[derive(Debug)]
+pub(crate) struct Client {
+    reader: BufReader<OwnedReadHalf>,
+    writer: OwnedWriteHalf,
+    next_id: u64,
+    buf: Vec<u8>,
+    /// The handshake answer.
+    pub(crate) hello: Hello,
+}
+
+/// Checks that the home's socket path fits the OS limit.
+///
+/// # Errors
+/// A [`Failure`] naming the path, its length and the limit.
+pub(crate) fn check_socket_path(path: &Path) -> anyhow::Result<()> {
+    let len = path.as_os_str().len();
+    if len > MAX_SOCKET_PATH_BYTES {
+        return Err(Failure::new(
+            Code::Usage,
+            format!(
+                "socket path {} is {len} bytes, over the OS limit of {MAX_SOCKET_PATH_BYTES} bytes \
+                 for a Unix socket path; point HERD_HOME at a shorter directory",
+                path.display()
+            ),
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// Turns a daemon error into an error carrying the right exit code.
+pub(crate) fn rpc_failure(err: RpcError) -> anyhow::Error {
+    let code = match err.code {
+        protocol::NOT_FOUND
+        | protocol::INVALID_PARAMS
+        | protocol::METHOD_NOT_FOUND
+        | protocol::UNSUPPORTED
+        | protocol::INVALID_REQUEST => Code::Usage,
+        protocol::VERSION_MISMATCH | protocol::PEER_REFUSED => Code::Unreachable,
+        _ => Code::Failed,
+    };
+    Failure::new(code, err.message).into()
+}
+
+impl Client {
+    /// Connects to the home's daemon, starting one when none answers.
+    ///
+    /// # Errors
+    /// [`Code::Unreachable`] when no daemon answers and none could be started.
+    pub(crate) async fn connect(home: &Home) -> anyhow::Result<Client> {
+        let socket = home.socket_path();
+        check_socket_path(&socket)?;
+        if let Some(client) = Client::try_connect(home).await? {
+            return Ok(client);
+        }
+        autostart(home).await
+    }
+
+    /// Connects to a running daemon; `None` when none answers. Never starts one.
+    ///
+    /// # Errors
+    /// A handshake failure (e.g. a version mismatch).
+    pub(crate) async fn try_connect(home: &Home) -> anyhow::Result<Option<Client>> {
+        let socket = home.socket_path();
+        check_socket_path(&socket)?;
+        match UnixStream::connect(&socket).await {
+            Ok(stream) => Client::handshake(stream).await.map(Some),
+            Err(err)
+                if matches!(
+                    err.kind(),
+                    std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused
+                ) =>
+            {
+                Ok(None)
+            }
+            Err(err) => Err(Failure::new(
+                Code::Unreachable,
+                format!(
+                    "cannot connect to the daemon at {}: {err}",
+                    socket.display()
+                ),
+            )
+            .into()),
+        }
+    }
+
+    /// Performs the `hello` handshake on a fresh connection.
+    async fn handshake(stream: UnixStream) -> anyhow::Result<Client> {
+        let (read, writer) = stream.into_split();
+        let mut client = Client {
+            reader: BufReader::new(read),
+            writer,
+            next_id: 1,
+            buf: Vec::new(),
+            hello: Hello {
+                protocol: 0,
+                daemon: String::new(),
+                pid: 0,
+                home: String::new(),
+            },
+        };
+        let params = json!({"protocol": PROTOCOL_VERSION, "client": env!("CARGO_PKG_VERSION")});
+        let answer = client
+            .call("hello", params)
+            .await
+            .map_err(|err| match err {
+                CallError::Rpc(rpc) => rpc_failure(rpc),
+                CallError::Io(io) => Failure::new(
+                    Code::Unreachable,
+                    format!("the daemon closed the connection during the handshake: {io}"),
+                )
+                .into(),
+            })?;
+        client.hello =
+            serde_json::from_value(answer).context("the daemon sent a malformed hello")?;
+        Ok(client)
+    }
+
+    /// Sends one request and returns its id.
+    ///
+    /// # Errors
+    /// The write error.
+    pub(crate) async fn send(&mut self, method: &str, params: Value) -> std::io::Result<u64> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let request = Request {
+            jsonrpc: "2.0".into(),
+            id: Some(json!(id)),
+            method: method.to_owned(),
+            params,
+        };
+        let mut line = serde_json::to_vec(&request).map_err(std::io::Error::other)?;
+        line.push(b'\n');
+        self.writer.write_all(&line).await?;
+        Ok(id)
+    }
+
+    /// Reads the next message (response or stream notification); `None` at EOF.
+    ///
+    /// # Errors
+    /// A read error or a line that is not a JSON-RPC message.
+    pub(crate) async fn next_message(&mut self) -> std::io::Result<Option<Response>> {
+        match protocol::read_line(&mut self.reader, &mut self.buf, MAX_RESPONSE_BYTES).await? {
+            Line::Eof => Ok(None),
+            Line::TooLong => Err(std::io::Error::other("the daemon sent an oversized line")),
+            Line::Complete => serde_json::from_slice(&self.buf)
+                .map(Some)
+                .map_err(std::io::Error::other),
+        }
+    }
+
+    /// Calls `method` and waits for its answer.
+    ///
+    /// # Errors
+    /// [`CallError::Rpc`] for an error answer, [`CallError::Io`] when the connection broke.
+    pub(crate) async fn call(&mut self, method: &str, params: Value) -> Result<Value, CallError> {
+        let id = match self.send(method, params).await {
+            Ok(id) => id,
+            Err(err) => {
+                // The daemon may have answered and hung up before reading (a
+                // refused peer): its error is still in our receive buffer.
+                if let Ok(Some(message)) = self.next_message().await
+                    && let Some(error) = message.error
+                {
+                    return Err(CallError::Rpc(error));
+                }
+                return Err(CallError::Io(err));
+            }
+        };
+        loop {
+            let Some(message) = self.next_message().await.map_err(CallError::Io)? else {
+                return Err(CallError::Io(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    "the daemon closed the connection",
+                )));
+            };
+            // An error with a null id answers the request in flight (the daemon
+            // could not read its id: oversized line, refused peer).
+            let ours = message.id == json!(id) || (message.id.is_null() && message.error.is_some());
+            if message.method.is_some() || !ours {
+                continue;
+            }
+            if let Some(error) = message.error {
+                return Err(CallError::Rpc(error));
+            }
+            return Ok(message.result.unwrap_or(Value::Null));
+        }
+    }
+
+    /// [`Client::call`] with errors mapped to exit codes.
+    ///
+    /// # Errors
+    /// A [`Failure`] with the code the daemon's error maps to.
+    pub(crate) async fn request(&mut self, method: &str, params: Value) -> anyhow::Result<Value> {
+        self.call(method, params)
+            .await
+            .map_err(CallError::into_anyhow)
+    }
+}
+
+/// Why a call failed.
+#[derive(Debug)]
+pub(crate) enum CallError {
+    /// The daemon answered with an error.
+    Rpc(RpcError),
+    /// The connection failed.
+    Io(std::io::Error),
+}
+
+impl CallError {
+    /// The error with its exit code.
+    pub(crate) fn into_anyhow(self) -> anyhow::Error {
+        match self {
+            CallError::Rpc(rpc) => rpc_failure(rpc),
+            CallError::Io(io) => Failure::new(
+                Code::Unreachable,
+                format!("lost the connection to the daemon: {io}"),
+            )
+            .into(),
+        }
+    }
+}
+
+/// Starts a daemon for `home` and connects to it.
+async fn autostart(home: &Home) -> anyhow::Result<Client> {
+    let unreachable =
+        |message: String| -> anyhow::Error { Failure::new(Code::Unreachable, message).into() };
+    // A bad config would only kill the new daemon; refuse it here, with exit 2.
+    crate::config::Config::load(home)?;
+    crate::config::create_home(home)?;
+    let log_path = home.daemon_log_path();
+    let (exit_tx, mut exit_rx) = tokio::sync::oneshot::channel();
+    let child = spawn_daemon(home)
+        .map_err(|err| unreachable(format!("failed to start the daemon: {err:#}")))?;
+    let child_pid = child.id();
+    tracing::debug!(pid = child_pid, "daemon started");
+    reap_in_background(child, exit_tx);
+    let deadline = Instant::now() + START_DEADLINE;
+    let mut tick = tokio::time::interval(Duration::from_millis(2));
+    let mut exited = None;
+    loop {
+        tick.tick().await;
+        if let Some(client) = Client::try_connect(home).await? {
+            return Ok(client);
+        }
+        if exited.is_none()
+            && let Ok(status) = exit_rx.try_recv()
+        {
+            exited = Some(status);
+            // Exit 0 means another daemon holds the home's lock and is still
+            // starting; keep retrying. Anything else is a failed start.
+            if status != Some(0) {
+                return Err(unreachable(format!(
+                    "the daemon exited during start-up ({}); its log {} ends with:\n{}",
+                    status.map_or("killed by a signal".to_owned(), |c| format!(
+                        "exit code {c}"
+                    )),
+                    log_path.display(),
+                    log_tail(&log_path)
+                )));
+            }
+        }
+        if Instant::now() > deadline {
+            return Err(unreachable(format!(
+                "the daemon (pid {child_pid}) did not open {} within {}s; see {}",
+                home.socket_path().display(),
+                START_DEADLINE.as_secs(),
+                log_path.display()
+            )));
+        }
+    }
+}
+
+/// Re-executes this binary as a detached daemon for `home`.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "autostart re-executes herd itself as the daemon; jobs are spawned by herd-core"
+)]
+fn spawn_daemon(home: &Home) -> anyhow::Result<std::process::Child> {
+    let exe = std::env::current_exe().context("cannot find the herd executable")?;
+    let logs = home.daemon_log_path();
+    if let Some(dir) = logs.parent() {
+        home.ensure_dir(dir)?;
+    }
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&logs)
+        .with_context(|| format!("failed to open the daemon log {}", logs.display()))?;
+    let log_err = log
+        .try_clone()
+        .context("failed to duplicate the daemon log handle")?;
+    std::process::Command::new(exe)
+        .args(["serve", "--detached"])
+        .env("HERD_HOME", home.root())
+        .current_dir(home.root())
+        .stdin(std::process::Stdio::null())
+        .stdout(log)
+        .stderr(log_err)
+        .spawn()
+        .context("failed to execute herd serve")
+}
+
+/// Reaps the daemon launcher child so it never lingers as a zombie, reporting its
+/// exit code (`None` for a signal) if it ends.
+fn reap_in_background(
+    mut child: std::process::Child,
+    exit_tx: tokio::sync::oneshot::Sender<Option<i32>>,
+) {
+    std::thread::spawn(move || {
+        if let Ok(status) = child.wait() {
+            let _ = exit_tx.send(status.code());
+        }
+    });
+}
+
+/// The last lines of the daemon log, for start-up failures.
+fn log_tail(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    let start = lines.len().saturating_sub(10);
+    lines[start..].join("\n")
+}

@@ -1,0 +1,514 @@
+//! The client commands: turn arguments into daemon calls and answers into output.
+//!
+//! Every command prints JSON with `--json` (the daemon's answer, unchanged) and
+//! tidy text otherwise. Exit codes follow `exit::Code`.
+
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use anyhow::Context;
+use herd_persistence::Home;
+use serde_json::{Value, json};
+
+use crate::args::{
+    EventsArgs, HandoffArgs, IdArgs, LogsArgs, PsArgs, RunArgs, StdinArgs, WaitArgs,
+};
+use crate::client::{CallError, Client};
+use crate::exit::{Code, Failure};
+use crate::output;
+use crate::protocol;
+
+/// The command line a job runs: one argument as is, several shell-quoted.
+pub(crate) fn command_line(words: &[String]) -> String {
+    match words {
+        [single] => single.clone(),
+        many => shell_words::join(many),
+    }
+}
+
+/// `herd run`.
+pub(crate) async fn run(home: &Home, args: RunArgs) -> anyhow::Result<()> {
+    let cwd = match args.cwd {
+        Some(dir) => std::path::absolute(&dir)
+            .with_context(|| format!("cannot resolve the directory {}", dir.display()))?,
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    let owner = args.owner.resolve("cli");
+    // A forwarded variable carries the value from this shell, not the daemon's.
+    let mut env = args.env;
+    for name in &args.forward_env {
+        if let Ok(value) = std::env::var(name)
+            && !env.iter().any(|(k, _)| k == name)
+        {
+            env.push((name.clone(), value));
+        }
+    }
+    let params = json!({
+        "command": command_line(&args.command),
+        "owner": owner,
+        "task_id": args.task,
+        "cwd": cwd,
+        "env": env,
+        "forward_env": args.forward_env,
+        "pty": args.pty,
+        "notify": args.notify,
+        "watch": args.watch,
+        "heartbeat_seconds": args.heartbeat,
+        "persist_on_release": args.persist,
+    });
+    let mut client = Client::connect(home).await?;
+    match client.call("spawn", params).await {
+        Ok(info) => {
+            if args.json {
+                output::json_line(&info)?;
+            } else {
+                output::line(info["session_id"].as_str().unwrap_or_default())?;
+                for key in ["pty_note", "note"] {
+                    if let Some(note) = info[key].as_str() {
+                        output::err_line(&format!("note: {note}"));
+                    }
+                }
+            }
+            Ok(())
+        }
+        Err(CallError::Rpc(err)) if err.code == protocol::GUARDED => {
+            if args.json {
+                output::json_line(&err.data.clone().unwrap_or(Value::Null))?;
+            }
+            Err(Failure::new(Code::Failed, err.message).into())
+        }
+        Err(err) => Err(err.into_anyhow()),
+    }
+}
+
+/// `herd ps`.
+pub(crate) async fn ps(home: &Home, args: PsArgs) -> anyhow::Result<()> {
+    let owner = if args.all {
+        args.owner.owner.clone()
+    } else {
+        Some(args.owner.resolve("cli"))
+    };
+    let mut client = Client::connect(home).await?;
+    let answer = client
+        .request("list", json!({"owner": owner, "all": args.all}))
+        .await?;
+    if args.json {
+        return Ok(output::json_pretty(&answer)?);
+    }
+    let rows = answer["processes"].as_array().cloned().unwrap_or_default();
+    if rows.is_empty() {
+        output::line(if args.all {
+            "no sessions"
+        } else {
+            "no running sessions (herd ps --all shows finished ones and every owner)"
+        })?;
+        return Ok(());
+    }
+    let mut table = comfy_table::Table::new();
+    table
+        .load_preset(comfy_table::presets::NOTHING)
+        .set_content_arrangement(comfy_table::ContentArrangement::Dynamic)
+        .set_header(["ID", "STATE", "PID", "AGE", "COMMAND", "LAST LINE"]);
+    for row in rows {
+        let state = match (row["status"].as_str(), row["exit_code"].as_i64()) {
+            (Some("exited"), Some(code)) => format!("exited {code}"),
+            (Some(status), _) => status.to_owned(),
+            (None, _) => "?".to_owned(),
+        };
+        table.add_row([
+            row["session_id"].as_str().unwrap_or_default().to_owned(),
+            state,
+            row["pid"]
+                .as_i64()
+                .map(|p| p.to_string())
+                .unwrap_or_default(),
+            age(row["uptime_seconds"].as_f64().unwrap_or_default()),
+            truncate(row["command"].as_str().unwrap_or_default(), 40),
+            truncate(
+                last_line(row["output_preview"].as_str().unwrap_or_default()),
+                50,
+            ),
+        ]);
+    }
+    output::line(&table.to_string())?;
+    Ok(())
+}
+
+/// `45s`, `18m5s`, `2h3m`, `3d4h`.
+fn age(seconds: f64) -> String {
+    let s = seconds.max(0.0) as u64;
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m{}s", s / 60, s % 60),
+        3600..86400 => format!("{}h{}m", s / 3600, (s % 3600) / 60),
+        _ => format!("{}d{}h", s / 86400, (s % 86400) / 3600),
+    }
+}
+
+/// The last non-blank line of `text`.
+fn last_line(text: &str) -> &str {
+    text.lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim_end()
+}
+
+/// `text` cut to `max` characters, with an ellipsis when cut.
+fn truncate(text: &str, max: usize) -> String {
+    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= max {
+        flat
+    } else {
+        let mut cut: String = flat.chars().take(max.saturating_sub(1)).collect();
+        cut.push('…');
+        cut
+    }
+}
+
+/// `herd poll`.
+pub(crate) async fn poll(home: &Home, args: IdArgs) -> anyhow::Result<()> {
+    let mut client = Client::connect(home).await?;
+    let answer = client.request("poll", json!({"id": args.id})).await?;
+    if args.json {
+        return Ok(output::json_pretty(&answer)?);
+    }
+    print_fields(
+        &answer,
+        &[
+            "session_id",
+            "status",
+            "pid",
+            "uptime_seconds",
+            "exit_code",
+            "signal",
+            "completion_reason",
+            "termination_source",
+            "command",
+            "log_path",
+        ],
+    )?;
+    if let Some(preview) = answer["output_preview"].as_str().filter(|p| !p.is_empty()) {
+        output::line("output:")?;
+        output::line(preview.trim_end())?;
+    }
+    Ok(())
+}
+
+/// Prints `key: value` for the keys that are present and not null.
+fn print_fields(answer: &Value, keys: &[&str]) -> anyhow::Result<()> {
+    for key in keys {
+        match &answer[*key] {
+            Value::Null => {}
+            Value::String(s) => output::line(&format!("{key}: {s}"))?,
+            other => output::line(&format!("{key}: {other}"))?,
+        }
+    }
+    Ok(())
+}
+
+/// `herd logs`.
+pub(crate) async fn logs(home: &Home, args: LogsArgs) -> anyhow::Result<()> {
+    let mut client = Client::connect(home).await?;
+    if args.offset.is_some() || args.limit.is_some() {
+        let answer = client
+            .request(
+                "log",
+                json!({"id": args.id, "offset": args.offset, "limit": args.limit}),
+            )
+            .await?;
+        if args.json {
+            return Ok(output::json_pretty(&answer)?);
+        }
+        let text = answer["output"].as_str().unwrap_or_default();
+        output::raw(text)?;
+        if !text.is_empty() && !text.ends_with('\n') {
+            output::raw("\n")?;
+        }
+        return Ok(());
+    }
+    if args.follow {
+        return follow_logs(client, &args.id).await;
+    }
+    let id = client.request("lookup", json!({"id": args.id})).await?["session_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let mut from_byte = 0u64;
+    let mut whole = String::new();
+    loop {
+        let chunk = client
+            .request("log_chunk", json!({"id": id, "from_byte": from_byte}))
+            .await?;
+        let text = chunk["output"].as_str().unwrap_or_default();
+        let next = chunk["next_byte"].as_u64().unwrap_or(from_byte);
+        if args.json {
+            whole.push_str(text);
+        } else {
+            output::raw(text)?;
+        }
+        if next <= from_byte {
+            break;
+        }
+        from_byte = next;
+    }
+    if args.json {
+        output::json_pretty(&json!({"session_id": id, "output": whole, "next_byte": from_byte}))?;
+    }
+    Ok(())
+}
+
+/// `herd logs --follow`: prints the stream until the session exits.
+async fn follow_logs(mut client: Client, id: &str) -> anyhow::Result<()> {
+    let request = client
+        .send("logs.follow", json!({"id": id, "from_byte": 0}))
+        .await
+        .map_err(|e| CallError::Io(e).into_anyhow())?;
+    loop {
+        let Some(message) = client
+            .next_message()
+            .await
+            .map_err(|e| CallError::Io(e).into_anyhow())?
+        else {
+            return Err(Failure::new(Code::Unreachable, "the daemon closed the log stream").into());
+        };
+        if message.method.as_deref() == Some("log") {
+            let text = message
+                .params
+                .as_ref()
+                .and_then(|p| p["output"].as_str())
+                .unwrap_or_default();
+            output::raw(text)?;
+            continue;
+        }
+        if message.id == json!(request) {
+            if let Some(error) = message.error {
+                return Err(crate::client::rpc_failure(error));
+            }
+            return Ok(());
+        }
+    }
+}
+
+/// `herd wait`.
+pub(crate) async fn wait(home: &Home, args: WaitArgs) -> anyhow::Result<()> {
+    let mut client = Client::connect(home).await?;
+    let call = client.request(
+        "wait",
+        json!({"id": args.id, "timeout_seconds": args.timeout}),
+    );
+    let answer = if std::io::stderr().is_terminal() && !args.json {
+        with_spinner(call, &args.id).await?
+    } else {
+        call.await?
+    };
+    let succeeded = answer["status"] == "exited" && answer["exit_code"] == json!(0);
+    if args.json {
+        output::json_pretty(&answer)?;
+    } else {
+        let status = answer["status"].as_str().unwrap_or("unknown");
+        let mut line = format!(
+            "{} {status}",
+            answer["session_id"].as_str().unwrap_or(&args.id)
+        );
+        if let Some(code) = answer["exit_code"].as_i64() {
+            line.push_str(&format!(" (exit code {code})"));
+        }
+        if let Some(reason) = answer["completion_reason"].as_str() {
+            line.push_str(&format!(", {reason}"));
+        }
+        output::line(&line)?;
+        if let Some(note) = answer["note"].as_str() {
+            output::line(note)?;
+        }
+        if let Some(text) = answer["output"].as_str().filter(|t| !t.is_empty()) {
+            output::raw(text)?;
+            if !text.ends_with('\n') {
+                output::raw("\n")?;
+            }
+        }
+    }
+    if succeeded {
+        Ok(())
+    } else {
+        Err(Failure::silent(Code::Failed).into())
+    }
+}
+
+/// Awaits `call` while drawing a spinner on stderr.
+async fn with_spinner<F: std::future::Future<Output = anyhow::Result<Value>>>(
+    call: F,
+    id: &str,
+) -> anyhow::Result<Value> {
+    use std::io::Write;
+    const FRAMES: [char; 4] = ['|', '/', '-', '\\'];
+    let mut tick = tokio::time::interval(Duration::from_millis(120));
+    let mut frame = 0usize;
+    tokio::pin!(call);
+    let result = loop {
+        tokio::select! {
+            result = &mut call => break result,
+            _ = tick.tick() => {
+                let mut err = std::io::stderr().lock();
+                let _ = write!(err, "\r{} waiting for {id}", FRAMES[frame % FRAMES.len()]);
+                let _ = err.flush();
+                frame += 1;
+            }
+        }
+    };
+    let mut err = std::io::stderr().lock();
+    let _ = write!(err, "\r\x1b[2K");
+    let _ = err.flush();
+    result
+}
+
+/// `herd kill`.
+pub(crate) async fn kill(home: &Home, args: IdArgs) -> anyhow::Result<()> {
+    let mut client = Client::connect(home).await?;
+    let answer = client.request("kill", json!({"id": args.id})).await?;
+    let status = answer["status"].as_str().unwrap_or("unknown").to_owned();
+    if args.json {
+        output::json_pretty(&answer)?;
+    } else {
+        let id = answer["session_id"].as_str().unwrap_or(&args.id);
+        match status.as_str() {
+            "killed" => output::line(&format!("{id} killed"))?,
+            "already_exited" => output::line(&format!(
+                "{id} had already exited (exit code {})",
+                answer["exit_code"]
+            ))?,
+            _ => output::line(&format!(
+                "{id}: {}",
+                answer["error"].as_str().unwrap_or("kill incomplete")
+            ))?,
+        }
+    }
+    if status == "kill_incomplete" {
+        return Err(Failure::silent(Code::Failed).into());
+    }
+    Ok(())
+}
+
+/// `herd send` / `herd submit`.
+pub(crate) async fn stdin(home: &Home, args: StdinArgs, method: &str) -> anyhow::Result<()> {
+    let mut client = Client::connect(home).await?;
+    let answer = client
+        .request(method, json!({"id": args.id, "data": args.text}))
+        .await?;
+    stdin_answer(&answer, args.json)
+}
+
+/// `herd close`.
+pub(crate) async fn close(home: &Home, args: IdArgs) -> anyhow::Result<()> {
+    let mut client = Client::connect(home).await?;
+    let answer = client.request("close", json!({"id": args.id})).await?;
+    stdin_answer(&answer, args.json)
+}
+
+/// Prints a stdin answer; exits 1 unless it is `ok`.
+fn stdin_answer(answer: &Value, json: bool) -> anyhow::Result<()> {
+    if json {
+        output::json_line(answer)?;
+    }
+    match answer["status"].as_str() {
+        Some("ok") => {
+            if !json {
+                match answer["bytes_written"].as_u64() {
+                    Some(n) => output::line(&format!("ok ({n} bytes written)"))?,
+                    None => output::line(answer["message"].as_str().unwrap_or("ok"))?,
+                }
+            }
+            Ok(())
+        }
+        Some("already_exited") => {
+            Err(Failure::new(Code::Failed, "the process has already exited").into())
+        }
+        _ => Err(Failure::new(
+            Code::Failed,
+            answer["message"]
+                .as_str()
+                .unwrap_or("writing to stdin failed")
+                .to_owned(),
+        )
+        .into()),
+    }
+}
+
+/// `herd events`.
+pub(crate) async fn events(home: &Home, args: EventsArgs) -> anyhow::Result<()> {
+    let owner = args.owner.resolve("cli");
+    let mut client = Client::connect(home).await?;
+    if !args.follow {
+        let answer = client.request("drain", json!({"owner": owner})).await?;
+        for event in answer["events"].as_array().into_iter().flatten() {
+            output::json_line(event)?;
+        }
+        return Ok(());
+    }
+    let request = client
+        .send("events.follow", json!({"owner": owner}))
+        .await
+        .map_err(|e| CallError::Io(e).into_anyhow())?;
+    loop {
+        let Some(message) = client
+            .next_message()
+            .await
+            .map_err(|e| CallError::Io(e).into_anyhow())?
+        else {
+            return Ok(());
+        };
+        if message.method.as_deref() == Some("event") {
+            output::json_line(message.params.as_ref().unwrap_or(&Value::Null))?;
+        } else if message.id == json!(request)
+            && let Some(error) = message.error
+        {
+            return Err(crate::client::rpc_failure(error));
+        }
+    }
+}
+
+/// `herd handoff`.
+pub(crate) async fn handoff(home: &Home, args: HandoffArgs) -> anyhow::Result<()> {
+    let owner = args.owner.resolve("cli");
+    let mut client = Client::connect(home).await?;
+    let answer = client
+        .request(
+            "handoff",
+            json!({"id": args.id, "from": owner, "to": args.to, "note": args.note}),
+        )
+        .await?;
+    if args.json {
+        output::json_pretty(&answer)?;
+    } else {
+        output::line(&format!("{} handed off to {}", args.id, args.to))?;
+    }
+    Ok(())
+}
+
+/// `herd shutdown`: stops the daemon and waits until it has gone.
+pub(crate) async fn shutdown(home: &Home, json: bool) -> anyhow::Result<()> {
+    let Some(mut client) = Client::try_connect(home).await? else {
+        if json {
+            output::json_line(&json!({"status": "not_running"}))?;
+        } else {
+            output::line(&format!(
+                "no daemon is running for {}",
+                home.root().display()
+            ))?;
+        }
+        return Ok(());
+    };
+    let pid = client.hello.pid;
+    client.request("shutdown", json!({})).await?;
+    // The daemon keeps this connection open until its process ends.
+    while let Ok(Some(_)) = client.next_message().await {}
+    if json {
+        output::json_line(&json!({"status": "stopped", "pid": pid}))?;
+    } else {
+        output::line(&format!("daemon stopped (pid {pid})"))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,30 @@
+//! Unit tests of the client-side formatting helpers.
+
+use super::{age, command_line, last_line, truncate};
+
+#[test]
+fn one_word_is_a_shell_line_and_several_are_quoted() {
+    assert_eq!(
+        command_line(&["make && make test".into()]),
+        "make && make test"
+    );
+    assert_eq!(
+        command_line(&["bash".into(), "-c".into(), "echo a; echo b".into()]),
+        "bash -c 'echo a; echo b'"
+    );
+}
+
+#[test]
+fn ages_read_like_a_clock() {
+    assert_eq!(age(45.2), "45s");
+    assert_eq!(age(18.0 * 60.0 + 5.0), "18m5s");
+    assert_eq!(age(2.0 * 3600.0 + 180.0), "2h3m");
+    assert_eq!(age(-1.0), "0s");
+}
+
+#[test]
+fn the_last_line_skips_trailing_blanks_and_long_text_is_cut() {
+    assert_eq!(last_line("a\nb\n\n  \n"), "b");
+    assert_eq!(truncate("abcdef", 4), "abc…");
+    assert_eq!(truncate("a  b\nc", 10), "a b c");
+}

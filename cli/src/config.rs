@@ -1,0 +1,257 @@
+//! The home and its `config.toml`.
+//!
+//! The home is `$HERD_HOME`, else the platform data directory (`directories`),
+//! resolved once per command and passed down explicitly (B4). The config file is
+//! optional; every field has a default. Unknown keys and wrong types are errors
+//! that name the key and the line (serde's `deny_unknown_fields` plus toml's
+//! positioned messages), because a silently ignored typo in a guard or deny-list
+//! setting is worse than a refusal to start.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use herd_persistence::Home;
+use serde::{Deserialize, Serialize};
+
+use crate::exit::{Code, Failure};
+
+/// Resolves the home: `$HERD_HOME`, else the platform data directory.
+///
+/// # Errors
+/// When neither is available.
+pub(crate) fn resolve_home() -> anyhow::Result<Home> {
+    if let Some(root) = std::env::var_os("HERD_HOME").filter(|v| !v.is_empty()) {
+        return Ok(Home::new(absolute(PathBuf::from(root))));
+    }
+    let dirs = directories::ProjectDirs::from("", "", "herd").ok_or_else(|| {
+        Failure::new(
+            Code::Usage,
+            "cannot find a data directory for herd; set HERD_HOME to a directory",
+        )
+    })?;
+    Ok(Home::new(dirs.data_dir().to_path_buf()))
+}
+
+/// Makes `path` absolute against the current directory, so a daemon started from
+/// elsewhere resolves the same home.
+fn absolute(path: PathBuf) -> PathBuf {
+    if path.is_absolute() {
+        return path;
+    }
+    std::env::current_dir()
+        .map(|cwd| cwd.join(&path))
+        .unwrap_or(path)
+}
+
+/// Creates the home root (mode 0700) when it does not exist yet.
+///
+/// Only the CLI creates a home; libraries never resurrect a deleted one (B29).
+///
+/// # Errors
+/// When the directory cannot be created.
+pub(crate) fn create_home(home: &Home) -> anyhow::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    if home.root().is_dir() {
+        return Ok(());
+    }
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(home.root())
+        .with_context(|| {
+            format!(
+                "failed to create the home directory {}",
+                home.root().display()
+            )
+        })
+}
+
+/// When process-driven notifications wake an agent (B22).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Notifications {
+    /// Completions, heartbeats and watch matches.
+    #[default]
+    All,
+    /// Completions only.
+    Result,
+    /// Completions of failed jobs only.
+    Error,
+    /// Nothing process-driven.
+    Off,
+}
+
+/// The `[plugins]` table.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub(crate) struct PluginsConfig {
+    /// Plugin names that load; plugins are opt-in.
+    pub(crate) enabled: Vec<String>,
+}
+
+/// `<home>/config.toml`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub(crate) struct Config {
+    /// Notification policy (B22).
+    pub(crate) notifications: Notifications,
+    /// The smallest heartbeat interval, in seconds (B21).
+    pub(crate) heartbeat_floor_seconds: u64,
+    /// The grace between SIGTERM and SIGKILL, in seconds (B15).
+    pub(crate) kill_grace_seconds: f64,
+    /// The longest a single `wait` blocks, in seconds (B23).
+    pub(crate) wait_cap_seconds: u64,
+    /// How many finished sessions are kept (B11).
+    pub(crate) finished_cap: usize,
+    /// The size cap of one session log file, in bytes.
+    pub(crate) log_cap_bytes: u64,
+    /// Extra environment-variable name patterns removed from children (B36).
+    pub(crate) env_deny: Vec<String>,
+    /// Extra regular expressions the redactor masks.
+    pub(crate) redact_extra_patterns: Vec<String>,
+    /// Extra image names the self-kill guard protects (B33).
+    pub(crate) guard_host_images: Vec<String>,
+    /// Plugin settings.
+    pub(crate) plugins: PluginsConfig,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            notifications: Notifications::All,
+            heartbeat_floor_seconds: 60,
+            kill_grace_seconds: 2.0,
+            wait_cap_seconds: 180,
+            finished_cap: 64,
+            log_cap_bytes: 1 << 30,
+            env_deny: Vec::new(),
+            redact_extra_patterns: Vec::new(),
+            guard_host_images: Vec::new(),
+            plugins: PluginsConfig::default(),
+        }
+    }
+}
+
+impl Config {
+    /// Parses config text; `path` only names the file in errors.
+    ///
+    /// # Errors
+    /// A [`Failure`] with [`Code::Usage`] naming the file, the key and the line.
+    pub(crate) fn parse(text: &str, path: &Path) -> anyhow::Result<Config> {
+        let config: Config = toml::from_str(text).map_err(|err| {
+            Failure::new(
+                Code::Usage,
+                format!(
+                    "invalid config {}: {}",
+                    path.display(),
+                    err.to_string().trim_end()
+                ),
+            )
+        })?;
+        config.validate(path)?;
+        Ok(config)
+    }
+
+    /// Checks the values serde cannot.
+    fn validate(&self, path: &Path) -> anyhow::Result<()> {
+        let bad = |key: &str, why: &str| {
+            Err(Failure::new(
+                Code::Usage,
+                format!("invalid config {}: `{key}` {why}", path.display()),
+            )
+            .into())
+        };
+        if !(self.kill_grace_seconds.is_finite() && self.kill_grace_seconds >= 0.0) {
+            return bad("kill_grace_seconds", "must be a number of seconds >= 0");
+        }
+        if self.wait_cap_seconds == 0 {
+            return bad("wait_cap_seconds", "must be at least 1");
+        }
+        if self.log_cap_bytes == 0 {
+            return bad("log_cap_bytes", "must be at least 1");
+        }
+        if let Err(err) = herd_hooks::Redactor::new(&self.redactor_config()) {
+            return bad("redact_extra_patterns", &format!("is invalid: {err}"));
+        }
+        Ok(())
+    }
+
+    /// The redactor settings: the built-in families plus the configured patterns.
+    pub(crate) fn redactor_config(&self) -> herd_hooks::RedactorConfig {
+        herd_hooks::RedactorConfig {
+            extra_patterns: self.redact_extra_patterns.clone(),
+        }
+    }
+
+    /// Loads `<home>/config.toml`; a missing file is the default config.
+    ///
+    /// # Errors
+    /// An unreadable or invalid file.
+    pub(crate) fn load(home: &Home) -> anyhow::Result<Config> {
+        let path = home.config_path();
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Config::parse(&text, &path),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(Config::default()),
+            Err(err) => {
+                Err(err).with_context(|| format!("failed to read config {}", path.display()))
+            }
+        }
+    }
+}
+
+/// Sets or clears `name` in `plugins.enabled`, keeping the rest of the file's keys.
+///
+/// The file is rewritten through a `toml` table, so comments are not kept.
+///
+/// # Errors
+/// An unreadable, invalid or unwritable config file.
+pub(crate) fn set_plugin_enabled(home: &Home, name: &str, enabled: bool) -> anyhow::Result<bool> {
+    let path = home.config_path();
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(err) => {
+            return Err(err).with_context(|| format!("failed to read config {}", path.display()));
+        }
+    };
+    Config::parse(&text, &path)?;
+    let mut table: toml::Table = toml::from_str(&text)
+        .with_context(|| format!("failed to parse config {}", path.display()))?;
+    let plugins = table
+        .entry("plugins")
+        .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+    let toml::Value::Table(plugins) = plugins else {
+        anyhow::bail!(
+            "invalid config {}: `plugins` must be a table",
+            path.display()
+        );
+    };
+    let list = plugins
+        .entry("enabled")
+        .or_insert_with(|| toml::Value::Array(Vec::new()));
+    let toml::Value::Array(list) = list else {
+        anyhow::bail!(
+            "invalid config {}: `plugins.enabled` must be a list",
+            path.display()
+        );
+    };
+    let present = list.iter().any(|v| v.as_str() == Some(name));
+    let changed = present != enabled;
+    if enabled && !present {
+        list.push(toml::Value::String(name.to_owned()));
+    } else if !enabled {
+        list.retain(|v| v.as_str() != Some(name));
+    }
+    if changed {
+        create_home(home)?;
+        let tmp = path.with_extension("toml.tmp");
+        std::fs::write(&tmp, toml::to_string(&table)?)
+            .with_context(|| format!("failed to write {}", tmp.display()))?;
+        std::fs::rename(&tmp, &path)
+            .with_context(|| format!("failed to replace config {}", path.display()))?;
+    }
+    Ok(changed)
+}
+
+#[cfg(test)]
+mod tests;

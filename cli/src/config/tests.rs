@@ -1,0 +1,81 @@
+//! Unit tests of config parsing.
+
+use std::path::Path;
+
+use super::{Config, Notifications};
+use crate::exit::{Code, code_of};
+
+fn check_err(text: &str, needles: &[&str]) {
+    let err = Config::parse(text, Path::new("/h/config.toml")).expect_err("config must be refused");
+    assert_eq!(code_of(&err), Code::Usage);
+    let message = format!("{err:#}");
+    for needle in needles {
+        assert!(
+            message.contains(needle),
+            "`{needle}` missing from: {message}"
+        );
+    }
+}
+
+#[test]
+fn empty_config_is_the_default() {
+    let config = Config::parse("", Path::new("c.toml")).expect("empty is valid");
+    assert_eq!(config, Config::default());
+}
+
+#[test]
+fn every_field_parses() {
+    let text = r#"
+notifications = "error"
+heartbeat_floor_seconds = 5
+kill_grace_seconds = 0.5
+wait_cap_seconds = 30
+finished_cap = 10
+log_cap_bytes = 4096
+env_deny = ["*_PASSWORD"]
+redact_extra_patterns = ["sk-[a-z]+"]
+guard_host_images = ["myhost"]
+
+[plugins]
+enabled = ["upper"]
+"#;
+    let config = Config::parse(text, Path::new("c.toml")).expect("valid config");
+    assert_eq!(config.notifications, Notifications::Error);
+    assert_eq!(config.heartbeat_floor_seconds, 5);
+    assert_eq!(config.plugins.enabled, ["upper"]);
+    assert_eq!(config.guard_host_images, ["myhost"]);
+}
+
+#[test]
+fn unknown_key_names_the_key_and_line() {
+    check_err(
+        "finished_cap = 3\nheartbeat_flor = 5\n",
+        &["heartbeat_flor", "line 2", "/h/config.toml"],
+    );
+}
+
+#[test]
+fn wrong_type_names_the_key_and_line() {
+    check_err(
+        "\n\nwait_cap_seconds = \"ten\"\n",
+        &["wait_cap_seconds", "line 3"],
+    );
+}
+
+#[test]
+fn bad_policy_value_is_refused() {
+    check_err("notifications = \"loud\"\n", &["notifications", "loud"]);
+}
+
+#[test]
+fn negative_grace_is_refused() {
+    check_err("kill_grace_seconds = -1.0\n", &["kill_grace_seconds"]);
+}
+
+#[test]
+fn an_invalid_redaction_pattern_is_refused() {
+    check_err(
+        "redact_extra_patterns = [\"(unclosed\"]\n",
+        &["redact_extra_patterns", "(unclosed"],
+    );
+}

@@ -1,0 +1,187 @@
+//! The daemon (`herd serve`): owns the registry of one home and serves it on a
+//! private Unix socket.
+//!
+//! Start-up order matters. The daemon first takes an exclusive `flock` on
+//! `<home>/run/herd.lock`, so two autostarting clients can never run two daemons
+//! for one home (the loser exits 0 and its client connects to the winner). Holding
+//! the lock proves any socket file left behind is stale, so it is removed. The
+//! socket is then bound under a 0177 umask, which creates it 0600 from the start
+//! (no window in which it is world-connectable), inside a 0700 `run/` directory.
+//! Only then is the registry built and the accept loop started; clients that
+//! connect early wait in the listen backlog.
+//!
+//! Every connection's peer uid is checked (SO_PEERCRED) before a byte is read.
+//!
+//! SIGTERM, SIGINT and the `shutdown` method all end the same way: stop
+//! accepting, `Registry::shutdown` (sessions die as `host_shutdown`, B17), remove
+//! the socket and pid file, exit 0.
+
+mod connection;
+mod methods;
+
+use std::os::unix::fs::PermissionsExt;
+use std::sync::Arc;
+
+use anyhow::Context;
+use herd_persistence::Home;
+use nix::fcntl::{Flock, FlockArg};
+use nix::sys::stat::Mode;
+use tokio::net::UnixListener;
+use tokio::sync::Notify;
+
+use crate::client::check_socket_path;
+use crate::config::{Config, create_home};
+use crate::exit::{Code, Failure};
+pub(crate) use methods::State;
+
+/// Runs the daemon for `home` until it is told to stop.
+///
+/// # Errors
+/// A bad config, an unusable home or socket path, or a registry that fails to start.
+pub(crate) fn serve(home: &Home, detached: bool) -> anyhow::Result<()> {
+    if detached {
+        // Autostart spawned us as a plain child of the client; a new session
+        // detaches us from its terminal and process group. We are not a group
+        // leader (the client did not make us one), so setsid cannot fail with EPERM.
+        nix::unistd::setsid().context("failed to detach the daemon into its own session")?;
+    }
+    let config = Config::load(home)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .thread_name("herd-daemon")
+        .build()
+        .context("failed to start the async runtime")?;
+    runtime.block_on(run(home.clone(), config, detached))
+}
+
+/// The daemon's lifetime.
+async fn run(home: Home, config: Config, detached: bool) -> anyhow::Result<()> {
+    create_home(&home)?;
+    let run_dir = home.ensure_dir(&home.run_dir())?;
+    home.secure_dir(&run_dir)?;
+    let socket = home.socket_path();
+    check_socket_path(&socket)?;
+
+    let lock_path = run_dir.join("herd.lock");
+    let lock_file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .with_context(|| format!("failed to open the lock file {}", lock_path.display()))?;
+    let _lock = match Flock::lock(lock_file, FlockArg::LockExclusiveNonblock) {
+        Ok(lock) => lock,
+        Err((_, nix::errno::Errno::EWOULDBLOCK)) => {
+            // An autostart that lost the race is fine: its client connects to the
+            // winner. A person running `herd serve` by hand should hear about it.
+            tracing::info!(home = %home.root().display(), "another daemon already serves this home");
+            if detached {
+                return Ok(());
+            }
+            let pid = std::fs::read_to_string(run_dir.join("herd.pid")).unwrap_or_default();
+            return Err(Failure::new(
+                Code::Usage,
+                format!(
+                    "a daemon (pid {}) already serves {}; stop it with `herd shutdown` first",
+                    pid.trim(),
+                    home.root().display()
+                ),
+            )
+            .into());
+        }
+        Err((_, errno)) => {
+            return Err(anyhow::anyhow!(
+                "failed to lock {}: {errno}",
+                lock_path.display()
+            ));
+        }
+    };
+
+    // We hold the lock, so no live daemon owns a socket here: it is stale.
+    match std::fs::remove_file(&socket) {
+        Ok(()) => tracing::info!(path = %socket.display(), "removed a stale socket"),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+        Err(err) => {
+            return Err(err).with_context(|| {
+                format!("failed to remove the stale socket {}", socket.display())
+            });
+        }
+    }
+    let listener = bind_private(&socket)?;
+    let pid_path = run_dir.join("herd.pid");
+    std::fs::write(&pid_path, format!("{}\n", std::process::id()))
+        .with_context(|| format!("failed to write the pid file {}", pid_path.display()))?;
+
+    // Plugin init runs on the calling thread (herd-hooks' caveat): keep it off
+    // the async workers. Failures are rows in the report, never a failed start.
+    let plugins_dir = home.plugins_dir();
+    let enabled = config.plugins.enabled.clone();
+    let (chain, reports) =
+        tokio::task::spawn_blocking(move || herd_hooks::load_plugins(&plugins_dir, &enabled))
+            .await
+            .context("the plugin loader panicked")?;
+    for report in &reports {
+        tracing::info!(
+            plugin = %report.name,
+            status = report.status.as_str(),
+            reason = report.reason.as_deref().unwrap_or(""),
+            "plugin"
+        );
+    }
+    let pipeline = herd_hooks::Pipeline::new(chain, &config.redactor_config())
+        .context("invalid redact_extra_patterns in the config")?;
+    let stop = Arc::new(Notify::new());
+    let state = Arc::new(State::new(
+        home.clone(),
+        &config,
+        Arc::new(pipeline),
+        Arc::clone(&stop),
+    )?);
+    tracing::info!(
+        pid = std::process::id(),
+        home = %home.root().display(),
+        version = env!("CARGO_PKG_VERSION"),
+        "daemon started"
+    );
+
+    let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .context("failed to install the SIGTERM handler")?;
+    let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+        .context("failed to install the SIGINT handler")?;
+    let uid = nix::unistd::getuid().as_raw();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    let state = Arc::clone(&state);
+                    tokio::spawn(connection::serve(state, stream, uid));
+                }
+                Err(err) => tracing::warn!(error = %err, "accept failed"),
+            },
+            _ = sigterm.recv() => { tracing::info!("SIGTERM received"); break; }
+            _ = sigint.recv() => { tracing::info!("SIGINT received"); break; }
+            () = stop.notified() => { tracing::info!("shutdown requested"); break; }
+        }
+    }
+    drop(listener);
+    let _ = std::fs::remove_file(&socket);
+    state.shutdown().await;
+    let _ = std::fs::remove_file(&pid_path);
+    tracing::info!("daemon stopped");
+    Ok(())
+}
+
+/// Binds `socket` so that it is created mode 0600.
+fn bind_private(socket: &std::path::Path) -> anyhow::Result<UnixListener> {
+    // The umask is process-wide; nothing else runs yet (the registry is built
+    // after this), so no other file is created under the narrowed mask.
+    let previous = nix::sys::stat::umask(Mode::from_bits_truncate(0o177));
+    let bound = UnixListener::bind(socket);
+    nix::sys::stat::umask(previous);
+    let listener =
+        bound.with_context(|| format!("failed to bind the socket {}", socket.display()))?;
+    std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600))
+        .with_context(|| format!("failed to set the mode of {}", socket.display()))?;
+    Ok(listener)
+}

@@ -1,0 +1,587 @@
+//! The daemon's methods: JSON params in, registry call, JSON answer out.
+//!
+//! Registry answers are passed through as serialised (their field names are the
+//! wire contract, CORE_API.md). Errors become JSON-RPC errors with a herd code:
+//! lookups that fail are `NOT_FOUND` (the message lists what matched), a guard
+//! refusal is `GUARDED` with the verdict as `data`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use herd_core::{
+    Event, KillSource, ListFilter, LookupError, Mode, NotificationPolicy, Registry, RegistryConfig,
+    SpawnError, SpawnRequest,
+};
+use herd_persistence::Home;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use tokio::io::BufReader;
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::sync::Notify;
+
+use super::connection::write;
+use crate::config::{Config, Notifications};
+use crate::protocol::{
+    GUARDED, INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, NOT_FOUND, Response, RpcError,
+    UNSUPPORTED,
+};
+
+/// The largest log chunk one `log_chunk` or stream message carries.
+const CHUNK_BYTES: usize = 1 << 20;
+
+/// Everything a connection needs: the registry and the stop signal.
+#[derive(Debug)]
+pub(crate) struct State {
+    registry: Registry,
+    stop: Arc<Notify>,
+}
+
+/// What a method answers.
+#[derive(Debug)]
+pub(crate) enum Reply {
+    /// One result.
+    Value(Value),
+    /// One error.
+    Error(RpcError),
+    /// The connection becomes a stream.
+    Stream(Stream),
+}
+
+/// A streaming method.
+#[derive(Debug)]
+pub(crate) enum Stream {
+    /// `events.follow`: the owner's notifications, drained as they come.
+    Events {
+        /// The owner whose events are delivered.
+        owner: String,
+    },
+    /// `logs.follow`: a session's output until it exits.
+    Logs {
+        /// The session.
+        id: String,
+        /// Where to start, in bytes of the log.
+        from_byte: u64,
+    },
+}
+
+/// Builds the registry's config from the home's config file.
+fn registry_config(config: &Config, pipeline: Arc<herd_hooks::Pipeline>) -> RegistryConfig {
+    let defaults = RegistryConfig::default();
+    let mut env_deny = defaults.env_deny.clone();
+    env_deny.extend(config.env_deny.iter().cloned());
+    RegistryConfig {
+        log_cap_bytes: config.log_cap_bytes,
+        finished_cap: config.finished_cap,
+        env_deny,
+        kill_grace: Duration::from_secs_f64(config.kill_grace_seconds),
+        wait_cap: Duration::from_secs(config.wait_cap_seconds),
+        heartbeat_floor: Duration::from_secs(config.heartbeat_floor_seconds),
+        notifications: match config.notifications {
+            Notifications::All => NotificationPolicy::All,
+            Notifications::Result => NotificationPolicy::Result,
+            Notifications::Error => NotificationPolicy::Error,
+            Notifications::Off => NotificationPolicy::Off,
+        },
+        guard: Some(crate::guard::host(&config.guard_host_images, None)),
+        pipeline,
+        ..defaults
+    }
+}
+
+impl State {
+    /// Builds the registry for `home`.
+    ///
+    /// # Errors
+    /// When the registry cannot start (e.g. an unreadable checkpoint directory).
+    pub(crate) fn new(
+        home: Home,
+        config: &Config,
+        pipeline: Arc<herd_hooks::Pipeline>,
+        stop: Arc<Notify>,
+    ) -> anyhow::Result<State> {
+        let registry = Registry::new(home, registry_config(config, pipeline))?;
+        Ok(State { registry, stop })
+    }
+
+    /// The home served.
+    pub(crate) fn home(&self) -> &Home {
+        self.registry.home()
+    }
+
+    /// Stops every session (as `host_shutdown`).
+    pub(crate) async fn shutdown(&self) {
+        self.registry.shutdown().await;
+    }
+
+    /// Dispatches one request.
+    pub(crate) async fn handle(&self, method: &str, params: Value) -> Reply {
+        let result = match method {
+            "spawn" => self.spawn(params).await,
+            "list" => self.list(params),
+            "lookup" => parse::<IdParams>(params)
+                .and_then(|p| self.registry.lookup(&p.id).map_err(lookup_error))
+                .map(|id| json!({"session_id": id.to_string()})),
+            "poll" => parse::<IdParams>(params)
+                .and_then(|p| self.registry.poll(&p.id).map_err(core_error))
+                .and_then(to_value),
+            "log" => self.log(params),
+            "log_chunk" => self.log_chunk(params),
+            "wait" => self.wait(params).await,
+            "kill" => self.kill(params).await,
+            "write" => self.stdin(params, StdinOp::Write).await,
+            "submit" => self.stdin(params, StdinOp::Submit).await,
+            "close" => self.stdin(params, StdinOp::Close).await,
+            "drain" => parse::<OwnerParams>(params).map(|p| self.drain(&p.owner)),
+            "handoff" => Err(RpcError::new(
+                UNSUPPORTED,
+                "handoff is not supported yet by this daemon (herd-core has no handoff API); \
+                 the session keeps its owner",
+            )),
+            "status" => Ok(self.status()),
+            "shutdown" => {
+                self.stop.notify_one();
+                Ok(json!({"status": "stopping", "pid": std::process::id()}))
+            }
+            "events.follow" => {
+                return match parse::<OwnerParams>(params) {
+                    Ok(p) => Reply::Stream(Stream::Events { owner: p.owner }),
+                    Err(err) => Reply::Error(err),
+                };
+            }
+            "logs.follow" => {
+                return match parse::<FollowParams>(params) {
+                    Ok(p) => match self.registry.lookup(&p.id) {
+                        Ok(id) => Reply::Stream(Stream::Logs {
+                            id: id.to_string(),
+                            from_byte: p.from_byte,
+                        }),
+                        Err(err) => Reply::Error(lookup_error(err)),
+                    },
+                    Err(err) => Reply::Error(err),
+                };
+            }
+            other => Err(RpcError::new(
+                METHOD_NOT_FOUND,
+                format!(
+                    "unknown method `{other}`; the daemon serves: spawn, list, lookup, poll, log, \
+                     log_chunk, wait, kill, write, submit, close, drain, handoff, status, shutdown, \
+                     events.follow, logs.follow"
+                ),
+            )),
+        };
+        match result {
+            Ok(value) => Reply::Value(value),
+            Err(error) => Reply::Error(error),
+        }
+    }
+
+    async fn spawn(&self, params: Value) -> Result<Value, RpcError> {
+        let p: SpawnParams = parse(params)?;
+        let task_id = p.task_id.clone().unwrap_or_else(|| p.owner.clone());
+        // Children must know they run under a supervisor (B33).
+        let mut env = p.env;
+        env.push(("HERD_SUPERVISED_CHILD".to_owned(), "1".to_owned()));
+        let request = SpawnRequest {
+            command: p.command,
+            cwd: p.cwd,
+            env,
+            forward_env: p.forward_env,
+            mode: if p.pty {
+                Mode::Pty {
+                    rows: 30,
+                    cols: 120,
+                }
+            } else {
+                Mode::Pipe
+            },
+            task_id,
+            owner_task_id: Some(p.owner),
+            session_key: None,
+            notify: p.notify,
+            watch: p.watch,
+            heartbeat_seconds: p.heartbeat_seconds,
+            persist_on_release: p.persist_on_release,
+            completion_output_chars: p.completion_output_chars,
+        };
+        match self.registry.spawn(request).await {
+            Ok(info) => to_value(info),
+            Err(SpawnError::Guarded(block)) => Err(RpcError {
+                code: GUARDED,
+                message: format!("refused by the self-kill guard: {block}"),
+                data: Some(crate::guard::verdict_json(Some(&block))),
+            }),
+            Err(SpawnError::InvalidRequest { field, message }) => Err(RpcError::new(
+                INVALID_PARAMS,
+                format!("invalid {field}: {message}"),
+            )),
+            Err(err) => Err(RpcError::new(INTERNAL_ERROR, chain(&err))),
+        }
+    }
+
+    fn list(&self, params: Value) -> Result<Value, RpcError> {
+        let p: ListParams = parse(params)?;
+        let filter = ListFilter {
+            owner: p.owner,
+            session_key: None,
+            include_finished: p.all,
+        };
+        let rows = self.registry.list(&filter);
+        Ok(json!({"processes": to_value(rows)?}))
+    }
+
+    fn log(&self, params: Value) -> Result<Value, RpcError> {
+        let p: LogParams = parse(params)?;
+        let answer = self
+            .registry
+            .log(&p.id, p.offset, p.limit)
+            .map_err(core_error)?;
+        to_value(answer)
+    }
+
+    fn log_chunk(&self, params: Value) -> Result<Value, RpcError> {
+        let p: FollowParams = parse(params)?;
+        let max = p.max_bytes.unwrap_or(CHUNK_BYTES).min(CHUNK_BYTES);
+        let chunk = self
+            .registry
+            .log_chunk(&p.id, p.from_byte, max)
+            .map_err(core_error)?;
+        to_value(chunk)
+    }
+
+    async fn wait(&self, params: Value) -> Result<Value, RpcError> {
+        let p: WaitParams = parse(params)?;
+        let timeout = match p.timeout_seconds {
+            Some(t) if !(t.is_finite() && t > 0.0) => {
+                return Err(RpcError::new(
+                    INVALID_PARAMS,
+                    format!("timeout must be positive (got {t})"),
+                ));
+            }
+            Some(t) => Duration::from_secs_f64(t.min(1.0e9)),
+            // No timeout: wait for the exit, one registry-capped window at a time.
+            None => self.registry.config().wait_cap,
+        };
+        loop {
+            let answer = self
+                .registry
+                .wait(&p.id, timeout, None)
+                .await
+                .map_err(core_error)?;
+            let value = to_value(answer)?;
+            // Without a timeout the caller waits for the exit itself, across the
+            // registry's per-call cap.
+            if p.timeout_seconds.is_some() || value["status"] != "timeout" {
+                return Ok(value);
+            }
+        }
+    }
+
+    async fn kill(&self, params: Value) -> Result<Value, RpcError> {
+        let p: IdParams = parse(params)?;
+        let answer = self
+            .registry
+            .kill(&p.id, KillSource::ProcessKill)
+            .await
+            .map_err(core_error)?;
+        to_value(answer)
+    }
+
+    async fn stdin(&self, params: Value, op: StdinOp) -> Result<Value, RpcError> {
+        let p: StdinParams = parse(params)?;
+        let answer = match op {
+            StdinOp::Write => self.registry.write(&p.id, p.data.as_bytes()).await,
+            StdinOp::Submit => self.registry.submit(&p.id, &p.data).await,
+            StdinOp::Close => self.registry.close_stdin(&p.id).await,
+        }
+        .map_err(core_error)?;
+        to_value(answer)
+    }
+
+    /// Takes the owner's queued events, with their rendering for an agent.
+    fn drain(&self, owner: &str) -> Value {
+        let events = self.registry.drain(owner);
+        drained_json(&events)
+    }
+
+    fn status(&self) -> Value {
+        let running = self.registry.list(&ListFilter {
+            owner: None,
+            session_key: None,
+            include_finished: false,
+        });
+        let all = self.registry.list(&ListFilter {
+            owner: None,
+            session_key: None,
+            include_finished: true,
+        });
+        json!({
+            "pid": std::process::id(),
+            "version": env!("CARGO_PKG_VERSION"),
+            "home": self.home().root().display().to_string(),
+            "running": running.len(),
+            "finished": all.len().saturating_sub(running.len()),
+        })
+    }
+}
+
+impl Stream {
+    /// Runs the stream on the connection until it ends or the client leaves.
+    pub(crate) async fn run(
+        self,
+        state: &State,
+        reader: &mut BufReader<OwnedReadHalf>,
+        writer: &mut OwnedWriteHalf,
+        id: Value,
+    ) {
+        match self {
+            Stream::Events { owner } => events_stream(state, &owner, reader, writer).await,
+            Stream::Logs {
+                id: session,
+                from_byte,
+            } => {
+                logs_stream(state, &session, from_byte, reader, writer, id).await;
+            }
+        }
+    }
+}
+
+/// Streams the owner's events: drain now, then again whenever anything is published.
+async fn events_stream(
+    state: &State,
+    owner: &str,
+    reader: &mut BufReader<OwnedReadHalf>,
+    writer: &mut OwnedWriteHalf,
+) {
+    // Subscribe before the first drain, so an event published in between wakes us.
+    let mut published = state.registry.subscribe();
+    let mut closed = Box::pin(client_gone(reader));
+    loop {
+        for event in state.registry.drain(owner) {
+            let params = serde_json::to_value(&event).unwrap_or(Value::Null);
+            if write(writer, &Response::notification("event", params))
+                .await
+                .is_err()
+            {
+                return;
+            }
+        }
+        tokio::select! {
+            received = published.recv() => {
+                if let Err(tokio::sync::broadcast::error::RecvError::Closed) = received {
+                    return;
+                }
+            }
+            () = &mut closed => return,
+        }
+    }
+}
+
+/// Streams a session's log from `from_byte` until the session has exited and
+/// everything is sent, then answers the request with the final offset.
+async fn logs_stream(
+    state: &State,
+    session: &str,
+    mut from_byte: u64,
+    reader: &mut BufReader<OwnedReadHalf>,
+    writer: &mut OwnedWriteHalf,
+    id: Value,
+) {
+    let mut published = state.registry.subscribe();
+    let mut closed = Box::pin(client_gone(reader));
+    // New output is not an event, so the log is also re-read on a short tick.
+    let mut tick = tokio::time::interval(Duration::from_millis(50));
+    loop {
+        let chunk = match state.registry.log_chunk(session, from_byte, CHUNK_BYTES) {
+            Ok(chunk) => chunk,
+            Err(err) => {
+                let _ = write(writer, &Response::err(id, core_error(err))).await;
+                return;
+            }
+        };
+        let progressed = chunk.next_byte > from_byte;
+        from_byte = chunk.next_byte;
+        if !chunk.output.is_empty()
+            && write(
+                writer,
+                &Response::notification("log", json!({"output": chunk.output})),
+            )
+            .await
+            .is_err()
+        {
+            return;
+        }
+        if !chunk.is_running && !progressed {
+            let _ = write(writer, &Response::ok(id, json!({"next_byte": from_byte}))).await;
+            return;
+        }
+        if progressed {
+            continue;
+        }
+        tokio::select! {
+            _ = published.recv() => {}
+            _ = tick.tick() => {}
+            () = &mut closed => return,
+        }
+    }
+}
+
+/// Resolves when the client closes its end (or sends anything: streams take no input).
+async fn client_gone(reader: &mut BufReader<OwnedReadHalf>) {
+    let mut buf = Vec::new();
+    let _ = crate::protocol::read_line(reader, &mut buf, 1024).await;
+}
+
+/// The JSON of drained events: the events and their rendering.
+pub(crate) fn drained_json(events: &[Event]) -> Value {
+    let rendered = if events.is_empty() {
+        String::new()
+    } else {
+        herd_core::render_events(events)
+    };
+    json!({"events": events, "rendered": rendered})
+}
+
+/// Stdin operations.
+#[derive(Debug, Clone, Copy)]
+enum StdinOp {
+    Write,
+    Submit,
+    Close,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct IdParams {
+    id: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OwnerParams {
+    owner: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListParams {
+    #[serde(default)]
+    owner: Option<String>,
+    #[serde(default)]
+    all: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LogParams {
+    id: String,
+    #[serde(default)]
+    offset: Option<usize>,
+    #[serde(default)]
+    limit: Option<usize>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FollowParams {
+    id: String,
+    #[serde(default)]
+    from_byte: u64,
+    #[serde(default)]
+    max_bytes: Option<usize>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WaitParams {
+    id: String,
+    #[serde(default)]
+    timeout_seconds: Option<f64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StdinParams {
+    id: String,
+    #[serde(default)]
+    data: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SpawnParams {
+    command: String,
+    owner: String,
+    #[serde(default)]
+    task_id: Option<String>,
+    #[serde(default)]
+    cwd: Option<PathBuf>,
+    #[serde(default)]
+    env: Vec<(String, String)>,
+    #[serde(default)]
+    forward_env: Vec<String>,
+    #[serde(default)]
+    pty: bool,
+    #[serde(default)]
+    notify: bool,
+    #[serde(default)]
+    watch: Vec<String>,
+    #[serde(default)]
+    heartbeat_seconds: Option<u64>,
+    #[serde(default)]
+    persist_on_release: bool,
+    #[serde(default)]
+    completion_output_chars: Option<usize>,
+}
+
+/// Deserialises params, or an `INVALID_PARAMS` error naming the problem.
+fn parse<T: DeserializeOwned>(params: Value) -> Result<T, RpcError> {
+    let params = if params.is_null() { json!({}) } else { params };
+    serde_json::from_value(params)
+        .map_err(|err| RpcError::new(INVALID_PARAMS, format!("invalid params: {err}")))
+}
+
+/// Serialises an answer.
+fn to_value<T: serde::Serialize>(answer: T) -> Result<Value, RpcError> {
+    serde_json::to_value(answer).map_err(|err| {
+        RpcError::new(
+            INTERNAL_ERROR,
+            format!("failed to encode the answer: {err}"),
+        )
+    })
+}
+
+/// A lookup failure as a `NOT_FOUND` error.
+fn lookup_error(err: LookupError) -> RpcError {
+    let matches = match &err {
+        LookupError::Ambiguous { matches, .. } => matches.iter().map(ToString::to_string).collect(),
+        _ => Vec::new(),
+    };
+    RpcError {
+        code: NOT_FOUND,
+        message: chain(&err),
+        data: Some(json!({"matches": matches})),
+    }
+}
+
+/// A registry error as a JSON-RPC error.
+fn core_error(err: herd_core::Error) -> RpcError {
+    match err {
+        herd_core::Error::Lookup(lookup) => lookup_error(lookup),
+        herd_core::Error::InvalidArgument { .. } => RpcError::new(INVALID_PARAMS, chain(&err)),
+        other => RpcError::new(INTERNAL_ERROR, chain(&other)),
+    }
+}
+
+/// An error and its causes, joined.
+fn chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

@@ -1,0 +1,175 @@
+//! `herd doctor`: checks the home, config, socket, daemon and plugins.
+//!
+//! Each line is `ok`, `warn` or `fail`, with the fix on failures. Doctor never
+//! starts a daemon; it reports whether one answers.
+
+use std::os::unix::fs::PermissionsExt;
+
+use herd_persistence::Home;
+use serde_json::json;
+
+use crate::client::{Client, check_socket_path};
+use crate::config::Config;
+use crate::exit::{Code, Failure};
+use crate::output;
+
+/// One finding.
+#[derive(Debug)]
+struct Finding {
+    level: &'static str,
+    what: String,
+}
+
+/// Runs the checks and prints them; exits 1 when any check fails.
+///
+/// # Errors
+/// Exit code 1 when a check fails.
+pub(crate) async fn run(home: &Home, json: bool) -> anyhow::Result<()> {
+    let mut findings = Vec::new();
+    let mut push = |level: &'static str, what: String| findings.push(Finding { level, what });
+    let root = home.root();
+    if root.is_dir() {
+        push("ok", format!("home {}", root.display()));
+    } else {
+        push(
+            "warn",
+            format!(
+                "home {} does not exist yet; the first `herd run` creates it",
+                root.display()
+            ),
+        );
+    }
+    let config = match Config::load(home) {
+        Ok(config) => {
+            push("ok", format!("config {}", home.config_path().display()));
+            if !config.redact_extra_patterns.is_empty() {
+                push(
+                    "warn",
+                    "redact_extra_patterns is set but not applied yet by this build".to_owned(),
+                );
+            }
+            Some(config)
+        }
+        Err(err) => {
+            push("fail", format!("{err:#}; fix or remove the offending key"));
+            None
+        }
+    };
+    let socket = home.socket_path();
+    match check_socket_path(&socket) {
+        Ok(()) => {}
+        Err(err) => push("fail", format!("{err:#}")),
+    }
+    if let Ok(meta) = std::fs::metadata(home.run_dir()) {
+        let mode = meta.permissions().mode() & 0o777;
+        if mode == 0o700 {
+            push(
+                "ok",
+                format!("run directory {} is 0700", home.run_dir().display()),
+            );
+        } else {
+            push(
+                "fail",
+                format!(
+                    "run directory {} is {mode:o}; run `chmod 700` on it",
+                    home.run_dir().display()
+                ),
+            );
+        }
+    }
+    match Client::try_connect(home).await {
+        Ok(Some(mut client)) => {
+            let status = client
+                .request("status", json!({}))
+                .await
+                .unwrap_or_default();
+            push(
+                "ok",
+                format!(
+                    "daemon pid {} version {} (protocol {}) serving {}, {} running, {} finished sessions, socket {}",
+                    client.hello.pid,
+                    client.hello.daemon,
+                    client.hello.protocol,
+                    client.hello.home,
+                    status["running"],
+                    status["finished"],
+                    socket.display()
+                ),
+            );
+            if let Ok(meta) = std::fs::metadata(&socket) {
+                let mode = meta.permissions().mode() & 0o777;
+                if mode == 0o600 {
+                    push("ok", "socket mode 0600".to_owned());
+                } else {
+                    push(
+                        "fail",
+                        format!(
+                            "socket mode is {mode:o}; run `herd shutdown` so the next daemon recreates it"
+                        ),
+                    );
+                }
+            }
+        }
+        Ok(None) => push(
+            "warn",
+            "no daemon is running; any client command starts one (or run `herd serve`)".to_owned(),
+        ),
+        Err(err) => push("fail", format!("{err:#}")),
+    }
+    if let Some(config) = &config {
+        let reports = crate::plugins::reports(home, config);
+        let failed: Vec<_> = reports
+            .iter()
+            .filter(|r| r.status == herd_hooks::PluginStatus::Failed)
+            .collect();
+        if failed.is_empty() {
+            push("ok", format!("{} plugin(s), none failed", reports.len()));
+        }
+        for report in failed {
+            push(
+                "fail",
+                format!(
+                    "plugin {} failed: {}; fix it or run `herd plugins disable {}`",
+                    report.name,
+                    report.reason.as_deref().unwrap_or("unknown reason"),
+                    report.name
+                ),
+            );
+        }
+    }
+    let runtime_dir = std::env::var_os("XDG_RUNTIME_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| format!("/run/user/{}", nix::unistd::getuid()).into());
+    if std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_some() || runtime_dir.join("bus").exists() {
+        findings.push(Finding {
+            level: "ok",
+            what: "a systemd user bus is available: restart-safe (scoped) dispatch can work"
+                .to_owned(),
+        });
+    } else {
+        findings.push(Finding {
+            level: "warn",
+            what: format!(
+                "no systemd user bus ({}/bus missing, DBUS_SESSION_BUS_ADDRESS unset): jobs die with their \
+                 parent's scope; fix with `loginctl enable-linger` or KillMode=process on the host's unit",
+                runtime_dir.display()
+            ),
+        });
+    }
+    let failed = findings.iter().any(|f| f.level == "fail");
+    if json {
+        let rows: Vec<_> = findings
+            .iter()
+            .map(|f| json!({"level": f.level, "message": f.what}))
+            .collect();
+        output::json_pretty(&json!({"checks": rows}))?;
+    } else {
+        for finding in &findings {
+            output::line(&format!("{:<4} {}", finding.level, finding.what))?;
+        }
+    }
+    if failed {
+        return Err(Failure::silent(Code::Failed).into());
+    }
+    Ok(())
+}

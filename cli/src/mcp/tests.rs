@@ -1,0 +1,75 @@
+//! Unit tests of `terminal` argument validation.
+
+use serde_json::json;
+
+use super::{JsonObject, terminal_request};
+
+fn args(value: serde_json::Value) -> JsonObject {
+    value
+        .as_object()
+        .cloned()
+        .expect("test arguments are an object")
+}
+
+fn check_err(value: serde_json::Value, needle: &str) {
+    let err = terminal_request(&args(value)).expect_err("must be refused");
+    assert!(err.contains(needle), "`{needle}` missing from: {err}");
+}
+
+#[test]
+fn foreground_with_notify_names_background_true() {
+    check_err(
+        json!({"command": "make", "notify": true}),
+        "background=true",
+    );
+    check_err(
+        json!({"command": "make", "notify": ["done"]}),
+        "background=true",
+    );
+    check_err(
+        json!({"command": "make", "heartbeat": 60}),
+        "background=true",
+    );
+    check_err(json!({"command": "make", "pty": true}), "background=true");
+    check_err(
+        json!({"command": "make", "persist_on_release": true}),
+        "background=true",
+    );
+}
+
+#[test]
+fn b21_bad_heartbeat_values_are_refused_with_the_rule() {
+    for bad in [json!(-1), json!(1.5), json!(true), json!("60")] {
+        check_err(
+            json!({"command": "x", "background": true, "heartbeat": bad}),
+            "0 disables",
+        );
+    }
+}
+
+#[test]
+fn heartbeat_zero_is_off_and_valid() {
+    let req = terminal_request(&args(
+        json!({"command": "x", "background": true, "heartbeat": 0}),
+    ))
+    .expect("0 is valid");
+    assert_eq!(req.heartbeat, None);
+}
+
+#[test]
+fn notify_list_becomes_watch_patterns() {
+    let req = terminal_request(&args(
+        json!({"command": "x", "background": true, "notify": ["ERROR", "ready"]}),
+    ))
+    .expect("a list is valid");
+    assert!(!req.notify);
+    assert_eq!(req.watch, ["ERROR", "ready"]);
+}
+
+#[test]
+fn notify_of_another_type_is_refused() {
+    check_err(
+        json!({"command": "x", "background": true, "notify": 3}),
+        "list of output patterns",
+    );
+}

@@ -1,0 +1,258 @@
+//! Jobs end to end through the CLI: run, ps, poll, logs, wait, kill, stdin, events.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::support::{Env, stderr, stdout, wait_until};
+
+fn run_id(env: &Env, args: &[&str]) -> String {
+    let mut full = vec!["run", "--json"];
+    full.extend_from_slice(args);
+    let info = env.json(&full);
+    let id = info["session_id"]
+        .as_str()
+        .expect("run --json has session_id")
+        .to_owned();
+    assert!(info["pid"].as_i64().is_some_and(|p| p > 0), "{info}");
+    id
+}
+
+#[test]
+fn run_ps_poll_logs_wait_end_to_end() {
+    let env = Env::new();
+    let id = run_id(&env, &["--", "printf 'one\\ntwo\\n'; echo three"]);
+    assert!(id.starts_with("proc_") && id.len() == 17, "{id}");
+    let waited = env.json(&["wait", &id, "--timeout", "10", "--json"]);
+    assert_eq!(waited["status"], "exited", "{waited}");
+    assert_eq!(waited["exit_code"], 0);
+    assert_eq!(
+        env.ok(&["logs", &id]),
+        "one\ntwo\nthree\n",
+        "logs equals what the job printed"
+    );
+    let polled = env.json(&["poll", &id, "--json"]);
+    assert_eq!(polled["status"], "exited");
+    assert_eq!(polled["exit_code"], 0);
+    let listed = env.json(&["ps", "--all", "--json"]);
+    let rows = listed["processes"].as_array().expect("processes is a list");
+    assert!(
+        rows.iter().any(|r| r["session_id"] == id.as_str()),
+        "{listed}"
+    );
+    let paged = env.ok(&["logs", &id, "--offset", "1", "--limit", "1"]);
+    assert_eq!(paged, "two\n");
+    let table = env.ok(&["ps", "--all"]);
+    assert!(table.contains(&id) && table.contains("three"), "{table}");
+}
+
+#[test]
+fn several_words_after_double_dash_keep_their_argv() {
+    let env = Env::new();
+    let id = run_id(&env, &["--", "bash", "-c", "echo a; echo b", "ignored"]);
+    env.ok(&["wait", &id, "--timeout", "10"]);
+    assert_eq!(env.ok(&["logs", &id]), "a\nb\n");
+}
+
+#[test]
+fn wait_exit_code_follows_the_job() {
+    let env = Env::new();
+    let id = run_id(&env, &["--", "exit 3"]);
+    let out = env.run(&["wait", &id, "--timeout", "10", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "a failed job exits 1");
+    let answer: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(answer["exit_code"], 3);
+}
+
+#[test]
+fn kill_stops_a_running_job_and_its_children() {
+    let env = Env::new();
+    let id = run_id(&env, &["--", "sleep 300 & sleep 300; wait"]);
+    let listed = env.json(&["ps", "--json"]);
+    assert!(
+        listed["processes"]
+            .as_array()
+            .is_some_and(|r| r.iter().any(|r| r["session_id"] == id.as_str()))
+    );
+    let killed = env.json(&["kill", &id, "--json"]);
+    assert_eq!(killed["status"], "killed", "{killed}");
+    let polled = env.json(&["poll", &id, "--json"]);
+    assert_eq!(polled["status"], "exited", "{polled}");
+    let out = env.run(&["wait", &id, "--timeout", "5"]);
+    assert_eq!(out.status.code(), Some(1), "a killed job is not a success");
+}
+
+#[test]
+fn submit_and_close_reach_the_job_stdin() {
+    let env = Env::new();
+    let id = run_id(&env, &["--", "read line; echo got:$line; cat"]);
+    env.ok(&["submit", &id, "hello"]);
+    env.ok(&["send", &id, "tail"]);
+    env.ok(&["close", &id]);
+    env.ok(&["wait", &id, "--timeout", "10"]);
+    assert_eq!(env.ok(&["logs", &id]), "got:hello\ntail");
+}
+
+#[test]
+fn b19_events_drain_each_completion_once() {
+    let env = Env::new();
+    let id = run_id(&env, &["--notify", "--", "echo done"]);
+    env.ok(&["wait", &id, "--timeout", "10"]);
+    let mut lines = Vec::new();
+    wait_until(Duration::from_secs(5), || {
+        let out = env.ok(&["events", "--json"]);
+        lines.extend(out.lines().map(str::to_owned));
+        !lines.is_empty()
+    })
+    .expect("the completion is queued");
+    let events: Vec<Value> = lines
+        .iter()
+        .map(|l| serde_json::from_str(l).expect("JSON line"))
+        .collect();
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["type"], "completion");
+    assert_eq!(events[0]["session_id"], id.as_str());
+    assert_eq!(
+        env.ok(&["events"]),
+        "",
+        "drained: a second call gets nothing"
+    );
+}
+
+#[test]
+fn events_belong_to_their_owner() {
+    let env = Env::new();
+    let id = run_id(&env, &["--notify", "--owner", "alice", "--", "true"]);
+    env.ok(&["wait", &id, "--timeout", "10"]);
+    assert_eq!(
+        env.ok(&["events"]),
+        "",
+        "the default owner `cli` gets nothing of alice's"
+    );
+    let mut got = String::new();
+    wait_until(Duration::from_secs(5), || {
+        got.push_str(&env.ok(&["events", "--owner", "alice"]));
+        !got.is_empty()
+    })
+    .expect("alice's completion is queued for alice");
+    assert!(got.contains(&id));
+}
+
+#[test]
+fn logs_follow_streams_until_the_job_exits() {
+    let env = Env::new();
+    let id = run_id(&env, &["--", "echo first; read _; echo second"]);
+    let mut follower = env.cmd(&["logs", &id, "--follow"]);
+    let child = follower
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("herd runs");
+    env.ok(&["submit", &id, "go"]);
+    let out = child
+        .wait_with_output()
+        .expect("logs --follow ends when the job exits");
+    assert!(out.status.success());
+    assert_eq!(stdout(&out), "first\nsecond\n");
+}
+
+#[test]
+fn unknown_and_ambiguous_ids_exit_2() {
+    let env = Env::new();
+    let out = env.run(&["poll", "proc_ffffffffffff"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("proc_ffffffffffff"),
+        "{}",
+        stderr(&out)
+    );
+    for cmd in [
+        ["kill", "proc_ffffffffffff"],
+        ["logs", "proc_ffffffffffff"],
+        ["wait", "nope"],
+    ] {
+        let out = env.run(&cmd);
+        assert_eq!(out.status.code(), Some(2), "{cmd:?}: {}", stderr(&out));
+    }
+}
+
+#[test]
+fn bad_flag_values_exit_2() {
+    let env = Env::new();
+    for args in [
+        &["wait", "proc_x", "--timeout", "-1"][..],
+        &["wait", "proc_x", "--timeout", "soon"],
+        &["run", "--heartbeat", "-5", "--", "true"],
+        &["run", "--env", "NOEQUALS", "--", "true"],
+        &["run", "--notify", "--watch", "x", "--", "true"],
+        &["logs", "proc_x", "--limit", "0"],
+        &["run"],
+        &["frobnicate"],
+    ] {
+        let out = env.run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+    }
+}
+
+#[test]
+fn a_job_runs_with_the_supervised_marker_and_its_cwd() {
+    let env = Env::new();
+    let dir = env.scratch().to_path_buf();
+    let dir_text = dir.display().to_string();
+    let id = run_id(
+        &env,
+        &[
+            "--cwd",
+            &dir_text,
+            "--env",
+            "GREETING=hi",
+            "--",
+            "echo $HERD_SUPERVISED_CHILD $GREETING; pwd",
+        ],
+    );
+    env.ok(&["wait", &id, "--timeout", "10"]);
+    assert_eq!(env.ok(&["logs", &id]), format!("1 hi\n{dir_text}\n"));
+}
+
+#[test]
+fn events_follow_streams_completions_as_they_happen() {
+    let env = Env::new();
+    env.json(&["ps", "--json"]);
+    let mut follower = env
+        .cmd(&["events", "--follow"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("herd runs");
+    let id = run_id(&env, &["--notify", "--", "echo streamed"]);
+    let stdout = follower.stdout.take().expect("piped stdout");
+    let mut reader = std::io::BufReader::new(stdout);
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut reader, &mut line).expect("a streamed event");
+    let _ = follower.kill();
+    let _ = follower.wait();
+    let event: Value = serde_json::from_str(&line).expect("a JSON line");
+    assert_eq!(event["type"], "completion");
+    assert_eq!(event["session_id"], id.as_str());
+    assert_eq!(env.ok(&["events"]), "", "the stream consumed it");
+}
+
+#[test]
+fn handoff_is_refused_clearly_until_the_registry_supports_it() {
+    // FIXME: herd-core has no handoff API yet (B25); this pins today's answer.
+    let env = Env::new();
+    let id = run_id(&env, &["--", "sleep 30"]);
+    let out = env.run(&[
+        "handoff",
+        &id,
+        "--to",
+        "parent",
+        "--note",
+        "build artefacts",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("not supported yet"),
+        "{}",
+        stderr(&out)
+    );
+    env.ok(&["kill", &id]);
+}

@@ -1,0 +1,11 @@
+//! End-to-end tests of the `herd` binary: the real daemon, real sockets, real jobs.
+//!
+//! Every test gets its own temporary home and a [`support::Env`] whose `Drop`
+//! stops the daemon it started, so no test leaves a daemon behind.
+
+mod daemon;
+mod guard;
+mod jobs;
+mod mcp;
+mod support;
+mod tools;

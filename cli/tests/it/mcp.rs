@@ -1,0 +1,255 @@
+//! `herd mcp` driven by a real MCP client (rmcp's client side over a child's stdio).
+// MCP logging is deprecated by SEP-2577, but it is how herd's notifications reach
+// clients that show server messages today, so the test checks it.
+#![allow(deprecated)]
+
+use std::time::Duration;
+
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::{CallToolRequestParams, CallToolResult, LoggingMessageNotificationParam};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use serde_json::{Value, json};
+
+use crate::support::{Env, HERD};
+
+/// A client that records the log notifications the server sends.
+#[derive(Debug, Clone, Default)]
+struct Catcher {
+    logs: Arc<Mutex<Vec<Value>>>,
+}
+
+impl ClientHandler for Catcher {
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.logs.lock().expect("not poisoned").push(params.data);
+    }
+}
+
+type Mcp = RunningService<RoleClient, Catcher>;
+
+async fn connect(env: &Env) -> Mcp {
+    let mut cmd = tokio::process::Command::new(HERD);
+    cmd.arg("mcp")
+        .arg("--owner")
+        .arg("agent-1")
+        .current_dir(env.scratch())
+        .env("HERD_HOME", env.home())
+        .env("HERD_LOG", "warn");
+    for (k, v) in &env.vars {
+        cmd.env(k, v);
+    }
+    let transport = TokioChildProcess::new(cmd).expect("herd mcp starts");
+    Catcher::default()
+        .serve(transport)
+        .await
+        .expect("the MCP handshake succeeds")
+}
+
+async fn call(client: &Mcp, tool: &'static str, args: Value) -> (Value, Vec<String>, bool) {
+    let params = CallToolRequestParams::new(tool)
+        .with_arguments(args.as_object().cloned().expect("object args"));
+    let result: CallToolResult = client
+        .call_tool(params)
+        .await
+        .expect("the tool call is answered");
+    let texts: Vec<String> = result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect();
+    let answer = serde_json::from_str(texts.first().expect("a first text block"))
+        .expect("the first block is JSON");
+    (answer, texts[1..].to_vec(), result.is_error == Some(true))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_lists_tools_runs_in_background_and_delivers_the_completion() {
+    let env = Env::new();
+    let client = connect(&env).await;
+    let tools = client.list_all_tools().await.expect("tools/list answers");
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(names, ["terminal", "process"]);
+
+    // The job waits for a line on stdin, so it cannot finish before we say so.
+    let (started, early, is_error) = call(
+        &client,
+        "terminal",
+        json!({"command": "read line; echo from-mcp $line", "background": true, "notify": true}),
+    )
+    .await;
+    assert!(!is_error, "{started}");
+    assert!(early.is_empty(), "nothing has finished yet: {early:?}");
+    let id = started["session_id"]
+        .as_str()
+        .expect("session_id")
+        .to_owned();
+    assert_eq!(started["notify_on_complete"], true);
+
+    let (submitted, mut notices, _) = call(
+        &client,
+        "process",
+        json!({"action": "submit", "session_id": id, "data": "go"}),
+    )
+    .await;
+    assert_eq!(submitted["status"], "ok", "{submitted}");
+    let (waited, later, _) = call(
+        &client,
+        "process",
+        json!({"action": "wait", "session_id": id, "timeout": 10}),
+    )
+    .await;
+    assert_eq!(waited["status"], "exited", "{waited}");
+    notices.extend(later);
+
+    // The completion rides a later call's result (this one or the next ones).
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while notices.is_empty() && std::time::Instant::now() < deadline {
+        let (_, extra, _) = call(&client, "process", json!({"action": "list"})).await;
+        notices.extend(extra);
+    }
+    assert!(
+        notices.iter().any(|n| n.contains(&id)),
+        "the completion names the session: {notices:?}"
+    );
+
+    let logged = client.service().logs.lock().expect("not poisoned").clone();
+    assert!(
+        logged.iter().any(|l| l.to_string().contains(&id)),
+        "the completion was also sent as an MCP log notification: {logged:?}"
+    );
+
+    let (log, _, _) = call(
+        &client,
+        "process",
+        json!({"action": "log", "session_id": &id[..9]}),
+    )
+    .await;
+    assert!(
+        log["output"]
+            .as_str()
+            .is_some_and(|o| o.contains("from-mcp go")),
+        "{log}"
+    );
+    client.cancel().await.expect("the client closes");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_foreground_returns_output_and_validates_arguments() {
+    let env = Env::new();
+    let client = connect(&env).await;
+    let (answer, _, is_error) =
+        call(&client, "terminal", json!({"command": "echo fg; exit 4"})).await;
+    assert!(!is_error, "{answer}");
+    assert_eq!(answer["exit_code"], 4);
+    assert!(
+        answer["output"].as_str().is_some_and(|o| o.contains("fg")),
+        "{answer}"
+    );
+
+    let (answer, _, _) = call(&client, "terminal", json!({"command": "pwd"})).await;
+    let expected = env
+        .scratch()
+        .canonicalize()
+        .expect("the scratch dir exists");
+    assert_eq!(
+        answer["output"].as_str().map(str::trim),
+        Some(expected.to_str().expect("utf-8 path")),
+        "jobs default to the MCP server's cwd"
+    );
+
+    let (answer, _, is_error) = call(
+        &client,
+        "terminal",
+        json!({"command": "make", "notify": true}),
+    )
+    .await;
+    assert!(is_error);
+    assert!(
+        answer["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("background=true")),
+        "{answer}"
+    );
+
+    let (answer, _, is_error) = call(&client, "process", json!({"action": "explode"})).await;
+    assert!(is_error);
+    assert!(
+        answer["error"].as_str().is_some_and(
+            |e| e.contains("list, poll, log, wait, kill, write, submit, close, handoff")
+        ),
+        "{answer}"
+    );
+    let (answer, _, is_error) = call(&client, "process", json!({"action": "poll"})).await;
+    assert!(
+        is_error && answer["error"] == "session_id is required for poll",
+        "{answer}"
+    );
+    let (answer, _, _) = call(
+        &client,
+        "process",
+        json!({"action": "poll", "session_id": "proc_ffffffffffff"}),
+    )
+    .await;
+    assert_eq!(answer["status"], "not_found", "{answer}");
+    client.cancel().await.expect("the client closes");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b33_mcp_terminal_refuses_a_host_kill() {
+    let mut env = Env::new();
+    env.vars
+        .push(("HERD_HOST_IMAGES".into(), "herd-it-host".into()));
+    let client = connect(&env).await;
+    let (answer, _, is_error) = call(
+        &client,
+        "terminal",
+        json!({"command": "killall herd-it-host", "background": true}),
+    )
+    .await;
+    assert!(is_error, "{answer}");
+    assert_eq!(answer["verdict"]["verdict"], "block", "{answer}");
+    client.cancel().await.expect("the client closes");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b24_a_foreground_command_past_its_window_moves_to_the_background() {
+    let env = Env::new();
+    let client = connect(&env).await;
+    let (answer, _, is_error) = call(
+        &client,
+        "terminal",
+        json!({"command": "echo started; sleep 30", "timeout": 1}),
+    )
+    .await;
+    assert!(!is_error, "{answer}");
+    assert_eq!(answer["status"], "running", "{answer}");
+    let id = answer["session_id"]
+        .as_str()
+        .expect("session_id")
+        .to_owned();
+    assert!(
+        answer["note"].as_str().is_some_and(|n| n.contains(&id)),
+        "{answer}"
+    );
+    let (polled, _, _) = call(
+        &client,
+        "process",
+        json!({"action": "poll", "session_id": id}),
+    )
+    .await;
+    assert_eq!(polled["status"], "running", "adopted, not killed: {polled}");
+    let (killed, _, _) = call(
+        &client,
+        "process",
+        json!({"action": "kill", "session_id": id}),
+    )
+    .await;
+    assert_eq!(killed["status"], "killed", "{killed}");
+    client.cancel().await.expect("the client closes");
+}
