@@ -246,7 +246,10 @@ fn resolve_program(program: &str, env: &BTreeMap<OsString, OsString>) -> std::pa
     if program.contains('/') {
         return program.into();
     }
-    let path = env.get(&OsString::from("PATH")).cloned().unwrap_or_default();
+    let path = env
+        .get(&OsString::from("PATH"))
+        .cloned()
+        .unwrap_or_default();
     std::env::split_paths(&path)
         .map(|dir| dir.join(program))
         .find(|candidate| {
