@@ -42,6 +42,14 @@ const MAX_SCRIPT_TOTAL_BYTES: usize = 1024 * 1024;
 const MAX_LITERALS: usize = 256;
 /// String literals extracted per piece of interpreter code at all.
 const MAX_CODE_LITERALS: usize = 65_536;
+/// The most shell operators and quotes one text may carry before the parser sees it.
+///
+/// tree-sitter's cost grows with the square of the children of one node (a pipeline of
+/// thousands of stages, thousands of adjacent unbalanced quotes), and that work runs
+/// between its progress checks, so the deadline cannot stop it: 46 KB of `"|"|"|…`
+/// took 18 s. Real commands carry a few dozen of these bytes; text past the budget is
+/// judged by the verb scan instead (blocked only if it names a kill or lifecycle verb).
+const MAX_STRUCTURAL_BYTES: usize = 2_000;
 /// The wall-clock budget of one judgement.
 const DEADLINE: Duration = Duration::from_millis(400);
 
@@ -465,6 +473,19 @@ fn shell_args(args: &[Word]) -> (Option<&Word>, Option<&Word>, usize) {
     }
 }
 
+/// Counts the bytes that make parser nodes: operators, redirections, separators,
+/// quotes, brackets.
+fn structural_bytes(text: &str) -> usize {
+    text.bytes()
+        .filter(|b| {
+            matches!(
+                b,
+                b'|' | b';' | b'&' | b'"' | b'\'' | b'`' | b'(' | b')' | b'<' | b'>' | b'\n'
+            )
+        })
+        .count()
+}
+
 impl Judge<'_> {
     /// Judges a piece of shell text at nesting `depth`.
     fn text(&mut self, text: &str, depth: usize) -> Flow {
@@ -473,6 +494,9 @@ impl Judge<'_> {
         }
         self.n_texts_left -= 1;
         let cleaned = clean(text);
+        if structural_bytes(&cleaned) > MAX_STRUCTURAL_BYTES {
+            return self.verb_scan(&cleaned, Rule::Unparseable);
+        }
         let Some(tree) = shell::parse(&cleaned, self.deadline) else {
             return self.verb_scan(&cleaned, Rule::Unparseable);
         };

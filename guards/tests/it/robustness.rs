@@ -220,3 +220,21 @@ fn many_code_literals_finish() {
 fn shell_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', "'\\''"))
 }
+
+// Regression, issue 3: the proptest found that 46 KB of `"|"|"|…` kept tree-sitter busy
+// for 18 s between its progress checks; such text now goes to the verb scan.
+#[test]
+fn issue_3_operator_floods_are_judged_within_the_budget() {
+    for flood in [
+        "\"|".repeat(23_000),
+        "\"|\n".repeat(10_000),
+        "echo a | ".repeat(5_000),
+    ] {
+        assert_eq!(timed(&flood), Verdict::Allow);
+    }
+    let hidden_kill = format!("{}pkill -9 python3", "echo a | ".repeat(5_000));
+    assert!(
+        matches!(timed(&hidden_kill), Verdict::Block(_)),
+        "a kill verb inside a flood still blocks"
+    );
+}
