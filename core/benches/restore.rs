@@ -114,7 +114,9 @@ fn gone_pids(n: usize) -> Vec<i32> {
 /// The I/O floor of a restore: load the checkpoint and read every pid's stat.
 fn floor(home: &Home, pids: &[i32]) -> f64 {
     let started = Instant::now();
-    let loaded = CheckpointStore::new(home).load().expect("the checkpoint loads");
+    let loaded = CheckpointStore::new(home)
+        .load()
+        .expect("the checkpoint loads");
     let mut n = 0;
     for pid in pids {
         n += usize::from(start_time(*pid).is_some());
@@ -165,7 +167,11 @@ async fn adopt_run() -> (f64, f64) {
     let started = Instant::now();
     let report = registry.restore().await.expect("restore runs");
     let value = ms(started.elapsed());
-    assert_eq!(report.adopted.len(), N_SESSIONS, "every live session is adopted");
+    assert_eq!(
+        report.adopted.len(),
+        N_SESSIONS,
+        "every live session is adopted"
+    );
     for child in &mut children {
         let _ = child.kill();
     }
@@ -194,7 +200,11 @@ async fn close_run() -> (f64, f64) {
     let started = Instant::now();
     let report = registry.restore().await.expect("restore runs");
     let value = ms(started.elapsed());
-    assert_eq!(report.closed_lost.len(), N_SESSIONS, "every gone session is closed");
+    assert_eq!(
+        report.closed_lost.len(),
+        N_SESSIONS,
+        "every gone session is closed"
+    );
     registry.sync_durable().await.expect("the home is writable");
     (value, baseline)
 }
@@ -212,14 +222,25 @@ async fn burst_run() -> (f64, f64) {
     let home = Home::new(dir.path());
     // Baseline: one write listing BURST sessions.
     let records: Vec<SessionRecord> = (0..BURST)
-        .map(|i| record(&home, i, 100_000 + i32::try_from(i).expect("small"), Some(1)))
+        .map(|i| {
+            record(
+                &home,
+                i,
+                100_000 + i32::try_from(i).expect("small"),
+                Some(1),
+            )
+        })
         .collect();
     let store = CheckpointStore::new(&home);
     let writer = dead_writer();
     let started = Instant::now();
-    store.write_own(&writer, &records).expect("the checkpoint is written");
+    store
+        .write_own(&writer, &records)
+        .expect("the checkpoint is written");
     let baseline = ms(started.elapsed());
-    store.write_own(&writer, &[]).expect("the checkpoint is written");
+    store
+        .write_own(&writer, &[])
+        .expect("the checkpoint is written");
     let registry = Registry::new(home, RegistryConfig::default()).expect("inside a runtime");
     let started = Instant::now();
     let mut set = tokio::task::JoinSet::new();
@@ -244,10 +265,16 @@ async fn sequential() -> (f64, f64) {
     let mut raws = Vec::new();
     for _ in 0..SEQUENTIAL_SPAWNS {
         let started = Instant::now();
-        registry.spawn(true_request()).await.expect("spawn succeeds");
+        registry
+            .spawn(true_request())
+            .await
+            .expect("spawn succeeds");
         spawns.push(ms(started.elapsed()));
         let started = Instant::now();
-        let mut child = raw("true").stdin(Stdio::null()).spawn().expect("true starts");
+        let mut child = raw("true")
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("true starts");
         raws.push(ms(started.elapsed()));
         child.wait().expect("true is reaped");
     }
@@ -259,14 +286,23 @@ fn checkpoint_write_1000() -> f64 {
     let dir = tempfile::tempdir().expect("a temp dir");
     let home = Home::new(dir.path());
     let records: Vec<SessionRecord> = (0..N_SESSIONS)
-        .map(|i| record(&home, i, 100_000 + i32::try_from(i).expect("small"), Some(1)))
+        .map(|i| {
+            record(
+                &home,
+                i,
+                100_000 + i32::try_from(i).expect("small"),
+                Some(1),
+            )
+        })
         .collect();
     let store = CheckpointStore::new(&home);
     let writer = dead_writer();
     let times: Vec<f64> = (0..WRITE_RUNS)
         .map(|_| {
             let started = Instant::now();
-            store.write_own(&writer, &records).expect("the checkpoint is written");
+            store
+                .write_own(&writer, &records)
+                .expect("the checkpoint is written");
             ms(started.elapsed())
         })
         .collect();

@@ -12,6 +12,12 @@
 //! serialisable types in [`answers`]; finished sessions publish one [`Event::Completion`]
 //! each, delivered through [`Registry::drain`] and [`Registry::subscribe`], and
 //! rendered for an agent by [`render_events`].
+//!
+//! Durability (B27-B29, B38): every spawn is checkpointed before it is answered,
+//! every queued completion is committed to the home's ledger before it is published,
+//! and every finished session leaves a result receipt. A host that starts on a home a
+//! previous process used calls [`Registry::restore`] once, right after
+//! [`Registry::new`], and gets a [`RestoreReport`].
 
 mod answers;
 mod config;

@@ -101,7 +101,8 @@ impl Registry {
     /// A registry whose every path derives from `home` (B4).
     ///
     /// Must be called inside a tokio runtime; creates nothing on disk until the first
-    /// spawn, and nothing outside `home`.
+    /// spawn, and nothing outside `home`. It does not read the checkpoint: a host that
+    /// restarts calls [`Registry::restore`] right after `new` (B28).
     ///
     /// # Errors
     /// [`Error::NoRuntime`] outside a tokio runtime.
@@ -347,7 +348,7 @@ impl Registry {
                     "wait window of {}s elapsed; the process is still running. This is not an error. Uptime: {}s.{}",
                     effective.as_secs(),
                     s.uptime_seconds(),
-                    if s.notify {
+                    if s.notify && self.inner.emits_completion(&s) {
                         " notify_on_complete is set: you will be notified on exit; do other work instead of waiting again."
                     } else {
                         " Poll again later, or spawn with notify next time for automatic notification."
@@ -355,13 +356,14 @@ impl Registry {
                 ));
             }
             WaitStatus::Interrupted => {
-                notes.push(if s.notify {
+                notes.push(if s.notify && self.inner.emits_completion(&s) {
                     "wait interrupted by a new message from the user; the process is still running and you will be notified on exit. Answer the user now.".to_owned()
                 } else {
                     "wait interrupted by a new message from the user; the process is still running. Answer the user now.".to_owned()
                 });
             }
         }
+        notes.extend(self.inner.session_note(&s));
         let sized = self.inner.sized(&s, Route::Wait);
         Ok(WaitAnswer {
             session_id: s.id.clone(),
