@@ -64,6 +64,11 @@ pub struct RegistryConfig {
     pub heartbeat_floor: Duration,
     /// Which process-driven wakes reach owners' queues (B22).
     pub notifications: NotificationPolicy,
+    /// The clock watch limits, the watch breaker and heartbeats are judged by (B20,
+    /// B21); [`crate::SystemClock`] in production. Tests inject a clock they advance by
+    /// hand to cross a 15 s spacing or a 30 s breaker trip without waiting; the one
+    /// notification timer re-reads it at least once a second.
+    pub clock: Arc<dyn crate::Clock>,
     /// Test seam: when true every PTY open is treated as failed, so PTY spawns take the
     /// pipe fallback (B1). Production code leaves it false.
     pub pty_unavailable: bool,
@@ -86,13 +91,15 @@ impl Default for RegistryConfig {
             pipeline: Arc::new(herd_hooks::Pipeline::redaction_only()),
             heartbeat_floor: Duration::from_secs(60),
             notifications: NotificationPolicy::All,
+            clock: Arc::new(crate::SystemClock),
             pty_unavailable: false,
         }
     }
 }
 
 /// Which process-driven wakes are queued for owners (B22). Events still reach
-/// [`crate::Registry::subscribe`] whatever the policy.
+/// [`crate::Registry::subscribe`] whatever the policy: the policy decides what wakes
+/// an agent through [`crate::Registry::drain`], not what an observer may see.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum NotificationPolicy {

@@ -1,5 +1,11 @@
 //! Events the registry publishes (completion, heartbeat, watch) and the text an agent
 //! reads for them (B19-B22, B39 batching).
+//!
+//! [`render_events`] is the one place that turns events into agent text: a completion
+//! names its status, exit code and signal name, the command, the sized output and, when
+//! cut, where the rest is; a heartbeat its sequence, age and "next in"; a watch match
+//! its pattern and suppressed count; watch-disabled and breaker events their message.
+//! Completions drained together form one batch behind a header.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -191,27 +197,30 @@ fn render_one(event: &Event) -> String {
         } => {
             let status = match completion_reason {
                 CompletionReason::Killed => format!(
-                    "was terminated by {}",
+                    "terminated by {}",
                     termination_source.map_or("herd", KillSource::as_str)
                 ),
                 CompletionReason::Lost => {
-                    "was lost (its exit status could not be collected)".to_owned()
+                    "marked lost because its exit status could not be collected".to_owned()
                 }
                 CompletionReason::FailedStart => "failed to start".to_owned(),
-                CompletionReason::Signaled => "was ended by a signal".to_owned(),
+                CompletionReason::Signaled => format!(
+                    "was ended by {}",
+                    signal.map_or_else(|| "a signal".to_owned(), signal_name)
+                ),
                 CompletionReason::Exited if *exit_code == Some(0) => {
                     "completed normally".to_owned()
                 }
                 CompletionReason::Exited => "exited".to_owned(),
             };
-            let mut code = match (exit_code, signal) {
+            let code = match (exit_code, signal) {
+                (Some(c), _) if *c == 143 || *c == -15 || *signal == Some(15) => {
+                    format!("exit code {c}, SIGTERM")
+                }
                 (Some(c), _) => format!("exit code {c}"),
-                (None, Some(s)) => format!("signal {s}"),
+                (None, Some(s)) => format!("signal {s}, {}", signal_name(*s)),
                 (None, None) => "exit status unknown".to_owned(),
             };
-            if *signal == Some(15) && exit_code.is_some() {
-                code.push_str(", SIGTERM");
-            }
             let mut text =
                 format!("[IMPORTANT: Background process {session_id} {status} ({code}).\n");
             if let Some(note) = handoff_note {
@@ -274,6 +283,12 @@ fn render_one(event: &Event) -> String {
         | Event::WatchOverflowTripped { message }
         | Event::WatchOverflowReleased { message, .. } => format!("[IMPORTANT: {message}]"),
     }
+}
+
+/// `SIGTERM` for 15; `signal 99` for a number that names no signal.
+fn signal_name(signal: i32) -> String {
+    nix::sys::signal::Signal::try_from(signal)
+        .map_or_else(|_| format!("signal {signal}"), |s| s.as_str().to_owned())
 }
 
 /// `45s`, `18m`, `18m5s`, `2h`, `2h3m`.

@@ -24,9 +24,12 @@ mod config;
 mod dispatch;
 mod error;
 mod event;
+mod foreground;
+mod handoff;
 mod id;
 mod kill;
 mod noise;
+mod notify;
 mod output;
 mod reader;
 mod registry;
@@ -51,8 +54,15 @@ pub use dispatch::{
 };
 pub use error::{Error, LookupError, SpawnError};
 pub use event::{Event, render_events};
+pub use foreground::{FOREGROUND_OUTPUT_CHARS, ForegroundAnswer, ForegroundStatus};
+pub use handoff::{
+    AgentIdentity, ChildTeardown, HandedOff, HandoffAnswer, HandoffError, MAX_HANDOFFS_PER_CHILD,
+    OrphanKill, UnreadCompletion,
+};
 pub use herd_persistence::Home;
 pub use id::SessionId;
 #[doc(hidden)]
 pub use kill::bench_support;
+#[doc(hidden)]
+pub use notify::bench_support as notify_bench_support;
 pub use registry::{Registry, RestoreReport};

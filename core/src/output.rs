@@ -10,8 +10,9 @@
 //! Invariant: `total_ingested` only grows, and equals the bytes kept in the log plus
 //! `bytes_not_kept` once the log cap is reached or the log failed.
 
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 
 /// The in-memory side of a session's output, shared behind the session's lock.
@@ -62,6 +63,20 @@ impl Tail {
         (shown, (shown.len() as u64) < self.total_ingested)
     }
 
+    /// The bytes from absolute position `from_total` (a past `total_ingested`) to the
+    /// end, as far as they are still held, and how many bytes before them are not.
+    pub(crate) fn since(&self, from_total: u64) -> (&[u8], u64) {
+        let held_from = self.total_ingested - self.bytes.len() as u64;
+        if from_total >= held_from {
+            let start = usize::try_from(from_total - held_from)
+                .unwrap_or(usize::MAX)
+                .min(self.bytes.len());
+            (&self.bytes[start..], 0)
+        } else {
+            (&self.bytes[..], held_from - from_total)
+        }
+    }
+
     /// Every byte ever ingested.
     pub(crate) fn total_ingested(&self) -> u64 {
         self.total_ingested
@@ -78,26 +93,54 @@ impl Tail {
     }
 }
 
-/// The session's log file, owned by its reader.
+/// The session's log file, owned by its reader. The file is created (mode 0600) with
+/// the first byte of output, so a silent session costs no file.
 #[derive(Debug)]
 pub(crate) struct LogWriter {
     path: PathBuf,
+    /// `None` before the first write, or after a failure (then `failed` is set).
     file: Option<File>,
+    failed: bool,
     written: u64,
     cap: u64,
     warned: bool,
 }
 
 impl LogWriter {
-    /// Wraps an open log file capped at `cap` bytes.
-    pub(crate) fn new(path: PathBuf, file: File, cap: u64) -> LogWriter {
+    /// A log at `path` capped at `cap` bytes; nothing is created yet.
+    pub(crate) fn new(path: PathBuf, cap: u64) -> LogWriter {
         LogWriter {
             path,
-            file: Some(file),
+            file: None,
+            failed: false,
             written: 0,
             cap,
             warned: false,
         }
+    }
+
+    /// A log that continues the file at `path` (a session re-adopted after a restart),
+    /// opened for appending now and created (mode 0600) if it is missing; `cap` counts
+    /// the bytes the file already holds. A file that cannot be opened is reported
+    /// once, as for a new log, and output is then kept in memory only.
+    pub(crate) fn resume(path: PathBuf, cap: u64) -> LogWriter {
+        let mut log = LogWriter::new(path, cap);
+        match OpenOptions::new()
+            .append(true)
+            .create(true)
+            .mode(0o600)
+            .open(&log.path)
+        {
+            Ok(file) => {
+                log.written = file.metadata().map_or(0, |m| m.len());
+                log.file = Some(file);
+            }
+            Err(error) => {
+                tracing::error!(path = %log.path.display(), %error, "session log could not be reopened; output is kept in memory only");
+                log.failed = true;
+            }
+        }
+        log
     }
 
     /// Writes what fits under the cap; returns how many bytes were not kept.
@@ -105,6 +148,20 @@ impl LogWriter {
     /// The write is a plain blocking write into the page cache, done on the reader's
     /// task: it costs microseconds per chunk, far less than a hop to a blocking pool.
     pub(crate) fn write(&mut self, chunk: &[u8]) -> u64 {
+        if self.file.is_none() && !self.failed {
+            match OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&self.path)
+            {
+                Ok(file) => self.file = Some(file),
+                Err(error) => {
+                    tracing::error!(path = %self.path.display(), %error, "session log could not be created; output is kept in memory only");
+                    self.failed = true;
+                }
+            }
+        }
         let Some(file) = self.file.as_mut() else {
             return chunk.len() as u64;
         };
@@ -114,6 +171,7 @@ impl LogWriter {
             if let Err(error) = file.write_all(&chunk[..n]) {
                 tracing::error!(path = %self.path.display(), %error, "session log write failed; later output is kept in memory only");
                 self.file = None;
+                self.failed = true;
                 return chunk.len() as u64;
             }
             self.written += n as u64;

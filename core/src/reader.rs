@@ -2,7 +2,8 @@
 //! exit, then hands the session to the registry's choke point (B5, B6, B7, B13).
 //!
 //! Pipeline per chunk: PTY query responder (PTY mode; replies written back) → shell
-//! noise filter → log file → in-memory tail. The component knows nothing of the
+//! noise filter → log file → in-memory tail → the optional [`Observer`] (watch
+//! matching; it sees exactly the bytes the tail got, after they were stored). The component knows nothing of the
 //! registry beyond the `Finish` it returns, so it can later move into a per-session
 //! shim process.
 //!
@@ -100,6 +101,21 @@ impl Waiter {
     }
 }
 
+/// Sees every ingested chunk after it reached the log and the tail, and the end of the
+/// stream; watch matching runs here (B20).
+pub(crate) trait Observer: Send {
+    /// One ingested chunk.
+    fn output(&mut self, bytes: &[u8]);
+    /// The stream ended; a held partial line is complete now.
+    fn end(&mut self);
+}
+
+/// Where ingested bytes go: the log file, then the tail, then the observer.
+struct Sink {
+    log: LogWriter,
+    observer: Option<Box<dyn Observer>>,
+}
+
 /// What the reader hands the choke point.
 #[derive(Debug)]
 pub(crate) struct Finish {
@@ -115,9 +131,12 @@ pub(crate) async fn run(
     session: Arc<Session>,
     mut source: Source,
     mut waiter: Waiter,
-    mut log: LogWriter,
+    log: LogWriter,
+    observer: Option<Box<dyn Observer>>,
     idle_drain: Duration,
 ) -> Finish {
+    let mut sink = Sink { log, observer };
+    let log = &mut sink;
     let mut noise = NoiseFilter::default();
     let mut buf: Vec<u8> = Vec::new();
     let mut exit: Option<io::Result<ExitInfo>> = None;
@@ -137,7 +156,7 @@ pub(crate) async fn run(
             }
         } else if *kill_rx.borrow_and_update() {
             // After a kill only what is already buffered is read.
-            drain_now(&mut source, &mut buf, &session, &mut log, &mut noise);
+            drain_now(&mut source, &mut buf, &session, log, &mut noise);
             break;
         } else {
             tokio::select! {
@@ -152,7 +171,7 @@ pub(crate) async fn run(
             tracing::warn!(%error, "session output unreadable; finishing");
             break;
         }
-        match read_burst(&mut source, &mut buf, &session, &mut log, &mut noise) {
+        match read_burst(&mut source, &mut buf, &session, log, &mut noise) {
             Ok(Burst::Eof) => {
                 eof = true;
                 break;
@@ -165,7 +184,10 @@ pub(crate) async fn run(
         }
     }
     let rest = flush(&mut source, &mut noise);
-    ingest(&session, &mut log, &rest);
+    ingest(&session, log, &rest);
+    if let Some(observer) = log.observer.as_mut() {
+        observer.end();
+    }
     drop(source);
     let exit = match exit {
         Some(e) => e,
@@ -198,33 +220,50 @@ fn read_burst(
     source: &mut Source,
     buf: &mut Vec<u8>,
     session: &Session,
-    log: &mut LogWriter,
+    log: &mut Sink,
     noise: &mut NoiseFilter,
 ) -> io::Result<Burst> {
+    // Reads are batched into one buffer and processed together, so a PTY's small
+    // reads cost one log write and one tail update per burst, not per read.
+    let mut filled = 0;
+    let mut outcome = Burst::More;
     for _ in 0..READS_PER_TURN {
         if buf.is_empty() {
             buf.resize(MIN_READ_BYTES, 0);
         }
-        match source.try_read(buf) {
-            Ok(0) => return Ok(Burst::Eof),
-            Ok(n) => {
-                process(source, &buf[..n], session, log, noise);
-                if n == buf.len() && buf.len() < MAX_READ_BYTES {
-                    buf.resize(buf.len() * 2, 0);
-                }
+        if filled == buf.len() {
+            if buf.len() < MAX_READ_BYTES {
+                buf.resize(buf.len() * 2, 0);
+            } else {
+                process(source, &buf[..filled], session, log, noise);
+                filled = 0;
             }
+        }
+        match source.try_read(&mut buf[filled..]) {
+            Ok(0) => {
+                outcome = Burst::Eof;
+                break;
+            }
+            Ok(n) => filled += n,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                // A session that went quiet gives its grown read buffer back.
-                if buf.len() > MIN_READ_BYTES {
-                    *buf = Vec::new();
-                }
-                return Ok(Burst::Drained);
+                outcome = Burst::Drained;
+                break;
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+            Err(e) => {
+                process(source, &buf[..filled], session, log, noise);
+                return Err(e);
+            }
         }
     }
-    Ok(Burst::More)
+    if filled > 0 {
+        process(source, &buf[..filled], session, log, noise);
+    }
+    // A session that went quiet gives its grown read buffer back.
+    if outcome == Burst::Drained && buf.len() > MIN_READ_BYTES && filled < buf.len() / 4 {
+        *buf = Vec::new();
+    }
+    Ok(outcome)
 }
 
 /// Reads what is already buffered, up to 16 MiB, without waiting.
@@ -232,7 +271,7 @@ fn drain_now(
     source: &mut Source,
     buf: &mut Vec<u8>,
     session: &Session,
-    log: &mut LogWriter,
+    log: &mut Sink,
     noise: &mut NoiseFilter,
 ) {
     for _ in 0..16 {
@@ -247,7 +286,7 @@ fn process(
     source: &mut Source,
     chunk: &[u8],
     session: &Session,
-    log: &mut LogWriter,
+    log: &mut Sink,
     noise: &mut NoiseFilter,
 ) {
     match source {
@@ -296,12 +335,15 @@ fn flush(source: &mut Source, noise: &mut NoiseFilter) -> Vec<u8> {
 }
 
 /// Appends kept bytes to the log and the tail.
-fn ingest(session: &Session, log: &mut LogWriter, bytes: &[u8]) {
+fn ingest(session: &Session, sink: &mut Sink, bytes: &[u8]) {
     if bytes.is_empty() {
         return;
     }
-    let not_kept = log.write(bytes);
+    let not_kept = sink.log.write(bytes);
     session.tail().push(bytes, not_kept);
+    if let Some(observer) = sink.observer.as_mut() {
+        observer.output(bytes);
+    }
     tracing::trace!(n_bytes = bytes.len(), "output ingested");
 }
 

@@ -12,9 +12,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::ffi::OsString;
-use std::fs::OpenOptions;
 use std::io::{Read, Seek, SeekFrom};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
@@ -34,8 +32,10 @@ use crate::config::{
 };
 use crate::error::{Error, LookupError, SpawnError};
 use crate::event::Event;
+use crate::handoff::Agents;
 use crate::id::{self, SessionId};
 use crate::kill;
+use crate::notify::Notifier;
 use crate::output::{LogWriter, Tail};
 use crate::reader::{self, Finish, Source, Waiter};
 use crate::session::{ExitInfo, Finished, Session, State, Stdin};
@@ -64,31 +64,35 @@ const STDIN_WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 /// registry.
 #[derive(Debug, Clone)]
 pub struct Registry {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
 }
 
 #[derive(Debug)]
-struct Inner {
-    home: Home,
-    config: RegistryConfig,
-    tables: Mutex<Tables>,
-    events: broadcast::Sender<Event>,
+pub(crate) struct Inner {
+    pub(crate) home: Home,
+    pub(crate) config: RegistryConfig,
+    pub(crate) tables: Mutex<Tables>,
+    pub(crate) events: broadcast::Sender<Event>,
     /// Bumped after every finish; waiters for pending completions watch it.
-    finishes: watch::Sender<u64>,
-    runtime: tokio::runtime::Handle,
+    pub(crate) finishes: watch::Sender<u64>,
+    pub(crate) runtime: tokio::runtime::Handle,
+    /// Watch breaker and heartbeat schedule, served by one timer task (B20, B21).
+    pub(crate) notifier: Notifier,
+    /// Parent and child agents and their handoffs (B25, B26).
+    pub(crate) agents: Mutex<Agents>,
     /// Checkpoint, ledger and receipts (B27, B29, B38).
     durable: durable::Durable,
 }
 
 #[derive(Debug, Default)]
-struct Tables {
-    running: HashMap<SessionId, Arc<Session>>,
-    finished: HashMap<SessionId, Arc<Session>>,
-    queues: HashMap<String, VecDeque<Event>>,
+pub(crate) struct Tables {
+    pub(crate) running: HashMap<SessionId, Arc<Session>>,
+    pub(crate) finished: HashMap<SessionId, Arc<Session>>,
+    pub(crate) queues: HashMap<String, VecDeque<Event>>,
 }
 
 impl Tables {
-    fn get(&self, id: &SessionId) -> Option<&Arc<Session>> {
+    pub(crate) fn get(&self, id: &SessionId) -> Option<&Arc<Session>> {
         self.running.get(id).or_else(|| self.finished.get(id))
     }
 
@@ -109,6 +113,7 @@ impl Registry {
     pub fn new(home: Home, config: RegistryConfig) -> Result<Registry, Error> {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| Error::NoRuntime)?;
         let (events, _) = broadcast::channel(BROADCAST_CAPACITY);
+        let notifier = Notifier::new(Arc::clone(&config.clock));
         let (finishes, _) = watch::channel(0);
         Ok(Registry {
             inner: Arc::new(Inner {
@@ -119,6 +124,8 @@ impl Registry {
                 events,
                 finishes,
                 runtime,
+                notifier,
+                agents: Mutex::new(Agents::default()),
             }),
         })
     }
@@ -179,13 +186,14 @@ impl Registry {
         let fin = st.finished.clone();
         let preview = self.inner.apply(&s, &st, Route::Poll, &preview);
         drop(st);
+        s.mark_read();
         let (bytes_not_kept, total_ingested) = {
             let tail = s.tail();
             (tail.bytes_not_kept(), tail.total_ingested())
         };
         Ok(PollAnswer {
             session_id: s.id.clone(),
-            command: s.command.clone(),
+            command: self.inner.shown_command(&s),
             status: if fin.is_some() {
                 SessionStatus::Exited
             } else {
@@ -238,9 +246,10 @@ impl Registry {
             SessionStatus::Running
         };
         drop(st);
+        s.mark_read();
         Ok(LogAnswer {
             session_id: s.id.clone(),
-            command: s.command.clone(),
+            command: self.inner.shown_command(&s),
             status,
             output,
             total_lines: total,
@@ -253,6 +262,11 @@ impl Registry {
 
     /// Up to `max_bytes` of the log file from byte `from_byte`, as text that never
     /// ends inside a character (for `logs --follow` and full dumps).
+    ///
+    /// While the session runs the chunk ends at its last newline (a partial last line
+    /// is handed out by a later call), so a secret split across two reads is masked
+    /// whole (B30). Only a chunk with no newline at all, filling `max_bytes`, is handed
+    /// out as it is.
     ///
     /// # Errors
     /// [`Error::Lookup`], or [`Error::Io`] when the log cannot be read.
@@ -270,7 +284,19 @@ impl Registry {
             source,
         };
         let is_running = s.status() == SessionStatus::Running;
-        let mut file = std::fs::File::open(&s.log_path).map_err(io_err)?;
+        let mut file = match std::fs::File::open(&s.log_path) {
+            Ok(file) => file,
+            // The log is created with the first byte of output.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(LogChunk {
+                    session_id: s.id.clone(),
+                    output: String::new(),
+                    next_byte: from_byte,
+                    is_running,
+                });
+            }
+            Err(e) => return Err(io_err(e)),
+        };
         file.seek(SeekFrom::Start(from_byte)).map_err(io_err)?;
         let mut bytes = Vec::with_capacity(max_bytes.min(1 << 20));
         file.take(max_bytes as u64)
@@ -281,6 +307,16 @@ impl Registry {
             bytes.len()
         } else {
             keep
+        };
+        // Each chunk is redacted alone, so a secret split across two chunks would
+        // match in neither. While the session runs only whole lines are handed out
+        // (secrets never span a newline); a line longer than the whole chunk is the
+        // exception, or the follower could never move on.
+        let keep = match memchr::memrchr(b'\n', &bytes[..keep]) {
+            _ if !is_running => keep,
+            Some(idx) => idx + 1,
+            None if bytes.len() >= max_bytes => keep,
+            None => 0,
         };
         let decoded = String::from_utf8_lossy(&bytes[..keep]).into_owned();
         let st = s.state();
@@ -348,7 +384,7 @@ impl Registry {
                     "wait window of {}s elapsed; the process is still running. This is not an error. Uptime: {}s.{}",
                     effective.as_secs(),
                     s.uptime_seconds(),
-                    if s.notify && self.inner.emits_completion(&s) {
+                    if s.is_notify() && self.inner.emits_completion(&s) {
                         " notify_on_complete is set: you will be notified on exit; do other work instead of waiting again."
                     } else {
                         " Poll again later, or spawn with notify next time for automatic notification."
@@ -356,7 +392,7 @@ impl Registry {
                 ));
             }
             WaitStatus::Interrupted => {
-                notes.push(if s.notify && self.inner.emits_completion(&s) {
+                notes.push(if s.is_notify() && self.inner.emits_completion(&s) {
                     "wait interrupted by a new message from the user; the process is still running and you will be notified on exit. Answer the user now.".to_owned()
                 } else {
                     "wait interrupted by a new message from the user; the process is still running. Answer the user now.".to_owned()
@@ -364,11 +400,12 @@ impl Registry {
             }
         }
         notes.extend(self.inner.session_note(&s));
+        s.mark_read();
         let sized = self.inner.sized(&s, Route::Wait);
         Ok(WaitAnswer {
             session_id: s.id.clone(),
             status,
-            command: s.command.clone(),
+            command: self.inner.shown_command(&s),
             exit_code: sized.exit.and_then(|e| e.code),
             signal: sized.exit.and_then(|e| e.signal),
             completion_reason: sized.reason,
@@ -459,23 +496,11 @@ impl Registry {
                 .cloned()
                 .collect()
         };
-        let mut set = tokio::task::JoinSet::new();
-        for s in targets {
-            let inner = Arc::clone(&self.inner);
-            set.spawn(async move { inner.kill_session(&s, source).await });
-        }
-        let mut n_done = 0;
-        while let Some(r) = set.join_next().await {
-            if let Ok(answer) = r
-                && matches!(
-                    answer.status,
-                    KillStatus::Killed | KillStatus::AlreadyExited
-                )
-            {
-                n_done += 1;
-            }
-        }
-        n_done
+        let answers = self.inner.kill_sessions(&targets, source).await;
+        answers
+            .iter()
+            .filter(|a| matches!(a.status, KillStatus::Killed | KillStatus::AlreadyExited))
+            .count()
     }
 
     /// One row per session matching `filter`, oldest first (B39).
@@ -541,7 +566,7 @@ impl Registry {
                 .lock()
                 .running
                 .values()
-                .any(|s| s.notify && s.state().owner_task_id == owner);
+                .any(|s| s.is_notify() && s.state().owner_task_id == owner);
             if !pending {
                 return true;
             }
@@ -593,22 +618,22 @@ impl Registry {
 
 /// A sized output snapshot with the session's exit fields.
 #[derive(Debug)]
-struct Sized {
-    output: String,
-    cut: bool,
-    exit: Option<ExitInfo>,
-    reason: Option<CompletionReason>,
-    source: Option<KillSource>,
+pub(crate) struct Sized {
+    pub(crate) output: String,
+    pub(crate) cut: bool,
+    pub(crate) exit: Option<ExitInfo>,
+    pub(crate) reason: Option<CompletionReason>,
+    pub(crate) source: Option<KillSource>,
 }
 
 impl Inner {
-    fn lock(&self) -> MutexGuard<'_, Tables> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Tables> {
         self.tables
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn lookup(&self, id_or_prefix: &str) -> Result<Arc<Session>, LookupError> {
+    pub(crate) fn lookup(&self, id_or_prefix: &str) -> Result<Arc<Session>, LookupError> {
         let tables = self.lock();
         let wanted = id::normalise_prefix(id_or_prefix);
         if let Some(s) = tables.all().find(|s| s.id.as_str() == wanted) {
@@ -640,8 +665,13 @@ impl Inner {
         }
     }
 
+    /// The session's command line as it may leave herd: secrets masked (B30).
+    pub(crate) fn shown_command(&self, s: &Session) -> String {
+        self.config.pipeline.redact_command(&s.command).into_owned()
+    }
+
     /// Runs `text` through the output pipeline as the session owner's (B30, B31).
-    fn apply(&self, s: &Session, st: &State, route: Route, text: &str) -> String {
+    pub(crate) fn apply(&self, s: &Session, st: &State, route: Route, text: &str) -> String {
         let return_code = st
             .finished
             .as_ref()
@@ -660,7 +690,7 @@ impl Inner {
 
     /// The one sizing helper: the tail of `completion_output_chars`, cut flag, exit
     /// fields (B8).
-    fn sized(&self, s: &Session, route: Route) -> Sized {
+    pub(crate) fn sized(&self, s: &Session, route: Route) -> Sized {
         let (text, cut) = s.text();
         let (tail, cut) = text::tail_chars(&text, s.completion_chars, cut);
         let st = s.state();
@@ -683,7 +713,7 @@ impl Inner {
         let fin = st.finished.as_ref();
         ListRow {
             session_id: s.id.clone(),
-            command: text::head_chars(&s.command, LIST_COMMAND_CHARS).to_owned(),
+            command: text::head_chars(&self.shown_command(s), LIST_COMMAND_CHARS).to_owned(),
             cwd: s.cwd.clone(),
             pid: s.pid,
             owner_task_id: st.owner_task_id.clone(),
@@ -699,12 +729,12 @@ impl Inner {
             output_preview: preview,
             exit_code: fin.and_then(|f| f.exit).and_then(|e| e.code),
             completion_reason: fin.map(|f| f.reason),
-            notify_on_complete: s.notify,
+            notify_on_complete: s.is_notify(),
             persist_on_release: s.persist_on_release,
         }
     }
 
-    fn spawn(self: &Arc<Self>, req: SpawnRequest) -> Result<SpawnInfo, SpawnError> {
+    pub(crate) fn spawn(self: &Arc<Self>, req: SpawnRequest) -> Result<SpawnInfo, SpawnError> {
         if req.command.trim().is_empty() {
             return Err(SpawnError::InvalidRequest {
                 field: "command",
@@ -721,7 +751,11 @@ impl Inner {
         let cwd = match &req.cwd {
             Some(dir) => dir.clone(),
             None => std::env::current_dir().map_err(|source| SpawnError::Spawn {
-                command: req.command.clone(),
+                command: self
+                    .config
+                    .pipeline
+                    .redact_command(&req.command)
+                    .into_owned(),
                 source,
             })?,
         };
@@ -734,46 +768,25 @@ impl Inner {
                 return Err(SpawnError::Guarded(block));
             }
         }
-        let mut notes = Vec::new();
-        let mut watch = req.watch.clone();
-        if req.notify && !watch.is_empty() {
-            watch.clear();
-            notes.push(
-                "watch patterns ignored because notify is set; the two together produce duplicate notifications"
-                    .to_owned(),
-            );
-        }
-        let floor = self.config.heartbeat_floor.as_secs();
-        let heartbeat_seconds = match req.heartbeat_seconds {
-            Some(0) | None => None,
-            Some(n) if n < floor => {
-                notes.push(format!(
-                    "heartbeat of {n}s raised to the minimum of {floor}s"
-                ));
-                Some(floor)
-            }
-            Some(n) => Some(n),
-        };
+        let wakes = self.plan_notifications(&req);
+        let notes = wakes.notes.clone();
 
         let id = self.fresh_id();
         let prepare = |path: PathBuf, e: Box<dyn std::error::Error + Send + Sync>| {
             SpawnError::Prepare { path, source: e }
         };
+        // One stat each when the directories exist (the common case); they are
+        // created on demand, under the home only, when they do not.
         let scratch = self.home.scratch_dir();
-        self.home
-            .ensure_dir(&scratch)
-            .map_err(|e| prepare(scratch.clone(), e.into()))?;
         let logs = self.home.session_logs_dir();
-        self.home
-            .ensure_dir(&logs)
-            .map_err(|e| prepare(logs.clone(), e.into()))?;
+        for dir in [&scratch, &logs] {
+            if !dir.is_dir() {
+                self.home
+                    .ensure_dir(dir)
+                    .map_err(|e| prepare(dir.clone(), e.into()))?;
+            }
+        }
         let log_path = self.home.session_log_path(id.as_str());
-        let log_file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&log_path)
-            .map_err(|e| prepare(log_path.clone(), e.into()))?;
 
         let rewritten = spawn::rewrite_compound_background(&req.command);
         let mut argv = self.config.shell.clone();
@@ -793,8 +806,13 @@ impl Inner {
             env: &env,
             cwd: &cwd,
         };
+        let shown_command = self
+            .config
+            .pipeline
+            .redact_command(&req.command)
+            .into_owned();
         let spawn_err = |source| SpawnError::Spawn {
-            command: req.command.clone(),
+            command: shown_command.clone(),
             source,
         };
 
@@ -827,14 +845,7 @@ impl Inner {
                 Mode::Pipe => Started::Pipe(spawn::spawn_pipe(&launch).map_err(spawn_err)?),
             })
         })();
-        let started = match started {
-            Ok(started) => started,
-            Err(error) => {
-                drop(log_file);
-                let _ = std::fs::remove_file(&log_path);
-                return Err(error);
-            }
-        };
+        let started = started?;
 
         let (pid, mode, stdin, source, waiter) = match started {
             Started::Pipe(child) => (
@@ -880,7 +891,8 @@ impl Inner {
             started_at: SystemTime::now(),
             started: Instant::now(),
             log_path: log_path.clone(),
-            notify: req.notify,
+            notify: std::sync::atomic::AtomicBool::new(wakes.notify),
+            read: std::sync::atomic::AtomicBool::new(false),
             persist_on_release: req.persist_on_release,
             completion_chars: req
                 .completion_output_chars
@@ -904,7 +916,8 @@ impl Inner {
             self.prune(&mut tables);
             tables.running.insert(id.clone(), Arc::clone(&session));
         }
-        let log = LogWriter::new(log_path, log_file, self.config.log_cap_bytes);
+        let observer = self.arm_notifications(&session, &wakes);
+        let log = LogWriter::new(log_path.clone(), self.config.log_cap_bytes);
         let span = tracing::info_span!("session", id = %id);
         let inner = Arc::clone(self);
         let idle_drain = self.config.idle_drain;
@@ -912,9 +925,15 @@ impl Inner {
         drop(
             self.runtime.spawn(
                 async move {
-                    let finish =
-                        reader::run(Arc::clone(&task_session), source, waiter, log, idle_drain)
-                            .await;
+                    let finish = reader::run(
+                        Arc::clone(&task_session),
+                        source,
+                        waiter,
+                        log,
+                        observer,
+                        idle_drain,
+                    )
+                    .await;
                     inner.finish(&task_session, finish);
                 }
                 .instrument(span),
@@ -924,11 +943,11 @@ impl Inner {
         Ok(SpawnInfo {
             session_id: id,
             pid,
-            command: req.command,
+            command: shown_command,
             mode,
-            notify_on_complete: req.notify,
-            watch_patterns: watch,
-            heartbeat_seconds,
+            notify_on_complete: wakes.notify,
+            watch_patterns: wakes.watch,
+            heartbeat_seconds: wakes.heartbeat.map(|d| d.as_secs()),
             persist_on_release: req.persist_on_release,
             pty_note,
             note: (!notes.is_empty()).then(|| notes.join("; ")),
@@ -939,7 +958,7 @@ impl Inner {
         let tables = self.lock();
         loop {
             let id = SessionId::generate();
-            if tables.get(&id).is_none() && !self.home.session_log_path(id.as_str()).exists() {
+            if tables.get(&id).is_none() {
                 return id;
             }
         }
@@ -973,6 +992,7 @@ impl Inner {
         if tables.running.remove(&s.id).is_none() {
             return;
         }
+        self.notifier.forget(&s.id);
         let event = {
             let mut st = s.state();
             st.exit = exit.or(st.exit);
@@ -995,7 +1015,7 @@ impl Inner {
                 task_id: st.task_id.clone(),
                 owner_task_id: st.owner_task_id.clone(),
                 session_key: st.session_key.clone(),
-                command: s.command.clone(),
+                command: self.shown_command(s),
                 exit_code: exit.and_then(|e| e.code),
                 signal: exit.and_then(|e| e.signal),
                 completion_reason: reason,
@@ -1013,7 +1033,7 @@ impl Inner {
         // A session restore re-adopted or closed has no collected exit status and
         // publishes nothing (B28).
         let emits = self.emits_completion(s);
-        if emits && s.notify && self.policy_allows(&event) {
+        if emits && s.is_notify() && self.policy_allows(&event) {
             // Committed before it is published (B29).
             self.commit_completion(&event);
             let owner = event.owner_task_id().unwrap_or_default().to_owned();
@@ -1034,7 +1054,7 @@ impl Inner {
         tracing::info!(session_id = %s.id, "session finished");
     }
 
-    fn policy_allows(&self, event: &Event) -> bool {
+    pub(crate) fn policy_allows(&self, event: &Event) -> bool {
         match self.config.notifications {
             NotificationPolicy::All => true,
             NotificationPolicy::Result => matches!(event, Event::Completion { .. }),
@@ -1074,23 +1094,50 @@ impl Inner {
         }
     }
 
-    async fn kill_session(&self, s: &Arc<Session>, source: KillSource) -> KillAnswer {
-        {
-            let mut st = s.state();
-            if st.finished.is_some() {
-                drop(st);
-                return self.kill_answer(s, source, KillStatus::AlreadyExited, Vec::new(), None);
-            }
-            st.kill_source = Some(source);
-        }
-        s.kill_requested.send_replace(true);
-        let target = kill::KillTarget {
-            pid: s.pid,
-            pgid: s.pgid,
-            start_time: s.start_time,
-            session_tag: s.id.as_str().to_owned(),
+    pub(crate) async fn kill_session(&self, s: &Arc<Session>, source: KillSource) -> KillAnswer {
+        let Some(target) = begin_kill(s, source) else {
+            return self.kill_answer(s, source, KillStatus::AlreadyExited, Vec::new(), None);
         };
         let outcome = kill::kill_tree(&target, self.config.kill_grace).await;
+        self.conclude_kill(s, source, outcome).await
+    }
+
+    /// Kills several sessions with one sweep of the process table per step.
+    async fn kill_sessions(
+        &self,
+        sessions: &[Arc<Session>],
+        source: KillSource,
+    ) -> Vec<KillAnswer> {
+        let mut started = Vec::new();
+        let mut answers = Vec::new();
+        for s in sessions {
+            match begin_kill(s, source) {
+                Some(target) => started.push((Arc::clone(s), target)),
+                None => answers.push(self.kill_answer(
+                    s,
+                    source,
+                    KillStatus::AlreadyExited,
+                    Vec::new(),
+                    None,
+                )),
+            }
+        }
+        let targets: Vec<kill::KillTarget> = started.iter().map(|(_, t)| t.clone()).collect();
+        let outcomes = kill::kill_trees(&targets, self.config.kill_grace).await;
+        for ((s, _), outcome) in started.iter().zip(outcomes) {
+            answers.push(self.conclude_kill(s, source, outcome).await);
+        }
+        answers
+    }
+
+    /// Turns a kill outcome into the answer: `killed` once the reader has finished the
+    /// session, `kill_incomplete` (session left running) when something survived.
+    async fn conclude_kill(
+        &self,
+        s: &Arc<Session>,
+        source: KillSource,
+        outcome: kill::KillOutcome,
+    ) -> KillAnswer {
         if outcome.gone || outcome.identity_mismatch {
             // The reader finishes the session once the child is reaped; it drains only
             // what is already buffered because a kill was requested.
@@ -1144,6 +1191,7 @@ impl Inner {
         survivors: Vec<i32>,
         error: Option<String>,
     ) -> KillAnswer {
+        s.mark_read();
         let sized = self.sized(s, Route::Kill);
         let running = s.status() == SessionStatus::Running;
         KillAnswer {
@@ -1166,6 +1214,25 @@ impl Inner {
             },
         }
     }
+}
+
+/// Marks `s` as being killed by `source` and returns its target; `None` when it has
+/// already finished.
+fn begin_kill(s: &Session, source: KillSource) -> Option<kill::KillTarget> {
+    {
+        let mut st = s.state();
+        if st.finished.is_some() {
+            return None;
+        }
+        st.kill_source = Some(source);
+    }
+    s.kill_requested.send_replace(true);
+    Some(kill::KillTarget {
+        pid: s.pid,
+        pgid: s.pgid,
+        start_time: s.start_time,
+        session_tag: s.id.as_str().to_owned(),
+    })
 }
 
 /// What a spawn started.

@@ -6,6 +6,7 @@
 //! never after.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Instant, SystemTime};
 
@@ -78,7 +79,14 @@ pub(crate) struct Session {
     pub(crate) started_at: SystemTime,
     pub(crate) started: Instant,
     pub(crate) log_path: PathBuf,
-    pub(crate) notify: bool,
+    /// Whether the owner gets the completion. Turned on later when watching is
+    /// disabled (B20), a foreground run is adopted (B24) or a child hands the session
+    /// to its parent (B25); written under the table lock so the choke point, which
+    /// reads it under the same lock, sees every change made while the session ran.
+    pub(crate) notify: AtomicBool,
+    /// Somebody read the finished session's result (wait, poll, log or kill); a
+    /// child's teardown lists the unread ones (B26).
+    pub(crate) read: AtomicBool,
     pub(crate) persist_on_release: bool,
     pub(crate) completion_chars: usize,
     pub(crate) tail: Mutex<Tail>,
@@ -131,6 +139,28 @@ impl Session {
         let tail = self.tail();
         let (bytes, cut) = tail.view();
         (text::strip_ansi(&text::decode_tail(bytes, cut, false)), cut)
+    }
+
+    /// Whether the owner gets the completion.
+    pub(crate) fn is_notify(&self) -> bool {
+        self.notify.load(Ordering::SeqCst)
+    }
+
+    /// Turns notify-on-complete on or off.
+    pub(crate) fn set_notify(&self, on: bool) {
+        self.notify.store(on, Ordering::SeqCst);
+    }
+
+    /// Records that the finished result was read.
+    pub(crate) fn mark_read(&self) {
+        if self.state().finished.is_some() {
+            self.read.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// Whether the finished result was read.
+    pub(crate) fn is_read(&self) -> bool {
+        self.read.load(Ordering::SeqCst)
     }
 
     /// Whole seconds since the spawn.

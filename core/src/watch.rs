@@ -26,23 +26,17 @@
 //! returned match, [`WatchBreaker::admit`] (queue the breaker's events, then the match
 //! only if admitted); then queue the `disabled` part, which the breaker never drops.
 //! A delivery the breaker drops still counts toward the session's lifetime cap.
+//!
+//! `crate::notify` wires these into the reader and the registry's one timer.
 
-// The registry (branch core) wires these into its reader and timer; until that
-// merge nothing outside the tests calls them. Remove this allow once it does.
-#![allow(
-    dead_code,
-    unused_imports,
-    reason = "wired into the registry on branch core"
-)]
+// A few accessors and wire names serve the unit tests and diagnostics only.
+#![allow(dead_code, reason = "accessors the unit tests use")]
 
 use std::time::{Duration, Instant};
 
 mod heartbeat;
 
-pub(crate) use heartbeat::{
-    Beat, BeatOutput, HEARTBEAT_FLOOR, HEARTBEAT_MAX_CHARS, Heartbeat, InvalidHeartbeat,
-    validate_heartbeat,
-};
+pub(crate) use heartbeat::{Beat, Heartbeat, validate_heartbeat};
 
 #[cfg(test)]
 mod tests;
@@ -395,6 +389,12 @@ impl WatchBreaker {
     /// Whether matches are being dropped at `now`.
     pub(crate) fn is_tripped(&self, now: Instant) -> bool {
         self.tripped_until.is_some_and(|until| now < until)
+    }
+
+    /// When a trip ends, if the breaker is tripped; the timer wakes then to announce
+    /// the release.
+    pub(crate) fn release_at(&self) -> Option<Instant> {
+        self.tripped_until
     }
 
     /// Releases an expired trip; call it from a timer so the release is announced

@@ -69,3 +69,111 @@ fn ages_are_compact() {
     assert_eq!(format_age(7200), "2h");
     assert_eq!(format_age(7380), "2h3m");
 }
+
+fn killed(id: &str) -> Event {
+    let mut event = completion(id, 0, false);
+    if let Event::Completion {
+        exit_code,
+        signal,
+        completion_reason,
+        termination_source,
+        ..
+    } = &mut event
+    {
+        *exit_code = None;
+        *signal = Some(15);
+        *completion_reason = CompletionReason::Killed;
+        *termination_source = Some(KillSource::ProcessKill);
+    }
+    event
+}
+
+#[test]
+fn b19_killed_completion_names_the_source_and_the_signal() {
+    let text = render_events(&[killed("proc_000000000001")]);
+    assert!(
+        text.starts_with(
+            "[IMPORTANT: Background process proc_000000000001 terminated by process_kill (signal 15, SIGTERM).\n"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn b25_handoff_note_is_attributed() {
+    let mut event = completion("proc_000000000001", 0, false);
+    if let Event::Completion { handoff_note, .. } = &mut event {
+        *handoff_note = Some("the nightly build; report failures".to_owned());
+    }
+    let text = render_events(&[event]);
+    assert!(
+        text.contains(
+            "(exit code 0).\nHanded off to you by a subagent before it finished. Purpose: the nightly build; report failures\nCommand: make test"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn b21_heartbeat_text() {
+    let text = render_events(&[Event::Heartbeat {
+        session_id: SessionId::from_test("proc_000000000001"),
+        task_id: "t".to_owned(),
+        owner_task_id: "t".to_owned(),
+        session_key: None,
+        command: "make".to_owned(),
+        seq: 3,
+        interval: 60,
+        elapsed: 18 * 60 + 5,
+        output: "step 9".to_owned(),
+        started_at: "2026-01-01T00:00:00Z".to_owned(),
+    }]);
+    assert_eq!(
+        text,
+        "[Background process proc_000000000001 heartbeat #3 — still running after 18m5s (next in 60s when there is new output; you will also be told when it exits).\nCommand: make\nOutput since last heartbeat:\nstep 9]"
+    );
+}
+
+#[test]
+fn b20_watch_texts() {
+    let matched = Event::WatchMatch {
+        session_id: SessionId::from_test("proc_000000000001"),
+        task_id: "t".to_owned(),
+        owner_task_id: "t".to_owned(),
+        session_key: None,
+        command: "tail -f app.log".to_owned(),
+        pattern: "ERROR".to_owned(),
+        output: "ERROR disk full".to_owned(),
+        suppressed: 4,
+    };
+    let tripped = Event::WatchOverflowTripped {
+        message: "paused".to_owned(),
+    };
+    let text = render_events(&[matched, tripped]);
+    assert_eq!(
+        text,
+        "[IMPORTANT: Background process proc_000000000001 matched watch pattern \"ERROR\".\nCommand: tail -f app.log\nMatched output:\nERROR disk full\n(4 earlier matches were suppressed by rate limit)]\n\n[IMPORTANT: paused]"
+    );
+}
+
+#[test]
+fn b39_a_watch_event_splits_completion_batches() {
+    let text = render_events(&[
+        completion("proc_000000000001", 0, false),
+        Event::WatchOverflowReleased {
+            suppressed: 2,
+            message: "resumed".to_owned(),
+        },
+        completion("proc_000000000002", 1, false),
+        completion("proc_000000000003", 1, false),
+    ]);
+    assert_eq!(
+        text.matches("background processes completed").count(),
+        1,
+        "{text}"
+    );
+    assert!(
+        text.contains("[IMPORTANT: resumed]\n\n[IMPORTANT: 2 background processes completed."),
+        "{text}"
+    );
+}

@@ -286,7 +286,7 @@ impl Inner {
                         ModeName::Pipe => herd_persistence::Mode::Pipe,
                         ModeName::Pty => herd_persistence::Mode::Pty,
                     },
-                    notify: s.notify,
+                    notify: s.is_notify(),
                     watch_patterns: extra.map(|e| e.watch_patterns.clone()).unwrap_or_default(),
                     heartbeat_seconds: extra.map_or(0, |e| e.heartbeat_seconds),
                     completion_output_chars: s.completion_chars as u64,
@@ -497,7 +497,7 @@ impl Inner {
                     .map(KillSource::as_str)
                     .unwrap_or_default()
                     .to_owned(),
-                notify: s.notify,
+                notify: s.is_notify(),
                 output,
                 output_cut,
             }

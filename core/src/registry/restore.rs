@@ -46,6 +46,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -60,6 +61,7 @@ use super::{Inner, Registry};
 use crate::answers::ModeName;
 use crate::error::Error;
 use crate::id::SessionId;
+use crate::notify::NotifyPlan;
 use crate::output::{LogWriter, Tail};
 use crate::reader::{self, Finish, Source, Waiter};
 use crate::session::{Session, State};
@@ -288,7 +290,8 @@ impl Inner {
             started_at,
             started: Instant::now().checked_sub(age).unwrap_or_else(Instant::now),
             log_path,
-            notify: r.notify,
+            notify: AtomicBool::new(r.notify),
+            read: AtomicBool::new(false),
             persist_on_release: r.persist_on_release,
             completion_chars: match usize::try_from(r.completion_output_chars) {
                 Ok(0) | Err(_) => self.config.completion_output_chars,
@@ -359,6 +362,20 @@ impl Inner {
             },
         );
         self.lock().running.insert(id.clone(), Arc::clone(&s));
+        // Watch patterns keep working on the reattached output; heartbeats are not
+        // re-armed, because a detached session's completion can never be delivered
+        // (B21 beats only for those).
+        let plan = NotifyPlan {
+            notify: r.notify,
+            watch: if log.is_some() {
+                r.watch_patterns.clone()
+            } else {
+                Vec::new()
+            },
+            heartbeat: None,
+            notes: Vec::new(),
+        };
+        let observer = self.arm_notifications(&s, &plan);
         let pid = s.pid;
         let exit = self
             .runtime
@@ -375,6 +392,7 @@ impl Inner {
                         source,
                         Waiter::Blocking(exit),
                         log,
+                        observer,
                         idle_drain,
                     )
                     .await
@@ -399,34 +417,16 @@ impl Inner {
         tracing::info!(session_id = %id, pid, "session re-adopted");
     }
 
-    /// Opens a re-adopted session's log for appending, its cap reduced by what it
-    /// holds already.
+    /// Opens a re-adopted session's log for appending, under the home's logs directory.
     fn reopen_log(&self, path: &Path) -> Option<LogWriter> {
-        let file = OpenOptions::new()
-            .append(true)
-            .custom_flags(libc::O_CLOEXEC)
-            .open(path)
-            .or_else(|_| {
-                self.home
-                    .ensure_dir(&self.home.session_logs_dir())
-                    .map_err(io::Error::other)?;
-                OpenOptions::new()
-                    .append(true)
-                    .create_new(true)
-                    .mode(0o600)
-                    .open(path)
-            });
-        match file {
-            Ok(file) => {
-                let held = file.metadata().map_or(0, |m| m.len());
-                let cap = self.config.log_cap_bytes.saturating_sub(held);
-                Some(LogWriter::new(path.to_path_buf(), file, cap))
-            }
-            Err(error) => {
-                tracing::warn!(path = %path.display(), %error, "log of a re-adopted session cannot be reopened; its later output is not captured");
-                None
-            }
+        if let Err(error) = self.home.ensure_dir(&self.home.session_logs_dir()) {
+            tracing::warn!(path = %path.display(), %error, "log of a re-adopted session cannot be reopened; its later output is not captured");
+            return None;
         }
+        Some(LogWriter::resume(
+            path.to_path_buf(),
+            self.config.log_cap_bytes,
+        ))
     }
 }
 

@@ -162,6 +162,11 @@ impl Heartbeat {
         self.interval
     }
 
+    /// `total_ingested` at the last beat: where the next beat's output starts.
+    pub(crate) fn baseline(&self) -> u64 {
+        self.baseline
+    }
+
     /// Beats delivered so far.
     pub(crate) fn seq(&self) -> u64 {
         self.seq

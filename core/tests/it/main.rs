@@ -4,7 +4,10 @@
 //! (never fixed sleeps), and checks at the end that every session's process group is
 //! gone.
 
+mod foreground;
+mod handoff;
 mod lifecycle;
+mod notify;
 mod output;
 mod pty;
 mod restore;

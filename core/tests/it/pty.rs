@@ -49,10 +49,13 @@ async fn b39_submit_reaches_a_pty_session() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn b7_cursor_query_is_answered_live_and_stripped() {
     let fx = Fixture::new();
-    // The program blocks until its terminal answers the cursor-position query.
+    // The program blocks until its terminal answers the cursor-position query. Echo
+    // is off before the query goes out: the reply arrives as terminal input, and with
+    // echo still on (`read -s` turns it off only once it starts) the line discipline
+    // would echo it back into the output, racing the `read`.
     let info = fx
         .spawn(SpawnRequest {
-            command: r#"printf '\033[6n'; IFS= read -r -s -d R reply; echo "reply=${reply#*[}""#
+            command: r#"stty -echo; printf '\033[6n'; IFS= read -r -s -d R reply; echo "reply=${reply#*[}""#
                 .to_owned(),
             mode: Mode::pty(),
             ..SpawnRequest::default()

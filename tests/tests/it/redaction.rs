@@ -121,16 +121,9 @@ async fn b30_session_secret_masked_on_every_route_without_plugins() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn b30_command_field_of_every_answer_carries_the_secret_today() {
-    // FIXME(bug): herd-core copies `Session::command` verbatim into every answer's
-    // `command` field (SpawnInfo, poll, log, wait, kill, list row, completion event),
-    // so a secret typed into a command line leaves herd unmasked by that field while
-    // the output beside it is masked. The reference masks the command too
-    // (`redact_sensitive_text(command, code_file=True)`; "list masks the command and
-    // the preview"), and `Pipeline::redact_command` exists for it. Fix in herd-core:
-    // pass `command` through `config.pipeline.redact_command` wherever an answer or
-    // event is built. When fixed, flip these to `!contains(GHP)` and
-    // `contains(GHP_MASKED)`.
+async fn b30_command_field_of_every_answer_is_masked() {
+    // Every answer and event carries the command line through
+    // `Pipeline::redact_command`, as the output beside it goes through the pipeline.
     let fx = Fixture::bare().await;
     let mut events = fx.registry.subscribe();
     let info = fx.run(&format!("echo token {GHP} ready; read -r _")).await;
@@ -143,32 +136,33 @@ async fn b30_command_field_of_every_answer_carries_the_secret_today() {
         ("list", fx.row(id).command),
     ];
     for (route, command) in &commands {
-        assert!(command.contains(GHP), "{route}: {command:?}");
+        assert!(!command.contains(GHP), "{route}: {command:?}");
+        assert!(command.contains(GHP_MASKED), "{route}: {command:?}");
     }
-    // Meanwhile the output on the same answers is masked.
     assert!(!fx.poll(id).output_preview.contains(GHP));
     let killed = fx.kill(id).await;
     assert!(!killed.output.contains(GHP), "{killed:?}");
     let waited = fx.done(id).await;
-    assert!(waited.command.contains(GHP), "wait: {:?}", waited.command);
+    assert!(!waited.command.contains(GHP), "wait: {:?}", waited.command);
+    assert!(
+        waited.command.contains(GHP_MASKED),
+        "wait: {:?}",
+        waited.command
+    );
     let event = completion_of(&mut events, id, Duration::from_secs(10)).await;
     let herd_core::Event::Completion { command, .. } = &event else {
         panic!("not a completion: {event:?}");
     };
-    assert!(command.contains(GHP), "completion: {command:?}");
+    assert!(!command.contains(GHP), "completion: {command:?}");
+    assert!(command.contains(GHP_MASKED), "completion: {command:?}");
     fx.assert_groups_gone().await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn b30_log_chunk_follower_sees_a_token_split_across_reads_today() {
-    // FIXME(bug): `Registry::log_chunk` (the `logs --follow` route) redacts each chunk
-    // on its own with `Pipeline::apply`. A token the session writes in two pieces is
-    // read in two chunks, neither long enough to match its pattern, so a follower
-    // that concatenates the chunks holds the raw token. `Pipeline::stream` exists for
-    // exactly this (a `StreamRedactor` holds back a possible token prefix); a
-    // stateless fix is to hand out only complete lines while the session runs (keep
-    // `next_byte` at the last newline). When fixed, assert the joined text equals
-    // `token ghp_ab...6789 ready`.
+async fn b30_log_chunk_follower_never_sees_a_token_split_across_reads() {
+    // `Registry::log_chunk` (the `logs --follow` route) hands out only whole lines
+    // while the session runs, so a token the session writes in two pieces is
+    // redacted whole in the later chunk.
     let fx = Fixture::bare().await;
     let (head, tail) = GHP.split_at(8);
     let info = fx
@@ -193,13 +187,7 @@ async fn b30_log_chunk_follower_sees_a_token_split_across_reads_today() {
         .log_chunk(id.as_str(), first.next_byte, 1 << 20)
         .expect("log_chunk succeeds");
     let joined = format!("{}{}", first.output, second.output);
-    // Today neither piece matches on its own, so the whole token leaves unmasked.
-    assert_eq!(
-        joined,
-        format!("token {head}{tail} ready\n"),
-        "today the token leaks"
-    );
-    // Every whole-output route masks it.
+    assert_eq!(joined, format!("token {GHP_MASKED} ready\n"));
     assert_eq!(fx.log(id).output, format!("token {GHP_MASKED} ready"));
     fx.assert_groups_gone().await;
 }

@@ -1,0 +1,349 @@
+//! Parent and child agents: handing a running session to the parent, and the
+//! accounting when a child finishes (B25, B26).
+//!
+//! A host that delegates work to a child agent registers the child with
+//! [`Registry::register_child`], naming the parent's identity. From then on the
+//! child's spawns get no wake-ups (a completion would arrive after the child is gone;
+//! see `notify::CHILD_NOTIFY_NOTE`), and the child may hand up to
+//! [`MAX_HANDOFFS_PER_CHILD`] running sessions to its parent with a purpose sentence.
+//! [`Registry::finish_child`] ends the child: it kills what the child still runs
+//! (as [`KillSource::AgentClose`], so `persist_on_release` sessions are spared) and lists
+//! what was handed off, what was killed and which results nobody read.
+//!
+//! Invariant: a handoff flips `owner_task_id`, `task_id` and the session key together
+//! under the table lock, and only while the session is in the running table. The choke
+//! point reads the owner under the same lock, so the completion goes to exactly one
+//! owner: the child before the flip, the parent (with `handoff_note`) after.
+
+use std::collections::HashMap;
+use std::sync::{Arc, MutexGuard};
+
+use herd_hooks::Route;
+use serde::Serialize;
+
+use crate::answers::{CompletionReason, KillStatus};
+use crate::error::LookupError;
+use crate::registry::Inner;
+use crate::session::Session;
+use crate::{KillSource, Registry, SessionId};
+
+/// Sessions one child may hand to its parent.
+pub const MAX_HANDOFFS_PER_CHILD: usize = 3;
+
+/// Who an agent is, as the registry records ownership.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AgentIdentity {
+    /// The turn or agent id sessions are owned by.
+    pub owner_task_id: String,
+    /// The container key its sessions run under.
+    pub task_id: String,
+    /// The host's session key, if any.
+    pub session_key: Option<String>,
+}
+
+/// A handoff was refused (B25). Nothing changed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HandoffError {
+    /// The caller is not a registered child agent.
+    #[error(
+        "handoff is only available to a running child agent with a live parent; {agent} is not one"
+    )]
+    NotAChild {
+        /// The caller.
+        agent: String,
+    },
+    /// The target is not the caller's parent.
+    #[error("{to} is not the parent of {child}; a child hands off to its own parent only")]
+    NotTheParent {
+        /// The caller.
+        child: String,
+        /// The target asked for.
+        to: String,
+    },
+    /// The child used up its handoffs.
+    #[error(
+        "handoff cap reached ({MAX_HANDOFFS_PER_CHILD} per child agent); wait on or kill the rest yourself"
+    )]
+    CapReached {
+        /// The caller.
+        child: String,
+    },
+    /// No purpose was given.
+    #[error(
+        "handoff needs a purpose: one sentence saying what the process is for and what the parent should do with its result"
+    )]
+    MissingPurpose,
+    /// The session has exited, or another agent owns it.
+    #[error(
+        "cannot hand off {id}: not a running process you own (already exited? read its result with poll or log and report it instead)"
+    )]
+    NotRunningOwned {
+        /// The session.
+        id: SessionId,
+    },
+    /// The id did not resolve.
+    #[error(transparent)]
+    Lookup(#[from] LookupError),
+}
+
+/// The answer to a successful handoff.
+#[derive(Debug, Clone, Serialize)]
+pub struct HandoffAnswer {
+    /// Always `"handed_off"`.
+    pub status: &'static str,
+    /// The session.
+    pub session_id: SessionId,
+    /// Its command line (secrets masked).
+    pub command: String,
+    /// What the child should know.
+    pub note: String,
+}
+
+/// A session a child handed to its parent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HandedOff {
+    /// The session.
+    pub session_id: SessionId,
+    /// Its command line (secrets masked).
+    pub command: String,
+    /// The child's purpose sentence.
+    pub purpose: String,
+}
+
+/// A session the child still ran when it finished; it was killed.
+#[derive(Debug, Clone, Serialize)]
+pub struct OrphanKill {
+    /// The session.
+    pub session_id: SessionId,
+    /// Its command line (secrets masked).
+    pub command: String,
+    /// What the kill did.
+    pub status: KillStatus,
+}
+
+/// A result of the child's that nobody read (no wait, poll, log or kill saw it exit).
+#[derive(Debug, Clone, Serialize)]
+pub struct UnreadCompletion {
+    /// The session.
+    pub session_id: SessionId,
+    /// Its command line (secrets masked).
+    pub command: String,
+    /// The exit code, if it exited normally.
+    pub exit_code: Option<i32>,
+    /// The signal that ended it, if one did.
+    pub signal: Option<i32>,
+    /// Why it finished.
+    pub completion_reason: Option<CompletionReason>,
+    /// The output tail (B8), through the output pipeline.
+    pub output: String,
+    /// Earlier output is only in the log.
+    pub output_cut: bool,
+}
+
+/// What a child left behind, for the parent's view (B26).
+#[derive(Debug, Clone, Serialize)]
+pub struct ChildTeardown {
+    /// The child.
+    pub child: String,
+    /// Sessions handed to the parent.
+    pub handed_off: Vec<HandedOff>,
+    /// Sessions still running at teardown, killed as `agent_close`.
+    pub orphaned: Vec<OrphanKill>,
+    /// Finished sessions whose result nobody read.
+    pub unread_completions: Vec<UnreadCompletion>,
+}
+
+/// The registered children.
+#[derive(Debug, Default)]
+pub(crate) struct Agents {
+    children: HashMap<String, Child>,
+}
+
+#[derive(Debug)]
+struct Child {
+    parent: AgentIdentity,
+    handed_off: Vec<HandedOff>,
+}
+
+impl Agents {
+    /// Whether `owner` is a registered child agent.
+    pub(crate) fn is_child(&self, owner: &str) -> bool {
+        self.children.contains_key(owner)
+    }
+}
+
+impl Inner {
+    /// The agents table; taken after the table lock, never before it.
+    pub(crate) fn agents(&self) -> MutexGuard<'_, Agents> {
+        self.agents
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl Registry {
+    /// Registers `child_owner` as a child agent of `parent` (B25, B26). Registering
+    /// again replaces the parent and keeps the handoff count.
+    pub fn register_child(&self, child_owner: &str, parent: AgentIdentity) {
+        let mut agents = self.inner.agents();
+        match agents.children.get_mut(child_owner) {
+            Some(child) => child.parent = parent,
+            None => {
+                agents.children.insert(
+                    child_owner.to_owned(),
+                    Child {
+                        parent,
+                        handed_off: Vec::new(),
+                    },
+                );
+            }
+        }
+    }
+
+    /// Hands the running session `id` from child `from_child` to its parent
+    /// `to_parent`, with `purpose` riding the completion as `handoff_note` (B25).
+    ///
+    /// # Errors
+    /// [`HandoffError::NotAChild`], [`HandoffError::NotTheParent`],
+    /// [`HandoffError::MissingPurpose`], [`HandoffError::Lookup`],
+    /// [`HandoffError::CapReached`] after three handoffs, and
+    /// [`HandoffError::NotRunningOwned`] for an exited or foreign session.
+    pub fn handoff(
+        &self,
+        id: &str,
+        from_child: &str,
+        to_parent: &str,
+        purpose: &str,
+    ) -> Result<HandoffAnswer, HandoffError> {
+        let parent = {
+            let agents = self.inner.agents();
+            let child = agents
+                .children
+                .get(from_child)
+                .ok_or_else(|| HandoffError::NotAChild {
+                    agent: from_child.to_owned(),
+                })?;
+            if child.parent.owner_task_id != to_parent {
+                return Err(HandoffError::NotTheParent {
+                    child: from_child.to_owned(),
+                    to: to_parent.to_owned(),
+                });
+            }
+            child.parent.clone()
+        };
+        let purpose = purpose.trim();
+        if purpose.is_empty() {
+            return Err(HandoffError::MissingPurpose);
+        }
+        let s = self.inner.lookup(id)?;
+        let tables = self.inner.lock();
+        let mut agents = self.inner.agents();
+        let child = agents
+            .children
+            .get_mut(from_child)
+            .ok_or_else(|| HandoffError::NotAChild {
+                agent: from_child.to_owned(),
+            })?;
+        if child.handed_off.len() >= MAX_HANDOFFS_PER_CHILD {
+            return Err(HandoffError::CapReached {
+                child: from_child.to_owned(),
+            });
+        }
+        let not_owned = || HandoffError::NotRunningOwned { id: s.id.clone() };
+        if !tables.running.contains_key(&s.id) {
+            return Err(not_owned());
+        }
+        {
+            let mut st = s.state();
+            if st.owner_task_id != from_child {
+                return Err(not_owned());
+            }
+            st.owner_task_id = parent.owner_task_id.clone();
+            st.task_id = parent.task_id.clone();
+            st.session_key = parent.session_key.clone();
+            st.handoff_note = Some(purpose.to_owned());
+        }
+        s.set_notify(true);
+        let command = self.inner.shown_command(&s);
+        child.handed_off.push(HandedOff {
+            session_id: s.id.clone(),
+            command: command.clone(),
+            purpose: purpose.to_owned(),
+        });
+        drop(agents);
+        drop(tables);
+        tracing::info!(session_id = %s.id, "session handed off to the parent agent");
+        Ok(HandoffAnswer {
+            status: "handed_off",
+            session_id: s.id.clone(),
+            command,
+            note: "Your parent now owns this process and will receive its completion; you will not. Mention the handoff in your final answer."
+                .to_owned(),
+        })
+    }
+
+    /// Ends child agent `child_owner` (B26): kills the sessions it still runs as
+    /// [`KillSource::AgentClose`] (persistent ones are spared and stay its own), drops
+    /// its queued events, and reports handoffs, kills and unread results.
+    pub async fn finish_child(&self, child_owner: &str) -> ChildTeardown {
+        let handed_off = self
+            .inner
+            .agents()
+            .children
+            .remove(child_owner)
+            .map(|c| c.handed_off)
+            .unwrap_or_default();
+        let (running, finished): (Vec<Arc<Session>>, Vec<Arc<Session>>) = {
+            let mut tables = self.inner.lock();
+            tables.queues.remove(child_owner);
+            let owned = |s: &&Arc<Session>| s.state().owner_task_id == child_owner;
+            (
+                tables
+                    .running
+                    .values()
+                    .filter(owned)
+                    .filter(|s| !s.persist_on_release)
+                    .cloned()
+                    .collect(),
+                tables.finished.values().filter(owned).cloned().collect(),
+            )
+        };
+        let mut orphaned = Vec::new();
+        for s in running {
+            let answer = self.inner.kill_session(&s, KillSource::AgentClose).await;
+            orphaned.push(OrphanKill {
+                session_id: s.id.clone(),
+                command: self.inner.shown_command(&s),
+                status: answer.status,
+            });
+        }
+        let mut unread_completions: Vec<UnreadCompletion> = finished
+            .iter()
+            .filter(|s| !s.is_read())
+            .map(|s| {
+                let sized = self.inner.sized(s, Route::Completion);
+                s.mark_read();
+                UnreadCompletion {
+                    session_id: s.id.clone(),
+                    command: self.inner.shown_command(s),
+                    exit_code: sized.exit.and_then(|e| e.code),
+                    signal: sized.exit.and_then(|e| e.signal),
+                    completion_reason: sized.reason,
+                    output: sized.output,
+                    output_cut: sized.cut,
+                }
+            })
+            .collect();
+        unread_completions.sort_by(|a, b| a.session_id.cmp(&b.session_id));
+        orphaned.sort_by(|a, b| a.session_id.cmp(&b.session_id));
+        ChildTeardown {
+            child: child_owner.to_owned(),
+            handed_off,
+            orphaned,
+            unread_completions,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

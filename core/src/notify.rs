@@ -1,0 +1,684 @@
+//! Wake-ups for agents: watch matches, heartbeats and their delivery (B20, B21, B22).
+//!
+//! The limits themselves are the clock-driven state machines of `crate::watch`; this
+//! module wires them to live sessions:
+//!
+//! - at spawn, [`Inner::plan_notifications`] settles what a request gets: `notify` and
+//!   `watch` are exclusive, a heartbeat implies notify, and a child agent gets none of
+//!   them (its completion could only arrive after it is gone, B26);
+//! - watch matching runs in the session's reader, per complete line, through a
+//!   [`WatchObserver`] that owns the session's [`WatchState`]; deliveries go through the
+//!   registry-wide [`WatchBreaker`];
+//! - heartbeats are one [`BeatSchedule`] ordered by due time, served by ONE timer task
+//!   for the whole registry (not one per session). The same task announces the
+//!   breaker's release, so it is told even when no further match arrives;
+//! - every event leaves through [`Inner::publish`]: the notification policy decides
+//!   whether it is queued for the owner's `drain`; `subscribe` sees it regardless.
+//!
+//! Invariant: no watch or heartbeat event is queued after the session's completion.
+//! Both are queued under the table lock only while the session is still in the running
+//! table, and the choke point removes it from that table and publishes the completion
+//! in one critical section of the same lock.
+//!
+//! Locking: table lock → session state → notifier state → session tail. The timer
+//! never holds the notifier state while it takes the table lock.
+
+use std::collections::{BTreeSet, HashMap};
+use std::hash::Hash;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::{Duration, Instant};
+
+use herd_hooks::Route;
+use tokio::sync::Notify;
+
+use crate::config::SpawnRequest;
+use crate::event::Event;
+use crate::id::SessionId;
+use crate::reader::Observer;
+use crate::registry::{Inner, Tables};
+use crate::session::Session;
+use crate::text;
+use crate::watch::{
+    BreakerEvent, Heartbeat, WatchBreaker, WatchDelivery, WatchState, exclusive_with_notify,
+};
+use crate::{Clock, Registry, SpawnError};
+
+/// The longest the timer waits before it re-reads the clock (an injected test clock
+/// moves without waking anybody).
+const TIMER_MAX_WAIT: Duration = Duration::from_secs(1);
+
+/// A line longer than this without a newline is matched as it stands.
+const WATCH_MAX_LINE_BYTES: usize = 64 * 1024;
+
+/// New output without a newline that a heartbeat still carries once it is this long
+/// (a progress bar that never ends its line).
+const HEARTBEAT_PARTIAL_LINE_BYTES: u64 = 8 * 1024;
+
+/// The note a child agent's notify, watch or heartbeat request gets (B26).
+pub(crate) const CHILD_NOTIFY_NOTE: &str = "notify_on_complete is off because you are a child agent: \
+     a completion would arrive after you finished. Wait on the process, kill it, or hand it \
+     off to your parent before you finish";
+
+/// What a spawn request gets in notifications, settled before the child starts.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct NotifyPlan {
+    /// Queue a completion for the owner.
+    pub(crate) notify: bool,
+    /// Watch patterns in force.
+    pub(crate) watch: Vec<String>,
+    /// The heartbeat interval in force.
+    pub(crate) heartbeat: Option<Duration>,
+    /// What the caller should know about the above.
+    pub(crate) notes: Vec<String>,
+}
+
+/// Heartbeats by due time. Generic so the benchmark can drive the exact schedule the
+/// registry's timer uses over synthetic sources.
+#[derive(Debug)]
+pub(crate) struct BeatSchedule<K, S> {
+    due: BTreeSet<(Instant, K)>,
+    entries: HashMap<K, (Heartbeat, S)>,
+}
+
+impl<K: Ord + Hash + Clone, S> Default for BeatSchedule<K, S> {
+    fn default() -> Self {
+        BeatSchedule {
+            due: BTreeSet::new(),
+            entries: HashMap::new(),
+        }
+    }
+}
+
+impl<K: Ord + Hash + Clone, S> BeatSchedule<K, S> {
+    /// Schedules `heartbeat` for `key`, replacing an earlier one.
+    pub(crate) fn arm(&mut self, key: K, source: S, heartbeat: Heartbeat) {
+        self.forget(&key);
+        self.due.insert((heartbeat.next_due(), key.clone()));
+        self.entries.insert(key, (heartbeat, source));
+    }
+
+    /// Drops `key`'s heartbeat; nothing more is due for it.
+    pub(crate) fn forget(&mut self, key: &K) {
+        if let Some((heartbeat, _)) = self.entries.remove(key) {
+            self.due.remove(&(heartbeat.next_due(), key.clone()));
+        }
+    }
+
+    /// Heartbeats scheduled.
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// When the earliest heartbeat is due.
+    pub(crate) fn next_due(&self) -> Option<Instant> {
+        self.due.first().map(|(at, _)| *at)
+    }
+
+    /// Calls `tick` for every heartbeat due at `now`, then reschedules each one at its
+    /// new due time. `tick` must call [`Heartbeat::tick`], which restarts the interval.
+    pub(crate) fn run_due(&mut self, now: Instant, mut tick: impl FnMut(&K, &mut Heartbeat, &S)) {
+        let mut again = Vec::new();
+        while let Some((at, _)) = self.due.first() {
+            if *at > now {
+                break;
+            }
+            let Some((_, key)) = self.due.pop_first() else {
+                break;
+            };
+            if let Some((heartbeat, source)) = self.entries.get_mut(&key) {
+                tick(&key, heartbeat, source);
+                // A tick always restarts the interval; the guard keeps a misbehaving
+                // caller from spinning this loop.
+                let next = heartbeat.next_due().max(now + Duration::from_millis(1));
+                again.push((next, key));
+            }
+        }
+        self.due.extend(again);
+    }
+}
+
+/// The registry's notification state: the watch breaker and the heartbeat schedule.
+#[derive(Debug)]
+pub(crate) struct Notifier {
+    clock: Arc<dyn Clock>,
+    state: Mutex<NotifyState>,
+    wake: Arc<Notify>,
+    is_timer_started: AtomicBool,
+}
+
+#[derive(Debug, Default)]
+struct NotifyState {
+    breaker: WatchBreaker,
+    /// Owners whose matches the tripped breaker dropped (or who tripped it): they are
+    /// told when it releases.
+    paused_owners: BTreeSet<String>,
+    beats: BeatSchedule<SessionId, Arc<Session>>,
+}
+
+impl Notifier {
+    /// An idle notifier reading `clock`; its timer starts with the first heartbeat or
+    /// breaker trip.
+    pub(crate) fn new(clock: Arc<dyn Clock>) -> Notifier {
+        Notifier {
+            clock,
+            state: Mutex::new(NotifyState::default()),
+            wake: Arc::new(Notify::new()),
+            is_timer_started: AtomicBool::new(false),
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, NotifyState> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The session finished: its heartbeat stops (B21).
+    pub(crate) fn forget(&self, id: &SessionId) {
+        self.state().beats.forget(id);
+    }
+
+    /// Heartbeats currently scheduled.
+    pub(crate) fn n_heartbeats(&self) -> usize {
+        self.state().beats.len()
+    }
+}
+
+impl Inner {
+    /// Settles notify, watch and heartbeat for `req` (B20, B21, B26).
+    /// `heartbeat_seconds` is a whole number by type; JSON callers validate with
+    /// [`Registry::heartbeat_from_json`] first.
+    pub(crate) fn plan_notifications(&self, req: &SpawnRequest) -> NotifyPlan {
+        let mut notes = Vec::new();
+        let heartbeat = match req.heartbeat_seconds {
+            None | Some(0) => None,
+            Some(n) => {
+                let floor = self.config.heartbeat_floor;
+                let asked = Duration::from_secs(n);
+                if asked < floor {
+                    notes.push(format!(
+                        "heartbeat of {n}s raised to the minimum of {}s",
+                        floor.as_secs()
+                    ));
+                }
+                Some(asked.max(floor))
+            }
+        };
+        let mut notify = req.notify;
+        if heartbeat.is_some() && !notify {
+            notify = true;
+            notes.push(
+                "heartbeat turns notify_on_complete on: beats and the completion reach you the same way"
+                    .to_owned(),
+            );
+        }
+        let (watch, dropped) = exclusive_with_notify(notify, req.watch.clone());
+        notes.extend(dropped.map(str::to_owned));
+        let owner = req.owner_task_id.as_deref().unwrap_or(&req.task_id);
+        let is_child = self.agents().is_child(owner);
+        if is_child && (notify || !watch.is_empty()) {
+            notes.push(CHILD_NOTIFY_NOTE.to_owned());
+            return NotifyPlan {
+                notify: false,
+                watch: Vec::new(),
+                heartbeat: None,
+                notes,
+            };
+        }
+        NotifyPlan {
+            notify,
+            watch,
+            heartbeat,
+            notes,
+        }
+    }
+
+    /// Arms the heartbeat of a freshly registered session and returns the watch
+    /// observer its reader runs, if it watches.
+    pub(crate) fn arm_notifications(
+        self: &Arc<Self>,
+        s: &Arc<Session>,
+        plan: &NotifyPlan,
+    ) -> Option<Box<dyn Observer>> {
+        if let Some(interval) = plan.heartbeat {
+            let now = self.notifier.clock.now();
+            self.notifier.state().beats.arm(
+                s.id.clone(),
+                Arc::clone(s),
+                Heartbeat::new(now, interval),
+            );
+            self.ensure_timer();
+            self.notifier.wake.notify_one();
+        }
+        if plan.watch.is_empty() {
+            return None;
+        }
+        Some(Box::new(WatchObserver {
+            inner: Arc::downgrade(self),
+            session: Arc::clone(s),
+            state: WatchState::new(plan.watch.clone()),
+            partial: Vec::new(),
+        }))
+    }
+
+    /// Queues `event` for each of `owners` when the policy allows (B22) and broadcasts
+    /// it once. The caller holds the table lock.
+    pub(crate) fn publish<'o>(
+        &self,
+        tables: &mut Tables,
+        owners: impl IntoIterator<Item = &'o str>,
+        event: Event,
+    ) {
+        if self.policy_allows(&event) {
+            for owner in owners {
+                tables
+                    .queues
+                    .entry(owner.to_owned())
+                    .or_default()
+                    .push_back(event.clone());
+            }
+        }
+        let _ = self.events.send(event);
+    }
+
+    /// Starts the one notification timer of this registry, once.
+    fn ensure_timer(self: &Arc<Self>) {
+        if self.notifier.is_timer_started.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let weak = Arc::downgrade(self);
+        let wake = Arc::clone(&self.notifier.wake);
+        let clock = Arc::clone(&self.notifier.clock);
+        drop(self.runtime.spawn(async move {
+            loop {
+                let next = match weak.upgrade() {
+                    Some(inner) => inner.notifier.state().next_deadline(),
+                    None => return,
+                };
+                let wait = next.map_or(TIMER_MAX_WAIT, |at| {
+                    at.saturating_duration_since(clock.now())
+                        .min(TIMER_MAX_WAIT)
+                });
+                let _ = tokio::time::timeout(wait, wake.notified()).await;
+                let Some(inner) = weak.upgrade() else {
+                    return;
+                };
+                inner.tick_notifications();
+            }
+        }));
+    }
+
+    /// The timer's work: announce a released breaker, deliver due heartbeats.
+    fn tick_notifications(&self) {
+        let now = self.notifier.clock.now();
+        let (released, beats) = {
+            let mut n = self.notifier.state();
+            let released = n
+                .breaker
+                .tick(now)
+                .map(|event| (event, std::mem::take(&mut n.paused_owners)));
+            let mut beats = Vec::new();
+            n.beats.run_due(now, |_, heartbeat, s| {
+                if let Some(due) = due_beat(heartbeat, s, now) {
+                    beats.push((Arc::clone(s), due));
+                }
+            });
+            (released, beats)
+        };
+        if let Some((event, owners)) = released {
+            let mut tables = self.lock();
+            self.publish(
+                &mut tables,
+                owners.iter().map(String::as_str),
+                breaker_event(event),
+            );
+        }
+        for (s, due) in beats {
+            self.deliver_beat(&s, due);
+        }
+    }
+
+    /// Queues one heartbeat after re-checking, under the table lock, that the session
+    /// still runs and its completion can be delivered (B21).
+    fn deliver_beat(&self, s: &Session, due: DueBeat) {
+        let decoded = text::strip_ansi(&text::decode_tail(&due.bytes, due.n_missing > 0, false));
+        let sized = due.beat.output(&decoded);
+        let n_omitted = sized.n_omitted_chars as u64 + due.n_missing;
+        let body = if n_omitted > 0 {
+            format!(
+                "...({n_omitted} earlier characters omitted)\n{}",
+                sized.text
+            )
+        } else {
+            sized.text
+        };
+        let mut tables = self.lock();
+        if !tables.running.contains_key(&s.id) || !s.is_notify() {
+            tracing::debug!(session_id = %s.id, "heartbeat dropped: the session finished");
+            return;
+        }
+        let st = s.state();
+        let output = self.apply(s, &st, Route::Heartbeat, &body);
+        let owner = st.owner_task_id.clone();
+        let event = Event::Heartbeat {
+            session_id: s.id.clone(),
+            task_id: st.task_id.clone(),
+            owner_task_id: owner.clone(),
+            session_key: st.session_key.clone(),
+            command: self.shown_command(s),
+            seq: due.beat.seq,
+            interval: due.beat.interval.as_secs(),
+            elapsed: s.uptime_seconds(),
+            output,
+            started_at: text::rfc3339(s.started_at),
+        };
+        drop(st);
+        self.publish(&mut tables, [owner.as_str()], event);
+        tracing::debug!(session_id = %s.id, seq = due.beat.seq, "heartbeat queued");
+    }
+
+    /// Delivers what one batch of lines produced (B20): breaker events, the match if
+    /// admitted, then the disabled notice (which turns notify-on-complete on).
+    fn deliver_watch(self: &Arc<Self>, s: &Session, delivery: WatchDelivery) {
+        let now = self.notifier.clock.now();
+        let mut tables = self.lock();
+        if !tables.running.contains_key(&s.id) {
+            return;
+        }
+        let (owner, task_id, session_key) = {
+            let st = s.state();
+            (
+                st.owner_task_id.clone(),
+                st.task_id.clone(),
+                st.session_key.clone(),
+            )
+        };
+        let command = self.shown_command(s);
+        if let Some(matched) = delivery.matched {
+            let admission = {
+                let mut n = self.notifier.state();
+                let admission = n.breaker.admit(now);
+                if !admission.is_admitted {
+                    n.paused_owners.insert(owner.clone());
+                }
+                admission
+            };
+            for event in admission.events {
+                let owners: Vec<String> = match event {
+                    BreakerEvent::Tripped { .. } => {
+                        self.ensure_timer();
+                        self.notifier.wake.notify_one();
+                        vec![owner.clone()]
+                    }
+                    BreakerEvent::Released { .. } => {
+                        let mut n = self.notifier.state();
+                        let mut owners = std::mem::take(&mut n.paused_owners);
+                        // This owner's match is admitted after the release, so it was
+                        // not paused now; it learns of the release only if it was.
+                        if !admission.is_admitted {
+                            n.paused_owners.insert(owner.clone());
+                            owners.remove(&owner);
+                        }
+                        owners.into_iter().collect()
+                    }
+                };
+                self.publish(
+                    &mut tables,
+                    owners.iter().map(String::as_str),
+                    breaker_event(event),
+                );
+            }
+            if admission.is_admitted {
+                let body = if matched.output_cut {
+                    format!("{}\n...(truncated)", matched.output)
+                } else {
+                    matched.output
+                };
+                let output = {
+                    let st = s.state();
+                    self.apply(s, &st, Route::Watch, &body)
+                };
+                let event = Event::WatchMatch {
+                    session_id: s.id.clone(),
+                    task_id: task_id.clone(),
+                    owner_task_id: owner.clone(),
+                    session_key: session_key.clone(),
+                    command: command.clone(),
+                    pattern: matched.pattern,
+                    output,
+                    suppressed: matched.suppressed,
+                };
+                self.publish(&mut tables, [owner.as_str()], event);
+            }
+        }
+        if let Some(disabled) = delivery.disabled {
+            s.set_notify(true);
+            let event = Event::WatchDisabled {
+                session_id: s.id.clone(),
+                task_id,
+                owner_task_id: owner.clone(),
+                session_key,
+                command,
+                suppressed: disabled.suppressed,
+                message: format!(
+                    "Watch patterns disabled for process {}: {}",
+                    s.id,
+                    disabled.reason.message()
+                ),
+            };
+            self.publish(&mut tables, [owner.as_str()], event);
+        }
+    }
+}
+
+impl NotifyState {
+    /// When the timer must look again: the earliest heartbeat or the breaker release.
+    fn next_deadline(&self) -> Option<Instant> {
+        let beat = self.beats.next_due();
+        let release = self.breaker.release_at();
+        match (beat, release) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
+/// A beat the timer decided on, with the bytes it carries.
+#[derive(Debug)]
+struct DueBeat {
+    beat: crate::watch::Beat,
+    bytes: Vec<u8>,
+    /// Bytes of the beat's range that the tail no longer holds.
+    n_missing: u64,
+}
+
+/// Ticks one heartbeat at `now`. The beat ends at the last complete line, so a line is
+/// never split between two beats; a partial line goes into a later beat, or the
+/// completion.
+fn due_beat(heartbeat: &mut Heartbeat, s: &Session, now: Instant) -> Option<DueBeat> {
+    let tail = s.tail();
+    let total = tail.total_ingested();
+    let baseline = heartbeat.baseline();
+    let (held, n_missing) = tail.since(baseline);
+    let end = match memchr::memrchr(b'\n', held) {
+        Some(idx) => baseline + n_missing + idx as u64 + 1,
+        None if total - baseline >= HEARTBEAT_PARTIAL_LINE_BYTES => {
+            total - (held.len() - text::complete_prefix_len(held)) as u64
+        }
+        None => baseline,
+    };
+    let beat = heartbeat.tick(now, end)?;
+    let len = usize::try_from(beat.to_total - baseline - n_missing).unwrap_or(held.len());
+    Some(DueBeat {
+        beat,
+        bytes: held[..len.min(held.len())].to_vec(),
+        n_missing,
+    })
+}
+
+/// The public event for a breaker event.
+fn breaker_event(event: BreakerEvent) -> Event {
+    match event {
+        BreakerEvent::Tripped { .. } => Event::WatchOverflowTripped {
+            message: event.message(),
+        },
+        BreakerEvent::Released { suppressed } => Event::WatchOverflowReleased {
+            suppressed,
+            message: event.message(),
+        },
+    }
+}
+
+/// Watch matching in the reader: splits ingested bytes into lines and feeds complete
+/// ones to the session's [`WatchState`] (B20).
+struct WatchObserver {
+    inner: Weak<Inner>,
+    session: Arc<Session>,
+    state: WatchState,
+    /// The current line so far.
+    partial: Vec<u8>,
+}
+
+impl WatchObserver {
+    fn feed(&mut self, lines: &[String]) {
+        if lines.is_empty() {
+            return;
+        }
+        let Some(inner) = self.inner.upgrade() else {
+            return;
+        };
+        let now = inner.notifier.clock.now();
+        if let Some(delivery) = self.state.on_lines(now, lines.iter().map(String::as_str)) {
+            inner.deliver_watch(&self.session, delivery);
+        }
+    }
+}
+
+/// One line of output as text: `\r` and ANSI sequences removed.
+fn line_text(bytes: &[u8]) -> String {
+    let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
+    text::strip_ansi(&String::from_utf8_lossy(bytes))
+}
+
+impl Observer for WatchObserver {
+    fn output(&mut self, bytes: &[u8]) {
+        if !self.state.is_active() {
+            return;
+        }
+        self.partial.extend_from_slice(bytes);
+        let mut lines = Vec::new();
+        if let Some(end) = memchr::memrchr(b'\n', &self.partial) {
+            lines.extend(self.partial[..end].split(|b| *b == b'\n').map(line_text));
+            self.partial.drain(..=end);
+        }
+        if self.partial.len() > WATCH_MAX_LINE_BYTES {
+            lines.push(line_text(&std::mem::take(&mut self.partial)));
+        }
+        self.feed(&lines);
+    }
+
+    fn end(&mut self) {
+        if self.state.is_active() && !self.partial.is_empty() {
+            let last = line_text(&std::mem::take(&mut self.partial));
+            self.feed(&[last]);
+        }
+        self.state.on_exit();
+    }
+}
+
+impl Registry {
+    /// Validates a JSON `heartbeat` value for [`SpawnRequest::heartbeat_seconds`] (B21),
+    /// as the MCP and socket layers receive it: `null` and 0 are off (`None`), positive
+    /// whole seconds are raised to the configured floor.
+    ///
+    /// # Errors
+    /// [`SpawnError::InvalidRequest`] for negative, fractional, boolean, string, array
+    /// or object values, with the B21 message (0 disables; positive values are clamped).
+    pub fn heartbeat_from_json(
+        &self,
+        value: &serde_json::Value,
+    ) -> Result<Option<u64>, SpawnError> {
+        crate::watch::validate_heartbeat(value, self.inner.config.heartbeat_floor)
+            .map(|d| d.map(|d| d.as_secs()))
+            .map_err(|e| SpawnError::InvalidRequest {
+                field: "heartbeat_seconds",
+                message: e.to_string(),
+            })
+    }
+
+    /// Heartbeats currently scheduled on the registry's one timer (B21).
+    pub fn n_heartbeats(&self) -> usize {
+        self.inner.notifier.n_heartbeats()
+    }
+}
+
+/// Heartbeat bookkeeping at scale, for the notify benchmark.
+#[doc(hidden)]
+pub mod bench_support {
+    use std::time::{Duration, Instant};
+
+    use super::BeatSchedule;
+    use crate::output::Tail;
+    use crate::watch::Heartbeat;
+
+    /// What a run of the timer over `n` synthetic sessions cost.
+    #[derive(Debug, Clone, Copy)]
+    pub struct HeartbeatLoad {
+        /// Beats delivered.
+        pub n_beats: u64,
+        /// Timer wake-ups.
+        pub n_wakes: u64,
+    }
+
+    /// Runs the registry's heartbeat schedule over `n_sessions` in-memory tails, each
+    /// fed one line per `interval`, for `wall` of real time on one timer task, and
+    /// counts what it did. The caller measures CPU around it.
+    pub async fn heartbeat_load(
+        n_sessions: usize,
+        interval: Duration,
+        wall: Duration,
+    ) -> HeartbeatLoad {
+        let start = Instant::now();
+        let mut schedule: BeatSchedule<usize, std::sync::Mutex<Tail>> = BeatSchedule::default();
+        for idx in 0..n_sessions {
+            // Spread the sessions over the interval, as spawns would be.
+            let offset = interval.mul_f64(idx as f64 / n_sessions.max(1) as f64);
+            schedule.arm(
+                idx,
+                std::sync::Mutex::new(Tail::new(4096)),
+                Heartbeat::new(start + offset, interval),
+            );
+        }
+        let mut load = HeartbeatLoad {
+            n_beats: 0,
+            n_wakes: 0,
+        };
+        let line = b"progress: step done\n";
+        while start.elapsed() < wall {
+            let next = schedule.next_due().unwrap_or(start + wall);
+            let wait = next
+                .saturating_duration_since(Instant::now())
+                .min(super::TIMER_MAX_WAIT);
+            let _ = tokio::time::timeout(wait, std::future::pending::<()>()).await;
+            load.n_wakes += 1;
+            let now = Instant::now();
+            schedule.run_due(now, |_, heartbeat, tail| {
+                let mut tail = tail
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                // The session printed a line since the last beat.
+                tail.push(line, 0);
+                let (held, _) = tail.since(heartbeat.baseline());
+                let end = heartbeat.baseline() + held.len() as u64;
+                if heartbeat.tick(now, end).is_some() {
+                    load.n_beats += 1;
+                }
+            });
+        }
+        load
+    }
+}
+
+#[cfg(test)]
+mod tests;
