@@ -373,7 +373,10 @@ async fn b11_finished_sessions_expire_after_the_ttl_and_spawns_are_never_refused
         "the expired session must be gone from memory: {in_memory:#?}"
     );
     // B38: its result receipt still answers by id.
-    fx.registry.sync_durable().await.expect("the home is writable");
+    fx.registry
+        .sync_durable()
+        .await
+        .expect("the home is writable");
     let poll = fx
         .registry
         .poll(first.session_id.as_str())

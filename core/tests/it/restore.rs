@@ -157,6 +157,12 @@ async fn crash_child_main(home: String) {
                 owner_task_id: Some("o-long".to_owned()),
                 notify: i % 3 == 0,
                 persist_on_release: i % 4 == 1,
+                // One watcher among the survivors: its pattern matches after the restart.
+                watch: if i == N_KILLED_WHILE_DOWN + 1 {
+                    vec![format!("after-{i}")]
+                } else {
+                    Vec::new()
+                },
                 ..SpawnRequest::default()
             })
             .await
@@ -360,7 +366,25 @@ async fn b28_sigkilled_host_restarts_readopting_live_sessions_and_closing_dead_o
     assert_eq!(completion_ids(&replayed), want_short);
     assert!(!completion_ids(&replayed).contains(&drained_before));
     assert!(fx.registry.drain("o-short").is_empty());
-    assert!(fx.registry.drain("o-long").is_empty());
+    // The re-adopted watcher's pattern still wakes its owner; nothing else does.
+    let watcher = &long[N_KILLED_WHILE_DOWN + 1].0;
+    let mut woken = Vec::new();
+    wait_until(
+        Duration::from_secs(10),
+        &format!("a watch match of {watcher}"),
+        || {
+            woken.extend(fx.registry.drain("o-long"));
+            !woken.is_empty()
+        },
+    )
+    .await;
+    assert!(
+        matches!(
+            woken.as_slice(),
+            [Event::WatchMatch { session_id, .. }] if session_id.as_str() == watcher
+        ),
+        "{woken:#?}"
+    );
 
     // A re-adopted session is killed like any other, and publishes no completion.
     let mut events = fx.registry.subscribe();
