@@ -205,7 +205,7 @@ impl Inner {
     }
 
     /// Asks for a checkpoint write; returns the generation that covers this request.
-    pub(super) fn request_checkpoint(self: &Arc<Self>) -> u64 {
+    pub(crate) fn request_checkpoint(self: &Arc<Self>) -> u64 {
         let mut q = lock(&self.durable.checkpoint_queue);
         q.wanted += 1;
         let generation = q.wanted;
