@@ -119,28 +119,13 @@ impl LogWriter {
         }
     }
 
-    /// A log that continues the file at `path` (a session re-adopted after a restart),
-    /// opened for appending now and created (mode 0600) if it is missing; `cap` counts
-    /// the bytes the file already holds. A file that cannot be opened is reported
-    /// once, as for a new log, and output is then kept in memory only.
-    pub(crate) fn resume(path: PathBuf, cap: u64) -> LogWriter {
-        let mut log = LogWriter::new(path, cap);
-        match OpenOptions::new()
-            .append(true)
-            .create(true)
-            .mode(0o600)
-            .open(&log.path)
-        {
-            Ok(file) => {
-                log.written = file.metadata().map_or(0, |m| m.len());
-                log.file = Some(file);
-            }
-            Err(error) => {
-                tracing::error!(path = %log.path.display(), %error, "session log could not be reopened; output is kept in memory only");
-                log.failed = true;
-            }
+    /// A log continuing in `file`, already open for appending (a re-adopted
+    /// session's log after a restart); `cap` is what may still be written.
+    pub(crate) fn with_file(path: PathBuf, file: File, cap: u64) -> LogWriter {
+        LogWriter {
+            file: Some(file),
+            ..LogWriter::new(path, cap)
         }
-        log
     }
 
     /// Writes what fits under the cap; returns how many bytes were not kept.

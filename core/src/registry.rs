@@ -1046,6 +1046,7 @@ impl Inner {
         if emits {
             let _ = self.events.send(event);
         }
+        self.expect_receipt(&s.id);
         self.prune(&mut tables);
         drop(tables);
         s.done.send_replace(true);
@@ -1072,9 +1073,12 @@ impl Inner {
         let now = SystemTime::now();
         let ttl = self.config.finished_ttl;
         let finished_at = |s: &Session| s.state().finished.as_ref().map_or(now, |f| f.at);
-        tables
-            .finished
-            .retain(|_, s| now.duration_since(finished_at(s)).unwrap_or_default() <= ttl);
+        // A session whose receipt is not written yet stays until it is, so its
+        // result is always answerable from memory or from the receipt (B38).
+        tables.finished.retain(|id, s| {
+            now.duration_since(finished_at(s)).unwrap_or_default() <= ttl
+                || self.receipt_pending(id)
+        });
         let excess = tables
             .finished
             .len()
@@ -1083,6 +1087,7 @@ impl Inner {
             let mut by_age: Vec<(SystemTime, SessionId)> = tables
                 .finished
                 .values()
+                .filter(|s| !self.receipt_pending(&s.id))
                 .map(|s| (finished_at(s), s.id.clone()))
                 .collect();
             by_age.sort();

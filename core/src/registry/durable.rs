@@ -123,6 +123,9 @@ pub(super) struct Durable {
     checkpoint_lock: Mutex<()>,
     receipt_queue: Mutex<(Queue, Vec<ReceiptJob>)>,
     receipts_written: watch::Sender<u64>,
+    /// Ids whose receipt is queued but not yet written (or given up on). Pruning
+    /// keeps these sessions in memory, so a result is never in neither place (B38).
+    receipts_unwritten: Mutex<std::collections::HashSet<String>>,
     /// `None` until the first commit or delivery needs it.
     ledger: Mutex<Option<Ledger>>,
     replay: Mutex<Replay>,
@@ -146,6 +149,7 @@ impl Durable {
             checkpoint_lock: Mutex::new(()),
             receipt_queue: Mutex::new((Queue::default(), Vec::new())),
             receipts_written: watch::channel(0).0,
+            receipts_unwritten: Mutex::new(std::collections::HashSet::new()),
             ledger: Mutex::new(None),
             replay: Mutex::new(Replay::Pending {
                 committed_here: HashSet::new(),
@@ -479,6 +483,7 @@ impl Inner {
         let receipt = {
             let st = s.state();
             let Some(fin) = st.finished.as_ref() else {
+                lock(&self.durable.receipts_unwritten).remove(s.id.as_str());
                 return;
             };
             ResultReceipt {
@@ -507,6 +512,7 @@ impl Inner {
     }
 
     fn queue_receipt(self: &Arc<Self>, job: ReceiptJob) {
+        lock(&self.durable.receipts_unwritten).insert(job.receipt.id.clone());
         let mut q = lock(&self.durable.receipt_queue);
         q.1.push(job);
         q.0.wanted += 1;
@@ -529,7 +535,10 @@ impl Inner {
                 (q.0.wanted, std::mem::take(&mut q.1))
             };
             if jobs.len() > RECEIPT_BURST {
-                jobs.drain(..jobs.len() - RECEIPT_BURST);
+                let mut unwritten = lock(&self.durable.receipts_unwritten);
+                for dropped in jobs.drain(..jobs.len() - RECEIPT_BURST) {
+                    unwritten.remove(&dropped.receipt.id);
+                }
             }
             for job in jobs {
                 let mut receipt = job.receipt;
@@ -545,7 +554,9 @@ impl Inner {
                     .pipeline
                     .redact_command(&receipt.command)
                     .into_owned();
-                match self.durable.receipts.store(&receipt) {
+                let stored = self.durable.receipts.store(&receipt);
+                lock(&self.durable.receipts_unwritten).remove(&receipt.id);
+                match stored {
                     Ok(()) => {}
                     Err(herd_persistence::Error::HomeMissing { .. }) => {
                         tracing::debug!(session_id = %receipt.id, "no receipt: the home is gone");
@@ -559,6 +570,18 @@ impl Inner {
                 .receipts_written
                 .send_modify(|w| *w = (*w).max(generation));
         }
+    }
+
+    /// Marks `id`'s receipt as on its way, before the choke point prunes: from here
+    /// until it is written the session is kept in memory.
+    pub(super) fn expect_receipt(&self, id: &SessionId) {
+        lock(&self.durable.receipts_unwritten).insert(id.as_str().to_owned());
+    }
+
+    /// Whether `id`'s receipt is queued but not written yet; such a finished session
+    /// must stay in memory until it is.
+    pub(super) fn receipt_pending(&self, id: &SessionId) -> bool {
+        lock(&self.durable.receipts_unwritten).contains(id.as_str())
     }
 
     /// Waits until every receipt queued so far is written (or failed).

@@ -46,7 +46,6 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -290,8 +289,8 @@ impl Inner {
             started_at,
             started: Instant::now().checked_sub(age).unwrap_or_else(Instant::now),
             log_path,
-            notify: AtomicBool::new(r.notify),
-            read: AtomicBool::new(false),
+            notify: r.notify.into(),
+            read: std::sync::atomic::AtomicBool::new(false),
             persist_on_release: r.persist_on_release,
             completion_chars: match usize::try_from(r.completion_output_chars) {
                 Ok(0) | Err(_) => self.config.completion_output_chars,
@@ -362,9 +361,10 @@ impl Inner {
             },
         );
         self.lock().running.insert(id.clone(), Arc::clone(&s));
-        // Watch patterns keep working on the reattached output; heartbeats are not
-        // re-armed, because a detached session's completion can never be delivered
-        // (B21 beats only for those).
+        // Watch patterns keep matching the reattached output (B20 events are wakes
+        // while the session runs, not completions). Heartbeats are not re-armed:
+        // B21 beats only sessions whose completion can be delivered, and a detached
+        // session's never can.
         let plan = NotifyPlan {
             notify: r.notify,
             watch: if log.is_some() {
@@ -417,16 +417,34 @@ impl Inner {
         tracing::info!(session_id = %id, pid, "session re-adopted");
     }
 
-    /// Opens a re-adopted session's log for appending, under the home's logs directory.
+    /// Opens a re-adopted session's log for appending, its cap reduced by what it
+    /// holds already.
     fn reopen_log(&self, path: &Path) -> Option<LogWriter> {
-        if let Err(error) = self.home.ensure_dir(&self.home.session_logs_dir()) {
-            tracing::warn!(path = %path.display(), %error, "log of a re-adopted session cannot be reopened; its later output is not captured");
-            return None;
+        let file = OpenOptions::new()
+            .append(true)
+            .custom_flags(libc::O_CLOEXEC)
+            .open(path)
+            .or_else(|_| {
+                self.home
+                    .ensure_dir(&self.home.session_logs_dir())
+                    .map_err(io::Error::other)?;
+                OpenOptions::new()
+                    .append(true)
+                    .create_new(true)
+                    .mode(0o600)
+                    .open(path)
+            });
+        match file {
+            Ok(file) => {
+                let held = file.metadata().map_or(0, |m| m.len());
+                let cap = self.config.log_cap_bytes.saturating_sub(held);
+                Some(LogWriter::with_file(path.to_path_buf(), file, cap))
+            }
+            Err(error) => {
+                tracing::warn!(path = %path.display(), %error, "log of a re-adopted session cannot be reopened; its later output is not captured");
+                None
+            }
         }
-        Some(LogWriter::resume(
-            path.to_path_buf(),
-            self.config.log_cap_bytes,
-        ))
     }
 }
 
