@@ -8,16 +8,33 @@
 //! Benchmark: ingest, spawn and completion latency against raw OS baselines.
 //!
 //! The main type is [`Registry`]: [`Registry::spawn`] starts a [`SpawnRequest`] and
-//! answers a [`SpawnInfo`]; `poll`, `log`, `wait`, `kill` and friends answer the
-//! serialisable types in [`answers`]; finished sessions publish one [`Event::Completion`]
-//! each, delivered through [`Registry::drain`] and [`Registry::subscribe`], and
-//! rendered for an agent by [`render_events`].
+//! answers a [`SpawnInfo`]; `poll`, `log`, `log_chunk`, `wait`, `kill` and the stdin
+//! calls answer the serialisable types re-exported below; each finished session
+//! publishes exactly one [`Event::Completion`], delivered through
+//! [`Registry::drain`] (per owner, once) and [`Registry::subscribe`] (everything),
+//! and rendered for an agent by [`render_events`].
 //!
 //! Durability (B27-B29, B38): every spawn is checkpointed before it is answered,
 //! every queued completion is committed to the home's ledger before it is published,
 //! and every finished session leaves a result receipt. A host that starts on a home a
 //! previous process used calls [`Registry::restore`] once, right after
 //! [`Registry::new`], and gets a [`RestoreReport`].
+//!
+//! How a session runs: the child leads its own process group (its own session under
+//! a PTY) with a sanitised environment tagged `HERD_SESSION=<id>`. One task per
+//! session reads its output without a thread (pipes and PTY masters are registered
+//! with the runtime) and waits for its exit; bytes pass the PTY query responder and
+//! the shell-noise filter, then go to `<home>/logs/sessions/<id>.log` (complete, up
+//! to the log cap) and to a bounded in-memory tail. When output and exit are both
+//! done, the one choke point in `registry.rs` moves the session to finished and
+//! publishes its completion. Heartbeats and the watch breaker's release run off one
+//! timer task for the whole registry; the checkpoint of running sessions is written
+//! by one coalescing task.
+//!
+//! Why the shell is resolved on `PATH` by herd: with an explicit environment, std
+//! would otherwise fork (copying the daemon's page tables) to search the child's
+//! `PATH`; with a path it uses `posix_spawn`, which keeps spawn cost near a raw
+//! spawn (see the `registry` bench).
 
 mod answers;
 mod config;

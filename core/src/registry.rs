@@ -1355,3 +1355,6 @@ fn finish_write(
         Err(_) => stdin_error("the process is not reading its input; nothing more was written"),
     }
 }
+
+#[cfg(test)]
+mod tests;

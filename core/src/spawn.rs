@@ -227,12 +227,36 @@ fn base_command(launch: &Launch<'_>) -> io::Result<std::process::Command> {
         .argv
         .split_first()
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "empty shell argv"))?;
-    let mut cmd = std::process::Command::new(program);
+    // A program resolved to a path up front lets std use posix_spawn (vfork-like)
+    // instead of fork: with an explicit environment containing PATH, std must fork to
+    // search the child's PATH itself, and fork copies the daemon's page tables.
+    let program = resolve_program(program, launch.env);
+    let mut cmd = std::process::Command::new(&program);
     cmd.args(args)
         .env_clear()
         .envs(launch.env)
         .current_dir(launch.cwd);
     Ok(cmd)
+}
+
+/// `program` as an absolute path found on the child's `PATH`, or unchanged when it
+/// already names a path or is not found (the OS then reports the error).
+fn resolve_program(program: &str, env: &BTreeMap<OsString, OsString>) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    if program.contains('/') {
+        return program.into();
+    }
+    let path = env
+        .get(&OsString::from("PATH"))
+        .cloned()
+        .unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|candidate| {
+            std::fs::metadata(candidate)
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+        .unwrap_or_else(|| program.into())
 }
 
 /// Raises a pipe's kernel buffer to 1 MiB once a session proves chatty; idle sessions
