@@ -36,6 +36,11 @@
 //! output the log file holds, and the session's note says that output before the
 //! restart comes from the log file.
 //!
+//! Notifications: a re-adopted session whose output was reattached keeps its watch
+//! patterns (B20 matches are wakes while it runs). Heartbeats are not re-armed: B21
+//! beats only sessions whose completion can be delivered, and a detached session's
+//! never can. Both settings stay in the checkpoint for a later restore.
+//!
 //! A kill of a detached session goes through the ordinary tree kill, which checks the
 //! start time pinned at restore before signalling anything (B18).
 //!
