@@ -307,6 +307,14 @@ async fn b28_sigkilled_host_restarts_readopting_live_sessions_and_closing_dead_o
     assert!(report.skipped_live_writer.is_empty(), "{report:#?}");
     assert!(report.moved_aside.is_none(), "{report:#?}");
 
+    // A second restore finds everything tracked already and changes nothing.
+    let again = fx.registry.restore().await.expect("the checkpoint loads");
+    assert_eq!(ids(&again.already_tracked), want_adopted, "{again:#?}");
+    assert!(
+        again.adopted.is_empty() && again.closed_lost.is_empty(),
+        "{again:#?}"
+    );
+
     // Re-adopted sessions run, with the output from before the crash.
     for (i, (id, pid)) in long.iter().enumerate().skip(N_KILLED_WHILE_DOWN) {
         let poll = fx.registry.poll(id).expect("a re-adopted session answers");
@@ -608,6 +616,12 @@ async fn b38_receipts_answer_after_pruning_and_after_a_restart() {
         .run(&format!("echo token {GHP} ready; echo line-two; exit 3"))
         .await;
     fx.done(&first.session_id).await;
+    // A finished session stays in memory until its receipt is written; once it is,
+    // the next finishes prune it (cap 1).
+    fx.registry
+        .sync_durable()
+        .await
+        .expect("the home is writable");
     for _ in 0..2 {
         let info = fx.run("true").await;
         fx.done(&info.session_id).await;
