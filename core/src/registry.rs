@@ -147,6 +147,11 @@ impl Registry {
     /// the home's scratch dir as TMPDIR. A PTY that cannot be opened falls back to a
     /// pipe, said in `pty_note`; the command never runs twice.
     ///
+    /// The answer comes once a checkpoint write covering the new session finished
+    /// (B27; concurrent spawns share writes), so a session whose spawn was answered is
+    /// restored after a crash of the host. A failed checkpoint write is logged and
+    /// does not fail the spawn.
+    ///
     /// # Errors
     /// [`SpawnError::Guarded`], [`SpawnError::InvalidRequest`] for an empty command,
     /// [`SpawnError::Prepare`] when the home's directories or the log cannot be
