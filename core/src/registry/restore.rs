@@ -425,28 +425,36 @@ impl Inner {
     /// Opens a re-adopted session's log for appending, its cap reduced by what it
     /// holds already.
     fn reopen_log(&self, path: &Path) -> Option<LogWriter> {
-        let file = OpenOptions::new()
+        let warn = |error: &dyn std::fmt::Display| {
+            tracing::warn!(path = %path.display(), %error, "log of a re-adopted session cannot be reopened; its later output is not captured");
+        };
+        match OpenOptions::new()
             .append(true)
             .custom_flags(libc::O_CLOEXEC)
             .open(path)
-            .or_else(|_| {
-                self.home
-                    .ensure_dir(&self.home.session_logs_dir())
-                    .map_err(io::Error::other)?;
-                OpenOptions::new()
-                    .append(true)
-                    .create_new(true)
-                    .mode(0o600)
-                    .open(path)
-            });
-        match file {
+        {
             Ok(file) => {
                 let held = file.metadata().map_or(0, |m| m.len());
                 let cap = self.config.log_cap_bytes.saturating_sub(held);
                 Some(LogWriter::with_file(path.to_path_buf(), file, cap))
             }
+            // A session that never printed has no log yet: like a new session's, it
+            // is created with the first byte (a restore of many silent sessions
+            // creates no files).
+            Err(error) if error.kind() == io::ErrorKind::NotFound => {
+                match self.home.ensure_dir(&self.home.session_logs_dir()) {
+                    Ok(_) => Some(LogWriter::new(
+                        path.to_path_buf(),
+                        self.config.log_cap_bytes,
+                    )),
+                    Err(error) => {
+                        warn(&error);
+                        None
+                    }
+                }
+            }
             Err(error) => {
-                tracing::warn!(path = %path.display(), %error, "log of a re-adopted session cannot be reopened; its later output is not captured");
+                warn(&error);
                 None
             }
         }
