@@ -4,7 +4,8 @@
 //! - `restore.adopt_1000_live`: `Registry::restore` of a checkpoint listing 1,000 live
 //!   `sleep` processes the bench started (each with stdout and stderr on one pipe
 //!   whose read end the bench closed, as a crashed herd leaves them), so every one is
-//!   re-adopted: pidfd exit watch, output pipe reopened, log reopened. Baseline: the
+//!   re-adopted: pidfd exit watch, output pipe reopened, log reopened (a silent
+//!   session's log is created only with its first byte). Baseline: the
 //!   I/O floor of the same work, loading the checkpoint plus reading the 1,000
 //!   `/proc/<pid>/stat` files.
 //! - `restore.close_1000_gone`: restore of 1,000 entries whose pids are gone; each is
@@ -354,7 +355,7 @@ fn main() {
             median(&values),
             Some((median(&baselines), "checkpoint load + 1,000 /proc stat reads")),
             Some("< 1000"),
-            "1,000 live sleeps re-adopted: pidfd exit watch, output pipe reopened, log reopened",
+            "1,000 live sleeps re-adopted: pidfd exit watch, output pipe reopened, log reopened (created only with its first byte)",
         );
         let mut values = Vec::new();
         let mut baselines = Vec::new();
