@@ -650,12 +650,25 @@ impl Inner {
                 prefix: id_or_prefix.to_owned(),
             });
         }
-        let matches: Vec<&Arc<Session>> = tables
+        let matches: Vec<Arc<Session>> = tables
             .all()
             .filter(|s| s.id.as_str().starts_with(&wanted))
+            .cloned()
             .collect();
+        drop(tables);
         match matches.as_slice() {
-            [one] => Ok(Arc::clone(one)),
+            // B37: the prefix must name one id across memory and the receipts.
+            [one] => match self.other_receipts_with_prefix(&wanted, &one.id) {
+                others if others.is_empty() => Ok(Arc::clone(one)),
+                mut others => {
+                    others.push(one.id.clone());
+                    others.sort();
+                    Err(LookupError::Ambiguous {
+                        prefix: id_or_prefix.to_owned(),
+                        matches: others,
+                    })
+                }
+            },
             [] => Err(LookupError::NotFound {
                 id: id_or_prefix.to_owned(),
             }),

@@ -668,6 +668,22 @@ impl Inner {
         }
     }
 
+    /// Ids of receipts that start with `prefix`, other than `except` (for B37: a
+    /// prefix naming one session in memory and another only by receipt is ambiguous).
+    pub(super) fn other_receipts_with_prefix(
+        &self,
+        prefix: &str,
+        except: &SessionId,
+    ) -> Vec<SessionId> {
+        let Ok(dir) = std::fs::read_dir(self.home.results_dir()) else {
+            return Vec::new();
+        };
+        dir.filter_map(|e| e.ok()?.file_name().to_str().map(str::to_owned))
+            .filter_map(|name| SessionId::parse(name.strip_suffix(".json")?))
+            .filter(|id| id.as_str().starts_with(prefix) && id != except)
+            .collect()
+    }
+
     /// Runs receipt output through the seam with the route of the answer (B30).
     fn apply_receipt(&self, r: &ResultReceipt, route: Route, output: &str) -> String {
         let ctx = OutputContext {

@@ -15,10 +15,12 @@ use std::sync::mpsc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use herd_core::{
-    CompletionReason, Event, Home, KillSource, KillStatus, ListFilter, Registry, RegistryConfig,
-    SessionId, SessionStatus, SpawnRequest, WaitStatus,
+    CompletionReason, Event, Home, KillSource, KillStatus, ListFilter, LookupError, Registry,
+    RegistryConfig, SessionId, SessionStatus, SpawnRequest, WaitStatus,
 };
-use herd_persistence::{CheckpointStore, Ledger, Mode, SessionRecord, Writer};
+use herd_persistence::{
+    CheckpointStore, Ledger, Mode, ReceiptStore, ResultReceipt, SessionRecord, Writer,
+};
 
 use crate::support::{Fixture, group_members, wait_until};
 
@@ -690,6 +692,51 @@ async fn b38_receipts_answer_after_pruning_and_after_a_restart() {
         Registry::new(home.clone(), RegistryConfig::default()).expect("inside a runtime");
     check(&restarted);
     assert!(restarted.poll("proc_ffffffffffff").is_err());
+
+    // B37 across memory and receipts: a prefix naming a live session and another
+    // session's receipt is ambiguous; the full id still resolves.
+    let live = fx.run("sleep 120").await;
+    let prefix = &live.session_id.as_str()[..9];
+    let twin = [format!("{prefix}00000000"), format!("{prefix}11111111")]
+        .into_iter()
+        .find(|t| t != live.session_id.as_str())
+        .expect("one of two differs");
+    ReceiptStore::new(&home)
+        .store(&ResultReceipt {
+            id: twin.clone(),
+            command: "true".to_owned(),
+            cwd: None,
+            task_id: "t".to_owned(),
+            owner_task_id: "t".to_owned(),
+            session_key: String::new(),
+            started_at: 1.0,
+            finished_at: 2.0,
+            exit_code: Some(0),
+            reason: "exited".to_owned(),
+            source: String::new(),
+            notify: false,
+            output: String::new(),
+            output_cut: false,
+        })
+        .expect("the receipt is stored");
+    match fx.registry.lookup(prefix) {
+        Err(LookupError::Ambiguous { matches, .. }) => {
+            let matches: Vec<&str> = matches.iter().map(SessionId::as_str).collect();
+            assert!(
+                matches.contains(&twin.as_str()) && matches.contains(&live.session_id.as_str()),
+                "{matches:?}"
+            );
+        }
+        other => panic!("expected an ambiguous prefix, got {other:?}"),
+    }
+    assert_eq!(
+        fx.registry
+            .lookup(live.session_id.as_str())
+            .expect("the full id resolves"),
+        live.session_id
+    );
+    fx.registry.shutdown().await;
+    fx.assert_groups_gone().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
