@@ -93,7 +93,8 @@ impl Registry {
                 message: "timeout must be positive (got 0s)".to_owned(),
             });
         }
-        let info = self.inner.spawn(req)?;
+        // Through the public spawn, so the session is checkpointed like any other.
+        let info = self.spawn(req).await?;
         let s = {
             let tables = self.inner.lock();
             tables.get(&info.session_id).cloned()

@@ -272,6 +272,8 @@ impl Registry {
         });
         drop(agents);
         drop(tables);
+        // The new owners are checkpointed, so a restore keeps the handoff (B27).
+        self.inner.request_checkpoint();
         tracing::info!(session_id = %s.id, "session handed off to the parent agent");
         Ok(HandoffAnswer {
             status: "handed_off",

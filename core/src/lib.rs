@@ -14,6 +14,12 @@
 //! [`Registry::drain`] (per owner, once) and [`Registry::subscribe`] (everything),
 //! and rendered for an agent by [`render_events`].
 //!
+//! Durability (B27-B29, B38): every spawn is checkpointed before it is answered,
+//! every queued completion is committed to the home's ledger before it is published,
+//! and every finished session leaves a result receipt. A host that starts on a home a
+//! previous process used calls [`Registry::restore`] once, right after
+//! [`Registry::new`], and gets a [`RestoreReport`].
+//!
 //! How a session runs: the child leads its own process group (its own session under
 //! a PTY) with a sanitised environment tagged `HERD_SESSION=<id>`. One task per
 //! session reads its output without a thread (pipes and PTY masters are registered

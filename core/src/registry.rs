@@ -105,7 +105,8 @@ impl Registry {
     /// A registry whose every path derives from `home` (B4).
     ///
     /// Must be called inside a tokio runtime; creates nothing on disk until the first
-    /// spawn, and nothing outside `home`.
+    /// spawn, and nothing outside `home`. It does not read the checkpoint: a host that
+    /// restarts calls [`Registry::restore`] right after `new` (B28).
     ///
     /// # Errors
     /// [`Error::NoRuntime`] outside a tokio runtime.
@@ -145,6 +146,11 @@ impl Registry {
     /// nothing. The child gets its own process group, the sanitised environment and
     /// the home's scratch dir as TMPDIR. A PTY that cannot be opened falls back to a
     /// pipe, said in `pty_note`; the command never runs twice.
+    ///
+    /// The answer comes once a checkpoint write covering the new session finished
+    /// (B27; concurrent spawns share writes), so a session whose spawn was answered is
+    /// restored after a crash of the host. A failed checkpoint write is logged and
+    /// does not fail the spawn.
     ///
     /// # Errors
     /// [`SpawnError::Guarded`], [`SpawnError::InvalidRequest`] for an empty command,
@@ -383,7 +389,7 @@ impl Registry {
                     "wait window of {}s elapsed; the process is still running. This is not an error. Uptime: {}s.{}",
                     effective.as_secs(),
                     s.uptime_seconds(),
-                    if s.is_notify() {
+                    if s.is_notify() && self.inner.emits_completion(&s) {
                         " notify_on_complete is set: you will be notified on exit; do other work instead of waiting again."
                     } else {
                         " Poll again later, or spawn with notify next time for automatic notification."
@@ -391,13 +397,14 @@ impl Registry {
                 ));
             }
             WaitStatus::Interrupted => {
-                notes.push(if s.is_notify() {
+                notes.push(if s.is_notify() && self.inner.emits_completion(&s) {
                     "wait interrupted by a new message from the user; the process is still running and you will be notified on exit. Answer the user now.".to_owned()
                 } else {
                     "wait interrupted by a new message from the user; the process is still running. Answer the user now.".to_owned()
                 });
             }
         }
+        notes.extend(self.inner.session_note(&s));
         s.mark_read();
         let sized = self.inner.sized(&s, Route::Wait);
         Ok(WaitAnswer {
@@ -643,12 +650,25 @@ impl Inner {
                 prefix: id_or_prefix.to_owned(),
             });
         }
-        let matches: Vec<&Arc<Session>> = tables
+        let matches: Vec<Arc<Session>> = tables
             .all()
             .filter(|s| s.id.as_str().starts_with(&wanted))
+            .cloned()
             .collect();
+        drop(tables);
         match matches.as_slice() {
-            [one] => Ok(Arc::clone(one)),
+            // B37: the prefix must name one id across memory and the receipts.
+            [one] => match self.other_receipts_with_prefix(&wanted, &one.id) {
+                others if others.is_empty() => Ok(Arc::clone(one)),
+                mut others => {
+                    others.push(one.id.clone());
+                    others.sort();
+                    Err(LookupError::Ambiguous {
+                        prefix: id_or_prefix.to_owned(),
+                        matches: others,
+                    })
+                }
+            },
             [] => Err(LookupError::NotFound {
                 id: id_or_prefix.to_owned(),
             }),

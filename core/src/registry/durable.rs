@@ -32,7 +32,8 @@
 //!
 //! Receipts: every finish stores a [`ResultReceipt`] (command and the output tail
 //! redacted) on the blocking pool, off the choke point; receipts queued in a burst are
-//! written newest-64 only, since the store keeps no more than that anyway. When a
+//! written newest-64 only, since the store keeps no more than that anyway,
+//! by a few threads at once (concurrent fsyncs share the file system's commits). When a
 //! lookup misses memory, `poll`, `log`, `log_chunk`, `wait` and `kill` answer from the
 //! receipt and say so in their note.
 //!
@@ -69,6 +70,9 @@ use crate::{KillSource, SpawnInfo};
 
 /// Receipts written per burst at most: the store keeps only the newest this many.
 const RECEIPT_BURST: usize = herd_persistence::MAX_RECEIPTS;
+
+/// Threads that write one burst of receipts.
+const RECEIPT_WRITERS: usize = 8;
 
 /// The note of an answer served from a receipt.
 const RECEIPT_NOTE: &str = "answered from the durable result receipt: the session finished and is no longer in memory (pruned, or herd restarted); output is the redacted tail kept with the receipt";
@@ -209,7 +213,7 @@ impl Inner {
     }
 
     /// Asks for a checkpoint write; returns the generation that covers this request.
-    pub(super) fn request_checkpoint(self: &Arc<Self>) -> u64 {
+    pub(crate) fn request_checkpoint(self: &Arc<Self>) -> u64 {
         let mut q = lock(&self.durable.checkpoint_queue);
         q.wanted += 1;
         let generation = q.wanted;
@@ -540,35 +544,55 @@ impl Inner {
                     unwritten.remove(&dropped.receipt.id);
                 }
             }
-            for job in jobs {
-                let mut receipt = job.receipt;
-                let mode = RedactMode::for_command(&receipt.command);
-                receipt.output = self
-                    .config
-                    .pipeline
-                    .redactor()
-                    .redact(&receipt.output, mode)
-                    .into_owned();
-                receipt.command = self
-                    .config
-                    .pipeline
-                    .redact_command(&receipt.command)
-                    .into_owned();
-                let stored = self.durable.receipts.store(&receipt);
-                lock(&self.durable.receipts_unwritten).remove(&receipt.id);
-                match stored {
-                    Ok(()) => {}
-                    Err(herd_persistence::Error::HomeMissing { .. }) => {
-                        tracing::debug!(session_id = %receipt.id, "no receipt: the home is gone");
-                    }
-                    Err(error) => {
-                        tracing::warn!(session_id = %receipt.id, %error, "result receipt not stored; the result is answerable only while the session is in memory");
-                    }
+            // A burst is written by a few threads at once: each receipt is its own
+            // fsynced file, and the file system commits concurrent fsyncs together.
+            let n_writers = jobs.len().min(RECEIPT_WRITERS);
+            if n_writers <= 1 {
+                jobs.into_iter().for_each(|job| self.store_receipt(job));
+            } else {
+                let mut shares: Vec<Vec<ReceiptJob>> = (0..n_writers).map(|_| Vec::new()).collect();
+                for (idx, job) in jobs.into_iter().enumerate() {
+                    shares[idx % n_writers].push(job);
                 }
+                std::thread::scope(|scope| {
+                    for share in shares {
+                        scope.spawn(move || {
+                            share.into_iter().for_each(|job| self.store_receipt(job))
+                        });
+                    }
+                });
             }
             self.durable
                 .receipts_written
                 .send_modify(|w| *w = (*w).max(generation));
+        }
+    }
+
+    /// Redacts and stores one receipt. Blocking.
+    fn store_receipt(&self, job: ReceiptJob) {
+        let mut receipt = job.receipt;
+        let mode = RedactMode::for_command(&receipt.command);
+        receipt.output = self
+            .config
+            .pipeline
+            .redactor()
+            .redact(&receipt.output, mode)
+            .into_owned();
+        receipt.command = self
+            .config
+            .pipeline
+            .redact_command(&receipt.command)
+            .into_owned();
+        let stored = self.durable.receipts.store(&receipt);
+        lock(&self.durable.receipts_unwritten).remove(&receipt.id);
+        match stored {
+            Ok(()) => {}
+            Err(herd_persistence::Error::HomeMissing { .. }) => {
+                tracing::debug!(session_id = %receipt.id, "no receipt: the home is gone");
+            }
+            Err(error) => {
+                tracing::warn!(session_id = %receipt.id, %error, "result receipt not stored; the result is answerable only while the session is in memory");
+            }
         }
     }
 
@@ -642,6 +666,22 @@ impl Inner {
                 matches: many.iter().filter_map(|m| SessionId::parse(m)).collect(),
             }),
         }
+    }
+
+    /// Ids of receipts that start with `prefix`, other than `except` (for B37: a
+    /// prefix naming one session in memory and another only by receipt is ambiguous).
+    pub(super) fn other_receipts_with_prefix(
+        &self,
+        prefix: &str,
+        except: &SessionId,
+    ) -> Vec<SessionId> {
+        let Ok(dir) = std::fs::read_dir(self.home.results_dir()) else {
+            return Vec::new();
+        };
+        dir.filter_map(|e| e.ok()?.file_name().to_str().map(str::to_owned))
+            .filter_map(|name| SessionId::parse(name.strip_suffix(".json")?))
+            .filter(|id| id.as_str().starts_with(prefix) && id != except)
+            .collect()
     }
 
     /// Runs receipt output through the seam with the route of the answer (B30).

@@ -36,6 +36,11 @@
 //! output the log file holds, and the session's note says that output before the
 //! restart comes from the log file.
 //!
+//! Notifications: a re-adopted session whose output was reattached keeps its watch
+//! patterns (B20 matches are wakes while it runs). Heartbeats are not re-armed: B21
+//! beats only sessions whose completion can be delivered, and a detached session's
+//! never can. Both settings stay in the checkpoint for a later restore.
+//!
 //! A kill of a detached session goes through the ordinary tree kill, which checks the
 //! start time pinned at restore before signalling anything (B18).
 //!
@@ -60,6 +65,7 @@ use super::{Inner, Registry};
 use crate::answers::ModeName;
 use crate::error::Error;
 use crate::id::SessionId;
+use crate::notify::NotifyPlan;
 use crate::output::{LogWriter, Tail};
 use crate::reader::{self, Finish, Source, Waiter};
 use crate::session::{Session, State};
@@ -360,6 +366,21 @@ impl Inner {
             },
         );
         self.lock().running.insert(id.clone(), Arc::clone(&s));
+        // Watch patterns keep matching the reattached output (B20 events are wakes
+        // while the session runs, not completions). Heartbeats are not re-armed:
+        // B21 beats only sessions whose completion can be delivered, and a detached
+        // session's never can.
+        let plan = NotifyPlan {
+            notify: r.notify,
+            watch: if log.is_some() {
+                r.watch_patterns.clone()
+            } else {
+                Vec::new()
+            },
+            heartbeat: None,
+            notes: Vec::new(),
+        };
+        let observer = self.arm_notifications(&s, &plan);
         let pid = s.pid;
         let exit = self
             .runtime
@@ -376,10 +397,7 @@ impl Inner {
                         source,
                         Waiter::Blocking(exit),
                         log,
-                        // Watch patterns and heartbeats are not re-armed for a
-                        // re-adopted session: no completion can follow them (B21
-                        // beats only sessions whose completion can be delivered).
-                        None,
+                        observer,
                         idle_drain,
                     )
                     .await
@@ -407,28 +425,36 @@ impl Inner {
     /// Opens a re-adopted session's log for appending, its cap reduced by what it
     /// holds already.
     fn reopen_log(&self, path: &Path) -> Option<LogWriter> {
-        let file = OpenOptions::new()
+        let warn = |error: &dyn std::fmt::Display| {
+            tracing::warn!(path = %path.display(), %error, "log of a re-adopted session cannot be reopened; its later output is not captured");
+        };
+        match OpenOptions::new()
             .append(true)
             .custom_flags(libc::O_CLOEXEC)
             .open(path)
-            .or_else(|_| {
-                self.home
-                    .ensure_dir(&self.home.session_logs_dir())
-                    .map_err(io::Error::other)?;
-                OpenOptions::new()
-                    .append(true)
-                    .create_new(true)
-                    .mode(0o600)
-                    .open(path)
-            });
-        match file {
+        {
             Ok(file) => {
                 let held = file.metadata().map_or(0, |m| m.len());
                 let cap = self.config.log_cap_bytes.saturating_sub(held);
                 Some(LogWriter::with_file(path.to_path_buf(), file, cap))
             }
+            // A session that never printed has no log yet: like a new session's, it
+            // is created with the first byte (a restore of many silent sessions
+            // creates no files).
+            Err(error) if error.kind() == io::ErrorKind::NotFound => {
+                match self.home.ensure_dir(&self.home.session_logs_dir()) {
+                    Ok(_) => Some(LogWriter::new(
+                        path.to_path_buf(),
+                        self.config.log_cap_bytes,
+                    )),
+                    Err(error) => {
+                        warn(&error);
+                        None
+                    }
+                }
+            }
             Err(error) => {
-                tracing::warn!(path = %path.display(), %error, "log of a re-adopted session cannot be reopened; its later output is not captured");
+                warn(&error);
                 None
             }
         }

@@ -15,10 +15,12 @@ use std::sync::mpsc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use herd_core::{
-    CompletionReason, Event, Home, KillSource, KillStatus, ListFilter, Registry, RegistryConfig,
-    SessionId, SessionStatus, SpawnRequest, WaitStatus,
+    CompletionReason, Event, Home, KillSource, KillStatus, ListFilter, LookupError, Registry,
+    RegistryConfig, SessionId, SessionStatus, SpawnRequest, WaitStatus,
 };
-use herd_persistence::{CheckpointStore, Ledger, Mode, SessionRecord, Writer};
+use herd_persistence::{
+    CheckpointStore, Ledger, Mode, ReceiptStore, ResultReceipt, SessionRecord, Writer,
+};
 
 use crate::support::{Fixture, group_members, wait_until};
 
@@ -157,6 +159,12 @@ async fn crash_child_main(home: String) {
                 owner_task_id: Some("o-long".to_owned()),
                 notify: i % 3 == 0,
                 persist_on_release: i % 4 == 1,
+                // One watcher among the survivors: its pattern matches after the restart.
+                watch: if i == N_KILLED_WHILE_DOWN + 1 {
+                    vec![format!("after-{i}")]
+                } else {
+                    Vec::new()
+                },
                 ..SpawnRequest::default()
             })
             .await
@@ -204,27 +212,18 @@ async fn crash_child_main(home: String) {
         "short": short[1..].iter().map(|i| i.session_id.as_str()).collect::<Vec<_>>(),
         "drained": short[0].session_id.as_str(),
     });
-    {
-        let mut out = std::io::stdout().lock();
-        writeln!(out, "{SAY}ready {report}").expect("the parent reads stdout");
-        out.flush().expect("the parent reads stdout");
-    }
+    say(&format!("ready {report}"));
     // Wait for the SIGKILL.
     std::future::pending::<()>().await;
 }
 
-/// Runs the crash child on `home` and returns it with its readiness report.
-fn start_crash_child(home: &Path) -> (Jod, serde_json::Value) {
+/// Runs this test binary's `test` entry as a child with `ROLE=role` on `home`; the
+/// receiver gets the child's report lines (prefix stripped).
+fn start_child(test: &str, role: &str, home: &Path) -> (Jod, mpsc::Receiver<String>) {
     let exe = std::env::current_exe().expect("path of this test binary");
     let mut child = raw(exe)
-        .args([
-            "restore::crash_child",
-            "--exact",
-            "--nocapture",
-            "--test-threads=1",
-            "-q",
-        ])
-        .env(ROLE, "crash-child")
+        .args([test, "--exact", "--nocapture", "--test-threads=1", "-q"])
+        .env(ROLE, role)
         .env(HOME_VAR, home)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -232,7 +231,6 @@ fn start_crash_child(home: &Path) -> (Jod, serde_json::Value) {
         .spawn()
         .expect("the test binary re-runs as a child");
     let stdout = child.stdout.take().expect("stdout is piped");
-    let child = Jod(child);
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines() {
@@ -244,6 +242,20 @@ fn start_crash_child(home: &Path) -> (Jod, serde_json::Value) {
             }
         }
     });
+    (Jod(child), rx)
+}
+
+/// Writes one report line to stdout at once, so a SIGKILL right after loses nothing
+/// that was written.
+fn say(line: &str) {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{SAY}{line}").expect("the parent reads stdout");
+    out.flush().expect("the parent reads stdout");
+}
+
+/// Runs the crash child on `home` and returns it with its readiness report.
+fn start_crash_child(home: &Path) -> (Jod, serde_json::Value) {
+    let (child, rx) = start_child("restore::crash_child", "crash-child", home);
     let line = rx
         .recv_timeout(Duration::from_secs(60))
         .expect("the crash child reports readiness within 60 s");
@@ -296,6 +308,14 @@ async fn b28_sigkilled_host_restarts_readopting_live_sessions_and_closing_dead_o
     assert!(report.closed_reused.is_empty(), "{report:#?}");
     assert!(report.skipped_live_writer.is_empty(), "{report:#?}");
     assert!(report.moved_aside.is_none(), "{report:#?}");
+
+    // A second restore finds everything tracked already and changes nothing.
+    let again = fx.registry.restore().await.expect("the checkpoint loads");
+    assert_eq!(ids(&again.already_tracked), want_adopted, "{again:#?}");
+    assert!(
+        again.adopted.is_empty() && again.closed_lost.is_empty(),
+        "{again:#?}"
+    );
 
     // Re-adopted sessions run, with the output from before the crash.
     for (i, (id, pid)) in long.iter().enumerate().skip(N_KILLED_WHILE_DOWN) {
@@ -360,7 +380,25 @@ async fn b28_sigkilled_host_restarts_readopting_live_sessions_and_closing_dead_o
     assert_eq!(completion_ids(&replayed), want_short);
     assert!(!completion_ids(&replayed).contains(&drained_before));
     assert!(fx.registry.drain("o-short").is_empty());
-    assert!(fx.registry.drain("o-long").is_empty());
+    // The re-adopted watcher's pattern still wakes its owner; nothing else does.
+    let watcher = &long[N_KILLED_WHILE_DOWN + 1].0;
+    let mut woken = Vec::new();
+    wait_until(
+        Duration::from_secs(10),
+        &format!("a watch match of {watcher}"),
+        || {
+            woken.extend(fx.registry.drain("o-long"));
+            !woken.is_empty()
+        },
+    )
+    .await;
+    assert!(
+        matches!(
+            woken.as_slice(),
+            [Event::WatchMatch { session_id, .. }] if session_id.as_str() == watcher
+        ),
+        "{woken:#?}"
+    );
 
     // A re-adopted session is killed like any other, and publishes no completion.
     let mut events = fx.registry.subscribe();
@@ -580,6 +618,12 @@ async fn b38_receipts_answer_after_pruning_and_after_a_restart() {
         .run(&format!("echo token {GHP} ready; echo line-two; exit 3"))
         .await;
     fx.done(&first.session_id).await;
+    // A finished session stays in memory until its receipt is written; once it is,
+    // the next finishes prune it (cap 1).
+    fx.registry
+        .sync_durable()
+        .await
+        .expect("the home is writable");
     for _ in 0..2 {
         let info = fx.run("true").await;
         fx.done(&info.session_id).await;
@@ -648,6 +692,51 @@ async fn b38_receipts_answer_after_pruning_and_after_a_restart() {
         Registry::new(home.clone(), RegistryConfig::default()).expect("inside a runtime");
     check(&restarted);
     assert!(restarted.poll("proc_ffffffffffff").is_err());
+
+    // B37 across memory and receipts: a prefix naming a live session and another
+    // session's receipt is ambiguous; the full id still resolves.
+    let live = fx.run("sleep 120").await;
+    let prefix = &live.session_id.as_str()[..9];
+    let twin = [format!("{prefix}00000000"), format!("{prefix}11111111")]
+        .into_iter()
+        .find(|t| t != live.session_id.as_str())
+        .expect("one of two differs");
+    ReceiptStore::new(&home)
+        .store(&ResultReceipt {
+            id: twin.clone(),
+            command: "true".to_owned(),
+            cwd: None,
+            task_id: "t".to_owned(),
+            owner_task_id: "t".to_owned(),
+            session_key: String::new(),
+            started_at: 1.0,
+            finished_at: 2.0,
+            exit_code: Some(0),
+            reason: "exited".to_owned(),
+            source: String::new(),
+            notify: false,
+            output: String::new(),
+            output_cut: false,
+        })
+        .expect("the receipt is stored");
+    match fx.registry.lookup(prefix) {
+        Err(LookupError::Ambiguous { matches, .. }) => {
+            let matches: Vec<&str> = matches.iter().map(SessionId::as_str).collect();
+            assert!(
+                matches.contains(&twin.as_str()) && matches.contains(&live.session_id.as_str()),
+                "{matches:?}"
+            );
+        }
+        other => panic!("expected an ambiguous prefix, got {other:?}"),
+    }
+    assert_eq!(
+        fx.registry
+            .lookup(live.session_id.as_str())
+            .expect("the full id resolves"),
+        live.session_id
+    );
+    fx.registry.shutdown().await;
+    fx.assert_groups_gone().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -711,4 +800,140 @@ async fn b29_a_missing_ledger_replays_nothing_and_creates_nothing() {
     assert!(fx.registry.drain("t").is_empty());
     assert!(!home.ledger_path().exists(), "a ledger was created");
     fx.assert_groups_gone().await;
+}
+
+/// Crash cycles of the ledger test.
+const LEDGER_CYCLES: usize = 15;
+
+/// A host that consumes completions in a loop: drain (printing what it got), spawn one
+/// notify session, wait for it; runs only as the child of
+/// `b29_completions_survive_sigkill_cycles_and_are_never_delivered_twice`.
+#[test]
+fn ledger_child() {
+    if std::env::var(ROLE).ok().as_deref() != Some("ledger-child") {
+        return;
+    }
+    let home = std::env::var(HOME_VAR).expect("the parent sets the home");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime starts");
+    runtime.block_on(async move {
+        let registry =
+            Registry::new(Home::new(&home), RegistryConfig::default()).expect("inside a runtime");
+        loop {
+            for id in completion_ids(&registry.drain("o")) {
+                say(&format!("got {id}"));
+            }
+            let info = registry
+                .spawn(SpawnRequest {
+                    command: "echo x".to_owned(),
+                    task_id: "t".to_owned(),
+                    owner_task_id: Some("o".to_owned()),
+                    notify: true,
+                    ..SpawnRequest::default()
+                })
+                .await
+                .expect("spawn succeeds");
+            say(&format!("spawned {}", info.session_id));
+            registry
+                .wait(info.session_id.as_str(), Duration::from_secs(30), None)
+                .await
+                .expect("the session exists");
+        }
+    });
+}
+
+/// Lets the child run a random while so the SIGKILL lands at a random point of its
+/// loop; it synchronises nothing (the parent already saw the child working).
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a random delay places a SIGKILL at a random point; it synchronises nothing"
+)]
+fn random_delay(rng: &mut fastrand::Rng) {
+    std::thread::sleep(Duration::from_millis(rng.u64(0..150)));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b29_completions_survive_sigkill_cycles_and_are_never_delivered_twice() {
+    let fx = Fixture::new();
+    let home = fx.home();
+    let mut rng = fastrand::Rng::with_seed(0x05ee_db29);
+    let mut spawned: Vec<String> = Vec::new();
+    let mut got: Vec<String> = Vec::new();
+    let record = |line: String, spawned: &mut Vec<String>, got: &mut Vec<String>| {
+        if let Some(id) = line.strip_prefix("spawned ") {
+            spawned.push(id.to_owned());
+        } else if let Some(id) = line.strip_prefix("got ") {
+            got.push(id.to_owned());
+        }
+    };
+    for cycle in 0..LEDGER_CYCLES {
+        let (mut child, rx) = start_child("restore::ledger_child", "ledger-child", home.root());
+        // Kill only a child that is working: it spawned at least once this cycle.
+        loop {
+            let line = rx
+                .recv_timeout(Duration::from_secs(30))
+                .unwrap_or_else(|_| panic!("cycle {cycle}: the child spawned nothing within 30 s"));
+            let is_spawn = line.starts_with("spawned ");
+            record(line, &mut spawned, &mut got);
+            if is_spawn {
+                break;
+            }
+        }
+        random_delay(&mut rng);
+        child.0.kill().expect("SIGKILL the child");
+        child.0.wait().expect("reap the child");
+        // Everything it wrote before dying.
+        while let Ok(line) = rx.recv_timeout(Duration::from_secs(5)) {
+            record(line, &mut spawned, &mut got);
+        }
+    }
+    // A last, clean consumer takes what is left.
+    got.extend(completion_ids(&fx.registry.drain("o")));
+
+    let mut seen = HashSet::new();
+    for id in &got {
+        assert!(seen.insert(id.clone()), "{id} was delivered twice: {got:?}");
+    }
+    let ledger = Ledger::open(&home)
+        .expect("the ledger opens")
+        .expect("completions were committed");
+    assert!(ledger.undelivered().expect("the ledger reads").is_empty());
+    let mut n_committed = 0;
+    let mut unseen = Vec::new();
+    for id in &spawned {
+        match ledger.is_delivered(id).expect("the ledger reads") {
+            // Killed before it finished: never committed, never owed.
+            None => {}
+            Some(delivered) => {
+                n_committed += 1;
+                assert!(delivered, "{id} is committed but was never delivered");
+                if !seen.contains(id) {
+                    unseen.push(id.clone());
+                }
+            }
+        }
+    }
+    // (A delivered id may lack its "spawned" line: the kill can land between the
+    // spawn's answer and the print, after the session already finished.)
+    for id in &got {
+        assert_eq!(
+            ledger.is_delivered(id).expect("the ledger reads"),
+            Some(true),
+            "{id} was handed out but is not delivered in the ledger"
+        );
+    }
+    // The only way to miss one: the kill landed between a drain (the acknowledgement)
+    // and the child printing what it drained, at most once per cycle.
+    assert!(
+        unseen.len() <= LEDGER_CYCLES,
+        "{} of {n_committed} committed completions were never seen: {unseen:?}",
+        unseen.len()
+    );
+    assert!(
+        n_committed >= LEDGER_CYCLES,
+        "only {n_committed} completions committed"
+    );
 }
