@@ -10,7 +10,7 @@ use herd_core::{
 };
 use tokio_util::sync::CancellationToken;
 
-use crate::support::{Fixture, fd_count, next_completion};
+use crate::support::{Fixture, fd_count_outside, next_completion};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn b13_orphan_holding_the_pipe_still_completes_once_within_2s() {
@@ -106,7 +106,8 @@ async fn b12_2000_spawn_finish_cycles_leave_the_fd_count_unchanged() {
         .sync_durable()
         .await
         .expect("the home is writable");
-    let before = fd_count();
+    let home = fx.home();
+    let before = fd_count_outside(home.root());
     let before_targets = crate::support::fd_targets();
     for _ in 0..250 {
         let mut batch = Vec::new();
@@ -121,7 +122,7 @@ async fn b12_2000_spawn_finish_cycles_leave_the_fd_count_unchanged() {
         .sync_durable()
         .await
         .expect("the home is writable");
-    let after = fd_count();
+    let after = fd_count_outside(home.root());
     assert_eq!(
         before,
         after,
