@@ -96,6 +96,7 @@ pub(crate) async fn run(home: &Home, json: bool) -> anyhow::Result<()> {
                     socket.display()
                 ),
             );
+            restore_lines(&status["restore"], &mut push);
             if let Ok(meta) = std::fs::metadata(&socket) {
                 let mode = meta.permissions().mode() & 0o777;
                 if mode == 0o600 {
@@ -172,4 +173,44 @@ pub(crate) async fn run(home: &Home, json: bool) -> anyhow::Result<()> {
         return Err(Failure::silent(Code::Failed).into());
     }
     Ok(())
+}
+
+/// Doctor lines for what the daemon's start-up restore did.
+fn restore_lines(restore: &serde_json::Value, push: &mut impl FnMut(&'static str, String)) {
+    if restore.is_null() {
+        return;
+    }
+    if let Some(error) = restore["error"].as_str() {
+        push(
+            "warn",
+            format!(
+                "restore at start failed ({error}); fix the checkpoint's permissions, then `herd shutdown` so the next daemon retries"
+            ),
+        );
+        return;
+    }
+    push(
+        "ok",
+        format!(
+            "restore at start: {} re-adopted, {} closed as lost, {} closed (pid reused), {} already finished",
+            restore["adopted"],
+            restore["closed_lost"],
+            restore["closed_reused"],
+            restore["already_finished"]
+        ),
+    );
+    if let Some(moved) = restore["moved_aside"].as_str() {
+        push(
+            "warn",
+            format!(
+                "the checkpoint was unusable and moved aside ({moved}); its sessions were not restored"
+            ),
+        );
+    }
+    if let Some(error) = restore["checkpoint_error"].as_str() {
+        push(
+            "warn",
+            format!("the checkpoint was not updated after restore: {error}"),
+        );
+    }
 }

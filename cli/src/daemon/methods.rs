@@ -36,6 +36,8 @@ const CHUNK_BYTES: usize = 1 << 20;
 pub(crate) struct State {
     registry: Registry,
     stop: Arc<Notify>,
+    /// What the start-up restore did, for `status` and `herd doctor`.
+    restored: Value,
 }
 
 /// What a method answers.
@@ -91,18 +93,36 @@ fn registry_config(config: &Config, pipeline: Arc<herd_hooks::Pipeline>) -> Regi
 }
 
 impl State {
-    /// Builds the registry for `home`.
+    /// Builds the registry for `home` and restores the sessions its checkpoint
+    /// lists (B28), before any request is served.
     ///
     /// # Errors
     /// When the registry cannot start (e.g. an unreadable checkpoint directory).
-    pub(crate) fn new(
+    pub(crate) async fn new(
         home: Home,
         config: &Config,
         pipeline: Arc<herd_hooks::Pipeline>,
         stop: Arc<Notify>,
     ) -> anyhow::Result<State> {
         let registry = Registry::new(home, registry_config(config, pipeline))?;
-        Ok(State { registry, stop })
+        let restored = match registry.restore().await {
+            Ok(report) => {
+                log_restore(&report);
+                restore_summary(&report)
+            }
+            Err(err) => {
+                // A checkpoint we cannot read is reported, not fatal: the daemon
+                // still serves new sessions, and the next start tries again.
+                let error = chain(&err);
+                tracing::warn!(%error, "restore failed; no session was restored");
+                json!({"error": error})
+            }
+        };
+        Ok(State {
+            registry,
+            stop,
+            restored,
+        })
     }
 
     /// The home served.
@@ -322,6 +342,7 @@ impl State {
             "home": self.home().root().display().to_string(),
             "running": running.len(),
             "finished": all.len().saturating_sub(running.len()),
+            "restore": self.restored,
         })
     }
 }
@@ -431,6 +452,42 @@ async fn logs_stream(
 async fn client_gone(reader: &mut BufReader<OwnedReadHalf>) {
     let mut buf = Vec::new();
     let _ = crate::protocol::read_line(reader, &mut buf, 1024).await;
+}
+
+/// Logs what the start-up restore did: the summary at info, problems at warn.
+fn log_restore(report: &herd_core::RestoreReport) {
+    tracing::info!(
+        adopted = report.adopted.len(),
+        closed_lost = report.closed_lost.len(),
+        closed_reused = report.closed_reused.len(),
+        already_finished = report.already_finished.len(),
+        skipped_live_writer = report.skipped_live_writer.len(),
+        invalid = report.invalid.len(),
+        "restore done"
+    );
+    if let Some(moved) = &report.moved_aside {
+        tracing::warn!(%moved, "the checkpoint was unusable and was moved aside");
+    }
+    if let Some(error) = &report.checkpoint_error {
+        tracing::warn!(%error, "the checkpoint was not updated after restore");
+    }
+    for entry in &report.invalid {
+        tracing::warn!(%entry, "unusable checkpoint entry");
+    }
+}
+
+/// The restore report as counts plus its problems, for `status`.
+fn restore_summary(report: &herd_core::RestoreReport) -> Value {
+    json!({
+        "adopted": report.adopted.len(),
+        "closed_lost": report.closed_lost.len(),
+        "closed_reused": report.closed_reused.len(),
+        "already_finished": report.already_finished.len(),
+        "skipped_live_writer": report.skipped_live_writer.len(),
+        "invalid": report.invalid,
+        "moved_aside": report.moved_aside,
+        "checkpoint_error": report.checkpoint_error,
+    })
 }
 
 /// The JSON of drained events: the events and their rendering.

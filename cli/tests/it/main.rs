@@ -7,5 +7,6 @@ mod daemon;
 mod guard;
 mod jobs;
 mod mcp;
+mod restore;
 mod support;
 mod tools;
