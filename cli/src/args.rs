@@ -369,6 +369,10 @@ pub(crate) struct ServeArgs {
 pub(crate) struct McpArgs {
     #[command(flatten)]
     pub(crate) owner: OwnerArg,
+    /// The owner of the parent agent this server's agent is a subagent of; without it,
+    /// `process action=handoff` is refused.
+    #[arg(long, value_name = "OWNER", env = "HERD_PARENT_OWNER")]
+    pub(crate) parent: Option<String>,
 }
 
 /// Shells `herd completions` can target.

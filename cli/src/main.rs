@@ -113,7 +113,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     let config = config::Config::load(&home)?;
                     plugins::run(&home, &config, &args.command)
                 }
-                Command::Mcp(args) => mcp::serve(home, args.owner.resolve("mcp")),
+                Command::Mcp(args) => mcp::serve(
+                    home,
+                    args.owner.resolve("mcp"),
+                    args.parent.filter(|p| !p.trim().is_empty()),
+                ),
                 command => client_runtime()?.block_on(client_command(home, command)),
             }
         }

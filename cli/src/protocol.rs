@@ -49,6 +49,9 @@ pub(crate) const HANDSHAKE_REQUIRED: i64 = -32013;
 pub(crate) const PEER_REFUSED: i64 = -32015;
 /// herd: the operation is not supported by this daemon.
 pub(crate) const UNSUPPORTED: i64 = -32014;
+/// herd: the registry refused the operation (e.g. a handoff over the cap); `data`
+/// names the reason.
+pub(crate) const REFUSED: i64 = -32016;
 
 /// A request line.
 #[derive(Debug, Clone, Serialize, Deserialize)]

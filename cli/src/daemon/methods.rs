@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use herd_core::{
-    Event, KillSource, ListFilter, LookupError, Mode, NotificationPolicy, Registry, RegistryConfig,
-    SpawnError, SpawnRequest,
+    AgentIdentity, Event, HandoffError, KillSource, ListFilter, LookupError, Mode,
+    NotificationPolicy, Registry, RegistryConfig, SpawnError, SpawnRequest,
 };
 use herd_persistence::Home;
 use serde::Deserialize;
@@ -24,8 +24,8 @@ use tokio::sync::Notify;
 use super::connection::write;
 use crate::config::{Config, Notifications};
 use crate::protocol::{
-    GUARDED, INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, NOT_FOUND, Response, RpcError,
-    UNSUPPORTED,
+    GUARDED, INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, NOT_FOUND, REFUSED, Response,
+    RpcError,
 };
 
 /// The largest log chunk one `log_chunk` or stream message carries.
@@ -154,11 +154,7 @@ impl State {
             "submit" => self.stdin(params, StdinOp::Submit).await,
             "close" => self.stdin(params, StdinOp::Close).await,
             "drain" => parse::<OwnerParams>(params).map(|p| self.drain(&p.owner)),
-            "handoff" => Err(RpcError::new(
-                UNSUPPORTED,
-                "handoff is not supported yet by this daemon (herd-core has no handoff API); \
-                 the session keeps its owner",
-            )),
+            "handoff" => self.handoff(params),
             "status" => Ok(self.status()),
             "shutdown" => {
                 self.stop.notify_one();
@@ -317,6 +313,47 @@ impl State {
         }
         .map_err(core_error)?;
         to_value(answer)
+    }
+
+    /// Hands session `id` from owner `from` to owner `to` (B25). The caller is
+    /// registered as a child agent of `to` first, so the registry's rules (the
+    /// cap of three per child, running sessions the caller owns, a purpose)
+    /// decide; its refusals come back as `REFUSED` errors with their message.
+    fn handoff(&self, params: Value) -> Result<Value, RpcError> {
+        let p: HandoffParams = parse(params)?;
+        let Some(to) = p.to.filter(|to| !to.trim().is_empty()) else {
+            return Err(RpcError::new(
+                INVALID_PARAMS,
+                "handoff needs `to`: the owner that takes the session over",
+            ));
+        };
+        self.registry.register_child(
+            &p.from,
+            AgentIdentity {
+                owner_task_id: to.clone(),
+                task_id: to.clone(),
+                session_key: None,
+            },
+        );
+        match self.registry.handoff(&p.id, &p.from, &to, &p.note) {
+            Ok(answer) => to_value(answer),
+            Err(HandoffError::Lookup(err)) => Err(lookup_error(err)),
+            Err(err) => {
+                let reason = match &err {
+                    HandoffError::NotAChild { .. } => "not_a_child",
+                    HandoffError::NotTheParent { .. } => "not_the_parent",
+                    HandoffError::CapReached { .. } => "cap_reached",
+                    HandoffError::MissingPurpose => "missing_purpose",
+                    HandoffError::NotRunningOwned { .. } => "not_running_owned",
+                    HandoffError::Lookup(_) => "not_found",
+                };
+                Err(RpcError {
+                    code: REFUSED,
+                    message: err.to_string(),
+                    data: Some(json!({"reason": reason})),
+                })
+            }
+        }
     }
 
     /// Takes the owner's queued events, with their rendering for an agent.
@@ -512,6 +549,17 @@ enum StdinOp {
 #[serde(deny_unknown_fields)]
 struct IdParams {
     id: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HandoffParams {
+    id: String,
+    from: String,
+    #[serde(default)]
+    to: Option<String>,
+    #[serde(default)]
+    note: String,
 }
 
 #[derive(Debug, Deserialize)]
