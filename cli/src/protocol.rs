@@ -52,6 +52,9 @@ pub(crate) const UNSUPPORTED: i64 = -32014;
 /// herd: the registry refused the operation (e.g. a handoff over the cap); `data`
 /// names the reason.
 pub(crate) const REFUSED: i64 = -32016;
+/// herd: restart-safe dispatch refused the spawn (B34); `data` carries
+/// `infrastructure` (true when the host, not the job, is at fault).
+pub(crate) const DISPATCH_FAILED: i64 = -32017;
 
 /// A request line.
 #[derive(Debug, Clone, Serialize, Deserialize)]

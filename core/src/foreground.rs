@@ -93,7 +93,7 @@ impl Registry {
                 message: "timeout must be positive (got 0s)".to_owned(),
             });
         }
-        let info = self.inner.spawn(req)?;
+        let info = self.inner.spawn(req).await?;
         let s = {
             let tables = self.inner.lock();
             tables.get(&info.session_id).cloned()

@@ -30,6 +30,7 @@ use crate::answers::{
 use crate::config::{
     KillSource, ListFilter, Mode, NotificationPolicy, RegistryConfig, SpawnRequest,
 };
+use crate::dispatch::Dispatch;
 use crate::error::{Error, LookupError, SpawnError};
 use crate::event::Event;
 use crate::handoff::Agents;
@@ -38,7 +39,7 @@ use crate::kill;
 use crate::notify::Notifier;
 use crate::output::{LogWriter, Tail};
 use crate::reader::{self, Finish, Source, Waiter};
-use crate::session::{ExitInfo, Finished, Session, State, Stdin};
+use crate::session::{ExitInfo, Finished, Scope, Session, State, Stdin};
 use crate::spawn::{self, EnvPlan, Launch, PtyFailure};
 use crate::text;
 
@@ -149,9 +150,11 @@ impl Registry {
     /// # Errors
     /// [`SpawnError::Guarded`], [`SpawnError::InvalidRequest`] for an empty command,
     /// [`SpawnError::Prepare`] when the home's directories or the log cannot be
-    /// created, [`SpawnError::Spawn`] when the OS refuses (nothing is left running).
+    /// created, [`SpawnError::Spawn`] when the OS refuses (nothing is left running),
+    /// [`SpawnError::Dispatch`] when a `persist_on_release` session needs a restart-safe
+    /// scope the host cannot give and the config requires one (B34).
     pub async fn spawn(&self, req: SpawnRequest) -> Result<SpawnInfo, SpawnError> {
-        let info = self.inner.spawn(req)?;
+        let info = self.inner.spawn(req).await?;
         self.inner.spawned(&info).await;
         Ok(info)
     }
@@ -732,7 +735,10 @@ impl Inner {
         }
     }
 
-    pub(crate) fn spawn(self: &Arc<Self>, req: SpawnRequest) -> Result<SpawnInfo, SpawnError> {
+    pub(crate) async fn spawn(
+        self: &Arc<Self>,
+        req: SpawnRequest,
+    ) -> Result<SpawnInfo, SpawnError> {
         if req.command.trim().is_empty() {
             return Err(SpawnError::InvalidRequest {
                 field: "command",
@@ -798,7 +804,8 @@ impl Inner {
             session_id: id.as_str(),
             pty: want_pty,
         };
-        let env = spawn::child_env(&plan, std::env::vars_os());
+        let mut env = spawn::child_env(&plan, std::env::vars_os());
+        let (argv, dispatch, scope) = self.dispatch(argv, &mut env, &req, &id).await?;
         let launch = Launch {
             argv,
             env: &env,
@@ -892,6 +899,7 @@ impl Inner {
             notify: std::sync::atomic::AtomicBool::new(wakes.notify),
             read: std::sync::atomic::AtomicBool::new(false),
             persist_on_release: req.persist_on_release,
+            scope,
             completion_chars: req
                 .completion_output_chars
                 .unwrap_or(self.config.completion_output_chars),
@@ -937,7 +945,9 @@ impl Inner {
                 .instrument(span),
             ),
         );
-        tracing::info!(session_id = %id, pid, pgid = pid, mode = ?mode, "session spawned");
+        tracing::info!(session_id = %id, pid, pgid = pid, mode = ?mode, dispatch = %dispatch.kind(), "session spawned");
+        let mut notes = notes;
+        notes.extend(dispatch.note());
         Ok(SpawnInfo {
             session_id: id,
             pid,
@@ -948,8 +958,69 @@ impl Inner {
             heartbeat_seconds: wakes.heartbeat.map(|d| d.as_secs()),
             persist_on_release: req.persist_on_release,
             pty_note,
+            dispatch: dispatch.kind(),
             note: (!notes.is_empty()).then(|| notes.join("; ")),
         })
+    }
+
+    /// Restart-safe dispatch (B34): a `persist_on_release` session asks the configured
+    /// dispatcher; a scoped one runs the wrapped argv with the bus environment added.
+    /// Returns the argv to run, the decision and the scope to record.
+    async fn dispatch(
+        &self,
+        argv: Vec<String>,
+        env: &mut std::collections::BTreeMap<OsString, OsString>,
+        req: &SpawnRequest,
+        id: &SessionId,
+    ) -> Result<(Vec<String>, Dispatch, Option<Scope>), SpawnError> {
+        let Some(dispatcher) = self
+            .config
+            .dispatcher
+            .as_ref()
+            .filter(|_| req.persist_on_release)
+        else {
+            return Ok((argv, Dispatch::InProcess, None));
+        };
+        let spawn_env: HashMap<String, String> = env
+            .iter()
+            .filter_map(|(k, v)| Some((k.to_str()?.to_owned(), v.to_str()?.to_owned())))
+            .collect();
+        let decision = dispatcher
+            .dispatch(
+                &argv,
+                &spawn_env,
+                true,
+                self.config.require_restart_safe_scope,
+                id.as_str(),
+            )
+            .await?;
+        match decision {
+            Dispatch::Scoped {
+                argv: wrapped,
+                unit,
+                env: bus,
+            } => {
+                let mut scope_env = spawn_env;
+                for (k, v) in &bus {
+                    env.insert(OsString::from(k), OsString::from(v));
+                    scope_env.insert(k.clone(), v.clone());
+                }
+                let scope = Scope {
+                    unit: unit.clone(),
+                    env: scope_env,
+                };
+                Ok((
+                    wrapped,
+                    Dispatch::Scoped {
+                        argv: Vec::new(),
+                        unit,
+                        env: bus,
+                    },
+                    Some(scope),
+                ))
+            }
+            other => Ok((argv, other, None)),
+        }
     }
 
     fn fresh_id(&self) -> SessionId {
@@ -1141,6 +1212,37 @@ impl Inner {
         source: KillSource,
         outcome: kill::KillOutcome,
     ) -> KillAnswer {
+        let answer = self.conclude_tree_kill(s, source, outcome).await;
+        let (Some(scope), Some(dispatcher)) = (&s.scope, &self.config.dispatcher) else {
+            return answer;
+        };
+        if answer.status == KillStatus::KillIncomplete {
+            return answer;
+        }
+        match dispatcher.stop_scope(&scope.unit, &scope.env).await {
+            Ok(()) => answer,
+            Err(err) => {
+                let detail = err.to_string();
+                tracing::warn!(session_id = %s.id, unit = %scope.unit, error = %detail, "worker scope not stopped");
+                KillAnswer {
+                    status: KillStatus::KillIncomplete,
+                    error: Some(format!(
+                        "kill incomplete: the tree is gone but its scope was not stopped: {detail}"
+                    )),
+                    scope_stop_failed: Some(detail),
+                    ..answer
+                }
+            }
+        }
+    }
+
+    /// The tree kill's part of [`Inner::conclude_kill`].
+    async fn conclude_tree_kill(
+        &self,
+        s: &Arc<Session>,
+        source: KillSource,
+        outcome: kill::KillOutcome,
+    ) -> KillAnswer {
         if outcome.gone || outcome.identity_mismatch {
             // The reader finishes the session once the child is reaped; it drains only
             // what is already buffered because a kill was requested.
@@ -1215,6 +1317,7 @@ impl Inner {
             } else {
                 error
             },
+            scope_stop_failed: None,
         }
     }
 }

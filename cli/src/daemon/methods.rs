@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use herd_core::{
-    AgentIdentity, Event, HandoffError, KillSource, ListFilter, LookupError, Mode,
-    NotificationPolicy, Registry, RegistryConfig, SpawnError, SpawnRequest,
+    AgentIdentity, DispatchConfig, Dispatcher, Event, HandoffError, KillSource, ListFilter,
+    LookupError, Mode, NotificationPolicy, Registry, RegistryConfig, SpawnError, SpawnRequest,
 };
 use herd_persistence::Home;
 use serde::Deserialize;
@@ -24,8 +24,8 @@ use tokio::sync::Notify;
 use super::connection::write;
 use crate::config::{Config, Notifications};
 use crate::protocol::{
-    GUARDED, INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, NOT_FOUND, REFUSED, Response,
-    RpcError,
+    DISPATCH_FAILED, GUARDED, INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, NOT_FOUND, REFUSED,
+    Response, RpcError,
 };
 
 /// The largest log chunk one `log_chunk` or stream message carries.
@@ -35,6 +35,8 @@ const CHUNK_BYTES: usize = 1 << 20;
 #[derive(Debug)]
 pub(crate) struct State {
     registry: Registry,
+    /// Restart-safe dispatch (B34), shared with the registry; `status` asks it too.
+    dispatcher: Arc<Dispatcher>,
     stop: Arc<Notify>,
     /// What the start-up restore did, for `status` and `herd doctor`.
     restored: Value,
@@ -69,7 +71,11 @@ pub(crate) enum Stream {
 }
 
 /// Builds the registry's config from the home's config file.
-fn registry_config(config: &Config, pipeline: Arc<herd_hooks::Pipeline>) -> RegistryConfig {
+fn registry_config(
+    config: &Config,
+    pipeline: Arc<herd_hooks::Pipeline>,
+    dispatcher: Arc<Dispatcher>,
+) -> RegistryConfig {
     let defaults = RegistryConfig::default();
     let mut env_deny = defaults.env_deny.clone();
     env_deny.extend(config.env_deny.iter().cloned());
@@ -88,6 +94,8 @@ fn registry_config(config: &Config, pipeline: Arc<herd_hooks::Pipeline>) -> Regi
         },
         guard: Some(crate::guard::host(&config.guard_host_images, None)),
         pipeline,
+        dispatcher: Some(dispatcher),
+        require_restart_safe_scope: config.require_restart_safe_scope,
         ..defaults
     }
 }
@@ -104,7 +112,14 @@ impl State {
         pipeline: Arc<herd_hooks::Pipeline>,
         stop: Arc<Notify>,
     ) -> anyhow::Result<State> {
-        let registry = Registry::new(home, registry_config(config, pipeline))?;
+        let dispatcher = Arc::new(Dispatcher::new(DispatchConfig {
+            memory_max_bytes: config.worker_memory_max_bytes,
+            ..DispatchConfig::default()
+        }));
+        let registry = Registry::new(
+            home,
+            registry_config(config, pipeline, Arc::clone(&dispatcher)),
+        )?;
         let restored = match registry.restore().await {
             Ok(report) => {
                 log_restore(&report);
@@ -120,6 +135,7 @@ impl State {
         };
         Ok(State {
             registry,
+            dispatcher,
             stop,
             restored,
         })
@@ -156,6 +172,7 @@ impl State {
             "drain" => parse::<OwnerParams>(params).map(|p| self.drain(&p.owner)),
             "handoff" => self.handoff(params),
             "status" => Ok(self.status()),
+            "scope" => self.scope().await,
             "shutdown" => {
                 self.stop.notify_one();
                 Ok(json!({"status": "stopping", "pid": std::process::id()}))
@@ -182,7 +199,7 @@ impl State {
                 METHOD_NOT_FOUND,
                 format!(
                     "unknown method `{other}`; the daemon serves: spawn, list, lookup, poll, log, \
-                     log_chunk, wait, kill, write, submit, close, drain, handoff, status, shutdown, \
+                     log_chunk, wait, kill, write, submit, close, drain, handoff, status, scope, shutdown, \
                      events.follow, logs.follow"
                 ),
             )),
@@ -232,6 +249,11 @@ impl State {
                 INVALID_PARAMS,
                 format!("invalid {field}: {message}"),
             )),
+            Err(SpawnError::Dispatch(err)) => Err(RpcError {
+                code: DISPATCH_FAILED,
+                message: chain(&err),
+                data: Some(json!({"infrastructure": err.is_infrastructure()})),
+            }),
             Err(err) => Err(RpcError::new(INTERNAL_ERROR, chain(&err))),
         }
     }
@@ -354,6 +376,18 @@ impl State {
                 })
             }
         }
+    }
+
+    /// Whether restart-safe scopes can be created for this daemon's children (B34),
+    /// with the remedy when they cannot; runs or reuses the dispatcher's probe.
+    async fn scope(&self) -> Result<Value, RpcError> {
+        let env: std::collections::HashMap<String, String> = std::env::vars().collect();
+        let availability = self.dispatcher.availability(&env).await;
+        let mut value = to_value(availability)?;
+        value["memory_max_bytes"] = json!(self.dispatcher.memory_max_bytes());
+        value["require_restart_safe_scope"] =
+            json!(self.registry.config().require_restart_safe_scope);
+        Ok(value)
     }
 
     /// Takes the owner's queued events, with their rendering for an agent.

@@ -4,6 +4,7 @@
 //! stops the daemon it started, so no test leaves a daemon behind.
 
 mod daemon;
+mod dispatch;
 mod guard;
 mod jobs;
 mod mcp;

@@ -291,6 +291,8 @@ impl Inner {
             notify: r.notify.into(),
             read: std::sync::atomic::AtomicBool::new(false),
             persist_on_release: r.persist_on_release,
+            // The scope is not checkpointed; a re-adopted session is killed by its tree.
+            scope: None,
             completion_chars: match usize::try_from(r.completion_output_chars) {
                 Ok(0) | Err(_) => self.config.completion_output_chars,
                 Ok(n) => n,
