@@ -9,5 +9,6 @@ mod guard;
 mod jobs;
 mod mcp;
 mod restore;
+mod service;
 mod support;
 mod tools;
