@@ -48,6 +48,8 @@ mod restore;
 
 pub use restore::RestoreReport;
 
+/// How long a scoped worker may take to show up in its unit before it is no longer watched.
+const SCOPE_ACK_TIMEOUT: Duration = Duration::from_secs(10);
 /// Characters in a poll preview (B39).
 const POLL_PREVIEW_CHARS: usize = 1_000;
 /// Characters in a list row preview (B39).
@@ -945,6 +947,7 @@ impl Inner {
                 .instrument(span),
             ),
         );
+        self.watch_scope_ack(&session);
         tracing::info!(session_id = %id, pid, pgid = pid, mode = ?mode, dispatch = %dispatch.kind(), "session spawned");
         let mut notes = notes;
         notes.extend(dispatch.note());
@@ -961,6 +964,36 @@ impl Inner {
             dispatch: dispatch.kind(),
             note: (!notes.is_empty()).then(|| notes.join("; ")),
         })
+    }
+
+    /// Watches a scoped worker enter its unit (B34). One that exits first goes to the
+    /// dispatcher, which re-checks the user bus: a vanished bus is logged as an
+    /// infrastructure failure (B35) and flips the cached verdict, so the next dispatch
+    /// degrades (or fails typed) instead of feeding another job to a dead wrapper.
+    fn watch_scope_ack(&self, session: &Arc<Session>) {
+        let (Some(scope), Some(dispatcher)) =
+            (session.scope.clone(), self.config.dispatcher.clone())
+        else {
+            return;
+        };
+        let s = Arc::clone(session);
+        drop(self.runtime.spawn(async move {
+            if crate::dispatch::wait_for_scope_ack(s.pid, &scope.unit, SCOPE_ACK_TIMEOUT).await
+                != crate::dispatch::ScopeAck::Exited
+            {
+                return;
+            }
+            // The bus is re-checked now, while the cause is fresh; the exit status is
+            // the reader's to collect and may not be known yet (it only colours the
+            // message of a worker that failed with the bus still there).
+            let exit_code = s.state().exit.and_then(|e| e.code);
+            let error = dispatcher.on_early_exit(&scope.env, &scope.unit, exit_code);
+            if error.is_infrastructure() {
+                tracing::warn!(session_id = %s.id, infrastructure = true, %error, "scoped worker lost its user bus");
+            } else {
+                tracing::debug!(session_id = %s.id, %error, "scoped worker exited before it was seen in its scope");
+            }
+        }));
     }
 
     /// Restart-safe dispatch (B34): a `persist_on_release` session asks the configured

@@ -193,3 +193,61 @@ async fn b34_no_bus_degrades_or_fails_typed_when_a_scope_is_required() {
         "nothing was started"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b34_a_scoped_worker_that_loses_its_bus_flips_the_verdict() {
+    let dispatcher = under_systemd();
+    let fx = Fixture::with(|c| c.dispatcher = Some(Arc::clone(&dispatcher)));
+    let mut host = host(true, &[]);
+    let info = fx.spawn(persist("read x", &host)).await;
+    assert_eq!(info.dispatch, DispatchKind::Scoped);
+
+    // The user manager goes away, then the worker exits without ever being seen in
+    // its scope (the fake systemd-run never moves it).
+    let bus_path = PathBuf::from(
+        &host
+            .env
+            .iter()
+            .find(|(k, _)| k == "XDG_RUNTIME_DIR")
+            .expect("set")
+            .1,
+    )
+    .join("bus");
+    host._bus = None;
+    std::fs::remove_file(&bus_path).expect("the bus socket can be removed");
+    fx.registry
+        .close_stdin(info.session_id.as_str())
+        .await
+        .expect("stdin closes");
+    fx.done(&info.session_id).await;
+
+    // An explicit bus address is taken as given (no socket check), so only the cached
+    // verdict can say no now: the re-check at the early exit flipped it.
+    host.env.retain(|(k, _)| k != "DBUS_SESSION_BUS_ADDRESS");
+    host.env.push((
+        "DBUS_SESSION_BUS_ADDRESS".to_owned(),
+        format!("unix:path={}", bus_path.display()),
+    ));
+    let env: HashMap<String, String> = host.env.iter().cloned().collect();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        match dispatcher.availability(&env).await {
+            herd_core::ScopeAvailability::Unavailable { detail, .. } => {
+                assert!(detail.contains("vanished"), "{detail}");
+                break;
+            }
+            other => assert!(
+                std::time::Instant::now() < deadline,
+                "the verdict never flipped after the bus vanished: {other:?}"
+            ),
+        }
+        let _ = tokio::time::timeout(
+            std::time::Duration::from_millis(20),
+            std::future::pending::<()>(),
+        )
+        .await;
+    }
+    let next = fx.spawn(persist("true", &host)).await;
+    assert_eq!(next.dispatch, DispatchKind::Degraded, "{next:?}");
+    fx.done(&next.session_id).await;
+}
