@@ -146,6 +146,11 @@ impl Server {
                 let mut answer = json!({"output": "", "exit_code": -1, "error": err.message});
                 if err.code == protocol::GUARDED {
                     answer["verdict"] = err.data.unwrap_or(Value::Null);
+                } else if err.code == protocol::DISPATCH_FAILED {
+                    answer["infrastructure"] = err
+                        .data
+                        .as_ref()
+                        .map_or(Value::Null, |d| d["infrastructure"].clone());
                 }
                 return (answer, true);
             }
@@ -178,6 +183,8 @@ impl Server {
             }
             if req.persist {
                 answer["persist_on_release"] = json!(true);
+                // Which dispatch a job meant to outlive its agent got (B34).
+                answer["dispatch"] = info["dispatch"].clone();
             }
             if !req.notify && req.watch.is_empty() {
                 answer["hint"] = json!(

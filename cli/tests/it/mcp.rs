@@ -45,6 +45,7 @@ async fn connect_with(env: &Env, extra: &[&str]) -> Mcp {
         .args(extra)
         .current_dir(env.scratch())
         .env_remove("HERD_PARENT_OWNER")
+        .env_remove("INVOCATION_ID")
         .env("HERD_HOME", env.home())
         .env("HERD_LOG", "warn");
     for (k, v) in &env.vars {
@@ -312,9 +313,13 @@ async fn b25_mcp_handoff_needs_a_parent_and_then_moves_the_session() {
     let (started, _, _) = call(
         &orphan,
         "terminal",
-        json!({"command": "read x; echo done", "background": true}),
+        json!({"command": "read x; echo done", "background": true, "persist_on_release": true}),
     )
     .await;
+    assert_eq!(
+        started["dispatch"], "in_process",
+        "not under systemd: {started}"
+    );
     let id = started["session_id"]
         .as_str()
         .expect("session_id")
