@@ -77,6 +77,12 @@ fn b34_a_persist_job_runs_in_its_own_scope_and_its_kill_stops_it() {
         "{wrapped}"
     );
 
+    let doctor = env.json(&["doctor", "--json"]);
+    assert!(
+        doctor.to_string().contains("restart-safe scopes available"),
+        "doctor reports the scope: {doctor}"
+    );
+
     // A job without --persist stays in the daemon's own cgroup.
     let plain = env.json(&["run", "--json", "--", "true"]);
     assert_eq!(plain["dispatch"], "in_process", "{plain}");
