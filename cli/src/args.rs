@@ -81,6 +81,8 @@ pub(crate) enum Command {
     Guard(GuardArgs),
     /// List, enable or disable output-transform plugins.
     Plugins(PluginsArgs),
+    /// Install, remove or inspect the systemd unit that runs `herd serve` for this home.
+    Service(ServiceArgs),
     /// Check the home, config, socket, daemon and plugins; each line says ok, warn or fail
     /// and how to fix it.
     Doctor(JsonFlag),
@@ -356,6 +358,55 @@ pub(crate) struct PluginName {
     pub(crate) name: String,
 }
 
+/// `herd service`.
+#[derive(Debug, Args)]
+pub(crate) struct ServiceArgs {
+    #[command(subcommand)]
+    pub(crate) command: ServiceCommand,
+}
+
+/// `herd service ...`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum ServiceCommand {
+    /// Write `herd.service` for this binary and home, reload systemd and enable it.
+    ///
+    /// A user unit goes to ~/.config/systemd/user/herd.service, a system unit to
+    /// /etc/systemd/system/herd.service (override the directory with
+    /// $HERD_SYSTEMD_UNIT_DIR). Says when linger is needed.
+    Install(ServiceInstallArgs),
+    /// Disable and stop the unit, then remove its file.
+    Uninstall(ServiceScopeArgs),
+    /// Show the unit file and whether systemd has it enabled and active.
+    Status(ServiceScopeArgs),
+}
+
+/// Which manager a unit belongs to.
+#[derive(Debug, Args, Clone, Copy)]
+pub(crate) struct ServiceScopeArgs {
+    /// A user unit run by your user manager (the default).
+    #[arg(long, conflicts_with = "system")]
+    pub(crate) user: bool,
+    /// A system unit (needs root) that runs the daemon as --run-as.
+    #[arg(long)]
+    pub(crate) system: bool,
+    /// Print the answer as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// `herd service install`.
+#[derive(Debug, Args)]
+pub(crate) struct ServiceInstallArgs {
+    #[command(flatten)]
+    pub(crate) scope: ServiceScopeArgs,
+    /// Only write the unit file; do not run systemctl.
+    #[arg(long)]
+    pub(crate) no_start: bool,
+    /// The account a system unit runs the daemon as (default: $SUDO_USER, else you).
+    #[arg(long, value_name = "USER")]
+    pub(crate) run_as: Option<String>,
+}
+
 /// `herd serve`.
 #[derive(Debug, Args)]
 pub(crate) struct ServeArgs {
@@ -369,6 +420,10 @@ pub(crate) struct ServeArgs {
 pub(crate) struct McpArgs {
     #[command(flatten)]
     pub(crate) owner: OwnerArg,
+    /// The owner of the parent agent this server's agent is a subagent of; without it,
+    /// `process action=handoff` is refused.
+    #[arg(long, value_name = "OWNER", env = "HERD_PARENT_OWNER")]
+    pub(crate) parent: Option<String>,
 }
 
 /// Shells `herd completions` can target.

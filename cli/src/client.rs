@@ -81,6 +81,7 @@ pub(crate) fn rpc_failure(err: RpcError) -> anyhow::Error {
         | protocol::INVALID_PARAMS
         | protocol::METHOD_NOT_FOUND
         | protocol::UNSUPPORTED
+        | protocol::REFUSED
         | protocol::INVALID_REQUEST => Code::Usage,
         protocol::VERSION_MISMATCH | protocol::PEER_REFUSED => Code::Unreachable,
         _ => Code::Failed,

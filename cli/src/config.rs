@@ -113,6 +113,12 @@ pub(crate) struct Config {
     pub(crate) guard_host_images: Vec<String>,
     /// Plugin settings.
     pub(crate) plugins: PluginsConfig,
+    /// Under systemd, a `--persist` job that cannot get a restart-safe scope fails
+    /// instead of running as a direct subprocess (B34).
+    pub(crate) require_restart_safe_scope: bool,
+    /// A tighter memory limit for scoped workers, in bytes (B34); the computed one
+    /// (min of the service's own limit and half the RAM capped at 4 GiB) otherwise.
+    pub(crate) worker_memory_max_bytes: Option<u64>,
 }
 
 impl Default for Config {
@@ -128,6 +134,8 @@ impl Default for Config {
             redact_extra_patterns: Vec::new(),
             guard_host_images: Vec::new(),
             plugins: PluginsConfig::default(),
+            require_restart_safe_scope: false,
+            worker_memory_max_bytes: None,
         }
     }
 }

@@ -7,7 +7,8 @@
 //! the lock proves any socket file left behind is stale, so it is removed. The
 //! socket is then bound under a 0177 umask, which creates it 0600 from the start
 //! (no window in which it is world-connectable), inside a 0700 `run/` directory.
-//! Only then is the registry built and the accept loop started; clients that
+//! Only then is the registry built, the sessions of the checkpoint restored
+//! (re-adopted or closed, B28), and the accept loop started; clients that
 //! connect early wait in the listen backlog.
 //!
 //! Every connection's peer uid is checked (SO_PEERCRED) before a byte is read.
@@ -132,12 +133,8 @@ async fn run(home: Home, config: Config, detached: bool) -> anyhow::Result<()> {
     let pipeline = herd_hooks::Pipeline::new(chain, &config.redactor_config())
         .context("invalid redact_extra_patterns in the config")?;
     let stop = Arc::new(Notify::new());
-    let state = Arc::new(State::new(
-        home.clone(),
-        &config,
-        Arc::new(pipeline),
-        Arc::clone(&stop),
-    )?);
+    let state =
+        Arc::new(State::new(home.clone(), &config, Arc::new(pipeline), Arc::clone(&stop)).await?);
     tracing::info!(
         pid = std::process::id(),
         home = %home.root().display(),

@@ -56,6 +56,7 @@ pub(crate) async fn run(home: &Home, json: bool) -> anyhow::Result<()> {
         }
     };
     let socket = home.socket_path();
+    let mut scope = None;
     match check_socket_path(&socket) {
         Ok(()) => {}
         Err(err) => push("fail", format!("{err:#}")),
@@ -96,6 +97,8 @@ pub(crate) async fn run(home: &Home, json: bool) -> anyhow::Result<()> {
                     socket.display()
                 ),
             );
+            restore_lines(&status["restore"], &mut push);
+            scope = client.request("scope", json!({})).await.ok();
             if let Ok(meta) = std::fs::metadata(&socket) {
                 let mode = meta.permissions().mode() & 0o777;
                 if mode == 0o600 {
@@ -137,24 +140,16 @@ pub(crate) async fn run(home: &Home, json: bool) -> anyhow::Result<()> {
             );
         }
     }
-    let runtime_dir = std::env::var_os("XDG_RUNTIME_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| format!("/run/user/{}", nix::unistd::getuid()).into());
-    if std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_some() || runtime_dir.join("bus").exists() {
-        findings.push(Finding {
-            level: "ok",
-            what: "a systemd user bus is available: restart-safe (scoped) dispatch can work"
-                .to_owned(),
-        });
-    } else {
-        findings.push(Finding {
+    match &scope {
+        Some(scope) => scope_line(scope, |level, what| {
+            findings.push(Finding { level, what });
+        }),
+        None => findings.push(Finding {
             level: "warn",
-            what: format!(
-                "no systemd user bus ({}/bus missing, DBUS_SESSION_BUS_ADDRESS unset): jobs die with their \
-                 parent's scope; fix with `loginctl enable-linger` or KillMode=process on the host's unit",
-                runtime_dir.display()
-            ),
-        });
+            what:
+                "scope availability unknown: no daemon answered; start one with any client command"
+                    .to_owned(),
+        }),
     }
     let failed = findings.iter().any(|f| f.level == "fail");
     if json {
@@ -172,4 +167,71 @@ pub(crate) async fn run(home: &Home, json: bool) -> anyhow::Result<()> {
         return Err(Failure::silent(Code::Failed).into());
     }
     Ok(())
+}
+
+/// Doctor lines for what the daemon's start-up restore did.
+fn restore_lines(restore: &serde_json::Value, push: &mut impl FnMut(&'static str, String)) {
+    if restore.is_null() {
+        return;
+    }
+    if let Some(error) = restore["error"].as_str() {
+        push(
+            "warn",
+            format!(
+                "restore at start failed ({error}); fix the checkpoint's permissions, then `herd shutdown` so the next daemon retries"
+            ),
+        );
+        return;
+    }
+    push(
+        "ok",
+        format!(
+            "restore at start: {} re-adopted, {} closed as lost, {} closed (pid reused), {} already finished",
+            restore["adopted"],
+            restore["closed_lost"],
+            restore["closed_reused"],
+            restore["already_finished"]
+        ),
+    );
+    if let Some(moved) = restore["moved_aside"].as_str() {
+        push(
+            "warn",
+            format!(
+                "the checkpoint was unusable and moved aside ({moved}); its sessions were not restored"
+            ),
+        );
+    }
+    if let Some(error) = restore["checkpoint_error"].as_str() {
+        push(
+            "warn",
+            format!("the checkpoint was not updated after restore: {error}"),
+        );
+    }
+}
+
+/// The doctor line for restart-safe dispatch (B34), from the daemon's `scope` answer.
+fn scope_line(scope: &serde_json::Value, mut push: impl FnMut(&'static str, String)) {
+    match scope["status"].as_str() {
+        Some("not_under_systemd") => push(
+            "ok",
+            "the daemon is not a systemd unit: --persist jobs run as its own children, no scope needed"
+                .to_owned(),
+        ),
+        Some("available") => push(
+            "ok",
+            format!(
+                "restart-safe scopes available through the user bus {}: --persist jobs survive a restart of the service",
+                scope["bus_path"].as_str().unwrap_or("?")
+            ),
+        ),
+        _ => push(
+            if scope["require_restart_safe_scope"] == true { "fail" } else { "warn" },
+            format!(
+                "no restart-safe scope ({}; bus {}): --persist jobs die when the herd service restarts; {}",
+                scope["detail"].as_str().unwrap_or("unknown"),
+                scope["bus_path"].as_str().unwrap_or("?"),
+                scope["remedy"].as_str().unwrap_or("run `loginctl enable-linger $USER`")
+            ),
+        ),
+    }
 }

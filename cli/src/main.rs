@@ -18,6 +18,7 @@ mod mcp;
 mod output;
 mod plugins;
 mod protocol;
+mod service;
 
 use std::process::ExitCode;
 
@@ -113,7 +114,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     let config = config::Config::load(&home)?;
                     plugins::run(&home, &config, &args.command)
                 }
-                Command::Mcp(args) => mcp::serve(home, args.owner.resolve("mcp")),
+                Command::Service(args) => service::run(&home, &args.command),
+                Command::Mcp(args) => mcp::serve(
+                    home,
+                    args.owner.resolve("mcp"),
+                    args.parent.filter(|p| !p.trim().is_empty()),
+                ),
                 command => client_runtime()?.block_on(client_command(home, command)),
             }
         }
@@ -141,6 +147,7 @@ async fn client_command(home: herd_persistence::Home, command: Command) -> anyho
         | Command::Serve(_)
         | Command::Guard(_)
         | Command::Plugins(_)
+        | Command::Service(_)
         | Command::Mcp(_) => unreachable!("handled before connecting"),
     }
 }

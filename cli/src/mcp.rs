@@ -30,6 +30,10 @@ const ACTIONS: [&str; 9] = [
     "list", "poll", "log", "wait", "kill", "write", "submit", "close", "handoff",
 ];
 
+/// The answer to a handoff from a server that has no parent agent (`--parent`).
+const NOT_A_SUBAGENT: &str =
+    "handoff is only available to a running subagent with a live parent; you are not one.";
+
 /// The longest a foreground `terminal` call waits before the job is adopted into
 /// the background (B24).
 const FOREGROUND_MAX_TIMEOUT: u64 = 600;
@@ -44,7 +48,7 @@ const FOREGROUND_OUTPUT_CHARS: usize = 50_000;
 ///
 /// # Errors
 /// Transport failures.
-pub(crate) fn serve(home: Home, owner: String) -> anyhow::Result<()> {
+pub(crate) fn serve(home: Home, owner: String, parent: Option<String>) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -54,6 +58,7 @@ pub(crate) fn serve(home: Home, owner: String) -> anyhow::Result<()> {
         let server = Server {
             home: Arc::new(home),
             owner: Arc::new(owner),
+            parent: parent.map(Arc::new),
         };
         let running = server
             .serve(rmcp::transport::stdio())
@@ -69,6 +74,8 @@ pub(crate) fn serve(home: Home, owner: String) -> anyhow::Result<()> {
 struct Server {
     home: Arc<Home>,
     owner: Arc<String>,
+    /// The parent agent's owner (`--parent`), the only owner a handoff goes to.
+    parent: Option<Arc<String>>,
 }
 
 /// A tool outcome: the JSON answer and whether it is an error.
@@ -139,6 +146,11 @@ impl Server {
                 let mut answer = json!({"output": "", "exit_code": -1, "error": err.message});
                 if err.code == protocol::GUARDED {
                     answer["verdict"] = err.data.unwrap_or(Value::Null);
+                } else if err.code == protocol::DISPATCH_FAILED {
+                    answer["infrastructure"] = err
+                        .data
+                        .as_ref()
+                        .map_or(Value::Null, |d| d["infrastructure"].clone());
                 }
                 return (answer, true);
             }
@@ -171,6 +183,8 @@ impl Server {
             }
             if req.persist {
                 answer["persist_on_release"] = json!(true);
+                // Which dispatch a job meant to outlive its agent got (B34).
+                answer["dispatch"] = info["dispatch"].clone();
             }
             if !req.notify && req.watch.is_empty() {
                 answer["hint"] = json!(
@@ -307,6 +321,9 @@ impl Server {
             }
             "close" => self.call("close", json!({"id": session_id})).await,
             _ => {
+                let Some(parent) = &self.parent else {
+                    return (json!({"status": "error", "error": NOT_A_SUBAGENT}), true);
+                };
                 if data.trim().is_empty() {
                     return (
                         json!({"status": "error", "error": "handoff requires `data`: one sentence saying what the process is for and what the new owner should do with its result."}),
@@ -315,7 +332,7 @@ impl Server {
                 }
                 self.call(
                     "handoff",
-                    json!({"id": session_id, "from": self.owner.as_str(), "note": data}),
+                    json!({"id": session_id, "from": self.owner.as_str(), "to": parent.as_str(), "note": data}),
                 )
                 .await
             }

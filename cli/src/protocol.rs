@@ -49,6 +49,12 @@ pub(crate) const HANDSHAKE_REQUIRED: i64 = -32013;
 pub(crate) const PEER_REFUSED: i64 = -32015;
 /// herd: the operation is not supported by this daemon.
 pub(crate) const UNSUPPORTED: i64 = -32014;
+/// herd: the registry refused the operation (e.g. a handoff over the cap); `data`
+/// names the reason.
+pub(crate) const REFUSED: i64 = -32016;
+/// herd: restart-safe dispatch refused the spawn (B34); `data` carries
+/// `infrastructure` (true when the host, not the job, is at fault).
+pub(crate) const DISPATCH_FAILED: i64 = -32017;
 
 /// A request line.
 #[derive(Debug, Clone, Serialize, Deserialize)]

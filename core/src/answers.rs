@@ -103,7 +103,12 @@ pub struct SpawnInfo {
     /// Why a PTY request runs on pipes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pty_note: Option<String>,
-    /// Anything else the caller should know (dropped watch, clamped heartbeat).
+    /// How the session was started (B34): `in_process`, `scoped` (its own systemd
+    /// scope, survives a restart of the service) or `degraded` (wanted a scope, runs
+    /// as a direct subprocess; `note` says why).
+    pub dispatch: crate::DispatchKind,
+    /// Anything else the caller should know (dropped watch, clamped heartbeat, the
+    /// dispatch's scope or why it degraded).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
@@ -252,6 +257,11 @@ pub struct KillAnswer {
     pub process_running: bool,
     /// What went wrong, for an incomplete kill.
     pub error: Option<String>,
+    /// Why the session's systemd scope could not be stopped after its tree was killed
+    /// (B34); the status is then `kill_incomplete`, as processes that left the
+    /// process group may still run in the scope.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scope_stop_failed: Option<String>,
 }
 
 /// One row of a list.

@@ -72,6 +72,13 @@ pub struct RegistryConfig {
     /// Test seam: when true every PTY open is treated as failed, so PTY spawns take the
     /// pipe fallback (B1). Production code leaves it false.
     pub pty_unavailable: bool,
+    /// Restart-safe dispatch (B34): with `Some`, a `persist_on_release` spawn asks the
+    /// dispatcher whether to run in a systemd scope of its own. `None` (the default)
+    /// spawns every session directly.
+    pub dispatcher: Option<Arc<crate::Dispatcher>>,
+    /// A `persist_on_release` spawn that cannot get a scope fails with
+    /// [`crate::DispatchError::ScopeUnavailable`] instead of degrading (B34).
+    pub require_restart_safe_scope: bool,
 }
 
 impl Default for RegistryConfig {
@@ -93,6 +100,8 @@ impl Default for RegistryConfig {
             notifications: NotificationPolicy::All,
             clock: Arc::new(crate::SystemClock),
             pty_unavailable: false,
+            dispatcher: None,
+            require_restart_safe_scope: false,
         }
     }
 }

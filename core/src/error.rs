@@ -61,6 +61,10 @@ pub enum SpawnError {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// Restart-safe dispatch refused the spawn (B34); nothing was started. See
+    /// [`crate::DispatchError::is_infrastructure`]: a host refusal is not the job's fault.
+    #[error(transparent)]
+    Dispatch(#[from] crate::DispatchError),
 }
 
 /// Everything else the registry can fail at.

@@ -30,6 +30,7 @@ use crate::answers::{
 use crate::config::{
     KillSource, ListFilter, Mode, NotificationPolicy, RegistryConfig, SpawnRequest,
 };
+use crate::dispatch::Dispatch;
 use crate::error::{Error, LookupError, SpawnError};
 use crate::event::Event;
 use crate::handoff::Agents;
@@ -38,7 +39,7 @@ use crate::kill;
 use crate::notify::Notifier;
 use crate::output::{LogWriter, Tail};
 use crate::reader::{self, Finish, Source, Waiter};
-use crate::session::{ExitInfo, Finished, Session, State, Stdin};
+use crate::session::{ExitInfo, Finished, Scope, Session, State, Stdin};
 use crate::spawn::{self, EnvPlan, Launch, PtyFailure};
 use crate::text;
 
@@ -47,6 +48,8 @@ mod restore;
 
 pub use restore::RestoreReport;
 
+/// How long a scoped worker may take to show up in its unit before it is no longer watched.
+const SCOPE_ACK_TIMEOUT: Duration = Duration::from_secs(10);
 /// Characters in a poll preview (B39).
 const POLL_PREVIEW_CHARS: usize = 1_000;
 /// Characters in a list row preview (B39).
@@ -155,9 +158,11 @@ impl Registry {
     /// # Errors
     /// [`SpawnError::Guarded`], [`SpawnError::InvalidRequest`] for an empty command,
     /// [`SpawnError::Prepare`] when the home's directories or the log cannot be
-    /// created, [`SpawnError::Spawn`] when the OS refuses (nothing is left running).
+    /// created, [`SpawnError::Spawn`] when the OS refuses (nothing is left running),
+    /// [`SpawnError::Dispatch`] when a `persist_on_release` session needs a restart-safe
+    /// scope the host cannot give and the config requires one (B34).
     pub async fn spawn(&self, req: SpawnRequest) -> Result<SpawnInfo, SpawnError> {
-        let info = self.inner.spawn(req)?;
+        let info = self.inner.spawn(req).await?;
         self.inner.spawned(&info).await;
         Ok(info)
     }
@@ -752,7 +757,10 @@ impl Inner {
         }
     }
 
-    pub(crate) fn spawn(self: &Arc<Self>, req: SpawnRequest) -> Result<SpawnInfo, SpawnError> {
+    pub(crate) async fn spawn(
+        self: &Arc<Self>,
+        req: SpawnRequest,
+    ) -> Result<SpawnInfo, SpawnError> {
         if req.command.trim().is_empty() {
             return Err(SpawnError::InvalidRequest {
                 field: "command",
@@ -818,7 +826,8 @@ impl Inner {
             session_id: id.as_str(),
             pty: want_pty,
         };
-        let env = spawn::child_env(&plan, std::env::vars_os());
+        let mut env = spawn::child_env(&plan, std::env::vars_os());
+        let (argv, dispatch, scope) = self.dispatch(argv, &mut env, &req, &id).await?;
         let launch = Launch {
             argv,
             env: &env,
@@ -912,6 +921,7 @@ impl Inner {
             notify: std::sync::atomic::AtomicBool::new(wakes.notify),
             read: std::sync::atomic::AtomicBool::new(false),
             persist_on_release: req.persist_on_release,
+            scope,
             completion_chars: req
                 .completion_output_chars
                 .unwrap_or(self.config.completion_output_chars),
@@ -957,7 +967,10 @@ impl Inner {
                 .instrument(span),
             ),
         );
-        tracing::info!(session_id = %id, pid, pgid = pid, mode = ?mode, "session spawned");
+        self.watch_scope_ack(&session);
+        tracing::info!(session_id = %id, pid, pgid = pid, mode = ?mode, dispatch = %dispatch.kind(), "session spawned");
+        let mut notes = notes;
+        notes.extend(dispatch.note());
         Ok(SpawnInfo {
             session_id: id,
             pid,
@@ -968,8 +981,99 @@ impl Inner {
             heartbeat_seconds: wakes.heartbeat.map(|d| d.as_secs()),
             persist_on_release: req.persist_on_release,
             pty_note,
+            dispatch: dispatch.kind(),
             note: (!notes.is_empty()).then(|| notes.join("; ")),
         })
+    }
+
+    /// Watches a scoped worker enter its unit (B34). One that exits first goes to the
+    /// dispatcher, which re-checks the user bus: a vanished bus is logged as an
+    /// infrastructure failure (B35) and flips the cached verdict, so the next dispatch
+    /// degrades (or fails typed) instead of feeding another job to a dead wrapper.
+    fn watch_scope_ack(&self, session: &Arc<Session>) {
+        let (Some(scope), Some(dispatcher)) =
+            (session.scope.clone(), self.config.dispatcher.clone())
+        else {
+            return;
+        };
+        let s = Arc::clone(session);
+        drop(self.runtime.spawn(async move {
+            if crate::dispatch::wait_for_scope_ack(s.pid, &scope.unit, SCOPE_ACK_TIMEOUT).await
+                != crate::dispatch::ScopeAck::Exited
+            {
+                return;
+            }
+            // The bus is re-checked now, while the cause is fresh; the exit status is
+            // the reader's to collect and may not be known yet (it only colours the
+            // message of a worker that failed with the bus still there).
+            let exit_code = s.state().exit.and_then(|e| e.code);
+            let error = dispatcher.on_early_exit(&scope.env, &scope.unit, exit_code);
+            if error.is_infrastructure() {
+                tracing::warn!(session_id = %s.id, infrastructure = true, %error, "scoped worker lost its user bus");
+            } else {
+                tracing::debug!(session_id = %s.id, %error, "scoped worker exited before it was seen in its scope");
+            }
+        }));
+    }
+
+    /// Restart-safe dispatch (B34): a `persist_on_release` session asks the configured
+    /// dispatcher; a scoped one runs the wrapped argv with the bus environment added.
+    /// Returns the argv to run, the decision and the scope to record.
+    async fn dispatch(
+        &self,
+        argv: Vec<String>,
+        env: &mut std::collections::BTreeMap<OsString, OsString>,
+        req: &SpawnRequest,
+        id: &SessionId,
+    ) -> Result<(Vec<String>, Dispatch, Option<Scope>), SpawnError> {
+        let Some(dispatcher) = self
+            .config
+            .dispatcher
+            .as_ref()
+            .filter(|_| req.persist_on_release)
+        else {
+            return Ok((argv, Dispatch::InProcess, None));
+        };
+        let spawn_env: HashMap<String, String> = env
+            .iter()
+            .filter_map(|(k, v)| Some((k.to_str()?.to_owned(), v.to_str()?.to_owned())))
+            .collect();
+        let decision = dispatcher
+            .dispatch(
+                &argv,
+                &spawn_env,
+                true,
+                self.config.require_restart_safe_scope,
+                id.as_str(),
+            )
+            .await?;
+        match decision {
+            Dispatch::Scoped {
+                argv: wrapped,
+                unit,
+                env: bus,
+            } => {
+                let mut scope_env = spawn_env;
+                for (k, v) in &bus {
+                    env.insert(OsString::from(k), OsString::from(v));
+                    scope_env.insert(k.clone(), v.clone());
+                }
+                let scope = Scope {
+                    unit: unit.clone(),
+                    env: scope_env,
+                };
+                Ok((
+                    wrapped,
+                    Dispatch::Scoped {
+                        argv: Vec::new(),
+                        unit,
+                        env: bus,
+                    },
+                    Some(scope),
+                ))
+            }
+            other => Ok((argv, other, None)),
+        }
     }
 
     fn fresh_id(&self) -> SessionId {
@@ -1161,6 +1265,37 @@ impl Inner {
         source: KillSource,
         outcome: kill::KillOutcome,
     ) -> KillAnswer {
+        let answer = self.conclude_tree_kill(s, source, outcome).await;
+        let (Some(scope), Some(dispatcher)) = (&s.scope, &self.config.dispatcher) else {
+            return answer;
+        };
+        if answer.status == KillStatus::KillIncomplete {
+            return answer;
+        }
+        match dispatcher.stop_scope(&scope.unit, &scope.env).await {
+            Ok(()) => answer,
+            Err(err) => {
+                let detail = err.to_string();
+                tracing::warn!(session_id = %s.id, unit = %scope.unit, error = %detail, "worker scope not stopped");
+                KillAnswer {
+                    status: KillStatus::KillIncomplete,
+                    error: Some(format!(
+                        "kill incomplete: the tree is gone but its scope was not stopped: {detail}"
+                    )),
+                    scope_stop_failed: Some(detail),
+                    ..answer
+                }
+            }
+        }
+    }
+
+    /// The tree kill's part of [`Inner::conclude_kill`].
+    async fn conclude_tree_kill(
+        &self,
+        s: &Arc<Session>,
+        source: KillSource,
+        outcome: kill::KillOutcome,
+    ) -> KillAnswer {
         if outcome.gone || outcome.identity_mismatch {
             // The reader finishes the session once the child is reaped; it drains only
             // what is already buffered because a kill was requested.
@@ -1235,6 +1370,7 @@ impl Inner {
             } else {
                 error
             },
+            scope_stop_failed: None,
         }
     }
 }

@@ -88,6 +88,9 @@ pub(crate) struct Session {
     /// child's teardown lists the unread ones (B26).
     pub(crate) read: AtomicBool,
     pub(crate) persist_on_release: bool,
+    /// The systemd scope the session was dispatched into (B34); a kill stops it after
+    /// the tree kill, to reach descendants that left the process group.
+    pub(crate) scope: Option<Scope>,
     pub(crate) completion_chars: usize,
     pub(crate) tail: Mutex<Tail>,
     pub(crate) state: Mutex<State>,
@@ -95,6 +98,15 @@ pub(crate) struct Session {
     pub(crate) done: watch::Sender<bool>,
     /// Flips to true when a kill asks the reader to stop at the child's exit.
     pub(crate) kill_requested: watch::Sender<bool>,
+}
+
+/// A worker scope a session runs in.
+#[derive(Debug, Clone)]
+pub(crate) struct Scope {
+    /// `herd-worker-<id>.scope`.
+    pub(crate) unit: String,
+    /// The spawn environment with the bus overrides: what `systemctl --user stop` needs.
+    pub(crate) env: std::collections::HashMap<String, String>,
 }
 
 impl Session {

@@ -12,6 +12,7 @@ fn daemon_errors_map_to_the_documented_exit_codes() {
         (protocol::NOT_FOUND, Code::Usage),
         (protocol::INVALID_PARAMS, Code::Usage),
         (protocol::UNSUPPORTED, Code::Usage),
+        (protocol::REFUSED, Code::Usage),
         (protocol::GUARDED, Code::Failed),
         (protocol::INTERNAL_ERROR, Code::Failed),
         (protocol::VERSION_MISMATCH, Code::Unreachable),

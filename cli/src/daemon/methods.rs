@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use herd_core::{
-    Event, KillSource, ListFilter, LookupError, Mode, NotificationPolicy, Registry, RegistryConfig,
-    SpawnError, SpawnRequest,
+    AgentIdentity, DispatchConfig, Dispatcher, Event, HandoffError, KillSource, ListFilter,
+    LookupError, Mode, NotificationPolicy, Registry, RegistryConfig, SpawnError, SpawnRequest,
 };
 use herd_persistence::Home;
 use serde::Deserialize;
@@ -24,8 +24,8 @@ use tokio::sync::Notify;
 use super::connection::write;
 use crate::config::{Config, Notifications};
 use crate::protocol::{
-    GUARDED, INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, NOT_FOUND, Response, RpcError,
-    UNSUPPORTED,
+    DISPATCH_FAILED, GUARDED, INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, NOT_FOUND, REFUSED,
+    Response, RpcError,
 };
 
 /// The largest log chunk one `log_chunk` or stream message carries.
@@ -35,7 +35,11 @@ const CHUNK_BYTES: usize = 1 << 20;
 #[derive(Debug)]
 pub(crate) struct State {
     registry: Registry,
+    /// Restart-safe dispatch (B34), shared with the registry; `status` asks it too.
+    dispatcher: Arc<Dispatcher>,
     stop: Arc<Notify>,
+    /// What the start-up restore did, for `status` and `herd doctor`.
+    restored: Value,
 }
 
 /// What a method answers.
@@ -67,7 +71,11 @@ pub(crate) enum Stream {
 }
 
 /// Builds the registry's config from the home's config file.
-fn registry_config(config: &Config, pipeline: Arc<herd_hooks::Pipeline>) -> RegistryConfig {
+fn registry_config(
+    config: &Config,
+    pipeline: Arc<herd_hooks::Pipeline>,
+    dispatcher: Arc<Dispatcher>,
+) -> RegistryConfig {
     let defaults = RegistryConfig::default();
     let mut env_deny = defaults.env_deny.clone();
     env_deny.extend(config.env_deny.iter().cloned());
@@ -86,23 +94,51 @@ fn registry_config(config: &Config, pipeline: Arc<herd_hooks::Pipeline>) -> Regi
         },
         guard: Some(crate::guard::host(&config.guard_host_images, None)),
         pipeline,
+        dispatcher: Some(dispatcher),
+        require_restart_safe_scope: config.require_restart_safe_scope,
         ..defaults
     }
 }
 
 impl State {
-    /// Builds the registry for `home`.
+    /// Builds the registry for `home` and restores the sessions its checkpoint
+    /// lists (B28), before any request is served.
     ///
     /// # Errors
     /// When the registry cannot start (e.g. an unreadable checkpoint directory).
-    pub(crate) fn new(
+    pub(crate) async fn new(
         home: Home,
         config: &Config,
         pipeline: Arc<herd_hooks::Pipeline>,
         stop: Arc<Notify>,
     ) -> anyhow::Result<State> {
-        let registry = Registry::new(home, registry_config(config, pipeline))?;
-        Ok(State { registry, stop })
+        let dispatcher = Arc::new(Dispatcher::new(DispatchConfig {
+            memory_max_bytes: config.worker_memory_max_bytes,
+            ..DispatchConfig::default()
+        }));
+        let registry = Registry::new(
+            home,
+            registry_config(config, pipeline, Arc::clone(&dispatcher)),
+        )?;
+        let restored = match registry.restore().await {
+            Ok(report) => {
+                log_restore(&report);
+                restore_summary(&report)
+            }
+            Err(err) => {
+                // A checkpoint we cannot read is reported, not fatal: the daemon
+                // still serves new sessions, and the next start tries again.
+                let error = chain(&err);
+                tracing::warn!(%error, "restore failed; no session was restored");
+                json!({"error": error})
+            }
+        };
+        Ok(State {
+            registry,
+            dispatcher,
+            stop,
+            restored,
+        })
     }
 
     /// The home served.
@@ -134,12 +170,9 @@ impl State {
             "submit" => self.stdin(params, StdinOp::Submit).await,
             "close" => self.stdin(params, StdinOp::Close).await,
             "drain" => parse::<OwnerParams>(params).map(|p| self.drain(&p.owner)),
-            "handoff" => Err(RpcError::new(
-                UNSUPPORTED,
-                "handoff is not supported yet by this daemon (herd-core has no handoff API); \
-                 the session keeps its owner",
-            )),
+            "handoff" => self.handoff(params),
             "status" => Ok(self.status()),
+            "scope" => self.scope().await,
             "shutdown" => {
                 self.stop.notify_one();
                 Ok(json!({"status": "stopping", "pid": std::process::id()}))
@@ -166,7 +199,7 @@ impl State {
                 METHOD_NOT_FOUND,
                 format!(
                     "unknown method `{other}`; the daemon serves: spawn, list, lookup, poll, log, \
-                     log_chunk, wait, kill, write, submit, close, drain, handoff, status, shutdown, \
+                     log_chunk, wait, kill, write, submit, close, drain, handoff, status, scope, shutdown, \
                      events.follow, logs.follow"
                 ),
             )),
@@ -216,6 +249,11 @@ impl State {
                 INVALID_PARAMS,
                 format!("invalid {field}: {message}"),
             )),
+            Err(SpawnError::Dispatch(err)) => Err(RpcError {
+                code: DISPATCH_FAILED,
+                message: chain(&err),
+                data: Some(json!({"infrastructure": err.is_infrastructure()})),
+            }),
             Err(err) => Err(RpcError::new(INTERNAL_ERROR, chain(&err))),
         }
     }
@@ -299,6 +337,59 @@ impl State {
         to_value(answer)
     }
 
+    /// Hands session `id` from owner `from` to owner `to` (B25). The caller is
+    /// registered as a child agent of `to` first, so the registry's rules (the
+    /// cap of three per child, running sessions the caller owns, a purpose)
+    /// decide; its refusals come back as `REFUSED` errors with their message.
+    fn handoff(&self, params: Value) -> Result<Value, RpcError> {
+        let p: HandoffParams = parse(params)?;
+        let Some(to) = p.to.filter(|to| !to.trim().is_empty()) else {
+            return Err(RpcError::new(
+                INVALID_PARAMS,
+                "handoff needs `to`: the owner that takes the session over",
+            ));
+        };
+        self.registry.register_child(
+            &p.from,
+            AgentIdentity {
+                owner_task_id: to.clone(),
+                task_id: to.clone(),
+                session_key: None,
+            },
+        );
+        match self.registry.handoff(&p.id, &p.from, &to, &p.note) {
+            Ok(answer) => to_value(answer),
+            Err(HandoffError::Lookup(err)) => Err(lookup_error(err)),
+            Err(err) => {
+                let reason = match &err {
+                    HandoffError::NotAChild { .. } => "not_a_child",
+                    HandoffError::NotTheParent { .. } => "not_the_parent",
+                    HandoffError::CapReached { .. } => "cap_reached",
+                    HandoffError::MissingPurpose => "missing_purpose",
+                    HandoffError::NotRunningOwned { .. } => "not_running_owned",
+                    HandoffError::Lookup(_) => "not_found",
+                };
+                Err(RpcError {
+                    code: REFUSED,
+                    message: err.to_string(),
+                    data: Some(json!({"reason": reason})),
+                })
+            }
+        }
+    }
+
+    /// Whether restart-safe scopes can be created for this daemon's children (B34),
+    /// with the remedy when they cannot; runs or reuses the dispatcher's probe.
+    async fn scope(&self) -> Result<Value, RpcError> {
+        let env: std::collections::HashMap<String, String> = std::env::vars().collect();
+        let availability = self.dispatcher.availability(&env).await;
+        let mut value = to_value(availability)?;
+        value["memory_max_bytes"] = json!(self.dispatcher.memory_max_bytes());
+        value["require_restart_safe_scope"] =
+            json!(self.registry.config().require_restart_safe_scope);
+        Ok(value)
+    }
+
     /// Takes the owner's queued events, with their rendering for an agent.
     fn drain(&self, owner: &str) -> Value {
         let events = self.registry.drain(owner);
@@ -322,6 +413,7 @@ impl State {
             "home": self.home().root().display().to_string(),
             "running": running.len(),
             "finished": all.len().saturating_sub(running.len()),
+            "restore": self.restored,
         })
     }
 }
@@ -433,6 +525,42 @@ async fn client_gone(reader: &mut BufReader<OwnedReadHalf>) {
     let _ = crate::protocol::read_line(reader, &mut buf, 1024).await;
 }
 
+/// Logs what the start-up restore did: the summary at info, problems at warn.
+fn log_restore(report: &herd_core::RestoreReport) {
+    tracing::info!(
+        adopted = report.adopted.len(),
+        closed_lost = report.closed_lost.len(),
+        closed_reused = report.closed_reused.len(),
+        already_finished = report.already_finished.len(),
+        skipped_live_writer = report.skipped_live_writer.len(),
+        invalid = report.invalid.len(),
+        "restore done"
+    );
+    if let Some(moved) = &report.moved_aside {
+        tracing::warn!(%moved, "the checkpoint was unusable and was moved aside");
+    }
+    if let Some(error) = &report.checkpoint_error {
+        tracing::warn!(%error, "the checkpoint was not updated after restore");
+    }
+    for entry in &report.invalid {
+        tracing::warn!(%entry, "unusable checkpoint entry");
+    }
+}
+
+/// The restore report as counts plus its problems, for `status`.
+fn restore_summary(report: &herd_core::RestoreReport) -> Value {
+    json!({
+        "adopted": report.adopted.len(),
+        "closed_lost": report.closed_lost.len(),
+        "closed_reused": report.closed_reused.len(),
+        "already_finished": report.already_finished.len(),
+        "skipped_live_writer": report.skipped_live_writer.len(),
+        "invalid": report.invalid,
+        "moved_aside": report.moved_aside,
+        "checkpoint_error": report.checkpoint_error,
+    })
+}
+
 /// The JSON of drained events: the events and their rendering.
 pub(crate) fn drained_json(events: &[Event]) -> Value {
     let rendered = if events.is_empty() {
@@ -455,6 +583,17 @@ enum StdinOp {
 #[serde(deny_unknown_fields)]
 struct IdParams {
     id: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HandoffParams {
+    id: String,
+    from: String,
+    #[serde(default)]
+    to: Option<String>,
+    #[serde(default)]
+    note: String,
 }
 
 #[derive(Debug, Deserialize)]

@@ -237,25 +237,78 @@ fn events_follow_streams_completions_as_they_happen() {
 }
 
 #[test]
-fn handoff_is_refused_clearly_until_the_registry_supports_it() {
-    // FIXME: herd-core has no handoff API yet (B25); this pins today's answer.
+fn b25_handoff_moves_the_completion_to_the_new_owner() {
     let env = Env::new();
-    let id = run_id(&env, &["--", "sleep 30"]);
-    let out = env.run(&[
+    let id = run_id(&env, &["--owner", "child", "--", "read x; echo done $x"]);
+    let answer = env.json(&[
         "handoff",
         &id,
+        "--owner",
+        "child",
         "--to",
         "parent",
         "--note",
-        "build artefacts",
+        "the build; report its result",
+        "--json",
     ]);
+    assert_eq!(answer["status"], "handed_off", "{answer}");
+    let listed = env.json(&["ps", "--owner", "parent", "--json"]);
+    assert!(listed.to_string().contains(&id), "{listed}");
+    env.ok(&["submit", &id, "now"]);
+    let event = await_event(&env, "parent", "completion");
+    assert_eq!(event["session_id"], id.as_str(), "{event}");
+    assert_eq!(
+        event["handoff_note"], "the build; report its result",
+        "{event}"
+    );
+    assert_eq!(
+        env.ok(&["events", "--owner", "child"]),
+        "",
+        "the child gets nothing"
+    );
+}
+
+#[test]
+fn b25_handoff_is_capped_at_three_per_child() {
+    let env = Env::new();
+    let ids: Vec<String> = (0..4)
+        .map(|_| run_id(&env, &["--owner", "child", "--", "sleep 30"]))
+        .collect();
+    let hand = |id: &str| {
+        env.run(&[
+            "handoff", id, "--owner", "child", "--to", "parent", "--note", "a worker",
+        ])
+    };
+    for id in &ids[..3] {
+        let out = hand(id);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    }
+    let out = hand(&ids[3]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(
-        stderr(&out).contains("not supported yet"),
+        stderr(&out).contains("handoff cap reached"),
         "{}",
         stderr(&out)
     );
-    env.ok(&["kill", &id]);
+    for id in &ids {
+        env.ok(&["kill", id]);
+    }
+}
+
+#[test]
+fn b25_handing_off_an_exited_session_is_refused() {
+    let env = Env::new();
+    let id = run_id(&env, &["--owner", "child", "--", "true"]);
+    env.ok(&["wait", &id, "--timeout", "10"]);
+    let out = env.run(&[
+        "handoff", &id, "--owner", "child", "--to", "parent", "--note", "a result",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("cannot hand off") && stderr(&out).contains("already exited"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]

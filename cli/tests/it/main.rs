@@ -4,8 +4,11 @@
 //! stops the daemon it started, so no test leaves a daemon behind.
 
 mod daemon;
+mod dispatch;
 mod guard;
 mod jobs;
 mod mcp;
+mod restore;
+mod service;
 mod support;
 mod tools;

@@ -34,11 +34,18 @@ impl ClientHandler for Catcher {
 type Mcp = RunningService<RoleClient, Catcher>;
 
 async fn connect(env: &Env) -> Mcp {
+    connect_with(env, &[]).await
+}
+
+async fn connect_with(env: &Env, extra: &[&str]) -> Mcp {
     let mut cmd = tokio::process::Command::new(HERD);
     cmd.arg("mcp")
         .arg("--owner")
         .arg("agent-1")
+        .args(extra)
         .current_dir(env.scratch())
+        .env_remove("HERD_PARENT_OWNER")
+        .env_remove("INVOCATION_ID")
         .env("HERD_HOME", env.home())
         .env("HERD_LOG", "warn");
     for (k, v) in &env.vars {
@@ -297,4 +304,50 @@ async fn b20_mcp_notify_with_patterns_watches_the_output() {
     .await;
     assert_eq!(killed["status"], "killed", "{killed}");
     client.cancel().await.expect("the client closes");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b25_mcp_handoff_needs_a_parent_and_then_moves_the_session() {
+    let env = Env::new();
+    let orphan = connect(&env).await;
+    let (started, _, _) = call(
+        &orphan,
+        "terminal",
+        json!({"command": "read x; echo done", "background": true, "persist_on_release": true}),
+    )
+    .await;
+    assert_eq!(
+        started["dispatch"], "in_process",
+        "not under systemd: {started}"
+    );
+    let id = started["session_id"]
+        .as_str()
+        .expect("session_id")
+        .to_owned();
+    let (answer, _, is_error) = call(
+        &orphan,
+        "process",
+        json!({"action": "handoff", "session_id": id, "data": "the build"}),
+    )
+    .await;
+    assert!(is_error, "{answer}");
+    assert_eq!(
+        answer["error"],
+        "handoff is only available to a running subagent with a live parent; you are not one.",
+    );
+    orphan.cancel().await.expect("the client closes");
+
+    let child = connect_with(&env, &["--parent", "lead"]).await;
+    let (answer, _, is_error) = call(
+        &child,
+        "process",
+        json!({"action": "handoff", "session_id": id, "data": "the build; report it"}),
+    )
+    .await;
+    assert!(!is_error, "{answer}");
+    assert_eq!(answer["status"], "handed_off", "{answer}");
+    let listed = env.json(&["ps", "--owner", "lead", "--json"]);
+    assert!(listed.to_string().contains(&id), "{listed}");
+    env.ok(&["kill", &id]);
+    child.cancel().await.expect("the client closes");
 }

@@ -63,6 +63,9 @@ impl Env {
             .env("HERD_HOME", &self.home)
             .env_remove("HERD_OWNER")
             .env_remove("HERD_LOG")
+            // A test runner that is itself a systemd unit must not make every
+            // `--persist` job go through the real systemd-run (B34).
+            .env_remove("INVOCATION_ID")
             .stdin(Stdio::null());
         for (k, v) in &self.vars {
             cmd.env(k, v);

@@ -835,6 +835,7 @@ impl Inner {
             survivors: Vec::new(),
             process_running: false,
             error: None,
+            scope_stop_failed: None,
             session_id,
         })
     }

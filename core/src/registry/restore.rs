@@ -68,7 +68,7 @@ use crate::id::SessionId;
 use crate::notify::NotifyPlan;
 use crate::output::{LogWriter, Tail};
 use crate::reader::{self, Finish, Source, Waiter};
-use crate::session::{Session, State};
+use crate::session::{Scope, Session, State};
 use crate::sys;
 
 /// How often the exit of a detached session is checked where no pidfd is available.
@@ -262,6 +262,19 @@ impl Registry {
 
 impl Inner {
     /// A session record for a checkpoint entry, its tail seeded from its log file.
+    /// The worker scope a re-adopted session still runs in (B34). The scope is not
+    /// checkpointed; its name follows from the id, and the process's own cgroup says
+    /// whether it is in it. `systemctl` and the user bus are then looked up from the
+    /// daemon's environment, which its children's environment was derived from.
+    fn rediscover_scope(&self, id: &SessionId, pid: i32, persist: bool) -> Option<Scope> {
+        self.config.dispatcher.as_ref()?;
+        let unit = format!("herd-worker-{id}.scope");
+        (persist && crate::dispatch::is_in_scope(pid, &unit)).then(|| Scope {
+            unit,
+            env: std::env::vars().collect(),
+        })
+    }
+
     fn detached_session(
         &self,
         id: SessionId,
@@ -280,6 +293,7 @@ impl Inner {
             .unwrap_or_default();
         let (done, _) = watch::channel(false);
         let (kill_requested, _) = watch::channel(false);
+        let scope = self.rediscover_scope(&id, r.pid, r.persist_on_release);
         Arc::new(Session {
             id,
             command: r.command.clone(),
@@ -297,6 +311,7 @@ impl Inner {
             notify: r.notify.into(),
             read: std::sync::atomic::AtomicBool::new(false),
             persist_on_release: r.persist_on_release,
+            scope,
             completion_chars: match usize::try_from(r.completion_output_chars) {
                 Ok(0) | Err(_) => self.config.completion_output_chars,
                 Ok(n) => n,

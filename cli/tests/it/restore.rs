@@ -1,0 +1,92 @@
+//! Restore across a daemon crash (B28): a SIGKILLed daemon's jobs are re-adopted by
+//! the daemon the next client command starts, and jobs that died meanwhile are closed.
+
+use std::time::Duration;
+
+use crate::support::{Env, alive, wait_until};
+
+/// Starts `command` in the background and returns its id and pid.
+fn start(env: &Env, command: &str) -> (String, i32) {
+    let info = env.json(&["run", "--json", "--", command]);
+    let id = info["session_id"].as_str().expect("session_id").to_owned();
+    let pid = i32::try_from(info["pid"].as_i64().expect("pid")).expect("a pid fits i32");
+    (id, pid)
+}
+
+/// Waits until the job's log holds `line`.
+fn await_log_line(env: &Env, id: &str, line: &str) {
+    wait_until(Duration::from_secs(10), || {
+        env.ok(&["logs", id]).contains(line)
+    })
+    .unwrap_or_else(|()| panic!("the log of {id} never held {line:?}"));
+}
+
+/// SIGKILLs the home's daemon and waits until it is gone.
+fn crash_daemon(env: &Env) -> i32 {
+    let pid = env.daemon_pid().expect("the daemon wrote its pid file");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("the daemon can be signalled");
+    wait_until(Duration::from_secs(5), || !alive(pid))
+        .unwrap_or_else(|()| panic!("daemon {pid} did not die of SIGKILL"));
+    pid
+}
+
+#[test]
+fn b28_a_sigkilled_daemons_job_is_readopted_by_the_next_daemon() {
+    let env = Env::new();
+    let (id, pid) = start(&env, "echo before; exec sleep 300");
+    await_log_line(&env, &id, "before");
+    let first = crash_daemon(&env);
+    assert!(alive(pid), "the job outlives the daemon's crash");
+
+    // Any client command starts a new daemon, which restores before it serves.
+    let polled = env.json(&["poll", &id, "--json"]);
+    assert_ne!(
+        env.daemon_pid(),
+        Some(first),
+        "a new daemon serves the home"
+    );
+    assert_eq!(polled["status"], "running", "{polled}");
+    assert_eq!(polled["pid"], pid, "{polled}");
+    assert!(
+        env.ok(&["logs", &id]).contains("before"),
+        "the log keeps the output from before the crash"
+    );
+    let status = env.json(&["doctor", "--json"]);
+    assert!(
+        status.to_string().contains("1 re-adopted"),
+        "doctor shows the restore: {status}"
+    );
+
+    env.ok(&["kill", &id]);
+    wait_until(Duration::from_secs(10), || !alive(pid))
+        .unwrap_or_else(|()| panic!("the re-adopted job {pid} survived its kill"));
+    let after = env.json(&["poll", &id, "--json"]);
+    assert_ne!(after["status"], "running", "{after}");
+}
+
+#[test]
+fn b28_a_job_that_died_while_no_daemon_ran_is_closed_at_restore() {
+    let env = Env::new();
+    let (id, pid) = start(&env, "echo before; exec sleep 300");
+    await_log_line(&env, &id, "before");
+    crash_daemon(&env);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("the orphaned job can be signalled");
+    wait_until(Duration::from_secs(5), || !alive(pid))
+        .unwrap_or_else(|()| panic!("job {pid} did not die of SIGKILL"));
+
+    let polled = env.json(&["poll", &id, "--json"]);
+    assert_ne!(polled["status"], "running", "{polled}");
+    let listed = env.json(&["ps", "--json"]);
+    assert!(
+        !listed.to_string().contains(&id),
+        "the closed job is not listed as running: {listed}"
+    );
+}
