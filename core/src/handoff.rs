@@ -163,12 +163,34 @@ pub(crate) struct Agents {
 struct Child {
     parent: AgentIdentity,
     handed_off: Vec<HandedOff>,
+    /// A subagent whose own wake-ups are not delivered (B26); `false` for an owner
+    /// that only hands sessions over (a person at the CLI).
+    is_subagent: bool,
 }
 
 impl Agents {
-    /// Whether `owner` is a registered child agent.
+    /// Whether `owner` is a registered child agent (a subagent).
     pub(crate) fn is_child(&self, owner: &str) -> bool {
-        self.children.contains_key(owner)
+        self.children.get(owner).is_some_and(|c| c.is_subagent)
+    }
+
+    fn register(&mut self, child_owner: &str, parent: AgentIdentity, is_subagent: bool) {
+        match self.children.get_mut(child_owner) {
+            Some(child) => {
+                child.parent = parent;
+                child.is_subagent |= is_subagent;
+            }
+            None => {
+                self.children.insert(
+                    child_owner.to_owned(),
+                    Child {
+                        parent,
+                        handed_off: Vec::new(),
+                        is_subagent,
+                    },
+                );
+            }
+        }
     }
 }
 
@@ -185,19 +207,15 @@ impl Registry {
     /// Registers `child_owner` as a child agent of `parent` (B25, B26). Registering
     /// again replaces the parent and keeps the handoff count.
     pub fn register_child(&self, child_owner: &str, parent: AgentIdentity) {
-        let mut agents = self.inner.agents();
-        match agents.children.get_mut(child_owner) {
-            Some(child) => child.parent = parent,
-            None => {
-                agents.children.insert(
-                    child_owner.to_owned(),
-                    Child {
-                        parent,
-                        handed_off: Vec::new(),
-                    },
-                );
-            }
-        }
+        self.inner.agents().register(child_owner, parent, true);
+    }
+
+    /// Lets `owner` hand sessions to `to` under the same rules as a child (the cap,
+    /// running sessions it owns, a purpose), without making it a subagent: its own
+    /// later `notify`, watch and heartbeat spawns still wake it. This is what a person
+    /// handing a job to another owner through the CLI is.
+    pub fn register_handoff_source(&self, owner: &str, to: AgentIdentity) {
+        self.inner.agents().register(owner, to, false);
     }
 
     /// Hands the running session `id` from child `from_child` to its parent

@@ -338,9 +338,10 @@ impl State {
     }
 
     /// Hands session `id` from owner `from` to owner `to` (B25). The caller is
-    /// registered as a child agent of `to` first, so the registry's rules (the
-    /// cap of three per child, running sessions the caller owns, a purpose)
-    /// decide; its refusals come back as `REFUSED` errors with their message.
+    /// registered as a handoff source of `to` first (not a subagent, so its own
+    /// wake-ups keep coming), and the registry's rules (the cap of three, running
+    /// sessions the caller owns, a purpose) decide; its refusals come back as
+    /// `REFUSED` errors with their message.
     fn handoff(&self, params: Value) -> Result<Value, RpcError> {
         let p: HandoffParams = parse(params)?;
         let Some(to) = p.to.filter(|to| !to.trim().is_empty()) else {
@@ -349,7 +350,7 @@ impl State {
                 "handoff needs `to`: the owner that takes the session over",
             ));
         };
-        self.registry.register_child(
+        self.registry.register_handoff_source(
             &p.from,
             AgentIdentity {
                 owner_task_id: to.clone(),

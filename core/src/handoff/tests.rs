@@ -42,6 +42,7 @@ fn b26_children_are_known_by_owner_id() {
                 session_key: None,
             },
             handed_off: Vec::new(),
+            is_subagent: true,
         },
     );
     assert!(agents.is_child("sa-1"));

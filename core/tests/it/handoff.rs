@@ -229,3 +229,36 @@ async fn b26_finish_child_lists_handoffs_orphans_and_unread_results() {
     fx.registry.shutdown().await;
     fx.assert_groups_gone().await;
 }
+
+// Regression (found in review): the daemon's handoff once registered the sender as a
+// subagent, which silenced every later notify spawn of that owner (the CLI's `cli`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b25_a_handoff_source_keeps_its_own_wake_ups() {
+    let fx = Fixture::new();
+    let run = |owner: &str, command: &str| SpawnRequest {
+        command: command.to_owned(),
+        task_id: owner.to_owned(),
+        owner_task_id: Some(owner.to_owned()),
+        notify: true,
+        ..SpawnRequest::default()
+    };
+    let job = fx.spawn(run("cli", "read line")).await;
+    fx.registry.register_handoff_source("cli", parent());
+    fx.registry
+        .handoff(
+            job.session_id.as_str(),
+            "cli",
+            PARENT,
+            "the parent watches it",
+        )
+        .expect("a handoff source may hand over its running job");
+    let later = fx.spawn(run("cli", "true")).await;
+    assert!(later.notify_on_complete, "{later:?}");
+    let done = completion_for(&fx, "cli").await;
+    assert_eq!(done.session_id(), Some(&later.session_id));
+    fx.registry
+        .kill(job.session_id.as_str(), KillSource::ProcessKill)
+        .await
+        .expect("kill the handed-off job");
+    fx.assert_groups_gone().await;
+}
