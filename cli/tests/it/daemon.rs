@@ -277,15 +277,27 @@ fn a_connection_from_another_uid_is_refused() {
     std::fs::set_permissions(env.socket(), std::fs::Permissions::from_mode(0o666)).expect("chmod");
     // The build's target dir may sit under a home the peer cannot enter (CI keeps
     // it in ~/.cache), so the peer runs a copy of the binary from the scratch dir.
+    // A hard link needs no write descriptor; a copy's descriptor can leak for a moment
+    // into a child another test thread forks, and exec then fails with "text file busy"
+    // until that child execs, so a copy is retried on that error.
     let peer_bin = env.scratch().join("herd-peer");
-    std::fs::copy(crate::support::HERD, &peer_bin).expect("copy the herd binary for the peer");
+    if std::fs::hard_link(crate::support::HERD, &peer_bin).is_err() {
+        std::fs::copy(crate::support::HERD, &peer_bin).expect("copy the herd binary for the peer");
+    }
     std::fs::set_permissions(&peer_bin, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    let out = env
-        .cmd_at(&peer_bin, &["ps"])
-        .uid(uid)
-        .gid(gid)
-        .output()
-        .expect("herd runs as the peer user");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let out = loop {
+        match env.cmd_at(&peer_bin, &["ps"]).uid(uid).gid(gid).output() {
+            Err(e)
+                if e.raw_os_error() == Some(libc::ETXTBSY)
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::yield_now();
+            }
+            other => break other,
+        }
+    }
+    .expect("herd runs as the peer user");
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(3), "refused peers exit 3: {err}");
     assert!(
