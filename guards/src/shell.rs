@@ -53,15 +53,11 @@ pub(crate) fn parse(text: &str, deadline: Instant) -> Option<Tree> {
     let run = |parser: &mut Parser| {
         let mut cancel = |_: &ParseState| Instant::now() > deadline;
         let options = ParseOptions::new().progress_callback(&mut cancel);
-        let tree = parser.parse_with_options(
+        parser.parse_with_options(
             &mut |offset, _| bytes.get(offset..).unwrap_or_default(),
             None,
             Some(options),
-        );
-        if tree.is_none() {
-            parser.reset();
-        }
-        tree
+        )
     };
     PARSER
         .try_with(|cell| match cell.try_borrow_mut() {
@@ -69,7 +65,14 @@ pub(crate) fn parse(text: &str, deadline: Instant) -> Option<Tree> {
                 if slot.is_none() {
                     *slot = new_parser();
                 }
-                slot.as_mut().and_then(run)
+                let tree = slot.as_mut().and_then(run);
+                if tree.is_none() {
+                    // A parse cancelled at the deadline leaves the parser mid-parse;
+                    // it is dropped rather than reset and reused, so no later text
+                    // ever resumes from its state.
+                    *slot = None;
+                }
+                tree
             }
             Err(_) => new_parser().as_mut().and_then(run),
         })
