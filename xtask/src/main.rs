@@ -7,7 +7,8 @@
 //!   contract check and the release dry run. `.ci/run` calls this.
 //! - `bench [-p PKG] [--json]`: runs every benchmark and prints each figure beside
 //!   the baseline measured in the same run.
-//! - `soak`: the long stress loops kept out of CI.
+//! - `soak`: the stress loops kept out of CI, each a named test run many times or at
+//!   a raised size.
 //! - `release [--dry-run]`: builds and packages a release.
 //!
 //! xtask depends on nothing in the workspace; it reads `cargo metadata` instead.
