@@ -157,6 +157,21 @@ impl Ledger {
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
             Err(e) => return Err(open_error(&path, e.into())),
         }
+        // Switching a fresh file to WAL takes an exclusive lock, and SQLite answers
+        // BUSY at once (without its busy handler) when another creator holds it; such
+        // a race is retried until BUSY_TIMEOUT.
+        let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+        loop {
+            match Ledger::open_and_initialise(path.clone()) {
+                Err(e) if is_busy(&e) && std::time::Instant::now() < deadline => {
+                    std::thread::yield_now();
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn open_and_initialise(path: PathBuf) -> Result<Ledger, Error> {
         let conn = connect(&path)?;
         let state = check(&conn, &path)?;
         let ledger = Ledger::configure(conn, path)?;
@@ -344,6 +359,17 @@ impl Ledger {
     }
 }
 
+/// Whether `e` is SQLite's "database is locked" while opening.
+fn is_busy(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::LedgerOpen {
+            source: LedgerCause::Sqlite(rusqlite::Error::SqliteFailure(f, _)),
+            ..
+        } if f.code == rusqlite::ErrorCode::DatabaseBusy
+    )
+}
+
 /// Opens an existing file read-write without creating it.
 fn connect(path: &Path) -> Result<Connection, Error> {
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
@@ -359,14 +385,14 @@ fn check(conn: &Connection, path: &Path) -> Result<State, Error> {
         path: path.to_path_buf(),
         detail,
     };
-    let version: i64 = conn
-        .query_row("PRAGMA user_version", [], |r| r.get(0))
-        .map_err(|e| open_error(path, e.into()))?;
-    let n_tables: i64 = conn
+    // One statement, so one snapshot: read as two, a concurrent creator's commit
+    // could land between them and show its tables with the old version (0).
+    let (version, n_tables): (i64, i64) = conn
         .query_row(
-            "SELECT count(*) FROM sqlite_schema WHERE type = 'table'",
+            "SELECT (SELECT user_version FROM pragma_user_version), \
+                    (SELECT count(*) FROM sqlite_schema WHERE type = 'table')",
             [],
-            |r| r.get(0),
+            |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .map_err(|e| open_error(path, e.into()))?;
     if version == 0 {
