@@ -122,11 +122,18 @@ async fn b12_2000_spawn_finish_cycles_leave_the_fd_count_unchanged() {
         .sync_durable()
         .await
         .expect("the home is writable");
-    let after = fd_count_outside(home.root());
-    assert_eq!(
-        before,
-        after,
-        "fd count changed over 2,000 cycles:\nbefore {before_targets:#?}\nafter {:#?}",
+    // Other tests in this binary open pipes and pidfds for a moment while they run, so
+    // a single sample can catch a few transient descriptors on either side. A leak over
+    // 2,000 cycles is permanent: re-sample until the count is back, within a deadline.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut after = fd_count_outside(home.root());
+    while after > before && Instant::now() < deadline {
+        let _ = tokio::time::timeout(Duration::from_millis(50), std::future::pending::<()>()).await;
+        after = fd_count_outside(home.root());
+    }
+    assert!(
+        after <= before,
+        "fd count grew over 2,000 cycles ({before} -> {after}):\nbefore {before_targets:#?}\nafter {:#?}",
         crate::support::fd_targets()
     );
     let listed = fx.registry.list(&ListFilter {
