@@ -12,6 +12,12 @@
 //! serialisable types in [`answers`]; finished sessions publish one [`Event::Completion`]
 //! each, delivered through [`Registry::drain`] and [`Registry::subscribe`], and
 //! rendered for an agent by [`render_events`].
+//!
+//! Wake-ups beyond the completion: watch patterns and heartbeats (served by one timer
+//! task per registry; see `notify`), the per-home [`NotificationPolicy`], foreground
+//! runs that yield to the background ([`Registry::run_foreground`]) and handoff
+//! between parent and child agents ([`Registry::register_child`],
+//! [`Registry::handoff`], [`Registry::finish_child`]).
 
 mod answers;
 mod config;

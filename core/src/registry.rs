@@ -7,8 +7,12 @@
 //! always sees the session either running or with its completion published (B10).
 //!
 //! Every route by which output leaves (poll, log, log chunk, wait, kill, list preview,
-//! completion) sizes it with `text::tail_chars` and passes it through
-//! `pipeline.apply` with the route and the session owner's identity (B8, B30, B31).
+//! completion; heartbeat and watch in `notify`, foreground in `foreground`) passes it
+//! through `pipeline.apply` with the route and the session owner's identity (B8, B30,
+//! B31), and every `command` field through `pipeline.redact_command`.
+//!
+//! Lock order: table lock → agents (`handoff`) → session state → notifier state
+//! (`notify`) → session tail.
 
 use std::collections::{HashMap, VecDeque};
 use std::ffi::OsString;
