@@ -10,8 +10,9 @@
 //! Invariant: `total_ingested` only grows, and equals the bytes kept in the log plus
 //! `bytes_not_kept` once the log cap is reached or the log failed.
 
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 
 /// The in-memory side of a session's output, shared behind the session's lock.
@@ -92,22 +93,26 @@ impl Tail {
     }
 }
 
-/// The session's log file, owned by its reader.
+/// The session's log file, owned by its reader. The file is created (mode 0600) with
+/// the first byte of output, so a silent session costs no file.
 #[derive(Debug)]
 pub(crate) struct LogWriter {
     path: PathBuf,
+    /// `None` before the first write, or after a failure (then `failed` is set).
     file: Option<File>,
+    failed: bool,
     written: u64,
     cap: u64,
     warned: bool,
 }
 
 impl LogWriter {
-    /// Wraps an open log file capped at `cap` bytes.
-    pub(crate) fn new(path: PathBuf, file: File, cap: u64) -> LogWriter {
+    /// A log at `path` capped at `cap` bytes; nothing is created yet.
+    pub(crate) fn new(path: PathBuf, cap: u64) -> LogWriter {
         LogWriter {
             path,
-            file: Some(file),
+            file: None,
+            failed: false,
             written: 0,
             cap,
             warned: false,
@@ -119,6 +124,20 @@ impl LogWriter {
     /// The write is a plain blocking write into the page cache, done on the reader's
     /// task: it costs microseconds per chunk, far less than a hop to a blocking pool.
     pub(crate) fn write(&mut self, chunk: &[u8]) -> u64 {
+        if self.file.is_none() && !self.failed {
+            match OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&self.path)
+            {
+                Ok(file) => self.file = Some(file),
+                Err(error) => {
+                    tracing::error!(path = %self.path.display(), %error, "session log could not be created; output is kept in memory only");
+                    self.failed = true;
+                }
+            }
+        }
         let Some(file) = self.file.as_mut() else {
             return chunk.len() as u64;
         };
@@ -128,6 +147,7 @@ impl LogWriter {
             if let Err(error) = file.write_all(&chunk[..n]) {
                 tracing::error!(path = %self.path.display(), %error, "session log write failed; later output is kept in memory only");
                 self.file = None;
+                self.failed = true;
                 return chunk.len() as u64;
             }
             self.written += n as u64;

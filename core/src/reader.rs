@@ -223,30 +223,47 @@ fn read_burst(
     log: &mut Sink,
     noise: &mut NoiseFilter,
 ) -> io::Result<Burst> {
+    // Reads are batched into one buffer and processed together, so a PTY's small
+    // reads cost one log write and one tail update per burst, not per read.
+    let mut filled = 0;
+    let mut outcome = Burst::More;
     for _ in 0..READS_PER_TURN {
         if buf.is_empty() {
             buf.resize(MIN_READ_BYTES, 0);
         }
-        match source.try_read(buf) {
-            Ok(0) => return Ok(Burst::Eof),
-            Ok(n) => {
-                process(source, &buf[..n], session, log, noise);
-                if n == buf.len() && buf.len() < MAX_READ_BYTES {
-                    buf.resize(buf.len() * 2, 0);
-                }
+        if filled == buf.len() {
+            if buf.len() < MAX_READ_BYTES {
+                buf.resize(buf.len() * 2, 0);
+            } else {
+                process(source, &buf[..filled], session, log, noise);
+                filled = 0;
             }
+        }
+        match source.try_read(&mut buf[filled..]) {
+            Ok(0) => {
+                outcome = Burst::Eof;
+                break;
+            }
+            Ok(n) => filled += n,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                // A session that went quiet gives its grown read buffer back.
-                if buf.len() > MIN_READ_BYTES {
-                    *buf = Vec::new();
-                }
-                return Ok(Burst::Drained);
+                outcome = Burst::Drained;
+                break;
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+            Err(e) => {
+                process(source, &buf[..filled], session, log, noise);
+                return Err(e);
+            }
         }
     }
-    Ok(Burst::More)
+    if filled > 0 {
+        process(source, &buf[..filled], session, log, noise);
+    }
+    // A session that went quiet gives its grown read buffer back.
+    if outcome == Burst::Drained && buf.len() > MIN_READ_BYTES && filled < buf.len() / 4 {
+        *buf = Vec::new();
+    }
+    Ok(outcome)
 }
 
 /// Reads what is already buffered, up to 16 MiB, without waiting.

@@ -16,9 +16,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::ffi::OsString;
-use std::fs::OpenOptions;
 use std::io::{Read, Seek, SeekFrom};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
@@ -258,7 +256,19 @@ impl Registry {
             source,
         };
         let is_running = s.status() == SessionStatus::Running;
-        let mut file = std::fs::File::open(&s.log_path).map_err(io_err)?;
+        let mut file = match std::fs::File::open(&s.log_path) {
+            Ok(file) => file,
+            // The log is created with the first byte of output.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(LogChunk {
+                    session_id: s.id.clone(),
+                    output: String::new(),
+                    next_byte: from_byte,
+                    is_running,
+                });
+            }
+            Err(e) => return Err(io_err(e)),
+        };
         file.seek(SeekFrom::Start(from_byte)).map_err(io_err)?;
         let mut bytes = Vec::with_capacity(max_bytes.min(1 << 20));
         file.take(max_bytes as u64)
@@ -451,23 +461,11 @@ impl Registry {
                 .cloned()
                 .collect()
         };
-        let mut set = tokio::task::JoinSet::new();
-        for s in targets {
-            let inner = Arc::clone(&self.inner);
-            set.spawn(async move { inner.kill_session(&s, source).await });
-        }
-        let mut n_done = 0;
-        while let Some(r) = set.join_next().await {
-            if let Ok(answer) = r
-                && matches!(
-                    answer.status,
-                    KillStatus::Killed | KillStatus::AlreadyExited
-                )
-            {
-                n_done += 1;
-            }
-        }
-        n_done
+        let answers = self.inner.kill_sessions(&targets, source).await;
+        answers
+            .iter()
+            .filter(|a| matches!(a.status, KillStatus::Killed | KillStatus::AlreadyExited))
+            .count()
     }
 
     /// One row per session matching `filter`, oldest first (B39).
@@ -725,21 +723,18 @@ impl Inner {
         let prepare = |path: PathBuf, e: Box<dyn std::error::Error + Send + Sync>| {
             SpawnError::Prepare { path, source: e }
         };
+        // One stat each when the directories exist (the common case); they are
+        // created on demand, under the home only, when they do not.
         let scratch = self.home.scratch_dir();
-        self.home
-            .ensure_dir(&scratch)
-            .map_err(|e| prepare(scratch.clone(), e.into()))?;
         let logs = self.home.session_logs_dir();
-        self.home
-            .ensure_dir(&logs)
-            .map_err(|e| prepare(logs.clone(), e.into()))?;
+        for dir in [&scratch, &logs] {
+            if !dir.is_dir() {
+                self.home
+                    .ensure_dir(dir)
+                    .map_err(|e| prepare(dir.clone(), e.into()))?;
+            }
+        }
         let log_path = self.home.session_log_path(id.as_str());
-        let log_file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&log_path)
-            .map_err(|e| prepare(log_path.clone(), e.into()))?;
 
         let rewritten = spawn::rewrite_compound_background(&req.command);
         let mut argv = self.config.shell.clone();
@@ -798,14 +793,7 @@ impl Inner {
                 Mode::Pipe => Started::Pipe(spawn::spawn_pipe(&launch).map_err(spawn_err)?),
             })
         })();
-        let started = match started {
-            Ok(started) => started,
-            Err(error) => {
-                drop(log_file);
-                let _ = std::fs::remove_file(&log_path);
-                return Err(error);
-            }
-        };
+        let started = started?;
 
         let (pid, mode, stdin, source, waiter) = match started {
             Started::Pipe(child) => (
@@ -877,7 +865,7 @@ impl Inner {
             tables.running.insert(id.clone(), Arc::clone(&session));
         }
         let observer = self.arm_notifications(&session, &wakes);
-        let log = LogWriter::new(log_path, log_file, self.config.log_cap_bytes);
+        let log = LogWriter::new(log_path.clone(), self.config.log_cap_bytes);
         let span = tracing::info_span!("session", id = %id);
         let inner = Arc::clone(self);
         let idle_drain = self.config.idle_drain;
@@ -918,7 +906,7 @@ impl Inner {
         let tables = self.lock();
         loop {
             let id = SessionId::generate();
-            if tables.get(&id).is_none() && !self.home.session_log_path(id.as_str()).exists() {
+            if tables.get(&id).is_none() {
                 return id;
             }
         }
@@ -1047,22 +1035,49 @@ impl Inner {
     }
 
     pub(crate) async fn kill_session(&self, s: &Arc<Session>, source: KillSource) -> KillAnswer {
-        {
-            let mut st = s.state();
-            if st.finished.is_some() {
-                drop(st);
-                return self.kill_answer(s, source, KillStatus::AlreadyExited, Vec::new(), None);
-            }
-            st.kill_source = Some(source);
-        }
-        s.kill_requested.send_replace(true);
-        let target = kill::KillTarget {
-            pid: s.pid,
-            pgid: s.pgid,
-            start_time: s.start_time,
-            session_tag: s.id.as_str().to_owned(),
+        let Some(target) = begin_kill(s, source) else {
+            return self.kill_answer(s, source, KillStatus::AlreadyExited, Vec::new(), None);
         };
         let outcome = kill::kill_tree(&target, self.config.kill_grace).await;
+        self.conclude_kill(s, source, outcome).await
+    }
+
+    /// Kills several sessions with one sweep of the process table per step.
+    async fn kill_sessions(
+        &self,
+        sessions: &[Arc<Session>],
+        source: KillSource,
+    ) -> Vec<KillAnswer> {
+        let mut started = Vec::new();
+        let mut answers = Vec::new();
+        for s in sessions {
+            match begin_kill(s, source) {
+                Some(target) => started.push((Arc::clone(s), target)),
+                None => answers.push(self.kill_answer(
+                    s,
+                    source,
+                    KillStatus::AlreadyExited,
+                    Vec::new(),
+                    None,
+                )),
+            }
+        }
+        let targets: Vec<kill::KillTarget> = started.iter().map(|(_, t)| t.clone()).collect();
+        let outcomes = kill::kill_trees(&targets, self.config.kill_grace).await;
+        for ((s, _), outcome) in started.iter().zip(outcomes) {
+            answers.push(self.conclude_kill(s, source, outcome).await);
+        }
+        answers
+    }
+
+    /// Turns a kill outcome into the answer: `killed` once the reader has finished the
+    /// session, `kill_incomplete` (session left running) when something survived.
+    async fn conclude_kill(
+        &self,
+        s: &Arc<Session>,
+        source: KillSource,
+        outcome: kill::KillOutcome,
+    ) -> KillAnswer {
         if outcome.gone || outcome.identity_mismatch {
             // The reader finishes the session once the child is reaped; it drains only
             // what is already buffered because a kill was requested.
@@ -1139,6 +1154,25 @@ impl Inner {
             },
         }
     }
+}
+
+/// Marks `s` as being killed by `source` and returns its target; `None` when it has
+/// already finished.
+fn begin_kill(s: &Session, source: KillSource) -> Option<kill::KillTarget> {
+    {
+        let mut st = s.state();
+        if st.finished.is_some() {
+            return None;
+        }
+        st.kill_source = Some(source);
+    }
+    s.kill_requested.send_replace(true);
+    Some(kill::KillTarget {
+        pid: s.pid,
+        pgid: s.pgid,
+        start_time: s.start_time,
+        session_tag: s.id.as_str().to_owned(),
+    })
 }
 
 /// What a spawn started.

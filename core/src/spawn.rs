@@ -92,27 +92,27 @@ pub(crate) fn rewrite_compound_background(command: &str) -> Cow<'_, str> {
 }
 
 /// Whether `name` matches a deny pattern (`*` matches any run; ASCII case ignored).
+/// Allocation-free: it runs for every host variable against every pattern per spawn.
 pub(crate) fn glob_matches(pattern: &str, name: &str) -> bool {
-    let p = pattern.to_ascii_uppercase();
-    let n = name.to_ascii_uppercase();
-    let parts: Vec<&str> = p.split('*').collect();
-    if parts.len() == 1 {
-        return p == n;
-    }
-    let mut rest = n.as_str();
-    let first = parts[0];
-    let Some(after) = rest.strip_prefix(first) else {
-        return false;
-    };
-    rest = after;
-    let last = parts[parts.len() - 1];
-    for part in &parts[1..parts.len() - 1] {
-        match rest.find(part) {
-            Some(idx) => rest = &rest[idx + part.len()..],
-            None => return false,
+    let (p, n) = (pattern.as_bytes(), name.as_bytes());
+    let (mut pi, mut ni) = (0, 0);
+    let mut backtrack: Option<(usize, usize)> = None;
+    while ni < n.len() {
+        if pi < p.len() && p[pi] == b'*' {
+            backtrack = Some((pi, ni));
+            pi += 1;
+        } else if pi < p.len() && p[pi].eq_ignore_ascii_case(&n[ni]) {
+            pi += 1;
+            ni += 1;
+        } else if let Some((star, at)) = backtrack {
+            pi = star + 1;
+            ni = at + 1;
+            backtrack = Some((star, at + 1));
+        } else {
+            return false;
         }
     }
-    rest.len() >= last.len() && rest.ends_with(last)
+    p[pi..].iter().all(|c| *c == b'*')
 }
 
 /// What a child's environment is built from.

@@ -275,8 +275,13 @@ fn a_connection_from_another_uid_is_refused() {
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     }
     std::fs::set_permissions(env.socket(), std::fs::Permissions::from_mode(0o666)).expect("chmod");
+    // The build's target dir may sit under a home the peer cannot enter (CI keeps
+    // it in ~/.cache), so the peer runs a copy of the binary from the scratch dir.
+    let peer_bin = env.scratch().join("herd-peer");
+    std::fs::copy(crate::support::HERD, &peer_bin).expect("copy the herd binary for the peer");
+    std::fs::set_permissions(&peer_bin, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     let out = env
-        .cmd(&["ps"])
+        .cmd_at(&peer_bin, &["ps"])
         .uid(uid)
         .gid(gid)
         .output()

@@ -52,7 +52,13 @@ impl Env {
 
     /// A `herd` command for this home.
     pub(crate) fn cmd(&self, args: &[&str]) -> Command {
-        let mut cmd = raw_command(Path::new(HERD));
+        self.cmd_at(Path::new(HERD), args)
+    }
+
+    /// A `herd` command for this home, running the binary at `bin` (a copy the
+    /// test placed where another user can execute it).
+    pub(crate) fn cmd_at(&self, bin: &Path, args: &[&str]) -> Command {
+        let mut cmd = raw_command(bin);
         cmd.args(args)
             .env("HERD_HOME", &self.home)
             .env_remove("HERD_OWNER")

@@ -128,8 +128,13 @@ fn completions_and_man_page_are_generated() {
 
 #[test]
 fn b30_an_enabled_plugin_transforms_output_before_redaction() {
-    let lib = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../target/debug/libherd_plugin_example.so");
+    // The test executable lives in <target>/debug/deps; the plugin beside <target>/debug.
+    let exe = std::env::current_exe().expect("the test executable's path");
+    let lib = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("the test executable sits in <target>/debug/deps")
+        .join("libherd_plugin_example.so");
     assert!(
         lib.is_file(),
         "this test needs the example plugin: run `cargo build -p herd-plugin-example` first (looked for {})",

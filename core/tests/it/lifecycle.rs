@@ -344,3 +344,74 @@ async fn b9_a_signal_reads_signaled() {
     assert_eq!(answer.exit_code, None);
     fx.assert_groups_gone().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b11_finished_sessions_expire_after_the_ttl_and_spawns_are_never_refused() {
+    let fx = Fixture::with(|c: &mut RegistryConfig| {
+        c.finished_ttl = Duration::ZERO;
+        c.finished_cap = 0;
+    });
+    let first = fx.run("echo one").await;
+    fx.done(&first.session_id).await;
+    let second = fx.run("echo two").await;
+    fx.done(&second.session_id).await;
+    match fx.registry.poll(first.session_id.as_str()) {
+        Err(Error::Lookup(herd_core::LookupError::NotFound { .. })) => {}
+        other => panic!("the expired session must be gone, got {other:?}"),
+    }
+    let log = fx.home().session_log_path(first.session_id.as_str());
+    assert_eq!(
+        std::fs::read_to_string(log).unwrap(),
+        "one\n",
+        "the log outlives the record"
+    );
+    fx.assert_groups_gone().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b22_policy_error_queues_only_failures() {
+    let fx = Fixture::with(|c: &mut RegistryConfig| c.notifications = NotificationPolicy::Error);
+    let req = |command: &str| SpawnRequest {
+        command: command.to_owned(),
+        task_id: "t".to_owned(),
+        notify: true,
+        ..SpawnRequest::default()
+    };
+    let ok = fx.spawn(req("true")).await;
+    let bad = fx.spawn(req("false")).await;
+    fx.done(&ok.session_id).await;
+    fx.done(&bad.session_id).await;
+    let events = fx.registry.drain("t");
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].session_id(), Some(&bad.session_id));
+    fx.assert_groups_gone().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b15_kill_reaches_a_pty_session() {
+    let fx = Fixture::new();
+    let info = fx
+        .spawn(SpawnRequest {
+            command: "echo ready; sleep 30".to_owned(),
+            mode: herd_core::Mode::pty(),
+            ..SpawnRequest::default()
+        })
+        .await;
+    let id = info.session_id.as_str();
+    crate::support::wait_until(Duration::from_secs(10), "the ready line", || {
+        fx.registry
+            .poll(id)
+            .unwrap()
+            .output_preview
+            .contains("ready")
+    })
+    .await;
+    let answer = fx
+        .registry
+        .kill(id, KillSource::OperatorStop)
+        .await
+        .unwrap();
+    assert_eq!(answer.status, KillStatus::Killed, "{answer:?}");
+    assert_eq!(answer.termination_source, KillSource::OperatorStop);
+    fx.assert_groups_gone().await;
+}
