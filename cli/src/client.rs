@@ -367,3 +367,6 @@ fn log_tail(path: &Path) -> String {
     let start = lines.len().saturating_sub(10);
     lines[start..].join("\n")
 }
+
+#[cfg(test)]
+mod tests;

@@ -33,6 +33,13 @@ pub(crate) async fn run(home: &Home, args: RunArgs) -> anyhow::Result<()> {
             .with_context(|| format!("cannot resolve the directory {}", dir.display()))?,
         None => std::env::current_dir().context("cannot read the current directory")?,
     };
+    if !cwd.is_dir() {
+        return Err(Failure::new(
+            Code::Usage,
+            format!("--cwd {} is not a directory", cwd.display()),
+        )
+        .into());
+    }
     let owner = args.owner.resolve("cli");
     // A forwarded variable carries the value from this shell, not the daemon's.
     let mut env = args.env;

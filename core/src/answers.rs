@@ -144,6 +144,10 @@ pub struct PollAnswer {
     pub bytes_not_kept: u64,
     /// Every byte the session produced so far (monotonic).
     pub total_ingested: u64,
+    /// Where the answer comes from when that is not the live session: a re-adopted
+    /// session after a restart (earlier output from its log file) or a result receipt.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// A page of the output, by lines.
@@ -165,6 +169,10 @@ pub struct LogAnswer {
     pub showing: String,
     /// The complete log.
     pub log_path: PathBuf,
+    /// Where the answer comes from when that is not the live session: a re-adopted
+    /// session after a restart (earlier output from its log file) or a result receipt.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// A byte range of the log file, as text.

@@ -27,6 +27,14 @@ impl SessionId {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// An id read back from disk (checkpoint, ledger, receipts); `None` unless it is
+    /// `proc_` followed by 12 lowercase hex characters.
+    pub(crate) fn parse(text: &str) -> Option<SessionId> {
+        let hex = text.strip_prefix(ID_PREFIX)?;
+        (hex.len() == 12 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
+            .then(|| SessionId(text.to_owned()))
+    }
 }
 
 impl fmt::Display for SessionId {

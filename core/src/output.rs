@@ -119,6 +119,15 @@ impl LogWriter {
         }
     }
 
+    /// A log continuing in `file`, already open for appending (a re-adopted
+    /// session's log after a restart); `cap` is what may still be written.
+    pub(crate) fn with_file(path: PathBuf, file: File, cap: u64) -> LogWriter {
+        LogWriter {
+            file: Some(file),
+            ..LogWriter::new(path, cap)
+        }
+    }
+
     /// Writes what fits under the cap; returns how many bytes were not kept.
     ///
     /// The write is a plain blocking write into the page cache, done on the reader's

@@ -46,6 +46,11 @@ use crate::session::{ExitInfo, Finished, Session, State, Stdin};
 use crate::spawn::{self, EnvPlan, Launch, PtyFailure};
 use crate::text;
 
+mod durable;
+mod restore;
+
+pub use restore::RestoreReport;
+
 /// Characters in a poll preview (B39).
 const POLL_PREVIEW_CHARS: usize = 1_000;
 /// Characters in a list row preview (B39).
@@ -79,6 +84,8 @@ pub(crate) struct Inner {
     pub(crate) notifier: Notifier,
     /// Parent and child agents and their handoffs (B25, B26).
     pub(crate) agents: Mutex<Agents>,
+    /// Checkpoint, ledger and receipts (B27, B29, B38).
+    durable: durable::Durable,
 }
 
 #[derive(Debug, Default)]
@@ -113,6 +120,7 @@ impl Registry {
         let (finishes, _) = watch::channel(0);
         Ok(Registry {
             inner: Arc::new(Inner {
+                durable: durable::Durable::new(&home),
                 home,
                 config,
                 tables: Mutex::new(Tables::default()),
@@ -147,7 +155,9 @@ impl Registry {
     /// [`SpawnError::Prepare`] when the home's directories or the log cannot be
     /// created, [`SpawnError::Spawn`] when the OS refuses (nothing is left running).
     pub async fn spawn(&self, req: SpawnRequest) -> Result<SpawnInfo, SpawnError> {
-        self.inner.spawn(req)
+        let info = self.inner.spawn(req)?;
+        self.inner.spawned(&info).await;
+        Ok(info)
     }
 
     /// Resolves a full id or a unique prefix (B37).
@@ -155,7 +165,13 @@ impl Registry {
     /// # Errors
     /// [`LookupError::NotFound`], [`LookupError::Ambiguous`], [`LookupError::TooShort`].
     pub fn lookup(&self, id_or_prefix: &str) -> Result<SessionId, LookupError> {
-        self.inner.lookup(id_or_prefix).map(|s| s.id.clone())
+        match self.inner.lookup(id_or_prefix) {
+            Ok(s) => Ok(s.id.clone()),
+            Err(miss) => self
+                .inner
+                .receipt_lookup(id_or_prefix, miss)
+                .map(|(id, _)| id),
+        }
     }
 
     /// Status, uptime, a 1,000-character preview and exit fields once exited (B39).
@@ -163,7 +179,10 @@ impl Registry {
     /// # Errors
     /// [`Error::Lookup`] when the id does not resolve.
     pub fn poll(&self, id: &str) -> Result<PollAnswer, Error> {
-        let s = self.inner.lookup(id)?;
+        let s = match self.inner.lookup(id) {
+            Ok(s) => s,
+            Err(miss) => return self.inner.poll_from_receipt(id, miss),
+        };
         let (text, cut) = s.text();
         let (preview, preview_cut) = text::tail_chars(&text, POLL_PREVIEW_CHARS, cut);
         let st = s.state();
@@ -194,6 +213,7 @@ impl Registry {
             log_path: s.log_path.clone(),
             bytes_not_kept,
             total_ingested,
+            note: self.inner.session_note(&s),
         })
     }
 
@@ -208,7 +228,10 @@ impl Registry {
         offset: Option<usize>,
         limit: Option<usize>,
     ) -> Result<LogAnswer, Error> {
-        let s = self.inner.lookup(id)?;
+        let s = match self.inner.lookup(id) {
+            Ok(s) => s,
+            Err(miss) => return self.inner.log_from_receipt(id, miss, offset, limit),
+        };
         let (text, _) = s.text();
         let lines: Vec<&str> = text.lines().collect();
         let total = lines.len();
@@ -236,6 +259,7 @@ impl Registry {
             offset: start,
             showing: format!("{} lines", end - start),
             log_path: s.log_path.clone(),
+            note: self.inner.session_note(&s),
         })
     }
 
@@ -250,7 +274,14 @@ impl Registry {
     /// # Errors
     /// [`Error::Lookup`], or [`Error::Io`] when the log cannot be read.
     pub fn log_chunk(&self, id: &str, from_byte: u64, max_bytes: usize) -> Result<LogChunk, Error> {
-        let s = self.inner.lookup(id)?;
+        let s = match self.inner.lookup(id) {
+            Ok(s) => s,
+            Err(miss) => {
+                return self
+                    .inner
+                    .log_chunk_from_receipt(id, miss, from_byte, max_bytes);
+            }
+        };
         let io_err = |source| Error::Io {
             path: s.log_path.clone(),
             source,
@@ -318,7 +349,10 @@ impl Registry {
                 message: "timeout must be positive (got 0s)".to_owned(),
             });
         }
-        let s = self.inner.lookup(id)?;
+        let s = match self.inner.lookup(id) {
+            Ok(s) => s,
+            Err(miss) => return self.inner.wait_from_receipt(id, miss),
+        };
         let cap = self.inner.config.wait_cap;
         let mut notes = Vec::new();
         let effective = if timeout > cap {
@@ -442,7 +476,10 @@ impl Registry {
     /// # Errors
     /// [`Error::Lookup`].
     pub async fn kill(&self, id: &str, source: KillSource) -> Result<KillAnswer, Error> {
-        let s = self.inner.lookup(id)?;
+        let s = match self.inner.lookup(id) {
+            Ok(s) => s,
+            Err(miss) => return self.inner.kill_from_receipt(id, miss, source),
+        };
         Ok(self.inner.kill_session(&s, source).await)
     }
 
@@ -543,23 +580,40 @@ impl Registry {
     }
 
     /// Every event as it is published, whatever the notification policy.
+    ///
+    /// The first `subscribe` or `drain` of a registry re-queues the completions earlier
+    /// processes committed to the home's ledger but never delivered (B29); a receiver
+    /// taken by that first call sees them.
     pub fn subscribe(&self) -> broadcast::Receiver<Event> {
-        self.inner.events.subscribe()
+        let rx = self.inner.events.subscribe();
+        self.inner.replay_once();
+        rx
     }
 
-    /// Takes the events queued for `owner`; each is delivered once.
+    /// Takes the events queued for `owner`; each is delivered once. Drained
+    /// completions are marked delivered in the ledger, so they are not replayed after
+    /// a restart (B29).
     pub fn drain(&self, owner: &str) -> Vec<Event> {
-        self.inner
+        self.inner.replay_once();
+        let events: Vec<Event> = self
+            .inner
             .lock()
             .queues
             .remove(owner)
             .map(Vec::from)
-            .unwrap_or_default()
+            .unwrap_or_default();
+        self.inner.mark_delivered(&events);
+        events
     }
 
-    /// Kills everything, as [`KillSource::HostShutdown`] (persistent sessions too).
+    /// Kills everything, as [`KillSource::HostShutdown`] (persistent sessions too),
+    /// then writes the checkpoint (empty unless a kill was incomplete, so a later
+    /// restore has nothing to re-adopt) and waits for pending receipts.
     pub async fn shutdown(&self) {
         let n = self.kill_all("", &[], KillSource::HostShutdown).await;
+        if let Err(error) = self.inner.sync_durable().await {
+            tracing::warn!(%error, "checkpoint not written at shutdown");
+        }
         tracing::info!(n_killed = n, "registry shut down");
     }
 }
@@ -914,7 +968,7 @@ impl Inner {
 
     /// The one choke point (B9): stamps, releases handles and publishes exactly one
     /// completion, all inside one critical section of the table lock (B10).
-    fn finish(&self, s: &Arc<Session>, finish: Finish) {
+    fn finish(self: &Arc<Self>, s: &Arc<Session>, finish: Finish) {
         let Finish {
             exit,
             descendants_alive,
@@ -978,7 +1032,12 @@ impl Inner {
             }
         };
         tables.finished.insert(s.id.clone(), Arc::clone(s));
-        if s.is_notify() && self.policy_allows(&event) {
+        // A session restore re-adopted or closed has no collected exit status and
+        // publishes nothing (B28).
+        let emits = self.emits_completion(s);
+        if emits && s.is_notify() && self.policy_allows(&event) {
+            // Committed before it is published (B29).
+            self.commit_completion(&event);
             let owner = event.owner_task_id().unwrap_or_default().to_owned();
             tables
                 .queues
@@ -986,11 +1045,15 @@ impl Inner {
                 .or_default()
                 .push_back(event.clone());
         }
-        let _ = self.events.send(event);
+        if emits {
+            let _ = self.events.send(event);
+        }
+        self.expect_receipt(&s.id);
         self.prune(&mut tables);
         drop(tables);
         s.done.send_replace(true);
         self.finishes.send_modify(|n| *n += 1);
+        self.finished_durably(s);
         tracing::info!(session_id = %s.id, "session finished");
     }
 
@@ -1012,9 +1075,12 @@ impl Inner {
         let now = SystemTime::now();
         let ttl = self.config.finished_ttl;
         let finished_at = |s: &Session| s.state().finished.as_ref().map_or(now, |f| f.at);
-        tables
-            .finished
-            .retain(|_, s| now.duration_since(finished_at(s)).unwrap_or_default() <= ttl);
+        // A session whose receipt is not written yet stays until it is, so its
+        // result is always answerable from memory or from the receipt (B38).
+        tables.finished.retain(|id, s| {
+            now.duration_since(finished_at(s)).unwrap_or_default() <= ttl
+                || self.receipt_pending(id)
+        });
         let excess = tables
             .finished
             .len()
@@ -1023,6 +1089,7 @@ impl Inner {
             let mut by_age: Vec<(SystemTime, SessionId)> = tables
                 .finished
                 .values()
+                .filter(|s| !self.receipt_pending(&s.id))
                 .map(|s| (finished_at(s), s.id.clone()))
                 .collect();
             by_age.sort();

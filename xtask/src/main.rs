@@ -112,17 +112,107 @@ fn contract() -> Result<()> {
     run(&mut cmd).with_context(|| format!("the CLI contract check {} failed", script.display()))
 }
 
-/// Runs the soak loops: the same `soak_*` tests CI runs small, at full size.
+/// One stress loop: a test run many times, or once with its size raised.
+#[derive(Debug)]
+struct SoakItem {
+    what: &'static str,
+    package: &'static str,
+    /// `--lib` or `--test it`.
+    target: &'static [&'static str],
+    filter: &'static str,
+    env: &'static [(&'static str, &'static str)],
+    repeats: u32,
+}
+
+/// The loops too long for CI. Each names what it stresses; CI runs the same tests once
+/// at their small default size.
+const SOAK: &[SoakItem] = &[
+    SoakItem {
+        what: "ledger exactly-once across 300 SIGKILLs of a committing writer",
+        package: "herd-persistence",
+        target: &["--test", "it"],
+        filter: "ledger::b29_ledger_exactly_once_across_sigkills",
+        env: &[("HERD_SOAK_CYCLES", "300")],
+        repeats: 1,
+    },
+    SoakItem {
+        what: "children started during the grace window leave no survivors (B15), 50 times",
+        package: "herd-core",
+        target: &["--lib"],
+        filter: "kill::tests::b15_children_started_during_grace_leave_no_survivors",
+        env: &[],
+        repeats: 50,
+    },
+    SoakItem {
+        what: "setsid escapees found by their tag, 50 times",
+        package: "herd-core",
+        target: &["--lib"],
+        filter: "kill::tests::b15_setsid_escapee_is_found_by_its_session_tag",
+        env: &[],
+        repeats: 50,
+    },
+    SoakItem {
+        what: "200 concurrent sessions publish exactly 200 completions, 20 times",
+        package: "herd-core",
+        target: &["--test", "it"],
+        filter: "lifecycle::b9_200_concurrent_sessions_publish_exactly_200_completions",
+        env: &[],
+        repeats: 20,
+    },
+    SoakItem {
+        what: "2,000 spawn/finish cycles leave the fd count unchanged, 5 times",
+        package: "herd-core",
+        target: &["--test", "it"],
+        filter: "lifecycle::b12_2000_spawn_finish_cycles_leave_the_fd_count_unchanged",
+        env: &[],
+        repeats: 5,
+    },
+    SoakItem {
+        what: "PTY scanner chunking properties with 200,000 cases",
+        package: "herd-pty",
+        target: &["--lib"],
+        filter: "scanner::tests::b7_",
+        env: &[("PROPTEST_CASES", "200000")],
+        repeats: 1,
+    },
+    SoakItem {
+        what: "guard never panics or stalls, 20,000 cases per property",
+        package: "herd-guards",
+        target: &["--test", "it"],
+        filter: "robustness::",
+        env: &[("PROPTEST_CASES", "20000")],
+        repeats: 1,
+    },
+];
+
+/// Runs the soak loops and prints, per loop, how many runs passed and how long it took.
 fn soak() -> Result<()> {
-    let mut cmd = shell::command("cargo");
-    cmd.args([
-        "test",
-        "--release",
-        "--workspace",
-        "soak_",
-        "--",
-        "--nocapture",
-    ])
-    .env("HERD_SOAK", "1");
-    run(&mut cmd).context("a soak loop failed")
+    let mut summary = Vec::new();
+    for item in SOAK {
+        let start = std::time::Instant::now();
+        let mut passed = 0;
+        for _ in 0..item.repeats {
+            let mut cmd = shell::command("cargo");
+            cmd.args(["test", "--release", "--quiet", "-p", item.package])
+                .args(item.target)
+                .args(["--", item.filter]);
+            for (k, v) in item.env {
+                cmd.env(k, v);
+            }
+            run(&mut cmd).with_context(|| {
+                format!("soak `{}` failed after {passed} passing runs", item.what)
+            })?;
+            passed += 1;
+        }
+        summary.push(format!(
+            "ok  {passed}/{} runs in {:.1}s: {}",
+            item.repeats,
+            start.elapsed().as_secs_f64(),
+            item.what
+        ));
+    }
+    for line in &summary {
+        shell::say(line);
+    }
+    Ok(())
 }

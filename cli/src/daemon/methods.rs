@@ -554,13 +554,17 @@ fn to_value<T: serde::Serialize>(answer: T) -> Result<Value, RpcError> {
 
 /// A lookup failure as a `NOT_FOUND` error.
 fn lookup_error(err: LookupError) -> RpcError {
-    let matches = match &err {
+    let matches: Vec<String> = match &err {
         LookupError::Ambiguous { matches, .. } => matches.iter().map(ToString::to_string).collect(),
         _ => Vec::new(),
     };
+    let mut message = chain(&err);
+    if !matches.is_empty() {
+        message.push_str(&format!(" (it matches {})", matches.join(", ")));
+    }
     RpcError {
         code: NOT_FOUND,
-        message: chain(&err),
+        message,
         data: Some(json!({"matches": matches})),
     }
 }

@@ -184,6 +184,7 @@ fn bad_flag_values_exit_2() {
         &["run", "--heartbeat", "-5", "--", "true"],
         &["run", "--env", "NOEQUALS", "--", "true"],
         &["run", "--notify", "--watch", "x", "--", "true"],
+        &["run", "--cwd", "/nonexistent/dir", "--", "true"],
         &["logs", "proc_x", "--limit", "0"],
         &["run"],
         &["frobnicate"],
@@ -255,4 +256,100 @@ fn handoff_is_refused_clearly_until_the_registry_supports_it() {
         stderr(&out)
     );
     env.ok(&["kill", &id]);
+}
+
+#[test]
+fn a_closed_stdout_pipe_is_a_quiet_exit() {
+    let env = Env::new();
+    let id = run_id(&env, &["--", "seq 1 300000"]);
+    env.ok(&["wait", &id, "--timeout", "20"]);
+    let mut reader = env
+        .cmd(&["logs", &id])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("herd runs");
+    let mut stdout = reader.stdout.take().expect("piped stdout");
+    let mut first = [0u8; 8];
+    std::io::Read::read_exact(&mut stdout, &mut first).expect("the log starts");
+    assert_eq!(&first, b"1\n2\n3\n4\n");
+    drop(stdout);
+    let out = reader.wait_with_output().expect("herd finishes");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "like `herd logs ID | head`: {}",
+        stderr(&out)
+    );
+    assert_eq!(stderr(&out), "", "no broken-pipe noise");
+}
+
+/// Drains `herd events` (for `owner`) until an event of `kind` arrives.
+fn await_event(env: &Env, owner: &str, kind: &str) -> Value {
+    let mut seen = Vec::new();
+    let found = wait_until(Duration::from_secs(10), || {
+        let out = env.ok(&["events", "--owner", owner]);
+        seen.extend(
+            out.lines()
+                .map(|l| serde_json::from_str::<Value>(l).expect("JSON line")),
+        );
+        seen.iter().any(|e| e["type"] == kind)
+    });
+    assert!(found.is_ok(), "no {kind} event within 10 s; saw {seen:?}");
+    seen.into_iter()
+        .find(|e| e["type"] == kind)
+        .expect("found above")
+}
+
+#[test]
+fn b20_watch_pattern_queues_a_match() {
+    let env = Env::new();
+    let id = run_id(
+        &env,
+        &[
+            "--watch",
+            "READY",
+            "--",
+            "echo booting; echo READY on 8080; read _",
+        ],
+    );
+    let event = await_event(&env, "cli", "watch_match");
+    assert_eq!(event["session_id"], id.as_str());
+    assert_eq!(event["pattern"], "READY");
+    assert!(
+        event["output"]
+            .as_str()
+            .is_some_and(|o| o.contains("READY on 8080")),
+        "{event}"
+    );
+    env.ok(&["submit", &id, "done"]);
+    env.ok(&["wait", &id, "--timeout", "10"]);
+}
+
+#[test]
+fn b21_heartbeat_carries_new_output_with_a_lowered_floor() {
+    let env = Env::new();
+    std::fs::write(
+        env.home().join("config.toml"),
+        "heartbeat_floor_seconds = 1\n",
+    )
+    .expect("writable");
+    let info = env.json(&[
+        "run",
+        "--json",
+        "--heartbeat",
+        "1",
+        "--",
+        "echo tick; read _",
+    ]);
+    let id = info["session_id"].as_str().expect("session_id").to_owned();
+    assert_eq!(info["heartbeat_seconds"], 1, "{info}");
+    let event = await_event(&env, "cli", "heartbeat");
+    assert_eq!(event["session_id"], id.as_str());
+    assert!(
+        event["output"].as_str().is_some_and(|o| o.contains("tick")),
+        "{event}"
+    );
+    env.ok(&["submit", &id, "done"]);
+    env.ok(&["wait", &id, "--timeout", "10"]);
 }

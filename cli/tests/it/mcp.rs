@@ -253,3 +253,48 @@ async fn b24_a_foreground_command_past_its_window_moves_to_the_background() {
     assert_eq!(killed["status"], "killed", "{killed}");
     client.cancel().await.expect("the client closes");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b20_mcp_notify_with_patterns_watches_the_output() {
+    let env = Env::new();
+    let client = connect(&env).await;
+    let (started, mut notices, is_error) = call(
+        &client,
+        "terminal",
+        json!({"command": "echo server READY; read _", "background": true, "notify": ["READY"]}),
+    )
+    .await;
+    assert!(!is_error, "{started}");
+    assert_eq!(started["watch_patterns"], json!(["READY"]), "{started}");
+    let id = started["session_id"]
+        .as_str()
+        .expect("session_id")
+        .to_owned();
+    // The match may ride the start call's own result, or a later one.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !notices.iter().any(|n: &String| n.contains("READY"))
+        && std::time::Instant::now() < deadline
+    {
+        let (_, extra, _) = call(
+            &client,
+            "process",
+            json!({"action": "poll", "session_id": id}),
+        )
+        .await;
+        notices.extend(extra);
+    }
+    assert!(
+        notices
+            .iter()
+            .any(|n| n.contains(&id) && n.contains("READY")),
+        "the watch match is rendered for the agent: {notices:?}"
+    );
+    let (killed, _, _) = call(
+        &client,
+        "process",
+        json!({"action": "kill", "session_id": id}),
+    )
+    .await;
+    assert_eq!(killed["status"], "killed", "{killed}");
+    client.cancel().await.expect("the client closes");
+}

@@ -101,6 +101,11 @@ async fn b12_2000_spawn_finish_cycles_leave_the_fd_count_unchanged() {
         let info = fx.run("true").await;
         fx.done(&info.session_id).await;
     }
+    // Checkpoint and receipt writes run in the background; count with none in flight.
+    fx.registry
+        .sync_durable()
+        .await
+        .expect("the home is writable");
     let before = fd_count();
     let before_targets = crate::support::fd_targets();
     for _ in 0..250 {
@@ -112,6 +117,10 @@ async fn b12_2000_spawn_finish_cycles_leave_the_fd_count_unchanged() {
             fx.done(&info.session_id).await;
         }
     }
+    fx.registry
+        .sync_durable()
+        .await
+        .expect("the home is writable");
     let after = fd_count();
     assert_eq!(
         before,
@@ -355,10 +364,22 @@ async fn b11_finished_sessions_expire_after_the_ttl_and_spawns_are_never_refused
     fx.done(&first.session_id).await;
     let second = fx.run("echo two").await;
     fx.done(&second.session_id).await;
-    match fx.registry.poll(first.session_id.as_str()) {
-        Err(Error::Lookup(herd_core::LookupError::NotFound { .. })) => {}
-        other => panic!("the expired session must be gone, got {other:?}"),
-    }
+    // Gone from memory, the result is still answerable from its receipt (B38).
+    let poll = fx
+        .registry
+        .poll(first.session_id.as_str())
+        .expect("an expired session answers from its receipt");
+    assert_eq!(poll.exit_code, Some(0));
+    assert!(
+        fx.registry
+            .list(&herd_core::ListFilter {
+                include_finished: true,
+                ..Default::default()
+            })
+            .iter()
+            .all(|row| row.session_id != first.session_id),
+        "the expired session left the in-memory table"
+    );
     let log = fx.home().session_log_path(first.session_id.as_str());
     assert_eq!(
         std::fs::read_to_string(log).unwrap(),

@@ -11,6 +11,7 @@ mod lifecycle;
 mod notify;
 mod output;
 mod pty;
+mod restore;
 mod spawning;
 mod stdin;
 mod support;

@@ -97,6 +97,14 @@ const FRAGMENTS: &[&str] = &[
     " ",
 ];
 
+/// The case count: CI's default, or `PROPTEST_CASES` when `cargo xtask soak` raises it.
+fn cases(default: u32) -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 fn fragments() -> impl Strategy<Value = String> {
     prop::collection::vec(prop::sample::select(FRAGMENTS), 0..200).prop_map(|parts| parts.concat())
 }
@@ -120,7 +128,7 @@ fn long_line() -> impl Strategy<Value = String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(256), ..ProptestConfig::default() })]
 
     #[test]
     fn arbitrary_text_never_panics(command in any::<String>()) {
@@ -134,7 +142,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(24), ..ProptestConfig::default() })]
 
     #[test]
     fn long_lines_never_panic(command in long_line()) {

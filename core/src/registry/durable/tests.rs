@@ -1,0 +1,86 @@
+//! Unit tests of the durable side: the ledger's event round trip and the wire names
+//! receipts store.
+
+use super::*;
+
+#[test]
+fn a_completion_survives_the_ledger_json_round_trip() {
+    let event = Event::Completion {
+        session_id: SessionId::parse("proc_0123456789ab").expect("a valid id"),
+        task_id: "t".to_owned(),
+        owner_task_id: "o".to_owned(),
+        session_key: Some("k".to_owned()),
+        command: "echo hi".to_owned(),
+        exit_code: Some(3),
+        signal: None,
+        completion_reason: CompletionReason::Killed,
+        termination_source: Some(KillSource::TurnTimeout),
+        output: "hi\n".to_owned(),
+        output_cut: true,
+        log_path: PathBuf::from("/x/proc_0123456789ab.log"),
+        started_at: "2026-01-01T00:00:00Z".to_owned(),
+        finished_at: "2026-01-01T00:00:01Z".to_owned(),
+        handoff_note: Some("why".to_owned()),
+        descendants_alive: vec![7],
+    };
+    let value = serde_json::to_value(&event).expect("events serialize");
+    let back = event_from_ledger(&value).expect("a completion reads back");
+    assert_eq!(
+        serde_json::to_value(&back).expect("events serialize"),
+        value
+    );
+}
+
+#[test]
+fn a_non_completion_is_not_replayed() {
+    let value = serde_json::json!({"type": "watch_overflow_tripped", "message": "m"});
+    assert!(event_from_ledger(&value).is_none());
+}
+
+#[test]
+fn reasons_and_sources_keep_their_wire_names() {
+    for reason in [
+        CompletionReason::Exited,
+        CompletionReason::Killed,
+        CompletionReason::Signaled,
+        CompletionReason::Lost,
+        CompletionReason::FailedStart,
+    ] {
+        let wire = serde_json::to_value(reason).expect("reasons serialize");
+        assert_eq!(wire.as_str(), Some(reason_name(reason)));
+        assert_eq!(reason_from_name(reason_name(reason)), reason);
+    }
+    for source in [
+        KillSource::ProcessKill,
+        KillSource::OperatorStop,
+        KillSource::KillAll,
+        KillSource::TurnTimeout,
+        KillSource::AgentClose,
+        KillSource::HostShutdown,
+    ] {
+        assert_eq!(source_from_name(source.as_str()), Some(source));
+    }
+    assert_eq!(source_from_name(""), None);
+}
+
+#[test]
+fn only_well_formed_ids_parse_back() {
+    assert!(SessionId::parse("proc_0123456789ab").is_some());
+    for bad in [
+        "proc_0123456789AB",
+        "proc_0123",
+        "0123456789ab",
+        "proc_0123456789abc",
+        "proc_../../etc/x",
+    ] {
+        assert!(SessionId::parse(bad).is_none(), "{bad} parsed");
+    }
+}
+
+#[test]
+fn unix_seconds_round_trip_and_bad_values_read_as_the_epoch() {
+    let t = UNIX_EPOCH + Duration::from_millis(1_790_000_000_250);
+    assert_eq!(from_unix_seconds(unix_seconds(t)), t);
+    assert_eq!(from_unix_seconds(f64::NAN), UNIX_EPOCH);
+    assert_eq!(from_unix_seconds(-1.0), UNIX_EPOCH);
+}

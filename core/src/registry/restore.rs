@@ -1,0 +1,510 @@
+//! Restore after a restart (B28, the restore half of B18): every session the
+//! checkpoint lists is re-adopted or honestly closed, and no stranger is signalled.
+//!
+//! [`Registry::restore`] is explicit, not part of [`Registry::new`]: the host (the
+//! daemon) calls it once, right after `new` and before it serves requests, and logs or
+//! shows the [`RestoreReport`]. Keeping it out of `new` keeps construction free of I/O
+//! (B4, B29 "not at construction") and lets an embedding host decide whether a home's
+//! leftovers are its to adopt.
+//!
+//! Each entry is classified:
+//!
+//! - written by another live process on this home (a second daemon): left alone;
+//! - already tracked by this registry: left alone;
+//! - its receipt exists: the session finished before the crash and only the
+//!   checkpoint update was lost; the entry is dropped;
+//! - its pid is alive and the start time matches the one recorded at spawn (or none
+//!   was recorded): re-adopted as a *detached* session;
+//! - its pid is alive with another start time: the pid was reused by a stranger;
+//!   the session is closed as `lost` without any signal;
+//! - its pid is gone (or a zombie): closed as `lost`.
+//!
+//! A detached session is not our child, so its exit status can never be collected:
+//! its exit is watched through a pidfd (Linux 5.3+), else by polling `/proc` every
+//! [`EXIT_POLL`], and when it ends it finishes through the choke point as `lost`
+//! (its exit status is unknown; a kill by herd reads `killed`), with no completion
+//! published: B28 emits a completion only for a collected exit status. Closed
+//! sessions pass the choke point the same way, so each gets a receipt (B38) and
+//! answers poll by id. A detached pipe session gets its output back: the shell's
+//! stdout and stderr are one pipe, which stays alive while the shell holds its write
+//! end, so restore opens `/proc/<pid>/fd/1` for reading (after pinning the pid by
+//! start time) and runs the ordinary reader on it, appending to the same log file.
+//! Output written while no herd was running is lost with the pipe's reader (the
+//! writer usually dies of SIGPIPE, and restore then finds it gone). A PTY session
+//! loses its terminal with the old process and cannot be re-attached; its log holds
+//! what was captured before. Either way, the tail answers start from the last
+//! output the log file holds, and the session's note says that output before the
+//! restart comes from the log file.
+//!
+//! A kill of a detached session goes through the ordinary tree kill, which checks the
+//! start time pinned at restore before signalling anything (B18).
+//!
+//! Invariant: restore never signals anything. Only a later kill by id, kill-all or
+//! shutdown signals a re-adopted session, through tree kill's identity check.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use herd_persistence::{CheckpointEntry, Writer};
+use serde::Serialize;
+use tokio::net::unix::pipe;
+use tokio::sync::watch;
+use tracing::Instrument;
+
+use super::durable::{Extras, from_unix_seconds};
+use super::{Inner, Registry};
+use crate::answers::ModeName;
+use crate::error::Error;
+use crate::id::SessionId;
+use crate::output::{LogWriter, Tail};
+use crate::reader::{self, Finish, Source, Waiter};
+use crate::session::{Session, State};
+use crate::sys;
+
+/// How often the exit of a detached session is checked where no pidfd is available.
+pub(super) const EXIT_POLL: Duration = Duration::from_millis(500);
+
+/// What [`Registry::restore`] did with each checkpointed session.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RestoreReport {
+    /// Still running with their recorded identity: re-adopted as detached sessions.
+    pub adopted: Vec<SessionId>,
+    /// Their process was gone: closed as `lost`, no completion (no exit status).
+    pub closed_lost: Vec<SessionId>,
+    /// Their pid now belongs to another process (start time differs): closed as
+    /// `lost`; nothing was signalled.
+    pub closed_reused: Vec<SessionId>,
+    /// Finished before the restart (a receipt exists); the stale entry was dropped.
+    pub already_finished: Vec<SessionId>,
+    /// Written by another live process on this home; left alone.
+    pub skipped_live_writer: Vec<SessionId>,
+    /// Already tracked by this registry; left alone.
+    pub already_tracked: Vec<SessionId>,
+    /// Entries that could not be used, with the reason; left in the checkpoint.
+    pub invalid: Vec<String>,
+    /// The checkpoint was unusable and was moved aside (its sessions were not
+    /// restored): what was wrong and where the file is now.
+    pub moved_aside: Option<String>,
+    /// Entries that could not be dropped from the checkpoint or taken over (they are
+    /// classified again at the next restore).
+    pub checkpoint_error: Option<String>,
+}
+
+/// What became of a checkpointed pid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Fate {
+    /// Alive, with this (matching) start time.
+    Running { start_time: u64 },
+    /// Alive, but a different process.
+    Reused,
+    /// No live process has the pid.
+    Gone,
+}
+
+/// Classifies a checkpointed pid by its start time (B18). Reads `/proc` only.
+pub(super) fn fate(pid: i32, recorded: Option<u64>) -> Fate {
+    if pid <= 1 || pid == sys::own_pid() {
+        // A corrupt record naming init or this very process is never ours to adopt.
+        return Fate::Reused;
+    }
+    match sys::proc_info(pid) {
+        None => Fate::Gone,
+        Some(p) if p.is_dead() => Fate::Gone,
+        Some(p) => match recorded {
+            Some(t) if t != p.start_time => Fate::Reused,
+            _ => Fate::Running {
+                start_time: p.start_time,
+            },
+        },
+    }
+}
+
+/// Whether `writer` is a live process other than this one (another herd on the home).
+fn is_other_live_writer(writer: &Writer, me: &Writer) -> bool {
+    if writer == me {
+        return false;
+    }
+    match sys::proc_info(writer.pid) {
+        Some(p) if p.is_alive() => writer.start_time.is_none_or(|t| t == p.start_time),
+        _ => false,
+    }
+}
+
+impl Registry {
+    /// Restores the sessions the home's checkpoint lists (B28): call once, right after
+    /// [`Registry::new`], before serving requests. See the module docs of
+    /// `registry::restore` for the classification.
+    ///
+    /// Nothing is signalled. Re-adopted sessions answer poll, list, log, wait and kill
+    /// like any other, with a note saying that output before the restart comes from the
+    /// log file; they never publish a completion, because their exit status cannot be
+    /// collected. Closed sessions get a receipt and answer poll by id as `lost`.
+    ///
+    /// # Errors
+    /// [`Error::Home`] when the checkpoint exists but cannot be read or locked, or is
+    /// unusable and cannot be moved aside; nothing was restored or changed then. An
+    /// unusable checkpoint that was moved aside is not an error: it is in
+    /// [`RestoreReport::moved_aside`].
+    pub async fn restore(&self) -> Result<RestoreReport, Error> {
+        let inner = Arc::clone(&self.inner);
+        let store = inner.durable.checkpoint().clone();
+        let loaded = tokio::task::spawn_blocking(move || store.load())
+            .await
+            .map_err(|e| Error::Io {
+                path: inner.home.checkpoint_path(),
+                source: io::Error::other(e),
+            })??;
+        let mut report = RestoreReport::default();
+        if let Some(moved) = &loaded.moved_aside {
+            tracing::warn!(%moved, "checkpoint unusable; no session restored from it");
+            report.moved_aside = Some(moved.to_string());
+        }
+        let me = inner.durable.writer();
+        let mut seen = std::collections::HashSet::new();
+        let mut to_drop: Vec<String> = Vec::new();
+        for entry in loaded.entries {
+            let raw_id = entry.session.id.clone();
+            let Some(id) = SessionId::parse(&raw_id) else {
+                report.invalid.push(format!(
+                    "{raw_id}: not a session id; left in the checkpoint"
+                ));
+                continue;
+            };
+            if !seen.insert(id.clone()) {
+                report
+                    .invalid
+                    .push(format!("{raw_id}: listed twice; the first entry was used"));
+                continue;
+            }
+            if is_other_live_writer(&entry.writer, &me) {
+                report.skipped_live_writer.push(id);
+                continue;
+            }
+            if inner.lock().get(&id).is_some() {
+                report.already_tracked.push(id);
+                continue;
+            }
+            let fate = fate(entry.session.pid, entry.session.start_time);
+            if !matches!(fate, Fate::Running { .. })
+                && matches!(inner.durable.receipts().load(id.as_str()), Ok(Some(_)))
+            {
+                to_drop.push(raw_id);
+                report.already_finished.push(id);
+                continue;
+            }
+            match fate {
+                Fate::Running { start_time } => {
+                    inner.adopt(id.clone(), &entry, start_time);
+                    report.adopted.push(id);
+                }
+                Fate::Reused => {
+                    inner.close(id.clone(), &entry, "closed at restore: its pid now belongs to another process (the start time differs), which was not signalled; the session's own exit status is unknown");
+                    to_drop.push(raw_id);
+                    report.closed_reused.push(id);
+                }
+                Fate::Gone => {
+                    inner.close(id.clone(), &entry, "closed at restore: its process was gone when herd restarted, and its exit status is unknown");
+                    to_drop.push(raw_id);
+                    report.closed_lost.push(id);
+                }
+            }
+        }
+        // Receipts of the closed sessions land before their entries leave the
+        // checkpoint, so a crash in between loses neither.
+        inner.receipts_settled().await;
+        let writer = Arc::clone(&inner);
+        let checkpointed = tokio::task::spawn_blocking(move || {
+            writer.write_checkpoint()?;
+            let ids: Vec<&str> = to_drop.iter().map(String::as_str).collect();
+            writer.durable.checkpoint().remove(&ids)
+        })
+        .await;
+        match checkpointed {
+            Ok(Ok(_)) => {}
+            Ok(Err(error)) => {
+                tracing::warn!(%error, "checkpoint not updated after restore");
+                report.checkpoint_error = Some(error.to_string());
+            }
+            Err(error) => report.checkpoint_error = Some(error.to_string()),
+        }
+        tracing::info!(
+            n_adopted = report.adopted.len(),
+            n_closed_lost = report.closed_lost.len(),
+            n_closed_reused = report.closed_reused.len(),
+            n_already_finished = report.already_finished.len(),
+            n_skipped_live_writer = report.skipped_live_writer.len(),
+            "sessions restored from the checkpoint"
+        );
+        Ok(report)
+    }
+
+    /// Writes the checkpoint of the running sessions now and waits until every result
+    /// receipt queued so far is stored. Spawns already wait for the checkpoint write
+    /// that covers them; this is for a host that wants a durable point (shutdown, a
+    /// test, a backup).
+    ///
+    /// # Errors
+    /// [`Error::Home`] when the checkpoint cannot be written.
+    pub async fn sync_durable(&self) -> Result<(), Error> {
+        self.inner.sync_durable().await
+    }
+}
+
+impl Inner {
+    /// A session record for a checkpoint entry, its tail seeded from its log file.
+    fn detached_session(
+        &self,
+        id: SessionId,
+        entry: &CheckpointEntry,
+        start_time: Option<u64>,
+    ) -> Arc<Session> {
+        let r = &entry.session;
+        // The log path is derived from the id, never taken from the file: a damaged
+        // checkpoint must not make herd append to an arbitrary file.
+        let log_path = self.home.session_log_path(id.as_str());
+        let mut tail = Tail::new(self.config.buffer_bytes);
+        seed_tail(&mut tail, &log_path, self.config.buffer_bytes);
+        let started_at = from_unix_seconds(r.started_at);
+        let age = SystemTime::now()
+            .duration_since(started_at)
+            .unwrap_or_default();
+        let (done, _) = watch::channel(false);
+        let (kill_requested, _) = watch::channel(false);
+        Arc::new(Session {
+            id,
+            command: r.command.clone(),
+            cwd: r.cwd.clone().unwrap_or_default(),
+            pid: r.pid,
+            pgid: r.pgid,
+            start_time,
+            mode: match r.mode {
+                herd_persistence::Mode::Pipe => ModeName::Pipe,
+                herd_persistence::Mode::Pty => ModeName::Pty,
+            },
+            started_at,
+            started: Instant::now().checked_sub(age).unwrap_or_else(Instant::now),
+            log_path,
+            notify: r.notify.into(),
+            read: std::sync::atomic::AtomicBool::new(false),
+            persist_on_release: r.persist_on_release,
+            completion_chars: match usize::try_from(r.completion_output_chars) {
+                Ok(0) | Err(_) => self.config.completion_output_chars,
+                Ok(n) => n,
+            },
+            tail: Mutex::new(tail),
+            state: Mutex::new(State {
+                task_id: r.task_id.clone(),
+                owner_task_id: if r.owner_task_id.is_empty() {
+                    r.task_id.clone()
+                } else {
+                    r.owner_task_id.clone()
+                },
+                session_key: (!r.session_key.is_empty()).then(|| r.session_key.clone()),
+                handoff_note: None,
+                exit: None,
+                finished: None,
+                kill_source: None,
+                stdin: None,
+            }),
+            done,
+            kill_requested,
+        })
+    }
+
+    /// Closes a checkpointed session whose process is not ours any more: through the
+    /// choke point, as `lost`, without a completion and without any signal.
+    fn close(self: &Arc<Self>, id: SessionId, entry: &CheckpointEntry, note: &str) {
+        let s = self.detached_session(id.clone(), entry, entry.session.start_time);
+        self.durable.mark_detached(id.clone(), note.to_owned());
+        self.lock().running.insert(id, Arc::clone(&s));
+        self.finish(
+            &s,
+            Finish {
+                exit: Err(io::Error::other(note.to_owned())),
+                descendants_alive: Vec::new(),
+            },
+        );
+    }
+
+    /// Re-adopts a checkpointed session whose process still runs as recorded.
+    fn adopt(self: &Arc<Self>, id: SessionId, entry: &CheckpointEntry, start_time: u64) {
+        let s = self.detached_session(id.clone(), entry, Some(start_time));
+        let output = match s.mode {
+            ModeName::Pipe => reattach_output(s.pid, start_time),
+            ModeName::Pty => None,
+        };
+        let log = output.as_ref().and_then(|_| self.reopen_log(&s.log_path));
+        let note = if log.is_some() {
+            format!(
+                "re-adopted after a herd restart: output before the restart comes from the log file {}; later output is captured again. herd is not this process's parent any more, so its exit status cannot be collected and no completion will be sent when it ends: poll or wait for it",
+                s.log_path.display()
+            )
+        } else {
+            format!(
+                "re-adopted after a herd restart: output before the restart comes from the log file {}; later output cannot be captured (its terminal or pipe ended with the previous herd). herd is not this process's parent any more, so its exit status cannot be collected and no completion will be sent when it ends: poll or wait for it",
+                s.log_path.display()
+            )
+        };
+        self.durable.mark_detached(id.clone(), note);
+        let r = &entry.session;
+        self.durable.set_extras(
+            id.clone(),
+            Extras {
+                command_redacted: r.command.clone(),
+                watch_patterns: r.watch_patterns.clone(),
+                heartbeat_seconds: r.heartbeat_seconds,
+            },
+        );
+        self.lock().running.insert(id.clone(), Arc::clone(&s));
+        let pid = s.pid;
+        let exit = self
+            .runtime
+            .spawn(async move { wait_exit(pid, start_time).await });
+        let inner = Arc::clone(self);
+        let span = tracing::info_span!("session", id = %id);
+        let idle_drain = self.config.idle_drain;
+        let task = async move {
+            let finish = match (output, log) {
+                (Some(rx), Some(log)) => {
+                    let source = Source::Pipe { rx, raised: false };
+                    reader::run(
+                        Arc::clone(&s),
+                        source,
+                        Waiter::Blocking(exit),
+                        log,
+                        // Watch patterns and heartbeats are not re-armed for a
+                        // re-adopted session: no completion can follow them (B21
+                        // beats only sessions whose completion can be delivered).
+                        None,
+                        idle_drain,
+                    )
+                    .await
+                }
+                _ => {
+                    let error = match exit.await {
+                        Ok(Err(error)) => error,
+                        Ok(Ok(_)) => {
+                            io::Error::other("a detached session has no collectable status")
+                        }
+                        Err(join) => io::Error::other(join),
+                    };
+                    Finish {
+                        exit: Err(error),
+                        descendants_alive: Vec::new(),
+                    }
+                }
+            };
+            inner.finish(&s, finish);
+        };
+        drop(self.runtime.spawn(task.instrument(span)));
+        tracing::info!(session_id = %id, pid, "session re-adopted");
+    }
+
+    /// Opens a re-adopted session's log for appending, its cap reduced by what it
+    /// holds already.
+    fn reopen_log(&self, path: &Path) -> Option<LogWriter> {
+        let file = OpenOptions::new()
+            .append(true)
+            .custom_flags(libc::O_CLOEXEC)
+            .open(path)
+            .or_else(|_| {
+                self.home
+                    .ensure_dir(&self.home.session_logs_dir())
+                    .map_err(io::Error::other)?;
+                OpenOptions::new()
+                    .append(true)
+                    .create_new(true)
+                    .mode(0o600)
+                    .open(path)
+            });
+        match file {
+            Ok(file) => {
+                let held = file.metadata().map_or(0, |m| m.len());
+                let cap = self.config.log_cap_bytes.saturating_sub(held);
+                Some(LogWriter::with_file(path.to_path_buf(), file, cap))
+            }
+            Err(error) => {
+                tracing::warn!(path = %path.display(), %error, "log of a re-adopted session cannot be reopened; its later output is not captured");
+                None
+            }
+        }
+    }
+}
+
+/// Waits for a process that is not our child to end, and reports that its exit
+/// status cannot be collected (it is always an `Err`).
+async fn wait_exit(pid: i32, start_time: u64) -> io::Result<std::process::ExitStatus> {
+    if let Ok(mut handle) = sys::ProcHandle::open(pid, start_time, true) {
+        if handle.watch_exit() {
+            std::future::poll_fn(|cx| handle.poll_exit(cx)).await;
+        } else {
+            poll_exit(pid, start_time).await;
+        }
+    }
+    Err(io::Error::other(
+        "the process ended after herd re-adopted it; herd is not its parent, so its exit status cannot be collected",
+    ))
+}
+
+/// Polls `/proc` until `pid` with `start_time` is gone or a zombie.
+async fn poll_exit(pid: i32, start_time: u64) {
+    let mut tick = tokio::time::interval(EXIT_POLL);
+    loop {
+        tick.tick().await;
+        match sys::proc_info(pid) {
+            Some(p) if p.start_time == start_time && p.is_alive() => {}
+            _ => return,
+        }
+    }
+}
+
+/// Opens the read side of a re-adopted pipe session's output pipe, through
+/// `/proc/<pid>/fd/1`, when its stdout and stderr are still one pipe (as spawn set
+/// them up) and the pid still has `start_time` after the open.
+fn reattach_output(pid: i32, start_time: u64) -> Option<pipe::Receiver> {
+    let out = std::fs::read_link(format!("/proc/{pid}/fd/1")).ok()?;
+    let err = std::fs::read_link(format!("/proc/{pid}/fd/2")).ok()?;
+    if out != err || !out.to_str().is_some_and(|n| n.starts_with("pipe:[")) {
+        return None;
+    }
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(format!("/proc/{pid}/fd/1"))
+        .ok()?;
+    // Verify after opening: the pipe we opened belonged to the process we adopted.
+    if sys::start_time(pid) != Some(start_time) {
+        return None;
+    }
+    match pipe::Receiver::from_file(file) {
+        Ok(rx) => Some(rx),
+        Err(error) => {
+            tracing::debug!(pid, %error, "output pipe of a re-adopted session not reopened");
+            None
+        }
+    }
+}
+
+/// Seeds a tail with the end of a log file; one byte more than the bound is read, so a
+/// log longer than the tail reads as cut (B8: never a silent truncation).
+fn seed_tail(tail: &mut Tail, path: &Path, bound: usize) {
+    let Ok(mut file) = File::open(path) else {
+        return;
+    };
+    let len = file.metadata().map_or(0, |m| m.len());
+    let want = (bound as u64).saturating_add(1).min(len);
+    if file.seek(SeekFrom::Start(len - want)).is_err() {
+        return;
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(want).unwrap_or(0));
+    if file.take(want).read_to_end(&mut bytes).is_ok() && !bytes.is_empty() {
+        tail.push(&bytes, 0);
+    }
+}
+
+#[cfg(test)]
+mod tests;
