@@ -5,7 +5,6 @@
 //! restart-safe dispatch. It is the only crate that forks, execs or signals.
 //! Never: knows about the daemon, its socket or the CLI.
 //! Depended on by: `herd-cli` and hosts that embed herd directly.
-//! Benchmark: ingest, spawn and completion latency against raw OS baselines.
 //!
 //! The main type is [`Registry`]: [`Registry::spawn`] starts a [`SpawnRequest`] and
 //! answers a [`SpawnInfo`]; `poll`, `log`, `log_chunk`, `wait`, `kill` and the stdin
@@ -35,6 +34,12 @@
 //! would otherwise fork (copying the daemon's page tables) to search the child's
 //! `PATH`; with a path it uses `posix_spawn`, which keeps spawn cost near a raw
 //! spawn (see the `registry` bench).
+//!
+//! Wake-ups beyond the completion: watch patterns and heartbeats (served by one timer
+//! task per registry; see `notify`), the per-home [`NotificationPolicy`], foreground
+//! runs that yield to the background ([`Registry::run_foreground`]) and handoff
+//! between parent and child agents ([`Registry::register_child`],
+//! [`Registry::handoff`], [`Registry::finish_child`]).
 
 mod answers;
 mod config;

@@ -616,13 +616,17 @@ impl Registry {
 /// Heartbeat bookkeeping at scale, for the notify benchmark.
 #[doc(hidden)]
 pub mod bench_support {
+    use std::collections::VecDeque;
     use std::time::{Duration, Instant};
 
-    use super::BeatSchedule;
+    use herd_hooks::{OutputContext, Pipeline, Route};
+
+    use super::{BeatSchedule, TIMER_MAX_WAIT};
     use crate::output::Tail;
+    use crate::text;
     use crate::watch::Heartbeat;
 
-    /// What a run of the timer over `n` synthetic sessions cost.
+    /// What a run of the timer over synthetic sessions did.
     #[derive(Debug, Clone, Copy)]
     pub struct HeartbeatLoad {
         /// Beats delivered.
@@ -631,50 +635,78 @@ pub mod bench_support {
         pub n_wakes: u64,
     }
 
-    /// Runs the registry's heartbeat schedule over `n_sessions` in-memory tails, each
-    /// fed one line per `interval`, for `wall` of real time on one timer task, and
-    /// counts what it did. The caller measures CPU around it.
+    /// Runs the registry's heartbeat schedule over `n_sessions` in-memory tails for
+    /// `wall` of real time on ONE timer task, the way the registry's timer does: wait
+    /// until the earliest due beat (at most a second), tick what is due, and deliver
+    /// each beat (decode, size, redact through the pipeline, queue). Each session
+    /// prints one line per interval. What is not exercised: spawning, the reader, the
+    /// registry's table lock. The caller measures CPU around it.
     pub async fn heartbeat_load(
         n_sessions: usize,
         interval: Duration,
         wall: Duration,
     ) -> HeartbeatLoad {
         let start = Instant::now();
+        let pipeline = Pipeline::redaction_only();
         let mut schedule: BeatSchedule<usize, std::sync::Mutex<Tail>> = BeatSchedule::default();
         for idx in 0..n_sessions {
-            // Spread the sessions over the interval, as spawns would be.
+            // Spread the sessions over one interval, as spawns would be, and start in
+            // the steady state: the first beats fall due right away.
             let offset = interval.mul_f64(idx as f64 / n_sessions.max(1) as f64);
+            let armed = start.checked_sub(interval).unwrap_or(start) + offset;
             schedule.arm(
                 idx,
                 std::sync::Mutex::new(Tail::new(4096)),
-                Heartbeat::new(start + offset, interval),
+                Heartbeat::new(armed, interval),
             );
         }
         let mut load = HeartbeatLoad {
             n_beats: 0,
             n_wakes: 0,
         };
-        let line = b"progress: step done\n";
+        let mut queue: VecDeque<String> = VecDeque::new();
+        let line = b"progress: step done, 42 of 100 files\n";
         while start.elapsed() < wall {
             let next = schedule.next_due().unwrap_or(start + wall);
             let wait = next
                 .saturating_duration_since(Instant::now())
-                .min(super::TIMER_MAX_WAIT);
+                .min(TIMER_MAX_WAIT);
             let _ = tokio::time::timeout(wait, std::future::pending::<()>()).await;
             load.n_wakes += 1;
             let now = Instant::now();
-            schedule.run_due(now, |_, heartbeat, tail| {
+            let mut due = Vec::new();
+            schedule.run_due(now, |idx, heartbeat, tail| {
                 let mut tail = tail
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner);
-                // The session printed a line since the last beat.
+                // The session printed a line since its last beat.
                 tail.push(line, 0);
                 let (held, _) = tail.since(heartbeat.baseline());
                 let end = heartbeat.baseline() + held.len() as u64;
-                if heartbeat.tick(now, end).is_some() {
-                    load.n_beats += 1;
+                let bytes = held.to_vec();
+                if let Some(beat) = heartbeat.tick(now, end) {
+                    due.push((*idx, beat, bytes));
                 }
             });
+            for (idx, beat, bytes) in due {
+                let decoded = text::strip_ansi(&text::decode_tail(&bytes, false, false));
+                let sized = beat.output(&decoded);
+                let session_id = format!("proc_{idx:012x}");
+                let ctx = OutputContext {
+                    route: Route::Heartbeat,
+                    command: "make test",
+                    return_code: None,
+                    owner_task_id: "bench",
+                    session_id: &session_id,
+                    backend: "local",
+                };
+                queue.push_back(pipeline.apply(&ctx, &sized.text).into_owned());
+                load.n_beats += 1;
+            }
+            // The owner drains now and then.
+            if queue.len() > 10_000 {
+                queue.clear();
+            }
         }
         load
     }

@@ -7,8 +7,12 @@
 //! always sees the session either running or with its completion published (B10).
 //!
 //! Every route by which output leaves (poll, log, log chunk, wait, kill, list preview,
-//! completion) sizes it with `text::tail_chars` and passes it through
-//! `pipeline.apply` with the route and the session owner's identity (B8, B30, B31).
+//! completion; heartbeat and watch in `notify`, foreground in `foreground`) passes it
+//! through `pipeline.apply` with the route and the session owner's identity (B8, B30,
+//! B31), and every `command` field through `pipeline.redact_command`.
+//!
+//! Lock order: table lock → agents (`handoff`) → session state → notifier state
+//! (`notify`) → session tail.
 
 use std::collections::{HashMap, VecDeque};
 use std::ffi::OsString;
@@ -364,9 +368,9 @@ impl Registry {
         let mut notes = Vec::new();
         let effective = if timeout > cap {
             notes.push(format!(
-                "requested wait of {}s was clamped to the configured limit of {}s",
-                timeout.as_secs(),
-                cap.as_secs()
+                "Requested wait of {}s was clamped to the configured limit of {}s",
+                seconds_text(timeout),
+                seconds_text(cap)
             ));
             cap
         } else {
@@ -391,11 +395,11 @@ impl Registry {
             WaitStatus::Exited => {}
             WaitStatus::Timeout => {
                 notes.push(format!(
-                    "wait window of {}s elapsed; the process is still running. This is not an error. Uptime: {}s.{}",
-                    effective.as_secs(),
+                    "Wait window of {}s elapsed — the process is still running. This is not an error. Uptime: {}s.{}",
+                    seconds_text(effective),
                     s.uptime_seconds(),
                     if s.is_notify() && self.inner.emits_completion(&s) {
-                        " notify_on_complete is set: you will be notified on exit; do other work instead of waiting again."
+                        " notify_on_complete is set: you will be notified on exit — do more work instead of waiting again."
                     } else {
                         " Poll again later, or spawn with notify next time for automatic notification."
                     }
@@ -1421,6 +1425,15 @@ fn without_pty_entries(
         }
     }
     env
+}
+
+/// `180` for whole seconds, `0.3` otherwise (a test's sub-second cap still reads right).
+fn seconds_text(d: Duration) -> String {
+    if d.subsec_nanos() == 0 {
+        d.as_secs().to_string()
+    } else {
+        format!("{:.1}", d.as_secs_f64())
+    }
 }
 
 fn already_exited() -> StdinAnswer {

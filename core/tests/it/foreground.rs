@@ -219,7 +219,11 @@ async fn b23_an_interrupted_wait_leaves_the_session_notify_tracked() {
     assert_eq!(timeout.status, WaitStatus::Timeout);
     let note = timeout.note.unwrap_or_default();
     assert!(
-        note.contains("This is not an error") && note.contains("notify_on_complete is set"),
+        note.starts_with(
+            "Wait window of 0.2s elapsed — the process is still running. This is not an error. Uptime: "
+        ) && note.ends_with(
+            "notify_on_complete is set: you will be notified on exit — do more work instead of waiting again."
+        ),
         "{note}"
     );
     fx.registry.submit(id, "go").await.expect("submit");

@@ -5,6 +5,7 @@
 //! gone.
 
 mod dispatch;
+mod events;
 mod foreground;
 mod handoff;
 mod lifecycle;

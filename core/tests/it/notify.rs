@@ -627,3 +627,53 @@ async fn b22_policy_decides_which_wakes_are_queued() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b30_watch_and_heartbeat_outputs_go_through_the_pipeline() {
+    const GHP: &str = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
+    const GHP_MASKED: &str = "ghp_ab...6789";
+    let fx = Fixture::with(|c: &mut RegistryConfig| c.heartbeat_floor = Duration::from_secs(1));
+    let id = watcher(&fx, "w").await;
+    // The log answer is masked too, so the test waits for the masked line.
+    fx.registry
+        .submit(id.as_str(), &format!("ERROR token {GHP}"))
+        .await
+        .expect("submit");
+    seen(&fx, &id, &format!("ERROR token {GHP_MASKED}")).await;
+    settle(&fx, &id).await;
+    let beating = fx
+        .spawn(SpawnRequest {
+            command: format!("echo token {GHP}; read -r _"),
+            task_id: "h".to_owned(),
+            heartbeat_seconds: Some(1),
+            ..SpawnRequest::default()
+        })
+        .await;
+    let watched = drain_until(&fx, "w", Duration::from_secs(5), |e| !e.is_empty()).await;
+    let beats = drain_until(&fx, "h", Duration::from_secs(10), |e| !e.is_empty()).await;
+    let Event::WatchMatch { output, .. } = &watched[0] else {
+        panic!("{watched:#?}")
+    };
+    assert_eq!(output, &format!("ERROR token {GHP_MASKED}"));
+    let Event::Heartbeat {
+        output, command, ..
+    } = &beats[0]
+    else {
+        panic!("{beats:#?}")
+    };
+    assert_eq!(output, &format!("token {GHP_MASKED}\n"));
+    assert!(
+        !command.contains(GHP) && command.contains(GHP_MASKED),
+        "{command}"
+    );
+    let rendered = render_events(&[watched, beats].concat());
+    assert!(!rendered.contains(GHP), "{rendered}");
+    fx.registry.close_stdin(id.as_str()).await.expect("close");
+    fx.registry
+        .close_stdin(beating.session_id.as_str())
+        .await
+        .expect("close");
+    fx.done(&id).await;
+    fx.done(&beating.session_id).await;
+    fx.assert_groups_gone().await;
+}
