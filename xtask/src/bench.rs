@@ -41,6 +41,17 @@ pub(crate) fn parse_line(line: &str) -> Option<Result<Figure>> {
 
 pub(crate) fn run(args: &[String]) -> Result<()> {
     let json = args.iter().any(|a| a == "--json");
+    // The ABI-call figure loads a plugin library built with the same profile; cargo
+    // bench does not place cdylibs beside the bench binaries by itself.
+    shell::cargo(&[
+        "build",
+        "--release",
+        "--quiet",
+        "-p",
+        "herd-plugin-example",
+        "-p",
+        "herd-test-plugin-noop",
+    ])?;
     let mut cmd = shell::command("cargo");
     cmd.args(["bench", "--benches"]);
     let mut packages = args
