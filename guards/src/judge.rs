@@ -1453,11 +1453,42 @@ impl Judge<'_> {
 
 /// NUL bytes removed and CRLF line ends made plain.
 fn clean(text: &str) -> std::borrow::Cow<'_, str> {
-    if text.contains(['\0', '\r']) {
+    let text = if text.contains(['\0', '\r']) {
         std::borrow::Cow::Owned(text.replace('\0', "").replace("\r\n", "\n"))
     } else {
         std::borrow::Cow::Borrowed(text)
+    };
+    defuse_brace_scan(text)
+}
+
+/// Replaces a non-ASCII character right after `{` or `.` with as many `x` bytes.
+///
+/// tree-sitter-bash 0.25's external scanner reads a brace expansion (`{1..5}`) with C's
+/// `isdigit` on the raw code point after `{` and after `..`; a code point above 255 is
+/// undefined behaviour there and crashes the process (`echo {\u{10FFFF}` did, daemon
+/// included). Same-length ASCII keeps every byte offset, so node text still lines up.
+fn defuse_brace_scan(text: std::borrow::Cow<'_, str>) -> std::borrow::Cow<'_, str> {
+    let risky = |prev: Option<char>, c: char| !c.is_ascii() && matches!(prev, Some('{' | '.'));
+    let mut prev = None;
+    let needs = text.chars().any(|c| {
+        let hit = risky(prev, c);
+        prev = Some(c);
+        hit
+    });
+    if !needs {
+        return text;
     }
+    let mut out = String::with_capacity(text.len());
+    let mut prev = None;
+    for c in text.chars() {
+        if risky(prev, c) {
+            out.extend(std::iter::repeat_n('x', c.len_utf8()));
+        } else {
+            out.push(c);
+        }
+        prev = Some(c);
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// Records what `cat > x.sh <<EOF`, `tee x.sh <<<…` and `echo … > x.sh` write.

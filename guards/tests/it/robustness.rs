@@ -238,3 +238,23 @@ fn issue_3_operator_floods_are_judged_within_the_budget() {
         "a kill verb inside a flood still blocks"
     );
 }
+
+// Regression, issue 3: the soak found a segfault inside tree-sitter-bash's scanner,
+// which calls C `isdigit` on the code point after `{` (and after `..`); any code point
+// above 255 there crashed the process that judged it.
+#[test]
+fn issue_3_wide_characters_in_brace_position_do_not_crash() {
+    for text in [
+        "echo {\u{10FFFF}",
+        "echo {\u{E0000}}",
+        "echo {1..\u{10FFFF}}",
+        "a{\u{1F600}",
+        "pkill -9 {\u{10FFFF}",
+    ] {
+        let _ = timed(text);
+    }
+    assert!(matches!(
+        timed("pkill -9 python3 # {\u{10FFFF}"),
+        Verdict::Block(_)
+    ));
+}
