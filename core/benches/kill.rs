@@ -19,6 +19,10 @@
     reason = "the herd-bench line protocol is read by xtask"
 )]
 
+#[path = "support/figures.rs"]
+mod figures;
+use figures::{emit, ms};
+
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
@@ -152,10 +156,6 @@ fn time_single_kill() -> Duration {
     started.elapsed()
 }
 
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
-
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     let idx = ((sorted.len() - 1) as f64 * p).round() as usize;
     sorted[idx.min(sorted.len() - 1)]
@@ -164,32 +164,6 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 fn sorted(mut v: Vec<f64>) -> Vec<f64> {
     v.sort_by(f64::total_cmp);
     v
-}
-
-fn emit(name: &str, value: f64, baseline: Option<(f64, &str)>, target: Option<&str>, note: &str) {
-    let (baseline_value, baseline_name, ratio) = match baseline {
-        Some((b, n)) => (
-            serde_json::json!(b),
-            serde_json::json!(n),
-            serde_json::json!(value / b),
-        ),
-        None => (
-            serde_json::Value::Null,
-            serde_json::Value::Null,
-            serde_json::Value::Null,
-        ),
-    };
-    let line = serde_json::json!({
-        "name": name,
-        "unit": "ms",
-        "value": value,
-        "baseline": baseline_value,
-        "baseline_name": baseline_name,
-        "ratio": ratio,
-        "target": target,
-        "note": note,
-    });
-    println!("herd-bench {line}");
 }
 
 fn main() {

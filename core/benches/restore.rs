@@ -23,6 +23,10 @@
     reason = "the herd-bench line protocol is read by xtask"
 )]
 
+#[path = "support/figures.rs"]
+mod figures;
+use figures::{emit, ms};
+
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -124,10 +128,6 @@ fn floor(home: &Home, pids: &[i32]) -> f64 {
     }
     std::hint::black_box((loaded.entries.len(), n));
     ms(started.elapsed())
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
 }
 
 fn median(v: &[f64]) -> f64 {
@@ -308,32 +308,6 @@ fn checkpoint_write_1000() -> f64 {
         })
         .collect();
     median(&times)
-}
-
-fn emit(name: &str, value: f64, baseline: Option<(f64, &str)>, target: Option<&str>, note: &str) {
-    let (baseline_value, baseline_name, ratio) = match baseline {
-        Some((b, n)) => (
-            serde_json::json!(b),
-            serde_json::json!(n),
-            serde_json::json!(value / b),
-        ),
-        None => (
-            serde_json::Value::Null,
-            serde_json::Value::Null,
-            serde_json::Value::Null,
-        ),
-    };
-    let line = serde_json::json!({
-        "name": name,
-        "unit": "ms",
-        "value": value,
-        "baseline": baseline_value,
-        "baseline_name": baseline_name,
-        "ratio": ratio,
-        "target": target,
-        "note": note,
-    });
-    println!("herd-bench {line}");
 }
 
 fn main() {
