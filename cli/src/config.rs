@@ -119,6 +119,9 @@ pub(crate) struct Config {
     /// A tighter memory limit for scoped workers, in bytes (B34); the computed one
     /// (min of the service's own limit and half the RAM capped at 4 GiB) otherwise.
     pub(crate) worker_memory_max_bytes: Option<u64>,
+    /// Exec a command line of plain words (`cargo test -p x`) directly instead of
+    /// through `bash -c`, which would exec the same program after its own start-up.
+    pub(crate) direct_exec: bool,
 }
 
 impl Default for Config {
@@ -136,6 +139,7 @@ impl Default for Config {
             plugins: PluginsConfig::default(),
             require_restart_safe_scope: false,
             worker_memory_max_bytes: None,
+            direct_exec: true,
         }
     }
 }

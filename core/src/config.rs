@@ -37,6 +37,10 @@ pub const DEFAULT_ENV_DENY: &[&str] = &[
 pub struct RegistryConfig {
     /// The shell argv the command line is appended to; default `["bash", "-c"]`.
     pub shell: Vec<String>,
+    /// Exec a command line that is one simple command of plain words directly, as
+    /// the shell would have, skipping the shell's start-up; default true. The exact
+    /// rule is in `spawn/direct.rs`; anything else always goes through `shell`.
+    pub direct_exec: bool,
     /// Bytes of output tail kept in memory per session (B5).
     pub buffer_bytes: usize,
     /// Bytes of output kept in a session's log file before it stops growing.
@@ -85,6 +89,7 @@ impl Default for RegistryConfig {
     fn default() -> RegistryConfig {
         RegistryConfig {
             shell: vec!["bash".to_owned(), "-c".to_owned()],
+            direct_exec: true,
             buffer_bytes: 200_000,
             log_cap_bytes: 1 << 30,
             completion_output_chars: 2_000,

@@ -818,9 +818,6 @@ impl Inner {
         }
         let log_path = self.home.session_log_path(id.as_str());
 
-        let rewritten = spawn::rewrite_compound_background(&req.command);
-        let mut argv = self.config.shell.clone();
-        argv.push(rewritten.into_owned());
         let want_pty = matches!(req.mode, Mode::Pty { .. });
         let plan = EnvPlan {
             deny: &self.config.env_deny,
@@ -831,6 +828,27 @@ impl Inner {
             pty: want_pty,
         };
         let mut env = spawn::child_env(&plan, std::env::vars_os());
+        let direct = self
+            .config
+            .direct_exec
+            .then(|| spawn::direct_argv(&self.config.shell, &req.command, &env, &cwd))
+            .flatten();
+        let argv = match direct {
+            Some(argv) => {
+                // What the shell would have set before exec-ing the command.
+                if cwd.is_absolute() {
+                    env.insert("PWD".into(), cwd.as_os_str().to_owned());
+                } else {
+                    env.remove(std::ffi::OsStr::new("PWD"));
+                }
+                argv
+            }
+            None => {
+                let mut argv = self.config.shell.clone();
+                argv.push(spawn::rewrite_compound_background(&req.command).into_owned());
+                argv
+            }
+        };
         let (argv, dispatch, scope) = self.dispatch(argv, &mut env, &req, &id).await?;
         let launch = Launch {
             argv,

@@ -377,6 +377,10 @@ pub(crate) fn spawn_pty(
     }
 }
 
+mod direct;
+
+pub(crate) use direct::direct_argv;
+
 #[cfg(test)]
 mod tests;
 

@@ -35,6 +35,7 @@ log_cap_bytes = 4096
 env_deny = ["*_PASSWORD"]
 redact_extra_patterns = ["sk-[a-z]+"]
 guard_host_images = ["myhost"]
+direct_exec = false
 
 [plugins]
 enabled = ["upper"]
@@ -44,6 +45,8 @@ enabled = ["upper"]
     assert_eq!(config.heartbeat_floor_seconds, 5);
     assert_eq!(config.plugins.enabled, ["upper"]);
     assert_eq!(config.guard_host_images, ["myhost"]);
+    assert!(!config.direct_exec);
+    assert!(Config::default().direct_exec, "on unless turned off");
 }
 
 #[test]

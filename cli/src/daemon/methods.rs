@@ -96,6 +96,7 @@ fn registry_config(
         pipeline,
         dispatcher: Some(dispatcher),
         require_restart_safe_scope: config.require_restart_safe_scope,
+        direct_exec: config.direct_exec,
         ..defaults
     }
 }

@@ -234,3 +234,64 @@ async fn b1_pty_fallback_runs_once_on_pipes() {
     );
     fx.assert_groups_gone().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b1_plain_command_is_exec_d_without_the_shell() {
+    let fx = Fixture::new();
+    let cwd = fx.dir.path().canonicalize().expect("temp dir");
+    let info = fx
+        .spawn(SpawnRequest {
+            command: "sleep 30".to_owned(),
+            cwd: Some(cwd.clone()),
+            ..SpawnRequest::default()
+        })
+        .await;
+    // The session's process is the program itself, with the environment the shell
+    // would have given it: PWD is the session's cwd, herd's tag is there.
+    let exe = std::fs::read_link(format!("/proc/{}/exe", info.pid)).expect("live child");
+    assert_eq!(
+        exe.file_name().and_then(|n| n.to_str()),
+        Some("sleep"),
+        "{exe:?}"
+    );
+    let environ = std::fs::read(format!("/proc/{}/environ", info.pid)).expect("environ");
+    let entries: Vec<&[u8]> = environ.split(|b| *b == 0).collect();
+    let pwd = format!("PWD={}", cwd.display());
+    assert!(
+        entries.contains(&pwd.as_bytes()),
+        "no {pwd} in the child's environment"
+    );
+    let tag = format!("HERD_SESSION={}", info.session_id);
+    assert!(
+        entries.contains(&tag.as_bytes()),
+        "no {tag} in the child's environment"
+    );
+    fx.registry
+        .kill(info.session_id.as_str(), herd_core::KillSource::ProcessKill)
+        .await
+        .expect("kill");
+    fx.assert_groups_gone().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b1_exec_without_the_shell_keeps_output_and_exit_codes() {
+    let fx = Fixture::new();
+    let echo = fx.run("echo plain words a=b").await;
+    let answer = fx.done(&echo.session_id).await;
+    assert_eq!(answer.output.trim_end(), "plain words a=b");
+    assert_eq!(answer.exit_code, Some(0));
+
+    let failing = fx.run("false").await;
+    assert_eq!(fx.done(&failing.session_id).await.exit_code, Some(1));
+
+    // Not found anywhere: the shell runs it and reports it the way it always does.
+    let missing = fx.run("herd-no-such-program-anywhere").await;
+    let answer = fx.done(&missing.session_id).await;
+    assert_eq!(answer.exit_code, Some(127));
+    assert!(
+        answer.output.contains("command not found"),
+        "{:?}",
+        answer.output
+    );
+    fx.assert_groups_gone().await;
+}
