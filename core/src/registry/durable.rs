@@ -12,9 +12,12 @@
 //! running set at the moment it starts, so every request made before that moment is
 //! covered by it and a burst of 200 spawns costs a handful of fsyncs, not 200. A spawn
 //! waits for the write that covers it before it answers, so a session whose spawn was
-//! answered is in the checkpoint and survives a crash of the host; a finish does not
-//! wait (a crash before its write leaves an entry whose pid is gone, which restore
-//! closes, or whose receipt exists, which restore just drops). A failed write is
+//! answered is in the checkpoint and survives a crash of the host. A finish does not
+//! wait, and does not even ask at once: its removal rides on the next write anyone
+//! asks for, or on a write of its own 100 ms later, so a stream of short jobs costs
+//! one write per spawn instead of two (a crash before that write leaves an entry
+//! whose pid is gone, which restore closes, or whose receipt exists, which restore
+//! just drops). A failed write is
 //! logged at warn and the spawn still succeeds: the session runs, but would not be
 //! restored after a crash.
 //!
@@ -75,6 +78,9 @@ const RECEIPT_BURST: usize = herd_persistence::MAX_RECEIPTS;
 const RECEIPT_WRITERS: usize = 8;
 
 /// The note of an answer served from a receipt.
+/// How long a finish waits for another write to cover it before asking for its own.
+const FINISH_CHECKPOINT_DELAY: Duration = Duration::from_millis(100);
+
 const RECEIPT_NOTE: &str = "answered from the durable result receipt: the session finished and is no longer in memory (pruned, or herd restarted); output is the redacted tail kept with the receipt";
 
 /// Settings of a running session the `Session` record does not hold.
@@ -125,6 +131,9 @@ pub(super) struct Durable {
     checkpoint_written: watch::Sender<u64>,
     /// Serialises checkpoint writes (the snapshot and the write happen under it).
     checkpoint_lock: Mutex<()>,
+    /// A deferred write after finishes is scheduled; it is not needed once a write of
+    /// this generation or later finished.
+    checkpoint_deferred: Mutex<Option<u64>>,
     receipt_queue: Mutex<(Queue, Vec<ReceiptJob>)>,
     receipts_written: watch::Sender<u64>,
     /// Ids whose receipt is queued but not yet written (or given up on). Pruning
@@ -151,6 +160,7 @@ impl Durable {
             checkpoint_queue: Mutex::new(Queue::default()),
             checkpoint_written: watch::channel(0).0,
             checkpoint_lock: Mutex::new(()),
+            checkpoint_deferred: Mutex::new(None),
             receipt_queue: Mutex::new((Queue::default(), Vec::new())),
             receipts_written: watch::channel(0).0,
             receipts_unwritten: Mutex::new(std::collections::HashSet::new()),
@@ -223,6 +233,32 @@ impl Inner {
             drop(self.runtime.spawn_blocking(move || inner.checkpoint_loop()));
         }
         generation
+    }
+
+    /// Asks for a checkpoint write within [`FINISH_CHECKPOINT_DELAY`], for a change
+    /// nobody waits on (a finish). Finishes in a burst share one write, and a write
+    /// that starts meanwhile for another reason (a spawn) covers them, so a stream of
+    /// short jobs costs one write per spawn rather than two.
+    pub(crate) fn request_checkpoint_soon(self: &Arc<Self>) {
+        let after = lock(&self.durable.checkpoint_queue).wanted + 1;
+        let mut deferred = lock(&self.durable.checkpoint_deferred);
+        let scheduled = deferred.is_some();
+        *deferred = Some(after);
+        drop(deferred);
+        if scheduled {
+            return;
+        }
+        let inner = Arc::clone(self);
+        drop(self.runtime.spawn(async move {
+            tokio::time::sleep(FINISH_CHECKPOINT_DELAY).await;
+            let Some(after) = lock(&inner.durable.checkpoint_deferred).take() else {
+                return;
+            };
+            // A write asked for after the last finish snapshotted after it too.
+            if *inner.durable.checkpoint_written.borrow() < after {
+                inner.request_checkpoint();
+            }
+        }));
     }
 
     /// Waits until a checkpoint write covering `generation` finished (well or not).
@@ -512,7 +548,7 @@ impl Inner {
             }
         };
         self.queue_receipt(ReceiptJob { receipt });
-        self.request_checkpoint();
+        self.request_checkpoint_soon();
     }
 
     fn queue_receipt(self: &Arc<Self>, job: ReceiptJob) {

@@ -937,3 +937,35 @@ async fn b29_completions_survive_sigkill_cycles_and_are_never_delivered_twice() 
         "only {n_committed} completions committed"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b27_finished_sessions_leave_the_checkpoint_without_being_asked() {
+    let fx = Fixture::new();
+    let store = CheckpointStore::new(&fx.home());
+    let long = fx.run("sleep 120").await;
+    let mut short = Vec::new();
+    for i in 0..20 {
+        short.push(fx.run(&format!("echo {i}")).await);
+    }
+    for info in &short {
+        fx.done(&info.session_id).await;
+    }
+    // No spawn follows the last finishes: their removal is written on its own.
+    let listed = || -> Vec<String> {
+        store
+            .load()
+            .expect("the checkpoint loads")
+            .entries
+            .into_iter()
+            .map(|e| e.session.id)
+            .collect()
+    };
+    wait_until(
+        Duration::from_secs(10),
+        "the checkpoint to list only the running session",
+        || listed() == [long.session_id.as_str().to_owned()],
+    )
+    .await;
+    fx.registry.shutdown().await;
+    fx.assert_groups_gone().await;
+}
