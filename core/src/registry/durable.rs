@@ -239,6 +239,10 @@ impl Inner {
     /// nobody waits on (a finish). Finishes in a burst share one write, and a write
     /// that starts meanwhile for another reason (a spawn) covers them, so a stream of
     /// short jobs costs one write per spawn rather than two.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a debounce delay in production code; it synchronises nothing"
+    )]
     pub(crate) fn request_checkpoint_soon(self: &Arc<Self>) {
         let after = lock(&self.durable.checkpoint_queue).wanted + 1;
         let mut deferred = lock(&self.durable.checkpoint_deferred);
