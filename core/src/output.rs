@@ -15,6 +15,8 @@ use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 
+pub(crate) mod page;
+
 /// The in-memory side of a session's output, shared behind the session's lock.
 #[derive(Debug)]
 pub(crate) struct Tail {
