@@ -746,7 +746,7 @@ impl Inner {
         let cap = self.config.log_cap_bytes;
         let why_not_file = if held >= cap {
             Some(format!(
-                "the log file reached its cap of {cap} bytes, so later output is not in it"
+                "the log file stopped at its cap of {cap} bytes and later output is not in it"
             ))
         } else {
             match page::TextPage::of_file(
