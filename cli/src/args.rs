@@ -54,8 +54,10 @@ pub(crate) enum Command {
     /// Print a session's output.
     ///
     /// Without paging flags it prints the whole (redacted) log verbatim.
-    /// --offset/--limit page by lines; --follow keeps printing new output until the
-    /// job exits.
+    /// --offset/--limit page by lines over the whole log (line 0 is the first line the
+    /// job printed); a page carries at most 200,000 bytes, and a note on stderr says
+    /// when it holds fewer lines or cut one. --follow keeps printing new output until
+    /// the job exits.
     Logs(LogsArgs),
     /// Wait for a session to finish and print its result.
     ///
@@ -218,10 +220,11 @@ pub(crate) struct LogsArgs {
     /// Keep printing new output until the job exits.
     #[arg(long, short, conflicts_with_all = ["offset", "limit"])]
     pub(crate) follow: bool,
-    /// First line to print (0-based); with --limit pages through the log.
+    /// First line to print, counted from the first line of the whole log (0-based);
+    /// prints --limit lines from there (default 200).
     #[arg(long, value_name = "N")]
     pub(crate) offset: Option<usize>,
-    /// How many lines to print.
+    /// How many lines to print (default 200); without --offset, the last N lines.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub(crate) limit: Option<u64>,
     /// Print the log answer as JSON.

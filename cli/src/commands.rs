@@ -232,6 +232,9 @@ pub(crate) async fn logs(home: &Home, args: LogsArgs) -> anyhow::Result<()> {
         if !text.is_empty() && !text.ends_with('\n') {
             output::raw("\n")?;
         }
+        if let Some(note) = answer["note"].as_str() {
+            output::err_line(&format!("note: {note}"));
+        }
         return Ok(());
     }
     if args.follow {

@@ -487,8 +487,8 @@ fn tools() -> Vec<Tool> {
             "session_id": {"type": "string", "description": "The session id or a unique prefix; required except for list."},
             "data": {"type": "string", "description": "stdin text for write/submit, or the purpose sentence for handoff."},
             "timeout": {"type": "integer", "minimum": 1, "description": "wait only: seconds to wait."},
-            "offset": {"type": "integer", "minimum": 0, "description": "log only: first line (default: the last 200 lines)."},
-            "limit": {"type": "integer", "minimum": 1, "default": 200, "description": "log only: number of lines."}
+            "offset": {"type": "integer", "minimum": 0, "description": "log only: first line, 0 being the first line of the whole output (default: the last `limit` lines)."},
+            "limit": {"type": "integer", "minimum": 1, "default": 200, "description": "log only: number of lines (a page carries at most 200,000 bytes; the note says when it holds fewer lines)."}
         },
         "required": ["action"]
     });

@@ -164,18 +164,21 @@ pub struct LogAnswer {
     pub command: String,
     /// Running or exited.
     pub status: SessionStatus,
-    /// The lines, joined with `\n`.
+    /// The lines, joined with `\n`; at most 200,000 bytes of the log, a longer line
+    /// cut where it says `[… line cut to fit the page …]` (the note says so).
     pub output: String,
-    /// Lines in the in-memory tail.
+    /// Lines in the session's log file: all of its output. When the note says the log
+    /// cannot serve the page, lines in the in-memory tail (or receipt) instead.
     pub total_lines: usize,
-    /// Index of the first line shown.
+    /// Index of the first line shown (0 is the first line of the output).
     pub offset: usize,
     /// `"<n> lines"`.
     pub showing: String,
     /// The complete log.
     pub log_path: PathBuf,
-    /// Where the answer comes from when that is not the live session: a re-adopted
-    /// session after a restart (earlier output from its log file) or a result receipt.
+    /// Where the answer comes from when that is not the live session (a re-adopted
+    /// session after a restart, or a result receipt), a line cut to fit the page, or
+    /// why the page covers only the tail of the output.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }

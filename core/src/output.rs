@@ -4,8 +4,8 @@
 //! The tail is raw bytes and grows as output arrives (nothing is allocated up front).
 //! It is compacted only when it reaches twice its bound, so appending costs one copy
 //! per byte amortised. The log file is written by the session's reader alone; answers
-//! read the tail (or the file through `log_chunk`), never the pipe, so releasing the
-//! handles loses nothing.
+//! read the tail or the file (`log_chunk`, and `log` pages through [`page`]), never
+//! the pipe, so releasing the handles loses nothing.
 //!
 //! Invariant: `total_ingested` only grows, and equals the bytes kept in the log plus
 //! `bytes_not_kept` once the log cap is reached or the log failed.
@@ -14,6 +14,8 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
+
+pub(crate) mod page;
 
 /// The in-memory side of a session's output, shared behind the session's lock.
 #[derive(Debug)]

@@ -41,6 +41,7 @@ use crate::handoff::Agents;
 use crate::id::{self, SessionId};
 use crate::kill;
 use crate::notify::Notifier;
+use crate::output::page::{self, TextPage};
 use crate::output::{LogWriter, Tail};
 use crate::reader::{self, Finish, Source, Waiter};
 use crate::session::{ExitInfo, Finished, Scope, Session, State, Stdin};
@@ -62,6 +63,8 @@ const LIST_PREVIEW_CHARS: usize = 200;
 const LIST_COMMAND_CHARS: usize = 200;
 /// Default lines of a log page.
 const LOG_DEFAULT_LINES: usize = 200;
+/// The most bytes of the log file one log page carries (B39); a longer line is cut.
+const LOG_PAGE_MAX_BYTES: usize = 200_000;
 /// Capacity of the broadcast channel behind `subscribe`.
 const BROADCAST_CAPACITY: usize = 4096;
 /// How long a stdin write may wait for the child to read.
@@ -228,8 +231,14 @@ impl Registry {
         })
     }
 
-    /// A page of output lines: the last `limit` (default 200) lines, or `limit` lines
-    /// from `offset` when one is given (B39).
+    /// A page of output lines over the whole output the session's log file holds: the
+    /// last `limit` (default 200) lines, or `limit` lines from line `offset` (0 is the
+    /// first line the session printed), with the log's total line count (B39).
+    ///
+    /// A page is at most 200,000 bytes; a longer line is cut with a marker and a note.
+    /// When the log file cannot serve the page (it is missing or unreadable, or it
+    /// stopped at its cap or after a failed write), the page comes from the in-memory
+    /// tail as before and the note says so.
     ///
     /// # Errors
     /// [`Error::Lookup`] when the id does not resolve.
@@ -243,17 +252,56 @@ impl Registry {
             Ok(s) => s,
             Err(miss) => return self.inner.log_from_receipt(id, miss, offset, limit),
         };
-        let (text, _) = s.text();
-        let lines: Vec<&str> = text.lines().collect();
-        let total = lines.len();
         let limit = limit.unwrap_or(LOG_DEFAULT_LINES);
-        let start = offset
-            .unwrap_or_else(|| total.saturating_sub(limit))
-            .min(total);
-        let end = start.saturating_add(limit).min(total);
-        let page = lines[start..end].join("\n");
+        let is_running = s.status() == SessionStatus::Running;
+        let bytes_not_kept = s.tail().bytes_not_kept();
+        let mut notes: Vec<String> = self.inner.session_note(&s).into_iter().collect();
+        let why_not_file = if bytes_not_kept > 0 {
+            let held = std::fs::metadata(&s.log_path).map_or(0, |m| m.len());
+            Some(format!(
+                "the log file holds only the first {held} bytes of output ({}; {bytes_not_kept} later bytes were not kept)",
+                if held >= self.inner.config.log_cap_bytes {
+                    format!(
+                        "it reached its cap of {} bytes",
+                        self.inner.config.log_cap_bytes
+                    )
+                } else {
+                    "a write to it failed".to_owned()
+                }
+            ))
+        } else {
+            match TextPage::of_file(&s.log_path, offset, limit, LOG_PAGE_MAX_BYTES, is_running) {
+                Ok(Some(page)) => {
+                    return Ok(self.log_answer(&s, page, notes));
+                }
+                // No file and nothing printed: the empty tail is the whole story.
+                Ok(None) if s.tail().total_ingested() == 0 => None,
+                Ok(None) => Some(format!("the log file {} is missing", s.log_path.display())),
+                Err(error) => {
+                    tracing::warn!(session_id = %s.id, path = %s.log_path.display(), %error, "session log unreadable; paging the in-memory tail");
+                    Some(format!(
+                        "the log file {} cannot be read ({error})",
+                        s.log_path.display()
+                    ))
+                }
+            }
+        };
+        let (text, cut) = s.text();
+        if let Some(why) = why_not_file {
+            notes.push(page::fallback_note(
+                &why,
+                "the in-memory tail of the output",
+                !cut,
+            ));
+        }
+        let page = TextPage::of_text(&text, offset, limit);
+        Ok(self.log_answer(&s, page, notes))
+    }
+
+    /// The log answer for `page` of a live session, through the output pipeline.
+    fn log_answer(&self, s: &Session, page: TextPage, mut notes: Vec<String>) -> LogAnswer {
         let st = s.state();
-        let output = self.inner.apply(&s, &st, Route::Log, &page);
+        let output = self.inner.apply(s, &st, Route::Log, &page.text);
         let status = if st.finished.is_some() {
             SessionStatus::Exited
         } else {
@@ -261,17 +309,19 @@ impl Registry {
         };
         drop(st);
         s.mark_read();
-        Ok(LogAnswer {
+        let (output, cut_note) = page.marked(output, LOG_PAGE_MAX_BYTES);
+        notes.extend(cut_note);
+        LogAnswer {
             session_id: s.id.clone(),
-            command: self.inner.shown_command(&s),
+            command: self.inner.shown_command(s),
             status,
             output,
-            total_lines: total,
-            offset: start,
-            showing: format!("{} lines", end - start),
+            total_lines: page.n_total_lines,
+            offset: page.first_line_idx,
+            showing: format!("{} lines", page.n_lines),
             log_path: s.log_path.clone(),
-            note: self.inner.session_note(&s),
-        })
+            note: (!notes.is_empty()).then(|| notes.join("; ")),
+        }
     }
 
     /// Up to `max_bytes` of the log file from byte `from_byte`, as text that never

@@ -47,6 +47,25 @@ fn run_ps_poll_logs_wait_end_to_end() {
 }
 
 #[test]
+fn b39_logs_offset_pages_from_the_first_line_of_the_whole_log() {
+    let env = Env::new();
+    // 588,895 bytes of output: far beyond the daemon's in-memory tail.
+    let id = run_id(&env, &["--", "seq 1 100000"]);
+    env.ok(&["wait", &id, "--timeout", "30"]);
+    assert_eq!(
+        env.ok(&["logs", &id, "--offset", "0", "--limit", "2"]),
+        "1\n2\n"
+    );
+    assert_eq!(
+        env.ok(&["logs", &id, "--offset", "50000", "--limit", "1"]),
+        "50001\n"
+    );
+    assert_eq!(env.ok(&["logs", &id, "--limit", "1"]), "100000\n");
+    let page = env.json(&["logs", &id, "--limit", "1", "--json"]);
+    assert_eq!(page["total_lines"], 100_000, "{page}");
+}
+
+#[test]
 fn several_words_after_double_dash_keep_their_argv() {
     let env = Env::new();
     let id = run_id(&env, &["--", "bash", "-c", "echo a; echo b", "ignored"]);

@@ -83,6 +83,9 @@ const FINISH_CHECKPOINT_DELAY: Duration = Duration::from_millis(100);
 
 const RECEIPT_NOTE: &str = "answered from the durable result receipt: the session finished and is no longer in memory (pruned, or herd restarted); output is the redacted tail kept with the receipt";
 
+/// The note of a log page of a session only a receipt knows, paged from its log file.
+const RECEIPT_LOG_NOTE: &str = "answered from the session's log file: the session finished and is no longer in memory (pruned, or herd restarted); its durable result receipt keeps the exit fields";
+
 /// Settings of a running session the `Session` record does not hold.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Extras {
@@ -766,7 +769,8 @@ impl Inner {
         })
     }
 
-    /// A log page answered from a receipt.
+    /// A log page of a session only a receipt knows: paged from its log file like a
+    /// live session's (B39), or from the receipt's tail when the file cannot serve it.
     pub(super) fn log_from_receipt(
         &self,
         id: &str,
@@ -774,24 +778,72 @@ impl Inner {
         offset: Option<usize>,
         limit: Option<usize>,
     ) -> Result<LogAnswer, Error> {
+        use crate::output::page;
         let (session_id, r) = self.receipt_lookup(id, miss)?;
-        let lines: Vec<&str> = r.output.lines().collect();
-        let total = lines.len();
         let limit = limit.unwrap_or(LOG_DEFAULT_LINES);
-        let start = offset
-            .unwrap_or_else(|| total.saturating_sub(limit))
-            .min(total);
-        let end = start.saturating_add(limit).min(total);
-        let page = lines[start..end].join("\n");
+        let log_path = self.home.session_log_path(session_id.as_str());
+        let held = std::fs::metadata(&log_path).map_or(0, |m| m.len());
+        let cap = self.config.log_cap_bytes;
+        let why_not_file = if held >= cap {
+            Some(format!(
+                "the log file stopped at its cap of {cap} bytes and later output is not in it"
+            ))
+        } else {
+            match page::TextPage::of_file(
+                &log_path,
+                offset,
+                limit,
+                super::LOG_PAGE_MAX_BYTES,
+                false,
+            ) {
+                Ok(Some(page)) => {
+                    let output = self.apply_receipt(&r, Route::Log, &page.text);
+                    let (output, cut_note) = page.marked(output, super::LOG_PAGE_MAX_BYTES);
+                    let note = std::iter::once(RECEIPT_LOG_NOTE.to_owned())
+                        .chain(cut_note)
+                        .collect::<Vec<_>>()
+                        .join("; ");
+                    return Ok(LogAnswer {
+                        command: r.command.clone(),
+                        status: SessionStatus::Exited,
+                        output,
+                        total_lines: page.n_total_lines,
+                        offset: page.first_line_idx,
+                        showing: format!("{} lines", page.n_lines),
+                        log_path,
+                        note: Some(note),
+                        session_id,
+                    });
+                }
+                // A session that printed nothing has no log; its receipt is empty too.
+                Ok(None) if r.output.is_empty() => None,
+                Ok(None) => Some(format!("the log file {} is missing", log_path.display())),
+                Err(error) => {
+                    tracing::warn!(session_id = %session_id, path = %log_path.display(), %error, "session log unreadable; paging the receipt's tail");
+                    Some(format!(
+                        "the log file {} cannot be read ({error})",
+                        log_path.display()
+                    ))
+                }
+            }
+        };
+        let page = page::TextPage::of_text(&r.output, offset, limit);
+        let note = match why_not_file {
+            Some(why) => format!(
+                "{RECEIPT_NOTE}; {}",
+                page::fallback_note(&why, "the receipt's tail", !r.output_cut)
+            ),
+            None => RECEIPT_NOTE.to_owned(),
+        };
         Ok(LogAnswer {
             command: r.command.clone(),
             status: SessionStatus::Exited,
-            output: self.apply_receipt(&r, Route::Log, &page),
-            total_lines: total,
-            offset: start,
-            showing: format!("{} lines", end - start),
-            log_path: self.home.session_log_path(session_id.as_str()),
-            note: Some(RECEIPT_NOTE.to_owned()),
+            output: self.apply_receipt(&r, Route::Log, &page.text),
+            total_lines: page.n_total_lines,
+            offset: page.first_line_idx,
+            showing: format!("{} lines", page.n_lines),
+            log_path,
+            note: Some(note),
             session_id,
         })
     }

@@ -11,6 +11,7 @@ mod handoff;
 mod lifecycle;
 mod notify;
 mod output;
+mod paging;
 mod pty;
 mod restore;
 mod spawning;

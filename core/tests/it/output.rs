@@ -40,11 +40,11 @@ async fn b5_200_mb_arrive_intact_with_a_bounded_tail() {
         .registry
         .log(info.session_id.as_str(), Some(0), Some(usize::MAX))
         .unwrap();
-    assert!(
-        page.total_lines <= 200_000 / (LINE.len() - 1) + 1,
-        "the tail holds at most buffer_bytes: {} lines",
-        page.total_lines
-    );
+    // Log pages count every line of the log file, and carry at most 200,000 bytes.
+    assert_eq!(page.total_lines, TOTAL.div_ceil(LINE.len()));
+    assert_eq!(page.offset, 0);
+    assert!(page.output.len() <= 200_000, "{}", page.output.len());
+    assert!(page.output.starts_with("herd-0123"));
     fx.assert_groups_gone().await;
 }
 
