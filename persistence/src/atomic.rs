@@ -45,14 +45,35 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     result
 }
 
+/// Replaces `path` with `bytes` atomically for every process, without waiting
+/// for the disk: the temp file is renamed over `path` unsynced. A crash of the
+/// writing process at any point leaves the old or the new bytes (the kernel
+/// keeps both); only a crash of the machine may leave an empty or torn file.
+///
+/// The parent directory must exist. On error the temp file is removed.
+pub(crate) fn write_visible(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let tmp = temp_path(path)?;
+    let result = write_then_rename_with(&tmp, path, bytes, false);
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
 fn write_then_rename(tmp: &Path, path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_then_rename_with(tmp, path, bytes, true)
+}
+
+fn write_then_rename_with(tmp: &Path, path: &Path, bytes: &[u8], sync: bool) -> io::Result<()> {
     let mut file = OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(FILE_MODE)
         .open(tmp)?;
     file.write_all(bytes)?;
-    file.sync_all()?;
+    if sync {
+        file.sync_all()?;
+    }
     drop(file);
     fs::rename(tmp, path)
 }

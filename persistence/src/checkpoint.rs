@@ -29,6 +29,17 @@
 //! from any other writer (that is how a restarted daemon takes over the
 //! sessions it re-adopts without listing one twice).
 //!
+//! Pending entries: a spawn must be findable by a restarted herd the moment it
+//! is answered, but a durable write (two fsyncs) costs about a millisecond. So
+//! a spawn writes its entry alone to `<home>/processes.pending/<id>.json`
+//! (`{"version": 1, "entry": {...}}`, renamed into place without fsync: it
+//! survives a crash of the herd process, which is what re-adoption needs; a
+//! crash of the machine ends every session anyway), and the next full
+//! checkpoint write, durable as above, covers it; then the writer removes the
+//! pending file. [`CheckpointStore::load`] returns both, the full checkpoint's
+//! entry winning for an id listed in both. A pending file that cannot be
+//! understood (only a machine crash makes one) is removed with a warning.
+//!
 //! Invariant: a checkpoint that cannot be understood (not JSON, wrong shape,
 //! unknown version) is never dropped or overwritten: it is renamed to
 //! `processes.json.corrupt-<unix time>` and the rename is reported to the
@@ -223,6 +234,17 @@ pub struct Loaded {
     pub moved_aside: Option<MovedAside>,
 }
 
+/// The on-disk shape of a version-1 pending entry.
+#[derive(Debug, Serialize, Deserialize)]
+struct PendingV1 {
+    version: u64,
+    entry: CheckpointEntry,
+}
+
+/// How old a pending temp file must be before a load sweeps it: pending writes
+/// take no lock, so a younger one may be a write in progress.
+const PENDING_TEMP_AGE: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// The on-disk shape of a version-1 checkpoint.
 #[derive(Debug, Serialize, Deserialize)]
 struct FileV1 {
@@ -270,6 +292,22 @@ impl CheckpointStore {
     /// reason than a read-only home, and [`Error::CheckpointMoveAside`] when an
     /// unusable file cannot be moved aside (it is then left in place).
     pub fn load(&self) -> Result<Loaded, Error> {
+        let mut loaded = self.load_full()?;
+        let listed: HashSet<String> = loaded
+            .entries
+            .iter()
+            .map(|e| e.session.id.clone())
+            .collect();
+        loaded.entries.extend(
+            self.load_pending()
+                .into_iter()
+                .filter(|e| !listed.contains(&e.session.id)),
+        );
+        Ok(loaded)
+    }
+
+    /// `processes.json` alone.
+    fn load_full(&self) -> Result<Loaded, Error> {
         let path = self.path();
         if !exists(&path).map_err(|source| Error::CheckpointRead {
             path: path.clone(),
@@ -292,6 +330,145 @@ impl CheckpointStore {
                 moved_aside: Some(moved),
             }),
         }
+    }
+
+    /// `<home>/processes.pending/<id>.json`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidSessionId`] when `id` is not `proc_` followed by letters,
+    /// digits or `_`.
+    pub fn pending_path(&self, id: &str) -> Result<PathBuf, Error> {
+        crate::receipts::validate_id(id)?;
+        Ok(self
+            .home
+            .checkpoint_pending_dir()
+            .join(format!("{id}.json")))
+    }
+
+    /// Writes one session's entry where a restarted herd finds it at once,
+    /// without waiting for the disk (see the module docs); the next
+    /// [`CheckpointStore::write_own`] that lists it, or
+    /// [`CheckpointStore::remove_pending`] after a write that covered it,
+    /// removes it.
+    ///
+    /// # Errors
+    /// [`Error::InvalidSessionId`], [`Error::HomeMissing`] (the home is never
+    /// created), [`Error::CreateDir`], [`Error::CheckpointEncode`] and
+    /// [`Error::PendingWrite`].
+    pub fn write_pending(&self, writer: &Writer, record: &SessionRecord) -> Result<(), Error> {
+        let path = self.pending_path(&record.id)?;
+        let dir = self.home.checkpoint_pending_dir();
+        if !dir.is_dir() {
+            self.home.ensure_dir(&dir)?;
+        }
+        let file = PendingV1 {
+            version: CHECKPOINT_VERSION,
+            entry: CheckpointEntry {
+                writer: *writer,
+                session: record.clone(),
+            },
+        };
+        let bytes = serde_json::to_vec(&file).map_err(|source| Error::CheckpointEncode {
+            session_id: record.id.clone(),
+            source,
+        })?;
+        atomic::write_visible(&path, &bytes).map_err(|source| Error::PendingWrite { path, source })
+    }
+
+    /// Removes the pending entries of these sessions, whoever wrote them, and
+    /// returns how many files were removed. A file already gone is fine; any
+    /// other failure is logged (a leftover is removed by a later write that
+    /// lists the session, or closed by restore like any entry).
+    pub fn remove_pending(&self, session_ids: &[&str]) -> usize {
+        let mut removed = 0;
+        for id in session_ids {
+            let Ok(path) = self.pending_path(id) else {
+                continue;
+            };
+            match fs::remove_file(&path) {
+                Ok(()) => removed += 1,
+                Err(e) if atomic::is_missing(&e) => {}
+                Err(error) => {
+                    tracing::warn!(path = %path.display(), %error, "pending checkpoint entry not removed");
+                }
+            }
+        }
+        removed
+    }
+
+    /// Removes the pending entries of sessions a durable write now lists: one
+    /// directory read, and an unlink only for what is there.
+    fn remove_pending_listed(&self, listed: &HashSet<&str>) {
+        let Ok(listing) = fs::read_dir(self.home.checkpoint_pending_dir()) else {
+            return;
+        };
+        let covered: Vec<String> = listing
+            .flatten()
+            .filter_map(|item| {
+                let name = item.file_name();
+                let id = name.to_str()?.strip_suffix(".json")?;
+                listed.contains(id).then(|| id.to_owned())
+            })
+            .collect();
+        let covered: Vec<&str> = covered.iter().map(String::as_str).collect();
+        self.remove_pending(&covered);
+    }
+
+    /// Every readable pending entry; unreadable ones are removed with a warning.
+    fn load_pending(&self) -> Vec<CheckpointEntry> {
+        let dir = self.home.checkpoint_pending_dir();
+        let listing = match fs::read_dir(&dir) {
+            Ok(listing) => listing,
+            Err(e) if atomic::is_missing(&e) => return Vec::new(),
+            Err(error) => {
+                tracing::warn!(dir = %dir.display(), %error, "pending checkpoint entries not readable; sessions spawned just before a crash may not be restored");
+                return Vec::new();
+            }
+        };
+        let mut entries = Vec::new();
+        let mut temp_targets = Vec::new();
+        for item in listing.flatten() {
+            let name = item.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if atomic::is_temp_name(name) {
+                if let Some((target, _)) = name.split_once(".tmp-") {
+                    temp_targets.push(target.to_owned());
+                }
+                continue;
+            }
+            let Some(id) = name.strip_suffix(".json") else {
+                continue;
+            };
+            let path = item.path();
+            let decoded = fs::read(&path)
+                .map_err(|e| e.to_string())
+                .and_then(|bytes| {
+                    serde_json::from_slice::<PendingV1>(&bytes).map_err(|e| e.to_string())
+                })
+                .and_then(|file| {
+                    if file.version != CHECKPOINT_VERSION {
+                        Err(format!("unknown version {}", file.version))
+                    } else if file.entry.session.id != id {
+                        Err(format!("the entry is for {}", file.entry.session.id))
+                    } else {
+                        Ok(file.entry)
+                    }
+                });
+            match decoded {
+                Ok(entry) => entries.push(entry),
+                Err(problem) => {
+                    tracing::warn!(path = %path.display(), %problem, "unusable pending checkpoint entry removed (only a machine crash leaves one; its session did not survive that)");
+                    let _ = fs::remove_file(&path);
+                }
+            }
+        }
+        temp_targets.sort();
+        temp_targets.dedup();
+        for target in &temp_targets {
+            atomic::sweep_temps(&dir, target, Some(PENDING_TEMP_AGE));
+        }
+        entries.sort_by(|a, b| a.session.id.cmp(&b.session.id));
+        entries
     }
 
     /// Replaces `writer`'s entries with `records`, keeping every other
@@ -350,17 +527,19 @@ impl CheckpointStore {
             n_sessions = records.len(),
             "checkpoint written"
         );
+        self.remove_pending_listed(&ids);
         Ok(moved_aside)
     }
 
     /// Removes the sessions with these ids, whoever wrote them (restore uses
-    /// it for entries it closed), and returns how many entries were removed.
-    /// Nothing is written when none matched.
+    /// it for entries it closed), pending entries included, and returns how many
+    /// entries `processes.json` lost. Nothing is written when none matched.
     ///
     /// # Errors
     /// As [`CheckpointStore::write_own`]; a missing home or checkpoint removes
     /// nothing and is not an error.
     pub fn remove(&self, session_ids: &[&str]) -> Result<usize, Error> {
+        self.remove_pending(session_ids);
         let path = self.path();
         if !exists(&path).map_err(|source| Error::CheckpointRead {
             path: path.clone(),

@@ -47,6 +47,16 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// A pending checkpoint entry could not be written.
+    #[error(
+        "failed to write pending checkpoint entry {path}; \
+         check free space and that the home is writable"
+    )]
+    PendingWrite {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     /// The records could not be encoded (a path that is not UTF-8).
     #[error("failed to encode the checkpoint of session {session_id}; its paths must be UTF-8")]
     CheckpointEncode {

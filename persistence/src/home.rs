@@ -39,6 +39,12 @@ impl Home {
         self.root.join("processes.json")
     }
 
+    /// `<home>/processes.pending`: one file per session spawned since the last
+    /// checkpoint write (B27), until a checkpoint write covers it.
+    pub fn checkpoint_pending_dir(&self) -> PathBuf {
+        self.root.join("processes.pending")
+    }
+
     /// `<home>/state.db`: the completion ledger.
     pub fn ledger_path(&self) -> PathBuf {
         self.root.join("state.db")

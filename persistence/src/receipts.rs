@@ -273,7 +273,7 @@ fn remove(path: &Path) -> io::Result<()> {
 }
 
 /// Checks that `id` is `proc_` followed by one or more word characters.
-fn validate_id(id: &str) -> Result<(), Error> {
+pub(crate) fn validate_id(id: &str) -> Result<(), Error> {
     let valid = id.strip_prefix("proc_").is_some_and(|rest| {
         !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
     });

@@ -10,9 +10,14 @@
 //! Checkpoint writes are coalesced: a spawn or finish bumps a wanted generation and,
 //! when no write is in flight, starts one on the blocking pool; the write snapshots the
 //! running set at the moment it starts, so every request made before that moment is
-//! covered by it and a burst of 200 spawns costs a handful of fsyncs, not 200. A spawn
-//! waits for the write that covers it before it answers, so a session whose spawn was
-//! answered is in the checkpoint and survives a crash of the host. A finish does not
+//! covered by it and a burst of 200 spawns costs a handful of fsyncs, not 200. Before a
+//! spawn answers, its session's entry is written alone as a pending entry
+//! (`processes.pending/<id>.json`, renamed into place without fsync: it survives a
+//! crash of the host process, which is what re-adoption needs, and a crash of the
+//! machine ends the session anyway); the next full write covers it and removes it.
+//! So a session whose spawn was answered is found by restore, and the answer does not
+//! wait for the disk. Should the pending entry fail, the spawn waits for the full
+//! write instead. A finish does not
 //! wait, and does not even ask at once: its removal rides on the next write anyone
 //! asks for, or on a write of its own 100 ms later, so a stream of short jobs costs
 //! one write per spawn instead of two (a crash before that write leaves an entry
@@ -137,6 +142,8 @@ pub(super) struct Durable {
     /// A deferred write after finishes is scheduled; it is not needed once a write of
     /// this generation or later finished.
     checkpoint_deferred: Mutex<Option<u64>>,
+    /// Sessions whose pending checkpoint entry no full write has covered yet.
+    pending_ids: Mutex<Vec<String>>,
     receipt_queue: Mutex<(Queue, Vec<ReceiptJob>)>,
     receipts_written: watch::Sender<u64>,
     /// Ids whose receipt is queued but not yet written (or given up on). Pruning
@@ -164,6 +171,7 @@ impl Durable {
             checkpoint_written: watch::channel(0).0,
             checkpoint_lock: Mutex::new(()),
             checkpoint_deferred: Mutex::new(None),
+            pending_ids: Mutex::new(Vec::new()),
             receipt_queue: Mutex::new((Queue::default(), Vec::new())),
             receipts_written: watch::channel(0).0,
             receipts_unwritten: Mutex::new(std::collections::HashSet::new()),
@@ -202,7 +210,9 @@ impl Durable {
 
 impl Inner {
     /// After a spawn was answered by the table: records the checkpoint-only settings
-    /// and waits for the checkpoint write that covers the new session.
+    /// and the session's pending checkpoint entry, and asks for a full write that
+    /// covers it. When the pending entry cannot be written, waits for that write
+    /// instead, so an answered spawn is always findable after a crash of the host.
     pub(super) async fn spawned(self: &Arc<Self>, info: &SpawnInfo) {
         let extras = Extras {
             command_redacted: self
@@ -213,16 +223,37 @@ impl Inner {
             watch_patterns: info.watch_patterns.clone(),
             heartbeat_seconds: info.heartbeat_seconds.unwrap_or(0),
         };
-        {
+        let running = {
             // Under the table lock: a session that already finished gets no extras
-            // (the finish hook, which removes them, may have run already).
+            // (the finish hook, which removes them, may have run already), and needs
+            // no entry: there is nothing left to restore.
             let tables = self.lock();
-            if tables.running.contains_key(&info.session_id) {
-                self.durable.set_extras(info.session_id.clone(), extras);
+            let running = tables.running.get(&info.session_id).cloned();
+            if running.is_some() {
+                self.durable
+                    .set_extras(info.session_id.clone(), extras.clone());
+            }
+            running
+        };
+        let Some(session) = running else {
+            return;
+        };
+        let record = self.record_of(&session, Some(&extras));
+        match self
+            .durable
+            .checkpoint
+            .write_pending(&self.durable.writer, &record)
+        {
+            Ok(()) => {
+                lock(&self.durable.pending_ids).push(record.id);
+                self.request_checkpoint();
+            }
+            Err(error) => {
+                tracing::warn!(%error, "pending checkpoint entry not written; the spawn waits for a full checkpoint write instead");
+                let generation = self.request_checkpoint();
+                self.checkpoint_settled(generation).await;
             }
         }
-        let generation = self.request_checkpoint();
-        self.checkpoint_settled(generation).await;
     }
 
     /// Asks for a checkpoint write; returns the generation that covers this request.
@@ -296,8 +327,11 @@ impl Inner {
     /// it. Blocking.
     pub(super) fn write_checkpoint(&self) -> Result<(), herd_persistence::Error> {
         let _serial = lock(&self.durable.checkpoint_lock);
+        // Taken before the snapshot: every session in this list was in the running
+        // table before it, so the write lists it, or it finished and needs no entry.
+        let covered = std::mem::take(&mut *lock(&self.durable.pending_ids));
         let records = self.running_records();
-        match self
+        let written = match self
             .durable
             .checkpoint
             .write_own(&self.durable.writer, &records)
@@ -309,7 +343,14 @@ impl Inner {
             Ok(None) => Ok(()),
             Err(herd_persistence::Error::HomeMissing { .. }) if records.is_empty() => Ok(()),
             Err(error) => Err(error),
+        };
+        if written.is_ok() {
+            let ids: Vec<&str> = covered.iter().map(String::as_str).collect();
+            self.durable.checkpoint.remove_pending(&ids);
+        } else {
+            lock(&self.durable.pending_ids).extend(covered);
         }
+        written
     }
 
     /// The checkpoint records of every running session.
@@ -318,38 +359,40 @@ impl Inner {
         let extras = lock(&self.durable.extras);
         let mut records: Vec<SessionRecord> = running
             .iter()
-            .map(|s| {
-                let extra = extras.get(&s.id);
-                let st = s.state();
-                SessionRecord {
-                    id: s.id.as_str().to_owned(),
-                    command: extra.map_or_else(
-                        || self.config.pipeline.redact_command(&s.command).into_owned(),
-                        |e| e.command_redacted.clone(),
-                    ),
-                    pid: s.pid,
-                    pgid: s.pgid,
-                    start_time: s.start_time,
-                    task_id: st.task_id.clone(),
-                    owner_task_id: st.owner_task_id.clone(),
-                    session_key: st.session_key.clone().unwrap_or_default(),
-                    mode: match s.mode {
-                        ModeName::Pipe => herd_persistence::Mode::Pipe,
-                        ModeName::Pty => herd_persistence::Mode::Pty,
-                    },
-                    notify: s.is_notify(),
-                    watch_patterns: extra.map(|e| e.watch_patterns.clone()).unwrap_or_default(),
-                    heartbeat_seconds: extra.map_or(0, |e| e.heartbeat_seconds),
-                    completion_output_chars: s.completion_chars as u64,
-                    persist_on_release: s.persist_on_release,
-                    log_path: s.log_path.clone(),
-                    cwd: Some(s.cwd.clone()),
-                    started_at: unix_seconds(s.started_at),
-                }
-            })
+            .map(|s| self.record_of(s, extras.get(&s.id)))
             .collect();
         records.sort_by(|a, b| a.id.cmp(&b.id));
         records
+    }
+
+    /// The checkpoint record of one session.
+    fn record_of(&self, s: &Session, extra: Option<&Extras>) -> SessionRecord {
+        let st = s.state();
+        SessionRecord {
+            id: s.id.as_str().to_owned(),
+            command: extra.map_or_else(
+                || self.config.pipeline.redact_command(&s.command).into_owned(),
+                |e| e.command_redacted.clone(),
+            ),
+            pid: s.pid,
+            pgid: s.pgid,
+            start_time: s.start_time,
+            task_id: st.task_id.clone(),
+            owner_task_id: st.owner_task_id.clone(),
+            session_key: st.session_key.clone().unwrap_or_default(),
+            mode: match s.mode {
+                ModeName::Pipe => herd_persistence::Mode::Pipe,
+                ModeName::Pty => herd_persistence::Mode::Pty,
+            },
+            notify: s.is_notify(),
+            watch_patterns: extra.map(|e| e.watch_patterns.clone()).unwrap_or_default(),
+            heartbeat_seconds: extra.map_or(0, |e| e.heartbeat_seconds),
+            completion_output_chars: s.completion_chars as u64,
+            persist_on_release: s.persist_on_release,
+            log_path: s.log_path.clone(),
+            cwd: Some(s.cwd.clone()),
+            started_at: unix_seconds(s.started_at),
+        }
     }
 
     /// Writes the checkpoint now and waits for pending receipts (for shutdown, restore

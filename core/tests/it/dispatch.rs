@@ -11,13 +11,14 @@ use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixListener;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use herd_core::{
     DispatchConfig, DispatchKind, Dispatcher, HostFacts, KillSource, KillStatus, SpawnError,
     SpawnRequest, SystemClock,
 };
 
-use crate::support::Fixture;
+use crate::support::{Fixture, wait_until};
 
 /// A dispatcher that believes it runs as a systemd unit.
 fn under_systemd() -> Arc<Dispatcher> {
@@ -110,6 +111,15 @@ async fn b34_a_persist_spawn_runs_in_its_scope_and_a_failed_scope_stop_is_report
         info.note.as_deref().is_some_and(|n| n.contains(&unit)),
         "{info:?}"
     );
+    // The fake systemd-run records its argv when it runs, which may be after the
+    // spawn answered.
+    let unit_arg = format!("--unit herd-worker-{} ", info.session_id);
+    wait_until(
+        Duration::from_secs(10),
+        "systemd-run to record its argv",
+        || std::fs::read_to_string(&host.record).is_ok_and(|r| r.contains(&unit_arg)),
+    )
+    .await;
     let record = std::fs::read_to_string(&host.record).expect("systemd-run recorded its argv");
     assert!(
         record.contains(&format!(

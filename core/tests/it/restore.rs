@@ -575,8 +575,18 @@ async fn b27_a_spawn_is_checkpointed_redacted_before_it_answers_and_shutdown_emp
         i64::from(std::process::id()),
         "written by this process"
     );
-    let raw_file = std::fs::read_to_string(home.checkpoint_path()).expect("the file reads");
-    assert!(!raw_file.contains(GHP));
+    // Whichever file holds it now (its pending entry, or the full checkpoint once a
+    // write covered it), the secret is not on disk.
+    for path in [
+        home.checkpoint_path(),
+        store
+            .pending_path(info.session_id.as_str())
+            .expect("a valid id"),
+    ] {
+        if let Ok(raw) = std::fs::read_to_string(&path) {
+            assert!(!raw.contains(GHP), "{} holds the secret", path.display());
+        }
+    }
 
     // A finished session leaves the checkpoint.
     fx.registry
@@ -968,4 +978,100 @@ async fn b27_finished_sessions_leave_the_checkpoint_without_being_asked() {
     .await;
     fx.registry.shutdown().await;
     fx.assert_groups_gone().await;
+}
+
+/// The host that crashes right after a spawn answered: runs only as the child of
+/// `b27_an_answered_spawn_is_restored_though_no_full_checkpoint_was_written`.
+#[test]
+fn pending_child() {
+    if std::env::var(ROLE).ok().as_deref() != Some("pending-child") {
+        return;
+    }
+    let home = std::env::var(HOME_VAR).expect("the parent sets the home");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime starts");
+    runtime.block_on(async {
+        let registry =
+            Registry::new(Home::new(&home), RegistryConfig::default()).expect("inside a runtime");
+        let info = registry
+            .spawn(SpawnRequest {
+                command: "exec sleep 300".to_owned(),
+                owner_task_id: Some("o".to_owned()),
+                ..SpawnRequest::default()
+            })
+            .await
+            .expect("spawn succeeds");
+        say(&format!("spawned {} {}", info.session_id, info.pid));
+        std::future::pending::<()>().await;
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b27_an_answered_spawn_is_restored_though_no_full_checkpoint_was_written() {
+    use std::os::unix::fs::OpenOptionsExt;
+    let fx = Fixture::new();
+    let home = fx.home();
+    // Hold the checkpoint's writer lock, so the host cannot write processes.json at
+    // all: what restore finds is only what the spawn wrote before it answered.
+    let lock_file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(home.checkpoint_path().with_extension("json.lock"))
+        .expect("the lock file opens");
+    let lock = nix::fcntl::Flock::lock(lock_file, nix::fcntl::FlockArg::LockExclusive)
+        .map_err(|(_, e)| e)
+        .expect("the lock is free");
+    let (mut child, rx) = start_child("restore::pending_child", "pending-child", home.root());
+    let line = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the child reports its spawn within 60 s");
+    let mut words = line
+        .strip_prefix("spawned ")
+        .unwrap_or_else(|| panic!("unexpected child line {line:?}"))
+        .split(' ');
+    let id = words.next().expect("an id").to_owned();
+    let pid: i32 = words.next().and_then(|p| p.parse().ok()).expect("a pid");
+    child.0.kill().expect("SIGKILL the host");
+    child.0.wait().expect("reap the host");
+    assert!(
+        !home.checkpoint_path().exists(),
+        "the host wrote no full checkpoint while the lock was held"
+    );
+    drop(lock);
+
+    let report = fx.registry.restore().await.expect("the checkpoint loads");
+    assert_eq!(
+        report
+            .adopted
+            .iter()
+            .map(SessionId::as_str)
+            .collect::<Vec<_>>(),
+        [id.as_str()],
+        "{report:?}"
+    );
+    let poll = fx.registry.poll(&id).expect("the adopted session answers");
+    assert_eq!(poll.status, SessionStatus::Running);
+    assert_eq!(poll.pid, pid);
+    // Restore's own write covers the entry: no pending file is left behind.
+    let pending = CheckpointStore::new(&home)
+        .pending_path(&id)
+        .expect("a valid id");
+    assert!(!pending.exists(), "{} is left", pending.display());
+    let killed = fx
+        .registry
+        .kill(&id, KillSource::ProcessKill)
+        .await
+        .expect("the session exists");
+    assert_eq!(killed.status, KillStatus::Killed, "{killed:?}");
+    wait_until(
+        Duration::from_secs(10),
+        "the adopted group to be gone",
+        || group_members(pid).is_empty(),
+    )
+    .await;
 }

@@ -349,3 +349,110 @@ proptest::proptest! {
         }
     }
 }
+
+fn pending_names(home: &Home) -> Vec<String> {
+    let mut names: Vec<String> = match fs::read_dir(home.checkpoint_pending_dir()) {
+        Ok(listing) => listing
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    names.sort();
+    names
+}
+
+#[test]
+fn b27_a_pending_entry_loads_until_a_full_write_covers_it() {
+    let (_tmp, home) = home();
+    let store = CheckpointStore::new(&home);
+    let me = Writer::new(10, Some(77));
+    let a = record("proc_00000000000a", 101);
+    let b = record("proc_00000000000b", 102);
+    store.write_pending(&me, &a).expect("pending a");
+    store.write_pending(&me, &b).expect("pending b");
+    let loaded = store.load().expect("load");
+    assert_eq!(
+        ids(&loaded),
+        [(10, a.id.clone()), (10, b.id.clone())],
+        "pending entries load without any full checkpoint"
+    );
+    assert_eq!(loaded.entries[0].session, a, "every field survives");
+    let mode = fs::metadata(store.pending_path(&a.id).expect("path"))
+        .expect("pending file")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+
+    // A full write listing `a` supersedes its pending file; `b` (finished
+    // meanwhile) is removed by its writer once a write covered it.
+    store
+        .write_own(&me, std::slice::from_ref(&a))
+        .expect("full write");
+    assert_eq!(pending_names(&home), [format!("{}.json", b.id)]);
+    assert_eq!(store.remove_pending(&[b.id.as_str()]), 1);
+    assert_eq!(ids(&store.load().expect("load")), [(10, a.id.clone())]);
+    assert!(pending_names(&home).is_empty());
+}
+
+#[test]
+fn b27_the_full_entry_wins_over_a_pending_one_and_remove_takes_both() {
+    let (_tmp, home) = home();
+    let store = CheckpointStore::new(&home);
+    let old = Writer::new(10, Some(77));
+    let new = Writer::new(11, Some(78));
+    let mut handed = record("proc_00000000000a", 101);
+    store.write_pending(&old, &handed).expect("pending");
+    handed.owner_task_id = "parent".to_owned();
+    // Another writer lists it in full (a take-over); the full entry is the one loaded.
+    store
+        .write_own(&new, std::slice::from_ref(&handed))
+        .expect("full");
+    store
+        .write_pending(&old, &record("proc_00000000000a", 101))
+        .expect("stale pending");
+    let loaded = store.load().expect("load");
+    assert_eq!(ids(&loaded), [(11, handed.id.clone())]);
+    assert_eq!(loaded.entries[0].session.owner_task_id, "parent");
+
+    assert_eq!(store.remove(&[handed.id.as_str()]).expect("remove"), 1);
+    assert!(store.load().expect("load").entries.is_empty());
+    assert!(
+        pending_names(&home).is_empty(),
+        "remove takes the pending file too"
+    );
+}
+
+#[test]
+fn b27_an_unusable_pending_entry_is_removed_and_the_rest_still_load() {
+    let (_tmp, home) = home();
+    let store = CheckpointStore::new(&home);
+    let me = Writer::new(10, Some(77));
+    let good = record("proc_00000000000a", 101);
+    store.write_pending(&me, &good).expect("pending");
+    let dir = home.checkpoint_pending_dir();
+    // What a machine crash can leave: an empty file, and one for another id.
+    fs::write(dir.join("proc_00000000000b.json"), b"").expect("torn file");
+    let other = fs::read(store.pending_path(&good.id).expect("path")).expect("read");
+    fs::write(dir.join("proc_00000000000c.json"), &other).expect("misnamed file");
+    let loaded = store
+        .load()
+        .expect("an unusable pending file is not an error");
+    assert_eq!(ids(&loaded), [(10, good.id.clone())]);
+    assert_eq!(pending_names(&home), [format!("{}.json", good.id)]);
+}
+
+#[test]
+fn b27_pending_writes_never_create_a_home() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let home = Home::new(tmp.path().join("gone"));
+    let store = CheckpointStore::new(&home);
+    let err = store
+        .write_pending(&Writer::new(10, None), &record("proc_00000000000a", 101))
+        .expect_err("no home");
+    assert!(matches!(err, Error::HomeMissing { .. }), "{err}");
+    assert!(!home.root().exists());
+    let err = store
+        .write_pending(&Writer::new(10, None), &record("../escape", 101))
+        .expect_err("bad id");
+    assert!(matches!(err, Error::InvalidSessionId { .. }), "{err}");
+}
