@@ -1243,9 +1243,11 @@ impl Inner {
         self.expect_receipt(&s.id);
         self.prune(&mut tables);
         drop(tables);
+        // The receipt is queued before anyone can see the session done, so a
+        // `sync_durable` (shutdown's included) after a `wait` always covers it.
+        self.finished_durably(s);
         s.done.send_replace(true);
         self.finishes.send_modify(|n| *n += 1);
-        self.finished_durably(s);
         tracing::info!(session_id = %s.id, "session finished");
     }
 
