@@ -8,6 +8,8 @@
 //! Figures (one `herd-bench` line each, read by `cargo xtask bench`):
 //! - `cli.run_wait_roundtrip`: `herd run -- true` + `herd wait ID`, median, against
 //!   spawning and reaping `bash -c true` (target <= 2x);
+//! - `cli.client_start`: `herd --version` against `bash -c true`: the start-up of
+//!   one client process, the floor under every CLI figure (a round trip starts two);
 //! - `cli.notify_1000`: 1,000 separate `herd run --notify -- true` processes, then
 //!   every completion drained through `herd events` (target <= 3.8 s);
 //! - `cli.spawn_1000_one_connection`: 1,000 `spawn` requests on one socket
@@ -104,7 +106,7 @@ fn report(
     };
     let line = json!({
         "name": name, "unit": unit, "value": value, "baseline": base, "baseline_name": base_name,
-        "ratio": ratio, "target": target, "note": note,
+        "ratio": ratio, "target": (!target.is_empty()).then_some(target), "note": note,
     });
     println!("herd-bench {line}");
 }
@@ -139,6 +141,36 @@ fn run_wait_roundtrip() {
         Some((median(bash), "spawn and reap bash -c true")),
         "<= 2.0",
         "median of 40; two herd client processes per round trip",
+    );
+}
+
+fn client_start() {
+    let mut herd = Vec::new();
+    let mut bash = Vec::new();
+    for _ in 0..40 {
+        let start = Instant::now();
+        let status = raw_command(Path::new(HERD))
+            .arg("--version")
+            .stdout(Stdio::null())
+            .status()
+            .expect("herd --version");
+        herd.push(start.elapsed().as_secs_f64() * 1e3);
+        assert!(status.success());
+        let start = Instant::now();
+        let status = raw_command(Path::new("bash"))
+            .args(["-c", "true"])
+            .status()
+            .expect("bash");
+        bash.push(start.elapsed().as_secs_f64() * 1e3);
+        assert!(status.success());
+    }
+    report(
+        "cli.client_start",
+        "ms",
+        median(herd),
+        Some((median(bash), "spawn and reap bash -c true")),
+        "",
+        "median of 40; `herd --version`: exec, dynamic loading, argument parsing, no socket",
     );
 }
 
@@ -269,6 +301,7 @@ fn spawn_1000_and_rss() {
 
 fn main() {
     run_wait_roundtrip();
+    client_start();
     spawn_1000_and_rss();
     notify_1000();
 }
