@@ -137,6 +137,14 @@ const SOAK: &[SoakItem] = &[
         repeats: 1,
     },
     SoakItem {
+        what: "every answered spawn is re-adopted after a SIGKILL at a random moment, 100 crashes",
+        package: "herd-core",
+        target: &["--test", "it"],
+        filter: "restore::b28_every_answered_spawn_survives_a_sigkill_at_a_random_moment",
+        env: &[("HERD_SOAK_SPAWN_CYCLES", "100")],
+        repeats: 1,
+    },
+    SoakItem {
         what: "children started during the grace window leave no survivors (B15), 50 times",
         package: "herd-core",
         target: &["--lib"],

@@ -1075,3 +1075,111 @@ async fn b27_an_answered_spawn_is_restored_though_no_full_checkpoint_was_written
     )
     .await;
 }
+
+/// Cycles of `b28_every_answered_spawn_survives_a_sigkill_at_a_random_moment`:
+/// `HERD_SOAK_SPAWN_CYCLES`, else 3 (`cargo xtask soak` runs 100).
+fn spawn_cycles() -> usize {
+    std::env::var("HERD_SOAK_SPAWN_CYCLES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3)
+}
+
+/// The most sessions one spawning child starts.
+const SPAWNS_PER_CHILD: usize = 40;
+
+/// A host that spawns long sessions one after another, reporting each answer; runs
+/// only as the child of `b28_every_answered_spawn_survives_a_sigkill_at_a_random_moment`.
+#[test]
+fn spawn_child() {
+    if std::env::var(ROLE).ok().as_deref() != Some("spawn-child") {
+        return;
+    }
+    let home = std::env::var(HOME_VAR).expect("the parent sets the home");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime starts");
+    runtime.block_on(async {
+        let registry =
+            Registry::new(Home::new(&home), RegistryConfig::default()).expect("inside a runtime");
+        for _ in 0..SPAWNS_PER_CHILD {
+            let info = registry
+                .spawn(SpawnRequest {
+                    command: "exec sleep 300".to_owned(),
+                    owner_task_id: Some("o-spawn".to_owned()),
+                    ..SpawnRequest::default()
+                })
+                .await
+                .expect("spawn succeeds");
+            say(&format!("spawned {} {}", info.session_id, info.pid));
+        }
+        std::future::pending::<()>().await;
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b28_every_answered_spawn_survives_a_sigkill_at_a_random_moment() {
+    let fx = Fixture::new();
+    let home = fx.home();
+    let mut rng = fastrand::Rng::with_seed(0x05ee_db28);
+    let mut n_answered = 0;
+    for cycle in 0..spawn_cycles() {
+        let (mut child, rx) = start_child("restore::spawn_child", "spawn-child", home.root());
+        let mut answered: Vec<(String, i32)> = Vec::new();
+        let parse = |line: &str| -> (String, i32) {
+            let mut words = line
+                .strip_prefix("spawned ")
+                .unwrap_or_else(|| panic!("unexpected child line {line:?}"))
+                .split(' ');
+            let id = words.next().expect("an id").to_owned();
+            let pid = words.next().and_then(|p| p.parse().ok()).expect("a pid");
+            (id, pid)
+        };
+        let first = rx
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|_| panic!("cycle {cycle}: the child spawned nothing within 30 s"));
+        answered.push(parse(&first));
+        random_delay(&mut rng);
+        child.0.kill().expect("SIGKILL the host");
+        child.0.wait().expect("reap the host");
+        while let Ok(line) = rx.recv_timeout(Duration::from_secs(5)) {
+            answered.push(parse(&line));
+        }
+
+        let report = fx.registry.restore().await.expect("the checkpoint loads");
+        let adopted: HashSet<&str> = report.adopted.iter().map(SessionId::as_str).collect();
+        assert_eq!(
+            adopted.len(),
+            report.adopted.len(),
+            "cycle {cycle}: a session adopted twice: {report:?}"
+        );
+        for (id, _) in &answered {
+            assert!(
+                adopted.contains(id.as_str()),
+                "cycle {cycle}: answered spawn {id} was not re-adopted: {report:?}"
+            );
+        }
+        assert!(
+            report.closed_lost.is_empty() && report.closed_reused.is_empty(),
+            "cycle {cycle}: every session was alive: {report:?}"
+        );
+        n_answered += answered.len();
+        // Clean up before the next cycle: the adopted sessions die with their tree.
+        let n_killed = fx
+            .registry
+            .kill_all("o-spawn", &[], KillSource::ProcessKill)
+            .await;
+        assert_eq!(n_killed, report.adopted.len(), "cycle {cycle}");
+        for (_, pid) in &answered {
+            wait_until(
+                Duration::from_secs(10),
+                &format!("cycle {cycle}: group {pid} to be gone"),
+                || group_members(*pid).is_empty(),
+            )
+            .await;
+        }
+    }
+    assert!(n_answered >= spawn_cycles(), "{n_answered} spawns answered");
+}
