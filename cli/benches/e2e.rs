@@ -111,6 +111,19 @@ fn report(
     println!("herd-bench {line}");
 }
 
+/// One `bash -c true`, spawned and reaped, in milliseconds: the baseline of the
+/// per-command figures.
+fn bash_true_ms() -> f64 {
+    let start = Instant::now();
+    let status = raw_command(Path::new("bash"))
+        .args(["-c", "true"])
+        .status()
+        .expect("bash");
+    let elapsed = start.elapsed().as_secs_f64() * 1e3;
+    assert!(status.success());
+    elapsed
+}
+
 fn run_wait_roundtrip() {
     let home = Home::new("");
     home.out(&["ps"]); // autostart outside the measurement
@@ -126,13 +139,7 @@ fn run_wait_roundtrip() {
             .expect("wait");
         herd.push(start.elapsed().as_secs_f64() * 1e3);
         assert!(status.success());
-        let start = Instant::now();
-        let status = raw_command(Path::new("bash"))
-            .args(["-c", "true"])
-            .status()
-            .expect("bash");
-        bash.push(start.elapsed().as_secs_f64() * 1e3);
-        assert!(status.success());
+        bash.push(bash_true_ms());
     }
     report(
         "cli.run_wait_roundtrip",
@@ -156,13 +163,7 @@ fn client_start() {
             .expect("herd --version");
         herd.push(start.elapsed().as_secs_f64() * 1e3);
         assert!(status.success());
-        let start = Instant::now();
-        let status = raw_command(Path::new("bash"))
-            .args(["-c", "true"])
-            .status()
-            .expect("bash");
-        bash.push(start.elapsed().as_secs_f64() * 1e3);
-        assert!(status.success());
+        bash.push(bash_true_ms());
     }
     report(
         "cli.client_start",

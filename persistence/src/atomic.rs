@@ -114,9 +114,19 @@ pub(crate) fn is_missing(e: &io::Error) -> bool {
     )
 }
 
-/// Whether `file_name` is a temp file of an atomic write of some target.
-pub(crate) fn is_temp_name(file_name: &str) -> bool {
-    file_name.contains(TEMP_MARKER)
+/// The target a temp file belongs to (`<target>.tmp-<pid>-<n>`), or `None` when
+/// `file_name` is not a temp file.
+pub(crate) fn temp_target(file_name: &str) -> Option<&str> {
+    file_name.split_once(TEMP_MARKER).map(|(target, _)| target)
+}
+
+/// [`sweep_temps`] for each of `targets` (duplicates allowed).
+pub(crate) fn sweep_temps_of(dir: &Path, mut targets: Vec<String>, min_age: Option<Duration>) {
+    targets.sort();
+    targets.dedup();
+    for target in &targets {
+        sweep_temps(dir, target, min_age);
+    }
 }
 
 /// Removes temp files left by interrupted writes of `target` (a file name in

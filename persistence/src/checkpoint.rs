@@ -430,10 +430,8 @@ impl CheckpointStore {
         for item in listing.flatten() {
             let name = item.file_name();
             let Some(name) = name.to_str() else { continue };
-            if atomic::is_temp_name(name) {
-                if let Some((target, _)) = name.split_once(".tmp-") {
-                    temp_targets.push(target.to_owned());
-                }
+            if let Some(target) = atomic::temp_target(name) {
+                temp_targets.push(target.to_owned());
                 continue;
             }
             let Some(id) = name.strip_suffix(".json") else {
@@ -462,11 +460,7 @@ impl CheckpointStore {
                 }
             }
         }
-        temp_targets.sort();
-        temp_targets.dedup();
-        for target in &temp_targets {
-            atomic::sweep_temps(&dir, target, Some(PENDING_TEMP_AGE));
-        }
+        atomic::sweep_temps_of(&dir, temp_targets, Some(PENDING_TEMP_AGE));
         entries.sort_by(|a, b| a.session.id.cmp(&b.session.id));
         entries
     }

@@ -217,10 +217,8 @@ impl ReceiptStore {
             let entry = entry.map_err(prune_error)?;
             let name = entry.file_name();
             let Some(name) = name.to_str() else { continue };
-            if atomic::is_temp_name(name) {
-                if let Some((target, _)) = name.split_once(".tmp-") {
-                    temp_targets.push(target.to_owned());
-                }
+            if let Some(target) = atomic::temp_target(name) {
+                temp_targets.push(target.to_owned());
                 continue;
             }
             let Some(id) = name.strip_suffix(".json") else {
@@ -248,11 +246,7 @@ impl ReceiptStore {
             remove(path).map_err(prune_error)?;
             report.n_over_cap += 1;
         }
-        temp_targets.sort();
-        temp_targets.dedup();
-        for target in &temp_targets {
-            atomic::sweep_temps(&dir, target, Some(STALE_TEMP_AGE));
-        }
+        atomic::sweep_temps_of(&dir, temp_targets, Some(STALE_TEMP_AGE));
         if report != PruneReport::default() {
             tracing::debug!(
                 n_expired = report.n_expired,

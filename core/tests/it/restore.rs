@@ -127,19 +127,30 @@ fn completion_ids(events: &[Event]) -> Vec<String> {
     ids
 }
 
+/// The home a child host runs on when this test binary runs as `role`, or `None`
+/// when it runs as an ordinary test.
+fn child_home(role: &str) -> Option<String> {
+    (std::env::var(ROLE).ok().as_deref() == Some(role))
+        .then(|| std::env::var(HOME_VAR).expect("the parent sets the home"))
+}
+
+/// The runtime a child host runs its registry on.
+fn child_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime starts")
+}
+
 /// The crashing registry: runs only as the child of
 /// `b28_sigkilled_host_restarts_readopting_live_sessions_and_closing_dead_ones`.
 #[test]
 fn crash_child() {
-    if std::env::var(ROLE).ok().as_deref() != Some("crash-child") {
+    let Some(home) = child_home("crash-child") else {
         return;
-    }
-    let home = std::env::var(HOME_VAR).expect("the parent sets the home");
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a runtime starts");
+    };
+    let runtime = child_runtime();
     runtime.block_on(crash_child_main(home));
 }
 
@@ -820,15 +831,10 @@ const LEDGER_CYCLES: usize = 15;
 /// `b29_completions_survive_sigkill_cycles_and_are_never_delivered_twice`.
 #[test]
 fn ledger_child() {
-    if std::env::var(ROLE).ok().as_deref() != Some("ledger-child") {
+    let Some(home) = child_home("ledger-child") else {
         return;
-    }
-    let home = std::env::var(HOME_VAR).expect("the parent sets the home");
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a runtime starts");
+    };
+    let runtime = child_runtime();
     runtime.block_on(async move {
         let registry =
             Registry::new(Home::new(&home), RegistryConfig::default()).expect("inside a runtime");
@@ -984,15 +990,10 @@ async fn b27_finished_sessions_leave_the_checkpoint_without_being_asked() {
 /// `b27_an_answered_spawn_is_restored_though_no_full_checkpoint_was_written`.
 #[test]
 fn pending_child() {
-    if std::env::var(ROLE).ok().as_deref() != Some("pending-child") {
+    let Some(home) = child_home("pending-child") else {
         return;
-    }
-    let home = std::env::var(HOME_VAR).expect("the parent sets the home");
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a runtime starts");
+    };
+    let runtime = child_runtime();
     runtime.block_on(async {
         let registry =
             Registry::new(Home::new(&home), RegistryConfig::default()).expect("inside a runtime");
@@ -1092,15 +1093,10 @@ const SPAWNS_PER_CHILD: usize = 40;
 /// only as the child of `b28_every_answered_spawn_survives_a_sigkill_at_a_random_moment`.
 #[test]
 fn spawn_child() {
-    if std::env::var(ROLE).ok().as_deref() != Some("spawn-child") {
+    let Some(home) = child_home("spawn-child") else {
         return;
-    }
-    let home = std::env::var(HOME_VAR).expect("the parent sets the home");
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a runtime starts");
+    };
+    let runtime = child_runtime();
     runtime.block_on(async {
         let registry =
             Registry::new(Home::new(&home), RegistryConfig::default()).expect("inside a runtime");
