@@ -986,97 +986,6 @@ async fn b27_finished_sessions_leave_the_checkpoint_without_being_asked() {
     fx.assert_groups_gone().await;
 }
 
-/// The host that crashes right after a spawn answered: runs only as the child of
-/// `b27_an_answered_spawn_is_restored_though_no_full_checkpoint_was_written`.
-#[test]
-fn pending_child() {
-    let Some(home) = child_home("pending-child") else {
-        return;
-    };
-    let runtime = child_runtime();
-    runtime.block_on(async {
-        let registry =
-            Registry::new(Home::new(&home), RegistryConfig::default()).expect("inside a runtime");
-        let info = registry
-            .spawn(SpawnRequest {
-                command: "exec sleep 300".to_owned(),
-                owner_task_id: Some("o".to_owned()),
-                ..SpawnRequest::default()
-            })
-            .await
-            .expect("spawn succeeds");
-        say(&format!("spawned {} {}", info.session_id, info.pid));
-        std::future::pending::<()>().await;
-    });
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn b27_an_answered_spawn_is_restored_though_no_full_checkpoint_was_written() {
-    use std::os::unix::fs::OpenOptionsExt;
-    let fx = Fixture::new();
-    let home = fx.home();
-    // Hold the checkpoint's writer lock, so the host cannot write processes.json at
-    // all: what restore finds is only what the spawn wrote before it answered.
-    let lock_file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .mode(0o600)
-        .open(home.checkpoint_path().with_extension("json.lock"))
-        .expect("the lock file opens");
-    let lock = nix::fcntl::Flock::lock(lock_file, nix::fcntl::FlockArg::LockExclusive)
-        .map_err(|(_, e)| e)
-        .expect("the lock is free");
-    let (mut child, rx) = start_child("restore::pending_child", "pending-child", home.root());
-    let line = rx
-        .recv_timeout(Duration::from_secs(60))
-        .expect("the child reports its spawn within 60 s");
-    let mut words = line
-        .strip_prefix("spawned ")
-        .unwrap_or_else(|| panic!("unexpected child line {line:?}"))
-        .split(' ');
-    let id = words.next().expect("an id").to_owned();
-    let pid: i32 = words.next().and_then(|p| p.parse().ok()).expect("a pid");
-    child.0.kill().expect("SIGKILL the host");
-    child.0.wait().expect("reap the host");
-    assert!(
-        !home.checkpoint_path().exists(),
-        "the host wrote no full checkpoint while the lock was held"
-    );
-    drop(lock);
-
-    let report = fx.registry.restore().await.expect("the checkpoint loads");
-    assert_eq!(
-        report
-            .adopted
-            .iter()
-            .map(SessionId::as_str)
-            .collect::<Vec<_>>(),
-        [id.as_str()],
-        "{report:?}"
-    );
-    let poll = fx.registry.poll(&id).expect("the adopted session answers");
-    assert_eq!(poll.status, SessionStatus::Running);
-    assert_eq!(poll.pid, pid);
-    // Restore's own write covers the entry: no pending file is left behind.
-    let pending = CheckpointStore::new(&home)
-        .pending_path(&id)
-        .expect("a valid id");
-    assert!(!pending.exists(), "{} is left", pending.display());
-    let killed = fx
-        .registry
-        .kill(&id, KillSource::ProcessKill)
-        .await
-        .expect("the session exists");
-    assert_eq!(killed.status, KillStatus::Killed, "{killed:?}");
-    wait_until(
-        Duration::from_secs(10),
-        "the adopted group to be gone",
-        || group_members(pid).is_empty(),
-    )
-    .await;
-}
-
 /// Cycles of `b28_every_answered_spawn_survives_a_sigkill_at_a_random_moment`:
 /// `HERD_SOAK_SPAWN_CYCLES`, else 3 (`cargo xtask soak` runs 100).
 fn spawn_cycles() -> usize {
@@ -1090,14 +999,13 @@ fn spawn_cycles() -> usize {
 const SPAWNS_PER_CHILD: usize = 40;
 
 /// A host that spawns long sessions one after another, reporting each answer; runs
-/// only as the child of `b28_every_answered_spawn_survives_a_sigkill_at_a_random_moment`.
+/// only as the child of the two tests below.
 #[test]
 fn spawn_child() {
     let Some(home) = child_home("spawn-child") else {
         return;
     };
-    let runtime = child_runtime();
-    runtime.block_on(async {
+    child_runtime().block_on(async {
         let registry =
             Registry::new(Home::new(&home), RegistryConfig::default()).expect("inside a runtime");
         for _ in 0..SPAWNS_PER_CHILD {
@@ -1115,67 +1023,108 @@ fn spawn_child() {
     });
 }
 
+/// Runs a spawning host on `home`, SIGKILLs it once it answered a spawn and
+/// `before_kill` returned, and gives every spawn it answered: (id, pid).
+fn crash_a_spawning_host(home: &Path, before_kill: impl FnOnce()) -> Vec<(String, i32)> {
+    let (mut child, rx) = start_child("restore::spawn_child", "spawn-child", home);
+    let parse = |line: String| -> (String, i32) {
+        let mut words = line
+            .strip_prefix("spawned ")
+            .unwrap_or_else(|| panic!("unexpected child line {line:?}"))
+            .split(' ');
+        let id = words.next().expect("an id").to_owned();
+        let pid = words.next().and_then(|p| p.parse().ok()).expect("a pid");
+        (id, pid)
+    };
+    let first = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the host answers a spawn within 30 s");
+    let mut answered = vec![parse(first)];
+    before_kill();
+    child.0.kill().expect("SIGKILL the host");
+    child.0.wait().expect("reap the host");
+    while let Ok(line) = rx.recv_timeout(Duration::from_secs(5)) {
+        answered.push(parse(line));
+    }
+    answered
+}
+
+/// Restores, asserts every answered spawn was re-adopted once and none closed, then
+/// kills them all and waits for their groups to be gone.
+async fn assert_every_answered_spawn_adopted(fx: &Fixture, answered: &[(String, i32)]) {
+    let report = fx.registry.restore().await.expect("the checkpoint loads");
+    let adopted: HashSet<&str> = report.adopted.iter().map(SessionId::as_str).collect();
+    assert_eq!(
+        adopted.len(),
+        report.adopted.len(),
+        "a session adopted twice: {report:?}"
+    );
+    for (id, pid) in answered {
+        assert!(
+            adopted.contains(id.as_str()),
+            "answered spawn {id} was not re-adopted: {report:?}"
+        );
+        let poll = fx.registry.poll(id).expect("the adopted session answers");
+        assert_eq!((poll.status, poll.pid), (SessionStatus::Running, *pid));
+    }
+    assert!(
+        report.closed_lost.is_empty() && report.closed_reused.is_empty(),
+        "every session was alive: {report:?}"
+    );
+    let n_killed = fx
+        .registry
+        .kill_all("o-spawn", &[], KillSource::ProcessKill)
+        .await;
+    assert_eq!(n_killed, report.adopted.len());
+    for (_, pid) in answered {
+        wait_until(
+            Duration::from_secs(10),
+            &format!("group {pid} to be gone"),
+            || group_members(*pid).is_empty(),
+        )
+        .await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b27_an_answered_spawn_is_restored_though_no_full_checkpoint_was_written() {
+    use std::os::unix::fs::OpenOptionsExt;
+    let fx = Fixture::new();
+    let home = fx.home();
+    // Hold the checkpoint's writer lock, so the host cannot write processes.json at
+    // all: what restore finds is only what each spawn wrote before it answered.
+    let lock_file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(home.checkpoint_path().with_extension("json.lock"))
+        .expect("the lock file opens");
+    let lock = nix::fcntl::Flock::lock(lock_file, nix::fcntl::FlockArg::LockExclusive)
+        .map_err(|(_, e)| e)
+        .expect("the lock is free");
+    let answered = crash_a_spawning_host(home.root(), || {});
+    assert!(
+        !home.checkpoint_path().exists(),
+        "the host wrote no full checkpoint while the lock was held"
+    );
+    drop(lock);
+    assert_every_answered_spawn_adopted(&fx, &answered).await;
+    // Restore's own write covers the entries: no pending file is left behind.
+    let store = CheckpointStore::new(&home);
+    for (id, _) in &answered {
+        let pending = store.pending_path(id).expect("a valid id");
+        assert!(!pending.exists(), "{} is left", pending.display());
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn b28_every_answered_spawn_survives_a_sigkill_at_a_random_moment() {
     let fx = Fixture::new();
     let home = fx.home();
     let mut rng = fastrand::Rng::with_seed(0x05ee_db28);
-    let mut n_answered = 0;
-    for cycle in 0..spawn_cycles() {
-        let (mut child, rx) = start_child("restore::spawn_child", "spawn-child", home.root());
-        let mut answered: Vec<(String, i32)> = Vec::new();
-        let parse = |line: &str| -> (String, i32) {
-            let mut words = line
-                .strip_prefix("spawned ")
-                .unwrap_or_else(|| panic!("unexpected child line {line:?}"))
-                .split(' ');
-            let id = words.next().expect("an id").to_owned();
-            let pid = words.next().and_then(|p| p.parse().ok()).expect("a pid");
-            (id, pid)
-        };
-        let first = rx
-            .recv_timeout(Duration::from_secs(30))
-            .unwrap_or_else(|_| panic!("cycle {cycle}: the child spawned nothing within 30 s"));
-        answered.push(parse(&first));
-        random_delay(&mut rng);
-        child.0.kill().expect("SIGKILL the host");
-        child.0.wait().expect("reap the host");
-        while let Ok(line) = rx.recv_timeout(Duration::from_secs(5)) {
-            answered.push(parse(&line));
-        }
-
-        let report = fx.registry.restore().await.expect("the checkpoint loads");
-        let adopted: HashSet<&str> = report.adopted.iter().map(SessionId::as_str).collect();
-        assert_eq!(
-            adopted.len(),
-            report.adopted.len(),
-            "cycle {cycle}: a session adopted twice: {report:?}"
-        );
-        for (id, _) in &answered {
-            assert!(
-                adopted.contains(id.as_str()),
-                "cycle {cycle}: answered spawn {id} was not re-adopted: {report:?}"
-            );
-        }
-        assert!(
-            report.closed_lost.is_empty() && report.closed_reused.is_empty(),
-            "cycle {cycle}: every session was alive: {report:?}"
-        );
-        n_answered += answered.len();
-        // Clean up before the next cycle: the adopted sessions die with their tree.
-        let n_killed = fx
-            .registry
-            .kill_all("o-spawn", &[], KillSource::ProcessKill)
-            .await;
-        assert_eq!(n_killed, report.adopted.len(), "cycle {cycle}");
-        for (_, pid) in &answered {
-            wait_until(
-                Duration::from_secs(10),
-                &format!("cycle {cycle}: group {pid} to be gone"),
-                || group_members(*pid).is_empty(),
-            )
-            .await;
-        }
+    for _ in 0..spawn_cycles() {
+        let answered = crash_a_spawning_host(home.root(), || random_delay(&mut rng));
+        assert_every_answered_spawn_adopted(&fx, &answered).await;
     }
-    assert!(n_answered >= spawn_cycles(), "{n_answered} spawns answered");
 }
