@@ -17,14 +17,14 @@
 //! machine ends the session anyway); the next full write covers it and removes it.
 //! So a session whose spawn was answered is found by restore, and the answer does not
 //! wait for the disk. Should the pending entry fail, the spawn waits for the full
-//! write instead. A finish does not
-//! wait, and does not even ask at once: its removal rides on the next write anyone
-//! asks for, or on a write of its own 100 ms later, so a stream of short jobs costs
-//! one write per spawn instead of two (a crash before that write leaves an entry
-//! whose pid is gone, which restore closes, or whose receipt exists, which restore
-//! just drops). A failed write is
-//! logged at warn and the spawn still succeeds: the session runs, but would not be
-//! restored after a crash.
+//! write instead.
+//!
+//! A finish does not wait, and does not even ask at once: its removal rides on the
+//! next write anyone asks for, or on a write of its own 100 ms later, so a stream of
+//! short jobs costs one write per spawn instead of two (a crash before that write
+//! leaves an entry whose pid is gone, which restore closes, or whose receipt exists,
+//! which restore just drops). A failed write is logged at warn and the spawn still
+//! succeeds: the session runs, but would not be restored after a crash.
 //!
 //! The ledger: a queued completion is committed to `<home>/state.db` inside the choke
 //! point, before it is queued or broadcast. A failed commit is logged at error and the
@@ -82,10 +82,10 @@ const RECEIPT_BURST: usize = herd_persistence::MAX_RECEIPTS;
 /// Threads that write one burst of receipts.
 const RECEIPT_WRITERS: usize = 8;
 
-/// The note of an answer served from a receipt.
 /// How long a finish waits for another write to cover it before asking for its own.
 const FINISH_CHECKPOINT_DELAY: Duration = Duration::from_millis(100);
 
+/// The note of an answer served from a receipt.
 const RECEIPT_NOTE: &str = "answered from the durable result receipt: the session finished and is no longer in memory (pruned, or herd restarted); output is the redacted tail kept with the receipt";
 
 /// The note of a log page of a session only a receipt knows, paged from its log file.
