@@ -80,6 +80,50 @@ fn b27_fixture_v1_checkpoint_keeps_loading() {
     );
 }
 
+#[test]
+fn b27_fixture_v1_pending_entry_keeps_loading_beside_the_checkpoint() {
+    let (_tmp, home) = support::temp_home();
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    fs::copy(data.join("v1_checkpoint.json"), home.checkpoint_path())
+        .expect("copy the checkpoint fixture into the home");
+    let pending_dir = home.checkpoint_pending_dir();
+    fs::create_dir(&pending_dir).expect("the pending directory");
+    let pending = pending_dir.join("proc_00aa11bb22cc.json");
+    fs::copy(data.join("v1_pending_entry.json"), &pending)
+        .expect("copy the pending fixture into the home");
+    let loaded = CheckpointStore::new(&home)
+        .load()
+        .expect("load the v1 fixtures");
+    let ids: Vec<&str> = loaded
+        .entries
+        .iter()
+        .map(|e| e.session.id.as_str())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "proc_0123456789ab",
+            "proc_ba9876543210",
+            "proc_00aa11bb22cc"
+        ],
+        "the full checkpoint's entries, then the pending one"
+    );
+    let entry = &loaded.entries[2];
+    assert_eq!(entry.writer, Writer::new(4100, Some(88123)));
+    assert_eq!(
+        (entry.session.pid, entry.session.start_time),
+        (4300, Some(99050))
+    );
+    assert_eq!(entry.session.owner_task_id, "main");
+    assert!(entry.session.notify);
+    assert_eq!(entry.session.cwd.as_deref(), Some(Path::new("/home/u/api")));
+    // Loading never rewrites or removes a readable pending entry.
+    assert_eq!(
+        fs::read(&pending).expect("read back"),
+        fs::read(data.join("v1_pending_entry.json")).expect("read fixture")
+    );
+}
+
 /// Child entry: writes `ROUNDS` rounds of its own sessions once told to go.
 #[test]
 fn child_checkpoint_writer() {
