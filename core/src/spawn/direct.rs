@@ -16,7 +16,8 @@
 //!   `kill`, `pwd`, `export`, `time`, …), except `true`, `false` and `echo`, whose
 //!   programs behave like the builtins for such words;
 //! - the program resolves to an executable regular file that starts with an ELF or a
-//!   `#!` header (a header-less script is the shell's to interpret).
+//!   `#!` header naming an interpreter that exists (a header-less script is the
+//!   shell's to interpret, and a missing interpreter the shell's to report).
 //!
 //! Anything else, including a program that is not found, goes through the shell, which
 //! then reports its usual error (`command not found`, exit 127). The child gets `PWD`
@@ -197,14 +198,30 @@ fn is_executable_file(path: &Path) -> bool {
 }
 
 /// True for an executable regular file starting with an ELF or `#!` header.
+/// A `#!` script counts only when its interpreter is an executable file: otherwise
+/// the exec would fail with a bare "not found" for a file that is there, where the
+/// shell says "bad interpreter" and exits 126 or 127 as users expect.
 fn is_exec_image(path: &Path) -> bool {
     if !is_executable_file(path) {
         return false;
     }
-    let mut head = [0u8; 4];
-    std::fs::File::open(path)
-        .and_then(|mut f| f.read_exact(&mut head))
-        .is_ok_and(|()| head == *b"\x7fELF" || head.starts_with(b"#!"))
+    let mut head = [0u8; 256];
+    let Ok(n) = std::fs::File::open(path).and_then(|mut f| f.read(&mut head)) else {
+        return false;
+    };
+    let head = &head[..n];
+    if head.starts_with(b"\x7fELF") {
+        return true;
+    }
+    let Some(line) = head.strip_prefix(b"#!") else {
+        return false;
+    };
+    let line = line.split(|b| *b == b'\n').next().unwrap_or_default();
+    let interpreter = line
+        .split(|b| *b == b' ' || *b == b'\t')
+        .find(|w| !w.is_empty())
+        .and_then(|w| std::str::from_utf8(w).ok());
+    interpreter.is_some_and(|i| Path::new(i).is_absolute() && is_executable_file(Path::new(i)))
 }
 
 #[cfg(test)]

@@ -174,8 +174,15 @@ fn b1_path_search_matches_the_shell() {
     // A non-executable file earlier on PATH is skipped, as the shell skips it.
     write(&first.join("tool"), b"#!/bin/sh\necho first\n", 0o644);
     write(&second.join("tool"), b"#!/bin/sh\necho second\n", 0o755);
-    // A header-less script is interpreted by the shell, never exec'd directly.
+    // A header-less script is interpreted by the shell, never exec'd directly; so is
+    // one whose interpreter is missing (the shell reports "bad interpreter").
     write(&second.join("bare"), b"echo bare\n", 0o755);
+    write(
+        &second.join("orphan"),
+        b"#!/nonexistent/python9 -u\nprint(1)\n",
+        0o755,
+    );
+    write(&second.join("spaced"), b"#! /bin/sh\necho spaced\n", 0o755);
     let path = format!("{}:{}", first.display(), second.display());
     let env = env_with_path(&path);
     let cwd = dir.path();
@@ -183,6 +190,9 @@ fn b1_path_search_matches_the_shell() {
     let argv = direct_argv(&bash(), "tool x", &env, cwd).expect("found on PATH");
     assert_eq!(Path::new(&argv[0]), second.join("tool"));
     assert_eq!(direct_argv(&bash(), "bare", &env, cwd), None);
+    assert_eq!(direct_argv(&bash(), "orphan", &env, cwd), None);
+    let argv = direct_argv(&bash(), "spaced", &env, cwd).expect("`#! /bin/sh` is a script");
+    assert_eq!(Path::new(&argv[0]), second.join("spaced"));
 
     // A relative PATH entry is resolved by the shell against its cwd: left to it.
     let relative = env_with_path(&format!("bin:{}", second.display()));
