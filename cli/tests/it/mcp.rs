@@ -75,6 +75,24 @@ async fn call(client: &Mcp, tool: &'static str, args: Value) -> (Value, Vec<Stri
     (answer, texts[1..].to_vec(), result.is_error == Some(true))
 }
 
+/// The `process` tool's `action` on one session.
+async fn on_session(client: &Mcp, action: &str, id: &str) -> (Value, Vec<String>, bool) {
+    call(
+        client,
+        "process",
+        json!({"action": action, "session_id": id}),
+    )
+    .await
+}
+
+/// The `session_id` of a tool answer.
+fn session_id(answer: &Value) -> String {
+    answer["session_id"]
+        .as_str()
+        .expect("the answer names its session_id")
+        .to_owned()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mcp_lists_tools_runs_in_background_and_delivers_the_completion() {
     let env = Env::new();
@@ -92,10 +110,7 @@ async fn mcp_lists_tools_runs_in_background_and_delivers_the_completion() {
     .await;
     assert!(!is_error, "{started}");
     assert!(early.is_empty(), "nothing has finished yet: {early:?}");
-    let id = started["session_id"]
-        .as_str()
-        .expect("session_id")
-        .to_owned();
+    let id = session_id(&started);
     assert_eq!(started["notify_on_complete"], true);
 
     let (submitted, mut notices, _) = call(
@@ -236,27 +251,14 @@ async fn b24_a_foreground_command_past_its_window_moves_to_the_background() {
     .await;
     assert!(!is_error, "{answer}");
     assert_eq!(answer["status"], "running", "{answer}");
-    let id = answer["session_id"]
-        .as_str()
-        .expect("session_id")
-        .to_owned();
+    let id = session_id(&answer);
     assert!(
         answer["note"].as_str().is_some_and(|n| n.contains(&id)),
         "{answer}"
     );
-    let (polled, _, _) = call(
-        &client,
-        "process",
-        json!({"action": "poll", "session_id": id}),
-    )
-    .await;
+    let (polled, _, _) = on_session(&client, "poll", &id).await;
     assert_eq!(polled["status"], "running", "adopted, not killed: {polled}");
-    let (killed, _, _) = call(
-        &client,
-        "process",
-        json!({"action": "kill", "session_id": id}),
-    )
-    .await;
+    let (killed, _, _) = on_session(&client, "kill", &id).await;
     assert_eq!(killed["status"], "killed", "{killed}");
     client.cancel().await.expect("the client closes");
 }
@@ -273,21 +275,13 @@ async fn b20_mcp_notify_with_patterns_watches_the_output() {
     .await;
     assert!(!is_error, "{started}");
     assert_eq!(started["watch_patterns"], json!(["READY"]), "{started}");
-    let id = started["session_id"]
-        .as_str()
-        .expect("session_id")
-        .to_owned();
+    let id = session_id(&started);
     // The match may ride the start call's own result, or a later one.
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while !notices.iter().any(|n: &String| n.contains("READY"))
         && std::time::Instant::now() < deadline
     {
-        let (_, extra, _) = call(
-            &client,
-            "process",
-            json!({"action": "poll", "session_id": id}),
-        )
-        .await;
+        let (_, extra, _) = on_session(&client, "poll", &id).await;
         notices.extend(extra);
     }
     assert!(
@@ -296,12 +290,7 @@ async fn b20_mcp_notify_with_patterns_watches_the_output() {
             .any(|n| n.contains(&id) && n.contains("READY")),
         "the watch match is rendered for the agent: {notices:?}"
     );
-    let (killed, _, _) = call(
-        &client,
-        "process",
-        json!({"action": "kill", "session_id": id}),
-    )
-    .await;
+    let (killed, _, _) = on_session(&client, "kill", &id).await;
     assert_eq!(killed["status"], "killed", "{killed}");
     client.cancel().await.expect("the client closes");
 }
@@ -320,10 +309,7 @@ async fn b25_mcp_handoff_needs_a_parent_and_then_moves_the_session() {
         started["dispatch"], "in_process",
         "not under systemd: {started}"
     );
-    let id = started["session_id"]
-        .as_str()
-        .expect("session_id")
-        .to_owned();
+    let id = session_id(&started);
     let (answer, _, is_error) = call(
         &orphan,
         "process",

@@ -249,9 +249,10 @@ impl Registry {
     }
 
     /// Writes the checkpoint of the running sessions now and waits until every result
-    /// receipt queued so far is stored. Spawns already wait for the checkpoint write
-    /// that covers them; this is for a host that wants a durable point (shutdown, a
-    /// test, a backup).
+    /// receipt queued so far is stored. A spawn answers once its pending checkpoint
+    /// entry is written (enough for restore after a crash of the host process); this
+    /// is for a host that wants a point that is durable on disk too (shutdown, a test,
+    /// a backup).
     ///
     /// # Errors
     /// [`Error::Home`] when the checkpoint cannot be written.
