@@ -239,24 +239,14 @@ fn base_command(launch: &Launch<'_>) -> io::Result<std::process::Command> {
     Ok(cmd)
 }
 
-/// `program` as an absolute path found on the child's `PATH`, or unchanged when it
-/// already names a path or is not found (the OS then reports the error).
+/// `program` as an absolute path found on the child's `PATH` the way the shell finds
+/// it, or unchanged when it already names a path or is not found that way (std then
+/// searches itself, and the OS reports a missing program).
 fn resolve_program(program: &str, env: &BTreeMap<OsString, OsString>) -> std::path::PathBuf {
-    use std::os::unix::fs::PermissionsExt;
     if program.contains('/') {
         return program.into();
     }
-    let path = env
-        .get(&OsString::from("PATH"))
-        .cloned()
-        .unwrap_or_default();
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(program))
-        .find(|candidate| {
-            std::fs::metadata(candidate)
-                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
-        .unwrap_or_else(|| program.into())
+    direct::find_on_path(program, env).unwrap_or_else(|| program.into())
 }
 
 /// Raises a pipe's kernel buffer to 1 MiB once a session proves chatty; idle sessions

@@ -345,8 +345,15 @@ impl Inner {
             Err(error) => Err(error),
         };
         if written.is_ok() {
-            let ids: Vec<&str> = covered.iter().map(String::as_str).collect();
-            self.durable.checkpoint.remove_pending(&ids);
+            // `write_own` already removed the entries of the sessions it lists; what
+            // is left are the sessions that finished meanwhile.
+            let listed: HashSet<&str> = records.iter().map(|r| r.id.as_str()).collect();
+            let finished: Vec<&str> = covered
+                .iter()
+                .map(String::as_str)
+                .filter(|id| !listed.contains(id))
+                .collect();
+            self.durable.checkpoint.remove_pending(&finished);
         } else {
             lock(&self.durable.pending_ids).extend(covered);
         }

@@ -178,7 +178,7 @@ fn is_plain_byte(b: u8) -> bool {
 /// The file the shell's `PATH` search would pick: the first executable regular file
 /// named `name`. `None` when a `PATH` entry is relative (a shell resolves those
 /// against its working directory; left to it) or nothing is found.
-fn find_on_path(name: &str, env: &BTreeMap<OsString, OsString>) -> Option<PathBuf> {
+pub(super) fn find_on_path(name: &str, env: &BTreeMap<OsString, OsString>) -> Option<PathBuf> {
     let path = env.get(&OsString::from("PATH"))?;
     for dir in std::env::split_paths(path) {
         if !dir.is_absolute() {
