@@ -96,6 +96,7 @@ fn record(home: &Home, i: usize, pid: i32, start: Option<u64>) -> SessionRecord 
         log_path: home.session_log_path(&id),
         cwd: None,
         started_at: now_secs(),
+        shim: None,
         id,
     }
 }

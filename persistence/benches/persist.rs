@@ -56,6 +56,7 @@ fn session(n: usize) -> SessionRecord {
         log_path: PathBuf::from(format!("/home/user/.herd/logs/sessions/proc_{n:012x}.log")),
         cwd: Some(PathBuf::from("/home/user/projects/app")),
         started_at: 1_790_000_000.0 + n as f64,
+        shim: None,
     }
 }
 

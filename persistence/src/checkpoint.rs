@@ -123,6 +123,22 @@ pub struct SessionRecord {
     pub cwd: Option<PathBuf>,
     /// Wall-clock spawn time, unix seconds.
     pub started_at: f64,
+    /// The supervisor process that owns the job, when one does (absent in checkpoints
+    /// of daemons that held jobs themselves).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shim: Option<ShimRef>,
+}
+
+/// The supervisor process (shim) a checkpointed session runs under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShimRef {
+    /// The shim's pid.
+    pub pid: i32,
+    /// Field 22 of the shim's `/proc/<pid>/stat`.
+    #[serde(default)]
+    pub start_time: Option<u64>,
+    /// The socket protocol it speaks.
+    pub protocol: u32,
 }
 
 /// The process that wrote a checkpoint entry.

@@ -155,6 +155,16 @@ pub enum Error {
         #[source]
         source: serde_json::Error,
     },
+    /// A shim record could not be written, or its directory removed.
+    #[error("failed to write the supervisor record {path}; check free space and that the home is writable")]
+    ShimRecordWrite {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A shim record exists but cannot be read.
+    #[error("supervisor record {path} is unreadable: {detail}")]
+    ShimRecordRead { path: PathBuf, detail: String },
     /// The results directory could not be listed or pruned.
     #[error("failed to prune result receipts in {dir}")]
     ReceiptPrune {

@@ -85,6 +85,11 @@ impl Home {
         self.root.join("run")
     }
 
+    /// `<home>/run/shims`: one directory per session supervisor (socket and records).
+    pub fn shims_dir(&self) -> PathBuf {
+        self.run_dir().join("shims")
+    }
+
     /// `<home>/run/herd.sock`: the daemon's socket.
     pub fn socket_path(&self) -> PathBuf {
         self.run_dir().join("herd.sock")

@@ -17,10 +17,11 @@ mod error;
 mod home;
 mod ledger;
 mod receipts;
+mod shim;
 
 pub use checkpoint::{
     CHECKPOINT_VERSION, CheckpointEntry, CheckpointProblem, CheckpointStore, Loaded, Mode,
-    MovedAside, SessionRecord, Writer, parse_stat_start_time,
+    MovedAside, SessionRecord, ShimRef, Writer, parse_stat_start_time,
 };
 pub use error::{Error, LedgerCause};
 pub use home::Home;
@@ -29,3 +30,4 @@ pub use receipts::{
     MAX_RECEIPT_OUTPUT_CHARS, MAX_RECEIPTS, PruneReport, RECEIPT_RETENTION, RECEIPT_VERSION,
     ReceiptStore, ResultReceipt,
 };
+pub use shim::{ExitRecord, SHIM_RECORD_VERSION, ShimDir, ShimInfo, shim_session_ids};

@@ -114,6 +114,7 @@ fn record(home: &Home, id: &str, pid: i32, start_time: Option<u64>) -> SessionRe
             .duration_since(UNIX_EPOCH)
             .expect("after the epoch")
             .as_secs_f64(),
+        shim: None,
     }
 }
 

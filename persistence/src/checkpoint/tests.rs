@@ -23,6 +23,7 @@ fn record(id: &str, pid: i32) -> SessionRecord {
         log_path: PathBuf::from(format!("/h/logs/sessions/{id}.log")),
         cwd: Some(PathBuf::from("/work")),
         started_at: 1_790_000_000.5,
+        shim: None,
     }
 }
 
@@ -322,6 +323,11 @@ fn arb_record() -> impl proptest::strategy::Strategy<Value = SessionRecord> {
                 log_path: PathBuf::from(log),
                 cwd: cwd.map(PathBuf::from),
                 started_at,
+                shim: (pid % 2 == 0).then_some(ShimRef {
+                    pid: pid + 1,
+                    start_time,
+                    protocol: 1,
+                }),
             }
         })
 }

@@ -31,6 +31,7 @@ fn record(id: String) -> SessionRecord {
         persist_on_release: false,
         cwd: None,
         started_at: 1.0,
+        shim: None,
     }
 }
 

@@ -87,6 +87,7 @@ fn session(n: u32) -> SessionRecord {
         log_path: PathBuf::from(format!("/h/logs/sessions/proc_{n:012x}.log")),
         cwd: None,
         started_at: 1.0,
+        shim: None,
     }
 }
 

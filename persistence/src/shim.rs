@@ -1,0 +1,255 @@
+//! The on-disk side of a session's supervisor process (the shim): its directory
+//! `<home>/run/shims/<id>/`, the info record the shim writes once its job runs, and the
+//! exit record it writes before it closes the job's log.
+//!
+//! These two records are the frozen part of the shim contract: whatever protocol a
+//! shim speaks on its socket, a daemon of any later version can read `info.json`
+//! (which process to stop) and `exit.json` (how the job ended). Both are JSON with a
+//! `version` field; readers accept every version up to [`SHIM_RECORD_VERSION`] and
+//! ignore unknown fields.
+//!
+//! Writes are atomic for every process (temp file, rename) but not fsynced: the records
+//! must survive a crash of any herd process, and a crash of the machine ends the job
+//! anyway, so restore then closes it as lost.
+//!
+//! Invariant: the directory is 0700 and every file in it 0600 from the moment it is
+//! opened; the socket the shim binds there is reachable only through that directory.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::checkpoint::Mode;
+use crate::{Error, Home, atomic};
+
+/// The version of `info.json` and `exit.json` this crate writes.
+pub const SHIM_RECORD_VERSION: u32 = 1;
+
+/// What a shim writes once its job has started.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShimInfo {
+    /// Format version of this record.
+    pub version: u32,
+    /// The socket protocol the shim speaks.
+    pub protocol: u32,
+    /// The shim's own pid.
+    pub shim_pid: i32,
+    /// Field 22 of the shim's `/proc/<pid>/stat`.
+    #[serde(default)]
+    pub shim_start_time: Option<u64>,
+    /// The job's pid (the leader of its process group).
+    pub pid: i32,
+    /// The job's process group.
+    pub pgid: i32,
+    /// Field 22 of the job's `/proc/<pid>/stat`.
+    #[serde(default)]
+    pub start_time: Option<u64>,
+    /// Pipe or PTY.
+    pub mode: Mode,
+}
+
+/// How a job ended, as its shim collected it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExitRecord {
+    /// Format version of this record.
+    pub version: u32,
+    /// The exit code, when the job exited.
+    #[serde(default)]
+    pub code: Option<i32>,
+    /// The signal, when a signal ended it.
+    #[serde(default)]
+    pub signal: Option<i32>,
+    /// When the shim finished with the job, unix milliseconds.
+    pub finished_at_ms: u64,
+    /// Every byte the shim ingested (after PTY-query and noise stripping).
+    #[serde(default)]
+    pub total_ingested: u64,
+    /// Bytes that are not in the log (its cap was reached or a write failed).
+    #[serde(default)]
+    pub bytes_not_kept: u64,
+    /// Members of the job's process group still alive when output stopped without
+    /// end-of-file.
+    #[serde(default)]
+    pub descendants_alive: Vec<i32>,
+}
+
+/// One session's shim directory under `<home>/run/shims/`.
+#[derive(Debug, Clone)]
+pub struct ShimDir {
+    dir: PathBuf,
+}
+
+impl ShimDir {
+    /// The directory of session `session_id`'s shim; nothing is created.
+    ///
+    /// # Errors
+    /// [`Error::InvalidSessionId`] when the id could escape the shims directory.
+    pub fn new(home: &Home, session_id: &str) -> Result<ShimDir, Error> {
+        let valid = session_id.starts_with("proc_")
+            && session_id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_');
+        if !valid {
+            return Err(Error::InvalidSessionId {
+                id: session_id.to_owned(),
+            });
+        }
+        Ok(ShimDir {
+            dir: home.shims_dir().join(session_id),
+        })
+    }
+
+    /// A shim directory at an explicit path (the shim itself is told its path).
+    pub fn at(dir: PathBuf) -> ShimDir {
+        ShimDir { dir }
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The shim's socket.
+    pub fn socket_path(&self) -> PathBuf {
+        self.dir.join("sock")
+    }
+
+    /// The info record.
+    pub fn info_path(&self) -> PathBuf {
+        self.dir.join("info.json")
+    }
+
+    /// The exit record.
+    pub fn exit_path(&self) -> PathBuf {
+        self.dir.join("exit.json")
+    }
+
+    /// Creates the directory (0700, parents too) under `home`, empty: a leftover of an
+    /// earlier session with the same id is removed first.
+    ///
+    /// # Errors
+    /// What [`Home::ensure_dir`] returns, or [`Error::CreateDir`] when a leftover
+    /// cannot be removed.
+    pub fn create(&self, home: &Home) -> Result<(), Error> {
+        match fs::remove_dir_all(&self.dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(source) => {
+                return Err(Error::CreateDir {
+                    path: self.dir.clone(),
+                    source,
+                });
+            }
+        }
+        home.ensure_dir(&self.dir)?;
+        home.secure_dir(&home.shims_dir())?;
+        Ok(())
+    }
+
+    /// Writes the info record.
+    ///
+    /// # Errors
+    /// [`Error::ShimRecordWrite`] naming the file.
+    pub fn write_info(&self, info: &ShimInfo) -> Result<(), Error> {
+        write_record(&self.info_path(), info)
+    }
+
+    /// Writes the exit record.
+    ///
+    /// # Errors
+    /// [`Error::ShimRecordWrite`] naming the file.
+    pub fn write_exit(&self, exit: &ExitRecord) -> Result<(), Error> {
+        write_record(&self.exit_path(), exit)
+    }
+
+    /// The info record, `None` when there is none.
+    ///
+    /// # Errors
+    /// [`Error::ShimRecordRead`] when it exists but cannot be read or parsed, or is of
+    /// a newer format.
+    pub fn read_info(&self) -> Result<Option<ShimInfo>, Error> {
+        read_record(&self.info_path(), |r: &ShimInfo| r.version)
+    }
+
+    /// The exit record, `None` when the shim has not written one.
+    ///
+    /// # Errors
+    /// As [`ShimDir::read_info`].
+    pub fn read_exit(&self) -> Result<Option<ExitRecord>, Error> {
+        read_record(&self.exit_path(), |r: &ExitRecord| r.version)
+    }
+
+    /// Removes the directory and everything in it; a missing one is fine.
+    ///
+    /// # Errors
+    /// [`Error::ShimRecordWrite`] when it cannot be removed.
+    pub fn remove(&self) -> Result<(), Error> {
+        match fs::remove_dir_all(&self.dir) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(source) => Err(Error::ShimRecordWrite {
+                path: self.dir.clone(),
+                source,
+            }),
+        }
+    }
+}
+
+/// The session ids that have a shim directory under `home`.
+pub fn shim_session_ids(home: &Home) -> Vec<String> {
+    let Ok(entries) = fs::read_dir(home.shims_dir()) else {
+        return Vec::new();
+    };
+    let mut ids: Vec<String> = entries
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|name| name.starts_with("proc_"))
+        .collect();
+    ids.sort();
+    ids
+}
+
+fn write_record<T: Serialize>(path: &Path, record: &T) -> Result<(), Error> {
+    let bytes = serde_json::to_vec(record).map_err(|e| Error::ShimRecordWrite {
+        path: path.to_path_buf(),
+        source: io::Error::other(e),
+    })?;
+    atomic::write_visible(path, &bytes).map_err(|source| Error::ShimRecordWrite {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+fn read_record<T: for<'de> Deserialize<'de>>(
+    path: &Path,
+    version: impl Fn(&T) -> u32,
+) -> Result<Option<T>, Error> {
+    let bytes = match fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => {
+            return Err(Error::ShimRecordRead {
+                path: path.to_path_buf(),
+                detail: source.to_string(),
+            });
+        }
+    };
+    let record: T = serde_json::from_slice(&bytes).map_err(|e| Error::ShimRecordRead {
+        path: path.to_path_buf(),
+        detail: e.to_string(),
+    })?;
+    let v = version(&record);
+    if v > SHIM_RECORD_VERSION {
+        return Err(Error::ShimRecordRead {
+            path: path.to_path_buf(),
+            detail: format!(
+                "record version {v} is newer than this herd's {SHIM_RECORD_VERSION}; upgrade herd"
+            ),
+        });
+    }
+    Ok(Some(record))
+}
+
+#[cfg(test)]
+mod tests;
