@@ -72,6 +72,8 @@ pub(crate) enum Command {
     Submit(StdinArgs),
     /// Close a session's stdin (EOF).
     Close(IdArgs),
+    /// Set a PTY session's terminal size (the program gets SIGWINCH).
+    Resize(ResizeArgs),
     /// Take the owner's pending notifications (completions, heartbeats, watch matches).
     ///
     /// Each notification is delivered to exactly one `events` call. Prints one JSON
@@ -93,7 +95,10 @@ pub(crate) enum Command {
     /// Clients start one automatically when none answers; you rarely need this.
     Serve(ServeArgs),
     /// Stop the daemon of this home; running sessions are killed as host_shutdown.
-    Shutdown(JsonFlag),
+    ///
+    /// With --keep-jobs the daemon detaches instead: every job keeps running under
+    /// its supervisor and the next daemon re-attaches it (as after SIGTERM).
+    Shutdown(ShutdownArgs),
     /// Run an MCP server on stdio exposing the `terminal` and `process` tools.
     ///
     /// One server process is one owner: every session it starts belongs to --owner,
@@ -265,6 +270,33 @@ pub(crate) struct StdinArgs {
     /// The text to write.
     pub(crate) text: String,
     /// Print the answer as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// `herd resize`.
+#[derive(Debug, Args)]
+pub(crate) struct ResizeArgs {
+    /// The session id, or a unique prefix.
+    pub(crate) id: String,
+    /// Rows (1 to 10000).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=10_000))]
+    pub(crate) rows: u16,
+    /// Columns (1 to 10000).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=10_000))]
+    pub(crate) cols: u16,
+    /// Print the answer as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// `herd shutdown`.
+#[derive(Debug, Args)]
+pub(crate) struct ShutdownArgs {
+    /// Leave every job running under its supervisor; the next daemon re-attaches.
+    #[arg(long)]
+    pub(crate) keep_jobs: bool,
+    /// Print machine-readable JSON instead of text.
     #[arg(long)]
     pub(crate) json: bool,
 }

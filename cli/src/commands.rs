@@ -415,6 +415,18 @@ pub(crate) async fn close(home: &Home, args: IdArgs) -> anyhow::Result<()> {
     stdin_answer(&answer, args.json)
 }
 
+/// `herd resize ID --rows R --cols C`.
+pub(crate) async fn resize(home: &Home, args: crate::args::ResizeArgs) -> anyhow::Result<()> {
+    let mut client = Client::connect(home).await?;
+    let answer = client
+        .request(
+            "resize",
+            json!({"id": args.id, "rows": args.rows, "cols": args.cols}),
+        )
+        .await?;
+    stdin_answer(&answer, args.json)
+}
+
 /// Prints a stdin answer; exits 1 unless it is `ok`.
 fn stdin_answer(answer: &Value, json: bool) -> anyhow::Result<()> {
     if json {
@@ -496,7 +508,7 @@ pub(crate) async fn handoff(home: &Home, args: HandoffArgs) -> anyhow::Result<()
 }
 
 /// `herd shutdown`: stops the daemon and waits until it has gone.
-pub(crate) async fn shutdown(home: &Home, json: bool) -> anyhow::Result<()> {
+pub(crate) async fn shutdown(home: &Home, json: bool, keep_jobs: bool) -> anyhow::Result<()> {
     let Some(mut client) = Client::try_connect(home).await? else {
         if json {
             output::json_line(&json!({"status": "not_running"}))?;
@@ -509,13 +521,23 @@ pub(crate) async fn shutdown(home: &Home, json: bool) -> anyhow::Result<()> {
         return Ok(());
     };
     let pid = client.hello.pid;
-    client.request("shutdown", json!({})).await?;
+    let params = if keep_jobs {
+        json!({"keep_jobs": true})
+    } else {
+        json!({})
+    };
+    client.request("shutdown", params).await?;
     // The daemon keeps this connection open until its process ends.
     while let Ok(Some(_)) = client.next_message().await {}
+    let jobs = if keep_jobs { "kept" } else { "killed" };
     if json {
-        output::json_line(&json!({"status": "stopped", "pid": pid}))?;
+        output::json_line(&json!({"status": "stopped", "pid": pid, "jobs": jobs}))?;
+    } else if keep_jobs {
+        output::line(&format!(
+            "daemon stopped (pid {pid}); its jobs keep running and the next daemon re-attaches them"
+        ))?;
     } else {
-        output::line(&format!("daemon stopped (pid {pid})"))?;
+        output::line(&format!("daemon stopped (pid {pid}); its jobs were killed"))?;
     }
     Ok(())
 }

@@ -81,6 +81,17 @@ pub(crate) enum Notifications {
     Off,
 }
 
+/// Who holds a session's job.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Supervisor {
+    /// A `herd-shim` process per session that outlives the daemon.
+    #[default]
+    Shim,
+    /// The daemon itself: jobs end when the daemon ends.
+    InProcess,
+}
+
 /// The `[plugins]` table.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -122,6 +133,11 @@ pub(crate) struct Config {
     /// Exec a command line of plain words (`cargo test -p x`) directly instead of
     /// through `bash -c`, which would exec the same program after its own start-up.
     pub(crate) direct_exec: bool,
+    /// Who holds each job: `shim` (a supervisor process per session that outlives
+    /// the daemon) or `in_process` (jobs end with the daemon).
+    pub(crate) supervisor: Supervisor,
+    /// The `herd-shim` program; by default the one installed beside `herd`.
+    pub(crate) shim_path: Option<PathBuf>,
 }
 
 impl Default for Config {
@@ -140,11 +156,31 @@ impl Default for Config {
             require_restart_safe_scope: false,
             worker_memory_max_bytes: None,
             direct_exec: true,
+            supervisor: Supervisor::Shim,
+            shim_path: None,
         }
     }
 }
 
 impl Config {
+    /// The shim program sessions run under, `None` when jobs run in-process
+    /// (configured so, or no `herd-shim` beside `herd` and none configured).
+    pub(crate) fn shim_program(&self) -> Option<PathBuf> {
+        if self.supervisor == Supervisor::InProcess {
+            return None;
+        }
+        let path = match &self.shim_path {
+            Some(path) => path.clone(),
+            None => std::env::current_exe().ok()?.with_file_name("herd-shim"),
+        };
+        if path.is_file() {
+            Some(path)
+        } else {
+            tracing::warn!(path = %path.display(), "herd-shim not found; jobs run inside the daemon and end with it (install herd-shim beside herd, or set shim_path)");
+            None
+        }
+    }
+
     /// Parses config text; `path` only names the file in errors.
     ///
     /// # Errors

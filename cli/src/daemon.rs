@@ -13,9 +13,12 @@
 //!
 //! Every connection's peer uid is checked (SO_PEERCRED) before a byte is read.
 //!
-//! SIGTERM, SIGINT and the `shutdown` method all end the same way: stop
-//! accepting, `Registry::shutdown` (sessions die as `host_shutdown`, B17), remove
-//! the socket and pid file, exit 0.
+//! How it ends: SIGTERM and SIGINT (a `systemctl stop` or `restart`, an upgrade, a
+//! Ctrl-C of `herd serve`) detach: supervised jobs keep running under their shims and
+//! the next daemon re-attaches them. The `shutdown` method kills every session as
+//! `host_shutdown` (B17), unless it asks `keep_jobs`, which detaches too. Either way
+//! the daemon stops accepting, writes the checkpoint, removes the socket and pid
+//! file, and exits 0.
 
 mod connection;
 mod methods;
@@ -33,7 +36,7 @@ use tokio::sync::Notify;
 use crate::client::check_socket_path;
 use crate::config::{Config, create_home};
 use crate::exit::{Code, Failure};
-pub(crate) use methods::State;
+pub(crate) use methods::{Ending, State};
 
 /// Runs the daemon for `home` until it is told to stop.
 ///
@@ -147,7 +150,7 @@ async fn run(home: Home, config: Config, detached: bool) -> anyhow::Result<()> {
     let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
         .context("failed to install the SIGINT handler")?;
     let uid = nix::unistd::getuid().as_raw();
-    loop {
+    let ending = loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
@@ -156,14 +159,17 @@ async fn run(home: Home, config: Config, detached: bool) -> anyhow::Result<()> {
                 }
                 Err(err) => tracing::warn!(error = %err, "accept failed"),
             },
-            _ = sigterm.recv() => { tracing::info!("SIGTERM received"); break; }
-            _ = sigint.recv() => { tracing::info!("SIGINT received"); break; }
-            () = stop.notified() => { tracing::info!("shutdown requested"); break; }
+            _ = sigterm.recv() => { tracing::info!("SIGTERM received; detaching"); break Ending::Detach; }
+            _ = sigint.recv() => { tracing::info!("SIGINT received; detaching"); break Ending::Detach; }
+            () = stop.notified() => {
+                tracing::info!("shutdown requested");
+                break if state.keeps_jobs() { Ending::Detach } else { Ending::KillJobs };
+            }
         }
-    }
+    };
     drop(listener);
     let _ = std::fs::remove_file(&socket);
-    state.shutdown().await;
+    state.end(ending).await;
     let _ = std::fs::remove_file(&pid_path);
     tracing::info!("daemon stopped");
     Ok(())

@@ -141,7 +141,8 @@ async fn client_command(home: herd_persistence::Home, command: Command) -> anyho
         Command::Events(args) => commands::events(&home, args).await,
         Command::Handoff(args) => commands::handoff(&home, args).await,
         Command::Doctor(args) => doctor::run(&home, args.json).await,
-        Command::Shutdown(args) => commands::shutdown(&home, args.json).await,
+        Command::Shutdown(args) => commands::shutdown(&home, args.json, args.keep_jobs).await,
+        Command::Resize(args) => commands::resize(&home, args).await,
         Command::Completions(_)
         | Command::Man
         | Command::Serve(_)

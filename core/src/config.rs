@@ -83,6 +83,12 @@ pub struct RegistryConfig {
     /// A `persist_on_release` spawn that cannot get a scope fails with
     /// [`crate::DispatchError::ScopeUnavailable`] instead of degrading (B34).
     pub require_restart_safe_scope: bool,
+    /// The session supervisor program (the `herd-shim` binary). With `Some`, every
+    /// session runs under a shim process of its own that outlives this registry: a
+    /// crash or restart of the host leaves jobs running, and the next registry on
+    /// the home re-attaches in [`crate::Registry::restore`]. `None` (the default, for
+    /// embedders) runs sessions in-process; they end with the host.
+    pub shim: Option<PathBuf>,
 }
 
 impl Default for RegistryConfig {
@@ -107,6 +113,7 @@ impl Default for RegistryConfig {
             pty_unavailable: false,
             dispatcher: None,
             require_restart_safe_scope: false,
+            shim: None,
         }
     }
 }

@@ -56,6 +56,7 @@ mod output;
 mod reader;
 mod registry;
 mod session;
+pub mod shim;
 mod spawn;
 mod sys;
 mod text;

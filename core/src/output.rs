@@ -58,6 +58,22 @@ impl Tail {
         self.bytes.extend_from_slice(chunk);
     }
 
+    /// Counts `n` bytes that are in the log but were never read into memory (a
+    /// supervised session's backlog larger than the tail); the held tail is dropped,
+    /// because the next bytes no longer follow it.
+    pub(crate) fn skip(&mut self, n: u64) {
+        if n > 0 {
+            self.total_ingested += n;
+            self.bytes.clear();
+        }
+    }
+
+    /// Counts `n` bytes that were ingested but are not in the log (its cap).
+    pub(crate) fn count_not_kept(&mut self, n: u64) {
+        self.total_ingested += n;
+        self.bytes_not_kept += n;
+    }
+
     /// The last `bound` bytes, and whether earlier output exists that they omit.
     pub(crate) fn view(&self) -> (&[u8], bool) {
         let start = self.bytes.len().saturating_sub(self.bound);
@@ -77,6 +93,11 @@ impl Tail {
         } else {
             (&self.bytes[..], held_from - from_total)
         }
+    }
+
+    /// The tail's bound in bytes.
+    pub(crate) fn bound(&self) -> usize {
+        self.bound
     }
 
     /// Every byte ever ingested.

@@ -50,6 +50,7 @@ use crate::text;
 
 mod durable;
 mod restore;
+mod supervised;
 
 pub use restore::RestoreReport;
 
@@ -92,6 +93,9 @@ pub(crate) struct Inner {
     pub(crate) agents: Mutex<Agents>,
     /// Checkpoint, ledger and receipts (B27, B29, B38).
     durable: durable::Durable,
+    /// Fires when the host detaches: followers of supervised sessions stop, their
+    /// shims and jobs run on.
+    pub(crate) detach: CancellationToken,
 }
 
 #[derive(Debug, Default)]
@@ -136,6 +140,7 @@ impl Registry {
                 runtime,
                 notifier,
                 agents: Mutex::new(Agents::default()),
+                detach: CancellationToken::new(),
             }),
         })
     }
@@ -514,6 +519,7 @@ impl Registry {
             }
             match &st.stdin {
                 Some(Stdin::Pipe(_)) => st.stdin.take(),
+                Some(Stdin::Shim(_)) if s.mode == ModeName::Pipe => st.stdin.take(),
                 other => other.clone(),
             }
         };
@@ -528,7 +534,88 @@ impl Registry {
                 answer.message = Some("EOF sent".to_owned());
                 answer
             }
+            Some(Stdin::Shim(link)) => {
+                let answer = link
+                    .request(
+                        |id| (crate::shim::wire::ToShim::Close { id }, Vec::new()),
+                        STDIN_WRITE_TIMEOUT,
+                    )
+                    .await;
+                match answer {
+                    Ok(()) => StdinAnswer {
+                        status: StdinStatus::Ok,
+                        bytes_written: None,
+                        message: Some(
+                            if s.mode == ModeName::Pipe {
+                                "stdin closed"
+                            } else {
+                                "EOF sent"
+                            }
+                            .to_owned(),
+                        ),
+                    },
+                    Err(message) => stdin_error(&message),
+                }
+            }
             None => stdin_error("stdin is already closed"),
+        })
+    }
+
+    /// Sets a PTY session's window size; the program gets SIGWINCH, and the terminal
+    /// query responder answers size queries with the new size.
+    ///
+    /// # Errors
+    /// [`Error::Lookup`]; [`Error::InvalidArgument`] for a size out of range (1 to
+    /// 10,000 each) or a session without a terminal.
+    pub async fn resize(&self, id: &str, rows: u16, cols: u16) -> Result<StdinAnswer, Error> {
+        if !(1..=10_000).contains(&rows) || !(1..=10_000).contains(&cols) {
+            return Err(Error::InvalidArgument {
+                message: format!(
+                    "a terminal size of {rows} rows x {cols} columns is out of range; each must be 1 to 10000"
+                ),
+            });
+        }
+        let s = self.inner.lookup(id)?;
+        if s.mode != ModeName::Pty {
+            return Err(Error::InvalidArgument {
+                message: format!(
+                    "session {} runs on pipes and has no terminal to resize; start it with a PTY",
+                    s.id
+                ),
+            });
+        }
+        let handle = {
+            let st = s.state();
+            if st.finished.is_some() {
+                return Ok(already_exited());
+            }
+            st.stdin.clone()
+        };
+        let result = match handle {
+            Some(Stdin::Pty(master)) => master.get_ref().resize(rows, cols),
+            Some(Stdin::Shim(link)) => {
+                link.request(
+                    |id| {
+                        (
+                            crate::shim::wire::ToShim::Resize { id, rows, cols },
+                            Vec::new(),
+                        )
+                    },
+                    STDIN_WRITE_TIMEOUT,
+                )
+                .await
+            }
+            Some(Stdin::Pipe(_)) | None => {
+                Err("the session's terminal is no longer reachable".to_owned())
+            }
+        };
+        Ok(match result {
+            Ok(()) => StdinAnswer {
+                status: StdinStatus::Ok,
+                bytes_written: None,
+                message: Some(format!("resized to {rows}x{cols}")),
+            },
+            Err(message) => stdin_error(&message),
         })
     }
 
@@ -666,6 +753,38 @@ impl Registry {
             .unwrap_or_default();
         self.inner.mark_delivered(&events);
         events
+    }
+
+    /// Lets go of every session without stopping it: supervised sessions (those
+    /// under a shim) keep running and the next registry on this home re-attaches them
+    /// in [`Registry::restore`]; in-process sessions cannot outlive this process and
+    /// are killed as [`KillSource::HostShutdown`]. The checkpoint is written durably
+    /// before this returns. The registry answers nothing useful afterwards: call it
+    /// last.
+    pub async fn detach(&self) {
+        let in_process: Vec<Arc<Session>> = self
+            .inner
+            .lock()
+            .running
+            .values()
+            .filter(|s| s.shim.is_none())
+            .cloned()
+            .collect();
+        let n_killed = self
+            .inner
+            .kill_sessions(&in_process, KillSource::HostShutdown)
+            .await
+            .len();
+        self.inner.detach.cancel();
+        if let Err(error) = self.inner.sync_durable().await {
+            tracing::warn!(%error, "checkpoint not written at detach");
+        }
+        let n_detached = self.inner.lock().running.len();
+        tracing::info!(
+            n_detached,
+            n_killed,
+            "registry detached; supervised sessions run on"
+        );
     }
 
     /// Kills everything, as [`KillSource::HostShutdown`] (persistent sessions too),
@@ -899,7 +1018,20 @@ impl Inner {
                 argv
             }
         };
-        let (argv, dispatch, scope) = self.dispatch(argv, &mut env, &req, &id).await?;
+        // A supervised session's shim is what a dispatcher wraps (B34): the shim and
+        // its job then live in the scope together and outlive a service restart.
+        let (argv, shim_argv, dispatch, scope) = match &self.config.shim {
+            Some(program) => {
+                let (wrapped, dispatch, scope) = self
+                    .dispatch(crate::shim::link::shim_argv(program), &mut env, &req, &id)
+                    .await?;
+                (argv, Some(wrapped), dispatch, scope)
+            }
+            None => {
+                let (argv, dispatch, scope) = self.dispatch(argv, &mut env, &req, &id).await?;
+                (argv, None, dispatch, scope)
+            }
+        };
         let launch = Launch {
             argv,
             env: &env,
@@ -916,46 +1048,88 @@ impl Inner {
         };
 
         let mut pty_note = None;
-        let started = (|| -> Result<Started, SpawnError> {
-            Ok(match req.mode {
-                Mode::Pty { rows, cols } => {
-                    match spawn::spawn_pty(&launch, rows, cols, self.config.pty_unavailable) {
-                        Ok(child) => Started::Pty(child, rows, cols),
-                        Err(PtyFailure::Open(error)) => {
-                            tracing::warn!(%error, "no PTY available; running on pipes instead");
-                            pty_note = Some(format!(
-                                "a PTY could not be opened ({error}); the command runs on pipes instead"
-                            ));
-                            // Without the PTY entries in the environment a pipe child
-                            // behaves as it would have without asking for a PTY.
-                            let env = without_pty_entries(env.clone(), &req.env);
-                            let launch = Launch {
-                                argv: launch.argv.clone(),
-                                env: &env,
-                                cwd: &cwd,
-                            };
-                            Started::Pipe(spawn::spawn_pipe(&launch).map_err(spawn_err)?)
-                        }
-                        Err(PtyFailure::Spawn(error)) => {
-                            return Err(spawn_err(std::io::Error::other(error)));
-                        }
+        let started = match shim_argv {
+            Some(shim_argv) => {
+                let pty = match req.mode {
+                    Mode::Pty { rows, cols } => Some((rows, cols)),
+                    Mode::Pipe => None,
+                };
+                let attempt = if pty.is_some() && self.config.pty_unavailable {
+                    Err(ShimStartError::PtyUnavailable(
+                        "PTY support disabled by configuration".to_owned(),
+                    ))
+                } else {
+                    self.start_shim(&id, &shim_argv, &launch, pty, &log_path)
+                        .await
+                };
+                match attempt {
+                    Ok(started) => started,
+                    Err(ShimStartError::PtyUnavailable(error)) => {
+                        tracing::warn!(%error, "no PTY available; running on pipes instead");
+                        pty_note = Some(format!(
+                            "a PTY could not be opened ({error}); the command runs on pipes instead"
+                        ));
+                        let env = without_pty_entries(env.clone(), &req.env);
+                        let launch = Launch {
+                            argv: launch.argv.clone(),
+                            env: &env,
+                            cwd: &cwd,
+                        };
+                        self.start_shim(&id, &shim_argv, &launch, None, &log_path)
+                            .await
+                            .map_err(|e| spawn_err(e.into_io()))?
                     }
+                    Err(error) => return Err(spawn_err(error.into_io())),
                 }
-                Mode::Pipe => Started::Pipe(spawn::spawn_pipe(&launch).map_err(spawn_err)?),
-            })
-        })();
-        let started = started?;
+            }
+            None => {
+                let started = (|| -> Result<Started, SpawnError> {
+                    Ok(match req.mode {
+                        Mode::Pty { rows, cols } => {
+                            match spawn::spawn_pty(&launch, rows, cols, self.config.pty_unavailable)
+                            {
+                                Ok(child) => Started::Pty(child, rows, cols),
+                                Err(PtyFailure::Open(error)) => {
+                                    tracing::warn!(%error, "no PTY available; running on pipes instead");
+                                    pty_note = Some(format!(
+                                        "a PTY could not be opened ({error}); the command runs on pipes instead"
+                                    ));
+                                    // Without the PTY entries in the environment a pipe child
+                                    // behaves as it would have without asking for a PTY.
+                                    let env = without_pty_entries(env.clone(), &req.env);
+                                    let launch = Launch {
+                                        argv: launch.argv.clone(),
+                                        env: &env,
+                                        cwd: &cwd,
+                                    };
+                                    Started::Pipe(spawn::spawn_pipe(&launch).map_err(spawn_err)?)
+                                }
+                                Err(PtyFailure::Spawn(error)) => {
+                                    return Err(spawn_err(std::io::Error::other(error)));
+                                }
+                            }
+                        }
+                        Mode::Pipe => Started::Pipe(spawn::spawn_pipe(&launch).map_err(spawn_err)?),
+                    })
+                })();
+                started?
+            }
+        };
 
-        let (pid, mode, stdin, source, waiter) = match started {
+        let (pid, start_time, mode, stdin, runner, shim_ref) = match started {
             Started::Pipe(child) => (
                 child.pid,
+                crate::sys::start_time(child.pid),
                 ModeName::Pipe,
                 Stdin::Pipe(Arc::new(child.stdin)),
-                Source::Pipe {
-                    rx: child.output,
-                    raised: false,
-                },
-                Waiter::Tokio(child.child),
+                Runner::InProcess(
+                    Source::Pipe {
+                        rx: child.output,
+                        raised: false,
+                    },
+                    Waiter::Tokio(child.child),
+                ),
+                None,
             ),
             Started::Pty(child, rows, cols) => {
                 let master = Arc::new(child.master);
@@ -963,13 +1137,39 @@ impl Inner {
                 let handle = tokio::task::spawn_blocking(move || std_child.wait());
                 (
                     child.pid,
+                    crate::sys::start_time(child.pid),
                     ModeName::Pty,
                     Stdin::Pty(Arc::clone(&master)),
-                    Source::Pty {
-                        master,
-                        scanner: herd_pty::Scanner::new(rows, cols),
+                    Runner::InProcess(
+                        Source::Pty {
+                            master,
+                            scanner: herd_pty::Scanner::new(rows, cols),
+                        },
+                        Waiter::Blocking(handle),
+                    ),
+                    None,
+                )
+            }
+            Started::Shim(started) => {
+                let ShimStarted {
+                    pid,
+                    start_time,
+                    pty,
+                    shim,
+                    attached,
+                    dir,
+                } = *started;
+                (
+                    pid,
+                    start_time,
+                    if pty { ModeName::Pty } else { ModeName::Pipe },
+                    Stdin::Shim(Arc::clone(&attached.link)),
+                    Runner::Shim {
+                        attached,
+                        dir,
+                        shim_pid: shim.pid,
                     },
-                    Waiter::Blocking(handle),
+                    Some(shim),
                 )
             }
         };
@@ -985,7 +1185,7 @@ impl Inner {
             cwd,
             pid,
             pgid: pid,
-            start_time: crate::sys::start_time(pid),
+            start_time,
             mode,
             started_at: SystemTime::now(),
             started: Instant::now(),
@@ -994,6 +1194,7 @@ impl Inner {
             read: std::sync::atomic::AtomicBool::new(false),
             persist_on_release: req.persist_on_release,
             scope,
+            shim: shim_ref,
             completion_chars: req
                 .completion_output_chars
                 .unwrap_or(self.config.completion_output_chars),
@@ -1017,28 +1218,51 @@ impl Inner {
             tables.running.insert(id.clone(), Arc::clone(&session));
         }
         let observer = self.arm_notifications(&session, &wakes);
-        let log = LogWriter::new(log_path.clone(), self.config.log_cap_bytes);
         let span = tracing::info_span!("session", id = %id);
         let inner = Arc::clone(self);
-        let idle_drain = self.config.idle_drain;
         let task_session = Arc::clone(&session);
-        drop(
-            self.runtime.spawn(
-                async move {
-                    let finish = reader::run(
-                        Arc::clone(&task_session),
-                        source,
-                        waiter,
-                        log,
-                        observer,
-                        idle_drain,
-                    )
-                    .await;
-                    inner.finish(&task_session, finish);
-                }
-                .instrument(span),
-            ),
-        );
+        match runner {
+            Runner::InProcess(source, waiter) => {
+                let log = LogWriter::new(log_path.clone(), self.config.log_cap_bytes);
+                let idle_drain = self.config.idle_drain;
+                drop(
+                    self.runtime.spawn(
+                        async move {
+                            let finish = reader::run(
+                                Arc::clone(&task_session),
+                                source,
+                                waiter,
+                                log,
+                                observer,
+                                idle_drain,
+                            )
+                            .await;
+                            inner.finish(&task_session, finish);
+                        }
+                        .instrument(span),
+                    ),
+                );
+            }
+            Runner::Shim {
+                attached,
+                dir,
+                shim_pid,
+            } => {
+                let cursor = crate::shim::link::Cursor {
+                    log_bytes: 0,
+                    progress: crate::shim::wire::Progress::default(),
+                };
+                self.follow_shim(
+                    task_session,
+                    attached,
+                    cursor,
+                    observer,
+                    dir,
+                    shim_pid,
+                    span,
+                );
+            }
+        }
         self.watch_scope_ack(&session);
         tracing::info!(session_id = %id, pid, pgid = pid, mode = ?mode, dispatch = %dispatch.kind(), "session spawned");
         let mut notes = notes;
@@ -1472,6 +1696,45 @@ fn begin_kill(s: &Session, source: KillSource) -> Option<kill::KillTarget> {
 enum Started {
     Pipe(spawn::PipeChild),
     Pty(spawn::PtyChild, u16, u16),
+    Shim(Box<ShimStarted>),
+}
+
+/// A job started under its own shim, attached.
+struct ShimStarted {
+    pid: i32,
+    start_time: Option<u64>,
+    pty: bool,
+    shim: herd_persistence::ShimRef,
+    attached: crate::shim::link::Attached,
+    dir: herd_persistence::ShimDir,
+}
+
+/// What runs a session's output and exit.
+enum Runner {
+    InProcess(Source, Waiter),
+    Shim {
+        attached: crate::shim::link::Attached,
+        dir: herd_persistence::ShimDir,
+        shim_pid: i32,
+    },
+}
+
+/// Why a shim did not start a job.
+#[derive(Debug)]
+enum ShimStartError {
+    /// No PTY could be opened; nothing ran.
+    PtyUnavailable(String),
+    /// Anything else.
+    Io(std::io::Error),
+}
+
+impl ShimStartError {
+    fn into_io(self) -> std::io::Error {
+        match self {
+            ShimStartError::PtyUnavailable(message) => std::io::Error::other(message),
+            ShimStartError::Io(error) => error,
+        }
+    }
 }
 
 /// The environment of a PTY request that fell back to pipes: the PTY-only defaults
@@ -1533,6 +1796,31 @@ async fn write_input(s: &Session, data: &[u8]) -> StdinAnswer {
     match handle {
         Some(Stdin::Pipe(tx)) => write_pipe(&tx, data).await,
         Some(Stdin::Pty(master)) => write_pty(&master, data).await,
+        Some(Stdin::Shim(link)) => {
+            let body = data.to_vec();
+            let answer = link
+                .request(
+                    |id| {
+                        (
+                            crate::shim::wire::ToShim::Stdin {
+                                id,
+                                len: body.len(),
+                            },
+                            body,
+                        )
+                    },
+                    STDIN_WRITE_TIMEOUT,
+                )
+                .await;
+            match answer {
+                Ok(()) => StdinAnswer {
+                    status: StdinStatus::Ok,
+                    bytes_written: Some(data.len()),
+                    message: None,
+                },
+                Err(message) => stdin_error(&message),
+            }
+        }
         None => stdin_error("stdin is closed; the process can no longer read input"),
     }
 }

@@ -41,6 +41,8 @@ pub(crate) struct Finished {
 pub(crate) enum Stdin {
     Pipe(Arc<pipe::Sender>),
     Pty(Arc<AsyncFd<MasterFd>>),
+    /// Through the session's supervisor process, which holds the pipe or PTY.
+    Shim(Arc<crate::shim::link::Link>),
 }
 
 /// Mutable ownership and lifecycle state.
@@ -91,6 +93,9 @@ pub(crate) struct Session {
     /// The systemd scope the session was dispatched into (B34); a kill stops it after
     /// the tree kill, to reach descendants that left the process group.
     pub(crate) scope: Option<Scope>,
+    /// The supervisor process (shim) the job runs under; `None` for an in-process
+    /// session.
+    pub(crate) shim: Option<herd_persistence::ShimRef>,
     pub(crate) completion_chars: usize,
     pub(crate) tail: Mutex<Tail>,
     pub(crate) state: Mutex<State>,

@@ -303,13 +303,29 @@ pub(crate) enum PtyFailure {
     Spawn(anyhow::Error),
 }
 
-/// Starts `launch` on a new PTY of `rows` x `cols`.
-pub(crate) fn spawn_pty(
+/// A child started on a PTY, before its master is registered with a runtime (the
+/// shim drives it with poll(2) itself).
+pub(crate) struct RawPtyChild {
+    pub(crate) child: Box<std::process::Child>,
+    pub(crate) pid: i32,
+    pub(crate) master: MasterFd,
+}
+
+impl std::fmt::Debug for RawPtyChild {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RawPtyChild")
+            .field("pid", &self.pid)
+            .finish()
+    }
+}
+
+/// Starts `launch` on a new PTY of `rows` x `cols`; the master is non-blocking.
+pub(crate) fn spawn_pty_raw(
     launch: &Launch<'_>,
     rows: u16,
     cols: u16,
     force_open_failure: bool,
-) -> Result<PtyChild, PtyFailure> {
+) -> Result<RawPtyChild, PtyFailure> {
     if force_open_failure {
         return Err(PtyFailure::Open(anyhow::anyhow!(
             "PTY support disabled by configuration"
@@ -352,18 +368,131 @@ pub(crate) fn spawn_pty(
             };
             let flags = OFlag::from_bits_retain(fcntl(fd.as_fd(), FcntlArg::F_GETFL)?);
             fcntl(fd.as_fd(), FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK))?;
-            // SAFETY: `fd.raw` is the open master fd owned by `fd.master`; the AsyncFd
-            // owns `fd`, so the descriptor stays open and unchanged for its lifetime.
-            Ok(unsafe { AsyncFd::register(fd) }.map_err(|e| e.into_parts().1)?)
+            Ok(fd)
         });
     match master {
+        Ok(master) => Ok(RawPtyChild { child, pid, master }),
+        Err(error) => {
+            reap_group(pid);
+            let mut child = child;
+            // Reaped where the caller can wait: on a runtime's blocking pool, or
+            // right here in a process without one (the shim).
+            if tokio::runtime::Handle::try_current().is_ok() {
+                drop(tokio::task::spawn_blocking(move || child.wait()));
+            } else {
+                let _ = child.wait();
+            }
+            Err(PtyFailure::Spawn(error))
+        }
+    }
+}
+
+/// Starts `launch` on a new PTY of `rows` x `cols`, its master registered with the
+/// runtime.
+pub(crate) fn spawn_pty(
+    launch: &Launch<'_>,
+    rows: u16,
+    cols: u16,
+    force_open_failure: bool,
+) -> Result<PtyChild, PtyFailure> {
+    let RawPtyChild { child, pid, master } = spawn_pty_raw(launch, rows, cols, force_open_failure)?;
+    // SAFETY: `master.raw` is the open master fd owned by `master`; the AsyncFd owns
+    // `master`, so the descriptor stays open and unchanged for its lifetime.
+    match unsafe { AsyncFd::register(master) } {
         Ok(master) => Ok(PtyChild { child, pid, master }),
         Err(error) => {
             reap_group(pid);
             let mut child = child;
             drop(tokio::task::spawn_blocking(move || child.wait()));
-            Err(PtyFailure::Spawn(error))
+            Err(PtyFailure::Spawn(error.into_parts().1.into()))
         }
+    }
+}
+
+/// A child started through pipes whose exit the caller collects itself (the shim
+/// reaps with waitpid).
+#[derive(Debug)]
+pub(crate) struct RawPipeChild {
+    pub(crate) pid: i32,
+    /// The read end of the child's stdout and stderr, non-blocking.
+    pub(crate) output: std::os::fd::OwnedFd,
+    /// The write end of the child's stdin, non-blocking.
+    pub(crate) stdin: std::os::fd::OwnedFd,
+}
+
+/// Starts `launch` in pipe mode, leading its own process group, without a runtime.
+///
+/// # Errors
+/// The OS error of pipe creation or spawn.
+pub(crate) fn spawn_pipe_raw(launch: &Launch<'_>) -> io::Result<RawPipeChild> {
+    let (out_r, out_w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+    let (in_r, in_w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+    let err_w = out_w.try_clone()?;
+    let child = {
+        let mut cmd = base_command(launch)?;
+        cmd.stdin(Stdio::from(in_r))
+            .stdout(Stdio::from(out_w))
+            .stderr(Stdio::from(err_w))
+            .process_group(0);
+        cmd.spawn()?
+        // `cmd` drops here, closing our copies of the child's ends.
+    };
+    let pid = i32::try_from(child.id()).map_err(|_| io::Error::other("child pid out of range"))?;
+    // Dropping a std Child neither kills nor waits: the caller reaps it.
+    drop(child);
+    for fd in [&out_r, &in_w] {
+        let flags = OFlag::from_bits_retain(fcntl(fd.as_fd(), FcntlArg::F_GETFL)?);
+        fcntl(fd.as_fd(), FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK))?;
+    }
+    Ok(RawPipeChild {
+        pid,
+        output: out_r,
+        stdin: in_w,
+    })
+}
+
+/// Starts a session supervisor (the shim): `argv` with `env`, its stdin and stdout
+/// piped to the caller, stderr discarded. The shim leaves the caller's process tree
+/// itself (setsid, then a fork whose parent exits at once).
+///
+/// # Errors
+/// The OS error of the spawn.
+pub(crate) fn spawn_shim(
+    argv: &[String],
+    env: &BTreeMap<OsString, OsString>,
+) -> io::Result<tokio::process::Child> {
+    let launch = Launch {
+        argv: argv.to_vec(),
+        env,
+        cwd: Path::new("/"),
+    };
+    let mut cmd = base_command(&launch)?;
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut cmd = tokio::process::Command::from(cmd);
+    cmd.kill_on_drop(false);
+    cmd.spawn()
+}
+
+impl MasterFd {
+    /// Sets the terminal's window size (the program gets SIGWINCH).
+    ///
+    /// # Errors
+    /// The PTY layer's error.
+    pub(crate) fn resize(&self, rows: u16, cols: u16) -> Result<(), String> {
+        let master = self
+            ._master
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        master
+            .resize(portable_pty::PtySize {
+                rows,
+                cols,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .map_err(|e| e.to_string())
     }
 }
 

@@ -156,7 +156,9 @@ pub enum Error {
         source: serde_json::Error,
     },
     /// A shim record could not be written, or its directory removed.
-    #[error("failed to write the supervisor record {path}; check free space and that the home is writable")]
+    #[error(
+        "failed to write the supervisor record {path}; check free space and that the home is writable"
+    )]
     ShimRecordWrite {
         path: PathBuf,
         #[source]

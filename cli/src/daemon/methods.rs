@@ -40,6 +40,19 @@ pub(crate) struct State {
     stop: Arc<Notify>,
     /// What the start-up restore did, for `status` and `herd doctor`.
     restored: Value,
+    /// A `shutdown {"keep_jobs": true}` asked the daemon to detach, not to kill.
+    keep_jobs: std::sync::atomic::AtomicBool,
+    /// Jobs run under shims (they outlive the daemon).
+    supervised: bool,
+}
+
+/// How the daemon ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ending {
+    /// Every session is killed as `host_shutdown` (B17).
+    KillJobs,
+    /// Supervised jobs keep running; the next daemon re-attaches.
+    Detach,
 }
 
 /// What a method answers.
@@ -97,6 +110,7 @@ fn registry_config(
         dispatcher: Some(dispatcher),
         require_restart_safe_scope: config.require_restart_safe_scope,
         direct_exec: config.direct_exec,
+        shim: config.shim_program(),
         ..defaults
     }
 }
@@ -117,10 +131,9 @@ impl State {
             memory_max_bytes: config.worker_memory_max_bytes,
             ..DispatchConfig::default()
         }));
-        let registry = Registry::new(
-            home,
-            registry_config(config, pipeline, Arc::clone(&dispatcher)),
-        )?;
+        let registry_config = registry_config(config, pipeline, Arc::clone(&dispatcher));
+        let supervised = registry_config.shim.is_some();
+        let registry = Registry::new(home, registry_config)?;
         let restored = match registry.restore().await {
             Ok(report) => {
                 log_restore(&report);
@@ -139,6 +152,8 @@ impl State {
             dispatcher,
             stop,
             restored,
+            keep_jobs: std::sync::atomic::AtomicBool::new(false),
+            supervised,
         })
     }
 
@@ -147,9 +162,17 @@ impl State {
         self.registry.home()
     }
 
-    /// Stops every session (as `host_shutdown`).
-    pub(crate) async fn shutdown(&self) {
-        self.registry.shutdown().await;
+    /// Ends the registry: kills every session (as `host_shutdown`) or detaches.
+    pub(crate) async fn end(&self, ending: Ending) {
+        match ending {
+            Ending::KillJobs => self.registry.shutdown().await,
+            Ending::Detach => self.registry.detach().await,
+        }
+    }
+
+    /// Whether the last `shutdown` request asked to keep the jobs.
+    pub(crate) fn keeps_jobs(&self) -> bool {
+        self.keep_jobs.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Dispatches one request.
@@ -174,10 +197,17 @@ impl State {
             "handoff" => self.handoff(params),
             "status" => Ok(self.status()),
             "scope" => self.scope().await,
-            "shutdown" => {
+            "shutdown" => parse::<ShutdownParams>(params).map(|p| {
+                self.keep_jobs
+                    .store(p.keep_jobs, std::sync::atomic::Ordering::SeqCst);
                 self.stop.notify_one();
-                Ok(json!({"status": "stopping", "pid": std::process::id()}))
-            }
+                json!({
+                    "status": "stopping",
+                    "pid": std::process::id(),
+                    "jobs": if p.keep_jobs { "kept" } else { "killed" },
+                })
+            }),
+            "resize" => self.resize(params).await,
             "events.follow" => {
                 return match parse::<OwnerParams>(params) {
                     Ok(p) => Reply::Stream(Stream::Events { owner: p.owner }),
@@ -200,7 +230,7 @@ impl State {
                 METHOD_NOT_FOUND,
                 format!(
                     "unknown method `{other}`; the daemon serves: spawn, list, lookup, poll, log, \
-                     log_chunk, wait, kill, write, submit, close, drain, handoff, status, scope, shutdown, \
+                     log_chunk, wait, kill, write, submit, close, resize, drain, handoff, status, scope, shutdown, \
                      events.follow, logs.follow"
                 ),
             )),
@@ -327,6 +357,16 @@ impl State {
         to_value(answer)
     }
 
+    async fn resize(&self, params: Value) -> Result<Value, RpcError> {
+        let p: ResizeParams = parse(params)?;
+        let answer = self
+            .registry
+            .resize(&p.id, p.rows, p.cols)
+            .await
+            .map_err(core_error)?;
+        to_value(answer)
+    }
+
     async fn stdin(&self, params: Value, op: StdinOp) -> Result<Value, RpcError> {
         let p: StdinParams = parse(params)?;
         let answer = match op {
@@ -415,6 +455,7 @@ impl State {
             "home": self.home().root().display().to_string(),
             "running": running.len(),
             "finished": all.len().saturating_sub(running.len()),
+            "supervisor": if self.supervised { "shim" } else { "in_process" },
             "restore": self.restored,
         })
     }
@@ -579,6 +620,20 @@ enum StdinOp {
     Write,
     Submit,
     Close,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct ShutdownParams {
+    keep_jobs: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ResizeParams {
+    id: String,
+    rows: u16,
+    cols: u16,
 }
 
 #[derive(Debug, Deserialize)]

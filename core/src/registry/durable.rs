@@ -134,6 +134,9 @@ pub(super) struct Durable {
     /// status is ever collected for them and no completion is emitted (B28). The value
     /// is the note their answers carry.
     detached: Mutex<HashMap<SessionId, String>>,
+    /// Notes the answers of other sessions carry (a supervised session restored in
+    /// a special way); unlike `detached`, these sessions still emit completions.
+    notes: Mutex<HashMap<SessionId, String>>,
     checkpoint_queue: Mutex<Queue>,
     /// The generation the last finished checkpoint write covered.
     checkpoint_written: watch::Sender<u64>,
@@ -167,6 +170,7 @@ impl Durable {
             writer: Writer::current(),
             extras: Mutex::new(HashMap::new()),
             detached: Mutex::new(HashMap::new()),
+            notes: Mutex::new(HashMap::new()),
             checkpoint_queue: Mutex::new(Queue::default()),
             checkpoint_written: watch::channel(0).0,
             checkpoint_lock: Mutex::new(()),
@@ -202,9 +206,17 @@ impl Durable {
         lock(&self.detached).insert(id, note);
     }
 
-    /// The note a detached session's answers carry, if it is one.
+    /// Gives a session a note its answers carry, without changing what it emits.
+    pub(super) fn mark_note(&self, id: SessionId, note: String) {
+        lock(&self.notes).insert(id, note);
+    }
+
+    /// The note a detached (or otherwise noted) session's answers carry.
     pub(super) fn detached_note(&self, id: &SessionId) -> Option<String> {
-        lock(&self.detached).get(id).cloned()
+        lock(&self.detached)
+            .get(id)
+            .cloned()
+            .or_else(|| lock(&self.notes).get(id).cloned())
     }
 }
 
@@ -399,6 +411,7 @@ impl Inner {
             log_path: s.log_path.clone(),
             cwd: Some(s.cwd.clone()),
             started_at: unix_seconds(s.started_at),
+            shim: s.shim,
         }
     }
 
@@ -679,12 +692,30 @@ impl Inner {
         let stored = self.durable.receipts.store(&receipt);
         lock(&self.durable.receipts_unwritten).remove(&receipt.id);
         match stored {
-            Ok(()) => {}
+            Ok(()) => self.forget_shim(&receipt.id),
             Err(herd_persistence::Error::HomeMissing { .. }) => {
                 tracing::debug!(session_id = %receipt.id, "no receipt: the home is gone");
             }
             Err(error) => {
                 tracing::warn!(session_id = %receipt.id, %error, "result receipt not stored; the result is answerable only while the session is in memory");
+            }
+        }
+    }
+
+    /// Removes a finished supervised session's shim directory once its receipt is
+    /// stored: from then on a restore finds the receipt, so the exit record is no
+    /// longer needed.
+    fn forget_shim(&self, id: &str) {
+        let Some(sid) = SessionId::parse(id) else {
+            return;
+        };
+        let supervised = self.lock().get(&sid).is_some_and(|s| s.shim.is_some());
+        if !supervised {
+            return;
+        }
+        if let Ok(dir) = herd_persistence::ShimDir::new(&self.home, id) {
+            if let Err(error) = dir.remove() {
+                tracing::warn!(session_id = %id, %error, "supervisor directory of a finished session not removed");
             }
         }
     }

@@ -69,6 +69,7 @@ use crate::notify::NotifyPlan;
 use crate::output::{LogWriter, Tail};
 use crate::reader::{self, Finish, Source, Waiter};
 use crate::session::{Scope, Session, State};
+use crate::shim::wire::Progress;
 use crate::sys;
 
 /// How often the exit of a detached session is checked where no pidfd is available.
@@ -90,6 +91,18 @@ pub struct RestoreReport {
     pub skipped_live_writer: Vec<SessionId>,
     /// Already tracked by this registry; left alone.
     pub already_tracked: Vec<SessionId>,
+    /// Supervised sessions whose shim still ran: attached again, ordinary sessions
+    /// (live output, stdin, resize, watch, heartbeat and one completion at the end).
+    pub reattached: Vec<SessionId>,
+    /// Supervised sessions whose job ended while no registry ran: finished with the
+    /// exit code their shim recorded, one completion each.
+    pub finished_while_away: Vec<SessionId>,
+    /// Supervised sessions whose shim speaks a protocol this herd does not attach to:
+    /// followed by their exit record only, never killed for it.
+    pub records_only: Vec<SessionId>,
+    /// Supervised sessions whose shim had died: what was left was killed and the
+    /// session closed as `lost`.
+    pub supervisor_died: Vec<SessionId>,
     /// Entries that could not be used, with the reason; left in the checkpoint.
     pub invalid: Vec<String>,
     /// The checkpoint was unusable and was moved aside (its sessions were not
@@ -170,6 +183,7 @@ impl Registry {
             report.moved_aside = Some(moved.to_string());
         }
         let me = inner.durable.writer();
+        let mut supervised = tokio::task::JoinSet::new();
         let mut seen = std::collections::HashSet::new();
         let mut to_drop: Vec<String> = Vec::new();
         for entry in loaded.entries {
@@ -192,6 +206,25 @@ impl Registry {
             }
             if inner.lock().get(&id).is_some() {
                 report.already_tracked.push(id);
+                continue;
+            }
+            if let Some(shim) = super::supervised::shim_of(&entry) {
+                if matches!(inner.durable.receipts().load(id.as_str()), Ok(Some(_))) {
+                    if let Ok(dir) = herd_persistence::ShimDir::new(&inner.home, id.as_str()) {
+                        let _ = dir.remove();
+                    }
+                    to_drop.push(raw_id);
+                    report.already_finished.push(id);
+                    continue;
+                }
+                // Every shim is tried at once: a dead one fails fast and never holds
+                // up the others.
+                let task_inner = Arc::clone(&inner);
+                let task_id = id.clone();
+                supervised.spawn(async move {
+                    let outcome = task_inner.reattach(task_id.clone(), entry, shim).await;
+                    (task_id, raw_id, outcome)
+                });
                 continue;
             }
             let fate = fate(entry.session.pid, entry.session.start_time);
@@ -219,6 +252,24 @@ impl Registry {
                 }
             }
         }
+        while let Some(joined) = supervised.join_next().await {
+            let Ok((id, raw_id, outcome)) = joined else {
+                continue;
+            };
+            match outcome {
+                super::supervised::Reattached::Attached => report.reattached.push(id),
+                super::supervised::Reattached::RecordsOnly => report.records_only.push(id),
+                super::supervised::Reattached::Finished => {
+                    to_drop.push(raw_id);
+                    report.finished_while_away.push(id);
+                }
+                super::supervised::Reattached::SupervisorDied => {
+                    to_drop.push(raw_id);
+                    report.supervisor_died.push(id);
+                }
+            }
+        }
+        inner.sweep_orphan_shims().await;
         // Receipts of the closed sessions land before their entries leave the
         // checkpoint, so a crash in between loses neither.
         inner.receipts_settled().await;
@@ -239,6 +290,10 @@ impl Registry {
         }
         tracing::info!(
             n_adopted = report.adopted.len(),
+            n_reattached = report.reattached.len(),
+            n_finished_while_away = report.finished_while_away.len(),
+            n_supervisor_died = report.supervisor_died.len(),
+            n_records_only = report.records_only.len(),
             n_closed_lost = report.closed_lost.len(),
             n_closed_reused = report.closed_reused.len(),
             n_already_finished = report.already_finished.len(),
@@ -282,12 +337,32 @@ impl Inner {
         entry: &CheckpointEntry,
         start_time: Option<u64>,
     ) -> Arc<Session> {
+        self.session_from_entry(id, entry, start_time, None, None)
+    }
+
+    /// A session record for a checkpoint entry. Its tail is seeded from the log file:
+    /// from the end, or, for a supervised session, from where `progress` says the log
+    /// ended, with the counters the shim reported.
+    pub(super) fn session_from_entry(
+        &self,
+        id: SessionId,
+        entry: &CheckpointEntry,
+        start_time: Option<u64>,
+        shim: Option<herd_persistence::ShimRef>,
+        progress: Option<Progress>,
+    ) -> Arc<Session> {
         let r = &entry.session;
         // The log path is derived from the id, never taken from the file: a damaged
         // checkpoint must not make herd append to an arbitrary file.
         let log_path = self.home.session_log_path(id.as_str());
-        let mut tail = Tail::new(self.config.buffer_bytes);
-        seed_tail(&mut tail, &log_path, self.config.buffer_bytes);
+        let tail = match &progress {
+            Some(progress) => tail_at(&log_path, self.config.buffer_bytes, progress),
+            None => {
+                let mut tail = Tail::new(self.config.buffer_bytes);
+                seed_tail(&mut tail, &log_path, self.config.buffer_bytes);
+                tail
+            }
+        };
         let started_at = from_unix_seconds(r.started_at);
         let age = SystemTime::now()
             .duration_since(started_at)
@@ -313,6 +388,7 @@ impl Inner {
             read: std::sync::atomic::AtomicBool::new(false),
             persist_on_release: r.persist_on_release,
             scope,
+            shim,
             completion_chars: match usize::try_from(r.completion_output_chars) {
                 Ok(0) | Err(_) => self.config.completion_output_chars,
                 Ok(n) => n,
@@ -529,6 +605,29 @@ fn reattach_output(pid: i32, start_time: u64) -> Option<pipe::Receiver> {
             None
         }
     }
+}
+
+/// A tail that ends where `progress` says the log ends: the last bytes before that
+/// point, with every earlier byte and those past the log's cap counted.
+fn tail_at(path: &Path, bound: usize, progress: &Progress) -> Tail {
+    let mut tail = Tail::new(bound);
+    let end = progress.log_bytes;
+    let want = (bound as u64).saturating_add(1).min(end);
+    let mut bytes = Vec::new();
+    if let Ok(mut file) = File::open(path) {
+        if file.seek(SeekFrom::Start(end - want)).is_ok() {
+            let _ = file.take(want).read_to_end(&mut bytes);
+        }
+    }
+    tail.skip(end - bytes.len() as u64);
+    tail.push(&bytes, 0);
+    tail.count_not_kept(progress.bytes_not_kept);
+    tail
+}
+
+/// Replaces a session's tail with the end of its log as `progress` says it is.
+pub(super) fn reseed_tail(s: &Session, bound: usize, progress: &Progress) {
+    *s.tail() = tail_at(&s.log_path, bound, progress);
 }
 
 /// Seeds a tail with the end of a log file; one byte more than the bound is read, so a

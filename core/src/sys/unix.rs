@@ -387,3 +387,25 @@ pub(crate) fn pidfd_open(pid: i32) -> io::Result<OwnedFd> {
 pub(crate) fn pidfd_open(_pid: i32) -> io::Result<OwnedFd> {
     Err(io::Error::from(io::ErrorKind::Unsupported))
 }
+
+/// Leaves the caller's session and process tree: `setsid`, then a fork whose parent
+/// exits at once. Returns in the child only, which is then nobody's child but init's
+/// (or the nearest subreaper's) and leads no session, so it can never regain a
+/// controlling terminal.
+///
+/// # Errors
+/// The OS error of `setsid` or `fork`.
+///
+/// # Caveats
+/// Only for a process with one thread: the shim calls it first thing in `main`.
+pub(crate) fn detach_from_parent() -> io::Result<()> {
+    nix::unistd::setsid()?;
+    // SAFETY: the shim calls this before it starts any thread, so the child is a
+    // complete copy of a single-threaded program and may run on as usual.
+    match unsafe { nix::unistd::fork() }? {
+        // SAFETY: `_exit` ends the intermediate process without running destructors
+        // or flushing buffers the child still owns.
+        nix::unistd::ForkResult::Parent { .. } => unsafe { libc::_exit(0) },
+        nix::unistd::ForkResult::Child => Ok(()),
+    }
+}

@@ -47,7 +47,10 @@ fn records_round_trip_in_a_private_directory() {
     assert_eq!(mode(&dir.exit_path()), 0o600);
     assert_eq!(dir.read_info().expect("read"), Some(info));
     assert_eq!(dir.read_exit().expect("read"), Some(exit_record()));
-    assert_eq!(shim_session_ids(&home), vec!["proc_0123456789ab".to_owned()]);
+    assert_eq!(
+        shim_session_ids(&home),
+        vec!["proc_0123456789ab".to_owned()]
+    );
     dir.remove().expect("removed");
     assert!(!dir.path().exists());
     dir.remove().expect("removing twice is fine");
@@ -60,7 +63,10 @@ fn a_newer_or_torn_record_is_an_error_naming_the_file() {
     dir.create(&home).expect("created");
     fs::write(dir.exit_path(), br#"{"version": 99, "finished_at_ms": 1}"#).expect("written");
     let err = dir.read_exit().expect_err("newer").to_string();
-    assert!(err.contains("exit.json") && err.contains("upgrade"), "{err}");
+    assert!(
+        err.contains("exit.json") && err.contains("upgrade"),
+        "{err}"
+    );
     fs::write(dir.exit_path(), b"{\"version\": 1, \"fini").expect("written");
     let err = dir.read_exit().expect_err("torn").to_string();
     assert!(err.contains("exit.json"), "{err}");

@@ -1,0 +1,420 @@
+//! Supervised sessions: jobs that run under a shim process of their own (see
+//! `crate::shim`), started, followed and, after a restart, re-attached here.
+//!
+//! A supervised session is an ordinary session: the same table entry, tail, choke
+//! point, completion and receipt. Only who holds the job differs: its shim, which the
+//! registry reaches through the session's [`Link`] and follows by its log file.
+//!
+//! What survives what:
+//! - a crash or a detach of this registry: the shim and its job run on; restore
+//!   re-attaches (output written meanwhile is in the log; a job that ended meanwhile
+//!   left its exit record and gets exactly one completion with its real exit code);
+//! - the death of a shim: the follower notices at once (its socket closes without an
+//!   exit record); what the shim left of the job is killed (the whole tree, tagged
+//!   escapees included) and the session finishes as `lost`, saying that its
+//!   supervisor died;
+//! - a shim of a protocol this registry does not attach to: it is followed through
+//!   its records only (exit record, tree kill) and never killed for its version.
+
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
+
+use herd_persistence::{CheckpointEntry, ShimDir, ShimRef};
+
+use super::{Inner, ShimStartError, ShimStarted, Started};
+use crate::id::SessionId;
+use crate::kill;
+use crate::notify::NotifyPlan;
+use crate::reader::{Finish, Observer};
+use crate::session::{Session, Stdin};
+use crate::shim::link::{self, AttachError, Attached, Cursor, Followed};
+use crate::shim::{Ready, wire::Progress};
+use crate::spawn::Launch;
+
+/// How often a shim followed by its records only is checked where no pidfd is
+/// available.
+const RECORD_POLL: Duration = Duration::from_secs(1);
+
+/// What restore did with one supervised checkpoint entry.
+#[derive(Debug)]
+pub(super) enum Reattached {
+    /// Attached to its live shim: an ordinary session again.
+    Attached,
+    /// The job ended while no registry ran; finished with its exit record.
+    Finished,
+    /// The shim speaks another protocol; followed by its records only.
+    RecordsOnly,
+    /// The shim died; what was left was killed and the session closed as lost.
+    SupervisorDied,
+}
+
+impl Inner {
+    /// Starts `launch` under a new shim and attaches to it.
+    pub(super) async fn start_shim(
+        &self,
+        id: &SessionId,
+        shim_argv: &[String],
+        launch: &Launch<'_>,
+        pty: Option<(u16, u16)>,
+        log_path: &std::path::Path,
+    ) -> Result<Started, ShimStartError> {
+        let io_err = |e: herd_persistence::Error| ShimStartError::Io(io::Error::other(e));
+        let dir = ShimDir::new(&self.home, id.as_str()).map_err(io_err)?;
+        dir.create(&self.home).map_err(io_err)?;
+        let spec = link::spec(
+            id.as_str(),
+            &dir,
+            launch.argv.clone(),
+            launch.env,
+            launch.cwd.to_path_buf(),
+            pty,
+            log_path.to_path_buf(),
+            self.config.log_cap_bytes,
+            self.config.idle_drain,
+        );
+        // The shim itself carries neither the session tag (a tree kill's escapee scan
+        // would take it for part of the job) nor the supervised-child marker.
+        let mut shim_env = launch.env.clone();
+        shim_env.remove(std::ffi::OsStr::new(crate::spawn::SESSION_TAG_ENV));
+        shim_env.remove(std::ffi::OsStr::new("HERD_SUPERVISED_CHILD"));
+        let ready = match link::launch(shim_argv, &shim_env, &spec).await {
+            Ok(ready) => ready,
+            Err(error) => {
+                let _ = dir.remove();
+                return Err(ShimStartError::Io(error));
+            }
+        };
+        match ready {
+            Ready::Running {
+                protocol,
+                shim_pid,
+                shim_start_time,
+                pid,
+                start_time,
+                ..
+            } => match link::attach(&dir).await {
+                Ok(attached) => Ok(Started::Shim(Box::new(ShimStarted {
+                    pid,
+                    start_time,
+                    pty: pty.is_some(),
+                    shim: ShimRef {
+                        pid: shim_pid,
+                        start_time: shim_start_time,
+                        protocol,
+                    },
+                    attached,
+                    dir,
+                }))),
+                Err(error) => {
+                    let target = kill::KillTarget {
+                        pid,
+                        pgid: pid,
+                        start_time,
+                        session_tag: id.as_str().to_owned(),
+                    };
+                    kill::kill_tree(&target, self.config.kill_grace).await;
+                    let _ = dir.remove();
+                    Err(ShimStartError::Io(io::Error::other(format!(
+                        "the session supervisor started the job but could not be attached ({error}); the job was stopped"
+                    ))))
+                }
+            },
+            Ready::PtyUnavailable { message } => {
+                let _ = dir.remove();
+                Err(ShimStartError::PtyUnavailable(message))
+            }
+            Ready::Failed { message } => {
+                let _ = dir.remove();
+                Err(ShimStartError::Io(io::Error::other(message)))
+            }
+        }
+    }
+
+    /// Runs the follower of a supervised session on the runtime.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the parts of one started session"
+    )]
+    pub(super) fn follow_shim(
+        self: &Arc<Self>,
+        s: Arc<Session>,
+        attached: Attached,
+        cursor: Cursor,
+        observer: Option<Box<dyn Observer>>,
+        dir: ShimDir,
+        shim_pid: i32,
+        span: tracing::Span,
+    ) {
+        use tracing::Instrument;
+        let inner = Arc::clone(self);
+        let detach = self.detach.clone();
+        let task = async move {
+            let Attached { link, incoming, .. } = attached;
+            let followed = link::follow(
+                Arc::clone(&s),
+                incoming,
+                link,
+                cursor,
+                observer,
+                dir,
+                shim_pid,
+                detach,
+            )
+            .await;
+            inner.settle(&s, followed).await;
+        };
+        drop(self.runtime.spawn(task.instrument(span)));
+    }
+
+    /// Ends a followed session the way its follower ended.
+    async fn settle(self: &Arc<Self>, s: &Arc<Session>, followed: Followed) {
+        match followed {
+            Followed::Finished(finish) => self.finish(s, finish),
+            Followed::Detached => {
+                tracing::debug!(session_id = %s.id, "detached from a supervised session")
+            }
+            Followed::SupervisorDied(why) => self.supervisor_died(s, &why).await,
+        }
+    }
+
+    /// The shim died without an exit record: kill what it left, close as lost.
+    async fn supervisor_died(self: &Arc<Self>, s: &Arc<Session>, why: &str) {
+        tracing::warn!(session_id = %s.id, reason = why, "session supervisor died; killing what it left");
+        let target = kill::KillTarget {
+            pid: s.pid,
+            pgid: s.pgid,
+            start_time: s.start_time,
+            session_tag: s.id.as_str().to_owned(),
+        };
+        let outcome = kill::kill_tree(&target, self.config.kill_grace).await;
+        let note = format!(
+            "lost: {why}; its exit status is unknown and herd killed what was left of its process tree"
+        );
+        self.durable.mark_note(s.id.clone(), note.clone());
+        self.finish(
+            s,
+            Finish {
+                exit: Err(io::Error::other(note)),
+                descendants_alive: outcome.survivors,
+            },
+        );
+    }
+
+    /// Restores one supervised checkpoint entry: re-attaches to its shim, or takes
+    /// the exit record it left, or closes it when the shim died.
+    pub(super) async fn reattach(
+        self: &Arc<Self>,
+        id: SessionId,
+        entry: CheckpointEntry,
+        shim: ShimRef,
+    ) -> Reattached {
+        let Ok(dir) = ShimDir::new(&self.home, id.as_str()) else {
+            return self
+                .restore_died(
+                    id,
+                    &entry,
+                    shim,
+                    "its supervisor's directory name is invalid",
+                )
+                .await;
+        };
+        if let Ok(Some(record)) = dir.read_exit() {
+            let s = self.restored_session(id, &entry, shim, None, Some(link::progress_of(&record)));
+            self.finish(&s, link::finish_of(record));
+            return Reattached::Finished;
+        }
+        match link::attach(&dir).await {
+            Ok(attached) => {
+                let progress = attached.hello.progress;
+                let attached_pid = attached.hello.pid;
+                let s = self.restored_session(
+                    id.clone(),
+                    &entry,
+                    shim,
+                    Some(Stdin::Shim(Arc::clone(&attached.link))),
+                    Some(progress),
+                );
+                let r = &entry.session;
+                let plan = NotifyPlan {
+                    notify: r.notify,
+                    watch: r.watch_patterns.clone(),
+                    heartbeat: (r.heartbeat_seconds > 0)
+                        .then(|| Duration::from_secs(r.heartbeat_seconds)),
+                    notes: Vec::new(),
+                };
+                let observer = self.arm_notifications(&s, &plan);
+                let cursor = Cursor {
+                    log_bytes: progress.log_bytes,
+                    progress,
+                };
+                let span = tracing::info_span!("session", id = %id);
+                self.follow_shim(s, attached, cursor, observer, dir, shim.pid, span);
+                tracing::info!(session_id = %id, pid = attached_pid, shim_pid = shim.pid, "supervised session re-attached");
+                Reattached::Attached
+            }
+            Err(AttachError::Version { shim: theirs }) => {
+                let error = AttachError::Version { shim: theirs };
+                tracing::warn!(session_id = %id, %error, "supervised session not attached");
+                let s = self.restored_session(id.clone(), &entry, shim, None, None);
+                self.durable.mark_note(id, format!("{error}"));
+                self.follow_records(s, dir, shim);
+                Reattached::RecordsOnly
+            }
+            Err(AttachError::Unreachable(error)) => {
+                // The shim may have written its record and exited just now.
+                if let Ok(Some(record)) = dir.read_exit() {
+                    let s = self.restored_session(
+                        id,
+                        &entry,
+                        shim,
+                        None,
+                        Some(link::progress_of(&record)),
+                    );
+                    self.finish(&s, link::finish_of(record));
+                    return Reattached::Finished;
+                }
+                tracing::debug!(session_id = %id, %error, "supervisor unreachable at restore");
+                self.restore_died(
+                    id,
+                    &entry,
+                    shim,
+                    &format!(
+                        "its supervisor (herd-shim, pid {}) died while no herd daemon ran",
+                        shim.pid
+                    ),
+                )
+                .await
+            }
+        }
+    }
+
+    async fn restore_died(
+        self: &Arc<Self>,
+        id: SessionId,
+        entry: &CheckpointEntry,
+        shim: ShimRef,
+        why: &str,
+    ) -> Reattached {
+        let s = self.restored_session(id, entry, shim, None, None);
+        self.supervisor_died(&s, why).await;
+        Reattached::SupervisorDied
+    }
+
+    /// A session record for a supervised checkpoint entry, in the running table, its
+    /// tail seeded from the log as far as `progress` says.
+    fn restored_session(
+        &self,
+        id: SessionId,
+        entry: &CheckpointEntry,
+        shim: ShimRef,
+        stdin: Option<Stdin>,
+        progress: Option<Progress>,
+    ) -> Arc<Session> {
+        let s = self.session_from_entry(
+            id.clone(),
+            entry,
+            entry.session.start_time,
+            Some(shim),
+            progress,
+        );
+        s.state().stdin = stdin;
+        let r = &entry.session;
+        self.durable.set_extras(
+            id.clone(),
+            super::durable::Extras {
+                command_redacted: r.command.clone(),
+                watch_patterns: r.watch_patterns.clone(),
+                heartbeat_seconds: r.heartbeat_seconds,
+            },
+        );
+        self.lock().running.insert(id, Arc::clone(&s));
+        s
+    }
+
+    /// Follows a shim of another protocol by its records: waits for the shim process
+    /// to end, then takes its exit record (or reports it died).
+    fn follow_records(self: &Arc<Self>, s: Arc<Session>, dir: ShimDir, shim: ShimRef) {
+        let inner = Arc::clone(self);
+        let task = async move {
+            if let Some(start) = shim.start_time {
+                wait_gone(shim.pid, start).await;
+            }
+            let followed = match dir.read_exit() {
+                Ok(Some(record)) => {
+                    super::restore::reseed_tail(
+                        &s,
+                        inner.config.buffer_bytes,
+                        &link::progress_of(&record),
+                    );
+                    Followed::Finished(link::finish_of(record))
+                }
+                _ => Followed::SupervisorDied(format!(
+                    "its supervisor (herd-shim, pid {}) ended without an exit record",
+                    shim.pid
+                )),
+            };
+            inner.settle(&s, followed).await;
+        };
+        drop(self.runtime.spawn(task));
+    }
+}
+
+impl Inner {
+    /// Removes shim directories no session of this registry owns: leftovers of
+    /// sessions whose receipt is written, and shims of spawns that never answered
+    /// (their job is killed: nobody was told it runs).
+    pub(super) async fn sweep_orphan_shims(self: &Arc<Self>) {
+        for raw in herd_persistence::shim_session_ids(&self.home) {
+            let Some(id) = SessionId::parse(&raw) else {
+                continue;
+            };
+            if self.lock().get(&id).is_some() {
+                continue;
+            }
+            let Ok(dir) = ShimDir::new(&self.home, &raw) else {
+                continue;
+            };
+            if matches!(dir.read_exit(), Ok(None)) {
+                if let Ok(Some(info)) = dir.read_info() {
+                    if link::attach(&dir).await.is_ok() {
+                        tracing::warn!(session_id = %raw, "a supervised job nobody was told about is stopped");
+                        let target = kill::KillTarget {
+                            pid: info.pid,
+                            pgid: info.pgid,
+                            start_time: info.start_time,
+                            session_tag: raw.clone(),
+                        };
+                        kill::kill_tree(&target, self.config.kill_grace).await;
+                    }
+                }
+            }
+            if let Err(error) = dir.remove() {
+                tracing::warn!(session_id = %raw, %error, "leftover supervisor directory not removed");
+            }
+        }
+    }
+}
+
+/// Waits until `pid` with `start_time` is gone (or a zombie).
+async fn wait_gone(pid: i32, start_time: u64) {
+    if let Ok(mut handle) = crate::sys::ProcHandle::open(pid, start_time, true) {
+        if handle.watch_exit() {
+            std::future::poll_fn(|cx| handle.poll_exit(cx)).await;
+            return;
+        }
+    }
+    let mut tick = tokio::time::interval(RECORD_POLL);
+    loop {
+        tick.tick().await;
+        match crate::sys::proc_info(pid) {
+            Some(p) if p.start_time == start_time && p.is_alive() => {}
+            _ => return,
+        }
+    }
+}
+
+/// The checkpoint's reference to a supervised session's shim.
+pub(super) fn shim_of(entry: &CheckpointEntry) -> Option<ShimRef> {
+    entry.session.shim
+}

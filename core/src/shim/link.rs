@@ -1,0 +1,539 @@
+//! The daemon's side of a shim: starting one, attaching to it, and following its
+//! session until the job is done (or the daemon detaches).
+//!
+//! One task per session runs [`follow`]: it asks the shim for the next growth of the
+//! log (`want`), reads the new bytes from the log file into the tail and the watch
+//! observer, and finishes with the shim's exit record. Other tasks reach the shim
+//! through the session's [`Link`] (stdin, close, resize, kill), whose frames one writer
+//! task sends in order.
+//!
+//! A shim whose socket closes without an exit record died (SIGKILL, OOM): the follower
+//! says so at once, and the registry kills what it left and closes the session as
+//! lost. Nothing here waits long on a shim: connecting and the hello answer are
+//! bounded by [`ATTACH_TIMEOUT`], so a restore over many dead shims fails fast.
+
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use herd_persistence::{ExitRecord, ShimDir};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::UnixStream;
+use tokio::net::unix::OwnedReadHalf;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use super::wire::{self, FrameReader, FromShim, Progress, ToShim};
+use super::{OLDEST_FULL_ATTACH, PROTOCOL, Ready, Spec};
+use crate::reader::{Finish, Observer};
+use crate::session::{ExitInfo, Session};
+
+/// The longest a shim may take to start its job and print its ready line.
+pub(crate) const START_TIMEOUT: Duration = Duration::from_secs(10);
+/// The longest connecting to a shim and getting its hello may take.
+pub(crate) const ATTACH_TIMEOUT: Duration = Duration::from_secs(2);
+/// The largest read of the log file in one go.
+const READ_CHUNK_BYTES: usize = 1 << 20;
+
+/// Starts a shim with `argv` (the shim program, possibly wrapped by a dispatcher)
+/// and `env`, hands it `spec`, and returns its ready line.
+///
+/// # Errors
+/// The spawn's OS error, a shim that printed nothing in time, or an unreadable line.
+pub(crate) async fn launch(
+    argv: &[String],
+    env: &BTreeMap<OsString, OsString>,
+    spec: &Spec,
+) -> io::Result<Ready> {
+    let mut child = crate::spawn::spawn_shim(argv, env)?;
+    let spec_bytes = serde_json::to_vec(spec).map_err(io::Error::other)?;
+    let mut stdin = child
+        .stdin
+        .take()
+        .ok_or_else(|| io::Error::other("the shim has no stdin"))?;
+    let mut stdout = child
+        .stdout
+        .take()
+        .ok_or_else(|| io::Error::other("the shim has no stdout"))?;
+    let exchange = async {
+        stdin.write_all(&spec_bytes).await?;
+        drop(stdin);
+        let mut line = Vec::new();
+        stdout.read_to_end(&mut line).await?;
+        io::Result::Ok(line)
+    };
+    let line = match tokio::time::timeout(START_TIMEOUT, exchange).await {
+        Ok(Ok(line)) => line,
+        Ok(Err(error)) => {
+            let _ = child.start_kill();
+            return Err(error);
+        }
+        Err(_) => {
+            let _ = child.start_kill();
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!(
+                    "the session supervisor did not start within {} s",
+                    START_TIMEOUT.as_secs()
+                ),
+            ));
+        }
+    };
+    // The first process exits as soon as it has forked the shim proper.
+    drop(tokio::spawn(async move { child.wait().await }));
+    let text = String::from_utf8_lossy(&line);
+    let first = text.lines().next().unwrap_or_default();
+    serde_json::from_str(first).map_err(|e| {
+        io::Error::other(format!(
+            "the session supervisor {} answered {first:?} instead of its ready line ({e}); check that herd-shim belongs to this herd",
+            argv.first().map_or("", String::as_str)
+        ))
+    })
+}
+
+/// What a shim's hello says.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Hello {
+    pub(crate) protocol: u32,
+    pub(crate) pid: i32,
+    pub(crate) progress: Progress,
+}
+
+/// A connection to a shim that answered hello.
+#[derive(Debug)]
+pub(crate) struct Attached {
+    pub(crate) hello: Hello,
+    pub(crate) link: Arc<Link>,
+    pub(crate) incoming: Incoming,
+}
+
+/// Why a shim could not be attached.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum AttachError {
+    /// Nothing listens on the socket (the shim is gone) or it did not answer in time.
+    #[error("the session supervisor does not answer: {0}")]
+    Unreachable(#[source] io::Error),
+    /// It answered with a protocol this daemon does not attach to.
+    #[error(
+        "the session supervisor speaks shim protocol {shim} and this herd attaches to protocols {OLDEST_FULL_ATTACH} to {PROTOCOL}; it is followed by its exit record only (no live output, stdin or resize) until it ends"
+    )]
+    Version { shim: u32 },
+}
+
+/// Connects to the shim in `dir` and exchanges hellos.
+///
+/// # Errors
+/// [`AttachError`].
+pub(crate) async fn attach(dir: &ShimDir) -> Result<Attached, AttachError> {
+    let unreachable = AttachError::Unreachable;
+    let exchange = async {
+        let stream = UnixStream::connect(dir.socket_path()).await?;
+        let (read, mut write) = stream.into_split();
+        let mut hello = Vec::new();
+        wire::encode(
+            &ToShim::Hello {
+                protocol: PROTOCOL,
+                daemon: env!("CARGO_PKG_VERSION").to_owned(),
+            },
+            b"",
+            &mut hello,
+        );
+        write.write_all(&hello).await?;
+        let mut incoming = Incoming {
+            read,
+            frames: FrameReader::default(),
+        };
+        loop {
+            match incoming.next().await? {
+                Some(FromShim::Hello {
+                    protocol,
+                    pid,
+                    progress,
+                    ..
+                }) => {
+                    let hello = Hello {
+                        protocol,
+                        pid,
+                        progress,
+                    };
+                    return io::Result::Ok((hello, write, incoming));
+                }
+                Some(_) => {}
+                None => return Err(io::Error::from(io::ErrorKind::UnexpectedEof)),
+            }
+        }
+    };
+    let (hello, write, incoming) = match tokio::time::timeout(ATTACH_TIMEOUT, exchange).await {
+        Ok(Ok(parts)) => parts,
+        Ok(Err(error)) => return Err(unreachable(error)),
+        Err(_) => return Err(unreachable(io::Error::from(io::ErrorKind::TimedOut))),
+    };
+    if !(OLDEST_FULL_ATTACH..=PROTOCOL).contains(&hello.protocol) {
+        return Err(AttachError::Version {
+            shim: hello.protocol,
+        });
+    }
+    Ok(Attached {
+        hello,
+        link: Link::start(write),
+        incoming,
+    })
+}
+
+/// The read side of a shim connection, parsed into messages.
+#[derive(Debug)]
+pub(crate) struct Incoming {
+    read: OwnedReadHalf,
+    frames: FrameReader,
+}
+
+impl Incoming {
+    /// The next message; `Ok(None)` when the shim closed the connection.
+    async fn next(&mut self) -> io::Result<Option<FromShim>> {
+        let mut buf = [0u8; 8 * 1024];
+        loop {
+            match self.frames.next() {
+                Ok(Some(frame)) => match serde_json::from_slice::<FromShim>(&frame.header) {
+                    Ok(message) => return Ok(Some(message)),
+                    Err(error) => {
+                        tracing::debug!(%error, "shim frame not understood; skipped");
+                        continue;
+                    }
+                },
+                Ok(None) => {}
+                Err(error) => return Err(io::Error::other(error)),
+            }
+            let n = self.read.read(&mut buf).await?;
+            if n == 0 {
+                return Ok(None);
+            }
+            self.frames.feed(&buf[..n]);
+        }
+    }
+}
+
+/// The sending side of a shim connection, shared by the session's callers.
+#[derive(Debug)]
+pub(crate) struct Link {
+    tx: mpsc::UnboundedSender<Vec<u8>>,
+    pending: Mutex<HashMap<u64, oneshot::Sender<Option<String>>>>,
+    next_id: AtomicU64,
+}
+
+impl Link {
+    fn start(mut write: tokio::net::unix::OwnedWriteHalf) -> Arc<Link> {
+        let (tx, mut rx) = mpsc::unbounded_channel::<Vec<u8>>();
+        drop(tokio::spawn(async move {
+            while let Some(frame) = rx.recv().await {
+                if write.write_all(&frame).await.is_err() {
+                    return;
+                }
+            }
+        }));
+        Arc::new(Link {
+            tx,
+            pending: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(1),
+        })
+    }
+
+    fn send(&self, message: &ToShim, body: &[u8]) -> bool {
+        let mut frame = Vec::with_capacity(64 + body.len());
+        wire::encode(message, body, &mut frame);
+        self.tx.send(frame).is_ok()
+    }
+
+    /// Sends a request the shim answers with `done`, and waits for the answer at most
+    /// `timeout`. `Ok(())` when it succeeded.
+    ///
+    /// # Errors
+    /// The shim's reason, or why no answer came.
+    pub(crate) async fn request(
+        &self,
+        make: impl FnOnce(u64) -> (ToShim, Vec<u8>),
+        timeout: Duration,
+    ) -> Result<(), String> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (done_tx, done_rx) = oneshot::channel();
+        self.pending_map().insert(id, done_tx);
+        let (message, body) = make(id);
+        if !self.send(&message, &body) {
+            self.pending_map().remove(&id);
+            return Err("the session's supervisor is not connected".to_owned());
+        }
+        match tokio::time::timeout(timeout, done_rx).await {
+            Ok(Ok(None)) => Ok(()),
+            Ok(Ok(Some(error))) => Err(error),
+            Ok(Err(_)) => Err("the process has already finished".to_owned()),
+            Err(_) => {
+                self.pending_map().remove(&id);
+                Err("the process is not reading its input; nothing more was written".to_owned())
+            }
+        }
+    }
+
+    fn complete(&self, id: u64, error: Option<String>) {
+        if let Some(tx) = self.pending_map().remove(&id) {
+            let _ = tx.send(error);
+        }
+    }
+
+    /// Fails every request still waiting (the session is over).
+    fn fail_pending(&self) {
+        self.pending_map().clear();
+    }
+
+    fn pending_map(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<u64, oneshot::Sender<Option<String>>>> {
+        self.pending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// How following a shim ended.
+#[derive(Debug)]
+pub(crate) enum Followed {
+    /// The job is done; its exit record was taken.
+    Finished(Finish),
+    /// The daemon detaches: the shim and its job run on.
+    Detached,
+    /// The shim died without an exit record; the text says what was seen.
+    SupervisorDied(String),
+}
+
+/// Where the follower is in the log.
+#[derive(Debug)]
+pub(crate) struct Cursor {
+    /// Bytes of the log read into the tail so far.
+    pub(crate) log_bytes: u64,
+    /// The shim's ingest counters as last taken.
+    pub(crate) progress: Progress,
+}
+
+/// Follows a supervised session until its job is done, its shim dies or `detach`
+/// fires.
+#[expect(clippy::too_many_arguments, reason = "one call site per start path")]
+pub(crate) async fn follow(
+    session: Arc<Session>,
+    mut incoming: Incoming,
+    link: Arc<Link>,
+    mut cursor: Cursor,
+    mut observer: Option<Box<dyn Observer>>,
+    dir: ShimDir,
+    shim_pid: i32,
+    detach: CancellationToken,
+) -> Followed {
+    let mut kill_rx = session.kill_requested.subscribe();
+    let mut log: Option<File> = None;
+    link.send(
+        &ToShim::Want {
+            after: cursor.progress.total_ingested,
+        },
+        b"",
+    );
+    if *kill_rx.borrow_and_update() {
+        link.send(&ToShim::Kill, b"");
+    }
+    let outcome = loop {
+        let message = tokio::select! {
+            m = incoming.next() => m,
+            changed = kill_rx.changed() => {
+                if changed.is_ok() && *kill_rx.borrow_and_update() {
+                    link.send(&ToShim::Kill, b"");
+                }
+                continue;
+            }
+            () = detach.cancelled() => break Followed::Detached,
+        };
+        match message {
+            Ok(Some(FromShim::Grew { progress })) => {
+                catch_up(&session, &mut log, &mut cursor, progress, &mut observer).await;
+                link.send(
+                    &ToShim::Want {
+                        after: cursor.progress.total_ingested,
+                    },
+                    b"",
+                );
+            }
+            Ok(Some(FromShim::Done { id, error })) => link.complete(id, error),
+            Ok(Some(FromShim::Exit { record, progress })) => {
+                catch_up(&session, &mut log, &mut cursor, progress, &mut observer).await;
+                break Followed::Finished(finish_of(record));
+            }
+            Ok(Some(FromShim::Error { message })) => {
+                tracing::debug!(%message, "shim reported a protocol error");
+            }
+            Ok(Some(FromShim::Hello { .. })) => {}
+            Ok(None) | Err(_) => {
+                // The connection ended without an exit frame: the record on disk
+                // decides whether the shim finished or died.
+                break match dir.read_exit() {
+                    Ok(Some(record)) => {
+                        let progress = progress_of(&record);
+                        catch_up(&session, &mut log, &mut cursor, progress, &mut observer).await;
+                        Followed::Finished(finish_of(record))
+                    }
+                    Ok(None) => Followed::SupervisorDied(format!(
+                        "its supervisor (herd-shim, pid {shim_pid}) died before the job ended"
+                    )),
+                    Err(error) => Followed::SupervisorDied(format!(
+                        "its supervisor (herd-shim, pid {shim_pid}) left an unreadable exit record: {error}"
+                    )),
+                };
+            }
+        }
+    };
+    link.fail_pending();
+    if !matches!(outcome, Followed::Detached) {
+        if let Some(observer) = observer.as_mut() {
+            observer.end();
+        }
+    }
+    outcome
+}
+
+/// The counters an exit record implies (the log holds what was kept).
+pub(crate) fn progress_of(record: &ExitRecord) -> Progress {
+    Progress {
+        log_bytes: record.total_ingested.saturating_sub(record.bytes_not_kept),
+        total_ingested: record.total_ingested,
+        bytes_not_kept: record.bytes_not_kept,
+    }
+}
+
+/// The choke point's view of an exit record.
+pub(crate) fn finish_of(record: ExitRecord) -> Finish {
+    Finish {
+        exit: Ok(ExitInfo {
+            code: record.code,
+            signal: record.signal,
+        }),
+        descendants_alive: record.descendants_alive,
+    }
+}
+
+/// Reads the log from the cursor up to `progress` into the tail and the observer.
+///
+/// Without an observer only the last tail's worth of a large backlog is read: the
+/// rest is in the log file and counted, never copied into memory.
+pub(crate) async fn catch_up(
+    session: &Session,
+    log: &mut Option<File>,
+    cursor: &mut Cursor,
+    progress: Progress,
+    observer: &mut Option<Box<dyn Observer>>,
+) {
+    let target = progress.log_bytes;
+    if target > cursor.log_bytes {
+        if observer.is_none() {
+            let bound = session.tail().bound() as u64;
+            let backlog = target - cursor.log_bytes;
+            if backlog > 2 * bound {
+                let skip = backlog - bound;
+                session.tail().skip(skip);
+                cursor.log_bytes += skip;
+            }
+        }
+        if log.is_none() {
+            *log = File::open(&session.log_path).ok();
+        }
+        let mut buf = Vec::new();
+        while cursor.log_bytes < target {
+            let Some(file) = log.as_mut() else {
+                // No log to read (it could not be created): the bytes are counted.
+                session.tail().count_not_kept(target - cursor.log_bytes);
+                cursor.log_bytes = target;
+                break;
+            };
+            let want = usize::try_from(target - cursor.log_bytes)
+                .unwrap_or(usize::MAX)
+                .min(READ_CHUNK_BYTES);
+            buf.resize(want, 0);
+            let n = match read_at(file, cursor.log_bytes, &mut buf) {
+                Ok(0) | Err(_) => {
+                    session.tail().count_not_kept(target - cursor.log_bytes);
+                    cursor.log_bytes = target;
+                    break;
+                }
+                Ok(n) => n,
+            };
+            let chunk = &buf[..n];
+            session.tail().push(chunk, 0);
+            if let Some(observer) = observer.as_mut() {
+                observer.output(chunk);
+            }
+            cursor.log_bytes += n as u64;
+            if cursor.log_bytes < target {
+                tokio::task::yield_now().await;
+            }
+        }
+    }
+    let not_kept = progress
+        .bytes_not_kept
+        .saturating_sub(cursor.progress.bytes_not_kept);
+    if not_kept > 0 {
+        session.tail().count_not_kept(not_kept);
+    }
+    cursor.progress = progress;
+}
+
+fn read_at(file: &mut File, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+    file.seek(SeekFrom::Start(offset))?;
+    let mut filled = 0;
+    while filled < buf.len() {
+        match file.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(filled)
+}
+
+/// The argv that starts the shim program.
+pub(crate) fn shim_argv(program: &Path) -> Vec<String> {
+    vec![program.to_string_lossy().into_owned()]
+}
+
+/// Builds the launch spec for a session.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "a plain record of the spawn's parts"
+)]
+pub(crate) fn spec(
+    session_id: &str,
+    dir: &ShimDir,
+    argv: Vec<String>,
+    env: &BTreeMap<OsString, OsString>,
+    cwd: PathBuf,
+    pty: Option<(u16, u16)>,
+    log_path: PathBuf,
+    log_cap_bytes: u64,
+    idle_drain: Duration,
+) -> Spec {
+    use std::os::unix::ffi::OsStrExt;
+    Spec {
+        protocol: PROTOCOL,
+        session_id: session_id.to_owned(),
+        dir: dir.path().to_path_buf(),
+        argv,
+        env: env
+            .iter()
+            .map(|(k, v)| (k.as_bytes().to_vec(), v.as_bytes().to_vec()))
+            .collect(),
+        cwd,
+        pty,
+        log_path,
+        log_cap_bytes,
+        idle_drain_ms: u64::try_from(idle_drain.as_millis()).unwrap_or(u64::MAX),
+    }
+}

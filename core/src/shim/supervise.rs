@@ -1,0 +1,762 @@
+//! The shim process's own loop: one thread, one poll(2) over the job's output, a
+//! signalfd for SIGCHLD, the listening socket, the daemon's connection and the job's
+//! input.
+//!
+//! Output passes the same stages as the in-process reader (PTY responder, shell-noise
+//! filter) and goes to the log file, which is the only place it is kept: the daemon
+//! reads it back by offset. The shim is a child subreaper, so descendants that lose
+//! their parent are re-parented to it and reaped here instead of piling up as zombies
+//! under init.
+//!
+//! The session ends as the in-process reader ends it (B13): after the job's exit, at
+//! end-of-file, or once output stayed idle for the idle drain, or at once after a kill
+//! (only what is already buffered is read). Then the exit record is written, the log
+//! closed, an attached daemon told, and the process exits.
+
+use std::collections::VecDeque;
+use std::io::{self, Write};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::time::{Duration, Instant, SystemTime};
+
+use herd_persistence::{ExitRecord, Mode, SHIM_RECORD_VERSION, ShimDir, ShimInfo};
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use nix::sys::signal::{SigSet, Signal};
+use nix::sys::signalfd::{SfdFlags, SignalFd};
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::unistd::Pid;
+
+use super::wire::{self, FrameReader, FromShim, Progress, ToShim};
+use super::{PROTOCOL, Ready, Spec, write_ready};
+use crate::noise::NoiseFilter;
+use crate::output::LogWriter;
+use crate::spawn::{self, Launch, MasterFd, PtyFailure};
+
+/// The smallest read buffer; grown when reads fill it.
+const MIN_READ_BYTES: usize = 64 * 1024;
+/// The largest read buffer.
+const MAX_READ_BYTES: usize = 1024 * 1024;
+/// Reads per wake before the other descriptors get a turn.
+const READS_PER_TURN: usize = 32;
+/// Input bytes queued for a job that is not reading before writes are refused.
+const MAX_QUEUED_INPUT: usize = 4 << 20;
+/// Bytes queued for a daemon that is not reading before its connection is dropped.
+const MAX_QUEUED_OUT: usize = 4 << 20;
+/// How long the final `exit` frame may take to reach an attached daemon.
+const EXIT_SEND_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The job's side of the session.
+enum Job {
+    Pipe {
+        output: OwnedFd,
+        stdin: Option<OwnedFd>,
+    },
+    Pty {
+        master: MasterFd,
+        scanner: herd_pty::Scanner,
+    },
+}
+
+impl Job {
+    fn output(&self) -> BorrowedFd<'_> {
+        match self {
+            Job::Pipe { output, .. } => output.as_fd(),
+            Job::Pty { master, .. } => master.as_fd(),
+        }
+    }
+
+    fn input(&self) -> Option<BorrowedFd<'_>> {
+        match self {
+            Job::Pipe { stdin, .. } => stdin.as_ref().map(AsFd::as_fd),
+            Job::Pty { master, .. } => Some(master.as_fd()),
+        }
+    }
+}
+
+/// One queued input operation.
+enum Input {
+    Write {
+        id: u64,
+        bytes: Vec<u8>,
+        done: usize,
+    },
+    Close {
+        id: u64,
+    },
+}
+
+/// The daemon's connection.
+struct Conn {
+    stream: UnixStream,
+    frames: FrameReader,
+    out: Vec<u8>,
+}
+
+/// Everything the loop owns.
+struct Shim {
+    job: Job,
+    pid: i32,
+    pgid: i32,
+    log: LogWriter,
+    noise: NoiseFilter,
+    progress: Progress,
+    buf: Vec<u8>,
+    eof: bool,
+    exit: Option<WaitStatus>,
+    last_activity: Instant,
+    idle_drain: Duration,
+    kill_requested: bool,
+    want: Option<u64>,
+    input: VecDeque<Input>,
+    queued_input: usize,
+    conn: Option<Conn>,
+    listener: UnixListener,
+    uid: u32,
+}
+
+/// Starts the job described by `spec` and supervises it; returns the exit code.
+pub(super) fn run(spec: Spec) -> i32 {
+    if let Err(error) = crate::sys::detach_from_parent() {
+        return super::report_failure(&format!("the supervisor could not detach: {error}"));
+    }
+    if let Err(error) = nix::sys::prctl::set_child_subreaper(true) {
+        tracing::debug!(%error, "not a child subreaper; orphans go to init");
+    }
+    let dir = ShimDir::at(spec.dir.clone());
+    let listener = match bind_private(&dir.socket_path()) {
+        Ok(listener) => listener,
+        Err(error) => {
+            return super::report_failure(&format!(
+                "the supervisor socket {} could not be bound: {error}",
+                dir.socket_path().display()
+            ));
+        }
+    };
+    let env = spec.env_map();
+    let launch = Launch {
+        argv: spec.argv.clone(),
+        env: &env,
+        cwd: &spec.cwd,
+    };
+    let (job, pid) = match spec.pty {
+        Some((rows, cols)) => match spawn::spawn_pty_raw(&launch, rows, cols, false) {
+            Ok(child) => {
+                let pid = child.pid;
+                // The std Child is not waited on: the job is reaped through waitpid.
+                drop(child.child);
+                (
+                    Job::Pty {
+                        master: child.master,
+                        scanner: herd_pty::Scanner::new(rows, cols),
+                    },
+                    pid,
+                )
+            }
+            Err(PtyFailure::Open(error)) => {
+                let _ = dir.remove();
+                write_ready(&Ready::PtyUnavailable {
+                    message: error.to_string(),
+                });
+                return 2;
+            }
+            Err(PtyFailure::Spawn(error)) => {
+                let _ = dir.remove();
+                return super::report_failure(&error.to_string());
+            }
+        },
+        None => match spawn::spawn_pipe_raw(&launch) {
+            Ok(child) => (
+                Job::Pipe {
+                    output: child.output,
+                    stdin: Some(child.stdin),
+                },
+                child.pid,
+            ),
+            Err(error) => {
+                let _ = dir.remove();
+                return super::report_failure(&error.to_string());
+            }
+        },
+    };
+    // SIGCHLD is blocked only now, so the job started with the usual mask; a SIGCHLD
+    // that came before is caught by the first reap below.
+    let signals = match child_signals() {
+        Ok(fd) => fd,
+        Err(error) => {
+            crate::sys::signal_group(pid, Signal::SIGKILL).ok();
+            let _ = dir.remove();
+            return super::report_failure(&format!("SIGCHLD could not be watched: {error}"));
+        }
+    };
+    let own_pid = crate::sys::own_pid();
+    let info = ShimInfo {
+        version: SHIM_RECORD_VERSION,
+        protocol: PROTOCOL,
+        shim_pid: own_pid,
+        shim_start_time: crate::sys::start_time(own_pid),
+        pid,
+        pgid: pid,
+        start_time: crate::sys::start_time(pid),
+        mode: if spec.pty.is_some() {
+            Mode::Pty
+        } else {
+            Mode::Pipe
+        },
+    };
+    if let Err(error) = dir.write_info(&info) {
+        crate::sys::signal_group(pid, Signal::SIGKILL).ok();
+        let _ = dir.remove();
+        return super::report_failure(&error.to_string());
+    }
+    write_ready(&Ready::Running {
+        protocol: PROTOCOL,
+        shim_pid: own_pid,
+        shim_start_time: info.shim_start_time,
+        pid,
+        pgid: pid,
+        start_time: info.start_time,
+    });
+    release_stdio();
+    let mut shim = Shim {
+        job,
+        pid,
+        pgid: pid,
+        log: LogWriter::new(spec.log_path.clone(), spec.log_cap_bytes),
+        noise: NoiseFilter::default(),
+        progress: Progress::default(),
+        buf: Vec::new(),
+        eof: false,
+        exit: None,
+        last_activity: Instant::now(),
+        idle_drain: Duration::from_millis(spec.idle_drain_ms),
+        kill_requested: false,
+        want: None,
+        input: VecDeque::new(),
+        queued_input: 0,
+        conn: None,
+        listener,
+        uid: nix::unistd::getuid().as_raw(),
+    };
+    shim.reap();
+    shim.serve(&signals);
+    shim.conclude(&dir)
+}
+
+/// Binds the socket 0600 from the start: under a 0177 umask, restored right after so
+/// the job gets the usual one.
+fn bind_private(path: &std::path::Path) -> io::Result<UnixListener> {
+    use nix::sys::stat::{Mode as FileMode, umask};
+    let _ = std::fs::remove_file(path);
+    let old = umask(FileMode::from_bits_truncate(0o177));
+    let bound = UnixListener::bind(path);
+    umask(old);
+    let listener = bound?;
+    listener.set_nonblocking(true)?;
+    Ok(listener)
+}
+
+/// Blocks SIGCHLD and returns a descriptor that reads it.
+fn child_signals() -> nix::Result<SignalFd> {
+    let mut mask = SigSet::empty();
+    mask.add(Signal::SIGCHLD);
+    mask.thread_block()?;
+    SignalFd::with_flags(&mask, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)
+}
+
+/// Points stdin, stdout and stderr at /dev/null: the daemon's pipes close, so its
+/// read of the ready line ends, and nothing the shim does later can block on them.
+fn release_stdio() {
+    let Ok(null) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+    else {
+        return;
+    };
+    let _ = nix::unistd::dup2_stdin(&null);
+    let _ = nix::unistd::dup2_stdout(&null);
+    let _ = nix::unistd::dup2_stderr(&null);
+}
+
+impl Shim {
+    /// The poll loop, until the job has exited and its output is done.
+    fn serve(&mut self, signals: &SignalFd) {
+        loop {
+            if self.exit.is_some() {
+                if self.kill_requested {
+                    self.drain_now();
+                    return;
+                }
+                if self.eof || self.last_activity.elapsed() >= self.idle_drain {
+                    return;
+                }
+            }
+            let timeout = if self.exit.is_some() {
+                let left = self.idle_drain.saturating_sub(self.last_activity.elapsed());
+                PollTimeout::try_from(left + Duration::from_millis(1)).unwrap_or(PollTimeout::MAX)
+            } else {
+                PollTimeout::NONE
+            };
+            let ready = {
+                let mut fds: Vec<PollFd<'_>> = Vec::with_capacity(5);
+                let mut slots = [usize::MAX; 5];
+                if !self.eof {
+                    slots[0] = fds.len();
+                    fds.push(PollFd::new(self.job.output(), PollFlags::POLLIN));
+                }
+                slots[1] = fds.len();
+                fds.push(PollFd::new(signals.as_fd(), PollFlags::POLLIN));
+                slots[2] = fds.len();
+                fds.push(PollFd::new(self.listener.as_fd(), PollFlags::POLLIN));
+                if let Some(conn) = &self.conn {
+                    let mut flags = PollFlags::POLLIN;
+                    if !conn.out.is_empty() {
+                        flags |= PollFlags::POLLOUT;
+                    }
+                    slots[3] = fds.len();
+                    fds.push(PollFd::new(conn.stream.as_fd(), flags));
+                }
+                if !self.input.is_empty() {
+                    if let Some(fd) = self.job.input() {
+                        slots[4] = fds.len();
+                        fds.push(PollFd::new(fd, PollFlags::POLLOUT));
+                    }
+                }
+                match poll(&mut fds, timeout) {
+                    Ok(_) => {}
+                    Err(nix::errno::Errno::EINTR) => continue,
+                    Err(error) => {
+                        tracing::error!(%error, "poll failed; the supervisor stops");
+                        return;
+                    }
+                }
+                let mut ready = [false; 5];
+                for (idx, slot) in slots.iter().enumerate() {
+                    if let Some(fd) = fds.get(*slot) {
+                        ready[idx] = fd.revents().is_some_and(|r| !r.is_empty());
+                    }
+                }
+                ready
+            };
+            if ready[1] {
+                while let Ok(Some(_)) = signals.read_signal() {}
+                self.reap();
+            }
+            if ready[0] {
+                self.read_burst();
+            }
+            if ready[2] {
+                self.accept();
+            }
+            if ready[3] {
+                self.service_conn();
+            }
+            if ready[4] || !self.input.is_empty() {
+                self.write_input();
+            }
+            self.maybe_grew();
+            self.flush_conn();
+        }
+    }
+
+    /// Reaps every child that has exited; the job's status is kept.
+    fn reap(&mut self) {
+        loop {
+            match waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::StillAlive) | Err(_) => return,
+                Ok(status) => {
+                    if status.pid().map(Pid::as_raw) == Some(self.pid) && self.exit.is_none() {
+                        self.exit = Some(status);
+                        self.last_activity = Instant::now();
+                    }
+                }
+            }
+        }
+    }
+
+    /// Reads until the output would block, or a turn's worth.
+    fn read_burst(&mut self) {
+        let mut filled = 0;
+        for _ in 0..READS_PER_TURN {
+            if self.buf.is_empty() {
+                self.buf.resize(MIN_READ_BYTES, 0);
+            }
+            if filled == self.buf.len() {
+                if self.buf.len() < MAX_READ_BYTES {
+                    let grown = self.buf.len() * 2;
+                    self.buf.resize(grown, 0);
+                    if let Job::Pipe { output, .. } = &self.job {
+                        spawn::raise_pipe_buffer(output.as_fd());
+                    }
+                } else {
+                    self.process(filled);
+                    filled = 0;
+                }
+            }
+            match nix::unistd::read(self.job.output(), &mut self.buf[filled..]) {
+                Ok(0) => {
+                    self.eof = true;
+                    break;
+                }
+                Ok(n) => filled += n,
+                Err(nix::errno::Errno::EAGAIN) => break,
+                Err(nix::errno::Errno::EINTR) => {}
+                // A PTY master reads EIO once every slave is closed: end-of-file.
+                Err(_) => {
+                    self.eof = true;
+                    break;
+                }
+            }
+        }
+        if filled > 0 {
+            self.last_activity = Instant::now();
+            self.process(filled);
+        }
+        // A job that went quiet gives its grown read buffer back.
+        if !self.eof && filled < MIN_READ_BYTES / 4 && self.buf.len() > MIN_READ_BYTES {
+            self.buf = Vec::new();
+        }
+    }
+
+    /// Reads what is already buffered, up to 16 MiB, without waiting.
+    fn drain_now(&mut self) {
+        let before = self.progress.total_ingested;
+        for _ in 0..16 {
+            if self.eof {
+                return;
+            }
+            let start = self.progress.total_ingested;
+            self.read_burst();
+            if self.progress.total_ingested == start
+                || self.progress.total_ingested - before > 16 << 20
+            {
+                return;
+            }
+        }
+    }
+
+    /// Passes `buf[..filled]` through the responder and the noise filter into the log.
+    fn process(&mut self, filled: usize) {
+        let chunk = &self.buf[..filled];
+        let kept = match &mut self.job {
+            Job::Pipe { .. } => self.noise.feed(chunk).into_owned(),
+            Job::Pty { master, scanner } => {
+                let scan = scanner.feed(chunk);
+                if !scan.replies.is_empty() {
+                    write_all_nonblocking(master.as_fd(), &scan.replies);
+                }
+                self.noise.feed(&scan.output).into_owned()
+            }
+        };
+        self.ingest(&kept);
+    }
+
+    fn ingest(&mut self, bytes: &[u8]) {
+        if bytes.is_empty() {
+            return;
+        }
+        let not_kept = self.log.write(bytes);
+        self.progress.total_ingested += bytes.len() as u64;
+        self.progress.bytes_not_kept += not_kept;
+        self.progress.log_bytes += bytes.len() as u64 - not_kept;
+    }
+
+    fn accept(&mut self) {
+        loop {
+            match self.listener.accept() {
+                Ok((stream, _)) => {
+                    let peer = nix::sys::socket::getsockopt(
+                        &stream,
+                        nix::sys::socket::sockopt::PeerCredentials,
+                    );
+                    if !peer.is_ok_and(|c| c.uid() == self.uid) {
+                        tracing::warn!("supervisor connection from another user refused");
+                        continue;
+                    }
+                    if stream.set_nonblocking(true).is_err() {
+                        continue;
+                    }
+                    // A new daemon replaces the old one: the lock on the home allows
+                    // only one, so the old connection belongs to one that is gone.
+                    self.conn = Some(Conn {
+                        stream,
+                        frames: FrameReader::default(),
+                        out: Vec::new(),
+                    });
+                    self.want = None;
+                }
+                Err(_) => return,
+            }
+        }
+    }
+
+    fn service_conn(&mut self) {
+        let mut buf = [0u8; 16 * 1024];
+        loop {
+            let Some(conn) = self.conn.as_mut() else {
+                return;
+            };
+            match io::Read::read(&mut conn.stream, &mut buf) {
+                Ok(0) => {
+                    self.drop_conn();
+                    return;
+                }
+                Ok(n) => conn.frames.feed(&buf[..n]),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => {
+                    self.drop_conn();
+                    return;
+                }
+            }
+        }
+        loop {
+            let Some(conn) = self.conn.as_mut() else {
+                return;
+            };
+            match conn.frames.next() {
+                Ok(Some(frame)) => match serde_json::from_slice::<ToShim>(&frame.header) {
+                    Ok(message) => self.handle(message, frame.body),
+                    Err(error) => self.send(&FromShim::Error {
+                        message: format!(
+                            "frame not understood by shim protocol {PROTOCOL}: {error}"
+                        ),
+                    }),
+                },
+                Ok(None) => return,
+                Err(error) => {
+                    tracing::warn!(%error, "supervisor connection dropped");
+                    self.drop_conn();
+                    return;
+                }
+            }
+        }
+    }
+
+    fn handle(&mut self, message: ToShim, body: Vec<u8>) {
+        match message {
+            ToShim::Hello { .. } => self.send(&FromShim::Hello {
+                protocol: PROTOCOL,
+                shim_pid: crate::sys::own_pid(),
+                pid: self.pid,
+                pgid: self.pgid,
+                progress: self.progress,
+            }),
+            ToShim::Want { after } => self.want = Some(after),
+            ToShim::Stdin { id, .. } => {
+                if self.exit.is_some() {
+                    self.send_done(id, Some("the process has already finished".to_owned()));
+                } else if self.job.input().is_none() {
+                    self.send_done(
+                        id,
+                        Some("stdin is closed; the process can no longer read input".to_owned()),
+                    );
+                } else if self.queued_input + body.len() > MAX_QUEUED_INPUT {
+                    self.send_done(
+                        id,
+                        Some(
+                            "the process is not reading its input; nothing more was written"
+                                .to_owned(),
+                        ),
+                    );
+                } else {
+                    self.queued_input += body.len();
+                    self.input.push_back(Input::Write {
+                        id,
+                        bytes: body,
+                        done: 0,
+                    });
+                }
+            }
+            ToShim::Close { id } => self.input.push_back(Input::Close { id }),
+            ToShim::Resize { id, rows, cols } => {
+                let error = match &mut self.job {
+                    Job::Pty { master, scanner } => {
+                        let result = master.resize(rows, cols);
+                        if result.is_ok() {
+                            scanner.set_size(rows, cols);
+                        }
+                        result.err()
+                    }
+                    Job::Pipe { .. } => {
+                        Some("the session has no terminal to resize (it runs on pipes)".to_owned())
+                    }
+                };
+                self.send_done(id, error);
+            }
+            ToShim::Kill => self.kill_requested = true,
+        }
+    }
+
+    fn send_done(&mut self, id: u64, error: Option<String>) {
+        self.send(&FromShim::Done { id, error });
+    }
+
+    fn send(&mut self, message: &FromShim) {
+        if let Some(conn) = self.conn.as_mut() {
+            wire::encode(message, b"", &mut conn.out);
+            if conn.out.len() > MAX_QUEUED_OUT {
+                self.drop_conn();
+            }
+        }
+    }
+
+    fn drop_conn(&mut self) {
+        self.conn = None;
+        self.want = None;
+    }
+
+    /// Sends `grew` once the log passed the daemon's mark.
+    fn maybe_grew(&mut self) {
+        if self
+            .want
+            .is_some_and(|after| self.progress.total_ingested > after)
+        {
+            self.want = None;
+            let progress = self.progress;
+            self.send(&FromShim::Grew { progress });
+        }
+    }
+
+    fn flush_conn(&mut self) {
+        let Some(conn) = self.conn.as_mut() else {
+            return;
+        };
+        while !conn.out.is_empty() {
+            match conn.stream.write(&conn.out) {
+                Ok(n) => {
+                    conn.out.drain(..n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => {
+                    self.drop_conn();
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Writes queued input as far as the job takes it.
+    fn write_input(&mut self) {
+        while let Some(front) = self.input.front_mut() {
+            match front {
+                Input::Write { id, bytes, done } => {
+                    let Some(fd) = self.job.input() else {
+                        let id = *id;
+                        self.finish_input(
+                            id,
+                            Some(
+                                "stdin is closed; the process can no longer read input".to_owned(),
+                            ),
+                        );
+                        continue;
+                    };
+                    match nix::unistd::write(fd, &bytes[*done..]) {
+                        Ok(n) => {
+                            *done += n;
+                            if *done == bytes.len() {
+                                let id = *id;
+                                self.finish_input(id, None);
+                            }
+                        }
+                        Err(nix::errno::Errno::EAGAIN) => return,
+                        Err(nix::errno::Errno::EINTR) => {}
+                        Err(error) => {
+                            let id = *id;
+                            self.finish_input(
+                                id,
+                                Some(format!("write to the process failed: {error}")),
+                            );
+                        }
+                    }
+                }
+                Input::Close { id } => {
+                    let id = *id;
+                    let error = match &mut self.job {
+                        Job::Pipe { stdin, .. } => stdin
+                            .take()
+                            .is_none()
+                            .then(|| "stdin is already closed".to_owned()),
+                        Job::Pty { master, .. } => {
+                            write_all_nonblocking(master.as_fd(), b"\x04");
+                            None
+                        }
+                    };
+                    self.finish_input(id, error);
+                }
+            }
+        }
+    }
+
+    fn finish_input(&mut self, id: u64, error: Option<String>) {
+        if let Some(Input::Write { bytes, .. }) = self.input.pop_front() {
+            self.queued_input = self.queued_input.saturating_sub(bytes.len());
+        }
+        self.send_done(id, error);
+    }
+
+    /// Ends the session: flushes held bytes, writes the exit record, closes the log,
+    /// tells an attached daemon. Returns the process's exit code.
+    fn conclude(mut self, dir: &ShimDir) -> i32 {
+        // Nobody new can connect from here on: a daemon that comes later reads the
+        // exit record instead of waiting on a socket that is about to go.
+        let _ = std::fs::remove_file(dir.socket_path());
+        let mut rest = Vec::new();
+        if let Job::Pty { scanner, .. } = &mut self.job {
+            let held = scanner.flush();
+            rest.extend_from_slice(&self.noise.feed(&held));
+        }
+        rest.extend(self.noise.flush());
+        self.ingest(&rest);
+        let descendants_alive = if self.eof {
+            Vec::new()
+        } else {
+            crate::reader::group_members(self.pgid)
+        };
+        let (code, signal) = match self.exit {
+            Some(WaitStatus::Exited(_, code)) => (Some(code), None),
+            Some(WaitStatus::Signaled(_, sig, _)) => (None, Some(sig as i32)),
+            _ => (None, None),
+        };
+        let record = ExitRecord {
+            version: SHIM_RECORD_VERSION,
+            code,
+            signal,
+            finished_at_ms: SystemTime::now()
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            total_ingested: self.progress.total_ingested,
+            bytes_not_kept: self.progress.bytes_not_kept,
+            descendants_alive,
+        };
+        let written = dir.write_exit(&record);
+        // The record is on disk before the log closes (the daemon trusts the record's
+        // byte counts once it sees it).
+        drop(self.log);
+        if let Err(error) = &written {
+            tracing::error!(%error, "exit record not written");
+        }
+        let progress = self.progress;
+        if let Some(mut conn) = self.conn.take() {
+            wire::encode(&FromShim::Exit { record, progress }, b"", &mut conn.out);
+            let _ = conn.stream.set_nonblocking(false);
+            let _ = conn.stream.set_write_timeout(Some(EXIT_SEND_TIMEOUT));
+            let _ = conn.stream.write_all(&conn.out);
+        }
+        i32::from(written.is_err())
+    }
+}
+
+/// Writes `bytes` without waiting; what does not fit is dropped (terminal replies and
+/// a ^D are a few bytes, and a terminal whose input queue is full belongs to a
+/// program that is not reading).
+fn write_all_nonblocking(fd: BorrowedFd<'_>, mut bytes: &[u8]) {
+    while !bytes.is_empty() {
+        match nix::unistd::write(fd, bytes) {
+            Ok(n) => bytes = &bytes[n..],
+            Err(nix::errno::Errno::EINTR) => {}
+            Err(_) => return,
+        }
+    }
+}
