@@ -186,13 +186,25 @@ fn restore_lines(restore: &serde_json::Value, push: &mut impl FnMut(&'static str
     push(
         "ok",
         format!(
-            "restore at start: {} re-adopted, {} closed as lost, {} closed (pid reused), {} already finished",
+            "restore at start: {} re-attached to their supervisor, {} finished while no daemon ran, {} lost with their supervisor, {} re-adopted without one, {} closed as lost, {} closed (pid reused), {} already finished",
+            restore["reattached"],
+            restore["finished_while_away"],
+            restore["supervisor_died"],
             restore["adopted"],
             restore["closed_lost"],
             restore["closed_reused"],
             restore["already_finished"]
         ),
     );
+    if restore["records_only"].as_u64().is_some_and(|n| n > 0) {
+        push(
+            "warn",
+            format!(
+                "{} supervised session(s) run under a herd-shim of another protocol: followed by their exit record only (no live output, stdin or resize); they finish normally",
+                restore["records_only"]
+            ),
+        );
+    }
     if let Some(moved) = restore["moved_aside"].as_str() {
         push(
             "warn",

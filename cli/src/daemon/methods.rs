@@ -572,6 +572,10 @@ async fn client_gone(reader: &mut BufReader<OwnedReadHalf>) {
 fn log_restore(report: &herd_core::RestoreReport) {
     tracing::info!(
         adopted = report.adopted.len(),
+        reattached = report.reattached.len(),
+        finished_while_away = report.finished_while_away.len(),
+        supervisor_died = report.supervisor_died.len(),
+        records_only = report.records_only.len(),
         closed_lost = report.closed_lost.len(),
         closed_reused = report.closed_reused.len(),
         already_finished = report.already_finished.len(),
@@ -594,6 +598,10 @@ fn log_restore(report: &herd_core::RestoreReport) {
 fn restore_summary(report: &herd_core::RestoreReport) -> Value {
     json!({
         "adopted": report.adopted.len(),
+        "reattached": report.reattached.len(),
+        "finished_while_away": report.finished_while_away.len(),
+        "supervisor_died": report.supervisor_died.len(),
+        "records_only": report.records_only.len(),
         "closed_lost": report.closed_lost.len(),
         "closed_reused": report.closed_reused.len(),
         "already_finished": report.already_finished.len(),

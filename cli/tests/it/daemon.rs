@@ -339,7 +339,7 @@ fn concurrent_autostarts_end_with_one_daemon() {
 }
 
 #[test]
-fn b17_sigterm_stops_the_daemon_and_its_jobs() {
+fn b17_sigterm_detaches_and_the_jobs_keep_running_until_shutdown() {
     let env = Env::new();
     let info = env.json(&["run", "--json", "--", "sleep 300"]);
     let job = i32::try_from(info["pid"].as_i64().expect("pid")).expect("a pid fits i32");
@@ -350,10 +350,20 @@ fn b17_sigterm_stops_the_daemon_and_its_jobs() {
     )
     .expect("the daemon can be signalled");
     wait_until(Duration::from_secs(10), || !alive(daemon)).expect("the daemon exits on SIGTERM");
-    assert!(!alive(job), "the job died with the daemon (host_shutdown)");
+    assert!(
+        alive(job),
+        "the job outlives a SIGTERM of the daemon (it detaches)"
+    );
     assert!(!env.socket().exists(), "the socket is removed");
     assert!(
         !env.home().join("run/herd.pid").exists(),
         "the pid file is removed"
     );
+    // The next daemon re-attaches; `herd shutdown` then kills as host shutdown.
+    let id = info["session_id"].as_str().expect("session_id");
+    let polled = env.json(&["poll", id, "--json"]);
+    assert_eq!(polled["status"], "running", "{polled}");
+    let stopped = env.json(&["shutdown", "--json"]);
+    assert_eq!(stopped["jobs"], "killed", "{stopped}");
+    wait_until(Duration::from_secs(10), || !alive(job)).expect("shutdown kills the job");
 }

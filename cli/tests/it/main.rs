@@ -10,5 +10,6 @@ mod jobs;
 mod mcp;
 mod restore;
 mod service;
+mod shim;
 mod support;
 mod tools;

@@ -57,7 +57,9 @@ fn b28_a_sigkilled_daemons_job_is_readopted_by_the_next_daemon() {
     );
     let status = env.json(&["doctor", "--json"]);
     assert!(
-        status.to_string().contains("1 re-adopted"),
+        status
+            .to_string()
+            .contains("1 re-attached to their supervisor"),
         "doctor shows the restore: {status}"
     );
 
@@ -69,7 +71,7 @@ fn b28_a_sigkilled_daemons_job_is_readopted_by_the_next_daemon() {
 }
 
 #[test]
-fn b28_a_job_that_died_while_no_daemon_ran_is_closed_at_restore() {
+fn b28_a_job_that_died_while_no_daemon_ran_finishes_with_its_real_status() {
     let env = Env::new();
     let (id, pid) = start(&env, "echo before; exec sleep 300");
     await_log_line(&env, &id, "before");
@@ -84,6 +86,8 @@ fn b28_a_job_that_died_while_no_daemon_ran_is_closed_at_restore() {
 
     let polled = env.json(&["poll", &id, "--json"]);
     assert_ne!(polled["status"], "running", "{polled}");
+    // Its supervisor collected the real status: killed by signal 9.
+    assert_eq!(polled["completion_reason"], "signaled", "{polled}");
     let listed = env.json(&["ps", "--json"]);
     assert!(
         !listed.to_string().contains(&id),

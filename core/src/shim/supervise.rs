@@ -42,6 +42,10 @@ const READS_PER_TURN: usize = 32;
 const MAX_QUEUED_INPUT: usize = 4 << 20;
 /// Bytes queued for a daemon that is not reading before its connection is dropped.
 const MAX_QUEUED_OUT: usize = 4 << 20;
+/// How long a job that ended before its daemon first attached waits for it: the
+/// daemon that started the shim attaches right after the ready line, so this only
+/// runs out when that daemon died in between (the exit record is on disk anyway).
+const FIRST_ATTACH_WAIT: Duration = Duration::from_secs(10);
 /// How long the final `exit` frame may take to reach an attached daemon.
 const EXIT_SEND_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -97,7 +101,8 @@ struct Shim {
     job: Job,
     pid: i32,
     pgid: i32,
-    log: LogWriter,
+    /// `None` once closed, at the end.
+    log: Option<LogWriter>,
     noise: NoiseFilter,
     progress: Progress,
     buf: Vec<u8>,
@@ -110,6 +115,8 @@ struct Shim {
     input: VecDeque<Input>,
     queued_input: usize,
     conn: Option<Conn>,
+    /// A daemon's hello was answered at least once.
+    greeted: bool,
     listener: UnixListener,
     uid: u32,
 }
@@ -221,7 +228,7 @@ pub(super) fn run(spec: Spec) -> i32 {
         job,
         pid,
         pgid: pid,
-        log: LogWriter::new(spec.log_path.clone(), spec.log_cap_bytes),
+        log: Some(LogWriter::new(spec.log_path.clone(), spec.log_cap_bytes)),
         noise: NoiseFilter::default(),
         progress: Progress::default(),
         buf: Vec::new(),
@@ -234,6 +241,7 @@ pub(super) fn run(spec: Spec) -> i32 {
         input: VecDeque::new(),
         queued_input: 0,
         conn: None,
+        greeted: false,
         listener,
         uid: nix::unistd::getuid().as_raw(),
     };
@@ -455,10 +463,46 @@ impl Shim {
         if bytes.is_empty() {
             return;
         }
-        let not_kept = self.log.write(bytes);
+        let not_kept = match self.log.as_mut() {
+            Some(log) => log.write(bytes),
+            None => bytes.len() as u64,
+        };
         self.progress.total_ingested += bytes.len() as u64;
         self.progress.bytes_not_kept += not_kept;
         self.progress.log_bytes += bytes.len() as u64 - not_kept;
+    }
+
+    /// Waits for the daemon that started this shim to attach (at most
+    /// [`FIRST_ATTACH_WAIT`]), so a job that ended at once is reported over the socket
+    /// like any other.
+    fn await_first_attach(&mut self) {
+        let deadline = Instant::now() + FIRST_ATTACH_WAIT;
+        while !self.greeted {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            let timeout = PollTimeout::try_from(left).unwrap_or(PollTimeout::MAX);
+            let (listen_ready, conn_ready) = {
+                let mut fds = vec![PollFd::new(self.listener.as_fd(), PollFlags::POLLIN)];
+                if let Some(conn) = &self.conn {
+                    fds.push(PollFd::new(conn.stream.as_fd(), PollFlags::POLLIN));
+                }
+                match poll(&mut fds, timeout) {
+                    Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+                    Err(_) => return,
+                }
+                let ready = |fd: &PollFd<'_>| fd.revents().is_some_and(|r| !r.is_empty());
+                (ready(&fds[0]), fds.get(1).is_some_and(ready))
+            };
+            if listen_ready {
+                self.accept();
+            }
+            if conn_ready {
+                self.service_conn();
+            }
+            self.flush_conn();
+        }
     }
 
     fn accept(&mut self) {
@@ -535,13 +579,16 @@ impl Shim {
 
     fn handle(&mut self, message: ToShim, body: Vec<u8>) {
         match message {
-            ToShim::Hello { .. } => self.send(&FromShim::Hello {
-                protocol: PROTOCOL,
-                shim_pid: crate::sys::own_pid(),
-                pid: self.pid,
-                pgid: self.pgid,
-                progress: self.progress,
-            }),
+            ToShim::Hello { .. } => {
+                self.greeted = true;
+                self.send(&FromShim::Hello {
+                    protocol: PROTOCOL,
+                    shim_pid: crate::sys::own_pid(),
+                    pid: self.pid,
+                    pgid: self.pgid,
+                    progress: self.progress,
+                });
+            }
             ToShim::Want { after } => self.want = Some(after),
             ToShim::Stdin { id, .. } => {
                 if self.exit.is_some() {
@@ -699,9 +746,6 @@ impl Shim {
     /// Ends the session: flushes held bytes, writes the exit record, closes the log,
     /// tells an attached daemon. Returns the process's exit code.
     fn conclude(mut self, dir: &ShimDir) -> i32 {
-        // Nobody new can connect from here on: a daemon that comes later reads the
-        // exit record instead of waiting on a socket that is about to go.
-        let _ = std::fs::remove_file(dir.socket_path());
         let mut rest = Vec::new();
         if let Job::Pty { scanner, .. } = &mut self.job {
             let held = scanner.flush();
@@ -733,10 +777,16 @@ impl Shim {
         let written = dir.write_exit(&record);
         // The record is on disk before the log closes (the daemon trusts the record's
         // byte counts once it sees it).
-        drop(self.log);
+        self.log = None;
         if let Err(error) = &written {
             tracing::error!(%error, "exit record not written");
         }
+        if !self.greeted {
+            self.await_first_attach();
+        }
+        // Nobody new can connect from here on: a daemon that comes later reads the
+        // exit record instead of waiting on a socket that is gone.
+        let _ = std::fs::remove_file(dir.socket_path());
         let progress = self.progress;
         if let Some(mut conn) = self.conn.take() {
             wire::encode(&FromShim::Exit { record, progress }, b"", &mut conn.out);

@@ -1,0 +1,397 @@
+//! Sessions that outlive the daemon: every job runs under its own `herd-shim`, which
+//! keeps its output flowing, collects its exit status and writes its exit record
+//! while no daemon runs. Real daemons SIGKILLed mid-job, real shims, real PTYs.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::support::{Env, alive, raw_command, wait_until};
+
+/// Starts `command` in the background with `flags` and returns its id and pid.
+fn start(env: &Env, flags: &[&str], command: &str) -> (String, i32) {
+    let mut args = vec!["run", "--json"];
+    args.extend_from_slice(flags);
+    args.extend_from_slice(&["--", command]);
+    let info = env.json(&args);
+    let id = info["session_id"].as_str().expect("session_id").to_owned();
+    let pid = i32::try_from(info["pid"].as_i64().expect("pid")).expect("a pid fits i32");
+    (id, pid)
+}
+
+/// The session's shim directory.
+fn shim_dir(env: &Env, id: &str) -> PathBuf {
+    env.home().join("run/shims").join(id)
+}
+
+/// The shim's pid, from its info record.
+fn shim_pid(env: &Env, id: &str) -> i32 {
+    let info = std::fs::read_to_string(shim_dir(env, id).join("info.json"))
+        .expect("the shim wrote its info record");
+    let info: Value = serde_json::from_str(&info).expect("the info record is JSON");
+    i32::try_from(info["shim_pid"].as_i64().expect("shim_pid")).expect("a pid fits i32")
+}
+
+/// The session's raw log.
+fn log_text(env: &Env, id: &str) -> String {
+    std::fs::read_to_string(env.home().join("logs/sessions").join(format!("{id}.log")))
+        .unwrap_or_default()
+}
+
+/// SIGKILLs the home's daemon and waits until it is gone.
+fn crash_daemon(env: &Env) -> i32 {
+    let pid = env.daemon_pid().expect("the daemon wrote its pid file");
+    signal(pid, nix::sys::signal::Signal::SIGKILL);
+    wait_until(Duration::from_secs(5), || !alive(pid))
+        .unwrap_or_else(|()| panic!("daemon {pid} did not die of SIGKILL"));
+    pid
+}
+
+fn signal(pid: i32, sig: nix::sys::signal::Signal) {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), sig)
+        .expect("the process can be signalled");
+}
+
+/// Takes the owner's pending events now.
+fn drain(env: &Env, owner: &str) -> Vec<Value> {
+    env.ok(&["events", "--owner", owner])
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect()
+}
+
+/// Takes the owner's pending completions, waiting up to 20 s for at least one.
+fn completions(env: &Env, owner: &str) -> Vec<Value> {
+    let mut got = Vec::new();
+    let _ = wait_until(Duration::from_secs(20), || {
+        got.extend(
+            drain(env, owner)
+                .into_iter()
+                .filter(|e| e["type"] == "completion"),
+        );
+        !got.is_empty()
+    });
+    got
+}
+
+/// Pids of live processes tagged with the session (`HERD_SESSION=<id>`).
+fn tagged(id: &str) -> Vec<i32> {
+    let tag = format!("HERD_SESSION={id}");
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc")
+        .expect("/proc is readable")
+        .flatten()
+    {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+            continue;
+        };
+        if environ.split(|b| *b == 0).any(|v| v == tag.as_bytes()) && alive(pid) {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+/// Numbered lines `line-N` in `text`, in order of appearance.
+fn numbered(text: &str) -> Vec<u32> {
+    text.split(|c| c == '\n' || c == '\r')
+        .filter_map(|l| l.trim().strip_prefix("line-")?.parse().ok())
+        .collect()
+}
+
+/// A chatty job through a daemon SIGKILL: every numbered line, in order, and the
+/// real exit code in exactly one completion.
+fn chatty_job_survives_a_daemon_sigkill(flags: &[&str]) {
+    let env = Env::new();
+    let owner = "agent-a";
+    let mut all = vec!["--notify", "--owner", owner];
+    all.extend_from_slice(flags);
+    let (id, pid) = start(
+        &env,
+        &all,
+        "for i in $(seq 80); do echo line-$i; sleep 0.02; done; exit 7",
+    );
+    wait_until(Duration::from_secs(10), || {
+        log_text(&env, &id).contains("line-5")
+    })
+    .expect("the job prints");
+    crash_daemon(&env);
+    assert!(
+        alive(pid) || log_text(&env, &id).contains("line-80"),
+        "the job outlives the daemon"
+    );
+    // The job keeps writing while no daemon runs; it ends on its own.
+    wait_until(Duration::from_secs(20), || {
+        shim_dir(&env, &id).join("exit.json").exists()
+    })
+    .expect("the shim records the exit while no daemon runs");
+    let events = completions(&env, owner);
+    assert_eq!(events.len(), 1, "exactly one completion: {events:?}");
+    assert_eq!(events[0]["exit_code"], 7, "{:?}", events[0]);
+    assert_eq!(events[0]["session_id"], id.as_str());
+    let lines = numbered(&log_text(&env, &id));
+    assert_eq!(
+        lines,
+        (1..=80).collect::<Vec<u32>>(),
+        "every line, once, in order"
+    );
+    let again = drain(&env, owner);
+    assert!(
+        again.is_empty(),
+        "the completion is not delivered twice: {again:?}"
+    );
+    assert!(
+        !shim_dir(&env, &id).exists(),
+        "the finished session's shim directory is removed"
+    );
+}
+
+#[test]
+fn shim_a_chatty_pipe_job_keeps_every_line_through_a_daemon_sigkill() {
+    chatty_job_survives_a_daemon_sigkill(&[]);
+}
+
+#[test]
+fn shim_a_chatty_pty_job_keeps_every_line_through_a_daemon_sigkill() {
+    chatty_job_survives_a_daemon_sigkill(&["--pty"]);
+}
+
+#[test]
+fn shim_a_job_runs_under_its_shim_outside_the_daemons_tree() {
+    let env = Env::new();
+    let (id, pid) = start(&env, &[], "sleep 30");
+    let shim = shim_pid(&env, &id);
+    let parent_of = |pid: i32| -> i32 {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
+        let after = stat.rsplit(')').next().expect("fields");
+        after
+            .split_whitespace()
+            .nth(1)
+            .and_then(|p| p.parse().ok())
+            .expect("ppid")
+    };
+    assert_eq!(parent_of(pid), shim, "the shim is the job's parent");
+    let daemon = env.daemon_pid().expect("daemon");
+    assert_ne!(parent_of(shim), daemon, "the shim left the daemon's tree");
+    let mode = std::fs::metadata(shim_dir(&env, &id))
+        .map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o777)
+        .expect("the shim directory exists");
+    assert_eq!(mode, 0o700);
+    env.ok(&["kill", &id]);
+    wait_until(Duration::from_secs(10), || !alive(shim)).expect("the shim ends with its job");
+}
+
+#[test]
+fn shim_stdin_and_resize_work_after_reattach() {
+    let env = Env::new();
+    let (id, _pid) = start(
+        &env,
+        &["--pty"],
+        "stty size; read first; stty size; echo got:$first; read second; echo got:$second",
+    );
+    wait_until(Duration::from_secs(10), || {
+        log_text(&env, &id).contains("30 120")
+    })
+    .expect("the PTY starts at 30x120");
+    crash_daemon(&env);
+    // The next daemon re-attaches; stdin and resize reach the job again.
+    let resized = env.json(&["resize", &id, "--rows", "40", "--cols", "100", "--json"]);
+    assert_eq!(resized["status"], "ok", "{resized}");
+    env.ok(&["submit", &id, "hello"]);
+    wait_until(Duration::from_secs(10), || {
+        let log = log_text(&env, &id);
+        log.contains("got:hello") && log.contains("40 100")
+    })
+    .unwrap_or_else(|()| {
+        panic!(
+            "stdin or resize did not reach the job: {:?}",
+            log_text(&env, &id)
+        )
+    });
+    env.ok(&["submit", &id, "again"]);
+    let waited = env.json(&["wait", &id, "--timeout", "10", "--json"]);
+    assert_eq!(waited["exit_code"], 0, "{waited}");
+    assert!(log_text(&env, &id).contains("got:again"));
+
+    let pipe = start(&env, &[], "sleep 30").0;
+    let refused = env.run(&["resize", &pipe, "--rows", "10", "--cols", "10"]);
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("runs on pipes"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+}
+
+#[test]
+fn shim_sigkill_of_the_supervisor_closes_the_session_as_lost_without_orphans() {
+    let env = Env::new();
+    let owner = "agent-b";
+    let (id, pid) = start(
+        &env,
+        &["--notify", "--owner", owner],
+        "setsid sleep 300 & sleep 300 & echo started; wait",
+    );
+    wait_until(Duration::from_secs(10), || {
+        log_text(&env, &id).contains("started") && tagged(&id).len() >= 3
+    })
+    .expect("the job and its children run");
+    let shim = shim_pid(&env, &id);
+    signal(shim, nix::sys::signal::Signal::SIGKILL);
+    let events = completions(&env, owner);
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["completion_reason"], "lost", "{:?}", events[0]);
+    let polled = env.json(&["poll", &id, "--json"]);
+    assert!(
+        polled.to_string().contains("supervisor"),
+        "the answer says the supervisor died: {polled}"
+    );
+    wait_until(Duration::from_secs(10), || tagged(&id).is_empty())
+        .unwrap_or_else(|()| panic!("orphans left: {:?}", tagged(&id)));
+    assert!(!alive(pid));
+}
+
+#[test]
+fn shim_a_dead_shim_found_at_restore_is_closed_fast_and_its_job_killed() {
+    let env = Env::new();
+    let (dead, dead_pid) = start(&env, &[], "sleep 300");
+    let (live, live_pid) = start(&env, &[], "sleep 300");
+    crash_daemon(&env);
+    let shim = shim_pid(&env, &dead);
+    signal(shim, nix::sys::signal::Signal::SIGKILL);
+    wait_until(Duration::from_secs(5), || !alive(shim)).expect("the shim dies");
+    let started = std::time::Instant::now();
+    let polled = env.json(&["poll", &dead, "--json"]);
+    assert_eq!(polled["completion_reason"], "lost", "{polled}");
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "restore does not wait long on a dead shim"
+    );
+    wait_until(Duration::from_secs(10), || !alive(dead_pid))
+        .expect("the dead shim's job is killed");
+    assert!(alive(live_pid), "the other job keeps running");
+    assert_eq!(env.json(&["poll", &live, "--json"])["status"], "running");
+}
+
+#[test]
+fn shim_shutdown_keep_jobs_detaches_and_the_next_daemon_reattaches() {
+    let env = Env::new();
+    let (id, pid) = start(&env, &[], "echo one; read x; echo two:$x");
+    let stopped = env.json(&["shutdown", "--keep-jobs", "--json"]);
+    assert_eq!(stopped["jobs"], "kept", "{stopped}");
+    assert!(alive(pid), "the job keeps running");
+    env.ok(&["submit", &id, "back"]);
+    let waited = env.json(&["wait", &id, "--timeout", "10", "--json"]);
+    assert_eq!(waited["exit_code"], 0, "{waited}");
+    assert!(log_text(&env, &id).contains("two:back"));
+}
+
+/// A fake shim of protocol 99: binds the socket, answers hello with its protocol,
+/// runs `sleep` as its child and writes an exit record when the child ends.
+const FAKE_SHIM: &str = r#"
+import json, os, socket, sys, time
+d = sys.argv[1]
+srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+srv.bind(os.path.join(d, "sock"))
+srv.listen(8)
+pid = os.fork()
+if pid == 0:
+    os.setpgid(0, 0)
+    os.execvp("sleep", ["sleep", "300"])
+def start_time(p):
+    return int(open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[19])
+json.dump({"version": 1, "protocol": 99, "shim_pid": os.getpid(), "shim_start_time": start_time(os.getpid()),
+           "pid": pid, "pgid": pid, "start_time": start_time(pid), "mode": "pipe"}, open(os.path.join(d, "info.json"), "w"))
+print(pid, flush=True)
+srv.setblocking(False)
+while True:
+    try:
+        c, _ = srv.accept()
+        c.setblocking(True)
+        c.recv(65536)
+        c.sendall(b'{"op":"hello","protocol":99,"shim_pid":%d,"pid":%d,"pgid":%d,"progress":{"log_bytes":0,"total_ingested":0,"bytes_not_kept":0}}\n' % (os.getpid(), pid, pid))
+        c.close()
+    except BlockingIOError:
+        pass
+    done, status = os.waitpid(pid, os.WNOHANG)
+    if done:
+        sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
+        code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
+        tmp = os.path.join(d, "exit.json.tmp")
+        json.dump({"version": 1, "code": code, "signal": sig, "finished_at_ms": int(time.time() * 1000)}, open(tmp, "w"))
+        os.rename(tmp, os.path.join(d, "exit.json"))
+        sys.exit(0)
+    time.sleep(0.05)
+"#;
+
+#[test]
+fn shim_of_another_protocol_is_refused_by_name_and_followed_by_its_records() {
+    let env = Env::new();
+    // A real daemon writes the checkpoint shape; a real session is started to get one,
+    // then its entry is pointed at the fake shim.
+    let (id, _) = start(&env, &[], "sleep 300");
+    env.ok(&["kill", &id]);
+    env.ok(&["shutdown"]);
+    let fake_id = "proc_0123456789ab";
+    let dir = shim_dir(&env, fake_id);
+    std::fs::create_dir_all(&dir).expect("shim dir");
+    let script = env.scratch().join("fake_shim.py");
+    std::fs::write(&script, FAKE_SHIM).expect("script written");
+    let mut fake = raw_command(std::path::Path::new("python3"));
+    fake.arg(&script)
+        .arg(&dir)
+        .stdout(std::process::Stdio::piped())
+        .stdin(std::process::Stdio::null());
+    let mut fake = fake.spawn().expect("python3 runs");
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(fake.stdout.take().expect("stdout")),
+        &mut line,
+    )
+    .expect("the fake shim prints its job's pid");
+    let job: i32 = line.trim().parse().expect("a pid");
+    let info: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("info.json")).expect("info"))
+            .expect("JSON");
+    let pending = env.home().join("processes.pending");
+    std::fs::create_dir_all(&pending).expect("pending dir");
+    let entry = serde_json::json!({
+        "version": 1,
+        "entry": {
+            "writer": {"pid": 1, "start_time": 1},
+            "id": fake_id, "command": "sleep 300", "pid": job, "pgid": job,
+            "start_time": info["start_time"], "task_id": "cli", "owner_task_id": "cli",
+            "mode": "pipe", "log_path": env.home().join("logs/sessions/x.log"),
+            "started_at": 1.0,
+            "shim": {"pid": info["shim_pid"], "start_time": info["shim_start_time"], "protocol": 99},
+        }
+    });
+    std::fs::write(pending.join(format!("{fake_id}.json")), entry.to_string()).expect("entry");
+
+    let polled = env.json(&["poll", fake_id, "--json"]);
+    assert_eq!(
+        polled["status"], "running",
+        "never killed for its version: {polled}"
+    );
+    assert!(alive(job));
+    let text = polled.to_string();
+    assert!(
+        text.contains("protocol 99")
+            && text.contains(&format!("protocols 1 to {}", herd_core::shim::PROTOCOL)),
+        "the note names both versions: {polled}"
+    );
+    // The frozen contract still stops it and reports its real status.
+    let killed = env.json(&["kill", fake_id, "--json"]);
+    assert_eq!(killed["status"], "killed", "{killed}");
+    let after = env.json(&["poll", fake_id, "--json"]);
+    assert_eq!(after["completion_reason"], "killed", "{after}");
+    let _ = fake.wait();
+}
