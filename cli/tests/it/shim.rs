@@ -102,7 +102,7 @@ fn tagged(id: &str) -> Vec<i32> {
 
 /// Numbered lines `line-N` in `text`, in order of appearance.
 fn numbered(text: &str) -> Vec<u32> {
-    text.split(|c| c == '\n' || c == '\r')
+    text.split(['\n', '\r'])
         .filter_map(|l| l.trim().strip_prefix("line-")?.parse().ok())
         .collect()
 }

@@ -713,10 +713,10 @@ impl Inner {
         if !supervised {
             return;
         }
-        if let Ok(dir) = herd_persistence::ShimDir::new(&self.home, id) {
-            if let Err(error) = dir.remove() {
-                tracing::warn!(session_id = %id, %error, "supervisor directory of a finished session not removed");
-            }
+        if let Ok(dir) = herd_persistence::ShimDir::new(&self.home, id)
+            && let Err(error) = dir.remove()
+        {
+            tracing::warn!(session_id = %id, %error, "supervisor directory of a finished session not removed");
         }
     }
 

@@ -614,10 +614,10 @@ fn tail_at(path: &Path, bound: usize, progress: &Progress) -> Tail {
     let end = progress.log_bytes;
     let want = (bound as u64).saturating_add(1).min(end);
     let mut bytes = Vec::new();
-    if let Ok(mut file) = File::open(path) {
-        if file.seek(SeekFrom::Start(end - want)).is_ok() {
-            let _ = file.take(want).read_to_end(&mut bytes);
-        }
+    if let Ok(mut file) = File::open(path)
+        && file.seek(SeekFrom::Start(end - want)).is_ok()
+    {
+        let _ = file.take(want).read_to_end(&mut bytes);
     }
     tail.skip(end - bytes.len() as u64);
     tail.push(&bytes, 0);

@@ -375,19 +375,18 @@ impl Inner {
             let Ok(dir) = ShimDir::new(&self.home, &raw) else {
                 continue;
             };
-            if matches!(dir.read_exit(), Ok(None)) {
-                if let Ok(Some(info)) = dir.read_info() {
-                    if link::attach(&dir).await.is_ok() {
-                        tracing::warn!(session_id = %raw, "a supervised job nobody was told about is stopped");
-                        let target = kill::KillTarget {
-                            pid: info.pid,
-                            pgid: info.pgid,
-                            start_time: info.start_time,
-                            session_tag: raw.clone(),
-                        };
-                        kill::kill_tree(&target, self.config.kill_grace).await;
-                    }
-                }
+            if matches!(dir.read_exit(), Ok(None))
+                && let Ok(Some(info)) = dir.read_info()
+                && link::attach(&dir).await.is_ok()
+            {
+                tracing::warn!(session_id = %raw, "a supervised job nobody was told about is stopped");
+                let target = kill::KillTarget {
+                    pid: info.pid,
+                    pgid: info.pgid,
+                    start_time: info.start_time,
+                    session_tag: raw.clone(),
+                };
+                kill::kill_tree(&target, self.config.kill_grace).await;
             }
             if let Err(error) = dir.remove() {
                 tracing::warn!(session_id = %raw, %error, "leftover supervisor directory not removed");
@@ -398,11 +397,11 @@ impl Inner {
 
 /// Waits until `pid` with `start_time` is gone (or a zombie).
 async fn wait_gone(pid: i32, start_time: u64) {
-    if let Ok(mut handle) = crate::sys::ProcHandle::open(pid, start_time, true) {
-        if handle.watch_exit() {
-            std::future::poll_fn(|cx| handle.poll_exit(cx)).await;
-            return;
-        }
+    if let Ok(mut handle) = crate::sys::ProcHandle::open(pid, start_time, true)
+        && handle.watch_exit()
+    {
+        std::future::poll_fn(|cx| handle.poll_exit(cx)).await;
+        return;
     }
     let mut tick = tokio::time::interval(RECORD_POLL);
     loop {

@@ -392,10 +392,10 @@ pub(crate) async fn follow(
         }
     };
     link.fail_pending();
-    if !matches!(outcome, Followed::Detached) {
-        if let Some(observer) = observer.as_mut() {
-            observer.end();
-        }
+    if !matches!(outcome, Followed::Detached)
+        && let Some(observer) = observer.as_mut()
+    {
+        observer.end();
     }
     outcome
 }

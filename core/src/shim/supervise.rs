@@ -324,11 +324,11 @@ impl Shim {
                     slots[3] = fds.len();
                     fds.push(PollFd::new(conn.stream.as_fd(), flags));
                 }
-                if !self.input.is_empty() {
-                    if let Some(fd) = self.job.input() {
-                        slots[4] = fds.len();
-                        fds.push(PollFd::new(fd, PollFlags::POLLOUT));
-                    }
+                if !self.input.is_empty()
+                    && let Some(fd) = self.job.input()
+                {
+                    slots[4] = fds.len();
+                    fds.push(PollFd::new(fd, PollFlags::POLLOUT));
                 }
                 match poll(&mut fds, timeout) {
                     Ok(_) => {}
