@@ -319,10 +319,6 @@ async fn autostart(home: &Home) -> anyhow::Result<Client> {
 }
 
 /// Re-executes this binary as a detached daemon for `home`.
-#[expect(
-    clippy::disallowed_methods,
-    reason = "autostart re-executes herd itself as the daemon; jobs are spawned by herd-core"
-)]
 fn spawn_daemon(home: &Home) -> anyhow::Result<std::process::Child> {
     let exe = std::env::current_exe().context("cannot find the herd executable")?;
     let logs = home.daemon_log_path();
@@ -337,7 +333,7 @@ fn spawn_daemon(home: &Home) -> anyhow::Result<std::process::Child> {
     let log_err = log
         .try_clone()
         .context("failed to duplicate the daemon log handle")?;
-    std::process::Command::new(exe)
+    crate::auxiliary::command(exe)
         .args(["serve", "--detached"])
         .env("HERD_HOME", home.root())
         .current_dir(home.root())

@@ -7,6 +7,7 @@
 //! stdout pipe ends the process quietly with 0.
 
 mod args;
+mod auxiliary;
 mod client;
 mod commands;
 mod config;

@@ -109,12 +109,8 @@ struct ToolOutput {
 }
 
 /// Runs a systemd tool to completion, stdin closed, and captures what it says.
-#[expect(
-    clippy::disallowed_methods,
-    reason = "systemctl and loginctl are short-lived tools run to completion, not sessions"
-)]
 fn run_tool(program: &Path, args: &[String]) -> anyhow::Result<ToolOutput> {
-    let output = std::process::Command::new(program)
+    let output = crate::auxiliary::command(program)
         .args(args)
         .stdin(Stdio::null())
         .output()

@@ -45,8 +45,10 @@ pub(crate) fn run(dry_run: bool) -> Result<()> {
         fs::remove_dir_all(&stage).with_context(|| format!("cannot clear {}", stage.display()))?;
     }
     fs::create_dir_all(&stage).with_context(|| format!("cannot create {}", stage.display()))?;
-    let files: [(PathBuf, &str); 5] = [
+    // `herd-shim` ships beside `herd`: the daemon starts it for every session.
+    let files: [(PathBuf, &str); 6] = [
         (built.join("herd"), "herd"),
+        (built.join("herd-shim"), "herd-shim"),
         (
             built.join("libherd_plugin_example.so"),
             "libherd_plugin_example.so",
