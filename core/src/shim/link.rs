@@ -40,6 +40,12 @@ pub(crate) const START_TIMEOUT: Duration = Duration::from_secs(10);
 pub(crate) const ATTACH_TIMEOUT: Duration = Duration::from_secs(2);
 /// The largest read of the log file in one go.
 const READ_CHUNK_BYTES: usize = 1 << 20;
+/// A catch-up that brought more than this, with nothing watching the bytes, paces the
+/// next one by [`CHATTY_PACE`]: a chatty job then costs the daemon a few reads of its
+/// tail a second instead of a read of every byte (the log has them all).
+const CHATTY_BYTES: u64 = 64 * 1024;
+/// See [`CHATTY_BYTES`].
+const CHATTY_PACE: Duration = Duration::from_millis(20);
 
 /// Starts a shim with `argv` (the shim program, possibly wrapped by a dispatcher)
 /// and `env`, hands it `spec`, and returns its ready line.
@@ -342,9 +348,23 @@ pub(crate) async fn follow(
     if *kill_rx.borrow_and_update() {
         link.send(&ToShim::Kill, b"");
     }
+    // When set, the next `want` waits until then (a chatty job without watchers).
+    let mut paced: Option<tokio::time::Instant> = None;
     let outcome = loop {
         let message = tokio::select! {
             m = incoming.next() => m,
+            () = async {
+                match paced {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            } => {
+                paced = None;
+                link.send(&ToShim::Want {
+                    after: cursor.progress.total_ingested,
+                }, b"");
+                continue;
+            }
             changed = kill_rx.changed() => {
                 if changed.is_ok() && *kill_rx.borrow_and_update() {
                     link.send(&ToShim::Kill, b"");
@@ -355,13 +375,18 @@ pub(crate) async fn follow(
         };
         match message {
             Ok(Some(FromShim::Grew { progress })) => {
+                let before = cursor.progress.total_ingested;
                 catch_up(&session, &mut log, &mut cursor, progress, &mut observer).await;
-                link.send(
-                    &ToShim::Want {
-                        after: cursor.progress.total_ingested,
-                    },
-                    b"",
-                );
+                if observer.is_none() && cursor.progress.total_ingested - before > CHATTY_BYTES {
+                    paced = Some(tokio::time::Instant::now() + CHATTY_PACE);
+                } else {
+                    link.send(
+                        &ToShim::Want {
+                            after: cursor.progress.total_ingested,
+                        },
+                        b"",
+                    );
+                }
             }
             Ok(Some(FromShim::Done { id, error })) => link.complete(id, error),
             Ok(Some(FromShim::Exit { record, progress })) => {
