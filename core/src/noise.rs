@@ -68,12 +68,6 @@ impl NoiseFilter {
         Cow::Owned(out)
     }
 
-    /// Whether every later byte passes untouched (the process wrote real output, and
-    /// nothing is held): from here on bytes may bypass the filter.
-    pub(crate) fn is_done(&self) -> bool {
-        self.done && self.held.is_empty()
-    }
-
     /// Returns a held partial line at end of stream, unless it is noise.
     pub(crate) fn flush(&mut self) -> Vec<u8> {
         let held = std::mem::take(&mut self.held);

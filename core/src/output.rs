@@ -127,8 +127,6 @@ pub(crate) struct LogWriter {
     written: u64,
     cap: u64,
     warned: bool,
-    /// The file system refused splice(2); plain writes only.
-    no_splice: bool,
 }
 
 impl LogWriter {
@@ -141,7 +139,6 @@ impl LogWriter {
             written: 0,
             cap,
             warned: false,
-            no_splice: false,
         }
     }
 
@@ -151,41 +148,6 @@ impl LogWriter {
         LogWriter {
             file: Some(file),
             ..LogWriter::new(path, cap)
-        }
-    }
-
-    /// Moves up to `max` bytes from the pipe `from` into the log without copying them
-    /// through user space (splice(2)); `Some(Ok(0))` is the pipe's end-of-file.
-    ///
-    /// `None` when the log cannot take them this way: not created yet (a log is
-    /// created by the first [`LogWriter::write`], so a silent session costs no file),
-    /// failed, at its cap, or on a file system without splice. The caller then reads
-    /// the bytes and writes them, which also counts what the cap keeps out.
-    pub(crate) fn splice_from(
-        &mut self,
-        from: std::os::fd::BorrowedFd<'_>,
-        max: usize,
-    ) -> Option<std::io::Result<usize>> {
-        use nix::fcntl::{SpliceFFlags, splice};
-        if self.failed || self.no_splice {
-            return None;
-        }
-        let file = self.file.as_ref()?;
-        let room = usize::try_from(self.cap.saturating_sub(self.written)).unwrap_or(usize::MAX);
-        if room == 0 {
-            return None;
-        }
-        let flags = SpliceFFlags::SPLICE_F_NONBLOCK | SpliceFFlags::SPLICE_F_MOVE;
-        match splice(from, None, file, None, max.min(room), flags) {
-            Ok(n) => {
-                self.written += n as u64;
-                Some(Ok(n))
-            }
-            Err(nix::errno::Errno::EINVAL | nix::errno::Errno::ENOSYS) => {
-                self.no_splice = true;
-                None
-            }
-            Err(errno) => Some(Err(errno.into())),
         }
     }
 

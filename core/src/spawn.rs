@@ -250,10 +250,15 @@ fn resolve_program(program: &str, env: &BTreeMap<OsString, OsString>) -> std::pa
 }
 
 /// Raises a pipe's kernel buffer to 1 MiB once a session proves chatty; idle sessions
-/// keep the default so thousands of them do not eat the per-user pipe quota.
-pub(crate) fn raise_pipe_buffer(fd: BorrowedFd<'_>) {
-    if let Err(error) = fcntl(fd, FcntlArg::F_SETPIPE_SZ(1 << 20)) {
-        tracing::debug!(%error, "could not raise the pipe buffer; reading at the default size");
+/// keep the default so thousands of them do not eat the per-user pipe quota. Returns
+/// the buffer's size afterwards (0 when unknown).
+pub(crate) fn raise_pipe_buffer(fd: BorrowedFd<'_>) -> usize {
+    match fcntl(fd, FcntlArg::F_SETPIPE_SZ(1 << 20)) {
+        Ok(size) => usize::try_from(size).unwrap_or(0),
+        Err(error) => {
+            tracing::debug!(%error, "could not raise the pipe buffer; reading at the default size");
+            fcntl(fd, FcntlArg::F_GETPIPE_SZ).map_or(0, |s| usize::try_from(s).unwrap_or(0))
+        }
     }
 }
 

@@ -20,7 +20,7 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::time::{Duration, Instant, SystemTime};
 
 use herd_persistence::{ExitRecord, Mode, SHIM_RECORD_VERSION, ShimDir, ShimInfo};
-use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use nix::poll::{PollFd, PollFlags, ppoll};
 use nix::sys::signal::{SigSet, Signal};
 use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
@@ -35,9 +35,14 @@ use crate::spawn::{self, Launch, MasterFd, PtyFailure};
 /// The smallest read buffer; grown when reads fill it.
 const MIN_READ_BYTES: usize = 64 * 1024;
 /// The largest read buffer.
-const MAX_READ_BYTES: usize = 1024 * 1024;
+const MAX_READ_BYTES: usize = 128 * 1024;
 /// Reads per wake before the other descriptors get a turn.
 const READS_PER_TURN: usize = 32;
+/// A burst of at least this many bytes pauses reading a pipe for [`OUTPUT_PACE`].
+const PACE_AFTER_BYTES: u64 = 64 * 1024;
+/// How long a chatty pipe fills before the next read: 1 MiB of pipe buffer holds four
+/// times what a writer at 1 GB/s writes meanwhile, so the writer does not block on it.
+const OUTPUT_PACE: Duration = Duration::from_micros(250);
 /// Input bytes queued for a job that is not reading before writes are refused.
 const MAX_QUEUED_INPUT: usize = 4 << 20;
 /// Bytes queued for a daemon that is not reading before its connection is dropped.
@@ -117,8 +122,10 @@ struct Shim {
     conn: Option<Conn>,
     /// A daemon's hello was answered at least once.
     greeted: bool,
-    /// The pipe's buffer was raised for a chatty job.
-    raised: bool,
+    /// The pipe's buffer size in bytes, once known.
+    pipe_bytes: usize,
+    /// The job's output is not read before then (see [`OUTPUT_PACE`]).
+    output_paused_until: Option<Instant>,
     listener: UnixListener,
     uid: u32,
 }
@@ -244,7 +251,8 @@ pub(super) fn run(spec: Spec) -> i32 {
         queued_input: 0,
         conn: None,
         greeted: false,
-        raised: false,
+        pipe_bytes: 0,
+        output_paused_until: None,
         listener,
         uid: nix::unistd::getuid().as_raw(),
     };
@@ -302,16 +310,21 @@ impl Shim {
                     return;
                 }
             }
-            let timeout = if self.exit.is_some() {
-                let left = self.idle_drain.saturating_sub(self.last_activity.elapsed());
-                PollTimeout::try_from(left + Duration::from_millis(1)).unwrap_or(PollTimeout::MAX)
-            } else {
-                PollTimeout::NONE
-            };
+            // A chatty pipe job's output is taken in batches: after a large burst the
+            // pipe (raised to 1 MiB) fills for up to `OUTPUT_PACE` before the next
+            // read, so a fast writer costs a few large moves instead of many small ones.
+            let paused = self.output_paused_until.filter(|at| *at > Instant::now());
+            let mut wait: Option<Duration> = paused.map(|at| at - Instant::now());
+            if self.exit.is_some() {
+                let left = self.idle_drain.saturating_sub(self.last_activity.elapsed())
+                    + Duration::from_millis(1);
+                wait = Some(wait.map_or(left, |w| w.min(left)));
+            }
+            let timeout = wait.map(timespec);
             let ready = {
                 let mut fds: Vec<PollFd<'_>> = Vec::with_capacity(5);
                 let mut slots = [usize::MAX; 5];
-                if !self.eof {
+                if !self.eof && paused.is_none() {
                     slots[0] = fds.len();
                     fds.push(PollFd::new(self.job.output(), PollFlags::POLLIN));
                 }
@@ -333,7 +346,7 @@ impl Shim {
                     slots[4] = fds.len();
                     fds.push(PollFd::new(fd, PollFlags::POLLOUT));
                 }
-                match poll(&mut fds, timeout) {
+                match ppoll(&mut fds, timeout, None) {
                     Ok(_) => {}
                     Err(nix::errno::Errno::EINTR) => continue,
                     Err(error) => {
@@ -354,7 +367,7 @@ impl Shim {
                 self.reap();
             }
             if ready[0] {
-                self.read_burst();
+                self.take_output();
             }
             if ready[2] {
                 self.accept();
@@ -385,54 +398,18 @@ impl Shim {
         }
     }
 
-    /// Moves output straight from the pipe into the log once nothing needs to see
-    /// it (pipe mode, the noise filter done): no copy through user space. Returns
-    /// whether it handled this wake; `false` means the bytes must be read.
-    fn splice_burst(&mut self) -> bool {
-        let (Job::Pipe { output, .. }, Some(log)) = (&self.job, self.log.as_mut()) else {
-            return false;
-        };
-        if !self.noise.is_done() {
-            return false;
-        }
-        let mut moved = 0u64;
-        let mut handled = false;
-        for _ in 0..READS_PER_TURN {
-            match log.splice_from(output.as_fd(), MAX_READ_BYTES) {
-                None => break,
-                Some(Ok(0)) => {
-                    self.eof = true;
-                    break;
-                }
-                Some(Ok(n)) => {
-                    moved += n as u64;
-                    handled = true;
-                }
-                Some(Err(e)) if e.kind() == io::ErrorKind::Interrupted => {}
-                Some(Err(e)) if e.kind() == io::ErrorKind::WouldBlock => {
-                    handled = true;
-                    break;
-                }
-                Some(Err(_)) => return false,
-            }
-        }
-        if moved > 0 {
-            self.last_activity = Instant::now();
-            self.progress.total_ingested += moved;
-            self.progress.log_bytes += moved;
-            if !self.raised {
-                spawn::raise_pipe_buffer(output.as_fd());
-                self.raised = true;
-            }
-        }
-        handled || self.eof
+    /// Takes what the job wrote, and pauses reading a pipe after a large burst when
+    /// its buffer can hold what a fast writer writes meanwhile.
+    fn take_output(&mut self) {
+        let before = self.progress.total_ingested;
+        self.read_burst();
+        let moved = self.progress.total_ingested - before;
+        self.output_paused_until = (moved >= PACE_AFTER_BYTES && self.pipe_bytes >= 1 << 20)
+            .then(|| Instant::now() + OUTPUT_PACE);
     }
 
     /// Reads until the output would block, or a turn's worth.
     fn read_burst(&mut self) {
-        if self.splice_burst() {
-            return;
-        }
         let mut filled = 0;
         for _ in 0..READS_PER_TURN {
             if self.buf.is_empty() {
@@ -443,7 +420,7 @@ impl Shim {
                     let grown = self.buf.len() * 2;
                     self.buf.resize(grown, 0);
                     if let Job::Pipe { output, .. } = &self.job {
-                        spawn::raise_pipe_buffer(output.as_fd());
+                        self.pipe_bytes = spawn::raise_pipe_buffer(output.as_fd());
                     }
                 } else {
                     self.process(filled);
@@ -493,32 +470,25 @@ impl Shim {
     }
 
     /// Passes `buf[..filled]` through the responder and the noise filter into the log.
+    /// Passes `buf[..filled]` through the responder and the noise filter into the
+    /// log, borrowing the bytes all the way (no copy of a passing chunk).
     fn process(&mut self, filled: usize) {
         let chunk = &self.buf[..filled];
-        let kept = match &mut self.job {
-            Job::Pipe { .. } => self.noise.feed(chunk).into_owned(),
+        let (log, progress) = (&mut self.log, &mut self.progress);
+        match &mut self.job {
+            Job::Pipe { .. } => ingest_into(log, progress, &self.noise.feed(chunk)),
             Job::Pty { master, scanner } => {
                 let scan = scanner.feed(chunk);
                 if !scan.replies.is_empty() {
                     write_all_nonblocking(master.as_fd(), &scan.replies);
                 }
-                self.noise.feed(&scan.output).into_owned()
+                ingest_into(log, progress, &self.noise.feed(&scan.output));
             }
-        };
-        self.ingest(&kept);
+        }
     }
 
     fn ingest(&mut self, bytes: &[u8]) {
-        if bytes.is_empty() {
-            return;
-        }
-        let not_kept = match self.log.as_mut() {
-            Some(log) => log.write(bytes),
-            None => bytes.len() as u64,
-        };
-        self.progress.total_ingested += bytes.len() as u64;
-        self.progress.bytes_not_kept += not_kept;
-        self.progress.log_bytes += bytes.len() as u64 - not_kept;
+        ingest_into(&mut self.log, &mut self.progress, bytes);
     }
 
     /// Waits for the daemon that started this shim to attach (at most
@@ -531,13 +501,13 @@ impl Shim {
             if left.is_zero() {
                 return;
             }
-            let timeout = PollTimeout::try_from(left).unwrap_or(PollTimeout::MAX);
+            let timeout = Some(timespec(left));
             let (listen_ready, conn_ready) = {
                 let mut fds = vec![PollFd::new(self.listener.as_fd(), PollFlags::POLLIN)];
                 if let Some(conn) = &self.conn {
                     fds.push(PollFd::new(conn.stream.as_fd(), PollFlags::POLLIN));
                 }
-                match poll(&mut fds, timeout) {
+                match ppoll(&mut fds, timeout, None) {
                     Ok(_) | Err(nix::errno::Errno::EINTR) => {}
                     Err(_) => return,
                 }
@@ -845,6 +815,26 @@ impl Shim {
         }
         i32::from(written.is_err())
     }
+}
+
+/// `d` as a ppoll timeout (nanoseconds: poll's milliseconds would round a short
+/// pause down to a busy spin).
+fn timespec(d: Duration) -> nix::sys::time::TimeSpec {
+    nix::sys::time::TimeSpec::from_duration(d)
+}
+
+/// Appends kept bytes to the log and counts them.
+fn ingest_into(log: &mut Option<LogWriter>, progress: &mut Progress, bytes: &[u8]) {
+    if bytes.is_empty() {
+        return;
+    }
+    let not_kept = match log.as_mut() {
+        Some(log) => log.write(bytes),
+        None => bytes.len() as u64,
+    };
+    progress.total_ingested += bytes.len() as u64;
+    progress.bytes_not_kept += not_kept;
+    progress.log_bytes += bytes.len() as u64 - not_kept;
 }
 
 /// Writes `bytes` without waiting; what does not fit is dropped (terminal replies and
