@@ -96,6 +96,8 @@ pub(crate) struct Inner {
     /// Fires when the host detaches: followers of supervised sessions stop, their
     /// shims and jobs run on.
     pub(crate) detach: CancellationToken,
+    /// Forks the shims of sessions that are not wrapped by a dispatcher.
+    pub(crate) launcher: Option<crate::shim::link::Launcher>,
 }
 
 #[derive(Debug, Default)]
@@ -129,6 +131,7 @@ impl Registry {
         let (events, _) = broadcast::channel(BROADCAST_CAPACITY);
         let notifier = Notifier::new(Arc::clone(&config.clock));
         let (finishes, _) = watch::channel(0);
+        let launcher = config.shim.clone().map(crate::shim::link::Launcher::new);
         Ok(Registry {
             inner: Arc::new(Inner {
                 durable: durable::Durable::new(&home),
@@ -141,6 +144,7 @@ impl Registry {
                 notifier,
                 agents: Mutex::new(Agents::default()),
                 detach: CancellationToken::new(),
+                launcher,
             }),
         })
     }
@@ -1025,7 +1029,10 @@ impl Inner {
                 let (wrapped, dispatch, scope) = self
                     .dispatch(crate::shim::link::shim_argv(program), &mut env, &req, &id)
                     .await?;
-                (argv, Some(wrapped), dispatch, scope)
+                // A shim in a scope of its own is started by the wrapper; any other
+                // is forked by the launcher (`None`).
+                let direct = matches!(dispatch, Dispatch::Scoped { .. }).then_some(wrapped);
+                (argv, Some(direct), dispatch, scope)
             }
             None => {
                 let (argv, dispatch, scope) = self.dispatch(argv, &mut env, &req, &id).await?;
@@ -1059,7 +1066,7 @@ impl Inner {
                         "PTY support disabled by configuration".to_owned(),
                     ))
                 } else {
-                    self.start_shim(&id, &shim_argv, &launch, pty, &log_path)
+                    self.start_shim(&id, shim_argv.as_deref(), &launch, pty, &log_path)
                         .await
                 };
                 match attempt {
@@ -1075,7 +1082,7 @@ impl Inner {
                             env: &env,
                             cwd: &cwd,
                         };
-                        self.start_shim(&id, &shim_argv, &launch, None, &log_path)
+                        self.start_shim(&id, shim_argv.as_deref(), &launch, None, &log_path)
                             .await
                             .map_err(|e| spawn_err(e.into_io()))?
                     }

@@ -32,11 +32,12 @@
 //! a restart is the same operation as keeping up.
 
 use std::ffi::OsString;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+mod launcher;
 pub(crate) mod link;
 mod supervise;
 pub(crate) mod wire;
@@ -54,14 +55,17 @@ const MAX_SPEC_BYTES: u64 = 16 << 20;
 pub(crate) struct Spec {
     /// The protocol the daemon speaks.
     pub(crate) protocol: u32,
+    /// Which launch this is, echoed in the ready line (a launcher serves many).
+    #[serde(default)]
+    pub(crate) request: u64,
     /// The session's id.
     pub(crate) session_id: String,
     /// The shim's directory (created by the daemon, 0700).
     pub(crate) dir: PathBuf,
     /// The job's argv (the shell or a direct exec).
     pub(crate) argv: Vec<String>,
-    /// The job's environment, as raw bytes.
-    pub(crate) env: Vec<(Vec<u8>, Vec<u8>)>,
+    /// The job's environment.
+    pub(crate) env: Vec<(EnvText, EnvText)>,
     /// The job's working directory.
     pub(crate) cwd: PathBuf,
     /// The PTY size, `None` for pipes.
@@ -74,12 +78,38 @@ pub(crate) struct Spec {
     pub(crate) idle_drain_ms: u64,
 }
 
+/// An environment name or value: text when it is UTF-8 (nearly always, and cheap to
+/// encode), raw bytes otherwise, so nothing is lost either way.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum EnvText {
+    Text(String),
+    Bytes(Vec<u8>),
+}
+
+impl EnvText {
+    pub(crate) fn of(s: &std::ffi::OsStr) -> EnvText {
+        use std::os::unix::ffi::OsStrExt;
+        match s.to_str() {
+            Some(text) => EnvText::Text(text.to_owned()),
+            None => EnvText::Bytes(s.as_bytes().to_vec()),
+        }
+    }
+
+    fn to_os(&self) -> OsString {
+        use std::os::unix::ffi::OsStringExt;
+        match self {
+            EnvText::Text(text) => OsString::from(text),
+            EnvText::Bytes(bytes) => OsString::from_vec(bytes.clone()),
+        }
+    }
+}
+
 impl Spec {
     pub(crate) fn env_map(&self) -> std::collections::BTreeMap<OsString, OsString> {
-        use std::os::unix::ffi::OsStringExt;
         self.env
             .iter()
-            .map(|(k, v)| (OsString::from_vec(k.clone()), OsString::from_vec(v.clone())))
+            .map(|(k, v)| (k.to_os(), v.to_os()))
             .collect()
     }
 }
@@ -103,45 +133,83 @@ pub(crate) enum Ready {
     Failed { message: String },
 }
 
-/// The entry point of the `herd-shim` binary: reads the spec on stdin, starts the job
-/// and supervises it until it is done. Returns the process's exit code.
+/// The ready line: the launch it answers and what became of it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct ReadyLine {
+    pub(crate) request: u64,
+    pub(crate) ready: Ready,
+}
+
+/// The entry point of the `herd-shim` binary. Returns the process's exit code.
+///
+/// Without arguments it reads one launch spec on stdin, starts that job and
+/// supervises it until it is done. With `--launcher` it is the daemon's launcher: it
+/// reads launch specs as they come and forks one supervisor per spec, which saves
+/// every session the exec and start-up of a new program.
 ///
 /// Call it first thing in `main`, before any thread or runtime exists: it forks.
 pub fn main() -> i32 {
+    match std::env::args().nth(1).as_deref() {
+        None => {}
+        Some("--launcher") => return launcher::run(),
+        Some(other) => {
+            return report_failure(
+                0,
+                &format!(
+                    "unknown argument {other:?}: herd-shim is started by the herd daemon, not by hand"
+                ),
+            );
+        }
+    }
     let mut raw = Vec::new();
     if let Err(error) = std::io::stdin().take(MAX_SPEC_BYTES).read_to_end(&mut raw) {
-        return report_failure(&format!("the launch spec could not be read: {error}"));
+        return report_failure(0, &format!("the launch spec could not be read: {error}"));
     }
     let spec: Spec = match serde_json::from_slice(&raw) {
         Ok(spec) => spec,
         Err(error) => {
-            return report_failure(&format!(
-                "the launch spec is not valid (herd-shim is started by the herd daemon, not by hand): {error}"
-            ));
+            return report_failure(
+                0,
+                &format!(
+                    "the launch spec is not valid (herd-shim is started by the herd daemon, not by hand): {error}"
+                ),
+            );
         }
     };
     if spec.protocol != PROTOCOL {
-        return report_failure(&format!(
-            "the daemon speaks shim protocol {} and this herd-shim speaks {PROTOCOL}; install matching herd and herd-shim binaries",
-            spec.protocol
-        ));
+        return report_failure(
+            spec.request,
+            &format!(
+                "the daemon speaks shim protocol {} and this herd-shim speaks {PROTOCOL}; install matching herd and herd-shim binaries",
+                spec.protocol
+            ),
+        );
     }
-    supervise::run(spec)
+    supervise::run(spec, true)
 }
 
 /// Prints a failure line on stdout (the daemon reads it) and returns the exit code.
-fn report_failure(message: &str) -> i32 {
-    write_ready(&Ready::Failed {
-        message: message.to_owned(),
-    });
+fn report_failure(request: u64, message: &str) -> i32 {
+    write_ready(
+        request,
+        &Ready::Failed {
+            message: message.to_owned(),
+        },
+    );
     2
 }
 
-/// Writes the ready line on stdout.
-fn write_ready(ready: &Ready) {
-    let mut line = serde_json::to_vec(ready).unwrap_or_default();
+/// Writes the ready line on stdout, in one write: lines of concurrent supervisors of
+/// one launcher share the pipe, and a write under `PIPE_BUF` is never interleaved.
+fn write_ready(request: u64, ready: &Ready) {
+    let line = ReadyLine {
+        request,
+        ready: ready.clone(),
+    };
+    let mut line = serde_json::to_vec(&line).unwrap_or_default();
     line.push(b'\n');
-    let mut out = std::io::stdout().lock();
-    // The daemon may have given up waiting; nothing else can be done then.
-    let _ = out.write_all(&line).and_then(|()| out.flush());
+    // One write(2): the daemon may have given up waiting; nothing else can be done
+    // then.
+    let stdout = std::io::stdout();
+    let _ = nix::unistd::write(std::os::fd::AsFd::as_fd(&stdout), &line);
 }

@@ -169,15 +169,6 @@ fn shim_a_job_runs_under_its_shim_outside_the_daemons_tree() {
     let env = Env::new();
     let (id, pid) = start(&env, &[], "sleep 30");
     let shim = shim_pid(&env, &id);
-    let parent_of = |pid: i32| -> i32 {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
-        let after = stat.rsplit(')').next().expect("fields");
-        after
-            .split_whitespace()
-            .nth(1)
-            .and_then(|p| p.parse().ok())
-            .expect("ppid")
-    };
     assert_eq!(parent_of(pid), shim, "the shim is the job's parent");
     let daemon = env.daemon_pid().expect("daemon");
     assert_ne!(parent_of(shim), daemon, "the shim left the daemon's tree");
@@ -394,4 +385,37 @@ fn shim_of_another_protocol_is_refused_by_name_and_followed_by_its_records() {
     let after = env.json(&["poll", fake_id, "--json"]);
     assert_eq!(after["completion_reason"], "killed", "{after}");
     let _ = fake.wait();
+}
+
+/// The parent pid of `pid`.
+fn parent_of(pid: i32) -> i32 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
+    let after = stat.rsplit(')').next().expect("fields");
+    after
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .expect("ppid")
+}
+
+#[test]
+fn shim_a_killed_launcher_is_started_again_and_its_jobs_run_on() {
+    let env = Env::new();
+    let (first, first_pid) = start(&env, &[], "sleep 30");
+    let launcher = parent_of(shim_pid(&env, &first));
+    let cmdline = std::fs::read(format!("/proc/{launcher}/cmdline")).expect("cmdline");
+    assert!(
+        String::from_utf8_lossy(&cmdline).contains("--launcher"),
+        "the shim was forked by the launcher"
+    );
+    signal(launcher, nix::sys::signal::Signal::SIGKILL);
+    wait_until(Duration::from_secs(5), || !alive(launcher)).expect("the launcher dies");
+    assert!(alive(first_pid), "a job outlives its launcher");
+    let (second, _) = start(&env, &[], "echo second; sleep 30");
+    let relaunched = parent_of(shim_pid(&env, &second));
+    assert_ne!(relaunched, launcher, "a new launcher serves the next spawn");
+    assert!(alive(relaunched));
+    assert_eq!(env.json(&["poll", &first, "--json"])["status"], "running");
+    env.ok(&["kill", &first]);
+    env.ok(&["kill", &second]);
 }

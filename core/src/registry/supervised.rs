@@ -50,11 +50,13 @@ pub(super) enum Reattached {
 }
 
 impl Inner {
-    /// Starts `launch` under a new shim and attaches to it.
+    /// Starts `launch` under a new shim and attaches to it. The shim is forked by the
+    /// launcher, or, with `direct` (a dispatcher's wrapper around the shim program),
+    /// started by running that argv.
     pub(super) async fn start_shim(
         &self,
         id: &SessionId,
-        shim_argv: &[String],
+        direct: Option<&[String]>,
         launch: &Launch<'_>,
         pty: Option<(u16, u16)>,
         log_path: &std::path::Path,
@@ -62,7 +64,7 @@ impl Inner {
         let io_err = |e: herd_persistence::Error| ShimStartError::Io(io::Error::other(e));
         let dir = ShimDir::new(&self.home, id.as_str()).map_err(io_err)?;
         dir.create(&self.home).map_err(io_err)?;
-        let spec = link::spec(
+        let mut spec = link::spec(
             id.as_str(),
             &dir,
             launch.argv.clone(),
@@ -78,7 +80,12 @@ impl Inner {
         let mut shim_env = launch.env.clone();
         shim_env.remove(std::ffi::OsStr::new(crate::spawn::SESSION_TAG_ENV));
         shim_env.remove(std::ffi::OsStr::new("HERD_SUPERVISED_CHILD"));
-        let ready = match link::launch(shim_argv, &shim_env, &spec).await {
+        let launched = match (direct, &self.launcher) {
+            (Some(argv), _) => link::launch(argv, &shim_env, &spec).await,
+            (None, Some(launcher)) => launcher.launch(&mut spec).await,
+            (None, None) => Err(io::Error::other("no session supervisor is configured")),
+        };
+        let ready = match launched {
             Ok(ready) => ready,
             Err(error) => {
                 let _ = dir.remove();
@@ -93,7 +100,7 @@ impl Inner {
                 pid,
                 start_time,
                 ..
-            } => match link::attach(&dir).await {
+            } => match link::attach_started(&dir, pid, protocol).await {
                 Ok(attached) => Ok(Started::Shim(Box::new(ShimStarted {
                     pid,
                     start_time,

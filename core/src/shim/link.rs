@@ -95,12 +95,161 @@ pub(crate) async fn launch(
     drop(tokio::spawn(async move { child.wait().await }));
     let text = String::from_utf8_lossy(&line);
     let first = text.lines().next().unwrap_or_default();
-    serde_json::from_str(first).map_err(|e| {
+    parse_ready(first, argv.first().map_or("", String::as_str)).map(|l| l.ready)
+}
+
+fn parse_ready(line: &str, program: &str) -> io::Result<super::ReadyLine> {
+    serde_json::from_str(line).map_err(|e| {
         io::Error::other(format!(
-            "the session supervisor {} answered {first:?} instead of its ready line ({e}); check that herd-shim belongs to this herd",
-            argv.first().map_or("", String::as_str)
+            "the session supervisor {program} answered {line:?} instead of its ready line ({e}); check that herd-shim belongs to this herd"
         ))
     })
+}
+
+/// The daemon's shim launcher (`herd-shim --launcher`): started on first use,
+/// started again after it died. Each launch is one spec written to it and one ready
+/// line read back, matched by request id, so launches may overlap.
+#[derive(Debug)]
+pub(crate) struct Launcher {
+    program: PathBuf,
+    conn: tokio::sync::Mutex<Option<Arc<LauncherConn>>>,
+}
+
+/// One running launcher.
+#[derive(Debug)]
+struct LauncherConn {
+    tx: mpsc::UnboundedSender<Vec<u8>>,
+    pending: Mutex<HashMap<u64, oneshot::Sender<Ready>>>,
+    next: AtomicU64,
+    /// Fires when its stdout closed: it died (or was never started right).
+    gone: CancellationToken,
+}
+
+impl LauncherConn {
+    fn pending_map(&self) -> std::sync::MutexGuard<'_, HashMap<u64, oneshot::Sender<Ready>>> {
+        self.pending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl Launcher {
+    /// A launcher for `program`; nothing is started yet.
+    pub(crate) fn new(program: PathBuf) -> Launcher {
+        Launcher {
+            program,
+            conn: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    /// Has a supervisor forked for `spec` and returns its ready line.
+    ///
+    /// # Errors
+    /// The launcher could not be started, died before answering twice in a row, or
+    /// did not answer in time.
+    pub(crate) async fn launch(&self, spec: &mut Spec) -> io::Result<Ready> {
+        let mut last_error = None;
+        for _ in 0..2 {
+            let conn = self.connection().await?;
+            let id = conn.next.fetch_add(1, Ordering::Relaxed);
+            spec.request = id;
+            let body = serde_json::to_vec(&*spec).map_err(io::Error::other)?;
+            let len = u32::try_from(body.len()).map_err(|_| {
+                io::Error::new(io::ErrorKind::InvalidInput, "the launch spec is too large")
+            })?;
+            let mut frame = Vec::with_capacity(4 + body.len());
+            frame.extend_from_slice(&len.to_le_bytes());
+            frame.extend_from_slice(&body);
+            let (done_tx, done_rx) = oneshot::channel();
+            conn.pending_map().insert(id, done_tx);
+            if conn.tx.send(frame).is_err() {
+                conn.pending_map().remove(&id);
+                conn.gone.cancel();
+                last_error = Some(io::Error::other("the shim launcher is gone"));
+                continue;
+            }
+            match tokio::time::timeout(START_TIMEOUT, done_rx).await {
+                Ok(Ok(ready)) => return Ok(ready),
+                Ok(Err(_)) => {
+                    // Its stdout closed before this launch was answered: nothing was
+                    // forked for it, so it is tried once more on a new launcher.
+                    last_error = Some(io::Error::other(
+                        "the shim launcher died before it answered",
+                    ));
+                }
+                Err(_) => {
+                    conn.pending_map().remove(&id);
+                    return Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        format!(
+                            "the session supervisor did not start within {} s",
+                            START_TIMEOUT.as_secs()
+                        ),
+                    ));
+                }
+            }
+        }
+        Err(last_error.unwrap_or_else(|| io::Error::other("the shim launcher is gone")))
+    }
+
+    /// The running launcher, started now when there is none (or it died).
+    async fn connection(&self) -> io::Result<Arc<LauncherConn>> {
+        let mut slot = self.conn.lock().await;
+        if let Some(conn) = slot.as_ref().filter(|c| !c.gone.is_cancelled()) {
+            return Ok(Arc::clone(conn));
+        }
+        let argv = vec![
+            self.program.to_string_lossy().into_owned(),
+            "--launcher".to_owned(),
+        ];
+        let mut child = crate::spawn::spawn_shim(&argv, &BTreeMap::new())?;
+        let mut stdin = child
+            .stdin
+            .take()
+            .ok_or_else(|| io::Error::other("the shim launcher has no stdin"))?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| io::Error::other("the shim launcher has no stdout"))?;
+        // The first process exits as soon as it has forked the launcher proper.
+        drop(tokio::spawn(async move { child.wait().await }));
+        let (tx, mut rx) = mpsc::unbounded_channel::<Vec<u8>>();
+        let conn = Arc::new(LauncherConn {
+            tx,
+            pending: Mutex::new(HashMap::new()),
+            next: AtomicU64::new(1),
+            gone: CancellationToken::new(),
+        });
+        drop(tokio::spawn(async move {
+            // Ends when every sender is gone (the registry let go): stdin closes and
+            // the launcher exits; its supervisors run on.
+            while let Some(frame) = rx.recv().await {
+                if stdin.write_all(&frame).await.is_err() {
+                    return;
+                }
+            }
+        }));
+        let reader = Arc::clone(&conn);
+        let program = self.program.display().to_string();
+        drop(tokio::spawn(async move {
+            use tokio::io::AsyncBufReadExt;
+            let mut lines = tokio::io::BufReader::new(stdout).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                match parse_ready(&line, &program) {
+                    Ok(ready) => {
+                        if let Some(tx) = reader.pending_map().remove(&ready.request) {
+                            let _ = tx.send(ready.ready);
+                        }
+                    }
+                    Err(error) => tracing::warn!(%error, "shim launcher line not understood"),
+                }
+            }
+            reader.gone.cancel();
+            reader.pending_map().clear();
+        }));
+        *slot = Some(Arc::clone(&conn));
+        Ok(conn)
+    }
 }
 
 /// What a shim's hello says.
@@ -189,6 +338,50 @@ pub(crate) async fn attach(dir: &ShimDir) -> Result<Attached, AttachError> {
         hello,
         link: Link::start(write),
         incoming,
+    })
+}
+
+/// Connects to a shim this registry has just started (its ready line named its pid
+/// and protocol) and sends hello without waiting for the answer, which the follower
+/// skips: a spawn then costs no round trip to the shim.
+///
+/// # Errors
+/// [`AttachError::Unreachable`] when the socket does not take the connection.
+pub(crate) async fn attach_started(
+    dir: &ShimDir,
+    pid: i32,
+    protocol: u32,
+) -> Result<Attached, AttachError> {
+    let connect = UnixStream::connect(dir.socket_path());
+    let stream = match tokio::time::timeout(ATTACH_TIMEOUT, connect).await {
+        Ok(Ok(stream)) => stream,
+        Ok(Err(error)) => return Err(AttachError::Unreachable(error)),
+        Err(_) => {
+            return Err(AttachError::Unreachable(io::Error::from(
+                io::ErrorKind::TimedOut,
+            )));
+        }
+    };
+    let (read, write) = stream.into_split();
+    let link = Link::start(write);
+    link.send(
+        &ToShim::Hello {
+            protocol: PROTOCOL,
+            daemon: env!("CARGO_PKG_VERSION").to_owned(),
+        },
+        b"",
+    );
+    Ok(Attached {
+        hello: Hello {
+            protocol,
+            pid,
+            progress: Progress::default(),
+        },
+        link,
+        incoming: Incoming {
+            read,
+            frames: FrameReader::default(),
+        },
     })
 }
 
@@ -545,15 +738,15 @@ pub(crate) fn spec(
     log_cap_bytes: u64,
     idle_drain: Duration,
 ) -> Spec {
-    use std::os::unix::ffi::OsStrExt;
     Spec {
         protocol: PROTOCOL,
+        request: 0,
         session_id: session_id.to_owned(),
         dir: dir.path().to_path_buf(),
         argv,
         env: env
             .iter()
-            .map(|(k, v)| (k.as_bytes().to_vec(), v.as_bytes().to_vec()))
+            .map(|(k, v)| (super::EnvText::of(k), super::EnvText::of(v)))
             .collect(),
         cwd,
         pty,

@@ -131,9 +131,21 @@ struct Shim {
 }
 
 /// Starts the job described by `spec` and supervises it; returns the exit code.
-pub(super) fn run(spec: Spec) -> i32 {
-    if let Err(error) = crate::sys::detach_from_parent() {
-        return super::report_failure(&format!("the supervisor could not detach: {error}"));
+pub(super) fn run(spec: Spec, detach: bool) -> i32 {
+    let detached = if detach {
+        crate::sys::detach_from_parent()
+    } else {
+        // Forked by the launcher, which left the daemon's tree already: a session of
+        // its own is all that is missing.
+        nix::unistd::setsid()
+            .map(drop)
+            .map_err(std::io::Error::from)
+    };
+    if let Err(error) = detached {
+        return super::report_failure(
+            spec.request,
+            &format!("the supervisor could not detach: {error}"),
+        );
     }
     if let Err(error) = nix::sys::prctl::set_child_subreaper(true) {
         tracing::debug!(%error, "not a child subreaper; orphans go to init");
@@ -142,10 +154,13 @@ pub(super) fn run(spec: Spec) -> i32 {
     let listener = match bind_private(&dir.socket_path()) {
         Ok(listener) => listener,
         Err(error) => {
-            return super::report_failure(&format!(
-                "the supervisor socket {} could not be bound: {error}",
-                dir.socket_path().display()
-            ));
+            return super::report_failure(
+                spec.request,
+                &format!(
+                    "the supervisor socket {} could not be bound: {error}",
+                    dir.socket_path().display()
+                ),
+            );
         }
     };
     let env = spec.env_map();
@@ -170,14 +185,17 @@ pub(super) fn run(spec: Spec) -> i32 {
             }
             Err(PtyFailure::Open(error)) => {
                 let _ = dir.remove();
-                write_ready(&Ready::PtyUnavailable {
-                    message: error.to_string(),
-                });
+                write_ready(
+                    spec.request,
+                    &Ready::PtyUnavailable {
+                        message: error.to_string(),
+                    },
+                );
                 return 2;
             }
             Err(PtyFailure::Spawn(error)) => {
                 let _ = dir.remove();
-                return super::report_failure(&error.to_string());
+                return super::report_failure(spec.request, &error.to_string());
             }
         },
         None => match spawn::spawn_pipe_raw(&launch) {
@@ -190,7 +208,7 @@ pub(super) fn run(spec: Spec) -> i32 {
             ),
             Err(error) => {
                 let _ = dir.remove();
-                return super::report_failure(&error.to_string());
+                return super::report_failure(spec.request, &error.to_string());
             }
         },
     };
@@ -201,7 +219,10 @@ pub(super) fn run(spec: Spec) -> i32 {
         Err(error) => {
             crate::sys::signal_group(pid, Signal::SIGKILL).ok();
             let _ = dir.remove();
-            return super::report_failure(&format!("SIGCHLD could not be watched: {error}"));
+            return super::report_failure(
+                spec.request,
+                &format!("SIGCHLD could not be watched: {error}"),
+            );
         }
     };
     let own_pid = crate::sys::own_pid();
@@ -222,16 +243,19 @@ pub(super) fn run(spec: Spec) -> i32 {
     if let Err(error) = dir.write_info(&info) {
         crate::sys::signal_group(pid, Signal::SIGKILL).ok();
         let _ = dir.remove();
-        return super::report_failure(&error.to_string());
+        return super::report_failure(spec.request, &error.to_string());
     }
-    write_ready(&Ready::Running {
-        protocol: PROTOCOL,
-        shim_pid: own_pid,
-        shim_start_time: info.shim_start_time,
-        pid,
-        pgid: pid,
-        start_time: info.start_time,
-    });
+    write_ready(
+        spec.request,
+        &Ready::Running {
+            protocol: PROTOCOL,
+            shim_pid: own_pid,
+            shim_start_time: info.shim_start_time,
+            pid,
+            pgid: pid,
+            start_time: info.start_time,
+        },
+    );
     release_stdio();
     let mut shim = Shim {
         job,

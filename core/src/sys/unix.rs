@@ -409,3 +409,20 @@ pub(crate) fn detach_from_parent() -> io::Result<()> {
         nix::unistd::ForkResult::Child => Ok(()),
     }
 }
+
+/// Forks this single-threaded process: `Ok(None)` in the child, `Ok(Some(pid))` in
+/// the parent.
+///
+/// # Errors
+/// The OS error of `fork`.
+///
+/// # Caveats
+/// Only for a process with one thread (the shim launcher).
+pub(crate) fn fork_single_threaded() -> io::Result<Option<i32>> {
+    // SAFETY: the launcher runs one thread, so the child is a complete copy of the
+    // program and may run on as usual.
+    match unsafe { nix::unistd::fork() }? {
+        nix::unistd::ForkResult::Parent { child } => Ok(Some(child.as_raw())),
+        nix::unistd::ForkResult::Child => Ok(None),
+    }
+}

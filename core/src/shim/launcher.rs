@@ -1,0 +1,141 @@
+//! The shim launcher (`herd-shim --launcher`): one small process per daemon that
+//! forks a supervisor for every launch spec the daemon sends, so a session costs a
+//! fork of a small process instead of the exec and start-up of a new program.
+//!
+//! It leaves the daemon's process tree when it starts (setsid, then a fork whose
+//! parent exits), so the supervisors it forks are not in the daemon's tree either. It
+//! reaps the supervisors that end while it runs, and exits when the daemon closes its
+//! stdin (the daemon stopped or crashed): its supervisors are then re-parented to init
+//! and run on. Specs arrive on stdin as a 4-byte little-endian length and the JSON
+//! spec; each supervisor prints its own ready line, tagged with the spec's `request`,
+//! on the shared stdout in one write.
+
+use std::io;
+use std::os::fd::AsFd;
+
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use nix::sys::signal::{SigSet, Signal};
+use nix::sys::signalfd::{SfdFlags, SignalFd};
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::unistd::Pid;
+
+use super::{MAX_SPEC_BYTES, PROTOCOL, Spec};
+
+/// Serves launch specs until stdin closes; returns the exit code.
+pub(super) fn run() -> i32 {
+    if crate::sys::detach_from_parent().is_err() {
+        return 2;
+    }
+    let mut mask = SigSet::empty();
+    mask.add(Signal::SIGCHLD);
+    if mask.thread_block().is_err() {
+        return 2;
+    }
+    let Ok(signals) = SignalFd::with_flags(&mask, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)
+    else {
+        return 2;
+    };
+    let stdin = io::stdin();
+    let mut pending: Vec<u8> = Vec::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let (input, reaped) = {
+            let mut fds = [
+                PollFd::new(stdin.as_fd(), PollFlags::POLLIN),
+                PollFd::new(signals.as_fd(), PollFlags::POLLIN),
+            ];
+            match poll(&mut fds, PollTimeout::NONE) {
+                Ok(_) => {}
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(_) => return 2,
+            }
+            let ready = |fd: &PollFd<'_>| fd.revents().is_some_and(|r| !r.is_empty());
+            (ready(&fds[0]), ready(&fds[1]))
+        };
+        if reaped {
+            while let Ok(Some(_)) = signals.read_signal() {}
+            reap();
+        }
+        if !input {
+            continue;
+        }
+        match nix::unistd::read(stdin.as_fd(), &mut buf) {
+            // The daemon is gone: the supervisors run on without us.
+            Ok(0) => return 0,
+            Ok(n) => pending.extend_from_slice(&buf[..n]),
+            Err(nix::errno::Errno::EINTR | nix::errno::Errno::EAGAIN) => continue,
+            Err(_) => return 2,
+        }
+        loop {
+            match next_spec(&mut pending) {
+                Ok(Some(spec)) => {
+                    if let Some(code) = fork_supervisor(spec) {
+                        return code;
+                    }
+                }
+                Ok(None) => break,
+                // A stream that is not specs cannot be resynchronised.
+                Err(()) => return 2,
+            }
+        }
+    }
+}
+
+/// Takes one whole spec frame off the front of `pending`.
+fn next_spec(pending: &mut Vec<u8>) -> Result<Option<Spec>, ()> {
+    let Some(header) = pending.first_chunk::<4>() else {
+        return Ok(None);
+    };
+    let len = u32::from_le_bytes(*header) as usize;
+    if len as u64 > MAX_SPEC_BYTES {
+        return Err(());
+    }
+    if pending.len() < 4 + len {
+        return Ok(None);
+    }
+    let spec: Result<Spec, _> = serde_json::from_slice(&pending[4..4 + len]);
+    pending.drain(..4 + len);
+    match spec {
+        Ok(spec) if spec.protocol == PROTOCOL => Ok(Some(spec)),
+        Ok(spec) => {
+            super::report_failure(
+                spec.request,
+                &format!(
+                    "the daemon speaks shim protocol {} and this herd-shim launcher speaks {PROTOCOL}; install matching herd and herd-shim binaries",
+                    spec.protocol
+                ),
+            );
+            Ok(None)
+        }
+        Err(_) => Err(()),
+    }
+}
+
+/// Forks the supervisor of `spec`. Returns `Some(exit code)` in the child, once its
+/// session is over (the caller returns it from `main`), `None` in the launcher.
+fn fork_supervisor(spec: Spec) -> Option<i32> {
+    match crate::sys::fork_single_threaded() {
+        // The launcher's signalfd stays open in the child, unread (close-on-exec, so
+        // no job inherits it); the supervisor reads its own, and releases the shared
+        // stdio after its ready line.
+        Ok(None) => Some(super::supervise::run(spec, false)),
+        Ok(Some(_)) => None,
+        Err(error) => {
+            super::report_failure(
+                spec.request,
+                &format!("the launcher could not fork a supervisor: {error}"),
+            );
+            None
+        }
+    }
+}
+
+/// Reaps every supervisor that has ended.
+fn reap() {
+    loop {
+        match waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::StillAlive) | Err(_) => return,
+            Ok(_) => {}
+        }
+    }
+}
