@@ -111,7 +111,13 @@ impl Client {
         let socket = home.socket_path();
         check_socket_path(&socket)?;
         match UnixStream::connect(&socket).await {
-            Ok(stream) => Client::handshake(stream).await.map(Some),
+            // A daemon that is dying right now may still take the connection and
+            // then reset it: that is no daemon, and the caller starts one.
+            Ok(stream) => match Client::handshake(stream).await {
+                Ok(client) => Ok(Some(client)),
+                Err(err) if is_dying_daemon(&err) => Ok(None),
+                Err(err) => Err(err),
+            },
             Err(err)
                 if matches!(
                     err.kind(),
@@ -279,9 +285,13 @@ async fn autostart(home: &Home) -> anyhow::Result<Client> {
     let (exit_tx, mut exit_rx) = tokio::sync::oneshot::channel();
     let child = spawn_daemon(home)
         .map_err(|err| unreachable(format!("failed to start the daemon: {err:#}")))?;
-    let child_pid = child.id();
+    let mut child_pid = child.id();
     tracing::debug!(pid = child_pid, "daemon started");
     reap_in_background(child, exit_tx);
+    // A daemon that lost the home's lock to one that is exiting right now exits 0
+    // and nobody serves: another is started, a few times at most.
+    let mut restarts_left = 3u32;
+    let mut exited_at: Option<Instant> = None;
     let deadline = Instant::now() + START_DEADLINE;
     let mut tick = tokio::time::interval(Duration::from_millis(2));
     let mut exited = None;
@@ -296,6 +306,7 @@ async fn autostart(home: &Home) -> anyhow::Result<Client> {
             exited = Some(status);
             // Exit 0 means another daemon holds the home's lock and is still
             // starting; keep retrying. Anything else is a failed start.
+            exited_at = Some(Instant::now());
             if status != Some(0) {
                 return Err(unreachable(format!(
                     "the daemon exited during start-up ({}); its log {} ends with:\n{}",
@@ -307,6 +318,20 @@ async fn autostart(home: &Home) -> anyhow::Result<Client> {
                 )));
             }
         }
+        if restarts_left > 0
+            && exited_at.is_some_and(|at| at.elapsed() > Duration::from_millis(200))
+        {
+            restarts_left -= 1;
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            exit_rx = rx;
+            exited = None;
+            exited_at = None;
+            let child = spawn_daemon(home)
+                .map_err(|err| unreachable(format!("failed to start the daemon: {err:#}")))?;
+            child_pid = child.id();
+            tracing::debug!(pid = child_pid, "daemon started again");
+            reap_in_background(child, tx);
+        }
         if Instant::now() > deadline {
             return Err(unreachable(format!(
                 "the daemon (pid {child_pid}) did not open {} within {}s; see {}",
@@ -316,6 +341,21 @@ async fn autostart(home: &Home) -> anyhow::Result<Client> {
             )));
         }
     }
+}
+
+/// Whether a handshake failed because the connection broke (reset, or closed before
+/// the answer): the daemon was exiting, not refusing.
+fn is_dying_daemon(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause.downcast_ref::<std::io::Error>().is_some_and(|io| {
+            matches!(
+                io.kind(),
+                std::io::ErrorKind::ConnectionReset
+                    | std::io::ErrorKind::UnexpectedEof
+                    | std::io::ErrorKind::BrokenPipe
+            )
+        })
+    }) || err.to_string().contains("during the handshake")
 }
 
 /// Re-executes this binary as a detached daemon for `home`.

@@ -55,7 +55,17 @@ fn signal(pid: i32, sig: nix::sys::signal::Signal) {
 
 /// Takes the owner's pending events now.
 fn drain(env: &Env, owner: &str) -> Vec<Value> {
-    env.ok(&["events", "--owner", owner])
+    let out = env.run(&["events", "--owner", owner]);
+    if !out.status.success() {
+        let log = std::fs::read_to_string(env.home().join("logs/daemon.log")).unwrap_or_default();
+        let tail: Vec<&str> = log.lines().rev().take(40).collect();
+        panic!(
+            "herd events failed: {}\ndaemon log, newest first:\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            tail.join("\n")
+        );
+    }
+    String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).expect("a JSON line"))
         .collect()
@@ -418,4 +428,161 @@ fn shim_a_killed_launcher_is_started_again_and_its_jobs_run_on() {
     assert_eq!(env.json(&["poll", &first, "--json"])["status"], "running");
     env.ok(&["kill", &first]);
     env.ok(&["kill", &second]);
+}
+
+/// A job of the soak: its id, its command's kind and the exit code it must report.
+#[derive(Debug)]
+struct SoakJob {
+    id: String,
+    lines: u32,
+    code: i32,
+}
+
+/// Open descriptors of `pid`.
+fn fd_count(pid: i32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count())
+}
+
+/// Daemon SIGKILLs at random moments while 20 jobs (pipe and PTY, some ending, some
+/// chatty, some long) run: every numbered line kept in order, exactly one completion
+/// per job with its real exit code, no orphans, no descriptor growth in the daemon.
+/// `HERD_SOAK_DAEMON_KILLS` sets the number of kills (3 here, 100 in `cargo xtask
+/// soak`).
+#[test]
+fn shim_soak_daemon_sigkills_lose_no_line_and_no_completion() {
+    let kills: u32 = std::env::var("HERD_SOAK_DAEMON_KILLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3);
+    let env = Env::new();
+    let owner = "soak";
+    let mut finite: Vec<SoakJob> = Vec::new();
+    let mut long: Vec<String> = Vec::new();
+    let mut next = 0u32;
+    let mut start_job = |env: &Env, finite: &mut Vec<SoakJob>, long: &mut Vec<String>| {
+        next += 1;
+        let code = i32::try_from(next % 50 + 1).expect("small");
+        let pty = next % 2 == 0;
+        let mut flags = vec!["--notify", "--owner", owner];
+        if pty {
+            flags.push("--pty");
+        }
+        match next % 4 {
+            0 => long.push(start(env, &flags, "sleep 600").0),
+            1 => finite.push(SoakJob {
+                id: start(env, &flags, &format!("echo line-1; exit {code}")).0,
+                lines: 1,
+                code,
+            }),
+            _ => {
+                let lines = 40 + next % 40;
+                let command = format!(
+                    "for i in $(seq {lines}); do echo line-$i; sleep 0.01; done; exit {code}"
+                );
+                finite.push(SoakJob {
+                    id: start(env, &flags, &command).0,
+                    lines,
+                    code,
+                });
+            }
+        }
+    };
+    for _ in 0..20 {
+        start_job(&env, &mut finite, &mut long);
+    }
+    let mut seen: Vec<Value> = Vec::new();
+    for _ in 0..kills {
+        // A random moment, not a synchronisation: the crash may hit anything.
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "a random delay places the crash at a random moment"
+        )]
+        std::thread::sleep(Duration::from_millis(fastrand_ms()));
+        crash_daemon(&env);
+        // The next command starts a daemon, which re-attaches before it answers.
+        seen.extend(
+            drain(&env, owner)
+                .into_iter()
+                .filter(|e| e["type"] == "completion"),
+        );
+        // Keep about 20 jobs running.
+        let done = seen.len();
+        while finite.len() + long.len() < 20 + done {
+            start_job(&env, &mut finite, &mut long);
+        }
+    }
+    let _ = wait_until(Duration::from_secs(60), || {
+        seen.extend(
+            drain(&env, owner)
+                .into_iter()
+                .filter(|e| e["type"] == "completion"),
+        );
+        finite
+            .iter()
+            .all(|j| seen.iter().any(|e| e["session_id"] == j.id.as_str()))
+    });
+    for job in &finite {
+        let got: Vec<&Value> = seen
+            .iter()
+            .filter(|e| e["session_id"] == job.id.as_str())
+            .collect();
+        assert_eq!(
+            got.len(),
+            1,
+            "exactly one completion for {}: {got:?}",
+            job.id
+        );
+        assert_eq!(got[0]["exit_code"], job.code, "{:?}", got[0]);
+        assert_eq!(
+            numbered(&log_text(&env, &job.id)),
+            (1..=job.lines).collect::<Vec<u32>>(),
+            "every line of {}, once, in order",
+            job.id
+        );
+    }
+    for id in &long {
+        let killed = env.json(&["kill", id, "--json"]);
+        assert_eq!(killed["status"], "killed", "{killed}");
+    }
+    let _ = wait_until(Duration::from_secs(20), || {
+        seen.extend(
+            drain(&env, owner)
+                .into_iter()
+                .filter(|e| e["type"] == "completion"),
+        );
+        long.iter()
+            .all(|id| seen.iter().any(|e| e["session_id"] == id.as_str()))
+    });
+    for id in &long {
+        let got = seen
+            .iter()
+            .filter(|e| e["session_id"] == id.as_str())
+            .count();
+        assert_eq!(got, 1, "exactly one completion for the killed {id}");
+    }
+    for id in finite.iter().map(|j| &j.id).chain(&long) {
+        assert!(tagged(id).is_empty(), "orphans of {id}: {:?}", tagged(id));
+    }
+    // Descriptors: the daemon that served the end holds none per finished session.
+    let daemon = env.daemon_pid().expect("a daemon");
+    let warm = start(&env, &[], "true").0;
+    env.ok(&["wait", &warm, "--timeout", "10"]);
+    let before = fd_count(daemon);
+    for _ in 0..20 {
+        let id = start(&env, &[], "echo x").0;
+        env.ok(&["wait", &id, "--timeout", "10"]);
+    }
+    assert_eq!(
+        fd_count(daemon),
+        before,
+        "the daemon's descriptors do not grow"
+    );
+}
+
+/// 50 to 400 ms, different each call.
+fn fastrand_ms() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::from(d.subsec_nanos()));
+    50 + nanos % 350
 }
