@@ -121,7 +121,10 @@ impl Client {
             Err(err)
                 if matches!(
                     err.kind(),
-                    std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused
+                    std::io::ErrorKind::NotFound
+                        | std::io::ErrorKind::ConnectionRefused
+                        // A daemon exiting right now: its listener is going away.
+                        | std::io::ErrorKind::ConnectionReset
                 ) =>
             {
                 Ok(None)

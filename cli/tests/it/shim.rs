@@ -462,7 +462,7 @@ fn shim_soak_daemon_sigkills_lose_no_line_and_no_completion() {
     let mut start_job = |env: &Env, finite: &mut Vec<SoakJob>, long: &mut Vec<String>| {
         next += 1;
         let code = i32::try_from(next % 50 + 1).expect("small");
-        let pty = next % 2 == 0;
+        let pty = next.is_multiple_of(2);
         let mut flags = vec!["--notify", "--owner", owner];
         if pty {
             flags.push("--pty");
