@@ -572,11 +572,14 @@ fn shim_soak_daemon_sigkills_lose_no_line_and_no_completion() {
         let id = start(&env, &[], "echo x").0;
         env.ok(&["wait", &id, "--timeout", "10"]);
     }
-    assert_eq!(
-        fd_count(daemon),
-        before,
-        "the daemon's descriptors do not grow"
-    );
+    // Transient descriptors (a client's connection, a receipt being written) come and
+    // go; growth is what stays.
+    wait_until(Duration::from_secs(10), || fd_count(daemon) <= before).unwrap_or_else(|()| {
+        panic!(
+            "the daemon's descriptors grew from {before} to {}",
+            fd_count(daemon)
+        )
+    });
 }
 
 /// 50 to 400 ms, different each call.
