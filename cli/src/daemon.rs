@@ -50,6 +50,7 @@ pub(crate) fn serve(home: &Home, detached: bool) -> anyhow::Result<()> {
         nix::unistd::setsid().context("failed to detach the daemon into its own session")?;
     }
     let config = Config::load(home)?;
+    raise_descriptor_limit();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -173,6 +174,25 @@ async fn run(home: Home, config: Config, detached: bool) -> anyhow::Result<()> {
     let _ = std::fs::remove_file(&pid_path);
     tracing::info!("daemon stopped");
     Ok(())
+}
+
+/// Raises the soft limit on open descriptors towards the hard one (at most 65,536):
+/// every supervised session holds a socket to its shim, so a soft limit of 1,024
+/// would cap the daemon near a thousand sessions.
+fn raise_descriptor_limit() {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) else {
+        return;
+    };
+    let wanted = hard.min(65_536);
+    if soft < wanted {
+        match setrlimit(Resource::RLIMIT_NOFILE, wanted, hard) {
+            Ok(()) => tracing::debug!(from = soft, to = wanted, "descriptor limit raised"),
+            Err(error) => {
+                tracing::warn!(%error, soft, "descriptor limit not raised; sessions are capped near it")
+            }
+        }
+    }
 }
 
 /// Binds `socket` so that it is created mode 0600.

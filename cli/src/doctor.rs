@@ -98,6 +98,17 @@ pub(crate) async fn run(home: &Home, json: bool) -> anyhow::Result<()> {
                 ),
             );
             restore_lines(&status["restore"], &mut push);
+            match status["supervisor"].as_str() {
+                Some("shim") => push(
+                    "ok",
+                    "jobs run under their own herd-shim and outlive the daemon".to_owned(),
+                ),
+                Some(_) => push(
+                    "warn",
+                    "jobs run inside the daemon and end with it: install herd-shim beside herd (or set shim_path), or leave supervisor = \"in_process\" if that is meant".to_owned(),
+                ),
+                None => {}
+            }
             scope = client.request("scope", json!({})).await.ok();
             if let Ok(meta) = std::fs::metadata(&socket) {
                 let mode = meta.permissions().mode() & 0o777;
