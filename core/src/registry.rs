@@ -1459,14 +1459,17 @@ impl Inner {
         // publishes nothing (B28).
         let emits = self.emits_completion(s);
         if emits && s.is_notify() && self.policy_allows(&event) {
-            // Committed before it is published (B29).
-            self.commit_completion(&event);
-            let owner = event.owner_task_id().unwrap_or_default().to_owned();
-            tables
-                .queues
-                .entry(owner)
-                .or_default()
-                .push_back(event.clone());
+            // Committed before it is published (B29). A supervised session that a
+            // restore finishes again (the previous daemon crashed after delivering it
+            // but before its receipt was stored) is not queued a second time.
+            if self.commit_completion(&event) {
+                let owner = event.owner_task_id().unwrap_or_default().to_owned();
+                tables
+                    .queues
+                    .entry(owner)
+                    .or_default()
+                    .push_back(event.clone());
+            }
         }
         if emits {
             let _ = self.events.send(event);

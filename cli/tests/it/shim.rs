@@ -589,3 +589,50 @@ fn fastrand_ms() -> u64 {
         .map_or(0, |d| u64::from(d.subsec_nanos()));
     50 + nanos % 350
 }
+
+/// A restore that finds an exit record the previous daemon had already delivered (it
+/// crashed after the agent took the completion, before the receipt was stored) does
+/// not deliver it again.
+#[test]
+fn shim_a_completion_delivered_before_a_crash_is_not_delivered_again() {
+    let env = Env::new();
+    let owner = "agent-c";
+    let (id, _) = start(&env, &["--notify", "--owner", owner], "echo done; exit 4");
+    let first = completions(&env, owner);
+    assert_eq!(first.len(), 1, "{first:?}");
+    // What a crash between delivery and the receipt leaves: the exit record and the
+    // checkpoint entry, no receipt.
+    let checkpoint = std::fs::read_to_string(env.home().join("processes.json")).unwrap_or_default();
+    env.ok(&["shutdown", "--keep-jobs"]);
+    let dir = shim_dir(&env, &id);
+    std::fs::create_dir_all(&dir).expect("shim dir");
+    std::fs::write(
+        dir.join("exit.json"),
+        r#"{"version":1,"code":4,"finished_at_ms":1,"total_ingested":5}"#,
+    )
+    .expect("exit record");
+    let _ = std::fs::remove_file(env.home().join("results").join(format!("{id}.json")));
+    let pending = env.home().join("processes.pending");
+    std::fs::create_dir_all(&pending).expect("pending dir");
+    let entry = serde_json::json!({
+        "version": 1,
+        "entry": {
+            "writer": {"pid": 1, "start_time": 1},
+            "id": id, "command": "echo done; exit 4", "pid": 999_999, "pgid": 999_999,
+            "start_time": 1, "task_id": owner, "owner_task_id": owner, "mode": "pipe",
+            "notify": true, "log_path": env.home().join("logs/sessions/x.log"), "started_at": 1.0,
+            "shim": {"pid": 999_998, "start_time": 1, "protocol": 1},
+        }
+    });
+    std::fs::write(pending.join(format!("{id}.json")), entry.to_string()).expect("entry");
+    let polled = env.json(&["poll", &id, "--json"]);
+    assert_eq!(
+        polled["exit_code"], 4,
+        "restore took the exit record: {polled} (checkpoint was {checkpoint})"
+    );
+    let again = drain(&env, owner);
+    assert!(
+        again.iter().all(|e| e["type"] != "completion"),
+        "a delivered completion is not delivered twice: {again:?}"
+    );
+}

@@ -437,8 +437,9 @@ impl Inner {
 
     /// Commits a completion to the ledger before it is published (B29). Called inside
     /// the choke point's critical section for completions that are queued. A failure
-    /// is logged at error; the caller publishes anyway.
-    pub(super) fn commit_completion(&self, event: &Event) {
+    /// is logged at error; the caller publishes anyway. Returns whether the completion
+    /// is to be queued: not when the ledger already holds it as delivered.
+    pub(super) fn commit_completion(&self, event: &Event) -> bool {
         let Event::Completion {
             session_id,
             task_id,
@@ -448,13 +449,13 @@ impl Inner {
             ..
         } = event
         else {
-            return;
+            return true;
         };
         let mut value = match serde_json::to_value(event) {
             Ok(value) => value,
             Err(error) => {
                 tracing::error!(session_id = %session_id, %error, "completion not committed to the ledger: not encodable");
-                return;
+                return true;
             }
         };
         if let Some(slot) = value.get_mut("command") {
@@ -477,19 +478,23 @@ impl Inner {
                 Ok(ledger) => *slot = Some(ledger),
                 Err(error) => {
                     tracing::error!(session_id = %session_id, %error, "completion not committed to the ledger; it is published but will not survive a restart");
-                    return;
+                    return true;
                 }
             }
         }
         let ledger = slot.as_ref().expect("the ledger was just opened");
         match ledger.commit(&record) {
-            Ok(_) => {
+            Ok(new) => {
+                let queue =
+                    new || !matches!(ledger.is_delivered(&record.completion_id), Ok(Some(true)));
                 if let Replay::Pending { committed_here } = &mut *lock(&self.durable.replay) {
                     committed_here.insert(record.completion_id);
                 }
+                queue
             }
             Err(error) => {
                 tracing::error!(session_id = %session_id, %error, "completion not committed to the ledger; it is published but will not survive a restart");
+                true
             }
         }
     }
