@@ -2,10 +2,10 @@
 //! measured in the same run.
 //!
 //! A registry is driven in this process with `RegistryConfig::shim` set to the
-//! `herd-shim` Cargo built for this bench, exactly as the daemon runs it. This process
-//! makes itself a child subreaper for the ingest figure, so each shim (which double-forks away from its
-//! starter) becomes its child once the intermediate process exits: its CPU time can
-//! then be read from its zombie's `/proc/<pid>/stat` before it is reaped.
+//! `herd-shim` Cargo built for this bench, exactly as the daemon runs it (its shims are
+//! forked by the launcher). A shim's CPU time is sampled from `/proc/<pid>/stat`
+//! every 2 ms while it lives (the last 2 ms are not counted); `cat`'s is read from
+//! its zombie before it is reaped.
 //!
 //! Figures (one `herd-bench` line each):
 //! - `shim.ingest_1gib_tmpfs`: `yes <50-byte line> | head -c 1GiB` through herd
@@ -175,6 +175,16 @@ async fn ingest() {
             .await
             .expect("spawn");
         let shim = shim_pid(dir.path(), info.session_id.as_str());
+        // The shim is the launcher's child, reaped by it the moment it ends: its CPU
+        // time is sampled every 2 ms while it lives, and the last sample is taken.
+        let sampler = tokio::task::spawn_blocking(move || {
+            let mut last = 0.0;
+            while let Some(cpu) = cpu_seconds(shim) {
+                last = cpu;
+                std::thread::park_timeout(Duration::from_millis(2));
+            }
+            last
+        });
         let answer = registry
             .wait(info.session_id.as_str(), Duration::from_secs(170), None)
             .await
@@ -182,9 +192,7 @@ async fn ingest() {
         let herd_s = started.elapsed().as_secs_f64();
         let registry_cpu = own_cpu() - cpu_before;
         assert_eq!(answer.exit_code, Some(0));
-        let shim_cpu = tokio::task::spawn_blocking(move || reap_with_cpu(shim))
-            .await
-            .expect("join");
+        let shim_cpu = sampler.await.expect("join");
         herd_cpu.push(shim_cpu + registry_cpu);
         shim_only.push(shim_cpu);
         herd_mbs.push(INGEST_BYTES as f64 / herd_s / 1e6);
@@ -521,12 +529,7 @@ fn main() {
     let wanted = |name: &str| only.is_empty() || name.contains(&only);
     runtime.block_on(async {
         if wanted("ingest_1gib") {
-            // Shims double-fork away from the registry; as a subreaper this process
-            // becomes their parent, so their CPU time can be read before they are
-            // reaped. Only here: elsewhere nobody would reap them.
-            nix::sys::prctl::set_child_subreaper(true).expect("subreaper");
             ingest().await;
-            nix::sys::prctl::set_child_subreaper(false).expect("subreaper off");
         }
         if wanted("pty_ingest") {
             pty_ingest().await;
