@@ -148,7 +148,7 @@ const SOAK: &[SoakItem] = &[
         what: "100 daemon SIGKILLs at random moments while 20 supervised jobs run: no lost line, one completion each with its code, no orphans, no fd growth",
         package: "herd-cli",
         target: &["--test", "it"],
-        filter: "shim::shim_soak_daemon_sigkills_lose_no_line_and_no_completion",
+        filter: "shim::b28_shim_soak_daemon_sigkills_lose_no_line_and_no_completion",
         env: &[("HERD_SOAK_DAEMON_KILLS", "100")],
         repeats: 1,
     },

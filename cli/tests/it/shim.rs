@@ -165,17 +165,17 @@ fn chatty_job_survives_a_daemon_sigkill(flags: &[&str]) {
 }
 
 #[test]
-fn shim_a_chatty_pipe_job_keeps_every_line_through_a_daemon_sigkill() {
+fn b28_shim_a_chatty_pipe_job_keeps_every_line_through_a_daemon_sigkill() {
     chatty_job_survives_a_daemon_sigkill(&[]);
 }
 
 #[test]
-fn shim_a_chatty_pty_job_keeps_every_line_through_a_daemon_sigkill() {
+fn b28_shim_a_chatty_pty_job_keeps_every_line_through_a_daemon_sigkill() {
     chatty_job_survives_a_daemon_sigkill(&["--pty"]);
 }
 
 #[test]
-fn shim_a_job_runs_under_its_shim_outside_the_daemons_tree() {
+fn b15_shim_a_job_runs_under_its_shim_outside_the_daemons_tree() {
     let env = Env::new();
     let (id, pid) = start(&env, &[], "sleep 30");
     let shim = shim_pid(&env, &id);
@@ -191,7 +191,7 @@ fn shim_a_job_runs_under_its_shim_outside_the_daemons_tree() {
 }
 
 #[test]
-fn shim_stdin_and_resize_work_after_reattach() {
+fn b28_shim_stdin_and_resize_work_after_reattach() {
     let env = Env::new();
     let (id, _pid) = start(
         &env,
@@ -233,7 +233,7 @@ fn shim_stdin_and_resize_work_after_reattach() {
 }
 
 #[test]
-fn shim_sigkill_of_the_supervisor_closes_the_session_as_lost_without_orphans() {
+fn b15_shim_sigkill_of_the_supervisor_closes_the_session_as_lost_without_orphans() {
     let env = Env::new();
     let owner = "agent-b";
     let (id, pid) = start(
@@ -261,7 +261,7 @@ fn shim_sigkill_of_the_supervisor_closes_the_session_as_lost_without_orphans() {
 }
 
 #[test]
-fn shim_a_dead_shim_found_at_restore_is_closed_fast_and_its_job_killed() {
+fn b28_shim_a_dead_shim_found_at_restore_is_closed_fast_and_its_job_killed() {
     let env = Env::new();
     let (dead, dead_pid) = start(&env, &[], "sleep 300");
     let (live, live_pid) = start(&env, &[], "sleep 300");
@@ -283,7 +283,7 @@ fn shim_a_dead_shim_found_at_restore_is_closed_fast_and_its_job_killed() {
 }
 
 #[test]
-fn shim_shutdown_keep_jobs_detaches_and_the_next_daemon_reattaches() {
+fn b17_shim_shutdown_keep_jobs_detaches_and_the_next_daemon_reattaches() {
     let env = Env::new();
     let (id, pid) = start(&env, &[], "echo one; read x; echo two:$x");
     let stopped = env.json(&["shutdown", "--keep-jobs", "--json"]);
@@ -334,7 +334,7 @@ while True:
 "#;
 
 #[test]
-fn shim_of_another_protocol_is_refused_by_name_and_followed_by_its_records() {
+fn b28_shim_of_another_protocol_is_refused_by_name_and_followed_by_its_records() {
     let env = Env::new();
     // A real daemon writes the checkpoint shape; a real session is started to get one,
     // then its entry is pointed at the fake shim.
@@ -409,7 +409,7 @@ fn parent_of(pid: i32) -> i32 {
 }
 
 #[test]
-fn shim_a_killed_launcher_is_started_again_and_its_jobs_run_on() {
+fn b28_shim_a_killed_launcher_is_started_again_and_its_jobs_run_on() {
     let env = Env::new();
     let (first, first_pid) = start(&env, &[], "sleep 30");
     let launcher = parent_of(shim_pid(&env, &first));
@@ -449,7 +449,7 @@ fn fd_count(pid: i32) -> usize {
 /// `HERD_SOAK_DAEMON_KILLS` sets the number of kills (3 here, 100 in `cargo xtask
 /// soak`).
 #[test]
-fn shim_soak_daemon_sigkills_lose_no_line_and_no_completion() {
+fn b28_shim_soak_daemon_sigkills_lose_no_line_and_no_completion() {
     let kills: u32 = std::env::var("HERD_SOAK_DAEMON_KILLS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -594,7 +594,7 @@ fn fastrand_ms() -> u64 {
 /// crashed after the agent took the completion, before the receipt was stored) does
 /// not deliver it again.
 #[test]
-fn shim_a_completion_delivered_before_a_crash_is_not_delivered_again() {
+fn b29_shim_a_completion_delivered_before_a_crash_is_not_delivered_again() {
     let env = Env::new();
     let owner = "agent-c";
     let (id, _) = start(&env, &["--notify", "--owner", owner], "echo done; exit 4");
@@ -634,5 +634,39 @@ fn shim_a_completion_delivered_before_a_crash_is_not_delivered_again() {
     assert!(
         again.iter().all(|e| e["type"] != "completion"),
         "a delivered completion is not delivered twice: {again:?}"
+    );
+}
+
+#[test]
+fn shim_a_missing_shim_program_falls_back_to_in_process_jobs_and_doctor_says_so() {
+    let env = Env::new();
+    std::fs::write(
+        env.home().join("config.toml"),
+        "shim_path = \"/nonexistent/herd-shim\"\n",
+    )
+    .expect("config");
+    let (id, _) = start(&env, &[], "echo still-runs");
+    let waited = env.json(&["wait", &id, "--timeout", "10", "--json"]);
+    assert_eq!(waited["exit_code"], 0, "{waited}");
+    assert!(!shim_dir(&env, &id).exists(), "no shim ran");
+    let doctor = env.json(&["doctor", "--json"]).to_string();
+    assert!(
+        doctor.contains("jobs run inside the daemon and end with it"),
+        "{doctor}"
+    );
+    let log = std::fs::read_to_string(env.home().join("logs/daemon.log")).unwrap_or_default();
+    assert!(
+        log.contains("herd-shim not found"),
+        "the daemon log names the problem"
+    );
+
+    std::fs::write(env.home().join("config.toml"), "supervisor = \"bogus\"\n").expect("config");
+    env.ok(&["shutdown"]);
+    let out = env.run(&["ps"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("supervisor"),
+        "a bad value names the key: {}",
+        String::from_utf8_lossy(&out.stderr)
     );
 }
