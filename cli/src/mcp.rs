@@ -26,8 +26,8 @@ use crate::client::{CallError, Client};
 use crate::protocol;
 
 /// The actions `process` accepts, in the order the error message lists them.
-const ACTIONS: [&str; 9] = [
-    "list", "poll", "log", "wait", "kill", "write", "submit", "close", "handoff",
+const ACTIONS: [&str; 10] = [
+    "list", "poll", "log", "wait", "kill", "write", "submit", "close", "resize", "handoff",
 ];
 
 /// The answer to a handoff from a server that has no parent agent (`--parent`).
@@ -320,6 +320,20 @@ impl Server {
                     .await
             }
             "close" => self.call("close", json!({"id": session_id})).await,
+            "resize" => match (number("rows"), number("cols")) {
+                (Ok(Some(rows)), Ok(Some(cols))) => {
+                    self.call(
+                        "resize",
+                        json!({"id": session_id, "rows": rows, "cols": cols}),
+                    )
+                    .await
+                }
+                (Err(e), _) | (_, Err(e)) => (e, true),
+                _ => (
+                    json!({"status": "error", "error": "resize requires rows and cols (1 to 10000 each)"}),
+                    true,
+                ),
+            },
             _ => {
                 let Some(parent) = &self.parent else {
                     return (json!({"status": "error", "error": NOT_A_SUBAGENT}), true);
@@ -488,7 +502,9 @@ fn tools() -> Vec<Tool> {
             "data": {"type": "string", "description": "stdin text for write/submit, or the purpose sentence for handoff."},
             "timeout": {"type": "integer", "minimum": 1, "description": "wait only: seconds to wait."},
             "offset": {"type": "integer", "minimum": 0, "description": "log only: first line, 0 being the first line of the whole output (default: the last `limit` lines)."},
-            "limit": {"type": "integer", "minimum": 1, "default": 200, "description": "log only: number of lines (a page carries at most 200,000 bytes; the note says when it holds fewer lines)."}
+            "limit": {"type": "integer", "minimum": 1, "default": 200, "description": "log only: number of lines (a page carries at most 200,000 bytes; the note says when it holds fewer lines)."},
+            "rows": {"type": "integer", "minimum": 1, "maximum": 10000, "description": "resize only: terminal rows of a PTY session."},
+            "cols": {"type": "integer", "minimum": 1, "maximum": 10000, "description": "resize only: terminal columns of a PTY session."}
         },
         "required": ["action"]
     });

@@ -202,9 +202,10 @@ async fn mcp_foreground_returns_output_and_validates_arguments() {
     let (answer, _, is_error) = call(&client, "process", json!({"action": "explode"})).await;
     assert!(is_error);
     assert!(
-        answer["error"].as_str().is_some_and(
-            |e| e.contains("list, poll, log, wait, kill, write, submit, close, handoff")
-        ),
+        answer["error"]
+            .as_str()
+            .is_some_and(|e| e
+                .contains("list, poll, log, wait, kill, write, submit, close, resize, handoff")),
         "{answer}"
     );
     let (answer, _, is_error) = call(&client, "process", json!({"action": "poll"})).await;
@@ -336,4 +337,50 @@ async fn b25_mcp_handoff_needs_a_parent_and_then_moves_the_session() {
     assert!(listed.to_string().contains(&id), "{listed}");
     env.ok(&["kill", &id]);
     child.cancel().await.expect("the client closes");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_process_resize_reaches_a_pty_session_and_bad_sizes_are_named() {
+    let env = Env::new();
+    let client = connect(&env).await;
+    let (started, _, is_error) = call(
+        &client,
+        "terminal",
+        json!({"command": "read line; stty size", "background": true, "pty": true}),
+    )
+    .await;
+    assert!(!is_error, "{started}");
+    let id = session_id(&started);
+    let (resized, _, is_error) = call(
+        &client,
+        "process",
+        json!({"action": "resize", "session_id": id, "rows": 33, "cols": 99}),
+    )
+    .await;
+    assert!(!is_error, "{resized}");
+    assert_eq!(resized["status"], "ok", "{resized}");
+    let (missing, _, is_error) = call(
+        &client,
+        "process",
+        json!({"action": "resize", "session_id": id, "rows": 33}),
+    )
+    .await;
+    assert!(is_error, "{missing}");
+    assert!(missing.to_string().contains("rows and cols"), "{missing}");
+    call(
+        &client,
+        "process",
+        json!({"action": "submit", "session_id": id, "data": "go"}),
+    )
+    .await;
+    let (waited, _, _) = call(
+        &client,
+        "process",
+        json!({"action": "wait", "session_id": id, "timeout": 10}),
+    )
+    .await;
+    assert!(
+        waited.to_string().contains("33 99"),
+        "the program saw the new size: {waited}"
+    );
 }
