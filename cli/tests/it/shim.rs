@@ -670,3 +670,23 @@ fn shim_a_missing_shim_program_falls_back_to_in_process_jobs_and_doctor_says_so(
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A machine reboot takes shim and job together: restore closes the session as
+/// lost, once, and says its supervisor is gone.
+#[test]
+fn b28_shim_a_job_gone_with_its_shim_is_closed_as_lost_once() {
+    let env = Env::new();
+    let owner = "agent-d";
+    let (id, pid) = start(&env, &["--notify", "--owner", owner], "sleep 300");
+    let shim = shim_pid(&env, &id);
+    crash_daemon(&env);
+    signal(shim, nix::sys::signal::Signal::SIGKILL);
+    signal(pid, nix::sys::signal::Signal::SIGKILL);
+    wait_until(Duration::from_secs(5), || !alive(shim) && !alive(pid)).expect("both die");
+    let events = completions(&env, owner);
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["completion_reason"], "lost", "{:?}", events[0]);
+    let polled = env.json(&["poll", &id, "--json"]);
+    assert!(polled.to_string().contains("supervisor"), "{polled}");
+    assert!(drain(&env, owner).is_empty(), "closed once");
+}
