@@ -20,7 +20,9 @@
 //! [`Registry::new`], and gets a [`RestoreReport`].
 //!
 //! How a session runs: the child leads its own process group (its own session under
-//! a PTY) with a sanitised environment tagged `HERD_SESSION=<id>`. One task per
+//! a PTY) with a sanitised environment tagged `HERD_SESSION=<id>`. With
+//! [`RegistryConfig::shim`] set (the daemon's default) it runs under a supervisor
+//! process of its own that outlives the registry ([`shim`]); otherwise one task per
 //! session reads its output without a thread (pipes and PTY masters are registered
 //! with the runtime) and waits for its exit; bytes pass the PTY query responder and
 //! the shell-noise filter, then go to `<home>/logs/sessions/<id>.log` (complete, up
