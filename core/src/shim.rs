@@ -1,8 +1,9 @@
 //! Session supervisors that outlive the daemon (the shims).
 //!
-//! A shim is a small single-threaded process, one per session, started by the daemon
-//! through [`launch`]. It leaves the daemon's process tree at once (setsid, then a fork
-//! whose parent exits), becomes a child subreaper, starts the job through herd-core's
+//! A shim is a small single-threaded process, one per session, forked by the daemon's
+//! launcher (`herd-shim --launcher`, itself out of the daemon's tree), or started and
+//! detached (setsid, then a fork whose parent exits) when a dispatcher wraps it. It
+//! becomes a child subreaper, starts the job through herd-core's
 //! own spawn path and is its parent for its whole life. It owns what the in-process
 //! reader owned: the pipe's read end or the PTY master, the PTY query responder, the
 //! shell-noise filter, the complete log file and the job's stdin. It keeps reading
@@ -14,7 +15,7 @@
 //! attached daemon, and exits. Its directory `<home>/run/shims/<id>/` holds the socket
 //! (`sock`, 0600 in a 0700 directory, peer uid checked) and the two records.
 //!
-//! The daemon side ([`link`]) attaches to a shim over that socket and follows the log
+//! The daemon side (`link`) attaches to a shim over that socket and follows the log
 //! file by offset: the shim says how far the log has grown when asked (`want`, then one
 //! `grew`), so a chatty job costs one wake per read of the daemon, not per write of the
 //! job, and output written while no daemon ran is simply further along in the file.
