@@ -210,14 +210,103 @@ fn notify_1000() {
         runs.push(notify_1000_once(""));
         in_process.push(notify_1000_once("supervisor = \"in_process\"\n"));
     }
+    let herd = median(runs);
     report(
         "cli.notify_1000",
         "s",
-        median(runs),
+        herd,
         Some((median(in_process), "the same with supervisor = in_process")),
         "<= 3.8",
         "median of 3; 1,000 sequential `herd run --notify` processes, then `herd events` until all drained",
     );
+    match pueue_1000() {
+        Some(pueue) => report(
+            "cli.notify_1000_vs_pueue",
+            "x faster",
+            pueue / herd,
+            None,
+            ">= 10",
+            &format!(
+                "pueue 4 doing the same in this run (1,000 `pueue add -- true`, 16 parallel, then `pueue wait`): {pueue:.1} s against herd's {herd:.2} s"
+            ),
+        ),
+        None => report(
+            "cli.notify_1000_vs_pueue",
+            "x faster",
+            f64::NAN,
+            None,
+            ">= 10",
+            "not measured: no pueue and pueued on PATH or in $HERD_BENCH_PUEUE_DIR (`cargo install pueue --version 4.0.4 --locked`)",
+        ),
+    }
+}
+
+/// `pueue` and `pueued` from `$HERD_BENCH_PUEUE_DIR`, else from `PATH`.
+fn pueue_bin(name: &str) -> Option<PathBuf> {
+    let dirs = std::env::var_os("HERD_BENCH_PUEUE_DIR")
+        .into_iter()
+        .chain(std::env::var_os("PATH"))
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>());
+    dirs.map(|d| d.join(name)).find(|p| p.is_file())
+}
+
+/// 1,000 `pueue add -- true` against a private pueued with 16 parallel slots, then
+/// `pueue wait`: seconds, or `None` when pueue is not installed.
+fn pueue_1000() -> Option<f64> {
+    let (client, daemon) = (pueue_bin("pueue")?, pueue_bin("pueued")?);
+    let dir = tempfile::tempdir().ok()?;
+    let root = dir.path();
+    let config = root.join("config.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "shared:\n  pueue_directory: {0}/data\n  runtime_directory: {0}/run\n  use_unix_socket: true\n  unix_socket_path: {0}/run/pueue.socket\n",
+            root.display()
+        ),
+    )
+    .ok()?;
+    for sub in ["data", "run"] {
+        std::fs::create_dir_all(root.join(sub)).ok()?;
+    }
+    let mut pueued = raw_command(&daemon)
+        .arg("--config")
+        .arg(&config)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let socket = root.join("run/pueue.socket");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !socket.exists() && Instant::now() < deadline {
+        std::thread::park_timeout(Duration::from_millis(10));
+    }
+    let pueue = |args: &[&str]| {
+        raw_command(&client)
+            .arg("--config")
+            .arg(&config)
+            .args(args)
+            .env("NO_COLOR", "1")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    let measured = (|| {
+        if !pueue(&["parallel", "16"]) {
+            return None;
+        }
+        let start = Instant::now();
+        for _ in 0..1000 {
+            if !pueue(&["add", "--", "true"]) {
+                return None;
+            }
+        }
+        pueue(&["wait"]).then(|| start.elapsed().as_secs_f64())
+    })();
+    let _ = pueue(&["shutdown"]);
+    let _ = pueued.kill();
+    let _ = pueued.wait();
+    measured
 }
 
 struct Conn {
