@@ -1072,11 +1072,8 @@ impl Inner {
                 match attempt {
                     Ok(started) => started,
                     Err(ShimStartError::PtyUnavailable(error)) => {
-                        tracing::warn!(%error, "no PTY available; running on pipes instead");
-                        pty_note = Some(format!(
-                            "a PTY could not be opened ({error}); the command runs on pipes instead"
-                        ));
-                        let env = without_pty_entries(env.clone(), &req.env);
+                        let (note, env) = pipe_fallback(&error, &env, &req.env);
+                        pty_note = Some(note);
                         let launch = Launch {
                             argv: launch.argv.clone(),
                             env: &env,
@@ -1097,13 +1094,8 @@ impl Inner {
                             {
                                 Ok(child) => Started::Pty(child, rows, cols),
                                 Err(PtyFailure::Open(error)) => {
-                                    tracing::warn!(%error, "no PTY available; running on pipes instead");
-                                    pty_note = Some(format!(
-                                        "a PTY could not be opened ({error}); the command runs on pipes instead"
-                                    ));
-                                    // Without the PTY entries in the environment a pipe child
-                                    // behaves as it would have without asking for a PTY.
-                                    let env = without_pty_entries(env.clone(), &req.env);
+                                    let (note, env) = pipe_fallback(&error, &env, &req.env);
+                                    pty_note = Some(note);
                                     let launch = Launch {
                                         argv: launch.argv.clone(),
                                         env: &env,
@@ -1745,6 +1737,21 @@ impl ShimStartError {
             ShimStartError::Io(error) => error,
         }
     }
+}
+
+/// A PTY that could not be opened: the note the answer carries and the environment
+/// of the pipe child that runs instead (without the PTY entries it behaves as it would
+/// have without asking for a PTY).
+fn pipe_fallback(
+    error: &dyn std::fmt::Display,
+    env: &std::collections::BTreeMap<OsString, OsString>,
+    overrides: &[(String, String)],
+) -> (String, std::collections::BTreeMap<OsString, OsString>) {
+    tracing::warn!(%error, "no PTY available; running on pipes instead");
+    (
+        format!("a PTY could not be opened ({error}); the command runs on pipes instead"),
+        without_pty_entries(env.clone(), overrides),
+    )
 }
 
 /// The environment of a PTY request that fell back to pipes: the PTY-only defaults
