@@ -118,14 +118,30 @@ pub(crate) struct Launcher {
 /// One running launcher.
 #[derive(Debug)]
 struct LauncherConn {
-    tx: mpsc::UnboundedSender<Vec<u8>>,
-    pending: Mutex<HashMap<u64, oneshot::Sender<Ready>>>,
+    /// Written by the launching task itself (no hop through a writer task); dropping
+    /// it closes the launcher's stdin, and the launcher exits.
+    stdin: tokio::sync::Mutex<tokio::process::ChildStdin>,
+    /// Shared with the task reading the ready lines, which must not keep `stdin`
+    /// alive (the launcher would then outlive its registry).
+    replies: Arc<Replies>,
     next: AtomicU64,
-    /// Fires when its stdout closed: it died (or was never started right).
+}
+
+/// The launches waiting for their ready line.
+#[derive(Debug, Default)]
+struct Replies {
+    pending: Mutex<HashMap<u64, oneshot::Sender<Ready>>>,
+    /// Fires when the launcher's stdout closed: it died (or was never started right).
     gone: CancellationToken,
 }
 
 impl LauncherConn {
+    fn pending_map(&self) -> std::sync::MutexGuard<'_, HashMap<u64, oneshot::Sender<Ready>>> {
+        self.replies.pending_map()
+    }
+}
+
+impl Replies {
     fn pending_map(&self) -> std::sync::MutexGuard<'_, HashMap<u64, oneshot::Sender<Ready>>> {
         self.pending
             .lock()
@@ -162,9 +178,10 @@ impl Launcher {
             frame.extend_from_slice(&body);
             let (done_tx, done_rx) = oneshot::channel();
             conn.pending_map().insert(id, done_tx);
-            if conn.tx.send(frame).is_err() {
+            let written = conn.stdin.lock().await.write_all(&frame).await;
+            if written.is_err() {
                 conn.pending_map().remove(&id);
-                conn.gone.cancel();
+                conn.replies.gone.cancel();
                 last_error = Some(io::Error::other("the shim launcher is gone"));
                 continue;
             }
@@ -195,7 +212,7 @@ impl Launcher {
     /// The running launcher, started now when there is none (or it died).
     async fn connection(&self) -> io::Result<Arc<LauncherConn>> {
         let mut slot = self.conn.lock().await;
-        if let Some(conn) = slot.as_ref().filter(|c| !c.gone.is_cancelled()) {
+        if let Some(conn) = slot.as_ref().filter(|c| !c.replies.gone.is_cancelled()) {
             return Ok(Arc::clone(conn));
         }
         let argv = vec![
@@ -203,7 +220,7 @@ impl Launcher {
             "--launcher".to_owned(),
         ];
         let mut child = crate::spawn::spawn_shim(&argv, &BTreeMap::new())?;
-        let mut stdin = child
+        let stdin = child
             .stdin
             .take()
             .ok_or_else(|| io::Error::other("the shim launcher has no stdin"))?;
@@ -213,23 +230,12 @@ impl Launcher {
             .ok_or_else(|| io::Error::other("the shim launcher has no stdout"))?;
         // The first process exits as soon as it has forked the launcher proper.
         drop(tokio::spawn(async move { child.wait().await }));
-        let (tx, mut rx) = mpsc::unbounded_channel::<Vec<u8>>();
         let conn = Arc::new(LauncherConn {
-            tx,
-            pending: Mutex::new(HashMap::new()),
+            stdin: tokio::sync::Mutex::new(stdin),
+            replies: Arc::new(Replies::default()),
             next: AtomicU64::new(1),
-            gone: CancellationToken::new(),
         });
-        drop(tokio::spawn(async move {
-            // Ends when every sender is gone (the registry let go): stdin closes and
-            // the launcher exits; its supervisors run on.
-            while let Some(frame) = rx.recv().await {
-                if stdin.write_all(&frame).await.is_err() {
-                    return;
-                }
-            }
-        }));
-        let reader = Arc::clone(&conn);
+        let reader = Arc::clone(&conn.replies);
         let program = self.program.display().to_string();
         drop(tokio::spawn(async move {
             use tokio::io::AsyncBufReadExt;
