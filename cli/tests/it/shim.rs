@@ -690,3 +690,61 @@ fn b28_shim_a_job_gone_with_its_shim_is_closed_as_lost_once() {
     assert!(polled.to_string().contains("supervisor"), "{polled}");
     assert!(drain(&env, owner).is_empty(), "closed once");
 }
+
+/// An embedding host that gives its registry a shim: sessions run under it, and once
+/// the registry is dropped its launcher exits while the jobs run on.
+#[test]
+fn b28_shim_an_embedded_registry_lets_go_of_its_launcher_when_dropped() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let home = herd_core::Home::new(dir.path().join("home"));
+    std::fs::create_dir(home.root()).expect("home");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let (job, shim) = runtime.block_on(async {
+        let registry = herd_core::Registry::new(
+            home.clone(),
+            herd_core::RegistryConfig {
+                shim: Some(std::path::PathBuf::from(env!("CARGO_BIN_EXE_herd-shim"))),
+                ..herd_core::RegistryConfig::default()
+            },
+        )
+        .expect("inside a runtime");
+        let info = registry
+            .spawn(herd_core::SpawnRequest {
+                command: "sleep 30".to_owned(),
+                ..herd_core::SpawnRequest::default()
+            })
+            .await
+            .expect("spawn");
+        let text = std::fs::read_to_string(
+            home.shims_dir()
+                .join(info.session_id.as_str())
+                .join("info.json"),
+        )
+        .expect("the shim wrote its info record");
+        let shim: Value = serde_json::from_str(&text).expect("JSON");
+        let shim = i32::try_from(shim["shim_pid"].as_i64().expect("shim_pid")).expect("pid");
+        (info.pid, shim)
+    });
+    let launcher = parent_of(shim);
+    assert_ne!(
+        launcher,
+        std::process::id() as i32,
+        "the shim is not the host's child"
+    );
+    drop(runtime);
+    wait_until(Duration::from_secs(10), || !alive(launcher))
+        .expect("the launcher exits once its registry is gone");
+    assert!(alive(job) && alive(shim), "the job and its shim run on");
+    signal(job, nix::sys::signal::Signal::SIGKILL);
+    wait_until(Duration::from_secs(10), || !alive(shim)).unwrap_or_else(|()| {
+        panic!(
+            "the shim ends with its job: shim {:?}, job {:?}",
+            std::fs::read_to_string(format!("/proc/{shim}/stat")),
+            std::fs::read_to_string(format!("/proc/{job}/stat"))
+        )
+    });
+}

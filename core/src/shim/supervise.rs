@@ -120,7 +120,8 @@ struct Shim {
     input: VecDeque<Input>,
     queued_input: usize,
     conn: Option<Conn>,
-    /// A daemon's hello was answered at least once.
+    /// A daemon connected at least once (its `exit` frame then goes over that
+    /// connection, or the daemon is gone and a later one reads the exit record).
     greeted: bool,
     /// The pipe's buffer size in bytes, once known.
     pipe_bytes: usize,
@@ -571,6 +572,7 @@ impl Shim {
                         out: Vec::new(),
                     });
                     self.want = None;
+                    self.greeted = true;
                 }
                 Err(_) => return,
             }
