@@ -113,11 +113,7 @@ impl Client {
         match UnixStream::connect(&socket).await {
             // A daemon that is dying right now may still take the connection and
             // then reset it: that is no daemon, and the caller starts one.
-            Ok(stream) => match Client::handshake(stream).await {
-                Ok(client) => Ok(Some(client)),
-                Err(err) if is_dying_daemon(&err) => Ok(None),
-                Err(err) => Err(err),
-            },
+            Ok(stream) => Client::handshake(stream).await,
             Err(err)
                 if matches!(
                     err.kind(),
@@ -140,8 +136,10 @@ impl Client {
         }
     }
 
-    /// Performs the `hello` handshake on a fresh connection.
-    async fn handshake(stream: UnixStream) -> anyhow::Result<Client> {
+    /// Performs the `hello` handshake on a fresh connection. `None` when the
+    /// connection broke before the answer (reset, closed): a daemon that is exiting
+    /// right now took it, which is no daemon, and the caller starts one.
+    async fn handshake(stream: UnixStream) -> anyhow::Result<Option<Client>> {
         let (read, writer) = stream.into_split();
         let mut client = Client {
             reader: BufReader::new(read),
@@ -156,20 +154,23 @@ impl Client {
             },
         };
         let params = json!({"protocol": PROTOCOL_VERSION, "client": env!("CARGO_PKG_VERSION")});
-        let answer = client
-            .call("hello", params)
-            .await
-            .map_err(|err| match err {
-                CallError::Rpc(rpc) => rpc_failure(rpc),
-                CallError::Io(io) => Failure::new(
+        let answer = match client.call("hello", params).await {
+            Ok(answer) => answer,
+            Err(CallError::Io(io)) if is_broken_connection(&io) => return Ok(None),
+            Err(CallError::Rpc(rpc)) => return Err(rpc_failure(rpc)),
+            Err(CallError::Io(io)) => {
+                return Err(Failure::new(
                     Code::Unreachable,
-                    format!("the daemon closed the connection during the handshake: {io}"),
+                    format!(
+                        "the daemon did not complete the handshake: {io}; run `herd doctor`, or `herd shutdown` and retry"
+                    ),
                 )
-                .into(),
-            })?;
+                .into());
+            }
+        };
         client.hello =
             serde_json::from_value(answer).context("the daemon sent a malformed hello")?;
-        Ok(client)
+        Ok(Some(client))
     }
 
     /// Sends one request and returns its id.
@@ -346,19 +347,15 @@ async fn autostart(home: &Home) -> anyhow::Result<Client> {
     }
 }
 
-/// Whether a handshake failed because the connection broke (reset, or closed before
-/// the answer): the daemon was exiting, not refusing.
-fn is_dying_daemon(err: &anyhow::Error) -> bool {
-    err.chain().any(|cause| {
-        cause.downcast_ref::<std::io::Error>().is_some_and(|io| {
-            matches!(
-                io.kind(),
-                std::io::ErrorKind::ConnectionReset
-                    | std::io::ErrorKind::UnexpectedEof
-                    | std::io::ErrorKind::BrokenPipe
-            )
-        })
-    }) || err.to_string().contains("during the handshake")
+/// Whether a connection broke (reset, or closed before the answer): the daemon was
+/// exiting, not refusing.
+fn is_broken_connection(io: &std::io::Error) -> bool {
+    matches!(
+        io.kind(),
+        std::io::ErrorKind::ConnectionReset
+            | std::io::ErrorKind::UnexpectedEof
+            | std::io::ErrorKind::BrokenPipe
+    )
 }
 
 /// Re-executes this binary as a detached daemon for `home`.

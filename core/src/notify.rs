@@ -272,11 +272,7 @@ impl Inner {
     ) {
         if self.policy_allows(&event) {
             for owner in owners {
-                tables
-                    .queues
-                    .entry(owner.to_owned())
-                    .or_default()
-                    .push_back(event.clone());
+                tables.enqueue(owner, event.clone());
             }
         }
         let _ = self.events.send(event);

@@ -112,6 +112,14 @@ impl Tables {
         self.running.get(id).or_else(|| self.finished.get(id))
     }
 
+    /// Queues `event` for `owner`'s next drain.
+    pub(crate) fn enqueue(&mut self, owner: &str, event: Event) {
+        self.queues
+            .entry(owner.to_owned())
+            .or_default()
+            .push_back(event);
+    }
+
     fn all(&self) -> impl Iterator<Item = &Arc<Session>> {
         self.running.values().chain(self.finished.values())
     }
@@ -1455,12 +1463,7 @@ impl Inner {
             // restore finishes again (the previous daemon crashed after delivering it
             // but before its receipt was stored) is not queued a second time.
             if self.commit_completion(&event) {
-                let owner = event.owner_task_id().unwrap_or_default().to_owned();
-                tables
-                    .queues
-                    .entry(owner)
-                    .or_default()
-                    .push_back(event.clone());
+                tables.enqueue(event.owner_task_id().unwrap_or_default(), event.clone());
             }
         }
         if emits {

@@ -540,12 +540,7 @@ impl Inner {
                 tracing::error!(completion_id = %record.completion_id, "undelivered completion not replayed: its stored event is not a completion");
                 continue;
             };
-            let owner = event.owner_task_id().unwrap_or_default().to_owned();
-            tables
-                .queues
-                .entry(owner)
-                .or_default()
-                .push_back(event.clone());
+            tables.enqueue(event.owner_task_id().unwrap_or_default(), event.clone());
             let _ = self.events.send(event);
             n_replayed += 1;
         }

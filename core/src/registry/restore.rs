@@ -208,7 +208,7 @@ impl Registry {
                 report.already_tracked.push(id);
                 continue;
             }
-            if let Some(shim) = super::supervised::shim_of(&entry) {
+            if let Some(shim) = entry.session.shim {
                 if matches!(inner.durable.receipts().load(id.as_str()), Ok(Some(_))) {
                     if let Ok(dir) = herd_persistence::ShimDir::new(&inner.home, id.as_str()) {
                         let _ = dir.remove();
@@ -556,6 +556,15 @@ impl Inner {
 /// Waits for a process that is not our child to end, and reports that its exit
 /// status cannot be collected (it is always an `Err`).
 async fn wait_exit(pid: i32, start_time: u64) -> io::Result<std::process::ExitStatus> {
+    wait_gone(pid, start_time).await;
+    Err(io::Error::other(
+        "the process ended after herd re-adopted it; herd is not its parent, so its exit status cannot be collected",
+    ))
+}
+
+/// Waits until `pid` with `start_time` is gone (or a zombie): through a pidfd, else
+/// by polling `/proc` every [`EXIT_POLL`]. Returns at once when it is gone already.
+pub(super) async fn wait_gone(pid: i32, start_time: u64) {
     if let Ok(mut handle) = sys::ProcHandle::open(pid, start_time, true) {
         if handle.watch_exit() {
             std::future::poll_fn(|cx| handle.poll_exit(cx)).await;
@@ -563,9 +572,6 @@ async fn wait_exit(pid: i32, start_time: u64) -> io::Result<std::process::ExitSt
             poll_exit(pid, start_time).await;
         }
     }
-    Err(io::Error::other(
-        "the process ended after herd re-adopted it; herd is not its parent, so its exit status cannot be collected",
-    ))
 }
 
 /// Polls `/proc` until `pid` with `start_time` is gone or a zombie.

@@ -32,10 +32,6 @@ use crate::shim::link::{self, AttachError, Attached, Cursor, Followed};
 use crate::shim::{Ready, wire::Progress};
 use crate::spawn::Launch;
 
-/// How often a shim followed by its records only is checked where no pidfd is
-/// available.
-const RECORD_POLL: Duration = Duration::from_secs(1);
-
 /// What restore did with one supervised checkpoint entry.
 #[derive(Debug)]
 pub(super) enum Reattached {
@@ -345,7 +341,7 @@ impl Inner {
         let inner = Arc::clone(self);
         let task = async move {
             if let Some(start) = shim.start_time {
-                wait_gone(shim.pid, start).await;
+                super::restore::wait_gone(shim.pid, start).await;
             }
             let followed = match dir.read_exit() {
                 Ok(Some(record)) => {
@@ -400,27 +396,4 @@ impl Inner {
             }
         }
     }
-}
-
-/// Waits until `pid` with `start_time` is gone (or a zombie).
-async fn wait_gone(pid: i32, start_time: u64) {
-    if let Ok(mut handle) = crate::sys::ProcHandle::open(pid, start_time, true)
-        && handle.watch_exit()
-    {
-        std::future::poll_fn(|cx| handle.poll_exit(cx)).await;
-        return;
-    }
-    let mut tick = tokio::time::interval(RECORD_POLL);
-    loop {
-        tick.tick().await;
-        match crate::sys::proc_info(pid) {
-            Some(p) if p.start_time == start_time && p.is_alive() => {}
-            _ => return,
-        }
-    }
-}
-
-/// The checkpoint's reference to a supervised session's shim.
-pub(super) fn shim_of(entry: &CheckpointEntry) -> Option<ShimRef> {
-    entry.session.shim
 }
