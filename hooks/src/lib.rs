@@ -11,7 +11,7 @@
 //! `herd-cli` (`herd plugins list`).
 //!
 //! ```
-//! use herd_hooks::{OutputContext, Pipeline, Route};
+//! use herd_hooks::{OutputContext, Pipeline, Route, Window};
 //!
 //! let pipeline = Pipeline::redaction_only();
 //! let ctx = OutputContext {
@@ -22,14 +22,19 @@
 //!     session_id: "proc_0123456789ab",
 //!     backend: "local",
 //! };
-//! let out = pipeline.apply(&ctx, "token ghp_abcdefghijklmnopqrstuvwxyz0123456789 used");
+//! let output = "token ghp_abcdefghijklmnopqrstuvwxyz0123456789 used";
+//! let out = pipeline.show(&ctx, Window::all(output));
 //! assert_eq!(out, "token ghp_ab...6789 used");
+//! // The last 20 characters start inside the token: it is masked all the same.
+//! let tail = pipeline.show(&ctx, Window::last_chars(output, 20));
+//! assert_eq!(tail, "ghp_ab...6789 used");
 //! ```
 
 mod error;
 mod loader;
 mod pipeline;
 mod redact;
+mod window;
 
 pub use error::Error;
 pub use loader::{
@@ -40,7 +45,8 @@ pub use pipeline::{
     DEFAULT_BUDGET, Hook, HookChain, HookError, HookStats, Pipeline, PipelineStream,
     SUPPRESS_AFTER_TIMEOUT,
 };
-pub use redact::{RedactMode, Redactor, RedactorConfig, StreamRedactor, mask};
+pub use redact::{KEY_LOOKBACK_BYTES, RedactMode, Redactor, RedactorConfig, StreamRedactor, mask};
+pub use window::{LINE_CONTEXT_BYTES, Shown, ShownStream, Window};
 
 /// The route by which output leaves herd.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -264,7 +264,7 @@ impl HookChain {
     }
 
     /// Runs every hook in order; each sees the previous one's output.
-    fn run<'o>(&self, ctx: &OutputContext<'_>, output: &'o str) -> Cow<'o, str> {
+    pub(crate) fn run<'o>(&self, ctx: &OutputContext<'_>, output: &'o str) -> Cow<'o, str> {
         let mut current = Cow::Borrowed(output);
         if self.entries.is_empty() {
             return current;
@@ -524,6 +524,30 @@ impl PipelineStream<'_> {
     /// Emits what is still held back, redacted.
     pub fn finish(&mut self) -> String {
         self.redact.finish()
+    }
+
+    /// The stream went idle: emits what cannot still become a secret.
+    pub fn release_idle(&mut self) -> String {
+        self.redact.release_idle()
+    }
+
+    /// Bytes held back.
+    pub fn held_bytes(&self) -> usize {
+        self.redact.held_bytes()
+    }
+
+    /// The redactor of this stream's pipeline.
+    pub(crate) fn redactor(&self) -> &Redactor {
+        &self.pipeline.redactor
+    }
+
+    /// Starts (or continues) the stream inside a private-key block.
+    pub(crate) fn set_key_open(&mut self, open: bool) {
+        let redact = std::mem::replace(
+            &mut self.redact,
+            StreamRedactor::new(Arc::clone(&self.pipeline.redactor), RedactMode::Code),
+        );
+        self.redact = redact.starting_in_key(open);
     }
 }
 

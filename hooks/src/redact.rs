@@ -6,7 +6,7 @@
 //! which part of the match to mask (the value of a header but not its name, the
 //! password of a database URL but not the host). For ordinary output the text is
 //! walked once by an aho-corasick scan for the literals every family starts with
-//! (`sk-`, `ghp_`, `authorization`, `postgres`, `-----BEGIN`, ...), and the
+//! (`sk-`, `ghp_`, `authorization`, `postgres`, ...), and the
 //! automaton runs anchored only where such a literal starts; clean text never
 //! enters the automaton. The three families with no literal to anchor on
 //! (Telegram bot tokens, Zhipu keys, bare-token URL userinfo) are found by a
@@ -21,12 +21,21 @@
 //! (`env`, `printenv`, `cat .env`, ...), because in ordinary output such
 //! assignments are mostly code, and masking them would hide what the agent needs.
 //!
-//! Mask format: a token of 18 characters or more keeps its first 6 and last 4
-//! characters (`abcdef...wxyz`); a shorter one becomes `***`. Private-key blocks
-//! become `[REDACTED PRIVATE KEY]`, database passwords `***`.
+//! Private-key blocks are not a pattern but a line state (`keys`): open from the
+//! BEGIN line to the END line or the first line that cannot be key body, carried
+//! from one text to the next, so a block is masked without its END in sight.
 //!
-//! Invariant: redaction only ever replaces text inside a match; text outside every
-//! match comes out byte for byte.
+//! Matching sees the text a person would see (`visible`): terminal escapes and
+//! zero-width or bidi characters are removed from the copy that is matched, and
+//! each match is mapped back onto the original.
+//!
+//! Mask format: a token of 18 characters or more keeps its first 6 and last 4
+//! characters (`abcdef...wxyz`); a shorter one becomes `***`. Each line of a
+//! private-key block becomes `[REDACTED PRIVATE KEY]`, database passwords `***`.
+//!
+//! Invariants: redaction only ever replaces text inside a match; text outside every
+//! match comes out byte for byte; a replacement never adds or removes a newline
+//! (no match spans one), so the redacted text has the lines of the original.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -37,10 +46,16 @@ use regex_automata::{Anchored, Input, meta};
 use crate::Error;
 
 mod families;
-mod invisible;
+mod keys;
 mod stream;
+mod visible;
 
 pub use stream::StreamRedactor;
+
+/// How far back a window or stream looks for the BEGIN line of a private-key block
+/// it starts inside (the longest armoured keys, RSA 16384 or PGP with subkeys, are
+/// under 20 KiB).
+pub const KEY_LOOKBACK_BYTES: usize = 64 * 1024;
 
 /// Which automaton to use for a text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -81,8 +96,6 @@ pub struct RedactorConfig {
 pub(crate) enum Kind {
     /// Mask the whole match.
     Token,
-    /// Replace the whole match with `[REDACTED PRIVATE KEY]`.
-    PrivateKey,
     /// `Authorization: Scheme value`: keep the name and the scheme, mask the value.
     Authorization,
     /// `X-Api-Key: value` and friends: keep the name, mask the value.
@@ -159,7 +172,11 @@ impl Redactor {
                 pattern: pattern.clone(),
                 source: Box::new(source),
             })?;
-            if re.is_match("") {
+            // A pattern that can match an empty string (`\\b`, `x*`, `(?:)`) matches
+            // between any two characters: refused, whatever the text.
+            let can_be_empty = regex_syntax::parse(pattern)
+                .map_or(true, |hir| hir.properties().minimum_len() == Some(0));
+            if can_be_empty || re.is_match("") {
                 return Err(Error::EmptyMatchPattern {
                     pattern: pattern.clone(),
                 });
@@ -200,40 +217,168 @@ impl Redactor {
     /// Redacts `text` in one left-to-right walk. Returns the input borrowed when
     /// nothing matched.
     ///
-    /// A token split by zero-width or control characters (`sk-\u{200b}proj...`)
-    /// is still found: such text is matched on a copy without those characters and
-    /// the matches are mapped back onto the original.
+    /// A token split by escapes, zero-width or control characters
+    /// (`sk-\u{200b}proj...`, `\x1b[1mghp_\x1b[0m...`) is still found (see `visible`).
     pub fn redact<'t>(&self, text: &'t str, mode: RedactMode) -> Cow<'t, str> {
-        let stripped = invisible::strip(text);
+        let (found, _) = self.find(text, mode, false);
+        splice(text, &found)
+    }
+
+    /// Every replacement in `text`, sorted and non-overlapping, in `text`'s own byte
+    /// offsets; and whether a private-key block is open at its end. `key_open` says
+    /// one was open where `text` starts (the text before it ended inside a block).
+    pub(crate) fn find(&self, text: &str, mode: RedactMode, key_open: bool) -> (Vec<Found>, bool) {
+        let stripped = visible::strip(text);
         let (haystack, map) = match &stripped {
             Some((copy, map)) => (copy.as_str(), Some(map.as_slice())),
             None => (text, None),
         };
-        let found = self.matches(haystack, mode);
-        if found.is_empty() {
-            return Cow::Borrowed(text);
-        }
-        let mut out = String::with_capacity(text.len());
-        let mut last = 0;
-        let mut changed = false;
-        for (start, end, kind) in found {
-            let Some(replacement) = families::replace(kind, &haystack[start..end]) else {
+        let to_text = |start: usize, end: usize| match map {
+            Some(map) => (map[start], map[end - 1] + 1),
+            None => (start, end),
+        };
+        let (keys, open_after) = keys::spans(haystack, key_open);
+        let mut found: Vec<Found> = keys
+            .into_iter()
+            .filter(|(s, e)| e > s)
+            .map(|(s, e)| {
+                let (start, end) = to_text(s, e);
+                Found {
+                    start,
+                    end,
+                    with: keys::KEY_MASK.to_owned(),
+                }
+            })
+            .collect();
+        let n_keys = found.len();
+        let mut key_idx = 0;
+        for (start, end, kind) in self.matches(haystack, mode) {
+            if end <= start {
+                continue;
+            }
+            let (orig_start, orig_end) = to_text(start, end);
+            // Key spans win over any match they overlap.
+            while key_idx < n_keys && found[key_idx].end <= orig_start {
+                key_idx += 1;
+            }
+            if key_idx < n_keys && found[key_idx].start < orig_end {
+                continue;
+            }
+            let Some(mut with) = families::replace(kind, &haystack[start..end]) else {
                 continue;
             };
-            let (orig_start, orig_end) = match map {
-                Some(map) => (map[start], map[end - 1] + 1),
-                None => (start, end),
+            // Only a config pattern can span a newline: the lines stay.
+            let n_newlines =
+                memchr::memchr_iter(b'\n', &text.as_bytes()[orig_start..orig_end]).count();
+            with.extend(std::iter::repeat_n('\n', n_newlines));
+            found.push(Found {
+                start: orig_start,
+                end: orig_end,
+                with,
+            });
+        }
+        if n_keys > 0 && found.len() > n_keys {
+            found.sort_unstable_by_key(|f| f.start);
+        }
+        (found, open_after)
+    }
+
+    /// Whether `before` (the output just before some position) ends inside a
+    /// private-key block, looking back at most [`KEY_LOOKBACK_BYTES`].
+    pub fn key_open_at_end(&self, before: &str) -> bool {
+        let Some(from) = keys::lookback_start(before, KEY_LOOKBACK_BYTES) else {
+            return false;
+        };
+        let slice = &before[from..];
+        match visible::strip(slice) {
+            Some((seen, _)) => keys::spans(&seen, false).1,
+            None => keys::spans(slice, false).1,
+        }
+    }
+
+    /// Where a stream that went idle holding `partial` (the unfinished last line)
+    /// must keep holding from: the start of a trailing part that could still become
+    /// a secret when more output arrives, or `partial.len()` when all of it can go.
+    ///
+    /// Held: a trigger literal whose pattern has not matched yet or whose match runs
+    /// to the end (`Authorization: Bearer `, `ghp_abc`); a trailing word that is a
+    /// prefix of a trigger or a token-like run of 8 or more characters; everything,
+    /// in `SecretDump` mode or with config patterns (their shapes are unknown).
+    pub(crate) fn hold_point(&self, partial: &str, mode: RedactMode) -> usize {
+        if mode == RedactMode::SecretDump || self.extra.is_some() {
+            return 0;
+        }
+        let stripped = visible::strip(partial);
+        let (seen, map) = match &stripped {
+            Some((copy, map)) => (copy.as_str(), Some(map.as_slice())),
+            None => (partial, None),
+        };
+        let to_text = |idx: usize| match map {
+            _ if idx >= seen.len() => partial.len(),
+            Some(map) => map[idx],
+            None => idx,
+        };
+        let mut hold = seen.len();
+        // A trigger whose pattern has not matched yet, or whose match reaches the end.
+        for hit in self.triggers.find_iter(seen) {
+            let at = hit.start();
+            let input = Input::new(seen)
+                .span(at..seen.len())
+                .anchored(Anchored::Yes);
+            let rest = &seen[at..];
+            let open = match self.code.re.search(&input) {
+                // A header's value may still be on its way (`Authorization: Bearer `
+                // matched the scheme as the value).
+                Some(m) => match &self.code.kinds[m.pattern().as_usize()] {
+                    Kind::Authorization | Kind::HeaderValue => seen[m.end()..].trim().is_empty(),
+                    _ => m.end() == seen.len(),
+                },
+                // No match yet: a token still arriving (no space since the
+                // trigger), or a header or URL name waiting for its value.
+                None => {
+                    !rest.contains(char::is_whitespace) || (hit.len() >= 5 && rest.len() <= 256)
+                }
             };
-            out.push_str(&text[last..orig_start]);
-            out.push_str(&replacement);
-            last = orig_end;
-            changed = true;
+            if open {
+                hold = hold.min(at);
+                break;
+            }
         }
-        if !changed {
-            return Cow::Borrowed(text);
+        // An unfinished private-key marker (`-----BEGIN RSA PRI`).
+        if let Some(dashes) = keys::unfinished_marker(seen) {
+            hold = hold.min(dashes);
         }
-        out.push_str(&text[last..]);
-        Cow::Owned(out)
+        // The trailing word.
+        let word_start = seen.rfind(|c: char| c.is_whitespace()).map_or(0, |idx| {
+            idx + seen[idx..].chars().next().map_or(1, char::len_utf8)
+        });
+        let word = &seen[word_start..];
+        let run_start = word.rfind(|c: char| !is_token_char(c)).map_or(0, |idx| {
+            idx + word[idx..].chars().next().map_or(1, char::len_utf8)
+        });
+        let run = &word[run_start..];
+        let is_trigger_prefix = !run.is_empty()
+            && families::triggers().iter().any(|t| {
+                t.len() > run.len()
+                    && t.as_bytes()[..run.len()].eq_ignore_ascii_case(run.as_bytes())
+            });
+        if run.chars().count() >= 8 || is_trigger_prefix {
+            hold = hold.min(word_start + run_start);
+        }
+        // Never inside a complete marker: the state machine must see it whole.
+        if let Some((start, end)) = keys::marker_around(seen, hold) {
+            hold = if seen[end..].trim().is_empty() {
+                seen.len()
+            } else {
+                start
+            };
+        }
+        let hold = to_text(hold);
+        // Nor inside an escape sequence still arriving.
+        match visible::unfinished_escape(partial) {
+            Some(esc) => hold.min(esc),
+            None => hold,
+        }
     }
 
     /// Every match in `text`, sorted by start and non-overlapping. On overlap
@@ -312,14 +457,12 @@ impl Redactor {
             }
         }
     }
+}
 
-    /// Byte ranges of the matches in `text`, for the streaming redactor's cut logic.
-    pub(crate) fn match_spans(&self, text: &str, mode: RedactMode) -> Vec<(usize, usize)> {
-        self.matches(text, mode)
-            .into_iter()
-            .map(|(s, e, _)| (s, e))
-            .collect()
-    }
+/// A character that can be part of a token, URL or key value.
+fn is_token_char(c: char) -> bool {
+    c.is_ascii_alphanumeric()
+        || matches!(c, '_' | '-' | '.' | ':' | '/' | '+' | '=' | '@' | '%' | '~')
 }
 
 /// The side scanner's kinds as `'static` references (they carry no data).
@@ -329,6 +472,66 @@ fn side_kind(kind: &Kind) -> &'static Kind {
         Kind::UserinfoToken => &Kind::UserinfoToken,
         _ => &Kind::Token,
     }
+}
+
+/// The text a person would see: escapes and invisible characters removed.
+#[cfg(test)]
+pub(crate) fn visible_text(text: &str) -> String {
+    visible::strip(text).map_or_else(|| text.to_owned(), |(copy, _)| copy)
+}
+
+/// One replacement: `text[start..end]` becomes `with`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Found {
+    pub(crate) start: usize,
+    pub(crate) end: usize,
+    pub(crate) with: String,
+}
+
+/// `text` with every replacement in `found` (sorted, non-overlapping) applied.
+pub(crate) fn splice<'t>(text: &'t str, found: &[Found]) -> Cow<'t, str> {
+    if found.is_empty() {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    for f in found {
+        out.push_str(&text[last..f.start]);
+        out.push_str(&f.with);
+        last = f.end;
+    }
+    out.push_str(&text[last..]);
+    Cow::Owned(out)
+}
+
+/// The part of `text[edge_start..edge_end]` with the replacements in `found`
+/// applied, where `found` was computed over all of `text` (the window with its
+/// context). A replacement that straddles an edge is kept whole.
+pub(crate) fn splice_window(
+    text: &str,
+    found: &[Found],
+    edge_start: usize,
+    edge_end: usize,
+) -> String {
+    let mut out = String::with_capacity(edge_end - edge_start);
+    let mut pos = edge_start;
+    for f in found {
+        if f.end <= edge_start || (f.start == f.end) {
+            continue;
+        }
+        if f.start >= edge_end {
+            break;
+        }
+        if f.start > pos {
+            out.push_str(&text[pos..f.start]);
+        }
+        out.push_str(&f.with);
+        pos = pos.max(f.end);
+    }
+    if pos < edge_end {
+        out.push_str(&text[pos..edge_end]);
+    }
+    out
 }
 
 /// Masks one secret token: 18+ characters keep the first 6 and the last 4

@@ -70,12 +70,6 @@ pub(super) fn code_patterns() -> Vec<(String, Kind)> {
     .join("|");
     let v = |p: String, k: Kind| (p, k);
     vec![
-        // PEM private keys, whole block.
-        v(
-            r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----(?s:.)*?-----END[A-Z0-9 ]*PRIVATE KEY-----"
-                .into(),
-            Kind::PrivateKey,
-        ),
         // Authorization / Proxy-Authorization headers: the scheme word is kept.
         v(
             format!(
@@ -126,7 +120,6 @@ pub(super) fn code_patterns() -> Vec<(String, Kind)> {
 /// one of these starts; the table tests check every family through this path.
 pub(super) fn triggers() -> Vec<String> {
     let mut t: Vec<String> = [
-        "-----BEGIN",
         "authorization",
         "proxy-authorization",
         "x-api-key",
@@ -228,7 +221,6 @@ pub(super) fn dump_patterns() -> Vec<(String, Kind)> {
 pub(super) fn replace(kind: &Kind, m: &str) -> Option<String> {
     match kind {
         Kind::Token => Some(mask(m)),
-        Kind::PrivateKey => Some("[REDACTED PRIVATE KEY]".to_owned()),
         Kind::Authorization => {
             let (head, value) = split_value(m, &[':', '='])?;
             // `Bearer abc`: keep the scheme word and its spacing.

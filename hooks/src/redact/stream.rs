@@ -1,35 +1,40 @@
-//! Streaming redaction for routes that deliver output in chunks.
+//! Streaming redaction for routes that deliver output as it comes (follow, attach,
+//! a live view) or in chunks.
 //!
-//! A secret can arrive split across two reads (`...sk-proj-AB` then `CD...`).
-//! Redacting each chunk alone would miss it, so the stream holds back the
-//! unfinished tail: everything after the last newline (no family except private
-//! keys spans a newline), and an unterminated `-----BEGIN` block. The held text is
-//! emitted, redacted, with a later chunk or by `finish`.
+//! A secret can arrive split across two reads (`...sk-proj-AB` then `CD...`), and a
+//! private-key block across many. The stream emits whole lines (a line ends at `\n`
+//! or `\r`: no token spans either), redacted, and carries the private-key state from
+//! one line to the next, so a block is masked line by line as it arrives and never
+//! held whole. The unfinished last line is held until it ends, until the stream goes
+//! idle (then all of it that cannot still become a secret is released: a prompt, an
+//! echoed keystroke, a progress bar), or until `finish`.
 //!
-//! Invariant: memory is bounded. When the held text exceeds `MAX_HELD_BYTES`
-//! (a very long line, a runaway key block), all but the last `KEEP_BYTES` are
-//! emitted, cut at whitespace and never inside a match.
+//! Invariant: memory is bounded. When the held line exceeds `MAX_HELD_BYTES`, all
+//! but the last `KEEP_BYTES` are emitted, cut at whitespace and never inside a match.
 //!
-//! Invariant: the concatenation of everything `push` and `finish` return equals
-//! `Redactor::redact` of the concatenated input, except that a secret longer than
-//! `KEEP_BYTES` inside a line longer than `MAX_HELD_BYTES` may be cut.
+//! Invariant: the concatenation of everything `push`, `release_idle` and `finish`
+//! return has the same lines as `Redactor::redact` of the concatenated input, and
+//! masks every secret that does; a token longer than `KEEP_BYTES` inside a line
+//! longer than `MAX_HELD_BYTES` may be cut.
 
 use std::sync::Arc;
 
-use super::{RedactMode, Redactor};
+use super::{RedactMode, Redactor, splice};
 
 /// Held text above which the stream emits part of a line.
 const MAX_HELD_BYTES: usize = 64 * 1024;
 /// How much of a long line stays held after a forced emit.
 const KEEP_BYTES: usize = 4 * 1024;
 
-/// A redactor for one chunked output stream.
+/// A redactor for one output stream.
 #[derive(Debug)]
 pub struct StreamRedactor {
     redactor: Arc<Redactor>,
     mode: RedactMode,
-    /// Input not yet emitted (unredacted).
+    /// Input not yet emitted (unredacted): at most one unfinished line.
     held: String,
+    /// A private-key block is open where `held` starts.
+    key_open: bool,
 }
 
 impl StreamRedactor {
@@ -39,7 +44,15 @@ impl StreamRedactor {
             redactor,
             mode,
             held: String::new(),
+            key_open: false,
         }
+    }
+
+    /// A stream that starts inside a private-key block when `key_open` (the output
+    /// before the stream's first byte ended inside one; see `Redactor::key_open_at_end`).
+    pub fn starting_in_key(mut self, key_open: bool) -> StreamRedactor {
+        self.key_open = key_open;
+        self
     }
 
     /// Feeds one chunk; returns the redacted text that is safe to emit now
@@ -47,18 +60,25 @@ impl StreamRedactor {
     pub fn push(&mut self, chunk: &str) -> String {
         self.held.push_str(chunk);
         let cut = self.safe_cut();
-        if cut == 0 {
+        self.emit(cut)
+    }
+
+    /// The stream went idle: emits the held unfinished line except a trailing part
+    /// that could still become a secret (see `Redactor::hold_point`).
+    pub fn release_idle(&mut self) -> String {
+        if self.held.is_empty() {
             return String::new();
         }
-        let rest = self.held.split_off(cut);
-        let ready = std::mem::replace(&mut self.held, rest);
-        self.redactor.redact(&ready, self.mode).into_owned()
+        let cut = self.redactor.hold_point(&self.held, self.mode);
+        self.emit(cut)
     }
 
     /// Emits everything still held, redacted. The stream can be reused after.
     pub fn finish(&mut self) -> String {
-        let ready = std::mem::take(&mut self.held);
-        self.redactor.redact(&ready, self.mode).into_owned()
+        let cut = self.held.len();
+        let out = self.emit(cut);
+        self.key_open = false;
+        out
     }
 
     /// Bytes currently held back.
@@ -66,16 +86,33 @@ impl StreamRedactor {
         self.held.len()
     }
 
+    /// Bytes fed but not yet emitted, as a byte count of the input (for a route that
+    /// resumes by offset).
+    pub fn held_text(&self) -> &str {
+        &self.held
+    }
+
+    /// Whether a private-key block is open at the end of what was emitted.
+    pub fn is_in_key(&self) -> bool {
+        self.key_open
+    }
+
+    /// Emits `held[..cut]`, redacted, carrying the key state.
+    fn emit(&mut self, cut: usize) -> String {
+        if cut == 0 {
+            return String::new();
+        }
+        let rest = self.held.split_off(cut);
+        let ready = std::mem::replace(&mut self.held, rest);
+        let (found, open) = self.redactor.find(&ready, self.mode, self.key_open);
+        self.key_open = open;
+        splice(&ready, &found).into_owned()
+    }
+
     /// Where the held text can be cut: everything before is emitted.
     fn safe_cut(&self) -> usize {
         let held = &self.held;
-        let mut cut = held.rfind('\n').map_or(0, |idx| idx + 1);
-        // An open private-key block stays held until its END line arrives.
-        if let Some(begin) = held[..cut].rfind("-----BEGIN")
-            && !held[begin..cut].contains("-----END")
-        {
-            cut = begin;
-        }
+        let cut = memchr::memrchr2(b'\n', b'\r', held.as_bytes()).map_or(0, |idx| idx + 1);
         if held.len() - cut <= MAX_HELD_BYTES {
             return cut;
         }
@@ -88,9 +125,10 @@ impl StreamRedactor {
         if let Some(ws) = held[cut..forced].rfind(char::is_whitespace) {
             forced = cut + ws + 1;
         }
-        for (start, end) in self.redactor.match_spans(held, self.mode) {
-            if start < forced && forced < end {
-                forced = start;
+        let (found, _) = self.redactor.find(&held[cut..], self.mode, self.key_open);
+        for f in found {
+            if cut + f.start < forced && forced < cut + f.end {
+                forced = cut + f.start;
             }
         }
         forced.max(cut)

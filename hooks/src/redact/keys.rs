@@ -1,0 +1,321 @@
+//! Private-key blocks, line by line, with state carried across texts.
+//!
+//! A PEM or PGP private key is many lines: a `-----BEGIN … PRIVATE KEY-----` line,
+//! base64 body lines (after optional `Name: value` headers and an empty line), and
+//! an `-----END … PRIVATE KEY-----` line. A route that shows part of the output (a
+//! running job, a tail, a page, a follow) may see the BEGIN without the END, or body
+//! lines whose BEGIN came before its window, so a block is not a pattern that needs
+//! both ends: it is a state, open from its BEGIN line until its END line or the
+//! first line that cannot be key body, carried from one text to the next.
+//!
+//! Masking keeps the line structure: each masked line becomes
+//! `[REDACTED PRIVATE KEY]` on its own line, so line counts, pages and offsets agree
+//! with the log. A one-line form (`"-----BEGIN …-----\nMIIE…\n-----END …-----"` in
+//! JSON, or a key folded with spaces) is masked from its BEGIN to its END, or to the
+//! first character that cannot be key body.
+//!
+//! What counts as key body: ASCII base64 (`A-Z a-z 0-9 + / =`) with spaces and
+//! tabs, optionally wrapped in quotes and a trailing comma (a key in YAML, JSON or
+//! HCL); `Name: value` armour headers (`Proc-Type:`, `DEK-Info:`, `Version:`); empty
+//! lines. Not: a line with any other character, so a log prefix before each body
+//! line (a timestamp) ends the block (a documented limit).
+
+/// What every masked part of a block becomes.
+pub(crate) const KEY_MASK: &str = "[REDACTED PRIVATE KEY]";
+
+/// Byte ranges of `text` to replace with [`KEY_MASK`], none spanning a newline,
+/// and whether a block is still open at the end of `text`. `open` says a block was
+/// open where `text` starts.
+pub(crate) fn spans(text: &str, mut open: bool) -> (Vec<(usize, usize)>, bool) {
+    let mut found = Vec::new();
+    let mut line_start = 0;
+    if !text.contains("-----") && !open {
+        return (found, false);
+    }
+    while line_start <= text.len() {
+        let line_end = memchr::memchr(b'\n', &text.as_bytes()[line_start..])
+            .map_or(text.len(), |idx| line_start + idx);
+        let line = &text[line_start..line_end];
+        open = line_spans(line, line_start, open, &mut found);
+        if line_end == text.len() {
+            break;
+        }
+        line_start = line_end + 1;
+    }
+    (found, open)
+}
+
+/// Where to start the state machine to learn whether a block is open at the end of
+/// `before` (the text just before a window), looking back at most `max_bytes`: past
+/// every line that could be key body to the nearest one that cannot. `None` when
+/// no such line is within reach (then no BEGIN is either, as far as we can tell).
+pub(crate) fn lookback_start(before: &str, max_bytes: usize) -> Option<usize> {
+    let floor = before.len().saturating_sub(max_bytes);
+    let mut end = before.len();
+    while end > floor {
+        let line_start = memchr::memrchr(b'\n', &before.as_bytes()[..end]).map_or(0, |i| i + 1);
+        if line_start < floor {
+            return None;
+        }
+        if line_start == 0 || !could_be_body(&before[line_start..end]) {
+            return Some(line_start);
+        }
+        end = line_start - 1;
+    }
+    (floor == 0).then_some(0)
+}
+
+/// Whether a block is open at the end of `before` (see [`lookback_start`]).
+#[cfg(test)]
+fn open_at_end(before: &str, max_bytes: usize) -> bool {
+    lookback_start(before, max_bytes).is_some_and(|from| spans(&before[from..], false).1)
+}
+
+/// Where an unfinished BEGIN marker starts at the end of `partial` (an unfinished
+/// line): `-----BEG`, `-----BEGIN RSA PRIV`, `-----BEGIN EC PRIVATE KEY---`.
+pub(crate) fn unfinished_marker(partial: &str) -> Option<usize> {
+    const MARKER: &str = "-----BEGIN";
+    let from = partial.len().saturating_sub(64);
+    let bytes = partial.as_bytes();
+    (from..partial.len()).find(|&at| {
+        let rest = &bytes[at..];
+        if rest.len() <= MARKER.len() {
+            return MARKER.as_bytes().starts_with(rest);
+        }
+        rest.starts_with(MARKER.as_bytes())
+            && find_marker(&partial[at..], MARKER).is_none()
+            && rest[MARKER.len()..]
+                .iter()
+                .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || *b == b' ' || *b == b'-')
+    })
+}
+
+/// The complete BEGIN or END marker of `text` that byte `at` lies strictly inside.
+pub(crate) fn marker_around(text: &str, at: usize) -> Option<(usize, usize)> {
+    for marker in ["-----BEGIN", "-----END"] {
+        let mut from = 0;
+        while let Some((start, end)) = find_marker(&text[from..], marker) {
+            let (start, end) = (from + start, from + end);
+            if start < at && at < end {
+                return Some((start, end));
+            }
+            from = end;
+        }
+    }
+    None
+}
+
+/// Spans of one line (`offset` is its start in the whole text); returns the state
+/// after it.
+fn line_spans(line: &str, offset: usize, open: bool, found: &mut Vec<(usize, usize)>) -> bool {
+    let content = line.strip_suffix('\r').unwrap_or(line);
+    if open {
+        let lead = content.len() - content.trim_start().len();
+        if let Some((_, end)) = find_marker(content, "-----END") {
+            found.push((offset + lead.min(end), offset + end));
+            return false;
+        }
+        if content.trim().is_empty() {
+            return true;
+        }
+        if is_body(content) || is_armour_header(content) {
+            let trimmed = content.trim_end();
+            found.push((offset + lead, offset + trimmed.len()));
+            return true;
+        }
+        // Not key body: the block is over, and this line is an ordinary one.
+    }
+    let mut from = 0;
+    let mut open_after = false;
+    while let Some((begin, header_end)) = find_marker(&content[from..], "-----BEGIN") {
+        let (begin, header_end) = (from + begin, from + header_end);
+        let body_end = header_end + body_run(&content[header_end..]);
+        if let Some((_, end)) = content[body_end..]
+            .starts_with("-----END")
+            .then(|| find_marker(&content[body_end..], "-----END"))
+            .flatten()
+        {
+            found.push((offset + begin, offset + body_end + end));
+            from = body_end + end;
+            continue;
+        }
+        found.push((offset + begin, offset + body_end));
+        open_after = content[body_end..].trim().is_empty();
+        from = body_end.max(begin + 1);
+        if open_after {
+            break;
+        }
+    }
+    open_after
+}
+
+/// Whether `line` could be part of a block (key body, an armour header or empty);
+/// used to look back for a BEGIN.
+fn could_be_body(line: &str) -> bool {
+    let content = line.strip_suffix('\r').unwrap_or(line);
+    content.trim().is_empty() || is_body(content) || is_armour_header(content)
+}
+
+/// A base64 body line, optionally quoted with a trailing comma.
+fn is_body(content: &str) -> bool {
+    let core = content
+        .trim()
+        .trim_end_matches(',')
+        .trim_matches(|c| c == '"' || c == '\'');
+    !core.is_empty()
+        && core
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=' | b' ' | b'\t'))
+}
+
+/// An armour header of PEM (RFC 1421) or OpenPGP (RFC 4880): `Proc-Type: 4,ENCRYPTED`,
+/// `DEK-Info: …`, `Version: …`, `Comment: …`.
+fn is_armour_header(content: &str) -> bool {
+    const NAMES: [&str; 7] = [
+        "Proc-Type",
+        "DEK-Info",
+        "Version",
+        "Comment",
+        "Hash",
+        "Charset",
+        "MessageID",
+    ];
+    let trimmed = content.trim_start();
+    trimmed
+        .split_once(": ")
+        .is_some_and(|(name, _)| NAMES.contains(&name))
+}
+
+/// Bytes of key body after a BEGIN header on the same line: base64, spaces, tabs
+/// and the escapes `\n` / `\r` of a key written as one JSON string.
+fn body_run(rest: &str) -> usize {
+    let bytes = rest.as_bytes();
+    let mut n = 0;
+    while n < bytes.len() {
+        match bytes[n] {
+            b'\\' if matches!(bytes.get(n + 1), Some(b'n' | b'r')) => n += 2,
+            b if b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=' | b' ' | b'\t') => {
+                n += 1;
+            }
+            _ => break,
+        }
+    }
+    // Do not swallow the dashes of an END marker glued to the body.
+    n
+}
+
+/// `<marker> <LABEL>PRIVATE KEY[ BLOCK]-----` in `text` (marker is `-----BEGIN` or
+/// `-----END`): its start and end.
+fn find_marker(text: &str, marker: &str) -> Option<(usize, usize)> {
+    let mut from = 0;
+    while let Some(idx) = memchr::memmem::find(&text.as_bytes()[from..], marker.as_bytes()) {
+        let at = from + idx;
+        let rest = &text[at + marker.len()..];
+        let label_len = rest
+            .bytes()
+            .take_while(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || *b == b' ')
+            .count();
+        let label = rest[..label_len].trim_end();
+        if (label.ends_with("PRIVATE KEY") || label.ends_with("PRIVATE KEY BLOCK"))
+            && rest[label_len..].starts_with("-----")
+        {
+            let mut end = at + marker.len() + label_len + 5;
+            // Dashes beyond five belong to the marker too.
+            end += text[end..].bytes().take_while(|b| *b == b'-').count();
+            return Some((at, end));
+        }
+        from = at + 1;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{open_at_end, spans};
+
+    fn masked(text: &str, open: bool) -> (String, bool) {
+        let (found, open) = spans(text, open);
+        let mut out = String::new();
+        let mut last = 0;
+        for (s, e) in found {
+            out.push_str(&text[last..s]);
+            out.push_str("[K]");
+            last = e;
+        }
+        out.push_str(&text[last..]);
+        (out, open)
+    }
+
+    #[test]
+    fn b30_a_block_is_masked_line_by_line_from_its_begin() {
+        let pem =
+            "x\n-----BEGIN RSA PRIVATE KEY-----\nMIIEow\nIBAAK\n-----END RSA PRIVATE KEY-----\ny";
+        assert_eq!(
+            masked(pem, false),
+            ("x\n[K]\n[K]\n[K]\n[K]\ny".into(), false)
+        );
+        let open = "log\n-----BEGIN OPENSSH PRIVATE KEY-----\r\nb3Bl\r\nbnNz";
+        assert_eq!(masked(open, false), ("log\n[K]\r\n[K]\r\n[K]".into(), true));
+        // The block ends at the first line that cannot be body.
+        let ended = "-----BEGIN PRIVATE KEY-----\nMIIE\nerror: truncated key\nMIIE";
+        assert_eq!(
+            masked(ended, false),
+            ("[K]\n[K]\nerror: truncated key\nMIIE".into(), false)
+        );
+        // Carried state: a text that starts inside a block.
+        assert_eq!(
+            masked("MIIE\n  \"abc+/=\",\n-----END PRIVATE KEY-----\nok", true),
+            ("[K]\n  [K]\n[K]\nok".into(), false)
+        );
+        let encrypted = "-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,AB12\n\nMIIE\n";
+        assert_eq!(
+            masked(encrypted, false),
+            ("[K]\n[K]\n[K]\n\n[K]\n".into(), true)
+        );
+        let pgp = "-----BEGIN PGP PRIVATE KEY BLOCK-----\nVersion: GnuPG v2\n\nlQOY\n=abcd\n-----END PGP PRIVATE KEY BLOCK-----";
+        assert_eq!(
+            masked(pgp, false),
+            ("[K]\n[K]\n\n[K]\n[K]\n[K]".into(), false)
+        );
+    }
+
+    #[test]
+    fn b30_one_line_keys_are_masked_to_their_end_or_the_first_non_body_character() {
+        let json = r#"{"key": "-----BEGIN PRIVATE KEY-----\nMIIE\nabc\n-----END PRIVATE KEY-----\n", "n": 1}"#;
+        assert_eq!(masked(json, false).0, r#"{"key": "[K]\n", "n": 1}"#);
+        let cut = r#"{"key": "-----BEGIN PRIVATE KEY-----\nMIIE\nab"#;
+        // Cut at the end of the text: the key may go on in the next text.
+        assert_eq!(masked(cut, false), (r#"{"key": "[K]"#.into(), true));
+        let quoted = r#"{"key": "-----BEGIN PRIVATE KEY-----\nMIIE", "n": 1}"#;
+        assert_eq!(
+            masked(quoted, false),
+            (r#"{"key": "[K]", "n": 1}"#.into(), false)
+        );
+        let code = r#"if line.startswith("-----BEGIN RSA PRIVATE KEY-----"):"#;
+        assert_eq!(
+            masked(code, false),
+            (r#"if line.startswith("[K]"):"#.into(), false)
+        );
+        assert_eq!(masked("-----BEGIN PUBLIC KEY-----\nMIIB", false).1, false);
+    }
+
+    #[test]
+    fn b30_a_window_inside_a_block_finds_its_begin() {
+        let before = "start\n-----BEGIN EC PRIVATE KEY-----\nMHcC\nAQEE\n";
+        assert!(open_at_end(before, 64 * 1024));
+        assert!(open_at_end(
+            "-----BEGIN EC PRIVATE KEY-----\nMHcC\nAQ",
+            64 * 1024
+        ));
+        assert!(!open_at_end(
+            "start\n-----BEGIN EC PRIVATE KEY-----\nMHcC\n-----END EC PRIVATE KEY-----\n",
+            64 * 1024
+        ));
+        assert!(!open_at_end("plain text\nmore words here\n", 64 * 1024));
+        assert!(!open_at_end("", 64 * 1024));
+        // Too far back: not found.
+        let far = format!("-----BEGIN PRIVATE KEY-----\n{}", "MIIE\n".repeat(100));
+        assert!(!open_at_end(&far, 64));
+        assert!(open_at_end(&far, 1024));
+    }
+}

@@ -1,0 +1,262 @@
+//! The text a person would see: terminal escapes and invisible characters removed.
+//!
+//! `sk-\u{200b}proj-...`, `ghp_\x1b[1mabc...` or a token coloured by `grep --color`
+//! prints like a token on a terminal (or to an agent that strips escapes), but no
+//! token pattern matches the bytes. When a text holds such sequences the redactor
+//! matches on a copy without them and maps each match back onto the original, so a
+//! route that prints raw bytes keeps its escapes outside the masked ranges.
+//!
+//! Removed: ESC sequences (CSI `ESC [ … final`, OSC `ESC ] … BEL|ST`, DCS, SOS, PM
+//! and APC strings up to ST, charset designations `ESC ( X`, and two-byte escapes),
+//! their C1 forms (U+009B CSI, U+009D OSC, U+0090 DCS, …), the other C0 controls but
+//! tab, newline and carriage return, DEL, and the zero-width and bidi format
+//! characters (U+00AD, U+061C, U+180E, U+200B..U+200F, U+202A..U+202E,
+//! U+2060..U+2064, U+2066..U+2069, U+FEFF).
+//!
+//! Invariant: a newline is never removed, so every line of the copy maps onto the
+//! same line of the original.
+
+/// A copy of `text` without escapes and invisible characters, and for each byte of
+/// the copy the index of the same byte in `text`. `None` when there are none (the
+/// common case: one pass over the bytes, no allocation).
+pub(super) fn strip(text: &str) -> Option<(String, Vec<usize>)> {
+    let bytes = text.as_bytes();
+    let first = first_hidden(bytes)?;
+    let mut copy = String::with_capacity(text.len());
+    let mut map = Vec::with_capacity(text.len());
+    copy.push_str(&text[..first]);
+    map.extend(0..first);
+    let mut idx = first;
+    while idx < bytes.len() {
+        let skip = hidden_len(bytes, idx);
+        if skip > 0 {
+            idx += skip;
+            continue;
+        }
+        // Copy one whole character.
+        let ch_len = text[idx..].chars().next().map_or(1, char::len_utf8);
+        copy.push_str(&text[idx..idx + ch_len]);
+        map.extend(idx..idx + ch_len);
+        idx += ch_len;
+    }
+    Some((copy, map))
+}
+
+/// Where an escape sequence that is not finished yet starts at the end of
+/// `partial` (a stream's unfinished line): releasing its first half would turn
+/// the rest into visible text glued to what follows (`;31mghp_…`).
+pub(super) fn unfinished_escape(partial: &str) -> Option<usize> {
+    let bytes = partial.as_bytes();
+    let from = bytes.len().saturating_sub(4096);
+    let at = from + memchr::memrchr2(0x1b, 0xc2, &bytes[from..])?;
+    if bytes[at] == 0xc2
+        && !matches!(
+            bytes.get(at + 1),
+            None | Some(0x9b | 0x9d | 0x90 | 0x98 | 0x9e | 0x9f)
+        )
+    {
+        return None;
+    }
+    let len = hidden_len(bytes, at);
+    if at + len < bytes.len() {
+        return None;
+    }
+    // It runs to the end: finished only if its last byte is a terminator.
+    let last = bytes[bytes.len() - 1];
+    let is_csi = bytes.get(at + 1) == Some(&b'[') || bytes.get(at..at + 2) == Some(&[0xc2, 0x9b]);
+    let finished = match bytes.get(at + 1) {
+        None => false,
+        _ if is_csi => (0x40..=0x7e).contains(&last) && at + 2 < bytes.len(),
+        Some(b']' | b'P' | b'X' | b'^' | b'_' | 0x9d | 0x90 | 0x98 | 0x9e | 0x9f) => {
+            last == 0x07 || bytes.ends_with(b"\x1b\\") || bytes.ends_with(&[0xc2, 0x9c])
+        }
+        Some(b'(' | b')' | b'*' | b'+' | b'-' | b'.' | b'/' | b'#' | b'%' | b' ') => len == 3,
+        Some(_) => true,
+    };
+    (!finished).then_some(at)
+}
+
+/// Length in bytes of a hidden sequence starting at `idx`, or 0. Always ends on a
+/// character boundary (every byte it skips past the introducer is ASCII or the
+/// whole sequence ends at a boundary it checked).
+fn hidden_len(bytes: &[u8], idx: usize) -> usize {
+    match bytes[idx] {
+        b'\t' | b'\n' | b'\r' => 0,
+        0x1b => escape_len(bytes, idx),
+        0x00..=0x1f | 0x7f => 1,
+        0xc2 => match bytes.get(idx + 1) {
+            // C1 CSI, then parameters and a final byte.
+            Some(0x9b) => 2 + csi_body_len(&bytes[idx + 2..]),
+            // C1 OSC, DCS, SOS, PM, APC: a string up to its terminator.
+            Some(0x9d | 0x90 | 0x98 | 0x9e | 0x9f) => 2 + string_body_len(&bytes[idx + 2..]),
+            Some(0x80..=0x9f | 0xad) => 2,
+            _ => 0,
+        },
+        0xd8 => match bytes.get(idx + 1) {
+            Some(0x9c) => 2,
+            _ => 0,
+        },
+        0xe1 => match bytes.get(idx + 1..idx + 3) {
+            Some([0xa0, 0x8e]) => 3,
+            _ => 0,
+        },
+        0xe2 => match bytes.get(idx + 1..idx + 3) {
+            Some([0x80, 0x8b..=0x8f | 0xaa..=0xae]) | Some([0x81, 0xa0..=0xa4 | 0xa6..=0xa9]) => 3,
+            _ => 0,
+        },
+        0xef => match bytes.get(idx + 1..idx + 3) {
+            Some([0xbb, 0xbf]) => 3,
+            _ => 0,
+        },
+        _ => 0,
+    }
+}
+
+/// Length of an ESC sequence at `idx` (`bytes[idx]` is ESC).
+fn escape_len(bytes: &[u8], idx: usize) -> usize {
+    let rest = &bytes[idx + 1..];
+    match rest.first() {
+        None => 1,
+        Some(b'[') => 2 + csi_body_len(&rest[1..]),
+        Some(b']' | b'P' | b'X' | b'^' | b'_') => 2 + string_body_len(&rest[1..]),
+        // Charset designations and the like: one more ASCII byte.
+        Some(b'(' | b')' | b'*' | b'+' | b'-' | b'.' | b'/' | b'#' | b'%' | b' ') => {
+            match rest.get(1) {
+                Some(b) if b.is_ascii_graphic() => 3,
+                _ => 2,
+            }
+        }
+        Some(b) if (0x20..0x7f).contains(b) => 2,
+        // ESC before a non-ASCII byte or a control: the ESC alone.
+        Some(_) => 1,
+    }
+}
+
+/// Parameter and intermediate bytes of a CSI, then its final byte (ECMA-48). Stops
+/// before anything else (a malformed sequence loses only what it consumed).
+fn csi_body_len(bytes: &[u8]) -> usize {
+    let mut n = 0;
+    while let Some(&b) = bytes.get(n) {
+        match b {
+            0x20..=0x3f => n += 1,
+            0x40..=0x7e => return n + 1,
+            _ => return n,
+        }
+    }
+    n
+}
+
+/// The body of an OSC/DCS-like string up to and including its terminator (BEL,
+/// `ESC \` or C1 ST). Stops before a newline or another control, so an
+/// unterminated string never swallows a line.
+fn string_body_len(bytes: &[u8]) -> usize {
+    let mut n = 0;
+    while let Some(&b) = bytes.get(n) {
+        match b {
+            0x07 => return n + 1,
+            0x1b => {
+                return if bytes.get(n + 1) == Some(&b'\\') {
+                    n + 2
+                } else {
+                    n
+                };
+            }
+            0xc2 if bytes.get(n + 1) == Some(&0x9c) => return n + 2,
+            b'\n' | b'\r' => return n,
+            0x00..=0x1f => return n,
+            // Any other byte (UTF-8 in a title included) is part of the string; only
+            // a terminator ends it, so the count ends on a character boundary.
+            _ => n += 1,
+        }
+    }
+    n
+}
+
+/// Index of the first hidden sequence. Scans in blocks with a branch-free test
+/// the compiler vectorises, and looks closer only at flagged blocks.
+fn first_hidden(bytes: &[u8]) -> Option<usize> {
+    const BLOCK: usize = 256;
+    for (n_block, block) in bytes.chunks(BLOCK).enumerate() {
+        let flagged = block.iter().fold(false, |acc, &b| {
+            acc | ((b < 0x20) & (b != b'\n') & (b != b'\t') & (b != b'\r'))
+                | (b == 0x7f)
+                | (b == 0xc2)
+                | (b == 0xd8)
+                | (b == 0xe1)
+                | (b == 0xe2)
+                | (b == 0xef)
+        });
+        if !flagged {
+            continue;
+        }
+        let base = n_block * BLOCK;
+        for offset in 0..block.len() {
+            if hidden_len(bytes, base + offset) > 0 {
+                return Some(base + offset);
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::strip;
+
+    fn seen(text: &str) -> String {
+        strip(text).map_or_else(|| text.to_owned(), |(copy, _)| copy)
+    }
+
+    #[test]
+    fn escapes_and_invisible_characters_are_removed_and_lines_kept() {
+        let cases = [
+            ("plain", "plain"),
+            ("\x1b[01;31mred\x1b[m", "red"),
+            ("a\x1b]0;title\x07b", "ab"),
+            ("a\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\b", "alinkb"),
+            ("a\x1b(Bb", "ab"),
+            ("a\x1b7b\x1b8", "ab"),
+            ("sk-\u{200b}proj", "sk-proj"),
+            ("x\u{202e}y\u{2066}z\u{2069}", "xyz"),
+            ("soft\u{ad}hyphen", "softhyphen"),
+            ("c1\u{9b}1mcsi", "c1csi"),
+            ("unterminated \x1b]0;title\nnext", "unterminated \nnext"),
+            ("tab\tnl\ncr\r", "tab\tnl\ncr\r"),
+            ("café °C", "café °C"),
+            ("\x1b", ""),
+            ("\x1b[", ""),
+            ("a\x1bé", "aé"),
+        ];
+        for (input, want) in cases {
+            assert_eq!(seen(input), want, "input {input:?}");
+        }
+    }
+
+    #[test]
+    fn unfinished_escapes_at_the_end_are_found() {
+        use super::unfinished_escape;
+        for (text, want) in [
+            ("ab\x1b", Some(2)),
+            ("ab\x1b[01", Some(2)),
+            ("ab\x1b[01;31m", None),
+            ("ab\x1b[0m x", None),
+            ("ab\x1b]0;tit", Some(2)),
+            ("ab\x1b]0;title\x07", None),
+            ("ab\x1b(", Some(2)),
+            ("ab\x1b(B", None),
+            ("plain", None),
+            ("café", None),
+        ] {
+            assert_eq!(unfinished_escape(text), want, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn the_map_points_at_the_same_bytes() {
+        let text = "\x1b[1mgh\x1b[0mp_x\u{200b}y";
+        let (copy, map) = strip(text).expect("has escapes");
+        for (idx, b) in copy.bytes().enumerate() {
+            assert_eq!(text.as_bytes()[map[idx]], b);
+        }
+    }
+}

@@ -1,0 +1,395 @@
+//! The one way out: a window over output becomes [`Shown`] text only through
+//! [`Pipeline::show`] (or a [`ShownStream`]), which runs the hooks on the window and
+//! then redacts it *with its context*, so no cut can split a secret.
+//!
+//! Every route shows part of a longer text: the last 2,000 characters of a tail, the
+//! first 200 of a command, a page of lines, a chunk of a log. Cutting first and
+//! redacting the cut loses secrets: a token whose head lies before the cut matches
+//! nothing, a private key whose BEGIN lies before the window matches nothing. So a
+//! [`Window`] is not a string but a range of its source, and `show`:
+//!
+//! 1. widens the range to the whole lines it touches (at most
+//!    [`LINE_CONTEXT_BYTES`] each way) and learns whether a private-key block is
+//!    open where that context starts (looking back at most
+//!    [`KEY_LOOKBACK_BYTES`](crate::KEY_LOOKBACK_BYTES));
+//! 2. for a character budget (the last or first N characters), runs the hooks and
+//!    the redactor on those whole lines and then takes the budget from the result:
+//!    redaction first, the cut after;
+//! 3. for a range (a page, a delta, matched lines), runs the hooks on the range,
+//!    redacts context + hooked range + context in one pass, and keeps the range's
+//!    part: a replacement that straddles an edge is kept whole (a masked head or
+//!    tail, never a raw one).
+//!
+//! Routes cannot do it in the other order: [`Shown`] has no public constructor, the
+//! answer types carry `Shown`, and a `Window` never hands its raw text out.
+
+use std::borrow::Cow;
+use std::ops::Range;
+
+use serde::{Deserialize, Serialize};
+
+use crate::redact::{RedactMode, splice, splice_window};
+use crate::{OutputContext, Pipeline};
+
+/// How far a window's context reaches past each of its edges to whole lines.
+pub const LINE_CONTEXT_BYTES: usize = 16 * 1024;
+
+/// Output that may leave herd: hooks applied, secrets masked.
+///
+/// Only the pipeline makes one from a session's output ([`Pipeline::show`],
+/// [`ShownStream`]). Deserializing one trusts text that herd already showed (a
+/// stored completion, an answer read back from the wire).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Shown(String);
+
+impl Shown {
+    /// Text that holds no output at all (an empty answer, a fixed message herd
+    /// wrote itself).
+    pub fn herd_text(text: &'static str) -> Shown {
+        Shown(text.to_owned())
+    }
+
+    /// The text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The text, owned.
+    pub fn into_string(self) -> String {
+        self.0
+    }
+
+    /// Whether there is no text.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// `\r\n` and a lone trailing `\r` become `\n` / nothing (a page of lines).
+    /// Removing a carriage return cannot reveal anything.
+    pub fn without_carriage_returns(self) -> Shown {
+        if !self.0.contains('\r') {
+            return self;
+        }
+        Shown(
+            self.0
+                .split('\n')
+                .map(|line| line.strip_suffix('\r').unwrap_or(line))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        )
+    }
+
+    /// Herd's own framing around shown text (a marker, a note, a header line):
+    /// `before` + text + `after`. The framing is herd's, never output.
+    pub fn framed(self, before: &str, after: &str) -> Shown {
+        if before.is_empty() && after.is_empty() {
+            return self;
+        }
+        Shown(format!("{before}{}{after}", self.0))
+    }
+
+    /// Joins shown texts with `sep` (herd's own separator).
+    pub fn join(parts: impl IntoIterator<Item = Shown>, sep: &str) -> Shown {
+        Shown(parts.into_iter().map(|s| s.0).collect::<Vec<_>>().join(sep))
+    }
+}
+
+impl std::fmt::Display for Shown {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl AsRef<str> for Shown {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::ops::Deref for Shown {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl PartialEq<str> for Shown {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+
+impl PartialEq<&str> for Shown {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+
+/// Which part of the redacted window a route keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Keep {
+    All,
+    LastChars(usize),
+    FirstChars(usize),
+}
+
+/// A part of a text that a route shows: a range of its source, never the raw text.
+#[derive(Debug, Clone, Copy)]
+pub struct Window<'a> {
+    source: &'a str,
+    start: usize,
+    end: usize,
+    keep: Keep,
+    /// Whether a private-key block is open where `source` starts; the caller knows
+    /// when the output before `source` is not at hand (a carried stream state).
+    key_open_at_source: bool,
+}
+
+impl<'a> Window<'a> {
+    /// All of `source`.
+    pub fn all(source: &'a str) -> Window<'a> {
+        Window::over(source, 0, source.len(), Keep::All)
+    }
+
+    /// The last `n_chars` characters of `source` (B8 sizing).
+    pub fn last_chars(source: &'a str, n_chars: usize) -> Window<'a> {
+        let start = if n_chars == 0 {
+            source.len()
+        } else {
+            match source.char_indices().rev().nth(n_chars - 1) {
+                Some((idx, _)) => idx,
+                None => 0,
+            }
+        };
+        Window::over(source, start, source.len(), Keep::LastChars(n_chars))
+    }
+
+    /// The first `n_chars` characters of `source`.
+    pub fn first_chars(source: &'a str, n_chars: usize) -> Window<'a> {
+        let end = source
+            .char_indices()
+            .nth(n_chars)
+            .map_or(source.len(), |(idx, _)| idx);
+        Window::over(source, 0, end, Keep::FirstChars(n_chars))
+    }
+
+    /// The bytes `range` of `source` (snapped outwards to character boundaries and
+    /// clamped to the text).
+    pub fn range(source: &'a str, range: Range<usize>) -> Window<'a> {
+        let mut start = range.start.min(source.len());
+        while !source.is_char_boundary(start) {
+            start -= 1;
+        }
+        let mut end = range.end.clamp(start, source.len());
+        while !source.is_char_boundary(end) {
+            end += 1;
+        }
+        Window::over(source, start, end, Keep::All)
+    }
+
+    /// Lines `first..first + n` of `source` (as `str::lines` counts them), without
+    /// the newline after the last one.
+    pub fn lines(source: &'a str, first: usize, n: usize) -> Window<'a> {
+        let starts = line_start(source, first);
+        let mut end = line_start(source, first.saturating_add(n));
+        if end > starts && source.as_bytes()[end - 1] == b'\n' {
+            end -= 1;
+        }
+        Window::over(source, starts, end, Keep::All)
+    }
+
+    /// Says that the output before `source` ended inside a private-key block
+    /// (a stream's carried state), so its first lines are key body.
+    pub fn after_open_key(mut self, open: bool) -> Window<'a> {
+        self.key_open_at_source = open;
+        self
+    }
+
+    /// Whether the window leaves out text of its source before it.
+    pub fn omits_start(&self) -> bool {
+        self.start > 0
+    }
+
+    /// Whether the window leaves out text of its source after it.
+    pub fn omits_end(&self) -> bool {
+        self.end < self.source.len()
+    }
+
+    fn over(source: &'a str, start: usize, end: usize, keep: Keep) -> Window<'a> {
+        Window {
+            source,
+            start,
+            end,
+            keep,
+            key_open_at_source: false,
+        }
+    }
+}
+
+/// Byte index where line `n` of `text` starts (`text.len()` past the last).
+fn line_start(text: &str, n: usize) -> usize {
+    if n == 0 {
+        return 0;
+    }
+    memchr::memchr_iter(b'\n', text.as_bytes())
+        .nth(n - 1)
+        .map_or(text.len(), |idx| idx + 1)
+}
+
+/// The start of the context before byte `at`: the start of its line, at most
+/// [`LINE_CONTEXT_BYTES`] back.
+fn context_start(text: &str, at: usize) -> usize {
+    let floor = at.saturating_sub(LINE_CONTEXT_BYTES);
+    let found = memchr::memrchr(b'\n', &text.as_bytes()[floor..at]).map(|idx| floor + idx + 1);
+    let mut start = found.unwrap_or(floor);
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    start
+}
+
+/// The end of the context after byte `at`: the end of its line, at most
+/// [`LINE_CONTEXT_BYTES`] on.
+fn context_end(text: &str, at: usize) -> usize {
+    let ceil = at.saturating_add(LINE_CONTEXT_BYTES).min(text.len());
+    let found = memchr::memchr2(b'\n', b'\r', &text.as_bytes()[at..ceil]).map(|idx| at + idx);
+    let mut end = found.unwrap_or(ceil);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    end
+}
+
+impl Pipeline {
+    /// The one way output leaves herd: `window` through the hooks, then redacted
+    /// with its context (see the module docs).
+    pub fn show(&self, ctx: &OutputContext<'_>, window: Window<'_>) -> Shown {
+        let Window {
+            source,
+            start,
+            end,
+            keep,
+            key_open_at_source,
+        } = window;
+        let mode = RedactMode::for_command(ctx.command);
+        let from = context_start(source, start);
+        let to = context_end(source, end);
+        let key_open = if from == 0 {
+            key_open_at_source
+        } else {
+            self.redactor().key_open_at_end(&source[..from])
+                || (key_open_at_source && !source[..from].contains('\n'))
+        };
+        let out = match keep {
+            // A character budget: hooks and the redactor see the whole lines the
+            // window touches, and the budget is taken from what they made of them.
+            Keep::LastChars(n) => {
+                let hooked = self.chain().run(ctx, &source[from..to]);
+                let (found, _) = self.redactor().find(&hooked, mode, key_open);
+                let out = splice(&hooked, &found);
+                match out.char_indices().rev().nth(n.saturating_sub(1)) {
+                    _ if n == 0 => String::new(),
+                    Some((idx, _)) if idx > 0 => out[idx..].to_owned(),
+                    _ => out.into_owned(),
+                }
+            }
+            Keep::FirstChars(n) => {
+                let hooked = self.chain().run(ctx, &source[from..to]);
+                let (found, _) = self.redactor().find(&hooked, mode, key_open);
+                let out = splice(&hooked, &found);
+                match out.char_indices().nth(n) {
+                    Some((idx, _)) => out[..idx].to_owned(),
+                    None => out.into_owned(),
+                }
+            }
+            // A range: hooks see the range itself, the redactor the range with its
+            // context, and a replacement across an edge is kept whole.
+            Keep::All => {
+                let hooked = self.chain().run(ctx, &source[start..end]);
+                let (combined, edge_start, edge_end) = match &hooked {
+                    Cow::Borrowed(_) => {
+                        (Cow::Borrowed(&source[from..to]), start - from, end - from)
+                    }
+                    Cow::Owned(text) => {
+                        let mut joined = String::with_capacity(to - from + text.len());
+                        joined.push_str(&source[from..start]);
+                        joined.push_str(text);
+                        joined.push_str(&source[end..to]);
+                        (Cow::Owned(joined), start - from, start - from + text.len())
+                    }
+                };
+                let (found, _) = self.redactor().find(&combined, mode, key_open);
+                splice_window(&combined, &found, edge_start, edge_end)
+            }
+        };
+        Shown(out)
+    }
+
+    /// A command line as it may leave herd (no hooks run on commands).
+    pub fn show_command(&self, command: &str) -> Shown {
+        Shown(self.redact_command(command).into_owned())
+    }
+
+    /// The first `n_chars` characters of a command line, redacted before the cut.
+    pub fn show_command_head(&self, command: &str, n_chars: usize) -> Shown {
+        let redacted = self.redact_command(command);
+        Shown(match redacted.char_indices().nth(n_chars) {
+            Some((idx, _)) => redacted[..idx].to_owned(),
+            None => redacted.into_owned(),
+        })
+    }
+
+    /// A stream of output through the pipeline: each chunk through the hooks, then a
+    /// streaming redactor that carries its state from chunk to chunk.
+    pub fn show_stream(&self, ctx: &OutputContext<'_>) -> ShownStream<'_> {
+        ShownStream {
+            inner: self.stream(ctx),
+        }
+    }
+}
+
+/// A live output stream through a pipeline (follow, attach, chunked dumps). See
+/// [`StreamRedactor`](crate::StreamRedactor) for what is held and when it is released.
+#[derive(Debug)]
+pub struct ShownStream<'p> {
+    inner: crate::PipelineStream<'p>,
+}
+
+impl ShownStream<'_> {
+    /// Starts the stream inside a private-key block when `before` (the output just
+    /// before the stream's first byte) ends inside one.
+    pub fn after(mut self, before: &str) -> Self {
+        let open = self.inner.redactor().key_open_at_end(before);
+        self.inner.set_key_open(open);
+        self
+    }
+
+    /// Feeds one chunk of output; returns what is safe to show now.
+    pub fn push(&mut self, chunk: &str) -> Shown {
+        Shown(self.inner.push(chunk))
+    }
+
+    /// The stream went idle: releases what cannot still become a secret.
+    pub fn release_idle(&mut self) -> Shown {
+        Shown(self.inner.release_idle())
+    }
+
+    /// Releases everything held (the output ended).
+    pub fn finish(&mut self) -> Shown {
+        Shown(self.inner.finish())
+    }
+
+    /// Bytes of input held back (not yet shown).
+    pub fn held_bytes(&self) -> usize {
+        self.inner.held_bytes()
+    }
+}
+
+#[cfg(test)]
+mod tests;

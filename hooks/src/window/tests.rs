@@ -1,0 +1,339 @@
+//! Window and stream redaction: the shapes that leaked when routes cut first (B30).
+
+use proptest::prelude::*;
+
+use crate::{OutputContext, Pipeline, Route, Window};
+
+fn ctx(command: &str) -> OutputContext<'_> {
+    OutputContext {
+        route: Route::Poll,
+        command,
+        return_code: None,
+        owner_task_id: "t",
+        session_id: "proc_0123456789ab",
+        backend: "local",
+    }
+}
+
+const GHP: &str = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
+
+/// A PEM block of `n_lines` 64-character body lines.
+fn pem(n_lines: usize) -> String {
+    let mut out = String::from("-----BEGIN RSA PRIVATE KEY-----\n");
+    for idx in 0..n_lines {
+        let line: String = (0..64)
+            .map(|k| {
+                let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+                alphabet[(idx * 7 + k * 13) % 64] as char
+            })
+            .collect();
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out.push_str("-----END RSA PRIVATE KEY-----\n");
+    out
+}
+
+/// Every 10-character run of the secret's hidden middle (between the 6 characters
+/// a mask keeps at the head and the 4 it keeps at the tail).
+fn leaks(output: &str, secret: &str) -> Option<String> {
+    let seen = strip_escapes(output);
+    let chars: Vec<char> = secret.chars().collect();
+    if chars.len() < 20 {
+        return None;
+    }
+    let middle = &chars[6..chars.len() - 4];
+    middle
+        .windows(10)
+        .map(|w| w.iter().collect::<String>())
+        .find(|run| seen.contains(run.as_str()))
+}
+
+/// What a person sees: escapes and zero-width characters removed.
+fn strip_escapes(text: &str) -> String {
+    crate::redact::visible_text(text)
+}
+
+fn pem_lines(block: &str) -> Vec<String> {
+    block
+        .lines()
+        .filter(|l| !l.starts_with("-----"))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn b30_a_tail_window_inside_a_long_key_shows_no_key_body() {
+    let p = Pipeline::redaction_only();
+    let key = pem(60);
+    let text = format!("starting\n{key}done\n");
+    for n in [100, 1000, 2000, 3000] {
+        let shown = p.show(&ctx("cat key"), Window::last_chars(&text, n));
+        for line in pem_lines(&key) {
+            assert!(
+                leaks(&shown, &line).is_none(),
+                "tail {n} leaked {line}: {shown}"
+            );
+        }
+        assert!(
+            shown.chars().count() <= n,
+            "tail {n} is {} chars",
+            shown.chars().count()
+        );
+        assert!(shown.ends_with("done\n"));
+    }
+    // A running job: no END yet.
+    let open = format!("starting\n{}", &key[..key.len() - 40]);
+    let shown = p.show(&ctx("cat key"), Window::last_chars(&open, 500));
+    for line in pem_lines(&key) {
+        assert!(
+            leaks(&shown, &line).is_none(),
+            "running tail leaked {line}: {shown}"
+        );
+    }
+}
+
+#[test]
+fn b30_a_page_of_lines_inside_a_key_keeps_its_line_count() {
+    let p = Pipeline::redaction_only();
+    let key = pem(30);
+    let text = format!("one\ntwo\n{key}three\n");
+    let n_lines = text.lines().count();
+    let page = p.show(&ctx("cat key"), Window::lines(&text, 10, 8));
+    assert_eq!(page.lines().count(), 8);
+    assert!(
+        page.lines().all(|l| l == "[REDACTED PRIVATE KEY]"),
+        "{page}"
+    );
+    let whole = p.show(&ctx("cat key"), Window::all(&text));
+    assert_eq!(whole.lines().count(), n_lines);
+}
+
+#[test]
+fn b30_windows_that_start_or_end_inside_a_token_show_only_its_mask() {
+    let p = Pipeline::redaction_only();
+    let text = format!("token {GHP} used\n");
+    for n in 1..text.len() {
+        let tail = p.show(&ctx("x"), Window::last_chars(&text, n));
+        assert!(leaks(&tail, GHP).is_none(), "tail {n}: {tail}");
+        let head = p.show(&ctx("x"), Window::first_chars(&text, n));
+        assert!(leaks(&head, GHP).is_none(), "head {n}: {head}");
+        let range = p.show(&ctx("x"), Window::range(&text, n / 2..n));
+        assert!(
+            leaks(&range, GHP).is_none(),
+            "range {}..{n}: {range}",
+            n / 2
+        );
+    }
+}
+
+#[test]
+fn b30_colour_codes_and_zero_width_characters_do_not_hide_a_token() {
+    let p = Pipeline::redaction_only();
+    let shapes = [
+        format!("\x1b[01;31m\x1b[K{GHP}\x1b[m\x1b[K found"),
+        format!("x {}\x1b[1m{}\x1b[0m y", &GHP[..10], &GHP[10..]),
+        format!("a \x1b]8;;http://h\x07{GHP}\x1b]8;;\x07 b"),
+        format!("{}\u{200b}{}", &GHP[..4], &GHP[4..]),
+        format!("{}\u{202e}{}", &GHP[..12], &GHP[12..]),
+        "key=\x1b[32msk-proj-ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef0123\x1b[0m".to_owned(),
+        "id \x1b[1mAKIA\x1b[0mIOSFODNN7EXAMPLE ok".to_owned(),
+    ];
+    for shape in &shapes {
+        let shown = p.show(&ctx("grep --color=always"), Window::all(shape));
+        for secret in [GHP, "sk-proj-ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef0123"] {
+            assert!(leaks(&shown, secret).is_none(), "{shape:?} -> {shown:?}");
+        }
+        assert!(
+            !strip_escapes(&shown).contains("IOSFODNN7EXAMPLE"),
+            "{shape:?} -> {shown:?}"
+        );
+        // Escapes outside the masked range are kept for raw routes.
+        if shape.ends_with(" found") {
+            assert!(shown.starts_with("\x1b[01;31m\x1b[K"), "{shown:?}");
+        }
+    }
+}
+
+#[test]
+fn b30_a_hook_sees_the_window_and_its_output_is_still_redacted_with_context() {
+    use std::sync::Arc;
+    #[derive(Debug)]
+    struct Upper;
+    impl crate::Hook for Upper {
+        fn name(&self) -> &str {
+            "upper"
+        }
+        fn transform(
+            &self,
+            _ctx: &OutputContext<'_>,
+            output: &str,
+        ) -> Result<Option<String>, crate::HookError> {
+            Ok(Some(format!("<{output}>")))
+        }
+    }
+    let chain = crate::HookChain::new(vec![Arc::new(Upper)]);
+    let p = Pipeline::new(chain, &crate::RedactorConfig::default()).expect("pipeline");
+    let text = format!("line one\ntoken {GHP} end");
+    let shown = p.show(&ctx("x"), Window::last_chars(&text, 20));
+    assert!(leaks(&shown, GHP).is_none(), "{shown}");
+    assert!(shown.ends_with("end>"), "{shown}");
+}
+
+#[test]
+fn b30_a_stream_masks_a_key_line_by_line_without_holding_it() {
+    let p = Pipeline::redaction_only();
+    let c = ctx("ssh-keygen");
+    let mut stream = p.show_stream(&c);
+    let key = pem(20);
+    let mut out = String::new();
+    for line in key.split_inclusive('\n') {
+        let shown = stream.push(line);
+        // Each line is released as it comes (nothing held after a newline).
+        assert_eq!(stream.held_bytes(), 0);
+        out.push_str(&shown);
+    }
+    out.push_str(&stream.finish());
+    assert_eq!(out.lines().count(), key.lines().count());
+    for line in pem_lines(&key) {
+        assert!(leaks(&out, &line).is_none());
+    }
+}
+
+#[test]
+fn b30_an_idle_stream_releases_prompts_and_holds_what_can_still_be_a_secret() {
+    let p = Pipeline::redaction_only();
+    let c = ctx("bash");
+    for (partial, released) in [
+        ("$ ", "$ "),
+        ("Password: ", "Password: "),
+        ("$ ls -la", "$ ls -la"),
+        (" 45%|████      | 45/100\r", " 45%|████      | 45/100\r"),
+        ("token ghp_abc", "token "),
+        ("Authorization: Bearer ", ""),
+        (
+            "deploying to https://build.example.com/path",
+            "deploying to ",
+        ),
+        ("\x1b[32m$\x1b[0m ", "\x1b[32m$\x1b[0m "),
+    ] {
+        let mut stream = p.show_stream(&c);
+        let mut shown = stream.push(partial).into_string();
+        shown.push_str(&stream.release_idle());
+        assert_eq!(shown, released, "partial {partial:?}");
+    }
+    // The held part is masked whole when the rest arrives.
+    let mut stream = p.show_stream(&c);
+    let mut out = stream.push("Authorization: Bearer ").into_string();
+    out.push_str(&stream.release_idle());
+    out.push_str(&stream.push("abcdefghijklmnopqrstuvwxyz123456\n"));
+    assert!(!out.contains("ghijklmnop"), "{out}");
+}
+
+#[test]
+fn b30_a_secret_split_at_every_offset_of_a_stream_is_masked() {
+    let p = Pipeline::redaction_only();
+    let c = ctx("x");
+    let text = format!("a\nsee {GHP} and\n{}", pem(3));
+    for cut in 1..text.len() {
+        if !text.is_char_boundary(cut) {
+            continue;
+        }
+        let mut stream = p.show_stream(&c);
+        let mut out = stream.push(&text[..cut]).into_string();
+        out.push_str(&stream.release_idle());
+        out.push_str(&stream.push(&text[cut..]));
+        out.push_str(&stream.finish());
+        assert!(leaks(&out, GHP).is_none(), "cut {cut}: {out}");
+        for line in pem_lines(&pem(3)) {
+            assert!(leaks(&out, &line).is_none(), "cut {cut}: {out}");
+        }
+    }
+}
+
+/// Secrets a property run plants, each with a form that may decorate it.
+fn secret_strategy() -> impl Strategy<Value = (String, u8)> {
+    let token = prop_oneof![
+        "[A-Za-z0-9]{36}".prop_map(|s| format!("ghp_{s}")),
+        "[A-Za-z0-9]{40}".prop_map(|s| format!("sk-proj-{s}")),
+        "[A-Z0-9]{16}".prop_map(|s| format!("AKIA{s}")),
+        "[A-Za-z0-9]{30}".prop_map(|s| format!("xoxb-1234-{s}")),
+    ];
+    (token, 0u8..4)
+}
+
+fn decorate(secret: &str, form: u8, at: usize) -> String {
+    let at = at % (secret.len() - 1) + 1;
+    match form {
+        0 => secret.to_owned(),
+        1 => format!("\x1b[01;31m{secret}\x1b[m"),
+        2 => format!("{}\x1b[1m{}", &secret[..at], &secret[at..]),
+        _ => format!("{}\u{200b}{}", &secret[..at], &secret[at..]),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn b30_property_no_window_or_chunking_shows_ten_characters_of_a_secret(
+        words in prop::collection::vec("[a-z]{1,8}( |\n|: |\r\n)", 5..60),
+        secrets in prop::collection::vec((secret_strategy(), any::<usize>(), any::<usize>()), 1..4),
+        with_key in any::<bool>(),
+        key_at in any::<usize>(),
+        windows in prop::collection::vec((any::<usize>(), any::<usize>()), 4),
+        chunks in prop::collection::vec(1usize..300, 1..20),
+    ) {
+        let mut parts: Vec<String> = words;
+        let mut planted = Vec::new();
+        for ((secret, form), place, split) in &secrets {
+            let at = place % (parts.len() + 1);
+            parts.insert(at, format!("{} ", decorate(secret, *form, *split)));
+            planted.push(secret.clone());
+        }
+        let key = pem(4);
+        if with_key {
+            let at = key_at % (parts.len() + 1);
+            parts.insert(at, format!("\n{key}"));
+            planted.extend(pem_lines(&key));
+        }
+        let text: String = parts.concat();
+        let p = Pipeline::redaction_only();
+        let c = ctx("make");
+        let mut outputs = vec![p.show(&c, Window::all(&text)).into_string()];
+        for (a, b) in &windows {
+            let n = a % (text.len() + 1);
+            outputs.push(p.show(&c, Window::last_chars(&text, n)).into_string());
+            outputs.push(p.show(&c, Window::first_chars(&text, n)).into_string());
+            let (lo, hi) = (a % (text.len() + 1), b % (text.len() + 1));
+            outputs.push(p.show(&c, Window::range(&text, lo.min(hi)..lo.max(hi))).into_string());
+            let n_lines = text.lines().count();
+            outputs.push(p.show(&c, Window::lines(&text, a % (n_lines + 1), b % 20)).into_string());
+        }
+        let mut stream = p.show_stream(&c);
+        let mut streamed = String::new();
+        let mut pos = 0;
+        for (idx, size) in chunks.iter().cycle().enumerate() {
+            if pos >= text.len() {
+                break;
+            }
+            let mut end = (pos + size).min(text.len());
+            while !text.is_char_boundary(end) {
+                end += 1;
+            }
+            streamed.push_str(&stream.push(&text[pos..end]));
+            if idx % 3 == 0 {
+                streamed.push_str(&stream.release_idle());
+            }
+            pos = end;
+        }
+        streamed.push_str(&stream.finish());
+        prop_assert_eq!(streamed.lines().count(), text.lines().count());
+        outputs.push(streamed);
+        for out in &outputs {
+            for secret in &planted {
+                prop_assert!(leaks(out, secret).is_none(), "leaked {:?} in {:?}\nfrom {:?}", secret, out, text);
+            }
+        }
+    }
+}
