@@ -2,6 +2,11 @@
 //!
 //! Every command prints JSON with `--json` (the daemon's answer, unchanged) and
 //! tidy text otherwise. Exit codes follow `exit::Code`.
+//!
+//! Tidy text shows every string from an answer through `output::visible` (or
+//! `output::visible_lines` for a preview block): a job's command line and output
+//! are the job's to choose, and must not drive the user's terminal. `herd logs`
+//! alone prints the job's bytes as they are.
 
 use std::io::IsTerminal;
 use std::time::Duration;
@@ -119,11 +124,11 @@ pub(crate) async fn ps(home: &Home, args: PsArgs) -> anyhow::Result<()> {
     for row in rows {
         let state = match (row["status"].as_str(), row["exit_code"].as_i64()) {
             (Some("exited"), Some(code)) => format!("exited {code}"),
-            (Some(status), _) => status.to_owned(),
+            (Some(status), _) => output::visible(status).into_owned(),
             (None, _) => "?".to_owned(),
         };
         table.add_row([
-            row["session_id"].as_str().unwrap_or_default().to_owned(),
+            output::visible(row["session_id"].as_str().unwrap_or_default()).into_owned(),
             state,
             row["pid"]
                 .as_i64()
@@ -161,13 +166,18 @@ fn last_line(text: &str) -> &str {
         .trim_end()
 }
 
-/// `text` cut to `max` characters, with an ellipsis when cut.
+/// `text` on one line, rendered safe for a terminal and cut to `max` characters,
+/// with an ellipsis when cut.
+///
+/// Whitespace runs (newlines and tabs included) become one space first; what is
+/// rendered is measured after rendering, so the column keeps its width.
 fn truncate(text: &str, max: usize) -> String {
     let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() <= max {
-        flat
+    let shown = output::visible(&flat);
+    if shown.chars().count() <= max {
+        shown.into_owned()
     } else {
-        let mut cut: String = flat.chars().take(max.saturating_sub(1)).collect();
+        let mut cut: String = shown.chars().take(max.saturating_sub(1)).collect();
         cut.push('…');
         cut
     }
@@ -197,17 +207,18 @@ pub(crate) async fn poll(home: &Home, args: IdArgs) -> anyhow::Result<()> {
     )?;
     if let Some(preview) = answer["output_preview"].as_str().filter(|p| !p.is_empty()) {
         output::line("output:")?;
-        output::line(preview.trim_end())?;
+        output::line(&output::visible_lines(preview.trim_end()))?;
     }
     Ok(())
 }
 
-/// Prints `key: value` for the keys that are present and not null.
+/// Prints `key: value` for the keys that are present and not null, each value
+/// rendered safe for a terminal.
 fn print_fields(answer: &Value, keys: &[&str]) -> anyhow::Result<()> {
     for key in keys {
         match &answer[*key] {
             Value::Null => {}
-            Value::String(s) => output::line(&format!("{key}: {s}"))?,
+            Value::String(s) => output::line(&format!("{key}: {}", output::visible(s)))?,
             other => output::line(&format!("{key}: {other}"))?,
         }
     }
@@ -316,23 +327,24 @@ pub(crate) async fn wait(home: &Home, args: WaitArgs) -> anyhow::Result<()> {
     if args.json {
         output::json_pretty(&answer)?;
     } else {
-        let status = answer["status"].as_str().unwrap_or("unknown");
+        let status = output::visible(answer["status"].as_str().unwrap_or("unknown"));
         let mut line = format!(
             "{} {status}",
-            answer["session_id"].as_str().unwrap_or(&args.id)
+            output::visible(answer["session_id"].as_str().unwrap_or(&args.id))
         );
         if let Some(code) = answer["exit_code"].as_i64() {
             line.push_str(&format!(" (exit code {code})"));
         }
         if let Some(reason) = answer["completion_reason"].as_str() {
-            line.push_str(&format!(", {reason}"));
+            line.push_str(&format!(", {}", output::visible(reason)));
         }
         output::line(&line)?;
         if let Some(note) = answer["note"].as_str() {
-            output::line(note)?;
+            output::line(&output::visible(note))?;
         }
         if let Some(text) = answer["output"].as_str().filter(|t| !t.is_empty()) {
-            output::raw(text)?;
+            let text = output::visible_lines(text);
+            output::raw(&text)?;
             if !text.ends_with('\n') {
                 output::raw("\n")?;
             }
@@ -380,7 +392,7 @@ pub(crate) async fn kill(home: &Home, args: IdArgs) -> anyhow::Result<()> {
     if args.json {
         output::json_pretty(&answer)?;
     } else {
-        let id = answer["session_id"].as_str().unwrap_or(&args.id);
+        let id = output::visible(answer["session_id"].as_str().unwrap_or(&args.id));
         match status.as_str() {
             "killed" => output::line(&format!("{id} killed"))?,
             "already_exited" => output::line(&format!(
@@ -389,7 +401,7 @@ pub(crate) async fn kill(home: &Home, args: IdArgs) -> anyhow::Result<()> {
             ))?,
             _ => output::line(&format!(
                 "{id}: {}",
-                answer["error"].as_str().unwrap_or("kill incomplete")
+                output::visible(answer["error"].as_str().unwrap_or("kill incomplete"))
             ))?,
         }
     }
@@ -437,7 +449,9 @@ fn stdin_answer(answer: &Value, json: bool) -> anyhow::Result<()> {
             if !json {
                 match answer["bytes_written"].as_u64() {
                     Some(n) => output::line(&format!("ok ({n} bytes written)"))?,
-                    None => output::line(answer["message"].as_str().unwrap_or("ok"))?,
+                    None => {
+                        output::line(&output::visible(answer["message"].as_str().unwrap_or("ok")))?
+                    }
                 }
             }
             Ok(())

@@ -28,3 +28,17 @@ fn the_last_line_skips_trailing_blanks_and_long_text_is_cut() {
     assert_eq!(truncate("abcdef", 4), "abc…");
     assert_eq!(truncate("a  b\nc", 10), "a b c");
 }
+
+#[test]
+fn the_command_column_is_flattened_then_rendered_then_cut() {
+    assert_eq!(
+        truncate("printf '\u{1b}[2J'\n\u{202e}x", 40),
+        "printf '\\e[2J' <U+202E>x"
+    );
+    assert_eq!(truncate("\u{1b}]0;title\u{7}", 6), "\\e]0;…");
+    assert_eq!(
+        truncate("a\tb", 10),
+        "a b",
+        "whitespace controls become one space"
+    );
+}

@@ -46,6 +46,52 @@ fn run_ps_poll_logs_wait_end_to_end() {
     assert!(table.contains(&id) && table.contains("three"), "{table}");
 }
 
+// Issue 13: output shown to a terminal is safe to show. A job's command line
+// and output may carry escape sequences and bidi overrides; the human forms of
+// `ps`, `poll` and `wait` render them visibly instead of writing them through.
+#[test]
+fn issue_13_ps_poll_and_wait_render_terminal_controls_visibly() {
+    let env = Env::new();
+    // The command line itself carries a title-setting OSC and an RLO; its output
+    // carries CSI colours, an RLO, a BEL and a C1 CSI (U+009B).
+    let command = concat!(
+        ": '\u{1b}]0;cmd\u{7}\u{202e}x'; ",
+        "printf '\\033[31mred\\033[0m \\342\\200\\256live\\007 \\302\\233 done\\n'",
+    );
+    let id = run_id(&env, &["--", command]);
+    let waited = env.run(&["wait", &id, "--timeout", "10"]);
+    assert_eq!(waited.status.code(), Some(0), "{}", stderr(&waited));
+    let polled = env.json(&["poll", &id, "--json"]);
+    assert_eq!(polled["command"], command, "--json keeps the command exact");
+    assert!(
+        polled["output_preview"]
+            .as_str()
+            .is_some_and(|p| p.contains("\u{202e}live")),
+        "--json keeps the preview's RLO: {polled}"
+    );
+    let shown = [
+        ("wait", stdout(&waited)),
+        ("ps --all", env.ok(&["ps", "--all"])),
+        ("poll", env.ok(&["poll", &id])),
+    ];
+    for (what, text) in &shown {
+        assert!(
+            !text.contains('\u{1b}') && !text.contains('\u{202e}') && !text.contains('\u{9b}'),
+            "herd {what} wrote a raw control to the terminal: {text:?}"
+        );
+        assert!(
+            text.contains("<U+202E>live^G <U+009B> done"),
+            "herd {what} shows the output's controls visibly: {text:?}"
+        );
+    }
+    for (what, text) in &shown[1..] {
+        assert!(
+            text.contains(": '\\e]0;cmd^G<U+202E>x'; printf"),
+            "herd {what} shows the command line's controls visibly: {text:?}"
+        );
+    }
+}
+
 #[test]
 fn b39_logs_offset_pages_from_the_first_line_of_the_whole_log() {
     let env = Env::new();

@@ -1,0 +1,73 @@
+//! Unit tests of the terminal-safe rendering of job-controlled text.
+
+use std::borrow::Cow;
+
+use super::{visible, visible_lines};
+
+/// Renders `input` both ways and compares with the expected texts.
+fn check(input: &str, line: &str, lines: &str) {
+    assert_eq!(visible(input), line, "visible({input:?})");
+    assert_eq!(visible_lines(input), lines, "visible_lines({input:?})");
+}
+
+#[test]
+fn terminal_controls_in_job_text_are_rendered_visibly() {
+    let cases = [
+        // (input, as a one-line field, as a multi-line block)
+        ("plain text", "plain text", "plain text"),
+        ("\u{1b}]0;pwned\u{7}", "\\e]0;pwned^G", "\\e]0;pwned^G"),
+        ("\u{1b}[2J\u{1b}[H", "\\e[2J\\e[H", "\\e[2J\\e[H"),
+        (
+            "\u{1b}[01;31mred\u{1b}[0m",
+            "\\e[01;31mred\\e[0m",
+            "\\e[01;31mred\\e[0m",
+        ),
+        ("\u{0}\u{1}\u{8}\u{1f}\u{7f}", "^@^A^H^_^?", "^@^A^H^_^?"),
+        ("a\nb\tc", "a^Jb^Ic", "a\nb\tc"),
+        ("crlf\r\nnext", "crlf^M^Jnext", "crlf\r\nnext"),
+        ("10%\r100%\n", "10%^M100%^J", "10%^M100%\n"),
+        ("trailing\r", "trailing^M", "trailing^M"),
+        (
+            "\u{9b}31m \u{85}",
+            "<U+009B>31m <U+0085>",
+            "<U+009B>31m <U+0085>",
+        ),
+        ("a\u{202e}cba", "a<U+202E>cba", "a<U+202E>cba"),
+        (
+            "\u{2066}\u{2067}\u{2068}\u{2069}",
+            "<U+2066><U+2067><U+2068><U+2069>",
+            "<U+2066><U+2067><U+2068><U+2069>",
+        ),
+        (
+            "\u{200e}\u{200f}\u{61c}",
+            "<U+200E><U+200F><U+061C>",
+            "<U+200E><U+200F><U+061C>",
+        ),
+        (
+            "r\u{200b}m \u{feff}",
+            "r<U+200B>m <U+FEFF>",
+            "r<U+200B>m <U+FEFF>",
+        ),
+        ("\u{2028}\u{2029}", "<U+2028><U+2029>", "<U+2028><U+2029>"),
+        ("tag\u{e0041}", "tag<U+E0041>", "tag<U+E0041>"),
+        // Printable non-ASCII text is left alone.
+        (
+            "café ✓ 日本 العربية",
+            "café ✓ 日本 العربية",
+            "café ✓ 日本 العربية",
+        ),
+    ];
+    for (input, line, lines) in cases {
+        check(input, line, lines);
+    }
+}
+
+#[test]
+fn text_with_nothing_to_render_is_borrowed() {
+    assert!(matches!(visible("echo hi ✓"), Cow::Borrowed("echo hi ✓")));
+    assert!(matches!(
+        visible_lines("one\r\ntwo\tthree\n"),
+        Cow::Borrowed("one\r\ntwo\tthree\n")
+    ));
+    assert!(matches!(visible("a\nb"), Cow::Owned(_)));
+}
