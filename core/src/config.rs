@@ -10,26 +10,86 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-/// The credential name patterns removed from every child's environment unless forwarded
-/// (B36). A `*` matches any run of characters; matching ignores ASCII case.
+/// The credential name patterns removed from every child's environment unless the
+/// caller forwards the name (B36). A `*` matches any run of characters, the empty run
+/// included; matching ignores ASCII case, so `api_key` is removed like `API_KEY`.
+///
+/// The word rules are anchored on whole words at the end of the name, so a name
+/// that merely contains a secret word keeps its place: `TOKENIZERS_PARALLELISM`,
+/// `GITHUB_TOKEN_URL`, `SECRETS_DIR`, `PASSWORD_STORE_DIR` and
+/// `AWS_SHARED_CREDENTIALS_FILE` all pass.
+/// - A secret word is removed on its own and as the last word of a longer name
+///   (`TOKEN`, `*_TOKEN`): `API_KEY`, `APIKEY`, `TOKEN`, `SECRET`, `SECRET_KEY`,
+///   `ACCESS_KEY`, `PRIVATE_KEY`, `SIGNING_KEY`, `ENCRYPTION_KEY`, `MASTER_KEY`,
+///   `PASSWORD`, `PASSWD`, `PASSPHRASE`, `CREDENTIAL`, `CREDENTIALS`.
+/// - `PWD` and `PASS` count only as the last word of a longer name (`DB_PWD`,
+///   `SMTP_PASS`): bare `PWD` is the shell's working directory, and neither it nor
+///   `OLDPWD` (no `_` before `PWD`) is touched.
+/// - Provider names whose value is itself a secret but that no word above ends:
+///   `AWS_ACCESS_KEY_ID`, `GITHUB_PAT`, `SECRET_KEY_BASE`, `DOCKER_AUTH_CONFIG`,
+///   `AZURE_STORAGE_CONNECTION_STRING`, `SLACK_WEBHOOK_URL`, `BW_SESSION`, and the
+///   families `OP_SESSION_*`, `TF_TOKEN_*`, `NPM_CONFIG__AUTH*`, `OPENAI_*KEY*`,
+///   `ANTHROPIC_*KEY*`, `OPENROUTER_*KEY*`, `GEMINI_*KEY*`.
+///
+/// Only names whose value is a secret are listed. A name that points at a credential
+/// (`KUBECONFIG`, `SSH_AUTH_SOCK`, `AWS_PROFILE`, `*_FILE`) is not: the job runs as the
+/// same user and can reach the file or the agent socket without the variable, so
+/// removing it would break `kubectl`, `git` over ssh and the like without taking any
+/// access away. `*_CREDENTIALS` is the exception by rule, not by judgement: some tools
+/// put the credential itself there (Terraform's `GOOGLE_CREDENTIALS` holds the JSON
+/// key), so `GOOGLE_APPLICATION_CREDENTIALS`, a path, goes with it.
+///
+/// A name that is not valid UTF-8 is always removed (see `spawn::child_env`).
 pub const DEFAULT_ENV_DENY: &[&str] = &[
+    // Secret words, bare and as the last word of a name.
+    "API_KEY",
     "*_API_KEY",
+    "APIKEY",
     "*_APIKEY",
+    "TOKEN",
     "*_TOKEN",
+    "SECRET",
     "*_SECRET",
+    "SECRET_KEY",
     "*_SECRET_KEY",
+    "ACCESS_KEY",
     "*_ACCESS_KEY",
+    "PRIVATE_KEY",
     "*_PRIVATE_KEY",
+    "SIGNING_KEY",
+    "*_SIGNING_KEY",
+    "ENCRYPTION_KEY",
+    "*_ENCRYPTION_KEY",
+    "MASTER_KEY",
+    "*_MASTER_KEY",
+    "PASSWORD",
     "*_PASSWORD",
-    "AWS_SECRET_ACCESS_KEY",
-    "AWS_SESSION_TOKEN",
+    "PASSWD",
+    "*_PASSWD",
+    "PASSPHRASE",
+    "*_PASSPHRASE",
+    "CREDENTIAL",
+    "*_CREDENTIAL",
+    "CREDENTIALS",
+    "*_CREDENTIALS",
+    // Words that are ordinary on their own (`PWD` is the working directory).
+    "*_PWD",
+    "*_PASS",
+    // Provider names no word above ends.
+    "AWS_ACCESS_KEY_ID",
+    "GITHUB_PAT",
+    "SECRET_KEY_BASE",
+    "DOCKER_AUTH_CONFIG",
+    "AZURE_STORAGE_CONNECTION_STRING",
+    "SLACK_WEBHOOK_URL",
+    "BW_SESSION",
+    "OP_SESSION_*",
+    "TF_TOKEN_*",
+    "NPM_CONFIG__AUTH*",
     "OPENAI_*KEY*",
     "ANTHROPIC_*KEY*",
     "OPENROUTER_*KEY*",
     "GEMINI_*KEY*",
-    "HF_TOKEN",
-    "GH_TOKEN",
-    "GITHUB_TOKEN",
 ];
 
 /// Registry-wide settings. `Default` gives the production values.

@@ -128,18 +128,19 @@ pub(crate) struct EnvPlan<'a> {
 
 /// The child's environment (B3, B36): the host's own minus denied credential names
 /// (unless forwarded), then the caller's overrides, then herd's fixed entries.
+///
+/// A host name that is not valid UTF-8 is dropped whatever the lists say: the deny
+/// patterns cannot be judged against it, and a forward list (UTF-8 names) cannot name
+/// it, so keeping it would be the one way a credential could pass unjudged. A forward
+/// is an exact, case-sensitive name, the way the OS compares names; it lets through
+/// only the host's value of that name. Values are never judged, so a UTF-8 name with a
+/// non-UTF-8 value passes like any other.
 pub(crate) fn child_env(
     plan: &EnvPlan<'_>,
     host: impl Iterator<Item = (OsString, OsString)>,
 ) -> BTreeMap<OsString, OsString> {
     let mut env: BTreeMap<OsString, OsString> = host
-        .filter(|(name, _)| {
-            let Some(name) = name.to_str() else {
-                return true;
-            };
-            plan.forward.iter().any(|f| f == name)
-                || !plan.deny.iter().any(|p| glob_matches(p, name))
-        })
+        .filter(|(name, _)| name.to_str().is_some_and(|name| is_passed(plan, name)))
         .collect();
     for (k, v) in plan.overrides {
         env.insert(k.into(), v.into());
@@ -156,6 +157,11 @@ pub(crate) fn child_env(
             .or_insert_with(|| "xterm-256color".into());
     }
     env
+}
+
+/// Whether the host's `name` reaches the child: forwarded, or matching no deny pattern.
+fn is_passed(plan: &EnvPlan<'_>, name: &str) -> bool {
+    plan.forward.iter().any(|f| f == name) || !plan.deny.iter().any(|p| glob_matches(p, name))
 }
 
 /// What the OS is asked to run.

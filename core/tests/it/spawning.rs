@@ -1,10 +1,25 @@
 //! Spawning: modes, environment, scratch dir, rewrite, guard, lookup (B1-B3, B36, B37).
+//!
+//! The live environment test needs a registry host whose whole environment and working
+//! directory it chooses (a name that is not UTF-8, a `PWD` that names the directory
+//! through a symlink), which this test process cannot take on without disturbing the
+//! tests running beside it. It re-runs this test binary as a child
+//! (`HERD_IT_ROLE=env-child`, selecting `spawning::env_child`) with exactly that
+//! environment; without the role the child entry does nothing, so a plain run executes
+//! it once as a no-op.
 
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
 use std::sync::Once;
+use std::time::Duration;
 
-use herd_core::{LookupError, Mode, RegistryConfig, SpawnError, SpawnRequest};
+use herd_core::{
+    Home, LookupError, Mode, Registry, RegistryConfig, SpawnError, SpawnRequest, WaitStatus,
+};
 
-use crate::support::Fixture;
+use crate::support::{Fixture, group_members, wait_until};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn b1_stdout_and_stderr_keep_their_order() {
@@ -80,6 +95,208 @@ async fn b36_credentials_are_not_passed_unless_forwarded() {
     let answer = fx.done(&forwarded.session_id).await;
     assert_eq!(answer.output.trim(), "key=sk-fake-123");
     fx.assert_groups_gone().await;
+}
+
+/// The environment variable that turns `env_child` into a registry host.
+const ROLE: &str = "HERD_IT_ROLE";
+/// The home the child host works in.
+const HOME_VAR: &str = "HERD_IT_HOME";
+/// The role of `env_child`.
+const ENV_CHILD: &str = "env-child";
+/// The names the second job forwards.
+const FORWARDED: [&str; 2] = ["API_KEY", "MY_DB_PASSWD"];
+
+/// The one raw `Command` of this module: this test binary as a child.
+#[expect(clippy::disallowed_methods, reason = "test drives a raw child")]
+fn raw(program: impl AsRef<OsStr>) -> Command {
+    Command::new(program)
+}
+
+/// A raw child killed and reaped when dropped.
+struct Jod(Child);
+
+impl Drop for Jod {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The registry host of `b36_job_env_drops_credentials_and_non_utf8_names`: runs only
+/// as that test's child. It starts two jobs that write their environment (`env -0`) to
+/// files in the home, the second forwarding [`FORWARDED`], waits for both, and records
+/// their process groups in `pids`.
+#[test]
+fn env_child() {
+    if std::env::var_os(ROLE).as_deref() != Some(OsStr::new(ENV_CHILD)) {
+        return;
+    }
+    let home = std::env::var_os(HOME_VAR).expect("the parent sets the home");
+    let home = Path::new(&home);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime starts");
+    runtime.block_on(async {
+        // Through the shell, which keeps an inherited `PWD` that names its directory;
+        // the shell bypass would set `PWD` itself and hide what was inherited.
+        let config = RegistryConfig {
+            direct_exec: false,
+            ..RegistryConfig::default()
+        };
+        let registry = Registry::new(Home::new(home), config).expect("inside a runtime");
+        let mut pids = String::new();
+        for (file, forward) in [("plain.env", &[][..]), ("forwarded.env", &FORWARDED[..])] {
+            let info = registry
+                .spawn(SpawnRequest {
+                    command: format!("env -0 > '{}'", home.join(file).display()),
+                    forward_env: forward.iter().map(|f| (*f).to_owned()).collect(),
+                    ..SpawnRequest::default()
+                })
+                .await
+                .expect("spawn succeeds");
+            let answer = registry
+                .wait(info.session_id.as_str(), Duration::from_secs(30), None)
+                .await
+                .expect("the session exists");
+            assert_eq!(
+                (answer.status, answer.exit_code),
+                (WaitStatus::Exited, Some(0)),
+                "session {} did not finish cleanly within 30 s; output: {:?}",
+                info.session_id,
+                answer.output
+            );
+            pids.push_str(&format!("{}\n", info.pid));
+        }
+        std::fs::write(home.join("pids"), pids).expect("the home is writable");
+    });
+}
+
+/// The `NAME=value` entries of an `env -0` dump, as bytes.
+fn env_entries(path: &Path) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let dump = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    dump.split(|b| *b == 0)
+        .filter(|entry| !entry.is_empty())
+        .map(|entry| {
+            let eq = entry.iter().position(|b| *b == b'=').unwrap_or(entry.len());
+            (
+                entry[..eq].to_vec(),
+                entry[eq..].iter().skip(1).copied().collect(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b36_job_env_drops_credentials_and_non_utf8_names() {
+    let dir = tempfile::tempdir().expect("a temp dir can be created");
+    let root = dir.path().canonicalize().expect("the temp dir resolves");
+    let (real, alias, home) = (root.join("real"), root.join("alias"), root.join("home"));
+    for d in [&real, &home] {
+        std::fs::create_dir(d).expect("the temp dir is writable");
+    }
+    std::os::unix::fs::symlink(&real, &alias).expect("the temp dir is writable");
+    let bad_name = OsStr::from_bytes(b"HERD_\xffNAME");
+    let mut command = raw(std::env::current_exe().expect("path of this test binary"));
+    command
+        .args([
+            "spawning::env_child",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+            "-q",
+        ])
+        .env_clear()
+        .env(
+            "PATH",
+            std::env::var_os("PATH").expect("the test runs with a PATH"),
+        )
+        .env(ROLE, ENV_CHILD)
+        .env(HOME_VAR, &home)
+        // The host's working directory is `real`, reached and named through `alias`:
+        // a job that inherits `PWD` shows the alias, one that does not shows `real`.
+        .current_dir(&alias)
+        .env("PWD", &alias)
+        .env("OLDPWD", &root)
+        .env("MY_DB_PASSWD", "db-passwd-value")
+        .env("API_KEY", "api-key-value")
+        .env("AWS_SECRET_ACCESS_KEY", "aws-secret-value")
+        .env("TOKENIZERS_PARALLELISM", "false")
+        .env(bad_name, "bad-name-value")
+        .env("HERD_BYTES_VALUE", OsStr::from_bytes(b"\xfe\xff"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit());
+    let mut child = Jod(command.spawn().expect("the test binary re-runs as a child"));
+    let mut status = None;
+    wait_until(Duration::from_secs(60), "the env child to exit", || {
+        status = child.0.try_wait().expect("the child can be polled");
+        status.is_some()
+    })
+    .await;
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "the env child failed ({status:?}); its panic is above"
+    );
+
+    let value = |entries: &[(Vec<u8>, Vec<u8>)], name: &[u8]| -> Option<Vec<u8>> {
+        entries
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+    };
+    let plain = env_entries(&home.join("plain.env"));
+    let forwarded = env_entries(&home.join("forwarded.env"));
+    for entries in [&plain, &forwarded] {
+        assert_eq!(
+            value(entries, b"PWD").as_deref(),
+            Some(alias.as_os_str().as_bytes()),
+            "PWD is inherited"
+        );
+        assert_eq!(
+            value(entries, b"OLDPWD").as_deref(),
+            Some(root.as_os_str().as_bytes()),
+            "OLDPWD is inherited"
+        );
+        assert_eq!(
+            value(entries, b"TOKENIZERS_PARALLELISM").as_deref(),
+            Some(&b"false"[..])
+        );
+        assert_eq!(
+            value(entries, b"HERD_BYTES_VALUE").as_deref(),
+            Some(&b"\xfe\xff"[..]),
+            "a value that is not UTF-8 is kept"
+        );
+        assert_eq!(value(entries, b"AWS_SECRET_ACCESS_KEY"), None);
+        assert!(
+            entries
+                .iter()
+                .all(|(k, v)| std::str::from_utf8(k).is_ok() && v != b"bad-name-value"),
+            "a name that is not UTF-8 reached the job"
+        );
+    }
+    assert_eq!(value(&plain, b"MY_DB_PASSWD"), None);
+    assert_eq!(value(&plain, b"API_KEY"), None);
+    assert_eq!(
+        value(&forwarded, b"MY_DB_PASSWD").as_deref(),
+        Some(&b"db-passwd-value"[..])
+    );
+    assert_eq!(
+        value(&forwarded, b"API_KEY").as_deref(),
+        Some(&b"api-key-value"[..])
+    );
+
+    let pids = std::fs::read_to_string(home.join("pids")).expect("the child recorded its jobs");
+    for pid in pids.lines() {
+        let pgid: i32 = pid.parse().expect("a pid per line");
+        wait_until(
+            Duration::from_secs(10),
+            &format!("process group {pgid} to be gone"),
+            || group_members(pgid).is_empty(),
+        )
+        .await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
