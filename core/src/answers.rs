@@ -1,6 +1,8 @@
 //! The answer types every registry call returns (B39). They derive `Serialize` with
 //! the pinned snake_case field names, so the daemon passes them through as JSON.
 
+use herd_hooks::Shown;
+
 use std::path::PathBuf;
 
 use serde::Serialize;
@@ -87,7 +89,7 @@ pub struct SpawnInfo {
     /// The direct child's pid (also its process group).
     pub pid: i32,
     /// The command line as given.
-    pub command: String,
+    pub command: Shown,
     /// How the child is attached (a failed PTY reads `pipe`).
     pub mode: ModeName,
     /// Whether the owner gets a completion event.
@@ -119,7 +121,7 @@ pub struct PollAnswer {
     /// The session.
     pub session_id: SessionId,
     /// Its command line.
-    pub command: String,
+    pub command: Shown,
     /// Running or exited.
     pub status: SessionStatus,
     /// The direct child's pid.
@@ -127,7 +129,7 @@ pub struct PollAnswer {
     /// Seconds since the spawn.
     pub uptime_seconds: u64,
     /// The last 1,000 characters, ANSI-stripped.
-    pub output_preview: String,
+    pub output_preview: Shown,
     /// The exit code, once exited normally.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
@@ -161,12 +163,12 @@ pub struct LogAnswer {
     /// The session.
     pub session_id: SessionId,
     /// Its command line.
-    pub command: String,
+    pub command: Shown,
     /// Running or exited.
     pub status: SessionStatus,
     /// The lines, joined with `\n`; at most 200,000 bytes of the log, a longer line
     /// cut where it says `[… line cut to fit the page …]` (the note says so).
-    pub output: String,
+    pub output: Shown,
     /// Lines in the session's log file: all of its output. When the note says the log
     /// cannot serve the page, lines in the in-memory tail (or receipt) instead.
     pub total_lines: usize,
@@ -189,7 +191,7 @@ pub struct LogChunk {
     /// The session.
     pub session_id: SessionId,
     /// The text, through the output pipeline.
-    pub output: String,
+    pub output: Shown,
     /// Where the next chunk starts.
     pub next_byte: u64,
     /// Whether more may still arrive.
@@ -204,7 +206,7 @@ pub struct WaitAnswer {
     /// Exited, timeout or interrupted.
     pub status: WaitStatus,
     /// Its command line.
-    pub command: String,
+    pub command: Shown,
     /// The exit code, if it exited normally.
     pub exit_code: Option<i32>,
     /// The signal that ended it, if one did.
@@ -214,7 +216,7 @@ pub struct WaitAnswer {
     /// Who killed it, if herd did.
     pub termination_source: Option<KillSource>,
     /// Sized output (B8).
-    pub output: String,
+    pub output: Shown,
     /// Output was cut; the log has the rest.
     pub output_cut: bool,
     /// The complete log.
@@ -250,7 +252,7 @@ pub struct KillAnswer {
     /// The exit code, if it exited normally.
     pub exit_code: Option<i32>,
     /// Sized output (B8).
-    pub output: String,
+    pub output: Shown,
     /// Output was cut; the log has the rest.
     pub output_cut: bool,
     /// Pids still alive after the kill.
@@ -273,7 +275,7 @@ pub struct ListRow {
     /// The session.
     pub session_id: SessionId,
     /// The first 200 characters of its command line.
-    pub command: String,
+    pub command: Shown,
     /// Its working directory.
     pub cwd: PathBuf,
     /// The direct child's pid.
@@ -291,7 +293,7 @@ pub struct ListRow {
     /// Running or exited.
     pub status: SessionStatus,
     /// The last 200 characters.
-    pub output_preview: String,
+    pub output_preview: Shown,
     /// The exit code, if exited normally.
     pub exit_code: Option<i32>,
     /// Why it finished.

@@ -7,6 +7,8 @@
 //! its pattern and suppressed count; watch-disabled and breaker events their message.
 //! Completions drained together form one batch behind a header.
 
+use herd_hooks::Shown;
+
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
@@ -30,7 +32,7 @@ pub enum Event {
         /// The host's session key.
         session_key: Option<String>,
         /// The command line.
-        command: String,
+        command: Shown,
         /// The exit code, if it exited normally.
         exit_code: Option<i32>,
         /// The signal that ended it, if one did.
@@ -40,7 +42,7 @@ pub enum Event {
         /// Who killed it, if herd did.
         termination_source: Option<KillSource>,
         /// Sized output (B8), through the output pipeline.
-        output: String,
+        output: Shown,
         /// Output was cut; `log_path` has the rest.
         output_cut: bool,
         /// The complete log.
@@ -67,7 +69,7 @@ pub enum Event {
         /// The host's session key.
         session_key: Option<String>,
         /// The command line.
-        command: String,
+        command: Shown,
         /// Delivered beats so far, this one included.
         seq: u64,
         /// Seconds between beats.
@@ -75,7 +77,7 @@ pub enum Event {
         /// Seconds since the spawn.
         elapsed: u64,
         /// Output since the previous beat.
-        output: String,
+        output: Shown,
         /// RFC 3339 UTC.
         started_at: String,
     },
@@ -90,11 +92,11 @@ pub enum Event {
         /// The host's session key.
         session_key: Option<String>,
         /// The command line.
-        command: String,
+        command: Shown,
         /// The pattern that matched.
         pattern: String,
         /// The matching lines.
-        output: String,
+        output: Shown,
         /// Matches suppressed by the rate limit since the last delivery.
         suppressed: u64,
     },
@@ -109,7 +111,7 @@ pub enum Event {
         /// The host's session key.
         session_key: Option<String>,
         /// The command line.
-        command: String,
+        command: Shown,
         /// Matches suppressed before disabling.
         suppressed: u64,
         /// Why.

@@ -14,12 +14,11 @@
 
 use std::time::Duration;
 
-use herd_hooks::Route;
+use herd_hooks::{Route, Shown, Window};
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
 use crate::answers::CompletionReason;
-use crate::text;
 use crate::{KillSource, Registry, SessionId, SpawnError, SpawnRequest};
 
 /// Characters of output a foreground answer carries (the tail; the log has the rest).
@@ -47,7 +46,7 @@ pub struct ForegroundAnswer {
     /// The session that ran (or still runs) the command.
     pub session_id: SessionId,
     /// The command line (secrets masked).
-    pub command: String,
+    pub command: Shown,
     /// The exit code, once exited normally.
     pub exit_code: Option<i32>,
     /// The signal that ended it, if one did.
@@ -55,7 +54,7 @@ pub struct ForegroundAnswer {
     /// Why it finished, once finished.
     pub completion_reason: Option<CompletionReason>,
     /// The output (so far), at most [`FOREGROUND_OUTPUT_CHARS`] characters.
-    pub output: String,
+    pub output: Shown,
     /// Earlier output is only in the log.
     pub output_cut: bool,
     /// Whether it still runs (in the background).
@@ -161,9 +160,10 @@ impl Registry {
             }
         }
         let (text, cut) = s.text();
-        let (tail, cut) = text::tail_chars(&text, FOREGROUND_OUTPUT_CHARS, cut);
+        let window = Window::last_chars(&text, FOREGROUND_OUTPUT_CHARS);
+        let cut = cut || window.omits_start();
         let st = s.state();
-        let output = self.inner.apply(&s, &st, Route::Foreground, &tail);
+        let output = self.inner.show(&s, &st, Route::Foreground, window);
         let fin = st.finished.clone();
         drop(st);
         s.mark_read();

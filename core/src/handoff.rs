@@ -18,7 +18,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, MutexGuard};
 
-use herd_hooks::Route;
+use herd_hooks::{Route, Shown};
 use serde::Serialize;
 
 use crate::answers::{CompletionReason, KillStatus};
@@ -94,7 +94,7 @@ pub struct HandoffAnswer {
     /// The session.
     pub session_id: SessionId,
     /// Its command line (secrets masked).
-    pub command: String,
+    pub command: Shown,
     /// What the child should know.
     pub note: String,
 }
@@ -105,7 +105,7 @@ pub struct HandedOff {
     /// The session.
     pub session_id: SessionId,
     /// Its command line (secrets masked).
-    pub command: String,
+    pub command: Shown,
     /// The child's purpose sentence.
     pub purpose: String,
 }
@@ -116,7 +116,7 @@ pub struct OrphanKill {
     /// The session.
     pub session_id: SessionId,
     /// Its command line (secrets masked).
-    pub command: String,
+    pub command: Shown,
     /// What the kill did.
     pub status: KillStatus,
 }
@@ -127,7 +127,7 @@ pub struct UnreadCompletion {
     /// The session.
     pub session_id: SessionId,
     /// Its command line (secrets masked).
-    pub command: String,
+    pub command: Shown,
     /// The exit code, if it exited normally.
     pub exit_code: Option<i32>,
     /// The signal that ended it, if one did.
@@ -135,7 +135,7 @@ pub struct UnreadCompletion {
     /// Why it finished.
     pub completion_reason: Option<CompletionReason>,
     /// The output tail (B8), through the output pipeline.
-    pub output: String,
+    pub output: Shown,
     /// Earlier output is only in the log.
     pub output_cut: bool,
 }

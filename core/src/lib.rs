@@ -90,4 +90,4 @@ pub use id::SessionId;
 pub use kill::bench_support;
 #[doc(hidden)]
 pub use notify::bench_support as notify_bench_support;
-pub use registry::{Registry, RestoreReport};
+pub use registry::{FollowRead, LogFollower, Registry, RestoreReport};

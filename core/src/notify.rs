@@ -29,7 +29,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
-use herd_hooks::Route;
+use crate::watch::HEARTBEAT_MAX_CHARS;
+use herd_hooks::{KeyLines, Route, Window};
 use tokio::sync::Notify;
 
 use crate::config::SpawnRequest;
@@ -259,6 +260,7 @@ impl Inner {
             session: Arc::clone(s),
             state: WatchState::new(plan.watch.clone()),
             partial: Vec::new(),
+            keys: KeyLines::new(),
         }))
     }
 
@@ -338,16 +340,20 @@ impl Inner {
     /// Queues one heartbeat after re-checking, under the table lock, that the session
     /// still runs and its completion can be delivered (B21).
     fn deliver_beat(&self, s: &Session, due: DueBeat) {
+        // The beat's new output, with the output before it as context only (a
+        // private-key block the new output starts inside, a line it starts in).
+        let context = text::strip_ansi(&text::decode_tail(&due.context, due.context_cut, false));
         let decoded = text::strip_ansi(&text::decode_tail(&due.bytes, due.n_missing > 0, false));
-        let sized = due.beat.output(&decoded);
-        let n_omitted = sized.n_omitted_chars as u64 + due.n_missing;
-        let body = if n_omitted > 0 {
-            format!(
-                "...({n_omitted} earlier characters omitted)\n{}",
-                sized.text
-            )
+        let n_omitted =
+            decoded.chars().count().saturating_sub(HEARTBEAT_MAX_CHARS) as u64 + due.n_missing;
+        let mut source = context;
+        let from = source.len();
+        source.push_str(&decoded);
+        let window = Window::last_chars_after(&source, from, HEARTBEAT_MAX_CHARS);
+        let omitted_note = if n_omitted > 0 {
+            format!("...({n_omitted} earlier characters omitted)\n")
         } else {
-            sized.text
+            String::new()
         };
         let mut tables = self.lock();
         if !tables.running.contains_key(&s.id) || !s.is_notify() {
@@ -355,7 +361,9 @@ impl Inner {
             return;
         }
         let st = s.state();
-        let output = self.apply(s, &st, Route::Heartbeat, &body);
+        let output = self
+            .show(s, &st, Route::Heartbeat, window)
+            .framed(&omitted_note, "");
         let owner = st.owner_task_id.clone();
         let event = Event::Heartbeat {
             session_id: s.id.clone(),
@@ -426,14 +434,14 @@ impl Inner {
                 );
             }
             if admission.is_admitted {
-                let body = if matched.output_cut {
-                    format!("{}\n...(truncated)", matched.output)
-                } else {
-                    matched.output
-                };
                 let output = {
                     let st = s.state();
-                    self.apply(s, &st, Route::Watch, &body)
+                    self.show(s, &st, Route::Watch, Window::all(&matched.output))
+                };
+                let output = if matched.output_cut {
+                    output.framed("", "\n...(truncated)")
+                } else {
+                    output
                 };
                 let event = Event::WatchMatch {
                     session_id: s.id.clone(),
@@ -485,6 +493,10 @@ impl NotifyState {
 struct DueBeat {
     beat: crate::watch::Beat,
     bytes: Vec<u8>,
+    /// Output just before `bytes` (up to the key lookback), context for redaction.
+    context: Vec<u8>,
+    /// `context` does not start at the first byte the session wrote.
+    context_cut: bool,
     /// Bytes of the beat's range that the tail no longer holds.
     n_missing: u64,
 }
@@ -506,9 +518,18 @@ fn due_beat(heartbeat: &mut Heartbeat, s: &Session, now: Instant) -> Option<DueB
     };
     let beat = heartbeat.tick(now, end)?;
     let len = usize::try_from(beat.to_total - baseline - n_missing).unwrap_or(held.len());
+    let bytes = held[..len.min(held.len())].to_vec();
+    let context_from = baseline.saturating_sub(herd_hooks::KEY_LOOKBACK_BYTES as u64);
+    let (before, n_before_missing) = tail.since(context_from);
+    let n_context =
+        usize::try_from((baseline + n_missing).saturating_sub(context_from + n_before_missing))
+            .unwrap_or(0)
+            .min(before.len());
     Some(DueBeat {
         beat,
-        bytes: held[..len.min(held.len())].to_vec(),
+        bytes,
+        context: before[..n_context].to_vec(),
+        context_cut: context_from + n_before_missing > 0,
         n_missing,
     })
 }
@@ -534,6 +555,8 @@ struct WatchObserver {
     state: WatchState,
     /// The current line so far.
     partial: Vec<u8>,
+    /// Private-key blocks across lines: a matched line inside one is masked (B30).
+    keys: KeyLines,
 }
 
 impl WatchObserver {
@@ -565,11 +588,14 @@ impl Observer for WatchObserver {
         self.partial.extend_from_slice(bytes);
         let mut lines = Vec::new();
         if let Some(end) = memchr::memrchr(b'\n', &self.partial) {
-            lines.extend(self.partial[..end].split(|b| *b == b'\n').map(line_text));
+            for line in self.partial[..end].split(|b| *b == b'\n') {
+                lines.push(self.keys.line(&line_text(line)).into_owned());
+            }
             self.partial.drain(..=end);
         }
         if self.partial.len() > WATCH_MAX_LINE_BYTES {
-            lines.push(line_text(&std::mem::take(&mut self.partial)));
+            let line = line_text(&std::mem::take(&mut self.partial));
+            lines.push(self.keys.line(&line).into_owned());
         }
         self.feed(&lines);
     }
@@ -577,6 +603,7 @@ impl Observer for WatchObserver {
     fn end(&mut self) {
         if self.state.is_active() && !self.partial.is_empty() {
             let last = line_text(&std::mem::take(&mut self.partial));
+            let last = self.keys.line(&last).into_owned();
             self.feed(&[last]);
         }
         self.state.on_exit();
@@ -660,7 +687,7 @@ pub mod bench_support {
             n_beats: 0,
             n_wakes: 0,
         };
-        let mut queue: VecDeque<String> = VecDeque::new();
+        let mut queue: VecDeque<herd_hooks::Shown> = VecDeque::new();
         let line = b"progress: step done, 42 of 100 files\n";
         while start.elapsed() < wall {
             let next = schedule.next_due().unwrap_or(start + wall);
@@ -696,7 +723,8 @@ pub mod bench_support {
                     session_id: &session_id,
                     backend: "local",
                 };
-                queue.push_back(pipeline.apply(&ctx, &sized.text).into_owned());
+                let window = herd_hooks::Window::last_chars(&decoded, sized.text.chars().count());
+                queue.push_back(pipeline.show(&ctx, window));
                 load.n_beats += 1;
             }
             // The owner drains now and then.

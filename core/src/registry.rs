@@ -16,12 +16,11 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::ffi::OsString;
-use std::io::{Read, Seek, SeekFrom};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 
-use herd_hooks::{OutputContext, Route};
+use herd_hooks::{OutputContext, Route, Shown, Window};
 use herd_persistence::Home;
 use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
@@ -49,6 +48,8 @@ use crate::spawn::{self, EnvPlan, Launch, PtyFailure};
 use crate::text;
 
 mod durable;
+mod logs;
+pub use logs::{FollowRead, LogFollower};
 mod restore;
 mod supervised;
 
@@ -215,10 +216,11 @@ impl Registry {
             Err(miss) => return self.inner.poll_from_receipt(id, miss),
         };
         let (text, cut) = s.text();
-        let (preview, preview_cut) = text::tail_chars(&text, POLL_PREVIEW_CHARS, cut);
+        let window = Window::last_chars(&text, POLL_PREVIEW_CHARS);
+        let preview_cut = cut || window.omits_start();
         let st = s.state();
         let fin = st.finished.clone();
-        let preview = self.inner.apply(&s, &st, Route::Poll, &preview);
+        let preview = self.inner.show(&s, &st, Route::Poll, window);
         drop(st);
         s.mark_read();
         let (bytes_not_kept, total_ingested) = {
@@ -318,7 +320,7 @@ impl Registry {
     /// The log answer for `page` of a live session, through the output pipeline.
     fn log_answer(&self, s: &Session, page: TextPage, mut notes: Vec<String>) -> LogAnswer {
         let st = s.state();
-        let output = self.inner.apply(s, &st, Route::Log, &page.text);
+        let output = self.inner.show(s, &st, Route::Log, page.window());
         let status = if st.finished.is_some() {
             SessionStatus::Exited
         } else {
@@ -344,10 +346,11 @@ impl Registry {
     /// Up to `max_bytes` of the log file from byte `from_byte`, as text that never
     /// ends inside a character (for `logs --follow` and full dumps).
     ///
-    /// While the session runs the chunk ends at its last newline (a partial last line
-    /// is handed out by a later call), so a secret split across two reads is masked
-    /// whole (B30). Only a chunk with no newline at all, filling `max_bytes`, is handed
-    /// out as it is.
+    /// A chunk ends at its last line end (a partial last line is handed out by a
+    /// later call), and it is redacted with the log around it (B30): a private-key
+    /// block it starts inside is masked, a token on a line longer than the chunk is
+    /// masked whole. Only a chunk with no line end at all, filling `max_bytes`, or the
+    /// end of a finished session's log, ends elsewhere.
     ///
     /// # Errors
     /// [`Error::Lookup`], or [`Error::Io`] when the log cannot be read.
@@ -360,55 +363,55 @@ impl Registry {
                     .log_chunk_from_receipt(id, miss, from_byte, max_bytes);
             }
         };
-        let io_err = |source| Error::Io {
-            path: s.log_path.clone(),
-            source,
-        };
         let is_running = s.status() == SessionStatus::Running;
-        let mut file = match std::fs::File::open(&s.log_path) {
-            Ok(file) => file,
-            // The log is created with the first byte of output.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Ok(LogChunk {
-                    session_id: s.id.clone(),
-                    output: String::new(),
-                    next_byte: from_byte,
-                    is_running,
-                });
-            }
-            Err(e) => return Err(io_err(e)),
+        let Some(read) = logs::read_chunk(&s.log_path, from_byte, max_bytes, is_running)? else {
+            return Ok(LogChunk {
+                session_id: s.id.clone(),
+                output: Shown::default(),
+                next_byte: from_byte,
+                is_running,
+            });
         };
-        file.seek(SeekFrom::Start(from_byte)).map_err(io_err)?;
-        let mut bytes = Vec::with_capacity(max_bytes.min(1 << 20));
-        file.take(max_bytes as u64)
-            .read_to_end(&mut bytes)
-            .map_err(io_err)?;
-        let keep = text::complete_prefix_len(&bytes);
-        let keep = if keep == 0 && !bytes.is_empty() && (!is_running || bytes.len() >= 4) {
-            bytes.len()
-        } else {
-            keep
-        };
-        // Each chunk is redacted alone, so a secret split across two chunks would
-        // match in neither. While the session runs only whole lines are handed out
-        // (secrets never span a newline); a line longer than the whole chunk is the
-        // exception, or the follower could never move on.
-        let keep = match memchr::memrchr(b'\n', &bytes[..keep]) {
-            _ if !is_running => keep,
-            Some(idx) => idx + 1,
-            None if bytes.len() >= max_bytes => keep,
-            None => 0,
-        };
-        let decoded = String::from_utf8_lossy(&bytes[..keep]).into_owned();
         let st = s.state();
-        let output = self.inner.apply(&s, &st, Route::Log, &decoded);
+        let output = self.inner.show(&s, &st, Route::Log, read.window());
         drop(st);
         Ok(LogChunk {
             session_id: s.id.clone(),
             output,
-            next_byte: from_byte + keep as u64,
+            next_byte: read.next_byte,
             is_running,
         })
+    }
+
+    /// A follower of the session's log from `from_byte` (`logs --follow`): each
+    /// read hands out the new lines, redacted as one stream with carried state
+    /// (a private-key block is masked line by line as it arrives), and an idle
+    /// stream releases its unfinished line unless it can still become a secret.
+    ///
+    /// # Errors
+    /// [`Error::Lookup`], or [`Error::Io`] when the log cannot be read.
+    pub fn log_follower(&self, id: &str, from_byte: u64) -> Result<LogFollower, Error> {
+        let (session_id, path, command, owner) = match self.inner.lookup(id) {
+            Ok(s) => (
+                s.id.clone(),
+                s.log_path.clone(),
+                s.command.clone(),
+                s.state().owner_task_id.clone(),
+            ),
+            Err(miss) => {
+                let (session_id, r) = self.inner.receipt_lookup(id, miss)?;
+                let path = self.inner.home.session_log_path(session_id.as_str());
+                (session_id, path, r.command, r.owner_task_id)
+            }
+        };
+        LogFollower::open(
+            Arc::clone(&self.inner),
+            session_id,
+            path,
+            &command,
+            &owner,
+            from_byte,
+        )
     }
 
     /// Waits for the session to finish, at most `timeout` (clamped to the wait cap,
@@ -814,7 +817,7 @@ impl Registry {
 /// A sized output snapshot with the session's exit fields.
 #[derive(Debug)]
 pub(crate) struct Sized {
-    pub(crate) output: String,
+    pub(crate) output: Shown,
     pub(crate) cut: bool,
     pub(crate) exit: Option<ExitInfo>,
     pub(crate) reason: Option<CompletionReason>,
@@ -874,12 +877,13 @@ impl Inner {
     }
 
     /// The session's command line as it may leave herd: secrets masked (B30).
-    pub(crate) fn shown_command(&self, s: &Session) -> String {
-        self.config.pipeline.redact_command(&s.command).into_owned()
+    pub(crate) fn shown_command(&self, s: &Session) -> Shown {
+        self.config.pipeline.show_command(&s.command)
     }
 
-    /// Runs `text` through the output pipeline as the session owner's (B30, B31).
-    pub(crate) fn apply(&self, s: &Session, st: &State, route: Route, text: &str) -> String {
+    /// The one way a session's output leaves herd: `window` through the output
+    /// pipeline as the session owner's, redacted with its context (B30, B31).
+    pub(crate) fn show(&self, s: &Session, st: &State, route: Route, window: Window<'_>) -> Shown {
         let return_code = st
             .finished
             .as_ref()
@@ -893,16 +897,17 @@ impl Inner {
             session_id: s.id.as_str(),
             backend: "local",
         };
-        self.config.pipeline.apply(&ctx, text).into_owned()
+        self.config.pipeline.show(&ctx, window)
     }
 
     /// The one sizing helper: the tail of `completion_output_chars`, cut flag, exit
     /// fields (B8).
     pub(crate) fn sized(&self, s: &Session, route: Route) -> Sized {
         let (text, cut) = s.text();
-        let (tail, cut) = text::tail_chars(&text, s.completion_chars, cut);
+        let window = Window::last_chars(&text, s.completion_chars);
+        let cut = cut || window.omits_start();
         let st = s.state();
-        let output = self.apply(s, &st, route, &tail);
+        let output = self.show(s, &st, route, window);
         let fin = st.finished.as_ref();
         Sized {
             output,
@@ -914,14 +919,21 @@ impl Inner {
     }
 
     fn row(&self, s: &Session) -> ListRow {
-        let (text, cut) = s.text();
-        let (preview, _) = text::tail_chars(&text, LIST_PREVIEW_CHARS, cut);
+        let (text, _) = s.text();
         let st = s.state();
-        let preview = self.apply(s, &st, Route::ListPreview, &preview);
+        let preview = self.show(
+            s,
+            &st,
+            Route::ListPreview,
+            Window::last_chars(&text, LIST_PREVIEW_CHARS),
+        );
         let fin = st.finished.as_ref();
         ListRow {
             session_id: s.id.clone(),
-            command: text::head_chars(&self.shown_command(s), LIST_COMMAND_CHARS).to_owned(),
+            command: self
+                .config
+                .pipeline
+                .show_command_head(&s.command, LIST_COMMAND_CHARS),
             cwd: s.cwd.clone(),
             pid: s.pid,
             owner_task_id: st.owner_task_id.clone(),
@@ -1052,13 +1064,9 @@ impl Inner {
             env: &env,
             cwd: &cwd,
         };
-        let shown_command = self
-            .config
-            .pipeline
-            .redact_command(&req.command)
-            .into_owned();
+        let shown_command = self.config.pipeline.show_command(&req.command);
         let spawn_err = |source| SpawnError::Spawn {
-            command: shown_command.clone(),
+            command: shown_command.to_string(),
             source,
         };
 
@@ -1408,10 +1416,7 @@ impl Inner {
                 known
             }
         };
-        let sized_text = {
-            let (text, cut) = s.text_final();
-            text::tail_chars(&text, s.completion_chars, cut)
-        };
+        let (final_text, final_cut) = s.text_final();
         let now = SystemTime::now();
         let mut tables = self.lock();
         if tables.running.remove(&s.id).is_none() {
@@ -1434,7 +1439,9 @@ impl Inner {
                 exit,
             });
             st.stdin = None;
-            let output = self.apply(s, &st, Route::Completion, &sized_text.0);
+            let window = Window::last_chars(&final_text, s.completion_chars);
+            let output_cut = final_cut || window.omits_start();
+            let output = self.show(s, &st, Route::Completion, window);
             Event::Completion {
                 session_id: s.id.clone(),
                 task_id: st.task_id.clone(),
@@ -1446,7 +1453,7 @@ impl Inner {
                 completion_reason: reason,
                 termination_source: source,
                 output,
-                output_cut: sized_text.1,
+                output_cut,
                 log_path: s.log_path.clone(),
                 started_at: text::rfc3339(s.started_at),
                 finished_at: text::rfc3339(now),

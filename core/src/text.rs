@@ -1,5 +1,7 @@
 //! Text helpers shared by every output route: UTF-8 decoding of a byte tail, ANSI
-//! stripping, the one output-sizing helper (B8) and RFC 3339 timestamps.
+//! stripping and RFC 3339 timestamps. Sizing a window of output is not here: a
+//! route never cuts text itself, it hands a `herd_hooks::Window` to the pipeline
+//! (B8, B30).
 //!
 //! The registry keeps output as raw bytes (the log keeps them verbatim) and decodes at
 //! answer time. Decoding a contiguous tail is equivalent to incremental decoding: a
@@ -94,28 +96,6 @@ pub(crate) fn strip_ansi(text: &str) -> String {
         }
     }
     out
-}
-
-/// The last `limit_chars` characters of `text`, and whether anything was cut (B8).
-///
-/// `already_cut` says `text` itself is a tail of longer output, so the answer is cut
-/// even when `text` fits. This is the one helper every output route sizes with.
-pub(crate) fn tail_chars(text: &str, limit_chars: usize, already_cut: bool) -> (String, bool) {
-    if limit_chars == 0 {
-        return (String::new(), already_cut || !text.is_empty());
-    }
-    match text.char_indices().rev().nth(limit_chars - 1) {
-        Some((0, _)) | None => (text.to_owned(), already_cut),
-        Some((idx, _)) => (text[idx..].to_owned(), true),
-    }
-}
-
-/// The first `limit_chars` characters of `text`.
-pub(crate) fn head_chars(text: &str, limit_chars: usize) -> &str {
-    match text.char_indices().nth(limit_chars) {
-        Some((idx, _)) => &text[..idx],
-        None => text,
-    }
 }
 
 /// `time` as RFC 3339 UTC with second precision, e.g. `2026-11-29T23:04:05Z`.

@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 
 mod heartbeat;
 
-pub(crate) use heartbeat::{Beat, Heartbeat, validate_heartbeat};
+pub(crate) use heartbeat::{Beat, HEARTBEAT_MAX_CHARS, Heartbeat, validate_heartbeat};
 
 #[cfg(test)]
 mod tests;

@@ -202,7 +202,13 @@ fn plugin_call() {
                 .map(|_| {
                     let start = Instant::now();
                     for _ in 0..n_applies {
-                        black_box(p.apply(&ctx, black_box("some output line\n")).len());
+                        black_box(
+                            p.show(
+                                &ctx,
+                                herd_hooks::Window::all(black_box("some output line\n")),
+                            )
+                            .len(),
+                        );
                     }
                     start.elapsed().as_secs_f64() * 1e9 / f64::from(n_applies)
                 })

@@ -25,9 +25,10 @@
 //! let output = "token ghp_abcdefghijklmnopqrstuvwxyz0123456789 used";
 //! let out = pipeline.show(&ctx, Window::all(output));
 //! assert_eq!(out, "token ghp_ab...6789 used");
-//! // The last 20 characters start inside the token: it is masked all the same.
+//! // The last 20 characters start inside the token: it is masked all the same
+//! // (redacted first, then cut).
 //! let tail = pipeline.show(&ctx, Window::last_chars(output, 20));
-//! assert_eq!(tail, "ghp_ab...6789 used");
+//! assert_eq!(tail, "n ghp_ab...6789 used");
 //! ```
 
 mod error;
@@ -42,10 +43,11 @@ pub use loader::{
     abi_version, load_plugins, plugin_hook, read_manifest, resolve_plugin,
 };
 pub use pipeline::{
-    DEFAULT_BUDGET, Hook, HookChain, HookError, HookStats, Pipeline, PipelineStream,
-    SUPPRESS_AFTER_TIMEOUT,
+    DEFAULT_BUDGET, Hook, HookChain, HookError, HookStats, Pipeline, SUPPRESS_AFTER_TIMEOUT,
 };
-pub use redact::{KEY_LOOKBACK_BYTES, RedactMode, Redactor, RedactorConfig, StreamRedactor, mask};
+pub use redact::{
+    KEY_LOOKBACK_BYTES, KeyLines, RedactMode, Redactor, RedactorConfig, StreamRedactor, mask,
+};
 pub use window::{LINE_CONTEXT_BYTES, Shown, ShownStream, Window};
 
 /// The route by which output leaves herd.

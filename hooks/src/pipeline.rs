@@ -31,7 +31,7 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::redact::{RedactMode, Redactor, RedactorConfig, StreamRedactor};
+use crate::redact::{Redactor, RedactorConfig};
 use crate::{Error, OutputContext, Route};
 
 /// How long a hook may take on one output before it is abandoned.
@@ -100,7 +100,7 @@ pub struct HookStats {
 
 /// The context copied for a worker thread, which may outlive the caller's borrow.
 #[derive(Debug, Clone)]
-struct OwnedContext {
+pub(crate) struct OwnedContext {
     route: Route,
     command: String,
     return_code: Option<i32>,
@@ -110,7 +110,7 @@ struct OwnedContext {
 }
 
 impl OwnedContext {
-    fn from_ctx(ctx: &OutputContext<'_>) -> OwnedContext {
+    pub(crate) fn from_ctx(ctx: &OutputContext<'_>) -> OwnedContext {
         OwnedContext {
             route: ctx.route,
             command: ctx.command.to_owned(),
@@ -121,7 +121,7 @@ impl OwnedContext {
         }
     }
 
-    fn as_ctx(&self) -> OutputContext<'_> {
+    pub(crate) fn as_ctx(&self) -> OutputContext<'_> {
         OutputContext {
             route: self.route,
             command: &self.command,
@@ -454,39 +454,9 @@ impl Pipeline {
         Pipeline { chain, redactor }
     }
 
-    /// Runs `output` through the hooks in order and then the redactor.
-    ///
-    /// Never fails: a failing, panicking or slow hook is skipped (see the module
-    /// docs); the redactor always runs.
-    pub fn apply<'o>(&self, ctx: &OutputContext<'_>, output: &'o str) -> Cow<'o, str> {
-        let mode = RedactMode::for_command(ctx.command);
-        match self.chain.run(ctx, output) {
-            Cow::Borrowed(text) => self.redactor.redact(text, mode),
-            Cow::Owned(text) => Cow::Owned(self.redactor.redact(&text, mode).into_owned()),
-        }
-    }
-
     /// Redacts a command line for display (no hooks run on commands).
     pub fn redact_command<'c>(&self, command: &'c str) -> Cow<'c, str> {
         self.redactor.redact_command(command)
-    }
-
-    /// A stream for a chunked route: each chunk runs through the hooks, then a
-    /// streaming redactor that masks secrets split across chunks.
-    ///
-    /// # Caveats
-    ///
-    /// Hooks see one chunk at a time, not the whole output; a hook that needs
-    /// whole lines should be used with `apply` on complete outputs.
-    pub fn stream<'p>(&'p self, ctx: &OutputContext<'_>) -> PipelineStream<'p> {
-        PipelineStream {
-            pipeline: self,
-            ctx: OwnedContext::from_ctx(ctx),
-            redact: StreamRedactor::new(
-                Arc::clone(&self.redactor),
-                RedactMode::for_command(ctx.command),
-            ),
-        }
     }
 
     /// The hook chain.
@@ -502,52 +472,6 @@ impl Pipeline {
     /// Counters of every hook, in order.
     pub fn hook_stats(&self) -> Vec<HookStats> {
         self.chain.stats()
-    }
-}
-
-/// One chunked output stream through a pipeline.
-#[derive(Debug)]
-pub struct PipelineStream<'p> {
-    pipeline: &'p Pipeline,
-    ctx: OwnedContext,
-    redact: StreamRedactor,
-}
-
-impl PipelineStream<'_> {
-    /// Runs one chunk through the hooks and returns the redacted text that is
-    /// safe to emit now (a possible secret at the end is held back).
-    pub fn push(&mut self, chunk: &str) -> String {
-        let hooked = self.pipeline.chain.run(&self.ctx.as_ctx(), chunk);
-        self.redact.push(&hooked)
-    }
-
-    /// Emits what is still held back, redacted.
-    pub fn finish(&mut self) -> String {
-        self.redact.finish()
-    }
-
-    /// The stream went idle: emits what cannot still become a secret.
-    pub fn release_idle(&mut self) -> String {
-        self.redact.release_idle()
-    }
-
-    /// Bytes held back.
-    pub fn held_bytes(&self) -> usize {
-        self.redact.held_bytes()
-    }
-
-    /// The redactor of this stream's pipeline.
-    pub(crate) fn redactor(&self) -> &Redactor {
-        &self.pipeline.redactor
-    }
-
-    /// Starts (or continues) the stream inside a private-key block.
-    pub(crate) fn set_key_open(&mut self, open: bool) {
-        let redact = std::mem::replace(
-            &mut self.redact,
-            StreamRedactor::new(Arc::clone(&self.pipeline.redactor), RedactMode::Code),
-        );
-        self.redact = redact.starting_in_key(open);
     }
 }
 

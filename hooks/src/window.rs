@@ -28,6 +28,10 @@ use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
 
+use std::sync::Arc;
+
+use crate::StreamRedactor;
+use crate::pipeline::OwnedContext;
 use crate::redact::{RedactMode, splice, splice_window};
 use crate::{OutputContext, Pipeline};
 
@@ -125,6 +129,18 @@ impl PartialEq<str> for Shown {
     }
 }
 
+impl PartialEq<String> for Shown {
+    fn eq(&self, other: &String) -> bool {
+        &self.0 == other
+    }
+}
+
+impl From<Shown> for String {
+    fn from(shown: Shown) -> String {
+        shown.0
+    }
+}
+
 impl PartialEq<&str> for Shown {
     fn eq(&self, other: &&str) -> bool {
         self.0 == *other
@@ -146,6 +162,9 @@ pub struct Window<'a> {
     start: usize,
     end: usize,
     keep: Keep,
+    /// Where the text the window may take characters from starts (`LastChars` only:
+    /// its budget never reaches before it).
+    floor: usize,
     /// Whether a private-key block is open where `source` starts; the caller knows
     /// when the output before `source` is not at hand (a carried stream state).
     key_open_at_source: bool,
@@ -159,15 +178,27 @@ impl<'a> Window<'a> {
 
     /// The last `n_chars` characters of `source` (B8 sizing).
     pub fn last_chars(source: &'a str, n_chars: usize) -> Window<'a> {
+        Window::last_chars_after(source, 0, n_chars)
+    }
+
+    /// The last `n_chars` characters of `source[from..]`; the text before `from` is
+    /// context only (a heartbeat's new output, with the output before it).
+    pub fn last_chars_after(source: &'a str, from: usize, n_chars: usize) -> Window<'a> {
+        let mut from = from.min(source.len());
+        while !source.is_char_boundary(from) {
+            from -= 1;
+        }
         let start = if n_chars == 0 {
             source.len()
         } else {
-            match source.char_indices().rev().nth(n_chars - 1) {
-                Some((idx, _)) => idx,
-                None => 0,
+            match source[from..].char_indices().rev().nth(n_chars - 1) {
+                Some((idx, _)) => from + idx,
+                None => from,
             }
         };
-        Window::over(source, start, source.len(), Keep::LastChars(n_chars))
+        let mut window = Window::over(source, start, source.len(), Keep::LastChars(n_chars));
+        window.floor = from;
+        window
     }
 
     /// The first `n_chars` characters of `source`.
@@ -227,6 +258,7 @@ impl<'a> Window<'a> {
             start,
             end,
             keep,
+            floor: 0,
             key_open_at_source: false,
         }
     }
@@ -275,6 +307,7 @@ impl Pipeline {
             start,
             end,
             keep,
+            floor,
             key_open_at_source,
         } = window;
         let mode = RedactMode::for_command(ctx.command);
@@ -290,13 +323,19 @@ impl Pipeline {
             // A character budget: hooks and the redactor see the whole lines the
             // window touches, and the budget is taken from what they made of them.
             Keep::LastChars(n) => {
+                // The lines before `floor` are context: redacted with the window,
+                // never shown (`floor` is where the window's own text begins).
                 let hooked = self.chain().run(ctx, &source[from..to]);
                 let (found, _) = self.redactor().find(&hooked, mode, key_open);
-                let out = splice(&hooked, &found);
+                let out = if floor > from && hooked.len() == to - from {
+                    splice_window(&hooked, &found, floor - from, to - from)
+                } else {
+                    splice(&hooked, &found).into_owned()
+                };
                 match out.char_indices().rev().nth(n.saturating_sub(1)) {
                     _ if n == 0 => String::new(),
                     Some((idx, _)) if idx > 0 => out[idx..].to_owned(),
-                    _ => out.into_owned(),
+                    _ => out,
                 }
             }
             Keep::FirstChars(n) => {
@@ -345,49 +384,60 @@ impl Pipeline {
         })
     }
 
-    /// A stream of output through the pipeline: each chunk through the hooks, then a
-    /// streaming redactor that carries its state from chunk to chunk.
-    pub fn show_stream(&self, ctx: &OutputContext<'_>) -> ShownStream<'_> {
+    /// A stream of output through `pipeline`: each chunk through the hooks, then a
+    /// streaming redactor that carries its state from chunk to chunk. The stream
+    /// owns a handle on the pipeline, so it can live in a long-running follower.
+    ///
+    /// Hooks see one chunk of whole lines at a time, not the whole output.
+    pub fn show_stream(pipeline: &Arc<Pipeline>, ctx: &OutputContext<'_>) -> ShownStream {
         ShownStream {
-            inner: self.stream(ctx),
+            redact: StreamRedactor::new(
+                Arc::clone(pipeline.redactor()),
+                RedactMode::for_command(ctx.command),
+            ),
+            pipeline: Arc::clone(pipeline),
+            ctx: OwnedContext::from_ctx(ctx),
         }
     }
 }
 
 /// A live output stream through a pipeline (follow, attach, chunked dumps). See
-/// [`StreamRedactor`](crate::StreamRedactor) for what is held and when it is released.
+/// [`StreamRedactor`] for what is held and when it is released.
 #[derive(Debug)]
-pub struct ShownStream<'p> {
-    inner: crate::PipelineStream<'p>,
+pub struct ShownStream {
+    pipeline: Arc<Pipeline>,
+    ctx: OwnedContext,
+    redact: StreamRedactor,
 }
 
-impl ShownStream<'_> {
+impl ShownStream {
     /// Starts the stream inside a private-key block when `before` (the output just
     /// before the stream's first byte) ends inside one.
     pub fn after(mut self, before: &str) -> Self {
-        let open = self.inner.redactor().key_open_at_end(before);
-        self.inner.set_key_open(open);
+        let open = self.pipeline.redactor().key_open_at_end(before);
+        self.redact.set_key_open(open);
         self
     }
 
     /// Feeds one chunk of output; returns what is safe to show now.
     pub fn push(&mut self, chunk: &str) -> Shown {
-        Shown(self.inner.push(chunk))
+        let hooked = self.pipeline.chain().run(&self.ctx.as_ctx(), chunk);
+        Shown(self.redact.push(&hooked))
     }
 
     /// The stream went idle: releases what cannot still become a secret.
     pub fn release_idle(&mut self) -> Shown {
-        Shown(self.inner.release_idle())
+        Shown(self.redact.release_idle())
     }
 
     /// Releases everything held (the output ended).
     pub fn finish(&mut self) -> Shown {
-        Shown(self.inner.finish())
+        Shown(self.redact.finish())
     }
 
-    /// Bytes of input held back (not yet shown).
+    /// Bytes of (hooked) input held back, not yet shown.
     pub fn held_bytes(&self) -> usize {
-        self.inner.held_bytes()
+        self.redact.held_bytes()
     }
 }
 

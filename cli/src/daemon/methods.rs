@@ -518,40 +518,54 @@ async fn events_stream(
 async fn logs_stream(
     state: &State,
     session: &str,
-    mut from_byte: u64,
+    from_byte: u64,
     reader: &mut BufReader<OwnedReadHalf>,
     writer: &mut OwnedWriteHalf,
     id: Value,
 ) {
+    let mut follower = match state.registry.log_follower(session, from_byte) {
+        Ok(follower) => follower,
+        Err(err) => {
+            let _ = write(writer, &Response::err(id, core_error(err))).await;
+            return;
+        }
+    };
     let mut published = state.registry.subscribe();
     let mut closed = Box::pin(client_gone(reader));
     // New output is not an event, so the log is also re-read on a short tick.
     let mut tick = tokio::time::interval(Duration::from_millis(50));
     loop {
-        let chunk = match state.registry.log_chunk(session, from_byte, CHUNK_BYTES) {
-            Ok(chunk) => chunk,
+        let read = match follower.read(CHUNK_BYTES) {
+            Ok(read) => read,
             Err(err) => {
                 let _ = write(writer, &Response::err(id, core_error(err))).await;
                 return;
             }
         };
-        let progressed = chunk.next_byte > from_byte;
-        from_byte = chunk.next_byte;
-        if !chunk.output.is_empty()
+        // Nothing new since the last read: the stream is idle, so the unfinished
+        // line it holds goes out unless it can still become a secret (a prompt, an
+        // echoed keystroke, a progress bar show within one tick).
+        let output = if read.progressed || read.is_done {
+            read.output
+        } else {
+            herd_hooks::Shown::join([read.output, follower.release_idle()], "")
+        };
+        if !output.is_empty()
             && write(
                 writer,
-                &Response::notification("log", json!({"output": chunk.output})),
+                &Response::notification("log", json!({"output": output})),
             )
             .await
             .is_err()
         {
             return;
         }
-        if !chunk.is_running && !progressed {
-            let _ = write(writer, &Response::ok(id, json!({"next_byte": from_byte}))).await;
+        if read.is_done {
+            let next_byte = follower.next_byte();
+            let _ = write(writer, &Response::ok(id, json!({"next_byte": next_byte}))).await;
             return;
         }
-        if progressed {
+        if read.progressed {
             continue;
         }
         tokio::select! {

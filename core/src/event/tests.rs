@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use super::*;
+use herd_hooks::Shown;
 
 fn completion(id: &str, code: i32, cut: bool) -> Event {
     Event::Completion {
@@ -10,12 +11,12 @@ fn completion(id: &str, code: i32, cut: bool) -> Event {
         task_id: "t".to_owned(),
         owner_task_id: "t".to_owned(),
         session_key: None,
-        command: "make test".to_owned(),
+        command: Shown::herd_text("make test"),
         exit_code: Some(code),
         signal: None,
         completion_reason: CompletionReason::Exited,
         termination_source: None,
-        output: "done".to_owned(),
+        output: Shown::herd_text("done"),
         output_cut: cut,
         log_path: PathBuf::from("/h/logs/sessions/x.log"),
         started_at: "2026-01-01T00:00:00Z".to_owned(),
@@ -121,11 +122,11 @@ fn b21_heartbeat_text() {
         task_id: "t".to_owned(),
         owner_task_id: "t".to_owned(),
         session_key: None,
-        command: "make".to_owned(),
+        command: Shown::herd_text("make"),
         seq: 3,
         interval: 60,
         elapsed: 18 * 60 + 5,
-        output: "step 9".to_owned(),
+        output: Shown::herd_text("step 9"),
         started_at: "2026-01-01T00:00:00Z".to_owned(),
     }]);
     assert_eq!(
@@ -141,9 +142,9 @@ fn b20_watch_texts() {
         task_id: "t".to_owned(),
         owner_task_id: "t".to_owned(),
         session_key: None,
-        command: "tail -f app.log".to_owned(),
+        command: Shown::herd_text("tail -f app.log"),
         pattern: "ERROR".to_owned(),
-        output: "ERROR disk full".to_owned(),
+        output: Shown::herd_text("ERROR disk full"),
         suppressed: 4,
     };
     let tripped = Event::WatchOverflowTripped {

@@ -18,14 +18,19 @@
 //! the budget ends: a default page (anchored at the end of the output) keeps the
 //! end of that line, a page at an offset keeps its start.
 //!
-//! Everything here is raw bytes; decoding, ANSI stripping and the output pipeline
-//! are the caller's (they must run on every page, because the log holds secrets in
-//! the clear).
+//! A page is never shown by itself: [`TextPage`] carries the text around it (up to
+//! [`KEY_LOOKBACK_BYTES`] before, the rest of a cut line after) so the output
+//! pipeline redacts the page with its context and no secret is split by the page's
+//! edges (B30). The pipeline is the caller's.
 
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
+
+use std::ops::Range;
+
+use herd_hooks::{KEY_LOOKBACK_BYTES, LINE_CONTEXT_BYTES, Shown, Window};
 
 use crate::text;
 
@@ -35,18 +40,15 @@ const BLOCK_BYTES: usize = 64 * 1024;
 /// Marks where a line was cut to fit a page; put around the pipeline's output.
 pub(crate) const LINE_CUT_MARKER: &str = "[… line cut to fit the page …]";
 
-/// How far from a cut the text is trimmed back to a whitespace (see [`TextPage`]).
-const CUT_TRIM_BYTES: usize = 1024;
-
-/// A page of lines as text, ready for the output pipeline.
-///
-/// Where a line was cut to fit, the text near the cut is trimmed back to the nearest
-/// ASCII whitespace (or by [`CUT_TRIM_BYTES`] when there is none): a secret cut in
-/// half would no longer match the redactor, so its visible half must not be shown.
+/// A page of lines as text, ready for the output pipeline: the page's lines inside
+/// the text around them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct TextPage {
-    /// The lines joined with `\n` (no trailing newline), ANSI-stripped.
-    pub(crate) text: String,
+    /// The page with its context, decoded and ANSI-stripped.
+    pub(crate) source: String,
+    /// The page's own bytes in `source`: its lines, without the newline after the
+    /// last one.
+    pub(crate) range: Range<usize>,
     /// Lines in the whole source.
     pub(crate) n_total_lines: usize,
     /// Index of the first line shown.
@@ -65,14 +67,28 @@ impl TextPage {
     /// A page of already decoded text held in memory (the tail, or a receipt):
     /// `limit` lines from `offset`, or the last `limit`.
     pub(crate) fn of_text(text: &str, offset: Option<usize>, limit: usize) -> TextPage {
-        let lines: Vec<&str> = text.lines().collect();
-        let n_total_lines = lines.len();
+        let n_total_lines = text.lines().count();
         let start = offset
             .unwrap_or_else(|| n_total_lines.saturating_sub(limit))
             .min(n_total_lines);
         let end = start.saturating_add(limit).min(n_total_lines);
+        let line_start = |n: usize| {
+            if n == 0 {
+                0
+            } else {
+                memchr::memchr_iter(b'\n', text.as_bytes())
+                    .nth(n - 1)
+                    .map_or(text.len(), |idx| idx + 1)
+            }
+        };
+        let from = line_start(start);
+        let mut to = line_start(end);
+        if to > from && text.as_bytes()[to - 1] == b'\n' {
+            to -= 1;
+        }
         TextPage {
-            text: lines[start..end].join("\n"),
+            source: text.to_owned(),
+            range: from..to,
             n_total_lines,
             first_line_idx: start,
             n_lines: end - start,
@@ -82,9 +98,21 @@ impl TextPage {
         }
     }
 
+    /// The page's own text, unredacted (tests only: a route shows [`Self::window`]).
+    #[cfg(test)]
+    pub(crate) fn text(&self) -> &str {
+        &self.source[self.range.clone()]
+    }
+
+    /// The page as a window over its source, for the output pipeline.
+    pub(crate) fn window(&self) -> Window<'_> {
+        Window::range(&self.source, self.range.clone())
+    }
+
     /// `output` (this page's text after the output pipeline) with [`LINE_CUT_MARKER`]
     /// where a line was cut, and the note that explains it.
-    pub(crate) fn marked(&self, output: String, max_bytes: usize) -> (String, Option<String>) {
+    pub(crate) fn marked(&self, output: Shown, max_bytes: usize) -> (Shown, Option<String>) {
+        let output = output.without_carriage_returns();
         if !self.is_byte_limited {
             return (output, None);
         }
@@ -94,13 +122,18 @@ impl TextPage {
             );
             return (output, Some(note));
         }
-        let mut marked = output;
-        if self.is_head_cut {
-            marked.insert_str(0, LINE_CUT_MARKER);
-        }
-        if self.is_tail_cut {
-            marked.push_str(LINE_CUT_MARKER);
-        }
+        let marked = output.framed(
+            if self.is_head_cut {
+                LINE_CUT_MARKER
+            } else {
+                ""
+            },
+            if self.is_tail_cut {
+                LINE_CUT_MARKER
+            } else {
+                ""
+            },
+        );
         let note = format!(
             "a line longer than the page limit of {max_bytes} bytes was cut where it says {LINE_CUT_MARKER}; the log file holds it whole"
         );
@@ -126,33 +159,31 @@ impl TextPage {
             Err(e) => return Err(e),
         };
         let raw = read_page(&file, offset, limit, max_bytes)?;
-        let mut bytes = raw.bytes.as_slice();
-        if raw.is_head_cut {
-            // A newline is kept: the line after it is whole.
-            let skip = match bytes
-                .iter()
-                .take(CUT_TRIM_BYTES)
-                .position(u8::is_ascii_whitespace)
-            {
-                Some(idx) if bytes[idx] == b'\n' => idx,
-                Some(idx) => idx + 1,
-                None => CUT_TRIM_BYTES.min(bytes.len()),
-            };
-            bytes = &bytes[skip..];
-        }
+        // The context: what the log holds before the page (for a private-key block
+        // the page starts inside, or a cut line's start) and the rest of a cut line.
+        let before_from = raw.start_byte.saturating_sub(KEY_LOOKBACK_BYTES as u64);
+        let mut before = vec![0; usize::try_from(raw.start_byte - before_from).unwrap_or(0)];
+        file.read_exact_at(&mut before, before_from)?;
+        let end_byte = raw.start_byte + raw.bytes.len() as u64;
+        let mut after = Vec::new();
         if raw.is_tail_cut {
-            let from = bytes.len().saturating_sub(CUT_TRIM_BYTES);
-            let keep = bytes[from..]
-                .iter()
-                .rposition(u8::is_ascii_whitespace)
-                .map_or(from, |idx| from + idx);
-            bytes = &bytes[..keep];
+            after.resize(LINE_CONTEXT_BYTES, 0);
+            let n = file.read_at(&mut after, end_byte)?;
+            after.truncate(n);
         }
         let hold = raw.is_tail_cut || (is_running && raw.reaches_end);
-        let decoded = text::decode_tail(bytes, raw.is_head_cut, hold);
-        let clean = text::strip_ansi(&decoded);
+        let before = text::strip_ansi(&text::decode_tail(&before, before_from > 0, true));
+        let page = text::strip_ansi(&text::decode_tail(&raw.bytes, raw.is_head_cut, hold));
+        let after = text::strip_ansi(&text::decode_tail(&after, true, true));
+        // The page's lines, without the newline after the last one.
+        let page_len = page.strip_suffix('\n').map_or(page.len(), str::len);
+        let mut source = String::with_capacity(before.len() + page.len() + after.len());
+        source.push_str(&before);
+        source.push_str(&page);
+        source.push_str(&after);
         Ok(Some(TextPage {
-            text: clean.lines().collect::<Vec<_>>().join("\n"),
+            range: before.len()..before.len() + page_len,
+            source,
             n_total_lines: raw.n_total_lines,
             first_line_idx: raw.first_line_idx,
             n_lines: raw.n_lines,
@@ -183,6 +214,8 @@ pub(crate) struct RawPage {
     pub(crate) is_byte_limited: bool,
     /// The page ends where the file ended when it was read.
     pub(crate) reaches_end: bool,
+    /// The file offset of the page's first byte.
+    pub(crate) start_byte: u64,
 }
 
 /// The note of a page answered from a tail held in memory because the log file
@@ -315,6 +348,7 @@ fn tail_page(
         }
     };
     Ok(RawPage {
+        start_byte: from + start_idx as u64,
         bytes: window[start_idx..].to_vec(),
         n_total_lines,
         first_line_idx: n_total_lines - n_lines,
@@ -368,6 +402,7 @@ fn offset_page(
         };
     window.truncate(keep);
     Ok(RawPage {
+        start_byte: start,
         reaches_end: start + keep as u64 == len_bytes,
         bytes: window,
         n_total_lines,
@@ -382,6 +417,7 @@ fn offset_page(
 /// A page with no lines, placed at the end of the file.
 fn empty_page(n_total_lines: usize) -> RawPage {
     RawPage {
+        start_byte: 0,
         bytes: Vec::new(),
         n_total_lines,
         first_line_idx: n_total_lines,

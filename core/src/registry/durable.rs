@@ -50,13 +50,11 @@
 //! other's entries and replay each other's completions.
 
 use std::collections::{HashMap, HashSet};
-use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use herd_hooks::{OutputContext, RedactMode, Route};
+use herd_hooks::{OutputContext, RedactMode, Route, Shown, Window};
 use herd_persistence::{
     CheckpointStore, CompletionRecord, Home, Ledger, ReceiptStore, ResultReceipt, SessionRecord,
     Writer,
@@ -73,7 +71,6 @@ use crate::error::{Error, LookupError};
 use crate::event::Event;
 use crate::id::{self, SessionId};
 use crate::session::Session;
-use crate::text;
 use crate::{KillSource, SpawnInfo};
 
 /// Receipts written per burst at most: the store keeps only the newest this many.
@@ -808,8 +805,8 @@ impl Inner {
             .collect()
     }
 
-    /// Runs receipt output through the seam with the route of the answer (B30).
-    fn apply_receipt(&self, r: &ResultReceipt, route: Route, output: &str) -> String {
+    /// A window of receipt output through the seam with the route of the answer (B30).
+    fn show_receipt(&self, r: &ResultReceipt, route: Route, window: Window<'_>) -> Shown {
         let ctx = OutputContext {
             route,
             command: &r.command,
@@ -818,7 +815,7 @@ impl Inner {
             session_id: &r.id,
             backend: "local",
         };
-        self.config.pipeline.apply(&ctx, output).into_owned()
+        self.config.pipeline.show(&ctx, window)
     }
 
     /// A poll answered from a receipt.
@@ -828,15 +825,16 @@ impl Inner {
         miss: LookupError,
     ) -> Result<PollAnswer, Error> {
         let (session_id, r) = self.receipt_lookup(id, miss)?;
-        let (preview, cut) = text::tail_chars(&r.output, POLL_PREVIEW_CHARS, r.output_cut);
+        let preview = Window::last_chars(&r.output, POLL_PREVIEW_CHARS);
+        let cut = r.output_cut || preview.omits_start();
         let log_path = self.home.session_log_path(session_id.as_str());
         let total_ingested = std::fs::metadata(&log_path).map_or(0, |m| m.len());
         Ok(PollAnswer {
-            command: r.command.clone(),
+            command: self.config.pipeline.show_command(&r.command),
             status: SessionStatus::Exited,
             pid: 0,
             uptime_seconds: (r.finished_at - r.started_at).max(0.0) as u64,
-            output_preview: self.apply_receipt(&r, Route::Poll, &preview),
+            output_preview: self.show_receipt(&r, Route::Poll, preview),
             exit_code: r.exit_code,
             signal: None,
             completion_reason: Some(reason_from_name(&r.reason)),
@@ -878,14 +876,14 @@ impl Inner {
                 false,
             ) {
                 Ok(Some(page)) => {
-                    let output = self.apply_receipt(&r, Route::Log, &page.text);
+                    let output = self.show_receipt(&r, Route::Log, page.window());
                     let (output, cut_note) = page.marked(output, super::LOG_PAGE_MAX_BYTES);
                     let note = std::iter::once(RECEIPT_LOG_NOTE.to_owned())
                         .chain(cut_note)
                         .collect::<Vec<_>>()
                         .join("; ");
                     return Ok(LogAnswer {
-                        command: r.command.clone(),
+                        command: self.config.pipeline.show_command(&r.command),
                         status: SessionStatus::Exited,
                         output,
                         total_lines: page.n_total_lines,
@@ -916,10 +914,11 @@ impl Inner {
             ),
             None => RECEIPT_NOTE.to_owned(),
         };
+        let output = self.show_receipt(&r, Route::Log, page.window());
         Ok(LogAnswer {
-            command: r.command.clone(),
+            command: self.config.pipeline.show_command(&r.command),
             status: SessionStatus::Exited,
-            output: self.apply_receipt(&r, Route::Log, &page.text),
+            output: page.marked(output, super::LOG_PAGE_MAX_BYTES).0,
             total_lines: page.n_total_lines,
             offset: page.first_line_idx,
             showing: format!("{} lines", page.n_lines),
@@ -939,24 +938,15 @@ impl Inner {
     ) -> Result<LogChunk, Error> {
         let (session_id, r) = self.receipt_lookup(id, miss)?;
         let path = self.home.session_log_path(session_id.as_str());
-        let io_err = |source| Error::Io {
-            path: path.clone(),
-            source,
+        let Some(read) = super::logs::read_chunk(&path, from_byte, max_bytes, false)? else {
+            return Err(Error::Io {
+                path,
+                source: std::io::Error::from(std::io::ErrorKind::NotFound),
+            });
         };
-        let mut file = File::open(&path).map_err(io_err)?;
-        file.seek(SeekFrom::Start(from_byte)).map_err(io_err)?;
-        let mut bytes = Vec::with_capacity(max_bytes.min(1 << 20));
-        file.take(max_bytes as u64)
-            .read_to_end(&mut bytes)
-            .map_err(io_err)?;
-        let keep = match text::complete_prefix_len(&bytes) {
-            0 => bytes.len(),
-            n => n,
-        };
-        let decoded = String::from_utf8_lossy(&bytes[..keep]).into_owned();
         Ok(LogChunk {
-            output: self.apply_receipt(&r, Route::Log, &decoded),
-            next_byte: from_byte + keep as u64,
+            output: self.show_receipt(&r, Route::Log, read.window()),
+            next_byte: read.next_byte,
             is_running: false,
             session_id,
         })
@@ -970,15 +960,16 @@ impl Inner {
     ) -> Result<WaitAnswer, Error> {
         let (session_id, r) = self.receipt_lookup(id, miss)?;
         let completion_chars = self.config.completion_output_chars;
-        let (output, cut) = text::tail_chars(&r.output, completion_chars, r.output_cut);
+        let window = Window::last_chars(&r.output, completion_chars);
+        let cut = r.output_cut || window.omits_start();
         Ok(WaitAnswer {
             status: WaitStatus::Exited,
-            command: r.command.clone(),
+            command: self.config.pipeline.show_command(&r.command),
             exit_code: r.exit_code,
             signal: None,
             completion_reason: Some(reason_from_name(&r.reason)),
             termination_source: source_from_name(&r.source),
-            output: self.apply_receipt(&r, Route::Wait, &output),
+            output: self.show_receipt(&r, Route::Wait, window),
             output_cut: cut,
             log_path: self.home.session_log_path(session_id.as_str()),
             process_running: false,
@@ -997,13 +988,14 @@ impl Inner {
     ) -> Result<KillAnswer, Error> {
         let (session_id, r) = self.receipt_lookup(id, miss)?;
         let completion_chars = self.config.completion_output_chars;
-        let (output, cut) = text::tail_chars(&r.output, completion_chars, r.output_cut);
+        let window = Window::last_chars(&r.output, completion_chars);
+        let cut = r.output_cut || window.omits_start();
         Ok(KillAnswer {
             status: KillStatus::AlreadyExited,
             completion_reason: Some(reason_from_name(&r.reason)),
             termination_source: source_from_name(&r.source).unwrap_or(source),
             exit_code: r.exit_code,
-            output: self.apply_receipt(&r, Route::Kill, &output),
+            output: self.show_receipt(&r, Route::Kill, window),
             output_cut: cut,
             survivors: Vec::new(),
             process_running: false,
@@ -1074,12 +1066,12 @@ struct StoredCompletion {
     task_id: String,
     owner_task_id: String,
     session_key: Option<String>,
-    command: String,
+    command: Shown,
     exit_code: Option<i32>,
     signal: Option<i32>,
     completion_reason: String,
     termination_source: Option<String>,
-    output: String,
+    output: Shown,
     output_cut: bool,
     log_path: PathBuf,
     started_at: String,

@@ -33,14 +33,6 @@ fn ansi_sequences_are_stripped() {
 }
 
 #[test]
-fn b8_tail_chars_reports_the_cut() {
-    assert_eq!(tail_chars("abcdef", 3, false), ("def".to_owned(), true));
-    assert_eq!(tail_chars("abc", 3, false), ("abc".to_owned(), false));
-    assert_eq!(tail_chars("abc", 3, true), ("abc".to_owned(), true));
-    assert_eq!(tail_chars("ééé", 2, false), ("éé".to_owned(), true));
-}
-
-#[test]
 fn rfc3339_formats_utc() {
     let t = UNIX_EPOCH + Duration::from_secs(1_796_000_645);
     assert_eq!(rfc3339(t), "2026-11-30T01:04:05Z");

@@ -397,7 +397,7 @@ async fn b21_heartbeat_deltas_cover_each_line_once_then_one_completion() {
                     panic!("only heartbeats while running: {event:?}")
                 };
                 assert_eq!(interval, 1);
-                beats.push((seq, output));
+                beats.push((seq, output.into_string()));
             }
             let _ =
                 tokio::time::timeout(Duration::from_millis(10), std::future::pending::<()>()).await;
@@ -428,7 +428,7 @@ async fn b21_heartbeat_deltas_cover_each_line_once_then_one_completion() {
         let Event::Heartbeat { seq, output, .. } = event else {
             panic!("{event:?}")
         };
-        beats.push((seq, output));
+        beats.push((seq, output.into_string()));
     }
     assert!(output.ends_with("bye\n"), "{output:?}");
     let seqs: Vec<u64> = beats.iter().map(|(s, _)| *s).collect();

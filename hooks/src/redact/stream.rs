@@ -86,10 +86,9 @@ impl StreamRedactor {
         self.held.len()
     }
 
-    /// Bytes fed but not yet emitted, as a byte count of the input (for a route that
-    /// resumes by offset).
-    pub fn held_text(&self) -> &str {
-        &self.held
+    /// Sets whether a private-key block is open where the held text starts.
+    pub(crate) fn set_key_open(&mut self, open: bool) {
+        self.key_open = open;
     }
 
     /// Whether a private-key block is open at the end of what was emitted.

@@ -64,7 +64,7 @@ fn pem_lines(block: &str) -> Vec<String> {
 
 #[test]
 fn b30_a_tail_window_inside_a_long_key_shows_no_key_body() {
-    let p = Pipeline::redaction_only();
+    let p = std::sync::Arc::new(Pipeline::redaction_only());
     let key = pem(60);
     let text = format!("starting\n{key}done\n");
     for n in [100, 1000, 2000, 3000] {
@@ -95,7 +95,7 @@ fn b30_a_tail_window_inside_a_long_key_shows_no_key_body() {
 
 #[test]
 fn b30_a_page_of_lines_inside_a_key_keeps_its_line_count() {
-    let p = Pipeline::redaction_only();
+    let p = std::sync::Arc::new(Pipeline::redaction_only());
     let key = pem(30);
     let text = format!("one\ntwo\n{key}three\n");
     let n_lines = text.lines().count();
@@ -111,7 +111,7 @@ fn b30_a_page_of_lines_inside_a_key_keeps_its_line_count() {
 
 #[test]
 fn b30_windows_that_start_or_end_inside_a_token_show_only_its_mask() {
-    let p = Pipeline::redaction_only();
+    let p = std::sync::Arc::new(Pipeline::redaction_only());
     let text = format!("token {GHP} used\n");
     for n in 1..text.len() {
         let tail = p.show(&ctx("x"), Window::last_chars(&text, n));
@@ -129,7 +129,7 @@ fn b30_windows_that_start_or_end_inside_a_token_show_only_its_mask() {
 
 #[test]
 fn b30_colour_codes_and_zero_width_characters_do_not_hide_a_token() {
-    let p = Pipeline::redaction_only();
+    let p = std::sync::Arc::new(Pipeline::redaction_only());
     let shapes = [
         format!("\x1b[01;31m\x1b[K{GHP}\x1b[m\x1b[K found"),
         format!("x {}\x1b[1m{}\x1b[0m y", &GHP[..10], &GHP[10..]),
@@ -182,9 +182,9 @@ fn b30_a_hook_sees_the_window_and_its_output_is_still_redacted_with_context() {
 
 #[test]
 fn b30_a_stream_masks_a_key_line_by_line_without_holding_it() {
-    let p = Pipeline::redaction_only();
+    let p = std::sync::Arc::new(Pipeline::redaction_only());
     let c = ctx("ssh-keygen");
-    let mut stream = p.show_stream(&c);
+    let mut stream = Pipeline::show_stream(&p, &c);
     let key = pem(20);
     let mut out = String::new();
     for line in key.split_inclusive('\n') {
@@ -202,7 +202,7 @@ fn b30_a_stream_masks_a_key_line_by_line_without_holding_it() {
 
 #[test]
 fn b30_an_idle_stream_releases_prompts_and_holds_what_can_still_be_a_secret() {
-    let p = Pipeline::redaction_only();
+    let p = std::sync::Arc::new(Pipeline::redaction_only());
     let c = ctx("bash");
     for (partial, released) in [
         ("$ ", "$ "),
@@ -217,13 +217,13 @@ fn b30_an_idle_stream_releases_prompts_and_holds_what_can_still_be_a_secret() {
         ),
         ("\x1b[32m$\x1b[0m ", "\x1b[32m$\x1b[0m "),
     ] {
-        let mut stream = p.show_stream(&c);
+        let mut stream = Pipeline::show_stream(&p, &c);
         let mut shown = stream.push(partial).into_string();
         shown.push_str(&stream.release_idle());
         assert_eq!(shown, released, "partial {partial:?}");
     }
     // The held part is masked whole when the rest arrives.
-    let mut stream = p.show_stream(&c);
+    let mut stream = Pipeline::show_stream(&p, &c);
     let mut out = stream.push("Authorization: Bearer ").into_string();
     out.push_str(&stream.release_idle());
     out.push_str(&stream.push("abcdefghijklmnopqrstuvwxyz123456\n"));
@@ -232,14 +232,14 @@ fn b30_an_idle_stream_releases_prompts_and_holds_what_can_still_be_a_secret() {
 
 #[test]
 fn b30_a_secret_split_at_every_offset_of_a_stream_is_masked() {
-    let p = Pipeline::redaction_only();
+    let p = std::sync::Arc::new(Pipeline::redaction_only());
     let c = ctx("x");
     let text = format!("a\nsee {GHP} and\n{}", pem(3));
     for cut in 1..text.len() {
         if !text.is_char_boundary(cut) {
             continue;
         }
-        let mut stream = p.show_stream(&c);
+        let mut stream = Pipeline::show_stream(&p, &c);
         let mut out = stream.push(&text[..cut]).into_string();
         out.push_str(&stream.release_idle());
         out.push_str(&stream.push(&text[cut..]));
@@ -298,7 +298,7 @@ proptest! {
             planted.extend(pem_lines(&key));
         }
         let text: String = parts.concat();
-        let p = Pipeline::redaction_only();
+        let p = std::sync::Arc::new(Pipeline::redaction_only());
         let c = ctx("make");
         let mut outputs = vec![p.show(&c, Window::all(&text)).into_string()];
         for (a, b) in &windows {
@@ -310,7 +310,7 @@ proptest! {
             let n_lines = text.lines().count();
             outputs.push(p.show(&c, Window::lines(&text, a % (n_lines + 1), b % 20)).into_string());
         }
-        let mut stream = p.show_stream(&c);
+        let mut stream = Pipeline::show_stream(&p, &c);
         let mut streamed = String::new();
         let mut pos = 0;
         for (idx, size) in chunks.iter().cycle().enumerate() {

@@ -108,10 +108,14 @@ fn b30_example_plugin_tidies_poll_log_and_completion_output() {
     let raw = "\x1b[32mfetching\x1b[0m\n 10%\r 60%\r100%\nwarn: peer dep\nwarn: peer dep\nwarn: peer dep\ndone\n";
     let want = "fetching\n100%\nwarn: peer dep [x3]\ndone\n";
     for route in [Route::Poll, Route::Log, Route::Completion] {
-        assert_eq!(pipeline.apply(&ctx(route, None), raw), want, "{route:?}");
+        assert_eq!(
+            pipeline.show(&ctx(route, None), herd_hooks::Window::all(raw)),
+            want,
+            "{route:?}"
+        );
     }
     assert_eq!(
-        pipeline.apply(&ctx(Route::Poll, None), "plain\n"),
+        pipeline.show(&ctx(Route::Poll, None), herd_hooks::Window::all("plain\n")),
         "plain\n"
     );
 }
@@ -122,12 +126,15 @@ fn b30_redaction_runs_after_a_plugin_that_inserts_a_key() {
     home.install_lib("leak", "herd_test_plugin_leak");
     let (chain, _) = load_plugins(&home.plugins, &names(&["leak"]));
     let pipeline = Pipeline::new(chain, &RedactorConfig::default()).expect("default config");
-    let out = pipeline.apply(&ctx(Route::Poll, None), "building");
+    let out = pipeline.show(&ctx(Route::Poll, None), herd_hooks::Window::all("building"));
     assert_eq!(
         out,
         "building [route=poll code=running owner=task-7] leaked sk-pro...abcd"
     );
-    let out = pipeline.apply(&ctx(Route::Completion, Some(0)), "done");
+    let out = pipeline.show(
+        &ctx(Route::Completion, Some(0)),
+        herd_hooks::Window::all("done"),
+    );
     assert_eq!(
         out,
         "done [route=completion code=0 owner=task-7] leaked sk-pro...abcd"
@@ -144,14 +151,17 @@ fn b30_plugin_errors_and_caught_panics_fail_open() {
     let key = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
     let c = ctx(Route::Log, None);
     assert_eq!(
-        pipeline.apply(&c, &format!("PLEASE_FAIL {key}")),
+        pipeline.show(&c, herd_hooks::Window::all(&format!("PLEASE_FAIL {key}"))),
         "PLEASE_FAIL ghp_ab...6789"
     );
     assert_eq!(
-        pipeline.apply(&c, &format!("PLEASE_PANIC {key}")),
+        pipeline.show(&c, herd_hooks::Window::all(&format!("PLEASE_PANIC {key}"))),
         "PLEASE_PANIC ghp_ab...6789"
     );
-    assert_eq!(pipeline.apply(&c, "fine"), "fine [misbehave]");
+    assert_eq!(
+        pipeline.show(&c, herd_hooks::Window::all("fine")),
+        "fine [misbehave]"
+    );
     let stats = &pipeline.hook_stats()[0];
     assert_eq!((stats.n_calls, stats.n_errors, stats.n_replaced), (3, 2, 1));
     assert_eq!(
@@ -185,7 +195,7 @@ fn b32_several_plugins_load_as_themselves_in_manifest_order() {
     assert_eq!(chain.names(), names(&["misbehave", "leak"]));
     let pipeline = Pipeline::new(chain, &RedactorConfig::default()).expect("default config");
     assert_eq!(
-        pipeline.apply(&ctx(Route::Watch, None), "x"),
+        pipeline.show(&ctx(Route::Watch, None), herd_hooks::Window::all("x")),
         "x [misbehave] [route=watch code=running owner=task-7] leaked sk-pro...abcd"
     );
 }

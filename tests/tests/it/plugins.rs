@@ -67,12 +67,12 @@ async fn b32_broken_plugins_reported_failed_while_good_one_transforms_registry_o
 /// Every output route of a finished session `id` answers and none carries the raw token.
 async fn all_routes(fx: &Fixture, id: &herd_core::SessionId) -> Vec<(&'static str, String)> {
     vec![
-        ("poll", fx.poll(id).output_preview),
-        ("log", fx.log(id).output),
+        ("poll", fx.poll(id).output_preview.into_string()),
+        ("log", fx.log(id).output.into_string()),
         ("log_chunk", fx.log_chunk(id)),
-        ("list_preview", fx.row(id).output_preview),
-        ("wait", fx.done(id).await.output),
-        ("kill", fx.kill(id).await.output),
+        ("list_preview", fx.row(id).output_preview.into_string()),
+        ("wait", fx.done(id).await.output.into_string()),
+        ("kill", fx.kill(id).await.output.into_string()),
     ]
 }
 

@@ -101,10 +101,10 @@ async fn b30_session_secret_masked_on_every_route_without_plugins() {
 
     let want = format!("token {GHP_MASKED} ready");
     let routes = [
-        ("poll", fx.poll(id).output_preview),
-        ("log", fx.log(id).output),
+        ("poll", fx.poll(id).output_preview.into_string()),
+        ("log", fx.log(id).output.into_string()),
         ("log_chunk", fx.log_chunk(id)),
-        ("list_preview", fx.row(id).output_preview),
+        ("list_preview", fx.row(id).output_preview.into_string()),
     ];
     for (route, out) in &routes {
         assert!(!out.contains(GHP), "{route}: raw token in {out:?}");

@@ -251,6 +251,7 @@ impl Fixture {
             .log_chunk(id.as_str(), 0, 1 << 20)
             .expect("log_chunk succeeds")
             .output
+            .into_string()
     }
 
     pub(crate) async fn kill(&self, id: &SessionId) -> KillAnswer {

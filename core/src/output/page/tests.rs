@@ -4,6 +4,7 @@
 use std::io::Write;
 
 use super::*;
+use herd_hooks::Shown;
 
 /// A real file holding `content`.
 fn file_with(content: &[u8]) -> (tempfile::NamedTempFile, File) {
@@ -153,7 +154,7 @@ fn b39_pages_keep_to_the_byte_budget_and_cut_only_a_line_longer_than_it() {
 }
 
 #[test]
-fn b39_text_pages_trim_cut_edges_to_whitespace_and_strip_ansi() {
+fn b39_text_pages_carry_their_context_and_strip_ansi() {
     let mut content = b"\x1b[31mred\x1b[0m\r\n".to_vec();
     content.extend(b"word ");
     content.extend(std::iter::repeat_n(b'k', 3000));
@@ -162,21 +163,26 @@ fn b39_text_pages_trim_cut_edges_to_whitespace_and_strip_ansi() {
     let first = TextPage::of_file(tmp.path(), Some(0), 1, 100, false)
         .expect("the file reads")
         .expect("the file exists");
-    assert_eq!(first.text, "red");
+    assert_eq!(first.text(), "red\r");
     let head = TextPage::of_file(tmp.path(), Some(1), 10, 100, false)
         .expect("the file reads")
         .expect("the file exists");
-    // The cut token is dropped whole, back to the space before it.
-    assert_eq!(head.text, "word");
+    // The page is cut where the budget ends; the rest of the line is context, so
+    // the pipeline sees a token the cut goes through whole (B30).
+    assert_eq!(head.text().len(), 100);
+    assert!(head.text().starts_with("word k"));
+    assert!(head.source.ends_with(" tail\r\n"));
+    assert!(head.source.starts_with("red\r\n"));
     assert!(head.is_tail_cut);
     let tail = TextPage::of_file(tmp.path(), None, 10, 100, false)
         .expect("the file reads")
         .expect("the file exists");
-    assert_eq!(tail.text, "tail");
+    assert!(tail.text().ends_with("kkk tail\r"));
+    assert!(tail.source.starts_with("red\r\nword k"));
     assert!(tail.is_head_cut);
     assert_eq!((tail.first_line_idx, tail.n_total_lines), (1, 2));
-    let (marked, note) = tail.marked("tail".to_owned(), 100);
-    assert_eq!(marked, format!("{LINE_CUT_MARKER}tail"));
+    let (marked, note) = tail.marked(Shown::herd_text("tail\r"), 100);
+    assert_eq!(marked.as_str(), format!("{LINE_CUT_MARKER}tail"));
     assert!(note.is_some_and(|n| n.contains("100 bytes")));
     let missing = TextPage::of_file(&tmp.path().with_extension("gone"), None, 10, 100, false)
         .expect("a missing file is no error");
@@ -189,11 +195,11 @@ fn b39_a_running_sessions_unfinished_character_is_held() {
     let running = TextPage::of_file(tmp.path(), None, 10, 100, true)
         .expect("the file reads")
         .expect("the file exists");
-    assert_eq!(running.text, "a\nb");
+    assert_eq!(running.text(), "a\nb");
     let finished = TextPage::of_file(tmp.path(), None, 10, 100, false)
         .expect("the file reads")
         .expect("the file exists");
-    assert_eq!(finished.text, "a\nb\u{fffd}");
+    assert_eq!(finished.text(), "a\nb\u{fffd}");
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //! receipts store.
 
 use super::*;
+use herd_hooks::Shown;
 
 #[test]
 fn a_completion_survives_the_ledger_json_round_trip() {
@@ -10,12 +11,12 @@ fn a_completion_survives_the_ledger_json_round_trip() {
         task_id: "t".to_owned(),
         owner_task_id: "o".to_owned(),
         session_key: Some("k".to_owned()),
-        command: "echo hi".to_owned(),
+        command: Shown::herd_text("echo hi"),
         exit_code: Some(3),
         signal: None,
         completion_reason: CompletionReason::Killed,
         termination_source: Some(KillSource::TurnTimeout),
-        output: "hi\n".to_owned(),
+        output: Shown::herd_text("hi\n"),
         output_cut: true,
         log_path: PathBuf::from("/x/proc_0123456789ab.log"),
         started_at: "2026-01-01T00:00:00Z".to_owned(),
