@@ -91,3 +91,4 @@ pub use kill::bench_support;
 #[doc(hidden)]
 pub use notify::bench_support as notify_bench_support;
 pub use registry::{FollowRead, LogFollower, Registry, RestoreReport};
+pub use spawn::utf8_environment;

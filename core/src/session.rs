@@ -142,20 +142,30 @@ impl Session {
     /// The tail as text, ANSI-stripped, and whether earlier output is not in it.
     pub(crate) fn text(&self) -> (String, bool) {
         let running = self.state().finished.is_none();
-        let tail = self.tail();
-        let (bytes, cut) = tail.view();
-        (
-            text::strip_ansi(&text::decode_tail(bytes, cut, running)),
-            cut,
-        )
+        self.tail_text(running)
     }
 
     /// The tail as text at end of stream: an incomplete trailing character becomes
     /// U+FFFD instead of being held.
     pub(crate) fn text_final(&self) -> (String, bool) {
+        self.tail_text(false)
+    }
+
+    /// The tail as text. A tail that lost its start begins at its first whole line
+    /// (when one starts within [`herd_hooks::LINE_CONTEXT_BYTES`]): the cut line's
+    /// remains could be the end of a secret whose start is gone, which no redactor
+    /// can recognise (B30).
+    fn tail_text(&self, hold_incomplete: bool) -> (String, bool) {
         let tail = self.tail();
         let (bytes, cut) = tail.view();
-        (text::strip_ansi(&text::decode_tail(bytes, cut, false)), cut)
+        let start = if cut {
+            let reach = bytes.len().min(herd_hooks::LINE_CONTEXT_BYTES);
+            memchr::memchr(b'\n', &bytes[..reach]).map_or(0, |idx| idx + 1)
+        } else {
+            0
+        };
+        let decoded = text::decode_tail(&bytes[start..], cut && start == 0, hold_incomplete);
+        (text::strip_ansi(&decoded), cut)
     }
 
     /// Whether the owner gets the completion.

@@ -126,6 +126,14 @@ pub(crate) struct EnvPlan<'a> {
     pub(crate) pty: bool,
 }
 
+/// This process's environment as text: variables whose name or value is not UTF-8
+/// are left out (`std::env::vars` would panic on them).
+pub fn utf8_environment() -> std::collections::HashMap<String, String> {
+    std::env::vars_os()
+        .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
+        .collect()
+}
+
 /// The child's environment (B3, B36): the host's own minus denied credential names
 /// (unless forwarded), then the caller's overrides, then herd's fixed entries.
 ///

@@ -7,17 +7,18 @@
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// An extra redaction pattern from config is not a valid regex.
-    #[error("invalid extra redaction pattern `{pattern}`; fix or remove it in the config")]
+    #[error(
+        "invalid extra redaction pattern `{pattern}` ({reason}); fix or remove it in the config"
+    )]
     BadPattern {
         /// The pattern as written in config.
         pattern: String,
-        /// Why the regex engine rejected it.
-        #[source]
-        source: Box<regex::Error>,
+        /// Why the regex engine rejected it, on one line.
+        reason: String,
     },
     /// An extra redaction pattern matches the empty string, so it would mask nothing useful.
     #[error(
-        "extra redaction pattern `{pattern}` matches the empty string; make it require at least one character"
+        "extra redaction pattern `{pattern}` can match an empty string (it would match between any two characters); make it require at least one character"
     )]
     EmptyMatchPattern {
         /// The pattern as written in config.

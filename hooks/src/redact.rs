@@ -170,7 +170,13 @@ impl Redactor {
         for pattern in &config.extra_patterns {
             let re = regex::Regex::new(pattern).map_err(|source| Error::BadPattern {
                 pattern: pattern.clone(),
-                source: Box::new(source),
+                reason: source
+                    .to_string()
+                    .lines()
+                    .map(str::trim)
+                    .rfind(|l| !l.is_empty())
+                    .unwrap_or("not a valid regex")
+                    .to_owned(),
             })?;
             // A pattern that can match an empty string (`\\b`, `x*`, `(?:)`) matches
             // between any two characters: refused, whatever the text.

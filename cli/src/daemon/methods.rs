@@ -423,7 +423,7 @@ impl State {
     /// Whether restart-safe scopes can be created for this daemon's children (B34),
     /// with the remedy when they cannot; runs or reuses the dispatcher's probe.
     async fn scope(&self) -> Result<Value, RpcError> {
-        let env: std::collections::HashMap<String, String> = std::env::vars().collect();
+        let env = herd_core::utf8_environment();
         let availability = self.dispatcher.availability(&env).await;
         let mut value = to_value(availability)?;
         value["memory_max_bytes"] = json!(self.dispatcher.memory_max_bytes());

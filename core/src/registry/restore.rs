@@ -327,7 +327,7 @@ impl Inner {
         let unit = format!("herd-worker-{id}.scope");
         (persist && crate::dispatch::is_in_scope(pid, &unit)).then(|| Scope {
             unit,
-            env: std::env::vars().collect(),
+            env: crate::spawn::utf8_environment(),
         })
     }
 

@@ -324,13 +324,42 @@ fn extra_patterns_are_validated_and_applied() {
         }
         other => panic!("expected BadPattern, got {other:?}"),
     }
-    let empty = RedactorConfig {
-        extra_patterns: vec!["x*".into()],
+    for pattern in ["x*", "\\b", "(?:)", "a?", "\\B|x", "^"] {
+        let empty = RedactorConfig {
+            extra_patterns: vec![pattern.into()],
+        };
+        assert!(
+            matches!(Redactor::new(&empty), Err(Error::EmptyMatchPattern { .. })),
+            "{pattern:?} must be refused"
+        );
+    }
+}
+
+/// No input can panic the redactor, whatever the config patterns (B30): the
+/// pattern `\b` with an escape in the output used to lose the whole session.
+#[test]
+fn b30_odd_inputs_never_panic_the_redactor() {
+    let cfg = RedactorConfig {
+        extra_patterns: vec!["internal-[a-z]+".into(), "(?m)^secret:.*$".into()],
     };
-    assert!(matches!(
-        Redactor::new(&empty),
-        Err(Error::EmptyMatchPattern { .. })
-    ));
+    let r = Redactor::new(&cfg).expect("valid patterns");
+    for text in [
+        "\x1b",
+        "\x1b[",
+        "\x1b\x1b\x1b[31m",
+        "\u{200b}",
+        "\u{202e}\u{202e}",
+        "-----BEGIN RSA PRIVATE KEY-----",
+        "-----BEGIN",
+        "\x1b[1m-----BEGIN PRIVATE KEY-----\x1b[0m\nMIIE\n",
+        "secret:\x1b[31m\nx",
+        "\u{9b}\u{9d}",
+        "é\x1b\u{200b}é",
+    ] {
+        for mode in [RedactMode::Code, RedactMode::SecretDump] {
+            let _ = r.redact(text, mode);
+        }
+    }
 }
 
 /// Every case, fed in two chunks split at every byte, gives the same output as
