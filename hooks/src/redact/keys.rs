@@ -17,8 +17,9 @@
 //! What counts as key body: ASCII base64 (`A-Z a-z 0-9 + / =`) with spaces and
 //! tabs, optionally wrapped in quotes and a trailing comma (a key in YAML, JSON or
 //! HCL); `Name: value` armour headers (`Proc-Type:`, `DEK-Info:`, `Version:`); empty
-//! lines. Not: a line with any other character, so a log prefix before each body
-//! line (a timestamp) ends the block (a documented limit).
+//! lines; a base64 run of 16 characters or more (or a padded last line) as the last
+//! field behind a log prefix (`web-1  | …`, a timestamp), the prefix kept. Any other
+//! line ends the block.
 
 /// What every masked part of a block becomes.
 pub(crate) const KEY_MASK: &str = "[REDACTED PRIVATE KEY]";
@@ -111,8 +112,10 @@ fn line_spans(line: &str, offset: usize, open: bool, found: &mut Vec<(usize, usi
     let content = line.strip_suffix('\r').unwrap_or(line);
     if open {
         let lead = content.len() - content.trim_start().len();
-        if let Some((_, end)) = find_marker(content, "-----END") {
-            found.push((offset + lead.min(end), offset + end));
+        if let Some((start, end)) = find_marker(content, "-----END") {
+            // Body glued to the marker is masked with it; a log prefix is kept.
+            let glued = is_body(&content[lead..start]) || content[lead..start].trim().is_empty();
+            found.push((offset + if glued { lead } else { start }, offset + end));
             return false;
         }
         if content.trim().is_empty() {
@@ -121,6 +124,10 @@ fn line_spans(line: &str, offset: usize, open: bool, found: &mut Vec<(usize, usi
         if is_body(content) || is_armour_header(content) {
             let trimmed = content.trim_end();
             found.push((offset + lead, offset + trimmed.len()));
+            return true;
+        }
+        if let Some(field) = prefixed_body(content) {
+            found.push((offset + field, offset + content.trim_end().len()));
             return true;
         }
         // Not key body: the block is over, and this line is an ordinary one.
@@ -153,7 +160,24 @@ fn line_spans(line: &str, offset: usize, open: bool, found: &mut Vec<(usize, usi
 /// used to look back for a BEGIN.
 fn could_be_body(line: &str) -> bool {
     let content = line.strip_suffix('\r').unwrap_or(line);
-    content.trim().is_empty() || is_body(content) || is_armour_header(content)
+    content.trim().is_empty()
+        || is_body(content)
+        || is_armour_header(content)
+        || prefixed_body(content).is_some()
+}
+
+/// A body line behind a log prefix (`web-1  | MIIE…`, `2026-12-01T10:00:00Z MIIE…`):
+/// where its last field starts, when that field is a base64 run long enough to be
+/// key body (16 characters, or a padded last line).
+fn prefixed_body(content: &str) -> Option<usize> {
+    let trimmed = content.trim_end();
+    let cut = trimmed.rfind([' ', '\t', '|'])? + 1;
+    let field = &trimmed[cut..];
+    let is_base64 = !field.is_empty()
+        && field
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='));
+    (is_base64 && (field.len() >= 16 || (field.len() >= 2 && field.ends_with('=')))).then_some(cut)
 }
 
 /// A base64 body line, optionally quoted with a trailing comma.
@@ -277,6 +301,27 @@ mod tests {
             masked(pgp, false),
             ("[K]\n[K]\n\n[K]\n[K]\n[K]".into(), false)
         );
+    }
+
+    #[test]
+    fn b30_a_key_behind_a_log_prefix_is_masked_and_the_prefix_kept() {
+        let compose = "web-1  | -----BEGIN RSA PRIVATE KEY-----\nweb-1  | MIIEowIBAAKCAQEA7bq3xGZ8\nweb-1  | AB12==\nweb-1  | -----END RSA PRIVATE KEY-----\nweb-1  | ready";
+        assert_eq!(
+            masked(compose, false),
+            (
+                "web-1  | [K]\nweb-1  | [K]\nweb-1  | [K]\nweb-1  | [K]\nweb-1  | ready".into(),
+                false
+            )
+        );
+        let stamped = "2026-12-01T10:00:00.1Z -----BEGIN PRIVATE KEY-----\n2026-12-01T10:00:00.2Z MIIEvQIBADANBgkqhkiG9w0B\n2026-12-01T10:00:00.3Z done";
+        assert_eq!(
+            masked(stamped, false),
+            (
+                "2026-12-01T10:00:00.1Z [K]\n2026-12-01T10:00:00.2Z [K]\n2026-12-01T10:00:00.3Z done".into(),
+                false
+            )
+        );
+        assert!(open_at_end("x\nweb-1  | -----BEGIN RSA PRIVATE KEY-----\nweb-1  | MIIEowIBAAKCAQEA7bq3xGZ8\n", 1024));
     }
 
     #[test]
