@@ -18,7 +18,7 @@ use herd_hooks::{Route, Shown, Window};
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-use crate::answers::CompletionReason;
+use crate::answers::{CompletionReason, SessionStatus};
 use crate::{KillSource, Registry, SessionId, SpawnError, SpawnRequest};
 
 /// Characters of output a foreground answer carries (the tail; the log has the rest).
@@ -159,8 +159,9 @@ impl Registry {
                 }
             }
         }
+        let growing = s.status() == SessionStatus::Running;
         let (text, cut) = s.text();
-        let window = Window::last_chars(&text, FOREGROUND_OUTPUT_CHARS);
+        let window = Window::last_chars(&text, FOREGROUND_OUTPUT_CHARS).growing(growing);
         let cut = cut || window.omits_start();
         let st = s.state();
         let output = self.inner.show(&s, &st, Route::Foreground, window);

@@ -215,8 +215,9 @@ impl Registry {
             Ok(s) => s,
             Err(miss) => return self.inner.poll_from_receipt(id, miss),
         };
+        let growing = s.status() == SessionStatus::Running;
         let (text, cut) = s.text();
-        let window = Window::last_chars(&text, POLL_PREVIEW_CHARS);
+        let window = Window::last_chars(&text, POLL_PREVIEW_CHARS).growing(growing);
         let preview_cut = cut || window.omits_start();
         let st = s.state();
         let fin = st.finished.clone();
@@ -903,8 +904,9 @@ impl Inner {
     /// The one sizing helper: the tail of `completion_output_chars`, cut flag, exit
     /// fields (B8).
     pub(crate) fn sized(&self, s: &Session, route: Route) -> Sized {
+        let growing = s.status() == SessionStatus::Running;
         let (text, cut) = s.text();
-        let window = Window::last_chars(&text, s.completion_chars);
+        let window = Window::last_chars(&text, s.completion_chars).growing(growing);
         let cut = cut || window.omits_start();
         let st = s.state();
         let output = self.show(s, &st, route, window);
@@ -919,13 +921,14 @@ impl Inner {
     }
 
     fn row(&self, s: &Session) -> ListRow {
+        let growing = s.status() == SessionStatus::Running;
         let (text, _) = s.text();
         let st = s.state();
         let preview = self.show(
             s,
             &st,
             Route::ListPreview,
-            Window::last_chars(&text, LIST_PREVIEW_CHARS),
+            Window::last_chars(&text, LIST_PREVIEW_CHARS).growing(growing),
         );
         let fin = st.finished.as_ref();
         ListRow {

@@ -165,6 +165,9 @@ pub struct Window<'a> {
     /// Where the text the window may take characters from starts (`LastChars` only:
     /// its budget never reaches before it).
     floor: usize,
+    /// `source` is output still being written (a running session's tail): its
+    /// unfinished last line may be the start of a secret.
+    growing: bool,
     /// Whether a private-key block is open where `source` starts; the caller knows
     /// when the output before `source` is not at hand (a carried stream state).
     key_open_at_source: bool,
@@ -242,6 +245,15 @@ impl<'a> Window<'a> {
         self
     }
 
+    /// Says that `source` is still being written (a running session's output):
+    /// the part of its unfinished last line that could still become a secret
+    /// (`ghp_abc`, `Authorization: Bearer `) is not shown until the line goes on,
+    /// as a stream would hold it.
+    pub fn growing(mut self, growing: bool) -> Window<'a> {
+        self.growing = growing;
+        self
+    }
+
     /// Whether the window leaves out text of its source before it.
     pub fn omits_start(&self) -> bool {
         self.start > 0
@@ -259,6 +271,7 @@ impl<'a> Window<'a> {
             end,
             keep,
             floor: 0,
+            growing: false,
             key_open_at_source: false,
         }
     }
@@ -308,9 +321,23 @@ impl Pipeline {
             end,
             keep,
             floor,
+            growing,
             key_open_at_source,
         } = window;
         let mode = RedactMode::for_command(ctx.command);
+        let (source, start, end, floor) = if growing && end == source.len() {
+            let line_start = memchr::memrchr2(b'\n', b'\r', source.as_bytes()).map_or(0, |i| i + 1);
+            let shown_end = line_start + self.redactor().hold_point(&source[line_start..], mode);
+            let source = &source[..shown_end];
+            (
+                source,
+                start.min(shown_end),
+                shown_end,
+                floor.min(shown_end),
+            )
+        } else {
+            (source, start, end, floor)
+        };
         let from = context_start(source, start);
         let to = context_end(source, end);
         let key_open = if from == 0 {

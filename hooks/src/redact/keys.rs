@@ -321,7 +321,10 @@ mod tests {
                 false
             )
         );
-        assert!(open_at_end("x\nweb-1  | -----BEGIN RSA PRIVATE KEY-----\nweb-1  | MIIEowIBAAKCAQEA7bq3xGZ8\n", 1024));
+        assert!(open_at_end(
+            "x\nweb-1  | -----BEGIN RSA PRIVATE KEY-----\nweb-1  | MIIEowIBAAKCAQEA7bq3xGZ8\n",
+            1024
+        ));
     }
 
     #[test]

@@ -181,6 +181,26 @@ fn b30_a_hook_sees_the_window_and_its_output_is_still_redacted_with_context() {
 }
 
 #[test]
+fn b30_a_growing_tail_hides_an_unfinished_token() {
+    let p = std::sync::Arc::new(Pipeline::redaction_only());
+    let partial = "line\ntoken ghp_abcdefghijklmnop";
+    let shown = p.show(&ctx("x"), Window::last_chars(partial, 1000).growing(true));
+    assert_eq!(shown, "line\ntoken ");
+    let waiting = "Authorization: Bearer ";
+    let shown = p.show(&ctx("x"), Window::last_chars(waiting, 1000).growing(true));
+    assert_eq!(shown, "");
+    // A prompt shows; a finished output shows whole (and masks what it can).
+    let prompt = "done\n$ ";
+    assert_eq!(
+        p.show(&ctx("x"), Window::last_chars(prompt, 10).growing(true)),
+        "done\n$ "
+    );
+    let shown = p.show(&ctx("x"), Window::last_chars(partial, 1000));
+    assert!(shown.starts_with("line\ntoken ghp_ab"), "{shown}");
+    assert!(!shown.contains("ghp_abcdefghijklmnop"), "{shown}");
+}
+
+#[test]
 fn b30_a_stream_masks_a_key_line_by_line_without_holding_it() {
     let p = std::sync::Arc::new(Pipeline::redaction_only());
     let c = ctx("ssh-keygen");
