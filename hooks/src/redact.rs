@@ -302,14 +302,24 @@ impl Redactor {
         }
     }
 
+    /// Whether a private-key block is open after `text`, given whether one was open
+    /// where it starts (the state machine alone, no redaction).
+    pub(crate) fn key_state_after(&self, text: &str, open: bool) -> bool {
+        match visible::strip(text) {
+            Some((seen, _)) => keys::spans(&seen, open).1,
+            None => keys::spans(text, open).1,
+        }
+    }
+
     /// Where a stream that went idle holding `partial` (the unfinished last line)
     /// must keep holding from: the start of a trailing part that could still become
     /// a secret when more output arrives, or `partial.len()` when all of it can go.
     ///
     /// Held: a trigger literal whose pattern has not matched yet or whose match runs
-    /// to the end (`Authorization: Bearer `, `ghp_abc`); a trailing word that is a
-    /// prefix of a trigger or a token-like run of 8 or more characters; everything,
-    /// in `SecretDump` mode or with config patterns (their shapes are unknown).
+    /// to the end (`Authorization: Bearer `, `ghp_abc`); a trailing token-like run of
+    /// 8 or more characters; an unfinished key marker or escape sequence;
+    /// everything, in `SecretDump` mode or with config patterns (their shapes are
+    /// unknown).
     pub(crate) fn hold_point(&self, partial: &str, mode: RedactMode) -> usize {
         if mode == RedactMode::SecretDump || self.extra.is_some() {
             return 0;
@@ -363,12 +373,10 @@ impl Redactor {
             idx + word[idx..].chars().next().map_or(1, char::len_utf8)
         });
         let run = &word[run_start..];
-        let is_trigger_prefix = !run.is_empty()
-            && families::triggers().iter().any(|t| {
-                t.len() > run.len()
-                    && t.as_bytes()[..run.len()].eq_ignore_ascii_case(run.as_bytes())
-            });
-        if run.chars().count() >= 8 || is_trigger_prefix {
+        // A shorter run goes out: a stream keeps what it showed of an unfinished
+        // line as context, so a token whose first characters were shown is still
+        // found when the rest arrives.
+        if run.chars().count() >= 8 {
             hold = hold.min(word_start + run_start);
         }
         // Never inside a complete marker: the state machine must see it whole.
@@ -555,6 +563,24 @@ pub(crate) fn splice_window(
     edge_start: usize,
     edge_end: usize,
 ) -> String {
+    splice_from(text, found, edge_start, edge_end, false)
+}
+
+/// Like [`splice_window`], for a stream that already showed `text[..edge_start]`
+/// (the start of an unfinished line): a replacement that straddles the edge and
+/// begins with what was shown (a token mask keeps the token's head) is emitted
+/// without that head, so the line reads as if redacted whole.
+pub(crate) fn splice_continuing(text: &str, found: &[Found], edge_start: usize) -> String {
+    splice_from(text, found, edge_start, text.len(), true)
+}
+
+fn splice_from(
+    text: &str,
+    found: &[Found],
+    edge_start: usize,
+    edge_end: usize,
+    continuing: bool,
+) -> String {
     let mut out = String::with_capacity(edge_end - edge_start);
     let mut pos = edge_start;
     for f in found {
@@ -567,7 +593,11 @@ pub(crate) fn splice_window(
         if f.start > pos {
             out.push_str(&text[pos..f.start]);
         }
-        out.push_str(&f.with);
+        let shown = &text[f.start.min(edge_start)..edge_start];
+        match f.with.strip_prefix(shown) {
+            Some(rest) if continuing && f.start < edge_start => out.push_str(rest),
+            _ => out.push_str(&f.with),
+        }
         pos = pos.max(f.end);
     }
     if pos < edge_end {

@@ -19,7 +19,7 @@
 
 use std::sync::Arc;
 
-use super::{RedactMode, Redactor, splice};
+use super::{RedactMode, Redactor, splice_continuing};
 
 /// Held text above which the stream emits part of a line.
 const MAX_HELD_BYTES: usize = 64 * 1024;
@@ -33,7 +33,12 @@ pub struct StreamRedactor {
     mode: RedactMode,
     /// Input not yet emitted (unredacted): at most one unfinished line.
     held: String,
-    /// A private-key block is open where `held` starts.
+    /// The start of the unfinished line that was already emitted (on idle, or a
+    /// forced cut), raw: context for matching the rest of the line (at most
+    /// `KEEP_BYTES`).
+    line_shown: String,
+    /// A private-key block is open where `line_shown` (or `held`, when nothing of
+    /// the line was shown) starts.
     key_open: bool,
 }
 
@@ -44,6 +49,7 @@ impl StreamRedactor {
             redactor,
             mode,
             held: String::new(),
+            line_shown: String::new(),
             key_open: false,
         }
     }
@@ -78,6 +84,7 @@ impl StreamRedactor {
         let cut = self.held.len();
         let out = self.emit(cut);
         self.key_open = false;
+        self.line_shown.clear();
         out
     }
 
@@ -103,9 +110,29 @@ impl StreamRedactor {
         }
         let rest = self.held.split_off(cut);
         let ready = std::mem::replace(&mut self.held, rest);
-        let (found, open) = self.redactor.find(&ready, self.mode, self.key_open);
-        self.key_open = open;
-        splice(&ready, &found).into_owned()
+        let n_shown = self.line_shown.len();
+        let mut text = std::mem::take(&mut self.line_shown);
+        text.push_str(&ready);
+        let (found, open) = self.redactor.find(&text, self.mode, self.key_open);
+        let out = splice_continuing(&text, &found, n_shown);
+        match memchr::memrchr2(b'\n', b'\r', text.as_bytes()) {
+            Some(idx) if idx + 1 == text.len() => self.key_open = open,
+            last => {
+                // The line goes on: keep what was shown of it as context.
+                let line_start = last.map_or(0, |idx| idx + 1);
+                if line_start > 0 {
+                    self.key_open = self
+                        .redactor
+                        .key_state_after(&text[..line_start], self.key_open);
+                }
+                let mut keep_from = line_start.max(text.len().saturating_sub(KEEP_BYTES));
+                while !text.is_char_boundary(keep_from) {
+                    keep_from += 1;
+                }
+                self.line_shown = text[keep_from..].to_owned();
+            }
+        }
+        out
     }
 
     /// Where the held text can be cut: everything before is emitted.

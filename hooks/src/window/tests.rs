@@ -251,6 +251,27 @@ fn b30_an_idle_stream_releases_prompts_and_holds_what_can_still_be_a_secret() {
 }
 
 #[test]
+fn b30_echoed_keystrokes_show_as_typed_and_a_token_begun_before_an_idle_is_still_masked() {
+    let p = std::sync::Arc::new(Pipeline::redaction_only());
+    let c = ctx("bash");
+    let mut stream = Pipeline::show_stream(&p, &c);
+    let mut shown = stream.push("$ ").into_string();
+    shown.push_str(&stream.release_idle());
+    for key in ["g", "i", "t", " ", "s"] {
+        shown.push_str(&stream.push(key));
+        shown.push_str(&stream.release_idle());
+        assert!(shown.ends_with(key), "{key:?} not shown at once: {shown:?}");
+    }
+    // The head of a token goes out on idle; the rest is still masked with it.
+    let mut stream = Pipeline::show_stream(&p, &c);
+    let mut out = stream.push("key gh").into_string();
+    out.push_str(&stream.release_idle());
+    assert_eq!(out, "key gh");
+    out.push_str(&stream.push(&format!("{}\n", &GHP[2..])));
+    assert_eq!(out, "key ghp_ab...6789\n");
+}
+
+#[test]
 fn b30_a_secret_split_at_every_offset_of_a_stream_is_masked() {
     let p = std::sync::Arc::new(Pipeline::redaction_only());
     let c = ctx("x");
