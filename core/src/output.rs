@@ -17,6 +17,42 @@ use std::path::PathBuf;
 
 pub(crate) mod page;
 
+/// The log's text just before byte `at` (at most `herd_hooks::KEY_LOOKBACK_BYTES`),
+/// decoded: the context a window, chunk or receipt that starts at `at` is redacted
+/// with, so a private key whose BEGIN lies before it, or a line it starts inside,
+/// is still recognised (B30).
+///
+/// # Errors
+/// When the file cannot be read.
+pub(crate) fn text_before(file: &File, at: u64) -> std::io::Result<String> {
+    use std::os::unix::fs::FileExt;
+    let from = at.saturating_sub(herd_hooks::KEY_LOOKBACK_BYTES as u64);
+    let mut buf = vec![0; usize::try_from(at - from).unwrap_or(0)];
+    let mut filled = 0;
+    while filled < buf.len() {
+        match file.read_at(&mut buf[filled..], from + filled as u64) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    buf.truncate(filled);
+    Ok(crate::text::decode_tail(&buf, from > 0, true))
+}
+
+/// [`text_before`] of the log at `path`, ANSI-stripped like the tail; empty when the
+/// log cannot be read (then there is no context to add).
+pub(crate) fn log_text_before(path: &std::path::Path, at: u64) -> String {
+    match File::open(path).and_then(|file| text_before(&file, at)) {
+        Ok(text) => crate::text::strip_ansi(&text),
+        Err(error) => {
+            tracing::debug!(path = %path.display(), %error, "no log context for a receipt");
+            String::new()
+        }
+    }
+}
+
 /// The in-memory side of a session's output, shared behind the session's lock.
 #[derive(Debug)]
 pub(crate) struct Tail {

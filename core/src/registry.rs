@@ -1419,7 +1419,7 @@ impl Inner {
                 known
             }
         };
-        let (final_text, final_cut) = s.text_final();
+        let (final_text, final_cut, _) = s.text_final();
         let now = SystemTime::now();
         let mut tables = self.lock();
         if tables.running.remove(&s.id).is_none() {

@@ -142,12 +142,14 @@ impl Session {
     /// The tail as text, ANSI-stripped, and whether earlier output is not in it.
     pub(crate) fn text(&self) -> (String, bool) {
         let running = self.state().finished.is_none();
-        self.tail_text(running)
+        let (text, cut, _) = self.tail_text(running);
+        (text, cut)
     }
 
     /// The tail as text at end of stream: an incomplete trailing character becomes
-    /// U+FFFD instead of being held.
-    pub(crate) fn text_final(&self) -> (String, bool) {
+    /// U+FFFD instead of being held; and the offset of its first byte in the
+    /// session's output (where the log holds what came before it).
+    pub(crate) fn text_final(&self) -> (String, bool, u64) {
         self.tail_text(false)
     }
 
@@ -155,9 +157,10 @@ impl Session {
     /// (when one starts within [`herd_hooks::LINE_CONTEXT_BYTES`]): the cut line's
     /// remains could be the end of a secret whose start is gone, which no redactor
     /// can recognise (B30).
-    fn tail_text(&self, hold_incomplete: bool) -> (String, bool) {
+    fn tail_text(&self, hold_incomplete: bool) -> (String, bool, u64) {
         let tail = self.tail();
         let (bytes, cut) = tail.view();
+        let held_from = tail.total_ingested() - bytes.len() as u64;
         let start = if cut {
             let reach = bytes.len().min(herd_hooks::LINE_CONTEXT_BYTES);
             memchr::memchr(b'\n', &bytes[..reach]).map_or(0, |idx| idx + 1)
@@ -165,7 +168,7 @@ impl Session {
             0
         };
         let decoded = text::decode_tail(&bytes[start..], cut && start == 0, hold_incomplete);
-        (text::strip_ansi(&decoded), cut)
+        (text::strip_ansi(&decoded), cut, held_from + start as u64)
     }
 
     /// Whether the owner gets the completion.

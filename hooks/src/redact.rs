@@ -230,6 +230,26 @@ impl Redactor {
         splice(text, &found)
     }
 
+    /// Redacts `text`, which follows `before` in the output (the context: a
+    /// private-key block `before` ends inside is masked on in `text`, and a secret
+    /// on the line `text` starts inside is found whole). Returns `text`'s part.
+    pub fn redact_after(&self, before: &str, text: &str, mode: RedactMode) -> String {
+        if before.is_empty() {
+            return self.redact(text, mode).into_owned();
+        }
+        let line_start = memchr::memrchr(b'\n', before.as_bytes()).map_or(0, |idx| idx + 1);
+        let mut from = line_start.max(before.len().saturating_sub(crate::LINE_CONTEXT_BYTES));
+        while !before.is_char_boundary(from) {
+            from += 1;
+        }
+        let key_open = self.key_open_at_end(&before[..from]);
+        let mut joined = String::with_capacity(before.len() - from + text.len());
+        joined.push_str(&before[from..]);
+        joined.push_str(text);
+        let (found, _) = self.find(&joined, mode, key_open);
+        splice_window(&joined, &found, before.len() - from, joined.len())
+    }
+
     /// Every replacement in `text`, sorted and non-overlapping, in `text`'s own byte
     /// offsets; and whether a private-key block is open at its end. `key_open` says
     /// one was open where `text` starts (the text before it ended inside a block).

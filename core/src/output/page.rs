@@ -19,7 +19,7 @@
 //! end of that line, a page at an offset keeps its start.
 //!
 //! A page is never shown by itself: [`TextPage`] carries the text around it (up to
-//! [`KEY_LOOKBACK_BYTES`] before, the rest of a cut line after) so the output
+//! `herd_hooks::KEY_LOOKBACK_BYTES` before, the rest of a cut line after) so the output
 //! pipeline redacts the page with its context and no secret is split by the page's
 //! edges (B30). The pipeline is the caller's.
 
@@ -30,7 +30,7 @@ use std::path::Path;
 
 use std::ops::Range;
 
-use herd_hooks::{KEY_LOOKBACK_BYTES, LINE_CONTEXT_BYTES, Shown, Window};
+use herd_hooks::{LINE_CONTEXT_BYTES, Shown, Window};
 
 use crate::text;
 
@@ -161,9 +161,7 @@ impl TextPage {
         let raw = read_page(&file, offset, limit, max_bytes)?;
         // The context: what the log holds before the page (for a private-key block
         // the page starts inside, or a cut line's start) and the rest of a cut line.
-        let before_from = raw.start_byte.saturating_sub(KEY_LOOKBACK_BYTES as u64);
-        let mut before = vec![0; usize::try_from(raw.start_byte - before_from).unwrap_or(0)];
-        file.read_exact_at(&mut before, before_from)?;
+        let before = super::text_before(&file, raw.start_byte)?;
         let end_byte = raw.start_byte + raw.bytes.len() as u64;
         let mut after = Vec::new();
         if raw.is_tail_cut {
@@ -172,7 +170,7 @@ impl TextPage {
             after.truncate(n);
         }
         let hold = raw.is_tail_cut || (is_running && raw.reaches_end);
-        let before = text::strip_ansi(&text::decode_tail(&before, before_from > 0, true));
+        let before = text::strip_ansi(&before);
         let page = text::strip_ansi(&text::decode_tail(&raw.bytes, raw.is_head_cut, hold));
         let after = text::strip_ansi(&text::decode_tail(&after, true, true));
         // The page's lines, without the newline after the last one.

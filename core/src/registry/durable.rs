@@ -117,6 +117,10 @@ enum Replay {
 #[derive(Debug)]
 struct ReceiptJob {
     receipt: ResultReceipt,
+    /// Where the receipt's output starts in the session's log, when earlier output
+    /// was not kept in it: the log before it is the redaction context (a private
+    /// key whose BEGIN was dropped, a line the tail cut).
+    log_context: Option<(std::path::PathBuf, u64)>,
 }
 
 /// The registry's durable side; one per registry, inside `Inner`.
@@ -586,7 +590,7 @@ impl Inner {
     /// checkpoint settings, queues its receipt and a checkpoint write.
     pub(super) fn finished_durably(self: &Arc<Self>, s: &Session) {
         lock(&self.durable.extras).remove(&s.id);
-        let (output, output_cut) = s.text_final();
+        let (output, output_cut, output_from) = s.text_final();
         let receipt = {
             let st = s.state();
             let Some(fin) = st.finished.as_ref() else {
@@ -614,7 +618,11 @@ impl Inner {
                 output_cut,
             }
         };
-        self.queue_receipt(ReceiptJob { receipt });
+        let log_context = output_cut.then(|| (s.log_path.clone(), output_from));
+        self.queue_receipt(ReceiptJob {
+            receipt,
+            log_context,
+        });
         self.request_checkpoint_soon();
     }
 
@@ -675,12 +683,15 @@ impl Inner {
     fn store_receipt(&self, job: ReceiptJob) {
         let mut receipt = job.receipt;
         let mode = RedactMode::for_command(&receipt.command);
-        receipt.output = self
-            .config
-            .pipeline
-            .redactor()
-            .redact(&receipt.output, mode)
-            .into_owned();
+        let before = job
+            .log_context
+            .map(|(path, at)| crate::output::log_text_before(&path, at))
+            .unwrap_or_default();
+        receipt.output =
+            self.config
+                .pipeline
+                .redactor()
+                .redact_after(&before, &receipt.output, mode);
         receipt.command = self
             .config
             .pipeline

@@ -13,10 +13,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use herd_hooks::{
-    KEY_LOOKBACK_BYTES, LINE_CONTEXT_BYTES, OutputContext, Pipeline, Route, Shown, ShownStream,
-    Window,
-};
+use herd_hooks::{LINE_CONTEXT_BYTES, OutputContext, Pipeline, Route, Shown, ShownStream, Window};
 
 use super::Inner;
 use crate::SessionId;
@@ -83,9 +80,17 @@ pub(crate) fn read_chunk(
     read_fully(&file, &mut bytes, from_byte).map_err(io_err)?;
     let at_end = from_byte + bytes.len() as u64 >= len;
     let keep = chunk_end(&bytes, max_bytes, is_running, at_end);
-    let before_from = from_byte.saturating_sub(KEY_LOOKBACK_BYTES as u64);
-    let mut before = vec![0; usize::try_from(from_byte - before_from).unwrap_or(0)];
-    read_fully(&file, &mut before, before_from).map_err(io_err)?;
+    // An offset inside a character: its first bytes belong to the context, so the
+    // character (a zero-width space inside a token) decodes whole there.
+    let lead = if from_byte > 0 {
+        bytes[..keep.min(3)]
+            .iter()
+            .take_while(|b| (**b & 0xC0) == 0x80)
+            .count()
+    } else {
+        0
+    };
+    let before = crate::output::text_before(&file, from_byte + lead as u64).map_err(io_err)?;
     // The rest of a line the chunk cuts (a line longer than the chunk).
     let after = if keep > 0 && !matches!(bytes[keep - 1], b'\n' | b'\r') {
         let mut after = bytes[keep..].to_vec();
@@ -99,8 +104,7 @@ pub(crate) fn read_chunk(
     } else {
         Vec::new()
     };
-    let before = text::decode_tail(&before, before_from > 0, true);
-    let chunk = String::from_utf8_lossy(&bytes[..keep]);
+    let chunk = String::from_utf8_lossy(&bytes[lead..keep]);
     let after = text::decode_tail(&after, true, true);
     let mut source = String::with_capacity(before.len() + chunk.len() + after.len());
     source.push_str(&before);
@@ -176,19 +180,15 @@ impl LogFollower {
             backend: "local",
         };
         let mut stream = Pipeline::show_stream(pipeline, &ctx);
-        if from_byte > 0 {
-            let before_from = from_byte.saturating_sub(KEY_LOOKBACK_BYTES as u64);
-            let mut before = vec![0; usize::try_from(from_byte - before_from).unwrap_or(0)];
-            match File::open(&path) {
-                Ok(file) => {
-                    read_fully(&file, &mut before, before_from).map_err(|source| Error::Io {
-                        path: path.clone(),
-                        source,
-                    })?
-                }
-                Err(_) => before.clear(),
-            }
-            stream = stream.after(&text::decode_tail(&before, before_from > 0, true));
+        if from_byte > 0
+            && let Ok(file) = File::open(&path)
+        {
+            let before =
+                crate::output::text_before(&file, from_byte).map_err(|source| Error::Io {
+                    path: path.clone(),
+                    source,
+                })?;
+            stream = stream.after(&before);
         }
         Ok(LogFollower {
             inner,
