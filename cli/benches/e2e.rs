@@ -15,13 +15,27 @@
 //! - `cli.spawn_1000_one_connection`: 1,000 `spawn` requests on one socket
 //!   connection (target <= 1.3 s);
 //! - `cli.daemon_rss_1000_finished`: the daemon's RSS holding 1,000 finished
-//!   sessions (target <= 38 MB).
+//!   sessions (target <= 38 MB);
+//! - `cli.logs_1gib_vs_cat`: `herd logs ID > /dev/null` of a finished job's 1 GiB log
+//!   of realistic lines against `cat <log file> > /dev/null` in the same run, 3 runs
+//!   each alternating after one untimed warm-up that checks every byte comes out;
+//!   value and baseline in MB/s, so the ratio is cat's time over herd's (issue 13:
+//!   target >= 0.5); the home is on /dev/shm when there is one;
+//! - `cli.logs_follow_1gib_vs_cat`: the same with `herd logs --follow ID` on the
+//!   finished session, paired with the same `cat` runs.
+//!
+//! The log figures halve the log until it fits in a quarter of the free space of
+//! the home's filesystem (the note says when); the rest of this file's figures
+//! need no space to speak of.
+//!
+//! `HERD_BENCH_ONLY=<substring>[,<substring>...]` runs only the figures whose name
+//! contains one of them.
 #![allow(
     clippy::print_stdout,
     reason = "the herd-bench line protocol is read by xtask"
 )]
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -39,10 +53,18 @@ struct Home {
 
 impl Home {
     fn new(config: &str) -> Home {
-        let dir = tempfile::Builder::new()
-            .prefix("herd-bench")
-            .tempdir()
-            .expect("temp dir");
+        Home::new_in(None, config)
+    }
+
+    /// A home under `parent` (the system's temp dir when `None`).
+    fn new_in(parent: Option<&Path>, config: &str) -> Home {
+        let mut builder = tempfile::Builder::new();
+        builder.prefix("herd-bench");
+        let dir = match parent {
+            Some(p) => builder.tempdir_in(p),
+            None => builder.tempdir(),
+        }
+        .expect("temp dir");
         let root = dir.path().join("h");
         std::fs::create_dir(&root).expect("home");
         std::fs::write(root.join("config.toml"), config).expect("config");
@@ -396,9 +418,297 @@ fn spawn_1000_and_rss() {
     );
 }
 
+/// The log figures' line: 75 characters and the newline `yes` adds.
+const LOG_LINE: &str = "INFO 2026-12-01T10:00:00Z worker-3 processed batch 1234 in 56 ms status=ok";
+const LOG_BYTES: u64 = 1 << 30;
+const LOG_RUNS: usize = 3;
+
+/// Min-max of `v`.
+fn spread(v: &[f64], digits: usize) -> String {
+    let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    format!("{lo:.digits$}-{hi:.digits$}")
+}
+
+/// utime + stime of `pid` in seconds (its own, not its children's).
+fn cpu_seconds(pid: i32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("proc stat");
+    let fields: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .expect("stat has a command in parentheses")
+        .split_whitespace()
+        .collect();
+    let ticks: f64 =
+        fields[11].parse::<f64>().expect("utime") + fields[12].parse::<f64>().expect("stime");
+    // SAFETY: sysconf reads a constant of the system.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    ticks / hz
+}
+
+/// CPU seconds of this process's reaped children so far.
+fn children_cpu() -> f64 {
+    let usage = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
+        .expect("getrusage");
+    let t = |tv: nix::sys::time::TimeVal| tv.tv_sec() as f64 + tv.tv_usec() as f64 / 1e6;
+    t(usage.user_time()) + t(usage.system_time())
+}
+
+fn dev_null() -> Stdio {
+    Stdio::from(
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/null")
+            .expect("/dev/null"),
+    )
+}
+
+/// One timed run of `cmd` with stdout on /dev/null: (seconds, the child's CPU
+/// seconds, the daemon's CPU seconds meanwhile).
+fn timed_run(mut cmd: Command, daemon_pid: i32) -> (f64, f64, f64) {
+    let daemon_before = cpu_seconds(daemon_pid);
+    let children_before = children_cpu();
+    let start = Instant::now();
+    let status = cmd.stdout(dev_null()).status().expect("runs");
+    let elapsed = start.elapsed().as_secs_f64();
+    assert!(status.success(), "{cmd:?} failed: {status}");
+    (
+        elapsed,
+        children_cpu() - children_before,
+        cpu_seconds(daemon_pid) - daemon_before,
+    )
+}
+
+/// Bytes `cmd` writes to stdout (the untimed warm-up that checks the output).
+fn stdout_bytes(mut cmd: Command) -> u64 {
+    let mut child = cmd.stdout(Stdio::piped()).spawn().expect("runs");
+    let mut out = child.stdout.take().expect("piped");
+    let mut buf = vec![0u8; 1 << 20];
+    let mut n_bytes = 0u64;
+    loop {
+        match out.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n_bytes += n as u64,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => panic!("reading {cmd:?}: {e}"),
+        }
+    }
+    let status = child.wait().expect("wait");
+    assert!(status.success(), "{cmd:?} failed: {status}");
+    n_bytes
+}
+
+/// Free bytes of the filesystem holding `path`.
+fn free_bytes(path: &Path) -> u64 {
+    let st = nix::sys::statvfs::statvfs(path).expect("statvfs");
+    st.blocks_available() * st.fragment_size()
+}
+
+/// The per-run figures of one reader of the log against `cat`'s.
+struct Reader {
+    seconds: Vec<f64>,
+    client_cpu: Vec<f64>,
+    daemon_cpu: Vec<f64>,
+}
+
+impl Reader {
+    fn new() -> Reader {
+        Reader {
+            seconds: Vec::new(),
+            client_cpu: Vec::new(),
+            daemon_cpu: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, (seconds, client, daemon): (f64, f64, f64)) {
+        self.seconds.push(seconds);
+        self.client_cpu.push(client);
+        self.daemon_cpu.push(daemon);
+    }
+}
+
+/// MB/s of `Redactor::redact` over the first 64 MiB of `log` in this process, in
+/// the mode the daemon picks for `command`: a timing split, what the redactor alone
+/// costs on the same text.
+fn in_process_redaction(log: &Path, command: &str) -> f64 {
+    let mut text = Vec::with_capacity(64 << 20);
+    std::fs::File::open(log)
+        .expect("the session log")
+        .take(64 << 20)
+        .read_to_end(&mut text)
+        .expect("read the log");
+    let text = String::from_utf8(text).expect("the log is ASCII");
+    let redactor = herd_hooks::Redactor::builtin();
+    let mode = herd_hooks::RedactMode::for_command(command);
+    let samples = (0..3)
+        .map(|_| {
+            let start = Instant::now();
+            let n_bytes = std::hint::black_box(redactor.redact(&text, mode)).len();
+            assert_eq!(n_bytes, text.len(), "the log has no secrets");
+            text.len() as f64 / 1e6 / start.elapsed().as_secs_f64()
+        })
+        .collect();
+    median(samples)
+}
+
+fn logs_vs_cat(with_dump: bool, with_follow: bool) {
+    let shm = Path::new("/dev/shm");
+    let parent = shm.is_dir().then_some(shm);
+    // The cap above the log, so the whole log is kept.
+    let home = Home::new_in(parent, &format!("log_cap_bytes = {}\n", 2 * LOG_BYTES));
+    let free = free_bytes(&home.root);
+    let mut n_bytes = LOG_BYTES;
+    while n_bytes > (64 << 20) && n_bytes > free / 4 {
+        n_bytes /= 2;
+    }
+    let scaled = if n_bytes < LOG_BYTES {
+        format!(
+            "; SCALED DOWN to {} MiB: only {} MiB free where the home is",
+            n_bytes >> 20,
+            free >> 20
+        )
+    } else {
+        String::new()
+    };
+    home.out(&["ps"]);
+    let writer = format!("yes '{LOG_LINE}' | head -c {n_bytes}");
+    let id = home.out(&["run", "--", &writer]).trim().to_owned();
+    let deadline = Instant::now() + Duration::from_secs(600);
+    loop {
+        let answer: Value =
+            serde_json::from_str(&home.out(&["wait", &id, "--timeout", "170", "--json"]))
+                .expect("wait answers JSON");
+        if answer["status"] != "running" {
+            assert_eq!(
+                answer["exit_code"],
+                json!(0),
+                "the writer succeeded: {answer}"
+            );
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the writer did not finish: {answer}"
+        );
+    }
+    let log = home.root.join("logs/sessions").join(format!("{id}.log"));
+    assert_eq!(
+        std::fs::metadata(&log).expect("the session log").len(),
+        n_bytes,
+        "the log holds all the output"
+    );
+    let daemon = home.daemon_pid();
+    let cat = || {
+        let mut cmd = raw_command(Path::new("cat"));
+        cmd.arg(&log);
+        cmd
+    };
+    // Warm-up, untimed: every byte comes out (the log has no secrets, so herd shows
+    // it unchanged).
+    assert_eq!(stdout_bytes(cat()), n_bytes);
+    if with_dump {
+        assert_eq!(
+            stdout_bytes(home.herd(&["logs", &id])),
+            n_bytes,
+            "herd logs"
+        );
+    }
+    if with_follow {
+        assert_eq!(
+            stdout_bytes(home.herd(&["logs", "--follow", &id])),
+            n_bytes,
+            "herd logs --follow"
+        );
+    }
+    let redact_mbs = in_process_redaction(&log, &writer);
+    let mut cats = Reader::new();
+    let mut dumps = Reader::new();
+    let mut follows = Reader::new();
+    for _ in 0..LOG_RUNS {
+        cats.push(timed_run(cat(), daemon));
+        if with_dump {
+            dumps.push(timed_run(home.herd(&["logs", &id]), daemon));
+        }
+        if with_follow {
+            follows.push(timed_run(home.herd(&["logs", "--follow", &id]), daemon));
+        }
+    }
+    let where_ = if parent.is_some() {
+        "home on /dev/shm"
+    } else {
+        "no /dev/shm: home on disk"
+    };
+    let mbs = |s: f64| n_bytes as f64 / 1e6 / s;
+    let cat_s = median(cats.seconds.clone());
+    let figure = |name: &str, what: &str, herd: &Reader| {
+        let herd_s = median(herd.seconds.clone());
+        let ratios: Vec<f64> = cats
+            .seconds
+            .iter()
+            .zip(&herd.seconds)
+            .map(|(c, h)| c / h)
+            .collect();
+        report(
+            name,
+            "MB/s",
+            mbs(herd_s),
+            Some((mbs(cat_s), "cat of the log file > /dev/null, same run")),
+            ">= 0.5",
+            &format!(
+                "`{what} ID > /dev/null` of a finished job's {} MiB log ({}-byte lines, no secrets), {where_}; median of {LOG_RUNS} runs alternating with cat: herd {herd_s:.2} s (spread {} s), cat {cat_s:.3} s (spread {} s), paired ratios cat/herd {}; CPU per run: herd client {:.2} s (spread {}), daemon {:.2} s (spread {}), cat {:.3} s; in-process Redactor::redact of the log's first 64 MiB: {redact_mbs:.0} MB/s (one core, the floor under any redacted route){scaled}",
+                n_bytes >> 20,
+                LOG_LINE.len() + 1,
+                spread(&herd.seconds, 2),
+                spread(&cats.seconds, 3),
+                spread(&ratios, 3),
+                median(herd.client_cpu.clone()),
+                spread(&herd.client_cpu, 2),
+                median(herd.daemon_cpu.clone()),
+                spread(&herd.daemon_cpu, 2),
+                median(cats.client_cpu.clone()),
+            ),
+        );
+    };
+    if with_dump {
+        figure("cli.logs_1gib_vs_cat", "herd logs", &dumps);
+    }
+    if with_follow {
+        figure(
+            "cli.logs_follow_1gib_vs_cat",
+            "herd logs --follow",
+            &follows,
+        );
+    }
+    // The home (and the log in it) goes with `home`: the daemon is shut down, then
+    // the temp dir removed.
+    drop(home);
+}
+
 fn main() {
-    run_wait_roundtrip();
-    client_start();
-    spawn_1000_and_rss();
-    notify_1000();
+    let only = std::env::var("HERD_BENCH_ONLY").unwrap_or_default();
+    let wanted = |name: &str| {
+        only.is_empty()
+            || only
+                .split(',')
+                .any(|part| !part.is_empty() && name.contains(part))
+    };
+    if wanted("cli.run_wait_roundtrip") {
+        run_wait_roundtrip();
+    }
+    if wanted("cli.client_start") {
+        client_start();
+    }
+    if wanted("cli.spawn_1000_one_connection") || wanted("cli.daemon_rss_1000_finished") {
+        spawn_1000_and_rss();
+    }
+    if wanted("cli.notify_1000") {
+        notify_1000();
+    }
+    let (dump, follow) = (
+        wanted("cli.logs_1gib_vs_cat"),
+        wanted("cli.logs_follow_1gib_vs_cat"),
+    );
+    if dump || follow {
+        logs_vs_cat(dump, follow);
+    }
 }

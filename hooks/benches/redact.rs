@@ -13,6 +13,24 @@
 //! - `hooks.pipeline_apply_one_plugin`: `Pipeline::apply` of a short output with
 //!   that plugin in the chain (it runs on a worker thread so a time budget can be
 //!   enforced), baseline the same call without hooks; informative, no target.
+//! - `hooks.redact_stream_clean_throughput` / `hooks.redact_stream_dense_throughput`:
+//!   the same clean and dense texts pushed through a `ShownStream` in 64 KiB chunks,
+//!   then `finish`; baseline `Redactor::redact` of the whole text, measured in
+//!   alternation with it in the same run (issue 13: window-safe redaction costs at
+//!   most 2x, so target >= 0.5 ratio);
+//! - `hooks.window_tail_2000`: one `Pipeline::show(ctx, Window::last_chars(tail,
+//!   2000))` over the last 1 MiB of the dense text, baseline cutting the last 2,000
+//!   characters first and redacting the cut (what routes did before); target <= 2x;
+//! - `hooks.window_page_200_lines`: `Window::lines` of 200 lines from the middle of
+//!   that tail against cutting the same 200 lines first and redacting them; target
+//!   <= 2x.
+//!
+//! The windows are redacted with their context (whole lines, up to
+//! `LINE_CONTEXT_BYTES` each way, plus a look back for an open private-key block),
+//! so their cost is that of the context, not of the few characters shown.
+//!
+//! `HERD_BENCH_ONLY=<substring>[,<substring>...]` runs only the figures whose name
+//! contains one of them (the texts a selected figure needs are still built).
 
 #![allow(
     clippy::print_stdout,
@@ -21,13 +39,24 @@
 
 use std::hint::black_box;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use herd_hooks::{RedactMode, Redactor};
+use herd_hooks::{OutputContext, Pipeline, RedactMode, Redactor, Route, Window};
 
 const CLEAN_BYTES: usize = 256 * 1024 * 1024;
 const DENSE_BYTES: usize = 64 * 1024 * 1024;
 const RUNS: usize = 3;
+/// The chunk size of the streamed figures (what a reader hands a stream at a time).
+const STREAM_CHUNK_BYTES: usize = 64 * 1024;
+/// The text the window figures cut their windows from: the last MiB of the dense logs.
+const TAIL_BYTES: usize = 1024 * 1024;
+/// The completion tail's budget (characters).
+const TAIL_CHARS: usize = 2000;
+/// The lines of one log page.
+const PAGE_LINES: usize = 200;
+/// Calls timed per run of a window figure.
+const WINDOW_CALLS: u32 = 1000;
 
 /// Lines that look like what agents run: builds, tests, git, servers, JSON logs.
 const CLEAN_LINES: &[&str] = &[
@@ -91,16 +120,272 @@ fn baseline(text: &str) -> f64 {
     )
 }
 
-fn throughput(redactor: &Redactor, text: &str) -> f64 {
-    median(
-        (0..RUNS)
-            .map(|_| {
-                let start = Instant::now();
-                black_box(redactor.redact(black_box(text), RedactMode::Code).len());
-                mb_per_s(text.len(), start.elapsed())
-            })
-            .collect(),
-    )
+/// Min-max of `v`, for the notes.
+fn spread(v: &[f64], digits: usize) -> String {
+    let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    format!("{lo:.digits$}-{hi:.digits$}")
+}
+
+/// The context every bench output is shown under: a `make` log, so `Code` mode like
+/// the whole-text baselines.
+fn bench_ctx() -> OutputContext<'static> {
+    let ctx = OutputContext {
+        route: Route::Log,
+        command: "make",
+        return_code: None,
+        owner_task_id: "task",
+        session_id: "proc_0123456789ab",
+        backend: "local",
+    };
+    assert_eq!(
+        RedactMode::for_command(ctx.command),
+        RedactMode::Code,
+        "the stream must redact in the mode of the whole-text baseline"
+    );
+    ctx
+}
+
+/// `text` through a fresh `ShownStream` in `STREAM_CHUNK_BYTES` chunks, then
+/// `finish`; calls `sink` with every piece shown.
+fn stream_through(
+    pipeline: &Arc<Pipeline>,
+    ctx: &OutputContext<'_>,
+    text: &str,
+    mut sink: impl FnMut(&str),
+) {
+    let mut stream = Pipeline::show_stream(pipeline, ctx);
+    let mut rest = text;
+    while !rest.is_empty() {
+        let mut cut = STREAM_CHUNK_BYTES.min(rest.len());
+        while !rest.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let (chunk, after) = rest.split_at(cut);
+        sink(stream.push(black_box(chunk)).as_str());
+        rest = after;
+    }
+    sink(stream.finish().as_str());
+}
+
+/// Whole-text redaction and the stream over the same text, alternating, `RUNS`
+/// times: (whole MB/s samples, stream MB/s samples). The stream samples are empty
+/// when `with_stream` is false.
+fn whole_and_stream(
+    pipeline: &Arc<Pipeline>,
+    text: &str,
+    with_stream: bool,
+) -> (Vec<f64>, Vec<f64>) {
+    let ctx = bench_ctx();
+    let redactor = pipeline.redactor();
+    let mut whole = Vec::new();
+    let mut streamed = Vec::new();
+    for _ in 0..RUNS {
+        let start = Instant::now();
+        black_box(redactor.redact(black_box(text), RedactMode::Code).len());
+        whole.push(mb_per_s(text.len(), start.elapsed()));
+        if with_stream {
+            let mut n_shown_bytes = 0usize;
+            let start = Instant::now();
+            stream_through(pipeline, &ctx, text, |shown| n_shown_bytes += shown.len());
+            streamed.push(mb_per_s(text.len(), start.elapsed()));
+            black_box(n_shown_bytes);
+        }
+    }
+    (whole, streamed)
+}
+
+/// Checks once, untimed, that the stream shows what whole-text redaction shows.
+fn check_stream_matches(pipeline: &Arc<Pipeline>, text: &str) {
+    let mut shown = String::with_capacity(text.len());
+    stream_through(pipeline, &bench_ctx(), text, |piece| shown.push_str(piece));
+    assert!(
+        shown == pipeline.redactor().redact(text, RedactMode::Code),
+        "the stream must show what whole-text redaction shows"
+    );
+}
+
+fn stream_figure(name: &str, whole: &[f64], streamed: &[f64], what: &str) {
+    let ratios: Vec<f64> = streamed.iter().zip(whole).map(|(s, w)| s / w).collect();
+    line(
+        name,
+        "MB/s",
+        median(streamed.to_vec()),
+        Some((
+            median(whole.to_vec()),
+            "Redactor::redact of the whole text, same run",
+        )),
+        ">= 0.5 ratio",
+        &format!(
+            "{what} pushed through a ShownStream in 64 KiB chunks, then finish; median of {RUNS}, stream {} MB/s, whole {} MB/s, paired ratios {}",
+            spread(streamed, 0),
+            spread(whole, 0),
+            spread(&ratios, 2)
+        ),
+    );
+}
+
+/// Nanoseconds per call of `f`, over `WINDOW_CALLS` calls.
+fn ns_per_call(mut f: impl FnMut() -> usize) -> f64 {
+    let start = Instant::now();
+    for _ in 0..WINDOW_CALLS {
+        black_box(f());
+    }
+    start.elapsed().as_secs_f64() * 1e9 / f64::from(WINDOW_CALLS)
+}
+
+/// Byte index where line `n` of `text` starts (`text.len()` past the last), as
+/// `Window::lines` counts lines.
+fn line_start(text: &str, n: usize) -> usize {
+    if n == 0 {
+        return 0;
+    }
+    memchr::memchr_iter(b'\n', text.as_bytes())
+        .nth(n - 1)
+        .map_or(text.len(), |idx| idx + 1)
+}
+
+/// A window figure: `RUNS` alternating runs of the window (which finds its own
+/// range in the source, as a route does) and of the baseline (redacting the text
+/// cut beforehand), the medians and their spreads. `cut` alone is timed too: what
+/// finding the range costs, for the note; and `also`, a labelled variant, when given.
+fn window_figure(
+    name: &str,
+    mut window: impl FnMut() -> usize,
+    mut redact_cut: impl FnMut() -> usize,
+    mut cut: impl FnMut() -> usize,
+    mut also: Option<(&str, &mut dyn FnMut() -> usize)>,
+    baseline_name: &str,
+    what: &str,
+) {
+    let mut shown = Vec::new();
+    let mut redacted = Vec::new();
+    let mut cutting = Vec::new();
+    let mut variant = Vec::new();
+    for _ in 0..RUNS {
+        shown.push(ns_per_call(&mut window));
+        redacted.push(ns_per_call(&mut redact_cut));
+        cutting.push(ns_per_call(&mut cut));
+        if let Some((_, f)) = also.as_mut() {
+            variant.push(ns_per_call(f));
+        }
+    }
+    let ratios: Vec<f64> = shown.iter().zip(&redacted).map(|(s, c)| s / c).collect();
+    let also_note = match &also {
+        Some((label, _)) => format!(
+            "; {label} {:.0} ns ({:.2}x the baseline)",
+            median(variant.clone()),
+            median(variant) / median(redacted.clone())
+        ),
+        None => String::new(),
+    };
+    line(
+        name,
+        "ns",
+        median(shown.clone()),
+        Some((median(redacted.clone()), baseline_name)),
+        "<= 2x",
+        &format!(
+            "{what}; median of {RUNS} runs of {WINDOW_CALLS} calls, window {} ns, redacting the cut {} ns, paired ratios {}; finding the cut alone {:.0} ns (inside the window figure, not the baseline){also_note}",
+            spread(&shown, 0),
+            spread(&redacted, 0),
+            spread(&ratios, 2),
+            median(cutting)
+        ),
+    );
+}
+
+/// The start of the last `n_chars` characters of `text`.
+fn last_chars_start(text: &str, n_chars: usize) -> usize {
+    text.char_indices()
+        .rev()
+        .nth(n_chars - 1)
+        .map_or(0, |(idx, _)| idx)
+}
+
+/// Lines `first..first + n` of `text` without the newline after the last one, as
+/// `Window::lines` cuts them.
+fn lines_range(text: &str, first: usize, n: usize) -> std::ops::Range<usize> {
+    let start = line_start(text, first);
+    let mut end = line_start(text, first + n);
+    if end > start && text.as_bytes()[end - 1] == b'\n' {
+        end -= 1;
+    }
+    start..end
+}
+
+/// The window figures over the last `TAIL_BYTES` of `dense` (from a line start).
+fn windows(pipeline: &Pipeline, dense: &str, wanted: &dyn Fn(&str) -> bool) {
+    let ctx = bench_ctx();
+    let redactor = pipeline.redactor();
+    let mut from = dense.len().saturating_sub(TAIL_BYTES);
+    while !dense.is_char_boundary(from) {
+        from += 1;
+    }
+    let from = memchr::memchr(b'\n', &dense.as_bytes()[from..]).map_or(from, |idx| from + idx + 1);
+    let tail = &dense[from..];
+
+    if wanted("hooks.window_tail_2000") {
+        let shown = pipeline.show(&ctx, Window::last_chars(tail, TAIL_CHARS));
+        // The budget is taken from the redacted lines the window touches, so masks
+        // shorter than their secrets leave a tail under 2,000 characters.
+        let n_chars = shown.chars().count();
+        assert!(
+            n_chars > 0 && n_chars <= TAIL_CHARS,
+            "the tail keeps within its budget: {n_chars} chars"
+        );
+        let cut = &tail[last_chars_start(tail, TAIL_CHARS)..];
+        window_figure(
+            "hooks.window_tail_2000",
+            || {
+                pipeline
+                    .show(&ctx, Window::last_chars(black_box(tail), TAIL_CHARS))
+                    .len()
+            },
+            || redactor.redact(black_box(cut), RedactMode::Code).len(),
+            || last_chars_start(black_box(tail), TAIL_CHARS),
+            None,
+            "Redactor::redact of the last 2,000 chars, cut beforehand",
+            &format!(
+                "Pipeline::show of Window::last_chars(tail, 2000), tail = the last MiB of the dense logs; it shows {n_chars} chars"
+            ),
+        );
+    }
+
+    if wanted("hooks.window_page_200_lines") {
+        let n_lines = memchr::memchr_iter(b'\n', tail.as_bytes()).count();
+        let first = n_lines / 2;
+        let shown = pipeline.show(&ctx, Window::lines(tail, first, PAGE_LINES));
+        assert_eq!(shown.lines().count(), PAGE_LINES, "masking keeps the lines");
+        let range = lines_range(tail, first, PAGE_LINES);
+        let cut = &tail[range.clone()];
+        // Log pages reach the pipeline as a byte range (core's `TextPage` finds the
+        // lines itself): the same page as `Window::range`, for the note.
+        let mut as_range = || {
+            pipeline
+                .show(&ctx, Window::range(black_box(tail), range.clone()))
+                .len()
+        };
+        window_figure(
+            "hooks.window_page_200_lines",
+            || {
+                pipeline
+                    .show(&ctx, Window::lines(black_box(tail), first, PAGE_LINES))
+                    .len()
+            },
+            || redactor.redact(black_box(cut), RedactMode::Code).len(),
+            || lines_range(black_box(tail), first, PAGE_LINES).len(),
+            Some((
+                "the same page as Window::range of its bytes (how log pages reach the pipeline)",
+                &mut as_range,
+            )),
+            "Redactor::redact of the same 200 lines, cut beforehand",
+            &format!(
+                "Pipeline::show of Window::lines(tail, {first}, 200), the middle of the last MiB of the dense logs ({} bytes)",
+                cut.len()
+            ),
+        );
+    }
 }
 
 fn line(
@@ -236,38 +521,87 @@ fn plugin_call() {
 }
 
 fn main() {
-    let redactor = Redactor::builtin();
+    let only = std::env::var("HERD_BENCH_ONLY").unwrap_or_default();
+    let wanted = |name: &str| {
+        only.is_empty()
+            || only
+                .split(',')
+                .any(|part| !part.is_empty() && name.contains(part))
+    };
+    let pipeline = Arc::new(Pipeline::redaction_only());
+    let redactor = Arc::clone(pipeline.redactor());
 
-    let clean = build(CLEAN_BYTES, None);
-    assert_eq!(
-        redactor.redact(&clean, RedactMode::Code).len(),
-        clean.len(),
-        "clean logs must stay unchanged"
+    let (clean_whole, clean_stream) = (
+        wanted("hooks.redact_clean_throughput"),
+        wanted("hooks.redact_stream_clean_throughput"),
     );
-    let base = baseline(&clean);
-    let value = throughput(&redactor, &clean);
-    line(
-        "hooks.redact_clean_throughput",
-        "MB/s",
-        value,
-        Some((base, "memchr newline count over the same bytes")),
-        ">= 300 MB/s",
-        "256 MiB realistic logs, no secrets",
-    );
-    drop(clean);
+    if clean_whole || clean_stream {
+        let clean = build(CLEAN_BYTES, None);
+        assert_eq!(
+            redactor.redact(&clean, RedactMode::Code).len(),
+            clean.len(),
+            "clean logs must stay unchanged"
+        );
+        let (whole, streamed) = whole_and_stream(&pipeline, &clean, clean_stream);
+        if clean_whole {
+            let base = baseline(&clean);
+            line(
+                "hooks.redact_clean_throughput",
+                "MB/s",
+                median(whole.clone()),
+                Some((base, "memchr newline count over the same bytes")),
+                ">= 300 MB/s",
+                "256 MiB realistic logs, no secrets",
+            );
+        }
+        if clean_stream {
+            stream_figure(
+                "hooks.redact_stream_clean_throughput",
+                &whole,
+                &streamed,
+                "the 256 MiB clean logs",
+            );
+        }
+    }
 
-    let dense = build(DENSE_BYTES, Some(4));
-    let base = baseline(&dense);
-    let value = throughput(&redactor, &dense);
-    line(
-        "hooks.redact_dense_throughput",
-        "MB/s",
-        value,
-        Some((base, "memchr newline count over the same bytes")),
-        ">= 100 MB/s",
-        "64 MiB logs, a secret every 4th line",
+    let (dense_whole, dense_stream) = (
+        wanted("hooks.redact_dense_throughput"),
+        wanted("hooks.redact_stream_dense_throughput"),
     );
-    drop(dense);
+    let any_window = wanted("hooks.window_tail_2000") || wanted("hooks.window_page_200_lines");
+    if dense_whole || dense_stream || any_window {
+        let dense = build(DENSE_BYTES, Some(4));
+        if dense_whole || dense_stream {
+            if dense_stream {
+                check_stream_matches(&pipeline, &dense);
+            }
+            let (whole, streamed) = whole_and_stream(&pipeline, &dense, dense_stream);
+            if dense_whole {
+                let base = baseline(&dense);
+                line(
+                    "hooks.redact_dense_throughput",
+                    "MB/s",
+                    median(whole.clone()),
+                    Some((base, "memchr newline count over the same bytes")),
+                    ">= 100 MB/s",
+                    "64 MiB logs, a secret every 4th line",
+                );
+            }
+            if dense_stream {
+                stream_figure(
+                    "hooks.redact_stream_dense_throughput",
+                    &whole,
+                    &streamed,
+                    "the 64 MiB dense logs",
+                );
+            }
+        }
+        if any_window {
+            windows(&pipeline, &dense, &wanted);
+        }
+    }
 
-    plugin_call();
+    if wanted("hooks.plugin_call") || wanted("hooks.pipeline_apply_one_plugin") {
+        plugin_call();
+    }
 }
