@@ -83,7 +83,7 @@ pub(crate) enum Command {
     Handoff(HandoffArgs),
     /// Judge a command line with the self-kill guard, locally (no daemon).
     Guard(GuardArgs),
-    /// List, enable or disable output-transform plugins.
+    /// List, enable, disable, create (`new`) or install output-transform plugins.
     Plugins(PluginsArgs),
     /// Install, remove or inspect the systemd unit that runs `herd serve` for this home.
     Service(ServiceArgs),
@@ -384,6 +384,37 @@ pub(crate) enum PluginsCommand {
     Enable(PluginName),
     /// Disable a plugin (takes effect when the daemon restarts).
     Disable(PluginName),
+    /// Write a ready-to-build plugin crate in `./NAME/`.
+    ///
+    /// The crate depends on `herd-plugin-abi` from the registry, has a working
+    /// transform with a unit test, and a `plugin.toml`. Then: `herd plugins install
+    /// ./NAME`, `herd plugins enable NAME`.
+    New(PluginNew),
+    /// Install a plugin into the home: a plugin crate directory (built with `cargo
+    /// build --release`) or a built library with a `plugin.toml` beside it.
+    ///
+    /// The library and manifest are copied to `<home>/plugins/<name>/` with modes
+    /// nobody else can write, and the loader checks that it loads.
+    Install(PluginInstall),
+}
+
+/// `herd plugins new`.
+#[derive(Debug, Args)]
+pub(crate) struct PluginNew {
+    /// The plugin's name: lowercase letters, digits and `-`, starting with a letter
+    /// (at most 40 characters); the crate is `herd-plugin-NAME`.
+    pub(crate) name: String,
+    /// The directory to create the crate in (default: `./NAME`).
+    #[arg(long)]
+    pub(crate) path: Option<std::path::PathBuf>,
+}
+
+/// `herd plugins install`.
+#[derive(Debug, Args)]
+pub(crate) struct PluginInstall {
+    /// A plugin crate directory, or a built library (`.so`) with its `plugin.toml`
+    /// in the same directory.
+    pub(crate) path: std::path::PathBuf,
 }
 
 /// A plugin name argument.

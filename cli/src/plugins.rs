@@ -1,4 +1,4 @@
-//! `herd plugins list|enable|disable`.
+//! `herd plugins list|enable|disable|new|install`.
 //!
 //! A plugin is a directory `<home>/plugins/<name>/` with a `plugin.toml` naming a
 //! library built against the plugin ABI. Listing runs herd-hooks' real loader in
@@ -6,6 +6,8 @@
 //! daemon shows up here as `failed` with the loader's reason (B32); the daemon runs
 //! the same loader at start-up. Enabling and disabling edit `plugins.enabled` in
 //! `config.toml` and take effect when the daemon restarts.
+
+mod scaffold;
 
 use herd_hooks::{PluginReport, load_plugins, resolve_plugin};
 use herd_persistence::Home;
@@ -71,6 +73,8 @@ pub(crate) fn run(home: &Home, config: &Config, command: &PluginsCommand) -> any
             }
             Ok(())
         }
+        PluginsCommand::New(args) => scaffold::new(&args.name, args.path.as_deref()),
+        PluginsCommand::Install(args) => scaffold::install(home, &args.path),
         PluginsCommand::Enable(p) | PluginsCommand::Disable(p) => {
             let enable = matches!(command, PluginsCommand::Enable(_));
             let name = match resolve_plugin(&home.plugins_dir(), &p.name) {

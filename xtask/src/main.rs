@@ -1,20 +1,23 @@
 //! xtask: maintainer tasks for herd, run as `cargo xtask <task>`.
 //!
-//! - `lint`: rustfmt check, clippy with warnings as errors, then the tidy and
-//!   dependency-direction checks (ordinary `#[test]`s in this crate, so a plain
-//!   `cargo test` enforces them too).
+//! - `lint`: rustfmt check, clippy with warnings as errors, then the tidy,
+//!   dependency-direction and publish-metadata checks (ordinary `#[test]`s in this
+//!   crate, so a plain `cargo test` enforces them too).
 //! - `ci`: lint, build everything (plugin cdylibs included), run every test, the CLI
 //!   contract check and the release dry run. `.ci/run` calls this.
 //! - `bench [-p PKG] [--json]`: runs every benchmark and prints each figure beside
 //!   the baseline measured in the same run.
 //! - `soak`: the stress loops kept out of CI, each a named test run many times or at
 //!   a raised size.
-//! - `release [--dry-run]`: builds and packages a release.
+//! - `release [--dry-run]`: builds and packages a release: the binary tarball and
+//!   every published crate, packaged and verified in dependency order.
 //!
 //! xtask depends on nothing in the workspace; it reads `cargo metadata` instead.
 
 mod bench;
 mod deps;
+mod outsider;
+mod publish;
 mod release;
 mod shell;
 #[cfg(test)]
@@ -25,8 +28,7 @@ use std::path::PathBuf;
 
 use shell::{cargo, run};
 
-const USAGE: &str =
-    "usage: cargo xtask <lint | ci | bench [-p PKG] [--json] | soak | release [--dry-run]>";
+const USAGE: &str = "usage: cargo xtask <lint | ci | bench [-p PKG] [--json] | soak | release [--dry-run] | outsider>";
 
 fn main() -> std::process::ExitCode {
     match real_main() {
@@ -51,6 +53,7 @@ fn real_main() -> Result<()> {
         "bench" => bench::run(rest),
         "soak" => soak(),
         "release" => release::run(rest.iter().any(|a| a == "--dry-run")),
+        "outsider" => outsider::check(&workspace_root()?),
         "-h" | "--help" | "help" => {
             shell::say(USAGE);
             Ok(())
@@ -82,8 +85,9 @@ fn lint() -> Result<()> {
     ])
     .context("clippy found problems")?;
     deps::check_workspace()?;
+    publish::check_workspace()?;
     cargo(&["test", "--quiet", "-p", "xtask"])
-        .context("tidy or dependency-direction checks failed")?;
+        .context("tidy, dependency-direction or publish-metadata checks failed")?;
     Ok(())
 }
 
@@ -93,6 +97,7 @@ fn ci() -> Result<()> {
         .context("building the workspace failed")?;
     cargo(&["test", "--workspace", "--quiet"]).context("tests failed")?;
     contract()?;
+    outsider::check(&workspace_root()?)?;
     release::run(true)?;
     shell::say("xtask ci: all green");
     Ok(())

@@ -108,6 +108,10 @@ pub use abi_stable;
 /// when [`PluginModule`] or [`HookInput`] change.
 pub const ABI_VERSION: &str = "0.1.0";
 
+/// This crate's package version: what a plugin's `Cargo.toml` asks for
+/// (`herd-plugin-abi = "<major>.<minor>"`), as `herd plugins new` writes it.
+pub const CRATE_VERSION: &str = env!("CARGO_PKG_VERSION");
+
 /// What a transform returns across the ABI: `ROk(RNone)` unchanged,
 /// `ROk(RSome(text))` a replacement, `RErr(message)` a failure.
 pub type HookResult = RResult<ROption<RString>, RString>;
