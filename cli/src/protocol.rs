@@ -221,7 +221,7 @@ pub(crate) async fn read_line<R: AsyncBufRead + Unpin>(
 
 /// The index of the first `\n`.
 fn memchr_newline(bytes: &[u8]) -> Option<usize> {
-    bytes.iter().position(|&b| b == b'\n')
+    memchr::memchr(b'\n', bytes)
 }
 
 #[cfg(test)]

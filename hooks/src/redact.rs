@@ -40,7 +40,6 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use aho_corasick::AhoCorasick;
 use regex_automata::{Anchored, Input, meta};
 
 use crate::Error;
@@ -48,6 +47,7 @@ use crate::Error;
 mod families;
 mod keys;
 mod stream;
+mod triggers;
 mod visible;
 
 pub use stream::StreamRedactor;
@@ -140,8 +140,8 @@ impl Compiled {
 /// The secret redactor. Cheap to share (`Arc`), immutable once built.
 #[derive(Debug, Clone)]
 pub struct Redactor {
-    /// The literals the built-in code patterns start with.
-    triggers: AhoCorasick,
+    /// Where the built-in code patterns can start.
+    triggers: triggers::Triggers,
     /// Built-in code patterns, searched anchored at each trigger.
     code: Compiled,
     /// Config patterns (no literal known), searched over the whole text.
@@ -193,11 +193,7 @@ impl Redactor {
         let mut dump = families::dump_patterns();
         dump.extend(families::code_patterns());
         dump.extend(extra.iter().cloned());
-        let triggers = AhoCorasick::builder()
-            .ascii_case_insensitive(true)
-            .match_kind(aho_corasick::MatchKind::LeftmostFirst)
-            .build(families::triggers())
-            .expect("the trigger literals are a small fixed set");
+        let triggers = triggers::Triggers::new();
         Ok(Redactor {
             triggers,
             code: Compiled::build(&families::code_patterns())?,
@@ -356,8 +352,10 @@ impl Redactor {
         };
         let mut hold = seen.len();
         // A trigger whose pattern has not matched yet, or whose match reaches the end.
-        for hit in self.triggers.find_iter(seen) {
-            let at = hit.start();
+        let mut scan = self.triggers.scan(seen);
+        let mut from = 0;
+        while let Some((at, hit_len)) = scan.next_from(from) {
+            from = at + 1;
             let input = Input::new(seen)
                 .span(at..seen.len())
                 .anchored(Anchored::Yes);
@@ -371,9 +369,7 @@ impl Redactor {
                 },
                 // No match yet: a token still arriving (no space since the
                 // trigger), or a header or URL name waiting for its value.
-                None => {
-                    !rest.contains(char::is_whitespace) || (hit.len() >= 5 && rest.len() <= 256)
-                }
+                None => !rest.contains(char::is_whitespace) || (hit_len >= 5 && rest.len() <= 256),
             };
             if open {
                 hold = hold.min(at);
@@ -466,14 +462,11 @@ impl Redactor {
     /// automaton anchored there. Clean text costs one aho-corasick scan.
     fn code_matches<'s>(&'s self, text: &str, out: &mut Vec<(usize, u8, usize, &'s Kind)>) {
         let mut pos = 0;
+        let mut scan = self.triggers.scan(text);
         while pos < text.len() {
-            let Some(hit) = self
-                .triggers
-                .find(aho_corasick::Input::new(text).span(pos..text.len()))
-            else {
+            let Some((at, _)) = scan.next_from(pos) else {
                 break;
             };
-            let at = hit.start();
             let input = Input::new(text)
                 .span(at..text.len())
                 .anchored(Anchored::Yes);

@@ -230,12 +230,21 @@ impl<'a> Window<'a> {
     /// Lines `first..first + n` of `source` (as `str::lines` counts them), without
     /// the newline after the last one.
     pub fn lines(source: &'a str, first: usize, n: usize) -> Window<'a> {
-        let starts = line_start(source, first);
-        let mut end = line_start(source, first.saturating_add(n));
-        if end > starts && source.as_bytes()[end - 1] == b'\n' {
+        // One pass: the newline before line `first`, then `n` more.
+        let mut newlines = memchr::memchr_iter(b'\n', source.as_bytes());
+        let start = match first {
+            0 => 0,
+            _ => newlines.nth(first - 1).map_or(source.len(), |idx| idx + 1),
+        };
+        let mut end = match n {
+            0 => start,
+            _ if start == source.len() => start,
+            _ => newlines.nth(n - 1).map_or(source.len(), |idx| idx + 1),
+        };
+        if end > start && source.as_bytes()[end - 1] == b'\n' {
             end -= 1;
         }
-        Window::over(source, starts, end, Keep::All)
+        Window::over(source, start, end, Keep::All)
     }
 
     /// Says that the output before `source` ended inside a private-key block
@@ -275,16 +284,6 @@ impl<'a> Window<'a> {
             key_open_at_source: false,
         }
     }
-}
-
-/// Byte index where line `n` of `text` starts (`text.len()` past the last).
-fn line_start(text: &str, n: usize) -> usize {
-    if n == 0 {
-        return 0;
-    }
-    memchr::memchr_iter(b'\n', text.as_bytes())
-        .nth(n - 1)
-        .map_or(text.len(), |idx| idx + 1)
 }
 
 /// The start of the context before byte `at`: the start of its line, at most

@@ -115,11 +115,9 @@ pub(super) fn code_patterns() -> Vec<(String, Kind)> {
     ]
 }
 
-/// Literals every code pattern starts with (matched ASCII-case-insensitively).
-/// Invariant: each pattern of [`code_patterns`] can only match at a position where
-/// one of these starts; the table tests check every family through this path.
-pub(super) fn triggers() -> Vec<String> {
-    let mut t: Vec<String> = [
+/// Names the case-insensitive header and URL families start with, lowercase.
+pub(super) fn header_triggers() -> Vec<&'static str> {
+    vec![
         "authorization",
         "proxy-authorization",
         "x-api-key",
@@ -135,6 +133,12 @@ pub(super) fn triggers() -> Vec<String> {
         "mongodb",
         "redis",
         "amqp",
+    ]
+}
+
+/// Prefixes the (case-sensitive) token families start with, three bytes or more.
+pub(super) fn token_triggers() -> Vec<&'static str> {
+    vec![
         "sk-",
         "ghp_",
         "gho_",
@@ -161,7 +165,19 @@ pub(super) fn triggers() -> Vec<String> {
         "pk-lf-",
         "syt_",
         "GR1348941",
-        "gl",
+        "glpat-",
+        "gloas-",
+        "gldt-",
+        "glrt-",
+        "glrtr-",
+        "glcbt-",
+        "glptt-",
+        "glft-",
+        "glimt-",
+        "glagent-",
+        "glsoat-",
+        "glffct-",
+        "glwt-",
         "hf_",
         "r8_",
         "npm_",
@@ -183,14 +199,7 @@ pub(super) fn triggers() -> Vec<String> {
         "SG.",
         "gAAAAA",
         "eyJ",
-        "+",
     ]
-    .iter()
-    .map(|s| (*s).to_owned())
-    .collect();
-    t.sort();
-    t.dedup();
-    t
 }
 
 /// The assignment families, used only for environment dumps and secret files.
