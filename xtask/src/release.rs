@@ -1,15 +1,29 @@
 //! `cargo xtask release [--dry-run]`: builds `herd` and the example plugin in
-//! release mode and packages them with the docs and checksums under `dist/`.
+//! release mode and packages them with the docs and checksums under `dist/`, then
+//! packages and verifies every published crate and puts the `.crate` files beside
+//! the tarball (one `SHA256SUMS` covers them all).
 //!
 //! A real release refuses a dirty tree; both modes refuse a version without a
-//! CHANGELOG entry. The dry run reports a dirty tree instead of refusing, and
-//! does not tag.
+//! CHANGELOG entry and publish metadata that fails the check in `publish.rs`. The
+//! dry run reports a dirty tree instead of refusing (and lets `cargo package` take
+//! the uncommitted files), and does not tag.
+//!
+//! The crates are packaged by one `cargo package -p …` for all of them: cargo packs
+//! them in dependency order and verifies each against the others' freshly packed
+//! `.crate` files (a local overlay registry), so an unpublished herd crate resolves
+//! as if it came from the registry while third-party crates come from the real one.
+//! Verification builds each crate from its unpacked `.crate` alone, so a file a crate
+//! needs but does not ship fails here rather than for a user. `--locked` keeps the
+//! third-party versions the workspace was tested with. Nothing but the package
+//! registry is reached over the network.
 
 use anyhow::{Context, Result, bail};
 use sha2::{Digest, Sha256};
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
+use crate::publish::{self, Crate};
 use crate::shell;
 
 pub(crate) fn run(dry_run: bool) -> Result<()> {
@@ -27,6 +41,8 @@ pub(crate) fn run(dry_run: bool) -> Result<()> {
     if !has_entry(&changelog, &version) {
         bail!("CHANGELOG.md has no entry for {version}; add a `## [{version}]` section first");
     }
+    let crates = publish::order(&publish::check_workspace()?)?;
+    let started = Instant::now();
     let target = host_triple()?;
     shell::cargo(&[
         "build",
@@ -68,19 +84,83 @@ pub(crate) fn run(dry_run: bool) -> Result<()> {
             .current_dir(&dist),
     )?;
     let sum = sha256_hex(&dist.join(&tarball))?;
+    let mut sums_text = format!("{sum}  {tarball}\n");
+    shell::say(&format!(
+        "release: binary tarball built in {:.0}s",
+        started.elapsed().as_secs_f64()
+    ));
+    let packaged = package_crates(&crates, !dirty.trim().is_empty(), &dist)?;
+    for (file, crate_sum) in &packaged {
+        sums_text.push_str(&format!("{crate_sum}  {file}\n"));
+    }
     let sums = dist.join("SHA256SUMS");
-    fs::write(&sums, format!("{sum}  {tarball}\n"))
-        .with_context(|| format!("cannot write {}", sums.display()))?;
+    fs::write(&sums, sums_text).with_context(|| format!("cannot write {}", sums.display()))?;
     if !dry_run {
         shell::run(shell::command("git").args(["tag", &format!("v{version}")]))?;
     }
     shell::say(&format!(
-        "release{}: made {} and {} ({sum})",
+        "release{}: made {} ({sum}), {} crates and {} in {:.0}s",
         if dry_run { " dry run" } else { "" },
         dist.join(&tarball).display(),
-        sums.display()
+        packaged.len(),
+        sums.display(),
+        started.elapsed().as_secs_f64()
     ));
     Ok(())
+}
+
+/// The root manifest's `[profile.dev]` settings, as `--config` values for `cargo
+/// package` (a tidy test keeps the two equal).
+pub(crate) const VERIFY_PROFILE: &[&str] = &[
+    "profile.dev.debug=\"line-tables-only\"",
+    "profile.dev.package.\"*\".debug=false",
+];
+
+/// Packages and verifies `crates` (already in dependency order) with one `cargo
+/// package`, copies each `.crate` into `dist` and returns its file name and checksum.
+fn package_crates(
+    crates: &[Crate],
+    allow_dirty: bool,
+    dist: &Path,
+) -> Result<Vec<(String, String)>> {
+    let started = Instant::now();
+    let mut args = vec!["package", "--locked"];
+    // Verification builds each crate as a workspace of its own, which the root
+    // manifest's profiles do not reach; the same settings given as config let it
+    // reuse the dependency builds of the workspace instead of building them again
+    // with full debug info.
+    for setting in VERIFY_PROFILE {
+        args.extend(["--config", setting]);
+    }
+    if allow_dirty {
+        args.push("--allow-dirty");
+    }
+    for c in crates {
+        args.extend(["-p", c.name.as_str()]);
+    }
+    shell::cargo(&args).context("packaging or verifying the published crates failed")?;
+    let packaged_dir = shell::target_dir()?.join("package");
+    let mut out = Vec::new();
+    for c in crates {
+        let file = format!("{}-{}.crate", c.name, c.version);
+        let from = packaged_dir.join(&file);
+        fs::copy(&from, dist.join(&file))
+            .with_context(|| format!("cannot copy {} into {}", from.display(), dist.display()))?;
+        let sum = sha256_hex(&dist.join(&file))?;
+        shell::say(&format!(
+            "packaged and verified: {} {} -> {}",
+            c.name,
+            c.version,
+            dist.join(&file).display()
+        ));
+        out.push((file, sum));
+    }
+    shell::say(&format!(
+        "release: {} crates packaged and verified in {:.0}s",
+        out.len(),
+        started.elapsed().as_secs_f64()
+    ));
+    Ok(out)
 }
 
 fn cli_version() -> Result<String> {
