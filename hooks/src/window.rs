@@ -230,16 +230,14 @@ impl<'a> Window<'a> {
     /// Lines `first..first + n` of `source` (as `str::lines` counts them), without
     /// the newline after the last one.
     pub fn lines(source: &'a str, first: usize, n: usize) -> Window<'a> {
-        // One pass: the newline before line `first`, then `n` more.
-        let mut newlines = memchr::memchr_iter(b'\n', source.as_bytes());
         let start = match first {
             0 => 0,
-            _ => newlines.nth(first - 1).map_or(source.len(), |idx| idx + 1),
+            _ => nth_newline(source.as_bytes(), 0, first - 1).map_or(source.len(), |idx| idx + 1),
         };
         let mut end = match n {
             0 => start,
             _ if start == source.len() => start,
-            _ => newlines.nth(n - 1).map_or(source.len(), |idx| idx + 1),
+            _ => nth_newline(source.as_bytes(), start, n - 1).map_or(source.len(), |idx| idx + 1),
         };
         if end > start && source.as_bytes()[end - 1] == b'\n' {
             end -= 1;
@@ -284,6 +282,28 @@ impl<'a> Window<'a> {
             key_open_at_source: false,
         }
     }
+}
+
+/// The index of the newline that is the `nth` (from 0) at or after `from`. Whole
+/// blocks are skipped by a vectorised count, so a page deep in a long text costs
+/// little more than the page.
+fn nth_newline(bytes: &[u8], from: usize, nth: usize) -> Option<usize> {
+    const BLOCK: usize = 64 * 1024;
+    let mut left = nth;
+    let mut at = from;
+    while at < bytes.len() {
+        let block_end = (at + BLOCK).min(bytes.len());
+        let block = &bytes[at..block_end];
+        let n_here = memchr::memchr_iter(b'\n', block).count();
+        if n_here > left {
+            return memchr::memchr_iter(b'\n', block)
+                .nth(left)
+                .map(|idx| at + idx);
+        }
+        left -= n_here;
+        at = block_end;
+    }
+    None
 }
 
 /// The start of the context before byte `at`: the start of its line, at most
