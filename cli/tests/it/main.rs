@@ -9,6 +9,7 @@ mod guard;
 mod jobs;
 mod mcp;
 mod restore;
+mod secrets;
 mod service;
 mod shim;
 mod support;
