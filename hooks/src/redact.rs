@@ -576,15 +576,22 @@ pub(crate) fn splice_window(
     edge_start: usize,
     edge_end: usize,
 ) -> String {
-    splice_from(text, found, edge_start, edge_end, false)
+    splice_from(text, found, edge_start, edge_end, None)
 }
 
 /// Like [`splice_window`], for a stream that already showed `text[..edge_start]`
 /// (the start of an unfinished line): a replacement that straddles the edge and
 /// begins with what was shown (a token mask keeps the token's head) is emitted
-/// without that head, so the line reads as if redacted whole.
-pub(crate) fn splice_continuing(text: &str, found: &[Found], edge_start: usize) -> String {
-    splice_from(text, found, edge_start, text.len(), true)
+/// without that head, so the line reads as if redacted whole; one that continues a
+/// mask already shown up to the edge (`shown_mask`, the same replacement) adds
+/// nothing.
+pub(crate) fn splice_continuing(
+    text: &str,
+    found: &[Found],
+    edge_start: usize,
+    shown_mask: Option<&str>,
+) -> String {
+    splice_from(text, found, edge_start, text.len(), Some(shown_mask))
 }
 
 fn splice_from(
@@ -592,7 +599,7 @@ fn splice_from(
     found: &[Found],
     edge_start: usize,
     edge_end: usize,
-    continuing: bool,
+    continuing: Option<Option<&str>>,
 ) -> String {
     let mut out = String::with_capacity(edge_end - edge_start);
     let mut pos = edge_start;
@@ -607,8 +614,9 @@ fn splice_from(
             out.push_str(&text[pos..f.start]);
         }
         let shown = &text[f.start.min(edge_start)..edge_start];
-        match f.with.strip_prefix(shown) {
-            Some(rest) if continuing && f.start < edge_start => out.push_str(rest),
+        match (continuing, f.with.strip_prefix(shown)) {
+            (Some(Some(mask)), _) if f.start < edge_start && mask == f.with => {}
+            (Some(_), Some(rest)) if f.start < edge_start => out.push_str(rest),
             _ => out.push_str(&f.with),
         }
         pos = pos.max(f.end);

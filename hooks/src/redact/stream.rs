@@ -37,6 +37,9 @@ pub struct StreamRedactor {
     /// forced cut), raw: context for matching the rest of the line (at most
     /// `KEEP_BYTES`).
     line_shown: String,
+    /// The replacement shown for a match that ran to the end of `line_shown` (a key
+    /// line masked on idle): the rest of that match adds nothing.
+    shown_mask: Option<String>,
     /// A private-key block is open where `line_shown` (or `held`, when nothing of
     /// the line was shown) starts.
     key_open: bool,
@@ -50,6 +53,7 @@ impl StreamRedactor {
             mode,
             held: String::new(),
             line_shown: String::new(),
+            shown_mask: None,
             key_open: false,
         }
     }
@@ -85,6 +89,7 @@ impl StreamRedactor {
         let out = self.emit(cut);
         self.key_open = false;
         self.line_shown.clear();
+        self.shown_mask = None;
         out
     }
 
@@ -114,10 +119,15 @@ impl StreamRedactor {
         let mut text = std::mem::take(&mut self.line_shown);
         text.push_str(&ready);
         let (found, open) = self.redactor.find(&text, self.mode, self.key_open);
-        let out = splice_continuing(&text, &found, n_shown);
+        let out = splice_continuing(&text, &found, n_shown, self.shown_mask.as_deref());
+        self.shown_mask = None;
         match memchr::memrchr2(b'\n', b'\r', text.as_bytes()) {
             Some(idx) if idx + 1 == text.len() => self.key_open = open,
             last => {
+                self.shown_mask = found
+                    .last()
+                    .filter(|f| f.end == text.len())
+                    .map(|f| f.with.clone());
                 // The line goes on: keep what was shown of it as context.
                 let line_start = last.map_or(0, |idx| idx + 1);
                 if line_start > 0 {

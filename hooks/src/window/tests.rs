@@ -272,6 +272,23 @@ fn b30_echoed_keystrokes_show_as_typed_and_a_token_begun_before_an_idle_is_still
 }
 
 #[test]
+fn b30_a_key_line_that_arrives_in_two_parts_shows_one_mask() {
+    let p = std::sync::Arc::new(Pipeline::redaction_only());
+    let c = ctx("cat key");
+    let mut stream = Pipeline::show_stream(&p, &c);
+    let mut out = stream
+        .push("-----BEGIN RSA PRIVATE KEY-----\r\nJg/")
+        .into_string();
+    out.push_str(&stream.release_idle());
+    out.push_str(&stream.push("MIIEowIBAAKCAQEA7bq3xGZ8rY0r\r\n-----END RSA PRIVATE KEY-----\r\n"));
+    out.push_str(&stream.finish());
+    assert_eq!(
+        out,
+        "[REDACTED PRIVATE KEY]\r\n[REDACTED PRIVATE KEY]\r\n[REDACTED PRIVATE KEY]\r\n"
+    );
+}
+
+#[test]
 fn b30_a_secret_split_at_every_offset_of_a_stream_is_masked() {
     let p = std::sync::Arc::new(Pipeline::redaction_only());
     let c = ctx("x");
