@@ -118,7 +118,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 Command::Service(args) => service::run(&home, &args.command),
                 Command::Mcp(args) => mcp::serve(
                     home,
-                    args.owner.resolve("mcp"),
+                    args.owner.resolve(&mcp::fresh_owner()),
                     args.parent.filter(|p| !p.trim().is_empty()),
                 ),
                 command => client_runtime()?.block_on(client_command(home, command)),

@@ -48,6 +48,23 @@ const FOREGROUND_OUTPUT_CHARS: usize = 50_000;
 ///
 /// # Errors
 /// Transport failures.
+/// The owner of a server started without `--owner` (or `$HERD_OWNER`):
+/// `mcp-<12 hex>`, fresh for each server, so two agents configured the same way on
+/// one home never see, drain or kill each other's jobs. A host that wants the same
+/// owner across restarts passes `--owner`.
+pub(crate) fn fresh_owner() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    // A randomly keyed SipHash of the pid and the time: 48 unpredictable bits.
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u32(std::process::id());
+    hasher.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    format!("mcp-{:012x}", hasher.finish() & 0xffff_ffff_ffff)
+}
+
 pub(crate) fn serve(home: Home, owner: String, parent: Option<String>) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -59,6 +76,7 @@ pub(crate) fn serve(home: Home, owner: String, parent: Option<String>) -> anyhow
             home: Arc::new(home),
             owner: Arc::new(owner),
             parent: parent.map(Arc::new),
+            log_rank: Arc::new(std::sync::atomic::AtomicU8::new(0)),
         };
         let running = server
             .serve(rmcp::transport::stdio())
@@ -76,6 +94,28 @@ struct Server {
     owner: Arc<String>,
     /// The parent agent's owner (`--parent`), the only owner a handoff goes to.
     parent: Option<Arc<String>>,
+    /// The least severe log level the client wants (`logging/setLevel`), as a rank
+    /// (0 = debug … 7 = emergency); everything by default.
+    log_rank: Arc<std::sync::atomic::AtomicU8>,
+}
+
+/// The severity rank of an MCP log level (RFC 5424 order).
+#[expect(
+    deprecated,
+    reason = "MCP logging carries herd's notices to clients today"
+)]
+fn log_rank(level: &rmcp::model::LoggingLevel) -> u8 {
+    use rmcp::model::LoggingLevel as L;
+    match level {
+        L::Debug => 0,
+        L::Info => 1,
+        L::Notice => 2,
+        L::Warning => 3,
+        L::Error => 4,
+        L::Critical => 5,
+        L::Alert => 6,
+        L::Emergency => 7,
+    }
 }
 
 /// A tool outcome: the JSON answer and whether it is an error.
@@ -543,10 +583,28 @@ impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_logging().build())
             .with_server_info(Implementation::new("herd", env!("CARGO_PKG_VERSION")))
-            .with_instructions(
+            .with_instructions(format!(
                 "herd supervises shell commands. Start long jobs with terminal(background=true, notify=true); \
-                 completions arrive with later tool results.",
-            )
+                 completions arrive with later tool results. You act as herd owner `{}`: you see, wait on \
+                 and kill only your own jobs, and only your completions reach you.",
+                self.owner
+            ))
+    }
+
+    #[expect(
+        deprecated,
+        reason = "MCP logging carries herd's notices to clients today"
+    )]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.log_rank.store(
+            log_rank(&request.level),
+            std::sync::atomic::Ordering::Relaxed,
+        );
+        Ok(())
     }
 
     async fn list_tools(
@@ -578,18 +636,28 @@ impl ServerHandler for Server {
             content.push(ContentBlock::text(rendered.clone()));
             #[expect(
                 deprecated,
+                reason = "MCP logging carries herd's notices to clients today"
+            )]
+            let wanted = self.log_rank.load(std::sync::atomic::Ordering::Relaxed)
+                <= log_rank(&rmcp::model::LoggingLevel::Notice);
+            #[expect(
+                deprecated,
                 reason = "MCP logging is how clients surface server-side notices today"
             )]
-            let sent = context
-                .peer
-                .notify_logging_message(
-                    rmcp::model::LoggingMessageNotificationParam::new(
-                        rmcp::model::LoggingLevel::Notice,
-                        json!({"owner": self.owner.as_str(), "notifications": rendered}),
+            let sent = if !wanted {
+                Ok(())
+            } else {
+                context
+                    .peer
+                    .notify_logging_message(
+                        rmcp::model::LoggingMessageNotificationParam::new(
+                            rmcp::model::LoggingLevel::Notice,
+                            json!({"owner": self.owner.as_str(), "notifications": rendered}),
+                        )
+                        .with_logger("herd"),
                     )
-                    .with_logger("herd"),
-                )
-                .await;
+                    .await
+            };
             if let Err(err) = sent {
                 tracing::debug!(error = %err, "failed to send the notification log message");
             }

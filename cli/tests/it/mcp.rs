@@ -38,11 +38,17 @@ async fn connect(env: &Env) -> Mcp {
 }
 
 async fn connect_with(env: &Env, extra: &[&str]) -> Mcp {
+    let mut args = vec!["--owner", "agent-1"];
+    args.extend_from_slice(extra);
+    connect_args(env, &args).await
+}
+
+/// A server started with exactly `args` after `herd mcp`, and no `$HERD_OWNER`.
+async fn connect_args(env: &Env, args: &[&str]) -> Mcp {
     let mut cmd = tokio::process::Command::new(HERD);
     cmd.arg("mcp")
-        .arg("--owner")
-        .arg("agent-1")
-        .args(extra)
+        .args(args)
+        .env_remove("HERD_OWNER")
         .current_dir(env.scratch())
         .env_remove("HERD_PARENT_OWNER")
         .env_remove("INVOCATION_ID")
@@ -382,5 +388,101 @@ async fn mcp_process_resize_reaches_a_pty_session_and_bad_sizes_are_named() {
     assert!(
         waited.to_string().contains("33 99"),
         "the program saw the new size: {waited}"
+    );
+}
+
+/// Two agents whose hosts start `herd mcp` the same way (no `--owner`) on one home
+/// are two owners (issue 16): each sees and is told only of its own jobs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b31_two_mcp_servers_without_an_owner_never_see_each_others_jobs() {
+    let env = Env::new();
+    let a = connect_args(&env, &[]).await;
+    let b = connect_args(&env, &[]).await;
+    let owner_of = |client: &Mcp| {
+        let instructions = client
+            .peer_info()
+            .and_then(|info| info.instructions.clone())
+            .unwrap_or_default();
+        let owner = instructions
+            .split('`')
+            .find(|w| w.starts_with("mcp-"))
+            .unwrap_or_default()
+            .to_owned();
+        assert!(
+            owner.len() == 16 && owner[4..].chars().all(|c| c.is_ascii_hexdigit()),
+            "the instructions name an mcp-<12 hex> owner: {instructions}"
+        );
+        owner
+    };
+    let (owner_a, owner_b) = (owner_of(&a), owner_of(&b));
+    assert_ne!(owner_a, owner_b);
+
+    let (started, _, is_error) = call(
+        &a,
+        "terminal",
+        json!({"command": "sleep 0.5; echo from-a", "background": true, "notify": true}),
+    )
+    .await;
+    assert!(!is_error, "{started}");
+    let id = session_id(&started);
+    // A's completion reaches A; B's calls meanwhile carry nothing of it.
+    let notices_a = notices_until(&a, &id).await;
+    assert!(notices_a.contains("from-a"), "{notices_a}");
+    let (listed, notices_b, _) = call(&b, "process", json!({"action": "list"})).await;
+    assert!(
+        !listed.to_string().contains(&id),
+        "B lists A's job: {listed}"
+    );
+    assert!(notices_b.is_empty(), "B got A's notices: {notices_b:?}");
+}
+
+/// Calls `process list` until a notice naming `id` arrives (10 s at most); the
+/// notices seen.
+async fn notices_until(client: &Mcp, id: &str) -> String {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let mut seen = String::new();
+    while std::time::Instant::now() < deadline {
+        let (_, notices, _) = call(client, "process", json!({"action": "list"})).await;
+        seen.extend(notices);
+        if seen.contains(id) {
+            return seen;
+        }
+    }
+    panic!("no notice for {id} within 10 s; saw {seen:?}")
+}
+
+/// `logging/setLevel` is answered (the MCP Inspector and the TypeScript SDK call it
+/// when the server announces logging), and a level above notice silences the
+/// notice messages; the notices still ride in tool results.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_set_level_is_answered_and_filters_notice_messages() {
+    let env = Env::new();
+    let client = connect(&env).await;
+    client
+        .set_level(rmcp::model::SetLevelRequestParams::new(
+            rmcp::model::LoggingLevel::Warning,
+        ))
+        .await
+        .expect("logging/setLevel is answered");
+    let (started, _, _) = call(
+        &client,
+        "terminal",
+        json!({"command": "sleep 0.5; echo quiet", "background": true, "notify": true}),
+    )
+    .await;
+    let id = session_id(&started);
+    let all = notices_until(&client, &id).await;
+    assert!(
+        all.contains("quiet"),
+        "the completion rides in a tool result: {all}"
+    );
+    assert!(
+        client
+            .service()
+            .logs
+            .lock()
+            .expect("not poisoned")
+            .is_empty(),
+        "no notice-level log message after setLevel(warning)"
     );
 }
