@@ -152,7 +152,7 @@ pub(crate) struct RunArgs {
     #[arg(long)]
     pub(crate) pty: bool,
     /// Queue a notification when the job finishes (see `herd events`).
-    #[arg(long, conflicts_with = "watch")]
+    #[arg(long)]
     pub(crate) notify: bool,
     /// Queue a notification when an output line contains PAT (repeatable).
     #[arg(long, value_name = "PAT", num_args = 1)]

@@ -452,7 +452,8 @@ fn terminal_request(args: &JsonObject) -> Result<TerminalRequest, String> {
                     }
                 }
             }
-            (false, patterns)
+            // A list watches for its patterns; the exit still wakes once (B20).
+            (true, patterns)
         }
         Some(other) => {
             return Err(format!(
@@ -528,7 +529,7 @@ fn tools() -> Vec<Tool> {
             "timeout": {"type": "integer", "minimum": 1, "default": FOREGROUND_DEFAULT_TIMEOUT, "description": "Foreground only: seconds to wait (max 600); a command still running then is moved to the background, not killed."},
             "workdir": {"type": "string", "description": "Working directory (no shell metacharacters)."},
             "pty": {"type": "boolean", "default": false, "description": "Background only: run under a pseudo-terminal."},
-            "notify": {"description": "Background only: true = be told when it exits; a list of strings = be told when an output line contains one of them.", "anyOf": [{"type": "boolean"}, {"type": "array", "items": {"type": "string"}}]},
+            "notify": {"description": "Background only: true = be told when it exits; a list of strings = be told when an output line contains one of them, and when it exits.", "anyOf": [{"type": "boolean"}, {"type": "array", "items": {"type": "string"}}]},
             "heartbeat": {"type": "integer", "minimum": 0, "default": 0, "description": "Background only: every N seconds, be sent the new output (0 disables; positive values are clamped to min 60)."},
             "persist_on_release": {"type": "boolean", "default": false, "description": "Background only: keep running when this agent is released."}
         },

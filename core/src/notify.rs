@@ -4,7 +4,8 @@
 //! module wires them to live sessions:
 //!
 //! - at spawn, [`Inner::plan_notifications`] settles what a request gets: `notify` and
-//!   `watch` are exclusive, a heartbeat implies notify, and a child agent gets none of
+//!   `watch` combine (a match wakes, the exit still wakes once), a heartbeat implies
+//!   notify, and a child agent gets none of
 //!   them (its completion could only arrive after it is gone, B26);
 //! - watch matching runs in the session's reader, per complete line, through a
 //!   [`WatchObserver`] that owns the session's [`WatchState`]; deliveries go through the
@@ -40,9 +41,7 @@ use crate::reader::Observer;
 use crate::registry::{Inner, Tables};
 use crate::session::Session;
 use crate::text;
-use crate::watch::{
-    BreakerEvent, Heartbeat, WatchBreaker, WatchDelivery, WatchState, exclusive_with_notify,
-};
+use crate::watch::{BreakerEvent, Heartbeat, WatchBreaker, WatchDelivery, WatchState};
 use crate::{Clock, Registry, SpawnError};
 
 /// The longest the timer waits before it re-reads the clock (an injected test clock
@@ -214,8 +213,9 @@ impl Inner {
                     .to_owned(),
             );
         }
-        let (watch, dropped) = exclusive_with_notify(notify, req.watch.clone());
-        notes.extend(dropped.map(str::to_owned));
+        // Watch and notify combine (B20): matches wake within the watch limits, and
+        // the exit still sends its one completion.
+        let watch = req.watch.clone();
         let owner = req.owner_task_id.as_deref().unwrap_or(&req.task_id);
         let is_child = self.agents().is_child(owner);
         if is_child && (notify || !watch.is_empty()) {

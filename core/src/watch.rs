@@ -58,24 +58,6 @@ pub(crate) const BREAKER_MAX_MATCHES: u32 = 15;
 /// How long a tripped breaker drops matches.
 pub(crate) const BREAKER_TRIP: Duration = Duration::from_secs(30);
 
-/// The note a spawn answer carries when both `notify` and `watch` were asked for:
-/// watch is dropped, because the two would report the same exit twice.
-pub(crate) const WATCH_DROPPED_FOR_NOTIFY: &str = "watch patterns were ignored because notify_on_complete is set: \
-     together they would send duplicate notifications for the same process";
-
-/// Resolves the `notify` / `watch` exclusivity of B20: with `notify` set, the
-/// patterns are dropped and the note explains why.
-pub(crate) fn exclusive_with_notify(
-    notify: bool,
-    patterns: Vec<String>,
-) -> (Vec<String>, Option<&'static str>) {
-    if notify && !patterns.is_empty() {
-        (Vec::new(), Some(WATCH_DROPPED_FOR_NOTIFY))
-    } else {
-        (patterns, None)
-    }
-}
-
 /// Why watching was switched off for a session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum DisableReason {

@@ -248,7 +248,6 @@ fn bad_flag_values_exit_2() {
         &["wait", "proc_x", "--timeout", "soon"],
         &["run", "--heartbeat", "-5", "--", "true"],
         &["run", "--env", "NOEQUALS", "--", "true"],
-        &["run", "--notify", "--watch", "x", "--", "true"],
         &["run", "--cwd", "/nonexistent/dir", "--", "true"],
         &["logs", "proc_x", "--limit", "0"],
         &["run"],

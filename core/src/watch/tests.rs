@@ -190,23 +190,6 @@ fn b20_nothing_is_delivered_after_exit() {
 }
 
 #[test]
-fn b20_watch_and_notify_are_exclusive() {
-    let patterns = vec!["ready".to_owned()];
-    let (kept, note) = exclusive_with_notify(true, patterns.clone());
-    assert!(kept.is_empty());
-    assert!(
-        note.is_some_and(
-            |n| n.contains("notify_on_complete") && n.contains("duplicate notifications")
-        )
-    );
-    assert_eq!(
-        exclusive_with_notify(false, patterns.clone()),
-        (patterns, None)
-    );
-    assert_eq!(exclusive_with_notify(true, Vec::new()), (Vec::new(), None));
-}
-
-#[test]
 fn b20_disable_messages_say_why_and_what_follows() {
     let rate = DisableReason::RateLimited.message();
     assert!(rate.contains("15s") && rate.contains("3 windows") && rate.contains("exits"));

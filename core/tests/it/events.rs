@@ -70,29 +70,6 @@ async fn b20_watch_pattern_delivers_the_matching_lines() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn b20_watch_and_notify_together_drop_the_watch_with_a_note() {
-    let fx = Fixture::new();
-    let info = fx
-        .spawn(SpawnRequest {
-            command: "true".to_owned(),
-            notify: true,
-            watch: vec!["x".to_owned()],
-            ..SpawnRequest::default()
-        })
-        .await;
-    assert!(info.watch_patterns.is_empty());
-    assert!(
-        info.note
-            .as_deref()
-            .is_some_and(|n| n.contains("duplicate")),
-        "{:?}",
-        info.note
-    );
-    fx.done(&info.session_id).await;
-    fx.assert_groups_gone().await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn b21_heartbeats_carry_only_new_output() {
     let fx = Fixture::with(|c: &mut RegistryConfig| c.heartbeat_floor = Duration::from_millis(250));
     let mut events = fx.registry.subscribe();

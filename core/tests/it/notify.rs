@@ -308,23 +308,45 @@ async fn b20_global_breaker_trips_at_16_and_the_timer_announces_the_release() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn b20_watch_is_dropped_with_a_note_when_notify_is_set() {
+async fn b20_watch_and_notify_combine_a_match_wakes_and_the_exit_still_wakes_once() {
     let fx = Fixture::new();
+    let mut stream = fx.registry.subscribe();
+    // A dev server that says it is ready, then crashes.
     let info = fx
         .spawn(SpawnRequest {
-            command: "echo ERROR now".to_owned(),
+            command: "echo server ready; read _; exit 3".to_owned(),
             task_id: "t".to_owned(),
             notify: true,
-            watch: vec!["ERROR".to_owned()],
+            watch: vec!["ready".to_owned()],
             ..SpawnRequest::default()
         })
         .await;
     assert!(info.notify_on_complete);
-    assert!(info.watch_patterns.is_empty());
-    let note = info.note.unwrap_or_default();
-    assert!(note.contains("watch patterns were ignored"), "{note}");
-    fx.done(&info.session_id).await;
-    assert_eq!(kinds(&fx.registry.drain("t")), ["completion"]);
+    assert_eq!(info.watch_patterns, ["ready"]);
+    assert!(
+        !info.note.unwrap_or_default().contains("ignored"),
+        "nothing is dropped"
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut events = Vec::new();
+    while events.is_empty() && Instant::now() < deadline {
+        let _ = tokio::time::timeout(Duration::from_millis(200), stream.recv()).await;
+        events = fx.registry.drain("t");
+    }
+    assert_eq!(kinds(&events), ["watch_match"], "{events:#?}");
+    fx.registry
+        .close_stdin(info.session_id.as_str())
+        .await
+        .expect("close");
+    let answer = fx.done(&info.session_id).await;
+    assert_eq!(answer.exit_code, Some(3));
+    let events = fx.registry.drain("t");
+    assert_eq!(
+        kinds(&events),
+        ["completion"],
+        "one completion: {events:#?}"
+    );
+    assert!(fx.registry.drain("t").is_empty());
     fx.assert_groups_gone().await;
 }
 
