@@ -203,12 +203,12 @@ impl Server {
         };
         let session_id = info["session_id"].clone();
         if req.background {
+            // The job has not finished: no exit fields.
             let mut answer = json!({
+                "status": "running",
                 "output": "Background process started",
                 "session_id": session_id,
                 "pid": info["pid"],
-                "exit_code": 0,
-                "error": null,
             });
             for key in [
                 "notify_on_complete",
@@ -568,6 +568,17 @@ fn tools() -> Vec<Tool> {
     ]
 }
 
+/// An answer without its `null` fields: they carry nothing an agent can use and
+/// cost tokens on every call (issue 16).
+fn without_nulls(answer: Value) -> Value {
+    match answer {
+        Value::Object(map) => {
+            Value::Object(map.into_iter().filter(|(_, v)| !v.is_null()).collect())
+        }
+        other => other,
+    }
+}
+
 /// A JSON object literal as a schema object.
 fn as_object(value: Value) -> JsonObject {
     match value {
@@ -632,7 +643,7 @@ impl ServerHandler for Server {
                 ));
             }
         };
-        let mut content = vec![ContentBlock::text(answer.to_string())];
+        let mut content = vec![ContentBlock::text(without_nulls(answer).to_string())];
         if let Some(rendered) = self.pending_notifications().await {
             content.push(ContentBlock::text(rendered.clone()));
             #[expect(

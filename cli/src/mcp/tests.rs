@@ -57,12 +57,12 @@ fn heartbeat_zero_is_off_and_valid() {
 }
 
 #[test]
-fn notify_list_becomes_watch_patterns() {
+fn b20_notify_list_becomes_watch_patterns_and_the_exit_still_notifies() {
     let req = terminal_request(&args(
         json!({"command": "x", "background": true, "notify": ["ERROR", "ready"]}),
     ))
     .expect("a list is valid");
-    assert!(!req.notify);
+    assert!(req.notify);
     assert_eq!(req.watch, ["ERROR", "ready"]);
 }
 

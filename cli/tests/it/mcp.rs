@@ -118,6 +118,16 @@ async fn mcp_lists_tools_runs_in_background_and_delivers_the_completion() {
     assert!(early.is_empty(), "nothing has finished yet: {early:?}");
     let id = session_id(&started);
     assert_eq!(started["notify_on_complete"], true);
+    // A start answer of a job that has not finished has no exit fields and no
+    // null filler (issue 16).
+    assert_eq!(started["status"], "running", "{started}");
+    assert!(started.get("exit_code").is_none(), "{started}");
+    assert!(
+        started
+            .as_object()
+            .is_some_and(|m| m.values().all(|v| !v.is_null())),
+        "{started}"
+    );
 
     let (submitted, mut notices, _) = call(
         &client,
