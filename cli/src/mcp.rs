@@ -122,6 +122,27 @@ fn log_rank(level: &rmcp::model::LoggingLevel) -> u8 {
 type Outcome = (Value, bool);
 
 impl Server {
+    /// `Ok` when `session_id` resolves to a session of this server's owner; the
+    /// error answer otherwise (the daemon's own lookup error for an unknown id).
+    async fn own_session(&self, session_id: &str) -> Result<(), Value> {
+        let (found, is_error) = self.call("lookup", json!({"id": session_id})).await;
+        if is_error {
+            return Err(found);
+        }
+        match found["owner_task_id"].as_str() {
+            // An older daemon does not say: act as before.
+            None => Ok(()),
+            Some(owner) if owner == self.owner.as_str() => Ok(()),
+            Some(_) => Err(json!({
+                "status": "error",
+                "error": format!(
+                    "no session {session_id} of yours (owner `{}`); process(action=\"list\") shows your sessions",
+                    self.owner
+                ),
+            })),
+        }
+    }
+
     async fn client(&self) -> Result<Client, Value> {
         Client::connect(&self.home)
             .await
@@ -306,6 +327,11 @@ impl Server {
                 );
             }
         };
+        // Another owner's session is not this agent's to see or touch (B31): it is
+        // answered as unknown, like an id that does not exist.
+        if let Err(refused) = self.own_session(&session_id).await {
+            return (refused, true);
+        }
         let number = |key: &str| -> Result<Option<u64>, Value> {
             match args.get(key) {
                 None | Some(Value::Null) => Ok(None),

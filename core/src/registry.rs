@@ -206,6 +206,21 @@ impl Registry {
         }
     }
 
+    /// Resolves a full id or a unique prefix (B37) and names the session's owner
+    /// (B31), for a front end that acts for one owner and must not reach another's.
+    ///
+    /// # Errors
+    /// As [`Registry::lookup`].
+    pub fn lookup_owned(&self, id_or_prefix: &str) -> Result<(SessionId, String), LookupError> {
+        match self.inner.lookup(id_or_prefix) {
+            Ok(s) => Ok((s.id.clone(), s.state().owner_task_id.clone())),
+            Err(miss) => self
+                .inner
+                .receipt_lookup(id_or_prefix, miss)
+                .map(|(id, r)| (id, r.owner_task_id)),
+        }
+    }
+
     /// Status, uptime, a 1,000-character preview and exit fields once exited (B39).
     ///
     /// # Errors

@@ -181,8 +181,8 @@ impl State {
             "spawn" => self.spawn(params).await,
             "list" => self.list(params),
             "lookup" => parse::<IdParams>(params)
-                .and_then(|p| self.registry.lookup(&p.id).map_err(lookup_error))
-                .map(|id| json!({"session_id": id.to_string()})),
+                .and_then(|p| self.registry.lookup_owned(&p.id).map_err(lookup_error))
+                .map(|(id, owner)| json!({"session_id": id.to_string(), "owner_task_id": owner})),
             "poll" => parse::<IdParams>(params)
                 .and_then(|p| self.registry.poll(&p.id).map_err(core_error))
                 .and_then(to_value),

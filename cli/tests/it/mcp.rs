@@ -444,6 +444,14 @@ async fn b31_two_mcp_servers_without_an_owner_never_see_each_others_jobs() {
         "B lists A's job: {listed}"
     );
     assert!(notices_b.is_empty(), "B got A's notices: {notices_b:?}");
+    // Nor can B reach A's job by its id.
+    for action in ["poll", "log", "wait", "kill"] {
+        let (answer, _, is_error) = on_session(&b, action, &id).await;
+        assert!(is_error, "B's {action} reached A's job: {answer}");
+        assert!(!answer.to_string().contains("from-a"), "{answer}");
+    }
+    let (mine, _, is_error) = on_session(&a, "poll", &id).await;
+    assert!(!is_error, "A polls its own job: {mine}");
 }
 
 /// Calls `process list` until a notice naming `id` arrives (10 s at most); the
