@@ -138,6 +138,7 @@ fn package_crates(
     for c in crates {
         args.extend(["-p", c.name.as_str()]);
     }
+    forget_unpacked_overlay(crates)?;
     shell::cargo(&args).context("packaging or verifying the published crates failed")?;
     let packaged_dir = shell::target_dir()?.join("package");
     let mut out = Vec::new();
@@ -161,6 +162,39 @@ fn package_crates(
         started.elapsed().as_secs_f64()
     ));
     Ok(out)
+}
+
+/// Removes the sources cargo unpacked from an earlier run's packages.
+///
+/// Verification resolves the workspace's own crates from a local overlay
+/// registry, and cargo unpacks each `.crate` under
+/// `$CARGO_HOME/registry/src/-<hash>/<name>-<version>`. It does not unpack again
+/// when that directory exists, so a second run with the same version would verify
+/// against the first run's sources (seen: herd-cli verified against an older
+/// herd-core and failed to compile). Crates.io's own directories are left alone.
+fn forget_unpacked_overlay(crates: &[Crate]) -> Result<()> {
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
+        .context("neither CARGO_HOME nor HOME is set")?;
+    let src = cargo_home.join("registry").join("src");
+    let Ok(registries) = std::fs::read_dir(&src) else {
+        return Ok(());
+    };
+    for registry in registries.filter_map(Result::ok) {
+        // Local overlays are unnamed: their directory is `-<hash>`.
+        if !registry.file_name().to_string_lossy().starts_with('-') {
+            continue;
+        }
+        for c in crates {
+            let unpacked = registry.path().join(format!("{}-{}", c.name, c.version));
+            if unpacked.exists() {
+                std::fs::remove_dir_all(&unpacked)
+                    .with_context(|| format!("cannot remove {}", unpacked.display()))?;
+            }
+        }
+    }
+    Ok(())
 }
 
 fn cli_version() -> Result<String> {
