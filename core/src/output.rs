@@ -25,12 +25,21 @@ pub(crate) mod page;
 /// # Errors
 /// When the file cannot be read.
 pub(crate) fn text_before(file: &File, at: u64) -> std::io::Result<String> {
-    use std::os::unix::fs::FileExt;
     let from = at.saturating_sub(herd_hooks::KEY_LOOKBACK_BYTES as u64);
     let mut buf = vec![0; usize::try_from(at - from).unwrap_or(0)];
+    read_fully(file, &mut buf, from)?;
+    Ok(crate::text::decode_tail(&buf, from > 0, true))
+}
+
+/// `buf.len()` bytes of `file` at `at`, or fewer at its end (then `buf` is cut).
+///
+/// # Errors
+/// When the file cannot be read.
+pub(crate) fn read_fully(file: &File, buf: &mut Vec<u8>, at: u64) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
     let mut filled = 0;
     while filled < buf.len() {
-        match file.read_at(&mut buf[filled..], from + filled as u64) {
+        match file.read_at(&mut buf[filled..], at + filled as u64) {
             Ok(0) => break,
             Ok(n) => filled += n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
@@ -38,7 +47,7 @@ pub(crate) fn text_before(file: &File, at: u64) -> std::io::Result<String> {
         }
     }
     buf.truncate(filled);
-    Ok(crate::text::decode_tail(&buf, from > 0, true))
+    Ok(())
 }
 
 /// [`text_before`] of the log at `path`, ANSI-stripped like the tail; empty when the

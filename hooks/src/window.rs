@@ -367,10 +367,9 @@ impl Pipeline {
         };
         let out = match keep {
             // A character budget: hooks and the redactor see the whole lines the
-            // window touches, and the budget is taken from what they made of them.
-            Keep::LastChars(n) => {
-                // The lines before `floor` are context: redacted with the window,
-                // never shown (`floor` is where the window's own text begins).
+            // window touches (the lines before `floor` are context only), and the
+            // budget is taken from what they made of them.
+            Keep::LastChars(n) | Keep::FirstChars(n) => {
                 let hooked = self.chain().run(ctx, &source[from..to]);
                 let (found, _) = self.redactor().find(&hooked, mode, key_open);
                 let out = if floor > from && hooked.len() == to - from {
@@ -378,19 +377,18 @@ impl Pipeline {
                 } else {
                     splice(&hooked, &found).into_owned()
                 };
-                match out.char_indices().rev().nth(n.saturating_sub(1)) {
+                let cut = if matches!(keep, Keep::LastChars(_)) {
+                    out.char_indices()
+                        .rev()
+                        .nth(n.saturating_sub(1))
+                        .map_or(0, |(idx, _)| idx)
+                } else {
+                    out.char_indices().nth(n).map_or(out.len(), |(idx, _)| idx)
+                };
+                match keep {
                     _ if n == 0 => String::new(),
-                    Some((idx, _)) if idx > 0 => out[idx..].to_owned(),
-                    _ => out,
-                }
-            }
-            Keep::FirstChars(n) => {
-                let hooked = self.chain().run(ctx, &source[from..to]);
-                let (found, _) = self.redactor().find(&hooked, mode, key_open);
-                let out = splice(&hooked, &found);
-                match out.char_indices().nth(n) {
-                    Some((idx, _)) => out[..idx].to_owned(),
-                    None => out.into_owned(),
+                    Keep::LastChars(_) => out[cut..].to_owned(),
+                    _ => out[..cut].to_owned(),
                 }
             }
             // A range: hooks see the range itself, the redactor the range with its

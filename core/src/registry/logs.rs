@@ -77,7 +77,7 @@ pub(crate) fn read_chunk(
     let max_bytes = max_bytes.max(1);
     let mut bytes =
         vec![0; usize::try_from((len - from_byte).min(max_bytes as u64)).unwrap_or(max_bytes)];
-    read_fully(&file, &mut bytes, from_byte).map_err(io_err)?;
+    crate::output::read_fully(&file, &mut bytes, from_byte).map_err(io_err)?;
     let at_end = from_byte + bytes.len() as u64 >= len;
     let keep = chunk_end(&bytes, max_bytes, is_running, at_end);
     // An offset inside a character: its first bytes belong to the context, so the
@@ -115,21 +115,6 @@ pub(crate) fn read_chunk(
         source,
         next_byte: from_byte + keep as u64,
     }))
-}
-
-/// `buf.len()` bytes at `at`, or fewer at the end of the file (then `buf` is cut).
-fn read_fully(file: &File, buf: &mut Vec<u8>, at: u64) -> io::Result<()> {
-    let mut filled = 0;
-    while filled < buf.len() {
-        match file.read_at(&mut buf[filled..], at + filled as u64) {
-            Ok(0) => break,
-            Ok(n) => filled += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    buf.truncate(filled);
-    Ok(())
 }
 
 /// What one read of a follower produced.
@@ -226,7 +211,7 @@ impl LogFollower {
                     .saturating_sub(self.next_byte)
                     .min(max_bytes.max(1) as u64);
                 bytes.resize(usize::try_from(want).unwrap_or(max_bytes), 0);
-                read_fully(&file, &mut bytes, self.next_byte).map_err(io_err)?;
+                crate::output::read_fully(&file, &mut bytes, self.next_byte).map_err(io_err)?;
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(io_err(e)),
