@@ -64,7 +64,50 @@ pub struct ForegroundAnswer {
     pub note: Option<String>,
 }
 
+/// What adopting a session into the background did (B24).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Adoption {
+    /// It runs on with notify on: its owner gets one completion when it exits.
+    Notified,
+    /// It runs on, but its owner is a child agent, which is never notified (B25):
+    /// the child waits on it, kills it or hands it off.
+    ChildNotNotified,
+    /// It had already finished: nothing will be queued, and its exit is there to be
+    /// read (poll or wait) by whoever adopted it.
+    Finished,
+}
+
+impl crate::registry::Inner {
+    /// Turns notify on for `s` under the table lock, and only while it is in the
+    /// running table: either its completion will be queued, or it has finished and
+    /// the caller reads the exit itself. Never neither, never both.
+    pub(crate) fn adopt_foreground(&self, s: &crate::session::Session) -> Adoption {
+        let tables = self.lock();
+        if !tables.running.contains_key(&s.id) {
+            return Adoption::Finished;
+        }
+        if self.agents().is_child(&s.state().owner_task_id) {
+            return Adoption::ChildNotNotified;
+        }
+        s.set_notify(true);
+        Adoption::Notified
+    }
+}
+
 impl Registry {
+    /// Moves a session its caller was waiting on in the foreground to the
+    /// background with notify on (B24): for a front end that runs the foreground
+    /// wait itself (spawn, then wait) and stops waiting on a timeout or a
+    /// cancellation. See [`Adoption`] for the outcomes.
+    ///
+    /// # Errors
+    /// [`crate::Error::Lookup`] for an unknown id.
+    pub fn adopt(&self, id: &str) -> Result<(SessionId, Adoption), crate::Error> {
+        let s = self.inner.lookup(id)?;
+        Ok((s.id.clone(), self.inner.adopt_foreground(&s)))
+    }
+
     /// Runs `req` in the foreground: waits up to `timeout` for the exit and answers
     /// the output. If `interrupt` fires, or the command runs past `yield_after`, it is
     /// adopted as a background session with notify on and the answer gives its id
@@ -129,18 +172,10 @@ impl Registry {
                 ));
             }
             ForegroundStatus::Yielded | ForegroundStatus::Interrupted => {
-                let is_adopted = {
-                    let tables = self.inner.lock();
-                    let is_running = tables.running.contains_key(&s.id);
-                    let is_child = self.inner.agents().is_child(&s.state().owner_task_id);
-                    if is_running && !is_child {
-                        s.set_notify(true);
-                    }
-                    is_running.then_some(!is_child)
-                };
-                match is_adopted {
-                    None => status = ForegroundStatus::Exited,
-                    Some(notified) => {
+                match self.inner.adopt_foreground(&s) {
+                    Adoption::Finished => status = ForegroundStatus::Exited,
+                    adoption => {
+                        let notified = adoption == Adoption::Notified;
                         let when = if status == ForegroundStatus::Interrupted {
                             "the wait was interrupted by a new message from the user".to_owned()
                         } else {

@@ -79,7 +79,7 @@ pub use dispatch::{
 };
 pub use error::{Error, LookupError, SpawnError};
 pub use event::{Event, render_events};
-pub use foreground::{FOREGROUND_OUTPUT_CHARS, ForegroundAnswer, ForegroundStatus};
+pub use foreground::{Adoption, FOREGROUND_OUTPUT_CHARS, ForegroundAnswer, ForegroundStatus};
 pub use handoff::{
     AgentIdentity, ChildTeardown, HandedOff, HandoffAnswer, HandoffError, MAX_HANDOFFS_PER_CHILD,
     OrphanKill, UnreadCompletion,
@@ -90,5 +90,5 @@ pub use id::SessionId;
 pub use kill::bench_support;
 #[doc(hidden)]
 pub use notify::bench_support as notify_bench_support;
-pub use registry::{FollowRead, LogFollower, Registry, RestoreReport};
+pub use registry::{Drained, FollowRead, LogFollower, Registry, RestoreReport};
 pub use spawn::utf8_environment;

@@ -47,8 +47,10 @@ use crate::session::{ExitInfo, Finished, Scope, Session, State, Stdin};
 use crate::spawn::{self, EnvPlan, Launch, PtyFailure};
 use crate::text;
 
+mod delivery;
 mod durable;
 mod logs;
+pub use delivery::Drained;
 pub use logs::{FollowRead, LogFollower};
 mod restore;
 mod supervised;
@@ -774,16 +776,7 @@ impl Registry {
     /// completions are marked delivered in the ledger, so they are not replayed after
     /// a restart (B29).
     pub fn drain(&self, owner: &str) -> Vec<Event> {
-        self.inner.replay_once();
-        let events: Vec<Event> = self
-            .inner
-            .lock()
-            .queues
-            .remove(owner)
-            .map(Vec::from)
-            .unwrap_or_default();
-        self.inner.mark_delivered(&events);
-        events
+        self.take(owner).acknowledge()
     }
 
     /// Lets go of every session without stopping it: supervised sessions (those

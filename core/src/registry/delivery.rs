@@ -1,0 +1,87 @@
+//! Acknowledged delivery: events leave an owner's queue for good only when the
+//! consumer says it has them (issue 16).
+//!
+//! [`Registry::take`] moves the owner's queued events into a [`Drained`] lease.
+//! While the lease is held, no other drain sees them, so two concurrent drains never
+//! deliver one event twice. [`Drained::acknowledge`] marks the completions delivered
+//! in the ledger (B29); dropping the lease unacknowledged puts the events back at the
+//! front of the queue, in order, for the next drain. A consumer whose response was
+//! lost therefore gets the events again, and a crash of the whole host leaves them
+//! undelivered in the ledger, replayed after the restart.
+
+use std::sync::Arc;
+
+use crate::event::Event;
+use crate::registry::{Inner, Registry};
+
+/// Events taken from one owner's queue and not yet acknowledged.
+#[derive(Debug)]
+#[must_use = "a lease dropped without `acknowledge` puts its events back in the queue"]
+pub struct Drained {
+    inner: Arc<Inner>,
+    owner: String,
+    events: Vec<Event>,
+}
+
+impl Drained {
+    /// The events, oldest first.
+    pub fn events(&self) -> &[Event] {
+        &self.events
+    }
+
+    /// The owner they were queued for.
+    pub fn owner(&self) -> &str {
+        &self.owner
+    }
+
+    /// The consumer has them: completions are marked delivered in the ledger and the
+    /// events are gone from the queue for good. Returns them.
+    pub fn acknowledge(mut self) -> Vec<Event> {
+        let events = std::mem::take(&mut self.events);
+        self.inner.mark_delivered(&events);
+        events
+    }
+}
+
+impl Drop for Drained {
+    /// Unacknowledged: back to the front of the owner's queue, before anything
+    /// queued since, so the order of delivery stays the order of events.
+    fn drop(&mut self) {
+        if self.events.is_empty() {
+            return;
+        }
+        let n_returned = self.events.len();
+        {
+            let mut tables = self.inner.lock();
+            let queue = tables
+                .queues
+                .entry(std::mem::take(&mut self.owner))
+                .or_default();
+            for event in self.events.drain(..).rev() {
+                queue.push_front(event);
+            }
+        }
+        tracing::debug!(n_returned, "unacknowledged events returned to their queue");
+    }
+}
+
+impl Registry {
+    /// Takes the events queued for `owner` as a lease: they are delivered once the
+    /// lease is acknowledged, and queued again if it is dropped (see the module
+    /// docs). [`Registry::drain`] is `take` acknowledged at once.
+    pub fn take(&self, owner: &str) -> Drained {
+        self.inner.replay_once();
+        let events: Vec<Event> = self
+            .inner
+            .lock()
+            .queues
+            .remove(owner)
+            .map(Vec::from)
+            .unwrap_or_default();
+        Drained {
+            inner: Arc::clone(&self.inner),
+            owner: owner.to_owned(),
+            events,
+        }
+    }
+}

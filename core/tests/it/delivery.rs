@@ -1,0 +1,128 @@
+//! Acknowledged delivery and adoption into the background (issue 16; B24, B29).
+
+use herd_core::{Adoption, Event, Registry, RegistryConfig, SpawnRequest};
+use herd_persistence::Ledger;
+
+use crate::support::Fixture;
+
+fn notify_job(command: &str, owner: &str) -> SpawnRequest {
+    SpawnRequest {
+        command: command.to_owned(),
+        task_id: "t".to_owned(),
+        owner_task_id: Some(owner.to_owned()),
+        notify: true,
+        ..SpawnRequest::default()
+    }
+}
+
+fn ids(events: &[Event]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| e.session_id().map(|id| id.as_str().to_owned()))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b29_a_drain_that_is_not_acknowledged_is_delivered_again_and_never_twice_at_once() {
+    let fx = Fixture::new();
+    let mut finished = Vec::new();
+    for n in 0..3 {
+        let info = fx.spawn(notify_job(&format!("echo job-{n}"), "o")).await;
+        fx.done(&info.session_id).await;
+        finished.push(info.session_id.as_str().to_owned());
+    }
+    let lease = fx.registry.take("o");
+    let first = ids(lease.events());
+    assert_eq!(first.len(), 3, "{first:?}");
+    // While the lease is held, a concurrent consumer of the same owner gets nothing.
+    assert!(fx.registry.take("o").events().is_empty());
+    assert!(fx.registry.drain("o").is_empty());
+    // A fourth completion queued meanwhile comes after the returned three.
+    let late = fx.spawn(notify_job("echo late", "o")).await;
+    fx.done(&late.session_id).await;
+    drop(lease);
+    let again = fx.registry.take("o");
+    let mut expected = first.clone();
+    expected.push(late.session_id.as_str().to_owned());
+    assert_eq!(
+        ids(again.events()),
+        expected,
+        "returned in order, then the new one"
+    );
+    // Unacknowledged, the ledger still holds them: a crash now replays them.
+    let ledger = Ledger::open(&fx.home())
+        .expect("the ledger opens")
+        .expect("the ledger exists");
+    assert_eq!(ledger.undelivered().expect("the ledger reads").len(), 4);
+    let acked = again.acknowledge();
+    assert_eq!(acked.len(), 4);
+    assert!(ledger.undelivered().expect("the ledger reads").is_empty());
+    assert!(fx.registry.take("o").events().is_empty());
+    let restarted = Registry::new(fx.home(), RegistryConfig::default()).expect("in a runtime");
+    assert!(
+        restarted.drain("o").is_empty(),
+        "an acknowledged completion came back"
+    );
+    fx.assert_groups_gone().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b29_a_lease_dropped_by_a_crashed_consumer_is_replayed_after_the_restart() {
+    let fx = Fixture::new();
+    let info = fx.spawn(notify_job("echo once", "o")).await;
+    fx.done(&info.session_id).await;
+    let lease = fx.registry.take("o");
+    assert_eq!(lease.events().len(), 1);
+    // The consumer "crashes" with the lease held: this process forgets it without
+    // returning it, and a new registry on the same home starts.
+    std::mem::forget(lease);
+    let restarted = Registry::new(fx.home(), RegistryConfig::default()).expect("in a runtime");
+    let replayed = restarted.take("o");
+    assert_eq!(
+        ids(replayed.events()),
+        vec![info.session_id.as_str().to_owned()]
+    );
+    assert_eq!(replayed.acknowledge().len(), 1);
+    assert!(restarted.drain("o").is_empty());
+    fx.assert_groups_gone().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b24_adopting_a_running_session_queues_exactly_one_completion() {
+    let fx = Fixture::new();
+    let running = fx
+        .spawn(SpawnRequest {
+            command: "read -r _; echo adopted".to_owned(),
+            task_id: "t".to_owned(),
+            owner_task_id: Some("o".to_owned()),
+            ..SpawnRequest::default()
+        })
+        .await;
+    let (id, adoption) = fx
+        .registry
+        .adopt(running.session_id.as_str())
+        .expect("the session exists");
+    assert_eq!(
+        (id.clone(), adoption),
+        (running.session_id.clone(), Adoption::Notified)
+    );
+    fx.registry
+        .submit(id.as_str(), "go")
+        .await
+        .expect("stdin is open");
+    fx.done(&id).await;
+    let drained = fx.registry.drain("o");
+    assert_eq!(ids(&drained), vec![id.as_str().to_owned()]);
+    assert!(matches!(drained[0], Event::Completion { .. }));
+    // A session that already finished is answered as finished and queues nothing.
+    let quick = fx.run("true").await;
+    fx.done(&quick.session_id).await;
+    let (_, adoption) = fx
+        .registry
+        .adopt(quick.session_id.as_str())
+        .expect("the session exists");
+    assert_eq!(adoption, Adoption::Finished);
+    assert!(fx.registry.drain("t").is_empty() && fx.registry.drain("o").is_empty());
+    assert!(fx.registry.adopt("h-nosuchsession").is_err());
+    fx.assert_groups_gone().await;
+}
