@@ -21,6 +21,7 @@
 //! file, and exits 0.
 
 mod connection;
+mod leases;
 mod methods;
 
 use std::os::unix::fs::PermissionsExt;

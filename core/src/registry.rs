@@ -711,9 +711,11 @@ impl Registry {
             .cloned()
             .collect()
         };
-        let mut rows: Vec<ListRow> = sessions.iter().map(|s| self.inner.row(s)).collect();
-        rows.sort_by(|a, b| a.started_at.cmp(&b.started_at));
-        rows
+        let mut sessions = sessions;
+        // By the start instant: the RFC 3339 text has whole seconds only, and
+        // sessions started in one second must still list in the order they started.
+        sessions.sort_by_key(|s| (s.started_at, s.id.clone()));
+        sessions.iter().map(|s| self.inner.row(s)).collect()
     }
 
     /// Ids of running sessions owned by `owner` (a turn-boundary marker; B2).

@@ -3,7 +3,8 @@
 //! Requests on one connection are answered in order. A malformed line gets a
 //! JSON-RPC error and the connection goes on; an oversized line is discarded by
 //! the reader and answered with an error naming the limit. The two streaming
-//! methods take the connection over until they end.
+//! methods take the connection over until they end. Leased drains live on the
+//! connection that took them (`leases.rs`).
 
 use std::sync::Arc;
 
@@ -12,11 +13,17 @@ use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 use tokio::net::unix::OwnedWriteHalf;
 
+use super::leases::Leases;
 use super::methods::{Reply, State};
 use crate::protocol::{
     self, HANDSHAKE_REQUIRED, INVALID_REQUEST, Line, MAX_REQUEST_BYTES, PARSE_ERROR,
     PROTOCOL_VERSION, Request, Response, RpcError, TOO_LARGE, VERSION_MISMATCH,
 };
+
+/// Additions to protocol 1 this daemon serves: leased drains (`drain` with
+/// `lease`, `drain.ack`, `drain.release`), `adopt`, and `list`'s `state`,
+/// `since_seconds` and `limit`.
+pub(crate) const CAPABILITIES: [&str; 3] = ["drain.lease", "adopt", "list.filter"];
 
 /// Serves one connection to its end.
 pub(crate) async fn serve(state: Arc<State>, stream: UnixStream, daemon_uid: u32) {
@@ -44,6 +51,7 @@ pub(crate) async fn serve(state: Arc<State>, stream: UnixStream, daemon_uid: u32
     let mut reader = BufReader::new(read);
     let mut buf = Vec::new();
     let mut greeted = false;
+    let mut leases = Leases::default();
     loop {
         let line = match protocol::read_line(&mut reader, &mut buf, MAX_REQUEST_BYTES).await {
             Ok(line) => line,
@@ -76,6 +84,13 @@ pub(crate) async fn serve(state: Arc<State>, stream: UnixStream, daemon_uid: u32
                     } else if request.method == "hello" {
                         let answer = hello(&state, &request.params);
                         greeted = answer.is_ok();
+                        match answer {
+                            Ok(result) => Response::ok(id, result),
+                            Err(error) => Response::err(id, error),
+                        }
+                    } else if let Some(answer) =
+                        leases.handle(&state, &request.method, &request.params)
+                    {
                         match answer {
                             Ok(result) => Response::ok(id, result),
                             Err(error) => Response::err(id, error),
@@ -138,6 +153,9 @@ fn hello(state: &State, params: &Value) -> Result<Value, RpcError> {
             "daemon": env!("CARGO_PKG_VERSION"),
             "pid": std::process::id(),
             "home": state.home().root().display().to_string(),
+            // What this daemon serves beyond protocol 1's methods; a client checks
+            // before using one and falls back without it.
+            "capabilities": CAPABILITIES,
         })),
         Some(version) => Err(RpcError::new(
             VERSION_MISMATCH,

@@ -157,6 +157,11 @@ impl State {
         })
     }
 
+    /// The registry served.
+    pub(crate) fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
     /// The home served.
     pub(crate) fn home(&self) -> &Home {
         self.registry.home()
@@ -193,7 +198,10 @@ impl State {
             "write" => self.stdin(params, StdinOp::Write).await,
             "submit" => self.stdin(params, StdinOp::Submit).await,
             "close" => self.stdin(params, StdinOp::Close).await,
-            "drain" => parse::<OwnerParams>(params).map(|p| self.drain(&p.owner)),
+            "adopt" => parse::<IdParams>(params).and_then(|p| {
+                let (id, adoption) = self.registry.adopt(&p.id).map_err(core_error)?;
+                Ok(json!({"session_id": id.to_string(), "adoption": adoption}))
+            }),
             "handoff" => self.handoff(params),
             "status" => Ok(self.status()),
             "scope" => self.scope().await,
@@ -230,8 +238,8 @@ impl State {
                 METHOD_NOT_FOUND,
                 format!(
                     "unknown method `{other}`; the daemon serves: spawn, list, lookup, poll, log, \
-                     log_chunk, wait, kill, write, submit, close, resize, drain, handoff, status, scope, shutdown, \
-                     events.follow, logs.follow"
+                     log_chunk, wait, kill, write, submit, close, resize, drain, drain.ack, drain.release, adopt, \
+                     handoff, status, scope, shutdown, events.follow, logs.follow"
                 ),
             )),
         };
@@ -291,13 +299,39 @@ impl State {
 
     fn list(&self, params: Value) -> Result<Value, RpcError> {
         let p: ListParams = parse(params)?;
+        if let Some(limit) = p.limit
+            && !(1..=LIST_MAX_ROWS).contains(&limit)
+        {
+            return Err(RpcError::new(
+                INVALID_PARAMS,
+                format!("limit must be 1 to {LIST_MAX_ROWS} rows (got {limit})"),
+            ));
+        }
+        let state = p.state.unwrap_or(if p.all {
+            ListState::All
+        } else {
+            ListState::Running
+        });
         let filter = ListFilter {
             owner: p.owner,
             session_key: None,
-            include_finished: p.all,
+            include_finished: state != ListState::Running,
         };
-        let rows = self.registry.list(&filter);
-        Ok(json!({"processes": to_value(rows)?}))
+        let mut rows = self.registry.list(&filter);
+        if state == ListState::Finished {
+            rows.retain(|r| r.status != herd_core::SessionStatus::Running);
+        }
+        if let Some(since) = p.since_seconds {
+            rows.retain(|r| r.uptime_seconds <= since);
+        }
+        // Oldest first; a limit keeps the newest.
+        let more = p.limit.map_or(0, |limit| rows.len().saturating_sub(limit));
+        rows.drain(..more);
+        let mut answer = json!({"processes": to_value(rows)?});
+        if more > 0 {
+            answer["more"] = json!(more);
+        }
+        Ok(answer)
     }
 
     fn log(&self, params: Value) -> Result<Value, RpcError> {
@@ -430,12 +464,6 @@ impl State {
         value["require_restart_safe_scope"] =
             json!(self.registry.config().require_restart_safe_scope);
         Ok(value)
-    }
-
-    /// Takes the owner's queued events, with their rendering for an agent.
-    fn drain(&self, owner: &str) -> Value {
-        let events = self.registry.drain(owner);
-        drained_json(&events)
     }
 
     fn status(&self) -> Value {
@@ -688,7 +716,28 @@ struct ListParams {
     owner: Option<String>,
     #[serde(default)]
     all: bool,
+    /// `running`, `finished` or `all`; wins over `all` (capability `list.filter`).
+    #[serde(default)]
+    state: Option<ListState>,
+    /// Only sessions started in the last this many seconds.
+    #[serde(default)]
+    since_seconds: Option<u64>,
+    /// At most this many rows, the newest (1 to [`LIST_MAX_ROWS`]).
+    #[serde(default)]
+    limit: Option<usize>,
 }
+
+/// Which sessions a `list` shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum ListState {
+    Running,
+    Finished,
+    All,
+}
+
+/// The most rows one `list` answers.
+const LIST_MAX_ROWS: usize = 10_000;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -754,7 +803,7 @@ struct SpawnParams {
 }
 
 /// Deserialises params, or an `INVALID_PARAMS` error naming the problem.
-fn parse<T: DeserializeOwned>(params: Value) -> Result<T, RpcError> {
+pub(super) fn parse<T: DeserializeOwned>(params: Value) -> Result<T, RpcError> {
     let params = if params.is_null() { json!({}) } else { params };
     serde_json::from_value(params)
         .map_err(|err| RpcError::new(INVALID_PARAMS, format!("invalid params: {err}")))

@@ -367,3 +367,197 @@ fn b17_sigterm_detaches_and_the_jobs_keep_running_until_shutdown() {
     assert_eq!(stopped["jobs"], "killed", "{stopped}");
     wait_until(Duration::from_secs(10), || !alive(job)).expect("shutdown kills the job");
 }
+
+/// Spawns `command` for `owner` over `conn` and waits for it to exit.
+fn run_to_exit(conn: &mut Conn, env: &Env, command: &str, owner: &str, notify: bool) -> String {
+    let spawned = conn.call(
+        10,
+        "spawn",
+        json!({"command": command, "owner": owner, "cwd": env.scratch(), "notify": notify}),
+    );
+    let id = spawned["result"]["session_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("spawn failed: {spawned}"))
+        .to_owned();
+    let waited = conn.call(11, "wait", json!({"id": id, "timeout_seconds": 10}));
+    assert_eq!(waited["result"]["status"], "exited", "{waited}");
+    id
+}
+
+fn drained_ids(answer: &Value) -> Vec<String> {
+    answer["result"]["events"]
+        .as_array()
+        .map(|events| {
+            events
+                .iter()
+                .filter_map(|e| e["session_id"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn b29_a_leased_drain_is_delivered_only_when_acknowledged_and_returns_when_its_connection_closes() {
+    let env = Env::new();
+    env.json(&["ps", "--json"]);
+    let mut a = Conn::open(&env);
+    let hello = a.hello();
+    let capabilities = hello["result"]["capabilities"].to_string();
+    assert!(capabilities.contains("drain.lease"), "{hello}");
+    let first = run_to_exit(&mut a, &env, "echo one", "agent", true);
+    let second = run_to_exit(&mut a, &env, "echo two", "agent", true);
+    let leased = a.call(20, "drain", json!({"owner": "agent", "lease": true}));
+    assert_eq!(
+        drained_ids(&leased),
+        vec![first.clone(), second.clone()],
+        "{leased}"
+    );
+    assert!(
+        leased["result"]["rendered"]
+            .as_str()
+            .unwrap_or_default()
+            .contains(&first)
+    );
+    let lease = leased["result"]["lease"].as_u64().expect("a lease number");
+    // Held by `a`: another connection's drain gets nothing.
+    let mut b = Conn::open(&env);
+    b.hello();
+    let meanwhile = b.call(21, "drain", json!({"owner": "agent", "lease": true}));
+    assert!(drained_ids(&meanwhile).is_empty(), "{meanwhile}");
+    // A lease is `a`'s alone.
+    let foreign = b.call(22, "drain.ack", json!({"lease": lease}));
+    assert!(
+        foreign["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("no drain lease"),
+        "{foreign}"
+    );
+    // `a` goes away without acknowledging: the events come back, in order.
+    drop(a);
+    let mut again = Value::Null;
+    wait_until(Duration::from_secs(10), || {
+        again = b.call(23, "drain", json!({"owner": "agent", "lease": true}));
+        !drained_ids(&again).is_empty()
+    })
+    .expect("the unacknowledged events return to the queue");
+    assert_eq!(drained_ids(&again), vec![first, second], "{again}");
+    let lease = again["result"]["lease"].as_u64().expect("a lease number");
+    let acked = b.call(24, "drain.ack", json!({"lease": lease}));
+    assert_eq!(acked["result"]["acknowledged"], 2, "{acked}");
+    drop(b);
+    // Acknowledged is for good, whichever connection asks next, and a plain drain
+    // (protocol 1) still works.
+    let mut c = Conn::open(&env);
+    c.hello();
+    let after = c.call(25, "drain", json!({"owner": "agent"}));
+    assert!(drained_ids(&after).is_empty(), "{after}");
+    let plain = run_to_exit(&mut c, &env, "echo three", "agent", true);
+    let taken = c.call(26, "drain", json!({"owner": "agent"}));
+    assert_eq!(drained_ids(&taken), vec![plain], "{taken}");
+    assert!(taken["result"]["lease"].is_null(), "{taken}");
+    let released = c.call(27, "drain.release", json!({"lease": 99}));
+    assert!(
+        released["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("99"),
+        "{released}"
+    );
+}
+
+#[test]
+fn b24_adopt_over_the_socket_turns_notify_on_for_a_running_job() {
+    let env = Env::new();
+    env.json(&["ps", "--json"]);
+    let mut conn = Conn::open(&env);
+    conn.hello();
+    let spawned = conn.call(
+        1,
+        "spawn",
+        json!({"command": "read -r _; echo later", "owner": "agent", "cwd": env.scratch()}),
+    );
+    let id = spawned["result"]["session_id"]
+        .as_str()
+        .expect("spawned")
+        .to_owned();
+    let adopted = conn.call(2, "adopt", json!({"id": id}));
+    assert_eq!(adopted["result"]["adoption"], "notified", "{adopted}");
+    conn.call(3, "close", json!({"id": id}));
+    let waited = conn.call(4, "wait", json!({"id": id, "timeout_seconds": 10}));
+    assert_eq!(waited["result"]["status"], "exited", "{waited}");
+    let drained = conn.call(5, "drain", json!({"owner": "agent"}));
+    assert_eq!(drained_ids(&drained), vec![id.clone()], "{drained}");
+    let again = conn.call(6, "adopt", json!({"id": id}));
+    assert_eq!(again["result"]["adoption"], "finished", "{again}");
+    let unknown = conn.call(7, "adopt", json!({"id": "nonesuch"}));
+    assert!(unknown["error"].is_object(), "{unknown}");
+}
+
+#[test]
+fn list_filters_by_state_and_age_and_keeps_the_newest_under_a_limit() {
+    let env = Env::new();
+    env.json(&["ps", "--json"]);
+    let mut conn = Conn::open(&env);
+    conn.hello();
+    let done: Vec<String> = (0..3)
+        .map(|n| run_to_exit(&mut conn, &env, &format!("echo {n}"), "agent", false))
+        .collect();
+    let running = conn.call(
+        1,
+        "spawn",
+        json!({"command": "read -r _", "owner": "agent", "cwd": env.scratch()}),
+    );
+    let running = running["result"]["session_id"]
+        .as_str()
+        .expect("spawned")
+        .to_owned();
+    let ids = |answer: &Value| -> Vec<String> {
+        answer["result"]["processes"]
+            .as_array()
+            .map(|rows| {
+                rows.iter()
+                    .filter_map(|r| r["session_id"].as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let default = conn.call(2, "list", json!({"owner": "agent"}));
+    assert_eq!(ids(&default), vec![running.clone()], "{default}");
+    let finished = conn.call(3, "list", json!({"owner": "agent", "state": "finished"}));
+    assert_eq!(ids(&finished), done, "{finished}");
+    let newest = conn.call(
+        4,
+        "list",
+        json!({"owner": "agent", "state": "all", "limit": 2}),
+    );
+    assert_eq!(
+        ids(&newest),
+        vec![done[2].clone(), running.clone()],
+        "{newest}"
+    );
+    assert_eq!(newest["result"]["more"], 2, "{newest}");
+    let recent = conn.call(
+        5,
+        "list",
+        json!({"owner": "agent", "state": "all", "since_seconds": 3600}),
+    );
+    assert_eq!(ids(&recent).len(), 4, "{recent}");
+    let bad = conn.call(6, "list", json!({"limit": 0}));
+    assert!(
+        bad["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("limit"),
+        "{bad}"
+    );
+    let typo = conn.call(7, "list", json!({"state": "done"}));
+    assert!(
+        typo["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("running"),
+        "{typo}"
+    );
+    conn.call(8, "close", json!({"id": running}));
+}

@@ -1,0 +1,99 @@
+//! Acknowledged drains over the socket (issue 16).
+//!
+//! `drain` with `"lease": true` answers the owner's events with a lease number and
+//! keeps them on this connection: `drain.ack` delivers them for good, `drain.release`
+//! (or the connection closing, or the daemon dying) puts them back in the owner's
+//! queue for the next drain. A plain `drain` is acknowledged at once, as protocol 1
+//! always did.
+
+use std::collections::HashMap;
+
+use herd_core::Drained;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::methods::{State, drained_json, parse};
+use crate::protocol::{INVALID_PARAMS, RpcError};
+
+/// The most unacknowledged drains one connection may hold.
+const MAX_LEASES: usize = 64;
+
+/// The drains one connection holds unacknowledged. Dropped with the connection,
+/// which returns their events to their queues.
+#[derive(Debug, Default)]
+pub(crate) struct Leases {
+    next: u64,
+    held: HashMap<u64, Drained>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DrainParams {
+    owner: String,
+    #[serde(default)]
+    lease: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LeaseParams {
+    lease: u64,
+}
+
+impl Leases {
+    /// Answers `method` when it is one of the drain methods; `None` otherwise.
+    pub(crate) fn handle(
+        &mut self,
+        state: &State,
+        method: &str,
+        params: &Value,
+    ) -> Option<Result<Value, RpcError>> {
+        Some(match method {
+            "drain" => parse::<DrainParams>(params.clone()).and_then(|p| self.drain(state, p)),
+            "drain.ack" => parse::<LeaseParams>(params.clone()).and_then(|p| {
+                let lease = self.settle(p.lease)?;
+                Ok(json!({"acknowledged": lease.acknowledge().len()}))
+            }),
+            "drain.release" => parse::<LeaseParams>(params.clone()).and_then(|p| {
+                let lease = self.settle(p.lease)?;
+                Ok(json!({"released": lease.events().len()}))
+            }),
+            _ => return None,
+        })
+    }
+
+    fn drain(&mut self, state: &State, p: DrainParams) -> Result<Value, RpcError> {
+        if !p.lease {
+            return Ok(drained_json(&state.registry().drain(&p.owner)));
+        }
+        if self.held.len() >= MAX_LEASES {
+            return Err(RpcError::new(
+                INVALID_PARAMS,
+                format!(
+                    "this connection holds {MAX_LEASES} unacknowledged drains, the most it may; \
+                     settle one with drain.ack or drain.release first"
+                ),
+            ));
+        }
+        let drained = state.registry().take(&p.owner);
+        let mut answer = drained_json(drained.events());
+        if !drained.events().is_empty() {
+            self.next += 1;
+            answer["lease"] = json!(self.next);
+            self.held.insert(self.next, drained);
+        }
+        Ok(answer)
+    }
+
+    fn settle(&mut self, lease: u64) -> Result<Drained, RpcError> {
+        self.held.remove(&lease).ok_or_else(|| {
+            RpcError::new(
+                INVALID_PARAMS,
+                format!(
+                    "no drain lease {lease} on this connection: a lease lives only on the connection \
+                     that took it, and only until it is acknowledged or released"
+                ),
+            )
+        })
+    }
+}
