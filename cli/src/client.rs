@@ -41,6 +41,16 @@ pub(crate) struct Hello {
     pub(crate) pid: u32,
     /// The home it serves.
     pub(crate) home: String,
+    /// What it serves beyond protocol 1 (none from a daemon older than them).
+    #[serde(default)]
+    pub(crate) capabilities: Vec<String>,
+}
+
+impl Hello {
+    /// Whether the daemon serves `capability`.
+    pub(crate) fn serves(&self, capability: &str) -> bool {
+        self.capabilities.iter().any(|c| c == capability)
+    }
 }
 
 /// One connection to the daemon.
@@ -152,6 +162,7 @@ impl Client {
                 daemon: String::new(),
                 pid: 0,
                 home: String::new(),
+                capabilities: Vec::new(),
             },
         };
         let params = json!({"protocol": PROTOCOL_VERSION, "client": env!("CARGO_PKG_VERSION")});

@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use herd_core::Drained;
+use herd_core::{Drained, Event};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -32,6 +32,10 @@ struct DrainParams {
     owner: String,
     #[serde(default)]
     lease: bool,
+    /// Sessions whose completions the client already has in an answer (a wait
+    /// that returned the exit): acknowledged and left out of this drain.
+    #[serde(default)]
+    answered: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -63,8 +67,15 @@ impl Leases {
     }
 
     fn drain(&mut self, state: &State, p: DrainParams) -> Result<Value, RpcError> {
+        let is_answered = |e: &Event| {
+            matches!(e, Event::Completion { .. })
+                && e.session_id()
+                    .is_some_and(|id| p.answered.iter().any(|a| a == id.as_str()))
+        };
         if !p.lease {
-            return Ok(drained_json(&state.registry().drain(&p.owner)));
+            let mut events = state.registry().drain(&p.owner);
+            events.retain(|e| !is_answered(e));
+            return Ok(drained_json(&events));
         }
         if self.held.len() >= MAX_LEASES {
             return Err(RpcError::new(
@@ -75,7 +86,8 @@ impl Leases {
                 ),
             ));
         }
-        let drained = state.registry().take(&p.owner);
+        let mut drained = state.registry().take(&p.owner);
+        drained.acknowledge_where(is_answered);
         let mut answer = drained_json(drained.events());
         if !drained.events().is_empty() {
             self.next += 1;

@@ -2,7 +2,9 @@
 
 use serde_json::json;
 
-use super::{JsonObject, terminal_request};
+use rmcp::model::JsonObject;
+
+use super::terminal_request;
 
 fn args(value: serde_json::Value) -> JsonObject {
     value

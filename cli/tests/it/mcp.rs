@@ -144,21 +144,39 @@ async fn mcp_lists_tools_runs_in_background_and_delivers_the_completion() {
     .await;
     assert_eq!(waited["status"], "exited", "{waited}");
     notices.extend(later);
+    // The wait carried the exit, so the completion is not sent again as a notice
+    // (it was queued when the job finished, before the wait answered).
+    let (_, after, _) = call(&client, "process", json!({"action": "list"})).await;
+    notices.extend(after);
+    assert!(
+        !notices.iter().any(|n| n.contains(&id)),
+        "the completion came again after the wait that answered it: {notices:?}"
+    );
 
-    // The completion rides a later call's result (this one or the next ones).
+    // A job nobody waits on: its completion rides a later call's result.
+    let (second, with_start, _) = call(
+        &client,
+        "terminal",
+        json!({"command": "echo second", "background": true, "notify": true}),
+    )
+    .await;
+    // It may finish before its own start answer is written, which then carries it.
+    notices.extend(with_start);
+    let second = session_id(&second);
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while notices.is_empty() && std::time::Instant::now() < deadline {
+    while !notices.iter().any(|n| n.contains(&second)) && std::time::Instant::now() < deadline {
         let (_, extra, _) = call(&client, "process", json!({"action": "list"})).await;
         notices.extend(extra);
     }
-    assert!(
-        notices.iter().any(|n| n.contains(&id)),
-        "the completion names the session: {notices:?}"
+    assert_eq!(
+        notices.iter().filter(|n| n.contains(&second)).count(),
+        1,
+        "the completion names the session, once: {notices:?}"
     );
 
     let logged = client.service().logs.lock().expect("not poisoned").clone();
     assert!(
-        logged.iter().any(|l| l.to_string().contains(&id)),
+        logged.iter().any(|l| l.to_string().contains(&second)),
         "the completion was also sent as an MCP log notification: {logged:?}"
     );
 

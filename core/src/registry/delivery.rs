@@ -34,6 +34,17 @@ impl Drained {
         &self.owner
     }
 
+    /// Acknowledges now, and takes out of the lease, the events `answered` picks:
+    /// ones the consumer got another way (a wait that answered the exit carries the
+    /// completion). Returns them.
+    pub fn acknowledge_where(&mut self, answered: impl Fn(&Event) -> bool) -> Vec<Event> {
+        let (taken, kept): (Vec<Event>, Vec<Event>) =
+            std::mem::take(&mut self.events).into_iter().partition(|e| answered(e));
+        self.events = kept;
+        self.inner.mark_delivered(&taken);
+        taken
+    }
+
     /// The consumer has them: completions are marked delivered in the ledger and the
     /// events are gone from the queue for good. Returns them.
     pub fn acknowledge(mut self) -> Vec<Event> {

@@ -1,0 +1,131 @@
+//! Notices are delivered when the tool result carrying them has been written.
+//!
+//! After a tool call, the server takes the owner's queued notices from the daemon
+//! as a *lease* (`drain` with `lease: true`) on a connection it keeps, and puts
+//! them in the result. [`Acking`] wraps the stdio transport: when the response with
+//! that request id has been written to stdout, the lease is acknowledged
+//! (`drain.ack`) and the daemon marks them delivered; when the write fails, the
+//! connection is dropped and the daemon puts them back in the queue for the next
+//! call. A lease whose response never goes out (a cancelled request rmcp does not
+//! answer) is let go after [`LEASE_TTL`].
+//!
+//! Against a daemon without the `drain.lease` capability, the drain is the plain
+//! one of protocol 1 (delivered when drained).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use rmcp::RoleServer;
+use rmcp::model::{JsonRpcMessage, RequestId};
+use rmcp::service::TxJsonRpcMessage;
+use rmcp::transport::Transport;
+use serde_json::json;
+
+use crate::client::Client;
+
+/// How long a lease may wait for its response to be written.
+const LEASE_TTL: Duration = Duration::from_secs(60);
+
+/// A lease held on its own daemon connection.
+#[derive(Debug)]
+pub(super) struct Lease {
+    pub(super) client: Client,
+    pub(super) number: u64,
+}
+
+#[derive(Debug)]
+struct Held {
+    lease: Lease,
+    since: Instant,
+}
+
+/// Leases waiting for their responses to be written, by request id.
+#[derive(Debug, Default)]
+pub(super) struct Pending {
+    held: Mutex<HashMap<RequestId, Held>>,
+}
+
+impl Pending {
+    /// Holds `lease` until the response to `request` is written.
+    pub(super) fn hold(&self, request: RequestId, lease: Lease) {
+        let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+        // Leases whose responses never went out: dropping them returns their
+        // notices to the queue.
+        held.retain(|_, h| h.since.elapsed() < LEASE_TTL);
+        held.insert(
+            request,
+            Held {
+                lease,
+                since: Instant::now(),
+            },
+        );
+    }
+
+    /// The response to `request` was written (`written`) or failed.
+    fn settle(&self, request: &RequestId, written: bool) {
+        let Some(held) = self
+            .held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(request)
+        else {
+            return;
+        };
+        if !written {
+            tracing::warn!("a tool result was not written; its notices go back to the queue");
+            return;
+        }
+        let Lease { mut client, number } = held.lease;
+        tokio::spawn(async move {
+            if let Err(err) = client.call("drain.ack", json!({"lease": number})).await {
+                // The connection closes with the lease: the notices come again.
+                tracing::warn!(error = %err.into_anyhow(), "notices not acknowledged; they will be delivered again");
+            }
+        });
+    }
+}
+
+/// A transport that settles [`Pending`] leases as responses are written.
+#[derive(Debug)]
+pub(super) struct Acking<T> {
+    pub(super) inner: T,
+    pub(super) pending: Arc<Pending>,
+}
+
+impl<T> Transport<RoleServer> for Acking<T>
+where
+    T: Transport<RoleServer>,
+{
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleServer>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let request = match &item {
+            JsonRpcMessage::Response(response) => Some(response.id.clone()),
+            JsonRpcMessage::Error(error) => error.id.clone(),
+            _ => None,
+        };
+        let sent = self.inner.send(item);
+        let pending = Arc::clone(&self.pending);
+        async move {
+            let result = sent.await;
+            if let Some(request) = request {
+                pending.settle(&request, result.is_ok());
+            }
+            result
+        }
+    }
+
+    fn receive(
+        &mut self,
+    ) -> impl Future<Output = Option<rmcp::service::RxJsonRpcMessage<RoleServer>>> + Send {
+        self.inner.receive()
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
+    }
+}

@@ -1,0 +1,204 @@
+//! The `process` tool: one action on the caller's own sessions.
+
+use rmcp::RoleServer;
+use rmcp::model::JsonObject;
+use rmcp::service::RequestContext;
+use serde_json::{Value, json};
+
+use super::schema::{LIST_DEFAULT_ROWS, LIST_MAX_ROWS};
+use super::terminal::exited_answer;
+use super::{ACTIONS, Answer, NOT_A_SUBAGENT, Server};
+
+/// A list row's fields an agent has no use for: its own owner, the container key
+/// when it is the owner, and flags at their defaults.
+fn slim_row(row: &mut Value, owner: &str) {
+    let Value::Object(map) = row else {
+        return;
+    };
+    map.retain(|key, value| {
+        !(value.is_null()
+            || key == "owner_task_id"
+            || (key == "task_id" && value == owner)
+            || (key == "persist_on_release" && value == false))
+    });
+}
+
+impl Server {
+    pub(super) async fn process(
+        &self,
+        args: &JsonObject,
+        context: &RequestContext<RoleServer>,
+    ) -> Answer {
+        let action = args
+            .get("action")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if !ACTIONS.contains(&action) {
+            // Not one of the output schema's branches: an error without structure.
+            let mut answer = Answer::error(json!({
+                "status": "error",
+                "error": format!("Unknown process action: {action:?}. Use: {}", ACTIONS.join(", ")),
+            }));
+            answer.structured = false;
+            return answer;
+        }
+        let mut answer = self.act(action, args, context).await;
+        if let Value::Object(map) = &mut answer.value {
+            map.insert("action".to_owned(), json!(action));
+        }
+        answer
+    }
+
+    async fn act(
+        &self,
+        action: &str,
+        args: &JsonObject,
+        context: &RequestContext<RoleServer>,
+    ) -> Answer {
+        let number = |key: &str| -> Result<Option<u64>, Answer> {
+            match args.get(key) {
+                None | Some(Value::Null) => Ok(None),
+                Some(v) => v.as_u64().map(Some).ok_or_else(|| {
+                    Answer::error(json!({"status": "error", "error": format!("{key} must be a whole number (got {v})")}))
+                }),
+            }
+        };
+        if action == "list" {
+            return match (number("limit"), number("since")) {
+                (Ok(limit), Ok(since)) => self.list(args, limit, since).await,
+                (Err(e), _) | (_, Err(e)) => e,
+            };
+        }
+        let session_id = match args.get("session_id") {
+            Some(Value::String(s)) if !s.is_empty() => s.clone(),
+            Some(Value::Number(n)) => n.to_string(),
+            _ => {
+                return Answer::error(
+                    json!({"status": "error", "error": format!("session_id is required for {action}")}),
+                );
+            }
+        };
+        // Another owner's session is not this agent's to see or touch (B31): it is
+        // answered as unknown, like an id that does not exist.
+        if let Err(refused) = self.own_session(&session_id).await {
+            return Answer::error(refused);
+        }
+        let data = args
+            .get("data")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        match action {
+            "poll" => self.answer("poll", json!({"id": session_id})).await,
+            "log" => match (number("offset"), number("limit")) {
+                (Ok(offset), Ok(limit)) => {
+                    self.answer(
+                        "log",
+                        json!({"id": session_id, "offset": offset, "limit": limit}),
+                    )
+                    .await
+                }
+                (Err(e), _) | (_, Err(e)) => e,
+            },
+            "wait" => {
+                let timeout = match number("timeout") {
+                    Ok(t) if t != Some(0) => t,
+                    Ok(_) => {
+                        return Answer::error(
+                            json!({"status": "error", "error": "timeout must be positive (got 0)"}),
+                        );
+                    }
+                    Err(e) => return e,
+                };
+                // A cancelled wait stops waiting; the job runs on.
+                let waited = tokio::select! {
+                    waited = self.call("wait", json!({"id": session_id, "timeout_seconds": timeout})) => waited,
+                    () = context.ct.cancelled() => {
+                        return Answer::error(json!({"status": "error", "error": "the wait was cancelled; the process runs on"}));
+                    }
+                };
+                match waited {
+                    (answer, false) if answer["status"] == "exited" => {
+                        // The wait carries the exit: the completion is delivered by it,
+                        // not again as a notice.
+                        let mut exited = exited_answer(&answer);
+                        exited.value = answer;
+                        exited
+                    }
+                    (answer, is_error) => Answer::new(answer, is_error),
+                }
+            }
+            "kill" => self.answer("kill", json!({"id": session_id})).await,
+            "write" | "submit" => {
+                self.answer(action, json!({"id": session_id, "data": data}))
+                    .await
+            }
+            "close" => self.answer("close", json!({"id": session_id})).await,
+            "resize" => match (number("rows"), number("cols")) {
+                (Ok(Some(rows)), Ok(Some(cols))) => {
+                    self.answer(
+                        "resize",
+                        json!({"id": session_id, "rows": rows, "cols": cols}),
+                    )
+                    .await
+                }
+                (Err(e), _) | (_, Err(e)) => e,
+                _ => Answer::error(
+                    json!({"status": "error", "error": "resize requires rows and cols (1 to 10000 each)"}),
+                ),
+            },
+            _ => {
+                let Some(parent) = &self.parent else {
+                    return Answer::error(json!({"status": "error", "error": NOT_A_SUBAGENT}));
+                };
+                if data.trim().is_empty() {
+                    return Answer::error(
+                        json!({"status": "error", "error": "handoff requires `data`: one sentence saying what the process is for and what the new owner should do with its result."}),
+                    );
+                }
+                self.answer(
+                    "handoff",
+                    json!({"id": session_id, "from": self.owner.as_str(), "to": parent.as_str(), "note": data}),
+                )
+                .await
+            }
+        }
+    }
+
+    /// The owner's sessions: running ones by default, the newest `limit`.
+    async fn list(&self, args: &JsonObject, limit: Option<u64>, since: Option<u64>) -> Answer {
+        let state = match args.get("state") {
+            None | Some(Value::Null) => "running",
+            Some(Value::String(s)) if ["running", "finished", "all"].contains(&s.as_str()) => s,
+            Some(other) => {
+                return Answer::error(json!({
+                    "status": "error",
+                    "error": format!("state must be running, finished or all (got {other})"),
+                }));
+            }
+        };
+        let limit = limit.unwrap_or(LIST_DEFAULT_ROWS);
+        if !(1..=LIST_MAX_ROWS).contains(&limit) {
+            return Answer::error(json!({
+                "status": "error",
+                "error": format!("limit must be 1 to {LIST_MAX_ROWS} rows for list (got {limit})"),
+            }));
+        }
+        let mut params = json!({"owner": self.owner.as_str(), "state": state, "limit": limit});
+        if let Some(since) = since {
+            params["since_seconds"] = json!(since);
+        }
+        let (mut answer, is_error) = self.call("list", params).await;
+        if let Some(rows) = answer["processes"].as_array_mut() {
+            for row in rows {
+                slim_row(row, &self.owner);
+            }
+        }
+        let is_empty = answer["processes"].as_array().is_some_and(Vec::is_empty);
+        if !is_error && state == "running" && is_empty {
+            answer["note"] =
+                json!("no running sessions; state=\"finished\" or \"all\" lists the others");
+        }
+        Answer::new(answer, is_error)
+    }
+}

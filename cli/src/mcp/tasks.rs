@@ -1,0 +1,137 @@
+//! Background runs as tasks, for clients of the tasks extension
+//! (`io.modelcontextprotocol/tasks`, 2026-07-28).
+//!
+//! A `terminal(background=true)` call from a client that declares the extension is
+//! answered with a task instead of a session id at once: `tasks/get` reports it
+//! working (its status message names the session, which `process` also reaches)
+//! and then completed with the same result a foreground run gives; `tasks/cancel`
+//! kills the job's whole tree. Other clients get the background answer as before.
+
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolResponse, CallToolResult, ContentBlock, CreateTaskResult, GetTaskResult, JsonObject,
+};
+use rmcp::service::RequestContext;
+use rmcp::task_manager::{TaskExit, TaskManager, TaskOptions};
+use rmcp::{ErrorData as McpError, RoleServer};
+use serde_json::{Value, json};
+
+use super::terminal::{exited_answer, terminal_request};
+use super::{Answer, Server, without_nulls};
+
+/// How long a task and its result are kept: a week, like result receipts. A job
+/// still running then is left running; its task is reported failed.
+const TASK_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// How often the client is asked to poll.
+const TASK_POLL_MS: u64 = 1_000;
+
+/// One daemon wait of a task, renewed until the exit.
+const TASK_WAIT_SECONDS: u64 = 300;
+
+/// The tasks this server runs.
+#[derive(Clone, Default)]
+pub(super) struct Tasks {
+    manager: TaskManager,
+}
+
+impl std::fmt::Debug for Tasks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tasks")
+            .field("running", &self.manager.running_task_count())
+            .finish()
+    }
+}
+
+impl Tasks {
+    pub(super) fn get(&self, task_id: &str) -> Result<GetTaskResult, McpError> {
+        Ok(GetTaskResult::new(self.manager.get_task(task_id)?))
+    }
+
+    pub(super) fn cancel(&self, task_id: &str) -> Result<(), McpError> {
+        self.manager.cancel_task(task_id)
+    }
+}
+
+/// Whether this call becomes a task: a background run, from a client that
+/// declared the tasks extension.
+pub(super) fn wanted(args: &JsonObject, context: &RequestContext<RoleServer>) -> bool {
+    args.get("background") == Some(&Value::Bool(true))
+        && context
+            .client_capabilities()
+            .is_some_and(|c| c.supports_tasks())
+}
+
+impl Server {
+    /// Starts the job and answers its task.
+    pub(super) async fn start_task(
+        &self,
+        args: &JsonObject,
+        context: &RequestContext<RoleServer>,
+    ) -> CallToolResponse {
+        let refused = |message: String| {
+            Answer::error(json!({"output": "", "exit_code": -1, "error": message}))
+        };
+        let req = match terminal_request(args) {
+            Ok(req) => req,
+            Err(message) => return self.result(refused(message), context).await.into(),
+        };
+        let session_id = match self.start(&req, req.notify).await {
+            Ok((session_id, _)) => session_id,
+            Err(answer) => return self.result(answer, context).await.into(),
+        };
+        let server = self.clone();
+        let options = TaskOptions::new()
+            .with_ttl_ms(u64::try_from(TASK_TTL.as_millis()).unwrap_or(u64::MAX))
+            .with_poll_interval_ms(TASK_POLL_MS)
+            .with_status_message(format!("running as {session_id}"));
+        let task = self.tasks.manager.spawn(options, move |ctx| {
+            Box::pin(async move {
+                tokio::select! {
+                    () = ctx.cancelled() => {
+                        let (killed, is_error) = server.call("kill", json!({"id": session_id})).await;
+                        if is_error {
+                            tracing::warn!(%session_id, answer = %killed, "a cancelled task's job was not killed");
+                        }
+                        Err(TaskExit::Cancelled)
+                    }
+                    answer = server.wait_to_exit(&session_id) => Ok(server.task_result(answer)),
+                }
+            })
+        });
+        CallToolResponse::Task(CreateTaskResult::new(task).with_meta(self.meta()))
+    }
+
+    /// Waits, as long as it takes, for the job to exit.
+    async fn wait_to_exit(&self, session_id: &str) -> Answer {
+        loop {
+            let (waited, is_error) = self
+                .call(
+                    "wait",
+                    json!({"id": session_id, "timeout_seconds": TASK_WAIT_SECONDS}),
+                )
+                .await;
+            if is_error {
+                return Answer::error(waited);
+            }
+            if waited["status"] == "exited" {
+                return exited_answer(&waited);
+            }
+        }
+    }
+
+    /// A task's result: the answer a foreground run gives.
+    fn task_result(&self, answer: Answer) -> CallToolResult {
+        let value = without_nulls(answer.value);
+        let content = vec![ContentBlock::text(value.to_string())];
+        let mut result = if answer.is_error {
+            CallToolResult::error(content)
+        } else {
+            CallToolResult::success(content)
+        };
+        result.structured_content = Some(value);
+        result.meta = Some(self.meta());
+        result
+    }
+}

@@ -1,0 +1,410 @@
+//! The `terminal` tool: validation, background starts, and foreground runs that
+//! move to the background (with notify on) when they outlive their window or the
+//! client cancels them (B24).
+
+use std::time::{Duration, Instant};
+
+use rmcp::RoleServer;
+use rmcp::model::{JsonObject, ProgressNotificationParam};
+use rmcp::service::RequestContext;
+use serde_json::{Value, json};
+
+use super::schema::HEARTBEAT_MAX_SECONDS;
+use super::{
+    Answer, FOREGROUND_DEFAULT_TIMEOUT, FOREGROUND_MAX_TIMEOUT, FOREGROUND_OUTPUT_CHARS, Server,
+};
+use crate::client::CallError;
+use crate::protocol;
+
+/// How often a foreground call that asked for progress hears of it.
+const PROGRESS_EVERY: Duration = Duration::from_secs(2);
+
+/// Characters of the last output line a progress message shows.
+const PROGRESS_LINE_CHARS: usize = 120;
+
+/// A validated `terminal` call.
+#[derive(Debug, Clone)]
+pub(super) struct TerminalRequest {
+    pub(super) command: String,
+    pub(super) background: bool,
+    pub(super) pty: bool,
+    pub(super) notify: bool,
+    pub(super) watch: Vec<String>,
+    pub(super) heartbeat: Option<u64>,
+    pub(super) persist: bool,
+    pub(super) timeout: Option<u64>,
+    pub(super) workdir: Option<String>,
+}
+
+/// How a foreground wait stopped short of the exit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stopped {
+    TimedOut,
+    Cancelled,
+}
+
+/// An answer for a call that failed before any job started.
+fn refused(message: impl Into<String>) -> Answer {
+    Answer::error(json!({"output": "", "exit_code": -1, "error": message.into()}))
+}
+
+impl Server {
+    pub(super) async fn terminal(
+        &self,
+        args: &JsonObject,
+        context: &RequestContext<RoleServer>,
+    ) -> Answer {
+        match terminal_request(args) {
+            Err(message) => refused(message),
+            Ok(req) => self.run_terminal(&req, context).await,
+        }
+    }
+
+    /// Starts the job: its session id, or the answer saying why not.
+    pub(super) async fn start(
+        &self,
+        req: &TerminalRequest,
+        notify: bool,
+    ) -> Result<(String, Value), Answer> {
+        // Jobs run where the agent works: the server's cwd, or `workdir` relative to it.
+        let base = std::env::current_dir().unwrap_or_else(|_| self.home.root().to_path_buf());
+        let cwd = match &req.workdir {
+            Some(dir) => base.join(dir),
+            None => base,
+        };
+        let mut params = json!({
+            "command": req.command,
+            "owner": self.owner.as_str(),
+            "cwd": cwd,
+            "pty": req.pty,
+            "notify": notify,
+            "watch": req.watch,
+            "heartbeat_seconds": req.heartbeat,
+            "persist_on_release": req.persist,
+        });
+        if !req.background {
+            params["completion_output_chars"] = json!(FOREGROUND_OUTPUT_CHARS);
+        }
+        let mut client = self.client().await.map_err(Answer::error)?;
+        match client.call("spawn", params).await {
+            Ok(info) => Ok((
+                info["session_id"].as_str().unwrap_or_default().to_owned(),
+                info,
+            )),
+            Err(CallError::Rpc(err)) => {
+                let mut answer = json!({"output": "", "exit_code": -1, "error": err.message});
+                if err.code == protocol::GUARDED {
+                    answer["verdict"] = err.data.unwrap_or(Value::Null);
+                } else if err.code == protocol::DISPATCH_FAILED {
+                    answer["infrastructure"] = err
+                        .data
+                        .as_ref()
+                        .map_or(Value::Null, |d| d["infrastructure"].clone());
+                }
+                Err(Answer::error(answer))
+            }
+            Err(CallError::Io(err)) => Err(refused(err.to_string())),
+        }
+    }
+
+    async fn run_terminal(
+        &self,
+        req: &TerminalRequest,
+        context: &RequestContext<RoleServer>,
+    ) -> Answer {
+        let (session_id, info) = match self.start(req, req.notify).await {
+            Ok(started) => started,
+            Err(answer) => return answer,
+        };
+        if req.background {
+            return Answer::ok(background_answer(req, &session_id, &info));
+        }
+        let timeout = req
+            .timeout
+            .unwrap_or(FOREGROUND_DEFAULT_TIMEOUT)
+            .min(FOREGROUND_MAX_TIMEOUT);
+        match self.wait_in_foreground(&session_id, timeout, context).await {
+            Ok(exited) => exited,
+            Err(stopped) => self.to_background(&session_id, timeout, stopped).await,
+        }
+    }
+
+    /// Waits for the exit up to `timeout` seconds, telling the client of progress
+    /// when it asked; the answer, or why the wait stopped short.
+    async fn wait_in_foreground(
+        &self,
+        session_id: &str,
+        timeout: u64,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Answer, Stopped> {
+        let started = Instant::now();
+        let deadline = started + Duration::from_secs(timeout);
+        let progress = context.meta.get_progress_token();
+        let mut client = match self.client().await {
+            Ok(client) => client,
+            Err(err) => return Ok(Answer::error(err)),
+        };
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(Stopped::TimedOut);
+            }
+            let slice = if progress.is_some() {
+                left.min(PROGRESS_EVERY)
+            } else {
+                left
+            };
+            let waited = tokio::select! {
+                waited = client.call(
+                    "wait",
+                    json!({"id": session_id, "timeout_seconds": slice.as_secs_f64()}),
+                ) => waited,
+                () = context.ct.cancelled() => return Err(Stopped::Cancelled),
+            };
+            match waited {
+                Ok(answer) if answer["status"] == "exited" => return Ok(exited_answer(&answer)),
+                Ok(_) => {}
+                Err(err) => return Ok(refused(err.into_anyhow().to_string())),
+            }
+            if let Some(token) = &progress {
+                let message = self.progress_message(session_id, started).await;
+                let note = ProgressNotificationParam::new(
+                    token.clone(),
+                    started.elapsed().as_secs_f64().floor(),
+                )
+                .with_total(timeout as f64)
+                .with_message(message);
+                if let Err(err) = context.peer.notify_progress(note).await {
+                    tracing::debug!(error = %err, "progress not sent");
+                }
+            }
+        }
+    }
+
+    /// "running for 6s; 12 lines of output; last: …" for a progress notification.
+    async fn progress_message(&self, session_id: &str, started: Instant) -> String {
+        let (page, is_error) = self
+            .call("log", json!({"id": session_id, "limit": 1}))
+            .await;
+        let elapsed = started.elapsed().as_secs();
+        if is_error {
+            return format!("running for {elapsed}s");
+        }
+        let lines = page["total_lines"].as_u64().unwrap_or(0);
+        let last: String = page["output"]
+            .as_str()
+            .unwrap_or_default()
+            .trim_end()
+            .chars()
+            .take(PROGRESS_LINE_CHARS)
+            .collect();
+        if last.is_empty() {
+            format!("running for {elapsed}s; {lines} lines of output")
+        } else {
+            format!("running for {elapsed}s; {lines} lines of output; last: {last}")
+        }
+    }
+
+    /// The job outlived its foreground window or the client cancelled the call: it
+    /// keeps running with notify on, or, if it finished meanwhile, the answer has
+    /// its exit. Exactly one of the two (B24).
+    async fn to_background(&self, session_id: &str, timeout: u64, stopped: Stopped) -> Answer {
+        let (adopted, is_error) = self.call("adopt", json!({"id": session_id})).await;
+        let adoption = adopted["adoption"].as_str().unwrap_or_default();
+        if adoption == "finished" {
+            let (answer, is_error) = self
+                .call("wait", json!({"id": session_id, "timeout_seconds": 1}))
+                .await;
+            return if is_error {
+                Answer::error(answer)
+            } else {
+                exited_answer(&answer)
+            };
+        }
+        let (polled, _) = self.call("poll", json!({"id": session_id})).await;
+        let why = match stopped {
+            Stopped::TimedOut => format!("The command was still running after {timeout}s"),
+            Stopped::Cancelled => "The call was cancelled".to_owned(),
+        };
+        let then = match adoption {
+            "notified" => {
+                "you will be told once when it exits. Use process(action=\"poll\"|\"wait\"|\"kill\", session_id=...) to follow it; do other work meanwhile."
+            }
+            "child_not_notified" => {
+                "as a child agent you will not be notified: wait on it, kill it, or hand it off."
+            }
+            _ if is_error => {
+                "this daemon cannot turn notify on for it (it predates adopt), so poll or wait on it."
+            }
+            _ => "poll or wait on it.",
+        };
+        Answer::ok(json!({
+            "status": "running",
+            "session_id": session_id,
+            "output": polled["output_preview"],
+            "notify_on_complete": adoption == "notified",
+            "note": format!(
+                "{why}, so it was moved to the background (not killed) as {session_id}: {then}"
+            ),
+        }))
+    }
+}
+
+/// The answer to a background start: no exit fields, the job has not finished.
+fn background_answer(req: &TerminalRequest, session_id: &str, info: &Value) -> Value {
+    let mut answer = json!({
+        "status": "running",
+        "output": "Background process started",
+        "session_id": session_id,
+        "pid": info["pid"],
+    });
+    for key in [
+        "notify_on_complete",
+        "watch_patterns",
+        "heartbeat_seconds",
+        "pty_note",
+        "note",
+    ] {
+        if !info[key].is_null() {
+            answer[key] = info[key].clone();
+        }
+    }
+    if req.persist {
+        answer["persist_on_release"] = json!(true);
+        // Which dispatch a job meant to outlive its agent got (B34).
+        answer["dispatch"] = info["dispatch"].clone();
+    }
+    if !req.notify && req.watch.is_empty() {
+        answer["hint"] = json!(
+            "Nothing will tell you when this finishes: check it with process(action=\"poll\"), \
+             or pass notify=true next time."
+        );
+    }
+    answer
+}
+
+/// The answer for a job that exited while its caller waited.
+pub(super) fn exited_answer(waited: &Value) -> Answer {
+    let mut result = json!({
+        "status": "exited",
+        "session_id": waited["session_id"],
+        "output": waited["output"],
+        "exit_code": waited["exit_code"],
+    });
+    for key in ["signal", "completion_reason"] {
+        if !waited[key].is_null() {
+            result[key] = waited[key].clone();
+        }
+    }
+    if waited["output_cut"] == json!(true) {
+        result["output_cut"] = json!(true);
+        result["log_path"] = waited["log_path"].clone();
+    }
+    let mut answer = Answer::ok(result);
+    answer.answered = waited["session_id"].as_str().map(str::to_owned);
+    answer
+}
+
+/// Validates `terminal` arguments with the seeds' messages. `null` is "not given"
+/// for every optional argument, as strict-mode clients send it.
+pub(super) fn terminal_request(args: &JsonObject) -> Result<TerminalRequest, String> {
+    let command = match args.get("command") {
+        Some(Value::String(c)) if !c.trim().is_empty() => c.clone(),
+        _ => return Err("command is required: the shell command line to run".to_owned()),
+    };
+    let flag = |key: &str| -> Result<bool, String> {
+        match args.get(key) {
+            None | Some(Value::Null) => Ok(false),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(other) => Err(format!("{key} must be true or false (got {other})")),
+        }
+    };
+    let background = flag("background")?;
+    let pty = flag("pty")?;
+    let persist = flag("persist_on_release")?;
+    let (notify, watch) = match args.get("notify") {
+        None | Some(Value::Null) => (false, Vec::new()),
+        Some(Value::Bool(b)) => (*b, Vec::new()),
+        Some(Value::Array(items)) => {
+            let mut patterns = Vec::new();
+            for item in items {
+                match item.as_str() {
+                    Some(p) if !p.is_empty() => patterns.push(p.to_owned()),
+                    _ => {
+                        return Err(format!(
+                            "notify patterns must be non-empty strings (got {item})"
+                        ));
+                    }
+                }
+            }
+            // A list watches for its patterns; the exit still wakes once (B20).
+            (!patterns.is_empty(), patterns)
+        }
+        Some(other) => {
+            return Err(format!(
+                "notify must be true/false or a list of output patterns to watch for (got {other})"
+            ));
+        }
+    };
+    let heartbeat = match args.get("heartbeat") {
+        None | Some(Value::Null) => None,
+        Some(Value::Number(n)) if n.as_u64().is_some_and(|s| s <= HEARTBEAT_MAX_SECONDS) => {
+            n.as_u64().filter(|&s| s > 0)
+        }
+        Some(_) => {
+            return Err(format!(
+                "heartbeat must be a whole number of seconds from 0 to {HEARTBEAT_MAX_SECONDS} \
+                 (0 disables; positive values are clamped to min 60)."
+            ));
+        }
+    };
+    let timeout = match args.get("timeout") {
+        None | Some(Value::Null) => None,
+        Some(v) => match v.as_u64() {
+            Some(t) if (1..=FOREGROUND_MAX_TIMEOUT).contains(&t) => Some(t),
+            _ => {
+                return Err(format!(
+                    "timeout must be a whole number of seconds from 1 to {FOREGROUND_MAX_TIMEOUT} (got {v}); \
+                     for longer jobs use background=true with notify=true"
+                ));
+            }
+        },
+    };
+    let workdir = match args.get("workdir") {
+        None | Some(Value::Null) => None,
+        // A strict-mode client that means "no workdir" may send "".
+        Some(Value::String(w)) if w.is_empty() => None,
+        Some(Value::String(w)) => {
+            if w.chars().any(|c| "`$;&|<>(){}\n\r*?!\"'\\".contains(c)) {
+                return Err(format!(
+                    "workdir contains characters that are not allowed: {w}"
+                ));
+            }
+            Some(w.clone())
+        }
+        Some(other) => return Err(format!("workdir must be a string (got {other})")),
+    };
+    if !background {
+        if notify || !watch.is_empty() || heartbeat.is_some() {
+            return Err("notify and heartbeat need background=true: a foreground command already returns its result".to_owned());
+        }
+        if pty {
+            return Err("pty requires background=true (interactive programs run in the background; talk to them with process(action=\"submit\"))".to_owned());
+        }
+        if persist {
+            return Err("persist_on_release requires background=true".to_owned());
+        }
+    }
+    Ok(TerminalRequest {
+        command,
+        background,
+        pty,
+        // A heartbeat implies notification on completion.
+        notify: notify || heartbeat.is_some(),
+        watch,
+        heartbeat,
+        persist,
+        timeout,
+        workdir,
+    })
+}
