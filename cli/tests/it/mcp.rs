@@ -3,6 +3,7 @@
 // clients that show server messages today, so the test checks it.
 #![allow(deprecated)]
 
+use std::os::unix::process::ExitStatusExt;
 use std::time::Duration;
 
 use std::sync::{Arc, Mutex};
@@ -291,11 +292,226 @@ async fn b24_a_foreground_command_past_its_window_moves_to_the_background() {
         answer["note"].as_str().is_some_and(|n| n.contains(&id)),
         "{answer}"
     );
+    assert_eq!(answer["notify_on_complete"], true, "{answer}");
+    assert!(
+        answer["note"]
+            .as_str()
+            .is_some_and(|n| n.contains("told once")),
+        "{answer}"
+    );
     let (polled, _, _) = on_session(&client, "poll", &id).await;
     assert_eq!(polled["status"], "running", "adopted, not killed: {polled}");
     let (killed, _, _) = on_session(&client, "kill", &id).await;
     assert_eq!(killed["status"], "killed", "{killed}");
     client.cancel().await.expect("the client closes");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b24_a_foreground_timeout_ends_in_exactly_one_completion() {
+    let env = Env::new();
+    let client = connect(&env).await;
+    // The job waits for a line, so it outlives its one-second window for sure.
+    let (answer, _, is_error) = call(
+        &client,
+        "terminal",
+        json!({"command": "read -r _; echo finished-late", "timeout": 1}),
+    )
+    .await;
+    assert!(!is_error, "{answer}");
+    let id = session_id(&answer);
+    assert_eq!(answer["notify_on_complete"], true, "{answer}");
+    let (_, mut notices, _) = call(
+        &client,
+        "process",
+        json!({"action": "submit", "session_id": id, "data": "go"}),
+    )
+    .await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !notices.iter().any(|n| n.contains(&id)) && std::time::Instant::now() < deadline {
+        let (_, extra, _) = call(&client, "process", json!({"action": "list"})).await;
+        notices.extend(extra);
+    }
+    // A few more calls: the completion never comes again.
+    for _ in 0..3 {
+        let (_, extra, _) = call(&client, "process", json!({"action": "list"})).await;
+        notices.extend(extra);
+    }
+    let carrying: Vec<&String> = notices.iter().filter(|n| n.contains(&id)).collect();
+    assert_eq!(carrying.len(), 1, "{notices:?}");
+    assert!(carrying[0].contains("finished-late"), "{carrying:?}");
+    client.cancel().await.expect("the client closes");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_results_are_structured_annotated_and_unknown_arguments_are_named() {
+    let env = Env::new();
+    let client = connect(&env).await;
+    let tools = client.list_all_tools().await.expect("tools/list answers");
+    for tool in &tools {
+        assert!(
+            tool.output_schema.is_some(),
+            "{} has no outputSchema",
+            tool.name
+        );
+        let annotations = tool.annotations.as_ref().expect("annotated");
+        assert_eq!(annotations.read_only_hint, Some(false), "{}", tool.name);
+        assert_eq!(annotations.destructive_hint, Some(true), "{}", tool.name);
+        assert_eq!(
+            tool.input_schema.get("additionalProperties"),
+            Some(&json!(false)),
+            "{}",
+            tool.name
+        );
+    }
+    let params = CallToolRequestParams::new("terminal").with_arguments(
+        json!({"command": "printf 'a\\nb\\nc\\n'"})
+            .as_object()
+            .cloned()
+            .expect("object"),
+    );
+    let result = client.call_tool(params).await.expect("answered");
+    let text = result.content[0]
+        .as_text()
+        .expect("a text block")
+        .text
+        .clone();
+    let parsed: Value = serde_json::from_str(&text).expect("JSON");
+    assert_eq!(result.structured_content.as_ref(), Some(&parsed), "{text}");
+    assert_eq!(parsed["exit_code"], 0, "{parsed}");
+    let owner = result
+        .meta
+        .as_ref()
+        .and_then(|m| m.get("herd/owner"))
+        .cloned();
+    assert_eq!(owner, Some(json!("agent-1")));
+    let id = session_id(&parsed);
+    // Strict-mode clients send every property, null where they mean nothing.
+    let (page, _, is_error) = call(
+        &client,
+        "process",
+        json!({"action": "log", "session_id": id, "offset": null, "limit": 2,
+               "data": null, "timeout": null, "rows": null, "cols": null,
+               "state": null, "since": null}),
+    )
+    .await;
+    assert!(!is_error, "{page}");
+    assert_eq!(page["action"], "log", "{page}");
+    assert_eq!(page["output"], "b\nc", "the last two lines: {page}");
+    let (refused, _, is_error) = call(
+        &client,
+        "process",
+        json!({"action": "poll", "sessionid": id}),
+    )
+    .await;
+    assert!(is_error, "{refused}");
+    let message = refused["error"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("`sessionid`") && message.contains("did you mean `session_id`"),
+        "{refused}"
+    );
+    // The finished job is listed only when asked for.
+    let (listed, _, _) = call(&client, "process", json!({"action": "list"})).await;
+    assert_eq!(listed["processes"], json!([]), "{listed}");
+    let (listed, _, _) = call(
+        &client,
+        "process",
+        json!({"action": "list", "state": "finished"}),
+    )
+    .await;
+    assert_eq!(listed["processes"][0]["session_id"], json!(id), "{listed}");
+    assert!(
+        listed["processes"][0].get("owner_task_id").is_none(),
+        "{listed}"
+    );
+    client.cancel().await.expect("the client closes");
+}
+
+/// Reads JSON-RPC lines from a raw `herd mcp` until the response with `id`.
+fn response_to(lines: &mut impl Iterator<Item = std::io::Result<String>>, id: u64) -> Value {
+    for line in lines {
+        let line = line.expect("the server writes lines");
+        let message: Value = serde_json::from_str(&line).expect("JSON-RPC");
+        if message["id"] == json!(id) {
+            return message;
+        }
+    }
+    panic!("the server closed before answering request {id}");
+}
+
+/// A raw `herd mcp --owner OWNER` past its handshake, over pipes.
+fn raw_server(
+    env: &Env,
+    owner: &str,
+) -> (
+    std::process::Child,
+    std::process::ChildStdin,
+    std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
+) {
+    use std::io::{BufRead, Write};
+    let mut child = env
+        .cmd(&["mcp", "--owner", owner])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("herd mcp starts");
+    let mut stdin = child.stdin.take().expect("piped");
+    let mut lines = std::io::BufReader::new(child.stdout.take().expect("piped")).lines();
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"}}});
+    writeln!(stdin, "{init}").expect("the server reads");
+    assert!(response_to(&mut lines, 1)["result"].is_object());
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    )
+    .expect("the server reads");
+    (child, stdin, lines)
+}
+
+#[test]
+fn b29_a_notice_whose_result_was_never_written_is_delivered_by_the_next_call() {
+    use std::io::Write;
+    let env = Env::new();
+    let spawned = env.json(&[
+        "run",
+        "--owner",
+        "agent-9",
+        "--notify",
+        "--json",
+        "--",
+        "echo",
+        "lost-once",
+    ]);
+    let id = spawned["session_id"].as_str().expect("an id").to_owned();
+    env.ok(&["wait", &id, "--timeout", "10"]);
+    // The first server's result can never be written: its stdout is closed
+    // before the call is sent.
+    let (mut first, mut stdin, lines) = raw_server(&env, "agent-9");
+    drop(lines);
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "process", "arguments": {"action": "list"}}});
+    writeln!(stdin, "{list}").expect("the server reads");
+    drop(stdin);
+    let status = first.wait().expect("the first server exits");
+    assert!(status.code().is_some() || status.signal().is_some());
+    // The next server of the same owner gets the completion, once.
+    let (mut second, mut stdin, mut lines) = raw_server(&env, "agent-9");
+    let mut texts = Vec::new();
+    for n in 3..6 {
+        let call = json!({"jsonrpc": "2.0", "id": n, "method": "tools/call",
+            "params": {"name": "process", "arguments": {"action": "list"}}});
+        writeln!(stdin, "{call}").expect("the server reads");
+        let answer = response_to(&mut lines, n);
+        texts.push(answer["result"]["content"].to_string());
+    }
+    let carrying = texts.iter().filter(|t| t.contains(&id)).count();
+    assert_eq!(carrying, 1, "{texts:?}");
+    assert!(texts[0].contains("lost-once"), "{texts:?}");
+    drop(stdin);
+    second.wait().expect("the second server exits");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
