@@ -76,8 +76,10 @@ pub(crate) enum Command {
     Resize(ResizeArgs),
     /// Take the owner's pending notifications (completions, heartbeats, watch matches).
     ///
-    /// Each notification is delivered to exactly one `events` call. Prints one JSON
-    /// object per line, each with a "type"; --follow keeps streaming new ones.
+    /// Each notification is delivered to exactly one `events` call, and only once it
+    /// has been printed. Prints one JSON object per line, each with a "type";
+    /// --follow keeps streaming new ones; --peek shows them and leaves them queued
+    /// (e.g. `herd events --owner mcp-0123456789ab --peek` for an agent's).
     Events(EventsArgs),
     /// Hand a running session over to another owner, with a note.
     Handoff(HandoffArgs),
@@ -308,6 +310,10 @@ pub(crate) struct EventsArgs {
     /// Keep streaming new notifications as they are published.
     #[arg(long, short)]
     pub(crate) follow: bool,
+    /// Show the owner's pending notifications without taking them: they stay
+    /// queued for the owner (a person looking at an agent's completions).
+    #[arg(long, conflicts_with = "follow")]
+    pub(crate) peek: bool,
     #[command(flatten)]
     pub(crate) owner: OwnerArg,
     /// Accepted for symmetry: events are always JSON lines.

@@ -121,13 +121,18 @@ pub(crate) async fn ps(home: &Home, args: PsArgs) -> anyhow::Result<()> {
         .load_preset(comfy_table::presets::NOTHING)
         .set_content_arrangement(comfy_table::ContentArrangement::Dynamic)
         .set_header(["ID", "STATE", "PID", "AGE", "COMMAND", "LAST LINE"]);
+    // Every owner's sessions: say whose each one is (an agent's is `mcp-<12 hex>`).
+    let by_owner = owner.is_none();
+    if by_owner {
+        table.set_header(["ID", "OWNER", "STATE", "PID", "AGE", "COMMAND", "LAST LINE"]);
+    }
     for row in rows {
         let state = match (row["status"].as_str(), row["exit_code"].as_i64()) {
             (Some("exited"), Some(code)) => format!("exited {code}"),
             (Some(status), _) => output::visible(status).into_owned(),
             (None, _) => "?".to_owned(),
         };
-        table.add_row([
+        let mut cells = vec![
             output::visible(row["session_id"].as_str().unwrap_or_default()).into_owned(),
             state,
             row["pid"]
@@ -140,7 +145,14 @@ pub(crate) async fn ps(home: &Home, args: PsArgs) -> anyhow::Result<()> {
                 last_line(row["output_preview"].as_str().unwrap_or_default()),
                 50,
             ),
-        ]);
+        ];
+        if by_owner {
+            cells.insert(
+                1,
+                output::visible(row["owner_task_id"].as_str().unwrap_or_default()).into_owned(),
+            );
+        }
+        table.add_row(cells);
     }
     output::line(&table.to_string())?;
     Ok(())
@@ -475,9 +487,30 @@ pub(crate) async fn events(home: &Home, args: EventsArgs) -> anyhow::Result<()> 
     let owner = args.owner.resolve("cli");
     let mut client = Client::connect(home).await?;
     if !args.follow {
-        let answer = client.request("drain", json!({"owner": owner})).await?;
+        // Taken as a lease, acknowledged only once printed (or given back for
+        // --peek): a write to a closed pipe loses nothing.
+        let leased = client.hello.serves("drain.lease");
+        if args.peek && !leased {
+            return Err(Failure::new(
+                Code::Failed,
+                "this daemon cannot show notifications without taking them (it predates drain leases); \
+                 restart it with `herd shutdown --keep-jobs`",
+            )
+            .into());
+        }
+        let answer = client
+            .request("drain", json!({"owner": owner, "lease": leased}))
+            .await?;
         for event in answer["events"].as_array().into_iter().flatten() {
             output::json_line(event)?;
+        }
+        if let Some(lease) = answer["lease"].as_u64() {
+            let settle = if args.peek {
+                "drain.release"
+            } else {
+                "drain.ack"
+            };
+            client.request(settle, json!({"lease": lease})).await?;
         }
         return Ok(());
     }

@@ -47,6 +47,12 @@ pub const LEDGER_VERSION: i64 = 1;
 /// How long a delivered completion is kept before [`Ledger::create`] prunes it.
 pub const DELIVERED_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
 
+/// How long a completion nobody drained is kept: as long as a result receipt.
+pub const UNCLAIMED_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// The most undelivered completions a home keeps (the newest).
+pub const MAX_UNCLAIMED: usize = 1_000;
+
 /// How long a statement waits for another process's write lock.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -342,6 +348,25 @@ impl Ledger {
                 [cutoff],
             )
             .map_err(|e| self.query_error("prune delivered completions", e))
+    }
+
+    /// Deletes undelivered completions committed more than `older_than` ago, and
+    /// all but the newest `keep` undelivered ones, and returns how many: the
+    /// completions of an owner that never came back, kept as long as result
+    /// receipts are ([`UNCLAIMED_RETENTION`], [`MAX_UNCLAIMED`]).
+    ///
+    /// # Errors
+    /// [`Error::LedgerQuery`] when the write fails.
+    pub fn expire_unclaimed(&self, older_than: Duration, keep: usize) -> Result<usize, Error> {
+        let cutoff = unix_now() - older_than.as_secs_f64();
+        let keep = i64::try_from(keep).unwrap_or(i64::MAX);
+        self.conn
+            .execute(
+                "DELETE FROM completions WHERE delivered_at IS NULL AND (created_at < ?1 OR seq NOT IN (
+                     SELECT seq FROM completions WHERE delivered_at IS NULL ORDER BY seq DESC LIMIT ?2))",
+                params![cutoff, keep],
+            )
+            .map_err(|e| self.query_error("expire unclaimed completions", e))
     }
 
     fn query_error(&self, action: &'static str, source: rusqlite::Error) -> Error {

@@ -25,7 +25,10 @@ pub use checkpoint::{
 };
 pub use error::{Error, LedgerCause};
 pub use home::Home;
-pub use ledger::{CompletionRecord, DELIVERED_RETENTION, LEDGER_VERSION, Ledger};
+pub use ledger::{
+    CompletionRecord, DELIVERED_RETENTION, LEDGER_VERSION, Ledger, MAX_UNCLAIMED,
+    UNCLAIMED_RETENTION,
+};
 pub use receipts::{
     MAX_RECEIPT_OUTPUT_CHARS, MAX_RECEIPTS, PruneReport, RECEIPT_RETENTION, RECEIPT_VERSION,
     ReceiptStore, ResultReceipt,

@@ -516,6 +516,20 @@ impl Inner {
                     }
                 }
             }
+            // Completions of owners that never came back go after a week, or beyond
+            // the newest thousand, as result receipts do.
+            if let Some(ledger) = slot.as_ref() {
+                match ledger.expire_unclaimed(
+                    herd_persistence::UNCLAIMED_RETENTION,
+                    herd_persistence::MAX_UNCLAIMED,
+                ) {
+                    Ok(0) => {}
+                    Ok(n_expired) => {
+                        tracing::info!(n_expired, "unclaimed completions expired from the ledger");
+                    }
+                    Err(error) => tracing::warn!(%error, "unclaimed completions not expired"),
+                }
+            }
             match slot.as_ref().map(Ledger::undelivered) {
                 None => Vec::new(),
                 Some(Ok(records)) => records,

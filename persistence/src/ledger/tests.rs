@@ -235,3 +235,39 @@ fn b29_concurrent_creators_share_one_ledger() {
     got.sort();
     assert_eq!(got, ["cmp_0", "cmp_1", "cmp_2", "cmp_3"]);
 }
+
+#[test]
+fn b29_unclaimed_completions_expire_after_the_retention_and_beyond_the_newest_kept() {
+    let (_tmp, home) = home();
+    let ledger = Ledger::create(&home).expect("create");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_secs_f64();
+    for n in 0..6 {
+        let mut record = completion(n);
+        // cmp_0 is eight days old; the others are fresh.
+        record.created_at = if n == 0 { now - 8.0 * 86_400.0 } else { now };
+        ledger.commit(&record).expect("commit");
+    }
+    ledger.mark_delivered("cmp_5").expect("mark");
+    // Keep the newest three undelivered: cmp_2..cmp_4; cmp_0 is too old, cmp_1 one too many.
+    assert_eq!(
+        ledger
+            .expire_unclaimed(UNCLAIMED_RETENTION, 3)
+            .expect("expire"),
+        2
+    );
+    assert_eq!(
+        ids(&ledger.undelivered().expect("list")),
+        ["cmp_2", "cmp_3", "cmp_4"]
+    );
+    // Delivered rows are not this rule's.
+    assert_eq!(ledger.is_delivered("cmp_5").expect("look up"), Some(true));
+    assert_eq!(
+        ledger
+            .expire_unclaimed(UNCLAIMED_RETENTION, MAX_UNCLAIMED)
+            .expect("expire"),
+        0
+    );
+}
