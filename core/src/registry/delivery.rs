@@ -38,8 +38,9 @@ impl Drained {
     /// ones the consumer got another way (a wait that answered the exit carries the
     /// completion). Returns them.
     pub fn acknowledge_where(&mut self, answered: impl Fn(&Event) -> bool) -> Vec<Event> {
-        let (taken, kept): (Vec<Event>, Vec<Event>) =
-            std::mem::take(&mut self.events).into_iter().partition(|e| answered(e));
+        let (taken, kept): (Vec<Event>, Vec<Event>) = std::mem::take(&mut self.events)
+            .into_iter()
+            .partition(|e| answered(e));
         self.events = kept;
         self.inner.mark_delivered(&taken);
         taken
