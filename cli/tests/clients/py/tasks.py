@@ -14,7 +14,9 @@ Checked:
   tool result inlined: output `task-done`, exit code 0;
 - `Client.call_tool` resolves a tasked call transparently through the claim;
 - a task running `exec sleep 60` cancelled with `tasks/cancel` ends as `cancelled` and
-  its process is gone.
+  its process is gone;
+- the same client on a 2025-11-25 connection (where the SDK does not advertise the
+  extension) gets the plain tool result.
 
 Usage: python tasks.py
 """
@@ -196,6 +198,16 @@ async def main() -> None:
         check(not alive(pid), "the cancelled task's process is gone", pid=pid)
         if alive(pid):
             os.kill(pid, 9)
+
+    stage("the extension on a 2025-11-25 connection")
+    # The SDK advertises a claim-bearing extension only where its claim is active
+    # (2026-07-28), so the handshake-era client is not task-capable: a background
+    # terminal is answered as usual.
+    async with agent("L", protocol="legacy", extensions=[TasksExtension()]) as legacy:
+        answer = await legacy.c.session.call_tool("terminal", {"command": "echo plain", "background": True},
+                                                  allow_claimed=True)
+        check(isinstance(answer, CallToolResult) and "session_id" in json.dumps(answer.model_dump(mode="json")),
+              "a 2025-11-25 client is answered with the tool result, not a task", answer=answer)
 
 
 run("tasks", main)
