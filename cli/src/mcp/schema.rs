@@ -114,33 +114,25 @@ fn terminal_output() -> Value {
     json!({"type": "object", "properties": properties, "required": ["output"]})
 }
 
-/// One branch per action, told apart by `action`.
+/// One branch per action, told apart by `action`; the fields are declared once.
 fn process_output() -> Value {
+    let mut properties = common_fields();
+    if let Value::Object(map) = &mut properties {
+        for (key, schema) in [
+            ("action", json!({"enum": ACTIONS})),
+            ("processes", json!({"type": "array", "items": {"type": "object"}})),
+            ("more", json!({"type": "integer"})),
+            ("total_lines", json!({"type": "integer"})),
+            ("offset", json!({"type": "integer"})),
+        ] {
+            map.insert(key.to_owned(), schema);
+        }
+    }
     let branches: Vec<Value> = ACTIONS
         .iter()
-        .map(|action| {
-            let mut properties = common_fields();
-            if let Value::Object(map) = &mut properties {
-                map.insert("action".to_owned(), json!({"const": action}));
-                match *action {
-                    "list" => {
-                        map.insert(
-                            "processes".to_owned(),
-                            json!({"type": "array", "items": {"type": "object"}}),
-                        );
-                        map.insert("more".to_owned(), json!({"type": "integer"}));
-                    }
-                    "log" => {
-                        map.insert("total_lines".to_owned(), json!({"type": "integer"}));
-                        map.insert("offset".to_owned(), json!({"type": "integer"}));
-                    }
-                    _ => {}
-                }
-            }
-            json!({"type": "object", "properties": properties, "required": ["action"]})
-        })
+        .map(|action| json!({"properties": {"action": {"const": action}}, "required": ["action"]}))
         .collect();
-    json!({"type": "object", "oneOf": branches})
+    json!({"type": "object", "properties": properties, "required": ["action"], "oneOf": branches})
 }
 
 /// The tool list.
