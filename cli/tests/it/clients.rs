@@ -46,7 +46,8 @@ enum Sdk {
 
 /// How to install the clients, for the message when one is missing.
 const HOW_TO_INSTALL: &str = "`bash .ci/run` installs them (or by hand: \
-     `python3 -m venv DIR && DIR/bin/pip install -r cli/tests/clients/py/requirements.txt` then \
+     `python3 -m venv DIR && DIR/bin/pip install -r cli/tests/clients/py/requirements.txt \
+     -c cli/tests/clients/py/constraints.txt` then \
      HERD_TEST_PYTHON=DIR/bin/python; `npm ci` in a copy of cli/tests/clients/node then \
      HERD_TEST_NODE_MODULES=THAT/node_modules)";
 
