@@ -55,7 +55,7 @@ pub(crate) async fn run(home: &Home, args: RunArgs) -> anyhow::Result<()> {
             env.push((name.clone(), value));
         }
     }
-    let params = json!({
+    let mut params = json!({
         "command": command_line(&args.command),
         "owner": owner,
         "task_id": args.task,
@@ -69,6 +69,10 @@ pub(crate) async fn run(home: &Home, args: RunArgs) -> anyhow::Result<()> {
         "persist_on_release": args.persist,
     });
     let mut client = Client::connect(home).await?;
+    // The job runs in this shell's environment, not the daemon's (B36).
+    if client.hello.serves("spawn.caller_env") {
+        params["caller_env"] = json!(herd_core::utf8_environment());
+    }
     match client.call("spawn", params).await {
         Ok(info) => {
             if args.json {

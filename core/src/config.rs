@@ -231,6 +231,11 @@ pub struct SpawnRequest {
     pub env: Vec<(String, String)>,
     /// Names exempt from the deny-list.
     pub forward_env: Vec<String>,
+    /// The caller's environment, which the job's starts from: the deny-list is
+    /// applied to it, then `env`, then herd's own entries. `None` starts from this
+    /// process's own environment, for a host that runs jobs for itself; a daemon
+    /// serving other processes always passes the caller's (B36).
+    pub caller_env: Option<Vec<(String, String)>>,
     /// Pipe (default) or PTY.
     pub mode: Mode,
     /// The container key the command runs under.

@@ -1033,7 +1033,14 @@ impl Inner {
             session_id: id.as_str(),
             pty: want_pty,
         };
-        let mut env = spawn::child_env(&plan, std::env::vars_os());
+        let mut env = match &req.caller_env {
+            Some(vars) => spawn::child_env(
+                &plan,
+                vars.iter()
+                    .map(|(name, value)| (OsString::from(name), OsString::from(value))),
+            ),
+            None => spawn::child_env(&plan, std::env::vars_os()),
+        };
         let direct = self
             .config
             .direct_exec

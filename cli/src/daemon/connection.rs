@@ -22,8 +22,9 @@ use crate::protocol::{
 
 /// Additions to protocol 1 this daemon serves: leased drains (`drain` with
 /// `lease`, `drain.ack`, `drain.release`), `adopt`, and `list`'s `state`,
-/// `since_seconds` and `limit`.
-pub(crate) const CAPABILITIES: [&str; 3] = ["drain.lease", "adopt", "list.filter"];
+/// `since_seconds` and `limit`, and `spawn`'s `caller_env`.
+pub(crate) const CAPABILITIES: [&str; 4] =
+    ["drain.lease", "adopt", "list.filter", "spawn.caller_env"];
 
 /// Serves one connection to its end.
 pub(crate) async fn serve(state: Arc<State>, stream: UnixStream, daemon_uid: u32) {

@@ -253,13 +253,19 @@ impl State {
         let p: SpawnParams = parse(params)?;
         let task_id = p.task_id.clone().unwrap_or_else(|| p.owner.clone());
         // Children must know they run under a supervisor (B33).
+        check_env_names(&p.env, p.caller_env.as_ref())?;
         let mut env = p.env;
         env.push(("HERD_SUPERVISED_CHILD".to_owned(), "1".to_owned()));
+        let caller_env = Some(match p.caller_env {
+            Some(vars) => vars.into_iter().collect(),
+            None => minimal_env(),
+        });
         let request = SpawnRequest {
             command: p.command,
             cwd: p.cwd,
             env,
             forward_env: p.forward_env,
+            caller_env,
             mode: if p.pty {
                 Mode::Pty {
                     rows: 30,
@@ -788,6 +794,10 @@ struct SpawnParams {
     env: Vec<(String, String)>,
     #[serde(default)]
     forward_env: Vec<String>,
+    /// The caller's whole environment (capability `spawn.caller_env`); without
+    /// it the job gets [`minimal_env`], never the daemon's own.
+    #[serde(default)]
+    caller_env: Option<std::collections::BTreeMap<String, String>>,
     #[serde(default)]
     pty: bool,
     #[serde(default)]
@@ -800,6 +810,60 @@ struct SpawnParams {
     persist_on_release: bool,
     #[serde(default)]
     completion_output_chars: Option<usize>,
+}
+
+/// The environment of a job whose request carries none (a protocol-1 client):
+/// `PATH`, `HOME`, `USER`, `LOGNAME` and `LANG` (`TERM` is added under a PTY).
+/// The daemon's own environment, frozen from whichever client started it, never
+/// reaches a job.
+fn minimal_env() -> Vec<(String, String)> {
+    let mut env = vec![
+        ("PATH".to_owned(), "/usr/local/bin:/usr/bin:/bin".to_owned()),
+        ("LANG".to_owned(), "C.UTF-8".to_owned()),
+    ];
+    if let Ok(Some(user)) = nix::unistd::User::from_uid(nix::unistd::getuid()) {
+        env.push(("HOME".to_owned(), user.dir.display().to_string()));
+        env.push(("USER".to_owned(), user.name.clone()));
+        env.push(("LOGNAME".to_owned(), user.name));
+    }
+    env
+}
+
+/// Refuses environment names no OS accepts: empty, with `=` or NUL, and NUL in
+/// values.
+fn check_env_names(
+    env: &[(String, String)],
+    caller_env: Option<&std::collections::BTreeMap<String, String>>,
+) -> Result<(), RpcError> {
+    let pairs = env
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str(), "env"))
+        .chain(
+            caller_env
+                .into_iter()
+                .flatten()
+                .map(|(k, v)| (k.as_str(), v.as_str(), "caller_env")),
+        );
+    for (name, value, field) in pairs {
+        let problem = if name.is_empty() {
+            Some("an empty name")
+        } else if name.contains('=') {
+            Some("a name with `=` (write NAME=VALUE as the pair [NAME, VALUE])")
+        } else if name.contains('\0') || value.contains('\0') {
+            Some("a NUL byte")
+        } else {
+            None
+        };
+        if let Some(problem) = problem {
+            return Err(RpcError::new(
+                INVALID_PARAMS,
+                format!(
+                    "invalid {field}: {problem} in {name:?}; names are non-empty, without `=` or NUL"
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Deserialises params, or an `INVALID_PARAMS` error naming the problem.

@@ -86,6 +86,10 @@ impl Server {
             params["completion_output_chars"] = json!(FOREGROUND_OUTPUT_CHARS);
         }
         let mut client = self.client().await.map_err(Answer::error)?;
+        // Jobs run in the environment the agent host gave this server (B36).
+        if client.hello.serves("spawn.caller_env") {
+            params["caller_env"] = json!(herd_core::utf8_environment());
+        }
         match client.call("spawn", params).await {
             Ok(info) => Ok((
                 info["session_id"].as_str().unwrap_or_default().to_owned(),

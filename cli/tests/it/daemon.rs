@@ -561,3 +561,51 @@ fn list_filters_by_state_and_age_and_keeps_the_newest_under_a_limit() {
     );
     conn.call(8, "close", json!({"id": running}));
 }
+
+#[test]
+fn b36_a_request_without_an_environment_runs_with_the_minimal_one_and_bad_names_are_refused() {
+    let env = Env::new();
+    // The daemon starts from a client whose environment has a marker.
+    let out = env
+        .cmd(&["ps"])
+        .env("HERD_IT_DAEMON_ONLY", "leaked")
+        .output()
+        .expect("herd runs");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let mut conn = Conn::open(&env);
+    conn.hello();
+    let id = run_to_exit(&mut conn, &env, "env", "agent", false);
+    let logged = conn.call(30, "log", json!({"id": id}));
+    let text = logged["result"]["output"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(!text.contains("HERD_IT_DAEMON_ONLY"), "{text}");
+    assert!(
+        text.contains("PATH=/usr/local/bin:/usr/bin:/bin\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("LANG=C.UTF-8\n") && text.contains("HOME="),
+        "{text}"
+    );
+    for (params, needle) in [
+        (json!({"env": [["", "x"]]}), "empty name"),
+        (json!({"env": [["A=B", "x"]]}), "`=`"),
+        (json!({"caller_env": {"A": "x\u{0}y"}}), "NUL"),
+    ] {
+        let mut request = json!({"command": "true", "owner": "agent", "cwd": env.scratch()});
+        if let (Some(into), Some(from)) = (request.as_object_mut(), params.as_object()) {
+            into.extend(from.clone());
+        }
+        let answer = conn.call(31, "spawn", request);
+        assert_eq!(answer["error"]["code"], -32602, "{answer}");
+        assert!(
+            answer["error"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains(needle),
+            "{answer}"
+        );
+    }
+}

@@ -470,3 +470,62 @@ fn b21_heartbeat_carries_new_output_with_a_lowered_floor() {
     env.ok(&["submit", &id, "done"]);
     env.ok(&["wait", &id, "--timeout", "10"]);
 }
+
+/// The output of `command` run by `herd run` from a shell with `vars` set and
+/// `TMUX` unset unless `vars` sets it.
+fn output_with(env: &Env, vars: &[(&str, &str)], command: &str) -> String {
+    let mut cmd = env.cmd(&["run", "--json", "--", command]);
+    cmd.env_remove("TMUX");
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("herd runs");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let info: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let id = info["session_id"].as_str().expect("an id").to_owned();
+    env.ok(&["wait", &id, "--timeout", "10"]);
+    env.ok(&["logs", &id])
+}
+
+#[test]
+fn b36_a_job_runs_in_its_callers_environment_not_the_daemons() {
+    let env = Env::new();
+    // The first client starts the daemon, so its environment is the daemon's.
+    let probe = "echo foo=${HERD_IT_FOO:-none} tmux=${TMUX:-none}";
+    let first = output_with(
+        &env,
+        &[("HERD_IT_FOO", "first"), ("TMUX", "/run/tmux-first,1,0")],
+        probe,
+    );
+    assert_eq!(first, "foo=first tmux=/run/tmux-first,1,0\n");
+    let second = output_with(&env, &[("HERD_IT_FOO", "second")], probe);
+    assert_eq!(
+        second, "foo=second tmux=none\n",
+        "the daemon's environment leaked"
+    );
+    // A changed PATH is the job's PATH too (a direct exec resolves through it).
+    let bin = env.scratch().join("bin");
+    std::fs::create_dir_all(&bin).expect("a bin dir");
+    let tool = bin.join("herd-it-only-here");
+    std::fs::write(&tool, "#!/bin/sh\necho found-on-the-callers-path\n").expect("a script");
+    std::fs::set_permissions(&tool, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("executable");
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    assert_eq!(
+        output_with(&env, &[("PATH", &path)], "herd-it-only-here"),
+        "found-on-the-callers-path\n"
+    );
+    // Credentials are still removed from the caller's environment.
+    assert_eq!(
+        output_with(
+            &env,
+            &[("OPENAI_API_KEY", "sk-caller")],
+            "echo key=${OPENAI_API_KEY:-none}"
+        ),
+        "key=none\n"
+    );
+}

@@ -739,3 +739,22 @@ async fn mcp_set_level_is_answered_and_filters_notice_messages() {
         "no notice-level log message after setLevel(warning)"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b36_an_mcp_job_runs_in_the_environment_the_agent_host_gave_the_server() {
+    let mut env = Env::new();
+    // The daemon is already running, started without the variable.
+    env.ok(&["ps"]);
+    env.vars
+        .push(("HERD_IT_AGENT_VAR".into(), "from-the-agent-host".into()));
+    let client = connect(&env).await;
+    let (answer, _, is_error) = call(
+        &client,
+        "terminal",
+        json!({"command": "echo ${HERD_IT_AGENT_VAR:-missing}"}),
+    )
+    .await;
+    assert!(!is_error, "{answer}");
+    assert_eq!(answer["output"], "from-the-agent-host\n", "{answer}");
+    client.cancel().await.expect("the client closes");
+}
