@@ -120,7 +120,10 @@ fn process_output() -> Value {
     if let Value::Object(map) = &mut properties {
         for (key, schema) in [
             ("action", json!({"enum": ACTIONS})),
-            ("processes", json!({"type": "array", "items": {"type": "object"}})),
+            (
+                "processes",
+                json!({"type": "array", "items": {"type": "object"}}),
+            ),
             ("more", json!({"type": "integer"})),
             ("total_lines", json!({"type": "integer"})),
             ("offset", json!({"type": "integer"})),
