@@ -143,14 +143,13 @@ fn log_rank(level: &rmcp::model::LoggingLevel) -> u8 {
     }
 }
 
-/// A tool's answer: the JSON, whether it is an error, whether it is shaped by the
-/// tool's output schema, and the session whose exit it carries (a wait that ended
+/// A tool's answer: the JSON, whether it is an error, and the session whose exit
+/// it carries (a wait that ended
 /// in the exit delivers that completion itself).
 #[derive(Debug, Clone)]
 struct Answer {
     value: Value,
     is_error: bool,
-    structured: bool,
     answered: Option<String>,
 }
 
@@ -159,7 +158,6 @@ impl Answer {
         Answer {
             value,
             is_error,
-            structured: true,
             answered: None,
         }
     }
@@ -286,8 +284,8 @@ impl Server {
         meta
     }
 
-    /// An answer as a tool result: its JSON (also structured when it has the tool's
-    /// output shape) and the owner's notices after it.
+    /// An answer as a tool result: its JSON (also as structured content) and the
+    /// owner's notices after it.
     async fn result(&self, answer: Answer, context: &RequestContext<RoleServer>) -> CallToolResult {
         let value = without_nulls(answer.value);
         let mut content = vec![ContentBlock::text(value.to_string())];
@@ -306,9 +304,9 @@ impl Server {
         } else {
             CallToolResult::success(content)
         };
-        if answer.structured {
-            result.structured_content = Some(value);
-        }
+        // Every result, errors too, is also structured (clients check only the
+        // non-error ones against the output schema).
+        result.structured_content = Some(value);
         result.meta = Some(self.meta());
         result
     }
@@ -386,8 +384,16 @@ impl ServerHandler for Server {
             ));
         }
         if let Err(message) = schema::check_arguments(tool, &args) {
-            let mut answer = Answer::error(json!({"status": "error", "error": message}));
-            answer.structured = false;
+            // Shaped like the tool's other errors, so it matches its output schema.
+            let answer = Answer::error(if tool == "terminal" {
+                json!({"output": "", "exit_code": -1, "status": "error", "error": message})
+            } else {
+                let action = args
+                    .get("action")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                json!({"action": action, "status": "error", "error": message})
+            });
             return Ok(self.result(answer, &context).await.into());
         }
         if tool == "terminal" && tasks::wanted(&args, &context) {

@@ -34,13 +34,11 @@ impl Server {
             .and_then(Value::as_str)
             .unwrap_or_default();
         if !ACTIONS.contains(&action) {
-            // Not one of the output schema's branches: an error without structure.
-            let mut answer = Answer::error(json!({
+            return Answer::error(json!({
+                "action": action,
                 "status": "error",
                 "error": format!("Unknown process action: {action:?}. Use: {}", ACTIONS.join(", ")),
             }));
-            answer.structured = false;
-            return answer;
         }
         let mut answer = self.act(action, args, context).await;
         if let Value::Object(map) = &mut answer.value {

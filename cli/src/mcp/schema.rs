@@ -114,12 +114,13 @@ fn terminal_output() -> Value {
     json!({"type": "object", "properties": properties, "required": ["output"]})
 }
 
-/// One branch per action, told apart by `action`; the fields are declared once.
+/// One branch per action, told apart by `action`, and one for a call that names
+/// no known action; the fields are declared once.
 fn process_output() -> Value {
     let mut properties = common_fields();
     if let Value::Object(map) = &mut properties {
         for (key, schema) in [
-            ("action", json!({"enum": ACTIONS})),
+            ("action", json!({"type": "string"})),
             (
                 "processes",
                 json!({"type": "array", "items": {"type": "object"}}),
@@ -131,10 +132,15 @@ fn process_output() -> Value {
             map.insert(key.to_owned(), schema);
         }
     }
-    let branches: Vec<Value> = ACTIONS
+    let mut branches: Vec<Value> = ACTIONS
         .iter()
         .map(|action| json!({"properties": {"action": {"const": action}}, "required": ["action"]}))
         .collect();
+    // A call naming no known action is answered with the error and what it named.
+    branches.push(json!({
+        "properties": {"action": {"not": {"enum": ACTIONS}}, "status": {"const": "error"}},
+        "required": ["action", "status", "error"]
+    }));
     json!({"type": "object", "properties": properties, "required": ["action"], "oneOf": branches})
 }
 
