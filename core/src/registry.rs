@@ -995,6 +995,27 @@ impl Inner {
                 source,
             })?,
         };
+        // Checked here, where the job starts, in every mode: a PTY spawn would
+        // otherwise fall back to the home directory without a word.
+        let cwd = std::path::absolute(&cwd).unwrap_or(cwd);
+        match std::fs::metadata(&cwd) {
+            Ok(meta) if meta.is_dir() => {}
+            Ok(_) => {
+                return Err(SpawnError::InvalidRequest {
+                    field: "cwd",
+                    message: format!("{} is not a directory", cwd.display()),
+                });
+            }
+            Err(err) => {
+                return Err(SpawnError::InvalidRequest {
+                    field: "cwd",
+                    message: format!(
+                        "{} cannot be used as the working directory: {err}",
+                        cwd.display()
+                    ),
+                });
+            }
+        }
         if let Some(host) = &self.config.guard {
             let reader = herd_guards::FsScriptReader::new(cwd.clone());
             if let herd_guards::Verdict::Block(block) =

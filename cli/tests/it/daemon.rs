@@ -609,3 +609,27 @@ fn b36_a_request_without_an_environment_runs_with_the_minimal_one_and_bad_names_
         );
     }
 }
+
+#[test]
+fn a_pty_spawn_in_a_missing_directory_is_refused_not_run_in_home() {
+    let env = Env::new();
+    env.json(&["ps", "--json"]);
+    let mut conn = Conn::open(&env);
+    conn.hello();
+    let missing = env.scratch().join("no-such-build-dir");
+    for pty in [true, false] {
+        let answer = conn.call(
+            1,
+            "spawn",
+            json!({"command": "pwd", "owner": "agent", "cwd": missing, "pty": pty}),
+        );
+        assert_eq!(answer["error"]["code"], -32602, "{answer}");
+        let message = answer["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("cwd") && message.contains("no-such-build-dir"),
+            "{answer}"
+        );
+    }
+    let listed = conn.call(2, "list", json!({"state": "all"}));
+    assert_eq!(listed["result"]["processes"], json!([]), "{listed}");
+}

@@ -512,3 +512,42 @@ async fn b1_exec_without_the_shell_keeps_output_and_exit_codes() {
     );
     fx.assert_groups_gone().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_or_non_directory_cwd_is_refused_in_every_mode() {
+    let fx = Fixture::new();
+    let file = fx.home().root().join("not-a-dir");
+    std::fs::write(&file, "x").expect("a file");
+    for mode in [herd_core::Mode::Pipe, herd_core::Mode::pty()] {
+        for (cwd, needle) in [
+            (fx.home().root().join("no-such-dir"), "cannot be used"),
+            (file.clone(), "not a directory"),
+        ] {
+            let refused = fx
+                .registry
+                .spawn(SpawnRequest {
+                    command: "pwd".to_owned(),
+                    task_id: "t".to_owned(),
+                    cwd: Some(cwd.clone()),
+                    mode,
+                    ..SpawnRequest::default()
+                })
+                .await
+                .expect_err("a bad cwd starts nothing");
+            let text = refused.to_string();
+            assert!(
+                text.contains("cwd") && text.contains(needle),
+                "{mode:?} {cwd:?}: {text}"
+            );
+        }
+    }
+    assert!(
+        fx.registry
+            .list(&herd_core::ListFilter {
+                owner: None,
+                session_key: None,
+                include_finished: true
+            })
+            .is_empty()
+    );
+}
