@@ -72,6 +72,13 @@ pub(crate) async fn serve(state: Arc<State>, stream: UnixStream, daemon_uid: u32
             ),
             Line::Complete => match parse(&buf) {
                 Err(response) => *response,
+                // A notification (no `id`) is neither run nor answered: herd's
+                // protocol defines none, and `shutdown` sent as one must not stop
+                // the daemon.
+                Ok(request) if request.id.is_none() => {
+                    tracing::debug!(method = %request.method, "notification ignored");
+                    continue;
+                }
                 Ok(request) => {
                     let id = request.id.clone().unwrap_or(Value::Null);
                     if !greeted && request.method != "hello" {

@@ -633,3 +633,21 @@ fn a_pty_spawn_in_a_missing_directory_is_refused_not_run_in_home() {
     let listed = conn.call(2, "list", json!({"state": "all"}));
     assert_eq!(listed["result"]["processes"], json!([]), "{listed}");
 }
+
+#[test]
+fn a_notification_is_neither_run_nor_answered() {
+    let env = Env::new();
+    env.json(&["ps", "--json"]);
+    let pid = env.daemon_pid().expect("the daemon runs");
+    let mut conn = Conn::open(&env);
+    conn.hello();
+    conn.send_raw(b"{\"jsonrpc\":\"2.0\",\"method\":\"shutdown\",\"params\":{}}\n");
+    conn.send_raw(b"{\"jsonrpc\":\"2.0\",\"method\":\"spawn\",\"params\":{\"command\":\"true\",\"owner\":\"n\"}}\n");
+    // The next answer is the status request's: nothing came for the notifications.
+    let status = conn.call(7, "status", json!({}));
+    assert_eq!(status["id"], 7, "{status}");
+    assert_eq!(status["result"]["running"], 0, "{status}");
+    assert!(alive(pid), "a notification stopped the daemon");
+    let listed = conn.call(8, "list", json!({"state": "all"}));
+    assert_eq!(listed["result"]["processes"], json!([]), "{listed}");
+}
