@@ -100,6 +100,10 @@ pub(crate) struct PluginsConfig {
     pub(crate) enabled: Vec<String>,
 }
 
+/// The smallest and largest `worker_memory_max_bytes` (16 MiB to 1 PiB).
+const WORKER_MEMORY_MIN: u64 = 16 << 20;
+const WORKER_MEMORY_MAX: u64 = 1 << 50;
+
 /// `<home>/config.toml`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -209,14 +213,37 @@ impl Config {
             )
             .into())
         };
-        if !(self.kill_grace_seconds.is_finite() && self.kill_grace_seconds >= 0.0) {
-            return bad("kill_grace_seconds", "must be a number of seconds >= 0");
-        }
-        if self.wait_cap_seconds == 0 {
-            return bad("wait_cap_seconds", "must be at least 1");
-        }
-        if self.log_cap_bytes == 0 {
-            return bad("log_cap_bytes", "must be at least 1");
+        use herd_core::limits;
+        let checks = [
+            limits::check(
+                "heartbeat_floor_seconds",
+                self.heartbeat_floor_seconds,
+                &limits::HEARTBEAT_SECONDS,
+            ),
+            limits::check(
+                "kill_grace_seconds",
+                self.kill_grace_seconds,
+                &limits::KILL_GRACE_SECONDS,
+            ),
+            limits::check(
+                "wait_cap_seconds",
+                self.wait_cap_seconds,
+                &limits::WAIT_CAP_SECONDS,
+            ),
+            limits::check("finished_cap", self.finished_cap, &limits::FINISHED_CAP),
+            limits::check("log_cap_bytes", self.log_cap_bytes, &limits::LOG_CAP_BYTES),
+            limits::check(
+                "worker_memory_max_bytes",
+                self.worker_memory_max_bytes.unwrap_or(WORKER_MEMORY_MIN),
+                &(WORKER_MEMORY_MIN..=WORKER_MEMORY_MAX),
+            ),
+        ];
+        if let Some(Err(message)) = checks.into_iter().find(Result::is_err) {
+            return Err(Failure::new(
+                Code::Usage,
+                format!("invalid config {}: {message}", path.display()),
+            )
+            .into());
         }
         if let Err(err) = herd_hooks::Redactor::new(&self.redactor_config()) {
             return bad("redact_extra_patterns", &format!("is invalid: {err}"));

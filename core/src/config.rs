@@ -92,6 +92,46 @@ pub const DEFAULT_ENV_DENY: &[&str] = &[
     "GEMINI_*KEY*",
 ];
 
+/// The range every number a client or a config gives must fall in; out of range is
+/// refused with the field and its range, never clamped silently or left to panic.
+pub mod limits {
+    use std::ops::RangeInclusive;
+
+    /// A spawn's heartbeat period and the heartbeat floor, in seconds (0 = off for a
+    /// spawn): at most a day.
+    pub const HEARTBEAT_SECONDS: RangeInclusive<u64> = 1..=86_400;
+    /// A tree kill's SIGTERM-to-SIGKILL grace, in seconds.
+    pub const KILL_GRACE_SECONDS: RangeInclusive<f64> = 0.0..=300.0;
+    /// The longest single wait, in seconds.
+    pub const WAIT_CAP_SECONDS: RangeInclusive<u64> = 1..=86_400;
+    /// Finished sessions kept.
+    pub const FINISHED_CAP: RangeInclusive<usize> = 0..=100_000;
+    /// One session log's size cap, in bytes (1 B to 1 TiB).
+    pub const LOG_CAP_BYTES: RangeInclusive<u64> = 1..=1 << 40;
+    /// Characters of output a completion carries.
+    pub const COMPLETION_OUTPUT_CHARS: RangeInclusive<usize> = 0..=1_000_000;
+
+    /// `Err` naming `field`, its range and `got` when `value` is outside `range`.
+    ///
+    /// # Errors
+    /// The message for an out-of-range value.
+    pub fn check<T: PartialOrd + std::fmt::Display>(
+        field: &str,
+        value: T,
+        range: &RangeInclusive<T>,
+    ) -> Result<(), String> {
+        if range.contains(&value) {
+            Ok(())
+        } else {
+            Err(format!(
+                "{field} must be from {} to {} (got {value})",
+                range.start(),
+                range.end()
+            ))
+        }
+    }
+}
+
 /// Registry-wide settings. `Default` gives the production values.
 #[derive(Debug, Clone)]
 pub struct RegistryConfig {
@@ -149,6 +189,49 @@ pub struct RegistryConfig {
     /// the home re-attaches in [`crate::Registry::restore`]. `None` (the default, for
     /// embedders) runs sessions in-process; they end with the host.
     pub shim: Option<PathBuf>,
+}
+
+impl RegistryConfig {
+    /// Checks every number against [`limits`].
+    ///
+    /// # Errors
+    /// The first setting out of its range, named with the range.
+    pub fn validate(&self) -> Result<(), String> {
+        // Durations may be finer than the whole seconds a config file gives (tests
+        // and embedders use milliseconds); only zero and the upper bounds are out.
+        let day = Duration::from_secs(*limits::HEARTBEAT_SECONDS.end());
+        let grace_max = Duration::from_secs_f64(*limits::KILL_GRACE_SECONDS.end());
+        for (field, value, max) in [
+            ("heartbeat_floor", self.heartbeat_floor, day),
+            (
+                "wait_cap",
+                self.wait_cap,
+                Duration::from_secs(*limits::WAIT_CAP_SECONDS.end()),
+            ),
+        ] {
+            if value.is_zero() || value > max {
+                return Err(format!(
+                    "{field} must be more than 0 s and at most {} s (got {} s)",
+                    max.as_secs(),
+                    value.as_secs_f64()
+                ));
+            }
+        }
+        if self.kill_grace > grace_max {
+            return Err(format!(
+                "kill_grace must be at most {} s (got {} s)",
+                grace_max.as_secs(),
+                self.kill_grace.as_secs_f64()
+            ));
+        }
+        limits::check("finished_cap", self.finished_cap, &limits::FINISHED_CAP)?;
+        limits::check("log_cap_bytes", self.log_cap_bytes, &limits::LOG_CAP_BYTES)?;
+        limits::check(
+            "completion_output_chars",
+            self.completion_output_chars,
+            &limits::COMPLETION_OUTPUT_CHARS,
+        )
+    }
 }
 
 impl Default for RegistryConfig {

@@ -70,7 +70,7 @@ pub use answers::{
 };
 pub use config::{
     DEFAULT_ENV_DENY, KillSource, ListFilter, Mode, NotificationPolicy, RegistryConfig,
-    SpawnRequest,
+    SpawnRequest, limits,
 };
 pub use dispatch::{
     BreakerGate, Clock, Dispatch, DispatchConfig, DispatchError, DispatchKind, Dispatcher,

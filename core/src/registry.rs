@@ -139,6 +139,9 @@ impl Registry {
     /// [`Error::NoRuntime`] outside a tokio runtime.
     pub fn new(home: Home, config: RegistryConfig) -> Result<Registry, Error> {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| Error::NoRuntime)?;
+        config
+            .validate()
+            .map_err(|message| Error::InvalidArgument { message })?;
         let (events, _) = broadcast::channel(BROADCAST_CAPACITY);
         let notifier = Notifier::new(Arc::clone(&config.clock));
         let (finishes, _) = watch::channel(0);
@@ -976,6 +979,28 @@ impl Inner {
                 field: "command",
                 message: "the command is empty; pass a shell command line".to_owned(),
             });
+        }
+        if let Some(n) = req.heartbeat_seconds.filter(|&n| n > 0) {
+            crate::config::limits::check(
+                "heartbeat_seconds",
+                n,
+                &crate::config::limits::HEARTBEAT_SECONDS,
+            )
+            .map_err(|message| SpawnError::InvalidRequest {
+                field: "heartbeat_seconds",
+                message: format!("{message}; 0 turns it off"),
+            })?;
+        }
+        if let Some(n) = req.completion_output_chars {
+            crate::config::limits::check(
+                "completion_output_chars",
+                n,
+                &crate::config::limits::COMPLETION_OUTPUT_CHARS,
+            )
+            .map_err(|message| SpawnError::InvalidRequest {
+                field: "completion_output_chars",
+                message,
+            })?;
         }
         if self.config.shell.is_empty() {
             return Err(SpawnError::InvalidRequest {

@@ -82,3 +82,34 @@ fn an_invalid_redaction_pattern_is_refused() {
         &["redact_extra_patterns", "(unclosed"],
     );
 }
+
+#[test]
+fn every_number_out_of_its_range_is_refused_with_the_range() {
+    for (text, needle) in [
+        (
+            "kill_grace_seconds = 1e300\n",
+            "kill_grace_seconds must be from 0 to 300",
+        ),
+        (
+            "kill_grace_seconds = 1e18\n",
+            "kill_grace_seconds must be from 0 to 300",
+        ),
+        (
+            "heartbeat_floor_seconds = 18446744073709551615\n",
+            "heartbeat_floor_seconds must be from 1 to 86400",
+        ),
+        ("heartbeat_floor_seconds = 0\n", "heartbeat_floor_seconds"),
+        ("wait_cap_seconds = 0\n", "wait_cap_seconds must be from 1"),
+        (
+            "finished_cap = 100001\n",
+            "finished_cap must be from 0 to 100000",
+        ),
+        ("log_cap_bytes = 0\n", "log_cap_bytes must be from 1"),
+        (
+            "worker_memory_max_bytes = 1\n",
+            "worker_memory_max_bytes must be from",
+        ),
+    ] {
+        check_err(text, &[needle]);
+    }
+}

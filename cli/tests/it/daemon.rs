@@ -651,3 +651,41 @@ fn a_notification_is_neither_run_nor_answered() {
     let listed = conn.call(8, "list", json!({"state": "all"}));
     assert_eq!(listed["result"]["processes"], json!([]), "{listed}");
 }
+
+#[test]
+fn spawn_numbers_out_of_range_are_refused_and_start_nothing() {
+    let env = Env::new();
+    env.json(&["ps", "--json"]);
+    let mut conn = Conn::open(&env);
+    conn.hello();
+    for (extra, needle) in [
+        (
+            json!({"heartbeat_seconds": u64::MAX}),
+            "heartbeat_seconds must be from 1 to 86400",
+        ),
+        (
+            json!({"completion_output_chars": 1_000_000_000_000_u64}),
+            "completion_output_chars must be from 0 to 1000000",
+        ),
+    ] {
+        let mut request = json!({"command": "sleep 30", "owner": "agent", "cwd": env.scratch()});
+        if let (Some(into), Some(from)) = (request.as_object_mut(), extra.as_object()) {
+            into.extend(from.clone());
+        }
+        let answer = conn.call(1, "spawn", request);
+        assert_eq!(answer["error"]["code"], -32602, "{answer}");
+        assert!(
+            answer["error"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains(needle),
+            "{answer}"
+        );
+    }
+    let listed = conn.call(2, "list", json!({"state": "all"}));
+    assert_eq!(
+        listed["result"]["processes"],
+        json!([]),
+        "no ghost session: {listed}"
+    );
+}
