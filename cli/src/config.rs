@@ -142,6 +142,9 @@ pub(crate) struct Config {
     pub(crate) supervisor: Supervisor,
     /// The `herd-shim` program; by default the one installed beside `herd`.
     pub(crate) shim_path: Option<PathBuf>,
+    /// Connections served at once (all are this user's); the next one is refused
+    /// with error -32018 naming the limit.
+    pub(crate) max_connections: usize,
 }
 
 impl Default for Config {
@@ -162,6 +165,7 @@ impl Default for Config {
             direct_exec: true,
             supervisor: Supervisor::Shim,
             shim_path: None,
+            max_connections: 256,
         }
     }
 }
@@ -231,6 +235,7 @@ impl Config {
                 &limits::WAIT_CAP_SECONDS,
             ),
             limits::check("finished_cap", self.finished_cap, &limits::FINISHED_CAP),
+            limits::check("max_connections", self.max_connections, &(1..=65_536)),
             limits::check("log_cap_bytes", self.log_cap_bytes, &limits::LOG_CAP_BYTES),
             limits::check(
                 "worker_memory_max_bytes",

@@ -152,14 +152,26 @@ async fn run(home: Home, config: Config, detached: bool) -> anyhow::Result<()> {
     let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
         .context("failed to install the SIGINT handler")?;
     let uid = nix::unistd::getuid().as_raw();
+    let mut refusals = connection::Refusals::default();
     let ending = loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
-                    let state = Arc::clone(&state);
-                    tokio::spawn(connection::serve(state, stream, uid));
+                Ok((stream, _)) => match state.connections.enter(config.max_connections) {
+                    Some(slot) => {
+                        let state = Arc::clone(&state);
+                        tokio::spawn(connection::serve(state, stream, uid, slot));
+                    }
+                    None => {
+                        refusals.note("connection refused: at max_connections");
+                        tokio::spawn(connection::refuse_busy(stream, config.max_connections));
+                    }
+                },
+                Err(err) => {
+                    // Out of descriptors (EMFILE) the listener stays readable: back
+                    // off instead of spinning, and say so once a second at most.
+                    refusals.note(&format!("accept failed: {err}"));
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
                 }
-                Err(err) => tracing::warn!(error = %err, "accept failed"),
             },
             _ = sigterm.recv() => { tracing::info!("SIGTERM received; detaching"); break Ending::Detach; }
             _ = sigint.recv() => { tracing::info!("SIGINT received; detaching"); break Ending::Detach; }

@@ -55,6 +55,9 @@ pub(crate) const REFUSED: i64 = -32016;
 /// herd: restart-safe dispatch refused the spawn (B34); `data` carries
 /// `infrastructure` (true when the host, not the job, is at fault).
 pub(crate) const DISPATCH_FAILED: i64 = -32017;
+/// The daemon serves as many connections as it may (`max_connections`); the
+/// message names the limit.
+pub(crate) const TOO_MANY_CONNECTIONS: i64 = -32018;
 
 /// A request line.
 #[derive(Debug, Clone, Serialize, Deserialize)]

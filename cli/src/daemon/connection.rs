@@ -9,15 +9,18 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncWriteExt, BufReader};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
-use tokio::net::unix::OwnedWriteHalf;
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 
 use super::leases::Leases;
 use super::methods::{Reply, State};
 use crate::protocol::{
     self, HANDSHAKE_REQUIRED, INVALID_REQUEST, Line, MAX_REQUEST_BYTES, PARSE_ERROR,
-    PROTOCOL_VERSION, Request, Response, RpcError, TOO_LARGE, VERSION_MISMATCH,
+    PROTOCOL_VERSION, Request, Response, RpcError, TOO_LARGE, TOO_MANY_CONNECTIONS,
+    VERSION_MISMATCH,
 };
 
 /// Additions to protocol 1 this daemon serves: leased drains (`drain` with
@@ -26,8 +29,97 @@ use crate::protocol::{
 pub(crate) const CAPABILITIES: [&str; 4] =
     ["drain.lease", "adopt", "list.filter", "spawn.caller_env"];
 
+/// How long a new connection may take to send its `hello`.
+const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The connections being served, counted so there are never more than the limit.
+#[derive(Debug, Default)]
+pub(crate) struct Connections {
+    open: Arc<AtomicUsize>,
+}
+
+/// One served connection's place in [`Connections`], given back when dropped.
+#[derive(Debug)]
+pub(crate) struct Slot {
+    open: Arc<AtomicUsize>,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.open.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl Connections {
+    /// A slot, unless `limit` connections are open already.
+    pub(crate) fn enter(&self, limit: usize) -> Option<Slot> {
+        self.open
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n < limit).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| Slot {
+                open: Arc::clone(&self.open),
+            })
+    }
+
+    /// How many are open.
+    pub(crate) fn open(&self) -> usize {
+        self.open.load(Ordering::SeqCst)
+    }
+}
+
+/// Repeated accept-loop warnings, logged at most once a second with a count of
+/// the ones held back (at the descriptor limit they come in a tight loop).
+#[derive(Debug, Default)]
+pub(crate) struct Refusals {
+    last: Option<std::time::Instant>,
+    held_back: u64,
+}
+
+impl Refusals {
+    pub(crate) fn note(&mut self, what: &str) {
+        let now = std::time::Instant::now();
+        if self
+            .last
+            .is_some_and(|t| now.duration_since(t) < std::time::Duration::from_secs(1))
+        {
+            self.held_back += 1;
+            return;
+        }
+        tracing::warn!(held_back = self.held_back, "{what}");
+        self.last = Some(now);
+        self.held_back = 0;
+    }
+}
+
+/// Answers a connection over the limit with the error naming it, then closes it.
+pub(crate) async fn refuse_busy(mut stream: UnixStream, limit: usize) {
+    let error = RpcError::new(
+        TOO_MANY_CONNECTIONS,
+        format!(
+            "the daemon is serving {limit} connections, its max_connections; close some \
+             (idle clients, followers) or raise max_connections in config.toml"
+        ),
+    );
+    let _ = tokio::time::timeout(
+        HANDSHAKE_TIMEOUT,
+        stream.write_all(&Response::err(Value::Null, error).to_line()),
+    )
+    .await;
+}
+
+/// Ends when the client has closed its side with no request pending; a client
+/// that sent more requests is not watched (they are read after this one).
+async fn closed(reader: &mut BufReader<OwnedReadHalf>) {
+    match reader.fill_buf().await {
+        Ok([]) | Err(_) => {}
+        Ok(_) => std::future::pending().await,
+    }
+}
+
 /// Serves one connection to its end.
-pub(crate) async fn serve(state: Arc<State>, stream: UnixStream, daemon_uid: u32) {
+pub(crate) async fn serve(state: Arc<State>, stream: UnixStream, daemon_uid: u32, _slot: Slot) {
     let peer_uid = match stream.peer_cred() {
         Ok(cred) => cred.uid(),
         Err(err) => {
@@ -54,7 +146,21 @@ pub(crate) async fn serve(state: Arc<State>, stream: UnixStream, daemon_uid: u32
     let mut greeted = false;
     let mut leases = Leases::default();
     loop {
-        let line = match protocol::read_line(&mut reader, &mut buf, MAX_REQUEST_BYTES).await {
+        let read = protocol::read_line(&mut reader, &mut buf, MAX_REQUEST_BYTES);
+        // A connection that never says hello is let go, so idle half-open clients
+        // cannot hold the daemon's slots.
+        let read = if greeted {
+            read.await
+        } else {
+            match tokio::time::timeout(HANDSHAKE_TIMEOUT, read).await {
+                Ok(read) => read,
+                Err(_) => {
+                    tracing::debug!("no hello within the handshake timeout; connection closed");
+                    return;
+                }
+            }
+        };
+        let line = match read {
             Ok(line) => line,
             Err(err) => {
                 tracing::debug!(error = %err, "connection read failed");
@@ -104,7 +210,21 @@ pub(crate) async fn serve(state: Arc<State>, stream: UnixStream, daemon_uid: u32
                             Err(error) => Response::err(id, error),
                         }
                     } else {
-                        match state.handle(&request.method, request.params).await {
+                        // A wait ends when its client leaves: a dev server never
+                        // exits, and nobody would read the answer.
+                        let handled = state.handle(&request.method, request.params);
+                        let reply = if request.method == "wait" {
+                            tokio::select! {
+                                reply = handled => reply,
+                                () = closed(&mut reader) => {
+                                    tracing::debug!("the client left; its wait ends");
+                                    return;
+                                }
+                            }
+                        } else {
+                            handled.await
+                        };
+                        match reply {
                             Reply::Value(result) => Response::ok(id, result),
                             Reply::Error(error) => Response::err(id, error),
                             Reply::Stream(stream) => {

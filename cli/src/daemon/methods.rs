@@ -44,6 +44,8 @@ pub(crate) struct State {
     keep_jobs: std::sync::atomic::AtomicBool,
     /// Jobs run under shims (they outlive the daemon).
     supervised: bool,
+    /// The connections being served.
+    pub(crate) connections: super::connection::Connections,
 }
 
 /// How the daemon ends.
@@ -154,6 +156,7 @@ impl State {
             restored,
             keep_jobs: std::sync::atomic::AtomicBool::new(false),
             supervised,
+            connections: super::connection::Connections::default(),
         })
     }
 
@@ -490,6 +493,7 @@ impl State {
             "running": running.len(),
             "finished": all.len().saturating_sub(running.len()),
             "supervisor": if self.supervised { "shim" } else { "in_process" },
+            "connections": self.connections.open(),
             "restore": self.restored,
         })
     }

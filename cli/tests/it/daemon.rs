@@ -689,3 +689,93 @@ fn spawn_numbers_out_of_range_are_refused_and_start_nothing() {
         "no ghost session: {listed}"
     );
 }
+
+/// `status`'s count of open connections, asked on a connection of its own.
+fn open_connections(env: &Env) -> u64 {
+    let mut conn = Conn::open(env);
+    conn.hello();
+    let status = conn.call(1, "status", json!({}));
+    // Less this connection.
+    status["result"]["connections"]
+        .as_u64()
+        .expect("connections")
+        - 1
+}
+
+#[test]
+fn connections_past_max_connections_are_refused_with_the_limit_and_silent_ones_are_let_go() {
+    let env = Env::new();
+    std::fs::create_dir_all(env.home()).expect("the home");
+    std::fs::write(env.home().join("config.toml"), "max_connections = 3\n").expect("writable");
+    env.json(&["ps", "--json"]);
+    assert_eq!(open_connections(&env), 0);
+    // One that never says hello, one that does.
+    let silent = UnixStream::connect(env.socket()).expect("connects");
+    let mut greeted = Conn::open(&env);
+    greeted.hello();
+    let mut third = Conn::open(&env);
+    third.hello();
+    let mut over = Conn::open(&env);
+    let refused = over.recv();
+    assert_eq!(refused["error"]["code"], -32018, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("max_connections"),
+        "{refused}"
+    );
+    drop(third);
+    // The silent one is dropped after the handshake timeout (10 s), freeing its slot.
+    wait_until(Duration::from_secs(20), || {
+        UnixStream::connect(env.socket())
+            .ok()
+            .and_then(|s| {
+                let mut c = Conn {
+                    reader: BufReader::new(s.try_clone().ok()?),
+                    writer: s,
+                };
+                let hello = c.call(1, "hello", json!({"protocol": 1, "client": "t"}));
+                hello["result"]["pid"].as_u64().map(|_| c)
+            })
+            .is_some_and(|mut c| {
+                let status = c.call(2, "status", json!({}));
+                status["result"]["connections"] == 2
+            })
+    })
+    .expect("the silent connection was let go");
+    drop(silent);
+    greeted.call(3, "status", json!({}));
+}
+
+#[test]
+fn a_wait_without_a_timeout_ends_when_its_client_leaves() {
+    let env = Env::new();
+    env.json(&["ps", "--json"]);
+    let mut conn = Conn::open(&env);
+    conn.hello();
+    let spawned = conn.call(
+        1,
+        "spawn",
+        json!({"command": "sleep 300", "owner": "agent", "cwd": env.scratch()}),
+    );
+    let id = spawned["result"]["session_id"]
+        .as_str()
+        .expect("spawned")
+        .to_owned();
+    let mut waiter = Conn::open(&env);
+    waiter.hello();
+    waiter.send_raw(
+        format!(
+            "{}\n",
+            json!({"jsonrpc": "2.0", "id": 2, "method": "wait", "params": {"id": id}})
+        )
+        .as_bytes(),
+    );
+    wait_until(Duration::from_secs(10), || open_connections(&env) == 2)
+        .expect("the waiter and the spawner are open");
+    drop(waiter);
+    wait_until(Duration::from_secs(10), || open_connections(&env) == 1)
+        .expect("the wait ended with its connection");
+    conn.call(3, "kill", json!({"id": id}));
+}
