@@ -170,7 +170,7 @@ async fn run(home: Home, config: Config, detached: bool) -> anyhow::Result<()> {
                     // Out of descriptors (EMFILE) the listener stays readable: back
                     // off instead of spinning, and say so once a second at most.
                     refusals.note(&format!("accept failed: {err}"));
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    accept_backoff().await;
                 }
             },
             _ = sigterm.recv() => { tracing::info!("SIGTERM received; detaching"); break Ending::Detach; }
@@ -220,4 +220,14 @@ fn bind_private(socket: &std::path::Path) -> anyhow::Result<UnixListener> {
     std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600))
         .with_context(|| format!("failed to set the mode of {}", socket.display()))?;
     Ok(listener)
+}
+
+/// The pause after a failed `accept` (EMFILE keeps the listener readable, so
+/// retrying at once would spin).
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a back-off between retries, not a synchronisation"
+)]
+async fn accept_backoff() {
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
 }
