@@ -377,10 +377,7 @@ fn spawn_daemon(home: &Home) -> anyhow::Result<std::process::Child> {
     if let Some(dir) = logs.parent() {
         home.ensure_dir(dir)?;
     }
-    let log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&logs)
+    let log = crate::config::open_private(&logs, crate::config::Private::Append)
         .with_context(|| format!("failed to open the daemon log {}", logs.display()))?;
     let log_err = log
         .try_clone()

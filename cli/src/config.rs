@@ -43,6 +43,42 @@ fn absolute(path: PathBuf) -> PathBuf {
         .unwrap_or(path)
 }
 
+/// How [`open_private`] opens a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Private {
+    /// Keep the contents (a lock file).
+    Keep,
+    /// Append (a log).
+    Append,
+    /// Replace the contents (a pid file).
+    Truncate,
+}
+
+/// Opens one of the daemon's own files under the home: created 0600, never
+/// through a symlink (`O_NOFOLLOW`: a planted link makes this fail, not write
+/// elsewhere), and tightened to 0600 if it was looser.
+///
+/// # Errors
+/// The OS error, e.g. `ELOOP` for a symlink.
+pub(crate) fn open_private(path: &Path, how: Private) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let mut options = std::fs::OpenOptions::new();
+    options
+        .create(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
+    match how {
+        Private::Keep => options.write(true).truncate(false),
+        Private::Append => options.append(true),
+        Private::Truncate => options.write(true).truncate(true),
+    };
+    let file = options.open(path)?;
+    if file.metadata()?.permissions().mode() & 0o077 != 0 {
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    }
+    Ok(file)
+}
+
 /// Creates the home root (mode 0700) when it does not exist yet.
 ///
 /// Only the CLI creates a home; libraries never resurrect a deleted one (B29).

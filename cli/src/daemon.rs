@@ -35,7 +35,7 @@ use tokio::net::UnixListener;
 use tokio::sync::Notify;
 
 use crate::client::check_socket_path;
-use crate::config::{Config, create_home};
+use crate::config::{Config, Private, create_home, open_private};
 use crate::exit::{Code, Failure};
 pub(crate) use methods::{Ending, State};
 
@@ -70,11 +70,7 @@ async fn run(home: Home, config: Config, detached: bool) -> anyhow::Result<()> {
     check_socket_path(&socket)?;
 
     let lock_path = run_dir.join("herd.lock");
-    let lock_file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)
+    let lock_file = open_private(&lock_path, Private::Keep)
         .with_context(|| format!("failed to open the lock file {}", lock_path.display()))?;
     let _lock = match Flock::lock(lock_file, FlockArg::LockExclusiveNonblock) {
         Ok(lock) => lock,
@@ -116,8 +112,12 @@ async fn run(home: Home, config: Config, detached: bool) -> anyhow::Result<()> {
     }
     let listener = bind_private(&socket)?;
     let pid_path = run_dir.join("herd.pid");
-    std::fs::write(&pid_path, format!("{}\n", std::process::id()))
-        .with_context(|| format!("failed to write the pid file {}", pid_path.display()))?;
+    {
+        use std::io::Write;
+        open_private(&pid_path, Private::Truncate)
+            .and_then(|mut file| writeln!(file, "{}", std::process::id()))
+            .with_context(|| format!("failed to write the pid file {}", pid_path.display()))?;
+    }
 
     // Plugin init runs on the calling thread (herd-hooks' caveat): keep it off
     // the async workers. Failures are rows in the report, never a failed start.

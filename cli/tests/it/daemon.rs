@@ -779,3 +779,38 @@ fn a_wait_without_a_timeout_ends_when_its_client_leaves() {
         .expect("the wait ended with its connection");
     conn.call(3, "kill", json!({"id": id}));
 }
+
+#[test]
+fn the_daemons_own_files_are_0600_and_never_written_through_a_symlink() {
+    let env = Env::new();
+    // A planted link where the pid file goes: the daemon must not write through it.
+    let run = env.home().join("run");
+    std::fs::create_dir_all(&run).expect("run dir");
+    std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o700)).expect("mode");
+    let victim = env.scratch().join("victim");
+    std::fs::write(&victim, "precious\n").expect("a file");
+    std::os::unix::fs::symlink(&victim, run.join("herd.pid")).expect("a symlink");
+    let out = env.run(&["ps"]);
+    assert_eq!(
+        std::fs::read_to_string(&victim).expect("readable"),
+        "precious\n"
+    );
+    assert!(
+        !out.status.success(),
+        "the daemon started through a planted pid link"
+    );
+    std::fs::remove_file(run.join("herd.pid")).expect("unlink");
+    env.json(&["ps", "--json"]);
+    for path in [
+        run.join("herd.pid"),
+        run.join("herd.lock"),
+        env.home().join("logs").join("daemon.log"),
+    ] {
+        let mode = std::fs::metadata(&path)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(mode, 0o600, "{}", path.display());
+    }
+}
