@@ -150,6 +150,23 @@ impl Client {
     /// connection broke before the answer (reset, closed): a daemon that is exiting
     /// right now took it, which is no daemon, and the caller starts one.
     async fn handshake(stream: UnixStream) -> anyhow::Result<Option<Client>> {
+        // Nothing is sent (a spawn may carry secrets in its environment) to a
+        // socket another user serves, e.g. one planted in a home they can write.
+        let ours = nix::unistd::getuid().as_raw();
+        let theirs = stream
+            .peer_cred()
+            .context("cannot read the daemon socket's peer credentials")?
+            .uid();
+        if theirs != ours {
+            return Err(Failure::new(
+                Code::Unreachable,
+                format!(
+                    "the daemon socket is served by uid {theirs}, not by you (uid {ours}); herd talks \
+                     only to a daemon of your own: check who owns the home and its run/ directory"
+                ),
+            )
+            .into());
+        }
         let (read, writer) = stream.into_split();
         let mut client = Client {
             // Log chunks are up to 1 MiB a line; a small buffer costs a syscall per 8 KiB.

@@ -300,9 +300,28 @@ fn a_connection_from_another_uid_is_refused() {
     .expect("herd runs as the peer user");
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(3), "refused peers exit 3: {err}");
+    // herd's client checks the server's uid before it sends a byte.
+    let ours = nix::unistd::getuid().as_raw();
     assert!(
-        err.contains("connection refused") && err.contains(&format!("uid {uid}")),
+        err.contains(&format!("served by uid {ours}, not by you (uid {uid})")),
         "{err}"
+    );
+    // And the daemon refuses a raw client of another uid on its own.
+    let probe = "import socket,sys\ns=socket.socket(socket.AF_UNIX)\ns.connect(sys.argv[1])\n\
+                 s.sendall(b'{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"hello\",\"params\":{\"protocol\":1}}\\n')\n\
+                 print(s.makefile().readline())";
+    let raw = raw_command(std::path::Path::new("python3"))
+        .args(["-c", probe])
+        .arg(env.socket())
+        .uid(uid)
+        .gid(gid)
+        .output()
+        .expect("python3 runs as the peer user");
+    let answer = String::from_utf8_lossy(&raw.stdout);
+    assert!(
+        answer.contains("connection refused") && answer.contains(&format!("uid {uid}")),
+        "{answer} {}",
+        stderr(&raw)
     );
     // The daemon is unharmed.
     env.json(&["ps", "--json"]);
