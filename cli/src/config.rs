@@ -43,6 +43,85 @@ fn absolute(path: PathBuf) -> PathBuf {
         .unwrap_or(path)
 }
 
+/// How deep under the home [`check_home_ownership`] looks for directories
+/// (`run/shims/<id>` is the deepest herd makes).
+const HOME_CHECK_DEPTH: usize = 3;
+
+/// Refuses a home that is not the user's own: the home and every directory under
+/// it, and `config.toml`, must be owned by this user and not writable by group or
+/// others. Otherwise another user could plant a config or a plugin, or replace
+/// `run/` and pose as the daemon. A home that does not exist yet passes (it is
+/// created 0700).
+///
+/// # Errors
+/// A [`Failure`] ([`Code::Usage`]) naming the path, what is wrong and the fix.
+pub(crate) fn check_home_ownership(home: &Home) -> anyhow::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let me = nix::unistd::geteuid().as_raw();
+    let refuse = |_path: &Path, why: String| -> anyhow::Result<()> {
+        Err(Failure::new(
+            Code::Usage,
+            format!("refusing the home {}: {why}", home.root().display()),
+        )
+        .into())
+    };
+    let judge = |path: &Path, meta: &std::fs::Metadata| -> anyhow::Result<()> {
+        if meta.uid() != me {
+            return refuse(
+                path,
+                format!(
+                    "{} is owned by uid {}, not by you (uid {me}); use a home of your own (set HERD_HOME) \
+                     or `chown -R` it to yourself",
+                    path.display(),
+                    meta.uid()
+                ),
+            );
+        }
+        if meta.mode() & 0o022 != 0 {
+            return refuse(
+                path,
+                format!(
+                    "{} is writable by {} (mode {:o}); run `chmod go-w {}`",
+                    path.display(),
+                    if meta.mode() & 0o002 != 0 {
+                        "everyone"
+                    } else {
+                        "its group"
+                    },
+                    meta.mode() & 0o7777,
+                    path.display()
+                ),
+            );
+        }
+        Ok(())
+    };
+    let root = home.root();
+    let Ok(meta) = std::fs::metadata(root) else {
+        return Ok(());
+    };
+    judge(root, &meta)?;
+    let mut dirs = vec![(root.to_path_buf(), 0)];
+    while let Some((dir, depth)) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let Ok(meta) = std::fs::symlink_metadata(&path) else {
+                continue;
+            };
+            let is_config = depth == 0 && entry.file_name() == "config.toml";
+            if meta.is_dir() || is_config {
+                judge(&path, &meta)?;
+            }
+            if meta.is_dir() && depth + 1 < HOME_CHECK_DEPTH {
+                dirs.push((path, depth + 1));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// How [`open_private`] opens a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Private {

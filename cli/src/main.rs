@@ -103,6 +103,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         command => {
             let home = config::resolve_home()?;
+            config::check_home_ownership(&home)?;
             match command {
                 Command::Serve(args) => daemon::serve(&home, args.detached),
                 Command::Guard(args) => {

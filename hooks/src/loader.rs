@@ -144,6 +144,21 @@ pub enum PluginLoadError {
         /// Its permission bits.
         mode: u32,
     },
+    /// The library or a directory it is loaded from is owned by another user.
+    #[error(
+        "refusing to load {path}: {what} {owned} is owned by uid {owner}, neither you nor root; \
+         only your own or root's plugins are loaded"
+    )]
+    ForeignOwner {
+        /// The library.
+        path: PathBuf,
+        /// What is foreign: `the library` or one of its directories.
+        what: &'static str,
+        /// The foreign path.
+        owned: PathBuf,
+        /// Its owner's uid.
+        owner: u32,
+    },
     /// The dynamic loader refused the file.
     #[error("cannot open {path}: {message}")]
     CannotOpen {
@@ -316,12 +331,12 @@ pub fn plugin_hook(path: &Path) -> Result<PluginHook, PluginLoadError> {
     let meta = fs::metadata(path).map_err(|_| PluginLoadError::LibraryMissing {
         path: path.to_owned(),
     })?;
-    check_not_writable(path, path, "the library", meta.mode())?;
+    check_trusted(path, path, "the library", &meta)?;
     let real = fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
     if let Some(dir) = real.parent()
         && let Ok(dir_meta) = fs::metadata(dir)
     {
-        check_not_writable(path, dir, "its directory", dir_meta.mode())?;
+        check_trusted(path, dir, "its directory", &dir_meta)?;
     }
     let header = lib_header_from_path(&real).map_err(|err| from_library_error(path, err))?;
     check_abi_version(path, header.version_strings())?;
@@ -359,6 +374,28 @@ fn check_abi_version(path: &Path, found: VersionStrings) -> Result<(), PluginLoa
     } else {
         Err(mismatch(theirs.to_string()))
     }
+}
+
+/// `checked` (the library or a directory it loads from) is owned by this user or
+/// root, and writable by no one else: otherwise another user could swap the code
+/// herd runs.
+fn check_trusted(
+    library: &Path,
+    checked: &Path,
+    what: &'static str,
+    meta: &fs::Metadata,
+) -> Result<(), PluginLoadError> {
+    let owner = meta.uid();
+    let me = nix::unistd::geteuid().as_raw();
+    if owner != 0 && owner != me {
+        return Err(PluginLoadError::ForeignOwner {
+            path: library.to_owned(),
+            what,
+            owned: checked.to_owned(),
+            owner,
+        });
+    }
+    check_not_writable(library, checked, what, meta.mode())
 }
 
 fn check_not_writable(
@@ -684,7 +721,7 @@ fn check_dir(library: &Path, dir: &Path, plugins_dir: &Path) -> Result<(), Plugi
         (plugins_dir, "the plugins directory"),
     ] {
         if let Ok(meta) = fs::metadata(checked) {
-            check_not_writable(library, checked, what, meta.mode())?;
+            check_trusted(library, checked, what, &meta)?;
         }
     }
     Ok(())

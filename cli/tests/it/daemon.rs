@@ -299,13 +299,52 @@ fn a_connection_from_another_uid_is_refused() {
     }
     .expect("herd runs as the peer user");
     let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(3), "refused peers exit 3: {err}");
-    // herd's client checks the server's uid before it sends a byte.
     let ours = nix::unistd::getuid().as_raw();
+    // Another user's home is refused before anything is read from it.
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("is owned by uid {ours}, not by you (uid {uid})")),
+        "{err}"
+    );
+    // In a home of the peer's own, a socket served by another uid gets nothing
+    // sent to it: herd's client checks the server's uid first.
+    let peer_home = env.scratch().join("peer-home");
+    std::fs::create_dir_all(peer_home.join("run")).expect("the peer's home");
+    let planted = std::os::unix::net::UnixListener::bind(peer_home.join("run").join("herd.sock"))
+        .expect("a socket served by this uid");
+    for path in [peer_home.clone(), peer_home.join("run")] {
+        std::os::unix::fs::chown(&path, Some(uid), Some(gid)).expect("chown");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    }
+    std::fs::set_permissions(
+        peer_home.join("run").join("herd.sock"),
+        std::fs::Permissions::from_mode(0o666),
+    )
+    .expect("chmod");
+    let out = env
+        .cmd_at(&peer_bin, &["ps"])
+        .env("HERD_HOME", &peer_home)
+        .uid(uid)
+        .gid(gid)
+        .output()
+        .expect("herd runs as the peer user");
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(3), "{err}");
     assert!(
         err.contains(&format!("served by uid {ours}, not by you (uid {uid})")),
         "{err}"
     );
+    planted.set_nonblocking(true).expect("nonblocking");
+    if let Ok((mut accepted, _)) = planted.accept() {
+        accepted.set_nonblocking(true).expect("nonblocking");
+        let mut sent = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut accepted, &mut sent);
+        assert!(
+            sent.is_empty(),
+            "the client sent {:?}",
+            String::from_utf8_lossy(&sent)
+        );
+    }
     // And the daemon refuses a raw client of another uid on its own.
     let probe = "import socket,sys\ns=socket.socket(socket.AF_UNIX)\ns.connect(sys.argv[1])\n\
                  s.sendall(b'{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"hello\",\"params\":{\"protocol\":1}}\\n')\n\
@@ -832,4 +871,38 @@ fn the_daemons_own_files_are_0600_and_never_written_through_a_symlink() {
             & 0o777;
         assert_eq!(mode, 0o600, "{}", path.display());
     }
+}
+
+#[test]
+fn a_home_writable_by_others_is_refused_with_the_path_and_the_fix() {
+    let env = Env::new();
+    env.json(&["ps", "--json"]);
+    for (path, mode) in [
+        (env.home().join("run"), 0o777),
+        (env.home().join("logs"), 0o770),
+        (env.home().to_path_buf(), 0o757),
+    ] {
+        let before = std::fs::metadata(&path).expect("exists").permissions();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+        let out = env.run(&["ps"]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{}: {err}", path.display());
+        assert!(
+            err.contains(&format!("chmod go-w {}", path.display())),
+            "{}: {err}",
+            path.display()
+        );
+        std::fs::set_permissions(&path, before).expect("chmod back");
+    }
+    // A planted, group-writable config is refused too.
+    let config = env.home().join("config.toml");
+    std::fs::write(&config, "").expect("a config");
+    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o664)).expect("chmod");
+    let err = stderr(&env.run(&["ps"]));
+    assert!(
+        err.contains("config.toml is writable by its group"),
+        "{err}"
+    );
+    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    env.json(&["ps", "--json"]);
 }

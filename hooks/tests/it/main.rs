@@ -237,8 +237,12 @@ fn b32_failure_matrix_each_reported_with_its_cause_while_good_plugin_loads() {
         None,
     );
     home.install_lib("off", "herd_test_plugin_noop");
+    // Another user's library (nobody's uid): only the user's own or root's load.
+    let foreign = home.install_lib("foreign", "herd_test_plugin_noop");
+    let foreign_owned = nix::unistd::geteuid().is_root()
+        && std::os::unix::fs::chown(&foreign, Some(65_534), None).is_ok();
 
-    let enabled = names(&[
+    let mut enabled = names(&[
         "tidy-terminal",
         "missing",
         "textlib",
@@ -252,6 +256,11 @@ fn b32_failure_matrix_each_reported_with_its_cause_while_good_plugin_loads() {
         "escape",
         "ghost",
     ]);
+    if foreign_owned {
+        enabled.push("foreign".to_owned());
+    } else {
+        skipped("the foreign-owner row: chown to uid 65534 needs root");
+    }
     let (chain, reports) = load_plugins(&home.plugins, &enabled);
 
     assert_eq!(chain.names(), names(&["tidy-terminal"]), "{reports:#?}");
@@ -278,7 +287,11 @@ fn b32_failure_matrix_each_reported_with_its_cause_while_good_plugin_loads() {
         ("escape", "must be a file inside the plugin directory"),
         ("ghost", "enabled in config but not installed"),
     ];
-    for (name, cause) in expect_failed {
+    let foreign_row = [("foreign", "is owned by uid 65534, neither you nor root")];
+    let expect_failed = expect_failed
+        .iter()
+        .chain(foreign_row.iter().filter(|_| foreign_owned));
+    for &(name, cause) in expect_failed {
         let r = row(&reports, name);
         let reason = r.reason.as_deref().unwrap_or("");
         assert_eq!(r.status, PluginStatus::Failed, "{name}: {reason}");
@@ -345,7 +358,8 @@ fn b32_failure_matrix_each_reported_with_its_cause_while_good_plugin_loads() {
             .unwrap_or("")
             .ends_with("libherd_test_plugin_abiv.so")
     );
-    assert_eq!(json.as_array().map(Vec::len), Some(13));
+    // Every installed plugin has a row, the foreign one too.
+    assert_eq!(json.as_array().map(Vec::len), Some(14));
 }
 
 #[test]
@@ -374,4 +388,13 @@ fn b32_resolve_plugin_by_directory_or_manifest_name() {
         }
         other => panic!("expected NotInstalled, got {other:?}"),
     }
+}
+
+/// Says why a part of a test did not run.
+#[expect(
+    clippy::print_stderr,
+    reason = "a skipped check names its reason where the test runner shows it"
+)]
+fn skipped(what: &str) {
+    eprintln!("skipped {what}");
 }
