@@ -355,22 +355,26 @@ impl Inner {
         } else {
             String::new()
         };
+        // The hooks run before the table lock: nothing slow or foreign under it.
+        let output = {
+            let st = s.state();
+            self.show(s, &st, Route::Heartbeat, window)
+                .framed(&omitted_note, "")
+        };
+        let command = self.shown_command(s);
         let mut tables = self.lock();
         if !tables.running.contains_key(&s.id) || !s.is_notify() {
             tracing::debug!(session_id = %s.id, "heartbeat dropped: the session finished");
             return;
         }
         let st = s.state();
-        let output = self
-            .show(s, &st, Route::Heartbeat, window)
-            .framed(&omitted_note, "");
         let owner = st.owner_task_id.clone();
         let event = Event::Heartbeat {
             session_id: s.id.clone(),
             task_id: st.task_id.clone(),
             owner_task_id: owner.clone(),
             session_key: st.session_key.clone(),
-            command: self.shown_command(s),
+            command,
             seq: due.beat.seq,
             interval: due.beat.interval.as_secs(),
             elapsed: s.uptime_seconds(),
@@ -386,6 +390,18 @@ impl Inner {
     /// admitted, then the disabled notice (which turns notify-on-complete on).
     fn deliver_watch(self: &Arc<Self>, s: &Session, delivery: WatchDelivery) {
         let now = self.notifier.clock.now();
+        // The hooks run before the table lock (nothing slow or foreign under it),
+        // even for a match the breaker may then hold back.
+        let shown_match = delivery.matched.as_ref().map(|matched| {
+            let st = s.state();
+            let output = self.show(s, &st, Route::Watch, Window::all(&matched.output));
+            if matched.output_cut {
+                output.framed("", "\n...(truncated)")
+            } else {
+                output
+            }
+        });
+        let command = self.shown_command(s);
         let mut tables = self.lock();
         if !tables.running.contains_key(&s.id) {
             return;
@@ -398,8 +414,7 @@ impl Inner {
                 st.session_key.clone(),
             )
         };
-        let command = self.shown_command(s);
-        if let Some(matched) = delivery.matched {
+        if let (Some(matched), Some(output)) = (delivery.matched, shown_match) {
             let admission = {
                 let mut n = self.notifier.state();
                 let admission = n.breaker.admit(now);
@@ -434,15 +449,6 @@ impl Inner {
                 );
             }
             if admission.is_admitted {
-                let output = {
-                    let st = s.state();
-                    self.show(s, &st, Route::Watch, Window::all(&matched.output))
-                };
-                let output = if matched.output_cut {
-                    output.framed("", "\n...(truncated)")
-                } else {
-                    output
-                };
                 let event = Event::WatchMatch {
                     session_id: s.id.clone(),
                     task_id: task_id.clone(),

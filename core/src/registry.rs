@@ -898,16 +898,26 @@ impl Inner {
     /// The one way a session's output leaves herd: `window` through the output
     /// pipeline as the session owner's, redacted with its context (B30, B31).
     pub(crate) fn show(&self, s: &Session, st: &State, route: Route, window: Window<'_>) -> Shown {
-        let return_code = st
-            .finished
-            .as_ref()
-            .and_then(|f| f.exit)
-            .and_then(|e| e.code.or(e.signal.map(|sig| 128 + sig)));
+        let exit = st.finished.as_ref().and_then(|f| f.exit);
+        self.show_as(s, &st.owner_task_id, exit, route, window)
+    }
+
+    /// [`Inner::show`] for a given owner and exit, as the completion route needs
+    /// before the session's state records them.
+    pub(crate) fn show_as(
+        &self,
+        s: &Session,
+        owner: &str,
+        exit: Option<ExitInfo>,
+        route: Route,
+        window: Window<'_>,
+    ) -> Shown {
+        let return_code = exit.and_then(|e| e.code.or(e.signal.map(|sig| 128 + sig)));
         let ctx = OutputContext {
             route,
             command: &s.command,
             return_code,
-            owner_task_id: &st.owner_task_id,
+            owner_task_id: owner,
             session_id: s.id.as_str(),
             backend: "local",
         };
@@ -1484,6 +1494,59 @@ impl Inner {
         };
         let (final_text, final_cut, _) = s.text_final();
         let now = SystemTime::now();
+        // Everything slow or foreign happens before the table lock: the hooks on the
+        // completion's output, and the ledger commit (an fsync). The event is drafted
+        // from the session as it is now; under the lock it is built again (cheap),
+        // and only if a kill, an adoption or a handoff changed it meanwhile is it
+        // committed there, the rare slow path.
+        let window = Window::last_chars(&final_text, s.completion_chars);
+        let output_cut = final_cut || window.omits_start();
+        let output = {
+            let (owner, exit_known) = {
+                let st = s.state();
+                (st.owner_task_id.clone(), exit.or(st.exit))
+            };
+            // The hooks see the return code the completion will carry.
+            self.show_as(s, &owner, exit_known, Route::Completion, window)
+        };
+        let command = self.shown_command(s);
+        let outcome = |st: &State| match (st.kill_source, exit.or(st.exit)) {
+            (Some(source), _) => (CompletionReason::Killed, Some(source)),
+            (None, None) => (CompletionReason::Lost, None),
+            (None, Some(e)) if e.signal.is_some() => (CompletionReason::Signaled, None),
+            (None, Some(_)) => (CompletionReason::Exited, None),
+        };
+        let draft = |st: &State| {
+            let (reason, source) = outcome(st);
+            let exit = exit.or(st.exit);
+            Event::Completion {
+                session_id: s.id.clone(),
+                task_id: st.task_id.clone(),
+                owner_task_id: st.owner_task_id.clone(),
+                session_key: st.session_key.clone(),
+                command: command.clone(),
+                exit_code: exit.and_then(|e| e.code),
+                signal: exit.and_then(|e| e.signal),
+                completion_reason: reason,
+                termination_source: source,
+                output: output.clone(),
+                output_cut,
+                log_path: s.log_path.clone(),
+                started_at: text::rfc3339(s.started_at),
+                finished_at: text::rfc3339(now),
+                handoff_note: st.handoff_note.clone(),
+                descendants_alive: descendants_alive.clone(),
+            }
+        };
+        // A session restore re-adopted or closed has no collected exit status and
+        // publishes nothing (B28).
+        let emits = self.emits_completion(s);
+        let queued = |event: &Event| emits && s.is_notify() && self.policy_allows(event);
+        let early = draft(&s.state());
+        // Committed before it is published (B29). A supervised session that a
+        // restore finishes again (the previous daemon crashed after delivering it
+        // but before its receipt was stored) is not queued a second time.
+        let early_commit = queued(&early).then(|| self.commit_completion(&early));
         let mut tables = self.lock();
         if tables.running.remove(&s.id).is_none() {
             return;
@@ -1491,51 +1554,28 @@ impl Inner {
         self.notifier.forget(&s.id);
         let event = {
             let mut st = s.state();
+            let event = draft(&st);
+            let (reason, source) = outcome(&st);
             st.exit = exit.or(st.exit);
-            let (reason, source) = match (st.kill_source, exit) {
-                (Some(source), _) => (CompletionReason::Killed, Some(source)),
-                (None, None) => (CompletionReason::Lost, None),
-                (None, Some(e)) if e.signal.is_some() => (CompletionReason::Signaled, None),
-                (None, Some(_)) => (CompletionReason::Exited, None),
-            };
             st.finished = Some(Finished {
                 at: now,
                 reason,
                 source,
-                exit,
+                exit: st.exit,
             });
             st.stdin = None;
-            let window = Window::last_chars(&final_text, s.completion_chars);
-            let output_cut = final_cut || window.omits_start();
-            let output = self.show(s, &st, Route::Completion, window);
-            Event::Completion {
-                session_id: s.id.clone(),
-                task_id: st.task_id.clone(),
-                owner_task_id: st.owner_task_id.clone(),
-                session_key: st.session_key.clone(),
-                command: self.shown_command(s),
-                exit_code: exit.and_then(|e| e.code),
-                signal: exit.and_then(|e| e.signal),
-                completion_reason: reason,
-                termination_source: source,
-                output,
-                output_cut,
-                log_path: s.log_path.clone(),
-                started_at: text::rfc3339(s.started_at),
-                finished_at: text::rfc3339(now),
-                handoff_note: st.handoff_note.clone(),
-                descendants_alive,
-            }
+            event
         };
         tables.finished.insert(s.id.clone(), Arc::clone(s));
-        // A session restore re-adopted or closed has no collected exit status and
-        // publishes nothing (B28).
-        let emits = self.emits_completion(s);
-        if emits && s.is_notify() && self.policy_allows(&event) {
-            // Committed before it is published (B29). A supervised session that a
-            // restore finishes again (the previous daemon crashed after delivering it
-            // but before its receipt was stored) is not queued a second time.
-            if self.commit_completion(&event) {
+        if queued(&event) {
+            let commit = match early_commit {
+                Some(committed) if same_completion(&early, &event) => committed,
+                _ => {
+                    tracing::debug!(session_id = %s.id, "the completion changed while it was drafted; committed under the lock");
+                    self.commit_completion(&event)
+                }
+            };
+            if commit {
                 tables.enqueue(event.owner_task_id().unwrap_or_default(), event.clone());
             }
         }
@@ -1971,6 +2011,34 @@ fn finish_write(
         },
         Ok(Err(e)) => stdin_error(&format!("write to the process failed: {e}")),
         Err(_) => stdin_error("the process is not reading its input; nothing more was written"),
+    }
+}
+
+/// Whether two drafts of one completion would be recorded alike: the fields a
+/// kill, an adoption or a handoff can change between the draft and the lock.
+fn same_completion(a: &Event, b: &Event) -> bool {
+    match (a, b) {
+        (
+            Event::Completion {
+                owner_task_id: o1,
+                completion_reason: r1,
+                termination_source: s1,
+                exit_code: e1,
+                signal: g1,
+                handoff_note: h1,
+                ..
+            },
+            Event::Completion {
+                owner_task_id: o2,
+                completion_reason: r2,
+                termination_source: s2,
+                exit_code: e2,
+                signal: g2,
+                handoff_note: h2,
+                ..
+            },
+        ) => o1 == o2 && r1 == r2 && s1 == s2 && e1 == e2 && g1 == g2 && h1 == h2,
+        _ => false,
     }
 }
 

@@ -124,3 +124,55 @@ async fn b30_misbehaving_plugin_never_stops_output_and_redaction_still_runs() {
     assert!(misbehave.n_replaced >= 1, "{stats:#?}");
     fx.assert_groups_gone().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_plugin_on_the_completion_route_never_holds_the_session_table() {
+    let fx = Fixture::build_with_budget(
+        |p| {
+            p.lib("misbehave", MISBEHAVE);
+        },
+        |_| {},
+        Some(Duration::from_secs(60)),
+    )
+    .await;
+    fx.assert_loaded(&["misbehave"]);
+    let gate = fx.home().root().join("gate");
+    std::fs::create_dir_all(&gate).expect("a gate dir");
+    let info = fx
+        .run(&format!("echo PLEASE_STALL:{}", gate.display()))
+        .await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !gate.join("stalled").exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the plugin never stalled"
+        );
+        tokio::task::yield_now().await;
+    }
+    // The plugin is stalled inside the completion's hooks and stays so until
+    // released: the session table must answer meanwhile (a lookup, the running
+    // set and a spawn all take it), and the session is still running, its
+    // completion not yet published. (A list would wait for the same plugin's
+    // worker to make its previews: that is the plugin's queue, not the table.)
+    let looked_up = tokio::time::timeout(Duration::from_secs(20), async {
+        let found = fx.registry.lookup(info.session_id.as_str()).is_ok();
+        let running = fx
+            .registry
+            .snapshot_running_ids("t")
+            .contains(&info.session_id);
+        let other = fx.run("sleep 30").await;
+        (found, running, other)
+    })
+    .await
+    .expect("the table answered while a plugin stalled in the completion's hooks");
+    assert!(looked_up.0 && looked_up.1, "{looked_up:?}");
+    let other = looked_up.2;
+    assert!(
+        !gate.join("release").exists(),
+        "the stall ended before the table answered"
+    );
+    std::fs::write(gate.join("release"), "").expect("release the plugin");
+    fx.done(&info.session_id).await;
+    fx.kill(&other.session_id).await;
+    fx.assert_groups_gone().await;
+}

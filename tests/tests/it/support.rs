@@ -129,6 +129,15 @@ impl Fixture {
         install: impl FnOnce(&mut Plugins),
         tune: impl FnOnce(&mut RegistryConfig),
     ) -> Fixture {
+        Fixture::build_with_budget(install, tune, None).await
+    }
+
+    /// [`Fixture::build`] with the hook chain's budget set.
+    pub(crate) async fn build_with_budget(
+        install: impl FnOnce(&mut Plugins),
+        tune: impl FnOnce(&mut RegistryConfig),
+        budget: Option<Duration>,
+    ) -> Fixture {
         let dir = tempfile::tempdir().expect("a temp dir can be created");
         let home = Home::new(dir.path());
         let mut plugins = Plugins::new(home.plugins_dir());
@@ -138,6 +147,10 @@ impl Fixture {
         let (chain, reports) = tokio::task::spawn_blocking(move || load_plugins(&pdir, &enabled))
             .await
             .expect("the loader does not panic");
+        let chain = match budget {
+            Some(budget) => chain.with_budget(budget),
+            None => chain,
+        };
         let pipeline = Pipeline::new(chain, &RedactorConfig::default()).expect("default config");
         let mut config = RegistryConfig {
             kill_grace: Duration::from_millis(500),
