@@ -313,11 +313,20 @@ impl Registry {
             .remove(child_owner)
             .map(|c| c.handed_off)
             .unwrap_or_default();
-        let (running, finished): (Vec<Arc<Session>>, Vec<Arc<Session>>) = {
+        let (dropped, running, finished): (
+            Vec<crate::Event>,
+            Vec<Arc<Session>>,
+            Vec<Arc<Session>>,
+        ) = {
             let mut tables = self.inner.lock();
-            tables.queues.remove(child_owner);
+            let dropped = tables
+                .queues
+                .remove(child_owner)
+                .map(Vec::from)
+                .unwrap_or_default();
             let owned = |s: &&Arc<Session>| s.state().owner_task_id == child_owner;
             (
+                dropped,
                 tables
                     .running
                     .values()
@@ -328,6 +337,9 @@ impl Registry {
                 tables.finished.values().filter(owned).cloned().collect(),
             )
         };
+        // The child is gone and its queue with it: marked delivered (outside the
+        // table lock), or a restart would replay its completions to nobody.
+        self.inner.mark_delivered(&dropped);
         let mut orphaned = Vec::new();
         for s in running {
             let answer = self.inner.kill_session(&s, KillSource::AgentClose).await;

@@ -569,7 +569,7 @@ impl Inner {
     }
 
     /// Marks drained completions delivered in the ledger.
-    pub(super) fn mark_delivered(&self, events: &[Event]) {
+    pub(crate) fn mark_delivered(&self, events: &[Event]) {
         let ids: Vec<&SessionId> = events
             .iter()
             .filter(|e| matches!(e, Event::Completion { .. }))

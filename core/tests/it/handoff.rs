@@ -262,3 +262,32 @@ async fn b25_a_handoff_source_keeps_its_own_wake_ups() {
         .expect("kill the handed-off job");
     fx.assert_groups_gone().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b26_a_finished_childs_dropped_queue_is_not_replayed_after_a_restart() {
+    let fx = Fixture::new();
+    // A completion queued for an owner that then becomes a child agent and ends.
+    let info = fx
+        .spawn(SpawnRequest {
+            command: "echo queued".to_owned(),
+            task_id: "t".to_owned(),
+            owner_task_id: Some("sa-2".to_owned()),
+            notify: true,
+            ..SpawnRequest::default()
+        })
+        .await;
+    fx.done(&info.session_id).await;
+    fx.registry.register_child("sa-2", parent());
+    fx.registry.finish_child("sa-2").await;
+    let ledger = herd_persistence::Ledger::open(&fx.home())
+        .expect("the ledger opens")
+        .expect("the ledger exists");
+    assert!(ledger.undelivered().expect("readable").is_empty());
+    let restarted = herd_core::Registry::new(fx.home(), herd_core::RegistryConfig::default())
+        .expect("in a runtime");
+    assert!(
+        restarted.drain("sa-2").is_empty(),
+        "the dropped completion came back"
+    );
+    fx.assert_groups_gone().await;
+}
