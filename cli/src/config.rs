@@ -257,6 +257,9 @@ pub(crate) struct Config {
     pub(crate) supervisor: Supervisor,
     /// The `herd-shim` program; by default the one installed beside `herd`.
     pub(crate) shim_path: Option<PathBuf>,
+    /// The most notifications one owner's queue holds before older ones are
+    /// folded (heartbeats first; a folded completion stays in the ledger).
+    pub(crate) queue_cap: usize,
     /// Connections served at once (all are this user's); the next one is refused
     /// with error -32018 naming the limit.
     pub(crate) max_connections: usize,
@@ -281,6 +284,7 @@ impl Default for Config {
             supervisor: Supervisor::Shim,
             shim_path: None,
             max_connections: 256,
+            queue_cap: 1_024,
         }
     }
 }
@@ -351,6 +355,7 @@ impl Config {
             ),
             limits::check("finished_cap", self.finished_cap, &limits::FINISHED_CAP),
             limits::check("max_connections", self.max_connections, &(1..=65_536)),
+            limits::check("queue_cap", self.queue_cap, &limits::QUEUE_CAP),
             limits::check("log_cap_bytes", self.log_cap_bytes, &limits::LOG_CAP_BYTES),
             limits::check(
                 "worker_memory_max_bytes",

@@ -108,6 +108,8 @@ pub mod limits {
     pub const FINISHED_CAP: RangeInclusive<usize> = 0..=100_000;
     /// One session log's size cap, in bytes (1 B to 1 TiB).
     pub const LOG_CAP_BYTES: RangeInclusive<u64> = 1..=1 << 40;
+    /// Events one owner's queue holds.
+    pub const QUEUE_CAP: RangeInclusive<usize> = 1..=1_000_000;
     /// Characters of output a completion carries.
     pub const COMPLETION_OUTPUT_CHARS: RangeInclusive<usize> = 0..=1_000_000;
 
@@ -183,6 +185,9 @@ pub struct RegistryConfig {
     /// A `persist_on_release` spawn that cannot get a scope fails with
     /// [`crate::DispatchError::ScopeUnavailable`] instead of degrading (B34).
     pub require_restart_safe_scope: bool,
+    /// The most events one owner's queue holds (see [`crate::Event::QueueFolded`]
+    /// for what is folded when it is full); default 1,024.
+    pub queue_cap: usize,
     /// The session supervisor program (the `herd-shim` binary). With `Some`, every
     /// session runs under a shim process of its own that outlives this registry: a
     /// crash or restart of the host leaves jobs running, and the next registry on
@@ -225,6 +230,7 @@ impl RegistryConfig {
             ));
         }
         limits::check("finished_cap", self.finished_cap, &limits::FINISHED_CAP)?;
+        limits::check("queue_cap", self.queue_cap, &limits::QUEUE_CAP)?;
         limits::check("log_cap_bytes", self.log_cap_bytes, &limits::LOG_CAP_BYTES)?;
         limits::check(
             "completion_output_chars",
@@ -256,6 +262,7 @@ impl Default for RegistryConfig {
             pty_unavailable: false,
             dispatcher: None,
             require_restart_safe_scope: false,
+            queue_cap: 1_024,
             shim: None,
         }
     }

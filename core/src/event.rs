@@ -129,6 +129,19 @@ pub enum Event {
         /// The explanation.
         message: String,
     },
+    /// The owner's queue reached its cap and older events were folded out of it
+    /// (heartbeats first, then watch events, then completions, which stay
+    /// undelivered in the ledger); the first drain after says how many.
+    QueueFolded {
+        /// Heartbeats dropped.
+        heartbeats: u64,
+        /// Watch matches and notices dropped.
+        watch_events: u64,
+        /// Completions taken out of the queue (still in the ledger, and in `list`).
+        completions: u64,
+        /// The explanation.
+        message: String,
+    },
 }
 
 impl Event {
@@ -139,7 +152,9 @@ impl Event {
             | Event::Heartbeat { owner_task_id, .. }
             | Event::WatchMatch { owner_task_id, .. }
             | Event::WatchDisabled { owner_task_id, .. } => Some(owner_task_id),
-            Event::WatchOverflowTripped { .. } | Event::WatchOverflowReleased { .. } => None,
+            Event::WatchOverflowTripped { .. }
+            | Event::WatchOverflowReleased { .. }
+            | Event::QueueFolded { .. } => None,
         }
     }
 
@@ -150,7 +165,9 @@ impl Event {
             | Event::Heartbeat { session_id, .. }
             | Event::WatchMatch { session_id, .. }
             | Event::WatchDisabled { session_id, .. } => Some(session_id),
-            Event::WatchOverflowTripped { .. } | Event::WatchOverflowReleased { .. } => None,
+            Event::WatchOverflowTripped { .. }
+            | Event::WatchOverflowReleased { .. }
+            | Event::QueueFolded { .. } => None,
         }
     }
 }
@@ -283,7 +300,8 @@ fn render_one(event: &Event) -> String {
         }
         Event::WatchDisabled { message, .. }
         | Event::WatchOverflowTripped { message }
-        | Event::WatchOverflowReleased { message, .. } => format!("[IMPORTANT: {message}]"),
+        | Event::WatchOverflowReleased { message, .. }
+        | Event::QueueFolded { message, .. } => format!("[IMPORTANT: {message}]"),
     }
 }
 

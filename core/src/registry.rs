@@ -108,6 +108,35 @@ pub(crate) struct Tables {
     pub(crate) running: HashMap<SessionId, Arc<Session>>,
     pub(crate) finished: HashMap<SessionId, Arc<Session>>,
     pub(crate) queues: HashMap<String, VecDeque<Event>>,
+    /// The most events one queue holds.
+    pub(crate) queue_cap: usize,
+    /// What was folded out of each owner's full queue since its last drain.
+    pub(crate) folded: HashMap<String, Folded>,
+}
+
+/// Counts of events folded out of one owner's queue.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Folded {
+    heartbeats: u64,
+    watch_events: u64,
+    completions: u64,
+}
+
+impl Folded {
+    /// The event the next drain starts with.
+    pub(crate) fn event(self) -> Event {
+        Event::QueueFolded {
+            heartbeats: self.heartbeats,
+            watch_events: self.watch_events,
+            completions: self.completions,
+            message: format!(
+                "your notification queue was full, so older ones were folded: {} heartbeats, {} watch \
+                 events and {} completions. Folded completions are not lost: list your finished \
+                 processes to see them",
+                self.heartbeats, self.watch_events, self.completions
+            ),
+        }
+    }
 }
 
 impl Tables {
@@ -115,12 +144,29 @@ impl Tables {
         self.running.get(id).or_else(|| self.finished.get(id))
     }
 
-    /// Queues `event` for `owner`'s next drain.
+    /// Queues `event` for `owner`'s next drain. A full queue folds its oldest
+    /// heartbeat, else its oldest watch event, else its oldest completion (which
+    /// stays undelivered in the ledger), and counts it for the next drain.
     pub(crate) fn enqueue(&mut self, owner: &str, event: Event) {
-        self.queues
-            .entry(owner.to_owned())
-            .or_default()
-            .push_back(event);
+        let queue = self.queues.entry(owner.to_owned()).or_default();
+        queue.push_back(event);
+        while queue.len() > self.queue_cap.max(1) {
+            let first = |pred: fn(&Event) -> bool| queue.iter().position(pred);
+            let pick = first(|e| matches!(e, Event::Heartbeat { .. }))
+                .or_else(|| {
+                    first(|e| matches!(e, Event::WatchMatch { .. } | Event::WatchDisabled { .. }))
+                })
+                .or_else(|| first(|e| matches!(e, Event::Completion { .. })));
+            let Some(dropped) = pick.and_then(|at| queue.remove(at)) else {
+                break;
+            };
+            let folded = self.folded.entry(owner.to_owned()).or_default();
+            match dropped {
+                Event::Heartbeat { .. } => folded.heartbeats += 1,
+                Event::Completion { .. } => folded.completions += 1,
+                _ => folded.watch_events += 1,
+            }
+        }
     }
 
     fn all(&self) -> impl Iterator<Item = &Arc<Session>> {
@@ -146,12 +192,16 @@ impl Registry {
         let notifier = Notifier::new(Arc::clone(&config.clock));
         let (finishes, _) = watch::channel(0);
         let launcher = config.shim.clone().map(crate::shim::link::Launcher::new);
+        let queue_cap = config.queue_cap;
         Ok(Registry {
             inner: Arc::new(Inner {
                 durable: durable::Durable::new(&home),
                 home,
                 config,
-                tables: Mutex::new(Tables::default()),
+                tables: Mutex::new(Tables {
+                    queue_cap,
+                    ..Tables::default()
+                }),
                 events,
                 finishes,
                 runtime,

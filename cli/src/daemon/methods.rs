@@ -97,6 +97,7 @@ fn registry_config(
     RegistryConfig {
         log_cap_bytes: config.log_cap_bytes,
         finished_cap: config.finished_cap,
+        queue_cap: config.queue_cap,
         env_deny,
         kill_grace: Duration::from_secs_f64(config.kill_grace_seconds),
         wait_cap: Duration::from_secs(config.wait_cap_seconds),

@@ -12,7 +12,7 @@
 use std::sync::Arc;
 
 use crate::event::Event;
-use crate::registry::{Inner, Registry};
+use crate::registry::{Folded, Inner, Registry};
 
 /// Events taken from one owner's queue and not yet acknowledged.
 #[derive(Debug)]
@@ -83,13 +83,21 @@ impl Registry {
     /// docs). [`Registry::drain`] is `take` acknowledged at once.
     pub fn take(&self, owner: &str) -> Drained {
         self.inner.replay_once();
-        let events: Vec<Event> = self
-            .inner
-            .lock()
-            .queues
-            .remove(owner)
-            .map(Vec::from)
-            .unwrap_or_default();
+        let events: Vec<Event> = {
+            let mut tables = self.inner.lock();
+            let folded = tables.folded.remove(owner);
+            let queued = tables
+                .queues
+                .remove(owner)
+                .map(Vec::from)
+                .unwrap_or_default();
+            // What a full queue folded comes first.
+            folded
+                .map(Folded::event)
+                .into_iter()
+                .chain(queued)
+                .collect()
+        };
         Drained {
             inner: Arc::clone(&self.inner),
             owner: owner.to_owned(),

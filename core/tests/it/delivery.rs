@@ -126,3 +126,41 @@ async fn b24_adopting_a_running_session_queues_exactly_one_completion() {
     assert!(fx.registry.adopt("h-nosuchsession").is_err());
     fx.assert_groups_gone().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_queue_folds_the_oldest_and_the_next_drain_says_how_many() {
+    let fx = crate::support::Fixture::with(|c| c.queue_cap = 3);
+    let mut finished = Vec::new();
+    for n in 0..5 {
+        let info = fx.spawn(notify_job(&format!("echo job-{n}"), "o")).await;
+        fx.done(&info.session_id).await;
+        finished.push(info.session_id.as_str().to_owned());
+    }
+    let drained = fx.registry.drain("o");
+    let Some(Event::QueueFolded {
+        completions,
+        heartbeats,
+        watch_events,
+        message,
+    }) = drained.first()
+    else {
+        panic!("the drain does not start with the fold: {drained:?}");
+    };
+    assert_eq!((*completions, *heartbeats, *watch_events), (2, 0, 0));
+    assert!(message.contains("2 completions"), "{message}");
+    // The newest three are there; the two oldest are not lost: still undelivered in
+    // the ledger, and listed as finished.
+    assert_eq!(ids(&drained[1..]), finished[2..].to_vec());
+    let ledger = Ledger::open(&fx.home())
+        .expect("the ledger opens")
+        .expect("the ledger exists");
+    let pending: Vec<String> = ledger
+        .undelivered()
+        .expect("the ledger reads")
+        .into_iter()
+        .map(|r| r.completion_id)
+        .collect();
+    assert_eq!(pending, finished[..2].to_vec());
+    assert!(fx.registry.drain("o").is_empty(), "the fold is told once");
+    fx.assert_groups_gone().await;
+}

@@ -141,6 +141,7 @@ fn kinds(events: &[Event]) -> Vec<&'static str> {
             Event::WatchDisabled { .. } => "watch_disabled",
             Event::WatchOverflowTripped { .. } => "tripped",
             Event::WatchOverflowReleased { .. } => "released",
+            Event::QueueFolded { .. } => "folded",
         })
         .collect()
 }
