@@ -12,9 +12,11 @@
 //! - `process.rs`: the actions on the caller's own sessions.
 //! - `schema.rs`: input and output schemas, annotations, unknown-argument refusal.
 //! - `tasks.rs`: background runs as tasks for clients of the tasks extension.
+//! - `push.rs`: the notifications as a resource a client can subscribe to.
 
 mod delivery;
 mod process;
+mod push;
 mod schema;
 mod tasks;
 mod terminal;
@@ -25,10 +27,11 @@ use anyhow::Context;
 use herd_persistence::Home;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
-    GetTaskParams, GetTaskResult, Implementation, ListToolsResult, MetaObject,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    GetTaskParams, GetTaskResult, Implementation, ListResourcesResult, ListToolsResult, MetaObject,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
+    ServerConfig, SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
@@ -93,6 +96,7 @@ pub(crate) fn serve(home: Home, owner: String, parent: Option<String>) -> anyhow
             log_rank: Arc::new(std::sync::atomic::AtomicU8::new(0)),
             pending: Arc::clone(&pending),
             tasks: tasks::Tasks::default(),
+            subscription: push::Subscription::default(),
         };
         let (stdin, stdout) = rmcp::transport::stdio();
         let transport = delivery::Acking {
@@ -122,6 +126,8 @@ struct Server {
     pending: Arc<delivery::Pending>,
     /// Background runs served as tasks.
     tasks: tasks::Tasks,
+    /// A legacy `resources/subscribe` to the notifications.
+    subscription: push::Subscription,
 }
 
 /// The severity rank of an MCP log level (RFC 5424 order).
@@ -333,6 +339,8 @@ impl ServerHandler for Server {
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_logging()
+                .enable_resources()
+                .enable_resources_subscribe()
                 .enable_tasks()
                 .build(),
         )
@@ -404,6 +412,63 @@ impl ServerHandler for Server {
             _ => self.process(&args, &context).await,
         };
         Ok(self.result(answer, &context).await.into())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        Ok(ListResourcesResult::with_all_items(vec![
+            self.notifications_resource(),
+        ]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        self.read_notifications(&request.uri, &context)
+            .await
+            .map(Into::into)
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.subscribe_legacy(&request.uri, context.peer.clone())
+    }
+
+    async fn unsubscribe(
+        &self,
+        _request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.unsubscribe_legacy();
+        Ok(())
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        let wants = requested
+            .resource_subscriptions
+            .as_ref()
+            .is_some_and(|uris| uris.iter().any(|u| u == push::NOTIFICATIONS_URI));
+        wants.then(|| {
+            SubscriptionFilter::builder()
+                .resource_subscription(push::NOTIFICATIONS_URI)
+                .build()
+        })
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        self.listen_notifications(context).await;
+        Ok(())
     }
 
     async fn get_task(

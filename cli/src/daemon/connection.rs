@@ -25,9 +25,15 @@ use crate::protocol::{
 
 /// Additions to protocol 1 this daemon serves: leased drains (`drain` with
 /// `lease`, `drain.ack`, `drain.release`), `adopt`, and `list`'s `state`,
-/// `since_seconds` and `limit`, and `spawn`'s `caller_env`.
-pub(crate) const CAPABILITIES: [&str; 4] =
-    ["drain.lease", "adopt", "list.filter", "spawn.caller_env"];
+/// `since_seconds` and `limit`, `spawn`'s `caller_env`, and `events.follow`'s
+/// `peek` (`pending` counts instead of events).
+pub(crate) const CAPABILITIES: [&str; 5] = [
+    "drain.lease",
+    "adopt",
+    "list.filter",
+    "spawn.caller_env",
+    "events.pending",
+];
 
 /// How long a new connection may take to send its `hello`.
 const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);

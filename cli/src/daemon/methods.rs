@@ -75,6 +75,9 @@ pub(crate) enum Stream {
     Events {
         /// The owner whose events are delivered.
         owner: String,
+        /// Only say how many are pending, never take them (capability
+        /// `events.pending`).
+        peek: bool,
     },
     /// `logs.follow`: a session's output until it exits.
     Logs {
@@ -221,8 +224,11 @@ impl State {
             }),
             "resize" => self.resize(params).await,
             "events.follow" => {
-                return match parse::<OwnerParams>(params) {
-                    Ok(p) => Reply::Stream(Stream::Events { owner: p.owner }),
+                return match parse::<EventsParams>(params) {
+                    Ok(p) => Reply::Stream(Stream::Events {
+                        owner: p.owner,
+                        peek: p.peek,
+                    }),
                     Err(err) => Reply::Error(err),
                 };
             }
@@ -510,7 +516,9 @@ impl Stream {
         id: Value,
     ) {
         match self {
-            Stream::Events { owner } => events_stream(state, &owner, reader, writer).await,
+            Stream::Events { owner, peek } => {
+                events_stream(state, &owner, peek, reader, writer).await;
+            }
             Stream::Logs {
                 id: session,
                 from_byte,
@@ -521,25 +529,43 @@ impl Stream {
     }
 }
 
-/// Streams the owner's events: drain now, then again whenever anything is published.
+/// Streams the owner's events: drain now, then again whenever anything is
+/// published. Each batch is a lease acknowledged once written, so events a
+/// client never received go back to the queue. With `peek`, only a `pending`
+/// notification with the count is sent, whenever it grows.
 async fn events_stream(
     state: &State,
     owner: &str,
+    peek: bool,
     reader: &mut BufReader<OwnedReadHalf>,
     writer: &mut OwnedWriteHalf,
 ) {
     // Subscribe before the first drain, so an event published in between wakes us.
     let mut published = state.registry.subscribe();
     let mut closed = Box::pin(client_gone(reader));
+    let mut told = 0;
     loop {
-        for event in state.registry.drain(owner) {
-            let params = serde_json::to_value(&event).unwrap_or(Value::Null);
-            if write(writer, &Response::notification("event", params))
-                .await
-                .is_err()
-            {
-                return;
+        if peek {
+            let pending = state.registry.pending(owner);
+            if pending > told {
+                let note = Response::notification("pending", json!({"count": pending}));
+                if write(writer, &note).await.is_err() {
+                    return;
+                }
             }
+            told = pending;
+        } else {
+            let lease = state.registry.take(owner);
+            for event in lease.events() {
+                let params = serde_json::to_value(event).unwrap_or(Value::Null);
+                if write(writer, &Response::notification("event", params))
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
+            }
+            lease.acknowledge();
         }
         tokio::select! {
             received = published.recv() => {
@@ -716,8 +742,10 @@ struct HandoffParams {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct OwnerParams {
+struct EventsParams {
     owner: String,
+    #[serde(default)]
+    peek: bool,
 }
 
 #[derive(Debug, Deserialize)]

@@ -294,3 +294,15 @@ fn python_tasks_run_a_terminal_call_to_completion_and_cancel_kills_the_process()
 fn b39_strict_schemas_convert_and_a_strict_log_call_pages_the_last_lines() {
     check(Sdk::Python, "py/strict.py", &[]);
 }
+
+// Pushed wake-ups: the notifications resource, subscribed to.
+
+#[test]
+fn b19_python_2026_07_28_listen_pushes_a_wake_up_and_the_read_collects_it_once() {
+    check(Sdk::Python, "py/subscribe.py", &[]);
+}
+
+#[test]
+fn b19_node_resource_subscribe_pushes_a_wake_up_and_the_read_collects_it_once() {
+    check(Sdk::Node, "node/subscribe.mjs", &[]);
+}

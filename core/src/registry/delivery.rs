@@ -104,4 +104,13 @@ impl Registry {
             events,
         }
     }
+
+    /// How many events wait for `owner` (a fold notice counts as one), without
+    /// taking them: for a front end that tells its client there is something to
+    /// collect.
+    pub fn pending(&self, owner: &str) -> usize {
+        let tables = self.inner.lock();
+        tables.queues.get(owner).map_or(0, std::collections::VecDeque::len)
+            + usize::from(tables.folded.contains_key(owner))
+    }
 }

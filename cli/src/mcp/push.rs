@@ -1,0 +1,193 @@
+//! Pushed wake-ups: the owner's notifications as one subscribable resource.
+//!
+//! `herd://notifications` lists and reads as the owner's pending notifications;
+//! reading takes them, as a lease acknowledged once the response is written (like
+//! notices in tool results, so each reaches the client once, by whichever comes
+//! first). A client that subscribes (`resources/subscribe` before 2026-07-28,
+//! `subscriptions/listen` with the URI on 2026-07-28) is sent
+//! `notifications/resources/updated` whenever a notification is queued, so it can
+//! collect it without waiting for its next tool call. Clients that do not
+//! subscribe still get every notice in their next tool result.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use rmcp::RoleServer;
+use rmcp::model::{
+    ReadResourceResult, Resource, ResourceContents, ResourceUpdatedNotificationParam,
+};
+use rmcp::service::{RequestContext, SubscriptionContext};
+use rmcp::{ErrorData as McpError, Peer};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use super::Server;
+use crate::client::Client;
+
+/// The one resource: this server's owner's pending notifications.
+pub(super) const NOTIFICATIONS_URI: &str = "herd://notifications";
+
+/// The legacy subscription's follower, stopped by `resources/unsubscribe`.
+#[derive(Debug, Default, Clone)]
+pub(super) struct Subscription {
+    stop: Arc<Mutex<Option<CancellationToken>>>,
+}
+
+impl Subscription {
+    /// Replaces the running follower (if any) with one stopped by the returned token.
+    fn restart(&self) -> CancellationToken {
+        let token = CancellationToken::new();
+        let old = self
+            .stop
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .replace(token.clone());
+        if let Some(old) = old {
+            old.cancel();
+        }
+        token
+    }
+
+    fn stop(&self) {
+        if let Some(old) = self
+            .stop
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        {
+            old.cancel();
+        }
+    }
+}
+
+impl Server {
+    pub(super) fn notifications_resource(&self) -> Resource {
+        Resource::new(NOTIFICATIONS_URI, "notifications")
+            .with_description(format!(
+                "The pending notifications of owner `{}` (completions, watch matches, heartbeats). \
+                 Reading takes them; subscribe to be told when one is queued.",
+                self.owner
+            ))
+            .with_mime_type("text/plain")
+    }
+
+    /// `resources/read` of the notifications: takes them (see the module docs).
+    pub(super) async fn read_notifications(
+        &self,
+        uri: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResult, McpError> {
+        if uri != NOTIFICATIONS_URI {
+            return Err(McpError::resource_not_found(
+                format!("no resource {uri}; herd serves {NOTIFICATIONS_URI}"),
+                None,
+            ));
+        }
+        let text = match self.notices(None).await {
+            Some((rendered, lease)) => {
+                if let Some(lease) = lease {
+                    self.pending.hold(context.id.clone(), lease);
+                }
+                rendered
+            }
+            None => "no pending notifications".to_owned(),
+        };
+        Ok(ReadResourceResult::new(vec![ResourceContents::text(
+            text,
+            NOTIFICATIONS_URI,
+        )]))
+    }
+
+    /// `resources/subscribe` (before 2026-07-28): follows the owner's queue and
+    /// tells `peer` of every rise until unsubscribed or the connection ends.
+    pub(super) fn subscribe_legacy(
+        &self,
+        uri: &str,
+        peer: Peer<RoleServer>,
+    ) -> Result<(), McpError> {
+        if uri != NOTIFICATIONS_URI {
+            return Err(McpError::resource_not_found(
+                format!("no resource {uri}; herd serves {NOTIFICATIONS_URI}"),
+                None,
+            ));
+        }
+        let stop = self.subscription.restart();
+        let server = self.clone();
+        tokio::spawn(async move {
+            server
+                .follow_pending(stop, || {
+                    let peer = peer.clone();
+                    async move {
+                        peer.notify_resource_updated(ResourceUpdatedNotificationParam::new(
+                            NOTIFICATIONS_URI,
+                        ))
+                        .await
+                        .is_ok()
+                    }
+                })
+                .await;
+        });
+        Ok(())
+    }
+
+    pub(super) fn unsubscribe_legacy(&self) {
+        self.subscription.stop();
+    }
+
+    /// `subscriptions/listen` (2026-07-28) with the notifications URI.
+    pub(super) async fn listen_notifications(&self, context: SubscriptionContext) {
+        let stop = CancellationToken::new();
+        let follow = self.follow_pending(stop.clone(), || {
+            let sink = context.sink().clone();
+            async move {
+                sink.notify_resource_updated(NOTIFICATIONS_URI)
+                    .await
+                    .is_ok()
+            }
+        });
+        tokio::select! {
+            () = follow => {}
+            () = context.cancelled() => stop.cancel(),
+        }
+    }
+
+    /// Calls `wake` whenever the owner's pending notifications grow, until `stop`,
+    /// a `wake` that fails, or the daemon connection ends.
+    async fn follow_pending<F, Fut>(&self, stop: CancellationToken, wake: F)
+    where
+        F: Fn() -> Fut,
+        Fut: Future<Output = bool>,
+    {
+        let Ok(mut client) = Client::connect(&self.home).await else {
+            return;
+        };
+        if !client.hello.serves("events.pending") {
+            tracing::debug!("the daemon cannot report pending notifications; no pushed wake-ups");
+            return;
+        }
+        if client
+            .send(
+                "events.follow",
+                json!({"owner": self.owner.as_str(), "peek": true}),
+            )
+            .await
+            .is_err()
+        {
+            return;
+        }
+        loop {
+            let message = tokio::select! {
+                message = client.next_message() => message,
+                () = stop.cancelled() => return,
+            };
+            match message {
+                Ok(Some(message)) if message.method.as_deref() == Some("pending") => {
+                    if !wake().await {
+                        return;
+                    }
+                }
+                Ok(Some(_)) => {}
+                Ok(None) | Err(_) => return,
+            }
+        }
+    }
+}
