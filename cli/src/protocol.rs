@@ -58,6 +58,8 @@ pub(crate) const DISPATCH_FAILED: i64 = -32017;
 /// The daemon serves as many connections as it may (`max_connections`); the
 /// message names the limit.
 pub(crate) const TOO_MANY_CONNECTIONS: i64 = -32018;
+/// The daemon is shutting down: no new job starts.
+pub(crate) const SHUTTING_DOWN: i64 = -32019;
 
 /// A request line.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -65,6 +65,9 @@ pub enum SpawnError {
     /// [`crate::DispatchError::is_infrastructure`]: a host refusal is not the job's fault.
     #[error(transparent)]
     Dispatch(#[from] crate::DispatchError),
+    /// The registry is shutting down or detaching: no new job starts.
+    #[error("herd is shutting down; no new job starts (retry once a new daemon runs)")]
+    ShuttingDown,
 }
 
 /// Everything else the registry can fail at.

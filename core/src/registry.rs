@@ -101,6 +101,8 @@ pub(crate) struct Inner {
     pub(crate) detach: CancellationToken,
     /// Forks the shims of sessions that are not wrapped by a dispatcher.
     pub(crate) launcher: Option<crate::shim::link::Launcher>,
+    /// Set when shutdown or detach begins: spawns are refused from then on.
+    pub(crate) closing: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Debug, Default)]
@@ -209,6 +211,7 @@ impl Registry {
                 agents: Mutex::new(Agents::default()),
                 detach: CancellationToken::new(),
                 launcher,
+                closing: std::sync::atomic::AtomicBool::new(false),
             }),
         })
     }
@@ -841,6 +844,9 @@ impl Registry {
     /// before this returns. The registry answers nothing useful afterwards: call it
     /// last.
     pub async fn detach(&self) {
+        self.inner
+            .closing
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         let in_process: Vec<Arc<Session>> = self
             .inner
             .lock()
@@ -870,7 +876,22 @@ impl Registry {
     /// then writes the checkpoint (empty unless a kill was incomplete, so a later
     /// restore has nothing to re-adopt) and waits for pending receipts.
     pub async fn shutdown(&self) {
-        let n = self.kill_all("", &[], KillSource::HostShutdown).await;
+        // No spawn starts from here on; one already past that check when the
+        // first sweep took its snapshot is caught by the next.
+        self.inner
+            .closing
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let mut n = self.kill_all("", &[], KillSource::HostShutdown).await;
+        for _ in 0..3 {
+            if self.inner.lock().running.is_empty() {
+                break;
+            }
+            let more = self.kill_all("", &[], KillSource::HostShutdown).await;
+            if more == 0 {
+                break;
+            }
+            n += more;
+        }
         if let Err(error) = self.inner.sync_durable().await {
             tracing::warn!(%error, "checkpoint not written at shutdown");
         }
@@ -1034,6 +1055,9 @@ impl Inner {
         self: &Arc<Self>,
         req: SpawnRequest,
     ) -> Result<SpawnInfo, SpawnError> {
+        if self.closing.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(SpawnError::ShuttingDown);
+        }
         if req.command.trim().is_empty() {
             return Err(SpawnError::InvalidRequest {
                 field: "command",
@@ -1717,9 +1741,16 @@ impl Inner {
         }
         let targets: Vec<kill::KillTarget> = started.iter().map(|(_, t)| t.clone()).collect();
         let outcomes = kill::kill_trees(&targets, self.config.kill_grace).await;
-        for ((s, _), outcome) in started.iter().zip(outcomes) {
-            answers.push(self.conclude_kill(s, source, outcome).await);
-        }
+        // Concluded together: each waits for its reader to finish the session, and
+        // thousands of sessions (a shutdown) must not wait one after another.
+        let concluded = futures::future::join_all(
+            started
+                .iter()
+                .zip(outcomes)
+                .map(|((s, _), outcome)| self.conclude_kill(s, source, outcome)),
+        )
+        .await;
+        answers.extend(concluded);
         answers
     }
 

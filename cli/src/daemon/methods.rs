@@ -304,6 +304,10 @@ impl State {
                 INVALID_PARAMS,
                 format!("invalid {field}: {message}"),
             )),
+            Err(SpawnError::ShuttingDown) => Err(RpcError::new(
+                crate::protocol::SHUTTING_DOWN,
+                SpawnError::ShuttingDown.to_string(),
+            )),
             Err(SpawnError::Dispatch(err)) => Err(RpcError {
                 code: DISPATCH_FAILED,
                 message: chain(&err),

@@ -454,3 +454,29 @@ async fn b15_kill_reaches_a_pty_session() {
     assert_eq!(answer.termination_source, KillSource::OperatorStop);
     fx.assert_groups_gone().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b17_a_spawn_after_shutdown_began_is_refused_and_nothing_survives() {
+    let fx = Fixture::new();
+    let running = fx.run("sleep 300").await;
+    fx.registry.shutdown().await;
+    let refused = fx
+        .registry
+        .spawn(herd_core::SpawnRequest {
+            command: "sleep 300".to_owned(),
+            task_id: "t".to_owned(),
+            ..herd_core::SpawnRequest::default()
+        })
+        .await
+        .expect_err("no job starts once shutdown began");
+    assert!(
+        matches!(refused, herd_core::SpawnError::ShuttingDown),
+        "{refused}"
+    );
+    let polled = fx
+        .registry
+        .poll(running.session_id.as_str())
+        .expect("known");
+    assert_eq!(polled.status, herd_core::SessionStatus::Exited);
+    fx.assert_groups_gone().await;
+}
