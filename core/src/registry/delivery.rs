@@ -110,7 +110,10 @@ impl Registry {
     /// collect.
     pub fn pending(&self, owner: &str) -> usize {
         let tables = self.inner.lock();
-        tables.queues.get(owner).map_or(0, std::collections::VecDeque::len)
+        tables
+            .queues
+            .get(owner)
+            .map_or(0, std::collections::VecDeque::len)
             + usize::from(tables.folded.contains_key(owner))
     }
 }
