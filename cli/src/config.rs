@@ -235,6 +235,9 @@ pub(crate) struct Config {
     pub(crate) finished_cap: usize,
     /// The size cap of one session log file, in bytes.
     pub(crate) log_cap_bytes: u64,
+    /// All session logs of the home together, in bytes: past it the oldest
+    /// finished sessions' logs are removed first.
+    pub(crate) log_budget_bytes: u64,
     /// Extra environment-variable name patterns removed from children (B36).
     pub(crate) env_deny: Vec<String>,
     /// Extra regular expressions the redactor masks.
@@ -274,6 +277,7 @@ impl Default for Config {
             wait_cap_seconds: 180,
             finished_cap: 64,
             log_cap_bytes: 1 << 30,
+            log_budget_bytes: herd_persistence::DEFAULT_LOG_BUDGET_BYTES,
             env_deny: Vec::new(),
             redact_extra_patterns: Vec::new(),
             guard_host_images: Vec::new(),
@@ -357,6 +361,11 @@ impl Config {
             limits::check("max_connections", self.max_connections, &(1..=65_536)),
             limits::check("queue_cap", self.queue_cap, &limits::QUEUE_CAP),
             limits::check("log_cap_bytes", self.log_cap_bytes, &limits::LOG_CAP_BYTES),
+            limits::check(
+                "log_budget_bytes",
+                self.log_budget_bytes,
+                &limits::LOG_BUDGET_BYTES,
+            ),
             limits::check(
                 "worker_memory_max_bytes",
                 self.worker_memory_max_bytes.unwrap_or(WORKER_MEMORY_MIN),

@@ -108,6 +108,8 @@ pub mod limits {
     pub const FINISHED_CAP: RangeInclusive<usize> = 0..=100_000;
     /// One session log's size cap, in bytes (1 B to 1 TiB).
     pub const LOG_CAP_BYTES: RangeInclusive<u64> = 1..=1 << 40;
+    /// All session logs of a home together (1 MiB to 1 PiB).
+    pub const LOG_BUDGET_BYTES: RangeInclusive<u64> = 1 << 20..=1 << 50;
     /// Events one owner's queue holds.
     pub const QUEUE_CAP: RangeInclusive<usize> = 1..=1_000_000;
     /// Characters of output a completion carries.
@@ -147,6 +149,10 @@ pub struct RegistryConfig {
     pub buffer_bytes: usize,
     /// Bytes of output kept in a session's log file before it stops growing.
     pub log_cap_bytes: u64,
+    /// All session logs of the home together: past it, the oldest finished
+    /// sessions' logs are removed first (running ones never); default 10 GiB. A
+    /// finished session's log otherwise goes with its result receipt.
+    pub log_budget_bytes: u64,
     /// Default characters of output a completion and other sized routes carry (B8).
     pub completion_output_chars: usize,
     /// How long a finished session stays answerable (B11).
@@ -233,6 +239,11 @@ impl RegistryConfig {
         limits::check("queue_cap", self.queue_cap, &limits::QUEUE_CAP)?;
         limits::check("log_cap_bytes", self.log_cap_bytes, &limits::LOG_CAP_BYTES)?;
         limits::check(
+            "log_budget_bytes",
+            self.log_budget_bytes,
+            &limits::LOG_BUDGET_BYTES,
+        )?;
+        limits::check(
             "completion_output_chars",
             self.completion_output_chars,
             &limits::COMPLETION_OUTPUT_CHARS,
@@ -247,6 +258,7 @@ impl Default for RegistryConfig {
             direct_exec: true,
             buffer_bytes: 200_000,
             log_cap_bytes: 1 << 30,
+            log_budget_bytes: herd_persistence::DEFAULT_LOG_BUDGET_BYTES,
             completion_output_chars: 2_000,
             finished_ttl: Duration::from_secs(30 * 60),
             finished_cap: 64,

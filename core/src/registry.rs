@@ -197,7 +197,7 @@ impl Registry {
         let queue_cap = config.queue_cap;
         Ok(Registry {
             inner: Arc::new(Inner {
-                durable: durable::Durable::new(&home),
+                durable: durable::Durable::new(&home, config.log_budget_bytes),
                 home,
                 config,
                 tables: Mutex::new(Tables {

@@ -30,7 +30,7 @@ pub use ledger::{
     UNCLAIMED_RETENTION,
 };
 pub use receipts::{
-    MAX_RECEIPT_OUTPUT_CHARS, MAX_RECEIPTS, PruneReport, RECEIPT_RETENTION, RECEIPT_VERSION,
-    ReceiptStore, ResultReceipt,
+    DEFAULT_LOG_BUDGET_BYTES, MAX_RECEIPT_OUTPUT_CHARS, MAX_RECEIPTS, PruneReport,
+    RECEIPT_RETENTION, RECEIPT_VERSION, ReceiptStore, ResultReceipt,
 };
 pub use shim::{ExitRecord, SHIM_RECORD_VERSION, ShimDir, ShimInfo, shim_session_ids};

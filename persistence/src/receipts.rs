@@ -99,18 +99,41 @@ pub struct PruneReport {
     pub n_expired: usize,
     /// Receipts beyond the newest [`MAX_RECEIPTS`].
     pub n_over_cap: usize,
+    /// Session logs removed: with their receipts, as orphans (no receipt, older
+    /// than the retention), or, oldest first, to keep within the log budget.
+    pub n_logs: usize,
 }
 
-/// Reads and writes `<home>/results/`.
+/// The default budget for all session logs of a home: 10 GiB.
+pub const DEFAULT_LOG_BUDGET_BYTES: u64 = 10 << 30;
+
+/// Reads and writes `<home>/results/`, and keeps `<home>/logs/sessions/` in step.
+///
+/// Retention: a finished session's log goes with its receipt (7 days, the newest
+/// 64). A log with no receipt is a running session's, or one a crash left; the
+/// latter goes once it is older than the retention. Past the log budget, the
+/// oldest logs of finished sessions (those with a receipt) go first; a running
+/// session's log is never removed.
 #[derive(Debug, Clone)]
 pub struct ReceiptStore {
     home: Home,
+    log_budget_bytes: u64,
 }
 
 impl ReceiptStore {
-    /// A store for `home`. Does no I/O.
+    /// A store for `home` with the default log budget. Does no I/O.
     pub fn new(home: &Home) -> ReceiptStore {
-        ReceiptStore { home: home.clone() }
+        ReceiptStore {
+            home: home.clone(),
+            log_budget_bytes: DEFAULT_LOG_BUDGET_BYTES,
+        }
+    }
+
+    /// The same store with all session logs kept within `bytes`.
+    #[must_use]
+    pub fn with_log_budget(mut self, bytes: u64) -> ReceiptStore {
+        self.log_budget_bytes = bytes;
+        self
     }
 
     /// The file of the receipt for `id`.
@@ -236,6 +259,7 @@ impl ReceiptStore {
             let age = now.duration_since(mtime).unwrap_or(Duration::ZERO);
             if age > RECEIPT_RETENTION {
                 remove(&entry.path()).map_err(prune_error)?;
+                report.n_logs += self.remove_log(id);
                 report.n_expired += 1;
             } else {
                 kept.push((mtime, entry.path()));
@@ -244,17 +268,78 @@ impl ReceiptStore {
         kept.sort_by_key(|&(mtime, _)| std::cmp::Reverse(mtime));
         for (_, path) in kept.iter().skip(MAX_RECEIPTS) {
             remove(path).map_err(prune_error)?;
+            if let Some(id) = path.file_stem().and_then(|s| s.to_str()) {
+                report.n_logs += self.remove_log(id);
+            }
             report.n_over_cap += 1;
         }
         atomic::sweep_temps_of(&dir, temp_targets, Some(STALE_TEMP_AGE));
+        report.n_logs += self.prune_logs(now);
         if report != PruneReport::default() {
             tracing::debug!(
                 n_expired = report.n_expired,
                 n_over_cap = report.n_over_cap,
+                n_logs = report.n_logs,
                 "result receipts pruned"
             );
         }
         Ok(report)
+    }
+
+    /// Removes the session log of `id`, if any: 1 when one was removed.
+    fn remove_log(&self, id: &str) -> usize {
+        let path = self.home.session_log_path(id);
+        match fs::remove_file(&path) {
+            Ok(()) => 1,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => 0,
+            Err(error) => {
+                tracing::warn!(path = %path.display(), %error, "session log not removed");
+                0
+            }
+        }
+    }
+
+    /// Orphan logs past the retention, then the oldest finished sessions' logs
+    /// beyond the budget (see the type's docs): how many were removed.
+    fn prune_logs(&self, now: SystemTime) -> usize {
+        let Ok(entries) = fs::read_dir(self.home.session_logs_dir()) else {
+            return 0;
+        };
+        let mut n_removed = 0;
+        let mut total: u64 = 0;
+        let mut finished: Vec<(SystemTime, String, u64)> = Vec::new();
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(id) = name.to_str().and_then(|n| n.strip_suffix(".log")) else {
+                continue;
+            };
+            if validate_id(id).is_err() {
+                continue;
+            }
+            let Ok(meta) = entry.metadata() else {
+                continue;
+            };
+            let mtime = meta.modified().unwrap_or(now);
+            let has_receipt = self.path(id).is_ok_and(|p| p.exists());
+            let age = now.duration_since(mtime).unwrap_or(Duration::ZERO);
+            if !has_receipt && age > RECEIPT_RETENTION {
+                n_removed += self.remove_log(id);
+                continue;
+            }
+            total = total.saturating_add(meta.len());
+            if has_receipt {
+                finished.push((mtime, id.to_owned(), meta.len()));
+            }
+        }
+        finished.sort();
+        for (_, id, len) in finished {
+            if total <= self.log_budget_bytes {
+                break;
+            }
+            n_removed += self.remove_log(&id);
+            total = total.saturating_sub(len);
+        }
+        n_removed
     }
 }
 

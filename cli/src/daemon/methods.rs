@@ -99,6 +99,7 @@ fn registry_config(
     env_deny.extend(config.env_deny.iter().cloned());
     RegistryConfig {
         log_cap_bytes: config.log_cap_bytes,
+        log_budget_bytes: config.log_budget_bytes,
         finished_cap: config.finished_cap,
         queue_cap: config.queue_cap,
         env_deny,

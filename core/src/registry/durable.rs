@@ -163,11 +163,12 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Durable {
-    /// The durable side for `home`. Does no I/O.
-    pub(super) fn new(home: &Home) -> Durable {
+    /// The durable side for `home`, keeping session logs within
+    /// `log_budget_bytes`. Does no I/O.
+    pub(super) fn new(home: &Home, log_budget_bytes: u64) -> Durable {
         Durable {
             checkpoint: CheckpointStore::new(home),
-            receipts: ReceiptStore::new(home),
+            receipts: ReceiptStore::new(home).with_log_budget(log_budget_bytes),
             writer: Writer::current(),
             extras: Mutex::new(HashMap::new()),
             detached: Mutex::new(HashMap::new()),

@@ -189,7 +189,8 @@ fn b38_pruning_keeps_seven_days_and_the_newest_64() {
         report,
         PruneReport {
             n_expired: 3,
-            n_over_cap: 6
+            n_over_cap: 6,
+            n_logs: 0,
         }
     );
     for (n, id) in ids.iter().enumerate() {
@@ -227,4 +228,49 @@ proptest::proptest! {
         proptest::prop_assert_eq!(kept.chars().count(), n_chars.min(max));
         proptest::prop_assert!(text.ends_with(kept));
     }
+}
+
+/// Writes a session log of `bytes` bytes for `id`, `age` old.
+fn log_of(home: &Home, id: &str, bytes: usize, age: Duration) -> std::path::PathBuf {
+    let path = home.session_log_path(id);
+    fs::create_dir_all(home.session_logs_dir()).expect("the logs dir");
+    fs::write(&path, vec![b'x'; bytes]).expect("a log");
+    set_age(&path, age);
+    path
+}
+
+#[test]
+fn session_logs_go_with_their_receipts_orphans_after_the_retention_and_oldest_past_the_budget() {
+    let (_tmp, home) = home();
+    let hour = Duration::from_secs(3600);
+    let store = ReceiptStore::new(&home).with_log_budget(3_000);
+    // A receipt past the retention takes its log with it.
+    store.store(&receipt("proc_old")).expect("stored");
+    set_age(
+        &store.path("proc_old").expect("a path"),
+        RECEIPT_RETENTION + hour,
+    );
+    let old_log = log_of(&home, "proc_old", 10, hour);
+    // An orphan log (no receipt) past the retention goes; a fresh one is a running
+    // session's and stays, even past the budget.
+    let orphan = log_of(&home, "proc_orphan", 10, RECEIPT_RETENTION + hour);
+    let running = log_of(&home, "proc_running", 2_000, Duration::ZERO);
+    // Three finished sessions of 1,000 bytes each: with the running log, 5,000
+    // bytes against a 3,000-byte budget, so the two oldest finished ones go.
+    let mut finished = Vec::new();
+    for (n, age) in [(1, 3 * hour), (2, 2 * hour), (3, hour)] {
+        let id = format!("proc_done{n}");
+        store.store(&receipt(&id)).expect("stored");
+        finished.push(log_of(&home, &id, 1_000, age));
+    }
+    let report = store.prune().expect("pruned");
+    assert!(!old_log.exists() && !orphan.exists());
+    assert!(running.exists(), "a running session's log was removed");
+    assert!(
+        !finished[0].exists() && !finished[1].exists(),
+        "the oldest finished logs stay"
+    );
+    assert!(finished[2].exists(), "the newest finished log went");
+    // Each store prunes too; this last prune removed the second-oldest finished log.
+    assert_eq!(report.n_logs, 1, "{report:?}");
 }
