@@ -688,6 +688,9 @@ impl Inner {
                     }
                 });
             }
+            // Sessions kept past the finished cap only until their receipts were
+            // written can go now, not at some later finish.
+            self.prune(&mut self.lock());
             self.durable
                 .receipts_written
                 .send_modify(|w| *w = (*w).max(generation));
