@@ -21,12 +21,17 @@
 //! through `herd_plugin_abi::catch_panic` so an unwinding panic never crosses the
 //! `extern "C"` boundary (which would abort the daemon).
 //!
-//! Calls to the same hook from several routes at once are serialised on its
-//! worker; the budget counts from when the call is queued.
+//! Each hook has two workers: one for answers a caller waits on (poll, log, list,
+//! wait, kill, foreground) and one for notices built in the background
+//! (completion, heartbeat, watch), so a hook slow on one kind never stalls the
+//! other. Calls of one kind are serialised on their worker; the budget counts from
+//! when the call is queued. An abandoned worker is not replaced until its stuck
+//! call returns: a hung hook costs one thread per lane, never one per timeout.
 
 use std::borrow::Cow;
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
@@ -146,9 +151,46 @@ struct Job {
     reply: mpsc::SyncSender<Outcome>,
 }
 
+/// Which worker of a hook serves a route: an answer a caller waits on
+/// (`Interactive`: poll, log, list, wait, kill, foreground) never queues behind a
+/// notice being built in the background (completion, heartbeat, watch), so a hook
+/// that is slow on completions does not stall `herd ps`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lane {
+    Interactive = 0,
+    Background = 1,
+}
+
+impl Lane {
+    fn of(route: Route) -> Lane {
+        match route {
+            Route::Completion | Route::Heartbeat | Route::Watch => Lane::Background,
+            Route::Foreground
+            | Route::Poll
+            | Route::Log
+            | Route::Wait
+            | Route::Kill
+            | Route::ListPreview => Lane::Interactive,
+        }
+    }
+}
+
+/// One lane's worker thread.
+#[derive(Default)]
+struct Worker {
+    /// Its job queue; `None` until first use and after an abandon.
+    jobs: Option<mpsc::Sender<Job>>,
+    /// The current thread's liveness flag.
+    alive: Option<Arc<AtomicBool>>,
+    /// An abandoned worker still inside the call that ran past its budget: no new
+    /// thread is started for the lane until it returns, so a hook that hangs
+    /// costs one thread, not one per timeout.
+    stuck: Option<Arc<AtomicBool>>,
+}
+
 struct EntryState {
-    /// The worker's job queue; `None` until first use and after an abandon.
-    worker: Option<mpsc::Sender<Job>>,
+    /// The workers, by [`Lane`].
+    workers: [Worker; 2],
     suppressed_until: Option<Instant>,
     stats: HookStats,
 }
@@ -211,7 +253,7 @@ impl HookChain {
         self.entries.push(Entry {
             hook,
             state: Mutex::new(EntryState {
-                worker: None,
+                workers: [Worker::default(), Worker::default()],
                 suppressed_until: None,
                 stats,
             }),
@@ -282,6 +324,7 @@ impl HookChain {
     fn run_one(&self, entry: &Entry, ctx: &OwnedContext, output: &str) -> Option<String> {
         let name = entry.hook.name();
         let queued_at = Instant::now();
+        let lane = Lane::of(ctx.route);
         let sender = {
             let mut st = entry.state();
             if let Some(until) = st.suppressed_until {
@@ -291,12 +334,25 @@ impl HookChain {
                 }
                 st.suppressed_until = None;
             }
+            let worker = &mut st.workers[lane as usize];
+            if worker
+                .stuck
+                .as_ref()
+                .is_some_and(|alive| alive.load(Ordering::SeqCst))
+            {
+                // The abandoned call has not returned yet: skip, start nothing.
+                st.stats.n_suppressed += 1;
+                return None;
+            }
+            worker.stuck = None;
             st.stats.n_calls += 1;
-            match &st.worker {
+            let worker = &mut st.workers[lane as usize];
+            match &worker.jobs {
                 Some(sender) => sender.clone(),
                 None => match spawn_worker(Arc::clone(&entry.hook)) {
-                    Ok(sender) => {
-                        st.worker = Some(sender.clone());
+                    Ok((sender, alive)) => {
+                        worker.jobs = Some(sender.clone());
+                        worker.alive = Some(alive);
                         sender
                     }
                     Err(err) => {
@@ -315,7 +371,7 @@ impl HookChain {
         };
         if sender.send(job).is_err() {
             let mut st = entry.state();
-            st.worker = None;
+            st.workers[lane as usize].jobs = None;
             st.stats.n_errors += 1;
             record_failure(&mut st, name, "hook worker exited".to_owned());
             return None;
@@ -341,8 +397,11 @@ impl HookChain {
             }
             Err(RecvTimeoutError::Timeout) => {
                 // Abandon the worker: dropping our sender lets it exit once the
-                // stuck call returns; its answer goes to a dropped receiver.
-                st.worker = None;
+                // stuck call returns; its answer goes to a dropped receiver. Until
+                // then the lane starts no other thread.
+                let worker = &mut st.workers[lane as usize];
+                worker.jobs = None;
+                worker.stuck = worker.alive.take();
                 st.suppressed_until = Some(Instant::now() + self.suppress_for);
                 st.stats.n_timeouts += 1;
                 record_failure(
@@ -356,7 +415,7 @@ impl HookChain {
                 None
             }
             Err(RecvTimeoutError::Disconnected) => {
-                st.worker = None;
+                st.workers[lane as usize].jobs = None;
                 st.stats.n_errors += 1;
                 record_failure(&mut st, name, "hook worker exited".to_owned());
                 None
@@ -375,11 +434,23 @@ fn record_failure(st: &mut EntryState, name: &str, message: String) {
     st.stats.last_failure = Some(message);
 }
 
-fn spawn_worker(hook: Arc<dyn Hook>) -> std::io::Result<mpsc::Sender<Job>> {
+/// Starts a worker thread for `hook`: its job queue, and a flag that stays true
+/// until the thread has exited.
+fn spawn_worker(hook: Arc<dyn Hook>) -> std::io::Result<(mpsc::Sender<Job>, Arc<AtomicBool>)> {
     let (jobs, queue) = mpsc::channel::<Job>();
+    let alive = Arc::new(AtomicBool::new(true));
+    let running = Arc::clone(&alive);
     std::thread::Builder::new()
         .name(format!("herd-hook-{}", hook.name()))
         .spawn(move || {
+            // Cleared however the thread ends.
+            struct Exit(Arc<AtomicBool>);
+            impl Drop for Exit {
+                fn drop(&mut self) {
+                    self.0.store(false, Ordering::SeqCst);
+                }
+            }
+            let _exit = Exit(running);
             while let Ok(job) = queue.recv() {
                 let result = catch_unwind(AssertUnwindSafe(|| {
                     hook.transform(&job.ctx.as_ctx(), &job.output)
@@ -393,7 +464,7 @@ fn spawn_worker(hook: Arc<dyn Hook>) -> std::io::Result<mpsc::Sender<Job>> {
                 let _ = job.reply.send(outcome);
             }
         })?;
-    Ok(jobs)
+    Ok((jobs, alive))
 }
 
 fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {

@@ -178,3 +178,128 @@ fn pipeline_is_send_sync_and_debug() {
     fn check<T: Send + Sync + fmt::Debug>() {}
     check::<Pipeline>();
 }
+
+/// Blocks on the completion route until released; transforms every other route.
+#[derive(Debug)]
+struct SlowOnCompletion {
+    entered: std::sync::atomic::AtomicBool,
+    release: Mutex<mpsc::Receiver<()>>,
+}
+
+impl Hook for SlowOnCompletion {
+    fn name(&self) -> &str {
+        "slow-completion"
+    }
+    fn transform(
+        &self,
+        ctx: &OutputContext<'_>,
+        output: &str,
+    ) -> Result<Option<String>, HookError> {
+        if ctx.route == Route::Completion {
+            self.entered
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+            let release = self.release.lock().unwrap_or_else(PoisonError::into_inner);
+            let _ = release.recv_timeout(Duration::from_secs(30));
+        }
+        Ok(Some(format!("{output} [{}]", ctx.route.as_str())))
+    }
+}
+
+#[test]
+fn b30_a_hook_slow_on_completions_does_not_hold_up_answers_a_caller_waits_on() {
+    let (release, wait) = mpsc::channel();
+    let hook = Arc::new(SlowOnCompletion {
+        entered: std::sync::atomic::AtomicBool::new(false),
+        release: Mutex::new(wait),
+    });
+    let chain = HookChain::new(vec![hook.clone()]).with_budget(Duration::from_secs(60));
+    let pipeline = Arc::new(Pipeline::new(chain, &RedactorConfig::default()).expect("valid"));
+    let background = {
+        let pipeline = Arc::clone(&pipeline);
+        std::thread::spawn(move || {
+            let completion = OutputContext {
+                route: Route::Completion,
+                ..ctx()
+            };
+            pipeline
+                .show(&completion, crate::Window::all("done"))
+                .to_string()
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !hook.entered.load(std::sync::atomic::Ordering::SeqCst) {
+        assert!(
+            Instant::now() < deadline,
+            "the completion call never started"
+        );
+        std::thread::yield_now();
+    }
+    // The completion is stuck inside the hook; a poll answer still goes through it
+    // on the other worker, at once.
+    assert_eq!(
+        pipeline.show(&ctx(), crate::Window::all("out")),
+        "out [poll]"
+    );
+    release.send(()).expect("the completion call waits");
+    assert_eq!(background.join().expect("no panic"), "done [completion]");
+}
+
+/// Names of this process's threads.
+fn thread_names() -> Vec<String> {
+    std::fs::read_dir("/proc/self/task")
+        .map(|tasks| {
+            tasks
+                .flatten()
+                .filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok())
+                .map(|c| c.trim_end().to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// [`Wedged`] under a name no other test's hook has, so its threads can be counted.
+#[derive(Debug)]
+struct Hung(Wedged);
+
+impl Hook for Hung {
+    fn name(&self) -> &str {
+        "hung"
+    }
+    fn transform(
+        &self,
+        ctx: &OutputContext<'_>,
+        output: &str,
+    ) -> Result<Option<String>, HookError> {
+        self.0.transform(ctx, output)
+    }
+}
+
+#[test]
+fn b30_a_hung_hook_costs_one_thread_per_lane_not_one_per_timeout() {
+    let (release, wait) = mpsc::channel();
+    let wedged = Arc::new(Hung(Wedged {
+        release: Mutex::new(wait),
+        n_entered: std::sync::atomic::AtomicUsize::new(0),
+    }));
+    // No suppression: every call after a timeout tries the hook again.
+    let chain = HookChain::new(vec![wedged.clone()])
+        .with_budget(Duration::from_millis(20))
+        .with_suppression(Duration::ZERO);
+    let pipeline = Pipeline::new(chain, &RedactorConfig::default()).expect("valid");
+    for _ in 0..20 {
+        assert_eq!(pipeline.show(&ctx(), crate::Window::all("x")), "x");
+    }
+    let hook_threads = thread_names()
+        .iter()
+        .filter(|n| n.as_str() == "herd-hook-hung")
+        .count();
+    assert_eq!(hook_threads, 1, "{:?}", thread_names());
+    assert_eq!(
+        wedged.0.n_entered.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "the hung call was not the only one"
+    );
+    let stats = pipeline.hook_stats();
+    assert_eq!((stats[0].n_timeouts, stats[0].n_suppressed), (1, 19));
+    release.send(()).expect("the wedged hook is still waiting");
+}

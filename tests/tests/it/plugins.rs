@@ -152,8 +152,8 @@ async fn a_slow_plugin_on_the_completion_route_never_holds_the_session_table() {
     // The plugin is stalled inside the completion's hooks and stays so until
     // released: the session table must answer meanwhile (a lookup, the running
     // set and a spawn all take it), and the session is still running, its
-    // completion not yet published. (A list would wait for the same plugin's
-    // worker to make its previews: that is the plugin's queue, not the table.)
+    // completion not yet published; a list's previews go through the plugin's
+    // other worker and do not queue behind the stalled completion.
     let looked_up = tokio::time::timeout(Duration::from_secs(20), async {
         let found = fx.registry.lookup(info.session_id.as_str()).is_ok();
         let running = fx
@@ -161,6 +161,9 @@ async fn a_slow_plugin_on_the_completion_route_never_holds_the_session_table() {
             .snapshot_running_ids("t")
             .contains(&info.session_id);
         let other = fx.run("sleep 30").await;
+        // A list makes its previews through the same plugin, on the other lane.
+        let listed = fx.registry.list(&herd_core::ListFilter::default());
+        assert!(listed.iter().any(|r| r.session_id == other.session_id));
         (found, running, other)
     })
     .await
