@@ -743,6 +743,13 @@ impl Registry {
             .count()
     }
 
+    /// How many sessions run and how many finished ones are kept, cheaply (no
+    /// rows, no output through the pipeline).
+    pub fn counts(&self) -> (usize, usize) {
+        let tables = self.inner.lock();
+        (tables.running.len(), tables.finished.len())
+    }
+
     /// One row per session matching `filter`, oldest first (B39).
     pub fn list(&self, filter: &ListFilter) -> Vec<ListRow> {
         let sessions: Vec<Arc<Session>> = {

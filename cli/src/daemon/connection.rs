@@ -208,8 +208,9 @@ pub(crate) async fn serve(state: Arc<State>, stream: UnixStream, daemon_uid: u32
                             Ok(result) => Response::ok(id, result),
                             Err(error) => Response::err(id, error),
                         }
-                    } else if let Some(answer) =
-                        leases.handle(&state, &request.method, &request.params)
+                    } else if let Some(answer) = leases
+                        .handle(&state, &request.method, &request.params)
+                        .await
                     {
                         match answer {
                             Ok(result) => Response::ok(id, result),

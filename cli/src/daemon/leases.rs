@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::methods::{State, drained_json, parse};
-use crate::protocol::{INVALID_PARAMS, RpcError};
+use crate::protocol::{INTERNAL_ERROR, INVALID_PARAMS, RpcError};
 
 /// The most unacknowledged drains one connection may hold.
 const MAX_LEASES: usize = 64;
@@ -46,18 +46,29 @@ struct LeaseParams {
 
 impl Leases {
     /// Answers `method` when it is one of the drain methods; `None` otherwise.
-    pub(crate) fn handle(
+    pub(crate) async fn handle(
         &mut self,
         state: &State,
         method: &str,
         params: &Value,
     ) -> Option<Result<Value, RpcError>> {
         Some(match method {
-            "drain" => parse::<DrainParams>(params.clone()).and_then(|p| self.drain(state, p)),
-            "drain.ack" => parse::<LeaseParams>(params.clone()).and_then(|p| {
-                let lease = self.settle(p.lease)?;
-                Ok(json!({"acknowledged": lease.acknowledge().len()}))
-            }),
+            "drain" => match parse::<DrainParams>(params.clone()) {
+                Ok(p) => self.drain(state, p).await,
+                Err(err) => Err(err),
+            },
+            "drain.ack" => match parse::<LeaseParams>(params.clone())
+                .and_then(|p| self.settle(p.lease))
+            {
+                // The ledger write (SQLite, fsync) runs on the blocking pool.
+                Ok(lease) => tokio::task::spawn_blocking(move || lease.acknowledge().len())
+                    .await
+                    .map(|n| json!({"acknowledged": n}))
+                    .map_err(|err| {
+                        RpcError::new(INTERNAL_ERROR, format!("the acknowledgement failed: {err}"))
+                    }),
+                Err(err) => Err(err),
+            },
             "drain.release" => parse::<LeaseParams>(params.clone()).and_then(|p| {
                 let lease = self.settle(p.lease)?;
                 Ok(json!({"released": lease.events().len()}))
@@ -66,14 +77,19 @@ impl Leases {
         })
     }
 
-    fn drain(&mut self, state: &State, p: DrainParams) -> Result<Value, RpcError> {
+    async fn drain(&mut self, state: &State, p: DrainParams) -> Result<Value, RpcError> {
         let is_answered = |e: &Event| {
             matches!(e, Event::Completion { .. })
                 && e.session_id()
                     .is_some_and(|id| p.answered.iter().any(|a| a == id.as_str()))
         };
+        let registry = state.registry().clone();
         if !p.lease {
-            let mut events = state.registry().drain(&p.owner);
+            // Taking and marking delivered (SQLite) run on the blocking pool.
+            let owner = p.owner.clone();
+            let mut events = tokio::task::spawn_blocking(move || registry.drain(&owner))
+                .await
+                .map_err(|err| RpcError::new(INTERNAL_ERROR, format!("the drain failed: {err}")))?;
             events.retain(|e| !is_answered(e));
             return Ok(drained_json(&events));
         }
@@ -86,8 +102,19 @@ impl Leases {
                 ),
             ));
         }
-        let mut drained = state.registry().take(&p.owner);
-        drained.acknowledge_where(is_answered);
+        let answered = p.answered.clone();
+        let owner = p.owner.clone();
+        let drained = tokio::task::spawn_blocking(move || {
+            let mut drained = registry.take(&owner);
+            drained.acknowledge_where(|e| {
+                matches!(e, Event::Completion { .. })
+                    && e.session_id()
+                        .is_some_and(|id| answered.iter().any(|a| a == id.as_str()))
+            });
+            drained
+        })
+        .await
+        .map_err(|err| RpcError::new(INTERNAL_ERROR, format!("the drain failed: {err}")))?;
         let mut answer = drained_json(drained.events());
         if !drained.events().is_empty() {
             self.next += 1;

@@ -192,15 +192,24 @@ impl State {
     pub(crate) async fn handle(&self, method: &str, params: Value) -> Reply {
         let result = match method {
             "spawn" => self.spawn(params).await,
-            "list" => self.list(params),
-            "lookup" => parse::<IdParams>(params)
-                .and_then(|p| self.registry.lookup_owned(&p.id).map_err(lookup_error))
-                .map(|(id, owner)| json!({"session_id": id.to_string(), "owner_task_id": owner})),
-            "poll" => parse::<IdParams>(params)
-                .and_then(|p| self.registry.poll(&p.id).map_err(core_error))
-                .and_then(to_value),
-            "log" => self.log(params),
-            "log_chunk" => self.log_chunk(params),
+            "list" => off_worker(&self.registry, move |r| list(r, params)).await,
+            "lookup" => {
+                off_worker(&self.registry, move |r| {
+                    let p = parse::<IdParams>(params)?;
+                    let (id, owner) = r.lookup_owned(&p.id).map_err(lookup_error)?;
+                    Ok(json!({"session_id": id.to_string(), "owner_task_id": owner}))
+                })
+                .await
+            }
+            "poll" => {
+                off_worker(&self.registry, move |r| {
+                    let p = parse::<IdParams>(params)?;
+                    to_value(r.poll(&p.id).map_err(core_error)?)
+                })
+                .await
+            }
+            "log" => off_worker(&self.registry, move |r| log(r, params)).await,
+            "log_chunk" => off_worker(&self.registry, move |r| log_chunk(r, params)).await,
             "wait" => self.wait(params).await,
             "kill" => self.kill(params).await,
             "write" => self.stdin(params, StdinOp::Write).await,
@@ -318,62 +327,6 @@ impl State {
         }
     }
 
-    fn list(&self, params: Value) -> Result<Value, RpcError> {
-        let p: ListParams = parse(params)?;
-        if let Some(limit) = p.limit
-            && !(1..=LIST_MAX_ROWS).contains(&limit)
-        {
-            return Err(RpcError::new(
-                INVALID_PARAMS,
-                format!("limit must be 1 to {LIST_MAX_ROWS} rows (got {limit})"),
-            ));
-        }
-        let state = p.state.unwrap_or(if p.all {
-            ListState::All
-        } else {
-            ListState::Running
-        });
-        let filter = ListFilter {
-            owner: p.owner,
-            session_key: None,
-            include_finished: state != ListState::Running,
-        };
-        let mut rows = self.registry.list(&filter);
-        if state == ListState::Finished {
-            rows.retain(|r| r.status != herd_core::SessionStatus::Running);
-        }
-        if let Some(since) = p.since_seconds {
-            rows.retain(|r| r.uptime_seconds <= since);
-        }
-        // Oldest first; a limit keeps the newest.
-        let more = p.limit.map_or(0, |limit| rows.len().saturating_sub(limit));
-        rows.drain(..more);
-        let mut answer = json!({"processes": to_value(rows)?});
-        if more > 0 {
-            answer["more"] = json!(more);
-        }
-        Ok(answer)
-    }
-
-    fn log(&self, params: Value) -> Result<Value, RpcError> {
-        let p: LogParams = parse(params)?;
-        let answer = self
-            .registry
-            .log(&p.id, p.offset, p.limit)
-            .map_err(core_error)?;
-        to_value(answer)
-    }
-
-    fn log_chunk(&self, params: Value) -> Result<Value, RpcError> {
-        let p: FollowParams = parse(params)?;
-        let max = p.max_bytes.unwrap_or(CHUNK_BYTES).min(CHUNK_BYTES);
-        let chunk = self
-            .registry
-            .log_chunk(&p.id, p.from_byte, max)
-            .map_err(core_error)?;
-        to_value(chunk)
-    }
-
     async fn wait(&self, params: Value) -> Result<Value, RpcError> {
         let p: WaitParams = parse(params)?;
         let timeout = match p.timeout_seconds {
@@ -488,22 +441,13 @@ impl State {
     }
 
     fn status(&self) -> Value {
-        let running = self.registry.list(&ListFilter {
-            owner: None,
-            session_key: None,
-            include_finished: false,
-        });
-        let all = self.registry.list(&ListFilter {
-            owner: None,
-            session_key: None,
-            include_finished: true,
-        });
+        let (running, finished) = self.registry.counts();
         json!({
             "pid": std::process::id(),
             "version": env!("CARGO_PKG_VERSION"),
             "home": self.home().root().display().to_string(),
-            "running": running.len(),
-            "finished": all.len().saturating_sub(running.len()),
+            "running": running,
+            "finished": finished,
             "supervisor": if self.supervised { "shim" } else { "in_process" },
             "connections": self.connections.open(),
             "restore": self.restored,
@@ -694,6 +638,81 @@ fn restore_summary(report: &herd_core::RestoreReport) -> Value {
         "moved_aside": report.moved_aside,
         "checkpoint_error": report.checkpoint_error,
     })
+}
+
+/// `list`: the sessions by owner, state, age and a newest-N limit.
+fn list(registry: &Registry, params: Value) -> Result<Value, RpcError> {
+    let p: ListParams = parse(params)?;
+
+    if let Some(limit) = p.limit
+        && !(1..=LIST_MAX_ROWS).contains(&limit)
+    {
+        return Err(RpcError::new(
+            INVALID_PARAMS,
+            format!("limit must be 1 to {LIST_MAX_ROWS} rows (got {limit})"),
+        ));
+    }
+    let state = p.state.unwrap_or(if p.all {
+        ListState::All
+    } else {
+        ListState::Running
+    });
+    let filter = ListFilter {
+        owner: p.owner,
+        session_key: None,
+        include_finished: state != ListState::Running,
+    };
+    let mut rows = registry.list(&filter);
+    if state == ListState::Finished {
+        rows.retain(|r| r.status != herd_core::SessionStatus::Running);
+    }
+    if let Some(since) = p.since_seconds {
+        rows.retain(|r| r.uptime_seconds <= since);
+    }
+    // Oldest first; a limit keeps the newest.
+    let more = p.limit.map_or(0, |limit| rows.len().saturating_sub(limit));
+    rows.drain(..more);
+    let mut answer = json!({"processes": to_value(rows)?});
+    if more > 0 {
+        answer["more"] = json!(more);
+    }
+    Ok(answer)
+}
+
+/// `log`: one page of a session's output.
+fn log(registry: &Registry, params: Value) -> Result<Value, RpcError> {
+    let p: LogParams = parse(params)?;
+    let answer = registry.log(&p.id, p.offset, p.limit).map_err(core_error)?;
+    to_value(answer)
+}
+
+/// `log_chunk`: raw bytes of a session's log.
+fn log_chunk(registry: &Registry, params: Value) -> Result<Value, RpcError> {
+    let p: FollowParams = parse(params)?;
+    let max = p.max_bytes.unwrap_or(CHUNK_BYTES).min(CHUNK_BYTES);
+    let chunk = registry
+        .log_chunk(&p.id, p.from_byte, max)
+        .map_err(core_error)?;
+    to_value(chunk)
+}
+
+/// Runs `f` on the blocking pool: registry calls that read files, run output
+/// plugins (which may take their whole budget) or scan receipts must not hold one
+/// of the runtime's two workers, or the accept loop and every other connection
+/// stall behind them.
+async fn off_worker<T: Send + 'static>(
+    registry: &Registry,
+    f: impl FnOnce(&Registry) -> Result<T, RpcError> + Send + 'static,
+) -> Result<T, RpcError> {
+    let registry = registry.clone();
+    tokio::task::spawn_blocking(move || f(&registry))
+        .await
+        .unwrap_or_else(|err| {
+            Err(RpcError::new(
+                INTERNAL_ERROR,
+                format!("the request's worker failed: {err}"),
+            ))
+        })
 }
 
 /// The JSON of drained events: the events and their rendering.
