@@ -16,7 +16,7 @@
 //! owner: the child before the flip, the parent (with `handoff_note`) after.
 
 use std::collections::HashMap;
-use std::sync::{Arc, MutexGuard};
+use std::sync::Arc;
 
 use herd_hooks::{Route, Shown};
 use serde::Serialize;
@@ -196,10 +196,8 @@ impl Agents {
 
 impl Inner {
     /// The agents table; taken after the table lock, never before it.
-    pub(crate) fn agents(&self) -> MutexGuard<'_, Agents> {
-        self.agents
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    pub(crate) fn agents(&self) -> crate::lock_order::Ordered<'_, Agents> {
+        crate::lock_order::Ordered::acquire(crate::lock_order::Level::Agents, &self.agents)
     }
 }
 

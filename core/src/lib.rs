@@ -52,6 +52,7 @@ mod foreground;
 mod handoff;
 mod id;
 mod kill;
+mod lock_order;
 mod noise;
 mod notify;
 mod output;

@@ -27,7 +27,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::hash::Hash;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use crate::watch::HEARTBEAT_MAX_CHARS;
@@ -168,10 +168,8 @@ impl Notifier {
         }
     }
 
-    fn state(&self) -> MutexGuard<'_, NotifyState> {
-        self.state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    fn state(&self) -> crate::lock_order::Ordered<'_, NotifyState> {
+        crate::lock_order::Ordered::acquire(crate::lock_order::Level::Notifier, &self.state)
     }
 
     /// The session finished: its heartbeat stops (B21).

@@ -12,12 +12,13 @@
 //! B31), and every `command` field through `pipeline.redact_command`.
 //!
 //! Lock order: table lock → agents (`handoff`) → session state → notifier state
-//! (`notify`) → session tail.
+//! (`notify`) → session tail, written down and checked in debug builds in
+//! `lock_order.rs`.
 
 use std::collections::{HashMap, VecDeque};
 use std::ffi::OsString;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use herd_hooks::{OutputContext, Route, Shown, Window};
@@ -39,6 +40,7 @@ use crate::event::Event;
 use crate::handoff::Agents;
 use crate::id::{self, SessionId};
 use crate::kill;
+use crate::lock_order::{Level, Ordered};
 use crate::notify::Notifier;
 use crate::output::page::{self, TextPage};
 use crate::output::{LogWriter, Tail};
@@ -917,10 +919,8 @@ pub(crate) struct Sized {
 }
 
 impl Inner {
-    pub(crate) fn lock(&self) -> MutexGuard<'_, Tables> {
-        self.tables
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    pub(crate) fn lock(&self) -> Ordered<'_, Tables> {
+        Ordered::acquire(Level::Tables, &self.tables)
     }
 
     pub(crate) fn lookup(&self, id_or_prefix: &str) -> Result<Arc<Session>, LookupError> {

@@ -5,9 +5,10 @@
 //! `state` lock. The registry's table lock is always taken before a session lock,
 //! never after.
 
+use crate::lock_order::{Level, Ordered};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
 
 use tokio::io::unix::AsyncFd;
@@ -117,17 +118,13 @@ pub(crate) struct Scope {
 impl Session {
     /// The lifecycle state. A poisoned lock still holds consistent data (every
     /// critical section only assigns fields), so poisoning is ignored.
-    pub(crate) fn state(&self) -> MutexGuard<'_, State> {
-        self.state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    pub(crate) fn state(&self) -> Ordered<'_, State> {
+        Ordered::acquire(Level::Session, &self.state)
     }
 
     /// The output tail; poisoning is ignored as for `state`.
-    pub(crate) fn tail(&self) -> MutexGuard<'_, Tail> {
-        self.tail
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    pub(crate) fn tail(&self) -> Ordered<'_, Tail> {
+        Ordered::acquire(Level::Tail, &self.tail)
     }
 
     /// Running until the choke point published the completion.
