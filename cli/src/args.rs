@@ -184,8 +184,20 @@ pub(crate) struct RunArgs {
     /// Print machine-readable JSON instead of the session id.
     #[arg(long)]
     pub(crate) json: bool,
-    /// The command: one shell line, or a program and its arguments.
-    #[arg(last = true, required = true, value_name = "CMD")]
+    /// Stay attached: print the output as it comes, then how the job ended; exit 0
+    /// when it exited 0, 1 otherwise (the job's code is in the message and in
+    /// --json).
+    #[arg(long)]
+    pub(crate) wait: bool,
+    /// The command: one shell line, or a program and its arguments. Everything
+    /// from the first word that is not one of run's options is the command
+    /// (`herd run echo hi`, `herd run --pty top`); `--` before it also works.
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        required = true,
+        value_name = "CMD"
+    )]
     pub(crate) command: Vec<String>,
 }
 
@@ -225,15 +237,22 @@ pub(crate) struct IdArgs {
 pub(crate) struct LogsArgs {
     /// The session id, or a unique prefix.
     pub(crate) id: String,
-    /// Keep printing new output until the job exits.
-    #[arg(long, short, conflicts_with_all = ["offset", "limit"])]
+    /// Keep printing new output until the job exits, then say how it ended on
+    /// stderr; exit 0 when it exited 0, 1 otherwise. With -n N, starts from the
+    /// last N lines (as `tail -n N -f`); alone, from the start of the log.
+    #[arg(long, short, conflicts_with = "offset")]
     pub(crate) follow: bool,
     /// First line to print, counted from the first line of the whole log (0-based);
     /// prints --limit lines from there (default 200).
     #[arg(long, value_name = "N")]
     pub(crate) offset: Option<usize>,
     /// How many lines to print (default 200); without --offset, the last N lines.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(
+        long,
+        short = 'n',
+        value_name = "N",
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
     pub(crate) limit: Option<u64>,
     /// Print the log answer as JSON.
     #[arg(long)]
@@ -299,6 +318,9 @@ pub(crate) struct ShutdownArgs {
     /// Leave every job running under its supervisor; the next daemon re-attaches.
     #[arg(long)]
     pub(crate) keep_jobs: bool,
+    /// Do not ask, even on a terminal, before killing running jobs.
+    #[arg(long, short)]
+    pub(crate) yes: bool,
     /// Print machine-readable JSON instead of text.
     #[arg(long)]
     pub(crate) json: bool,

@@ -96,7 +96,16 @@ pub(crate) fn rpc_failure(err: RpcError) -> anyhow::Error {
         protocol::VERSION_MISMATCH | protocol::PEER_REFUSED => Code::Unreachable,
         _ => Code::Failed,
     };
-    Failure::new(code, err.message).into()
+    // The daemon's words are the library's; a person at the CLI is told the command.
+    let message = if err.code == protocol::NOT_FOUND {
+        err.message.replace(
+            "list sessions to see the ids that exist",
+            "`herd ps --all` lists the ids that exist",
+        )
+    } else {
+        err.message
+    };
+    Failure::new(code, message).into()
 }
 
 impl Client {

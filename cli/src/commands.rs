@@ -74,6 +74,18 @@ pub(crate) async fn run(home: &Home, args: RunArgs) -> anyhow::Result<()> {
         params["caller_env"] = json!(herd_core::utf8_environment());
     }
     match client.call("spawn", params).await {
+        Ok(info) if args.wait => {
+            let id = info["session_id"].as_str().unwrap_or_default().to_owned();
+            if !args.json {
+                for key in ["pty_note", "note"] {
+                    if let Some(note) = info[key].as_str() {
+                        output::err_line(&format!("note: {note}"));
+                    }
+                }
+                follow_logs(client, &id, 0).await?;
+            }
+            finished(home, &id, args.json).await
+        }
         Ok(info) => {
             if args.json {
                 output::json_line(&info)?;
@@ -121,45 +133,92 @@ pub(crate) async fn ps(home: &Home, args: PsArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     let mut table = comfy_table::Table::new();
+    // Rows never wrap: the command and the last line are cut to what the terminal
+    // has room for.
     table
         .load_preset(comfy_table::presets::NOTHING)
-        .set_content_arrangement(comfy_table::ContentArrangement::Dynamic)
-        .set_header(["ID", "STATE", "PID", "AGE", "COMMAND", "LAST LINE"]);
+        .set_content_arrangement(comfy_table::ContentArrangement::Disabled);
     // Every owner's sessions: say whose each one is (an agent's is `mcp-<12 hex>`).
     let by_owner = owner.is_none();
+    let mut header = vec!["ID", "STATE", "PID", "AGE", "COMMAND", "LAST LINE"];
     if by_owner {
-        table.set_header(["ID", "OWNER", "STATE", "PID", "AGE", "COMMAND", "LAST LINE"]);
+        header.insert(1, "OWNER");
     }
+    let mut cells: Vec<(Vec<String>, String, String)> = Vec::new();
     for row in rows {
-        let state = match (row["status"].as_str(), row["exit_code"].as_i64()) {
-            (Some("exited"), Some(code)) => format!("exited {code}"),
-            (Some(status), _) => output::visible(status).into_owned(),
-            (None, _) => "?".to_owned(),
+        let state = match (row["status"].as_str(), row["completion_reason"].as_str()) {
+            (Some("running"), _) | (_, None) => {
+                output::visible(row["status"].as_str().unwrap_or("?")).into_owned()
+            }
+            // `exited 0`, `killed (SIGTERM)`, `died of SIGSEGV`, `lost …`.
+            _ => ending(&row, "")
+                .split_once(' ')
+                .map(|(_, how)| how.to_owned())
+                .unwrap_or_default(),
         };
-        let mut cells = vec![
+        let mut fixed = vec![
             output::visible(row["session_id"].as_str().unwrap_or_default()).into_owned(),
             state,
             row["pid"]
                 .as_i64()
                 .map(|p| p.to_string())
                 .unwrap_or_default(),
-            age(row["uptime_seconds"].as_f64().unwrap_or_default()),
-            truncate(row["command"].as_str().unwrap_or_default(), 40),
-            truncate(
-                last_line(row["output_preview"].as_str().unwrap_or_default()),
-                50,
-            ),
+            // A finished session's age stops: how long it ran.
+            age(row["duration_seconds"]
+                .as_f64()
+                .or_else(|| row["uptime_seconds"].as_f64())
+                .unwrap_or_default()),
         ];
         if by_owner {
-            cells.insert(
+            fixed.insert(
                 1,
                 output::visible(row["owner_task_id"].as_str().unwrap_or_default()).into_owned(),
             );
         }
-        table.add_row(cells);
+        cells.push((
+            fixed,
+            row["command"].as_str().unwrap_or_default().to_owned(),
+            last_line(row["output_preview"].as_str().unwrap_or_default()).to_owned(),
+        ));
+    }
+    let (command_width, line_width) = flexible_widths(&header, &cells, table.width());
+    table.set_header(header);
+    for (fixed, command, line) in cells {
+        let mut row = fixed;
+        row.push(truncate(&command, command_width));
+        row.push(truncate(&line, line_width));
+        table.add_row(row);
     }
     output::line(&table.to_string())?;
     Ok(())
+}
+
+/// The widths the command and last-line columns get: what a terminal of
+/// `width` columns leaves after the fixed ones (55% and 45% of it, at least 8
+/// each); 40 and 50 off a terminal.
+fn flexible_widths(
+    header: &[&str],
+    cells: &[(Vec<String>, String, String)],
+    width: Option<u16>,
+) -> (usize, usize) {
+    let Some(width) = width else {
+        return (40, 50);
+    };
+    let n_fixed = header.len() - 2;
+    let fixed: usize = (0..n_fixed)
+        .map(|col| {
+            cells
+                .iter()
+                .map(|(f, _, _)| f[col].chars().count())
+                .chain([header[col].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .sum();
+    // One space of padding on each side of every column.
+    let room = usize::from(width).saturating_sub(fixed + 2 * header.len());
+    let command = (room * 55 / 100).max(8);
+    (command, room.saturating_sub(command).max(8))
 }
 
 /// `45s`, `18m5s`, `2h3m`, `3d4h`.
@@ -244,7 +303,7 @@ fn print_fields(answer: &Value, keys: &[&str]) -> anyhow::Result<()> {
 /// `herd logs`.
 pub(crate) async fn logs(home: &Home, args: LogsArgs) -> anyhow::Result<()> {
     let mut client = Client::connect(home).await?;
-    if args.offset.is_some() || args.limit.is_some() {
+    if !args.follow && (args.offset.is_some() || args.limit.is_some()) {
         let answer = client
             .request(
                 "log",
@@ -265,7 +324,16 @@ pub(crate) async fn logs(home: &Home, args: LogsArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     if args.follow {
-        return follow_logs(client, &args.id).await;
+        let id = client.request("lookup", json!({"id": args.id})).await?["session_id"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let from_byte = match args.limit {
+            Some(n) => print_last_lines(&mut client, &id, n).await?,
+            None => 0,
+        };
+        follow_logs(client, &id, from_byte).await?;
+        return finished(home, &id, args.json).await;
     }
     let id = client.request("lookup", json!({"id": args.id})).await?["session_id"]
         .as_str()
@@ -295,10 +363,84 @@ pub(crate) async fn logs(home: &Home, args: LogsArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `herd logs --follow`: prints the stream until the session exits.
-async fn follow_logs(mut client: Client, id: &str) -> anyhow::Result<()> {
+/// How far back `-n N -f` looks for the last N lines.
+const TAIL_WINDOW_BYTES: u64 = 1 << 20;
+
+/// Prints the last `n` lines of the log as it is now; the byte offset after them,
+/// where following starts (so nothing is printed twice or skipped).
+async fn print_last_lines(client: &mut Client, id: &str, n: u64) -> anyhow::Result<u64> {
+    // The log's current end, then its last window.
+    let end = client
+        .request(
+            "log_chunk",
+            json!({"id": id, "from_byte": u64::MAX / 2, "max_bytes": 1}),
+        )
+        .await?["next_byte"]
+        .as_u64()
+        .unwrap_or(0);
+    let mut from = end.saturating_sub(TAIL_WINDOW_BYTES);
+    let mut text = String::new();
+    while from < end {
+        let chunk = client
+            .request("log_chunk", json!({"id": id, "from_byte": from}))
+            .await?;
+        text.push_str(chunk["output"].as_str().unwrap_or_default());
+        let next = chunk["next_byte"].as_u64().unwrap_or(end);
+        if next <= from {
+            break;
+        }
+        from = next;
+    }
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let keep = usize::try_from(n).unwrap_or(usize::MAX).min(lines.len());
+    output::raw(&lines[lines.len() - keep..].concat())?;
+    Ok(from)
+}
+
+/// After a follow: says how the job ended (stderr, or the wait answer as JSON),
+/// and fails with exit code 1 unless it exited 0.
+async fn finished(home: &Home, id: &str, json: bool) -> anyhow::Result<()> {
+    let mut client = Client::connect(home).await?;
+    let answer = client.request("wait", json!({"id": id})).await?;
+    if json {
+        output::json_pretty(&answer)?;
+    } else {
+        output::err_line(&ending(&answer, id));
+    }
+    if answer["status"] == "exited" && answer["exit_code"] == json!(0) {
+        Ok(())
+    } else {
+        Err(Failure::silent(Code::Failed).into())
+    }
+}
+
+/// How a job ended, for a person: `proc_… exited 0`, `proc_… killed (SIGTERM)`.
+pub(crate) fn ending(answer: &Value, id: &str) -> String {
+    let id = output::visible(answer["session_id"].as_str().unwrap_or(id)).into_owned();
+    let signal = answer["signal"]
+        .as_i64()
+        .and_then(|s| i32::try_from(s).ok())
+        .and_then(|s| nix::sys::signal::Signal::try_from(s).ok())
+        .map(|s| s.as_str().to_owned());
+    let how = match (
+        answer["completion_reason"].as_str(),
+        answer["exit_code"].as_i64(),
+        signal,
+    ) {
+        (Some("killed"), _, Some(sig)) => format!("killed ({sig})"),
+        (Some("killed"), _, None) => "killed".to_owned(),
+        (Some("lost"), _, _) => "lost (its exit status is unknown)".to_owned(),
+        (_, Some(code), _) => format!("exited {code}"),
+        (_, None, Some(sig)) => format!("died of {sig}"),
+        _ => output::visible(answer["status"].as_str().unwrap_or("unknown")).into_owned(),
+    };
+    format!("{id} {how}")
+}
+
+/// `herd logs --follow`: prints the stream from `from_byte` until the session exits.
+async fn follow_logs(mut client: Client, id: &str, from_byte: u64) -> anyhow::Result<()> {
     let request = client
-        .send("logs.follow", json!({"id": id, "from_byte": 0}))
+        .send("logs.follow", json!({"id": id, "from_byte": from_byte}))
         .await
         .map_err(|e| CallError::Io(e).into_anyhow())?;
     loop {
@@ -559,7 +701,12 @@ pub(crate) async fn handoff(home: &Home, args: HandoffArgs) -> anyhow::Result<()
 }
 
 /// `herd shutdown`: stops the daemon and waits until it has gone.
-pub(crate) async fn shutdown(home: &Home, json: bool, keep_jobs: bool) -> anyhow::Result<()> {
+pub(crate) async fn shutdown(
+    home: &Home,
+    json: bool,
+    keep_jobs: bool,
+    yes: bool,
+) -> anyhow::Result<()> {
     let Some(mut client) = Client::try_connect(home).await? else {
         if json {
             output::json_line(&json!({"status": "not_running"}))?;
@@ -572,6 +719,25 @@ pub(crate) async fn shutdown(home: &Home, json: bool, keep_jobs: bool) -> anyhow
         return Ok(());
     };
     let pid = client.hello.pid;
+    let running = client.request("status", json!({})).await?["running"]
+        .as_u64()
+        .unwrap_or(0);
+    // A person at a terminal is asked before running jobs are killed; a script
+    // (no terminal) or --yes is not.
+    if running > 0 && !keep_jobs && !yes && !json && std::io::stdin().is_terminal() {
+        let question = format!(
+            "{running} job{} running; shutting down kills {}. Continue? [y/N] ",
+            if running == 1 { " is" } else { "s are" },
+            if running == 1 { "it" } else { "them all" }
+        );
+        if !output::confirm(&question)? {
+            return Err(Failure::new(
+                Code::Usage,
+                "nothing stopped; `herd shutdown --keep-jobs` stops the daemon and leaves the jobs running",
+            )
+            .into());
+        }
+    }
     let params = if keep_jobs {
         json!({"keep_jobs": true})
     } else {
@@ -581,14 +747,19 @@ pub(crate) async fn shutdown(home: &Home, json: bool, keep_jobs: bool) -> anyhow
     // The daemon keeps this connection open until its process ends.
     while let Ok(Some(_)) = client.next_message().await {}
     let jobs = if keep_jobs { "kept" } else { "killed" };
+    let plural = if running == 1 { "" } else { "s" };
     if json {
-        output::json_line(&json!({"status": "stopped", "pid": pid, "jobs": jobs}))?;
+        output::json_line(
+            &json!({"status": "stopped", "pid": pid, "jobs": jobs, "running_jobs": running}),
+        )?;
     } else if keep_jobs {
         output::line(&format!(
-            "daemon stopped (pid {pid}); its jobs keep running and the next daemon re-attaches them"
+            "daemon stopped (pid {pid}); its {running} running job{plural} keep running and the next daemon re-attaches them"
         ))?;
     } else {
-        output::line(&format!("daemon stopped (pid {pid}); its jobs were killed"))?;
+        output::line(&format!(
+            "daemon stopped (pid {pid}); {running} running job{plural} killed"
+        ))?;
     }
     Ok(())
 }

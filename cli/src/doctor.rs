@@ -41,7 +41,18 @@ pub(crate) async fn run(home: &Home, json: bool) -> anyhow::Result<()> {
     }
     let config = match Config::load(home) {
         Ok(config) => {
-            push("ok", format!("config {}", home.config_path().display()));
+            let path = home.config_path();
+            if path.exists() {
+                push("ok", format!("config {}", path.display()));
+            } else {
+                push(
+                    "ok",
+                    format!(
+                        "config {} is absent: every key has its default",
+                        path.display()
+                    ),
+                );
+            }
             if !config.redact_extra_patterns.is_empty() {
                 push(
                     "warn",

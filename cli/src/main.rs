@@ -33,6 +33,10 @@ fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => {
+            if let Some(hint) = verb_hint(&err) {
+                output::err_line(&hint);
+                return Code::Usage.into();
+            }
             let _ = err.print();
             return if err.use_stderr() {
                 Code::Usage.into()
@@ -53,6 +57,32 @@ fn main() -> ExitCode {
             code_of(&err).into()
         }
     }
+}
+
+/// A hint for a verb people reach for that herd spells differently: `stop` and
+/// `rm` mean `kill` (clap would suggest `shutdown`, which kills every job).
+fn verb_hint(err: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if err.kind() != ErrorKind::InvalidSubcommand {
+        return None;
+    }
+    let Some(ContextValue::String(verb)) = err.get(ContextKind::InvalidSubcommand) else {
+        return None;
+    };
+    let hint = match verb.as_str() {
+        "stop" | "rm" | "terminate" => {
+            "to stop a job, use `herd kill ID` (its whole process tree); `herd shutdown` stops the daemon and every job"
+        }
+        "start" | "exec" | "spawn" => "to start a job, use `herd run -- CMD`",
+        "list" | "ls" | "status" => {
+            "to list jobs, use `herd ps` (`herd ps --all` for finished ones and every owner)"
+        }
+        "tail" | "log" | "output" => {
+            "to read a job's output, use `herd logs ID` (`-n N -f` follows like tail)"
+        }
+        _ => return None,
+    };
+    Some(format!("error: herd has no `{verb}` command; {hint}"))
 }
 
 /// Installs the stderr subscriber; `HERD_LOG` overrides the level.
@@ -143,7 +173,9 @@ async fn client_command(home: herd_persistence::Home, command: Command) -> anyho
         Command::Events(args) => commands::events(&home, args).await,
         Command::Handoff(args) => commands::handoff(&home, args).await,
         Command::Doctor(args) => doctor::run(&home, args.json).await,
-        Command::Shutdown(args) => commands::shutdown(&home, args.json, args.keep_jobs).await,
+        Command::Shutdown(args) => {
+            commands::shutdown(&home, args.json, args.keep_jobs, args.yes).await
+        }
         Command::Resize(args) => commands::resize(&home, args).await,
         Command::Completions(_)
         | Command::Man

@@ -57,6 +57,23 @@ pub(crate) fn json_pretty(value: &serde_json::Value) -> std::io::Result<()> {
 }
 
 /// Writes `text` and a newline to stderr; errors are ignored (nowhere left to report them).
+/// Asks `question` on stderr and reads one line from stdin: true for `y` or `yes`.
+///
+/// # Errors
+/// A stdin that cannot be read.
+pub(crate) fn confirm(question: &str) -> std::io::Result<bool> {
+    use std::io::Write;
+    let mut err = std::io::stderr().lock();
+    write!(err, "{question}")?;
+    err.flush()?;
+    let mut answer = String::new();
+    std::io::stdin().read_line(&mut answer)?;
+    Ok(matches!(
+        answer.trim().to_ascii_lowercase().as_str(),
+        "y" | "yes"
+    ))
+}
+
 pub(crate) fn err_line(text: &str) {
     let mut err = std::io::stderr().lock();
     let _ = err.write_all(text.as_bytes());

@@ -296,6 +296,12 @@ pub struct ListRow {
     pub output_preview: Shown,
     /// The exit code, if exited normally.
     pub exit_code: Option<i32>,
+    /// The signal that ended it, if one did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
+    /// How long it ran, once finished (its age stops counting).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration_seconds: Option<u64>,
     /// Why it finished.
     pub completion_reason: Option<CompletionReason>,
     /// Whether the owner gets a completion.

@@ -1052,6 +1052,9 @@ impl Inner {
             },
             output_preview: preview,
             exit_code: fin.and_then(|f| f.exit).and_then(|e| e.code),
+            signal: fin.and_then(|f| f.exit).and_then(|e| e.signal),
+            duration_seconds: fin
+                .map(|f| f.at.duration_since(s.started_at).map_or(0, |d| d.as_secs())),
             completion_reason: fin.map(|f| f.reason),
             notify_on_complete: s.is_notify(),
             persist_on_release: s.persist_on_release,

@@ -529,3 +529,92 @@ fn b36_a_job_runs_in_its_callers_environment_not_the_daemons() {
         "key=none\n"
     );
 }
+
+#[test]
+fn run_takes_the_command_without_double_dash_and_run_wait_follows_and_exits_by_the_job() {
+    let env = Env::new();
+    // `herd run echo hi` is what a person types; options after the command are the
+    // command's.
+    let out = env.run(&["run", "--wait", "echo", "hi", "--notify"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "hi --notify\n");
+    assert!(stderr(&out).contains(" exited 0"), "{}", stderr(&out));
+    let out = env.run(&["run", "--wait", "--", "sh", "-c", "echo out; exit 3"]);
+    assert_eq!(out.status.code(), Some(1), "a failed job fails the command");
+    assert_eq!(stdout(&out), "out\n");
+    assert!(stderr(&out).contains(" exited 3"), "{}", stderr(&out));
+    let answer = env.run(&["run", "--wait", "--json", "--", "sh", "-c", "exit 4"]);
+    assert_eq!(answer.status.code(), Some(1));
+    let answer: Value = serde_json::from_slice(&answer.stdout).expect("JSON");
+    assert_eq!(answer["exit_code"], 4, "{answer}");
+}
+
+#[test]
+fn logs_n_follow_starts_at_the_last_lines_and_ends_with_how_the_job_ended() {
+    let env = Env::new();
+    let id = run_id(
+        &env,
+        &[
+            "--",
+            "sh",
+            "-c",
+            "for i in 1 2 3 4 5; do echo line $i; done; read -r _; echo last; exit 5",
+        ],
+    );
+    wait_until(Duration::from_secs(10), || {
+        env.ok(&["logs", &id]).contains("line 5")
+    })
+    .expect("the first lines are logged");
+    let follower = env
+        .cmd(&["logs", "-n", "2", "-f", &id])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("herd logs runs");
+    env.ok(&["submit", &id, "go"]);
+    let out = follower
+        .wait_with_output()
+        .expect("the follower ends with the job");
+    assert_eq!(stdout(&out), "line 4\nline 5\nlast\n");
+    assert!(
+        stderr(&out).contains(&format!("{id} exited 5")),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(out.status.code(), Some(1), "the job failed");
+}
+
+#[test]
+fn ps_says_killed_with_the_signal_and_a_finished_job_shows_how_long_it_ran() {
+    let env = Env::new();
+    let id = run_id(&env, &["--", "sleep", "30"]);
+    env.ok(&["kill", &id]);
+    let table = env.ok(&["ps", "--all"]);
+    let row = table
+        .lines()
+        .find(|l| l.contains(&id))
+        .expect("the killed job is listed");
+    assert!(row.contains("killed (SIGTERM)"), "{table}");
+    let listed = env.json(&["ps", "--all", "--json"]);
+    let row = &listed["processes"][0];
+    assert_eq!(row["signal"], 15, "{row}");
+    assert!(row["duration_seconds"].is_u64(), "{row}");
+}
+
+#[test]
+fn stop_and_rm_point_at_kill_and_doctor_says_the_config_is_absent() {
+    let env = Env::new();
+    for verb in ["stop", "rm"] {
+        let out = env.run(&[verb, "proc_0123"]);
+        assert_eq!(out.status.code(), Some(2));
+        assert!(stderr(&out).contains("herd kill ID"), "{}", stderr(&out));
+    }
+    let doctor = env.run(&["doctor"]);
+    assert!(stdout(&doctor).contains("is absent"), "{}", stdout(&doctor));
+    let unknown = env.run(&["poll", "proc_ffffffffffff"]);
+    assert!(
+        stderr(&unknown).contains("`herd ps --all`"),
+        "{}",
+        stderr(&unknown)
+    );
+}
