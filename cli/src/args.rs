@@ -77,7 +77,9 @@ pub(crate) enum Command {
     /// Take the owner's pending notifications (completions, heartbeats, watch matches).
     ///
     /// Each notification is delivered to exactly one `events` call, and only once it
-    /// has been printed. Prints one JSON object per line, each with a "type";
+    /// has been printed. On a terminal, one readable line per event (time, id, what
+    /// happened, the first line of output); otherwise, or with --json, one JSON
+    /// object per line, each with a "type";
     /// --follow keeps streaming new ones; --peek shows them and leaves them queued
     /// (e.g. `herd events --owner mcp-0123456789ab --peek` for an agent's).
     Events(EventsArgs),
@@ -338,9 +340,20 @@ pub(crate) struct EventsArgs {
     pub(crate) peek: bool,
     #[command(flatten)]
     pub(crate) owner: OwnerArg,
-    /// Accepted for symmetry: events are always JSON lines.
+    /// One JSON object per line (what a non-terminal gets anyway).
     #[arg(long)]
     pub(crate) json: bool,
+    /// Colour the human lines: auto (a terminal without NO_COLOR), always, never.
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
+    pub(crate) color: ColorChoice,
+}
+
+/// `--color`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum ColorChoice {
+    Auto,
+    Always,
+    Never,
 }
 
 /// `herd handoff`.

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::support::{Env, stderr, stdout, wait_until};
 
@@ -617,4 +617,43 @@ fn stop_and_rm_point_at_kill_and_doctor_says_the_config_is_absent() {
         "{}",
         stderr(&unknown)
     );
+}
+
+#[test]
+fn events_on_a_terminal_print_one_readable_line_per_event_and_json_elsewhere() {
+    let env = Env::new();
+    let ok = run_id(&env, &["--notify", "--", "sh", "-c", "echo built fine"]);
+    let failed = run_id(&env, &["--notify", "--", "sh", "-c", "echo boom; exit 2"]);
+    env.ok(&["wait", &ok, "--timeout", "10"]);
+    let _ = env.run(&["wait", &failed, "--timeout", "10"]);
+    // A real terminal: util-linux `script` runs the command on a fresh PTY.
+    let line = format!("{} events --color=always", crate::support::HERD);
+    let out = env
+        .cmd_at(std::path::Path::new("script"), &["-qc", &line, "/dev/null"])
+        .output()
+        .expect("script runs");
+    let text = String::from_utf8_lossy(&out.stdout).replace('\r', "");
+    let ok_line = text
+        .lines()
+        .find(|l| l.contains(&ok))
+        .expect("a line for the first job");
+    assert!(
+        ok_line.contains("\x1b[32mexited 0\x1b[0m") && ok_line.contains("built fine"),
+        "{text}"
+    );
+    let failed_line = text
+        .lines()
+        .find(|l| l.contains(&failed))
+        .expect("a line for the second");
+    assert!(
+        failed_line.contains("\x1b[31mexited 2") && failed_line.contains("boom"),
+        "{text}"
+    );
+    assert!(!text.contains("\"type\""), "JSON on a terminal: {text}");
+    // Off a terminal, JSON lines as before (nothing left to take now, so queue one).
+    let third = run_id(&env, &["--notify", "--", "true"]);
+    env.ok(&["wait", &third, "--timeout", "10"]);
+    let json = env.ok(&["events"]);
+    let event: Value = serde_json::from_str(json.lines().next().expect("a line")).expect("JSON");
+    assert_eq!(event["session_id"], json!(third));
 }
