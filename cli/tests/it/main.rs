@@ -9,6 +9,7 @@ mod dispatch;
 mod guard;
 mod jobs;
 mod mcp;
+mod props;
 mod restore;
 mod secrets;
 mod service;
