@@ -274,6 +274,21 @@ impl State {
         let task_id = p.task_id.clone().unwrap_or_else(|| p.owner.clone());
         // Children must know they run under a supervisor (B33).
         check_env_names(&p.env, p.caller_env.as_ref())?;
+        if p.command.contains('\0') {
+            return Err(RpcError::new(
+                INVALID_PARAMS,
+                "invalid command: it contains a NUL byte, which no program can receive",
+            ));
+        }
+        if p.cwd
+            .as_ref()
+            .is_some_and(|c| c.as_os_str().as_encoded_bytes().contains(&0))
+        {
+            return Err(RpcError::new(
+                INVALID_PARAMS,
+                "invalid cwd: it contains a NUL byte",
+            ));
+        }
         let mut env = p.env;
         env.push(("HERD_SUPERVISED_CHILD".to_owned(), "1".to_owned()));
         let caller_env = Some(match p.caller_env {
@@ -925,7 +940,24 @@ fn check_env_names(
 
 /// Deserialises params, or an `INVALID_PARAMS` error naming the problem.
 pub(super) fn parse<T: DeserializeOwned>(params: Value) -> Result<T, RpcError> {
-    let params = if params.is_null() { json!({}) } else { params };
+    let params = match params {
+        Value::Null => json!({}),
+        Value::Object(_) => params,
+        // serde would map an array onto the fields in order: a request that names
+        // nothing must not set them by position.
+        other => {
+            return Err(RpcError::new(
+                INVALID_PARAMS,
+                format!(
+                    "invalid params: they must be an object of named fields, not {}",
+                    match other {
+                        Value::Array(_) => "a positional array",
+                        _ => "a bare value",
+                    }
+                ),
+            ));
+        }
+    };
     serde_json::from_value(params)
         .map_err(|err| RpcError::new(INVALID_PARAMS, format!("invalid params: {err}")))
 }

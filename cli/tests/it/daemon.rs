@@ -907,3 +907,37 @@ fn a_home_writable_by_others_is_refused_with_the_path_and_the_fix() {
     std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o600)).expect("chmod");
     env.json(&["ps", "--json"]);
 }
+
+#[test]
+fn positional_params_and_nul_bytes_are_refused_as_invalid_params() {
+    let env = Env::new();
+    env.json(&["ps", "--json"]);
+    let mut conn = Conn::open(&env);
+    conn.hello();
+    for (method, params, needle) in [
+        ("spawn", json!(["true", "agent"]), "named fields"),
+        ("poll", json!("proc_0123"), "bare value"),
+        (
+            "spawn",
+            json!({"command": "echo a\u{0}b", "owner": "agent"}),
+            "NUL",
+        ),
+        (
+            "spawn",
+            json!({"command": "true", "owner": "agent", "cwd": "/tmp/a\u{0}b"}),
+            "NUL",
+        ),
+    ] {
+        let answer = conn.call(1, method, params);
+        assert_eq!(answer["error"]["code"], -32602, "{answer}");
+        assert!(
+            answer["error"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains(needle),
+            "{answer}"
+        );
+    }
+    let listed = conn.call(2, "list", json!({"state": "all"}));
+    assert_eq!(listed["result"]["processes"], json!([]), "{listed}");
+}
