@@ -186,6 +186,11 @@ pub(crate) struct RunArgs {
     /// Print machine-readable JSON instead of the session id.
     #[arg(long)]
     pub(crate) json: bool,
+    /// A name for the job, usable wherever its id is (`herd logs web`): letters,
+    /// digits, `.`, `_`, `-`, with at least one letter beyond a-f; unique among
+    /// your running jobs.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) name: Option<String>,
     /// Stay attached: print the output as it comes, then how the job ended; exit 0
     /// when it exited 0, 1 otherwise (the job's code is in the message and in
     /// --json).

@@ -68,6 +68,9 @@ pub(crate) async fn run(home: &Home, args: RunArgs) -> anyhow::Result<()> {
         "heartbeat_seconds": args.heartbeat,
         "persist_on_release": args.persist,
     });
+    if let Some(name) = &args.name {
+        params["name"] = json!(name);
+    }
     let mut client = Client::connect(home).await?;
     // The job runs in this shell's environment, not the daemon's (B36).
     if client.hello.serves("spawn.caller_env") {
@@ -156,8 +159,12 @@ pub(crate) async fn ps(home: &Home, args: PsArgs) -> anyhow::Result<()> {
                 .map(|(_, how)| how.to_owned())
                 .unwrap_or_default(),
         };
+        let id = output::visible(row["session_id"].as_str().unwrap_or_default()).into_owned();
         let mut fixed = vec![
-            output::visible(row["session_id"].as_str().unwrap_or_default()).into_owned(),
+            match row["name"].as_str() {
+                Some(name) => format!("{id} {}", output::visible(name)),
+                None => id,
+            },
             state,
             row["pid"]
                 .as_i64()

@@ -97,6 +97,7 @@ fn record(home: &Home, i: usize, pid: i32, start: Option<u64>) -> SessionRecord 
         cwd: None,
         started_at: now_secs(),
         shim: None,
+        name: None,
         id,
     }
 }

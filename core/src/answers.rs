@@ -86,6 +86,9 @@ pub enum KillStatus {
 pub struct SpawnInfo {
     /// The new session's id.
     pub session_id: SessionId,
+    /// Its name, if it was given one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
     /// The direct child's pid (also its process group).
     pub pid: i32,
     /// The command line as given.
@@ -274,6 +277,9 @@ pub struct KillAnswer {
 pub struct ListRow {
     /// The session.
     pub session_id: SessionId,
+    /// Its name, if it was given one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
     /// The first 200 characters of its command line.
     pub command: Shown,
     /// Its working directory.

@@ -356,6 +356,10 @@ pub struct SpawnRequest {
     pub persist_on_release: bool,
     /// Characters of output the completion carries; default from the config (B8).
     pub completion_output_chars: Option<usize>,
+    /// A name that finds the session wherever an id does: 1 to 64 letters, digits,
+    /// `.`, `_` or `-`, not an id or something an id prefix could be (all hex, or
+    /// starting with `proc_`), unique among the owner's running sessions.
+    pub name: Option<String>,
 }
 
 /// Who asked for a kill (B17).

@@ -929,6 +929,35 @@ impl Inner {
         if let Some(s) = tables.all().find(|s| s.id.as_str() == wanted) {
             return Ok(Arc::clone(s));
         }
+        // A name: the running session that has it, else the newest finished one.
+        if check_name(id_or_prefix).is_ok() {
+            let named = |s: &&Arc<Session>| s.name.as_deref() == Some(id_or_prefix);
+            let running: Vec<&Arc<Session>> = tables.running.values().filter(named).collect();
+            match running.as_slice() {
+                [one] => return Ok(Arc::clone(one)),
+                [] => {
+                    if let Some(s) = tables
+                        .finished
+                        .values()
+                        .filter(named)
+                        .max_by_key(|s| s.started_at)
+                    {
+                        return Ok(Arc::clone(s));
+                    }
+                }
+                many => {
+                    let mut matches: Vec<SessionId> = many.iter().map(|s| s.id.clone()).collect();
+                    matches.sort();
+                    return Err(LookupError::Ambiguous {
+                        prefix: id_or_prefix.to_owned(),
+                        matches,
+                    });
+                }
+            }
+            return Err(LookupError::NotFound {
+                id: id_or_prefix.to_owned(),
+            });
+        }
         let suffix_len = wanted.len() - id::ID_PREFIX.len();
         if suffix_len < id::MIN_PREFIX_CHARS {
             return Err(LookupError::TooShort {
@@ -1033,6 +1062,7 @@ impl Inner {
         );
         let fin = st.finished.as_ref();
         ListRow {
+            name: s.name.clone(),
             session_id: s.id.clone(),
             command: self
                 .config
@@ -1073,6 +1103,24 @@ impl Inner {
                 field: "command",
                 message: "the command is empty; pass a shell command line".to_owned(),
             });
+        }
+        if let Some(name) = &req.name {
+            check_name(name)?;
+            let owner = req.owner_task_id.as_deref().unwrap_or(&req.task_id);
+            let taken = self
+                .lock()
+                .running
+                .values()
+                .find(|s| s.name.as_deref() == Some(name) && s.state().owner_task_id == owner)
+                .map(|s| s.id.clone());
+            if let Some(id) = taken {
+                return Err(SpawnError::InvalidRequest {
+                    field: "name",
+                    message: format!(
+                        "{name} is already the name of your running session {id}; pick another, or kill or restart that one"
+                    ),
+                });
+            }
         }
         if let Some(n) = req.heartbeat_seconds.filter(|&n| n > 0) {
             crate::config::limits::check(
@@ -1386,6 +1434,7 @@ impl Inner {
             completion_chars: req
                 .completion_output_chars
                 .unwrap_or(self.config.completion_output_chars),
+            name: req.name.clone(),
             tail: Mutex::new(Tail::new(self.config.buffer_bytes)),
             state: Mutex::new(State {
                 task_id: req.task_id.clone(),
@@ -1456,6 +1505,7 @@ impl Inner {
         let mut notes = notes;
         notes.extend(dispatch.note());
         Ok(SpawnInfo {
+            name: req.name.clone(),
             session_id: id,
             pid,
             command: shown_command,
@@ -2116,6 +2166,30 @@ fn finish_write(
         Ok(Err(e)) => stdin_error(&format!("write to the process failed: {e}")),
         Err(_) => stdin_error("the process is not reading its input; nothing more was written"),
     }
+}
+
+/// Refuses a session name that could be read as an id or a prefix of one, or
+/// that a person could not type (see [`SpawnRequest::name`]).
+fn check_name(name: &str) -> Result<(), SpawnError> {
+    let refuse = |why: &str| {
+        Err(SpawnError::InvalidRequest {
+            field: "name",
+            message: format!("{name:?} {why}"),
+        })
+    };
+    if name.is_empty() || name.chars().count() > 64 {
+        return refuse("must be 1 to 64 characters");
+    }
+    if !name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+    {
+        return refuse("may hold only letters, digits, `.`, `_` and `-` (no `:` or spaces)");
+    }
+    if name.starts_with(id::ID_PREFIX) || name.chars().all(|c| c.is_ascii_hexdigit()) {
+        return refuse("looks like a session id or a prefix of one; give it a letter beyond a-f");
+    }
+    Ok(())
 }
 
 /// Whether two drafts of one completion would be recorded alike: the fields a

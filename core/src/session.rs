@@ -98,6 +98,9 @@ pub(crate) struct Session {
     /// session.
     pub(crate) shim: Option<herd_persistence::ShimRef>,
     pub(crate) completion_chars: usize,
+    /// The name it was started with, unique among its owner's running sessions;
+    /// found wherever an id is.
+    pub(crate) name: Option<String>,
     pub(crate) tail: Mutex<Tail>,
     pub(crate) state: Mutex<State>,
     /// Flips to true once, after the completion is published.

@@ -57,6 +57,7 @@ fn session(n: usize) -> SessionRecord {
         cwd: Some(PathBuf::from("/home/user/projects/app")),
         started_at: 1_790_000_000.0 + n as f64,
         shim: None,
+        name: None,
     }
 }
 

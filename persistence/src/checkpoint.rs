@@ -127,6 +127,9 @@ pub struct SessionRecord {
     /// of daemons that held jobs themselves).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shim: Option<ShimRef>,
+    /// The name the session was started with (`herd run --name`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
 }
 
 /// The supervisor process (shim) a checkpointed session runs under.

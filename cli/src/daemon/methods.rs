@@ -317,6 +317,7 @@ impl State {
             heartbeat_seconds: p.heartbeat_seconds,
             persist_on_release: p.persist_on_release,
             completion_output_chars: p.completion_output_chars,
+            name: p.name,
         };
         match self.registry.spawn(request).await {
             Ok(info) => to_value(info),
@@ -882,6 +883,8 @@ struct SpawnParams {
     persist_on_release: bool,
     #[serde(default)]
     completion_output_chars: Option<usize>,
+    #[serde(default)]
+    name: Option<String>,
 }
 
 /// The environment of a job whose request carries none (a protocol-1 client):

@@ -657,3 +657,38 @@ fn events_on_a_terminal_print_one_readable_line_per_event_and_json_elsewhere() {
     let event: Value = serde_json::from_str(json.lines().next().expect("a line")).expect("JSON");
     assert_eq!(event["session_id"], json!(third));
 }
+
+#[test]
+fn a_name_works_wherever_an_id_does_is_unique_while_running_and_survives_a_daemon_crash() {
+    let env = Env::new();
+    let id = run_id(&env, &["--name", "web", "--", "sleep", "30"]);
+    // Unique among the owner's running sessions; never id-like or unprintable.
+    for (name, needle) in [
+        ("web", "already the name of your running session"),
+        ("cafe", "looks like a session id"),
+        ("proc_web", "looks like a session id"),
+        ("a:b", "only letters, digits"),
+    ] {
+        let out = env.run(&["run", "--name", name, "--", "true"]);
+        assert_eq!(out.status.code(), Some(2), "{name}");
+        assert!(stderr(&out).contains(needle), "{name}: {}", stderr(&out));
+    }
+    let polled = env.json(&["poll", "web", "--json"]);
+    assert_eq!(polled["session_id"], json!(id));
+    assert!(env.ok(&["ps"]).contains(&format!("{id} web")));
+    // The name is checkpointed: a daemon killed with SIGKILL comes back knowing it.
+    let pid = env.daemon_pid().expect("the daemon runs");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("SIGKILL the daemon");
+    wait_until(Duration::from_secs(10), || !crate::support::alive(pid)).expect("the daemon died");
+    let polled = env.json(&["poll", "web", "--json"]);
+    assert_eq!(polled["session_id"], json!(id), "{polled}");
+    env.ok(&["kill", "web"]);
+    // Once it ended, the name is free again, and finds the newest session that has it.
+    let second = run_id(&env, &["--name", "web", "--", "echo", "again"]);
+    env.ok(&["wait", &second, "--timeout", "10"]);
+    assert_eq!(env.ok(&["logs", "web"]), "again\n");
+}

@@ -414,6 +414,7 @@ impl Inner {
             cwd: Some(s.cwd.clone()),
             started_at: unix_seconds(s.started_at),
             shim: s.shim,
+            name: s.name.clone(),
         }
     }
 

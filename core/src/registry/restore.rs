@@ -393,6 +393,7 @@ impl Inner {
                 Ok(0) | Err(_) => self.config.completion_output_chars,
                 Ok(n) => n,
             },
+            name: r.name.clone(),
             tail: Mutex::new(tail),
             state: Mutex::new(State {
                 task_id: r.task_id.clone(),

@@ -115,6 +115,7 @@ fn record(home: &Home, id: &str, pid: i32, start_time: Option<u64>) -> SessionRe
             .expect("after the epoch")
             .as_secs_f64(),
         shim: None,
+        name: None,
     }
 }
 

@@ -24,6 +24,7 @@ fn record(id: &str, pid: i32) -> SessionRecord {
         cwd: Some(PathBuf::from("/work")),
         started_at: 1_790_000_000.5,
         shim: None,
+        name: None,
     }
 }
 
@@ -328,6 +329,7 @@ fn arb_record() -> impl proptest::strategy::Strategy<Value = SessionRecord> {
                     start_time,
                     protocol: 1,
                 }),
+                name: (pid % 3 == 0).then(|| format!("job-{pid}")),
             }
         })
 }

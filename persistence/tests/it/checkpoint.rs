@@ -32,6 +32,7 @@ fn record(id: String) -> SessionRecord {
         cwd: None,
         started_at: 1.0,
         shim: None,
+        name: None,
     }
 }
 

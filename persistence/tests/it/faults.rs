@@ -88,6 +88,7 @@ fn session(n: u32) -> SessionRecord {
         cwd: None,
         started_at: 1.0,
         shim: None,
+        name: None,
     }
 }
 
