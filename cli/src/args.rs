@@ -64,8 +64,8 @@ pub(crate) enum Command {
     /// Exits 0 when the job exited 0, 1 when it failed, was killed, or is still
     /// running when the timeout elapses (the job is left running).
     Wait(WaitArgs),
-    /// Kill a session and every process it started (SIGTERM, grace, SIGKILL).
-    Kill(IdArgs),
+    /// Kill sessions and every process they started (SIGTERM, grace, SIGKILL).
+    Kill(KillArgs),
     /// Write TEXT to a session's stdin as is (no newline added).
     Send(StdinArgs),
     /// Write TEXT to a session's stdin followed by Enter.
@@ -235,6 +235,23 @@ pub(crate) struct IdArgs {
     /// The session id, or a unique prefix (at least 4 characters after `proc_`).
     pub(crate) id: String,
     /// Print machine-readable JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// `herd kill`.
+#[derive(Debug, Args)]
+pub(crate) struct KillArgs {
+    /// Session ids, unique prefixes or names (several are killed together).
+    #[arg(required_unless_present = "all", value_name = "ID")]
+    pub(crate) ids: Vec<String>,
+    /// Every running session of the owner (--owner, else $HERD_OWNER, else "cli").
+    #[arg(long, conflicts_with = "ids")]
+    pub(crate) all: bool,
+    #[command(flatten)]
+    pub(crate) owner: OwnerArg,
+    /// Print machine-readable JSON (one object per session, one per line when
+    /// there are several).
     #[arg(long)]
     pub(crate) json: bool,
 }

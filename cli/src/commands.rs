@@ -16,7 +16,7 @@ use herd_persistence::Home;
 use serde_json::{Value, json};
 
 use crate::args::{
-    EventsArgs, HandoffArgs, IdArgs, LogsArgs, PsArgs, RunArgs, StdinArgs, WaitArgs,
+    EventsArgs, HandoffArgs, IdArgs, KillArgs, LogsArgs, PsArgs, RunArgs, StdinArgs, WaitArgs,
 };
 use crate::client::{CallError, Client};
 use crate::exit::{Code, Failure};
@@ -549,28 +549,68 @@ async fn with_spinner<F: std::future::Future<Output = anyhow::Result<Value>>>(
     result
 }
 
-/// `herd kill`.
-pub(crate) async fn kill(home: &Home, args: IdArgs) -> anyhow::Result<()> {
-    let mut client = Client::connect(home).await?;
-    let answer = client.request("kill", json!({"id": args.id})).await?;
-    let status = answer["status"].as_str().unwrap_or("unknown").to_owned();
-    if args.json {
-        output::json_pretty(&answer)?;
+/// `herd kill`: one or several sessions, or every running one of the owner, at
+/// once (each tree kill waits its grace, so they run together).
+pub(crate) async fn kill(home: &Home, args: KillArgs) -> anyhow::Result<()> {
+    let ids = if args.all {
+        let owner = args.owner.resolve("cli");
+        let mut client = Client::connect(home).await?;
+        let listed = client.request("list", json!({"owner": owner})).await?;
+        listed["processes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|row| row["session_id"].as_str().map(str::to_owned))
+            .collect()
     } else {
-        let id = output::visible(answer["session_id"].as_str().unwrap_or(&args.id));
-        match status.as_str() {
-            "killed" => output::line(&format!("{id} killed"))?,
-            "already_exited" => output::line(&format!(
-                "{id} had already exited (exit code {})",
-                answer["exit_code"]
-            ))?,
-            _ => output::line(&format!(
-                "{id}: {}",
-                output::visible(answer["error"].as_str().unwrap_or("kill incomplete"))
-            ))?,
-        }
+        args.ids.clone()
+    };
+    if ids.is_empty() {
+        output::err_line("no running sessions to kill");
+        return Ok(());
     }
-    if status == "kill_incomplete" {
+    let answers = futures::future::join_all(ids.iter().map(|id| async move {
+        let mut client = Client::connect(home).await?;
+        client.request("kill", json!({"id": id})).await
+    }))
+    .await;
+    let several = ids.len() > 1;
+    let mut failed = false;
+    for (id, answer) in ids.iter().zip(answers) {
+        let answer = match answer {
+            Ok(answer) => answer,
+            Err(err) if several => {
+                output::err_line(&format!("herd: {id}: {err:#}"));
+                failed = true;
+                continue;
+            }
+            Err(err) => return Err(err),
+        };
+        let status = answer["status"].as_str().unwrap_or("unknown").to_owned();
+        if args.json && several {
+            output::json_line(&answer)?;
+        } else if args.json {
+            output::json_pretty(&answer)?;
+        } else {
+            let shown = output::visible(answer["session_id"].as_str().unwrap_or(id)).into_owned();
+            match status.as_str() {
+                "killed" => output::line(&format!("{shown} killed"))?,
+                "already_exited" => {
+                    let how = ending(&answer, id)
+                        .split_once(' ')
+                        .map(|(_, how)| how.to_owned())
+                        .unwrap_or_default();
+                    output::line(&format!("{shown} had already ended: {how}"))?;
+                }
+                _ => output::line(&format!(
+                    "{shown}: {}",
+                    output::visible(answer["error"].as_str().unwrap_or("kill incomplete"))
+                ))?,
+            }
+        }
+        failed |= status == "kill_incomplete";
+    }
+    if failed {
         return Err(Failure::silent(Code::Failed).into());
     }
     Ok(())

@@ -692,3 +692,30 @@ fn a_name_works_wherever_an_id_does_is_unique_while_running_and_survives_a_daemo
     env.ok(&["wait", &second, "--timeout", "10"]);
     assert_eq!(env.ok(&["logs", "web"]), "again\n");
 }
+
+#[test]
+fn kill_takes_several_ids_or_all_of_an_owner_and_a_second_kill_says_how_it_ended() {
+    let env = Env::new();
+    let a = run_id(&env, &["--", "sleep", "30"]);
+    let b = run_id(&env, &["--name", "pg", "--", "sleep", "30"]);
+    let other = run_id(&env, &["--owner", "someone-else", "--", "sleep", "30"]);
+    let out = env.ok(&["kill", &a, "pg"]);
+    assert!(
+        out.contains(&format!("{a} killed")) && out.contains(&format!("{b} killed")),
+        "{out}"
+    );
+    let again = env.ok(&["kill", &a]);
+    assert!(
+        again.contains("had already ended") && !again.contains("null"),
+        "{again}"
+    );
+    let mine = run_id(&env, &["--", "sleep", "30"]);
+    let out = env.ok(&["kill", "--all"]);
+    assert!(
+        out.contains(&format!("{mine} killed")) && !out.contains(&other),
+        "{out}"
+    );
+    let lines = env.ok(&["kill", "--all", "--owner", "someone-else", "--json"]);
+    let answer: Value = serde_json::from_str(lines.trim()).expect("one JSON object");
+    assert_eq!(answer["session_id"], json!(other));
+}
