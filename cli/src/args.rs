@@ -66,6 +66,9 @@ pub(crate) enum Command {
     Wait(WaitArgs),
     /// Kill sessions and every process they started (SIGTERM, grace, SIGKILL).
     Kill(KillArgs),
+    /// Forget finished sessions, with their logs and result receipts (running ones
+    /// are never touched).
+    Clean(CleanArgs),
     /// Write TEXT to a session's stdin as is (no newline added).
     Send(StdinArgs),
     /// Write TEXT to a session's stdin followed by Enter.
@@ -254,6 +257,43 @@ pub(crate) struct KillArgs {
     /// there are several).
     #[arg(long)]
     pub(crate) json: bool,
+}
+
+/// `herd clean`.
+#[derive(Debug, Args)]
+pub(crate) struct CleanArgs {
+    #[command(flatten)]
+    pub(crate) owner: OwnerArg,
+    /// Every owner's finished sessions, not only the owner's.
+    #[arg(long, conflicts_with = "owner")]
+    pub(crate) every_owner: bool,
+    /// Only sessions that finished at least this long ago: 90, 90s, 5m, 2h, 7d.
+    #[arg(long, value_name = "AGE", value_parser = parse_age)]
+    pub(crate) older_than: Option<u64>,
+    /// Print the answer as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// `90`, `90s`, `5m`, `2h`, `7d` as seconds (at most ten years).
+fn parse_age(text: &str) -> Result<u64, String> {
+    let (digits, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
+        Some(at) => text.split_at(at),
+        None => (text, "s"),
+    };
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("expected a whole number with s, m, h or d, got `{text}`"))?;
+    let scale = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3_600,
+        "d" => 86_400,
+        _ => return Err(format!("unknown unit in `{text}`: use s, m, h or d")),
+    };
+    n.checked_mul(scale)
+        .filter(|&s| s <= 10 * 365 * 86_400)
+        .ok_or_else(|| format!("`{text}` is more than ten years"))
 }
 
 /// `herd logs`.

@@ -16,7 +16,8 @@ use herd_persistence::Home;
 use serde_json::{Value, json};
 
 use crate::args::{
-    EventsArgs, HandoffArgs, IdArgs, KillArgs, LogsArgs, PsArgs, RunArgs, StdinArgs, WaitArgs,
+    CleanArgs, EventsArgs, HandoffArgs, IdArgs, KillArgs, LogsArgs, PsArgs, RunArgs, StdinArgs,
+    WaitArgs,
 };
 use crate::client::{CallError, Client};
 use crate::exit::{Code, Failure};
@@ -613,6 +614,35 @@ pub(crate) async fn kill(home: &Home, args: KillArgs) -> anyhow::Result<()> {
     if failed {
         return Err(Failure::silent(Code::Failed).into());
     }
+    Ok(())
+}
+
+/// `herd clean`.
+pub(crate) async fn clean(home: &Home, args: CleanArgs) -> anyhow::Result<()> {
+    let mut client = Client::connect(home).await?;
+    if !client.hello.serves("clean") {
+        return Err(Failure::new(
+            Code::Failed,
+            "this daemon cannot forget sessions (it predates clean); restart it with `herd shutdown --keep-jobs`",
+        )
+        .into());
+    }
+    let owner = (!args.every_owner).then(|| args.owner.resolve("cli"));
+    let answer = client
+        .request(
+            "clean",
+            json!({"owner": owner, "older_than_seconds": args.older_than}),
+        )
+        .await?;
+    if args.json {
+        return Ok(output::json_pretty(&answer)?);
+    }
+    let n = answer["forgotten"].as_u64().unwrap_or(0);
+    output::line(&if n == 1 {
+        "forgot 1 finished session, its log and its receipt".to_owned()
+    } else {
+        format!("forgot {n} finished sessions, their logs and their receipts")
+    })?;
     Ok(())
 }
 

@@ -167,6 +167,7 @@ async fn client_command(home: herd_persistence::Home, command: Command) -> anyho
         Command::Logs(args) => commands::logs(&home, args).await,
         Command::Wait(args) => commands::wait(&home, args).await,
         Command::Kill(args) => commands::kill(&home, args).await,
+        Command::Clean(args) => commands::clean(&home, args).await,
         Command::Send(args) => commands::stdin(&home, args, "write").await,
         Command::Submit(args) => commands::stdin(&home, args, "submit").await,
         Command::Close(args) => commands::close(&home, args).await,

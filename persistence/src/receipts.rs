@@ -286,6 +286,20 @@ impl ReceiptStore {
         Ok(report)
     }
 
+    /// Forgets a finished session: its receipt and its log.
+    ///
+    /// # Errors
+    /// [`Error::InvalidSessionId`] for an id that is not one; a file that cannot be
+    /// removed is logged and skipped.
+    pub fn forget(&self, id: &str) -> Result<(), Error> {
+        let path = self.path(id)?;
+        if let Err(error) = remove(&path) {
+            tracing::warn!(path = %path.display(), %error, "result receipt not removed");
+        }
+        self.remove_log(id);
+        Ok(())
+    }
+
     /// Removes the session log of `id`, if any: 1 when one was removed.
     fn remove_log(&self, id: &str) -> usize {
         let path = self.home.session_log_path(id);

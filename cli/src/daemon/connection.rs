@@ -25,9 +25,10 @@ use crate::protocol::{
 
 /// Additions to protocol 1 this daemon serves: leased drains (`drain` with
 /// `lease`, `drain.ack`, `drain.release`), `adopt`, and `list`'s `state`,
-/// `since_seconds` and `limit`, `spawn`'s `caller_env`, and `events.follow`'s
-/// `peek` (`pending` counts instead of events).
-pub(crate) const CAPABILITIES: [&str; 5] = [
+/// `since_seconds` and `limit`, `spawn`'s `caller_env`, `events.follow`'s
+/// `peek` (`pending` counts instead of events), and `clean`.
+pub(crate) const CAPABILITIES: [&str; 6] = [
+    "clean",
     "drain.lease",
     "adopt",
     "list.filter",

@@ -215,6 +215,19 @@ impl State {
             "write" => self.stdin(params, StdinOp::Write).await,
             "submit" => self.stdin(params, StdinOp::Submit).await,
             "close" => self.stdin(params, StdinOp::Close).await,
+            "clean" => match parse::<CleanParams>(params) {
+                Ok(p) => {
+                    off_worker(&self.registry, move |r| {
+                        let ids = r.clean(
+                            p.owner.as_deref(),
+                            Duration::from_secs(p.older_than_seconds.unwrap_or(0)),
+                        );
+                        Ok(json!({"forgotten": ids.len(), "session_ids": ids}))
+                    })
+                    .await
+                }
+                Err(err) => Err(err),
+            },
             "adopt" => parse::<IdParams>(params).and_then(|p| {
                 let (id, adoption) = self.registry.adopt(&p.id).map_err(core_error)?;
                 Ok(json!({"session_id": id.to_string(), "adoption": adoption}))
@@ -258,7 +271,7 @@ impl State {
                 METHOD_NOT_FOUND,
                 format!(
                     "unknown method `{other}`; the daemon serves: spawn, list, lookup, poll, log, \
-                     log_chunk, wait, kill, write, submit, close, resize, drain, drain.ack, drain.release, adopt, \
+                     log_chunk, wait, kill, write, submit, close, resize, drain, drain.ack, drain.release, adopt, clean, \
                      handoff, status, scope, shutdown, events.follow, logs.follow"
                 ),
             )),
@@ -778,6 +791,17 @@ struct HandoffParams {
     to: Option<String>,
     #[serde(default)]
     note: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CleanParams {
+    /// Only this owner's sessions; every owner's when absent.
+    #[serde(default)]
+    owner: Option<String>,
+    /// Only sessions finished at least this long ago.
+    #[serde(default)]
+    older_than_seconds: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -719,3 +719,35 @@ fn kill_takes_several_ids_or_all_of_an_owner_and_a_second_kill_says_how_it_ended
     let answer: Value = serde_json::from_str(lines.trim()).expect("one JSON object");
     assert_eq!(answer["session_id"], json!(other));
 }
+
+#[test]
+fn clean_forgets_the_owners_finished_sessions_with_their_logs_and_spares_running_ones() {
+    let env = Env::new();
+    let done = run_id(&env, &["--", "echo", "one"]);
+    let others = run_id(&env, &["--owner", "someone-else", "--", "echo", "two"]);
+    let running = run_id(&env, &["--", "sleep", "30"]);
+    env.ok(&["wait", &done, "--timeout", "10"]);
+    env.ok(&["wait", &others, "--timeout", "10"]);
+    let log = env.home().join("logs/sessions").join(format!("{done}.log"));
+    assert!(log.exists());
+    // Nothing finished an hour ago.
+    let none = env.json(&["clean", "--older-than", "1h", "--json"]);
+    assert_eq!(none["forgotten"], 0, "{none}");
+    let cleaned = env.json(&["clean", "--json"]);
+    assert_eq!(cleaned["session_ids"], json!([done]), "{cleaned}");
+    assert!(!log.exists(), "the log went with the session");
+    let unknown = env.run(&["poll", &done]);
+    assert_eq!(
+        unknown.status.code(),
+        Some(2),
+        "a forgotten session is unknown"
+    );
+    let listed = env.ok(&["ps", "--all"]);
+    assert!(
+        listed.contains(&others) && listed.contains(&running),
+        "{listed}"
+    );
+    let bad = env.run(&["clean", "--older-than", "5x"]);
+    assert_eq!(bad.status.code(), Some(2));
+    env.ok(&["kill", &running]);
+}

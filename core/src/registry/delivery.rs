@@ -10,6 +10,7 @@
 //! undelivered in the ledger, replayed after the restart.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::event::Event;
 use crate::registry::{Folded, Inner, Registry};
@@ -115,5 +116,38 @@ impl Registry {
             .get(owner)
             .map_or(0, std::collections::VecDeque::len)
             + usize::from(tables.folded.contains_key(owner))
+    }
+
+    /// Forgets finished sessions: of `owner` (every owner when `None`), finished
+    /// at least `older_than` ago, out of the table, with their receipts and logs.
+    /// Running sessions are never touched. Returns the ids forgotten.
+    pub fn clean(&self, owner: Option<&str>, older_than: Duration) -> Vec<crate::SessionId> {
+        let now = std::time::SystemTime::now();
+        let gone: Vec<Arc<crate::session::Session>> = {
+            let mut tables = self.inner.lock();
+            let ids: Vec<crate::SessionId> = tables
+                .finished
+                .values()
+                .filter(|s| {
+                    let st = s.state();
+                    owner.is_none_or(|o| st.owner_task_id == o)
+                        && st.finished.as_ref().is_some_and(|f| {
+                            now.duration_since(f.at).unwrap_or_default() >= older_than
+                        })
+                })
+                .map(|s| s.id.clone())
+                .collect();
+            ids.iter()
+                .filter_map(|id| tables.finished.remove(id))
+                .collect()
+        };
+        // Files go outside the table lock.
+        let store = herd_persistence::ReceiptStore::new(&self.inner.home);
+        for s in &gone {
+            if let Err(error) = store.forget(s.id.as_str()) {
+                tracing::warn!(session_id = %s.id, %error, "finished session not forgotten on disk");
+            }
+        }
+        gone.iter().map(|s| s.id.clone()).collect()
     }
 }
