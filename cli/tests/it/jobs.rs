@@ -565,17 +565,45 @@ fn logs_n_follow_starts_at_the_last_lines_and_ends_with_how_the_job_ended() {
         env.ok(&["logs", &id]).contains("line 5")
     })
     .expect("the first lines are logged");
-    let follower = env
+    let mut follower = env
         .cmd(&["logs", "-n", "2", "-f", &id])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("herd logs runs");
+    // Lines as the follower prints them, read on a thread so waiting has a deadline.
+    let (lines_tx, lines) = std::sync::mpsc::channel();
+    let out_pipe = follower.stdout.take().expect("piped");
+    let reader = std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(out_pipe)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = lines_tx.send(line);
+        }
+    });
+    let mut seen = Vec::new();
+    for _ in 0..2 {
+        seen.push(
+            lines
+                .recv_timeout(Duration::from_secs(10))
+                .expect("the last two lines come first"),
+        );
+    }
+    assert_eq!(seen, ["line 4", "line 5"]);
+    // Only now does the job go on: what it prints next is followed.
     env.ok(&["submit", &id, "go"]);
+    seen.push(
+        lines
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the followed line"),
+    );
+    assert_eq!(seen, ["line 4", "line 5", "last"]);
     let out = follower
         .wait_with_output()
         .expect("the follower ends with the job");
-    assert_eq!(stdout(&out), "line 4\nline 5\nlast\n");
+    reader.join().expect("the reader thread ends at EOF");
     assert!(
         stderr(&out).contains(&format!("{id} exited 5")),
         "{}",
