@@ -139,6 +139,7 @@ fn package_crates(
         args.extend(["-p", c.name.as_str()]);
     }
     forget_unpacked_overlay(crates)?;
+    forget_verified_builds()?;
     shell::cargo(&args).context("packaging or verifying the published crates failed")?;
     let packaged_dir = shell::target_dir()?.join("package");
     let mut out = Vec::new();
@@ -192,6 +193,39 @@ fn forget_unpacked_overlay(crates: &[Crate]) -> Result<()> {
                 std::fs::remove_dir_all(&unpacked)
                     .with_context(|| format!("cannot remove {}", unpacked.display()))?;
             }
+        }
+    }
+    Ok(())
+}
+
+/// Removes what earlier builds made of the workspace's own crates in the dev
+/// profile, which verification uses. Verification compiles each crate against
+/// the others as registry crates, and cargo takes a registry crate of the same
+/// name and version for unchanged, whatever its new sources say, so a second run
+/// would link herd-core against the first run's herd-persistence (seen: "no method
+/// named `forget`"). Other dependencies' builds are kept; the herd crates are
+/// rebuilt by the next dev build.
+fn forget_verified_builds() -> Result<()> {
+    let dev = shell::target_dir()?.join("debug");
+    for sub in [".fingerprint", "deps", "build"] {
+        let Ok(entries) = std::fs::read_dir(dev.join(sub)) else {
+            continue;
+        };
+        for entry in entries.filter_map(Result::ok) {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let ours = ["herd-", "herd_", "libherd_"]
+                .iter()
+                .any(|prefix| name.starts_with(prefix));
+            if !ours {
+                continue;
+            }
+            let path = entry.path();
+            let removed = if path.is_dir() {
+                std::fs::remove_dir_all(&path)
+            } else {
+                std::fs::remove_file(&path)
+            };
+            removed.with_context(|| format!("cannot remove {}", path.display()))?;
         }
     }
     Ok(())
