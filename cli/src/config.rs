@@ -47,6 +47,10 @@ fn absolute(path: PathBuf) -> PathBuf {
 /// (`run/shims/<id>` is the deepest herd makes).
 const HOME_CHECK_DEPTH: usize = 3;
 
+/// Directories under the home whose contents are not herd's: `cache/scratch` is
+/// every job's `$TMPDIR`, so what jobs make there is judged by nobody.
+const NOT_HERDS: [&str; 1] = ["cache/scratch"];
+
 /// Refuses a home that is not the user's own: the home and every directory under
 /// it, and `config.toml`, must be owned by this user and not writable by group or
 /// others. Otherwise another user could plant a config or a plugin, or replace
@@ -111,10 +115,17 @@ pub(crate) fn check_home_ownership(home: &Home) -> anyhow::Result<()> {
                 continue;
             };
             let is_config = depth == 0 && entry.file_name() == "config.toml";
-            if meta.is_dir() || is_config {
+            if is_config {
+                // A config kept elsewhere and linked in is judged where it lives.
+                let target = std::fs::metadata(&path).unwrap_or(meta.clone());
+                judge(&path, &target)?;
+                continue;
+            }
+            if meta.is_dir() {
                 judge(&path, &meta)?;
             }
-            if meta.is_dir() && depth + 1 < HOME_CHECK_DEPTH {
+            let inside_jobs_own = NOT_HERDS.iter().any(|d| path == root.join(d));
+            if meta.is_dir() && depth + 1 < HOME_CHECK_DEPTH && !inside_jobs_own {
                 dirs.push((path, depth + 1));
             }
         }

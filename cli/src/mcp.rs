@@ -295,9 +295,12 @@ impl Server {
     async fn result(&self, answer: Answer, context: &RequestContext<RoleServer>) -> CallToolResult {
         let value = without_nulls(answer.value);
         let mut content = vec![ContentBlock::text(value.to_string())];
-        // A cancelled request's result is never written: leave its notices queued.
+        self.pending.sweep();
+        // A cancelled request's result is never written: leave its notices queued
+        // (a lease taken as the cancellation landed is dropped, which returns them).
         if !context.ct.is_cancelled()
             && let Some((rendered, lease)) = self.notices(answer.answered.as_deref()).await
+            && !context.ct.is_cancelled()
         {
             content.push(ContentBlock::text(rendered.clone()));
             self.log_notices(&rendered, context).await;

@@ -1717,14 +1717,22 @@ impl Inner {
         if queued(&event) {
             let commit = match early_commit {
                 Some(committed) if same_completion(&early, &event) => committed,
-                _ => {
-                    tracing::debug!(session_id = %s.id, "the completion changed while it was drafted; committed under the lock");
+                Some(_) => {
+                    tracing::debug!(session_id = %s.id, "the completion changed while it was drafted; replaced under the lock");
+                    self.recommit_completion(&event)
+                }
+                None => {
+                    tracing::debug!(session_id = %s.id, "the completion became queued while it was drafted; committed under the lock");
                     self.commit_completion(&event)
                 }
             };
             if commit {
                 tables.enqueue(event.owner_task_id().unwrap_or_default(), event.clone());
             }
+        } else if early_commit == Some(true) {
+            // Committed early but not queued after all (the policy or notify
+            // changed): marked delivered, so a restart does not replay it to nobody.
+            self.mark_delivered(std::slice::from_ref(&early));
         }
         if emits {
             let _ = self.events.send(event);

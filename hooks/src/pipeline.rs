@@ -401,7 +401,11 @@ impl HookChain {
                 // then the lane starts no other thread.
                 let worker = &mut st.workers[lane as usize];
                 worker.jobs = None;
-                worker.stuck = worker.alive.take();
+                // A second caller timing out on the same stuck worker must not clear
+                // the first one's record of it.
+                if let Some(alive) = worker.alive.take() {
+                    worker.stuck = Some(alive);
+                }
                 st.suppressed_until = Some(Instant::now() + self.suppress_for);
                 st.stats.n_timeouts += 1;
                 record_failure(

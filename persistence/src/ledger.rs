@@ -244,6 +244,43 @@ impl Ledger {
         Ok(n == 1)
     }
 
+    /// Records `record` like [`Ledger::commit`], but when an undelivered
+    /// completion with that id is already there, replaces its owner, keys and
+    /// event: for a completion that changed after it was first committed (killed,
+    /// adopted or handed off meanwhile). A delivered one is kept unchanged.
+    /// Returns `true` when it was new or replaced.
+    ///
+    /// # Errors
+    /// As [`Ledger::commit`].
+    pub fn commit_replacing(&self, record: &CompletionRecord) -> Result<bool, Error> {
+        let event = serde_json::to_string(&record.event)
+            .expect("a serde_json::Value always serializes: its map keys are strings");
+        let n = self
+            .conn
+            .execute(
+                "INSERT INTO completions
+                     (completion_id, session_id, owner_task_id, task_id, session_key, event, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                 ON CONFLICT (completion_id) DO UPDATE SET
+                     owner_task_id = excluded.owner_task_id,
+                     task_id = excluded.task_id,
+                     session_key = excluded.session_key,
+                     event = excluded.event
+                 WHERE delivered_at IS NULL",
+                params![
+                    record.completion_id,
+                    record.session_id,
+                    record.owner_task_id,
+                    record.task_id,
+                    record.session_key,
+                    event,
+                    record.created_at,
+                ],
+            )
+            .map_err(|e| self.query_error("replace a completion", e))?;
+        Ok(n == 1)
+    }
+
     /// Marks a completion delivered. Returns `true` when this call delivered
     /// it, `false` when it was already delivered; exactly one call per
     /// completion ever returns `true`.

@@ -99,8 +99,8 @@ pub struct PruneReport {
     pub n_expired: usize,
     /// Receipts beyond the newest [`MAX_RECEIPTS`].
     pub n_over_cap: usize,
-    /// Session logs removed: with their receipts, as orphans (no receipt, older
-    /// than the retention), or, oldest first, to keep within the log budget.
+    /// Session logs removed: with their receipts, or, oldest first, to keep
+    /// within the log budget.
     pub n_logs: usize,
 }
 
@@ -110,10 +110,9 @@ pub const DEFAULT_LOG_BUDGET_BYTES: u64 = 10 << 30;
 /// Reads and writes `<home>/results/`, and keeps `<home>/logs/sessions/` in step.
 ///
 /// Retention: a finished session's log goes with its receipt (7 days, the newest
-/// 64). A log with no receipt is a running session's, or one a crash left; the
-/// latter goes once it is older than the retention. Past the log budget, the
-/// oldest logs of finished sessions (those with a receipt) go first; a running
-/// session's log is never removed.
+/// 64). A log with no receipt is a running session's (or one a crash left, which
+/// a restore closes with a receipt), so it is never removed here. Past the log
+/// budget, the oldest logs of finished sessions (those with a receipt) go first.
 #[derive(Debug, Clone)]
 pub struct ReceiptStore {
     home: Home,
@@ -313,8 +312,8 @@ impl ReceiptStore {
         }
     }
 
-    /// Orphan logs past the retention, then the oldest finished sessions' logs
-    /// beyond the budget (see the type's docs): how many were removed.
+    /// The oldest finished sessions' logs beyond the budget (see the type's docs):
+    /// how many were removed.
     fn prune_logs(&self, now: SystemTime) -> usize {
         let Ok(entries) = fs::read_dir(self.home.session_logs_dir()) else {
             return 0;
@@ -334,12 +333,9 @@ impl ReceiptStore {
                 continue;
             };
             let mtime = meta.modified().unwrap_or(now);
+            // A log without a receipt may be a running session's, however long
+            // it has been quiet: never removed here.
             let has_receipt = self.path(id).is_ok_and(|p| p.exists());
-            let age = now.duration_since(mtime).unwrap_or(Duration::ZERO);
-            if !has_receipt && age > RECEIPT_RETENTION {
-                n_removed += self.remove_log(id);
-                continue;
-            }
             total = total.saturating_add(meta.len());
             if has_receipt {
                 finished.push((mtime, id.to_owned(), meta.len()));

@@ -217,6 +217,11 @@ impl State {
             "close" => self.stdin(params, StdinOp::Close).await,
             "clean" => match parse::<CleanParams>(params) {
                 Ok(p) => {
+                    // Receipts still being written are waited for, so a session
+                    // that just finished is forgotten too, not skipped.
+                    if let Err(err) = self.registry.sync_durable().await {
+                        tracing::warn!(error = %err, "receipts not settled before clean");
+                    }
                     off_worker(&self.registry, move |r| {
                         let ids = r.clean(
                             p.owner.as_deref(),
@@ -521,17 +526,19 @@ async fn events_stream(
     // Subscribe before the first drain, so an event published in between wakes us.
     let mut published = state.registry.subscribe();
     let mut closed = Box::pin(client_gone(reader));
-    let mut told = 0;
+    // With `peek`: told at the start when something waits, then after every
+    // event published for this owner while something waits (a read that emptied
+    // the queue in between publishes nothing, so counts alone would miss the next).
+    let mut for_owner = true;
     loop {
         if peek {
             let pending = state.registry.pending(owner);
-            if pending > told {
+            if pending > 0 && for_owner {
                 let note = Response::notification("pending", json!({"count": pending}));
                 if write(writer, &note).await.is_err() {
                     return;
                 }
             }
-            told = pending;
         } else {
             let lease = state.registry.take(owner);
             for event in lease.events() {
@@ -546,11 +553,12 @@ async fn events_stream(
             lease.acknowledge();
         }
         tokio::select! {
-            received = published.recv() => {
-                if let Err(tokio::sync::broadcast::error::RecvError::Closed) = received {
-                    return;
-                }
-            }
+            received = published.recv() => match received {
+                Ok(event) => for_owner = event.owner_task_id().is_none_or(|o| o == owner),
+                // Lagged: something may be for this owner.
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => for_owner = true,
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            },
             () = &mut closed => return,
         }
     }

@@ -47,12 +47,18 @@ pub(super) struct Pending {
 }
 
 impl Pending {
+    /// Lets go of leases whose responses never went out (a cancelled request):
+    /// dropping them returns their notices to the queue. Called on every call.
+    pub(super) fn sweep(&self) {
+        self.held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|_, h| h.since.elapsed() < LEASE_TTL);
+    }
+
     /// Holds `lease` until the response to `request` is written.
     pub(super) fn hold(&self, request: RequestId, lease: Lease) {
         let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
-        // Leases whose responses never went out: dropping them returns their
-        // notices to the queue.
-        held.retain(|_, h| h.since.elapsed() < LEASE_TTL);
         held.insert(
             request,
             Held {

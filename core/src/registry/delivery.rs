@@ -128,6 +128,8 @@ impl Registry {
             let ids: Vec<crate::SessionId> = tables
                 .finished
                 .values()
+                // A session whose receipt is still being written stays until it is.
+                .filter(|s| !self.inner.receipt_pending(&s.id))
                 .filter(|s| {
                     let st = s.state();
                     owner.is_none_or(|o| st.owner_task_id == o)

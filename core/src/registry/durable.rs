@@ -443,6 +443,17 @@ impl Inner {
     /// is logged at error; the caller publishes anyway. Returns whether the completion
     /// is to be queued: not when the ledger already holds it as delivered.
     pub(super) fn commit_completion(&self, event: &Event) -> bool {
+        self.commit_completion_as(event, false)
+    }
+
+    /// [`Inner::commit_completion`] for a completion that changed after its first
+    /// commit: the undelivered row is replaced, so a replay after a restart carries
+    /// what was queued.
+    pub(super) fn recommit_completion(&self, event: &Event) -> bool {
+        self.commit_completion_as(event, true)
+    }
+
+    fn commit_completion_as(&self, event: &Event, replace: bool) -> bool {
         let Event::Completion {
             session_id,
             task_id,
@@ -486,7 +497,12 @@ impl Inner {
             }
         }
         let ledger = slot.as_ref().expect("the ledger was just opened");
-        match ledger.commit(&record) {
+        let committed = if replace {
+            ledger.commit_replacing(&record)
+        } else {
+            ledger.commit(&record)
+        };
+        match committed {
             Ok(new) => {
                 let queue =
                     new || !matches!(ledger.is_delivered(&record.completion_id), Ok(Some(true)));

@@ -271,3 +271,25 @@ fn b29_unclaimed_completions_expire_after_the_retention_and_beyond_the_newest_ke
         0
     );
 }
+
+#[test]
+fn b29_a_changed_undelivered_completion_is_replaced_and_a_delivered_one_kept() {
+    let (_tmp, home) = home();
+    let ledger = Ledger::create(&home).expect("create");
+    ledger.commit(&completion(1)).expect("commit");
+    let mut changed = completion(1);
+    changed.owner_task_id = "parent".to_owned();
+    changed.event = serde_json::json!({"type": "completion", "completion_reason": "killed"});
+    assert!(ledger.commit_replacing(&changed).expect("replace"));
+    let stored = ledger.undelivered().expect("list");
+    assert_eq!(stored[0].owner_task_id, "parent");
+    assert_eq!(stored[0].event["completion_reason"], "killed");
+    ledger.mark_delivered("cmp_1").expect("mark");
+    let mut late = completion(1);
+    late.owner_task_id = "someone".to_owned();
+    assert!(
+        !ledger.commit_replacing(&late).expect("replace"),
+        "a delivered row changed"
+    );
+    assert!(ledger.undelivered().expect("list").is_empty());
+}

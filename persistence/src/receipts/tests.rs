@@ -240,10 +240,10 @@ fn log_of(home: &Home, id: &str, bytes: usize, age: Duration) -> std::path::Path
 }
 
 #[test]
-fn session_logs_go_with_their_receipts_orphans_after_the_retention_and_oldest_past_the_budget() {
+fn session_logs_go_with_their_receipts_and_oldest_past_the_budget_never_a_running_ones() {
     let (_tmp, home) = home();
     let hour = Duration::from_secs(3600);
-    let store = ReceiptStore::new(&home).with_log_budget(3_000);
+    let store = ReceiptStore::new(&home).with_log_budget(3_100);
     // A receipt past the retention takes its log with it.
     store.store(&receipt("proc_old")).expect("stored");
     set_age(
@@ -251,12 +251,12 @@ fn session_logs_go_with_their_receipts_orphans_after_the_retention_and_oldest_pa
         RECEIPT_RETENTION + hour,
     );
     let old_log = log_of(&home, "proc_old", 10, hour);
-    // An orphan log (no receipt) past the retention goes; a fresh one is a running
-    // session's and stays, even past the budget.
-    let orphan = log_of(&home, "proc_orphan", 10, RECEIPT_RETENTION + hour);
+    // A log with no receipt is a running session's, however long it has been
+    // quiet: it stays, even past the budget.
+    let quiet = log_of(&home, "proc_quiet", 10, RECEIPT_RETENTION + hour);
     let running = log_of(&home, "proc_running", 2_000, Duration::ZERO);
     // Three finished sessions of 1,000 bytes each: with the running log, 5,000
-    // bytes against a 3,000-byte budget, so the two oldest finished ones go.
+    // bytes (and 10 quiet ones) against a 3,100-byte budget: the two oldest finished go.
     let mut finished = Vec::new();
     for (n, age) in [(1, 3 * hour), (2, 2 * hour), (3, hour)] {
         let id = format!("proc_done{n}");
@@ -264,8 +264,11 @@ fn session_logs_go_with_their_receipts_orphans_after_the_retention_and_oldest_pa
         finished.push(log_of(&home, &id, 1_000, age));
     }
     let report = store.prune().expect("pruned");
-    assert!(!old_log.exists() && !orphan.exists());
-    assert!(running.exists(), "a running session's log was removed");
+    assert!(!old_log.exists());
+    assert!(
+        quiet.exists() && running.exists(),
+        "a running session's log was removed"
+    );
     assert!(
         !finished[0].exists() && !finished[1].exists(),
         "the oldest finished logs stay"
