@@ -8,7 +8,11 @@
 //! - `bench [-p PKG] [--json]`: runs every benchmark and prints each figure beside
 //!   the baseline measured in the same run.
 //! - `soak`: the stress loops kept out of CI, each a named test run many times or at
-//!   a raised size.
+//!   a raised size, then every fuzz target for a short budget (when nightly and
+//!   cargo-fuzz are installed; otherwise it says why it skipped them).
+//! - `fuzz [--seconds N] [TARGET...]`: runs the cargo-fuzz targets in `fuzz/` (60 s
+//!   each by default) and reports executions and crashes per target. Never part of
+//!   `ci`: it needs nightly.
 //! - `release [--dry-run]`: builds and packages a release: the binary tarball and
 //!   every published crate, packaged and verified in dependency order.
 //!
@@ -28,7 +32,7 @@ use std::path::PathBuf;
 
 use shell::{cargo, run};
 
-const USAGE: &str = "usage: cargo xtask <lint | ci | bench [-p PKG] [--json] | soak | release [--dry-run] | outsider>";
+const USAGE: &str = "usage: cargo xtask <lint | ci | bench [-p PKG] [--json] | soak | fuzz [--seconds N] [TARGET...] | release [--dry-run] | outsider>";
 
 fn main() -> std::process::ExitCode {
     match real_main() {
@@ -52,6 +56,7 @@ fn real_main() -> Result<()> {
         "ci" => ci(),
         "bench" => bench::run(rest),
         "soak" => soak(),
+        "fuzz" => fuzz(rest),
         "release" => release::run(rest.iter().any(|a| a == "--dry-run")),
         "outsider" => outsider::check(&workspace_root()?),
         "-h" | "--help" | "help" => {
@@ -205,36 +210,287 @@ const SOAK: &[SoakItem] = &[
         env: &[("PROPTEST_CASES", "20000")],
         repeats: 1,
     },
+    SoakItem {
+        what: "arbitrary JSON-RPC traffic and config numbers against the real daemon, 2,000 cases each",
+        package: "herd-cli",
+        target: &["--test", "it"],
+        filter: "props::",
+        env: &[("PROPTEST_CASES", "2000")],
+        repeats: 1,
+    },
+    SoakItem {
+        what: "200 connections opened and closed 500 times: the daemon's fds and connection count return to baseline",
+        package: "herd-cli",
+        target: &["--test", "it"],
+        filter: "soak::soak_200_connections_in_a_loop",
+        env: &[("HERD_SOAK_CONNECTION_LOOPS", "500")],
+        repeats: 1,
+    },
+    SoakItem {
+        what: "descriptor exhaustion (RLIMIT_NOFILE 256) held 30 s: no spin, a small log, served again once fds free",
+        package: "herd-cli",
+        target: &["--test", "it"],
+        filter: "soak::soak_fd_exhaustion",
+        env: &[("HERD_SOAK_EXHAUSTION_SECONDS", "30")],
+        repeats: 1,
+    },
+    SoakItem {
+        what: "a logs.follow client that never reads while the job prints for 60 s: bounded memory, other requests answered",
+        package: "herd-cli",
+        target: &["--test", "it"],
+        filter: "soak::soak_a_client_that_never_reads_logs_follow",
+        env: &[("HERD_SOAK_FOLLOW_SECONDS", "60")],
+        repeats: 1,
+    },
+    SoakItem {
+        what: "a plugin taking 1.5 s per completion under 200 finishing sessions: list p99 within 50 ms",
+        package: "herd-cli",
+        target: &["--test", "it"],
+        filter: "soak::soak_a_slow_completion_plugin",
+        env: &[("HERD_SOAK_SLOW_SESSIONS", "200")],
+        repeats: 1,
+    },
 ];
 
-/// Runs the soak loops and prints, per loop, how many runs passed and how long it took.
+/// What every loop above needs built first (test executables build themselves;
+/// plugin libraries do not).
+const SOAK_BUILD: &[&str] = &[
+    "build",
+    "--release",
+    "--quiet",
+    "-p",
+    "herd-test-plugin-slowcompletion",
+];
+
+/// The fuzz budget per target inside `soak`.
+const SOAK_FUZZ_SECONDS: u64 = 30;
+
+/// Runs the soak loops and prints, per loop, how many runs passed and how long it
+/// took, then what the loops measured; then the fuzz targets for a short budget.
+/// A failing loop does not stop the others: all are reported, then `soak` fails.
 fn soak() -> Result<()> {
+    cargo(SOAK_BUILD).context("building what the soak loops load")?;
+    let figures = shell::target_dir()?.join("soak-figures.txt");
+    // A stale file would report an earlier run's figures.
+    let _ = std::fs::remove_file(&figures);
     let mut summary = Vec::new();
+    let mut n_failed = 0;
     for item in SOAK {
         let start = std::time::Instant::now();
         let mut passed = 0;
+        let mut failure = None;
         for _ in 0..item.repeats {
             let mut cmd = shell::command("cargo");
             cmd.args(["test", "--release", "--quiet", "-p", item.package])
                 .args(item.target)
-                .args(["--", item.filter]);
+                .args(["--", item.filter])
+                .env("HERD_SOAK_FIGURES", &figures);
             for (k, v) in item.env {
                 cmd.env(k, v);
             }
-            run(&mut cmd).with_context(|| {
-                format!("soak `{}` failed after {passed} passing runs", item.what)
-            })?;
-            passed += 1;
+            match run(&mut cmd) {
+                Ok(()) => passed += 1,
+                Err(e) => {
+                    failure = Some(format!("{e:#}"));
+                    break;
+                }
+            }
         }
-        summary.push(format!(
-            "ok  {passed}/{} runs in {:.1}s: {}",
+        let line = format!(
+            "{passed}/{} runs in {:.1}s: {}",
             item.repeats,
             start.elapsed().as_secs_f64(),
             item.what
-        ));
+        );
+        summary.push(match failure {
+            None => format!("ok   {line}"),
+            Some(why) => {
+                n_failed += 1;
+                format!("FAIL {line} ({why})")
+            }
+        });
+    }
+    match fuzz_unavailable() {
+        Some(reason) => summary.push(format!("skip fuzzing: {reason}")),
+        None => {
+            for outcome in fuzz_targets(SOAK_FUZZ_SECONDS, FUZZ_TARGETS)? {
+                n_failed += usize::from(!outcome.is_clean());
+                summary.push(outcome.line());
+            }
+        }
     }
     for line in &summary {
         shell::say(line);
     }
+    if let Ok(text) = std::fs::read_to_string(&figures) {
+        shell::say("measured:");
+        for line in text.lines() {
+            shell::say(&format!("  {line}"));
+        }
+    }
+    if n_failed > 0 {
+        bail!("{n_failed} soak item(s) failed");
+    }
     Ok(())
+}
+
+/// The cargo-fuzz targets in `fuzz/fuzz_targets/`.
+const FUZZ_TARGETS: &[&str] = &["redact", "persistence", "config", "daemon"];
+
+/// The budget per target of `cargo xtask fuzz` without `--seconds`.
+const FUZZ_DEFAULT_SECONDS: u64 = 60;
+
+/// `cargo xtask fuzz [--seconds N] [TARGET...]`.
+fn fuzz(args: &[String]) -> Result<()> {
+    let mut seconds = FUZZ_DEFAULT_SECONDS;
+    let mut targets = Vec::new();
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--seconds" => {
+                let value = args.next().context("--seconds needs a number")?;
+                seconds = value
+                    .parse()
+                    .with_context(|| format!("--seconds {value}: not a whole number"))?;
+            }
+            name if FUZZ_TARGETS.contains(&name) => targets.push(name),
+            other => bail!(
+                "unknown fuzz argument `{other}`; targets: {}",
+                FUZZ_TARGETS.join(", ")
+            ),
+        }
+    }
+    if targets.is_empty() {
+        targets = FUZZ_TARGETS.to_vec();
+    }
+    if let Some(reason) = fuzz_unavailable() {
+        bail!("cannot fuzz: {reason}");
+    }
+    let outcomes = fuzz_targets(seconds, &targets)?;
+    for outcome in &outcomes {
+        shell::say(&outcome.line());
+    }
+    let n_bad = outcomes.iter().filter(|o| !o.is_clean()).count();
+    if n_bad > 0 {
+        bail!("{n_bad} fuzz target(s) crashed or did not run");
+    }
+    Ok(())
+}
+
+/// Why the fuzz targets cannot run here, if they cannot.
+fn fuzz_unavailable() -> Option<String> {
+    let works = |args: &[&str]| {
+        shell::command("cargo")
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if !works(&["+nightly", "--version"]) {
+        return Some("no nightly toolchain (`rustup toolchain install nightly`)".to_owned());
+    }
+    if !works(&["+nightly", "fuzz", "--version"]) {
+        return Some("cargo-fuzz is not installed (`cargo install cargo-fuzz`)".to_owned());
+    }
+    None
+}
+
+/// How one fuzz target's run went.
+#[derive(Debug)]
+struct FuzzOutcome {
+    target: String,
+    seconds: u64,
+    /// Executions libFuzzer reported (`None`: it never reported, e.g. the build failed).
+    n_runs: Option<u64>,
+    /// The input libFuzzer saved for a crash, if any.
+    artifact: Option<String>,
+    exited_ok: bool,
+}
+
+impl FuzzOutcome {
+    fn is_clean(&self) -> bool {
+        self.exited_ok && self.artifact.is_none()
+    }
+
+    fn line(&self) -> String {
+        let runs = self
+            .n_runs
+            .map_or_else(|| "no".to_owned(), |n| n.to_string());
+        match (&self.artifact, self.exited_ok) {
+            (None, true) => format!(
+                "ok   fuzz {}: {runs} executions in {} s, 0 crashes",
+                self.target, self.seconds
+            ),
+            (Some(artifact), _) => format!(
+                "FAIL fuzz {}: crashed after {runs} executions; input saved to {artifact} (rerun: cargo +nightly fuzz run {} {artifact})",
+                self.target, self.target
+            ),
+            (None, false) => format!(
+                "FAIL fuzz {}: did not run to its budget ({runs} executions; see the output above)",
+                self.target
+            ),
+        }
+    }
+}
+
+/// Runs each of `targets` for `seconds` with `cargo +nightly fuzz run`, its corpus
+/// in `fuzz/corpus/<target>` (kept between runs) and the checked-in seeds of
+/// `fuzz/seeds/<target>`. The `daemon` target drives a debug `herd` (overflow
+/// checks on), built first.
+fn fuzz_targets(seconds: u64, targets: &[&str]) -> Result<Vec<FuzzOutcome>> {
+    use std::io::BufRead;
+    cargo(&["build", "--quiet", "-p", "herd-cli", "--bin", "herd"])
+        .context("building the herd binary the daemon target drives")?;
+    let herd = shell::target_dir()?.join("debug").join("herd");
+    let mut outcomes = Vec::new();
+    for &target in targets {
+        let corpus = PathBuf::from("fuzz/corpus").join(target);
+        std::fs::create_dir_all(&corpus)
+            .with_context(|| format!("cannot create {}", corpus.display()))?;
+        let seeds = PathBuf::from("fuzz/seeds").join(target);
+        let mut cmd = shell::command("cargo");
+        cmd.args(["+nightly", "fuzz", "run", target])
+            .arg(&corpus)
+            .args(seeds.is_dir().then_some(&seeds))
+            .args([
+                "--".to_owned(),
+                format!("-max_total_time={seconds}"),
+                "-print_final_stats=1".to_owned(),
+            ])
+            .env("HERD_FUZZ_BIN", &herd)
+            .stderr(std::process::Stdio::piped());
+        shell::say(&format!(
+            "$ cargo +nightly fuzz run {target} {} -- -max_total_time={seconds}",
+            corpus.display()
+        ));
+        let mut child = cmd.spawn().context("cannot start cargo +nightly fuzz")?;
+        let stderr = child.stderr.take().context("cargo fuzz has no stderr")?;
+        let mut outcome = FuzzOutcome {
+            target: target.to_owned(),
+            seconds,
+            n_runs: None,
+            artifact: None,
+            exited_ok: false,
+        };
+        for line in std::io::BufReader::new(stderr).lines() {
+            let line = line.context("reading cargo fuzz's output")?;
+            if let Some(n) = line.strip_prefix("stat::number_of_executed_units:") {
+                outcome.n_runs = n.trim().parse().ok();
+            }
+            if let Some(rest) = line.split("Test unit written to ").nth(1) {
+                outcome.artifact = Some(rest.trim().to_owned());
+            }
+            // libFuzzer's progress lines (`#1234 NEW ...`) and coverage notes are
+            // noise here; everything else (build errors, crash reports) is shown.
+            let noise =
+                line.starts_with('#') || line.starts_with("\tNEW_FUNC") || line.starts_with('"');
+            if !noise {
+                shell::say(&line);
+            }
+        }
+        outcome.exited_ok = child.wait().context("waiting for cargo fuzz")?.success();
+        outcomes.push(outcome);
+    }
+    Ok(outcomes)
 }

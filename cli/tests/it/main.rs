@@ -14,5 +14,8 @@ mod restore;
 mod secrets;
 mod service;
 mod shim;
+// Minutes long: built only with --release, for `cargo xtask soak`.
+#[cfg(not(debug_assertions))]
+mod soak;
 mod support;
 mod tools;
