@@ -49,6 +49,9 @@ impl<'a, T> Ordered<'a, T> {
     /// Takes `mutex`, a lock at `level`. A poisoned lock still holds consistent
     /// data (every critical section only assigns fields), so poisoning is ignored.
     pub(crate) fn acquire(level: Level, mutex: &'a Mutex<T>) -> Ordered<'a, T> {
+        // Only debug builds check (and record) the level.
+        #[cfg(not(debug_assertions))]
+        let _ = level;
         #[cfg(debug_assertions)]
         HELD.with(|held| {
             if let Some(&later) = held.borrow().iter().find(|&&h| h >= level) {
