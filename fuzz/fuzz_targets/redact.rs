@@ -5,8 +5,8 @@
 //! window).
 //!
 //! Input format (so seeds can be written by hand): byte 0 holds flags (bits 0-2 the
-//! window, bit 3 "use the extra patterns", bit 6 "go idle now and then", bit 7 the
-//! `SecretDump` mode), bytes 1-2 a size (little-endian), byte 3 seeds the token;
+//! window, bit 3 "use the extra patterns", bit 4 "the token is on a line with the
+//! text around it", bit 6 "go idle now and then", bit 7 the `SecretDump` mode), bytes 1-2 a size (little-endian), byte 3 seeds the token;
 //! the rest is UTF-8 (lossily) split at U+001E into the text before the token, the
 //! text after it, the command and the extra patterns (separated by U+001F).
 
@@ -110,8 +110,13 @@ fuzz_target!(|data: &[u8]| {
         }
     };
     let token = token(seed);
-    // The token stands alone on its line, as a tool would print it.
-    let text = format!("{before}\n{token}\n{after}");
+    // The token stands alone on its line, or between words on one (`token ghp_...
+    // used`), as tools print them.
+    let text = if flags & 0x10 != 0 {
+        format!("{before} {token} {after}")
+    } else {
+        format!("{before}\n{token}\n{after}")
+    };
     let n = usize::from(size);
     let mode = if flags & 0x80 != 0 {
         RedactMode::SecretDump
