@@ -88,6 +88,24 @@ pub(crate) enum Command {
     Events(EventsArgs),
     /// Hand a running session over to another owner, with a note.
     Handoff(HandoffArgs),
+    /// Start a session again: the same command, directory, mode and options, in
+    /// this shell's environment; a running one is tree-killed first (reason
+    /// `restarted`). The new session keeps the name and records what it replaced.
+    Restart(crate::restart::RestartArgs),
+    /// A live full-screen view of the home's sessions, with a pane following the
+    /// selected one's output and keys to kill, restart, hand off and page its log.
+    Top(crate::top::TopArgs),
+    /// Put a session on this terminal: a PTY session takes your keys (raw mode,
+    /// window size passed on); a pipe session shows its output and sends each
+    /// line you type. Detach with Ctrl-\ (see --detach-key).
+    Attach(crate::attach::AttachArgs),
+    /// The hosts of `[hosts.NAME]` in config.toml: list them, check one (reachable,
+    /// versions, round trip, far home) or install this herd there.
+    Hosts(crate::remote::HostsArgs),
+    /// Speak herd's protocol on stdin/stdout, bridged to this home's daemon
+    /// (started if needed): what runs on the far side of a host's door
+    /// (`ssh build1 herd proxy`).
+    Proxy(crate::remote::ProxyArgs),
     /// Judge a command line with the self-kill guard, locally (no daemon).
     Guard(GuardArgs),
     /// List, enable, disable, create (`new`) or install output-transform plugins.
@@ -194,6 +212,14 @@ pub(crate) struct RunArgs {
     /// your running jobs.
     #[arg(long, value_name = "NAME")]
     pub(crate) name: Option<String>,
+    /// Kill the job (its whole tree) after this long, with reason `time_limit`:
+    /// 90, 90s, 5m, 2h. Reaches --persist jobs too, and holds while no daemon runs.
+    #[arg(long, value_name = "AGE", value_parser = parse_age)]
+    pub(crate) time_limit: Option<u64>,
+    /// Start the job on a host of `[hosts.NAME]` in config.toml; its id is
+    /// `NAME:proc_...`.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) host: Option<String>,
     /// Stay attached: print the output as it comes, then how the job ended; exit 0
     /// when it exited 0, 1 otherwise (the job's code is in the message and in
     /// --json).

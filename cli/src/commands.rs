@@ -72,6 +72,12 @@ pub(crate) async fn run(home: &Home, args: RunArgs) -> anyhow::Result<()> {
     if let Some(name) = &args.name {
         params["name"] = json!(name);
     }
+    if let Some(seconds) = args.time_limit {
+        params["time_limit_seconds"] = json!(seconds);
+    }
+    if let Some(host) = &args.host {
+        params["host"] = json!(host);
+    }
     let mut client = Client::connect(home).await?;
     // The job runs in this shell's environment, not the daemon's (B36).
     if client.hello.serves("spawn.caller_env") {

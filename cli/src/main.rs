@@ -7,6 +7,7 @@
 //! stdout pipe ends the process quietly with 0.
 
 mod args;
+mod attach;
 mod auxiliary;
 mod client;
 mod commands;
@@ -19,7 +20,10 @@ mod mcp;
 mod output;
 mod plugins;
 mod protocol;
+mod remote;
+mod restart;
 mod service;
+mod top;
 
 use std::process::ExitCode;
 
@@ -147,6 +151,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     plugins::run(&home, &config, &args.command)
                 }
                 Command::Service(args) => service::run(&home, &args.command),
+                Command::Top(args) => top::run(&home, args),
+                Command::Attach(args) => attach::run(&home, args),
+                Command::Proxy(args) => remote::proxy(&home, args),
                 Command::Mcp(args) => mcp::serve(
                     home,
                     args.owner.resolve(&mcp::fresh_owner()),
@@ -173,6 +180,8 @@ async fn client_command(home: herd_persistence::Home, command: Command) -> anyho
         Command::Close(args) => commands::close(&home, args).await,
         Command::Events(args) => commands::events(&home, args).await,
         Command::Handoff(args) => commands::handoff(&home, args).await,
+        Command::Restart(args) => restart::run(&home, args).await,
+        Command::Hosts(args) => remote::hosts(&home, args).await,
         Command::Doctor(args) => doctor::run(&home, args.json).await,
         Command::Shutdown(args) => {
             commands::shutdown(&home, args.json, args.keep_jobs, args.yes).await
@@ -184,6 +193,9 @@ async fn client_command(home: herd_persistence::Home, command: Command) -> anyho
         | Command::Guard(_)
         | Command::Plugins(_)
         | Command::Service(_)
+        | Command::Top(_)
+        | Command::Attach(_)
+        | Command::Proxy(_)
         | Command::Mcp(_) => unreachable!("handled before connecting"),
     }
 }
