@@ -277,6 +277,30 @@ pub(crate) struct Config {
     /// Connections served at once (all are this user's); the next one is refused
     /// with error -32018 naming the limit.
     pub(crate) max_connections: usize,
+    /// Other machines, reached through doors that already exist (`[hosts.NAME]`).
+    pub(crate) hosts: std::collections::BTreeMap<String, HostConfig>,
+}
+
+/// `[hosts.NAME]`: how to reach a far herd.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct HostConfig {
+    /// The argv that ends in `herd proxy` on the far side
+    /// (`["ssh", "build1", "herd", "proxy"]`); run as written, never through a shell.
+    pub(crate) command: Vec<String>,
+    /// An argv that receives this herd binary on stdin and installs it on the far
+    /// side (`herd hosts install NAME`).
+    #[serde(default)]
+    pub(crate) install: Option<Vec<String>>,
+}
+
+/// Whether `name` is a host name: `[a-z0-9][a-z0-9_-]{0,31}`.
+pub(crate) fn is_host_name(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    let allowed = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'_' || *b == b'-';
+    (1..=32).contains(&bytes.len())
+        && (bytes[0].is_ascii_lowercase() || bytes[0].is_ascii_digit())
+        && bytes.iter().all(allowed)
 }
 
 impl Default for Config {
@@ -300,6 +324,7 @@ impl Default for Config {
             shim_path: None,
             max_connections: 256,
             queue_cap: 1_024,
+            hosts: std::collections::BTreeMap::new(),
         }
     }
 }
@@ -389,6 +414,32 @@ impl Config {
                 format!("invalid config {}: {message}", path.display()),
             )
             .into());
+        }
+        for (name, host) in &self.hosts {
+            if !is_host_name(name) {
+                return bad(
+                    &format!("hosts.{name}"),
+                    "is not a host name: use 1 to 32 of a-z, 0-9, `_` and `-`, starting with a letter or digit",
+                );
+            }
+            if host
+                .command
+                .first()
+                .is_none_or(|program| program.is_empty())
+            {
+                return bad(
+                    &format!("hosts.{name}.command"),
+                    "must name a program (e.g. [\"ssh\", \"build1\", \"herd\", \"proxy\"])",
+                );
+            }
+            if let Some(install) = &host.install
+                && install.first().is_none_or(|program| program.is_empty())
+            {
+                return bad(
+                    &format!("hosts.{name}.install"),
+                    "must name a program that reads the herd binary on stdin",
+                );
+            }
         }
         if let Err(err) = herd_hooks::Redactor::new(&self.redactor_config()) {
             return bad("redact_extra_patterns", &format!("is invalid: {err}"));

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use super::{Config, Notifications};
+use super::{Config, Notifications, is_host_name};
 use crate::exit::{Code, code_of};
 
 fn check_err(text: &str, needles: &[&str]) {
@@ -112,4 +112,36 @@ fn every_number_out_of_its_range_is_refused_with_the_range() {
     ] {
         check_err(text, &[needle]);
     }
+}
+
+#[test]
+fn issue15_hosts_table_is_read_and_judged() {
+    let path = Path::new("config.toml");
+    let config = Config::parse(
+        "[hosts.build1]\ncommand = [\"ssh\", \"build1\", \"herd\", \"proxy\"]\n",
+        path,
+    )
+    .expect("a host parses");
+    assert_eq!(config.hosts["build1"].command[0], "ssh");
+    assert_eq!(config.hosts["build1"].install, None);
+    for (text, key) in [
+        ("[hosts.Build]\ncommand = [\"ssh\"]\n", "hosts.Build"),
+        ("[hosts.b]\ncommand = []\n", "hosts.b.command"),
+        (
+            "[hosts.b]\ncommand = [\"ssh\"]\ninstall = [\"\"]\n",
+            "hosts.b.install",
+        ),
+    ] {
+        let err = Config::parse(text, path).expect_err(text).to_string();
+        assert!(err.contains(key), "{err}");
+    }
+    let err = Config::parse("[hosts.b]\ncmd = [\"ssh\"]\n", path)
+        .expect_err("unknown key")
+        .to_string();
+    assert!(err.contains("cmd"), "{err}");
+    assert!(is_host_name("a"));
+    assert!(is_host_name("build-1_x"));
+    assert!(!is_host_name("-a"));
+    assert!(!is_host_name(&"a".repeat(33)));
+    assert!(!is_host_name("a:b"));
 }
