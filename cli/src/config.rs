@@ -43,9 +43,27 @@ fn absolute(path: PathBuf) -> PathBuf {
         .unwrap_or(path)
 }
 
-/// How deep under the home [`check_home_ownership`] looks for directories
-/// (`run/shims/<id>` is the deepest herd makes).
-const HOME_CHECK_DEPTH: usize = 3;
+/// How deep under the home [`check_home_ownership`] looks for directories.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum HomeCheck {
+    /// The home and what it holds directly (`config.toml`, `run/`, `plugins/`,
+    /// `logs/`): what every client checks before it talks to the daemon, in a few
+    /// system calls however many sessions the home holds. Nobody else can make a
+    /// directory deeper down while these are the user's and not writable by others.
+    Shallow,
+    /// Every directory herd makes (`run/shims/<id>` is the deepest): what the daemon
+    /// checks when it starts, before it loads plugins or serves the socket.
+    Deep,
+}
+
+impl HomeCheck {
+    fn depth(self) -> usize {
+        match self {
+            HomeCheck::Shallow => 1,
+            HomeCheck::Deep => 3,
+        }
+    }
+}
 
 /// Directories under the home whose contents are not herd's: `cache/scratch` is
 /// every job's `$TMPDIR`, so what jobs make there is judged by nobody.
@@ -59,7 +77,7 @@ const NOT_HERDS: [&str; 1] = ["cache/scratch"];
 ///
 /// # Errors
 /// A [`Failure`] ([`Code::Usage`]) naming the path, what is wrong and the fix.
-pub(crate) fn check_home_ownership(home: &Home) -> anyhow::Result<()> {
+pub(crate) fn check_home_ownership(home: &Home, how: HomeCheck) -> anyhow::Result<()> {
     use std::os::unix::fs::MetadataExt;
     let me = nix::unistd::geteuid().as_raw();
     let refuse = |_path: &Path, why: String| -> anyhow::Result<()> {
@@ -125,7 +143,7 @@ pub(crate) fn check_home_ownership(home: &Home) -> anyhow::Result<()> {
                 judge(&path, &meta)?;
             }
             let inside_jobs_own = NOT_HERDS.iter().any(|d| path == root.join(d));
-            if meta.is_dir() && depth + 1 < HOME_CHECK_DEPTH && !inside_jobs_own {
+            if meta.is_dir() && depth + 1 < how.depth() && !inside_jobs_own {
                 dirs.push((path, depth + 1));
             }
         }

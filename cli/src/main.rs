@@ -137,7 +137,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         command => {
             let home = config::resolve_home()?;
-            config::check_home_ownership(&home)?;
+            let depth = if matches!(command, Command::Serve(_)) {
+                config::HomeCheck::Deep
+            } else {
+                config::HomeCheck::Shallow
+            };
+            config::check_home_ownership(&home, depth)?;
             match command {
                 Command::Serve(args) => daemon::serve(&home, args.detached),
                 Command::Guard(args) => {
