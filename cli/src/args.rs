@@ -325,11 +325,20 @@ fn parse_age(text: &str) -> Result<u64, String> {
 /// `herd logs`.
 #[derive(Debug, Args)]
 pub(crate) struct LogsArgs {
-    /// The session id, or a unique prefix.
-    pub(crate) id: String,
+    /// The session id, a unique prefix or a name; with --follow, several (their
+    /// lines interleaved, each after the session's name or short id).
+    #[arg(required_unless_present = "all", value_name = "ID")]
+    pub(crate) ids: Vec<String>,
+    /// With --follow: every running session of the owner (--owner, else
+    /// $HERD_OWNER, else "cli").
+    #[arg(long, requires = "follow", conflicts_with = "ids")]
+    pub(crate) all: bool,
+    #[command(flatten)]
+    pub(crate) owner: OwnerArg,
     /// Keep printing new output until the job exits, then say how it ended on
-    /// stderr; exit 0 when it exited 0, 1 otherwise. With -n N, starts from the
-    /// last N lines (as `tail -n N -f`); alone, from the start of the log.
+    /// stderr; exit 0 when it exited 0, 1 otherwise (with several, when every one
+    /// exited 0). With -n N, starts from the last N lines (as `tail -n N -f`);
+    /// alone, from the start of the log.
     #[arg(long, short, conflicts_with = "offset")]
     pub(crate) follow: bool,
     /// First line to print, counted from the first line of the whole log (0-based);
@@ -352,8 +361,12 @@ pub(crate) struct LogsArgs {
 /// `herd wait`.
 #[derive(Debug, Args)]
 pub(crate) struct WaitArgs {
-    /// The session id, or a unique prefix.
+    /// The session id, a unique prefix or a name.
     pub(crate) id: String,
+    /// Print the output as it comes (from the start of the log), then how the job
+    /// ended on stderr; no --timeout: it follows until the job ends.
+    #[arg(long, short, conflicts_with = "timeout")]
+    pub(crate) follow: bool,
     /// Give up after SECS seconds (the daemon caps this, 180 s by default).
     #[arg(long, value_name = "SECS", value_parser = parse_positive_seconds)]
     pub(crate) timeout: Option<f64>,

@@ -92,9 +92,10 @@ pub(crate) async fn run(home: &Home, args: RunArgs) -> anyhow::Result<()> {
                         output::err_line(&format!("note: {note}"));
                     }
                 }
-                follow_logs(client, &id, 0).await?;
+                let result = follow::one(client, &id, 0).await?;
+                return follow::finished(home, None, result, &id, false).await;
             }
-            finished(home, &id, args.json).await
+            follow::finished(home, Some(client), None, &id, true).await
         }
         Ok(info) => {
             if args.json {
@@ -318,10 +319,17 @@ fn print_fields(answer: &Value, keys: &[&str]) -> anyhow::Result<()> {
 pub(crate) async fn logs(home: &Home, args: LogsArgs) -> anyhow::Result<()> {
     let mut client = Client::connect(home).await?;
     if !args.follow && (args.offset.is_some() || args.limit.is_some()) {
+        let [single] = args.ids.as_slice() else {
+            return Err(Failure::new(
+                Code::Usage,
+                "--offset and --limit page one session's log: give one id (several need --follow)",
+            )
+            .into());
+        };
         let answer = client
             .request(
                 "log",
-                json!({"id": args.id, "offset": args.offset, "limit": args.limit}),
+                json!({"id": single, "offset": args.offset, "limit": args.limit}),
             )
             .await?;
         if args.json {
@@ -338,18 +346,16 @@ pub(crate) async fn logs(home: &Home, args: LogsArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     if args.follow {
-        let id = client.request("lookup", json!({"id": args.id})).await?["session_id"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
-        let from_byte = match args.limit {
-            Some(n) => print_last_lines(&mut client, &id, n).await?,
-            None => 0,
-        };
-        follow_logs(client, &id, from_byte).await?;
-        return finished(home, &id, args.json).await;
+        return follow::logs(home, client, &args).await;
     }
-    let id = client.request("lookup", json!({"id": args.id})).await?["session_id"]
+    let [single] = args.ids.as_slice() else {
+        return Err(Failure::new(
+            Code::Usage,
+            "several ids (or --all) need --follow: `herd logs -f ID ID...` interleaves them",
+        )
+        .into());
+    };
+    let id = client.request("lookup", json!({"id": single})).await?["session_id"]
         .as_str()
         .unwrap_or_default()
         .to_owned();
@@ -382,7 +388,18 @@ const TAIL_WINDOW_BYTES: u64 = 1 << 20;
 
 /// Prints the last `n` lines of the log as it is now; the byte offset after them,
 /// where following starts (so nothing is printed twice or skipped).
-async fn print_last_lines(client: &mut Client, id: &str, n: u64) -> anyhow::Result<u64> {
+pub(crate) async fn print_last_lines(client: &mut Client, id: &str, n: u64) -> anyhow::Result<u64> {
+    let (text, from) = last_lines(client, id, n).await?;
+    output::raw(&text)?;
+    Ok(from)
+}
+
+/// The last `n` lines of the log as it is now, and the byte offset after them.
+pub(crate) async fn last_lines(
+    client: &mut Client,
+    id: &str,
+    n: u64,
+) -> anyhow::Result<(String, u64)> {
     // The log's current end, then its last window.
     let end = client
         .request(
@@ -407,25 +424,7 @@ async fn print_last_lines(client: &mut Client, id: &str, n: u64) -> anyhow::Resu
     }
     let lines: Vec<&str> = text.split_inclusive('\n').collect();
     let keep = usize::try_from(n).unwrap_or(usize::MAX).min(lines.len());
-    output::raw(&lines[lines.len() - keep..].concat())?;
-    Ok(from)
-}
-
-/// After a follow: says how the job ended (stderr, or the wait answer as JSON),
-/// and fails with exit code 1 unless it exited 0.
-async fn finished(home: &Home, id: &str, json: bool) -> anyhow::Result<()> {
-    let mut client = Client::connect(home).await?;
-    let answer = client.request("wait", json!({"id": id})).await?;
-    if json {
-        output::json_pretty(&answer)?;
-    } else {
-        output::err_line(&ending(&answer, id));
-    }
-    if answer["status"] == "exited" && answer["exit_code"] == json!(0) {
-        Ok(())
-    } else {
-        Err(Failure::silent(Code::Failed).into())
-    }
+    Ok((lines[lines.len() - keep..].concat(), from))
 }
 
 /// How a job ended, for a person: `proc_… exited 0`, `proc_… killed (SIGTERM)`.
@@ -451,41 +450,20 @@ pub(crate) fn ending(answer: &Value, id: &str) -> String {
     format!("{id} {how}")
 }
 
-/// `herd logs --follow`: prints the stream from `from_byte` until the session exits.
-async fn follow_logs(mut client: Client, id: &str, from_byte: u64) -> anyhow::Result<()> {
-    let request = client
-        .send("logs.follow", json!({"id": id, "from_byte": from_byte}))
-        .await
-        .map_err(|e| CallError::Io(e).into_anyhow())?;
-    loop {
-        let Some(message) = client
-            .next_message()
-            .await
-            .map_err(|e| CallError::Io(e).into_anyhow())?
-        else {
-            return Err(Failure::new(Code::Unreachable, "the daemon closed the log stream").into());
-        };
-        if message.method.as_deref() == Some("log") {
-            let text = message
-                .params
-                .as_ref()
-                .and_then(|p| p["output"].as_str())
-                .unwrap_or_default();
-            output::raw(text)?;
-            continue;
-        }
-        if message.id == json!(request) {
-            if let Some(error) = message.error {
-                return Err(crate::client::rpc_failure(error));
-            }
-            return Ok(());
-        }
-    }
-}
-
 /// `herd wait`.
 pub(crate) async fn wait(home: &Home, args: WaitArgs) -> anyhow::Result<()> {
     let mut client = Client::connect(home).await?;
+    if args.follow {
+        let id = client.request("lookup", json!({"id": args.id})).await?["session_id"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        if args.json {
+            return follow::finished(home, Some(client), None, &id, true).await;
+        }
+        let result = follow::one(client, &id, 0).await?;
+        return follow::finished(home, None, result, &id, false).await;
+    }
     let call = client.request(
         "wait",
         json!({"id": args.id, "timeout_seconds": args.timeout}),
@@ -938,5 +916,6 @@ pub(crate) async fn shutdown(
     Ok(())
 }
 
+mod follow;
 #[cfg(test)]
 mod tests;

@@ -27,13 +27,14 @@ use crate::protocol::{
 /// `lease`, `drain.ack`, `drain.release`), `adopt`, and `list`'s `state`,
 /// `since_seconds` and `limit`, `spawn`'s `caller_env`, `events.follow`'s
 /// `peek` (`pending` counts instead of events), and `clean`.
-pub(crate) const CAPABILITIES: [&str; 6] = [
+pub(crate) const CAPABILITIES: &[&str] = &[
     "clean",
     "drain.lease",
     "adopt",
     "list.filter",
     "spawn.caller_env",
     "events.pending",
+    "logs.follow.result",
 ];
 
 /// How long a new connection may take to send its `hello`.

@@ -85,6 +85,9 @@ pub(crate) enum Stream {
         id: String,
         /// Where to start, in bytes of the log.
         from_byte: u64,
+        /// End with the session's result, as `wait` answers it (capability
+        /// `logs.follow.result`): a follower needs no second request.
+        result: bool,
     },
 }
 
@@ -266,6 +269,7 @@ impl State {
                         Ok(id) => Reply::Stream(Stream::Logs {
                             id: id.to_string(),
                             from_byte: p.from_byte,
+                            result: p.result,
                         }),
                         Err(err) => Reply::Error(lookup_error(err)),
                     },
@@ -505,8 +509,9 @@ impl Stream {
             Stream::Logs {
                 id: session,
                 from_byte,
+                result,
             } => {
-                logs_stream(state, &session, from_byte, reader, writer, id).await;
+                logs_stream(state, &session, from_byte, result, reader, writer, id).await;
             }
         }
     }
@@ -570,6 +575,7 @@ async fn logs_stream(
     state: &State,
     session: &str,
     from_byte: u64,
+    with_result: bool,
     reader: &mut BufReader<OwnedReadHalf>,
     writer: &mut OwnedWriteHalf,
     id: Value,
@@ -612,8 +618,16 @@ async fn logs_stream(
             return;
         }
         if read.is_done {
-            let next_byte = follower.next_byte();
-            let _ = write(writer, &Response::ok(id, json!({"next_byte": next_byte}))).await;
+            let mut answer = json!({"next_byte": follower.next_byte()});
+            if with_result {
+                // The session has ended, so this wait answers at once.
+                let ended = state.registry.wait(session, Duration::ZERO, None).await;
+                answer["result"] = match ended.map_err(core_error).and_then(to_value) {
+                    Ok(value) => value,
+                    Err(err) => json!({"error": err.message}),
+                };
+            }
+            let _ = write(writer, &Response::ok(id, answer)).await;
             return;
         }
         if read.progressed {
@@ -866,6 +880,8 @@ struct FollowParams {
     id: String,
     #[serde(default)]
     from_byte: u64,
+    #[serde(default)]
+    result: bool,
     #[serde(default)]
     max_bytes: Option<usize>,
 }

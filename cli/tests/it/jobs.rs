@@ -779,3 +779,126 @@ fn clean_forgets_the_owners_finished_sessions_with_their_logs_and_spares_running
     assert_eq!(bad.status.code(), Some(2));
     env.ok(&["kill", &running]);
 }
+
+/// Lines a follower prints, read on a thread so every wait has a deadline.
+fn line_reader(child: &mut std::process::Child) -> std::sync::mpsc::Receiver<String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let pipe = child.stdout.take().expect("piped");
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(pipe).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    rx
+}
+
+/// Collects `(label, text)` lines until `want` are all seen.
+fn seen_until(
+    lines: &std::sync::mpsc::Receiver<String>,
+    want: &[(&str, &str)],
+) -> Vec<(String, String)> {
+    let mut seen: Vec<(String, String)> = Vec::new();
+    while !want
+        .iter()
+        .all(|(l, t)| seen.iter().any(|(sl, st)| sl == l && st == t))
+    {
+        let line = lines
+            .recv_timeout(Duration::from_secs(15))
+            .unwrap_or_else(|_| panic!("expected {want:?}, saw {seen:?}"));
+        let (label, text) = line
+            .split_once(" | ")
+            .unwrap_or_else(|| panic!("a line without its label: {line:?}"));
+        seen.push((label.trim_end().to_owned(), text.to_owned()));
+    }
+    seen
+}
+
+#[test]
+fn issue17_logs_follow_of_several_sessions_interleaves_lines_after_each_label() {
+    let env = Env::new();
+    let alpha = run_id(
+        &env,
+        &[
+            "--name",
+            "alpha",
+            "--",
+            "echo a1; read -r _; echo a2; exit 0",
+        ],
+    );
+    let other = run_id(&env, &["--", "echo b1; read -r _; echo b2; exit 4"]);
+    let short = &other["proc_".len().."proc_".len() + 8];
+    let mut follower = env
+        .cmd(&["logs", "-f", "alpha", &other])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("herd logs runs");
+    let lines = line_reader(&mut follower);
+    seen_until(&lines, &[("alpha", "a1"), (short, "b1")]);
+    // Only now do the jobs go on: what they print next is followed, each labelled.
+    env.ok(&["submit", &alpha, "go"]);
+    env.ok(&["submit", &other, "go"]);
+    let seen = seen_until(&lines, &[("alpha", "a2"), (short, "b2")]);
+    assert!(
+        !seen.iter().any(|(_, t)| t == "a1" || t == "b1"),
+        "printed twice: {seen:?}"
+    );
+    let out = follower
+        .wait_with_output()
+        .expect("the follower ends with the jobs");
+    let err = stderr(&out);
+    assert!(err.contains(&format!("{alpha} exited 0")), "{err}");
+    assert!(err.contains(&format!("{other} exited 4")), "{err}");
+    assert_eq!(out.status.code(), Some(1), "one of them failed: {err}");
+}
+
+#[test]
+fn issue17_logs_follow_all_follows_the_owners_running_sessions_and_wait_follow_prints_then_ends() {
+    let mut env = Env::new();
+    env.vars.push(("HERD_OWNER".into(), "person".into()));
+    let web = run_id(&env, &["--name", "web", "--", "read -r _; echo served"]);
+    let api = run_id(&env, &["--name", "api", "--", "read -r _; echo answered"]);
+    // Another owner's session is not followed.
+    run_id(
+        &env,
+        &["--owner", "someone", "--", "read -r _; echo theirs"],
+    );
+    let mut follower = env
+        .cmd(&["logs", "-f", "--all"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("herd logs runs");
+    let lines = line_reader(&mut follower);
+    // The follower has its streams once it printed the lines given before.
+    env.ok(&["submit", &web, "go"]);
+    seen_until(&lines, &[("web", "served")]);
+    env.ok(&["submit", &api, "go"]);
+    let seen = seen_until(&lines, &[("api", "answered")]);
+    assert!(!seen.iter().any(|(_, t)| t == "theirs"), "{seen:?}");
+    let out = follower.wait_with_output().expect("ends with the jobs");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+
+    let id = run_id(&env, &["--", "echo first; echo second; exit 3"]);
+    let out = env.run(&["wait", "-f", &id]);
+    assert_eq!(stdout(&out), "first\nsecond\n");
+    assert!(
+        stderr(&out).contains(&format!("{id} exited 3")),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn issue17_several_ids_without_follow_say_to_add_it() {
+    let env = Env::new();
+    let a = run_id(&env, &["--", "true"]);
+    let b = run_id(&env, &["--", "true"]);
+    let out = env.run(&["logs", &a, &b]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--follow"), "{}", stderr(&out));
+    let out = env.run(&["logs", "--all"]);
+    assert_eq!(out.status.code(), Some(2), "--all needs --follow");
+}

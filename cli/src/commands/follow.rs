@@ -1,0 +1,337 @@
+//! Following output as it comes: `logs -f`, `wait -f`, `run --wait`, and several
+//! sessions at once (`logs -f ID ID...`, `logs -f --all`), interleaved line by line
+//! after each session's label.
+
+use std::io::IsTerminal;
+
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use super::{ending, print_last_lines};
+use crate::args::LogsArgs;
+use crate::client::{CallError, Client};
+use crate::exit::{Code, Failure};
+use crate::output;
+use herd_persistence::Home;
+
+/// A partial line longer than this is printed without waiting for its end.
+const MAX_HELD_LINE_BYTES: usize = 64 * 1024;
+
+/// The colours labels cycle through (ANSI SGR codes: cyan, yellow, green,
+/// magenta, blue, red).
+const LABEL_COLOURS: [&str; 6] = ["36", "33", "32", "35", "34", "31"];
+
+/// `herd logs --follow`: one session as `tail -f` does, several interleaved.
+pub(crate) async fn logs(home: &Home, mut client: Client, args: &LogsArgs) -> anyhow::Result<()> {
+    let sessions = resolve(&mut client, args).await?;
+    if let ([(id, _)], false) = (sessions.as_slice(), args.all) {
+        let from_byte = match args.limit {
+            Some(n) => print_last_lines(&mut client, id, n).await?,
+            None => 0,
+        };
+        let result = one(client, id, from_byte).await?;
+        return finished(home, None, result, id, args.json).await;
+    }
+    if sessions.is_empty() {
+        output::err_line("no running sessions to follow (see `herd ps --all`)");
+        return Ok(());
+    }
+    many(home, client, &sessions, args.limit, args.json).await
+}
+
+/// The sessions to follow, as `(id, label)`: the ids given (looked up, so a
+/// prefix or a name works), or with --all the owner's running sessions.
+async fn resolve(client: &mut Client, args: &LogsArgs) -> anyhow::Result<Vec<(String, String)>> {
+    let mut found: Vec<(String, String)> = Vec::new();
+    if args.all {
+        let owner = args.owner.resolve("cli");
+        let listed = client.request("list", json!({"owner": owner})).await?;
+        for row in listed["processes"].as_array().into_iter().flatten() {
+            if row["status"] == "running"
+                && let Some(id) = row["session_id"].as_str()
+            {
+                found.push((id.to_owned(), label(id, row["name"].as_str())));
+            }
+        }
+        return Ok(found);
+    }
+    for wanted in &args.ids {
+        let answer = client.request("lookup", json!({"id": wanted})).await?;
+        let id = answer["session_id"].as_str().unwrap_or(wanted).to_owned();
+        if !found.iter().any(|(known, _)| *known == id) {
+            found.push((id, String::new()));
+        }
+    }
+    // Names, for the labels: one listing of every session.
+    let listed = client.request("list", json!({"state": "all"})).await?;
+    let rows = listed["processes"].as_array().cloned().unwrap_or_default();
+    for (id, shown) in &mut found {
+        let name = rows
+            .iter()
+            .find(|row| row["session_id"].as_str() == Some(id.as_str()))
+            .and_then(|row| row["name"].as_str());
+        *shown = label(id, name);
+    }
+    Ok(found)
+}
+
+/// A session's label: its name, else its id without `proc_`, cut to 8.
+fn label(id: &str, name: Option<&str>) -> String {
+    match name.filter(|n| !n.is_empty()) {
+        Some(name) => output::visible(name).into_owned(),
+        None => {
+            let hex = id.rsplit('_').next().unwrap_or(id);
+            hex.chars().take(8).collect()
+        }
+    }
+}
+
+/// Prints one session's log stream from `from_byte` until the session exits;
+/// the session's result when the daemon sends it with the stream's end. The
+/// stream takes the connection over, so the client is used up.
+pub(crate) async fn one(
+    mut client: Client,
+    id: &str,
+    from_byte: u64,
+) -> anyhow::Result<Option<Value>> {
+    stream(&mut client, id, from_byte, |text| output::raw(text)).await
+}
+
+/// Reads a `logs.follow` stream, handing each piece of output to `emit`, until
+/// the daemon's final answer (the session ended), and returns the result that
+/// answer carries (daemons with `logs.follow.result`).
+async fn stream(
+    client: &mut Client,
+    id: &str,
+    from_byte: u64,
+    mut emit: impl FnMut(&str) -> std::io::Result<()>,
+) -> anyhow::Result<Option<Value>> {
+    let mut params = json!({"id": id, "from_byte": from_byte});
+    if client.hello.serves("logs.follow.result") {
+        params["result"] = json!(true);
+    }
+    let request = client
+        .send("logs.follow", params)
+        .await
+        .map_err(|e| CallError::Io(e).into_anyhow())?;
+    loop {
+        let Some(message) = client
+            .next_message()
+            .await
+            .map_err(|e| CallError::Io(e).into_anyhow())?
+        else {
+            return Err(Failure::new(Code::Unreachable, "the daemon closed the log stream").into());
+        };
+        if message.method.as_deref() == Some("log") {
+            let text = message
+                .params
+                .as_ref()
+                .and_then(|p| p["output"].as_str())
+                .unwrap_or_default();
+            emit(text)?;
+            continue;
+        }
+        if message.id == json!(request) {
+            if let Some(error) = message.error {
+                return Err(crate::client::rpc_failure(error));
+            }
+            let result = message
+                .result
+                .and_then(|mut answer| answer.get_mut("result").map(Value::take))
+                .filter(|result| result["session_id"].is_string());
+            return Ok(result);
+        }
+    }
+}
+
+/// After a follow: says how the job ended (stderr, or the wait answer as JSON),
+/// and fails with exit code 1 unless it exited 0. `result` is what the stream's
+/// end carried; without it, the session is waited for on `client`, or on a new
+/// connection when the stream used the last one up.
+pub(crate) async fn finished(
+    home: &Home,
+    client: Option<Client>,
+    result: Option<Value>,
+    id: &str,
+    json: bool,
+) -> anyhow::Result<()> {
+    let answer = match (result, client) {
+        (Some(result), _) => result,
+        (None, Some(mut client)) => ended(&mut client, id).await?,
+        (None, None) => ended(&mut Client::connect(home).await?, id).await?,
+    };
+    if json {
+        output::json_pretty(&answer)?;
+    } else {
+        output::err_line(&ending(&answer, id));
+    }
+    if exited_zero(&answer) {
+        Ok(())
+    } else {
+        Err(Failure::silent(Code::Failed).into())
+    }
+}
+
+/// The wait answer of a session that has ended.
+async fn ended(client: &mut Client, id: &str) -> anyhow::Result<Value> {
+    loop {
+        let answer = client.request("wait", json!({"id": id})).await?;
+        if answer["status"] != "running" {
+            return Ok(answer);
+        }
+    }
+}
+
+fn exited_zero(answer: &Value) -> bool {
+    answer["status"] == "exited" && answer["exit_code"] == json!(0)
+}
+
+/// What a follower task tells the printer.
+enum Piece {
+    /// Output of session `index`.
+    Text(usize, String),
+    /// Session `index`'s stream ended, with the result it carried (`Err`: it
+    /// broke, with the reason).
+    End(usize, Result<Option<Value>, String>),
+}
+
+/// Follows several sessions at once, one connection each, and prints their lines
+/// interleaved as they complete, each after the session's label; each session's
+/// ending goes to stderr as it comes. Exit 0 when every one exited 0.
+async fn many(
+    home: &Home,
+    mut client: Client,
+    sessions: &[(String, String)],
+    tail: Option<u64>,
+    json: bool,
+) -> anyhow::Result<()> {
+    let colour = std::io::stdout().is_terminal()
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let width = sessions
+        .iter()
+        .map(|(_, l)| l.chars().count())
+        .max()
+        .unwrap_or(0);
+    let prefixes: Vec<String> = sessions
+        .iter()
+        .enumerate()
+        .map(|(i, (_, l))| {
+            let padded = format!("{l:<width$} | ");
+            if colour {
+                format!(
+                    "\x1b[{}m{padded}\x1b[0m",
+                    LABEL_COLOURS[i % LABEL_COLOURS.len()]
+                )
+            } else {
+                padded
+            }
+        })
+        .collect();
+    let (tx, mut rx) = mpsc::channel::<Piece>(256);
+    for (index, (id, _)) in sessions.iter().enumerate() {
+        let mut follower = Client::connect(home).await?;
+        let from_byte = match tail {
+            Some(n) => {
+                let (text, from) = super::last_lines(&mut follower, id, n).await?;
+                if !text.is_empty() {
+                    tx.send(Piece::Text(index, text)).await.ok();
+                }
+                from
+            }
+            None => 0,
+        };
+        let tx = tx.clone();
+        let id = id.clone();
+        tokio::spawn(async move {
+            let sender = tx.clone();
+            let result = stream(&mut follower, &id, from_byte, move |text| {
+                // The printer is gone only when herd is ending; nothing to keep.
+                sender.try_send(Piece::Text(index, text.to_owned())).ok();
+                Ok(())
+            })
+            .await;
+            tx.send(Piece::End(index, result.map_err(|e| format!("{e:#}"))))
+                .await
+                .ok();
+        });
+    }
+    drop(tx);
+    let mut held: Vec<String> = vec![String::new(); sessions.len()];
+    let mut all_zero = true;
+    while let Some(piece) = rx.recv().await {
+        match piece {
+            Piece::Text(index, text) => {
+                let buffer = &mut held[index];
+                buffer.push_str(&text);
+                let cut = match buffer.rfind('\n') {
+                    Some(at) => at + 1,
+                    None if buffer.len() > MAX_HELD_LINE_BYTES => buffer.len(),
+                    None => continue,
+                };
+                let ready: String = buffer.drain(..cut).collect();
+                output::raw(&prefixed(&prefixes[index], &ready))?;
+            }
+            Piece::End(index, result) => {
+                let rest = std::mem::take(&mut held[index]);
+                if !rest.is_empty() {
+                    output::raw(&prefixed(&prefixes[index], &rest))?;
+                }
+                let id = &sessions[index].0;
+                let result = match result {
+                    Ok(result) => result,
+                    Err(reason) => {
+                        output::err_line(&format!("{id}: {reason}"));
+                        all_zero = false;
+                        continue;
+                    }
+                };
+                let answer = match result {
+                    Some(answer) => answer,
+                    None => ended(&mut client, id).await?,
+                };
+                all_zero &= exited_zero(&answer);
+                if json {
+                    output::json_line(&answer)?;
+                } else {
+                    output::err_line(&ending(&answer, id));
+                }
+            }
+        }
+    }
+    if all_zero {
+        Ok(())
+    } else {
+        Err(Failure::silent(Code::Failed).into())
+    }
+}
+
+/// `text` with `prefix` before every line, each ended by a newline.
+fn prefixed(prefix: &str, text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + prefix.len() * 4);
+    for line in text.split_inclusive('\n') {
+        out.push_str(prefix);
+        out.push_str(line);
+        if !line.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{label, prefixed};
+
+    #[test]
+    fn every_line_gets_the_prefix_and_an_end() {
+        assert_eq!(prefixed("web | ", "a\nb\n"), "web | a\nweb | b\n");
+        assert_eq!(prefixed("w | ", "partial"), "w | partial\n");
+    }
+
+    #[test]
+    fn a_label_is_the_name_else_the_short_id() {
+        assert_eq!(label("proc_0123456789ab", Some("web")), "web");
+        assert_eq!(label("proc_0123456789ab", None), "01234567");
+        assert_eq!(label("build1:proc_0123456789ab", None), "01234567");
+    }
+}
