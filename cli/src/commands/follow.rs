@@ -94,7 +94,7 @@ pub(crate) async fn one(
     id: &str,
     from_byte: u64,
 ) -> anyhow::Result<Option<Value>> {
-    stream(&mut client, id, from_byte, |text| output::raw(text)).await
+    stream(&mut client, id, from_byte, output::raw).await
 }
 
 /// Reads a `logs.follow` stream, handing each piece of output to `emit`, until
