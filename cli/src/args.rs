@@ -7,6 +7,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap_complete::ArgValueCandidates;
 
 /// The exit codes, repeated in `--help` so scripts can rely on them.
 const EXIT_CODES: &str = "\
@@ -131,8 +132,21 @@ pub(crate) enum Command {
     Mcp(McpArgs),
     /// Print a shell completion script.
     Completions(CompletionsArgs),
-    /// Print the man page (roff) to stdout.
-    Man,
+    /// Print a man page (roff): herd(1), or with a subcommand its own page
+    /// (`herd man run` is herd-run(1)); --dir writes every page into a directory.
+    Man(ManArgs),
+}
+
+/// `herd man`.
+#[derive(Debug, Args)]
+pub(crate) struct ManArgs {
+    /// The subcommand whose page to print (`run`, `plugins new`); none: herd(1).
+    #[arg(value_name = "SUBCOMMAND")]
+    pub(crate) subcommand: Vec<String>,
+    /// Write herd.1 and a herd-<subcommand>.1 for every subcommand into DIR
+    /// (e.g. ~/.local/share/man/man1) instead of printing one.
+    #[arg(long, value_name = "DIR", conflicts_with = "subcommand")]
+    pub(crate) dir: Option<PathBuf>,
 }
 
 /// `--json` alone.
@@ -214,7 +228,7 @@ pub(crate) struct RunArgs {
     pub(crate) name: Option<String>,
     /// Kill the job (its whole tree) after this long, with reason `time_limit`:
     /// 90, 90s, 5m, 2h. Reaches --persist jobs too, and holds while no daemon runs.
-    #[arg(long, value_name = "AGE", value_parser = parse_age)]
+    #[arg(long, value_name = "AGE", value_parser = parse_time_limit)]
     pub(crate) time_limit: Option<u64>,
     /// Start the job on a host of `[hosts.NAME]` in config.toml; its id is
     /// `NAME:proc_...`.
@@ -262,6 +276,7 @@ pub(crate) struct PsArgs {
 #[derive(Debug, Args)]
 pub(crate) struct IdArgs {
     /// The session id, or a unique prefix (at least 4 characters after `proc_`).
+    #[arg(add = ArgValueCandidates::new(crate::complete::sessions))]
     pub(crate) id: String,
     /// Print machine-readable JSON.
     #[arg(long)]
@@ -272,7 +287,7 @@ pub(crate) struct IdArgs {
 #[derive(Debug, Args)]
 pub(crate) struct KillArgs {
     /// Session ids, unique prefixes or names (several are killed together).
-    #[arg(required_unless_present = "all", value_name = "ID")]
+    #[arg(required_unless_present = "all", value_name = "ID", add = ArgValueCandidates::new(crate::complete::sessions))]
     pub(crate) ids: Vec<String>,
     /// Every running session of the owner (--owner, else $HERD_OWNER, else "cli").
     #[arg(long, conflicts_with = "ids")]
@@ -322,12 +337,22 @@ fn parse_age(text: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("`{text}` is more than ten years"))
 }
 
+/// Parses `--time-limit`: an age of 1 s to 10 years (0 would kill at once).
+fn parse_time_limit(text: &str) -> Result<u64, String> {
+    match parse_age(text)? {
+        0 => Err(format!(
+            "`{text}` is no time at all: give 1s to 10 years, e.g. 90, 90s, 5m or 2h (leave the flag out for no limit)"
+        )),
+        seconds => Ok(seconds),
+    }
+}
+
 /// `herd logs`.
 #[derive(Debug, Args)]
 pub(crate) struct LogsArgs {
     /// The session id, a unique prefix or a name; with --follow, several (their
     /// lines interleaved, each after the session's name or short id).
-    #[arg(required_unless_present = "all", value_name = "ID")]
+    #[arg(required_unless_present = "all", value_name = "ID", add = ArgValueCandidates::new(crate::complete::sessions))]
     pub(crate) ids: Vec<String>,
     /// With --follow: every running session of the owner (--owner, else
     /// $HERD_OWNER, else "cli").
@@ -362,6 +387,7 @@ pub(crate) struct LogsArgs {
 #[derive(Debug, Args)]
 pub(crate) struct WaitArgs {
     /// The session id, a unique prefix or a name.
+    #[arg(add = ArgValueCandidates::new(crate::complete::sessions))]
     pub(crate) id: String,
     /// Print the output as it comes (from the start of the log), then how the job
     /// ended on stderr; no --timeout: it follows until the job ends.
@@ -390,7 +416,8 @@ fn parse_positive_seconds(text: &str) -> Result<f64, String> {
 /// `herd send` / `herd submit`.
 #[derive(Debug, Args)]
 pub(crate) struct StdinArgs {
-    /// The session id, or a unique prefix.
+    /// The session id, a unique prefix or a name.
+    #[arg(add = ArgValueCandidates::new(crate::complete::sessions))]
     pub(crate) id: String,
     /// The text to write.
     pub(crate) text: String,
@@ -402,7 +429,8 @@ pub(crate) struct StdinArgs {
 /// `herd resize`.
 #[derive(Debug, Args)]
 pub(crate) struct ResizeArgs {
-    /// The session id, or a unique prefix.
+    /// The session id, a unique prefix or a name.
+    #[arg(add = ArgValueCandidates::new(crate::complete::sessions))]
     pub(crate) id: String,
     /// Rows (1 to 10000).
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=10_000))]
@@ -460,7 +488,8 @@ pub(crate) enum ColorChoice {
 /// `herd handoff`.
 #[derive(Debug, Args)]
 pub(crate) struct HandoffArgs {
-    /// The session id, or a unique prefix.
+    /// The session id, a unique prefix or a name.
+    #[arg(add = ArgValueCandidates::new(crate::complete::sessions))]
     pub(crate) id: String,
     /// The owner that takes the session over.
     #[arg(long, value_name = "OWNER")]
@@ -652,6 +681,12 @@ pub(crate) enum Shell {
 
 /// `herd completions`.
 #[derive(Debug, Args)]
+#[command(after_long_help = "\
+Load it when the shell starts (it asks this binary, so ids and names are completed
+from the running daemon):
+  bash:  echo 'source <(herd completions bash)' >> ~/.bashrc
+  zsh:   echo 'source <(herd completions zsh)' >> ~/.zshrc
+  fish:  echo 'herd completions fish | source' >> ~/.config/fish/config.fish")]
 pub(crate) struct CompletionsArgs {
     /// The shell to generate for.
     pub(crate) shell: Shell,

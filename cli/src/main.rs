@@ -11,6 +11,7 @@ mod attach;
 mod auxiliary;
 mod client;
 mod commands;
+mod complete;
 mod config;
 mod daemon;
 mod doctor;
@@ -34,6 +35,7 @@ use crate::args::{Cli, Command, GuardCommand};
 use crate::exit::{Code, code_of, is_broken_pipe};
 
 fn main() -> ExitCode {
+    complete::answer_the_shell();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => {
@@ -110,31 +112,50 @@ fn client_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .context("failed to start the async runtime")
 }
 
+/// `herd man`: one page on stdout, or every page into a directory.
+fn man(args: &args::ManArgs) -> anyhow::Result<()> {
+    let mut root = Cli::command().disable_help_subcommand(true);
+    root.build();
+    if let Some(dir) = &args.dir {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create {}", dir.display()))?;
+        clap_mangen::generate_to(root, dir)
+            .with_context(|| format!("cannot write the man pages into {}", dir.display()))?;
+        output::line(&format!("wrote the man pages into {}", dir.display()))?;
+        return Ok(());
+    }
+    let mut page = root;
+    for name in &args.subcommand {
+        let Some(sub) = page.find_subcommand(name).cloned() else {
+            let known: Vec<&str> = page.get_subcommands().map(clap::Command::get_name).collect();
+            return Err(exit::Failure::new(
+                Code::Usage,
+                format!(
+                    "no man page for `{name}`: `{}` has {}",
+                    page.get_bin_name().unwrap_or(page.get_name()),
+                    known.join(", ")
+                ),
+            )
+            .into());
+        };
+        page = sub;
+    }
+    let mut buf = Vec::new();
+    clap_mangen::Man::new(page)
+        .render(&mut buf)
+        .context("failed to render the man page")?;
+    output::raw(&String::from_utf8_lossy(&buf))?;
+    Ok(())
+}
+
 /// Runs one command.
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Completions(args) => {
-            use clap_complete::Shell as S;
-            let shell = match args.shell {
-                args::Shell::Bash => S::Bash,
-                args::Shell::Zsh => S::Zsh,
-                args::Shell::Fish => S::Fish,
-                args::Shell::Elvish => S::Elvish,
-                args::Shell::Powershell => S::PowerShell,
-            };
-            let mut buf = Vec::new();
-            clap_complete::generate(shell, &mut Cli::command(), "herd", &mut buf);
-            output::raw(&String::from_utf8_lossy(&buf))?;
+            output::raw(&complete::registration(args.shell)?)?;
             Ok(())
         }
-        Command::Man => {
-            let mut buf = Vec::new();
-            clap_mangen::Man::new(Cli::command())
-                .render(&mut buf)
-                .context("failed to render the man page")?;
-            output::raw(&String::from_utf8_lossy(&buf))?;
-            Ok(())
-        }
+        Command::Man(args) => man(&args),
         command => {
             let home = config::resolve_home()?;
             let depth = if matches!(command, Command::Serve(_)) {
@@ -193,7 +214,7 @@ async fn client_command(home: herd_persistence::Home, command: Command) -> anyho
         }
         Command::Resize(args) => commands::resize(&home, args).await,
         Command::Completions(_)
-        | Command::Man
+        | Command::Man(_)
         | Command::Serve(_)
         | Command::Guard(_)
         | Command::Plugins(_)

@@ -902,3 +902,51 @@ fn issue17_several_ids_without_follow_say_to_add_it() {
     let out = env.run(&["logs", "--all"]);
     assert_eq!(out.status.code(), Some(2), "--all needs --follow");
 }
+
+/// What bash would offer after `words` (the last is the word being completed),
+/// through the script `herd completions bash` prints.
+fn bash_completes(env: &Env, words: &[&str]) -> Vec<String> {
+    let quoted: Vec<String> = words.iter().map(|w| format!("'{w}'")).collect();
+    let script = format!(
+        "source <('{herd}' completions bash) && COMP_WORDS=({words}) && COMP_CWORD={cword} && \
+         COMP_TYPE=9 && _clap_complete_herd herd '{current}' herd && printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+        herd = crate::support::HERD,
+        words = quoted.join(" "),
+        cword = words.len() - 1,
+        current = words[words.len() - 1],
+    );
+    let mut bash = crate::support::raw_command(std::path::Path::new("bash"));
+    bash.args(["-c", &script])
+        .env("HERD_HOME", env.home())
+        .env_remove("HERD_OWNER");
+    let out = bash.output().expect("bash runs");
+    assert!(out.status.success(), "{}", stderr(&out));
+    stdout(&out)
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn issue17_bash_completes_session_ids_and_names_from_the_daemon() {
+    let env = Env::new();
+    // No daemon: nothing to offer, and completing starts none.
+    let offered = bash_completes(&env, &["herd", "logs", "proc_"]);
+    assert!(offered.is_empty(), "{offered:?}");
+    assert_eq!(env.daemon_pid(), None, "completion started a daemon");
+    let web = run_id(&env, &["--name", "web", "--", "sleep", "30"]);
+    let done = run_id(&env, &["--", "true"]);
+    env.json(&["wait", &done, "--json"]);
+    let offered = bash_completes(&env, &["herd", "logs", ""]);
+    for want in ["web", web.as_str(), done.as_str()] {
+        assert!(
+            offered.iter().any(|o| o == want),
+            "{want} not in {offered:?}"
+        );
+    }
+    assert_eq!(bash_completes(&env, &["herd", "kill", "we"]), ["web"]);
+    let offered = bash_completes(&env, &["herd", "poll", &web[..9]]);
+    assert_eq!(offered, std::slice::from_ref(&web));
+    env.ok(&["kill", &web]);
+}
