@@ -8,6 +8,10 @@
 //! Figures (one `herd-bench` line each, read by `cargo xtask bench`):
 //! - `cli.run_wait_roundtrip`: `herd run -- true` + `herd wait ID`, median, against
 //!   spawning and reaping `bash -c true` (target <= 2x);
+//! - `cli.run_wait_one_client`: `herd run --wait -- true`, one client process that
+//!   starts the job, follows it and ends with its exit (issue 17), against `bash -c
+//!   true` in the same run (target <= 2x); the note gives the medians of five blocks
+//!   of 40 as a spread;
 //! - `cli.client_start`: `herd --version` against `bash -c true`: the start-up of
 //!   one client process, the floor under every CLI figure (a round trip starts two);
 //! - `cli.notify_1000`: 1,000 separate `herd run --notify -- true` processes, then
@@ -170,6 +174,43 @@ fn run_wait_roundtrip() {
         Some((median(bash), "spawn and reap bash -c true")),
         "<= 2.0",
         "median of 40; two herd client processes per round trip",
+    );
+}
+
+fn run_wait_one_client() {
+    let home = Home::new("");
+    home.out(&["ps"]); // autostart outside the measurement
+    let mut herd = Vec::new();
+    let mut bash = Vec::new();
+    let mut blocks = Vec::new();
+    for _ in 0..5 {
+        let mut block = Vec::new();
+        for _ in 0..40 {
+            let start = Instant::now();
+            let status = home
+                .herd(&["run", "--wait", "--", "true"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .expect("run --wait");
+            let ms = start.elapsed().as_secs_f64() * 1e3;
+            assert!(status.success());
+            herd.push(ms);
+            block.push(ms);
+            bash.push(bash_true_ms());
+        }
+        blocks.push(median(block));
+    }
+    report(
+        "cli.run_wait_one_client",
+        "ms",
+        median(herd),
+        Some((median(bash), "spawn and reap bash -c true")),
+        "<= 2.0",
+        &format!(
+            "median of 200; medians of 5 blocks of 40: {} ms; one client process",
+            spread(&blocks, 2)
+        ),
     );
 }
 
@@ -694,6 +735,9 @@ fn main() {
     };
     if wanted("cli.run_wait_roundtrip") {
         run_wait_roundtrip();
+    }
+    if wanted("cli.run_wait_one_client") {
+        run_wait_one_client();
     }
     if wanted("cli.client_start") {
         client_start();

@@ -79,6 +79,17 @@ pub(crate) async fn run(home: &Home, args: RunArgs) -> anyhow::Result<()> {
         params["host"] = json!(host);
     }
     let mut client = Client::connect(home).await?;
+    // An older daemon would ignore the limit and let the job run forever.
+    if args.time_limit.is_some() && !client.hello.serves("spawn.time_limit") {
+        return Err(Failure::new(
+            Code::Usage,
+            format!(
+                "--time-limit needs a newer daemon: the running one (herd {}) would ignore it; run `herd shutdown --keep-jobs` to replace it with this version, then retry",
+                client.hello.daemon
+            ),
+        )
+        .into());
+    }
     // The job runs in this shell's environment, not the daemon's (B36).
     if client.hello.serves("spawn.caller_env") {
         params["caller_env"] = json!(herd_core::utf8_environment());
@@ -440,6 +451,20 @@ pub(crate) fn ending(answer: &Value, id: &str) -> String {
         answer["exit_code"].as_i64(),
         signal,
     ) {
+        (Some("killed"), _, sig) if answer["termination_source"] == "time_limit" => {
+            // `killed (time limit 5m, SIGTERM)`.
+            let limit = answer["time_limit_seconds"].as_u64().map_or_else(
+                || "time limit".to_owned(),
+                |s| format!("time limit {}", limit_text(s)),
+            );
+            match sig {
+                Some(sig) => format!("killed ({limit}, {sig})"),
+                None => format!("killed ({limit})"),
+            }
+        }
+        (Some("killed"), _, Some(sig)) if answer["termination_source"] == "restarted" => {
+            format!("killed (restarted, {sig})")
+        }
         (Some("killed"), _, Some(sig)) => format!("killed ({sig})"),
         (Some("killed"), _, None) => "killed".to_owned(),
         (Some("lost"), _, _) => "lost (its exit status is unknown)".to_owned(),
@@ -448,6 +473,17 @@ pub(crate) fn ending(answer: &Value, id: &str) -> String {
         _ => output::visible(answer["status"].as_str().unwrap_or("unknown")).into_owned(),
     };
     format!("{id} {how}")
+}
+
+/// A time limit as it was given: `90s`, `5m`, `2h`, `3d` when it is whole, else
+/// seconds.
+fn limit_text(seconds: u64) -> String {
+    match seconds {
+        s if s >= 86_400 && s % 86_400 == 0 => format!("{}d", s / 86_400),
+        s if s >= 3_600 && s % 3_600 == 0 => format!("{}h", s / 3_600),
+        s if s >= 60 && s % 60 == 0 => format!("{}m", s / 60),
+        s => format!("{s}s"),
+    }
 }
 
 /// `herd wait`.
@@ -477,17 +513,17 @@ pub(crate) async fn wait(home: &Home, args: WaitArgs) -> anyhow::Result<()> {
     if args.json {
         output::json_pretty(&answer)?;
     } else {
-        let status = output::visible(answer["status"].as_str().unwrap_or("unknown"));
-        let mut line = format!(
-            "{} {status}",
-            output::visible(answer["session_id"].as_str().unwrap_or(&args.id))
-        );
-        if let Some(code) = answer["exit_code"].as_i64() {
-            line.push_str(&format!(" (exit code {code})"));
-        }
-        if let Some(reason) = answer["completion_reason"].as_str() {
-            line.push_str(&format!(", {}", output::visible(reason)));
-        }
+        let line = if answer["status"] == "exited" {
+            // How it ended, in the words ps uses: `exited 0`, `killed (SIGTERM)`,
+            // `killed (time limit 5m, SIGTERM)`.
+            ending(&answer, &args.id)
+        } else {
+            format!(
+                "{} {}",
+                output::visible(answer["session_id"].as_str().unwrap_or(&args.id)),
+                output::visible(answer["status"].as_str().unwrap_or("unknown"))
+            )
+        };
         output::line(&line)?;
         if let Some(note) = answer["note"].as_str() {
             output::line(&output::visible(note))?;

@@ -98,6 +98,7 @@ fn record(home: &Home, i: usize, pid: i32, start: Option<u64>) -> SessionRecord 
         started_at: now_secs(),
         shim: None,
         name: None,
+        options: None,
         id,
     }
 }

@@ -116,6 +116,13 @@ pub struct SpawnInfo {
     /// dispatch's scope or why it degraded).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// The time limit in seconds, when one was set: the tree is killed then, with
+    /// source `time_limit`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time_limit_seconds: Option<u64>,
+    /// The session this one was started in place of (a restart).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replaces: Option<SessionId>,
 }
 
 /// The answer to a poll.
@@ -158,6 +165,12 @@ pub struct PollAnswer {
     /// session after a restart (earlier output from its log file) or a result receipt.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// The time limit in seconds, when one was set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time_limit_seconds: Option<u64>,
+    /// The session this one was started in place of (a restart).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replaces: Option<SessionId>,
 }
 
 /// A page of the output, by lines.
@@ -228,6 +241,9 @@ pub struct WaitAnswer {
     pub process_running: bool,
     /// Clamping, timeout and interrupt explanations.
     pub note: Option<String>,
+    /// The time limit in seconds, when one was set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time_limit_seconds: Option<u64>,
 }
 
 /// The answer to write, submit or close.
@@ -312,10 +328,19 @@ pub struct ListRow {
     pub completion_reason: Option<CompletionReason>,
     /// Whether the owner gets a completion.
     pub notify_on_complete: bool,
+    /// Who killed it, if herd did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub termination_source: Option<KillSource>,
     /// Whether lifecycle sweeps spare it.
     pub persist_on_release: bool,
 }
 
+    /// The time limit in seconds, when one was set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time_limit_seconds: Option<u64>,
+    /// The session this one was started in place of (a restart).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replaces: Option<SessionId>,
 fn is_zero(n: &u64) -> bool {
     *n == 0
 }

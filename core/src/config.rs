@@ -114,6 +114,8 @@ pub mod limits {
     pub const QUEUE_CAP: RangeInclusive<usize> = 1..=1_000_000;
     /// Characters of output a completion carries.
     pub const COMPLETION_OUTPUT_CHARS: RangeInclusive<usize> = 0..=1_000_000;
+    /// A spawn's time limit, in seconds: a second to ten years.
+    pub const TIME_LIMIT_SECONDS: RangeInclusive<u64> = 1..=10 * 365 * 86_400;
 
     /// `Err` naming `field`, its range and `got` when `value` is outside `range`.
     ///
@@ -360,6 +362,14 @@ pub struct SpawnRequest {
     /// `.`, `_` or `-`, not an id or something an id prefix could be (all hex, or
     /// starting with `proc_`), unique among the owner's running sessions.
     pub name: Option<String>,
+    /// How long the job may run (1 s to 10 years, [`limits::TIME_LIMIT_SECONDS`]):
+    /// then its tree is killed as [`KillSource::TimeLimit`], `persist_on_release` or
+    /// not. The deadline is a wall-clock instant, checkpointed, and a supervised
+    /// job's shim holds it too, so it is kept while no registry runs.
+    pub time_limit: Option<std::time::Duration>,
+    /// The session this one is started in place of (`Registry::restart` sets it);
+    /// answers carry it as `replaces`.
+    pub replaces: Option<crate::SessionId>,
 }
 
 /// Who asked for a kill (B17).
@@ -378,6 +388,11 @@ pub enum KillSource {
     AgentClose,
     /// The host is shutting down.
     HostShutdown,
+    /// The spawn's time limit ran out. An explicit source: it reaches
+    /// `persist_on_release` sessions too.
+    TimeLimit,
+    /// The session was restarted: killed to be started again.
+    Restarted,
 }
 
 impl KillSource {
@@ -390,6 +405,8 @@ impl KillSource {
             KillSource::TurnTimeout => "turn_timeout",
             KillSource::AgentClose => "agent_close",
             KillSource::HostShutdown => "host_shutdown",
+            KillSource::TimeLimit => "time_limit",
+            KillSource::Restarted => "restarted",
         }
     }
 

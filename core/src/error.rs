@@ -70,6 +70,47 @@ pub enum SpawnError {
     ShuttingDown,
 }
 
+/// A restart was refused or failed (issue 17).
+#[derive(Debug, thiserror::Error)]
+pub enum RestartError {
+    /// The session id did not resolve.
+    #[error(transparent)]
+    Lookup(#[from] LookupError),
+    /// Only the session's result receipt is left: how it was started is forgotten.
+    #[error(
+        "{id} finished too long ago to restart: herd keeps its result, not how it was started; start it again with herd run"
+    )]
+    Forgotten {
+        /// The session.
+        id: SessionId,
+    },
+    /// The command herd knows is the redacted text, not what ran.
+    #[error(
+        "{id} cannot be restarted: its command held a secret and herd kept only the redacted text since the daemon restarted; start it again with herd run"
+    )]
+    CommandRedacted {
+        /// The session.
+        id: SessionId,
+    },
+    /// The running session could not be killed, so nothing new was started.
+    #[error("{id} was not restarted: {why}; see herd poll {id}")]
+    NotStopped {
+        /// The session.
+        id: SessionId,
+        /// What the kill left.
+        why: String,
+    },
+    /// The new session could not be started (the old one is gone).
+    #[error("{id} was stopped but its restart failed")]
+    Spawn {
+        /// The session that was replaced.
+        id: SessionId,
+        /// Why the spawn failed.
+        #[source]
+        source: SpawnError,
+    },
+}
+
 /// Everything else the registry can fail at.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

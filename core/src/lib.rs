@@ -78,7 +78,7 @@ pub use dispatch::{
     FailureBreaker, HostFacts, ScopeAck, ScopeAvailability, ScopeStopError, SystemClock, UnitKind,
     is_in_scope, memory_max, systemd_unit, wait_for_scope_ack,
 };
-pub use error::{Error, LookupError, SpawnError};
+pub use error::{Error, LookupError, RestartError, SpawnError};
 pub use event::{Event, render_events};
 pub use foreground::{Adoption, FOREGROUND_OUTPUT_CHARS, ForegroundAnswer, ForegroundStatus};
 pub use handoff::{

@@ -124,6 +124,9 @@ pub(crate) struct Finish {
     /// Members of the session's process group still alive when the reader stopped
     /// without end-of-file.
     pub(crate) descendants_alive: Vec<i32>,
+    /// Who killed the job when the registry did not: a shim that enforced the time
+    /// limit itself says so in its exit record.
+    pub(crate) killed_by: Option<crate::KillSource>,
 }
 
 /// Runs the reader until the session is done with output and exit.
@@ -201,6 +204,7 @@ pub(crate) async fn run(
     Finish {
         exit,
         descendants_alive,
+        killed_by: None,
     }
 }
 

@@ -51,12 +51,14 @@ use crate::text;
 
 mod delivery;
 mod durable;
+mod lifecycle;
 mod logs;
 pub use delivery::Drained;
 pub use logs::{FollowRead, LogFollower};
 mod restore;
 mod supervised;
 
+pub(crate) use durable::source_from_name;
 pub use restore::RestoreReport;
 
 /// How long a scoped worker may take to show up in its unit before it is no longer watched.
@@ -328,6 +330,8 @@ impl Registry {
 
     /// A page of output lines over the whole output the session's log file holds: the
     /// last `limit` (default 200) lines, or `limit` lines from line `offset` (0 is the
+            time_limit_seconds: s.time_limit.map(|t| t.limit.as_secs()),
+            replaces: s.origin.replaces.clone(),
     /// first line the session printed), with the log's total line count (B39).
     ///
     /// A page is at most 200,000 bytes; a longer line is cut with a marker and a note.
@@ -580,6 +584,7 @@ impl Registry {
 
     /// Writes raw bytes to the session's stdin (pipe) or keyboard (PTY).
     ///
+            time_limit_seconds: s.time_limit.map(|t| t.limit.as_secs()),
     /// # Errors
     /// [`Error::Lookup`].
     pub async fn write(&self, id: &str, data: &[u8]) -> Result<StdinAnswer, Error> {
@@ -1100,8 +1105,11 @@ impl Inner {
         }
         if req.command.trim().is_empty() {
             return Err(SpawnError::InvalidRequest {
+            termination_source: fin.and_then(|f| f.source),
                 field: "command",
                 message: "the command is empty; pass a shell command line".to_owned(),
+            time_limit_seconds: s.time_limit.map(|t| t.limit.as_secs()),
+            replaces: s.origin.replaces.clone(),
             });
         }
         if let Some(name) = &req.name {
@@ -1158,6 +1166,29 @@ impl Inner {
                     .config
                     .pipeline
                     .redact_command(&req.command)
+        let time_limit = match req.time_limit {
+            Some(limit) => {
+                let range = &crate::config::limits::TIME_LIMIT_SECONDS;
+                if limit < Duration::from_secs(*range.start())
+                    || limit > Duration::from_secs(*range.end())
+                {
+                    return Err(SpawnError::InvalidRequest {
+                        field: "time_limit_seconds",
+                        message: format!(
+                            "the time limit must be from {} s to {} s (ten years); got {} s",
+                            range.start(),
+                            range.end(),
+                            limit.as_secs_f64()
+                        ),
+                    });
+                }
+                Some(crate::session::TimeLimit {
+                    limit,
+                    deadline: SystemTime::now() + limit,
+                })
+            }
+            None => None,
+        };
                     .into_owned(),
                 source,
             })?,
@@ -1303,8 +1334,15 @@ impl Inner {
                         "PTY support disabled by configuration".to_owned(),
                     ))
                 } else {
-                    self.start_shim(&id, shim_argv.as_deref(), &launch, pty, &log_path)
-                        .await
+                    self.start_shim(
+                        &id,
+                        shim_argv.as_deref(),
+                        &launch,
+                        pty,
+                        &log_path,
+                        time_limit,
+                    )
+                    .await
                 };
                 match attempt {
                     Ok(started) => started,
@@ -1316,9 +1354,16 @@ impl Inner {
                             env: &env,
                             cwd: &cwd,
                         };
-                        self.start_shim(&id, shim_argv.as_deref(), &launch, None, &log_path)
-                            .await
-                            .map_err(|e| spawn_err(e.into_io()))?
+                        self.start_shim(
+                            &id,
+                            shim_argv.as_deref(),
+                            &launch,
+                            None,
+                            &log_path,
+                            time_limit,
+                        )
+                        .await
+                        .map_err(|e| spawn_err(e.into_io()))?
                     }
                     Err(error) => return Err(spawn_err(error.into_io())),
                 }
@@ -1449,6 +1494,8 @@ impl Inner {
             done,
             kill_requested,
         });
+            time_limit,
+            origin: crate::session::Origin::of(&req),
         {
             let mut tables = self.lock();
             self.prune(&mut tables);
@@ -1470,6 +1517,7 @@ impl Inner {
                                 source,
                                 waiter,
                                 log,
+        self.arm_time_limit(&session);
                                 observer,
                                 idle_drain,
                             )
@@ -1532,6 +1580,8 @@ impl Inner {
         };
         let s = Arc::clone(session);
         drop(self.runtime.spawn(async move {
+            time_limit_seconds: time_limit.map(|t| t.limit.as_secs()),
+            replaces: req.replaces.clone(),
             if crate::dispatch::wait_for_scope_ack(s.pid, &scope.unit, SCOPE_ACK_TIMEOUT).await
                 != crate::dispatch::ScopeAck::Exited
             {
@@ -1641,7 +1691,13 @@ impl Inner {
         };
         let (final_text, final_cut, _) = s.text_final();
         let now = SystemTime::now();
+            killed_by,
         // Everything slow or foreign happens before the table lock: the hooks on the
+        if let Some(source) = killed_by {
+            // The shim killed the job itself (its time limit); a kill the registry
+            // began meanwhile keeps its own source.
+            s.state().kill_source.get_or_insert(source);
+        }
         // completion's output, and the ledger commit (an fsync). The event is drafted
         // from the session as it is now; under the lock it is built again (cheap),
         // and only if a kill, an adoption or a handoff changed it meanwhile is it

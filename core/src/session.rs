@@ -101,12 +101,65 @@ pub(crate) struct Session {
     /// The name it was started with, unique among its owner's running sessions;
     /// found wherever an id is.
     pub(crate) name: Option<String>,
+    /// When the job is killed as `time_limit`, if the spawn set a limit.
+    pub(crate) time_limit: Option<TimeLimit>,
+    /// What a restart repeats that the fields above do not say.
+    pub(crate) origin: Origin,
     pub(crate) tail: Mutex<Tail>,
     pub(crate) state: Mutex<State>,
     /// Flips to true once, after the completion is published.
     pub(crate) done: watch::Sender<bool>,
     /// Flips to true when a kill asks the reader to stop at the child's exit.
     pub(crate) kill_requested: watch::Sender<bool>,
+}
+
+/// A spawn's time limit: how long it was given and the wall-clock instant it ends.
+///
+/// The deadline is wall-clock time, not a monotonic instant, because it must mean the
+/// same thing to the shim, to the checkpoint and to the next registry after a restart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TimeLimit {
+    pub(crate) limit: std::time::Duration,
+    pub(crate) deadline: SystemTime,
+}
+
+impl TimeLimit {
+    /// The deadline in unix milliseconds, as the checkpoint and the shim carry it.
+    pub(crate) fn deadline_unix_ms(&self) -> u64 {
+        self.deadline
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    }
+
+    /// A deadline read back from unix milliseconds.
+    pub(crate) fn from_record(limit_seconds: u64, deadline_unix_ms: u64) -> TimeLimit {
+        TimeLimit {
+            limit: std::time::Duration::from_secs(limit_seconds),
+            deadline: std::time::UNIX_EPOCH + std::time::Duration::from_millis(deadline_unix_ms),
+        }
+    }
+}
+
+/// What `herd restart` repeats beyond the session's own fields: the options as the
+/// spawn asked for them (notify may have been turned on since, a PTY may have fallen
+/// back to pipes).
+///
+/// Invariant: holds environment names only, never values; a restart takes the values
+/// from its own caller's environment.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Origin {
+    pub(crate) notify: bool,
+    pub(crate) watch: Vec<String>,
+    pub(crate) heartbeat_seconds: Option<u64>,
+    pub(crate) completion_output_chars: Option<usize>,
+    pub(crate) forward_env: Vec<String>,
+    /// Names the spawn set with explicit values; a restart does not repeat them.
+    pub(crate) env_names: Vec<String>,
+    pub(crate) pty: Option<(u16, u16)>,
+    /// `command` is the redacted text (a restored session whose command held a
+    /// secret), not what ran: a restart cannot repeat it.
+    pub(crate) command_redacted: bool,
+    pub(crate) replaces: Option<SessionId>,
 }
 
 /// A worker scope a session runs in.

@@ -77,6 +77,13 @@ pub(crate) struct Spec {
     pub(crate) log_cap_bytes: u64,
     /// How long output may stay idle after the exit before the session ends.
     pub(crate) idle_drain_ms: u64,
+    /// The session's time limit, a wall-clock instant in unix milliseconds: the shim
+    /// kills the job's tree then, daemon or no daemon (absent: no limit).
+    #[serde(default)]
+    pub(crate) deadline_unix_ms: Option<u64>,
+    /// The SIGTERM-to-SIGKILL grace of that kill.
+    #[serde(default)]
+    pub(crate) kill_grace_ms: u64,
 }
 
 /// An environment name or value: text when it is UTF-8 (nearly always, and cheap to

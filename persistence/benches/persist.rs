@@ -58,6 +58,7 @@ fn session(n: usize) -> SessionRecord {
         started_at: 1_790_000_000.0 + n as f64,
         shim: None,
         name: None,
+        options: None,
     }
 }
 

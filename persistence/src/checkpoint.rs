@@ -130,6 +130,45 @@ pub struct SessionRecord {
     /// The name the session was started with (`herd run --name`), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// The rest of what the spawn asked for: its time limit and what a restart
+    /// repeats (absent in checkpoints written before they existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub options: Option<SpawnOptions>,
+}
+
+/// What a spawn asked for beyond the fields of [`SessionRecord`]: the time limit a
+/// restored session is still held to, and what `herd restart` repeats.
+///
+/// Invariant: no environment value is stored, only names: a restart takes the values
+/// from the environment of whoever asks for it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SpawnOptions {
+    /// The time limit in seconds, as asked (1 s to 10 years).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_limit_seconds: Option<u64>,
+    /// When the time limit ends the job: a wall-clock instant, unix milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_unix_ms: Option<u64>,
+    /// Names passed through the credential deny-list (`--forward-env`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub forward_env: Vec<String>,
+    /// Names the spawn set explicitly (`--env NAME=VALUE`); their values are not kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env_names: Vec<String>,
+    /// Whether the spawn asked for a completion (the record's `notify` may have been
+    /// turned on later).
+    #[serde(default)]
+    pub notify: bool,
+    /// The terminal size asked for, when the spawn asked for a PTY (even one that
+    /// fell back to pipes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pty: Option<(u16, u16)>,
+    /// The record's `command` differs from what was run: redaction masked part of it.
+    #[serde(default)]
+    pub command_redacted: bool,
+    /// The session this one was started in place of (`herd restart`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replaces: Option<String>,
 }
 
 /// The supervisor process (shim) a checkpointed session runs under.

@@ -21,7 +21,7 @@ mod shim;
 
 pub use checkpoint::{
     CHECKPOINT_VERSION, CheckpointEntry, CheckpointProblem, CheckpointStore, Loaded, Mode,
-    MovedAside, SessionRecord, ShimRef, Writer, parse_stat_start_time,
+    MovedAside, SessionRecord, ShimRef, SpawnOptions, Writer, parse_stat_start_time,
 };
 pub use error::{Error, LedgerCause};
 pub use home::Home;

@@ -73,6 +73,10 @@ pub struct ExitRecord {
     /// end-of-file.
     #[serde(default)]
     pub descendants_alive: Vec<i32>,
+    /// Why the shim itself killed the job, when it did: `time_limit` (the spawn's
+    /// time limit ran out, whether or not a daemon was attached).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub killed_by: Option<String>,
 }
 
 /// One session's shim directory under `<home>/run/shims/`.

@@ -77,6 +77,13 @@ pub(crate) fn run(dry_run: bool) -> Result<()> {
         fs::copy(from, stage.join(to))
             .with_context(|| format!("cannot copy {} into the package", from.display()))?;
     }
+    // Every man page: herd(1) and herd-<subcommand>(1), which herd(1) names.
+    let man = stage.join("man");
+    shell::run(
+        shell::command(&built.join("herd").to_string_lossy())
+            .args(["man", "--dir"])
+            .arg(&man),
+    )?;
     let tarball = format!("{name}.tar.gz");
     shell::run(
         shell::command("tar")

@@ -388,13 +388,15 @@ impl Inner {
 
     /// The checkpoint record of one session.
     fn record_of(&self, s: &Session, extra: Option<&Extras>) -> SessionRecord {
+        let command = extra.map_or_else(
+            || self.config.pipeline.redact_command(&s.command).into_owned(),
+            |e| e.command_redacted.clone(),
+        );
+        let options = options_record(s, &command);
         let st = s.state();
         SessionRecord {
             id: s.id.as_str().to_owned(),
-            command: extra.map_or_else(
-                || self.config.pipeline.redact_command(&s.command).into_owned(),
-                |e| e.command_redacted.clone(),
-            ),
+            command,
             pid: s.pid,
             pgid: s.pgid,
             start_time: s.start_time,
@@ -415,6 +417,7 @@ impl Inner {
             started_at: unix_seconds(s.started_at),
             shim: s.shim,
             name: s.name.clone(),
+            options: Some(options),
         }
     }
 
@@ -890,6 +893,8 @@ impl Inner {
             bytes_not_kept: 0,
             total_ingested,
             note: Some(RECEIPT_NOTE.to_owned()),
+            time_limit_seconds: None,
+            replaces: None,
             session_id,
         })
     }
@@ -1020,6 +1025,7 @@ impl Inner {
             log_path: self.home.session_log_path(session_id.as_str()),
             process_running: false,
             note: Some(RECEIPT_NOTE.to_owned()),
+            time_limit_seconds: None,
             session_id,
         })
     }
@@ -1090,7 +1096,24 @@ pub(super) fn reason_from_name(name: &str) -> CompletionReason {
 }
 
 /// A kill source from its wire name; empty or unknown is `None`.
-pub(super) fn source_from_name(name: &str) -> Option<KillSource> {
+/// The spawn options a checkpoint keeps beyond the record's own fields (issue 17).
+fn options_record(s: &Session, command_written: &str) -> herd_persistence::SpawnOptions {
+    let origin = &s.origin;
+    herd_persistence::SpawnOptions {
+        time_limit_seconds: s.time_limit.map(|t| t.limit.as_secs()),
+        deadline_unix_ms: s.time_limit.map(|t| t.deadline_unix_ms()),
+        forward_env: origin.forward_env.clone(),
+        env_names: origin.env_names.clone(),
+        notify: origin.notify,
+        pty: origin.pty,
+        // The record's command is the redacted one; it is what ran only if redaction
+        // left it as it was.
+        command_redacted: origin.command_redacted || command_written != s.command,
+        replaces: origin.replaces.as_ref().map(|id| id.as_str().to_owned()),
+    }
+}
+
+pub(crate) fn source_from_name(name: &str) -> Option<KillSource> {
     [
         KillSource::ProcessKill,
         KillSource::OperatorStop,
@@ -1098,6 +1121,8 @@ pub(super) fn source_from_name(name: &str) -> Option<KillSource> {
         KillSource::TurnTimeout,
         KillSource::AgentClose,
         KillSource::HostShutdown,
+        KillSource::TimeLimit,
+        KillSource::Restarted,
     ]
     .into_iter()
     .find(|s| s.as_str() == name)

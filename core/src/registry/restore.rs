@@ -394,6 +394,13 @@ impl Inner {
                 Ok(n) => n,
             },
             name: r.name.clone(),
+            time_limit: r.options.as_ref().and_then(|o| {
+                Some(crate::session::TimeLimit::from_record(
+                    o.time_limit_seconds?,
+                    o.deadline_unix_ms?,
+                ))
+            }),
+            origin: origin_of_record(r),
             tail: Mutex::new(tail),
             state: Mutex::new(State {
                 task_id: r.task_id.clone(),
@@ -425,6 +432,7 @@ impl Inner {
             Finish {
                 exit: Err(io::Error::other(note.to_owned())),
                 descendants_alive: Vec::new(),
+                killed_by: None,
             },
         );
     }
@@ -474,6 +482,7 @@ impl Inner {
             notes: Vec::new(),
         };
         let observer = self.arm_notifications(&s, &plan);
+        self.arm_time_limit(&s);
         let pid = s.pid;
         let exit = self
             .runtime
@@ -506,6 +515,7 @@ impl Inner {
                     Finish {
                         exit: Err(error),
                         descendants_alive: Vec::new(),
+                        killed_by: None,
                     }
                 }
             };
@@ -656,3 +666,32 @@ fn seed_tail(tail: &mut Tail, path: &Path, bound: usize) {
 
 #[cfg(test)]
 mod tests;
+
+/// What a restart repeats of a checkpointed session. A checkpoint written before
+/// the options were kept gives what its record says (a PTY at the default size).
+fn origin_of_record(r: &herd_persistence::SessionRecord) -> crate::session::Origin {
+    let options = r.options.clone().unwrap_or_default();
+    crate::session::Origin {
+        notify: if r.options.is_some() {
+            options.notify
+        } else {
+            r.notify
+        },
+        watch: r.watch_patterns.clone(),
+        heartbeat_seconds: (r.heartbeat_seconds > 0).then_some(r.heartbeat_seconds),
+        completion_output_chars: usize::try_from(r.completion_output_chars)
+            .ok()
+            .filter(|n| *n > 0),
+        forward_env: options.forward_env,
+        env_names: options.env_names,
+        pty: options.pty.or(match r.mode {
+            herd_persistence::Mode::Pty => Some((30, 120)),
+            herd_persistence::Mode::Pipe => None,
+        }),
+        command_redacted: options.command_redacted,
+        replaces: options
+            .replaces
+            .as_deref()
+            .and_then(crate::SessionId::parse),
+    }
+}

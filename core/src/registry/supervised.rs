@@ -56,6 +56,7 @@ impl Inner {
         launch: &Launch<'_>,
         pty: Option<(u16, u16)>,
         log_path: &std::path::Path,
+        time_limit: Option<crate::session::TimeLimit>,
     ) -> Result<Started, ShimStartError> {
         let io_err = |e: herd_persistence::Error| ShimStartError::Io(io::Error::other(e));
         let dir = ShimDir::new(&self.home, id.as_str()).map_err(io_err)?;
@@ -71,6 +72,10 @@ impl Inner {
             self.config.log_cap_bytes,
             self.config.idle_drain,
         );
+        // The shim holds the deadline too: it kills the tree at the deadline while no
+        // daemon runs (issue 17).
+        spec.deadline_unix_ms = time_limit.map(|t| t.deadline_unix_ms());
+        spec.kill_grace_ms = u64::try_from(self.config.kill_grace.as_millis()).unwrap_or(u64::MAX);
         // The shim itself carries neither the session tag (a tree kill's escapee scan
         // would take it for part of the job) nor the supervised-child marker.
         let mut shim_env = launch.env.clone();
@@ -200,6 +205,7 @@ impl Inner {
             Finish {
                 exit: Err(io::Error::other(note)),
                 descendants_alive: outcome.survivors,
+                killed_by: None,
             },
         );
     }
@@ -247,6 +253,7 @@ impl Inner {
                     notes: Vec::new(),
                 };
                 let observer = self.arm_notifications(&s, &plan);
+                self.arm_time_limit(&s);
                 let cursor = Cursor {
                     log_bytes: progress.log_bytes,
                     progress,
@@ -260,6 +267,7 @@ impl Inner {
                 let error = AttachError::Version { shim: theirs };
                 tracing::warn!(session_id = %id, %error, "supervised session not attached");
                 let s = self.restored_session(id.clone(), &entry, shim, None, None);
+                self.arm_time_limit(&s);
                 self.durable.mark_note(id, format!("{error}"));
                 self.follow_records(s, dir, shim);
                 Reattached::RecordsOnly

@@ -641,6 +641,10 @@ pub(crate) fn finish_of(record: ExitRecord) -> Finish {
             signal: record.signal,
         }),
         descendants_alive: record.descendants_alive,
+        killed_by: record
+            .killed_by
+            .as_deref()
+            .and_then(crate::registry::source_from_name),
     }
 }
 
@@ -759,5 +763,7 @@ pub(crate) fn spec(
         log_path,
         log_cap_bytes,
         idle_drain_ms: u64::try_from(idle_drain.as_millis()).unwrap_or(u64::MAX),
+        deadline_unix_ms: None,
+        kill_grace_ms: 0,
     }
 }

@@ -51,6 +51,9 @@ const MAX_QUEUED_OUT: usize = 4 << 20;
 /// daemon that started the shim attaches right after the ready line, so this only
 /// runs out when that daemon died in between (the exit record is on disk anyway).
 const FIRST_ATTACH_WAIT: Duration = Duration::from_secs(10);
+/// The longest the loop waits before it reads the wall clock against a time limit's
+/// deadline again.
+const DEADLINE_RECHECK: Duration = Duration::from_secs(60);
 /// How long the final `exit` frame may take to reach an attached daemon.
 const EXIT_SEND_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -129,6 +132,14 @@ struct Shim {
     output_paused_until: Option<Instant>,
     listener: UnixListener,
     uid: u32,
+    /// The job's start time, its identity for a tree kill.
+    start_time: Option<u64>,
+    session_id: String,
+    /// The time limit's wall-clock deadline, until it is enforced.
+    deadline: Option<SystemTime>,
+    kill_grace: Duration,
+    /// Why the shim killed the job itself, for the exit record.
+    killed_by: Option<&'static str>,
 }
 
 /// Starts the job described by `spec` and supervises it; returns the exit code.
@@ -280,6 +291,13 @@ pub(super) fn run(spec: Spec, detach: bool) -> i32 {
         output_paused_until: None,
         listener,
         uid: nix::unistd::getuid().as_raw(),
+        start_time: info.start_time,
+        session_id: spec.session_id.clone(),
+        deadline: spec
+            .deadline_unix_ms
+            .map(|ms| SystemTime::UNIX_EPOCH + Duration::from_millis(ms)),
+        kill_grace: Duration::from_millis(spec.kill_grace_ms),
+        killed_by: None,
     };
     shim.reap();
     shim.serve(&signals);
@@ -344,6 +362,19 @@ impl Shim {
                 let left = self.idle_drain.saturating_sub(self.last_activity.elapsed())
                     + Duration::from_millis(1);
                 wait = Some(wait.map_or(left, |w| w.min(left)));
+            } else if let Some(deadline) = self.deadline {
+                match deadline.duration_since(SystemTime::now()) {
+                    Ok(left) if !left.is_zero() => {
+                        // The wall clock is read again at least this often, so a
+                        // suspended machine or a clock step is noticed.
+                        let left = left.min(DEADLINE_RECHECK);
+                        wait = Some(wait.map_or(left, |w| w.min(left)));
+                    }
+                    _ => {
+                        self.enforce_time_limit();
+                        continue;
+                    }
+                }
             }
             let timeout = wait.map(timespec);
             let ready = {
@@ -406,6 +437,41 @@ impl Shim {
             self.maybe_grew();
             self.flush_conn();
         }
+    }
+
+    /// The time limit ran out: the job's whole tree is killed (SIGTERM, the grace,
+    /// SIGKILL, as the registry kills) and the session ends as soon as the job's exit
+    /// is reaped, with `killed_by: "time_limit"` in its exit record. Output keeps its
+    /// place in the log; what the job writes during the grace is read afterwards from
+    /// the pipe or terminal buffer.
+    fn enforce_time_limit(&mut self) {
+        self.deadline = None;
+        self.killed_by = Some("time_limit");
+        self.kill_requested = true;
+        let target = crate::kill::KillTarget {
+            pid: self.pid,
+            pgid: self.pgid,
+            start_time: self.start_time,
+            session_tag: self.session_id.clone(),
+        };
+        // The tree kill is asynchronous (pidfds, timers); a runtime of one thread
+        // lives for its length and is dropped before the loop goes on.
+        match tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(runtime) => {
+                let outcome = runtime.block_on(crate::kill::kill_tree(&target, self.kill_grace));
+                if !outcome.survivors.is_empty() {
+                    tracing::warn!(survivors = ?outcome.survivors, "time-limit kill left survivors");
+                }
+            }
+            Err(error) => {
+                tracing::warn!(%error, "no runtime for the tree kill; the job's group gets SIGKILL");
+                crate::sys::signal_group(self.pgid, Signal::SIGKILL).ok();
+            }
+        }
+        self.reap();
     }
 
     /// Reaps every child that has exited; the job's status is kept.
@@ -818,6 +884,7 @@ impl Shim {
             total_ingested: self.progress.total_ingested,
             bytes_not_kept: self.progress.bytes_not_kept,
             descendants_alive,
+            killed_by: self.killed_by.map(str::to_owned),
         };
         let written = dir.write_exit(&record);
         // The record is on disk before the log closes (the daemon trusts the record's

@@ -116,6 +116,7 @@ fn record(home: &Home, id: &str, pid: i32, start_time: Option<u64>) -> SessionRe
             .as_secs_f64(),
         shim: None,
         name: None,
+        options: None,
     }
 }
 

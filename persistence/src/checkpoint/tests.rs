@@ -25,6 +25,7 @@ fn record(id: &str, pid: i32) -> SessionRecord {
         started_at: 1_790_000_000.5,
         shim: None,
         name: None,
+        options: None,
     }
 }
 
@@ -330,6 +331,7 @@ fn arb_record() -> impl proptest::strategy::Strategy<Value = SessionRecord> {
                     protocol: 1,
                 }),
                 name: (pid % 3 == 0).then(|| format!("job-{pid}")),
+                options: None,
             }
         })
 }

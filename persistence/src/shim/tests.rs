@@ -20,6 +20,7 @@ fn exit_record() -> ExitRecord {
         total_ingested: 42,
         bytes_not_kept: 0,
         descendants_alive: vec![12, 13],
+        killed_by: None,
     }
 }
 

@@ -33,6 +33,7 @@ fn record(id: String) -> SessionRecord {
         started_at: 1.0,
         shim: None,
         name: None,
+        options: None,
     }
 }
 

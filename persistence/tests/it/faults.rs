@@ -89,6 +89,7 @@ fn session(n: u32) -> SessionRecord {
         started_at: 1.0,
         shim: None,
         name: None,
+        options: None,
     }
 }
 

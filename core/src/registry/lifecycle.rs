@@ -1,0 +1,231 @@
+//! Time limits and restarts (issue 17).
+//!
+//! A time limit is a kill source of its own, [`KillSource::TimeLimit`]: explicit, so
+//! it reaches `persist_on_release` sessions too (B17 spares them only from lifecycle
+//! sweeps). Its deadline is a wall-clock instant fixed at spawn, written to the
+//! checkpoint, and enforced in two places:
+//! - here, by one task per limited session that waits for the session to finish or
+//!   the deadline to pass, re-reading the wall clock at least every
+//!   [`RECHECK`] (a suspended machine or a clock step is noticed within that);
+//!   a restored session past its deadline is killed as soon as it is re-attached;
+//! - in the session's shim (`shim/supervise`), which holds the job while no daemon
+//!   runs and kills the tree itself at the deadline; its exit record then says
+//!   `killed_by: "time_limit"`, and the registry that reads it concludes the session
+//!   with that source.
+//!
+//! Both may fire for the same deadline while a daemon is attached; a tree kill of a
+//! tree that is already going is harmless, and either way the session ends
+//! `killed` with source `time_limit`.
+//!
+//! A restart repeats a session's spawn: the same command, working directory, mode
+//! and options ([`Origin`]), the same owner and name, in the *caller's* environment
+//! (forwarded names are forwarded again from it; no value was ever stored). A running
+//! session is tree-killed first as [`KillSource::Restarted`], and the new spawn waits
+//! until the old one has passed the choke point, so its name is free.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use super::{Inner, Registry};
+use crate::answers::{KillStatus, SpawnInfo};
+use crate::config::{KillSource, Mode, SpawnRequest};
+use crate::error::RestartError;
+use crate::session::{Origin, Session};
+
+/// The longest a time-limit task waits before it reads the wall clock again.
+const RECHECK: Duration = Duration::from_secs(60);
+
+/// How long a restart waits for the killed session to pass the choke point.
+const RESTART_FINISH_WAIT: Duration = Duration::from_secs(30);
+
+impl Origin {
+    /// What `req` asked for, as a restart repeats it.
+    pub(crate) fn of(req: &SpawnRequest) -> Origin {
+        Origin {
+            notify: req.notify,
+            watch: req.watch.clone(),
+            heartbeat_seconds: req.heartbeat_seconds,
+            completion_output_chars: req.completion_output_chars,
+            forward_env: req.forward_env.clone(),
+            env_names: req
+                .env
+                .iter()
+                .map(|(name, _)| name.clone())
+                .filter(|name| name != "HERD_SUPERVISED_CHILD" && !req.forward_env.contains(name))
+                .collect(),
+            pty: match req.mode {
+                Mode::Pty { rows, cols } => Some((rows, cols)),
+                Mode::Pipe => None,
+            },
+            command_redacted: false,
+            replaces: req.replaces.clone(),
+        }
+    }
+}
+
+impl Inner {
+    /// Starts the task that kills `s` as `time_limit` at its deadline, if it has one.
+    /// A deadline already past (a session restored late) kills at once.
+    pub(super) fn arm_time_limit(self: &Arc<Self>, s: &Arc<Session>) {
+        let Some(limit) = s.time_limit else {
+            return;
+        };
+        let weak = Arc::downgrade(self);
+        let session = Arc::clone(s);
+        let mut done = s.done.subscribe();
+        let detach = self.detach.clone();
+        drop(self.runtime.spawn(async move {
+            loop {
+                let left = limit
+                    .deadline
+                    .duration_since(SystemTime::now())
+                    .unwrap_or_default();
+                if left.is_zero() {
+                    break;
+                }
+                tokio::select! {
+                    biased;
+                    // A detaching host leaves supervised jobs to their shims, which
+                    // hold the deadline themselves.
+                    () = detach.cancelled() => return,
+                    waited = tokio::time::timeout(left.min(RECHECK), done.wait_for(|d| *d)) => {
+                        if waited.is_ok() {
+                            return;
+                        }
+                    }
+                }
+            }
+            let Some(inner) = weak.upgrade() else {
+                return;
+            };
+            if *done.borrow() {
+                return;
+            }
+            tracing::info!(session_id = %session.id, limit_seconds = limit.limit.as_secs(), "time limit reached; killing the session's tree");
+            let answer = inner.kill_session(&session, KillSource::TimeLimit).await;
+            if answer.status == KillStatus::KillIncomplete {
+                tracing::warn!(session_id = %session.id, survivors = ?answer.survivors, "time-limit kill left survivors");
+            }
+        }));
+    }
+}
+
+impl Registry {
+    /// Starts session `id` (full id, prefix or name) again: the same command, working
+    /// directory, mode, owner, name and options (notify, watch, heartbeat, persist,
+    /// time limit, completion size, forwarded names), in `caller_env` as a new spawn
+    /// would be (`None` starts from this process's environment, as
+    /// [`SpawnRequest::caller_env`] says), with `env` applied after it. A running
+    /// session is tree-killed first as [`KillSource::Restarted`]; the new one is
+    /// spawned once the old one has finished, and its answer names the old one in
+    /// `replaces`.
+    ///
+    /// `--env` values of the original are not repeated: herd never keeps environment
+    /// values, and the answer's note names what was not repeated.
+    ///
+    /// # Errors
+    /// [`RestartError::Lookup`] when `id` names no session; [`RestartError::Forgotten`]
+    /// when only its result receipt is left; [`RestartError::CommandRedacted`] when the
+    /// command herd knows is the redacted text; [`RestartError::NotStopped`] when the
+    /// kill left survivors or the session did not finish in time (nothing new is
+    /// started); [`RestartError::Spawn`] when the new spawn fails.
+    pub async fn restart(
+        &self,
+        id: &str,
+        caller_env: Option<Vec<(String, String)>>,
+        env: Vec<(String, String)>,
+    ) -> Result<SpawnInfo, RestartError> {
+        let s = match self.inner.lookup(id) {
+            Ok(s) => s,
+            Err(miss) => {
+                return Err(match self.inner.receipt_lookup(id, miss) {
+                    Ok((id, _)) => RestartError::Forgotten { id },
+                    Err(error) => RestartError::Lookup(error),
+                });
+            }
+        };
+        if s.origin.command_redacted {
+            return Err(RestartError::CommandRedacted { id: s.id.clone() });
+        }
+        let request = restart_request(&s, caller_env, env);
+        let repeated_not: Vec<String> = s.origin.env_names.clone();
+        if s.state().finished.is_none() {
+            let answer = self.inner.kill_session(&s, KillSource::Restarted).await;
+            if answer.status == KillStatus::KillIncomplete {
+                return Err(RestartError::NotStopped {
+                    id: s.id.clone(),
+                    why: answer
+                        .error
+                        .unwrap_or_else(|| format!("the kill left {:?} alive", answer.survivors)),
+                });
+            }
+        }
+        // The old session leaves the running set at the choke point, which may come
+        // a moment after the kill (the reader drains what is left): its name is
+        // free only then.
+        let mut done = s.done.subscribe();
+        if tokio::time::timeout(RESTART_FINISH_WAIT, done.wait_for(|d| *d))
+            .await
+            .is_err()
+        {
+            return Err(RestartError::NotStopped {
+                id: s.id.clone(),
+                why: format!(
+                    "it was killed but did not finish within {} s",
+                    RESTART_FINISH_WAIT.as_secs()
+                ),
+            });
+        }
+        let mut info = self
+            .spawn(request)
+            .await
+            .map_err(|source| RestartError::Spawn {
+                id: s.id.clone(),
+                source,
+            })?;
+        if !repeated_not.is_empty() {
+            let note = format!(
+                "not repeated: --env {} (herd keeps no environment values; set them in your environment)",
+                repeated_not.join(", ")
+            );
+            info.note = Some(match info.note.take() {
+                Some(more) => format!("{note}; {more}"),
+                None => note,
+            });
+        }
+        tracing::info!(replaced = %s.id, session_id = %info.session_id, "session restarted");
+        Ok(info)
+    }
+}
+
+/// The spawn request that repeats `s` in `caller_env` with `env`.
+fn restart_request(
+    s: &Session,
+    caller_env: Option<Vec<(String, String)>>,
+    env: Vec<(String, String)>,
+) -> SpawnRequest {
+    let st = s.state();
+    let origin = &s.origin;
+    SpawnRequest {
+        command: s.command.clone(),
+        cwd: Some(s.cwd.clone()),
+        env,
+        forward_env: origin.forward_env.clone(),
+        caller_env,
+        mode: match origin.pty {
+            Some((rows, cols)) => Mode::Pty { rows, cols },
+            None => Mode::Pipe,
+        },
+        task_id: st.task_id.clone(),
+        owner_task_id: Some(st.owner_task_id.clone()),
+        session_key: st.session_key.clone(),
+        notify: origin.notify,
+        watch: origin.watch.clone(),
+        heartbeat_seconds: origin.heartbeat_seconds,
+        persist_on_release: s.persist_on_release,
+        completion_output_chars: origin.completion_output_chars,
+        name: s.name.clone(),
+        time_limit: s.time_limit.map(|t| t.limit),
+        replaces: Some(s.id.clone()),
+    }
+}
