@@ -26,7 +26,9 @@ use crate::protocol::{
 /// Additions to protocol 1 this daemon serves: leased drains (`drain` with
 /// `lease`, `drain.ack`, `drain.release`), `adopt`, and `list`'s `state`,
 /// `since_seconds` and `limit`, `spawn`'s `caller_env`, `events.follow`'s
-/// `peek` (`pending` counts instead of events), and `clean`.
+/// `peek` (`pending` counts instead of events), `clean`, and `sessions.follow`
+/// (a note whenever the home's sessions change, for `herd top`), `spawn`'s
+/// `time_limit_seconds`, and `restart`.
 pub(crate) const CAPABILITIES: &[&str] = &[
     "clean",
     "drain.lease",
@@ -35,6 +37,9 @@ pub(crate) const CAPABILITIES: &[&str] = &[
     "spawn.caller_env",
     "events.pending",
     "logs.follow.result",
+    "sessions.follow",
+    "spawn.time_limit",
+    "restart",
 ];
 
 /// How long a new connection may take to send its `hello`.

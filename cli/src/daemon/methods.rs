@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use herd_core::{
     AgentIdentity, DispatchConfig, Dispatcher, Event, HandoffError, KillSource, ListFilter,
-    LookupError, Mode, NotificationPolicy, Registry, RegistryConfig, SpawnError, SpawnRequest,
+    LookupError, Mode, NotificationPolicy, Registry, RegistryConfig, RestartError, SpawnError,
+    SpawnRequest,
 };
 use herd_persistence::Home;
 use serde::Deserialize;
@@ -89,6 +90,8 @@ pub(crate) enum Stream {
         /// `logs.follow.result`): a follower needs no second request.
         result: bool,
     },
+    /// `sessions.follow`: a note whenever the home's sessions change (`sessions.rs`).
+    Sessions,
 }
 
 /// Builds the registry's config from the home's config file.
@@ -215,6 +218,7 @@ impl State {
             "log_chunk" => off_worker(&self.registry, move |r| log_chunk(r, params)).await,
             "wait" => self.wait(params).await,
             "kill" => self.kill(params).await,
+            "restart" => self.restart(params).await,
             "write" => self.stdin(params, StdinOp::Write).await,
             "submit" => self.stdin(params, StdinOp::Submit).await,
             "close" => self.stdin(params, StdinOp::Close).await,
@@ -263,6 +267,12 @@ impl State {
                     Err(err) => Reply::Error(err),
                 };
             }
+            "sessions.follow" => {
+                return match parse::<NoParams>(params) {
+                    Ok(NoParams {}) => Reply::Stream(Stream::Sessions),
+                    Err(err) => Reply::Error(err),
+                };
+            }
             "logs.follow" => {
                 return match parse::<FollowParams>(params) {
                     Ok(p) => match self.registry.lookup(&p.id) {
@@ -280,8 +290,8 @@ impl State {
                 METHOD_NOT_FOUND,
                 format!(
                     "unknown method `{other}`; the daemon serves: spawn, list, lookup, poll, log, \
-                     log_chunk, wait, kill, write, submit, close, resize, drain, drain.ack, drain.release, adopt, clean, \
-                     handoff, status, scope, shutdown, events.follow, logs.follow"
+                     log_chunk, wait, kill, restart, write, submit, close, resize, drain, drain.ack, drain.release, adopt, clean, \
+                     handoff, status, scope, shutdown, events.follow, logs.follow, sessions.follow"
                 ),
             )),
         };
@@ -340,28 +350,43 @@ impl State {
             persist_on_release: p.persist_on_release,
             completion_output_chars: p.completion_output_chars,
             name: p.name,
+            time_limit: p.time_limit_seconds.map(Duration::from_secs),
+            replaces: None,
         };
         match self.registry.spawn(request).await {
             Ok(info) => to_value(info),
-            Err(SpawnError::Guarded(block)) => Err(RpcError {
-                code: GUARDED,
-                message: format!("refused by the self-kill guard: {block}"),
-                data: Some(crate::guard::verdict_json(Some(&block))),
-            }),
-            Err(SpawnError::InvalidRequest { field, message }) => Err(RpcError::new(
-                INVALID_PARAMS,
-                format!("invalid {field}: {message}"),
-            )),
-            Err(SpawnError::ShuttingDown) => Err(RpcError::new(
-                crate::protocol::SHUTTING_DOWN,
-                SpawnError::ShuttingDown.to_string(),
-            )),
-            Err(SpawnError::Dispatch(err)) => Err(RpcError {
-                code: DISPATCH_FAILED,
-                message: chain(&err),
-                data: Some(json!({"infrastructure": err.is_infrastructure()})),
-            }),
-            Err(err) => Err(RpcError::new(INTERNAL_ERROR, chain(&err))),
+            Err(err) => Err(spawn_error(err)),
+        }
+    }
+
+    /// `restart {"id", "caller_env"?}`: the session started again (same command,
+    /// cwd, mode and options, in the caller's environment), a running one killed
+    /// first as `restarted`; answers the new spawn's info with `replaces`.
+    async fn restart(&self, params: Value) -> Result<Value, RpcError> {
+        let p: RestartParams = parse(params)?;
+        check_env_names(&[], p.caller_env.as_ref())?;
+        let caller_env = Some(match p.caller_env {
+            Some(vars) => vars.into_iter().collect(),
+            None => minimal_env(),
+        });
+        let env = vec![("HERD_SUPERVISED_CHILD".to_owned(), "1".to_owned())];
+        match self.registry.restart(&p.id, caller_env, env).await {
+            Ok(info) => to_value(info),
+            Err(RestartError::Lookup(err)) => Err(core_error(herd_core::Error::Lookup(err))),
+            Err(RestartError::Spawn { id, source }) => {
+                let mut err = spawn_error(source);
+                err.message = format!(
+                    "{id} was stopped but could not be started again: {}",
+                    err.message
+                );
+                Err(err)
+            }
+            Err(err @ (RestartError::Forgotten { .. } | RestartError::CommandRedacted { .. })) => {
+                Err(RpcError::new(INVALID_PARAMS, err.to_string()))
+            }
+            Err(err @ RestartError::NotStopped { .. }) => {
+                Err(RpcError::new(INTERNAL_ERROR, err.to_string()))
+            }
         }
     }
 
@@ -513,6 +538,7 @@ impl Stream {
             } => {
                 logs_stream(state, &session, from_byte, result, reader, writer, id).await;
             }
+            Stream::Sessions => super::sessions::follow(state, reader, writer).await,
         }
     }
 }
@@ -784,6 +810,11 @@ enum StdinOp {
     Close,
 }
 
+/// Params of a method that takes none.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NoParams {}
+
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 struct ShutdownParams {
@@ -933,6 +964,43 @@ struct SpawnParams {
     completion_output_chars: Option<usize>,
     #[serde(default)]
     name: Option<String>,
+    /// Kill the tree after this many seconds (capability `spawn.time_limit`).
+    #[serde(default)]
+    time_limit_seconds: Option<u64>,
+}
+
+/// `restart` (capability `restart`): the session to start again, and the caller's
+/// environment the new one runs in.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RestartParams {
+    id: String,
+    #[serde(default)]
+    caller_env: Option<std::collections::BTreeMap<String, String>>,
+}
+
+/// A spawn's error as the wire carries it.
+fn spawn_error(err: SpawnError) -> RpcError {
+    match err {
+        SpawnError::Guarded(block) => RpcError {
+            code: GUARDED,
+            message: format!("refused by the self-kill guard: {block}"),
+            data: Some(crate::guard::verdict_json(Some(&block))),
+        },
+        SpawnError::InvalidRequest { field, message } => {
+            RpcError::new(INVALID_PARAMS, format!("invalid {field}: {message}"))
+        }
+        SpawnError::ShuttingDown => RpcError::new(
+            crate::protocol::SHUTTING_DOWN,
+            SpawnError::ShuttingDown.to_string(),
+        ),
+        SpawnError::Dispatch(err) => RpcError {
+            code: DISPATCH_FAILED,
+            message: chain(&err),
+            data: Some(json!({"infrastructure": err.is_infrastructure()})),
+        },
+        err => RpcError::new(INTERNAL_ERROR, chain(&err)),
+    }
 }
 
 /// The environment of a job whose request carries none (a protocol-1 client):
