@@ -26,8 +26,7 @@ use crate::protocol::{
 /// Additions to protocol 1 this daemon serves: leased drains (`drain` with
 /// `lease`, `drain.ack`, `drain.release`), `adopt`, and `list`'s `state`,
 /// `since_seconds` and `limit`, `spawn`'s `caller_env`, `events.follow`'s
-/// `peek` (`pending` counts instead of events), `clean`, and `sessions.follow`
-/// (a note whenever the home's sessions change, for `herd top`), `spawn`'s
+/// `peek` (`pending` counts instead of events), `clean`, `spawn`'s
 /// `time_limit_seconds`, and `restart`.
 pub(crate) const CAPABILITIES: &[&str] = &[
     "clean",
@@ -37,7 +36,6 @@ pub(crate) const CAPABILITIES: &[&str] = &[
     "spawn.caller_env",
     "events.pending",
     "logs.follow.result",
-    "sessions.follow",
     "spawn.time_limit",
     "restart",
 ];

@@ -90,8 +90,6 @@ pub(crate) enum Stream {
         /// `logs.follow.result`): a follower needs no second request.
         result: bool,
     },
-    /// `sessions.follow`: a note whenever the home's sessions change (`sessions.rs`).
-    Sessions,
 }
 
 /// Builds the registry's config from the home's config file.
@@ -267,12 +265,6 @@ impl State {
                     Err(err) => Reply::Error(err),
                 };
             }
-            "sessions.follow" => {
-                return match parse::<NoParams>(params) {
-                    Ok(NoParams {}) => Reply::Stream(Stream::Sessions),
-                    Err(err) => Reply::Error(err),
-                };
-            }
             "logs.follow" => {
                 return match parse::<FollowParams>(params) {
                     Ok(p) => match self.registry.lookup(&p.id) {
@@ -291,7 +283,7 @@ impl State {
                 format!(
                     "unknown method `{other}`; the daemon serves: spawn, list, lookup, poll, log, \
                      log_chunk, wait, kill, restart, write, submit, close, resize, drain, drain.ack, drain.release, adopt, clean, \
-                     handoff, status, scope, shutdown, events.follow, logs.follow, sessions.follow"
+                     handoff, status, scope, shutdown, events.follow, logs.follow"
                 ),
             )),
         };
@@ -538,7 +530,6 @@ impl Stream {
             } => {
                 logs_stream(state, &session, from_byte, result, reader, writer, id).await;
             }
-            Stream::Sessions => super::sessions::follow(state, reader, writer).await,
         }
     }
 }
@@ -809,11 +800,6 @@ enum StdinOp {
     Submit,
     Close,
 }
-
-/// Params of a method that takes none.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct NoParams {}
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
