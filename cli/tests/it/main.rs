@@ -8,6 +8,7 @@ mod daemon;
 mod dispatch;
 mod guard;
 mod jobs;
+mod lifecycle;
 mod mcp;
 mod props;
 mod restore;
