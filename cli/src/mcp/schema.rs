@@ -16,6 +16,9 @@ use super::{ACTIONS, FOREGROUND_DEFAULT_TIMEOUT, FOREGROUND_MAX_TIMEOUT};
 /// The longest heartbeat period a call may ask for, in seconds (one day).
 pub(super) const HEARTBEAT_MAX_SECONDS: u64 = 86_400;
 
+/// The longest time limit a call may give, in seconds (ten years, as `herd run`).
+pub(super) const TIME_LIMIT_MAX_SECONDS: u64 = *herd_core::limits::TIME_LIMIT_SECONDS.end();
+
 /// The most rows `process list` answers, and its default.
 pub(super) const LIST_MAX_ROWS: u64 = 200;
 pub(super) const LIST_DEFAULT_ROWS: u64 = 20;
@@ -47,7 +50,11 @@ fn terminal_input() -> Value {
             },
             "heartbeat": nullable("integer", "Background only: every N seconds, be sent the new output (0 or null: off; 1 to 59 count as 60).",
                 json!({"minimum": 0, "maximum": HEARTBEAT_MAX_SECONDS})),
-            "persist_on_release": nullable("boolean", "Background only: keep running when this agent is released.", json!({}))
+            "persist_on_release": nullable("boolean", "Background only: keep running when this agent is released.", json!({})),
+            "time_limit": nullable("integer", &format!(
+                "Kill the command and everything it started after this many seconds (1 to {TIME_LIMIT_MAX_SECONDS}), \
+                 with termination_source time_limit; holds for persist_on_release too. null: no limit."),
+                json!({"minimum": 1, "maximum": TIME_LIMIT_MAX_SECONDS}))
         },
         "required": ["command"],
         "additionalProperties": false
@@ -107,6 +114,7 @@ fn terminal_output() -> Value {
             ),
             ("heartbeat_seconds", json!({"type": "integer"})),
             ("persist_on_release", json!({"type": "boolean"})),
+            ("time_limit_seconds", json!({"type": "integer"})),
         ] {
             map.insert(key.to_owned(), schema);
         }

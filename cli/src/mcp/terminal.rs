@@ -9,7 +9,7 @@ use rmcp::model::{JsonObject, ProgressNotificationParam};
 use rmcp::service::RequestContext;
 use serde_json::{Value, json};
 
-use super::schema::HEARTBEAT_MAX_SECONDS;
+use super::schema::{HEARTBEAT_MAX_SECONDS, TIME_LIMIT_MAX_SECONDS};
 use super::{
     Answer, FOREGROUND_DEFAULT_TIMEOUT, FOREGROUND_MAX_TIMEOUT, FOREGROUND_OUTPUT_CHARS, Server,
 };
@@ -34,6 +34,8 @@ pub(super) struct TerminalRequest {
     pub(super) persist: bool,
     pub(super) timeout: Option<u64>,
     pub(super) workdir: Option<String>,
+    /// Seconds before the job's tree is killed as `time_limit`.
+    pub(super) time_limit: Option<u64>,
 }
 
 /// How a foreground wait stopped short of the exit.
@@ -85,7 +87,18 @@ impl Server {
         if !req.background {
             params["completion_output_chars"] = json!(FOREGROUND_OUTPUT_CHARS);
         }
+        if let Some(seconds) = req.time_limit {
+            params["time_limit_seconds"] = json!(seconds);
+        }
         let mut client = self.client().await.map_err(Answer::error)?;
+        // An older daemon would ignore the limit and let the job run on.
+        if req.time_limit.is_some() && !client.hello.serves("spawn.time_limit") {
+            return Err(refused(format!(
+                "time_limit needs a newer herd daemon: the running one (herd {}) would ignore it; \
+                 ask the user to run `herd shutdown --keep-jobs`, or call again without time_limit",
+                client.hello.daemon
+            )));
+        }
         // Jobs run in the environment the agent host gave this server (B36).
         if client.hello.serves("spawn.caller_env") {
             params["caller_env"] = json!(herd_core::utf8_environment());
@@ -266,6 +279,7 @@ fn background_answer(req: &TerminalRequest, session_id: &str, info: &Value) -> V
         "notify_on_complete",
         "watch_patterns",
         "heartbeat_seconds",
+        "time_limit_seconds",
         "pty_note",
         "note",
     ] {
@@ -388,6 +402,18 @@ pub(super) fn terminal_request(args: &JsonObject) -> Result<TerminalRequest, Str
         }
         Some(other) => return Err(format!("workdir must be a string (got {other})")),
     };
+    let time_limit = match args.get("time_limit") {
+        None | Some(Value::Null) => None,
+        Some(v) => match v.as_u64() {
+            Some(t) if (1..=TIME_LIMIT_MAX_SECONDS).contains(&t) => Some(t),
+            _ => {
+                return Err(format!(
+                    "time_limit must be a whole number of seconds from 1 to {TIME_LIMIT_MAX_SECONDS} (got {v}); \
+                     null or leaving it out means no limit"
+                ));
+            }
+        },
+    };
     if !background {
         if notify || !watch.is_empty() || heartbeat.is_some() {
             return Err("notify and heartbeat need background=true: a foreground command already returns its result".to_owned());
@@ -410,5 +436,6 @@ pub(super) fn terminal_request(args: &JsonObject) -> Result<TerminalRequest, Str
         persist,
         timeout,
         workdir,
+        time_limit,
     })
 }

@@ -390,3 +390,87 @@ fn issue_17_bad_time_limits_are_refused_naming_the_flag() {
         "a refused run started a job"
     );
 }
+
+/// Reads JSON-RPC lines from a raw `herd mcp` until the response with `id`.
+fn response_to(lines: &mut impl Iterator<Item = std::io::Result<String>>, id: u64) -> Value {
+    for line in lines {
+        let line = line.expect("the server writes lines");
+        let message: Value = serde_json::from_str(&line).expect("JSON-RPC");
+        if message["id"] == serde_json::json!(id) {
+            return message;
+        }
+    }
+    panic!("the server closed before answering request {id}");
+}
+
+#[test]
+fn issue_17_mcp_terminal_time_limit_kills_as_time_limit_and_refuses_zero() {
+    use serde_json::json;
+    use std::io::{BufRead, Write};
+    let env = Env::new();
+    let mut child = env
+        .cmd(&["mcp", "--owner", "agent-tl"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("herd mcp starts");
+    let mut stdin = child.stdin.take().expect("piped");
+    let mut lines = std::io::BufReader::new(child.stdout.take().expect("piped")).lines();
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"}}});
+    writeln!(stdin, "{init}").expect("the server reads");
+    assert!(response_to(&mut lines, 1)["result"].is_object());
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    )
+    .expect("the server reads");
+
+    let call = |n: u64, args: Value| {
+        json!({"jsonrpc": "2.0", "id": n, "method": "tools/call",
+            "params": {"name": "terminal", "arguments": args}})
+    };
+    writeln!(
+        stdin,
+        "{}",
+        call(
+            2,
+            json!({"command": "sleep 300", "background": true, "time_limit": 0})
+        )
+    )
+    .expect("the server reads");
+    let refused = response_to(&mut lines, 2);
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    assert!(
+        refused.to_string().contains("time_limit must be"),
+        "{refused}"
+    );
+
+    writeln!(
+        stdin,
+        "{}",
+        call(
+            3,
+            json!({"command": TREE_JOB, "background": true, "time_limit": 2, "pty": null})
+        )
+    )
+    .expect("the server reads");
+    let started = response_to(&mut lines, 3);
+    let text = started["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no text block: {started}"));
+    let answer: Value = serde_json::from_str(text).expect("the first block is JSON");
+    assert_eq!(answer["time_limit_seconds"], 2, "{answer}");
+    let id = id_of(&answer);
+    drop(stdin);
+    child.wait().expect("the server exits");
+
+    let child_pid = child_pid(&log_until(&env, &id, "child="));
+    let waited = wait_json(&env, &id);
+    assert_killed_by(&waited, "time_limit");
+    wait_until(DEADLINE, || !alive(child_pid))
+        .unwrap_or_else(|()| panic!("the job's child {child_pid} survived"));
+}
