@@ -474,3 +474,77 @@ fn issue_17_mcp_terminal_time_limit_kills_as_time_limit_and_refuses_zero() {
     wait_until(DEADLINE, || !alive(child_pid))
         .unwrap_or_else(|()| panic!("the job's child {child_pid} survived"));
 }
+
+/// A stand-in for a daemon of an older herd: it answers `hello` with protocol 1 and
+/// no capabilities, and any other method with an error naming it. (A mock because
+/// no older herd binary is available to the tests; the client side is the real one.)
+/// Returns the methods it was asked for once the client has gone.
+fn old_daemon(env: &Env) -> std::thread::JoinHandle<Vec<String>> {
+    use std::io::{BufRead, Write};
+    use std::os::unix::fs::PermissionsExt;
+    let run = env.home().join("run");
+    std::fs::create_dir_all(&run).expect("the home is writable");
+    std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o700))
+        .expect("the run dir is ours");
+    let listener =
+        std::os::unix::net::UnixListener::bind(env.socket()).expect("the socket path is free");
+    let home = env.home().display().to_string();
+    std::thread::spawn(move || {
+        let mut asked = Vec::new();
+        let Ok((stream, _)) = listener.accept() else {
+            return asked;
+        };
+        let mut writer = stream.try_clone().expect("the stream clones");
+        for line in std::io::BufReader::new(stream).lines() {
+            let Ok(line) = line else { break };
+            let Ok(request) = serde_json::from_str::<Value>(&line) else {
+                break;
+            };
+            let method = request["method"].as_str().unwrap_or_default().to_owned();
+            let answer = if method == "hello" {
+                serde_json::json!({"jsonrpc": "2.0", "id": request["id"], "result": {
+                    "protocol": 1, "daemon": "0.0.1-old", "pid": std::process::id(), "home": home}})
+            } else {
+                serde_json::json!({"jsonrpc": "2.0", "id": request["id"], "error": {
+                    "code": -32601, "message": format!("the stand-in was asked for {method}")}})
+            };
+            asked.push(method);
+            if writeln!(writer, "{answer}").is_err() {
+                break;
+            }
+        }
+        asked
+    })
+}
+
+#[test]
+fn issue_17_an_old_daemon_makes_time_limit_and_restart_refuse_naming_the_daemon() {
+    for args in [
+        &["run", "--time-limit", "5m", "--", "sleep", "300"][..],
+        &["restart", "web"][..],
+    ] {
+        let env = Env::new();
+        let daemon = old_daemon(&env);
+        let out = env.run(args);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "herd {args:?}: {}",
+            stderr(&out)
+        );
+        assert!(
+            stderr(&out).contains("herd shutdown --keep-jobs")
+                && stderr(&out).contains("0.0.1-old"),
+            "herd {args:?} does not say the daemon must be replaced: {}",
+            stderr(&out)
+        );
+        let asked = daemon
+            .join()
+            .expect("the stand-in ends when the client goes");
+        assert_eq!(
+            asked,
+            ["hello"],
+            "herd {args:?} sent more than the handshake"
+        );
+    }
+}
