@@ -326,21 +326,21 @@ pub struct ListRow {
     pub duration_seconds: Option<u64>,
     /// Why it finished.
     pub completion_reason: Option<CompletionReason>,
-    /// Whether the owner gets a completion.
-    pub notify_on_complete: bool,
     /// Who killed it, if herd did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub termination_source: Option<KillSource>,
+    /// Whether the owner gets a completion.
+    pub notify_on_complete: bool,
     /// Whether lifecycle sweeps spare it.
     pub persist_on_release: bool,
-}
-
     /// The time limit in seconds, when one was set.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub time_limit_seconds: Option<u64>,
     /// The session this one was started in place of (a restart).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replaces: Option<SessionId>,
+}
+
 fn is_zero(n: &u64) -> bool {
     *n == 0
 }

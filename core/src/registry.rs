@@ -325,13 +325,13 @@ impl Registry {
             bytes_not_kept,
             total_ingested,
             note: self.inner.session_note(&s),
+            time_limit_seconds: s.time_limit.map(|t| t.limit.as_secs()),
+            replaces: s.origin.replaces.clone(),
         })
     }
 
     /// A page of output lines over the whole output the session's log file holds: the
     /// last `limit` (default 200) lines, or `limit` lines from line `offset` (0 is the
-            time_limit_seconds: s.time_limit.map(|t| t.limit.as_secs()),
-            replaces: s.origin.replaces.clone(),
     /// first line the session printed), with the log's total line count (B39).
     ///
     /// A page is at most 200,000 bytes; a longer line is cut with a marker and a note.
@@ -579,12 +579,12 @@ impl Registry {
             log_path: s.log_path.clone(),
             process_running: !finished,
             note: (!notes.is_empty()).then(|| notes.join(". ")),
+            time_limit_seconds: s.time_limit.map(|t| t.limit.as_secs()),
         })
     }
 
     /// Writes raw bytes to the session's stdin (pipe) or keyboard (PTY).
     ///
-            time_limit_seconds: s.time_limit.map(|t| t.limit.as_secs()),
     /// # Errors
     /// [`Error::Lookup`].
     pub async fn write(&self, id: &str, data: &[u8]) -> Result<StdinAnswer, Error> {
@@ -1091,8 +1091,11 @@ impl Inner {
             duration_seconds: fin
                 .map(|f| f.at.duration_since(s.started_at).map_or(0, |d| d.as_secs())),
             completion_reason: fin.map(|f| f.reason),
+            termination_source: fin.and_then(|f| f.source),
             notify_on_complete: s.is_notify(),
             persist_on_release: s.persist_on_release,
+            time_limit_seconds: s.time_limit.map(|t| t.limit.as_secs()),
+            replaces: s.origin.replaces.clone(),
         }
     }
 
@@ -1105,11 +1108,8 @@ impl Inner {
         }
         if req.command.trim().is_empty() {
             return Err(SpawnError::InvalidRequest {
-            termination_source: fin.and_then(|f| f.source),
                 field: "command",
                 message: "the command is empty; pass a shell command line".to_owned(),
-            time_limit_seconds: s.time_limit.map(|t| t.limit.as_secs()),
-            replaces: s.origin.replaces.clone(),
             });
         }
         if let Some(name) = &req.name {
@@ -1152,20 +1152,6 @@ impl Inner {
                 message,
             })?;
         }
-        if self.config.shell.is_empty() {
-            return Err(SpawnError::InvalidRequest {
-                field: "shell",
-                message: "the configured shell argv is empty; set it to e.g. [\"bash\", \"-c\"]"
-                    .to_owned(),
-            });
-        }
-        let cwd = match &req.cwd {
-            Some(dir) => dir.clone(),
-            None => std::env::current_dir().map_err(|source| SpawnError::Spawn {
-                command: self
-                    .config
-                    .pipeline
-                    .redact_command(&req.command)
         let time_limit = match req.time_limit {
             Some(limit) => {
                 let range = &crate::config::limits::TIME_LIMIT_SECONDS;
@@ -1189,6 +1175,20 @@ impl Inner {
             }
             None => None,
         };
+        if self.config.shell.is_empty() {
+            return Err(SpawnError::InvalidRequest {
+                field: "shell",
+                message: "the configured shell argv is empty; set it to e.g. [\"bash\", \"-c\"]"
+                    .to_owned(),
+            });
+        }
+        let cwd = match &req.cwd {
+            Some(dir) => dir.clone(),
+            None => std::env::current_dir().map_err(|source| SpawnError::Spawn {
+                command: self
+                    .config
+                    .pipeline
+                    .redact_command(&req.command)
                     .into_owned(),
                 source,
             })?,
@@ -1480,6 +1480,8 @@ impl Inner {
                 .completion_output_chars
                 .unwrap_or(self.config.completion_output_chars),
             name: req.name.clone(),
+            time_limit,
+            origin: crate::session::Origin::of(&req),
             tail: Mutex::new(Tail::new(self.config.buffer_bytes)),
             state: Mutex::new(State {
                 task_id: req.task_id.clone(),
@@ -1494,14 +1496,13 @@ impl Inner {
             done,
             kill_requested,
         });
-            time_limit,
-            origin: crate::session::Origin::of(&req),
         {
             let mut tables = self.lock();
             self.prune(&mut tables);
             tables.running.insert(id.clone(), Arc::clone(&session));
         }
         let observer = self.arm_notifications(&session, &wakes);
+        self.arm_time_limit(&session);
         let span = tracing::info_span!("session", id = %id);
         let inner = Arc::clone(self);
         let task_session = Arc::clone(&session);
@@ -1517,7 +1518,6 @@ impl Inner {
                                 source,
                                 waiter,
                                 log,
-        self.arm_time_limit(&session);
                                 observer,
                                 idle_drain,
                             )
@@ -1565,6 +1565,8 @@ impl Inner {
             pty_note,
             dispatch: dispatch.kind(),
             note: (!notes.is_empty()).then(|| notes.join("; ")),
+            time_limit_seconds: time_limit.map(|t| t.limit.as_secs()),
+            replaces: req.replaces.clone(),
         })
     }
 
@@ -1580,8 +1582,6 @@ impl Inner {
         };
         let s = Arc::clone(session);
         drop(self.runtime.spawn(async move {
-            time_limit_seconds: time_limit.map(|t| t.limit.as_secs()),
-            replaces: req.replaces.clone(),
             if crate::dispatch::wait_for_scope_ack(s.pid, &scope.unit, SCOPE_ACK_TIMEOUT).await
                 != crate::dispatch::ScopeAck::Exited
             {
@@ -1676,7 +1676,13 @@ impl Inner {
         let Finish {
             exit,
             descendants_alive,
+            killed_by,
         } = finish;
+        if let Some(source) = killed_by {
+            // The shim killed the job itself (its time limit); a kill the registry
+            // began meanwhile keeps its own source.
+            s.state().kill_source.get_or_insert(source);
+        }
         let exit = match exit {
             Ok(info) => Some(info),
             Err(error) => {
@@ -1691,13 +1697,7 @@ impl Inner {
         };
         let (final_text, final_cut, _) = s.text_final();
         let now = SystemTime::now();
-            killed_by,
         // Everything slow or foreign happens before the table lock: the hooks on the
-        if let Some(source) = killed_by {
-            // The shim killed the job itself (its time limit); a kill the registry
-            // began meanwhile keeps its own source.
-            s.state().kill_source.get_or_insert(source);
-        }
         // completion's output, and the ledger commit (an fsync). The event is drafted
         // from the session as it is now; under the lock it is built again (cheap),
         // and only if a kill, an adoption or a handoff changed it meanwhile is it
