@@ -11,6 +11,7 @@ mod jobs;
 mod lifecycle;
 mod mcp;
 mod props;
+mod remote;
 mod restore;
 mod secrets;
 mod service;

@@ -1,0 +1,225 @@
+//! `herd hosts list` and `herd hosts check NAME`.
+//!
+//! `list` prints config's `[hosts.NAME]` tables. The STATUS column is the local
+//! daemon's view of each host (connected, unreachable since ...), shown only when
+//! a running daemon serves the `hosts` capability: its `hosts` method answers
+//! `{"hosts": [{"name": "build1", "status": "connected", ...}]}`, and `list` copies
+//! `status` (and, in `--json`, the whole entry as `daemon`). Listing never starts a
+//! daemon and never opens a door.
+//!
+//! `check` opens the host's door itself (not through the daemon), so it tells what
+//! a fresh connection meets: the far herd's versions, its home and user, and the
+//! round trip of a few `status` calls through the door (p50).
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::door;
+use crate::client::Client;
+use crate::config::{Config, HostConfig, is_host_name};
+use crate::exit::{Code, Failure};
+use crate::output;
+use crate::protocol::PROTOCOL_VERSION;
+
+/// The capability a daemon announces when it answers the `hosts` method.
+pub(crate) const HOSTS_CAPABILITY: &str = "hosts";
+
+/// The host `name` from config, or exit 2 naming the configured ones.
+///
+/// # Errors
+/// [`Code::Usage`] for a name that is not a host name or not configured.
+pub(crate) fn configured<'c>(config: &'c Config, name: &str) -> anyhow::Result<&'c HostConfig> {
+    if !is_host_name(name) {
+        return Err(Failure::new(
+            Code::Usage,
+            format!(
+                "`{name}` is not a host name: use 1 to 32 of a-z, 0-9, `_` and `-`, starting with a letter or digit"
+            ),
+        )
+        .into());
+    }
+    config.hosts.get(name).ok_or_else(|| {
+        let known: Vec<&str> = config.hosts.keys().map(String::as_str).collect();
+        let listed = if known.is_empty() {
+            "config.toml defines no hosts".to_owned()
+        } else {
+            format!("config.toml defines {}", known.join(", "))
+        };
+        Failure::new(
+            Code::Usage,
+            format!(
+                "unknown host `{name}`: {listed}; add a [hosts.{name}] table with command = [\"ssh\", \"{name}\", \"herd\", \"proxy\"]"
+            ),
+        )
+        .into()
+    })
+}
+
+/// `herd hosts list`.
+///
+/// # Errors
+/// A bad config (exit 2) or a closed stdout.
+pub(crate) async fn list(home: &herd_persistence::Home, json: bool) -> anyhow::Result<()> {
+    let config = Config::load(home)?;
+    let states = daemon_states(home).await;
+    if json {
+        let hosts: Vec<Value> = config
+            .hosts
+            .iter()
+            .map(|(name, host)| {
+                let daemon = states.as_ref().and_then(|s| s.get(name)).cloned();
+                json!({
+                    "name": name,
+                    "command": host.command,
+                    "install": host.install,
+                    "status": daemon.as_ref().and_then(|d| d.get("status")).cloned(),
+                    "daemon": daemon,
+                })
+            })
+            .collect();
+        output::json_line(&json!({ "hosts": hosts }))?;
+        return Ok(());
+    }
+    if config.hosts.is_empty() {
+        output::line(
+            "no hosts: add [hosts.NAME] tables to config.toml, e.g. command = [\"ssh\", \"build1\", \"herd\", \"proxy\"]",
+        )?;
+        return Ok(());
+    }
+    let mut table = comfy_table::Table::new();
+    table.load_preset(comfy_table::presets::NOTHING);
+    let mut header = vec!["NAME", "COMMAND"];
+    if states.is_some() {
+        header.push("STATUS");
+    }
+    table.set_header(header);
+    for (name, host) in &config.hosts {
+        let mut row = vec![
+            name.clone(),
+            output::visible(&shell_words::join(&host.command)).into_owned(),
+        ];
+        if let Some(states) = &states {
+            let status = states
+                .get(name)
+                .and_then(|d| d.get("status"))
+                .and_then(Value::as_str)
+                .unwrap_or("-");
+            row.push(output::visible(status).into_owned());
+        }
+        table.add_row(row);
+    }
+    output::line(table.to_string().trim_end())?;
+    Ok(())
+}
+
+/// Each host's entry in the running daemon's `hosts` answer; none when no daemon
+/// runs or it does not serve `hosts` (the seam for the daemon's connections).
+async fn daemon_states(home: &herd_persistence::Home) -> Option<BTreeMap<String, Value>> {
+    let mut client = Client::try_connect(home).await.ok().flatten()?;
+    if !client.hello.serves(HOSTS_CAPABILITY) {
+        return None;
+    }
+    let answer = client.request("hosts", json!({})).await.ok()?;
+    let entries = answer.get("hosts")?.as_array()?;
+    Some(
+        entries
+            .iter()
+            .filter_map(|e| Some((e.get("name")?.as_str()?.to_owned(), e.clone())))
+            .collect(),
+    )
+}
+
+/// `herd hosts check NAME`.
+///
+/// # Errors
+/// Exit 2 for an unknown host, 3 when its door does not open (after printing the
+/// answer with `--json`).
+pub(crate) async fn check(
+    home: &herd_persistence::Home,
+    name: &str,
+    pings: u32,
+    json: bool,
+) -> anyhow::Result<()> {
+    let config = Config::load(home)?;
+    let host = configured(&config, name)?;
+    let started = Instant::now();
+    let mut door = match door::open(name, host, door::HELLO_DEADLINE).await {
+        Ok(door) => door,
+        Err(err) => {
+            if json {
+                output::json_line(&json!({
+                    "host": name,
+                    "reachable": false,
+                    "error": err.to_string(),
+                    "fix": err.fix().map(ToString::to_string),
+                }))?;
+                return Err(Failure::silent(Code::Unreachable).into());
+            }
+            return Err(err.into_failure());
+        }
+    };
+    let handshake = started.elapsed();
+    let mut samples = Vec::new();
+    for _ in 0..pings {
+        let sent = Instant::now();
+        door.call("status", json!({})).await?;
+        samples.push(sent.elapsed());
+    }
+    samples.sort();
+    let p50 = samples.get(samples.len() / 2).copied().unwrap_or_default();
+    let hello = door.hello.clone();
+    door.close().await;
+    let proxy = hello.proxy.as_ref();
+    let ms = |d: Duration| (d.as_secs_f64() * 1_000_000.0).round() / 1_000.0;
+    if json {
+        output::json_line(&json!({
+            "host": name,
+            "reachable": true,
+            "local": {"version": env!("CARGO_PKG_VERSION"), "protocol": PROTOCOL_VERSION},
+            "far": {
+                "version": hello.daemon,
+                "protocol": hello.protocol,
+                "proxy_version": proxy.map(|p| p.version.clone()),
+                "home": hello.home,
+                "user": proxy.and_then(|p| p.user.clone()),
+                "uid": proxy.map(|p| p.uid),
+                "os": proxy.map(|p| p.os.clone()),
+                "arch": proxy.map(|p| p.arch.clone()),
+                "glibc": proxy.and_then(|p| p.glibc.clone()),
+                "capabilities": hello.capabilities,
+            },
+            "handshake_ms": ms(handshake),
+            "latency_ms": {"p50": ms(p50), "pings": samples.len()},
+        }))?;
+        return Ok(());
+    }
+    let user = proxy
+        .map(|p| p.user.clone().unwrap_or_else(|| format!("uid {}", p.uid)))
+        .unwrap_or_else(|| "unknown".to_owned());
+    let lines = [
+        format!("host {name}: reachable"),
+        format!(
+            "  versions   here herd {} (protocol {PROTOCOL_VERSION}), far herd {} (protocol {})",
+            env!("CARGO_PKG_VERSION"),
+            output::visible(&hello.daemon),
+            hello.protocol
+        ),
+        format!("  far home   {}", output::visible(&hello.home)),
+        format!("  far user   {}", output::visible(&user)),
+        format!(
+            "  round trip {:.1} ms p50 over {} pings (door opened and greeted in {:.0} ms)",
+            ms(p50),
+            samples.len(),
+            ms(handshake)
+        ),
+    ];
+    for line in lines {
+        output::line(&line)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

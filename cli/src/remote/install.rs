@@ -1,0 +1,494 @@
+//! `herd hosts install NAME`: this herd binary copied to the far side through the
+//! host's `install` argv (a command that receives the binary on stdin).
+//!
+//! Config holds the only argvs herd runs for a host, `command` and `install`, so
+//! the far platform is learned through them, never through a command herd makes up:
+//!
+//! 1. The door (`command`) is opened. A far herd that answers, even one refused
+//!    for its protocol, says its OS, architecture and glibc in the `proxy` object
+//!    its `herd proxy` adds to the hello answer (see `proxy.rs`).
+//! 2. A door that finds no herd (`command not found`, exit 127) is given a probe:
+//!    [`PROBE_SCRIPT`], a short `sh` script, goes through the `install` argv to
+//!    where herd will live, and the door, which now runs it as `herd proxy`,
+//!    prints the far `uname -s`, `uname -m` and `getconf GNU_LIBC_VERSION`. Until
+//!    the real binary replaces it, the script stands in for herd and says on
+//!    stderr that herd is not installed (so `herd hosts check` names this command
+//!    as the fix). It is only ever written where no herd answered.
+//! 3. The far platform is judged: the same OS and architecture as this binary,
+//!    and a glibc at least as new as the newest `GLIBC_x.y` this binary's ELF
+//!    version-needs ask for (read from the running executable with the `object`
+//!    crate). A refusal names both versions and installs nothing.
+//! 4. The binary goes through the `install` argv; then the door is opened again
+//!    and must answer with this herd's version (`herd hosts check` passes).
+//!
+//! An `install` argv should write to a temporary name and rename it over the
+//! old binary: a running far daemon keeps the old file busy (`ETXTBSY`).
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::Context;
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use super::door::{self, Fix, ProxyInfo, StderrTail};
+use crate::config::HostConfig;
+use crate::exit::{Code, Failure};
+use crate::output;
+
+/// How long the `install` argv may take to receive the binary.
+const INSTALL_DEADLINE: Duration = Duration::from_secs(300);
+
+/// The most probe output read back.
+const MAX_PROBE_BYTES: u64 = 64 * 1024;
+
+/// The stand-in written where herd will live when the door finds no herd: it
+/// reports the far platform and says herd is not installed.
+pub(crate) const PROBE_SCRIPT: &str = "#!/bin/sh\n\
+# Written by `herd hosts install` to learn this host's platform; the herd binary\n\
+# replaces it when the platform fits.\n\
+glibc=$(getconf GNU_LIBC_VERSION 2>/dev/null | sed -n 's/^glibc //p')\n\
+printf 'herd-probe os=%s arch=%s glibc=%s\\n' \"$(uname -s)\" \"$(uname -m)\" \"${glibc:-none}\"\n\
+echo 'herd is not installed on this host (this is the probe `herd hosts install` left); run herd hosts install' >&2\n\
+exit 127\n";
+
+/// A glibc version, `2.34` or `2.17.1`, ordered numerically.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct GlibcVersion(Vec<u32>);
+
+impl GlibcVersion {
+    /// Parses `2.36` (a trailing `-9+deb12u4` or suffix of letters is ignored).
+    pub(crate) fn parse(text: &str) -> Option<GlibcVersion> {
+        let numeric: String = text
+            .trim()
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == '.')
+            .collect();
+        let parts: Option<Vec<u32>> = numeric
+            .split('.')
+            .filter(|p| !p.is_empty())
+            .map(|p| p.parse().ok())
+            .collect();
+        parts.filter(|p| p.len() >= 2).map(GlibcVersion)
+    }
+}
+
+impl std::fmt::Display for GlibcVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let parts: Vec<String> = self.0.iter().map(u32::to_string).collect();
+        f.write_str(&parts.join("."))
+    }
+}
+
+/// The glibc this process runs on (`getconf GNU_LIBC_VERSION`), none without glibc.
+pub(crate) fn running_glibc() -> Option<String> {
+    let out = crate::auxiliary::command("getconf")
+        .arg("GNU_LIBC_VERSION")
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let version = text.trim().strip_prefix("glibc ")?;
+    GlibcVersion::parse(version).map(|v| v.to_string())
+}
+
+/// The newest `GLIBC_x.y` an ELF image's version-needs ask for; none for an
+/// image that needs no glibc symbol version (static, or not built against glibc).
+///
+/// # Errors
+/// An image that is not a readable 64-bit little-endian ELF file.
+pub(crate) fn needed_glibc(image: &[u8]) -> Result<Option<GlibcVersion>, String> {
+    use object::read::elf::{ElfFile64, FileHeader};
+    let elf = ElfFile64::<object::Endianness>::parse(image).map_err(|e| e.to_string())?;
+    let endian = elf.endian();
+    let header = elf.elf_header();
+    let sections = header.sections(endian, image).map_err(|e| e.to_string())?;
+    let Some((mut needs, link)) = sections
+        .gnu_verneed(endian, image)
+        .map_err(|e| e.to_string())?
+    else {
+        return Ok(None);
+    };
+    let strings = sections
+        .strings(endian, image, link)
+        .map_err(|e| e.to_string())?;
+    let mut newest: Option<GlibcVersion> = None;
+    while let Some((_need, mut auxes)) = needs.next().map_err(|e| e.to_string())? {
+        while let Some(aux) = auxes.next().map_err(|e| e.to_string())? {
+            let name = aux.name(endian, strings).map_err(|e| e.to_string())?;
+            let Some(version) = std::str::from_utf8(name)
+                .ok()
+                .and_then(|n| n.strip_prefix("GLIBC_"))
+                .and_then(GlibcVersion::parse)
+            else {
+                continue;
+            };
+            if newest.as_ref().is_none_or(|n| version > *n) {
+                newest = Some(version);
+            }
+        }
+    }
+    Ok(newest)
+}
+
+/// A machine's OS, architecture and glibc, in Rust's names (`linux`, `x86_64`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Platform {
+    /// `linux`, ...
+    pub(crate) os: String,
+    /// `x86_64`, `aarch64`, ...
+    pub(crate) arch: String,
+    /// `2.36`, none without glibc.
+    pub(crate) glibc: Option<String>,
+}
+
+impl Platform {
+    /// This machine.
+    pub(crate) fn here() -> Platform {
+        Platform {
+            os: std::env::consts::OS.to_owned(),
+            arch: std::env::consts::ARCH.to_owned(),
+            glibc: running_glibc(),
+        }
+    }
+
+    fn of_proxy(info: &ProxyInfo) -> Platform {
+        Platform {
+            os: info.os.clone(),
+            arch: info.arch.clone(),
+            glibc: info.glibc.clone(),
+        }
+    }
+
+    /// Parses the probe's `herd-probe os=Linux arch=x86_64 glibc=2.36` line,
+    /// mapping `uname`'s names to Rust's.
+    pub(crate) fn of_probe(output: &str) -> Option<Platform> {
+        let line = output
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("herd-probe "))?;
+        let field = |key: &str| {
+            line.split_whitespace()
+                .find_map(|kv| kv.strip_prefix(key))
+                .map(str::to_owned)
+        };
+        let os = field("os=")?.to_ascii_lowercase();
+        let arch = match field("arch=")?.as_str() {
+            "arm64" | "aarch64" => "aarch64".to_owned(),
+            "i386" | "i486" | "i586" | "i686" => "x86".to_owned(),
+            "amd64" => "x86_64".to_owned(),
+            a if a.starts_with("armv") => "arm".to_owned(),
+            other => other.to_owned(),
+        };
+        let os = if os == "darwin" {
+            "macos".to_owned()
+        } else {
+            os
+        };
+        let glibc = field("glibc=").filter(|g| g != "none");
+        Some(Platform { os, arch, glibc })
+    }
+}
+
+/// Why this binary cannot run on `far`, or none when it can.
+pub(crate) fn refusal(
+    here: &Platform,
+    needed: Option<&GlibcVersion>,
+    far: &Platform,
+) -> Option<String> {
+    if far.os != here.os || far.arch != here.arch {
+        return Some(format!(
+            "the far side is {}/{} and this herd is built for {}/{}: install a herd built for {}/{} there",
+            far.os, far.arch, here.os, here.arch, far.os, far.arch
+        ));
+    }
+    let needed = needed?;
+    match far.glibc.as_deref().and_then(GlibcVersion::parse) {
+        None => Some(format!(
+            "the far side has no glibc (musl, or getconf cannot tell) and this herd needs glibc {needed} \
+             or newer (plugins need a dynamic binary, so there is no static build): install herd \
+             built on that system"
+        )),
+        Some(far_glibc) if far_glibc < *needed => Some(format!(
+            "the far side's glibc is {far_glibc} and this herd needs glibc {needed} or newer: build herd \
+             on a system with glibc {far_glibc} or older, or upgrade the far system"
+        )),
+        Some(_) => None,
+    }
+}
+
+/// Sends `bytes` to `argv`'s stdin (run as a door is: no shell, no terminal) and
+/// waits for it to exit 0.
+async fn send(argv: &[String], bytes: &[u8], what: &str) -> Result<(), String> {
+    let mut child = door::detached(argv)
+        .spawn()
+        .map_err(|err| format!("cannot start the install argv `{}`: {err}", argv[0]))?;
+    let stderr = StderrTail::follow(child.stderr.take());
+    let mut stdout = child.stdout.take();
+    let drain = tokio::spawn(async move {
+        let mut sink = Vec::new();
+        if let Some(out) = stdout.as_mut() {
+            let _ = out.take(MAX_PROBE_BYTES).read_to_end(&mut sink).await;
+        }
+    });
+    let mut stdin = child.stdin.take();
+    let sent = async {
+        if let Some(stdin) = stdin.as_mut() {
+            stdin.write_all(bytes).await?;
+            stdin.shutdown().await?;
+        }
+        drop(stdin.take());
+        child.wait().await
+    };
+    let status = tokio::time::timeout(INSTALL_DEADLINE, sent).await;
+    drain.abort();
+    let said = || {
+        let text = stderr.text();
+        if text.trim().is_empty() {
+            "; it wrote nothing on stderr".to_owned()
+        } else {
+            format!(
+                "; it said:\n  {}",
+                text.lines().collect::<Vec<_>>().join("\n  ")
+            )
+        }
+    };
+    match status {
+        Err(_) => Err(format!(
+            "the install argv did not finish receiving {what} within {}s{}",
+            INSTALL_DEADLINE.as_secs(),
+            said()
+        )),
+        Ok(Err(err)) => Err(format!(
+            "the install argv failed receiving {what}: {err}{}",
+            said()
+        )),
+        Ok(Ok(status)) if status.success() => Ok(()),
+        Ok(Ok(status)) => {
+            let fix = door::diagnose("", argv, &stderr.text(), status.code());
+            Err(format!(
+                "the install argv failed receiving {what} ({status}){}\nfix: {}",
+                said(),
+                match fix {
+                    Fix::HerdMissing { .. } | Fix::ByHand { .. } => format!(
+                        "run it by hand with a file on stdin: {} < FILE",
+                        shell_words::join(argv)
+                    ),
+                    other => other.to_string(),
+                }
+            ))
+        }
+    }
+}
+
+/// Runs the door once with the probe in place and reads the platform it prints.
+async fn probe(name: &str, host: &HostConfig) -> anyhow::Result<Platform> {
+    let mut child = door::command(name, host)
+        .spawn()
+        .with_context(|| format!("cannot start host {name}'s door"))?;
+    drop(child.stdin.take());
+    let stderr = StderrTail::follow(child.stderr.take());
+    let mut out = Vec::new();
+    let read = async {
+        if let Some(stdout) = child.stdout.take() {
+            let _ = stdout.take(MAX_PROBE_BYTES).read_to_end(&mut out).await;
+        }
+        child.wait().await
+    };
+    let status = tokio::time::timeout(door::HELLO_DEADLINE, read).await;
+    let text = String::from_utf8_lossy(&out);
+    if let Some(platform) = Platform::of_probe(&text) {
+        return Ok(platform);
+    }
+    let code = status.ok().and_then(Result::ok).and_then(|s| s.code());
+    let said = stderr.text();
+    let fix = door::diagnose(name, &host.command, &said, code);
+    let why = if matches!(fix, Fix::HerdMissing { .. }) {
+        format!(
+            "the install argv ran, but host {name}'s command still finds no herd: make `install` write \
+             to the path `command` runs herd from (a non-interactive ssh session's PATH is short: a full \
+             path in both is surest)"
+        )
+    } else {
+        format!("fix: {fix}")
+    };
+    Err(Failure::new(
+        Code::Unreachable,
+        format!(
+            "host {name}: the probe printed no platform{}\n{why}",
+            if said.trim().is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; the door said:\n  {}",
+                    said.lines().collect::<Vec<_>>().join("\n  ")
+                )
+            }
+        ),
+    )
+    .into())
+}
+
+/// Runs `herd hosts install NAME`.
+///
+/// # Errors
+/// Exit 2 without an `install` argv or for a platform this binary cannot run on,
+/// 3 when the door does not open, 1 when the `install` argv fails.
+pub(crate) async fn run(name: &str, host: &HostConfig, json: bool) -> anyhow::Result<()> {
+    let Some(install) = host.install.as_deref() else {
+        return Err(Failure::new(
+            Code::Usage,
+            format!(
+                "host {name} has no `install` argv: add one to [hosts.{name}] in config.toml, a command that \
+                 receives the binary on stdin, e.g. install = [\"ssh\", \"{name}\", \"cat > ~/.local/bin/herd.new \
+                 && chmod +x ~/.local/bin/herd.new && mv ~/.local/bin/herd.new ~/.local/bin/herd\"]"
+            ),
+        )
+        .into());
+    };
+    let exe = std::env::current_exe().context("cannot find this herd executable")?;
+    let image = read_binary(&exe)?;
+    let needed = needed_glibc(&image).map_err(|err| {
+        Failure::new(
+            Code::Failed,
+            format!(
+                "cannot read the ELF version-needs of {}: {err}",
+                exe.display()
+            ),
+        )
+    })?;
+    let here = Platform::here();
+    let ours = env!("CARGO_PKG_VERSION");
+
+    // 1. What is there now.
+    let (far, before) = match door::open(name, host, door::HELLO_DEADLINE).await {
+        Ok(door) => {
+            let info = door.hello.proxy.clone();
+            door.close().await;
+            let Some(info) = info else {
+                return Err(Failure::new(
+                    Code::Unreachable,
+                    format!(
+                        "host {name}: the far herd answered without saying its platform (it is not `herd proxy` \
+                         of this herd's kind); install herd there by hand"
+                    ),
+                )
+                .into());
+            };
+            if info.version == ours {
+                return report(
+                    name,
+                    json,
+                    false,
+                    &Platform::of_proxy(&info),
+                    needed.as_ref(),
+                    Some(&info.version),
+                );
+            }
+            let version = info.version.clone();
+            (Platform::of_proxy(&info), Some(version))
+        }
+        Err(err) if err.proxy().is_some() => {
+            let info = err.proxy().cloned().expect("checked just above");
+            (Platform::of_proxy(&info), Some(info.version))
+        }
+        Err(err) if matches!(err.fix(), Some(Fix::HerdMissing { .. })) => {
+            tracing::debug!(host = name, "no far herd; probing the platform");
+            send(install, PROBE_SCRIPT.as_bytes(), "the platform probe")
+                .await
+                .map_err(|why| Failure::new(Code::Failed, format!("host {name}: {why}")))?;
+            (probe(name, host).await?, None)
+        }
+        Err(err) => return Err(err.into_failure()),
+    };
+
+    // 2. Whether this binary runs there.
+    if let Some(why) = refusal(&here, needed.as_ref(), &far) {
+        let installed = if before.is_none() {
+            " (the platform probe stays where herd would go and says herd is not installed)"
+        } else {
+            ""
+        };
+        return Err(Failure::new(
+            Code::Usage,
+            format!("host {name}: refused to install herd {ours}: {why}{installed}"),
+        )
+        .into());
+    }
+
+    // 3. The binary, then the check.
+    send(install, &image, "the herd binary")
+        .await
+        .map_err(|why| Failure::new(Code::Failed, format!("host {name}: {why}")))?;
+    let door = door::open(name, host, door::HELLO_DEADLINE)
+        .await
+        .map_err(|err| {
+            Failure::new(
+                Code::Unreachable,
+                format!("host {name}: herd {ours} was sent, but the check after it failed: {err}"),
+            )
+        })?;
+    let after = door.hello.proxy.as_ref().map(|p| p.version.clone());
+    door.close().await;
+    if after.as_deref() != Some(ours) {
+        return Err(Failure::new(
+            Code::Failed,
+            format!(
+                "host {name}: herd {ours} was sent, but the door still runs herd {}: make `install` write \
+                 to the path `command` runs herd from",
+                after.as_deref().unwrap_or("of an unknown version")
+            ),
+        )
+        .into());
+    }
+    report(name, json, true, &far, needed.as_ref(), before.as_deref())
+}
+
+/// Reads the executable (a few tens of MiB at most).
+fn read_binary(exe: &Path) -> anyhow::Result<Vec<u8>> {
+    std::fs::read(exe)
+        .with_context(|| format!("cannot read this herd executable {}", exe.display()))
+}
+
+/// Prints what was done.
+fn report(
+    name: &str,
+    json: bool,
+    installed: bool,
+    far: &Platform,
+    needed: Option<&GlibcVersion>,
+    before: Option<&str>,
+) -> anyhow::Result<()> {
+    let ours = env!("CARGO_PKG_VERSION");
+    if json {
+        let value: Value = json!({
+            "host": name,
+            "installed": installed,
+            "version": ours,
+            "previous_version": before,
+            "far": {"os": far.os, "arch": far.arch, "glibc": far.glibc},
+            "needed_glibc": needed.map(ToString::to_string),
+        });
+        output::json_line(&value)?;
+    } else if installed {
+        output::line(&format!(
+            "host {name}: installed herd {ours} ({}/{}, glibc {}; this herd needs {}){}; `herd hosts check {name}` passes",
+            far.os,
+            far.arch,
+            far.glibc.as_deref().unwrap_or("none"),
+            needed.map_or_else(|| "none".to_owned(), |n| n.to_string()),
+            before.map_or_else(String::new, |b| format!(", replacing herd {b}")),
+        ))?;
+    } else {
+        output::line(&format!(
+            "host {name}: herd {ours} is already installed; nothing to do"
+        ))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

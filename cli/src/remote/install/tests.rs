@@ -1,0 +1,81 @@
+//! Platform judging for `herd hosts install`: glibc versions, the probe's line,
+//! this binary's own ELF version-needs, and the probe script run by a real `sh`.
+
+use super::{GlibcVersion, PROBE_SCRIPT, Platform, needed_glibc, refusal};
+
+fn v(text: &str) -> GlibcVersion {
+    GlibcVersion::parse(text).expect("a version")
+}
+
+fn linux(glibc: Option<&str>) -> Platform {
+    Platform {
+        os: "linux".into(),
+        arch: "x86_64".into(),
+        glibc: glibc.map(str::to_owned),
+    }
+}
+
+#[test]
+fn glibc_versions_order_numerically() {
+    assert!(v("2.9") < v("2.17"));
+    assert!(v("2.34") < v("2.36"));
+    assert!(v("2.17") < v("2.17.1"));
+    assert_eq!(v("2.36-9+deb12u4").to_string(), "2.36");
+    assert_eq!(GlibcVersion::parse("none"), None);
+    assert_eq!(GlibcVersion::parse("2"), None);
+}
+
+#[test]
+fn this_binary_needs_a_glibc_version() {
+    let exe = std::env::current_exe().expect("the test binary has a path");
+    let image = std::fs::read(exe).expect("the test binary is readable");
+    let needed = needed_glibc(&image).expect("the test binary is ELF");
+    let needed = needed.expect("a dynamic binary built against glibc needs a GLIBC_x.y");
+    assert!(needed >= v("2.2.5"), "{needed}");
+    assert!(needed_glibc(b"#!/bin/sh\n").is_err());
+}
+
+#[test]
+fn the_probe_line_maps_uname_names_to_rusts() {
+    let platform = Platform::of_probe("noise\nherd-probe os=Linux arch=x86_64 glibc=2.36\n");
+    assert_eq!(platform, Some(linux(Some("2.36"))));
+    let arm = Platform::of_probe("herd-probe os=Linux arch=arm64 glibc=none").expect("parses");
+    assert_eq!((arm.arch.as_str(), arm.glibc), ("aarch64", None));
+    assert_eq!(Platform::of_probe("bash: herd: command not found"), None);
+}
+
+#[test]
+fn refusals_name_both_sides() {
+    let here = linux(Some("2.36"));
+    let needed = v("2.34");
+    assert_eq!(refusal(&here, Some(&needed), &linux(Some("2.36"))), None);
+    assert_eq!(refusal(&here, Some(&needed), &linux(Some("2.34"))), None);
+    let old = refusal(&here, Some(&needed), &linux(Some("2.31"))).expect("2.31 is too old");
+    assert!(old.contains("2.31") && old.contains("2.34"), "{old}");
+    let musl = refusal(&here, Some(&needed), &linux(None)).expect("no glibc");
+    assert!(musl.contains("no glibc") && musl.contains("2.34"), "{musl}");
+    let arm = Platform {
+        arch: "aarch64".into(),
+        ..linux(Some("2.36"))
+    };
+    let other = refusal(&here, Some(&needed), &arm).expect("another architecture");
+    assert!(
+        other.contains("linux/aarch64") && other.contains("linux/x86_64"),
+        "{other}"
+    );
+}
+
+#[test]
+fn the_probe_script_reports_this_machine() {
+    let out = crate::auxiliary::command("sh")
+        .args(["-c", PROBE_SCRIPT, "herd", "proxy"])
+        .output()
+        .expect("sh runs");
+    assert_eq!(out.status.code(), Some(127));
+    let platform =
+        Platform::of_probe(&String::from_utf8_lossy(&out.stdout)).expect("the probe's line");
+    let here = Platform::here();
+    assert_eq!((platform.os, platform.arch), (here.os, here.arch));
+    assert_eq!(platform.glibc, here.glibc);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("herd is not installed"));
+}
