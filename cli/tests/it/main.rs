@@ -16,6 +16,7 @@ mod restore;
 mod secrets;
 mod service;
 mod shim;
+mod sshd;
 // Minutes long: built only with --release, for `cargo xtask soak`.
 #[cfg(not(debug_assertions))]
 mod soak;
