@@ -23,6 +23,7 @@
 mod connection;
 mod leases;
 mod methods;
+mod sessions;
 
 use std::os::unix::fs::PermissionsExt;
 use std::sync::Arc;

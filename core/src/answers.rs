@@ -302,6 +302,8 @@ pub struct ListRow {
     pub cwd: PathBuf,
     /// The direct child's pid.
     pub pid: i32,
+    /// How the child is attached (`pty` or `pipe`).
+    pub mode: ModeName,
     /// The owner (B2).
     pub owner_task_id: String,
     /// The container key.

@@ -288,6 +288,7 @@ impl Registry {
         });
         drop(agents);
         drop(tables);
+        self.inner.changed();
         // The new owners are checkpointed, so a restore keeps the handoff (B27).
         self.inner.request_checkpoint();
         tracing::info!(session_id = %s.id, "session handed off to the parent agent");

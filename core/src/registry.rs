@@ -93,6 +93,9 @@ pub(crate) struct Inner {
     pub(crate) events: broadcast::Sender<Event>,
     /// Bumped after every finish; waiters for pending completions watch it.
     pub(crate) finishes: watch::Sender<u64>,
+    /// Bumped whenever a session starts, finishes, changes owner or is forgotten;
+    /// `changes` hands out receivers (a live view redraws on it, `herd top`).
+    pub(crate) changes: watch::Sender<u64>,
     pub(crate) runtime: tokio::runtime::Handle,
     /// Watch breaker and heartbeat schedule, served by one timer task (B20, B21).
     pub(crate) notifier: Notifier,
@@ -197,6 +200,7 @@ impl Registry {
         let (events, _) = broadcast::channel(BROADCAST_CAPACITY);
         let notifier = Notifier::new(Arc::clone(&config.clock));
         let (finishes, _) = watch::channel(0);
+        let (changes, _) = watch::channel(0);
         let launcher = config.shim.clone().map(crate::shim::link::Launcher::new);
         let queue_cap = config.queue_cap;
         Ok(Registry {
@@ -210,6 +214,7 @@ impl Registry {
                 }),
                 events,
                 finishes,
+                changes,
                 runtime,
                 notifier,
                 agents: Mutex::new(Agents::default()),
@@ -844,6 +849,14 @@ impl Registry {
         rx
     }
 
+    /// A counter bumped whenever a session starts, finishes, changes owner or is
+    /// forgotten: a view of the sessions waits on it (`changed()`) and lists again,
+    /// instead of polling. It counts changes, it does not say which; bumps that
+    /// come together are seen as one.
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.inner.changes.subscribe()
+    }
+
     /// Takes the events queued for `owner`; each is delivered once. Drained
     /// completions are marked delivered in the ledger, so they are not replayed after
     /// a restart (B29).
@@ -1075,6 +1088,7 @@ impl Inner {
                 .show_command_head(&s.command, LIST_COMMAND_CHARS),
             cwd: s.cwd.clone(),
             pid: s.pid,
+            mode: s.mode,
             owner_task_id: st.owner_task_id.clone(),
             task_id: st.task_id.clone(),
             session_key: st.session_key.clone(),
@@ -1501,6 +1515,7 @@ impl Inner {
             self.prune(&mut tables);
             tables.running.insert(id.clone(), Arc::clone(&session));
         }
+        self.changed();
         let observer = self.arm_notifications(&session, &wakes);
         self.arm_time_limit(&session);
         let span = tracing::info_span!("session", id = %id);
@@ -1801,7 +1816,14 @@ impl Inner {
         self.finished_durably(s);
         s.done.send_replace(true);
         self.finishes.send_modify(|n| *n += 1);
+        self.changed();
         tracing::info!(session_id = %s.id, "session finished");
+    }
+
+    /// Tells the `changes` receivers that the sessions changed. Called after the
+    /// table lock is released (a watch send takes the watch's own lock only).
+    pub(crate) fn changed(&self) {
+        self.changes.send_modify(|n| *n = n.wrapping_add(1));
     }
 
     pub(crate) fn policy_allows(&self, event: &Event) -> bool {

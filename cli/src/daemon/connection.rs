@@ -27,7 +27,8 @@ use crate::protocol::{
 /// `lease`, `drain.ack`, `drain.release`), `adopt`, and `list`'s `state`,
 /// `since_seconds` and `limit`, `spawn`'s `caller_env`, `events.follow`'s
 /// `peek` (`pending` counts instead of events), `clean`, `spawn`'s
-/// `time_limit_seconds`, and `restart`.
+/// `time_limit_seconds`, `restart`, and `sessions.follow` (a note whenever the
+/// home's sessions change, for `herd top`).
 pub(crate) const CAPABILITIES: &[&str] = &[
     "clean",
     "drain.lease",
@@ -36,6 +37,7 @@ pub(crate) const CAPABILITIES: &[&str] = &[
     "spawn.caller_env",
     "events.pending",
     "logs.follow.result",
+    "sessions.follow",
     "spawn.time_limit",
     "restart",
 ];

@@ -90,6 +90,8 @@ pub(crate) enum Stream {
         /// `logs.follow.result`): a follower needs no second request.
         result: bool,
     },
+    /// `sessions.follow`: a note whenever the home's sessions change (`sessions.rs`).
+    Sessions,
 }
 
 /// Builds the registry's config from the home's config file.
@@ -265,6 +267,12 @@ impl State {
                     Err(err) => Reply::Error(err),
                 };
             }
+            "sessions.follow" => {
+                return match parse::<NoParams>(params) {
+                    Ok(NoParams {}) => Reply::Stream(Stream::Sessions),
+                    Err(err) => Reply::Error(err),
+                };
+            }
             "logs.follow" => {
                 return match parse::<FollowParams>(params) {
                     Ok(p) => match self.registry.lookup(&p.id) {
@@ -283,7 +291,7 @@ impl State {
                 format!(
                     "unknown method `{other}`; the daemon serves: spawn, list, lookup, poll, log, \
                      log_chunk, wait, kill, restart, write, submit, close, resize, drain, drain.ack, drain.release, adopt, clean, \
-                     handoff, status, scope, shutdown, events.follow, logs.follow"
+                     handoff, status, scope, shutdown, events.follow, logs.follow, sessions.follow"
                 ),
             )),
         };
@@ -530,6 +538,7 @@ impl Stream {
             } => {
                 logs_stream(state, &session, from_byte, result, reader, writer, id).await;
             }
+            Stream::Sessions => super::sessions::follow(state, reader, writer).await,
         }
     }
 }
@@ -800,6 +809,11 @@ enum StdinOp {
     Submit,
     Close,
 }
+
+/// Params of a method that takes none.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NoParams {}
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]

@@ -143,6 +143,9 @@ impl Registry {
                 .filter_map(|id| tables.finished.remove(id))
                 .collect()
         };
+        if !gone.is_empty() {
+            self.inner.changed();
+        }
         // Files go outside the table lock.
         let store = herd_persistence::ReceiptStore::new(&self.inner.home);
         for s in &gone {

@@ -1,0 +1,54 @@
+//! `sessions.follow` (capability `sessions.follow`): a stream that says when the
+//! home's sessions changed, so a live view (`herd top`) lists again only then.
+//!
+//! The stream sends a `sessions` notification at once and then after every change
+//! the registry counts (a session started, finished, changed owner or was
+//! forgotten), with the counter as `generation`. Changes that come together are
+//! one notification: the registry's counter is a `watch`, and a notification is
+//! written only once the previous one has gone out. It says that something
+//! changed, not what: the client asks `list` on another connection, so a slow
+//! client never holds rows the daemon built for nobody. New output is not a change
+//! (it would be one per chunk); a view follows output with `logs.follow`.
+//!
+//! The stream takes no input and ends when the client closes its end.
+
+use serde_json::json;
+use tokio::io::BufReader;
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+
+use super::connection::write;
+use super::methods::State;
+use crate::protocol::Response;
+
+/// Streams `sessions` notifications until the client leaves.
+pub(crate) async fn follow(
+    state: &State,
+    reader: &mut BufReader<OwnedReadHalf>,
+    writer: &mut OwnedWriteHalf,
+) {
+    let mut changes = state.registry().changes();
+    let mut closed = Box::pin(client_gone(reader));
+    loop {
+        let generation = *changes.borrow_and_update();
+        let note = Response::notification("sessions", json!({"generation": generation}));
+        if write(writer, &note).await.is_err() {
+            return;
+        }
+        tokio::select! {
+            changed = changes.changed() => {
+                if changed.is_err() {
+                    // The registry is gone: the daemon is ending.
+                    return;
+                }
+            }
+            () = &mut closed => return,
+        }
+    }
+}
+
+/// Resolves when the client closes its end (or sends anything: the stream takes
+/// no input).
+async fn client_gone(reader: &mut BufReader<OwnedReadHalf>) {
+    let mut buf = Vec::new();
+    let _ = crate::protocol::read_line(reader, &mut buf, 1024).await;
+}

@@ -1,0 +1,278 @@
+//! The daemon feed of `herd top`: the session rows, redrawn when the daemon says
+//! they changed, the followed session's output, and the actions keys ask for.
+//!
+//! Three kinds of connection, each its own task, all sending [`Feed`] messages
+//! to the UI loop:
+//! - the **watcher** holds `sessions.follow` (capability `sessions.follow`) and
+//!   wakes the lister whenever the daemon counts a change (a session started,
+//!   finished, changed owner or was forgotten);
+//! - the **lister** answers each wake-up with one `list`, at most one every
+//!   [`MIN_LIST_GAP`] (wake-ups that come together are one list), and runs the
+//!   actions (kill, handoff, restart through `restart::restart`) in order on the
+//!   same connection. While a
+//!   session runs it also lists once a [`REFRESH`], with the `/proc` sample: the
+//!   last line of output is not a change the daemon announces (it would be one
+//!   per chunk). A daemon without `sessions.follow` is listed once a [`REFRESH`]
+//!   and the title line says so;
+//! - the **pane follower** holds `logs.follow` for the selected session from the
+//!   last [`PANE_TAIL_BYTES`] of its log, and is replaced when the selection moves.
+
+use std::time::Duration;
+
+use anyhow::Context;
+use herd_persistence::Home;
+use serde_json::{Value, json};
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
+
+use super::model::Row;
+use crate::client::Client;
+
+/// The shortest time between two listings.
+pub(crate) const MIN_LIST_GAP: Duration = Duration::from_millis(100);
+/// How often running sessions are listed again for their last line.
+pub(crate) const REFRESH: Duration = Duration::from_secs(1);
+/// How much of the log's end the pane starts with.
+pub(crate) const PANE_TAIL_BYTES: u64 = 64 * 1024;
+
+/// What the feed tells the UI.
+#[derive(Debug)]
+pub(crate) enum Feed {
+    /// A fresh listing.
+    Rows(Vec<Row>),
+    /// What an action did (or why it failed), for the status line.
+    Said(String),
+    /// A standing note for the title line.
+    Note(String),
+    /// Output of the followed session.
+    Output { session_id: String, text: String },
+    /// The followed session's output ended (it finished and all was sent).
+    OutputEnd { session_id: String },
+    /// The daemon is gone: `top` ends with this message.
+    Lost(String),
+}
+
+/// An action a key asked for.
+#[derive(Debug)]
+pub(crate) enum Action {
+    /// Kill the session's tree.
+    Kill { session_id: String },
+    /// Hand the session from its owner to `to`.
+    Handoff {
+        session_id: String,
+        from: String,
+        to: String,
+    },
+    /// Run it again, as `herd restart` does (in this process's environment).
+    Restart { session_id: String },
+}
+
+/// Runs the watcher and the lister until the UI is gone.
+pub(crate) async fn run(
+    home: Home,
+    mut client: Client,
+    tx: UnboundedSender<Feed>,
+    mut actions: UnboundedReceiver<Action>,
+) {
+    let wake = std::sync::Arc::new(tokio::sync::Notify::new());
+    let follows = client.hello.serves("sessions.follow");
+    let watcher = if follows {
+        Some(tokio::spawn(watch(
+            home.clone(),
+            std::sync::Arc::clone(&wake),
+            tx.clone(),
+        )))
+    } else {
+        let _ = tx.send(Feed::Note(format!(
+            "daemon {} has no sessions.follow: listing every second (`herd shutdown` to run the new daemon)",
+            client.hello.daemon
+        )));
+        None
+    };
+    let mut gap = tokio::time::interval(MIN_LIST_GAP);
+    gap.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut refresh = tokio::time::interval(REFRESH);
+    refresh.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut any_running = true;
+    // The first listing comes from the watcher's first note, or right away.
+    let mut due = !follows;
+    loop {
+        if due {
+            gap.tick().await;
+            match list(&mut client).await {
+                Ok(rows) => {
+                    any_running = rows.iter().any(Row::is_running);
+                    if tx.send(Feed::Rows(rows)).is_err() {
+                        break;
+                    }
+                }
+                Err(err) => {
+                    let _ = tx.send(Feed::Lost(format!("{err:#}")));
+                    break;
+                }
+            }
+            due = false;
+        }
+        tokio::select! {
+            () = wake.notified() => due = true,
+            _ = refresh.tick() => due = any_running || !follows,
+            action = actions.recv() => match action {
+                Some(action) => {
+                    let said = act(&mut client, action).await;
+                    if tx.send(Feed::Said(said)).is_err() {
+                        break;
+                    }
+                }
+                None => break,
+            },
+        }
+    }
+    if let Some(watcher) = watcher {
+        watcher.abort();
+    }
+}
+
+/// One `list` of every session of every owner, oldest first.
+async fn list(client: &mut Client) -> anyhow::Result<Vec<Row>> {
+    let answer = client.request("list", json!({"all": true})).await?;
+    let rows = answer
+        .get("processes")
+        .cloned()
+        .unwrap_or(Value::Array(Vec::new()));
+    serde_json::from_value(rows).context("the daemon sent a list this herd cannot read")
+}
+
+/// Holds `sessions.follow` and wakes the lister on every note.
+async fn watch(home: Home, wake: std::sync::Arc<tokio::sync::Notify>, tx: UnboundedSender<Feed>) {
+    let lost = |message: String| {
+        let _ = tx.send(Feed::Lost(message));
+    };
+    let mut client = match Client::connect(&home).await {
+        Ok(client) => client,
+        Err(err) => return lost(format!("{err:#}")),
+    };
+    if let Err(err) = client.send("sessions.follow", json!({})).await {
+        return lost(format!("lost the connection to the daemon: {err}"));
+    }
+    loop {
+        match client.next_message().await {
+            Ok(Some(message)) if message.method.as_deref() == Some("sessions") => {
+                wake.notify_one();
+            }
+            Ok(Some(message)) => {
+                if let Some(error) = message.error {
+                    return lost(format!(
+                        "the daemon refused sessions.follow: {}",
+                        error.message
+                    ));
+                }
+            }
+            Ok(None) => return lost("the daemon closed the connection (it stopped)".to_owned()),
+            Err(err) => return lost(format!("lost the connection to the daemon: {err}")),
+        }
+    }
+}
+
+/// Runs one action and says what it did.
+async fn act(client: &mut Client, action: Action) -> String {
+    match action {
+        Action::Kill { session_id } => {
+            match client.request("kill", json!({"id": session_id})).await {
+                Ok(answer) => {
+                    let status = answer["status"].as_str().unwrap_or("done");
+                    format!("kill {session_id}: {}", status.replace('_', " "))
+                }
+                Err(err) => format!("kill {session_id} failed: {err:#}"),
+            }
+        }
+        Action::Handoff {
+            session_id,
+            from,
+            to,
+        } => {
+            let params = json!({
+                "id": session_id,
+                "from": from,
+                "to": to,
+                "note": format!("handed off from {from} in herd top"),
+            });
+            match client.request("handoff", params).await {
+                Ok(_) => format!("{session_id} handed off from {from} to {to}"),
+                Err(err) => format!("handoff of {session_id} failed: {err:#}"),
+            }
+        }
+        Action::Restart { session_id } => {
+            match crate::restart::restart(client, &session_id).await {
+                Ok(info) => format!(
+                    "restarted {session_id} as {}",
+                    info["session_id"].as_str().unwrap_or("a new session")
+                ),
+                Err(err) => format!("restart {session_id} failed: {err:#}"),
+            }
+        }
+    }
+}
+
+/// Follows one session's output into the pane until it ends.
+pub(crate) async fn follow(home: Home, session_id: String, tx: UnboundedSender<Feed>) {
+    let said = |message: String| {
+        let _ = tx.send(Feed::Said(message));
+    };
+    let mut client = match Client::connect(&home).await {
+        Ok(client) => client,
+        Err(err) => return said(format!("cannot follow {session_id}: {err:#}")),
+    };
+    // The log's end now (a read far past it answers where it ends), then its tail.
+    let end = match client
+        .request(
+            "log_chunk",
+            json!({"id": session_id, "from_byte": u64::MAX / 2, "max_bytes": 1}),
+        )
+        .await
+    {
+        Ok(answer) => answer["next_byte"].as_u64().unwrap_or(0),
+        Err(err) => return said(format!("cannot follow {session_id}: {err:#}")),
+    };
+    let from_byte = end.saturating_sub(PANE_TAIL_BYTES);
+    let request = match client
+        .send(
+            "logs.follow",
+            json!({"id": session_id, "from_byte": from_byte}),
+        )
+        .await
+    {
+        Ok(request) => request,
+        Err(err) => return said(format!("cannot follow {session_id}: {err}")),
+    };
+    loop {
+        match client.next_message().await {
+            Ok(Some(message)) if message.method.as_deref() == Some("log") => {
+                let text = message
+                    .params
+                    .as_ref()
+                    .and_then(|p| p.get("output"))
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned();
+                let out = Feed::Output {
+                    session_id: session_id.clone(),
+                    text,
+                };
+                if tx.send(out).is_err() {
+                    return;
+                }
+            }
+            Ok(Some(message)) if message.id == json!(request) => {
+                if let Some(error) = message.error {
+                    said(format!("cannot follow {session_id}: {}", error.message));
+                }
+                let _ = tx.send(Feed::OutputEnd { session_id });
+                return;
+            }
+            Ok(Some(_)) => {}
+            Ok(None) | Err(_) => {
+                let _ = tx.send(Feed::OutputEnd { session_id });
+                return;
+            }
+        }
+    }
+}

@@ -1,0 +1,539 @@
+//! `herd top` for real (issue 17): the real daemon on a temp home, real sessions,
+//! and `herd top` on a real terminal, tmux's, of a fixed size. Keys go in with
+//! `send-keys`; what a person would see comes out of `capture-pane`, polled with
+//! a deadline until it shows. Each test has its own tmux server on a private
+//! socket, killed when the test ends, failed or not ([`Tmux`]'s `Drop`).
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crate::support::{Env, HERD, raw_command, wait_until};
+
+/// How long anything on screen may take to show (CI runs on 2 busy cores).
+const DEADLINE: Duration = Duration::from_secs(30);
+
+/// A tmux server of our own running one shell in a window of a fixed size.
+struct Tmux {
+    socket: PathBuf,
+}
+
+impl Tmux {
+    /// A server on a socket in the test's scratch dir, its one pane running
+    /// `/bin/sh` with the home's `HERD_HOME` and `extra` in its environment.
+    fn start(env: &Env, cols: u16, rows: u16, extra: &[(&str, &str)]) -> Tmux {
+        let tmux = Tmux {
+            socket: env.scratch().join("tmux.sock"),
+        };
+        let mut cmd = tmux.cmd();
+        cmd.args(["-f", "/dev/null", "new-session", "-d", "-s", "top"])
+            .args(["-x", &cols.to_string(), "-y", &rows.to_string()])
+            .arg("/bin/sh")
+            .env("HERD_HOME", env.home())
+            .env("PS1", "$ ")
+            .env("LANG", "C.UTF-8")
+            .env("RUST_BACKTRACE", "0")
+            .env_remove("HERD_OWNER")
+            .env_remove("HERD_LOG")
+            .env_remove("INVOCATION_ID")
+            .env_remove("TMUX");
+        for (k, v) in extra {
+            cmd.env(k, v);
+        }
+        let out = cmd
+            .output()
+            .expect("tmux runs (it is installed by .ci/run)");
+        assert!(
+            out.status.success(),
+            "tmux new-session failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // Later windows of this server keep the size asked for, whatever attaches.
+        tmux.run(&["set-option", "-g", "window-size", "manual"]);
+        // `$ `, or `# ` for root (dash ignores PS1 from the environment then).
+        tmux.wait_for("the shell's prompt", |screen| {
+            screen.contains('$') || screen.contains('#')
+        });
+        tmux
+    }
+
+    fn cmd(&self) -> Command {
+        let mut cmd = raw_command(std::path::Path::new("tmux"));
+        cmd.arg("-S").arg(&self.socket).stdin(Stdio::null());
+        cmd
+    }
+
+    /// Runs a tmux command and returns its stdout.
+    fn run(&self, args: &[&str]) -> String {
+        let out = self.cmd().args(args).output().expect("tmux runs");
+        assert!(
+            out.status.success(),
+            "tmux {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Types `text` as is, then Enter.
+    fn type_line(&self, text: &str) {
+        self.run(&["send-keys", "-t", "top", "-l", text]);
+        self.keys(&["Enter"]);
+    }
+
+    /// Sends keys by tmux's names (`q`, `Enter`, `C-c`, `Down`).
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "top"];
+        args.extend_from_slice(keys);
+        self.run(&args);
+    }
+
+    /// The screen as text.
+    fn screen(&self) -> String {
+        self.run(&["capture-pane", "-p", "-t", "top"])
+    }
+
+    /// The screen with its colours as escape sequences.
+    fn screen_with_colours(&self) -> String {
+        self.run(&["capture-pane", "-p", "-e", "-t", "top"])
+    }
+
+    /// Whether the pane shows the alternate screen (a full-screen program).
+    fn alternate_on(&self) -> bool {
+        self.run(&["display-message", "-p", "-t", "top", "#{alternate_on}"])
+            .trim()
+            == "1"
+    }
+
+    /// The pid of the pane's shell.
+    fn shell_pid(&self) -> i32 {
+        self.run(&["display-message", "-p", "-t", "top", "#{pane_pid}"])
+            .trim()
+            .parse()
+            .expect("tmux names the pane's pid")
+    }
+
+    /// Polls the screen until `cond` holds; panics naming `what` with the
+    /// last screen when the deadline passes.
+    fn wait_for(&self, what: &str, cond: impl Fn(&str) -> bool) -> String {
+        let mut last = String::new();
+        if wait_until(DEADLINE, || {
+            last = self.screen();
+            cond(&last)
+        })
+        .is_err()
+        {
+            panic!("timed out waiting for {what}; the screen shows:\n{last}");
+        }
+        last
+    }
+
+    /// Starts `herd top` in the pane and waits for its table.
+    fn start_top(&self) -> String {
+        self.type_line(&format!("{HERD} top"));
+        self.wait_for("herd top's table", |s| {
+            s.contains("herd top") && s.contains("STATE") && s.contains("LAST LINE")
+        })
+    }
+
+    /// Waits until the terminal is the shell's again: no alternate screen, and
+    /// a typed command echoes and runs (raw mode is off).
+    fn wait_restored(&self, marker: &str) -> String {
+        if wait_until(DEADLINE, || !self.alternate_on()).is_err() {
+            panic!(
+                "the terminal stayed in the alternate screen; it shows:\n{}",
+                self.screen()
+            );
+        }
+        // Keys typed before `herd top` has gone would be read by it, not the shell.
+        let shell = self.shell_pid();
+        if wait_until(DEADLINE, || children(shell).is_empty()).is_err() {
+            panic!("herd top is still running under the shell {shell}");
+        }
+        self.type_line(&format!("echo {marker}=$?"));
+        let expect = format!("{marker}=");
+        self.wait_for("the shell to run a command again", |s| {
+            s.lines().any(|l| l.starts_with(&expect))
+        })
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self
+            .cmd()
+            .arg("kill-server")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+/// Starts a session and returns its id.
+fn spawn(env: &Env, args: &[&str]) -> String {
+    let mut all = vec!["run", "--json"];
+    all.extend_from_slice(args);
+    let answer = env.json(&all);
+    answer["session_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("run answered no session_id: {answer}"))
+        .to_owned()
+}
+
+/// The session's row as `ps --all --json` lists it.
+fn row(env: &Env, id: &str) -> serde_json::Value {
+    let list = env.json(&["ps", "--all", "--json"]);
+    list["processes"]
+        .as_array()
+        .and_then(|rows| rows.iter().find(|r| r["session_id"] == id).cloned())
+        .unwrap_or_else(|| panic!("{id} is not listed: {list}"))
+}
+
+/// The screen line that shows `needle`.
+fn line_with<'s>(screen: &'s str, needle: &str) -> &'s str {
+    screen
+        .lines()
+        .find(|l| l.contains(needle))
+        .unwrap_or_else(|| panic!("no line shows {needle:?}:\n{screen}"))
+}
+
+// Issue 17: `herd top` lists the home's sessions (ids, names, states, exits),
+// follows the selected PTY session in the pane as a terminal shows it (colour
+// kept, a `\r` progress bar at its last state), and `q` gives the terminal back.
+#[test]
+fn issue_17_top_shows_rows_follows_a_pty_and_quits_on_q() {
+    let env = Env::new();
+    let bar = spawn(
+        &env,
+        &[
+            "--pty",
+            "--name",
+            "bar",
+            "--",
+            "sh",
+            "-c",
+            r#"printf '\033[31mRED-ALERT\033[0m\n'; for p in 25 50 75; do printf '\rprogress %s%%' $p; done; printf '\rprogress done!\n'; exec sleep 300"#,
+        ],
+    );
+    let web = spawn(
+        &env,
+        &[
+            "--name",
+            "web",
+            "--",
+            "sh",
+            "-c",
+            "echo serving on 8080; exec sleep 300",
+        ],
+    );
+    let failed = spawn(
+        &env,
+        &[
+            "--name",
+            "broken",
+            "--",
+            "sh",
+            "-c",
+            "echo about to fail; exit 3",
+        ],
+    );
+    // `wait` exits 1: the job failed, as it should.
+    let waited = env.run(&["wait", &failed]);
+    assert_eq!(waited.status.code(), Some(1), "{waited:?}");
+
+    let tmux = Tmux::start(&env, 120, 40, &[]);
+    tmux.start_top();
+    // The newest running session, web, is selected first and its output shows.
+    let screen = tmux.wait_for("the three sessions", |s| {
+        s.contains(&web)
+            && s.contains(&bar)
+            && s.contains(&failed)
+            && s.contains(&format!("{web} web · pipe"))
+    });
+    for (id, name, state) in [
+        (&web, "web", "running"),
+        (&bar, "bar", "running"),
+        (&failed, "broken", "failed"),
+    ] {
+        let line = line_with(&screen, id);
+        assert!(
+            line.contains(name) && line.contains(state),
+            "row of {id}: {line:?}"
+        );
+    }
+    let broken = line_with(&screen, &failed);
+    assert!(
+        broken.contains(" 3 "),
+        "the failed row shows exit 3: {broken:?}"
+    );
+    assert!(
+        line_with(&screen, &web).contains("serving on 8080"),
+        "last line of web"
+    );
+    assert!(
+        screen.contains("3 sessions, 2 running"),
+        "title counts:\n{screen}"
+    );
+
+    // Select `bar` through the filter: the pane follows its terminal.
+    tmux.keys(&["/"]);
+    tmux.run(&["send-keys", "-t", "top", "-l", "bar"]);
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("bar's output in the pane", |s| {
+        s.contains("filter \"bar\" (1 shown)")
+            && s.contains(&format!("{bar} bar · pty"))
+            && s.contains("RED-ALERT")
+            && s.contains("progress done!")
+    });
+    assert!(
+        !screen.contains("progress 75%"),
+        "the progress bar shows its last state only:\n{screen}"
+    );
+    assert!(screen.contains("filter \"bar\" (1 shown)"), "{screen}");
+    let coloured = tmux.screen_with_colours();
+    let red = line_with(&coloured, "RED-ALERT");
+    let before = &red[..red.find("RED-ALERT").unwrap_or(0)];
+    assert!(
+        before.contains("\u{1b}[31m") || before.contains("38;5;1m"),
+        "RED-ALERT is drawn red: {red:?}"
+    );
+
+    tmux.keys(&["q"]);
+    let screen = tmux.wait_restored("top-exit");
+    assert!(
+        screen.contains("top-exit=0"),
+        "herd top exited 0:\n{screen}"
+    );
+}
+
+// Issue 17: `k` then `y` kills the selected job's tree, as the daemon reports it;
+// Ctrl-C quits and gives the terminal back.
+#[test]
+fn issue_17_top_kill_key_ends_the_job_and_ctrl_c_quits() {
+    let env = Env::new();
+    let keep = spawn(&env, &["--name", "keeper", "--", "sleep", "300"]);
+    let victim = spawn(
+        &env,
+        &[
+            "--name",
+            "victim",
+            "--",
+            "sh",
+            "-c",
+            "echo doomed; exec sleep 300",
+        ],
+    );
+    let tmux = Tmux::start(&env, 120, 40, &[]);
+    tmux.start_top();
+    tmux.wait_for("both sessions", |s| {
+        s.contains(&keep) && s.contains(&victim)
+    });
+    tmux.keys(&["/"]);
+    tmux.run(&["send-keys", "-t", "top", "-l", "victim"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("only the victim shown", |s| {
+        s.contains("(1 shown)") && !s.contains(&keep)
+    });
+    tmux.keys(&["k"]);
+    tmux.wait_for("the kill question", |s| {
+        s.contains(&format!("kill {victim} and its whole process tree? [y/N]"))
+    });
+    tmux.keys(&["y"]);
+    if wait_until(DEADLINE, || row(&env, &victim)["status"] == "exited").is_err() {
+        panic!("the daemon still runs {victim}: {}", row(&env, &victim));
+    }
+    let killed = row(&env, &victim);
+    assert_eq!(killed["completion_reason"], "killed", "{killed}");
+    assert_eq!(
+        row(&env, &keep)["status"],
+        "running",
+        "only the selected job is killed"
+    );
+    tmux.wait_for("the row says killed", |s| {
+        line_with(s, &victim).contains("killed")
+    });
+
+    tmux.keys(&["C-c"]);
+    let screen = tmux.wait_restored("after-ctrl-c");
+    assert!(screen.contains("after-ctrl-c=0"), "{screen}");
+}
+
+// Issue 17: at 80 columns every row is one line: long commands and output are
+// cut at the edge, never wrapped.
+#[test]
+fn issue_17_top_at_80_columns_cuts_rows_never_wraps() {
+    let env = Env::new();
+    let long = spawn(
+        &env,
+        &[
+            "--name",
+            "long",
+            "--",
+            "sh",
+            "-c",
+            "echo START-OF-LONG-LINE-$(printf 'x%.0s' $(seq 1 150))-END-OF-LONG-LINE; exec sleep 300",
+        ],
+    );
+    let short = spawn(&env, &["--name", "short", "--", "sleep", "300"]);
+    let tmux = Tmux::start(&env, 80, 24, &[]);
+    tmux.start_top();
+    let screen = tmux.wait_for("both rows and the long line", |s| {
+        s.contains("START-OF-LONG") && s.contains(&long[..12]) && s.contains(&short[..12])
+    });
+    let header = line_with(&screen, "STATE");
+    for column in [
+        "ID", "NAME", "OWNER", "STATE", "EXIT", "AGE", "CPU%", "MEM", "LAST",
+    ] {
+        assert!(header.contains(column), "header {header:?} lacks {column}");
+    }
+    for id in [&long, &short] {
+        let line = line_with(&screen, &id[..12]);
+        assert!(
+            line.contains("running"),
+            "the row of {id} is one line: {line:?}"
+        );
+    }
+    assert!(
+        !screen.contains("END-OF-LONG-LINE"),
+        "a long line is cut, not wrapped:\n{screen}"
+    );
+    assert!(
+        screen.lines().all(|l| l.chars().count() <= 80),
+        "no line is wider than the terminal:\n{screen}"
+    );
+    tmux.keys(&["q"]);
+    tmux.wait_restored("done80");
+}
+
+// Issue 17: `h` asks for the new owner in an input line and hands the selected
+// session over (the daemon lists the new owner).
+#[test]
+fn issue_17_top_handoff_key_gives_the_session_to_the_owner_typed() {
+    let env = Env::new();
+    let id = spawn(
+        &env,
+        &["--owner", "kid", "--name", "task", "--", "sleep", "300"],
+    );
+    let tmux = Tmux::start(&env, 120, 40, &[]);
+    tmux.start_top();
+    tmux.wait_for("the session", |s| {
+        line_with_opt(s, &id).is_some_and(|l| l.contains("kid"))
+    });
+    tmux.keys(&["h"]);
+    tmux.wait_for("the owner prompt", |s| {
+        s.contains(&format!("hand off {id} (owner kid) to owner:"))
+    });
+    tmux.run(&["send-keys", "-t", "top", "-l", "boss"]);
+    tmux.keys(&["Enter"]);
+    if wait_until(DEADLINE, || row(&env, &id)["owner_task_id"] == "boss").is_err() {
+        panic!(
+            "the owner did not change: {}\nscreen:\n{}",
+            row(&env, &id),
+            tmux.screen()
+        );
+    }
+    tmux.wait_for("the new owner in the row", |s| {
+        line_with_opt(s, &id).is_some_and(|l| l.contains("boss"))
+    });
+    tmux.keys(&["q"]);
+    tmux.wait_restored("handed");
+}
+
+fn line_with_opt<'s>(screen: &'s str, needle: &str) -> Option<&'s str> {
+    screen.lines().find(|l| l.contains(needle))
+}
+
+// Issue 17: `l` leaves the screen for $PAGER with the session's whole log piped
+// in, and comes back to the table when the pager ends.
+#[test]
+fn issue_17_top_log_key_runs_the_pager_and_comes_back() {
+    let env = Env::new();
+    let id = spawn(
+        &env,
+        &[
+            "--name",
+            "chatty",
+            "--",
+            "sh",
+            "-c",
+            "for i in 1 2 3; do echo log-line-$i; done; exec sleep 300",
+        ],
+    );
+    // The pager prints what it was given and waits for Enter on the terminal.
+    let pager = "cat; echo PAGER-DONE; read answer </dev/tty";
+    let tmux = Tmux::start(&env, 120, 40, &[("PAGER", pager)]);
+    tmux.start_top();
+    tmux.wait_for("the session", |s| {
+        s.contains(&id) && s.contains("log-line-3")
+    });
+    tmux.keys(&["l"]);
+    let screen = tmux.wait_for("the pager's screen", |s| s.contains("PAGER-DONE"));
+    assert!(!tmux.alternate_on(), "the pager runs on the normal screen");
+    for n in 1..=3 {
+        assert!(
+            screen.contains(&format!("log-line-{n}")),
+            "the whole log is piped:\n{screen}"
+        );
+    }
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the table again", |s| {
+        s.contains("LAST LINE") && s.contains(&id)
+    });
+    assert!(tmux.alternate_on(), "top took the alternate screen back");
+    tmux.keys(&["q"]);
+    tmux.wait_restored("paged");
+}
+
+// Issue 17: SIGTERM ends `herd top` with the terminal given back.
+#[test]
+fn issue_17_top_restores_the_terminal_on_sigterm() {
+    let env = Env::new();
+    spawn(&env, &["--name", "bystander", "--", "sleep", "300"]);
+    let tmux = Tmux::start(&env, 100, 30, &[]);
+    tmux.start_top();
+    let shell = tmux.shell_pid();
+    let mut top = None;
+    if wait_until(DEADLINE, || {
+        top = children(shell).into_iter().next();
+        top.is_some()
+    })
+    .is_err()
+    {
+        panic!("no herd top process under the shell {shell}");
+    }
+    let top = top.expect("found above");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(top),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .expect("herd top can be signalled");
+    let screen = tmux.wait_restored("after-term");
+    assert!(screen.contains("after-term="), "{screen}");
+}
+
+// Issue 17: a panic inside `herd top` gives the terminal back before the report
+// (debug builds panic on `!` when HERD_TOP_TEST_PANIC is set, for this test).
+#[test]
+fn issue_17_top_restores_the_terminal_on_a_panic() {
+    let env = Env::new();
+    let tmux = Tmux::start(&env, 100, 30, &[("HERD_TOP_TEST_PANIC", "1")]);
+    tmux.start_top();
+    tmux.keys(&["!"]);
+    let screen = tmux.wait_restored("after-panic");
+    assert!(
+        screen.contains("after-panic=101"),
+        "a panic exits 101:\n{screen}"
+    );
+    assert!(
+        screen.contains("HERD_TOP_TEST_PANIC"),
+        "the report is printed:\n{screen}"
+    );
+}
+
+/// The children of `pid`.
+fn children(pid: i32) -> Vec<i32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
