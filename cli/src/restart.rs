@@ -23,7 +23,7 @@ use crate::output;
 pub(crate) struct RestartArgs {
     /// The session id, a unique prefix, or a name. A running session is killed
     /// first (its whole tree, reason `restarted`); a finished one is started again.
-    #[arg(value_name = "ID")]
+    #[arg(value_name = "ID", add = clap_complete::ArgValueCandidates::new(crate::complete::sessions))]
     pub(crate) id: String,
     /// Print the new session's spawn answer as JSON (with `replaces`, the old id).
     #[arg(long)]
