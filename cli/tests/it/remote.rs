@@ -257,3 +257,23 @@ fn issue_15_proxy_that_cannot_reach_a_daemon_says_why_on_one_line() {
         "no daemon started"
     );
 }
+
+#[test]
+fn issue_15_proxy_ends_when_its_daemon_goes_away() {
+    // Issue 15: the bridge ends when either side closes; the daemon's side here.
+    let env = Env::new();
+    let mut proxy = Proxy::start(&env);
+    let hello = proxy.call("hello", json!({"protocol": 1, "client": "test"}));
+    assert_eq!(hello["result"]["protocol"], 1, "{hello}");
+    let daemon = env.daemon_pid().expect("the proxy started a daemon");
+    env.ok(&["shutdown"]);
+    let pid = proxy.child.id() as i32;
+    wait_until(DEADLINE, || proxy.child.try_wait().ok().flatten().is_some())
+        .unwrap_or_else(|()| panic!("the proxy outlived its daemon by {DEADLINE:?}"));
+    assert!(
+        !alive(pid) && !alive(daemon),
+        "proxy {pid} or daemon {daemon} still runs"
+    );
+    // Its stdin is still open: the proxy did not wait for it.
+    assert!(proxy.stdin.is_some());
+}
