@@ -2,7 +2,9 @@
 //!
 //! - `lint`: rustfmt check, clippy with warnings as errors, then the tidy,
 //!   dependency-direction and publish-metadata checks (ordinary `#[test]`s in this
-//!   crate, so a plain `cargo test` enforces them too).
+//!   crate, so a plain `cargo test` enforces them too), and the behaviour-contract
+//!   check: every behaviour ID the code or a test name cites is defined in
+//!   `docs/behaviors.md` (`behaviors.rs`).
 //! - `ci`: lint, build everything (plugin cdylibs included), run every test, the CLI
 //!   contract check and the release dry run. `.ci/run` calls this.
 //! - `bench [-p PKG] [--json]`: runs every benchmark and prints each figure beside
@@ -18,6 +20,7 @@
 //!
 //! xtask depends on nothing in the workspace; it reads `cargo metadata` instead.
 
+mod behaviors;
 mod bench;
 mod deps;
 mod outsider;
@@ -32,7 +35,7 @@ use std::path::PathBuf;
 
 use shell::{cargo, run};
 
-const USAGE: &str = "usage: cargo xtask <lint | ci | bench [-p PKG] [--json] | soak | fuzz [--seconds N] [TARGET...] | release [--dry-run] | outsider>";
+const USAGE: &str = "usage: cargo xtask <lint | ci | bench [-p PKG] [--json] | soak | fuzz [--seconds N] [TARGET...] | release [--dry-run] | outsider | behaviors>";
 
 fn main() -> std::process::ExitCode {
     match real_main() {
@@ -59,6 +62,7 @@ fn real_main() -> Result<()> {
         "fuzz" => fuzz(rest),
         "release" => release::run(rest.iter().any(|a| a == "--dry-run")),
         "outsider" => outsider::check(&workspace_root()?),
+        "behaviors" => behaviors::check_workspace(&root),
         "-h" | "--help" | "help" => {
             shell::say(USAGE);
             Ok(())
@@ -90,6 +94,7 @@ fn lint() -> Result<()> {
     ])
     .context("clippy found problems")?;
     deps::check_workspace()?;
+    behaviors::check_workspace(&workspace_root()?)?;
     publish::check_workspace()?;
     cargo(&["test", "--quiet", "-p", "xtask"])
         .context("tidy, dependency-direction or publish-metadata checks failed")?;
