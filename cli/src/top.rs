@@ -553,3 +553,6 @@ async fn pager(home: &Home, id: &str) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests;

@@ -537,3 +537,110 @@ fn children(pid: i32) -> Vec<i32> {
         .filter_map(|p| p.parse().ok())
         .collect()
 }
+
+// Issue 17: `r` restarts the selected session (`herd restart`'s path): a new
+// session with the same name replaces it.
+#[test]
+fn issue_17_top_restart_key_starts_the_session_again() {
+    let env = Env::new();
+    let old = spawn(
+        &env,
+        &[
+            "--name",
+            "again",
+            "--",
+            "sh",
+            "-c",
+            "echo round; exec sleep 300",
+        ],
+    );
+    let tmux = Tmux::start(&env, 120, 40, &[]);
+    tmux.start_top();
+    tmux.wait_for("the session", |s| s.contains(&old));
+    tmux.keys(&["r"]);
+    let mut new = None;
+    if wait_until(DEADLINE, || {
+        let list = env.json(&["ps", "--all", "--json"]);
+        new = list["processes"].as_array().and_then(|rows| {
+            rows.iter()
+                .find(|r| r["replaces"] == old.as_str() && r["status"] == "running")
+                .and_then(|r| r["session_id"].as_str().map(str::to_owned))
+        });
+        new.is_some()
+    })
+    .is_err()
+    {
+        panic!(
+            "no session replaced {old}; the screen shows:\n{}",
+            tmux.screen()
+        );
+    }
+    let new = new.expect("found above");
+    assert_eq!(row(&env, &new)["name"], "again", "the name is kept");
+    tmux.wait_for("the status line and the new row", |s| {
+        s.contains(&format!("restarted {old} as {new}")) && s.contains(&new)
+    });
+    tmux.keys(&["q"]);
+    tmux.wait_restored("restarted");
+}
+
+// Issue 17: the daemon's `sessions.follow` (capability) notes each change of
+// the sessions with a growing generation, so `top` lists only then.
+#[test]
+fn issue_17_sessions_follow_notes_a_spawn_and_a_finish() {
+    use std::io::{BufRead, BufReader, Write};
+    let env = Env::new();
+    env.ok(&["ps"]);
+    let stream = std::os::unix::net::UnixStream::connect(env.socket()).expect("the daemon listens");
+    stream
+        .set_read_timeout(Some(DEADLINE))
+        .expect("a read deadline");
+    let mut writer = stream.try_clone().expect("the socket clones");
+    let mut reader = BufReader::new(stream);
+    let mut next = || -> serde_json::Value {
+        let mut line = String::new();
+        reader
+            .read_line(&mut line)
+            .expect("the daemon answers within the deadline");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
+    };
+    writeln!(
+        writer,
+        r#"{{"jsonrpc":"2.0","id":1,"method":"hello","params":{{"protocol":1}}}}"#
+    )
+    .expect("sent");
+    let hello = next();
+    assert!(
+        hello["result"]["capabilities"]
+            .as_array()
+            .is_some_and(|c| c.iter().any(|c| c == "sessions.follow")),
+        "{hello}"
+    );
+    writeln!(
+        writer,
+        r#"{{"jsonrpc":"2.0","id":2,"method":"sessions.follow","params":{{}}}}"#
+    )
+    .expect("sent");
+    let first = next();
+    assert_eq!(first["method"], "sessions", "{first}");
+    let g0 = first["params"]["generation"]
+        .as_u64()
+        .expect("a generation");
+    let id = spawn(&env, &["--", "sh", "-c", "exit 0"]);
+    let mut g = g0;
+    // A spawn and a finish: the generation grows past both (changes that come
+    // together may be one note).
+    if wait_until(DEADLINE, || {
+        if row(&env, &id)["status"] == "exited" && g >= g0 + 2 {
+            return true;
+        }
+        let note = next();
+        g = note["params"]["generation"].as_u64().unwrap_or(g);
+        false
+    })
+    .is_err()
+    {
+        panic!("the generation went from {g0} to {g} only");
+    }
+    assert!(g >= g0 + 2, "spawned and finished: {g0} -> {g}");
+}
