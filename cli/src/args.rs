@@ -95,6 +95,13 @@ pub(crate) enum Command {
     Restart(crate::restart::RestartArgs),
     /// A live full-screen view of the home's sessions, with a pane following the
     /// selected one's output and keys to kill, restart, hand off and page its log.
+    ///
+    /// Every owner's sessions: id, name, owner, state, exit, age (or how long it
+    /// ran), CPU and memory of the process tree, last line. Keys: ↑↓ PgUp PgDn
+    /// select; / filter (Enter keeps, Esc clears); s next sort, S reverse; a show or
+    /// hide finished; f or Enter the pane full screen; k kill (asks y); r restart;
+    /// h hand off (type the owner); l the whole log in $PAGER (default less -R);
+    /// q or Ctrl-C quit. Needs a terminal; `herd ps --all` is the script's view.
     Top(crate::top::TopArgs),
     /// Put a session on this terminal: a PTY session takes your keys (raw mode,
     /// window size passed on); a pipe session shows its output and sends each
