@@ -1,5 +1,5 @@
 //! Benchmark: ingest, spawn and completion latency against raw OS baselines, measured
-//! in the same run (see the herd-bench line protocol in TEAM.md).
+//! in the same run (the herd-bench line protocol of `xtask/src/bench.rs`).
 //!
 //! Figures: pipe ingest of 1 GiB (herd session with its log on vs a plain reader of
 //! the same child), PTY ingest (herd with the responder vs a plain PTY reader),

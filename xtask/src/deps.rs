@@ -1,5 +1,5 @@
 //! The dependency-direction check: workspace edges must follow the table in
-//! BRIEF.md and ARCHITECTURE.md, so the arrows only ever point down.
+//! ARCHITECTURE.md's code map, so the arrows only ever point down.
 //!
 //! The check reads `cargo metadata` and compares every edge between workspace
 //! packages (normal, build and dev alike) with [`ALLOWED`]. A package missing

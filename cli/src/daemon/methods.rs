@@ -1,9 +1,9 @@
 //! The daemon's methods: JSON params in, registry call, JSON answer out.
 //!
 //! Registry answers are passed through as serialised (their field names are the
-//! wire contract, CORE_API.md). Errors become JSON-RPC errors with a herd code:
-//! lookups that fail are `NOT_FOUND` (the message lists what matched), a guard
-//! refusal is `GUARDED` with the verdict as `data`.
+//! wire contract, ARCHITECTURE.md's "The wire protocol"). Errors become JSON-RPC
+//! errors with a herd code: lookups that fail are `NOT_FOUND` (the message lists
+//! what matched), a guard refusal is `GUARDED` with the verdict as `data`.
 
 use std::path::PathBuf;
 use std::sync::Arc;

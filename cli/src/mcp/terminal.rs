@@ -323,7 +323,7 @@ pub(super) fn exited_answer(waited: &Value) -> Answer {
     answer
 }
 
-/// Validates `terminal` arguments with the seeds' messages. `null` is "not given"
+/// Validates `terminal` arguments, naming the argument that is wrong. `null` is "not given"
 /// for every optional argument, as strict-mode clients send it.
 pub(super) fn terminal_request(args: &JsonObject) -> Result<TerminalRequest, String> {
     let command = match args.get("command") {

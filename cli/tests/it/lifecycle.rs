@@ -3,7 +3,7 @@
 //! and `herd restart` (the same command, cwd, mode and options in the caller's
 //! current environment). Real jobs, real PTYs, a real daemon SIGKILLed mid-job.
 //!
-//! Terms (BEHAVIORS.md, in these tests' words): a *kill source* says who ended a job
+//! Terms (docs/behaviors.md, in these tests' words): a *kill source* says who ended a job
 //! (B17); `time_limit` and `restarted` are explicit sources, so unlike a release
 //! sweep they reach persistent jobs too. A *tree kill* (B15) ends the job's shell and
 //! everything it started, which is why each test checks a child of the job as well.

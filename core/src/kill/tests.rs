@@ -220,8 +220,8 @@ fn start_time_of_this_process_is_stable_and_missing_for_a_free_pid() {
     assert_eq!(sys::start_time(i32::MAX), None);
 }
 
-// B15: the script from the seed. The shell ignores SIGTERM and starts three
-// children one second in, i.e. during the grace window; all of them must die.
+// B15: a shell that ignores SIGTERM and starts three children one second in,
+// i.e. during the grace window; all of them must die.
 // (The sigterm-once test below covers the same without depending on timing.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn b15_children_started_during_grace_leave_no_survivors() {

@@ -1,9 +1,8 @@
 //! The B33 table: one `#[test]` per command line, so a failure names the command.
 //!
 //! The host is [`crate::host`]: a `python -m agent.main --serve` agent supervised by herd,
-//! with the units `herd.service`, `ai.herd.daemon` and `agent-gateway`. The spellings come
-//! from the seeds' guard corpus, adapted from the Python gateway to herd, plus what agents
-//! type in practice.
+//! with the units `herd.service`, `ai.herd.daemon` and `agent-gateway`. The spellings are
+//! the kill commands agents type in practice, plain and disguised.
 
 use herd_guards::Rule;
 
