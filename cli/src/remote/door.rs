@@ -51,11 +51,11 @@ const SETSID: &str = "setsid";
 /// The door of host `name`: its argv as written, stdio piped, in a new session
 /// with no controlling terminal, killed when dropped.
 pub(crate) fn command(name: &str, host: &HostConfig) -> tokio::process::Command {
-    tracing::debug!(host = name, program = %host.command[0], "door command");
+    tracing::debug!(host = name, program = ?host.command.first(), "door command");
     detached(&host.command)
 }
 
-/// `argv` (non-empty; config validation refuses an empty one) in a new session
+/// `argv` (config validation refuses an empty one; `setsid` refuses it too) in a new session
 /// with no controlling terminal and no way to ask for a password, stdio piped.
 pub(crate) fn detached(argv: &[String]) -> tokio::process::Command {
     let mut std = crate::auxiliary::command(SETSID);
@@ -290,7 +290,7 @@ pub(crate) fn diagnose(name: &str, argv: &[String], stderr: &str, code: Option<i
         Fix::ProgramMissing {
             program: argv.first().cloned().unwrap_or_default(),
         }
-    } else if has("permission denied")
+    } else if (code != Some(126) && has("permission denied"))
         || has("password")
         || has("passphrase")
         || has("/dev/tty")
@@ -303,6 +303,7 @@ pub(crate) fn diagnose(name: &str, argv: &[String], stderr: &str, code: Option<i
         || has("herd is not installed")
         || has("executable file not found")
         || code == Some(127)
+        || code == Some(126)
     {
         Fix::HerdMissing {
             name: name.to_owned(),
@@ -412,7 +413,7 @@ pub(crate) async fn open(
         };
         DoorError::Spawn {
             name: name.to_owned(),
-            program: host.command[0].clone(),
+            program: host.command.first().cloned().unwrap_or_default(),
             fix,
             source,
         }

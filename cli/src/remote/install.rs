@@ -223,9 +223,12 @@ pub(crate) fn refusal(
 /// Sends `bytes` to `argv`'s stdin (run as a door is: no shell, no terminal) and
 /// waits for it to exit 0.
 async fn send(argv: &[String], bytes: &[u8], what: &str) -> Result<(), String> {
-    let mut child = door::detached(argv)
-        .spawn()
-        .map_err(|err| format!("cannot start the install argv `{}`: {err}", argv[0]))?;
+    let mut child = door::detached(argv).spawn().map_err(|err| {
+        format!(
+            "cannot start the install argv {}: {err}",
+            shell_words::join(argv)
+        )
+    })?;
     let stderr = StderrTail::follow(child.stderr.take());
     let mut stdout = child.stdout.take();
     let drain = tokio::spawn(async move {

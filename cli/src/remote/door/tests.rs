@@ -44,6 +44,11 @@ fn stderr_is_judged_into_a_fix() {
         ),
         ("", Some(127), Fix::HerdMissing { name: "b1".into() }),
         (
+            "bash: line 1: /opt/herd: Permission denied",
+            Some(126),
+            Fix::HerdMissing { name: "b1".into() },
+        ),
+        (
             "setsid: failed to execute ssh: No such file or directory",
             Some(1),
             Fix::ProgramMissing {
