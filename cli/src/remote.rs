@@ -8,8 +8,8 @@
 //! door's own words and a fix; `hosts.rs` lists and checks hosts; `install.rs`
 //! copies this binary to a host through its `install` argv.
 
-mod door;
-mod hosts;
+pub(crate) mod door;
+pub(crate) mod hosts;
 mod install;
 mod proxy;
 
