@@ -6,9 +6,11 @@
 //! which part of the match to mask (the value of a header but not its name, the
 //! password of a database URL but not the host). For ordinary output the text is
 //! walked once by an aho-corasick scan for the literals every family starts with
-//! (`sk-`, `ghp_`, `authorization`, `postgres`, ...), and the
+//! (`sk-`, `ghp_`, `authorization`, `postgres://`, ...), and the
 //! automaton runs anchored only where such a literal starts; clean text never
-//! enters the automaton. The three families with no literal to anchor on
+//! enters the automaton. Those trigger literals are not a list kept by hand: they
+//! are derived from the patterns when the redactor is built (`triggers`), for the
+//! built-in families and the configured ones alike. The three families with no literal to anchor on
 //! (Telegram bot tokens, Zhipu keys, bare-token URL userinfo) are found by a
 //! memchr scan for their one required byte (`:` or `.`) plus a few byte checks.
 //! Patterns use ASCII classes and ASCII word boundaries only, which keeps the
@@ -121,6 +123,7 @@ pub(crate) enum Kind {
 struct Compiled {
     re: meta::Regex,
     kinds: Vec<Kind>,
+    patterns: Vec<String>,
 }
 
 impl Compiled {
@@ -133,19 +136,59 @@ impl Compiled {
         Ok(Compiled {
             re,
             kinds: patterns.iter().map(|(_, k)| k.clone()).collect(),
+            patterns: patterns.iter().map(|(p, _)| p.clone()).collect(),
         })
+    }
+
+    /// Where these patterns can start, derived from them.
+    fn triggers(&self) -> Result<triggers::Triggers, Error> {
+        triggers::Triggers::derive(&self.patterns.iter().map(String::as_str).collect::<Vec<_>>())
+    }
+
+    /// Every match in `text` (leftmost-first, as `re.find_iter` finds them),
+    /// found by running `re` anchored only where `triggers` (derived from these
+    /// patterns) report a possible start. Clean text costs the trigger scan alone.
+    fn anchored_matches<'s>(
+        &'s self,
+        triggers: &triggers::Triggers,
+        text: &str,
+        priority: u8,
+        out: &mut Vec<(usize, u8, usize, &'s Kind)>,
+    ) {
+        let mut pos = 0;
+        let mut scan = triggers.scan(text);
+        while pos < text.len() {
+            let Some((at, _)) = scan.next_from(pos) else {
+                break;
+            };
+            let input = Input::new(text)
+                .span(at..text.len())
+                .anchored(Anchored::Yes);
+            match self.re.search(&input) {
+                Some(m) if m.end() > m.start() => {
+                    out.push((
+                        m.start(),
+                        priority,
+                        m.end(),
+                        &self.kinds[m.pattern().as_usize()],
+                    ));
+                    pos = m.end();
+                }
+                _ => pos = at + 1,
+            }
+        }
     }
 }
 
 /// The secret redactor. Cheap to share (`Arc`), immutable once built.
 #[derive(Debug, Clone)]
 pub struct Redactor {
-    /// Where the built-in code patterns can start.
+    /// Where the built-in code patterns can start (derived from them).
     triggers: triggers::Triggers,
     /// Built-in code patterns, searched anchored at each trigger.
     code: Compiled,
-    /// Config patterns (no literal known), searched over the whole text.
-    extra: Option<Compiled>,
+    /// Config patterns and where they can start, searched anchored at each trigger.
+    extra: Option<(Compiled, triggers::Triggers)>,
     /// Assignment patterns, then code patterns, then config patterns, searched
     /// over the whole text (environment dumps only).
     dump: Compiled,
@@ -166,6 +209,12 @@ impl Redactor {
     /// `Error::EmptyMatchPattern` one that matches the empty string, and
     /// `Error::Automaton` reports a combined automaton that is too large.
     pub fn new(config: &RedactorConfig) -> Result<Redactor, Error> {
+        Redactor::build(families::code_patterns(), config)
+    }
+
+    /// A redactor with `code` as its built-in code families (the tests give it a
+    /// family the old hand-kept trigger list did not know).
+    fn build(code: Vec<(String, Kind)>, config: &RedactorConfig) -> Result<Redactor, Error> {
         let mut extra = Vec::with_capacity(config.extra_patterns.len());
         for pattern in &config.extra_patterns {
             let re = regex::Regex::new(pattern).map_err(|source| Error::BadPattern {
@@ -191,17 +240,21 @@ impl Redactor {
             extra.push((pattern.clone(), Kind::Extra(group)));
         }
         let mut dump = families::dump_patterns();
-        dump.extend(families::code_patterns());
+        dump.extend(code.iter().cloned());
         dump.extend(extra.iter().cloned());
-        let triggers = triggers::Triggers::new();
+        let code = Compiled::build(&code)?;
+        let triggers = code.triggers()?;
+        let extra = if extra.is_empty() {
+            None
+        } else {
+            let extra = Compiled::build(&extra)?;
+            let triggers = extra.triggers()?;
+            Some((extra, triggers))
+        };
         Ok(Redactor {
             triggers,
-            code: Compiled::build(&families::code_patterns())?,
-            extra: if extra.is_empty() {
-                None
-            } else {
-                Some(Compiled::build(&extra)?)
-            },
+            code,
+            extra,
             dump: Compiled::build(&dump)?,
         })
     }
@@ -419,14 +472,13 @@ impl Redactor {
         let mut all: Vec<(usize, u8, usize, &Kind)> = Vec::new();
         match mode {
             RedactMode::Code => {
-                self.code_matches(text, &mut all);
+                self.code
+                    .anchored_matches(&self.triggers, text, 0, &mut all);
                 for (s, e, k) in families::side_matches(text) {
                     all.push((s, 1, e, side_kind(&k)));
                 }
-                if let Some(extra) = &self.extra {
-                    for m in extra.re.find_iter(text) {
-                        all.push((m.start(), 2, m.end(), &extra.kinds[m.pattern().as_usize()]));
-                    }
+                if let Some((extra, triggers)) = &self.extra {
+                    extra.anchored_matches(triggers, text, 2, &mut all);
                 }
             }
             RedactMode::SecretDump => {
@@ -456,33 +508,6 @@ impl Redactor {
             }
         }
         merged
-    }
-
-    /// The built-in code families: find a trigger literal, then run the
-    /// automaton anchored there. Clean text costs one aho-corasick scan.
-    fn code_matches<'s>(&'s self, text: &str, out: &mut Vec<(usize, u8, usize, &'s Kind)>) {
-        let mut pos = 0;
-        let mut scan = self.triggers.scan(text);
-        while pos < text.len() {
-            let Some((at, _)) = scan.next_from(pos) else {
-                break;
-            };
-            let input = Input::new(text)
-                .span(at..text.len())
-                .anchored(Anchored::Yes);
-            match self.code.re.search(&input) {
-                Some(m) if m.end() > m.start() => {
-                    out.push((
-                        m.start(),
-                        0,
-                        m.end(),
-                        &self.code.kinds[m.pattern().as_usize()],
-                    ));
-                    pos = m.end();
-                }
-                _ => pos = at + 1,
-            }
-        }
     }
 }
 

@@ -17,7 +17,9 @@ const ENV_WORDS: &str = r"(?:API_?KEY|APIKEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD|PA
 const FIELD_WORDS: &str = r"(?:api_?key|apikey|token|secret|password|passwd|credentials?|auth|private_?key|access_?key|secret_?key)";
 
 /// The families used for every output that have a literal to anchor on, so the
-/// automaton's literal prefilter skips clean text at memchr-like speed. The
+/// redactor's trigger scan skips clean text at memchr-like speed (the literals
+/// are derived from these patterns by `triggers`; a new family needs no list
+/// beside it, and one without a usable literal still works, only slower). The
 /// three families without one (Telegram bot tokens, Zhipu keys, bare-token URL
 /// userinfo) are found by [`side_matches`] instead.
 pub(super) fn code_patterns() -> Vec<(String, Kind)> {
@@ -112,93 +114,6 @@ pub(super) fn code_patterns() -> Vec<(String, Kind)> {
         ),
         // E.164 phone numbers.
         v(r"(?-u:\B)\+[1-9][0-9]{7,14}(?-u:\b)".into(), Kind::Token),
-    ]
-}
-
-/// Names the case-insensitive header and URL families start with, lowercase.
-pub(super) fn header_triggers() -> Vec<&'static str> {
-    vec![
-        "authorization",
-        "proxy-authorization",
-        "x-api-key",
-        "x-goog-api-key",
-        "api-key",
-        "apikey",
-        "x-api-token",
-        "x-auth-token",
-        "x-access-token",
-        "postgres",
-        "mysql",
-        "mariadb",
-        "mongodb",
-        "redis",
-        "amqp",
-    ]
-}
-
-/// Prefixes the (case-sensitive) token families start with, three bytes or more.
-pub(super) fn token_triggers() -> Vec<&'static str> {
-    vec![
-        "sk-",
-        "ghp_",
-        "gho_",
-        "ghu_",
-        "ghs_",
-        "ghr_",
-        "github_pat_",
-        "xoxa-",
-        "xoxb-",
-        "xoxp-",
-        "xoxr-",
-        "xoxs-",
-        "xapp-",
-        "pplx-",
-        "bb_live_",
-        "rk_",
-        "pypi-",
-        "dop_v1_",
-        "doo_v1_",
-        "tvly-",
-        "retaindb_",
-        "hsk-",
-        "mem0_",
-        "pk-lf-",
-        "syt_",
-        "GR1348941",
-        "glpat-",
-        "gloas-",
-        "gldt-",
-        "glrt-",
-        "glrtr-",
-        "glcbt-",
-        "glptt-",
-        "glft-",
-        "glimt-",
-        "glagent-",
-        "glsoat-",
-        "glffct-",
-        "glwt-",
-        "hf_",
-        "r8_",
-        "npm_",
-        "am_",
-        "sk_",
-        "fal_",
-        "fc-",
-        "fw-",
-        "fw_",
-        "exa_",
-        "gsk_",
-        "brv_",
-        "xai-",
-        "ntn_",
-        "fpk_",
-        "AIza",
-        "AKIA",
-        "ASIA",
-        "SG.",
-        "gAAAAA",
-        "eyJ",
     ]
 }
 

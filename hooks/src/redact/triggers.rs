@@ -1,56 +1,428 @@
-//! Where the built-in code families can start: the prefilter of the redactor.
+//! Where the patterns of a set can start: the prefilter of the redactor, derived
+//! from the patterns themselves once, when the redactor is built.
 //!
 //! Clean output never enters the regex automaton; it costs this scan alone, so the
 //! scan is built for speed. One ASCII-case-insensitive automaton over all trigger
 //! literals (and one- or two-byte ones among them) defeats aho-corasick's vector
-//! prefilter and runs at a few hundred MB/s, so the literals are split:
-//! - token prefixes (`ghp_`, `sk-`, `AKIA`, ...), case-sensitive like their
-//!   patterns, each at least three bytes: one packed (Teddy) search;
-//! - header and URL scheme names (`authorization`, `x-api-key`, `postgres`, ...),
-//!   case-insensitive like their patterns: one packed search over an ASCII-lowercased
-//!   copy of the text (same offsets);
-//! - `+`, the start of an E.164 phone number: `memchr`.
+//! prefilter and runs at a few hundred MB/s, so each pattern's triggers go to one
+//! of four searchers:
+//! - `Tokens`: the pattern's prefix literals as written (regex-syntax's
+//!   `hir::literal::Extractor`), case-sensitive, each at least
+//!   [`MIN_LITERAL_LEN`] bytes (`ghp_`, `sk-`, `AKIA`, ...): one packed (Teddy)
+//!   search over all of them;
+//! - `Lowered`: the prefix literals of the pattern's ASCII-lowercased image, for
+//!   case-insensitive patterns whose literals as written are too many
+//!   (`authorization`, `x-api-key`, `postgres://`, ...): one packed search over an
+//!   ASCII-lowercased copy of the text (same offsets). The copy is made only when
+//!   the text holds one of the bytes every match of these patterns must contain
+//!   (derived too: `:` or `=` for the built-in headers and URLs);
+//! - `Bytes`: a pattern whose literals are shorter than that (the `+` of an E.164
+//!   phone number) but start with at most [`MAX_BYTES`] distinct bytes: `memchr`;
+//! - `Always`: a pattern with no usable literal (it can start with too many
+//!   strings, or with anything): it always runs, unanchored over the whole text, and
+//!   each of its match starts is a trigger.
 //!
-//! Invariant: every position where a pattern of `families::code_patterns` can
-//! match is a position this scan reports.
+//! A pattern set's literals are prefixes of its matches (the extractor's own
+//! guarantee; a literal may be cut shorter, never longer), so the invariant holds
+//! by construction, and the agreement tests check it on generated matches: every
+//! position where a pattern of the set can match is a position this scan reports.
+//! The redactor runs its automaton anchored only at those positions.
 
 use aho_corasick::{AhoCorasick, Input, MatchKind};
+use regex_automata::meta;
+use regex_syntax::hir::literal::{ExtractKind, Extractor};
+use regex_syntax::hir::{
+    Capture, Class, ClassBytes, ClassBytesRange, ClassUnicode, ClassUnicodeRange, Hir, HirKind,
+    Repetition,
+};
 
-use super::families;
+use crate::Error;
 
-/// The compiled trigger searchers.
+/// The shortest literal a packed search takes (shorter ones defeat it).
+pub(super) const MIN_LITERAL_LEN: usize = 3;
+
+/// The most literals one pattern may bring; more are cut shorter until they fit
+/// (a packed search holds 64 in all).
+pub(super) const MAX_LITERALS_PER_PATTERN: usize = 64;
+
+/// The most distinct first bytes the `memchr` searcher takes (`memchr3`).
+pub(super) const MAX_BYTES: usize = 3;
+
+/// Literals of one pattern that agree on this many first bytes are cut to their
+/// longest common prefix: `authorization` instead of `authorization:`,
+/// `authorization "`, ... (the extractor goes on through small classes such as
+/// `["']?[ \t]*[:=]`), `postgres` for `postgres://` and `postgresql://`. Four
+/// keeps the vendor prefixes apart (`xoxa-`, `xoxb-`; `sk_live_`, `sk_test_`).
+pub(super) const GROUP_LEN: usize = 4;
+
+/// How one pattern is found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Trigger {
+    /// Starts with one of these literals (case-sensitive).
+    Tokens(Vec<Vec<u8>>),
+    /// Its ASCII-lowercased match starts with one of these literals.
+    Lowered(Vec<Vec<u8>>),
+    /// Starts with one of these bytes.
+    Bytes(Vec<u8>),
+    /// No usable literal: searched unanchored over the whole text.
+    Always,
+}
+
+/// The compiled trigger searchers of one pattern set.
 #[derive(Debug, Clone)]
 pub(super) struct Triggers {
-    tokens: AhoCorasick,
-    headers: AhoCorasick,
+    tokens: Option<AhoCorasick>,
+    lowered: Option<AhoCorasick>,
+    /// The copy for `lowered` is made only when the text holds one of these bytes
+    /// (`None`: always).
+    gate: Option<Vec<u8>>,
+    bytes: Vec<u8>,
+    /// The patterns that always run.
+    always: Option<meta::Regex>,
+    /// Each pattern's trigger, in the set's order.
+    #[cfg(test)]
+    plan: Vec<Trigger>,
 }
 
 impl Triggers {
-    pub(super) fn new() -> Triggers {
-        let build = |literals: Vec<&'static str>| {
-            AhoCorasick::builder()
-                .match_kind(MatchKind::LeftmostFirst)
-                .build(literals)
-                .expect("the trigger literals are a small fixed set")
-        };
-        Triggers {
-            tokens: build(families::token_triggers()),
-            headers: build(families::header_triggers()),
+    /// Derives the triggers of `patterns` (each already accepted by the regex
+    /// engine).
+    ///
+    /// # Errors
+    ///
+    /// `Error::Automaton` when the automaton of the patterns that always run cannot
+    /// be built.
+    pub(super) fn derive(patterns: &[&str]) -> Result<Triggers, Error> {
+        let hirs: Vec<Option<Hir>> = patterns
+            .iter()
+            .map(|p| regex_syntax::parse(p).ok())
+            .collect();
+        let mut plan: Vec<Trigger> = hirs
+            .iter()
+            .map(|h| h.as_ref().map_or(Trigger::Always, plan_one))
+            .collect();
+        // The `memchr` searcher takes at most `MAX_BYTES` bytes in all.
+        let mut bytes: Vec<u8> = Vec::new();
+        for trigger in &mut plan {
+            if let Trigger::Bytes(own) = trigger {
+                let mut union = bytes.clone();
+                union.extend_from_slice(own);
+                union.sort_unstable();
+                union.dedup();
+                if union.len() <= MAX_BYTES {
+                    bytes = union;
+                } else {
+                    *trigger = Trigger::Always;
+                }
+            }
         }
+        let tokens = literal_searcher(&mut plan, |t| matches!(t, Trigger::Tokens(_)));
+        let lowered = literal_searcher(&mut plan, |t| matches!(t, Trigger::Lowered(_)));
+        // The lowered copy's gate: a few bytes every lowered pattern's match holds.
+        let gate = if lowered.is_some() {
+            let mut gate = Vec::new();
+            let mut all = true;
+            for (trigger, hir) in plan.iter().zip(&hirs) {
+                if let (Trigger::Lowered(_), Some(hir)) = (trigger, hir) {
+                    match required_bytes(hir) {
+                        Some(set) => gate.extend(set),
+                        None => all = false,
+                    }
+                }
+            }
+            gate.sort_unstable();
+            gate.dedup();
+            (all && gate.len() <= MAX_BYTES).then_some(gate)
+        } else {
+            None
+        };
+        let always_patterns: Vec<&str> = plan
+            .iter()
+            .zip(patterns)
+            .filter(|(t, _)| **t == Trigger::Always)
+            .map(|(_, p)| *p)
+            .collect();
+        let always = if always_patterns.is_empty() {
+            None
+        } else {
+            Some(
+                meta::Regex::new_many(&always_patterns).map_err(|source| Error::Automaton {
+                    source: Box::new(source),
+                })?,
+            )
+        };
+        Ok(Triggers {
+            tokens,
+            lowered,
+            gate,
+            bytes,
+            always,
+            #[cfg(test)]
+            plan,
+        })
+    }
+
+    /// Each pattern's trigger, in the set's order.
+    #[cfg(test)]
+    pub(super) fn plan(&self) -> &[Trigger] {
+        &self.plan
     }
 
     /// A scan of `text` that yields trigger starts in order.
     pub(super) fn scan<'t>(&'t self, text: &'t str) -> Scan<'t> {
         let bytes = text.as_bytes();
-        // Header and URL patterns need a `:` or `=`; most short texts have none.
-        let lower = memchr::memchr2(b':', b'=', bytes).map(|_| bytes.to_ascii_lowercase());
+        let lower = match (&self.lowered, &self.gate) {
+            (None, _) => None,
+            (Some(_), None) => Some(bytes.to_ascii_lowercase()),
+            (Some(_), Some(gate)) => any_byte(gate, bytes, 0).map(|_| bytes.to_ascii_lowercase()),
+        };
         Scan {
             triggers: self,
             text,
             lower,
-            next: [Next::Unknown; 3],
+            next: [Next::Unknown; 4],
         }
     }
+}
+
+/// The trigger of one pattern (before the set's limits apply).
+fn plan_one(hir: &Hir) -> Trigger {
+    let written = prefixes(hir);
+    let lowered = prefixes(&ascii_lowercase(hir));
+    let usable = |lits: &Option<Vec<Vec<u8>>>| match lits {
+        Some(lits) if lits.iter().all(|l| l.len() >= MIN_LITERAL_LEN) => Some(lits.len()),
+        _ => None,
+    };
+    match (usable(&written), usable(&lowered)) {
+        (Some(n_written), Some(n_lowered)) if n_lowered < n_written => {
+            Trigger::Lowered(lowered.unwrap_or_default())
+        }
+        (Some(_), _) => Trigger::Tokens(written.unwrap_or_default()),
+        (None, Some(_)) => Trigger::Lowered(lowered.unwrap_or_default()),
+        (None, None) => match written {
+            Some(lits) if !lits.is_empty() && lits.iter().all(|l| !l.is_empty()) => {
+                let mut first: Vec<u8> = lits.iter().map(|l| l[0]).collect();
+                first.sort_unstable();
+                first.dedup();
+                if first.len() <= MAX_BYTES {
+                    Trigger::Bytes(first)
+                } else {
+                    Trigger::Always
+                }
+            }
+            _ => Trigger::Always,
+        },
+    }
+}
+
+/// The prefix literals of `hir`, prefix-free, at most
+/// [`MAX_LITERALS_PER_PATTERN`] (cut shorter until they fit); `None` when a match
+/// can start with anything (the extractor's infinite sequence). Empty: the
+/// pattern matches nothing.
+fn prefixes(hir: &Hir) -> Option<Vec<Vec<u8>>> {
+    let seq = Extractor::new().kind(ExtractKind::Prefix).extract(hir);
+    let mut lits: Vec<Vec<u8>> = seq
+        .literals()?
+        .iter()
+        .map(|l| l.as_bytes().to_vec())
+        .collect();
+    prefix_free(&mut lits);
+    cut_groups(&mut lits);
+    while lits.len() > MAX_LITERALS_PER_PATTERN {
+        let longest = lits.iter().map(Vec::len).max().unwrap_or(0);
+        if longest <= 1 {
+            return None;
+        }
+        for lit in &mut lits {
+            lit.truncate(longest - 1);
+        }
+        prefix_free(&mut lits);
+        cut_groups(&mut lits);
+    }
+    Some(lits)
+}
+
+/// Sorts `lits` and drops each one that another one is a prefix of (a match
+/// starting with the longer one starts with the shorter one).
+fn prefix_free(lits: &mut Vec<Vec<u8>>) {
+    lits.sort_unstable();
+    lits.dedup();
+    let mut kept: Vec<Vec<u8>> = Vec::with_capacity(lits.len());
+    for lit in lits.drain(..) {
+        // Sorted: a kept prefix of `lit` is the last one kept.
+        if kept.last().is_some_and(|last| lit.starts_with(last)) {
+            continue;
+        }
+        kept.push(lit);
+    }
+    *lits = kept;
+}
+
+/// Cuts the literals sharing their first [`GROUP_LEN`] bytes to the group's
+/// longest common prefix (a prefix of a prefix of every match is one too).
+/// `lits` is sorted and prefix-free, and stays so.
+fn cut_groups(lits: &mut Vec<Vec<u8>>) {
+    let mut out: Vec<Vec<u8>> = Vec::with_capacity(lits.len());
+    for lit in lits.drain(..) {
+        match out.last_mut() {
+            Some(last)
+                if last.len() >= GROUP_LEN
+                    && lit.len() >= GROUP_LEN
+                    && last[..GROUP_LEN] == lit[..GROUP_LEN] =>
+            {
+                let common = last.iter().zip(&lit).take_while(|(a, b)| a == b).count();
+                last.truncate(common);
+            }
+            _ => out.push(lit),
+        }
+    }
+    *lits = out;
+}
+
+/// One packed searcher over the literals of the patterns `in_group` selects. If
+/// it cannot be built, those patterns always run instead (slower, still sound).
+fn literal_searcher(
+    plan: &mut [Trigger],
+    in_group: impl Fn(&Trigger) -> bool,
+) -> Option<AhoCorasick> {
+    let mut lits: Vec<Vec<u8>> = plan
+        .iter()
+        .filter(|t| in_group(t))
+        .flat_map(|t| match t {
+            Trigger::Tokens(l) | Trigger::Lowered(l) => l.clone(),
+            _ => Vec::new(),
+        })
+        .collect();
+    prefix_free(&mut lits);
+    if lits.is_empty() {
+        return None;
+    }
+    match AhoCorasick::builder()
+        .match_kind(MatchKind::LeftmostFirst)
+        .build(&lits)
+    {
+        Ok(ac) => Some(ac),
+        Err(err) => {
+            tracing::warn!(%err, "redaction trigger literals too many for one searcher; those patterns run over the whole text");
+            for t in plan.iter_mut().filter(|t| in_group(t)) {
+                *t = Trigger::Always;
+            }
+            None
+        }
+    }
+}
+
+/// The pattern's image under ASCII lowercasing: every match of `hir`, lowercased,
+/// is a match of the image (the text the `Lowered` searcher sees).
+fn ascii_lowercase(hir: &Hir) -> Hir {
+    match hir.kind() {
+        HirKind::Empty => Hir::empty(),
+        HirKind::Literal(lit) => Hir::literal(lit.0.to_ascii_lowercase()),
+        HirKind::Class(Class::Unicode(class)) => {
+            let upper = ClassUnicode::new([ClassUnicodeRange::new('A', 'Z')]);
+            let mut shifted = class.clone();
+            shifted.intersect(&upper);
+            let mut image = class.clone();
+            image.difference(&upper);
+            image.union(&ClassUnicode::new(shifted.ranges().iter().map(|r| {
+                ClassUnicodeRange::new(r.start().to_ascii_lowercase(), r.end().to_ascii_lowercase())
+            })));
+            Hir::class(Class::Unicode(image))
+        }
+        HirKind::Class(Class::Bytes(class)) => {
+            let upper = ClassBytes::new([ClassBytesRange::new(b'A', b'Z')]);
+            let mut shifted = class.clone();
+            shifted.intersect(&upper);
+            let mut image = class.clone();
+            image.difference(&upper);
+            image.union(&ClassBytes::new(shifted.ranges().iter().map(|r| {
+                ClassBytesRange::new(r.start().to_ascii_lowercase(), r.end().to_ascii_lowercase())
+            })));
+            Hir::class(Class::Bytes(image))
+        }
+        // Lowercasing keeps every byte's class (word or not, line break or not).
+        HirKind::Look(look) => Hir::look(*look),
+        HirKind::Repetition(rep) => Hir::repetition(Repetition {
+            min: rep.min,
+            max: rep.max,
+            greedy: rep.greedy,
+            sub: Box::new(ascii_lowercase(&rep.sub)),
+        }),
+        HirKind::Capture(cap) => Hir::capture(Capture {
+            index: cap.index,
+            name: cap.name.clone(),
+            sub: Box::new(ascii_lowercase(&cap.sub)),
+        }),
+        HirKind::Concat(subs) => Hir::concat(subs.iter().map(ascii_lowercase).collect()),
+        HirKind::Alternation(subs) => Hir::alternation(subs.iter().map(ascii_lowercase).collect()),
+    }
+}
+
+/// At most [`MAX_BYTES`] bytes one of which every match of `hir` contains,
+/// preferring punctuation (rarer in text than letters); `None` when there are
+/// none so few.
+pub(super) fn required_bytes(hir: &Hir) -> Option<Vec<u8>> {
+    let class_bytes = |ranges: &mut dyn Iterator<Item = (u32, u32)>| {
+        let mut out = Vec::new();
+        for (start, end) in ranges {
+            if end > 0x7f || end - start >= MAX_BYTES as u32 || out.len() > MAX_BYTES {
+                return None;
+            }
+            out.extend((start..=end).filter_map(|b| u8::try_from(b).ok()));
+        }
+        (!out.is_empty() && out.len() <= MAX_BYTES).then_some(out)
+    };
+    match hir.kind() {
+        HirKind::Empty | HirKind::Look(_) => None,
+        HirKind::Literal(lit) => {
+            let pick = lit
+                .0
+                .iter()
+                .find(|b| !b.is_ascii_alphanumeric())
+                .or(lit.0.first());
+            pick.map(|b| vec![*b])
+        }
+        HirKind::Class(Class::Unicode(class)) => class_bytes(
+            &mut class
+                .ranges()
+                .iter()
+                .map(|r| (u32::from(r.start()), u32::from(r.end()))),
+        ),
+        HirKind::Class(Class::Bytes(class)) => class_bytes(
+            &mut class
+                .ranges()
+                .iter()
+                .map(|r| (u32::from(r.start()), u32::from(r.end()))),
+        ),
+        HirKind::Repetition(rep) if rep.min >= 1 => required_bytes(&rep.sub),
+        HirKind::Repetition(_) => None,
+        HirKind::Capture(cap) => required_bytes(&cap.sub),
+        HirKind::Concat(subs) => subs
+            .iter()
+            .filter_map(required_bytes)
+            .min_by_key(|set| (set.iter().any(u8::is_ascii_alphanumeric), set.len())),
+        HirKind::Alternation(subs) => {
+            let mut union = Vec::new();
+            for sub in subs {
+                union.extend(required_bytes(sub)?);
+            }
+            union.sort_unstable();
+            union.dedup();
+            (union.len() <= MAX_BYTES).then_some(union)
+        }
+    }
+}
+
+/// The first position at or after `from` holding one of `set` (at most three bytes).
+fn any_byte(set: &[u8], bytes: &[u8], from: usize) -> Option<usize> {
+    let hay = &bytes[from..];
+    let found = match *set {
+        [a] => memchr::memchr(a, hay),
+        [a, b] => memchr::memchr2(a, b, hay),
+        [a, b, c] => memchr::memchr3(a, b, c, hay),
+        _ => None,
+    };
+    found.map(|idx| from + idx)
 }
 
 /// The next hit of one searcher at or after the scan's position.
@@ -67,18 +439,20 @@ pub(super) struct Scan<'t> {
     triggers: &'t Triggers,
     text: &'t str,
     lower: Option<Vec<u8>>,
-    /// Cached next hits of the token, header and `+` searchers.
-    next: [Next; 3],
+    /// Cached next hits of the token, lowered, byte and always searchers.
+    next: [Next; 4],
 }
 
 impl Scan<'_> {
-    /// The first trigger starting at or after `pos`: its start and length.
+    /// The first trigger starting at or after `pos`: its start and length (the
+    /// literal's; a byte's is 1, a match start of a pattern that always runs 0).
     pub(super) fn next_from(&mut self, pos: usize) -> Option<(usize, usize)> {
         let len = self.text.len();
         if pos >= len {
             return None;
         }
-        for idx in 0..3 {
+        let t = self.triggers;
+        for idx in 0..self.next.len() {
             let stale = match self.next[idx] {
                 Next::Unknown => true,
                 Next::At(at, _) => at < pos,
@@ -87,23 +461,24 @@ impl Scan<'_> {
             if !stale {
                 continue;
             }
-            self.next[idx] = match idx {
-                0 => self
-                    .triggers
-                    .tokens
-                    .find(Input::new(self.text).span(pos..len))
-                    .map_or(Next::None, |m| Next::At(m.start(), m.len())),
-                1 => match &self.lower {
-                    Some(lower) => self
-                        .triggers
-                        .headers
+            let hit = match idx {
+                0 => t.tokens.as_ref().and_then(|ac| {
+                    ac.find(Input::new(self.text).span(pos..len))
+                        .map(|m| (m.start(), m.len()))
+                }),
+                1 => match (&t.lowered, &self.lower) {
+                    (Some(ac), Some(lower)) => ac
                         .find(Input::new(lower.as_slice()).span(pos..len))
-                        .map_or(Next::None, |m| Next::At(m.start(), m.len())),
-                    None => Next::None,
+                        .map(|m| (m.start(), m.len())),
+                    _ => None,
                 },
-                _ => memchr::memchr(b'+', &self.text.as_bytes()[pos..])
-                    .map_or(Next::None, |idx| Next::At(pos + idx, 1)),
+                2 => any_byte(&t.bytes, self.text.as_bytes(), pos).map(|at| (at, 1)),
+                _ => t.always.as_ref().and_then(|re| {
+                    re.search(&regex_automata::Input::new(self.text).span(pos..len))
+                        .map(|m| (m.start(), 0))
+                }),
             };
+            self.next[idx] = hit.map_or(Next::None, |(at, n)| Next::At(at, n));
         }
         self.next
             .iter()
@@ -114,3 +489,6 @@ impl Scan<'_> {
             .min()
     }
 }
+
+#[cfg(test)]
+mod tests;
