@@ -1,15 +1,700 @@
-//! `herd attach`: a session on this terminal.
+//! `herd attach`: a session on this terminal, as dtach or abduco put one there.
+//!
+//! A PTY session takes the terminal over: raw mode, the job's current screen,
+//! then its live output; every key goes to the job's stdin as the bytes the
+//! terminal sent (Ctrl-C is byte 3, which the job's own terminal turns into its
+//! SIGINT), and the window size goes with it, at attach and on every SIGWINCH.
+//! The detach key (Ctrl-\ unless `--detach-key` names another) gives the
+//! terminal back and leaves the job running. A pipe session has no terminal to
+//! share: it attaches read-only for output, in the terminal's ordinary line
+//! mode, and each line typed is submitted to the job's stdin.
+//!
+//! The current screen. A full-screen program drew its screen long ago and only
+//! changes since, so replaying the last few lines would show fragments. Sending
+//! the program a redraw is not sound either: only a size that changes raises
+//! SIGWINCH, and not every program repaints on one. Instead the log's tail (the
+//! last [`REPLAY_BYTES`]) is parsed by a terminal emulator (`vt100`) of the
+//! window's size, and that emulator's screen is painted, with its modes
+//! (alternate screen, hidden cursor, keypad, bracketed paste, mouse). The live
+//! stream then continues from the exact byte the replay ended at, so nothing
+//! is shown twice or skipped. When the attach changed the window size the job
+//! also gets SIGWINCH and repaints at the new size.
+//!
+//! Redaction. Both the replay (`log_chunk`) and the live stream (`logs.follow`)
+//! are the daemon's redacted log routes: what the person sees is masked as in
+//! `herd logs`, and the escapes outside the masks come through byte for byte.
+//! The same emulator keeps following the live output, so the terminal is put
+//! back (alternate screen left, cursor shown, input modes reset) however the
+//! job left it.
+//!
+//! Every way out restores the terminal: detach, the job ending (which says how,
+//! and exits 0 or 1 as `logs --follow` does), a lost daemon, SIGTERM, SIGHUP,
+//! SIGINT and SIGQUIT (which detach), a panic (the hook restores before the
+//! report), and the guard's `Drop` on an error.
 
+mod terminal;
+
+use std::io::{IsTerminal, Read};
+use std::num::NonZeroU16;
+use std::time::Duration;
+
+use anyhow::Context;
 use herd_persistence::Home;
+use serde_json::{Value, json};
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::mpsc;
+
+use self::terminal::RawTerminal;
+use crate::client::{CallError, Client};
+use crate::commands::ending;
+use crate::exit::{Code, Failure};
+use crate::output;
+
+/// How much of a PTY session's log is replayed to rebuild its screen. Enough
+/// for many full repaints of a large terminal (a 300x100 screen of coloured
+/// cells is under 200 KiB).
+const REPLAY_BYTES: u64 = 2 << 20;
+
+/// Ctrl-\, the default detach key (dtach's).
+const DEFAULT_DETACH_BYTE: u8 = 0x1c;
+
+/// How long the live stream may be silent before the catch-up counts the
+/// backlog as taken (it comes without a pause: the daemon sends a log's
+/// unread bytes at once).
+const CATCH_UP_QUIET: Duration = Duration::from_millis(100);
+
+/// The longest catch-up, for a job whose output never pauses.
+const CATCH_UP_MAX: Duration = Duration::from_secs(1);
+
+/// How many lines of a pipe session's output are shown before it is followed.
+const PIPE_TAIL_LINES: u64 = 10;
+
+/// The largest window the daemon's `resize` takes, each way.
+const MAX_WINDOW_CELLS: u16 = 10_000;
 
 /// `herd attach`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct AttachArgs {
     /// The session id, a unique prefix, or a name.
     pub(crate) id: String,
+    /// The key that detaches from a PTY session, in caret notation: `^\` (Ctrl-\,
+    /// the default), `^X`, `^]`, ... (`^@` to `^_`, a letter in either case).
+    /// Any other key goes to the job.
+    #[arg(long, value_name = "KEY", default_value = "^\\", value_parser = DetachKey::parse)]
+    pub(crate) detach_key: DetachKey,
+}
+
+/// A control key that detaches, as the byte the terminal sends for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct DetachKey(u8);
+
+impl DetachKey {
+    /// Parses caret notation (`^X`, `^\`); the error says what is accepted.
+    pub(crate) fn parse(text: &str) -> Result<DetachKey, String> {
+        let wrong = || {
+            format!(
+                "`{text}` is not a detach key: write a control key in caret notation, `^` \
+                 and one of A-Z, @, [, \\, ], ^ or _ (e.g. `^X` for Ctrl-X, `^\\` for Ctrl-\\)"
+            )
+        };
+        let mut chars = text.chars();
+        let (Some('^'), Some(key), None) = (chars.next(), chars.next(), chars.next()) else {
+            return Err(wrong());
+        };
+        let key = key.to_ascii_uppercase();
+        if !('@'..='_').contains(&key) {
+            return Err(wrong());
+        }
+        // Ctrl clears bit 6: `^@` is 0, `^A` is 1, ..., `^_` is 31.
+        Ok(DetachKey(key as u8 & 0x1f))
+    }
+
+    /// The byte the terminal sends for the key.
+    pub(crate) fn byte(self) -> u8 {
+        self.0
+    }
+
+    /// How a person names the key: `Ctrl-\`, `Ctrl-X`.
+    pub(crate) fn name(self) -> String {
+        format!("Ctrl-{}", char::from(self.0 | 0x40))
+    }
 }
 
 /// Runs `herd attach`.
-pub(crate) fn run(_home: &Home, _args: AttachArgs) -> anyhow::Result<()> {
-    anyhow::bail!("herd attach is not built yet")
+///
+/// # Errors
+/// No terminal on stdin or stdout, an unknown or finished session (exit 2), an
+/// unreachable daemon (3), or a job that did not exit 0 (1).
+pub(crate) fn run(home: &Home, args: AttachArgs) -> anyhow::Result<()> {
+    let not_a_terminal = match (
+        std::io::stdin().is_terminal(),
+        std::io::stdout().is_terminal(),
+    ) {
+        (true, true) => None,
+        (false, _) => Some(
+            "stdin is not a terminal; `herd send ID TEXT` or `herd submit ID LINE` give a job \
+             input from a script",
+        ),
+        (true, false) => Some(
+            "stdout is not a terminal; `herd logs --follow ID` follows a job's output into a \
+             pipe or a file",
+        ),
+    };
+    if let Some(why) = not_a_terminal {
+        return Err(
+            Failure::new(Code::Usage, format!("herd attach needs a terminal: {why}")).into(),
+        );
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("failed to start the async runtime")?;
+    let outcome = runtime.block_on(attach(home, &args));
+    // The stdin reader may still be blocked in a read: do not wait for it.
+    runtime.shutdown_background();
+    outcome
 }
+
+/// The session to attach to, as the daemon knows it.
+#[derive(Debug)]
+struct Target {
+    id: String,
+    name: Option<String>,
+    is_pty: bool,
+}
+
+impl Target {
+    /// The id, with the name when it has one: `proc_… (web)`.
+    fn label(&self) -> String {
+        match &self.name {
+            Some(name) => format!("{} ({})", self.id, output::visible(name)),
+            None => self.id.clone(),
+        }
+    }
+}
+
+async fn attach(home: &Home, args: &AttachArgs) -> anyhow::Result<()> {
+    let mut client = Client::connect(home).await?;
+    let target = find(&mut client, &args.id).await?;
+    if target.is_pty {
+        pty(home, client, &target, args.detach_key).await
+    } else {
+        pipe(home, client, &target).await
+    }
+}
+
+/// Looks the session up; a finished one is refused, saying how it ended.
+async fn find(client: &mut Client, wanted: &str) -> anyhow::Result<Target> {
+    let found = client.request("lookup", json!({"id": wanted})).await?;
+    let id = found["session_id"].as_str().unwrap_or(wanted).to_owned();
+    let owner = found["owner_task_id"].as_str().unwrap_or_default();
+    let mut params = json!({"owner": owner});
+    if client.hello.serves("list.filter") {
+        params["state"] = json!("all");
+    }
+    let listed = client.request("list", params).await?;
+    let row = listed["processes"]
+        .as_array()
+        .and_then(|rows| rows.iter().find(|row| row["session_id"] == id.as_str()));
+    match row {
+        Some(row) if row["status"] == "running" => Ok(Target {
+            is_pty: row["mode"] == "pty",
+            name: row["name"]
+                .as_str()
+                .filter(|n| !n.is_empty())
+                .map(str::to_owned),
+            id,
+        }),
+        _ => {
+            let answer = client.request("wait", json!({"id": id})).await?;
+            Err(Failure::new(
+                Code::Usage,
+                format!(
+                    "cannot attach: the session has finished ({}); `herd logs {id}` shows its output",
+                    ending(&answer, &id)
+                ),
+            )
+            .into())
+        }
+    }
+}
+
+/// What the output follower tells the attach loop.
+enum Piece {
+    /// Output, redacted, escapes kept.
+    Output(String),
+    /// The stream ended: the session ended (with its result when the daemon
+    /// sends it along), or the stream broke.
+    End(anyhow::Result<Option<Value>>),
+}
+
+/// What goes to the daemon on the request connection.
+enum Input {
+    /// Bytes for the job's stdin, as typed.
+    Write(String),
+    /// A line for the job's stdin (Enter added by the daemon).
+    Submit(String),
+    /// The window's new size.
+    Resize { rows: u16, cols: u16 },
+}
+
+/// Follows the session's log from `from_byte` on its own connection.
+fn spawn_follower(
+    mut follower: Client,
+    id: String,
+    from_byte: u64,
+) -> mpsc::UnboundedReceiver<Piece> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        let sent = tx.clone();
+        let end = follow(&mut follower, &id, from_byte, |text| {
+            // The loop is gone only when attach is ending: nothing to keep.
+            sent.send(Piece::Output(text.to_owned())).ok();
+        })
+        .await;
+        tx.send(Piece::End(end)).ok();
+    });
+    rx
+}
+
+/// Reads a `logs.follow` stream, handing each piece of output to `emit`, to
+/// its end; the session's result when the daemon sends it with the end.
+async fn follow(
+    client: &mut Client,
+    id: &str,
+    from_byte: u64,
+    mut emit: impl FnMut(&str),
+) -> anyhow::Result<Option<Value>> {
+    let mut params = json!({"id": id, "from_byte": from_byte});
+    if client.hello.serves("logs.follow.result") {
+        params["result"] = json!(true);
+    }
+    let request = client
+        .send("logs.follow", params)
+        .await
+        .map_err(|e| CallError::Io(e).into_anyhow())?;
+    loop {
+        let Some(message) = client
+            .next_message()
+            .await
+            .map_err(|e| CallError::Io(e).into_anyhow())?
+        else {
+            return Err(Failure::new(Code::Unreachable, "the daemon closed the log stream").into());
+        };
+        if message.method.as_deref() == Some("log") {
+            if let Some(text) = message.params.as_ref().and_then(|p| p["output"].as_str()) {
+                emit(text);
+            }
+            continue;
+        }
+        if message.id == json!(request) {
+            if let Some(error) = message.error {
+                return Err(crate::client::rpc_failure(error));
+            }
+            return Ok(message
+                .result
+                .and_then(|mut answer| answer.get_mut("result").map(Value::take))
+                .filter(|result| result["session_id"].is_string()));
+        }
+    }
+}
+
+/// Sends what the person types, in order, on the request connection. A refused
+/// write (the job closed its stdin) is logged, not fatal: the job's end comes
+/// through the log stream. A broken connection ends the task, which the loop
+/// sees as its input channel closing.
+fn spawn_sender(mut client: Client, id: String) -> mpsc::UnboundedSender<Input> {
+    let (tx, mut rx) = mpsc::unbounded_channel::<Input>();
+    tokio::spawn(async move {
+        while let Some(input) = rx.recv().await {
+            let (method, params) = match input {
+                Input::Write(data) => ("write", json!({"id": id, "data": data})),
+                Input::Submit(data) => ("submit", json!({"id": id, "data": data})),
+                Input::Resize { rows, cols } => {
+                    ("resize", json!({"id": id, "rows": rows, "cols": cols}))
+                }
+            };
+            match client.call(method, params).await {
+                Ok(answer) if answer["status"] != "ok" => {
+                    tracing::debug!(method, answer = %answer, "input not taken");
+                }
+                Ok(_) => {}
+                Err(CallError::Rpc(err)) => {
+                    tracing::debug!(method, error = %err.message, "input refused");
+                }
+                Err(CallError::Io(err)) => {
+                    tracing::debug!(error = %err, "the request connection broke");
+                    return;
+                }
+            }
+        }
+    });
+    tx
+}
+
+/// The window's size as `(rows, cols)`, within what `resize` takes.
+fn window_size() -> anyhow::Result<(NonZeroU16, NonZeroU16)> {
+    let (cols, rows) =
+        ratatui::crossterm::terminal::size().context("cannot read the terminal's size")?;
+    let cells = |n: u16| NonZeroU16::new(n.min(MAX_WINDOW_CELLS)).unwrap_or(NonZeroU16::MIN);
+    Ok((cells(rows), cells(cols)))
+}
+
+/// Why an attach loop ended.
+enum Ending {
+    /// The detach key, a signal, or stdin closed.
+    Detached(Option<&'static str>),
+    /// The job ended (its result when the stream carried it).
+    Finished(Option<Value>),
+    /// The daemon went away, or the stream failed.
+    Broken(anyhow::Error),
+}
+
+/// The signals that detach, as one stream of their names.
+struct Signals {
+    term: tokio::signal::unix::Signal,
+    hangup: tokio::signal::unix::Signal,
+    interrupt: tokio::signal::unix::Signal,
+    quit: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn new() -> anyhow::Result<Signals> {
+        let on = |kind, name| signal(kind).with_context(|| format!("cannot handle {name}"));
+        Ok(Signals {
+            term: on(SignalKind::terminate(), "SIGTERM")?,
+            hangup: on(SignalKind::hangup(), "SIGHUP")?,
+            interrupt: on(SignalKind::interrupt(), "SIGINT")?,
+            quit: on(SignalKind::quit(), "SIGQUIT")?,
+        })
+    }
+
+    /// The next one's name.
+    async fn recv(&mut self) -> &'static str {
+        tokio::select! {
+            _ = self.term.recv() => "SIGTERM",
+            _ = self.hangup.recv() => "SIGHUP",
+            _ = self.interrupt.recv() => "SIGINT",
+            _ = self.quit.recv() => "SIGQUIT",
+        }
+    }
+}
+
+/// Attaches to a PTY session.
+async fn pty(
+    home: &Home,
+    mut client: Client,
+    target: &Target,
+    detach: DetachKey,
+) -> anyhow::Result<()> {
+    let id = target.id.as_str();
+    let (rows, cols) = window_size()?;
+    // The job learns the size first, so what it draws from now on fits.
+    client
+        .request(
+            "resize",
+            json!({"id": id, "rows": rows.get(), "cols": cols.get()}),
+        )
+        .await?;
+    let mut screen = vt100::Parser::new(rows, cols, 0);
+    let from_byte = replay(&mut client, id, &mut screen).await?;
+    let follower = Client::connect(home).await?;
+    let mut signals = Signals::new()?;
+    let mut winch = signal(SignalKind::window_change()).context("cannot handle SIGWINCH")?;
+    let mut pieces = spawn_follower(follower, id.to_owned(), from_byte);
+    if let Some(end) = catch_up(&mut pieces, &mut screen).await {
+        // The job ended before there was anything to attach to.
+        let end = match end {
+            Ok(result) => Ending::Finished(result),
+            Err(err) => Ending::Broken(err),
+        };
+        return conclude(home, target, end, "").await;
+    }
+    output::err_line(&format!(
+        "herd: attached to {}; {} detaches",
+        target.label(),
+        detach.name()
+    ));
+    let mut terminal = RawTerminal::take()?;
+    terminal.paint(screen.screen())?;
+    let sender = spawn_sender(client, id.to_owned());
+    let mut keys = spawn_key_reader();
+    let mut carry = Vec::new();
+    let ending = loop {
+        tokio::select! {
+            piece = pieces.recv() => match piece {
+                Some(Piece::Output(text)) => {
+                    screen.process(text.as_bytes());
+                    if terminal.write(&text).is_err() {
+                        // The terminal is gone (a closed window): nothing to show it on.
+                        break Ending::Detached(Some("the terminal closed"));
+                    }
+                }
+                Some(Piece::End(Ok(result))) => break Ending::Finished(result),
+                Some(Piece::End(Err(err))) => break Ending::Broken(err),
+                None => break Ending::Broken(anyhow::anyhow!("the log stream stopped")),
+            },
+            bytes = keys.recv() => {
+                let Some(bytes) = bytes else {
+                    break Ending::Detached(Some("stdin closed"));
+                };
+                let (typed, detached) = match bytes.iter().position(|b| *b == detach.byte()) {
+                    Some(at) => (&bytes[..at], true),
+                    None => (&bytes[..], false),
+                };
+                let text = decode_keys(&mut carry, typed);
+                if !text.is_empty() && sender.send(Input::Write(text)).is_err() {
+                    break Ending::Broken(lost_daemon());
+                }
+                if detached {
+                    break Ending::Detached(None);
+                }
+            }
+            _ = winch.recv() => {
+                if let Ok((rows, cols)) = window_size() {
+                    screen.screen_mut().set_size(rows, cols);
+                    let (rows, cols) = (rows.get(), cols.get());
+                    if sender.send(Input::Resize { rows, cols }).is_err() {
+                        break Ending::Broken(lost_daemon());
+                    }
+                }
+            }
+            name = signals.recv() => break Ending::Detached(Some(name)),
+        }
+    };
+    terminal.give_back(screen.screen());
+    drop(terminal);
+    conclude(home, target, ending, &key_option(detach)).await
+}
+
+/// ` --detach-key '^X'` for a key chosen, nothing for the default (the
+/// re-attach hint).
+fn key_option(key: DetachKey) -> String {
+    if key == DetachKey(DEFAULT_DETACH_BYTE) {
+        return String::new();
+    }
+    format!(" --detach-key '^{}'", char::from(key.0 | 0x40))
+}
+
+/// Feeds the last [`REPLAY_BYTES`] of the log into `screen`; the byte offset the
+/// replay reached, where the live stream starts.
+async fn replay(client: &mut Client, id: &str, screen: &mut vt100::Parser) -> anyhow::Result<u64> {
+    let end = client
+        .request(
+            "log_chunk",
+            json!({"id": id, "from_byte": u64::MAX / 2, "max_bytes": 1}),
+        )
+        .await?["next_byte"]
+        .as_u64()
+        .unwrap_or(0);
+    let mut from = end.saturating_sub(REPLAY_BYTES);
+    while from < end {
+        let chunk = client
+            .request("log_chunk", json!({"id": id, "from_byte": from}))
+            .await?;
+        screen.process(chunk["output"].as_str().unwrap_or_default().as_bytes());
+        // A running session's chunk ends at its last line end: the rest (a
+        // prompt, a half-drawn line) comes with the live stream.
+        match chunk["next_byte"].as_u64() {
+            Some(next) if next > from => from = next,
+            _ => break,
+        }
+    }
+    Ok(from)
+}
+
+/// Takes what the live stream sends at once into `screen` as well, before it is
+/// painted: the end of the log that [`replay`] leaves to the stream (a running
+/// session's chunks end at a line end, and a full-screen program's last frame
+/// rarely has one, nor, often, its switch to the alternate screen). The backlog
+/// comes in a few messages at once; the catch-up ends after
+/// [`CATCH_UP_QUIET`] without one, or after [`CATCH_UP_MAX`] for a job that
+/// never pauses. Where it ends does not change what the person sees, only how
+/// it gets there: what the screen took is painted, the rest is shown as it
+/// comes. `Some` when the stream ended meanwhile (the job's end).
+async fn catch_up(
+    pieces: &mut mpsc::UnboundedReceiver<Piece>,
+    screen: &mut vt100::Parser,
+) -> Option<anyhow::Result<Option<Value>>> {
+    let until = tokio::time::Instant::now() + CATCH_UP_MAX;
+    loop {
+        let quiet = tokio::time::Instant::now() + CATCH_UP_QUIET;
+        match tokio::time::timeout_at(quiet.min(until), pieces.recv()).await {
+            Ok(Some(Piece::Output(text))) => screen.process(text.as_bytes()),
+            Ok(Some(Piece::End(end))) => return Some(end),
+            Ok(None) => return Some(Err(anyhow::anyhow!("the log stream stopped"))),
+            Err(_) => return None,
+        }
+    }
+}
+
+/// Reads the keyboard on a thread of its own (a blocking read of a terminal
+/// cannot be cancelled; the process exits around it), chunk by chunk.
+fn spawn_key_reader() -> mpsc::UnboundedReceiver<Vec<u8>> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        let mut stdin = std::io::stdin().lock();
+        let mut buf = [0_u8; 4096];
+        loop {
+            match stdin.read(&mut buf) {
+                Ok(0) => return,
+                Ok(n) => {
+                    if tx.send(buf[..n].to_vec()).is_err() {
+                        return;
+                    }
+                }
+                Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => return,
+            }
+        }
+    });
+    rx
+}
+
+/// Reads lines typed on a thread of its own, each without its newline.
+fn spawn_line_reader() -> mpsc::UnboundedReceiver<String> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        let stdin = std::io::stdin();
+        let mut line = String::new();
+        loop {
+            line.clear();
+            match stdin.read_line(&mut line) {
+                Ok(0) => return,
+                Ok(_) => {
+                    let text = line.strip_suffix('\n').unwrap_or(&line);
+                    if tx.send(text.to_owned()).is_err() {
+                        return;
+                    }
+                }
+                Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => return,
+            }
+        }
+    });
+    rx
+}
+
+/// The text of key bytes for `write` (a JSON string): `carry` holds the start
+/// of a character a read cut, for the next read; bytes that are no UTF-8 at
+/// all (a terminal sending Latin-1 for Alt) become U+FFFD.
+pub(crate) fn decode_keys(carry: &mut Vec<u8>, bytes: &[u8]) -> String {
+    carry.extend_from_slice(bytes);
+    let mut text = String::new();
+    let mut start = 0;
+    while start < carry.len() {
+        match std::str::from_utf8(&carry[start..]) {
+            Ok(rest) => {
+                text.push_str(rest);
+                start = carry.len();
+            }
+            Err(err) => {
+                let valid = err.valid_up_to();
+                text.push_str(
+                    std::str::from_utf8(&carry[start..start + valid]).unwrap_or_default(),
+                );
+                start += valid;
+                match err.error_len() {
+                    Some(bad) => {
+                        text.push(char::REPLACEMENT_CHARACTER);
+                        start += bad;
+                    }
+                    // A character still arriving.
+                    None => break,
+                }
+            }
+        }
+    }
+    carry.drain(..start);
+    text
+}
+
+fn lost_daemon() -> anyhow::Error {
+    Failure::new(Code::Unreachable, "lost the connection to the daemon").into()
+}
+
+/// Attaches to a pipe session: its output, and each line typed submitted.
+async fn pipe(home: &Home, mut client: Client, target: &Target) -> anyhow::Result<()> {
+    let id = target.id.as_str();
+    // Ctrl-C detaches from the moment the notice says so.
+    let mut signals = Signals::new()?;
+    output::err_line(&format!(
+        "herd: attached to {}, a pipe session: its output follows, read-only; each line you type \
+         is sent to its stdin; Ctrl-D or Ctrl-C detaches",
+        target.label()
+    ));
+    let from_byte = crate::commands::print_last_lines(&mut client, id, PIPE_TAIL_LINES).await?;
+    let follower = Client::connect(home).await?;
+    let mut pieces = spawn_follower(follower, id.to_owned(), from_byte);
+    let sender = spawn_sender(client, id.to_owned());
+    let mut lines = spawn_line_reader();
+    let ending = loop {
+        tokio::select! {
+            piece = pieces.recv() => match piece {
+                Some(Piece::Output(text)) => {
+                    if output::raw(&text).is_err() {
+                        break Ending::Detached(Some("the terminal closed"));
+                    }
+                }
+                Some(Piece::End(Ok(result))) => break Ending::Finished(result),
+                Some(Piece::End(Err(err))) => break Ending::Broken(err),
+                None => break Ending::Broken(anyhow::anyhow!("the log stream stopped")),
+            },
+            line = lines.recv() => match line {
+                Some(line) => {
+                    if sender.send(Input::Submit(line)).is_err() {
+                        break Ending::Broken(lost_daemon());
+                    }
+                }
+                None => break Ending::Detached(None),
+            },
+            name = signals.recv() => break Ending::Detached(Some(name)),
+        }
+    };
+    // Typed lines still on their way go out before the process ends.
+    drop(sender);
+    conclude(home, target, ending, "").await
+}
+
+/// Says why the attach ended; the exit status: 0 on a detach, the job's
+/// verdict when it ended (0 only when it exited 0), 3 when the daemon went.
+async fn conclude(home: &Home, target: &Target, end: Ending, key_hint: &str) -> anyhow::Result<()> {
+    let id = &target.id;
+    match end {
+        Ending::Detached(why) => {
+            let why = why.map(|w| format!(" ({w})")).unwrap_or_default();
+            output::err_line(&format!(
+                "herd: detached from {}{why}, still running; `herd attach{key_hint} {id}` \
+                 attaches again",
+                target.label()
+            ));
+            Ok(())
+        }
+        Ending::Broken(err) => Err(err),
+        Ending::Finished(result) => {
+            let answer = match result {
+                Some(answer) => answer,
+                None => ended(&mut Client::connect(home).await?, id).await?,
+            };
+            output::err_line(&ending(&answer, id));
+            if answer["status"] == "exited" && answer["exit_code"] == json!(0) {
+                Ok(())
+            } else {
+                Err(Failure::silent(Code::Failed).into())
+            }
+        }
+    }
+}
+
+/// The wait answer of a session that has ended.
+async fn ended(client: &mut Client, id: &str) -> anyhow::Result<Value> {
+    loop {
+        let answer = client.request("wait", json!({"id": id})).await?;
+        if answer["status"] != "running" {
+            return Ok(answer);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

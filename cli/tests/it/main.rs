@@ -3,6 +3,7 @@
 //! Every test gets its own temporary home and a [`support::Env`] whose `Drop`
 //! stops the daemon it started, so no test leaves a daemon behind.
 
+mod attach;
 mod clients;
 mod daemon;
 mod dispatch;

@@ -1,0 +1,493 @@
+//! `herd attach` for real (issue 17): the real daemon on a temp home, real PTY
+//! and pipe sessions, and `herd attach` on a real terminal, a tmux pane of a
+//! fixed size. Keys go in with `send-keys` (control bytes with `-H`, as a
+//! terminal sends them); what a person would see comes out of `capture-pane`,
+//! polled with a deadline. Each test has its own tmux server on a private
+//! socket, killed when the test ends, failed or not ([`Tmux`]'s `Drop`).
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use crate::support::{Env, HERD, raw_command, stderr, wait_until};
+
+/// How long anything on screen may take to show (CI runs on 2 busy cores).
+const DEADLINE: Duration = Duration::from_secs(30);
+
+/// A job that reads lines on its terminal and answers each in colour: `size`
+/// prints what `stty size` says, `quit` exits 3, and Ctrl-C (its SIGINT) is
+/// caught and said. It starts by printing `ready` and a GitHub-shaped token.
+const ECHO_JOB: &str = r#"printf '\033[1;34mready\033[0m token %s%s\n' ghp_A1b2C3d4E5f6G7h8 I9j0K1l2M3n4O5p6Q7r8
+trap 'printf "\033[33mINT-caught\033[0m\n"' INT
+while :; do
+  IFS= read -r line; rc=$?
+  if [ $rc -eq 0 ]; then
+    case "$line" in
+      size) echo "size=$(stty size)";;
+      quit) exit 3;;
+      *) printf '\033[32mgot:%s\033[0m\n' "$line";;
+    esac
+  elif [ $rc -le 128 ]; then exit 0; fi
+done
+"#;
+
+/// The token [`ECHO_JOB`] prints, whole.
+const TOKEN: &str = "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8";
+
+/// A tmux server of our own running one shell in a window of a fixed size.
+struct Tmux {
+    socket: PathBuf,
+}
+
+impl Tmux {
+    /// A server on a socket in the test's scratch dir, its one pane running
+    /// `/bin/sh` with the home's `HERD_HOME`.
+    fn start(env: &Env, cols: u16, rows: u16) -> Tmux {
+        let tmux = Tmux {
+            socket: env.scratch().join("tmux.sock"),
+        };
+        let out = tmux
+            .cmd()
+            .args(["-f", "/dev/null", "new-session", "-d", "-s", "att"])
+            .args(["-x", &cols.to_string(), "-y", &rows.to_string()])
+            .arg("/bin/sh")
+            .env("HERD_HOME", env.home())
+            .env("PS1", "$ ")
+            .env("LANG", "C.UTF-8")
+            .env("RUST_BACKTRACE", "0")
+            .env_remove("HERD_OWNER")
+            .env_remove("HERD_LOG")
+            .env_remove("INVOCATION_ID")
+            .env_remove("TMUX")
+            .output()
+            .expect("tmux runs (it is installed by .ci/run)");
+        assert!(
+            out.status.success(),
+            "tmux new-session failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // The window keeps the size asked for, whatever attaches.
+        tmux.run(&["set-option", "-g", "window-size", "manual"]);
+        // `$ `, or `# ` for root (dash ignores PS1 from the environment then).
+        tmux.wait_for("the shell's prompt", |s| s.contains('$') || s.contains('#'));
+        tmux
+    }
+
+    fn cmd(&self) -> Command {
+        let mut cmd = raw_command(std::path::Path::new("tmux"));
+        cmd.arg("-S").arg(&self.socket).stdin(Stdio::null());
+        cmd
+    }
+
+    /// Runs a tmux command and returns its stdout.
+    fn run(&self, args: &[&str]) -> String {
+        let out = self.cmd().args(args).output().expect("tmux runs");
+        assert!(
+            out.status.success(),
+            "tmux {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Types `text` as is, then Enter.
+    fn type_line(&self, text: &str) {
+        self.run(&["send-keys", "-t", "att", "-l", text]);
+        self.run(&["send-keys", "-t", "att", "Enter"]);
+    }
+
+    /// Sends one byte as the terminal would for a control key (`0x1c` is Ctrl-\).
+    fn control(&self, byte: u8) {
+        self.run(&["send-keys", "-t", "att", "-H", &format!("{byte:02x}")]);
+    }
+
+    /// The screen as text.
+    fn screen(&self) -> String {
+        // Joined: a message longer than the pane is one line.
+        self.run(&["capture-pane", "-p", "-J", "-t", "att"])
+    }
+
+    /// The screen with its colours as escape sequences.
+    fn screen_with_colours(&self) -> String {
+        self.run(&["capture-pane", "-p", "-e", "-t", "att"])
+    }
+
+    /// A tmux format of the pane (`#{alternate_on}`, `#{pane_height}`).
+    fn format(&self, format: &str) -> String {
+        self.run(&["display-message", "-p", "-t", "att", format])
+            .trim()
+            .to_owned()
+    }
+
+    /// The pane's size as `stty size` prints it: `rows cols`.
+    fn pane_size(&self) -> String {
+        self.format("#{pane_height} #{pane_width}")
+    }
+
+    /// Polls the screen until `cond` holds; panics naming `what` with the
+    /// last screen when the deadline passes.
+    fn wait_for(&self, what: &str, cond: impl Fn(&str) -> bool) -> String {
+        let mut last = String::new();
+        if wait_until(DEADLINE, || {
+            last = self.screen();
+            cond(&last)
+        })
+        .is_err()
+        {
+            panic!("timed out waiting for {what}; the screen shows:\n{last}");
+        }
+        last
+    }
+
+    /// Runs `herd attach ARGS` in the pane on a cleared screen, and waits until
+    /// it is the pane's program (so the screen is no longer the one before).
+    fn attach(&self, args: &str) {
+        self.type_line(&format!("clear; {HERD} attach {args}"));
+        self.wait_running();
+    }
+
+    /// Waits until `herd` is the pane's foreground program.
+    fn wait_running(&self) {
+        if wait_until(DEADLINE, || {
+            self.format("#{pane_current_command}") == "herd"
+        })
+        .is_err()
+        {
+            panic!("herd attach did not start:\n{}", self.screen());
+        }
+    }
+
+    /// Waits until the terminal is the shell's again: no alternate screen, no
+    /// `herd attach` under the shell, and a typed command echoes and runs (the
+    /// terminal is out of raw mode); the screen then, whose last `MARKER=` line
+    /// holds the exit status of what ran before.
+    fn wait_restored(&self, marker: &str) -> String {
+        if wait_until(DEADLINE, || self.format("#{alternate_on}") == "0").is_err() {
+            panic!(
+                "the terminal stayed in the alternate screen:\n{}",
+                self.screen()
+            );
+        }
+        let shell: i32 = self
+            .format("#{pane_pid}")
+            .parse()
+            .expect("tmux names the pane's pid");
+        if wait_until(DEADLINE, || children(shell).is_empty()).is_err() {
+            panic!(
+                "herd attach is still running under the shell:\n{}",
+                self.screen()
+            );
+        }
+        self.type_line(&format!("echo {marker}=$?"));
+        let expect = format!("{marker}=");
+        self.wait_for("the shell to run a command again", |s| {
+            s.lines().any(|l| l.starts_with(&expect))
+        })
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self
+            .cmd()
+            .arg("kill-server")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+/// The pids of a process's children.
+fn children(pid: i32) -> Vec<i32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+/// Starts a session running `script` (written to a file) with `args`; its id.
+fn spawn(env: &Env, script: &str, args: &[&str]) -> String {
+    static N_JOBS: AtomicUsize = AtomicUsize::new(0);
+    let n = N_JOBS.fetch_add(1, Ordering::Relaxed);
+    let path = env.scratch().join(format!("job{n}.sh"));
+    std::fs::write(&path, script).expect("the scratch dir is writable");
+    let mut all = vec!["run", "--json"];
+    all.extend_from_slice(args);
+    let path = path.to_string_lossy().into_owned();
+    all.extend_from_slice(&["--", "bash", &path]);
+    let answer = env.json(&all);
+    answer["session_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("run answered no session_id: {answer}"))
+        .to_owned()
+}
+
+/// The session's status as `ps --all --json` lists it.
+fn status(env: &Env, id: &str) -> String {
+    let list = env.json(&["ps", "--all", "--json"]);
+    list["processes"]
+        .as_array()
+        .and_then(|rows| rows.iter().find(|r| r["session_id"] == id))
+        .and_then(|r| r["status"].as_str())
+        .unwrap_or_else(|| panic!("{id} is not listed: {list}"))
+        .to_owned()
+}
+
+/// The line of the screen that starts with `start`.
+fn line_starting<'s>(screen: &'s str, start: &str) -> Option<&'s str> {
+    screen.lines().find(|l| l.starts_with(start))
+}
+
+// Issue 17: `herd attach` puts a PTY session on the terminal: the screen it had
+// (redacted, in colour), typed lines echoed by the job, Ctrl-C reaching the job
+// (not herd), the pane's size as the job's and a resize passed on; Ctrl-\
+// detaches with the terminal restored and the job still running; attaching again
+// shows the screen, and the job's end says how it ended and exits 1 for exit 3.
+#[test]
+fn issue_17_attach_pty_keys_ctrl_c_window_size_detach_and_reattach() {
+    let env = Env::new();
+    let id = spawn(&env, ECHO_JOB, &["--pty", "--name", "echoer"]);
+    wait_until(DEADLINE, || env.ok(&["logs", &id]).contains("ready"))
+        .unwrap_or_else(|()| panic!("the job never printed ready"));
+    let tmux = Tmux::start(&env, 100, 30);
+    tmux.attach("echoer");
+
+    // The screen the job drew before the attach, its token masked.
+    let screen = tmux.wait_for("the job's screen", |s| s.contains("ready token"));
+    assert!(!screen.contains(TOKEN), "the token shows whole:\n{screen}");
+    assert!(
+        screen.contains("ghp_A1"),
+        "the token's mask is missing:\n{screen}"
+    );
+    assert!(
+        tmux.screen_with_colours().contains("\x1b[1m\x1b[34mready")
+            || tmux.screen_with_colours().contains("\x1b[1;34mready"),
+        "ready is not bold blue:\n{}",
+        tmux.screen_with_colours()
+    );
+
+    // A typed line: echoed by the job's terminal, answered by the job in green.
+    tmux.type_line("hello there");
+    tmux.wait_for("the job's answer", |s| s.contains("got:hello there"));
+    let coloured = tmux.screen_with_colours();
+    assert!(
+        coloured.contains("\x1b[32mgot:hello there"),
+        "the answer is not green:\n{coloured}"
+    );
+
+    // Ctrl-C is a byte for the job's terminal, which makes it the job's SIGINT.
+    tmux.control(0x03);
+    tmux.wait_for("the job to catch its SIGINT", |s| s.contains("INT-caught"));
+    assert_eq!(status(&env, &id), "running", "Ctrl-C ended the job");
+
+    // The job's terminal has the pane's size, and follows a resize.
+    let before = tmux.pane_size();
+    tmux.type_line("size");
+    tmux.wait_for("the job's size", |s| s.contains(&format!("size={before}")));
+    tmux.run(&["resize-window", "-t", "att", "-x", "90", "-y", "20"]);
+    let after = tmux.pane_size();
+    assert_ne!(before, after, "tmux did not resize the window");
+    // The resize reaches the job after a round trip (SIGWINCH to herd, `resize`
+    // to the daemon): a question typed before it lands gets the old size, so ask
+    // again until the answer is the new one.
+    let new_size = format!("size={after}");
+    let resized = (0..15).any(|_| {
+        tmux.type_line("size");
+        wait_until(Duration::from_secs(2), || tmux.screen().contains(&new_size)).is_ok()
+    });
+    assert!(resized, "the job never saw {after}:\n{}", tmux.screen());
+
+    // Ctrl-\ detaches: the shell's terminal back, the job still running.
+    tmux.control(0x1c);
+    let screen = tmux.wait_restored("detached");
+    assert!(
+        screen.contains("herd: detached from") && screen.contains("still running"),
+        "no detach message:\n{screen}"
+    );
+    assert!(
+        screen.contains(&format!("herd attach {id}")),
+        "the message does not say how to attach again:\n{screen}"
+    );
+    assert_eq!(
+        line_starting(&screen, "detached="),
+        Some("detached=0"),
+        "{screen}"
+    );
+    assert_eq!(status(&env, &id), "running", "detaching ended the job");
+
+    // Attaching again shows the screen as it was, then the job's end.
+    tmux.attach(&id);
+    tmux.wait_for("the screen again", |s| {
+        s.contains("got:hello there") && s.contains("INT-caught")
+    });
+    tmux.type_line("quit");
+    let screen = tmux.wait_restored("ended");
+    assert!(
+        screen.contains(&format!("{id} exited 3")),
+        "the ending is not said:\n{screen}"
+    );
+    assert_eq!(
+        line_starting(&screen, "ended="),
+        Some("ended=1"),
+        "{screen}"
+    );
+}
+
+// Issue 17: a full-screen program's screen is rebuilt on attach (the alternate
+// screen, text at its place), `--detach-key ^X` detaches and gives the main
+// screen back, and a job that exits 0 while attached makes attach exit 0.
+#[test]
+fn issue_17_attach_rebuilds_a_full_screen_program_and_detaches_on_a_chosen_key() {
+    let env = Env::new();
+    // It says it has drawn by a file: its last line has no end, so the log's
+    // line-based readers (`herd logs`) do not show it before it goes idle.
+    let full = r#"printf '\033[?1049h\033[2J\033[5;10Hfull screen here\033[8;20Hrow eight'
+: > "$(dirname "$0")/drawn"
+IFS= read -r _
+exit 0
+"#;
+    let id = spawn(&env, full, &["--pty"]);
+    let drawn = env.scratch().join("drawn");
+    wait_until(DEADLINE, || drawn.exists())
+        .unwrap_or_else(|()| panic!("the job never drew its screen"));
+    let tmux = Tmux::start(&env, 80, 24);
+    tmux.type_line(&format!(
+        "clear; echo main-screen-text; {HERD} attach --detach-key ^X {id}"
+    ));
+    tmux.wait_running();
+    let screen = tmux.wait_for("the full-screen program", |s| s.contains("row eight"));
+    let lines: Vec<&str> = screen.lines().collect();
+    assert_eq!(
+        lines.get(4).map(|l| l.trim_end()),
+        Some("         full screen here"),
+        "not at row 5, column 10:\n{screen}"
+    );
+    assert_eq!(
+        lines.get(7).map(|l| l.trim_end()),
+        Some("                   row eight"),
+        "not at row 8, column 20:\n{screen}"
+    );
+    assert_eq!(
+        tmux.format("#{alternate_on}"),
+        "1",
+        "not on the alternate screen"
+    );
+
+    // Ctrl-\ is now a key for the job, Ctrl-X the one that detaches.
+    tmux.control(0x18);
+    let screen = tmux.wait_restored("back");
+    assert!(
+        screen.contains("main-screen-text"),
+        "the main screen is lost:\n{screen}"
+    );
+    assert!(
+        !screen.contains("row eight"),
+        "the job's screen stayed:\n{screen}"
+    );
+    assert!(
+        screen.contains(&format!("herd attach --detach-key '^X' {id}")),
+        "the re-attach hint lost the key:\n{screen}"
+    );
+    assert_eq!(status(&env, &id), "running");
+
+    tmux.attach(&format!("--detach-key ^x {id}"));
+    tmux.wait_for("the program again", |s| s.contains("full screen here"));
+    tmux.run(&["send-keys", "-t", "att", "Enter"]);
+    let screen = tmux.wait_restored("ok");
+    assert!(screen.contains(&format!("{id} exited 0")), "{screen}");
+    assert_eq!(line_starting(&screen, "ok="), Some("ok=0"), "{screen}");
+}
+
+// Issue 17: a pipe session attaches read-only for output, says so, and sends
+// each typed line to the job's stdin; Ctrl-D and Ctrl-C detach, the job running.
+#[test]
+fn issue_17_attach_pipe_session_shows_output_and_submits_lines() {
+    let env = Env::new();
+    let job = "echo before-attach\nwhile IFS= read -r l; do echo \"pipe-got:$l\"; done\n";
+    let id = spawn(&env, job, &[]);
+    wait_until(DEADLINE, || {
+        env.ok(&["logs", &id]).contains("before-attach")
+    })
+    .unwrap_or_else(|()| panic!("the job never printed"));
+    let tmux = Tmux::start(&env, 120, 30);
+    tmux.attach(&id);
+    let screen = tmux.wait_for("the notice and the output so far", |s| {
+        s.contains("a pipe session") && s.contains("before-attach")
+    });
+    assert!(screen.contains("read-only"), "{screen}");
+    tmux.type_line("a typed line");
+    tmux.wait_for("the job's answer", |s| s.contains("pipe-got:a typed line"));
+
+    tmux.control(0x04);
+    let screen = tmux.wait_restored("eof");
+    assert!(screen.contains("herd: detached from"), "{screen}");
+    assert_eq!(line_starting(&screen, "eof="), Some("eof=0"), "{screen}");
+    assert_eq!(status(&env, &id), "running");
+
+    tmux.attach(&id);
+    tmux.wait_for("attached again", |s| s.contains("a pipe session"));
+    tmux.control(0x03);
+    let screen = tmux.wait_restored("int");
+    assert!(screen.contains("(SIGINT)"), "{screen}");
+    assert_eq!(status(&env, &id), "running");
+}
+
+// Issue 17: attach refuses clearly: stdin or stdout not a terminal (exit 2,
+// naming which and what to use instead), a finished session (exit 2, how it
+// ended, pointing at `herd logs`), an unknown id, a detach key that is none.
+#[test]
+fn issue_17_attach_refuses_no_terminal_finished_sessions_and_bad_keys() {
+    let env = Env::new();
+    let id = spawn(&env, "read -r _\n", &["--pty"]);
+    let out = env.run(&["attach", &id]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("stdin is not a terminal") && stderr(&out).contains("herd submit"),
+        "{}",
+        stderr(&out)
+    );
+    let out = env.run(&["attach", "--detach-key", "x", &id]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("caret notation"), "{}", stderr(&out));
+
+    let done = spawn(&env, "exit 4\n", &[]);
+    wait_until(DEADLINE, || status(&env, &done) != "running")
+        .unwrap_or_else(|()| panic!("{done} never finished"));
+    let tmux = Tmux::start(&env, 120, 30);
+    tmux.type_line(&format!(
+        "{HERD} attach {id} > {}/out",
+        env.scratch().display()
+    ));
+    let screen = tmux.wait_restored("piped");
+    assert!(screen.contains("stdout is not a terminal"), "{screen}");
+    assert_eq!(
+        line_starting(&screen, "piped="),
+        Some("piped=2"),
+        "{screen}"
+    );
+
+    // Refused at once: no waiting for it to run.
+    tmux.type_line(&format!("clear; {HERD} attach {done}"));
+    let screen = tmux.wait_restored("finished");
+    assert!(
+        screen.contains("has finished") && screen.contains("exited 4"),
+        "{screen}"
+    );
+    assert!(screen.contains(&format!("herd logs {done}")), "{screen}");
+    assert_eq!(
+        line_starting(&screen, "finished="),
+        Some("finished=2"),
+        "{screen}"
+    );
+
+    tmux.type_line(&format!("clear; {HERD} attach nosuchname"));
+    let screen = tmux.wait_restored("unknown");
+    assert_eq!(
+        line_starting(&screen, "unknown="),
+        Some("unknown=2"),
+        "{screen}"
+    );
+    assert_eq!(status(&env, &id), "running");
+}
