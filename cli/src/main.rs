@@ -117,8 +117,7 @@ fn man(args: &args::ManArgs) -> anyhow::Result<()> {
     let mut root = Cli::command().disable_help_subcommand(true);
     root.build();
     if let Some(dir) = &args.dir {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("cannot create {}", dir.display()))?;
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         clap_mangen::generate_to(root, dir)
             .with_context(|| format!("cannot write the man pages into {}", dir.display()))?;
         output::line(&format!("wrote the man pages into {}", dir.display()))?;
@@ -127,7 +126,10 @@ fn man(args: &args::ManArgs) -> anyhow::Result<()> {
     let mut page = root;
     for name in &args.subcommand {
         let Some(sub) = page.find_subcommand(name).cloned() else {
-            let known: Vec<&str> = page.get_subcommands().map(clap::Command::get_name).collect();
+            let known: Vec<&str> = page
+                .get_subcommands()
+                .map(clap::Command::get_name)
+                .collect();
             return Err(exit::Failure::new(
                 Code::Usage,
                 format!(

@@ -22,5 +22,5 @@ mod sshd;
 #[cfg(not(debug_assertions))]
 mod soak;
 mod support;
-mod top;
 mod tools;
+mod top;
