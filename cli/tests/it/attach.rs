@@ -10,6 +10,9 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use nix::sys::signal::Signal;
+use nix::unistd::Pid;
+
 use crate::support::{Env, HERD, raw_command, stderr, wait_until};
 
 /// How long anything on screen may take to show (CI runs on 2 busy cores).
@@ -145,6 +148,21 @@ impl Tmux {
     fn attach(&self, args: &str) {
         self.type_line(&format!("clear; {HERD} attach {args}"));
         self.wait_running();
+    }
+
+    /// The pids of the `herd` processes under the pane's shell.
+    fn herd_pids(&self) -> Vec<i32> {
+        let shell: i32 = self
+            .format("#{pane_pid}")
+            .parse()
+            .expect("tmux names the pane's pid");
+        children(shell)
+            .into_iter()
+            .filter(|pid| {
+                std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                    .is_ok_and(|comm| comm.trim() == "herd")
+            })
+            .collect()
     }
 
     /// Waits until `herd` is the pane's foreground program.
@@ -337,7 +355,8 @@ fn issue_17_attach_pty_keys_ctrl_c_window_size_detach_and_reattach() {
 
 // Issue 17: a full-screen program's screen is rebuilt on attach (the alternate
 // screen, text at its place), `--detach-key ^X` detaches and gives the main
-// screen back, and a job that exits 0 while attached makes attach exit 0.
+// screen back, as SIGTERM and SIGHUP do, and a job that exits 0 while attached
+// makes attach exit 0.
 #[test]
 fn issue_17_attach_rebuilds_a_full_screen_program_and_detaches_on_a_chosen_key() {
     let env = Env::new();
@@ -391,6 +410,23 @@ exit 0
         "the re-attach hint lost the key:\n{screen}"
     );
     assert_eq!(status(&env, &id), "running");
+
+    // SIGTERM and SIGHUP detach too, with the terminal given back.
+    for (signal, marker) in [(Signal::SIGTERM, "term"), (Signal::SIGHUP, "hup")] {
+        tmux.attach(&id);
+        tmux.wait_for("the program again", |s| s.contains("full screen here"));
+        assert_eq!(tmux.format("#{alternate_on}"), "1");
+        for herd in tmux.herd_pids() {
+            nix::sys::signal::kill(Pid::from_raw(herd), signal).expect("herd attach is ours");
+        }
+        let screen = tmux.wait_restored(marker);
+        assert!(screen.contains(&format!("({signal})")), "{screen}");
+        assert!(
+            !screen.contains("row eight"),
+            "the job's screen stayed:\n{screen}"
+        );
+        assert_eq!(status(&env, &id), "running", "{signal} reached the job");
+    }
 
     tmux.attach(&format!("--detach-key ^x {id}"));
     tmux.wait_for("the program again", |s| s.contains("full screen here"));
