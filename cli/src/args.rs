@@ -274,7 +274,15 @@ pub(crate) struct PsArgs {
     pub(crate) all: bool,
     #[command(flatten)]
     pub(crate) owner: OwnerArg,
-    /// Print `{"processes": [...]}`.
+    /// This home's jobs on host NAME of `[hosts.NAME]` (ids `NAME:proc_…`), with a
+    /// HOST column; a host that does not answer shows its jobs' last known state.
+    #[arg(long, value_name = "NAME", conflicts_with = "all_hosts")]
+    pub(crate) host: Option<String>,
+    /// The local jobs and those on every configured host, with a HOST column.
+    #[arg(long)]
+    pub(crate) all_hosts: bool,
+    /// Print `{"processes": [...]}` (with --host/--all-hosts also `"hosts"`: each
+    /// host's status).
     #[arg(long)]
     pub(crate) json: bool,
 }

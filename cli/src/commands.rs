@@ -79,6 +79,10 @@ pub(crate) async fn run(home: &Home, args: RunArgs) -> anyhow::Result<()> {
         params["host"] = json!(host);
     }
     let mut client = Client::connect(home).await?;
+    // An older daemon would refuse `host` as an unknown field: say what to do.
+    if args.host.is_some() && !client.hello.serves("hosts") {
+        return Err(old_daemon_for_hosts(&client.hello.daemon));
+    }
     // An older daemon would ignore the limit and let the job run forever.
     if args.time_limit.is_some() && !client.hello.serves("spawn.time_limit") {
         return Err(Failure::new(
@@ -131,6 +135,17 @@ pub(crate) async fn run(home: &Home, args: RunArgs) -> anyhow::Result<()> {
     }
 }
 
+/// The error for `--host` against a daemon that has no host links.
+fn old_daemon_for_hosts(daemon: &str) -> anyhow::Error {
+    Failure::new(
+        Code::Usage,
+        format!(
+            "--host needs a newer daemon: the running one (herd {daemon}) has no host links; run `herd shutdown --keep-jobs` to replace it with this version, then retry"
+        ),
+    )
+    .into()
+}
+
 /// `herd ps`.
 pub(crate) async fn ps(home: &Home, args: PsArgs) -> anyhow::Result<()> {
     let owner = if args.all {
@@ -139,11 +154,29 @@ pub(crate) async fn ps(home: &Home, args: PsArgs) -> anyhow::Result<()> {
         Some(args.owner.resolve("cli"))
     };
     let mut client = Client::connect(home).await?;
-    let answer = client
-        .request("list", json!({"owner": owner, "all": args.all}))
-        .await?;
+    let mut params = json!({"owner": owner, "all": args.all});
+    let by_host = args.host.is_some() || args.all_hosts;
+    if by_host {
+        if !client.hello.serves("hosts") {
+            return Err(old_daemon_for_hosts(&client.hello.daemon));
+        }
+        params["host"] = json!(args.host);
+        params["all_hosts"] = json!(args.all_hosts);
+    }
+    let answer = client.request("list", params).await?;
     if args.json {
         return Ok(output::json_pretty(&answer)?);
+    }
+    // A host that did not answer: its rows are the last known ones.
+    for host in answer["hosts"].as_array().into_iter().flatten() {
+        if host["status"] == "unreachable" {
+            output::err_line(&format!(
+                "host {} is unreachable since {}: {} (its jobs show their last known state)",
+                output::visible(host["name"].as_str().unwrap_or_default()),
+                host["since"].as_str().unwrap_or("?"),
+                output::visible(host["message"].as_str().unwrap_or_default()),
+            ));
+        }
     }
     let rows = answer["processes"].as_array().cloned().unwrap_or_default();
     if rows.is_empty() {
@@ -165,6 +198,9 @@ pub(crate) async fn ps(home: &Home, args: PsArgs) -> anyhow::Result<()> {
     let mut header = vec!["ID", "STATE", "PID", "AGE", "COMMAND", "LAST LINE"];
     if by_owner {
         header.insert(1, "OWNER");
+    }
+    if by_host {
+        header.insert(1, "HOST");
     }
     let mut cells: Vec<(Vec<String>, String, String)> = Vec::new();
     for row in rows {
@@ -199,6 +235,17 @@ pub(crate) async fn ps(home: &Home, args: PsArgs) -> anyhow::Result<()> {
             fixed.insert(
                 1,
                 output::visible(row["owner_task_id"].as_str().unwrap_or_default()).into_owned(),
+            );
+        }
+        if by_host {
+            let host = output::visible(row["host"].as_str().unwrap_or("local")).into_owned();
+            fixed.insert(
+                1,
+                if row["stale"] == true {
+                    format!("{host}?")
+                } else {
+                    host
+                },
             );
         }
         cells.push((

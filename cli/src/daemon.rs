@@ -21,6 +21,7 @@
 //! file, and exits 0.
 
 mod connection;
+mod hosts;
 mod leases;
 mod methods;
 mod sessions;

@@ -60,6 +60,10 @@ pub(crate) const DISPATCH_FAILED: i64 = -32017;
 pub(crate) const TOO_MANY_CONNECTIONS: i64 = -32018;
 /// The daemon is shutting down: no new job starts.
 pub(crate) const SHUTTING_DOWN: i64 = -32019;
+/// herd: the far host of a qualified id (`NAME:proc_…`) does not answer; the
+/// message says since when and the door's last words, `data.host` names it
+/// (capability `hosts`; the CLI exits 3).
+pub(crate) const HOST_UNREACHABLE: i64 = -32020;
 
 /// A request line.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -49,6 +49,28 @@ impl AsRef<str> for SessionId {
     }
 }
 
+impl SessionId {
+    /// The id of session `far` of another host, as this home names it:
+    /// `HOST:proc_<12 hex>` (issue 15). `None` unless `host` is a host name
+    /// (`[a-z0-9][a-z0-9_-]{0,31}`) and `far` a plain session id.
+    pub fn qualified(host: &str, far: &str) -> Option<SessionId> {
+        let name_ok = host.len() <= 32
+            && host.bytes().next().is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+            && host
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
+        (name_ok && SessionId::parse(far).is_some()).then(|| SessionId(format!("{host}:{far}")))
+    }
+
+    /// A plain id or a qualified one (`HOST:proc_…`), read back from disk.
+    pub(crate) fn parse_any(text: &str) -> Option<SessionId> {
+        match text.split_once(':') {
+            Some((host, far)) => SessionId::qualified(host, far),
+            None => SessionId::parse(text),
+        }
+    }
+}
+
 /// Normalises a lookup prefix to `proc_<hex>` form; a bare suffix is accepted.
 pub(crate) fn normalise_prefix(input: &str) -> String {
     let trimmed = input.trim();

@@ -51,7 +51,9 @@ use crate::text;
 
 mod delivery;
 mod durable;
+mod external;
 mod lifecycle;
+pub use external::External;
 mod logs;
 pub use delivery::Drained;
 pub use logs::{FollowRead, LogFollower};

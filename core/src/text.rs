@@ -99,7 +99,7 @@ pub(crate) fn strip_ansi(text: &str) -> String {
 }
 
 /// `time` as RFC 3339 UTC with second precision, e.g. `2026-11-29T23:04:05Z`.
-pub(crate) fn rfc3339(time: SystemTime) -> String {
+pub fn rfc3339(time: SystemTime) -> String {
     let secs = time
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())

@@ -28,7 +28,9 @@ use crate::protocol::{
 /// `since_seconds` and `limit`, `spawn`'s `caller_env`, `events.follow`'s
 /// `peek` (`pending` counts instead of events), `clean`, `spawn`'s
 /// `time_limit_seconds`, `restart`, and `sessions.follow` (a note whenever the
-/// home's sessions change, for `herd top`).
+/// home's sessions change, for `herd top`), and `hosts`: other hosts' jobs by
+/// qualified id (`NAME:proc_…`), `spawn`'s `host`, `list`'s `host` and
+/// `all_hosts`, the `hosts` method and the `HOST_UNREACHABLE` error (`hosts.rs`).
 pub(crate) const CAPABILITIES: &[&str] = &[
     "clean",
     "drain.lease",
@@ -40,6 +42,7 @@ pub(crate) const CAPABILITIES: &[&str] = &[
     "sessions.follow",
     "spawn.time_limit",
     "restart",
+    "hosts",
 ];
 
 /// How long a new connection may take to send its `hello`.

@@ -47,6 +47,8 @@ pub(crate) struct State {
     supervised: bool,
     /// The connections being served.
     pub(crate) connections: super::connection::Connections,
+    /// Other hosts' herds (capability `hosts`, `hosts.rs`).
+    hosts: super::hosts::Hosts,
 }
 
 /// How the daemon ends.
@@ -92,6 +94,8 @@ pub(crate) enum Stream {
     },
     /// `sessions.follow`: a note whenever the home's sessions change (`sessions.rs`).
     Sessions,
+    /// A far host's stream (`logs.follow` of `NAME:proc_…`), on a door of its own.
+    Remote(super::hosts::RemoteStream),
 }
 
 /// Builds the registry's config from the home's config file.
@@ -147,6 +151,7 @@ impl State {
         let registry_config = registry_config(config, pipeline, Arc::clone(&dispatcher));
         let supervised = registry_config.shim.is_some();
         let registry = Registry::new(home, registry_config)?;
+        let hosts = super::hosts::Hosts::new(registry.home(), registry.clone(), config)?;
         let restored = match registry.restore().await {
             Ok(report) => {
                 log_restore(&report);
@@ -168,6 +173,7 @@ impl State {
             keep_jobs: std::sync::atomic::AtomicBool::new(false),
             supervised,
             connections: super::connection::Connections::default(),
+            hosts,
         })
     }
 
@@ -196,8 +202,14 @@ impl State {
 
     /// Dispatches one request.
     pub(crate) async fn handle(&self, method: &str, params: Value) -> Reply {
+        // A far host's job (`NAME:proc_…`, spawn with `host`) goes to its link.
+        let params = match self.hosts.route(method, params).await {
+            super::hosts::Routed::Reply(reply) => return reply,
+            super::hosts::Routed::Local(params) => params,
+        };
         let result = match method {
             "spawn" => self.spawn(params).await,
+            "list" if super::hosts::Hosts::wants(&params) => self.list_hosts(params).await,
             "list" => off_worker(&self.registry, move |r| list(r, params)).await,
             "lookup" => {
                 off_worker(&self.registry, move |r| {
@@ -291,7 +303,7 @@ impl State {
                 format!(
                     "unknown method `{other}`; the daemon serves: spawn, list, lookup, poll, log, \
                      log_chunk, wait, kill, restart, write, submit, close, resize, drain, drain.ack, drain.release, adopt, clean, \
-                     handoff, status, scope, shutdown, events.follow, logs.follow, sessions.follow"
+                     handoff, status, scope, shutdown, events.follow, logs.follow, sessions.follow, hosts"
                 ),
             )),
         };
@@ -299,6 +311,24 @@ impl State {
             Ok(value) => Reply::Value(value),
             Err(error) => Reply::Error(error),
         }
+    }
+
+    /// `list` with `host` or `all_hosts` (capability `hosts`): the far rows, after
+    /// the local ones for `all_hosts`.
+    async fn list_hosts(&self, params: Value) -> Result<Value, RpcError> {
+        let all_hosts = params.get("all_hosts").and_then(Value::as_bool) == Some(true);
+        let local = if all_hosts {
+            let mut local_params = params.clone();
+            if let Some(object) = local_params.as_object_mut() {
+                object.remove("host");
+                object.remove("all_hosts");
+            }
+            let answer = off_worker(&self.registry, move |r| list(r, local_params)).await?;
+            Some(answer["processes"].as_array().cloned().unwrap_or_default())
+        } else {
+            None
+        };
+        self.hosts.list(params, local).await
     }
 
     async fn spawn(&self, params: Value) -> Result<Value, RpcError> {
@@ -539,6 +569,7 @@ impl Stream {
                 logs_stream(state, &session, from_byte, result, reader, writer, id).await;
             }
             Stream::Sessions => super::sessions::follow(state, reader, writer).await,
+            Stream::Remote(remote) => remote.run(reader, writer, id).await,
         }
     }
 }
@@ -668,7 +699,7 @@ async fn logs_stream(
 }
 
 /// Resolves when the client closes its end (or sends anything: streams take no input).
-async fn client_gone(reader: &mut BufReader<OwnedReadHalf>) {
+pub(super) async fn client_gone(reader: &mut BufReader<OwnedReadHalf>) {
     let mut buf = Vec::new();
     let _ = crate::protocol::read_line(reader, &mut buf, 1024).await;
 }

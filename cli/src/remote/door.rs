@@ -107,6 +107,10 @@ pub(crate) struct FarHello {
     /// Who and what runs the far proxy (none from a door that is not `herd proxy`).
     #[serde(default)]
     pub(crate) proxy: Option<ProxyInfo>,
+    /// The far proxy's environment, which far jobs run in (the daemon's host
+    /// link, `daemon/hosts.rs`).
+    #[serde(default)]
+    pub(crate) proxy_env: Option<std::collections::BTreeMap<String, String>>,
 }
 
 /// Why a door gave no usable `hello`.
@@ -450,6 +454,7 @@ pub(crate) async fn handshake(
             home: String::new(),
             capabilities: Vec::new(),
             proxy: None,
+            proxy_env: None,
         },
     };
     let started = Instant::now();
@@ -621,10 +626,6 @@ impl Door {
     /// The door's parts, for a caller that speaks the protocol itself: the child
     /// (killed on drop), its stdout (buffered, past the hello answer), its stdin,
     /// and its stderr tail.
-    #[expect(
-        dead_code,
-        reason = "for the daemon's host connections (issue 15, part 2), which speak the protocol themselves"
-    )]
     pub(crate) fn into_parts(self) -> (Child, BufReader<ChildStdout>, ChildStdin, StderrTail) {
         (self.child, self.reader, self.writer, self.stderr)
     }

@@ -229,6 +229,9 @@ fn with_proxy_info(line: Vec<u8>) -> Vec<u8> {
     let info = proxy_info();
     if let Some(result) = message.get_mut("result").and_then(Value::as_object_mut) {
         result.insert("proxy".into(), info);
+        // The environment far jobs run in (a near daemon's host link passes it
+        // as the spawn's caller_env; the near caller's never crosses).
+        result.insert("proxy_env".into(), json!(herd_core::utf8_environment()));
     } else if let Some(error) = message.get_mut("error").and_then(Value::as_object_mut) {
         match error.get_mut("data") {
             Some(Value::Object(data)) => {

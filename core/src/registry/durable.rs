@@ -521,6 +521,57 @@ impl Inner {
         }
     }
 
+    /// Commits a completion produced elsewhere (a far host's, under its qualified
+    /// id) to the ledger, noting it as committed here so the replay does not queue
+    /// it a second time. Returns `Some(true)` when it was new, `Some(false)` when the
+    /// ledger held it already (a replay from the far side: it was queued before),
+    /// `None` when the ledger cannot be written.
+    pub(super) fn commit_external(&self, event: &Event) -> Option<bool> {
+        let Event::Completion {
+            session_id,
+            task_id,
+            owner_task_id,
+            session_key,
+            ..
+        } = event
+        else {
+            return Some(true);
+        };
+        let value = serde_json::to_value(event).ok()?;
+        let record = CompletionRecord {
+            completion_id: session_id.as_str().to_owned(),
+            session_id: session_id.as_str().to_owned(),
+            owner_task_id: owner_task_id.clone(),
+            task_id: task_id.clone(),
+            session_key: session_key.clone().unwrap_or_default(),
+            event: value,
+            created_at: unix_seconds(SystemTime::now()),
+        };
+        let mut slot = lock(&self.durable.ledger);
+        if slot.is_none() {
+            match Ledger::create(&self.home) {
+                Ok(ledger) => *slot = Some(ledger),
+                Err(error) => {
+                    tracing::error!(session_id = %session_id, %error, "a far completion not committed: the ledger cannot be opened");
+                    return None;
+                }
+            }
+        }
+        let ledger = slot.as_ref().expect("the ledger was just opened");
+        match ledger.commit(&record) {
+            Ok(new) => {
+                if let Replay::Pending { committed_here } = &mut *lock(&self.durable.replay) {
+                    committed_here.insert(record.completion_id);
+                }
+                Some(new)
+            }
+            Err(error) => {
+                tracing::error!(session_id = %session_id, %error, "a far completion not committed to the ledger");
+                None
+            }
+        }
+    }
+
     /// Re-queues, once per registry, the undelivered completions earlier processes
     /// left in the home's ledger (B29). Called by the first `drain` or `subscribe`.
     pub(super) fn replay_once(&self) {
@@ -1159,7 +1210,8 @@ pub(super) fn event_from_ledger(value: &serde_json::Value) -> Option<Event> {
         return None;
     }
     Some(Event::Completion {
-        session_id: SessionId::parse(&stored.session_id)?,
+        // A far host's completion is kept under its qualified id (issue 15).
+        session_id: SessionId::parse_any(&stored.session_id)?,
         task_id: stored.task_id,
         owner_task_id: stored.owner_task_id,
         session_key: stored.session_key,

@@ -1,0 +1,68 @@
+use std::collections::BTreeMap;
+
+use serde_json::json;
+
+use super::{Job, event_key, qualify_in};
+
+fn jobs() -> BTreeMap<String, Job> {
+    let mut jobs = BTreeMap::new();
+    jobs.insert(
+        "proc_0123456789ab".to_owned(),
+        Job {
+            owner: "agent-7".into(),
+            task_id: "task-7".into(),
+            events: true,
+            finished: false,
+            row: None,
+        },
+    );
+    jobs
+}
+
+#[test]
+fn qualify_rewrites_far_ids_and_known_owners_everywhere() {
+    let mut value = json!({
+        "processes": [
+            {"session_id": "proc_0123456789ab", "owner_task_id": "herd-home-x", "task_id": "agent-7", "status": "running"},
+            {"session_id": "proc_ffffffffffff", "owner_task_id": "herd-home-x", "status": "exited"},
+            {"session_id": "other:proc_ffffffffffff"}
+        ],
+        "replaces": "proc_aaaaaaaaaaaa"
+    });
+    qualify_in("build1", &jobs(), &mut value);
+    assert_eq!(
+        value["processes"][0]["session_id"],
+        "build1:proc_0123456789ab"
+    );
+    assert_eq!(value["processes"][0]["owner_task_id"], "agent-7");
+    assert_eq!(value["processes"][0]["task_id"], "task-7");
+    assert_eq!(value["processes"][0]["host"], "build1");
+    assert_eq!(
+        value["processes"][1]["session_id"],
+        "build1:proc_ffffffffffff"
+    );
+    assert_eq!(value["processes"][1]["owner_task_id"], "herd-home-x");
+    assert_eq!(
+        value["processes"][2]["session_id"],
+        "other:proc_ffffffffffff"
+    );
+    assert_eq!(value["replaces"], "build1:proc_aaaaaaaaaaaa");
+}
+
+#[test]
+fn event_keys_tell_beats_apart_and_leave_completions_to_the_ledger() {
+    let beat = |seq| json!({"type": "heartbeat", "session_id": "proc_0123456789ab", "seq": seq});
+    let a = event_key("proc_0123456789ab", "heartbeat", &beat(1));
+    let b = event_key("proc_0123456789ab", "heartbeat", &beat(2));
+    assert!(a.is_some() && a != b);
+    assert_eq!(a, event_key("proc_0123456789ab", "heartbeat", &beat(1)));
+    assert_eq!(
+        event_key("proc_0123456789ab", "completion", &json!({})),
+        None
+    );
+    let watch = json!({"type": "watch_match", "pattern": "x", "output": "x1"});
+    assert_eq!(
+        event_key("proc_0123456789ab", "watch_match", &watch),
+        event_key("proc_0123456789ab", "watch_match", &watch)
+    );
+}
