@@ -150,7 +150,9 @@ enum Status {
     /// The last attempt failed.
     Unreachable {
         since: SystemTime,
-        tried: Instant,
+        /// When a door last failed to open; `None` when an open door closed
+        /// (the next command tries again at once).
+        tried: Option<Instant>,
         message: String,
     },
 }
@@ -466,7 +468,10 @@ impl Link {
         }
     }
 
-    fn mark_unreachable(&self, message: String) {
+    /// Records that the host did not answer: `failed_open` when its door did not
+    /// open (commands then fail at once for [`RETRY_AFTER`]), else an open door
+    /// closed.
+    fn mark_unreachable(&self, message: String, failed_open: bool) {
         let mut status = lock(&self.status);
         let since = match &*status {
             Status::Unreachable { since, .. } => *since,
@@ -475,7 +480,7 @@ impl Link {
         tracing::info!(host = %self.name, %message, "host unreachable");
         *status = Status::Unreachable {
             since,
-            tried: Instant::now(),
+            tried: failed_open.then(Instant::now),
             message,
         };
     }
@@ -528,7 +533,7 @@ impl Link {
             }
             Err(err) => {
                 let text = err.to_string();
-                self.mark_unreachable(text.replace('\n', " "));
+                self.mark_unreachable(text.replace('\n', " "), true);
                 Err(self.unreachable())
             }
         }
@@ -545,7 +550,7 @@ impl Link {
         *slot = None;
         let tried_just_now = matches!(
             &*lock(&self.status),
-            Status::Unreachable { tried, .. } if tried.elapsed() < RETRY_AFTER
+            Status::Unreachable { tried: Some(tried), .. } if tried.elapsed() < RETRY_AFTER
         );
         if tried_just_now {
             return Err(self.unreachable());
@@ -563,7 +568,7 @@ impl Link {
             } else {
                 format!("{why}; the door said: {said}")
             };
-            link.mark_unreachable(message);
+            link.mark_unreachable(message, false);
         });
         *slot = Some(Control { tx: tx.clone() });
         Ok(tx)
@@ -576,7 +581,28 @@ impl Link {
     }
 
     /// Calls `method` over the control door, the answer as the far side gave it.
+    /// A door found closed under a request that changes nothing when repeated is
+    /// reopened and the request sent once more; one that starts or writes
+    /// something is not repeated (it may have been done).
     async fn call_raw(self: &Arc<Self>, method: &str, params: Value) -> Answer {
+        let repeatable = !matches!(method, "spawn" | "write" | "submit" | "close" | "restart");
+        match self.call_once(method, params.clone()).await {
+            Err(err) if err.code == HOST_UNREACHABLE && repeatable && !self.open_failed() => {
+                self.call_once(method, params).await
+            }
+            answer => answer,
+        }
+    }
+
+    /// Whether the last attempt to open the door failed (rather than a door closing).
+    fn open_failed(&self) -> bool {
+        matches!(
+            &*lock(&self.status),
+            Status::Unreachable { tried: Some(_), .. }
+        )
+    }
+
+    async fn call_once(self: &Arc<Self>, method: &str, params: Value) -> Answer {
         let tx = self.control().await?;
         let (reply, answer) = oneshot::channel();
         if tx
@@ -606,7 +632,7 @@ impl Link {
             Ok(value) => Ok(self.qualify(value)),
             Err(err) => match crate::exit::code_of(&err) {
                 crate::exit::Code::Unreachable => {
-                    self.mark_unreachable(format!("{err:#}"));
+                    self.mark_unreachable(format!("{err:#}"), false);
                     Err(self.unreachable())
                 }
                 code => Err(RpcError::new(
@@ -1141,7 +1167,7 @@ impl RemoteStream {
                 Ok(Line::TooLong) => continue,
                 Ok(Line::Eof) | Err(_) => {
                     self.link
-                        .mark_unreachable("the door closed during a stream".into());
+                        .mark_unreachable("the door closed during a stream".into(), false);
                     let _ = write(writer, &Response::err(id, self.link.unreachable())).await;
                     return;
                 }

@@ -8,6 +8,7 @@ mod clients;
 mod daemon;
 mod dispatch;
 mod guard;
+mod hosts;
 mod jobs;
 mod lifecycle;
 mod mcp;

@@ -1,0 +1,377 @@
+//! Jobs on other hosts through the local daemon's host link (issue 15, part 2).
+//!
+//! The far host is a second herd home on this machine, reached through a local
+//! door: `command = ["env", "HERD_HOME=<far home>", "<herd>", "proxy"]`. Every
+//! process is real: the door, the far `herd proxy`, both daemons and the jobs;
+//! faults are real signals to them.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::support::{Env, HERD, alive, stderr, stdout, wait_until};
+
+/// Generous: CI runs on two busy cores.
+const DEADLINE: Duration = Duration::from_secs(60);
+
+/// A local home whose config names the far home as host `far`, and an
+/// unreachable host `down` (its door is `false`).
+struct Pair {
+    local: Env,
+    far: Env,
+}
+
+impl Pair {
+    fn new() -> Pair {
+        let local = Env::new();
+        let far = Env::new();
+        let config = format!(
+            "[hosts.far]\ncommand = [\"env\", \"HERD_HOME={}\", \"{HERD}\", \"proxy\"]\n\
+             [hosts.down]\ncommand = [\"false\"]\n",
+            far.home().display()
+        );
+        std::fs::write(local.home().join("config.toml"), config).expect("the home is writable");
+        Pair { local, far }
+    }
+
+    /// Starts a far job, returning its qualified id.
+    fn run(&self, args: &[&str]) -> String {
+        let mut all = vec!["run", "--host", "far"];
+        all.extend_from_slice(args);
+        let id = self.local.ok(&all).trim().to_owned();
+        assert!(id.starts_with("far:proc_"), "a qualified id: {id}");
+        id
+    }
+
+    /// The local owner's events (`herd events --json`), parsed.
+    fn events(&self) -> Vec<Value> {
+        self.local
+            .ok(&["events", "--json"])
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| serde_json::from_str(l).expect("events are JSON lines"))
+            .collect()
+    }
+
+    /// Drains events until `done` says the collected ones are enough.
+    fn events_until(&self, mut done: impl FnMut(&[Value]) -> bool) -> Vec<Value> {
+        let mut all = Vec::new();
+        let found = wait_until(DEADLINE, || {
+            all.extend(self.events());
+            done(&all)
+        });
+        assert!(found.is_ok(), "events never arrived: {all:?}");
+        all
+    }
+
+    /// Pids of the far `herd proxy` processes serving this far home (the doors).
+    fn doors(&self) -> Vec<i32> {
+        let far_home = format!("HERD_HOME={}", self.far.home().display());
+        processes()
+            .into_iter()
+            .filter(|(_, cmdline)| cmdline.contains(&far_home) && cmdline.contains("proxy"))
+            .map(|(pid, _)| pid)
+            .collect()
+    }
+}
+
+/// Every process with its command line (NULs as spaces) and environment
+/// (`HERD_HOME=…` is in the env command's argv, so the line is enough).
+fn processes() -> Vec<(i32, String)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            continue;
+        };
+        let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+        let text = String::from_utf8_lossy(&cmdline).replace('\0', " ")
+            + " "
+            + &String::from_utf8_lossy(&environ).replace('\0', " ");
+        if alive(pid) {
+            out.push((pid, text));
+        }
+    }
+    out
+}
+
+/// Children of `pid`, recursively.
+fn descendants(pid: i32) -> Vec<i32> {
+    let mut found = Vec::new();
+    let mut frontier = vec![pid];
+    while let Some(parent) = frontier.pop() {
+        let path = format!("/proc/{parent}/task/{parent}/children");
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        for child in text.split_whitespace().filter_map(|c| c.parse().ok()) {
+            found.push(child);
+            frontier.push(child);
+        }
+    }
+    found
+}
+
+fn sigkill(pid: i32) {
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+}
+
+fn completions_of<'a>(events: &'a [Value], id: &str) -> Vec<&'a Value> {
+    events
+        .iter()
+        .filter(|e| e["type"] == "completion" && e["session_id"] == id)
+        .collect()
+}
+
+#[test]
+fn issue15_run_host_poll_logs_wait_by_qualified_id_and_prefix() {
+    let pair = Pair::new();
+    let id = pair.run(&["--notify", "--", "echo one; sleep 1; echo two"]);
+    // A prefix after the colon works as the whole id does.
+    let hex = id.trim_start_matches("far:proc_");
+    let prefix = format!("far:{}", &hex[..6]);
+    let polled = pair.local.json(&["poll", &prefix, "--json"]);
+    assert_eq!(polled["session_id"], id.as_str(), "{polled}");
+    assert_eq!(polled["host"], "far");
+
+    // ps --host and --all-hosts have the HOST column; the local ps does not show it.
+    let ps = pair.local.ok(&["ps", "--host", "far"]);
+    assert!(ps.contains("HOST") && ps.contains(&id), "{ps}");
+    let local_job = pair.local.ok(&["run", "--", "sleep 30"]).trim().to_owned();
+    let all = pair.local.ok(&["ps", "--all-hosts"]);
+    assert!(all.contains(&id) && all.contains(&local_job), "{all}");
+    assert!(all.contains("local") && all.contains("far"), "{all}");
+    let json = pair.local.json(&["ps", "--all-hosts", "--json"]);
+    let rows = json["processes"].as_array().expect("rows");
+    assert!(
+        rows.iter().any(|r| r["session_id"] == id.as_str()
+            && r["host"] == "far"
+            && r["owner_task_id"] == "cli"),
+        "{json}"
+    );
+
+    // logs -f streams to the end and exits with the job.
+    let followed = pair.local.ok(&["logs", "-f", &id]);
+    assert!(
+        followed.contains("one") && followed.contains("two"),
+        "{followed}"
+    );
+    let waited = pair.local.run(&["wait", &prefix]);
+    assert!(waited.status.success(), "{}", stderr(&waited));
+    let logs = pair.local.ok(&["logs", &id]);
+    assert_eq!(logs.lines().collect::<Vec<_>>(), ["one", "two"], "{logs}");
+
+    // The completion reaches the local owner once, under the qualified id.
+    let events = pair.events_until(|all| !completions_of(all, &id).is_empty());
+    assert_eq!(completions_of(&events, &id).len(), 1, "{events:?}");
+    assert_eq!(completions_of(&events, &id)[0]["owner_task_id"], "cli");
+    pair.local.ok(&["kill", &local_job]);
+}
+
+#[test]
+fn issue15_unknown_host_exits_2_and_unreachable_exits_3_naming_since_and_the_door() {
+    let pair = Pair::new();
+    let unknown = pair.local.run(&["run", "--host", "nope", "--", "true"]);
+    assert_eq!(unknown.status.code(), Some(2), "{}", stderr(&unknown));
+    let said = stderr(&unknown);
+    assert!(
+        said.contains("nope") && said.contains("down") && said.contains("far"),
+        "{said}"
+    );
+
+    let down = pair.local.run(&["run", "--host", "down", "--", "true"]);
+    assert_eq!(down.status.code(), Some(3), "{}", stderr(&down));
+    let said = stderr(&down);
+    assert!(said.contains("unreachable since"), "{said}");
+    assert!(
+        said.contains("exit code 1"),
+        "the door's own ending: {said}"
+    );
+
+    let poll = pair.local.run(&["poll", "down:proc_0123456789ab"]);
+    assert_eq!(poll.status.code(), Some(3), "{}", stderr(&poll));
+    let unknown_id = pair.local.run(&["poll", "nope:proc_0123456789ab"]);
+    assert_eq!(unknown_id.status.code(), Some(2), "{}", stderr(&unknown_id));
+    // A far id that does not exist: the far side's not-found, exit 2.
+    let missing = pair.local.run(&["poll", "far:proc_0123456789ab"]);
+    assert_eq!(missing.status.code(), Some(2), "{}", stderr(&missing));
+}
+
+#[test]
+fn issue15_remote_kill_leaves_no_process_of_the_tree_on_the_far_side() {
+    let pair = Pair::new();
+    let id = pair.run(&["--", "sleep 300 & sleep 300 & wait"]);
+    let mut tree = Vec::new();
+    let grown = wait_until(DEADLINE, || {
+        let polled = pair.local.json(&["poll", &id, "--json"]);
+        let Some(pid) = polled["pid"].as_i64() else {
+            return false;
+        };
+        let pid = i32::try_from(pid).unwrap_or_default();
+        tree = std::iter::once(pid).chain(descendants(pid)).collect();
+        tree.len() >= 3
+    });
+    assert!(
+        grown.is_ok(),
+        "the far job never had its two sleeps: {tree:?}"
+    );
+    pair.local.ok(&["kill", &id]);
+    let gone = wait_until(DEADLINE, || tree.iter().all(|p| !alive(*p)));
+    assert!(
+        gone.is_ok(),
+        "still alive on the far side: {:?}",
+        tree.iter().filter(|p| alive(**p)).collect::<Vec<_>>()
+    );
+    let polled = pair.local.json(&["poll", &id, "--json"]);
+    assert_eq!(polled["completion_reason"], "killed", "{polled}");
+    assert_eq!(polled["termination_source"], "process_kill", "{polled}");
+}
+
+#[test]
+fn issue15_a_secret_printed_far_away_arrives_masked() {
+    let pair = Pair::new();
+    let token = format!("ghp_{}", "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8");
+    let id = pair.run(&["--", &format!("echo token {token} end")]);
+    let waited = pair.local.run(&["wait", &id]);
+    assert!(waited.status.success(), "{}", stderr(&waited));
+    let logs = pair.local.ok(&["logs", &id]);
+    assert!(logs.contains("token") && logs.contains("end"), "{logs}");
+    assert!(!logs.contains(&token), "the token crossed the door: {logs}");
+    let followed = pair.local.ok(&["logs", "-f", &id]);
+    assert!(!followed.contains(&token), "{followed}");
+}
+
+#[test]
+fn issue15_the_far_job_runs_in_the_proxy_environment_plus_explicit_env_only() {
+    let pair = Pair::new();
+    // The local daemon starts without the variable; only the caller has it.
+    pair.local.ok(&["ps"]);
+    let out = pair
+        .local
+        .cmd(&[
+            "run",
+            "--host",
+            "far",
+            "--env",
+            "GIVEN=yes",
+            "--",
+            "echo caller=${HERD_IT_CALLER:-unset} given=$GIVEN",
+        ])
+        .env("HERD_IT_CALLER", "leaked")
+        .output()
+        .expect("herd runs");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let id = stdout(&out).trim().to_owned();
+    pair.local.ok(&["wait", &id]);
+    let logs = pair.local.ok(&["logs", &id]);
+    assert_eq!(logs.trim(), "caller=unset given=yes", "{logs}");
+}
+
+#[test]
+fn issue15_completion_arrives_once_across_a_killed_door_far_daemon_and_local_daemon() {
+    let pair = Pair::new();
+    let marker = pair.far.scratch().join("go");
+    // The job waits for the test's go, so every fault lands while it runs.
+    let id = pair.run(&[
+        "--notify",
+        "--",
+        &format!(
+            "while [ ! -e {} ]; do sleep 0.05; done; echo finished",
+            marker.display()
+        ),
+    ]);
+    // The events door and the control door are open.
+    assert!(
+        wait_until(DEADLINE, || pair.doors().len() >= 2).is_ok(),
+        "the doors never opened"
+    );
+    // 1. The doors die: the link reconnects.
+    for pid in pair.doors() {
+        sigkill(pid);
+    }
+    assert!(
+        wait_until(DEADLINE, || !pair.doors().is_empty()).is_ok(),
+        "the link never reopened its doors"
+    );
+    // 2. The far daemon dies (the job lives on under its shim).
+    let far_daemon = pair.far.daemon_pid().expect("the far daemon runs");
+    sigkill(far_daemon);
+    assert!(wait_until(DEADLINE, || !alive(far_daemon)).is_ok());
+    // 3. The local daemon dies too.
+    let local_daemon = pair.local.daemon_pid().expect("the local daemon runs");
+    sigkill(local_daemon);
+    assert!(wait_until(DEADLINE, || !alive(local_daemon)).is_ok());
+    for pid in pair.doors() {
+        sigkill(pid);
+    }
+    std::fs::write(&marker, b"").expect("the scratch dir is writable");
+
+    // A new local daemon catches up, through a new far daemon.
+    let events = pair.events_until(|all| !completions_of(all, &id).is_empty());
+    let first = completions_of(&events, &id);
+    assert_eq!(first.len(), 1, "{events:?}");
+    assert_eq!(first[0]["exit_code"], 0, "{events:?}");
+    assert!(
+        first[0]["output"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("finished"),
+        "{events:?}"
+    );
+
+    // Kill the doors once more, then a second job's completion comes after any
+    // replay of the first would have: the first is still there once.
+    for pid in pair.doors() {
+        sigkill(pid);
+    }
+    let second = pair.run(&["--notify", "--", "true"]);
+    let later = pair.events_until(|all| !completions_of(all, &second).is_empty());
+    assert!(
+        completions_of(&later, &id).is_empty(),
+        "the first completion came again: {later:?}"
+    );
+    assert_eq!(completions_of(&later, &second).len(), 1, "{later:?}");
+}
+
+#[test]
+fn issue15_an_unreachable_host_shows_its_jobs_last_known_state() {
+    let pair = Pair::new();
+    let id = pair.run(&["--", "sleep 30"]);
+    let ps = pair.local.json(&["ps", "--host", "far", "--json"]);
+    assert!(
+        ps["processes"]
+            .as_array()
+            .is_some_and(|r| r.iter().any(|r| r["session_id"] == id.as_str())),
+        "{ps}"
+    );
+    // The far home goes away: its door can no longer start a far herd there.
+    let far_daemon = pair.far.daemon_pid().expect("the far daemon runs");
+    let config = pair.local.home().join("config.toml");
+    let text = std::fs::read_to_string(&config).expect("config");
+    std::fs::write(
+        &config,
+        text.replace(
+            "[hosts.far]\ncommand = [",
+            "[hosts.far]\ncommand = [\"false\", ",
+        ),
+    )
+    .expect("config");
+    // The new config takes effect with a new local daemon.
+    pair.local.ok(&["shutdown", "--keep-jobs"]);
+    let out = pair.local.run(&["ps", "--host", "far"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let said = stderr(&out);
+    assert!(said.contains("unreachable since"), "{said}");
+    assert!(
+        stdout(&out).contains(&id),
+        "the last known row: {}",
+        stdout(&out)
+    );
+    let poll = pair.local.run(&["poll", &id]);
+    assert_eq!(poll.status.code(), Some(3), "{}", stderr(&poll));
+    // The far home's guard shuts its daemon down, and the job with it.
+    assert!(alive(far_daemon), "the far daemon was left alone");
+}
