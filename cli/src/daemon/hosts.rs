@@ -691,6 +691,11 @@ impl Link {
         // Opened first, so the proxy's environment is known.
         self.control().await?;
         if let Some(env) = self.proxy_env() {
+            // The local cwd means nothing there: the job starts in the far home
+            // directory, as a login over the door would.
+            if let Some(home) = env.get("HOME") {
+                far["cwd"] = json!(home);
+            }
             far["caller_env"] = json!(env);
         }
         let answer = self.call_raw("spawn", far).await?;

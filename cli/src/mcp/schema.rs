@@ -51,6 +51,7 @@ fn terminal_input() -> Value {
             "heartbeat": nullable("integer", "Background only: every N seconds, be sent the new output (0 or null: off; 1 to 59 count as 60).",
                 json!({"minimum": 0, "maximum": HEARTBEAT_MAX_SECONDS})),
             "persist_on_release": nullable("boolean", "Background only: keep running when this agent is released.", json!({})),
+            "host": nullable("string", "Run on this host of herd's config.toml [hosts.NAME] instead of here; the session_id is then NAME:proc_…, which process takes like any other.", json!({"pattern": "^[a-z0-9][a-z0-9_-]{0,31}$"})),
             "time_limit": nullable("integer", &format!(
                 "Kill the command and everything it started after this many seconds (1 to {TIME_LIMIT_MAX_SECONDS}), \
                  with termination_source time_limit; holds for persist_on_release too. null: no limit."),

@@ -36,6 +36,8 @@ pub(super) struct TerminalRequest {
     pub(super) workdir: Option<String>,
     /// Seconds before the job's tree is killed as `time_limit`.
     pub(super) time_limit: Option<u64>,
+    /// A host of `[hosts.NAME]` to run on (its session id is `NAME:proc_…`).
+    pub(super) host: Option<String>,
 }
 
 /// How a foreground wait stopped short of the exit.
@@ -90,7 +92,18 @@ impl Server {
         if let Some(seconds) = req.time_limit {
             params["time_limit_seconds"] = json!(seconds);
         }
+        if let Some(host) = &req.host {
+            params["host"] = json!(host);
+        }
         let mut client = self.client().await.map_err(Answer::error)?;
+        // An older daemon would refuse `host`; say so instead.
+        if req.host.is_some() && !client.hello.serves("hosts") {
+            return Err(refused(format!(
+                "host needs a newer herd daemon: the running one (herd {}) has no host links; \
+                 ask the user to run `herd shutdown --keep-jobs`, or call again without host",
+                client.hello.daemon
+            )));
+        }
         // An older daemon would ignore the limit and let the job run on.
         if req.time_limit.is_some() && !client.hello.serves("spawn.time_limit") {
             return Err(refused(format!(
@@ -414,6 +427,16 @@ pub(super) fn terminal_request(args: &JsonObject) -> Result<TerminalRequest, Str
             }
         },
     };
+    let host = match args.get("host") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(h)) if h.is_empty() => None,
+        Some(Value::String(h)) if crate::config::is_host_name(h) => Some(h.clone()),
+        Some(other) => {
+            return Err(format!(
+                "host must be the name of a [hosts.NAME] table of herd's config.toml ([a-z0-9][a-z0-9_-]{{0,31}}; got {other})"
+            ));
+        }
+    };
     if !background {
         if notify || !watch.is_empty() || heartbeat.is_some() {
             return Err("notify and heartbeat need background=true: a foreground command already returns its result".to_owned());
@@ -437,5 +460,6 @@ pub(super) fn terminal_request(args: &JsonObject) -> Result<TerminalRequest, Str
         timeout,
         workdir,
         time_limit,
+        host,
     })
 }

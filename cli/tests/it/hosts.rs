@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::support::{Env, HERD, alive, stderr, stdout, wait_until};
 
@@ -374,4 +374,93 @@ fn issue15_an_unreachable_host_shows_its_jobs_last_known_state() {
     assert_eq!(poll.status.code(), Some(3), "{}", stderr(&poll));
     // The far home's guard shuts its daemon down, and the job with it.
     assert!(alive(far_daemon), "the far daemon was left alone");
+}
+
+/// One MCP tool call's first text block, parsed, and whether it is an error.
+async fn tool(
+    client: &rmcp::service::RunningService<rmcp::RoleClient, ()>,
+    name: &'static str,
+    args: Value,
+) -> (Value, bool) {
+    let params = rmcp::model::CallToolRequestParams::new(name)
+        .with_arguments(args.as_object().cloned().expect("object args"));
+    let result = client
+        .call_tool(params)
+        .await
+        .expect("the tool call is answered");
+    let text = result
+        .content
+        .iter()
+        .find_map(|c| c.as_text().map(|t| t.text.clone()))
+        .expect("a text block");
+    (
+        serde_json::from_str(&text).expect("the first block is JSON"),
+        result.is_error == Some(true),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue15_mcp_terminal_takes_host_and_process_takes_the_qualified_id() {
+    use rmcp::ServiceExt;
+    let pair = Pair::new();
+    let mut cmd = tokio::process::Command::new(HERD);
+    cmd.args(["mcp", "--owner", "agent-1"])
+        .env("HERD_HOME", pair.local.home())
+        .env_remove("HERD_OWNER")
+        .env_remove("INVOCATION_ID")
+        .env("HERD_LOG", "warn")
+        .current_dir(pair.local.scratch());
+    let transport = rmcp::transport::TokioChildProcess::new(cmd).expect("herd mcp starts");
+    let client = ().serve(transport).await.expect("the MCP handshake succeeds");
+
+    let (started, is_error) = tool(
+        &client,
+        "terminal",
+        json!({"command": "echo from-far", "background": true, "notify": true, "host": "far"}),
+    )
+    .await;
+    assert!(!is_error, "{started}");
+    let id = started["session_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(id.starts_with("far:proc_"), "{started}");
+    let (waited, is_error) = tool(
+        &client,
+        "process",
+        json!({"action": "wait", "session_id": id, "timeout": 30}),
+    )
+    .await;
+    assert!(!is_error, "{waited}");
+    assert_eq!(waited["exit_code"], 0, "{waited}");
+    let (log, _) = tool(
+        &client,
+        "process",
+        json!({"action": "log", "session_id": id}),
+    )
+    .await;
+    assert!(log.to_string().contains("from-far"), "{log}");
+
+    // A foreground command on the host answers its output.
+    let (fg, is_error) = tool(
+        &client,
+        "terminal",
+        json!({"command": "echo fg-far", "host": "far"}),
+    )
+    .await;
+    assert!(!is_error, "{fg}");
+    assert!(
+        fg["output"].as_str().unwrap_or_default().contains("fg-far"),
+        "{fg}"
+    );
+    assert_eq!(fg["exit_code"], 0, "{fg}");
+
+    let (bad, is_error) = tool(
+        &client,
+        "terminal",
+        json!({"command": "true", "background": true, "host": "Bad Name"}),
+    )
+    .await;
+    assert!(is_error, "{bad}");
+    let _ = client.cancel().await;
 }
