@@ -87,6 +87,7 @@ const ID_METHODS: &[&str] = &[
     "close",
     "resize",
     "adopt",
+    "handoff",
     "logs.follow",
 ];
 
@@ -320,6 +321,7 @@ impl Hosts {
                 },
             ))),
             "wait" => reply(link.long_call(method, params).await),
+            "handoff" => reply(link.handoff(params).await),
             "restart" => {
                 let mut params = strip(params, &["caller_env"]);
                 if let Some(env) = link.proxy_env() {
@@ -719,6 +721,69 @@ impl Link {
             self.wake.notify_one();
         }
         Ok(self.qualify(answer))
+    }
+
+    /// `handoff` of a far job (B25): its events go to `to` from now on. The far
+    /// side is not asked (its owner is this home); the job must be running and
+    /// `from`'s.
+    async fn handoff(self: &Arc<Self>, params: Value) -> Answer {
+        let text = |key: &str| {
+            params
+                .get(key)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let (far, from, to, note) = (text("id"), text("from"), text("to"), text("note"));
+        if to.trim().is_empty() {
+            return Err(RpcError::new(
+                INVALID_PARAMS,
+                "handoff needs `to`: the owner that takes the session over",
+            ));
+        }
+        // The far id may be a prefix: the far side resolves it.
+        let polled = self.call_raw("poll", json!({"id": far})).await?;
+        let far_id = polled["session_id"].as_str().unwrap_or_default().to_owned();
+        let refused = |reason: &str, message: String| RpcError {
+            code: protocol::REFUSED,
+            message,
+            data: Some(json!({"reason": reason})),
+        };
+        if polled["status"] != "running" {
+            return Err(refused(
+                "not_running_owned",
+                format!(
+                    "{}:{far_id} has finished; only a running session is handed off",
+                    self.name
+                ),
+            ));
+        }
+        {
+            let mut book = lock(&self.book);
+            let Some(job) = book.jobs.get_mut(&far_id) else {
+                return Err(refused(
+                    "not_running_owned",
+                    format!("{}:{far_id} was not started from this home", self.name),
+                ));
+            };
+            if job.owner != from {
+                return Err(refused(
+                    "not_running_owned",
+                    format!(
+                        "{}:{far_id} is owned by {}, not by {from}",
+                        self.name, job.owner
+                    ),
+                ));
+            }
+            job.owner = to;
+        }
+        self.save().await;
+        Ok(json!({
+            "status": "handed_off",
+            "session_id": format!("{}:{far_id}", self.name),
+            "command": polled["command"],
+            "note": note,
+        }))
     }
 
     /// This host's rows for a `list` (the far `owner` is this home's; the local

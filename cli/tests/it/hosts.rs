@@ -464,3 +464,51 @@ async fn issue15_mcp_terminal_takes_host_and_process_takes_the_qualified_id() {
     assert!(is_error, "{bad}");
     let _ = client.cancel().await;
 }
+
+#[test]
+fn issue15_handoff_of_a_far_job_sends_its_completion_to_the_new_owner() {
+    let pair = Pair::new();
+    let marker = pair.far.scratch().join("go");
+    let id = pair.run(&[
+        "--notify",
+        "--",
+        &format!("while [ ! -e {} ]; do sleep 0.05; done", marker.display()),
+    ]);
+    let handed = pair.local.json(&[
+        "handoff",
+        &id,
+        "--to",
+        "agent-2",
+        "--note",
+        "yours now",
+        "--json",
+    ]);
+    assert_eq!(handed["session_id"], id.as_str(), "{handed}");
+    let ps = pair
+        .local
+        .json(&["ps", "--host", "far", "--owner", "agent-2", "--json"]);
+    assert!(
+        ps["processes"]
+            .as_array()
+            .is_some_and(|r| r.iter().any(|r| r["session_id"] == id.as_str())),
+        "{ps}"
+    );
+    // Not the old owner's any more.
+    let again = pair
+        .local
+        .run(&["handoff", &id, "--to", "agent-3", "--note", "x"]);
+    assert_eq!(again.status.code(), Some(2), "{}", stderr(&again));
+    std::fs::write(&marker, b"").expect("the scratch dir is writable");
+    let mut all = Vec::new();
+    let arrived = wait_until(DEADLINE, || {
+        let text = pair.local.ok(&["events", "--owner", "agent-2", "--json"]);
+        all.extend(
+            text.lines()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok()),
+        );
+        !completions_of(&all, &id).is_empty()
+    });
+    assert!(arrived.is_ok(), "{all:?}");
+    assert_eq!(completions_of(&all, &id)[0]["owner_task_id"], "agent-2");
+    assert!(completions_of(&pair.events(), &id).is_empty());
+}
