@@ -79,7 +79,20 @@ impl StreamRedactor {
         if self.held.is_empty() {
             return String::new();
         }
-        let cut = self.redactor.hold_point(&self.held, self.mode);
+        // Judged with the part of the line already shown: a token whose head went
+        // out on an earlier idle is still a token-like run, so its next characters
+        // stay held instead of going out a few at a time before it can match.
+        let cut = if self.line_shown.is_empty() {
+            self.redactor.hold_point(&self.held, self.mode)
+        } else {
+            let shown = self.line_shown.len();
+            let mut line = String::with_capacity(shown + self.held.len());
+            line.push_str(&self.line_shown);
+            line.push_str(&self.held);
+            self.redactor
+                .hold_point(&line, self.mode)
+                .saturating_sub(shown)
+        };
         self.emit(cut)
     }
 

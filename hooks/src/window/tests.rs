@@ -395,3 +395,27 @@ proptest! {
         }
     }
 }
+
+/// A token whose first byte went out on idle, before an escape (`s\x1b[1mk-proj-…`),
+/// fed a byte at a time with the stream going idle every third byte: the rest of the
+/// token stays held until it can match, so no run of it is shown (found by the B30
+/// property test: its characters went out a few at a time before the pattern could
+/// match them).
+#[test]
+fn b30_a_token_whose_head_went_out_on_idle_is_held_until_it_matches() {
+    let secret = "sk-proj-aaAa0000a0AAA0aAA0aAAAaaAA0AAAA0A0aA0aaA";
+    let text = format!("a a a a a s\x1b[1m{} done\n", &secret[1..]);
+    let p = std::sync::Arc::new(Pipeline::redaction_only());
+    let c = ctx("make");
+    let mut stream = Pipeline::show_stream(&p, &c);
+    let mut streamed = String::new();
+    for (idx, ch) in text.char_indices() {
+        streamed.push_str(&stream.push(&text[idx..idx + ch.len_utf8()]));
+        if idx % 3 == 0 {
+            streamed.push_str(&stream.release_idle());
+        }
+    }
+    streamed.push_str(&stream.finish());
+    assert_eq!(leaks(&streamed, secret), None, "{streamed:?}");
+    assert!(strip_escapes(&streamed).ends_with("0aaA done\n"), "{streamed:?}");
+}
