@@ -417,5 +417,8 @@ fn b30_a_token_whose_head_went_out_on_idle_is_held_until_it_matches() {
     }
     streamed.push_str(&stream.finish());
     assert_eq!(leaks(&streamed, secret), None, "{streamed:?}");
-    assert!(strip_escapes(&streamed).ends_with("0aaA done\n"), "{streamed:?}");
+    assert!(
+        strip_escapes(&streamed).ends_with("0aaA done\n"),
+        "{streamed:?}"
+    );
 }
