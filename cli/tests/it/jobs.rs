@@ -857,8 +857,14 @@ fn issue17_logs_follow_of_several_sessions_interleaves_lines_after_each_label() 
 fn issue17_logs_follow_all_follows_the_owners_running_sessions_and_wait_follow_prints_then_ends() {
     let mut env = Env::new();
     env.vars.push(("HERD_OWNER".into(), "person".into()));
-    let web = run_id(&env, &["--name", "web", "--", "read -r _; echo served"]);
-    let api = run_id(&env, &["--name", "api", "--", "read -r _; echo answered"]);
+    let web = run_id(
+        &env,
+        &["--name", "web", "--", "echo up; read -r _; echo served"],
+    );
+    let api = run_id(
+        &env,
+        &["--name", "api", "--", "echo up; read -r _; echo answered"],
+    );
     // Another owner's session is not followed.
     run_id(
         &env,
@@ -871,7 +877,8 @@ fn issue17_logs_follow_all_follows_the_owners_running_sessions_and_wait_follow_p
         .spawn()
         .expect("herd logs runs");
     let lines = line_reader(&mut follower);
-    // The follower has its streams once it printed the lines given before.
+    // The follower has both streams once it printed the lines they gave before.
+    seen_until(&lines, &[("web", "up"), ("api", "up")]);
     env.ok(&["submit", &web, "go"]);
     seen_until(&lines, &[("web", "served")]);
     env.ok(&["submit", &api, "go"]);
