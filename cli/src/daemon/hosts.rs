@@ -61,8 +61,9 @@ use crate::remote::door;
 /// How long a door may take to open and answer `hello`.
 const OPEN_DEADLINE: Duration = door::HELLO_DEADLINE;
 
-/// A command that needs an unreachable host tries its door again at most this
-/// often; in between it is told at once that the host is unreachable.
+/// A command that needs a host whose door failed to open twice in a row tries
+/// it again at most this often; in between it is told at once that the host is
+/// unreachable (one failure, e.g. a door killed while opening, is retried).
 const RETRY_AFTER: Duration = Duration::from_secs(1);
 
 /// The event loop's back-off between reconnects: from the first to the last.
@@ -154,6 +155,8 @@ enum Status {
         /// When a door last failed to open; `None` when an open door closed
         /// (the next command tries again at once).
         tried: Option<Instant>,
+        /// Opens that failed in a row.
+        failures: u32,
         message: String,
     },
 }
@@ -475,14 +478,17 @@ impl Link {
     /// closed.
     fn mark_unreachable(&self, message: String, failed_open: bool) {
         let mut status = lock(&self.status);
-        let since = match &*status {
-            Status::Unreachable { since, .. } => *since,
-            _ => SystemTime::now(),
+        let (since, failures) = match &*status {
+            Status::Unreachable {
+                since, failures, ..
+            } => (*since, *failures),
+            _ => (SystemTime::now(), 0),
         };
         tracing::info!(host = %self.name, %message, "host unreachable");
         *status = Status::Unreachable {
             since,
             tried: failed_open.then(Instant::now),
+            failures: failures + u32::from(failed_open),
             message,
         };
     }
@@ -552,7 +558,8 @@ impl Link {
         *slot = None;
         let tried_just_now = matches!(
             &*lock(&self.status),
-            Status::Unreachable { tried: Some(tried), .. } if tried.elapsed() < RETRY_AFTER
+            Status::Unreachable { tried: Some(tried), failures, .. }
+                if *failures >= 2 && tried.elapsed() < RETRY_AFTER
         );
         if tried_just_now {
             return Err(self.unreachable());

@@ -23,12 +23,24 @@ struct Pair {
 
 impl Pair {
     fn new() -> Pair {
+        Pair::through(Vec::new())
+    }
+
+    /// Host `far` is reached through `door` followed by the far proxy's argv.
+    fn through(door: Vec<String>) -> Pair {
         let local = Env::new();
         let far = Env::new();
+        let mut argv = door;
+        argv.extend([
+            "env".to_owned(),
+            format!("HERD_HOME={}", far.home().display()),
+            HERD.to_owned(),
+            "proxy".to_owned(),
+        ]);
+        let quoted: Vec<String> = argv.iter().map(|a| format!("{a:?}")).collect();
         let config = format!(
-            "[hosts.far]\ncommand = [\"env\", \"HERD_HOME={}\", \"{HERD}\", \"proxy\"]\n\
-             [hosts.down]\ncommand = [\"false\"]\n",
-            far.home().display()
+            "[hosts.far]\ncommand = [{}]\n[hosts.down]\ncommand = [\"false\"]\n",
+            quoted.join(", ")
         );
         std::fs::write(local.home().join("config.toml"), config).expect("the home is writable");
         Pair { local, far }
@@ -511,4 +523,47 @@ fn issue15_handoff_of_a_far_job_sends_its_completion_to_the_new_owner() {
     assert!(arrived.is_ok(), "{all:?}");
     assert_eq!(completions_of(&all, &id)[0]["owner_task_id"], "agent-2");
     assert!(completions_of(&pair.events(), &id).is_empty());
+}
+
+#[test]
+fn issue15_over_real_ssh_a_job_runs_streams_and_completes_once_across_a_killed_ssh() {
+    let Some(sshd) = crate::sshd::Sshd::start() else {
+        return;
+    };
+    let pair = Pair::through(sshd.ssh());
+    let marker = pair.far.scratch().join("go");
+    let id = pair.run(&[
+        "--notify",
+        "--",
+        &format!(
+            "echo over-ssh; while [ ! -e {} ]; do sleep 0.05; done; echo done",
+            marker.display()
+        ),
+    ]);
+    let polled = pair.local.json(&["poll", &id, "--json"]);
+    assert_eq!(polled["status"], "running", "{polled}");
+    // Every ssh client of this door dies mid-job.
+    let far_home = format!("HERD_HOME={}", pair.far.home().display());
+    let ssh_doors = || -> Vec<i32> {
+        processes()
+            .into_iter()
+            .filter(|(_, line)| line.starts_with("ssh ") && line.contains(&far_home))
+            .map(|(pid, _)| pid)
+            .collect()
+    };
+    assert!(wait_until(DEADLINE, || !ssh_doors().is_empty()).is_ok());
+    for pid in ssh_doors() {
+        sigkill(pid);
+    }
+    std::fs::write(&marker, b"").expect("the scratch dir is writable");
+    let followed = pair.local.ok(&["logs", "-f", &id]);
+    assert!(
+        followed.contains("over-ssh") && followed.contains("done"),
+        "{followed}"
+    );
+    let events = pair.events_until(|all| !completions_of(all, &id).is_empty());
+    assert_eq!(completions_of(&events, &id).len(), 1, "{events:?}");
+    let second = pair.run(&["--notify", "--", "true"]);
+    let later = pair.events_until(|all| !completions_of(all, &second).is_empty());
+    assert!(completions_of(&later, &id).is_empty(), "{later:?}");
 }
