@@ -55,7 +55,10 @@ impl SessionId {
     /// (`[a-z0-9][a-z0-9_-]{0,31}`) and `far` a plain session id.
     pub fn qualified(host: &str, far: &str) -> Option<SessionId> {
         let name_ok = host.len() <= 32
-            && host.bytes().next().is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+            && host
+                .bytes()
+                .next()
+                .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
             && host
                 .bytes()
                 .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
