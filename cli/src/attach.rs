@@ -79,7 +79,7 @@ pub(crate) struct AttachArgs {
     pub(crate) id: String,
     /// The key that detaches from a PTY session, in caret notation: `^\` (Ctrl-\,
     /// the default), `^X`, `^]`, ... (`^@` to `^_`, a letter in either case).
-    /// Any other key goes to the job.
+    /// Any other key goes to the job. A pipe session detaches on Ctrl-D or Ctrl-C.
     #[arg(long, value_name = "KEY", default_value = "^\\", value_parser = DetachKey::parse)]
     pub(crate) detach_key: DetachKey,
 }
