@@ -87,10 +87,10 @@ pub use handoff::{
 };
 pub use herd_persistence::Home;
 pub use id::SessionId;
-pub use text::rfc3339;
 #[doc(hidden)]
 pub use kill::bench_support;
 #[doc(hidden)]
 pub use notify::bench_support as notify_bench_support;
 pub use registry::{Drained, External, FollowRead, LogFollower, Registry, RestoreReport};
 pub use spawn::utf8_environment;
+pub use text::rfc3339;
