@@ -438,6 +438,11 @@ async fn pty(
                 let Some(bytes) = bytes else {
                     break Ending::Detached(Some("stdin closed"));
                 };
+                #[cfg(debug_assertions)]
+                if bytes.contains(&0x07) && std::env::var_os("HERD_ATTACH_TEST_PANIC").is_some() {
+                    // Debug builds only: the tests prove the panic hook gives the terminal back.
+                    panic!("herd attach: the panic HERD_ATTACH_TEST_PANIC asked for (Ctrl-G)");
+                }
                 let (typed, detached) = match bytes.iter().position(|b| *b == detach.byte()) {
                     Some(at) => (&bytes[..at], true),
                     None => (&bytes[..], false),

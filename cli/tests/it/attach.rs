@@ -436,6 +436,35 @@ exit 0
     assert_eq!(line_starting(&screen, "ok="), Some("ok=0"), "{screen}");
 }
 
+// Issue 17: a panic while attached gives the terminal back (the alternate
+// screen left, raw mode off) before the report, exits 101, and leaves the job
+// running. Debug builds panic on Ctrl-G when HERD_ATTACH_TEST_PANIC is set.
+#[test]
+fn issue_17_attach_restores_the_terminal_on_a_panic() {
+    let env = Env::new();
+    let full = "printf '\\033[?1049h\\033[2J\\033[3;3Hpanic target '\nIFS= read -r _\n";
+    let id = spawn(&env, full, &["--pty"]);
+    let tmux = Tmux::start(&env, 100, 30);
+    tmux.type_line(&format!(
+        "clear; HERD_ATTACH_TEST_PANIC=1 {HERD} attach {id}"
+    ));
+    tmux.wait_running();
+    tmux.wait_for("the program", |s| s.contains("panic target"));
+    assert_eq!(tmux.format("#{alternate_on}"), "1");
+    tmux.control(0x07);
+    let screen = tmux.wait_restored("after-panic");
+    assert_eq!(
+        line_starting(&screen, "after-panic="),
+        Some("after-panic=101"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("HERD_ATTACH_TEST_PANIC"),
+        "no report:\n{screen}"
+    );
+    assert_eq!(status(&env, &id), "running");
+}
+
 // Issue 17: a pipe session attaches read-only for output, says so, and sends
 // each typed line to the job's stdin; Ctrl-D and Ctrl-C detach, the job running.
 #[test]
