@@ -141,9 +141,7 @@ pub(crate) fn run(home: &Home, args: AttachArgs) -> anyhow::Result<()> {
         ),
     };
     if let Some(why) = not_a_terminal {
-        return Err(
-            Failure::new(Code::Usage, format!("herd attach needs a terminal: {why}")).into(),
-        );
+        return Err(Failure::new(Code::Usage, format!("attach needs a terminal: {why}")).into());
     }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
