@@ -677,8 +677,12 @@ async fn logs_stream(
         if read.is_done {
             let mut answer = json!({"next_byte": follower.next_byte()});
             if with_result {
-                // The session has ended, so this wait answers at once.
-                let ended = state.registry.wait(session, Duration::ZERO, None).await;
+                // The session has ended, so this wait answers at once (its
+                // timeout only has to be positive).
+                let ended = state
+                    .registry
+                    .wait(session, Duration::from_secs(1), None)
+                    .await;
                 answer["result"] = match ended.map_err(core_error).and_then(to_value) {
                     Ok(value) => value,
                     Err(err) => json!({"error": err.message}),

@@ -941,3 +941,49 @@ fn positional_params_and_nul_bytes_are_refused_as_invalid_params() {
     let listed = conn.call(2, "list", json!({"state": "all"}));
     assert_eq!(listed["result"]["processes"], json!([]), "{listed}");
 }
+
+#[test]
+fn issue17_logs_follow_with_result_ends_with_the_sessions_result() {
+    let env = Env::new();
+    env.json(&["ps", "--json"]);
+    let mut conn = Conn::open(&env);
+    let hello = conn.hello();
+    assert!(
+        hello["result"]["capabilities"]
+            .as_array()
+            .is_some_and(|c| c.iter().any(|c| c == "logs.follow.result")),
+        "{hello}"
+    );
+    let spawned = conn.call(
+        1,
+        "spawn",
+        json!({"command": "echo out; exit 7", "owner": "t"}),
+    );
+    let id = spawned["result"]["session_id"]
+        .as_str()
+        .expect("an id")
+        .to_owned();
+    conn.send_raw(
+        format!(
+            "{}\n",
+            json!({"jsonrpc": "2.0", "id": 2, "method": "logs.follow",
+                   "params": {"id": id, "result": true}})
+        )
+        .as_bytes(),
+    );
+    let mut output = String::new();
+    let end = loop {
+        let message = conn.recv();
+        if message["method"] == "log" {
+            output.push_str(message["params"]["output"].as_str().unwrap_or_default());
+            continue;
+        }
+        break message;
+    };
+    assert_eq!(output, "out\n");
+    assert_eq!(end["id"], 2, "{end}");
+    let result = &end["result"]["result"];
+    assert_eq!(result["session_id"], json!(id), "{end}");
+    assert_eq!(result["exit_code"], 7, "{end}");
+    assert!(end["result"]["next_byte"].is_u64(), "{end}");
+}
