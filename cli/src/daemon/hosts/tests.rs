@@ -1,3 +1,5 @@
+//! Unit tests of the host link: qualified ids in answers and the keys that make far events publish once.
+
 use std::collections::BTreeMap;
 
 use serde_json::json;
