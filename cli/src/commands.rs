@@ -242,7 +242,7 @@ pub(crate) async fn ps(home: &Home, args: PsArgs) -> anyhow::Result<()> {
             fixed.insert(
                 1,
                 if row["stale"] == true {
-                    format!("{host}?")
+                    format!("{host} (unreachable)")
                 } else {
                     host
                 },

@@ -72,7 +72,15 @@ impl Pair {
             all.extend(self.events());
             done(&all)
         });
-        assert!(found.is_ok(), "events never arrived: {all:?}");
+        if found.is_err() {
+            let read = |p: std::path::PathBuf| std::fs::read_to_string(p).unwrap_or_default();
+            let log = read(self.local.home().join("logs/daemon.log"));
+            let tail: Vec<&str> = log.lines().rev().take(15).collect();
+            panic!(
+                "events never arrived: {all:?}\nthe host map: {}\nthe daemon's log, newest first: {tail:#?}",
+                read(self.local.home().join("hosts/far.json"))
+            );
+        }
         all
     }
 
@@ -566,4 +574,42 @@ fn issue15_over_real_ssh_a_job_runs_streams_and_completes_once_across_a_killed_s
     let second = pair.run(&["--notify", "--", "true"]);
     let later = pair.events_until(|all| !completions_of(all, &second).is_empty());
     assert!(completions_of(&later, &id).is_empty(), "{later:?}");
+}
+
+#[test]
+fn issue15_a_far_watch_wake_arrives_once_with_the_qualified_id() {
+    let pair = Pair::new();
+    let marker = pair.far.scratch().join("go");
+    let id = pair.run(&[
+        "--notify",
+        "--watch",
+        "READY",
+        "--",
+        &format!(
+            "echo READY now; while [ ! -e {} ]; do sleep 0.05; done",
+            marker.display()
+        ),
+    ]);
+    let events = pair.events_until(|all| {
+        all.iter()
+            .any(|e| e["type"] == "watch_match" && e["session_id"] == id.as_str())
+    });
+    let wakes: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "watch_match" && e["session_id"] == id.as_str())
+        .collect();
+    assert_eq!(wakes.len(), 1, "{events:?}");
+    assert_eq!(wakes[0]["owner_task_id"], "cli", "{events:?}");
+    // The doors die and come back; the wake is not replayed, the completion
+    // comes once.
+    for pid in pair.doors() {
+        sigkill(pid);
+    }
+    std::fs::write(&marker, b"").expect("the scratch dir is writable");
+    let later = pair.events_until(|all| !completions_of(all, &id).is_empty());
+    assert!(
+        !later.iter().any(|e| e["type"] == "watch_match"),
+        "the wake came again: {later:?}"
+    );
+    assert_eq!(completions_of(&later, &id).len(), 1, "{later:?}");
 }

@@ -560,7 +560,11 @@ impl Inner {
         let ledger = slot.as_ref().expect("the ledger was just opened");
         match ledger.commit(&record) {
             Ok(new) => {
-                if let Replay::Pending { committed_here } = &mut *lock(&self.durable.replay) {
+                // Queued here now, so the replay must not queue it again; one the
+                // ledger held already is left to the replay (if undelivered).
+                if new
+                    && let Replay::Pending { committed_here } = &mut *lock(&self.durable.replay)
+                {
                     committed_here.insert(record.completion_id);
                 }
                 Some(new)

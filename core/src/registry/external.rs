@@ -153,3 +153,6 @@ fn rebuild(id: &SessionId, owner: &str, value: &Value) -> Option<Event> {
         },
     })
 }
+
+#[cfg(test)]
+mod tests;
