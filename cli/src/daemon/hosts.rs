@@ -66,6 +66,10 @@ const OPEN_DEADLINE: Duration = door::HELLO_DEADLINE;
 /// unreachable (one failure, e.g. a door killed while opening, is retried).
 const RETRY_AFTER: Duration = Duration::from_secs(1);
 
+/// A control door with nothing asked of it for this long is closed (the next
+/// request opens another).
+const IDLE_CLOSE: Duration = Duration::from_secs(300);
+
 /// The event loop's back-off between reconnects: from the first to the last.
 const BACKOFF_FIRST: Duration = Duration::from_millis(200);
 const BACKOFF_LAST: Duration = Duration::from_secs(10);
@@ -325,13 +329,7 @@ impl Hosts {
             ))),
             "wait" => reply(link.long_call(method, params).await),
             "handoff" => reply(link.handoff(params).await),
-            "restart" => {
-                let mut params = strip(params, &["caller_env"]);
-                if let Some(env) = link.proxy_env() {
-                    params["caller_env"] = json!(env);
-                }
-                reply(link.call(method, params).await)
-            }
+            "restart" => reply(link.restart(params).await),
             _ => reply(link.call(method, params).await),
         }
     }
@@ -569,7 +567,14 @@ impl Link {
         let (child, reader, writer, stderr) = door.into_parts();
         let link = Arc::clone(self);
         tokio::spawn(async move {
-            let why = serve_control(child, reader, writer, rx).await;
+            let Some(why) = serve_control(child, reader, writer, rx).await else {
+                tracing::debug!(host = %link.name, "idle control door closed");
+                let mut status = lock(&link.status);
+                if matches!(*status, Status::Connected { .. }) {
+                    *status = Status::Idle;
+                }
+                return;
+            };
             let said = stderr.text();
             let said = said.lines().last().unwrap_or("").trim().to_owned();
             let message = if said.is_empty() {
@@ -722,6 +727,39 @@ impl Link {
             row: None,
         };
         lock(&self.book).jobs.insert(far_id.to_owned(), job);
+        self.save().await;
+        if events {
+            self.start_events();
+            self.wake.notify_one();
+        }
+        Ok(self.qualify(answer))
+    }
+
+    /// `restart` of a far job: run again there, in the far proxy's environment;
+    /// the new far id joins the map with the old one's owner.
+    async fn restart(self: &Arc<Self>, params: Value) -> Answer {
+        let mut params = strip(params, &["caller_env"]);
+        if let Some(env) = self.proxy_env() {
+            params["caller_env"] = json!(env);
+        }
+        let answer = self.call_raw("restart", params).await?;
+        let new = answer["session_id"].as_str().unwrap_or_default().to_owned();
+        let old = answer["replaces"].as_str().unwrap_or_default().to_owned();
+        let events = {
+            let mut book = lock(&self.book);
+            let job = book.jobs.get(&old).cloned().map(|job| Job {
+                finished: false,
+                row: None,
+                ..job
+            });
+            let events = job.as_ref().is_some_and(|j| j.events);
+            if let Some(job) = job
+                && !new.is_empty()
+            {
+                book.jobs.insert(new, job);
+            }
+            events
+        };
         self.save().await;
         if events {
             self.start_events();
@@ -1144,14 +1182,15 @@ fn request_line(id: u64, method: &str, params: Value) -> Vec<u8> {
     line
 }
 
-/// Serves one control door until it or its senders close; says why it ended.
-/// Every request still unanswered then is answered as unreachable.
+/// Serves one control door until it or its senders close, or it has been idle
+/// for [`IDLE_CLOSE`] (`None`); says why it ended. Every request still
+/// unanswered then is answered as unreachable.
 async fn serve_control(
     child: Child,
     mut reader: BufReader<ChildStdout>,
     mut writer: ChildStdin,
     mut rx: mpsc::UnboundedReceiver<Outgoing>,
-) -> String {
+) -> Option<String> {
     // The door dies with this task (killed on drop).
     let _child = child;
     let mut pending: HashMap<u64, oneshot::Sender<Answer>> = HashMap::new();
@@ -1162,18 +1201,26 @@ async fn serve_control(
             let _ = reply.send(Err(RpcError::new(HOST_UNREACHABLE, "the door closed")));
         }
     };
+    let mut idle = tokio::time::interval(IDLE_CLOSE / 4);
+    let mut active = Instant::now();
     loop {
         tokio::select! {
+            _ = idle.tick() => {
+                if pending.is_empty() && active.elapsed() >= IDLE_CLOSE {
+                    return None;
+                }
+            }
             outgoing = rx.recv() => {
+                active = Instant::now();
                 let Some(out) = outgoing else {
-                    return "the link was closed".into();
+                    return Some("the link was closed".into());
                 };
                 next += 1;
                 let line = request_line(next, &out.method, out.params);
                 if let Err(err) = writer.write_all(&line).await {
                     let _ = out.reply.send(Err(RpcError::new(HOST_UNREACHABLE, "the door closed")));
                     lost(&mut pending);
-                    return format!("the door closed: {err}");
+                    return Some(format!("the door closed: {err}"));
                 }
                 pending.insert(next, out.reply);
             }
@@ -1183,13 +1230,14 @@ async fn serve_control(
                     Ok(Line::TooLong) => continue,
                     Ok(Line::Eof) => {
                         lost(&mut pending);
-                        return "the door closed".into();
+                        return Some("the door closed".into());
                     }
                     Err(err) => {
                         lost(&mut pending);
-                        return format!("the door failed: {err}");
+                        return Some(format!("the door failed: {err}"));
                     }
                 }
+                active = Instant::now();
                 let Ok(message) = serde_json::from_slice::<Response>(&buf) else {
                     continue;
                 };

@@ -613,3 +613,49 @@ fn issue15_a_far_watch_wake_arrives_once_with_the_qualified_id() {
     );
     assert_eq!(completions_of(&later, &id).len(), 1, "{later:?}");
 }
+
+#[test]
+fn issue15_restart_of_a_far_job_runs_it_again_there_with_both_ids_qualified() {
+    let pair = Pair::new();
+    let id = pair.run(&[
+        "--owner",
+        "agent-9",
+        "--notify",
+        "--",
+        "echo run-$((1 + 1))",
+    ]);
+    pair.local.ok(&["wait", &id]);
+    let out = pair
+        .local
+        .cmd(&["restart", &id, "--json"])
+        .env("HERD_IT_CALLER", "leaked")
+        .output()
+        .expect("herd runs");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let info: Value = serde_json::from_str(stdout(&out).trim()).expect("JSON");
+    let again = info["session_id"].as_str().unwrap_or_default().to_owned();
+    assert!(again.starts_with("far:proc_") && again != id, "{info}");
+    assert_eq!(info["replaces"], id.as_str(), "{info}");
+    pair.local.ok(&["wait", &again]);
+    assert_eq!(pair.local.ok(&["logs", &again]).trim(), "run-2");
+    // The new far job is the same owner's: listed as its, its completion its.
+    let ps = pair.local.json(&[
+        "ps", "--host", "far", "--owner", "agent-9", "--all", "--json",
+    ]);
+    assert!(
+        ps["processes"]
+            .as_array()
+            .is_some_and(|r| r.iter().any(|r| r["session_id"] == again.as_str())),
+        "{ps}"
+    );
+    let mut all = Vec::new();
+    let arrived = wait_until(DEADLINE, || {
+        let text = pair.local.ok(&["events", "--owner", "agent-9", "--json"]);
+        all.extend(
+            text.lines()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok()),
+        );
+        !completions_of(&all, &again).is_empty()
+    });
+    assert!(arrived.is_ok(), "{all:?}");
+}
