@@ -1297,6 +1297,15 @@ impl RemoteStream {
                     return;
                 }
             }
+            // A note that names no session (a `log` note: output only) is passed
+            // on as the far side wrote it: no parse, no copy through a Value.
+            if buf.starts_with(NOTE_START) && memchr::memmem::find(&buf, b"session_id").is_none() {
+                buf.push(b'\n');
+                if writer.write_all(&buf).await.is_err() {
+                    return;
+                }
+                continue;
+            }
             let Ok(message) = serde_json::from_slice::<Response>(&buf) else {
                 continue;
             };
@@ -1319,6 +1328,9 @@ impl RemoteStream {
         }
     }
 }
+
+/// How a daemon's stream note begins (`Response::notification` serialised).
+const NOTE_START: &[u8] = br#"{"jsonrpc":"2.0","id":null,"method":"#;
 
 /// The pause between reconnects.
 #[expect(

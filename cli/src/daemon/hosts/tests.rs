@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
-use super::{Job, event_key, qualify_in};
+use super::{Job, NOTE_START, event_key, qualify_in};
 
 fn jobs() -> BTreeMap<String, Job> {
     let mut jobs = BTreeMap::new();
@@ -67,4 +67,10 @@ fn event_keys_tell_beats_apart_and_leave_completions_to_the_ledger() {
         event_key("proc_0123456789ab", "watch_match", &watch),
         event_key("proc_0123456789ab", "watch_match", &watch)
     );
+}
+
+#[test]
+fn a_log_note_is_recognised_by_how_the_daemon_writes_it() {
+    let line = crate::protocol::Response::notification("log", json!({"output": "x"})).to_line();
+    assert!(line.starts_with(NOTE_START), "{}", String::from_utf8_lossy(&line));
 }
