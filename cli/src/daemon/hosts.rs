@@ -997,8 +997,10 @@ impl Link {
             )
             .await;
             match read {
-                // A quiet stretch: drain anyway (a note lost in a reconnect).
-                Err(_) => {}
+                // A quiet stretch: drain anyway (a note lost in a reconnect), and
+                // learn which jobs ended without an event (a watch-only job's end
+                // queues nothing), so their door is not held for ever.
+                Err(_) => self.note_ended().await?,
                 Ok(Ok(Line::Complete)) => {}
                 Ok(Ok(Line::TooLong)) => {}
                 Ok(Ok(Line::Eof)) => return Err("the events door closed".into()),
@@ -1006,6 +1008,37 @@ impl Link {
             }
             self.drain().await?;
         }
+    }
+
+    /// Marks finished the jobs of the map the far side no longer runs.
+    async fn note_ended(self: &Arc<Self>) -> Result<(), String> {
+        let running = self
+            .call_raw("list", json!({"owner": self.far_owner}))
+            .await
+            .map_err(|e| e.message)?;
+        let live: std::collections::HashSet<String> = running["processes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|r| r["session_id"].as_str().map(str::to_owned))
+            .collect();
+        let changed = {
+            let mut book = lock(&self.book);
+            let mut changed = false;
+            for (far_id, job) in &mut book.jobs {
+                if !job.finished && !live.contains(far_id) {
+                    job.finished = true;
+                    changed = true;
+                }
+            }
+            changed
+        };
+        if changed {
+            // Events already queued for them are still taken by the next drain.
+            self.drain().await?;
+            self.save().await;
+        }
+        Ok(())
     }
 
     /// Takes the far owner's events with a lease, publishes each into its local
