@@ -562,8 +562,7 @@ impl Inner {
             Ok(new) => {
                 // Queued here now, so the replay must not queue it again; one the
                 // ledger held already is left to the replay (if undelivered).
-                if new
-                    && let Replay::Pending { committed_here } = &mut *lock(&self.durable.replay)
+                if new && let Replay::Pending { committed_here } = &mut *lock(&self.durable.replay)
                 {
                     committed_here.insert(record.completion_id);
                 }

@@ -72,5 +72,9 @@ fn event_keys_tell_beats_apart_and_leave_completions_to_the_ledger() {
 #[test]
 fn a_log_note_is_recognised_by_how_the_daemon_writes_it() {
     let line = crate::protocol::Response::notification("log", json!({"output": "x"})).to_line();
-    assert!(line.starts_with(NOTE_START), "{}", String::from_utf8_lossy(&line));
+    assert!(
+        line.starts_with(NOTE_START),
+        "{}",
+        String::from_utf8_lossy(&line)
+    );
 }
