@@ -200,7 +200,7 @@ impl Tmux {
         self.type_line(&format!("echo {marker}=$?"));
         let expect = format!("{marker}=");
         self.wait_for("the shell to run a command again", |s| {
-            s.lines().any(|l| l.starts_with(&expect))
+            s.lines().any(|l| unprompted(l).starts_with(&expect))
         })
     }
 }
@@ -255,7 +255,18 @@ fn status(env: &Env, id: &str) -> String {
 
 /// The line of the screen that starts with `start`.
 fn line_starting<'s>(screen: &'s str, start: &str) -> Option<&'s str> {
-    screen.lines().find(|l| l.starts_with(start))
+    screen
+        .lines()
+        .map(unprompted)
+        .find(|l| l.starts_with(start))
+}
+
+/// A screen line without the shell's prompt before it: a command typed while
+/// the previous one still ran is read ahead, so its output follows the prompt.
+fn unprompted(line: &str) -> &str {
+    line.strip_prefix("$ ")
+        .or_else(|| line.strip_prefix("# "))
+        .unwrap_or(line)
 }
 
 // Issue 17: `herd attach` puts a PTY session on the terminal: the screen it had
