@@ -15,6 +15,11 @@
 //!   the same with `herd logs -f`. The log is 256 MiB (`HERD_BENCH_REMOTE_MB`
 //!   sets another size).
 //!
+//! - `remote.hosts10_jobs100`: 10 hosts (10 far homes, each with its own local
+//!   door and daemon) × 100 `spawn`s of `true` with `notify`, sent on one socket
+//!   connection, until all 1,000 completions have arrived on the local owner's
+//!   `events.follow` stream, seconds.
+//!
 //! `HERD_BENCH_ONLY=<substring>[,…]` runs only the figures whose name has one.
 #![allow(
     clippy::print_stdout,
@@ -456,6 +461,81 @@ fn sshd() -> Option<Sshd> {
     None
 }
 
+/// 10 hosts × 100 notified `true` jobs, spawned on one connection, until every
+/// completion is on the owner's stream.
+fn hosts10_jobs100() {
+    const HOSTS: usize = 10;
+    const JOBS: usize = 100;
+    let pair = Pair::new(&[]);
+    let fars: Vec<tempfile::TempDir> = (0..HOSTS)
+        .map(|_| {
+            tempfile::Builder::new()
+                .prefix("herd-bench-far")
+                .tempdir()
+                .expect("temp dir")
+        })
+        .collect();
+    let mut config = String::new();
+    for (i, far) in fars.iter().enumerate() {
+        config.push_str(&format!(
+            "[hosts.far{i}]\ncommand = [\"env\", \"HERD_HOME={}\", {HERD:?}, \"proxy\"]\n",
+            far.path().display()
+        ));
+    }
+    std::fs::write(pair.local.join("config.toml"), config).expect("config");
+    let mut control = pair.connect();
+    let mut events = pair.connect();
+    events.send("events.follow", json!({"owner": "bench"}));
+    // Doors open and far daemons start before the clock runs.
+    for i in 0..HOSTS {
+        control.call("list", json!({"host": format!("far{i}")}));
+    }
+    let start = Instant::now();
+    // Sent in windows of 50 with their answers read in between: a client that
+    // only writes would fill the socket both ways.
+    for window in 0..(HOSTS * JOBS / 50) {
+        for k in 0..50 {
+            let host = (window * 50 + k) % HOSTS;
+            control.send(
+                "spawn",
+                json!({"command": "true", "owner": "bench", "notify": true, "host": format!("far{host}")}),
+            );
+        }
+        for _ in 0..50 {
+            let message = control.line();
+            assert!(message["error"].is_null(), "{message}");
+        }
+    }
+    let spawned = start.elapsed().as_secs_f64();
+    let mut completions = 0;
+    while completions < HOSTS * JOBS {
+        let note = events.line();
+        if note["params"]["type"] == "completion" {
+            completions += 1;
+        }
+    }
+    let total = start.elapsed().as_secs_f64();
+    report(
+        "remote.hosts10_jobs100",
+        "s",
+        total,
+        None,
+        "",
+        &format!(
+            "{HOSTS} hosts x {JOBS} notified `true` jobs over local doors, spawned on one connection \
+             (all answered after {spawned:.2} s), until all {} completions were on the local owner's stream",
+            HOSTS * JOBS
+        ),
+    );
+    for far in &fars {
+        let _ = pair
+            .herd(far.path(), &["shutdown"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
 fn main() {
     let only = std::env::var("HERD_BENCH_ONLY").unwrap_or_default();
     let wanted = |name: &str| only.is_empty() || only.split(',').any(|o| name.contains(o));
@@ -465,6 +545,9 @@ fn main() {
     }
     if wanted("remote.logs") {
         logs_vs_cat(&Pair::new(&[]));
+    }
+    if wanted("remote.hosts10_jobs100") {
+        hosts10_jobs100();
     }
     if wanted("remote.run_completion_ssh") {
         match sshd() {
