@@ -58,6 +58,9 @@ use crate::protocol::{
 };
 use crate::remote::door;
 
+/// What a far daemon must serve for the link to use it.
+const FAR_NEEDS: &[&str] = &["drain.lease", "events.pending", "logs.follow.result"];
+
 /// How long a door may take to open and answer `hello`.
 const OPEN_DEADLINE: Duration = door::HELLO_DEADLINE;
 
@@ -531,6 +534,24 @@ impl Link {
     async fn open(&self) -> Result<door::Door, RpcError> {
         match door::open(&self.name, &self.config, OPEN_DEADLINE).await {
             Ok(door) => {
+                // Delivery once needs the far side's leased drains and pending
+                // notes; an older far herd is refused, not half used.
+                let lacking: Vec<&str> = FAR_NEEDS
+                    .iter()
+                    .copied()
+                    .filter(|c| !door.hello.capabilities.iter().any(|have| have == c))
+                    .collect();
+                if !lacking.is_empty() {
+                    let message = format!(
+                        "the far herd ({}) lacks {}; install this version there (`herd hosts install {}`) and restart its daemon",
+                        door.hello.daemon,
+                        lacking.join(", "),
+                        self.name
+                    );
+                    door.close().await;
+                    self.mark_unreachable(message, true);
+                    return Err(self.unreachable());
+                }
                 if let Some(env) = door.hello.proxy_env.clone() {
                     *lock(&self.proxy_env) = Some(env);
                 }

@@ -659,3 +659,26 @@ fn issue15_restart_of_a_far_job_runs_it_again_there_with_both_ids_qualified() {
     });
     assert!(arrived.is_ok(), "{all:?}");
 }
+
+#[test]
+fn issue15_a_far_herd_without_leased_drains_is_refused_naming_what_it_lacks() {
+    let pair = Pair::new();
+    // A stand-in for an older far herd: it greets with no capabilities.
+    let answer = r#"{"jsonrpc":"2.0","id":1,"result":{"protocol":1,"daemon":"0.0.9","home":"/far","capabilities":[]}}"#;
+    let config = pair.local.home().join("config.toml");
+    let mut text = std::fs::read_to_string(&config).expect("config");
+    text.push_str(&format!(
+        "[hosts.old]\ncommand = [\"sh\", \"-c\", {:?}]\n",
+        format!("read -r hello; echo '{answer}'; read -r next")
+    ));
+    std::fs::write(&config, text).expect("config");
+    let out = pair.local.run(&["run", "--host", "old", "--", "true"]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let said = stderr(&out);
+    assert!(
+        said.contains("0.0.9")
+            && said.contains("drain.lease")
+            && said.contains("hosts install old"),
+        "{said}"
+    );
+}
