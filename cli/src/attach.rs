@@ -255,46 +255,19 @@ fn spawn_follower(
     rx
 }
 
-/// Reads a `logs.follow` stream, handing each piece of output to `emit`, to
-/// its end; the session's result when the daemon sends it with the end.
+/// Reads a `logs.follow` stream to its end, handing each piece of output to
+/// `emit`; the session's result when the daemon sends it with the end.
 async fn follow(
     client: &mut Client,
     id: &str,
     from_byte: u64,
     mut emit: impl FnMut(&str),
 ) -> anyhow::Result<Option<Value>> {
-    let mut params = json!({"id": id, "from_byte": from_byte});
-    if client.hello.serves("logs.follow.result") {
-        params["result"] = json!(true);
-    }
-    let request = client
-        .send("logs.follow", params)
-        .await
-        .map_err(|e| CallError::Io(e).into_anyhow())?;
-    loop {
-        let Some(message) = client
-            .next_message()
-            .await
-            .map_err(|e| CallError::Io(e).into_anyhow())?
-        else {
-            return Err(Failure::new(Code::Unreachable, "the daemon closed the log stream").into());
-        };
-        if message.method.as_deref() == Some("log") {
-            if let Some(text) = message.params.as_ref().and_then(|p| p["output"].as_str()) {
-                emit(text);
-            }
-            continue;
-        }
-        if message.id == json!(request) {
-            if let Some(error) = message.error {
-                return Err(crate::client::rpc_failure(error));
-            }
-            return Ok(message
-                .result
-                .and_then(|mut answer| answer.get_mut("result").map(Value::take))
-                .filter(|result| result["session_id"].is_string()));
-        }
-    }
+    crate::commands::follow::stream(client, id, from_byte, |text| {
+        emit(text);
+        Ok(())
+    })
+    .await
 }
 
 /// Sends what the person types, in order, on the request connection. A refused

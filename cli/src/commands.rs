@@ -999,6 +999,6 @@ pub(crate) async fn shutdown(
     Ok(())
 }
 
-mod follow;
+pub(crate) mod follow;
 #[cfg(test)]
 mod tests;

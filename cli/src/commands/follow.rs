@@ -100,7 +100,7 @@ pub(crate) async fn one(
 /// Reads a `logs.follow` stream, handing each piece of output to `emit`, until
 /// the daemon's final answer (the session ended), and returns the result that
 /// answer carries (daemons with `logs.follow.result`).
-async fn stream(
+pub(crate) async fn stream(
     client: &mut Client,
     id: &str,
     from_byte: u64,
