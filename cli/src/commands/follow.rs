@@ -205,28 +205,7 @@ async fn many(
     tail: Option<u64>,
     json: bool,
 ) -> anyhow::Result<()> {
-    let colour = std::io::stdout().is_terminal()
-        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-    let width = sessions
-        .iter()
-        .map(|(_, l)| l.chars().count())
-        .max()
-        .unwrap_or(0);
-    let prefixes: Vec<String> = sessions
-        .iter()
-        .enumerate()
-        .map(|(i, (_, l))| {
-            let padded = format!("{l:<width$} | ");
-            if colour {
-                format!(
-                    "\x1b[{}m{padded}\x1b[0m",
-                    LABEL_COLOURS[i % LABEL_COLOURS.len()]
-                )
-            } else {
-                padded
-            }
-        })
-        .collect();
+    let prefixes = label_prefixes(sessions);
     let (tx, mut rx) = mpsc::channel::<Piece>(256);
     for (index, (id, _)) in sessions.iter().enumerate() {
         let mut follower = Client::connect(home).await?;
@@ -303,6 +282,33 @@ async fn many(
     } else {
         Err(Failure::silent(Code::Failed).into())
     }
+}
+
+/// Each session's label padded to the widest, then ` | `, coloured on a terminal
+/// (unless `NO_COLOR`).
+fn label_prefixes(sessions: &[(String, String)]) -> Vec<String> {
+    let colour = std::io::stdout().is_terminal()
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let width = sessions
+        .iter()
+        .map(|(_, l)| l.chars().count())
+        .max()
+        .unwrap_or(0);
+    sessions
+        .iter()
+        .enumerate()
+        .map(|(i, (_, l))| {
+            let padded = format!("{l:<width$} | ");
+            if colour {
+                format!(
+                    "\x1b[{}m{padded}\x1b[0m",
+                    LABEL_COLOURS[i % LABEL_COLOURS.len()]
+                )
+            } else {
+                padded
+            }
+        })
+        .collect()
 }
 
 /// `text` with `prefix` before every line, each ended by a newline.

@@ -1,6 +1,7 @@
 //! Unit tests of the client-side formatting helpers.
 
-use super::{age, command_line, last_line, truncate};
+use super::ps::{age, last_line};
+use super::{command_line, truncate};
 
 #[test]
 fn one_word_is_a_shell_line_and_several_are_quoted() {

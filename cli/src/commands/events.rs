@@ -1,0 +1,157 @@
+//! `herd events`: the owner's notifications, taken once or followed.
+
+use std::io::IsTerminal;
+
+use herd_persistence::Home;
+use serde_json::{Value, json};
+
+use super::{ending, truncate};
+use crate::args::EventsArgs;
+use crate::client::{CallError, Client};
+use crate::exit::{Code, Failure};
+use crate::output;
+
+/// `herd events`.
+pub(crate) async fn events(home: &Home, args: EventsArgs) -> anyhow::Result<()> {
+    let owner = args.owner.resolve("cli");
+    let style = EventStyle::new(&args);
+    let mut client = Client::connect(home).await?;
+    if !args.follow {
+        // Taken as a lease, acknowledged only once printed (or given back for
+        // --peek): a write to a closed pipe loses nothing.
+        let leased = client.hello.serves("drain.lease");
+        if args.peek && !leased {
+            return Err(Failure::new(
+                Code::Failed,
+                "this daemon cannot show notifications without taking them (it predates drain leases); \
+                 restart it with `herd shutdown --keep-jobs`",
+            )
+            .into());
+        }
+        let answer = client
+            .request("drain", json!({"owner": owner, "lease": leased}))
+            .await?;
+        for event in answer["events"].as_array().into_iter().flatten() {
+            print_event(event, &style)?;
+        }
+        if let Some(lease) = answer["lease"].as_u64() {
+            let settle = if args.peek {
+                "drain.release"
+            } else {
+                "drain.ack"
+            };
+            client.request(settle, json!({"lease": lease})).await?;
+        }
+        return Ok(());
+    }
+    let request = client
+        .send("events.follow", json!({"owner": owner}))
+        .await
+        .map_err(|e| CallError::Io(e).into_anyhow())?;
+    loop {
+        let Some(message) = client
+            .next_message()
+            .await
+            .map_err(|e| CallError::Io(e).into_anyhow())?
+        else {
+            return Ok(());
+        };
+        if message.method.as_deref() == Some("event") {
+            print_event(message.params.as_ref().unwrap_or(&Value::Null), &style)?;
+        } else if message.id == json!(request)
+            && let Some(error) = message.error
+        {
+            return Err(crate::client::rpc_failure(error));
+        }
+    }
+}
+
+/// How `herd events` prints: JSON lines, or one line for a person, in colour or not.
+#[derive(Debug, Clone, Copy)]
+struct EventStyle {
+    human: bool,
+    color: bool,
+}
+
+impl EventStyle {
+    fn new(args: &EventsArgs) -> EventStyle {
+        let terminal = std::io::stdout().is_terminal();
+        let color = match args.color {
+            crate::args::ColorChoice::Always => true,
+            crate::args::ColorChoice::Never => false,
+            crate::args::ColorChoice::Auto => {
+                terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+            }
+        };
+        EventStyle {
+            human: terminal && !args.json,
+            color,
+        }
+    }
+}
+
+/// One event: a JSON line, or for a person `HH:MM:SS proc_… what  command — first line`.
+fn print_event(event: &Value, style: &EventStyle) -> std::io::Result<()> {
+    if !style.human {
+        return output::json_line(event);
+    }
+    let paint = |code: &str, text: &str| {
+        if style.color {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_owned()
+        }
+    };
+    let id = output::visible(event["session_id"].as_str().unwrap_or("herd")).into_owned();
+    let (what, colour) = match event["type"].as_str().unwrap_or_default() {
+        "completion" => {
+            let how = ending(event, &id)
+                .split_once(' ')
+                .map(|(_, how)| how.to_owned())
+                .unwrap_or_default();
+            let ok = event["exit_code"] == json!(0) && event["completion_reason"] == "exited";
+            (how, if ok { "32" } else { "31" })
+        }
+        "heartbeat" => (
+            format!(
+                "still running ({}s, beat {})",
+                event["elapsed"].as_u64().unwrap_or(0),
+                event["seq"].as_u64().unwrap_or(0)
+            ),
+            "36",
+        ),
+        "watch_match" => (
+            format!(
+                "matched {:?}",
+                output::visible(event["pattern"].as_str().unwrap_or_default())
+            ),
+            "33",
+        ),
+        other => (output::visible(other).into_owned(), "35"),
+    };
+    let time = clock_now();
+    let command = truncate(event["command"].as_str().unwrap_or_default(), 40);
+    let first = event["output"]
+        .as_str()
+        .or_else(|| event["message"].as_str())
+        .and_then(|o| o.lines().find(|l| !l.trim().is_empty()))
+        .map(|l| truncate(l, 60))
+        .unwrap_or_default();
+    let mut line = format!("{time} {id} {}", paint(colour, &what));
+    if !command.is_empty() {
+        line.push_str(&format!("  {command}"));
+    }
+    if !first.is_empty() {
+        line.push_str(&format!(" — {first}"));
+    }
+    output::line(&line)
+}
+
+/// The wall-clock time as `HH:MM:SS` (UTC, as the rest of herd's times).
+fn clock_now() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let day = secs % 86_400;
+    format!("{:02}:{:02}:{:02}", day / 3600, day % 3600 / 60, day % 60)
+}

@@ -1,0 +1,123 @@
+//! `herd logs`: a page of a log, or all of it (`--follow` is `follow`'s); and the
+//! last lines of a log, where following starts.
+
+use herd_persistence::Home;
+use serde_json::json;
+
+use super::follow;
+use crate::args::LogsArgs;
+use crate::client::Client;
+use crate::exit::{Code, Failure};
+use crate::output;
+
+/// `herd logs`.
+pub(crate) async fn logs(home: &Home, args: LogsArgs) -> anyhow::Result<()> {
+    let mut client = Client::connect(home).await?;
+    if !args.follow && (args.offset.is_some() || args.limit.is_some()) {
+        let [single] = args.ids.as_slice() else {
+            return Err(Failure::new(
+                Code::Usage,
+                "--offset and --limit page one session's log: give one id (several need --follow)",
+            )
+            .into());
+        };
+        let answer = client
+            .request(
+                "log",
+                json!({"id": single, "offset": args.offset, "limit": args.limit}),
+            )
+            .await?;
+        if args.json {
+            return Ok(output::json_pretty(&answer)?);
+        }
+        let text = answer["output"].as_str().unwrap_or_default();
+        output::raw(text)?;
+        if !text.is_empty() && !text.ends_with('\n') {
+            output::raw("\n")?;
+        }
+        if let Some(note) = answer["note"].as_str() {
+            output::err_line(&format!("note: {note}"));
+        }
+        return Ok(());
+    }
+    if args.follow {
+        return follow::logs(home, client, &args).await;
+    }
+    let [single] = args.ids.as_slice() else {
+        return Err(Failure::new(
+            Code::Usage,
+            "several ids (or --all) need --follow: `herd logs -f ID ID...` interleaves them",
+        )
+        .into());
+    };
+    let id = client.request("lookup", json!({"id": single})).await?["session_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let mut from_byte = 0u64;
+    let mut whole = String::new();
+    loop {
+        let chunk = client
+            .request("log_chunk", json!({"id": id, "from_byte": from_byte}))
+            .await?;
+        let text = chunk["output"].as_str().unwrap_or_default();
+        let next = chunk["next_byte"].as_u64().unwrap_or(from_byte);
+        if args.json {
+            whole.push_str(text);
+        } else {
+            output::raw(text)?;
+        }
+        if next <= from_byte {
+            break;
+        }
+        from_byte = next;
+    }
+    if args.json {
+        output::json_pretty(&json!({"session_id": id, "output": whole, "next_byte": from_byte}))?;
+    }
+    Ok(())
+}
+
+/// How far back `-n N -f` looks for the last N lines.
+const TAIL_WINDOW_BYTES: u64 = 1 << 20;
+
+/// Prints the last `n` lines of the log as it is now; the byte offset after them,
+/// where following starts (so nothing is printed twice or skipped).
+pub(crate) async fn print_last_lines(client: &mut Client, id: &str, n: u64) -> anyhow::Result<u64> {
+    let (text, from) = last_lines(client, id, n).await?;
+    output::raw(&text)?;
+    Ok(from)
+}
+
+/// The last `n` lines of the log as it is now, and the byte offset after them.
+pub(crate) async fn last_lines(
+    client: &mut Client,
+    id: &str,
+    n: u64,
+) -> anyhow::Result<(String, u64)> {
+    // The log's current end, then its last window.
+    let end = client
+        .request(
+            "log_chunk",
+            json!({"id": id, "from_byte": u64::MAX / 2, "max_bytes": 1}),
+        )
+        .await?["next_byte"]
+        .as_u64()
+        .unwrap_or(0);
+    let mut from = end.saturating_sub(TAIL_WINDOW_BYTES);
+    let mut text = String::new();
+    while from < end {
+        let chunk = client
+            .request("log_chunk", json!({"id": id, "from_byte": from}))
+            .await?;
+        text.push_str(chunk["output"].as_str().unwrap_or_default());
+        let next = chunk["next_byte"].as_u64().unwrap_or(end);
+        if next <= from {
+            break;
+        }
+        from = next;
+    }
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let keep = usize::try_from(n).unwrap_or(usize::MAX).min(lines.len());
+    Ok((lines[lines.len() - keep..].concat(), from))
+}

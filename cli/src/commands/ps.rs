@@ -1,0 +1,182 @@
+//! `herd ps`: the sessions as a table that fits the terminal.
+
+use herd_persistence::Home;
+use serde_json::{Value, json};
+
+use super::{ending, old_daemon_for_hosts, truncate};
+use crate::args::PsArgs;
+use crate::client::Client;
+use crate::output;
+
+/// `herd ps`.
+pub(crate) async fn ps(home: &Home, args: PsArgs) -> anyhow::Result<()> {
+    let owner = if args.all {
+        args.owner.owner.clone()
+    } else {
+        Some(args.owner.resolve("cli"))
+    };
+    let mut client = Client::connect(home).await?;
+    let mut params = json!({"owner": owner, "all": args.all});
+    let by_host = args.host.is_some() || args.all_hosts;
+    if by_host {
+        if !client.hello.serves("hosts") {
+            return Err(old_daemon_for_hosts(&client.hello.daemon));
+        }
+        params["host"] = json!(args.host);
+        params["all_hosts"] = json!(args.all_hosts);
+    }
+    let answer = client.request("list", params).await?;
+    if args.json {
+        return Ok(output::json_pretty(&answer)?);
+    }
+    // A host that did not answer: its rows are the last known ones.
+    for host in answer["hosts"].as_array().into_iter().flatten() {
+        if host["status"] == "unreachable" {
+            output::err_line(&format!(
+                "host {} is unreachable since {}: {} (its jobs show their last known state)",
+                output::visible(host["name"].as_str().unwrap_or_default()),
+                host["since"].as_str().unwrap_or("?"),
+                output::visible(host["message"].as_str().unwrap_or_default()),
+            ));
+        }
+    }
+    let rows = answer["processes"].as_array().cloned().unwrap_or_default();
+    if rows.is_empty() {
+        output::line(if args.all {
+            "no sessions"
+        } else {
+            "no running sessions (herd ps --all shows finished ones and every owner)"
+        })?;
+        return Ok(());
+    }
+    let mut table = comfy_table::Table::new();
+    // Rows never wrap: the command and the last line are cut to what the terminal
+    // has room for.
+    table
+        .load_preset(comfy_table::presets::NOTHING)
+        .set_content_arrangement(comfy_table::ContentArrangement::Disabled);
+    // Every owner's sessions: say whose each one is (an agent's is `mcp-<12 hex>`).
+    let by_owner = owner.is_none();
+    let mut header = vec!["ID", "STATE", "PID", "AGE", "COMMAND", "LAST LINE"];
+    if by_owner {
+        header.insert(1, "OWNER");
+    }
+    if by_host {
+        header.insert(1, "HOST");
+    }
+    let cells: Vec<Cells> = rows
+        .iter()
+        .map(|row| row_cells(row, by_owner, by_host))
+        .collect();
+    let (command_width, line_width) = flexible_widths(&header, &cells, table.width());
+    table.set_header(header);
+    for (fixed, command, line) in cells {
+        let mut row = fixed;
+        row.push(truncate(&command, command_width));
+        row.push(truncate(&line, line_width));
+        table.add_row(row);
+    }
+    output::line(&table.to_string())?;
+    Ok(())
+}
+
+/// One row's cells: the fixed columns, then the command and the last line, which
+/// are cut to the room left.
+type Cells = (Vec<String>, String, String);
+
+/// The cells of one `list` row.
+fn row_cells(row: &Value, by_owner: bool, by_host: bool) -> Cells {
+    let state = match (row["status"].as_str(), row["completion_reason"].as_str()) {
+        (Some("running"), _) | (_, None) => {
+            output::visible(row["status"].as_str().unwrap_or("?")).into_owned()
+        }
+        // `exited 0`, `killed (SIGTERM)`, `died of SIGSEGV`, `lost …`.
+        _ => ending(row, "")
+            .split_once(' ')
+            .map(|(_, how)| how.to_owned())
+            .unwrap_or_default(),
+    };
+    let id = output::visible(row["session_id"].as_str().unwrap_or_default()).into_owned();
+    let mut fixed = vec![
+        match row["name"].as_str() {
+            Some(name) => format!("{id} {}", output::visible(name)),
+            None => id,
+        },
+        state,
+        row["pid"]
+            .as_i64()
+            .map(|p| p.to_string())
+            .unwrap_or_default(),
+        // A finished session's age stops: how long it ran.
+        age(row["duration_seconds"]
+            .as_f64()
+            .or_else(|| row["uptime_seconds"].as_f64())
+            .unwrap_or_default()),
+    ];
+    if by_owner {
+        fixed.insert(
+            1,
+            output::visible(row["owner_task_id"].as_str().unwrap_or_default()).into_owned(),
+        );
+    }
+    if by_host {
+        let host = output::visible(row["host"].as_str().unwrap_or("local")).into_owned();
+        fixed.insert(
+            1,
+            if row["stale"] == true {
+                format!("{host} (unreachable)")
+            } else {
+                host
+            },
+        );
+    }
+    (
+        fixed,
+        row["command"].as_str().unwrap_or_default().to_owned(),
+        last_line(row["output_preview"].as_str().unwrap_or_default()).to_owned(),
+    )
+}
+
+/// The widths the command and last-line columns get: what a terminal of
+/// `width` columns leaves after the fixed ones (55% and 45% of it, at least 8
+/// each); 40 and 50 off a terminal.
+fn flexible_widths(header: &[&str], cells: &[Cells], width: Option<u16>) -> (usize, usize) {
+    let Some(width) = width else {
+        return (40, 50);
+    };
+    let n_fixed = header.len() - 2;
+    let fixed: usize = (0..n_fixed)
+        .map(|col| {
+            cells
+                .iter()
+                .map(|(f, _, _)| f[col].chars().count())
+                .chain([header[col].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .sum();
+    // One space of padding on each side of every column.
+    let room = usize::from(width).saturating_sub(fixed + 2 * header.len());
+    let command = (room * 55 / 100).max(8);
+    (command, room.saturating_sub(command).max(8))
+}
+
+/// `45s`, `18m5s`, `2h3m`, `3d4h`.
+pub(super) fn age(seconds: f64) -> String {
+    let s = seconds.max(0.0) as u64;
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m{}s", s / 60, s % 60),
+        3600..86400 => format!("{}h{}m", s / 3600, (s % 3600) / 60),
+        _ => format!("{}d{}h", s / 86400, (s % 86400) / 3600),
+    }
+}
+
+/// The last non-blank line of `text`.
+pub(super) fn last_line(text: &str) -> &str {
+    text.lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim_end()
+}

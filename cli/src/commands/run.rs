@@ -1,0 +1,122 @@
+//! `herd run`: start a job, in the background or followed to its end.
+
+use anyhow::Context;
+use herd_persistence::Home;
+use serde_json::{Value, json};
+
+use super::{command_line, follow, old_daemon_for_hosts};
+use crate::args::RunArgs;
+use crate::client::{CallError, Client};
+use crate::exit::{Code, Failure};
+use crate::output;
+use crate::protocol;
+
+/// `herd run`.
+pub(crate) async fn run(home: &Home, args: RunArgs) -> anyhow::Result<()> {
+    let cwd = job_cwd(args.cwd.as_deref())?;
+    let owner = args.owner.resolve("cli");
+    // A forwarded variable carries the value from this shell, not the daemon's.
+    let mut env = args.env;
+    for name in &args.forward_env {
+        if let Ok(value) = std::env::var(name)
+            && !env.iter().any(|(k, _)| k == name)
+        {
+            env.push((name.clone(), value));
+        }
+    }
+    let mut params = json!({
+        "command": command_line(&args.command),
+        "owner": owner,
+        "task_id": args.task,
+        "cwd": cwd,
+        "env": env,
+        "forward_env": args.forward_env,
+        "pty": args.pty,
+        "notify": args.notify,
+        "watch": args.watch,
+        "heartbeat_seconds": args.heartbeat,
+        "persist_on_release": args.persist,
+    });
+    if let Some(name) = &args.name {
+        params["name"] = json!(name);
+    }
+    if let Some(seconds) = args.time_limit {
+        params["time_limit_seconds"] = json!(seconds);
+    }
+    if let Some(host) = &args.host {
+        params["host"] = json!(host);
+    }
+    let mut client = Client::connect(home).await?;
+    // An older daemon would refuse `host` as an unknown field: say what to do.
+    if args.host.is_some() && !client.hello.serves("hosts") {
+        return Err(old_daemon_for_hosts(&client.hello.daemon));
+    }
+    // An older daemon would ignore the limit and let the job run forever.
+    if args.time_limit.is_some() && !client.hello.serves("spawn.time_limit") {
+        return Err(Failure::new(
+            Code::Usage,
+            format!(
+                "--time-limit needs a newer daemon: the running one (herd {}) would ignore it; run `herd shutdown --keep-jobs` to replace it with this version, then retry",
+                client.hello.daemon
+            ),
+        )
+        .into());
+    }
+    // The job runs in this shell's environment, not the daemon's (B36).
+    if client.hello.serves("spawn.caller_env") {
+        params["caller_env"] = json!(herd_core::utf8_environment());
+    }
+    match client.call("spawn", params).await {
+        Ok(info) if args.wait => {
+            let id = info["session_id"].as_str().unwrap_or_default().to_owned();
+            if !args.json {
+                print_notes(&info);
+                let result = follow::one(client, &id, 0).await?;
+                return follow::finished(home, None, result, &id, false).await;
+            }
+            follow::finished(home, Some(client), None, &id, true).await
+        }
+        Ok(info) => {
+            if args.json {
+                output::json_line(&info)?;
+            } else {
+                output::line(info["session_id"].as_str().unwrap_or_default())?;
+                print_notes(&info);
+            }
+            Ok(())
+        }
+        Err(CallError::Rpc(err)) if err.code == protocol::GUARDED => {
+            if args.json {
+                output::json_line(&err.data.clone().unwrap_or(Value::Null))?;
+            }
+            Err(Failure::new(Code::Failed, err.message).into())
+        }
+        Err(err) => Err(err.into_anyhow()),
+    }
+}
+
+/// The directory the job starts in: `--cwd` made absolute, or this shell's.
+fn job_cwd(dir: Option<&std::path::Path>) -> anyhow::Result<std::path::PathBuf> {
+    let cwd = match dir {
+        Some(dir) => std::path::absolute(dir)
+            .with_context(|| format!("cannot resolve the directory {}", dir.display()))?,
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    if !cwd.is_dir() {
+        return Err(Failure::new(
+            Code::Usage,
+            format!("--cwd {} is not a directory", cwd.display()),
+        )
+        .into());
+    }
+    Ok(cwd)
+}
+
+/// The spawn answer's notes (a PTY fallback, a dropped option), on stderr.
+fn print_notes(info: &Value) {
+    for key in ["pty_note", "note"] {
+        if let Some(note) = info[key].as_str() {
+            output::err_line(&format!("note: {note}"));
+        }
+    }
+}

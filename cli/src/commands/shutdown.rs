@@ -1,0 +1,74 @@
+//! `herd shutdown`: stop the daemon, asking a person first when jobs would die.
+
+use std::io::IsTerminal;
+
+use herd_persistence::Home;
+use serde_json::json;
+
+use crate::client::Client;
+use crate::exit::{Code, Failure};
+use crate::output;
+
+/// `herd shutdown`: stops the daemon and waits until it has gone.
+pub(crate) async fn shutdown(
+    home: &Home,
+    json: bool,
+    keep_jobs: bool,
+    yes: bool,
+) -> anyhow::Result<()> {
+    let Some(mut client) = Client::try_connect(home).await? else {
+        if json {
+            output::json_line(&json!({"status": "not_running"}))?;
+        } else {
+            output::line(&format!(
+                "no daemon is running for {}",
+                home.root().display()
+            ))?;
+        }
+        return Ok(());
+    };
+    let pid = client.hello.pid;
+    let running = client.request("status", json!({})).await?["running"]
+        .as_u64()
+        .unwrap_or(0);
+    // A person at a terminal is asked before running jobs are killed; a script
+    // (no terminal) or --yes is not.
+    if running > 0 && !keep_jobs && !yes && !json && std::io::stdin().is_terminal() {
+        let question = format!(
+            "{running} job{} running; shutting down kills {}. Continue? [y/N] ",
+            if running == 1 { " is" } else { "s are" },
+            if running == 1 { "it" } else { "them all" }
+        );
+        if !output::confirm(&question)? {
+            return Err(Failure::new(
+                Code::Usage,
+                "nothing stopped; `herd shutdown --keep-jobs` stops the daemon and leaves the jobs running",
+            )
+            .into());
+        }
+    }
+    let params = if keep_jobs {
+        json!({"keep_jobs": true})
+    } else {
+        json!({})
+    };
+    client.request("shutdown", params).await?;
+    // The daemon keeps this connection open until its process ends.
+    while let Ok(Some(_)) = client.next_message().await {}
+    let jobs = if keep_jobs { "kept" } else { "killed" };
+    let plural = if running == 1 { "" } else { "s" };
+    if json {
+        output::json_line(
+            &json!({"status": "stopped", "pid": pid, "jobs": jobs, "running_jobs": running}),
+        )?;
+    } else if keep_jobs {
+        output::line(&format!(
+            "daemon stopped (pid {pid}); its {running} running job{plural} keep running and the next daemon re-attaches them"
+        ))?;
+    } else {
+        output::line(&format!(
+            "daemon stopped (pid {pid}); {running} running job{plural} killed"
+        ))?;
+    }
+    Ok(())
+}

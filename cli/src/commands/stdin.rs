@@ -1,0 +1,68 @@
+//! `herd send`, `herd submit`, `herd close` and `herd resize`: a job's input.
+
+use herd_persistence::Home;
+use serde_json::{Value, json};
+
+use crate::args::{IdArgs, StdinArgs};
+use crate::client::Client;
+use crate::exit::{Code, Failure};
+use crate::output;
+
+/// `herd send` / `herd submit`.
+pub(crate) async fn stdin(home: &Home, args: StdinArgs, method: &str) -> anyhow::Result<()> {
+    let mut client = Client::connect(home).await?;
+    let answer = client
+        .request(method, json!({"id": args.id, "data": args.text}))
+        .await?;
+    stdin_answer(&answer, args.json)
+}
+
+/// `herd close`.
+pub(crate) async fn close(home: &Home, args: IdArgs) -> anyhow::Result<()> {
+    let mut client = Client::connect(home).await?;
+    let answer = client.request("close", json!({"id": args.id})).await?;
+    stdin_answer(&answer, args.json)
+}
+
+/// `herd resize ID --rows R --cols C`.
+pub(crate) async fn resize(home: &Home, args: crate::args::ResizeArgs) -> anyhow::Result<()> {
+    let mut client = Client::connect(home).await?;
+    let answer = client
+        .request(
+            "resize",
+            json!({"id": args.id, "rows": args.rows, "cols": args.cols}),
+        )
+        .await?;
+    stdin_answer(&answer, args.json)
+}
+
+/// Prints a stdin answer; exits 1 unless it is `ok`.
+fn stdin_answer(answer: &Value, json: bool) -> anyhow::Result<()> {
+    if json {
+        output::json_line(answer)?;
+    }
+    match answer["status"].as_str() {
+        Some("ok") => {
+            if !json {
+                match answer["bytes_written"].as_u64() {
+                    Some(n) => output::line(&format!("ok ({n} bytes written)"))?,
+                    None => {
+                        output::line(&output::visible(answer["message"].as_str().unwrap_or("ok")))?
+                    }
+                }
+            }
+            Ok(())
+        }
+        Some("already_exited") => {
+            Err(Failure::new(Code::Failed, "the process has already exited").into())
+        }
+        _ => Err(Failure::new(
+            Code::Failed,
+            answer["message"]
+                .as_str()
+                .unwrap_or("writing to stdin failed")
+                .to_owned(),
+        )
+        .into()),
+    }
+}

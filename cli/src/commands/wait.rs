@@ -1,0 +1,97 @@
+//! `herd wait`: block until a session ends, with a spinner for a person.
+
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use herd_persistence::Home;
+use serde_json::{Value, json};
+
+use super::{ending, follow};
+use crate::args::WaitArgs;
+use crate::client::Client;
+use crate::exit::{Code, Failure};
+use crate::output;
+
+/// `herd wait`.
+pub(crate) async fn wait(home: &Home, args: WaitArgs) -> anyhow::Result<()> {
+    let mut client = Client::connect(home).await?;
+    if args.follow {
+        let id = client.request("lookup", json!({"id": args.id})).await?["session_id"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        if args.json {
+            return follow::finished(home, Some(client), None, &id, true).await;
+        }
+        let result = follow::one(client, &id, 0).await?;
+        return follow::finished(home, None, result, &id, false).await;
+    }
+    let call = client.request(
+        "wait",
+        json!({"id": args.id, "timeout_seconds": args.timeout}),
+    );
+    let answer = if std::io::stderr().is_terminal() && !args.json {
+        with_spinner(call, &args.id).await?
+    } else {
+        call.await?
+    };
+    let succeeded = answer["status"] == "exited" && answer["exit_code"] == json!(0);
+    if args.json {
+        output::json_pretty(&answer)?;
+    } else {
+        let line = if answer["status"] == "exited" {
+            // How it ended, in the words ps uses: `exited 0`, `killed (SIGTERM)`,
+            // `killed (time limit 5m, SIGTERM)`.
+            ending(&answer, &args.id)
+        } else {
+            format!(
+                "{} {}",
+                output::visible(answer["session_id"].as_str().unwrap_or(&args.id)),
+                output::visible(answer["status"].as_str().unwrap_or("unknown"))
+            )
+        };
+        output::line(&line)?;
+        if let Some(note) = answer["note"].as_str() {
+            output::line(&output::visible(note))?;
+        }
+        if let Some(text) = answer["output"].as_str().filter(|t| !t.is_empty()) {
+            let text = output::visible_lines(text);
+            output::raw(&text)?;
+            if !text.ends_with('\n') {
+                output::raw("\n")?;
+            }
+        }
+    }
+    if succeeded {
+        Ok(())
+    } else {
+        Err(Failure::silent(Code::Failed).into())
+    }
+}
+
+/// Awaits `call` while drawing a spinner on stderr.
+async fn with_spinner<F: std::future::Future<Output = anyhow::Result<Value>>>(
+    call: F,
+    id: &str,
+) -> anyhow::Result<Value> {
+    use std::io::Write;
+    const FRAMES: [char; 4] = ['|', '/', '-', '\\'];
+    let mut tick = tokio::time::interval(Duration::from_millis(120));
+    let mut frame = 0usize;
+    tokio::pin!(call);
+    let result = loop {
+        tokio::select! {
+            result = &mut call => break result,
+            _ = tick.tick() => {
+                let mut err = std::io::stderr().lock();
+                let _ = write!(err, "\r{} waiting for {id}", FRAMES[frame % FRAMES.len()]);
+                let _ = err.flush();
+                frame += 1;
+            }
+        }
+    };
+    let mut err = std::io::stderr().lock();
+    let _ = write!(err, "\r\x1b[2K");
+    let _ = err.flush();
+    result
+}
