@@ -22,16 +22,13 @@
 use anyhow::{Context, Result, bail};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The document that defines every behaviour ID, relative to the workspace root.
 pub(crate) const DOC: &str = "docs/behaviors.md";
 
 /// Numbers that look like IDs and never are: `B64` is base64.
 const NOT_IDS: &[u8] = &[64];
-
-/// Directories never scanned: build output, packaging output, VCS data.
-const SKIP_DIRS: &[&str] = &["target", "dist", "node_modules"];
 
 /// One citation: where, and which ID.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,14 +47,10 @@ pub(crate) fn check_workspace(root: &Path) -> Result<()> {
         .with_context(|| format!("cannot read {}", doc_path.display()))?;
     let defined = defined_ids(&doc).map_err(|e| anyhow::anyhow!("{DOC}: {e}"))?;
     let mut cites = Vec::new();
-    for path in rust_files(root) {
+    for path in crate::walk::files_with_ext(root, "rs") {
         let text =
             fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
-        let rel = path
-            .strip_prefix(root)
-            .unwrap_or(&path)
-            .display()
-            .to_string();
+        let rel = crate::walk::rel(root, &path);
         cites.extend(scan_rust(&rel, &text));
     }
     let report = judge(&defined, &cites);
@@ -303,31 +296,6 @@ pub(crate) fn scan_rust(rel: &str, text: &str) -> Vec<Cite> {
             );
         }
     }
-    out
-}
-
-/// Every `.rs` file under `root`, outside build output and hidden directories.
-fn rust_files(root: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            let name = entry.file_name();
-            let name = name.to_string_lossy();
-            if path.is_dir() {
-                if !SKIP_DIRS.contains(&name.as_ref()) && !name.starts_with('.') {
-                    stack.push(path);
-                }
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                out.push(path);
-            }
-        }
-    }
-    out.sort();
     out
 }
 

@@ -4,7 +4,9 @@
 //!   dependency-direction and publish-metadata checks (ordinary `#[test]`s in this
 //!   crate, so a plain `cargo test` enforces them too), and the behaviour-contract
 //!   check: every behaviour ID the code or a test name cites is defined in
-//!   `docs/behaviors.md` (`behaviors.rs`).
+//!   `docs/behaviors.md` (`behaviors.rs`), and the shape checks: no production file
+//!   over 800 lines or function over 100 (`sizes.rs`), no module cycle inside a crate
+//!   (`cycles.rs`), known violations listed with their issue in `debt.rs`.
 //! - `ci`: lint, build everything (plugin cdylibs included), run every test, the CLI
 //!   contract check and the release dry run. `.ci/run` calls this.
 //! - `bench [-p PKG] [--json]`: runs every benchmark and prints each figure beside
@@ -22,20 +24,25 @@
 
 mod behaviors;
 mod bench;
+mod cycles;
+mod debt;
 mod deps;
 mod outsider;
 mod publish;
 mod release;
 mod shell;
+mod sizes;
+mod source;
 #[cfg(test)]
 mod tidy;
+mod walk;
 
 use anyhow::{Context, Result, bail};
 use std::path::PathBuf;
 
 use shell::{cargo, run};
 
-const USAGE: &str = "usage: cargo xtask <lint | ci | bench [-p PKG] [--json] | soak | fuzz [--seconds N] [TARGET...] | release [--dry-run] | outsider | behaviors>";
+const USAGE: &str = "usage: cargo xtask <lint | ci | bench [-p PKG] [--json] | soak | fuzz [--seconds N] [TARGET...] | release [--dry-run] | outsider | behaviors | shape>";
 
 fn main() -> std::process::ExitCode {
     match real_main() {
@@ -63,6 +70,7 @@ fn real_main() -> Result<()> {
         "release" => release::run(rest.iter().any(|a| a == "--dry-run")),
         "outsider" => outsider::check(&workspace_root()?),
         "behaviors" => behaviors::check_workspace(&root),
+        "shape" => shape(&root),
         "-h" | "--help" | "help" => {
             shell::say(USAGE);
             Ok(())
@@ -95,10 +103,23 @@ fn lint() -> Result<()> {
     .context("clippy found problems")?;
     deps::check_workspace()?;
     behaviors::check_workspace(&workspace_root()?)?;
+    shape(&workspace_root()?)?;
     publish::check_workspace()?;
     cargo(&["test", "--quiet", "-p", "xtask"])
         .context("tidy, dependency-direction or publish-metadata checks failed")?;
     Ok(())
+}
+
+/// The size and module-cycle checks, over one parse of the crates' sources.
+fn shape(root: &std::path::Path) -> Result<()> {
+    let crates = source::load_workspace(root)?;
+    let sizes = sizes::check(&crates);
+    let cycles = cycles::check(&crates);
+    match (sizes, cycles) {
+        (Ok(()), Ok(())) => Ok(()),
+        (Err(e), Ok(())) | (Ok(()), Err(e)) => Err(e),
+        (Err(a), Err(b)) => bail!("{a:#}\n{b:#}"),
+    }
 }
 
 fn ci() -> Result<()> {

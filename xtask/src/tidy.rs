@@ -6,35 +6,12 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// Directories never scanned: build output, packaging output, VCS data.
-const SKIP_DIRS: &[&str] = &["target", "dist", ".git", "node_modules"];
-
 fn root() -> PathBuf {
     crate::workspace_root().expect("xtask lives one level below the workspace root")
 }
 
 fn files_with_ext(ext: &str) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![root()];
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            let name = entry.file_name();
-            let name = name.to_string_lossy();
-            if path.is_dir() {
-                if !SKIP_DIRS.contains(&name.as_ref()) && !name.starts_with('.') {
-                    stack.push(path);
-                }
-            } else if path.extension().is_some_and(|e| e == ext) {
-                out.push(path);
-            }
-        }
-    }
-    out.sort();
-    out
+    crate::walk::files_with_ext(&root(), ext)
 }
 
 fn read(path: &Path) -> String {
@@ -42,10 +19,7 @@ fn read(path: &Path) -> String {
 }
 
 fn rel(path: &Path) -> String {
-    path.strip_prefix(root())
-        .unwrap_or(path)
-        .display()
-        .to_string()
+    crate::walk::rel(&root(), path)
 }
 
 /// Fails listing every offender, so one run shows them all.

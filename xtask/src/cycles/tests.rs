@@ -1,0 +1,139 @@
+//! Tests for the module-cycle check, on small crates written here, and on the workspace.
+
+use super::*;
+
+/// A crate from `(module path, source)` pairs.
+fn files(modules: &[(&str, &str)]) -> Vec<SourceFile> {
+    modules
+        .iter()
+        .map(|(module, text)| SourceFile {
+            rel: if module.is_empty() {
+                "src/lib.rs".to_string()
+            } else {
+                format!("src/{}.rs", module.replace("::", "/"))
+            },
+            module: module
+                .split("::")
+                .filter(|s| !s.is_empty())
+                .map(String::from)
+                .collect(),
+            text: (*text).to_string(),
+            ast: syn::parse_file(text).expect("the fixture parses"),
+        })
+        .collect()
+}
+
+fn shown(krate: &str, modules: &[(&str, &str)]) -> Vec<String> {
+    cycles(krate, &files(modules))
+        .iter()
+        .map(ToString::to_string)
+        .collect()
+}
+
+#[test]
+fn two_siblings_using_each_other_are_a_cycle_with_their_sites() {
+    let found = shown(
+        "herd-core",
+        &[
+            ("", "mod notify; mod registry;"),
+            ("registry", "use crate::notify::Notifier;\nfn f() {}"),
+            ("notify", "fn g() {\n    crate::registry::f();\n}"),
+        ],
+    );
+    assert_eq!(
+        found,
+        [
+            "herd-core: notify -> registry -> notify\n      notify -> registry: src/notify.rs:2: crate::registry::f\n      registry -> notify: src/registry.rs:1: crate::notify::Notifier"
+        ]
+    );
+}
+
+#[test]
+fn uses_are_collapsed_to_siblings_at_each_level() {
+    // registry::durable -> notify::queue and notify -> registry: a cycle between the
+    // crate root's children, found through their grandchildren.
+    let found = cycles(
+        "c",
+        &files(&[
+            ("registry::durable", "use crate::notify::queue::Queue;"),
+            ("notify::queue", "pub struct Queue;"),
+            ("notify", "use super::registry::{self, durable};"),
+        ]),
+    );
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].key(), "c: {notify, registry}");
+    // Inside registry: durable -> restore -> durable, through super:: and a macro.
+    let found = cycles(
+        "c",
+        &files(&[
+            ("registry", "fn root() {}"),
+            (
+                "registry::durable",
+                "fn f() { let _ = format!(\"{}\", super::restore::X); }",
+            ),
+            (
+                "registry::restore",
+                "use super::super::registry::durable::*;",
+            ),
+        ]),
+    );
+    assert_eq!(found.len(), 1);
+    assert_eq!(
+        found[0].path,
+        [
+            vec!["registry".to_string(), "durable".to_string()],
+            vec!["registry".to_string(), "restore".to_string()],
+            vec!["registry".to_string(), "durable".to_string()],
+        ]
+    );
+}
+
+#[test]
+fn parents_children_tests_visibility_and_one_way_uses_are_no_cycle() {
+    let found = shown(
+        "c",
+        &[
+            ("", "mod a; mod b; use crate::a::X;"),
+            // A child using its parent's items, and the parent using the child.
+            (
+                "a",
+                "pub struct X; use self::inner::Y; mod inner { use super::X; pub struct Y; }",
+            ),
+            // One-way: b uses a.
+            ("b", "use crate::a::X; pub(in crate::b) fn f() {}"),
+            // a uses b only in test code and in a visibility path.
+            (
+                "a::more",
+                "#[cfg(test)]\nmod tests { use crate::b::f; }\n#[cfg(test)]\nfn t() { crate::b::f(); }\npub(in crate::a) struct Z;",
+            ),
+        ],
+    );
+    assert!(found.is_empty(), "{found:?}");
+}
+
+#[test]
+fn inline_modules_are_modules_and_a_knot_names_every_member() {
+    let found = shown(
+        "c",
+        &[(
+            "",
+            "mod a { pub fn f() { crate::b::g() } }\nmod b { pub fn g() { crate::c::h() } }\nmod c { pub fn h() { crate::a::f(); crate::b::g(); } }",
+        )],
+    );
+    assert_eq!(found.len(), 1);
+    assert!(
+        found[0].starts_with("c: a -> b -> c -> a (within a knot of a, b, c)")
+            || found[0].starts_with("c: a -> b -> c -> a"),
+        "{}",
+        found[0]
+    );
+}
+
+#[test]
+fn the_workspace_passes_the_cycle_check() {
+    let root = crate::workspace_root().expect("xtask lives one level below the workspace root");
+    let crates = crate::source::load_workspace(&root).expect("the crates parse");
+    if let Err(e) = check(&crates) {
+        panic!("{e:#}");
+    }
+}

@@ -1,0 +1,133 @@
+//! Known violations of the size and module-cycle checks, each with the issue that
+//! removes it. They are printed as "known, to be split" warnings and do not fail the
+//! lint, so the checks could land before the splitting was done.
+//!
+//! The lists only shrink: anything over a limit or in a cycle that is not listed
+//! fails, and so does a listed entry that no longer violates ("remove it from the
+//! list"). Never add an entry to make a new violation pass.
+
+/// Files and functions over the size limits: path, `file` or `fn NAME` (`Type::method`
+/// for a method), issue.
+pub(crate) const SIZES: &[(&str, &str, u32)] = &[
+    ("guards/src/judge.rs", "file", 18),
+    ("guards/src/judge.rs", "fn wrapper_step", 18),
+    ("guards/src/judge.rs", "fn Judge::pid_source", 18),
+    ("guards/src/rules.rs", "file", 18),
+    ("hooks/src/loader.rs", "fn load_plugins", 18),
+    ("hooks/src/pipeline.rs", "fn HookChain::run_one", 18),
+    ("core/src/dispatch.rs", "file", 18),
+    ("core/src/event.rs", "fn render_one", 18),
+    ("core/src/registry/durable.rs", "file", 18),
+    ("core/src/registry/restore.rs", "fn Registry::restore", 18),
+    ("core/src/registry.rs", "file", 18),
+    ("core/src/registry.rs", "fn Inner::spawn", 18),
+    ("core/src/registry.rs", "fn Inner::finish", 18),
+    ("core/src/shim/supervise.rs", "file", 18),
+    ("core/src/shim/supervise.rs", "fn run", 18),
+    ("cli/src/daemon/connection.rs", "fn serve", 18),
+    ("cli/src/daemon/hosts.rs", "file", 18),
+    ("cli/src/daemon/methods.rs", "file", 18),
+    ("cli/src/daemon/methods.rs", "fn State::handle", 18),
+    ("cli/src/daemon.rs", "fn run", 18),
+    ("cli/src/doctor.rs", "fn run", 18),
+    ("cli/src/mcp/process.rs", "fn Server::act", 18),
+    ("cli/src/mcp/terminal.rs", "fn terminal_request", 18),
+    ("cli/src/remote/install.rs", "fn run", 18),
+];
+
+/// Module cycles: crate, the modules of the cycle (siblings, sorted, as paths from
+/// the crate root), issue. An entry matches a cycle among exactly these modules.
+pub(crate) const CYCLES: &[(&str, &[&str], u32)] = &[
+    (
+        "herd-core",
+        &["handoff", "notify", "reader", "registry", "session", "shim"],
+        18,
+    ),
+    (
+        "herd-core",
+        &["registry::restore", "registry::supervised"],
+        18,
+    ),
+    ("herd-cli", &["args", "attach", "commands"], 18),
+    (
+        "herd-cli",
+        &[
+            "daemon::connection",
+            "daemon::hosts",
+            "daemon::leases",
+            "daemon::methods",
+            "daemon::sessions",
+        ],
+        18,
+    ),
+];
+
+/// One violation a check found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Finding {
+    /// What a debt entry names to excuse it.
+    pub(crate) key: String,
+    /// What to print.
+    pub(crate) message: String,
+}
+
+/// Findings sorted against the debt list.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct Settled {
+    /// Listed: the message and the issue.
+    pub(crate) known: Vec<(String, u32)>,
+    /// Not listed: these fail.
+    pub(crate) new: Vec<String>,
+    /// Listed but no longer found: these fail too. The key and the issue.
+    pub(crate) stale: Vec<(String, u32)>,
+}
+
+/// Sorts `found` against the `listed` keys and their issues.
+pub(crate) fn settle(found: &[Finding], listed: &[(String, u32)]) -> Settled {
+    let mut settled = Settled::default();
+    for f in found {
+        match listed.iter().find(|(key, _)| *key == f.key) {
+            Some((_, issue)) => settled.known.push((f.message.clone(), *issue)),
+            None => settled.new.push(f.message.clone()),
+        }
+    }
+    for (key, issue) in listed {
+        if !found.iter().any(|f| f.key == *key) {
+            settled.stale.push((key.clone(), *issue));
+        }
+    }
+    settled
+}
+
+impl Settled {
+    /// Prints every known violation as a one-line warning.
+    pub(crate) fn warn(&self) {
+        for (message, issue) in &self.known {
+            let first = message.lines().next().unwrap_or_default();
+            crate::shell::say(&format!(
+                "warning: known, to be split (issue {issue}): {first}"
+            ));
+        }
+    }
+
+    /// The failure message of `check`, if anything is new or stale; `fix` says what
+    /// to do about a new violation.
+    pub(crate) fn failure(&self, check: &str, fix: &str) -> Option<String> {
+        if self.new.is_empty() && self.stale.is_empty() {
+            return None;
+        }
+        let mut lines = self.new.clone();
+        for (key, issue) in &self.stale {
+            lines.push(format!(
+                "{key} (issue {issue}) no longer violates: remove it from the list in xtask/src/debt.rs"
+            ));
+        }
+        if !self.new.is_empty() {
+            lines.push(format!("to fix a new one: {fix}"));
+        }
+        Some(format!("{check} check failed:\n  {}", lines.join("\n  ")))
+    }
+}
+
+#[cfg(test)]
+mod tests;
