@@ -42,6 +42,7 @@
 
 mod host;
 mod judge;
+mod options;
 mod rules;
 mod script;
 mod shell;

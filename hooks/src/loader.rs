@@ -605,65 +605,9 @@ pub fn load_plugins(plugins_dir: &Path, enabled: &[String]) -> (HookChain, Vec<P
     dirs.sort();
 
     for dir in dirs {
-        let dir_name = dir
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let manifest = read_manifest(&dir);
-        let name = manifest
-            .as_ref()
-            .map_or(dir_name.clone(), |m| m.name.clone());
-        let is_enabled = enabled.iter().any(|e| *e == dir_name || *e == name);
-        seen.push(dir_name.clone());
-        seen.push(name.clone());
-        let (version, description) = manifest
-            .as_ref()
-            .map_or((String::new(), String::new()), |m| {
-                (m.version.clone(), m.description.clone())
-            });
-        let lib_path = manifest
-            .as_ref()
-            .ok()
-            .and_then(|m| library_path(&dir, m).ok())
-            .unwrap_or_else(|| dir.clone());
-        if !is_enabled {
-            reports.push(PluginReport {
-                name: name.clone(),
-                version,
-                description,
-                path: lib_path,
-                status: PluginStatus::Disabled,
-                reason: Some(format!(
-                    "not enabled; plugins are opt-in (herd plugins enable {name})"
-                )),
-            });
-            continue;
-        }
-        let result = manifest
-            .and_then(|m| {
-                let path = library_path(&dir, &m)?;
-                check_dir(&path, &dir, plugins_dir)?;
-                Ok((m, path))
-            })
-            .and_then(|(m, path)| plugin_hook(&path).map(|hook| (m, hook)));
-        match result {
-            Ok((m, hook)) => {
-                tracing::info!(plugin = %name, path = %hook.path().display(), "plugin loaded");
-                reports.push(PluginReport {
-                    name: name.clone(),
-                    version,
-                    description,
-                    path: hook.path().to_owned(),
-                    status: PluginStatus::Loaded,
-                    reason: None,
-                });
-                loaded.push((m.order.unwrap_or(100), name, hook));
-            }
-            Err(error) => {
-                tracing::warn!(plugin = %name, reason = %error, "plugin failed to load");
-                reports.push(failed_row(&name, &version, &description, lib_path, &error));
-            }
-        }
+        let (report, hook) = load_dir(&dir, plugins_dir, enabled, &mut seen);
+        reports.push(report);
+        loaded.extend(hook);
     }
 
     for name in enabled {
@@ -685,6 +629,76 @@ pub fn load_plugins(plugins_dir: &Path, enabled: &[String]) -> (HookChain, Vec<P
         .map(|(_, _, hook)| Arc::new(hook) as Arc<dyn Hook>)
         .collect();
     (HookChain::new(hooks), reports)
+}
+
+/// One plugin directory's report row, and its hook when it is enabled and loads. Adds
+/// the directory's name and the manifest's name to `seen`.
+fn load_dir(
+    dir: &Path,
+    plugins_dir: &Path,
+    enabled: &[String],
+    seen: &mut Vec<String>,
+) -> (PluginReport, Option<(i64, String, PluginHook)>) {
+    let dir_name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let manifest = read_manifest(dir);
+    let name = manifest
+        .as_ref()
+        .map_or(dir_name.clone(), |m| m.name.clone());
+    let is_enabled = enabled.iter().any(|e| *e == dir_name || *e == name);
+    seen.push(dir_name.clone());
+    seen.push(name.clone());
+    let (version, description) = manifest
+        .as_ref()
+        .map_or((String::new(), String::new()), |m| {
+            (m.version.clone(), m.description.clone())
+        });
+    let lib_path = manifest
+        .as_ref()
+        .ok()
+        .and_then(|m| library_path(dir, m).ok())
+        .unwrap_or_else(|| dir.to_owned());
+    if !is_enabled {
+        let report = PluginReport {
+            name: name.clone(),
+            version,
+            description,
+            path: lib_path,
+            status: PluginStatus::Disabled,
+            reason: Some(format!(
+                "not enabled; plugins are opt-in (herd plugins enable {name})"
+            )),
+        };
+        return (report, None);
+    }
+    let result = manifest
+        .and_then(|m| {
+            let path = library_path(dir, &m)?;
+            check_dir(&path, dir, plugins_dir)?;
+            Ok((m, path))
+        })
+        .and_then(|(m, path)| plugin_hook(&path).map(|hook| (m, hook)));
+    match result {
+        Ok((m, hook)) => {
+            tracing::info!(plugin = %name, path = %hook.path().display(), "plugin loaded");
+            let report = PluginReport {
+                name: name.clone(),
+                version,
+                description,
+                path: hook.path().to_owned(),
+                status: PluginStatus::Loaded,
+                reason: None,
+            };
+            (report, Some((m.order.unwrap_or(100), name, hook)))
+        }
+        Err(error) => {
+            tracing::warn!(plugin = %name, reason = %error, "plugin failed to load");
+            let report = failed_row(&name, &version, &description, lib_path, &error);
+            (report, None)
+        }
+    }
 }
 
 /// Resolves what a user typed (`herd plugins enable NAME`) to the installed

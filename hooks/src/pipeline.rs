@@ -325,44 +325,7 @@ impl HookChain {
         let name = entry.hook.name();
         let queued_at = Instant::now();
         let lane = Lane::of(ctx.route);
-        let sender = {
-            let mut st = entry.state();
-            if let Some(until) = st.suppressed_until {
-                if queued_at < until {
-                    st.stats.n_suppressed += 1;
-                    return None;
-                }
-                st.suppressed_until = None;
-            }
-            let worker = &mut st.workers[lane as usize];
-            if worker
-                .stuck
-                .as_ref()
-                .is_some_and(|alive| alive.load(Ordering::SeqCst))
-            {
-                // The abandoned call has not returned yet: skip, start nothing.
-                st.stats.n_suppressed += 1;
-                return None;
-            }
-            worker.stuck = None;
-            st.stats.n_calls += 1;
-            let worker = &mut st.workers[lane as usize];
-            match &worker.jobs {
-                Some(sender) => sender.clone(),
-                None => match spawn_worker(Arc::clone(&entry.hook)) {
-                    Ok((sender, alive)) => {
-                        worker.jobs = Some(sender.clone());
-                        worker.alive = Some(alive);
-                        sender
-                    }
-                    Err(err) => {
-                        record_failure(&mut st, name, format!("cannot start hook worker: {err}"));
-                        st.stats.n_errors += 1;
-                        return None;
-                    }
-                },
-            }
-        };
+        let sender = worker_sender(entry, lane, queued_at)?;
         let (reply, answer) = mpsc::sync_channel(1);
         let job = Job {
             ctx: ctx.clone(),
@@ -425,6 +388,49 @@ impl HookChain {
                 None
             }
         }
+    }
+}
+
+/// The worker thread of `entry`'s `lane`, started if there is none; `None` (counted)
+/// while the hook is suppressed, while an abandoned call is still running, or when no
+/// thread could be started.
+fn worker_sender(entry: &Entry, lane: Lane, queued_at: Instant) -> Option<mpsc::Sender<Job>> {
+    let name = entry.hook.name();
+    let mut st = entry.state();
+    if let Some(until) = st.suppressed_until {
+        if queued_at < until {
+            st.stats.n_suppressed += 1;
+            return None;
+        }
+        st.suppressed_until = None;
+    }
+    let worker = &mut st.workers[lane as usize];
+    if worker
+        .stuck
+        .as_ref()
+        .is_some_and(|alive| alive.load(Ordering::SeqCst))
+    {
+        // The abandoned call has not returned yet: skip, start nothing.
+        st.stats.n_suppressed += 1;
+        return None;
+    }
+    worker.stuck = None;
+    st.stats.n_calls += 1;
+    let worker = &mut st.workers[lane as usize];
+    match &worker.jobs {
+        Some(sender) => Some(sender.clone()),
+        None => match spawn_worker(Arc::clone(&entry.hook)) {
+            Ok((sender, alive)) => {
+                worker.jobs = Some(sender.clone());
+                worker.alive = Some(alive);
+                Some(sender)
+            }
+            Err(err) => {
+                record_failure(&mut st, name, format!("cannot start hook worker: {err}"));
+                st.stats.n_errors += 1;
+                None
+            }
+        },
     }
 }
 

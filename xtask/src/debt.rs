@@ -9,12 +9,6 @@
 /// Files and functions over the size limits: path, `file` or `fn NAME` (`Type::method`
 /// for a method), issue.
 pub(crate) const SIZES: &[(&str, &str, u32)] = &[
-    ("guards/src/judge.rs", "file", 18),
-    ("guards/src/judge.rs", "fn wrapper_step", 18),
-    ("guards/src/judge.rs", "fn Judge::pid_source", 18),
-    ("guards/src/rules.rs", "file", 18),
-    ("hooks/src/loader.rs", "fn load_plugins", 18),
-    ("hooks/src/pipeline.rs", "fn HookChain::run_one", 18),
     ("core/src/dispatch.rs", "file", 18),
     ("core/src/event.rs", "fn render_one", 18),
     ("core/src/registry/durable.rs", "file", 18),
