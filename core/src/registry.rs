@@ -1231,22 +1231,16 @@ impl Inner {
             }
         }
         if let Some(host) = &self.config.guard {
-            // Judging parses the command and reads the scripts it names: off the
-            // async workers.
-            let (host, command, dir) = (host.clone(), req.command.clone(), cwd.clone());
-            let verdict = tokio::task::spawn_blocking(move || {
-                let reader = herd_guards::FsScriptReader::new(dir);
-                herd_guards::judge_with(&command, &host, &reader)
-            })
-            .await
-            .map_err(|err| SpawnError::Spawn {
-                command: self
-                    .config
-                    .pipeline
-                    .redact_command(&req.command)
-                    .into_owned(),
-                source: std::io::Error::other(format!("the guard's worker failed: {err}")),
-            })?;
+            let verdict = spawn::judge(host, &req.command, &cwd)
+                .await
+                .map_err(|err| SpawnError::Spawn {
+                    command: self
+                        .config
+                        .pipeline
+                        .redact_command(&req.command)
+                        .into_owned(),
+                    source: std::io::Error::other(format!("the guard's worker failed: {err}")),
+                })?;
             if let herd_guards::Verdict::Block(block) = verdict {
                 tracing::info!(rule = %block.rule, "spawn refused by the self-kill guard");
                 return Err(SpawnError::Guarded(block));

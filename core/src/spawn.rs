@@ -516,8 +516,10 @@ impl MasterFd {
 }
 
 mod direct;
+mod judge;
 
 pub(crate) use direct::direct_argv;
+pub(crate) use judge::judge;
 
 #[cfg(test)]
 mod tests;

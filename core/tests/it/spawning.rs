@@ -419,6 +419,40 @@ async fn b33_guard_refusal_starts_nothing() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b33_guard_reads_the_scripts_a_command_names() {
+    // The guard parses most commands without a file read; one that names a script
+    // must still be judged with the script's text, read from the job's directory.
+    let fx = Fixture::with(|c: &mut RegistryConfig| {
+        c.guard = Some(herd_guards::Host::new(
+            vec!["herd".to_owned()],
+            "herd serve",
+        ));
+    });
+    let marker = fx.dir.path().join("ran");
+    std::fs::write(
+        fx.dir.path().join("stop.sh"),
+        format!("touch '{}'\npkill herd\n", marker.display()),
+    )
+    .expect("write the script");
+    let refused = fx
+        .registry
+        .spawn(SpawnRequest {
+            command: "bash stop.sh".to_owned(),
+            cwd: Some(fx.dir.path().to_path_buf()),
+            ..SpawnRequest::default()
+        })
+        .await;
+    match refused {
+        Err(SpawnError::Guarded(block)) => {
+            assert!(block.reason.contains("stop.sh"), "{block:?}");
+        }
+        other => panic!("expected a guard refusal naming the script, got {other:?}"),
+    }
+    assert!(!marker.exists(), "nothing ran");
+    fx.assert_groups_gone().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn b1_pty_fallback_runs_once_on_pipes() {
     // Test seam: `pty_unavailable` makes every PTY open fail, as on a host without
     // /dev/ptmx, so the fallback path runs for real.
