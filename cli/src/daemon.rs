@@ -22,9 +22,7 @@
 
 mod connection;
 mod hosts;
-mod leases;
 mod methods;
-mod sessions;
 
 use std::os::unix::fs::PermissionsExt;
 use std::sync::Arc;

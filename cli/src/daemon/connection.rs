@@ -1,49 +1,76 @@
-//! One client connection: peer check, handshake, then requests until EOF.
+//! The protocol's framing: one client connection from peer check to EOF, knowing
+//! nothing of what the methods do.
 //!
-//! Requests on one connection are answered in order. A malformed line gets a
-//! JSON-RPC error and the connection goes on; an oversized line is discarded by
-//! the reader and answered with an error naming the limit. The two streaming
-//! methods take the connection over until they end. Leased drains live on the
-//! connection that took them (`leases.rs`).
+//! It owns lines (one JSON-RPC message per line, at most `MAX_REQUEST_BYTES`), ids
+//! (an answer carries its request's id; a notification, without one, is neither
+//! run nor answered), errors (a malformed line gets a JSON-RPC error and the
+//! connection goes on; an oversized one is discarded by the reader and answered with
+//! an error naming the limit), the handshake gate (the first request must be a
+//! successful `hello`, within [`HANDSHAKE_TIMEOUT`]) and streaming: a method that
+//! streams gets an [`Outlet`], the one thing it writes notes and its answer into,
+//! and keeps the connection until it ends.
+//!
+//! The methods are behind [`Service`] (`methods.rs` implements it): params in, a
+//! [`Reply`] out, per-connection state (the drain leases) kept here between
+//! requests and dropped with the connection. Requests on one connection are
+//! answered in order.
 
+mod outlet;
+
+use std::future::Future;
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 
-use super::leases::Leases;
-use super::methods::{Reply, State};
+pub(crate) use outlet::Outlet;
+
 use crate::protocol::{
-    self, HANDSHAKE_REQUIRED, INVALID_REQUEST, Line, MAX_REQUEST_BYTES, PARSE_ERROR,
-    PROTOCOL_VERSION, Request, Response, RpcError, TOO_LARGE, TOO_MANY_CONNECTIONS,
-    VERSION_MISMATCH,
+    self, HANDSHAKE_REQUIRED, INVALID_REQUEST, Line, MAX_REQUEST_BYTES, PARSE_ERROR, Request,
+    Response, RpcError, TOO_LARGE, TOO_MANY_CONNECTIONS,
 };
 
-/// Additions to protocol 1 this daemon serves: leased drains (`drain` with
-/// `lease`, `drain.ack`, `drain.release`), `adopt`, and `list`'s `state`,
-/// `since_seconds` and `limit`, `spawn`'s `caller_env`, `events.follow`'s
-/// `peek` (`pending` counts instead of events), `clean`, `spawn`'s
-/// `time_limit_seconds`, `restart`, and `sessions.follow` (a note whenever the
-/// home's sessions change, for `herd top`), and `hosts`: other hosts' jobs by
-/// qualified id (`NAME:proc_…`), `spawn`'s `host`, `list`'s `host` and
-/// `all_hosts`, the `hosts` method and the `HOST_UNREACHABLE` error (`hosts.rs`).
-pub(crate) const CAPABILITIES: &[&str] = &[
-    "clean",
-    "drain.lease",
-    "adopt",
-    "list.filter",
-    "spawn.caller_env",
-    "events.pending",
-    "logs.follow.result",
-    "sessions.follow",
-    "spawn.time_limit",
-    "restart",
-    "hosts",
-];
+/// What the framing serves: the methods.
+pub(crate) trait Service: Send + Sync + 'static {
+    /// What one connection keeps between its requests; dropped when it closes.
+    type Connection: Default + Send;
+    /// A streaming method's work, run once it has the connection.
+    type Stream: Send;
+
+    /// Answers the handshake; the connection serves other methods once one
+    /// succeeds.
+    fn hello(&self, params: &Value) -> Result<Value, RpcError>;
+
+    /// Answers one request (never `hello`).
+    fn call(
+        &self,
+        connection: &mut Self::Connection,
+        method: &str,
+        params: Value,
+    ) -> impl Future<Output = Reply<Self::Stream>> + Send;
+
+    /// Whether a call of `method` is abandoned when its client leaves before the
+    /// answer (nobody would read it, and it may never end on its own).
+    fn ends_with_client(&self, method: &str) -> bool;
+
+    /// Runs a stream on the connection until it ends or the client leaves.
+    fn stream(&self, stream: Self::Stream, outlet: Outlet<'_>) -> impl Future<Output = ()> + Send;
+}
+
+/// What a method answers.
+#[derive(Debug)]
+pub(crate) enum Reply<S> {
+    /// One result.
+    Value(Value),
+    /// One error.
+    Error(RpcError),
+    /// The connection becomes a stream.
+    Stream(S),
+}
 
 /// How long a new connection may take to send its `hello`.
 const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
@@ -134,33 +161,36 @@ async fn closed(reader: &mut BufReader<OwnedReadHalf>) {
     }
 }
 
+/// Resolves when the client closes its end (or sends anything: streams take no input).
+pub(crate) async fn client_gone(reader: &mut BufReader<OwnedReadHalf>) {
+    let mut buf = Vec::new();
+    let _ = protocol::read_line(reader, &mut buf, 1024).await;
+}
+
+/// What one line came to.
+enum Step {
+    /// Write this answer, then read the next line.
+    Answer(Box<Response>),
+    /// Nothing to write (a notification): read the next line.
+    Skip,
+    /// The connection is done: a stream ended, or the client left a wait.
+    End,
+}
+
 /// Serves one connection to its end.
-pub(crate) async fn serve(state: Arc<State>, stream: UnixStream, daemon_uid: u32, _slot: Slot) {
-    let peer_uid = match stream.peer_cred() {
-        Ok(cred) => cred.uid(),
-        Err(err) => {
-            tracing::warn!(error = %err, "cannot read the peer's credentials; connection refused");
-            return;
-        }
-    };
-    let (read, mut writer) = stream.into_split();
-    if peer_uid != daemon_uid {
-        tracing::warn!(peer_uid, daemon_uid, "connection from another user refused");
-        let error = RpcError::new(
-            protocol::PEER_REFUSED,
-            format!(
-                "connection refused: this daemon serves uid {daemon_uid} only (you are uid {peer_uid})"
-            ),
-        );
-        let _ = writer
-            .write_all(&Response::err(Value::Null, error).to_line())
-            .await;
+pub(crate) async fn serve<S: Service>(
+    service: Arc<S>,
+    stream: UnixStream,
+    daemon_uid: u32,
+    _slot: Slot,
+) {
+    let Some((read, mut writer)) = admit(stream, daemon_uid).await else {
         return;
-    }
+    };
     let mut reader = BufReader::new(read);
     let mut buf = Vec::new();
     let mut greeted = false;
-    let mut leases = Leases::default();
+    let mut connection = S::Connection::default();
     loop {
         let read = protocol::read_line(&mut reader, &mut buf, MAX_REQUEST_BYTES);
         // A connection that never says hello is let go, so idle half-open clients
@@ -183,78 +213,127 @@ pub(crate) async fn serve(state: Arc<State>, stream: UnixStream, daemon_uid: u32
                 return;
             }
         };
-        let response = match line {
+        let step = match line {
             Line::Eof => return,
-            Line::TooLong => Response::err(
+            Line::TooLong => Step::Answer(Box::new(Response::err(
                 Value::Null,
                 RpcError::new(
                     TOO_LARGE,
                     format!("request too large: the limit is {MAX_REQUEST_BYTES} bytes per line"),
                 ),
-            ),
+            ))),
             Line::Complete => match parse(&buf) {
-                Err(response) => *response,
-                // A notification (no `id`) is neither run nor answered: herd's
-                // protocol defines none, and `shutdown` sent as one must not stop
-                // the daemon.
-                Ok(request) if request.id.is_none() => {
-                    tracing::debug!(method = %request.method, "notification ignored");
-                    continue;
-                }
+                Err(response) => Step::Answer(response),
                 Ok(request) => {
-                    let id = request.id.clone().unwrap_or(Value::Null);
-                    if !greeted && request.method != "hello" {
-                        Response::err(
-                            id,
-                            RpcError::new(
-                                HANDSHAKE_REQUIRED,
-                                "the first request on a connection must be `hello`",
-                            ),
-                        )
-                    } else if request.method == "hello" {
-                        let answer = hello(&state, &request.params);
-                        greeted = answer.is_ok();
-                        match answer {
-                            Ok(result) => Response::ok(id, result),
-                            Err(error) => Response::err(id, error),
-                        }
-                    } else if let Some(answer) = leases
-                        .handle(&state, &request.method, &request.params)
-                        .await
-                    {
-                        match answer {
-                            Ok(result) => Response::ok(id, result),
-                            Err(error) => Response::err(id, error),
-                        }
-                    } else {
-                        // A wait ends when its client leaves: a dev server never
-                        // exits, and nobody would read the answer.
-                        let handled = state.handle(&request.method, request.params);
-                        let reply = if request.method == "wait" {
-                            tokio::select! {
-                                reply = handled => reply,
-                                () = closed(&mut reader) => {
-                                    tracing::debug!("the client left; its wait ends");
-                                    return;
-                                }
-                            }
-                        } else {
-                            handled.await
-                        };
-                        match reply {
-                            Reply::Value(result) => Response::ok(id, result),
-                            Reply::Error(error) => Response::err(id, error),
-                            Reply::Stream(stream) => {
-                                stream.run(&state, &mut reader, &mut writer, id).await;
-                                return;
-                            }
-                        }
-                    }
+                    let mut exchange = Exchange {
+                        service: &*service,
+                        connection: &mut connection,
+                        greeted: &mut greeted,
+                        reader: &mut reader,
+                        writer: &mut writer,
+                    };
+                    exchange.request(request).await
                 }
             },
         };
-        if write(&mut writer, &response).await.is_err() {
-            return;
+        match step {
+            Step::Answer(response) => {
+                if write(&mut writer, &response).await.is_err() {
+                    return;
+                }
+            }
+            Step::Skip => {}
+            Step::End => return,
+        }
+    }
+}
+
+/// Checks the peer's uid; the connection's halves when it is the daemon's own user.
+async fn admit(stream: UnixStream, daemon_uid: u32) -> Option<(OwnedReadHalf, OwnedWriteHalf)> {
+    let peer_uid = match stream.peer_cred() {
+        Ok(cred) => cred.uid(),
+        Err(err) => {
+            tracing::warn!(error = %err, "cannot read the peer's credentials; connection refused");
+            return None;
+        }
+    };
+    let (read, mut writer) = stream.into_split();
+    if peer_uid != daemon_uid {
+        tracing::warn!(peer_uid, daemon_uid, "connection from another user refused");
+        let error = RpcError::new(
+            protocol::PEER_REFUSED,
+            format!(
+                "connection refused: this daemon serves uid {daemon_uid} only (you are uid {peer_uid})"
+            ),
+        );
+        let _ = writer
+            .write_all(&Response::err(Value::Null, error).to_line())
+            .await;
+        return None;
+    }
+    Some((read, writer))
+}
+
+/// One request's view of its connection.
+struct Exchange<'a, S: Service> {
+    service: &'a S,
+    connection: &'a mut S::Connection,
+    greeted: &'a mut bool,
+    reader: &'a mut BufReader<OwnedReadHalf>,
+    writer: &'a mut OwnedWriteHalf,
+}
+
+impl<S: Service> Exchange<'_, S> {
+    /// Runs one parsed request: the handshake gate, then the service.
+    async fn request(&mut self, request: Request) -> Step {
+        // A notification (no `id`) is neither run nor answered: herd's protocol
+        // defines none, and `shutdown` sent as one must not stop the daemon.
+        let Some(id) = request.id.clone() else {
+            tracing::debug!(method = %request.method, "notification ignored");
+            return Step::Skip;
+        };
+        if !*self.greeted && request.method != "hello" {
+            return Step::Answer(Box::new(Response::err(
+                id,
+                RpcError::new(
+                    HANDSHAKE_REQUIRED,
+                    "the first request on a connection must be `hello`",
+                ),
+            )));
+        }
+        if request.method == "hello" {
+            let answer = self.service.hello(&request.params);
+            *self.greeted = answer.is_ok();
+            return Step::Answer(Box::new(match answer {
+                Ok(result) => Response::ok(id, result),
+                Err(error) => Response::err(id, error),
+            }));
+        }
+        let ends_with_client = self.service.ends_with_client(&request.method);
+        let call = self
+            .service
+            .call(self.connection, &request.method, request.params);
+        // A wait ends when its client leaves: a dev server never exits, and nobody
+        // would read the answer.
+        let reply = if ends_with_client {
+            tokio::select! {
+                reply = call => reply,
+                () = closed(self.reader) => {
+                    tracing::debug!("the client left; its wait ends");
+                    return Step::End;
+                }
+            }
+        } else {
+            call.await
+        };
+        match reply {
+            Reply::Value(result) => Step::Answer(Box::new(Response::ok(id, result))),
+            Reply::Error(error) => Step::Answer(Box::new(Response::err(id, error))),
+            Reply::Stream(stream) => {
+                let outlet = Outlet::new(self.reader, self.writer, id);
+                self.service.stream(stream, outlet).await;
+                Step::End
+            }
         }
     }
 }
@@ -284,38 +363,6 @@ fn parse(line: &[u8]) -> Result<Request, Box<Response>> {
         )));
     }
     Ok(request)
-}
-
-/// Answers the handshake.
-fn hello(state: &State, params: &Value) -> Result<Value, RpcError> {
-    let client_version = params
-        .get("client")
-        .and_then(Value::as_str)
-        .unwrap_or("unknown");
-    match params.get("protocol").and_then(Value::as_u64) {
-        Some(version) if version == u64::from(PROTOCOL_VERSION) => Ok(json!({
-            "protocol": PROTOCOL_VERSION,
-            "daemon": env!("CARGO_PKG_VERSION"),
-            "pid": std::process::id(),
-            "home": state.home().root().display().to_string(),
-            // What this daemon serves beyond protocol 1's methods; a client checks
-            // before using one and falls back without it.
-            "capabilities": CAPABILITIES,
-        })),
-        Some(version) => Err(RpcError::new(
-            VERSION_MISMATCH,
-            format!(
-                "protocol version mismatch: the client (herd {client_version}) speaks protocol {version}, \
-                 the daemon (herd {}) speaks protocol {PROTOCOL_VERSION}; run `herd shutdown` with the \
-                 daemon's binary, then retry (the new daemon starts automatically)",
-                env!("CARGO_PKG_VERSION")
-            ),
-        )),
-        None => Err(RpcError::new(
-            protocol::INVALID_PARAMS,
-            "hello needs `protocol`, the client's protocol version number",
-        )),
-    }
 }
 
 /// Writes one message.

@@ -13,25 +13,20 @@
 //! The stream takes no input and ends when the client closes its end.
 
 use serde_json::json;
-use tokio::io::BufReader;
-use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 
-use super::connection::write;
-use super::methods::State;
-use crate::protocol::Response;
+use super::State;
+use crate::daemon::connection::Outlet;
 
 /// Streams `sessions` notifications until the client leaves.
-pub(crate) async fn follow(
-    state: &State,
-    reader: &mut BufReader<OwnedReadHalf>,
-    writer: &mut OwnedWriteHalf,
-) {
+pub(super) async fn follow(state: &State, mut outlet: Outlet<'_>) {
     let mut changes = state.registry().changes();
-    let mut closed = Box::pin(client_gone(reader));
     loop {
         let generation = *changes.borrow_and_update();
-        let note = Response::notification("sessions", json!({"generation": generation}));
-        if write(writer, &note).await.is_err() {
+        if outlet
+            .note("sessions", json!({"generation": generation}))
+            .await
+            .is_err()
+        {
             return;
         }
         tokio::select! {
@@ -41,14 +36,7 @@ pub(crate) async fn follow(
                     return;
                 }
             }
-            () = &mut closed => return,
+            () = outlet.left() => return,
         }
     }
-}
-
-/// Resolves when the client closes its end (or sends anything: the stream takes
-/// no input).
-async fn client_gone(reader: &mut BufReader<OwnedReadHalf>) {
-    let mut buf = Vec::new();
-    let _ = crate::protocol::read_line(reader, &mut buf, 1024).await;
 }

@@ -12,7 +12,8 @@ use herd_core::{Drained, Event};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::methods::{State, drained_json, parse};
+use super::State;
+use super::wire::parse;
 use crate::protocol::{INTERNAL_ERROR, INVALID_PARAMS, RpcError};
 
 /// The most unacknowledged drains one connection may hold.
@@ -135,4 +136,14 @@ impl Leases {
             )
         })
     }
+}
+
+/// The JSON of drained events: the events and their rendering.
+fn drained_json(events: &[Event]) -> Value {
+    let rendered = if events.is_empty() {
+        String::new()
+    } else {
+        herd_core::render_events(events)
+    };
+    json!({"events": events, "rendered": rendered})
 }

@@ -1,0 +1,155 @@
+//! The read-only methods: `list` (local, and with `host`/`all_hosts` the far rows
+//! too), `lookup`, `poll`, `log` and `log_chunk`. The local ones run on the
+//! blocking pool (`off_worker`): they read files and run output plugins.
+
+use herd_core::{ListFilter, Registry};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::wire::{core_error, lookup_error, parse, to_value};
+use super::{IdParams, State, off_worker};
+use crate::protocol::{INVALID_PARAMS, RpcError};
+
+/// The largest log chunk one `log_chunk` or stream message carries.
+pub(super) const CHUNK_BYTES: usize = 1 << 20;
+
+impl State {
+    /// `list` with `host` or `all_hosts` (capability `hosts`): the far rows, after
+    /// the local ones for `all_hosts`.
+    pub(super) async fn list_hosts(&self, params: Value) -> Result<Value, RpcError> {
+        let all_hosts = params.get("all_hosts").and_then(Value::as_bool) == Some(true);
+        let local = if all_hosts {
+            let mut local_params = params.clone();
+            if let Some(object) = local_params.as_object_mut() {
+                object.remove("host");
+                object.remove("all_hosts");
+            }
+            let answer = off_worker(&self.registry, move |r| list(r, local_params)).await?;
+            Some(answer["processes"].as_array().cloned().unwrap_or_default())
+        } else {
+            None
+        };
+        self.hosts.list(params, local).await
+    }
+}
+
+/// `list`: the sessions by owner, state, age and a newest-N limit.
+pub(super) fn list(registry: &Registry, params: Value) -> Result<Value, RpcError> {
+    let p: ListParams = parse(params)?;
+
+    if let Some(limit) = p.limit
+        && !(1..=LIST_MAX_ROWS).contains(&limit)
+    {
+        return Err(RpcError::new(
+            INVALID_PARAMS,
+            format!("limit must be 1 to {LIST_MAX_ROWS} rows (got {limit})"),
+        ));
+    }
+    let state = p.state.unwrap_or(if p.all {
+        ListState::All
+    } else {
+        ListState::Running
+    });
+    let filter = ListFilter {
+        owner: p.owner,
+        session_key: None,
+        include_finished: state != ListState::Running,
+    };
+    let mut rows = registry.list(&filter);
+    if state == ListState::Finished {
+        rows.retain(|r| r.status != herd_core::SessionStatus::Running);
+    }
+    if let Some(since) = p.since_seconds {
+        rows.retain(|r| r.uptime_seconds <= since);
+    }
+    // Oldest first; a limit keeps the newest.
+    let more = p.limit.map_or(0, |limit| rows.len().saturating_sub(limit));
+    rows.drain(..more);
+    let mut answer = json!({"processes": to_value(rows)?});
+    if more > 0 {
+        answer["more"] = json!(more);
+    }
+    Ok(answer)
+}
+
+/// `log`: one page of a session's output.
+pub(super) fn log(registry: &Registry, params: Value) -> Result<Value, RpcError> {
+    let p: LogParams = parse(params)?;
+    let answer = registry.log(&p.id, p.offset, p.limit).map_err(core_error)?;
+    to_value(answer)
+}
+
+/// `log_chunk`: raw bytes of a session's log.
+pub(super) fn log_chunk(registry: &Registry, params: Value) -> Result<Value, RpcError> {
+    let p: FollowParams = parse(params)?;
+    let max = p.max_bytes.unwrap_or(CHUNK_BYTES).min(CHUNK_BYTES);
+    let chunk = registry
+        .log_chunk(&p.id, p.from_byte, max)
+        .map_err(core_error)?;
+    to_value(chunk)
+}
+
+/// `lookup`: a session's full id and owner from an id, a prefix or a name.
+pub(super) fn lookup(registry: &Registry, params: Value) -> Result<Value, RpcError> {
+    let p = parse::<IdParams>(params)?;
+    let (id, owner) = registry.lookup_owned(&p.id).map_err(lookup_error)?;
+    Ok(json!({"session_id": id.to_string(), "owner_task_id": owner}))
+}
+
+/// `poll`: a session's state and output preview.
+pub(super) fn poll(registry: &Registry, params: Value) -> Result<Value, RpcError> {
+    let p = parse::<IdParams>(params)?;
+    to_value(registry.poll(&p.id).map_err(core_error)?)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListParams {
+    #[serde(default)]
+    owner: Option<String>,
+    #[serde(default)]
+    all: bool,
+    /// `running`, `finished` or `all`; wins over `all` (capability `list.filter`).
+    #[serde(default)]
+    state: Option<ListState>,
+    /// Only sessions started in the last this many seconds.
+    #[serde(default)]
+    since_seconds: Option<u64>,
+    /// At most this many rows, the newest (1 to [`LIST_MAX_ROWS`]).
+    #[serde(default)]
+    limit: Option<usize>,
+}
+
+/// Which sessions a `list` shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum ListState {
+    Running,
+    Finished,
+    All,
+}
+
+/// The most rows one `list` answers.
+const LIST_MAX_ROWS: usize = 10_000;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LogParams {
+    id: String,
+    #[serde(default)]
+    offset: Option<usize>,
+    #[serde(default)]
+    limit: Option<usize>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FollowParams {
+    pub(super) id: String,
+    #[serde(default)]
+    pub(super) from_byte: u64,
+    #[serde(default)]
+    pub(super) result: bool,
+    #[serde(default)]
+    pub(super) max_bytes: Option<usize>,
+}

@@ -1,0 +1,218 @@
+//! The streaming methods: `events.follow` (the owner's notifications, or with
+//! `peek` their count), `logs.follow` (a session's output until it exits, then its
+//! offset and, with `result`, how it ended) and `sessions.follow` (`sessions.rs`);
+//! a far host's `logs.follow` is relayed by the host link.
+//!
+//! Each writes into its [`Outlet`] and ends when the client leaves; none sees the
+//! socket.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::query::{CHUNK_BYTES, FollowParams};
+use super::wire::{core_error, lookup_error, parse, to_value};
+use super::{NoParams, Reply, State};
+use crate::daemon::connection::Outlet;
+
+/// A streaming method.
+#[derive(Debug)]
+pub(crate) enum Stream {
+    /// `events.follow`: the owner's notifications, drained as they come.
+    Events {
+        /// The owner whose events are delivered.
+        owner: String,
+        /// Only say how many are pending, never take them (capability
+        /// `events.pending`).
+        peek: bool,
+    },
+    /// `logs.follow`: a session's output until it exits.
+    Logs {
+        /// The session.
+        id: String,
+        /// Where to start, in bytes of the log.
+        from_byte: u64,
+        /// End with the session's result, as `wait` answers it (capability
+        /// `logs.follow.result`): a follower needs no second request.
+        result: bool,
+    },
+    /// `sessions.follow`: a note whenever the home's sessions change (`sessions.rs`).
+    Sessions,
+    /// A far host's stream (`logs.follow` of `NAME:proc_…`), on a door of its own.
+    Remote(crate::daemon::hosts::RemoteStream),
+}
+
+impl Stream {
+    /// Runs the stream until it ends or the client leaves.
+    pub(super) async fn run(self, state: &State, outlet: Outlet<'_>) {
+        match self {
+            Stream::Events { owner, peek } => events(state, &owner, peek, outlet).await,
+            Stream::Logs {
+                id,
+                from_byte,
+                result,
+            } => logs(state, &id, from_byte, result, outlet).await,
+            Stream::Sessions => super::sessions::follow(state, outlet).await,
+            Stream::Remote(remote) => {
+                outlet
+                    .relay(|reader, writer, id| remote.run(reader, writer, id))
+                    .await;
+            }
+        }
+    }
+}
+
+impl State {
+    /// `events.follow {"owner", "peek"?}`.
+    pub(super) fn events_follow(params: Value) -> Reply {
+        match parse::<EventsParams>(params) {
+            Ok(p) => Reply::Stream(Stream::Events {
+                owner: p.owner,
+                peek: p.peek,
+            }),
+            Err(err) => Reply::Error(err),
+        }
+    }
+
+    /// `sessions.follow {}`.
+    pub(super) fn sessions_follow(params: Value) -> Reply {
+        match parse::<NoParams>(params) {
+            Ok(NoParams {}) => Reply::Stream(Stream::Sessions),
+            Err(err) => Reply::Error(err),
+        }
+    }
+
+    /// `logs.follow {"id", "from_byte"?, "result"?}`: the session is looked up
+    /// before the stream starts, so an unknown id is a plain error.
+    pub(super) fn logs_follow(&self, params: Value) -> Reply {
+        match parse::<FollowParams>(params) {
+            Ok(p) => match self.registry.lookup(&p.id) {
+                Ok(id) => Reply::Stream(Stream::Logs {
+                    id: id.to_string(),
+                    from_byte: p.from_byte,
+                    result: p.result,
+                }),
+                Err(err) => Reply::Error(lookup_error(err)),
+            },
+            Err(err) => Reply::Error(err),
+        }
+    }
+}
+
+/// Streams the owner's events: drain now, then again whenever anything is
+/// published. Each batch is a lease acknowledged once written, so events a
+/// client never received go back to the queue. With `peek`, only a `pending`
+/// notification with the count is sent, whenever it grows.
+async fn events(state: &State, owner: &str, peek: bool, mut outlet: Outlet<'_>) {
+    // Subscribe before the first drain, so an event published in between wakes us.
+    let mut published = state.registry.subscribe();
+    // With `peek`: told at the start when something waits, then after every
+    // event published for this owner while something waits (a read that emptied
+    // the queue in between publishes nothing, so counts alone would miss the next).
+    let mut for_owner = true;
+    loop {
+        if peek {
+            let pending = state.registry.pending(owner);
+            if pending > 0
+                && for_owner
+                && outlet
+                    .note("pending", json!({"count": pending}))
+                    .await
+                    .is_err()
+            {
+                return;
+            }
+        } else {
+            let lease = state.registry.take(owner);
+            for event in lease.events() {
+                let params = serde_json::to_value(event).unwrap_or(Value::Null);
+                if outlet.note("event", params).await.is_err() {
+                    return;
+                }
+            }
+            lease.acknowledge();
+        }
+        tokio::select! {
+            received = published.recv() => match received {
+                Ok(event) => for_owner = event.owner_task_id().is_none_or(|o| o == owner),
+                // Lagged: something may be for this owner.
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => for_owner = true,
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            },
+            () = outlet.left() => return,
+        }
+    }
+}
+
+/// Streams a session's log from `from_byte` until the session has exited and
+/// everything is sent, then answers the request with the final offset.
+async fn logs(
+    state: &State,
+    session: &str,
+    from_byte: u64,
+    with_result: bool,
+    mut outlet: Outlet<'_>,
+) {
+    let mut follower = match state.registry.log_follower(session, from_byte) {
+        Ok(follower) => follower,
+        Err(err) => return outlet.answer(Err(core_error(err))).await,
+    };
+    let mut published = state.registry.subscribe();
+    // New output is not an event, so the log is also re-read on a short tick.
+    let mut tick = tokio::time::interval(Duration::from_millis(50));
+    loop {
+        let read = match follower.read(CHUNK_BYTES) {
+            Ok(read) => read,
+            Err(err) => return outlet.answer(Err(core_error(err))).await,
+        };
+        // Nothing new since the last read: the stream is idle, so the unfinished
+        // line it holds goes out unless it can still become a secret (a prompt, an
+        // echoed keystroke, a progress bar show within one tick).
+        let output = if read.progressed || read.is_done {
+            read.output
+        } else {
+            herd_hooks::Shown::join([read.output, follower.release_idle()], "")
+        };
+        if !output.is_empty() && outlet.note("log", json!({"output": output})).await.is_err() {
+            return;
+        }
+        if read.is_done {
+            let mut answer = json!({"next_byte": follower.next_byte()});
+            if with_result {
+                answer["result"] = session_result(state, session).await;
+            }
+            return outlet.answer(Ok(answer)).await;
+        }
+        if read.progressed {
+            continue;
+        }
+        tokio::select! {
+            _ = published.recv() => {}
+            _ = tick.tick() => {}
+            () = outlet.left() => return,
+        }
+    }
+}
+
+/// How an ended session ended, as `wait` answers it; `{"error"}` if that fails.
+async fn session_result(state: &State, session: &str) -> Value {
+    // The session has ended, so this wait answers at once (its timeout only has
+    // to be positive).
+    let ended = state
+        .registry
+        .wait(session, Duration::from_secs(1), None)
+        .await;
+    match ended.map_err(core_error).and_then(to_value) {
+        Ok(value) => value,
+        Err(err) => json!({"error": err.message}),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EventsParams {
+    owner: String,
+    #[serde(default)]
+    peek: bool,
+}

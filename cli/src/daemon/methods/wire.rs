@@ -1,0 +1,106 @@
+//! How the methods meet the wire: params parsed (named fields only), answers
+//! serialised, and herd's errors turned into JSON-RPC errors with a herd code.
+
+use herd_core::{LookupError, SpawnError};
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use crate::protocol::{
+    DISPATCH_FAILED, GUARDED, INTERNAL_ERROR, INVALID_PARAMS, NOT_FOUND, RpcError,
+};
+
+/// Deserialises params, or an `INVALID_PARAMS` error naming the problem.
+pub(super) fn parse<T: DeserializeOwned>(params: Value) -> Result<T, RpcError> {
+    let params = match params {
+        Value::Null => json!({}),
+        Value::Object(_) => params,
+        // serde would map an array onto the fields in order: a request that names
+        // nothing must not set them by position.
+        other => {
+            return Err(RpcError::new(
+                INVALID_PARAMS,
+                format!(
+                    "invalid params: they must be an object of named fields, not {}",
+                    match other {
+                        Value::Array(_) => "a positional array",
+                        _ => "a bare value",
+                    }
+                ),
+            ));
+        }
+    };
+    serde_json::from_value(params)
+        .map_err(|err| RpcError::new(INVALID_PARAMS, format!("invalid params: {err}")))
+}
+
+/// Serialises an answer.
+pub(super) fn to_value<T: serde::Serialize>(answer: T) -> Result<Value, RpcError> {
+    serde_json::to_value(answer).map_err(|err| {
+        RpcError::new(
+            INTERNAL_ERROR,
+            format!("failed to encode the answer: {err}"),
+        )
+    })
+}
+
+/// A lookup failure as a `NOT_FOUND` error.
+pub(super) fn lookup_error(err: LookupError) -> RpcError {
+    let matches: Vec<String> = match &err {
+        LookupError::Ambiguous { matches, .. } => matches.iter().map(ToString::to_string).collect(),
+        _ => Vec::new(),
+    };
+    let mut message = chain(&err);
+    if !matches.is_empty() {
+        message.push_str(&format!(" (it matches {})", matches.join(", ")));
+    }
+    RpcError {
+        code: NOT_FOUND,
+        message,
+        data: Some(json!({"matches": matches})),
+    }
+}
+
+/// A registry error as a JSON-RPC error.
+pub(super) fn core_error(err: herd_core::Error) -> RpcError {
+    match err {
+        herd_core::Error::Lookup(lookup) => lookup_error(lookup),
+        herd_core::Error::InvalidArgument { .. } => RpcError::new(INVALID_PARAMS, chain(&err)),
+        other => RpcError::new(INTERNAL_ERROR, chain(&other)),
+    }
+}
+
+/// An error and its causes, joined.
+pub(super) fn chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// A spawn's error as the wire carries it.
+pub(super) fn spawn_error(err: SpawnError) -> RpcError {
+    match err {
+        SpawnError::Guarded(block) => RpcError {
+            code: GUARDED,
+            message: format!("refused by the self-kill guard: {block}"),
+            data: Some(crate::guard::verdict_json(Some(&block))),
+        },
+        SpawnError::InvalidRequest { field, message } => {
+            RpcError::new(INVALID_PARAMS, format!("invalid {field}: {message}"))
+        }
+        SpawnError::ShuttingDown => RpcError::new(
+            crate::protocol::SHUTTING_DOWN,
+            SpawnError::ShuttingDown.to_string(),
+        ),
+        SpawnError::Dispatch(err) => RpcError {
+            code: DISPATCH_FAILED,
+            message: chain(&err),
+            data: Some(json!({"infrastructure": err.is_infrastructure()})),
+        },
+        err => RpcError::new(INTERNAL_ERROR, chain(&err)),
+    }
+}
