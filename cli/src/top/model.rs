@@ -441,7 +441,7 @@ impl Model {
 }
 
 /// The size of a PTY session's terminal: what the daemon spawns (`spawn` in
-/// `daemon/methods.rs`), so the job's cursor addressing lands where it meant.
+/// `daemon/methods/spawn.rs`), so the job's cursor addressing lands where it meant.
 pub(crate) const PTY_ROWS: u16 = 30;
 /// See [`PTY_ROWS`].
 pub(crate) const PTY_COLS: u16 = 120;
