@@ -45,7 +45,10 @@
 //! to a job: [`FailureBreaker`] does not count it and retries it after a cooldown (B35).
 
 mod breaker;
+mod bus;
 mod memory;
+mod probe;
+mod scope;
 mod unit;
 
 #[cfg(test)]
@@ -53,11 +56,9 @@ mod tests;
 
 use std::collections::HashMap;
 use std::fmt;
-use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -70,6 +71,8 @@ use memory::{
     MEMORY_MAX_CAP_BYTES, MIN_MEMORY_MAX_BYTES, parse_cgroup_v2_path, parse_meminfo_total,
     parse_memory_max, read_service_memory_max_at,
 };
+use probe::{Availability, CachedVerdict};
+pub use scope::{ScopeAck, is_in_scope, wait_for_scope_ack};
 pub use unit::{UnitKind, systemd_unit};
 
 /// How long the availability probe may take before it counts as "no scope".
@@ -413,58 +416,6 @@ pub struct Dispatcher {
     n_probes: AtomicUsize,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct ProbeKey {
-    program: Option<PathBuf>,
-    bus_path: PathBuf,
-}
-
-/// What a successful probe learned about the host's systemd-run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct ScopeSupport {
-    /// systemd-run accepts `--expand-environment=no` (systemd 254 and later). Those
-    /// versions expand `$VAR` in the command line of a scope by default, which would
-    /// rewrite every shell command herd runs (`$f` in a loop becomes an empty string);
-    /// earlier versions neither expand nor know the switch.
-    no_expand: bool,
-}
-
-/// A probe run that failed: the detail for the operator, and systemd-run's stderr.
-struct ProbeFailure {
-    detail: String,
-    stderr: String,
-}
-
-#[derive(Debug, Clone)]
-struct CachedVerdict {
-    key: ProbeKey,
-    verdict: Result<ScopeSupport, String>,
-    at: Instant,
-}
-
-/// The user bus derived from a spawn environment.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct UserBus {
-    bus_path: PathBuf,
-    /// `Some` when the bus is usable: the env overrides to hand to the wrapper.
-    env: Option<Vec<(String, String)>>,
-    /// Why the bus is not usable, when it is not.
-    problem: String,
-}
-
-enum Availability {
-    NotUnderSystemd,
-    Ready {
-        program: PathBuf,
-        bus: UserBus,
-        support: ScopeSupport,
-    },
-    Unavailable {
-        detail: String,
-        bus_path: PathBuf,
-    },
-}
-
 impl Dispatcher {
     /// A dispatcher for this process: detects the host and uses the real clock.
     pub fn new(config: DispatchConfig) -> Dispatcher {
@@ -611,128 +562,6 @@ impl Dispatcher {
         }
     }
 
-    /// Turns "a scoped worker exited before it acknowledged" into an error, re-checking the
-    /// user bus from the worker's spawn environment (without the bus address it carried).
-    /// When the bus is gone the error names it and the cached verdict flips to
-    /// "unavailable", so the next dispatch degrades (or fails typed) instead of feeding
-    /// another job to a dead wrapper.
-    ///
-    /// The registry calls this when [`wait_for_scope_ack`] answers [`ScopeAck::Exited`]
-    /// for a [`Dispatch::Scoped`] child. [`DispatchError::LostUserBus`] is an
-    /// infrastructure failure to record on the session; [`DispatchError::ExitedBeforeAck`]
-    /// only says the bus is fine, and the session's own exit status stands.
-    pub fn on_early_exit(
-        &self,
-        spawn_env: &HashMap<String, String>,
-        unit: &str,
-        exit_code: Option<i32>,
-    ) -> DispatchError {
-        let mut env = spawn_env.clone();
-        env.remove(BUS_ADDRESS_ENV);
-        let bus = derive_user_bus(&env, self.host.uid);
-        if bus.env.is_some() {
-            return DispatchError::ExitedBeforeAck {
-                unit: unit.to_owned(),
-                exit_code,
-            };
-        }
-        let key = ProbeKey {
-            program: resolve_program(SYSTEMD_RUN, spawn_env),
-            bus_path: bus.bus_path.clone(),
-        };
-        let verdict = Err(format!("the user bus {} vanished", bus.bus_path.display()));
-        *self.cache.lock().unwrap_or_else(PoisonError::into_inner) = Some(CachedVerdict {
-            key,
-            verdict,
-            at: self.clock.now(),
-        });
-        tracing::debug!(unit, bus_path = %bus.bus_path.display(), "scoped worker lost its user bus");
-        DispatchError::LostUserBus {
-            unit: unit.to_owned(),
-            bus_path: bus.bus_path,
-            user: self.host.user.clone(),
-        }
-    }
-
-    /// Stops a worker scope with `systemctl --user stop <unit>`, which kills everything in
-    /// it, including descendants that left the session's process group (`setsid`, double
-    /// fork). A unit that is already gone ("not loaded", "not found", "does not exist")
-    /// counts as stopped. `systemctl` is found on the spawn environment's `PATH` and given
-    /// the same user bus as the dispatch.
-    ///
-    /// # Errors
-    /// [`ScopeStopError::NotAWorkerScope`] for any unit not named
-    /// `herd-worker-<id>.scope`; [`ScopeStopError::NoSystemctl`] and
-    /// [`ScopeStopError::Failed`] when the stop did not happen, so the caller reports the
-    /// kill as incomplete.
-    pub async fn stop_scope(
-        &self,
-        unit: &str,
-        spawn_env: &HashMap<String, String>,
-    ) -> Result<(), ScopeStopError> {
-        let is_worker_scope = unit
-            .strip_prefix(WORKER_UNIT_PREFIX)
-            .and_then(|rest| rest.strip_suffix(".scope"))
-            .is_some_and(|id| validate_unit_id(id).is_ok());
-        if !is_worker_scope {
-            return Err(ScopeStopError::NotAWorkerScope {
-                unit: unit.to_owned(),
-            });
-        }
-        let Some(program) = resolve_program(SYSTEMCTL, spawn_env) else {
-            return Err(ScopeStopError::NoSystemctl {
-                unit: unit.to_owned(),
-            });
-        };
-        let bus = derive_user_bus(spawn_env, self.host.uid);
-        let failed = |detail: String| ScopeStopError::Failed {
-            unit: unit.to_owned(),
-            detail,
-        };
-        let mut command = tokio::process::Command::new(&program);
-        command
-            .args(["--user", "stop", unit])
-            .env_clear()
-            .envs(spawn_env)
-            .envs(bus.env.iter().flatten().map(|(k, v)| (k, v)))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        let child = command
-            .spawn()
-            .map_err(|err| failed(format!("could not start {}: {err}", program.display())))?;
-        let output =
-            match tokio::time::timeout(self.config.stop_timeout, child.wait_with_output()).await {
-                Err(_elapsed) => {
-                    return Err(failed(format!(
-                        "systemctl did not finish within {} ms",
-                        self.config.stop_timeout.as_millis()
-                    )));
-                }
-                Ok(Err(err)) => return Err(failed(format!("could not wait for systemctl: {err}"))),
-                Ok(Ok(output)) => output,
-            };
-        if output.status.success() {
-            tracing::debug!(unit, "worker scope stopped");
-            return Ok(());
-        }
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        let lower = stderr.to_lowercase();
-        if ["not loaded", "not found", "does not exist"]
-            .iter()
-            .any(|gone| lower.contains(gone))
-        {
-            tracing::debug!(unit, "worker scope was already gone");
-            return Ok(());
-        }
-        let said: String = stderr.trim().chars().take(PROBE_DETAIL_CHARS).collect();
-        Err(failed(format!(
-            "systemctl exited with {}: {said}",
-            output.status
-        )))
-    }
-
     fn remedy(&self) -> String {
         format!(
             "run `loginctl enable-linger {}` so the user manager and its bus run without a \
@@ -755,214 +584,6 @@ impl Dispatcher {
             "restart-safe dispatch unavailable; degrading to direct subprocesses"
         );
     }
-
-    async fn availability_inner(&self, spawn_env: &HashMap<String, String>) -> Availability {
-        if !self.is_under_systemd() {
-            return Availability::NotUnderSystemd;
-        }
-        let bus = derive_user_bus(spawn_env, self.host.uid);
-        if bus.env.is_none() {
-            return Availability::Unavailable {
-                detail: bus.problem,
-                bus_path: bus.bus_path,
-            };
-        }
-        let program = resolve_program(SYSTEMD_RUN, spawn_env);
-        let key = ProbeKey {
-            program: program.clone(),
-            bus_path: bus.bus_path.clone(),
-        };
-        let verdict = match self.fresh_verdict(&key) {
-            Some(verdict) => verdict,
-            None => {
-                let _gate = self.probe_gate.lock().await;
-                // Another caller may have probed while we waited for the gate.
-                match self.fresh_verdict(&key) {
-                    Some(verdict) => verdict,
-                    None => {
-                        let verdict = match &program {
-                            Some(program) => self.probe(program, spawn_env, &bus).await,
-                            None => Err(format!("{SYSTEMD_RUN} was not found on the spawn PATH")),
-                        };
-                        *self.cache.lock().unwrap_or_else(PoisonError::into_inner) =
-                            Some(CachedVerdict {
-                                key,
-                                verdict: verdict.clone(),
-                                at: self.clock.now(),
-                            });
-                        verdict
-                    }
-                }
-            }
-        };
-        match (verdict, program) {
-            (Ok(support), Some(program)) => Availability::Ready {
-                program,
-                bus,
-                support,
-            },
-            (Ok(_), None) => Availability::Unavailable {
-                detail: format!("{SYSTEMD_RUN} was not found on the spawn PATH"),
-                bus_path: bus.bus_path,
-            },
-            (Err(detail), _) => Availability::Unavailable {
-                detail,
-                bus_path: bus.bus_path,
-            },
-        }
-    }
-
-    fn fresh_verdict(&self, key: &ProbeKey) -> Option<Result<ScopeSupport, String>> {
-        let cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
-        let cached = cache.as_ref()?;
-        let age = self.clock.now().saturating_duration_since(cached.at);
-        (cached.key == *key && age < self.config.verdict_ttl).then(|| cached.verdict.clone())
-    }
-
-    /// Runs `/bin/sh -c 'exit 0'` through `systemd-run --user --scope`, first with
-    /// `--expand-environment=no`, and again without it when this systemd-run predates it.
-    async fn probe(
-        &self,
-        program: &Path,
-        spawn_env: &HashMap<String, String>,
-        bus: &UserBus,
-    ) -> Result<ScopeSupport, String> {
-        let verdict = match self.probe_once(program, spawn_env, bus, true).await {
-            Ok(()) => Ok(ScopeSupport { no_expand: true }),
-            Err(failure) if failure.stderr.contains("expand-environment") => self
-                .probe_once(program, spawn_env, bus, false)
-                .await
-                .map(|()| ScopeSupport { no_expand: false })
-                .map_err(|failure| failure.detail),
-            Err(failure) => Err(failure.detail),
-        };
-        tracing::debug!(ok = verdict.is_ok(), "systemd scope probe finished");
-        verdict
-    }
-
-    async fn probe_once(
-        &self,
-        program: &Path,
-        spawn_env: &HashMap<String, String>,
-        bus: &UserBus,
-        no_expand: bool,
-    ) -> Result<(), ProbeFailure> {
-        self.n_probes.fetch_add(1, Ordering::SeqCst);
-        let failure = |detail: String| ProbeFailure {
-            detail,
-            stderr: String::new(),
-        };
-        let unit = format!(
-            "herd-probe-{}-{:08x}",
-            std::process::id(),
-            fastrand::u32(..)
-        );
-        let mut command = tokio::process::Command::new(program);
-        command.args(["--user", "--scope", "--quiet", "--collect"]);
-        if no_expand {
-            command.arg("--expand-environment=no");
-        }
-        command
-            .args(["--unit", &unit, "--", "/bin/sh", "-c", "exit 0"])
-            .env_clear()
-            .envs(spawn_env)
-            .envs(bus.env.iter().flatten().map(|(k, v)| (k, v)))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        let child = command
-            .spawn()
-            .map_err(|err| failure(format!("could not start {}: {err}", program.display())))?;
-        match tokio::time::timeout(self.config.probe_timeout, child.wait_with_output()).await {
-            Err(_elapsed) => Err(failure(format!(
-                "{} --user --scope did not finish within {} ms",
-                program.display(),
-                self.config.probe_timeout.as_millis()
-            ))),
-            Ok(Err(err)) => Err(failure(format!(
-                "could not wait for {}: {err}",
-                program.display()
-            ))),
-            Ok(Ok(output)) if output.status.success() => Ok(()),
-            Ok(Ok(output)) => {
-                let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-                let said: String = stderr.trim().chars().take(PROBE_DETAIL_CHARS).collect();
-                Err(ProbeFailure {
-                    detail: format!(
-                        "{} --user --scope failed ({}){}",
-                        program.display(),
-                        output.status,
-                        if said.is_empty() {
-                            String::new()
-                        } else {
-                            format!(": {said}")
-                        }
-                    ),
-                    stderr,
-                })
-            }
-        }
-    }
-}
-
-/// Whether `pid` runs inside the systemd unit `unit` (e.g. `herd-worker-<id>.scope`): its
-/// `/proc/<pid>/cgroup` path ends in that unit. A scoped worker is "acknowledged" once this
-/// is true: systemd-run has created the scope and exec'd the command.
-pub fn is_in_scope(pid: i32, unit: &str) -> bool {
-    let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/cgroup")) else {
-        return false;
-    };
-    let suffix = format!("/{unit}");
-    text.lines()
-        .filter_map(|line| line.splitn(3, ':').nth(2))
-        .any(|path| path.ends_with(&suffix))
-}
-
-/// How the start of a scoped worker went, as [`wait_for_scope_ack`] saw it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ScopeAck {
-    /// The worker runs inside its unit: systemd-run created the scope and exec'd it.
-    Acknowledged,
-    /// The worker exited (or became a zombie) without ever being seen inside its unit.
-    Exited,
-    /// Neither happened before the deadline.
-    TimedOut,
-}
-
-/// Watches a freshly spawned scoped worker until it is inside `unit` ([`is_in_scope`]),
-/// has exited, or `timeout` passed. Polls `/proc/<pid>` every 10 ms; a spawn that is
-/// acknowledged costs one or two reads.
-///
-/// The registry starts this right after spawning a [`Dispatch::Scoped`] command; when the
-/// answer is [`ScopeAck::Exited`] it asks [`Dispatcher::on_early_exit`] what happened.
-pub async fn wait_for_scope_ack(pid: i32, unit: &str, timeout: Duration) -> ScopeAck {
-    let deadline = tokio::time::Instant::now() + timeout;
-    let mut tick = tokio::time::interval(Duration::from_millis(10));
-    loop {
-        tick.tick().await;
-        if is_in_scope(pid, unit) {
-            return ScopeAck::Acknowledged;
-        }
-        if !is_alive(pid) {
-            return ScopeAck::Exited;
-        }
-        if tokio::time::Instant::now() >= deadline {
-            return ScopeAck::TimedOut;
-        }
-    }
-}
-
-/// Whether `pid` exists and is not a zombie (`/proc/<pid>/stat` state other than `Z`/`X`).
-fn is_alive(pid: i32) -> bool {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return false;
-    };
-    // The state follows the parenthesised command name, which may itself hold ") ".
-    stat.rsplit_once(") ")
-        .and_then(|(_, rest)| rest.chars().next())
-        .is_some_and(|state| !matches!(state, 'Z' | 'X' | 'x'))
 }
 
 fn validate_unit_id(unit_id: &str) -> Result<(), DispatchError> {
@@ -978,95 +599,4 @@ fn validate_unit_id(unit_id: &str) -> Result<(), DispatchError> {
             unit_id: unit_id.to_owned(),
         })
     }
-}
-
-/// Derives the user bus from a spawn environment: an explicit `DBUS_SESSION_BUS_ADDRESS`
-/// is kept; otherwise `<runtime dir>/bus` is used when the runtime dir (`XDG_RUNTIME_DIR`,
-/// else `/run/user/<uid>`) and the socket pass the ownership checks.
-fn derive_user_bus(spawn_env: &HashMap<String, String>, uid: u32) -> UserBus {
-    let runtime_dir = spawn_env
-        .get(RUNTIME_DIR_ENV)
-        .filter(|dir| !dir.is_empty())
-        .map_or_else(|| PathBuf::from(format!("/run/user/{uid}")), PathBuf::from);
-    let bus_path = runtime_dir.join("bus");
-    if let Some(address) = spawn_env.get(BUS_ADDRESS_ENV).filter(|a| !a.is_empty()) {
-        let bus_path = address
-            .strip_prefix("unix:path=")
-            .map(|rest| PathBuf::from(rest.split(',').next().unwrap_or(rest)))
-            .unwrap_or(bus_path);
-        return UserBus {
-            bus_path,
-            env: Some(vec![(BUS_ADDRESS_ENV.to_owned(), address.clone())]),
-            problem: String::new(),
-        };
-    }
-    match trust_problem(&runtime_dir, &bus_path, uid) {
-        Some(problem) => UserBus {
-            bus_path,
-            env: None,
-            problem,
-        },
-        None => UserBus {
-            env: Some(vec![
-                (
-                    RUNTIME_DIR_ENV.to_owned(),
-                    runtime_dir.to_string_lossy().into_owned(),
-                ),
-                (
-                    BUS_ADDRESS_ENV.to_owned(),
-                    format!("unix:path={}", bus_path.display()),
-                ),
-            ]),
-            bus_path,
-            problem: String::new(),
-        },
-    }
-}
-
-/// Why the runtime dir or its bus socket cannot be trusted, or `None` when both can.
-fn trust_problem(runtime_dir: &Path, bus_path: &Path, uid: u32) -> Option<String> {
-    if !runtime_dir.is_absolute() {
-        return Some(format!(
-            "runtime dir {} is not an absolute path",
-            runtime_dir.display()
-        ));
-    }
-    let dir = match std::fs::metadata(runtime_dir) {
-        Ok(meta) => meta,
-        Err(err) => {
-            return Some(format!(
-                "no user bus at {}: runtime dir {} is missing ({err})",
-                bus_path.display(),
-                runtime_dir.display()
-            ));
-        }
-    };
-    if !dir.is_dir() || dir.uid() != uid || dir.permissions().mode() & 0o022 != 0 {
-        return Some(format!(
-            "runtime dir {} is not trusted: it must be a directory owned by uid {uid} and \
-             not group or other writable",
-            runtime_dir.display()
-        ));
-    }
-    match std::fs::symlink_metadata(bus_path) {
-        Ok(meta) if meta.file_type().is_socket() && meta.uid() == uid => None,
-        Ok(_) => Some(format!(
-            "{} is not a socket owned by uid {uid}",
-            bus_path.display()
-        )),
-        Err(_) => Some(format!("no user bus at {}", bus_path.display())),
-    }
-}
-
-/// Finds `name` as an executable file on the spawn environment's `PATH`.
-fn resolve_program(name: &str, spawn_env: &HashMap<String, String>) -> Option<PathBuf> {
-    let path = spawn_env.get("PATH").map_or(DEFAULT_PATH, String::as_str);
-    path.split(':')
-        .map(Path::new)
-        .filter(|dir| dir.is_absolute())
-        .map(|dir| dir.join(name))
-        .find(|candidate| {
-            std::fs::metadata(candidate)
-                .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
-        })
 }

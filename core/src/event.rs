@@ -214,32 +214,9 @@ fn render_one(event: &Event) -> String {
             descendants_alive,
             ..
         } => {
-            let status = match completion_reason {
-                CompletionReason::Killed => format!(
-                    "terminated by {}",
-                    termination_source.map_or("herd", KillSource::as_str)
-                ),
-                CompletionReason::Lost => {
-                    "marked lost because its exit status could not be collected".to_owned()
-                }
-                CompletionReason::FailedStart => "failed to start".to_owned(),
-                CompletionReason::Signaled => format!(
-                    "was ended by {}",
-                    signal.map_or_else(|| "a signal".to_owned(), signal_name)
-                ),
-                CompletionReason::Exited if *exit_code == Some(0) => {
-                    "completed normally".to_owned()
-                }
-                CompletionReason::Exited => "exited".to_owned(),
-            };
-            let code = match (exit_code, signal) {
-                (Some(c), _) if *c == 143 || *c == -15 || *signal == Some(15) => {
-                    format!("exit code {c}, SIGTERM")
-                }
-                (Some(c), _) => format!("exit code {c}"),
-                (None, Some(s)) => format!("signal {s}, {}", signal_name(*s)),
-                (None, None) => "exit status unknown".to_owned(),
-            };
+            let status =
+                completion_status(*completion_reason, *termination_source, *signal, *exit_code);
+            let code = exit_text(*exit_code, *signal);
             let mut text =
                 format!("[IMPORTANT: Background process {session_id} {status} ({code}).\n");
             if let Some(note) = handoff_note {
@@ -302,6 +279,43 @@ fn render_one(event: &Event) -> String {
         | Event::WatchOverflowTripped { message }
         | Event::WatchOverflowReleased { message, .. }
         | Event::QueueFolded { message, .. } => format!("[IMPORTANT: {message}]"),
+    }
+}
+
+/// How a completed session ended, in words: `completed normally`, `terminated by herd`.
+fn completion_status(
+    completion_reason: CompletionReason,
+    termination_source: Option<KillSource>,
+    signal: Option<i32>,
+    exit_code: Option<i32>,
+) -> String {
+    match completion_reason {
+        CompletionReason::Killed => format!(
+            "terminated by {}",
+            termination_source.map_or("herd", KillSource::as_str)
+        ),
+        CompletionReason::Lost => {
+            "marked lost because its exit status could not be collected".to_owned()
+        }
+        CompletionReason::FailedStart => "failed to start".to_owned(),
+        CompletionReason::Signaled => format!(
+            "was ended by {}",
+            signal.map_or_else(|| "a signal".to_owned(), signal_name)
+        ),
+        CompletionReason::Exited if exit_code == Some(0) => "completed normally".to_owned(),
+        CompletionReason::Exited => "exited".to_owned(),
+    }
+}
+
+/// The exit status in words: `exit code 1`, `exit code 143, SIGTERM`, `signal 9, SIGKILL`.
+fn exit_text(exit_code: Option<i32>, signal: Option<i32>) -> String {
+    match (exit_code, signal) {
+        (Some(c), _) if c == 143 || c == -15 || signal == Some(15) => {
+            format!("exit code {c}, SIGTERM")
+        }
+        (Some(c), _) => format!("exit code {c}"),
+        (None, Some(s)) => format!("signal {s}, {}", signal_name(s)),
+        (None, None) => "exit status unknown".to_owned(),
     }
 }
 

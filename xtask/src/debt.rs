@@ -9,15 +9,11 @@
 /// Files and functions over the size limits: path, `file` or `fn NAME` (`Type::method`
 /// for a method), issue.
 pub(crate) const SIZES: &[(&str, &str, u32)] = &[
-    ("core/src/dispatch.rs", "file", 18),
-    ("core/src/event.rs", "fn render_one", 18),
     ("core/src/registry/durable.rs", "file", 18),
     ("core/src/registry/restore.rs", "fn Registry::restore", 18),
     ("core/src/registry.rs", "file", 18),
     ("core/src/registry.rs", "fn Inner::spawn", 18),
     ("core/src/registry.rs", "fn Inner::finish", 18),
-    ("core/src/shim/supervise.rs", "file", 18),
-    ("core/src/shim/supervise.rs", "fn run", 18),
     ("cli/src/daemon/hosts.rs", "file", 18),
     ("cli/src/daemon.rs", "fn run", 18),
     ("cli/src/doctor.rs", "fn run", 18),

@@ -1,0 +1,71 @@
+//! The end of a session: the held bytes flushed, the exit record written before the log
+//! closes, and an attached daemon told.
+//!
+//! Invariant: the exit record is on disk before the log closes and before the socket is
+//! removed, so a daemon that comes later reads the record instead of waiting.
+
+use std::io::Write;
+use std::time::SystemTime;
+
+use herd_persistence::{ExitRecord, SHIM_RECORD_VERSION, ShimDir};
+use nix::sys::wait::WaitStatus;
+
+use super::{EXIT_SEND_TIMEOUT, Job, Shim};
+use crate::shim::wire::{self, FromShim};
+
+impl Shim {
+    /// Ends the session: flushes held bytes, writes the exit record, closes the log,
+    /// tells an attached daemon. Returns the process's exit code.
+    pub(super) fn conclude(mut self, dir: &ShimDir) -> i32 {
+        let mut rest = Vec::new();
+        if let Job::Pty { scanner, .. } = &mut self.job {
+            let held = scanner.flush();
+            rest.extend_from_slice(&self.noise.feed(&held));
+        }
+        rest.extend(self.noise.flush());
+        self.ingest(&rest);
+        let descendants_alive = if self.eof {
+            Vec::new()
+        } else {
+            crate::reader::group_members(self.pgid)
+        };
+        let (code, signal) = match self.exit {
+            Some(WaitStatus::Exited(_, code)) => (Some(code), None),
+            Some(WaitStatus::Signaled(_, sig, _)) => (None, Some(sig as i32)),
+            _ => (None, None),
+        };
+        let record = ExitRecord {
+            version: SHIM_RECORD_VERSION,
+            code,
+            signal,
+            finished_at_ms: SystemTime::now()
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            total_ingested: self.progress.total_ingested,
+            bytes_not_kept: self.progress.bytes_not_kept,
+            descendants_alive,
+            killed_by: self.killed_by.map(str::to_owned),
+        };
+        let written = dir.write_exit(&record);
+        // The record is on disk before the log closes (the daemon trusts the record's
+        // byte counts once it sees it).
+        self.log = None;
+        if let Err(error) = &written {
+            tracing::error!(%error, "exit record not written");
+        }
+        if !self.greeted {
+            self.await_first_attach();
+        }
+        // Nobody new can connect from here on: a daemon that comes later reads the
+        // exit record instead of waiting on a socket that is gone.
+        let _ = std::fs::remove_file(dir.socket_path());
+        let progress = self.progress;
+        if let Some(mut conn) = self.conn.take() {
+            wire::encode(&FromShim::Exit { record, progress }, b"", &mut conn.out);
+            let _ = conn.stream.set_nonblocking(false);
+            let _ = conn.stream.set_write_timeout(Some(EXIT_SEND_TIMEOUT));
+            let _ = conn.stream.write_all(&conn.out);
+        }
+        i32::from(written.is_err())
+    }
+}

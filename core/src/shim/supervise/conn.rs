@@ -1,0 +1,292 @@
+//! The shim's side of the daemon's connection: the first attach, accepting and
+//! serving frames, sending, and writing the job's queued input.
+//!
+//! Invariant: one daemon connection at a time; a newer one replaces the old, and input
+//! the job cannot take yet waits in a bounded queue.
+
+use std::io::{self, Write};
+use std::os::fd::AsFd;
+use std::time::Instant;
+
+use nix::poll::{PollFd, PollFlags, ppoll};
+
+use super::{
+    Conn, FIRST_ATTACH_WAIT, Input, Job, MAX_QUEUED_INPUT, MAX_QUEUED_OUT, Shim, timespec,
+    write_all_nonblocking,
+};
+use crate::shim::PROTOCOL;
+use crate::shim::wire::{self, FrameReader, FromShim, ToShim};
+
+impl Shim {
+    /// Waits for the daemon that started this shim to attach (at most
+    /// [`FIRST_ATTACH_WAIT`]), so a job that ended at once is reported over the socket
+    /// like any other.
+    pub(super) fn await_first_attach(&mut self) {
+        let deadline = Instant::now() + FIRST_ATTACH_WAIT;
+        while !self.greeted {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            let timeout = Some(timespec(left));
+            let (listen_ready, conn_ready) = {
+                let mut fds = vec![PollFd::new(self.listener.as_fd(), PollFlags::POLLIN)];
+                if let Some(conn) = &self.conn {
+                    fds.push(PollFd::new(conn.stream.as_fd(), PollFlags::POLLIN));
+                }
+                match ppoll(&mut fds, timeout, None) {
+                    Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+                    Err(_) => return,
+                }
+                let ready = |fd: &PollFd<'_>| fd.revents().is_some_and(|r| !r.is_empty());
+                (ready(&fds[0]), fds.get(1).is_some_and(ready))
+            };
+            if listen_ready {
+                self.accept();
+            }
+            if conn_ready {
+                self.service_conn();
+            }
+            self.flush_conn();
+        }
+    }
+
+    pub(super) fn accept(&mut self) {
+        loop {
+            match self.listener.accept() {
+                Ok((stream, _)) => {
+                    let peer = nix::sys::socket::getsockopt(
+                        &stream,
+                        nix::sys::socket::sockopt::PeerCredentials,
+                    );
+                    if !peer.is_ok_and(|c| c.uid() == self.uid) {
+                        tracing::warn!("supervisor connection from another user refused");
+                        continue;
+                    }
+                    if stream.set_nonblocking(true).is_err() {
+                        continue;
+                    }
+                    // A new daemon replaces the old one: the lock on the home allows
+                    // only one, so the old connection belongs to one that is gone.
+                    self.conn = Some(Conn {
+                        stream,
+                        frames: FrameReader::default(),
+                        out: Vec::new(),
+                    });
+                    self.want = None;
+                    self.greeted = true;
+                }
+                Err(_) => return,
+            }
+        }
+    }
+
+    pub(super) fn service_conn(&mut self) {
+        let mut buf = [0u8; 16 * 1024];
+        loop {
+            let Some(conn) = self.conn.as_mut() else {
+                return;
+            };
+            match io::Read::read(&mut conn.stream, &mut buf) {
+                Ok(0) => {
+                    self.drop_conn();
+                    return;
+                }
+                Ok(n) => conn.frames.feed(&buf[..n]),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => {
+                    self.drop_conn();
+                    return;
+                }
+            }
+        }
+        loop {
+            let Some(conn) = self.conn.as_mut() else {
+                return;
+            };
+            match conn.frames.next() {
+                Ok(Some(frame)) => match serde_json::from_slice::<ToShim>(&frame.header) {
+                    Ok(message) => self.handle(message, frame.body),
+                    Err(error) => self.send(&FromShim::Error {
+                        message: format!(
+                            "frame not understood by shim protocol {PROTOCOL}: {error}"
+                        ),
+                    }),
+                },
+                Ok(None) => return,
+                Err(error) => {
+                    tracing::warn!(%error, "supervisor connection dropped");
+                    self.drop_conn();
+                    return;
+                }
+            }
+        }
+    }
+
+    pub(super) fn handle(&mut self, message: ToShim, body: Vec<u8>) {
+        match message {
+            ToShim::Hello { .. } => {
+                self.greeted = true;
+                self.send(&FromShim::Hello {
+                    protocol: PROTOCOL,
+                    shim_pid: crate::sys::own_pid(),
+                    pid: self.pid,
+                    pgid: self.pgid,
+                    progress: self.progress,
+                });
+            }
+            ToShim::Want { after } => self.want = Some(after),
+            ToShim::Stdin { id, .. } => {
+                if self.exit.is_some() {
+                    self.send_done(id, Some("the process has already finished".to_owned()));
+                } else if self.job.input().is_none() {
+                    self.send_done(
+                        id,
+                        Some("stdin is closed; the process can no longer read input".to_owned()),
+                    );
+                } else if self.queued_input + body.len() > MAX_QUEUED_INPUT {
+                    self.send_done(
+                        id,
+                        Some(
+                            "the process is not reading its input; nothing more was written"
+                                .to_owned(),
+                        ),
+                    );
+                } else {
+                    self.queued_input += body.len();
+                    self.input.push_back(Input::Write {
+                        id,
+                        bytes: body,
+                        done: 0,
+                    });
+                }
+            }
+            ToShim::Close { id } => self.input.push_back(Input::Close { id }),
+            ToShim::Resize { id, rows, cols } => {
+                let error = match &mut self.job {
+                    Job::Pty { master, scanner } => {
+                        let result = master.resize(rows, cols);
+                        if result.is_ok() {
+                            scanner.set_size(rows, cols);
+                        }
+                        result.err()
+                    }
+                    Job::Pipe { .. } => {
+                        Some("the session has no terminal to resize (it runs on pipes)".to_owned())
+                    }
+                };
+                self.send_done(id, error);
+            }
+            ToShim::Kill => self.kill_requested = true,
+        }
+    }
+
+    pub(super) fn send_done(&mut self, id: u64, error: Option<String>) {
+        self.send(&FromShim::Done { id, error });
+    }
+
+    pub(super) fn send(&mut self, message: &FromShim) {
+        if let Some(conn) = self.conn.as_mut() {
+            wire::encode(message, b"", &mut conn.out);
+            if conn.out.len() > MAX_QUEUED_OUT {
+                self.drop_conn();
+            }
+        }
+    }
+
+    pub(super) fn drop_conn(&mut self) {
+        self.conn = None;
+        self.want = None;
+    }
+
+    /// Sends `grew` once the log passed the daemon's mark.
+    pub(super) fn maybe_grew(&mut self) {
+        if self
+            .want
+            .is_some_and(|after| self.progress.total_ingested > after)
+        {
+            self.want = None;
+            let progress = self.progress;
+            self.send(&FromShim::Grew { progress });
+        }
+    }
+
+    pub(super) fn flush_conn(&mut self) {
+        let Some(conn) = self.conn.as_mut() else {
+            return;
+        };
+        while !conn.out.is_empty() {
+            match conn.stream.write(&conn.out) {
+                Ok(n) => {
+                    conn.out.drain(..n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => {
+                    self.drop_conn();
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Writes queued input as far as the job takes it.
+    pub(super) fn write_input(&mut self) {
+        while let Some(front) = self.input.front_mut() {
+            match front {
+                Input::Write { id, bytes, done } => {
+                    let Some(fd) = self.job.input() else {
+                        let id = *id;
+                        self.finish_input(
+                            id,
+                            Some(
+                                "stdin is closed; the process can no longer read input".to_owned(),
+                            ),
+                        );
+                        continue;
+                    };
+                    match nix::unistd::write(fd, &bytes[*done..]) {
+                        Ok(n) => {
+                            *done += n;
+                            if *done == bytes.len() {
+                                let id = *id;
+                                self.finish_input(id, None);
+                            }
+                        }
+                        Err(nix::errno::Errno::EAGAIN) => return,
+                        Err(nix::errno::Errno::EINTR) => {}
+                        Err(error) => {
+                            let id = *id;
+                            self.finish_input(
+                                id,
+                                Some(format!("write to the process failed: {error}")),
+                            );
+                        }
+                    }
+                }
+                Input::Close { id } => {
+                    let id = *id;
+                    let error = match &mut self.job {
+                        Job::Pipe { stdin, .. } => stdin
+                            .take()
+                            .is_none()
+                            .then(|| "stdin is already closed".to_owned()),
+                        Job::Pty { master, .. } => {
+                            write_all_nonblocking(master.as_fd(), b"\x04");
+                            None
+                        }
+                    };
+                    self.finish_input(id, error);
+                }
+            }
+        }
+    }
+
+    pub(super) fn finish_input(&mut self, id: u64, error: Option<String>) {
+        if let Some(Input::Write { bytes, .. }) = self.input.pop_front() {
+            self.queued_input = self.queued_input.saturating_sub(bytes.len());
+        }
+        self.send_done(id, error);
+    }
+}

@@ -1,0 +1,240 @@
+//! The start-up of a job: the shim leaves the daemon's tree, binds its socket, starts
+//! the job, watches SIGCHLD, writes its info record and the ready line, and lets go of
+//! the daemon's pipes.
+//!
+//! Invariant: every failure after the job started kills the job's group and removes the
+//! shim's directory before it is reported, so no job runs without a supervisor.
+
+use std::collections::VecDeque;
+use std::io;
+use std::os::unix::net::UnixListener;
+use std::time::{Duration, Instant, SystemTime};
+
+use herd_persistence::{Mode, SHIM_RECORD_VERSION, ShimDir, ShimInfo};
+use nix::sys::signal::{SigSet, Signal};
+use nix::sys::signalfd::{SfdFlags, SignalFd};
+
+use super::{Job, Shim};
+use crate::noise::NoiseFilter;
+use crate::output::LogWriter;
+use crate::shim::wire::Progress;
+use crate::shim::{PROTOCOL, Ready, Spec, report_failure, write_ready};
+use crate::spawn::{self, Launch, PtyFailure};
+
+/// Starts the job described by `spec`; `Err` carries the exit code once the failure
+/// was reported on the ready line.
+pub(super) fn start(spec: &Spec, detach: bool) -> Result<(Shim, SignalFd, ShimDir), i32> {
+    let detached = if detach {
+        crate::sys::detach_from_parent()
+    } else {
+        // Forked by the launcher, which left the daemon's tree already: a session of
+        // its own is all that is missing.
+        nix::unistd::setsid()
+            .map(drop)
+            .map_err(std::io::Error::from)
+    };
+    if let Err(error) = detached {
+        return Err(report_failure(
+            spec.request,
+            &format!("the supervisor could not detach: {error}"),
+        ));
+    }
+    if let Err(error) = nix::sys::prctl::set_child_subreaper(true) {
+        tracing::debug!(%error, "not a child subreaper; orphans go to init");
+    }
+    let dir = ShimDir::at(spec.dir.clone());
+    let listener = match bind_private(&dir.socket_path()) {
+        Ok(listener) => listener,
+        Err(error) => {
+            return Err(report_failure(
+                spec.request,
+                &format!(
+                    "the supervisor socket {} could not be bound: {error}",
+                    dir.socket_path().display()
+                ),
+            ));
+        }
+    };
+    let (job, pid) = spawn_job(spec, &dir)?;
+    // SIGCHLD is blocked only now, so the job started with the usual mask; a SIGCHLD
+    // that came before is caught by the first reap.
+    let signals = match child_signals() {
+        Ok(fd) => fd,
+        Err(error) => {
+            crate::sys::signal_group(pid, Signal::SIGKILL).ok();
+            let _ = dir.remove();
+            return Err(report_failure(
+                spec.request,
+                &format!("SIGCHLD could not be watched: {error}"),
+            ));
+        }
+    };
+    let start_time = announce(spec, &dir, pid)?;
+    release_stdio();
+    Ok((new_shim(spec, job, pid, listener, start_time), signals, dir))
+}
+
+/// Starts the job itself, under a PTY or on pipes; returns it and its pid.
+fn spawn_job(spec: &Spec, dir: &ShimDir) -> Result<(Job, i32), i32> {
+    let env = spec.env_map();
+    let launch = Launch {
+        argv: spec.argv.clone(),
+        env: &env,
+        cwd: &spec.cwd,
+    };
+    match spec.pty {
+        Some((rows, cols)) => match spawn::spawn_pty_raw(&launch, rows, cols, false) {
+            Ok(child) => {
+                let pid = child.pid;
+                // The std Child is not waited on: the job is reaped through waitpid.
+                drop(child.child);
+                Ok((
+                    Job::Pty {
+                        master: child.master,
+                        scanner: herd_pty::Scanner::new(rows, cols),
+                    },
+                    pid,
+                ))
+            }
+            Err(PtyFailure::Open(error)) => {
+                let _ = dir.remove();
+                write_ready(
+                    spec.request,
+                    &Ready::PtyUnavailable {
+                        message: error.to_string(),
+                    },
+                );
+                Err(2)
+            }
+            Err(PtyFailure::Spawn(error)) => {
+                let _ = dir.remove();
+                Err(report_failure(spec.request, &error.to_string()))
+            }
+        },
+        None => match spawn::spawn_pipe_raw(&launch) {
+            Ok(child) => Ok((
+                Job::Pipe {
+                    output: child.output,
+                    stdin: Some(child.stdin),
+                },
+                child.pid,
+            )),
+            Err(error) => {
+                let _ = dir.remove();
+                Err(report_failure(spec.request, &error.to_string()))
+            }
+        },
+    }
+}
+
+/// Writes the info record and then the ready line; returns the job's start time.
+fn announce(spec: &Spec, dir: &ShimDir, pid: i32) -> Result<Option<u64>, i32> {
+    let own_pid = crate::sys::own_pid();
+    let info = ShimInfo {
+        version: SHIM_RECORD_VERSION,
+        protocol: PROTOCOL,
+        shim_pid: own_pid,
+        shim_start_time: crate::sys::start_time(own_pid),
+        pid,
+        pgid: pid,
+        start_time: crate::sys::start_time(pid),
+        mode: if spec.pty.is_some() {
+            Mode::Pty
+        } else {
+            Mode::Pipe
+        },
+    };
+    if let Err(error) = dir.write_info(&info) {
+        crate::sys::signal_group(pid, Signal::SIGKILL).ok();
+        let _ = dir.remove();
+        return Err(report_failure(spec.request, &error.to_string()));
+    }
+    write_ready(
+        spec.request,
+        &Ready::Running {
+            protocol: PROTOCOL,
+            shim_pid: own_pid,
+            shim_start_time: info.shim_start_time,
+            pid,
+            pgid: pid,
+            start_time: info.start_time,
+        },
+    );
+    Ok(info.start_time)
+}
+
+/// The loop's state for a job that just started.
+fn new_shim(
+    spec: &Spec,
+    job: Job,
+    pid: i32,
+    listener: UnixListener,
+    start_time: Option<u64>,
+) -> Shim {
+    Shim {
+        job,
+        pid,
+        pgid: pid,
+        log: Some(LogWriter::new(spec.log_path.clone(), spec.log_cap_bytes)),
+        noise: NoiseFilter::default(),
+        progress: Progress::default(),
+        buf: Vec::new(),
+        eof: false,
+        exit: None,
+        last_activity: Instant::now(),
+        idle_drain: Duration::from_millis(spec.idle_drain_ms),
+        kill_requested: false,
+        want: None,
+        input: VecDeque::new(),
+        queued_input: 0,
+        conn: None,
+        greeted: false,
+        pipe_bytes: 0,
+        output_paused_until: None,
+        listener,
+        uid: nix::unistd::getuid().as_raw(),
+        start_time,
+        session_id: spec.session_id.clone(),
+        deadline: spec
+            .deadline_unix_ms
+            .map(|ms| SystemTime::UNIX_EPOCH + Duration::from_millis(ms)),
+        kill_grace: Duration::from_millis(spec.kill_grace_ms),
+        killed_by: None,
+    }
+}
+
+/// Binds the socket 0600 from the start: under a 0177 umask, restored right after so
+/// the job gets the usual one.
+fn bind_private(path: &std::path::Path) -> io::Result<UnixListener> {
+    use nix::sys::stat::{Mode as FileMode, umask};
+    let _ = std::fs::remove_file(path);
+    let old = umask(FileMode::from_bits_truncate(0o177));
+    let bound = UnixListener::bind(path);
+    umask(old);
+    let listener = bound?;
+    listener.set_nonblocking(true)?;
+    Ok(listener)
+}
+
+/// Blocks SIGCHLD and returns a descriptor that reads it.
+fn child_signals() -> nix::Result<SignalFd> {
+    let mut mask = SigSet::empty();
+    mask.add(Signal::SIGCHLD);
+    mask.thread_block()?;
+    SignalFd::with_flags(&mask, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)
+}
+
+/// Points stdin, stdout and stderr at /dev/null: the daemon's pipes close, so its
+/// read of the ready line ends, and nothing the shim does later can block on them.
+fn release_stdio() {
+    let Ok(null) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+    else {
+        return;
+    };
+    let _ = nix::unistd::dup2_stdin(&null);
+    let _ = nix::unistd::dup2_stdout(&null);
+    let _ = nix::unistd::dup2_stderr(&null);
+}
