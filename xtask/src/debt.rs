@@ -9,11 +9,6 @@
 /// Files and functions over the size limits: path, `file` or `fn NAME` (`Type::method`
 /// for a method), issue.
 pub(crate) const SIZES: &[(&str, &str, u32)] = &[
-    ("core/src/registry/durable.rs", "file", 18),
-    ("core/src/registry/restore.rs", "fn Registry::restore", 18),
-    ("core/src/registry.rs", "file", 18),
-    ("core/src/registry.rs", "fn Inner::spawn", 18),
-    ("core/src/registry.rs", "fn Inner::finish", 18),
     ("cli/src/daemon/hosts.rs", "file", 18),
     ("cli/src/daemon.rs", "fn run", 18),
     ("cli/src/doctor.rs", "fn run", 18),
@@ -28,11 +23,6 @@ pub(crate) const CYCLES: &[(&str, &[&str], u32)] = &[
     (
         "herd-core",
         &["handoff", "notify", "reader", "registry", "session", "shim"],
-        18,
-    ),
-    (
-        "herd-core",
-        &["registry::restore", "registry::supervised"],
         18,
     ),
     ("herd-cli", &["args", "attach", "commands"], 18),

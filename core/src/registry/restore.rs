@@ -21,7 +21,7 @@
 //!
 //! A detached session is not our child, so its exit status can never be collected:
 //! its exit is watched through a pidfd (Linux 5.3+), else by polling `/proc` every
-//! [`EXIT_POLL`], and when it ends it finishes through the choke point as `lost`
+//! `reclaim::EXIT_POLL`, and when it ends it finishes through the choke point as `lost`
 //! (its exit status is unknown; a kill by herd reads `killed`), with no completion
 //! published: B28 emits a completion only for a collected exit status. Closed
 //! sessions pass the choke point the same way, so each gets a receipt (B38) and
@@ -47,12 +47,12 @@
 //! Invariant: restore never signals anything. Only a later kill by id, kill-all or
 //! shutdown signals a re-adopted session, through tree kill's identity check.
 
-use std::fs::{File, OpenOptions};
-use std::io::{self, Read, Seek, SeekFrom};
+use std::fs::OpenOptions;
+use std::io;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Instant, SystemTime};
 
 use herd_persistence::{CheckpointEntry, Writer};
 use serde::Serialize;
@@ -61,6 +61,8 @@ use tokio::sync::watch;
 use tracing::Instrument;
 
 use super::durable::{Extras, from_unix_seconds};
+use super::reclaim::{seed_tail, tail_at, wait_gone};
+use super::supervised::Reattached;
 use super::{Inner, Registry};
 use crate::answers::ModeName;
 use crate::error::Error;
@@ -71,9 +73,7 @@ use crate::reader::{self, Finish, Source, Waiter};
 use crate::session::{Scope, Session, State};
 use crate::shim::wire::Progress;
 use crate::sys;
-
-/// How often the exit of a detached session is checked where no pidfd is available.
-pub(super) const EXIT_POLL: Duration = Duration::from_millis(500);
+use std::collections::HashSet;
 
 /// What [`Registry::restore`] did with each checkpointed session.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -177,102 +177,35 @@ impl Registry {
                 path: inner.home.checkpoint_path(),
                 source: io::Error::other(e),
             })??;
-        let mut report = RestoreReport::default();
+        let mut pass = Pass {
+            report: RestoreReport::default(),
+            me: inner.durable.writer(),
+            supervised: tokio::task::JoinSet::new(),
+            seen: HashSet::new(),
+            to_drop: Vec::new(),
+        };
         if let Some(moved) = &loaded.moved_aside {
             tracing::warn!(%moved, "checkpoint unusable; no session restored from it");
-            report.moved_aside = Some(moved.to_string());
+            pass.report.moved_aside = Some(moved.to_string());
         }
-        let me = inner.durable.writer();
-        let mut supervised = tokio::task::JoinSet::new();
-        let mut seen = std::collections::HashSet::new();
-        let mut to_drop: Vec<String> = Vec::new();
         for entry in loaded.entries {
-            let raw_id = entry.session.id.clone();
-            let Some(id) = SessionId::parse(&raw_id) else {
-                report.invalid.push(format!(
-                    "{raw_id}: not a session id; left in the checkpoint"
-                ));
-                continue;
-            };
-            if !seen.insert(id.clone()) {
-                report
-                    .invalid
-                    .push(format!("{raw_id}: listed twice; the first entry was used"));
-                continue;
-            }
-            if is_other_live_writer(&entry.writer, &me) {
-                report.skipped_live_writer.push(id);
-                continue;
-            }
-            if inner.lock().get(&id).is_some() {
-                report.already_tracked.push(id);
-                continue;
-            }
-            if let Some(shim) = entry.session.shim {
-                if matches!(inner.durable.receipts().load(id.as_str()), Ok(Some(_))) {
-                    if let Ok(dir) = herd_persistence::ShimDir::new(&inner.home, id.as_str()) {
-                        let _ = dir.remove();
-                    }
-                    to_drop.push(raw_id);
-                    report.already_finished.push(id);
-                    continue;
-                }
-                // Every shim is tried at once: a dead one fails fast and never holds
-                // up the others.
-                let task_inner = Arc::clone(&inner);
-                let task_id = id.clone();
-                supervised.spawn(async move {
-                    let outcome = task_inner.reattach(task_id.clone(), entry, shim).await;
-                    (task_id, raw_id, outcome)
-                });
-                continue;
-            }
-            let fate = fate(entry.session.pid, entry.session.start_time);
-            if !matches!(fate, Fate::Running { .. })
-                && matches!(inner.durable.receipts().load(id.as_str()), Ok(Some(_)))
-            {
-                to_drop.push(raw_id);
-                report.already_finished.push(id);
-                continue;
-            }
-            match fate {
-                Fate::Running { start_time } => {
-                    inner.adopt(id.clone(), &entry, start_time);
-                    report.adopted.push(id);
-                }
-                Fate::Reused => {
-                    inner.close(id.clone(), &entry, "closed at restore: its pid now belongs to another process (the start time differs), which was not signalled; the session's own exit status is unknown");
-                    to_drop.push(raw_id);
-                    report.closed_reused.push(id);
-                }
-                Fate::Gone => {
-                    inner.close(id.clone(), &entry, "closed at restore: its process was gone when herd restarted, and its exit status is unknown");
-                    to_drop.push(raw_id);
-                    report.closed_lost.push(id);
-                }
-            }
+            inner.restore_entry(entry, &mut pass);
         }
-        while let Some(joined) = supervised.join_next().await {
+        while let Some(joined) = pass.supervised.join_next().await {
             let Ok((id, raw_id, outcome)) = joined else {
                 continue;
             };
-            match outcome {
-                super::supervised::Reattached::Attached => report.reattached.push(id),
-                super::supervised::Reattached::RecordsOnly => report.records_only.push(id),
-                super::supervised::Reattached::Finished => {
-                    to_drop.push(raw_id);
-                    report.finished_while_away.push(id);
-                }
-                super::supervised::Reattached::SupervisorDied => {
-                    to_drop.push(raw_id);
-                    report.supervisor_died.push(id);
-                }
-            }
+            pass.reattached(id, raw_id, outcome);
         }
         inner.sweep_orphan_shims().await;
         // Receipts of the closed sessions land before their entries leave the
         // checkpoint, so a crash in between loses neither.
         inner.receipts_settled().await;
+        let Pass {
+            mut report,
+            to_drop,
+            ..
+        } = pass;
         let writer = Arc::clone(&inner);
         let checkpointed = tokio::task::spawn_blocking(move || {
             writer.write_checkpoint()?;
@@ -288,18 +221,7 @@ impl Registry {
             }
             Err(error) => report.checkpoint_error = Some(error.to_string()),
         }
-        tracing::info!(
-            n_adopted = report.adopted.len(),
-            n_reattached = report.reattached.len(),
-            n_finished_while_away = report.finished_while_away.len(),
-            n_supervisor_died = report.supervisor_died.len(),
-            n_records_only = report.records_only.len(),
-            n_closed_lost = report.closed_lost.len(),
-            n_closed_reused = report.closed_reused.len(),
-            n_already_finished = report.already_finished.len(),
-            n_skipped_live_writer = report.skipped_live_writer.len(),
-            "sessions restored from the checkpoint"
-        );
+        report.log();
         Ok(report)
     }
 
@@ -317,6 +239,74 @@ impl Registry {
 }
 
 impl Inner {
+    /// Restores one checkpoint entry: skipped, re-adopted, closed, or (a supervised
+    /// one) handed to a task of `pass` that re-attaches its shim.
+    fn restore_entry(self: &Arc<Self>, entry: CheckpointEntry, pass: &mut Pass) {
+        let raw_id = entry.session.id.clone();
+        let report = &mut pass.report;
+        let Some(id) = SessionId::parse(&raw_id) else {
+            report.invalid.push(format!(
+                "{raw_id}: not a session id; left in the checkpoint"
+            ));
+            return;
+        };
+        if !pass.seen.insert(id.clone()) {
+            report
+                .invalid
+                .push(format!("{raw_id}: listed twice; the first entry was used"));
+            return;
+        }
+        if is_other_live_writer(&entry.writer, &pass.me) {
+            report.skipped_live_writer.push(id);
+            return;
+        }
+        if self.lock().get(&id).is_some() {
+            report.already_tracked.push(id);
+            return;
+        }
+        let has_receipt = || matches!(self.durable.receipts().load(id.as_str()), Ok(Some(_)));
+        if let Some(shim) = entry.session.shim {
+            if has_receipt() {
+                if let Ok(dir) = herd_persistence::ShimDir::new(&self.home, id.as_str()) {
+                    let _ = dir.remove();
+                }
+                pass.to_drop.push(raw_id);
+                report.already_finished.push(id);
+                return;
+            }
+            // Every shim is tried at once: a dead one fails fast and never holds
+            // up the others.
+            let task_inner = Arc::clone(self);
+            pass.supervised.spawn(async move {
+                let outcome = task_inner.reattach(id.clone(), entry, shim).await;
+                (id, raw_id, outcome)
+            });
+            return;
+        }
+        let fate = fate(entry.session.pid, entry.session.start_time);
+        if !matches!(fate, Fate::Running { .. }) && has_receipt() {
+            pass.to_drop.push(raw_id);
+            report.already_finished.push(id);
+            return;
+        }
+        match fate {
+            Fate::Running { start_time } => {
+                self.adopt(id.clone(), &entry, start_time);
+                report.adopted.push(id);
+            }
+            Fate::Reused => {
+                self.close(id.clone(), &entry, "closed at restore: its pid now belongs to another process (the start time differs), which was not signalled; the session's own exit status is unknown");
+                pass.to_drop.push(raw_id);
+                report.closed_reused.push(id);
+            }
+            Fate::Gone => {
+                self.close(id.clone(), &entry, "closed at restore: its process was gone when herd restarted, and its exit status is unknown");
+                pass.to_drop.push(raw_id);
+                report.closed_lost.push(id);
+            }
+        }
+    }
+
     /// A session record for a checkpoint entry, its tail seeded from its log file.
     /// The worker scope a re-adopted session still runs in (B34). The scope is not
     /// checkpointed; its name follows from the id, and the process's own cgroup says
@@ -573,30 +563,6 @@ async fn wait_exit(pid: i32, start_time: u64) -> io::Result<std::process::ExitSt
     ))
 }
 
-/// Waits until `pid` with `start_time` is gone (or a zombie): through a pidfd, else
-/// by polling `/proc` every [`EXIT_POLL`]. Returns at once when it is gone already.
-pub(super) async fn wait_gone(pid: i32, start_time: u64) {
-    if let Ok(mut handle) = sys::ProcHandle::open(pid, start_time, true) {
-        if handle.watch_exit() {
-            std::future::poll_fn(|cx| handle.poll_exit(cx)).await;
-        } else {
-            poll_exit(pid, start_time).await;
-        }
-    }
-}
-
-/// Polls `/proc` until `pid` with `start_time` is gone or a zombie.
-async fn poll_exit(pid: i32, start_time: u64) {
-    let mut tick = tokio::time::interval(EXIT_POLL);
-    loop {
-        tick.tick().await;
-        match sys::proc_info(pid) {
-            Some(p) if p.start_time == start_time && p.is_alive() => {}
-            _ => return,
-        }
-    }
-}
-
 /// Opens the read side of a re-adopted pipe session's output pipe, through
 /// `/proc/<pid>/fd/1`, when its stdout and stderr are still one pipe (as spawn set
 /// them up) and the pid still has `start_time` after the open.
@@ -624,43 +590,50 @@ fn reattach_output(pid: i32, start_time: u64) -> Option<pipe::Receiver> {
     }
 }
 
-/// A tail that ends where `progress` says the log ends: the last bytes before that
-/// point, with every earlier byte and those past the log's cap counted.
-fn tail_at(path: &Path, bound: usize, progress: &Progress) -> Tail {
-    let mut tail = Tail::new(bound);
-    let end = progress.log_bytes;
-    let want = (bound as u64).saturating_add(1).min(end);
-    let mut bytes = Vec::new();
-    if let Ok(mut file) = File::open(path)
-        && file.seek(SeekFrom::Start(end - want)).is_ok()
-    {
-        let _ = file.take(want).read_to_end(&mut bytes);
-    }
-    tail.skip(end - bytes.len() as u64);
-    tail.push(&bytes, 0);
-    tail.count_not_kept(progress.bytes_not_kept);
-    tail
+/// One restore's progress: the report so far, the supervised sessions being
+/// re-attached, and the checkpoint entries to drop at the end.
+struct Pass {
+    report: RestoreReport,
+    /// This process, as checkpoint writer.
+    me: Writer,
+    supervised: tokio::task::JoinSet<(SessionId, String, Reattached)>,
+    seen: HashSet<SessionId>,
+    to_drop: Vec<String>,
 }
 
-/// Replaces a session's tail with the end of its log as `progress` says it is.
-pub(super) fn reseed_tail(s: &Session, bound: usize, progress: &Progress) {
-    *s.tail() = tail_at(&s.log_path, bound, progress);
+impl Pass {
+    /// Records how a supervised session's re-attachment went.
+    fn reattached(&mut self, id: SessionId, raw_id: String, outcome: Reattached) {
+        match outcome {
+            Reattached::Attached => self.report.reattached.push(id),
+            Reattached::RecordsOnly => self.report.records_only.push(id),
+            Reattached::Finished => {
+                self.to_drop.push(raw_id);
+                self.report.finished_while_away.push(id);
+            }
+            Reattached::SupervisorDied => {
+                self.to_drop.push(raw_id);
+                self.report.supervisor_died.push(id);
+            }
+        }
+    }
 }
 
-/// Seeds a tail with the end of a log file; one byte more than the bound is read, so a
-/// log longer than the tail reads as cut (B8: never a silent truncation).
-fn seed_tail(tail: &mut Tail, path: &Path, bound: usize) {
-    let Ok(mut file) = File::open(path) else {
-        return;
-    };
-    let len = file.metadata().map_or(0, |m| m.len());
-    let want = (bound as u64).saturating_add(1).min(len);
-    if file.seek(SeekFrom::Start(len - want)).is_err() {
-        return;
-    }
-    let mut bytes = Vec::with_capacity(usize::try_from(want).unwrap_or(0));
-    if file.take(want).read_to_end(&mut bytes).is_ok() && !bytes.is_empty() {
-        tail.push(&bytes, 0);
+impl RestoreReport {
+    /// Logs the counts of one restore.
+    fn log(&self) {
+        tracing::info!(
+            n_adopted = self.adopted.len(),
+            n_reattached = self.reattached.len(),
+            n_finished_while_away = self.finished_while_away.len(),
+            n_supervisor_died = self.supervisor_died.len(),
+            n_records_only = self.records_only.len(),
+            n_closed_lost = self.closed_lost.len(),
+            n_closed_reused = self.closed_reused.len(),
+            n_already_finished = self.already_finished.len(),
+            n_skipped_live_writer = self.skipped_live_writer.len(),
+            "sessions restored from the checkpoint"
+        );
     }
 }
 

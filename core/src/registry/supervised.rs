@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use herd_persistence::{CheckpointEntry, ShimDir, ShimRef};
 
-use super::{Inner, ShimStartError, ShimStarted, Started};
+use super::Inner;
 use crate::id::SessionId;
 use crate::kill;
 use crate::notify::NotifyPlan;
@@ -57,7 +57,7 @@ impl Inner {
         pty: Option<(u16, u16)>,
         log_path: &std::path::Path,
         time_limit: Option<crate::session::TimeLimit>,
-    ) -> Result<Started, ShimStartError> {
+    ) -> Result<Box<ShimStarted>, ShimStartError> {
         let io_err = |e: herd_persistence::Error| ShimStartError::Io(io::Error::other(e));
         let dir = ShimDir::new(&self.home, id.as_str()).map_err(io_err)?;
         dir.create(&self.home).map_err(io_err)?;
@@ -102,7 +102,7 @@ impl Inner {
                 start_time,
                 ..
             } => match link::attach_started(&dir, pid, protocol).await {
-                Ok(attached) => Ok(Started::Shim(Box::new(ShimStarted {
+                Ok(attached) => Ok(Box::new(ShimStarted {
                     pid,
                     start_time,
                     pty: pty.is_some(),
@@ -113,7 +113,7 @@ impl Inner {
                     },
                     attached,
                     dir,
-                }))),
+                })),
                 Err(error) => {
                     let target = kill::KillTarget {
                         pid,
@@ -349,11 +349,11 @@ impl Inner {
         let inner = Arc::clone(self);
         let task = async move {
             if let Some(start) = shim.start_time {
-                super::restore::wait_gone(shim.pid, start).await;
+                super::reclaim::wait_gone(shim.pid, start).await;
             }
             let followed = match dir.read_exit() {
                 Ok(Some(record)) => {
-                    super::restore::reseed_tail(
+                    super::reclaim::reseed_tail(
                         &s,
                         inner.config.buffer_bytes,
                         &link::progress_of(&record),
@@ -402,6 +402,34 @@ impl Inner {
             if let Err(error) = dir.remove() {
                 tracing::warn!(session_id = %raw, %error, "leftover supervisor directory not removed");
             }
+        }
+    }
+}
+
+/// A job started under its own shim, attached.
+pub(super) struct ShimStarted {
+    pub(super) pid: i32,
+    pub(super) start_time: Option<u64>,
+    pub(super) pty: bool,
+    pub(super) shim: herd_persistence::ShimRef,
+    pub(super) attached: crate::shim::link::Attached,
+    pub(super) dir: herd_persistence::ShimDir,
+}
+
+/// Why a shim did not start a job.
+#[derive(Debug)]
+pub(super) enum ShimStartError {
+    /// No PTY could be opened; nothing ran.
+    PtyUnavailable(String),
+    /// Anything else.
+    Io(std::io::Error),
+}
+
+impl ShimStartError {
+    pub(super) fn into_io(self) -> std::io::Error {
+        match self {
+            ShimStartError::PtyUnavailable(message) => std::io::Error::other(message),
+            ShimStartError::Io(error) => error,
         }
     }
 }

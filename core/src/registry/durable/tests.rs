@@ -1,7 +1,10 @@
 //! Unit tests of the durable side: the ledger's event round trip and the wire names
 //! receipts store.
 
+use std::path::PathBuf;
+
 use super::*;
+use crate::event::Event;
 use herd_hooks::Shown;
 
 #[test]

@@ -2,6 +2,7 @@
 //! and real files.
 
 use std::process::{Child, Command};
+use std::time::Duration;
 
 use super::*;
 

@@ -1,0 +1,312 @@
+//! The checkpoint of running sessions (B27): a spawn's pending entry, coalesced full
+//! writes on the blocking pool (a burst of spawns shares a handful of fsyncs), the
+//! deferred write after finishes, and the checkpoint-only settings of each session.
+//!
+//! Owns [`Checkpoints`]; reads the table only to snapshot the running set (off the
+//! table lock for the write itself).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use herd_persistence::{CheckpointStore, Home, SessionRecord, Writer};
+use tokio::sync::watch;
+
+use super::{Extras, Queue, lock, unix_seconds};
+use crate::SpawnInfo;
+use crate::answers::ModeName;
+use crate::error::Error;
+use crate::id::SessionId;
+use crate::registry::Inner;
+use crate::session::Session;
+
+/// How long a finish waits for another write to cover it before asking for its own.
+const FINISH_CHECKPOINT_DELAY: Duration = Duration::from_millis(100);
+
+/// The checkpoint of running sessions (B27): the store, its coalesced writes and the
+/// pending entries of answered spawns no full write has covered yet.
+#[derive(Debug)]
+pub(super) struct Checkpoints {
+    store: CheckpointStore,
+    /// This process, as checkpoint writer.
+    writer: Writer,
+    extras: Mutex<HashMap<SessionId, Extras>>,
+    queue: Mutex<Queue>,
+    /// The generation the last finished checkpoint write covered.
+    written: watch::Sender<u64>,
+    /// Serialises checkpoint writes (the snapshot and the write happen under it).
+    serial: Mutex<()>,
+    /// A deferred write after finishes is scheduled; it is not needed once a write of
+    /// this generation or later finished.
+    deferred: Mutex<Option<u64>>,
+    /// Sessions whose pending checkpoint entry no full write has covered yet.
+    pending_ids: Mutex<Vec<String>>,
+}
+
+impl Checkpoints {
+    pub(super) fn new(home: &Home) -> Checkpoints {
+        Checkpoints {
+            store: CheckpointStore::new(home),
+            writer: Writer::current(),
+            extras: Mutex::new(HashMap::new()),
+            queue: Mutex::new(Queue::default()),
+            written: watch::channel(0).0,
+            serial: Mutex::new(()),
+            deferred: Mutex::new(None),
+            pending_ids: Mutex::new(Vec::new()),
+        }
+    }
+
+    pub(super) fn store(&self) -> &CheckpointStore {
+        &self.store
+    }
+
+    pub(super) fn writer(&self) -> Writer {
+        self.writer
+    }
+
+    pub(super) fn set_extras(&self, id: SessionId, extras: Extras) {
+        lock(&self.extras).insert(id, extras);
+    }
+
+    /// Drops a finished session's checkpoint-only settings.
+    pub(super) fn forget_extras(&self, id: &SessionId) {
+        lock(&self.extras).remove(id);
+    }
+}
+
+impl Inner {
+    /// After a spawn was answered by the table: records the checkpoint-only settings
+    /// and the session's pending checkpoint entry, and asks for a full write that
+    /// covers it. When the pending entry cannot be written, waits for that write
+    /// instead, so an answered spawn is always findable after a crash of the host.
+    pub(in crate::registry) async fn spawned(self: &Arc<Self>, info: &SpawnInfo) {
+        let extras = Extras {
+            command_redacted: self
+                .config
+                .pipeline
+                .redact_command(&info.command)
+                .into_owned(),
+            watch_patterns: info.watch_patterns.clone(),
+            heartbeat_seconds: info.heartbeat_seconds.unwrap_or(0),
+        };
+        let running = {
+            // Under the table lock: a session that already finished gets no extras
+            // (the finish hook, which removes them, may have run already), and needs
+            // no entry: there is nothing left to restore.
+            let tables = self.lock();
+            let running = tables.running.get(&info.session_id).cloned();
+            if running.is_some() {
+                self.durable
+                    .checkpoint
+                    .set_extras(info.session_id.clone(), extras.clone());
+            }
+            running
+        };
+        let Some(session) = running else {
+            return;
+        };
+        let record = self.record_of(&session, Some(&extras));
+        match self
+            .durable
+            .checkpoint
+            .store
+            .write_pending(&self.durable.checkpoint.writer, &record)
+        {
+            Ok(()) => {
+                lock(&self.durable.checkpoint.pending_ids).push(record.id);
+                self.request_checkpoint();
+            }
+            Err(error) => {
+                tracing::warn!(%error, "pending checkpoint entry not written; the spawn waits for a full checkpoint write instead");
+                let generation = self.request_checkpoint();
+                self.checkpoint_settled(generation).await;
+            }
+        }
+    }
+
+    /// Asks for a checkpoint write; returns the generation that covers this request.
+    pub(crate) fn request_checkpoint(self: &Arc<Self>) -> u64 {
+        let mut q = lock(&self.durable.checkpoint.queue);
+        q.wanted += 1;
+        let generation = q.wanted;
+        if !q.in_flight {
+            q.in_flight = true;
+            let inner = Arc::clone(self);
+            drop(self.runtime.spawn_blocking(move || inner.checkpoint_loop()));
+        }
+        generation
+    }
+
+    /// Asks for a checkpoint write within [`FINISH_CHECKPOINT_DELAY`], for a change
+    /// nobody waits on (a finish). Finishes in a burst share one write, and a write
+    /// that starts meanwhile for another reason (a spawn) covers them, so a stream of
+    /// short jobs costs one write per spawn rather than two.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a debounce delay in production code; it synchronises nothing"
+    )]
+    pub(crate) fn request_checkpoint_soon(self: &Arc<Self>) {
+        let after = lock(&self.durable.checkpoint.queue).wanted + 1;
+        let mut deferred = lock(&self.durable.checkpoint.deferred);
+        let scheduled = deferred.is_some();
+        *deferred = Some(after);
+        drop(deferred);
+        if scheduled {
+            return;
+        }
+        let inner = Arc::clone(self);
+        drop(self.runtime.spawn(async move {
+            tokio::time::sleep(FINISH_CHECKPOINT_DELAY).await;
+            let Some(after) = lock(&inner.durable.checkpoint.deferred).take() else {
+                return;
+            };
+            // A write asked for after the last finish snapshotted after it too.
+            if *inner.durable.checkpoint.written.borrow() < after {
+                inner.request_checkpoint();
+            }
+        }));
+    }
+
+    /// Waits until a checkpoint write covering `generation` finished (well or not).
+    pub(in crate::registry) async fn checkpoint_settled(&self, generation: u64) {
+        let mut rx = self.durable.checkpoint.written.subscribe();
+        let _ = rx.wait_for(|written| *written >= generation).await;
+    }
+
+    /// Runs on the blocking pool until no request is left uncovered.
+    fn checkpoint_loop(&self) {
+        loop {
+            let generation = lock(&self.durable.checkpoint.queue).wanted;
+            if let Err(error) = self.write_checkpoint() {
+                tracing::warn!(%error, "checkpoint not written; running sessions would not be restored after a crash");
+            }
+            self.durable
+                .checkpoint
+                .written
+                .send_modify(|w| *w = (*w).max(generation));
+            let mut q = lock(&self.durable.checkpoint.queue);
+            if q.wanted == generation {
+                q.in_flight = false;
+                return;
+            }
+        }
+    }
+
+    /// Snapshots the running set and replaces this process's checkpoint entries with
+    /// it. Blocking.
+    pub(in crate::registry) fn write_checkpoint(&self) -> Result<(), herd_persistence::Error> {
+        let _serial = lock(&self.durable.checkpoint.serial);
+        // Taken before the snapshot: every session in this list was in the running
+        // table before it, so the write lists it, or it finished and needs no entry.
+        let covered = std::mem::take(&mut *lock(&self.durable.checkpoint.pending_ids));
+        let records = self.running_records();
+        let written = match self
+            .durable
+            .checkpoint
+            .store
+            .write_own(&self.durable.checkpoint.writer, &records)
+        {
+            Ok(Some(moved)) => {
+                tracing::warn!(%moved, "unusable checkpoint moved aside while writing");
+                Ok(())
+            }
+            Ok(None) => Ok(()),
+            Err(herd_persistence::Error::HomeMissing { .. }) if records.is_empty() => Ok(()),
+            Err(error) => Err(error),
+        };
+        if written.is_ok() {
+            // `write_own` already removed the entries of the sessions it lists; what
+            // is left are the sessions that finished meanwhile.
+            let listed: HashSet<&str> = records.iter().map(|r| r.id.as_str()).collect();
+            let finished: Vec<&str> = covered
+                .iter()
+                .map(String::as_str)
+                .filter(|id| !listed.contains(id))
+                .collect();
+            self.durable.checkpoint.store.remove_pending(&finished);
+        } else {
+            lock(&self.durable.checkpoint.pending_ids).extend(covered);
+        }
+        written
+    }
+
+    /// The checkpoint records of every running session.
+    fn running_records(&self) -> Vec<SessionRecord> {
+        let running: Vec<Arc<Session>> = self.lock().running.values().cloned().collect();
+        let extras = lock(&self.durable.checkpoint.extras);
+        let mut records: Vec<SessionRecord> = running
+            .iter()
+            .map(|s| self.record_of(s, extras.get(&s.id)))
+            .collect();
+        records.sort_by(|a, b| a.id.cmp(&b.id));
+        records
+    }
+
+    /// The checkpoint record of one session.
+    fn record_of(&self, s: &Session, extra: Option<&Extras>) -> SessionRecord {
+        let command = extra.map_or_else(
+            || self.config.pipeline.redact_command(&s.command).into_owned(),
+            |e| e.command_redacted.clone(),
+        );
+        let options = options_record(s, &command);
+        let st = s.state();
+        SessionRecord {
+            id: s.id.as_str().to_owned(),
+            command,
+            pid: s.pid,
+            pgid: s.pgid,
+            start_time: s.start_time,
+            task_id: st.task_id.clone(),
+            owner_task_id: st.owner_task_id.clone(),
+            session_key: st.session_key.clone().unwrap_or_default(),
+            mode: match s.mode {
+                ModeName::Pipe => herd_persistence::Mode::Pipe,
+                ModeName::Pty => herd_persistence::Mode::Pty,
+            },
+            notify: s.is_notify(),
+            watch_patterns: extra.map(|e| e.watch_patterns.clone()).unwrap_or_default(),
+            heartbeat_seconds: extra.map_or(0, |e| e.heartbeat_seconds),
+            completion_output_chars: s.completion_chars as u64,
+            persist_on_release: s.persist_on_release,
+            log_path: s.log_path.clone(),
+            cwd: Some(s.cwd.clone()),
+            started_at: unix_seconds(s.started_at),
+            shim: s.shim,
+            name: s.name.clone(),
+            options: Some(options),
+        }
+    }
+
+    /// Writes the checkpoint now and waits for pending receipts (for shutdown, restore
+    /// and tests).
+    pub(in crate::registry) async fn sync_durable(self: &Arc<Self>) -> Result<(), Error> {
+        let inner = Arc::clone(self);
+        let written = tokio::task::spawn_blocking(move || inner.write_checkpoint())
+            .await
+            .map_err(|e| Error::Io {
+                path: self.durable.checkpoint.store.path(),
+                source: std::io::Error::other(e),
+            })?;
+        self.receipts_settled().await;
+        written.map_err(Error::from)
+    }
+}
+
+/// A kill source from its wire name; empty or unknown is `None`.
+/// The spawn options a checkpoint keeps beyond the record's own fields (issue 17).
+fn options_record(s: &Session, command_written: &str) -> herd_persistence::SpawnOptions {
+    let origin = &s.origin;
+    herd_persistence::SpawnOptions {
+        time_limit_seconds: s.time_limit.map(|t| t.limit.as_secs()),
+        deadline_unix_ms: s.time_limit.map(|t| t.deadline_unix_ms()),
+        forward_env: origin.forward_env.clone(),
+        env_names: origin.env_names.clone(),
+        notify: origin.notify,
+        pty: origin.pty,
+        // The record's command is the redacted one; it is what ran only if redaction
+        // left it as it was.
+        command_redacted: origin.command_redacted || command_written != s.command,
+        replaces: origin.replaces.as_ref().map(|id| id.as_str().to_owned()),
+    }
+}

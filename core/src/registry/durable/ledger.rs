@@ -1,0 +1,341 @@
+//! The completion ledger (B29): commits a queued completion before it is published,
+//! commits far hosts' completions, replays earlier processes' undelivered ones once
+//! per registry, and marks drained ones delivered.
+//!
+//! Owns [`Completions`]. The commit inside the finish choke point is its only work
+//! under the table lock, and only on the rare slow path (a completion that changed
+//! while it was drafted).
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::SystemTime;
+
+use herd_hooks::Shown;
+use herd_persistence::{CompletionRecord, Ledger};
+use serde::Deserialize;
+
+use super::{lock, reason_from_name, source_from_name, unix_seconds};
+use crate::event::Event;
+use crate::id::SessionId;
+use crate::registry::Inner;
+
+/// The completion ledger (B29): opened on the first commit or delivery, and the
+/// replay of earlier processes' undelivered completions.
+#[derive(Debug)]
+pub(super) struct Completions {
+    /// `None` until the first commit or delivery needs it.
+    slot: Mutex<Option<Ledger>>,
+    replay: Mutex<Replay>,
+}
+
+impl Default for Completions {
+    fn default() -> Completions {
+        Completions {
+            slot: Mutex::new(None),
+            replay: Mutex::new(Replay::Pending {
+                committed_here: HashSet::new(),
+            }),
+        }
+    }
+}
+
+impl Inner {
+    /// Commits a completion to the ledger before it is published (B29). Called inside
+    /// the choke point's critical section for completions that are queued. A failure
+    /// is logged at error; the caller publishes anyway. Returns whether the completion
+    /// is to be queued: not when the ledger already holds it as delivered.
+    pub(in crate::registry) fn commit_completion(&self, event: &Event) -> bool {
+        self.commit_completion_as(event, false)
+    }
+
+    /// [`Inner::commit_completion`] for a completion that changed after its first
+    /// commit: the undelivered row is replaced, so a replay after a restart carries
+    /// what was queued.
+    pub(in crate::registry) fn recommit_completion(&self, event: &Event) -> bool {
+        self.commit_completion_as(event, true)
+    }
+
+    fn commit_completion_as(&self, event: &Event, replace: bool) -> bool {
+        let Event::Completion {
+            session_id,
+            task_id,
+            owner_task_id,
+            session_key,
+            command,
+            ..
+        } = event
+        else {
+            return true;
+        };
+        let mut value = match serde_json::to_value(event) {
+            Ok(value) => value,
+            Err(error) => {
+                tracing::error!(session_id = %session_id, %error, "completion not committed to the ledger: not encodable");
+                return true;
+            }
+        };
+        if let Some(slot) = value.get_mut("command") {
+            *slot = serde_json::Value::String(
+                self.config.pipeline.redact_command(command).into_owned(),
+            );
+        }
+        let record = CompletionRecord {
+            completion_id: session_id.as_str().to_owned(),
+            session_id: session_id.as_str().to_owned(),
+            owner_task_id: owner_task_id.clone(),
+            task_id: task_id.clone(),
+            session_key: session_key.clone().unwrap_or_default(),
+            event: value,
+            created_at: unix_seconds(SystemTime::now()),
+        };
+        let mut slot = lock(&self.durable.ledger.slot);
+        if slot.is_none() {
+            match Ledger::create(&self.home) {
+                Ok(ledger) => *slot = Some(ledger),
+                Err(error) => {
+                    tracing::error!(session_id = %session_id, %error, "completion not committed to the ledger; it is published but will not survive a restart");
+                    return true;
+                }
+            }
+        }
+        let ledger = slot.as_ref().expect("the ledger was just opened");
+        let committed = if replace {
+            ledger.commit_replacing(&record)
+        } else {
+            ledger.commit(&record)
+        };
+        match committed {
+            Ok(new) => {
+                let queue =
+                    new || !matches!(ledger.is_delivered(&record.completion_id), Ok(Some(true)));
+                if let Replay::Pending { committed_here } = &mut *lock(&self.durable.ledger.replay)
+                {
+                    committed_here.insert(record.completion_id);
+                }
+                queue
+            }
+            Err(error) => {
+                tracing::error!(session_id = %session_id, %error, "completion not committed to the ledger; it is published but will not survive a restart");
+                true
+            }
+        }
+    }
+
+    /// Commits a completion produced elsewhere (a far host's, under its qualified
+    /// id) to the ledger, noting it as committed here so the replay does not queue
+    /// it a second time. Returns `Some(true)` when it was new, `Some(false)` when the
+    /// ledger held it already (a replay from the far side: it was queued before),
+    /// `None` when the ledger cannot be written.
+    pub(in crate::registry) fn commit_external(&self, event: &Event) -> Option<bool> {
+        let Event::Completion {
+            session_id,
+            task_id,
+            owner_task_id,
+            session_key,
+            ..
+        } = event
+        else {
+            return Some(true);
+        };
+        let value = serde_json::to_value(event).ok()?;
+        let record = CompletionRecord {
+            completion_id: session_id.as_str().to_owned(),
+            session_id: session_id.as_str().to_owned(),
+            owner_task_id: owner_task_id.clone(),
+            task_id: task_id.clone(),
+            session_key: session_key.clone().unwrap_or_default(),
+            event: value,
+            created_at: unix_seconds(SystemTime::now()),
+        };
+        let mut slot = lock(&self.durable.ledger.slot);
+        if slot.is_none() {
+            match Ledger::create(&self.home) {
+                Ok(ledger) => *slot = Some(ledger),
+                Err(error) => {
+                    tracing::error!(session_id = %session_id, %error, "a far completion not committed: the ledger cannot be opened");
+                    return None;
+                }
+            }
+        }
+        let ledger = slot.as_ref().expect("the ledger was just opened");
+        match ledger.commit(&record) {
+            Ok(new) => {
+                // Queued here now, so the replay must not queue it again; one the
+                // ledger held already is left to the replay (if undelivered).
+                if new
+                    && let Replay::Pending { committed_here } =
+                        &mut *lock(&self.durable.ledger.replay)
+                {
+                    committed_here.insert(record.completion_id);
+                }
+                Some(new)
+            }
+            Err(error) => {
+                tracing::error!(session_id = %session_id, %error, "a far completion not committed to the ledger");
+                None
+            }
+        }
+    }
+
+    /// Re-queues, once per registry, the undelivered completions earlier processes
+    /// left in the home's ledger (B29). Called by the first `drain` or `subscribe`.
+    pub(in crate::registry) fn replay_once(&self) {
+        if matches!(*lock(&self.durable.ledger.replay), Replay::Done) {
+            return;
+        }
+        let records = {
+            let mut slot = lock(&self.durable.ledger.slot);
+            if slot.is_none() {
+                match Ledger::open(&self.home) {
+                    Ok(opened) => *slot = opened,
+                    Err(error) => {
+                        tracing::error!(%error, "undelivered completions not replayed: the ledger cannot be opened");
+                    }
+                }
+            }
+            // Completions of owners that never came back go after a week, or beyond
+            // the newest thousand, as result receipts do.
+            if let Some(ledger) = slot.as_ref() {
+                match ledger.expire_unclaimed(
+                    herd_persistence::UNCLAIMED_RETENTION,
+                    herd_persistence::MAX_UNCLAIMED,
+                ) {
+                    Ok(0) => {}
+                    Ok(n_expired) => {
+                        tracing::info!(n_expired, "unclaimed completions expired from the ledger");
+                    }
+                    Err(error) => tracing::warn!(%error, "unclaimed completions not expired"),
+                }
+            }
+            match slot.as_ref().map(Ledger::undelivered) {
+                None => Vec::new(),
+                Some(Ok(records)) => records,
+                Some(Err(error)) => {
+                    tracing::error!(%error, "undelivered completions not replayed: the ledger cannot be read");
+                    Vec::new()
+                }
+            }
+        };
+        let mut tables = self.lock();
+        let committed_here =
+            match std::mem::replace(&mut *lock(&self.durable.ledger.replay), Replay::Done) {
+                Replay::Pending { committed_here } => committed_here,
+                // Another consumer replayed meanwhile.
+                Replay::Done => return,
+            };
+        let mut n_replayed = 0;
+        for record in records {
+            if committed_here.contains(&record.completion_id) {
+                continue;
+            }
+            let Some(event) = event_from_ledger(&record.event) else {
+                tracing::error!(completion_id = %record.completion_id, "undelivered completion not replayed: its stored event is not a completion");
+                continue;
+            };
+            tables.enqueue(event.owner_task_id().unwrap_or_default(), event.clone());
+            let _ = self.events.send(event);
+            n_replayed += 1;
+        }
+        drop(tables);
+        if n_replayed > 0 {
+            tracing::info!(
+                n_replayed,
+                "undelivered completions replayed from the ledger"
+            );
+        }
+    }
+
+    /// Marks drained completions delivered in the ledger.
+    pub(crate) fn mark_delivered(&self, events: &[Event]) {
+        let ids: Vec<&SessionId> = events
+            .iter()
+            .filter(|e| matches!(e, Event::Completion { .. }))
+            .filter_map(Event::session_id)
+            .collect();
+        if ids.is_empty() {
+            return;
+        }
+        let mut slot = lock(&self.durable.ledger.slot);
+        if slot.is_none() {
+            match Ledger::open(&self.home) {
+                Ok(Some(ledger)) => *slot = Some(ledger),
+                Ok(None) => return,
+                Err(error) => {
+                    tracing::error!(%error, "drained completions not marked delivered; they will be delivered again after a restart");
+                    return;
+                }
+            }
+        }
+        let ledger = slot.as_ref().expect("the ledger was just opened");
+        for id in ids {
+            match ledger.mark_delivered(id.as_str()) {
+                Ok(_) | Err(herd_persistence::Error::LedgerUnknownCompletion { .. }) => {}
+                Err(error) => {
+                    tracing::error!(session_id = %id, %error, "completion not marked delivered; it will be delivered again after a restart");
+                }
+            }
+        }
+    }
+}
+
+/// Replay state: before the first consume, the completions this registry committed.
+#[derive(Debug)]
+enum Replay {
+    Pending { committed_here: HashSet<String> },
+    Done,
+}
+
+/// A completion as the ledger stores it (the JSON of [`Event::Completion`]).
+#[derive(Debug, Deserialize)]
+struct StoredCompletion {
+    #[serde(rename = "type")]
+    kind: String,
+    session_id: String,
+    task_id: String,
+    owner_task_id: String,
+    session_key: Option<String>,
+    command: Shown,
+    exit_code: Option<i32>,
+    signal: Option<i32>,
+    completion_reason: String,
+    termination_source: Option<String>,
+    output: Shown,
+    output_cut: bool,
+    log_path: PathBuf,
+    started_at: String,
+    finished_at: String,
+    handoff_note: Option<String>,
+    #[serde(default)]
+    descendants_alive: Vec<i32>,
+}
+
+/// Rebuilds a completion event from its ledger JSON; `None` when it is not one.
+pub(in crate::registry) fn event_from_ledger(value: &serde_json::Value) -> Option<Event> {
+    let stored: StoredCompletion = serde_json::from_value(value.clone()).ok()?;
+    if stored.kind != "completion" {
+        return None;
+    }
+    Some(Event::Completion {
+        // A far host's completion is kept under its qualified id (issue 15).
+        session_id: SessionId::parse_any(&stored.session_id)?,
+        task_id: stored.task_id,
+        owner_task_id: stored.owner_task_id,
+        session_key: stored.session_key,
+        command: stored.command,
+        exit_code: stored.exit_code,
+        signal: stored.signal,
+        completion_reason: reason_from_name(&stored.completion_reason),
+        termination_source: stored
+            .termination_source
+            .as_deref()
+            .and_then(source_from_name),
+        output: stored.output,
+        output_cut: stored.output_cut,
+        log_path: stored.log_path,
+        started_at: stored.started_at,
+        finished_at: stored.finished_at,
+        handoff_note: stored.handoff_note,
+        descendants_alive: stored.descendants_alive,
+    })
+}

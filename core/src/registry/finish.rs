@@ -1,0 +1,232 @@
+//! The finish choke point (B9, B10): the only place a session moves from running to
+//! finished. Drafts the completion (hooks, ledger commit) before the table lock, then
+//! inside one critical section removes the session from the running set, stamps
+//! it, queues and broadcasts its completion; after the lock, hands it to
+//! durability and wakes the waiters.
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use herd_hooks::{Route, Shown, Window};
+
+use super::Inner;
+use crate::answers::CompletionReason;
+use crate::config::KillSource;
+use crate::config::NotificationPolicy;
+use crate::event::Event;
+use crate::reader::Finish;
+use crate::session::{ExitInfo, Finished, Session, State};
+use crate::text;
+
+impl Inner {
+    /// The one choke point (B9): stamps, releases handles and publishes exactly one
+    /// completion, all inside one critical section of the table lock (B10).
+    ///
+    /// Everything slow or foreign happens before the table lock: the hooks on the
+    /// completion's output, and the ledger commit (an fsync). The event is drafted
+    /// from the session as it is now; under the lock it is built again (cheap), and
+    /// only if a kill, an adoption or a handoff changed it meanwhile is it committed
+    /// there, the rare slow path.
+    pub(super) fn finish(self: &Arc<Self>, s: &Arc<Session>, finish: Finish) {
+        let draft = self.draft(s, finish);
+        // A session restore re-adopted or closed has no collected exit status and
+        // publishes nothing (B28).
+        let emits = self.emits_completion(s);
+        let queued = |event: &Event| emits && s.is_notify() && self.policy_allows(event);
+        let early = draft.event(s, &s.state());
+        // Committed before it is published (B29). A supervised session that a
+        // restore finishes again (the previous daemon crashed after delivering it
+        // but before its receipt was stored) is not queued a second time.
+        let early_commit = queued(&early).then(|| self.commit_completion(&early));
+        let mut tables = self.lock();
+        if tables.running.remove(&s.id).is_none() {
+            return;
+        }
+        self.notifier.forget(&s.id);
+        let event = draft.stamp(s);
+        tables.finished.insert(s.id.clone(), Arc::clone(s));
+        if queued(&event) {
+            let commit = match early_commit {
+                Some(committed) if same_completion(&early, &event) => committed,
+                Some(_) => {
+                    tracing::debug!(session_id = %s.id, "the completion changed while it was drafted; replaced under the lock");
+                    self.recommit_completion(&event)
+                }
+                None => {
+                    tracing::debug!(session_id = %s.id, "the completion became queued while it was drafted; committed under the lock");
+                    self.commit_completion(&event)
+                }
+            };
+            if commit {
+                tables.enqueue(event.owner_task_id().unwrap_or_default(), event.clone());
+            }
+        } else if early_commit == Some(true) {
+            // Committed early but not queued after all (the policy or notify
+            // changed): marked delivered, so a restart does not replay it to nobody.
+            self.mark_delivered(std::slice::from_ref(&early));
+        }
+        if emits {
+            let _ = self.events.send(event);
+        }
+        self.expect_receipt(&s.id);
+        self.prune(&mut tables);
+        drop(tables);
+        // The receipt is queued before anyone can see the session done, so a
+        // `sync_durable` (shutdown's included) after a `wait` always covers it.
+        self.finished_durably(s);
+        s.done.send_replace(true);
+        self.finishes.send_modify(|n| *n += 1);
+        self.changed();
+        tracing::info!(session_id = %s.id, "session finished");
+    }
+
+    /// The completion's parts that do not change under the lock: the exit the
+    /// reader collected, the output through the completion route, the command.
+    fn draft(&self, s: &Session, finish: Finish) -> Draft {
+        let Finish {
+            exit,
+            descendants_alive,
+            killed_by,
+        } = finish;
+        if let Some(source) = killed_by {
+            // The shim killed the job itself (its time limit); a kill the registry
+            // began meanwhile keeps its own source.
+            s.state().kill_source.get_or_insert(source);
+        }
+        let exit = match exit {
+            Ok(info) => Some(info),
+            Err(error) => {
+                // B14: the status may be known already; only a truly unknown status
+                // reads "lost".
+                let known = s.state().exit;
+                if known.is_none() {
+                    tracing::warn!(%error, "exit status could not be collected");
+                }
+                known
+            }
+        };
+        let (final_text, final_cut, _) = s.text_final();
+        let window = Window::last_chars(&final_text, s.completion_chars);
+        let output_cut = final_cut || window.omits_start();
+        let output = {
+            let (owner, exit_known) = {
+                let st = s.state();
+                (st.owner_task_id.clone(), exit.or(st.exit))
+            };
+            // The hooks see the return code the completion will carry.
+            self.show_as(s, &owner, exit_known, Route::Completion, window)
+        };
+        Draft {
+            exit,
+            descendants_alive,
+            output,
+            output_cut,
+            command: self.shown_command(s),
+            now: SystemTime::now(),
+        }
+    }
+
+    pub(crate) fn policy_allows(&self, event: &Event) -> bool {
+        match self.config.notifications {
+            NotificationPolicy::All => true,
+            NotificationPolicy::Result => matches!(event, Event::Completion { .. }),
+            NotificationPolicy::Error => matches!(
+                event,
+                Event::Completion { exit_code, completion_reason, .. }
+                    if !(*exit_code == Some(0) && *completion_reason == CompletionReason::Exited)
+            ),
+            NotificationPolicy::Off => false,
+        }
+    }
+}
+
+/// Whether two drafts of one completion would be recorded alike: the fields a
+/// kill, an adoption or a handoff can change between the draft and the lock.
+fn same_completion(a: &Event, b: &Event) -> bool {
+    match (a, b) {
+        (
+            Event::Completion {
+                owner_task_id: o1,
+                completion_reason: r1,
+                termination_source: s1,
+                exit_code: e1,
+                signal: g1,
+                handoff_note: h1,
+                ..
+            },
+            Event::Completion {
+                owner_task_id: o2,
+                completion_reason: r2,
+                termination_source: s2,
+                exit_code: e2,
+                signal: g2,
+                handoff_note: h2,
+                ..
+            },
+        ) => o1 == o2 && r1 == r2 && s1 == s2 && e1 == e2 && g1 == g2 && h1 == h2,
+        _ => false,
+    }
+}
+
+/// A completion drafted before the table lock.
+struct Draft {
+    exit: Option<ExitInfo>,
+    descendants_alive: Vec<i32>,
+    output: Shown,
+    output_cut: bool,
+    command: Shown,
+    now: SystemTime,
+}
+
+impl Draft {
+    /// How the session ended, as `st` says now.
+    fn outcome(&self, st: &State) -> (CompletionReason, Option<KillSource>) {
+        match (st.kill_source, self.exit.or(st.exit)) {
+            (Some(source), _) => (CompletionReason::Killed, Some(source)),
+            (None, None) => (CompletionReason::Lost, None),
+            (None, Some(e)) if e.signal.is_some() => (CompletionReason::Signaled, None),
+            (None, Some(_)) => (CompletionReason::Exited, None),
+        }
+    }
+
+    /// The completion event of `s` as `st` says now.
+    fn event(&self, s: &Session, st: &State) -> Event {
+        let (reason, source) = self.outcome(st);
+        let exit = self.exit.or(st.exit);
+        Event::Completion {
+            session_id: s.id.clone(),
+            task_id: st.task_id.clone(),
+            owner_task_id: st.owner_task_id.clone(),
+            session_key: st.session_key.clone(),
+            command: self.command.clone(),
+            exit_code: exit.and_then(|e| e.code),
+            signal: exit.and_then(|e| e.signal),
+            completion_reason: reason,
+            termination_source: source,
+            output: self.output.clone(),
+            output_cut: self.output_cut,
+            log_path: s.log_path.clone(),
+            started_at: text::rfc3339(s.started_at),
+            finished_at: text::rfc3339(self.now),
+            handoff_note: st.handoff_note.clone(),
+            descendants_alive: self.descendants_alive.clone(),
+        }
+    }
+
+    /// Stamps `s` finished (releasing its stdin) and returns its completion, under
+    /// the table lock.
+    fn stamp(&self, s: &Session) -> Event {
+        let mut st = s.state();
+        let event = self.event(s, &st);
+        let (reason, source) = self.outcome(&st);
+        st.exit = self.exit.or(st.exit);
+        st.finished = Some(Finished {
+            at: self.now,
+            reason,
+            source,
+            exit: st.exit,
+        });
+        st.stdin = None;
+        event
+    }
+}

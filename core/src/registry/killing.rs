@@ -1,0 +1,224 @@
+//! Kills and their conclusion (B15-B17): marks the session as being killed, kills
+//! its tree (one process-table sweep per step for many sessions), waits for the
+//! reader to finish it, and stops a worker's scope.
+//!
+//! A kill never finishes a session itself: the reader does, through the one choke
+//! point (`finish`). A kill that leaves survivors clears its mark and answers
+//! `kill_incomplete` with the session still running.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use herd_hooks::Route;
+
+use super::{Inner, Registry};
+use crate::answers::{KillAnswer, KillStatus, SessionStatus};
+use crate::config::KillSource;
+use crate::error::Error;
+use crate::id::SessionId;
+use crate::kill;
+use crate::session::Session;
+
+impl Registry {
+    /// Kills the session's whole tree (B15-B17). `killed` only when the tree is gone;
+    /// otherwise `kill_incomplete` with the survivors, and the session stays running.
+    ///
+    /// # Errors
+    /// [`Error::Lookup`].
+    pub async fn kill(&self, id: &str, source: KillSource) -> Result<KillAnswer, Error> {
+        let s = match self.inner.lookup(id) {
+            Ok(s) => s,
+            Err(miss) => return self.inner.kill_from_receipt(id, miss, source),
+        };
+        Ok(self.inner.kill_session(&s, source).await)
+    }
+
+    /// Kills every running session owned by `owner` (every owner when `owner` is
+    /// empty) except `exclude`. Lifecycle sources spare `persist_on_release` sessions
+    /// (B17). Returns how many ended up killed or already exited.
+    pub async fn kill_all(&self, owner: &str, exclude: &[SessionId], source: KillSource) -> usize {
+        let targets: Vec<Arc<Session>> = {
+            let tables = self.inner.lock();
+            tables
+                .running
+                .values()
+                .filter(|s| !exclude.contains(&s.id))
+                .filter(|s| !(source.spares_persistent() && s.persist_on_release))
+                .filter(|s| owner.is_empty() || s.state().owner_task_id == owner)
+                .cloned()
+                .collect()
+        };
+        let answers = self.inner.kill_sessions(&targets, source).await;
+        answers
+            .iter()
+            .filter(|a| matches!(a.status, KillStatus::Killed | KillStatus::AlreadyExited))
+            .count()
+    }
+}
+
+impl Inner {
+    pub(crate) async fn kill_session(&self, s: &Arc<Session>, source: KillSource) -> KillAnswer {
+        let Some(target) = begin_kill(s, source) else {
+            return self.kill_answer(s, source, KillStatus::AlreadyExited, Vec::new(), None);
+        };
+        let outcome = kill::kill_tree(&target, self.config.kill_grace).await;
+        self.conclude_kill(s, source, outcome).await
+    }
+
+    /// Kills several sessions with one sweep of the process table per step.
+    pub(super) async fn kill_sessions(
+        &self,
+        sessions: &[Arc<Session>],
+        source: KillSource,
+    ) -> Vec<KillAnswer> {
+        let mut started = Vec::new();
+        let mut answers = Vec::new();
+        for s in sessions {
+            match begin_kill(s, source) {
+                Some(target) => started.push((Arc::clone(s), target)),
+                None => answers.push(self.kill_answer(
+                    s,
+                    source,
+                    KillStatus::AlreadyExited,
+                    Vec::new(),
+                    None,
+                )),
+            }
+        }
+        let targets: Vec<kill::KillTarget> = started.iter().map(|(_, t)| t.clone()).collect();
+        let outcomes = kill::kill_trees(&targets, self.config.kill_grace).await;
+        // Concluded together: each waits for its reader to finish the session, and
+        // thousands of sessions (a shutdown) must not wait one after another.
+        let concluded = futures::future::join_all(
+            started
+                .iter()
+                .zip(outcomes)
+                .map(|((s, _), outcome)| self.conclude_kill(s, source, outcome)),
+        )
+        .await;
+        answers.extend(concluded);
+        answers
+    }
+
+    /// Turns a kill outcome into the answer: `killed` once the reader has finished the
+    /// session, `kill_incomplete` (session left running) when something survived.
+    pub(super) async fn conclude_kill(
+        &self,
+        s: &Arc<Session>,
+        source: KillSource,
+        outcome: kill::KillOutcome,
+    ) -> KillAnswer {
+        let answer = self.conclude_tree_kill(s, source, outcome).await;
+        let (Some(scope), Some(dispatcher)) = (&s.scope, &self.config.dispatcher) else {
+            return answer;
+        };
+        if answer.status == KillStatus::KillIncomplete {
+            return answer;
+        }
+        match dispatcher.stop_scope(&scope.unit, &scope.env).await {
+            Ok(()) => answer,
+            Err(err) => {
+                let detail = err.to_string();
+                tracing::warn!(session_id = %s.id, unit = %scope.unit, error = %detail, "worker scope not stopped");
+                KillAnswer {
+                    status: KillStatus::KillIncomplete,
+                    error: Some(format!(
+                        "kill incomplete: the tree is gone but its scope was not stopped: {detail}"
+                    )),
+                    scope_stop_failed: Some(detail),
+                    ..answer
+                }
+            }
+        }
+    }
+
+    /// The tree kill's part of [`Inner::conclude_kill`].
+    pub(super) async fn conclude_tree_kill(
+        &self,
+        s: &Arc<Session>,
+        source: KillSource,
+        outcome: kill::KillOutcome,
+    ) -> KillAnswer {
+        if outcome.gone || outcome.identity_mismatch {
+            // The reader finishes the session once the child is reaped; it drains only
+            // what is already buffered because a kill was requested.
+            let mut done = s.done.subscribe();
+            let limit = self.config.idle_drain + Duration::from_secs(5);
+            if tokio::time::timeout(limit, done.wait_for(|d| *d))
+                .await
+                .is_err()
+            {
+                tracing::error!(session_id = %s.id, "killed session did not finish in time");
+            }
+            let finished = s.state().finished.is_some();
+            let status = if finished {
+                KillStatus::Killed
+            } else {
+                KillStatus::KillIncomplete
+            };
+            return self.kill_answer(s, source, status, Vec::new(), None);
+        }
+        {
+            let mut st = s.state();
+            if st.finished.is_none() {
+                st.kill_source = None;
+            }
+        }
+        s.kill_requested.send_replace(false);
+        let error = format!(
+            "kill incomplete: {} process(es) still alive ({}); session running",
+            outcome.survivors.len(),
+            outcome
+                .survivors
+                .iter()
+                .map(i32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        self.kill_answer(
+            s,
+            source,
+            KillStatus::KillIncomplete,
+            outcome.survivors,
+            Some(error),
+        )
+    }
+
+    pub(super) fn kill_answer(
+        &self,
+        s: &Session,
+        source: KillSource,
+        status: KillStatus,
+        survivors: Vec<i32>,
+        error: Option<String>,
+    ) -> KillAnswer {
+        s.mark_read();
+        let (subject, output) = self.sized_subject(s, Route::Kill);
+        let running = s.status() == SessionStatus::Running;
+        let error = if status == KillStatus::KillIncomplete && error.is_none() {
+            Some("kill incomplete: the session did not finish after its tree was killed".to_owned())
+        } else {
+            error
+        };
+        self.kill_answer_of(subject, status, source, output, survivors, running, error)
+    }
+}
+
+/// Marks `s` as being killed by `source` and returns its target; `None` when it has
+/// already finished.
+fn begin_kill(s: &Session, source: KillSource) -> Option<kill::KillTarget> {
+    {
+        let mut st = s.state();
+        if st.finished.is_some() {
+            return None;
+        }
+        st.kill_source = Some(source);
+    }
+    s.kill_requested.send_replace(true);
+    Some(kill::KillTarget {
+        pid: s.pid,
+        pgid: s.pgid,
+        start_time: s.start_time,
+        session_tag: s.id.as_str().to_owned(),
+    })
+}

@@ -1,0 +1,456 @@
+//! The query API: lookups, poll, log pages and chunks, wait, list and the counts a
+//! front end asks for. Reads the table and the sessions; changes nothing but a
+//! session's read mark. A session not in memory is answered from its receipt
+//! (`view::receipt`); every answer is built by `view`.
+//!
+//! Never touches the table's fields (it asks `table`), never does file IO under the
+//! table lock.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use herd_hooks::{Route, Shown, Window};
+use tokio_util::sync::CancellationToken;
+
+use super::view::{PollExtra, Subject};
+use super::{
+    Inner, LIST_COMMAND_CHARS, LIST_PREVIEW_CHARS, LOG_DEFAULT_LINES, LOG_PAGE_MAX_BYTES,
+    LogFollower, POLL_PREVIEW_CHARS, Registry, logs,
+};
+use crate::answers::{
+    ListRow, LogAnswer, LogChunk, PollAnswer, SessionStatus, WaitAnswer, WaitStatus,
+};
+use crate::config::ListFilter;
+use crate::error::{Error, LookupError};
+use crate::id::SessionId;
+use crate::output::page::{self, TextPage};
+use crate::session::Session;
+use crate::text;
+
+impl Registry {
+    /// Resolves a full id or a unique prefix (B37).
+    ///
+    /// # Errors
+    /// [`LookupError::NotFound`], [`LookupError::Ambiguous`], [`LookupError::TooShort`].
+    pub fn lookup(&self, id_or_prefix: &str) -> Result<SessionId, LookupError> {
+        match self.inner.lookup(id_or_prefix) {
+            Ok(s) => Ok(s.id.clone()),
+            Err(miss) => self
+                .inner
+                .receipt_lookup(id_or_prefix, miss)
+                .map(|(id, _)| id),
+        }
+    }
+
+    /// Resolves a full id or a unique prefix (B37) and names the session's owner
+    /// (B31), for a front end that acts for one owner and must not reach another's.
+    ///
+    /// # Errors
+    /// As [`Registry::lookup`].
+    pub fn lookup_owned(&self, id_or_prefix: &str) -> Result<(SessionId, String), LookupError> {
+        match self.inner.lookup(id_or_prefix) {
+            Ok(s) => Ok((s.id.clone(), s.state().owner_task_id.clone())),
+            Err(miss) => self
+                .inner
+                .receipt_lookup(id_or_prefix, miss)
+                .map(|(id, r)| (id, r.owner_task_id)),
+        }
+    }
+
+    /// Status, uptime, a 1,000-character preview and exit fields once exited (B39).
+    ///
+    /// # Errors
+    /// [`Error::Lookup`] when the id does not resolve.
+    pub fn poll(&self, id: &str) -> Result<PollAnswer, Error> {
+        let s = match self.inner.lookup(id) {
+            Ok(s) => s,
+            Err(miss) => return self.inner.poll_from_receipt(id, miss),
+        };
+        let growing = s.status() == SessionStatus::Running;
+        let (text, cut) = s.text();
+        let st = s.state();
+        let subject = Subject::live(&s, &st);
+        let preview = self.inner.tail_of(
+            &subject,
+            Route::Poll,
+            &text,
+            (cut, growing),
+            POLL_PREVIEW_CHARS,
+        );
+        drop(st);
+        s.mark_read();
+        let (bytes_not_kept, total_ingested) = {
+            let tail = s.tail();
+            (tail.bytes_not_kept(), tail.total_ingested())
+        };
+        let extra = PollExtra {
+            pid: s.pid,
+            uptime_seconds: s.uptime_seconds(),
+            bytes_not_kept,
+            total_ingested,
+            note: self.inner.session_note(&s),
+            replaces: s.origin.replaces.clone(),
+        };
+        Ok(self.inner.poll_answer(subject, preview, extra))
+    }
+
+    /// A page of output lines over the whole output the session's log file holds: the
+    /// last `limit` (default 200) lines, or `limit` lines from line `offset` (0 is the
+    /// first line the session printed), with the log's total line count (B39).
+    ///
+    /// A page is at most 200,000 bytes; a longer line is cut with a marker and a note.
+    /// When the log file cannot serve the page (it is missing or unreadable, or it
+    /// stopped at its cap or after a failed write), the page comes from the in-memory
+    /// tail as before and the note says so.
+    ///
+    /// # Errors
+    /// [`Error::Lookup`] when the id does not resolve.
+    pub fn log(
+        &self,
+        id: &str,
+        offset: Option<usize>,
+        limit: Option<usize>,
+    ) -> Result<LogAnswer, Error> {
+        let s = match self.inner.lookup(id) {
+            Ok(s) => s,
+            Err(miss) => return self.inner.log_from_receipt(id, miss, offset, limit),
+        };
+        let limit = limit.unwrap_or(LOG_DEFAULT_LINES);
+        let is_running = s.status() == SessionStatus::Running;
+        let bytes_not_kept = s.tail().bytes_not_kept();
+        let mut notes: Vec<String> = self.inner.session_note(&s).into_iter().collect();
+        let why_not_file = if bytes_not_kept > 0 {
+            let held = std::fs::metadata(&s.log_path).map_or(0, |m| m.len());
+            Some(format!(
+                "the log file holds only the first {held} bytes of output ({}; {bytes_not_kept} later bytes were not kept)",
+                if held >= self.inner.config.log_cap_bytes {
+                    format!(
+                        "it reached its cap of {} bytes",
+                        self.inner.config.log_cap_bytes
+                    )
+                } else {
+                    "a write to it failed".to_owned()
+                }
+            ))
+        } else {
+            match TextPage::of_file(&s.log_path, offset, limit, LOG_PAGE_MAX_BYTES, is_running) {
+                Ok(Some(page)) => {
+                    return Ok(self.log_answer(&s, page, notes));
+                }
+                // No file and nothing printed: the empty tail is the whole story.
+                Ok(None) if s.tail().total_ingested() == 0 => None,
+                Ok(None) => Some(format!("the log file {} is missing", s.log_path.display())),
+                Err(error) => {
+                    tracing::warn!(session_id = %s.id, path = %s.log_path.display(), %error, "session log unreadable; paging the in-memory tail");
+                    Some(format!(
+                        "the log file {} cannot be read ({error})",
+                        s.log_path.display()
+                    ))
+                }
+            }
+        };
+        let (text, cut) = s.text();
+        if let Some(why) = why_not_file {
+            notes.push(page::fallback_note(
+                &why,
+                "the in-memory tail of the output",
+                !cut,
+            ));
+        }
+        let page = TextPage::of_text(&text, offset, limit);
+        Ok(self.log_answer(&s, page, notes))
+    }
+
+    /// The log answer for `page` of a live session, through the output pipeline.
+    fn log_answer(&self, s: &Session, page: TextPage, mut notes: Vec<String>) -> LogAnswer {
+        let st = s.state();
+        let subject = Subject::live(s, &st);
+        let (output, cut_note) = self.inner.log_page(&subject, &page);
+        drop(st);
+        s.mark_read();
+        notes.extend(cut_note);
+        let note = (!notes.is_empty()).then(|| notes.join("; "));
+        self.inner.log_answer_of(subject, &page, output, note)
+    }
+
+    /// Up to `max_bytes` of the log file from byte `from_byte`, as text that never
+    /// ends inside a character (for `logs --follow` and full dumps).
+    ///
+    /// A chunk ends at its last line end (a partial last line is handed out by a
+    /// later call), and it is redacted with the log around it (B30): a private-key
+    /// block it starts inside is masked, a token on a line longer than the chunk is
+    /// masked whole. Only a chunk with no line end at all, filling `max_bytes`, or the
+    /// end of a finished session's log, ends elsewhere.
+    ///
+    /// # Errors
+    /// [`Error::Lookup`], or [`Error::Io`] when the log cannot be read.
+    pub fn log_chunk(&self, id: &str, from_byte: u64, max_bytes: usize) -> Result<LogChunk, Error> {
+        let s = match self.inner.lookup(id) {
+            Ok(s) => s,
+            Err(miss) => {
+                return self
+                    .inner
+                    .log_chunk_from_receipt(id, miss, from_byte, max_bytes);
+            }
+        };
+        let is_running = s.status() == SessionStatus::Running;
+        let Some(read) = logs::read_chunk(&s.log_path, from_byte, max_bytes, is_running)? else {
+            return Ok(LogChunk {
+                session_id: s.id.clone(),
+                output: Shown::default(),
+                next_byte: from_byte,
+                is_running,
+            });
+        };
+        let st = s.state();
+        let output = self.inner.show(&s, &st, Route::Log, read.window());
+        drop(st);
+        Ok(LogChunk {
+            session_id: s.id.clone(),
+            output,
+            next_byte: read.next_byte,
+            is_running,
+        })
+    }
+
+    /// A follower of the session's log from `from_byte` (`logs --follow`): each
+    /// read hands out the new lines, redacted as one stream with carried state
+    /// (a private-key block is masked line by line as it arrives), and an idle
+    /// stream releases its unfinished line unless it can still become a secret.
+    ///
+    /// # Errors
+    /// [`Error::Lookup`], or [`Error::Io`] when the log cannot be read.
+    pub fn log_follower(&self, id: &str, from_byte: u64) -> Result<LogFollower, Error> {
+        let (session_id, path, command, owner) = match self.inner.lookup(id) {
+            Ok(s) => (
+                s.id.clone(),
+                s.log_path.clone(),
+                s.command.clone(),
+                s.state().owner_task_id.clone(),
+            ),
+            Err(miss) => {
+                let (session_id, r) = self.inner.receipt_lookup(id, miss)?;
+                let path = self.inner.home.session_log_path(session_id.as_str());
+                (session_id, path, r.command, r.owner_task_id)
+            }
+        };
+        LogFollower::open(
+            Arc::clone(&self.inner),
+            session_id,
+            path,
+            &command,
+            &owner,
+            from_byte,
+        )
+    }
+
+    /// Waits for the session to finish, at most `timeout` (clamped to the wait cap,
+    /// with a note), or until `interrupt` fires (B23).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a zero timeout, [`Error::Lookup`].
+    pub async fn wait(
+        &self,
+        id: &str,
+        timeout: Duration,
+        interrupt: Option<CancellationToken>,
+    ) -> Result<WaitAnswer, Error> {
+        if timeout.is_zero() {
+            return Err(Error::InvalidArgument {
+                message: "timeout must be positive (got 0s)".to_owned(),
+            });
+        }
+        let s = match self.inner.lookup(id) {
+            Ok(s) => s,
+            Err(miss) => return self.inner.wait_from_receipt(id, miss),
+        };
+        let cap = self.inner.config.wait_cap;
+        let mut notes = Vec::new();
+        let effective = if timeout > cap {
+            notes.push(format!(
+                "Requested wait of {}s was clamped to the configured limit of {}s",
+                seconds_text(timeout),
+                seconds_text(cap)
+            ));
+            cap
+        } else {
+            timeout
+        };
+        let mut done = s.done.subscribe();
+        let interrupt = interrupt.unwrap_or_default();
+        let outcome = tokio::select! {
+            r = tokio::time::timeout(effective, done.wait_for(|d| *d)) => match r {
+                Ok(_) => WaitStatus::Exited,
+                Err(_) => WaitStatus::Timeout,
+            },
+            () = interrupt.cancelled() => WaitStatus::Interrupted,
+        };
+        let finished = s.state().finished.is_some();
+        let status = if finished {
+            WaitStatus::Exited
+        } else {
+            outcome
+        };
+        match status {
+            WaitStatus::Exited => {}
+            WaitStatus::Timeout => {
+                notes.push(format!(
+                    "Wait window of {}s elapsed — the process is still running. This is not an error. Uptime: {}s.{}",
+                    seconds_text(effective),
+                    s.uptime_seconds(),
+                    if s.is_notify() && self.inner.emits_completion(&s) {
+                        " notify_on_complete is set: you will be notified on exit — do more work instead of waiting again."
+                    } else {
+                        " Poll again later, or spawn with notify next time for automatic notification."
+                    }
+                ));
+            }
+            WaitStatus::Interrupted => {
+                notes.push(if s.is_notify() && self.inner.emits_completion(&s) {
+                    "wait interrupted by a new message from the user; the process is still running and you will be notified on exit. Answer the user now.".to_owned()
+                } else {
+                    "wait interrupted by a new message from the user; the process is still running. Answer the user now.".to_owned()
+                });
+            }
+        }
+        notes.extend(self.inner.session_note(&s));
+        s.mark_read();
+        let (subject, output) = self.inner.sized_subject(&s, Route::Wait);
+        let note = (!notes.is_empty()).then(|| notes.join(". "));
+        Ok(self
+            .inner
+            .wait_answer(subject, status, output, !finished, note))
+    }
+
+    /// One row per session matching `filter`, oldest first (B39).
+    pub fn list(&self, filter: &ListFilter) -> Vec<ListRow> {
+        let sessions: Vec<Arc<Session>> = {
+            let tables = self.inner.lock();
+            let pool: Box<dyn Iterator<Item = &Arc<Session>>> = if filter.include_finished {
+                Box::new(tables.all())
+            } else {
+                Box::new(tables.running.values())
+            };
+            pool.filter(|s| {
+                let st = s.state();
+                let by_owner = filter.owner.as_deref().map(|o| st.owner_task_id == o);
+                let by_key = filter
+                    .session_key
+                    .as_deref()
+                    .map(|k| st.session_key.as_deref() == Some(k));
+                match (by_owner, by_key) {
+                    (None, None) => true,
+                    (a, b) => a.unwrap_or(false) || b.unwrap_or(false),
+                }
+            })
+            .cloned()
+            .collect()
+        };
+        let mut sessions = sessions;
+        // By the start instant: the RFC 3339 text has whole seconds only, and
+        // sessions started in one second must still list in the order they started.
+        sessions.sort_by_key(|s| (s.started_at, s.id.clone()));
+        sessions.iter().map(|s| self.inner.row(s)).collect()
+    }
+
+    /// Ids of running sessions owned by `owner` (a turn-boundary marker; B2).
+    pub fn snapshot_running_ids(&self, owner: &str) -> Vec<SessionId> {
+        let tables = self.inner.lock();
+        let mut ids: Vec<SessionId> = tables
+            .running
+            .values()
+            .filter(|s| s.state().owner_task_id == owner)
+            .map(|s| s.id.clone())
+            .collect();
+        ids.sort();
+        ids
+    }
+
+    /// Whether any session runs under container key `task_id` (B2).
+    pub fn has_active_processes(&self, task_id: &str) -> bool {
+        self.inner
+            .lock()
+            .running
+            .values()
+            .any(|s| s.state().task_id == task_id)
+    }
+
+    /// Waits until no notify session owned by `owner` is still pending, at most
+    /// `timeout`. True when none is pending (B10: a session leaves the running set in
+    /// the same step that publishes its completion).
+    pub async fn wait_for_pending_completions(&self, owner: &str, timeout: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut finishes = self.inner.finishes.subscribe();
+        loop {
+            let pending = self
+                .inner
+                .lock()
+                .running
+                .values()
+                .any(|s| s.is_notify() && s.state().owner_task_id == owner);
+            if !pending {
+                return true;
+            }
+            match tokio::time::timeout_at(deadline, finishes.changed()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) | Err(_) => return false,
+            }
+        }
+    }
+}
+
+impl Inner {
+    pub(super) fn row(&self, s: &Session) -> ListRow {
+        let growing = s.status() == SessionStatus::Running;
+        let (text, _) = s.text();
+        let st = s.state();
+        let preview = self.show(
+            s,
+            &st,
+            Route::ListPreview,
+            Window::last_chars(&text, LIST_PREVIEW_CHARS).growing(growing),
+        );
+        let fin = st.finished.as_ref();
+        ListRow {
+            name: s.name.clone(),
+            session_id: s.id.clone(),
+            command: self
+                .config
+                .pipeline
+                .show_command_head(&s.command, LIST_COMMAND_CHARS),
+            cwd: s.cwd.clone(),
+            pid: s.pid,
+            mode: s.mode,
+            owner_task_id: st.owner_task_id.clone(),
+            task_id: st.task_id.clone(),
+            session_key: st.session_key.clone(),
+            started_at: text::rfc3339(s.started_at),
+            uptime_seconds: s.uptime_seconds(),
+            status: if fin.is_some() {
+                SessionStatus::Exited
+            } else {
+                SessionStatus::Running
+            },
+            output_preview: preview,
+            exit_code: fin.and_then(|f| f.exit).and_then(|e| e.code),
+            signal: fin.and_then(|f| f.exit).and_then(|e| e.signal),
+            duration_seconds: fin
+                .map(|f| f.at.duration_since(s.started_at).map_or(0, |d| d.as_secs())),
+            completion_reason: fin.map(|f| f.reason),
+            termination_source: fin.and_then(|f| f.source),
+            notify_on_complete: s.is_notify(),
+            persist_on_release: s.persist_on_release,
+            time_limit_seconds: s.time_limit.map(|t| t.limit.as_secs()),
+            replaces: s.origin.replaces.clone(),
+        }
+    }
+}
+
+/// `180` for whole seconds, `0.3` otherwise (a test's sub-second cap still reads right).
+fn seconds_text(d: Duration) -> String {
+    if d.subsec_nanos() == 0 {
+        d.as_secs().to_string()
+    } else {
+        format!("{:.1}", d.as_secs_f64())
+    }
+}

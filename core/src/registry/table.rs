@@ -1,0 +1,246 @@
+//! The session table: running and finished sessions, the owners' event queues and
+//! what was folded out of them, behind the table lock ([`Inner::lock`], first in the
+//! lock order). Lookup by id, prefix or name (B37), fresh ids, entering a new
+//! session and pruning finished ones (B11).
+//!
+//! Invariant: nothing slow runs under the table lock (no fsync, no plugin, no
+//! `/proc` scan, no file IO); a receipt lookup happens after it is released.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use super::Inner;
+use crate::error::{LookupError, SpawnError};
+use crate::event::Event;
+use crate::id::{self, SessionId};
+use crate::session::Session;
+
+impl Inner {
+    pub(crate) fn lookup(&self, id_or_prefix: &str) -> Result<Arc<Session>, LookupError> {
+        let tables = self.lock();
+        let wanted = id::normalise_prefix(id_or_prefix);
+        if let Some(s) = tables.all().find(|s| s.id.as_str() == wanted) {
+            return Ok(Arc::clone(s));
+        }
+        // A name: the running session that has it, else the newest finished one.
+        if check_name(id_or_prefix).is_ok() {
+            let named = |s: &&Arc<Session>| s.name.as_deref() == Some(id_or_prefix);
+            let running: Vec<&Arc<Session>> = tables.running.values().filter(named).collect();
+            match running.as_slice() {
+                [one] => return Ok(Arc::clone(one)),
+                [] => {
+                    if let Some(s) = tables
+                        .finished
+                        .values()
+                        .filter(named)
+                        .max_by_key(|s| s.started_at)
+                    {
+                        return Ok(Arc::clone(s));
+                    }
+                }
+                many => {
+                    let mut matches: Vec<SessionId> = many.iter().map(|s| s.id.clone()).collect();
+                    matches.sort();
+                    return Err(LookupError::Ambiguous {
+                        prefix: id_or_prefix.to_owned(),
+                        matches,
+                    });
+                }
+            }
+            return Err(LookupError::NotFound {
+                id: id_or_prefix.to_owned(),
+            });
+        }
+        let suffix_len = wanted.len() - id::ID_PREFIX.len();
+        if suffix_len < id::MIN_PREFIX_CHARS {
+            return Err(LookupError::TooShort {
+                prefix: id_or_prefix.to_owned(),
+            });
+        }
+        let matches: Vec<Arc<Session>> = tables
+            .all()
+            .filter(|s| s.id.as_str().starts_with(&wanted))
+            .cloned()
+            .collect();
+        drop(tables);
+        match matches.as_slice() {
+            // B37: the prefix must name one id across memory and the receipts.
+            [one] => match self.other_receipts_with_prefix(&wanted, &one.id) {
+                others if others.is_empty() => Ok(Arc::clone(one)),
+                mut others => {
+                    others.push(one.id.clone());
+                    others.sort();
+                    Err(LookupError::Ambiguous {
+                        prefix: id_or_prefix.to_owned(),
+                        matches: others,
+                    })
+                }
+            },
+            [] => Err(LookupError::NotFound {
+                id: id_or_prefix.to_owned(),
+            }),
+            many => {
+                let mut ids: Vec<SessionId> = many.iter().map(|s| s.id.clone()).collect();
+                ids.sort();
+                Err(LookupError::Ambiguous {
+                    prefix: id_or_prefix.to_owned(),
+                    matches: ids,
+                })
+            }
+        }
+    }
+
+    /// Enters a new session in the running table (pruning the finished ones first).
+    pub(super) fn insert_running(&self, session: &Arc<Session>) {
+        let mut tables = self.lock();
+        self.prune(&mut tables);
+        tables
+            .running
+            .insert(session.id.clone(), Arc::clone(session));
+    }
+
+    pub(super) fn fresh_id(&self) -> SessionId {
+        let tables = self.lock();
+        loop {
+            let id = SessionId::generate();
+            if tables.get(&id).is_none() {
+                return id;
+            }
+        }
+    }
+
+    /// B11: drops finished sessions past the TTL, then the oldest beyond the cap.
+    pub(super) fn prune(&self, tables: &mut Tables) {
+        let now = SystemTime::now();
+        let ttl = self.config.finished_ttl;
+        let finished_at = |s: &Session| s.state().finished.as_ref().map_or(now, |f| f.at);
+        // A session whose receipt is not written yet stays until it is, so its
+        // result is always answerable from memory or from the receipt (B38).
+        tables.finished.retain(|id, s| {
+            now.duration_since(finished_at(s)).unwrap_or_default() <= ttl
+                || self.receipt_pending(id)
+        });
+        let excess = tables
+            .finished
+            .len()
+            .saturating_sub(self.config.finished_cap);
+        if excess > 0 {
+            let mut by_age: Vec<(SystemTime, SessionId)> = tables
+                .finished
+                .values()
+                .filter(|s| !self.receipt_pending(&s.id))
+                .map(|s| (finished_at(s), s.id.clone()))
+                .collect();
+            by_age.sort();
+            for (_, id) in by_age.into_iter().take(excess) {
+                if let Some(s) = tables.finished.remove(&id) {
+                    s.tail().release();
+                }
+            }
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Tables {
+    pub(crate) running: HashMap<SessionId, Arc<Session>>,
+    pub(crate) finished: HashMap<SessionId, Arc<Session>>,
+    pub(crate) queues: HashMap<String, VecDeque<Event>>,
+    /// The most events one queue holds.
+    pub(crate) queue_cap: usize,
+    /// What was folded out of each owner's full queue since its last drain.
+    pub(crate) folded: HashMap<String, Folded>,
+}
+
+/// Counts of events folded out of one owner's queue.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Folded {
+    heartbeats: u64,
+    watch_events: u64,
+    completions: u64,
+}
+
+impl Folded {
+    /// The event the next drain starts with.
+    pub(crate) fn event(self) -> Event {
+        Event::QueueFolded {
+            heartbeats: self.heartbeats,
+            watch_events: self.watch_events,
+            completions: self.completions,
+            message: format!(
+                "your notification queue was full, so older ones were folded: {} heartbeats, {} watch \
+                 events and {} completions. Folded completions are not lost: list your finished \
+                 processes to see them",
+                self.heartbeats, self.watch_events, self.completions
+            ),
+        }
+    }
+}
+
+impl Tables {
+    pub(crate) fn get(&self, id: &SessionId) -> Option<&Arc<Session>> {
+        self.running.get(id).or_else(|| self.finished.get(id))
+    }
+
+    /// Queues `event` for `owner`'s next drain. A full queue folds its oldest
+    /// heartbeat, else its oldest watch event, else its oldest completion (which
+    /// stays undelivered in the ledger), and counts it for the next drain.
+    pub(crate) fn enqueue(&mut self, owner: &str, event: Event) {
+        let queue = self.queues.entry(owner.to_owned()).or_default();
+        queue.push_back(event);
+        while queue.len() > self.queue_cap.max(1) {
+            let first = |pred: fn(&Event) -> bool| queue.iter().position(pred);
+            let pick = first(|e| matches!(e, Event::Heartbeat { .. }))
+                .or_else(|| {
+                    first(|e| matches!(e, Event::WatchMatch { .. } | Event::WatchDisabled { .. }))
+                })
+                .or_else(|| first(|e| matches!(e, Event::Completion { .. })));
+            let Some(dropped) = pick.and_then(|at| queue.remove(at)) else {
+                break;
+            };
+            let folded = self.folded.entry(owner.to_owned()).or_default();
+            match dropped {
+                Event::Heartbeat { .. } => folded.heartbeats += 1,
+                Event::Completion { .. } => folded.completions += 1,
+                _ => folded.watch_events += 1,
+            }
+        }
+    }
+
+    /// The id of `owner`'s running session named `name`, if any.
+    pub(super) fn running_named(&self, name: &str, owner: &str) -> Option<SessionId> {
+        self.running
+            .values()
+            .find(|s| s.name.as_deref() == Some(name) && s.state().owner_task_id == owner)
+            .map(|s| s.id.clone())
+    }
+
+    pub(super) fn all(&self) -> impl Iterator<Item = &Arc<Session>> {
+        self.running.values().chain(self.finished.values())
+    }
+}
+
+/// Refuses a session name that could be read as an id or a prefix of one, or
+/// that a person could not type (see [`SpawnRequest::name`]).
+pub(super) fn check_name(name: &str) -> Result<(), SpawnError> {
+    let refuse = |why: &str| {
+        Err(SpawnError::InvalidRequest {
+            field: "name",
+            message: format!("{name:?} {why}"),
+        })
+    };
+    if name.is_empty() || name.chars().count() > 64 {
+        return refuse("must be 1 to 64 characters");
+    }
+    if !name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+    {
+        return refuse("may hold only letters, digits, `.`, `_` and `-` (no `:` or spaces)");
+    }
+    if name.starts_with(id::ID_PREFIX) || name.chars().all(|c| c.is_ascii_hexdigit()) {
+        return refuse("looks like a session id or a prefix of one; give it a letter beyond a-f");
+    }
+    Ok(())
+}

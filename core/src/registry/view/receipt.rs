@@ -1,0 +1,175 @@
+//! Answers about a session only its result receipt knows (B38): the live answers'
+//! builder fed with the receipt's facts, each saying so in its note.
+
+use herd_hooks::Route;
+
+use super::{PollExtra, Subject};
+use crate::answers::{
+    KillAnswer, KillStatus, LogAnswer, LogChunk, PollAnswer, WaitAnswer, WaitStatus,
+};
+use crate::config::KillSource;
+use crate::error::{Error, LookupError};
+use crate::output::page::{self, TextPage};
+use crate::registry::{Inner, LOG_DEFAULT_LINES, POLL_PREVIEW_CHARS, logs};
+
+/// The note of an answer served from a receipt.
+const RECEIPT_NOTE: &str = "answered from the durable result receipt: the session finished and is no longer in memory (pruned, or herd restarted); output is the redacted tail kept with the receipt";
+
+/// The note of a log page of a session only a receipt knows, paged from its log file.
+const RECEIPT_LOG_NOTE: &str = "answered from the session's log file: the session finished and is no longer in memory (pruned, or herd restarted); its durable result receipt keeps the exit fields";
+
+impl Inner {
+    /// A poll answered from a receipt.
+    pub(crate) fn poll_from_receipt(
+        &self,
+        id: &str,
+        miss: LookupError,
+    ) -> Result<PollAnswer, Error> {
+        let (session_id, r) = self.receipt_lookup(id, miss)?;
+        let log_path = self.home.session_log_path(session_id.as_str());
+        let total_ingested = std::fs::metadata(&log_path).map_or(0, |m| m.len());
+        let subject = Subject::receipt(session_id, &r, log_path);
+        let preview = self.tail_of(
+            &subject,
+            Route::Poll,
+            &r.output,
+            (r.output_cut, false),
+            POLL_PREVIEW_CHARS,
+        );
+        let extra = PollExtra {
+            uptime_seconds: (r.finished_at - r.started_at).max(0.0) as u64,
+            total_ingested,
+            note: Some(RECEIPT_NOTE.to_owned()),
+            ..PollExtra::default()
+        };
+        Ok(self.poll_answer(subject, preview, extra))
+    }
+
+    /// A log page of a session only a receipt knows: paged from its log file like a
+    /// live session's (B39), or from the receipt's tail when the file cannot serve it.
+    pub(crate) fn log_from_receipt(
+        &self,
+        id: &str,
+        miss: LookupError,
+        offset: Option<usize>,
+        limit: Option<usize>,
+    ) -> Result<LogAnswer, Error> {
+        let (session_id, r) = self.receipt_lookup(id, miss)?;
+        let limit = limit.unwrap_or(LOG_DEFAULT_LINES);
+        let log_path = self.home.session_log_path(session_id.as_str());
+        let held = std::fs::metadata(&log_path).map_or(0, |m| m.len());
+        let cap = self.config.log_cap_bytes;
+        let subject = Subject::receipt(session_id, &r, log_path);
+        let why_not_file = if held >= cap {
+            Some(format!(
+                "the log file stopped at its cap of {cap} bytes and later output is not in it"
+            ))
+        } else {
+            let path = &subject.log_path;
+            match TextPage::of_file(path, offset, limit, super::LOG_PAGE_MAX_BYTES, false) {
+                Ok(Some(page)) => {
+                    let (output, cut_note) = self.log_page(&subject, &page);
+                    let note = std::iter::once(RECEIPT_LOG_NOTE.to_owned())
+                        .chain(cut_note)
+                        .collect::<Vec<_>>()
+                        .join("; ");
+                    return Ok(self.log_answer_of(subject, &page, output, Some(note)));
+                }
+                // A session that printed nothing has no log; its receipt is empty too.
+                Ok(None) if r.output.is_empty() => None,
+                Ok(None) => Some(format!("the log file {} is missing", path.display())),
+                Err(error) => {
+                    tracing::warn!(session_id = %subject.id, path = %path.display(), %error, "session log unreadable; paging the receipt's tail");
+                    Some(format!(
+                        "the log file {} cannot be read ({error})",
+                        path.display()
+                    ))
+                }
+            }
+        };
+        let page = TextPage::of_text(&r.output, offset, limit);
+        let note = match why_not_file {
+            Some(why) => format!(
+                "{RECEIPT_NOTE}; {}",
+                page::fallback_note(&why, "the receipt's tail", !r.output_cut)
+            ),
+            None => RECEIPT_NOTE.to_owned(),
+        };
+        let (output, _) = self.log_page(&subject, &page);
+        Ok(self.log_answer_of(subject, &page, output, Some(note)))
+    }
+
+    /// A log chunk of a session only a receipt knows: read from its log file.
+    pub(crate) fn log_chunk_from_receipt(
+        &self,
+        id: &str,
+        miss: LookupError,
+        from_byte: u64,
+        max_bytes: usize,
+    ) -> Result<LogChunk, Error> {
+        let (session_id, r) = self.receipt_lookup(id, miss)?;
+        let path = self.home.session_log_path(session_id.as_str());
+        let Some(read) = logs::read_chunk(&path, from_byte, max_bytes, false)? else {
+            return Err(Error::Io {
+                path,
+                source: std::io::Error::from(std::io::ErrorKind::NotFound),
+            });
+        };
+        let subject = Subject::receipt(session_id, &r, path);
+        Ok(LogChunk {
+            output: self.show_subject(&subject, Route::Log, read.window()),
+            next_byte: read.next_byte,
+            is_running: false,
+            session_id: subject.id,
+        })
+    }
+
+    /// A wait answered from a receipt: the session finished long ago.
+    pub(crate) fn wait_from_receipt(
+        &self,
+        id: &str,
+        miss: LookupError,
+    ) -> Result<WaitAnswer, Error> {
+        let (session_id, r) = self.receipt_lookup(id, miss)?;
+        let log_path = self.home.session_log_path(session_id.as_str());
+        let subject = Subject::receipt(session_id, &r, log_path);
+        let output = self.tail_of(
+            &subject,
+            Route::Wait,
+            &r.output,
+            (r.output_cut, false),
+            self.config.completion_output_chars,
+        );
+        let note = Some(RECEIPT_NOTE.to_owned());
+        Ok(self.wait_answer(subject, WaitStatus::Exited, output, false, note))
+    }
+
+    /// A kill of a session only a receipt knows: it already finished; nothing is
+    /// signalled.
+    pub(crate) fn kill_from_receipt(
+        &self,
+        id: &str,
+        miss: LookupError,
+        source: KillSource,
+    ) -> Result<KillAnswer, Error> {
+        let (session_id, r) = self.receipt_lookup(id, miss)?;
+        let log_path = self.home.session_log_path(session_id.as_str());
+        let subject = Subject::receipt(session_id, &r, log_path);
+        let output = self.tail_of(
+            &subject,
+            Route::Kill,
+            &r.output,
+            (r.output_cut, false),
+            self.config.completion_output_chars,
+        );
+        Ok(self.kill_answer_of(
+            subject,
+            KillStatus::AlreadyExited,
+            source,
+            output,
+            Vec::new(),
+            false,
+            None,
+        ))
+    }
+}
