@@ -9,6 +9,10 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use clap_complete::ArgValueCandidates;
 
+mod attach;
+
+pub(crate) use attach::{AttachArgs, DetachKey};
+
 /// The exit codes, repeated in `--help` so scripts can rely on them.
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -106,7 +110,7 @@ pub(crate) enum Command {
     /// Put a session on this terminal: a PTY session takes your keys (raw mode,
     /// window size passed on); a pipe session shows its output and sends each
     /// line you type. Detach with Ctrl-\ (see --detach-key).
-    Attach(crate::attach::AttachArgs),
+    Attach(AttachArgs),
     /// The hosts of `[hosts.NAME]` in config.toml: list them, check one (reachable,
     /// versions, round trip, far home) or install this herd there.
     Hosts(crate::remote::HostsArgs),

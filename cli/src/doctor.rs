@@ -27,6 +27,44 @@ struct Finding {
 pub(crate) async fn run(home: &Home, json: bool) -> anyhow::Result<()> {
     let mut findings = Vec::new();
     let mut push = |level: &'static str, what: String| findings.push(Finding { level, what });
+    check_home(home, &mut push);
+    let config = check_config(home, &mut push);
+    check_run_dir(home, &mut push);
+    let scope = check_daemon(home, &mut push).await;
+    if let Some(config) = &config {
+        check_plugins(home, config, &mut push);
+    }
+    match &scope {
+        Some(scope) => scope_line(scope, |level, what| {
+            findings.push(Finding { level, what });
+        }),
+        None => findings.push(Finding {
+            level: "warn",
+            what:
+                "scope availability unknown: no daemon answered; start one with any client command"
+                    .to_owned(),
+        }),
+    }
+    let failed = findings.iter().any(|f| f.level == "fail");
+    if json {
+        let rows: Vec<_> = findings
+            .iter()
+            .map(|f| json!({"level": f.level, "message": f.what}))
+            .collect();
+        output::json_pretty(&json!({"checks": rows}))?;
+    } else {
+        for finding in &findings {
+            output::line(&format!("{:<4} {}", finding.level, finding.what))?;
+        }
+    }
+    if failed {
+        return Err(Failure::silent(Code::Failed).into());
+    }
+    Ok(())
+}
+
+/// Whether the home exists.
+fn check_home(home: &Home, push: &mut impl FnMut(&'static str, String)) {
     let root = home.root();
     if root.is_dir() {
         push("ok", format!("home {}", root.display()));
@@ -39,7 +77,11 @@ pub(crate) async fn run(home: &Home, json: bool) -> anyhow::Result<()> {
             ),
         );
     }
-    let config = match Config::load(home) {
+}
+
+/// Whether the config loads; returns it when it does.
+fn check_config(home: &Home, push: &mut impl FnMut(&'static str, String)) -> Option<Config> {
+    match Config::load(home) {
         Ok(config) => {
             let path = home.config_path();
             if path.exists() {
@@ -65,9 +107,12 @@ pub(crate) async fn run(home: &Home, json: bool) -> anyhow::Result<()> {
             push("fail", format!("{err:#}; fix or remove the offending key"));
             None
         }
-    };
+    }
+}
+
+/// The socket path and the run directory's mode.
+fn check_run_dir(home: &Home, push: &mut impl FnMut(&'static str, String)) {
     let socket = home.socket_path();
-    let mut scope = None;
     match check_socket_path(&socket) {
         Ok(()) => {}
         Err(err) => push("fail", format!("{err:#}")),
@@ -89,6 +134,15 @@ pub(crate) async fn run(home: &Home, json: bool) -> anyhow::Result<()> {
             );
         }
     }
+}
+
+/// Whether a daemon answers, and what it says; returns its scope answer.
+async fn check_daemon(
+    home: &Home,
+    push: &mut impl FnMut(&'static str, String),
+) -> Option<serde_json::Value> {
+    let socket = home.socket_path();
+    let mut scope = None;
     match Client::try_connect(home).await {
         Ok(Some(mut client)) => {
             let status = client
@@ -108,7 +162,7 @@ pub(crate) async fn run(home: &Home, json: bool) -> anyhow::Result<()> {
                     socket.display()
                 ),
             );
-            restore_lines(&status["restore"], &mut push);
+            restore_lines(&status["restore"], push);
             match status["supervisor"].as_str() {
                 Some("shim") => push(
                     "ok",
@@ -141,54 +195,30 @@ pub(crate) async fn run(home: &Home, json: bool) -> anyhow::Result<()> {
         ),
         Err(err) => push("fail", format!("{err:#}")),
     }
-    if let Some(config) = &config {
-        let reports = crate::plugins::reports(home, config);
-        let failed: Vec<_> = reports
-            .iter()
-            .filter(|r| r.status == herd_hooks::PluginStatus::Failed)
-            .collect();
-        if failed.is_empty() {
-            push("ok", format!("{} plugin(s), none failed", reports.len()));
-        }
-        for report in failed {
-            push(
-                "fail",
-                format!(
-                    "plugin {} failed: {}; fix it or run `herd plugins disable {}`",
-                    report.name,
-                    report.reason.as_deref().unwrap_or("unknown reason"),
-                    report.name
-                ),
-            );
-        }
+    scope
+}
+
+/// Plugins that failed to load.
+fn check_plugins(home: &Home, config: &Config, push: &mut impl FnMut(&'static str, String)) {
+    let reports = crate::plugins::reports(home, config);
+    let failed: Vec<_> = reports
+        .iter()
+        .filter(|r| r.status == herd_hooks::PluginStatus::Failed)
+        .collect();
+    if failed.is_empty() {
+        push("ok", format!("{} plugin(s), none failed", reports.len()));
     }
-    match &scope {
-        Some(scope) => scope_line(scope, |level, what| {
-            findings.push(Finding { level, what });
-        }),
-        None => findings.push(Finding {
-            level: "warn",
-            what:
-                "scope availability unknown: no daemon answered; start one with any client command"
-                    .to_owned(),
-        }),
+    for report in failed {
+        push(
+            "fail",
+            format!(
+                "plugin {} failed: {}; fix it or run `herd plugins disable {}`",
+                report.name,
+                report.reason.as_deref().unwrap_or("unknown reason"),
+                report.name
+            ),
+        );
     }
-    let failed = findings.iter().any(|f| f.level == "fail");
-    if json {
-        let rows: Vec<_> = findings
-            .iter()
-            .map(|f| json!({"level": f.level, "message": f.what}))
-            .collect();
-        output::json_pretty(&json!({"checks": rows}))?;
-    } else {
-        for finding in &findings {
-            output::line(&format!("{:<4} {}", finding.level, finding.what))?;
-        }
-    }
-    if failed {
-        return Err(Failure::silent(Code::Failed).into());
-    }
-    Ok(())
 }
 
 /// Doctor lines for what the daemon's start-up restore did.

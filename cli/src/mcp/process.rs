@@ -23,6 +23,16 @@ fn slim_row(row: &mut Value, owner: &str) {
     });
 }
 
+/// The whole number under `key`, if any; an answer saying what is wrong otherwise.
+fn whole_number(args: &JsonObject, key: &str) -> Result<Option<u64>, Answer> {
+    match args.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v.as_u64().map(Some).ok_or_else(|| {
+            Answer::error(json!({"status": "error", "error": format!("{key} must be a whole number (got {v})")}))
+        }),
+    }
+}
+
 impl Server {
     pub(super) async fn process(
         &self,
@@ -53,14 +63,7 @@ impl Server {
         args: &JsonObject,
         context: &RequestContext<RoleServer>,
     ) -> Answer {
-        let number = |key: &str| -> Result<Option<u64>, Answer> {
-            match args.get(key) {
-                None | Some(Value::Null) => Ok(None),
-                Some(v) => v.as_u64().map(Some).ok_or_else(|| {
-                    Answer::error(json!({"status": "error", "error": format!("{key} must be a whole number (got {v})")}))
-                }),
-            }
-        };
+        let number = |key: &str| whole_number(args, key);
         if action == "list" {
             return match (number("limit"), number("since")) {
                 (Ok(limit), Ok(since)) => self.list(args, limit, since).await,
@@ -98,34 +101,7 @@ impl Server {
                 }
                 (Err(e), _) | (_, Err(e)) => e,
             },
-            "wait" => {
-                let timeout = match number("timeout") {
-                    Ok(t) if t != Some(0) => t,
-                    Ok(_) => {
-                        return Answer::error(
-                            json!({"status": "error", "error": "timeout must be positive (got 0)"}),
-                        );
-                    }
-                    Err(e) => return e,
-                };
-                // A cancelled wait stops waiting; the job runs on.
-                let waited = tokio::select! {
-                    waited = self.call("wait", json!({"id": session_id, "timeout_seconds": timeout})) => waited,
-                    () = context.ct.cancelled() => {
-                        return Answer::error(json!({"status": "error", "error": "the wait was cancelled; the process runs on"}));
-                    }
-                };
-                match waited {
-                    (answer, false) if answer["status"] == "exited" => {
-                        // The wait carries the exit: the completion is delivered by it,
-                        // not again as a notice.
-                        let mut exited = exited_answer(&answer);
-                        exited.value = answer;
-                        exited
-                    }
-                    (answer, is_error) => Answer::new(answer, is_error),
-                }
-            }
+            "wait" => self.wait(&session_id, number("timeout"), context).await,
             "kill" => self.answer("kill", json!({"id": session_id})).await,
             "write" | "submit" => {
                 self.answer(action, json!({"id": session_id, "data": data}))
@@ -145,22 +121,61 @@ impl Server {
                     json!({"status": "error", "error": "resize requires rows and cols (1 to 10000 each)"}),
                 ),
             },
-            _ => {
-                let Some(parent) = &self.parent else {
-                    return Answer::error(json!({"status": "error", "error": NOT_A_SUBAGENT}));
-                };
-                if data.trim().is_empty() {
-                    return Answer::error(
-                        json!({"status": "error", "error": "handoff requires `data`: one sentence saying what the process is for and what the new owner should do with its result."}),
-                    );
-                }
-                self.answer(
-                    "handoff",
-                    json!({"id": session_id, "from": self.owner.as_str(), "to": parent.as_str(), "note": data}),
-                )
-                .await
-            }
+            _ => self.handoff(&session_id, &data).await,
         }
+    }
+
+    /// `wait`: until the session exits or `timeout` seconds passed; a cancelled call
+    /// stops waiting and leaves the job running.
+    async fn wait(
+        &self,
+        session_id: &str,
+        timeout: Result<Option<u64>, Answer>,
+        context: &RequestContext<RoleServer>,
+    ) -> Answer {
+        let timeout = match timeout {
+            Ok(t) if t != Some(0) => t,
+            Ok(_) => {
+                return Answer::error(
+                    json!({"status": "error", "error": "timeout must be positive (got 0)"}),
+                );
+            }
+            Err(e) => return e,
+        };
+        // A cancelled wait stops waiting; the job runs on.
+        let waited = tokio::select! {
+            waited = self.call("wait", json!({"id": session_id, "timeout_seconds": timeout})) => waited,
+            () = context.ct.cancelled() => {
+                return Answer::error(json!({"status": "error", "error": "the wait was cancelled; the process runs on"}));
+            }
+        };
+        match waited {
+            (answer, false) if answer["status"] == "exited" => {
+                // The wait carries the exit: the completion is delivered by it,
+                // not again as a notice.
+                let mut exited = exited_answer(&answer);
+                exited.value = answer;
+                exited
+            }
+            (answer, is_error) => Answer::new(answer, is_error),
+        }
+    }
+
+    /// `handoff`: the session goes to the parent agent with a note saying what it is for.
+    async fn handoff(&self, session_id: &str, data: &str) -> Answer {
+        let Some(parent) = &self.parent else {
+            return Answer::error(json!({"status": "error", "error": NOT_A_SUBAGENT}));
+        };
+        if data.trim().is_empty() {
+            return Answer::error(
+                json!({"status": "error", "error": "handoff requires `data`: one sentence saying what the process is for and what the new owner should do with its result."}),
+            );
+        }
+        self.answer(
+            "handoff",
+            json!({"id": session_id, "from": self.owner.as_str(), "to": parent.as_str(), "note": data}),
+        )
+        .await
     }
 
     /// The owner's sessions: running ones by default, the newest `limit`.

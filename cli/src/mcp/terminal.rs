@@ -353,42 +353,8 @@ pub(super) fn terminal_request(args: &JsonObject) -> Result<TerminalRequest, Str
     let background = flag("background")?;
     let pty = flag("pty")?;
     let persist = flag("persist_on_release")?;
-    let (notify, watch) = match args.get("notify") {
-        None | Some(Value::Null) => (false, Vec::new()),
-        Some(Value::Bool(b)) => (*b, Vec::new()),
-        Some(Value::Array(items)) => {
-            let mut patterns = Vec::new();
-            for item in items {
-                match item.as_str() {
-                    Some(p) if !p.is_empty() => patterns.push(p.to_owned()),
-                    _ => {
-                        return Err(format!(
-                            "notify patterns must be non-empty strings (got {item})"
-                        ));
-                    }
-                }
-            }
-            // A list watches for its patterns; the exit still wakes once (B20).
-            (!patterns.is_empty(), patterns)
-        }
-        Some(other) => {
-            return Err(format!(
-                "notify must be true/false or a list of output patterns to watch for (got {other})"
-            ));
-        }
-    };
-    let heartbeat = match args.get("heartbeat") {
-        None | Some(Value::Null) => None,
-        Some(Value::Number(n)) if n.as_u64().is_some_and(|s| s <= HEARTBEAT_MAX_SECONDS) => {
-            n.as_u64().filter(|&s| s > 0)
-        }
-        Some(_) => {
-            return Err(format!(
-                "heartbeat must be a whole number of seconds from 0 to {HEARTBEAT_MAX_SECONDS} \
-                 (0 disables; positive values are clamped to min 60)."
-            ));
-        }
-    };
+    let (notify, watch) = notify_arg(args)?;
+    let heartbeat = heartbeat_arg(args)?;
     let timeout = match args.get("timeout") {
         None | Some(Value::Null) => None,
         Some(v) => match v.as_u64() {
@@ -401,20 +367,7 @@ pub(super) fn terminal_request(args: &JsonObject) -> Result<TerminalRequest, Str
             }
         },
     };
-    let workdir = match args.get("workdir") {
-        None | Some(Value::Null) => None,
-        // A strict-mode client that means "no workdir" may send "".
-        Some(Value::String(w)) if w.is_empty() => None,
-        Some(Value::String(w)) => {
-            if w.chars().any(|c| "`$;&|<>(){}\n\r*?!\"'\\".contains(c)) {
-                return Err(format!(
-                    "workdir contains characters that are not allowed: {w}"
-                ));
-            }
-            Some(w.clone())
-        }
-        Some(other) => return Err(format!("workdir must be a string (got {other})")),
-    };
+    let workdir = workdir_arg(args)?;
     let time_limit = match args.get("time_limit") {
         None | Some(Value::Null) => None,
         Some(v) => match v.as_u64() {
@@ -427,16 +380,7 @@ pub(super) fn terminal_request(args: &JsonObject) -> Result<TerminalRequest, Str
             }
         },
     };
-    let host = match args.get("host") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(h)) if h.is_empty() => None,
-        Some(Value::String(h)) if crate::config::is_host_name(h) => Some(h.clone()),
-        Some(other) => {
-            return Err(format!(
-                "host must be the name of a [hosts.NAME] table of herd's config.toml ([a-z0-9][a-z0-9_-]{{0,31}}; got {other})"
-            ));
-        }
-    };
+    let host = host_arg(args)?;
     if !background {
         if notify || !watch.is_empty() || heartbeat.is_some() {
             return Err("notify and heartbeat need background=true: a foreground command already returns its result".to_owned());
@@ -461,5 +405,81 @@ pub(super) fn terminal_request(args: &JsonObject) -> Result<TerminalRequest, Str
         workdir,
         time_limit,
         host,
+    })
+}
+
+/// `notify`: a flag, or a list of output patterns to watch for.
+fn notify_arg(args: &JsonObject) -> Result<(bool, Vec<String>), String> {
+    Ok(match args.get("notify") {
+        None | Some(Value::Null) => (false, Vec::new()),
+        Some(Value::Bool(b)) => (*b, Vec::new()),
+        Some(Value::Array(items)) => {
+            let mut patterns = Vec::new();
+            for item in items {
+                match item.as_str() {
+                    Some(p) if !p.is_empty() => patterns.push(p.to_owned()),
+                    _ => {
+                        return Err(format!(
+                            "notify patterns must be non-empty strings (got {item})"
+                        ));
+                    }
+                }
+            }
+            // A list watches for its patterns; the exit still wakes once (B20).
+            (!patterns.is_empty(), patterns)
+        }
+        Some(other) => {
+            return Err(format!(
+                "notify must be true/false or a list of output patterns to watch for (got {other})"
+            ));
+        }
+    })
+}
+
+/// `heartbeat`: seconds between heartbeats; 0 or absent for none.
+fn heartbeat_arg(args: &JsonObject) -> Result<Option<u64>, String> {
+    Ok(match args.get("heartbeat") {
+        None | Some(Value::Null) => None,
+        Some(Value::Number(n)) if n.as_u64().is_some_and(|s| s <= HEARTBEAT_MAX_SECONDS) => {
+            n.as_u64().filter(|&s| s > 0)
+        }
+        Some(_) => {
+            return Err(format!(
+                "heartbeat must be a whole number of seconds from 0 to {HEARTBEAT_MAX_SECONDS} \
+                 (0 disables; positive values are clamped to min 60)."
+            ));
+        }
+    })
+}
+
+/// `workdir`: a directory without shell metacharacters; `""` is "not given".
+fn workdir_arg(args: &JsonObject) -> Result<Option<String>, String> {
+    Ok(match args.get("workdir") {
+        None | Some(Value::Null) => None,
+        // A strict-mode client that means "no workdir" may send "".
+        Some(Value::String(w)) if w.is_empty() => None,
+        Some(Value::String(w)) => {
+            if w.chars().any(|c| "`$;&|<>(){}\n\r*?!\"'\\".contains(c)) {
+                return Err(format!(
+                    "workdir contains characters that are not allowed: {w}"
+                ));
+            }
+            Some(w.clone())
+        }
+        Some(other) => return Err(format!("workdir must be a string (got {other})")),
+    })
+}
+
+/// `host`: the name of a `[hosts.NAME]` table, or absent for this machine.
+fn host_arg(args: &JsonObject) -> Result<Option<String>, String> {
+    Ok(match args.get("host") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(h)) if h.is_empty() => None,
+        Some(Value::String(h)) if crate::config::is_host_name(h) => Some(h.clone()),
+        Some(other) => {
+            return Err(format!(
+                "host must be the name of a [hosts.NAME] table of herd's config.toml ([a-z0-9][a-z0-9_-]{{0,31}}; got {other})"
+            ));
+        }
     })
 }

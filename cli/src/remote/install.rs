@@ -423,7 +423,20 @@ pub(crate) async fn run(name: &str, host: &HostConfig, json: bool) -> anyhow::Re
     }
 
     // 3. The binary, then the check.
-    send(install, &image, "the herd binary")
+    send_and_check(name, host, install, &image).await?;
+    report(name, json, true, &far, needed.as_ref(), before.as_deref())
+}
+
+/// Sends the binary through the `install` argv, then opens the door again and checks
+/// it now runs this herd's version.
+async fn send_and_check(
+    name: &str,
+    host: &HostConfig,
+    install: &[String],
+    image: &[u8],
+) -> anyhow::Result<()> {
+    let ours = env!("CARGO_PKG_VERSION");
+    send(install, image, "the herd binary")
         .await
         .map_err(|why| Failure::new(Code::Failed, format!("host {name}: {why}")))?;
     let door = door::open(name, host, door::HELLO_DEADLINE)
@@ -447,7 +460,7 @@ pub(crate) async fn run(name: &str, host: &HostConfig, json: bool) -> anyhow::Re
         )
         .into());
     }
-    report(name, json, true, &far, needed.as_ref(), before.as_deref())
+    Ok(())
 }
 
 /// Reads the executable (a few tens of MiB at most).
