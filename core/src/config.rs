@@ -410,6 +410,22 @@ impl KillSource {
         }
     }
 
+    /// The source of a wire name; empty or unknown is `None`.
+    pub(crate) fn from_name(name: &str) -> Option<KillSource> {
+        [
+            KillSource::ProcessKill,
+            KillSource::OperatorStop,
+            KillSource::KillAll,
+            KillSource::TurnTimeout,
+            KillSource::AgentClose,
+            KillSource::HostShutdown,
+            KillSource::TimeLimit,
+            KillSource::Restarted,
+        ]
+        .into_iter()
+        .find(|s| s.as_str() == name)
+    }
+
     /// Lifecycle sweeps spare sessions spawned with `persist_on_release` (B17).
     pub fn spares_persistent(self) -> bool {
         matches!(

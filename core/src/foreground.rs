@@ -78,23 +78,6 @@ pub enum Adoption {
     Finished,
 }
 
-impl crate::registry::Inner {
-    /// Turns notify on for `s` under the table lock, and only while it is in the
-    /// running table: either its completion will be queued, or it has finished and
-    /// the caller reads the exit itself. Never neither, never both.
-    pub(crate) fn adopt_foreground(&self, s: &crate::session::Session) -> Adoption {
-        let tables = self.lock();
-        if !tables.running.contains_key(&s.id) {
-            return Adoption::Finished;
-        }
-        if self.agents().is_child(&s.state().owner_task_id) {
-            return Adoption::ChildNotNotified;
-        }
-        s.set_notify(true);
-        Adoption::Notified
-    }
-}
-
 impl Registry {
     /// Moves a session its caller was waiting on in the foreground to the
     /// background with notify on (B24): for a front end that runs the foreground

@@ -49,12 +49,10 @@ mod dispatch;
 mod error;
 mod event;
 mod foreground;
-mod handoff;
 mod id;
 mod kill;
 mod lock_order;
 mod noise;
-mod notify;
 mod output;
 mod reader;
 mod registry;
@@ -81,16 +79,16 @@ pub use dispatch::{
 pub use error::{Error, LookupError, RestartError, SpawnError};
 pub use event::{Event, render_events};
 pub use foreground::{Adoption, FOREGROUND_OUTPUT_CHARS, ForegroundAnswer, ForegroundStatus};
-pub use handoff::{
-    AgentIdentity, ChildTeardown, HandedOff, HandoffAnswer, HandoffError, MAX_HANDOFFS_PER_CHILD,
-    OrphanKill, UnreadCompletion,
-};
 pub use herd_persistence::Home;
 pub use id::SessionId;
 #[doc(hidden)]
 pub use kill::bench_support;
 #[doc(hidden)]
-pub use notify::bench_support as notify_bench_support;
+pub use registry::notify_bench_support;
+pub use registry::{
+    AgentIdentity, ChildTeardown, HandedOff, HandoffAnswer, HandoffError, MAX_HANDOFFS_PER_CHILD,
+    OrphanKill, UnreadCompletion,
+};
 pub use registry::{Drained, External, FollowRead, LogFollower, Registry, RestoreReport};
 pub use spawn::utf8_environment;
 pub use text::rfc3339;

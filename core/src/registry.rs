@@ -25,17 +25,17 @@ use crate::answers::SpawnInfo;
 use crate::config::{KillSource, RegistryConfig, SpawnRequest};
 use crate::error::{Error, SpawnError};
 use crate::event::Event;
-use crate::handoff::Agents;
 use crate::lock_order::{Level, Ordered};
-use crate::notify::Notifier;
 use crate::session::Session;
 
+mod agents;
 mod delivery;
 mod durable;
 mod external;
 mod finish;
 mod killing;
 mod lifecycle;
+mod notify;
 mod query;
 mod spawning;
 mod stdin;
@@ -49,7 +49,15 @@ mod reclaim;
 mod restore;
 mod supervised;
 
+use agents::Agents;
+pub use agents::{
+    AgentIdentity, ChildTeardown, HandedOff, HandoffAnswer, HandoffError, MAX_HANDOFFS_PER_CHILD,
+    OrphanKill, UnreadCompletion,
+};
 pub(crate) use durable::source_from_name;
+use notify::Notifier;
+#[doc(hidden)]
+pub use notify::bench_support as notify_bench_support;
 pub use restore::RestoreReport;
 pub(crate) use table::{Folded, Tables};
 use view::LOG_PAGE_MAX_BYTES;
@@ -74,29 +82,29 @@ pub struct Registry {
 
 #[derive(Debug)]
 pub(crate) struct Inner {
-    pub(crate) home: Home,
-    pub(crate) config: RegistryConfig,
-    pub(crate) tables: Mutex<Tables>,
-    pub(crate) events: broadcast::Sender<Event>,
+    home: Home,
+    config: RegistryConfig,
+    tables: Mutex<Tables>,
+    events: broadcast::Sender<Event>,
     /// Bumped after every finish; waiters for pending completions watch it.
-    pub(crate) finishes: watch::Sender<u64>,
+    finishes: watch::Sender<u64>,
     /// Bumped whenever a session starts, finishes, changes owner or is forgotten;
     /// `changes` hands out receivers (a live view redraws on it, `herd top`).
-    pub(crate) changes: watch::Sender<u64>,
-    pub(crate) runtime: tokio::runtime::Handle,
+    changes: watch::Sender<u64>,
+    runtime: tokio::runtime::Handle,
     /// Watch breaker and heartbeat schedule, served by one timer task (B20, B21).
-    pub(crate) notifier: Notifier,
+    notifier: Notifier,
     /// Parent and child agents and their handoffs (B25, B26).
-    pub(crate) agents: Mutex<Agents>,
+    agents: Mutex<Agents>,
     /// Checkpoint, ledger and receipts (B27, B29, B38).
     durable: durable::Durable,
     /// Fires when the host detaches: followers of supervised sessions stop, their
     /// shims and jobs run on.
-    pub(crate) detach: CancellationToken,
+    detach: CancellationToken,
     /// Forks the shims of sessions that are not wrapped by a dispatcher.
-    pub(crate) launcher: Option<crate::shim::link::Launcher>,
+    launcher: Option<crate::shim::link::Launcher>,
     /// Set when shutdown or detach begins: spawns are refused from then on.
-    pub(crate) closing: std::sync::atomic::AtomicBool,
+    closing: std::sync::atomic::AtomicBool,
 }
 
 impl Registry {

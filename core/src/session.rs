@@ -6,10 +6,12 @@
 //! never after.
 
 use crate::lock_order::{Level, Ordered};
+use std::future::Future;
 use std::path::PathBuf;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use tokio::io::unix::AsyncFd;
 use tokio::net::unix::pipe;
@@ -43,7 +45,30 @@ pub(crate) enum Stdin {
     Pipe(Arc<pipe::Sender>),
     Pty(Arc<AsyncFd<MasterFd>>),
     /// Through the session's supervisor process, which holds the pipe or PTY.
-    Shim(Arc<crate::shim::link::Link>),
+    Shim(Arc<dyn ShimInput>),
+}
+
+/// One request to a supervised session's input.
+#[derive(Debug)]
+pub(crate) enum Input {
+    /// Bytes for the job's stdin or keyboard.
+    Bytes(Vec<u8>),
+    /// End of input: the pipe closes, or EOT on a PTY.
+    Close,
+    /// A new PTY window size.
+    Resize { rows: u16, cols: u16 },
+}
+
+/// The input side of a session's supervisor, as the session holds it: the shim
+/// link implements it (in `registry::stdin`), so a session record knows nothing of
+/// the shim's protocol.
+pub(crate) trait ShimInput: std::fmt::Debug + Send + Sync {
+    /// Sends `input` and waits for the supervisor's answer, at most `timeout`.
+    fn send_input(
+        &self,
+        input: Input,
+        timeout: Duration,
+    ) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send + '_>>;
 }
 
 /// Mutable ownership and lifecycle state.

@@ -207,18 +207,7 @@ pub(super) fn reason_from_name(name: &str) -> CompletionReason {
 }
 
 pub(crate) fn source_from_name(name: &str) -> Option<KillSource> {
-    [
-        KillSource::ProcessKill,
-        KillSource::OperatorStop,
-        KillSource::KillAll,
-        KillSource::TurnTimeout,
-        KillSource::AgentClose,
-        KillSource::HostShutdown,
-        KillSource::TimeLimit,
-        KillSource::Restarted,
-    ]
-    .into_iter()
-    .find(|s| s.as_str() == name)
+    KillSource::from_name(name)
 }
 
 #[cfg(test)]

@@ -61,13 +61,13 @@ use tokio::sync::watch;
 use tracing::Instrument;
 
 use super::durable::{Extras, from_unix_seconds};
+use super::notify::NotifyPlan;
 use super::reclaim::{seed_tail, tail_at, wait_gone};
 use super::supervised::Reattached;
 use super::{Inner, Registry};
 use crate::answers::ModeName;
 use crate::error::Error;
 use crate::id::SessionId;
-use crate::notify::NotifyPlan;
 use crate::output::{LogWriter, Tail};
 use crate::reader::{self, Finish, Source, Waiter};
 use crate::session::{Scope, Session, State};

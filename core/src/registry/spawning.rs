@@ -18,6 +18,7 @@ use tokio::sync::watch;
 use tracing::Instrument;
 
 use super::Inner;
+use super::notify::NotifyPlan;
 use super::supervised::{ShimStartError, ShimStarted};
 use super::table::check_name;
 use crate::answers::{ModeName, SpawnInfo};
@@ -25,7 +26,6 @@ use crate::config::{Mode, SpawnRequest};
 use crate::dispatch::Dispatch;
 use crate::error::SpawnError;
 use crate::id::SessionId;
-use crate::notify::NotifyPlan;
 use crate::output::{LogWriter, Tail};
 use crate::reader::{self, Source, Waiter};
 use crate::session::TimeLimit;
@@ -734,7 +734,7 @@ impl Started {
                         pid,
                         start_time,
                         mode: if pty { ModeName::Pty } else { ModeName::Pipe },
-                        stdin: Stdin::Shim(Arc::clone(&attached.link)),
+                        stdin: super::stdin::shim_stdin(&attached.link),
                         shim: Some(shim),
                     },
                     Runner::Shim {

@@ -5,13 +5,17 @@
 //! session lock and writes after letting go, so no lock is held while the child
 //! reads (a write waits at most `STDIN_WRITE_TIMEOUT`).
 
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::Registry;
 use crate::answers::{ModeName, StdinAnswer, StdinStatus};
 use crate::error::Error;
-use crate::session::{Session, Stdin};
-use crate::spawn::{self};
+use crate::session::{Input, Session, ShimInput, Stdin};
+use crate::shim::wire::ToShim;
+use crate::spawn;
 
 /// How long a stdin write may wait for the child to read.
 const STDIN_WRITE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -65,12 +69,7 @@ impl Registry {
                 answer
             }
             Some(Stdin::Shim(link)) => {
-                let answer = link
-                    .request(
-                        |id| (crate::shim::wire::ToShim::Close { id }, Vec::new()),
-                        STDIN_WRITE_TIMEOUT,
-                    )
-                    .await;
+                let answer = link.send_input(Input::Close, STDIN_WRITE_TIMEOUT).await;
                 match answer {
                     Ok(()) => StdinAnswer {
                         status: StdinStatus::Ok,
@@ -124,16 +123,8 @@ impl Registry {
         let result = match handle {
             Some(Stdin::Pty(master)) => master.get_ref().resize(rows, cols),
             Some(Stdin::Shim(link)) => {
-                link.request(
-                    |id| {
-                        (
-                            crate::shim::wire::ToShim::Resize { id, rows, cols },
-                            Vec::new(),
-                        )
-                    },
-                    STDIN_WRITE_TIMEOUT,
-                )
-                .await
+                link.send_input(Input::Resize { rows, cols }, STDIN_WRITE_TIMEOUT)
+                    .await
             }
             Some(Stdin::Pipe(_)) | None => {
                 Err("the session's terminal is no longer reachable".to_owned())
@@ -178,20 +169,8 @@ async fn write_input(s: &Session, data: &[u8]) -> StdinAnswer {
         Some(Stdin::Pipe(tx)) => write_pipe(&tx, data).await,
         Some(Stdin::Pty(master)) => write_pty(&master, data).await,
         Some(Stdin::Shim(link)) => {
-            let body = data.to_vec();
             let answer = link
-                .request(
-                    |id| {
-                        (
-                            crate::shim::wire::ToShim::Stdin {
-                                id,
-                                len: body.len(),
-                            },
-                            body,
-                        )
-                    },
-                    STDIN_WRITE_TIMEOUT,
-                )
+                .send_input(Input::Bytes(data.to_vec()), STDIN_WRITE_TIMEOUT)
                 .await;
             match answer {
                 Ok(()) => StdinAnswer {
@@ -260,4 +239,33 @@ fn finish_write(
         Ok(Err(e)) => stdin_error(&format!("write to the process failed: {e}")),
         Err(_) => stdin_error("the process is not reading its input; nothing more was written"),
     }
+}
+
+impl ShimInput for crate::shim::link::Link {
+    fn send_input(
+        &self,
+        input: Input,
+        timeout: Duration,
+    ) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send + '_>> {
+        Box::pin(self.request(
+            move |id| match input {
+                Input::Bytes(body) => (
+                    ToShim::Stdin {
+                        id,
+                        len: body.len(),
+                    },
+                    body,
+                ),
+                Input::Close => (ToShim::Close { id }, Vec::new()),
+                Input::Resize { rows, cols } => (ToShim::Resize { id, rows, cols }, Vec::new()),
+            },
+            timeout,
+        ))
+    }
+}
+
+/// The stdin handle of a supervised session: its shim link.
+pub(super) fn shim_stdin(link: &Arc<crate::shim::link::Link>) -> Stdin {
+    let input: Arc<dyn ShimInput> = Arc::clone(link) as Arc<dyn ShimInput>;
+    Stdin::Shim(input)
 }

@@ -23,9 +23,9 @@ use std::time::Duration;
 use herd_persistence::{CheckpointEntry, ShimDir, ShimRef};
 
 use super::Inner;
+use super::notify::NotifyPlan;
 use crate::id::SessionId;
 use crate::kill;
-use crate::notify::NotifyPlan;
 use crate::reader::{Finish, Observer};
 use crate::session::{Session, Stdin};
 use crate::shim::link::{self, AttachError, Attached, Cursor, Followed};
@@ -241,7 +241,7 @@ impl Inner {
                     id.clone(),
                     &entry,
                     shim,
-                    Some(Stdin::Shim(Arc::clone(&attached.link))),
+                    Some(super::stdin::shim_stdin(&attached.link)),
                     Some(progress),
                 );
                 let r = &entry.session;

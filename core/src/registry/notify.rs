@@ -34,11 +34,11 @@ use crate::watch::HEARTBEAT_MAX_CHARS;
 use herd_hooks::{KeyLines, Route, Window};
 use tokio::sync::Notify;
 
+use super::{Inner, Tables};
 use crate::config::SpawnRequest;
 use crate::event::Event;
 use crate::id::SessionId;
 use crate::reader::Observer;
-use crate::registry::{Inner, Tables};
 use crate::session::Session;
 use crate::text;
 use crate::watch::{BreakerEvent, Heartbeat, WatchBreaker, WatchDelivery, WatchState};

@@ -21,9 +21,10 @@ use std::sync::Arc;
 use herd_hooks::{Route, Shown};
 use serde::Serialize;
 
+use super::Inner;
 use crate::answers::{CompletionReason, KillStatus};
 use crate::error::LookupError;
-use crate::registry::Inner;
+use crate::foreground::Adoption;
 use crate::session::Session;
 use crate::{KillSource, Registry, SessionId};
 
@@ -198,6 +199,23 @@ impl Inner {
     /// The agents table; taken after the table lock, never before it.
     pub(crate) fn agents(&self) -> crate::lock_order::Ordered<'_, Agents> {
         crate::lock_order::Ordered::acquire(crate::lock_order::Level::Agents, &self.agents)
+    }
+}
+
+impl Inner {
+    /// Turns notify on for `s` under the table lock, and only while it is in the
+    /// running table: either its completion will be queued, or it has finished and
+    /// the caller reads the exit itself. Never neither, never both.
+    pub(crate) fn adopt_foreground(&self, s: &Session) -> Adoption {
+        let tables = self.lock();
+        if !tables.running.contains_key(&s.id) {
+            return Adoption::Finished;
+        }
+        if self.agents().is_child(&s.state().owner_task_id) {
+            return Adoption::ChildNotNotified;
+        }
+        s.set_notify(true);
+        Adoption::Notified
     }
 }
 
