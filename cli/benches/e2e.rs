@@ -45,13 +45,15 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use herd_test_support::bench::figure_line;
+use herd_test_support::home::{TempHome, command, daemon_pid, herd, stop_daemon};
 use serde_json::{Value, json};
 
 const HERD: &str = env!("CARGO_BIN_EXE_herd");
 
 /// A temporary home whose daemon is shut down on drop.
 struct Home {
-    _dir: tempfile::TempDir,
+    dir: TempHome,
     root: PathBuf,
 }
 
@@ -62,26 +64,15 @@ impl Home {
 
     /// A home under `parent` (the system's temp dir when `None`).
     fn new_in(parent: Option<&Path>, config: &str) -> Home {
-        let mut builder = tempfile::Builder::new();
-        builder.prefix("herd-bench");
-        let dir = match parent {
-            Some(p) => builder.tempdir_in(p),
-            None => builder.tempdir(),
-        }
-        .expect("temp dir");
-        let root = dir.path().join("h");
-        std::fs::create_dir(&root).expect("home");
+        let dir = TempHome::new_in(parent, "herd-bench", "h");
+        let root = dir.home().to_owned();
         std::fs::write(root.join("config.toml"), config).expect("config");
-        Home { _dir: dir, root }
+        Home { dir, root }
     }
 
     fn herd(&self, args: &[&str]) -> Command {
-        let mut cmd = raw_command(Path::new(HERD));
-        cmd.args(args)
-            .env("HERD_HOME", &self.root)
-            .env_remove("HERD_OWNER")
-            .stdin(Stdio::null())
-            .stderr(Stdio::inherit());
+        let mut cmd = herd(Path::new(HERD), self.dir.home());
+        cmd.args(args).stderr(Stdio::inherit());
         cmd
     }
 
@@ -91,26 +82,23 @@ impl Home {
     }
 
     fn daemon_pid(&self) -> i32 {
-        std::fs::read_to_string(self.root.join("run/herd.pid"))
-            .expect("pid file")
-            .trim()
-            .parse()
-            .expect("pid")
+        daemon_pid(&self.root).expect("pid file")
     }
 }
 
 impl Drop for Home {
     fn drop(&mut self) {
-        let _ = self.herd(&["shutdown"]).stdout(Stdio::null()).status();
+        stop_daemon(
+            &self.root,
+            Duration::from_secs(5),
+            &mut self.herd(&["shutdown"]),
+        );
     }
 }
 
-#[expect(
-    clippy::disallowed_methods,
-    reason = "the bench drives the real binary and a bash baseline"
-)]
+/// A command for a baseline or the binary itself.
 fn raw_command(program: &Path) -> Command {
-    Command::new(program)
+    command(program)
 }
 
 fn median(mut samples: Vec<f64>) -> f64 {
@@ -126,15 +114,8 @@ fn report(
     target: &str,
     note: &str,
 ) {
-    let (base, base_name, ratio) = match baseline {
-        Some((b, n)) => (json!(b), json!(n), json!(value / b)),
-        None => (Value::Null, Value::Null, Value::Null),
-    };
-    let line = json!({
-        "name": name, "unit": unit, "value": value, "baseline": base, "baseline_name": base_name,
-        "ratio": ratio, "target": (!target.is_empty()).then_some(target), "note": note,
-    });
-    println!("herd-bench {line}");
+    let target = (!target.is_empty()).then_some(target);
+    println!("{}", figure_line(name, unit, value, baseline, target, note));
 }
 
 /// One `bash -c true`, spawned and reaped, in milliseconds: the baseline of the

@@ -32,13 +32,15 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use herd_test_support::bench::figure_line;
+use herd_test_support::home::{TempHome, command, herd, stop_daemon};
 use serde_json::{Value, json};
 
 const HERD: &str = env!("CARGO_BIN_EXE_herd");
 
 /// A local home and a far one, the far reached as host `far` through `door`.
 struct Pair {
-    _dir: tempfile::TempDir,
+    _dir: TempHome,
     local: PathBuf,
     far: PathBuf,
     door: Vec<String>,
@@ -47,13 +49,9 @@ struct Pair {
 impl Pair {
     /// `door` is the transport before the far side's `env HERD_HOME=… herd proxy`.
     fn new(door: &[String]) -> Pair {
-        let dir = tempfile::Builder::new()
-            .prefix("herd-bench-remote")
-            .tempdir()
-            .expect("temp dir");
-        let local = dir.path().join("local");
-        let far = dir.path().join("far");
-        std::fs::create_dir(&local).expect("home");
+        let dir = TempHome::new("herd-bench-remote", "local");
+        let local = dir.home().to_owned();
+        let far = dir.scratch().join("far");
         std::fs::create_dir(&far).expect("home");
         let mut argv = door.to_vec();
         argv.extend([
@@ -77,12 +75,8 @@ impl Pair {
     }
 
     fn herd(&self, home: &Path, args: &[&str]) -> Command {
-        let mut cmd = raw_command(Path::new(HERD));
-        cmd.args(args)
-            .env("HERD_HOME", home)
-            .env_remove("HERD_OWNER")
-            .stdin(Stdio::null())
-            .stderr(Stdio::inherit());
+        let mut cmd = herd(Path::new(HERD), home);
+        cmd.args(args).stderr(Stdio::inherit());
         cmd
     }
 
@@ -109,11 +103,11 @@ impl Pair {
 impl Drop for Pair {
     fn drop(&mut self) {
         for home in [&self.local, &self.far] {
-            let _ = self
-                .herd(home, &["shutdown"])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status();
+            stop_daemon(
+                home,
+                Duration::from_secs(5),
+                &mut self.herd(home, &["shutdown"]),
+            );
         }
     }
 }
@@ -153,12 +147,9 @@ impl Rpc {
     }
 }
 
-#[expect(
-    clippy::disallowed_methods,
-    reason = "the bench drives the real binary and its baselines"
-)]
+/// A command for a baseline or the binary itself.
 fn raw_command(program: &Path) -> Command {
-    Command::new(program)
+    command(program)
 }
 
 fn percentile(samples: &mut [f64], p: f64) -> f64 {
@@ -175,15 +166,8 @@ fn report(
     target: &str,
     note: &str,
 ) {
-    let (base, base_name, ratio) = match baseline {
-        Some((b, n)) => (json!(b), json!(n), json!(value / b)),
-        None => (Value::Null, Value::Null, Value::Null),
-    };
-    let line = json!({
-        "name": name, "unit": unit, "value": value, "baseline": base, "baseline_name": base_name,
-        "ratio": ratio, "target": (!target.is_empty()).then_some(target), "note": note,
-    });
-    println!("herd-bench {line}");
+    let target = (!target.is_empty()).then_some(target);
+    println!("{}", figure_line(name, unit, value, baseline, target, note));
 }
 
 /// Milliseconds from `spawn` to the completion on the owner's stream, `n` times;

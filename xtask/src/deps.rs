@@ -4,6 +4,8 @@
 //! The check reads `cargo metadata` and compares every edge between workspace
 //! packages (normal, build and dev alike) with [`ALLOWED`]. A package missing
 //! from the table is itself a violation: adding a crate is a design change.
+//! The one exception is a dev-dependency on a [`DEV_ONLY`] crate (the shared test
+//! support), which any package may take and which is no edge of the layering.
 
 use std::fmt;
 
@@ -31,8 +33,14 @@ pub(crate) const ALLOWED: &[(&str, Allowed)] = &[
     ),
     ("herd-plugin-example", Allowed::Only(&["herd-plugin-abi"])),
     ("herd-tests", Allowed::Any),
+    ("herd-test-support", Allowed::Only(&[])),
     ("xtask", Allowed::Only(&[])),
 ];
+
+/// Dev-only crates: any package may take one as a dev-dependency (it depends on
+/// nothing of herd, so no arrow can point up through it); as a normal or build
+/// dependency it is an edge like any other, and no package's table allows it.
+pub(crate) const DEV_ONLY: &[&str] = &["herd-test-support"];
 
 /// Test plugins (`hooks/testdata/*`) are plugins: the ABI and nothing else.
 const TEST_PLUGIN_PREFIX: &str = "herd-test-plugin-";
@@ -125,6 +133,10 @@ pub(crate) fn packages_from_metadata(meta: &serde_json::Value) -> Vec<Package> {
                 .as_array()
                 .unwrap_or(&empty)
                 .iter()
+                .filter(|d| {
+                    let dev_only = d["name"].as_str().is_some_and(|n| DEV_ONLY.contains(&n));
+                    !(dev_only && d["kind"].as_str() == Some("dev"))
+                })
                 .filter_map(|d| d["name"].as_str())
                 .filter(|d| members.contains(d))
                 .map(String::from)

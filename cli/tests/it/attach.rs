@@ -5,15 +5,15 @@
 //! polled with a deadline. Each test has its own tmux server on a private
 //! socket, killed when the test ends, failed or not ([`Tmux`]'s `Drop`).
 
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use herd_test_support::procs::children;
+use herd_test_support::tmux::Tmux;
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 
-use crate::support::{Env, HERD, raw_command, stderr, wait_until};
+use crate::support::{Env, HERD, stderr, wait_until};
 
 /// How long anything on screen may take to show (CI runs on 2 busy cores).
 const DEADLINE: Duration = Duration::from_secs(30);
@@ -38,124 +38,49 @@ done
 /// The token [`ECHO_JOB`] prints, whole.
 const TOKEN: &str = "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8";
 
-/// A tmux server of our own running one shell in a window of a fixed size.
-struct Tmux {
-    socket: PathBuf,
+/// A tmux pane of `cols` x `rows` running `/bin/sh` with the home's
+/// `HERD_HOME`, its screen read joined (herd-test-support's [`Tmux`]).
+fn pane(env: &Env, cols: u16, rows: u16) -> Tmux {
+    Tmux::start(
+        env.scratch().join("tmux.sock"),
+        "att",
+        env.home(),
+        (cols, rows),
+        &[],
+    )
+    .joined()
 }
 
-impl Tmux {
-    /// A server on a socket in the test's scratch dir, its one pane running
-    /// `/bin/sh` with the home's `HERD_HOME`.
-    fn start(env: &Env, cols: u16, rows: u16) -> Tmux {
-        let tmux = Tmux {
-            socket: env.scratch().join("tmux.sock"),
-        };
-        let out = tmux
-            .cmd()
-            .args(["-f", "/dev/null", "new-session", "-d", "-s", "att"])
-            .args(["-x", &cols.to_string(), "-y", &rows.to_string()])
-            .arg("/bin/sh")
-            .env("HERD_HOME", env.home())
-            .env("PS1", "$ ")
-            .env("LANG", "C.UTF-8")
-            .env("RUST_BACKTRACE", "0")
-            .env_remove("HERD_OWNER")
-            .env_remove("HERD_LOG")
-            .env_remove("INVOCATION_ID")
-            .env_remove("TMUX")
-            .output()
-            .expect("tmux runs (it is installed by .ci/run)");
-        assert!(
-            out.status.success(),
-            "tmux new-session failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        // The window keeps the size asked for, whatever attaches.
-        tmux.run(&["set-option", "-g", "window-size", "manual"]);
-        // `$ `, or `# ` for root (dash ignores PS1 from the environment then).
-        tmux.wait_for("the shell's prompt", |s| s.contains('$') || s.contains('#'));
-        tmux
-    }
-
-    fn cmd(&self) -> Command {
-        let mut cmd = raw_command(std::path::Path::new("tmux"));
-        cmd.arg("-S").arg(&self.socket).stdin(Stdio::null());
-        cmd
-    }
-
-    /// Runs a tmux command and returns its stdout.
-    fn run(&self, args: &[&str]) -> String {
-        let out = self.cmd().args(args).output().expect("tmux runs");
-        assert!(
-            out.status.success(),
-            "tmux {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    /// Types `text` as is, then Enter.
-    fn type_line(&self, text: &str) {
-        self.run(&["send-keys", "-t", "att", "-l", text]);
-        self.run(&["send-keys", "-t", "att", "Enter"]);
-    }
-
-    /// Sends one byte as the terminal would for a control key (`0x1c` is Ctrl-\).
-    fn control(&self, byte: u8) {
-        self.run(&["send-keys", "-t", "att", "-H", &format!("{byte:02x}")]);
-    }
-
-    /// The screen as text.
-    fn screen(&self) -> String {
-        // Joined: a message longer than the pane is one line.
-        self.run(&["capture-pane", "-p", "-J", "-t", "att"])
-    }
-
-    /// The screen with its colours as escape sequences.
-    fn screen_with_colours(&self) -> String {
-        self.run(&["capture-pane", "-p", "-e", "-t", "att"])
-    }
-
-    /// A tmux format of the pane (`#{alternate_on}`, `#{pane_height}`).
-    fn format(&self, format: &str) -> String {
-        self.run(&["display-message", "-p", "-t", "att", format])
-            .trim()
-            .to_owned()
-    }
-
+/// What these tests do on the pane beyond typing and reading it.
+trait AttachPane {
     /// The pane's size as `stty size` prints it: `rows cols`.
+    fn pane_size(&self) -> String;
+    /// Runs `herd attach ARGS` in the pane on a cleared screen, and waits until
+    /// it is the pane's program (so the screen is no longer the one before).
+    fn attach(&self, args: &str);
+    /// The pids of the `herd` processes under the pane's shell.
+    fn herd_pids(&self) -> Vec<i32>;
+    /// Waits until `herd` is the pane's foreground program.
+    fn wait_running(&self);
+    /// Waits until the terminal is the shell's again: no alternate screen, no
+    /// `herd attach` under the shell, and a typed command echoes and runs (the
+    /// terminal is out of raw mode); the screen then, whose last `MARKER=` line
+    /// holds the exit status of what ran before.
+    fn wait_restored(&self, marker: &str) -> String;
+}
+
+impl AttachPane for Tmux {
     fn pane_size(&self) -> String {
         self.format("#{pane_height} #{pane_width}")
     }
 
-    /// Polls the screen until `cond` holds; panics naming `what` with the
-    /// last screen when the deadline passes.
-    fn wait_for(&self, what: &str, cond: impl Fn(&str) -> bool) -> String {
-        let mut last = String::new();
-        if wait_until(DEADLINE, || {
-            last = self.screen();
-            cond(&last)
-        })
-        .is_err()
-        {
-            panic!("timed out waiting for {what}; the screen shows:\n{last}");
-        }
-        last
-    }
-
-    /// Runs `herd attach ARGS` in the pane on a cleared screen, and waits until
-    /// it is the pane's program (so the screen is no longer the one before).
     fn attach(&self, args: &str) {
         self.type_line(&format!("clear; {HERD} attach {args}"));
         self.wait_running();
     }
 
-    /// The pids of the `herd` processes under the pane's shell.
     fn herd_pids(&self) -> Vec<i32> {
-        let shell: i32 = self
-            .format("#{pane_pid}")
-            .parse()
-            .expect("tmux names the pane's pid");
+        let shell = self.shell_pid();
         children(shell)
             .into_iter()
             .filter(|pid| {
@@ -165,7 +90,6 @@ impl Tmux {
             .collect()
     }
 
-    /// Waits until `herd` is the pane's foreground program.
     fn wait_running(&self) {
         if wait_until(DEADLINE, || {
             self.format("#{pane_current_command}") == "herd"
@@ -176,10 +100,6 @@ impl Tmux {
         }
     }
 
-    /// Waits until the terminal is the shell's again: no alternate screen, no
-    /// `herd attach` under the shell, and a typed command echoes and runs (the
-    /// terminal is out of raw mode); the screen then, whose last `MARKER=` line
-    /// holds the exit status of what ran before.
     fn wait_restored(&self, marker: &str) -> String {
         if wait_until(DEADLINE, || self.format("#{alternate_on}") == "0").is_err() {
             panic!(
@@ -187,10 +107,7 @@ impl Tmux {
                 self.screen()
             );
         }
-        let shell: i32 = self
-            .format("#{pane_pid}")
-            .parse()
-            .expect("tmux names the pane's pid");
+        let shell = self.shell_pid();
         if wait_until(DEADLINE, || children(shell).is_empty()).is_err() {
             panic!(
                 "herd attach is still running under the shell:\n{}",
@@ -203,26 +120,6 @@ impl Tmux {
             s.lines().any(|l| unprompted(l).starts_with(&expect))
         })
     }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = self
-            .cmd()
-            .arg("kill-server")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-    }
-}
-
-/// The pids of a process's children.
-fn children(pid: i32) -> Vec<i32> {
-    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
-        .unwrap_or_default()
-        .split_whitespace()
-        .filter_map(|p| p.parse().ok())
-        .collect()
 }
 
 /// Starts a session running `script` (written to a file) with `args`; its id.
@@ -280,7 +177,7 @@ fn issue_17_attach_pty_keys_ctrl_c_window_size_detach_and_reattach() {
     let id = spawn(&env, ECHO_JOB, &["--pty", "--name", "echoer"]);
     wait_until(DEADLINE, || env.ok(&["logs", &id]).contains("ready"))
         .unwrap_or_else(|()| panic!("the job never printed ready"));
-    let tmux = Tmux::start(&env, 100, 30);
+    let tmux = pane(&env, 100, 30);
     tmux.attach("echoer");
 
     // The screen the job drew before the attach, its token masked.
@@ -382,7 +279,7 @@ exit 0
     let drawn = env.scratch().join("drawn");
     wait_until(DEADLINE, || drawn.exists())
         .unwrap_or_else(|()| panic!("the job never drew its screen"));
-    let tmux = Tmux::start(&env, 80, 24);
+    let tmux = pane(&env, 80, 24);
     tmux.type_line(&format!(
         "clear; echo main-screen-text; {HERD} attach --detach-key ^X {id}"
     ));
@@ -455,7 +352,7 @@ fn issue_17_attach_restores_the_terminal_on_a_panic() {
     let env = Env::new();
     let full = "printf '\\033[?1049h\\033[2J\\033[3;3Hpanic target '\nIFS= read -r _\n";
     let id = spawn(&env, full, &["--pty"]);
-    let tmux = Tmux::start(&env, 100, 30);
+    let tmux = pane(&env, 100, 30);
     tmux.type_line(&format!(
         "clear; HERD_ATTACH_TEST_PANIC=1 {HERD} attach {id}"
     ));
@@ -487,7 +384,7 @@ fn issue_17_attach_pipe_session_shows_output_and_submits_lines() {
         env.ok(&["logs", &id]).contains("before-attach")
     })
     .unwrap_or_else(|()| panic!("the job never printed"));
-    let tmux = Tmux::start(&env, 120, 30);
+    let tmux = pane(&env, 120, 30);
     tmux.attach(&id);
     let screen = tmux.wait_for("the notice and the output so far", |s| {
         s.contains("a pipe session") && s.contains("before-attach")
@@ -531,7 +428,7 @@ fn issue_17_attach_refuses_no_terminal_finished_sessions_and_bad_keys() {
     let done = spawn(&env, "exit 4\n", &[]);
     wait_until(DEADLINE, || status(&env, &done) != "running")
         .unwrap_or_else(|()| panic!("{done} never finished"));
-    let tmux = Tmux::start(&env, 120, 30);
+    let tmux = pane(&env, 120, 30);
     tmux.type_line(&format!(
         "{HERD} attach {id} > {}/out",
         env.scratch().display()

@@ -1,8 +1,11 @@
 //! Test support: a temporary home, a way to run `herd` in it, and the daemon guard.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use herd_test_support::home::{TempHome, daemon_pid, herd, stop_daemon};
+pub(crate) use herd_test_support::procs::alive;
 
 /// The binary under test.
 pub(crate) const HERD: &str = env!("CARGO_BIN_EXE_herd");
@@ -13,8 +16,7 @@ pub(crate) const HERD: &str = env!("CARGO_BIN_EXE_herd");
 /// that, SIGKILLs it: no test leaves a daemon behind.
 #[derive(Debug)]
 pub(crate) struct Env {
-    dir: tempfile::TempDir,
-    home: PathBuf,
+    dir: TempHome,
     /// Extra environment for every `herd` run.
     pub(crate) vars: Vec<(String, String)>,
 }
@@ -22,32 +24,25 @@ pub(crate) struct Env {
 impl Env {
     /// A fresh home.
     pub(crate) fn new() -> Env {
-        let dir = tempfile::Builder::new()
-            .prefix("herd-it")
-            .tempdir()
-            .expect("the temp dir is writable");
-        let home = dir.path().join("home");
-        std::fs::create_dir(&home).expect("the temp dir is writable");
         Env {
-            dir,
-            home,
+            dir: TempHome::new("herd-it", "home"),
             vars: Vec::new(),
         }
     }
 
     /// The home directory.
     pub(crate) fn home(&self) -> &Path {
-        &self.home
+        self.dir.home()
     }
 
     /// The temp dir holding the home (scratch space for the test).
     pub(crate) fn scratch(&self) -> &Path {
-        self.dir.path()
+        self.dir.scratch()
     }
 
     /// The socket path.
     pub(crate) fn socket(&self) -> PathBuf {
-        self.home.join("run").join("herd.sock")
+        self.home().join("run").join("herd.sock")
     }
 
     /// A `herd` command for this home.
@@ -58,15 +53,8 @@ impl Env {
     /// A `herd` command for this home, running the binary at `bin` (a copy the
     /// test placed where another user can execute it).
     pub(crate) fn cmd_at(&self, bin: &Path, args: &[&str]) -> Command {
-        let mut cmd = raw_command(bin);
-        cmd.args(args)
-            .env("HERD_HOME", &self.home)
-            .env_remove("HERD_OWNER")
-            .env_remove("HERD_LOG")
-            // A test runner that is itself a systemd unit must not make every
-            // `--persist` job go through the real systemd-run (B34).
-            .env_remove("INVOCATION_ID")
-            .stdin(Stdio::null());
+        let mut cmd = herd(bin, self.home());
+        cmd.args(args);
         for (k, v) in &self.vars {
             cmd.env(k, v);
         }
@@ -100,60 +88,28 @@ impl Env {
 
     /// The pid in the daemon's pid file, if any.
     pub(crate) fn daemon_pid(&self) -> Option<i32> {
-        std::fs::read_to_string(self.home.join("run").join("herd.pid"))
-            .ok()
-            .and_then(|t| t.trim().parse().ok())
+        daemon_pid(self.home())
     }
 }
 
 impl Drop for Env {
     fn drop(&mut self) {
-        let pid = self.daemon_pid();
-        let _ = self
-            .cmd(&["shutdown"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-        if let Some(pid) = pid
-            && wait_until(Duration::from_secs(5), || !alive(pid)).is_err()
-        {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(pid),
-                nix::sys::signal::Signal::SIGKILL,
-            );
-        }
-    }
-}
-
-/// Whether a process exists (and is not a zombie).
-pub(crate) fn alive(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat
-            .rsplit(')')
-            .next()
-            .unwrap_or_default()
-            .trim_start()
-            .starts_with('Z'),
-        Err(_) => false,
+        stop_daemon(
+            self.home(),
+            Duration::from_secs(5),
+            &mut self.cmd(&["shutdown"]),
+        );
     }
 }
 
 /// Polls `cond` until it holds or `deadline` passes.
-pub(crate) fn wait_until(deadline: Duration, mut cond: impl FnMut() -> bool) -> Result<(), ()> {
-    let end = Instant::now() + deadline;
-    while Instant::now() < end {
-        if cond() {
-            return Ok(());
-        }
-        std::thread::park_timeout(Duration::from_millis(10));
-    }
-    if cond() { Ok(()) } else { Err(()) }
+pub(crate) fn wait_until(deadline: Duration, cond: impl FnMut() -> bool) -> Result<(), ()> {
+    herd_test_support::wait::poll_until(deadline, cond).map_err(|_| ())
 }
 
 /// A raw command: the one place these tests start a process directly.
-#[expect(clippy::disallowed_methods, reason = "test drives a raw child")]
 pub(crate) fn raw_command(program: &Path) -> Command {
-    Command::new(program)
+    herd_test_support::home::command(program)
 }
 
 /// stdout as text.

@@ -4,130 +4,44 @@
 //! a deadline until it shows. Each test has its own tmux server on a private
 //! socket, killed when the test ends, failed or not ([`Tmux`]'s `Drop`).
 
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::support::{Env, HERD, raw_command, wait_until};
+use herd_test_support::procs::children;
+use herd_test_support::tmux::Tmux;
+
+use crate::support::{Env, HERD, wait_until};
 
 /// How long anything on screen may take to show (CI runs on 2 busy cores).
 const DEADLINE: Duration = Duration::from_secs(30);
 
-/// A tmux server of our own running one shell in a window of a fixed size.
-struct Tmux {
-    socket: PathBuf,
+/// A tmux pane of `cols` x `rows` running `/bin/sh` with the home's
+/// `HERD_HOME` and `extra` in its environment (herd-test-support's [`Tmux`]).
+fn pane(env: &Env, cols: u16, rows: u16, extra: &[(&str, &str)]) -> Tmux {
+    Tmux::start(
+        env.scratch().join("tmux.sock"),
+        "top",
+        env.home(),
+        (cols, rows),
+        extra,
+    )
 }
 
-impl Tmux {
-    /// A server on a socket in the test's scratch dir, its one pane running
-    /// `/bin/sh` with the home's `HERD_HOME` and `extra` in its environment.
-    fn start(env: &Env, cols: u16, rows: u16, extra: &[(&str, &str)]) -> Tmux {
-        let tmux = Tmux {
-            socket: env.scratch().join("tmux.sock"),
-        };
-        let mut cmd = tmux.cmd();
-        cmd.args(["-f", "/dev/null", "new-session", "-d", "-s", "top"])
-            .args(["-x", &cols.to_string(), "-y", &rows.to_string()])
-            .arg("/bin/sh")
-            .env("HERD_HOME", env.home())
-            .env("PS1", "$ ")
-            .env("LANG", "C.UTF-8")
-            .env("RUST_BACKTRACE", "0")
-            .env_remove("HERD_OWNER")
-            .env_remove("HERD_LOG")
-            .env_remove("INVOCATION_ID")
-            .env_remove("TMUX");
-        for (k, v) in extra {
-            cmd.env(k, v);
-        }
-        let out = cmd
-            .output()
-            .expect("tmux runs (it is installed by .ci/run)");
-        assert!(
-            out.status.success(),
-            "tmux new-session failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        // Later windows of this server keep the size asked for, whatever attaches.
-        tmux.run(&["set-option", "-g", "window-size", "manual"]);
-        // `$ `, or `# ` for root (dash ignores PS1 from the environment then).
-        tmux.wait_for("the shell's prompt", |screen| {
-            screen.contains('$') || screen.contains('#')
-        });
-        tmux
-    }
-
-    fn cmd(&self) -> Command {
-        let mut cmd = raw_command(std::path::Path::new("tmux"));
-        cmd.arg("-S").arg(&self.socket).stdin(Stdio::null());
-        cmd
-    }
-
-    /// Runs a tmux command and returns its stdout.
-    fn run(&self, args: &[&str]) -> String {
-        let out = self.cmd().args(args).output().expect("tmux runs");
-        assert!(
-            out.status.success(),
-            "tmux {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    /// Types `text` as is, then Enter.
-    fn type_line(&self, text: &str) {
-        self.run(&["send-keys", "-t", "top", "-l", text]);
-        self.keys(&["Enter"]);
-    }
-
-    /// Sends keys by tmux's names (`q`, `Enter`, `C-c`, `Down`).
-    fn keys(&self, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", "top"];
-        args.extend_from_slice(keys);
-        self.run(&args);
-    }
-
-    /// The screen as text.
-    fn screen(&self) -> String {
-        self.run(&["capture-pane", "-p", "-t", "top"])
-    }
-
-    /// The screen with its colours as escape sequences.
-    fn screen_with_colours(&self) -> String {
-        self.run(&["capture-pane", "-p", "-e", "-t", "top"])
-    }
-
+/// What these tests do on the pane beyond typing and reading it.
+trait TopPane {
     /// Whether the pane shows the alternate screen (a full-screen program).
-    fn alternate_on(&self) -> bool {
-        self.run(&["display-message", "-p", "-t", "top", "#{alternate_on}"])
-            .trim()
-            == "1"
-    }
-
-    /// The pid of the pane's shell.
-    fn shell_pid(&self) -> i32 {
-        self.run(&["display-message", "-p", "-t", "top", "#{pane_pid}"])
-            .trim()
-            .parse()
-            .expect("tmux names the pane's pid")
-    }
-
-    /// Polls the screen until `cond` holds; panics naming `what` with the
-    /// last screen when the deadline passes.
-    fn wait_for(&self, what: &str, cond: impl Fn(&str) -> bool) -> String {
-        let mut last = String::new();
-        if wait_until(DEADLINE, || {
-            last = self.screen();
-            cond(&last)
-        })
-        .is_err()
-        {
-            panic!("timed out waiting for {what}; the screen shows:\n{last}");
-        }
-        last
-    }
-
+    fn alternate_on(&self) -> bool;
     /// Starts `herd top` in the pane and waits for its table.
+    fn start_top(&self) -> String;
+    /// Waits until the terminal is the shell's again: no alternate screen, and
+    /// a typed command echoes and runs (raw mode is off).
+    fn wait_restored(&self, marker: &str) -> String;
+}
+
+impl TopPane for Tmux {
+    fn alternate_on(&self) -> bool {
+        self.format("#{alternate_on}") == "1"
+    }
+
     fn start_top(&self) -> String {
         self.type_line(&format!("{HERD} top"));
         self.wait_for("herd top's table", |s| {
@@ -135,8 +49,6 @@ impl Tmux {
         })
     }
 
-    /// Waits until the terminal is the shell's again: no alternate screen, and
-    /// a typed command echoes and runs (raw mode is off).
     fn wait_restored(&self, marker: &str) -> String {
         if wait_until(DEADLINE, || !self.alternate_on()).is_err() {
             panic!(
@@ -154,17 +66,6 @@ impl Tmux {
         self.wait_for("the shell to run a command again", |s| {
             s.lines().any(|l| l.starts_with(&expect))
         })
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = self
-            .cmd()
-            .arg("kill-server")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
     }
 }
 
@@ -240,7 +141,7 @@ fn issue_17_top_shows_rows_follows_a_pty_and_quits_on_q() {
     let waited = env.run(&["wait", &failed]);
     assert_eq!(waited.status.code(), Some(1), "{waited:?}");
 
-    let tmux = Tmux::start(&env, 120, 40, &[]);
+    let tmux = pane(&env, 120, 40, &[]);
     tmux.start_top();
     // The newest running session, web, is selected first and its output shows.
     let screen = tmux.wait_for("the three sessions", |s| {
@@ -322,7 +223,7 @@ fn issue_17_top_kill_key_ends_the_job_and_ctrl_c_quits() {
             "echo doomed; exec sleep 300",
         ],
     );
-    let tmux = Tmux::start(&env, 120, 40, &[]);
+    let tmux = pane(&env, 120, 40, &[]);
     tmux.start_top();
     tmux.wait_for("both sessions", |s| {
         s.contains(&keep) && s.contains(&victim)
@@ -374,7 +275,7 @@ fn issue_17_top_at_80_columns_cuts_rows_never_wraps() {
         ],
     );
     let short = spawn(&env, &["--name", "short", "--", "sleep", "300"]);
-    let tmux = Tmux::start(&env, 80, 24, &[]);
+    let tmux = pane(&env, 80, 24, &[]);
     tmux.start_top();
     let screen = tmux.wait_for("both rows and the long line", |s| {
         s.contains("START-OF-LONG") && s.contains(&long[..12]) && s.contains(&short[..12])
@@ -413,7 +314,7 @@ fn issue_17_top_handoff_key_gives_the_session_to_the_owner_typed() {
         &env,
         &["--owner", "kid", "--name", "task", "--", "sleep", "300"],
     );
-    let tmux = Tmux::start(&env, 120, 40, &[]);
+    let tmux = pane(&env, 120, 40, &[]);
     tmux.start_top();
     tmux.wait_for("the session", |s| {
         line_with_opt(s, &id).is_some_and(|l| l.contains("kid"))
@@ -460,7 +361,7 @@ fn issue_17_top_log_key_runs_the_pager_and_comes_back() {
     );
     // The pager prints what it was given and waits for Enter on the terminal.
     let pager = "cat; echo PAGER-DONE; read answer </dev/tty";
-    let tmux = Tmux::start(&env, 120, 40, &[("PAGER", pager)]);
+    let tmux = pane(&env, 120, 40, &[("PAGER", pager)]);
     tmux.start_top();
     tmux.wait_for("the session", |s| {
         s.contains(&id) && s.contains("log-line-3")
@@ -488,7 +389,7 @@ fn issue_17_top_log_key_runs_the_pager_and_comes_back() {
 fn issue_17_top_restores_the_terminal_on_sigterm() {
     let env = Env::new();
     spawn(&env, &["--name", "bystander", "--", "sleep", "300"]);
-    let tmux = Tmux::start(&env, 100, 30, &[]);
+    let tmux = pane(&env, 100, 30, &[]);
     tmux.start_top();
     let shell = tmux.shell_pid();
     let mut top = None;
@@ -515,7 +416,7 @@ fn issue_17_top_restores_the_terminal_on_sigterm() {
 #[test]
 fn issue_17_top_restores_the_terminal_on_a_panic() {
     let env = Env::new();
-    let tmux = Tmux::start(&env, 100, 30, &[("HERD_TOP_TEST_PANIC", "1")]);
+    let tmux = pane(&env, 100, 30, &[("HERD_TOP_TEST_PANIC", "1")]);
     tmux.start_top();
     tmux.keys(&["!"]);
     let screen = tmux.wait_restored("after-panic");
@@ -527,15 +428,6 @@ fn issue_17_top_restores_the_terminal_on_a_panic() {
         screen.contains("HERD_TOP_TEST_PANIC"),
         "the report is printed:\n{screen}"
     );
-}
-
-/// The children of `pid`.
-fn children(pid: i32) -> Vec<i32> {
-    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
-        .unwrap_or_default()
-        .split_whitespace()
-        .filter_map(|p| p.parse().ok())
-        .collect()
 }
 
 // Issue 17: `r` restarts the selected session (`herd restart`'s path): a new
@@ -554,7 +446,7 @@ fn issue_17_top_restart_key_starts_the_session_again() {
             "echo round; exec sleep 300",
         ],
     );
-    let tmux = Tmux::start(&env, 120, 40, &[]);
+    let tmux = pane(&env, 120, 40, &[]);
     tmux.start_top();
     tmux.wait_for("the session", |s| s.contains(&old));
     tmux.keys(&["r"]);

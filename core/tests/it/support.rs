@@ -1,13 +1,16 @@
 //! Shared fixture: a registry on a temporary home, deadlines, and the group-gone check.
 
 use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use herd_core::{
     Event, Home, Registry, RegistryConfig, SessionId, SpawnInfo, SpawnRequest, WaitAnswer,
 };
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
+
+pub(crate) use herd_test_support::procs::group_members;
+pub(crate) use herd_test_support::wait::until as wait_until;
 
 /// Tests share this lock; the descriptor-count test takes it exclusively, because the
 /// descriptor table is process-wide and other tests open pipes concurrently.
@@ -117,18 +120,6 @@ impl Fixture {
     }
 }
 
-/// Polls `cond` until it holds, failing with `what` after `limit`.
-pub(crate) async fn wait_until(limit: Duration, what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !cond() {
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {limit:?} waiting for {what}"
-        );
-        let _ = tokio::time::timeout(Duration::from_millis(5), std::future::pending::<()>()).await;
-    }
-}
-
 /// The next completion event on `rx` within `limit`.
 pub(crate) async fn next_completion(
     rx: &mut tokio::sync::broadcast::Receiver<Event>,
@@ -153,34 +144,6 @@ pub(crate) fn fd_count_outside(home: &std::path::Path) -> usize {
         .flatten()
         .filter(|e| std::fs::read_link(e.path()).map_or(true, |target| !target.starts_with(home)))
         .count()
-}
-
-/// Live (non-zombie) members of process group `pgid`, from `/proc`.
-pub(crate) fn group_members(pgid: i32) -> Vec<i32> {
-    let mut pids = Vec::new();
-    for entry in std::fs::read_dir("/proc")
-        .expect("/proc is mounted")
-        .flatten()
-    {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
-            continue;
-        };
-        let fields: Vec<&str> = rest.split_ascii_whitespace().collect();
-        if fields.get(2).and_then(|f| f.parse::<i32>().ok()) == Some(pgid) && fields[0] != "Z" {
-            pids.push(pid);
-        }
-    }
-    pids
 }
 
 /// The targets of this process's open descriptors.

@@ -9,66 +9,42 @@
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use herd_hooks::{
     OutputContext, Pipeline, PluginLoadError, PluginReport, PluginStatus, RedactorConfig, Route,
     load_plugins, resolve_plugin,
 };
+use herd_test_support::plugins::PluginDir;
 
 const BUILD: &str = "cargo build -p herd-plugin-example -p herd-test-plugin-noop -p herd-test-plugin-leak -p herd-test-plugin-noroot -p herd-test-plugin-abiv -p herd-test-plugin-layout -p herd-test-plugin-initerr -p herd-test-plugin-initpanic -p herd-test-plugin-misbehave";
-
-/// `target/<profile>/lib<name>.so`, found from this test executable in `deps/`.
-fn cdylib(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().expect("the test knows its own path");
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("test executables live in target/<profile>/deps");
-    let path = profile_dir.join(format!("lib{name}.so"));
-    assert!(
-        path.exists(),
-        "{} is missing; build the test plugins first:\n    {BUILD}",
-        path.display()
-    );
-    path
-}
 
 /// A private plugins directory in a fresh temp dir.
 struct Home {
     _tmp: tempfile::TempDir,
     plugins: PathBuf,
+    dir: PluginDir,
 }
 
 impl Home {
     fn new() -> Home {
         let tmp = tempfile::tempdir().expect("temp dir");
         let plugins = tmp.path().join("plugins");
-        fs::create_dir(&plugins).expect("create plugins dir");
-        fs::set_permissions(&plugins, fs::Permissions::from_mode(0o755)).expect("chmod");
-        Home { _tmp: tmp, plugins }
+        let dir = PluginDir::create(plugins.clone(), BUILD);
+        Home {
+            _tmp: tmp,
+            plugins,
+            dir,
+        }
     }
 
     /// Installs `dir/plugin.toml` and, when given, a copy of a built library.
     fn install(&self, dir: &str, manifest: &str, library: Option<(&str, &str)>) -> PathBuf {
-        let path = self.plugins.join(dir);
-        fs::create_dir(&path).expect("create plugin dir");
-        fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).expect("chmod");
-        fs::write(path.join("plugin.toml"), manifest).expect("write manifest");
-        if let Some((crate_lib, file)) = library {
-            let dest = path.join(file);
-            fs::copy(cdylib(crate_lib), &dest).expect("copy library");
-            fs::set_permissions(&dest, fs::Permissions::from_mode(0o755)).expect("chmod");
-        }
-        path
+        self.dir.install(dir, manifest, library)
     }
 
     fn install_lib(&self, dir: &str, crate_lib: &str) -> PathBuf {
-        let file = format!("lib{crate_lib}.so");
-        let manifest = format!(
-            "name = \"{dir}\"\nversion = \"0.0.1\"\nlibrary = \"{file}\"\ndescription = \"test\"\n"
-        );
-        self.install(dir, &manifest, Some((crate_lib, &file)))
+        self.dir.install_lib(dir, crate_lib)
     }
 }
 

@@ -2,12 +2,12 @@
 //! built by the real plugin loader from real cdylibs installed in the home's plugins
 //! directory, plus deadline helpers and the process-group-gone check.
 //!
-//! The cdylibs are found next to this test executable (`target/<profile>/lib<name>.so`);
-//! when one is missing the test fails with the `cargo build` line that makes it.
+//! The cdylibs are found next to this test executable (`target/<profile>/lib<name>.so`,
+//! herd-test-support's `plugins`); when one is missing the test fails with the
+//! `cargo build` line that makes it.
 
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -16,6 +16,9 @@ use herd_core::{
     RegistryConfig, SessionId, SpawnInfo, SpawnRequest, WaitAnswer, WaitStatus,
 };
 use herd_hooks::{Pipeline, PluginReport, PluginStatus, RedactorConfig, load_plugins};
+use herd_test_support::plugins::PluginDir;
+use herd_test_support::procs::group_members;
+use herd_test_support::wait::until as wait_until;
 
 /// The command that builds every library these tests load.
 pub(crate) const BUILD: &str = "cargo build -p herd-plugin-example -p herd-test-plugin-leak -p herd-test-plugin-noop -p herd-test-plugin-misbehave";
@@ -34,34 +37,17 @@ pub(crate) const LEAKED_KEY: &str = "sk-proj-FAKEfakeFAKEfake0123456789abcd";
 /// How the redactor masks [`LEAKED_KEY`].
 pub(crate) const LEAKED_KEY_MASKED: &str = "sk-pro...abcd";
 
-/// `target/<profile>/lib<name>.so`, found from this test executable in `deps/`.
-pub(crate) fn cdylib(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().expect("the test knows its own path");
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("test executables live in target/<profile>/deps");
-    let path = profile_dir.join(format!("lib{name}.so"));
-    assert!(
-        path.exists(),
-        "{} is missing; build the plugins first:\n    {BUILD}",
-        path.display()
-    );
-    path
-}
-
-/// A plugins directory being filled before the registry is built.
+/// A plugins directory being filled before the registry is built, and the
+/// plugins it enables.
 pub(crate) struct Plugins {
-    dir: PathBuf,
+    dir: PluginDir,
     enabled: Vec<String>,
 }
 
 impl Plugins {
     fn new(dir: PathBuf) -> Plugins {
-        fs::create_dir_all(&dir).expect("create the plugins dir");
-        fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).expect("chmod plugins dir");
         Plugins {
-            dir,
+            dir: PluginDir::create(dir, BUILD),
             enabled: Vec::new(),
         }
     }
@@ -74,33 +60,21 @@ impl Plugins {
         manifest: &str,
         library: Option<(&str, &str)>,
     ) -> &mut Plugins {
-        let path = self.dir.join(name);
-        fs::create_dir(&path).expect("create plugin dir");
-        fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).expect("chmod plugin dir");
-        fs::write(path.join("plugin.toml"), manifest).expect("write manifest");
-        if let Some((crate_lib, file)) = library {
-            let dest = path.join(file);
-            fs::copy(cdylib(crate_lib), &dest).expect("copy library");
-            fs::set_permissions(&dest, fs::Permissions::from_mode(0o755)).expect("chmod library");
-        }
+        self.dir.install(name, manifest, library);
         self.enabled.push(name.to_owned());
         self
     }
 
     /// Installs and enables the built library `crate_lib` as plugin `name`.
     pub(crate) fn lib(&mut self, name: &str, crate_lib: &str) -> &mut Plugins {
-        let file = format!("lib{crate_lib}.so");
-        let manifest = format!(
-            "name = \"{name}\"\nversion = \"0.0.1\"\nlibrary = \"{file}\"\ndescription = \"test\"\n"
-        );
-        self.install(name, &manifest, Some((crate_lib, &file)))
+        self.dir.install_lib(name, crate_lib);
+        self.enabled.push(name.to_owned());
+        self
     }
 
     /// Writes `path` (relative to the plugin dir `name`) with raw `bytes`.
     pub(crate) fn write_file(&self, name: &str, file: &str, bytes: &[u8]) {
-        let dest = self.dir.join(name).join(file);
-        fs::write(&dest, bytes).expect("write plugin file");
-        fs::set_permissions(&dest, fs::Permissions::from_mode(0o755)).expect("chmod file");
+        self.dir.write_file(name, file, bytes);
     }
 }
 
@@ -142,7 +116,11 @@ impl Fixture {
         let home = Home::new(dir.path());
         let mut plugins = Plugins::new(home.plugins_dir());
         install(&mut plugins);
-        let Plugins { dir: pdir, enabled } = plugins;
+        let Plugins {
+            dir: plugin_dir,
+            enabled,
+        } = plugins;
+        let pdir = plugin_dir.path().to_owned();
         // The loader runs plugin init on the calling thread: keep it off the runtime.
         let (chain, reports) = tokio::task::spawn_blocking(move || load_plugins(&pdir, &enabled))
             .await
@@ -300,18 +278,6 @@ impl Fixture {
     }
 }
 
-/// Polls `cond` until it holds, failing with `what` after `limit`.
-pub(crate) async fn wait_until(limit: Duration, what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !cond() {
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {limit:?} waiting for {what}"
-        );
-        let _ = tokio::time::timeout(Duration::from_millis(10), std::future::pending::<()>()).await;
-    }
-}
-
 /// The completion event of session `id` on `rx`, within `limit`.
 pub(crate) async fn completion_of(
     rx: &mut tokio::sync::broadcast::Receiver<Event>,
@@ -347,29 +313,4 @@ pub(crate) fn completion_output(e: &Event) -> (&str, &str) {
         } => (output, owner_task_id),
         other => panic!("not a completion: {other:?}"),
     }
-}
-
-/// Live (non-zombie) members of process group `pgid`, from `/proc`.
-pub(crate) fn group_members(pgid: i32) -> Vec<i32> {
-    let mut pids = Vec::new();
-    for entry in fs::read_dir("/proc").expect("/proc is mounted").flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let Ok(stat) = fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
-            continue;
-        };
-        let fields: Vec<&str> = rest.split_ascii_whitespace().collect();
-        if fields.get(2).and_then(|f| f.parse::<i32>().ok()) == Some(pgid) && fields[0] != "Z" {
-            pids.push(pid);
-        }
-    }
-    pids
 }

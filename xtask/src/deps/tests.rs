@@ -72,6 +72,29 @@ fn metadata_edges_are_extracted_for_workspace_members_only() {
 }
 
 #[test]
+fn the_test_support_crate_is_a_dev_dependency_only() {
+    let meta = serde_json::json!({
+        "packages": [
+            {"name": "herd-test-support", "dependencies": [{"name": "tempfile"}]},
+            {"name": "herd-pty", "dependencies": [{"name": "herd-test-support", "kind": "dev"}]},
+            {"name": "herd-core", "dependencies": [{"name": "herd-test-support", "kind": null}]}
+        ]
+    });
+    let pkgs = packages_from_metadata(&meta);
+    assert!(
+        pkgs[1].deps.is_empty(),
+        "a dev edge to it is no edge: {pkgs:?}"
+    );
+    assert_eq!(
+        check(&pkgs),
+        vec![Violation::Forbidden {
+            from: "herd-core".into(),
+            to: "herd-test-support".into()
+        }]
+    );
+}
+
+#[test]
 fn the_workspace_follows_the_dependency_direction() {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = crate::shell::command(&cargo);
