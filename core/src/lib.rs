@@ -13,6 +13,59 @@
 //! [`Registry::drain`] (per owner, once) and [`Registry::subscribe`] (everything),
 //! and rendered for an agent by [`render_events`].
 //!
+//! # Example
+//!
+//! A registry on a home of its own, one job, its end, and the completion its
+//! owner is woken with (taken once). The registry needs a tokio runtime; with
+//! [`RegistryConfig::shim`] left at `None` it supervises in-process, so the
+//! session ends with the registry. `cargo run -p herd-core --example embed` is
+//! the same as a program, with the self-kill guard on.
+//!
+//! ```
+//! use std::time::Duration;
+//!
+//! use herd_core::{Event, Home, Registry, RegistryConfig, SpawnRequest, WaitStatus};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let runtime = tokio::runtime::Runtime::new()?;
+//! runtime.block_on(async {
+//!     // Every path the registry writes (logs, checkpoint, ledger) is under the home.
+//!     let dir = tempfile::tempdir()?;
+//!     let registry = Registry::new(Home::new(dir.path()), RegistryConfig::default())?;
+//!
+//!     let info = registry
+//!         .spawn(SpawnRequest {
+//!             command: "echo built; echo 'key ghp_abcdefghijklmnopqrstuvwxyz0123456789'".into(),
+//!             task_id: "agent-7".into(),
+//!             notify: true,
+//!             ..SpawnRequest::default()
+//!         })
+//!         .await?;
+//!
+//!     let done = registry
+//!         .wait(info.session_id.as_str(), Duration::from_secs(30), None)
+//!         .await?;
+//!     assert_eq!(done.status, WaitStatus::Exited);
+//!     assert_eq!(done.exit_code, Some(0));
+//!     // Output leaves herd only through the redactor.
+//!     assert!(done.output.starts_with("built\n"));
+//!     assert!(!done.output.contains("ghp_abcdefghijklmnopqrstuvwxyz0123456789"));
+//!
+//!     // The completion is queued for the owner before the wait answers, and is
+//!     // delivered once.
+//!     let events = registry.drain("agent-7");
+//!     assert!(matches!(
+//!         events.as_slice(),
+//!         [Event::Completion { session_id, .. }] if *session_id == info.session_id
+//!     ));
+//!     assert!(registry.drain("agent-7").is_empty());
+//!
+//!     registry.shutdown().await;
+//!     Ok::<(), Box<dyn std::error::Error>>(())
+//! })
+//! # }
+//! ```
+//!
 //! Durability (B27-B29, B38): every spawn is checkpointed before it is answered,
 //! every queued completion is committed to the home's ledger before it is published,
 //! and every finished session leaves a result receipt. A host that starts on a home a
