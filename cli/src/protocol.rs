@@ -16,6 +16,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
+pub(crate) mod escape;
+
 /// The protocol version this binary speaks. Bump on any incompatible change.
 pub(crate) const PROTOCOL_VERSION: u32 = 1;
 

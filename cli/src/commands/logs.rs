@@ -6,9 +6,10 @@ use serde_json::json;
 
 use super::follow;
 use crate::args::LogsArgs;
-use crate::client::Client;
+use crate::client::{CallError, Client};
 use crate::exit::{Code, Failure};
 use crate::output;
+use crate::protocol::METHOD_NOT_FOUND;
 
 /// `herd logs`.
 pub(crate) async fn logs(home: &Home, args: LogsArgs) -> anyhow::Result<()> {
@@ -56,26 +57,94 @@ pub(crate) async fn logs(home: &Home, args: LogsArgs) -> anyhow::Result<()> {
         .to_owned();
     let mut from_byte = 0u64;
     let mut whole = String::new();
+    let mut emit = |text: &str| {
+        if args.json {
+            whole.push_str(text);
+            Ok(())
+        } else {
+            output::raw(text)
+        }
+    };
     loop {
         let chunk = client
             .request("log_chunk", json!({"id": id, "from_byte": from_byte}))
             .await?;
         let text = chunk["output"].as_str().unwrap_or_default();
         let next = chunk["next_byte"].as_u64().unwrap_or(from_byte);
-        if args.json {
-            whole.push_str(text);
-        } else {
-            output::raw(text)?;
-        }
+        emit(text)?;
         if next <= from_byte {
             break;
         }
+        let long = next - from_byte >= DUMP_AFTER_BYTES;
         from_byte = next;
+        // A long log: the rest comes as one stream, with no round trip per chunk.
+        if long && client.hello.serves("logs.dump") {
+            match dump(&mut client, &id, from_byte, &mut emit).await? {
+                Some(end) => {
+                    from_byte = end;
+                    break;
+                }
+                // A far herd without `logs.dump`: chunk by chunk, on a new
+                // connection (the refused stream ended this one).
+                None => client = Client::connect(home).await?,
+            }
+        }
     }
     if args.json {
         output::json_pretty(&json!({"session_id": id, "output": whole, "next_byte": from_byte}))?;
     }
     Ok(())
+}
+
+/// A first chunk this long means a long log: the rest is asked for as a
+/// `logs.dump` stream (half the daemon's largest chunk).
+const DUMP_AFTER_BYTES: u64 = 512 << 10;
+
+/// Streams the log from `from_byte` to its current end through `logs.dump`,
+/// handing the output to `emit`; the offset reached, or `None` when the session's
+/// daemon (a far herd of an older version) does not serve the stream, before any
+/// output. The stream uses the connection up.
+async fn dump(
+    client: &mut Client,
+    id: &str,
+    from_byte: u64,
+    emit: &mut impl FnMut(&str) -> std::io::Result<()>,
+) -> anyhow::Result<Option<u64>> {
+    let request = client
+        .send("logs.dump", json!({"id": id, "from_byte": from_byte}))
+        .await
+        .map_err(|e| CallError::Io(e).into_anyhow())?;
+    loop {
+        let Some(message) = client
+            .next_message()
+            .await
+            .map_err(|e| CallError::Io(e).into_anyhow())?
+        else {
+            return Err(Failure::new(Code::Unreachable, "the daemon closed the log stream").into());
+        };
+        if message.method.as_deref() == Some("log") {
+            let text = message
+                .params
+                .as_ref()
+                .and_then(|p| p["output"].as_str())
+                .unwrap_or_default();
+            emit(text)?;
+            continue;
+        }
+        if message.id != json!(request) {
+            continue;
+        }
+        return match message.error {
+            Some(error) if error.code == METHOD_NOT_FOUND => Ok(None),
+            Some(error) => Err(crate::client::rpc_failure(error)),
+            None => Ok(Some(
+                message
+                    .result
+                    .and_then(|r| r["next_byte"].as_u64())
+                    .unwrap_or(from_byte),
+            )),
+        };
+    }
 }
 
 /// How far back `-n N -f` looks for the last N lines.

@@ -14,7 +14,7 @@
 //!   write, list, drain with a lease and its ack), multiplexed: ids are remapped
 //!   and answers matched back to their callers, so any number of local clients
 //!   share it;
-//! - a *long call* (`wait`, `logs.follow`) gets a door of its own, opened on
+//! - a *long call* (`wait`, `logs.follow`, `logs.dump`) gets a door of its own, opened on
 //!   demand and closed with it (a wait that lasts an hour must not stall the
 //!   host's other requests, and a local client that leaves kills its door, which
 //!   ends the far wait or stream);
@@ -97,6 +97,7 @@ const ID_METHODS: &[&str] = &[
     "adopt",
     "handoff",
     "logs.follow",
+    "logs.dump",
 ];
 
 /// The hosts of this home and their links.
@@ -323,13 +324,13 @@ impl Hosts {
         let mut params = params;
         params["id"] = Value::String(far);
         match method {
-            "logs.follow" => Routed::Reply(Reply::Stream(super::methods::Stream::Remote(
-                RemoteStream {
+            "logs.follow" | "logs.dump" => Routed::Reply(Reply::Stream(
+                super::methods::Stream::Remote(RemoteStream {
                     link,
                     method: method.to_owned(),
                     params,
-                },
-            ))),
+                }),
+            )),
             "wait" => reply(link.long_call(method, params).await),
             "handoff" => reply(link.handoff(params).await),
             "restart" => reply(link.restart(params).await),

@@ -12,11 +12,12 @@
 //! One file per concern: `spawn.rs` (spawn, restart), `query.rs` (list, lookup,
 //! poll, log, log_chunk), `control.rs` (wait, kill, resize, stdin, handoff, adopt,
 //! clean), `status.rs` (hello, status, scope, shutdown), `leases.rs` (drain and its
-//! leases, kept per connection), `streams.rs` and `sessions.rs` (the streaming
-//! methods). Requests about a far host's job go to the host link (`hosts.rs`)
+//! leases, kept per connection), `streams.rs`, `sessions.rs` and `dump.rs` (the
+//! streaming methods). Requests about a far host's job go to the host link (`hosts.rs`)
 //! first.
 
 mod control;
+mod dump;
 mod leases;
 mod query;
 mod sessions;
@@ -214,12 +215,13 @@ impl State {
             "events.follow" => return State::events_follow(params),
             "sessions.follow" => return State::sessions_follow(params),
             "logs.follow" => return self.logs_follow(params),
+            "logs.dump" => return self.logs_dump(params),
             other => Err(RpcError::new(
                 METHOD_NOT_FOUND,
                 format!(
                     "unknown method `{other}`; the daemon serves: spawn, list, lookup, poll, log, \
                      log_chunk, wait, kill, restart, write, submit, close, resize, drain, drain.ack, drain.release, adopt, clean, \
-                     handoff, status, scope, shutdown, events.follow, logs.follow, sessions.follow, hosts"
+                     handoff, status, scope, shutdown, events.follow, logs.follow, logs.dump, sessions.follow, hosts"
                 ),
             )),
         };

@@ -13,7 +13,10 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use herd_hooks::{LINE_CONTEXT_BYTES, OutputContext, Pipeline, Route, Shown, ShownStream, Window};
+use herd_hooks::{
+    KEY_LOOKBACK_BYTES, LINE_CONTEXT_BYTES, OutputContext, Pipeline, Route, Shown, ShownStream,
+    Window,
+};
 
 use super::Inner;
 use crate::SessionId;
@@ -56,6 +59,12 @@ fn chunk_end(bytes: &[u8], max_bytes: usize, is_running: bool, at_end: bool) -> 
 
 /// Reads the chunk of the log at `path` from `from_byte` (at most `max_bytes`) with
 /// its context. `Ok(None)` when there is no log yet.
+///
+/// One read brings the context before (up to [`KEY_LOOKBACK_BYTES`]), the chunk
+/// and the context after it (up to [`LINE_CONTEXT_BYTES`]). When those bytes are
+/// valid UTF-8 where the parts meet (the common case: text cut at line ends), the
+/// buffer becomes the source as it is, with no copy and one validation pass;
+/// otherwise each part is decoded on its own, lossily, as it always was.
 pub(crate) fn read_chunk(
     path: &Path,
     from_byte: u64,
@@ -75,11 +84,20 @@ pub(crate) fn read_chunk(
     let len = file.metadata().map_err(io_err)?.len();
     let from_byte = from_byte.min(len);
     let max_bytes = max_bytes.max(1);
-    let mut bytes =
-        vec![0; usize::try_from((len - from_byte).min(max_bytes as u64)).unwrap_or(max_bytes)];
-    crate::output::read_fully(&file, &mut bytes, from_byte).map_err(io_err)?;
+    let n_chunk = (len - from_byte).min(max_bytes as u64);
+    let read_from = from_byte.saturating_sub(KEY_LOOKBACK_BYTES as u64);
+    let read_to = (from_byte + n_chunk + LINE_CONTEXT_BYTES as u64).min(len);
+    let mut buf = read_span(&file, read_from, read_to).map_err(io_err)?;
+    // Where the chunk starts in `buf`, and its bytes (fewer if the file shrank).
+    let at = usize::try_from(from_byte - read_from)
+        .unwrap_or(usize::MAX)
+        .min(buf.len());
+    let chunk_len = usize::try_from(n_chunk)
+        .unwrap_or(usize::MAX)
+        .min(buf.len() - at);
+    let bytes = &buf[at..at + chunk_len];
     let at_end = from_byte + bytes.len() as u64 >= len;
-    let keep = chunk_end(&bytes, max_bytes, is_running, at_end);
+    let keep = chunk_end(bytes, max_bytes, is_running, at_end);
     // An offset inside a character: its first bytes belong to the context, so the
     // character (a zero-width space inside a token) decodes whole there.
     let lead = if from_byte > 0 {
@@ -90,22 +108,45 @@ pub(crate) fn read_chunk(
     } else {
         0
     };
-    let before = crate::output::text_before(&file, from_byte + lead as u64).map_err(io_err)?;
+    // The context before: the `KEY_LOOKBACK_BYTES` before the chunk's first
+    // character (`text_before`).
+    let before_abs = (from_byte + lead as u64).saturating_sub(KEY_LOOKBACK_BYTES as u64);
+    let before_start = usize::try_from(before_abs - read_from).unwrap_or(0);
+    let chunk_start = at + lead;
+    let chunk_stop = at + keep;
     // The rest of a line the chunk cuts (a line longer than the chunk).
-    let after = if keep > 0 && !matches!(bytes[keep - 1], b'\n' | b'\r') {
-        let mut after = bytes[keep..].to_vec();
-        let want = LINE_CONTEXT_BYTES.saturating_sub(after.len());
-        let mut more = vec![0; want];
-        let n = file
-            .read_at(&mut more, from_byte + bytes.len() as u64)
-            .map_err(io_err)?;
-        after.extend_from_slice(&more[..n]);
-        after
+    let after_stop = if keep > 0 && !matches!(bytes[keep - 1], b'\n' | b'\r') {
+        (at + chunk_len + LINE_CONTEXT_BYTES.saturating_sub(chunk_len - keep)).min(buf.len())
     } else {
-        Vec::new()
+        chunk_stop
     };
-    let chunk = String::from_utf8_lossy(&bytes[lead..keep]);
-    let after = text::decode_tail(&after, true, true);
+    let next_byte = from_byte + keep as u64;
+    let cut = before_abs > 0;
+    if let Some((start, end)) =
+        one_text(&buf, before_start, cut, chunk_start, chunk_stop, after_stop)
+    {
+        // Validated once, as the source itself; on a failure the parts are put
+        // back for the part-by-part decoding.
+        let rest = buf.split_off(end);
+        let head: Vec<u8> = buf.drain(..start).collect();
+        match String::from_utf8(buf) {
+            Ok(source) => {
+                return Ok(Some(ChunkRead {
+                    range: chunk_start - start..chunk_stop - start,
+                    source,
+                    next_byte,
+                }));
+            }
+            Err(err) => {
+                buf = head;
+                buf.extend_from_slice(&err.into_bytes());
+                buf.extend_from_slice(&rest);
+            }
+        }
+    }
+    let before = text::decode_tail(&buf[before_start..chunk_start], cut, true);
+    let chunk = String::from_utf8_lossy(&buf[chunk_start..chunk_stop]);
+    let after = text::decode_tail(&buf[chunk_stop..after_stop], true, true);
     let mut source = String::with_capacity(before.len() + chunk.len() + after.len());
     source.push_str(&before);
     source.push_str(&chunk);
@@ -113,8 +154,54 @@ pub(crate) fn read_chunk(
     Ok(Some(ChunkRead {
         range: before.len()..before.len() + chunk.len(),
         source,
-        next_byte: from_byte + keep as u64,
+        next_byte,
     }))
+}
+
+/// The bytes of `file` from `from` to `to` (fewer at its end), read without
+/// zeroing the buffer first.
+fn read_span(file: &File, from: u64, to: u64) -> io::Result<Vec<u8>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let want = to.saturating_sub(from);
+    let mut buf = Vec::with_capacity(usize::try_from(want).unwrap_or(0));
+    let mut reader = file;
+    reader.seek(SeekFrom::Start(from))?;
+    reader.take(want).read_to_end(&mut buf)?;
+    Ok(buf)
+}
+
+/// Where the context before (`buf[before_start..chunk_start]`, `cut` when the log
+/// goes on before it), the chunk (`..chunk_stop`) and the context after
+/// (`..after_stop`) would decode as one text exactly as they decode part by part,
+/// if the bytes there are valid UTF-8: the start after the continuation bytes
+/// `decode_tail` skips, the end before the incomplete character it holds back.
+/// `None` when a part starts inside a character (then the part-by-part decoding
+/// differs: the caller does that).
+fn one_text(
+    buf: &[u8],
+    before_start: usize,
+    cut: bool,
+    chunk_start: usize,
+    chunk_stop: usize,
+    after_stop: usize,
+) -> Option<(usize, usize)> {
+    let mut start = before_start;
+    if cut {
+        while start < chunk_start.min(before_start + 3) && (buf[start] & 0xC0) == 0x80 {
+            start += 1;
+        }
+    }
+    let inside_char = |at: usize, stop: usize| at < stop && (buf[at] & 0xC0) == 0x80;
+    if inside_char(start, chunk_start)
+        || inside_char(chunk_start, chunk_stop)
+        || inside_char(chunk_stop, after_stop)
+    {
+        return None;
+    }
+    // The context before ends where the chunk's first character starts, so it
+    // holds back nothing; the context after may end inside a character.
+    let end = chunk_stop + text::complete_prefix_len(&buf[chunk_stop..after_stop]);
+    Some((start, end))
 }
 
 /// What one read of a follower produced.
@@ -245,3 +332,6 @@ impl LogFollower {
         self.stream.release_idle()
     }
 }
+
+#[cfg(test)]
+mod tests;

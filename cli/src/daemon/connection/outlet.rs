@@ -44,6 +44,15 @@ impl<'c> Outlet<'c> {
             .map_err(|_| Gone)
     }
 
+    /// Writes one `log` note carrying `output`: the line [`Outlet::note`] writes
+    /// for `{"output": output}`, made by the fast string encoder (log chunks are
+    /// the long notes).
+    pub(crate) async fn note_log(&mut self, output: &str) -> Result<(), Gone> {
+        use tokio::io::AsyncWriteExt;
+        let line = crate::protocol::escape::log_note_line(output);
+        self.writer.write_all(&line).await.map_err(|_| Gone)
+    }
+
     /// Answers the request, which ends the stream; a client that has gone is not
     /// told.
     pub(crate) async fn answer(self, answer: Result<Value, RpcError>) {

@@ -25,6 +25,7 @@ pub(crate) const CAPABILITIES: &[&str] = &[
     "spawn.caller_env",
     "events.pending",
     "logs.follow.result",
+    "logs.dump",
     "sessions.follow",
     "spawn.time_limit",
     "restart",

@@ -1,6 +1,7 @@
 //! The streaming methods: `events.follow` (the owner's notifications, or with
 //! `peek` their count), `logs.follow` (a session's output until it exits, then its
-//! offset and, with `result`, how it ended) and `sessions.follow` (`sessions.rs`);
+//! offset and, with `result`, how it ended), `sessions.follow` (`sessions.rs`) and
+//! `logs.dump` (`dump.rs`);
 //! a far host's `logs.follow` is relayed by the host link.
 //!
 //! Each writes into its [`Outlet`] and ends when the client leaves; none sees the
@@ -39,6 +40,13 @@ pub(crate) enum Stream {
     },
     /// `sessions.follow`: a note whenever the home's sessions change (`sessions.rs`).
     Sessions,
+    /// `logs.dump`: a session's log to its current end (`dump.rs`).
+    Dump {
+        /// The session.
+        id: String,
+        /// Where to start, in bytes of the log.
+        from_byte: u64,
+    },
     /// A far host's stream (`logs.follow` of `NAME:proc_…`), on a door of its own.
     Remote(crate::daemon::hosts::RemoteStream),
 }
@@ -54,6 +62,9 @@ impl Stream {
                 result,
             } => logs(state, &id, from_byte, result, outlet).await,
             Stream::Sessions => super::sessions::follow(state, outlet).await,
+            Stream::Dump { id, from_byte } => {
+                super::dump::dump(state, &id, from_byte, outlet).await
+            }
             Stream::Remote(remote) => {
                 outlet
                     .relay(|reader, writer, id| remote.run(reader, writer, id))
@@ -174,7 +185,7 @@ async fn logs(
         } else {
             herd_hooks::Shown::join([read.output, follower.release_idle()], "")
         };
-        if !output.is_empty() && outlet.note("log", json!({"output": output})).await.is_err() {
+        if !output.is_empty() && outlet.note_log(output.as_str()).await.is_err() {
             return;
         }
         if read.is_done {
