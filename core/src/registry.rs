@@ -59,7 +59,7 @@ use notify::Notifier;
 #[doc(hidden)]
 pub use notify::bench_support as notify_bench_support;
 pub use restore::RestoreReport;
-pub(crate) use table::{Folded, Tables};
+pub(crate) use table::Tables;
 use view::LOG_PAGE_MAX_BYTES;
 
 /// Characters in a poll preview (B39).
@@ -132,10 +132,7 @@ impl Registry {
                 durable: durable::Durable::new(&home, config.log_budget_bytes),
                 home,
                 config,
-                tables: Mutex::new(Tables {
-                    queue_cap,
-                    ..Tables::default()
-                }),
+                tables: Mutex::new(Tables::new(queue_cap)),
                 events,
                 finishes,
                 changes,
@@ -186,8 +183,7 @@ impl Registry {
     /// How many sessions run and how many finished ones are kept, cheaply (no
     /// rows, no output through the pipeline).
     pub fn counts(&self) -> (usize, usize) {
-        let tables = self.inner.lock();
-        (tables.running.len(), tables.finished.len())
+        self.inner.lock().counts()
     }
 
     /// Every event as it is published, whatever the notification policy.
@@ -229,8 +225,7 @@ impl Registry {
         let in_process: Vec<Arc<Session>> = self
             .inner
             .lock()
-            .running
-            .values()
+            .running()
             .filter(|s| s.shim.is_none())
             .cloned()
             .collect();
@@ -243,7 +238,7 @@ impl Registry {
         if let Err(error) = self.inner.sync_durable().await {
             tracing::warn!(%error, "checkpoint not written at detach");
         }
-        let n_detached = self.inner.lock().running.len();
+        let n_detached = self.inner.lock().counts().0;
         tracing::info!(
             n_detached,
             n_killed,
@@ -262,7 +257,7 @@ impl Registry {
             .store(true, std::sync::atomic::Ordering::SeqCst);
         let mut n = self.kill_all("", &[], KillSource::HostShutdown).await;
         for _ in 0..3 {
-            if self.inner.lock().running.is_empty() {
+            if self.inner.lock().counts().0 == 0 {
                 break;
             }
             let more = self.kill_all("", &[], KillSource::HostShutdown).await;

@@ -208,7 +208,7 @@ impl Inner {
     /// the caller reads the exit itself. Never neither, never both.
     pub(crate) fn adopt_foreground(&self, s: &Session) -> Adoption {
         let tables = self.lock();
-        if !tables.running.contains_key(&s.id) {
+        if !tables.is_running(&s.id) {
             return Adoption::Finished;
         }
         if self.agents().is_child(&s.state().owner_task_id) {
@@ -284,7 +284,7 @@ impl Registry {
             });
         }
         let not_owned = || HandoffError::NotRunningOwned { id: s.id.clone() };
-        if !tables.running.contains_key(&s.id) {
+        if !tables.is_running(&s.id) {
             return Err(not_owned());
         }
         {
@@ -336,22 +336,17 @@ impl Registry {
             Vec<Arc<Session>>,
         ) = {
             let mut tables = self.inner.lock();
-            let dropped = tables
-                .queues
-                .remove(child_owner)
-                .map(Vec::from)
-                .unwrap_or_default();
+            let dropped = tables.drop_queue(child_owner);
             let owned = |s: &&Arc<Session>| s.state().owner_task_id == child_owner;
             (
                 dropped,
                 tables
-                    .running
-                    .values()
+                    .running()
                     .filter(owned)
                     .filter(|s| !s.persist_on_release)
                     .cloned()
                     .collect(),
-                tables.finished.values().filter(owned).cloned().collect(),
+                tables.finished().filter(owned).cloned().collect(),
             )
         };
         // The child is gone and its queue with it: marked delivered (outside the

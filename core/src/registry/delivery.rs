@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::event::Event;
-use crate::registry::{Folded, Inner, Registry};
+use crate::registry::{Inner, Registry};
 
 /// Events taken from one owner's queue and not yet acknowledged.
 #[derive(Debug)]
@@ -65,14 +65,10 @@ impl Drop for Drained {
         }
         let n_returned = self.events.len();
         {
-            let mut tables = self.inner.lock();
-            let queue = tables
-                .queues
-                .entry(std::mem::take(&mut self.owner))
-                .or_default();
-            for event in self.events.drain(..).rev() {
-                queue.push_front(event);
-            }
+            let events = std::mem::take(&mut self.events);
+            self.inner
+                .lock()
+                .requeue_front(std::mem::take(&mut self.owner), events);
         }
         tracing::debug!(n_returned, "unacknowledged events returned to their queue");
     }
@@ -84,21 +80,8 @@ impl Registry {
     /// docs). [`Registry::drain`] is `take` acknowledged at once.
     pub fn take(&self, owner: &str) -> Drained {
         self.inner.replay_once();
-        let events: Vec<Event> = {
-            let mut tables = self.inner.lock();
-            let folded = tables.folded.remove(owner);
-            let queued = tables
-                .queues
-                .remove(owner)
-                .map(Vec::from)
-                .unwrap_or_default();
-            // What a full queue folded comes first.
-            folded
-                .map(Folded::event)
-                .into_iter()
-                .chain(queued)
-                .collect()
-        };
+        // What a full queue folded comes first.
+        let events = self.inner.lock().take_queue(owner);
         Drained {
             inner: Arc::clone(&self.inner),
             owner: owner.to_owned(),
@@ -110,12 +93,7 @@ impl Registry {
     /// taking them: for a front end that tells its client there is something to
     /// collect.
     pub fn pending(&self, owner: &str) -> usize {
-        let tables = self.inner.lock();
-        tables
-            .queues
-            .get(owner)
-            .map_or(0, std::collections::VecDeque::len)
-            + usize::from(tables.folded.contains_key(owner))
+        self.inner.lock().pending(owner)
     }
 
     /// Forgets finished sessions: of `owner` (every owner when `None`), finished
@@ -126,8 +104,7 @@ impl Registry {
         let gone: Vec<Arc<crate::session::Session>> = {
             let mut tables = self.inner.lock();
             let ids: Vec<crate::SessionId> = tables
-                .finished
-                .values()
+                .finished()
                 // A session whose receipt is still being written stays until it is.
                 .filter(|s| !self.inner.receipt_pending(&s.id))
                 .filter(|s| {
@@ -140,7 +117,7 @@ impl Registry {
                 .map(|s| s.id.clone())
                 .collect();
             ids.iter()
-                .filter_map(|id| tables.finished.remove(id))
+                .filter_map(|id| tables.remove_finished(id))
                 .collect()
         };
         if !gone.is_empty() {

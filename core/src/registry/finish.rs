@@ -39,12 +39,12 @@ impl Inner {
         // but before its receipt was stored) is not queued a second time.
         let early_commit = queued(&early).then(|| self.commit_completion(&early));
         let mut tables = self.lock();
-        if tables.running.remove(&s.id).is_none() {
+        if tables.take_running(&s.id).is_none() {
             return;
         }
         self.notifier.forget(&s.id);
         let event = draft.stamp(s);
-        tables.finished.insert(s.id.clone(), Arc::clone(s));
+        tables.add_finished(Arc::clone(s));
         if queued(&event) {
             let commit = match early_commit {
                 Some(committed) if same_completion(&early, &event) => committed,

@@ -40,8 +40,7 @@ impl Registry {
         let targets: Vec<Arc<Session>> = {
             let tables = self.inner.lock();
             tables
-                .running
-                .values()
+                .running()
                 .filter(|s| !exclude.contains(&s.id))
                 .filter(|s| !(source.spares_persistent() && s.persist_on_release))
                 .filter(|s| owner.is_empty() || s.state().owner_task_id == owner)

@@ -361,7 +361,7 @@ impl Inner {
         };
         let command = self.shown_command(s);
         let mut tables = self.lock();
-        if !tables.running.contains_key(&s.id) || !s.is_notify() {
+        if !tables.is_running(&s.id) || !s.is_notify() {
             tracing::debug!(session_id = %s.id, "heartbeat dropped: the session finished");
             return;
         }
@@ -401,7 +401,7 @@ impl Inner {
         });
         let command = self.shown_command(s);
         let mut tables = self.lock();
-        if !tables.running.contains_key(&s.id) {
+        if !tables.is_running(&s.id) {
             return;
         }
         let (owner, task_id, session_key) = {

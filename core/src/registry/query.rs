@@ -329,7 +329,7 @@ impl Registry {
             let pool: Box<dyn Iterator<Item = &Arc<Session>>> = if filter.include_finished {
                 Box::new(tables.all())
             } else {
-                Box::new(tables.running.values())
+                Box::new(tables.running())
             };
             pool.filter(|s| {
                 let st = s.state();
@@ -357,8 +357,7 @@ impl Registry {
     pub fn snapshot_running_ids(&self, owner: &str) -> Vec<SessionId> {
         let tables = self.inner.lock();
         let mut ids: Vec<SessionId> = tables
-            .running
-            .values()
+            .running()
             .filter(|s| s.state().owner_task_id == owner)
             .map(|s| s.id.clone())
             .collect();
@@ -370,8 +369,7 @@ impl Registry {
     pub fn has_active_processes(&self, task_id: &str) -> bool {
         self.inner
             .lock()
-            .running
-            .values()
+            .running()
             .any(|s| s.state().task_id == task_id)
     }
 
@@ -385,8 +383,7 @@ impl Registry {
             let pending = self
                 .inner
                 .lock()
-                .running
-                .values()
+                .running()
                 .any(|s| s.is_notify() && s.state().owner_task_id == owner);
             if !pending {
                 return true;

@@ -416,7 +416,7 @@ impl Inner {
     fn close(self: &Arc<Self>, id: SessionId, entry: &CheckpointEntry, note: &str) {
         let s = self.detached_session(id.clone(), entry, entry.session.start_time);
         self.durable.mark_detached(id.clone(), note.to_owned());
-        self.lock().running.insert(id, Arc::clone(&s));
+        self.lock().add_running(Arc::clone(&s));
         self.finish(
             &s,
             Finish {
@@ -456,7 +456,7 @@ impl Inner {
                 heartbeat_seconds: r.heartbeat_seconds,
             },
         );
-        self.lock().running.insert(id.clone(), Arc::clone(&s));
+        self.lock().add_running(Arc::clone(&s));
         // Watch patterns keep matching the reattached output (B20 events are wakes
         // while the session runs, not completions). Heartbeats are not re-armed:
         // B21 beats only sessions whose completion can be delivered, and a detached

@@ -339,7 +339,7 @@ impl Inner {
                 heartbeat_seconds: r.heartbeat_seconds,
             },
         );
-        self.lock().running.insert(id, Arc::clone(&s));
+        self.lock().add_running(Arc::clone(&s));
         s
     }
 

@@ -144,13 +144,13 @@ impl Inner {
 
 #[derive(Debug, Default)]
 pub(crate) struct Tables {
-    pub(crate) running: HashMap<SessionId, Arc<Session>>,
-    pub(crate) finished: HashMap<SessionId, Arc<Session>>,
-    pub(crate) queues: HashMap<String, VecDeque<Event>>,
+    running: HashMap<SessionId, Arc<Session>>,
+    finished: HashMap<SessionId, Arc<Session>>,
+    queues: HashMap<String, VecDeque<Event>>,
     /// The most events one queue holds.
-    pub(crate) queue_cap: usize,
+    queue_cap: usize,
     /// What was folded out of each owner's full queue since its last drain.
-    pub(crate) folded: HashMap<String, Folded>,
+    folded: HashMap<String, Folded>,
 }
 
 /// Counts of events folded out of one owner's queue.
@@ -179,6 +179,88 @@ impl Folded {
 }
 
 impl Tables {
+    /// Empty tables whose queues hold at most `queue_cap` events each.
+    pub(super) fn new(queue_cap: usize) -> Tables {
+        Tables {
+            queue_cap,
+            ..Tables::default()
+        }
+    }
+
+    /// The running sessions, in no order.
+    pub(crate) fn running(&self) -> impl Iterator<Item = &Arc<Session>> {
+        self.running.values()
+    }
+
+    /// The finished sessions kept, in no order.
+    pub(super) fn finished(&self) -> impl Iterator<Item = &Arc<Session>> {
+        self.finished.values()
+    }
+
+    /// The running session `id`, if it runs.
+    pub(super) fn running_session(&self, id: &SessionId) -> Option<&Arc<Session>> {
+        self.running.get(id)
+    }
+
+    pub(crate) fn is_running(&self, id: &SessionId) -> bool {
+        self.running.contains_key(id)
+    }
+
+    /// How many sessions run and how many finished ones are kept.
+    pub(super) fn counts(&self) -> (usize, usize) {
+        (self.running.len(), self.finished.len())
+    }
+
+    /// Enters a session as running.
+    pub(super) fn add_running(&mut self, s: Arc<Session>) {
+        self.running.insert(s.id.clone(), s);
+    }
+
+    /// Takes a session out of the running set; `None` when it is not there.
+    pub(super) fn take_running(&mut self, id: &SessionId) -> Option<Arc<Session>> {
+        self.running.remove(id)
+    }
+
+    /// Enters a session as finished.
+    pub(super) fn add_finished(&mut self, s: Arc<Session>) {
+        self.finished.insert(s.id.clone(), s);
+    }
+
+    /// Forgets a finished session.
+    pub(super) fn remove_finished(&mut self, id: &SessionId) -> Option<Arc<Session>> {
+        self.finished.remove(id)
+    }
+
+    /// Takes `owner`'s queue, the notice of what it folded first.
+    pub(super) fn take_queue(&mut self, owner: &str) -> Vec<Event> {
+        let folded = self.folded.remove(owner);
+        let queued = self.drop_queue(owner);
+        folded
+            .map(Folded::event)
+            .into_iter()
+            .chain(queued)
+            .collect()
+    }
+
+    /// Drops `owner`'s queue (not its fold counts) and returns what it held.
+    pub(super) fn drop_queue(&mut self, owner: &str) -> Vec<Event> {
+        self.queues.remove(owner).map(Vec::from).unwrap_or_default()
+    }
+
+    /// Puts `events` back at the front of `owner`'s queue, in their order.
+    pub(super) fn requeue_front(&mut self, owner: String, events: Vec<Event>) {
+        let queue = self.queues.entry(owner).or_default();
+        for event in events.into_iter().rev() {
+            queue.push_front(event);
+        }
+    }
+
+    /// How many events wait for `owner` (a fold notice counts as one).
+    pub(super) fn pending(&self, owner: &str) -> usize {
+        self.queues.get(owner).map_or(0, VecDeque::len)
+            + usize::from(self.folded.contains_key(owner))
+    }
+
     pub(crate) fn get(&self, id: &SessionId) -> Option<&Arc<Session>> {
         self.running.get(id).or_else(|| self.finished.get(id))
     }

@@ -95,7 +95,7 @@ impl Inner {
             // (the finish hook, which removes them, may have run already), and needs
             // no entry: there is nothing left to restore.
             let tables = self.lock();
-            let running = tables.running.get(&info.session_id).cloned();
+            let running = tables.running_session(&info.session_id).cloned();
             if running.is_some() {
                 self.durable
                     .checkpoint
@@ -233,7 +233,7 @@ impl Inner {
 
     /// The checkpoint records of every running session.
     fn running_records(&self) -> Vec<SessionRecord> {
-        let running: Vec<Arc<Session>> = self.lock().running.values().cloned().collect();
+        let running: Vec<Arc<Session>> = self.lock().running().cloned().collect();
         let extras = lock(&self.durable.checkpoint.extras);
         let mut records: Vec<SessionRecord> = running
             .iter()
