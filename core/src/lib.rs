@@ -80,7 +80,7 @@
 //! with the runtime) and waits for its exit; bytes pass the PTY query responder and
 //! the shell-noise filter, then go to `<home>/logs/sessions/<id>.log` (complete, up
 //! to the log cap) and to a bounded in-memory tail. When output and exit are both
-//! done, the one choke point in `registry.rs` moves the session to finished and
+//! done, the one choke point in `registry/finish.rs` moves the session to finished and
 //! publishes its completion. Heartbeats and the watch breaker's release run off one
 //! timer task for the whole registry; the checkpoint of running sessions is written
 //! by one coalescing task.

@@ -4,9 +4,9 @@
 //! `.await` (the guards are `!Send`):
 //!
 //! 1. [`Level::Tables`]: the session table (running, finished, owners' queues);
-//! 2. [`Level::Agents`]: parent and child agents (`handoff`);
+//! 2. [`Level::Agents`]: parent and child agents (`registry::agents`);
 //! 3. [`Level::Session`]: one session's lifecycle state;
-//! 4. [`Level::Notifier`]: watch breaker and heartbeat schedule (`notify`);
+//! 4. [`Level::Notifier`]: watch breaker and heartbeat schedule (`registry::notify`);
 //! 5. [`Level::Tail`]: one session's output tail.
 //!
 //! Two locks of one level are never held at once. Nothing slow or foreign (output

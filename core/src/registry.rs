@@ -1,19 +1,31 @@
-//! The registry: the table of sessions and every operation on them.
+//! The registry: the table of sessions and every operation on them, in rooms.
 //!
-//! Locking: `Inner::tables` (running, finished, owners' queues) is taken before any
-//! session lock and never while awaiting. The one choke point, [`Inner::finish`], moves
-//! a session from running to finished, stamps it, releases its handles and publishes
-//! its completion inside a single critical section of the table lock, so a waiter
-//! always sees the session either running or with its completion published (B10).
+//! [`Registry`] is the public handle; `Inner` is only the composition of the rooms
+//! below, its fields private to this module and its rooms. Each room owns its state
+//! behind private fields and is entered through `Inner` methods:
 //!
-//! Every route by which output leaves (poll, log, log chunk, wait, kill, list preview,
-//! completion; heartbeat and watch in `notify`, foreground in `foreground`) passes it
-//! through `pipeline.apply` with the route and the session owner's identity (B8, B30,
-//! B31), and every `command` field through `pipeline.redact_command`.
+//! - `table`: the session table (running, finished, owners' queues) behind the table
+//!   lock, lookup (B37), fresh ids, pruning (B11);
+//! - `spawning`: the spawn path, called once per [`Registry::spawn`];
+//! - `query`, `stdin`, `killing`: the query API, input, kills and their conclusion;
+//! - `finish`: the one choke point (B9, B10), which moves a session from running to
+//!   finished, stamps it, releases its handles and publishes its completion inside a
+//!   single critical section of the table lock, so a waiter always sees the session
+//!   either running or with its completion published;
+//! - `view`: the one builder of answers, live or from a receipt; every route by which
+//!   output leaves passes `Inner::show_subject`, the pipeline with the route and the
+//!   session owner's identity (B8, B30, B31), and every `command` field
+//!   `pipeline.show_command`;
+//! - `durable` (`checkpoint`, `ledger`, `receipts`), `restore`, `reclaim`,
+//!   `supervised`: what is kept on disk and what comes back from it;
+//! - `notify`, `agents`: notifications (B19-B22) and parent and child agents
+//!   (B24-B26); `lifecycle`, `delivery`, `external`, `logs`: time limits and restart,
+//!   drains, far hosts' events, log chunks and followers.
 //!
-//! Lock order: table lock → agents (`handoff`) → session state → notifier state
+//! Lock order: table lock → agents (`agents`) → session state → notifier state
 //! (`notify`) → session tail, written down and checked in debug builds in
-//! `lock_order.rs`.
+//! `lock_order.rs`. Nothing slow (fsync, plugins, `/proc` scans, file IO) runs under
+//! the table lock.
 
 use std::sync::{Arc, Mutex};
 

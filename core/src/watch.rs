@@ -27,7 +27,7 @@
 //! only if admitted); then queue the `disabled` part, which the breaker never drops.
 //! A delivery the breaker drops still counts toward the session's lifetime cap.
 //!
-//! `crate::notify` wires these into the reader and the registry's one timer.
+//! `crate::registry::notify` wires these into the reader and the registry's one timer.
 
 // A few accessors and wire names serve the unit tests and diagnostics only.
 #![allow(dead_code, reason = "accessors the unit tests use")]

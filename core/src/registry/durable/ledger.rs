@@ -8,11 +8,11 @@
 
 use std::collections::HashSet;
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 use std::time::SystemTime;
 
 use herd_hooks::Shown;
-use herd_persistence::{CompletionRecord, Ledger};
+use herd_persistence::{CompletionRecord, Home, Ledger};
 use serde::Deserialize;
 
 use super::{lock, reason_from_name, source_from_name, unix_seconds};
@@ -40,6 +40,51 @@ impl Default for Completions {
     }
 }
 
+impl Completions {
+    /// The ledger, created on first use (a registry that never commits creates none).
+    fn created(
+        &self,
+        home: &Home,
+    ) -> Result<MutexGuard<'_, Option<Ledger>>, herd_persistence::Error> {
+        let mut slot = lock(&self.slot);
+        if slot.is_none() {
+            *slot = Some(Ledger::create(home)?);
+        }
+        Ok(slot)
+    }
+
+    /// Notes a completion this registry committed, so the replay skips it.
+    fn committed_here(&self, completion_id: String) {
+        if let Replay::Pending { committed_here } = &mut *lock(&self.replay) {
+            committed_here.insert(completion_id);
+        }
+    }
+}
+
+/// The ledger row of a completion whose event JSON is `value`; `None` for any other
+/// event.
+fn completion_record(event: &Event, value: serde_json::Value) -> Option<CompletionRecord> {
+    let Event::Completion {
+        session_id,
+        task_id,
+        owner_task_id,
+        session_key,
+        ..
+    } = event
+    else {
+        return None;
+    };
+    Some(CompletionRecord {
+        completion_id: session_id.as_str().to_owned(),
+        session_id: session_id.as_str().to_owned(),
+        owner_task_id: owner_task_id.clone(),
+        task_id: task_id.clone(),
+        session_key: session_key.clone().unwrap_or_default(),
+        event: value,
+        created_at: unix_seconds(SystemTime::now()),
+    })
+}
+
 impl Inner {
     /// Commits a completion to the ledger before it is published (B29). Called inside
     /// the choke point's critical section for completions that are queued. A failure
@@ -59,9 +104,6 @@ impl Inner {
     fn commit_completion_as(&self, event: &Event, replace: bool) -> bool {
         let Event::Completion {
             session_id,
-            task_id,
-            owner_task_id,
-            session_key,
             command,
             ..
         } = event
@@ -80,25 +122,16 @@ impl Inner {
                 self.config.pipeline.redact_command(command).into_owned(),
             );
         }
-        let record = CompletionRecord {
-            completion_id: session_id.as_str().to_owned(),
-            session_id: session_id.as_str().to_owned(),
-            owner_task_id: owner_task_id.clone(),
-            task_id: task_id.clone(),
-            session_key: session_key.clone().unwrap_or_default(),
-            event: value,
-            created_at: unix_seconds(SystemTime::now()),
+        let Some(record) = completion_record(event, value) else {
+            return true;
         };
-        let mut slot = lock(&self.durable.ledger.slot);
-        if slot.is_none() {
-            match Ledger::create(&self.home) {
-                Ok(ledger) => *slot = Some(ledger),
-                Err(error) => {
-                    tracing::error!(session_id = %session_id, %error, "completion not committed to the ledger; it is published but will not survive a restart");
-                    return true;
-                }
+        let slot = match self.durable.ledger.created(&self.home) {
+            Ok(slot) => slot,
+            Err(error) => {
+                tracing::error!(session_id = %session_id, %error, "completion not committed to the ledger; it is published but will not survive a restart");
+                return true;
             }
-        }
+        };
         let ledger = slot.as_ref().expect("the ledger was just opened");
         let committed = if replace {
             ledger.commit_replacing(&record)
@@ -109,10 +142,7 @@ impl Inner {
             Ok(new) => {
                 let queue =
                     new || !matches!(ledger.is_delivered(&record.completion_id), Ok(Some(true)));
-                if let Replay::Pending { committed_here } = &mut *lock(&self.durable.ledger.replay)
-                {
-                    committed_here.insert(record.completion_id);
-                }
+                self.durable.ledger.committed_here(record.completion_id);
                 queue
             }
             Err(error) => {
@@ -128,46 +158,24 @@ impl Inner {
     /// ledger held it already (a replay from the far side: it was queued before),
     /// `None` when the ledger cannot be written.
     pub(in crate::registry) fn commit_external(&self, event: &Event) -> Option<bool> {
-        let Event::Completion {
-            session_id,
-            task_id,
-            owner_task_id,
-            session_key,
-            ..
-        } = event
-        else {
+        let Event::Completion { session_id, .. } = event else {
             return Some(true);
         };
-        let value = serde_json::to_value(event).ok()?;
-        let record = CompletionRecord {
-            completion_id: session_id.as_str().to_owned(),
-            session_id: session_id.as_str().to_owned(),
-            owner_task_id: owner_task_id.clone(),
-            task_id: task_id.clone(),
-            session_key: session_key.clone().unwrap_or_default(),
-            event: value,
-            created_at: unix_seconds(SystemTime::now()),
-        };
-        let mut slot = lock(&self.durable.ledger.slot);
-        if slot.is_none() {
-            match Ledger::create(&self.home) {
-                Ok(ledger) => *slot = Some(ledger),
-                Err(error) => {
-                    tracing::error!(session_id = %session_id, %error, "a far completion not committed: the ledger cannot be opened");
-                    return None;
-                }
+        let record = completion_record(event, serde_json::to_value(event).ok()?)?;
+        let slot = match self.durable.ledger.created(&self.home) {
+            Ok(slot) => slot,
+            Err(error) => {
+                tracing::error!(session_id = %session_id, %error, "a far completion not committed: the ledger cannot be opened");
+                return None;
             }
-        }
+        };
         let ledger = slot.as_ref().expect("the ledger was just opened");
         match ledger.commit(&record) {
             Ok(new) => {
                 // Queued here now, so the replay must not queue it again; one the
                 // ledger held already is left to the replay (if undelivered).
-                if new
-                    && let Replay::Pending { committed_here } =
-                        &mut *lock(&self.durable.ledger.replay)
-                {
-                    committed_here.insert(record.completion_id);
+                if new {
+                    self.durable.ledger.committed_here(record.completion_id);
                 }
                 Some(new)
             }
