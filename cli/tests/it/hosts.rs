@@ -16,9 +16,9 @@ const DEADLINE: Duration = Duration::from_secs(60);
 
 /// A local home whose config names the far home as host `far`, and an
 /// unreachable host `down` (its door is `false`).
-struct Pair {
-    local: Env,
-    far: Env,
+pub(crate) struct Pair {
+    pub(crate) local: Env,
+    pub(crate) far: Env,
 }
 
 impl Pair {
@@ -27,7 +27,7 @@ impl Pair {
     }
 
     /// Host `far` is reached through `door` followed by the far proxy's argv.
-    fn through(door: Vec<String>) -> Pair {
+    pub(crate) fn through(door: Vec<String>) -> Pair {
         let local = Env::new();
         let far = Env::new();
         let mut argv = door;
@@ -47,7 +47,7 @@ impl Pair {
     }
 
     /// Starts a far job, returning its qualified id.
-    fn run(&self, args: &[&str]) -> String {
+    pub(crate) fn run(&self, args: &[&str]) -> String {
         let mut all = vec!["run", "--host", "far"];
         all.extend_from_slice(args);
         let id = self.local.ok(&all).trim().to_owned();
@@ -56,7 +56,7 @@ impl Pair {
     }
 
     /// The local owner's events (`herd events --json`), parsed.
-    fn events(&self) -> Vec<Value> {
+    pub(crate) fn events(&self) -> Vec<Value> {
         self.local
             .ok(&["events", "--json"])
             .lines()
@@ -66,7 +66,7 @@ impl Pair {
     }
 
     /// Drains events until `done` says the collected ones are enough.
-    fn events_until(&self, mut done: impl FnMut(&[Value]) -> bool) -> Vec<Value> {
+    pub(crate) fn events_until(&self, mut done: impl FnMut(&[Value]) -> bool) -> Vec<Value> {
         let mut all = Vec::new();
         let found = wait_until(DEADLINE, || {
             all.extend(self.events());
@@ -87,9 +87,13 @@ impl Pair {
     /// Pids of the far `herd proxy` processes serving this far home (the doors).
     fn doors(&self) -> Vec<i32> {
         let far_home = format!("HERD_HOME={}", self.far.home().display());
+        // The command line is `<herd> proxy` (env execs it); only the environment
+        // that follows may name the far home (the far daemon's has it too, and
+        // an `http_proxy` variable would match a bare "proxy").
+        let proxy = format!("{HERD} proxy ");
         processes()
             .into_iter()
-            .filter(|(_, cmdline)| cmdline.contains(&far_home) && cmdline.contains("proxy"))
+            .filter(|(_, line)| line.starts_with(&proxy) && line.contains(&far_home))
             .map(|(pid, _)| pid)
             .collect()
     }
@@ -97,7 +101,7 @@ impl Pair {
 
 /// Every process with its command line (NULs as spaces) and environment
 /// (`HERD_HOME=…` is in the env command's argv, so the line is enough).
-fn processes() -> Vec<(i32, String)> {
+pub(crate) fn processes() -> Vec<(i32, String)> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
@@ -132,14 +136,14 @@ fn descendants(pid: i32) -> Vec<i32> {
     found
 }
 
-fn sigkill(pid: i32) {
+pub(crate) fn sigkill(pid: i32) {
     let _ = nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(pid),
         nix::sys::signal::Signal::SIGKILL,
     );
 }
 
-fn completions_of<'a>(events: &'a [Value], id: &str) -> Vec<&'a Value> {
+pub(crate) fn completions_of<'a>(events: &'a [Value], id: &str) -> Vec<&'a Value> {
     events
         .iter()
         .filter(|e| e["type"] == "completion" && e["session_id"] == id)
@@ -680,5 +684,108 @@ fn issue15_a_far_herd_without_leased_drains_is_refused_naming_what_it_lacks() {
             && said.contains("drain.lease")
             && said.contains("hosts install old"),
         "{said}"
+    );
+}
+
+/// The events of `kind` about `id`.
+fn of_kind<'a>(events: &'a [Value], kind: &str, id: &str) -> Vec<&'a Value> {
+    events
+        .iter()
+        .filter(|e| e["type"] == kind && e["session_id"] == id)
+        .collect()
+}
+
+#[test]
+fn issue_15_far_heartbeats_and_a_far_watch_wake_reach_the_local_owner_once_each() {
+    // Issue 15: a far job's heartbeats (B21) and another's watch wake (B20) reach
+    // the local owner through the host link under the qualified ids, each once,
+    // across doors killed between them.
+    let pair = Pair::new();
+    // The far daemon starts with the door, so it reads this floor.
+    std::fs::write(
+        pair.far.home().join("config.toml"),
+        "heartbeat_floor_seconds = 1\n",
+    )
+    .expect("the far home is writable");
+    let wait_for = |name: &str| {
+        format!(
+            "while [ ! -e {} ]; do sleep 0.05; done",
+            pair.far.scratch().join(name).display()
+        )
+    };
+    let go = |name: &str| {
+        std::fs::write(pair.far.scratch().join(name), b"").expect("the scratch dir is writable");
+    };
+    // Each line comes only after the previous beat arrived here, so each beat
+    // carries one line; nothing is printed after the last, so there are two.
+    let beating = pair.run(&[
+        "--heartbeat",
+        "1",
+        "--",
+        &format!(
+            "echo beat-one; {}; echo beat-two; {}",
+            wait_for("one"),
+            wait_for("two")
+        ),
+    ]);
+    let watched = pair.run(&[
+        "--notify",
+        "--watch",
+        "READY",
+        "--",
+        &format!("echo booting; echo READY on 8080; {}", wait_for("two")),
+    ]);
+    let beat_with = |all: &[Value], text: &str| {
+        of_kind(all, "heartbeat", &beating)
+            .iter()
+            .any(|e| e["output"].as_str().is_some_and(|o| o.contains(text)))
+    };
+    let mut all = pair.events_until(|got| {
+        beat_with(got, "beat-one") && !of_kind(got, "watch_match", &watched).is_empty()
+    });
+    // Every door dies; the link reopens them and drains again.
+    for pid in pair.doors() {
+        sigkill(pid);
+    }
+    go("one");
+    all.extend(pair.events_until(|got| beat_with(got, "beat-two")));
+    for pid in pair.doors() {
+        sigkill(pid);
+    }
+    go("two");
+    // Both completions come after any replay of the earlier events would.
+    all.extend(pair.events_until(|got| {
+        !completions_of(got, &beating).is_empty() && !completions_of(got, &watched).is_empty()
+    }));
+
+    let beats = of_kind(&all, "heartbeat", &beating);
+    let seqs: Vec<&Value> = beats.iter().map(|e| &e["seq"]).collect();
+    assert_eq!(seqs, [1, 2], "two beats, once each: {all:?}");
+    for (beat, text) in beats.iter().zip(["beat-one", "beat-two"]) {
+        assert!(
+            beat["output"].as_str().is_some_and(|o| o.contains(text)),
+            "{beat}"
+        );
+        assert_eq!(beat["owner_task_id"], "cli", "{beat}");
+        assert_eq!(beat["interval"], 1, "{beat}");
+    }
+    let wakes = of_kind(&all, "watch_match", &watched);
+    assert_eq!(wakes.len(), 1, "one wake: {all:?}");
+    assert_eq!(wakes[0]["pattern"], "READY", "{all:?}");
+    assert_eq!(wakes[0]["owner_task_id"], "cli", "{all:?}");
+    assert!(
+        wakes[0]["output"]
+            .as_str()
+            .is_some_and(|o| o.contains("READY on 8080")),
+        "{all:?}"
+    );
+    // A heartbeat implies notify (B21): both jobs' completions, once each.
+    assert_eq!(completions_of(&all, &beating).len(), 1, "{all:?}");
+    assert_eq!(completions_of(&all, &watched).len(), 1, "{all:?}");
+    // Nothing arrived for another session or owner.
+    assert!(
+        all.iter()
+            .all(|e| e["session_id"] == beating.as_str() || e["session_id"] == watched.as_str()),
+        "{all:?}"
     );
 }

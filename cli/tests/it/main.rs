@@ -12,6 +12,7 @@ mod hosts;
 mod jobs;
 mod lifecycle;
 mod mcp;
+mod netns;
 mod props;
 mod remote;
 mod restore;

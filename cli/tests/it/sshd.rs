@@ -7,7 +7,8 @@
 //! (`env HERD_HOME=... herd proxy` in the door's argv), whose daemon its own
 //! [`Env`] shuts down. `.ci/run` installs `openssh-server` and sets
 //! `HERD_REQUIRE_SSHD=1`; without sshd a test says so on stderr and passes, and
-//! under `HERD_REQUIRE_SSHD=1` it fails.
+//! under `HERD_REQUIRE_SSHD=1` it fails. [`Sshd::start_in`] runs one in a network
+//! namespace instead, on a veth address (`netns.rs`: a real network cut).
 //!
 //! The doors that ask (a password, an unknown host key) are run from `herd` on a
 //! real terminal (a PTY, which is its controlling terminal): ssh would prompt on
@@ -27,6 +28,9 @@ use crate::support::{Env, HERD, raw_command, stderr, stdout, wait_until};
 /// The server program.
 const SSHD: &str = "/usr/sbin/sshd";
 
+/// The port a server in a network namespace of its own listens on.
+const NETNS_PORT: u16 = 2222;
+
 /// Generous: CI runs on two busy cores.
 const DEADLINE: Duration = Duration::from_secs(30);
 
@@ -35,13 +39,45 @@ const DEADLINE: Duration = Duration::from_secs(30);
 pub(crate) struct Sshd {
     child: Child,
     dir: tempfile::TempDir,
+    /// The address it listens on (loopback, or a namespace's veth address).
+    addr: String,
     port: u16,
+}
+
+/// Where a server listens: loopback on a free port, or a network namespace's
+/// address (see `netns.rs`).
+struct Listen<'a> {
+    /// `ip netns exec NAME` runs it there.
+    netns: Option<&'a str>,
+    addr: &'a str,
+    /// Lines added to sshd_config.
+    extra: &'a str,
 }
 
 impl Sshd {
     /// Starts one, or says why not: `None` (with a note on stderr) when sshd is not
     /// installed, a panic under `HERD_REQUIRE_SSHD=1`.
     pub(crate) fn start() -> Option<Sshd> {
+        Sshd::start_at(&Listen {
+            netns: None,
+            addr: "127.0.0.1",
+            extra: "",
+        })
+    }
+
+    /// Starts one in network namespace `netns`, listening on `addr` (port
+    /// [`NETNS_PORT`]: the namespace is private, so the port is free). It ends a
+    /// client's session after 3 unanswered keep-alives a second apart, so a far
+    /// `herd proxy` behind a cut link does not outlive it by long.
+    pub(crate) fn start_in(netns: &str, addr: &str) -> Option<Sshd> {
+        Sshd::start_at(&Listen {
+            netns: Some(netns),
+            addr,
+            extra: "ClientAliveInterval 1\nClientAliveCountMax 3\n",
+        })
+    }
+
+    fn start_at(listen: &Listen<'_>) -> Option<Sshd> {
         if !Path::new(SSHD).is_file() {
             skipped(&format!(
                 "{SSHD} is not installed (apt-get install openssh-server)"
@@ -73,11 +109,14 @@ impl Sshd {
         // shows as sshd exiting, and the next port is tried.
         let mut last_log = String::new();
         for _ in 0..3 {
-            let port = TcpListener::bind("127.0.0.1:0")
-                .and_then(|l| l.local_addr())
-                .expect("a loopback port is free")
-                .port();
-            match Sshd::launch(dir.path(), port) {
+            let port = match listen.netns {
+                Some(_) => NETNS_PORT,
+                None => TcpListener::bind("127.0.0.1:0")
+                    .and_then(|l| l.local_addr())
+                    .expect("a loopback port is free")
+                    .port(),
+            };
+            match Sshd::launch(dir.path(), listen, port) {
                 Ok(child) => {
                     let host_key =
                         std::fs::read_to_string(dir.path().join("host_key.pub")).expect("written");
@@ -86,12 +125,18 @@ impl Sshd {
                         fields.next().expect("a key type"),
                         fields.next().expect("a key"),
                     );
+                    let addr = listen.addr;
                     std::fs::write(
                         dir.path().join("known_hosts"),
-                        format!("[127.0.0.1]:{port} {kind} {key}\n"),
+                        format!("[{addr}]:{port} {kind} {key}\n"),
                     )
                     .expect("writable");
-                    return Some(Sshd { child, dir, port });
+                    return Some(Sshd {
+                        child,
+                        dir,
+                        addr: addr.to_owned(),
+                        port,
+                    });
                 }
                 Err(log) => last_log = log,
             }
@@ -100,13 +145,14 @@ impl Sshd {
     }
 
     /// sshd on `port`, listening; its log when it exits first.
-    fn launch(dir: &Path, port: u16) -> Result<Child, String> {
+    fn launch(dir: &Path, listen: &Listen<'_>, port: u16) -> Result<Child, String> {
         let config = dir.join("sshd_config");
         let d = dir.display();
+        let (addr, extra) = (listen.addr, listen.extra);
         std::fs::write(
             &config,
             format!(
-                "ListenAddress 127.0.0.1:{port}\n\
+                "ListenAddress {addr}:{port}\n\
                  HostKey {d}/host_key\n\
                  AuthorizedKeysFile {d}/authorized_keys\n\
                  PidFile {d}/sshd.pid\n\
@@ -117,13 +163,23 @@ impl Sshd {
                  PasswordAuthentication yes\n\
                  KbdInteractiveAuthentication no\n\
                  PrintMotd no\n\
-                 LogLevel VERBOSE\n"
+                 LogLevel VERBOSE\n\
+                 {extra}"
             ),
         )
         .expect("the temp dir is writable");
         let log_path = dir.join(format!("sshd-{port}.log"));
         let log = std::fs::File::create(&log_path).expect("the temp dir is writable");
-        let mut child = raw_command(Path::new(SSHD))
+        // `ip netns exec` execs sshd in place: the child is sshd itself.
+        let mut command = match listen.netns {
+            Some(netns) => {
+                let mut command = raw_command(Path::new("ip"));
+                command.args(["netns", "exec", netns, SSHD]);
+                command
+            }
+            None => raw_command(Path::new(SSHD)),
+        };
+        let mut child = command
             .args(["-D", "-e", "-f"])
             .arg(&config)
             .stdin(Stdio::null())
@@ -133,7 +189,13 @@ impl Sshd {
             .expect("sshd starts");
         let end = Instant::now() + DEADLINE;
         loop {
-            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            // Out of this process's namespace the server's own word says it listens.
+            let listening = match listen.netns {
+                None => TcpStream::connect((addr, port)).is_ok(),
+                Some(_) => std::fs::read_to_string(&log_path)
+                    .is_ok_and(|log| log.contains("Server listening on")),
+            };
+            if listening {
                 return Ok(child);
             }
             if let Ok(Some(status)) = child.try_wait() {
@@ -156,21 +218,30 @@ impl Sshd {
 
     /// ssh to this server with the user key, a known host key and no prompts.
     pub(crate) fn ssh(&self) -> Vec<String> {
-        self.ssh_with(&[
+        self.ssh_plus(&[])
+    }
+
+    /// [`Sshd::ssh`] with `options` first (ssh takes an option's first value).
+    pub(crate) fn ssh_plus(&self, options: &[&str]) -> Vec<String> {
+        let key = self.key().display().to_string();
+        let known = format!(
+            "UserKnownHostsFile={}",
+            self.dir.path().join("known_hosts").display()
+        );
+        let mut all = options.to_vec();
+        all.extend([
             "-i",
-            &self.key().display().to_string(),
+            &key,
             "-o",
             "IdentitiesOnly=yes",
             "-o",
-            &format!(
-                "UserKnownHostsFile={}",
-                self.dir.path().join("known_hosts").display()
-            ),
+            &known,
             "-o",
             "StrictHostKeyChecking=yes",
             "-o",
             "BatchMode=yes",
-        ])
+        ]);
+        self.ssh_with(&all)
     }
 
     /// ssh to this server with `options` (and nothing of the user's own config).
@@ -181,7 +252,7 @@ impl Sshd {
             .collect();
         argv.extend(options.iter().map(|s| (*s).to_owned()));
         argv.extend(["-o".to_owned(), "ConnectTimeout=10".to_owned()]);
-        argv.push("127.0.0.1".to_owned());
+        argv.push(self.addr.clone());
         argv
     }
 
