@@ -12,8 +12,12 @@
 //!   log of realistic lines against `cat` of the same file through the same door
 //!   argv (`env HERD_HOME=<far> cat FILE`), 3 runs each alternating, MB/s (the
 //!   ratio is cat's time over herd's; target >= 0.5); `remote.logs_follow_vs_cat`
-//!   the same with `herd logs -f`. The log is 256 MiB (`HERD_BENCH_REMOTE_MB`
-//!   sets another size).
+//!   the same with `herd logs -f`. The log is 1 GiB (`HERD_BENCH_REMOTE_MB`
+//!   sets another size);
+//! - `remote.logs_ssh_vs_cat` and `remote.logs_follow_ssh_vs_cat`: the issue's own
+//!   form, the same over loopback ssh (the private sshd above): `herd logs
+//!   far:ID` against `ssh host cat FILE` of the same file in the same run, when
+//!   `/usr/sbin/sshd` is installed.
 //!
 //! - `remote.hosts10_jobs100`: 10 hosts (10 far homes, each with its own local
 //!   door and daemon) × 100 `spawn`s of `true` with `notify`, sent on one socket
@@ -251,12 +255,14 @@ fn timed_piped(mut cmd: Command) -> (f64, u64) {
     (start.elapsed().as_secs_f64(), total)
 }
 
-fn logs_vs_cat(pair: &Pair) {
+/// The `remote.logs*` figures over `pair`'s door: `infix` goes into their names
+/// (`_ssh`), `door` into their notes.
+fn logs_vs_cat(pair: &Pair, infix: &str, door: &str) {
     let mb: u64 = std::env::var("HERD_BENCH_REMOTE_MB")
         .ok()
         .and_then(|v| v.parse().ok())
         .filter(|v| (1..=4096).contains(v))
-        .unwrap_or(256);
+        .unwrap_or(1024);
     let bytes = mb << 20;
     let id = pair
         .out(&[
@@ -309,12 +315,23 @@ fn logs_vs_cat(pair: &Pair) {
     let mbs = |s: &mut Vec<f64>| size as f64 / 1e6 / percentile(s, 0.5);
     let cat_mbs = mbs(&mut cat_s);
     let far_mbs = mbs(&mut far_s);
+    let spread = |s: &[f64]| {
+        let rates: Vec<String> = s
+            .iter()
+            .map(|t| format!("{:.0}", size as f64 / 1e6 / t))
+            .collect();
+        rates.join("/")
+    };
     let note = format!(
-        "{mb} MiB far log, median of 3 each, through the local door (cat's output read \
-         through a pipe); the far herd's own `herd logs` of it on the far side: {far_mbs:.0} MB/s"
+        "{mb} MiB far log, median of 3 each, through {door} (cat's output read through a \
+         pipe); MB/s of the runs: herd logs {}, herd logs -f {}, cat {}; the far herd's own \
+         `herd logs` of it on the far side: {far_mbs:.0} MB/s",
+        spread(&herd_s),
+        spread(&follow_s),
+        spread(&cat_s),
     );
     report(
-        "remote.logs_vs_cat",
+        &format!("remote.logs{infix}_vs_cat"),
         "MB/s",
         mbs(&mut herd_s),
         Some((cat_mbs, "cat through the same door argv")),
@@ -322,7 +339,7 @@ fn logs_vs_cat(pair: &Pair) {
         &note,
     );
     report(
-        "remote.logs_follow_vs_cat",
+        &format!("remote.logs_follow{infix}_vs_cat"),
         "MB/s",
         mbs(&mut follow_s),
         Some((cat_mbs, "cat through the same door argv")),
@@ -527,19 +544,29 @@ fn main() {
         let pair = Pair::new(&[]);
         run_completion_figure("remote.run_completion_local_door", &pair, "a local door");
     }
-    if wanted("remote.logs") {
-        logs_vs_cat(&Pair::new(&[]));
+    if wanted("remote.logs_vs_cat") || wanted("remote.logs_follow_vs_cat") {
+        logs_vs_cat(&Pair::new(&[]), "", "the local door");
     }
     if wanted("remote.hosts10_jobs100") {
         hosts10_jobs100();
     }
-    if wanted("remote.run_completion_ssh") {
+    let over_ssh = [
+        "remote.run_completion_ssh",
+        "remote.logs_ssh_vs_cat",
+        "remote.logs_follow_ssh_vs_cat",
+    ];
+    if over_ssh.iter().any(|name| wanted(name)) {
         match sshd() {
             Some(sshd) => {
                 let pair = Pair::new(&sshd.ssh);
-                run_completion_figure("remote.run_completion_ssh", &pair, "loopback ssh");
+                if wanted("remote.run_completion_ssh") {
+                    run_completion_figure("remote.run_completion_ssh", &pair, "loopback ssh");
+                }
+                if wanted("remote.logs_ssh_vs_cat") || wanted("remote.logs_follow_ssh_vs_cat") {
+                    logs_vs_cat(&pair, "_ssh", "loopback ssh (`ssh host cat FILE`)");
+                }
             }
-            None => println!("remote.run_completion_ssh skipped: no usable /usr/sbin/sshd"),
+            None => println!("{} skipped: no usable /usr/sbin/sshd", over_ssh.join(", ")),
         }
     }
 }
