@@ -4,7 +4,10 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
-use super::{Job, NOTE_START, event_key, qualify_in};
+use super::Job;
+use super::events::event_key;
+use super::jobs::qualify_in;
+use super::stream::NOTE_START;
 
 fn jobs() -> BTreeMap<String, Job> {
     let mut jobs = BTreeMap::new();

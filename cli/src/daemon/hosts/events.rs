@@ -1,0 +1,262 @@
+//! The far events of this home's far owner: the events door followed while a
+//! far job can still produce events, each note answered by a leased drain whose
+//! events are published into their local owners' queues once (keys drop a
+//! replayed lease) before the lease is acknowledged.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use herd_core::{External, SessionId};
+use serde_json::{Value, json};
+use tokio::io::AsyncWriteExt;
+
+use super::link::request_line;
+use super::{BACKOFF_FIRST, BACKOFF_LAST, KEPT_KEYS, Link, lock};
+use crate::protocol;
+use crate::protocol::{Line, MAX_RESPONSE_BYTES};
+
+impl Link {
+    /// Whether a far job can still produce events.
+    pub(super) fn events_due(&self) -> bool {
+        lock(&self.book)
+            .jobs
+            .values()
+            .any(|j| j.events && !j.finished)
+    }
+
+    /// Starts the event loop once.
+    pub(super) fn start_events(self: &Arc<Self>) {
+        if self
+            .events_started
+            .swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            return;
+        }
+        let link = Arc::clone(self);
+        tokio::spawn(async move { link.events_loop().await });
+    }
+
+    /// While a far job can produce events: the events door open, each `pending`
+    /// note answered with a leased drain; reconnects with back-off.
+    pub(super) async fn events_loop(self: Arc<Self>) {
+        let mut backoff = BACKOFF_FIRST;
+        loop {
+            if !self.events_due() {
+                self.wake.notified().await;
+                continue;
+            }
+            let started = Instant::now();
+            let ended = self.follow_events().await;
+            if started.elapsed() > BACKOFF_LAST {
+                backoff = BACKOFF_FIRST;
+            }
+            match ended {
+                Ok(()) => backoff = BACKOFF_FIRST,
+                Err(why) => {
+                    tracing::debug!(host = %self.name, %why, "events door ended; reconnecting");
+                    pause(backoff).await;
+                    backoff = (backoff * 2).min(BACKOFF_LAST);
+                }
+            }
+        }
+    }
+
+    /// One events door's life: drains at once (catching up), then on every note.
+    pub(super) async fn follow_events(self: &Arc<Self>) -> Result<(), String> {
+        let door = self.open().await.map_err(|e| e.message)?;
+        let (_child, mut reader, mut writer, _stderr) = door.into_parts();
+        let line = request_line(
+            1,
+            "events.follow",
+            json!({"owner": self.far_owner, "peek": true}),
+        );
+        writer
+            .write_all(&line)
+            .await
+            .map_err(|e| format!("the events door closed: {e}"))?;
+        self.drain().await?;
+        let mut buf = Vec::new();
+        loop {
+            if !self.events_due() {
+                return Ok(());
+            }
+            let read = tokio::time::timeout(
+                Duration::from_secs(5),
+                protocol::read_line(&mut reader, &mut buf, MAX_RESPONSE_BYTES),
+            )
+            .await;
+            match read {
+                // A quiet stretch: drain anyway (a note lost in a reconnect), and
+                // learn which jobs ended without an event (a watch-only job's end
+                // queues nothing), so their door is not held for ever.
+                Err(_) => self.note_ended().await?,
+                Ok(Ok(Line::Complete)) => {}
+                Ok(Ok(Line::TooLong)) => {}
+                Ok(Ok(Line::Eof)) => return Err("the events door closed".into()),
+                Ok(Err(err)) => return Err(format!("the events door failed: {err}")),
+            }
+            self.drain().await?;
+        }
+    }
+
+    /// Marks finished the jobs of the map the far side no longer runs.
+    pub(super) async fn note_ended(self: &Arc<Self>) -> Result<(), String> {
+        let running = self
+            .call_raw("list", json!({"owner": self.far_owner}))
+            .await
+            .map_err(|e| e.message)?;
+        let live: std::collections::HashSet<String> = running["processes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|r| r["session_id"].as_str().map(str::to_owned))
+            .collect();
+        let changed = {
+            let mut book = lock(&self.book);
+            let mut changed = false;
+            for (far_id, job) in &mut book.jobs {
+                if !job.finished && !live.contains(far_id) {
+                    job.finished = true;
+                    changed = true;
+                }
+            }
+            changed
+        };
+        if changed {
+            // Events already queued for them are still taken by the next drain.
+            self.drain().await?;
+            self.save().await;
+        }
+        Ok(())
+    }
+
+    /// Takes the far owner's events with a lease, publishes each into its local
+    /// owner's queue, then acknowledges. Repeats while a drain brings events.
+    pub(super) async fn drain(self: &Arc<Self>) -> Result<(), String> {
+        loop {
+            let answer = self
+                .call_raw("drain", json!({"owner": self.far_owner, "lease": true}))
+                .await
+                .map_err(|e| e.message)?;
+            let events = answer
+                .get("events")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            let Some(lease) = answer.get("lease").cloned() else {
+                return Ok(());
+            };
+            let link = Arc::clone(self);
+            let published = tokio::task::spawn_blocking(move || link.publish(&events))
+                .await
+                .map_err(|e| format!("publishing failed: {e}"))?;
+            if !published {
+                // The ledger refused a commit: release, so the far side keeps them.
+                let _ = self
+                    .call_raw("drain.release", json!({"lease": lease}))
+                    .await;
+                return Err("the far events were not committed here; kept on the far side".into());
+            }
+            self.call_raw("drain.ack", json!({"lease": lease}))
+                .await
+                .map_err(|e| e.message)?;
+        }
+    }
+
+    /// Publishes one lease's events (on the blocking pool: ledger commits and the
+    /// map file are written here). False when one could not be committed.
+    pub(super) fn publish(&self, events: &[Value]) -> bool {
+        let mut ok = true;
+        let mut changed = false;
+        for event in events {
+            let Some(far_id) = event.get("session_id").and_then(Value::as_str) else {
+                tracing::debug!(host = %self.name, "a far global event is not forwarded");
+                continue;
+            };
+            let Some(id) = SessionId::qualified(&self.name, far_id) else {
+                continue;
+            };
+            let kind = event.get("type").and_then(Value::as_str).unwrap_or("");
+            let key = event_key(far_id, kind, event);
+            let (owner, seen) = {
+                let mut book = lock(&self.book);
+                let owner = book.jobs.get(far_id).map_or_else(
+                    || {
+                        event
+                            .get("task_id")
+                            .and_then(Value::as_str)
+                            .unwrap_or("cli")
+                            .to_owned()
+                    },
+                    |j| j.owner.clone(),
+                );
+                if kind == "completion"
+                    && let Some(job) = book.jobs.get_mut(far_id)
+                {
+                    job.finished = true;
+                    changed = true;
+                }
+                (owner, key.as_ref().is_some_and(|k| book.keys.contains(k)))
+            };
+            if seen {
+                tracing::debug!(host = %self.name, %far_id, kind, "replayed far event dropped");
+                continue;
+            }
+            match self.registry.publish_external(&id, &owner, event) {
+                External::Queued => {}
+                External::Duplicate => {
+                    tracing::debug!(host = %self.name, %far_id, "replayed far completion dropped");
+                }
+                External::Unknown => {
+                    tracing::debug!(host = %self.name, %far_id, kind, "far event not understood");
+                }
+                External::NotCommitted => {
+                    ok = false;
+                    continue;
+                }
+            }
+            if let Some(key) = key {
+                let mut book = lock(&self.book);
+                book.keys.push_back(key);
+                while book.keys.len() > KEPT_KEYS {
+                    book.keys.pop_front();
+                }
+                changed = true;
+            }
+        }
+        if changed && let Err(err) = self.save_now() {
+            tracing::error!(host = %self.name, error = %err, "host map not written");
+            return false;
+        }
+        ok
+    }
+}
+
+/// The key a non-completion event is recognised by when a lease is replayed
+/// (completions are keyed by the ledger). Watch events carry no sequence number,
+/// so their content is the key: two identical matches of one job in a row count
+/// as one replay.
+pub(super) fn event_key(far_id: &str, kind: &str, event: &Value) -> Option<String> {
+    match kind {
+        "completion" => None,
+        "heartbeat" => Some(format!(
+            "h:{far_id}:{}",
+            event.get("seq").and_then(Value::as_u64).unwrap_or(0)
+        )),
+        _ => {
+            use std::hash::{Hash, Hasher};
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            event.to_string().hash(&mut hasher);
+            Some(format!("{}:{far_id}:{:016x}", kind, hasher.finish()))
+        }
+    }
+}
+
+/// The pause between reconnects.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a back-off between reconnects, not a synchronisation"
+)]
+pub(super) async fn pause(after: Duration) {
+    tokio::time::sleep(after).await;
+}

@@ -1,0 +1,312 @@
+//! Far jobs in the link's map: spawn, restart and handoff of a far job (its
+//! local owner recorded before the answer goes back), a host's rows for `list`
+//! (the last known ones while it is unreachable), qualified ids in answers, and
+//! the map file.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::{Answer, Job, Link, lock, strip};
+use crate::config::{Private, open_private};
+use crate::protocol;
+use crate::protocol::{INVALID_PARAMS, RpcError};
+
+impl Link {
+    /// `spawn` on the far host: this home's far owner, the far proxy's
+    /// environment plus the explicit `env`/`forward_env`; the far id goes into the
+    /// map before the answer goes back.
+    pub(super) async fn spawn(self: &Arc<Self>, params: Value) -> Answer {
+        let owner = params
+            .get("owner")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        if owner.is_empty() {
+            return Err(RpcError::new(INVALID_PARAMS, "spawn needs `owner`"));
+        }
+        let task_id = params
+            .get("task_id")
+            .and_then(Value::as_str)
+            .map_or_else(|| owner.clone(), str::to_owned);
+        let events = params.get("notify").and_then(Value::as_bool) == Some(true)
+            || params
+                .get("watch")
+                .and_then(Value::as_array)
+                .is_some_and(|w| !w.is_empty())
+            || params
+                .get("heartbeat_seconds")
+                .is_some_and(|h| !h.is_null());
+        let mut far = strip(params, &["host", "caller_env", "owner", "task_id", "cwd"]);
+        far["owner"] = json!(self.far_owner);
+        // The far side knows the local owner too: a lost map still routes.
+        far["task_id"] = json!(owner);
+        // Opened first, so the proxy's environment is known.
+        self.control().await?;
+        if let Some(env) = self.proxy_env() {
+            // The local cwd means nothing there: the job starts in the far home
+            // directory, as a login over the door would.
+            if let Some(home) = env.get("HOME") {
+                far["cwd"] = json!(home);
+            }
+            far["caller_env"] = json!(env);
+        }
+        let answer = self.call_raw("spawn", far).await?;
+        let Some(far_id) = answer.get("session_id").and_then(Value::as_str) else {
+            return Err(RpcError::new(
+                protocol::INTERNAL_ERROR,
+                format!("host {}: the far spawn answered no session_id", self.name),
+            ));
+        };
+        let job = Job {
+            owner,
+            task_id,
+            events,
+            finished: false,
+            row: None,
+        };
+        lock(&self.book).jobs.insert(far_id.to_owned(), job);
+        self.save().await;
+        if events {
+            self.start_events();
+            self.wake.notify_one();
+        }
+        Ok(self.qualify(answer))
+    }
+
+    /// `restart` of a far job: run again there, in the far proxy's environment;
+    /// the new far id joins the map with the old one's owner.
+    pub(super) async fn restart(self: &Arc<Self>, params: Value) -> Answer {
+        let mut params = strip(params, &["caller_env"]);
+        if let Some(env) = self.proxy_env() {
+            params["caller_env"] = json!(env);
+        }
+        let answer = self.call_raw("restart", params).await?;
+        let new = answer["session_id"].as_str().unwrap_or_default().to_owned();
+        let old = answer["replaces"].as_str().unwrap_or_default().to_owned();
+        let events = {
+            let mut book = lock(&self.book);
+            let job = book.jobs.get(&old).cloned().map(|job| Job {
+                finished: false,
+                row: None,
+                ..job
+            });
+            let events = job.as_ref().is_some_and(|j| j.events);
+            if let Some(job) = job
+                && !new.is_empty()
+            {
+                book.jobs.insert(new, job);
+            }
+            events
+        };
+        self.save().await;
+        if events {
+            self.start_events();
+            self.wake.notify_one();
+        }
+        Ok(self.qualify(answer))
+    }
+
+    /// `handoff` of a far job (B25): its events go to `to` from now on. The far
+    /// side is not asked (its owner is this home); the job must be running and
+    /// `from`'s.
+    pub(super) async fn handoff(self: &Arc<Self>, params: Value) -> Answer {
+        let text = |key: &str| {
+            params
+                .get(key)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let (far, from, to, note) = (text("id"), text("from"), text("to"), text("note"));
+        if to.trim().is_empty() {
+            return Err(RpcError::new(
+                INVALID_PARAMS,
+                "handoff needs `to`: the owner that takes the session over",
+            ));
+        }
+        // The far id may be a prefix: the far side resolves it.
+        let polled = self.call_raw("poll", json!({"id": far})).await?;
+        let far_id = polled["session_id"].as_str().unwrap_or_default().to_owned();
+        let refused = |reason: &str, message: String| RpcError {
+            code: protocol::REFUSED,
+            message,
+            data: Some(json!({"reason": reason})),
+        };
+        if polled["status"] != "running" {
+            return Err(refused(
+                "not_running_owned",
+                format!(
+                    "{}:{far_id} has finished; only a running session is handed off",
+                    self.name
+                ),
+            ));
+        }
+        {
+            let mut book = lock(&self.book);
+            let Some(job) = book.jobs.get_mut(&far_id) else {
+                return Err(refused(
+                    "not_running_owned",
+                    format!("{}:{far_id} was not started from this home", self.name),
+                ));
+            };
+            if job.owner != from {
+                return Err(refused(
+                    "not_running_owned",
+                    format!(
+                        "{}:{far_id} is owned by {}, not by {from}",
+                        self.name, job.owner
+                    ),
+                ));
+            }
+            job.owner = to;
+        }
+        self.save().await;
+        Ok(json!({
+            "status": "handed_off",
+            "session_id": format!("{}:{far_id}", self.name),
+            "command": polled["command"],
+            "note": note,
+        }))
+    }
+
+    /// This host's rows for a `list` (the far `owner` is this home's; the local
+    /// owner filter applies to the map), and the host's state. A host that does
+    /// not answer gives the last rows it showed.
+    pub(super) async fn list(self: &Arc<Self>, params: &Value) -> (Vec<Value>, Value) {
+        let owner = params
+            .get("owner")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let mut far = params.clone();
+        far["owner"] = json!(self.far_owner);
+        let fresh = self.call_raw("list", far).await;
+        let mut rows = Vec::new();
+        match fresh {
+            Ok(answer) => {
+                let mut seen = Vec::new();
+                for row in answer
+                    .get("processes")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default()
+                {
+                    let Some(far_id) = row.get("session_id").and_then(Value::as_str) else {
+                        continue;
+                    };
+                    let far_id = far_id.to_owned();
+                    let row = self.qualify(row);
+                    seen.push(far_id.clone());
+                    {
+                        let mut book = lock(&self.book);
+                        if let Some(job) = book.jobs.get_mut(&far_id) {
+                            job.row = Some(row.clone());
+                            job.finished =
+                                row.get("status").and_then(Value::as_str) != Some("running");
+                        }
+                    }
+                    rows.push(row);
+                }
+                self.save().await;
+            }
+            Err(_) => {
+                let book = lock(&self.book);
+                let running_only = params.get("state").and_then(Value::as_str) == Some("running")
+                    || (params.get("state").is_none()
+                        && params.get("all").and_then(Value::as_bool) != Some(true));
+                for (far_id, job) in &book.jobs {
+                    if running_only && job.finished {
+                        continue;
+                    }
+                    let mut row = job.row.clone().unwrap_or_else(|| {
+                        json!({
+                            "session_id": format!("{}:{far_id}", self.name),
+                            "owner_task_id": job.owner,
+                            "task_id": job.task_id,
+                            "status": if job.finished { "exited" } else { "running" },
+                        })
+                    });
+                    row["host"] = json!(self.name);
+                    row["stale"] = json!(true);
+                    rows.push(row);
+                }
+            }
+        }
+        if let Some(owner) = owner {
+            rows.retain(|r| r.get("owner_task_id").and_then(Value::as_str) == Some(&owner));
+        }
+        (rows, self.state())
+    }
+
+    /// The answer with every far `session_id` (and `replaces`) qualified, and the
+    /// owner and task id of a known job put back to the local ones.
+    pub(super) fn qualify(&self, mut value: Value) -> Value {
+        let book = lock(&self.book);
+        qualify_in(&self.name, &book.jobs, &mut value);
+        value
+    }
+
+    /// Writes the map file (atomically: a temporary file, fsync, rename).
+    pub(super) async fn save(self: &Arc<Self>) {
+        let link = Arc::clone(self);
+        let saved = tokio::task::spawn_blocking(move || link.save_now()).await;
+        if let Ok(Err(err)) | Err(err) = saved.map_err(std::io::Error::other) {
+            tracing::error!(host = %self.name, error = %err, "host map not written");
+        }
+    }
+
+    pub(super) fn save_now(&self) -> std::io::Result<()> {
+        use std::io::Write;
+        let _saving = lock(&self.saving);
+        let bytes = serde_json::to_vec(&*lock(&self.book)).map_err(std::io::Error::other)?;
+        let tmp = self.path.with_extension("json.tmp");
+        let mut file = open_private(&tmp, Private::Truncate)?;
+        file.write_all(&bytes)?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, &self.path)
+    }
+}
+
+/// Rewrites `value` in place: see [`Link::qualify`].
+pub(super) fn qualify_in(host: &str, jobs: &BTreeMap<String, Job>, value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            let far = map
+                .get("session_id")
+                .and_then(Value::as_str)
+                .filter(|id| !id.contains(':'))
+                .map(str::to_owned);
+            if let Some(far) = far {
+                map.insert("session_id".into(), json!(format!("{host}:{far}")));
+                if let Some(job) = jobs.get(&far) {
+                    if map.contains_key("owner_task_id") {
+                        map.insert("owner_task_id".into(), json!(job.owner));
+                    }
+                    if map.contains_key("task_id") {
+                        map.insert("task_id".into(), json!(job.task_id));
+                    }
+                }
+                if map.contains_key("status") || map.contains_key("command") {
+                    map.insert("host".into(), json!(host));
+                }
+            }
+            if let Some(Value::String(id)) = map.get_mut("replaces")
+                && !id.contains(':')
+            {
+                *id = format!("{host}:{id}");
+            }
+            for (key, inner) in map.iter_mut() {
+                if key != "session_id" {
+                    qualify_in(host, jobs, inner);
+                }
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                qualify_in(host, jobs, item);
+            }
+        }
+        _ => {}
+    }
+}

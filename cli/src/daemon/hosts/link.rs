@@ -1,0 +1,346 @@
+//! The link's doors: opening one (and refusing a far herd that lacks what the
+//! link needs), the shared control door that multiplexes short requests, a long
+//! call's door of its own, and the status those leave behind (reachable, or
+//! unreachable since when and why).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, ChildStdout};
+use tokio::sync::{mpsc, oneshot};
+
+use super::{
+    Answer, Control, FAR_NEEDS, IDLE_CLOSE, Link, OPEN_DEADLINE, Outgoing, RETRY_AFTER, Status,
+    lock, since,
+};
+use crate::protocol;
+use crate::protocol::{HOST_UNREACHABLE, Line, MAX_RESPONSE_BYTES, NOT_FOUND, Response, RpcError};
+use crate::remote::door;
+
+impl Link {
+    /// The error for this host being unreachable (the CLI exits 3).
+    pub(super) fn unreachable(&self) -> RpcError {
+        let status = lock(&self.status).clone();
+        let (since_text, message) = match status {
+            Status::Unreachable {
+                since: at, message, ..
+            } => {
+                let (ago, stamp) = since(at);
+                (format!("since {stamp} ({ago}s ago)"), message)
+            }
+            _ => ("just now".to_owned(), "the door closed".to_owned()),
+        };
+        RpcError {
+            code: HOST_UNREACHABLE,
+            message: format!("host {} is unreachable {since_text}: {message}", self.name),
+            data: Some(json!({"host": self.name})),
+        }
+    }
+
+    /// Records that the host did not answer: `failed_open` when its door did not
+    /// open (commands then fail at once for [`RETRY_AFTER`]), else an open door
+    /// closed.
+    pub(super) fn mark_unreachable(&self, message: String, failed_open: bool) {
+        let mut status = lock(&self.status);
+        let (since, failures) = match &*status {
+            Status::Unreachable {
+                since, failures, ..
+            } => (*since, *failures),
+            _ => (SystemTime::now(), 0),
+        };
+        tracing::info!(host = %self.name, %message, "host unreachable");
+        *status = Status::Unreachable {
+            since,
+            tried: failed_open.then(Instant::now),
+            failures: failures + u32::from(failed_open),
+            message,
+        };
+    }
+
+    pub(super) fn state(&self) -> Value {
+        let (live, total) = {
+            let book = lock(&self.book);
+            (
+                book.jobs.values().filter(|j| !j.finished).count(),
+                book.jobs.len(),
+            )
+        };
+        let mut state = json!({"name": self.name, "jobs_live": live, "jobs_known": total});
+        match lock(&self.status).clone() {
+            Status::Idle => state["status"] = json!("idle"),
+            Status::Connected { since: at } => {
+                state["status"] = json!("connected");
+                state["since"] = json!(since(at).1);
+            }
+            Status::Unreachable {
+                since: at, message, ..
+            } => {
+                state["status"] = json!("unreachable");
+                state["since"] = json!(since(at).1);
+                state["message"] = json!(message);
+            }
+        }
+        state
+    }
+
+    pub(super) fn proxy_env(&self) -> Option<BTreeMap<String, String>> {
+        lock(&self.proxy_env).clone()
+    }
+
+    /// Opens this host's door and greets the far herd; the failure is recorded
+    /// as the host's status.
+    pub(super) async fn open(&self) -> Result<door::Door, RpcError> {
+        match door::open(&self.name, &self.config, OPEN_DEADLINE).await {
+            Ok(door) => {
+                // Delivery once needs the far side's leased drains and pending
+                // notes; an older far herd is refused, not half used.
+                let lacking: Vec<&str> = FAR_NEEDS
+                    .iter()
+                    .copied()
+                    .filter(|c| !door.hello.capabilities.iter().any(|have| have == c))
+                    .collect();
+                if !lacking.is_empty() {
+                    let message = format!(
+                        "the far herd ({}) lacks {}; install this version there (`herd hosts install {}`) and restart its daemon",
+                        door.hello.daemon,
+                        lacking.join(", "),
+                        self.name
+                    );
+                    door.close().await;
+                    self.mark_unreachable(message, true);
+                    return Err(self.unreachable());
+                }
+                if let Some(env) = door.hello.proxy_env.clone() {
+                    *lock(&self.proxy_env) = Some(env);
+                }
+                let mut status = lock(&self.status);
+                if !matches!(*status, Status::Connected { .. }) {
+                    *status = Status::Connected {
+                        since: SystemTime::now(),
+                    };
+                }
+                Ok(door)
+            }
+            Err(err) => {
+                let text = err.to_string();
+                self.mark_unreachable(text.replace('\n', " "), true);
+                Err(self.unreachable())
+            }
+        }
+    }
+
+    /// The control connection's sender, opening the door when none is open.
+    pub(super) async fn control(
+        self: &Arc<Self>,
+    ) -> Result<mpsc::UnboundedSender<Outgoing>, RpcError> {
+        let mut slot = self.control.lock().await;
+        if let Some(control) = slot.as_ref()
+            && !control.tx.is_closed()
+        {
+            return Ok(control.tx.clone());
+        }
+        *slot = None;
+        let tried_just_now = matches!(
+            &*lock(&self.status),
+            Status::Unreachable { tried: Some(tried), failures, .. }
+                if *failures >= 2 && tried.elapsed() < RETRY_AFTER
+        );
+        if tried_just_now {
+            return Err(self.unreachable());
+        }
+        let door = self.open().await?;
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (child, reader, writer, stderr) = door.into_parts();
+        let link = Arc::clone(self);
+        tokio::spawn(async move {
+            let Some(why) = serve_control(child, reader, writer, rx).await else {
+                tracing::debug!(host = %link.name, "idle control door closed");
+                let mut status = lock(&link.status);
+                if matches!(*status, Status::Connected { .. }) {
+                    *status = Status::Idle;
+                }
+                return;
+            };
+            let said = stderr.text();
+            let said = said.lines().last().unwrap_or("").trim().to_owned();
+            let message = if said.is_empty() {
+                why
+            } else {
+                format!("{why}; the door said: {said}")
+            };
+            link.mark_unreachable(message, false);
+        });
+        *slot = Some(Control { tx: tx.clone() });
+        Ok(tx)
+    }
+
+    /// Calls `method` over the control door; the answer's ids come back qualified.
+    pub(super) async fn call(self: &Arc<Self>, method: &str, params: Value) -> Answer {
+        let answer = self.call_raw(method, params).await?;
+        Ok(self.qualify(answer))
+    }
+
+    /// Calls `method` over the control door, the answer as the far side gave it.
+    /// A door found closed under a request that changes nothing when repeated is
+    /// reopened and the request sent once more; one that starts or writes
+    /// something is not repeated (it may have been done).
+    pub(super) async fn call_raw(self: &Arc<Self>, method: &str, params: Value) -> Answer {
+        let repeatable = !matches!(method, "spawn" | "write" | "submit" | "close" | "restart");
+        match self.call_once(method, params.clone()).await {
+            Err(err) if err.code == HOST_UNREACHABLE && repeatable && !self.open_failed() => {
+                self.call_once(method, params).await
+            }
+            answer => answer,
+        }
+    }
+
+    /// Whether the last attempt to open the door failed (rather than a door closing).
+    pub(super) fn open_failed(&self) -> bool {
+        matches!(
+            &*lock(&self.status),
+            Status::Unreachable { tried: Some(_), .. }
+        )
+    }
+
+    pub(super) async fn call_once(self: &Arc<Self>, method: &str, params: Value) -> Answer {
+        let tx = self.control().await?;
+        let (reply, answer) = oneshot::channel();
+        if tx
+            .send(Outgoing {
+                method: method.to_owned(),
+                params,
+                reply,
+            })
+            .is_err()
+        {
+            return Err(self.unreachable());
+        }
+        match answer.await {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(err)) if err.code == HOST_UNREACHABLE => Err(self.unreachable()),
+            Ok(Err(err)) => Err(self.far_error(err)),
+            Err(_) => Err(self.unreachable()),
+        }
+    }
+
+    /// A long call (`wait`) on a door of its own, closed with it.
+    pub(super) async fn long_call(self: &Arc<Self>, method: &str, params: Value) -> Answer {
+        let mut door = self.open().await?;
+        let answer = door.call(method, params).await;
+        door.close().await;
+        match answer {
+            Ok(value) => Ok(self.qualify(value)),
+            Err(err) => match crate::exit::code_of(&err) {
+                crate::exit::Code::Unreachable => {
+                    self.mark_unreachable(format!("{err:#}"), false);
+                    Err(self.unreachable())
+                }
+                code => Err(RpcError::new(
+                    if code == crate::exit::Code::Usage {
+                        NOT_FOUND
+                    } else {
+                        protocol::INTERNAL_ERROR
+                    },
+                    format!("host {}: {err:#}", self.name),
+                )),
+            },
+        }
+    }
+
+    /// A far error with the host named and its ids qualified.
+    pub(super) fn far_error(&self, mut err: RpcError) -> RpcError {
+        err.message = format!("host {}: {}", self.name, err.message);
+        if let Some(Value::Array(matches)) = err.data.as_mut().and_then(|d| d.get_mut("matches")) {
+            for m in matches.iter_mut() {
+                if let Some(id) = m.as_str() {
+                    *m = json!(format!("{}:{id}", self.name));
+                }
+            }
+        }
+        err
+    }
+}
+
+/// One request line.
+pub(super) fn request_line(id: u64, method: &str, params: Value) -> Vec<u8> {
+    let mut line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+        .to_string()
+        .into_bytes();
+    line.push(b'\n');
+    line
+}
+
+/// Serves one control door until it or its senders close, or it has been idle
+/// for [`IDLE_CLOSE`] (`None`); says why it ended. Every request still
+/// unanswered then is answered as unreachable.
+pub(super) async fn serve_control(
+    child: Child,
+    mut reader: BufReader<ChildStdout>,
+    mut writer: ChildStdin,
+    mut rx: mpsc::UnboundedReceiver<Outgoing>,
+) -> Option<String> {
+    // The door dies with this task (killed on drop).
+    let _child = child;
+    let mut pending: HashMap<u64, oneshot::Sender<Answer>> = HashMap::new();
+    let mut next: u64 = 1_000;
+    let mut buf = Vec::new();
+    let lost = |pending: &mut HashMap<u64, oneshot::Sender<Answer>>| {
+        for (_, reply) in pending.drain() {
+            let _ = reply.send(Err(RpcError::new(HOST_UNREACHABLE, "the door closed")));
+        }
+    };
+    let mut idle = tokio::time::interval(IDLE_CLOSE / 4);
+    let mut active = Instant::now();
+    loop {
+        tokio::select! {
+            _ = idle.tick() => {
+                if pending.is_empty() && active.elapsed() >= IDLE_CLOSE {
+                    return None;
+                }
+            }
+            outgoing = rx.recv() => {
+                active = Instant::now();
+                let Some(out) = outgoing else {
+                    return Some("the link was closed".into());
+                };
+                next += 1;
+                let line = request_line(next, &out.method, out.params);
+                if let Err(err) = writer.write_all(&line).await {
+                    let _ = out.reply.send(Err(RpcError::new(HOST_UNREACHABLE, "the door closed")));
+                    lost(&mut pending);
+                    return Some(format!("the door closed: {err}"));
+                }
+                pending.insert(next, out.reply);
+            }
+            read = protocol::read_line(&mut reader, &mut buf, MAX_RESPONSE_BYTES) => {
+                match read {
+                    Ok(Line::Complete) => {}
+                    Ok(Line::TooLong) => continue,
+                    Ok(Line::Eof) => {
+                        lost(&mut pending);
+                        return Some("the door closed".into());
+                    }
+                    Err(err) => {
+                        lost(&mut pending);
+                        return Some(format!("the door failed: {err}"));
+                    }
+                }
+                active = Instant::now();
+                let Ok(message) = serde_json::from_slice::<Response>(&buf) else {
+                    continue;
+                };
+                let Some(id) = message.id.as_u64() else { continue };
+                if let Some(reply) = pending.remove(&id) {
+                    let answer = match message.error {
+                        Some(err) => Err(err),
+                        None => Ok(message.result.unwrap_or(Value::Null)),
+                    };
+                    let _ = reply.send(answer);
+                }
+            }
+        }
+    }
+}
