@@ -66,7 +66,6 @@ pub use agents::{
     AgentIdentity, ChildTeardown, HandedOff, HandoffAnswer, HandoffError, MAX_HANDOFFS_PER_CHILD,
     OrphanKill, UnreadCompletion,
 };
-pub(crate) use durable::source_from_name;
 use notify::Notifier;
 #[doc(hidden)]
 pub use notify::bench_support as notify_bench_support;

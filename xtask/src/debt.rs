@@ -15,10 +15,6 @@ pub(crate) const SIZES: &[(&str, &str, u32)] = &[
 /// Module cycles: crate, the modules of the cycle (siblings, sorted, as paths from
 /// the crate root), issue. An entry matches a cycle among exactly these modules.
 pub(crate) const CYCLES: &[(&str, &[&str], u32)] = &[
-    // What is left of the herd-core knot: `shim/link.rs` names
-    // `crate::registry::source_from_name` (`crate::config::KillSource::from_name` there
-    // removes it).
-    ("herd-core", &["registry", "shim"], 18),
     ("herd-cli", &["daemon::hosts", "daemon::methods"], 18),
 ];
 

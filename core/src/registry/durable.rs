@@ -58,7 +58,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use herd_persistence::{CheckpointStore, Home, ReceiptStore, Writer};
 
 use super::Inner;
-use crate::KillSource;
 use crate::answers::CompletionReason;
 use crate::id::SessionId;
 use crate::session::Session;
@@ -204,10 +203,6 @@ pub(super) fn reason_from_name(name: &str) -> CompletionReason {
         "failed_start" => CompletionReason::FailedStart,
         _ => CompletionReason::Lost,
     }
-}
-
-pub(crate) fn source_from_name(name: &str) -> Option<KillSource> {
-    KillSource::from_name(name)
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use herd_hooks::{OutputContext, Route, Shown, Window};
 use herd_persistence::ResultReceipt;
 
 use super::Inner;
-use super::durable::{reason_from_name, source_from_name};
+use super::durable::reason_from_name;
 use crate::answers::{
     CompletionReason, KillAnswer, KillStatus, LogAnswer, PollAnswer, SessionStatus, WaitAnswer,
     WaitStatus,
@@ -82,7 +82,7 @@ impl<'a> Subject<'a> {
                 signal: None,
             }),
             reason: Some(reason_from_name(&r.reason)),
-            source: source_from_name(&r.source),
+            source: KillSource::from_name(&r.source),
             log_path,
             time_limit_seconds: None,
         }

@@ -644,7 +644,7 @@ pub(crate) fn finish_of(record: ExitRecord) -> Finish {
         killed_by: record
             .killed_by
             .as_deref()
-            .and_then(crate::registry::source_from_name),
+            .and_then(crate::config::KillSource::from_name),
     }
 }
 

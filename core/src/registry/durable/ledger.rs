@@ -15,7 +15,7 @@ use herd_hooks::Shown;
 use herd_persistence::{CompletionRecord, Home, Ledger};
 use serde::Deserialize;
 
-use super::{lock, reason_from_name, source_from_name, unix_seconds};
+use super::{lock, reason_from_name, unix_seconds};
 use crate::event::Event;
 use crate::id::SessionId;
 use crate::registry::Inner;
@@ -337,7 +337,7 @@ pub(in crate::registry) fn event_from_ledger(value: &serde_json::Value) -> Optio
         termination_source: stored
             .termination_source
             .as_deref()
-            .and_then(source_from_name),
+            .and_then(crate::KillSource::from_name),
         output: stored.output,
         output_cut: stored.output_cut,
         log_path: stored.log_path,

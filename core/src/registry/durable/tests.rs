@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use super::*;
+use crate::KillSource;
 use crate::event::Event;
 use herd_hooks::Shown;
 
@@ -62,9 +63,9 @@ fn reasons_and_sources_keep_their_wire_names() {
         KillSource::AgentClose,
         KillSource::HostShutdown,
     ] {
-        assert_eq!(source_from_name(source.as_str()), Some(source));
+        assert_eq!(KillSource::from_name(source.as_str()), Some(source));
     }
-    assert_eq!(source_from_name(""), None);
+    assert_eq!(KillSource::from_name(""), None);
 }
 
 #[test]
