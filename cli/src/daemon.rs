@@ -68,21 +68,54 @@ async fn run(home: Home, config: Config, detached: bool) -> anyhow::Result<()> {
     home.secure_dir(&run_dir)?;
     let socket = home.socket_path();
     check_socket_path(&socket)?;
+    let Some(_lock) = lock_home(&home, &run_dir, detached)? else {
+        return Ok(());
+    };
+    let listener = bind_fresh(&socket)?;
+    let pid_path = run_dir.join("herd.pid");
+    {
+        use std::io::Write;
+        open_private(&pid_path, Private::Truncate)
+            .and_then(|mut file| writeln!(file, "{}", std::process::id()))
+            .with_context(|| format!("failed to write the pid file {}", pid_path.display()))?;
+    }
+    let stop = Arc::new(Notify::new());
+    let state = Arc::new(start_state(&home, &config, Arc::clone(&stop)).await?);
+    tracing::info!(
+        pid = std::process::id(),
+        home = %home.root().display(),
+        version = env!("CARGO_PKG_VERSION"),
+        "daemon started"
+    );
+    let ending = serve_until_stopped(&listener, &state, &config, &stop).await?;
+    drop(listener);
+    let _ = std::fs::remove_file(&socket);
+    state.end(ending).await;
+    let _ = std::fs::remove_file(&pid_path);
+    tracing::info!("daemon stopped");
+    Ok(())
+}
 
+/// Takes the home's daemon lock. `None` when another daemon holds it and this one
+/// was autostarted (its client connects to the winner); an error naming the running
+/// daemon when a person ran `herd serve` by hand.
+fn lock_home(
+    home: &Home,
+    run_dir: &std::path::Path,
+    detached: bool,
+) -> anyhow::Result<Option<Flock<std::fs::File>>> {
     let lock_path = run_dir.join("herd.lock");
     let lock_file = open_private(&lock_path, Private::Keep)
         .with_context(|| format!("failed to open the lock file {}", lock_path.display()))?;
-    let _lock = match Flock::lock(lock_file, FlockArg::LockExclusiveNonblock) {
-        Ok(lock) => lock,
+    match Flock::lock(lock_file, FlockArg::LockExclusiveNonblock) {
+        Ok(lock) => Ok(Some(lock)),
         Err((_, nix::errno::Errno::EWOULDBLOCK)) => {
-            // An autostart that lost the race is fine: its client connects to the
-            // winner. A person running `herd serve` by hand should hear about it.
             tracing::info!(home = %home.root().display(), "another daemon already serves this home");
             if detached {
-                return Ok(());
+                return Ok(None);
             }
             let pid = std::fs::read_to_string(run_dir.join("herd.pid")).unwrap_or_default();
-            return Err(Failure::new(
+            Err(Failure::new(
                 Code::Usage,
                 format!(
                     "a daemon (pid {}) already serves {}; stop it with `herd shutdown` first",
@@ -90,18 +123,19 @@ async fn run(home: Home, config: Config, detached: bool) -> anyhow::Result<()> {
                     home.root().display()
                 ),
             )
-            .into());
+            .into())
         }
-        Err((_, errno)) => {
-            return Err(anyhow::anyhow!(
-                "failed to lock {}: {errno}",
-                lock_path.display()
-            ));
-        }
-    };
+        Err((_, errno)) => Err(anyhow::anyhow!(
+            "failed to lock {}: {errno}",
+            lock_path.display()
+        )),
+    }
+}
 
-    // We hold the lock, so no live daemon owns a socket here: it is stale.
-    match std::fs::remove_file(&socket) {
+/// Binds the socket, removing a stale one first: the caller holds the lock, so no
+/// live daemon owns a socket there.
+fn bind_fresh(socket: &std::path::Path) -> anyhow::Result<UnixListener> {
+    match std::fs::remove_file(socket) {
         Ok(()) => tracing::info!(path = %socket.display(), "removed a stale socket"),
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
         Err(err) => {
@@ -110,15 +144,11 @@ async fn run(home: Home, config: Config, detached: bool) -> anyhow::Result<()> {
             });
         }
     }
-    let listener = bind_private(&socket)?;
-    let pid_path = run_dir.join("herd.pid");
-    {
-        use std::io::Write;
-        open_private(&pid_path, Private::Truncate)
-            .and_then(|mut file| writeln!(file, "{}", std::process::id()))
-            .with_context(|| format!("failed to write the pid file {}", pid_path.display()))?;
-    }
+    bind_private(socket)
+}
 
+/// Loads the plugins and builds the daemon's state.
+async fn start_state(home: &Home, config: &Config, stop: Arc<Notify>) -> anyhow::Result<State> {
     // Plugin init runs on the calling thread (herd-hooks' caveat): keep it off
     // the async workers. Failures are rows in the report, never a failed start.
     let plugins_dir = home.plugins_dir();
@@ -137,16 +167,16 @@ async fn run(home: Home, config: Config, detached: bool) -> anyhow::Result<()> {
     }
     let pipeline = herd_hooks::Pipeline::new(chain, &config.redactor_config())
         .context("invalid redact_extra_patterns in the config")?;
-    let stop = Arc::new(Notify::new());
-    let state =
-        Arc::new(State::new(home.clone(), &config, Arc::new(pipeline), Arc::clone(&stop)).await?);
-    tracing::info!(
-        pid = std::process::id(),
-        home = %home.root().display(),
-        version = env!("CARGO_PKG_VERSION"),
-        "daemon started"
-    );
+    State::new(home.clone(), config, Arc::new(pipeline), stop).await
+}
 
+/// Accepts connections until a signal or a shutdown request; says how to end.
+async fn serve_until_stopped(
+    listener: &UnixListener,
+    state: &Arc<State>,
+    config: &Config,
+    stop: &Notify,
+) -> anyhow::Result<Ending> {
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .context("failed to install the SIGTERM handler")?;
     let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
@@ -158,7 +188,7 @@ async fn run(home: Home, config: Config, detached: bool) -> anyhow::Result<()> {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => match state.connections.enter(config.max_connections) {
                     Some(slot) => {
-                        let state = Arc::clone(&state);
+                        let state = Arc::clone(state);
                         tokio::spawn(connection::serve(state, stream, uid, slot));
                     }
                     None => {
@@ -181,12 +211,7 @@ async fn run(home: Home, config: Config, detached: bool) -> anyhow::Result<()> {
             }
         }
     };
-    drop(listener);
-    let _ = std::fs::remove_file(&socket);
-    state.end(ending).await;
-    let _ = std::fs::remove_file(&pid_path);
-    tracing::info!("daemon stopped");
-    Ok(())
+    Ok(ending)
 }
 
 /// Raises the soft limit on open descriptors towards the hard one (at most 65,536):

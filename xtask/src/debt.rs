@@ -8,15 +8,12 @@
 
 /// Files and functions over the size limits: path, `file` or `fn NAME` (`Type::method`
 /// for a method), issue.
-pub(crate) const SIZES: &[(&str, &str, u32)] = &[
-    ("cli/src/daemon.rs", "fn run", 18),
-];
+pub(crate) const SIZES: &[(&str, &str, u32)] = &[];
 
 /// Module cycles: crate, the modules of the cycle (siblings, sorted, as paths from
 /// the crate root), issue. An entry matches a cycle among exactly these modules.
-pub(crate) const CYCLES: &[(&str, &[&str], u32)] = &[
-    ("herd-cli", &["daemon::hosts", "daemon::methods"], 18),
-];
+pub(crate) const CYCLES: &[(&str, &[&str], u32)] =
+    &[("herd-cli", &["daemon::hosts", "daemon::methods"], 18)];
 
 /// One violation a check found.
 #[derive(Debug, Clone, PartialEq, Eq)]
