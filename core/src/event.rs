@@ -99,6 +99,9 @@ pub enum Event {
         output: Shown,
         /// Matches suppressed by the rate limit since the last delivery.
         suppressed: u64,
+        /// RFC 3339 UTC: when the match was delivered. Two identical matches of one
+        /// session are told apart by it (a host link replaying a lease keys on it).
+        matched_at: String,
     },
     /// Watching was turned off for a session (B20).
     WatchDisabled {

@@ -79,6 +79,11 @@ const RETRY_AFTER: Duration = Duration::from_secs(1);
 /// request opens another).
 const IDLE_CLOSE: Duration = Duration::from_secs(300);
 
+/// The events door stays open this long after the last far job that can produce
+/// events ended, as the control door does: the next such job then does not pay for
+/// a new door (over ssh, a new connection: the p99 of a short job's round trip).
+const EVENTS_LINGER: Duration = IDLE_CLOSE;
+
 /// The event loop's back-off between reconnects: from the first to the last.
 const BACKOFF_FIRST: Duration = Duration::from_millis(200);
 const BACKOFF_LAST: Duration = Duration::from_secs(10);

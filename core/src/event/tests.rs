@@ -146,6 +146,7 @@ fn b20_watch_texts() {
         pattern: "ERROR".to_owned(),
         output: Shown::herd_text("ERROR disk full"),
         suppressed: 4,
+        matched_at: "2026-12-02T07:00:00Z".to_owned(),
     };
     let tripped = Event::WatchOverflowTripped {
         message: "paused".to_owned(),

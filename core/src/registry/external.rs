@@ -52,6 +52,9 @@ enum Wire {
         pattern: String,
         output: Shown,
         suppressed: u64,
+        /// Absent from a far herd older than the field.
+        #[serde(default)]
+        matched_at: String,
     },
     WatchDisabled {
         task_id: String,
@@ -126,6 +129,7 @@ fn rebuild(id: &SessionId, owner: &str, value: &Value) -> Option<Event> {
             pattern,
             output,
             suppressed,
+            matched_at,
         } => Event::WatchMatch {
             session_id,
             task_id,
@@ -135,6 +139,7 @@ fn rebuild(id: &SessionId, owner: &str, value: &Value) -> Option<Event> {
             pattern,
             output,
             suppressed,
+            matched_at,
         },
         Wire::WatchDisabled {
             task_id,

@@ -28,7 +28,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::hash::Hash;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::watch::HEARTBEAT_MAX_CHARS;
 use herd_hooks::{KeyLines, Route, Window};
@@ -456,6 +456,7 @@ impl Inner {
                     pattern: matched.pattern,
                     output,
                     suppressed: matched.suppressed,
+                    matched_at: crate::text::rfc3339(SystemTime::now()),
                 };
                 self.publish(&mut tables, [owner.as_str()], event);
             }

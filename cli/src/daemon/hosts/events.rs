@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
 
 use super::link::request_line;
-use super::{BACKOFF_FIRST, BACKOFF_LAST, KEPT_KEYS, Link, lock};
+use super::{BACKOFF_FIRST, BACKOFF_LAST, EVENTS_LINGER, KEPT_KEYS, Link, lock};
 use crate::protocol;
 use crate::protocol::{Line, MAX_RESPONSE_BYTES};
 
@@ -76,8 +76,12 @@ impl Link {
             .map_err(|e| format!("the events door closed: {e}"))?;
         self.drain().await?;
         let mut buf = Vec::new();
+        let mut idle_since: Option<Instant> = None;
         loop {
-            if !self.events_due() {
+            let due = self.events_due();
+            if due {
+                idle_since = None;
+            } else if idle_since.get_or_insert_with(Instant::now).elapsed() >= EVENTS_LINGER {
                 return Ok(());
             }
             let read = tokio::time::timeout(
@@ -86,6 +90,8 @@ impl Link {
             )
             .await;
             match read {
+                // Idle, lingering: nothing to learn until a job can produce events.
+                Err(_) if !due => {}
                 // A quiet stretch: drain anyway (a note lost in a reconnect), and
                 // learn which jobs ended without an event (a watch-only job's end
                 // queues nothing), so their door is not held for ever.
@@ -233,23 +239,19 @@ impl Link {
 }
 
 /// The key a non-completion event is recognised by when a lease is replayed
-/// (completions are keyed by the ledger). Watch events carry no sequence number,
-/// so their content is the key: two identical matches of one job in a row count
-/// as one replay.
+/// (completions are keyed by the ledger): its whole content. A replay is the same
+/// queued event, byte for byte; two real events of one job differ — a heartbeat by
+/// its age (its count starts again at 1 when the far daemon restarts and the job
+/// reattaches), a watch match by when it matched (matches of one pattern are at
+/// least the watch spacing apart).
 pub(super) fn event_key(far_id: &str, kind: &str, event: &Value) -> Option<String> {
-    match kind {
-        "completion" => None,
-        "heartbeat" => Some(format!(
-            "h:{far_id}:{}",
-            event.get("seq").and_then(Value::as_u64).unwrap_or(0)
-        )),
-        _ => {
-            use std::hash::{Hash, Hasher};
-            let mut hasher = std::collections::hash_map::DefaultHasher::new();
-            event.to_string().hash(&mut hasher);
-            Some(format!("{}:{far_id}:{:016x}", kind, hasher.finish()))
-        }
+    if kind == "completion" {
+        return None;
     }
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    event.to_string().hash(&mut hasher);
+    Some(format!("{kind}:{far_id}:{:016x}", hasher.finish()))
 }
 
 /// The pause between reconnects.

@@ -65,10 +65,37 @@ fn event_keys_tell_beats_apart_and_leave_completions_to_the_ledger() {
         event_key("proc_0123456789ab", "completion", &json!({})),
         None
     );
-    let watch = json!({"type": "watch_match", "pattern": "x", "output": "x1"});
+    // After a far daemon restart a reattached job counts its beats from 1 again:
+    // the same number at another age is a new beat, not a replay.
+    let restarted =
+        json!({"type": "heartbeat", "session_id": "proc_0123456789ab", "seq": 1, "elapsed": 40});
+    assert_ne!(a, event_key("proc_0123456789ab", "heartbeat", &restarted));
+    let watch =
+        |at: &str| json!({"type": "watch_match", "pattern": "x", "output": "x1", "matched_at": at});
     assert_eq!(
-        event_key("proc_0123456789ab", "watch_match", &watch),
-        event_key("proc_0123456789ab", "watch_match", &watch)
+        event_key(
+            "proc_0123456789ab",
+            "watch_match",
+            &watch("2026-12-02T07:00:00Z")
+        ),
+        event_key(
+            "proc_0123456789ab",
+            "watch_match",
+            &watch("2026-12-02T07:00:00Z")
+        )
+    );
+    // The same line matched again later is a second wake.
+    assert_ne!(
+        event_key(
+            "proc_0123456789ab",
+            "watch_match",
+            &watch("2026-12-02T07:00:00Z")
+        ),
+        event_key(
+            "proc_0123456789ab",
+            "watch_match",
+            &watch("2026-12-02T07:00:20Z")
+        )
     );
 }
 
