@@ -789,3 +789,69 @@ fn issue_15_far_heartbeats_and_a_far_watch_wake_reach_the_local_owner_once_each(
         "{all:?}"
     );
 }
+
+#[test]
+fn issue_15_a_far_heartbeat_after_the_far_daemon_restarted_is_not_dropped() {
+    // Issue 15: after a far daemon restart a re-attached job's beats count from 1
+    // again; a beat is told from a replay by its whole content (its age differs).
+    let pair = Pair::new();
+    std::fs::write(
+        pair.far.home().join("config.toml"),
+        "heartbeat_floor_seconds = 1\n",
+    )
+    .expect("the far home is writable");
+    let marker = pair.far.scratch().join("one");
+    let id = pair.run(&[
+        "--heartbeat",
+        "1",
+        "--",
+        &format!(
+            "echo beat-one; while [ ! -e {} ]; do sleep 0.05; done; echo beat-two; sleep 30",
+            marker.display()
+        ),
+    ]);
+    let beat_with = |all: &[Value], text: &str| {
+        of_kind(all, "heartbeat", &id)
+            .iter()
+            .any(|e| e["output"].as_str().is_some_and(|o| o.contains(text)))
+    };
+    let mut all = pair.events_until(|got| beat_with(got, "beat-one"));
+    let far_daemon = pair.far.daemon_pid().expect("the far daemon runs");
+    sigkill(far_daemon);
+    assert!(wait_until(DEADLINE, || !alive(far_daemon)).is_ok());
+    for pid in pair.doors() {
+        sigkill(pid);
+    }
+    std::fs::write(&marker, b"").expect("the scratch dir is writable");
+    // The far job (re-attached by a new far daemon) beats `beat-two` as seq 1.
+    let arrived = wait_until(DEADLINE, || {
+        all.extend(pair.events());
+        beat_with(&all, "beat-two")
+    });
+    pair.local.ok(&["kill", &id]);
+    assert!(
+        arrived.is_ok(),
+        "the beat after the far restart was dropped: {all:?}"
+    );
+}
+
+#[test]
+fn issue_15_two_identical_far_watch_wakes_both_arrive() {
+    // Issue 15 / B20: a far job that prints the same matching line twice, more
+    // than the 15 s spacing apart, wakes its owner twice, as a local job does;
+    // the second differs from a replay of the first by when it matched.
+    let pair = Pair::new();
+    let id = pair.run(&[
+        "--watch",
+        "READY",
+        "--",
+        "echo READY; sleep 17; echo READY; sleep 30",
+    ]);
+    let mut all = Vec::new();
+    let _ = wait_until(Duration::from_secs(60), || {
+        all.extend(pair.events());
+        of_kind(&all, "watch_match", &id).len() >= 2
+    });
+    pair.local.ok(&["kill", &id]);
+    assert_eq!(of_kind(&all, "watch_match", &id).len(), 2, "{all:?}");
+}
