@@ -25,33 +25,32 @@ pub fn children(pid: i32) -> Vec<i32> {
         .collect()
 }
 
+/// The pids `/proc` lists now.
+///
+/// # Panics
+/// When `/proc` is not mounted.
+pub fn pids() -> impl Iterator<Item = i32> {
+    std::fs::read_dir("/proc")
+        .expect("/proc is mounted")
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+}
+
 /// Live (non-zombie) members of process group `pgid`.
 ///
 /// # Panics
 /// When `/proc` is not mounted.
 pub fn group_members(pgid: i32) -> Vec<i32> {
-    let mut pids = Vec::new();
-    for entry in std::fs::read_dir("/proc")
-        .expect("/proc is mounted")
-        .flatten()
-    {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
-            continue;
-        };
-        let fields: Vec<&str> = rest.split_ascii_whitespace().collect();
-        if fields.get(2).and_then(|f| f.parse::<i32>().ok()) == Some(pgid) && fields[0] != "Z" {
-            pids.push(pid);
-        }
-    }
-    pids
+    pids()
+        .filter(|pid| {
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                return false;
+            };
+            let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+                return false;
+            };
+            let fields: Vec<&str> = rest.split_ascii_whitespace().collect();
+            fields.get(2).and_then(|f| f.parse::<i32>().ok()) == Some(pgid) && fields[0] != "Z"
+        })
+        .collect()
 }

@@ -12,6 +12,7 @@ use crate::args::LogsArgs;
 use crate::client::{CallError, Client};
 use crate::exit::{Code, Failure};
 use crate::output;
+use crate::protocol::Response;
 use herd_persistence::Home;
 
 /// A partial line longer than this is printed without waiting for its end.
@@ -110,8 +111,27 @@ pub(crate) async fn stream(
     if client.hello.serves("logs.follow.result") {
         params["result"] = json!(true);
     }
+    let answer = log_stream(client, "logs.follow", params, &mut emit).await?;
+    if let Some(error) = answer.error {
+        return Err(crate::client::rpc_failure(error));
+    }
+    Ok(answer
+        .result
+        .and_then(|mut answer| answer.get_mut("result").map(Value::take))
+        .filter(|result| result["session_id"].is_string()))
+}
+
+/// Starts the log stream `method` with `params`, hands the output of each `log`
+/// note to `emit`, and returns the message that answers the request (the
+/// stream's end, or its refusal).
+pub(crate) async fn log_stream(
+    client: &mut Client,
+    method: &str,
+    params: Value,
+    emit: &mut impl FnMut(&str) -> std::io::Result<()>,
+) -> anyhow::Result<Response> {
     let request = client
-        .send("logs.follow", params)
+        .send(method, params)
         .await
         .map_err(|e| CallError::Io(e).into_anyhow())?;
     loop {
@@ -129,17 +149,8 @@ pub(crate) async fn stream(
                 .and_then(|p| p["output"].as_str())
                 .unwrap_or_default();
             emit(text)?;
-            continue;
-        }
-        if message.id == json!(request) {
-            if let Some(error) = message.error {
-                return Err(crate::client::rpc_failure(error));
-            }
-            let result = message
-                .result
-                .and_then(|mut answer| answer.get_mut("result").map(Value::take))
-                .filter(|result| result["session_id"].is_string());
-            return Ok(result);
+        } else if message.id == json!(request) {
+            return Ok(message);
         }
     }
 }

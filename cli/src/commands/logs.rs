@@ -6,7 +6,7 @@ use serde_json::json;
 
 use super::follow;
 use crate::args::LogsArgs;
-use crate::client::{CallError, Client};
+use crate::client::Client;
 use crate::exit::{Code, Failure};
 use crate::output;
 use crate::protocol::METHOD_NOT_FOUND;
@@ -65,6 +65,7 @@ pub(crate) async fn logs(home: &Home, args: LogsArgs) -> anyhow::Result<()> {
             output::raw(text)
         }
     };
+    let mut can_dump = client.hello.serves("logs.dump");
     loop {
         let chunk = client
             .request("log_chunk", json!({"id": id, "from_byte": from_byte}))
@@ -78,7 +79,7 @@ pub(crate) async fn logs(home: &Home, args: LogsArgs) -> anyhow::Result<()> {
         let long = next - from_byte >= DUMP_AFTER_BYTES;
         from_byte = next;
         // A long log: the rest comes as one stream, with no round trip per chunk.
-        if long && client.hello.serves("logs.dump") {
+        if long && can_dump {
             match dump(&mut client, &id, from_byte, &mut emit).await? {
                 Some(end) => {
                     from_byte = end;
@@ -86,7 +87,10 @@ pub(crate) async fn logs(home: &Home, args: LogsArgs) -> anyhow::Result<()> {
                 }
                 // A far herd without `logs.dump`: chunk by chunk, on a new
                 // connection (the refused stream ended this one).
-                None => client = Client::connect(home).await?,
+                None => {
+                    can_dump = false;
+                    client = Client::connect(home).await?;
+                }
             }
         }
     }
@@ -110,40 +114,22 @@ async fn dump(
     from_byte: u64,
     emit: &mut impl FnMut(&str) -> std::io::Result<()>,
 ) -> anyhow::Result<Option<u64>> {
-    let request = client
-        .send("logs.dump", json!({"id": id, "from_byte": from_byte}))
-        .await
-        .map_err(|e| CallError::Io(e).into_anyhow())?;
-    loop {
-        let Some(message) = client
-            .next_message()
-            .await
-            .map_err(|e| CallError::Io(e).into_anyhow())?
-        else {
-            return Err(Failure::new(Code::Unreachable, "the daemon closed the log stream").into());
-        };
-        if message.method.as_deref() == Some("log") {
-            let text = message
-                .params
-                .as_ref()
-                .and_then(|p| p["output"].as_str())
-                .unwrap_or_default();
-            emit(text)?;
-            continue;
-        }
-        if message.id != json!(request) {
-            continue;
-        }
-        return match message.error {
-            Some(error) if error.code == METHOD_NOT_FOUND => Ok(None),
-            Some(error) => Err(crate::client::rpc_failure(error)),
-            None => Ok(Some(
-                message
-                    .result
-                    .and_then(|r| r["next_byte"].as_u64())
-                    .unwrap_or(from_byte),
-            )),
-        };
+    let message = follow::log_stream(
+        client,
+        "logs.dump",
+        json!({"id": id, "from_byte": from_byte}),
+        emit,
+    )
+    .await?;
+    match message.error {
+        Some(error) if error.code == METHOD_NOT_FOUND => Ok(None),
+        Some(error) => Err(crate::client::rpc_failure(error)),
+        None => Ok(Some(
+            message
+                .result
+                .and_then(|r| r["next_byte"].as_u64())
+                .unwrap_or(from_byte),
+        )),
     }
 }
 

@@ -215,6 +215,15 @@ struct Control {
 
 type Answer = Result<Value, RpcError>;
 
+/// What became of one request on the control door.
+#[derive(Debug)]
+enum Sent {
+    /// The far side answered, or the door closed after the request was written.
+    Answered(Answer),
+    /// The request was never written: the door was gone first.
+    Unsent,
+}
+
 #[derive(Debug)]
 struct Outgoing {
     method: String,

@@ -855,3 +855,87 @@ fn issue_15_two_identical_far_watch_wakes_both_arrive() {
     pair.local.ok(&["kill", &id]);
     assert_eq!(of_kind(&all, "watch_match", &id).len(), 2, "{all:?}");
 }
+
+#[test]
+fn issue15_logs_of_a_long_far_log_stream_all_of_it_as_the_far_side_shows_it() {
+    // Issue 15: `herd logs NAME:ID` of a log longer than one chunk takes the rest
+    // as one `logs.dump` stream through the far herd; what it prints is exactly
+    // what the far herd's own `herd logs` prints, which for text with no secret
+    // is the log file itself.
+    let pair = Pair::new();
+    let id = pair.run(&[
+        "--",
+        "i=0; while [ $i -lt 40 ]; do yes \"line $i of a long far log\" | head -n 4000; i=$((i+1)); done",
+    ]);
+    pair.local.ok(&["wait", &id]);
+    let far_id = id.trim_start_matches("far:");
+    let file = pair
+        .far
+        .home()
+        .join("logs/sessions")
+        .join(format!("{far_id}.log"));
+    let raw = std::fs::read_to_string(&file).expect("the far log");
+    assert!(
+        raw.len() > 3 << 20,
+        "a log of several chunks: {}",
+        raw.len()
+    );
+    let here = pair.local.ok(&["logs", &id]);
+    assert_eq!(here.len(), raw.len());
+    assert!(here == raw, "herd logs of the far job differs from its log");
+    assert!(pair.far.ok(&["logs", far_id]) == raw);
+    let answer: Value =
+        serde_json::from_str(&pair.local.ok(&["logs", &id, "--json"])).expect("JSON");
+    assert_eq!(answer["next_byte"], json!(raw.len()));
+    assert!(answer["output"].as_str() == Some(raw.as_str()));
+}
+
+#[test]
+fn issue15_logs_of_a_long_log_from_a_far_herd_without_logs_dump_go_chunk_by_chunk() {
+    // Issue 15: a far herd of an older version does not serve `logs.dump`; `herd
+    // logs` of a long log there reads the rest chunk by chunk, nothing lost or
+    // printed twice, and asks for the stream once only. The stand-in far herd
+    // answers lookup and log_chunk (two chunks of 600,001 bytes, then "tail",
+    // then the end) and refuses logs.dump as an unknown method, noting each ask.
+    let pair = Pair::new();
+    let asked = pair.local.scratch().join("dump-asked");
+    let head = r#"{"jsonrpc":"2.0","id":%s,"result":{"session_id":"proc_00000000000a""#;
+    let chunk = |from: u64, fill: char, next: u64| {
+        format!(
+            r#"*'"from_byte":{from}'[,}}]*) printf '{head},"output":"' "$id"; head -c 600000 /dev/zero | tr '\0' {fill}; printf '\\n","next_byte":{next},"is_running":false}}}}\n' ;;"#
+        )
+    };
+    let script = format!(
+        r#"read -r hello
+echo '{{"jsonrpc":"2.0","id":1,"result":{{"protocol":1,"daemon":"0.0.9","home":"/far","capabilities":["drain.lease","events.pending","logs.follow.result"]}}}}'
+while read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9][0-9]*\)[,}}].*/\1/p')
+  case "$line" in
+    *'"logs.dump"'*) echo asked >> {asked}; printf '{{"jsonrpc":"2.0","id":%s,"error":{{"code":-32601,"message":"unknown method"}}}}\n' "$id" ;;
+    *'"lookup"'*) printf '{head}}}}}\n' "$id" ;;
+    {first}
+    {second}
+    *'"from_byte":1200002'[,}}]*) printf '{head},"output":"tail\\n","next_byte":1200007,"is_running":false}}}}\n' "$id" ;;
+    *) printf '{head},"output":"","next_byte":1200007,"is_running":false}}}}\n' "$id" ;;
+  esac
+done
+"#,
+        asked = asked.display(),
+        first = chunk(0, 'a', 600_001),
+        second = chunk(600_001, 'b', 1_200_002),
+    );
+    let config = pair.local.home().join("config.toml");
+    let mut text = std::fs::read_to_string(&config).expect("config");
+    text.push_str(&format!(
+        "[hosts.old]\ncommand = [\"sh\", \"-c\", {script:?}]\n"
+    ));
+    std::fs::write(&config, text).expect("config");
+    let out = pair.local.run(&["logs", "old:proc_00000000000a"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let printed = stdout(&out);
+    let want = format!("{}\n{}\ntail\n", "a".repeat(600_000), "b".repeat(600_000));
+    assert_eq!(printed.len(), want.len(), "{}", stderr(&out));
+    assert!(printed == want);
+    let asks = std::fs::read_to_string(&asked).expect("the stream was asked for");
+    assert_eq!(asks.lines().count(), 1, "logs.dump asked for {asks:?}");
+}

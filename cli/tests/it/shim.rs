@@ -88,26 +88,13 @@ fn completions(env: &Env, owner: &str) -> Vec<Value> {
 /// Pids of live processes tagged with the session (`HERD_SESSION=<id>`).
 fn tagged(id: &str) -> Vec<i32> {
     let tag = format!("HERD_SESSION={id}");
-    let mut pids = Vec::new();
-    for entry in std::fs::read_dir("/proc")
-        .expect("/proc is readable")
-        .flatten()
-    {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
-            continue;
-        };
-        if environ.split(|b| *b == 0).any(|v| v == tag.as_bytes()) && alive(pid) {
-            pids.push(pid);
-        }
-    }
-    pids
+    herd_test_support::procs::pids()
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|environ| {
+                environ.split(|b| *b == 0).any(|v| v == tag.as_bytes()) && alive(*pid)
+            })
+        })
+        .collect()
 }
 
 /// Numbered lines `line-N` in `text`, in order of appearance.

@@ -13,8 +13,8 @@ use tokio::process::{Child, ChildStdin, ChildStdout};
 use tokio::sync::{mpsc, oneshot};
 
 use super::{
-    Answer, Control, FAR_NEEDS, IDLE_CLOSE, Link, OPEN_DEADLINE, Outgoing, RETRY_AFTER, Status,
-    lock, since,
+    Answer, Control, FAR_NEEDS, IDLE_CLOSE, Link, OPEN_DEADLINE, Outgoing, RETRY_AFTER, Sent,
+    Status, lock, since,
 };
 use crate::protocol;
 use crate::protocol::{HOST_UNREACHABLE, Line, MAX_RESPONSE_BYTES, NOT_FOUND, Response, RpcError};
@@ -184,16 +184,29 @@ impl Link {
     }
 
     /// Calls `method` over the control door, the answer as the far side gave it.
-    /// A door found closed under a request that changes nothing when repeated is
-    /// reopened and the request sent once more; one that starts or writes
-    /// something is not repeated (it may have been done).
+    ///
+    /// A request that never left (its door was found dead when it was written,
+    /// e.g. killed a moment before and not yet noticed) is sent once more on a new
+    /// door, whatever it does: the far side never saw it. A door that closed
+    /// after the request was written is ambiguous: a request that changes nothing
+    /// when repeated is sent once more, one that starts or writes something is not
+    /// (it may have been done) and is answered unreachable.
     pub(super) async fn call_raw(self: &Arc<Self>, method: &str, params: Value) -> Answer {
         let repeatable = !matches!(method, "spawn" | "write" | "submit" | "close" | "restart");
         match self.call_once(method, params.clone()).await {
-            Err(err) if err.code == HOST_UNREACHABLE && repeatable && !self.open_failed() => {
-                self.call_once(method, params).await
+            Sent::Unsent => match self.call_once(method, params).await {
+                Sent::Answered(answer) => answer,
+                Sent::Unsent => Err(self.unreachable()),
+            },
+            Sent::Answered(Err(err))
+                if err.code == HOST_UNREACHABLE && repeatable && !self.open_failed() =>
+            {
+                match self.call_once(method, params).await {
+                    Sent::Answered(answer) => answer,
+                    Sent::Unsent => Err(self.unreachable()),
+                }
             }
-            answer => answer,
+            Sent::Answered(answer) => answer,
         }
     }
 
@@ -205,25 +218,31 @@ impl Link {
         )
     }
 
-    pub(super) async fn call_once(self: &Arc<Self>, method: &str, params: Value) -> Answer {
-        let tx = self.control().await?;
+    /// Sends one request over the control door and waits for its answer.
+    async fn call_once(self: &Arc<Self>, method: &str, params: Value) -> Sent {
+        let tx = match self.control().await {
+            Ok(tx) => tx,
+            Err(err) => return Sent::Answered(Err(err)),
+        };
         let (reply, answer) = oneshot::channel();
-        if tx
-            .send(Outgoing {
-                method: method.to_owned(),
-                params,
-                reply,
-            })
-            .is_err()
-        {
-            return Err(self.unreachable());
+        let out = Outgoing {
+            method: method.to_owned(),
+            params,
+            reply,
+        };
+        if tx.send(out).is_err() {
+            return Sent::Unsent;
         }
-        match answer.await {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(err)) if err.code == HOST_UNREACHABLE => Err(self.unreachable()),
-            Ok(Err(err)) => Err(self.far_error(err)),
-            Err(_) => Err(self.unreachable()),
-        }
+        // The door's task drops a request's reply unanswered only when it never
+        // wrote the request (see `serve_control`).
+        let Ok(answer) = answer.await else {
+            return Sent::Unsent;
+        };
+        Sent::Answered(match answer {
+            Ok(value) => Ok(value),
+            Err(err) if err.code == HOST_UNREACHABLE => Err(self.unreachable()),
+            Err(err) => Err(self.far_error(err)),
+        })
     }
 
     /// A long call (`wait`) on a door of its own, closed with it.
@@ -274,8 +293,10 @@ pub(super) fn request_line(id: u64, method: &str, params: Value) -> Vec<u8> {
 }
 
 /// Serves one control door until it or its senders close, or it has been idle
-/// for [`IDLE_CLOSE`] (`None`); says why it ended. Every request still
-/// unanswered then is answered as unreachable.
+/// for [`IDLE_CLOSE`] (`None`); says why it ended. Every request written and
+/// still unanswered then is answered as unreachable; one that was never written
+/// (still queued, or its write failed) has its reply dropped unanswered, which
+/// tells its caller it may send it again.
 pub(super) async fn serve_control(
     child: Child,
     mut reader: BufReader<ChildStdout>,
@@ -309,7 +330,11 @@ pub(super) async fn serve_control(
                 next += 1;
                 let line = request_line(next, &out.method, out.params);
                 if let Err(err) = writer.write_all(&line).await {
-                    let _ = out.reply.send(Err(RpcError::new(HOST_UNREACHABLE, "the door closed")));
+                    // Never written: closing the queue first makes the caller's
+                    // retry open a new door; dropping the reply unanswered tells
+                    // it the far side never saw the request.
+                    rx.close();
+                    drop(out.reply);
                     lost(&mut pending);
                     return Some(format!("the door closed: {err}"));
                 }
