@@ -12,8 +12,7 @@ pub(crate) const SIZES: &[(&str, &str, u32)] = &[];
 
 /// Module cycles: crate, the modules of the cycle (siblings, sorted, as paths from
 /// the crate root), issue. An entry matches a cycle among exactly these modules.
-pub(crate) const CYCLES: &[(&str, &[&str], u32)] =
-    &[("herd-cli", &["daemon::hosts", "daemon::methods"], 18)];
+pub(crate) const CYCLES: &[(&str, &[&str], u32)] = &[];
 
 /// One violation a check found.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -162,7 +162,7 @@ async fn closed(reader: &mut BufReader<OwnedReadHalf>) {
 }
 
 /// Resolves when the client closes its end (or sends anything: streams take no input).
-pub(crate) async fn client_gone(reader: &mut BufReader<OwnedReadHalf>) {
+async fn client_gone(reader: &mut BufReader<OwnedReadHalf>) {
     let mut buf = Vec::new();
     let _ = protocol::read_line(reader, &mut buf, 1024).await;
 }
@@ -366,6 +366,6 @@ fn parse(line: &[u8]) -> Result<Request, Box<Response>> {
 }
 
 /// Writes one message.
-pub(crate) async fn write(writer: &mut OwnedWriteHalf, response: &Response) -> std::io::Result<()> {
+async fn write(writer: &mut OwnedWriteHalf, response: &Response) -> std::io::Result<()> {
     writer.write_all(&response.to_line()).await
 }

@@ -126,12 +126,15 @@ pub(crate) struct Hosts {
 #[derive(Debug)]
 pub(crate) enum Routed {
     /// A far host's: the answer.
-    Reply(super::methods::Reply),
+    Answer(Answer),
+    /// A far host's stream, to run on the connection ([`RemoteStream::run`]).
+    Stream(RemoteStream),
     /// A local request, handed back unchanged.
     Local(Value),
 }
 
-/// A long call on a door of its own (`logs.follow`), run by the connection.
+/// A long call on a door of its own (`logs.follow`, `logs.dump`), run on the
+/// local client's connection.
 #[derive(Debug)]
 pub(crate) struct RemoteStream {
     link: Arc<Link>,
@@ -213,7 +216,8 @@ struct Control {
     tx: mpsc::UnboundedSender<Outgoing>,
 }
 
-type Answer = Result<Value, RpcError>;
+/// A far answer, or the error that stands for it.
+pub(crate) type Answer = Result<Value, RpcError>;
 
 /// What became of one request on the control door.
 #[derive(Debug)]
@@ -300,15 +304,8 @@ impl Hosts {
 
     /// Routes a request about a far host; hands local ones back.
     pub(crate) async fn route(&self, method: &str, params: Value) -> Routed {
-        use super::methods::Reply;
-        let reply = |answer: Answer| {
-            Routed::Reply(match answer {
-                Ok(value) => Reply::Value(value),
-                Err(err) => Reply::Error(err),
-            })
-        };
         if method == "hosts" {
-            return reply(Ok(self.states()));
+            return Routed::Answer(Ok(self.states()));
         }
         if method == "spawn" {
             let Some(host) = params.get("host").cloned() else {
@@ -317,10 +314,10 @@ impl Hosts {
             return match host {
                 Value::Null => Routed::Local(strip(params, &["host"])),
                 Value::String(name) => match self.link(&name) {
-                    Ok(link) => reply(link.spawn(params).await),
-                    Err(err) => reply(Err(err)),
+                    Ok(link) => Routed::Answer(link.spawn(params).await),
+                    Err(err) => Routed::Answer(Err(err)),
                 },
-                _ => reply(Err(RpcError::new(
+                _ => Routed::Answer(Err(RpcError::new(
                     INVALID_PARAMS,
                     "invalid host: it must be a host name of config.toml's [hosts.NAME]",
                 ))),
@@ -339,22 +336,20 @@ impl Hosts {
         };
         let link = match self.link(&host) {
             Ok(link) => link,
-            Err(err) => return reply(Err(err)),
+            Err(err) => return Routed::Answer(Err(err)),
         };
         let mut params = params;
         params["id"] = Value::String(far);
         match method {
-            "logs.follow" | "logs.dump" => Routed::Reply(Reply::Stream(
-                super::methods::Stream::Remote(RemoteStream {
-                    link,
-                    method: method.to_owned(),
-                    params,
-                }),
-            )),
-            "wait" => reply(link.long_call(method, params).await),
-            "handoff" => reply(link.handoff(params).await),
-            "restart" => reply(link.restart(params).await),
-            _ => reply(link.call(method, params).await),
+            "logs.follow" | "logs.dump" => Routed::Stream(RemoteStream {
+                link,
+                method: method.to_owned(),
+                params,
+            }),
+            "wait" => Routed::Answer(link.long_call(method, params).await),
+            "handoff" => Routed::Answer(link.handoff(params).await),
+            "restart" => Routed::Answer(link.restart(params).await),
+            _ => Routed::Answer(link.call(method, params).await),
         }
     }
 

@@ -40,13 +40,11 @@ use self::leases::Leases;
 use self::status::{log_restore, restore_summary};
 use self::wire::chain;
 use super::connection::{Connections, Outlet, Service};
+use super::hosts::Routed;
 use crate::config::{Config, Notifications};
 use crate::protocol::{INTERNAL_ERROR, METHOD_NOT_FOUND, RpcError};
 
 pub(crate) use self::streams::Stream;
-/// The host link's far stream (`hosts.rs`) still reads the socket itself; it finds
-/// this here.
-pub(crate) use super::connection::client_gone;
 
 /// What a method answers: a value, an error, or a [`Stream`].
 pub(crate) type Reply = super::connection::Reply<Stream>;
@@ -186,10 +184,13 @@ impl State {
     /// Answers one request: a far host's job goes to its link, the rest to the
     /// method of its name.
     async fn handle(&self, method: &str, params: Value) -> Reply {
-        // A far host's job (`NAME:proc_…`, spawn with `host`) goes to its link.
+        // A far host's job (`NAME:proc_…`, spawn with `host`) goes to its link,
+        // whose answer or far stream becomes this method's reply.
         let params = match self.hosts.route(method, params).await {
-            super::hosts::Routed::Reply(reply) => return reply,
-            super::hosts::Routed::Local(params) => params,
+            Routed::Answer(Ok(value)) => return Reply::Value(value),
+            Routed::Answer(Err(error)) => return Reply::Error(error),
+            Routed::Stream(remote) => return Reply::Stream(Stream::Remote(remote)),
+            Routed::Local(params) => params,
         };
         let result = match method {
             "spawn" => self.spawn(params).await,

@@ -5,8 +5,11 @@
 //! ends the stream ([`Outlet::left`]). Every note is one line as
 //! `Response::notification` serialises it, and the answer carries the request's id,
 //! so a method that streams never sees the socket, the line format or the id.
-
-use std::future::Future;
+//!
+//! A note another herd daemon wrote (the host link relays a far stream) can be
+//! passed on as it came ([`Outlet::pass`]): a far `log` note goes out byte for
+//! byte, without a parse, and the outlet checks that it is a note, so nothing but
+//! notes and the one answer ever reaches the client.
 
 use serde_json::Value;
 use tokio::io::BufReader;
@@ -14,6 +17,10 @@ use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 
 use super::{client_gone, write};
 use crate::protocol::{Response, RpcError};
+
+/// How a note's line begins: `Response::notification` serialised, by this daemon
+/// or a far one.
+const NOTE_START: &[u8] = br#"{"jsonrpc":"2.0","id":null,"method":"#;
 
 /// The client has gone: a note could not be written, so the stream ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,6 +60,21 @@ impl<'c> Outlet<'c> {
         self.writer.write_all(&line).await.map_err(|_| Gone)
     }
 
+    /// Passes on `line`, one line another herd daemon wrote (read without its
+    /// `\n`), as it is: no parse, no copy through a `Value` (far `log` notes are
+    /// the long ones). Only a note is passed: `Ok(false)`, with nothing written,
+    /// says `line` is something else (an answer), which the caller reads itself.
+    /// The `\n` is appended to `line`, so the line goes out in one write.
+    pub(crate) async fn pass(&mut self, line: &mut Vec<u8>) -> Result<bool, Gone> {
+        use tokio::io::AsyncWriteExt;
+        if !is_note(line) {
+            return Ok(false);
+        }
+        line.push(b'\n');
+        self.writer.write_all(line).await.map_err(|_| Gone)?;
+        Ok(true)
+    }
+
     /// Answers the request, which ends the stream; a client that has gone is not
     /// told.
     pub(crate) async fn answer(self, answer: Result<Value, RpcError>) {
@@ -68,15 +90,12 @@ impl<'c> Outlet<'c> {
     pub(crate) async fn left(&mut self) {
         client_gone(self.reader).await;
     }
-
-    /// Hands the connection's halves and the request's id to `relay`: the host
-    /// link's far stream (`hosts.rs`, `RemoteStream::run`), which passes a far
-    /// daemon's lines through as written, still drives the socket itself.
-    pub(crate) fn relay<F, R>(self, relay: R) -> F
-    where
-        R: FnOnce(&'c mut BufReader<OwnedReadHalf>, &'c mut OwnedWriteHalf, Value) -> F,
-        F: Future<Output = ()>,
-    {
-        relay(self.reader, self.writer, self.id)
-    }
 }
+
+/// Whether `line` is a note as a herd daemon writes it.
+fn is_note(line: &[u8]) -> bool {
+    line.starts_with(NOTE_START)
+}
+
+#[cfg(test)]
+mod tests;

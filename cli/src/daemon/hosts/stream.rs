@@ -1,32 +1,25 @@
 //! A far stream (`logs.follow`, `logs.dump`) on a door of its own, relayed to
-//! the local client: notes that name no session pass as the far side wrote them.
+//! the local client through its `Outlet`: notes that name no session pass as the
+//! far side wrote them ([`Outlet::pass`]), the others get their ids qualified.
 
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;
-use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 
 use super::RemoteStream;
 use super::link::request_line;
-use crate::daemon::connection::write;
+use crate::daemon::connection::Outlet;
 use crate::protocol;
 use crate::protocol::{Line, MAX_RESPONSE_BYTES, Response};
 
 impl RemoteStream {
     /// Runs a far stream (`logs.follow`) on a door of its own, relaying its notes
     /// and its final answer (ids qualified) to the local client, until either
-    /// side ends.
-    pub(crate) async fn run(
-        self,
-        reader: &mut tokio::io::BufReader<OwnedReadHalf>,
-        writer: &mut OwnedWriteHalf,
-        id: Value,
-    ) {
+    /// side ends. The door is killed when this returns, so a local client that
+    /// leaves ends the far stream.
+    pub(crate) async fn run(self, mut outlet: Outlet<'_>) {
         let door = match self.link.open().await {
             Ok(door) => door,
-            Err(err) => {
-                let _ = write(writer, &Response::err(id, err)).await;
-                return;
-            }
+            Err(err) => return outlet.answer(Err(err)).await,
         };
         let (_child, mut far, mut far_in, _stderr) = door.into_parts();
         if far_in
@@ -34,15 +27,13 @@ impl RemoteStream {
             .await
             .is_err()
         {
-            let _ = write(writer, &Response::err(id, self.link.unreachable())).await;
-            return;
+            return outlet.answer(Err(self.link.unreachable())).await;
         }
-        let mut gone = Box::pin(crate::daemon::methods::client_gone(reader));
         let mut buf = Vec::new();
         loop {
             let read = tokio::select! {
                 read = protocol::read_line(&mut far, &mut buf, MAX_RESPONSE_BYTES) => read,
-                () = &mut gone => return,
+                () = outlet.left() => return,
             };
             match read {
                 Ok(Line::Complete) => {}
@@ -50,41 +41,33 @@ impl RemoteStream {
                 Ok(Line::Eof) | Err(_) => {
                     self.link
                         .mark_unreachable("the door closed during a stream".into(), false);
-                    let _ = write(writer, &Response::err(id, self.link.unreachable())).await;
-                    return;
+                    return outlet.answer(Err(self.link.unreachable())).await;
                 }
             }
             // A note that names no session (a `log` note: output only) is passed
             // on as the far side wrote it: no parse, no copy through a Value.
-            if buf.starts_with(NOTE_START) && memchr::memmem::find(&buf, b"session_id").is_none() {
-                buf.push(b'\n');
-                if writer.write_all(&buf).await.is_err() {
-                    return;
+            if memchr::memmem::find(&buf, b"session_id").is_none() {
+                match outlet.pass(&mut buf).await {
+                    Ok(true) => continue,
+                    Ok(false) => {}
+                    Err(_) => return,
                 }
-                continue;
             }
             let Ok(message) = serde_json::from_slice::<Response>(&buf) else {
                 continue;
             };
             if let Some(method) = &message.method {
                 let params = self.link.qualify(message.params.unwrap_or(Value::Null));
-                if write(writer, &Response::notification(method, params))
-                    .await
-                    .is_err()
-                {
+                if outlet.note(method, params).await.is_err() {
                     return;
                 }
                 continue;
             }
-            let response = match message.error {
-                Some(err) => Response::err(id, self.link.far_error(err)),
-                None => Response::ok(id, self.link.qualify(message.result.unwrap_or(Value::Null))),
+            let answer = match message.error {
+                Some(err) => Err(self.link.far_error(err)),
+                None => Ok(self.link.qualify(message.result.unwrap_or(Value::Null))),
             };
-            let _ = write(writer, &response).await;
-            return;
+            return outlet.answer(answer).await;
         }
     }
 }
-
-/// How a daemon's stream note begins (`Response::notification` serialised).
-pub(super) const NOTE_START: &[u8] = br#"{"jsonrpc":"2.0","id":null,"method":"#;

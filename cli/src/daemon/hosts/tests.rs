@@ -7,7 +7,6 @@ use serde_json::json;
 use super::Job;
 use super::events::event_key;
 use super::jobs::qualify_in;
-use super::stream::NOTE_START;
 
 fn jobs() -> BTreeMap<String, Job> {
     let mut jobs = BTreeMap::new();
@@ -96,15 +95,5 @@ fn event_keys_tell_beats_apart_and_leave_completions_to_the_ledger() {
             "watch_match",
             &watch("2026-12-02T07:00:20Z")
         )
-    );
-}
-
-#[test]
-fn a_log_note_is_recognised_by_how_the_daemon_writes_it() {
-    let line = crate::protocol::Response::notification("log", json!({"output": "x"})).to_line();
-    assert!(
-        line.starts_with(NOTE_START),
-        "{}",
-        String::from_utf8_lossy(&line)
     );
 }

@@ -2,7 +2,8 @@
 //! `peek` their count), `logs.follow` (a session's output until it exits, then its
 //! offset and, with `result`, how it ended), `sessions.follow` (`sessions.rs`) and
 //! `logs.dump` (`dump.rs`);
-//! a far host's `logs.follow` is relayed by the host link.
+//! a far host's `logs.follow` and `logs.dump` are relayed by the host link
+//! (`hosts/stream.rs`), into the same [`Outlet`].
 //!
 //! Each writes into its [`Outlet`] and ends when the client leaves; none sees the
 //! socket.
@@ -65,11 +66,7 @@ impl Stream {
             Stream::Dump { id, from_byte } => {
                 super::dump::dump(state, &id, from_byte, outlet).await
             }
-            Stream::Remote(remote) => {
-                outlet
-                    .relay(|reader, writer, id| remote.run(reader, writer, id))
-                    .await;
-            }
+            Stream::Remote(remote) => remote.run(outlet).await,
         }
     }
 }
