@@ -17,6 +17,7 @@ use super::query::{CHUNK_BYTES, FollowParams};
 use super::wire::{core_error, lookup_error, parse, to_value};
 use super::{NoParams, Reply, State};
 use crate::daemon::connection::Outlet;
+use crate::protocol::{INTERNAL_ERROR, RpcError};
 
 /// A streaming method.
 #[derive(Debug)]
@@ -155,6 +156,11 @@ async fn events(state: &State, owner: &str, peek: bool, mut outlet: Outlet<'_>) 
 
 /// Streams a session's log from `from_byte` until the session has exited and
 /// everything is sent, then answers the request with the final offset.
+///
+/// Each read (the file, then hooks and redaction) runs on the blocking pool, and
+/// while a read that found output is being written the next one is already made:
+/// a long log is read, redacted and sent at once, as `logs.dump` does (over a
+/// host's door the far herd, the door and the local daemon then all work at once).
 async fn logs(
     state: &State,
     session: &str,
@@ -162,22 +168,37 @@ async fn logs(
     with_result: bool,
     mut outlet: Outlet<'_>,
 ) {
-    let mut follower = match state.registry.log_follower(session, from_byte) {
+    let follower = match state.registry.log_follower(session, from_byte) {
         Ok(follower) => follower,
         Err(err) => return outlet.answer(Err(core_error(err))).await,
     };
     let mut published = state.registry.subscribe();
     // New output is not an event, so the log is also re-read on a short tick.
     let mut tick = tokio::time::interval(Duration::from_millis(50));
+    let mut next = read_ahead(follower);
     loop {
-        let read = match follower.read(CHUNK_BYTES) {
-            Ok(read) => read,
-            Err(err) => return outlet.answer(Err(core_error(err))).await,
+        let (mut follower, read) = match (&mut next).await {
+            Ok((follower, Ok(read))) => (follower, read),
+            Ok((_, Err(err))) => return outlet.answer(Err(core_error(err))).await,
+            Err(err) => {
+                let message = format!("the log reader failed: {err}");
+                return outlet
+                    .answer(Err(RpcError::new(INTERNAL_ERROR, message)))
+                    .await;
+            }
         };
+        if read.progressed {
+            // There may be more already: it is read while this is written.
+            next = read_ahead(follower);
+            if !read.output.is_empty() && outlet.note_log(read.output.as_str()).await.is_err() {
+                return;
+            }
+            continue;
+        }
         // Nothing new since the last read: the stream is idle, so the unfinished
         // line it holds goes out unless it can still become a secret (a prompt, an
         // echoed keystroke, a progress bar show within one tick).
-        let output = if read.progressed || read.is_done {
+        let output = if read.is_done {
             read.output
         } else {
             herd_hooks::Shown::join([read.output, follower.release_idle()], "")
@@ -192,15 +213,26 @@ async fn logs(
             }
             return outlet.answer(Ok(answer)).await;
         }
-        if read.progressed {
-            continue;
-        }
         tokio::select! {
             _ = published.recv() => {}
             _ = tick.tick() => {}
             () = outlet.left() => return,
         }
+        next = read_ahead(follower);
     }
+}
+
+/// One read of `follower` on the blocking pool; the follower comes back with it.
+type Ahead = tokio::task::JoinHandle<(
+    herd_core::LogFollower,
+    Result<herd_core::FollowRead, herd_core::Error>,
+)>;
+
+fn read_ahead(mut follower: herd_core::LogFollower) -> Ahead {
+    tokio::task::spawn_blocking(move || {
+        let read = follower.read(CHUNK_BYTES);
+        (follower, read)
+    })
 }
 
 /// How an ended session ended, as `wait` answers it; `{"error"}` if that fails.
