@@ -158,6 +158,12 @@ struct Link {
     saving: Mutex<()>,
     /// The far proxy's environment, from its hello.
     proxy_env: Mutex<Option<BTreeMap<String, String>>>,
+    /// What the far herd serves, from the last door's hello.
+    far_capabilities: Mutex<Vec<String>>,
+    /// Counts this link's spawn request keys.
+    next_key: std::sync::atomic::AtomicU64,
+    /// When this link was made (ns since the epoch): part of its request keys.
+    started_nanos: u64,
     /// Woken when a job that produces events is added.
     wake: Notify,
     events_started: std::sync::atomic::AtomicBool,
@@ -295,6 +301,11 @@ impl Hosts {
             book: Mutex::new(book),
             saving: Mutex::new(()),
             proxy_env: Mutex::new(None),
+            far_capabilities: Mutex::new(Vec::new()),
+            next_key: std::sync::atomic::AtomicU64::new(0),
+            started_nanos: SystemTime::now()
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
             wake: Notify::new(),
             events_started: std::sync::atomic::AtomicBool::new(false),
         });

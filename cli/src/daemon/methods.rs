@@ -18,6 +18,7 @@
 
 mod control;
 mod dump;
+mod keys;
 mod leases;
 mod query;
 mod sessions;
@@ -68,6 +69,9 @@ pub(crate) struct State {
     pub(crate) connections: Connections,
     /// Other hosts' herds (capability `hosts`, `hosts.rs`).
     hosts: super::hosts::Hosts,
+    /// The keys of recent spawns, so one sent again is not started twice
+    /// (capability `spawn.request_key`).
+    spawn_keys: keys::SpawnKeys,
 }
 
 /// How the daemon ends.
@@ -155,6 +159,7 @@ impl State {
             supervised,
             connections: Connections::default(),
             hosts,
+            spawn_keys: keys::SpawnKeys::default(),
         })
     }
 

@@ -987,3 +987,67 @@ fn issue17_logs_follow_with_result_ends_with_the_sessions_result() {
     assert_eq!(result["exit_code"], 7, "{end}");
     assert!(end["result"]["next_byte"].is_u64(), "{end}");
 }
+
+#[test]
+fn issue_15_a_spawn_sent_again_with_its_request_key_starts_the_job_once() {
+    // Issue 15: a caller that lost its connection after sending a spawn sends it
+    // again with the same `request_key` (a host link does, over a new door): the
+    // daemon answers the first spawn's id and starts nothing more.
+    let env = Env::new();
+    env.ok(&["ps"]);
+    let marker = env.scratch().join("starts");
+    let spawn = json!({
+        "command": format!("echo started >> {}", marker.display()),
+        "owner": "agent",
+        "request_key": "home1-5f3a-7",
+    });
+    let mut first = Conn::open(&env);
+    let hello = first.hello();
+    assert!(
+        hello["result"]["capabilities"]
+            .as_array()
+            .is_some_and(|c| c.iter().any(|c| c == "spawn.request_key")),
+        "{hello}"
+    );
+    let one = first.call(1, "spawn", spawn.clone());
+    let id = one["result"]["session_id"]
+        .as_str()
+        .expect("a session id")
+        .to_owned();
+    drop(first);
+    let mut second = Conn::open(&env);
+    second.hello();
+    let again = second.call(1, "spawn", spawn.clone());
+    assert_eq!(again["result"]["session_id"], id.as_str(), "{again}");
+    let other = second.call(
+        2,
+        "spawn",
+        json!({"command": "true", "owner": "agent", "request_key": "home1-5f3a-8"}),
+    );
+    assert_ne!(other["result"]["session_id"], id.as_str(), "{other}");
+    env.ok(&["wait", &id]);
+    let rows = env.json(&["ps", "--all", "--json"]);
+    let n_first = rows["processes"].as_array().map_or(0, |r| {
+        r.iter()
+            .filter(|r| r["command"].as_str().is_some_and(|c| c.contains("started")))
+            .count()
+    });
+    assert_eq!(n_first, 1, "{rows}");
+    assert_eq!(
+        std::fs::read_to_string(&marker).expect("the job ran"),
+        "started\n"
+    );
+    // A malformed key is refused, naming the field.
+    let bad = second.call(
+        3,
+        "spawn",
+        json!({"command": "true", "owner": "agent", "request_key": "a b"}),
+    );
+    assert_eq!(bad["error"]["code"], -32602, "{bad}");
+    assert!(
+        bad["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("request_key")),
+        "{bad}"
+    );
+}

@@ -948,3 +948,49 @@ done
     let asks = std::fs::read_to_string(&asked).expect("the stream was asked for");
     assert_eq!(asks.lines().count(), 1, "logs.dump asked for {asks:?}");
 }
+
+#[test]
+fn issue15_a_spawn_whose_door_closed_after_it_was_sent_is_sent_again_with_its_key() {
+    // Issue 15: the door dies after the spawn was written and before it was
+    // answered, so the job may or may not have started. A far herd that serves
+    // `spawn.request_key` gets the spawn again on a new door with the same key
+    // (and starts the job once, tested in daemon.rs); the caller gets its id.
+    // The stand-in far herd notes every spawn's key, and its first door exits
+    // as soon as it has read one.
+    let pair = Pair::new();
+    let keys = pair.local.scratch().join("keys");
+    let dropped = pair.local.scratch().join("dropped");
+    let script = format!(
+        r#"read -r hello
+echo '{{"jsonrpc":"2.0","id":1,"result":{{"protocol":1,"daemon":"0.1.0","home":"/far","capabilities":["drain.lease","events.pending","logs.follow.result","spawn.request_key"]}}}}'
+while read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/^{{"id":\([0-9][0-9]*\),.*/\1/p')
+  case "$line" in
+    *'"method":"spawn"'*)
+      printf '%s\n' "$line" | sed -n 's/.*"request_key":"\([^"]*\)".*/\1/p' >> {keys}
+      if [ ! -e {dropped} ]; then : > {dropped}; exit 0; fi
+      printf '{{"id":%s,"jsonrpc":"2.0","result":{{"session_id":"proc_00000000000b","pid":4242}}}}\n' "$id" ;;
+    *) printf '{{"id":%s,"jsonrpc":"2.0","result":{{}}}}\n' "$id" ;;
+  esac
+done
+"#,
+        keys = keys.display(),
+        dropped = dropped.display(),
+    );
+    let config = pair.local.home().join("config.toml");
+    let mut text = std::fs::read_to_string(&config).expect("config");
+    text.push_str(&format!(
+        "[hosts.stub]\ncommand = [\"sh\", \"-c\", {script:?}]\n"
+    ));
+    std::fs::write(&config, text).expect("config");
+    let out = pair.local.run(&["run", "--host", "stub", "--", "true"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "stub:proc_00000000000b");
+    let sent = std::fs::read_to_string(&keys).expect("the spawns were noted");
+    let sent: Vec<&str> = sent.lines().collect();
+    assert_eq!(sent.len(), 2, "the spawn was sent twice: {sent:?}");
+    assert!(
+        !sent[0].is_empty() && sent[0] == sent[1],
+        "one key: {sent:?}"
+    );
+}

@@ -52,6 +52,11 @@ impl Link {
             }
             far["caller_env"] = json!(env);
         }
+        // A door that closes after the spawn was written leaves it unknown
+        // whether the job started: with a key the spawn can be sent again.
+        if self.far_serves("spawn.request_key") {
+            far["request_key"] = json!(self.request_key());
+        }
         let answer = self.call_raw("spawn", far).await?;
         let Some(far_id) = answer.get("session_id").and_then(Value::as_str) else {
             return Err(RpcError::new(

@@ -90,6 +90,23 @@ impl Link {
         lock(&self.proxy_env).clone()
     }
 
+    /// Whether the far herd (as its last door's hello said) serves `capability`.
+    pub(super) fn far_serves(&self, capability: &str) -> bool {
+        lock(&self.far_capabilities).iter().any(|c| c == capability)
+    }
+
+    /// A spawn request key no other spawn of this home has used: this home's far
+    /// owner, this link's start (so a restarted daemon does not reuse a key) and a
+    /// count.
+    pub(super) fn request_key(&self) -> String {
+        let n = self
+            .next_key
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let started = self.started_nanos;
+        let owner = self.far_owner.trim_start_matches("herd-home-");
+        format!("{owner}-{started:x}-{n}")
+    }
+
     /// Opens this host's door and greets the far herd; the failure is recorded
     /// as the host's status.
     pub(super) async fn open(&self) -> Result<door::Door, RpcError> {
@@ -116,6 +133,7 @@ impl Link {
                 if let Some(env) = door.hello.proxy_env.clone() {
                     *lock(&self.proxy_env) = Some(env);
                 }
+                lock(&self.far_capabilities).clone_from(&door.hello.capabilities);
                 let mut status = lock(&self.status);
                 if !matches!(*status, Status::Connected { .. }) {
                     *status = Status::Connected {
@@ -192,7 +210,10 @@ impl Link {
     /// when repeated is sent once more, one that starts or writes something is not
     /// (it may have been done) and is answered unreachable.
     pub(super) async fn call_raw(self: &Arc<Self>, method: &str, params: Value) -> Answer {
-        let repeatable = !matches!(method, "spawn" | "write" | "submit" | "close" | "restart");
+        // A spawn with a request key is started once by the far herd however
+        // often it is sent (`spawn.request_key`).
+        let repeatable = !matches!(method, "spawn" | "write" | "submit" | "close" | "restart")
+            || (method == "spawn" && params.get("request_key").is_some());
         match self.call_once(method, params.clone()).await {
             Sent::Unsent => match self.call_once(method, params).await {
                 Sent::Answered(answer) => answer,

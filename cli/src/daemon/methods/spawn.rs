@@ -9,12 +9,30 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::State;
+use super::keys::Claim;
 use super::wire::{core_error, parse, spawn_error, to_value};
 use crate::protocol::{INTERNAL_ERROR, INVALID_PARAMS, RpcError};
 
 impl State {
+    /// `spawn`: with a `request_key` (capability `spawn.request_key`), a spawn
+    /// sent again with a key already taken gets that spawn's answer and starts
+    /// nothing (`keys.rs`).
     pub(super) async fn spawn(&self, params: Value) -> Result<Value, RpcError> {
-        let p: SpawnParams = parse(params)?;
+        let mut p: SpawnParams = parse(params)?;
+        let Some(key) = p.request_key.take() else {
+            return self.spawn_once(p).await;
+        };
+        match self.spawn_keys.claim(&key).await? {
+            Claim::Answered(answer) => answer,
+            Claim::Start(started) => {
+                let answer = self.spawn_once(p).await;
+                started.finish(&answer);
+                answer
+            }
+        }
+    }
+
+    async fn spawn_once(&self, p: SpawnParams) -> Result<Value, RpcError> {
         let task_id = p.task_id.clone().unwrap_or_else(|| p.owner.clone());
         // Children must know they run under a supervisor (B33).
         check_env_names(&p.env, p.caller_env.as_ref())?;
@@ -137,6 +155,9 @@ struct SpawnParams {
     /// Kill the tree after this many seconds (capability `spawn.time_limit`).
     #[serde(default)]
     time_limit_seconds: Option<u64>,
+    /// The same key again means the same spawn (capability `spawn.request_key`).
+    #[serde(default)]
+    request_key: Option<String>,
 }
 
 /// `restart` (capability `restart`): the session to start again, and the caller's

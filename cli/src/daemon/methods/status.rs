@@ -16,7 +16,9 @@ use crate::protocol::{self, PROTOCOL_VERSION, RpcError, VERSION_MISMATCH};
 /// `time_limit_seconds`, `restart`, and `sessions.follow` (a note whenever the
 /// home's sessions change, for `herd top`), and `hosts`: other hosts' jobs by
 /// qualified id (`NAME:proc_…`), `spawn`'s `host`, `list`'s `host` and
-/// `all_hosts`, the `hosts` method and the `HOST_UNREACHABLE` error (`hosts.rs`).
+/// `all_hosts`, the `hosts` method and the `HOST_UNREACHABLE` error (`hosts.rs`),
+/// and `spawn`'s `request_key` (a spawn sent again with the same key starts
+/// nothing and gets the first one's answer, `keys.rs`).
 pub(crate) const CAPABILITIES: &[&str] = &[
     "clean",
     "drain.lease",
@@ -30,6 +32,7 @@ pub(crate) const CAPABILITIES: &[&str] = &[
     "spawn.time_limit",
     "restart",
     "hosts",
+    "spawn.request_key",
 ];
 
 /// Answers the handshake.

@@ -1,0 +1,185 @@
+//! Spawn request keys (capability `spawn.request_key`): a `spawn` that carries a
+//! key this daemon has already taken is answered with that spawn's answer, and
+//! starts nothing.
+//!
+//! Why: a caller whose connection died after it sent a spawn cannot know whether
+//! the job started. A host link (a far job's `spawn` crossing an ssh door that was
+//! cut or killed just then) sends the same spawn again with the same key on a new
+//! connection: the far daemon then starts the job at most once, and the caller gets
+//! its id either way. A retry that arrives while the first is still being started
+//! waits for it.
+//!
+//! Invariant: a key maps to one started session (or one refusal) for
+//! [`KEEP`] after its spawn ended; at most [`MAX_KEYS`] keys are kept (the oldest
+//! finished ones go first). Keys live in this daemon's memory: a retry after the
+//! daemon itself restarted is not recognised.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tokio::sync::watch;
+
+use crate::protocol::{INVALID_PARAMS, RpcError};
+
+/// How long a finished spawn's answer is kept for a retry.
+pub(crate) const KEEP: Duration = Duration::from_secs(600);
+
+/// The most keys kept at once.
+pub(crate) const MAX_KEYS: usize = 4096;
+
+/// The longest key accepted.
+const MAX_KEY_CHARS: usize = 64;
+
+type Answer = Result<Value, RpcError>;
+
+/// The keys of recent spawns and what became of them.
+#[derive(Debug, Default)]
+pub(crate) struct SpawnKeys {
+    keys: Mutex<HashMap<String, Entry>>,
+}
+
+#[derive(Debug)]
+enum Entry {
+    /// Being started; the answer is sent on the channel when it is known.
+    InFlight(watch::Receiver<Option<Answer>>),
+    /// Started (or refused) at `at`.
+    Done { answer: Answer, at: Instant },
+}
+
+/// What a spawn with a key is to do.
+#[derive(Debug)]
+pub(crate) enum Claim<'a> {
+    /// Start the job, then [`Started::finish`] with the answer.
+    Start(Started<'a>),
+    /// A spawn with this key already ended: its answer.
+    Answered(Answer),
+}
+
+/// A key this spawn is starting; dropped unfinished (the spawn was cancelled), the
+/// key is free again.
+#[derive(Debug)]
+pub(crate) struct Started<'a> {
+    keys: &'a SpawnKeys,
+    key: String,
+    tx: watch::Sender<Option<Answer>>,
+    finished: bool,
+}
+
+impl SpawnKeys {
+    fn map(&self) -> MutexGuard<'_, HashMap<String, Entry>> {
+        self.keys
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Takes `key` for a spawn, or the answer of the spawn that took it (waiting
+    /// for one still being started).
+    ///
+    /// # Errors
+    /// A key that is empty, longer than 64 characters or not of `A-Z a-z 0-9 _ -`.
+    pub(crate) async fn claim(&self, key: &str) -> Result<Claim<'_>, RpcError> {
+        check_key(key)?;
+        loop {
+            let mut waiting = {
+                let mut map = self.map();
+                match map.get(key) {
+                    Some(Entry::Done { answer, at }) if at.elapsed() < KEEP => {
+                        return Ok(Claim::Answered(answer.clone()));
+                    }
+                    Some(Entry::InFlight(rx)) => rx.clone(),
+                    _ => {
+                        prune(&mut map);
+                        let (tx, rx) = watch::channel(None);
+                        map.insert(key.to_owned(), Entry::InFlight(rx));
+                        return Ok(Claim::Start(Started {
+                            keys: self,
+                            key: key.to_owned(),
+                            tx,
+                            finished: false,
+                        }));
+                    }
+                }
+            };
+            // The spawn that took the key is still starting the job: its answer,
+            // or (it was cancelled, the key freed) another try at taking it.
+            if let Ok(answer) = waiting.wait_for(Option::is_some).await
+                && let Some(answer) = answer.clone()
+            {
+                return Ok(Claim::Answered(answer));
+            }
+        }
+    }
+}
+
+impl Started<'_> {
+    /// Records the spawn's answer under its key and hands it to any retry waiting.
+    pub(crate) fn finish(mut self, answer: &Answer) {
+        self.finished = true;
+        self.keys.map().insert(
+            self.key.clone(),
+            Entry::Done {
+                answer: answer.clone(),
+                at: Instant::now(),
+            },
+        );
+        let _ = self.tx.send(Some(answer.clone()));
+    }
+}
+
+impl Drop for Started<'_> {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.keys.map().remove(&self.key);
+        }
+    }
+}
+
+/// Drops answers older than [`KEEP`], then the oldest finished ones while the map
+/// is full.
+fn prune(map: &mut HashMap<String, Entry>) {
+    map.retain(|_, entry| match entry {
+        Entry::Done { at, .. } => at.elapsed() < KEEP,
+        Entry::InFlight(_) => true,
+    });
+    while map.len() >= MAX_KEYS {
+        let oldest = map
+            .iter()
+            .filter_map(|(key, entry)| match entry {
+                Entry::Done { at, .. } => Some((key.clone(), *at)),
+                Entry::InFlight(_) => None,
+            })
+            .min_by_key(|(_, at)| *at)
+            .map(|(key, _)| key);
+        match oldest {
+            Some(key) => {
+                map.remove(&key);
+            }
+            // Every kept key is a spawn still starting: let the map grow past
+            // the bound rather than forget one.
+            None => break,
+        }
+    }
+}
+
+fn check_key(key: &str) -> Result<(), RpcError> {
+    let well_formed = !key.is_empty()
+        && key.chars().count() <= MAX_KEY_CHARS
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if well_formed {
+        Ok(())
+    } else {
+        Err(RpcError::new(
+            INVALID_PARAMS,
+            format!(
+                "invalid request_key {key:?}: use 1 to {MAX_KEY_CHARS} characters of A-Z, a-z, 0-9, `_` and `-` (one per spawn; the same key again means the same spawn)"
+            ),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests;
