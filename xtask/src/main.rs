@@ -208,7 +208,7 @@ const SOAK: &[SoakItem] = &[
         what: "200 concurrent sessions publish exactly 200 completions, 20 times",
         package: "herd-core",
         target: &["--test", "it"],
-        filter: "lifecycle::b9_200_concurrent_sessions_publish_exactly_200_completions",
+        filter: "lifecycle::b9_b10_200_concurrent_sessions_publish_exactly_200_completions_and_none_stays_pending",
         env: &[],
         repeats: 20,
     },

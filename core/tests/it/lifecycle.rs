@@ -49,7 +49,7 @@ async fn b13_orphan_holding_the_pipe_still_completes_once_within_2s() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn b9_200_concurrent_sessions_publish_exactly_200_completions() {
+async fn b9_b10_200_concurrent_sessions_publish_exactly_200_completions_and_none_stays_pending() {
     let fx = Fixture::new();
     let mut events = fx.registry.subscribe();
     let mut ids = HashSet::new();
