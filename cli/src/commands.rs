@@ -55,21 +55,31 @@ fn old_daemon_for_hosts(daemon: &str) -> anyhow::Error {
     .into()
 }
 
-/// `text` on one line, rendered safe for a terminal and cut to `max` characters,
-/// with an ellipsis when cut.
+/// `text` on one line, rendered safe for a terminal and cut to `max` terminal
+/// columns, with an ellipsis when cut.
 ///
 /// Whitespace runs (newlines and tabs included) become one space first; what is
-/// rendered is measured after rendering, so the column keeps its width.
+/// rendered is measured after rendering, in columns (a wide character takes two),
+/// so the column keeps its width.
 fn truncate(text: &str, max: usize) -> String {
+    use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
     let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
     let shown = output::visible(&flat);
-    if shown.chars().count() <= max {
-        shown.into_owned()
-    } else {
-        let mut cut: String = shown.chars().take(max.saturating_sub(1)).collect();
-        cut.push('…');
-        cut
+    if shown.width() <= max {
+        return shown.into_owned();
     }
+    let mut cut = String::new();
+    let mut used = 0;
+    for c in shown.chars() {
+        let w = c.width().unwrap_or(0);
+        if used + w + 1 > max {
+            break;
+        }
+        used += w;
+        cut.push(c);
+    }
+    cut.push('…');
+    cut
 }
 
 /// How a job ended, for a person: `proc_… exited 0`, `proc_… killed (SIGTERM)`.

@@ -68,12 +68,23 @@ pub(crate) async fn ps(home: &Home, args: PsArgs) -> anyhow::Result<()> {
         .iter()
         .map(|row| row_cells(row, by_owner, by_host))
         .collect();
-    let (command_width, line_width) = flexible_widths(&header, &cells, table.width());
+    let (cells, command_width, line_width) = layout(&header, cells, table.width());
+    // A column with no room is left out rather than wrapping every row.
+    if line_width.is_none() {
+        header.pop();
+    }
+    if command_width.is_none() {
+        header.pop();
+    }
     table.set_header(header);
     for (fixed, command, line) in cells {
         let mut row = fixed;
-        row.push(truncate(&command, command_width));
-        row.push(truncate(&line, line_width));
+        if let Some(width) = command_width {
+            row.push(truncate(&command, width));
+        }
+        if let Some(width) = line_width {
+            row.push(truncate(&line, width));
+        }
         table.add_row(row);
     }
     output::line(&table.to_string())?;
@@ -137,28 +148,84 @@ fn row_cells(row: &Value, by_owner: bool, by_host: bool) -> Cells {
     )
 }
 
+/// The rows as a terminal of `width` columns shows them, with the widths of the
+/// command and last-line columns ([`flexible_widths`]): where the last line would
+/// not fit, ids are first cut to the shortest prefix that tells the rows apart (at
+/// least 7 hex digits, which every command takes, B37).
+fn layout(
+    header: &[&str],
+    cells: Vec<Cells>,
+    width: Option<u16>,
+) -> (Vec<Cells>, Option<usize>, Option<usize>) {
+    let (command, line) = flexible_widths(header, &cells, width);
+    if line.is_some() {
+        return (cells, command, line);
+    }
+    let cells = short_ids(cells);
+    let (command, line) = flexible_widths(header, &cells, width);
+    (cells, command, line)
+}
+
+/// The rows with each `proc_<12 hex>` id cut to the shortest prefix (at least 7
+/// hex digits) no other row's id shares.
+fn short_ids(mut cells: Vec<Cells>) -> Vec<Cells> {
+    let ids: Vec<String> = cells
+        .iter()
+        .map(|(fixed, _, _)| fixed[0].split(' ').next().unwrap_or_default().to_owned())
+        .collect();
+    let keep = (12..=17)
+        .find(|&n| {
+            let mut seen = std::collections::HashSet::new();
+            ids.iter().all(|id| seen.insert(id.get(..n).unwrap_or(id)))
+        })
+        .unwrap_or(17);
+    for ((fixed, _, _), id) in cells.iter_mut().zip(&ids) {
+        if id.starts_with("proc_")
+            && let Some(short) = id.get(..keep)
+        {
+            fixed[0] = fixed[0].replacen(id.as_str(), short, 1);
+        }
+    }
+    cells
+}
+
 /// The widths the command and last-line columns get: what a terminal of
-/// `width` columns leaves after the fixed ones (55% and 45% of it, at least 8
-/// each); 40 and 50 off a terminal.
-fn flexible_widths(header: &[&str], cells: &[Cells], width: Option<u16>) -> (usize, usize) {
+/// `width` columns leaves after the fixed ones (55% and 45% of it, each at least
+/// as wide as its header); 40 and 50 off a terminal. A narrow terminal loses the
+/// last line first, then the command (`None`), so that no row wraps.
+fn flexible_widths(
+    header: &[&str],
+    cells: &[Cells],
+    width: Option<u16>,
+) -> (Option<usize>, Option<usize>) {
     let Some(width) = width else {
-        return (40, 50);
+        return (Some(40), Some(50));
     };
     let n_fixed = header.len() - 2;
     let fixed: usize = (0..n_fixed)
         .map(|col| {
             cells
                 .iter()
-                .map(|(f, _, _)| f[col].chars().count())
+                .map(|(f, _, _)| unicode_width::UnicodeWidthStr::width(f[col].as_str()))
                 .chain([header[col].len()])
                 .max()
                 .unwrap_or(0)
         })
         .sum();
+    let (command_min, line_min) = (header[n_fixed].len(), header[n_fixed + 1].len());
     // One space of padding on each side of every column.
-    let room = usize::from(width).saturating_sub(fixed + 2 * header.len());
-    let command = (room * 55 / 100).max(8);
-    (command, room.saturating_sub(command).max(8))
+    let room = |n_columns: usize| usize::from(width).saturating_sub(fixed + 2 * n_columns);
+    let both = room(n_fixed + 2);
+    if both >= command_min + line_min {
+        let command = (both * 55 / 100).max(command_min);
+        let line = (both - command).max(line_min);
+        return (Some(both - line), Some(line));
+    }
+    let alone = room(n_fixed + 1);
+    if alone >= command_min {
+        return (Some(alone), None);
+    }
+    (None, None)
 }
 
 /// `45s`, `18m5s`, `2h3m`, `3d4h`.
@@ -180,3 +247,6 @@ pub(super) fn last_line(text: &str) -> &str {
         .unwrap_or("")
         .trim_end()
 }
+
+#[cfg(test)]
+mod tests;

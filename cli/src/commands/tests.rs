@@ -27,6 +27,9 @@ fn ages_read_like_a_clock() {
 fn the_last_line_skips_trailing_blanks_and_long_text_is_cut() {
     assert_eq!(last_line("a\nb\n\n  \n"), "b");
     assert_eq!(truncate("abcdef", 4), "abc…");
+    // Measured in terminal columns: a wide character takes two.
+    assert_eq!(truncate("日本語のログ", 7), "日本語…");
+    assert_eq!(truncate("日本語", 6), "日本語");
     assert_eq!(truncate("a  b\nc", 10), "a b c");
 }
 
