@@ -1,5 +1,6 @@
 //! `herd events`: the owner's notifications, taken once or followed.
 
+use std::collections::{HashMap, HashSet};
 use std::io::IsTerminal;
 
 use herd_persistence::Home;
@@ -15,6 +16,7 @@ use crate::output;
 pub(crate) async fn events(home: &Home, args: EventsArgs) -> anyhow::Result<()> {
     let owner = args.owner.resolve("cli");
     let style = EventStyle::new(&args);
+    let mut names = Names::new(home, &owner, style.human);
     let mut client = Client::connect(home).await?;
     if !args.follow {
         // Taken as a lease, acknowledged only once printed (or given back for
@@ -32,7 +34,8 @@ pub(crate) async fn events(home: &Home, args: EventsArgs) -> anyhow::Result<()> 
             .request("drain", json!({"owner": owner, "lease": leased}))
             .await?;
         for event in answer["events"].as_array().into_iter().flatten() {
-            print_event(event, &style)?;
+            let name = names.of(event).await;
+            print_event(event, name.as_deref(), &style)?;
         }
         if let Some(lease) = answer["lease"].as_u64() {
             let settle = if args.peek {
@@ -57,7 +60,9 @@ pub(crate) async fn events(home: &Home, args: EventsArgs) -> anyhow::Result<()> 
             return Ok(());
         };
         if message.method.as_deref() == Some("event") {
-            print_event(message.params.as_ref().unwrap_or(&Value::Null), &style)?;
+            let event = message.params.as_ref().unwrap_or(&Value::Null);
+            let name = names.of(event).await;
+            print_event(event, name.as_deref(), &style)?;
         } else if message.id == json!(request)
             && let Some(error) = message.error
         {
@@ -90,8 +95,67 @@ impl EventStyle {
     }
 }
 
-/// One event: a JSON line, or for a person `HH:MM:SS proc_… what  command — first line`.
-fn print_event(event: &Value, style: &EventStyle) -> std::io::Result<()> {
+/// The names of the owner's sessions, for the lines a person reads: listed on a
+/// connection of their own (the first may be holding a stream) when an event
+/// names a session not seen yet.
+struct Names<'a> {
+    home: &'a Home,
+    owner: &'a str,
+    /// Off for JSON lines, which carry ids only, as the daemon sent them.
+    wanted: bool,
+    client: Option<Client>,
+    known: HashMap<String, String>,
+    /// Sessions listed and found without a name.
+    unnamed: HashSet<String>,
+}
+
+impl<'a> Names<'a> {
+    fn new(home: &'a Home, owner: &'a str, wanted: bool) -> Names<'a> {
+        Names {
+            home,
+            owner,
+            wanted,
+            client: None,
+            known: HashMap::new(),
+            unnamed: HashSet::new(),
+        }
+    }
+
+    /// The name of the session `event` is about, if it has one. A name that
+    /// cannot be learned (the daemon went away) is simply not shown.
+    async fn of(&mut self, event: &Value) -> Option<String> {
+        let id = event["session_id"].as_str()?;
+        if !self.wanted || self.unnamed.contains(id) {
+            return None;
+        }
+        if let Some(name) = self.known.get(id) {
+            return Some(name.clone());
+        }
+        if self.client.is_none() {
+            self.client = Client::connect(self.home).await.ok();
+        }
+        let client = self.client.as_mut()?;
+        let mut params = json!({"owner": self.owner, "all": true});
+        if client.hello.serves("list.filter") {
+            params["state"] = json!("all");
+        }
+        let rows = client.request("list", params).await.ok()?;
+        for row in rows["processes"].as_array().into_iter().flatten() {
+            if let (Some(sid), Some(name)) = (row["session_id"].as_str(), row["name"].as_str()) {
+                self.known.insert(sid.to_owned(), name.to_owned());
+            }
+        }
+        let name = self.known.get(id).cloned();
+        if name.is_none() {
+            self.unnamed.insert(id.to_owned());
+        }
+        name
+    }
+}
+
+/// One event: a JSON line, or for a person `HH:MM:SS proc_… [name] what  command —
+/// first line`.
+fn print_event(event: &Value, name: Option<&str>, style: &EventStyle) -> std::io::Result<()> {
     if !style.human {
         return output::json_line(event);
     }
@@ -137,7 +201,14 @@ fn print_event(event: &Value, style: &EventStyle) -> std::io::Result<()> {
         .and_then(|o| o.lines().find(|l| !l.trim().is_empty()))
         .map(|l| truncate(l, 60))
         .unwrap_or_default();
-    let mut line = format!("{time} {id} {}", paint(colour, &what));
+    let mut line = match name {
+        Some(name) => format!(
+            "{time} {id} {} {}",
+            output::visible(name),
+            paint(colour, &what)
+        ),
+        None => format!("{time} {id} {}", paint(colour, &what)),
+    };
     if !command.is_empty() {
         line.push_str(&format!("  {command}"));
     }

@@ -650,7 +650,18 @@ fn stop_and_rm_point_at_kill_and_doctor_says_the_config_is_absent() {
 #[test]
 fn events_on_a_terminal_print_one_readable_line_per_event_and_json_elsewhere() {
     let env = Env::new();
-    let ok = run_id(&env, &["--notify", "--", "sh", "-c", "echo built fine"]);
+    let ok = run_id(
+        &env,
+        &[
+            "--notify",
+            "--name",
+            "build",
+            "--",
+            "sh",
+            "-c",
+            "echo built fine",
+        ],
+    );
     let failed = run_id(&env, &["--notify", "--", "sh", "-c", "echo boom; exit 2"]);
     env.ok(&["wait", &ok, "--timeout", "10"]);
     let _ = env.run(&["wait", &failed, "--timeout", "10"]);
@@ -669,6 +680,8 @@ fn events_on_a_terminal_print_one_readable_line_per_event_and_json_elsewhere() {
         ok_line.contains("\x1b[32mexited 0\x1b[0m") && ok_line.contains("built fine"),
         "{text}"
     );
+    // Its name follows its id (issue 17); the unnamed one has none.
+    assert!(ok_line.contains(&format!("{ok} build ")), "{text}");
     let failed_line = text
         .lines()
         .find(|l| l.contains(&failed))
