@@ -14,10 +14,12 @@
 //!   write, list, drain with a lease and its ack), multiplexed: ids are remapped
 //!   and answers matched back to their callers, so any number of local clients
 //!   share it;
-//! - a *long call* (`wait`, `logs.follow`, `logs.dump`) gets a door of its own, opened on
-//!   demand and closed with it (a wait that lasts an hour must not stall the
-//!   host's other requests, and a local client that leaves kills its door, which
-//!   ends the far wait or stream);
+//! - a *long call* (`wait`, `logs.follow`, `logs.dump`) gets a door of its own (a
+//!   wait that lasts an hour must not stall the host's other requests, and a local
+//!   client that leaves kills its door, which ends the far wait or stream); a
+//!   stream's door is closed with it, and an answered wait's door is kept for the
+//!   next wait ([`KEPT_DOORS`], each closed after [`IDLE_CLOSE`] unused), since
+//!   over ssh every new door is a new connection;
 //! - the *events* door runs `events.follow` with `peek` for this home's far
 //!   owner while a far job can still produce events: it only says that something
 //!   is pending; the events themselves are taken over the control door.
@@ -78,6 +80,9 @@ const RETRY_AFTER: Duration = Duration::from_secs(1);
 /// A control door with nothing asked of it for this long is closed (the next
 /// request opens another).
 const IDLE_CLOSE: Duration = Duration::from_secs(300);
+
+/// How many doors of finished long calls (`wait`) a link keeps for the next one.
+const KEPT_DOORS: usize = 2;
 
 /// The events door stays open this long after the last far job that can produce
 /// events ended, as the control door does: the next such job then does not pay for
@@ -158,6 +163,9 @@ struct Link {
     saving: Mutex<()>,
     /// The far proxy's environment, from its hello.
     proxy_env: Mutex<Option<BTreeMap<String, String>>>,
+    /// Doors of answered long calls, kept for the next one, with when they were
+    /// kept.
+    kept_doors: Mutex<Vec<(door::Door, Instant)>>,
     /// What the far herd serves, from the last door's hello.
     far_capabilities: Mutex<Vec<String>>,
     /// Counts this link's spawn request keys.
@@ -302,6 +310,7 @@ impl Hosts {
             saving: Mutex::new(()),
             proxy_env: Mutex::new(None),
             far_capabilities: Mutex::new(Vec::new()),
+            kept_doors: Mutex::new(Vec::new()),
             next_key: std::sync::atomic::AtomicU64::new(0),
             started_nanos: SystemTime::now()
                 .duration_since(SystemTime::UNIX_EPOCH)

@@ -988,3 +988,45 @@ done
         "one key: {sent:?}"
     );
 }
+
+#[test]
+fn issue15_a_second_wait_on_a_far_job_reuses_the_door_of_the_first() {
+    // Issue 15: a far `wait` runs on a door of its own (it may last an hour);
+    // once answered the door is kept, so the next wait does not open another (over
+    // ssh, a new connection). A kept door that died meanwhile costs nothing: the
+    // wait goes again on a new one. The door notes each time it is opened.
+    let opened = std::env::temp_dir().join(format!("herd-doors-{}", std::process::id()));
+    let _ = std::fs::remove_file(&opened);
+    let pair = Pair::through(vec![
+        "sh".to_owned(),
+        "-c".to_owned(),
+        format!("echo opened >> {}; exec \"$@\"", opened.display()),
+        "door".to_owned(),
+    ]);
+    let count = || {
+        std::fs::read_to_string(&opened)
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+    };
+    let id = pair.run(&["--", "echo done"]);
+    pair.local.ok(&["wait", &id]);
+    let after_first = count();
+    let answer: Value =
+        serde_json::from_str(&pair.local.ok(&["wait", &id, "--json"])).expect("JSON");
+    assert_eq!(answer["exit_code"], 0, "{answer}");
+    assert_eq!(count(), after_first, "the second wait opened a door");
+    let doors = pair.doors();
+    for pid in &doors {
+        sigkill(*pid);
+    }
+    assert!(
+        wait_until(DEADLINE, || doors.iter().all(|pid| !alive(*pid))).is_ok(),
+        "the doors never died"
+    );
+    let again: Value =
+        serde_json::from_str(&pair.local.ok(&["wait", &id, "--json"])).expect("JSON");
+    assert_eq!(again["exit_code"], 0, "{again}");
+    assert_eq!(again["session_id"], id.as_str(), "{again}");
+    assert!(count() > after_first, "a new door after the kept one died");
+    let _ = std::fs::remove_file(&opened);
+}

@@ -13,8 +13,8 @@ use tokio::process::{Child, ChildStdin, ChildStdout};
 use tokio::sync::{mpsc, oneshot};
 
 use super::{
-    Answer, Control, FAR_NEEDS, IDLE_CLOSE, Link, OPEN_DEADLINE, Outgoing, RETRY_AFTER, Sent,
-    Status, lock, since,
+    Answer, Control, FAR_NEEDS, IDLE_CLOSE, KEPT_DOORS, Link, OPEN_DEADLINE, Outgoing, RETRY_AFTER,
+    Sent, Status, lock, since,
 };
 use crate::protocol;
 use crate::protocol::{HOST_UNREACHABLE, Line, MAX_RESPONSE_BYTES, NOT_FOUND, Response, RpcError};
@@ -266,28 +266,107 @@ impl Link {
         })
     }
 
-    /// A long call (`wait`) on a door of its own, closed with it.
+    /// A long call (`wait`) on a door of its own: one kept from an earlier long
+    /// call when there is one (over ssh a new door is a new connection), else a
+    /// new one. The door is kept again once the call is answered; a call whose
+    /// local client leaves drops its door, which kills it and ends the far call.
     pub(super) async fn long_call(self: &Arc<Self>, method: &str, params: Value) -> Answer {
+        let (door, answer) = match self.take_kept_door() {
+            Some(mut door) => {
+                let answer = door.call(method, params.clone()).await;
+                if answer
+                    .as_ref()
+                    .is_err_and(|e| crate::exit::code_of(e) == crate::exit::Code::Unreachable)
+                {
+                    // It died while kept. A wait changes nothing, so it is
+                    // asked again on a new door.
+                    drop(door);
+                    self.call_on_new_door(method, params).await?
+                } else {
+                    (door, answer)
+                }
+            }
+            None => self.call_on_new_door(method, params).await?,
+        };
+        match answer {
+            Ok(value) => {
+                self.keep_door(door);
+                Ok(self.qualify(value))
+            }
+            Err(err) => {
+                door.close().await;
+                Err(self.long_call_error(&err))
+            }
+        }
+    }
+
+    async fn call_on_new_door(
+        self: &Arc<Self>,
+        method: &str,
+        params: Value,
+    ) -> Result<(door::Door, anyhow::Result<Value>), RpcError> {
         let mut door = self.open().await?;
         let answer = door.call(method, params).await;
-        door.close().await;
-        match answer {
-            Ok(value) => Ok(self.qualify(value)),
-            Err(err) => match crate::exit::code_of(&err) {
-                crate::exit::Code::Unreachable => {
-                    self.mark_unreachable(format!("{err:#}"), false);
-                    Err(self.unreachable())
-                }
-                code => Err(RpcError::new(
-                    if code == crate::exit::Code::Usage {
-                        NOT_FOUND
-                    } else {
-                        protocol::INTERNAL_ERROR
-                    },
-                    format!("host {}: {err:#}", self.name),
-                )),
-            },
+        Ok((door, answer))
+    }
+
+    /// The error of a long call that failed.
+    fn long_call_error(&self, err: &anyhow::Error) -> RpcError {
+        match crate::exit::code_of(err) {
+            crate::exit::Code::Unreachable => {
+                self.mark_unreachable(format!("{err:#}"), false);
+                self.unreachable()
+            }
+            code => RpcError::new(
+                if code == crate::exit::Code::Usage {
+                    NOT_FOUND
+                } else {
+                    protocol::INTERNAL_ERROR
+                },
+                format!("host {}: {err:#}", self.name),
+            ),
         }
+    }
+
+    /// A door kept by an earlier long call and not idle too long, if any.
+    fn take_kept_door(&self) -> Option<door::Door> {
+        let mut kept = lock(&self.kept_doors);
+        kept.retain(|(_, at)| at.elapsed() < IDLE_CLOSE);
+        kept.pop().map(|(door, _)| door)
+    }
+
+    /// Keeps `door` for the next long call: at most [`KEPT_DOORS`], each closed
+    /// after [`IDLE_CLOSE`] unused.
+    fn keep_door(self: &Arc<Self>, door: door::Door) {
+        {
+            let mut kept = lock(&self.kept_doors);
+            if kept.len() >= KEPT_DOORS {
+                drop(kept);
+                tokio::spawn(door.close());
+                return;
+            }
+            kept.push((door, Instant::now()));
+        }
+        let link = Arc::downgrade(self);
+        tokio::spawn(async move {
+            #[expect(
+                clippy::disallowed_methods,
+                reason = "a timer, not synchronisation: a kept door is closed once idle for IDLE_CLOSE"
+            )]
+            tokio::time::sleep(IDLE_CLOSE).await;
+            let Some(link) = link.upgrade() else { return };
+            let expired: Vec<door::Door> = {
+                let mut kept = lock(&link.kept_doors);
+                let (old, fresh): (Vec<_>, Vec<_>) = std::mem::take(&mut *kept)
+                    .into_iter()
+                    .partition(|(_, at)| at.elapsed() >= IDLE_CLOSE);
+                *kept = fresh;
+                old.into_iter().map(|(door, _)| door).collect()
+            };
+            for door in expired {
+                door.close().await;
+            }
+        });
     }
 
     /// A far error with the host named and its ids qualified.
