@@ -499,20 +499,33 @@ async fn b1_plain_command_is_exec_d_without_the_shell() {
         .await;
     // The session's process is the program itself, with the environment the shell
     // would have given it: PWD is the session's cwd, herd's tag is there.
+    // Read once the exec is done: the kernel names the new program before it has
+    // laid out the new environment, and until then environ reads empty.
+    let tag = format!("HERD_SESSION={}", info.session_id);
+    let read_environ = || std::fs::read(format!("/proc/{}/environ", info.pid)).unwrap_or_default();
+    herd_test_support::wait::until(
+        std::time::Duration::from_secs(10),
+        "the exec to finish",
+        || {
+            read_environ()
+                .split(|b| *b == 0)
+                .any(|v| v == tag.as_bytes())
+        },
+    )
+    .await;
     let exe = std::fs::read_link(format!("/proc/{}/exe", info.pid)).expect("live child");
     assert_eq!(
         exe.file_name().and_then(|n| n.to_str()),
         Some("sleep"),
         "{exe:?}"
     );
-    let environ = std::fs::read(format!("/proc/{}/environ", info.pid)).expect("environ");
+    let environ = read_environ();
     let entries: Vec<&[u8]> = environ.split(|b| *b == 0).collect();
     let pwd = format!("PWD={}", cwd.display());
     assert!(
         entries.contains(&pwd.as_bytes()),
         "no {pwd} in the child's environment"
     );
-    let tag = format!("HERD_SESSION={}", info.session_id);
     assert!(
         entries.contains(&tag.as_bytes()),
         "no {tag} in the child's environment"
