@@ -202,16 +202,7 @@ fn flexible_widths(
         return (Some(40), Some(50));
     };
     let n_fixed = header.len() - 2;
-    let fixed: usize = (0..n_fixed)
-        .map(|col| {
-            cells
-                .iter()
-                .map(|(f, _, _)| unicode_width::UnicodeWidthStr::width(f[col].as_str()))
-                .chain([header[col].len()])
-                .max()
-                .unwrap_or(0)
-        })
-        .sum();
+    let fixed = fixed_width(header, cells);
     let (command_min, line_min) = (header[n_fixed].len(), header[n_fixed + 1].len());
     // One space of padding on each side of every column.
     let room = |n_columns: usize| usize::from(width).saturating_sub(fixed + 2 * n_columns);
@@ -226,6 +217,21 @@ fn flexible_widths(
         return (Some(alone), None);
     }
     (None, None)
+}
+
+/// The terminal columns the fixed columns take (the widest cell or header of
+/// each), padding not counted.
+fn fixed_width(header: &[&str], cells: &[Cells]) -> usize {
+    (0..header.len() - 2)
+        .map(|col| {
+            cells
+                .iter()
+                .map(|(f, _, _)| unicode_width::UnicodeWidthStr::width(f[col].as_str()))
+                .chain([header[col].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .sum()
 }
 
 /// `45s`, `18m5s`, `2h3m`, `3d4h`.

@@ -46,6 +46,17 @@ impl Pair {
         Pair { local, far }
     }
 
+    /// Adds host `name` to the local config, its door a shell `script` standing in
+    /// for a far herd (it reads the requests on stdin and writes the answers).
+    pub(crate) fn add_stand_in(&self, name: &str, script: &str) {
+        let config = self.local.home().join("config.toml");
+        let mut text = std::fs::read_to_string(&config).expect("config");
+        text.push_str(&format!(
+            "[hosts.{name}]\ncommand = [\"sh\", \"-c\", {script:?}]\n"
+        ));
+        std::fs::write(&config, text).expect("config");
+    }
+
     /// Starts a far job, returning its qualified id.
     pub(crate) fn run(&self, args: &[&str]) -> String {
         let mut all = vec!["run", "--host", "far"];
@@ -672,13 +683,10 @@ fn issue15_a_far_herd_without_leased_drains_is_refused_naming_what_it_lacks() {
     let pair = Pair::new();
     // A stand-in for an older far herd: it greets with no capabilities.
     let answer = r#"{"jsonrpc":"2.0","id":1,"result":{"protocol":1,"daemon":"0.0.9","home":"/far","capabilities":[]}}"#;
-    let config = pair.local.home().join("config.toml");
-    let mut text = std::fs::read_to_string(&config).expect("config");
-    text.push_str(&format!(
-        "[hosts.old]\ncommand = [\"sh\", \"-c\", {:?}]\n",
-        format!("read -r hello; echo '{answer}'; read -r next")
-    ));
-    std::fs::write(&config, text).expect("config");
+    pair.add_stand_in(
+        "old",
+        &format!("read -r hello; echo '{answer}'; read -r next"),
+    );
     let out = pair.local.run(&["run", "--host", "old", "--", "true"]);
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     let said = stderr(&out);
@@ -927,12 +935,7 @@ done
         first = chunk(0, 'a', 600_001),
         second = chunk(600_001, 'b', 1_200_002),
     );
-    let config = pair.local.home().join("config.toml");
-    let mut text = std::fs::read_to_string(&config).expect("config");
-    text.push_str(&format!(
-        "[hosts.old]\ncommand = [\"sh\", \"-c\", {script:?}]\n"
-    ));
-    std::fs::write(&config, text).expect("config");
+    pair.add_stand_in("old", &script);
     let out = pair.local.run(&["logs", "old:proc_00000000000a"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let printed = stdout(&out);
@@ -971,12 +974,7 @@ done
         keys = keys.display(),
         dropped = dropped.display(),
     );
-    let config = pair.local.home().join("config.toml");
-    let mut text = std::fs::read_to_string(&config).expect("config");
-    text.push_str(&format!(
-        "[hosts.stub]\ncommand = [\"sh\", \"-c\", {script:?}]\n"
-    ));
-    std::fs::write(&config, text).expect("config");
+    pair.add_stand_in("stub", &script);
     let out = pair.local.run(&["run", "--host", "stub", "--", "true"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout(&out).trim(), "stub:proc_00000000000b");

@@ -28,15 +28,13 @@ fn lifecycle_sources_spare_persistent_sessions() {
     assert!(!KillSource::HostShutdown.spares_persistent());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn b14_a_known_exit_status_wins_when_collecting_it_fails() {
-    // B14: the status was recorded (a PTY child reaped before the wait), then
-    // collecting it failed: the session finishes with the known status, not as
-    // lost. The failure is handed to the choke point directly (no OS call can be
-    // made to fail on cue); the job itself is real and ends on its own.
-    let dir = tempfile::tempdir().expect("a temp dir");
-    let registry = Registry::new(Home::new(dir.path().to_owned()), RegistryConfig::default())
-        .expect("a registry in a runtime");
+/// A real job (`sleep 1`, which ends on its own), finished at once through the
+/// choke point as if collecting its exit status had failed, its status being
+/// `known` beforehand; the session's poll answer after.
+async fn finished_with_a_failed_wait(
+    registry: &Registry,
+    known: Option<crate::session::ExitInfo>,
+) -> (SpawnInfo, crate::answers::PollAnswer) {
     let info = registry
         .spawn(SpawnRequest {
             command: "sleep 1".to_owned(),
@@ -51,10 +49,7 @@ async fn b14_a_known_exit_status_wins_when_collecting_it_fails() {
         .running_session(&info.session_id)
         .map(Arc::clone)
         .expect("the job runs");
-    session.state().exit = Some(crate::session::ExitInfo {
-        code: Some(7),
-        signal: None,
-    });
+    session.state().exit = known;
     registry.inner.finish(
         &session,
         crate::reader::Finish {
@@ -66,34 +61,27 @@ async fn b14_a_known_exit_status_wins_when_collecting_it_fails() {
     let polled = registry
         .poll(info.session_id.as_str())
         .expect("the session is known");
+    (info, polled)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b14_a_known_exit_status_wins_when_collecting_it_fails() {
+    // B14: the status was recorded (a PTY child reaped before the wait), then
+    // collecting it failed: the session finishes with the known status, not as
+    // lost. The failure is handed to the choke point directly (no OS call can be
+    // made to fail on cue); the job itself is real and ends on its own.
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let registry = Registry::new(Home::new(dir.path().to_owned()), RegistryConfig::default())
+        .expect("a registry in a runtime");
+    let seven = crate::session::ExitInfo {
+        code: Some(7),
+        signal: None,
+    };
+    let (info, polled) = finished_with_a_failed_wait(&registry, Some(seven)).await;
     assert_eq!(polled.exit_code, Some(7), "{polled:?}");
     assert_eq!(polled.status, crate::SessionStatus::Exited, "{polled:?}");
     // With nothing known, the same failure reads as an unknown exit.
-    let unknown = registry
-        .spawn(SpawnRequest {
-            command: "sleep 1".to_owned(),
-            task_id: "t".to_owned(),
-            ..SpawnRequest::default()
-        })
-        .await
-        .expect("the job starts");
-    let session = registry
-        .inner
-        .lock()
-        .running_session(&unknown.session_id)
-        .map(Arc::clone)
-        .expect("the job runs");
-    registry.inner.finish(
-        &session,
-        crate::reader::Finish {
-            exit: Err(std::io::Error::other("waitpid: no child process")),
-            descendants_alive: Vec::new(),
-            killed_by: None,
-        },
-    );
-    let polled = registry
-        .poll(unknown.session_id.as_str())
-        .expect("the session is known");
+    let (unknown, polled) = finished_with_a_failed_wait(&registry, None).await;
     assert_eq!(polled.exit_code, None, "{polled:?}");
     assert_ne!(polled.status, crate::SessionStatus::Running, "{polled:?}");
     // The real jobs end on their own and are reaped: no process is left.

@@ -1,7 +1,7 @@
 //! `herd ps` widths: rows fit the terminal; a narrow one loses the last line,
 //! then the command, and never wraps a row.
 
-use super::{Cells, flexible_widths, layout};
+use super::{Cells, fixed_width, flexible_widths, layout};
 
 const HEADER: [&str; 7] = ["ID", "OWNER", "STATE", "PID", "AGE", "COMMAND", "LAST LINE"];
 
@@ -36,16 +36,7 @@ fn issue_17_ps_at_80_columns_with_names_and_owners_never_wraps() {
     ];
     for width in [60u16, 70, 80, 100, 160] {
         let (shown, command, line) = layout(&HEADER, rows.clone(), Some(width));
-        let fixed: usize = (0..5)
-            .map(|col| {
-                shown
-                    .iter()
-                    .map(|(f, _, _)| f[col].chars().count())
-                    .chain([HEADER[col].len()])
-                    .max()
-                    .unwrap_or(0)
-            })
-            .sum();
+        let fixed = fixed_width(&HEADER, &shown);
         let n = 5 + usize::from(command.is_some()) + usize::from(line.is_some());
         let used = row_width(fixed, n, command, line);
         assert!(

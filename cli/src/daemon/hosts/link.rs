@@ -215,19 +215,15 @@ impl Link {
         let repeatable = !matches!(method, "spawn" | "write" | "submit" | "close" | "restart")
             || (method == "spawn" && params.get("request_key").is_some());
         match self.call_once(method, params.clone()).await {
-            Sent::Unsent => match self.call_once(method, params).await {
-                Sent::Answered(answer) => answer,
-                Sent::Unsent => Err(self.unreachable()),
-            },
+            Sent::Unsent => {}
             Sent::Answered(Err(err))
-                if err.code == HOST_UNREACHABLE && repeatable && !self.open_failed() =>
-            {
-                match self.call_once(method, params).await {
-                    Sent::Answered(answer) => answer,
-                    Sent::Unsent => Err(self.unreachable()),
-                }
-            }
+                if err.code == HOST_UNREACHABLE && repeatable && !self.open_failed() => {}
+            Sent::Answered(answer) => return answer,
+        }
+        // Sent once more, on a new door.
+        match self.call_once(method, params).await {
             Sent::Answered(answer) => answer,
+            Sent::Unsent => Err(self.unreachable()),
         }
     }
 

@@ -165,7 +165,7 @@ fn prune(map: &mut HashMap<String, Entry>) {
 
 fn check_key(key: &str) -> Result<(), RpcError> {
     let well_formed = !key.is_empty()
-        && key.chars().count() <= MAX_KEY_CHARS
+        && key.len() <= MAX_KEY_CHARS
         && key
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
