@@ -33,4 +33,4 @@ pub use receipts::{
     DEFAULT_LOG_BUDGET_BYTES, MAX_RECEIPT_OUTPUT_CHARS, MAX_RECEIPTS, PruneReport,
     RECEIPT_RETENTION, RECEIPT_VERSION, ReceiptStore, ResultReceipt,
 };
-pub use shim::{ExitRecord, SHIM_RECORD_VERSION, ShimDir, ShimInfo, shim_session_ids};
+pub use shim::{ExitRecord, Leftover, SHIM_RECORD_VERSION, ShimDir, ShimInfo, shim_session_ids};

@@ -82,6 +82,10 @@ pub struct ResultReceipt {
     /// Whether earlier output was cut (by the caller or by this store).
     #[serde(default)]
     pub output_cut: bool,
+    /// Processes of the session's tree alive when it completed (see
+    /// [`crate::Leftover`]); their commands redacted by the caller.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub leftovers: Vec<crate::Leftover>,
 }
 
 /// The on-disk shape: the receipt plus its format version.

@@ -48,6 +48,22 @@ pub struct ShimInfo {
     pub start_time: Option<u64>,
     /// Pipe or PTY.
     pub mode: Mode,
+    /// The session's own cgroup (an absolute path under the cgroup v2 mount), when the
+    /// shim could make one and put the job in it before the exec; `None` when the job is
+    /// held by the shim as subreaper alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<PathBuf>,
+}
+
+/// A process of a session's tree that was still alive when the session's main process
+/// ended and its output was drained (a build daemon, a dev server started with `&`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Leftover {
+    /// Its pid.
+    pub pid: i32,
+    /// Its command line as `/proc/<pid>/cmdline` gave it (arguments joined by spaces),
+    /// unredacted: routes show it through the output pipeline.
+    pub command: String,
 }
 
 /// How a job ended, as its shim collected it.
@@ -73,10 +89,16 @@ pub struct ExitRecord {
     /// end-of-file.
     #[serde(default)]
     pub descendants_alive: Vec<i32>,
-    /// Why the shim itself killed the job, when it did: `time_limit` (the spawn's
-    /// time limit ran out, whether or not a daemon was attached).
+    /// Why the shim itself killed the job, when it did: the termination source
+    /// (`time_limit` when the spawn's time limit ran out; the source of a kill request
+    /// the shim carried through its grace window, such as `process.kill`), whether or
+    /// not a daemon was attached.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub killed_by: Option<String>,
+    /// Processes of the job's tree still alive when the record was written (held by
+    /// the session: its cgroup, or the shim as subreaper).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub leftovers: Vec<Leftover>,
 }
 
 /// One session's shim directory under `<home>/run/shims/`.

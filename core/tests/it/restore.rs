@@ -741,6 +741,7 @@ async fn b38_receipts_answer_after_pruning_and_after_a_restart() {
             notify: false,
             output: String::new(),
             output_cut: false,
+            leftovers: Vec::new(),
         })
         .expect("the receipt is stored");
     match fx.registry.lookup(prefix) {

@@ -27,6 +27,7 @@ fn receipt(id: &str) -> ResultReceipt {
         notify: true,
         output: "FAILED 3 tests\n".to_owned(),
         output_cut: false,
+        leftovers: Vec::new(),
     }
 }
 

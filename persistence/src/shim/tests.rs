@@ -21,6 +21,7 @@ fn exit_record() -> ExitRecord {
         bytes_not_kept: 0,
         descendants_alive: vec![12, 13],
         killed_by: None,
+        leftovers: Vec::new(),
     }
 }
 
@@ -42,6 +43,7 @@ fn records_round_trip_in_a_private_directory() {
         pgid: 11,
         start_time: Some(6),
         mode: Mode::Pty,
+        cgroup: None,
     };
     dir.write_info(&info).expect("written");
     dir.write_exit(&exit_record()).expect("written");

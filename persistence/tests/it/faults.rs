@@ -121,6 +121,7 @@ fn receipt(id: &str, output: String) -> ResultReceipt {
         notify: false,
         output,
         output_cut: false,
+        leftovers: Vec::new(),
     }
 }
 

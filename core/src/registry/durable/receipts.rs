@@ -83,6 +83,7 @@ impl Inner {
                 notify: s.is_notify(),
                 output,
                 output_cut,
+                leftovers: Vec::new(),
             }
         };
         let log_context = output_cut.then(|| (s.log_path.clone(), output_from));

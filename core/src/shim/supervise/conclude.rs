@@ -45,6 +45,7 @@ impl Shim {
             bytes_not_kept: self.progress.bytes_not_kept,
             descendants_alive,
             killed_by: self.killed_by.map(str::to_owned),
+            leftovers: Vec::new(),
         };
         let written = dir.write_exit(&record);
         // The record is on disk before the log closes (the daemon trusts the record's

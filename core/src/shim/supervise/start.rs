@@ -143,6 +143,7 @@ fn announce(spec: &Spec, dir: &ShimDir, pid: i32) -> Result<Option<u64>, i32> {
         } else {
             Mode::Pipe
         },
+        cgroup: None,
     };
     if let Err(error) = dir.write_info(&info) {
         crate::sys::signal_group(pid, Signal::SIGKILL).ok();
