@@ -11,6 +11,10 @@
 //! (re-adopted or closed, B28), and the accept loop started; clients that
 //! connect early wait in the listen backlog.
 //!
+//! Before anything else it closes every descriptor it inherited above 2 and resets
+//! signal dispositions and the mask (`herd_core::hygiene`): a job gets exactly its
+//! stdin, stdout and stderr, whoever autostarted the daemon.
+//!
 //! Every connection's peer uid is checked (SO_PEERCRED) before a byte is read.
 //!
 //! How it ends: SIGTERM and SIGINT (a `systemctl stop` or `restart`, an upgrade, a
@@ -44,6 +48,10 @@ pub(crate) use methods::{Ending, State};
 /// # Errors
 /// A bad config, an unusable home or socket path, or a registry that fails to start.
 pub(crate) fn serve(home: &Home, detached: bool) -> anyhow::Result<()> {
+    // Nothing of whoever started us (extra descriptors, ignored or blocked signals)
+    // may reach the launcher, the shims or a job. First, while no thread runs.
+    herd_core::hygiene::clean_start()
+        .context("failed to close inherited descriptors and reset signals")?;
     if detached {
         // Autostart spawned us as a plain child of the client; a new session
         // detaches us from its terminal and process group. We are not a group

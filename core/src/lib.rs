@@ -102,6 +102,7 @@ mod dispatch;
 mod error;
 mod event;
 mod foreground;
+pub mod hygiene;
 mod id;
 mod kill;
 mod lock_order;

@@ -157,6 +157,7 @@ pub(crate) struct ReadyLine {
 ///
 /// Call it first thing in `main`, before any thread or runtime exists: it forks.
 pub fn main() -> i32 {
+    let _ = crate::hygiene::clean_start();
     match std::env::args().nth(1).as_deref() {
         None => {}
         Some("--launcher") => return launcher::run(),

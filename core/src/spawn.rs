@@ -5,7 +5,8 @@
 //! fds 1 and 2), so their order is the order the child wrote them; stdin is a second
 //! pipe. The child leads a new process group, so a tree kill reaches everything it
 //! starts without leaving it. Every pipe end herd keeps is close-on-exec, so no child
-//! inherits another session's pipes.
+//! inherits another session's pipes. A job starts with an empty signal mask whatever
+//! the spawning thread blocks (`hygiene::with_empty_signal_mask`: std does not reset it).
 //!
 //! PTY mode goes through portable-pty, which makes the child a session leader with the
 //! PTY as its controlling terminal. herd reads and writes the master through its own
@@ -206,7 +207,7 @@ pub(crate) fn spawn_pipe(launch: &Launch<'_>) -> io::Result<PipeChild> {
             .process_group(0);
         let mut cmd = tokio::process::Command::from(cmd);
         cmd.kill_on_drop(false);
-        cmd.spawn()?
+        crate::hygiene::with_empty_signal_mask(|| cmd.spawn())?
         // `cmd` drops here, closing herd's copies of the child's ends, so EOF arrives
         // when the last writer in the child's tree closes its end.
     };
@@ -365,9 +366,7 @@ pub(crate) fn spawn_pty_raw(
         builder.env(k, v);
     }
     builder.cwd(launch.cwd);
-    let child = pair
-        .slave
-        .spawn_command(builder)
+    let child = crate::hygiene::with_empty_signal_mask(|| pair.slave.spawn_command(builder))
         .map_err(PtyFailure::Spawn)?;
     // The slave must not stay open here, or the master never sees end-of-file.
     drop(pair.slave);
@@ -453,7 +452,7 @@ pub(crate) fn spawn_pipe_raw(launch: &Launch<'_>) -> io::Result<RawPipeChild> {
             .stdout(Stdio::from(out_w))
             .stderr(Stdio::from(err_w))
             .process_group(0);
-        cmd.spawn()?
+        crate::hygiene::with_empty_signal_mask(|| cmd.spawn())?
         // `cmd` drops here, closing our copies of the child's ends.
     };
     let pid = i32::try_from(child.id()).map_err(|_| io::Error::other("child pid out of range"))?;

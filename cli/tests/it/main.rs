@@ -9,6 +9,7 @@ mod daemon;
 mod dispatch;
 mod guard;
 mod hosts;
+mod hygiene;
 mod jobs;
 mod lifecycle;
 mod mcp;
