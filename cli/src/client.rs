@@ -93,9 +93,10 @@ pub(crate) fn rpc_failure(err: RpcError) -> anyhow::Error {
         | protocol::UNSUPPORTED
         | protocol::REFUSED
         | protocol::INVALID_REQUEST => Code::Usage,
-        protocol::VERSION_MISMATCH | protocol::PEER_REFUSED | protocol::HOST_UNREACHABLE => {
-            Code::Unreachable
-        }
+        protocol::VERSION_MISMATCH
+        | protocol::PEER_REFUSED
+        | protocol::HOST_UNREACHABLE
+        | protocol::TOO_MANY_CONNECTIONS => Code::Unreachable,
         _ => Code::Failed,
     };
     // The daemon's words are the library's; a person at the CLI is told the command.

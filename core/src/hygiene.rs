@@ -119,7 +119,11 @@ fn reset_signals() -> io::Result<()> {
 pub(crate) fn with_empty_signal_mask<T>(spawn: impl FnOnce() -> T) -> T {
     use nix::sys::signal::{SigSet, SigmaskHow, pthread_sigmask};
     let mut saved = SigSet::empty();
-    let cleared = pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), Some(&mut saved));
+    let cleared = pthread_sigmask(
+        SigmaskHow::SIG_SETMASK,
+        Some(&SigSet::empty()),
+        Some(&mut saved),
+    );
     let result = spawn();
     if cleared.is_ok() && saved != SigSet::empty() {
         let _ = pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&saved), None);

@@ -6,7 +6,9 @@
 //! run nor answered), errors (a malformed line gets a JSON-RPC error and the
 //! connection goes on; an oversized one is discarded by the reader and answered with
 //! an error naming the limit), the handshake gate (the first request must be a
-//! successful `hello`, within [`HANDSHAKE_TIMEOUT`]) and streaming: a method that
+//! successful `hello`, within [`HANDSHAKE_TIMEOUT`]), the connection limit (`slots`:
+//! at `max_connections`, the connection idle the longest is closed for a new one) and
+//! streaming: a method that
 //! streams gets an [`Outlet`], the one thing it writes notes and its answer into,
 //! and keeps the connection until it ends.
 //!
@@ -16,18 +18,19 @@
 //! answered in order.
 
 mod outlet;
+mod slots;
 
 use std::future::Future;
 use std::sync::Arc;
 
 use serde_json::Value;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 
 pub(crate) use outlet::Outlet;
+pub(crate) use slots::{Connections, Slot};
 
 use crate::protocol::{
     self, HANDSHAKE_REQUIRED, INVALID_REQUEST, Line, MAX_REQUEST_BYTES, PARSE_ERROR, Request,
@@ -75,43 +78,6 @@ pub(crate) enum Reply<S> {
 /// How long a new connection may take to send its `hello`.
 const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// The connections being served, counted so there are never more than the limit.
-#[derive(Debug, Default)]
-pub(crate) struct Connections {
-    open: Arc<AtomicUsize>,
-}
-
-/// One served connection's place in [`Connections`], given back when dropped.
-#[derive(Debug)]
-pub(crate) struct Slot {
-    open: Arc<AtomicUsize>,
-}
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        self.open.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-impl Connections {
-    /// A slot, unless `limit` connections are open already.
-    pub(crate) fn enter(&self, limit: usize) -> Option<Slot> {
-        self.open
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
-                (n < limit).then_some(n + 1)
-            })
-            .ok()
-            .map(|_| Slot {
-                open: Arc::clone(&self.open),
-            })
-    }
-
-    /// How many are open.
-    pub(crate) fn open(&self) -> usize {
-        self.open.load(Ordering::SeqCst)
-    }
-}
-
 /// Repeated accept-loop warnings, logged at most once a second with a count of
 /// the ones held back (at the descriptor limit they come in a tight loop).
 #[derive(Debug, Default)]
@@ -141,8 +107,9 @@ pub(crate) async fn refuse_busy(mut stream: UnixStream, limit: usize) {
     let error = RpcError::new(
         TOO_MANY_CONNECTIONS,
         format!(
-            "the daemon is serving {limit} connections, its max_connections; close some \
-             (idle clients, followers) or raise max_connections in config.toml"
+            "the daemon is serving {limit} connections, its max_connections, each with a \
+             request in flight; close some (waits, followers) or raise max_connections in \
+             config.toml"
         ),
     );
     let _ = tokio::time::timeout(
@@ -182,7 +149,7 @@ pub(crate) async fn serve<S: Service>(
     service: Arc<S>,
     stream: UnixStream,
     daemon_uid: u32,
-    _slot: Slot,
+    slot: Slot,
 ) {
     let Some((read, mut writer)) = admit(stream, daemon_uid).await else {
         return;
@@ -194,18 +161,31 @@ pub(crate) async fn serve<S: Service>(
     loop {
         let read = protocol::read_line(&mut reader, &mut buf, MAX_REQUEST_BYTES);
         // A connection that never says hello is let go, so idle half-open clients
-        // cannot hold the daemon's slots.
-        let read = if greeted {
-            read.await
-        } else {
-            match tokio::time::timeout(HANDSHAKE_TIMEOUT, read).await {
-                Ok(read) => read,
-                Err(_) => {
+        // cannot hold the daemon's slots; an idle one is closed when a new client
+        // needs its slot (`slots`).
+        let read = async {
+            if greeted {
+                Some(read.await)
+            } else {
+                tokio::time::timeout(HANDSHAKE_TIMEOUT, read).await.ok()
+            }
+        };
+        let read = tokio::select! {
+            read = read => match read {
+                Some(read) => read,
+                None => {
                     tracing::debug!("no hello within the handshake timeout; connection closed");
                     return;
                 }
+            },
+            () = slot.evicted() => {
+                tracing::debug!("idle at max_connections; connection closed for a new one");
+                return;
             }
         };
+        if !slot.busy() {
+            return;
+        }
         let line = match read {
             Ok(line) => line,
             Err(err) => {
@@ -245,6 +225,7 @@ pub(crate) async fn serve<S: Service>(
             Step::Skip => {}
             Step::End => return,
         }
+        slot.idle();
     }
 }
 

@@ -761,50 +761,94 @@ fn open_connections(env: &Env) -> u64 {
         - 1
 }
 
+/// Whether the daemon closed `conn` (end-of-file, or a reset) within the read
+/// timeout; false when it stays open (the read times out) or sends a line.
+fn closed_by_daemon(conn: &mut Conn) -> bool {
+    conn.reader
+        .get_ref()
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("a timeout can be set");
+    let mut line = String::new();
+    match conn.reader.read_line(&mut line) {
+        Ok(0) => true,
+        Err(e) => e.kind() == std::io::ErrorKind::ConnectionReset,
+        Ok(_) => false,
+    }
+}
+
+/// A connection whose `hello` and a `wait` without a timeout for `id` go in one
+/// write: the daemon reads the wait straight after answering the hello, so once the
+/// hello is answered the connection has a request in flight until it closes.
+fn open_waiting(env: &Env, id: &str) -> Conn {
+    let mut conn = Conn::open(env);
+    let hello = json!({"jsonrpc": "2.0", "id": 0, "method": "hello", "params": {"protocol": 1, "client": "test"}});
+    let wait = json!({"jsonrpc": "2.0", "id": 9, "method": "wait", "params": {"id": id}});
+    conn.send_raw(format!("{hello}\n{wait}\n").as_bytes());
+    let answer = conn.recv();
+    assert!(answer["result"]["pid"].is_u64(), "hello failed: {answer}");
+    conn
+}
+
 #[test]
-fn connections_past_max_connections_are_refused_with_the_limit_and_silent_ones_are_let_go() {
+fn at_max_connections_the_longest_idle_connection_makes_room_and_a_refused_client_exits_3() {
     let env = Env::new();
     std::fs::create_dir_all(env.home()).expect("the home");
-    std::fs::write(env.home().join("config.toml"), "max_connections = 3\n").expect("writable");
-    env.json(&["ps", "--json"]);
-    assert_eq!(open_connections(&env), 0);
-    // One that never says hello, one that does.
-    let silent = UnixStream::connect(env.socket()).expect("connects");
-    let mut greeted = Conn::open(&env);
-    greeted.hello();
-    let mut third = Conn::open(&env);
-    third.hello();
-    let mut over = Conn::open(&env);
-    let refused = over.recv();
-    assert_eq!(refused["error"]["code"], -32018, "{refused}");
+    std::fs::write(env.home().join("config.toml"), "max_connections = 4\n").expect("writable");
+    let info = env.json(&["run", "--json", "--", "sleep 300"]);
+    let id = info["session_id"].as_str().expect("session_id").to_owned();
+    // The limit filled: one that never says hello, three that say it and stall.
+    let mut silent = Conn::open(&env);
+    let mut stalled: Vec<Conn> = (0..3)
+        .map(|_| {
+            let mut conn = Conn::open(&env);
+            conn.hello();
+            conn
+        })
+        .collect();
+    // Every other command still works: each closes the connection idle the longest,
+    // the silent one first, then the stalled ones in the order they went quiet.
+    env.ok(&["ps"]);
     assert!(
-        refused["error"]["message"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("max_connections"),
-        "{refused}"
+        closed_by_daemon(&mut silent),
+        "the silent connection made room"
     );
-    drop(third);
-    // The silent one is dropped after the handshake timeout (10 s), freeing its slot.
-    wait_until(Duration::from_secs(20), || {
-        UnixStream::connect(env.socket())
-            .ok()
-            .and_then(|s| {
-                let mut c = Conn {
-                    reader: BufReader::new(s.try_clone().ok()?),
-                    writer: s,
-                };
-                let hello = c.call(1, "hello", json!({"protocol": 1, "client": "t"}));
-                hello["result"]["pid"].as_u64().map(|_| c)
-            })
-            .is_some_and(|mut c| {
-                let status = c.call(2, "status", json!({}));
-                status["result"]["connections"] == 2
-            })
+    // One more stalls (the limit is full again), and the next command makes room
+    // with the oldest stalled one; the youngest stays open. (A finished client's
+    // connection may linger a moment, idle and younger than these: it can be the one
+    // closed instead, never the youngest stalled one.)
+    let mut newest = Conn::open(&env);
+    newest.hello();
+    env.ok(&["ps"]);
+    assert!(
+        closed_by_daemon(&mut stalled[0]),
+        "the oldest stalled one made room"
+    );
+    stalled[2]
+        .writer
+        .set_nonblocking(true)
+        .expect("non-blocking");
+    let mut byte = [0u8; 1];
+    let still_open = matches!(
+        std::io::Read::read(&mut stalled[2].writer, &mut byte),
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock
+    );
+    assert!(still_open, "the youngest stalled connection stays open");
+    drop((stalled, newest));
+    let mut waits: Vec<Conn> = (0..4).map(|_| open_waiting(&env, &id)).collect();
+    wait_until(Duration::from_secs(10), || {
+        let out = env.run(&["ps"]);
+        out.status.code() == Some(3)
     })
-    .expect("the silent connection was let go");
-    drop(silent);
-    greeted.call(3, "status", json!({}));
+    .expect("a client past four busy connections is refused with exit 3");
+    let out = env.run(&["ps"]);
+    assert!(stderr(&out).contains("max_connections"), "{}", stderr(&out));
+    drop(waits.pop());
+    wait_until(Duration::from_secs(10), || {
+        env.run(&["ps"]).status.success()
+    })
+    .expect("a slot freed by a closed wait admits the next client");
+    drop(waits);
+    env.ok(&["kill", &id]);
 }
 
 #[test]
