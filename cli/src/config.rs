@@ -20,16 +20,41 @@ use crate::exit::{Code, Failure};
 /// # Errors
 /// When neither is available.
 pub(crate) fn resolve_home() -> anyhow::Result<Home> {
-    if let Some(root) = std::env::var_os("HERD_HOME").filter(|v| !v.is_empty()) {
-        return Ok(Home::new(absolute(PathBuf::from(root))));
+    let root = if let Some(root) = std::env::var_os("HERD_HOME").filter(|v| !v.is_empty()) {
+        absolute(PathBuf::from(root))
+    } else {
+        let dirs = directories::ProjectDirs::from("", "", "herd").ok_or_else(|| {
+            Failure::new(
+                Code::Usage,
+                "cannot find a data directory for herd; set HERD_HOME to a directory",
+            )
+        })?;
+        dirs.data_dir().to_path_buf()
+    };
+    // Once, here: every component must be one nobody else can change (OpenSSH's
+    // StrictModes rule, herd_persistence::safe_path); the home is then its real
+    // path, with no symbolic link left to swap.
+    match herd_persistence::safe_path::check_dir(&root, nix::unistd::geteuid().as_raw()) {
+        Ok(Some(checked)) => Ok(Home::new(checked.real)),
+        Ok(None) => Ok(Home::new(root)),
+        Err(err) => Err(refused_path(&err)),
     }
-    let dirs = directories::ProjectDirs::from("", "", "herd").ok_or_else(|| {
-        Failure::new(
-            Code::Usage,
-            "cannot find a data directory for herd; set HERD_HOME to a directory",
-        )
-    })?;
-    Ok(Home::new(dirs.data_dir().to_path_buf()))
+}
+
+/// A path refused by the safe-path check, as a usage failure (exit 2).
+pub(crate) fn refused_path(err: &herd_persistence::safe_path::PathError) -> anyhow::Error {
+    Failure::new(Code::Usage, format!("{err}")).into()
+}
+
+/// Opens a file herd reads for its own use (the config, a configured shim) after
+/// the safe-path check of it and every directory leading to it; `None` when absent.
+///
+/// # Errors
+/// A refusal naming the path, its owner and mode and the fix (exit 2).
+pub(crate) fn open_checked(path: &Path) -> anyhow::Result<Option<(std::fs::File, PathBuf)>> {
+    let path = absolute(path.to_path_buf());
+    herd_persistence::safe_path::open_file(&path, nix::unistd::geteuid().as_raw())
+        .map_err(|err| refused_path(&err))
 }
 
 /// Makes `path` absolute against the current directory, so a daemon started from
@@ -350,20 +375,63 @@ impl Default for Config {
 impl Config {
     /// The shim program sessions run under, `None` when jobs run in-process
     /// (configured so, or no `herd-shim` beside `herd` and none configured).
-    pub(crate) fn shim_program(&self) -> Option<PathBuf> {
+    ///
+    /// A configured `shim_path` passes the safe-path check (it and every directory
+    /// leading to it are the user's or root's and not writable by others) and is
+    /// opened once; the daemon keeps that descriptor for its lifetime and every shim
+    /// is executed through it (`/proc/<daemon pid>/fd/N`), so the file checked is the
+    /// file run, whatever happens to the path later.
+    ///
+    /// # Errors
+    /// A configured `shim_path` that is refused (exit 2, naming path, owner, mode
+    /// and the fix).
+    pub(crate) fn shim_program(&self) -> anyhow::Result<Option<PathBuf>> {
+        self.shim_program_kept(true)
+    }
+
+    /// Refuses a configured `shim_path` that fails the safe-path check, without
+    /// keeping anything open: what a client checks before it autostarts a daemon,
+    /// so the refusal is its own (exit 2), not a daemon that died.
+    ///
+    /// # Errors
+    /// As [`Config::shim_program`].
+    pub(crate) fn check_shim_path(&self) -> anyhow::Result<()> {
+        self.shim_program_kept(false).map(drop)
+    }
+
+    fn shim_program_kept(&self, keep: bool) -> anyhow::Result<Option<PathBuf>> {
+        use std::os::fd::IntoRawFd;
         if self.supervisor == Supervisor::InProcess {
-            return None;
+            return Ok(None);
         }
-        let path = match &self.shim_path {
-            Some(path) => path.clone(),
-            None => std::env::current_exe().ok()?.with_file_name("herd-shim"),
-        };
-        if path.is_file() {
-            Some(path)
-        } else {
+        let not_found = |path: &Path| {
             tracing::warn!(path = %path.display(), "herd-shim not found; jobs run inside the daemon and end with it (install herd-shim beside herd, or set shim_path)");
-            None
+            Ok(None)
+        };
+        let Some(configured) = &self.shim_path else {
+            let Ok(exe) = std::env::current_exe() else {
+                return Ok(None);
+            };
+            let path = exe.with_file_name("herd-shim");
+            return if path.is_file() {
+                Ok(Some(path))
+            } else {
+                not_found(&path)
+            };
+        };
+        let Some((file, _)) = open_checked(configured)? else {
+            return not_found(configured);
+        };
+        if !keep {
+            return Ok(None);
         }
+        // Deliberately kept open (close-on-exec) for the daemon's lifetime: the
+        // path every launch executes.
+        let fd = file.into_raw_fd();
+        Ok(Some(PathBuf::from(format!(
+            "/proc/{}/fd/{fd}",
+            std::process::id()
+        ))))
     }
 
     /// Parses config text; `path` only names the file in errors.
@@ -478,13 +546,14 @@ impl Config {
     /// An unreadable or invalid file.
     pub(crate) fn load(home: &Home) -> anyhow::Result<Config> {
         let path = home.config_path();
-        match std::fs::read_to_string(&path) {
-            Ok(text) => Config::parse(&text, &path),
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(Config::default()),
-            Err(err) => {
-                Err(err).with_context(|| format!("failed to read config {}", path.display()))
-            }
-        }
+        // Read from the descriptor that was checked, never the path again.
+        let Some((mut file, _)) = open_checked(&path)? else {
+            return Ok(Config::default());
+        };
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut file, &mut text)
+            .with_context(|| format!("failed to read config {}", path.display()))?;
+        Config::parse(&text, &path)
     }
 }
 

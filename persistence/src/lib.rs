@@ -17,6 +17,7 @@ mod error;
 mod home;
 mod ledger;
 mod receipts;
+pub mod safe_path;
 mod shim;
 
 pub use checkpoint::{

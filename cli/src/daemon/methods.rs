@@ -88,6 +88,7 @@ fn registry_config(
     config: &Config,
     pipeline: Arc<herd_hooks::Pipeline>,
     dispatcher: Arc<Dispatcher>,
+    shim: Option<std::path::PathBuf>,
 ) -> RegistryConfig {
     let defaults = RegistryConfig::default();
     let mut env_deny = defaults.env_deny.clone();
@@ -112,7 +113,7 @@ fn registry_config(
         dispatcher: Some(dispatcher),
         require_restart_safe_scope: config.require_restart_safe_scope,
         direct_exec: config.direct_exec,
-        shim: config.shim_program(),
+        shim,
         ..defaults
     }
 }
@@ -133,7 +134,8 @@ impl State {
             memory_max_bytes: config.worker_memory_max_bytes,
             ..DispatchConfig::default()
         }));
-        let registry_config = registry_config(config, pipeline, Arc::clone(&dispatcher));
+        let shim = config.shim_program()?;
+        let registry_config = registry_config(config, pipeline, Arc::clone(&dispatcher), shim);
         let supervised = registry_config.shim.is_some();
         let registry = Registry::new(home, registry_config)?;
         let hosts = super::hosts::Hosts::new(registry.home(), registry.clone(), config)?;

@@ -8,6 +8,7 @@ mod clients;
 mod daemon;
 mod dispatch;
 mod guard;
+mod home_path;
 mod hosts;
 mod hygiene;
 mod jobs;
