@@ -34,6 +34,9 @@ pub(crate) async fn run(home: &Home, json: bool) -> anyhow::Result<()> {
     if let Some(config) = &config {
         check_plugins(home, config, &mut push);
     }
+    for advice in crate::service::installed_unit_advice() {
+        push("warn", advice);
+    }
     match &scope {
         Some(scope) => scope_line(scope, |level, what| {
             findings.push(Finding { level, what });

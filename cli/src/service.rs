@@ -1,7 +1,12 @@
 //! `herd service install|uninstall|status`: running the daemon as a systemd unit (B34).
 //!
-//! The unit text comes from `herd_core::systemd_unit` (`KillMode=process`, a restart
-//! policy, `HERD_HOME` pinned to this home, the binary that runs this command). A user
+//! Where systemd is not running (no `/run/systemd/system`) `install` says so and
+//! writes nothing, unless `$HERD_SYSTEMD_UNIT_DIR` names where to stage the unit. A
+//! unit installed without `Delegate=yes` (an earlier release) gets the advice to
+//! reinstall, from `status` and from `herd doctor`.
+//!
+//! The unit text comes from `herd_core::systemd_unit` (`KillMode=process`,
+//! `Delegate=yes`, a restart policy, `HERD_HOME` pinned to this home, the binary that runs this command). A user
 //! unit lives in `~/.config/systemd/user/`, a system unit in `/etc/systemd/system/`
 //! and runs as a named user; `$HERD_SYSTEMD_UNIT_DIR` overrides the directory (tests,
 //! packaging). After writing, `systemctl [--user] daemon-reload` and `enable --now
@@ -167,9 +172,64 @@ fn linger(user: &str) -> Option<bool> {
     Some(value == "yes")
 }
 
+/// Where systemd, when it is the running init, says so (`sd_booted`).
+const SYSTEMD_RUNNING_DIR: &str = "/run/systemd/system";
+
+/// Refuses to install a unit on a host where systemd is not running: the unit would
+/// never start. A unit directory given explicitly (`HERD_SYSTEMD_UNIT_DIR`: packaging,
+/// staging a unit for another machine) is written where asked.
+fn check_systemd_running() -> anyhow::Result<()> {
+    let staged = std::env::var_os(UNIT_DIR_ENV).is_some_and(|d| !d.is_empty());
+    if staged || Path::new(SYSTEMD_RUNNING_DIR).is_dir() {
+        return Ok(());
+    }
+    Err(Failure::new(
+        Code::Failed,
+        format!(
+            "systemd is not running on this host ({SYSTEMD_RUNNING_DIR} is missing), so a \
+             herd.service unit would never start; nothing was written. herd needs no service: \
+             the first herd command starts its daemon. To stage a unit for another machine, \
+             set {UNIT_DIR_ENV} to the directory to write it in"
+        ),
+    )
+    .into())
+}
+
+/// The advice for an installed unit written without `Delegate=yes` (an earlier
+/// release), `None` when the unit at `path` is absent, unreadable or current.
+pub(crate) fn stale_unit_advice(path: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    herd_core::unit_lacks_delegate(&text).then(|| {
+        format!(
+            "the unit {} has no Delegate=yes (an earlier herd wrote it), so herd cannot give \
+             each session a cgroup of its own under it; reinstall it with `herd service install`",
+            path.display()
+        )
+    })
+}
+
+/// The installed unit's advice for `herd doctor`: both scopes' unit paths.
+pub(crate) fn installed_unit_advice() -> Vec<String> {
+    [false, true]
+        .into_iter()
+        .filter_map(|system| {
+            let scope = ServiceScopeArgs {
+                user: !system,
+                system,
+                json: false,
+            };
+            unit_path(scope).ok()
+        })
+        .collect::<std::collections::BTreeSet<_>>()
+        .iter()
+        .filter_map(|path| stale_unit_advice(path))
+        .collect()
+}
+
 /// `herd service install`.
 fn install(home: &Home, args: &ServiceInstallArgs) -> anyhow::Result<()> {
     let scope = args.scope;
+    check_systemd_running()?;
     let binary = std::env::current_exe()
         .and_then(|exe| exe.canonicalize())
         .context("cannot find the absolute path of the herd executable")?;
@@ -308,12 +368,15 @@ fn status(scope: ServiceScopeArgs) -> anyhow::Result<()> {
     };
     let enabled = ask("is-enabled");
     let active = ask("is-active");
+    let advice = stale_unit_advice(&path);
     if scope.json {
         output::json_pretty(&json!({
             "unit_path": path.display().to_string(),
             "installed": installed,
             "enabled": enabled,
             "active": active,
+            "delegate": installed.then(|| advice.is_none()),
+            "advice": advice,
         }))?;
     } else {
         output::line(&format!(
@@ -332,6 +395,9 @@ fn status(scope: ServiceScopeArgs) -> anyhow::Result<()> {
         };
         output::line(&format!("enabled: {}", shown(&enabled)))?;
         output::line(&format!("active: {}", shown(&active)))?;
+        if let Some(advice) = &advice {
+            output::line(&format!("note: {advice}"))?;
+        }
     }
     Ok(())
 }

@@ -73,7 +73,7 @@ use memory::{
 };
 use probe::{Availability, CachedVerdict};
 pub use scope::{ScopeAck, is_in_scope, wait_for_scope_ack};
-pub use unit::{UnitKind, systemd_unit};
+pub use unit::{UnitKind, systemd_unit, unit_lacks_delegate};
 
 /// How long the availability probe may take before it counts as "no scope".
 pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_secs(3);

@@ -128,7 +128,7 @@ pub use config::{
 pub use dispatch::{
     BreakerGate, Clock, Dispatch, DispatchConfig, DispatchError, DispatchKind, Dispatcher,
     FailureBreaker, HostFacts, ScopeAck, ScopeAvailability, ScopeStopError, SystemClock, UnitKind,
-    is_in_scope, memory_max, systemd_unit, wait_for_scope_ack,
+    is_in_scope, memory_max, systemd_unit, unit_lacks_delegate, wait_for_scope_ack,
 };
 pub use error::{Error, LookupError, RestartError, SpawnError};
 pub use event::{Event, render_events};

@@ -38,7 +38,7 @@ const MAX_LINKS: usize = 40;
 #[derive(Debug, thiserror::Error)]
 pub enum PathError {
     /// A component another user could change.
-    #[error("refusing {path}: {why} (owner uid {owner}, mode {mode:o}); {fix}")]
+    #[error("refusing {path} (owner uid {owner}, mode {mode:o}): {why}; {fix}")]
     Unsafe {
         /// The component refused.
         path: PathBuf,
@@ -246,7 +246,7 @@ fn judge(
         }
         return Err(refuse(
             "it is writable by everyone".to_owned(),
-            format!("run `chmod o-w {}`", path.display()),
+            format!("run `chmod go-w {}`", path.display()),
         ));
     }
     if mode & 0o020 != 0 && !group_is_private(stat.st_gid, uid) {
@@ -258,7 +258,7 @@ fn judge(
                 "it is writable by its group (gid {}), which has other members",
                 stat.st_gid
             ),
-            format!("run `chmod g-w {}`", path.display()),
+            format!("run `chmod go-w {}`", path.display()),
         ));
     }
     Ok(false)

@@ -302,13 +302,20 @@ fn a_connection_from_another_uid_is_refused() {
     let ours = nix::unistd::getuid().as_raw();
     // Another user's home is refused before anything is read from it.
     assert_eq!(out.status.code(), Some(2), "{err}");
+    // (Its path already: the test's temp dir is root's entry in the sticky /tmp.)
     assert!(
-        err.contains(&format!("is owned by uid {ours}, not by you (uid {uid})")),
+        err.contains(&format!("owner uid {ours}")) && err.contains(&format!("(uid {uid})")),
         "{err}"
     );
     // In a home of the peer's own, a socket served by another uid gets nothing
-    // sent to it: herd's client checks the server's uid first.
-    let peer_home = env.scratch().join("peer-home");
+    // sent to it: herd's client checks the server's uid first. The home's path must
+    // be the peer's own from the sticky /tmp down.
+    let peer_base = tempfile::Builder::new()
+        .prefix("herd-peer")
+        .tempdir()
+        .expect("a temp dir");
+    std::os::unix::fs::chown(peer_base.path(), Some(uid), Some(gid)).expect("chown");
+    let peer_home = peer_base.path().join("peer-home");
     std::fs::create_dir_all(peer_home.join("run")).expect("the peer's home");
     let planted = std::os::unix::net::UnixListener::bind(peer_home.join("run").join("herd.sock"))
         .expect("a socket served by this uid");

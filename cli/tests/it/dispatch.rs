@@ -142,3 +142,27 @@ fn b34_a_required_scope_without_a_bus_fails_typed() {
         "{text}"
     );
 }
+
+#[test]
+fn b34_a_caller_without_path_or_runtime_dir_still_gets_a_scope_found_through_the_daemons_own_environment()
+ {
+    let (env, record, _bus) = systemd_env(true);
+    // The daemon starts with the systemd environment (the fakes on its PATH, its
+    // runtime dir); the caller then has neither.
+    env.json(&["ps", "--json"]);
+    let out = env
+        .cmd(&["run", "--persist", "--json", "--", "echo scoped-anyway"])
+        .env("PATH", "/usr/bin:/bin")
+        .env_remove("XDG_RUNTIME_DIR")
+        .output()
+        .expect("herd runs");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let info: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(info["dispatch"], "scoped", "{info}");
+    let id = info["session_id"].as_str().expect("session_id");
+    assert!(
+        recorded(&record).contains(&format!("--unit herd-worker-{id} ")),
+        "systemd-run was found on the daemon's PATH: {}",
+        recorded(&record)
+    );
+}

@@ -106,7 +106,7 @@ fn assert_refused(out: &Output, path: &Path, words: &[&str]) {
     let err = stderr(out);
     assert_eq!(out.status.code(), Some(2), "not refused: {err}");
     assert!(
-        err.contains(&format!("refusing {}", path.display())),
+        err.contains(&format!("refusing {} (", path.display())),
         "the refusal names {}: {err}",
         path.display()
     );
@@ -160,12 +160,12 @@ fn a_foreign_symlink_or_a_component_others_can_write_in_the_home_path_is_refused
     assert_refused(
         &out,
         &open,
-        &["writable by everyone", "mode 777", "chmod o-w"],
+        &["writable by everyone", "mode 777", "chmod go-w"],
     );
     chmod(&open, 0o775);
     std::os::unix::fs::chown(&open, Some(0), Some(OTHER_UID)).expect("chown");
     let out = s.herd(&open.join("home"), &["ps"]);
-    assert_refused(&out, &open, &["writable by its group", "chmod g-w"]);
+    assert_refused(&out, &open, &["writable by its group", "chmod go-w"]);
     // A shim_path in a directory others can write is refused before any daemon
     // starts, and her script never runs.
     chmod(&open, 0o777);

@@ -89,6 +89,7 @@ fn service_install_writes_a_valid_user_unit_and_enables_it() {
         "{text}"
     );
     assert!(text.contains("KillMode=process") && text.contains("WantedBy=default.target"));
+    assert!(text.contains("\nDelegate=yes\n"), "{text}");
     assert_valid_unit(&unit, &text);
     let calls = std::fs::read_to_string(&record).expect("the fakes recorded their calls");
     assert!(
@@ -169,4 +170,65 @@ fn service_install_without_systemctl_says_what_to_run() {
         "{text}"
     );
     assert!(unit.is_file());
+}
+
+#[test]
+fn a_unit_without_delegate_is_reported_with_the_advice_to_reinstall() {
+    let (env, unit, _record) = service_env();
+    env.ok(&["service", "install", "--no-start"]);
+    let current = env.json(&["service", "status", "--json"]);
+    assert_eq!(current["delegate"], true, "{current}");
+    // A unit as an earlier release wrote it: no Delegate=yes.
+    let text = std::fs::read_to_string(&unit).expect("the unit was written");
+    std::fs::write(&unit, text.replace("Delegate=yes\n", "")).expect("writable");
+    let stale = env.json(&["service", "status", "--json"]);
+    assert_eq!(stale["delegate"], false, "{stale}");
+    assert!(
+        stale["advice"]
+            .as_str()
+            .is_some_and(|a| a.contains("no Delegate=yes") && a.contains("herd service install")),
+        "{stale}"
+    );
+    let doctor = stdout(&env.run(&["doctor"]));
+    assert!(
+        doctor.contains("no Delegate=yes") && doctor.contains("reinstall"),
+        "{doctor}"
+    );
+}
+
+#[test]
+#[expect(
+    clippy::print_stderr,
+    reason = "on a host that runs systemd the refusal cannot be shown, and the test says so"
+)]
+fn service_install_where_systemd_is_not_running_says_so_and_writes_nothing() {
+    if Path::new("/run/systemd/system").is_dir() {
+        eprintln!("skipped: systemd runs on this host, so install would not be refused");
+        return;
+    }
+    let (mut env, _staged, record) = service_env();
+    env.vars.retain(|(k, _)| k != "HERD_SYSTEMD_UNIT_DIR");
+    let config = env.scratch().join("config-home");
+    env.vars
+        .push(("XDG_CONFIG_HOME".to_owned(), config.display().to_string()));
+    let out = env.run(&["service", "install"]);
+    let err = crate::support::stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("systemd is not running on this host")
+            && err.contains("nothing was written")
+            && err.contains("HERD_SYSTEMD_UNIT_DIR"),
+        "{err}"
+    );
+    assert!(
+        !config.exists(),
+        "nothing was written under {}",
+        config.display()
+    );
+    assert!(
+        std::fs::read_to_string(&record)
+            .unwrap_or_default()
+            .is_empty(),
+        "no systemctl was run"
+    );
 }

@@ -9,6 +9,11 @@
 //!   kills its own ordinary sessions when it shuts down; what it leaves behind on purpose
 //!   (persisted jobs that could not get a scope, i.e. degraded dispatch) must not be
 //!   swept away by the default `control-group` kill.
+//! - `Delegate=yes`: the unit's cgroup subtree is the daemon's to manage, so it can give
+//!   every session a cgroup of its own inside it (issue 36: per-session containment)
+//!   instead of one `systemd-run` per job. A unit installed without it (an earlier
+//!   release) is reported by `herd doctor` and `herd service status` with the advice
+//!   to reinstall ([`unit_lacks_delegate`]).
 //! - `Restart=on-failure` with a short `RestartSec`: a crashed daemon comes back and
 //!   restores its sessions from checkpoints; a clean stop stays stopped.
 //! - No `HERD_SUPERVISED_CHILD`: that marker tells a *child* that its parent is a
@@ -64,6 +69,7 @@ pub fn systemd_unit(binary: &Path, home: &Path, kind: UnitKind<'_>) -> String {
          # HERD_SUPERVISED_CHILD is deliberately absent: the daemon sets it for its children.\n",
     );
     text.push_str("KillMode=process\n");
+    text.push_str("Delegate=yes\n");
     text.push_str("Restart=on-failure\n");
     text.push_str("RestartSec=2\n");
     text.push_str("TimeoutStopSec=30\n");
@@ -93,4 +99,14 @@ fn quote(value: &str, exec: bool) -> String {
     }
     out.push('"');
     out
+}
+
+/// Whether an installed unit's text lacks `Delegate=yes` (written by an earlier
+/// release): herd cannot make per-session cgroups inside such a unit.
+pub fn unit_lacks_delegate(text: &str) -> bool {
+    !text.lines().any(|line| {
+        let line = line.trim();
+        line.strip_prefix("Delegate=")
+            .is_some_and(|value| matches!(value.trim(), "yes" | "true" | "1" | "on"))
+    })
 }

@@ -499,14 +499,15 @@ impl Inner {
         else {
             return Ok((argv, Dispatch::InProcess, None));
         };
-        let spawn_env: HashMap<String, String> = env
-            .iter()
-            .filter_map(|(k, v)| Some((k.to_str()?.to_owned(), v.to_str()?.to_owned())))
-            .collect();
+        // What herd itself runs (systemd-run, later systemctl) and the user bus it
+        // talks to are found through the daemon's own environment, the one `herd
+        // doctor` judges, never the job's caller's: a caller without PATH or
+        // XDG_RUNTIME_DIR must not turn a scope into a direct subprocess (issue 36).
+        let own_env: HashMap<String, String> = crate::spawn::utf8_environment();
         let decision = dispatcher
             .dispatch(
                 &argv,
-                &spawn_env,
+                &own_env,
                 true,
                 self.config.require_restart_safe_scope,
                 id.as_str(),
@@ -518,7 +519,7 @@ impl Inner {
                 unit,
                 env: bus,
             } => {
-                let mut scope_env = spawn_env;
+                let mut scope_env = own_env;
                 for (k, v) in &bus {
                     env.insert(OsString::from(k), OsString::from(v));
                     scope_env.insert(k.clone(), v.clone());

@@ -46,10 +46,10 @@ fn a_component_writable_by_others_is_refused_with_its_owner_mode_and_fix() {
     let err = check_dir(&open.join("home"), me()).expect_err("a world-writable parent");
     let text = err.to_string();
     assert!(
-        text.contains(&format!("refusing {}", open.display()))
+        text.contains(&format!("refusing {} (", open.display()))
             && text.contains("writable by everyone")
             && text.contains("mode 777")
-            && text.contains(&format!("chmod o-w {}", open.display())),
+            && text.contains(&format!("chmod go-w {}", open.display())),
         "{text}"
     );
     // Sticky and owned by root is the shared-directory exception (as /tmp), for
