@@ -19,10 +19,13 @@
 //!   runs as a direct subprocess and dies when the service restarts. It is a distinct
 //!   variant so it can never be read as "in process, nothing lost".
 //!
-//! The user bus is derived from the spawn environment, never from the daemon's own: a
-//! system unit is exec'd without `XDG_RUNTIME_DIR` or `DBUS_SESSION_BUS_ADDRESS`, and the
-//! user manager (with linger) may come up after the daemon, so the bus is looked up fresh
-//! for every dispatch. A runtime dir is trusted only when it is ours and not group or
+//! `systemd-run`, `systemctl` and the user bus are found through the environment the
+//! caller passes, which the registry makes the daemon's own (the one `herd doctor`
+//! judges), never the job's caller's: a caller without `PATH` or `XDG_RUNTIME_DIR` must
+//! not turn a scope into a direct subprocess (issue 36). A system unit is exec'd
+//! without `XDG_RUNTIME_DIR`, so `/run/user/<uid>` is the fallback, and the user manager
+//! (with linger) may come up after the daemon, so the bus is looked up fresh for every
+//! dispatch. A runtime dir is trusted only when it is ours and not group or
 //! other writable, and `bus` in it is a socket we own; anything else could let another
 //! user capture our jobs.
 //!
@@ -470,8 +473,8 @@ impl Dispatcher {
     /// Decides how to start a session.
     ///
     /// `argv` is the full command (e.g. `["bash", "-c", "make test"]`), `spawn_env` the
-    /// environment the child will get (its `PATH` finds `systemd-run`, its
-    /// `XDG_RUNTIME_DIR` locates the user bus), `outlives_parent` says the session must
+    /// environment herd's own tools are resolved in, the daemon's (its `PATH` finds
+    /// `systemd-run`, its `XDG_RUNTIME_DIR` locates the user bus), `outlives_parent` says the session must
     /// survive a restart of the service (`persist_on_release`), and `unit_id` names the
     /// scope (`herd-worker-<unit_id>.scope`; the session id fits).
     ///
