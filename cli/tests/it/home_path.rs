@@ -116,7 +116,7 @@ fn assert_refused(out: &Output, path: &Path, words: &[&str]) {
 }
 
 #[test]
-fn a_foreign_symlink_or_a_component_others_can_write_in_the_home_path_is_refused() {
+fn b4_a_foreign_symlink_or_a_component_others_can_write_in_the_home_path_is_refused() {
     if !root_or_skip("the home path test") {
         return;
     }
@@ -188,7 +188,7 @@ fn a_foreign_symlink_or_a_component_others_can_write_in_the_home_path_is_refused
 }
 
 #[test]
-fn a_second_uid_swapping_the_home_link_never_gets_her_shim_run() {
+fn b4_a_second_uid_swapping_the_home_link_never_gets_her_shim_run() {
     if !root_or_skip("the home link race") {
         return;
     }

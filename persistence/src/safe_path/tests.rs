@@ -1,3 +1,7 @@
+//! The safe-path walk against real directories: private paths pass and resolve, a
+//! component others can write is refused with its owner, mode and fix, and a path of
+//! the wrong shape is refused.
+
 use std::os::unix::fs::PermissionsExt;
 
 use super::*;
