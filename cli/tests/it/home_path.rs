@@ -231,3 +231,42 @@ fn b4_a_second_uid_swapping_the_home_link_never_gets_her_shim_run() {
         "every try is refused at her link, whichever way it points"
     );
 }
+
+#[test]
+fn b4_a_configured_shim_is_run_through_the_descriptor_the_daemon_checked() {
+    let env = Env::new();
+    // shim_path is a link of the user's own to the real herd-shim; once the daemon
+    // has checked and opened it, the link is pointed at a script that would leave a
+    // marker. Jobs still run under the real shim, through the daemon's descriptor.
+    let bin = env.scratch().join("bin");
+    std::fs::create_dir(&bin).expect("mkdir");
+    let link = bin.join("herd-shim");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_herd-shim"), &link).expect("symlink");
+    let marker = env.scratch().join("marker");
+    let script = bin.join("evil.sh");
+    std::fs::write(&script, format!("#!/bin/sh\ntouch {}\n", marker.display())).expect("write");
+    chmod(&script, 0o755);
+    std::fs::write(
+        env.home().join("config.toml"),
+        format!("shim_path = \"{}\"\n", link.display()),
+    )
+    .expect("write");
+    env.json(&["ps", "--json"]);
+    let daemon = env.daemon_pid().expect("the daemon wrote its pid file");
+    std::fs::remove_file(&link).expect("unlink");
+    std::os::unix::fs::symlink(&script, &link).expect("symlink");
+    let info = env.json(&["run", "--json", "--", "echo through-the-fd"]);
+    let id = info["session_id"].as_str().expect("session_id").to_owned();
+    env.ok(&["wait", &id, "--timeout", "10"]);
+    assert_eq!(env.ok(&["logs", &id]), "through-the-fd\n");
+    assert!(!marker.exists(), "the swapped-in script ran");
+    // The launcher (it lives as long as the daemon) was executed through the
+    // daemon's descriptor, not the path.
+    let prefix = format!("/proc/{daemon}/fd/");
+    let launchers = herd_test_support::procs::pids()
+        .filter_map(|pid| std::fs::read(format!("/proc/{pid}/cmdline")).ok())
+        .map(|cmdline| String::from_utf8_lossy(&cmdline).into_owned())
+        .filter(|cmdline| cmdline.starts_with(&prefix) && cmdline.contains("--launcher"))
+        .count();
+    assert!(launchers > 0, "no launcher runs as {prefix}N");
+}
