@@ -3,7 +3,9 @@
 //!
 //! Autostart re-executes this binary as `herd serve --detached` with its stdio on
 //! `<home>/logs/daemon.log`; the daemon puts itself in a new session (setsid), so
-//! it outlives the client and no terminal signal reaches it. The client then
+//! it outlives the client and no terminal signal reaches it, and first closes every
+//! other descriptor it inherited from the client (`herd_core::hygiene`), so a pipe the
+//! client's caller left open (`herd ps 7>&1 | cat`) is not held open by the daemon. The client then
 //! retries connecting until the socket answers or a deadline passes, watching the
 //! daemon process so a daemon that dies at start-up is reported at once with the
 //! end of its log, rather than after the deadline.

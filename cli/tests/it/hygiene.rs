@@ -40,7 +40,7 @@ fn bit(signal: i32) -> u64 {
 }
 
 #[test]
-fn an_autostarting_clients_extra_descriptor_and_ignored_signals_reach_no_daemon_and_no_job() {
+fn b36_an_autostarting_clients_extra_descriptor_and_ignored_signals_reach_no_daemon_and_no_job() {
     let env = Env::new();
     // fd 7 of the first client is a pipe's write end; the test keeps the read end
     // (non-blocking, so "not at end-of-file yet" is an EAGAIN, not a hang).
