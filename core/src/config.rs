@@ -190,6 +190,12 @@ pub struct RegistryConfig {
     /// dispatcher whether to run in a systemd scope of its own. `None` (the default)
     /// spawns every session directly.
     pub dispatcher: Option<Arc<crate::Dispatcher>>,
+    /// The environment herd's own tools for a dispatch (`systemd-run`, `systemctl`)
+    /// and the user bus are resolved in. `None` (the default) is this process's own
+    /// environment, the daemon's, read at each dispatch; never the job's caller's,
+    /// so a caller without `PATH` or `XDG_RUNTIME_DIR` cannot turn a scope into a
+    /// direct subprocess. Tests and embedders may give one.
+    pub tools_env: Option<std::collections::HashMap<String, String>>,
     /// A `persist_on_release` spawn that cannot get a scope fails with
     /// [`crate::DispatchError::ScopeUnavailable`] instead of degrading (B34).
     pub require_restart_safe_scope: bool,
@@ -275,6 +281,7 @@ impl Default for RegistryConfig {
             clock: Arc::new(crate::SystemClock),
             pty_unavailable: false,
             dispatcher: None,
+            tools_env: None,
             require_restart_safe_scope: false,
             queue_cap: 1_024,
             shim: None,

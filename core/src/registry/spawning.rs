@@ -503,7 +503,11 @@ impl Inner {
         // talks to are found through the daemon's own environment, the one `herd
         // doctor` judges, never the job's caller's: a caller without PATH or
         // XDG_RUNTIME_DIR must not turn a scope into a direct subprocess (issue 36).
-        let own_env: HashMap<String, String> = crate::spawn::utf8_environment();
+        let own_env: HashMap<String, String> = self
+            .config
+            .tools_env
+            .clone()
+            .unwrap_or_else(crate::spawn::utf8_environment);
         let decision = dispatcher
             .dispatch(
                 &argv,

@@ -2,7 +2,8 @@
 //! configured dispatcher, run in the scope it names, and a kill stops that scope.
 //!
 //! systemd cannot run in the test container, so `systemd-run` and `systemctl` are the
-//! recording fakes of `tests/fixtures/fake-systemd/` (first on the child's PATH); the
+//! recording fakes of `tests/fixtures/fake-systemd/` (first on the PATH of the
+//! registry's `tools_env`, which stands in for the daemon's own environment); the
 //! host facts say "under systemd" by injection. The processes, pipes, the bus socket
 //! and the kills are real.
 
@@ -36,22 +37,26 @@ fn under_systemd() -> Arc<Dispatcher> {
     ))
 }
 
-/// A private runtime dir (with a bound `bus` when asked) and the child env that
-/// points at it, the fakes and the record file.
+/// A private runtime dir (with a bound `bus` once asked) and the environment that
+/// points at it, the fakes and the record file: both the jobs' environment and the
+/// one the registry resolves its own tools in (`tools_env`, the daemon's in
+/// production).
 struct Host {
     _dir: tempfile::TempDir,
     _bus: Option<UnixListener>,
+    runtime: PathBuf,
     record: PathBuf,
     env: Vec<(String, String)>,
 }
 
-fn host(bus: bool, extra: &[(&str, &str)]) -> Host {
+/// The host's paths and environment; no descriptor is opened yet, so the fixture
+/// (which holds the descriptor-table lock) can be made with its `tools_env` first.
+fn host(extra: &[(&str, &str)]) -> Host {
     let dir = tempfile::tempdir().expect("a temp dir can be created");
     let runtime = dir.path().join("xdg");
     std::fs::create_dir(&runtime).expect("the temp dir is writable");
     std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o700))
         .expect("the runtime dir is ours");
-    let listener = bus.then(|| UnixListener::bind(runtime.join("bus")).expect("bind the bus"));
     let record = dir.path().join("record");
     let fakes = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fake-systemd");
     let mut env: HashMap<String, String> = HashMap::from([
@@ -77,10 +82,34 @@ fn host(bus: bool, extra: &[(&str, &str)]) -> Host {
     );
     Host {
         _dir: dir,
-        _bus: listener,
+        _bus: None,
+        runtime,
         record,
         env: env.into_iter().collect(),
     }
+}
+
+impl Host {
+    /// Binds the user bus socket in the runtime dir.
+    fn bind_bus(&mut self) {
+        self._bus = Some(UnixListener::bind(self.runtime.join("bus")).expect("bind the bus"));
+    }
+
+    /// The environment as the registry's `tools_env`.
+    fn tools_env(&self) -> HashMap<String, String> {
+        self.env.iter().cloned().collect()
+    }
+}
+
+/// A registry whose dispatcher believes it runs under systemd and resolves its tools
+/// in `host`'s environment.
+fn systemd_fixture(host: &Host, tune: impl FnOnce(&mut herd_core::RegistryConfig)) -> Fixture {
+    let tools = host.tools_env();
+    Fixture::with(|c| {
+        c.dispatcher = Some(under_systemd());
+        c.tools_env = Some(tools);
+        tune(c);
+    })
 }
 
 fn persist(command: &str, host: &Host) -> SpawnRequest {
@@ -95,15 +124,13 @@ fn persist(command: &str, host: &Host) -> SpawnRequest {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn b34_a_persist_spawn_runs_in_its_scope_and_a_failed_scope_stop_is_reported() {
+    let mut host = host(&[
+        ("FAKE_SYSTEMCTL_EXIT", "1"),
+        ("FAKE_SYSTEMCTL_STDERR", "Access denied"),
+    ]);
     // The fixture first: it holds the descriptor-table lock before the bus socket opens.
-    let fx = Fixture::with(|c| c.dispatcher = Some(under_systemd()));
-    let host = host(
-        true,
-        &[
-            ("FAKE_SYSTEMCTL_EXIT", "1"),
-            ("FAKE_SYSTEMCTL_STDERR", "Access denied"),
-        ],
-    );
+    let fx = systemd_fixture(&host, |_| {});
+    host.bind_bus();
     let info = fx.spawn(persist("echo ready; exec sleep 30", &host)).await;
     assert_eq!(info.dispatch, DispatchKind::Scoped, "{info:?}");
     let unit = format!("herd-worker-{}.scope", info.session_id);
@@ -152,8 +179,9 @@ async fn b34_a_persist_spawn_runs_in_its_scope_and_a_failed_scope_stop_is_report
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn b34_a_spawn_without_persist_or_dispatcher_stays_in_process() {
-    let fx = Fixture::with(|c| c.dispatcher = Some(under_systemd()));
-    let host = host(true, &[]);
+    let mut host = host(&[]);
+    let fx = systemd_fixture(&host, |_| {});
+    host.bind_bus();
     let mut req = persist("true", &host);
     req.persist_on_release = false;
     let info = fx.spawn(req).await;
@@ -169,8 +197,8 @@ async fn b34_a_spawn_without_persist_or_dispatcher_stays_in_process() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn b34_no_bus_degrades_or_fails_typed_when_a_scope_is_required() {
-    let fx = Fixture::with(|c| c.dispatcher = Some(under_systemd()));
-    let host = host(false, &[]);
+    let host = host(&[]);
+    let fx = systemd_fixture(&host, |_| {});
     let info = fx.spawn(persist("echo direct", &host)).await;
     assert_eq!(info.dispatch, DispatchKind::Degraded);
     assert!(
@@ -181,10 +209,7 @@ async fn b34_no_bus_degrades_or_fails_typed_when_a_scope_is_required() {
     );
     assert!(fx.done(&info.session_id).await.output.contains("direct"));
 
-    let strict = Fixture::with(|c| {
-        c.dispatcher = Some(under_systemd());
-        c.require_restart_safe_scope = true;
-    });
+    let strict = systemd_fixture(&host, |c| c.require_restart_safe_scope = true);
     match strict.registry.spawn(persist("echo never", &host)).await {
         Err(SpawnError::Dispatch(err)) => {
             assert!(err.is_infrastructure(), "{err}");
@@ -207,8 +232,13 @@ async fn b34_no_bus_degrades_or_fails_typed_when_a_scope_is_required() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn b34_a_scoped_worker_that_loses_its_bus_flips_the_verdict() {
     let dispatcher = under_systemd();
-    let fx = Fixture::with(|c| c.dispatcher = Some(Arc::clone(&dispatcher)));
-    let mut host = host(true, &[]);
+    let mut host = host(&[]);
+    let tools = host.tools_env();
+    let fx = Fixture::with(|c| {
+        c.dispatcher = Some(Arc::clone(&dispatcher));
+        c.tools_env = Some(tools);
+    });
+    host.bind_bus();
     let info = fx.spawn(persist("read x", &host)).await;
     assert_eq!(info.dispatch, DispatchKind::Scoped);
 
