@@ -404,8 +404,11 @@ impl Config {
         if self.supervisor == Supervisor::InProcess {
             return Ok(None);
         }
+        // Said by the daemon, which acts on it; a client's check stays quiet.
         let not_found = |path: &Path| {
-            tracing::warn!(path = %path.display(), "herd-shim not found; jobs run inside the daemon and end with it (install herd-shim beside herd, or set shim_path)");
+            if keep {
+                tracing::warn!(path = %path.display(), "herd-shim not found; jobs run inside the daemon and end with it (install herd-shim beside herd, or set shim_path)");
+            }
             Ok(None)
         };
         let Some(configured) = &self.shim_path else {
