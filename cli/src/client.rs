@@ -327,6 +327,7 @@ async fn autostart(home: &Home) -> anyhow::Result<Client> {
         |message: String| -> anyhow::Error { Failure::new(Code::Unreachable, message).into() };
     // A bad config would only kill the new daemon; refuse it here, with exit 2.
     crate::config::Config::load(home)?.check_shim_path()?;
+    crate::config::checked_plugins_dir(home)?;
     crate::config::create_home(home)?;
     let log_path = home.daemon_log_path();
     let (exit_tx, mut exit_rx) = tokio::sync::oneshot::channel();

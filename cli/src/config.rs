@@ -57,6 +57,29 @@ pub(crate) fn open_checked(path: &Path) -> anyhow::Result<Option<(std::fs::File,
         .map_err(|err| refused_path(&err))
 }
 
+/// How deep under the plugins directory [`checked_plugins_dir`] looks: each
+/// plugin's directory and the files (manifest, library) in it.
+const PLUGIN_TREE_DEPTH: usize = 2;
+
+/// The plugins directory's real path once it, every directory leading to it and
+/// everything in it (each plugin's directory, manifest and library) pass the
+/// safe-path check: loaded code nobody else can change.
+///
+/// # Errors
+/// A refusal naming the path, its owner and mode and the fix (exit 2).
+pub(crate) fn checked_plugins_dir(home: &Home) -> anyhow::Result<PathBuf> {
+    let uid = nix::unistd::geteuid().as_raw();
+    match herd_persistence::safe_path::check_dir(&home.plugins_dir(), uid) {
+        Ok(Some(checked)) => {
+            herd_persistence::safe_path::check_tree(&checked, uid, PLUGIN_TREE_DEPTH)
+                .map_err(|err| refused_path(&err))?;
+            Ok(checked.real)
+        }
+        Ok(None) => Ok(home.plugins_dir()),
+        Err(err) => Err(refused_path(&err)),
+    }
+}
+
 /// Makes `path` absolute against the current directory, so a daemon started from
 /// elsewhere resolves the same home.
 fn absolute(path: PathBuf) -> PathBuf {

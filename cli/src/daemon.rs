@@ -159,16 +159,9 @@ fn bind_fresh(socket: &std::path::Path) -> anyhow::Result<UnixListener> {
 async fn start_state(home: &Home, config: &Config, stop: Arc<Notify>) -> anyhow::Result<State> {
     // Plugin init runs on the calling thread (herd-hooks' caveat): keep it off
     // the async workers. Failures are rows in the report, never a failed start.
-    // Loaded code: the plugins directory passes the safe-path check, and is used by
-    // its real path (no link left in it to swap).
-    let plugins_dir = match herd_persistence::safe_path::check_dir(
-        &home.plugins_dir(),
-        nix::unistd::geteuid().as_raw(),
-    ) {
-        Ok(Some(checked)) => checked.real,
-        Ok(None) => home.plugins_dir(),
-        Err(err) => return Err(crate::config::refused_path(&err)),
-    };
+    // Loaded code: the plugins directory and what it holds pass the safe-path
+    // check, and it is used by its real path (no link left in it to swap).
+    let plugins_dir = crate::config::checked_plugins_dir(home)?;
     let enabled = config.plugins.enabled.clone();
     let (chain, reports) =
         tokio::task::spawn_blocking(move || herd_hooks::load_plugins(&plugins_dir, &enabled))

@@ -108,6 +108,54 @@ pub fn open_file(path: &Path, uid: u32) -> Result<Option<(File, PathBuf)>, PathE
     Ok(walk(path, uid, Want::File)?.map(|(fd, real)| (File::from(fd), real)))
 }
 
+/// Checks everything under the checked directory `dir` down to `depth` levels (the
+/// plugins directory: each plugin's directory, its manifest and its library): every
+/// entry the user's or root's and not writable by others, and a symbolic link only
+/// the user's or root's, its target checked from `/` like any path.
+///
+/// # Errors
+/// As [`check_dir`], naming the first entry refused.
+pub fn check_tree(dir: &CheckedDir, uid: u32, depth: usize) -> Result<(), PathError> {
+    let mut pending = vec![(dir.real.clone(), depth)];
+    while let Some((path, left)) = pending.pop() {
+        let entries = std::fs::read_dir(&path).map_err(|source| io_error(&path, source))?;
+        for entry in entries {
+            let entry = entry.map_err(|source| io_error(&path, source))?;
+            let here = entry.path();
+            let meta =
+                std::fs::symlink_metadata(&here).map_err(|source| io_error(&here, source))?;
+            let stat = stat_of(&meta);
+            if meta.file_type().is_symlink() {
+                judge_link(&here, &stat, uid, false)?;
+                let target = std::fs::metadata(&here).map_err(|source| io_error(&here, source))?;
+                let want = if target.is_dir() {
+                    Want::Dir
+                } else {
+                    Want::File
+                };
+                walk(&here, uid, want)?;
+                continue;
+            }
+            judge(&here, &stat, uid, false, meta.is_dir())?;
+            if meta.is_dir() && left > 1 {
+                pending.push((here, left - 1));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The owner, group and mode of `meta` as the `stat` the judges read.
+fn stat_of(meta: &std::fs::Metadata) -> libc::stat {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: an all-zero stat is valid; the fields the judges read are set below.
+    let mut stat: libc::stat = unsafe { std::mem::zeroed() };
+    stat.st_uid = meta.uid();
+    stat.st_gid = meta.gid();
+    stat.st_mode = meta.mode();
+    stat
+}
+
 /// The walk shared by [`check_dir`] and [`open_file`].
 fn walk(path: &Path, uid: u32, want: Want) -> Result<Option<(OwnedFd, PathBuf)>, PathError> {
     if !path.is_absolute() {

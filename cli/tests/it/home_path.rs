@@ -270,3 +270,18 @@ fn b4_a_configured_shim_is_run_through_the_descriptor_the_daemon_checked() {
         .count();
     assert!(launchers > 0, "no launcher runs as {prefix}N");
 }
+
+#[test]
+fn b4_a_plugin_file_others_can_write_is_refused_before_any_daemon_starts() {
+    let env = Env::new();
+    let plugin = env.home().join("plugins").join("p");
+    std::fs::create_dir_all(&plugin).expect("mkdir");
+    let manifest = plugin.join("plugin.toml");
+    std::fs::write(&manifest, "name = \"p\"\n").expect("write");
+    chmod(&manifest, 0o666);
+    let out = env.run(&["ps"]);
+    assert_refused(&out, &manifest, &["writable by everyone", "chmod go-w"]);
+    assert!(env.daemon_pid().is_none(), "no daemon started");
+    chmod(&manifest, 0o644);
+    env.ok(&["ps"]);
+}
