@@ -439,11 +439,16 @@ pub(crate) struct RawPipeChild {
     pub(crate) stdin: std::os::fd::OwnedFd,
 }
 
-/// Starts `launch` in pipe mode, leading its own process group, without a runtime.
+/// Starts `launch` in pipe mode, leading its own process group, without a runtime;
+/// with `cgroup`, the child moves itself into that cgroup before its exec (so nothing
+/// it runs ever starts outside it).
 ///
 /// # Errors
-/// The OS error of pipe creation or spawn.
-pub(crate) fn spawn_pipe_raw(launch: &Launch<'_>) -> io::Result<RawPipeChild> {
+/// The OS error of pipe creation or spawn (a cgroup that refused the child included).
+pub(crate) fn spawn_pipe_raw(
+    launch: &Launch<'_>,
+    cgroup: Option<&crate::sys::cgroup::SessionCgroup>,
+) -> io::Result<RawPipeChild> {
     let (out_r, out_w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
     let (in_r, in_w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
     let err_w = out_w.try_clone()?;
@@ -453,6 +458,14 @@ pub(crate) fn spawn_pipe_raw(launch: &Launch<'_>) -> io::Result<RawPipeChild> {
             .stdout(Stdio::from(out_w))
             .stderr(Stdio::from(err_w))
             .process_group(0);
+        if let Some(cgroup) = cgroup {
+            let cgroup = cgroup.clone();
+            // SAFETY: the closure runs in the forked child before exec and calls only
+            // open/write/close on a path prepared before the fork (no allocation).
+            unsafe {
+                cmd.pre_exec(move || cgroup.enter_raw());
+            }
+        }
         cmd.spawn()?
         // `cmd` drops here, closing our copies of the child's ends.
     };

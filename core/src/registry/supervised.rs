@@ -76,6 +76,8 @@ impl Inner {
         // daemon runs (issue 17).
         spec.deadline_unix_ms = time_limit.map(|t| t.deadline_unix_ms());
         spec.kill_grace_ms = u64::try_from(self.config.kill_grace.as_millis()).unwrap_or(u64::MAX);
+        spec.force_subreaper = std::env::var(crate::sys::cgroup::CONTAINMENT_ENV)
+            .is_ok_and(|v| v == "subreaper");
         // The shim itself carries neither the session tag (a tree kill's escapee scan
         // would take it for part of the job) nor the supervised-child marker.
         let mut shim_env = launch.env.clone();
