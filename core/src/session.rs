@@ -86,6 +86,10 @@ pub(crate) struct State {
     pub(crate) kill_source: Option<KillSource>,
     /// Released (set to `None`) when the session finishes or stdin is closed.
     pub(crate) stdin: Option<Stdin>,
+    /// What holds its process tree.
+    pub(crate) containment: crate::answers::Containment,
+    /// Processes of its tree alive when it finished, held by its shim (issue 36).
+    pub(crate) leftovers: Vec<herd_persistence::Leftover>,
 }
 
 /// One session.

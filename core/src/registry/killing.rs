@@ -37,16 +37,36 @@ impl Registry {
     /// empty) except `exclude`. Lifecycle sources spare `persist_on_release` sessions
     /// (B17). Returns how many ended up killed or already exited.
     pub async fn kill_all(&self, owner: &str, exclude: &[SessionId], source: KillSource) -> usize {
-        let targets: Vec<Arc<Session>> = {
+        let (targets, finished): (Vec<Arc<Session>>, Vec<Arc<Session>>) = {
             let tables = self.inner.lock();
-            tables
+            let finished = tables
+                .all()
+                .filter(|s| {
+                    let st = s.state();
+                    st.finished.is_some() && !st.leftovers.is_empty()
+                })
+                .filter(|s| !exclude.contains(&s.id))
+                .filter(|s| !(source.spares_persistent() && s.persist_on_release))
+                .filter(|s| owner.is_empty() || s.state().owner_task_id == owner)
+                .cloned()
+                .collect();
+            let running = tables
                 .running()
                 .filter(|s| !exclude.contains(&s.id))
                 .filter(|s| !(source.spares_persistent() && s.persist_on_release))
                 .filter(|s| owner.is_empty() || s.state().owner_task_id == owner)
                 .cloned()
-                .collect()
+                .collect();
+            (running, finished)
         };
+        // Finished sessions still holding leftovers are reached too (issue 36).
+        let held = futures::future::join_all(
+            finished
+                .iter()
+                .map(|s| self.inner.kill_leftovers(s, source)),
+        )
+        .await;
+        drop(held);
         let answers = self.inner.kill_sessions(&targets, source).await;
         answers
             .iter()
@@ -58,6 +78,11 @@ impl Registry {
 impl Inner {
     pub(crate) async fn kill_session(&self, s: &Arc<Session>, source: KillSource) -> KillAnswer {
         let Some(target) = begin_kill(s, source) else {
+            // A finished session whose leftovers live on is not "already exited":
+            // the kill ends them (issue 36).
+            if let Some(answer) = self.kill_leftovers(s, source).await {
+                return answer;
+            }
             return self.kill_answer(s, source, KillStatus::AlreadyExited, Vec::new(), None);
         };
         let outcome = kill::kill_tree(&target, self.config.kill_grace).await;

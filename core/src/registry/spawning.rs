@@ -390,6 +390,8 @@ impl Inner {
                 finished: None,
                 kill_source: None,
                 stdin: Some(parts.stdin),
+                containment: parts.containment,
+                leftovers: Vec::new(),
             }),
             done,
             kill_requested,
@@ -676,6 +678,7 @@ struct StartedParts {
     mode: ModeName,
     stdin: Stdin,
     shim: Option<herd_persistence::ShimRef>,
+    containment: crate::answers::Containment,
 }
 
 impl Started {
@@ -689,6 +692,7 @@ impl Started {
                     mode: ModeName::Pipe,
                     stdin: Stdin::Pipe(Arc::new(child.stdin)),
                     shim: None,
+                    containment: crate::answers::Containment::Group,
                 },
                 Runner::InProcess(
                     Source::Pipe {
@@ -709,6 +713,7 @@ impl Started {
                         mode: ModeName::Pty,
                         stdin: Stdin::Pty(Arc::clone(&master)),
                         shim: None,
+                        containment: crate::answers::Containment::Group,
                     },
                     Runner::InProcess(
                         Source::Pty {
@@ -727,6 +732,7 @@ impl Started {
                     shim,
                     attached,
                     dir,
+                    containment,
                 } = *started;
                 let shim_pid = shim.pid;
                 (
@@ -736,6 +742,7 @@ impl Started {
                         mode: if pty { ModeName::Pty } else { ModeName::Pipe },
                         stdin: super::stdin::shim_stdin(&attached.link),
                         shim: Some(shim),
+                        containment,
                     },
                     Runner::Shim {
                         attached,

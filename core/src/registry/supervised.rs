@@ -113,6 +113,7 @@ impl Inner {
                         start_time: shim_start_time,
                         protocol,
                     },
+                    containment: containment_of(&dir),
                     attached,
                     dir,
                 })),
@@ -197,7 +198,13 @@ impl Inner {
             start_time: s.start_time,
             session_tag: s.id.as_str().to_owned(),
         };
-        let outcome = kill::kill_tree(&target, self.config.kill_grace).await;
+        let mut outcome = kill::kill_tree(&target, self.config.kill_grace).await;
+        if let Ok(dir) = ShimDir::new(&self.home, s.id.as_str()) {
+            // The cgroup holds what the walk could not find (issue 36).
+            outcome
+                .survivors
+                .extend(super::held::reclaim_cgroup(&dir).await);
+        }
         let note = format!(
             "lost: {why}; its exit status is unknown and herd killed what was left of its process tree"
         );
@@ -208,6 +215,7 @@ impl Inner {
                 exit: Err(io::Error::other(note)),
                 descendants_alive: outcome.survivors,
                 killed_by: None,
+                leftovers: Vec::new(),
             },
         );
     }
@@ -331,7 +339,13 @@ impl Inner {
             Some(shim),
             progress,
         );
-        s.state().stdin = stdin;
+        let containment = ShimDir::new(&self.home, id.as_str())
+            .map_or(crate::answers::Containment::Subreaper, |dir| containment_of(&dir));
+        {
+            let mut st = s.state();
+            st.stdin = stdin;
+            st.containment = containment;
+        }
         let r = &entry.session;
         self.durable.set_extras(
             id.clone(),
@@ -416,6 +430,15 @@ pub(super) struct ShimStarted {
     pub(super) shim: herd_persistence::ShimRef,
     pub(super) attached: crate::shim::link::Attached,
     pub(super) dir: herd_persistence::ShimDir,
+    pub(super) containment: crate::answers::Containment,
+}
+
+/// What holds a supervised session's tree, as its shim's info record says.
+pub(super) fn containment_of(dir: &ShimDir) -> crate::answers::Containment {
+    match dir.read_info() {
+        Ok(Some(info)) if info.cgroup.is_some() => crate::answers::Containment::Cgroup,
+        _ => crate::answers::Containment::Subreaper,
+    }
 }
 
 /// Why a shim did not start a job.

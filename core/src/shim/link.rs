@@ -652,6 +652,7 @@ pub(crate) fn finish_of(record: ExitRecord) -> Finish {
             signal: record.signal,
         }),
         descendants_alive: record.descendants_alive,
+        leftovers: record.leftovers,
         killed_by: record
             .killed_by
             .as_deref()
