@@ -241,6 +241,11 @@ pub(crate) struct RunArgs {
     /// 90, 90s, 5m, 2h. Reaches --persist jobs too, and holds while no daemon runs.
     #[arg(long, value_name = "AGE", value_parser = parse_time_limit)]
     pub(crate) time_limit: Option<u64>,
+    /// Kill what is left of the job's tree (background children, daemons it
+    /// started) once its main process is done, after the kill grace; by default
+    /// they are kept, held by the session, and `herd kill` ends them.
+    #[arg(long)]
+    pub(crate) kill_leftovers: bool,
     /// Start the job on a host of `[hosts.NAME]` in config.toml; its id is
     /// `NAME:proc_...`.
     #[arg(long, value_name = "NAME")]

@@ -189,6 +189,8 @@ pub(crate) struct Origin {
     /// secret), not what ran: a restart cannot repeat it.
     pub(crate) command_redacted: bool,
     pub(crate) replaces: Option<SessionId>,
+    /// `--kill-leftovers` as the spawn gave it.
+    pub(crate) kill_leftovers: Option<bool>,
 }
 
 /// A worker scope a session runs in.

@@ -46,6 +46,9 @@ pub(crate) async fn run(home: &Home, args: RunArgs) -> anyhow::Result<()> {
     if let Some(host) = &args.host {
         params["host"] = json!(host);
     }
+    if args.kill_leftovers {
+        params["kill_leftovers"] = json!(true);
+    }
     let mut client = Client::connect(home).await?;
     // An older daemon would refuse `host` as an unknown field: say what to do.
     if args.host.is_some() && !client.hello.serves("hosts") {
@@ -57,6 +60,16 @@ pub(crate) async fn run(home: &Home, args: RunArgs) -> anyhow::Result<()> {
             Code::Usage,
             format!(
                 "--time-limit needs a newer daemon: the running one (herd {}) would ignore it; run `herd shutdown --keep-jobs` to replace it with this version, then retry",
+                client.hello.daemon
+            ),
+        )
+        .into());
+    }
+    if args.kill_leftovers && !client.hello.serves("spawn.kill_leftovers") {
+        return Err(Failure::new(
+            Code::Usage,
+            format!(
+                "--kill-leftovers needs a newer daemon: the running one (herd {}) would ignore it; run `herd shutdown --keep-jobs` to replace it with this version, then retry",
                 client.hello.daemon
             ),
         )

@@ -674,5 +674,7 @@ fn origin_of_record(r: &herd_persistence::SessionRecord) -> crate::session::Orig
             .replaces
             .as_deref()
             .and_then(crate::SessionId::parse),
+        // Not checkpointed: a restored session's restart takes the config's default.
+        kill_leftovers: None,
     }
 }

@@ -320,6 +320,7 @@ impl Inner {
                 pty,
                 job.log_path,
                 job.time_limit,
+                job.req.kill_leftovers.unwrap_or(self.config.kill_leftovers),
             )
             .await
         };
@@ -333,7 +334,15 @@ impl Inner {
                     cwd: job.launch.cwd,
                 };
                 let started = self
-                    .start_shim(job.id, direct, &launch, None, job.log_path, job.time_limit)
+                    .start_shim(
+                        job.id,
+                        direct,
+                        &launch,
+                        None,
+                        job.log_path,
+                        job.time_limit,
+                        job.req.kill_leftovers.unwrap_or(self.config.kill_leftovers),
+                    )
                     .await
                     .map_err(|e| job.spawn_err(e.into_io()))?;
                 Ok((Started::Shim(started), Some(note)))

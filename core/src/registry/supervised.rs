@@ -57,6 +57,7 @@ impl Inner {
         pty: Option<(u16, u16)>,
         log_path: &std::path::Path,
         time_limit: Option<crate::session::TimeLimit>,
+        kill_leftovers: bool,
     ) -> Result<Box<ShimStarted>, ShimStartError> {
         let io_err = |e: herd_persistence::Error| ShimStartError::Io(io::Error::other(e));
         let dir = ShimDir::new(&self.home, id.as_str()).map_err(io_err)?;
@@ -76,6 +77,7 @@ impl Inner {
         // daemon runs (issue 17).
         spec.deadline_unix_ms = time_limit.map(|t| t.deadline_unix_ms());
         spec.kill_grace_ms = u64::try_from(self.config.kill_grace.as_millis()).unwrap_or(u64::MAX);
+        spec.kill_leftovers = kill_leftovers;
         spec.force_subreaper = std::env::var(crate::sys::cgroup::CONTAINMENT_ENV)
             .is_ok_and(|v| v == "subreaper");
         // The shim itself carries neither the session tag (a tree kill's escapee scan
