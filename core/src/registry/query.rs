@@ -83,6 +83,8 @@ impl Registry {
             let tail = s.tail();
             (tail.bytes_not_kept(), tail.total_ingested())
         };
+        let containment = s.state().containment;
+        let leftovers = super::held::held_leftovers(&s);
         let extra = PollExtra {
             pid: s.pid,
             uptime_seconds: s.uptime_seconds(),
@@ -90,8 +92,8 @@ impl Registry {
             total_ingested,
             note: self.inner.session_note(&s),
             replaces: s.origin.replaces.clone(),
-            containment: s.state().containment,
-            leftovers: super::held::held_leftovers(&s),
+            containment,
+            leftovers,
         };
         Ok(self.inner.poll_answer(subject, preview, extra))
     }
