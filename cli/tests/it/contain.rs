@@ -198,6 +198,8 @@ fn leftovers_are_reported_held_and_killed(kind: Kind, base: u32) {
     let r = row(&env, &id);
     assert_eq!(r["status"], "exited", "{r}");
     assert_eq!(r["leftovers"].as_array().map(Vec::len), Some(3), "{r}");
+    let table = env.ok(&["ps", "--all"]);
+    assert!(table.contains("exited 0, 3 left"), "ps says what is left: {table}");
     let killed = env.json(&["kill", &id, "--json"]);
     assert_eq!(killed["status"], "killed", "{killed}");
     none_left(&m, "after herd kill of the exited session");

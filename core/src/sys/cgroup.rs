@@ -78,6 +78,28 @@ pub(crate) fn placement() -> Placement {
     Placement::Cgroup { mount, parent }
 }
 
+/// Which containment a session started now gets and why, in words for `herd doctor`:
+/// `(true, "<parent>: …")` for a cgroup, `(false, reason)` for the subreaper.
+pub(crate) fn report() -> (bool, String) {
+    match placement() {
+        Placement::Cgroup { parent, .. } => {
+            let kill = if parent.join("cgroup.kill").exists() {
+                "cgroup.kill"
+            } else {
+                "freeze and SIGKILL (no cgroup.kill before Linux 5.14)"
+            };
+            (
+                true,
+                format!(
+                    "each session's processes are held in a cgroup of its own under {} (kill: {kill}; empty: cgroup.events populated 0)",
+                    parent.display()
+                ),
+            )
+        }
+        Placement::Subreaper(why) => (false, why),
+    }
+}
+
 /// The mount point of the cgroup v2 hierarchy, from `/proc/self/mountinfo`.
 pub(crate) fn v2_mount() -> Option<PathBuf> {
     let text = fs::read_to_string("/proc/self/mountinfo").ok()?;

@@ -92,6 +92,7 @@ impl State {
             "running": running,
             "finished": finished,
             "supervisor": if self.supervised { "shim" } else { "in_process" },
+            "containment": containment(self.supervised),
             "connections": self.connections.open(),
             "restore": self.restored,
         })
@@ -161,4 +162,16 @@ pub(super) fn restore_summary(report: &herd_core::RestoreReport) -> Value {
         "moved_aside": report.moved_aside,
         "checkpoint_error": report.checkpoint_error,
     })
+}
+
+/// `status`'s `containment`: what holds a new session's tree here and why (issue 36).
+fn containment(supervised: bool) -> Value {
+    if !supervised {
+        return json!({
+            "kind": "group",
+            "detail": "jobs run inside the daemon: a kill reaches their process group, descendants and tagged escapees only",
+        });
+    }
+    let (kind, detail) = herd_core::containment_report();
+    json!({"kind": kind, "detail": detail})
 }
