@@ -296,3 +296,79 @@ fn b16_issue_36_a_kill_completes_when_the_daemon_dies_in_its_grace_in_the_cgroup
 fn b16_issue_36_a_kill_completes_when_the_daemon_dies_in_its_grace_under_the_subreaper() {
     kill_survives_a_daemon_sigkill(Kind::Subreaper, 36800);
 }
+
+/// The time limit reaches leftovers too: a job that exits at once and leaves a sleep
+/// behind (held by the session) loses it when its limit runs out.
+#[test]
+fn b17_issue_36_the_time_limit_reaches_leftovers() {
+    let env = home(Kind::Cgroup);
+    let marker = 36900;
+    let id = start(
+        &env,
+        &["--time-limit", "2"],
+        &format!("setsid env -i sleep {marker} & exit 0"),
+    );
+    if !contained(&env, &id, Kind::Cgroup) {
+        return;
+    }
+    let waited = env.json(&["wait", &id, "--timeout", "20", "--json"]);
+    assert_eq!(waited["exit_code"], 0, "{waited}");
+    none_left(&[marker], "after the time limit");
+}
+
+/// Kill latency of a 100-process tree (1 shell, 50 sleeps in its group, 49 `setsid`
+/// ones) through `herd kill`, end to end, in the cgroup and under the subreaper:
+/// `HERD_SOAK_KILL_RUNS` runs each (default 20); p50 and p99 as figures; no survivor.
+#[cfg(not(debug_assertions))]
+#[test]
+#[expect(clippy::print_stderr, reason = "a soak reports what it measured")]
+fn issue_36_soak_kill_latency_of_a_100_process_tree() {
+    let runs: usize = std::env::var("HERD_SOAK_KILL_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20);
+    for (kind, base) in [(Kind::Cgroup, 36910), (Kind::Subreaper, 36920)] {
+        let env = home(kind);
+        let mut took = Vec::with_capacity(runs);
+        for _ in 0..runs {
+            let command = format!(
+                "for i in $(seq 50); do sleep {base} & done; for i in $(seq 49); do setsid sleep {} & done; wait",
+                base + 1
+            );
+            let id = start(&env, &[], &command);
+            if !contained(&env, &id, kind) {
+                return;
+            }
+            wait_until(Duration::from_secs(20), || {
+                marked(base).len() + marked(base + 1).len() >= 99
+            })
+            .expect("the tree of 100 runs");
+            let started = std::time::Instant::now();
+            let killed = env.json(&["kill", &id, "--json"]);
+            took.push(started.elapsed());
+            assert_eq!(killed["status"], "killed", "{killed}");
+            none_left(&[base, base + 1], "after a kill of the 100-process tree");
+        }
+        took.sort();
+        let p = |q: f64| {
+            let idx = ((took.len() as f64 - 1.0) * q).round() as usize;
+            took[idx].as_secs_f64() * 1000.0
+        };
+        let line = format!(
+            "kill of a 100-process tree ({}): p50 {:.1} ms, p99 {:.1} ms over {} runs",
+            kind.name(),
+            p(0.5),
+            p(0.99),
+            took.len()
+        );
+        eprintln!("herd-soak: {line}");
+        if let Some(path) = std::env::var_os("HERD_SOAK_FIGURES") {
+            use std::io::Write;
+            let _ = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .and_then(|mut f| writeln!(f, "{line}"));
+        }
+    }
+}
