@@ -49,8 +49,13 @@ fn marked(marker: u32) -> Vec<i32> {
     herd_test_support::procs::pids()
         .filter(|pid| {
             std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == want.as_bytes())
-                && std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                    .is_ok_and(|s| !s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'))
+                && std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+                    !s.rsplit(')')
+                        .next()
+                        .unwrap_or("")
+                        .trim_start()
+                        .starts_with('Z')
+                })
         })
         .collect()
 }
@@ -199,7 +204,10 @@ fn leftovers_are_reported_held_and_killed(kind: Kind, base: u32) {
     assert_eq!(r["status"], "exited", "{r}");
     assert_eq!(r["leftovers"].as_array().map(Vec::len), Some(3), "{r}");
     let table = env.ok(&["ps", "--all"]);
-    assert!(table.contains("exited 0, 3 left"), "ps says what is left: {table}");
+    assert!(
+        table.contains("exited 0, 3 left"),
+        "ps says what is left: {table}"
+    );
     let killed = env.json(&["kill", &id, "--json"]);
     assert_eq!(killed["status"], "killed", "{killed}");
     none_left(&m, "after herd kill of the exited session");
@@ -232,7 +240,10 @@ fn kill_leftovers_ends_them(kind: Kind, base: u32) {
     }
     let waited = env.json(&["wait", &id, "--timeout", "20", "--json"]);
     assert_eq!(waited["exit_code"], 0, "{waited}");
-    none_left(&m, "with --kill-leftovers (they ignore SIGTERM: SIGKILL after the grace)");
+    none_left(
+        &m,
+        "with --kill-leftovers (they ignore SIGTERM: SIGKILL after the grace)",
+    );
 }
 
 #[test]

@@ -81,7 +81,9 @@ impl Inner {
         if leftovers.is_empty() {
             return None;
         }
-        let start = shim.start_time.or_else(|| crate::sys::start_time(shim.pid))?;
+        let start = shim
+            .start_time
+            .or_else(|| crate::sys::start_time(shim.pid))?;
         let Ok(mut handle) = ProcHandle::open(shim.pid, start, true) else {
             return None;
         };

@@ -160,9 +160,9 @@ impl Inner {
         }
         answers.extend(
             futures::future::join_all(
-                shim_killed
-                    .into_iter()
-                    .map(|(s, outcome)| async move { self.conclude_kill(&s, source, outcome).await }),
+                shim_killed.into_iter().map(|(s, outcome)| async move {
+                    self.conclude_kill(&s, source, outcome).await
+                }),
             )
             .await,
         );

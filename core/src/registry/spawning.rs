@@ -19,7 +19,7 @@ use tracing::Instrument;
 
 use super::Inner;
 use super::notify::NotifyPlan;
-use super::supervised::{ShimStartError, ShimStarted};
+use super::supervised::{ShimEnding, ShimStartError, ShimStarted};
 use super::table::check_name;
 use crate::answers::{ModeName, SpawnInfo};
 use crate::config::{Mode, SpawnRequest};
@@ -319,8 +319,7 @@ impl Inner {
                 job.launch,
                 pty,
                 job.log_path,
-                job.time_limit,
-                job.req.kill_leftovers.unwrap_or(self.config.kill_leftovers),
+                job.ending(self.config.kill_leftovers),
             )
             .await
         };
@@ -340,8 +339,7 @@ impl Inner {
                         &launch,
                         None,
                         job.log_path,
-                        job.time_limit,
-                        job.req.kill_leftovers.unwrap_or(self.config.kill_leftovers),
+                        job.ending(self.config.kill_leftovers),
                     )
                     .await
                     .map_err(|e| job.spawn_err(e.into_io()))?;
@@ -623,6 +621,15 @@ struct Job<'a> {
 }
 
 impl Job<'_> {
+    /// What the shim ends itself: the time limit, and the leftovers when the request
+    /// (or else the config, `default_kill`) asks.
+    fn ending(&self, default_kill: bool) -> ShimEnding {
+        ShimEnding {
+            time_limit: self.time_limit,
+            kill_leftovers: self.req.kill_leftovers.unwrap_or(default_kill),
+        }
+    }
+
     /// The spawn error of an OS refusal, naming the shown command.
     fn spawn_err(&self, source: std::io::Error) -> SpawnError {
         SpawnError::Spawn {

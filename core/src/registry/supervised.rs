@@ -56,9 +56,12 @@ impl Inner {
         launch: &Launch<'_>,
         pty: Option<(u16, u16)>,
         log_path: &std::path::Path,
-        time_limit: Option<crate::session::TimeLimit>,
-        kill_leftovers: bool,
+        ending: ShimEnding,
     ) -> Result<Box<ShimStarted>, ShimStartError> {
+        let ShimEnding {
+            time_limit,
+            kill_leftovers,
+        } = ending;
         let io_err = |e: herd_persistence::Error| ShimStartError::Io(io::Error::other(e));
         let dir = ShimDir::new(&self.home, id.as_str()).map_err(io_err)?;
         dir.create(&self.home).map_err(io_err)?;
@@ -78,8 +81,8 @@ impl Inner {
         spec.deadline_unix_ms = time_limit.map(|t| t.deadline_unix_ms());
         spec.kill_grace_ms = u64::try_from(self.config.kill_grace.as_millis()).unwrap_or(u64::MAX);
         spec.kill_leftovers = kill_leftovers;
-        spec.force_subreaper = std::env::var(crate::sys::cgroup::CONTAINMENT_ENV)
-            .is_ok_and(|v| v == "subreaper");
+        spec.force_subreaper =
+            std::env::var(crate::sys::cgroup::CONTAINMENT_ENV).is_ok_and(|v| v == "subreaper");
         // The shim itself carries neither the session tag (a tree kill's escapee scan
         // would take it for part of the job) nor the supervised-child marker.
         let mut shim_env = launch.env.clone();
@@ -342,7 +345,9 @@ impl Inner {
             progress,
         );
         let containment = ShimDir::new(&self.home, id.as_str())
-            .map_or(crate::answers::Containment::Subreaper, |dir| containment_of(&dir));
+            .map_or(crate::answers::Containment::Subreaper, |dir| {
+                containment_of(&dir)
+            });
         {
             let mut st = s.state();
             st.stdin = stdin;
@@ -433,6 +438,13 @@ pub(super) struct ShimStarted {
     pub(super) attached: crate::shim::link::Attached,
     pub(super) dir: herd_persistence::ShimDir,
     pub(super) containment: crate::answers::Containment,
+}
+
+/// What the shim itself ends: the time limit, and the leftovers when asked.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct ShimEnding {
+    pub(super) time_limit: Option<crate::session::TimeLimit>,
+    pub(super) kill_leftovers: bool,
 }
 
 /// What holds a supervised session's tree, as its shim's info record says.

@@ -171,21 +171,8 @@ impl Shim {
             // A kill under way is finished before the session ends: the whole tree
             // must be gone, not only the main process.
             let kill_wait = self.step_kill();
-            if self.exit.is_some() && kill_wait.is_none() {
-                if self.kill_requested {
-                    self.drain_now();
-                    return;
-                }
-                if self.eof || self.last_activity.elapsed() >= self.idle_drain {
-                    if self.kill_leftovers && self.killing.is_none() {
-                        let (tag, floor) = (&self.session_id, self.start_time.unwrap_or(0));
-                        if !self.hold.is_empty(tag, floor) {
-                            self.begin_kill(None);
-                            continue;
-                        }
-                    }
-                    return;
-                }
+            if self.is_done(kill_wait) {
+                return;
             }
             // A chatty pipe job's output is taken in batches: after a large burst the
             // pipe (raised to 1 MiB) fills for up to `OUTPUT_PACE` before the next
@@ -274,6 +261,30 @@ impl Shim {
             self.maybe_grew();
             self.flush_conn();
         }
+    }
+
+    /// Whether the session's loop is done: the job exited, its output is done and no
+    /// kill is under way. With `--kill-leftovers`, what is left of the tree then gets
+    /// its kill first.
+    fn is_done(&mut self, kill_wait: Option<Duration>) -> bool {
+        if self.exit.is_none() || kill_wait.is_some() {
+            return false;
+        }
+        if self.kill_requested {
+            self.drain_now();
+            return true;
+        }
+        if !self.eof && self.last_activity.elapsed() < self.idle_drain {
+            return false;
+        }
+        if self.kill_leftovers && self.killing.is_none() {
+            let (tag, floor) = (&self.session_id, self.start_time.unwrap_or(0));
+            if !self.hold.is_empty(tag, floor) {
+                self.begin_kill(None);
+                return false;
+            }
+        }
+        true
     }
 
     /// The time limit ran out: the job's whole tree is killed (SIGTERM, the grace,

@@ -68,12 +68,8 @@ pub(crate) fn placement() -> Placement {
             ));
         }
     }
-    if nix::unistd::access(&parent.join("cgroup.procs"), nix::unistd::AccessFlags::W_OK).is_err()
-    {
-        return Placement::Subreaper(format!(
-            "{} is not writable by uid {uid}",
-            parent.display()
-        ));
+    if nix::unistd::access(&parent.join("cgroup.procs"), nix::unistd::AccessFlags::W_OK).is_err() {
+        return Placement::Subreaper(format!("{} is not writable by uid {uid}", parent.display()));
     }
     Placement::Cgroup { mount, parent }
 }
@@ -108,7 +104,9 @@ pub(crate) fn v2_mount() -> Option<PathBuf> {
         if right.split_whitespace().next()? != "cgroup2" {
             return None;
         }
-        left.split_whitespace().nth(4).map(|p| PathBuf::from(unescape(p)))
+        left.split_whitespace()
+            .nth(4)
+            .map(|p| PathBuf::from(unescape(p)))
     })
 }
 
@@ -340,7 +338,10 @@ fn remove_tree(dir: &Path, depth: usize) -> io::Result<()> {
 }
 
 fn write_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    fs::OpenOptions::new().write(true).open(path)?.write_all(bytes)
+    fs::OpenOptions::new()
+        .write(true)
+        .open(path)?
+        .write_all(bytes)
 }
 
 /// Writes "0" (the caller) into the `cgroup.procs` named by `procs`.
@@ -366,7 +367,9 @@ fn enter_c(procs: &CString) -> io::Result<()> {
 fn wait_a_little() {
     let _ = nix::poll::ppoll(
         &mut [],
-        Some(nix::sys::time::TimeSpec::from_duration(Duration::from_millis(5))),
+        Some(nix::sys::time::TimeSpec::from_duration(
+            Duration::from_millis(5),
+        )),
         None,
     );
 }

@@ -190,9 +190,7 @@ impl Shim {
         loop {
             match cgroup.remove() {
                 Ok(()) => return,
-                Err(error)
-                    if crate::sys::cgroup::is_busy(&error) && Instant::now() < deadline =>
-                {
+                Err(error) if crate::sys::cgroup::is_busy(&error) && Instant::now() < deadline => {
                     self.reap();
                     let _ = ppoll(&mut [], Some(timespec(Duration::from_millis(5))), None);
                 }

@@ -97,7 +97,13 @@ impl Hold {
 
     /// SIGTERM (then SIGCONT, so a stopped process acts on it) to every member that
     /// has not had it yet; `sent` remembers who had.
-    pub(super) fn terminate(&self, tag: &str, floor: u64, with_tags: bool, sent: &mut HashSet<(i32, u64)>) {
+    pub(super) fn terminate(
+        &self,
+        tag: &str,
+        floor: u64,
+        with_tags: bool,
+        sent: &mut HashSet<(i32, u64)>,
+    ) {
         for (pid, start) in self.members(tag, floor, with_tags) {
             if !sent.insert((pid, start)) {
                 continue;

@@ -16,12 +16,12 @@ use nix::sys::signalfd::{SfdFlags, SignalFd};
 
 use super::hold::Hold;
 use super::{Job, Shim};
-use crate::sys::cgroup::SessionCgroup;
 use crate::noise::NoiseFilter;
 use crate::output::LogWriter;
 use crate::shim::wire::Progress;
 use crate::shim::{PROTOCOL, Ready, Spec, report_failure, write_ready};
 use crate::spawn::{self, Launch, PtyFailure};
+use crate::sys::cgroup::SessionCgroup;
 
 /// Starts the job described by `spec`; `Err` carries the exit code once the failure
 /// was reported on the ready line.
@@ -174,7 +174,10 @@ fn spawn_pty_in(
             }
         },
         (Some(_), _, _) => {
-            give_up_cgroup(hold, &std::io::Error::other("the shim's own cgroup is unknown"));
+            give_up_cgroup(
+                hold,
+                &std::io::Error::other("the shim's own cgroup is unknown"),
+            );
             None
         }
         _ => None,
