@@ -378,6 +378,9 @@ pub struct SpawnRequest {
     /// process) once the main process is done, after the kill grace (issue 36);
     /// `None` takes [`RegistryConfig::kill_leftovers`].
     pub kill_leftovers: Option<bool>,
+    /// Memory, CPU and process limits of the whole tree, through the session's
+    /// cgroup (issue 36); refused where no cgroup can carry them.
+    pub limits: crate::Limits,
 }
 
 /// Who asked for a kill (B17).

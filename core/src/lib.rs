@@ -144,6 +144,7 @@ pub use registry::{
 };
 pub use registry::{Drained, External, FollowRead, LogFollower, Registry, RestoreReport};
 pub use spawn::utf8_environment;
+pub use sys::limits::Limits;
 pub use text::rfc3339;
 
 /// Which containment sessions started by this process's shims get (issue 36): the

@@ -191,6 +191,8 @@ pub(crate) struct Origin {
     pub(crate) replaces: Option<SessionId>,
     /// `--kill-leftovers` as the spawn gave it.
     pub(crate) kill_leftovers: Option<bool>,
+    /// `--memory`, `--cpus`, `--pids` as the spawn gave them.
+    pub(crate) limits: crate::Limits,
 }
 
 /// A worker scope a session runs in.

@@ -91,6 +91,9 @@ pub(crate) struct Spec {
     /// Kill what is left of the tree once the main process is done (`--kill-leftovers`).
     #[serde(default)]
     pub(crate) kill_leftovers: bool,
+    /// Memory, CPU and process limits of the tree (`--memory`, `--cpus`, `--pids`).
+    #[serde(default)]
+    pub(crate) limits: crate::Limits,
 }
 
 /// An environment name or value: text when it is UTF-8 (nearly always, and cheap to

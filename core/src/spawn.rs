@@ -440,14 +440,14 @@ pub(crate) struct RawPipeChild {
 }
 
 /// Starts `launch` in pipe mode, leading its own process group, without a runtime;
-/// with `cgroup`, the child moves itself into that cgroup before its exec (so nothing
-/// it runs ever starts outside it).
+/// the child moves itself into each cgroup whose `cgroup.procs` is in `enter` before
+/// its exec (so nothing it runs ever starts outside them).
 ///
 /// # Errors
 /// The OS error of pipe creation or spawn (a cgroup that refused the child included).
 pub(crate) fn spawn_pipe_raw(
     launch: &Launch<'_>,
-    cgroup: Option<&crate::sys::cgroup::SessionCgroup>,
+    enter: Vec<std::ffi::CString>,
 ) -> io::Result<RawPipeChild> {
     let (out_r, out_w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
     let (in_r, in_w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
@@ -458,12 +458,16 @@ pub(crate) fn spawn_pipe_raw(
             .stdout(Stdio::from(out_w))
             .stderr(Stdio::from(err_w))
             .process_group(0);
-        if let Some(cgroup) = cgroup {
-            let cgroup = cgroup.clone();
+        if !enter.is_empty() {
             // SAFETY: the closure runs in the forked child before exec and calls only
-            // open/write/close on a path prepared before the fork (no allocation).
+            // open/write/close on paths prepared before the fork (no allocation).
             unsafe {
-                cmd.pre_exec(move || cgroup.enter_raw());
+                cmd.pre_exec(move || {
+                    for procs in &enter {
+                        crate::sys::cgroup::enter_c(procs)?;
+                    }
+                    Ok(())
+                });
             }
         }
         cmd.spawn()?

@@ -9,6 +9,8 @@
 
 #[cfg(target_os = "linux")]
 pub(crate) mod cgroup;
+#[cfg(target_os = "linux")]
+pub(crate) mod limits;
 #[cfg(unix)]
 mod unix;
 

@@ -49,6 +49,14 @@ pub(crate) async fn run(home: &Home, args: RunArgs) -> anyhow::Result<()> {
     if args.kill_leftovers {
         params["kill_leftovers"] = json!(true);
     }
+    let limits = herd_core::Limits {
+        memory_bytes: args.memory,
+        cpu_millis: args.cpus,
+        pids: args.pids,
+    };
+    if !limits.is_empty() {
+        params["limits"] = json!(limits);
+    }
     let mut client = Client::connect(home).await?;
     // An older daemon would refuse `host` as an unknown field: say what to do.
     if args.host.is_some() && !client.hello.serves("hosts") {
@@ -60,6 +68,16 @@ pub(crate) async fn run(home: &Home, args: RunArgs) -> anyhow::Result<()> {
             Code::Usage,
             format!(
                 "--time-limit needs a newer daemon: the running one (herd {}) would ignore it; run `herd shutdown --keep-jobs` to replace it with this version, then retry",
+                client.hello.daemon
+            ),
+        )
+        .into());
+    }
+    if !limits.is_empty() && !client.hello.serves("spawn.limits") {
+        return Err(Failure::new(
+            Code::Usage,
+            format!(
+                "--memory, --cpus and --pids need a newer daemon: the running one (herd {}) would ignore them; run `herd shutdown --keep-jobs` to replace it with this version, then retry",
                 client.hello.daemon
             ),
         )

@@ -383,3 +383,30 @@ fn issue_36_soak_kill_latency_of_a_100_process_tree() {
         }
     }
 }
+
+/// `--pids` bounds the whole tree through its cgroup: a job that forks 60 sleeps
+/// under `--pids 20` gets fork failures, never more than 20 processes, and its kill
+/// leaves none; `--memory` and `--cpus` are set alongside.
+#[test]
+fn b15_issue_36_a_pids_limit_bounds_a_fork_storm() {
+    let env = home(Kind::Cgroup);
+    let marker = 36970;
+    let id = start(
+        &env,
+        &["--pids", "20", "--memory", "256M", "--cpus", "0.5"],
+        &format!("for i in $(seq 60); do sleep {marker} & done; echo forked; wait"),
+    );
+    if !contained(&env, &id, Kind::Cgroup) {
+        return;
+    }
+    // bash retries a failed fork with a growing pause: the first failure is the sign.
+    wait_until(Duration::from_secs(20), || {
+        env.ok(&["logs", &id]).contains("fork") && marked(marker).len() >= 10
+    })
+    .expect("forks past the limit fail");
+    let n = marked(marker).len();
+    assert!((1..20).contains(&n), "{n} sleeps run under --pids 20");
+    let killed = env.json(&["kill", &id, "--json"]);
+    assert_eq!(killed["status"], "killed", "{killed}");
+    none_left(&[marker], "after the kill of a limited tree");
+}

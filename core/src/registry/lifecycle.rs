@@ -60,6 +60,7 @@ impl Origin {
             command_redacted: false,
             replaces: req.replaces.clone(),
             kill_leftovers: req.kill_leftovers,
+            limits: req.limits,
         }
     }
 }
@@ -229,5 +230,6 @@ fn restart_request(
         time_limit: s.time_limit.map(|t| t.limit),
         replaces: Some(s.id.clone()),
         kill_leftovers: origin.kill_leftovers,
+        limits: origin.limits,
     }
 }

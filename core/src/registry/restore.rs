@@ -676,5 +676,6 @@ fn origin_of_record(r: &herd_persistence::SessionRecord) -> crate::session::Orig
             .and_then(crate::SessionId::parse),
         // Not checkpointed: a restored session's restart takes the config's default.
         kill_leftovers: None,
+        limits: crate::Limits::default(),
     }
 }

@@ -61,6 +61,7 @@ impl Inner {
         let ShimEnding {
             time_limit,
             kill_leftovers,
+            limits,
         } = ending;
         let io_err = |e: herd_persistence::Error| ShimStartError::Io(io::Error::other(e));
         let dir = ShimDir::new(&self.home, id.as_str()).map_err(io_err)?;
@@ -81,6 +82,7 @@ impl Inner {
         spec.deadline_unix_ms = time_limit.map(|t| t.deadline_unix_ms());
         spec.kill_grace_ms = u64::try_from(self.config.kill_grace.as_millis()).unwrap_or(u64::MAX);
         spec.kill_leftovers = kill_leftovers;
+        spec.limits = limits;
         spec.force_subreaper =
             std::env::var(crate::sys::cgroup::CONTAINMENT_ENV).is_ok_and(|v| v == "subreaper");
         // The shim itself carries neither the session tag (a tree kill's escapee scan
@@ -445,6 +447,8 @@ pub(super) struct ShimStarted {
 pub(super) struct ShimEnding {
     pub(super) time_limit: Option<crate::session::TimeLimit>,
     pub(super) kill_leftovers: bool,
+    /// Not an ending: the bounds the shim sets on the tree before it starts.
+    pub(super) limits: crate::Limits,
 }
 
 /// What holds a supervised session's tree, as its shim's info record says.

@@ -779,5 +779,6 @@ pub(crate) fn spec(
         kill_grace_ms: 0,
         force_subreaper: false,
         kill_leftovers: false,
+        limits: crate::Limits::default(),
     }
 }

@@ -149,6 +149,8 @@ struct Shim {
     killing: Option<ending::Killing>,
     /// Kill what is left of the tree once the main process is done.
     kill_leftovers: bool,
+    /// The v1 cgroups that carry the session's limits, removed at the end.
+    limits: crate::sys::limits::Applied,
 }
 
 /// Starts the job described by `spec` and supervises it; returns the exit code.

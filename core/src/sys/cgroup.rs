@@ -193,13 +193,9 @@ impl SessionCgroup {
         &self.path
     }
 
-    /// Moves the calling process into the cgroup. Async-signal-safe (open, write,
-    /// close, no allocation): for the forked child before its exec.
-    ///
-    /// # Errors
-    /// The OS error of `open` or `write`.
-    pub(crate) fn enter_raw(&self) -> io::Result<()> {
-        enter_c(&self.procs_c)
+    /// Its `cgroup.procs` as a C string.
+    pub(crate) fn procs_c(&self) -> &CString {
+        &self.procs_c
     }
 
     /// Moves this whole process into the cgroup at `path` (its `cgroup.procs`).
@@ -207,6 +203,7 @@ impl SessionCgroup {
     /// # Errors
     /// The OS error.
     pub(crate) fn move_self_to(path: &Path) -> io::Result<()> {
+        // `Path` rather than `self`: the shim steps back to its own cgroup too.
         let c = CString::new(path.join("cgroup.procs").as_os_str().as_bytes())
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in a cgroup path"))?;
         enter_c(&c)
@@ -345,7 +342,7 @@ fn write_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
 }
 
 /// Writes "0" (the caller) into the `cgroup.procs` named by `procs`.
-fn enter_c(procs: &CString) -> io::Result<()> {
+pub(crate) fn enter_c(procs: &CString) -> io::Result<()> {
     // SAFETY: open/write/close on a NUL-terminated path we own and a stack buffer;
     // all three are async-signal-safe, so this may run between fork and exec.
     unsafe {

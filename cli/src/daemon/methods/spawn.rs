@@ -83,6 +83,7 @@ impl State {
             time_limit: p.time_limit_seconds.map(Duration::from_secs),
             replaces: None,
             kill_leftovers: p.kill_leftovers,
+            limits: p.limits.unwrap_or_default(),
         };
         match self.registry.spawn(request).await {
             Ok(info) => to_value(info),
@@ -163,6 +164,9 @@ struct SpawnParams {
     /// `spawn.kill_leftovers`); absent: the config's `leftovers`.
     #[serde(default)]
     kill_leftovers: Option<bool>,
+    /// Memory, CPU and process limits of the tree (capability `spawn.limits`).
+    #[serde(default)]
+    limits: Option<herd_core::Limits>,
 }
 
 /// `restart` (capability `restart`): the session to start again, and the caller's

@@ -19,7 +19,7 @@ use crate::protocol::{self, PROTOCOL_VERSION, RpcError, VERSION_MISMATCH};
 /// `all_hosts`, the `hosts` method and the `HOST_UNREACHABLE` error (`hosts.rs`),
 /// and `spawn`'s `request_key` (a spawn sent again with the same key starts
 /// nothing and gets the first one's answer, `keys.rs`), and `spawn`'s
-/// `kill_leftovers` (issue 36).
+/// `kill_leftovers` and `limits` (issue 36).
 pub(crate) const CAPABILITIES: &[&str] = &[
     "clean",
     "drain.lease",
@@ -35,6 +35,7 @@ pub(crate) const CAPABILITIES: &[&str] = &[
     "hosts",
     "spawn.request_key",
     "spawn.kill_leftovers",
+    "spawn.limits",
 ];
 
 /// Answers the handshake.

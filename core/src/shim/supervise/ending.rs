@@ -183,6 +183,11 @@ impl Shim {
     /// Removes the session's cgroup; a cgroup whose last process is still on its way
     /// out is retried for a moment.
     pub(super) fn release_hold(&mut self) {
+        self.release_cgroup();
+        self.limits.remove();
+    }
+
+    fn release_cgroup(&mut self) {
         let Some(cgroup) = self.hold.cgroup().cloned() else {
             return;
         };

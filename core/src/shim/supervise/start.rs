@@ -22,6 +22,7 @@ use crate::shim::wire::Progress;
 use crate::shim::{PROTOCOL, Ready, Spec, report_failure, write_ready};
 use crate::spawn::{self, Launch, PtyFailure};
 use crate::sys::cgroup::SessionCgroup;
+use crate::sys::limits::Applied;
 
 /// Starts the job described by `spec`; `Err` carries the exit code once the failure
 /// was reported on the ready line.
@@ -61,7 +62,30 @@ pub(super) fn start(spec: &Spec, detach: bool) -> Result<(Shim, SignalFd, ShimDi
     if let Hold::Subreaper(why) = &hold {
         tracing::info!(reason = %why, "no session cgroup; the shim holds the tree as subreaper");
     }
-    let (job, pid) = spawn_job(spec, &dir, &mut hold)?;
+    let limits = match crate::sys::limits::apply(
+        &spec.limits,
+        hold.cgroup().map(|c| c.path()),
+        &spec.session_id,
+    ) {
+        Ok(applied) => applied,
+        Err(message) => {
+            if let Some(cgroup) = hold.cgroup() {
+                let _ = cgroup.remove();
+            }
+            let _ = dir.remove();
+            return Err(report_failure(
+                spec.request,
+                &format!("the session's limits cannot be set: {message}"),
+            ));
+        }
+    };
+    let (job, pid) = match spawn_job(spec, &dir, &mut hold, &limits) {
+        Ok(started) => started,
+        Err(code) => {
+            limits.remove();
+            return Err(code);
+        }
+    };
     // SIGCHLD and SIGTERM are blocked only now, so the job started with the usual
     // mask; a SIGCHLD that came before is caught by the first reap.
     let signals = match child_signals() {
@@ -77,17 +101,20 @@ pub(super) fn start(spec: &Spec, detach: bool) -> Result<(Shim, SignalFd, ShimDi
     };
     let start_time = announce(spec, &dir, pid, &hold)?;
     release_stdio();
-    Ok((
-        new_shim(spec, job, pid, listener, start_time, hold),
-        signals,
-        dir,
-    ))
+    let mut shim = new_shim(spec, job, pid, listener, start_time, hold);
+    shim.limits = limits;
+    Ok((shim, signals, dir))
 }
 
 /// Starts the job itself, under a PTY or on pipes, inside the session's cgroup when
 /// there is one; returns it and its pid. A cgroup that refuses the job is given up
 /// for the subreaper (the reason is kept for `doctor` and `ps`).
-fn spawn_job(spec: &Spec, dir: &ShimDir, hold: &mut Hold) -> Result<(Job, i32), i32> {
+fn spawn_job(
+    spec: &Spec,
+    dir: &ShimDir,
+    hold: &mut Hold,
+    limits: &Applied,
+) -> Result<(Job, i32), i32> {
     let env = spec.env_map();
     let launch = Launch {
         argv: spec.argv.clone(),
@@ -95,7 +122,7 @@ fn spawn_job(spec: &Spec, dir: &ShimDir, hold: &mut Hold) -> Result<(Job, i32), 
         cwd: &spec.cwd,
     };
     match spec.pty {
-        Some((rows, cols)) => match spawn_pty_in(&launch, rows, cols, hold) {
+        Some((rows, cols)) => match spawn_pty_in(&launch, rows, cols, hold, limits) {
             Ok(child) => {
                 let pid = child.pid;
                 // The std Child is not waited on: the job is reaped through waitpid.
@@ -123,7 +150,7 @@ fn spawn_job(spec: &Spec, dir: &ShimDir, hold: &mut Hold) -> Result<(Job, i32), 
                 Err(report_failure(spec.request, &error.to_string()))
             }
         },
-        None => match spawn_pipe_in(&launch, hold) {
+        None => match spawn_pipe_in(&launch, hold, limits) {
             Ok(child) => Ok((
                 Job::Pipe {
                     output: child.output,
@@ -141,15 +168,24 @@ fn spawn_job(spec: &Spec, dir: &ShimDir, hold: &mut Hold) -> Result<(Job, i32), 
 
 /// Starts a pipe job whose child enters the cgroup before its exec; without the
 /// cgroup when that fails.
-fn spawn_pipe_in(launch: &Launch<'_>, hold: &mut Hold) -> std::io::Result<spawn::RawPipeChild> {
+fn spawn_pipe_in(
+    launch: &Launch<'_>,
+    hold: &mut Hold,
+    limits: &Applied,
+) -> std::io::Result<spawn::RawPipeChild> {
     let Some(cgroup) = hold.cgroup() else {
-        return spawn::spawn_pipe_raw(launch, None);
+        return spawn::spawn_pipe_raw(launch, limits.v1_procs.clone());
     };
-    match spawn::spawn_pipe_raw(launch, Some(cgroup)) {
+    let mut enter = vec![cgroup.procs_c().clone()];
+    enter.extend(limits.v1_procs.iter().cloned());
+    match spawn::spawn_pipe_raw(launch, enter) {
         Ok(child) => Ok(child),
+        // Limits are not given up with the cgroup: a job that asked for them does
+        // not run without them.
+        Err(error) if !limits.v1_procs.is_empty() => Err(error),
         Err(error) => {
             give_up_cgroup(hold, &error);
-            spawn::spawn_pipe_raw(launch, None)
+            spawn::spawn_pipe_raw(launch, Vec::new())
         }
     }
 }
@@ -158,6 +194,34 @@ fn spawn_pipe_in(launch: &Launch<'_>, hold: &mut Hold) -> std::io::Result<spawn:
 /// shim steps into the cgroup for the spawn (the child is born there) and back out
 /// to its own cgroup right after, before anything else runs.
 fn spawn_pty_in(
+    launch: &Launch<'_>,
+    rows: u16,
+    cols: u16,
+    hold: &mut Hold,
+    limits: &Applied,
+) -> Result<spawn::RawPtyChild, PtyFailure> {
+    // The v1 limit cgroups first, the same way: in for the spawn, back out after.
+    for dir in &limits.v1_dirs {
+        SessionCgroup::move_self_to(dir)
+            .map_err(|e| PtyFailure::Spawn(anyhow::anyhow!("{}: {e}", dir.display())))?;
+    }
+    let spawned = spawn_pty_in_v2(launch, rows, cols, hold);
+    for home in &limits.v1_homes {
+        if let Err(error) = SessionCgroup::move_self_to(home) {
+            if let Ok(child) = &spawned {
+                crate::sys::signal_group(child.pid, Signal::SIGKILL).ok();
+            }
+            return Err(PtyFailure::Spawn(anyhow::anyhow!(
+                "the supervisor could not leave its job's limit cgroup for {}: {error}",
+                home.display()
+            )));
+        }
+    }
+    spawned
+}
+
+/// [`spawn_pty_in`] for the session's v2 cgroup.
+fn spawn_pty_in_v2(
     launch: &Launch<'_>,
     rows: u16,
     cols: u16,
@@ -293,6 +357,7 @@ fn new_shim(
         hold,
         killing: None,
         kill_leftovers: spec.kill_leftovers,
+        limits: crate::sys::limits::Applied::default(),
     }
 }
 
