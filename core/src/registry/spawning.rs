@@ -151,7 +151,9 @@ impl Inner {
             })?;
         }
         let time_limit = req.time_limit.map(time_limit).transpose()?;
-        check_limits(&req.limits, self.config.shim.is_some())?;
+        if let Some((field, message)) = req.limits.problem(self.config.shim.is_some()) {
+            return Err(SpawnError::InvalidRequest { field, message });
+        }
         if self.config.shell.is_empty() {
             return Err(SpawnError::InvalidRequest {
                 field: "shell",
@@ -771,44 +773,4 @@ impl Started {
             }
         }
     }
-}
-
-/// Refuses limits out of range, or asked of a registry without session supervisors
-/// (only a shim can put the job in a cgroup before it runs).
-fn check_limits(limits: &crate::Limits, supervised: bool) -> Result<(), SpawnError> {
-    let bad = |field: &'static str, message: String| SpawnError::InvalidRequest { field, message };
-    if let Some(bytes) = limits.memory_bytes
-        && !(1 << 20..=1 << 50).contains(&bytes)
-    {
-        return Err(bad(
-            "memory",
-            format!("must be from 1 MiB to 1 PiB (got {bytes} bytes)"),
-        ));
-    }
-    if let Some(millis) = limits.cpu_millis
-        && !(10..=1_024_000).contains(&millis)
-    {
-        return Err(bad(
-            "cpus",
-            format!(
-                "must be from 0.01 to 1024 CPUs (got {})",
-                millis as f64 / 1000.0
-            ),
-        ));
-    }
-    if let Some(pids) = limits.pids
-        && !(1..=4_194_304).contains(&pids)
-    {
-        return Err(bad(
-            "pids",
-            format!("must be from 1 to 4194304 (got {pids})"),
-        ));
-    }
-    if !limits.is_empty() && !supervised {
-        return Err(bad(
-            "limits",
-            "--memory, --cpus and --pids need the session supervisor (herd-shim), which puts the job in a cgroup before it runs; install herd-shim beside herd".to_owned(),
-        ));
-    }
-    Ok(())
 }

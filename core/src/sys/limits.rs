@@ -32,6 +32,42 @@ impl Limits {
     pub fn is_empty(&self) -> bool {
         self.memory_bytes.is_none() && self.cpu_millis.is_none() && self.pids.is_none()
     }
+
+    /// What is wrong with these limits, as (field, message): a value out of range,
+    /// or limits asked of a registry without session supervisors (only a shim puts
+    /// the job in a cgroup before it runs).
+    pub(crate) fn problem(&self, supervised: bool) -> Option<(&'static str, String)> {
+        if let Some(bytes) = self.memory_bytes
+            && !(1 << 20..=1 << 50).contains(&bytes)
+        {
+            return Some((
+                "memory",
+                format!("must be from 1 MiB to 1 PiB (got {bytes} bytes)"),
+            ));
+        }
+        if let Some(millis) = self.cpu_millis
+            && !(10..=1_024_000).contains(&millis)
+        {
+            return Some((
+                "cpus",
+                format!(
+                    "must be from 0.01 to 1024 CPUs (got {})",
+                    millis as f64 / 1000.0
+                ),
+            ));
+        }
+        if let Some(pids) = self.pids
+            && !(1..=4_194_304).contains(&pids)
+        {
+            return Some(("pids", format!("must be from 1 to 4194304 (got {pids})")));
+        }
+        (!self.is_empty() && !supervised).then(|| {
+            (
+                "limits",
+                "--memory, --cpus and --pids need the session supervisor (herd-shim), which puts the job in a cgroup before it runs; install herd-shim beside herd".to_owned(),
+            )
+        })
+    }
 }
 
 /// The CFS period the CPU limit is expressed in (100 ms).

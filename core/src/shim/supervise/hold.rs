@@ -84,9 +84,11 @@ impl Hold {
         }
     }
 
-    /// What is alive of the tree, as the exit record lists it.
+    /// What is alive of the tree, as the exit record lists it. Without the tag scan
+    /// (which reads every environment of the uid): under the subreaper every process
+    /// of the tree is a descendant of the shim.
     pub(super) fn leftovers(&self, tag: &str, floor: u64) -> Vec<Leftover> {
-        self.members(tag, floor, true)
+        self.members(tag, floor, false)
             .into_iter()
             .map(|(pid, _)| Leftover {
                 pid,
