@@ -410,3 +410,20 @@ fn b15_issue_36_a_pids_limit_bounds_a_fork_storm() {
     assert_eq!(killed["status"], "killed", "{killed}");
     none_left(&[marker], "after the kill of a limited tree");
 }
+
+/// `herd clean` forgets a finished session and leaves nothing of it running: its
+/// leftovers are killed.
+#[test]
+fn b13_issue_36_clean_ends_the_leftovers_it_forgets() {
+    let env = home(Kind::Cgroup);
+    let marker = 36980;
+    let id = start(&env, &[], &format!("setsid env -i sleep {marker} & exit 0"));
+    if !contained(&env, &id, Kind::Cgroup) {
+        return;
+    }
+    let waited = env.json(&["wait", &id, "--timeout", "20", "--json"]);
+    assert_eq!(waited["exit_code"], 0, "{waited}");
+    all_running(&[marker]);
+    env.ok(&["clean"]);
+    none_left(&[marker], "after herd clean");
+}

@@ -64,6 +64,23 @@ pub(super) async fn reclaim_cgroup(dir: &herd_persistence::ShimDir) -> Vec<i32> 
     Vec::new()
 }
 
+/// Tells the shim of a finished session that still holds leftovers to kill them,
+/// without waiting (`herd clean` forgets the session at once).
+pub(super) fn end_leftovers(s: &Session) {
+    if held_leftovers(s).is_empty() {
+        return;
+    }
+    let Some(shim) = &s.shim else { return };
+    let Some(start) = shim.start_time.or_else(|| crate::sys::start_time(shim.pid)) else {
+        return;
+    };
+    if let Ok(handle) = ProcHandle::open(shim.pid, start, true)
+        && let Err(errno) = handle.signal(Signal::SIGTERM)
+    {
+        tracing::debug!(session_id = %s.id, %errno, "the shim holding leftovers is gone");
+    }
+}
+
 fn shim_alive(shim: &ShimRef) -> bool {
     crate::sys::proc_info(shim.pid)
         .is_some_and(|row| row.is_alive() && shim.start_time.is_none_or(|t| t == row.start_time))
