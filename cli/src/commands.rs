@@ -116,7 +116,11 @@ pub(crate) fn ending(answer: &Value, id: &str) -> String {
         (_, None, Some(sig)) => format!("died of {sig}"),
         _ => output::visible(answer["status"].as_str().unwrap_or("unknown")).into_owned(),
     };
-    format!("{id} {how}")
+    // Processes of its tree that outlived it, still held by the session (issue 36).
+    match answer["leftovers"].as_array().map(Vec::len) {
+        Some(n) if n > 0 => format!("{id} {how}, {n} left"),
+        _ => format!("{id} {how}"),
+    }
 }
 
 /// A time limit as it was given: `90s`, `5m`, `2h`, `3d` when it is whole, else

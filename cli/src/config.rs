@@ -273,6 +273,18 @@ pub(crate) enum Notifications {
     Off,
 }
 
+/// What becomes of a session's leftovers (processes of its tree that outlive its main
+/// process; issue 36).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Leftovers {
+    /// Kept, held by the session, until they end or `herd kill` ends them.
+    #[default]
+    Keep,
+    /// Killed (SIGTERM, the grace, SIGKILL) once the main process is done.
+    Kill,
+}
+
 /// Who holds a session's job.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -306,6 +318,8 @@ pub(crate) struct Config {
     pub(crate) heartbeat_floor_seconds: u64,
     /// The grace between SIGTERM and SIGKILL, in seconds (B15).
     pub(crate) kill_grace_seconds: f64,
+    /// `keep` (default) or `kill` a session's leftovers when its main process is done.
+    pub(crate) leftovers: Leftovers,
     /// The longest a single `wait` blocks, in seconds (B23).
     pub(crate) wait_cap_seconds: u64,
     /// How many finished sessions are kept (B11).
@@ -375,6 +389,7 @@ impl Default for Config {
             notifications: Notifications::All,
             heartbeat_floor_seconds: 60,
             kill_grace_seconds: 2.0,
+            leftovers: Leftovers::Keep,
             wait_cap_seconds: 180,
             finished_cap: 64,
             log_cap_bytes: 1 << 30,

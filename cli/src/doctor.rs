@@ -177,6 +177,23 @@ async fn check_daemon(
                 ),
                 None => {}
             }
+            match status["containment"]["kind"].as_str() {
+                Some("cgroup") => push(
+                    "ok",
+                    format!(
+                        "containment: cgroup; {}",
+                        status["containment"]["detail"].as_str().unwrap_or_default()
+                    ),
+                ),
+                Some(kind) => push(
+                    "warn",
+                    format!(
+                        "containment: {kind}, no session cgroup: {}; a job's processes are found by parentage (the shim is their subreaper), group and tag",
+                        status["containment"]["detail"].as_str().unwrap_or_default()
+                    ),
+                ),
+                None => {}
+            }
             scope = client.request("scope", json!({})).await.ok();
             if let Ok(meta) = std::fs::metadata(&socket) {
                 let mode = meta.permissions().mode() & 0o777;

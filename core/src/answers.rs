@@ -69,6 +69,20 @@ pub enum StdinStatus {
     Error,
 }
 
+/// What holds a session's process tree (issue 36).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Containment {
+    /// The session's own cgroup: everything the job starts stays in it.
+    Cgroup,
+    /// The session's shim as child subreaper: every orphan of the tree is re-parented
+    /// to it (no cgroup could be had; `herd doctor` says why).
+    Subreaper,
+    /// The process group (and session tag) alone: an in-process session.
+    #[default]
+    Group,
+}
+
 /// What a kill did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -171,6 +185,12 @@ pub struct PollAnswer {
     /// The session this one was started in place of (a restart).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replaces: Option<SessionId>,
+    /// What holds its process tree.
+    pub containment: Containment,
+    /// Processes of its tree that outlived its main process and are still held by
+    /// the session (`herd kill` ends them).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub leftovers: Vec<herd_persistence::Leftover>,
 }
 
 /// A page of the output, by lines.
@@ -341,6 +361,12 @@ pub struct ListRow {
     /// The session this one was started in place of (a restart).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replaces: Option<SessionId>,
+    /// What holds its process tree.
+    pub containment: Containment,
+    /// Processes of its tree that outlived its main process and are still held by
+    /// the session (`herd kill` ends them).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub leftovers: Vec<herd_persistence::Leftover>,
 }
 
 fn is_zero(n: &u64) -> bool {

@@ -165,6 +165,9 @@ pub struct RegistryConfig {
     pub env_deny: Vec<String>,
     /// SIGTERM-to-SIGKILL grace of a tree kill (B15).
     pub kill_grace: Duration,
+    /// Kill a session's leftovers when its main process is done (config
+    /// `leftovers = "kill"`); by default they are kept, held by the session.
+    pub kill_leftovers: bool,
     /// The longest single `wait` (B23); longer requests are clamped with a note.
     pub wait_cap: Duration,
     /// How long the reader keeps draining a pipe that stays idle after the direct child
@@ -272,6 +275,7 @@ impl Default for RegistryConfig {
             finished_cap: 64,
             env_deny: DEFAULT_ENV_DENY.iter().map(|s| (*s).to_owned()).collect(),
             kill_grace: Duration::from_secs(2),
+            kill_leftovers: false,
             wait_cap: Duration::from_secs(180),
             idle_drain: Duration::from_secs(1),
             guard: None,
@@ -377,6 +381,13 @@ pub struct SpawnRequest {
     /// The session this one is started in place of (`Registry::restart` sets it);
     /// answers carry it as `replaces`.
     pub replaces: Option<crate::SessionId>,
+    /// Kill what is left of the job's tree (processes that outlived its main
+    /// process) once the main process is done, after the kill grace (issue 36);
+    /// `None` takes [`RegistryConfig::kill_leftovers`].
+    pub kill_leftovers: Option<bool>,
+    /// Memory, CPU and process limits of the whole tree, through the session's
+    /// cgroup (issue 36); refused where no cgroup can carry them.
+    pub limits: crate::Limits,
 }
 
 /// Who asked for a kill (B17).

@@ -57,6 +57,10 @@ pub enum Event {
         /// (a descendant kept the output open after the direct child exited; B13).
         #[serde(skip_serializing_if = "Vec::is_empty")]
         descendants_alive: Vec<i32>,
+        /// Processes of its tree still alive when its main process was done, held by
+        /// the session: `herd kill` ends them (issue 36).
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        leftovers: Vec<herd_persistence::Leftover>,
     },
     /// Periodic output of a running session (B21).
     Heartbeat {
@@ -215,6 +219,7 @@ fn render_one(event: &Event) -> String {
             log_path,
             handoff_note,
             descendants_alive,
+            leftovers,
             ..
         } => {
             let status =
@@ -242,6 +247,17 @@ fn render_one(event: &Event) -> String {
                     text,
                     "\n(descendants still running after the command exited: {descendants_alive:?})"
                 );
+            }
+            if !leftovers.is_empty() {
+                let _ = write!(
+                    text,
+                    "\n({} process(es) of its tree still running, held by the session; `herd kill {session_id}` ends them:",
+                    leftovers.len()
+                );
+                for l in leftovers {
+                    let _ = write!(text, "\n  {} {}", l.pid, l.command);
+                }
+                text.push(')');
             }
             text.push(']');
             text

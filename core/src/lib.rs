@@ -118,8 +118,8 @@ mod text;
 mod watch;
 
 pub use answers::{
-    CompletionReason, KillAnswer, KillStatus, ListRow, LogAnswer, LogChunk, ModeName, PollAnswer,
-    SessionStatus, SpawnInfo, StdinAnswer, StdinStatus, WaitAnswer, WaitStatus,
+    CompletionReason, Containment, KillAnswer, KillStatus, ListRow, LogAnswer, LogChunk, ModeName,
+    PollAnswer, SessionStatus, SpawnInfo, StdinAnswer, StdinStatus, WaitAnswer, WaitStatus,
 };
 pub use config::{
     DEFAULT_ENV_DENY, KillSource, ListFilter, Mode, NotificationPolicy, RegistryConfig,
@@ -145,4 +145,22 @@ pub use registry::{
 };
 pub use registry::{Drained, External, FollowRead, LogFollower, Registry, RestoreReport};
 pub use spawn::utf8_environment;
+pub use sys::limits::Limits;
 pub use text::rfc3339;
+
+/// Which containment sessions started by this process's shims get (issue 36): the
+/// session cgroup (`Containment::Cgroup` and where) or the shim as subreaper
+/// (`Containment::Subreaper` and why no cgroup), for `herd doctor`. Creates the
+/// `herd-<uid>` cgroup when it can.
+pub fn containment_report() -> (Containment, String) {
+    if std::env::var(sys::cgroup::CONTAINMENT_ENV).is_ok_and(|v| v == "subreaper") {
+        return (
+            Containment::Subreaper,
+            format!("forced by {}=subreaper", sys::cgroup::CONTAINMENT_ENV),
+        );
+    }
+    match sys::cgroup::report() {
+        (true, detail) => (Containment::Cgroup, detail),
+        (false, why) => (Containment::Subreaper, why),
+    }
+}

@@ -127,6 +127,9 @@ pub(crate) struct Finish {
     /// Who killed the job when the registry did not: a shim that enforced the time
     /// limit itself says so in its exit record.
     pub(crate) killed_by: Option<crate::KillSource>,
+    /// Processes of the tree alive when the main process was done, held by the
+    /// session's shim (issue 36).
+    pub(crate) leftovers: Vec<herd_persistence::Leftover>,
 }
 
 /// Runs the reader until the session is done with output and exit.
@@ -205,6 +208,7 @@ pub(crate) async fn run(
         exit,
         descendants_alive,
         killed_by: None,
+        leftovers: Vec::new(),
     }
 }
 

@@ -45,6 +45,7 @@ mod delivery;
 mod durable;
 mod external;
 mod finish;
+mod held;
 mod killing;
 mod lifecycle;
 mod notify;

@@ -86,6 +86,10 @@ pub(crate) struct State {
     pub(crate) kill_source: Option<KillSource>,
     /// Released (set to `None`) when the session finishes or stdin is closed.
     pub(crate) stdin: Option<Stdin>,
+    /// What holds its process tree.
+    pub(crate) containment: crate::answers::Containment,
+    /// Processes of its tree alive when it finished, held by its shim (issue 36).
+    pub(crate) leftovers: Vec<herd_persistence::Leftover>,
 }
 
 /// One session.
@@ -185,6 +189,10 @@ pub(crate) struct Origin {
     /// secret), not what ran: a restart cannot repeat it.
     pub(crate) command_redacted: bool,
     pub(crate) replaces: Option<SessionId>,
+    /// `--kill-leftovers` as the spawn gave it.
+    pub(crate) kill_leftovers: Option<bool>,
+    /// `--memory`, `--cpus`, `--pids` as the spawn gave them.
+    pub(crate) limits: crate::Limits,
 }
 
 /// A worker scope a session runs in.

@@ -84,6 +84,16 @@ pub(crate) struct Spec {
     /// The SIGTERM-to-SIGKILL grace of that kill.
     #[serde(default)]
     pub(crate) kill_grace_ms: u64,
+    /// No cgroup for this session: the shim holds the tree as subreaper
+    /// (`HERD_CONTAINMENT=subreaper` in the daemon's environment).
+    #[serde(default)]
+    pub(crate) force_subreaper: bool,
+    /// Kill what is left of the tree once the main process is done (`--kill-leftovers`).
+    #[serde(default)]
+    pub(crate) kill_leftovers: bool,
+    /// Memory, CPU and process limits of the tree (`--memory`, `--cpus`, `--pids`).
+    #[serde(default)]
+    pub(crate) limits: crate::Limits,
 }
 
 /// An environment name or value: text when it is UTF-8 (nearly always, and cheap to

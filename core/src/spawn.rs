@@ -438,11 +438,16 @@ pub(crate) struct RawPipeChild {
     pub(crate) stdin: std::os::fd::OwnedFd,
 }
 
-/// Starts `launch` in pipe mode, leading its own process group, without a runtime.
+/// Starts `launch` in pipe mode, leading its own process group, without a runtime;
+/// the child moves itself into each cgroup whose `cgroup.procs` is in `enter` before
+/// its exec (so nothing it runs ever starts outside them).
 ///
 /// # Errors
-/// The OS error of pipe creation or spawn.
-pub(crate) fn spawn_pipe_raw(launch: &Launch<'_>) -> io::Result<RawPipeChild> {
+/// The OS error of pipe creation or spawn (a cgroup that refused the child included).
+pub(crate) fn spawn_pipe_raw(
+    launch: &Launch<'_>,
+    enter: Vec<std::ffi::CString>,
+) -> io::Result<RawPipeChild> {
     let (out_r, out_w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
     let (in_r, in_w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
     let err_w = out_w.try_clone()?;
@@ -452,6 +457,18 @@ pub(crate) fn spawn_pipe_raw(launch: &Launch<'_>) -> io::Result<RawPipeChild> {
             .stdout(Stdio::from(out_w))
             .stderr(Stdio::from(err_w))
             .process_group(0);
+        if !enter.is_empty() {
+            // SAFETY: the closure runs in the forked child before exec and calls only
+            // open/write/close on paths prepared before the fork (no allocation).
+            unsafe {
+                cmd.pre_exec(move || {
+                    for procs in &enter {
+                        crate::sys::cgroup::enter_c(procs)?;
+                    }
+                    Ok(())
+                });
+            }
+        }
         crate::hygiene::with_empty_signal_mask(|| cmd.spawn())?
         // `cmd` drops here, closing our copies of the child's ends.
     };

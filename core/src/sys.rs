@@ -7,6 +7,10 @@
 //! `/proc`; on other Unix systems the table reads return nothing, so tree kill falls
 //! back to signalling the process group alone.
 
+#[cfg(target_os = "linux")]
+pub(crate) mod cgroup;
+#[cfg(target_os = "linux")]
+pub(crate) mod limits;
 #[cfg(unix)]
 mod unix;
 

@@ -165,6 +165,14 @@ struct SoakItem {
 /// at their small default size.
 const SOAK: &[SoakItem] = &[
     SoakItem {
+        what: "kill latency of a 100-process tree through herd kill, in a cgroup and under the subreaper (issue 36), 20 runs each",
+        package: "herd-cli",
+        target: &["--test", "it"],
+        filter: "contain::issue_36_soak_kill_latency_of_a_100_process_tree",
+        env: &[("HERD_SOAK_KILL_RUNS", "20")],
+        repeats: 1,
+    },
+    SoakItem {
         what: "ledger exactly-once across 300 SIGKILLs of a committing writer",
         package: "herd-persistence",
         target: &["--test", "it"],

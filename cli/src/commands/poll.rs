@@ -25,10 +25,24 @@ pub(crate) async fn poll(home: &Home, args: IdArgs) -> anyhow::Result<()> {
             "signal",
             "completion_reason",
             "termination_source",
+            "containment",
             "command",
             "log_path",
         ],
     )?;
+    if let Some(leftovers) = answer["leftovers"].as_array().filter(|l| !l.is_empty()) {
+        output::line(&format!(
+            "leftovers: {} process(es) of its tree still run, held by the session (`herd kill` ends them)",
+            leftovers.len()
+        ))?;
+        for l in leftovers {
+            output::line(&format!(
+                "  {} {}",
+                l["pid"],
+                output::visible(l["command"].as_str().unwrap_or_default())
+            ))?;
+        }
+    }
     if let Some(preview) = answer["output_preview"].as_str().filter(|p| !p.is_empty()) {
         output::line("output:")?;
         output::line(&output::visible_lines(preview.trim_end()))?;

@@ -11,19 +11,51 @@ use crate::exit::{Code, Failure};
 use crate::output;
 use crate::protocol;
 
-/// `herd run`.
-pub(crate) async fn run(home: &Home, args: RunArgs) -> anyhow::Result<()> {
-    let cwd = job_cwd(args.cwd.as_deref())?;
-    let owner = args.owner.resolve("cli");
-    // A forwarded variable carries the value from this shell, not the daemon's.
-    let mut env = args.env;
-    for name in &args.forward_env {
+/// Adds `kill_leftovers` and `limits` (issue 36) to the spawn's params; returns the
+/// limits.
+fn add_containment(
+    params: &mut Value,
+    kill_leftovers: bool,
+    limits: herd_core::Limits,
+) -> herd_core::Limits {
+    if kill_leftovers {
+        params["kill_leftovers"] = json!(true);
+    }
+    if !limits.is_empty() {
+        params["limits"] = json!(limits);
+    }
+    limits
+}
+
+/// `env` plus each forwarded variable not set there: a forwarded variable carries the
+/// value from this shell, not the daemon's.
+fn with_forwarded(mut env: Vec<(String, String)>, forward: &[String]) -> Vec<(String, String)> {
+    for name in forward {
         if let Ok(value) = std::env::var(name)
             && !env.iter().any(|(k, _)| k == name)
         {
             env.push((name.clone(), value));
         }
     }
+    env
+}
+
+/// The refusal of `flags` by a daemon too old to honour them.
+fn old_daemon_for(flags: &str, daemon: &str) -> anyhow::Error {
+    Failure::new(
+        Code::Usage,
+        format!(
+            "{flags} needs a newer daemon: the running one (herd {daemon}) would ignore it; run `herd shutdown --keep-jobs` to replace it with this version, then retry"
+        ),
+    )
+    .into()
+}
+
+/// `herd run`.
+pub(crate) async fn run(home: &Home, args: RunArgs) -> anyhow::Result<()> {
+    let cwd = job_cwd(args.cwd.as_deref())?;
+    let owner = args.owner.resolve("cli");
+    let env = with_forwarded(args.env, &args.forward_env);
     let mut params = json!({
         "command": command_line(&args.command),
         "owner": owner,
@@ -46,21 +78,41 @@ pub(crate) async fn run(home: &Home, args: RunArgs) -> anyhow::Result<()> {
     if let Some(host) = &args.host {
         params["host"] = json!(host);
     }
+    let limits = add_containment(
+        &mut params,
+        args.kill_leftovers,
+        herd_core::Limits {
+            memory_bytes: args.memory,
+            cpu_millis: args.cpus,
+            pids: args.pids,
+        },
+    );
     let mut client = Client::connect(home).await?;
     // An older daemon would refuse `host` as an unknown field: say what to do.
     if args.host.is_some() && !client.hello.serves("hosts") {
         return Err(old_daemon_for_hosts(&client.hello.daemon));
     }
-    // An older daemon would ignore the limit and let the job run forever.
-    if args.time_limit.is_some() && !client.hello.serves("spawn.time_limit") {
-        return Err(Failure::new(
-            Code::Usage,
-            format!(
-                "--time-limit needs a newer daemon: the running one (herd {}) would ignore it; run `herd shutdown --keep-jobs` to replace it with this version, then retry",
-                client.hello.daemon
-            ),
-        )
-        .into());
+    // An older daemon would ignore these and let the job run unbounded.
+    for (asked, capability, flags) in [
+        (
+            args.time_limit.is_some(),
+            "spawn.time_limit",
+            "--time-limit",
+        ),
+        (
+            !limits.is_empty(),
+            "spawn.limits",
+            "--memory, --cpus and --pids",
+        ),
+        (
+            args.kill_leftovers,
+            "spawn.kill_leftovers",
+            "--kill-leftovers",
+        ),
+    ] {
+        if asked && !client.hello.serves(capability) {
+            return Err(old_daemon_for(flags, &client.hello.daemon));
+        }
     }
     // The job runs in this shell's environment, not the daemon's (B36).
     if client.hello.serves("spawn.caller_env") {

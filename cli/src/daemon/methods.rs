@@ -100,6 +100,7 @@ fn registry_config(
         queue_cap: config.queue_cap,
         env_deny,
         kill_grace: Duration::from_secs_f64(config.kill_grace_seconds),
+        kill_leftovers: config.leftovers == crate::config::Leftovers::Kill,
         wait_cap: Duration::from_secs(config.wait_cap_seconds),
         heartbeat_floor: Duration::from_secs(config.heartbeat_floor_seconds),
         notifications: match config.notifications {

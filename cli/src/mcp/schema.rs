@@ -55,7 +55,8 @@ fn terminal_input() -> Value {
             "time_limit": nullable("integer", &format!(
                 "Kill the command and everything it started after this many seconds (1 to {TIME_LIMIT_MAX_SECONDS}), \
                  with termination_source time_limit; holds for persist_on_release too. null: no limit."),
-                json!({"minimum": 1, "maximum": TIME_LIMIT_MAX_SECONDS}))
+                json!({"minimum": 1, "maximum": TIME_LIMIT_MAX_SECONDS})),
+            "kill_leftovers": nullable("boolean", "Kill what the command leaves running (background children, daemons it started) once it exits, after a short grace; by default they are kept and `process(action=\"kill\")` ends them.", json!({}))
         },
         "required": ["command"],
         "additionalProperties": false

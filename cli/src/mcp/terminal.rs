@@ -38,6 +38,8 @@ pub(super) struct TerminalRequest {
     pub(super) time_limit: Option<u64>,
     /// A host of `[hosts.NAME]` to run on (its session id is `NAME:proc_…`).
     pub(super) host: Option<String>,
+    /// Kill the tree's leftovers once the command exits (issue 36).
+    pub(super) kill_leftovers: bool,
 }
 
 /// How a foreground wait stopped short of the exit.
@@ -95,6 +97,9 @@ impl Server {
         if let Some(host) = &req.host {
             params["host"] = json!(host);
         }
+        if req.kill_leftovers {
+            params["kill_leftovers"] = json!(true);
+        }
         let mut client = self.client().await.map_err(Answer::error)?;
         // An older daemon would refuse `host`; say so instead.
         if req.host.is_some() && !client.hello.serves("hosts") {
@@ -109,6 +114,13 @@ impl Server {
             return Err(refused(format!(
                 "time_limit needs a newer herd daemon: the running one (herd {}) would ignore it; \
                  ask the user to run `herd shutdown --keep-jobs`, or call again without time_limit",
+                client.hello.daemon
+            )));
+        }
+        if req.kill_leftovers && !client.hello.serves("spawn.kill_leftovers") {
+            return Err(refused(format!(
+                "kill_leftovers needs a newer herd daemon: the running one (herd {}) would ignore it; \
+                 ask the user to run `herd shutdown --keep-jobs`, or call again without kill_leftovers",
                 client.hello.daemon
             )));
         }
@@ -381,6 +393,11 @@ pub(super) fn terminal_request(args: &JsonObject) -> Result<TerminalRequest, Str
         },
     };
     let host = host_arg(args)?;
+    let kill_leftovers = match args.get("kill_leftovers") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(v) => return Err(format!("kill_leftovers must be true or false (got {v})")),
+    };
     if !background {
         if notify || !watch.is_empty() || heartbeat.is_some() {
             return Err("notify and heartbeat need background=true: a foreground command already returns its result".to_owned());
@@ -405,6 +422,7 @@ pub(super) fn terminal_request(args: &JsonObject) -> Result<TerminalRequest, Str
         workdir,
         time_limit,
         host,
+        kill_leftovers,
     })
 }
 

@@ -5,6 +5,7 @@
 
 mod attach;
 mod clients;
+mod contain;
 mod daemon;
 mod dispatch;
 mod guard;

@@ -126,6 +126,8 @@ impl Registry {
         // Files go outside the table lock.
         let store = herd_persistence::ReceiptStore::new(&self.inner.home);
         for s in &gone {
+            // A forgotten session leaves nothing running (issue 36).
+            super::held::end_leftovers(s);
             if let Err(error) = store.forget(s.id.as_str()) {
                 tracing::warn!(session_id = %s.id, %error, "finished session not forgotten on disk");
             }

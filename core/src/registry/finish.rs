@@ -87,6 +87,7 @@ impl Inner {
             exit,
             descendants_alive,
             killed_by,
+            leftovers,
         } = finish;
         if let Some(source) = killed_by {
             // The shim killed the job itself (its time limit); a kill the registry
@@ -116,9 +117,17 @@ impl Inner {
             // The hooks see the return code the completion will carry.
             self.show_as(s, &owner, exit_known, Route::Completion, window)
         };
+        let leftovers = leftovers
+            .into_iter()
+            .map(|l| herd_persistence::Leftover {
+                pid: l.pid,
+                command: self.config.pipeline.show_command(&l.command).to_string(),
+            })
+            .collect();
         Draft {
             exit,
             descendants_alive,
+            leftovers,
             output,
             output_cut,
             command: self.shown_command(s),
@@ -172,6 +181,8 @@ fn same_completion(a: &Event, b: &Event) -> bool {
 struct Draft {
     exit: Option<ExitInfo>,
     descendants_alive: Vec<i32>,
+    /// Leftovers, their commands as they leave herd (masked).
+    leftovers: Vec<herd_persistence::Leftover>,
     output: Shown,
     output_cut: bool,
     command: Shown,
@@ -210,6 +221,7 @@ impl Draft {
             finished_at: text::rfc3339(self.now),
             handoff_note: st.handoff_note.clone(),
             descendants_alive: self.descendants_alive.clone(),
+            leftovers: self.leftovers.clone(),
         }
     }
 
@@ -227,6 +239,7 @@ impl Draft {
             exit: st.exit,
         });
         st.stdin = None;
+        st.leftovers.clone_from(&self.leftovers);
         event
     }
 }

@@ -37,16 +37,36 @@ impl Registry {
     /// empty) except `exclude`. Lifecycle sources spare `persist_on_release` sessions
     /// (B17). Returns how many ended up killed or already exited.
     pub async fn kill_all(&self, owner: &str, exclude: &[SessionId], source: KillSource) -> usize {
-        let targets: Vec<Arc<Session>> = {
+        let (targets, finished): (Vec<Arc<Session>>, Vec<Arc<Session>>) = {
             let tables = self.inner.lock();
-            tables
+            let finished = tables
+                .all()
+                .filter(|s| {
+                    let st = s.state();
+                    st.finished.is_some() && !st.leftovers.is_empty()
+                })
+                .filter(|s| !exclude.contains(&s.id))
+                .filter(|s| !(source.spares_persistent() && s.persist_on_release))
+                .filter(|s| owner.is_empty() || s.state().owner_task_id == owner)
+                .cloned()
+                .collect();
+            let running = tables
                 .running()
                 .filter(|s| !exclude.contains(&s.id))
                 .filter(|s| !(source.spares_persistent() && s.persist_on_release))
                 .filter(|s| owner.is_empty() || s.state().owner_task_id == owner)
                 .cloned()
-                .collect()
+                .collect();
+            (running, finished)
         };
+        // Finished sessions still holding leftovers are reached too (issue 36).
+        let held = futures::future::join_all(
+            finished
+                .iter()
+                .map(|s| self.inner.kill_leftovers(s, source)),
+        )
+        .await;
+        drop(held);
         let answers = self.inner.kill_sessions(&targets, source).await;
         answers
             .iter()
@@ -58,10 +78,43 @@ impl Registry {
 impl Inner {
     pub(crate) async fn kill_session(&self, s: &Arc<Session>, source: KillSource) -> KillAnswer {
         let Some(target) = begin_kill(s, source) else {
+            // A finished session whose leftovers live on is not "already exited":
+            // the kill ends them (issue 36).
+            if let Some(answer) = self.kill_leftovers(s, source).await {
+                return answer;
+            }
             return self.kill_answer(s, source, KillStatus::AlreadyExited, Vec::new(), None);
         };
+        if let Some(outcome) = self.shim_kill(s).await {
+            return self.conclude_kill(s, source, outcome).await;
+        }
         let outcome = kill::kill_tree(&target, self.config.kill_grace).await;
         self.conclude_kill(s, source, outcome).await
+    }
+
+    /// A supervised session's kill is its shim's (issue 36): the follower has sent
+    /// the request, and the shim kills the whole tree (TERM, the grace, KILL, until
+    /// empty) and concludes, daemon or no daemon. Waits for that; `None` when the
+    /// session has no shim or it did not conclude in time (an older shim, a broken
+    /// link), and the registry's own tree kill takes over.
+    async fn shim_kill(&self, s: &Arc<Session>) -> Option<kill::KillOutcome> {
+        s.shim.as_ref()?;
+        let limit = self.config.kill_grace + kill::SURVIVOR_PROBE + Duration::from_secs(3);
+        let mut done = s.done.subscribe();
+        if tokio::time::timeout(limit, done.wait_for(|d| *d))
+            .await
+            .is_err()
+        {
+            tracing::warn!(session_id = %s.id, "the shim did not finish the kill in time; killing the tree from here");
+            return None;
+        }
+        // What survived the shim's SIGKILL is listed as its leftovers.
+        let survivors: Vec<i32> = s.state().leftovers.iter().map(|l| l.pid).collect();
+        Some(kill::KillOutcome {
+            gone: survivors.is_empty(),
+            survivors,
+            ..kill::KillOutcome::default()
+        })
     }
 
     /// Kills several sessions with one sweep of the process table per step.
@@ -72,8 +125,10 @@ impl Inner {
     ) -> Vec<KillAnswer> {
         let mut started = Vec::new();
         let mut answers = Vec::new();
+        let mut supervised = Vec::new();
         for s in sessions {
             match begin_kill(s, source) {
+                Some(_) if s.shim.is_some() => supervised.push(Arc::clone(s)),
                 Some(target) => started.push((Arc::clone(s), target)),
                 None => answers.push(self.kill_answer(
                     s,
@@ -84,6 +139,33 @@ impl Inner {
                 )),
             }
         }
+        // Supervised sessions are killed by their shims, all at once; one that does
+        // not conclude in time joins the registry's own sweep.
+        let by_shims =
+            futures::future::join_all(supervised.iter().map(|s| self.shim_kill(s))).await;
+        let mut shim_killed = Vec::new();
+        for (s, outcome) in supervised.into_iter().zip(by_shims) {
+            match outcome {
+                Some(outcome) => shim_killed.push((s, outcome)),
+                None => {
+                    let target = kill::KillTarget {
+                        pid: s.pid,
+                        pgid: s.pgid,
+                        start_time: s.start_time,
+                        session_tag: s.id.as_str().to_owned(),
+                    };
+                    started.push((s, target));
+                }
+            }
+        }
+        answers.extend(
+            futures::future::join_all(
+                shim_killed.into_iter().map(|(s, outcome)| async move {
+                    self.conclude_kill(&s, source, outcome).await
+                }),
+            )
+            .await,
+        );
         let targets: Vec<kill::KillTarget> = started.iter().map(|(_, t)| t.clone()).collect();
         let outcomes = kill::kill_trees(&targets, self.config.kill_grace).await;
         // Concluded together: each waits for its reader to finish the session, and

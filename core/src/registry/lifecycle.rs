@@ -59,6 +59,8 @@ impl Origin {
             },
             command_redacted: false,
             replaces: req.replaces.clone(),
+            kill_leftovers: req.kill_leftovers,
+            limits: req.limits,
         }
     }
 }
@@ -227,5 +229,7 @@ fn restart_request(
         name: s.name.clone(),
         time_limit: s.time_limit.map(|t| t.limit),
         replaces: Some(s.id.clone()),
+        kill_leftovers: origin.kill_leftovers,
+        limits: origin.limits,
     }
 }

@@ -83,6 +83,8 @@ impl Registry {
             let tail = s.tail();
             (tail.bytes_not_kept(), tail.total_ingested())
         };
+        let containment = s.state().containment;
+        let leftovers = super::held::held_leftovers(&s);
         let extra = PollExtra {
             pid: s.pid,
             uptime_seconds: s.uptime_seconds(),
@@ -90,6 +92,8 @@ impl Registry {
             total_ingested,
             note: self.inner.session_note(&s),
             replaces: s.origin.replaces.clone(),
+            containment,
+            leftovers,
         };
         Ok(self.inner.poll_answer(subject, preview, extra))
     }
@@ -398,6 +402,7 @@ impl Registry {
 
 impl Inner {
     pub(super) fn row(&self, s: &Session) -> ListRow {
+        let leftovers = super::held::held_leftovers(s);
         let growing = s.status() == SessionStatus::Running;
         let (text, _) = s.text();
         let st = s.state();
@@ -439,6 +444,8 @@ impl Inner {
             persist_on_release: s.persist_on_release,
             time_limit_seconds: s.time_limit.map(|t| t.limit.as_secs()),
             replaces: s.origin.replaces.clone(),
+            containment: st.containment,
+            leftovers,
         }
     }
 }

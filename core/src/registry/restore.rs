@@ -405,6 +405,12 @@ impl Inner {
                 finished: None,
                 kill_source: None,
                 stdin: None,
+                containment: if shim.is_some() {
+                    crate::answers::Containment::Subreaper
+                } else {
+                    crate::answers::Containment::Group
+                },
+                leftovers: Vec::new(),
             }),
             done,
             kill_requested,
@@ -423,6 +429,7 @@ impl Inner {
                 exit: Err(io::Error::other(note.to_owned())),
                 descendants_alive: Vec::new(),
                 killed_by: None,
+                leftovers: Vec::new(),
             },
         );
     }
@@ -506,6 +513,7 @@ impl Inner {
                         exit: Err(error),
                         descendants_alive: Vec::new(),
                         killed_by: None,
+                        leftovers: Vec::new(),
                     }
                 }
             };
@@ -666,5 +674,8 @@ fn origin_of_record(r: &herd_persistence::SessionRecord) -> crate::session::Orig
             .replaces
             .as_deref()
             .and_then(crate::SessionId::parse),
+        // Not checkpointed: a restored session's restart takes the config's default.
+        kill_leftovers: None,
+        limits: crate::Limits::default(),
     }
 }

@@ -19,7 +19,7 @@ use tracing::Instrument;
 
 use super::Inner;
 use super::notify::NotifyPlan;
-use super::supervised::{ShimStartError, ShimStarted};
+use super::supervised::{ShimEnding, ShimStartError, ShimStarted};
 use super::table::check_name;
 use crate::answers::{ModeName, SpawnInfo};
 use crate::config::{Mode, SpawnRequest};
@@ -151,6 +151,9 @@ impl Inner {
             })?;
         }
         let time_limit = req.time_limit.map(time_limit).transpose()?;
+        if let Some((field, message)) = req.limits.problem(self.config.shim.is_some()) {
+            return Err(SpawnError::InvalidRequest { field, message });
+        }
         if self.config.shell.is_empty() {
             return Err(SpawnError::InvalidRequest {
                 field: "shell",
@@ -319,7 +322,7 @@ impl Inner {
                 job.launch,
                 pty,
                 job.log_path,
-                job.time_limit,
+                job.ending(self.config.kill_leftovers),
             )
             .await
         };
@@ -333,7 +336,14 @@ impl Inner {
                     cwd: job.launch.cwd,
                 };
                 let started = self
-                    .start_shim(job.id, direct, &launch, None, job.log_path, job.time_limit)
+                    .start_shim(
+                        job.id,
+                        direct,
+                        &launch,
+                        None,
+                        job.log_path,
+                        job.ending(self.config.kill_leftovers),
+                    )
                     .await
                     .map_err(|e| job.spawn_err(e.into_io()))?;
                 Ok((Started::Shim(started), Some(note)))
@@ -390,6 +400,8 @@ impl Inner {
                 finished: None,
                 kill_source: None,
                 stdin: Some(parts.stdin),
+                containment: parts.containment,
+                leftovers: Vec::new(),
             }),
             done,
             kill_requested,
@@ -617,6 +629,16 @@ struct Job<'a> {
 }
 
 impl Job<'_> {
+    /// What the shim ends itself: the time limit, and the leftovers when the request
+    /// (or else the config, `default_kill`) asks.
+    fn ending(&self, default_kill: bool) -> ShimEnding {
+        ShimEnding {
+            time_limit: self.time_limit,
+            kill_leftovers: self.req.kill_leftovers.unwrap_or(default_kill),
+            limits: self.req.limits,
+        }
+    }
+
     /// The spawn error of an OS refusal, naming the shown command.
     fn spawn_err(&self, source: std::io::Error) -> SpawnError {
         SpawnError::Spawn {
@@ -681,6 +703,7 @@ struct StartedParts {
     mode: ModeName,
     stdin: Stdin,
     shim: Option<herd_persistence::ShimRef>,
+    containment: crate::answers::Containment,
 }
 
 impl Started {
@@ -694,6 +717,7 @@ impl Started {
                     mode: ModeName::Pipe,
                     stdin: Stdin::Pipe(Arc::new(child.stdin)),
                     shim: None,
+                    containment: crate::answers::Containment::Group,
                 },
                 Runner::InProcess(
                     Source::Pipe {
@@ -714,6 +738,7 @@ impl Started {
                         mode: ModeName::Pty,
                         stdin: Stdin::Pty(Arc::clone(&master)),
                         shim: None,
+                        containment: crate::answers::Containment::Group,
                     },
                     Runner::InProcess(
                         Source::Pty {
@@ -732,6 +757,7 @@ impl Started {
                     shim,
                     attached,
                     dir,
+                    containment,
                 } = *started;
                 let shim_pid = shim.pid;
                 (
@@ -741,6 +767,7 @@ impl Started {
                         mode: if pty { ModeName::Pty } else { ModeName::Pipe },
                         stdin: super::stdin::shim_stdin(&attached.link),
                         shim: Some(shim),
+                        containment,
                     },
                     Runner::Shim {
                         attached,

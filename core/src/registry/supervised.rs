@@ -56,8 +56,13 @@ impl Inner {
         launch: &Launch<'_>,
         pty: Option<(u16, u16)>,
         log_path: &std::path::Path,
-        time_limit: Option<crate::session::TimeLimit>,
+        ending: ShimEnding,
     ) -> Result<Box<ShimStarted>, ShimStartError> {
+        let ShimEnding {
+            time_limit,
+            kill_leftovers,
+            limits,
+        } = ending;
         let io_err = |e: herd_persistence::Error| ShimStartError::Io(io::Error::other(e));
         let dir = ShimDir::new(&self.home, id.as_str()).map_err(io_err)?;
         dir.create(&self.home).map_err(io_err)?;
@@ -76,6 +81,10 @@ impl Inner {
         // daemon runs (issue 17).
         spec.deadline_unix_ms = time_limit.map(|t| t.deadline_unix_ms());
         spec.kill_grace_ms = u64::try_from(self.config.kill_grace.as_millis()).unwrap_or(u64::MAX);
+        spec.kill_leftovers = kill_leftovers;
+        spec.limits = limits;
+        spec.force_subreaper =
+            std::env::var(crate::sys::cgroup::CONTAINMENT_ENV).is_ok_and(|v| v == "subreaper");
         // The shim itself carries neither the session tag (a tree kill's escapee scan
         // would take it for part of the job) nor the supervised-child marker.
         let mut shim_env = launch.env.clone();
@@ -111,6 +120,7 @@ impl Inner {
                         start_time: shim_start_time,
                         protocol,
                     },
+                    containment: containment_of(&dir),
                     attached,
                     dir,
                 })),
@@ -195,7 +205,13 @@ impl Inner {
             start_time: s.start_time,
             session_tag: s.id.as_str().to_owned(),
         };
-        let outcome = kill::kill_tree(&target, self.config.kill_grace).await;
+        let mut outcome = kill::kill_tree(&target, self.config.kill_grace).await;
+        if let Ok(dir) = ShimDir::new(&self.home, s.id.as_str()) {
+            // The cgroup holds what the walk could not find (issue 36).
+            outcome
+                .survivors
+                .extend(super::held::reclaim_cgroup(&dir).await);
+        }
         let note = format!(
             "lost: {why}; its exit status is unknown and herd killed what was left of its process tree"
         );
@@ -206,6 +222,7 @@ impl Inner {
                 exit: Err(io::Error::other(note)),
                 descendants_alive: outcome.survivors,
                 killed_by: None,
+                leftovers: Vec::new(),
             },
         );
     }
@@ -329,7 +346,15 @@ impl Inner {
             Some(shim),
             progress,
         );
-        s.state().stdin = stdin;
+        let containment = ShimDir::new(&self.home, id.as_str())
+            .map_or(crate::answers::Containment::Subreaper, |dir| {
+                containment_of(&dir)
+            });
+        {
+            let mut st = s.state();
+            st.stdin = stdin;
+            st.containment = containment;
+        }
         let r = &entry.session;
         self.durable.set_extras(
             id.clone(),
@@ -414,6 +439,24 @@ pub(super) struct ShimStarted {
     pub(super) shim: herd_persistence::ShimRef,
     pub(super) attached: crate::shim::link::Attached,
     pub(super) dir: herd_persistence::ShimDir,
+    pub(super) containment: crate::answers::Containment,
+}
+
+/// What the shim itself ends: the time limit, and the leftovers when asked.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct ShimEnding {
+    pub(super) time_limit: Option<crate::session::TimeLimit>,
+    pub(super) kill_leftovers: bool,
+    /// Not an ending: the bounds the shim sets on the tree before it starts.
+    pub(super) limits: crate::Limits,
+}
+
+/// What holds a supervised session's tree, as its shim's info record says.
+pub(super) fn containment_of(dir: &ShimDir) -> crate::answers::Containment {
+    match dir.read_info() {
+        Ok(Some(info)) if info.cgroup.is_some() => crate::answers::Containment::Cgroup,
+        _ => crate::answers::Containment::Subreaper,
+    }
 }
 
 /// Why a shim did not start a job.

@@ -56,6 +56,7 @@ async fn finished_with_a_failed_wait(
             exit: Err(std::io::Error::other("waitpid: no child process")),
             descendants_alive: Vec::new(),
             killed_by: None,
+            leftovers: Vec::new(),
         },
     );
     let polled = registry

@@ -122,6 +122,8 @@ pub(super) struct PollExtra {
     pub(super) total_ingested: u64,
     pub(super) note: Option<String>,
     pub(super) replaces: Option<SessionId>,
+    pub(super) containment: crate::answers::Containment,
+    pub(super) leftovers: Vec<herd_persistence::Leftover>,
 }
 
 /// A sized output snapshot with the session's exit fields.
@@ -241,6 +243,8 @@ impl Inner {
             note: extra.note,
             time_limit_seconds: subject.time_limit_seconds,
             replaces: extra.replaces,
+            containment: extra.containment,
+            leftovers: extra.leftovers,
             session_id: subject.id,
         }
     }

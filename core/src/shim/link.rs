@@ -545,7 +545,7 @@ pub(crate) async fn follow(
         b"",
     );
     if *kill_rx.borrow_and_update() {
-        link.send(&ToShim::Kill, b"");
+        link.send(&kill_message(&session), b"");
     }
     // When set, the next `want` waits until then (a chatty job without watchers).
     let mut paced: Option<tokio::time::Instant> = None;
@@ -566,7 +566,7 @@ pub(crate) async fn follow(
             }
             changed = kill_rx.changed() => {
                 if changed.is_ok() && *kill_rx.borrow_and_update() {
-                    link.send(&ToShim::Kill, b"");
+                    link.send(&kill_message(&session), b"");
                 }
                 continue;
             }
@@ -624,6 +624,17 @@ pub(crate) async fn follow(
     outcome
 }
 
+/// The kill request for the shim, naming the kill's source (the shim finishes the
+/// kill, daemon or no daemon, and records the source).
+fn kill_message(session: &Session) -> ToShim {
+    ToShim::Kill {
+        source: session
+            .state()
+            .kill_source
+            .map(|source| source.as_str().to_owned()),
+    }
+}
+
 /// The counters an exit record implies (the log holds what was kept).
 pub(crate) fn progress_of(record: &ExitRecord) -> Progress {
     Progress {
@@ -641,6 +652,7 @@ pub(crate) fn finish_of(record: ExitRecord) -> Finish {
             signal: record.signal,
         }),
         descendants_alive: record.descendants_alive,
+        leftovers: record.leftovers,
         killed_by: record
             .killed_by
             .as_deref()
@@ -765,5 +777,8 @@ pub(crate) fn spec(
         idle_drain_ms: u64::try_from(idle_drain.as_millis()).unwrap_or(u64::MAX),
         deadline_unix_ms: None,
         kill_grace_ms: 0,
+        force_subreaper: false,
+        kill_leftovers: false,
+        limits: crate::Limits::default(),
     }
 }

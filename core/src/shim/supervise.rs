@@ -19,13 +19,14 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::time::{Duration, Instant, SystemTime};
 
 use nix::poll::{PollFd, PollFlags, ppoll};
-use nix::sys::signal::Signal;
 use nix::sys::signalfd::SignalFd;
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 
 mod conclude;
 mod conn;
+mod ending;
+mod hold;
 mod start;
 
 use super::Spec;
@@ -141,10 +142,17 @@ struct Shim {
     deadline: Option<SystemTime>,
     kill_grace: Duration,
     /// Why the shim killed the job itself, for the exit record.
-    killed_by: Option<&'static str>,
+    killed_by: Option<String>,
+    /// What holds the job's tree: its cgroup or the shim as subreaper.
+    hold: hold::Hold,
+    /// The kill under way, if any.
+    killing: Option<ending::Killing>,
+    /// Kill what is left of the tree once the main process is done.
+    kill_leftovers: bool,
+    /// The v1 cgroups that carry the session's limits, removed at the end.
+    limits: crate::sys::limits::Applied,
 }
 
-/// Starts the job described by `spec` and supervises it; returns the exit code.
 /// Starts the job described by `spec` and supervises it; returns the exit code.
 pub(super) fn run(spec: Spec, detach: bool) -> i32 {
     let (mut shim, signals, dir) = match start::start(&spec, detach) {
@@ -153,27 +161,29 @@ pub(super) fn run(spec: Spec, detach: bool) -> i32 {
     };
     shim.reap();
     shim.serve(&signals);
-    shim.conclude(&dir)
+    let code = shim.conclude(&dir);
+    shim.linger(&signals);
+    code
 }
 
 impl Shim {
     /// The poll loop, until the job has exited and its output is done.
     fn serve(&mut self, signals: &SignalFd) {
         loop {
-            if self.exit.is_some() {
-                if self.kill_requested {
-                    self.drain_now();
-                    return;
-                }
-                if self.eof || self.last_activity.elapsed() >= self.idle_drain {
-                    return;
-                }
+            // A kill under way is finished before the session ends: the whole tree
+            // must be gone, not only the main process.
+            let kill_wait = self.step_kill();
+            if self.is_done(kill_wait) {
+                return;
             }
             // A chatty pipe job's output is taken in batches: after a large burst the
             // pipe (raised to 1 MiB) fills for up to `OUTPUT_PACE` before the next
             // read, so a fast writer costs a few large moves instead of many small ones.
             let paused = self.output_paused_until.filter(|at| *at > Instant::now());
             let mut wait: Option<Duration> = paused.map(|at| at - Instant::now());
+            if let Some(step) = kill_wait {
+                wait = Some(wait.map_or(step, |w| w.min(step)));
+            }
             if self.exit.is_some() {
                 let left = self.idle_drain.saturating_sub(self.last_activity.elapsed())
                     + Duration::from_millis(1);
@@ -234,9 +244,9 @@ impl Shim {
                 }
                 ready
             };
-            if ready[1] {
-                while let Ok(Some(_)) = signals.read_signal() {}
-                self.reap();
+            if ready[1] && self.read_signals(signals) {
+                // SIGTERM to the shim: an operator's stop of the whole session.
+                self.begin_kill(Some("operator_stop".to_owned()));
             }
             if ready[0] {
                 self.take_output();
@@ -255,39 +265,37 @@ impl Shim {
         }
     }
 
-    /// The time limit ran out: the job's whole tree is killed (SIGTERM, the grace,
-    /// SIGKILL, as the registry kills) and the session ends as soon as the job's exit
-    /// is reaped, with `killed_by: "time_limit"` in its exit record. Output keeps its
-    /// place in the log; what the job writes during the grace is read afterwards from
-    /// the pipe or terminal buffer.
-    fn enforce_time_limit(&mut self) {
-        self.deadline = None;
-        self.killed_by = Some("time_limit");
-        self.kill_requested = true;
-        let target = crate::kill::KillTarget {
-            pid: self.pid,
-            pgid: self.pgid,
-            start_time: self.start_time,
-            session_tag: self.session_id.clone(),
-        };
-        // The tree kill is asynchronous (pidfds, timers); a runtime of one thread
-        // lives for its length and is dropped before the loop goes on.
-        match tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-        {
-            Ok(runtime) => {
-                let outcome = runtime.block_on(crate::kill::kill_tree(&target, self.kill_grace));
-                if !outcome.survivors.is_empty() {
-                    tracing::warn!(survivors = ?outcome.survivors, "time-limit kill left survivors");
-                }
-            }
-            Err(error) => {
-                tracing::warn!(%error, "no runtime for the tree kill; the job's group gets SIGKILL");
-                crate::sys::signal_group(self.pgid, Signal::SIGKILL).ok();
+    /// Whether the session's loop is done: the job exited, its output is done and no
+    /// kill is under way. With `--kill-leftovers`, what is left of the tree then gets
+    /// its kill first.
+    fn is_done(&mut self, kill_wait: Option<Duration>) -> bool {
+        if self.exit.is_none() || kill_wait.is_some() {
+            return false;
+        }
+        if self.kill_requested {
+            self.drain_now();
+            return true;
+        }
+        if !self.eof && self.last_activity.elapsed() < self.idle_drain {
+            return false;
+        }
+        if self.kill_leftovers && self.killing.is_none() {
+            let (tag, floor) = (&self.session_id, self.start_time.unwrap_or(0));
+            if !self.hold.is_empty(tag, floor) {
+                self.begin_kill(None);
+                return false;
             }
         }
-        self.reap();
+        true
+    }
+
+    /// The time limit ran out: the job's whole tree is killed (SIGTERM, the grace,
+    /// SIGKILL, as every kill of the shim) and the session ends once the tree is gone,
+    /// with `killed_by: "time_limit"` in its exit record. Output keeps its place in the
+    /// log; what the job writes during the grace is read as usual.
+    fn enforce_time_limit(&mut self) {
+        self.deadline = None;
+        self.begin_kill(Some("time_limit".to_owned()));
     }
 
     /// Reaps every child that has exited; the job's status is kept.

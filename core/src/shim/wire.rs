@@ -33,8 +33,13 @@ pub(crate) enum ToShim {
     Close { id: u64 },
     /// Set the PTY's window size; answered by `done`.
     Resize { id: u64, rows: u16, cols: u16 },
-    /// A kill is under way: once the job exits, stop after what is already buffered.
-    Kill,
+    /// Kill the job's whole tree (SIGTERM, the grace, SIGKILL, until it is empty) and
+    /// end the session after what is already buffered; `source` is the termination
+    /// source the exit record carries as `killed_by` (absent from an older daemon).
+    Kill {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        source: Option<String>,
+    },
 }
 
 /// What the shim sends.

@@ -140,6 +140,17 @@ pub(crate) fn environ_lookup<'a>(environ: &'a [u8], name: &str) -> Option<&'a [u
     })
 }
 
+/// `pid`'s command line, its arguments joined by spaces (empty for a kernel thread
+/// or a process that just exited).
+pub(crate) fn cmdline(pid: i32) -> String {
+    let raw = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    raw.split(|&b| b == 0)
+        .filter(|a| !a.is_empty())
+        .map(String::from_utf8_lossy)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// This process's own pid, never a valid kill target.
 pub(crate) fn own_pid() -> i32 {
     std::process::id().cast_signed()
@@ -336,6 +347,14 @@ impl ProcHandle {
         }
         signal_pid(self.pid, sig)
     }
+}
+
+/// Sends `sig` through an owned pidfd (see [`ProcHandle::signal`]).
+///
+/// # Errors
+/// The OS error (`ESRCH` once the process has exited).
+pub(crate) fn pidfd_send_signal_fd(fd: &OwnedFd, sig: Signal) -> Result<(), Errno> {
+    pidfd_send_signal(fd.as_fd(), sig)
 }
 
 #[cfg(target_os = "linux")]

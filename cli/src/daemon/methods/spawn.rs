@@ -82,6 +82,8 @@ impl State {
             name: p.name,
             time_limit: p.time_limit_seconds.map(Duration::from_secs),
             replaces: None,
+            kill_leftovers: p.kill_leftovers,
+            limits: p.limits.unwrap_or_default(),
         };
         match self.registry.spawn(request).await {
             Ok(info) => to_value(info),
@@ -158,6 +160,13 @@ struct SpawnParams {
     /// The same key again means the same spawn (capability `spawn.request_key`).
     #[serde(default)]
     request_key: Option<String>,
+    /// Kill the tree's leftovers once the main process is done (capability
+    /// `spawn.kill_leftovers`); absent: the config's `leftovers`.
+    #[serde(default)]
+    kill_leftovers: Option<bool>,
+    /// Memory, CPU and process limits of the tree (capability `spawn.limits`).
+    #[serde(default)]
+    limits: Option<herd_core::Limits>,
 }
 
 /// `restart` (capability `restart`): the session to start again, and the caller's

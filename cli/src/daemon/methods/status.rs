@@ -18,7 +18,8 @@ use crate::protocol::{self, PROTOCOL_VERSION, RpcError, VERSION_MISMATCH};
 /// qualified id (`NAME:proc_…`), `spawn`'s `host`, `list`'s `host` and
 /// `all_hosts`, the `hosts` method and the `HOST_UNREACHABLE` error (`hosts.rs`),
 /// and `spawn`'s `request_key` (a spawn sent again with the same key starts
-/// nothing and gets the first one's answer, `keys.rs`).
+/// nothing and gets the first one's answer, `keys.rs`), and `spawn`'s
+/// `kill_leftovers` and `limits` (issue 36).
 pub(crate) const CAPABILITIES: &[&str] = &[
     "clean",
     "drain.lease",
@@ -33,6 +34,8 @@ pub(crate) const CAPABILITIES: &[&str] = &[
     "restart",
     "hosts",
     "spawn.request_key",
+    "spawn.kill_leftovers",
+    "spawn.limits",
 ];
 
 /// Answers the handshake.
@@ -90,6 +93,7 @@ impl State {
             "running": running,
             "finished": finished,
             "supervisor": if self.supervised { "shim" } else { "in_process" },
+            "containment": containment(self.supervised),
             "connections": self.connections.open(),
             "restore": self.restored,
         })
@@ -159,4 +163,16 @@ pub(super) fn restore_summary(report: &herd_core::RestoreReport) -> Value {
         "moved_aside": report.moved_aside,
         "checkpoint_error": report.checkpoint_error,
     })
+}
+
+/// `status`'s `containment`: what holds a new session's tree here and why (issue 36).
+fn containment(supervised: bool) -> Value {
+    if !supervised {
+        return json!({
+            "kind": "group",
+            "detail": "jobs run inside the daemon: a kill reaches their process group, descendants and tagged escapees only",
+        });
+    }
+    let (kind, detail) = herd_core::containment_report();
+    json!({"kind": kind, "detail": detail})
 }

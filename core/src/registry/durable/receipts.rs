@@ -83,7 +83,7 @@ impl Inner {
                 notify: s.is_notify(),
                 output,
                 output_cut,
-                leftovers: Vec::new(),
+                leftovers: st.leftovers.clone(),
             }
         };
         let log_context = output_cut.then(|| (s.log_path.clone(), output_from));

@@ -16,7 +16,7 @@ use crate::shim::wire::{self, FromShim};
 impl Shim {
     /// Ends the session: flushes held bytes, writes the exit record, closes the log,
     /// tells an attached daemon. Returns the process's exit code.
-    pub(super) fn conclude(mut self, dir: &ShimDir) -> i32 {
+    pub(super) fn conclude(&mut self, dir: &ShimDir) -> i32 {
         let mut rest = Vec::new();
         if let Job::Pty { scanner, .. } = &mut self.job {
             let held = scanner.flush();
@@ -44,8 +44,12 @@ impl Shim {
             total_ingested: self.progress.total_ingested,
             bytes_not_kept: self.progress.bytes_not_kept,
             descendants_alive,
-            killed_by: self.killed_by.map(str::to_owned),
-            leftovers: Vec::new(),
+            killed_by: self.killed_by.clone(),
+            // What of the tree outlived the main process (or survived a kill): the
+            // shim holds it from here on (see `linger`).
+            leftovers: self
+                .hold
+                .leftovers(&self.session_id, self.start_time.unwrap_or(0)),
         };
         let written = dir.write_exit(&record);
         // The record is on disk before the log closes (the daemon trusts the record's

@@ -178,7 +178,7 @@ impl Shim {
                 };
                 self.send_done(id, error);
             }
-            ToShim::Kill => self.kill_requested = true,
+            ToShim::Kill { source } => self.begin_kill(source),
         }
     }
 

@@ -14,12 +14,15 @@ use herd_persistence::{Mode, SHIM_RECORD_VERSION, ShimDir, ShimInfo};
 use nix::sys::signal::{SigSet, Signal};
 use nix::sys::signalfd::{SfdFlags, SignalFd};
 
+use super::hold::Hold;
 use super::{Job, Shim};
 use crate::noise::NoiseFilter;
 use crate::output::LogWriter;
 use crate::shim::wire::Progress;
 use crate::shim::{PROTOCOL, Ready, Spec, report_failure, write_ready};
 use crate::spawn::{self, Launch, PtyFailure};
+use crate::sys::cgroup::SessionCgroup;
+use crate::sys::limits::Applied;
 
 /// Starts the job described by `spec`; `Err` carries the exit code once the failure
 /// was reported on the ready line.
@@ -55,9 +58,36 @@ pub(super) fn start(spec: &Spec, detach: bool) -> Result<(Shim, SignalFd, ShimDi
             ));
         }
     };
-    let (job, pid) = spawn_job(spec, &dir)?;
-    // SIGCHLD is blocked only now, so the job started with the usual mask; a SIGCHLD
-    // that came before is caught by the first reap.
+    let mut hold = Hold::make(spec);
+    if let Hold::Subreaper(why) = &hold {
+        tracing::info!(reason = %why, "no session cgroup; the shim holds the tree as subreaper");
+    }
+    let limits = match crate::sys::limits::apply(
+        &spec.limits,
+        hold.cgroup().map(|c| c.path()),
+        &spec.session_id,
+    ) {
+        Ok(applied) => applied,
+        Err(message) => {
+            if let Some(cgroup) = hold.cgroup() {
+                let _ = cgroup.remove();
+            }
+            let _ = dir.remove();
+            return Err(report_failure(
+                spec.request,
+                &format!("the session's limits cannot be set: {message}"),
+            ));
+        }
+    };
+    let (job, pid) = match spawn_job(spec, &dir, &mut hold, &limits) {
+        Ok(started) => started,
+        Err(code) => {
+            limits.remove();
+            return Err(code);
+        }
+    };
+    // SIGCHLD and SIGTERM are blocked only now, so the job started with the usual
+    // mask; a SIGCHLD that came before is caught by the first reap.
     let signals = match child_signals() {
         Ok(fd) => fd,
         Err(error) => {
@@ -69,13 +99,22 @@ pub(super) fn start(spec: &Spec, detach: bool) -> Result<(Shim, SignalFd, ShimDi
             ));
         }
     };
-    let start_time = announce(spec, &dir, pid)?;
+    let start_time = announce(spec, &dir, pid, &hold)?;
     release_stdio();
-    Ok((new_shim(spec, job, pid, listener, start_time), signals, dir))
+    let mut shim = new_shim(spec, job, pid, listener, start_time, hold);
+    shim.limits = limits;
+    Ok((shim, signals, dir))
 }
 
-/// Starts the job itself, under a PTY or on pipes; returns it and its pid.
-fn spawn_job(spec: &Spec, dir: &ShimDir) -> Result<(Job, i32), i32> {
+/// Starts the job itself, under a PTY or on pipes, inside the session's cgroup when
+/// there is one; returns it and its pid. A cgroup that refuses the job is given up
+/// for the subreaper (the reason is kept for `doctor` and `ps`).
+fn spawn_job(
+    spec: &Spec,
+    dir: &ShimDir,
+    hold: &mut Hold,
+    limits: &Applied,
+) -> Result<(Job, i32), i32> {
     let env = spec.env_map();
     let launch = Launch {
         argv: spec.argv.clone(),
@@ -83,7 +122,7 @@ fn spawn_job(spec: &Spec, dir: &ShimDir) -> Result<(Job, i32), i32> {
         cwd: &spec.cwd,
     };
     match spec.pty {
-        Some((rows, cols)) => match spawn::spawn_pty_raw(&launch, rows, cols, false) {
+        Some((rows, cols)) => match spawn_pty_in(&launch, rows, cols, hold, limits) {
             Ok(child) => {
                 let pid = child.pid;
                 // The std Child is not waited on: the job is reaped through waitpid.
@@ -111,7 +150,7 @@ fn spawn_job(spec: &Spec, dir: &ShimDir) -> Result<(Job, i32), i32> {
                 Err(report_failure(spec.request, &error.to_string()))
             }
         },
-        None => match spawn::spawn_pipe_raw(&launch) {
+        None => match spawn_pipe_in(&launch, hold, limits) {
             Ok(child) => Ok((
                 Job::Pipe {
                     output: child.output,
@@ -127,8 +166,121 @@ fn spawn_job(spec: &Spec, dir: &ShimDir) -> Result<(Job, i32), i32> {
     }
 }
 
+/// Starts a pipe job whose child enters the cgroup before its exec; without the
+/// cgroup when that fails.
+fn spawn_pipe_in(
+    launch: &Launch<'_>,
+    hold: &mut Hold,
+    limits: &Applied,
+) -> std::io::Result<spawn::RawPipeChild> {
+    let Some(cgroup) = hold.cgroup() else {
+        return spawn::spawn_pipe_raw(launch, limits.v1_procs.clone());
+    };
+    let mut enter = vec![cgroup.procs_c().clone()];
+    enter.extend(limits.v1_procs.iter().cloned());
+    match spawn::spawn_pipe_raw(launch, enter) {
+        Ok(child) => Ok(child),
+        // Limits are not given up with the cgroup: a job that asked for them does
+        // not run without them.
+        Err(error) if !limits.v1_procs.is_empty() => Err(error),
+        Err(error) => {
+            give_up_cgroup(hold, &error);
+            spawn::spawn_pipe_raw(launch, Vec::new())
+        }
+    }
+}
+
+/// Starts a PTY job inside the cgroup: portable-pty forks the child itself, so the
+/// shim steps into the cgroup for the spawn (the child is born there) and back out
+/// to its own cgroup right after, before anything else runs.
+fn spawn_pty_in(
+    launch: &Launch<'_>,
+    rows: u16,
+    cols: u16,
+    hold: &mut Hold,
+    limits: &Applied,
+) -> Result<spawn::RawPtyChild, PtyFailure> {
+    // The v1 limit cgroups first, the same way: in for the spawn, back out after.
+    for dir in &limits.v1_dirs {
+        SessionCgroup::move_self_to(dir)
+            .map_err(|e| PtyFailure::Spawn(anyhow::anyhow!("{}: {e}", dir.display())))?;
+    }
+    let spawned = spawn_pty_in_v2(launch, rows, cols, hold);
+    for home in &limits.v1_homes {
+        if let Err(error) = SessionCgroup::move_self_to(home) {
+            if let Ok(child) = &spawned {
+                crate::sys::signal_group(child.pid, Signal::SIGKILL).ok();
+            }
+            return Err(PtyFailure::Spawn(anyhow::anyhow!(
+                "the supervisor could not leave its job's limit cgroup for {}: {error}",
+                home.display()
+            )));
+        }
+    }
+    spawned
+}
+
+/// [`spawn_pty_in`] for the session's v2 cgroup.
+fn spawn_pty_in_v2(
+    launch: &Launch<'_>,
+    rows: u16,
+    cols: u16,
+    hold: &mut Hold,
+) -> Result<spawn::RawPtyChild, PtyFailure> {
+    let target = hold.cgroup().map(|c| c.path().to_path_buf());
+    let own = crate::sys::cgroup::own_cgroup();
+    let home = match (target, own, crate::sys::cgroup::v2_mount()) {
+        (Some(target), Some(own), Some(mount)) => match SessionCgroup::move_self_to(&target) {
+            Ok(()) => Some(mount.join(own.trim_start_matches('/'))),
+            Err(error) => {
+                give_up_cgroup(hold, &error);
+                None
+            }
+        },
+        (Some(_), _, _) => {
+            give_up_cgroup(
+                hold,
+                &std::io::Error::other("the shim's own cgroup is unknown"),
+            );
+            None
+        }
+        _ => None,
+    };
+    let spawned = spawn::spawn_pty_raw(launch, rows, cols, false);
+    if let Some(home) = home
+        && let Err(error) = SessionCgroup::move_self_to(&home)
+    {
+        // The shim must not stay in its job's cgroup (a kill of the cgroup would end
+        // the supervisor too): the job is stopped and the start fails.
+        if let Ok(child) = &spawned {
+            crate::sys::signal_group(child.pid, Signal::SIGKILL).ok();
+        }
+        return Err(PtyFailure::Spawn(anyhow::anyhow!(
+            "the supervisor could not leave its job's cgroup for {}: {error}",
+            home.display()
+        )));
+    }
+    spawned
+}
+
+/// Falls back to the subreaper when the cgroup refused the job.
+fn give_up_cgroup(hold: &mut Hold, error: &std::io::Error) {
+    let why = match hold.cgroup() {
+        Some(cgroup) => {
+            let _ = cgroup.remove();
+            format!(
+                "the job could not be put in {}: {error}",
+                cgroup.path().display()
+            )
+        }
+        None => error.to_string(),
+    };
+    tracing::warn!(reason = %why, "no session cgroup; the shim holds the tree as subreaper");
+    *hold = Hold::Subreaper(why);
+}
+
 /// Writes the info record and then the ready line; returns the job's start time.
-fn announce(spec: &Spec, dir: &ShimDir, pid: i32) -> Result<Option<u64>, i32> {
+fn announce(spec: &Spec, dir: &ShimDir, pid: i32, hold: &Hold) -> Result<Option<u64>, i32> {
     let own_pid = crate::sys::own_pid();
     let info = ShimInfo {
         version: SHIM_RECORD_VERSION,
@@ -143,7 +295,7 @@ fn announce(spec: &Spec, dir: &ShimDir, pid: i32) -> Result<Option<u64>, i32> {
         } else {
             Mode::Pipe
         },
-        cgroup: None,
+        cgroup: hold.cgroup_path(),
     };
     if let Err(error) = dir.write_info(&info) {
         crate::sys::signal_group(pid, Signal::SIGKILL).ok();
@@ -171,6 +323,7 @@ fn new_shim(
     pid: i32,
     listener: UnixListener,
     start_time: Option<u64>,
+    hold: Hold,
 ) -> Shim {
     Shim {
         job,
@@ -201,6 +354,10 @@ fn new_shim(
             .map(|ms| SystemTime::UNIX_EPOCH + Duration::from_millis(ms)),
         kill_grace: Duration::from_millis(spec.kill_grace_ms),
         killed_by: None,
+        hold,
+        killing: None,
+        kill_leftovers: spec.kill_leftovers,
+        limits: crate::sys::limits::Applied::default(),
     }
 }
 
@@ -217,10 +374,12 @@ fn bind_private(path: &std::path::Path) -> io::Result<UnixListener> {
     Ok(listener)
 }
 
-/// Blocks SIGCHLD and returns a descriptor that reads it.
+/// Blocks SIGCHLD and SIGTERM (a kill request of an operator, or of a daemon for a
+/// lingering session's leftovers) and returns a descriptor that reads them.
 fn child_signals() -> nix::Result<SignalFd> {
     let mut mask = SigSet::empty();
     mask.add(Signal::SIGCHLD);
+    mask.add(Signal::SIGTERM);
     mask.thread_block()?;
     SignalFd::with_flags(&mask, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)
 }
