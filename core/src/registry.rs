@@ -55,7 +55,7 @@ mod table;
 mod view;
 pub use external::External;
 mod logs;
-pub use delivery::Drained;
+pub use delivery::{Acknowledgement, Drained};
 pub use logs::{FollowRead, LogFollower};
 mod reclaim;
 mod restore;
@@ -116,6 +116,8 @@ pub(crate) struct Inner {
     launcher: Option<crate::shim::link::Launcher>,
     /// Set when shutdown or detach begins: spawns are refused from then on.
     closing: std::sync::atomic::AtomicBool,
+    /// Event ids acknowledged by id lately, which a dropped lease does not requeue.
+    acked: delivery::Acknowledged,
 }
 
 impl Registry {
@@ -153,6 +155,7 @@ impl Registry {
                 detach: CancellationToken::new(),
                 launcher,
                 closing: std::sync::atomic::AtomicBool::new(false),
+                acked: delivery::Acknowledged::default(),
             }),
         })
     }

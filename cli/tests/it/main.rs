@@ -7,6 +7,7 @@ mod attach;
 mod clients;
 mod daemon;
 mod dispatch;
+mod exactly_once;
 mod guard;
 mod hosts;
 mod jobs;

@@ -18,7 +18,8 @@ use crate::protocol::{self, PROTOCOL_VERSION, RpcError, VERSION_MISMATCH};
 /// qualified id (`NAME:proc_…`), `spawn`'s `host`, `list`'s `host` and
 /// `all_hosts`, the `hosts` method and the `HOST_UNREACHABLE` error (`hosts.rs`),
 /// and `spawn`'s `request_key` (a spawn sent again with the same key starts
-/// nothing and gets the first one's answer, `keys.rs`).
+/// nothing and gets the first one's answer, `keys.rs`), and `events.ack`
+/// (acknowledging events by their `event_id`, on any connection, `leases.rs`).
 pub(crate) const CAPABILITIES: &[&str] = &[
     "clean",
     "drain.lease",
@@ -33,6 +34,7 @@ pub(crate) const CAPABILITIES: &[&str] = &[
     "restart",
     "hosts",
     "spawn.request_key",
+    "events.ack",
 ];
 
 /// Answers the handshake.

@@ -256,32 +256,44 @@ impl Inner {
 
     /// Marks drained completions delivered in the ledger.
     pub(crate) fn mark_delivered(&self, events: &[Event]) {
-        let ids: Vec<&SessionId> = events
+        let ids: Vec<&str> = events
             .iter()
             .filter(|e| matches!(e, Event::Completion { .. }))
             .filter_map(Event::session_id)
+            .map(SessionId::as_str)
             .collect();
-        if ids.is_empty() {
-            return;
+        self.mark_completions_delivered(None, &ids);
+    }
+
+    /// Marks the completions `completion_ids` delivered in the ledger, in one
+    /// transaction (one fsync for the batch). Ids the ledger does not hold are
+    /// skipped, and with `owner` so are other owners' completions. Returns whether
+    /// the ledger took the write (or had nothing to mark).
+    pub(crate) fn mark_completions_delivered(
+        &self,
+        owner: Option<&str>,
+        completion_ids: &[&str],
+    ) -> bool {
+        if completion_ids.is_empty() {
+            return true;
         }
         let mut slot = lock(&self.durable.ledger.slot);
         if slot.is_none() {
             match Ledger::open(&self.home) {
                 Ok(Some(ledger)) => *slot = Some(ledger),
-                Ok(None) => return,
+                Ok(None) => return true,
                 Err(error) => {
                     tracing::error!(%error, "drained completions not marked delivered; they will be delivered again after a restart");
-                    return;
+                    return false;
                 }
             }
         }
         let ledger = slot.as_ref().expect("the ledger was just opened");
-        for id in ids {
-            match ledger.mark_delivered(id.as_str()) {
-                Ok(_) | Err(herd_persistence::Error::LedgerUnknownCompletion { .. }) => {}
-                Err(error) => {
-                    tracing::error!(session_id = %id, %error, "completion not marked delivered; it will be delivered again after a restart");
-                }
+        match ledger.mark_delivered_many(owner, completion_ids) {
+            Ok(_) => true,
+            Err(error) => {
+                tracing::error!(n_completions = completion_ids.len(), %error, "completions not marked delivered; they will be delivered again after a restart");
+                false
             }
         }
     }
