@@ -94,6 +94,7 @@ impl State {
             "supervisor": if self.supervised { "shim" } else { "in_process" },
             "connections": self.connections.open(),
             "restore": self.restored,
+            "log": crate::daemon_log::global().report(),
         })
     }
 
