@@ -78,11 +78,22 @@ async fn run(home: Home, config: Config, detached: bool) -> anyhow::Result<()> {
     {
         use std::io::Write;
         // Only informative (the lock is what keeps one daemon per home): a full disk
-        // must not keep the daemon from serving.
-        if let Err(error) = open_private(&pid_path, Private::Truncate)
+        // must not keep the daemon from serving. Anything else (a planted link among
+        // them) still stops it.
+        match open_private(&pid_path, Private::Truncate)
             .and_then(|mut file| writeln!(file, "{}", std::process::id()))
         {
-            tracing::warn!(path = %pid_path.display(), %error, "the pid file was not written");
+            Ok(()) => {}
+            Err(error)
+                if matches!(error.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT)) =>
+            {
+                tracing::warn!(path = %pid_path.display(), %error, "the pid file was not written: the disk is full");
+            }
+            Err(error) => {
+                return Err(error).with_context(|| {
+                    format!("failed to write the pid file {}", pid_path.display())
+                });
+            }
         }
     }
     let stop = Arc::new(Notify::new());

@@ -49,6 +49,7 @@ mod killing;
 mod lifecycle;
 mod notify;
 mod query;
+mod recommit;
 mod spawning;
 mod stdin;
 mod table;
@@ -118,6 +119,8 @@ pub(crate) struct Inner {
     closing: std::sync::atomic::AtomicBool,
     /// Event ids acknowledged by id lately, which a dropped lease does not requeue.
     acked: delivery::Acknowledged,
+    /// Completions whose ledger commit failed, committed again later.
+    recommits: recommit::Recommits,
 }
 
 impl Registry {
@@ -156,6 +159,7 @@ impl Registry {
                 launcher,
                 closing: std::sync::atomic::AtomicBool::new(false),
                 acked: delivery::Acknowledged::default(),
+                recommits: recommit::Recommits::default(),
             }),
         })
     }
@@ -249,6 +253,7 @@ impl Registry {
             .await
             .len();
         self.inner.detach.cancel();
+        self.commit_pending_completions().await;
         if let Err(error) = self.inner.sync_durable().await {
             tracing::warn!(%error, "checkpoint not written at detach");
         }
@@ -280,10 +285,31 @@ impl Registry {
             }
             n += more;
         }
+        self.commit_pending_completions().await;
         if let Err(error) = self.inner.sync_durable().await {
             tracing::warn!(%error, "checkpoint not written at shutdown");
         }
         tracing::info!(n_killed = n, "registry shut down");
+    }
+}
+
+impl Registry {
+    /// Tries once more to commit the completions whose commit failed (issue 27), on
+    /// the blocking pool; what still fails is logged.
+    async fn commit_pending_completions(&self) {
+        if self.inner.recommits.n_pending() == 0 {
+            return;
+        }
+        let inner = Arc::clone(&self.inner);
+        let n_left = tokio::task::spawn_blocking(move || inner.flush_recommits())
+            .await
+            .unwrap_or(0);
+        if n_left > 0 {
+            tracing::error!(
+                n_left,
+                "completions still not committed to the ledger; a restart finds them only in their supervisors' exit records"
+            );
+        }
     }
 }
 

@@ -8,6 +8,7 @@ mod clients;
 mod daemon;
 mod dispatch;
 mod exactly_once;
+mod full_disk;
 mod guard;
 mod hosts;
 mod jobs;

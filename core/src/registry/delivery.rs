@@ -62,6 +62,7 @@ impl Drained {
     pub fn acknowledge(mut self) -> Vec<Event> {
         let events = std::mem::take(&mut self.events);
         self.inner.mark_delivered(&events);
+        self.inner.arm_recommits();
         events
     }
 }
@@ -132,7 +133,8 @@ pub struct Acknowledgement {
     /// Completion ids among the ids (each marked delivered in the ledger).
     pub n_completions: usize,
     /// Whether the ledger took the write; `false` leaves the completions
-    /// undelivered there (they would be replayed after a restart).
+    /// undelivered there until a retry writes the mark (a restart before it would
+    /// replay them).
     pub committed: bool,
 }
 
@@ -156,6 +158,9 @@ impl Registry {
         let committed = self
             .inner
             .mark_completions_delivered(Some(owner), &completions);
+        if !committed {
+            self.inner.arm_recommits();
+        }
         self.inner.acked.note(ids);
         let wanted: HashSet<&str> = ids.iter().map(String::as_str).collect();
         let n_dequeued = {

@@ -74,6 +74,7 @@ impl Inner {
         // The receipt is queued before anyone can see the session done, so a
         // `sync_durable` (shutdown's included) after a `wait` always covers it.
         self.finished_durably(s);
+        self.arm_recommits();
         s.done.send_replace(true);
         self.finishes.send_modify(|n| *n += 1);
         self.changed();

@@ -102,19 +102,38 @@ impl Inner {
     }
 
     fn commit_completion_as(&self, event: &Event, replace: bool) -> bool {
+        match self.try_commit_completion(event, replace) {
+            Ok(queue) => queue,
+            Err(()) => {
+                // Published all the same (a live consumer gets it); committed again
+                // later, so a restart does not lose it (issue 27).
+                self.recommit_later(event.clone(), replace);
+                true
+            }
+        }
+    }
+
+    /// Commits a completion (see [`Inner::commit_completion`]); `Err` when the ledger
+    /// could not be written (logged here), for the caller to try again later.
+    /// `Ok(queue)` says whether it is to be queued.
+    pub(in crate::registry) fn try_commit_completion(
+        &self,
+        event: &Event,
+        replace: bool,
+    ) -> Result<bool, ()> {
         let Event::Completion {
             session_id,
             command,
             ..
         } = event
         else {
-            return true;
+            return Ok(true);
         };
         let mut value = match serde_json::to_value(event) {
             Ok(value) => value,
             Err(error) => {
                 tracing::error!(session_id = %session_id, %error, "completion not committed to the ledger: not encodable");
-                return true;
+                return Ok(true);
             }
         };
         if let Some(slot) = value.get_mut("command") {
@@ -123,13 +142,13 @@ impl Inner {
             );
         }
         let Some(record) = completion_record(event, value) else {
-            return true;
+            return Ok(true);
         };
         let slot = match self.durable.ledger.created(&self.home) {
             Ok(slot) => slot,
             Err(error) => {
-                tracing::error!(session_id = %session_id, %error, "completion not committed to the ledger; it is published but will not survive a restart");
-                return true;
+                tracing::error!(session_id = %session_id, %error, "completion not committed to the ledger yet; it is published, and committed again once the ledger can be written");
+                return Err(());
             }
         };
         let ledger = slot.as_ref().expect("the ledger was just opened");
@@ -143,11 +162,11 @@ impl Inner {
                 let queue =
                     new || !matches!(ledger.is_delivered(&record.completion_id), Ok(Some(true)));
                 self.durable.ledger.committed_here(record.completion_id);
-                queue
+                Ok(queue)
             }
             Err(error) => {
-                tracing::error!(session_id = %session_id, %error, "completion not committed to the ledger; it is published but will not survive a restart");
-                true
+                tracing::error!(session_id = %session_id, %error, "completion not committed to the ledger yet; it is published, and committed again once the ledger can be written");
+                Err(())
             }
         }
     }
@@ -277,13 +296,15 @@ impl Inner {
         if completion_ids.is_empty() {
             return true;
         }
+        self.note_delivered_before_commit(completion_ids);
         let mut slot = lock(&self.durable.ledger.slot);
         if slot.is_none() {
             match Ledger::open(&self.home) {
                 Ok(Some(ledger)) => *slot = Some(ledger),
                 Ok(None) => return true,
                 Err(error) => {
-                    tracing::error!(%error, "drained completions not marked delivered; they will be delivered again after a restart");
+                    tracing::error!(%error, "drained completions not marked delivered yet; written again later, and delivered again after a restart until then");
+                    self.recommit_acks_later(completion_ids);
                     return false;
                 }
             }
@@ -292,7 +313,8 @@ impl Inner {
         match ledger.mark_delivered_many(owner, completion_ids) {
             Ok(_) => true,
             Err(error) => {
-                tracing::error!(n_completions = completion_ids.len(), %error, "completions not marked delivered; they will be delivered again after a restart");
+                tracing::error!(n_completions = completion_ids.len(), %error, "completions not marked delivered yet; written again later, and delivered again after a restart until then");
+                self.recommit_acks_later(completion_ids);
                 false
             }
         }
