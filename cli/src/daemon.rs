@@ -84,9 +84,7 @@ async fn run(home: Home, config: Config, detached: bool) -> anyhow::Result<()> {
             .and_then(|mut file| writeln!(file, "{}", std::process::id()))
         {
             Ok(()) => {}
-            Err(error)
-                if matches!(error.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT)) =>
-            {
+            Err(error) if matches!(error.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT)) => {
                 tracing::warn!(path = %pid_path.display(), %error, "the pid file was not written: the disk is full");
             }
             Err(error) => {

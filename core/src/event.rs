@@ -57,6 +57,10 @@ pub enum Event {
         /// (a descendant kept the output open after the direct child exited; B13).
         #[serde(skip_serializing_if = "Vec::is_empty")]
         descendants_alive: Vec<i32>,
+        /// Output bytes the log did not keep (a full disk, or its cap): the output is
+        /// incomplete. Absent when nothing was lost.
+        #[serde(skip_serializing_if = "is_zero")]
+        bytes_not_kept: u64,
     },
     /// Periodic output of a running session (B21).
     Heartbeat {
@@ -237,6 +241,10 @@ pub fn completion_of(event_id: &str) -> Option<&str> {
     event_id.strip_prefix(COMPLETION_ID_PREFIX)
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 /// A stable hash of a text (FNV-1a: the same in every build and process).
 fn content_hash(text: &str) -> u64 {
     text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
@@ -284,6 +292,7 @@ fn render_one(event: &Event) -> String {
             log_path,
             handoff_note,
             descendants_alive,
+            bytes_not_kept,
             ..
         } => {
             let status =
@@ -302,6 +311,13 @@ fn render_one(event: &Event) -> String {
                 let _ = writeln!(
                     text,
                     "...(earlier output cut; the full output is in {})",
+                    log_path.display()
+                );
+            }
+            if *bytes_not_kept > 0 {
+                let _ = writeln!(
+                    text,
+                    "...(output incomplete: {bytes_not_kept} bytes were not kept in {}; the disk was full or the log reached its cap)",
                     log_path.display()
                 );
             }

@@ -214,9 +214,9 @@ fn a_daemon_on_a_full_disk_serves_and_refuses_spawns_naming_the_free_space() {
     env.ok(&["run", "--", "true"]);
 }
 
-/// Output the disk could not keep is flagged on every route that shows it: `wait`
-/// and `poll` carry `bytes_not_kept` (and say so on stderr), `logs` says so on
-/// stderr and in its JSON.
+/// Output the disk could not keep is flagged on every route that shows it: `wait`,
+/// `poll` and the completion carry `bytes_not_kept` (and the CLI says so on
+/// stderr), `logs` says so on stderr and in its JSON.
 #[test]
 fn output_cut_by_a_full_disk_is_flagged_on_wait_logs_and_poll() {
     let Some(disk) = DiskEnv::new() else {
@@ -258,5 +258,9 @@ fn output_cut_by_a_full_disk_is_flagged_on_wait_logs_and_poll() {
     );
     let logs = env.json(&["logs", "--json", &id]);
     assert_eq!(logs["bytes_not_kept"].as_u64(), Some(n), "{logs}");
+    // The completion an agent gets says so too.
+    let got = completions(env, "cut");
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0]["bytes_not_kept"].as_u64(), Some(n), "{got:?}");
     disk.free();
 }

@@ -23,6 +23,7 @@ fn completion(id: &str, code: i32, cut: bool) -> Event {
         finished_at: "2026-01-01T00:00:01Z".to_owned(),
         handoff_note: None,
         descendants_alive: Vec::new(),
+        bytes_not_kept: 0,
     }
 }
 

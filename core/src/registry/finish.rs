@@ -120,6 +120,7 @@ impl Inner {
         Draft {
             exit,
             descendants_alive,
+            bytes_not_kept: s.tail().bytes_not_kept(),
             output,
             output_cut,
             command: self.shown_command(s),
@@ -173,6 +174,7 @@ fn same_completion(a: &Event, b: &Event) -> bool {
 struct Draft {
     exit: Option<ExitInfo>,
     descendants_alive: Vec<i32>,
+    bytes_not_kept: u64,
     output: Shown,
     output_cut: bool,
     command: Shown,
@@ -211,6 +213,7 @@ impl Draft {
             finished_at: text::rfc3339(self.now),
             handoff_note: st.handoff_note.clone(),
             descendants_alive: self.descendants_alive.clone(),
+            bytes_not_kept: self.bytes_not_kept,
         }
     }
 

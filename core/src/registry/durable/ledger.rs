@@ -350,6 +350,8 @@ struct StoredCompletion {
     handoff_note: Option<String>,
     #[serde(default)]
     descendants_alive: Vec<i32>,
+    #[serde(default)]
+    bytes_not_kept: u64,
 }
 
 /// Rebuilds a completion event from its ledger JSON; `None` when it is not one.
@@ -379,5 +381,6 @@ pub(in crate::registry) fn event_from_ledger(value: &serde_json::Value) -> Optio
         finished_at: stored.finished_at,
         handoff_note: stored.handoff_note,
         descendants_alive: stored.descendants_alive,
+        bytes_not_kept: stored.bytes_not_kept,
     })
 }
