@@ -1,3 +1,5 @@
+//! The daemon log's rotation and its ring of failed writes.
+
 use super::*;
 
 fn file_log(dir: &Path, max_bytes: u64, generations: usize) -> (DaemonLog, PathBuf) {

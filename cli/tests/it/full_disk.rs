@@ -218,7 +218,7 @@ fn a_daemon_on_a_full_disk_serves_and_refuses_spawns_naming_the_free_space() {
 /// `poll` and the completion carry `bytes_not_kept` (and the CLI says so on
 /// stderr), `logs` says so on stderr and in its JSON.
 #[test]
-fn output_cut_by_a_full_disk_is_flagged_on_wait_logs_and_poll() {
+fn b5_output_cut_by_a_full_disk_is_flagged_on_wait_logs_and_poll() {
     let Some(disk) = DiskEnv::new() else {
         return;
     };
