@@ -409,18 +409,25 @@ fn spawn_daemon(home: &Home) -> anyhow::Result<std::process::Child> {
     if let Some(dir) = logs.parent() {
         home.ensure_dir(dir)?;
     }
-    let log = crate::config::open_private(&logs, crate::config::Private::Append)
-        .with_context(|| format!("failed to open the daemon log {}", logs.display()))?;
-    let log_err = log
-        .try_clone()
-        .context("failed to duplicate the daemon log handle")?;
+    // The daemon opens (and rotates) its log itself once detached; its stdio goes
+    // there first, for what it prints before. A log that cannot be opened (a full
+    // disk) does not keep the daemon from starting.
+    let (out, err) = match crate::config::open_private(&logs, crate::config::Private::Append)
+        .and_then(|log| Ok((log.try_clone()?, log)))
+    {
+        Ok((out, err)) => (out.into(), err.into()),
+        Err(error) => {
+            tracing::warn!(path = %logs.display(), %error, "the daemon log cannot be opened; starting the daemon without it");
+            (std::process::Stdio::null(), std::process::Stdio::null())
+        }
+    };
     crate::auxiliary::command(exe)
         .args(["serve", "--detached"])
         .env("HERD_HOME", home.root())
         .current_dir(home.root())
         .stdin(std::process::Stdio::null())
-        .stdout(log)
-        .stderr(log_err)
+        .stdout(out)
+        .stderr(err)
         .spawn()
         .context("failed to execute herd serve")
 }

@@ -136,3 +136,17 @@ fn limit_text(seconds: u64) -> String {
 
 #[cfg(test)]
 mod tests;
+
+/// For a person: a line on stderr when an answer's output is incomplete because
+/// the log did not keep every byte (a full disk, or `log_cap_bytes`).
+pub(crate) fn warn_not_kept(answer: &serde_json::Value) {
+    let n = answer["bytes_not_kept"].as_u64().unwrap_or(0);
+    if n == 0 {
+        return;
+    }
+    let log = answer["log_path"].as_str().unwrap_or("its log");
+    crate::output::err_line(&format!(
+        "herd: output incomplete: {n} bytes of it were not kept in {} (the disk was full or the log reached log_cap_bytes)",
+        crate::output::visible(log)
+    ));
+}

@@ -57,6 +57,8 @@ pub(crate) fn serve(home: &Home, detached: bool) -> anyhow::Result<()> {
         // detaches us from its terminal and process group. We are not a group
         // leader (the client did not make us one), so setsid cannot fail with EPERM.
         nix::unistd::setsid().context("failed to detach the daemon into its own session")?;
+        // From here the log is written (and rotated) by the daemon itself.
+        crate::daemon_log::global().to_file(&home.daemon_log_path(), true);
     }
     let config = Config::load(home)?;
     raise_descriptor_limit();
@@ -83,9 +85,22 @@ async fn run(home: Home, config: Config, detached: bool) -> anyhow::Result<()> {
     let pid_path = run_dir.join("herd.pid");
     {
         use std::io::Write;
-        open_private(&pid_path, Private::Truncate)
+        // Only informative (the lock is what keeps one daemon per home): a full disk
+        // must not keep the daemon from serving. Anything else (a planted link among
+        // them) still stops it.
+        match open_private(&pid_path, Private::Truncate)
             .and_then(|mut file| writeln!(file, "{}", std::process::id()))
-            .with_context(|| format!("failed to write the pid file {}", pid_path.display()))?;
+        {
+            Ok(()) => {}
+            Err(error) if matches!(error.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT)) => {
+                tracing::warn!(path = %pid_path.display(), %error, "the pid file was not written: the disk is full");
+            }
+            Err(error) => {
+                return Err(error).with_context(|| {
+                    format!("failed to write the pid file {}", pid_path.display())
+                });
+            }
+        }
     }
     let stop = Arc::new(Notify::new());
     let state = Arc::new(start_state(&home, &config, Arc::clone(&stop)).await?);

@@ -166,6 +166,7 @@ async fn check_daemon(
                 ),
             );
             restore_lines(&status["restore"], push);
+            log_lines(&status["log"], push);
             match status["supervisor"].as_str() {
                 Some("shim") => push(
                     "ok",
@@ -238,6 +239,44 @@ fn check_plugins(home: &Home, config: &Config, push: &mut impl FnMut(&'static st
                 report.name
             ),
         );
+    }
+}
+
+/// Doctor lines for the daemon's own log: where it is, and writes that failed (a
+/// full disk), with the newest lines it could not write.
+fn log_lines(log: &serde_json::Value, push: &mut impl FnMut(&'static str, String)) {
+    if log.is_null() {
+        return;
+    }
+    let n_failed = log["failed_writes"].as_u64().unwrap_or(0);
+    let path = log["path"].as_str().unwrap_or("stderr");
+    if n_failed == 0 {
+        push(
+            "ok",
+            format!(
+                "daemon log {path} (rotated at {} MiB, {} files)",
+                log["max_bytes"].as_u64().unwrap_or(0) / (1024 * 1024),
+                log["generations"]
+            ),
+        );
+        return;
+    }
+    push(
+        "warn",
+        format!(
+            "{n_failed} daemon log write(s) failed, the last: {}; free space where {path} is",
+            log["last_error"].as_str().unwrap_or("unknown")
+        ),
+    );
+    for line in log["recent_failed_lines"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .rev()
+        .take(10)
+        .filter_map(serde_json::Value::as_str)
+    {
+        push("warn", format!("  not written: {}", output::visible(line)));
     }
 }
 

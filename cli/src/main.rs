@@ -14,6 +14,7 @@ mod commands;
 mod complete;
 mod config;
 mod daemon;
+mod daemon_log;
 mod doctor;
 mod exit;
 mod guard;
@@ -96,11 +97,24 @@ fn init_tracing(daemon: bool) {
     let default = if daemon { "info" } else { "warn" };
     let filter = tracing_subscriber::EnvFilter::try_from_env("HERD_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    if daemon {
+        // The daemon's writer never fails and never panics (a full disk), and
+        // rotates daemon.log once `serve` knows the home (`daemon_log.rs`).
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(daemon_log::Writer)
+            .with_ansi(false)
+            .with_target(true)
+            .log_internal_errors(false)
+            .try_init();
+        return;
+    }
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .with_ansi(!daemon && std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_target(daemon)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_target(false)
+        .log_internal_errors(false)
         .try_init();
 }
 

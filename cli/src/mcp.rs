@@ -233,7 +233,10 @@ impl Server {
     /// answer carries that exit): their rendering, and the lease to acknowledge once
     /// the result is written (`None` from a daemon without leases, whose drain is
     /// delivered at once).
-    async fn notices(&self, answered: Option<&str>) -> Option<(String, Option<delivery::Lease>)> {
+    async fn notices(
+        &self,
+        answered: Option<&str>,
+    ) -> Option<(String, Vec<String>, Option<delivery::Lease>)> {
         let mut client = Client::connect(&self.home).await.ok()?;
         let leased = client.hello.serves("drain.lease");
         let mut params = json!({"owner": self.owner.as_str()});
@@ -243,10 +246,20 @@ impl Server {
         }
         let drained = client.call("drain", params).await.ok()?;
         let rendered = drained["rendered"].as_str().filter(|r| !r.is_empty())?;
-        let lease = drained["lease"]
-            .as_u64()
-            .map(|number| delivery::Lease { client, number });
-        Some((rendered.to_owned(), lease))
+        let ids: Vec<String> = drained["events"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e["event_id"].as_str().map(str::to_owned))
+            .collect();
+        let lease = drained["lease"].as_u64().map(|number| delivery::Lease {
+            client,
+            number,
+            owner: self.owner.as_str().to_owned(),
+            ids: ids.clone(),
+            home: self.home.clone(),
+        });
+        Some((rendered.to_owned(), ids, lease))
     }
 
     /// Whether a notice log message is wanted: by the request's own level on the
@@ -295,14 +308,16 @@ impl Server {
     async fn result(&self, answer: Answer, context: &RequestContext<RoleServer>) -> CallToolResult {
         let value = without_nulls(answer.value);
         let mut content = vec![ContentBlock::text(value.to_string())];
+        let mut event_ids: Vec<String> = Vec::new();
         self.pending.sweep();
         // A cancelled request's result is never written: leave its notices queued
         // (a lease taken as the cancellation landed is dropped, which returns them).
         if !context.ct.is_cancelled()
-            && let Some((rendered, lease)) = self.notices(answer.answered.as_deref()).await
+            && let Some((rendered, ids, lease)) = self.notices(answer.answered.as_deref()).await
             && !context.ct.is_cancelled()
         {
             content.push(ContentBlock::text(rendered.clone()));
+            event_ids = ids;
             self.log_notices(&rendered, context).await;
             if let Some(lease) = lease {
                 self.pending.hold(context.id.clone(), lease);
@@ -316,7 +331,13 @@ impl Server {
         // Every result, errors too, is also structured (clients check only the
         // non-error ones against the output schema).
         result.structured_content = Some(value);
-        result.meta = Some(self.meta());
+        let mut meta = self.meta();
+        if !event_ids.is_empty() {
+            // The ids of the notices attached: a client that sees one twice (it
+            // crashed before the acknowledgement) can tell.
+            meta.insert("herd/event_ids".to_owned(), json!(event_ids));
+        }
+        result.meta = Some(meta);
         result
     }
 }

@@ -66,6 +66,9 @@ pub(crate) const SHUTTING_DOWN: i64 = -32019;
 /// message says since when and the door's last words, `data.host` names it
 /// (capability `hosts`; the CLI exits 3).
 pub(crate) const HOST_UNREACHABLE: i64 = -32020;
+/// The disk holding the home is full: the spawn started nothing (the message
+/// names the free space and the path). The CLI exits 1.
+pub(crate) const DISK_FULL: i64 = -32021;
 
 /// A request line.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -264,6 +264,10 @@ pub struct WaitAnswer {
     /// The time limit in seconds, when one was set.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub time_limit_seconds: Option<u64>,
+    /// Output bytes the log did not keep (a full disk, or `log_cap_bytes`): the
+    /// output shown is incomplete. Absent when nothing was lost.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub bytes_not_kept: u64,
 }
 
 /// The answer to write, submit or close.

@@ -65,6 +65,18 @@ pub enum SpawnError {
     /// [`crate::DispatchError::is_infrastructure`]: a host refusal is not the job's fault.
     #[error(transparent)]
     Dispatch(#[from] crate::DispatchError),
+    /// The disk holding the home's logs is full: nothing was started.
+    #[error(
+        "not starting the job: the disk holding {path} has {free} free, under the {needed} herd needs to record a job and keep its log; free space there and retry (list, poll, wait, logs, kill and shutdown still work)"
+    )]
+    DiskFull {
+        /// The directory whose file system is full.
+        path: PathBuf,
+        /// The free space, for a person (`12.0 KiB`).
+        free: String,
+        /// What a spawn needs, for a person.
+        needed: String,
+    },
     /// The registry is shutting down or detaching: no new job starts.
     #[error("herd is shutting down; no new job starts (retry once a new daemon runs)")]
     ShuttingDown,

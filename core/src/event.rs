@@ -61,6 +61,10 @@ pub enum Event {
         /// the session: `herd kill` ends them (issue 36).
         #[serde(skip_serializing_if = "Vec::is_empty")]
         leftovers: Vec<herd_persistence::Leftover>,
+        /// Output bytes the log did not keep (a full disk, or its cap): the output is
+        /// incomplete. Absent when nothing was lost.
+        #[serde(skip_serializing_if = "is_zero")]
+        bytes_not_kept: u64,
     },
     /// Periodic output of a running session (B21).
     Heartbeat {
@@ -165,6 +169,59 @@ impl Event {
         }
     }
 
+    /// The event's stable id: the same event delivered twice (a lease given back, a
+    /// completion replayed from the ledger after a restart, a far host's event) carries
+    /// the same id, and a consumer acknowledges by it (`events.ack`). A completion's is
+    /// `completion:<session id>` (one per session, B9; the ledger keys it by the session
+    /// id); a heartbeat's names its beat and age, a watch event its time; the
+    /// session-less notices (breaker, fold) are named by what they say.
+    pub fn event_id(&self) -> String {
+        match self {
+            Event::Completion { session_id, .. } => format!("{COMPLETION_ID_PREFIX}{session_id}"),
+            Event::Heartbeat {
+                session_id,
+                seq,
+                elapsed,
+                ..
+            } => format!("heartbeat:{session_id}:{seq}:{elapsed}"),
+            Event::WatchMatch {
+                session_id,
+                matched_at,
+                suppressed,
+                ..
+            } => format!("watch_match:{session_id}:{matched_at}:{suppressed}"),
+            Event::WatchDisabled { session_id, .. } => format!("watch_disabled:{session_id}"),
+            Event::WatchOverflowTripped { message } => {
+                format!("watch_overflow_tripped:{:016x}", content_hash(message))
+            }
+            Event::WatchOverflowReleased {
+                suppressed,
+                message,
+            } => format!(
+                "watch_overflow_released:{suppressed}:{:016x}",
+                content_hash(message)
+            ),
+            Event::QueueFolded {
+                heartbeats,
+                watch_events,
+                completions,
+                ..
+            } => format!("queue_folded:{heartbeats}:{watch_events}:{completions}"),
+        }
+    }
+
+    /// The event as the wire carries it: its fields, `type`, and `event_id`.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut value = serde_json::to_value(self).unwrap_or(serde_json::Value::Null);
+        if let Some(map) = value.as_object_mut() {
+            map.insert(
+                "event_id".to_owned(),
+                serde_json::Value::String(self.event_id()),
+            );
+        }
+        value
+    }
+
     /// The session the event is about, if any.
     pub fn session_id(&self) -> Option<&SessionId> {
         match self {
@@ -177,6 +234,26 @@ impl Event {
             | Event::QueueFolded { .. } => None,
         }
     }
+}
+
+/// What starts a completion's [`Event::event_id`]; the rest is the ledger's
+/// completion id (the session id).
+pub const COMPLETION_ID_PREFIX: &str = "completion:";
+
+/// The ledger's completion id an event id names; `None` for any other event's id.
+pub fn completion_of(event_id: &str) -> Option<&str> {
+    event_id.strip_prefix(COMPLETION_ID_PREFIX)
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// A stable hash of a text (FNV-1a: the same in every build and process).
+fn content_hash(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// Renders events as the text an agent reads. Consecutive completions form one batch;
@@ -220,6 +297,7 @@ fn render_one(event: &Event) -> String {
             handoff_note,
             descendants_alive,
             leftovers,
+            bytes_not_kept,
             ..
         } => {
             let status =
@@ -238,6 +316,13 @@ fn render_one(event: &Event) -> String {
                 let _ = writeln!(
                     text,
                     "...(earlier output cut; the full output is in {})",
+                    log_path.display()
+                );
+            }
+            if *bytes_not_kept > 0 {
+                let _ = writeln!(
+                    text,
+                    "...(output incomplete: {bytes_not_kept} bytes were not kept in {}; the disk was full or the log reached its cap)",
                     log_path.display()
                 );
             }

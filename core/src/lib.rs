@@ -131,7 +131,7 @@ pub use dispatch::{
     is_in_scope, memory_max, systemd_unit, unit_lacks_delegate, wait_for_scope_ack,
 };
 pub use error::{Error, LookupError, RestartError, SpawnError};
-pub use event::{Event, render_events};
+pub use event::{COMPLETION_ID_PREFIX, Event, completion_of, render_events};
 pub use foreground::{Adoption, FOREGROUND_OUTPUT_CHARS, ForegroundAnswer, ForegroundStatus};
 pub use herd_persistence::Home;
 pub use id::SessionId;
@@ -140,10 +140,12 @@ pub use kill::bench_support;
 #[doc(hidden)]
 pub use registry::notify_bench_support;
 pub use registry::{
+    Acknowledgement, Drained, External, FollowRead, LogFollower, Registry, RestoreReport,
+};
+pub use registry::{
     AgentIdentity, ChildTeardown, HandedOff, HandoffAnswer, HandoffError, MAX_HANDOFFS_PER_CHILD,
     OrphanKill, UnreadCompletion,
 };
-pub use registry::{Drained, External, FollowRead, LogFollower, Registry, RestoreReport};
 pub use spawn::utf8_environment;
 pub use sys::limits::Limits;
 pub use text::rfc3339;

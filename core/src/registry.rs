@@ -50,13 +50,14 @@ mod killing;
 mod lifecycle;
 mod notify;
 mod query;
+mod recommit;
 mod spawning;
 mod stdin;
 mod table;
 mod view;
 pub use external::External;
 mod logs;
-pub use delivery::Drained;
+pub use delivery::{Acknowledgement, Drained};
 pub use logs::{FollowRead, LogFollower};
 mod reclaim;
 mod restore;
@@ -117,6 +118,10 @@ pub(crate) struct Inner {
     launcher: Option<crate::shim::link::Launcher>,
     /// Set when shutdown or detach begins: spawns are refused from then on.
     closing: std::sync::atomic::AtomicBool,
+    /// Event ids acknowledged by id lately, which a dropped lease does not requeue.
+    acked: delivery::Acknowledged,
+    /// Completions whose ledger commit failed, committed again later.
+    recommits: recommit::Recommits,
 }
 
 impl Registry {
@@ -154,6 +159,8 @@ impl Registry {
                 detach: CancellationToken::new(),
                 launcher,
                 closing: std::sync::atomic::AtomicBool::new(false),
+                acked: delivery::Acknowledged::default(),
+                recommits: recommit::Recommits::default(),
             }),
         })
     }
@@ -247,6 +254,7 @@ impl Registry {
             .await
             .len();
         self.inner.detach.cancel();
+        self.commit_pending_completions().await;
         if let Err(error) = self.inner.sync_durable().await {
             tracing::warn!(%error, "checkpoint not written at detach");
         }
@@ -278,10 +286,31 @@ impl Registry {
             }
             n += more;
         }
+        self.commit_pending_completions().await;
         if let Err(error) = self.inner.sync_durable().await {
             tracing::warn!(%error, "checkpoint not written at shutdown");
         }
         tracing::info!(n_killed = n, "registry shut down");
+    }
+}
+
+impl Registry {
+    /// Tries once more to commit the completions whose commit failed (issue 27), on
+    /// the blocking pool; what still fails is logged.
+    async fn commit_pending_completions(&self) {
+        if self.inner.recommits.n_pending() == 0 {
+            return;
+        }
+        let inner = Arc::clone(&self.inner);
+        let n_left = tokio::task::spawn_blocking(move || inner.flush_recommits())
+            .await
+            .unwrap_or(0);
+        if n_left > 0 {
+            tracing::error!(
+                n_left,
+                "completions still not committed to the ledger; a restart finds them only in their supervisors' exit records"
+            );
+        }
     }
 }
 

@@ -309,6 +309,43 @@ impl Ledger {
         }
     }
 
+    /// Marks every completion of `completion_ids` delivered in one transaction
+    /// (one commit, one fsync, whatever the count): a consumer that acknowledges N
+    /// events pays for one write. Ids the ledger does not hold (never committed,
+    /// pruned) and ones already delivered are skipped. Returns how many this call
+    /// delivered. With `owner`, only that owner's completions are marked (a consumer
+    /// acknowledges its own).
+    ///
+    /// # Errors
+    /// [`Error::LedgerQuery`] when the write fails; then none of them is marked.
+    pub fn mark_delivered_many(
+        &self,
+        owner: Option<&str>,
+        completion_ids: &[&str],
+    ) -> Result<usize, Error> {
+        if completion_ids.is_empty() {
+            return Ok(0);
+        }
+        let run = || -> rusqlite::Result<usize> {
+            let tx = self.conn.unchecked_transaction()?;
+            let mut n = 0;
+            {
+                let mut stmt = tx.prepare_cached(
+                    "UPDATE completions SET delivered_at = ?2
+                     WHERE completion_id = ?1 AND delivered_at IS NULL
+                       AND (?3 IS NULL OR owner_task_id = ?3)",
+                )?;
+                let now = unix_now();
+                for id in completion_ids {
+                    n += stmt.execute(params![id, now, owner])?;
+                }
+            }
+            tx.commit()?;
+            Ok(n)
+        };
+        run().map_err(|e| self.query_error("mark completions delivered", e))
+    }
+
     /// Whether a completion was delivered; `None` when the ledger does not
     /// hold it (never committed, or delivered long ago and pruned).
     ///

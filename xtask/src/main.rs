@@ -197,6 +197,14 @@ const SOAK: &[SoakItem] = &[
         repeats: 1,
     },
     SoakItem {
+        what: "100 daemon SIGKILLs 0-30 ms into `herd events` runs: every completion printed exactly once",
+        package: "herd-cli",
+        target: &["--test", "it"],
+        filter: "exactly_once::b29_every_completion_is_printed_once_across_daemon_sigkills_during_events",
+        env: &[("HERD_SOAK_EVENT_KILLS", "100")],
+        repeats: 1,
+    },
+    SoakItem {
         what: "children started during the grace window leave no survivors (B15), 50 times",
         package: "herd-core",
         target: &["--lib"],

@@ -2,6 +2,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::io::IsTerminal;
+use std::time::Duration;
 
 use herd_persistence::Home;
 use serde_json::{Value, json};
@@ -33,17 +34,26 @@ pub(crate) async fn events(home: &Home, args: EventsArgs) -> anyhow::Result<()> 
         let answer = client
             .request("drain", json!({"owner": owner, "lease": leased}))
             .await?;
-        for event in answer["events"].as_array().into_iter().flatten() {
+        let events = answer["events"].as_array().cloned().unwrap_or_default();
+        for event in &events {
             let name = names.of(event).await;
             print_event(event, name.as_deref(), &style)?;
         }
-        if let Some(lease) = answer["lease"].as_u64() {
-            let settle = if args.peek {
-                "drain.release"
-            } else {
-                "drain.ack"
-            };
-            client.request(settle, json!({"lease": lease})).await?;
+        let Some(lease) = answer["lease"].as_u64() else {
+            return Ok(());
+        };
+        if args.peek {
+            client
+                .request("drain.release", json!({"lease": lease}))
+                .await?;
+        } else if client.hello.serves("events.ack") {
+            let ids: Vec<&str> = events
+                .iter()
+                .filter_map(|e| e["event_id"].as_str())
+                .collect();
+            acknowledge(home, client, &owner, &ids).await?;
+        } else {
+            client.request("drain.ack", json!({"lease": lease})).await?;
         }
         return Ok(());
     }
@@ -69,6 +79,75 @@ pub(crate) async fn events(home: &Home, args: EventsArgs) -> anyhow::Result<()> 
             return Err(crate::client::rpc_failure(error));
         }
     }
+}
+
+/// How long `herd events` keeps trying to acknowledge what it printed when its
+/// daemon went away meanwhile (a new one is started, as for any command).
+const ACK_DEADLINE: Duration = Duration::from_secs(30);
+
+/// Acknowledges the printed events by id. When the daemon died between the print
+/// and the acknowledgement, the next daemon (started if none runs) takes it: the
+/// completions it would replay from the ledger are marked delivered there, so a
+/// printed completion is never printed again by a later `herd events`.
+async fn acknowledge(home: &Home, client: Client, owner: &str, ids: &[&str]) -> anyhow::Result<()> {
+    let params = json!({"owner": owner, "ids": ids});
+    let deadline = tokio::time::Instant::now() + ACK_DEADLINE;
+    let mut client = Some(client);
+    let mut last: Option<anyhow::Error> = None;
+    loop {
+        if tokio::time::Instant::now() >= deadline {
+            let why = last.map_or_else(String::new, |e| format!(": {e:#}"));
+            return Err(Failure::new(
+                Code::Unreachable,
+                format!(
+                    "printed {} events but could not acknowledge them within {}s{why}; \
+                     the next `herd events` may print the completions among them again \
+                     (each line carries its `event_id`)",
+                    ids.len(),
+                    ACK_DEADLINE.as_secs()
+                ),
+            )
+            .into());
+        }
+        let mut current = match client.take() {
+            Some(c) => c,
+            None => match tokio::time::timeout_at(deadline, Client::connect(home)).await {
+                Ok(Ok(c)) => c,
+                Ok(Err(err)) => {
+                    last = Some(err);
+                    retry_pause().await;
+                    continue;
+                }
+                Err(_) => continue,
+            },
+        };
+        if !current.hello.serves("events.ack") {
+            return Err(Failure::new(
+                Code::Unreachable,
+                "printed events, but the daemon now running cannot acknowledge them by id \
+                 (it predates events.ack); the next `herd events` may print them again",
+            )
+            .into());
+        }
+        match tokio::time::timeout_at(deadline, current.call("events.ack", params.clone())).await {
+            Ok(Ok(_)) => return Ok(()),
+            Ok(Err(CallError::Io(err))) => {
+                tracing::debug!(%err, "the daemon went away before the acknowledgement; reconnecting");
+                last = Some(err.into());
+            }
+            Ok(Err(CallError::Rpc(err))) => return Err(crate::client::rpc_failure(err)),
+            Err(_) => {}
+        }
+    }
+}
+
+/// The pause between two tries to reach a daemon for an acknowledgement.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a back-off between reconnects, not a synchronisation"
+)]
+async fn retry_pause() {
+    tokio::time::sleep(Duration::from_millis(50)).await;
 }
 
 /// How `herd events` prints: JSON lines, or one line for a person, in colour or not.

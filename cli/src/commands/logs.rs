@@ -2,7 +2,7 @@
 //! last lines of a log, where following starts.
 
 use herd_persistence::Home;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::follow;
 use crate::args::LogsArgs;
@@ -94,10 +94,30 @@ pub(crate) async fn logs(home: &Home, args: LogsArgs) -> anyhow::Result<()> {
             }
         }
     }
+    let poll = kept_of(home, &id).await;
     if args.json {
-        output::json_pretty(&json!({"session_id": id, "output": whole, "next_byte": from_byte}))?;
+        let mut answer = json!({"session_id": id, "output": whole, "next_byte": from_byte});
+        if let Some(n) = poll["bytes_not_kept"].as_u64().filter(|n| *n > 0) {
+            answer["bytes_not_kept"] = json!(n);
+        }
+        output::json_pretty(&answer)?;
+    } else {
+        super::warn_not_kept(&poll);
     }
     Ok(())
+}
+
+/// The session's poll answer, for whether the log kept every byte (a full disk, or
+/// its cap): asked on a fresh connection, since a dump stream uses its connection
+/// up; null when it cannot be asked.
+async fn kept_of(home: &Home, id: &str) -> Value {
+    match Client::connect(home).await {
+        Ok(mut c) => c
+            .request("poll", json!({"id": id}))
+            .await
+            .unwrap_or_default(),
+        Err(_) => Value::Null,
+    }
 }
 
 /// A first chunk this long means a long log: the rest is asked for as a

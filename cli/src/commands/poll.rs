@@ -47,6 +47,7 @@ pub(crate) async fn poll(home: &Home, args: IdArgs) -> anyhow::Result<()> {
         output::line("output:")?;
         output::line(&output::visible_lines(preview.trim_end()))?;
     }
+    super::warn_not_kept(&answer);
     Ok(())
 }
 

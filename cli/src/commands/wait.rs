@@ -61,6 +61,7 @@ pub(crate) async fn wait(home: &Home, args: WaitArgs) -> anyhow::Result<()> {
                 output::raw("\n")?;
             }
         }
+        super::warn_not_kept(&answer);
     }
     if succeeded {
         Ok(())

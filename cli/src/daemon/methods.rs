@@ -229,7 +229,7 @@ impl State {
                 METHOD_NOT_FOUND,
                 format!(
                     "unknown method `{other}`; the daemon serves: spawn, list, lookup, poll, log, \
-                     log_chunk, wait, kill, restart, write, submit, close, resize, drain, drain.ack, drain.release, adopt, clean, \
+                     log_chunk, wait, kill, restart, write, submit, close, resize, drain, drain.ack, drain.release, events.ack, adopt, clean, \
                      handoff, status, scope, shutdown, events.follow, logs.follow, logs.dump, sessions.follow, hosts"
                 ),
             )),

@@ -32,6 +32,12 @@ const LEASE_TTL: Duration = Duration::from_secs(60);
 pub(super) struct Lease {
     pub(super) client: Client,
     pub(super) number: u64,
+    /// The owner and the `event_id`s of the leased notices: acknowledged by id
+    /// (capability `events.ack`), so a daemon that died after the result went out
+    /// is replaced and the next one takes the acknowledgement.
+    pub(super) owner: String,
+    pub(super) ids: Vec<String>,
+    pub(super) home: std::sync::Arc<herd_persistence::Home>,
 }
 
 #[derive(Debug)]
@@ -82,13 +88,46 @@ impl Pending {
             tracing::warn!("a tool result was not written; its notices go back to the queue");
             return;
         }
-        let Lease { mut client, number } = held.lease;
-        tokio::spawn(async move {
-            if let Err(err) = client.call("drain.ack", json!({"lease": number})).await {
-                // The connection closes with the lease: the notices come again.
-                tracing::warn!(error = %err.into_anyhow(), "notices not acknowledged; they will be delivered again");
-            }
-        });
+        let lease = held.lease;
+        tokio::spawn(acknowledge(lease));
+    }
+}
+
+/// Acknowledges a written lease: by id where the daemon can (on the next daemon,
+/// started if none runs, when this one died since the drain), else by lease number.
+async fn acknowledge(lease: Lease) {
+    let Lease {
+        mut client,
+        number,
+        owner,
+        ids,
+        home,
+    } = lease;
+    if !client.hello.serves("events.ack") {
+        if let Err(err) = client.call("drain.ack", json!({"lease": number})).await {
+            // The connection closes with the lease: the notices come again.
+            tracing::warn!(error = %err.into_anyhow(), "notices not acknowledged; they will be delivered again");
+        }
+        return;
+    }
+    let params = json!({"owner": owner, "ids": ids});
+    let first = client.call("events.ack", params.clone()).await;
+    let Err(crate::client::CallError::Io(_)) = first else {
+        if let Err(err) = first {
+            tracing::warn!(error = %err.into_anyhow(), "notices not acknowledged; they will be delivered again");
+        }
+        return;
+    };
+    // The daemon went away after the drain: the next one takes the acknowledgement.
+    let retried = match Client::connect(&home).await {
+        Ok(mut next) => next
+            .call("events.ack", params)
+            .await
+            .map_err(crate::client::CallError::into_anyhow),
+        Err(err) => Err(err),
+    };
+    if let Err(err) = retried {
+        tracing::warn!(error = %err, "notices not acknowledged; they will be delivered again");
     }
 }
 

@@ -83,7 +83,7 @@ impl Server {
             ));
         }
         let text = match self.notices(None).await {
-            Some((rendered, lease)) => {
+            Some((rendered, _ids, lease)) => {
                 if let Some(lease) = lease {
                     self.pending.hold(context.id.clone(), lease);
                 }

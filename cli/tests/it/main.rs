@@ -8,6 +8,8 @@ mod clients;
 mod contain;
 mod daemon;
 mod dispatch;
+mod exactly_once;
+mod full_disk;
 mod guard;
 mod home_path;
 mod hosts;

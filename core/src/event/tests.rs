@@ -24,6 +24,7 @@ fn completion(id: &str, code: i32, cut: bool) -> Event {
         handoff_note: None,
         descendants_alive: Vec::new(),
         leftovers: Vec::new(),
+        bytes_not_kept: 0,
     }
 }
 

@@ -9,7 +9,8 @@
 //! lost therefore gets the events again, and a crash of the whole host leaves them
 //! undelivered in the ledger, replayed after the restart.
 
-use std::sync::Arc;
+use std::collections::{HashSet, VecDeque};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use crate::event::Event;
@@ -47,11 +48,21 @@ impl Drained {
         taken
     }
 
+    /// Takes out of the lease, without marking anything, the events `acknowledged`
+    /// picks: ones the caller acknowledges by id ([`Registry::acknowledge_ids`]) in
+    /// one batch with others. Returns how many.
+    pub fn settle_where(&mut self, acknowledged: impl Fn(&Event) -> bool) -> usize {
+        let before = self.events.len();
+        self.events.retain(|e| !acknowledged(e));
+        before - self.events.len()
+    }
+
     /// The consumer has them: completions are marked delivered in the ledger and the
     /// events are gone from the queue for good. Returns them.
     pub fn acknowledge(mut self) -> Vec<Event> {
         let events = std::mem::take(&mut self.events);
         self.inner.mark_delivered(&events);
+        self.inner.arm_recommits();
         events
     }
 }
@@ -60,6 +71,11 @@ impl Drop for Drained {
     /// Unacknowledged: back to the front of the owner's queue, before anything
     /// queued since, so the order of delivery stays the order of events.
     fn drop(&mut self) {
+        // An event acknowledged by id meanwhile (a consumer that reconnected) stays
+        // delivered.
+        let mut events = std::mem::take(&mut self.events);
+        self.inner.acked.retain_unacknowledged(&mut events);
+        self.events = events;
         if self.events.is_empty() {
             return;
         }
@@ -74,7 +90,100 @@ impl Drop for Drained {
     }
 }
 
+/// The ids of events acknowledged by id recently (the newest [`KEPT_ACKS`]), so a
+/// lease dropped after its events were acknowledged elsewhere (the consumer's
+/// connection closed, it reconnected and acknowledged by id) does not queue them again.
+#[derive(Debug, Default)]
+pub(crate) struct Acknowledged {
+    ids: Mutex<(HashSet<String>, VecDeque<String>)>,
+}
+
+/// How many acknowledged ids [`Acknowledged`] remembers.
+const KEPT_ACKS: usize = 4_096;
+
+impl Acknowledged {
+    fn note(&self, ids: &[String]) {
+        let mut guard = self.ids.lock().unwrap_or_else(PoisonError::into_inner);
+        let (set, order) = &mut *guard;
+        for id in ids {
+            if set.insert(id.clone()) {
+                order.push_back(id.clone());
+            }
+        }
+        while order.len() > KEPT_ACKS {
+            if let Some(old) = order.pop_front() {
+                set.remove(&old);
+            }
+        }
+    }
+
+    fn retain_unacknowledged(&self, events: &mut Vec<Event>) {
+        let guard = self.ids.lock().unwrap_or_else(PoisonError::into_inner);
+        if !guard.0.is_empty() {
+            events.retain(|e| !guard.0.contains(&e.event_id()));
+        }
+    }
+}
+
+/// What [`Registry::acknowledge_ids`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Acknowledgement {
+    /// Events taken out of the owner's queue (replayed or given back meanwhile).
+    pub n_dequeued: usize,
+    /// Completion ids among the ids (each marked delivered in the ledger).
+    pub n_completions: usize,
+    /// Whether the ledger took the write; `false` leaves the completions
+    /// undelivered there until a retry writes the mark (a restart before it would
+    /// replay them).
+    pub committed: bool,
+}
+
 impl Registry {
+    /// Acknowledges events by their ids ([`Event::event_id`]) for `owner`: the
+    /// consumer has handed them on. Completions among them are marked delivered in
+    /// the ledger in one transaction, whichever process committed them (an earlier
+    /// daemon's lease that died with it included); the events are taken out of the
+    /// owner's queue, where a replay or a dropped lease may have put them back; and a
+    /// lease still holding them does not give them back. Ids of events this registry
+    /// never saw are acknowledged all the same (they are idempotent). Does file IO:
+    /// call it off the async runtime.
+    pub fn acknowledge_ids(&self, owner: &str, ids: &[String]) -> Acknowledgement {
+        // Whatever an earlier process left undelivered is queued first, so that the
+        // removal below sees it and no later replay brings it back.
+        self.inner.replay_once();
+        let completions: Vec<&str> = ids
+            .iter()
+            .filter_map(|id| crate::completion_of(id))
+            .collect();
+        let committed = self
+            .inner
+            .mark_completions_delivered(Some(owner), &completions);
+        if !committed {
+            self.inner.arm_recommits();
+        }
+        self.inner.acked.note(ids);
+        let wanted: HashSet<&str> = ids.iter().map(String::as_str).collect();
+        let n_dequeued = {
+            let mut tables = self.inner.lock();
+            let queued = tables.drop_queue(owner);
+            let before = queued.len();
+            let kept: Vec<Event> = queued
+                .into_iter()
+                .filter(|e| !wanted.contains(e.event_id().as_str()))
+                .collect();
+            let n = before - kept.len();
+            if !kept.is_empty() {
+                tables.requeue_front(owner.to_owned(), kept);
+            }
+            n
+        };
+        Acknowledgement {
+            n_dequeued,
+            n_completions: completions.len(),
+            committed,
+        }
+    }
+
     /// Takes the events queued for `owner` as a lease: they are delivered once the
     /// lease is acknowledged, and queued again if it is dropped (see the module
     /// docs). [`Registry::drain`] is `take` acknowledged at once.

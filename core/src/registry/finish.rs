@@ -74,6 +74,7 @@ impl Inner {
         // The receipt is queued before anyone can see the session done, so a
         // `sync_durable` (shutdown's included) after a `wait` always covers it.
         self.finished_durably(s);
+        self.arm_recommits();
         s.done.send_replace(true);
         self.finishes.send_modify(|n| *n += 1);
         self.changed();
@@ -128,6 +129,7 @@ impl Inner {
             exit,
             descendants_alive,
             leftovers,
+            bytes_not_kept: s.tail().bytes_not_kept(),
             output,
             output_cut,
             command: self.shown_command(s),
@@ -183,6 +185,7 @@ struct Draft {
     descendants_alive: Vec<i32>,
     /// Leftovers, their commands as they leave herd (masked).
     leftovers: Vec<herd_persistence::Leftover>,
+    bytes_not_kept: u64,
     output: Shown,
     output_cut: bool,
     command: Shown,
@@ -222,6 +225,7 @@ impl Draft {
             handoff_note: st.handoff_note.clone(),
             descendants_alive: self.descendants_alive.clone(),
             leftovers: self.leftovers.clone(),
+            bytes_not_kept: self.bytes_not_kept,
         }
     }
 

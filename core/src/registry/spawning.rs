@@ -32,6 +32,8 @@ use crate::session::TimeLimit;
 use crate::session::{Scope, Session, State, Stdin};
 use crate::spawn::{self, EnvPlan, Launch, PtyFailure};
 
+mod space;
+
 /// How long a scoped worker may take to show up in its unit before it is no longer watched.
 const SCOPE_ACK_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -251,6 +253,7 @@ impl Inner {
                 })?;
             }
         }
+        space::check_free_space(&logs)?;
         Ok((scratch, self.home.session_log_path(id.as_str())))
     }
 

@@ -303,6 +303,16 @@ impl Inner {
                     return Reattached::Finished;
                 }
                 tracing::debug!(session_id = %id, %error, "supervisor unreachable at restore");
+                if shim_alive(shim) {
+                    // A shim that has ended its job but could not write its exit record
+                    // yet (a full disk) lives on, trying: wait for the record rather
+                    // than call the job lost (issue 27).
+                    tracing::info!(session_id = %id, shim_pid = shim.pid, "supervisor alive but closed; waiting for its exit record");
+                    let s = self.restored_session(id, &entry, shim, None, None);
+                    self.arm_time_limit(&s);
+                    self.follow_records(s, dir, shim);
+                    return Reattached::Attached;
+                }
                 self.restore_died(
                     id,
                     &entry,
@@ -394,6 +404,14 @@ impl Inner {
         };
         drop(self.runtime.spawn(task));
     }
+}
+
+/// Whether the shim `shim` names still runs (its pid with its start time).
+fn shim_alive(shim: ShimRef) -> bool {
+    let Some(start) = shim.start_time else {
+        return false;
+    };
+    crate::sys::proc_info(shim.pid).is_some_and(|p| p.start_time == start && p.is_alive())
 }
 
 impl Inner {

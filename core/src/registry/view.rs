@@ -42,6 +42,8 @@ pub(super) struct Subject<'a> {
     source: Option<KillSource>,
     pub(super) log_path: PathBuf,
     time_limit_seconds: Option<u64>,
+    /// Output bytes the log did not keep (a full disk, or its cap).
+    bytes_not_kept: u64,
 }
 
 impl<'a> Subject<'a> {
@@ -67,6 +69,7 @@ impl<'a> Subject<'a> {
             source: None,
             log_path: s.log_path.clone(),
             time_limit_seconds: s.time_limit.map(|t| t.limit.as_secs()),
+            bytes_not_kept: s.tail().bytes_not_kept(),
         }
     }
 
@@ -85,6 +88,7 @@ impl<'a> Subject<'a> {
             source: KillSource::from_name(&r.source),
             log_path,
             time_limit_seconds: None,
+            bytes_not_kept: 0,
         }
     }
 
@@ -271,6 +275,7 @@ impl Inner {
             log_path: subject.log_path,
             note,
             time_limit_seconds: subject.time_limit_seconds,
+            bytes_not_kept: subject.bytes_not_kept,
             session_id: subject.id,
         }
     }

@@ -164,3 +164,69 @@ async fn a_full_queue_folds_the_oldest_and_the_next_drain_says_how_many() {
     assert!(fx.registry.drain("o").is_empty(), "the fold is told once");
     fx.assert_groups_gone().await;
 }
+
+/// Issue 27: a consumer printed a lease's events and its process died before the
+/// acknowledgement; the next registry takes the acknowledgement by id, whether the
+/// replay already queued them or not, and a lease dropped after its events were
+/// acknowledged by id does not queue them again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b29_events_acknowledged_by_id_on_the_next_registry_are_never_delivered_again() {
+    let fx = Fixture::new();
+    let mut done = Vec::new();
+    for n in 0..3 {
+        let info = fx.spawn(notify_job(&format!("echo job-{n}"), "o")).await;
+        fx.done(&info.session_id).await;
+        done.push(info.session_id);
+    }
+    let lease = fx.registry.take("o");
+    let event_ids: Vec<String> = lease.events().iter().map(Event::event_id).collect();
+    assert_eq!(event_ids.len(), 3);
+    assert!(
+        event_ids.iter().all(|id| id.starts_with("completion:")),
+        "{event_ids:?}"
+    );
+    std::mem::forget(lease);
+    // Another registry on the home (the next daemon): one replays first, one not.
+    let replayed_first = Registry::new(fx.home(), RegistryConfig::default()).expect("in a runtime");
+    assert_eq!(
+        replayed_first.pending("o"),
+        0,
+        "nothing is replayed before a consume"
+    );
+    let ack = replayed_first.acknowledge_ids("o", &event_ids[..2]);
+    assert!(ack.committed);
+    assert_eq!(ack.n_completions, 2);
+    assert_eq!(
+        ack.n_dequeued, 2,
+        "the replay queued them, the acknowledgement took them out"
+    );
+    let rest = replayed_first.take("o");
+    assert_eq!(ids(rest.events()), vec![done[2].as_str().to_owned()]);
+    // Acknowledged by id elsewhere while this lease holds it: dropping the lease
+    // does not queue it again.
+    assert_eq!(
+        replayed_first
+            .acknowledge_ids("o", &event_ids[2..])
+            .n_dequeued,
+        0
+    );
+    drop(rest);
+    assert!(replayed_first.take("o").events().is_empty());
+    let ledger = Ledger::open(&fx.home()).expect("opens").expect("exists");
+    assert!(ledger.undelivered().expect("reads").is_empty());
+    let third = Registry::new(fx.home(), RegistryConfig::default()).expect("in a runtime");
+    assert!(
+        third.drain("o").is_empty(),
+        "an acknowledged completion came back"
+    );
+    // Another owner's ids acknowledge nothing of this one's.
+    let info = fx.spawn(notify_job("echo mine", "o")).await;
+    fx.done(&info.session_id).await;
+    let mine = format!("completion:{}", info.session_id);
+    assert!(fx.registry.acknowledge_ids("other", &[mine]).n_dequeued == 0);
+    assert_eq!(
+        ids(&fx.registry.drain("o")),
+        vec![info.session_id.as_str().to_owned()]
+    );
+    fx.assert_groups_gone().await;
+}

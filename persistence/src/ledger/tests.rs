@@ -293,3 +293,36 @@ fn b29_a_changed_undelivered_completion_is_replaced_and_a_delivered_one_kept() {
     );
     assert!(ledger.undelivered().expect("list").is_empty());
 }
+
+#[test]
+fn b29_a_batch_of_acknowledgements_delivers_each_once_and_skips_unknown_ids() {
+    let (_tmp, home) = home();
+    let ledger = Ledger::create(&home).expect("create");
+    for n in 0..5 {
+        ledger.commit(&completion(n)).expect("commit");
+    }
+    assert!(ledger.mark_delivered("cmp_0").expect("mark"));
+    let n = ledger
+        .mark_delivered_many(None, &["cmp_0", "cmp_1", "cmp_2", "cmp_404", "cmp_3"])
+        .expect("batch");
+    assert_eq!(n, 3, "cmp_0 was delivered before and cmp_404 never existed");
+    assert_eq!(ids(&ledger.undelivered().expect("list")), ["cmp_4"]);
+    assert_eq!(
+        ledger.mark_delivered_many(None, &["cmp_1"]).expect("again"),
+        0
+    );
+    assert_eq!(ledger.mark_delivered_many(None, &[]).expect("none"), 0);
+    assert_eq!(
+        ledger
+            .mark_delivered_many(Some("someone else"), &["cmp_4"])
+            .expect("another owner's"),
+        0,
+        "an owner acknowledges only its own completions"
+    );
+    assert_eq!(
+        ledger
+            .mark_delivered_many(Some("owner"), &["cmp_4"])
+            .expect("own"),
+        1
+    );
+}

@@ -39,6 +39,20 @@ struct DrainParams {
     answered: Vec<String>,
 }
 
+/// The most ids one `events.ack` may name.
+const MAX_ACK_IDS: usize = 10_000;
+
+/// The longest event id `events.ack` takes (a qualified session id and its detail).
+const MAX_ACK_ID_BYTES: usize = 512;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AckParams {
+    owner: String,
+    /// `event_id`s of events the client has handed on.
+    ids: Vec<String>,
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct LeaseParams {
@@ -68,6 +82,10 @@ impl Leases {
                     .map_err(|err| {
                         RpcError::new(INTERNAL_ERROR, format!("the acknowledgement failed: {err}"))
                     }),
+                Err(err) => Err(err),
+            },
+            "events.ack" => match parse::<AckParams>(params.clone()).and_then(check_ack) {
+                Ok(p) => self.ack_ids(state, p).await,
                 Err(err) => Err(err),
             },
             "drain.release" => parse::<LeaseParams>(params.clone()).and_then(|p| {
@@ -125,6 +143,35 @@ impl Leases {
         Ok(answer)
     }
 
+    /// `events.ack {"owner", "ids"}` (capability `events.ack`): the client has handed
+    /// these events on. This connection's leases let go of them, and the registry
+    /// marks the completions among them delivered in one transaction and takes them
+    /// out of the owner's queue, whichever daemon leased them first (a client whose
+    /// daemon died between its print and its acknowledgement finishes here).
+    async fn ack_ids(&mut self, state: &State, p: AckParams) -> Result<Value, RpcError> {
+        let wanted: std::collections::HashSet<&str> = p.ids.iter().map(String::as_str).collect();
+        let mut n_leased = 0;
+        for lease in self.held.values_mut() {
+            if lease.owner() == p.owner {
+                n_leased += lease.settle_where(|e| wanted.contains(e.event_id().as_str()));
+            }
+        }
+        self.held.retain(|_, lease| !lease.events().is_empty());
+        let registry = state.registry().clone();
+        let ack = tokio::task::spawn_blocking(move || registry.acknowledge_ids(&p.owner, &p.ids))
+            .await
+            .map_err(|err| {
+                RpcError::new(INTERNAL_ERROR, format!("the acknowledgement failed: {err}"))
+            })?;
+        // Not written (a full disk): held and written again later; only a restart
+        // before that delivers them again.
+        Ok(json!({
+            "acknowledged": n_leased + ack.n_dequeued,
+            "completions": ack.n_completions,
+            "written": ack.committed,
+        }))
+    }
+
     fn settle(&mut self, lease: u64) -> Result<Drained, RpcError> {
         self.held.remove(&lease).ok_or_else(|| {
             RpcError::new(
@@ -138,6 +185,33 @@ impl Leases {
     }
 }
 
+/// Refuses an `events.ack` outside its ranges.
+fn check_ack(p: AckParams) -> Result<AckParams, RpcError> {
+    if p.ids.len() > MAX_ACK_IDS {
+        return Err(RpcError::new(
+            INVALID_PARAMS,
+            format!(
+                "events.ack names {} ids; at most {MAX_ACK_IDS} fit in one, so send the rest in another",
+                p.ids.len()
+            ),
+        ));
+    }
+    if let Some(long) = p
+        .ids
+        .iter()
+        .find(|id| id.is_empty() || id.len() > MAX_ACK_ID_BYTES)
+    {
+        return Err(RpcError::new(
+            INVALID_PARAMS,
+            format!(
+                "events.ack: an id must be 1 to {MAX_ACK_ID_BYTES} bytes, as events carry them in `event_id`; got {} bytes",
+                long.len()
+            ),
+        ));
+    }
+    Ok(p)
+}
+
 /// The JSON of drained events: the events and their rendering.
 fn drained_json(events: &[Event]) -> Value {
     let rendered = if events.is_empty() {
@@ -145,5 +219,6 @@ fn drained_json(events: &[Event]) -> Value {
     } else {
         herd_core::render_events(events)
     };
+    let events: Vec<Value> = events.iter().map(Event::to_json).collect();
     json!({"events": events, "rendered": rendered})
 }

@@ -19,7 +19,8 @@ use crate::protocol::{self, PROTOCOL_VERSION, RpcError, VERSION_MISMATCH};
 /// `all_hosts`, the `hosts` method and the `HOST_UNREACHABLE` error (`hosts.rs`),
 /// and `spawn`'s `request_key` (a spawn sent again with the same key starts
 /// nothing and gets the first one's answer, `keys.rs`), and `spawn`'s
-/// `kill_leftovers` and `limits` (issue 36).
+/// `kill_leftovers` and `limits` (issue 36), and `events.ack` (acknowledging events
+/// by their `event_id`, on any connection, `leases.rs`).
 pub(crate) const CAPABILITIES: &[&str] = &[
     "clean",
     "drain.lease",
@@ -36,6 +37,7 @@ pub(crate) const CAPABILITIES: &[&str] = &[
     "spawn.request_key",
     "spawn.kill_leftovers",
     "spawn.limits",
+    "events.ack",
 ];
 
 /// Answers the handshake.
@@ -96,6 +98,7 @@ impl State {
             "containment": containment(self.supervised),
             "connections": self.connections.open(),
             "restore": self.restored,
+            "log": crate::daemon_log::global().report(),
         })
     }
 

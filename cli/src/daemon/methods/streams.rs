@@ -135,7 +135,7 @@ async fn events(state: &State, owner: &str, peek: bool, mut outlet: Outlet<'_>) 
         } else {
             let lease = state.registry.take(owner);
             for event in lease.events() {
-                let params = serde_json::to_value(event).unwrap_or(Value::Null);
+                let params = event.to_json();
                 if outlet.note("event", params).await.is_err() {
                     return;
                 }

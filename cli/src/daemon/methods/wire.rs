@@ -101,6 +101,9 @@ pub(super) fn spawn_error(err: SpawnError) -> RpcError {
             message: chain(&err),
             data: Some(json!({"infrastructure": err.is_infrastructure()})),
         },
+        err @ SpawnError::DiskFull { .. } => {
+            RpcError::new(crate::protocol::DISK_FULL, err.to_string())
+        }
         err => RpcError::new(INTERNAL_ERROR, chain(&err)),
     }
 }

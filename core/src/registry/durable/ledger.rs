@@ -102,19 +102,38 @@ impl Inner {
     }
 
     fn commit_completion_as(&self, event: &Event, replace: bool) -> bool {
+        match self.try_commit_completion(event, replace) {
+            Ok(queue) => queue,
+            Err(()) => {
+                // Published all the same (a live consumer gets it); committed again
+                // later, so a restart does not lose it (issue 27).
+                self.recommit_later(event.clone(), replace);
+                true
+            }
+        }
+    }
+
+    /// Commits a completion (see [`Inner::commit_completion`]); `Err` when the ledger
+    /// could not be written (logged here), for the caller to try again later.
+    /// `Ok(queue)` says whether it is to be queued.
+    pub(in crate::registry) fn try_commit_completion(
+        &self,
+        event: &Event,
+        replace: bool,
+    ) -> Result<bool, ()> {
         let Event::Completion {
             session_id,
             command,
             ..
         } = event
         else {
-            return true;
+            return Ok(true);
         };
         let mut value = match serde_json::to_value(event) {
             Ok(value) => value,
             Err(error) => {
                 tracing::error!(session_id = %session_id, %error, "completion not committed to the ledger: not encodable");
-                return true;
+                return Ok(true);
             }
         };
         if let Some(slot) = value.get_mut("command") {
@@ -123,13 +142,13 @@ impl Inner {
             );
         }
         let Some(record) = completion_record(event, value) else {
-            return true;
+            return Ok(true);
         };
         let slot = match self.durable.ledger.created(&self.home) {
             Ok(slot) => slot,
             Err(error) => {
-                tracing::error!(session_id = %session_id, %error, "completion not committed to the ledger; it is published but will not survive a restart");
-                return true;
+                tracing::error!(session_id = %session_id, %error, "completion not committed to the ledger yet; it is published, and committed again once the ledger can be written");
+                return Err(());
             }
         };
         let ledger = slot.as_ref().expect("the ledger was just opened");
@@ -143,11 +162,11 @@ impl Inner {
                 let queue =
                     new || !matches!(ledger.is_delivered(&record.completion_id), Ok(Some(true)));
                 self.durable.ledger.committed_here(record.completion_id);
-                queue
+                Ok(queue)
             }
             Err(error) => {
-                tracing::error!(session_id = %session_id, %error, "completion not committed to the ledger; it is published but will not survive a restart");
-                true
+                tracing::error!(session_id = %session_id, %error, "completion not committed to the ledger yet; it is published, and committed again once the ledger can be written");
+                Err(())
             }
         }
     }
@@ -256,32 +275,47 @@ impl Inner {
 
     /// Marks drained completions delivered in the ledger.
     pub(crate) fn mark_delivered(&self, events: &[Event]) {
-        let ids: Vec<&SessionId> = events
+        let ids: Vec<&str> = events
             .iter()
             .filter(|e| matches!(e, Event::Completion { .. }))
             .filter_map(Event::session_id)
+            .map(SessionId::as_str)
             .collect();
-        if ids.is_empty() {
-            return;
+        self.mark_completions_delivered(None, &ids);
+    }
+
+    /// Marks the completions `completion_ids` delivered in the ledger, in one
+    /// transaction (one fsync for the batch). Ids the ledger does not hold are
+    /// skipped, and with `owner` so are other owners' completions. Returns whether
+    /// the ledger took the write (or had nothing to mark).
+    pub(crate) fn mark_completions_delivered(
+        &self,
+        owner: Option<&str>,
+        completion_ids: &[&str],
+    ) -> bool {
+        if completion_ids.is_empty() {
+            return true;
         }
+        self.note_delivered_before_commit(completion_ids);
         let mut slot = lock(&self.durable.ledger.slot);
         if slot.is_none() {
             match Ledger::open(&self.home) {
                 Ok(Some(ledger)) => *slot = Some(ledger),
-                Ok(None) => return,
+                Ok(None) => return true,
                 Err(error) => {
-                    tracing::error!(%error, "drained completions not marked delivered; they will be delivered again after a restart");
-                    return;
+                    tracing::error!(%error, "drained completions not marked delivered yet; written again later, and delivered again after a restart until then");
+                    self.recommit_acks_later(completion_ids);
+                    return false;
                 }
             }
         }
         let ledger = slot.as_ref().expect("the ledger was just opened");
-        for id in ids {
-            match ledger.mark_delivered(id.as_str()) {
-                Ok(_) | Err(herd_persistence::Error::LedgerUnknownCompletion { .. }) => {}
-                Err(error) => {
-                    tracing::error!(session_id = %id, %error, "completion not marked delivered; it will be delivered again after a restart");
-                }
+        match ledger.mark_delivered_many(owner, completion_ids) {
+            Ok(_) => true,
+            Err(error) => {
+                tracing::error!(n_completions = completion_ids.len(), %error, "completions not marked delivered yet; written again later, and delivered again after a restart until then");
+                self.recommit_acks_later(completion_ids);
+                false
             }
         }
     }
@@ -318,6 +352,8 @@ struct StoredCompletion {
     descendants_alive: Vec<i32>,
     #[serde(default)]
     leftovers: Vec<herd_persistence::Leftover>,
+    #[serde(default)]
+    bytes_not_kept: u64,
 }
 
 /// Rebuilds a completion event from its ledger JSON; `None` when it is not one.
@@ -348,5 +384,6 @@ pub(in crate::registry) fn event_from_ledger(value: &serde_json::Value) -> Optio
         handoff_note: stored.handoff_note,
         descendants_alive: stored.descendants_alive,
         leftovers: stored.leftovers,
+        bytes_not_kept: stored.bytes_not_kept,
     })
 }

@@ -169,15 +169,24 @@ impl Inner {
             .pipeline
             .redact_command(&receipt.command)
             .into_owned();
-        let stored = self.durable.receipts.store.store(&receipt);
-        lock(&self.durable.receipts.unwritten).remove(&receipt.id);
-        match stored {
-            Ok(()) => self.forget_shim(&receipt.id),
+        self.store_redacted_receipt(receipt);
+    }
+
+    /// Stores a receipt already redacted. One that fails (a full disk) is kept, with
+    /// its session in memory, and stored again later (`recommit.rs`, issue 27).
+    pub(in crate::registry) fn store_redacted_receipt(&self, receipt: ResultReceipt) {
+        match self.durable.receipts.store.store(&receipt) {
+            Ok(()) => {
+                lock(&self.durable.receipts.unwritten).remove(&receipt.id);
+                self.forget_shim(&receipt.id);
+            }
             Err(herd_persistence::Error::HomeMissing { .. }) => {
+                lock(&self.durable.receipts.unwritten).remove(&receipt.id);
                 tracing::debug!(session_id = %receipt.id, "no receipt: the home is gone");
             }
             Err(error) => {
-                tracing::warn!(session_id = %receipt.id, %error, "result receipt not stored; the result is answerable only while the session is in memory");
+                tracing::warn!(session_id = %receipt.id, %error, "result receipt not stored yet; kept in memory and stored again later");
+                self.restore_receipt_later(receipt);
             }
         }
     }

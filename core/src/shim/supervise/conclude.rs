@@ -5,7 +5,7 @@
 //! removed, so a daemon that comes later reads the record instead of waiting.
 
 use std::io::Write;
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
 
 use herd_persistence::{ExitRecord, SHIM_RECORD_VERSION, ShimDir};
 use nix::sys::wait::WaitStatus;
@@ -65,12 +65,53 @@ impl Shim {
         // exit record instead of waiting on a socket that is gone.
         let _ = std::fs::remove_file(dir.socket_path());
         let progress = self.progress;
+        let kept = written.is_err().then(|| record.clone());
         if let Some(mut conn) = self.conn.take() {
             wire::encode(&FromShim::Exit { record, progress }, b"", &mut conn.out);
             let _ = conn.stream.set_nonblocking(false);
             let _ = conn.stream.set_write_timeout(Some(EXIT_SEND_TIMEOUT));
             let _ = conn.stream.write_all(&conn.out);
         }
-        i32::from(written.is_err())
+        match kept {
+            None => 0,
+            Some(record) => i32::from(!write_exit_when_possible(dir, &record)),
+        }
     }
+}
+
+/// How long a shim whose exit record could not be written (a full disk) keeps
+/// trying before it gives up.
+const EXIT_RETRY_FOR: Duration = Duration::from_secs(24 * 3600);
+
+/// The longest pause between two tries.
+const EXIT_RETRY_MAX_PAUSE: Duration = Duration::from_secs(5);
+
+/// Writes the exit record again and again (issue 27): the job's real ending must
+/// not become `lost` because the disk was full when it ended. The shim lives on
+/// meanwhile, so a daemon that restarts finds it alive and waits for the record
+/// rather than declaring it dead. Returns whether the record was written.
+fn write_exit_when_possible(dir: &ShimDir, record: &ExitRecord) -> bool {
+    let deadline = Instant::now() + EXIT_RETRY_FOR;
+    let mut pause = Duration::from_millis(100);
+    while Instant::now() < deadline {
+        pause_before_retry(pause);
+        pause = (pause * 2).min(EXIT_RETRY_MAX_PAUSE);
+        match dir.write_exit(record) {
+            Ok(()) => {
+                tracing::info!("exit record written after a retry");
+                return true;
+            }
+            Err(error) => tracing::debug!(%error, "exit record still not written"),
+        }
+    }
+    tracing::error!("exit record not written; giving up");
+    false
+}
+
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a back-off between writes of a record, not a synchronisation"
+)]
+fn pause_before_retry(pause: Duration) {
+    std::thread::sleep(pause);
 }
