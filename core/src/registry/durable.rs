@@ -108,13 +108,13 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Durable {
-    /// The durable side for `home`, keeping session logs within
-    /// `log_budget_bytes`. Does no I/O.
-    pub(super) fn new(home: &Home, log_budget_bytes: u64) -> Durable {
+    /// The durable side for `home`, keeping finished sessions for `result_ttl`
+    /// within `log_budget_bytes`. Does no I/O.
+    pub(super) fn new(home: &Home, log_budget_bytes: u64, result_ttl: Duration) -> Durable {
         Durable {
             checkpoint: checkpoint::Checkpoints::new(home),
             ledger: ledger::Completions::default(),
-            receipts: receipts::Receipts::new(home, log_budget_bytes),
+            receipts: receipts::Receipts::new(home, log_budget_bytes, result_ttl),
             detached: Mutex::new(HashMap::new()),
             notes: Mutex::new(HashMap::new()),
         }

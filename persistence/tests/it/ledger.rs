@@ -210,3 +210,33 @@ fn b29_fixture_v1_ledger_keeps_opening() {
         .collect();
     assert_eq!(ids, ["cmp_0003", "cmp_0004"]);
 }
+
+#[test]
+fn b29_b38_v1_ledger_is_migrated_with_its_rows_and_gains_the_result_store() {
+    let (_tmp, home) = support::temp_home();
+    let sql =
+        fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/v1_ledger.sql"))
+            .expect("read the v1 ledger fixture");
+    {
+        let conn = rusqlite::Connection::open(home.ledger_path()).expect("build the fixture db");
+        conn.execute_batch(&sql).expect("load the fixture sql");
+    }
+    // The writer migrates; the completions are kept as they were.
+    let ledger = Ledger::create(&home).expect("create migrates v1");
+    let ids: Vec<String> = ledger
+        .undelivered()
+        .expect("list")
+        .into_iter()
+        .map(|r| r.completion_id)
+        .collect();
+    assert_eq!(ids, ["cmp_0002", "cmp_0003"]);
+    drop(ledger);
+    let version: i64 = rusqlite::Connection::open(home.ledger_path())
+        .expect("open raw")
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .expect("version");
+    assert_eq!(version, herd_persistence::LEDGER_VERSION);
+    let store = herd_persistence::ReceiptStore::new(&home);
+    assert_eq!(store.load("proc_00000000000b").expect("load"), None);
+    assert!(store.ids_with_prefix("proc_").expect("prefix").is_empty());
+}
