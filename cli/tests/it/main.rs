@@ -19,6 +19,7 @@ mod restore;
 mod secrets;
 mod service;
 mod shim;
+mod store;
 mod sshd;
 // Minutes long: built only with --release, for `cargo xtask soak`.
 #[cfg(not(debug_assertions))]
