@@ -142,6 +142,7 @@ impl State {
         }));
         let registry_config = registry_config(config, pipeline, Arc::clone(&dispatcher));
         let supervised = registry_config.shim.is_some();
+        let home_for_keys = home.clone();
         let registry = Registry::new(home, registry_config)?;
         let hosts = super::hosts::Hosts::new(registry.home(), registry.clone(), config)?;
         let restored = match registry.restore().await {
@@ -166,7 +167,7 @@ impl State {
             supervised,
             connections: Connections::default(),
             hosts,
-            spawn_keys: keys::SpawnKeys::default(),
+            spawn_keys: keys::SpawnKeys::durable(&home_for_keys),
         })
     }
 

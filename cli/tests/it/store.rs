@@ -250,3 +250,40 @@ fn b38_ps_all_shows_a_recent_window_and_counts_the_older() {
         stderr(&out)
     );
 }
+
+#[test]
+fn issue27_a_spawn_retried_with_its_request_key_after_a_daemon_crash_starts_once() {
+    let env = Env::new();
+    let marker = env.scratch().join("starts");
+    let spawn = json!({
+        "command": format!("echo started >> {}", marker.display()),
+        "owner": "far-home",
+        "request_key": "home1-27-1",
+    });
+    let mut first = Conn::open(&env);
+    let one = first.call("spawn", spawn.clone());
+    let id = one["result"]["session_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("spawn failed: {one}"))
+        .to_owned();
+    drop(first);
+    env.ok(&["wait", &id]);
+    // The daemon dies; the retry reaches the next one.
+    crash_daemon(&env);
+    let mut second = Conn::open(&env);
+    let again = second.call("spawn", spawn);
+    assert_eq!(again["result"]["session_id"], id.as_str(), "{again}");
+    assert_eq!(
+        std::fs::read_to_string(&marker).expect("the job ran"),
+        "started\n",
+        "the retry started nothing"
+    );
+    // A refusal is remembered as a refusal.
+    let refused = json!({"command": "true", "owner": "far-home", "request_key": "home1-27-2", "time_limit_seconds": 0});
+    let no = second.call("spawn", refused.clone());
+    assert!(no["error"].is_object(), "{no}");
+    crash_daemon(&env);
+    let mut third = Conn::open(&env);
+    let still_no = third.call("spawn", refused);
+    assert_eq!(still_no["error"]["code"], no["error"]["code"], "{still_no}");
+}
