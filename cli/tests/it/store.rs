@@ -287,3 +287,90 @@ fn issue27_a_spawn_retried_with_its_request_key_after_a_daemon_crash_starts_once
     let still_no = third.call("spawn", refused);
     assert_eq!(still_no["error"]["code"], no["error"]["code"], "{still_no}");
 }
+
+/// The persistence crate's fixtures: files as the release before the store wrote them.
+fn fixture(name: &str) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../persistence/tests/data")
+        .join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+#[test]
+fn b27_b29_b38_a_home_written_by_the_release_before_the_store_loads_with_everything_answerable() {
+    let env = Env::new();
+    let home = env.home();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_secs_f64();
+    // results/<id>.json with its log, finished a minute ago.
+    let mut receipt: Value =
+        serde_json::from_str(&fixture("v1_result_receipt.json")).expect("the fixture is JSON");
+    receipt["started_at"] = json!(now - 120.0);
+    receipt["finished_at"] = json!(now - 60.0);
+    let id = "proc_00000000c0de";
+    for dir in ["results", "logs/sessions"] {
+        std::fs::create_dir_all(home.join(dir)).expect("a home directory");
+    }
+    std::fs::write(home.join("results").join(format!("{id}.json")), receipt.to_string())
+        .expect("write the receipt file");
+    std::fs::write(
+        home.join("logs/sessions").join(format!("{id}.log")),
+        receipt["output"].as_str().expect("output"),
+    )
+    .expect("write the log");
+    // A version-1 state.db with undelivered completions, and a processes.json whose
+    // sessions' processes are long gone.
+    rusqlite::Connection::open(home.join("state.db"))
+        .and_then(|c| {
+            c.execute_batch(&fixture("v1_ledger.sql"))?;
+            // A completion as the release wrote it, committed a minute ago (one older
+            // than result_ttl would expire), not yet delivered.
+            let event = json!({
+                "type": "completion", "session_id": "proc_00000000beef", "task_id": "t",
+                "owner_task_id": "sa-child-1", "command": "make", "exit_code": 2,
+                "completion_reason": "exited", "output": "make: *** [all] Error 2\n",
+                "output_cut": false, "log_path": "/h/logs/sessions/proc_00000000beef.log",
+                "started_at": "2026-12-03T09:00:00Z", "finished_at": "2026-12-03T09:00:05Z",
+            });
+            c.execute(
+                "INSERT INTO completions (completion_id, session_id, owner_task_id, task_id,
+                     session_key, event, created_at)
+                 VALUES ('proc_00000000beef', 'proc_00000000beef', 'sa-child-1', 't', '', ?1, ?2)",
+                rusqlite::params![event.to_string(), now - 60.0],
+            )
+        })
+        .expect("build the v1 ledger");
+    std::fs::write(home.join("processes.json"), fixture("v1_checkpoint.json"))
+        .expect("write the checkpoint");
+
+    let poll = env.json(&["poll", id, "--json"]);
+    assert_eq!(poll["exit_code"], 3, "{poll}");
+    assert_eq!(poll["command"], "cargo test --token=***", "{poll}");
+    let logs = env.ok(&["logs", id]);
+    assert!(logs.contains("1 failed"), "{logs}");
+    let out = env.run(&["wait", id, "--json", "--timeout", "5"]);
+    let waited: Value = serde_json::from_str(&stdout(&out)).expect("wait prints JSON");
+    assert_eq!(waited["exit_code"], 3, "{waited}");
+    assert!(!home.join("results").exists(), "the receipt files were imported");
+    // The checkpointed sessions were closed (their pids are not theirs) and are listed.
+    let rows = env.json(&["ps", "--all", "--json"]);
+    for closed in [id, "proc_0123456789ab", "proc_ba9876543210"] {
+        assert!(
+            rows["processes"]
+                .as_array()
+                .is_some_and(|r| r.iter().any(|r| r["session_id"] == closed)),
+            "{closed} not listed: {rows}"
+        );
+    }
+    // The ledger's undelivered completion is delivered once, to its owner.
+    let events = env.ok(&["events", "--owner", "sa-child-1"]);
+    assert!(events.contains("proc_00000000beef"), "{events}");
+    let again = env.ok(&["events", "--owner", "sa-child-1"]);
+    assert!(!again.contains("proc_00000000beef"), "first: {events}\nagain: {again}");
+    let version: i64 = rusqlite::Connection::open(home.join("state.db"))
+        .and_then(|c| c.query_row("PRAGMA user_version", [], |r| r.get(0)))
+        .expect("read the version");
+    assert_eq!(version, herd_persistence::LEDGER_VERSION);
+}
