@@ -54,7 +54,6 @@ pub const UNCLAIMED_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
 /// How long a statement waits for another process's write lock.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
-
 /// One completion as the ledger stores it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CompletionRecord {
@@ -161,8 +160,8 @@ impl Ledger {
         let conn = connect(&path)?;
         let state = check(&conn, &path)?;
         let ledger = Ledger::configure(conn, path)?;
-        let found = crate::schema::migrate(&ledger.conn)
-            .map_err(|e| open_error(&ledger.path, e.into()))?;
+        let found =
+            crate::schema::migrate(&ledger.conn).map_err(|e| open_error(&ledger.path, e.into()))?;
         match state {
             State::Uninitialised => {
                 tracing::info!(path = %ledger.path.display(), "state database created");

@@ -33,8 +33,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
-use crate::checkpoint::{Mode, SpawnOptions};
-use crate::{Error, Home, Ledger};
+use crate::{Error, Home, Ledger, Mode, SpawnOptions};
 
 mod legacy;
 mod queries;
@@ -293,7 +292,8 @@ impl ReceiptStore {
                          size_bytes = excluded.size_bytes, receipt = excluded.receipt,
                          output = excluded.output, spawn = coalesce(excluded.spawn, results.spawn)",
                 )?;
-                let mut unbury = tx.prepare_cached("DELETE FROM tombstones WHERE session_id = ?1")?;
+                let mut unbury =
+                    tx.prepare_cached("DELETE FROM tombstones WHERE session_id = ?1")?;
                 for row in &rows {
                     let r = &row.receipt;
                     insert.execute(params![
@@ -329,8 +329,8 @@ impl ReceiptStore {
             output.drain(..start);
             receipt.output_cut = true;
         }
-        let log_bytes = std::fs::metadata(self.home.session_log_path(&receipt.id))
-            .map_or(0, |m| m.len());
+        let log_bytes =
+            std::fs::metadata(self.home.session_log_path(&receipt.id)).map_or(0, |m| m.len());
         let size = log_bytes.saturating_add(output.len() as u64);
         let json = serde_json::to_string(&receipt)
             .unwrap_or_else(|_| format!("{{\"id\":{:?}}}", receipt.id));
@@ -367,10 +367,11 @@ impl ReceiptStore {
                 stmt.query_map([ttl_cutoff], |r| Ok((r.get(0)?, r.get(1)?)))?
                     .collect::<rusqlite::Result<_>>()?
             };
-            let total: i64 =
-                tx.query_row("SELECT coalesce(sum(size_bytes), 0) FROM results", [], |r| {
-                    r.get(0)
-                })?;
+            let total: i64 = tx.query_row(
+                "SELECT coalesce(sum(size_bytes), 0) FROM results",
+                [],
+                |r| r.get(0),
+            )?;
             let mut over = total - expired.iter().map(|(_, n)| n).sum::<i64>() - budget;
             let mut over_budget: Vec<String> = Vec::new();
             if over > 0 {

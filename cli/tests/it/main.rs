@@ -19,8 +19,8 @@ mod restore;
 mod secrets;
 mod service;
 mod shim;
-mod store;
 mod sshd;
+mod store;
 // Minutes long: built only with --release, for `cargo xtask soak`.
 #[cfg(not(debug_assertions))]
 mod soak;

@@ -73,14 +73,24 @@ fn finished_job(env: &Env, owner: &str, name: &str) -> String {
     ]);
     let id = info["session_id"].as_str().expect("session_id").to_owned();
     let out = env.run(&["wait", &id, "--timeout", "20"]);
-    assert_eq!(out.status.code(), Some(1), "the job failed: {}", stderr(&out));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "the job failed: {}",
+        stderr(&out)
+    );
     id
 }
 
 /// `poll`, `wait` and `logs` of `id_or_name` answer the job's exit 3 and its output.
 fn assert_answers(env: &Env, id_or_name: &str, id: &str, name: &str) {
     let poll = env.run(&["poll", id_or_name, "--json"]);
-    assert_eq!(poll.status.code(), Some(0), "poll {id_or_name}: {}", stderr(&poll));
+    assert_eq!(
+        poll.status.code(),
+        Some(0),
+        "poll {id_or_name}: {}",
+        stderr(&poll)
+    );
     let poll: Value = serde_json::from_str(&stdout(&poll)).expect("poll prints JSON");
     assert_eq!(poll["session_id"], id, "{poll}");
     assert_eq!(poll["exit_code"], 3, "{poll}");
@@ -135,13 +145,19 @@ fn assert_survived_restart(env: &Env, id: &str, name: &str, marker: &std::path::
     assert_eq!(row["exit_code"], 3, "{row}");
     assert_eq!(row["name"], name, "{row}");
     let shown = row["command"].as_str().unwrap_or_default();
-    assert!(!shown.contains(TOKEN), "the command is shown redacted: {shown}");
+    assert!(
+        !shown.contains(TOKEN),
+        "the command is shown redacted: {shown}"
+    );
     assert_answers(env, id, id, name);
     assert_answers(env, name, id, name);
     let _ = std::fs::remove_file(marker);
     let again = env.json(&["restart", name, "--json"]);
     assert_eq!(again["replaces"], id, "{again}");
-    let new_id = again["session_id"].as_str().expect("a new session").to_owned();
+    let new_id = again["session_id"]
+        .as_str()
+        .expect("a new session")
+        .to_owned();
     let out = env.run(&["wait", &new_id, "--timeout", "20"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     // The command ran as given: the token it wrote is the real one, not the mask.
@@ -207,7 +223,10 @@ fn b38_an_evicted_session_answers_expired_on_its_date_with_exit_2() {
     let out = env.run(&["poll", &id]);
     assert!(expired.is_ok(), "never expired: {}", stderr(&out));
     let message = stderr(&out);
-    assert!(message.contains(&id) && message.contains("result_ttl"), "{message}");
+    assert!(
+        message.contains(&id) && message.contains("result_ttl"),
+        "{message}"
+    );
     // By name too, and `wait` and `logs` say the same.
     for args in [
         vec!["poll", "short-lived"],
@@ -216,7 +235,11 @@ fn b38_an_evicted_session_answers_expired_on_its_date_with_exit_2() {
     ] {
         let out = env.run(&args);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
-        assert!(stderr(&out).contains("expired on"), "{args:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("expired on"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
     }
     // An id that never existed is still "no session".
     let out = env.run(&["poll", "proc_0123456789ab"]);
@@ -313,8 +336,11 @@ fn b27_b29_b38_a_home_written_by_the_release_before_the_store_loads_with_everyth
     for dir in ["results", "logs/sessions"] {
         std::fs::create_dir_all(home.join(dir)).expect("a home directory");
     }
-    std::fs::write(home.join("results").join(format!("{id}.json")), receipt.to_string())
-        .expect("write the receipt file");
+    std::fs::write(
+        home.join("results").join(format!("{id}.json")),
+        receipt.to_string(),
+    )
+    .expect("write the receipt file");
     std::fs::write(
         home.join("logs/sessions").join(format!("{id}.log")),
         receipt["output"].as_str().expect("output"),
@@ -353,7 +379,10 @@ fn b27_b29_b38_a_home_written_by_the_release_before_the_store_loads_with_everyth
     let out = env.run(&["wait", id, "--json", "--timeout", "5"]);
     let waited: Value = serde_json::from_str(&stdout(&out)).expect("wait prints JSON");
     assert_eq!(waited["exit_code"], 3, "{waited}");
-    assert!(!home.join("results").exists(), "the receipt files were imported");
+    assert!(
+        !home.join("results").exists(),
+        "the receipt files were imported"
+    );
     // The checkpointed sessions were closed (their pids are not theirs) and are listed.
     let rows = env.json(&["ps", "--all", "--json"]);
     for closed in [id, "proc_0123456789ab", "proc_ba9876543210"] {
@@ -368,7 +397,10 @@ fn b27_b29_b38_a_home_written_by_the_release_before_the_store_loads_with_everyth
     let events = env.ok(&["events", "--owner", "sa-child-1"]);
     assert!(events.contains("proc_00000000beef"), "{events}");
     let again = env.ok(&["events", "--owner", "sa-child-1"]);
-    assert!(!again.contains("proc_00000000beef"), "first: {events}\nagain: {again}");
+    assert!(
+        !again.contains("proc_00000000beef"),
+        "first: {events}\nagain: {again}"
+    );
     let version: i64 = rusqlite::Connection::open(home.join("state.db"))
         .and_then(|c| c.query_row("PRAGMA user_version", [], |r| r.get(0)))
         .expect("read the version");

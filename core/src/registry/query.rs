@@ -463,7 +463,8 @@ impl Inner {
             })
             .filter_map(|r| {
                 let row = self.row_from_receipt(r)?;
-                (!known.contains(&row.session_id)).then(|| (r.started_at, row.session_id.clone(), row))
+                (!known.contains(&row.session_id))
+                    .then(|| (r.started_at, row.session_id.clone(), row))
             })
             .collect();
         (rows, listed.n_older)

@@ -142,7 +142,10 @@ async fn b12_2000_spawn_finish_cycles_leave_the_fd_count_unchanged() {
         in_memory <= 16,
         "finished sessions in memory are pruned to the cap: {in_memory}"
     );
-    fx.registry.sync_durable().await.expect("the home is writable");
+    fx.registry
+        .sync_durable()
+        .await
+        .expect("the home is writable");
     let listed = fx.registry.list(&ListFilter {
         include_finished: true,
         ..ListFilter::default()

@@ -98,7 +98,11 @@ async fn b39_a_pruned_session_pages_its_log_file_with_secrets_masked() {
         fx.done(&info.session_id).await;
     }
     // Memory keeps one finished session (cap 1): the last `true`, not the first.
-    assert_eq!(fx.registry.counts().1, 1, "the first session was pruned from memory");
+    assert_eq!(
+        fx.registry.counts().1,
+        1,
+        "the first session was pruned from memory"
+    );
     // `list` still shows it: finished sessions come from the store too (B38).
     let listed = fx.registry.list(&ListFilter {
         include_finished: true,

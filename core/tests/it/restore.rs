@@ -656,7 +656,11 @@ async fn b38_receipts_answer_after_pruning_and_after_a_restart() {
     }
     let id = first.session_id.as_str();
     // Memory keeps one finished session (cap 1): the last `true`, not the first.
-    assert_eq!(fx.registry.counts().1, 1, "the first session was pruned from memory");
+    assert_eq!(
+        fx.registry.counts().1,
+        1,
+        "the first session was pruned from memory"
+    );
     // `list` still shows it: finished sessions come from the store too (B38).
     let listed = fx.registry.list(&ListFilter {
         include_finished: true,

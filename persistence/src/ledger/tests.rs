@@ -253,7 +253,9 @@ fn b29_unclaimed_completions_expire_after_the_retention_whatever_their_count() {
     ledger.mark_delivered("cmp_5").expect("mark");
     // Only cmp_0 is too old; no count cap drops the others.
     assert_eq!(
-        ledger.expire_unclaimed(UNCLAIMED_RETENTION).expect("expire"),
+        ledger
+            .expire_unclaimed(UNCLAIMED_RETENTION)
+            .expect("expire"),
         1
     );
     assert_eq!(

@@ -94,7 +94,11 @@ impl ReceiptStore {
             )?;
             let rows = stmt
                 .query_map(params![owner, since, tail], |r| {
-                    Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, bool>(2)?))
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, bool>(2)?,
+                    ))
                 })?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             let n_older: i64 = conn.query_row(

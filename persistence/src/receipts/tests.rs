@@ -108,13 +108,29 @@ fn b38_output_keeps_the_last_200000_chars() {
 fn b38_ids_must_be_session_ids() {
     let (_tmp, home) = home();
     let store = ReceiptStore::new(&home);
-    for bad in ["../proc_x", "proc_", "proc_a/b", "proc_a.json", "x_0123", ""] {
+    for bad in [
+        "../proc_x",
+        "proc_",
+        "proc_a/b",
+        "proc_a.json",
+        "x_0123",
+        "",
+    ] {
         let err = store.load(bad).unwrap_err();
-        assert!(matches!(err, Error::InvalidSessionId { .. }), "{bad}: {err}");
+        assert!(
+            matches!(err, Error::InvalidSessionId { .. }),
+            "{bad}: {err}"
+        );
         let err = store.store(&receipt(bad)).unwrap_err();
-        assert!(matches!(err, Error::InvalidSessionId { .. }), "{bad}: {err}");
+        assert!(
+            matches!(err, Error::InvalidSessionId { .. }),
+            "{bad}: {err}"
+        );
     }
-    assert!(!home.ledger_path().exists(), "a refused store creates nothing");
+    assert!(
+        !home.ledger_path().exists(),
+        "a refused store creates nothing"
+    );
 }
 
 #[test]
@@ -181,7 +197,9 @@ fn b38_past_the_ttl_a_session_leaves_a_tombstone_and_its_log_goes() {
     );
     assert_eq!(store.tombstone("proc_000000000002").expect("live"), None);
     // Storing it again (a late writer) brings it back.
-    store.store(&finished_ago(&old.id, Duration::ZERO)).expect("again");
+    store
+        .store(&finished_ago(&old.id, Duration::ZERO))
+        .expect("again");
     assert_eq!(store.tombstone(&old.id).expect("tombstone"), None);
 }
 
@@ -193,7 +211,10 @@ fn b38_past_the_budget_the_oldest_finished_go_first_whatever_their_count() {
     // 300 small sessions fit: no count cap.
     for n in 0..300 {
         store
-            .store(&finished_ago(&format!("proc_small{n:04}"), Duration::from_secs(1000)))
+            .store(&finished_ago(
+                &format!("proc_small{n:04}"),
+                Duration::from_secs(1000),
+            ))
             .expect("store");
     }
     for n in 0..3u64 {

@@ -95,10 +95,8 @@ impl SpawnKeys {
         }
         .to_string();
         let key = key.to_owned();
-        let stored = tokio::task::spawn_blocking(move || {
-            store.put_request_key(&key, &text, KEEP)
-        })
-        .await;
+        let stored =
+            tokio::task::spawn_blocking(move || store.put_request_key(&key, &text, KEEP)).await;
         if let Ok(Err(error)) = stored {
             tracing::warn!(%error, "spawn request key not stored; a retry after a restart would start the job again");
         }

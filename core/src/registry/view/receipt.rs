@@ -9,11 +9,11 @@ use crate::answers::{
     KillAnswer, KillStatus, ListRow, LogAnswer, LogChunk, ModeName, PollAnswer, SessionStatus,
     WaitAnswer, WaitStatus,
 };
-use crate::id::SessionId;
-use crate::registry::durable::{from_unix_seconds, reason_from_name};
 use crate::config::KillSource;
 use crate::error::{Error, LookupError};
+use crate::id::SessionId;
 use crate::output::page::{self, TextPage};
+use crate::registry::durable::{from_unix_seconds, reason_from_name};
 use crate::registry::{
     Inner, LIST_COMMAND_CHARS, LIST_PREVIEW_CHARS, LOG_DEFAULT_LINES, POLL_PREVIEW_CHARS, logs,
 };
