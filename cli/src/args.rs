@@ -291,6 +291,10 @@ pub(crate) struct PsArgs {
     /// Include finished sessions, and every owner unless --owner is given.
     #[arg(long)]
     pub(crate) all: bool,
+    /// With --all, the finished sessions of this last while (default 24h): 90, 90s,
+    /// 5m, 2h, 7d; older ones are counted, not listed.
+    #[arg(long, value_name = "AGE", value_parser = parse_time_limit, requires = "all")]
+    pub(crate) since: Option<u64>,
     #[command(flatten)]
     pub(crate) owner: OwnerArg,
     /// This home's jobs on host NAME of `[hosts.NAME]` (ids `NAME:proc_…`), with a

@@ -322,12 +322,18 @@ pub(crate) struct Config {
     pub(crate) leftovers: Leftovers,
     /// The longest a single `wait` blocks, in seconds (B23).
     pub(crate) wait_cap_seconds: u64,
-    /// How many finished sessions are kept (B11).
-    pub(crate) finished_cap: usize,
+    /// Deprecated: finished sessions are kept in the store by `result_ttl_seconds`
+    /// and `log_budget_bytes`, not by count. Still accepted (a config must keep
+    /// loading); the daemon warns and ignores it.
+    pub(crate) finished_cap: Option<usize>,
+    /// How long a finished session, its result and its log stay answerable, in
+    /// seconds (default 7 days; `result_ttl` is accepted too).
+    #[serde(alias = "result_ttl")]
+    pub(crate) result_ttl_seconds: u64,
     /// The size cap of one session log file, in bytes.
     pub(crate) log_cap_bytes: u64,
-    /// All session logs of the home together, in bytes: past it the oldest
-    /// finished sessions' logs are removed first.
+    /// The finished sessions of the home together (logs and stored output), in
+    /// bytes: past it the oldest finished sessions are evicted first.
     pub(crate) log_budget_bytes: u64,
     /// Extra environment-variable name patterns removed from children (B36).
     pub(crate) env_deny: Vec<String>,
@@ -391,7 +397,8 @@ impl Default for Config {
             kill_grace_seconds: 2.0,
             leftovers: Leftovers::Keep,
             wait_cap_seconds: 180,
-            finished_cap: 64,
+            finished_cap: None,
+            result_ttl_seconds: herd_persistence::RECEIPT_RETENTION.as_secs(),
             log_cap_bytes: 1 << 30,
             log_budget_bytes: herd_persistence::DEFAULT_LOG_BUDGET_BYTES,
             env_deny: Vec::new(),
@@ -520,7 +527,16 @@ impl Config {
                 self.wait_cap_seconds,
                 &limits::WAIT_CAP_SECONDS,
             ),
-            limits::check("finished_cap", self.finished_cap, &limits::FINISHED_CAP),
+            limits::check(
+                "finished_cap",
+                self.finished_cap.unwrap_or_default(),
+                &limits::FINISHED_CAP,
+            ),
+            limits::check(
+                "result_ttl_seconds",
+                self.result_ttl_seconds,
+                &limits::RESULT_TTL_SECONDS,
+            ),
             limits::check("max_connections", self.max_connections, &(1..=65_536)),
             limits::check("queue_cap", self.queue_cap, &limits::QUEUE_CAP),
             limits::check("log_cap_bytes", self.log_cap_bytes, &limits::LOG_CAP_BYTES),

@@ -104,7 +104,11 @@ pub mod limits {
     pub const KILL_GRACE_SECONDS: RangeInclusive<f64> = 0.0..=300.0;
     /// The longest single wait, in seconds.
     pub const WAIT_CAP_SECONDS: RangeInclusive<u64> = 1..=86_400;
-    /// Finished sessions kept.
+    /// How long a finished session stays answerable from the store, in seconds: a
+    /// second to ten years.
+    pub const RESULT_TTL_SECONDS: RangeInclusive<u64> = 1..=10 * 365 * 86_400;
+    /// Finished sessions kept in memory (deprecated as a setting: the store keeps
+    /// them all, by `result_ttl` and `log_budget_bytes`).
     pub const FINISHED_CAP: RangeInclusive<usize> = 0..=100_000;
     /// One session log's size cap, in bytes (1 B to 1 TiB).
     pub const LOG_CAP_BYTES: RangeInclusive<u64> = 1..=1 << 40;
@@ -151,15 +155,20 @@ pub struct RegistryConfig {
     pub buffer_bytes: usize,
     /// Bytes of output kept in a session's log file before it stops growing.
     pub log_cap_bytes: u64,
-    /// All session logs of the home together: past it, the oldest finished
-    /// sessions' logs are removed first (running ones never); default 10 GiB. A
-    /// finished session's log otherwise goes with its result receipt.
+    /// The finished sessions of the home together (their logs and stored output
+    /// tails): past it, the oldest finished sessions are evicted first, leaving a
+    /// tombstone (running ones never); default 10 GiB.
     pub log_budget_bytes: u64,
+    /// How long a finished session, its result and its log stay answerable (by id
+    /// and name, across restarts) within `log_budget_bytes`; default 7 days.
+    pub result_ttl: Duration,
     /// Default characters of output a completion and other sized routes carry (B8).
     pub completion_output_chars: usize,
-    /// How long a finished session stays answerable (B11).
+    /// How long a finished session stays in the in-memory cache (B11); it stays
+    /// answerable from the store for `result_ttl`.
     pub finished_ttl: Duration,
-    /// How many finished sessions are kept at most (B11); running ones are never refused.
+    /// How many finished sessions the in-memory cache holds at most (B11); the store
+    /// answers for the rest. Running ones are never refused.
     pub finished_cap: usize,
     /// Environment name patterns removed from children unless forwarded (B36).
     pub env_deny: Vec<String>,
@@ -226,6 +235,11 @@ impl RegistryConfig {
         for (field, value, max) in [
             ("heartbeat_floor", self.heartbeat_floor, day),
             (
+                "result_ttl",
+                self.result_ttl,
+                Duration::from_secs(*limits::RESULT_TTL_SECONDS.end()),
+            ),
+            (
                 "wait_cap",
                 self.wait_cap,
                 Duration::from_secs(*limits::WAIT_CAP_SECONDS.end()),
@@ -270,6 +284,7 @@ impl Default for RegistryConfig {
             buffer_bytes: 200_000,
             log_cap_bytes: 1 << 30,
             log_budget_bytes: herd_persistence::DEFAULT_LOG_BUDGET_BYTES,
+            result_ttl: herd_persistence::RECEIPT_RETENTION,
             completion_output_chars: 2_000,
             finished_ttl: Duration::from_secs(30 * 60),
             finished_cap: 64,

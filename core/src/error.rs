@@ -21,6 +21,18 @@ pub enum LookupError {
         /// Every id it matched.
         matches: Vec<SessionId>,
     },
+    /// The session finished and was evicted from the store (past `result_ttl`, or
+    /// the oldest beyond `log_budget_bytes`); only its tombstone is left.
+    #[error(
+        "session {id} expired on {on}: finished sessions are kept for result_ttl within \
+         log_budget_bytes (see config.toml); its result and log are gone"
+    )]
+    Expired {
+        /// The evicted session's id.
+        id: String,
+        /// When it was evicted, RFC 3339.
+        on: String,
+    },
     /// The prefix has fewer than 4 characters after `proc_`.
     #[error("prefix {prefix} is too short; give at least 4 characters after proc_")]
     TooShort {
@@ -90,7 +102,7 @@ pub enum RestartError {
     Lookup(#[from] LookupError),
     /// Only the session's result receipt is left: how it was started is forgotten.
     #[error(
-        "{id} finished too long ago to restart: herd keeps its result, not how it was started; start it again with herd run"
+        "{id} cannot be restarted: its result was stored by an older herd, which kept the result but not how it was started; start it again with herd run"
     )]
     Forgotten {
         /// The session.

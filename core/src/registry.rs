@@ -146,7 +146,7 @@ impl Registry {
         let queue_cap = config.queue_cap;
         Ok(Registry {
             inner: Arc::new(Inner {
-                durable: durable::Durable::new(&home, config.log_budget_bytes),
+                durable: durable::Durable::new(&home, config.log_budget_bytes, config.result_ttl),
                 home,
                 config,
                 tables: Mutex::new(Tables::new(queue_cap)),

@@ -167,6 +167,17 @@ pub enum Error {
     /// A shim record exists but cannot be read.
     #[error("supervisor record {path} is unreadable: {detail}")]
     ShimRecordRead { path: PathBuf, detail: String },
+    /// A read or write of the result store (`state.db`'s `results`, `tombstones` or
+    /// `request_keys`) failed.
+    #[error(
+        "failed to {action} in the state database {path}; check free space and that the home is writable"
+    )]
+    StoreQuery {
+        path: PathBuf,
+        action: &'static str,
+        #[source]
+        source: rusqlite::Error,
+    },
     /// The results directory could not be listed or pruned.
     #[error("failed to prune result receipts in {dir}")]
     ReceiptPrune {

@@ -6,7 +6,7 @@
 //! given; nothing here caches a path in a global (B4). The main types are
 //! [`CheckpointStore`] (running sessions, B27), [`Ledger`] (completions,
 //! exactly-once delivery, B29) and [`ReceiptStore`] (results of finished
-//! sessions, B38).
+//! sessions in the same `state.db`, B38).
 //! Never: knows about live processes, signals anything, or creates a home that
 //! does not exist (a deleted profile is never resurrected by a late writer).
 //! Depended on by: `herd-core` and `herd-cli`.
@@ -18,6 +18,7 @@ mod home;
 mod ledger;
 mod receipts;
 pub mod safe_path;
+mod schema;
 mod shim;
 
 pub use checkpoint::{
@@ -27,11 +28,11 @@ pub use checkpoint::{
 pub use error::{Error, LedgerCause};
 pub use home::Home;
 pub use ledger::{
-    CompletionRecord, DELIVERED_RETENTION, LEDGER_VERSION, Ledger, MAX_UNCLAIMED,
-    UNCLAIMED_RETENTION,
+    CompletionRecord, DELIVERED_RETENTION, LEDGER_VERSION, Ledger, UNCLAIMED_RETENTION,
 };
 pub use receipts::{
-    DEFAULT_LOG_BUDGET_BYTES, MAX_RECEIPT_OUTPUT_CHARS, MAX_RECEIPTS, PruneReport,
-    RECEIPT_RETENTION, RECEIPT_VERSION, ReceiptStore, ResultReceipt,
+    DEFAULT_LOG_BUDGET_BYTES, Listed, MAX_RECEIPT_OUTPUT_CHARS, PruneReport, RECEIPT_RETENTION,
+    RECEIPT_VERSION, ReceiptStore, RestartSpec, ResultReceipt, Stored, TOMBSTONE_RETENTION,
+    Tombstone,
 };
 pub use shim::{ExitRecord, Leftover, SHIM_RECORD_VERSION, ShimDir, ShimInfo, shim_session_ids};

@@ -1,48 +1,57 @@
-//! Result receipts: `<home>/results/<id>.json`, one per finished session (B38).
+//! Result receipts: one row per finished session in `<home>/state.db` (B38).
 //!
-//! A receipt keeps what `get`, `poll` and `log` need to answer for a session
-//! after it was pruned from memory or the host restarted: owners, command,
-//! exit code, completion reason, termination source and the last 200,000
-//! characters of output. The caller redacts command and output before handing
-//! them over; this module only stores them.
+//! A receipt keeps what `poll`, `wait`, `log`, `list` and `restart` need to answer
+//! for a session after it left memory or the host restarted: owners, name, command
+//! (redacted by the caller), exit code, completion reason, termination source, the
+//! processes left behind and the last 200,000 characters of output; and, privately,
+//! a [`RestartSpec`] (the command as given and the options a restart repeats), which
+//! only [`ReceiptStore::restart_spec`] returns.
 //!
-//! Format (version 1): the [`ResultReceipt`] fields plus `"version": 1`, one
-//! JSON object per file, written atomically (temp file, fsync, rename, fsync
-//! the directory) with mode 0600 in a 0700 directory.
+//! Tables (`schema.rs`, version 2): `results` (the receipt's JSON without its
+//! output, the output, the restart spec, and the columns lookups and retention
+//! use), `tombstones` (id, name, when it was evicted: an evicted id answers
+//! "expired on DATE", kept [`TOMBSTONE_RETENTION`]) and `request_keys`.
+//! A batch of receipts is one transaction; the database runs in WAL mode with
+//! `synchronous=NORMAL`, so a stored receipt survives a crash of any herd process.
 //!
-//! Retention: receipts whose file is older than 7 days (by mtime) are deleted,
-//! then only the newest 64 are kept. [`ReceiptStore::store`] prunes after each
-//! write, so the directory never grows past the cap for long.
+//! Retention is by time and size, never by count: a receipt and its session log
+//! stay for the result TTL (default [`RECEIPT_RETENTION`]); past the log budget
+//! (the finished sessions' logs and stored outputs together) the oldest finished
+//! sessions go first. A running session's log is never removed here.
 //!
-//! Invariant: a receipt's file name is derived from a validated session id
-//! (`proc_` and word characters), so an id can never name a path outside the
-//! results directory.
+//! Receipts of herd releases before the store (`<home>/results/<id>.json`) are
+//! imported when the store is first opened and their files removed once committed
+//! (`receipts/legacy.rs`).
+//!
+//! Invariant: a receipt's id is a validated session id (`proc_` and word
+//! characters), so the log path derived from it stays in the logs directory.
 
-use std::fs;
-use std::io;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
-use crate::atomic;
-use crate::{Error, Home};
+use crate::{Error, Home, Ledger, Mode, SpawnOptions};
+
+mod legacy;
+mod queries;
+
+pub use queries::{Listed, Tombstone};
 
 /// Output characters a receipt keeps (the last ones).
 pub const MAX_RECEIPT_OUTPUT_CHARS: usize = 200_000;
 
-/// How long a receipt is kept.
+/// How long a receipt is kept by default (`result_ttl`).
 pub const RECEIPT_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
 
-/// How many receipts a home keeps at most.
-pub const MAX_RECEIPTS: usize = 64;
+/// How long an evicted session's tombstone answers "expired on DATE".
+pub const TOMBSTONE_RETENTION: Duration = Duration::from_secs(90 * 24 * 3600);
 
-/// The receipt format version this crate writes.
+/// The receipt format version this crate writes (the JSON of a row's `receipt`,
+/// and of the files of earlier releases).
 pub const RECEIPT_VERSION: u64 = 1;
-
-/// Temp files of interrupted receipt writes older than this are swept. Writers
-/// take no lock, so a younger temp file may be a write in progress.
-const STALE_TEMP_AGE: Duration = Duration::from_secs(3600);
 
 /// The durable result of one finished session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -86,202 +95,334 @@ pub struct ResultReceipt {
     /// [`crate::Leftover`]); their commands redacted by the caller.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub leftovers: Vec<crate::Leftover>,
+    /// The name the session was started with (`herd run --name`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The signal that ended the job, when one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
+    /// Whether the job ran under a PTY.
+    #[serde(default)]
+    pub pty: bool,
+    /// Whether lifecycle kill sweeps skipped the session.
+    #[serde(default)]
+    pub persist_on_release: bool,
+    /// The time limit the session ran under, seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_limit_seconds: Option<u64>,
+    /// The session this one was started in place of (`herd restart`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replaces: Option<String>,
 }
 
-/// The on-disk shape: the receipt plus its format version.
-#[derive(Debug, Serialize, Deserialize)]
-struct FileV1 {
-    version: u64,
-    #[serde(flatten)]
-    receipt: ResultReceipt,
+/// What `herd restart` repeats of a finished session, kept privately with its
+/// receipt: the command *as given* (never shown: every answer shows the receipt's
+/// redacted one) and the spawn's options. No environment value is kept.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RestartSpec {
+    /// The command line as the spawn gave it.
+    pub command: String,
+    /// Pipe or PTY.
+    pub mode: Mode,
+    /// Watch patterns.
+    #[serde(default)]
+    pub watch_patterns: Vec<String>,
+    /// Heartbeat interval asked for, seconds.
+    #[serde(default)]
+    pub heartbeat_seconds: Option<u64>,
+    /// Output characters a completion carries, as asked.
+    #[serde(default)]
+    pub completion_output_chars: Option<usize>,
+    /// The rest: time limit, forwarded names, notify as asked, PTY size, `replaces`.
+    #[serde(default)]
+    pub options: SpawnOptions,
+}
+
+/// One receipt to store, with its private restart spec.
+#[derive(Debug, Clone)]
+pub struct Stored {
+    /// The receipt (command and output already redacted).
+    pub receipt: ResultReceipt,
+    /// What a restart repeats; `None` when the session cannot be restarted.
+    pub spawn: Option<RestartSpec>,
 }
 
 /// What a prune removed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct PruneReport {
-    /// Receipts older than the retention period.
+    /// Receipts older than the result TTL.
     pub n_expired: usize,
-    /// Receipts beyond the newest [`MAX_RECEIPTS`].
-    pub n_over_cap: usize,
-    /// Session logs removed: with their receipts, or, oldest first, to keep
-    /// within the log budget.
+    /// Receipts evicted, oldest first, to keep within the log budget.
+    pub n_over_budget: usize,
+    /// Session logs removed with them.
     pub n_logs: usize,
 }
 
-/// The default budget for all session logs of a home: 10 GiB.
+/// The default budget for the finished sessions of a home: 10 GiB.
 pub const DEFAULT_LOG_BUDGET_BYTES: u64 = 10 << 30;
 
-/// Reads and writes `<home>/results/`, and keeps `<home>/logs/sessions/` in step.
+/// The open database, made on first use.
+#[derive(Debug, Default)]
+struct Db {
+    conn: Option<(Connection, PathBuf)>,
+}
+
+/// Reads and writes the result store of a home (the `results` and `tombstones`
+/// tables of `state.db`) and keeps `<home>/logs/sessions/` in step with it.
 ///
-/// Retention: a finished session's log goes with its receipt (7 days, the newest
-/// 64). A log with no receipt is a running session's (or one a crash left, which
-/// a restore closes with a receipt), so it is never removed here. Past the log
-/// budget, the oldest logs of finished sessions (those with a receipt) go first.
+/// Cheap to clone (clones share one connection). Does no I/O until first used; a
+/// read of a home that has neither `state.db` nor `results/` creates nothing.
 #[derive(Debug, Clone)]
 pub struct ReceiptStore {
     home: Home,
     log_budget_bytes: u64,
+    ttl: Duration,
+    db: Arc<Mutex<Db>>,
 }
 
 impl ReceiptStore {
-    /// A store for `home` with the default log budget. Does no I/O.
+    /// A store for `home` with the default log budget and TTL. Does no I/O.
     pub fn new(home: &Home) -> ReceiptStore {
         ReceiptStore {
             home: home.clone(),
             log_budget_bytes: DEFAULT_LOG_BUDGET_BYTES,
+            ttl: RECEIPT_RETENTION,
+            db: Arc::new(Mutex::new(Db::default())),
         }
     }
 
-    /// The same store with all session logs kept within `bytes`.
+    /// The same store keeping finished sessions within `bytes`.
     #[must_use]
     pub fn with_log_budget(mut self, bytes: u64) -> ReceiptStore {
         self.log_budget_bytes = bytes;
         self
     }
 
-    /// The file of the receipt for `id`.
-    ///
-    /// # Errors
-    /// [`Error::InvalidSessionId`] when `id` is not `proc_` followed by
-    /// letters, digits or `_`.
-    pub fn path(&self, id: &str) -> Result<PathBuf, Error> {
-        validate_id(id)?;
-        Ok(self.home.results_dir().join(format!("{id}.json")))
+    /// The same store keeping finished sessions for `ttl`.
+    #[must_use]
+    pub fn with_ttl(mut self, ttl: Duration) -> ReceiptStore {
+        self.ttl = ttl;
+        self
     }
 
-    /// Writes `receipt` atomically (replacing an earlier receipt of the same
-    /// session), keeping only the last [`MAX_RECEIPT_OUTPUT_CHARS`] characters
-    /// of output, then prunes old receipts. A failed prune is logged, not
-    /// returned: the receipt itself is stored.
+    /// How long a finished session is kept.
+    pub fn ttl(&self) -> Duration {
+        self.ttl
+    }
+
+    /// Runs `f` on the open database, opening it first (creating and migrating it,
+    /// and importing the receipt files of earlier releases) when `create` is true or
+    /// there is anything to read. `Ok(None)` when there is nothing to read.
+    fn with_db<T>(
+        &self,
+        create: bool,
+        action: &'static str,
+        f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+    ) -> Result<Option<T>, Error> {
+        let mut db = lock(&self.db);
+        if db.conn.is_none() {
+            let something = self.home.ledger_path().exists() || self.home.results_dir().is_dir();
+            if !create && !something {
+                return Ok(None);
+            }
+            let (conn, path) = Ledger::create(&self.home)?.into_parts();
+            legacy::import(&self.home, &conn, &path);
+            db.conn = Some((conn, path));
+            drop(db);
+            if let Err(error) = self.prune() {
+                tracing::warn!(%error, "result store not pruned");
+            }
+            db = lock(&self.db);
+        }
+        let Some((conn, path)) = db.conn.as_ref() else {
+            return Ok(None);
+        };
+        f(conn).map(Some).map_err(|source| Error::StoreQuery {
+            path: path.clone(),
+            action,
+            source,
+        })
+    }
+
+    /// Opens the store now (creating it, and importing the receipt files of earlier
+    /// releases): for a process that is about to serve, so the first answer does not
+    /// pay for it.
+    ///
+    /// # Errors
+    /// As [`Ledger::create`].
+    pub fn open(&self) -> Result<(), Error> {
+        self.with_db(true, "open", |_| Ok(())).map(drop)
+    }
+
+    /// Stores `receipt` (replacing an earlier receipt of the same session), then
+    /// prunes; a failed prune is logged, not returned.
+    ///
+    /// # Errors
+    /// As [`ReceiptStore::store_all`].
+    pub fn store(&self, receipt: &ResultReceipt) -> Result<(), Error> {
+        self.store_all(&[Stored {
+            receipt: receipt.clone(),
+            spawn: None,
+        }])
+    }
+
+    /// Stores `batch` in one transaction, keeping only the last
+    /// [`MAX_RECEIPT_OUTPUT_CHARS`] characters of each output, then prunes (a failed
+    /// prune is logged, not returned).
     ///
     /// # Errors
     /// [`Error::InvalidSessionId`], [`Error::HomeMissing`] (the home is never
-    /// created), [`Error::CreateDir`] for the results directory, and
-    /// [`Error::ReceiptWrite`].
-    pub fn store(&self, receipt: &ResultReceipt) -> Result<(), Error> {
-        let path = self.path(&receipt.id)?;
-        self.home.ensure_dir(&self.home.results_dir())?;
-        let mut file = FileV1 {
-            version: RECEIPT_VERSION,
-            receipt: receipt.clone(),
-        };
-        if let Some(start) = tail_start(&receipt.output, MAX_RECEIPT_OUTPUT_CHARS) {
-            file.receipt.output.drain(..start);
-            file.receipt.output_cut = true;
+    /// created), the ledger's open errors, and [`Error::StoreQuery`] (nothing of the
+    /// batch is stored then).
+    pub fn store_all(&self, batch: &[Stored]) -> Result<(), Error> {
+        for item in batch {
+            validate_id(&item.receipt.id)?;
         }
-        let bytes = serde_json::to_vec(&file).map_err(|e| Error::ReceiptWrite {
-            path: path.clone(),
-            source: io::Error::new(io::ErrorKind::InvalidData, e),
+        let rows: Vec<Row> = batch.iter().map(|item| self.row_of(item)).collect();
+        self.with_db(true, "store result receipts", |conn| {
+            let tx = conn.unchecked_transaction()?;
+            {
+                let mut insert = tx.prepare_cached(
+                    "INSERT INTO results (session_id, name, owner_task_id, session_key, started_at,
+                         finished_at, size_bytes, receipt, output, spawn)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+                     ON CONFLICT (session_id) DO UPDATE SET name = excluded.name,
+                         owner_task_id = excluded.owner_task_id, session_key = excluded.session_key,
+                         started_at = excluded.started_at, finished_at = excluded.finished_at,
+                         size_bytes = excluded.size_bytes, receipt = excluded.receipt,
+                         output = excluded.output, spawn = coalesce(excluded.spawn, results.spawn)",
+                )?;
+                let mut unbury =
+                    tx.prepare_cached("DELETE FROM tombstones WHERE session_id = ?1")?;
+                for row in &rows {
+                    let r = &row.receipt;
+                    insert.execute(params![
+                        r.id,
+                        r.name,
+                        r.owner_task_id,
+                        r.session_key,
+                        r.started_at,
+                        r.finished_at,
+                        row.size_bytes,
+                        row.json,
+                        row.output,
+                        row.spawn,
+                    ])?;
+                    unbury.execute([&r.id])?;
+                }
+            }
+            tx.commit()
         })?;
-        atomic::write_atomic(&path, &bytes).map_err(|source| Error::ReceiptWrite {
-            path: path.clone(),
-            source,
-        })?;
-        tracing::debug!(session_id = %receipt.id, "result receipt stored");
+        tracing::debug!(n = batch.len(), "result receipts stored");
         if let Err(error) = self.prune() {
-            tracing::warn!(%error, "result receipts not pruned");
+            tracing::warn!(%error, "result store not pruned");
         }
         Ok(())
     }
 
-    /// The receipt for `id`, or `None` when there is none (never written,
-    /// pruned, or the home is gone).
-    ///
-    /// # Errors
-    /// [`Error::InvalidSessionId`], [`Error::ReceiptRead`] when the file
-    /// cannot be read, [`Error::ReceiptCorrupt`] when it is not a receipt of a
-    /// known version for this id.
-    pub fn load(&self, id: &str) -> Result<Option<ResultReceipt>, Error> {
-        let path = self.path(id)?;
-        let bytes = match fs::read(&path) {
-            Ok(bytes) => bytes,
-            Err(e) if atomic::is_missing(&e) => return Ok(None),
-            Err(source) => return Err(Error::ReceiptRead { path, source }),
-        };
-        let corrupt = |source| Error::ReceiptCorrupt {
-            path: path.clone(),
-            source,
-        };
-        let file: FileV1 = serde_json::from_slice(&bytes).map_err(corrupt)?;
-        if file.version != RECEIPT_VERSION {
-            return Err(corrupt(serde::de::Error::custom(format_args!(
-                "unknown receipt version {}, this herd reads version {RECEIPT_VERSION}",
-                file.version
-            ))));
+    /// The row `item` is stored as: JSON without the output, the output cut to what
+    /// a receipt keeps, and its size (the output plus the session's log).
+    fn row_of(&self, item: &Stored) -> Row {
+        let mut receipt = item.receipt.clone();
+        let mut output = std::mem::take(&mut receipt.output);
+        if let Some(start) = tail_start(&output, MAX_RECEIPT_OUTPUT_CHARS) {
+            output.drain(..start);
+            receipt.output_cut = true;
         }
-        if file.receipt.id != id {
-            return Err(corrupt(serde::de::Error::custom(format_args!(
-                "the receipt is for {}, not {id}",
-                file.receipt.id
-            ))));
+        let log_bytes =
+            std::fs::metadata(self.home.session_log_path(&receipt.id)).map_or(0, |m| m.len());
+        let size = log_bytes.saturating_add(output.len() as u64);
+        let json = serde_json::to_string(&receipt)
+            .unwrap_or_else(|_| format!("{{\"id\":{:?}}}", receipt.id));
+        let spawn = item
+            .spawn
+            .as_ref()
+            .and_then(|s| serde_json::to_string(s).ok());
+        Row {
+            receipt,
+            json,
+            output,
+            spawn,
+            size_bytes: i64::try_from(size).unwrap_or(i64::MAX),
         }
-        Ok(Some(file.receipt))
     }
 
-    /// Deletes receipts older than [`RECEIPT_RETENTION`], then all but the
-    /// newest [`MAX_RECEIPTS`], and sweeps stale temp files.
+    /// Evicts the receipts past the TTL, then the oldest beyond the log budget,
+    /// leaving a tombstone for each and removing their logs; drops tombstones older
+    /// than [`TOMBSTONE_RETENTION`].
     ///
     /// # Errors
-    /// [`Error::ReceiptPrune`] when the directory cannot be listed or a
-    /// receipt cannot be deleted. A missing directory prunes nothing.
+    /// [`Error::StoreQuery`] when the database refuses; a log that cannot be removed
+    /// is logged and skipped.
     pub fn prune(&self) -> Result<PruneReport, Error> {
-        let dir = self.home.results_dir();
-        let prune_error = |source| Error::ReceiptPrune {
-            dir: dir.clone(),
-            source,
-        };
-        let entries = match fs::read_dir(&dir) {
-            Ok(entries) => entries,
-            Err(e) if atomic::is_missing(&e) => return Ok(PruneReport::default()),
-            Err(e) => return Err(prune_error(e)),
-        };
-        let now = SystemTime::now();
-        let mut report = PruneReport::default();
-        let mut kept: Vec<(SystemTime, PathBuf)> = Vec::new();
-        let mut temp_targets: Vec<String> = Vec::new();
-        for entry in entries {
-            let entry = entry.map_err(prune_error)?;
-            let name = entry.file_name();
-            let Some(name) = name.to_str() else { continue };
-            if let Some(target) = atomic::temp_target(name) {
-                temp_targets.push(target.to_owned());
-                continue;
-            }
-            let Some(id) = name.strip_suffix(".json") else {
-                continue;
+        let now = unix_now();
+        let ttl_cutoff = now - self.ttl.as_secs_f64();
+        let budget = i64::try_from(self.log_budget_bytes).unwrap_or(i64::MAX);
+        let evicted = self.with_db(false, "prune result receipts", |conn| {
+            let tx = conn.unchecked_transaction()?;
+            let expired: Vec<(String, i64)> = {
+                let mut stmt = tx.prepare_cached(
+                    "SELECT session_id, size_bytes FROM results WHERE finished_at < ?1",
+                )?;
+                stmt.query_map([ttl_cutoff], |r| Ok((r.get(0)?, r.get(1)?)))?
+                    .collect::<rusqlite::Result<_>>()?
             };
-            if validate_id(id).is_err() {
-                continue;
+            let total: i64 = tx.query_row(
+                "SELECT coalesce(sum(size_bytes), 0) FROM results",
+                [],
+                |r| r.get(0),
+            )?;
+            let mut over = total - expired.iter().map(|(_, n)| n).sum::<i64>() - budget;
+            let mut over_budget: Vec<String> = Vec::new();
+            if over > 0 {
+                let mut stmt = tx.prepare_cached(
+                    "SELECT session_id, size_bytes FROM results WHERE finished_at >= ?1
+                     ORDER BY finished_at, session_id",
+                )?;
+                let mut rows = stmt.query([ttl_cutoff])?;
+                while over > 0
+                    && let Some(row) = rows.next()?
+                {
+                    over -= row.get::<_, i64>(1)?;
+                    over_budget.push(row.get(0)?);
+                }
             }
-            let mtime = match entry.metadata().and_then(|m| m.modified()) {
-                Ok(mtime) => mtime,
-                // Deleted by a concurrent prune.
-                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-                Err(e) => return Err(prune_error(e)),
-            };
-            let age = now.duration_since(mtime).unwrap_or(Duration::ZERO);
-            if age > RECEIPT_RETENTION {
-                remove(&entry.path()).map_err(prune_error)?;
-                report.n_logs += self.remove_log(id);
-                report.n_expired += 1;
-            } else {
-                kept.push((mtime, entry.path()));
+            {
+                let mut bury = tx.prepare_cached(
+                    "INSERT OR REPLACE INTO tombstones (session_id, name, expired_at)
+                     SELECT session_id, name, ?2 FROM results WHERE session_id = ?1",
+                )?;
+                let mut delete = tx.prepare_cached("DELETE FROM results WHERE session_id = ?1")?;
+                for id in expired.iter().map(|(id, _)| id).chain(&over_budget) {
+                    bury.execute(params![id, now])?;
+                    delete.execute([id])?;
+                }
             }
+            tx.execute(
+                "DELETE FROM tombstones WHERE expired_at < ?1",
+                [now - TOMBSTONE_RETENTION.as_secs_f64()],
+            )?;
+            tx.commit()?;
+            Ok((
+                expired.into_iter().map(|(id, _)| id).collect::<Vec<_>>(),
+                over_budget,
+            ))
+        })?;
+        let Some((expired, over_budget)) = evicted else {
+            return Ok(PruneReport::default());
+        };
+        let mut report = PruneReport {
+            n_expired: expired.len(),
+            n_over_budget: over_budget.len(),
+            n_logs: 0,
+        };
+        for id in expired.iter().chain(&over_budget) {
+            report.n_logs += self.remove_log(id);
         }
-        kept.sort_by_key(|&(mtime, _)| std::cmp::Reverse(mtime));
-        for (_, path) in kept.iter().skip(MAX_RECEIPTS) {
-            remove(path).map_err(prune_error)?;
-            if let Some(id) = path.file_stem().and_then(|s| s.to_str()) {
-                report.n_logs += self.remove_log(id);
-            }
-            report.n_over_cap += 1;
-        }
-        atomic::sweep_temps_of(&dir, temp_targets, Some(STALE_TEMP_AGE));
-        report.n_logs += self.prune_logs(now);
         if report != PruneReport::default() {
             tracing::debug!(
                 n_expired = report.n_expired,
-                n_over_cap = report.n_over_cap,
+                n_over_budget = report.n_over_budget,
                 n_logs = report.n_logs,
                 "result receipts pruned"
             );
@@ -289,16 +430,17 @@ impl ReceiptStore {
         Ok(report)
     }
 
-    /// Forgets a finished session: its receipt and its log.
+    /// Forgets a finished session: its receipt, its log, any tombstone (no
+    /// "expired" answer follows: it was asked for).
     ///
     /// # Errors
-    /// [`Error::InvalidSessionId`] for an id that is not one; a file that cannot be
-    /// removed is logged and skipped.
+    /// [`Error::InvalidSessionId`] for an id that is not one, [`Error::StoreQuery`].
     pub fn forget(&self, id: &str) -> Result<(), Error> {
-        let path = self.path(id)?;
-        if let Err(error) = remove(&path) {
-            tracing::warn!(path = %path.display(), %error, "result receipt not removed");
-        }
+        validate_id(id)?;
+        self.with_db(false, "forget a result receipt", |conn| {
+            conn.execute("DELETE FROM results WHERE session_id = ?1", [id])?;
+            conn.execute("DELETE FROM tombstones WHERE session_id = ?1", [id])
+        })?;
         self.remove_log(id);
         Ok(())
     }
@@ -306,9 +448,9 @@ impl ReceiptStore {
     /// Removes the session log of `id`, if any: 1 when one was removed.
     fn remove_log(&self, id: &str) -> usize {
         let path = self.home.session_log_path(id);
-        match fs::remove_file(&path) {
+        match std::fs::remove_file(&path) {
             Ok(()) => 1,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => 0,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
             Err(error) => {
                 tracing::warn!(path = %path.display(), %error, "session log not removed");
                 0
@@ -316,53 +458,82 @@ impl ReceiptStore {
         }
     }
 
-    /// The oldest finished sessions' logs beyond the budget (see the type's docs):
-    /// how many were removed.
-    fn prune_logs(&self, now: SystemTime) -> usize {
-        let Ok(entries) = fs::read_dir(self.home.session_logs_dir()) else {
-            return 0;
+    /// The receipt for `id`, or `None` when there is none (never stored, evicted,
+    /// or the home has no store).
+    ///
+    /// # Errors
+    /// [`Error::InvalidSessionId`], [`Error::StoreQuery`], and
+    /// [`Error::ReceiptCorrupt`] when the stored JSON is not a receipt.
+    pub fn load(&self, id: &str) -> Result<Option<ResultReceipt>, Error> {
+        validate_id(id)?;
+        let found = self.with_db(false, "load a result receipt", |conn| {
+            conn.query_row(
+                "SELECT receipt, output FROM results WHERE session_id = ?1",
+                [id],
+                |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)),
+            )
+            .optional()
+        })?;
+        match found.flatten() {
+            Some((json, output)) => self.parse(&json, output).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// A receipt from a row's JSON and output.
+    fn parse(&self, json: &str, output: String) -> Result<ResultReceipt, Error> {
+        let mut receipt: ResultReceipt =
+            serde_json::from_str(json).map_err(|source| Error::ReceiptCorrupt {
+                path: self.home.ledger_path(),
+                source,
+            })?;
+        receipt.output = output;
+        Ok(receipt)
+    }
+
+    /// What a restart of `id` repeats, when its receipt kept it.
+    ///
+    /// # Errors
+    /// As [`ReceiptStore::load`].
+    pub fn restart_spec(&self, id: &str) -> Result<Option<RestartSpec>, Error> {
+        validate_id(id)?;
+        let found = self.with_db(false, "load a restart spec", |conn| {
+            conn.query_row(
+                "SELECT spawn FROM results WHERE session_id = ?1",
+                [id],
+                |r| r.get::<_, Option<String>>(0),
+            )
+            .optional()
+        })?;
+        let Some(json) = found.flatten().flatten() else {
+            return Ok(None);
         };
-        let mut n_removed = 0;
-        let mut total: u64 = 0;
-        let mut finished: Vec<(SystemTime, String, u64)> = Vec::new();
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let Some(id) = name.to_str().and_then(|n| n.strip_suffix(".log")) else {
-                continue;
-            };
-            if validate_id(id).is_err() {
-                continue;
-            }
-            let Ok(meta) = entry.metadata() else {
-                continue;
-            };
-            let mtime = meta.modified().unwrap_or(now);
-            // A log without a receipt may be a running session's, however long
-            // it has been quiet: never removed here.
-            let has_receipt = self.path(id).is_ok_and(|p| p.exists());
-            total = total.saturating_add(meta.len());
-            if has_receipt {
-                finished.push((mtime, id.to_owned(), meta.len()));
-            }
-        }
-        finished.sort();
-        for (_, id, len) in finished {
-            if total <= self.log_budget_bytes {
-                break;
-            }
-            n_removed += self.remove_log(&id);
-            total = total.saturating_sub(len);
-        }
-        n_removed
+        serde_json::from_str(&json)
+            .map(Some)
+            .map_err(|source| Error::ReceiptCorrupt {
+                path: self.home.ledger_path(),
+                source,
+            })
     }
 }
 
-/// Removes a file; one already gone (a concurrent prune) is fine.
-fn remove(path: &Path) -> io::Result<()> {
-    match fs::remove_file(path) {
-        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
-        _ => Ok(()),
-    }
+/// A receipt as it is stored.
+struct Row {
+    receipt: ResultReceipt,
+    json: String,
+    output: String,
+    spawn: Option<String>,
+    size_bytes: i64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 /// Checks that `id` is `proc_` followed by one or more word characters.
@@ -388,6 +559,11 @@ fn tail_start(text: &str, max_chars: usize) -> Option<usize> {
     };
     let (idx, _) = text.char_indices().rev().nth(n)?;
     (idx > 0).then_some(idx)
+}
+
+/// Whether `path` is a receipt file of an earlier release.
+fn is_legacy_file(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "json")
 }
 
 #[cfg(test)]

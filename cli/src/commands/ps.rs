@@ -8,6 +8,19 @@ use crate::args::PsArgs;
 use crate::client::Client;
 use crate::output;
 
+/// The finished sessions `ps --all` shows without `--since`: the last day's.
+const DEFAULT_WINDOW_SECONDS: u64 = 24 * 3600;
+
+/// `86400` as `24h`, `90` as `90s`.
+fn age_text(seconds: u64) -> String {
+    match seconds {
+        s if s % 86_400 == 0 && s >= 7 * 86_400 => format!("{}d", s / 86_400),
+        s if s % 3_600 == 0 => format!("{}h", s / 3_600),
+        s if s % 60 == 0 => format!("{}m", s / 60),
+        s => format!("{s}s"),
+    }
+}
+
 /// `herd ps`.
 pub(crate) async fn ps(home: &Home, args: PsArgs) -> anyhow::Result<()> {
     let owner = if args.all {
@@ -17,6 +30,11 @@ pub(crate) async fn ps(home: &Home, args: PsArgs) -> anyhow::Result<()> {
     };
     let mut client = Client::connect(home).await?;
     let mut params = json!({"owner": owner, "all": args.all});
+    // Finished sessions of a recent window; the store keeps them for days.
+    let window = args.since.unwrap_or(DEFAULT_WINDOW_SECONDS);
+    if args.all && client.hello.serves("list.window") {
+        params["finished_since_seconds"] = json!(window);
+    }
     let by_host = args.host.is_some() || args.all_hosts;
     if by_host {
         if !client.hello.serves("hosts") {
@@ -39,6 +57,13 @@ pub(crate) async fn ps(home: &Home, args: PsArgs) -> anyhow::Result<()> {
                 output::visible(host["message"].as_str().unwrap_or_default()),
             ));
         }
+    }
+    if let Some(n_older) = answer["older"].as_u64() {
+        output::err_line(&format!(
+            "{n_older} older finished session{} not shown (finished more than {} ago) — use --since",
+            if n_older == 1 { "" } else { "s" },
+            age_text(window)
+        ));
     }
     let rows = answer["processes"].as_array().cloned().unwrap_or_default();
     if rows.is_empty() {

@@ -31,6 +31,7 @@ heartbeat_floor_seconds = 5
 kill_grace_seconds = 0.5
 wait_cap_seconds = 30
 finished_cap = 10
+result_ttl = 3600
 log_cap_bytes = 4096
 env_deny = ["*_PASSWORD"]
 redact_extra_patterns = ["sk-[a-z]+"]
@@ -47,6 +48,10 @@ enabled = ["upper"]
     assert_eq!(config.guard_host_images, ["myhost"]);
     assert!(!config.direct_exec);
     assert!(Config::default().direct_exec, "on unless turned off");
+    // A deprecated key still loads (the daemon warns and ignores it).
+    assert_eq!(config.finished_cap, Some(10));
+    assert_eq!(config.result_ttl_seconds, 3600);
+    assert_eq!(Config::default().result_ttl_seconds, 7 * 24 * 3600);
 }
 
 #[test]
@@ -105,6 +110,10 @@ fn every_number_out_of_its_range_is_refused_with_the_range() {
             "finished_cap must be from 0 to 100000",
         ),
         ("log_cap_bytes = 0\n", "log_cap_bytes must be from 1"),
+        (
+            "result_ttl_seconds = 0\n",
+            "result_ttl_seconds must be from 1 to 315360000",
+        ),
         (
             "worker_memory_max_bytes = 1\n",
             "worker_memory_max_bytes must be from",

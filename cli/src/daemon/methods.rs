@@ -91,12 +91,19 @@ fn registry_config(
     shim: Option<std::path::PathBuf>,
 ) -> RegistryConfig {
     let defaults = RegistryConfig::default();
+    if let Some(cap) = config.finished_cap {
+        tracing::warn!(
+            finished_cap = cap,
+            "config key finished_cap is deprecated and ignored: finished sessions are kept in the \
+             store for result_ttl_seconds within log_budget_bytes; remove it from config.toml"
+        );
+    }
     let mut env_deny = defaults.env_deny.clone();
     env_deny.extend(config.env_deny.iter().cloned());
     RegistryConfig {
         log_cap_bytes: config.log_cap_bytes,
         log_budget_bytes: config.log_budget_bytes,
-        finished_cap: config.finished_cap,
+        result_ttl: Duration::from_secs(config.result_ttl_seconds),
         queue_cap: config.queue_cap,
         env_deny,
         kill_grace: Duration::from_secs_f64(config.kill_grace_seconds),
@@ -138,6 +145,7 @@ impl State {
         let shim = config.shim_program()?;
         let registry_config = registry_config(config, pipeline, Arc::clone(&dispatcher), shim);
         let supervised = registry_config.shim.is_some();
+        let home_for_keys = home.clone();
         let registry = Registry::new(home, registry_config)?;
         let hosts = super::hosts::Hosts::new(registry.home(), registry.clone(), config)?;
         let restored = match registry.restore().await {
@@ -162,7 +170,7 @@ impl State {
             supervised,
             connections: Connections::default(),
             hosts,
-            spawn_keys: keys::SpawnKeys::default(),
+            spawn_keys: keys::SpawnKeys::durable(&home_for_keys),
         })
     }
 

@@ -25,6 +25,7 @@ mod secrets;
 mod service;
 mod shim;
 mod sshd;
+mod store;
 // Minutes long: built only with --release, for `cargo xtask soak`.
 #[cfg(not(debug_assertions))]
 mod soak;

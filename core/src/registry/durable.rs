@@ -41,11 +41,13 @@
 //! replays nothing and creates nothing.
 //!
 //! Receipts: every finish stores a [`ResultReceipt`] (command and the output tail
-//! redacted) on the blocking pool, off the choke point; receipts queued in a burst are
-//! written newest-64 only, since the store keeps no more than that anyway,
-//! by a few threads at once (concurrent fsyncs share the file system's commits). When a
-//! lookup misses memory, `poll`, `log`, `log_chunk`, `wait` and `kill` answer from the
-//! receipt and say so in their note.
+//! redacted, and privately what a restart repeats) on the blocking pool, off the choke
+//! point; every receipt queued meanwhile goes into the store (`state.db`) in one
+//! transaction. The store keeps them by time and size, not count (`result_ttl`,
+//! `log_budget_bytes`), so memory holds only a small cache of finished sessions. When
+//! a lookup (id, prefix or name) misses memory, `poll`, `log`, `log_chunk`, `wait`,
+//! `kill`, `list` and `restart` answer from the store and say so in their note; an
+//! evicted session answers as expired.
 //!
 //! Invariant: one registry per home per process. Checkpoint entries are keyed by the
 //! writing process, so two registries of one process on one home would replace each
@@ -108,13 +110,13 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Durable {
-    /// The durable side for `home`, keeping session logs within
-    /// `log_budget_bytes`. Does no I/O.
-    pub(super) fn new(home: &Home, log_budget_bytes: u64) -> Durable {
+    /// The durable side for `home`, keeping finished sessions for `result_ttl`
+    /// within `log_budget_bytes`. Does no I/O.
+    pub(super) fn new(home: &Home, log_budget_bytes: u64, result_ttl: Duration) -> Durable {
         Durable {
             checkpoint: checkpoint::Checkpoints::new(home),
             ledger: ledger::Completions::default(),
-            receipts: receipts::Receipts::new(home, log_budget_bytes),
+            receipts: receipts::Receipts::new(home, log_budget_bytes, result_ttl),
             detached: Mutex::new(HashMap::new()),
             notes: Mutex::new(HashMap::new()),
         }

@@ -30,7 +30,9 @@ use super::{Inner, Registry};
 use crate::answers::{KillStatus, SpawnInfo};
 use crate::config::{KillSource, Mode, SpawnRequest};
 use crate::error::RestartError;
+use crate::id::SessionId;
 use crate::session::{Origin, Session};
+use herd_persistence::{RestartSpec, ResultReceipt};
 
 /// The longest a time-limit task waits before it reads the wall clock again.
 const RECHECK: Duration = Duration::from_secs(60);
@@ -140,10 +142,17 @@ impl Registry {
         let s = match self.inner.lookup(id) {
             Ok(s) => s,
             Err(miss) => {
-                return Err(match self.inner.receipt_lookup(id, miss) {
-                    Ok((id, _)) => RestartError::Forgotten { id },
-                    Err(error) => RestartError::Lookup(error),
-                });
+                // Only the store knows it: repeat what its receipt kept.
+                let (id, r) = self
+                    .inner
+                    .receipt_lookup(id, miss)
+                    .map_err(RestartError::Lookup)?;
+                let Some(spec) = self.inner.stored_restart_spec(&id) else {
+                    return Err(RestartError::Forgotten { id });
+                };
+                let repeated_not = spec.options.env_names.clone();
+                let request = stored_restart_request(&id, &r, spec, caller_env, env);
+                return self.spawn_restart(&id, request, &repeated_not).await;
             }
         };
         if s.origin.command_redacted {
@@ -178,11 +187,21 @@ impl Registry {
                 ),
             });
         }
+        self.spawn_restart(&s.id, request, &repeated_not).await
+    }
+
+    /// Spawns the repeat of `old`, noting the `--env` names it did not repeat.
+    async fn spawn_restart(
+        &self,
+        old: &SessionId,
+        request: SpawnRequest,
+        repeated_not: &[String],
+    ) -> Result<SpawnInfo, RestartError> {
         let mut info = self
             .spawn(request)
             .await
             .map_err(|source| RestartError::Spawn {
-                id: s.id.clone(),
+                id: old.clone(),
                 source,
             })?;
         if !repeated_not.is_empty() {
@@ -195,8 +214,46 @@ impl Registry {
                 None => note,
             });
         }
-        tracing::info!(replaced = %s.id, session_id = %info.session_id, "session restarted");
+        tracing::info!(replaced = %old, session_id = %info.session_id, "session restarted");
         Ok(info)
+    }
+}
+
+/// The spawn request that repeats a session only the store knows, from its receipt
+/// and the restart spec kept with it.
+fn stored_restart_request(
+    id: &SessionId,
+    r: &ResultReceipt,
+    spec: RestartSpec,
+    caller_env: Option<Vec<(String, String)>>,
+    env: Vec<(String, String)>,
+) -> SpawnRequest {
+    let options = spec.options;
+    SpawnRequest {
+        command: spec.command,
+        cwd: r.cwd.clone(),
+        env,
+        forward_env: options.forward_env,
+        caller_env,
+        mode: match (spec.mode, options.pty) {
+            (_, Some((rows, cols))) => Mode::Pty { rows, cols },
+            (herd_persistence::Mode::Pty, None) => Mode::pty(),
+            (herd_persistence::Mode::Pipe, None) => Mode::Pipe,
+        },
+        task_id: r.task_id.clone(),
+        owner_task_id: Some(r.owner_task_id.clone()),
+        session_key: (!r.session_key.is_empty()).then(|| r.session_key.clone()),
+        notify: options.notify,
+        watch: spec.watch_patterns,
+        heartbeat_seconds: spec.heartbeat_seconds,
+        persist_on_release: r.persist_on_release,
+        completion_output_chars: spec.completion_output_chars,
+        name: r.name.clone(),
+        time_limit: options.time_limit_seconds.map(Duration::from_secs),
+        replaces: Some(id.clone()),
+        // Not kept in the store yet: the restart takes the config's defaults.
+        kill_leftovers: None,
+        limits: crate::Limits::default(),
     }
 }
 

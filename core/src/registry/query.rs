@@ -7,7 +7,7 @@
 //! table lock.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use herd_hooks::{Route, Shown, Window};
 use tokio_util::sync::CancellationToken;
@@ -326,8 +326,32 @@ impl Registry {
             .wait_answer(subject, status, output, !finished, note))
     }
 
-    /// One row per session matching `filter`, oldest first (B39).
+    /// One row per session matching `filter`, oldest first (B39): running ones and,
+    /// with `include_finished`, every finished one the store keeps.
     pub fn list(&self, filter: &ListFilter) -> Vec<ListRow> {
+        self.list_since(filter, None).0
+    }
+
+    /// As [`Registry::list`], but of the finished sessions only those that finished
+    /// at or after `since`; also returns how many finished before it (left out).
+    /// Finished sessions come from the in-memory cache and from the store (B38).
+    pub fn list_since(
+        &self,
+        filter: &ListFilter,
+        since: Option<SystemTime>,
+    ) -> (Vec<ListRow>, usize) {
+        let matches = |owner: &str, key: Option<&str>| {
+            let by_owner = filter.owner.as_deref().map(|o| owner == o);
+            let by_key = filter.session_key.as_deref().map(|k| key == Some(k));
+            match (by_owner, by_key) {
+                (None, None) => true,
+                (a, b) => a.unwrap_or(false) || b.unwrap_or(false),
+            }
+        };
+        let in_window = |s: &Session| match (since, s.state().finished.as_ref()) {
+            (Some(since), Some(fin)) => fin.at >= since,
+            _ => true,
+        };
         let sessions: Vec<Arc<Session>> = {
             let tables = self.inner.lock();
             let pool: Box<dyn Iterator<Item = &Arc<Session>>> = if filter.include_finished {
@@ -337,24 +361,31 @@ impl Registry {
             };
             pool.filter(|s| {
                 let st = s.state();
-                let by_owner = filter.owner.as_deref().map(|o| st.owner_task_id == o);
-                let by_key = filter
-                    .session_key
-                    .as_deref()
-                    .map(|k| st.session_key.as_deref() == Some(k));
-                match (by_owner, by_key) {
-                    (None, None) => true,
-                    (a, b) => a.unwrap_or(false) || b.unwrap_or(false),
-                }
+                matches(&st.owner_task_id, st.session_key.as_deref())
             })
             .cloned()
             .collect()
         };
-        let mut sessions = sessions;
         // By the start instant: the RFC 3339 text has whole seconds only, and
         // sessions started in one second must still list in the order they started.
-        sessions.sort_by_key(|s| (s.started_at, s.id.clone()));
-        sessions.iter().map(|s| self.inner.row(s)).collect()
+        let mut rows: Vec<(f64, SessionId, ListRow)> = sessions
+            .iter()
+            .filter(|s| in_window(s))
+            .map(|s| {
+                let at = super::durable::unix_seconds(s.started_at);
+                (at, s.id.clone(), self.inner.row(s))
+            })
+            .collect();
+        let mut n_older = 0;
+        if filter.include_finished {
+            let known: std::collections::HashSet<SessionId> =
+                sessions.iter().map(|s| s.id.clone()).collect();
+            let (stored, older) = self.inner.stored_rows(filter, since, &known, matches);
+            rows.extend(stored);
+            n_older = older;
+        }
+        rows.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+        (rows.into_iter().map(|(_, _, row)| row).collect(), n_older)
     }
 
     /// Ids of running sessions owned by `owner` (a turn-boundary marker; B2).
@@ -401,6 +432,48 @@ impl Registry {
 }
 
 impl Inner {
+    /// The rows of finished sessions only the store knows (not in `known`), and how
+    /// many finished before `since`. The store is read outside the table lock.
+    fn stored_rows(
+        &self,
+        filter: &ListFilter,
+        since: Option<SystemTime>,
+        known: &std::collections::HashSet<SessionId>,
+        matches: impl Fn(&str, Option<&str>) -> bool,
+    ) -> (Vec<(f64, SessionId, ListRow)>, usize) {
+        // The store filters by owner; a session key (either may match) is filtered here.
+        let owner = filter
+            .owner
+            .as_deref()
+            .filter(|_| filter.session_key.is_none());
+        let since = since.map(super::durable::unix_seconds);
+        let listed = match self
+            .durable
+            .receipts()
+            .list(owner, since, LIST_PREVIEW_CHARS * 4)
+        {
+            Ok(listed) => listed,
+            Err(error) => {
+                tracing::warn!(%error, "finished sessions not listed from the store");
+                return (Vec::new(), 0);
+            }
+        };
+        let rows = listed
+            .receipts
+            .iter()
+            .filter(|r| {
+                let key = (!r.session_key.is_empty()).then_some(r.session_key.as_str());
+                matches(&r.owner_task_id, key)
+            })
+            .filter_map(|r| {
+                let row = self.row_from_receipt(r)?;
+                (!known.contains(&row.session_id))
+                    .then(|| (r.started_at, row.session_id.clone(), row))
+            })
+            .collect();
+        (rows, listed.n_older)
+    }
+
     pub(super) fn row(&self, s: &Session) -> ListRow {
         let leftovers = super::held::held_leftovers(s);
         let growing = s.status() == SessionStatus::Running;

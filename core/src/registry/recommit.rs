@@ -39,7 +39,7 @@ struct Pending {
     /// Completion ids acknowledged whose delivered mark could not be written.
     acks: HashSet<String>,
     /// Result receipts (redacted) that could not be stored.
-    receipts: Vec<herd_persistence::ResultReceipt>,
+    receipts: Vec<herd_persistence::Stored>,
     /// Whether the retry task was started.
     started: bool,
 }
@@ -81,13 +81,12 @@ impl Inner {
     }
 
     /// Keeps a (redacted) receipt that could not be stored, for a later write.
-    pub(in crate::registry) fn restore_receipt_later(
-        &self,
-        receipt: herd_persistence::ResultReceipt,
-    ) {
+    pub(in crate::registry) fn restore_receipt_later(&self, stored: herd_persistence::Stored) {
         let mut pending = self.recommits.lock();
-        pending.receipts.retain(|r| r.id != receipt.id);
-        pending.receipts.push(receipt);
+        pending
+            .receipts
+            .retain(|r| r.receipt.id != stored.receipt.id);
+        pending.receipts.push(stored);
         self.recommits.kept.notify_one();
     }
 
@@ -169,9 +168,9 @@ impl Inner {
                 std::mem::take(&mut pending.receipts),
             )
         };
-        // A receipt that fails again is kept again (by store_redacted_receipt).
-        for receipt in receipts {
-            self.store_redacted_receipt(receipt);
+        // Receipts that fail again are kept again (by store_receipts).
+        if !receipts.is_empty() {
+            self.store_receipts(receipts);
         }
         let mut failed = Vec::new();
         let mut landed = Vec::new();

@@ -171,7 +171,16 @@ impl Registry {
     pub async fn restore(&self) -> Result<RestoreReport, Error> {
         let inner = Arc::clone(&self.inner);
         let store = inner.durable.checkpoint().clone();
-        let loaded = tokio::task::spawn_blocking(move || store.load())
+        // The result store first (created or migrated, earlier releases' receipt
+        // files imported, expired sessions evicted), so the first answer after a
+        // start does not pay for it and has everything (B38).
+        let receipts = inner.durable.receipts().clone();
+        let loaded = tokio::task::spawn_blocking(move || {
+            if let Err(error) = receipts.open() {
+                tracing::warn!(%error, "result store not opened; finished sessions are answerable only from memory");
+            }
+            store.load()
+        })
             .await
             .map_err(|e| Error::Io {
                 path: inner.home.checkpoint_path(),

@@ -111,9 +111,11 @@ impl Inner {
     }
 
     /// B11: drops finished sessions past the TTL, then the oldest beyond the cap.
+    /// Memory is a small cache: the store answers for the rest (B38), so the cache
+    /// never keeps a session past the store's own `result_ttl`.
     pub(super) fn prune(&self, tables: &mut Tables) {
         let now = SystemTime::now();
-        let ttl = self.config.finished_ttl;
+        let ttl = self.config.finished_ttl.min(self.config.result_ttl);
         let finished_at = |s: &Session| s.state().finished.as_ref().map_or(now, |f| f.at);
         // A session whose receipt is not written yet stays until it is, so its
         // result is always answerable from memory or from the receipt (B38).

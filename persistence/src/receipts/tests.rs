@@ -1,6 +1,6 @@
-//! Tests for result receipts: real files in a temp home, aged with real mtimes.
+//! Tests for the result store: a real `state.db` in a temp home.
 
-use std::fs::File;
+use std::fs;
 use std::os::unix::fs::PermissionsExt;
 
 use super::*;
@@ -19,8 +19,9 @@ fn receipt(id: &str) -> ResultReceipt {
         task_id: "task".to_owned(),
         owner_task_id: "owner".to_owned(),
         session_key: "key".to_owned(),
-        started_at: 1_790_000_000.0,
-        finished_at: 1_790_000_060.5,
+        // Whole seconds: serde_json's float text round-trips only to a few ulps.
+        started_at: unix_now().floor() - 60.0,
+        finished_at: unix_now().floor(),
         exit_code: Some(2),
         reason: "exited".to_owned(),
         source: String::new(),
@@ -28,41 +29,60 @@ fn receipt(id: &str) -> ResultReceipt {
         output: "FAILED 3 tests\n".to_owned(),
         output_cut: false,
         leftovers: Vec::new(),
+        name: None,
+        signal: None,
+        pty: false,
+        persist_on_release: false,
+        time_limit_seconds: None,
+        replaces: None,
     }
 }
 
-fn set_age(path: &Path, age: Duration) {
-    let file = File::options()
-        .write(true)
-        .open(path)
-        .expect("open receipt");
-    file.set_modified(SystemTime::now() - age)
-        .expect("set mtime");
+fn finished_ago(id: &str, ago: Duration) -> ResultReceipt {
+    let mut r = receipt(id);
+    r.finished_at = (unix_now() - ago.as_secs_f64()).floor();
+    r.started_at = r.finished_at - 1.0;
+    r
+}
+
+fn spec(command: &str) -> RestartSpec {
+    RestartSpec {
+        command: command.to_owned(),
+        mode: Mode::Pipe,
+        watch_patterns: Vec::new(),
+        heartbeat_seconds: None,
+        completion_output_chars: None,
+        options: SpawnOptions::default(),
+    }
 }
 
 #[test]
-fn b38_receipt_round_trips_privately() {
+fn b38_receipt_round_trips_in_the_state_database_privately() {
     let (_tmp, home) = home();
     let store = ReceiptStore::new(&home);
     let r = receipt("proc_0123456789ab");
-    store.store(&r).expect("store");
+    store
+        .store_all(&[Stored {
+            receipt: r.clone(),
+            spawn: Some(spec("make test TOKEN=hunter2")),
+        }])
+        .expect("store");
     assert_eq!(store.load(&r.id).expect("load"), Some(r.clone()));
     assert_eq!(store.load("proc_000000000000").expect("load"), None);
-    let dir_mode = fs::metadata(home.results_dir())
+    // The command as given is only in the restart spec.
+    assert_eq!(
+        store.restart_spec(&r.id).expect("spec").map(|s| s.command),
+        Some("make test TOKEN=hunter2".to_owned())
+    );
+    let mode = fs::metadata(home.ledger_path())
         .expect("stat")
         .permissions()
         .mode();
-    assert_eq!(dir_mode & 0o777, 0o700);
-    let path = store.path(&r.id).expect("path");
-    let file_mode = fs::metadata(&path).expect("stat").permissions().mode();
-    assert_eq!(file_mode & 0o777, 0o600);
-    let text = fs::read_to_string(&path).expect("read");
-    assert!(text.contains(r#""version":1"#), "{text}");
-    let names: Vec<_> = fs::read_dir(home.results_dir())
-        .expect("list")
-        .map(|e| e.expect("entry").file_name())
-        .collect();
-    assert_eq!(names, ["proc_0123456789ab.json"], "no temp files remain");
+    assert_eq!(mode & 0o777, 0o600);
+    assert!(!home.results_dir().exists(), "no receipt files");
+    // Another store on the same home (a restarted daemon) reads it.
+    let again = ReceiptStore::new(&home);
+    assert_eq!(again.load(&r.id).expect("load"), Some(r));
 }
 
 #[test]
@@ -78,16 +98,14 @@ fn b38_output_keeps_the_last_200000_chars() {
     );
     store.store(&r).expect("store");
     let back = store.load(&r.id).expect("load").expect("stored");
-    assert!(back.output_cut);
     assert_eq!(back.output.chars().count(), MAX_RECEIPT_OUTPUT_CHARS);
-    assert!(back.output.starts_with("éx"));
-    assert_eq!(tail_start("abc", 0), Some(3));
-    assert_eq!(tail_start("abc", 3), None);
+    assert!(back.output.starts_with('é'));
+    assert!(back.output_cut);
     assert_eq!(tail_start("aéc", 2), Some(1));
 }
 
 #[test]
-fn b38_ids_cannot_escape_the_results_dir() {
+fn b38_ids_must_be_session_ids() {
     let (_tmp, home) = home();
     let store = ReceiptStore::new(&home);
     for bad in [
@@ -109,101 +127,132 @@ fn b38_ids_cannot_escape_the_results_dir() {
             "{bad}: {err}"
         );
     }
-    assert!(!home.results_dir().exists());
-}
-
-#[test]
-fn b38_unreadable_or_mismatched_receipts_are_errors() {
-    let (_tmp, home) = home();
-    let store = ReceiptStore::new(&home);
-    store.store(&receipt("proc_00000000000b")).expect("store");
-    let path = store.path("proc_00000000000b").expect("path");
-    fs::write(&path, b"{\"version\":1,").expect("truncate");
-    let err = store.load("proc_00000000000b").unwrap_err();
-    assert!(matches!(err, Error::ReceiptCorrupt { .. }), "{err}");
-    let other = serde_json::to_vec(&FileV1 {
-        version: 1,
-        receipt: receipt("proc_00000000000c"),
-    })
-    .expect("encode");
-    fs::write(&path, other).expect("plant");
-    let err = store.load("proc_00000000000b").unwrap_err();
-    assert!(matches!(err, Error::ReceiptCorrupt { .. }), "{err}");
-    let future = serde_json::to_vec(&FileV1 {
-        version: 9,
-        receipt: receipt("proc_00000000000b"),
-    })
-    .expect("encode");
-    fs::write(&path, future).expect("plant");
-    let err = store.load("proc_00000000000b").unwrap_err();
-    assert!(matches!(err, Error::ReceiptCorrupt { .. }), "{err}");
-}
-
-#[test]
-fn b38_pruning_keeps_seven_days_and_the_newest_64() {
-    let (_tmp, home) = home();
-    let store = ReceiptStore::new(&home);
-    // Write all first (store prunes as it goes), then age them: 70 receipts
-    // aged 0..70 hours, plus 3 older than a week.
-    let ids: Vec<String> = (0..73u64).map(|n| format!("proc_{n:012x}")).collect();
-    for id in &ids {
-        store.store(&receipt(id)).expect("store");
-    }
-    let age_of = |n: usize| {
-        let n = u64::try_from(n).expect("small");
-        if n < 70 {
-            Duration::from_secs(3600 * n)
-        } else {
-            RECEIPT_RETENTION + Duration::from_secs(60 * n)
-        }
-    };
-    let n_present = ids
-        .iter()
-        .filter(|id| store.path(id).expect("path").exists())
-        .count();
-    assert_eq!(
-        n_present, MAX_RECEIPTS,
-        "store prunes to the cap as it writes"
-    );
-    // Recreate the ones the cap already removed so all 73 exist, then age.
-    for id in &ids {
-        if !store.path(id).expect("path").exists() {
-            let bytes = serde_json::to_vec(&FileV1 {
-                version: 1,
-                receipt: receipt(id),
-            })
-            .expect("encode");
-            fs::write(store.path(id).expect("path"), bytes).expect("plant");
-        }
-    }
-    for (n, id) in ids.iter().enumerate() {
-        set_age(&store.path(id).expect("path"), age_of(n));
-    }
-    let stale_temp = home.results_dir().join("proc_000000000001.json.tmp-1-1");
-    fs::write(&stale_temp, b"{").expect("plant temp");
-    set_age(&stale_temp, Duration::from_secs(7200));
-    let fresh_temp = home.results_dir().join("proc_000000000002.json.tmp-2-2");
-    fs::write(&fresh_temp, b"{").expect("plant temp");
-
-    let report = store.prune().expect("prune");
-    assert_eq!(
-        report,
-        PruneReport {
-            n_expired: 3,
-            n_over_cap: 6,
-            n_logs: 0,
-        }
-    );
-    for (n, id) in ids.iter().enumerate() {
-        let kept = store.load(id).expect("load").is_some();
-        assert_eq!(kept, n < 64, "{id}");
-    }
-    assert!(!stale_temp.exists(), "an old temp file is swept");
     assert!(
-        fresh_temp.exists(),
-        "a young temp file may be a write in progress"
+        !home.ledger_path().exists(),
+        "a refused store creates nothing"
     );
-    assert_eq!(store.prune().expect("prune again"), PruneReport::default());
+}
+
+#[test]
+fn b38_lookups_by_prefix_name_and_window() {
+    let (_tmp, home) = home();
+    let store = ReceiptStore::new(&home);
+    let day = Duration::from_secs(24 * 3600);
+    let mut old = finished_ago("proc_aaaa00000001", 2 * day);
+    old.name = Some("build".to_owned());
+    let mut new = finished_ago("proc_aaaa00000002", Duration::from_secs(60));
+    new.name = Some("build".to_owned());
+    let mut other = finished_ago("proc_bbbb00000003", Duration::from_secs(30));
+    other.owner_task_id = "someone-else".to_owned();
+    for r in [&old, &new, &other] {
+        store.store(r).expect("store");
+    }
+    assert_eq!(
+        store.ids_with_prefix("proc_aaaa").expect("prefix"),
+        ["proc_aaaa00000001", "proc_aaaa00000002"]
+    );
+    assert_eq!(
+        store.ids_with_prefix("proc_bbbb").expect("prefix"),
+        ["proc_bbbb00000003"]
+    );
+    assert_eq!(
+        store.newest_named("build").expect("name").map(|r| r.id),
+        Some(new.id.clone())
+    );
+    assert_eq!(store.newest_named("nothing").expect("name"), None);
+    let since = unix_now() - day.as_secs_f64();
+    let listed = store.list(Some("owner"), Some(since), 4).expect("list");
+    let ids: Vec<&str> = listed.receipts.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(ids, [new.id.as_str()]);
+    assert_eq!(listed.n_older, 1);
+    assert_eq!(listed.receipts[0].output, "sts\n", "the last 4 characters");
+    assert!(listed.receipts[0].output_cut);
+    let all = store.list(None, None, 100).expect("list");
+    assert_eq!(all.receipts.len(), 3);
+    assert_eq!(all.n_older, 0);
+}
+
+#[test]
+fn b38_past_the_ttl_a_session_leaves_a_tombstone_and_its_log_goes() {
+    let (_tmp, home) = home();
+    let hour = Duration::from_secs(3600);
+    let store = ReceiptStore::new(&home).with_ttl(hour);
+    fs::create_dir_all(home.session_logs_dir()).expect("logs dir");
+    let mut old = finished_ago("proc_000000000001", 2 * hour);
+    old.name = Some("nightly".to_owned());
+    fs::write(home.session_log_path(&old.id), b"old\n").expect("log");
+    // A log with no receipt is a running session's: never removed.
+    fs::write(home.session_log_path("proc_running0001"), b"running\n").expect("log");
+    store.store(&old).expect("store");
+    store.store(&receipt("proc_000000000002")).expect("store");
+    assert_eq!(store.load(&old.id).expect("load"), None);
+    assert!(!home.session_log_path(&old.id).exists());
+    assert!(home.session_log_path("proc_running0001").exists());
+    let stone = store.tombstone(&old.id).expect("tombstone").expect("one");
+    assert_eq!(stone.name.as_deref(), Some("nightly"));
+    assert!((unix_now() - stone.expired_at).abs() < 60.0, "{stone:?}");
+    assert_eq!(
+        store.tombstone("nightly").expect("by name").map(|t| t.id),
+        Some(old.id.clone())
+    );
+    assert_eq!(store.tombstone("proc_000000000002").expect("live"), None);
+    // Storing it again (a late writer) brings it back.
+    store
+        .store(&finished_ago(&old.id, Duration::ZERO))
+        .expect("again");
+    assert_eq!(store.tombstone(&old.id).expect("tombstone"), None);
+}
+
+#[test]
+fn b38_past_the_budget_the_oldest_finished_go_first_whatever_their_count() {
+    let (_tmp, home) = home();
+    let store = ReceiptStore::new(&home).with_log_budget(2_500);
+    fs::create_dir_all(home.session_logs_dir()).expect("logs dir");
+    // 300 small sessions fit: no count cap.
+    for n in 0..300 {
+        store
+            .store(&finished_ago(
+                &format!("proc_small{n:04}"),
+                Duration::from_secs(1000),
+            ))
+            .expect("store");
+    }
+    for n in 0..3u64 {
+        let id = format!("proc_big{n}");
+        fs::write(home.session_log_path(&id), vec![b'x'; 1_000]).expect("log");
+        store
+            .store(&finished_ago(&id, Duration::from_secs(300 - n * 100)))
+            .expect("store");
+    }
+    // 3,000 log bytes + outputs against 2,500: the oldest go (the small ones first,
+    // then the oldest big one).
+    assert_eq!(store.load("proc_big0").expect("load"), None);
+    assert!(!home.session_log_path("proc_big0").exists());
+    assert!(store.load("proc_big1").expect("load").is_some());
+    assert!(store.load("proc_big2").expect("load").is_some());
+    assert!(store.tombstone("proc_big0").expect("stone").is_some());
+}
+
+#[test]
+fn b38_receipt_files_of_earlier_releases_are_imported_once_and_removed() {
+    let (_tmp, home) = home();
+    fs::create_dir_all(home.results_dir()).expect("results dir");
+    let r = receipt("proc_0000000000ff");
+    let mut file = serde_json::to_value(&r).expect("json");
+    file["version"] = serde_json::json!(1);
+    fs::write(
+        home.results_dir().join("proc_0000000000ff.json"),
+        file.to_string(),
+    )
+    .expect("write");
+    fs::write(home.results_dir().join("proc_0000000000fe.json"), b"{").expect("write");
+    let store = ReceiptStore::new(&home);
+    assert_eq!(store.load(&r.id).expect("load"), Some(r));
+    assert!(!home.results_dir().join("proc_0000000000ff.json").exists());
+    assert!(
+        home.results_dir().join("proc_0000000000fe.json").exists(),
+        "an unreadable file stays"
+    );
 }
 
 #[test]
@@ -218,6 +267,23 @@ fn b38_store_never_creates_a_missing_home() {
     assert_eq!(store.prune().expect("prune"), PruneReport::default());
 }
 
+#[test]
+fn request_keys_answer_within_their_window() {
+    let (_tmp, home) = home();
+    let store = ReceiptStore::new(&home);
+    let window = Duration::from_secs(600);
+    store
+        .put_request_key("k1", "{\"id\":1}", window)
+        .expect("put");
+    let again = ReceiptStore::new(&home);
+    assert_eq!(
+        again.request_key("k1", window).expect("get").as_deref(),
+        Some("{\"id\":1}")
+    );
+    assert_eq!(again.request_key("k1", Duration::ZERO).expect("get"), None);
+    assert_eq!(again.request_key("k2", window).expect("get"), None);
+}
+
 proptest::proptest! {
     #[test]
     fn b38_tail_keeps_exactly_the_last_chars(text in "\\PC{0,60}", max in 0usize..70) {
@@ -229,52 +295,4 @@ proptest::proptest! {
         proptest::prop_assert_eq!(kept.chars().count(), n_chars.min(max));
         proptest::prop_assert!(text.ends_with(kept));
     }
-}
-
-/// Writes a session log of `bytes` bytes for `id`, `age` old.
-fn log_of(home: &Home, id: &str, bytes: usize, age: Duration) -> std::path::PathBuf {
-    let path = home.session_log_path(id);
-    fs::create_dir_all(home.session_logs_dir()).expect("the logs dir");
-    fs::write(&path, vec![b'x'; bytes]).expect("a log");
-    set_age(&path, age);
-    path
-}
-
-#[test]
-fn session_logs_go_with_their_receipts_and_oldest_past_the_budget_never_a_running_ones() {
-    let (_tmp, home) = home();
-    let hour = Duration::from_secs(3600);
-    let store = ReceiptStore::new(&home).with_log_budget(3_100);
-    // A receipt past the retention takes its log with it.
-    store.store(&receipt("proc_old")).expect("stored");
-    set_age(
-        &store.path("proc_old").expect("a path"),
-        RECEIPT_RETENTION + hour,
-    );
-    let old_log = log_of(&home, "proc_old", 10, hour);
-    // A log with no receipt is a running session's, however long it has been
-    // quiet: it stays, even past the budget.
-    let quiet = log_of(&home, "proc_quiet", 10, RECEIPT_RETENTION + hour);
-    let running = log_of(&home, "proc_running", 2_000, Duration::ZERO);
-    // Three finished sessions of 1,000 bytes each: with the running log, 5,000
-    // bytes (and 10 quiet ones) against a 3,100-byte budget: the two oldest finished go.
-    let mut finished = Vec::new();
-    for (n, age) in [(1, 3 * hour), (2, 2 * hour), (3, hour)] {
-        let id = format!("proc_done{n}");
-        store.store(&receipt(&id)).expect("stored");
-        finished.push(log_of(&home, &id, 1_000, age));
-    }
-    let report = store.prune().expect("pruned");
-    assert!(!old_log.exists());
-    assert!(
-        quiet.exists() && running.exists(),
-        "a running session's log was removed"
-    );
-    assert!(
-        !finished[0].exists() && !finished[1].exists(),
-        "the oldest finished logs stay"
-    );
-    assert!(finished[2].exists(), "the newest finished log went");
-    // Each store prunes too; this last prune removed the second-oldest finished log.
-    assert_eq!(report.n_logs, 1, "{report:?}");
 }

@@ -210,3 +210,61 @@ fn b29_fixture_v1_ledger_keeps_opening() {
         .collect();
     assert_eq!(ids, ["cmp_0003", "cmp_0004"]);
 }
+
+#[test]
+fn b29_b38_v1_ledger_is_migrated_with_its_rows_and_gains_the_result_store() {
+    let (_tmp, home) = support::temp_home();
+    let sql =
+        fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/v1_ledger.sql"))
+            .expect("read the v1 ledger fixture");
+    {
+        let conn = rusqlite::Connection::open(home.ledger_path()).expect("build the fixture db");
+        conn.execute_batch(&sql).expect("load the fixture sql");
+    }
+    // The writer migrates; the completions are kept as they were.
+    let ledger = Ledger::create(&home).expect("create migrates v1");
+    let ids: Vec<String> = ledger
+        .undelivered()
+        .expect("list")
+        .into_iter()
+        .map(|r| r.completion_id)
+        .collect();
+    assert_eq!(ids, ["cmp_0002", "cmp_0003"]);
+    drop(ledger);
+    let version: i64 = rusqlite::Connection::open(home.ledger_path())
+        .expect("open raw")
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .expect("version");
+    assert_eq!(version, herd_persistence::LEDGER_VERSION);
+    let store = herd_persistence::ReceiptStore::new(&home);
+    assert_eq!(store.load("proc_00000000000b").expect("load"), None);
+    assert!(store.ids_with_prefix("proc_").expect("prefix").is_empty());
+}
+
+#[test]
+fn b38_fixture_v1_result_receipt_file_is_imported_into_the_store() {
+    let (_tmp, home) = support::temp_home();
+    let text = fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/v1_result_receipt.json"),
+    )
+    .expect("read the v1 receipt fixture");
+    fs::create_dir_all(home.results_dir()).expect("results dir");
+    let file = home.results_dir().join("proc_00000000c0de.json");
+    fs::write(&file, text).expect("plant the fixture");
+    // The fixture finished in 2026: a TTL of ten years keeps it.
+    let store = herd_persistence::ReceiptStore::new(&home)
+        .with_ttl(std::time::Duration::from_secs(10 * 365 * 86_400));
+    let r = store
+        .load("proc_00000000c0de")
+        .expect("load")
+        .expect("imported");
+    assert_eq!(r.exit_code, Some(3));
+    assert_eq!(r.owner_task_id, "agent-7");
+    assert_eq!(r.command, "cargo test --token=***");
+    assert!(r.output.ends_with("1 failed\n"), "{}", r.output);
+    assert_eq!(r.name, None);
+    assert!(!file.exists(), "the imported file is removed");
+    assert!(!home.results_dir().exists(), "and the emptied directory");
+    // An imported receipt kept no restart spec: restart says so.
+    assert_eq!(store.restart_spec("proc_00000000c0de").expect("spec"), None);
+}

@@ -10,15 +10,20 @@
 //! waits for it.
 //!
 //! Invariant: a key maps to one started session (or one refusal) for
-//! [`KEEP`] after its spawn ended; at most [`MAX_KEYS`] keys are kept (the oldest
-//! finished ones go first). Keys live in this daemon's memory: a retry after the
-//! daemon itself restarted is not recognised.
+//! [`KEEP`] after its spawn ended; at most [`MAX_KEYS`] keys are kept in memory
+//! (the oldest finished ones go first). Each answer is also committed to the
+//! home's store (`state.db`, table `request_keys`, kept [`KEEP`]) before it is
+//! sent, and a key memory does not hold is looked up there: a retry that reaches
+//! the next daemon after this one restarted (crash, upgrade) gets the first answer
+//! too. The one window left is a daemon that dies after starting the job and before
+//! committing its key (a few hundred microseconds): that retry starts it again.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use herd_persistence::{Home, ReceiptStore};
+use serde_json::{Value, json};
 use tokio::sync::watch;
 
 use crate::protocol::{INVALID_PARAMS, RpcError};
@@ -38,6 +43,8 @@ type Answer = Result<Value, RpcError>;
 #[derive(Debug, Default)]
 pub(crate) struct SpawnKeys {
     keys: Mutex<HashMap<String, Entry>>,
+    /// Where answers outlive this daemon; `None` keeps them in memory only.
+    store: Option<ReceiptStore>,
 }
 
 #[derive(Debug)]
@@ -68,6 +75,56 @@ pub(crate) struct Started<'a> {
 }
 
 impl SpawnKeys {
+    /// Keys kept in memory and in `home`'s store.
+    pub(crate) fn durable(home: &Home) -> SpawnKeys {
+        SpawnKeys {
+            keys: Mutex::default(),
+            store: Some(ReceiptStore::new(home)),
+        }
+    }
+
+    /// Commits `answer` under `key` to the store (before the answer is sent). A
+    /// store that cannot be written is logged: the key still holds in memory.
+    pub(crate) async fn remember(&self, key: &str, answer: &Answer) {
+        let Some(store) = self.store.clone() else {
+            return;
+        };
+        let text = match answer {
+            Ok(value) => json!({"ok": value}),
+            Err(error) => json!({"error": error}),
+        }
+        .to_string();
+        let key = key.to_owned();
+        let stored =
+            tokio::task::spawn_blocking(move || store.put_request_key(&key, &text, KEEP)).await;
+        if let Ok(Err(error)) = stored {
+            tracing::warn!(%error, "spawn request key not stored; a retry after a restart would start the job again");
+        }
+    }
+
+    /// The answer an earlier daemon committed under `key` within [`KEEP`].
+    async fn recall(&self, key: &str) -> Option<Answer> {
+        let store = self.store.clone()?;
+        let owned = key.to_owned();
+        let found = tokio::task::spawn_blocking(move || store.request_key(&owned, KEEP))
+            .await
+            .ok()?;
+        let text = match found {
+            Ok(text) => text?,
+            Err(error) => {
+                tracing::warn!(%error, "spawn request keys unreadable");
+                return None;
+            }
+        };
+        let value: Value = serde_json::from_str(&text).ok()?;
+        if let Some(ok) = value.get("ok") {
+            return Some(Ok(ok.clone()));
+        }
+        serde_json::from_value(value.get("error")?.clone())
+            .ok()
+            .map(Err)
+    }
+
     fn map(&self) -> MutexGuard<'_, HashMap<String, Entry>> {
         self.keys
             .lock()
@@ -81,6 +138,11 @@ impl SpawnKeys {
     /// A key that is empty, longer than 64 characters or not of `A-Z a-z 0-9 _ -`.
     pub(crate) async fn claim(&self, key: &str) -> Result<Claim<'_>, RpcError> {
         check_key(key)?;
+        if !self.map().contains_key(key)
+            && let Some(answer) = self.recall(key).await
+        {
+            return Ok(Claim::Answered(answer));
+        }
         loop {
             let mut waiting = {
                 let mut map = self.map();

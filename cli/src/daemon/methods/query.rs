@@ -50,12 +50,26 @@ pub(super) fn list(registry: &Registry, params: Value) -> Result<Value, RpcError
     } else {
         ListState::Running
     });
+    if let Some(window) = p.finished_since_seconds
+        && !herd_core::limits::RESULT_TTL_SECONDS.contains(&window)
+    {
+        return Err(RpcError::new(
+            INVALID_PARAMS,
+            format!(
+                "finished_since_seconds must be from 1 to {} (got {window})",
+                herd_core::limits::RESULT_TTL_SECONDS.end()
+            ),
+        ));
+    }
     let filter = ListFilter {
         owner: p.owner,
         session_key: None,
         include_finished: state != ListState::Running,
     };
-    let mut rows = registry.list(&filter);
+    let since = p
+        .finished_since_seconds
+        .map(|s| std::time::SystemTime::now() - std::time::Duration::from_secs(s));
+    let (mut rows, n_older) = registry.list_since(&filter, since);
     if state == ListState::Finished {
         rows.retain(|r| r.status != herd_core::SessionStatus::Running);
     }
@@ -68,6 +82,9 @@ pub(super) fn list(registry: &Registry, params: Value) -> Result<Value, RpcError
     let mut answer = json!({"processes": to_value(rows)?});
     if more > 0 {
         answer["more"] = json!(more);
+    }
+    if n_older > 0 {
+        answer["older"] = json!(n_older);
     }
     Ok(answer)
 }
@@ -115,6 +132,10 @@ struct ListParams {
     /// Only sessions started in the last this many seconds.
     #[serde(default)]
     since_seconds: Option<u64>,
+    /// Only finished sessions that finished in the last this many seconds; the
+    /// answer's `older` counts the ones left out (capability `list.window`).
+    #[serde(default)]
+    finished_since_seconds: Option<u64>,
     /// At most this many rows, the newest (1 to [`LIST_MAX_ROWS`]).
     #[serde(default)]
     limit: Option<usize>,

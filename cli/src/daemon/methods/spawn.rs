@@ -26,6 +26,7 @@ impl State {
             Claim::Answered(answer) => answer,
             Claim::Start(started) => {
                 let answer = self.spawn_once(p).await;
+                self.spawn_keys.remember(&key, &answer).await;
                 started.finish(&answer);
                 answer
             }

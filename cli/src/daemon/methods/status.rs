@@ -26,6 +26,7 @@ pub(crate) const CAPABILITIES: &[&str] = &[
     "drain.lease",
     "adopt",
     "list.filter",
+    "list.window",
     "spawn.caller_env",
     "events.pending",
     "logs.follow.result",

@@ -295,7 +295,7 @@ impl Inner {
 
 /// A kill source from its wire name; empty or unknown is `None`.
 /// The spawn options a checkpoint keeps beyond the record's own fields (issue 17).
-fn options_record(s: &Session, command_written: &str) -> herd_persistence::SpawnOptions {
+pub(super) fn options_record(s: &Session, command_written: &str) -> herd_persistence::SpawnOptions {
     let origin = &s.origin;
     herd_persistence::SpawnOptions {
         time_limit_seconds: s.time_limit.map(|t| t.limit.as_secs()),

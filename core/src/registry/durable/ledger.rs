@@ -221,13 +221,10 @@ impl Inner {
                     }
                 }
             }
-            // Completions of owners that never came back go after a week, or beyond
-            // the newest thousand, as result receipts do.
+            // Completions of owners that never came back go after `result_ttl`, as
+            // result receipts do; no count cap.
             if let Some(ledger) = slot.as_ref() {
-                match ledger.expire_unclaimed(
-                    herd_persistence::UNCLAIMED_RETENTION,
-                    herd_persistence::MAX_UNCLAIMED,
-                ) {
+                match ledger.expire_unclaimed(self.config.result_ttl) {
                     Ok(0) => {}
                     Ok(n_expired) => {
                         tracing::info!(n_expired, "unclaimed completions expired from the ledger");

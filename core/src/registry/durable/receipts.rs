@@ -1,29 +1,31 @@
 //! Result receipts of finished sessions (B38): queued right after the choke point,
-//! redacted and written on the blocking pool (a burst newest-64 only, by a few
-//! threads), and looked up when memory no longer knows a session.
+//! redacted and written on the blocking pool (every receipt queued meanwhile in one
+//! transaction of the store in `state.db`), and looked up when memory no longer
+//! knows a session: by id, prefix or name, and a tombstone for one evicted.
 //!
 //! Owns [`Receipts`]. Invariant: a finished session whose receipt is not written yet
 //! stays in memory, so its result is always answerable from one or the other.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use herd_hooks::RedactMode;
-use herd_persistence::{Home, ReceiptStore, ResultReceipt};
+use herd_persistence::{Home, ReceiptStore, RestartSpec, ResultReceipt, Stored};
 use tokio::sync::watch;
 
-use super::{Queue, lock, reason_name, unix_seconds};
+use super::checkpoint::options_record;
+use super::{Queue, from_unix_seconds, lock, reason_name, unix_seconds};
 use crate::KillSource;
+use crate::answers::ModeName;
 use crate::error::LookupError;
 use crate::id::{self, SessionId};
 use crate::registry::Inner;
+use crate::registry::table::check_name;
 use crate::session::Session;
 
-/// Receipts written per burst at most: the store keeps only the newest this many.
-const RECEIPT_BURST: usize = herd_persistence::MAX_RECEIPTS;
-
-/// Threads that write one burst of receipts.
-const RECEIPT_WRITERS: usize = 8;
+/// Receipts written in one transaction at most.
+const RECEIPT_BATCH: usize = 512;
 
 /// The result receipts of finished sessions (B38): the store, the queue of
 /// receipts on their way and the ids whose receipt is not written yet.
@@ -38,9 +40,11 @@ pub(super) struct Receipts {
 }
 
 impl Receipts {
-    pub(super) fn new(home: &Home, log_budget_bytes: u64) -> Receipts {
+    pub(super) fn new(home: &Home, log_budget_bytes: u64, result_ttl: Duration) -> Receipts {
         Receipts {
-            store: ReceiptStore::new(home).with_log_budget(log_budget_bytes),
+            store: ReceiptStore::new(home)
+                .with_log_budget(log_budget_bytes)
+                .with_ttl(result_ttl),
             queue: Mutex::new((Queue::default(), Vec::new())),
             written: watch::channel(0).0,
             unwritten: Mutex::new(HashSet::new()),
@@ -65,6 +69,12 @@ impl Inner {
                 return;
             };
             ResultReceipt {
+                name: s.name.clone(),
+                signal: fin.exit.and_then(|e| e.signal),
+                pty: s.mode == ModeName::Pty,
+                persist_on_release: s.persist_on_release,
+                time_limit_seconds: s.time_limit.map(|t| t.limit.as_secs()),
+                replaces: s.origin.replaces.as_ref().map(|id| id.as_str().to_owned()),
                 id: s.id.as_str().to_owned(),
                 command: s.command.clone(),
                 cwd: Some(s.cwd.clone()),
@@ -89,6 +99,7 @@ impl Inner {
         let log_context = output_cut.then(|| (s.log_path.clone(), output_from));
         self.queue_receipt(ReceiptJob {
             receipt,
+            spawn: restart_spec(s),
             log_context,
         });
         self.request_checkpoint_soon();
@@ -106,10 +117,12 @@ impl Inner {
         }
     }
 
-    /// Runs on the blocking pool until the receipt queue is empty.
+    /// Runs on the blocking pool until the receipt queue is empty: each round
+    /// redacts what was queued and stores it in one transaction per
+    /// [`RECEIPT_BATCH`].
     fn receipt_loop(&self) {
         loop {
-            let (generation, mut jobs) = {
+            let (generation, jobs) = {
                 let mut q = lock(&self.durable.receipts.queue);
                 if q.1.is_empty() {
                     q.0.in_flight = false;
@@ -117,32 +130,17 @@ impl Inner {
                 }
                 (q.0.wanted, std::mem::take(&mut q.1))
             };
-            if jobs.len() > RECEIPT_BURST {
-                let mut unwritten = lock(&self.durable.receipts.unwritten);
-                for dropped in jobs.drain(..jobs.len() - RECEIPT_BURST) {
-                    unwritten.remove(&dropped.receipt.id);
-                }
+            let mut jobs = jobs.into_iter().peekable();
+            while jobs.peek().is_some() {
+                let batch: Vec<Stored> = jobs
+                    .by_ref()
+                    .take(RECEIPT_BATCH)
+                    .map(|job| self.redacted(job))
+                    .collect();
+                self.store_receipts(batch);
             }
-            // A burst is written by a few threads at once: each receipt is its own
-            // fsynced file, and the file system commits concurrent fsyncs together.
-            let n_writers = jobs.len().min(RECEIPT_WRITERS);
-            if n_writers <= 1 {
-                jobs.into_iter().for_each(|job| self.store_receipt(job));
-            } else {
-                let mut shares: Vec<Vec<ReceiptJob>> = (0..n_writers).map(|_| Vec::new()).collect();
-                for (idx, job) in jobs.into_iter().enumerate() {
-                    shares[idx % n_writers].push(job);
-                }
-                std::thread::scope(|scope| {
-                    for share in shares {
-                        scope.spawn(move || {
-                            share.into_iter().for_each(|job| self.store_receipt(job))
-                        });
-                    }
-                });
-            }
-            // Sessions kept past the finished cap only until their receipts were
-            // written can go now, not at some later finish.
+            // Sessions kept in memory only until their receipts were written can go
+            // now, not at some later finish.
             self.prune(&mut self.lock());
             self.durable
                 .receipts
@@ -151,8 +149,9 @@ impl Inner {
         }
     }
 
-    /// Redacts and stores one receipt. Blocking.
-    fn store_receipt(&self, job: ReceiptJob) {
+    /// One receipt with its command and output redacted. Blocking (it may read the
+    /// log for context).
+    fn redacted(&self, job: ReceiptJob) -> Stored {
         let mut receipt = job.receipt;
         let mode = RedactMode::for_command(&receipt.command);
         let before = job
@@ -169,24 +168,39 @@ impl Inner {
             .pipeline
             .redact_command(&receipt.command)
             .into_owned();
-        self.store_redacted_receipt(receipt);
+        Stored {
+            receipt,
+            spawn: job.spawn,
+        }
     }
 
-    /// Stores a receipt already redacted. One that fails (a full disk) is kept, with
-    /// its session in memory, and stored again later (`recommit.rs`, issue 27).
-    pub(in crate::registry) fn store_redacted_receipt(&self, receipt: ResultReceipt) {
-        match self.durable.receipts.store.store(&receipt) {
+    /// Stores one batch of receipts in one transaction. Blocking. A batch that fails
+    /// (a full disk) is kept, its sessions in memory, and stored again later
+    /// (`recommit.rs`, issue 27).
+    pub(in crate::registry) fn store_receipts(&self, batch: Vec<Stored>) {
+        let stored = self.durable.receipts.store.store_all(&batch);
+        let settled = |batch: &[Stored]| {
+            let mut unwritten = lock(&self.durable.receipts.unwritten);
+            for item in batch {
+                unwritten.remove(&item.receipt.id);
+            }
+        };
+        match stored {
             Ok(()) => {
-                lock(&self.durable.receipts.unwritten).remove(&receipt.id);
-                self.forget_shim(&receipt.id);
+                settled(&batch);
+                batch
+                    .iter()
+                    .for_each(|item| self.forget_shim(&item.receipt.id));
             }
             Err(herd_persistence::Error::HomeMissing { .. }) => {
-                lock(&self.durable.receipts.unwritten).remove(&receipt.id);
-                tracing::debug!(session_id = %receipt.id, "no receipt: the home is gone");
+                settled(&batch);
+                tracing::debug!(n = batch.len(), "no receipts: the home is gone");
             }
             Err(error) => {
-                tracing::warn!(session_id = %receipt.id, %error, "result receipt not stored yet; kept in memory and stored again later");
-                self.restore_receipt_later(receipt);
+                tracing::warn!(n = batch.len(), %error, "result receipts not stored yet; kept in memory and stored again later");
+                batch
+                    .into_iter()
+                    .for_each(|item| self.restore_receipt_later(item));
             }
         }
     }
@@ -228,8 +242,9 @@ impl Inner {
         let _ = rx.wait_for(|written| *written >= generation).await;
     }
 
-    /// Finds a receipt for an id or unique prefix that memory did not resolve. Returns
-    /// `miss` unchanged when there is none.
+    /// Finds a receipt for an id, unique prefix or name that memory did not
+    /// resolve. A session evicted from the store answers [`LookupError::Expired`];
+    /// otherwise `miss` comes back unchanged.
     pub(in crate::registry) fn receipt_lookup(
         &self,
         id_or_prefix: &str,
@@ -238,40 +253,57 @@ impl Inner {
         if !matches!(miss, LookupError::NotFound { .. }) {
             return Err(miss);
         }
-        let wanted = id::normalise_prefix(id_or_prefix);
-        let load = |id: &str| match self.durable.receipts.store.load(id) {
-            Ok(found) => found,
-            Err(error) => {
-                tracing::warn!(session_id = id, %error, "result receipt unreadable");
-                None
-            }
+        let store = &self.durable.receipts.store;
+        let unreadable = |error: herd_persistence::Error| {
+            tracing::warn!(id = id_or_prefix, %error, "result store unreadable");
         };
-        if let Some(receipt) = SessionId::parse(&wanted).and_then(|_| load(&wanted)) {
-            let id = SessionId::parse(&receipt.id).ok_or(miss)?;
-            return Ok((id, receipt));
-        }
-        let Ok(dir) = std::fs::read_dir(self.home.results_dir()) else {
-            return Err(miss);
-        };
-        let mut matches: Vec<String> = dir
-            .filter_map(|e| e.ok()?.file_name().to_str().map(str::to_owned))
-            .filter_map(|name| name.strip_suffix(".json").map(str::to_owned))
-            .filter(|name| name.starts_with(&wanted) && SessionId::parse(name).is_some())
-            .collect();
-        matches.sort();
-        match matches.as_slice() {
-            [one] => {
-                let receipt = load(one).ok_or(miss)?;
-                let id = SessionId::parse(&receipt.id).ok_or(LookupError::NotFound {
-                    id: id_or_prefix.to_owned(),
-                })?;
-                Ok((id, receipt))
-            }
-            [] => Err(miss),
-            many => Err(LookupError::Ambiguous {
-                prefix: id_or_prefix.to_owned(),
-                matches: many.iter().filter_map(|m| SessionId::parse(m)).collect(),
+        let found = |r: ResultReceipt| match SessionId::parse(&r.id) {
+            Some(id) => Ok((id, r)),
+            None => Err(LookupError::NotFound {
+                id: id_or_prefix.to_owned(),
             }),
+        };
+        let is_name = check_name(id_or_prefix).is_ok();
+        let wanted = if is_name {
+            id_or_prefix.to_owned()
+        } else {
+            id::normalise_prefix(id_or_prefix)
+        };
+        if is_name {
+            match store.newest_named(&wanted) {
+                Ok(Some(r)) => return found(r),
+                Ok(None) => {}
+                Err(error) => unreadable(error),
+            }
+        } else {
+            match store.ids_with_prefix(&wanted) {
+                Ok(ids) => match ids.as_slice() {
+                    [] => {}
+                    [one] => match store.load(one) {
+                        Ok(Some(r)) => return found(r),
+                        Ok(None) => {}
+                        Err(error) => unreadable(error),
+                    },
+                    many => {
+                        return Err(LookupError::Ambiguous {
+                            prefix: id_or_prefix.to_owned(),
+                            matches: many.iter().filter_map(|m| SessionId::parse(m)).collect(),
+                        });
+                    }
+                },
+                Err(error) => unreadable(error),
+            }
+        }
+        match store.tombstone(&wanted) {
+            Ok(Some(stone)) => Err(LookupError::Expired {
+                id: stone.id,
+                on: crate::text::rfc3339(from_unix_seconds(stone.expired_at)),
+            }),
+            Ok(None) => Err(miss),
+            Err(error) => {
+                unreadable(error);
+                Err(miss)
+            }
         }
     }
 
@@ -282,20 +314,57 @@ impl Inner {
         prefix: &str,
         except: &SessionId,
     ) -> Vec<SessionId> {
-        let Ok(dir) = std::fs::read_dir(self.home.results_dir()) else {
-            return Vec::new();
-        };
-        dir.filter_map(|e| e.ok()?.file_name().to_str().map(str::to_owned))
-            .filter_map(|name| SessionId::parse(name.strip_suffix(".json")?))
-            .filter(|id| id.as_str().starts_with(prefix) && id != except)
-            .collect()
+        match self.durable.receipts.store.ids_with_prefix(prefix) {
+            Ok(ids) => ids
+                .iter()
+                .filter_map(|id| SessionId::parse(id))
+                .filter(|id| id != except)
+                .collect(),
+            Err(error) => {
+                tracing::warn!(prefix, %error, "result store unreadable");
+                Vec::new()
+            }
+        }
     }
+
+    /// What a restart of `id` repeats, from its receipt.
+    pub(in crate::registry) fn stored_restart_spec(&self, id: &SessionId) -> Option<RestartSpec> {
+        match self.durable.receipts.store.restart_spec(id.as_str()) {
+            Ok(spec) => spec,
+            Err(error) => {
+                tracing::warn!(session_id = %id, %error, "restart spec unreadable");
+                None
+            }
+        }
+    }
+}
+
+/// What a restart of `s` repeats: its command as given and its options; `None` when
+/// the command herd holds is already the redacted text.
+fn restart_spec(s: &Session) -> Option<RestartSpec> {
+    if s.origin.command_redacted {
+        return None;
+    }
+    let origin = &s.origin;
+    Some(RestartSpec {
+        command: s.command.clone(),
+        mode: match s.mode {
+            ModeName::Pipe => herd_persistence::Mode::Pipe,
+            ModeName::Pty => herd_persistence::Mode::Pty,
+        },
+        watch_patterns: origin.watch.clone(),
+        heartbeat_seconds: origin.heartbeat_seconds,
+        completion_output_chars: origin.completion_output_chars,
+        options: options_record(s, &s.command),
+    })
 }
 
 /// One receipt waiting to be written, output not yet redacted.
 #[derive(Debug)]
 struct ReceiptJob {
     receipt: ResultReceipt,
+    /// What a restart repeats, kept privately with the receipt.
+    spawn: Option<RestartSpec>,
     /// Where the receipt's output starts in the session's log, when earlier output
     /// was not kept in it: the log before it is the redaction context (a private
     /// key whose BEGIN was dropped, a line the tail cut).

@@ -1,16 +1,22 @@
 //! Answers about a session only its result receipt knows (B38): the live answers'
 //! builder fed with the receipt's facts, each saying so in its note.
 
-use herd_hooks::Route;
+use herd_hooks::{Route, Window};
+use herd_persistence::ResultReceipt;
 
 use super::{PollExtra, Subject};
 use crate::answers::{
-    KillAnswer, KillStatus, LogAnswer, LogChunk, PollAnswer, WaitAnswer, WaitStatus,
+    KillAnswer, KillStatus, ListRow, LogAnswer, LogChunk, ModeName, PollAnswer, SessionStatus,
+    WaitAnswer, WaitStatus,
 };
 use crate::config::KillSource;
 use crate::error::{Error, LookupError};
+use crate::id::SessionId;
 use crate::output::page::{self, TextPage};
-use crate::registry::{Inner, LOG_DEFAULT_LINES, POLL_PREVIEW_CHARS, logs};
+use crate::registry::durable::{from_unix_seconds, reason_from_name};
+use crate::registry::{
+    Inner, LIST_COMMAND_CHARS, LIST_PREVIEW_CHARS, LOG_DEFAULT_LINES, POLL_PREVIEW_CHARS, logs,
+};
 
 /// The note of an answer served from a receipt.
 const RECEIPT_NOTE: &str = "answered from the durable result receipt: the session finished and is no longer in memory (pruned, or herd restarted); output is the redacted tail kept with the receipt";
@@ -171,5 +177,51 @@ impl Inner {
             false,
             None,
         ))
+    }
+
+    /// The `list` row of a session only the store knows (B39): the live row's
+    /// shape, its preview and command through the pipeline with its owner.
+    pub(crate) fn row_from_receipt(&self, r: &ResultReceipt) -> Option<ListRow> {
+        let id = SessionId::parse(&r.id)?;
+        let log_path = self.home.session_log_path(&r.id);
+        let subject = Subject::receipt(id.clone(), r, log_path);
+        let preview = self.show_subject(
+            &subject,
+            Route::ListPreview,
+            Window::last_chars(&r.output, LIST_PREVIEW_CHARS),
+        );
+        let started = from_unix_seconds(r.started_at);
+        let ran = (r.finished_at - r.started_at).max(0.0) as u64;
+        Some(ListRow {
+            name: r.name.clone(),
+            session_id: id,
+            command: self
+                .config
+                .pipeline
+                .show_command_head(&r.command, LIST_COMMAND_CHARS),
+            cwd: r.cwd.clone().unwrap_or_default(),
+            pid: 0,
+            mode: if r.pty { ModeName::Pty } else { ModeName::Pipe },
+            owner_task_id: r.owner_task_id.clone(),
+            task_id: r.task_id.clone(),
+            session_key: (!r.session_key.is_empty()).then(|| r.session_key.clone()),
+            started_at: crate::text::rfc3339(started),
+            uptime_seconds: started.elapsed().map_or(0, |d| d.as_secs()),
+            status: SessionStatus::Exited,
+            output_preview: preview,
+            exit_code: r.exit_code,
+            signal: r.signal,
+            duration_seconds: Some(ran),
+            completion_reason: Some(reason_from_name(&r.reason)),
+            termination_source: KillSource::from_name(&r.source),
+            notify_on_complete: r.notify,
+            persist_on_release: r.persist_on_release,
+            time_limit_seconds: r.time_limit_seconds,
+            replaces: r.replaces.as_deref().and_then(SessionId::parse),
+            // The receipt does not record what held the tree, and a session whose
+            // shim still holds leftovers is back in memory (`lingering`), not here.
+            containment: crate::answers::Containment::default(),
+            leftovers: Vec::new(),
+        })
     }
 }
