@@ -427,3 +427,117 @@ fn b13_issue_36_clean_ends_the_leftovers_it_forgets() {
     env.ok(&["clean"]);
     none_left(&[marker], "after herd clean");
 }
+
+/// How a daemon goes away while a finished session's shim holds its leftovers.
+#[derive(Debug, Clone, Copy)]
+enum Gone {
+    /// `herd shutdown --keep-jobs`.
+    KeepJobs,
+    /// SIGKILL.
+    Killed,
+}
+
+/// What reaches the leftovers after the restart.
+#[derive(Debug, Clone, Copy)]
+enum End {
+    /// `herd kill ID`, which answers `killed`.
+    Kill,
+    /// `herd shutdown`.
+    Shutdown,
+    /// `herd clean`.
+    Clean,
+}
+
+/// A session that finished with leftovers, then its daemon went away (`gone`): the
+/// next daemon holds them again. `ps` and `poll` show them, and `end` (`herd kill`
+/// of the finished session, `herd shutdown`, `herd clean`) ends them: 0 survivors.
+fn leftovers_are_held_across_a_restart(kind: Kind, gone: Gone, end: End, base: u32) {
+    let env = home(kind);
+    let m: Vec<u32> = (0..3).map(|i| base + i).collect();
+    let command = format!(
+        "sleep {} & setsid sleep {} & (setsid env -i sleep {} &); exit 0",
+        m[0], m[1], m[2]
+    );
+    let id = start(&env, &[], &command);
+    if !contained(&env, &id, kind) {
+        return;
+    }
+    let waited = env.json(&["wait", &id, "--timeout", "20", "--json"]);
+    assert_eq!(waited["exit_code"], 0, "{waited}");
+    all_running(&m);
+    match gone {
+        Gone::KeepJobs => {
+            env.ok(&["shutdown", "--keep-jobs"]);
+        }
+        Gone::Killed => {
+            let daemon = env.daemon_pid().expect("the daemon's pid");
+            nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(daemon),
+                nix::sys::signal::Signal::SIGKILL,
+            )
+            .expect("the daemon can be killed");
+            wait_until(Duration::from_secs(10), || {
+                std::fs::read_to_string(format!("/proc/{daemon}/stat"))
+                    .map_or(true, |s| s.contains(") Z"))
+            })
+            .expect("the daemon is gone");
+        }
+    }
+    all_running(&m);
+    // The next daemon (autostarted) holds them again.
+    let r = row(&env, &id);
+    assert_eq!(r["status"], "exited", "{r}");
+    assert_eq!(r["leftovers"].as_array().map(Vec::len), Some(3), "{r}");
+    let table = env.ok(&["ps", "--all"]);
+    assert!(
+        table.contains("exited 0, 3 left"),
+        "ps says what is left after the restart: {table}"
+    );
+    let polled = env.json(&["poll", &id, "--json"]);
+    assert_eq!(
+        polled["leftovers"].as_array().map(Vec::len),
+        Some(3),
+        "{polled}"
+    );
+    match end {
+        End::Kill => {
+            let killed = env.json(&["kill", &id, "--json"]);
+            assert_eq!(killed["status"], "killed", "{killed}");
+        }
+        End::Shutdown => {
+            env.ok(&["shutdown"]);
+        }
+        End::Clean => {
+            env.ok(&["clean"]);
+        }
+    }
+    none_left(
+        &m,
+        &format!("after {end:?} of the exited session after a restart"),
+    );
+}
+
+#[test]
+fn b13_issue_36_leftovers_are_held_after_shutdown_keep_jobs_in_the_cgroup() {
+    leftovers_are_held_across_a_restart(Kind::Cgroup, Gone::KeepJobs, End::Kill, 37000);
+}
+
+#[test]
+fn b13_issue_36_leftovers_are_held_after_a_daemon_sigkill_in_the_cgroup() {
+    leftovers_are_held_across_a_restart(Kind::Cgroup, Gone::Killed, End::Kill, 37100);
+}
+
+#[test]
+fn b13_issue_36_leftovers_are_held_after_a_daemon_sigkill_under_the_subreaper() {
+    leftovers_are_held_across_a_restart(Kind::Subreaper, Gone::Killed, End::Kill, 37200);
+}
+
+#[test]
+fn b17_issue_36_shutdown_reaches_leftovers_held_after_a_restart() {
+    leftovers_are_held_across_a_restart(Kind::Cgroup, Gone::KeepJobs, End::Shutdown, 37300);
+}
+
+#[test]
+fn b13_issue_36_clean_reaches_leftovers_held_after_a_restart() {
+    leftovers_are_held_across_a_restart(Kind::Subreaper, Gone::Killed, End::Clean, 37400);
+}
