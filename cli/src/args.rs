@@ -254,7 +254,7 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "CPUS", value_parser = parse_cpus)]
     pub(crate) cpus: Option<u64>,
     /// Most processes and threads of the job's whole tree at once (1 to 4194304).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=4_194_304))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=PIDS_MAX))]
     pub(crate) pids: Option<u64>,
     /// Start the job on a host of `[hosts.NAME]` in config.toml; its id is
     /// `NAME:proc_...`.
@@ -373,7 +373,7 @@ fn parse_age(text: &str) -> Result<u64, String> {
 
 /// Parses `--memory`: bytes with an optional K, M, G or T suffix (powers of 1024),
 /// 1 MiB to 1 PiB.
-fn parse_memory(text: &str) -> Result<u64, String> {
+pub(crate) fn parse_memory(text: &str) -> Result<u64, String> {
     let t = text.trim();
     let (digits, scale) = match t.char_indices().last() {
         Some((i, c)) if c.is_ascii_alphabetic() => {
@@ -398,8 +398,11 @@ fn parse_memory(text: &str) -> Result<u64, String> {
     Ok(bytes as u64)
 }
 
+/// The most processes and threads a `--pids` limit may allow.
+pub(crate) const PIDS_MAX: u64 = 4_194_304;
+
 /// Parses `--cpus`: a number of CPUs, 0.01 to 1024, kept in thousandths.
-fn parse_cpus(text: &str) -> Result<u64, String> {
+pub(crate) fn parse_cpus(text: &str) -> Result<u64, String> {
     let n: f64 = text
         .trim()
         .parse()

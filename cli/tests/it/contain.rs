@@ -541,3 +541,52 @@ fn b17_issue_36_shutdown_reaches_leftovers_held_after_a_restart() {
 fn b13_issue_36_clean_reaches_leftovers_held_after_a_restart() {
     leftovers_are_held_across_a_restart(Kind::Subreaper, Gone::Killed, End::Clean, 37400);
 }
+
+/// A shell line that prints the `pids.max` of the cgroups it runs in (the v1 `pids`
+/// hierarchy of a hybrid host, or the v2 one).
+const PRINT_PIDS_MAX: &str = "for f in /sys/fs/cgroup/pids$(awk -F: '$2==\"pids\"{print $3}' /proc/self/cgroup)/pids.max \
+     /sys/fs/cgroup/unified$(awk -F: '$1==\"0\"{print $3}' /proc/self/cgroup)/pids.max \
+     /sys/fs/cgroup$(awk -F: '$1==\"0\"{print $3}' /proc/self/cgroup)/pids.max; \
+     do cat \"$f\" 2>/dev/null; done; echo end";
+
+/// Config `[limits]` bounds every job whose request sets none (`pids = 19` reaches
+/// the job's cgroup; `--pids` on the command line wins); a bad value is a config
+/// error that names the key.
+#[test]
+fn b15_issue_36_config_limits_are_every_jobs_default() {
+    let env = home(Kind::Cgroup);
+    std::fs::write(env.home().join("config.toml"), "[limits]\npids = 19\n").expect("config");
+    let id = start(&env, &[], PRINT_PIDS_MAX);
+    if !contained(&env, &id, Kind::Cgroup) {
+        return;
+    }
+    let waited = env.json(&["wait", &id, "--timeout", "20", "--json"]);
+    assert_eq!(waited["exit_code"], 0, "{waited}");
+    let out = env.ok(&["logs", &id]);
+    assert!(
+        out.lines().any(|l| l.trim() == "19"),
+        "the config's pids limit is the job's: {out}"
+    );
+    let id = start(&env, &["--pids", "23"], PRINT_PIDS_MAX);
+    env.json(&["wait", &id, "--timeout", "20", "--json"]);
+    let out = env.ok(&["logs", &id]);
+    assert!(
+        out.lines().any(|l| l.trim() == "23"),
+        "the request's limit wins over the config's: {out}"
+    );
+    env.ok(&["shutdown"]);
+    for (bad, key) in [
+        ("[limits]\nmemory = \"2X\"\n", "limits.memory"),
+        ("[limits]\ncpus = 0.0\n", "limits.cpus"),
+        ("[limits]\npids = 0\n", "limits.pids"),
+    ] {
+        std::fs::write(env.home().join("config.toml"), bad).expect("config");
+        let out = env.run(&["ps"]);
+        let err = crate::support::stderr(&out);
+        assert!(!out.status.success(), "{bad}: accepted");
+        assert!(
+            err.contains("invalid config") && err.contains(key),
+            "{bad}: the error names {key}: {err}"
+        );
+    }
+}
