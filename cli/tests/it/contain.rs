@@ -22,12 +22,15 @@ use crate::support::{Env, wait_until};
 enum Kind {
     Cgroup,
     Subreaper,
+    /// The cgroup, killed by freezing as where `cgroup.kill` is missing (forced by
+    /// `HERD_CONTAINMENT=freeze`).
+    Freeze,
 }
 
 impl Kind {
     fn name(self) -> &'static str {
         match self {
-            Kind::Cgroup => "cgroup",
+            Kind::Cgroup | Kind::Freeze => "cgroup",
             Kind::Subreaper => "subreaper",
         }
     }
@@ -36,9 +39,14 @@ impl Kind {
 /// A home whose daemon uses `kind` (the subreaper forced by the switch).
 fn home(kind: Kind) -> Env {
     let mut env = Env::new();
-    if kind == Kind::Subreaper {
-        env.vars
-            .push(("HERD_CONTAINMENT".to_owned(), "subreaper".to_owned()));
+    match kind {
+        Kind::Subreaper => env
+            .vars
+            .push(("HERD_CONTAINMENT".to_owned(), "subreaper".to_owned())),
+        Kind::Freeze => env
+            .vars
+            .push(("HERD_CONTAINMENT".to_owned(), "freeze".to_owned())),
+        Kind::Cgroup => {}
     }
     env
 }
@@ -116,7 +124,7 @@ fn contained(env: &Env, id: &str, kind: Kind) -> bool {
     if got == kind.name() {
         return true;
     }
-    if kind == Kind::Cgroup && got == "subreaper" {
+    if kind != Kind::Subreaper && got == "subreaper" {
         let why = "no writable cgroup v2 hierarchy here (`herd doctor` says why)";
         if std::env::var("HERD_REQUIRE_CGROUP").as_deref() == Ok("1") {
             panic!("HERD_REQUIRE_CGROUP=1 but {why}");
@@ -589,4 +597,27 @@ fn b15_issue_36_config_limits_are_every_jobs_default() {
             "{bad}: the error names {key}: {err}"
         );
     }
+}
+
+/// Where `cgroup.kill` is missing (before Linux 5.14; forced here with
+/// `HERD_CONTAINMENT=freeze`) the kill freezes the cgroup, SIGKILLs each member and
+/// thaws it: `herd doctor` says so, and the escapees of a live job die all the same.
+#[test]
+fn b15_issue_36_escapees_die_under_the_freeze_kill() {
+    let env = home(Kind::Freeze);
+    let doctor = env.ok(&["doctor"]);
+    if doctor.contains("cgroup of its own") {
+        assert!(
+            doctor.contains("forced by HERD_CONTAINMENT=freeze"),
+            "doctor names the freeze kill: {doctor}"
+        );
+    }
+    escapees_die_with_the_session(Kind::Freeze, 37500);
+}
+
+/// The freeze kill reaches leftovers of an exited job too, and ones that ignore
+/// SIGTERM die after the grace.
+#[test]
+fn b15_issue_36_kill_leftovers_ends_them_under_the_freeze_kill() {
+    kill_leftovers_ends_them(Kind::Freeze, 37600);
 }

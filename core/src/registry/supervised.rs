@@ -85,6 +85,7 @@ impl Inner {
         spec.limits = limits;
         spec.force_subreaper =
             std::env::var(crate::sys::cgroup::CONTAINMENT_ENV).is_ok_and(|v| v == "subreaper");
+        spec.force_freeze = crate::sys::cgroup::freeze_forced();
         // The shim itself carries neither the session tag (a tree kill's escapee scan
         // would take it for part of the job) nor the supervised-child marker.
         let mut shim_env = launch.env.clone();
