@@ -621,3 +621,43 @@ fn b15_issue_36_escapees_die_under_the_freeze_kill() {
 fn b15_issue_36_kill_leftovers_ends_them_under_the_freeze_kill() {
     kill_leftovers_ends_them(Kind::Freeze, 37600);
 }
+
+/// `ps --json` and `poll` take CPU and memory of the whole tree from the session's
+/// cgroup: a busy loop in a `setsid` child (outside the job's group) counts, its CPU
+/// time grows, and the memory a child holds (20 MB in a shell variable) is counted
+/// (from the v1 memory cgroup of a session with `--memory` on a hybrid host).
+#[test]
+fn b39_issue_36_ps_and_poll_take_usage_from_the_cgroup() {
+    let env = home(Kind::Cgroup);
+    let marker = 37700;
+    let id = start(
+        &env,
+        &["--memory", "256M"],
+        &format!(
+            "setsid sh -c 'while :; do :; done' & \
+             bash -c 'x=$(head -c 20000000 /dev/zero | tr \"\\0\" a); sleep {marker}; true' & wait"
+        ),
+    );
+    if !contained(&env, &id, Kind::Cgroup) {
+        return;
+    }
+    all_running(&[marker]);
+    let cpu = |v: &Value| v["usage"]["cpu_usec"].as_u64().unwrap_or(0);
+    let first = cpu(&row(&env, &id));
+    let mut last = Value::Null;
+    wait_until(Duration::from_secs(15), || {
+        last = row(&env, &id);
+        cpu(&last) > first + 200_000
+    })
+    .unwrap_or_else(|()| panic!("the tree's CPU time grows from {first}: {last}"));
+    let polled = env.json(&["poll", &id, "--json"]);
+    assert!(cpu(&polled) >= cpu(&last), "{polled}");
+    let memory = polled["usage"]["memory_bytes"].as_u64().unwrap_or(0);
+    assert!(
+        memory > 20_000_000,
+        "the tree's memory is counted: {polled}"
+    );
+    let killed = env.json(&["kill", &id, "--json"]);
+    assert_eq!(killed["status"], "killed", "{killed}");
+    none_left(&[marker], "after the kill");
+}

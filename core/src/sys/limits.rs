@@ -178,7 +178,7 @@ pub(crate) fn apply(limits: &Limits, v2: Option<&Path>, name: &str) -> Result<Ap
 }
 
 /// The v1 hierarchy mounted for `controller` and this process's cgroup in it.
-fn v1_hierarchy(controller: &str) -> Option<(PathBuf, String)> {
+pub(crate) fn v1_hierarchy(controller: &str) -> Option<(PathBuf, String)> {
     let mounts = fs::read_to_string("/proc/self/mountinfo").ok()?;
     let mount = mounts.lines().find_map(|line| {
         let (left, right) = line.split_once(" - ")?;
