@@ -321,23 +321,23 @@ impl LimitsConfig {
     /// The first bad value as (key, why).
     fn problem(&self) -> Option<(&'static str, String)> {
         if let Some(text) = &self.memory
-            && let Err(why) = crate::args::parse_memory(text)
+            && let Err(why) = crate::sizes::parse_memory(text)
         {
             return Some(("limits.memory", why));
         }
         if let Some(cpus) = self.cpus
-            && let Err(why) = crate::args::parse_cpus(&cpus.to_string())
+            && let Err(why) = crate::sizes::parse_cpus(&cpus.to_string())
         {
             return Some(("limits.cpus", why));
         }
         if let Some(pids) = self.pids
-            && !(1..=crate::args::PIDS_MAX).contains(&pids)
+            && !(1..=crate::sizes::PIDS_MAX).contains(&pids)
         {
             return Some((
                 "limits.pids",
                 format!(
                     "{pids} is out of range: give 1 to {}",
-                    crate::args::PIDS_MAX
+                    crate::sizes::PIDS_MAX
                 ),
             ));
         }
@@ -350,10 +350,10 @@ impl LimitsConfig {
             memory_bytes: self
                 .memory
                 .as_deref()
-                .and_then(|t| crate::args::parse_memory(t).ok()),
+                .and_then(|t| crate::sizes::parse_memory(t).ok()),
             cpu_millis: self
                 .cpus
-                .and_then(|c| crate::args::parse_cpus(&c.to_string()).ok()),
+                .and_then(|c| crate::sizes::parse_cpus(&c.to_string()).ok()),
             pids: self.pids,
         }
     }

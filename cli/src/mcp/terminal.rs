@@ -445,11 +445,11 @@ fn limits_arg(args: &JsonObject) -> Result<herd_core::Limits, String> {
     let memory_bytes = match args.get("memory") {
         None | Some(Value::Null) => None,
         Some(Value::String(text)) => {
-            Some(crate::args::parse_memory(text).map_err(|e| format!("memory: {e}"))?)
+            Some(crate::sizes::parse_memory(text).map_err(|e| format!("memory: {e}"))?)
         }
         Some(v) => match v.as_u64() {
             Some(n) => Some(
-                crate::args::parse_memory(&n.to_string()).map_err(|e| format!("memory: {e}"))?,
+                crate::sizes::parse_memory(&n.to_string()).map_err(|e| format!("memory: {e}"))?,
             ),
             None => {
                 return Err(format!(
@@ -462,7 +462,7 @@ fn limits_arg(args: &JsonObject) -> Result<herd_core::Limits, String> {
         None | Some(Value::Null) => None,
         Some(v) => match v.as_f64() {
             Some(n) => {
-                Some(crate::args::parse_cpus(&n.to_string()).map_err(|e| format!("cpus: {e}"))?)
+                Some(crate::sizes::parse_cpus(&n.to_string()).map_err(|e| format!("cpus: {e}"))?)
             }
             None => {
                 return Err(format!(
@@ -474,11 +474,11 @@ fn limits_arg(args: &JsonObject) -> Result<herd_core::Limits, String> {
     let pids = match args.get("pids") {
         None | Some(Value::Null) => None,
         Some(v) => match v.as_u64() {
-            Some(n) if (1..=crate::args::PIDS_MAX).contains(&n) => Some(n),
+            Some(n) if (1..=crate::sizes::PIDS_MAX).contains(&n) => Some(n),
             _ => {
                 return Err(format!(
                     "pids must be a whole number from 1 to {} (got {v})",
-                    crate::args::PIDS_MAX
+                    crate::sizes::PIDS_MAX
                 ));
             }
         },
