@@ -661,3 +661,82 @@ fn b39_issue_36_ps_and_poll_take_usage_from_the_cgroup() {
     assert_eq!(killed["status"], "killed", "{killed}");
     none_left(&[marker], "after the kill");
 }
+
+/// Soak (issue 36): `herd kill` races a daemon SIGKILLed at a random moment (0 to
+/// 1.5 s after the kill is asked, so before, in and after the grace window), round
+/// after round on one home: no process of any session survives, and each session
+/// gets exactly one completion. `HERD_SOAK_KILL_RACES` rounds (default 2, sized to
+/// seconds for CI; `cargo xtask soak` runs 30).
+#[test]
+fn b16_issue_36_soak_kill_races_a_daemon_sigkill() {
+    let rounds: u32 = std::env::var("HERD_SOAK_KILL_RACES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2)
+        .clamp(1, 1000);
+    let env = home(Kind::Cgroup);
+    let owner = "kill-races";
+    let mut ids = Vec::new();
+    for round in 0..rounds {
+        let base = 38000 + round * 4;
+        let m: Vec<u32> = (0..3).map(|i| base + i).collect();
+        let id = start(
+            &env,
+            &["--notify", "--owner", owner],
+            &format!(
+                "trap '' TERM; sleep {} & setsid env -i sleep {} & (setsid sleep {} &); \
+                 while :; do sleep 0.1; done",
+                m[0], m[1], m[2]
+            ),
+        );
+        if round == 0 && !contained(&env, &id, Kind::Cgroup) {
+            return;
+        }
+        all_running(&m);
+        let mut kill = env
+            .cmd(&["kill", &id, "--json"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("herd kill starts");
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        // A random moment: the test waits for the kill client or the delay, whichever
+        // comes first, so a fast kill still races the next step.
+        let delay = Duration::from_millis(u64::from(nanos % 1500));
+        let _ = wait_until(delay, || kill.try_wait().is_ok_and(|s| s.is_some()));
+        if let Some(daemon) = env.daemon_pid() {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(daemon),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        let _ = kill.wait();
+        // The shim finishes a kill it was given; one the daemon died before sending
+        // is asked again of the next daemon.
+        let answer = env.json(&["kill", &id, "--json"]);
+        assert!(
+            answer["status"] == "killed" || answer["status"] == "already_exited",
+            "round {round}: {answer}"
+        );
+        none_left(&m, &format!("round {round}, {delay:?} after the kill"));
+        ids.push(id);
+    }
+    let mut seen: Vec<String> = Vec::new();
+    wait_until(Duration::from_secs(20), || {
+        let out = env.ok(&["events", "--owner", owner]);
+        seen.extend(
+            out.lines()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .filter(|e| e["type"] == "completion")
+                .filter_map(|e| e["session_id"].as_str().map(str::to_owned)),
+        );
+        ids.iter().all(|id| seen.contains(id))
+    })
+    .unwrap_or_else(|()| panic!("every session completes: {ids:?}, seen {seen:?}"));
+    for id in &ids {
+        let n = seen.iter().filter(|s| *s == id).count();
+        assert_eq!(n, 1, "{id}: one completion, got {n} ({seen:?})");
+    }
+}
