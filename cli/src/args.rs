@@ -248,13 +248,13 @@ pub(crate) struct RunArgs {
     pub(crate) kill_leftovers: bool,
     /// Memory limit of the job's whole tree, through its cgroup: 512M, 2G (1 MiB to
     /// 1 PiB); refused where no cgroup can carry it.
-    #[arg(long, value_name = "SIZE", value_parser = parse_memory)]
+    #[arg(long, value_name = "SIZE", value_parser = crate::sizes::parse_memory)]
     pub(crate) memory: Option<u64>,
     /// CPU limit of the job's whole tree: 1.5 is one and a half CPUs (0.01 to 1024).
-    #[arg(long, value_name = "CPUS", value_parser = parse_cpus)]
+    #[arg(long, value_name = "CPUS", value_parser = crate::sizes::parse_cpus)]
     pub(crate) cpus: Option<u64>,
     /// Most processes and threads of the job's whole tree at once (1 to 4194304).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=4_194_304))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=crate::sizes::PIDS_MAX))]
     pub(crate) pids: Option<u64>,
     /// Start the job on a host of `[hosts.NAME]` in config.toml; its id is
     /// `NAME:proc_...`.
@@ -373,45 +373,6 @@ fn parse_age(text: &str) -> Result<u64, String> {
     n.checked_mul(scale)
         .filter(|&s| s <= 10 * 365 * 86_400)
         .ok_or_else(|| format!("`{text}` is more than ten years"))
-}
-
-/// Parses `--memory`: bytes with an optional K, M, G or T suffix (powers of 1024),
-/// 1 MiB to 1 PiB.
-fn parse_memory(text: &str) -> Result<u64, String> {
-    let t = text.trim();
-    let (digits, scale) = match t.char_indices().last() {
-        Some((i, c)) if c.is_ascii_alphabetic() => {
-            let scale: u64 = match c.to_ascii_uppercase() {
-                'K' => 1 << 10,
-                'M' => 1 << 20,
-                'G' => 1 << 30,
-                'T' => 1 << 40,
-                _ => return Err(format!("unknown unit in `{text}`: use K, M, G or T")),
-            };
-            (&t[..i], scale)
-        }
-        _ => (t, 1),
-    };
-    let n: f64 = digits
-        .parse()
-        .map_err(|_| format!("`{text}` is not a size: give e.g. 512M or 2G"))?;
-    let bytes = n * scale as f64;
-    if !(bytes >= f64::from(1u32 << 20) && bytes <= (1u64 << 50) as f64) {
-        return Err(format!("`{text}` is out of range: give 1M to 1024T"));
-    }
-    Ok(bytes as u64)
-}
-
-/// Parses `--cpus`: a number of CPUs, 0.01 to 1024, kept in thousandths.
-fn parse_cpus(text: &str) -> Result<u64, String> {
-    let n: f64 = text
-        .trim()
-        .parse()
-        .map_err(|_| format!("`{text}` is not a number of CPUs: give e.g. 1.5"))?;
-    if !(0.01..=1024.0).contains(&n) {
-        return Err(format!("`{text}` is out of range: give 0.01 to 1024 CPUs"));
-    }
-    Ok((n * 1000.0).round() as u64)
 }
 
 /// Parses `--time-limit`: an age of 1 s to 10 years (0 would kill at once).

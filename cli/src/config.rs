@@ -304,6 +304,61 @@ pub(crate) struct PluginsConfig {
     pub(crate) enabled: Vec<String>,
 }
 
+/// The `[limits]` table: what every job's tree is bounded by when its request
+/// sets no limit of its own (`herd run --memory/--cpus/--pids`, MCP arguments).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub(crate) struct LimitsConfig {
+    /// Memory of the tree: `"512M"`, `"2G"` (1M to 1024T).
+    pub(crate) memory: Option<String>,
+    /// CPUs of the tree: 1.5 (0.01 to 1024).
+    pub(crate) cpus: Option<f64>,
+    /// Processes and threads of the tree (1 to 4194304).
+    pub(crate) pids: Option<u64>,
+}
+
+impl LimitsConfig {
+    /// The first bad value as (key, why).
+    fn problem(&self) -> Option<(&'static str, String)> {
+        if let Some(text) = &self.memory
+            && let Err(why) = crate::sizes::parse_memory(text)
+        {
+            return Some(("limits.memory", why));
+        }
+        if let Some(cpus) = self.cpus
+            && let Err(why) = crate::sizes::parse_cpus(&cpus.to_string())
+        {
+            return Some(("limits.cpus", why));
+        }
+        if let Some(pids) = self.pids
+            && !(1..=crate::sizes::PIDS_MAX).contains(&pids)
+        {
+            return Some((
+                "limits.pids",
+                format!(
+                    "{pids} is out of range: give 1 to {}",
+                    crate::sizes::PIDS_MAX
+                ),
+            ));
+        }
+        None
+    }
+
+    /// The limits (checked by `validate`; a bad value reads as no limit).
+    pub(crate) fn to_limits(&self) -> herd_core::Limits {
+        herd_core::Limits {
+            memory_bytes: self
+                .memory
+                .as_deref()
+                .and_then(|t| crate::sizes::parse_memory(t).ok()),
+            cpu_millis: self
+                .cpus
+                .and_then(|c| crate::sizes::parse_cpus(&c.to_string()).ok()),
+            pids: self.pids,
+        }
+    }
+}
+
 /// The smallest and largest `worker_memory_max_bytes` (16 MiB to 1 PiB).
 const WORKER_MEMORY_MIN: u64 = 16 << 20;
 const WORKER_MEMORY_MAX: u64 = 1 << 50;
@@ -343,6 +398,8 @@ pub(crate) struct Config {
     pub(crate) guard_host_images: Vec<String>,
     /// Plugin settings.
     pub(crate) plugins: PluginsConfig,
+    /// Default bounds of every job's tree (issue 36).
+    pub(crate) limits: LimitsConfig,
     /// Under systemd, a `--persist` job that cannot get a restart-safe scope fails
     /// instead of running as a direct subprocess (B34).
     pub(crate) require_restart_safe_scope: bool,
@@ -405,6 +462,7 @@ impl Default for Config {
             redact_extra_patterns: Vec::new(),
             guard_host_images: Vec::new(),
             plugins: PluginsConfig::default(),
+            limits: LimitsConfig::default(),
             require_restart_safe_scope: false,
             worker_memory_max_bytes: None,
             direct_exec: true,
@@ -557,6 +615,9 @@ impl Config {
                 format!("invalid config {}: {message}", path.display()),
             )
             .into());
+        }
+        if let Some((key, why)) = self.limits.problem() {
+            return bad(key, &format!("is invalid: {why}"));
         }
         for (name, host) in &self.hosts {
             if !is_host_name(name) {

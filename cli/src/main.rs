@@ -25,6 +25,7 @@ mod protocol;
 mod remote;
 mod restart;
 mod service;
+mod sizes;
 mod top;
 
 use std::process::ExitCode;

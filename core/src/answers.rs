@@ -139,6 +139,19 @@ pub struct SpawnInfo {
     pub replaces: Option<SessionId>,
 }
 
+/// CPU and memory of a session's whole tree as its cgroup counts them (issue 36):
+/// every process of the tree, daemonised or not, and nothing else.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct TreeUsage {
+    /// CPU time used, in microseconds (v2 `cpu.stat` `usage_usec`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_usec: Option<u64>,
+    /// Memory in use, in bytes (v2 `memory.current`, else the v1 memory cgroup's
+    /// `memory.usage_in_bytes` of a session with limits on a hybrid host).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_bytes: Option<u64>,
+}
+
 /// The answer to a poll.
 #[derive(Debug, Clone, Serialize)]
 pub struct PollAnswer {
@@ -191,6 +204,9 @@ pub struct PollAnswer {
     /// the session (`herd kill` ends them).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub leftovers: Vec<herd_persistence::Leftover>,
+    /// CPU and memory of its whole tree, from its cgroup (absent without one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<TreeUsage>,
 }
 
 /// A page of the output, by lines.
@@ -371,6 +387,9 @@ pub struct ListRow {
     /// the session (`herd kill` ends them).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub leftovers: Vec<herd_persistence::Leftover>,
+    /// CPU and memory of its whole tree, from its cgroup (absent without one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<TreeUsage>,
 }
 
 fn is_zero(n: &u64) -> bool {

@@ -177,6 +177,8 @@ pub struct RegistryConfig {
     /// Kill a session's leftovers when its main process is done (config
     /// `leftovers = "kill"`); by default they are kept, held by the session.
     pub kill_leftovers: bool,
+    /// Limits every spawn gets where its request sets none (config `[limits]`).
+    pub default_limits: crate::Limits,
     /// The longest single `wait` (B23); longer requests are clamped with a note.
     pub wait_cap: Duration,
     /// How long the reader keeps draining a pipe that stays idle after the direct child
@@ -291,6 +293,7 @@ impl Default for RegistryConfig {
             env_deny: DEFAULT_ENV_DENY.iter().map(|s| (*s).to_owned()).collect(),
             kill_grace: Duration::from_secs(2),
             kill_leftovers: false,
+            default_limits: crate::Limits::default(),
             wait_cap: Duration::from_secs(180),
             idle_drain: Duration::from_secs(1),
             guard: None,

@@ -119,7 +119,8 @@ mod watch;
 
 pub use answers::{
     CompletionReason, Containment, KillAnswer, KillStatus, ListRow, LogAnswer, LogChunk, ModeName,
-    PollAnswer, SessionStatus, SpawnInfo, StdinAnswer, StdinStatus, WaitAnswer, WaitStatus,
+    PollAnswer, SessionStatus, SpawnInfo, StdinAnswer, StdinStatus, TreeUsage, WaitAnswer,
+    WaitStatus,
 };
 pub use config::{
     DEFAULT_ENV_DENY, KillSource, ListFilter, Mode, NotificationPolicy, RegistryConfig,

@@ -48,6 +48,7 @@ mod finish;
 mod held;
 mod killing;
 mod lifecycle;
+mod lingering;
 mod notify;
 mod query;
 mod recommit;

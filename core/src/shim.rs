@@ -88,6 +88,10 @@ pub(crate) struct Spec {
     /// (`HERD_CONTAINMENT=subreaper` in the daemon's environment).
     #[serde(default)]
     pub(crate) force_subreaper: bool,
+    /// Kill the session cgroup by freezing it, as where `cgroup.kill` is missing
+    /// (`HERD_CONTAINMENT=freeze` in the daemon's environment; tests).
+    #[serde(default)]
+    pub(crate) force_freeze: bool,
     /// Kill what is left of the tree once the main process is done (`--kill-leftovers`).
     #[serde(default)]
     pub(crate) kill_leftovers: bool,

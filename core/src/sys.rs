@@ -13,6 +13,8 @@ pub(crate) mod cgroup;
 pub(crate) mod limits;
 #[cfg(unix)]
 mod unix;
+#[cfg(target_os = "linux")]
+pub(crate) mod usage;
 
 #[cfg(unix)]
 pub(crate) use unix::*;

@@ -165,6 +165,14 @@ struct SoakItem {
 /// at their small default size.
 const SOAK: &[SoakItem] = &[
     SoakItem {
+        what: "herd kill races a daemon SIGKILLed at a random moment, 30 rounds: 0 survivors, one completion each (issue 36)",
+        package: "herd-cli",
+        target: &["--test", "it"],
+        filter: "contain::b16_issue_36_soak_kill_races_a_daemon_sigkill",
+        env: &[("HERD_SOAK_KILL_RACES", "30")],
+        repeats: 1,
+    },
+    SoakItem {
         what: "kill latency of a 100-process tree through herd kill, in a cgroup and under the subreaper (issue 36), 20 runs each",
         package: "herd-cli",
         target: &["--test", "it"],

@@ -108,6 +108,7 @@ fn registry_config(
         env_deny,
         kill_grace: Duration::from_secs_f64(config.kill_grace_seconds),
         kill_leftovers: config.leftovers == crate::config::Leftovers::Kill,
+        default_limits: config.limits.to_limits(),
         wait_cap: Duration::from_secs(config.wait_cap_seconds),
         heartbeat_floor: Duration::from_secs(config.heartbeat_floor_seconds),
         notifications: match config.notifications {

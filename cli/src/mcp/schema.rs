@@ -56,7 +56,10 @@ fn terminal_input() -> Value {
                 "Kill the command and everything it started after this many seconds (1 to {TIME_LIMIT_MAX_SECONDS}), \
                  with termination_source time_limit; holds for persist_on_release too. null: no limit."),
                 json!({"minimum": 1, "maximum": TIME_LIMIT_MAX_SECONDS})),
-            "kill_leftovers": nullable("boolean", "Kill what the command leaves running (background children, daemons it started) once it exits, after a short grace; by default they are kept and `process(action=\"kill\")` ends them.", json!({}))
+            "kill_leftovers": nullable("boolean", "Kill what the command leaves running (background children, daemons it started) once it exits, after a short grace; by default they are kept and `process(action=\"kill\")` ends them.", json!({})),
+            "memory": nullable("string", "Memory limit of the command's whole process tree, e.g. \"512M\" or \"2G\" (1M to 1024T), through its cgroup; refused where no cgroup can carry it. null: the config's default (none unless set).", json!({})),
+            "cpus": nullable("number", "CPU limit of the command's whole tree: 1.5 is one and a half CPUs (0.01 to 1024). null: the config's default.", json!({"minimum": 0.01, "maximum": 1024})),
+            "pids": nullable("integer", "Most processes and threads of the command's whole tree at once (a fork bomb stops there). null: the config's default.", json!({"minimum": 1, "maximum": crate::sizes::PIDS_MAX}))
         },
         "required": ["command"],
         "additionalProperties": false

@@ -40,6 +40,8 @@ pub(super) struct TerminalRequest {
     pub(super) host: Option<String>,
     /// Kill the tree's leftovers once the command exits (issue 36).
     pub(super) kill_leftovers: bool,
+    /// Bounds on the tree (`memory`, `cpus`, `pids`; issue 36).
+    pub(super) limits: herd_core::Limits,
 }
 
 /// How a foreground wait stopped short of the exit.
@@ -100,6 +102,9 @@ impl Server {
         if req.kill_leftovers {
             params["kill_leftovers"] = json!(true);
         }
+        if !req.limits.is_empty() {
+            params["limits"] = json!(req.limits);
+        }
         let mut client = self.client().await.map_err(Answer::error)?;
         // An older daemon would refuse `host`; say so instead.
         if req.host.is_some() && !client.hello.serves("hosts") {
@@ -114,6 +119,13 @@ impl Server {
             return Err(refused(format!(
                 "time_limit needs a newer herd daemon: the running one (herd {}) would ignore it; \
                  ask the user to run `herd shutdown --keep-jobs`, or call again without time_limit",
+                client.hello.daemon
+            )));
+        }
+        if !req.limits.is_empty() && !client.hello.serves("spawn.limits") {
+            return Err(refused(format!(
+                "memory, cpus and pids need a newer herd daemon: the running one (herd {}) would ignore them; \
+                 ask the user to run `herd shutdown --keep-jobs`, or call again without them",
                 client.hello.daemon
             )));
         }
@@ -398,6 +410,7 @@ pub(super) fn terminal_request(args: &JsonObject) -> Result<TerminalRequest, Str
         Some(Value::Bool(b)) => *b,
         Some(v) => return Err(format!("kill_leftovers must be true or false (got {v})")),
     };
+    let limits = limits_arg(args)?;
     if !background {
         if notify || !watch.is_empty() || heartbeat.is_some() {
             return Err("notify and heartbeat need background=true: a foreground command already returns its result".to_owned());
@@ -423,6 +436,57 @@ pub(super) fn terminal_request(args: &JsonObject) -> Result<TerminalRequest, Str
         time_limit,
         host,
         kill_leftovers,
+        limits,
+    })
+}
+
+/// `memory` ("2G", or a whole number of bytes), `cpus` and `pids`: bounds on the tree.
+fn limits_arg(args: &JsonObject) -> Result<herd_core::Limits, String> {
+    let memory_bytes = match args.get("memory") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(text)) => {
+            Some(crate::sizes::parse_memory(text).map_err(|e| format!("memory: {e}"))?)
+        }
+        Some(v) => match v.as_u64() {
+            Some(n) => Some(
+                crate::sizes::parse_memory(&n.to_string()).map_err(|e| format!("memory: {e}"))?,
+            ),
+            None => {
+                return Err(format!(
+                    "memory must be a size such as \"512M\" or \"2G\" (got {v})"
+                ));
+            }
+        },
+    };
+    let cpu_millis = match args.get("cpus") {
+        None | Some(Value::Null) => None,
+        Some(v) => match v.as_f64() {
+            Some(n) => {
+                Some(crate::sizes::parse_cpus(&n.to_string()).map_err(|e| format!("cpus: {e}"))?)
+            }
+            None => {
+                return Err(format!(
+                    "cpus must be a number of CPUs from 0.01 to 1024, e.g. 1.5 (got {v})"
+                ));
+            }
+        },
+    };
+    let pids = match args.get("pids") {
+        None | Some(Value::Null) => None,
+        Some(v) => match v.as_u64() {
+            Some(n) if (1..=crate::sizes::PIDS_MAX).contains(&n) => Some(n),
+            _ => {
+                return Err(format!(
+                    "pids must be a whole number from 1 to {} (got {v})",
+                    crate::sizes::PIDS_MAX
+                ));
+            }
+        },
+    };
+    Ok(herd_core::Limits {
+        memory_bytes,
+        cpu_millis,
+        pids,
     })
 }
 

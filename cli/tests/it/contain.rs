@@ -22,12 +22,15 @@ use crate::support::{Env, wait_until};
 enum Kind {
     Cgroup,
     Subreaper,
+    /// The cgroup, killed by freezing as where `cgroup.kill` is missing (forced by
+    /// `HERD_CONTAINMENT=freeze`).
+    Freeze,
 }
 
 impl Kind {
     fn name(self) -> &'static str {
         match self {
-            Kind::Cgroup => "cgroup",
+            Kind::Cgroup | Kind::Freeze => "cgroup",
             Kind::Subreaper => "subreaper",
         }
     }
@@ -36,9 +39,14 @@ impl Kind {
 /// A home whose daemon uses `kind` (the subreaper forced by the switch).
 fn home(kind: Kind) -> Env {
     let mut env = Env::new();
-    if kind == Kind::Subreaper {
-        env.vars
-            .push(("HERD_CONTAINMENT".to_owned(), "subreaper".to_owned()));
+    match kind {
+        Kind::Subreaper => env
+            .vars
+            .push(("HERD_CONTAINMENT".to_owned(), "subreaper".to_owned())),
+        Kind::Freeze => env
+            .vars
+            .push(("HERD_CONTAINMENT".to_owned(), "freeze".to_owned())),
+        Kind::Cgroup => {}
     }
     env
 }
@@ -116,7 +124,7 @@ fn contained(env: &Env, id: &str, kind: Kind) -> bool {
     if got == kind.name() {
         return true;
     }
-    if kind == Kind::Cgroup && got == "subreaper" {
+    if kind != Kind::Subreaper && got == "subreaper" {
         let why = "no writable cgroup v2 hierarchy here (`herd doctor` says why)";
         if std::env::var("HERD_REQUIRE_CGROUP").as_deref() == Ok("1") {
             panic!("HERD_REQUIRE_CGROUP=1 but {why}");
@@ -426,4 +434,309 @@ fn b13_issue_36_clean_ends_the_leftovers_it_forgets() {
     all_running(&[marker]);
     env.ok(&["clean"]);
     none_left(&[marker], "after herd clean");
+}
+
+/// How a daemon goes away while a finished session's shim holds its leftovers.
+#[derive(Debug, Clone, Copy)]
+enum Gone {
+    /// `herd shutdown --keep-jobs`.
+    KeepJobs,
+    /// SIGKILL.
+    Killed,
+}
+
+/// What reaches the leftovers after the restart.
+#[derive(Debug, Clone, Copy)]
+enum End {
+    /// `herd kill ID`, which answers `killed`.
+    Kill,
+    /// `herd shutdown`.
+    Shutdown,
+    /// `herd clean`.
+    Clean,
+}
+
+/// A session that finished with leftovers, then its daemon went away (`gone`): the
+/// next daemon holds them again. `ps` and `poll` show them, and `end` (`herd kill`
+/// of the finished session, `herd shutdown`, `herd clean`) ends them: 0 survivors.
+fn leftovers_are_held_across_a_restart(kind: Kind, gone: Gone, end: End, base: u32) {
+    let env = home(kind);
+    let m: Vec<u32> = (0..3).map(|i| base + i).collect();
+    let command = format!(
+        "sleep {} & setsid sleep {} & (setsid env -i sleep {} &); exit 0",
+        m[0], m[1], m[2]
+    );
+    let id = start(&env, &[], &command);
+    if !contained(&env, &id, kind) {
+        return;
+    }
+    let waited = env.json(&["wait", &id, "--timeout", "20", "--json"]);
+    assert_eq!(waited["exit_code"], 0, "{waited}");
+    all_running(&m);
+    match gone {
+        Gone::KeepJobs => {
+            env.ok(&["shutdown", "--keep-jobs"]);
+        }
+        Gone::Killed => {
+            let daemon = env.daemon_pid().expect("the daemon's pid");
+            nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(daemon),
+                nix::sys::signal::Signal::SIGKILL,
+            )
+            .expect("the daemon can be killed");
+            wait_until(Duration::from_secs(10), || {
+                std::fs::read_to_string(format!("/proc/{daemon}/stat"))
+                    .map_or(true, |s| s.contains(") Z"))
+            })
+            .expect("the daemon is gone");
+        }
+    }
+    all_running(&m);
+    // The next daemon (autostarted) holds them again.
+    let r = row(&env, &id);
+    assert_eq!(r["status"], "exited", "{r}");
+    assert_eq!(r["leftovers"].as_array().map(Vec::len), Some(3), "{r}");
+    let table = env.ok(&["ps", "--all"]);
+    assert!(
+        table.contains("exited 0, 3 left"),
+        "ps says what is left after the restart: {table}"
+    );
+    let polled = env.json(&["poll", &id, "--json"]);
+    assert_eq!(
+        polled["leftovers"].as_array().map(Vec::len),
+        Some(3),
+        "{polled}"
+    );
+    match end {
+        End::Kill => {
+            let killed = env.json(&["kill", &id, "--json"]);
+            assert_eq!(killed["status"], "killed", "{killed}");
+        }
+        End::Shutdown => {
+            env.ok(&["shutdown"]);
+        }
+        End::Clean => {
+            env.ok(&["clean"]);
+        }
+    }
+    none_left(
+        &m,
+        &format!("after {end:?} of the exited session after a restart"),
+    );
+}
+
+#[test]
+fn b13_issue_36_leftovers_are_held_after_shutdown_keep_jobs_in_the_cgroup() {
+    leftovers_are_held_across_a_restart(Kind::Cgroup, Gone::KeepJobs, End::Kill, 37000);
+}
+
+#[test]
+fn b13_issue_36_leftovers_are_held_after_a_daemon_sigkill_in_the_cgroup() {
+    leftovers_are_held_across_a_restart(Kind::Cgroup, Gone::Killed, End::Kill, 37100);
+}
+
+#[test]
+fn b13_issue_36_leftovers_are_held_after_a_daemon_sigkill_under_the_subreaper() {
+    leftovers_are_held_across_a_restart(Kind::Subreaper, Gone::Killed, End::Kill, 37200);
+}
+
+#[test]
+fn b17_issue_36_shutdown_reaches_leftovers_held_after_a_restart() {
+    leftovers_are_held_across_a_restart(Kind::Cgroup, Gone::KeepJobs, End::Shutdown, 37300);
+}
+
+#[test]
+fn b13_issue_36_clean_reaches_leftovers_held_after_a_restart() {
+    leftovers_are_held_across_a_restart(Kind::Subreaper, Gone::Killed, End::Clean, 37400);
+}
+
+/// A shell line that prints the `pids.max` of the cgroups it runs in (the v1 `pids`
+/// hierarchy of a hybrid host, or the v2 one).
+const PRINT_PIDS_MAX: &str = "for f in /sys/fs/cgroup/pids$(awk -F: '$2==\"pids\"{print $3}' /proc/self/cgroup)/pids.max \
+     /sys/fs/cgroup/unified$(awk -F: '$1==\"0\"{print $3}' /proc/self/cgroup)/pids.max \
+     /sys/fs/cgroup$(awk -F: '$1==\"0\"{print $3}' /proc/self/cgroup)/pids.max; \
+     do cat \"$f\" 2>/dev/null; done; echo end";
+
+/// Config `[limits]` bounds every job whose request sets none (`pids = 19` reaches
+/// the job's cgroup; `--pids` on the command line wins); a bad value is a config
+/// error that names the key.
+#[test]
+fn b15_issue_36_config_limits_are_every_jobs_default() {
+    let env = home(Kind::Cgroup);
+    std::fs::write(env.home().join("config.toml"), "[limits]\npids = 19\n").expect("config");
+    let id = start(&env, &[], PRINT_PIDS_MAX);
+    if !contained(&env, &id, Kind::Cgroup) {
+        return;
+    }
+    let waited = env.json(&["wait", &id, "--timeout", "20", "--json"]);
+    assert_eq!(waited["exit_code"], 0, "{waited}");
+    let out = env.ok(&["logs", &id]);
+    assert!(
+        out.lines().any(|l| l.trim() == "19"),
+        "the config's pids limit is the job's: {out}"
+    );
+    let id = start(&env, &["--pids", "23"], PRINT_PIDS_MAX);
+    env.json(&["wait", &id, "--timeout", "20", "--json"]);
+    let out = env.ok(&["logs", &id]);
+    assert!(
+        out.lines().any(|l| l.trim() == "23"),
+        "the request's limit wins over the config's: {out}"
+    );
+    env.ok(&["shutdown"]);
+    for (bad, key) in [
+        ("[limits]\nmemory = \"2X\"\n", "limits.memory"),
+        ("[limits]\ncpus = 0.0\n", "limits.cpus"),
+        ("[limits]\npids = 0\n", "limits.pids"),
+    ] {
+        std::fs::write(env.home().join("config.toml"), bad).expect("config");
+        let out = env.run(&["ps"]);
+        let err = crate::support::stderr(&out);
+        assert!(!out.status.success(), "{bad}: accepted");
+        assert!(
+            err.contains("invalid config") && err.contains(key),
+            "{bad}: the error names {key}: {err}"
+        );
+    }
+}
+
+/// Where `cgroup.kill` is missing (before Linux 5.14; forced here with
+/// `HERD_CONTAINMENT=freeze`) the kill freezes the cgroup, SIGKILLs each member and
+/// thaws it: `herd doctor` says so, and the escapees of a live job die all the same.
+#[test]
+fn b15_issue_36_escapees_die_under_the_freeze_kill() {
+    let env = home(Kind::Freeze);
+    let doctor = env.ok(&["doctor"]);
+    if doctor.contains("cgroup of its own") {
+        assert!(
+            doctor.contains("forced by HERD_CONTAINMENT=freeze"),
+            "doctor names the freeze kill: {doctor}"
+        );
+    }
+    escapees_die_with_the_session(Kind::Freeze, 37500);
+}
+
+/// The freeze kill reaches leftovers of an exited job too, and ones that ignore
+/// SIGTERM die after the grace.
+#[test]
+fn b15_issue_36_kill_leftovers_ends_them_under_the_freeze_kill() {
+    kill_leftovers_ends_them(Kind::Freeze, 37600);
+}
+
+/// `ps --json` and `poll` take CPU and memory of the whole tree from the session's
+/// cgroup: a busy loop in a `setsid` child (outside the job's group) counts, its CPU
+/// time grows, and the memory a child holds (20 MB in a shell variable) is counted
+/// (from the v1 memory cgroup of a session with `--memory` on a hybrid host).
+#[test]
+fn b39_issue_36_ps_and_poll_take_usage_from_the_cgroup() {
+    let env = home(Kind::Cgroup);
+    let marker = 37700;
+    let id = start(
+        &env,
+        &["--memory", "256M"],
+        &format!(
+            "setsid sh -c 'while :; do :; done' & \
+             bash -c 'x=$(head -c 20000000 /dev/zero | tr \"\\0\" a); sleep {marker}; true' & wait"
+        ),
+    );
+    if !contained(&env, &id, Kind::Cgroup) {
+        return;
+    }
+    all_running(&[marker]);
+    let cpu = |v: &Value| v["usage"]["cpu_usec"].as_u64().unwrap_or(0);
+    let first = cpu(&row(&env, &id));
+    let mut last = Value::Null;
+    wait_until(Duration::from_secs(15), || {
+        last = row(&env, &id);
+        cpu(&last) > first + 200_000
+    })
+    .unwrap_or_else(|()| panic!("the tree's CPU time grows from {first}: {last}"));
+    let polled = env.json(&["poll", &id, "--json"]);
+    assert!(cpu(&polled) >= cpu(&last), "{polled}");
+    let memory = polled["usage"]["memory_bytes"].as_u64().unwrap_or(0);
+    assert!(
+        memory > 20_000_000,
+        "the tree's memory is counted: {polled}"
+    );
+    let killed = env.json(&["kill", &id, "--json"]);
+    assert_eq!(killed["status"], "killed", "{killed}");
+    none_left(&[marker], "after the kill");
+}
+
+/// Soak (issue 36): `herd kill` races a daemon SIGKILLed at a random moment (0 to
+/// 1.5 s after the kill is asked, so before, in and after the grace window), round
+/// after round on one home: no process of any session survives, and each session
+/// gets exactly one completion. `HERD_SOAK_KILL_RACES` rounds (default 2, sized to
+/// seconds for CI; `cargo xtask soak` runs 30).
+#[test]
+fn b16_issue_36_soak_kill_races_a_daemon_sigkill() {
+    let rounds: u32 = std::env::var("HERD_SOAK_KILL_RACES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2)
+        .clamp(1, 1000);
+    let env = home(Kind::Cgroup);
+    let owner = "kill-races";
+    let mut ids = Vec::new();
+    for round in 0..rounds {
+        let base = 38000 + round * 4;
+        let m: Vec<u32> = (0..3).map(|i| base + i).collect();
+        let id = start(
+            &env,
+            &["--notify", "--owner", owner],
+            &format!(
+                "trap '' TERM; sleep {} & setsid env -i sleep {} & (setsid sleep {} &); \
+                 while :; do sleep 0.1; done",
+                m[0], m[1], m[2]
+            ),
+        );
+        if round == 0 && !contained(&env, &id, Kind::Cgroup) {
+            return;
+        }
+        all_running(&m);
+        let mut kill = env
+            .cmd(&["kill", &id, "--json"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("herd kill starts");
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        // A random moment: the test waits for the kill client or the delay, whichever
+        // comes first, so a fast kill still races the next step.
+        let delay = Duration::from_millis(u64::from(nanos % 1500));
+        let _ = wait_until(delay, || kill.try_wait().is_ok_and(|s| s.is_some()));
+        if let Some(daemon) = env.daemon_pid() {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(daemon),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        let _ = kill.wait();
+        // The shim finishes a kill it was given; one the daemon died before sending
+        // is asked again of the next daemon.
+        let answer = env.json(&["kill", &id, "--json"]);
+        assert!(
+            answer["status"] == "killed" || answer["status"] == "already_exited",
+            "round {round}: {answer}"
+        );
+        none_left(&m, &format!("round {round}, {delay:?} after the kill"));
+        ids.push(id);
+    }
+    let mut seen: Vec<String> = Vec::new();
+    wait_until(Duration::from_secs(20), || {
+        let out = env.ok(&["events", "--owner", owner]);
+        seen.extend(
+            out.lines()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .filter(|e| e["type"] == "completion")
+                .filter_map(|e| e["session_id"].as_str().map(str::to_owned)),
+        );
+        ids.iter().all(|id| seen.contains(id))
+    })
+    .unwrap_or_else(|()| panic!("every session completes: {ids:?}, seen {seen:?}"));
+    for id in &ids {
+        let n = seen.iter().filter(|s| *s == id).count();
+        assert_eq!(n, 1, "{id}: one completion, got {n} ({seen:?})");
+    }
 }

@@ -758,3 +758,57 @@ async fn b36_an_mcp_job_runs_in_the_environment_the_agent_host_gave_the_server()
     assert_eq!(answer["output"], "from-the-agent-host\n", "{answer}");
     client.cancel().await.expect("the client closes");
 }
+
+/// `terminal`'s `memory`, `cpus` and `pids` bound the job's tree through its cgroup
+/// (`pids: 17` reaches the cgroup's `pids.max`), and values out of range are named.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[expect(clippy::print_stderr, reason = "a skipped cgroup test says why")]
+async fn b15_issue_36_mcp_terminal_limits_reach_the_cgroup_and_are_checked() {
+    let env = Env::new();
+    let client = connect(&env).await;
+    for (args, name) in [
+        (json!({"command": "true", "pids": 0}), "pids"),
+        (json!({"command": "true", "pids": 5_000_000}), "pids"),
+        (json!({"command": "true", "memory": "2X"}), "memory"),
+        (json!({"command": "true", "memory": 10}), "memory"),
+        (json!({"command": "true", "cpus": 0}), "cpus"),
+        (json!({"command": "true", "cpus": "lots"}), "cpus"),
+    ] {
+        let (answer, _, is_error) = call(&client, "terminal", args.clone()).await;
+        assert!(is_error, "{args}: accepted: {answer}");
+        assert!(
+            answer["error"].as_str().is_some_and(|e| e.contains(name)),
+            "{args}: the error names {name}: {answer}"
+        );
+    }
+    let command = "cat /sys/fs/cgroup/pids$(awk -F: '$2==\"pids\"{print $3}' /proc/self/cgroup)/pids.max \
+         /sys/fs/cgroup/unified$(awk -F: '$1==\"0\"{print $3}' /proc/self/cgroup)/pids.max 2>/dev/null; true";
+    let (answer, _, is_error) = call(
+        &client,
+        "terminal",
+        json!({"command": command, "pids": 17, "memory": "256M", "cpus": 0.5}),
+    )
+    .await;
+    if is_error {
+        let why = format!("no cgroup can carry limits here: {answer}");
+        assert!(
+            std::env::var("HERD_REQUIRE_CGROUP").as_deref() != Ok("1"),
+            "HERD_REQUIRE_CGROUP=1 but {why}"
+        );
+        eprintln!("skipped: {why}");
+        return;
+    }
+    assert!(
+        answer["output"]
+            .as_str()
+            .is_some_and(|o| o.lines().any(|l| l.trim() == "17")),
+        "pids=17 reached the job's cgroup: {answer}"
+    );
+    let (answer, _, is_error) = call(
+        &client,
+        "terminal",
+        json!({"command": "true", "pids": null, "memory": null, "cpus": null}),
+    )
+    .await;
+    assert!(!is_error, "null means no limit: {answer}");
+}

@@ -81,6 +81,28 @@ pub(super) fn end_leftovers(s: &Session) {
     }
 }
 
+impl Inner {
+    /// CPU and memory of a supervised session's tree from its cgroup, while it runs
+    /// or holds leftovers; `None` without a cgroup. Reads files: never call it under
+    /// the table's lock.
+    pub(super) fn tree_usage(
+        &self,
+        s: &Session,
+        containment: crate::answers::Containment,
+        holds: bool,
+    ) -> Option<crate::answers::TreeUsage> {
+        if containment != crate::answers::Containment::Cgroup || s.shim.is_none() {
+            return None;
+        }
+        if s.status() != crate::answers::SessionStatus::Running && !holds {
+            return None;
+        }
+        let dir = herd_persistence::ShimDir::new(&self.home, s.id.as_str()).ok()?;
+        let v2 = dir.read_info().ok().flatten().and_then(|info| info.cgroup);
+        crate::sys::usage::tree_usage(v2.as_deref(), s.id.as_str())
+    }
+}
+
 fn shim_alive(shim: &ShimRef) -> bool {
     crate::sys::proc_info(shim.pid)
         .is_some_and(|row| row.is_alive() && shim.start_time.is_none_or(|t| t == row.start_time))

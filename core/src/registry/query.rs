@@ -93,6 +93,9 @@ impl Registry {
             note: self.inner.session_note(&s),
             replaces: s.origin.replaces.clone(),
             containment,
+            usage: self
+                .inner
+                .tree_usage(&s, containment, !leftovers.is_empty()),
             leftovers,
         };
         Ok(self.inner.poll_answer(subject, preview, extra))
@@ -476,6 +479,9 @@ impl Inner {
 
     pub(super) fn row(&self, s: &Session) -> ListRow {
         let leftovers = super::held::held_leftovers(s);
+        let containment = s.state().containment;
+        // Files are read here, off the table's lock (the caller released it).
+        let usage = self.tree_usage(s, containment, !leftovers.is_empty());
         let growing = s.status() == SessionStatus::Running;
         let (text, _) = s.text();
         let st = s.state();
@@ -518,6 +524,7 @@ impl Inner {
             time_limit_seconds: s.time_limit.map(|t| t.limit.as_secs()),
             replaces: s.origin.replaces.clone(),
             containment: st.containment,
+            usage,
             leftovers,
         }
     }

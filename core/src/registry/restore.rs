@@ -276,7 +276,10 @@ impl Inner {
         let has_receipt = || matches!(self.durable.receipts().load(id.as_str()), Ok(Some(_)));
         if let Some(shim) = entry.session.shim {
             if has_receipt() {
-                if let Ok(dir) = herd_persistence::ShimDir::new(&self.home, id.as_str()) {
+                // A shim that still lives may hold leftovers: the sweep decides.
+                if !matches!(fate(shim.pid, shim.start_time), Fate::Running { .. })
+                    && let Ok(dir) = herd_persistence::ShimDir::new(&self.home, id.as_str())
+                {
                     let _ = dir.remove();
                 }
                 pass.to_drop.push(raw_id);

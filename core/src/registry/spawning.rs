@@ -43,8 +43,9 @@ impl Inner {
     /// (under a shim or in process), enters it in the table and starts its reader.
     pub(super) async fn spawn(
         self: &Arc<Self>,
-        req: SpawnRequest,
+        mut req: SpawnRequest,
     ) -> Result<SpawnInfo, SpawnError> {
+        req.limits = req.limits.or(self.config.default_limits);
         let time_limit = self.check_request(&req)?;
         let cwd = self.working_dir(&req)?;
         self.judge(&req, &cwd).await?;

@@ -85,6 +85,7 @@ impl Inner {
         spec.limits = limits;
         spec.force_subreaper =
             std::env::var(crate::sys::cgroup::CONTAINMENT_ENV).is_ok_and(|v| v == "subreaper");
+        spec.force_freeze = crate::sys::cgroup::freeze_forced();
         // The shim itself carries neither the session tag (a tree kill's escapee scan
         // would take it for part of the job) nor the supervised-child marker.
         let mut shim_env = launch.env.clone();
@@ -417,7 +418,8 @@ fn shim_alive(shim: ShimRef) -> bool {
 impl Inner {
     /// Removes shim directories no session of this registry owns: leftovers of
     /// sessions whose receipt is written, and shims of spawns that never answered
-    /// (their job is killed: nobody was told it runs).
+    /// (their job is killed: nobody was told it runs). A finished session whose
+    /// shim still holds leftovers is put back in the table instead (`lingering`).
     pub(super) async fn sweep_orphan_shims(self: &Arc<Self>) {
         for raw in herd_persistence::shim_session_ids(&self.home) {
             let Some(id) = SessionId::parse(&raw) else {
@@ -429,6 +431,10 @@ impl Inner {
             let Ok(dir) = ShimDir::new(&self.home, &raw) else {
                 continue;
             };
+            // A finished session whose shim still holds leftovers is held again.
+            if self.hold_lingering(&id, &dir) {
+                continue;
+            }
             if matches!(dir.read_exit(), Ok(None))
                 && let Ok(Some(info)) = dir.read_info()
                 && link::attach(&dir).await.is_ok()

@@ -128,6 +128,7 @@ pub(super) struct PollExtra {
     pub(super) replaces: Option<SessionId>,
     pub(super) containment: crate::answers::Containment,
     pub(super) leftovers: Vec<herd_persistence::Leftover>,
+    pub(super) usage: Option<crate::answers::TreeUsage>,
 }
 
 /// A sized output snapshot with the session's exit fields.
@@ -249,6 +250,7 @@ impl Inner {
             replaces: extra.replaces,
             containment: extra.containment,
             leftovers: extra.leftovers,
+            usage: extra.usage,
             session_id: subject.id,
         }
     }

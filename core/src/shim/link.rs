@@ -778,6 +778,7 @@ pub(crate) fn spec(
         deadline_unix_ms: None,
         kill_grace_ms: 0,
         force_subreaper: false,
+        force_freeze: false,
         kill_leftovers: false,
         limits: crate::Limits::default(),
     }

@@ -27,6 +27,16 @@ use nix::sys::signal::Signal;
 /// a cgroup must not be used): `HERD_CONTAINMENT=subreaper`.
 pub(crate) const CONTAINMENT_ENV: &str = "HERD_CONTAINMENT";
 
+/// The value of [`CONTAINMENT_ENV`] that keeps the cgroup but kills it the way a
+/// kernel without `cgroup.kill` (before 5.14) needs: freeze, SIGKILL each member,
+/// thaw (tests of that fallback).
+pub(crate) const FREEZE_KILL: &str = "freeze";
+
+/// Whether the daemon's environment forces the freeze kill.
+pub(crate) fn freeze_forced() -> bool {
+    std::env::var(CONTAINMENT_ENV).is_ok_and(|v| v == FREEZE_KILL)
+}
+
 /// Where this process may make session cgroups, or why it may not.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Placement {
@@ -79,7 +89,9 @@ pub(crate) fn placement() -> Placement {
 pub(crate) fn report() -> (bool, String) {
     match placement() {
         Placement::Cgroup { parent, .. } => {
-            let kill = if parent.join("cgroup.kill").exists() {
+            let kill = if freeze_forced() {
+                "freeze and SIGKILL (forced by HERD_CONTAINMENT=freeze)"
+            } else if parent.join("cgroup.kill").exists() {
                 "cgroup.kill"
             } else {
                 "freeze and SIGKILL (no cgroup.kill before Linux 5.14)"
@@ -150,6 +162,8 @@ pub(crate) struct SessionCgroup {
     rel: String,
     /// `cgroup.procs` as a C string, for the forked child (no allocation there).
     procs_c: CString,
+    /// Kill by freezing even where `cgroup.kill` exists (`HERD_CONTAINMENT=freeze`).
+    freeze_kill: bool,
 }
 
 impl SessionCgroup {
@@ -179,7 +193,19 @@ impl SessionCgroup {
         let rel = format!("/{}", rel.display());
         let procs_c = CString::new(path.join("cgroup.procs").as_os_str().as_bytes())
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in a cgroup path"))?;
-        Ok(SessionCgroup { path, rel, procs_c })
+        Ok(SessionCgroup {
+            path,
+            rel,
+            procs_c,
+            freeze_kill: freeze_forced(),
+        })
+    }
+
+    /// Kills by freezing, as without `cgroup.kill` (the spawn's `force_freeze`).
+    #[must_use]
+    pub(crate) fn with_freeze_kill(mut self, freeze: bool) -> SessionCgroup {
+        self.freeze_kill |= freeze;
+        self
     }
 
     /// An existing cgroup, finding the v2 mount itself.
@@ -265,10 +291,12 @@ impl SessionCgroup {
     /// # Errors
     /// The OS error when neither way could be used.
     pub(crate) fn kill(&self) -> io::Result<()> {
-        match write_file(&self.path.join("cgroup.kill"), b"1") {
-            Ok(()) => return Ok(()),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => tracing::debug!(error = %e, "cgroup.kill not written; freezing"),
+        if !self.freeze_kill {
+            match write_file(&self.path.join("cgroup.kill"), b"1") {
+                Ok(()) => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => tracing::debug!(error = %e, "cgroup.kill not written; freezing"),
+            }
         }
         write_file(&self.path.join("cgroup.freeze"), b"1")?;
         let deadline = Instant::now() + Duration::from_secs(1);

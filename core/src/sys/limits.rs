@@ -33,6 +33,16 @@ impl Limits {
         self.memory_bytes.is_none() && self.cpu_millis.is_none() && self.pids.is_none()
     }
 
+    /// Each limit of `self`, else the one of `defaults` (a config's defaults).
+    #[must_use]
+    pub fn or(self, defaults: Limits) -> Limits {
+        Limits {
+            memory_bytes: self.memory_bytes.or(defaults.memory_bytes),
+            cpu_millis: self.cpu_millis.or(defaults.cpu_millis),
+            pids: self.pids.or(defaults.pids),
+        }
+    }
+
     /// What is wrong with these limits, as (field, message): a value out of range,
     /// or limits asked of a registry without session supervisors (only a shim puts
     /// the job in a cgroup before it runs).
@@ -168,7 +178,7 @@ pub(crate) fn apply(limits: &Limits, v2: Option<&Path>, name: &str) -> Result<Ap
 }
 
 /// The v1 hierarchy mounted for `controller` and this process's cgroup in it.
-fn v1_hierarchy(controller: &str) -> Option<(PathBuf, String)> {
+pub(crate) fn v1_hierarchy(controller: &str) -> Option<(PathBuf, String)> {
     let mounts = fs::read_to_string("/proc/self/mountinfo").ok()?;
     let mount = mounts.lines().find_map(|line| {
         let (left, right) = line.split_once(" - ")?;

@@ -212,13 +212,17 @@ impl Inner {
         let Some(sid) = SessionId::parse(id) else {
             return;
         };
-        let supervised = self.lock().get(&sid).is_some_and(|s| s.shim.is_some());
-        if !supervised {
+        let Some(s) = self.lock().get(&sid).filter(|s| s.shim.is_some()).cloned() else {
+            return;
+        };
+        let Ok(dir) = herd_persistence::ShimDir::new(&self.home, id) else {
+            return;
+        };
+        // A shim holding leftovers keeps its directory until it exits (issue 36).
+        if self.keep_lingering_shim_dir(&s, &dir) {
             return;
         }
-        if let Ok(dir) = herd_persistence::ShimDir::new(&self.home, id)
-            && let Err(error) = dir.remove()
-        {
+        if let Err(error) = dir.remove() {
             tracing::warn!(session_id = %id, %error, "supervisor directory of a finished session not removed");
         }
     }

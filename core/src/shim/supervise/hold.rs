@@ -39,7 +39,7 @@ impl Hold {
         match crate::sys::cgroup::placement() {
             Placement::Cgroup { mount, parent } => {
                 match SessionCgroup::create(&mount, &parent, &spec.session_id) {
-                    Ok(cgroup) => Hold::Cgroup(cgroup),
+                    Ok(cgroup) => Hold::Cgroup(cgroup.with_freeze_kill(spec.force_freeze)),
                     Err(error) => Hold::Subreaper(format!(
                         "the session cgroup could not be made under {}: {error}",
                         parent.display()

@@ -1,0 +1,41 @@
+//! CPU and memory of a session's whole tree as its cgroups count them (issue 36):
+//! v2 `cpu.stat` `usage_usec` (present without any controller), v2
+//! `memory.current` where the memory controller is enabled, else the v1 memory
+//! cgroup a session with limits has on a hybrid host
+//! (`<v1 mount>/<own cgroup>/herd-<uid>/<id>`, as `limits` makes it).
+
+use std::fs;
+use std::path::Path;
+
+use crate::answers::TreeUsage;
+
+/// The usage of session `name` whose v2 cgroup is `v2`; `None` when no file says
+/// anything.
+pub(crate) fn tree_usage(v2: Option<&Path>, name: &str) -> Option<TreeUsage> {
+    let cpu_usec = v2.and_then(|dir| {
+        let text = fs::read_to_string(dir.join("cpu.stat")).ok()?;
+        text.lines().find_map(|line| {
+            line.strip_prefix("usage_usec ")
+                .and_then(|n| n.trim().parse().ok())
+        })
+    });
+    let memory_bytes = v2
+        .and_then(|dir| read_number(&dir.join("memory.current")))
+        .or_else(|| {
+            let (mount, own) = super::limits::v1_hierarchy("memory")?;
+            let uid = nix::unistd::getuid().as_raw();
+            let dir = mount
+                .join(own.trim_start_matches('/'))
+                .join(format!("herd-{uid}"))
+                .join(name);
+            read_number(&dir.join("memory.usage_in_bytes"))
+        });
+    (cpu_usec.is_some() || memory_bytes.is_some()).then_some(TreeUsage {
+        cpu_usec,
+        memory_bytes,
+    })
+}
+
+fn read_number(path: &Path) -> Option<u64> {
+    fs::read_to_string(path).ok()?.trim().parse().ok()
+}
