@@ -222,6 +222,7 @@ impl Inner {
             // shim still holds leftovers is back in memory (`lingering`), not here.
             containment: crate::answers::Containment::default(),
             leftovers: Vec::new(),
+            usage: None,
         })
     }
 }
