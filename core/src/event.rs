@@ -327,23 +327,7 @@ fn render_one(event: &Event) -> String {
                 );
             }
             text.push_str(output);
-            if !descendants_alive.is_empty() {
-                let _ = write!(
-                    text,
-                    "\n(descendants still running after the command exited: {descendants_alive:?})"
-                );
-            }
-            if !leftovers.is_empty() {
-                let _ = write!(
-                    text,
-                    "\n({} process(es) of its tree still running, held by the session; `herd kill {session_id}` ends them:",
-                    leftovers.len()
-                );
-                for l in leftovers {
-                    let _ = write!(text, "\n  {} {}", l.pid, l.command);
-                }
-                text.push(')');
-            }
+            push_tree_notes(&mut text, session_id, descendants_alive, leftovers);
             text.push(']');
             text
         }
@@ -383,6 +367,33 @@ fn render_one(event: &Event) -> String {
         | Event::WatchOverflowTripped { message }
         | Event::WatchOverflowReleased { message, .. }
         | Event::QueueFolded { message, .. } => format!("[IMPORTANT: {message}]"),
+    }
+}
+
+/// What of a completed session's tree still runs: descendants that kept its output
+/// open, and leftovers the session holds.
+fn push_tree_notes(
+    text: &mut String,
+    session_id: &SessionId,
+    descendants_alive: &[i32],
+    leftovers: &[herd_persistence::Leftover],
+) {
+    if !descendants_alive.is_empty() {
+        let _ = write!(
+            text,
+            "\n(descendants still running after the command exited: {descendants_alive:?})"
+        );
+    }
+    if !leftovers.is_empty() {
+        let _ = write!(
+            text,
+            "\n({} process(es) of its tree still running, held by the session; `herd kill {session_id}` ends them:",
+            leftovers.len()
+        );
+        for l in leftovers {
+            let _ = write!(text, "\n  {} {}", l.pid, l.command);
+        }
+        text.push(')');
     }
 }
 
