@@ -685,16 +685,18 @@ fn read_pages(
 /// disk, the drained completions, then a restarted daemon's answers (from
 /// receipts and log files).
 fn read_durable(env: &Env, ids: &[(String, String)], proof: &mut Proof) {
-    let receipt = |id: &str| env.home().join("results").join(format!("{id}.json"));
-    for (id, label) in ids {
-        let path = receipt(id);
-        let stored = wait_until(Duration::from_secs(10), || path.exists());
-        assert!(stored.is_ok(), "{label}: no receipt at {}", path.display());
-        let text = std::fs::read_to_string(&path).expect("the receipt is readable");
-        let value: Value = serde_json::from_str(&text).expect("a receipt is JSON");
-        proof.json(&format!("{label}: receipt {id}.json on disk"), &value);
-    }
     let home = herd_persistence::Home::new(env.home());
+    let store = herd_persistence::ReceiptStore::new(&home);
+    for (id, label) in ids {
+        let mut found = None;
+        let stored = wait_until(Duration::from_secs(10), || {
+            found = store.load(id).ok().flatten();
+            found.is_some()
+        });
+        assert!(stored.is_ok(), "{label}: no receipt of {id} in state.db");
+        let value = serde_json::to_value(found).expect("a receipt is JSON");
+        proof.json(&format!("{label}: receipt of {id} in state.db"), &value);
+    }
     let mut rows = Vec::new();
     let committed = wait_until(Duration::from_secs(10), || {
         rows = match herd_persistence::Ledger::open(&home) {

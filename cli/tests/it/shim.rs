@@ -598,7 +598,11 @@ fn b29_shim_a_completion_delivered_before_a_crash_is_not_delivered_again() {
         r#"{"version":1,"code":4,"finished_at_ms":1,"total_ingested":5}"#,
     )
     .expect("exit record");
-    let _ = std::fs::remove_file(env.home().join("results").join(format!("{id}.json")));
+    // No receipt: the row goes from the store (the log may go with it; the exit
+    // record is what the restore must use).
+    herd_persistence::ReceiptStore::new(&herd_persistence::Home::new(env.home()))
+        .forget(&id)
+        .expect("the receipt is forgotten");
     let pending = env.home().join("processes.pending");
     std::fs::create_dir_all(&pending).expect("pending dir");
     let entry = serde_json::json!({
