@@ -178,21 +178,18 @@ impl Launcher {
             frame.extend_from_slice(&body);
             let (done_tx, done_rx) = oneshot::channel();
             conn.pending_map().insert(id, done_tx);
-            // Bounded: a launcher that stopped reading (stopped, or stuck) must fail
-            // this spawn, not hang it and every spawn queued behind the lock.
+            // Bounded: a launcher that stopped reading fails the spawn, not hangs it.
             let write = async { conn.stdin.lock().await.write_all(&frame).await };
             let written = match tokio::time::timeout(START_TIMEOUT, write).await {
                 Ok(written) => written,
                 Err(_) => {
                     conn.pending_map().remove(&id);
                     conn.replies.gone.cancel();
-                    return Err(io::Error::new(
-                        io::ErrorKind::TimedOut,
-                        format!(
-                            "the shim launcher did not take the launch within {} s; it was dropped and the next spawn starts a new one",
-                            START_TIMEOUT.as_secs()
-                        ),
-                    ));
+                    let secs = START_TIMEOUT.as_secs();
+                    let msg = format!(
+                        "the shim launcher did not take the launch within {secs} s; it was dropped and the next spawn starts a new one"
+                    );
+                    return Err(io::Error::new(io::ErrorKind::TimedOut, msg));
                 }
             };
             if written.is_err() {
