@@ -64,6 +64,18 @@ pub enum SpawnError {
         #[source]
         source: std::io::Error,
     },
+    /// The host refused a process or a descriptor the spawn needed: a limit was hit.
+    /// Nothing is left running.
+    #[error("failed to start {command:?}: {limit}")]
+    Exhausted {
+        /// The command line as given.
+        command: String,
+        /// The limit hit and what to do about it.
+        limit: String,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
     /// A directory or file under the home could not be prepared.
     #[error("failed to prepare {path} for the session; check the home directory")]
     Prepare {

@@ -269,6 +269,14 @@ const SOAK: &[SoakItem] = &[
         repeats: 1,
     },
     SoakItem {
+        what: "1,000 running sleeps started one after another through the daemon: none hangs, all run, the time reported",
+        package: "herd-cli",
+        target: &["--test", "it"],
+        filter: "soak::soak_1000_running_sleeps_start_and_none_hangs",
+        env: &[("HERD_SOAK_RUNNING_JOBS", "1000")],
+        repeats: 1,
+    },
+    SoakItem {
         what: "200 connections opened and closed 500 times: the daemon's fds and connection count return to baseline",
         package: "herd-cli",
         target: &["--test", "it"],

@@ -24,6 +24,7 @@ mod restore;
 mod secrets;
 mod service;
 mod shim;
+mod spawn_limits;
 mod sshd;
 mod store;
 // Minutes long: built only with --release, for `cargo xtask soak`.

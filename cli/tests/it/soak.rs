@@ -555,3 +555,36 @@ fn soak_a_slow_completion_plugin_under_200_finishing_sessions_keeps_list_p99_wit
         "list p99 {p99:?} over 50 ms"
     );
 }
+
+/// Many long-running jobs (default 1,000 `sleep`s) start one after another through
+/// the real daemon: every spawn answers within 20 s (none hangs), all of them run at
+/// once, and the time to start them is reported. A refusal must name a limit.
+#[test]
+fn soak_1000_running_sleeps_start_and_none_hangs() {
+    let jobs = size("HERD_SOAK_RUNNING_JOBS", 1000);
+    let env = Env::new();
+    let started = Instant::now();
+    for n in 0..jobs {
+        let out = env
+            .cmd_at(
+                Path::new("timeout"),
+                &["20", HERD, "run", "--", "sleep", "600"],
+            )
+            .output()
+            .expect("timeout runs herd");
+        let err = crate::support::stderr(&out);
+        assert_ne!(out.status.code(), Some(124), "spawn {n} hung: {err}");
+        assert!(out.status.success(), "spawn {n} was refused: {err}");
+    }
+    let took = started.elapsed();
+    let listed = env.json(&["ps", "--json"]);
+    let running = listed["processes"].as_array().map_or(0, |rows| {
+        rows.iter().filter(|r| r["status"] == "running").count()
+    });
+    figure(&format!(
+        "{jobs} running sleeps started one after another in {:.1} s; {running} listed running",
+        took.as_secs_f64()
+    ));
+    assert_eq!(running as u64, jobs, "every job runs: {listed}");
+    env.ok(&["shutdown", "--yes"]);
+}

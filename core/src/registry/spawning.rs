@@ -32,6 +32,7 @@ use crate::session::TimeLimit;
 use crate::session::{Scope, Session, State, Stdin};
 use crate::spawn::{self, EnvPlan, Launch, PtyFailure};
 
+mod exhausted;
 mod space;
 
 /// How long a scoped worker may take to show up in its unit before it is no longer watched.
@@ -644,11 +645,9 @@ impl Job<'_> {
     }
 
     /// The spawn error of an OS refusal, naming the shown command.
+    /// A refusal for want of processes or descriptors names that limit instead.
     fn spawn_err(&self, source: std::io::Error) -> SpawnError {
-        SpawnError::Spawn {
-            command: self.shown_command.to_string(),
-            source,
-        }
+        exhausted::spawn_error(self.shown_command.to_string(), source)
     }
 }
 

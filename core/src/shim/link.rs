@@ -178,7 +178,20 @@ impl Launcher {
             frame.extend_from_slice(&body);
             let (done_tx, done_rx) = oneshot::channel();
             conn.pending_map().insert(id, done_tx);
-            let written = conn.stdin.lock().await.write_all(&frame).await;
+            // Bounded: a launcher that stopped reading fails the spawn, not hangs it.
+            let write = async { conn.stdin.lock().await.write_all(&frame).await };
+            let written = match tokio::time::timeout(START_TIMEOUT, write).await {
+                Ok(written) => written,
+                Err(_) => {
+                    conn.pending_map().remove(&id);
+                    conn.replies.gone.cancel();
+                    let secs = START_TIMEOUT.as_secs();
+                    let msg = format!(
+                        "the shim launcher did not take the launch within {secs} s; it was dropped and the next spawn starts a new one"
+                    );
+                    return Err(io::Error::new(io::ErrorKind::TimedOut, msg));
+                }
+            };
             if written.is_err() {
                 conn.pending_map().remove(&id);
                 conn.replies.gone.cancel();
