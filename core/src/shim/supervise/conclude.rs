@@ -96,6 +96,12 @@ fn write_exit_when_possible(dir: &ShimDir, record: &ExitRecord) -> bool {
     while Instant::now() < deadline {
         pause_before_retry(pause);
         pause = (pause * 2).min(EXIT_RETRY_MAX_PAUSE);
+        if !dir.path().is_dir() {
+            // The home was removed (or unmounted): no daemon can ever read the record,
+            // so the supervisor stops waiting instead of lingering for a day.
+            tracing::warn!("exit record not written: the supervisor's directory is gone");
+            return false;
+        }
         match dir.write_exit(record) {
             Ok(()) => {
                 tracing::info!("exit record written after a retry");
