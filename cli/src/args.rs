@@ -171,8 +171,8 @@ pub(crate) struct JsonFlag {
 /// The owner flag shared by every command that acts for an owner.
 #[derive(Debug, Args, Clone)]
 pub(crate) struct OwnerArg {
-    /// The owner id (default: $HERD_OWNER, else "cli"; for `herd mcp`, a fresh
-    /// `mcp-<12 hex>` per server, named in its instructions).
+    /// The owner id (default: $HERD_OWNER, else "cli"; for `herd mcp`, an
+    /// `mcp-<12 hex>` derived from the host that runs it, named in its instructions).
     #[arg(long, value_name = "ID")]
     pub(crate) owner: Option<String>,
 }

@@ -199,7 +199,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 Command::Proxy(args) => remote::proxy(&home, args),
                 Command::Mcp(args) => mcp::serve(
                     home,
-                    args.owner.resolve(&mcp::fresh_owner()),
+                    Some(args.owner.resolve("")).filter(|o| !o.is_empty()),
                     args.parent.filter(|p| !p.trim().is_empty()),
                 ),
                 command => client_runtime()?.block_on(client_command(home, command)),

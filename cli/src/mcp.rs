@@ -1,6 +1,7 @@
 //! `herd mcp`: an MCP server on stdio (rmcp) exposing `terminal` and `process`.
 //!
-//! One server process acts for one owner. Each tool call opens a connection to
+//! One server process acts for one owner: `--owner`/`$HERD_OWNER`, else the one
+//! derived from the host that runs it (`owner.rs`). Each tool call opens a connection to
 //! the home's daemon (starting it when needed), so a long `wait` never blocks
 //! another call. After every call the owner's pending notices are taken from the
 //! daemon as a lease and attached to the result as a second text block, rendered
@@ -15,6 +16,7 @@
 //! - `push.rs`: the notifications as a resource a client can subscribe to.
 
 mod delivery;
+mod owner;
 mod process;
 mod push;
 mod schema;
@@ -60,10 +62,8 @@ const FOREGROUND_DEFAULT_TIMEOUT: u64 = 180;
 /// The output size a foreground result carries.
 const FOREGROUND_OUTPUT_CHARS: usize = 50_000;
 
-/// The owner of a server started without `--owner` (or `$HERD_OWNER`):
-/// `mcp-<12 hex>`, fresh for each server, so two agents configured the same way on
-/// one home never see, drain or kill each other's jobs. A host that wants the same
-/// owner across restarts passes `--owner`.
+/// A fresh owner, `mcp-<12 hex>`, for a server whose host cannot be told
+/// (`owner.rs` derives it from the host otherwise).
 pub(crate) fn fresh_owner() -> String {
     use std::hash::{BuildHasher, Hasher};
     // A randomly keyed SipHash of the pid and the time: 48 unpredictable bits.
@@ -81,7 +81,19 @@ pub(crate) fn fresh_owner() -> String {
 ///
 /// # Errors
 /// Transport failures.
-pub(crate) fn serve(home: Home, owner: String, parent: Option<String>) -> anyhow::Result<()> {
+pub(crate) fn serve(
+    home: Home,
+    owner: Option<String>,
+    parent: Option<String>,
+) -> anyhow::Result<()> {
+    // Without `--owner`, the host's owner, locked while this server runs.
+    let (owner, _owner_lock) = match owner {
+        Some(owner) => (owner, None),
+        None => {
+            let derived = owner::host_owner(&home);
+            (derived.owner.clone(), Some(derived))
+        }
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -189,10 +201,14 @@ impl Server {
             // An older daemon does not say: act as before.
             None => Ok(()),
             Some(owner) if owner == self.owner.as_str() => Ok(()),
-            Some(_) => Err(json!({
+            // Said as such, not as unknown (B31): a host that runs several agents
+            // learns to pass `--owner` per agent.
+            Some(other) => Err(json!({
                 "status": "error",
                 "error": format!(
-                    "no session {session_id} of yours (owner `{}`); process(action=\"list\") shows your sessions",
+                    "session {session_id} belongs to another agent (owner `{other}`), not to you (`{}`); \
+                     start the server with --owner {other} to act for that agent; \
+                     process(action=\"list\") shows your sessions",
                     self.owner
                 ),
             })),

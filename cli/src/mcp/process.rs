@@ -80,7 +80,7 @@ impl Server {
             }
         };
         // Another owner's session is not this agent's to see or touch (B31): it is
-        // answered as unknown, like an id that does not exist.
+        // answered as belonging to another agent.
         if let Err(refused) = self.own_session(&session_id).await {
             return Answer::error(refused);
         }

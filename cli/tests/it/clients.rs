@@ -306,3 +306,15 @@ fn b19_python_2026_07_28_listen_pushes_a_wake_up_and_the_read_collects_it_once()
 fn b19_node_resource_subscribe_pushes_a_wake_up_and_the_read_collects_it_once() {
     check(Sdk::Node, "node/subscribe.mjs", &[]);
 }
+
+// Owner continuity (issue 28): a host that starts a server per call is one agent.
+
+#[test]
+fn b31_python_a_server_per_call_finds_its_job_and_gets_its_completion_once() {
+    check(Sdk::Python, "py/per_call.py", &["--protocol", "2026-07-28"]);
+}
+
+#[test]
+fn b31_python_2025_11_25_a_server_per_call_finds_its_job() {
+    check(Sdk::Python, "py/per_call.py", &["--protocol", "legacy"]);
+}

@@ -636,8 +636,9 @@ async fn mcp_process_resize_reaches_a_pty_session_and_bad_sizes_are_named() {
     );
 }
 
-/// Two agents whose hosts start `herd mcp` the same way (no `--owner`) on one home
-/// are two owners (issue 16): each sees and is told only of its own jobs.
+/// Two servers alive at once under one host (here the test), started the same way
+/// (no `--owner`) on one home, are two owners (issues 16, 28): each sees and is
+/// told only of its own jobs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn b31_two_mcp_servers_without_an_owner_never_see_each_others_jobs() {
     let env = Env::new();
@@ -684,6 +685,13 @@ async fn b31_two_mcp_servers_without_an_owner_never_see_each_others_jobs() {
         let (answer, _, is_error) = on_session(&b, action, &id).await;
         assert!(is_error, "B's {action} reached A's job: {answer}");
         assert!(!answer.to_string().contains("from-a"), "{answer}");
+        // Said as another agent's, with the way to act for it (issue 28).
+        let error = answer["error"].as_str().unwrap_or_default();
+        assert!(
+            error.contains("belongs to another agent")
+                && error.contains(&format!("--owner {owner_a}")),
+            "{answer}"
+        );
     }
     let (mine, _, is_error) = on_session(&a, "poll", &id).await;
     assert!(!is_error, "A polls its own job: {mine}");

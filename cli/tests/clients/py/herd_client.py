@@ -242,12 +242,15 @@ def server_params(*args: str) -> StdioServerParameters:
 
 
 @asynccontextmanager
-async def agent(name: str, *, protocol: str = "2026-07-28", args: tuple[str, ...] = (), **client_kwargs: Any):
+async def agent(name: str, *, protocol: str = "2026-07-28", args: tuple[str, ...] = (),
+                params: StdioServerParameters | None = None, into: Agent | None = None, **client_kwargs: Any):
     """A connected agent. `protocol` is `2026-07-28` (negotiated with `server/discover`,
-    the SDK's default `mode="auto"`) or `legacy` (the 2025-11-25 initialize handshake)."""
-    a = Agent(name)
+    the SDK's default `mode="auto"`) or `legacy` (the 2025-11-25 initialize handshake).
+    `params` starts the server another way (through a wrapper); `into` reuses an
+    agent's records (its notices) for a new server, as a host that starts one per call."""
+    a = into or Agent(name)
     mode = "legacy" if protocol == "legacy" else "auto"
-    async with Client(_recording_stdio(server_params(*args), a.sent), mode=mode, logging_callback=a.on_log,
+    async with Client(_recording_stdio(params or server_params(*args), a.sent), mode=mode, logging_callback=a.on_log,
                       **client_kwargs) as client:
         a.client = client
         expected = "2025-11-25" if protocol == "legacy" else protocol

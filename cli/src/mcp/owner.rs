@@ -1,0 +1,281 @@
+//! The owner of a `herd mcp` started without `--owner` (or `$HERD_OWNER`): derived
+//! from the host process that runs the server, so the servers one host starts one
+//! after another (a server per call, a restart) act for the same agent, and two
+//! hosts are two agents.
+//!
+//! The host is found by walking up from the server's parent through wrappers
+//! (`sh`, `bash`, `env`, `npx`, `uvx`, `timeout`, node or python running npm/npx,
+//! …). Its identity is its pid and start time (with the boot id, so a reused pid
+//! is another host), hashed to `mcp-<12 hex>`. Two servers alive at the same time
+//! under one host (a host running several agents) must stay two owners: each
+//! server holds an exclusive `flock` on `<home>/run/owners/<owner>.lock` while it
+//! runs, and a server that finds the first slot held takes the next one (slot 2,
+//! 3, …, each its own owner). The lock goes with the process, however it ends.
+
+use std::fs::File;
+use std::path::Path;
+
+use herd_persistence::Home;
+
+/// How many servers one host may run at once, each its own owner; past it, a
+/// server gets a fresh owner of its own.
+const MAX_SLOTS: u32 = 64;
+
+/// How many ancestors are looked through for the host.
+const MAX_DEPTH: usize = 16;
+
+/// Programs that only start another one: the host is above them.
+const WRAPPERS: &[&str] = &[
+    "sh",
+    "bash",
+    "dash",
+    "zsh",
+    "ksh",
+    "mksh",
+    "fish",
+    "busybox",
+    "env",
+    "npx",
+    "npm",
+    "pnpm",
+    "pnpx",
+    "yarn",
+    "bunx",
+    "uvx",
+    "uv",
+    "pipx",
+    "corepack",
+    "timeout",
+    "nohup",
+    "setsid",
+    "stdbuf",
+    "nice",
+    "ionice",
+    "chrt",
+    "taskset",
+    "tini",
+    "dumb-init",
+    "catatonit",
+    "su",
+    "sudo",
+    "runuser",
+    "script",
+    "xargs",
+];
+
+/// Interpreters that are a wrapper when the script they run is one of [`WRAPPERS`]
+/// (`node …/npx-cli.js`, `python -m uv`…), and the host otherwise.
+const LAUNCHER_INTERPRETERS: &[&str] = &["node", "nodejs", "bun", "deno", "python", "python3"];
+
+/// The owner a server acts for, and the lock that keeps it its own while it runs.
+#[derive(Debug)]
+pub(crate) struct HostOwner {
+    pub(crate) owner: String,
+    /// Held for the server's lifetime; `None` when no lock could be taken.
+    _lock: Option<File>,
+}
+
+/// One process of the ancestry: its pid, parent, start time, name and arguments.
+#[derive(Debug, Clone)]
+struct Proc {
+    pid: u32,
+    ppid: u32,
+    start_ticks: u64,
+    comm: String,
+    argv: Vec<String>,
+}
+
+fn read_proc(pid: u32) -> Option<Proc> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let open = stat.find('(')?;
+    let close = stat.rfind(')')?;
+    let comm = stat.get(open + 1..close)?.to_owned();
+    // After the name: state (field 3), ppid (4), …, starttime (22).
+    let fields: Vec<&str> = stat.get(close + 1..)?.split_whitespace().collect();
+    let ppid = fields.get(1)?.parse().ok()?;
+    let start_ticks = fields.get(19)?.parse().ok()?;
+    let argv = std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|raw| {
+            raw.split(|b| *b == 0)
+                .filter(|a| !a.is_empty())
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    Some(Proc {
+        pid,
+        ppid,
+        start_ticks,
+        comm,
+        argv,
+    })
+}
+
+/// The last path component of `path`, without a version suffix such as `3.12`.
+fn program_name(path: &str) -> &str {
+    let base = Path::new(path)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or(path);
+    base.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.')
+}
+
+/// Whether `proc` only starts another program.
+fn is_wrapper(proc: &Proc) -> bool {
+    let comm = proc.comm.as_str();
+    // npm's own title is "npm exec …", "npm run …".
+    let comm_word = comm.split_whitespace().next().unwrap_or(comm);
+    if WRAPPERS.contains(&comm_word) || WRAPPERS.contains(&program_name(comm_word)) {
+        return true;
+    }
+    let interpreter = proc.argv.first().map_or(comm, |a| program_name(a));
+    if !LAUNCHER_INTERPRETERS.contains(&interpreter)
+        && !LAUNCHER_INTERPRETERS.contains(&program_name(comm))
+    {
+        return false;
+    }
+    // The script (or `-m module`) the interpreter runs.
+    let mut args = proc.argv.iter().skip(1);
+    let script = loop {
+        match args.next() {
+            Some(flag) if flag == "-m" => break args.next(),
+            Some(flag) if flag.starts_with('-') => {}
+            other => break other,
+        }
+    };
+    script.is_some_and(|s| {
+        let name = program_name(s);
+        let stem = name.split(['-', '.']).next().unwrap_or(name);
+        WRAPPERS.contains(&stem)
+            || s.contains("/npm/bin/")
+            || s.contains("/node_modules/.bin/")
+            || s.contains("/corepack/")
+    })
+}
+
+/// The host: the first ancestor above the server's wrappers (the topmost wrapper
+/// below init when there is none).
+fn find_host() -> Option<Proc> {
+    let mut current = read_proc(std::os::unix::process::parent_id())?;
+    for _ in 0..MAX_DEPTH {
+        if !is_wrapper(&current) || current.ppid <= 1 {
+            return Some(current);
+        }
+        match read_proc(current.ppid) {
+            Some(parent) => current = parent,
+            None => return Some(current),
+        }
+    }
+    Some(current)
+}
+
+/// FNV-1a: a hash that is the same in every build, so a new herd keeps the owner.
+fn fnv1a(parts: &[&[u8]]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in parts {
+        for byte in part.iter().chain(&[0xff]) {
+            hash ^= u64::from(*byte);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    hash
+}
+
+/// The owner of `host`'s server in `slot` (1 for the first server alive at once).
+fn owner_of(host: &Proc, boot_id: &str, slot: u32) -> String {
+    let hash = fnv1a(&[
+        boot_id.trim().as_bytes(),
+        &host.pid.to_le_bytes(),
+        &host.start_ticks.to_le_bytes(),
+        &slot.to_le_bytes(),
+    ]);
+    format!("mcp-{:012x}", hash & 0xffff_ffff_ffff)
+}
+
+/// Takes the lock of `owner`, when no live server holds it.
+fn lock(dir: &Path, owner: &str) -> Option<File> {
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join(format!("{owner}.lock")))
+        .map_err(|err| tracing::debug!(%owner, error = %err, "cannot open the owner lock"))
+        .ok()?;
+    file.try_lock().ok().map(|()| file)
+}
+
+/// The owner of a server started without `--owner`: the host's first free slot,
+/// locked; a fresh owner when the host or the lock directory cannot be found.
+pub(crate) fn host_owner(home: &Home) -> HostOwner {
+    let fresh = || HostOwner {
+        owner: super::fresh_owner(),
+        _lock: None,
+    };
+    let Some(host) = find_host() else {
+        tracing::debug!("no host process found; a fresh owner");
+        return fresh();
+    };
+    let dir = home.run_dir().join("owners");
+    if let Err(err) = crate::config::create_home(home)
+        .and_then(|()| home.ensure_dir(&dir).map_err(anyhow::Error::from))
+    {
+        tracing::warn!(error = %err, "cannot keep owner locks; a fresh owner");
+        return fresh();
+    }
+    let boot_id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
+    for slot in 1..=MAX_SLOTS {
+        let owner = owner_of(&host, &boot_id, slot);
+        if let Some(file) = lock(&dir, &owner) {
+            tracing::debug!(%owner, host = host.pid, comm = %host.comm, slot, "owner derived from the host");
+            return HostOwner {
+                owner,
+                _lock: Some(file),
+            };
+        }
+    }
+    fresh()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn proc(comm: &str, argv: &[&str]) -> Proc {
+        Proc {
+            pid: 10,
+            ppid: 5,
+            start_ticks: 7,
+            comm: comm.to_owned(),
+            argv: argv.iter().map(|a| (*a).to_owned()).collect(),
+        }
+    }
+
+    #[test]
+    fn shells_and_launchers_are_wrappers_hosts_are_not() {
+        assert!(is_wrapper(&proc("bash", &["bash", "-c", "herd mcp"])));
+        assert!(is_wrapper(&proc("env", &["env", "HERD_HOME=x", "herd"])));
+        assert!(is_wrapper(&proc("npm exec herd", &["npm exec herd"])));
+        assert!(is_wrapper(&proc(
+            "node",
+            &["node", "/usr/lib/node_modules/npm/bin/npx-cli.js", "herd"]
+        )));
+        assert!(is_wrapper(&proc(
+            "python3",
+            &["python3", "-m", "uv", "run"]
+        )));
+        assert!(is_wrapper(&proc("uvx", &["uvx", "herd"])));
+        assert!(!is_wrapper(&proc("node", &["node", "host.mjs"])));
+        assert!(!is_wrapper(&proc("python3", &["python3", "agent.py"])));
+        assert!(!is_wrapper(&proc("claude", &["claude"])));
+    }
+
+    #[test]
+    fn an_owner_is_stable_per_host_and_slot() {
+        let host = proc("claude", &["claude"]);
+        let first = owner_of(&host, "boot", 1);
+        assert_eq!(first, owner_of(&host, "boot", 1));
+        assert_ne!(first, owner_of(&host, "boot", 2));
+        assert_ne!(first, owner_of(&host, "other-boot", 1));
+        assert!(first.len() == 16 && first.starts_with("mcp-"), "{first}");
+    }
+}
