@@ -56,8 +56,13 @@ const NOT_A_SUBAGENT: &str =
 /// background with notify on (B24).
 const FOREGROUND_MAX_TIMEOUT: u64 = 600;
 
-/// The default foreground window.
-const FOREGROUND_DEFAULT_TIMEOUT: u64 = 180;
+/// The default foreground window: under the 60 s request timeout of common
+/// clients (the TypeScript SDK, the Inspector), so the answer beats it.
+const FOREGROUND_DEFAULT_TIMEOUT: u64 = 45;
+
+/// `process wait`'s default and longest wait, under the same 60 s.
+const WAIT_DEFAULT_SECONDS: u64 = 30;
+const WAIT_MAX_SECONDS: u64 = 50;
 
 /// The output size a foreground result carries.
 const FOREGROUND_OUTPUT_CHARS: usize = 50_000;
@@ -320,9 +325,10 @@ impl Server {
     }
 
     /// An answer as a tool result: its JSON (also as structured content) and the
-    /// owner's notices after it.
+    /// owner's notices after it, as a second text block and as the structured
+    /// content's `notices`.
     async fn result(&self, answer: Answer, context: &RequestContext<RoleServer>) -> CallToolResult {
-        let value = without_nulls(answer.value);
+        let mut value = without_nulls(answer.value);
         let mut content = vec![ContentBlock::text(value.to_string())];
         let mut event_ids: Vec<String> = Vec::new();
         self.pending.sweep();
@@ -333,6 +339,11 @@ impl Server {
             && !context.ct.is_cancelled()
         {
             content.push(ContentBlock::text(rendered.clone()));
+            // Also where clients that read only `structuredContent` look (the
+            // first text block stays the answer alone).
+            if let Value::Object(map) = &mut value {
+                map.insert("notices".to_owned(), json!(rendered));
+            }
             event_ids = ids;
             self.log_notices(&rendered, context).await;
             if let Some(lease) = lease {
@@ -386,8 +397,8 @@ impl ServerHandler for Server {
         )
         .with_server_info(Implementation::new("herd", env!("CARGO_PKG_VERSION")))
         .with_instructions(format!(
-            "herd supervises shell commands. Start long jobs with terminal(background=true, notify=true); \
-             completions arrive with later tool results. A foreground command still running after its \
+            "herd supervises shell commands. Start long jobs with terminal(background=true); \
+             their completions arrive with later tool results. A foreground command still running after its \
              timeout moves to the background and you are told when it ends. You act as herd owner `{}`: \
              you see, wait on and kill only your own jobs, and only your completions reach you.",
             self.owner

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use super::schema::{LIST_DEFAULT_ROWS, LIST_MAX_ROWS};
 use super::terminal::exited_answer;
-use super::{ACTIONS, Answer, NOT_A_SUBAGENT, Server};
+use super::{ACTIONS, Answer, NOT_A_SUBAGENT, Server, WAIT_DEFAULT_SECONDS, WAIT_MAX_SECONDS};
 
 /// A list row's fields an agent has no use for: its own owner, the container key
 /// when it is the owner, and flags at their defaults.
@@ -134,7 +134,7 @@ impl Server {
         context: &RequestContext<RoleServer>,
     ) -> Answer {
         let timeout = match timeout {
-            Ok(t) if t != Some(0) => t,
+            Ok(t) if t != Some(0) => t.unwrap_or(WAIT_DEFAULT_SECONDS),
             Ok(_) => {
                 return Answer::error(
                     json!({"status": "error", "error": "timeout must be positive (got 0)"}),
@@ -142,6 +142,9 @@ impl Server {
             }
             Err(e) => return e,
         };
+        // Under the clients' 60 s request timeout, whatever was asked.
+        let clamped = (timeout > WAIT_MAX_SECONDS).then_some(timeout);
+        let timeout = timeout.min(WAIT_MAX_SECONDS);
         // A cancelled wait stops waiting; the job runs on.
         let waited = tokio::select! {
             waited = self.call("wait", json!({"id": session_id, "timeout_seconds": timeout})) => waited,
@@ -157,7 +160,16 @@ impl Server {
                 exited.value = answer;
                 exited
             }
-            (answer, is_error) => Answer::new(answer, is_error),
+            (mut answer, is_error) => {
+                if let Some(asked) = clamped
+                    && !is_error
+                {
+                    answer["note"] = json!(format!(
+                        "waited {WAIT_MAX_SECONDS}s (the most one wait takes here, under clients' 60s request timeout; {asked}s was asked): still running, which is not an error; wait again or do other work, you will be told when it ends"
+                    ));
+                }
+                Answer::new(answer, is_error)
+            }
         }
     }
 

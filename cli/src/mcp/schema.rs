@@ -11,7 +11,10 @@ use std::sync::Arc;
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde_json::{Value, json};
 
-use super::{ACTIONS, FOREGROUND_DEFAULT_TIMEOUT, FOREGROUND_MAX_TIMEOUT};
+use super::{
+    ACTIONS, FOREGROUND_DEFAULT_TIMEOUT, FOREGROUND_MAX_TIMEOUT, WAIT_DEFAULT_SECONDS,
+    WAIT_MAX_SECONDS,
+};
 
 /// The longest heartbeat period a call may ask for, in seconds (one day).
 pub(super) const HEARTBEAT_MAX_SECONDS: u64 = 86_400;
@@ -45,7 +48,7 @@ fn terminal_input() -> Value {
             "workdir": nullable("string", "Working directory, relative to the server's (no shell metacharacters).", json!({})),
             "pty": nullable("boolean", "Background only: run under a pseudo-terminal.", json!({})),
             "notify": {
-                "description": "Background only: true = be told once when it exits; a list of strings = also be told when an output line contains one of them.",
+                "description": "Background only: true (default) = be told once when it exits; false = not; a list of strings = also be told when an output line contains one of them.",
                 "anyOf": [{"type": "boolean"}, {"type": "array", "items": {"type": "string"}}, {"type": "null"}]
             },
             "heartbeat": nullable("integer", "Background only: every N seconds, be sent the new output (0 or null: off; 1 to 59 count as 60).",
@@ -73,7 +76,7 @@ fn process_input() -> Value {
             "action": {"type": "string", "enum": ACTIONS, "description": "What to do."},
             "session_id": nullable("string", "The session id or a unique prefix; required except for list.", json!({})),
             "data": nullable("string", "stdin text for write/submit, or the purpose sentence for handoff.", json!({})),
-            "timeout": nullable("integer", "wait only: seconds to wait.", json!({"minimum": 1})),
+            "timeout": nullable("integer", &format!("wait only: seconds to wait (default {WAIT_DEFAULT_SECONDS}, at most {WAIT_MAX_SECONDS})."), json!({"minimum": 1})),
             "offset": nullable("integer", "log only: first line, 0 being the first line of the whole output; null = the last `limit` lines.", json!({"minimum": 0})),
             "limit": nullable("integer", &format!(
                 "log: number of lines (default 200; a page carries at most 200,000 bytes). \
@@ -100,7 +103,8 @@ fn common_fields() -> Value {
         "output": {"type": "string"},
         "note": {"type": "string"},
         "error": {"type": "string"},
-        "exit_code": {"type": ["integer", "null"]}
+        "exit_code": {"type": ["integer", "null"]},
+        "notices": {"type": "string", "description": "Your pending notifications (completions, watch matches, heartbeats), also sent as a second text block."}
     })
 }
 
@@ -164,7 +168,7 @@ pub(super) fn tools() -> Vec<Tool> {
             "terminal",
             "Run a shell command. Foreground calls return its output and exit code; one still running \
              after `timeout` moves to the background and you are told when it ends. background=true \
-             returns a session_id at once (notify=true to be told when it finishes). Commands that \
+             returns a session_id at once and you are told when it finishes (notify=false: not). Commands that \
              would kill the host are refused.",
             as_object(terminal_input()),
         )

@@ -77,7 +77,8 @@ impl Server {
             Ok(req) => req,
             Err(message) => return self.result(refused(message), context).await.into(),
         };
-        let session_id = match self.start(&req, req.notify).await {
+        // The task's result carries the exit: a completion notice only when asked.
+        let session_id = match self.start(&req, req.notify && req.notify_given).await {
             Ok((session_id, _)) => session_id,
             Err(answer) => return self.result(answer, context).await.into(),
         };

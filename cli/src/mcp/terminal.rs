@@ -29,6 +29,8 @@ pub(super) struct TerminalRequest {
     pub(super) background: bool,
     pub(super) pty: bool,
     pub(super) notify: bool,
+    /// Whether the call said `notify` (or a heartbeat) rather than taking the default.
+    pub(super) notify_given: bool,
     pub(super) watch: Vec<String>,
     pub(super) heartbeat: Option<u64>,
     pub(super) persist: bool,
@@ -331,8 +333,7 @@ fn background_answer(req: &TerminalRequest, session_id: &str, info: &Value) -> V
     }
     if !req.notify && req.watch.is_empty() {
         answer["hint"] = json!(
-            "Nothing will tell you when this finishes: check it with process(action=\"poll\"), \
-             or pass notify=true next time."
+            "notify=false: nothing will tell you when this finishes; check it with process(action=\"poll\")"
         );
     }
     answer
@@ -377,7 +378,9 @@ pub(super) fn terminal_request(args: &JsonObject) -> Result<TerminalRequest, Str
     let background = flag("background")?;
     let pty = flag("pty")?;
     let persist = flag("persist_on_release")?;
-    let (notify, watch) = notify_arg(args)?;
+    let (notify_given, watch) = notify_arg(args)?;
+    // A background job tells its agent when it ends unless told not to (issue 28).
+    let notify = notify_given.unwrap_or(background);
     let heartbeat = heartbeat_arg(args)?;
     let timeout = match args.get("timeout") {
         None | Some(Value::Null) => None,
@@ -412,7 +415,7 @@ pub(super) fn terminal_request(args: &JsonObject) -> Result<TerminalRequest, Str
     };
     let limits = limits_arg(args)?;
     if !background {
-        if notify || !watch.is_empty() || heartbeat.is_some() {
+        if notify_given == Some(true) || !watch.is_empty() || heartbeat.is_some() {
             return Err("notify and heartbeat need background=true: a foreground command already returns its result".to_owned());
         }
         if pty {
@@ -428,6 +431,7 @@ pub(super) fn terminal_request(args: &JsonObject) -> Result<TerminalRequest, Str
         pty,
         // A heartbeat implies notification on completion.
         notify: notify || heartbeat.is_some(),
+        notify_given: notify_given.is_some() || heartbeat.is_some(),
         watch,
         heartbeat,
         persist,
@@ -490,11 +494,11 @@ fn limits_arg(args: &JsonObject) -> Result<herd_core::Limits, String> {
     })
 }
 
-/// `notify`: a flag, or a list of output patterns to watch for.
-fn notify_arg(args: &JsonObject) -> Result<(bool, Vec<String>), String> {
+/// `notify`: a flag, or a list of output patterns to watch for; `None` when not given.
+fn notify_arg(args: &JsonObject) -> Result<(Option<bool>, Vec<String>), String> {
     Ok(match args.get("notify") {
-        None | Some(Value::Null) => (false, Vec::new()),
-        Some(Value::Bool(b)) => (*b, Vec::new()),
+        None | Some(Value::Null) => (None, Vec::new()),
+        Some(Value::Bool(b)) => (Some(*b), Vec::new()),
         Some(Value::Array(items)) => {
             let mut patterns = Vec::new();
             for item in items {
@@ -508,7 +512,7 @@ fn notify_arg(args: &JsonObject) -> Result<(bool, Vec<String>), String> {
                 }
             }
             // A list watches for its patterns; the exit still wakes once (B20).
-            (!patterns.is_empty(), patterns)
+            (Some(!patterns.is_empty()), patterns)
         }
         Some(other) => {
             return Err(format!(

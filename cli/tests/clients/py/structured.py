@@ -1,5 +1,7 @@
 """Structured results: each tool declares an `outputSchema` and annotations, and every
-tool result carries `structuredContent` equal to its first text block's JSON.
+tool result carries `structuredContent` equal to its first text block's JSON, plus
+`notices` (the notice block) when notices ride the result; a client that reads only
+`structuredContent` gets each completion once.
 
 The Python SDK 2.x validates a non-error result's `structuredContent` against the
 tool's `outputSchema` inside `call_tool` (`ClientSession.validate_tool_result`, with
@@ -14,7 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from herd_client import Answer, agent, check, protocol_arg, require, run, stage
+import anyio
+
+from herd_client import Answer, agent, check, is_completion, notice_entries, protocol_arg, require, run, stage
 
 PROTOCOL = protocol_arg()
 
@@ -69,9 +73,30 @@ async def main() -> None:
         check(not missing, "every tool result has structuredContent", calls_without_it=missing)
         for x in answers:
             if x.result.structured_content is not None:
-                check(x.result.structured_content == x.json,
-                      f"{x.tool} {x.args}: structuredContent equals the first text block's JSON",
+                structured = dict(x.result.structured_content)
+                notices = structured.pop("notices", None)
+                check(structured == x.json,
+                      f"{x.tool} {x.args}: structuredContent equals the first text block's JSON (and notices)",
                       structured=x.result.structured_content, text=x.json)
+                check(notices == (x.notices[0] if x.notices else None),
+                      f"{x.tool} {x.args}: structuredContent's notices are the notice block",
+                      structured=x.result.structured_content, notices=x.notices)
+
+        stage("a client that reads only structuredContent gets each notice once")
+        job = await call("terminal", command="sleep 0.5; echo structured-done", background=True)
+        job_id = job.json.get("session_id", "")
+        seen: list[str] = []
+        end = anyio.current_time() + 20
+        while not any(job_id in n for n in seen) and anyio.current_time() < end:
+            result = await a.c.call_tool("process", {"action": "list"})
+            seen.extend(notice_entries((result.structured_content or {}).get("notices", "")))
+            await anyio.sleep(0.05)
+        for _ in range(3):
+            result = await a.c.call_tool("process", {"action": "list"})
+            seen.extend(notice_entries((result.structured_content or {}).get("notices", "")))
+        done = [e for e in seen if is_completion(e, job_id)]
+        check(len(done) == 1 and "structured-done" in done[0],
+              "a background job (notify by default) completes once in structuredContent.notices", seen=seen)
 
         stage("the SDK's validation is live")
         ok = next((x for x in answers if not x.is_error and x.tool == "terminal"), None)
