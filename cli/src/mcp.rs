@@ -15,6 +15,7 @@
 //! - `tasks.rs`: background runs as tasks for clients of the tasks extension.
 //! - `push.rs`: the notifications as a resource a client can subscribe to.
 
+mod budget;
 mod delivery;
 mod owner;
 mod process;
@@ -44,8 +45,9 @@ use crate::protocol;
 use terminal::terminal_request;
 
 /// The actions `process` accepts, in the order the error message lists them.
-const ACTIONS: [&str; 10] = [
-    "list", "poll", "log", "wait", "kill", "write", "submit", "close", "resize", "handoff",
+const ACTIONS: [&str; 11] = [
+    "list", "poll", "log", "search", "wait", "kill", "write", "submit", "close", "resize",
+    "handoff",
 ];
 
 /// The answer to a handoff from a server that has no parent agent (`--parent`).
@@ -64,8 +66,9 @@ const FOREGROUND_DEFAULT_TIMEOUT: u64 = 45;
 const WAIT_DEFAULT_SECONDS: u64 = 30;
 const WAIT_MAX_SECONDS: u64 = 50;
 
-/// The output size a foreground result carries.
-const FOREGROUND_OUTPUT_CHARS: usize = 50_000;
+/// The output size a foreground job's completion carries (its result composes the
+/// head and tail of the log within the same budget, `budget.rs`).
+const FOREGROUND_OUTPUT_CHARS: usize = budget::OUTPUT_BUDGET_CHARS;
 
 /// A fresh owner, `mcp-<12 hex>`, for a server whose host cannot be told
 /// (`owner.rs` derives it from the host otherwise).

@@ -7,7 +7,9 @@ use serde_json::{Value, json};
 
 use super::schema::{LIST_DEFAULT_ROWS, LIST_MAX_ROWS};
 use super::terminal::exited_answer;
-use super::{ACTIONS, Answer, NOT_A_SUBAGENT, Server, WAIT_DEFAULT_SECONDS, WAIT_MAX_SECONDS};
+use super::{
+    ACTIONS, Answer, NOT_A_SUBAGENT, Server, WAIT_DEFAULT_SECONDS, WAIT_MAX_SECONDS, budget,
+};
 
 /// A list row's fields an agent has no use for: its own owner, the container key
 /// when it is the owner, and flags at their defaults.
@@ -93,14 +95,20 @@ impl Server {
             "poll" => self.answer("poll", json!({"id": session_id})).await,
             "log" => match (number("offset"), number("limit")) {
                 (Ok(offset), Ok(limit)) => {
-                    self.answer(
-                        "log",
-                        json!({"id": session_id, "offset": offset, "limit": limit}),
-                    )
-                    .await
+                    let mut page = self
+                        .answer(
+                            "log",
+                            json!({"id": session_id, "offset": offset, "limit": limit}),
+                        )
+                        .await;
+                    if !page.is_error {
+                        budget::cap_page(&mut page.value, offset.is_some());
+                    }
+                    page
                 }
                 (Err(e), _) | (_, Err(e)) => e,
             },
+            "search" => self.search_action(&session_id, args).await,
             "wait" => self.wait(&session_id, number("timeout"), context).await,
             "kill" => self.answer("kill", json!({"id": session_id})).await,
             "write" | "submit" => {
@@ -158,6 +166,7 @@ impl Server {
                 // not again as a notice.
                 let mut exited = exited_answer(&answer);
                 exited.value = answer;
+                self.budget_output(&mut exited.value).await;
                 exited
             }
             (mut answer, is_error) => {
@@ -170,6 +179,45 @@ impl Server {
                 }
                 Answer::new(answer, is_error)
             }
+        }
+    }
+
+    /// `search`: `pattern` (a regex, or literal text) over the whole log, with
+    /// `context` lines around each match.
+    async fn search_action(&self, session_id: &str, args: &JsonObject) -> Answer {
+        let fail = |message: String| Answer::error(json!({"status": "error", "error": message}));
+        let Some(text) = args
+            .get("pattern")
+            .and_then(Value::as_str)
+            .filter(|p| !p.is_empty())
+        else {
+            return fail(
+                "search requires pattern: a regex (or literal=true for plain text)".to_owned(),
+            );
+        };
+        let literal = match args.get("literal") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => *b,
+            Some(v) => return fail(format!("literal must be true or false (got {v})")),
+        };
+        let context = match whole_number(args, "context") {
+            Ok(None) => budget::CONTEXT_DEFAULT,
+            Ok(Some(n)) if n <= budget::CONTEXT_MAX => n,
+            Ok(Some(n)) => {
+                return fail(format!(
+                    "context must be 0 to {} lines (got {n})",
+                    budget::CONTEXT_MAX
+                ));
+            }
+            Err(e) => return e,
+        };
+        match budget::pattern(text, literal) {
+            Ok(re) => {
+                let found = self.search(session_id, &re, context as usize).await;
+                let is_error = found["status"] != "ok";
+                Answer::new(found, is_error)
+            }
+            Err(message) => fail(message),
         }
     }
 

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde_json::{Value, json};
 
+use super::budget::{CONTEXT_DEFAULT, CONTEXT_MAX, PAGE_MAX_CHARS};
 use super::{
     ACTIONS, FOREGROUND_DEFAULT_TIMEOUT, FOREGROUND_MAX_TIMEOUT, WAIT_DEFAULT_SECONDS,
     WAIT_MAX_SECONDS,
@@ -79,9 +80,12 @@ fn process_input() -> Value {
             "timeout": nullable("integer", &format!("wait only: seconds to wait (default {WAIT_DEFAULT_SECONDS}, at most {WAIT_MAX_SECONDS})."), json!({"minimum": 1})),
             "offset": nullable("integer", "log only: first line, 0 being the first line of the whole output; null = the last `limit` lines.", json!({"minimum": 0})),
             "limit": nullable("integer", &format!(
-                "log: number of lines (default 200; a page carries at most 200,000 bytes). \
+                "log: number of lines (default 200; a page carries at most {PAGE_MAX_CHARS} characters). \
                  list: most rows, the newest (default {LIST_DEFAULT_ROWS}, at most {LIST_MAX_ROWS})."),
                 json!({"minimum": 1})),
+            "pattern": nullable("string", "search only: a regex (or text, with literal=true) to find in the whole log.", json!({})),
+            "literal": nullable("boolean", "search only: pattern is plain text.", json!({})),
+            "context": nullable("integer", &format!("search only: lines around each match (default {CONTEXT_DEFAULT})."), json!({"minimum": 0, "maximum": CONTEXT_MAX})),
             "state": {
                 "description": "list only: running (default), finished or all.",
                 "enum": ["running", "finished", "all", null]
@@ -104,6 +108,8 @@ fn common_fields() -> Value {
         "note": {"type": "string"},
         "error": {"type": "string"},
         "exit_code": {"type": ["integer", "null"]},
+        "total_lines": {"type": "integer"},
+        "omitted_lines": {"type": "integer"},
         "notices": {"type": "string", "description": "Your pending notifications (completions, watch matches, heartbeats), also sent as a second text block."}
     })
 }
@@ -143,8 +149,9 @@ fn process_output() -> Value {
                 json!({"type": "array", "items": {"type": "object"}}),
             ),
             ("more", json!({"type": "integer"})),
-            ("total_lines", json!({"type": "integer"})),
             ("offset", json!({"type": "integer"})),
+            ("matches", json!({"type": "integer"})),
+            ("page_cut", json!({"type": "boolean"})),
         ] {
             map.insert(key.to_owned(), schema);
         }
@@ -185,7 +192,7 @@ pub(super) fn tools() -> Vec<Tool> {
             "process",
             "Manage background processes started with terminal(background=true): list (running ones; \
              state=finished|all for the rest), poll (status + latest output), log (full output, paged \
-             by lines), wait (block until exit or timeout), kill (the whole process tree), write (raw \
+             by lines), search (pattern over the whole log), wait (block until exit or timeout), kill (the whole process tree), write (raw \
              stdin), submit (stdin + Enter), close (EOF), resize, handoff (give the process to the \
              parent agent with a note).",
             as_object(process_input()),

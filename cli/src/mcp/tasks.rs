@@ -17,7 +17,7 @@ use rmcp::task_manager::{TaskExit, TaskManager, TaskOptions};
 use rmcp::{ErrorData as McpError, RoleServer};
 use serde_json::{Value, json};
 
-use super::terminal::{exited_answer, terminal_request};
+use super::terminal::terminal_request;
 use super::{Answer, Server, without_nulls};
 
 /// How long a task and its result are kept: a week, like result receipts. A job
@@ -117,7 +117,7 @@ impl Server {
                 return Answer::error(waited);
             }
             if waited["status"] == "exited" {
-                return exited_answer(&waited);
+                return self.exited(&waited).await;
             }
         }
     }

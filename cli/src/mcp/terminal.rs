@@ -218,7 +218,9 @@ impl Server {
                 () = context.ct.cancelled() => return Err(Stopped::Cancelled),
             };
             match waited {
-                Ok(answer) if answer["status"] == "exited" => return Ok(exited_answer(&answer)),
+                Ok(answer) if answer["status"] == "exited" => {
+                    return Ok(self.exited(&answer).await);
+                }
                 Ok(_) => {}
                 Err(err) => return Ok(refused(err.into_anyhow().to_string())),
             }
@@ -274,7 +276,7 @@ impl Server {
             return if is_error {
                 Answer::error(answer)
             } else {
-                exited_answer(&answer)
+                self.exited(&answer).await
             };
         }
         let (polled, _) = self.call("poll", json!({"id": session_id})).await;
@@ -337,6 +339,15 @@ fn background_answer(req: &TerminalRequest, session_id: &str, info: &Value) -> V
         );
     }
     answer
+}
+
+impl Server {
+    /// [`exited_answer`] with its output within the agent's budget.
+    pub(super) async fn exited(&self, waited: &Value) -> Answer {
+        let mut answer = exited_answer(waited);
+        self.budget_output(&mut answer.value).await;
+        answer
+    }
 }
 
 /// The answer for a job that exited while its caller waited.

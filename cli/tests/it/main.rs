@@ -17,6 +17,7 @@ mod hygiene;
 mod jobs;
 mod lifecycle;
 mod mcp;
+mod mcp_budget;
 mod netns;
 mod props;
 mod remote;

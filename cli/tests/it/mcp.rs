@@ -18,7 +18,7 @@ use crate::support::{Env, HERD};
 
 /// A client that records the log notifications the server sends.
 #[derive(Debug, Clone, Default)]
-struct Catcher {
+pub(crate) struct Catcher {
     logs: Arc<Mutex<Vec<Value>>>,
 }
 
@@ -32,9 +32,9 @@ impl ClientHandler for Catcher {
     }
 }
 
-type Mcp = RunningService<RoleClient, Catcher>;
+pub(crate) type Mcp = RunningService<RoleClient, Catcher>;
 
-async fn connect(env: &Env) -> Mcp {
+pub(crate) async fn connect(env: &Env) -> Mcp {
     connect_with(env, &[]).await
 }
 
@@ -65,7 +65,11 @@ async fn connect_args(env: &Env, args: &[&str]) -> Mcp {
         .expect("the MCP handshake succeeds")
 }
 
-async fn call(client: &Mcp, tool: &'static str, args: Value) -> (Value, Vec<String>, bool) {
+pub(crate) async fn call(
+    client: &Mcp,
+    tool: &'static str,
+    args: Value,
+) -> (Value, Vec<String>, bool) {
     let params = CallToolRequestParams::new(tool)
         .with_arguments(args.as_object().cloned().expect("object args"));
     let result: CallToolResult = client
@@ -93,7 +97,7 @@ async fn on_session(client: &Mcp, action: &str, id: &str) -> (Value, Vec<String>
 }
 
 /// The `session_id` of a tool answer.
-fn session_id(answer: &Value) -> String {
+pub(crate) fn session_id(answer: &Value) -> String {
     answer["session_id"]
         .as_str()
         .expect("the answer names its session_id")

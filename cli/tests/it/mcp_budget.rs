@@ -1,0 +1,125 @@
+//! `herd mcp` answers fit an agent's budget (issue 28): the head and tail of a long
+//! output in whole lines with the omitted range and the calls that read it, a page
+//! cap whatever `limit` asks, and `search` over the whole log.
+
+use serde_json::json;
+
+use crate::mcp::{call, connect, session_id};
+use crate::support::Env;
+
+/// The character count of a JSON string field.
+fn chars(value: &serde_json::Value) -> usize {
+    value.as_str().unwrap_or_default().chars().count()
+}
+
+/// A 10,000-line build that fails with its one error in the middle.
+const BUILD: &str = "for i in $(seq 1 10000); do echo \"compiling unit $i of the build\"; \
+     if [ $i = 5000 ]; then echo 'error[E0308]: mismatched types in unit 5000'; fi; done; exit 101";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b8_b39_mcp_a_10000_line_failing_build_fits_the_budget_and_search_finds_the_error() {
+    let env = Env::new();
+    let client = connect(&env).await;
+
+    let (done, _, _) = call(
+        &client,
+        "terminal",
+        json!({"command": BUILD, "timeout": 40}),
+    )
+    .await;
+    assert_eq!(done["exit_code"], json!(101), "{done}");
+    let output = done["output"].as_str().unwrap_or_default();
+    assert!(
+        chars(&done["output"]) <= 8_000,
+        "{} characters",
+        chars(&done["output"])
+    );
+    assert!(
+        output.starts_with("compiling unit 1 of the build\n"),
+        "{output}"
+    );
+    assert!(
+        output.ends_with("compiling unit 10000 of the build"),
+        "{output}"
+    );
+    assert!(
+        !output.contains("error[E0308]"),
+        "the middle is left out: {output}"
+    );
+    assert_eq!(done["total_lines"], json!(10_001), "{done}");
+    let marker = output
+        .lines()
+        .find(|l| l.contains("lines omitted"))
+        .expect("a line says how many lines were left out");
+    assert!(
+        marker.contains(&format!("{} lines omitted (lines ", done["omitted_lines"]))
+            && marker.contains("action=\"log\"")
+            && marker.contains("action=\"search\""),
+        "{marker}"
+    );
+    for line in output.lines() {
+        assert!(
+            line.starts_with("compiling unit ") && line.ends_with(" of the build")
+                || line == marker,
+            "a whole line: {line}"
+        );
+    }
+    let id = session_id(&done);
+
+    // search: a regex, and the same text as written, find line 5001.
+    for args in [
+        json!({"pattern": "error\\[E[0-9]+\\]"}),
+        json!({"pattern": "error[E0308]", "literal": true, "context": 1}),
+    ] {
+        let mut args = args;
+        args["action"] = json!("search");
+        args["session_id"] = json!(id);
+        let (found, _, is_error) = call(&client, "process", args.clone()).await;
+        assert!(!is_error, "{args}: {found}");
+        assert_eq!(found["matches"], json!(1), "{found}");
+        let text = found["output"].as_str().unwrap_or_default();
+        assert!(
+            text.contains("5001: error[E0308]: mismatched types in unit 5000")
+                && text.contains("5000- compiling unit 5000 of the build"),
+            "{found}"
+        );
+    }
+    let (bad, _, is_error) = call(
+        &client,
+        "process",
+        json!({"action": "search", "session_id": id, "pattern": "error["}),
+    )
+    .await;
+    assert!(
+        is_error
+            && bad["error"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("literal=true"),
+        "{bad}"
+    );
+
+    // A page asking for every line is capped, whichever end it starts from.
+    for (offset, says) in [
+        (json!(null), "the lines before are offset="),
+        (json!(0), "next page is offset="),
+    ] {
+        let (page, _, is_error) = call(
+            &client,
+            "process",
+            json!({"action": "log", "session_id": id, "limit": 10_001, "offset": offset}),
+        )
+        .await;
+        assert!(!is_error, "{page}");
+        assert!(
+            chars(&page["output"]) <= 40_000,
+            "{} characters",
+            chars(&page["output"])
+        );
+        assert_eq!(page["page_cut"], json!(true), "{page}");
+        assert!(
+            page["note"].as_str().unwrap_or_default().contains(says),
+            "{page}"
+        );
+    }
+}
