@@ -20,6 +20,7 @@ mod delivery;
 mod owner;
 mod process;
 mod push;
+mod read;
 mod schema;
 mod tasks;
 mod terminal;
@@ -45,8 +46,8 @@ use crate::protocol;
 use terminal::terminal_request;
 
 /// The actions `process` accepts, in the order the error message lists them.
-const ACTIONS: [&str; 11] = [
-    "list", "poll", "log", "search", "wait", "kill", "write", "submit", "close", "resize",
+const ACTIONS: [&str; 12] = [
+    "list", "poll", "read", "log", "search", "wait", "kill", "write", "submit", "close", "resize",
     "handoff",
 ];
 

@@ -63,6 +63,19 @@ pub(super) fn compose(
     total: usize,
     session_id: &str,
 ) -> (String, Option<(usize, usize)>) {
+    compose_from(0, head, tail, tail_start, total, session_id)
+}
+
+/// [`compose`] of the lines from `base` on (indices relative to it, the omitted
+/// range said in the log's own line numbers).
+pub(super) fn compose_from(
+    base: usize,
+    head: &[&str],
+    tail: &[&str],
+    tail_start: usize,
+    total: usize,
+    session_id: &str,
+) -> (String, Option<(usize, usize)>) {
     let mut kept_head: Vec<String> = Vec::new();
     let mut used = 0;
     for (index, line) in head.iter().enumerate() {
@@ -94,6 +107,7 @@ pub(super) fn compose(
         if !out.is_empty() {
             out.push('\n');
         }
+        let (from, to) = (from + base, to + base);
         out.push_str(&format!(
             "[… {n} lines omitted (lines {}–{to}); read them with process(action=\"log\", session_id=\"{session_id}\", offset={from}, limit=…), or find what matters with process(action=\"search\", session_id=\"{session_id}\", pattern=\"error\") …]",
             from + 1

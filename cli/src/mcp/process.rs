@@ -5,11 +5,16 @@ use rmcp::model::JsonObject;
 use rmcp::service::RequestContext;
 use serde_json::{Value, json};
 
+use super::read::{YIELD_DEFAULT_MS, YIELD_MAX_MS};
 use super::schema::{LIST_DEFAULT_ROWS, LIST_MAX_ROWS};
 use super::terminal::exited_answer;
 use super::{
     ACTIONS, Answer, NOT_A_SUBAGENT, Server, WAIT_DEFAULT_SECONDS, WAIT_MAX_SECONDS, budget,
 };
+
+/// How long a kill waits for the exit to be recorded, so its completion is
+/// answered by the kill rather than sent as a notice.
+const KILL_SETTLE_SECONDS: u64 = 5;
 
 /// A list row's fields an agent has no use for: its own owner, the container key
 /// when it is the owner, and flags at their defaults.
@@ -110,10 +115,38 @@ impl Server {
             },
             "search" => self.search_action(&session_id, args).await,
             "wait" => self.wait(&session_id, number("timeout"), context).await,
-            "kill" => self.answer("kill", json!({"id": session_id})).await,
-            "write" | "submit" => {
-                self.answer(action, json!({"id": session_id, "data": data}))
-                    .await
+            "kill" => {
+                let mut killed = self.answer("kill", json!({"id": session_id})).await;
+                if !killed.is_error {
+                    // The answer says it was killed: its completion is not sent again
+                    // as a notice (once the exit is recorded, which a kill makes quick).
+                    let _ = self
+                        .call(
+                            "wait",
+                            json!({"id": session_id, "timeout_seconds": KILL_SETTLE_SECONDS}),
+                        )
+                        .await;
+                    killed.answered = Some(session_id.clone());
+                }
+                killed
+            }
+            "write" | "submit" => match number("yield_ms") {
+                Ok(Some(n)) if n > YIELD_MAX_MS => {
+                    Answer::error(json!({"status": "error", "error": format!(
+                        "yield_ms must be 0 to {YIELD_MAX_MS} (got {n})"
+                    )}))
+                }
+                Ok(wait) => {
+                    let wait = wait.unwrap_or(YIELD_DEFAULT_MS);
+                    let (value, is_error) =
+                        self.write_and_read(action, &session_id, &data, wait).await;
+                    Answer::new(value, is_error)
+                }
+                Err(e) => e,
+            },
+            "read" => {
+                let (value, is_error) = self.read_new(&session_id).await;
+                Answer::new(value, is_error)
             }
             "close" => self.answer("close", json!({"id": session_id})).await,
             "resize" => match (number("rows"), number("cols")) {

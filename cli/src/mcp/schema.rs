@@ -12,6 +12,7 @@ use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde_json::{Value, json};
 
 use super::budget::{CONTEXT_DEFAULT, CONTEXT_MAX, PAGE_MAX_CHARS};
+use super::read::{YIELD_DEFAULT_MS, YIELD_MAX_MS};
 use super::{
     ACTIONS, FOREGROUND_DEFAULT_TIMEOUT, FOREGROUND_MAX_TIMEOUT, WAIT_DEFAULT_SECONDS,
     WAIT_MAX_SECONDS,
@@ -83,6 +84,7 @@ fn process_input() -> Value {
                 "log: number of lines (default 200; a page carries at most {PAGE_MAX_CHARS} characters). \
                  list: most rows, the newest (default {LIST_DEFAULT_ROWS}, at most {LIST_MAX_ROWS})."),
                 json!({"minimum": 1})),
+            "yield_ms": nullable("integer", &format!("write/submit: milliseconds to wait, then answer the output since your last read (default {YIELD_DEFAULT_MS}; 0: at once)."), json!({"minimum": 0, "maximum": YIELD_MAX_MS})),
             "pattern": nullable("string", "search only: a regex (or text, with literal=true) to find in the whole log.", json!({})),
             "literal": nullable("boolean", "search only: pattern is plain text.", json!({})),
             "context": nullable("integer", &format!("search only: lines around each match (default {CONTEXT_DEFAULT})."), json!({"minimum": 0, "maximum": CONTEXT_MAX})),
@@ -151,6 +153,8 @@ fn process_output() -> Value {
             ("more", json!({"type": "integer"})),
             ("offset", json!({"type": "integer"})),
             ("matches", json!({"type": "integer"})),
+            ("new_lines", json!({"type": "integer"})),
+            ("bytes_written", json!({"type": "integer"})),
             ("page_cut", json!({"type": "boolean"})),
         ] {
             map.insert(key.to_owned(), schema);
@@ -191,9 +195,9 @@ pub(super) fn tools() -> Vec<Tool> {
         Tool::new(
             "process",
             "Manage background processes started with terminal(background=true): list (running ones; \
-             state=finished|all for the rest), poll (status + latest output), log (full output, paged \
+             state=finished|all for the rest), poll (status + latest output), read (output since your last read), log (full output, paged \
              by lines), search (pattern over the whole log), wait (block until exit or timeout), kill (the whole process tree), write (raw \
-             stdin), submit (stdin + Enter), close (EOF), resize, handoff (give the process to the \
+             stdin), submit (stdin + Enter; both answer the output that follows), close (EOF), resize, handoff (give the process to the \
              parent agent with a note).",
             as_object(process_input()),
         )

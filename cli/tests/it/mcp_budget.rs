@@ -123,3 +123,90 @@ async fn b8_b39_mcp_a_10000_line_failing_build_fits_the_budget_and_search_finds_
         );
     }
 }
+
+/// `read` until its output contains `needle` (20 s at most); everything read.
+async fn read_until(client: &crate::mcp::Mcp, id: &str, needle: &str) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let mut seen = String::new();
+    while std::time::Instant::now() < deadline {
+        let (read, _, is_error) = call(
+            client,
+            "process",
+            json!({"action": "read", "session_id": id}),
+        )
+        .await;
+        assert!(!is_error, "{read}");
+        seen.push_str(read["output"].as_str().unwrap_or_default());
+        if seen.contains(needle) {
+            return seen;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("`{needle}` never came: {seen}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_submit_answers_the_reply_and_read_returns_only_what_is_new() {
+    let env = Env::new();
+    let client = connect(&env).await;
+    let (started, _, _) = call(
+        &client,
+        "terminal",
+        json!({"command": "python3 -i -q", "background": true, "pty": true}),
+    )
+    .await;
+    let id = session_id(&started);
+    read_until(&client, &id, ">>>").await;
+
+    // One call is one exchange: the reply comes back with the write.
+    let (replied, _, is_error) = call(
+        &client,
+        "process",
+        json!({"action": "submit", "session_id": id, "data": "print(6*7)", "yield_ms": 3000}),
+    )
+    .await;
+    assert!(!is_error, "{replied}");
+    let reply = replied["output"].as_str().unwrap_or_default();
+    assert!(reply.lines().any(|l| l.trim() == "42"), "{replied}");
+    assert_eq!(replied["status"], json!("running"), "{replied}");
+
+    // What was read is not read again, by this server or the next one of the owner.
+    drop(client);
+    let client = connect(&env).await;
+    let (again, _, _) = call(
+        &client,
+        "process",
+        json!({"action": "submit", "session_id": id, "data": "print('x' * 3)", "yield_ms": 3000}),
+    )
+    .await;
+    let text = again["output"].as_str().unwrap_or_default();
+    assert!(text.lines().any(|l| l.trim() == "xxx"), "{again}");
+    assert!(
+        !text.lines().any(|l| l.trim() == "42"),
+        "read again: {again}"
+    );
+
+    // A write to a finished job is an error saying how it ended.
+    let (killed, notices, _) = call(
+        &client,
+        "process",
+        json!({"action": "kill", "session_id": id}),
+    )
+    .await;
+    assert!(killed.to_string().contains("kill"), "{killed}");
+    let (refused, more, is_error) = call(
+        &client,
+        "process",
+        json!({"action": "submit", "session_id": id, "data": "1"}),
+    )
+    .await;
+    let error = refused["error"].as_str().unwrap_or_default();
+    assert!(
+        is_error && error.contains("already ended") && error.contains("nothing was written"),
+        "{refused}"
+    );
+    // The kill the agent asked for is not also a notice (the answer said it).
+    let (_, last, _) = call(&client, "process", json!({"action": "list"})).await;
+    let notices: Vec<String> = notices.into_iter().chain(more).chain(last).collect();
+    assert!(!notices.iter().any(|n| n.contains(&id)), "{notices:?}");
+}

@@ -1,0 +1,191 @@
+//! Reading only what is new (issue 28): `process(action="read")` answers the output a
+//! session printed since this owner's last read of it, and `write`/`submit` wait
+//! `yield_ms` and answer the output produced meanwhile, so one call is one exchange.
+//!
+//! The cursor (lines read, per session) is herd's, kept per owner in
+//! `<home>/run/owners/<owner>.read.json`, so a server started per call or after a
+//! restart reads on where the last one stopped.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::Server;
+use super::budget::compose_from;
+
+/// Lines fetched for the head, and for the tail, of what is new.
+const HEAD_LINES: usize = 60;
+const TAIL_LINES: usize = 600;
+
+/// The longest `yield_ms` a write may ask, and the default.
+pub(super) const YIELD_MAX_MS: u64 = 30_000;
+pub(super) const YIELD_DEFAULT_MS: u64 = 500;
+
+/// The most sessions a cursor file remembers (the newest reads are kept).
+const CURSORS_KEPT: usize = 500;
+
+impl Server {
+    fn cursor_path(&self) -> PathBuf {
+        let safe: String = self
+            .owner
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        self.home
+            .run_dir()
+            .join("owners")
+            .join(format!("{safe}.read.json"))
+    }
+
+    /// The cursors of this owner: lines read, by session id.
+    fn cursors(&self) -> BTreeMap<String, (u64, u64)> {
+        std::fs::read(self.cursor_path())
+            .ok()
+            .and_then(|raw| serde_json::from_slice(&raw).ok())
+            .unwrap_or_default()
+    }
+
+    fn save_cursor(&self, session_id: &str, lines: u64) {
+        let mut cursors = self.cursors();
+        let stamp = cursors.values().map(|(_, s)| *s).max().unwrap_or(0) + 1;
+        cursors.insert(session_id.to_owned(), (lines, stamp));
+        if cursors.len() > CURSORS_KEPT {
+            let mut stamps: Vec<u64> = cursors.values().map(|(_, s)| *s).collect();
+            stamps.sort_unstable();
+            let floor = stamps[stamps.len() - CURSORS_KEPT];
+            cursors.retain(|_, (_, s)| *s >= floor);
+        }
+        let path = self.cursor_path();
+        let written = self
+            .home
+            .ensure_dir(&self.home.run_dir().join("owners"))
+            .map_err(anyhow::Error::from)
+            .and_then(|_| {
+                let tmp = path.with_extension("json.tmp");
+                std::fs::write(&tmp, serde_json::to_vec(&cursors)?)?;
+                std::fs::rename(&tmp, &path)?;
+                Ok(())
+            });
+        if let Err(err) = written {
+            tracing::warn!(error = %err, path = %path.display(), "the read cursor was not kept");
+        }
+    }
+
+    /// The output of `session_id` since this owner's last read, within the budget,
+    /// with its status; the cursor moves to the end.
+    pub(super) async fn read_new(&self, session_id: &str) -> (Value, bool) {
+        let (polled, is_error) = self.call("poll", json!({"id": session_id})).await;
+        if is_error {
+            return (polled, true);
+        }
+        let from = self
+            .cursors()
+            .get(session_id)
+            .map_or(0, |(lines, _)| *lines) as usize;
+        let (head, head_err) = self
+            .call(
+                "log",
+                json!({"id": session_id, "offset": from, "limit": HEAD_LINES}),
+            )
+            .await;
+        let (tail, tail_err) = self
+            .call("log", json!({"id": session_id, "limit": TAIL_LINES}))
+            .await;
+        if head_err {
+            return (head, true);
+        }
+        if tail_err {
+            return (tail, true);
+        }
+        let total = tail["total_lines"].as_u64().unwrap_or(0) as usize;
+        // A log that shrank (a restored tail) reads from its start.
+        let from = if from > total { 0 } else { from };
+        let tail_offset = tail["offset"].as_u64().unwrap_or(0) as usize;
+        let head_lines: Vec<&str> = head["output"]
+            .as_str()
+            .unwrap_or_default()
+            .lines()
+            .collect();
+        let tail_all: Vec<&str> = tail["output"]
+            .as_str()
+            .unwrap_or_default()
+            .lines()
+            .collect();
+        let skip = from.saturating_sub(tail_offset).min(tail_all.len());
+        let tail_start = tail_offset.max(from) - from;
+        let (output, gap) = compose_from(
+            from,
+            &head_lines,
+            &tail_all[skip..],
+            tail_start,
+            total - from,
+            session_id,
+        );
+        self.save_cursor(session_id, total as u64);
+        let mut answer = json!({
+            "status": polled["status"],
+            "session_id": session_id,
+            "output": output,
+            "new_lines": total - from,
+            "total_lines": total,
+        });
+        for key in ["exit_code", "signal", "completion_reason"] {
+            if !polled[key].is_null() {
+                answer[key] = polled[key].clone();
+            }
+        }
+        if let Some((a, b)) = gap {
+            answer["omitted_lines"] = json!(b - a);
+        }
+        (answer, false)
+    }
+
+    /// `write`/`submit`: the bytes go in, then after `yield_ms` the output since the
+    /// last read comes back in the same answer.
+    pub(super) async fn write_and_read(
+        &self,
+        action: &str,
+        session_id: &str,
+        data: &str,
+        yield_ms: u64,
+    ) -> (Value, bool) {
+        // A finished job takes no input: say how it ended.
+        let (polled, is_error) = self.call("poll", json!({"id": session_id})).await;
+        if is_error {
+            return (polled, true);
+        }
+        if polled["status"] != "running" {
+            let how = match (&polled["exit_code"], &polled["signal"]) {
+                (_, Value::String(signal)) => format!("killed by {signal}"),
+                (Value::Number(code), _) => format!("exited with code {code}"),
+                _ => format!("is {}", polled["status"].as_str().unwrap_or("finished")),
+            };
+            return (
+                json!({"status": "error", "session_id": session_id, "error": format!(
+                    "{session_id} has already ended ({how}): nothing was written; start it again with terminal"
+                )}),
+                true,
+            );
+        }
+        let (written, is_error) = self
+            .call(action, json!({"id": session_id, "data": data}))
+            .await;
+        if is_error || yield_ms == 0 {
+            return (written, is_error);
+        }
+        tokio::time::sleep(Duration::from_millis(yield_ms)).await;
+        let (mut read, is_error) = self.read_new(session_id).await;
+        if !is_error {
+            read["bytes_written"] = written["bytes_written"].clone();
+        }
+        (read, is_error)
+    }
+}
