@@ -42,29 +42,27 @@ fn terminal_input() -> Value {
         "type": "object",
         "properties": {
             "command": {"type": "string", "description": "The shell command line to run (bash -c)."},
-            "background": nullable("boolean", "Run in the background and return a session_id at once (default false).", json!({})),
+            "background": nullable("boolean", "Return a session_id at once (default false).", json!({})),
             "timeout": nullable("integer", &format!(
-                "Foreground only: seconds to wait (default {FOREGROUND_DEFAULT_TIMEOUT}, at most {FOREGROUND_MAX_TIMEOUT}); \
-                 a command still running then moves to the background with notify on, not killed."),
+                "Foreground: seconds to wait (default {FOREGROUND_DEFAULT_TIMEOUT}); still running then, it moves to the background, not killed."),
                 json!({"minimum": 1, "maximum": FOREGROUND_MAX_TIMEOUT})),
-            "workdir": nullable("string", "Working directory, relative to the server's (no shell metacharacters).", json!({})),
-            "pty": nullable("boolean", "Background only: run under a pseudo-terminal.", json!({})),
+            "workdir": nullable("string", "Working directory, relative to the server's.", json!({})),
+            "pty": nullable("boolean", "Background: run under a pseudo-terminal.", json!({})),
             "notify": {
-                "description": "Background only: true (default) = be told once when it exits; false = not; a list of strings = also be told when an output line contains one of them.",
+                "description": "Background: be told when it exits (default true); a list of strings: also when an output line contains one.",
                 "anyOf": [{"type": "boolean"}, {"type": "array", "items": {"type": "string"}}, {"type": "null"}]
             },
-            "heartbeat": nullable("integer", "Background only: every N seconds, be sent the new output (0 or null: off; 1 to 59 count as 60).",
+            "heartbeat": nullable("integer", "Background: every N seconds (min 60), be sent the new output; 0: off.",
                 json!({"minimum": 0, "maximum": HEARTBEAT_MAX_SECONDS})),
-            "persist_on_release": nullable("boolean", "Background only: keep running when this agent is released.", json!({})),
-            "host": nullable("string", "Run on this host of herd's config.toml [hosts.NAME] instead of here; the session_id is then NAME:proc_…, which process takes like any other.", json!({"pattern": "^[a-z0-9][a-z0-9_-]{0,31}$"})),
+            "persist_on_release": nullable("boolean", "Background: keep running when this agent is released.", json!({})),
+            "host": nullable("string", "Run on this [hosts.NAME] of herd's config; the session_id is NAME:proc_….", json!({"pattern": "^[a-z0-9][a-z0-9_-]{0,31}$"})),
             "time_limit": nullable("integer", &format!(
-                "Kill the command and everything it started after this many seconds (1 to {TIME_LIMIT_MAX_SECONDS}), \
-                 with termination_source time_limit; holds for persist_on_release too. null: no limit."),
+                "Kill the command and all it started after this many seconds."),
                 json!({"minimum": 1, "maximum": TIME_LIMIT_MAX_SECONDS})),
-            "kill_leftovers": nullable("boolean", "Kill what the command leaves running (background children, daemons it started) once it exits, after a short grace; by default they are kept and `process(action=\"kill\")` ends them.", json!({})),
-            "memory": nullable("string", "Memory limit of the command's whole process tree, e.g. \"512M\" or \"2G\" (1M to 1024T), through its cgroup; refused where no cgroup can carry it. null: the config's default (none unless set).", json!({})),
-            "cpus": nullable("number", "CPU limit of the command's whole tree: 1.5 is one and a half CPUs (0.01 to 1024). null: the config's default.", json!({"minimum": 0.01, "maximum": 1024})),
-            "pids": nullable("integer", "Most processes and threads of the command's whole tree at once (a fork bomb stops there). null: the config's default.", json!({"minimum": 1, "maximum": crate::sizes::PIDS_MAX}))
+            "kill_leftovers": nullable("boolean", "Kill what the command leaves running once it exits (default: kept until process kill).", json!({})),
+            "memory": nullable("string", "Memory limit of the whole tree, e.g. \"512M\", \"2G\" (a cgroup).", json!({})),
+            "cpus": nullable("number", "CPU limit of the whole tree (1.5 = one and a half CPUs).", json!({"minimum": 0.01, "maximum": 1024})),
+            "pids": nullable("integer", "Most processes and threads of the whole tree.", json!({"minimum": 1, "maximum": crate::sizes::PIDS_MAX}))
         },
         "required": ["command"],
         "additionalProperties": false
@@ -78,23 +76,22 @@ fn process_input() -> Value {
             "action": {"type": "string", "enum": ACTIONS, "description": "What to do."},
             "session_id": nullable("string", "The session id or a unique prefix; required except for list.", json!({})),
             "data": nullable("string", "stdin text for write/submit, or the purpose sentence for handoff.", json!({})),
-            "timeout": nullable("integer", &format!("wait only: seconds to wait (default {WAIT_DEFAULT_SECONDS}, at most {WAIT_MAX_SECONDS})."), json!({"minimum": 1})),
-            "offset": nullable("integer", "log only: first line, 0 being the first line of the whole output; null = the last `limit` lines.", json!({"minimum": 0})),
+            "timeout": nullable("integer", &format!("wait: seconds (default {WAIT_DEFAULT_SECONDS}, at most {WAIT_MAX_SECONDS})."), json!({"minimum": 1})),
+            "offset": nullable("integer", "log: first line (0-based); null: the last `limit` lines.", json!({"minimum": 0})),
             "limit": nullable("integer", &format!(
-                "log: number of lines (default 200; a page carries at most {PAGE_MAX_CHARS} characters). \
-                 list: most rows, the newest (default {LIST_DEFAULT_ROWS}, at most {LIST_MAX_ROWS})."),
+                "log: lines (default 200; at most {PAGE_MAX_CHARS} characters a page). list: newest rows (default {LIST_DEFAULT_ROWS}, at most {LIST_MAX_ROWS})."),
                 json!({"minimum": 1})),
-            "yield_ms": nullable("integer", &format!("write/submit: milliseconds to wait, then answer the output since your last read (default {YIELD_DEFAULT_MS}; 0: at once)."), json!({"minimum": 0, "maximum": YIELD_MAX_MS})),
-            "pattern": nullable("string", "search only: a regex (or text, with literal=true) to find in the whole log.", json!({})),
-            "literal": nullable("boolean", "search only: pattern is plain text.", json!({})),
-            "context": nullable("integer", &format!("search only: lines around each match (default {CONTEXT_DEFAULT})."), json!({"minimum": 0, "maximum": CONTEXT_MAX})),
+            "yield_ms": nullable("integer", &format!("write/submit: ms to wait, then answer the new output (default {YIELD_DEFAULT_MS})."), json!({"minimum": 0, "maximum": YIELD_MAX_MS})),
+            "pattern": nullable("string", "search: a regex to find in the whole log.", json!({})),
+            "literal": nullable("boolean", "search: pattern is plain text.", json!({})),
+            "context": nullable("integer", &format!("search: lines around each match (default {CONTEXT_DEFAULT})."), json!({"minimum": 0, "maximum": CONTEXT_MAX})),
             "state": {
-                "description": "list only: running (default), finished or all.",
+                "description": "list: running (default), finished or all.",
                 "enum": ["running", "finished", "all", null]
             },
-            "since": nullable("integer", "list only: sessions started in the last this many seconds.", json!({"minimum": 1})),
-            "rows": nullable("integer", "resize only: terminal rows of a PTY session.", json!({"minimum": 1, "maximum": 10000})),
-            "cols": nullable("integer", "resize only: terminal columns of a PTY session.", json!({"minimum": 1, "maximum": 10000}))
+            "since": nullable("integer", "list: started in the last this many seconds.", json!({"minimum": 1})),
+            "rows": nullable("integer", "resize: PTY rows.", json!({"minimum": 1, "maximum": 10000})),
+            "cols": nullable("integer", "resize: PTY columns.", json!({"minimum": 1, "maximum": 10000}))
         },
         "required": ["action"],
         "additionalProperties": false
@@ -112,7 +109,7 @@ fn common_fields() -> Value {
         "exit_code": {"type": ["integer", "null"]},
         "total_lines": {"type": "integer"},
         "omitted_lines": {"type": "integer"},
-        "notices": {"type": "string", "description": "Your pending notifications (completions, watch matches, heartbeats), also sent as a second text block."}
+        "notices": {"type": "string", "description": "Your pending notifications."}
     })
 }
 
@@ -139,8 +136,7 @@ fn terminal_output() -> Value {
     json!({"type": "object", "properties": properties, "required": ["output"]})
 }
 
-/// One branch per action, told apart by `action`, and one for a call that names
-/// no known action; the fields are declared once.
+/// Every field any action answers, declared once.
 fn process_output() -> Value {
     let mut properties = common_fields();
     if let Value::Object(map) = &mut properties {
@@ -160,16 +156,7 @@ fn process_output() -> Value {
             map.insert(key.to_owned(), schema);
         }
     }
-    let mut branches: Vec<Value> = ACTIONS
-        .iter()
-        .map(|action| json!({"properties": {"action": {"const": action}}, "required": ["action"]}))
-        .collect();
-    // A call naming no known action is answered with the error and what it named.
-    branches.push(json!({
-        "properties": {"action": {"not": {"enum": ACTIONS}}, "status": {"const": "error"}},
-        "required": ["action", "status", "error"]
-    }));
-    json!({"type": "object", "properties": properties, "required": ["action"], "oneOf": branches})
+    json!({"type": "object", "properties": properties, "required": ["action"]})
 }
 
 /// The tool list.
