@@ -130,20 +130,7 @@ impl Server {
                 }
                 killed
             }
-            "write" | "submit" => match number("yield_ms") {
-                Ok(Some(n)) if n > YIELD_MAX_MS => {
-                    Answer::error(json!({"status": "error", "error": format!(
-                        "yield_ms must be 0 to {YIELD_MAX_MS} (got {n})"
-                    )}))
-                }
-                Ok(wait) => {
-                    let wait = wait.unwrap_or(YIELD_DEFAULT_MS);
-                    let (value, is_error) =
-                        self.write_and_read(action, &session_id, &data, wait).await;
-                    Answer::new(value, is_error)
-                }
-                Err(e) => e,
-            },
+            "write" | "submit" => self.write_action(action, &session_id, &data, args).await,
             "read" => {
                 let (value, is_error) = self.read_new(&session_id).await;
                 Answer::new(value, is_error)
@@ -212,6 +199,29 @@ impl Server {
                 }
                 Answer::new(answer, is_error)
             }
+        }
+    }
+
+    /// `write`/`submit`: the data, then the output after `yield_ms`.
+    async fn write_action(
+        &self,
+        action: &str,
+        session_id: &str,
+        data: &str,
+        args: &JsonObject,
+    ) -> Answer {
+        match whole_number(args, "yield_ms") {
+            Ok(Some(n)) if n > YIELD_MAX_MS => {
+                Answer::error(json!({"status": "error", "error": format!(
+                    "yield_ms must be 0 to {YIELD_MAX_MS} (got {n})"
+                )}))
+            }
+            Ok(wait) => {
+                let wait = wait.unwrap_or(YIELD_DEFAULT_MS);
+                let (value, is_error) = self.write_and_read(action, session_id, data, wait).await;
+                Answer::new(value, is_error)
+            }
+            Err(e) => e,
         }
     }
 

@@ -181,6 +181,10 @@ impl Server {
         if is_error || yield_ms == 0 {
             return (written, is_error);
         }
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "yield_ms is the time the caller asked to let the job answer, not a wait on a condition"
+        )]
         tokio::time::sleep(Duration::from_millis(yield_ms)).await;
         let (mut read, is_error) = self.read_new(session_id).await;
         if !is_error {

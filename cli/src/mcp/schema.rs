@@ -56,8 +56,7 @@ fn terminal_input() -> Value {
                 json!({"minimum": 0, "maximum": HEARTBEAT_MAX_SECONDS})),
             "persist_on_release": nullable("boolean", "Background: keep running when this agent is released.", json!({})),
             "host": nullable("string", "Run on this [hosts.NAME] of herd's config; the session_id is NAME:proc_….", json!({"pattern": "^[a-z0-9][a-z0-9_-]{0,31}$"})),
-            "time_limit": nullable("integer", &format!(
-                "Kill the command and all it started after this many seconds."),
+            "time_limit": nullable("integer", "Kill the command and all it started after this many seconds.",
                 json!({"minimum": 1, "maximum": TIME_LIMIT_MAX_SECONDS})),
             "kill_leftovers": nullable("boolean", "Kill what the command leaves running once it exits (default: kept until process kill).", json!({})),
             "memory": nullable("string", "Memory limit of the whole tree, e.g. \"512M\", \"2G\" (a cgroup).", json!({})),

@@ -140,7 +140,6 @@ async fn read_until(client: &crate::mcp::Mcp, id: &str, needle: &str) -> String 
         if seen.contains(needle) {
             return seen;
         }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     panic!("`{needle}` never came: {seen}");
 }
