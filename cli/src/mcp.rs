@@ -438,8 +438,9 @@ impl ServerHandler for Server {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let args = request.arguments.unwrap_or_default();
+        let mut args = request.arguments.unwrap_or_default();
         let tool = request.name.as_ref();
+        schema::coerce(tool, &mut args);
         if !matches!(tool, "terminal" | "process") {
             return Err(McpError::invalid_params(
                 format!("unknown tool `{tool}`; herd offers `terminal` and `process`"),

@@ -199,6 +199,55 @@ pub(super) fn tools() -> Vec<Tool> {
     ]
 }
 
+/// The JSON types a property's schema allows (`type`, a type list, or `anyOf`).
+fn types_of(property: &Value) -> Vec<&str> {
+    let mut types: Vec<&str> = match &property["type"] {
+        Value::String(t) => vec![t.as_str()],
+        Value::Array(list) => list.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    };
+    for branch in property["anyOf"].as_array().into_iter().flatten() {
+        types.extend(branch["type"].as_str());
+    }
+    types
+}
+
+/// Reads a string argument that spells a boolean or a number as that value where
+/// the schema wants one: clients that can only send strings (the Inspector CLI's
+/// `--tool-arg key=value` against nullable types) are understood. Anything else is
+/// left for the checks to refuse with their message.
+pub(super) fn coerce(tool: &str, args: &mut JsonObject) {
+    let schema = match tool {
+        "terminal" => terminal_input(),
+        _ => process_input(),
+    };
+    for (key, value) in args.iter_mut() {
+        let Value::String(text) = value else {
+            continue;
+        };
+        let types = types_of(&schema["properties"][key.as_str()]);
+        if types.contains(&"string") {
+            continue;
+        }
+        let text = text.trim();
+        let read = if types.contains(&"boolean") && matches!(text, "true" | "false") {
+            Some(json!(text == "true"))
+        } else if types.contains(&"integer") {
+            text.parse::<u64>().ok().map(|n| json!(n))
+        } else if types.contains(&"number") {
+            text.parse::<f64>()
+                .ok()
+                .filter(|n| n.is_finite())
+                .map(|n| json!(n))
+        } else {
+            None
+        };
+        if let Some(read) = read {
+            *value = read;
+        }
+    }
+}
+
 /// `Err` naming an argument `tool`'s schema does not have, and the one meant when
 /// it looks like a misspelling of one.
 pub(super) fn check_arguments(tool: &str, args: &JsonObject) -> Result<(), String> {
@@ -247,5 +296,34 @@ pub(super) fn as_object(value: Value) -> JsonObject {
     match value {
         Value::Object(map) => map,
         _ => JsonObject::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strings_that_spell_booleans_and_numbers_are_read_as_them() {
+        let mut args = as_object(json!({
+            "command": "true", "background": "true", "timeout": "30", "cpus": "1.5",
+            "notify": "false", "memory": "512M", "pty": "yes",
+        }));
+        coerce("terminal", &mut args);
+        assert_eq!(
+            Value::Object(args),
+            json!({
+                "command": "true", "background": true, "timeout": 30, "cpus": 1.5,
+                "notify": false, "memory": "512M", "pty": "yes",
+            })
+        );
+        let mut args = as_object(
+            json!({"action": "wait", "timeout": "10", "literal": "true", "session_id": "12"}),
+        );
+        coerce("process", &mut args);
+        assert_eq!(
+            Value::Object(args),
+            json!({"action": "wait", "timeout": 10, "literal": true, "session_id": "12"})
+        );
     }
 }
