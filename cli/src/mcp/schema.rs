@@ -44,7 +44,7 @@ fn terminal_input() -> Value {
             "command": {"type": "string", "description": "The shell command line to run (bash -c)."},
             "background": nullable("boolean", "Return a session_id at once (default false).", json!({})),
             "timeout": nullable("integer", &format!(
-                "Foreground: seconds to wait (default {FOREGROUND_DEFAULT_TIMEOUT}); still running then, it moves to the background, not killed."),
+                "Foreground: seconds to wait (default {FOREGROUND_DEFAULT_TIMEOUT}), then it moves to the background."),
                 json!({"minimum": 1, "maximum": FOREGROUND_MAX_TIMEOUT})),
             "workdir": nullable("string", "Working directory, relative to the server's.", json!({})),
             "pty": nullable("boolean", "Background: run under a pseudo-terminal.", json!({})),
@@ -73,8 +73,8 @@ fn process_input() -> Value {
         "type": "object",
         "properties": {
             "action": {"type": "string", "enum": ACTIONS, "description": "What to do."},
-            "session_id": nullable("string", "The session id or a unique prefix; required except for list.", json!({})),
-            "data": nullable("string", "stdin text for write/submit, or the purpose sentence for handoff.", json!({})),
+            "session_id": nullable("string", "Session id or unique prefix.", json!({})),
+            "data": nullable("string", "write/submit: stdin text; handoff: what it is for.", json!({})),
             "timeout": nullable("integer", &format!("wait: seconds (default {WAIT_DEFAULT_SECONDS}, at most {WAIT_MAX_SECONDS})."), json!({"minimum": 1})),
             "offset": nullable("integer", "log: first line (0-based); null: the last `limit` lines.", json!({"minimum": 0})),
             "limit": nullable("integer", &format!(
@@ -97,64 +97,82 @@ fn process_input() -> Value {
     })
 }
 
+/// `{name: {"type": T}}` for each pair; an empty type is any value.
+fn fields(pairs: &[(&str, &str)]) -> serde_json::Map<String, Value> {
+    pairs
+        .iter()
+        .map(|(name, kind)| {
+            let schema = if kind.is_empty() {
+                json!({})
+            } else {
+                json!({"type": kind})
+            };
+            ((*name).to_owned(), schema)
+        })
+        .collect()
+}
+
 /// Fields every answer may carry, whatever produced it.
-fn common_fields() -> Value {
-    json!({
-        "status": {"type": "string"},
-        "session_id": {"type": "string"},
-        "output": {"type": "string"},
-        "note": {"type": "string"},
-        "error": {"type": "string"},
-        "exit_code": {"type": ["integer", "null"]},
-        "total_lines": {"type": "integer"},
-        "omitted_lines": {"type": "integer"},
-        "notices": {"type": "string", "description": "Your pending notifications."}
-    })
+fn common_fields() -> serde_json::Map<String, Value> {
+    let mut map = fields(&[
+        ("status", "string"),
+        ("session_id", "string"),
+        ("output", "string"),
+        ("note", "string"),
+        ("error", "string"),
+        ("total_lines", "integer"),
+        ("omitted_lines", "integer"),
+        ("pid", "integer"),
+        ("command", "string"),
+        ("log_path", "string"),
+        ("output_cut", "boolean"),
+        ("completion_reason", "string"),
+        ("termination_source", "string"),
+        ("signal", ""),
+        ("notices", "string"),
+    ]);
+    map.insert("exit_code".to_owned(), json!({"type": ["integer", "null"]}));
+    map
 }
 
 fn terminal_output() -> Value {
     let mut properties = common_fields();
-    if let Value::Object(map) = &mut properties {
-        for (key, schema) in [
-            ("pid", json!({"type": "integer"})),
-            ("output_cut", json!({"type": "boolean"})),
-            ("log_path", json!({"type": "string"})),
-            ("hint", json!({"type": "string"})),
-            ("notify_on_complete", json!({"type": "boolean"})),
-            (
-                "watch_patterns",
-                json!({"type": "array", "items": {"type": "string"}}),
-            ),
-            ("heartbeat_seconds", json!({"type": "integer"})),
-            ("persist_on_release", json!({"type": "boolean"})),
-            ("time_limit_seconds", json!({"type": "integer"})),
-        ] {
-            map.insert(key.to_owned(), schema);
-        }
-    }
+    properties.extend(fields(&[
+        ("hint", "string"),
+        ("notify_on_complete", "boolean"),
+        ("watch_patterns", "array"),
+        ("heartbeat_seconds", "integer"),
+        ("persist_on_release", "boolean"),
+        ("time_limit_seconds", "integer"),
+        ("pty_note", "string"),
+        ("dispatch", ""),
+        ("verdict", ""),
+        ("infrastructure", ""),
+    ]));
     json!({"type": "object", "properties": properties, "required": ["output"]})
 }
 
 /// Every field any action answers, declared once.
 fn process_output() -> Value {
     let mut properties = common_fields();
-    if let Value::Object(map) = &mut properties {
-        for (key, schema) in [
-            ("action", json!({"type": "string"})),
-            (
-                "processes",
-                json!({"type": "array", "items": {"type": "object"}}),
-            ),
-            ("more", json!({"type": "integer"})),
-            ("offset", json!({"type": "integer"})),
-            ("matches", json!({"type": "integer"})),
-            ("new_lines", json!({"type": "integer"})),
-            ("bytes_written", json!({"type": "integer"})),
-            ("page_cut", json!({"type": "boolean"})),
-        ] {
-            map.insert(key.to_owned(), schema);
-        }
-    }
+    properties.extend(fields(&[
+        ("action", "string"),
+        ("processes", "array"),
+        ("more", "integer"),
+        ("offset", "integer"),
+        ("showing", "string"),
+        ("page_cut", "boolean"),
+        ("matches", "integer"),
+        ("new_lines", "integer"),
+        ("bytes_written", "integer"),
+        ("output_preview", "string"),
+        ("uptime_seconds", "number"),
+        ("total_ingested", "integer"),
+        ("process_running", "boolean"),
+        ("message", "string"),
+        ("containment", ""),
+        ("usage", ""),
+    ]));
     json!({"type": "object", "properties": properties, "required": ["action"]})
 }
 
@@ -163,16 +181,15 @@ pub(super) fn tools() -> Vec<Tool> {
     vec![
         Tool::new(
             "terminal",
-            "Run a shell command. Foreground calls return its output and exit code; one still running \
-             after `timeout` moves to the background and you are told when it ends. background=true \
-             returns a session_id at once and you are told when it finishes (notify=false: not). Commands that \
-             would kill the host are refused.",
+            "Run a shell command. Foreground: its output and exit code; still running after `timeout`, it \
+             moves to the background. background=true: a session_id at once. You are told when a \
+             background job ends (notify=false: not). Commands that would kill the host are refused.",
             as_object(terminal_input()),
         )
         .with_title("Run a shell command")
         .with_raw_output_schema(Arc::new(as_object(terminal_output())))
         .with_annotations(
-            ToolAnnotations::with_title("Run a shell command")
+            ToolAnnotations::new()
                 .read_only(false)
                 .destructive(true)
                 .idempotent(false)
@@ -180,17 +197,16 @@ pub(super) fn tools() -> Vec<Tool> {
         ),
         Tool::new(
             "process",
-            "Manage background processes started with terminal(background=true): list (running ones; \
-             state=finished|all for the rest), poll (status + latest output), read (output since your last read), log (full output, paged \
-             by lines), search (pattern over the whole log), wait (block until exit or timeout), kill (the whole process tree), write (raw \
-             stdin), submit (stdin + Enter; both answer the output that follows), close (EOF), resize, handoff (give the process to the \
-             parent agent with a note).",
+            "Act on your background jobs: list (running; state=finished|all), poll, read (output since \
+             your last read), log (paged lines), search (regex over the log), wait, kill (whole tree), \
+             write (stdin), submit (stdin + Enter; both answer what follows), close (EOF), resize, \
+             handoff (to the parent agent, with a note).",
             as_object(process_input()),
         )
         .with_title("Manage background processes")
         .with_raw_output_schema(Arc::new(as_object(process_output())))
         .with_annotations(
-            ToolAnnotations::with_title("Manage background processes")
+            ToolAnnotations::new()
                 .read_only(false)
                 .destructive(true)
                 .idempotent(false)

@@ -62,6 +62,8 @@ async def main() -> None:
         await call("process", action="submit", session_id=session_id, data="x")
         await call("process", action="wait", session_id=session_id, timeout=10)
         await call("process", action="log", session_id=session_id)
+        await call("process", action="read", session_id=session_id)
+        await call("process", action="search", session_id=session_id, pattern="got")
         await call("process", action="kill", session_id=session_id)
         await call("process", action="explode")
         await call("terminal", command="make", notify=True)
@@ -81,6 +83,12 @@ async def main() -> None:
                 check(notices == (x.notices[0] if x.notices else None),
                       f"{x.tool} {x.args}: structuredContent's notices are the notice block",
                       structured=x.result.structured_content, notices=x.notices)
+
+        stage("every field a result carries is declared in its tool's outputSchema")
+        for x in answers:
+            declared = set((tools[x.tool].output_schema or {}).get("properties", {}))
+            undeclared = set(x.result.structured_content or {}) - declared
+            check(not undeclared, f"{x.tool} {x.args}: every field is declared", undeclared=sorted(undeclared))
 
         stage("a client that reads only structuredContent gets each notice once")
         job = await call("terminal", command="sleep 0.5; echo structured-done", background=True)
