@@ -24,6 +24,7 @@ mod read;
 mod schema;
 mod tasks;
 mod terminal;
+mod unparsable;
 
 use std::sync::Arc;
 
@@ -120,9 +121,12 @@ pub(crate) fn serve(
             subscription: push::Subscription::default(),
         };
         let (stdin, stdout) = rmcp::transport::stdio();
+        let (refused, unparsable) = tokio::sync::mpsc::unbounded_channel();
+        let stdin = unparsable::Screened::new(stdin, refused);
         let transport = delivery::Acking {
             inner: AsyncRwTransport::<RoleServer, _, _>::new(stdin, stdout),
             pending,
+            unparsable,
         };
         let running = server
             .serve(transport)

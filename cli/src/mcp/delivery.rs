@@ -131,11 +131,14 @@ async fn acknowledge(lease: Lease) {
     }
 }
 
-/// A transport that settles [`Pending`] leases as responses are written.
+/// A transport that settles [`Pending`] leases as responses are written, and
+/// answers each line of input that was not JSON with a parse error.
 #[derive(Debug)]
 pub(super) struct Acking<T> {
     pub(super) inner: T,
     pub(super) pending: Arc<Pending>,
+    /// Lines of input that were not JSON (`unparsable.rs`), to answer.
+    pub(super) unparsable: tokio::sync::mpsc::UnboundedReceiver<String>,
 }
 
 impl<T> Transport<RoleServer> for Acking<T>
@@ -164,10 +167,29 @@ where
         }
     }
 
-    fn receive(
-        &mut self,
-    ) -> impl Future<Output = Option<rmcp::service::RxJsonRpcMessage<RoleServer>>> + Send {
-        self.inner.receive()
+    async fn receive(&mut self) -> Option<rmcp::service::RxJsonRpcMessage<RoleServer>> {
+        loop {
+            // A cancelled read keeps its partial line (rmcp's transport), so the
+            // error can be sent between two reads.
+            let refused = tokio::select! {
+                biased;
+                refused = self.unparsable.recv() => refused,
+                message = self.inner.receive() => return message,
+            };
+            let Some(why) = refused else {
+                return self.inner.receive().await;
+            };
+            let error = TxJsonRpcMessage::<RoleServer>::error(
+                rmcp::model::ErrorData::parse_error(
+                    format!("Parse error: a line of input is not JSON ({why})"),
+                    None,
+                ),
+                None,
+            );
+            if self.inner.send(error).await.is_err() {
+                return None;
+            }
+        }
     }
 
     fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {

@@ -432,7 +432,10 @@ async fn mcp_results_are_structured_annotated_and_unknown_arguments_are_named() 
 }
 
 /// Reads JSON-RPC lines from a raw `herd mcp` until the response with `id`.
-fn response_to(lines: &mut impl Iterator<Item = std::io::Result<String>>, id: u64) -> Value {
+pub(crate) fn response_to(
+    lines: &mut impl Iterator<Item = std::io::Result<String>>,
+    id: u64,
+) -> Value {
     for line in lines {
         let line = line.expect("the server writes lines");
         let message: Value = serde_json::from_str(&line).expect("JSON-RPC");
@@ -444,7 +447,7 @@ fn response_to(lines: &mut impl Iterator<Item = std::io::Result<String>>, id: u6
 }
 
 /// A raw `herd mcp --owner OWNER` past its handshake, over pipes.
-fn raw_server(
+pub(crate) fn raw_server(
     env: &Env,
     owner: &str,
 ) -> (

@@ -209,3 +209,22 @@ async fn mcp_submit_answers_the_reply_and_read_returns_only_what_is_new() {
     let notices: Vec<String> = notices.into_iter().chain(more).chain(last).collect();
     assert!(!notices.iter().any(|n| n.contains(&id)), "{notices:?}");
 }
+
+/// A line that is not JSON is answered with a JSON-RPC parse error (−32700), and the
+/// server goes on answering the requests after it.
+#[test]
+fn mcp_a_line_that_is_not_json_gets_a_parse_error_and_the_server_goes_on() {
+    use std::io::Write;
+    let env = Env::new();
+    let (mut child, mut stdin, mut lines) = crate::mcp::raw_server(&env, "agent-raw");
+    writeln!(stdin, "this is not json").expect("the server reads");
+    let first: serde_json::Value =
+        serde_json::from_str(&lines.next().expect("a line").expect("readable")).expect("JSON-RPC");
+    assert_eq!(first["error"]["code"], json!(-32700), "{first}");
+    let list = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list"});
+    writeln!(stdin, "{list}").expect("the server reads");
+    let answer = crate::mcp::response_to(&mut lines, 7);
+    assert!(answer["result"]["tools"].is_array(), "{answer}");
+    drop(stdin);
+    child.wait().expect("the server exits");
+}
