@@ -318,3 +318,10 @@ fn b31_python_a_server_per_call_finds_its_job_and_gets_its_completion_once() {
 fn b31_python_2025_11_25_a_server_per_call_finds_its_job() {
     check(Sdk::Python, "py/per_call.py", &["--protocol", "legacy"]);
 }
+
+// Budgets, reads and the wait cap (issue 28).
+
+#[test]
+fn b8_b39_python_a_failing_build_fits_the_budget_and_submit_reads_the_reply() {
+    check(Sdk::Python, "py/budget.py", &["--protocol", "2026-07-28"]);
+}
