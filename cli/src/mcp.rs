@@ -119,6 +119,7 @@ pub(crate) fn serve(
             pending: Arc::clone(&pending),
             tasks: tasks::Tasks::default(),
             subscription: push::Subscription::default(),
+            collected: Arc::new(std::sync::atomic::AtomicU64::new(0)),
         };
         let (stdin, stdout) = rmcp::transport::stdio();
         let (refused, unparsable) = tokio::sync::mpsc::unbounded_channel();
@@ -153,6 +154,9 @@ struct Server {
     tasks: tasks::Tasks,
     /// A legacy `resources/subscribe` to the notifications.
     subscription: push::Subscription,
+    /// How many times this server took notices (a pushed wake-up announces only
+    /// what arrived since).
+    collected: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// The severity rank of an MCP log level (RFC 5424 order).
@@ -275,6 +279,8 @@ impl Server {
         }
         let drained = client.call("drain", params).await.ok()?;
         let rendered = drained["rendered"].as_str().filter(|r| !r.is_empty())?;
+        self.collected
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let ids: Vec<String> = drained["events"]
             .as_array()
             .into_iter()

@@ -9,6 +9,7 @@
 //! collect it without waiting for its next tool call. Clients that do not
 //! subscribe still get every notice in their next tool result.
 
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::RoleServer;
@@ -174,6 +175,10 @@ impl Server {
         {
             return;
         }
+        // The daemon says `pending` after every event of the owner while anything
+        // waits (a job's exit too, queued or not): one wake per rise, so the same
+        // waiting notices are not announced again until this server collected some.
+        let mut announced: Option<(u64, u64)> = None;
         loop {
             let message = tokio::select! {
                 message = client.next_message() => message,
@@ -181,6 +186,16 @@ impl Server {
             };
             match message {
                 Ok(Some(message)) if message.method.as_deref() == Some("pending") => {
+                    let count = message
+                        .params
+                        .as_ref()
+                        .and_then(|p| p["count"].as_u64())
+                        .unwrap_or(0);
+                    let seen = (count, self.collected.load(Ordering::Relaxed));
+                    if announced.is_some_and(|(before, round)| round == seen.1 && before >= count) {
+                        continue;
+                    }
+                    announced = Some(seen);
                     if !wake().await {
                         return;
                     }

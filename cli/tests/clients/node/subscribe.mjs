@@ -1,7 +1,8 @@
 // Pushed wake-ups through the TypeScript SDK (2025-11-25): the client subscribes to
 // herd://notifications, is sent notifications/resources/updated when a completion is
 // queued (without making a tool call), reads the resource to collect it, and the
-// completion never comes again in later tool results.
+// completion never comes again in later tool results; a completion is pushed once,
+// also when a foreground job's exit follows it before it is collected.
 //
 // Usage: node subscribe.mjs
 
@@ -40,5 +41,17 @@ await run('node subscribe', async () => {
   const later = again.contents.map((c) => c.text ?? '').join('\n');
   check(!later.includes(id), 'a second read does not carry it', { later });
   check(a.completions(id).length === already, 'later tool results do not carry it', { notices: a.notices });
+
+  stage('one push per completion, also when a foreground result carries it');
+  const before = updates.length;
+  const second = await a.start({ command: 'sleep 0.5; echo second', background: true });
+  const until = Date.now() + WAIT_MS;
+  while (updates.length === before && Date.now() < until) await pause();
+  require(updates.length === before + 1, 'the background completion is pushed', { updates: updates.length, before });
+  // The foreground job's own exit is another event of the owner while the completion waits.
+  const fg = await a.call('terminal', { command: 'echo fg' });
+  check(fg.notices.some((n) => n.includes(second)), 'the foreground result carries the waiting completion', { fg: fg.notices });
+  await a.settle();
+  check(updates.length === before + 1, 'no second push for the same completion', { updates: updates.length, before });
   await a.close();
 });
