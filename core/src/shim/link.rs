@@ -360,9 +360,35 @@ pub(crate) async fn attach(dir: &ShimDir) -> Result<Attached, AttachError> {
     })
 }
 
+/// The descriptor [`attach_started`] connects through, made before the shim is
+/// launched: a daemon out of descriptors then refuses the spawn before anything
+/// runs, instead of after the job started (a stop needs no descriptor then either,
+/// but nothing is cleaner than nothing started).
+#[derive(Debug)]
+pub(crate) struct AttachSocket(tokio::net::UnixSocket);
+
+impl AttachSocket {
+    /// An unconnected Unix stream socket.
+    ///
+    /// # Errors
+    /// The OS error (`EMFILE`, `ENFILE` when the descriptor tables are full).
+    pub(crate) fn new() -> io::Result<AttachSocket> {
+        tokio::net::UnixSocket::new_stream().map(AttachSocket)
+    }
+
+    /// Connects to `path` within `timeout`.
+    async fn connect(self, path: &Path, timeout: Duration) -> io::Result<UnixStream> {
+        match tokio::time::timeout(timeout, self.0.connect(path)).await {
+            Ok(connected) => connected,
+            Err(_) => Err(io::Error::from(io::ErrorKind::TimedOut)),
+        }
+    }
+}
+
 /// Connects to a shim this registry has just started (its ready line named its pid
-/// and protocol) and sends hello without waiting for the answer, which the follower
-/// skips: a spawn then costs no round trip to the shim.
+/// and protocol) through `socket`, made before the launch, and sends hello without
+/// waiting for the answer, which the follower skips: a spawn then costs no round trip
+/// to the shim.
 ///
 /// # Errors
 /// [`AttachError::Unreachable`] when the socket does not take the connection.
@@ -370,17 +396,12 @@ pub(crate) async fn attach_started(
     dir: &ShimDir,
     pid: i32,
     protocol: u32,
+    socket: AttachSocket,
 ) -> Result<Attached, AttachError> {
-    let connect = UnixStream::connect(dir.socket_path());
-    let stream = match tokio::time::timeout(ATTACH_TIMEOUT, connect).await {
-        Ok(Ok(stream)) => stream,
-        Ok(Err(error)) => return Err(AttachError::Unreachable(error)),
-        Err(_) => {
-            return Err(AttachError::Unreachable(io::Error::from(
-                io::ErrorKind::TimedOut,
-            )));
-        }
-    };
+    let stream = socket
+        .connect(&dir.socket_path(), ATTACH_TIMEOUT)
+        .await
+        .map_err(AttachError::Unreachable)?;
     let (read, write) = stream.into_split();
     let link = Link::start(write);
     link.send(
