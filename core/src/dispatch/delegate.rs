@@ -270,7 +270,11 @@ fn enter_leaf() -> Result<Option<PathBuf>, String> {
     }
     crate::sys::cgroup::SessionCgroup::move_self_to(&leaf)
         .map_err(|e| format!("the daemon could not move into {}: {e}", leaf.display()))?;
-    crate::sys::cgroup::enable_controllers(&unit);
+    // Not in a service: systemd puts the next main process in the unit's own cgroup
+    // at a restart, which v2 refuses once controllers are enabled below it.
+    if own.ends_with(".scope") {
+        crate::sys::cgroup::enable_controllers(&unit);
+    }
     Ok(Some(leaf))
 }
 
