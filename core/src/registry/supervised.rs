@@ -58,34 +58,10 @@ impl Inner {
         log_path: &std::path::Path,
         ending: ShimEnding,
     ) -> Result<Box<ShimStarted>, ShimStartError> {
-        let ShimEnding {
-            time_limit,
-            kill_leftovers,
-            limits,
-        } = ending;
         let io_err = |e: herd_persistence::Error| ShimStartError::Io(io::Error::other(e));
         let dir = ShimDir::new(&self.home, id.as_str()).map_err(io_err)?;
         dir.create(&self.home).map_err(io_err)?;
-        let mut spec = link::spec(
-            id.as_str(),
-            &dir,
-            launch.argv.clone(),
-            launch.env,
-            launch.cwd.to_path_buf(),
-            pty,
-            log_path.to_path_buf(),
-            self.config.log_cap_bytes,
-            self.config.idle_drain,
-        );
-        // The shim holds the deadline too: it kills the tree at the deadline while no
-        // daemon runs (issue 17).
-        spec.deadline_unix_ms = time_limit.map(|t| t.deadline_unix_ms());
-        spec.kill_grace_ms = u64::try_from(self.config.kill_grace.as_millis()).unwrap_or(u64::MAX);
-        spec.kill_leftovers = kill_leftovers;
-        spec.limits = limits;
-        spec.force_subreaper =
-            std::env::var(crate::sys::cgroup::CONTAINMENT_ENV).is_ok_and(|v| v == "subreaper");
-        spec.force_freeze = crate::sys::cgroup::freeze_forced();
+        let mut spec = self.shim_spec(id, &dir, launch, pty, log_path, ending);
         // The shim itself carries neither the session tag (a tree kill's escapee scan
         // would take it for part of the job) nor the supervised-child marker.
         let mut shim_env = launch.env.clone();
@@ -158,6 +134,39 @@ impl Inner {
                 Err(ShimStartError::Io(io::Error::other(message)))
             }
         }
+    }
+
+    /// The launch spec of session `id`'s shim.
+    fn shim_spec(
+        &self,
+        id: &SessionId,
+        dir: &ShimDir,
+        launch: &Launch<'_>,
+        pty: Option<(u16, u16)>,
+        log_path: &std::path::Path,
+        ending: ShimEnding,
+    ) -> crate::shim::Spec {
+        let mut spec = link::spec(
+            id.as_str(),
+            dir,
+            launch.argv.clone(),
+            launch.env,
+            launch.cwd.to_path_buf(),
+            pty,
+            log_path.to_path_buf(),
+            self.config.log_cap_bytes,
+            self.config.idle_drain,
+        );
+        // The shim holds the deadline too: it kills the tree at the deadline while no
+        // daemon runs (issue 17).
+        spec.deadline_unix_ms = ending.time_limit.map(|t| t.deadline_unix_ms());
+        spec.kill_grace_ms = u64::try_from(self.config.kill_grace.as_millis()).unwrap_or(u64::MAX);
+        spec.kill_leftovers = ending.kill_leftovers;
+        spec.limits = ending.limits;
+        spec.force_subreaper =
+            std::env::var(crate::sys::cgroup::CONTAINMENT_ENV).is_ok_and(|v| v == "subreaper");
+        spec.force_freeze = crate::sys::cgroup::freeze_forced();
+        spec
     }
 
     /// Runs the follower of a supervised session on the runtime.

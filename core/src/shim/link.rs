@@ -34,6 +34,9 @@ use super::{OLDEST_FULL_ATTACH, PROTOCOL, Ready, Spec};
 use crate::reader::{Finish, Observer};
 use crate::session::{ExitInfo, Session};
 
+mod attach_socket;
+pub(crate) use attach_socket::AttachSocket;
+
 /// The longest a shim may take to start its job and print its ready line.
 pub(crate) const START_TIMEOUT: Duration = Duration::from_secs(10);
 /// The longest connecting to a shim and getting its hello may take.
@@ -358,31 +361,6 @@ pub(crate) async fn attach(dir: &ShimDir) -> Result<Attached, AttachError> {
         link: Link::start(write),
         incoming,
     })
-}
-
-/// The descriptor [`attach_started`] connects through, made before the shim is
-/// launched: a daemon out of descriptors then refuses the spawn before anything
-/// runs, instead of after the job started (a stop needs no descriptor then either,
-/// but nothing is cleaner than nothing started).
-#[derive(Debug)]
-pub(crate) struct AttachSocket(tokio::net::UnixSocket);
-
-impl AttachSocket {
-    /// An unconnected Unix stream socket.
-    ///
-    /// # Errors
-    /// The OS error (`EMFILE`, `ENFILE` when the descriptor tables are full).
-    pub(crate) fn new() -> io::Result<AttachSocket> {
-        tokio::net::UnixSocket::new_stream().map(AttachSocket)
-    }
-
-    /// Connects to `path` within `timeout`.
-    async fn connect(self, path: &Path, timeout: Duration) -> io::Result<UnixStream> {
-        match tokio::time::timeout(timeout, self.0.connect(path)).await {
-            Ok(connected) => connected,
-            Err(_) => Err(io::Error::from(io::ErrorKind::TimedOut)),
-        }
-    }
 }
 
 /// Connects to a shim this registry has just started (its ready line named its pid
