@@ -81,6 +81,11 @@ async fn run(home: Home, config: Config, detached: bool) -> anyhow::Result<()> {
     let Some(_lock) = lock_home(&home, &run_dir, detached)? else {
         return Ok(());
     };
+    // Under systemd from a login shell: one delegated scope for the daemon, before
+    // the registry starts the launcher (its shims make the session cgroups there).
+    let tools_env = herd_core::utf8_environment();
+    let settled = herd_core::delegate::settle(&tools_env).await;
+    tracing::info!(cgroup = %settled, "daemon cgroup settled");
     let listener = bind_fresh(&socket)?;
     let pid_path = run_dir.join("herd.pid");
     {

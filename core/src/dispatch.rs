@@ -49,6 +49,7 @@
 
 mod breaker;
 mod bus;
+pub mod delegate;
 mod memory;
 mod probe;
 mod scope;
@@ -523,6 +524,9 @@ impl Dispatcher {
                     "MemoryAccounting=yes".to_owned(),
                     "--property".to_owned(),
                     format!("MemoryMax={}", self.memory_max_bytes),
+                    // The shim makes the session's cgroup inside its worker scope.
+                    "--property".to_owned(),
+                    "Delegate=yes".to_owned(),
                     "--".to_owned(),
                 ]);
                 wrapped.extend(argv.iter().cloned());

@@ -126,6 +126,7 @@ pub use config::{
     DEFAULT_ENV_DENY, KillSource, ListFilter, Mode, NotificationPolicy, RegistryConfig,
     SpawnRequest, limits,
 };
+pub use dispatch::delegate;
 pub use dispatch::{
     BreakerGate, Clock, Dispatch, DispatchConfig, DispatchError, DispatchKind, Dispatcher,
     FailureBreaker, HostFacts, ScopeAck, ScopeAvailability, ScopeStopError, SystemClock, UnitKind,
@@ -162,8 +163,12 @@ pub fn containment_report() -> (Containment, String) {
             format!("forced by {}=subreaper", sys::cgroup::CONTAINMENT_ENV),
         );
     }
-    match sys::cgroup::report() {
+    let (kind, mut detail) = match sys::cgroup::report() {
         (true, detail) => (Containment::Cgroup, detail),
         (false, why) => (Containment::Subreaper, why),
+    };
+    if let Some(settled) = dispatch::delegate::outcome() {
+        detail.push_str(&format!(" (at start-up: {settled})"));
     }
+    (kind, detail)
 }

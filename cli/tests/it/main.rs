@@ -7,6 +7,7 @@ mod attach;
 mod clients;
 mod contain;
 mod daemon;
+mod delegate;
 mod dispatch;
 mod exactly_once;
 mod full_disk;

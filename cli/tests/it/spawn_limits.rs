@@ -4,11 +4,23 @@
 //! check that the refusal came within its deadline and says what to do. Needs root and
 //! the v1 pids hierarchy; skips with a reason otherwise, fails under
 //! `HERD_REQUIRE_CGROUP=1`.
+//!
+//! A spawn refused for want of descriptors leaves nothing running: the real daemon
+//! under a small `RLIMIT_NOFILE` (prlimit) is driven to the limit by idle
+//! connections, then asked to spawn while 0, 1, 2… descriptors are free, so each
+//! step of the spawn in turn is where it runs out; no process of a refused spawn may
+//! remain (the daemon used to answer "the job was stopped" while its job ran on,
+//! because the stop itself needed descriptors).
 
-use std::path::PathBuf;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::{Env, HERD, stderr};
+use serde_json::{Value, json};
+
+use crate::support::{Env, HERD, stderr, wait_until};
 
 const PIDS_V1: &str = "/sys/fs/cgroup/pids";
 
@@ -104,4 +116,140 @@ fn b35_a_spawn_over_the_pids_limit_fails_promptly_naming_the_limit() {
         "not blamed on the command: {err}"
     );
     env.ok(&["shutdown", "--yes"]);
+}
+
+/// A raw protocol connection to the daemon.
+struct Conn {
+    reader: BufReader<UnixStream>,
+    writer: UnixStream,
+}
+
+impl Conn {
+    /// Connects and says hello; `None` when the daemon does not answer within
+    /// `wait` (it could not accept the connection: out of descriptors).
+    fn greeted(socket: &Path, wait: Duration) -> Option<Conn> {
+        let stream = UnixStream::connect(socket).ok()?;
+        stream.set_read_timeout(Some(wait)).ok()?;
+        let mut conn = Conn {
+            reader: BufReader::new(stream.try_clone().ok()?),
+            writer: stream,
+        };
+        let hello = conn.call("hello", json!({"protocol": 1, "client": "spawn-limits"}))?;
+        hello["result"]["pid"].is_u64().then_some(conn)
+    }
+
+    fn call(&mut self, method: &str, params: Value) -> Option<Value> {
+        let request = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        self.writer
+            .write_all(format!("{request}\n").as_bytes())
+            .ok()?;
+        let mut line = String::new();
+        match self.reader.read_line(&mut line) {
+            Ok(n) if n > 0 => serde_json::from_str(&line).ok(),
+            _ => None,
+        }
+    }
+}
+
+/// `herd serve` as a child of the test, killed on drop.
+struct Serve(Child);
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The pids whose command line is `sleep <marker>`.
+fn sleeps_with(marker: u32) -> Vec<i32> {
+    let wanted = format!("sleep\0{marker}\0");
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| c.ends_with(wanted.as_bytes()) && c.starts_with(b"sleep"))
+        })
+        .collect()
+}
+
+fn fd_count(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, Iterator::count)
+}
+
+#[test]
+fn b35_a_spawn_refused_for_want_of_descriptors_leaves_nothing_running() {
+    let env = Env::new();
+    // The descriptor limit, not max_connections, is what runs out.
+    std::fs::write(env.home().join("config.toml"), "max_connections = 4096\n").expect("writable");
+    let daemon = Serve(
+        env.cmd_at(
+            Path::new("prlimit"),
+            &["--nofile=96:96", "--", HERD, "serve"],
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("this test needs prlimit (util-linux)"),
+    );
+    let socket = env.socket();
+    let mut conn = None;
+    wait_until(Duration::from_secs(20), || {
+        conn = Conn::greeted(&socket, Duration::from_secs(2));
+        conn.is_some()
+    })
+    .expect("herd serve came up under prlimit");
+    let mut conn = conn.expect("greeted");
+    let spawn = |conn: &mut Conn, marker: u32| {
+        conn.call(
+            "spawn",
+            json!({"command": format!("sleep {marker}"), "owner": "t", "cwd": env.scratch()}),
+        )
+        .expect("the daemon answers a spawn at its descriptor limit")
+    };
+    // The launcher runs before the limit is reached, as in a daemon that has run jobs.
+    let warm = spawn(&mut conn, 1);
+    assert!(warm["result"]["session_id"].is_string(), "{warm}");
+    // Idle connections until one is not accepted.
+    let mut held = Vec::new();
+    while let Some(c) = Conn::greeted(&socket, Duration::from_secs(2)) {
+        held.push(c);
+        assert!(
+            held.len() < 200,
+            "200 connections and the limit not reached"
+        );
+    }
+    let base = 70_000 + std::process::id() % 1_000 * 10;
+    let (mut refused, mut started) = (Vec::new(), 0);
+    for free in 0..8u32 {
+        let marker = base + free;
+        let answer = spawn(&mut conn, marker);
+        if answer["error"].is_object() {
+            refused.push((marker, answer["error"]["message"].to_string()));
+        } else {
+            started += 1;
+        }
+        // One more descriptor free for the next try.
+        let before = fd_count(daemon.0.id());
+        drop(held.pop());
+        let _ = wait_until(Duration::from_secs(5), || fd_count(daemon.0.id()) < before);
+    }
+    assert!(
+        !refused.is_empty(),
+        "no spawn was refused at the descriptor limit ({started} started)"
+    );
+    for (marker, message) in &refused {
+        let gone = wait_until(Duration::from_secs(10), || sleeps_with(*marker).is_empty());
+        assert!(
+            gone.is_ok(),
+            "the refused spawn of `sleep {marker}` left {:?} running; it was refused with {message}",
+            sleeps_with(*marker)
+        );
+    }
+    drop(held);
+    let _ = env.run(&["shutdown", "--yes"]);
+    drop(daemon);
 }

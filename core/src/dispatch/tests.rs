@@ -180,6 +180,8 @@ async fn b34_scoped_argv_is_exact_and_runs() {
         "MemoryAccounting=yes",
         "--property",
         "MemoryMax=536870912",
+        "--property",
+        "Delegate=yes",
         "--",
         "bash",
         "-c",

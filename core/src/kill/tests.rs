@@ -593,3 +593,17 @@ async fn kill_of_an_exited_session_signals_nothing() {
     assert_eq!(outcome.signalled, 0);
     assert!(!outcome.identity_mismatch);
 }
+
+/// The identity check a refused spawn's fd-free stop relies on (B18): a live
+/// process with its recorded start time is the same one, a wrong start time or a
+/// missing pid is another, and no record trusts whoever holds the pid.
+#[test]
+fn b18_identity_is_same_only_with_the_recorded_start_time() {
+    let own = sys::own_pid();
+    let start = sys::start_time(own).expect("this process has a start time");
+    assert_eq!(sys::identity(own, Some(start)), sys::Identity::Same);
+    assert_eq!(sys::identity(own, Some(start + 1)), sys::Identity::Other);
+    assert_eq!(sys::identity(own, None), sys::Identity::Same);
+    assert_eq!(sys::identity(i32::MAX, None), sys::Identity::Other);
+    assert_eq!(sys::identity(0, None), sys::Identity::Other);
+}

@@ -58,39 +58,24 @@ impl Inner {
         log_path: &std::path::Path,
         ending: ShimEnding,
     ) -> Result<Box<ShimStarted>, ShimStartError> {
-        let ShimEnding {
-            time_limit,
-            kill_leftovers,
-            limits,
-        } = ending;
         let io_err = |e: herd_persistence::Error| ShimStartError::Io(io::Error::other(e));
         let dir = ShimDir::new(&self.home, id.as_str()).map_err(io_err)?;
         dir.create(&self.home).map_err(io_err)?;
-        let mut spec = link::spec(
-            id.as_str(),
-            &dir,
-            launch.argv.clone(),
-            launch.env,
-            launch.cwd.to_path_buf(),
-            pty,
-            log_path.to_path_buf(),
-            self.config.log_cap_bytes,
-            self.config.idle_drain,
-        );
-        // The shim holds the deadline too: it kills the tree at the deadline while no
-        // daemon runs (issue 17).
-        spec.deadline_unix_ms = time_limit.map(|t| t.deadline_unix_ms());
-        spec.kill_grace_ms = u64::try_from(self.config.kill_grace.as_millis()).unwrap_or(u64::MAX);
-        spec.kill_leftovers = kill_leftovers;
-        spec.limits = limits;
-        spec.force_subreaper =
-            std::env::var(crate::sys::cgroup::CONTAINMENT_ENV).is_ok_and(|v| v == "subreaper");
-        spec.force_freeze = crate::sys::cgroup::freeze_forced();
+        let mut spec = self.shim_spec(id, &dir, launch, pty, log_path, ending);
         // The shim itself carries neither the session tag (a tree kill's escapee scan
         // would take it for part of the job) nor the supervised-child marker.
         let mut shim_env = launch.env.clone();
         shim_env.remove(std::ffi::OsStr::new(crate::spawn::SESSION_TAG_ENV));
         shim_env.remove(std::ffi::OsStr::new("HERD_SUPERVISED_CHILD"));
+        // Every descriptor the daemon needs once the job runs is taken now: out of
+        // descriptors, the spawn is refused before anything starts.
+        let socket = match link::AttachSocket::new() {
+            Ok(socket) => socket,
+            Err(error) => {
+                let _ = dir.remove();
+                return Err(ShimStartError::Io(error));
+            }
+        };
         let launched = match (direct, &self.launcher) {
             (Some(argv), _) => link::launch(argv, &shim_env, &spec).await,
             (None, Some(launcher)) => launcher.launch(&mut spec).await,
@@ -99,7 +84,8 @@ impl Inner {
         let ready = match launched {
             Ok(ready) => ready,
             Err(error) => {
-                let _ = dir.remove();
+                // A shim that answered too late may have started the job all the same.
+                self.retire_unanswered(id, &dir).await;
                 return Err(ShimStartError::Io(error));
             }
         };
@@ -111,7 +97,7 @@ impl Inner {
                 pid,
                 start_time,
                 ..
-            } => match link::attach_started(&dir, pid, protocol).await {
+            } => match link::attach_started(&dir, pid, protocol, socket).await {
                 Ok(attached) => Ok(Box::new(ShimStarted {
                     pid,
                     start_time,
@@ -126,13 +112,13 @@ impl Inner {
                     dir,
                 })),
                 Err(error) => {
-                    let target = kill::KillTarget {
+                    let started = Unclaimed {
                         pid,
-                        pgid: pid,
                         start_time,
-                        session_tag: id.as_str().to_owned(),
+                        shim_pid,
+                        shim_start_time,
                     };
-                    kill::kill_tree(&target, self.config.kill_grace).await;
+                    self.stop_unclaimed(id, &started).await;
                     let _ = dir.remove();
                     Err(ShimStartError::Io(io::Error::other(format!(
                         "the session supervisor started the job but could not be attached ({error}); the job was stopped"
@@ -148,6 +134,39 @@ impl Inner {
                 Err(ShimStartError::Io(io::Error::other(message)))
             }
         }
+    }
+
+    /// The launch spec of session `id`'s shim.
+    fn shim_spec(
+        &self,
+        id: &SessionId,
+        dir: &ShimDir,
+        launch: &Launch<'_>,
+        pty: Option<(u16, u16)>,
+        log_path: &std::path::Path,
+        ending: ShimEnding,
+    ) -> crate::shim::Spec {
+        let mut spec = link::spec(
+            id.as_str(),
+            dir,
+            launch.argv.clone(),
+            launch.env,
+            launch.cwd.to_path_buf(),
+            pty,
+            log_path.to_path_buf(),
+            self.config.log_cap_bytes,
+            self.config.idle_drain,
+        );
+        // The shim holds the deadline too: it kills the tree at the deadline while no
+        // daemon runs (issue 17).
+        spec.deadline_unix_ms = ending.time_limit.map(|t| t.deadline_unix_ms());
+        spec.kill_grace_ms = u64::try_from(self.config.kill_grace.as_millis()).unwrap_or(u64::MAX);
+        spec.kill_leftovers = ending.kill_leftovers;
+        spec.limits = ending.limits;
+        spec.force_subreaper =
+            std::env::var(crate::sys::cgroup::CONTAINMENT_ENV).is_ok_and(|v| v == "subreaper");
+        spec.force_freeze = crate::sys::cgroup::freeze_forced();
+        spec
     }
 
     /// Runs the follower of a supervised session on the runtime.
@@ -404,6 +423,71 @@ impl Inner {
             inner.settle(&s, followed).await;
         };
         drop(self.runtime.spawn(task));
+    }
+}
+
+/// A job a shim started that no session took: the spawn failed after its start.
+#[derive(Debug, Clone, Copy)]
+struct Unclaimed {
+    pid: i32,
+    start_time: Option<u64>,
+    shim_pid: i32,
+    shim_start_time: Option<u64>,
+}
+
+impl Inner {
+    /// Stops a job whose spawn failed after it started, so that a refused spawn
+    /// leaves nothing running. The first step needs no descriptor (the failure may be
+    /// that the daemon has none left): SIGKILL to the job's group and SIGTERM to its
+    /// shim, which then kills the rest of the tree itself (`cgroup.kill`, or its
+    /// subreaper sweep) and exits. Each is signalled by number only when its `/proc`
+    /// row confirms the start time, or cannot be opened at all: the job started
+    /// milliseconds ago and its group keeps its pgid taken while any member lives, so
+    /// the number still names it (B18). Then the usual tree kill, for what is visible.
+    async fn stop_unclaimed(&self, id: &SessionId, job: &Unclaimed) {
+        use crate::sys::{Identity, identity};
+        use nix::sys::signal::Signal;
+        if identity(job.pid, job.start_time) != Identity::Other {
+            let _ = crate::sys::signal_group(job.pid, Signal::SIGKILL);
+        }
+        if identity(job.shim_pid, job.shim_start_time) != Identity::Other {
+            let _ = crate::sys::signal_pid(job.shim_pid, Signal::SIGTERM);
+        }
+        tracing::warn!(session_id = %id, pid = job.pid, shim_pid = job.shim_pid, "a job whose spawn failed after it started is stopped");
+        let target = kill::KillTarget {
+            pid: job.pid,
+            pgid: job.pid,
+            start_time: job.start_time,
+            session_tag: id.as_str().to_owned(),
+        };
+        kill::kill_tree(&target, self.config.kill_grace).await;
+    }
+
+    /// Removes the shim directory of a launch that failed without a ready line. A
+    /// shim may still be starting (a launcher that answered too late): the directory
+    /// is first renamed away, so such a shim can no longer record its job (it then
+    /// stops the job itself), and a job it recorded before is found and stopped.
+    async fn retire_unanswered(&self, id: &SessionId, dir: &ShimDir) {
+        let retired =
+            dir.path()
+                .with_file_name(format!(".refused-{}-{}", id.as_str(), fastrand::u32(..)));
+        if std::fs::rename(dir.path(), &retired).is_err() {
+            let _ = dir.remove();
+            return;
+        }
+        let retired = ShimDir::at(retired);
+        if let Ok(Some(info)) = retired.read_info() {
+            let job = Unclaimed {
+                pid: info.pid,
+                start_time: info.start_time,
+                shim_pid: info.shim_pid,
+                shim_start_time: info.shim_start_time,
+            };
+            self.stop_unclaimed(id, &job).await;
+        }
+        if let Err(error) = retired.remove() {
+            tracing::warn!(session_id = %id, %error, "a refused spawn's supervisor directory was not removed");
+        }
     }
 }
 

@@ -34,6 +34,9 @@ use super::{OLDEST_FULL_ATTACH, PROTOCOL, Ready, Spec};
 use crate::reader::{Finish, Observer};
 use crate::session::{ExitInfo, Session};
 
+mod attach_socket;
+pub(crate) use attach_socket::AttachSocket;
+
 /// The longest a shim may take to start its job and print its ready line.
 pub(crate) const START_TIMEOUT: Duration = Duration::from_secs(10);
 /// The longest connecting to a shim and getting its hello may take.
@@ -361,8 +364,9 @@ pub(crate) async fn attach(dir: &ShimDir) -> Result<Attached, AttachError> {
 }
 
 /// Connects to a shim this registry has just started (its ready line named its pid
-/// and protocol) and sends hello without waiting for the answer, which the follower
-/// skips: a spawn then costs no round trip to the shim.
+/// and protocol) through `socket`, made before the launch, and sends hello without
+/// waiting for the answer, which the follower skips: a spawn then costs no round trip
+/// to the shim.
 ///
 /// # Errors
 /// [`AttachError::Unreachable`] when the socket does not take the connection.
@@ -370,17 +374,12 @@ pub(crate) async fn attach_started(
     dir: &ShimDir,
     pid: i32,
     protocol: u32,
+    socket: AttachSocket,
 ) -> Result<Attached, AttachError> {
-    let connect = UnixStream::connect(dir.socket_path());
-    let stream = match tokio::time::timeout(ATTACH_TIMEOUT, connect).await {
-        Ok(Ok(stream)) => stream,
-        Ok(Err(error)) => return Err(AttachError::Unreachable(error)),
-        Err(_) => {
-            return Err(AttachError::Unreachable(io::Error::from(
-                io::ErrorKind::TimedOut,
-            )));
-        }
-    };
+    let stream = socket
+        .connect(&dir.socket_path(), ATTACH_TIMEOUT)
+        .await
+        .map_err(AttachError::Unreachable)?;
     let (read, write) = stream.into_split();
     let link = Link::start(write);
     link.send(

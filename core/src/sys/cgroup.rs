@@ -32,6 +32,10 @@ pub(crate) const CONTAINMENT_ENV: &str = "HERD_CONTAINMENT";
 /// thaw (tests of that fallback).
 pub(crate) const FREEZE_KILL: &str = "freeze";
 
+/// The leaf a daemon in a delegated unit moves itself into (`dispatch::delegate`):
+/// sessions then go beside it.
+pub(crate) const DAEMON_LEAF: &str = "herd-daemon";
+
 /// Whether the daemon's environment forces the freeze kill.
 pub(crate) fn freeze_forced() -> bool {
     std::env::var(CONTAINMENT_ENV).is_ok_and(|v| v == FREEZE_KILL)
@@ -65,10 +69,12 @@ pub(crate) fn placement() -> Placement {
         );
     };
     let uid = nix::unistd::getuid().as_raw();
-    let base = mount.join(own.trim_start_matches('/'));
+    let base = sessions_base(&mount, &own);
     let parent = base.join(format!("herd-{uid}"));
     match fs::create_dir(&parent) {
-        Ok(()) => {}
+        // Sessions get the controllers their unit has (a delegated unit whose
+        // daemon sits in a leaf; elsewhere this finds none enabled).
+        Ok(()) => enable_controllers(&parent),
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
         Err(e) => {
             return Placement::Subreaper(format!(
@@ -82,6 +88,40 @@ pub(crate) fn placement() -> Placement {
         return Placement::Subreaper(format!("{} is not writable by uid {uid}", parent.display()));
     }
     Placement::Cgroup { mount, parent }
+}
+
+/// Where `herd-<uid>` goes for a process in cgroup `own`: beside the daemon's leaf
+/// in a delegated unit (`<unit>/herd-daemon` → `<unit>`), else below `own`.
+fn sessions_base(mount: &Path, own: &str) -> PathBuf {
+    let own = own.trim_start_matches('/');
+    let leaf = DAEMON_LEAF;
+    match own.rsplit_once('/') {
+        Some((unit, last)) if last == leaf => mount.join(unit),
+        _ => mount.join(own),
+    }
+}
+
+/// Enables, for the children of the cgroup `dir`, the controllers among `cpu`,
+/// `memory` and `pids` that it has (best effort: a cgroup holding processes, or
+/// one whose parent did not enable them, refuses; limits then say what is missing).
+pub(crate) fn enable_controllers(dir: &Path) {
+    let Ok(available) = fs::read_to_string(dir.join("cgroup.controllers")) else {
+        return;
+    };
+    let wanted: Vec<String> = available
+        .split_whitespace()
+        .filter(|c| matches!(*c, "cpu" | "memory" | "pids"))
+        .map(|c| format!("+{c}"))
+        .collect();
+    if wanted.is_empty() {
+        return;
+    }
+    if let Err(error) = write_file(
+        &dir.join("cgroup.subtree_control"),
+        wanted.join(" ").as_bytes(),
+    ) {
+        tracing::debug!(cgroup = %dir.display(), %error, "controllers not enabled for children");
+    }
 }
 
 /// Which containment a session started now gets and why, in words for `herd doctor`:
@@ -406,11 +446,29 @@ pub(crate) fn is_busy(error: &io::Error) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::unescape;
+    use super::{sessions_base, unescape};
+    use std::path::Path;
 
     #[test]
     fn mountinfo_escapes_are_undone() {
         assert_eq!(unescape(r"/a\040b"), "/a b");
         assert_eq!(unescape("/sys/fs/cgroup/unified"), "/sys/fs/cgroup/unified");
+    }
+
+    /// A daemon settled in its delegated unit's leaf puts sessions beside the leaf,
+    /// never inside it (v2 lets only leaves hold processes once controllers are on).
+    #[test]
+    fn issue_36_sessions_go_beside_the_daemon_leaf() {
+        let mount = Path::new("/sys/fs/cgroup");
+        let scope = "/user.slice/user-1000.slice/user@1000.service/app.slice/herd-1000-7.scope";
+        assert_eq!(
+            sessions_base(mount, &format!("{scope}/herd-daemon")),
+            mount.join(scope.trim_start_matches('/'))
+        );
+        assert_eq!(
+            sessions_base(mount, "/user.slice/session-3.scope"),
+            mount.join("user.slice/session-3.scope")
+        );
+        assert_eq!(sessions_base(mount, "/"), mount.to_path_buf());
     }
 }

@@ -96,6 +96,42 @@ pub(crate) fn start_time(pid: i32) -> Option<u64> {
     proc_info(pid).map(|info| info.start_time)
 }
 
+/// What can be told of whether `pid` is still the process recorded with
+/// `start_time` (any process holding `pid` when none was recorded).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Identity {
+    /// Its `/proc` row says so.
+    Same,
+    /// Gone, or another process holds the pid now.
+    Other,
+    /// Its row could not be opened for want of a descriptor (`EMFILE`, `ENFILE`).
+    Unknown,
+}
+
+/// Whether `pid` is the process recorded with `start_time`; see [`Identity`].
+pub(crate) fn identity(pid: i32, start_time: Option<u64>) -> Identity {
+    if pid <= 0 {
+        return Identity::Other;
+    }
+    let mut file = match fs::File::open(format!("/proc/{pid}/stat")) {
+        Ok(file) => file,
+        Err(error) if matches!(error.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) => {
+            return Identity::Unknown;
+        }
+        Err(_) => return Identity::Other,
+    };
+    let mut buf = [0u8; 2048];
+    let row = file
+        .read(&mut buf)
+        .ok()
+        .and_then(|n| parse_stat(pid, buf.get(..n)?));
+    match (row, start_time) {
+        (Some(row), Some(recorded)) if row.start_time == recorded => Identity::Same,
+        (Some(_), None) => Identity::Same,
+        _ => Identity::Other,
+    }
+}
+
 /// Reads the whole process table. Processes that vanish while it is read are
 /// simply missing from the answer.
 pub(crate) fn process_table() -> Vec<ProcInfo> {
