@@ -408,14 +408,9 @@ fn key_option(key: DetachKey) -> String {
 /// Feeds the last [`REPLAY_BYTES`] of the log into `screen`; the byte offset the
 /// replay reached, where the live stream starts.
 async fn replay(client: &mut Client, id: &str, screen: &mut vt100::Parser) -> anyhow::Result<u64> {
-    let end = client
-        .request(
-            "log_chunk",
-            json!({"id": id, "from_byte": u64::MAX / 2, "max_bytes": 1}),
-        )
-        .await?["next_byte"]
-        .as_u64()
-        .unwrap_or(0);
+    // An empty log (the job has printed nothing yet) ends at 0: the live
+    // stream then starts at the first byte the job writes.
+    let end = crate::commands::log_end(client, id).await?;
     let mut from = end.saturating_sub(REPLAY_BYTES);
     while from < end {
         let chunk = client

@@ -28,7 +28,7 @@ mod wait;
 pub(crate) use events::events;
 pub(crate) use handoff::handoff;
 pub(crate) use kill::{clean, kill};
-pub(crate) use logs::{last_lines, logs, print_last_lines};
+pub(crate) use logs::{last_lines, log_end, logs, print_last_lines};
 pub(crate) use poll::poll;
 pub(crate) use ps::ps;
 pub(crate) use run::run;

@@ -222,14 +222,8 @@ pub(crate) async fn follow(home: Home, session_id: String, tx: UnboundedSender<F
         Err(err) => return said(format!("cannot follow {session_id}: {err:#}")),
     };
     // The log's end now (a read far past it answers where it ends), then its tail.
-    let end = match client
-        .request(
-            "log_chunk",
-            json!({"id": session_id, "from_byte": u64::MAX / 2, "max_bytes": 1}),
-        )
-        .await
-    {
-        Ok(answer) => answer["next_byte"].as_u64().unwrap_or(0),
+    let end = match crate::commands::log_end(&mut client, &session_id).await {
+        Ok(end) => end,
         Err(err) => return said(format!("cannot follow {session_id}: {err:#}")),
     };
     let from_byte = end.saturating_sub(PANE_TAIL_BYTES);

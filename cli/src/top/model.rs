@@ -265,9 +265,14 @@ impl Model {
 
     /// Replaces the rows with a new listing taken at `now`.
     pub(crate) fn set_rows(&mut self, rows: Vec<Row>, now: Instant) {
+        // The selection's place is read against the rows the view indexes, before
+        // they go: the new listing may be shorter (the daemon lists a bounded
+        // number of finished sessions, so old ones drop out as others finish).
+        let before = self.selected_idx();
         self.rows = rows;
+        self.view.clear();
         self.listed_at = now;
-        self.rebuild();
+        self.rebuild_from(before);
     }
 
     /// Replaces the CPU and memory figures.
@@ -358,7 +363,7 @@ impl Model {
         let id = self.selected.as_deref()?;
         self.view
             .iter()
-            .position(|&i| self.rows[i].session_id == id)
+            .position(|&i| self.rows.get(i).is_some_and(|r| r.session_id == id))
     }
 
     /// Moves the selection by `delta` rows, clamped to the view.
@@ -402,6 +407,11 @@ impl Model {
     /// at its place, when that session is no longer shown).
     fn rebuild(&mut self) {
         let before = self.selected_idx();
+        self.rebuild_from(before);
+    }
+
+    /// [`Model::rebuild`], the selection having been at view row `before`.
+    fn rebuild_from(&mut self, before: Option<usize>) {
         let needle = self.filter.to_lowercase();
         let mut view: Vec<usize> = (0..self.rows.len())
             .filter(|&i| {

@@ -116,6 +116,31 @@ fn sorting_cycles_and_keeps_the_selection_on_its_session() {
     );
 }
 
+// Issue 29: a listing shorter than the last one (finished sessions past the
+// daemon's bound drop out) with the selection far down the old view: no index
+// past the rows, and the selection lands on a row that is there.
+#[test]
+fn issue_29_a_shorter_listing_keeps_every_index_inside_the_rows() {
+    let mut m = model_of((0..100).map(|i| row(i, None, "a", i % 2 == 0)).collect());
+    m.select_edge(true);
+    assert_eq!(m.selected_idx(), Some(99));
+    for sort in 0..6 {
+        let n = 64 - sort * 10;
+        m.set_rows(
+            (0..n).map(|i| row(i, None, "a", i % 3 == 0)).collect(),
+            Instant::now(),
+        );
+        assert_eq!(m.n_shown(), n, "after {:?}", m.sort());
+        assert_eq!(m.selected_idx(), Some(n - 1), "after {:?}", m.sort());
+        m.cycle_sort();
+        m.select_edge(true);
+    }
+    m.set_rows(Vec::new(), Instant::now());
+    assert!(m.selected().is_none());
+    m.move_selection(3);
+    assert!(m.selected().is_none());
+}
+
 #[test]
 fn cpu_and_memory_sorts_use_the_sample() {
     let mut m = model_of(vec![row(0, None, "a", true), row(1, None, "a", true)]);
