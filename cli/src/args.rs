@@ -267,13 +267,10 @@ pub(crate) struct RunArgs {
     pub(crate) wait: bool,
     /// The command: one shell line, or a program and its arguments. Everything
     /// from the first word that is not one of run's options is the command
-    /// (`herd run echo hi`, `herd run --pty top`); `--` before it also works.
-    #[arg(
-        trailing_var_arg = true,
-        allow_hyphen_values = true,
-        required = true,
-        value_name = "CMD"
-    )]
+    /// (`herd run echo hi`, `herd run --pty top`); `--` before it also works,
+    /// and is needed for a command that starts with `-`. A mistyped option
+    /// before the command (`--nmae`) is refused, never run as the command.
+    #[arg(trailing_var_arg = true, required = true, value_name = "CMD")]
     pub(crate) command: Vec<String>,
 }
 
