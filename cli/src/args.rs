@@ -135,6 +135,8 @@ pub(crate) enum Command {
     ///
     /// With --keep-jobs the daemon detaches instead: every job keeps running under
     /// its supervisor and the next daemon re-attaches it (as after SIGTERM).
+    /// Killing running jobs asks first on a terminal; with no terminal (a script,
+    /// an agent's shell tool) it is refused (exit 2) unless --yes or --keep-jobs.
     Shutdown(ShutdownArgs),
     /// Run an MCP server on stdio exposing the `terminal` and `process` tools.
     ///
@@ -484,7 +486,8 @@ pub(crate) struct ShutdownArgs {
     /// Leave every job running under its supervisor; the next daemon re-attaches.
     #[arg(long)]
     pub(crate) keep_jobs: bool,
-    /// Do not ask, even on a terminal, before killing running jobs.
+    /// Kill running jobs without asking. Without it, a shutdown that would kill
+    /// jobs asks on a terminal and is refused elsewhere (exit 2).
     #[arg(long, short)]
     pub(crate) yes: bool,
     /// Print machine-readable JSON instead of text.

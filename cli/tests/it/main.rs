@@ -18,6 +18,7 @@ mod jobs;
 mod lifecycle;
 mod mcp;
 mod netns;
+mod people;
 mod props;
 mod remote;
 mod restore;
