@@ -264,7 +264,9 @@ pub(crate) struct RunArgs {
     pub(crate) host: Option<String>,
     /// Stay attached: print the output as it comes, then how the job ended; exit 0
     /// when it exited 0, 1 otherwise (the job's code is in the message and in
-    /// --json).
+    /// --json). As a foreground program: Ctrl-C, SIGTERM and SIGHUP reach the
+    /// job's process group, and a Ctrl-C 2 s after the first detaches, printing
+    /// the id. With --pty on a terminal it attaches: keys reach the job.
     #[arg(long)]
     pub(crate) wait: bool,
     /// The command: one shell line, or a program and its arguments. Everything

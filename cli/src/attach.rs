@@ -56,9 +56,6 @@ use crate::output;
 /// cells is under 200 KiB).
 const REPLAY_BYTES: u64 = 2 << 20;
 
-/// Ctrl-\, the default detach key (dtach's).
-const DEFAULT_DETACH_BYTE: u8 = 0x1c;
-
 /// How long the live stream may be silent before the catch-up counts the
 /// backlog as taken (it comes without a pause: the daemon sends a log's
 /// unread bytes at once).
@@ -128,10 +125,26 @@ async fn attach(home: &Home, args: &AttachArgs) -> anyhow::Result<()> {
     let mut client = Client::connect(home).await?;
     let target = find(&mut client, &args.id).await?;
     if target.is_pty {
-        pty(home, client, &target, args.detach_key).await
+        pty(home, client, &target, args.detach_key, false).await
     } else {
         pipe(home, client, &target).await
     }
+}
+
+/// `herd run --pty --wait` on a terminal: attaches to the PTY session `id` it
+/// has just started, to its end (Ctrl-\ detaches). A job that ended before
+/// there was a terminal to hand over has its output printed as it came.
+///
+/// # Errors
+/// As [`run`]'s: an unreachable daemon (3), or a job that did not exit 0 (1).
+pub(crate) async fn started(home: &Home, id: &str) -> anyhow::Result<()> {
+    let client = Client::connect(home).await?;
+    let target = Target {
+        id: id.to_owned(),
+        name: None,
+        is_pty: true,
+    };
+    pty(home, client, &target, DetachKey::DEFAULT, true).await
 }
 
 /// Looks the session up; a finished one is refused, saying how it ended.
@@ -304,12 +317,14 @@ impl Signals {
     }
 }
 
-/// Attaches to a PTY session.
+/// Attaches to a PTY session; `shows_early_end`: a job that ended before the
+/// terminal was taken has its output printed (`run --pty --wait`).
 async fn pty(
     home: &Home,
     mut client: Client,
     target: &Target,
     detach: DetachKey,
+    shows_early_end: bool,
 ) -> anyhow::Result<()> {
     let id = target.id.as_str();
     let (rows, cols) = window_size()?;
@@ -321,13 +336,17 @@ async fn pty(
         )
         .await?;
     let mut screen = vt100::Parser::new(rows, cols, 0);
-    let from_byte = replay(&mut client, id, &mut screen).await?;
+    let mut seen = String::new();
+    let from_byte = replay(&mut client, id, &mut screen, &mut seen).await?;
     let follower = Client::connect(home).await?;
     let mut signals = Signals::new()?;
     let mut winch = signal(SignalKind::window_change()).context("cannot handle SIGWINCH")?;
     let mut pieces = spawn_follower(follower, id.to_owned(), from_byte);
-    if let Some(end) = catch_up(&mut pieces, &mut screen).await {
+    if let Some(end) = catch_up(&mut pieces, &mut screen, &mut seen).await {
         // The job ended before there was anything to attach to.
+        if shows_early_end {
+            output::raw(&seen)?;
+        }
         let end = match end {
             Ok(result) => Ending::Finished(result),
             Err(err) => Ending::Broken(err),
@@ -399,7 +418,7 @@ async fn pty(
 /// ` --detach-key '^X'` for a key chosen, nothing for the default (the
 /// re-attach hint).
 fn key_option(key: DetachKey) -> String {
-    if key.byte() == DEFAULT_DETACH_BYTE {
+    if key == DetachKey::DEFAULT {
         return String::new();
     }
     format!(" --detach-key '^{}'", char::from(key.byte() | 0x40))
@@ -407,7 +426,13 @@ fn key_option(key: DetachKey) -> String {
 
 /// Feeds the last [`REPLAY_BYTES`] of the log into `screen`; the byte offset the
 /// replay reached, where the live stream starts.
-async fn replay(client: &mut Client, id: &str, screen: &mut vt100::Parser) -> anyhow::Result<u64> {
+/// `seen` gets the text as well.
+async fn replay(
+    client: &mut Client,
+    id: &str,
+    screen: &mut vt100::Parser,
+    seen: &mut String,
+) -> anyhow::Result<u64> {
     // An empty log (the job has printed nothing yet) ends at 0: the live
     // stream then starts at the first byte the job writes.
     let end = crate::commands::log_end(client, id).await?;
@@ -416,7 +441,9 @@ async fn replay(client: &mut Client, id: &str, screen: &mut vt100::Parser) -> an
         let chunk = client
             .request("log_chunk", json!({"id": id, "from_byte": from}))
             .await?;
-        screen.process(chunk["output"].as_str().unwrap_or_default().as_bytes());
+        let text = chunk["output"].as_str().unwrap_or_default();
+        screen.process(text.as_bytes());
+        seen.push_str(text);
         // A running session's chunk ends at its last line end: the rest (a
         // prompt, a half-drawn line) comes with the live stream.
         match chunk["next_byte"].as_u64() {
@@ -435,16 +462,21 @@ async fn replay(client: &mut Client, id: &str, screen: &mut vt100::Parser) -> an
 /// [`CATCH_UP_QUIET`] without one, or after [`CATCH_UP_MAX`] for a job that
 /// never pauses. Where it ends does not change what the person sees, only how
 /// it gets there: what the screen took is painted, the rest is shown as it
-/// comes. `Some` when the stream ended meanwhile (the job's end).
+/// comes. `Some` when the stream ended meanwhile (the job's end). `seen` gets
+/// the text as well.
 async fn catch_up(
     pieces: &mut mpsc::UnboundedReceiver<Piece>,
     screen: &mut vt100::Parser,
+    seen: &mut String,
 ) -> Option<anyhow::Result<Option<Value>>> {
     let until = tokio::time::Instant::now() + CATCH_UP_MAX;
     loop {
         let quiet = tokio::time::Instant::now() + CATCH_UP_QUIET;
         match tokio::time::timeout_at(quiet.min(until), pieces.recv()).await {
-            Ok(Some(Piece::Output(text))) => screen.process(text.as_bytes()),
+            Ok(Some(Piece::Output(text))) => {
+                screen.process(text.as_bytes());
+                seen.push_str(&text);
+            }
             Ok(Some(Piece::End(end))) => return Some(end),
             Ok(None) => return Some(Err(anyhow::anyhow!("the log stream stopped"))),
             Err(_) => return None,

@@ -15,6 +15,7 @@ use crate::output;
 
 mod events;
 pub(crate) mod follow;
+mod foreground;
 mod handoff;
 mod kill;
 mod logs;

@@ -20,6 +20,9 @@ pub(crate) struct AttachArgs {
 pub(crate) struct DetachKey(u8);
 
 impl DetachKey {
+    /// Ctrl-\, dtach's (and `--detach-key`'s default).
+    pub(crate) const DEFAULT: DetachKey = DetachKey(0x1c);
+
     /// Parses caret notation (`^X`, `^\`); the error says what is accepted.
     pub(crate) fn parse(text: &str) -> Result<DetachKey, String> {
         let wrong = || {

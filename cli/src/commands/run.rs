@@ -4,7 +4,9 @@ use anyhow::Context;
 use herd_persistence::Home;
 use serde_json::{Value, json};
 
-use super::{command_line, follow, old_daemon_for_hosts};
+use std::io::IsTerminal;
+
+use super::{command_line, follow, foreground, old_daemon_for_hosts};
 use crate::args::RunArgs;
 use crate::client::{CallError, Client};
 use crate::exit::{Code, Failure};
@@ -120,13 +122,23 @@ pub(crate) async fn run(home: &Home, args: RunArgs) -> anyhow::Result<()> {
     }
     match client.call("spawn", params).await {
         Ok(info) if args.wait => {
-            let id = info["session_id"].as_str().unwrap_or_default().to_owned();
-            if !args.json {
-                print_notes(&info);
-                let result = follow::one(client, &id, 0).await?;
-                return follow::finished(home, None, result, &id, false).await;
+            let job = foreground::Job::of(&info);
+            let id = job.id.clone();
+            if args.json {
+                let until_end = follow::finished(home, Some(client), None, &id, true);
+                return foreground::hold(home, &job, until_end).await;
             }
-            follow::finished(home, Some(client), None, &id, true).await
+            print_notes(&info);
+            // A PTY job on this terminal is attached: keys, size and screen.
+            if job.is_pty && std::io::stdin().is_terminal() && std::io::stdout().is_terminal() {
+                drop(client);
+                return crate::attach::started(home, &id).await;
+            }
+            let until_end = async {
+                let result = follow::one(client, &id, 0).await?;
+                follow::finished(home, None, result, &id, false).await
+            };
+            foreground::hold(home, &job, until_end).await
         }
         Ok(info) => {
             if args.json {

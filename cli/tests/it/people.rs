@@ -2,9 +2,14 @@
 //! the foreground behaviour of `herd` commands, against the real daemon on a
 //! temp home. The full-screen clients (`attach`, `top`) are in their own files.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use crate::support::{Env, alive, stderr};
+use herd_test_support::procs::children;
+use herd_test_support::tmux::Tmux;
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+use crate::support::{Env, HERD, alive, stderr, wait_until};
 
 /// How long a daemon or a job may take to do what a test waits for.
 const DEADLINE: Duration = Duration::from_secs(30);
@@ -35,11 +40,159 @@ fn issue_29_shutdown_without_a_terminal_refuses_to_kill_running_jobs() {
 
     let out = env.ok(&["shutdown", "--yes"]);
     assert!(out.contains("1 running job killed"), "{out}");
-    crate::support::wait_until(DEADLINE, || !alive(daemon))
+    wait_until(DEADLINE, || !alive(daemon))
         .unwrap_or_else(|()| panic!("the daemon {daemon} outlived shutdown --yes"));
 
     // No job running: nothing to ask about.
     env.json(&["ps", "--json"]);
     let out = env.ok(&["shutdown"]);
     assert!(out.contains("0 running jobs killed"), "{out}");
+}
+
+/// A tmux pane of `cols` x `rows` running `/bin/sh` with the home's `HERD_HOME`,
+/// its screen read joined.
+fn pane(env: &Env, cols: u16, rows: u16) -> Tmux {
+    Tmux::start(
+        env.scratch().join("tmux.sock"),
+        "people",
+        env.home(),
+        (cols, rows),
+        &[],
+    )
+    .joined()
+}
+
+/// Types `echo MARKER=$?` once the pane's shell has no child left (what ran
+/// has ended), and returns the exit status it prints.
+fn status_after(tmux: &Tmux, marker: &str) -> String {
+    let shell = tmux.shell_pid();
+    if wait_until(DEADLINE, || children(shell).is_empty()).is_err() {
+        panic!("herd is still running under the shell:\n{}", tmux.screen());
+    }
+    tmux.type_line(&format!("echo {marker}=$?"));
+    let expect = format!("{marker}=");
+    let screen = tmux.wait_for("the exit status", |s| {
+        s.lines()
+            .any(|l| l.trim_start_matches(['$', '#', ' ']).starts_with(&expect))
+    });
+    screen
+        .lines()
+        .map(|l| l.trim_start_matches(['$', '#', ' ']))
+        .find_map(|l| l.strip_prefix(&expect))
+        .unwrap_or_default()
+        .trim()
+        .to_owned()
+}
+
+/// The id of the one running session.
+fn the_running_id(env: &Env) -> String {
+    let listed = env.json(&["ps", "--json"]);
+    let rows = listed["processes"].as_array().cloned().unwrap_or_default();
+    assert_eq!(rows.len(), 1, "{listed}");
+    rows[0]["session_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+// Issue 29: `herd run --wait` is a foreground program: Ctrl-C reaches the job's
+// process group (its trap runs, its exit is the one reported, herd exits 1 for
+// it), and SIGTERM sent to herd reaches the job too.
+#[test]
+fn issue_29_run_wait_passes_ctrl_c_and_sigterm_to_the_job() {
+    let env = Env::new();
+    let tmux = pane(&env, 120, 30);
+    tmux.type_line(&format!(
+        "{HERD} run --wait -- sh -c 'trap \"printf got-%s INT; echo; exit 7\" INT; printf ready-%s int; echo; \
+         while :; do sleep 0.1; done'"
+    ));
+    tmux.wait_for("the job", |s| s.contains("ready-int"));
+    tmux.keys(&["C-c"]);
+    let screen = tmux.wait_for("the job's trap", |s| s.contains("got-INT"));
+    assert!(
+        screen.contains("Ctrl-C again after 2 s detaches"),
+        "{screen}"
+    );
+    assert_eq!(status_after(&tmux, "int"), "1");
+    let screen = tmux.screen();
+    assert!(screen.contains("exited 7"), "{screen}");
+
+    tmux.type_line(&format!(
+        "clear; {HERD} run --wait -- sh -c 'trap \"printf got-%s TERM; echo; exit 5\" TERM; printf ready-%s term; echo; \
+         while :; do sleep 0.1; done'"
+    ));
+    tmux.wait_for("the job", |s| s.contains("ready-term"));
+    let shell = tmux.shell_pid();
+    let herd = children(shell);
+    assert_eq!(herd.len(), 1, "one herd under the shell: {herd:?}");
+    kill(Pid::from_raw(herd[0]), Signal::SIGTERM).expect("herd can be signalled");
+    tmux.wait_for("the job's trap", |s| s.contains("got-TERM"));
+    assert_eq!(status_after(&tmux, "term"), "1");
+    assert!(tmux.screen().contains("exited 5"), "{}", tmux.screen());
+}
+
+// Issue 29: a job that keeps running after Ctrl-C: the next Ctrl-C within 2 s
+// is passed on too; one 2 s after the first detaches, printing the id and how
+// to follow it; herd exits 1 and the job runs on.
+#[test]
+fn issue_29_run_wait_second_ctrl_c_after_two_seconds_detaches() {
+    let env = Env::new();
+    let tmux = pane(&env, 160, 30);
+    tmux.type_line(&format!(
+        "{HERD} run --wait -- sh -c 'n=0; trap \"n=\\$((n+1)); printf ignored-INT-%s \\$n; echo\" INT; printf ready-%s detach; echo; \
+         while :; do sleep 0.1; done'"
+    ));
+    tmux.wait_for("the job", |s| s.contains("ready-detach"));
+    let id = the_running_id(&env);
+    let started = Instant::now();
+    // Ctrl-C until herd lets go, each once the last has had its effect: every
+    // one before the 2 s reaches the job (its trap says so), then one detaches.
+    let detached = |s: &str| s.contains("herd: detached from");
+    let mut n = 0;
+    while !detached(&tmux.screen()) {
+        assert!(
+            started.elapsed() < DEADLINE,
+            "herd never detached:\n{}",
+            tmux.screen()
+        );
+        n += 1;
+        let caught = format!("ignored-INT-{n}");
+        tmux.keys(&["C-c"]);
+        tmux.wait_for("the Ctrl-C to reach the job or detach", |s| {
+            s.contains(&caught) || detached(s)
+        });
+    }
+    assert!(started.elapsed() >= Duration::from_secs(2));
+    let screen = tmux.screen();
+    assert!(n >= 2, "Ctrl-C within the 2 s reached the job: {n}");
+    assert!(
+        screen.contains(&format!("herd logs -f {id}")),
+        "the id and how to follow it:\n{screen}"
+    );
+    assert_eq!(status_after(&tmux, "detached"), "1");
+    let polled = env.json(&["poll", &id, "--json"]);
+    assert_eq!(polled["status"], "running", "{polled}");
+}
+
+// Issue 29: `herd run --pty --wait` on a terminal is an attach: typed input
+// reaches the job, its exit is reported (exit 1 for its 4); a PTY job that ends
+// at once still has its output shown.
+#[test]
+fn issue_29_run_pty_wait_passes_typed_input() {
+    let env = Env::new();
+    let tmux = pane(&env, 120, 30);
+    tmux.type_line(&format!(
+        "{HERD} run --pty --wait -- sh -c 'printf ask-%s line; echo; read -r l; echo \"typed:$l\"; exit 4'"
+    ));
+    tmux.wait_for("the job's question", |s| s.contains("ask-line"));
+    tmux.type_line("hello");
+    tmux.wait_for("the job's answer", |s| s.contains("typed:hello"));
+    assert_eq!(status_after(&tmux, "pty"), "1");
+    assert!(tmux.screen().contains("exited 4"), "{}", tmux.screen());
+
+    tmux.type_line(&format!(
+        "clear; {HERD} run --pty --wait -- sh -c 'printf quick-%s output; echo'"
+    ));
+    assert_eq!(status_after(&tmux, "quick"), "0");
+    assert!(tmux.screen().contains("quick-output"), "{}", tmux.screen());
 }
