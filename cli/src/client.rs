@@ -21,6 +21,10 @@ use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 
+mod liveness;
+
+pub(crate) use liveness::{is_stopped, pid_from_file, state_of, stopped_message};
+
 use crate::exit::{Code, Failure};
 use crate::protocol::{
     self, Line, MAX_RESPONSE_BYTES, PROTOCOL_VERSION, Request, Response, RpcError,
@@ -62,6 +66,9 @@ pub(crate) struct Client {
     writer: OwnedWriteHalf,
     next_id: u64,
     buf: Vec<u8>,
+    /// The daemon's pid, watched while a call waits ([`liveness`]): its pid
+    /// file's until the handshake names it.
+    daemon_pid: Option<u32>,
     /// The handshake answer.
     pub(crate) hello: Hello,
 }
@@ -137,7 +144,7 @@ impl Client {
         match UnixStream::connect(&socket).await {
             // A daemon that is dying right now may still take the connection and
             // then reset it: that is no daemon, and the caller starts one.
-            Ok(stream) => Client::handshake(stream).await,
+            Ok(stream) => Client::handshake(stream, liveness::pid_from_file(home)).await,
             Err(err)
                 if matches!(
                     err.kind(),
@@ -163,7 +170,10 @@ impl Client {
     /// Performs the `hello` handshake on a fresh connection. `None` when the
     /// connection broke before the answer (reset, closed): a daemon that is exiting
     /// right now took it, which is no daemon, and the caller starts one.
-    async fn handshake(stream: UnixStream) -> anyhow::Result<Option<Client>> {
+    async fn handshake(
+        stream: UnixStream,
+        daemon_pid: Option<u32>,
+    ) -> anyhow::Result<Option<Client>> {
         // Nothing is sent (a spawn may carry secrets in its environment) to a
         // socket another user serves, e.g. one planted in a home they can write.
         let ours = nix::unistd::getuid().as_raw();
@@ -188,6 +198,7 @@ impl Client {
             writer,
             next_id: 1,
             buf: Vec::new(),
+            daemon_pid,
             hello: Hello {
                 protocol: 0,
                 daemon: String::new(),
@@ -201,6 +212,7 @@ impl Client {
             Ok(answer) => answer,
             Err(CallError::Io(io)) if is_broken_connection(&io) => return Ok(None),
             Err(CallError::Rpc(rpc)) => return Err(rpc_failure(rpc)),
+            Err(err @ CallError::Io(_)) if err.is_unanswered() => return Err(err.into_anyhow()),
             Err(CallError::Io(io)) => {
                 return Err(Failure::new(
                     Code::Unreachable,
@@ -213,6 +225,7 @@ impl Client {
         };
         client.hello =
             serde_json::from_value(answer).context("the daemon sent a malformed hello")?;
+        client.daemon_pid = Some(client.hello.pid);
         Ok(Some(client))
     }
 
@@ -249,11 +262,40 @@ impl Client {
         }
     }
 
-    /// Calls `method` and waits for its answer.
+    /// [`Client::next_message`], failing (`TimedOut`) should the daemon be seen
+    /// stopped meanwhile: a stream's next note, which may be long in coming.
     ///
     /// # Errors
-    /// [`CallError::Rpc`] for an error answer, [`CallError::Io`] when the connection broke.
+    /// As [`Client::next_message`]'s, or the daemon stopped.
+    pub(crate) async fn next_note(&mut self, method: &str) -> std::io::Result<Option<Response>> {
+        let pid = self.daemon_pid;
+        tokio::select! {
+            message = self.next_message() => message,
+            why = liveness::watch(pid, method, None) => {
+                Err(std::io::Error::new(std::io::ErrorKind::TimedOut, why))
+            }
+        }
+    }
+
+    /// Calls `method` and waits for its answer: within [`liveness::deadline_of`]
+    /// for a simple call, and never past the moment the daemon is seen stopped.
+    ///
+    /// # Errors
+    /// [`CallError::Rpc`] for an error answer, [`CallError::Io`] when the connection
+    /// broke or the daemon did not answer (`TimedOut`, saying why).
     pub(crate) async fn call(&mut self, method: &str, params: Value) -> Result<Value, CallError> {
+        let pid = self.daemon_pid;
+        let deadline = liveness::deadline_for(method, &params);
+        tokio::select! {
+            answer = self.call_unwatched(method, params) => answer,
+            why = liveness::watch(pid, method, deadline) => {
+                Err(CallError::Io(std::io::Error::new(std::io::ErrorKind::TimedOut, why)))
+            }
+        }
+    }
+
+    /// [`Client::call`] without the watch.
+    async fn call_unwatched(&mut self, method: &str, params: Value) -> Result<Value, CallError> {
         let id = match self.send(method, params).await {
             Ok(id) => id,
             Err(err) => {
@@ -308,10 +350,18 @@ pub(crate) enum CallError {
 }
 
 impl CallError {
+    /// Whether the daemon did not answer in time, or was seen stopped.
+    pub(crate) fn is_unanswered(&self) -> bool {
+        matches!(self, CallError::Io(io) if io.kind() == std::io::ErrorKind::TimedOut)
+    }
+
     /// The error with its exit code.
     pub(crate) fn into_anyhow(self) -> anyhow::Error {
         match self {
             CallError::Rpc(rpc) => rpc_failure(rpc),
+            CallError::Io(io) if io.kind() == std::io::ErrorKind::TimedOut => {
+                Failure::new(Code::Unreachable, io.to_string()).into()
+            }
             CallError::Io(io) => Failure::new(
                 Code::Unreachable,
                 format!("lost the connection to the daemon: {io}"),

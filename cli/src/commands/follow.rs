@@ -136,7 +136,7 @@ pub(crate) async fn log_stream(
         .map_err(|e| CallError::Io(e).into_anyhow())?;
     loop {
         let Some(message) = client
-            .next_message()
+            .next_note(method)
             .await
             .map_err(|e| CallError::Io(e).into_anyhow())?
         else {

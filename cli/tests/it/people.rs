@@ -196,3 +196,37 @@ fn issue_29_run_pty_wait_passes_typed_input() {
     assert_eq!(status_after(&tmux, "quick"), "0");
     assert!(tmux.screen().contains("quick-output"), "{}", tmux.screen());
 }
+
+// Issue 29: a stopped daemon (SIGSTOP) takes connections and answers nothing:
+// `ps` fails within a few seconds (exit 3) naming its pid and how to resume
+// it, and `doctor` says it is stopped; resumed, everything answers again.
+#[test]
+fn issue_29_a_stopped_daemon_is_named_not_waited_on() {
+    let env = Env::new();
+    env.json(&["ps", "--json"]);
+    let daemon = env.daemon_pid().expect("the daemon's pid file");
+    let pid = Pid::from_raw(daemon);
+    kill(pid, Signal::SIGSTOP).expect("the daemon can be stopped");
+    let started = Instant::now();
+    let out = env.run(&["ps"]);
+    let took = started.elapsed();
+    let doctor = env.run(&["doctor"]);
+    kill(pid, Signal::SIGCONT).expect("the daemon can be resumed");
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&format!("the daemon (pid {daemon}) is stopped"))
+            && stderr(&out).contains(&format!("kill -CONT {daemon}")),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        took < Duration::from_secs(5),
+        "found stopped after {took:?}"
+    );
+    let said = String::from_utf8_lossy(&doctor.stdout);
+    assert!(
+        said.contains(&format!("the daemon (pid {daemon}) is stopped")),
+        "doctor: {said}"
+    );
+    env.json(&["ps", "--json"]);
+}
