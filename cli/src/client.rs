@@ -340,6 +340,65 @@ impl Client {
     }
 }
 
+/// Marks an error as the daemon gone (a connection that broke or closed, not a
+/// refusal nor a stopped daemon): a long-lived client connects again
+/// ([`reconnect`]) and carries on.
+#[derive(Debug)]
+pub(crate) struct Lost;
+
+impl std::fmt::Display for Lost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the connection to the daemon broke")
+    }
+}
+
+impl std::error::Error for Lost {}
+
+/// `message` as an unreachable-daemon failure marked [`Lost`].
+pub(crate) fn lost(message: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(Lost).context(Failure::new(Code::Unreachable, message))
+}
+
+/// Whether `err` says the daemon went away ([`Lost`]).
+pub(crate) fn is_lost(err: &anyhow::Error) -> bool {
+    err.chain()
+        .any(|cause| cause.downcast_ref::<Lost>().is_some())
+}
+
+/// How long a long-lived client waits for a daemon to come back.
+pub(crate) const RECONNECT_DEADLINE: Duration = Duration::from_secs(30);
+
+/// The longest pause between two tries to connect again.
+const RECONNECT_PAUSE_MAX: Duration = Duration::from_secs(1);
+
+/// Connects again after the daemon went away (a crash, a restart): tries at
+/// once, then after pauses that double from 50 ms to 1 s, starting a daemon
+/// when none answers, until [`RECONNECT_DEADLINE`].
+///
+/// # Errors
+/// The last failure, once the deadline has passed.
+pub(crate) async fn reconnect(home: &Home) -> anyhow::Result<Client> {
+    let until = tokio::time::Instant::now() + RECONNECT_DEADLINE;
+    let mut pause = Duration::from_millis(50);
+    loop {
+        match Client::connect(home).await {
+            Ok(client) => return Ok(client),
+            Err(err) if tokio::time::Instant::now() + pause < until => {
+                tracing::debug!(error = %format!("{err:#}"), "no daemon yet; trying again");
+            }
+            Err(err) => {
+                return Err(err.context(format!(
+                    "no daemon came back within {} s",
+                    RECONNECT_DEADLINE.as_secs()
+                )));
+            }
+        }
+        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + pause, pause);
+        tick.tick().await;
+        pause = (pause * 2).min(RECONNECT_PAUSE_MAX);
+    }
+}
+
 /// Why a call failed.
 #[derive(Debug)]
 pub(crate) enum CallError {
@@ -361,6 +420,9 @@ impl CallError {
             CallError::Rpc(rpc) => rpc_failure(rpc),
             CallError::Io(io) if io.kind() == std::io::ErrorKind::TimedOut => {
                 Failure::new(Code::Unreachable, io.to_string()).into()
+            }
+            CallError::Io(io) if is_broken_connection(&io) => {
+                lost(format!("lost the connection to the daemon: {io}"))
             }
             CallError::Io(io) => Failure::new(
                 Code::Unreachable,

@@ -21,6 +21,7 @@ mod kill;
 mod logs;
 mod poll;
 mod ps;
+mod resume;
 mod run;
 mod shutdown;
 mod stdin;

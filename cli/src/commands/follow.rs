@@ -30,7 +30,7 @@ pub(crate) async fn logs(home: &Home, mut client: Client, args: &LogsArgs) -> an
             Some(n) => print_last_lines(&mut client, id, n).await?,
             None => 0,
         };
-        let result = one(client, id, from_byte).await?;
+        let result = one(home, client, id, from_byte).await?;
         return finished(home, None, result, id, args.json).await;
     }
     if sessions.is_empty() {
@@ -87,15 +87,17 @@ fn label(id: &str, name: Option<&str>) -> String {
     }
 }
 
-/// Prints one session's log stream from `from_byte` until the session exits;
-/// the session's result when the daemon sends it with the stream's end. The
-/// stream takes the connection over, so the client is used up.
+/// Prints one session's log stream from `from_byte` until the session exits,
+/// through daemon restarts ([`super::resume`]); the session's result when the
+/// daemon sends it with the stream's end. The stream takes the connection
+/// over, so the client is used up.
 pub(crate) async fn one(
-    mut client: Client,
+    home: &Home,
+    client: Client,
     id: &str,
     from_byte: u64,
 ) -> anyhow::Result<Option<Value>> {
-    stream(&mut client, id, from_byte, output::raw).await
+    super::resume::stream(home, client, id, from_byte, output::raw).await
 }
 
 /// Reads a `logs.follow` stream, handing each piece of output to `emit`, until
@@ -140,7 +142,7 @@ pub(crate) async fn log_stream(
             .await
             .map_err(|e| CallError::Io(e).into_anyhow())?
         else {
-            return Err(Failure::new(Code::Unreachable, "the daemon closed the log stream").into());
+            return Err(crate::client::lost("the daemon closed the log stream"));
         };
         if message.method.as_deref() == Some("log") {
             let text = message
@@ -168,8 +170,8 @@ pub(crate) async fn finished(
 ) -> anyhow::Result<()> {
     let answer = match (result, client) {
         (Some(result), _) => result,
-        (None, Some(mut client)) => ended(&mut client, id).await?,
-        (None, None) => ended(&mut Client::connect(home).await?, id).await?,
+        (None, Some(mut client)) => ended(home, &mut client, id).await?,
+        (None, None) => ended(home, &mut Client::connect(home).await?, id).await?,
     };
     if json {
         output::json_pretty(&answer)?;
@@ -183,12 +185,21 @@ pub(crate) async fn finished(
     }
 }
 
-/// The wait answer of a session that has ended.
-async fn ended(client: &mut Client, id: &str) -> anyhow::Result<Value> {
+/// The wait answer of a session that has ended, asked again of the next
+/// daemon when this one goes away meanwhile.
+pub(crate) async fn ended(home: &Home, client: &mut Client, id: &str) -> anyhow::Result<Value> {
     loop {
-        let answer = client.request("wait", json!({"id": id})).await?;
-        if answer["status"] != "running" {
-            return Ok(answer);
+        match client.request("wait", json!({"id": id})).await {
+            Ok(answer) if answer["status"] != "running" => return Ok(answer),
+            Ok(_) => {}
+            Err(err) if crate::client::is_lost(&err) => {
+                *client = crate::client::reconnect(home).await.map_err(|e| {
+                    e.context(format!(
+                        "lost the daemon while waiting for {id}, which was running then"
+                    ))
+                })?;
+            }
+            Err(err) => return Err(err),
         }
     }
 }
@@ -232,9 +243,10 @@ async fn many(
         };
         let tx = tx.clone();
         let id = id.clone();
+        let home = home.clone();
         tokio::spawn(async move {
             let sender = tx.clone();
-            let result = stream(&mut follower, &id, from_byte, move |text| {
+            let result = super::resume::stream(&home, follower, &id, from_byte, move |text| {
                 // The printer is gone only when herd is ending; nothing to keep.
                 sender.try_send(Piece::Text(index, text.to_owned())).ok();
                 Ok(())
@@ -277,7 +289,7 @@ async fn many(
                 };
                 let answer = match result {
                     Some(answer) => answer,
-                    None => ended(&mut client, id).await?,
+                    None => ended(home, &mut client, id).await?,
                 };
                 all_zero &= exited_zero(&answer);
                 if json {

@@ -2,7 +2,8 @@
 //! sends it reach the job, as they would a program run without herd.
 //!
 //! SIGINT (Ctrl-C), SIGTERM and SIGHUP are passed to the job's process group
-//! (its pid: every job leads its own group). A PTY job gets Ctrl-C as the byte
+//! (its pid: every job leads its own group), once its leader is seen to carry
+//! the session's tag (`HERD_SESSION`), so a reused pid is never signalled. A PTY job gets Ctrl-C as the byte
 //! its terminal turns into SIGINT for whatever runs in its foreground, as a
 //! shell's job control expects. A job on another host (`host:proc_…`) has no
 //! group here: the signal becomes a `kill` of its tree. If the job is still
@@ -134,6 +135,11 @@ async fn deliver(home: &Home, job: &Job, got: Signal) -> anyhow::Result<()> {
     if job.pid <= 1 {
         anyhow::bail!("the daemon gave no pid for it");
     }
+    // The group is signalled only while its leader is still this session's
+    // process (its session tag), never a group that took over a reused pid.
+    if !is_tagged(job.pid, &job.id) {
+        return Ok(());
+    }
     match nix::sys::signal::killpg(nix::unistd::Pid::from_raw(job.pid), got) {
         // Gone already: its end is on its way through the follow.
         Ok(()) | Err(nix::errno::Errno::ESRCH) => Ok(()),
@@ -142,4 +148,16 @@ async fn deliver(home: &Home, job: &Job, got: Signal) -> anyhow::Result<()> {
             job.pid
         )),
     }
+}
+
+/// Whether process `pid` carries `HERD_SESSION=<id>` in its environment (the
+/// tag every job starts with); false when it is gone or cannot be read.
+fn is_tagged(pid: i32, id: &str) -> bool {
+    let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+        return false;
+    };
+    let tag = format!("HERD_SESSION={id}");
+    environ
+        .split(|b| *b == 0)
+        .any(|entry| entry == tag.as_bytes())
 }

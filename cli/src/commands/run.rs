@@ -135,7 +135,7 @@ pub(crate) async fn run(home: &Home, args: RunArgs) -> anyhow::Result<()> {
                 return crate::attach::started(home, &id).await;
             }
             let until_end = async {
-                let result = follow::one(client, &id, 0).await?;
+                let result = follow::one(home, client, &id, 0).await?;
                 follow::finished(home, None, result, &id, false).await
             };
             foreground::hold(home, &job, until_end).await

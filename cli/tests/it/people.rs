@@ -230,3 +230,89 @@ fn issue_29_a_stopped_daemon_is_named_not_waited_on() {
     );
     env.json(&["ps", "--json"]);
 }
+
+/// Runs until `child` exits (within [`DEADLINE`]); its status, stdout, stderr.
+fn finish(mut child: std::process::Child, what: &str) -> (Option<i32>, String, String) {
+    use std::io::Read;
+    let mut status = None;
+    if wait_until(DEADLINE, || {
+        status = child.try_wait().ok().flatten();
+        status.is_some()
+    })
+    .is_err()
+    {
+        let _ = child.kill();
+        panic!("{what} never ended");
+    }
+    let mut out = String::new();
+    let mut err = String::new();
+    if let Some(mut pipe) = child.stdout.take() {
+        pipe.read_to_string(&mut out).expect("stdout reads");
+    }
+    if let Some(mut pipe) = child.stderr.take() {
+        pipe.read_to_string(&mut err).expect("stderr reads");
+    }
+    (status.and_then(|s| s.code()), out, err)
+}
+
+// Issue 29: `run --wait`, `logs -f` and `wait` ride through a daemon killed
+// with SIGKILL (the next one started by their reconnect, the job kept running
+// by its shim): every line once and in order, a partial line completed once,
+// and the job's real exit (3, so each exits 1 saying so).
+#[test]
+fn issue_29_followers_ride_through_a_daemon_sigkill() {
+    use std::process::Stdio;
+    let env = Env::new();
+    let gate = env.scratch().join("gate");
+    let script = format!(
+        "for i in $(seq 1 20); do echo line-$i; done; printf partial-; \
+         while [ ! -e {} ]; do sleep 0.05; done; echo rest; \
+         for i in $(seq 21 40); do echo line-$i; done; exit 3",
+        gate.display()
+    );
+    let spawn = |args: &[&str]| {
+        env.cmd(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("herd starts")
+    };
+    let run = spawn(&["run", "--wait", "--", "sh", "-c", &script]);
+    let mut id = String::new();
+    wait_until(DEADLINE, || {
+        let listed = env.json(&["ps", "--json"]);
+        id = listed["processes"][0]["session_id"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        !id.is_empty() && env.ok(&["logs", &id]).contains("line-20")
+    })
+    .unwrap_or_else(|()| panic!("the job never printed line-20"));
+    let follow = spawn(&["logs", "-f", &id]);
+    let waiter = spawn(&["wait", &id]);
+    // Both are following (their connections are the daemon's) before it dies.
+    let daemon = env.daemon_pid().expect("the daemon's pid file");
+    wait_until(DEADLINE, || {
+        std::fs::read_dir(format!("/proc/{daemon}/fd")).is_ok_and(|fds| fds.count() >= 8)
+    })
+    .unwrap_or_else(|()| panic!("the clients never connected"));
+    kill(Pid::from_raw(daemon), Signal::SIGKILL).expect("the daemon can be killed");
+    wait_until(DEADLINE, || !alive(daemon))
+        .unwrap_or_else(|()| panic!("the daemon {daemon} outlived SIGKILL"));
+    std::fs::write(&gate, "").expect("the scratch dir is writable");
+
+    let mut expected: Vec<String> = (1..=20).map(|i| format!("line-{i}")).collect();
+    expected.push("partial-rest".to_owned());
+    expected.extend((21..=40).map(|i| format!("line-{i}")));
+    for (child, what) in [(run, "run --wait"), (follow, "logs -f")] {
+        let (code, out, err) = finish(child, what);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines, expected, "{what}: stderr {err}");
+        assert_eq!(code, Some(1), "{what}: {err}");
+        assert!(err.contains("exited 3"), "{what}: {err}");
+    }
+    let (code, out, err) = finish(waiter, "wait");
+    assert_eq!(code, Some(1), "wait: {out} {err}");
+    assert!(out.contains("exited 3"), "wait: {out} {err}");
+    assert_ne!(env.daemon_pid(), Some(daemon), "a new daemon serves");
+}
