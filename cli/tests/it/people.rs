@@ -316,3 +316,54 @@ fn issue_29_followers_ride_through_a_daemon_sigkill() {
     assert!(out.contains("exited 3"), "wait: {out} {err}");
     assert_ne!(env.daemon_pid(), Some(daemon), "a new daemon serves");
 }
+
+// Issue 29: `events -f` prints, then acknowledges, and rides through a daemon
+// SIGKILL: each completion once, those before the kill and those after it.
+#[test]
+fn issue_29_events_follow_rides_through_a_daemon_sigkill_printing_each_once() {
+    use std::process::Stdio;
+    let env = Env::new();
+    let out_path = env.scratch().join("events.out");
+    let out = std::fs::File::create(&out_path).expect("the scratch dir is writable");
+    let mut follower = env
+        .cmd(&["events", "-f", "--json"])
+        .stdout(Stdio::from(out))
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("herd starts");
+    let printed = || -> Vec<String> {
+        std::fs::read_to_string(&out_path)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|e| e["type"] == "completion")
+            .filter_map(|e| e["session_id"].as_str().map(str::to_owned))
+            .collect()
+    };
+    let mut ids = Vec::new();
+    for round in 0..2 {
+        for _ in 0..3 {
+            ids.push(env.ok(&["run", "--notify", "--", "true"]).trim().to_owned());
+        }
+        let want = ids.len();
+        if wait_until(DEADLINE, || printed().len() >= want).is_err() {
+            let _ = follower.kill();
+            panic!("round {round}: printed {:?} of {ids:?}", printed());
+        }
+        if round == 0 {
+            let daemon = env.daemon_pid().expect("the daemon's pid file");
+            kill(Pid::from_raw(daemon), Signal::SIGKILL).expect("the daemon can be killed");
+            wait_until(DEADLINE, || !alive(daemon))
+                .unwrap_or_else(|()| panic!("the daemon {daemon} outlived SIGKILL"));
+        }
+    }
+    let still = follower.try_wait().expect("try_wait works");
+    let _ = follower.kill();
+    let _ = follower.wait();
+    assert!(still.is_none(), "events -f ended: {still:?}");
+    let mut seen = printed();
+    assert_eq!(seen.len(), ids.len(), "each once: {seen:?}");
+    seen.sort();
+    ids.sort();
+    assert_eq!(seen, ids);
+}
