@@ -235,8 +235,8 @@ pub(crate) struct RunArgs {
     #[arg(long)]
     pub(crate) json: bool,
     /// A name for the job, usable wherever its id is (`herd logs web`): letters,
-    /// digits, `.`, `_`, `-`, with at least one letter beyond a-f; unique among
-    /// your running jobs.
+    /// digits, `.`, `_`, `-`, with at least one letter beyond a-f unless it is 1 to
+    /// 3 characters (`db`); unique among your running jobs.
     #[arg(long, value_name = "NAME")]
     pub(crate) name: Option<String>,
     /// Kill the job (its whole tree) after this long, with reason `time_limit`:

@@ -7,6 +7,7 @@
 #[derive(Debug, clap::Args)]
 pub(crate) struct AttachArgs {
     /// The session id, a unique prefix, or a name.
+    #[arg(add = clap_complete::engine::ArgValueCandidates::new(crate::complete::running_sessions))]
     pub(crate) id: String,
     /// The key that detaches from a PTY session, in caret notation: `^\` (Ctrl-\,
     /// the default), `^X`, `^]`, ... (`^@` to `^_`, a letter in either case).

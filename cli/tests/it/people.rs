@@ -367,3 +367,43 @@ fn issue_29_events_follow_rides_through_a_daemon_sigkill_printing_each_once() {
     ids.sort();
     assert_eq!(seen, ids);
 }
+
+// Issue 29: a name of 1 to 3 hex letters (`db`, `ed`) is a name (too short to
+// be an id prefix) and finds its session; `cafe` is still refused; `herd attach
+// <TAB>` completes the running sessions' ids and names, not the finished ones.
+#[test]
+fn issue_29_short_hex_names_and_attach_completes_running_sessions() {
+    let env = Env::new();
+    let db = env
+        .ok(&["run", "--name", "db", "--", "sleep", "300"])
+        .trim()
+        .to_owned();
+    let polled = env.json(&["poll", "db", "--json"]);
+    assert_eq!(polled["session_id"], db.as_str(), "{polled}");
+    let out = env.run(&["run", "--name", "cafe", "--", "true"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("looks like a session id"),
+        "{}",
+        stderr(&out)
+    );
+    let done = env
+        .ok(&["run", "--name", "ed", "--", "true"])
+        .trim()
+        .to_owned();
+    env.ok(&["wait", "ed"]);
+
+    let mut complete = env.cmd(&["--", "herd", "attach", ""]);
+    complete.env("COMPLETE", "fish");
+    let out = complete.output().expect("herd runs");
+    let said = String::from_utf8_lossy(&out.stdout);
+    let words: Vec<&str> = said.lines().filter_map(|l| l.split('\t').next()).collect();
+    assert!(
+        words.contains(&"db") && words.contains(&db.as_str()),
+        "{said}"
+    );
+    assert!(
+        !words.contains(&"ed") && !words.contains(&done.as_str()),
+        "a finished session is not offered: {said}"
+    );
+}
