@@ -407,3 +407,39 @@ fn issue_29_short_hex_names_and_attach_completes_running_sessions() {
         "a finished session is not offered: {said}"
     );
 }
+
+// Issue 29: `ps --all` on an 80-column terminal with a long name, an
+// `mcp-<hex>` owner and a restarted, killed session: no row wraps.
+#[test]
+fn issue_29_ps_all_fits_an_80_column_terminal_with_long_cells() {
+    let env = Env::new();
+    let long = "a-rather-long-service-name-for-ps";
+    let first = env
+        .ok(&[
+            "run",
+            "--owner",
+            "mcp-0123456789ab",
+            "--name",
+            long,
+            "--",
+            "sleep",
+            "300",
+        ])
+        .trim()
+        .to_owned();
+    env.ok(&["restart", &first]);
+    env.ok(&["kill", long]);
+    let tmux = pane(&env, 80, 24);
+    tmux.type_line(&format!("clear; {HERD} ps --all"));
+    let screen = tmux.wait_for("the table", |s| s.contains("STATE") && s.contains("killed"));
+    for line in screen.lines() {
+        assert!(
+            line.chars().count() <= 80,
+            "a row wraps: {line:?}\n{screen}"
+        );
+    }
+    assert!(
+        screen.contains("COMMAND"),
+        "the command keeps a column:\n{screen}"
+    );
+}
