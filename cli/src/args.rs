@@ -145,8 +145,9 @@ pub(crate) enum Command {
     Mcp(McpArgs),
     /// Print a shell completion script.
     Completions(CompletionsArgs),
-    /// Print a man page (roff): herd(1), or with a subcommand its own page
-    /// (`herd man run` is herd-run(1)); --dir writes every page into a directory.
+    /// Show a man page: herd(1), or with a subcommand its own page (`herd man
+    /// run` is herd-run(1)), paged by `man -l` on a terminal and printed as roff
+    /// elsewhere; --dir writes every page into a directory.
     Man(ManArgs),
 }
 

@@ -443,3 +443,30 @@ fn issue_29_ps_all_fits_an_80_column_terminal_with_long_cells() {
         "the command keeps a column:\n{screen}"
     );
 }
+
+// Issue 29: `herd man` on a terminal is shown as `man` shows a page (through
+// $MANPAGER), not dumped as roff; into a pipe it is still the roff.
+#[test]
+fn issue_29_man_on_a_terminal_is_paged_not_roff() {
+    let env = Env::new();
+    let roff = env.ok(&["man", "run"]);
+    assert!(roff.contains(".TH"), "{roff}");
+    let tmux = Tmux::start(
+        env.scratch().join("tmux.sock"),
+        "man",
+        env.home(),
+        (100, 40),
+        &[("MANPAGER", "cat"), ("MANWIDTH", "90")],
+    );
+    tmux.type_line(&format!("clear; {HERD} man run; echo man-rc=$?"));
+    let screen = tmux.wait_for("the page", |s| s.lines().any(|l| l.starts_with("man-rc=")));
+    assert!(screen.contains("man-rc=0"), "{screen}");
+    assert!(
+        screen.contains("NAME") && screen.contains("herd-run"),
+        "{screen}"
+    );
+    assert!(
+        !screen.contains(".TH") && !screen.contains(".SH"),
+        "{screen}"
+    );
+}
