@@ -124,10 +124,46 @@ impl Target {
 async fn attach(home: &Home, args: &AttachArgs) -> anyhow::Result<()> {
     let mut client = Client::connect(home).await?;
     let target = find(&mut client, &args.id).await?;
-    if target.is_pty {
-        pty(home, client, &target, args.detach_key, false).await
-    } else {
-        pipe(home, client, &target).await
+    through_restarts(home, client, &target, args.detach_key, false).await
+}
+
+/// Attaches to `target`, and again each time the daemon goes away meanwhile (a
+/// crash, a restart): the job runs on under its supervisor, so the next daemon
+/// (started if none answers within the reconnect's deadline) is asked for its
+/// screen, which is painted again. A job that ended meanwhile is said as ended.
+async fn through_restarts(
+    home: &Home,
+    mut client: Client,
+    target: &Target,
+    detach: DetachKey,
+    shows_early_end: bool,
+) -> anyhow::Result<()> {
+    let mut readers = Readers::default();
+    loop {
+        let attempt = if target.is_pty {
+            pty(home, client, target, detach, shows_early_end, &mut readers).await
+        } else {
+            pipe(home, client, target, &mut readers).await
+        };
+        match attempt {
+            Err(err) if crate::client::is_lost(&err) => {
+                let id = &target.id;
+                output::err_line(&format!(
+                    "herd: the daemon went away; {id} runs on under its supervisor; attaching again"
+                ));
+                client = crate::client::reconnect(home).await.map_err(|e| {
+                    e.context(format!(
+                        "lost the daemon while attached to {id}, which was running then"
+                    ))
+                })?;
+                let polled = client.request("poll", json!({"id": id})).await?;
+                if polled["status"] != "running" {
+                    let answer = crate::commands::follow::ended(home, &mut client, id).await?;
+                    return conclude(home, target, Ending::Finished(Some(answer)), "").await;
+                }
+            }
+            other => return other,
+        }
     }
 }
 
@@ -144,7 +180,7 @@ pub(crate) async fn started(home: &Home, id: &str) -> anyhow::Result<()> {
         name: None,
         is_pty: true,
     };
-    pty(home, client, &target, DetachKey::DEFAULT, true).await
+    through_restarts(home, client, &target, DetachKey::DEFAULT, true).await
 }
 
 /// Looks the session up; a finished one is refused, saying how it ended.
@@ -325,6 +361,7 @@ async fn pty(
     target: &Target,
     detach: DetachKey,
     shows_early_end: bool,
+    readers: &mut Readers,
 ) -> anyhow::Result<()> {
     let id = target.id.as_str();
     let (rows, cols) = window_size()?;
@@ -361,7 +398,7 @@ async fn pty(
     let mut terminal = RawTerminal::take()?;
     terminal.paint(screen.screen())?;
     let sender = spawn_sender(client, id.to_owned());
-    let mut keys = spawn_key_reader();
+    let keys = readers.keys();
     let mut carry = Vec::new();
     let ending = loop {
         tokio::select! {
@@ -484,6 +521,27 @@ async fn catch_up(
     }
 }
 
+/// The keyboard's readers, started at the first attach and kept for the next
+/// (after a daemon restart): a reader blocked in a read cannot be stopped, and a
+/// second one would race it for the keys.
+#[derive(Default)]
+struct Readers {
+    keys: Option<mpsc::UnboundedReceiver<Vec<u8>>>,
+    lines: Option<mpsc::UnboundedReceiver<String>>,
+}
+
+impl Readers {
+    /// The raw key chunks (a PTY session).
+    fn keys(&mut self) -> &mut mpsc::UnboundedReceiver<Vec<u8>> {
+        self.keys.get_or_insert_with(spawn_key_reader)
+    }
+
+    /// The typed lines (a pipe session).
+    fn lines(&mut self) -> &mut mpsc::UnboundedReceiver<String> {
+        self.lines.get_or_insert_with(spawn_line_reader)
+    }
+}
+
 /// Reads the keyboard on a thread of its own (a blocking read of a terminal
 /// cannot be cancelled; the process exits around it), chunk by chunk.
 fn spawn_key_reader() -> mpsc::UnboundedReceiver<Vec<u8>> {
@@ -566,11 +624,16 @@ pub(crate) fn decode_keys(carry: &mut Vec<u8>, bytes: &[u8]) -> String {
 }
 
 fn lost_daemon() -> anyhow::Error {
-    Failure::new(Code::Unreachable, "lost the connection to the daemon").into()
+    crate::client::lost("lost the connection to the daemon")
 }
 
 /// Attaches to a pipe session: its output, and each line typed submitted.
-async fn pipe(home: &Home, mut client: Client, target: &Target) -> anyhow::Result<()> {
+async fn pipe(
+    home: &Home,
+    mut client: Client,
+    target: &Target,
+    readers: &mut Readers,
+) -> anyhow::Result<()> {
     let id = target.id.as_str();
     // Ctrl-C detaches from the moment the notice says so.
     let mut signals = Signals::new()?;
@@ -583,7 +646,7 @@ async fn pipe(home: &Home, mut client: Client, target: &Target) -> anyhow::Resul
     let follower = Client::connect(home).await?;
     let mut pieces = spawn_follower(follower, id.to_owned(), from_byte);
     let sender = spawn_sender(client, id.to_owned());
-    let mut lines = spawn_line_reader();
+    let lines = readers.lines();
     let ending = loop {
         tokio::select! {
             piece = pieces.recv() => match piece {
