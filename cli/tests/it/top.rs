@@ -573,3 +573,28 @@ fn issue_29_top_pane_before_the_first_byte_and_a_hundred_sessions_finishing() {
         "herd top exited 0:\n{screen}"
     );
 }
+
+// Issue 29: top rides through a daemon SIGKILL: it connects again (starting
+// the next daemon) and lists what happens after, and `q` still exits 0.
+#[test]
+fn issue_29_top_rides_through_a_daemon_sigkill() {
+    let env = Env::new();
+    let before = spawn(&env, &["--name", "before", "--", "sleep", "300"]);
+    let tmux = pane(&env, 120, 40, &[]);
+    tmux.start_top();
+    tmux.wait_for("the first session", |s| s.contains(&before));
+    let daemon = env.daemon_pid().expect("the daemon's pid file");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(daemon),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("SIGKILL the daemon");
+    let after = spawn(&env, &["--name", "after", "--", "sleep", "300"]);
+    tmux.wait_for("the session started after the restart", |s| {
+        s.contains(&after) && s.contains(&before)
+    });
+    assert!(tmux.alternate_on(), "top is still up");
+    tmux.keys(&["q"]);
+    let screen = tmux.wait_restored("top-exit");
+    assert!(screen.contains("top-exit=0"), "{screen}");
+}
