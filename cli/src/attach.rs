@@ -265,7 +265,7 @@ async fn follow(
     from_byte: u64,
     mut emit: impl FnMut(&str),
 ) -> anyhow::Result<Option<Value>> {
-    crate::commands::follow::stream(client, id, from_byte, |text| {
+    crate::commands::logstream::stream(client, id, from_byte, |text| {
         emit(text);
         Ok(())
     })
@@ -472,7 +472,7 @@ async fn replay(
 ) -> anyhow::Result<u64> {
     // An empty log (the job has printed nothing yet) ends at 0: the live
     // stream then starts at the first byte the job writes.
-    let end = crate::commands::log_end(client, id).await?;
+    let end = client.log_end(id).await?;
     let mut from = end.saturating_sub(REPLAY_BYTES);
     while from < end {
         let chunk = client

@@ -30,6 +30,9 @@ use crate::protocol::{
     self, Line, MAX_RESPONSE_BYTES, PROTOCOL_VERSION, Request, Response, RpcError,
 };
 
+/// The offset a read far past any log's end asks from ([`Client::log_end`]).
+const PAST_THE_END: u64 = u64::MAX / 2;
+
 /// How long autostart waits for a new daemon's socket.
 const START_DEADLINE: Duration = Duration::from_secs(15);
 
@@ -327,6 +330,26 @@ impl Client {
             }
             return Ok(message.result.unwrap_or(Value::Null));
         }
+    }
+
+    /// Where session `id`'s log ends now: a read far past it answers its end. A
+    /// log not created yet (no output so far) is empty: its end is 0, whatever
+    /// offset a daemon with no file to clamp the read to echoes back, so a
+    /// follower that starts there sees the first byte the job writes.
+    ///
+    /// # Errors
+    /// As [`Client::request`]'s.
+    pub(crate) async fn log_end(&mut self, id: &str) -> anyhow::Result<u64> {
+        let answer = self
+            .request(
+                "log_chunk",
+                json!({"id": id, "from_byte": PAST_THE_END, "max_bytes": 1}),
+            )
+            .await?;
+        Ok(answer["next_byte"]
+            .as_u64()
+            .filter(|end| *end < PAST_THE_END)
+            .unwrap_or(0))
     }
 
     /// [`Client::call`] with errors mapped to exit codes.

@@ -9,10 +9,9 @@ use tokio::sync::mpsc;
 
 use super::{ending, print_last_lines};
 use crate::args::LogsArgs;
-use crate::client::{CallError, Client};
+use crate::client::Client;
 use crate::exit::{Code, Failure};
 use crate::output;
-use crate::protocol::Response;
 use herd_persistence::Home;
 
 /// A partial line longer than this is printed without waiting for its end.
@@ -98,63 +97,6 @@ pub(crate) async fn one(
     from_byte: u64,
 ) -> anyhow::Result<Option<Value>> {
     super::resume::stream(home, client, id, from_byte, output::raw).await
-}
-
-/// Reads a `logs.follow` stream, handing each piece of output to `emit`, until
-/// the daemon's final answer (the session ended), and returns the result that
-/// answer carries (daemons with `logs.follow.result`).
-pub(crate) async fn stream(
-    client: &mut Client,
-    id: &str,
-    from_byte: u64,
-    mut emit: impl FnMut(&str) -> std::io::Result<()>,
-) -> anyhow::Result<Option<Value>> {
-    let mut params = json!({"id": id, "from_byte": from_byte});
-    if client.hello.serves("logs.follow.result") {
-        params["result"] = json!(true);
-    }
-    let answer = log_stream(client, "logs.follow", params, &mut emit).await?;
-    if let Some(error) = answer.error {
-        return Err(crate::client::rpc_failure(error));
-    }
-    Ok(answer
-        .result
-        .and_then(|mut answer| answer.get_mut("result").map(Value::take))
-        .filter(|result| result["session_id"].is_string()))
-}
-
-/// Starts the log stream `method` with `params`, hands the output of each `log`
-/// note to `emit`, and returns the message that answers the request (the
-/// stream's end, or its refusal).
-pub(crate) async fn log_stream(
-    client: &mut Client,
-    method: &str,
-    params: Value,
-    emit: &mut impl FnMut(&str) -> std::io::Result<()>,
-) -> anyhow::Result<Response> {
-    let request = client
-        .send(method, params)
-        .await
-        .map_err(|e| CallError::Io(e).into_anyhow())?;
-    loop {
-        let Some(message) = client
-            .next_note(method)
-            .await
-            .map_err(|e| CallError::Io(e).into_anyhow())?
-        else {
-            return Err(crate::client::lost("the daemon closed the log stream"));
-        };
-        if message.method.as_deref() == Some("log") {
-            let text = message
-                .params
-                .as_ref()
-                .and_then(|p| p["output"].as_str())
-                .unwrap_or_default();
-            emit(text)?;
-        } else if message.id == json!(request) {
-            return Ok(message);
-        }
-    }
 }
 
 /// After a follow: says how the job ended (stderr, or the wait answer as JSON),

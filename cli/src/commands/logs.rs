@@ -134,7 +134,7 @@ async fn dump(
     from_byte: u64,
     emit: &mut impl FnMut(&str) -> std::io::Result<()>,
 ) -> anyhow::Result<Option<u64>> {
-    let message = follow::log_stream(
+    let message = super::logstream::log_stream(
         client,
         "logs.dump",
         json!({"id": id, "from_byte": from_byte}),
@@ -151,31 +151,6 @@ async fn dump(
                 .unwrap_or(from_byte),
         )),
     }
-}
-
-/// The offset a read far past any log's end asks from ([`log_end`]).
-const PAST_THE_END: u64 = u64::MAX / 2;
-
-/// Where the session's log ends now: a read far past it answers its end. A log
-/// not created yet (no output so far) is empty: its end is 0, whatever offset
-/// a daemon with no file to clamp the read to echoes back, so a follower that
-/// starts there sees the first byte the job writes.
-pub(crate) async fn log_end(client: &mut Client, id: &str) -> anyhow::Result<u64> {
-    let answer = client
-        .request(
-            "log_chunk",
-            json!({"id": id, "from_byte": PAST_THE_END, "max_bytes": 1}),
-        )
-        .await?;
-    Ok(end_of(&answer))
-}
-
-/// The log's end from the answer to a read at [`PAST_THE_END`].
-pub(crate) fn end_of(answer: &serde_json::Value) -> u64 {
-    answer["next_byte"]
-        .as_u64()
-        .filter(|end| *end < PAST_THE_END)
-        .unwrap_or(0)
 }
 
 /// How far back `-n N -f` looks for the last N lines.
@@ -196,7 +171,7 @@ pub(crate) async fn last_lines(
     n: u64,
 ) -> anyhow::Result<(String, u64)> {
     // The log's current end, then its last window.
-    let end = log_end(client, id).await?;
+    let end = client.log_end(id).await?;
     let mut from = end.saturating_sub(TAIL_WINDOW_BYTES);
     let mut text = String::new();
     while from < end {

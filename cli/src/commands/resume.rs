@@ -81,7 +81,7 @@ pub(crate) fn after(text: &str, lines: u64, chars: usize) -> Option<&str> {
 /// session's result when the stream's end carried it.
 ///
 /// # Errors
-/// As [`super::follow::stream`]'s; a daemon gone for good after the deadline.
+/// As [`super::logstream::stream`]'s; a daemon gone for good after the deadline.
 pub(crate) async fn stream(
     home: &Home,
     mut client: Client,
@@ -93,7 +93,7 @@ pub(crate) async fn stream(
     let mut at = from_byte;
     let mut skip = 0_usize;
     loop {
-        let attempt = super::follow::stream(&mut client, id, at, |text| {
+        let attempt = super::logstream::stream(&mut client, id, at, |text| {
             let text = skipped(text, &mut skip);
             shown.took(text);
             emit(text)

@@ -251,7 +251,7 @@ pub(crate) async fn follow(home: Home, session_id: String, tx: UnboundedSender<F
         Err(err) => return said(format!("cannot follow {session_id}: {err:#}")),
     };
     // The log's end now (a read far past it answers where it ends), then its tail.
-    let end = match crate::commands::log_end(&mut client, &session_id).await {
+    let end = match client.log_end(&session_id).await {
         Ok(end) => end,
         Err(err) => return said(format!("cannot follow {session_id}: {err:#}")),
     };
