@@ -242,7 +242,7 @@ pub(crate) struct RunArgs {
     pub(crate) name: Option<String>,
     /// Kill the job (its whole tree) after this long, with reason `time_limit`:
     /// 90, 90s, 5m, 2h. Reaches --persist jobs too, and holds while no daemon runs.
-    #[arg(long, value_name = "AGE", value_parser = parse_time_limit)]
+    #[arg(long, value_name = "AGE", value_parser = parse_time_limit, allow_hyphen_values = true)]
     pub(crate) time_limit: Option<u64>,
     /// Kill what is left of the job's tree (background children, daemons it
     /// started) once its main process is done, after the kill grace; by default
@@ -251,10 +251,10 @@ pub(crate) struct RunArgs {
     pub(crate) kill_leftovers: bool,
     /// Memory limit of the job's whole tree, through its cgroup: 512M, 2G (1 MiB to
     /// 1 PiB); refused where no cgroup can carry it.
-    #[arg(long, value_name = "SIZE", value_parser = crate::sizes::parse_memory)]
+    #[arg(long, value_name = "SIZE", value_parser = crate::sizes::parse_memory, allow_hyphen_values = true)]
     pub(crate) memory: Option<u64>,
     /// CPU limit of the job's whole tree: 1.5 is one and a half CPUs (0.01 to 1024).
-    #[arg(long, value_name = "CPUS", value_parser = crate::sizes::parse_cpus)]
+    #[arg(long, value_name = "CPUS", value_parser = crate::sizes::parse_cpus, allow_hyphen_values = true)]
     pub(crate) cpus: Option<u64>,
     /// Most processes and threads of the job's whole tree at once (1 to 4194304).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=crate::sizes::PIDS_MAX))]
