@@ -95,7 +95,7 @@ impl Drop for Home {
         stop_daemon(
             &self.root,
             Duration::from_secs(5),
-            &mut self.herd(&["shutdown"]),
+            &mut self.herd(&["shutdown", "--yes"]),
         );
     }
 }

@@ -110,7 +110,7 @@ impl Drop for Pair {
             stop_daemon(
                 home,
                 Duration::from_secs(5),
-                &mut self.herd(home, &["shutdown"]),
+                &mut self.herd(home, &["shutdown", "--yes"]),
             );
         }
     }
@@ -530,7 +530,7 @@ fn hosts10_jobs100() {
     );
     for far in &fars {
         let _ = pair
-            .herd(far.path(), &["shutdown"])
+            .herd(far.path(), &["shutdown", "--yes"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status();

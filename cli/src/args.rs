@@ -135,6 +135,8 @@ pub(crate) enum Command {
     ///
     /// With --keep-jobs the daemon detaches instead: every job keeps running under
     /// its supervisor and the next daemon re-attaches it (as after SIGTERM).
+    /// Killing running jobs asks first on a terminal; with no terminal (a script,
+    /// an agent's shell tool) it is refused (exit 2) unless --yes or --keep-jobs.
     Shutdown(ShutdownArgs),
     /// Run an MCP server on stdio exposing the `terminal` and `process` tools.
     ///
@@ -143,8 +145,9 @@ pub(crate) enum Command {
     Mcp(McpArgs),
     /// Print a shell completion script.
     Completions(CompletionsArgs),
-    /// Print a man page (roff): herd(1), or with a subcommand its own page
-    /// (`herd man run` is herd-run(1)); --dir writes every page into a directory.
+    /// Show a man page: herd(1), or with a subcommand its own page (`herd man
+    /// run` is herd-run(1)), paged by `man -l` on a terminal and printed as roff
+    /// elsewhere; --dir writes every page into a directory.
     Man(ManArgs),
 }
 
@@ -233,13 +236,13 @@ pub(crate) struct RunArgs {
     #[arg(long)]
     pub(crate) json: bool,
     /// A name for the job, usable wherever its id is (`herd logs web`): letters,
-    /// digits, `.`, `_`, `-`, with at least one letter beyond a-f; unique among
-    /// your running jobs.
+    /// digits, `.`, `_`, `-`, with at least one letter beyond a-f unless it is 1 to
+    /// 3 characters (`db`); unique among your running jobs.
     #[arg(long, value_name = "NAME")]
     pub(crate) name: Option<String>,
     /// Kill the job (its whole tree) after this long, with reason `time_limit`:
     /// 90, 90s, 5m, 2h. Reaches --persist jobs too, and holds while no daemon runs.
-    #[arg(long, value_name = "AGE", value_parser = parse_time_limit)]
+    #[arg(long, value_name = "AGE", value_parser = parse_time_limit, allow_hyphen_values = true)]
     pub(crate) time_limit: Option<u64>,
     /// Kill what is left of the job's tree (background children, daemons it
     /// started) once its main process is done, after the kill grace; by default
@@ -248,10 +251,10 @@ pub(crate) struct RunArgs {
     pub(crate) kill_leftovers: bool,
     /// Memory limit of the job's whole tree, through its cgroup: 512M, 2G (1 MiB to
     /// 1 PiB); refused where no cgroup can carry it.
-    #[arg(long, value_name = "SIZE", value_parser = crate::sizes::parse_memory)]
+    #[arg(long, value_name = "SIZE", value_parser = crate::sizes::parse_memory, allow_hyphen_values = true)]
     pub(crate) memory: Option<u64>,
     /// CPU limit of the job's whole tree: 1.5 is one and a half CPUs (0.01 to 1024).
-    #[arg(long, value_name = "CPUS", value_parser = crate::sizes::parse_cpus)]
+    #[arg(long, value_name = "CPUS", value_parser = crate::sizes::parse_cpus, allow_hyphen_values = true)]
     pub(crate) cpus: Option<u64>,
     /// Most processes and threads of the job's whole tree at once (1 to 4194304).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=crate::sizes::PIDS_MAX))]
@@ -262,18 +265,17 @@ pub(crate) struct RunArgs {
     pub(crate) host: Option<String>,
     /// Stay attached: print the output as it comes, then how the job ended; exit 0
     /// when it exited 0, 1 otherwise (the job's code is in the message and in
-    /// --json).
+    /// --json). As a foreground program: Ctrl-C, SIGTERM and SIGHUP reach the
+    /// job's process group, and a Ctrl-C 2 s after the first detaches, printing
+    /// the id. With --pty on a terminal it attaches: keys reach the job.
     #[arg(long)]
     pub(crate) wait: bool,
     /// The command: one shell line, or a program and its arguments. Everything
     /// from the first word that is not one of run's options is the command
-    /// (`herd run echo hi`, `herd run --pty top`); `--` before it also works.
-    #[arg(
-        trailing_var_arg = true,
-        allow_hyphen_values = true,
-        required = true,
-        value_name = "CMD"
-    )]
+    /// (`herd run echo hi`, `herd run --pty top`); `--` before it also works,
+    /// and is needed for a command that starts with `-`. A mistyped option
+    /// before the command (`--nmae`) is refused, never run as the command.
+    #[arg(trailing_var_arg = true, required = true, value_name = "CMD")]
     pub(crate) command: Vec<String>,
 }
 
@@ -487,7 +489,8 @@ pub(crate) struct ShutdownArgs {
     /// Leave every job running under its supervisor; the next daemon re-attaches.
     #[arg(long)]
     pub(crate) keep_jobs: bool,
-    /// Do not ask, even on a terminal, before killing running jobs.
+    /// Kill running jobs without asking. Without it, a shutdown that would kill
+    /// jobs asks on a terminal and is refused elsewhere (exit 2).
     #[arg(long, short)]
     pub(crate) yes: bool,
     /// Print machine-readable JSON instead of text.

@@ -56,9 +56,6 @@ use crate::output;
 /// cells is under 200 KiB).
 const REPLAY_BYTES: u64 = 2 << 20;
 
-/// Ctrl-\, the default detach key (dtach's).
-const DEFAULT_DETACH_BYTE: u8 = 0x1c;
-
 /// How long the live stream may be silent before the catch-up counts the
 /// backlog as taken (it comes without a pause: the daemon sends a log's
 /// unread bytes at once).
@@ -127,11 +124,63 @@ impl Target {
 async fn attach(home: &Home, args: &AttachArgs) -> anyhow::Result<()> {
     let mut client = Client::connect(home).await?;
     let target = find(&mut client, &args.id).await?;
-    if target.is_pty {
-        pty(home, client, &target, args.detach_key).await
-    } else {
-        pipe(home, client, &target).await
+    through_restarts(home, client, &target, args.detach_key, false).await
+}
+
+/// Attaches to `target`, and again each time the daemon goes away meanwhile (a
+/// crash, a restart): the job runs on under its supervisor, so the next daemon
+/// (started if none answers within the reconnect's deadline) is asked for its
+/// screen, which is painted again. A job that ended meanwhile is said as ended.
+async fn through_restarts(
+    home: &Home,
+    mut client: Client,
+    target: &Target,
+    detach: DetachKey,
+    shows_early_end: bool,
+) -> anyhow::Result<()> {
+    let mut readers = Readers::default();
+    loop {
+        let attempt = if target.is_pty {
+            pty(home, client, target, detach, shows_early_end, &mut readers).await
+        } else {
+            pipe(home, client, target, &mut readers).await
+        };
+        match attempt {
+            Err(err) if crate::client::is_lost(&err) => {
+                let id = &target.id;
+                output::err_line(&format!(
+                    "herd: the daemon went away; {id} runs on under its supervisor; attaching again"
+                ));
+                client = crate::client::reconnect(home).await.map_err(|e| {
+                    e.context(format!(
+                        "lost the daemon while attached to {id}, which was running then"
+                    ))
+                })?;
+                let polled = client.request("poll", json!({"id": id})).await?;
+                if polled["status"] != "running" {
+                    let answer = crate::commands::follow::ended(home, &mut client, id).await?;
+                    return conclude(home, target, Ending::Finished(Some(answer)), "").await;
+                }
+            }
+            other => return other,
+        }
     }
+}
+
+/// `herd run --pty --wait` on a terminal: attaches to the PTY session `id` it
+/// has just started, to its end (Ctrl-\ detaches). A job that ended before
+/// there was a terminal to hand over has its output printed as it came.
+///
+/// # Errors
+/// As [`run`]'s: an unreachable daemon (3), or a job that did not exit 0 (1).
+pub(crate) async fn started(home: &Home, id: &str) -> anyhow::Result<()> {
+    let client = Client::connect(home).await?;
+    let target = Target {
+        id: id.to_owned(),
+        name: None,
+        is_pty: true,
+    };
+    through_restarts(home, client, &target, DetachKey::DEFAULT, true).await
 }
 
 /// Looks the session up; a finished one is refused, saying how it ended.
@@ -216,7 +265,7 @@ async fn follow(
     from_byte: u64,
     mut emit: impl FnMut(&str),
 ) -> anyhow::Result<Option<Value>> {
-    crate::commands::follow::stream(client, id, from_byte, |text| {
+    crate::commands::logstream::stream(client, id, from_byte, |text| {
         emit(text);
         Ok(())
     })
@@ -304,12 +353,15 @@ impl Signals {
     }
 }
 
-/// Attaches to a PTY session.
+/// Attaches to a PTY session; `shows_early_end`: a job that ended before the
+/// terminal was taken has its output printed (`run --pty --wait`).
 async fn pty(
     home: &Home,
     mut client: Client,
     target: &Target,
     detach: DetachKey,
+    shows_early_end: bool,
+    readers: &mut Readers,
 ) -> anyhow::Result<()> {
     let id = target.id.as_str();
     let (rows, cols) = window_size()?;
@@ -321,13 +373,17 @@ async fn pty(
         )
         .await?;
     let mut screen = vt100::Parser::new(rows, cols, 0);
-    let from_byte = replay(&mut client, id, &mut screen).await?;
+    let mut seen = String::new();
+    let from_byte = replay(&mut client, id, &mut screen, &mut seen).await?;
     let follower = Client::connect(home).await?;
     let mut signals = Signals::new()?;
     let mut winch = signal(SignalKind::window_change()).context("cannot handle SIGWINCH")?;
     let mut pieces = spawn_follower(follower, id.to_owned(), from_byte);
-    if let Some(end) = catch_up(&mut pieces, &mut screen).await {
+    if let Some(end) = catch_up(&mut pieces, &mut screen, &mut seen).await {
         // The job ended before there was anything to attach to.
+        if shows_early_end {
+            output::raw(&seen)?;
+        }
         let end = match end {
             Ok(result) => Ending::Finished(result),
             Err(err) => Ending::Broken(err),
@@ -342,7 +398,7 @@ async fn pty(
     let mut terminal = RawTerminal::take()?;
     terminal.paint(screen.screen())?;
     let sender = spawn_sender(client, id.to_owned());
-    let mut keys = spawn_key_reader();
+    let keys = readers.keys();
     let mut carry = Vec::new();
     let ending = loop {
         tokio::select! {
@@ -399,7 +455,7 @@ async fn pty(
 /// ` --detach-key '^X'` for a key chosen, nothing for the default (the
 /// re-attach hint).
 fn key_option(key: DetachKey) -> String {
-    if key.byte() == DEFAULT_DETACH_BYTE {
+    if key == DetachKey::DEFAULT {
         return String::new();
     }
     format!(" --detach-key '^{}'", char::from(key.byte() | 0x40))
@@ -407,21 +463,24 @@ fn key_option(key: DetachKey) -> String {
 
 /// Feeds the last [`REPLAY_BYTES`] of the log into `screen`; the byte offset the
 /// replay reached, where the live stream starts.
-async fn replay(client: &mut Client, id: &str, screen: &mut vt100::Parser) -> anyhow::Result<u64> {
-    let end = client
-        .request(
-            "log_chunk",
-            json!({"id": id, "from_byte": u64::MAX / 2, "max_bytes": 1}),
-        )
-        .await?["next_byte"]
-        .as_u64()
-        .unwrap_or(0);
+/// `seen` gets the text as well.
+async fn replay(
+    client: &mut Client,
+    id: &str,
+    screen: &mut vt100::Parser,
+    seen: &mut String,
+) -> anyhow::Result<u64> {
+    // An empty log (the job has printed nothing yet) ends at 0: the live
+    // stream then starts at the first byte the job writes.
+    let end = client.log_end(id).await?;
     let mut from = end.saturating_sub(REPLAY_BYTES);
     while from < end {
         let chunk = client
             .request("log_chunk", json!({"id": id, "from_byte": from}))
             .await?;
-        screen.process(chunk["output"].as_str().unwrap_or_default().as_bytes());
+        let text = chunk["output"].as_str().unwrap_or_default();
+        screen.process(text.as_bytes());
+        seen.push_str(text);
         // A running session's chunk ends at its last line end: the rest (a
         // prompt, a half-drawn line) comes with the live stream.
         match chunk["next_byte"].as_u64() {
@@ -440,20 +499,46 @@ async fn replay(client: &mut Client, id: &str, screen: &mut vt100::Parser) -> an
 /// [`CATCH_UP_QUIET`] without one, or after [`CATCH_UP_MAX`] for a job that
 /// never pauses. Where it ends does not change what the person sees, only how
 /// it gets there: what the screen took is painted, the rest is shown as it
-/// comes. `Some` when the stream ended meanwhile (the job's end).
+/// comes. `Some` when the stream ended meanwhile (the job's end). `seen` gets
+/// the text as well.
 async fn catch_up(
     pieces: &mut mpsc::UnboundedReceiver<Piece>,
     screen: &mut vt100::Parser,
+    seen: &mut String,
 ) -> Option<anyhow::Result<Option<Value>>> {
     let until = tokio::time::Instant::now() + CATCH_UP_MAX;
     loop {
         let quiet = tokio::time::Instant::now() + CATCH_UP_QUIET;
         match tokio::time::timeout_at(quiet.min(until), pieces.recv()).await {
-            Ok(Some(Piece::Output(text))) => screen.process(text.as_bytes()),
+            Ok(Some(Piece::Output(text))) => {
+                screen.process(text.as_bytes());
+                seen.push_str(&text);
+            }
             Ok(Some(Piece::End(end))) => return Some(end),
             Ok(None) => return Some(Err(anyhow::anyhow!("the log stream stopped"))),
             Err(_) => return None,
         }
+    }
+}
+
+/// The keyboard's readers, started at the first attach and kept for the next
+/// (after a daemon restart): a reader blocked in a read cannot be stopped, and a
+/// second one would race it for the keys.
+#[derive(Default)]
+struct Readers {
+    keys: Option<mpsc::UnboundedReceiver<Vec<u8>>>,
+    lines: Option<mpsc::UnboundedReceiver<String>>,
+}
+
+impl Readers {
+    /// The raw key chunks (a PTY session).
+    fn keys(&mut self) -> &mut mpsc::UnboundedReceiver<Vec<u8>> {
+        self.keys.get_or_insert_with(spawn_key_reader)
+    }
+
+    /// The typed lines (a pipe session).
+    fn lines(&mut self) -> &mut mpsc::UnboundedReceiver<String> {
+        self.lines.get_or_insert_with(spawn_line_reader)
     }
 }
 
@@ -539,11 +624,16 @@ pub(crate) fn decode_keys(carry: &mut Vec<u8>, bytes: &[u8]) -> String {
 }
 
 fn lost_daemon() -> anyhow::Error {
-    Failure::new(Code::Unreachable, "lost the connection to the daemon").into()
+    crate::client::lost("lost the connection to the daemon")
 }
 
 /// Attaches to a pipe session: its output, and each line typed submitted.
-async fn pipe(home: &Home, mut client: Client, target: &Target) -> anyhow::Result<()> {
+async fn pipe(
+    home: &Home,
+    mut client: Client,
+    target: &Target,
+    readers: &mut Readers,
+) -> anyhow::Result<()> {
     let id = target.id.as_str();
     // Ctrl-C detaches from the moment the notice says so.
     let mut signals = Signals::new()?;
@@ -556,7 +646,7 @@ async fn pipe(home: &Home, mut client: Client, target: &Target) -> anyhow::Resul
     let follower = Client::connect(home).await?;
     let mut pieces = spawn_follower(follower, id.to_owned(), from_byte);
     let sender = spawn_sender(client, id.to_owned());
-    let mut lines = spawn_line_reader();
+    let lines = readers.lines();
     let ending = loop {
         tokio::select! {
             piece = pieces.recv() => match piece {

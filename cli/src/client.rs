@@ -21,10 +21,17 @@ use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 
+mod liveness;
+
+pub(crate) use liveness::{is_stopped, pid_from_file, state_of, stopped_message};
+
 use crate::exit::{Code, Failure};
 use crate::protocol::{
     self, Line, MAX_RESPONSE_BYTES, PROTOCOL_VERSION, Request, Response, RpcError,
 };
+
+/// The offset a read far past any log's end asks from ([`Client::log_end`]).
+const PAST_THE_END: u64 = u64::MAX / 2;
 
 /// How long autostart waits for a new daemon's socket.
 const START_DEADLINE: Duration = Duration::from_secs(15);
@@ -62,6 +69,9 @@ pub(crate) struct Client {
     writer: OwnedWriteHalf,
     next_id: u64,
     buf: Vec<u8>,
+    /// The daemon's pid, watched while a call waits ([`liveness`]): its pid
+    /// file's until the handshake names it.
+    daemon_pid: Option<u32>,
     /// The handshake answer.
     pub(crate) hello: Hello,
 }
@@ -137,7 +147,7 @@ impl Client {
         match UnixStream::connect(&socket).await {
             // A daemon that is dying right now may still take the connection and
             // then reset it: that is no daemon, and the caller starts one.
-            Ok(stream) => Client::handshake(stream).await,
+            Ok(stream) => Client::handshake(stream, liveness::pid_from_file(home)).await,
             Err(err)
                 if matches!(
                     err.kind(),
@@ -163,7 +173,10 @@ impl Client {
     /// Performs the `hello` handshake on a fresh connection. `None` when the
     /// connection broke before the answer (reset, closed): a daemon that is exiting
     /// right now took it, which is no daemon, and the caller starts one.
-    async fn handshake(stream: UnixStream) -> anyhow::Result<Option<Client>> {
+    async fn handshake(
+        stream: UnixStream,
+        daemon_pid: Option<u32>,
+    ) -> anyhow::Result<Option<Client>> {
         // Nothing is sent (a spawn may carry secrets in its environment) to a
         // socket another user serves, e.g. one planted in a home they can write.
         let ours = nix::unistd::getuid().as_raw();
@@ -188,6 +201,7 @@ impl Client {
             writer,
             next_id: 1,
             buf: Vec::new(),
+            daemon_pid,
             hello: Hello {
                 protocol: 0,
                 daemon: String::new(),
@@ -201,6 +215,7 @@ impl Client {
             Ok(answer) => answer,
             Err(CallError::Io(io)) if is_broken_connection(&io) => return Ok(None),
             Err(CallError::Rpc(rpc)) => return Err(rpc_failure(rpc)),
+            Err(err @ CallError::Io(_)) if err.is_unanswered() => return Err(err.into_anyhow()),
             Err(CallError::Io(io)) => {
                 return Err(Failure::new(
                     Code::Unreachable,
@@ -213,6 +228,7 @@ impl Client {
         };
         client.hello =
             serde_json::from_value(answer).context("the daemon sent a malformed hello")?;
+        client.daemon_pid = Some(client.hello.pid);
         Ok(Some(client))
     }
 
@@ -249,11 +265,40 @@ impl Client {
         }
     }
 
-    /// Calls `method` and waits for its answer.
+    /// [`Client::next_message`], failing (`TimedOut`) should the daemon be seen
+    /// stopped meanwhile: a stream's next note, which may be long in coming.
     ///
     /// # Errors
-    /// [`CallError::Rpc`] for an error answer, [`CallError::Io`] when the connection broke.
+    /// As [`Client::next_message`]'s, or the daemon stopped.
+    pub(crate) async fn next_note(&mut self, method: &str) -> std::io::Result<Option<Response>> {
+        let pid = self.daemon_pid;
+        tokio::select! {
+            message = self.next_message() => message,
+            why = liveness::watch(pid, method, None) => {
+                Err(std::io::Error::new(std::io::ErrorKind::TimedOut, why))
+            }
+        }
+    }
+
+    /// Calls `method` and waits for its answer: within [`liveness::deadline_of`]
+    /// for a simple call, and never past the moment the daemon is seen stopped.
+    ///
+    /// # Errors
+    /// [`CallError::Rpc`] for an error answer, [`CallError::Io`] when the connection
+    /// broke or the daemon did not answer (`TimedOut`, saying why).
     pub(crate) async fn call(&mut self, method: &str, params: Value) -> Result<Value, CallError> {
+        let pid = self.daemon_pid;
+        let deadline = liveness::deadline_for(method, &params);
+        tokio::select! {
+            answer = self.call_unwatched(method, params) => answer,
+            why = liveness::watch(pid, method, deadline) => {
+                Err(CallError::Io(std::io::Error::new(std::io::ErrorKind::TimedOut, why)))
+            }
+        }
+    }
+
+    /// [`Client::call`] without the watch.
+    async fn call_unwatched(&mut self, method: &str, params: Value) -> Result<Value, CallError> {
         let id = match self.send(method, params).await {
             Ok(id) => id,
             Err(err) => {
@@ -287,6 +332,26 @@ impl Client {
         }
     }
 
+    /// Where session `id`'s log ends now: a read far past it answers its end. A
+    /// log not created yet (no output so far) is empty: its end is 0, whatever
+    /// offset a daemon with no file to clamp the read to echoes back, so a
+    /// follower that starts there sees the first byte the job writes.
+    ///
+    /// # Errors
+    /// As [`Client::request`]'s.
+    pub(crate) async fn log_end(&mut self, id: &str) -> anyhow::Result<u64> {
+        let answer = self
+            .request(
+                "log_chunk",
+                json!({"id": id, "from_byte": PAST_THE_END, "max_bytes": 1}),
+            )
+            .await?;
+        Ok(answer["next_byte"]
+            .as_u64()
+            .filter(|end| *end < PAST_THE_END)
+            .unwrap_or(0))
+    }
+
     /// [`Client::call`] with errors mapped to exit codes.
     ///
     /// # Errors
@@ -295,6 +360,65 @@ impl Client {
         self.call(method, params)
             .await
             .map_err(CallError::into_anyhow)
+    }
+}
+
+/// Marks an error as the daemon gone (a connection that broke or closed, not a
+/// refusal nor a stopped daemon): a long-lived client connects again
+/// ([`reconnect`]) and carries on.
+#[derive(Debug)]
+pub(crate) struct Lost;
+
+impl std::fmt::Display for Lost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the connection to the daemon broke")
+    }
+}
+
+impl std::error::Error for Lost {}
+
+/// `message` as an unreachable-daemon failure marked [`Lost`].
+pub(crate) fn lost(message: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(Lost).context(Failure::new(Code::Unreachable, message))
+}
+
+/// Whether `err` says the daemon went away ([`Lost`]).
+pub(crate) fn is_lost(err: &anyhow::Error) -> bool {
+    err.chain()
+        .any(|cause| cause.downcast_ref::<Lost>().is_some())
+}
+
+/// How long a long-lived client waits for a daemon to come back.
+pub(crate) const RECONNECT_DEADLINE: Duration = Duration::from_secs(30);
+
+/// The longest pause between two tries to connect again.
+const RECONNECT_PAUSE_MAX: Duration = Duration::from_secs(1);
+
+/// Connects again after the daemon went away (a crash, a restart): tries at
+/// once, then after pauses that double from 50 ms to 1 s, starting a daemon
+/// when none answers, until [`RECONNECT_DEADLINE`].
+///
+/// # Errors
+/// The last failure, once the deadline has passed.
+pub(crate) async fn reconnect(home: &Home) -> anyhow::Result<Client> {
+    let until = tokio::time::Instant::now() + RECONNECT_DEADLINE;
+    let mut pause = Duration::from_millis(50);
+    loop {
+        match Client::connect(home).await {
+            Ok(client) => return Ok(client),
+            Err(err) if tokio::time::Instant::now() + pause < until => {
+                tracing::debug!(error = %format!("{err:#}"), "no daemon yet; trying again");
+            }
+            Err(err) => {
+                return Err(err.context(format!(
+                    "no daemon came back within {} s",
+                    RECONNECT_DEADLINE.as_secs()
+                )));
+            }
+        }
+        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + pause, pause);
+        tick.tick().await;
+        pause = (pause * 2).min(RECONNECT_PAUSE_MAX);
     }
 }
 
@@ -308,10 +432,21 @@ pub(crate) enum CallError {
 }
 
 impl CallError {
+    /// Whether the daemon did not answer in time, or was seen stopped.
+    pub(crate) fn is_unanswered(&self) -> bool {
+        matches!(self, CallError::Io(io) if io.kind() == std::io::ErrorKind::TimedOut)
+    }
+
     /// The error with its exit code.
     pub(crate) fn into_anyhow(self) -> anyhow::Error {
         match self {
             CallError::Rpc(rpc) => rpc_failure(rpc),
+            CallError::Io(io) if io.kind() == std::io::ErrorKind::TimedOut => {
+                Failure::new(Code::Unreachable, io.to_string()).into()
+            }
+            CallError::Io(io) if is_broken_connection(&io) => {
+                lost(format!("lost the connection to the daemon: {io}"))
+            }
             CallError::Io(io) => Failure::new(
                 Code::Unreachable,
                 format!("lost the connection to the daemon: {io}"),

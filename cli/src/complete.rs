@@ -50,6 +50,17 @@ pub(crate) fn registration(shell: Shell) -> anyhow::Result<String> {
 /// Candidates for a session argument: running sessions' ids and names first, then
 /// finished ones, each with its state and command as the help.
 pub(crate) fn sessions() -> Vec<CompletionCandidate> {
+    candidates(true)
+}
+
+/// Candidates for a session that must be running (`herd attach`): running
+/// sessions' ids and names.
+pub(crate) fn running_sessions() -> Vec<CompletionCandidate> {
+    candidates(false)
+}
+
+/// The candidates of [`sessions`], the finished ones only if `with_finished`.
+fn candidates(with_finished: bool) -> Vec<CompletionCandidate> {
     let rows = listed().unwrap_or_default();
     let mut running = Vec::new();
     let mut finished = Vec::new();
@@ -71,7 +82,9 @@ pub(crate) fn sessions() -> Vec<CompletionCandidate> {
         }
         list.push(CompletionCandidate::new(id).help(Some(help.into())));
     }
-    running.extend(finished);
+    if with_finished {
+        running.extend(finished);
+    }
     running
 }
 

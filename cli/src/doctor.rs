@@ -146,12 +146,23 @@ async fn check_daemon(
 ) -> Option<serde_json::Value> {
     let socket = home.socket_path();
     let mut scope = None;
+    // A stopped daemon takes connections and answers none: said from /proc
+    // without asking it (a hung one is found by the calls' deadline).
+    if let Some(pid) = crate::client::pid_from_file(home)
+        && crate::client::state_of(pid).is_some_and(crate::client::is_stopped)
+    {
+        push("fail", crate::client::stopped_message(pid));
+        return None;
+    }
     match Client::try_connect(home).await {
         Ok(Some(mut client)) => {
-            let status = client
-                .request("status", json!({}))
-                .await
-                .unwrap_or_default();
+            let status = match client.request("status", json!({})).await {
+                Ok(status) => status,
+                Err(err) => {
+                    push("fail", format!("{err:#}"));
+                    return None;
+                }
+            };
             push(
                 "ok",
                 format!(

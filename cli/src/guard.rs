@@ -24,6 +24,14 @@ pub(crate) fn host(extra_images: &[String], cmdline: Option<&str>) -> Host {
     }
 }
 
+/// The daemon's command line as this binary starts it (`herd serve`).
+fn daemon_cmdline() -> String {
+    let program = std::env::args_os()
+        .next()
+        .map_or_else(|| "herd".to_owned(), |p| p.to_string_lossy().into_owned());
+    format!("{program} serve")
+}
+
 /// The JSON form of a verdict: `{"verdict", "rule", "reason", "remedy"}`.
 pub(crate) fn verdict_json(block: Option<&Block>) -> Value {
     match block {
@@ -50,7 +58,12 @@ pub(crate) fn check(args: &GuardCheckArgs, config: &Config) -> anyhow::Result<()
     };
     let mut images = args.host_image.clone();
     images.extend(config.guard_host_images.iter().cloned());
-    let host = host(&images, args.host_cmdline.as_deref());
+    let host = match args.host_cmdline.as_deref() {
+        Some(cmdline) => host(&images, Some(cmdline)),
+        // Judged as the daemon would: its command line is `herd serve`, not this
+        // checker's, which holds the command being checked.
+        None => host(&images, None).with_cmdline(daemon_cmdline()),
+    };
     let verdict = herd_guards::judge(&command, &host);
     let block = match &verdict {
         Verdict::Allow => None,

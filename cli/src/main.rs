@@ -161,8 +161,36 @@ fn man(args: &args::ManArgs) -> anyhow::Result<()> {
     clap_mangen::Man::new(page)
         .render(&mut buf)
         .context("failed to render the man page")?;
+    if std::io::IsTerminal::is_terminal(&std::io::stdout()) && page_with_man(&buf)? {
+        return Ok(());
+    }
     output::raw(&String::from_utf8_lossy(&buf))?;
     Ok(())
+}
+
+/// Shows the roff page `roff` as `man` does on a terminal (`man -l -`, through
+/// `$MANPAGER` or `$PAGER`); false when there is no `man` to show it (the roff
+/// is then printed as it is).
+fn page_with_man(roff: &[u8]) -> anyhow::Result<bool> {
+    use std::io::Write;
+    let mut man = match auxiliary::command("man")
+        .args(["-l", "-"])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+    {
+        Ok(child) => child,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(err) => return Err(err).context("cannot run `man -l -` to show the page"),
+    };
+    if let Some(mut stdin) = man.stdin.take() {
+        // A pager quit early closes the pipe: nothing more to show.
+        let _ = stdin.write_all(roff);
+    }
+    let status = man.wait().context("`man -l -` failed")?;
+    if !status.success() {
+        anyhow::bail!("`man -l -` ended with {status}");
+    }
+    Ok(true)
 }
 
 /// Runs one command.
@@ -211,7 +239,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 /// Runs a command that talks to the daemon.
 async fn client_command(home: herd_persistence::Home, command: Command) -> anyhow::Result<()> {
     match command {
-        Command::Run(args) => commands::run(&home, args).await,
+        Command::Run(args) => match commands::run(&home, args).await? {
+            commands::Ran::Done => Ok(()),
+            // `run --pty --wait` on a terminal.
+            commands::Ran::Attach(id) => attach::started(&home, &id).await,
+        },
         Command::Ps(args) => commands::ps(&home, args).await,
         Command::Poll(args) => commands::poll(&home, args).await,
         Command::Logs(args) => commands::logs(&home, args).await,

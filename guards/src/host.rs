@@ -116,6 +116,15 @@ impl Host {
         Host::new(images, cmdline).with_units(units)
     }
 
+    /// Replaces the command line `pkill -f` patterns are matched against (a
+    /// checker judging for the daemon gives the daemon's, not its own, which
+    /// holds the very command it checks).
+    #[must_use]
+    pub fn with_cmdline(mut self, cmdline: impl Into<String>) -> Host {
+        self.cmdline = cmdline.into();
+        self
+    }
+
     /// Adds image names (e.g. from the host's configuration).
     #[must_use]
     pub fn with_images<I, S>(mut self, images: I) -> Host

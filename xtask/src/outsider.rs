@@ -36,7 +36,8 @@ pub(crate) fn check(root: &Path) -> Result<()> {
     let result = run_guide(&scratch, &crate_dir, &target, &herd_dir, &guide);
     // A daemon left by a failed step must not outlive the check.
     let mut stop = command(&herd_dir.join("herd").to_string_lossy());
-    stop.arg("shutdown").env("HERD_HOME", scratch.join("home"));
+    stop.args(["shutdown", "--yes"])
+        .env("HERD_HOME", scratch.join("home"));
     let _ = stop.output();
     if result.is_ok() {
         std::fs::remove_dir_all(&scratch)?;

@@ -7,6 +7,7 @@
 #[derive(Debug, clap::Args)]
 pub(crate) struct AttachArgs {
     /// The session id, a unique prefix, or a name.
+    #[arg(add = clap_complete::engine::ArgValueCandidates::new(crate::complete::running_sessions))]
     pub(crate) id: String,
     /// The key that detaches from a PTY session, in caret notation: `^\` (Ctrl-\,
     /// the default), `^X`, `^]`, ... (`^@` to `^_`, a letter in either case).
@@ -20,6 +21,9 @@ pub(crate) struct AttachArgs {
 pub(crate) struct DetachKey(u8);
 
 impl DetachKey {
+    /// Ctrl-\, dtach's (and `--detach-key`'s default).
+    pub(crate) const DEFAULT: DetachKey = DetachKey(0x1c);
+
     /// Parses caret notation (`^X`, `^\`); the error says what is accepted.
     pub(crate) fn parse(text: &str) -> Result<DetachKey, String> {
         let wrong = || {

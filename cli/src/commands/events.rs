@@ -57,6 +57,9 @@ pub(crate) async fn events(home: &Home, args: EventsArgs) -> anyhow::Result<()> 
         }
         return Ok(());
     }
+    if client.hello.serves("drain.lease") && client.hello.serves("events.ack") {
+        return follow_acked(home, client, &owner, &style, &mut names).await;
+    }
     let request = client
         .send("events.follow", json!({"owner": owner}))
         .await
@@ -79,6 +82,85 @@ pub(crate) async fn events(home: &Home, args: EventsArgs) -> anyhow::Result<()> 
             return Err(crate::client::rpc_failure(error));
         }
     }
+}
+
+/// `herd events --follow` as `herd events` takes them, again and again: the
+/// stream (`events.follow` with `peek`) only says when something waits; each
+/// batch is then taken as a lease, printed, and acknowledged by id once
+/// printed. When the daemon goes away the follow connects again and carries
+/// on: what was printed was acknowledged (on the next daemon if need be), and
+/// what was not printed is still queued, so nothing is lost or printed twice.
+async fn follow_acked(
+    home: &Home,
+    mut watcher: Client,
+    owner: &str,
+    style: &EventStyle,
+    names: &mut Names<'_>,
+) -> anyhow::Result<()> {
+    loop {
+        let request = watcher
+            .send("events.follow", json!({"owner": owner, "peek": true}))
+            .await
+            .map_err(|e| CallError::Io(e).into_anyhow());
+        let ended = match request {
+            Ok(request) => loop {
+                match watcher.next_note("events.follow").await {
+                    Ok(Some(message)) if message.method.as_deref() == Some("pending") => {
+                        take_batch(home, owner, style, names).await?;
+                    }
+                    Ok(Some(message)) if message.id == json!(request) => {
+                        if let Some(error) = message.error {
+                            return Err(crate::client::rpc_failure(error));
+                        }
+                        break crate::client::lost("the daemon ended the event stream");
+                    }
+                    Ok(Some(_)) => {}
+                    Ok(None) => break crate::client::lost("the daemon closed the event stream"),
+                    Err(err) => break CallError::Io(err).into_anyhow(),
+                }
+            },
+            Err(err) => err,
+        };
+        if !crate::client::is_lost(&ended) {
+            return Err(ended);
+        }
+        tracing::debug!(error = %format!("{ended:#}"), "the daemon went away; following again");
+        watcher = crate::client::reconnect(home).await?;
+    }
+}
+
+/// Takes what waits for `owner` as a lease, prints it and acknowledges it by id
+/// (the next daemon takes the acknowledgement should this one go meanwhile). A
+/// daemon that went away before the batch was taken leaves it queued: the
+/// follow's next connection is told it waits.
+async fn take_batch(
+    home: &Home,
+    owner: &str,
+    style: &EventStyle,
+    names: &mut Names<'_>,
+) -> anyhow::Result<()> {
+    let mut client = Client::connect(home).await?;
+    let answer = match client
+        .request("drain", json!({"owner": owner, "lease": true}))
+        .await
+    {
+        Ok(answer) => answer,
+        Err(err) if crate::client::is_lost(&err) => return Ok(()),
+        Err(err) => return Err(err),
+    };
+    let events = answer["events"].as_array().cloned().unwrap_or_default();
+    for event in &events {
+        let name = names.of(event).await;
+        print_event(event, name.as_deref(), style)?;
+    }
+    let ids: Vec<&str> = events
+        .iter()
+        .filter_map(|e| e["event_id"].as_str())
+        .collect();
+    if ids.is_empty() {
+        return Ok(());
+    }
+    acknowledge(home, client, owner, &ids).await
 }
 
 /// How long `herd events` keeps trying to acknowledge what it printed when its

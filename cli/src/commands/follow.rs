@@ -9,10 +9,9 @@ use tokio::sync::mpsc;
 
 use super::{ending, print_last_lines};
 use crate::args::LogsArgs;
-use crate::client::{CallError, Client};
+use crate::client::Client;
 use crate::exit::{Code, Failure};
 use crate::output;
-use crate::protocol::Response;
 use herd_persistence::Home;
 
 /// A partial line longer than this is printed without waiting for its end.
@@ -30,7 +29,7 @@ pub(crate) async fn logs(home: &Home, mut client: Client, args: &LogsArgs) -> an
             Some(n) => print_last_lines(&mut client, id, n).await?,
             None => 0,
         };
-        let result = one(client, id, from_byte).await?;
+        let result = one(home, client, id, from_byte).await?;
         return finished(home, None, result, id, args.json).await;
     }
     if sessions.is_empty() {
@@ -87,72 +86,17 @@ fn label(id: &str, name: Option<&str>) -> String {
     }
 }
 
-/// Prints one session's log stream from `from_byte` until the session exits;
-/// the session's result when the daemon sends it with the stream's end. The
-/// stream takes the connection over, so the client is used up.
+/// Prints one session's log stream from `from_byte` until the session exits,
+/// through daemon restarts ([`super::resume`]); the session's result when the
+/// daemon sends it with the stream's end. The stream takes the connection
+/// over, so the client is used up.
 pub(crate) async fn one(
-    mut client: Client,
+    home: &Home,
+    client: Client,
     id: &str,
     from_byte: u64,
 ) -> anyhow::Result<Option<Value>> {
-    stream(&mut client, id, from_byte, output::raw).await
-}
-
-/// Reads a `logs.follow` stream, handing each piece of output to `emit`, until
-/// the daemon's final answer (the session ended), and returns the result that
-/// answer carries (daemons with `logs.follow.result`).
-pub(crate) async fn stream(
-    client: &mut Client,
-    id: &str,
-    from_byte: u64,
-    mut emit: impl FnMut(&str) -> std::io::Result<()>,
-) -> anyhow::Result<Option<Value>> {
-    let mut params = json!({"id": id, "from_byte": from_byte});
-    if client.hello.serves("logs.follow.result") {
-        params["result"] = json!(true);
-    }
-    let answer = log_stream(client, "logs.follow", params, &mut emit).await?;
-    if let Some(error) = answer.error {
-        return Err(crate::client::rpc_failure(error));
-    }
-    Ok(answer
-        .result
-        .and_then(|mut answer| answer.get_mut("result").map(Value::take))
-        .filter(|result| result["session_id"].is_string()))
-}
-
-/// Starts the log stream `method` with `params`, hands the output of each `log`
-/// note to `emit`, and returns the message that answers the request (the
-/// stream's end, or its refusal).
-pub(crate) async fn log_stream(
-    client: &mut Client,
-    method: &str,
-    params: Value,
-    emit: &mut impl FnMut(&str) -> std::io::Result<()>,
-) -> anyhow::Result<Response> {
-    let request = client
-        .send(method, params)
-        .await
-        .map_err(|e| CallError::Io(e).into_anyhow())?;
-    loop {
-        let Some(message) = client
-            .next_message()
-            .await
-            .map_err(|e| CallError::Io(e).into_anyhow())?
-        else {
-            return Err(Failure::new(Code::Unreachable, "the daemon closed the log stream").into());
-        };
-        if message.method.as_deref() == Some("log") {
-            let text = message
-                .params
-                .as_ref()
-                .and_then(|p| p["output"].as_str())
-                .unwrap_or_default();
-            emit(text)?;
-        } else if message.id == json!(request) {
-            return Ok(message);
-        }
-    }
+    super::resume::stream(home, client, id, from_byte, output::raw).await
 }
 
 /// After a follow: says how the job ended (stderr, or the wait answer as JSON),
@@ -168,8 +112,8 @@ pub(crate) async fn finished(
 ) -> anyhow::Result<()> {
     let answer = match (result, client) {
         (Some(result), _) => result,
-        (None, Some(mut client)) => ended(&mut client, id).await?,
-        (None, None) => ended(&mut Client::connect(home).await?, id).await?,
+        (None, Some(mut client)) => ended(home, &mut client, id).await?,
+        (None, None) => ended(home, &mut Client::connect(home).await?, id).await?,
     };
     if json {
         output::json_pretty(&answer)?;
@@ -183,12 +127,21 @@ pub(crate) async fn finished(
     }
 }
 
-/// The wait answer of a session that has ended.
-async fn ended(client: &mut Client, id: &str) -> anyhow::Result<Value> {
+/// The wait answer of a session that has ended, asked again of the next
+/// daemon when this one goes away meanwhile.
+pub(crate) async fn ended(home: &Home, client: &mut Client, id: &str) -> anyhow::Result<Value> {
     loop {
-        let answer = client.request("wait", json!({"id": id})).await?;
-        if answer["status"] != "running" {
-            return Ok(answer);
+        match client.request("wait", json!({"id": id})).await {
+            Ok(answer) if answer["status"] != "running" => return Ok(answer),
+            Ok(_) => {}
+            Err(err) if crate::client::is_lost(&err) => {
+                *client = crate::client::reconnect(home).await.map_err(|e| {
+                    e.context(format!(
+                        "lost the daemon while waiting for {id}, which was running then"
+                    ))
+                })?;
+            }
+            Err(err) => return Err(err),
         }
     }
 }
@@ -232,9 +185,10 @@ async fn many(
         };
         let tx = tx.clone();
         let id = id.clone();
+        let home = home.clone();
         tokio::spawn(async move {
             let sender = tx.clone();
-            let result = stream(&mut follower, &id, from_byte, move |text| {
+            let result = super::resume::stream(&home, follower, &id, from_byte, move |text| {
                 // The printer is gone only when herd is ending; nothing to keep.
                 sender.try_send(Piece::Text(index, text.to_owned())).ok();
                 Ok(())
@@ -277,7 +231,7 @@ async fn many(
                 };
                 let answer = match result {
                     Some(answer) => answer,
-                    None => ended(&mut client, id).await?,
+                    None => ended(home, &mut client, id).await?,
                 };
                 all_zero &= exited_zero(&answer);
                 if json {

@@ -134,7 +134,7 @@ async fn dump(
     from_byte: u64,
     emit: &mut impl FnMut(&str) -> std::io::Result<()>,
 ) -> anyhow::Result<Option<u64>> {
-    let message = follow::log_stream(
+    let message = super::logstream::log_stream(
         client,
         "logs.dump",
         json!({"id": id, "from_byte": from_byte}),
@@ -171,14 +171,7 @@ pub(crate) async fn last_lines(
     n: u64,
 ) -> anyhow::Result<(String, u64)> {
     // The log's current end, then its last window.
-    let end = client
-        .request(
-            "log_chunk",
-            json!({"id": id, "from_byte": u64::MAX / 2, "max_bytes": 1}),
-        )
-        .await?["next_byte"]
-        .as_u64()
-        .unwrap_or(0);
+    let end = client.log_end(id).await?;
     let mut from = end.saturating_sub(TAIL_WINDOW_BYTES);
     let mut text = String::new();
     while from < end {

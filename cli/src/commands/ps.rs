@@ -188,7 +188,40 @@ fn layout(
     }
     let cells = short_ids(cells);
     let (command, line) = flexible_widths(header, &cells, width);
+    if line.is_some() {
+        return (cells, command, line);
+    }
+    let cells = squeezed(header, cells);
+    let (command, line) = flexible_widths(header, &cells, width);
     (cells, command, line)
+}
+
+/// The longest name and owner shown when the row would not fit otherwise.
+const SQUEEZED_NAME_CHARS: usize = 12;
+/// See [`SQUEEZED_NAME_CHARS`].
+const SQUEEZED_OWNER_CHARS: usize = 10;
+
+/// The rows with their long cells cut, for a terminal too narrow for them: a
+/// state's parenthesis left out (`killed (restarted, SIGTERM)` is `killed`), an
+/// owner cut to [`SQUEEZED_OWNER_CHARS`] and a name to [`SQUEEZED_NAME_CHARS`]
+/// (a cut cell ends in `…`).
+fn squeezed(header: &[&str], mut cells: Vec<Cells>) -> Vec<Cells> {
+    let column = |name: &str| header.iter().position(|h| *h == name);
+    let (owner, state) = (column("OWNER"), column("STATE"));
+    for (fixed, _, _) in &mut cells {
+        if let Some(at) = state
+            && let Some((short, _)) = fixed[at].split_once(" (")
+        {
+            fixed[at] = short.to_owned();
+        }
+        if let Some(at) = owner {
+            fixed[at] = truncate(&fixed[at], SQUEEZED_OWNER_CHARS);
+        }
+        if let Some((id, name)) = fixed[0].split_once(' ') {
+            fixed[0] = format!("{id} {}", truncate(name, SQUEEZED_NAME_CHARS));
+        }
+    }
+    cells
 }
 
 /// The rows with each `proc_<12 hex>` id cut to the shortest prefix (at least 7
@@ -270,13 +303,23 @@ pub(super) fn age(seconds: f64) -> String {
     }
 }
 
-/// The last non-blank line of `text`.
+/// The last non-blank line of `text`, as a terminal shows it: of a line
+/// redrawn with `\r` (a progress bar), its latest frame.
 pub(super) fn last_line(text: &str) -> &str {
     text.lines()
         .rev()
+        .map(latest_frame)
         .find(|l| !l.trim().is_empty())
         .unwrap_or("")
         .trim_end()
+}
+
+/// The last non-blank `\r`-separated frame of `line`.
+fn latest_frame(line: &str) -> &str {
+    line.trim_end()
+        .rsplit('\r')
+        .find(|f| !f.trim().is_empty())
+        .unwrap_or("")
 }
 
 #[cfg(test)]

@@ -4,7 +4,9 @@ use anyhow::Context;
 use herd_persistence::Home;
 use serde_json::{Value, json};
 
-use super::{command_line, follow, old_daemon_for_hosts};
+use std::io::IsTerminal;
+
+use super::{command_line, follow, foreground, old_daemon_for_hosts};
 use crate::args::RunArgs;
 use crate::client::{CallError, Client};
 use crate::exit::{Code, Failure};
@@ -51,8 +53,40 @@ fn old_daemon_for(flags: &str, daemon: &str) -> anyhow::Error {
     .into()
 }
 
+/// What `herd run` leaves to its caller.
+#[derive(Debug)]
+pub(crate) enum Ran {
+    /// Nothing: the job started (and with --wait, was followed to its end).
+    Done,
+    /// A `--pty --wait` job on this terminal, to attach to (`attach::started`).
+    Attach(String),
+}
+
+/// Follows the job `info` describes to its end (`--wait`) as a foreground
+/// program; a PTY job on this terminal is left to attach to.
+async fn stay(home: &Home, client: Client, info: &Value, json: bool) -> anyhow::Result<Ran> {
+    let job = foreground::Job::of(info);
+    let id = job.id.clone();
+    if json {
+        let until_end = follow::finished(home, Some(client), None, &id, true);
+        foreground::hold(home, &job, until_end).await?;
+        return Ok(Ran::Done);
+    }
+    print_notes(info);
+    // A PTY job on this terminal is attached: keys, size and screen.
+    if job.is_pty && std::io::stdin().is_terminal() && std::io::stdout().is_terminal() {
+        return Ok(Ran::Attach(id));
+    }
+    let until_end = async {
+        let result = follow::one(home, client, &id, 0).await?;
+        follow::finished(home, None, result, &id, false).await
+    };
+    foreground::hold(home, &job, until_end).await?;
+    Ok(Ran::Done)
+}
+
 /// `herd run`.
-pub(crate) async fn run(home: &Home, args: RunArgs) -> anyhow::Result<()> {
+pub(crate) async fn run(home: &Home, args: RunArgs) -> anyhow::Result<Ran> {
     let cwd = job_cwd(args.cwd.as_deref())?;
     let owner = args.owner.resolve("cli");
     let env = with_forwarded(args.env, &args.forward_env);
@@ -119,15 +153,7 @@ pub(crate) async fn run(home: &Home, args: RunArgs) -> anyhow::Result<()> {
         params["caller_env"] = json!(herd_core::utf8_environment());
     }
     match client.call("spawn", params).await {
-        Ok(info) if args.wait => {
-            let id = info["session_id"].as_str().unwrap_or_default().to_owned();
-            if !args.json {
-                print_notes(&info);
-                let result = follow::one(client, &id, 0).await?;
-                return follow::finished(home, None, result, &id, false).await;
-            }
-            follow::finished(home, Some(client), None, &id, true).await
-        }
+        Ok(info) if args.wait => stay(home, client, &info, args.json).await,
         Ok(info) => {
             if args.json {
                 output::json_line(&info)?;
@@ -135,7 +161,7 @@ pub(crate) async fn run(home: &Home, args: RunArgs) -> anyhow::Result<()> {
                 output::line(info["session_id"].as_str().unwrap_or_default())?;
                 print_notes(&info);
             }
-            Ok(())
+            Ok(Ran::Done)
         }
         Err(CallError::Rpc(err)) if err.code == protocol::GUARDED => {
             if args.json {

@@ -1,4 +1,5 @@
-//! `herd shutdown`: stop the daemon, asking a person first when jobs would die.
+//! `herd shutdown`: stop the daemon, asking a person first when jobs would die
+//! (and refusing, with no terminal to ask on, unless `--yes` or `--keep-jobs`).
 
 use std::io::IsTerminal;
 
@@ -31,9 +32,26 @@ pub(crate) async fn shutdown(
     let running = client.request("status", json!({})).await?["running"]
         .as_u64()
         .unwrap_or(0);
-    // A person at a terminal is asked before running jobs are killed; a script
-    // (no terminal) or --yes is not.
-    if running > 0 && !keep_jobs && !yes && !json && std::io::stdin().is_terminal() {
+    // Running jobs are killed only when that was asked for: --yes, or a person
+    // at a terminal who answers yes. A script or an agent's shell tool (no
+    // terminal, or --json) is refused and told how to say which it meant.
+    let asks = running > 0 && !keep_jobs && !yes;
+    if asks && (json || !std::io::stdin().is_terminal()) {
+        return Err(Failure::new(
+            Code::Usage,
+            format!(
+                "nothing stopped: {running} job{} running and shutting down kills {}; with no \
+                 terminal to ask on, add `--yes` to kill {} or `--keep-jobs` to stop the \
+                 daemon and leave {} running",
+                if running == 1 { " is" } else { "s are" },
+                if running == 1 { "it" } else { "them all" },
+                if running == 1 { "it" } else { "them" },
+                if running == 1 { "it" } else { "them" },
+            ),
+        )
+        .into());
+    }
+    if asks {
         let question = format!(
             "{running} job{} running; shutting down kills {}. Continue? [y/N] ",
             if running == 1 { " is" } else { "s are" },

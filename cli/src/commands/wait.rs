@@ -23,13 +23,10 @@ pub(crate) async fn wait(home: &Home, args: WaitArgs) -> anyhow::Result<()> {
         if args.json {
             return follow::finished(home, Some(client), None, &id, true).await;
         }
-        let result = follow::one(client, &id, 0).await?;
+        let result = follow::one(home, client, &id, 0).await?;
         return follow::finished(home, None, result, &id, false).await;
     }
-    let call = client.request(
-        "wait",
-        json!({"id": args.id, "timeout_seconds": args.timeout}),
-    );
+    let call = wait_through_restarts(home, client, &args.id, args.timeout);
     let answer = if std::io::stderr().is_terminal() && !args.json {
         with_spinner(call, &args.id).await?
     } else {
@@ -67,6 +64,33 @@ pub(crate) async fn wait(home: &Home, args: WaitArgs) -> anyhow::Result<()> {
         Ok(())
     } else {
         Err(Failure::silent(Code::Failed).into())
+    }
+}
+
+/// The `wait` answer for `id`, asked again of the next daemon (with what is left
+/// of `timeout`) when this one goes away meanwhile.
+async fn wait_through_restarts(
+    home: &Home,
+    mut client: Client,
+    id: &str,
+    timeout: Option<f64>,
+) -> anyhow::Result<Value> {
+    let started = tokio::time::Instant::now();
+    loop {
+        let left = timeout.map(|t| (t - started.elapsed().as_secs_f64()).max(0.001));
+        match client
+            .request("wait", json!({"id": id, "timeout_seconds": left}))
+            .await
+        {
+            Err(err) if crate::client::is_lost(&err) => {
+                client = crate::client::reconnect(home).await.map_err(|e| {
+                    e.context(format!(
+                        "lost the daemon while waiting for {id}, which was running then"
+                    ))
+                })?;
+            }
+            answer => return answer,
+        }
     }
 }
 

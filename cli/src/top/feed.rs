@@ -105,6 +105,23 @@ pub(crate) async fn run(
                         break;
                     }
                 }
+                // The daemon went away (a crash, a restart): list again from the next.
+                Err(err) if crate::client::is_lost(&err) => {
+                    let _ = tx.send(Feed::Note(
+                        "the daemon went away; connecting again".to_owned(),
+                    ));
+                    match crate::client::reconnect(&home).await {
+                        Ok(next) => {
+                            client = next;
+                            let _ = tx.send(Feed::Note(String::new()));
+                            continue;
+                        }
+                        Err(err) => {
+                            let _ = tx.send(Feed::Lost(format!("{err:#}")));
+                            break;
+                        }
+                    }
+                }
                 Err(err) => {
                     let _ = tx.send(Feed::Lost(format!("{err:#}")));
                     break;
@@ -141,7 +158,9 @@ async fn list(client: &mut Client) -> anyhow::Result<Vec<Row>> {
     serde_json::from_value(rows).context("the daemon sent a list this herd cannot read")
 }
 
-/// Holds `sessions.follow` and wakes the lister on every note.
+/// Holds `sessions.follow` and wakes the lister on every note; follows again
+/// from the next daemon when this one goes away (the first note of the new
+/// stream wakes the lister, which lists what the restart changed).
 async fn watch(home: Home, wake: std::sync::Arc<tokio::sync::Notify>, tx: UnboundedSender<Feed>) {
     let lost = |message: String| {
         let _ = tx.send(Feed::Lost(message));
@@ -150,25 +169,35 @@ async fn watch(home: Home, wake: std::sync::Arc<tokio::sync::Notify>, tx: Unboun
         Ok(client) => client,
         Err(err) => return lost(format!("{err:#}")),
     };
-    if let Err(err) = client.send("sessions.follow", json!({})).await {
-        return lost(format!("lost the connection to the daemon: {err}"));
-    }
     loop {
-        match client.next_message().await {
-            Ok(Some(message)) if message.method.as_deref() == Some("sessions") => {
-                wake.notify_one();
-            }
-            Ok(Some(message)) => {
-                if let Some(error) = message.error {
-                    return lost(format!(
-                        "the daemon refused sessions.follow: {}",
-                        error.message
-                    ));
+        let gone = match client.send("sessions.follow", json!({})).await {
+            Ok(_) => loop {
+                match client.next_note("sessions.follow").await {
+                    Ok(Some(message)) if message.method.as_deref() == Some("sessions") => {
+                        wake.notify_one();
+                    }
+                    Ok(Some(message)) => {
+                        if let Some(error) = message.error {
+                            return lost(format!(
+                                "the daemon refused sessions.follow: {}",
+                                error.message
+                            ));
+                        }
+                    }
+                    Ok(None) => break "the daemon closed the connection".to_owned(),
+                    Err(err) if err.kind() == std::io::ErrorKind::TimedOut => {
+                        return lost(err.to_string());
+                    }
+                    Err(err) => break format!("lost the connection to the daemon: {err}"),
                 }
-            }
-            Ok(None) => return lost("the daemon closed the connection (it stopped)".to_owned()),
-            Err(err) => return lost(format!("lost the connection to the daemon: {err}")),
-        }
+            },
+            Err(err) => format!("lost the connection to the daemon: {err}"),
+        };
+        tracing::debug!(gone, "following the sessions again");
+        client = match crate::client::reconnect(&home).await {
+            Ok(client) => client,
+            Err(err) => return lost(format!("{gone}; {err:#}")),
+        };
     }
 }
 
@@ -222,14 +251,8 @@ pub(crate) async fn follow(home: Home, session_id: String, tx: UnboundedSender<F
         Err(err) => return said(format!("cannot follow {session_id}: {err:#}")),
     };
     // The log's end now (a read far past it answers where it ends), then its tail.
-    let end = match client
-        .request(
-            "log_chunk",
-            json!({"id": session_id, "from_byte": u64::MAX / 2, "max_bytes": 1}),
-        )
-        .await
-    {
-        Ok(answer) => answer["next_byte"].as_u64().unwrap_or(0),
+    let end = match client.log_end(&session_id).await {
+        Ok(end) => end,
         Err(err) => return said(format!("cannot follow {session_id}: {err:#}")),
     };
     let from_byte = end.saturating_sub(PANE_TAIL_BYTES);

@@ -1,5 +1,6 @@
 //! What `herd top` shows: the session rows as `list` answers them, their tree CPU
-//! and memory, the sort and filter, the selection, and the output pane's terminal.
+//! and memory (the cgroup's accounting a row carries, else the `/proc` sample),
+//! the sort and filter, the selection, and the output pane's terminal.
 //!
 //! Pure state: no IO, no clock of its own (the caller passes `now`), so the
 //! rendering bench (`cli/benches/top.rs`) and the unit tests build it directly.
@@ -47,6 +48,65 @@ pub(crate) struct Row {
     pub(crate) duration_seconds: Option<u64>,
     #[serde(default)]
     pub(crate) completion_reason: Option<String>,
+    /// CPU time and memory of its whole tree from its cgroup; absent without one.
+    #[serde(default)]
+    pub(crate) usage: Option<TreeUsage>,
+}
+
+/// A row's `usage`: its cgroup's accounting (`cpu.stat` `usage_usec`,
+/// `memory.current`), which counts every process of the tree, a daemonised one too.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+pub(crate) struct TreeUsage {
+    #[serde(default)]
+    pub(crate) cpu_usec: Option<u64>,
+    #[serde(default)]
+    pub(crate) memory_bytes: Option<u64>,
+}
+
+/// The shortest time two listings' CPU counters are compared over: listings come
+/// as often as every 100 ms on changes, too short a window for a steady figure.
+const MIN_CPU_WINDOW: Duration = Duration::from_millis(500);
+
+/// A session's cgroup figures across listings.
+#[derive(Debug, Clone, Copy)]
+struct Accounted {
+    /// The CPU counter and when it was read, the base of the next figure.
+    base: Option<(u64, Instant)>,
+    /// Percent of one CPU between the last two bases.
+    cpu_percent: Option<f64>,
+    memory_bytes: Option<u64>,
+}
+
+impl Accounted {
+    /// Takes a listing's figures read at `now`.
+    fn update(&mut self, usage: TreeUsage, now: Instant) {
+        self.memory_bytes = usage.memory_bytes;
+        let Some(usec) = usage.cpu_usec else {
+            self.base = None;
+            self.cpu_percent = None;
+            return;
+        };
+        match self.base {
+            Some((was, at)) if usec >= was => {
+                let window = now.saturating_duration_since(at);
+                if window >= MIN_CPU_WINDOW {
+                    let used = Duration::from_micros(usec - was);
+                    self.cpu_percent = Some(used.as_secs_f64() / window.as_secs_f64() * 100.0);
+                    self.base = Some((usec, now));
+                }
+            }
+            // The first figure, or a counter that went back (a new cgroup).
+            _ => self.base = Some((usec, now)),
+        }
+    }
+}
+
+/// What the CPU% and MEM columns show for a session: its cgroup's figures where
+/// the daemon sends them, else the `/proc` sample of its tree.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct Shown {
+    pub(crate) cpu_percent: Option<f64>,
+    pub(crate) memory_bytes: Option<u64>,
 }
 
 impl Row {
@@ -235,6 +295,8 @@ pub(crate) struct Model {
     /// When `rows` was listed (ages count on from it).
     listed_at: Instant,
     usage: HashMap<String, Usage>,
+    /// The cgroup figures of the running sessions whose rows carry them.
+    accounted: HashMap<String, Accounted>,
     sort: SortKey,
     reverse: bool,
     filter: String,
@@ -253,6 +315,7 @@ impl Model {
             rows: Vec::new(),
             listed_at: now,
             usage: HashMap::new(),
+            accounted: HashMap::new(),
             sort: SortKey::State,
             reverse: false,
             filter: String::new(),
@@ -265,9 +328,32 @@ impl Model {
 
     /// Replaces the rows with a new listing taken at `now`.
     pub(crate) fn set_rows(&mut self, rows: Vec<Row>, now: Instant) {
+        // The selection's place is read against the rows the view indexes, before
+        // they go: the new listing may be shorter (the daemon lists a bounded
+        // number of finished sessions, so old ones drop out as others finish).
+        let before = self.selected_idx();
         self.rows = rows;
+        self.view.clear();
         self.listed_at = now;
-        self.rebuild();
+        self.account(now);
+        self.rebuild_from(before);
+    }
+
+    /// Takes the cgroup figures of the running rows, listed at `now`; forgets
+    /// those of sessions no longer running.
+    fn account(&mut self, now: Instant) {
+        let mut kept = HashMap::with_capacity(self.accounted.len());
+        for row in self.rows.iter().filter(|r| r.is_running()) {
+            let Some(usage) = row.usage else { continue };
+            let mut figures = self.accounted.remove(&row.session_id).unwrap_or(Accounted {
+                base: None,
+                cpu_percent: None,
+                memory_bytes: None,
+            });
+            figures.update(usage, now);
+            kept.insert(row.session_id.clone(), figures);
+        }
+        self.accounted = kept;
     }
 
     /// Replaces the CPU and memory figures.
@@ -288,9 +374,19 @@ impl Model {
         self.listed_at
     }
 
-    /// The usage of session `id`, once sampled.
-    pub(crate) fn usage(&self, id: &str) -> Option<&Usage> {
-        self.usage.get(id)
+    /// The usage of session `id`, once sampled: its cgroup's figures where the
+    /// daemon sends them, each else the `/proc` sample's.
+    pub(crate) fn usage(&self, id: &str) -> Shown {
+        let sampled = self.usage.get(id);
+        let accounted = self.accounted.get(id);
+        Shown {
+            cpu_percent: accounted
+                .and_then(|a| a.cpu_percent)
+                .or(sampled.map(|u| u.cpu_percent)),
+            memory_bytes: accounted
+                .and_then(|a| a.memory_bytes)
+                .or(sampled.map(|u| u.rss_bytes)),
+        }
     }
 
     /// The rows shown, in order.
@@ -358,7 +454,7 @@ impl Model {
         let id = self.selected.as_deref()?;
         self.view
             .iter()
-            .position(|&i| self.rows[i].session_id == id)
+            .position(|&i| self.rows.get(i).is_some_and(|r| r.session_id == id))
     }
 
     /// Moves the selection by `delta` rows, clamped to the view.
@@ -402,6 +498,11 @@ impl Model {
     /// at its place, when that session is no longer shown).
     fn rebuild(&mut self) {
         let before = self.selected_idx();
+        self.rebuild_from(before);
+    }
+
+    /// [`Model::rebuild`], the selection having been at view row `before`.
+    fn rebuild_from(&mut self, before: Option<usize>) {
         let needle = self.filter.to_lowercase();
         let mut view: Vec<usize> = (0..self.rows.len())
             .filter(|&i| {
@@ -410,9 +511,8 @@ impl Model {
             })
             .collect();
         let rows = &self.rows;
-        let usage = &self.usage;
-        let cpu = |r: &Row| usage.get(&r.session_id).map_or(-1.0, |u| u.cpu_percent);
-        let mem = |r: &Row| usage.get(&r.session_id).map_or(0, |u| u.rss_bytes);
+        let cpu = |r: &Row| self.usage(&r.session_id).cpu_percent.unwrap_or(-1.0);
+        let mem = |r: &Row| self.usage(&r.session_id).memory_bytes.unwrap_or(0);
         // `list` answers oldest first: a later index started later.
         view.sort_by(|&a, &b| {
             let (ra, rb) = (&rows[a], &rows[b]);

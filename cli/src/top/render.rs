@@ -164,12 +164,7 @@ fn draw_table(frame: &mut Frame<'_>, area: Rect, model: &mut Model, now: Instant
 }
 
 /// One cell of a row.
-fn cell(
-    title: &str,
-    row: &Row,
-    usage: Option<&super::model::Usage>,
-    since: Duration,
-) -> Cell<'static> {
+fn cell(title: &str, row: &Row, usage: super::model::Shown, since: Duration) -> Cell<'static> {
     match title {
         "ID" => Cell::from(row.session_id.clone()),
         "NAME" => Cell::from(row.name.as_deref().map(visible).unwrap_or_default()),
@@ -186,13 +181,13 @@ fn cell(
         }
         "EXIT" => Cell::from(row.exit()),
         "AGE" => Cell::from(age(row.age(since))),
-        "CPU%" => Cell::from(match usage {
-            Some(u) if row.is_running() => format!("{:.1}", u.cpu_percent),
+        "CPU%" => Cell::from(match usage.cpu_percent {
+            Some(cpu) if row.is_running() => format!("{cpu:.1}"),
             _ if row.is_running() => "-".to_owned(),
             _ => String::new(),
         }),
-        "MEM" => Cell::from(match usage {
-            Some(u) if row.is_running() => bytes(u.rss_bytes),
+        "MEM" => Cell::from(match usage.memory_bytes {
+            Some(memory) if row.is_running() => bytes(memory),
             _ if row.is_running() => "-".to_owned(),
             _ => String::new(),
         }),

@@ -116,6 +116,31 @@ fn sorting_cycles_and_keeps_the_selection_on_its_session() {
     );
 }
 
+// Issue 29: a listing shorter than the last one (finished sessions past the
+// daemon's bound drop out) with the selection far down the old view: no index
+// past the rows, and the selection lands on a row that is there.
+#[test]
+fn issue_29_a_shorter_listing_keeps_every_index_inside_the_rows() {
+    let mut m = model_of((0..100).map(|i| row(i, None, "a", i % 2 == 0)).collect());
+    m.select_edge(true);
+    assert_eq!(m.selected_idx(), Some(99));
+    for sort in 0..6 {
+        let n = 64 - sort * 10;
+        m.set_rows(
+            (0..n).map(|i| row(i, None, "a", i % 3 == 0)).collect(),
+            Instant::now(),
+        );
+        assert_eq!(m.n_shown(), n, "after {:?}", m.sort());
+        assert_eq!(m.selected_idx(), Some(n - 1), "after {:?}", m.sort());
+        m.cycle_sort();
+        m.select_edge(true);
+    }
+    m.set_rows(Vec::new(), Instant::now());
+    assert!(m.selected().is_none());
+    m.move_selection(3);
+    assert!(m.selected().is_none());
+}
+
 #[test]
 fn cpu_and_memory_sorts_use_the_sample() {
     let mut m = model_of(vec![row(0, None, "a", true), row(1, None, "a", true)]);
@@ -137,6 +162,76 @@ fn cpu_and_memory_sorts_use_the_sample() {
     assert_eq!(ids(&m)[0], "proc_000000000000");
     m.cycle_sort();
     assert_eq!(ids(&m)[0], "proc_000000000001");
+}
+
+// Issue 29: CPU% and MEM come from the cgroup figures a row carries (`usage`):
+// the CPU counter's growth over the time between two listings at least 500 ms
+// apart, the memory as it is; a session without them shows the `/proc` sample.
+#[test]
+fn issue_29_cpu_and_memory_come_from_the_rows_cgroup_usage() {
+    let with_usage = |i, cpu_usec: u64, memory: u64| {
+        let mut r = row(i, None, "a", true);
+        r.usage = serde_json::from_value(json!({"cpu_usec": cpu_usec, "memory_bytes": memory}))
+            .expect("a usage");
+        r
+    };
+    let t0 = Instant::now();
+    let mut m = Model::new(t0);
+    m.set_rows(
+        vec![with_usage(0, 1_000, 4096), row(1, None, "a", true)],
+        t0,
+    );
+    m.set_usage(
+        [(
+            "proc_000000000001".to_owned(),
+            Usage {
+                cpu_percent: 7.0,
+                rss_bytes: 99,
+                n_processes: 1,
+            },
+        )]
+        .into(),
+    );
+    let first = m.usage("proc_000000000000");
+    assert_eq!(first.memory_bytes, Some(4096));
+    assert_eq!(
+        first.cpu_percent, None,
+        "one counter reading is no figure yet"
+    );
+    // A listing 100 ms on is too soon to compare; one a second on gives 25%.
+    let t1 = t0 + Duration::from_millis(100);
+    m.set_rows(
+        vec![with_usage(0, 90_000, 8192), row(1, None, "a", true)],
+        t1,
+    );
+    assert_eq!(m.usage("proc_000000000000").cpu_percent, None);
+    let t2 = t0 + Duration::from_secs(1);
+    m.set_rows(
+        vec![with_usage(0, 251_000, 8192), row(1, None, "a", true)],
+        t2,
+    );
+    let shown = m.usage("proc_000000000000");
+    assert!(
+        shown.cpu_percent.is_some_and(|p| (p - 25.0).abs() < 0.01),
+        "{shown:?}"
+    );
+    assert_eq!(shown.memory_bytes, Some(8192));
+    assert_eq!(
+        m.usage("proc_000000000001"),
+        super::model::Shown {
+            cpu_percent: Some(7.0),
+            memory_bytes: Some(99)
+        },
+        "no cgroup: the /proc sample"
+    );
+    while m.sort().0 != SortKey::Cpu {
+        m.cycle_sort();
+    }
+    assert_eq!(ids(&m)[0], "proc_000000000000", "25% before 7%");
+    let mut done = with_usage(0, 300_000, 8192);
+    done.status = "exited".to_owned();
+    m.set_rows(vec![done], t2 + Duration::from_secs(1));
+    assert_eq!(m.usage("proc_000000000000"), super::model::Shown::default());
 }
 
 #[test]

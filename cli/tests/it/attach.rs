@@ -464,3 +464,72 @@ fn issue_17_attach_refuses_no_terminal_finished_sessions_and_bad_keys() {
     );
     assert_eq!(status(&env, &id), "running");
 }
+
+// Issue 29: attaching before the job printed anything (its log not even
+// created) still shows what it prints afterwards, PTY and pipe alike. The job
+// prints nothing until it reads a line, and keys reach it only once attach
+// follows its log, so the first byte comes after the attach looked at the log.
+#[test]
+fn issue_29_attach_before_the_first_byte_shows_what_comes_after() {
+    let env = Env::new();
+    let tmux = pane(&env, 100, 30);
+    let pty = spawn(
+        &env,
+        "stty -echo\nIFS= read -r l\necho \"late-pty:$l\"\nIFS= read -r _\n",
+        &["--pty"],
+    );
+    tmux.attach(&pty);
+    tmux.type_line("first");
+    tmux.wait_for("the PTY job's first output", |s| {
+        s.contains("late-pty:first")
+    });
+    tmux.control(0x1c);
+    let screen = tmux.wait_restored("pty");
+    assert!(screen.contains("herd: detached from"), "{screen}");
+
+    let pipe = spawn(
+        &env,
+        "IFS= read -r l\necho \"late-pipe:$l\"\nIFS= read -r _\n",
+        &[],
+    );
+    tmux.attach(&pipe);
+    tmux.wait_for("the pipe notice", |s| s.contains("a pipe session"));
+    tmux.type_line("second");
+    tmux.wait_for("the pipe job's first output", |s| {
+        s.contains("late-pipe:second")
+    });
+    tmux.control(0x04);
+    tmux.wait_restored("pipe");
+}
+
+// Issue 29: attach rides through a daemon SIGKILL: the next daemon (started by
+// the attach's reconnect) is asked for the screen again, and typed lines keep
+// reaching the job, which ran on under its shim.
+#[test]
+fn issue_29_attach_rides_through_a_daemon_sigkill() {
+    let env = Env::new();
+    let id = spawn(
+        &env,
+        "while IFS= read -r l; do echo \"got:$l\"; done\n",
+        &["--pty"],
+    );
+    let tmux = pane(&env, 100, 30);
+    tmux.attach(&id);
+    tmux.type_line("one");
+    tmux.wait_for("the first answer", |s| s.contains("got:one"));
+    let daemon = env.daemon_pid().expect("the daemon's pid file");
+    nix::sys::signal::kill(Pid::from_raw(daemon), Signal::SIGKILL).expect("SIGKILL the daemon");
+    wait_until(DEADLINE, || {
+        env.daemon_pid()
+            .is_some_and(|pid| pid != daemon && crate::support::alive(pid))
+    })
+    .unwrap_or_else(|()| panic!("no daemon came back:\n{}", tmux.screen()));
+    tmux.wait_running();
+    // Keys typed while it re-attaches wait in the terminal for the next reader.
+    tmux.type_line("two");
+    tmux.wait_for("the answer after the restart", |s| s.contains("got:two"));
+    tmux.control(0x1c);
+    let screen = tmux.wait_restored("after");
+    assert!(screen.contains("herd: detached from"), "{screen}");
+    assert_eq!(status(&env, &id), "running");
+}

@@ -513,7 +513,7 @@ fn leftovers_are_held_across_a_restart(kind: Kind, gone: Gone, end: End, base: u
             assert_eq!(killed["status"], "killed", "{killed}");
         }
         End::Shutdown => {
-            env.ok(&["shutdown"]);
+            env.ok(&["shutdown", "--yes"]);
         }
         End::Clean => {
             env.ok(&["clean"]);
@@ -582,7 +582,7 @@ fn b15_issue_36_config_limits_are_every_jobs_default() {
         out.lines().any(|l| l.trim() == "23"),
         "the request's limit wins over the config's: {out}"
     );
-    env.ok(&["shutdown"]);
+    env.ok(&["shutdown", "--yes"]);
     for (bad, key) in [
         ("[limits]\nmemory = \"2X\"\n", "limits.memory"),
         ("[limits]\ncpus = 0.0\n", "limits.cpus"),

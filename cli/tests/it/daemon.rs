@@ -75,11 +75,11 @@ fn shutdown_stops_the_daemon() {
     let env = Env::new();
     env.json(&["ps", "--json"]);
     let pid = env.daemon_pid().expect("pid file");
-    let out = env.ok(&["shutdown"]);
+    let out = env.ok(&["shutdown", "--yes"]);
     assert!(out.contains(&format!("pid {pid}")), "{out}");
     wait_until(Duration::from_secs(5), || !alive(pid)).expect("the daemon exits after shutdown");
     assert!(!env.socket().exists(), "the socket is removed");
-    let again = env.ok(&["shutdown"]);
+    let again = env.ok(&["shutdown", "--yes"]);
     assert!(again.contains("no daemon is running"), "{again}");
 }
 
@@ -429,7 +429,7 @@ fn b17_sigterm_detaches_and_the_jobs_keep_running_until_shutdown() {
     let id = info["session_id"].as_str().expect("session_id");
     let polled = env.json(&["poll", id, "--json"]);
     assert_eq!(polled["status"], "running", "{polled}");
-    let stopped = env.json(&["shutdown", "--json"]);
+    let stopped = env.json(&["shutdown", "--yes", "--json"]);
     assert_eq!(stopped["jobs"], "killed", "{stopped}");
     wait_until(Duration::from_secs(10), || !alive(job)).expect("shutdown kills the job");
 }

@@ -70,3 +70,16 @@ fn b33_run_refuses_a_command_that_would_kill_the_host() {
         "nothing was started"
     );
 }
+
+// Issue 29: `guard check` judges as the daemon would: `pkill -f` of a pattern in
+// the checker's own command line (which holds the command it checks) is
+// allowed, while one matching the daemon's (`herd serve`) is still blocked.
+#[test]
+fn issue_29_guard_check_ignores_the_checkers_own_command_line() {
+    let env = Env::new();
+    let out = env.run(&["guard", "check", "--", "pkill -f ANYTHING"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert_eq!(stdout(&out).trim(), "allow");
+    let out = env.run(&["guard", "check", "--", "pkill -f 'herd serve'"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+}

@@ -150,7 +150,7 @@ fn b4_a_foreign_symlink_or_a_component_others_can_write_in_the_home_path_is_refu
         s.roots.join("run/herd.sock").exists(),
         "served from the real home"
     );
-    let _ = s.herd(&link, &["shutdown"]);
+    let _ = s.herd(&link, &["shutdown", "--yes"]);
     // A component writable by everyone (not sticky), and one writable by a group
     // with other members (nobody's primary group), are refused with the fix.
     let open = s.env.scratch().join("open");
@@ -224,7 +224,7 @@ fn b4_a_second_uid_swapping_the_home_link_never_gets_her_shim_run() {
     }
     let _ = attacker.kill();
     let _ = attacker.wait();
-    let _ = s.herd(&s.roots, &["shutdown"]);
+    let _ = s.herd(&s.roots, &["shutdown", "--yes"]);
     assert!(!s.marker.exists(), "her shim ran as root");
     assert_eq!(
         refused, tries,

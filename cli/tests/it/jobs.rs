@@ -292,11 +292,16 @@ fn events_follow_streams_completions_as_they_happen() {
     let mut reader = std::io::BufReader::new(stdout);
     let mut line = String::new();
     std::io::BufRead::read_line(&mut reader, &mut line).expect("a streamed event");
+    // Printed, then acknowledged (issue 29): once acknowledged it is gone.
+    let acked = wait_until(Duration::from_secs(10), || {
+        env.ok(&["events", "--peek"]).is_empty()
+    });
     let _ = follower.kill();
     let _ = follower.wait();
     let event: Value = serde_json::from_str(&line).expect("a JSON line");
     assert_eq!(event["type"], "completion");
     assert_eq!(event["session_id"], id.as_str());
+    assert!(acked.is_ok(), "the printed event was never acknowledged");
     assert_eq!(env.ok(&["events"]), "", "the stream consumed it");
 }
 

@@ -20,6 +20,7 @@ mod lifecycle;
 mod mcp;
 mod mcp_budget;
 mod netns;
+mod people;
 mod props;
 mod remote;
 mod restore;

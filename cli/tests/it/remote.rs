@@ -266,7 +266,7 @@ fn issue_15_proxy_ends_when_its_daemon_goes_away() {
     let hello = proxy.call("hello", json!({"protocol": 1, "client": "test"}));
     assert_eq!(hello["result"]["protocol"], 1, "{hello}");
     let daemon = env.daemon_pid().expect("the proxy started a daemon");
-    env.ok(&["shutdown"]);
+    env.ok(&["shutdown", "--yes"]);
     let pid = proxy.child.id() as i32;
     wait_until(DEADLINE, || proxy.child.try_wait().ok().flatten().is_some())
         .unwrap_or_else(|()| panic!("the proxy outlived its daemon by {DEADLINE:?}"));

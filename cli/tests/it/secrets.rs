@@ -767,7 +767,7 @@ fn read_durable(env: &Env, ids: &[(String, String)], proof: &mut Proof) {
 /// Stops the home's daemon; the next command starts a new one.
 fn restart(env: &Env) {
     let pid = env.daemon_pid().expect("a daemon serves the home");
-    env.ok(&["shutdown"]);
+    env.ok(&["shutdown", "--yes"]);
     let gone = wait_until(Duration::from_secs(10), || !alive(pid));
     assert!(gone.is_ok(), "daemon {pid} did not stop on shutdown");
 }

@@ -327,7 +327,7 @@ fn b28_shim_of_another_protocol_is_refused_by_name_and_followed_by_its_records()
     // then its entry is pointed at the fake shim.
     let (id, _) = start(&env, &[], "sleep 300");
     env.ok(&["kill", &id]);
-    env.ok(&["shutdown"]);
+    env.ok(&["shutdown", "--yes"]);
     let fake_id = "proc_0123456789ab";
     let dir = shim_dir(&env, fake_id);
     std::fs::create_dir_all(&dir).expect("shim dir");
@@ -652,7 +652,7 @@ fn shim_a_missing_shim_program_falls_back_to_in_process_jobs_and_doctor_says_so(
     );
 
     std::fs::write(env.home().join("config.toml"), "supervisor = \"bogus\"\n").expect("config");
-    env.ok(&["shutdown"]);
+    env.ok(&["shutdown", "--yes"]);
     let out = env.run(&["ps"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(

@@ -329,7 +329,7 @@ fn soak_fd_exhaustion_keeps_the_daemon_responsive_and_its_log_small() {
     drop(held);
     drop(conn_at_limit);
     drop(fresh);
-    let _ = env.run(&["shutdown"]);
+    let _ = env.run(&["shutdown", "--yes"]);
     drop(daemon);
 }
 

@@ -550,7 +550,7 @@ fn issue_15_hosts_install_over_ssh_then_check_passes() {
 
     // The far daemon runs the installed binary; stop it with that binary.
     let _ = far
-        .cmd_at(&herd, &["shutdown"])
+        .cmd_at(&herd, &["shutdown", "--yes"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status();

@@ -97,7 +97,7 @@ impl Drop for Env {
         stop_daemon(
             self.home(),
             Duration::from_secs(5),
-            &mut self.cmd(&["shutdown"]),
+            &mut self.cmd(&["shutdown", "--yes"]),
         );
     }
 }

@@ -536,3 +536,65 @@ fn issue_17_sessions_follow_notes_a_spawn_and_a_finish() {
     }
     assert!(g >= g0 + 2, "spawned and finished: {g0} -> {g}");
 }
+
+// Issue 29: the pane follows a session selected before it printed anything (its
+// log not yet created) and shows what it prints afterwards; then top stays up,
+// counting right, while 100 sessions start and finish under it (a listing that
+// shrinks or grows never sends an index past the rows), and `q` exits 0.
+#[test]
+fn issue_29_top_pane_before_the_first_byte_and_a_hundred_sessions_finishing() {
+    let env = Env::new();
+    let gate = env.scratch().join("gate");
+    let script = format!(
+        "while [ ! -e {} ]; do sleep 0.05; done; echo pane-first; echo pane-last; exec sleep 300",
+        gate.display()
+    );
+    let quiet = spawn(&env, &["--name", "quiet", "--", "sh", "-c", &script]);
+    let tmux = pane(&env, 120, 40, &[]);
+    tmux.start_top();
+    tmux.wait_for("the quiet session selected", |s| {
+        s.contains(&format!("{quiet} quiet · pipe"))
+    });
+    std::fs::write(&gate, "").expect("the scratch dir is writable");
+    // The table's LAST LINE column shows pane-last only: pane-first is the pane's.
+    tmux.wait_for("the late output in the pane", |s| s.contains("pane-first"));
+
+    for _ in 0..100 {
+        env.ok(&["run", "--", "sleep", "1"]);
+    }
+    let screen = tmux.wait_for("every session finished", |s| {
+        s.contains("101 sessions, 1 running")
+    });
+    assert!(tmux.alternate_on(), "top is still up:\n{screen}");
+    tmux.keys(&["q"]);
+    let screen = tmux.wait_restored("top-exit");
+    assert!(
+        screen.contains("top-exit=0"),
+        "herd top exited 0:\n{screen}"
+    );
+}
+
+// Issue 29: top rides through a daemon SIGKILL: it connects again (starting
+// the next daemon) and lists what happens after, and `q` still exits 0.
+#[test]
+fn issue_29_top_rides_through_a_daemon_sigkill() {
+    let env = Env::new();
+    let before = spawn(&env, &["--name", "before", "--", "sleep", "300"]);
+    let tmux = pane(&env, 120, 40, &[]);
+    tmux.start_top();
+    tmux.wait_for("the first session", |s| s.contains(&before));
+    let daemon = env.daemon_pid().expect("the daemon's pid file");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(daemon),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("SIGKILL the daemon");
+    let after = spawn(&env, &["--name", "after", "--", "sleep", "300"]);
+    tmux.wait_for("the session started after the restart", |s| {
+        s.contains(&after) && s.contains(&before)
+    });
+    assert!(tmux.alternate_on(), "top is still up");
+    tmux.keys(&["q"]);
+    let screen = tmux.wait_restored("top-exit");
+    assert!(screen.contains("top-exit=0"), "{screen}");
+}

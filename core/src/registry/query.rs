@@ -202,10 +202,11 @@ impl Registry {
         };
         let is_running = s.status() == SessionStatus::Running;
         let Some(read) = logs::read_chunk(&s.log_path, from_byte, max_bytes, is_running)? else {
+            // No log yet: it is empty, so its end is 0 wherever the read asked.
             return Ok(LogChunk {
                 session_id: s.id.clone(),
                 output: Shown::default(),
-                next_byte: from_byte,
+                next_byte: 0,
                 is_running,
             });
         };

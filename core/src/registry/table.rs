@@ -323,8 +323,14 @@ pub(super) fn check_name(name: &str) -> Result<(), SpawnError> {
     {
         return refuse("may hold only letters, digits, `.`, `_` and `-` (no `:` or spaces)");
     }
-    if name.starts_with(id::ID_PREFIX) || name.chars().all(|c| c.is_ascii_hexdigit()) {
-        return refuse("looks like a session id or a prefix of one; give it a letter beyond a-f");
+    // Hex digits alone read as an id prefix from MIN_PREFIX_CHARS on (`db`,
+    // `ed` or `123` are too short to be one, so they are names).
+    let is_hex = name.chars().all(|c| c.is_ascii_hexdigit());
+    if name.starts_with(id::ID_PREFIX) || (is_hex && name.len() >= id::MIN_PREFIX_CHARS) {
+        return refuse(
+            "looks like a session id or a prefix of one; give it a letter beyond a-f (or keep it \
+             to 3 characters)",
+        );
     }
     Ok(())
 }

@@ -89,3 +89,40 @@ fn flexible_columns_give_way_last_line_first() {
     ));
     assert_eq!(flexible_widths(&HEADER, &rows, Some(50)), (None, None));
 }
+
+// Issue 29: at 80 columns a long name, an `mcp-<hex>` owner and a long state
+// still fit: the state loses its parenthesis, the owner and the name are cut,
+// and the command keeps a column.
+#[test]
+fn issue_29_ps_at_80_columns_with_a_long_name_owner_and_state_fits() {
+    let mut long = cells(
+        "proc_34e8e9d86ce5 a-rather-long-service-name",
+        "killed (restarted, SIGTERM)",
+    );
+    long.0[1] = "mcp-0123456789ab".to_owned();
+    let rows = vec![long, cells("proc_a58bbef64541", "exited 0")];
+    let (shown, command, line) = layout(&HEADER, rows, Some(80));
+    let fixed = fixed_width(&HEADER, &shown);
+    let n = 5 + usize::from(command.is_some()) + usize::from(line.is_some());
+    let used = row_width(fixed, n, command, line);
+    assert!(used <= 80, "{used} ({command:?}, {line:?}): {shown:?}");
+    assert!(command.is_some(), "{shown:?}");
+    assert_eq!(shown[0].0[2], "killed");
+    assert!(shown[0].0[1].ends_with('…'), "{shown:?}");
+    assert!(
+        shown[0].0[0].starts_with("proc_34e8e9d a-rather"),
+        "{shown:?}"
+    );
+    assert_eq!(shown[1].0[2], "exited 0");
+}
+
+// Issue 29: the last line of a `\r` progress bar is its latest frame.
+#[test]
+fn issue_29_the_last_line_of_a_progress_bar_is_its_latest_frame() {
+    assert_eq!(
+        super::last_line("start\nprogress 25%\rprogress 50%\rprogress done!\n"),
+        "progress done!"
+    );
+    assert_eq!(super::last_line("a\nb 10%\rb 20%\r"), "b 20%");
+    assert_eq!(super::last_line("plain\n"), "plain");
+}

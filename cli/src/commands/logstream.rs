@@ -1,0 +1,66 @@
+//! Reading one log stream on one connection: `logs.follow` to the session's
+//! end, or `logs.dump` to the log's current end. Used by the followers
+//! (`follow`, `resume`, `attach`) and `herd logs`; a broken connection comes
+//! back marked lost (`crate::client::lost`), for the caller to connect again.
+
+use serde_json::{Value, json};
+
+use crate::client::{CallError, Client};
+use crate::protocol::Response;
+
+/// Reads a `logs.follow` stream, handing each piece of output to `emit`, until
+/// the daemon's final answer (the session ended), and returns the result that
+/// answer carries (daemons with `logs.follow.result`).
+pub(crate) async fn stream(
+    client: &mut Client,
+    id: &str,
+    from_byte: u64,
+    mut emit: impl FnMut(&str) -> std::io::Result<()>,
+) -> anyhow::Result<Option<Value>> {
+    let mut params = json!({"id": id, "from_byte": from_byte});
+    if client.hello.serves("logs.follow.result") {
+        params["result"] = json!(true);
+    }
+    let answer = log_stream(client, "logs.follow", params, &mut emit).await?;
+    if let Some(error) = answer.error {
+        return Err(crate::client::rpc_failure(error));
+    }
+    Ok(answer
+        .result
+        .and_then(|mut answer| answer.get_mut("result").map(Value::take))
+        .filter(|result| result["session_id"].is_string()))
+}
+
+/// Starts the log stream `method` with `params`, hands the output of each `log`
+/// note to `emit`, and returns the message that answers the request (the
+/// stream's end, or its refusal).
+pub(crate) async fn log_stream(
+    client: &mut Client,
+    method: &str,
+    params: Value,
+    emit: &mut impl FnMut(&str) -> std::io::Result<()>,
+) -> anyhow::Result<Response> {
+    let request = client
+        .send(method, params)
+        .await
+        .map_err(|e| CallError::Io(e).into_anyhow())?;
+    loop {
+        let Some(message) = client
+            .next_note(method)
+            .await
+            .map_err(|e| CallError::Io(e).into_anyhow())?
+        else {
+            return Err(crate::client::lost("the daemon closed the log stream"));
+        };
+        if message.method.as_deref() == Some("log") {
+            let text = message
+                .params
+                .as_ref()
+                .and_then(|p| p["output"].as_str())
+                .unwrap_or_default();
+            emit(text)?;
+        } else if message.id == json!(request) {
+            return Ok(message);
+        }
+    }
+}

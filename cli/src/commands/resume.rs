@@ -1,0 +1,197 @@
+//! Following a log through a daemon restart: `logs -f`, `wait -f` and
+//! `run --wait` connect again when their daemon goes away (a crash, a restart)
+//! and carry on where they were, no line lost or shown twice.
+//!
+//! Where they were is counted in what was shown: the lines since the byte the
+//! follow started at, and the characters of the line under way. A `log` note
+//! carries no byte offset, and redaction changes lengths, but not lines (a
+//! masked private key is masked line by line). On a new connection the log is
+//! read again in `log_chunk` pieces from that byte, whose chunks end at line
+//! ends: the piece holding the next line to show has that line's unshown rest
+//! and every line after it printed, and the follow goes on from its end; when
+//! no piece holds it (the line under way is the log's unfinished last one),
+//! the follow goes on from the last line end and skips what was shown of it.
+//!
+//! No daemon back within [`RECONNECT_DEADLINE`](crate::client::RECONNECT_DEADLINE)
+//! ends the follow with exit 3, saying the job was last seen running.
+
+use herd_persistence::Home;
+use serde_json::{Value, json};
+
+use crate::client::{Client, is_lost, reconnect};
+
+/// What a follow has shown since the byte it started at.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Shown {
+    /// Whole lines.
+    pub(crate) lines: u64,
+    /// Characters of the line under way.
+    pub(crate) partial_chars: usize,
+}
+
+impl Shown {
+    /// Counts `text` in.
+    pub(crate) fn took(&mut self, text: &str) {
+        match text.rfind('\n') {
+            Some(at) => {
+                self.lines += text.matches('\n').count() as u64;
+                self.partial_chars = text[at + 1..].chars().count();
+            }
+            None => self.partial_chars += text.chars().count(),
+        }
+    }
+}
+
+/// Drops the first `skip` characters of `text`, never past a line end; what is
+/// left of `skip` for the next piece.
+pub(crate) fn skipped<'t>(text: &'t str, skip: &mut usize) -> &'t str {
+    if *skip == 0 {
+        return text;
+    }
+    let mut cut = text.len();
+    for (n, (at, c)) in text.char_indices().enumerate() {
+        if n == *skip || c == '\n' {
+            cut = at;
+            break;
+        }
+    }
+    let dropped = text[..cut].chars().count();
+    *skip = if cut < text.len() { 0 } else { *skip - dropped };
+    &text[cut..]
+}
+
+/// The rest of `text` after its first `lines` lines and then `chars`
+/// characters (not past a line end); `None` when nothing follows its first
+/// `lines` lines.
+pub(crate) fn after(text: &str, lines: u64, chars: usize) -> Option<&str> {
+    let mut rest = text;
+    for _ in 0..lines {
+        let at = rest.find('\n')?;
+        rest = &rest[at + 1..];
+    }
+    if rest.is_empty() {
+        return None;
+    }
+    let mut skip = chars;
+    Some(skipped(rest, &mut skip))
+}
+
+/// Follows session `id`'s log from `from_byte` to the session's end on
+/// `client`, handing the output to `emit`, through daemon restarts; the
+/// session's result when the stream's end carried it.
+///
+/// # Errors
+/// As [`super::logstream::stream`]'s; a daemon gone for good after the deadline.
+pub(crate) async fn stream(
+    home: &Home,
+    mut client: Client,
+    id: &str,
+    from_byte: u64,
+    mut emit: impl FnMut(&str) -> std::io::Result<()>,
+) -> anyhow::Result<Option<Value>> {
+    let mut shown = Shown::default();
+    let mut at = from_byte;
+    let mut skip = 0_usize;
+    loop {
+        let attempt = super::logstream::stream(&mut client, id, at, |text| {
+            let text = skipped(text, &mut skip);
+            shown.took(text);
+            emit(text)
+        })
+        .await;
+        match attempt {
+            Err(err) if is_lost(&err) => {
+                tracing::debug!(error = %format!("{err:#}"), "the daemon went away; reconnecting");
+                client = reconnect(home).await.map_err(|e| {
+                    e.context(format!(
+                        "lost the daemon while following {id}, which was running then; `herd \
+                         logs -f {id}` follows it once a daemon runs"
+                    ))
+                })?;
+                (at, skip) = locate(&mut client, id, from_byte, shown, &mut |text| {
+                    shown.took(text);
+                    emit(text)
+                })
+                .await?;
+            }
+            end => return end,
+        }
+    }
+}
+
+/// Finds where to go on after `shown` of the log from `base` was shown: prints
+/// the rest of the chunk that holds the next line to show, and answers the byte
+/// to follow from and the characters to skip there.
+async fn locate(
+    client: &mut Client,
+    id: &str,
+    base: u64,
+    shown: Shown,
+    emit: &mut impl FnMut(&str) -> std::io::Result<()>,
+) -> anyhow::Result<(u64, usize)> {
+    let mut from = base;
+    let mut lines = 0_u64;
+    loop {
+        let chunk = client
+            .request("log_chunk", json!({"id": id, "from_byte": from}))
+            .await?;
+        let text = chunk["output"].as_str().unwrap_or_default();
+        let next = chunk["next_byte"].as_u64().unwrap_or(from);
+        let ahead = shown.lines.saturating_sub(lines);
+        if let Some(rest) = after(text, ahead, shown.partial_chars) {
+            emit(rest)?;
+            return Ok((next, 0));
+        }
+        if next <= from {
+            return Ok((from, shown.partial_chars));
+        }
+        lines += text.matches('\n').count() as u64;
+        from = next;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Shown, after, skipped};
+
+    #[test]
+    fn what_was_shown_is_counted_in_lines_and_the_line_under_way() {
+        let mut shown = Shown::default();
+        shown.took("ab");
+        shown.took("c\nde");
+        shown.took("f\n\nghé");
+        assert_eq!(
+            shown,
+            Shown {
+                lines: 3,
+                partial_chars: 3
+            }
+        );
+    }
+
+    #[test]
+    fn skipping_stops_at_a_line_end_and_carries_over() {
+        let mut skip = 3;
+        assert_eq!(skipped("ab", &mut skip), "");
+        assert_eq!(skip, 1);
+        assert_eq!(skipped("cdef\n", &mut skip), "def\n");
+        assert_eq!(skip, 0);
+        let mut skip = 5;
+        assert_eq!(skipped("ab\ncd", &mut skip), "\ncd");
+        assert_eq!(skip, 0);
+    }
+
+    // Issue 29: the rest of a chunk after what a follow showed before its
+    // daemon went away: the next line's unshown part and every line after it.
+    #[test]
+    fn issue_29_after_a_restart_the_follow_resumes_at_the_next_unshown_character() {
+        let log = "one\ntwo\nthree\n";
+        assert_eq!(after(log, 0, 0), Some(log));
+        assert_eq!(after(log, 1, 0), Some("two\nthree\n"));
+        assert_eq!(after(log, 1, 2), Some("o\nthree\n"));
+        assert_eq!(after(log, 3, 0), None, "nothing unshown here");
+        // A finished session's chunk ends with its unfinished last line.
+        assert_eq!(after("one\npart", 1, 2), Some("rt"));
+        assert_eq!(after("one\n", 2, 0), None);
+    }
+}
