@@ -231,7 +231,7 @@ def main():
         ]:
             agent, detail = run(home)
             print(f"{name}: {agent.calls} calls, {agent.chars} chars (~{agent.chars // 4} tokens); {detail}")
-        subprocess.run([HERD, "shutdown"], env=dict(os.environ, HERD_HOME=home),
+        subprocess.run([HERD, "shutdown", "--yes"], env=dict(os.environ, HERD_HOME=home),
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
