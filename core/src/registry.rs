@@ -52,6 +52,7 @@ mod lingering;
 mod notify;
 mod query;
 mod recommit;
+mod retention;
 mod spawning;
 mod stdin;
 mod table;
@@ -145,7 +146,7 @@ impl Registry {
         let (changes, _) = watch::channel(0);
         let launcher = config.shim.clone().map(crate::shim::link::Launcher::new);
         let queue_cap = config.queue_cap;
-        Ok(Registry {
+        let registry = Registry {
             inner: Arc::new(Inner {
                 durable: durable::Durable::new(&home, config.log_budget_bytes, config.result_ttl),
                 home,
@@ -163,7 +164,9 @@ impl Registry {
                 acked: delivery::Acknowledged::default(),
                 recommits: recommit::Recommits::default(),
             }),
-        })
+        };
+        registry.inner.arm_retention();
+        Ok(registry)
     }
 
     /// The home this registry works under.

@@ -35,6 +35,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::{Error, Home, Ledger, Mode, SpawnOptions};
 
+mod forget;
 mod legacy;
 mod queries;
 
@@ -91,6 +92,10 @@ pub struct ResultReceipt {
     /// Whether earlier output was cut (by the caller or by this store).
     #[serde(default)]
     pub output_cut: bool,
+    /// Output bytes the session's log did not keep (a full disk, or the log's cap):
+    /// the log and the output are incomplete. Zero (and absent) when none was lost.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub bytes_not_kept: u64,
     /// Processes of the session's tree alive when it completed (see
     /// [`crate::Leftover`]); their commands redacted by the caller.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -148,7 +153,7 @@ pub struct Stored {
 }
 
 /// What a prune removed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct PruneReport {
     /// Receipts older than the result TTL.
     pub n_expired: usize,
@@ -156,6 +161,10 @@ pub struct PruneReport {
     pub n_over_budget: usize,
     /// Session logs removed with them.
     pub n_logs: usize,
+    /// The ids evicted (they answer "expired on DATE" from now on), oldest first.
+    pub evicted: Vec<String>,
+    /// Whether more was due than the prune was allowed to evict.
+    pub more: bool,
 }
 
 /// The default budget for the finished sessions of a home: 10 GiB.
@@ -352,39 +361,60 @@ impl ReceiptStore {
     /// than [`TOMBSTONE_RETENTION`].
     ///
     /// # Errors
+    /// As [`ReceiptStore::prune_at_most`].
+    pub fn prune(&self) -> Result<PruneReport, Error> {
+        self.prune_at_most(usize::MAX)
+    }
+
+    /// [`ReceiptStore::prune`], evicting at most `max` sessions (the oldest first):
+    /// a caller on a schedule bounds each round's work, and the report says whether
+    /// more is due ([`PruneReport::more`]).
+    ///
+    /// # Errors
     /// [`Error::StoreQuery`] when the database refuses; a log that cannot be removed
     /// is logged and skipped.
-    pub fn prune(&self) -> Result<PruneReport, Error> {
+    pub fn prune_at_most(&self, max: usize) -> Result<PruneReport, Error> {
         let now = unix_now();
         let ttl_cutoff = now - self.ttl.as_secs_f64();
         let budget = i64::try_from(self.log_budget_bytes).unwrap_or(i64::MAX);
+        // One more than asked for tells whether more is due.
+        let limit = i64::try_from(max.saturating_add(1)).unwrap_or(i64::MAX);
         let evicted = self.with_db(false, "prune result receipts", |conn| {
             let tx = conn.unchecked_transaction()?;
-            let expired: Vec<(String, i64)> = {
+            let mut expired: Vec<(String, i64)> = {
                 let mut stmt = tx.prepare_cached(
-                    "SELECT session_id, size_bytes FROM results WHERE finished_at < ?1",
+                    "SELECT session_id, size_bytes FROM results WHERE finished_at < ?1
+                     ORDER BY finished_at, session_id LIMIT ?2",
                 )?;
-                stmt.query_map([ttl_cutoff], |r| Ok((r.get(0)?, r.get(1)?)))?
+                stmt.query_map(params![ttl_cutoff, limit], |r| Ok((r.get(0)?, r.get(1)?)))?
                     .collect::<rusqlite::Result<_>>()?
             };
-            let total: i64 = tx.query_row(
-                "SELECT coalesce(sum(size_bytes), 0) FROM results",
-                [],
-                |r| r.get(0),
-            )?;
-            let mut over = total - expired.iter().map(|(_, n)| n).sum::<i64>() - budget;
+            let mut more = expired.len() > max;
+            expired.truncate(max);
             let mut over_budget: Vec<String> = Vec::new();
-            if over > 0 {
-                let mut stmt = tx.prepare_cached(
-                    "SELECT session_id, size_bytes FROM results WHERE finished_at >= ?1
-                     ORDER BY finished_at, session_id",
+            if !more {
+                let total: i64 = tx.query_row(
+                    "SELECT coalesce(sum(size_bytes), 0) FROM results",
+                    [],
+                    |r| r.get(0),
                 )?;
-                let mut rows = stmt.query([ttl_cutoff])?;
-                while over > 0
-                    && let Some(row) = rows.next()?
-                {
-                    over -= row.get::<_, i64>(1)?;
-                    over_budget.push(row.get(0)?);
+                let mut over = total - expired.iter().map(|(_, n)| n).sum::<i64>() - budget;
+                if over > 0 {
+                    let mut stmt = tx.prepare_cached(
+                        "SELECT session_id, size_bytes FROM results WHERE finished_at >= ?1
+                         ORDER BY finished_at, session_id",
+                    )?;
+                    let mut rows = stmt.query([ttl_cutoff])?;
+                    while over > 0
+                        && let Some(row) = rows.next()?
+                    {
+                        if expired.len() + over_budget.len() >= max {
+                            more = true;
+                            break;
+                        }
+                        over -= row.get::<_, i64>(1)?;
+                        over_budget.push(row.get(0)?);
+                    }
                 }
             }
             {
@@ -406,24 +436,29 @@ impl ReceiptStore {
             Ok((
                 expired.into_iter().map(|(id, _)| id).collect::<Vec<_>>(),
                 over_budget,
+                more,
             ))
         })?;
-        let Some((expired, over_budget)) = evicted else {
+        let Some((expired, over_budget, more)) = evicted else {
             return Ok(PruneReport::default());
         };
         let mut report = PruneReport {
             n_expired: expired.len(),
             n_over_budget: over_budget.len(),
             n_logs: 0,
+            evicted: Vec::with_capacity(expired.len() + over_budget.len()),
+            more,
         };
-        for id in expired.iter().chain(&over_budget) {
-            report.n_logs += self.remove_log(id);
+        for id in expired.into_iter().chain(over_budget) {
+            report.n_logs += self.remove_log(&id);
+            report.evicted.push(id);
         }
-        if report != PruneReport::default() {
+        if !report.evicted.is_empty() {
             tracing::debug!(
                 n_expired = report.n_expired,
                 n_over_budget = report.n_over_budget,
                 n_logs = report.n_logs,
+                more,
                 "result receipts pruned"
             );
         }
@@ -524,6 +559,10 @@ struct Row {
     output: String,
     spawn: Option<String>,
     size_bytes: i64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {

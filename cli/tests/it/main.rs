@@ -21,6 +21,7 @@ mod netns;
 mod props;
 mod remote;
 mod restore;
+mod retention;
 mod secrets;
 mod service;
 mod shim;
