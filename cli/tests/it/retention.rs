@@ -8,16 +8,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::support::{Env, stderr, stdout, wait_until};
-
-/// Runs `owner`'s job named `name` to its end (exit 3, a line of output); its id.
-fn finished_job(env: &Env, owner: &str, name: &str) -> String {
-    let command = format!("echo result-of-{name}; exit 3");
-    let id = env.start_json(&["--owner", owner, "--name", name, "--", &command]);
-    let out = env.run(&["wait", &id, "--timeout", "20"]);
-    assert_eq!(out.status.code(), Some(1), "{name}: {}", stderr(&out));
-    id
-}
+use crate::support::{Env, finished_job, stderr, stdout, wait_until};
 
 fn log_path(env: &Env, id: &str) -> PathBuf {
     env.home()
@@ -56,7 +47,10 @@ fn b38_clean_forgets_finished_sessions_only_the_store_knows_after_a_restart() {
     let bob_old = finished_job(&env, "bob", "bob-before");
     // After a crash the finished sessions are the store's alone.
     env.crash_daemon();
-    assert!(env.ps_row(&["--all", "--owner", "alice"], &alice_old).is_some());
+    assert!(
+        env.ps_row(&["--all", "--owner", "alice"], &alice_old)
+            .is_some()
+    );
     let alice_new = finished_job(&env, "alice", "alice-after");
     // Too young for the filter: nothing goes.
     let none = env.json(&["clean", "--owner", "alice", "--older-than", "1h", "--json"]);
@@ -128,7 +122,9 @@ fn b5_b38_output_a_capped_log_did_not_keep_is_flagged_after_a_restart() {
     // The next daemon answers from the receipt and still says so.
     let polled = env.poll_json(&id);
     assert!(
-        polled["note"].as_str().is_some_and(|n| n.contains("receipt")),
+        polled["note"]
+            .as_str()
+            .is_some_and(|n| n.contains("receipt")),
         "{polled}"
     );
     assert_eq!(polled["bytes_not_kept"].as_u64(), Some(n), "{polled}");
@@ -137,7 +133,11 @@ fn b5_b38_output_a_capped_log_did_not_keep_is_flagged_after_a_restart() {
     assert_eq!(waited["bytes_not_kept"].as_u64(), Some(n), "{waited}");
     let logs = env.json(&["logs", "--json", &id]);
     assert_eq!(logs["bytes_not_kept"].as_u64(), Some(n), "{logs}");
-    for args in [["wait", id.as_str()], ["poll", id.as_str()], ["logs", id.as_str()]] {
+    for args in [
+        ["wait", id.as_str()],
+        ["poll", id.as_str()],
+        ["logs", id.as_str()],
+    ] {
         let out = env.run(&args);
         assert!(
             stderr(&out).contains("output incomplete"),

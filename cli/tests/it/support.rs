@@ -237,3 +237,18 @@ impl Conn {
         answer["result"].clone()
     }
 }
+
+/// Runs `owner`'s job named `name` to its end (exit 3 after one line of output,
+/// `result-of-NAME`); its id.
+pub(crate) fn finished_job(env: &Env, owner: &str, name: &str) -> String {
+    let command = format!("echo result-of-{name}; exit 3");
+    let id = env.start_json(&["--owner", owner, "--name", name, "--", &command]);
+    let out = env.run(&["wait", &id, "--timeout", "20"]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{name} did not end with its exit 3: {}",
+        stderr(&out)
+    );
+    id
+}

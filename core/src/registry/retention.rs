@@ -79,7 +79,10 @@ impl Registry {
             tracing::warn!(n = forgotten.len(), %error, "finished sessions not forgotten on disk");
         }
         let mut ids: Vec<SessionId> = gone.iter().map(|s| s.id.clone()).collect();
-        ids.extend(self.inner.clean_stored(owner, unix_seconds(now) - older_than.as_secs_f64()));
+        ids.extend(
+            self.inner
+                .clean_stored(owner, unix_seconds(now) - older_than.as_secs_f64()),
+        );
         ids
     }
 }
@@ -107,8 +110,9 @@ impl Inner {
             candidates
                 .into_iter()
                 .filter(|id| {
-                    SessionId::parse(id)
-                        .is_some_and(|sid| tables.get(&sid).is_none() && !self.receipt_pending(&sid))
+                    SessionId::parse(id).is_some_and(|sid| {
+                        tables.get(&sid).is_none() && !self.receipt_pending(&sid)
+                    })
                 })
                 .collect()
         };

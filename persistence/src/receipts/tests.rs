@@ -298,7 +298,10 @@ fn b38_a_bounded_prune_evicts_the_oldest_first_and_says_more_is_due() {
         let id = format!("proc_old{n}");
         fs::write(home.session_log_path(&id), b"old\n").expect("log");
         keeper
-            .store(&finished_ago(&id, hour * u32::try_from(10 - n).expect("small")))
+            .store(&finished_ago(
+                &id,
+                hour * u32::try_from(10 - n).expect("small"),
+            ))
             .expect("store");
     }
     keeper.store(&receipt("proc_new0")).expect("store");
@@ -312,7 +315,10 @@ fn b38_a_bounded_prune_evicts_the_oldest_first_and_says_more_is_due() {
     assert!(!rest.more);
     assert!(pruner.load("proc_new0").expect("load").is_some());
     assert!(pruner.tombstone("proc_old4").expect("stone").is_some());
-    assert_eq!(pruner.prune_at_most(10).expect("prune"), PruneReport::default());
+    assert_eq!(
+        pruner.prune_at_most(10).expect("prune"),
+        PruneReport::default()
+    );
 }
 
 #[test]
