@@ -20,7 +20,8 @@
 //!   `supervised`: what is kept on disk and what comes back from it;
 //! - `notify`, `agents`: notifications (B19-B22) and parent and child agents
 //!   (B24-B26); `lifecycle`, `delivery`, `external`, `logs`: time limits and restart,
-//!   drains, far hosts' events, log chunks and followers.
+//!   drains, far hosts' events, log chunks and followers; `retention`: `clean` and
+//!   the timer that evicts expired results (issue 27).
 //!
 //! Lock order: table lock → agents (`agents`) → session state → notifier state
 //! (`notify`) → session tail, written down and checked in debug builds in
