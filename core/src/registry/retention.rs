@@ -205,3 +205,6 @@ impl Inner {
         report.more
     }
 }
+
+#[cfg(test)]
+mod tests;
