@@ -18,6 +18,9 @@
 //! stay for the result TTL (default [`RECEIPT_RETENTION`]); past the log budget
 //! (the finished sessions' logs and stored outputs together) the oldest finished
 //! sessions go first. A running session's log is never removed here.
+//! A store prunes only when something may be due: the last prune's total size and
+//! oldest finish, plus what was stored since, are kept in memory, so storing a
+//! receipt costs the same with 10 or 10,000 kept (a prune sums every row).
 //!
 //! Receipts of herd releases before the store (`<home>/results/<id>.json`) are
 //! imported when the store is first opened and their files removed once committed
@@ -187,6 +190,18 @@ pub struct ReceiptStore {
     log_budget_bytes: u64,
     ttl: Duration,
     db: Arc<Mutex<Db>>,
+    /// What the last full prune left, kept up to date by stores: lets a store skip
+    /// its prune when nothing can be due (see [`PruneHint`]).
+    hint: Arc<Mutex<Option<PruneHint>>>,
+}
+
+/// The finished sessions' total size and oldest finish, as the last prune left them
+/// plus what was stored since (a replaced row counts twice: the hint errs towards a
+/// prune). `None` until a prune completes, and after one that left work due.
+#[derive(Debug, Clone, Copy)]
+struct PruneHint {
+    total_bytes: i64,
+    oldest_finished_at: f64,
 }
 
 impl ReceiptStore {
@@ -197,6 +212,7 @@ impl ReceiptStore {
             log_budget_bytes: DEFAULT_LOG_BUDGET_BYTES,
             ttl: RECEIPT_RETENTION,
             db: Arc::new(Mutex::new(Db::default())),
+            hint: Arc::new(Mutex::new(None)),
         }
     }
 
@@ -323,10 +339,29 @@ impl ReceiptStore {
             tx.commit()
         })?;
         tracing::debug!(n = batch.len(), "result receipts stored");
-        if let Err(error) = self.prune() {
+        if self.prune_due(&rows)
+            && let Err(error) = self.prune()
+        {
             tracing::warn!(%error, "result store not pruned");
         }
         Ok(())
+    }
+
+    /// Whether a prune is due after storing `rows`: when the hint says the store may
+    /// be past its budget or hold a receipt past the TTL, or there is no hint. Keeps
+    /// the store's cost per receipt independent of how many it holds (a prune sums
+    /// every row's size).
+    fn prune_due(&self, rows: &[Row]) -> bool {
+        let mut hint = lock(&self.hint);
+        let Some(h) = hint.as_mut() else {
+            return true;
+        };
+        for row in rows {
+            h.total_bytes = h.total_bytes.saturating_add(row.size_bytes);
+            h.oldest_finished_at = h.oldest_finished_at.min(row.receipt.finished_at);
+        }
+        let budget = i64::try_from(self.log_budget_bytes).unwrap_or(i64::MAX);
+        h.total_bytes > budget || h.oldest_finished_at < unix_now() - self.ttl.as_secs_f64()
     }
 
     /// The row `item` is stored as: JSON without the output, the output cut to what
@@ -432,7 +467,25 @@ impl ReceiptStore {
                 "DELETE FROM tombstones WHERE expired_at < ?1",
                 [now - TOMBSTONE_RETENTION.as_secs_f64()],
             )?;
+            // What is left, for the stores that follow (the oldest by its index).
+            let left = if more {
+                None
+            } else {
+                tx.query_row(
+                    "SELECT coalesce(sum(size_bytes), 0), coalesce(min(finished_at), ?1)
+                     FROM results",
+                    [f64::MAX],
+                    |r| {
+                        Ok(PruneHint {
+                            total_bytes: r.get(0)?,
+                            oldest_finished_at: r.get(1)?,
+                        })
+                    },
+                )
+                .map(Some)?
+            };
             tx.commit()?;
+            *lock(&self.hint) = left;
             Ok((
                 expired.into_iter().map(|(id, _)| id).collect::<Vec<_>>(),
                 over_budget,
