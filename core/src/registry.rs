@@ -20,7 +20,8 @@
 //!   `supervised`: what is kept on disk and what comes back from it;
 //! - `notify`, `agents`: notifications (B19-B22) and parent and child agents
 //!   (B24-B26); `lifecycle`, `delivery`, `external`, `logs`: time limits and restart,
-//!   drains, far hosts' events, log chunks and followers.
+//!   drains, far hosts' events, log chunks and followers; `retention`: `clean` and
+//!   the timer that evicts expired results (issue 27).
 //!
 //! Lock order: table lock → agents (`agents`) → session state → notifier state
 //! (`notify`) → session tail, written down and checked in debug builds in
@@ -52,6 +53,7 @@ mod lingering;
 mod notify;
 mod query;
 mod recommit;
+mod retention;
 mod spawning;
 mod stdin;
 mod table;
@@ -145,7 +147,7 @@ impl Registry {
         let (changes, _) = watch::channel(0);
         let launcher = config.shim.clone().map(crate::shim::link::Launcher::new);
         let queue_cap = config.queue_cap;
-        Ok(Registry {
+        let registry = Registry {
             inner: Arc::new(Inner {
                 durable: durable::Durable::new(&home, config.log_budget_bytes, config.result_ttl),
                 home,
@@ -163,7 +165,9 @@ impl Registry {
                 acked: delivery::Acknowledged::default(),
                 recommits: recommit::Recommits::default(),
             }),
-        })
+        };
+        registry.inner.arm_retention();
+        Ok(registry)
     }
 
     /// The home this registry works under.

@@ -18,6 +18,9 @@
 //! stay for the result TTL (default [`RECEIPT_RETENTION`]); past the log budget
 //! (the finished sessions' logs and stored outputs together) the oldest finished
 //! sessions go first. A running session's log is never removed here.
+//! A store prunes only when something may be due: the last prune's total size and
+//! oldest finish, plus what was stored since, are kept in memory, so storing a
+//! receipt costs the same with 10 or 10,000 kept (a prune sums every row).
 //!
 //! Receipts of herd releases before the store (`<home>/results/<id>.json`) are
 //! imported when the store is first opened and their files removed once committed
@@ -35,6 +38,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::{Error, Home, Ledger, Mode, SpawnOptions};
 
+mod forget;
 mod legacy;
 mod queries;
 
@@ -91,6 +95,10 @@ pub struct ResultReceipt {
     /// Whether earlier output was cut (by the caller or by this store).
     #[serde(default)]
     pub output_cut: bool,
+    /// Output bytes the session's log did not keep (a full disk, or the log's cap):
+    /// the log and the output are incomplete. Zero (and absent) when none was lost.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub bytes_not_kept: u64,
     /// Processes of the session's tree alive when it completed (see
     /// [`crate::Leftover`]); their commands redacted by the caller.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -148,7 +156,7 @@ pub struct Stored {
 }
 
 /// What a prune removed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct PruneReport {
     /// Receipts older than the result TTL.
     pub n_expired: usize,
@@ -156,6 +164,10 @@ pub struct PruneReport {
     pub n_over_budget: usize,
     /// Session logs removed with them.
     pub n_logs: usize,
+    /// The ids evicted (they answer "expired on DATE" from now on), oldest first.
+    pub evicted: Vec<String>,
+    /// Whether more was due than the prune was allowed to evict.
+    pub more: bool,
 }
 
 /// The default budget for the finished sessions of a home: 10 GiB.
@@ -178,6 +190,18 @@ pub struct ReceiptStore {
     log_budget_bytes: u64,
     ttl: Duration,
     db: Arc<Mutex<Db>>,
+    /// What the last full prune left, kept up to date by stores: lets a store skip
+    /// its prune when nothing can be due (see [`PruneHint`]).
+    hint: Arc<Mutex<Option<PruneHint>>>,
+}
+
+/// The finished sessions' total size and oldest finish, as the last prune left them
+/// plus what was stored since (a replaced row counts twice: the hint errs towards a
+/// prune). `None` until a prune completes, and after one that left work due.
+#[derive(Debug, Clone, Copy)]
+struct PruneHint {
+    total_bytes: i64,
+    oldest_finished_at: f64,
 }
 
 impl ReceiptStore {
@@ -188,6 +212,7 @@ impl ReceiptStore {
             log_budget_bytes: DEFAULT_LOG_BUDGET_BYTES,
             ttl: RECEIPT_RETENTION,
             db: Arc::new(Mutex::new(Db::default())),
+            hint: Arc::new(Mutex::new(None)),
         }
     }
 
@@ -314,10 +339,29 @@ impl ReceiptStore {
             tx.commit()
         })?;
         tracing::debug!(n = batch.len(), "result receipts stored");
-        if let Err(error) = self.prune() {
+        if self.prune_due(&rows)
+            && let Err(error) = self.prune()
+        {
             tracing::warn!(%error, "result store not pruned");
         }
         Ok(())
+    }
+
+    /// Whether a prune is due after storing `rows`: when the hint says the store may
+    /// be past its budget or hold a receipt past the TTL, or there is no hint. Keeps
+    /// the store's cost per receipt independent of how many it holds (a prune sums
+    /// every row's size).
+    fn prune_due(&self, rows: &[Row]) -> bool {
+        let mut hint = lock(&self.hint);
+        let Some(h) = hint.as_mut() else {
+            return true;
+        };
+        for row in rows {
+            h.total_bytes = h.total_bytes.saturating_add(row.size_bytes);
+            h.oldest_finished_at = h.oldest_finished_at.min(row.receipt.finished_at);
+        }
+        let budget = i64::try_from(self.log_budget_bytes).unwrap_or(i64::MAX);
+        h.total_bytes > budget || h.oldest_finished_at < unix_now() - self.ttl.as_secs_f64()
     }
 
     /// The row `item` is stored as: JSON without the output, the output cut to what
@@ -352,39 +396,60 @@ impl ReceiptStore {
     /// than [`TOMBSTONE_RETENTION`].
     ///
     /// # Errors
+    /// As [`ReceiptStore::prune_at_most`].
+    pub fn prune(&self) -> Result<PruneReport, Error> {
+        self.prune_at_most(usize::MAX)
+    }
+
+    /// [`ReceiptStore::prune`], evicting at most `max` sessions (the oldest first):
+    /// a caller on a schedule bounds each round's work, and the report says whether
+    /// more is due ([`PruneReport::more`]).
+    ///
+    /// # Errors
     /// [`Error::StoreQuery`] when the database refuses; a log that cannot be removed
     /// is logged and skipped.
-    pub fn prune(&self) -> Result<PruneReport, Error> {
+    pub fn prune_at_most(&self, max: usize) -> Result<PruneReport, Error> {
         let now = unix_now();
         let ttl_cutoff = now - self.ttl.as_secs_f64();
         let budget = i64::try_from(self.log_budget_bytes).unwrap_or(i64::MAX);
+        // One more than asked for tells whether more is due.
+        let limit = i64::try_from(max.saturating_add(1)).unwrap_or(i64::MAX);
         let evicted = self.with_db(false, "prune result receipts", |conn| {
             let tx = conn.unchecked_transaction()?;
-            let expired: Vec<(String, i64)> = {
+            let mut expired: Vec<(String, i64)> = {
                 let mut stmt = tx.prepare_cached(
-                    "SELECT session_id, size_bytes FROM results WHERE finished_at < ?1",
+                    "SELECT session_id, size_bytes FROM results WHERE finished_at < ?1
+                     ORDER BY finished_at, session_id LIMIT ?2",
                 )?;
-                stmt.query_map([ttl_cutoff], |r| Ok((r.get(0)?, r.get(1)?)))?
+                stmt.query_map(params![ttl_cutoff, limit], |r| Ok((r.get(0)?, r.get(1)?)))?
                     .collect::<rusqlite::Result<_>>()?
             };
-            let total: i64 = tx.query_row(
-                "SELECT coalesce(sum(size_bytes), 0) FROM results",
-                [],
-                |r| r.get(0),
-            )?;
-            let mut over = total - expired.iter().map(|(_, n)| n).sum::<i64>() - budget;
+            let mut more = expired.len() > max;
+            expired.truncate(max);
             let mut over_budget: Vec<String> = Vec::new();
-            if over > 0 {
-                let mut stmt = tx.prepare_cached(
-                    "SELECT session_id, size_bytes FROM results WHERE finished_at >= ?1
-                     ORDER BY finished_at, session_id",
+            if !more {
+                let total: i64 = tx.query_row(
+                    "SELECT coalesce(sum(size_bytes), 0) FROM results",
+                    [],
+                    |r| r.get(0),
                 )?;
-                let mut rows = stmt.query([ttl_cutoff])?;
-                while over > 0
-                    && let Some(row) = rows.next()?
-                {
-                    over -= row.get::<_, i64>(1)?;
-                    over_budget.push(row.get(0)?);
+                let mut over = total - expired.iter().map(|(_, n)| n).sum::<i64>() - budget;
+                if over > 0 {
+                    let mut stmt = tx.prepare_cached(
+                        "SELECT session_id, size_bytes FROM results WHERE finished_at >= ?1
+                         ORDER BY finished_at, session_id",
+                    )?;
+                    let mut rows = stmt.query([ttl_cutoff])?;
+                    while over > 0
+                        && let Some(row) = rows.next()?
+                    {
+                        if expired.len() + over_budget.len() >= max {
+                            more = true;
+                            break;
+                        }
+                        over -= row.get::<_, i64>(1)?;
+                        over_budget.push(row.get(0)?);
+                    }
                 }
             }
             {
@@ -402,28 +467,51 @@ impl ReceiptStore {
                 "DELETE FROM tombstones WHERE expired_at < ?1",
                 [now - TOMBSTONE_RETENTION.as_secs_f64()],
             )?;
+            // What is left, for the stores that follow (the oldest by its index).
+            let left = if more {
+                None
+            } else {
+                tx.query_row(
+                    "SELECT coalesce(sum(size_bytes), 0), coalesce(min(finished_at), ?1)
+                     FROM results",
+                    [f64::MAX],
+                    |r| {
+                        Ok(PruneHint {
+                            total_bytes: r.get(0)?,
+                            oldest_finished_at: r.get(1)?,
+                        })
+                    },
+                )
+                .map(Some)?
+            };
             tx.commit()?;
+            *lock(&self.hint) = left;
             Ok((
                 expired.into_iter().map(|(id, _)| id).collect::<Vec<_>>(),
                 over_budget,
+                more,
             ))
         })?;
-        let Some((expired, over_budget)) = evicted else {
+        let Some((expired, over_budget, more)) = evicted else {
             return Ok(PruneReport::default());
         };
         let mut report = PruneReport {
             n_expired: expired.len(),
             n_over_budget: over_budget.len(),
             n_logs: 0,
+            evicted: Vec::with_capacity(expired.len() + over_budget.len()),
+            more,
         };
-        for id in expired.iter().chain(&over_budget) {
-            report.n_logs += self.remove_log(id);
+        for id in expired.into_iter().chain(over_budget) {
+            report.n_logs += self.remove_log(&id);
+            report.evicted.push(id);
         }
-        if report != PruneReport::default() {
+        if !report.evicted.is_empty() {
             tracing::debug!(
                 n_expired = report.n_expired,
                 n_over_budget = report.n_over_budget,
                 n_logs = report.n_logs,
+                more,
                 "result receipts pruned"
             );
         }
@@ -524,6 +612,10 @@ struct Row {
     output: String,
     spawn: Option<String>,
     size_bytes: i64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::support::{Env, alive, wait_until};
+use crate::support::{Env, wait_until};
 
 /// Starts `n` notified jobs of `owner`, each printing `out_bytes` characters and
 /// exiting with its index modulo 50; returns their ids and codes.
@@ -30,8 +30,7 @@ fn start_jobs(env: &Env, owner: &str, n: usize, out_bytes: usize) -> HashMap<Str
 /// Waits until none of `owner`'s sessions runs.
 fn wait_all_finished(env: &Env, owner: &str) {
     wait_until(Duration::from_secs(60), || {
-        let list = env.json(&["ps", "--json", "--owner", owner]);
-        list["processes"].as_array().is_some_and(Vec::is_empty)
+        env.ps_rows(&["--owner", owner]).is_empty()
     })
     .expect("every job finishes within 60 s");
 }
@@ -43,22 +42,6 @@ fn events_child(env: &Env, owner: &str) -> Child {
         .stderr(Stdio::piped())
         .spawn()
         .expect("herd events starts")
-}
-
-/// SIGKILLs the home's daemon, if one runs, and waits for it to be gone.
-fn crash_daemon(env: &Env) {
-    let Some(pid) = env.daemon_pid() else {
-        return;
-    };
-    if nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .is_ok()
-    {
-        wait_until(Duration::from_secs(5), || !alive(pid))
-            .unwrap_or_else(|()| panic!("daemon {pid} did not die of SIGKILL"));
-    }
 }
 
 /// The completions among JSON lines, by session id, counted.
@@ -97,7 +80,7 @@ fn b29_events_printed_before_a_daemon_crash_are_acknowledged_by_the_next_daemon(
     let mut first = String::new();
     stdout.read_line(&mut first).expect("the first event line");
     // The client has the whole drain and is blocked on a full pipe: crash now.
-    crash_daemon(&env);
+    env.crash_daemon();
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut stdout, &mut rest).expect("the rest of the events");
     let status = child.wait().expect("herd events ends");
@@ -119,7 +102,7 @@ fn b29_events_printed_before_a_daemon_crash_are_acknowledged_by_the_next_daemon(
     // Later runs print none of them again, on this daemon or the one after a crash.
     let again = env.ok(&["events", "--json", "--owner", owner]);
     count_completions(&json_lines(&again), &mut seen);
-    crash_daemon(&env);
+    env.crash_daemon();
     let after_crash = env.ok(&["events", "--json", "--owner", owner]);
     count_completions(&json_lines(&after_crash), &mut seen);
     let twice: Vec<_> = seen.iter().filter(|(_, n)| **n != 1).collect();
@@ -189,7 +172,10 @@ fn b29_every_completion_is_printed_once_across_daemon_sigkills_during_events() {
                 reason = "a random delay places the crash at a random moment"
             )]
             std::thread::sleep(after);
-            crash_daemon(&env);
+            // The last crash's daemon may not have been replaced yet.
+            if env.daemon_pid().is_some() {
+                env.crash_daemon();
+            }
             n_crashes += 1;
         }
         let out = child.wait_with_output().expect("herd events ends");

@@ -6,11 +6,10 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::support::{Env, alive, raw_command, stderr, stdout, wait_until};
+use crate::support::{Env, raw_command, stderr, stdout};
 
 /// The tmpfs's size: room for the daemon's files and a few small jobs.
 const TMPFS_BYTES: u64 = 8 << 20;
@@ -110,20 +109,7 @@ fn gated_job(env: &Env, owner: &str, go: &Path, then: &str) -> String {
         "while [ ! -e '{}' ]; do sleep 0.05; done; {then}",
         go.display()
     );
-    let info = env.json(&[
-        "run", "--json", "--notify", "--owner", owner, "--", &command,
-    ]);
-    info["session_id"].as_str().expect("session_id").to_owned()
-}
-
-fn crash_daemon(env: &Env) {
-    let pid = env.daemon_pid().expect("the daemon wrote its pid file");
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .expect("the daemon can be signalled");
-    wait_until(Duration::from_secs(5), || !alive(pid)).expect("the daemon dies of SIGKILL");
+    env.start_json(&["--notify", "--owner", owner, "--", &command])
 }
 
 fn completions(env: &Env, owner: &str) -> Vec<Value> {
@@ -153,13 +139,13 @@ fn b28_a_job_ending_on_a_full_disk_keeps_its_exit_code_across_a_restart() {
     assert_eq!(answer["exit_code"], 9, "{answer}");
     assert_eq!(answer["completion_reason"], "exited", "{answer}");
     disk.free();
-    crash_daemon(env);
+    env.crash_daemon();
     // The next daemon finds the job's end in its supervisor's exit record (written
     // once there was room) or in the ledger: the same code, once.
     let waited = env.run(&["wait", "--json", &id]);
     let answer: Value = serde_json::from_slice(&waited.stdout).expect("wait answers JSON");
     assert_eq!(answer["exit_code"], 9, "after the restart: {answer}");
-    let polled = env.json(&["poll", "--json", &id]);
+    let polled = env.poll_json(&id);
     assert_eq!(polled["exit_code"], 9, "{polled}");
     assert_eq!(polled["completion_reason"], "exited", "{polled}");
     let mut got = completions(env, owner);
@@ -187,13 +173,7 @@ fn a_daemon_on_a_full_disk_serves_and_refuses_spawns_naming_the_free_space() {
     env.ok(&["shutdown", "--keep-jobs"]);
     disk.fill();
     // A daemon started on the full disk.
-    let listed = env.json(&["ps", "--json"]);
-    assert!(
-        listed["processes"]
-            .as_array()
-            .is_some_and(|rows| rows.iter().any(|r| r["session_id"] == id.as_str())),
-        "{listed}"
-    );
+    assert!(env.ps_row(&[], &id).is_some(), "{id} not listed");
     let refused = env.run(&["run", "--", "echo never"]);
     assert_eq!(refused.status.code(), Some(1), "{}", stderr(&refused));
     let why = stderr(&refused);
@@ -242,7 +222,7 @@ fn b5_output_cut_by_a_full_disk_is_flagged_on_wait_logs_and_poll() {
         "{}",
         stderr(&human)
     );
-    let polled = env.json(&["poll", "--json", &id]);
+    let polled = env.poll_json(&id);
     assert_eq!(polled["bytes_not_kept"].as_u64(), Some(n), "{polled}");
     let human = env.run(&["poll", &id]);
     assert!(

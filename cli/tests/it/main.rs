@@ -24,6 +24,7 @@ mod people;
 mod props;
 mod remote;
 mod restore;
+mod retention;
 mod secrets;
 mod service;
 mod shim;

@@ -21,29 +21,16 @@ fn await_log_line(env: &Env, id: &str, line: &str) {
     .unwrap_or_else(|()| panic!("the log of {id} never held {line:?}"));
 }
 
-/// SIGKILLs the home's daemon and waits until it is gone.
-fn crash_daemon(env: &Env) -> i32 {
-    let pid = env.daemon_pid().expect("the daemon wrote its pid file");
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .expect("the daemon can be signalled");
-    wait_until(Duration::from_secs(5), || !alive(pid))
-        .unwrap_or_else(|()| panic!("daemon {pid} did not die of SIGKILL"));
-    pid
-}
-
 #[test]
 fn b28_a_sigkilled_daemons_job_is_readopted_by_the_next_daemon() {
     let env = Env::new();
     let (id, pid) = start(&env, "echo before; exec sleep 300");
     await_log_line(&env, &id, "before");
-    let first = crash_daemon(&env);
+    let first = env.crash_daemon();
     assert!(alive(pid), "the job outlives the daemon's crash");
 
     // Any client command starts a new daemon, which restores before it serves.
-    let polled = env.json(&["poll", &id, "--json"]);
+    let polled = env.poll_json(&id);
     assert_ne!(
         env.daemon_pid(),
         Some(first),
@@ -66,7 +53,7 @@ fn b28_a_sigkilled_daemons_job_is_readopted_by_the_next_daemon() {
     env.ok(&["kill", &id]);
     wait_until(Duration::from_secs(10), || !alive(pid))
         .unwrap_or_else(|()| panic!("the re-adopted job {pid} survived its kill"));
-    let after = env.json(&["poll", &id, "--json"]);
+    let after = env.poll_json(&id);
     assert_ne!(after["status"], "running", "{after}");
 }
 
@@ -75,7 +62,7 @@ fn b28_a_job_that_died_while_no_daemon_ran_finishes_with_its_real_status() {
     let env = Env::new();
     let (id, pid) = start(&env, "echo before; exec sleep 300");
     await_log_line(&env, &id, "before");
-    crash_daemon(&env);
+    env.crash_daemon();
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(pid),
         nix::sys::signal::Signal::SIGKILL,
@@ -84,7 +71,7 @@ fn b28_a_job_that_died_while_no_daemon_ran_finishes_with_its_real_status() {
     wait_until(Duration::from_secs(5), || !alive(pid))
         .unwrap_or_else(|()| panic!("job {pid} did not die of SIGKILL"));
 
-    let polled = env.json(&["poll", &id, "--json"]);
+    let polled = env.poll_json(&id);
     assert_ne!(polled["status"], "running", "{polled}");
     // Its supervisor collected the real status: killed by signal 9.
     assert_eq!(polled["completion_reason"], "signaled", "{polled}");

@@ -23,8 +23,7 @@
 #![allow(deprecated)]
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::net::UnixStream;
+use std::io::Read;
 use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
@@ -35,7 +34,7 @@ use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{Value, json};
 
-use crate::support::{Env, HERD, alive, stderr, stdout, wait_until};
+use crate::support::{Conn, Env, HERD, alive, stderr, stdout, wait_until};
 
 /// What each line of a private-key block becomes.
 const KEY_MASK: &str = "[REDACTED PRIVATE KEY]";
@@ -573,51 +572,6 @@ impl Follow {
     }
 }
 
-/// A raw protocol connection (JSON-RPC over the daemon's socket, one line each).
-struct Conn {
-    reader: BufReader<UnixStream>,
-    writer: UnixStream,
-    next_id: u64,
-}
-
-impl Conn {
-    fn open(env: &Env) -> Conn {
-        let stream = UnixStream::connect(env.socket()).expect("the daemon's socket accepts");
-        stream
-            .set_read_timeout(Some(Duration::from_secs(10)))
-            .expect("a timeout can be set");
-        let mut conn = Conn {
-            reader: BufReader::new(stream.try_clone().expect("the stream clones")),
-            writer: stream,
-            next_id: 0,
-        };
-        let hello = conn.call("hello", json!({"protocol": 1, "client": "secrets-test"}));
-        assert!(hello["pid"].is_u64(), "hello failed: {hello}");
-        conn
-    }
-
-    /// The result of one call; panics on an error answer.
-    fn call(&mut self, method: &str, params: Value) -> Value {
-        self.next_id += 1;
-        let request =
-            json!({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params});
-        self.writer
-            .write_all(format!("{request}\n").as_bytes())
-            .expect("the daemon reads");
-        let mut line = String::new();
-        self.reader
-            .read_line(&mut line)
-            .expect("the daemon answers within 10 s");
-        let answer: Value =
-            serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line:?}"));
-        assert!(
-            answer["error"].is_null(),
-            "{method} {params} failed: {answer}"
-        );
-        answer["result"].clone()
-    }
-}
-
 /// Every route that answers for a finished session, through the CLI.
 fn read_finished(env: &Env, id: &str, label: &str, proof: &mut Proof) {
     let r = |what: &str| format!("{label}: {what}");
@@ -1115,7 +1069,7 @@ fn b30_tokens_inside_terminal_escapes_are_masked_on_every_cli_route() {
     }
     // The socket: chunks of the log that end, and that start, at every byte of
     // every token (the tokens' bytes located in the raw log).
-    let mut conn = Conn::open(&env);
+    let mut conn = Conn::open(&env, "secrets-test");
     for (id, label) in &ids {
         let raw = raw_log(&env, id);
         for s in &secrets {
@@ -1134,7 +1088,7 @@ fn b30_tokens_inside_terminal_escapes_are_masked_on_every_cli_route() {
                     if max == 0 {
                         continue;
                     }
-                    let chunk = conn.call(
+                    let chunk = conn.result(
                         "log_chunk",
                         json!({"id": id, "from_byte": from, "max_bytes": max}),
                     );
@@ -1325,11 +1279,11 @@ fn b30_a_token_across_a_log_chunk_or_page_edge_is_masked() {
         );
         // The socket: chunks that end, and that start, at bytes across each token
         // (every byte is swept on a small log in the escapes test).
-        let mut conn = Conn::open(&env);
+        let mut conn = Conn::open(&env, "secrets-test");
         for (at, s) in placed {
             for cut in [1, 6, 20, 34, 39].map(|k| at + k) {
                 for (from, max) in [(at - 64, cut - (at - 64)), (cut, 64)] {
-                    let chunk = conn.call(
+                    let chunk = conn.result(
                         "log_chunk",
                         json!({"id": id, "from_byte": from, "max_bytes": max}),
                     );

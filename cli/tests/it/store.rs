@@ -3,84 +3,14 @@
 //! crash and by `--keep-jobs`, until `result_ttl` or the log budget evicts them;
 //! an evicted one answers "expired on DATE". Real daemons, real jobs, real SIGKILLs.
 
-use std::io::{BufRead, BufReader, Write};
-use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::support::{Env, alive, stderr, stdout, wait_until};
+use crate::support::{Conn, Env, alive, finished_job, session_id, stderr, stdout, wait_until};
 
 /// A token the redactor masks (a GitHub classic token's shape).
 const TOKEN: &str = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
-
-/// A raw protocol connection, for many spawns without a process each.
-struct Conn {
-    reader: BufReader<UnixStream>,
-    writer: UnixStream,
-    next_id: u64,
-}
-
-impl Conn {
-    fn open(env: &Env) -> Conn {
-        env.ok(&["ps"]);
-        let stream = UnixStream::connect(env.socket()).expect("the daemon's socket accepts");
-        stream
-            .set_read_timeout(Some(Duration::from_secs(30)))
-            .expect("a timeout can be set");
-        let mut conn = Conn {
-            reader: BufReader::new(stream.try_clone().expect("the stream clones")),
-            writer: stream,
-            next_id: 0,
-        };
-        let hello = conn.call("hello", json!({"protocol": 1, "client": "test"}));
-        assert!(hello["result"]["pid"].is_u64(), "hello failed: {hello}");
-        conn
-    }
-
-    fn call(&mut self, method: &str, params: Value) -> Value {
-        self.next_id += 1;
-        let request =
-            json!({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params});
-        self.writer
-            .write_all(format!("{request}\n").as_bytes())
-            .expect("the daemon reads");
-        let mut line = String::new();
-        self.reader
-            .read_line(&mut line)
-            .expect("the daemon answers within 30 s");
-        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line:?}"))
-    }
-}
-
-/// SIGKILLs the home's daemon and waits until it is gone.
-fn crash_daemon(env: &Env) {
-    let pid = env.daemon_pid().expect("the daemon wrote its pid file");
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .expect("the daemon can be signalled");
-    wait_until(Duration::from_secs(5), || !alive(pid))
-        .unwrap_or_else(|()| panic!("daemon {pid} did not die of SIGKILL"));
-}
-
-/// Runs the owner's named job to its end (exit 3, a line of output) and returns its id.
-fn finished_job(env: &Env, owner: &str, name: &str) -> String {
-    let command = format!("echo result-of-{name}; exit 3");
-    let info = env.json(&[
-        "run", "--json", "--owner", owner, "--name", name, "--", &command,
-    ]);
-    let id = info["session_id"].as_str().expect("session_id").to_owned();
-    let out = env.run(&["wait", &id, "--timeout", "20"]);
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "the job failed: {}",
-        stderr(&out)
-    );
-    id
-}
 
 /// `poll`, `wait` and `logs` of `id_or_name` answer the job's exit 3 and its output.
 fn assert_answers(env: &Env, id_or_name: &str, id: &str, name: &str) {
@@ -105,7 +35,7 @@ fn assert_answers(env: &Env, id_or_name: &str, id: &str, name: &str) {
 fn b38_300_jobs_of_another_owner_leave_an_owners_result_answerable() {
     let env = Env::new();
     let id = finished_job(&env, "alice", "alices-build");
-    let mut conn = Conn::open(&env);
+    let mut conn = Conn::open(&env, "test");
     let mut others = Vec::new();
     for _ in 0..300 {
         let spawned = conn.call("spawn", json!({"command": "true", "owner": "bob"}));
@@ -136,12 +66,9 @@ fn b38_300_jobs_of_another_owner_leave_an_owners_result_answerable() {
 /// listed, answers by id and name, and restarts with the command as given while
 /// every route shows the redacted one.
 fn assert_survived_restart(env: &Env, id: &str, name: &str, marker: &std::path::Path) {
-    let rows = env.json(&["ps", "--all", "--json"]);
-    let row = rows["processes"]
-        .as_array()
-        .and_then(|rows| rows.iter().find(|r| r["session_id"] == id))
-        .unwrap_or_else(|| panic!("{id} not listed after the restart: {rows}"))
-        .clone();
+    let row = env
+        .ps_row(&["--all"], id)
+        .unwrap_or_else(|| panic!("{id} not listed after the restart"));
     assert_eq!(row["exit_code"], 3, "{row}");
     assert_eq!(row["name"], name, "{row}");
     let shown = row["command"].as_str().unwrap_or_default();
@@ -154,10 +81,7 @@ fn assert_survived_restart(env: &Env, id: &str, name: &str, marker: &std::path::
     let _ = std::fs::remove_file(marker);
     let again = env.json(&["restart", name, "--json"]);
     assert_eq!(again["replaces"], id, "{again}");
-    let new_id = again["session_id"]
-        .as_str()
-        .expect("a new session")
-        .to_owned();
+    let new_id = session_id(&again);
     let out = env.run(&["wait", &new_id, "--timeout", "20"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     // The command ran as given: the token it wrote is the real one, not the mask.
@@ -174,8 +98,7 @@ fn secret_job(env: &Env, name: &str) -> (String, std::path::PathBuf) {
         "printf %s {TOKEN} > {}; echo result-of-{name}; exit 3",
         marker.display()
     );
-    let info = env.json(&["run", "--json", "--name", name, "--", &command]);
-    let id = info["session_id"].as_str().expect("session_id").to_owned();
+    let id = env.start_json(&["--name", name, "--", &command]);
     let out = env.run(&["wait", &id, "--timeout", "20"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     (id, marker)
@@ -185,7 +108,7 @@ fn secret_job(env: &Env, name: &str) -> (String, std::path::PathBuf) {
 fn b38_a_sigkilled_daemon_forgets_no_finished_session() {
     let env = Env::new();
     let (id, marker) = secret_job(&env, "nightly");
-    crash_daemon(&env);
+    env.crash_daemon();
     assert_survived_restart(&env, &id, "nightly", &marker);
 }
 
@@ -251,13 +174,7 @@ fn b38_an_evicted_session_answers_expired_on_its_date_with_exit_2() {
 fn b38_ps_all_shows_a_recent_window_and_counts_the_older() {
     let env = Env::new();
     let id = finished_job(&env, "cli", "recent");
-    let rows = env.json(&["ps", "--all", "--json"]);
-    assert!(
-        rows["processes"]
-            .as_array()
-            .is_some_and(|r| r.iter().any(|r| r["session_id"] == id.as_str())),
-        "{rows}"
-    );
+    assert!(env.ps_row(&["--all"], &id).is_some(), "{id} not listed");
     // Once it finished more than a second ago, a 1 s window leaves it out and
     // counts it.
     let mut out = env.run(&["ps", "--all", "--since", "1s"]);
@@ -283,7 +200,7 @@ fn issue27_a_spawn_retried_with_its_request_key_after_a_daemon_crash_starts_once
         "owner": "far-home",
         "request_key": "home1-27-1",
     });
-    let mut first = Conn::open(&env);
+    let mut first = Conn::open(&env, "test");
     let one = first.call("spawn", spawn.clone());
     let id = one["result"]["session_id"]
         .as_str()
@@ -292,8 +209,8 @@ fn issue27_a_spawn_retried_with_its_request_key_after_a_daemon_crash_starts_once
     drop(first);
     env.ok(&["wait", &id]);
     // The daemon dies; the retry reaches the next one.
-    crash_daemon(&env);
-    let mut second = Conn::open(&env);
+    env.crash_daemon();
+    let mut second = Conn::open(&env, "test");
     let again = second.call("spawn", spawn);
     assert_eq!(again["result"]["session_id"], id.as_str(), "{again}");
     assert_eq!(
@@ -305,8 +222,8 @@ fn issue27_a_spawn_retried_with_its_request_key_after_a_daemon_crash_starts_once
     let refused = json!({"command": "true", "owner": "far-home", "request_key": "home1-27-2", "time_limit_seconds": 0});
     let no = second.call("spawn", refused.clone());
     assert!(no["error"].is_object(), "{no}");
-    crash_daemon(&env);
-    let mut third = Conn::open(&env);
+    env.crash_daemon();
+    let mut third = Conn::open(&env, "test");
     let still_no = third.call("spawn", refused);
     assert_eq!(still_no["error"]["code"], no["error"]["code"], "{still_no}");
 }
@@ -371,7 +288,7 @@ fn b27_b29_b38_a_home_written_by_the_release_before_the_store_loads_with_everyth
     std::fs::write(home.join("processes.json"), fixture("v1_checkpoint.json"))
         .expect("write the checkpoint");
 
-    let poll = env.json(&["poll", id, "--json"]);
+    let poll = env.poll_json(id);
     assert_eq!(poll["exit_code"], 3, "{poll}");
     assert_eq!(poll["command"], "cargo test --token=***", "{poll}");
     let logs = env.ok(&["logs", id]);
@@ -384,13 +301,11 @@ fn b27_b29_b38_a_home_written_by_the_release_before_the_store_loads_with_everyth
         "the receipt files were imported"
     );
     // The checkpointed sessions were closed (their pids are not theirs) and are listed.
-    let rows = env.json(&["ps", "--all", "--json"]);
+    let rows = env.ps_rows(&["--all"]);
     for closed in [id, "proc_0123456789ab", "proc_ba9876543210"] {
         assert!(
-            rows["processes"]
-                .as_array()
-                .is_some_and(|r| r.iter().any(|r| r["session_id"] == closed)),
-            "{closed} not listed: {rows}"
+            rows.iter().any(|r| r["session_id"] == closed),
+            "{closed} not listed: {rows:?}"
         );
     }
     // The ledger's undelivered completion is delivered once, to its owner.

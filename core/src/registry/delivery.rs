@@ -11,7 +11,6 @@
 
 use std::collections::{HashSet, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
 
 use crate::event::Event;
 use crate::registry::{Inner, Registry};
@@ -203,44 +202,5 @@ impl Registry {
     /// collect.
     pub fn pending(&self, owner: &str) -> usize {
         self.inner.lock().pending(owner)
-    }
-
-    /// Forgets finished sessions: of `owner` (every owner when `None`), finished
-    /// at least `older_than` ago, out of the table, with their receipts and logs.
-    /// Running sessions are never touched. Returns the ids forgotten.
-    pub fn clean(&self, owner: Option<&str>, older_than: Duration) -> Vec<crate::SessionId> {
-        let now = std::time::SystemTime::now();
-        let gone: Vec<Arc<crate::session::Session>> = {
-            let mut tables = self.inner.lock();
-            let ids: Vec<crate::SessionId> = tables
-                .finished()
-                // A session whose receipt is still being written stays until it is.
-                .filter(|s| !self.inner.receipt_pending(&s.id))
-                .filter(|s| {
-                    let st = s.state();
-                    owner.is_none_or(|o| st.owner_task_id == o)
-                        && st.finished.as_ref().is_some_and(|f| {
-                            now.duration_since(f.at).unwrap_or_default() >= older_than
-                        })
-                })
-                .map(|s| s.id.clone())
-                .collect();
-            ids.iter()
-                .filter_map(|id| tables.remove_finished(id))
-                .collect()
-        };
-        if !gone.is_empty() {
-            self.inner.changed();
-        }
-        // Files go outside the table lock.
-        let store = herd_persistence::ReceiptStore::new(&self.inner.home);
-        for s in &gone {
-            // A forgotten session leaves nothing running (issue 36).
-            super::held::end_leftovers(s);
-            if let Err(error) = store.forget(s.id.as_str()) {
-                tracing::warn!(session_id = %s.id, %error, "finished session not forgotten on disk");
-            }
-        }
-        gone.iter().map(|s| s.id.clone()).collect()
     }
 }

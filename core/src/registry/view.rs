@@ -88,7 +88,7 @@ impl<'a> Subject<'a> {
             source: KillSource::from_name(&r.source),
             log_path,
             time_limit_seconds: None,
-            bytes_not_kept: 0,
+            bytes_not_kept: r.bytes_not_kept,
         }
     }
 

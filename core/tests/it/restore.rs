@@ -762,6 +762,7 @@ async fn b38_receipts_answer_after_pruning_and_after_a_restart() {
             notify: false,
             output: String::new(),
             output_cut: false,
+            bytes_not_kept: 0,
             leftovers: Vec::new(),
             name: None,
             signal: None,

@@ -28,6 +28,7 @@ fn receipt(id: &str) -> ResultReceipt {
         notify: true,
         output: "FAILED 3 tests\n".to_owned(),
         output_cut: false,
+        bytes_not_kept: 0,
         leftovers: Vec::new(),
         name: None,
         signal: None,
@@ -282,6 +283,99 @@ fn request_keys_answer_within_their_window() {
     );
     assert_eq!(again.request_key("k1", Duration::ZERO).expect("get"), None);
     assert_eq!(again.request_key("k2", window).expect("get"), None);
+}
+
+#[test]
+fn b38_a_bounded_prune_evicts_the_oldest_first_and_says_more_is_due() {
+    let (_tmp, home) = home();
+    fs::create_dir_all(home.session_logs_dir()).expect("logs dir");
+    let hour = Duration::from_secs(3600);
+    // Opened first: opening prunes, and everything, not a bounded round.
+    let pruner = ReceiptStore::new(&home).with_ttl(hour);
+    pruner.open().expect("open");
+    let keeper = ReceiptStore::new(&home);
+    for n in 0..5u64 {
+        let id = format!("proc_old{n}");
+        fs::write(home.session_log_path(&id), b"old\n").expect("log");
+        keeper
+            .store(&finished_ago(
+                &id,
+                hour * u32::try_from(10 - n).expect("small"),
+            ))
+            .expect("store");
+    }
+    keeper.store(&receipt("proc_new0")).expect("store");
+    let first = pruner.prune_at_most(2).expect("prune");
+    assert_eq!(first.evicted, ["proc_old0", "proc_old1"]);
+    assert_eq!((first.n_expired, first.n_logs, first.more), (2, 2, true));
+    assert!(!home.session_log_path("proc_old0").exists());
+    assert!(home.session_log_path("proc_old2").exists());
+    let rest = pruner.prune_at_most(10).expect("prune");
+    assert_eq!(rest.evicted, ["proc_old2", "proc_old3", "proc_old4"]);
+    assert!(!rest.more);
+    assert!(pruner.load("proc_new0").expect("load").is_some());
+    assert!(pruner.tombstone("proc_old4").expect("stone").is_some());
+    assert_eq!(
+        pruner.prune_at_most(10).expect("prune"),
+        PruneReport::default()
+    );
+}
+
+#[test]
+fn issue27_clean_forgets_stored_sessions_by_owner_and_age_with_their_logs() {
+    let (_tmp, home) = home();
+    fs::create_dir_all(home.session_logs_dir()).expect("logs dir");
+    let store = ReceiptStore::new(&home);
+    let minute = Duration::from_secs(60);
+    for (id, owner, ago) in [
+        ("proc_alice0", "alice", 10 * minute),
+        ("proc_alice1", "alice", Duration::ZERO),
+        ("proc_bob0", "bob", 10 * minute),
+    ] {
+        let mut r = finished_ago(id, ago);
+        r.owner_task_id = owner.to_owned();
+        fs::write(home.session_log_path(id), b"out\n").expect("log");
+        store.store(&r).expect("store");
+    }
+    let five_ago = unix_now() - 300.0;
+    assert_eq!(
+        store.finished_ids(Some("alice"), five_ago).expect("ids"),
+        ["proc_alice0"]
+    );
+    assert_eq!(
+        store.finished_ids(None, five_ago).expect("ids"),
+        ["proc_alice0", "proc_bob0"]
+    );
+    let gone = store
+        .forget_all(&["proc_alice0".to_owned(), "proc_nothere1".to_owned()])
+        .expect("forget");
+    assert_eq!(gone, ["proc_alice0"]);
+    assert_eq!(store.load("proc_alice0").expect("load"), None);
+    assert!(!home.session_log_path("proc_alice0").exists());
+    // Forgotten, not expired: no tombstone answers for it.
+    assert_eq!(store.tombstone("proc_alice0").expect("stone"), None);
+    assert!(store.load("proc_alice1").expect("load").is_some());
+    assert!(home.session_log_path("proc_bob0").exists());
+    assert!(matches!(
+        store.forget_all(&["../x".to_owned()]),
+        Err(Error::InvalidSessionId { .. })
+    ));
+}
+
+#[test]
+fn issue27_a_receipt_keeps_the_bytes_its_log_did_not() {
+    let (_tmp, home) = home();
+    let store = ReceiptStore::new(&home);
+    let mut r = receipt("proc_cut0");
+    r.bytes_not_kept = 4096;
+    store.store(&r).expect("store");
+    let back = store.load("proc_cut0").expect("load").expect("stored");
+    assert_eq!(back.bytes_not_kept, 4096);
+    // Receipts of earlier releases have none.
+    let old: ResultReceipt =
+        serde_json::from_str(&serde_json::to_string(&receipt("proc_old0")).expect("json"))
+            .expect("parse");
+    assert_eq!(old.bytes_not_kept, 0);
 }
 
 proptest::proptest! {

@@ -126,6 +126,7 @@ fn receipt(id: &str, output: String) -> ResultReceipt {
         notify: false,
         output,
         output_cut: false,
+        bytes_not_kept: 0,
         leftovers: Vec::new(),
         name: None,
         signal: None,

@@ -93,6 +93,7 @@ impl Inner {
                 notify: s.is_notify(),
                 output,
                 output_cut,
+                bytes_not_kept: s.tail().bytes_not_kept(),
                 leftovers: st.leftovers.clone(),
             }
         };
@@ -188,9 +189,7 @@ impl Inner {
         match stored {
             Ok(()) => {
                 settled(&batch);
-                batch
-                    .iter()
-                    .for_each(|item| self.forget_shim(&item.receipt.id));
+                self.forget_shims(&batch);
             }
             Err(herd_persistence::Error::HomeMissing { .. }) => {
                 settled(&batch);
@@ -205,25 +204,29 @@ impl Inner {
         }
     }
 
-    /// Removes a finished supervised session's shim directory once its receipt is
-    /// stored: from then on a restore finds the receipt, so the exit record is no
-    /// longer needed.
-    fn forget_shim(&self, id: &str) {
-        let Some(sid) = SessionId::parse(id) else {
-            return;
+    /// Removes the shim directories of a batch's finished supervised sessions once
+    /// their receipts are stored: from then on a restore finds the receipt, so the
+    /// exit record is no longer needed. The table lock is taken once for the batch.
+    fn forget_shims(&self, batch: &[Stored]) {
+        let supervised: Vec<Arc<Session>> = {
+            let tables = self.lock();
+            batch
+                .iter()
+                .filter_map(|item| SessionId::parse(&item.receipt.id))
+                .filter_map(|id| tables.get(&id).filter(|s| s.shim.is_some()).cloned())
+                .collect()
         };
-        let Some(s) = self.lock().get(&sid).filter(|s| s.shim.is_some()).cloned() else {
-            return;
-        };
-        let Ok(dir) = herd_persistence::ShimDir::new(&self.home, id) else {
-            return;
-        };
-        // A shim holding leftovers keeps its directory until it exits (issue 36).
-        if self.keep_lingering_shim_dir(&s, &dir) {
-            return;
-        }
-        if let Err(error) = dir.remove() {
-            tracing::warn!(session_id = %id, %error, "supervisor directory of a finished session not removed");
+        for s in supervised {
+            let Ok(dir) = herd_persistence::ShimDir::new(&self.home, s.id.as_str()) else {
+                continue;
+            };
+            // A shim holding leftovers keeps its directory until it exits (issue 36).
+            if self.keep_lingering_shim_dir(&s, &dir) {
+                continue;
+            }
+            if let Err(error) = dir.remove() {
+                tracing::warn!(session_id = %s.id, %error, "supervisor directory of a finished session not removed");
+            }
         }
     }
 

@@ -33,7 +33,9 @@ impl Inner {
     ) -> Result<PollAnswer, Error> {
         let (session_id, r) = self.receipt_lookup(id, miss)?;
         let log_path = self.home.session_log_path(session_id.as_str());
-        let total_ingested = std::fs::metadata(&log_path).map_or(0, |m| m.len());
+        let total_ingested = std::fs::metadata(&log_path)
+            .map_or(0, |m| m.len())
+            .saturating_add(r.bytes_not_kept);
         let subject = Subject::receipt(session_id, &r, log_path);
         let preview = self.tail_of(
             &subject,
@@ -45,6 +47,7 @@ impl Inner {
         let extra = PollExtra {
             uptime_seconds: (r.finished_at - r.started_at).max(0.0) as u64,
             total_ingested,
+            bytes_not_kept: r.bytes_not_kept,
             note: Some(RECEIPT_NOTE.to_owned()),
             ..PollExtra::default()
         };

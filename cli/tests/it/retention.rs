@@ -1,0 +1,148 @@
+//! What leaves the store, and what a receipt keeps (issue 27, B5, B38): `herd clean`
+//! reaches finished sessions only the store knows (across a daemon restart), an idle
+//! daemon evicts expired results and their logs on its own schedule, and output a log
+//! did not keep is still said to be cut after a restart. Real daemons, real jobs.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::support::{Env, finished_job, stderr, stdout, wait_until};
+
+fn log_path(env: &Env, id: &str) -> PathBuf {
+    env.home()
+        .join("logs")
+        .join("sessions")
+        .join(format!("{id}.log"))
+}
+
+/// Whether `id` still has a receipt row in the home's store, read beside the daemon.
+fn stored(env: &Env, id: &str) -> bool {
+    rusqlite::Connection::open(env.home().join("state.db"))
+        .and_then(|c| {
+            c.query_row(
+                "SELECT count(*) FROM results WHERE session_id = ?1",
+                [id],
+                |r| r.get::<_, i64>(0),
+            )
+        })
+        .expect("the store can be read")
+        > 0
+}
+
+/// `herd poll ID` says "no session" (exit 2) and not "expired": it was forgotten.
+fn assert_forgotten(env: &Env, id: &str) {
+    let out = env.run(&["poll", id]);
+    assert_eq!(out.status.code(), Some(2), "{id}: {}", stdout(&out));
+    assert!(!stderr(&out).contains("expired"), "{}", stderr(&out));
+    assert!(!stored(env, id), "{id} still has a receipt");
+    assert!(!log_path(env, id).exists(), "{id} still has a log");
+}
+
+#[test]
+fn b38_clean_forgets_finished_sessions_only_the_store_knows_after_a_restart() {
+    let env = Env::new();
+    let alice_old = finished_job(&env, "alice", "alice-before");
+    let bob_old = finished_job(&env, "bob", "bob-before");
+    // After a crash the finished sessions are the store's alone.
+    env.crash_daemon();
+    assert!(
+        env.ps_row(&["--all", "--owner", "alice"], &alice_old)
+            .is_some()
+    );
+    let alice_new = finished_job(&env, "alice", "alice-after");
+    // Too young for the filter: nothing goes.
+    let none = env.json(&["clean", "--owner", "alice", "--older-than", "1h", "--json"]);
+    assert_eq!(none["forgotten"], 0, "{none}");
+    // Alice's, from the store and from memory alike; bob's stays.
+    let cleaned = env.json(&["clean", "--owner", "alice", "--json"]);
+    let mut ids: Vec<&str> = cleaned["session_ids"]
+        .as_array()
+        .expect("ids")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    ids.sort_unstable();
+    let mut want = vec![alice_old.as_str(), alice_new.as_str()];
+    want.sort_unstable();
+    assert_eq!(ids, want, "{cleaned}");
+    assert_forgotten(&env, &alice_old);
+    assert_forgotten(&env, &alice_new);
+    assert!(env.ps_row(&["--all"], &alice_old).is_none());
+    assert_eq!(env.poll_json("bob-before")["exit_code"], 3);
+    // Once more after a clean shutdown: every owner's.
+    env.ok(&["shutdown", "--keep-jobs"]);
+    let all = env.json(&["clean", "--every-owner", "--json"]);
+    assert_eq!(all["forgotten"], 1, "{all}");
+    assert_forgotten(&env, &bob_old);
+    let out = env.run(&["poll", "bob-before"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+}
+
+#[test]
+fn b38_an_idle_daemon_evicts_expired_results_and_their_logs_on_schedule() {
+    let env = Env::new();
+    std::fs::write(env.home().join("config.toml"), "result_ttl_seconds = 2\n")
+        .expect("write the config");
+    let id = finished_job(&env, "cli", "idle");
+    assert!(stored(&env, &id) && log_path(&env, &id).exists());
+    // Nothing more is asked of the daemon: its own timer evicts the result.
+    let evicted = wait_until(Duration::from_secs(20), || {
+        !log_path(&env, &id).exists() && !stored(&env, &id)
+    });
+    assert!(
+        evicted.is_ok(),
+        "an idle daemon kept an expired result: log {}, row {}",
+        log_path(&env, &id).exists(),
+        stored(&env, &id)
+    );
+    for args in [["poll", id.as_str()], ["poll", "idle"]] {
+        let out = env.run(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stdout(&out));
+        assert!(
+            stderr(&out).contains("expired on"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+}
+
+#[test]
+fn b5_b38_output_a_capped_log_did_not_keep_is_flagged_after_a_restart() {
+    let env = Env::new();
+    std::fs::write(env.home().join("config.toml"), "log_cap_bytes = 1000\n")
+        .expect("write the config");
+    let id = env.start_json(&["--", "head -c 5000 /dev/zero | tr '\\0' y; echo; exit 0"]);
+    let out = env.run(&["wait", "--json", &id, "--timeout", "20"]);
+    let waited: Value = serde_json::from_slice(&out.stdout).expect("wait answers JSON");
+    let n = waited["bytes_not_kept"].as_u64().unwrap_or(0);
+    assert!(n > 0, "the cap cut the log: {waited}");
+    env.crash_daemon();
+    // The next daemon answers from the receipt and still says so.
+    let polled = env.poll_json(&id);
+    assert!(
+        polled["note"]
+            .as_str()
+            .is_some_and(|n| n.contains("receipt")),
+        "{polled}"
+    );
+    assert_eq!(polled["bytes_not_kept"].as_u64(), Some(n), "{polled}");
+    let out = env.run(&["wait", "--json", &id, "--timeout", "5"]);
+    let waited: Value = serde_json::from_slice(&out.stdout).expect("wait answers JSON");
+    assert_eq!(waited["bytes_not_kept"].as_u64(), Some(n), "{waited}");
+    let logs = env.json(&["logs", "--json", &id]);
+    assert_eq!(logs["bytes_not_kept"].as_u64(), Some(n), "{logs}");
+    for args in [
+        ["wait", id.as_str()],
+        ["poll", id.as_str()],
+        ["logs", id.as_str()],
+    ] {
+        let out = env.run(&args);
+        assert!(
+            stderr(&out).contains("output incomplete"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+}
