@@ -183,7 +183,7 @@ impl Registry {
         })
             .await
             .map_err(|e| Error::Io {
-                path: inner.home.checkpoint_path(),
+                path: inner.home.ledger_path(),
                 source: io::Error::other(e),
             })??;
         let mut pass = Pass {
@@ -374,7 +374,9 @@ impl Inner {
         let scope = self.rediscover_scope(&id, r.pid, r.persist_on_release);
         Arc::new(Session {
             id,
-            command: r.command.clone(),
+            // The command as given, when the store kept it (a restart repeats it);
+            // answers show the redacted one.
+            command: r.command_given.clone().unwrap_or_else(|| r.command.clone()),
             cwd: r.cwd.clone().unwrap_or_default(),
             pid: r.pid,
             pgid: r.pgid,
@@ -415,7 +417,12 @@ impl Inner {
                 handoff_note: None,
                 exit: None,
                 finished: None,
-                kill_source: None,
+                // A kill the previous daemon began: its source is what the session
+                // ends by (the shim carries the kill through its grace window).
+                kill_source: entry
+                    .kill_intent
+                    .as_ref()
+                    .and_then(|k| crate::config::KillSource::from_name(&k.source)),
                 stdin: None,
                 containment: if shim.is_some() {
                     crate::answers::Containment::Subreaper
@@ -681,13 +688,17 @@ fn origin_of_record(r: &herd_persistence::SessionRecord) -> crate::session::Orig
             herd_persistence::Mode::Pty => Some((30, 120)),
             herd_persistence::Mode::Pipe => None,
         }),
-        command_redacted: options.command_redacted,
+        // With the command as given kept, the session's command is what ran.
+        command_redacted: options.command_redacted && r.command_given.is_none(),
         replaces: options
             .replaces
             .as_deref()
             .and_then(crate::SessionId::parse),
-        // Not checkpointed: a restored session's restart takes the config's default.
-        kill_leftovers: None,
-        limits: crate::Limits::default(),
+        kill_leftovers: options.kill_leftovers,
+        limits: crate::Limits {
+            memory_bytes: options.memory_bytes,
+            cpu_millis: options.cpu_millis,
+            pids: options.pids,
+        },
     }
 }
