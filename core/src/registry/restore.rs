@@ -66,6 +66,7 @@ use super::reclaim::{seed_tail, tail_at, wait_gone};
 use super::supervised::Reattached;
 use super::{Inner, Registry};
 use crate::answers::ModeName;
+use crate::config::KillSource;
 use crate::error::Error;
 use crate::id::SessionId;
 use crate::output::{LogWriter, Tail};
@@ -499,6 +500,14 @@ impl Inner {
         };
         let observer = self.arm_notifications(&s, &plan);
         self.arm_time_limit(&s);
+        if let Some(source) = self.resume_kill(&s, entry) {
+            // No shim carries this kill: finish it from here.
+            let inner = Arc::clone(self);
+            let s = Arc::clone(&s);
+            drop(self.runtime.spawn(async move {
+                inner.kill_session(&s, source).await;
+            }));
+        }
         let pid = s.pid;
         let exit = self
             .runtime
@@ -540,6 +549,29 @@ impl Inner {
         };
         drop(self.runtime.spawn(task.instrument(span)));
         tracing::info!(session_id = %id, pid, "session re-adopted");
+    }
+
+    /// A kill the previous daemon began and did not see end (its intent is in the
+    /// store): the session's answers say so. Returns the kill's source when no shim
+    /// carries it (a re-adopted session): the caller kills it again, through the
+    /// identity check.
+    pub(super) fn resume_kill(&self, s: &Session, entry: &CheckpointEntry) -> Option<KillSource> {
+        let intent = entry.kill_intent.as_ref()?;
+        let source = s.state().kill_source?;
+        let when = crate::text::rfc3339(from_unix_seconds(intent.requested_at));
+        let by = if s.shim.is_some() {
+            "its supervisor carries it through"
+        } else {
+            "this daemon carries it through"
+        };
+        self.durable.mark_note(
+            s.id.clone(),
+            format!(
+                "a kill ({}, asked at {when}) was in progress when the previous herd daemon stopped; {by}",
+                source.as_str()
+            ),
+        );
+        s.shim.is_none().then_some(source)
     }
 
     /// Opens a re-adopted session's log for appending, its cap reduced by what it
