@@ -243,3 +243,43 @@ fn b16_issue27_a_kill_in_its_grace_window_when_the_daemon_dies_is_reported_by_th
     wait_until(Duration::from_secs(10), || row(&env, &id).is_none())
         .expect("the finish removed the row");
 }
+
+#[test]
+fn b38_issue27_restart_of_a_store_only_session_repeats_kill_leftovers_and_limits() {
+    let env = Env::new();
+    let mark = env.scratch().join("first-run");
+    // The first run exits at once; the restart finds the mark and keeps running.
+    let command = format!(
+        "test -e {m} || {{ touch {m}; exit 0; }}; echo again; sleep 300",
+        m = mark.display()
+    );
+    let id = env.json(&[
+        "run",
+        "--json",
+        "--name",
+        "store-opts",
+        "--kill-leftovers",
+        "--pids",
+        "48",
+        "--",
+        &command,
+    ])["session_id"]
+        .as_str()
+        .expect("session_id")
+        .to_owned();
+    let out = env.run(&["wait", &id, "--timeout", "20"]);
+    assert_eq!(out.status.code(), Some(0), "the first run exits 0");
+    // After a crash the finished session is only in the store.
+    crash_daemon(&env);
+    let restarted = env.json(&["restart", "store-opts", "--json"]);
+    let new_id = restarted["session_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("restart answered {restarted}"))
+        .to_owned();
+    let new = row(&env, &new_id).expect("the restarted session runs");
+    let options = new.session.options.expect("options are stored");
+    assert_eq!(options.kill_leftovers, Some(true), "{options:?}");
+    assert_eq!(options.pids, Some(48), "{options:?}");
+    assert_eq!(options.replaces.as_deref(), Some(id.as_str()));
+    env.ok(&["kill", &new_id]);
+}
