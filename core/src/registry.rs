@@ -60,6 +60,7 @@ pub use external::External;
 mod logs;
 pub use delivery::{Acknowledgement, Drained};
 pub use logs::{FollowRead, LogFollower};
+mod rebuilt;
 mod reclaim;
 mod restore;
 mod supervised;

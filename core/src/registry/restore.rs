@@ -51,17 +51,16 @@ use std::fs::OpenOptions;
 use std::io;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
-use std::time::{Instant, SystemTime};
+use std::sync::Arc;
 
 use herd_persistence::{CheckpointEntry, Writer};
 use serde::Serialize;
 use tokio::net::unix::pipe;
-use tokio::sync::watch;
 use tracing::Instrument;
 
 use super::durable::{Extras, from_unix_seconds};
 use super::notify::NotifyPlan;
+use super::rebuilt::Rebuilt;
 use super::reclaim::{seed_tail, tail_at, wait_gone};
 use super::supervised::Reattached;
 use super::{Inner, Registry};
@@ -71,7 +70,7 @@ use crate::error::Error;
 use crate::id::SessionId;
 use crate::output::{LogWriter, Tail};
 use crate::reader::{self, Finish, Source, Waiter};
-use crate::session::{Scope, Session, State};
+use crate::session::{Scope, Session};
 use crate::shim::wire::Progress;
 use crate::sys;
 use std::collections::HashSet;
@@ -366,15 +365,7 @@ impl Inner {
                 tail
             }
         };
-        let started_at = from_unix_seconds(r.started_at);
-        let age = SystemTime::now()
-            .duration_since(started_at)
-            .unwrap_or_default();
-        let (done, _) = watch::channel(false);
-        let (kill_requested, _) = watch::channel(false);
-        let scope = self.rediscover_scope(&id, r.pid, r.persist_on_release);
-        Arc::new(Session {
-            id,
+        Rebuilt {
             // The command as given, when the store kept it (a restart repeats it);
             // answers show the redacted one.
             command: r.command_given.clone().unwrap_or_else(|| r.command.clone()),
@@ -382,17 +373,16 @@ impl Inner {
             pid: r.pid,
             pgid: r.pgid,
             start_time,
-            mode: match r.mode {
-                herd_persistence::Mode::Pipe => ModeName::Pipe,
-                herd_persistence::Mode::Pty => ModeName::Pty,
-            },
-            started_at,
-            started: Instant::now().checked_sub(age).unwrap_or_else(Instant::now),
+            mode: r.mode,
+            started_at: r.started_at,
+            task_id: r.task_id.clone(),
+            owner_task_id: r.owner_task_id.clone(),
+            session_key: r.session_key.clone(),
+            notify: r.notify,
             log_path,
-            notify: r.notify.into(),
-            read: std::sync::atomic::AtomicBool::new(false),
+            tail,
             persist_on_release: r.persist_on_release,
-            scope,
+            scope: self.rediscover_scope(&id, r.pid, r.persist_on_release),
             shim,
             completion_chars: match usize::try_from(r.completion_output_chars) {
                 Ok(0) | Err(_) => self.config.completion_output_chars,
@@ -406,35 +396,22 @@ impl Inner {
                 ))
             }),
             origin: origin_of_record(r),
-            tail: Mutex::new(tail),
-            state: Mutex::new(State {
-                task_id: r.task_id.clone(),
-                owner_task_id: if r.owner_task_id.is_empty() {
-                    r.task_id.clone()
-                } else {
-                    r.owner_task_id.clone()
-                },
-                session_key: (!r.session_key.is_empty()).then(|| r.session_key.clone()),
-                handoff_note: None,
-                exit: None,
-                finished: None,
-                // A kill the previous daemon began: its source is what the session
-                // ends by (the shim carries the kill through its grace window).
-                kill_source: entry
-                    .kill_intent
-                    .as_ref()
-                    .and_then(|k| crate::config::KillSource::from_name(&k.source)),
-                stdin: None,
-                containment: if shim.is_some() {
-                    crate::answers::Containment::Subreaper
-                } else {
-                    crate::answers::Containment::Group
-                },
-                leftovers: Vec::new(),
-            }),
-            done,
-            kill_requested,
-        })
+            finished: None,
+            // A kill the previous daemon began: its source is what the session
+            // ends by (the shim carries the kill through its grace window).
+            kill_source: entry
+                .kill_intent
+                .as_ref()
+                .and_then(|k| KillSource::from_name(&k.source)),
+            containment: if shim.is_some() {
+                crate::answers::Containment::Subreaper
+            } else {
+                crate::answers::Containment::Group
+            },
+            leftovers: Vec::new(),
+            id,
+        }
+        .into_session()
     }
 
     /// Closes a checkpointed session whose process is not ours any more: through the
