@@ -15,6 +15,7 @@ mod atomic;
 mod checkpoint;
 mod error;
 mod home;
+mod host_links;
 mod ledger;
 mod receipts;
 pub mod safe_path;
@@ -27,6 +28,7 @@ pub use checkpoint::{
 };
 pub use error::{Error, LedgerCause};
 pub use home::Home;
+pub use host_links::HostLinks;
 pub use ledger::{
     CompletionRecord, DELIVERED_RETENTION, LEDGER_VERSION, Ledger, UNCLAIMED_RETENTION,
 };

@@ -64,7 +64,8 @@ CREATE TABLE IF NOT EXISTS request_keys (
 /// Version 3: running sessions (`checkpoint.rs`), one row each from spawn to the
 /// transaction that stores the session's receipt: who wrote it, the lookup columns,
 /// the record as JSON (redacted command, and privately the command as given and the
-/// spawn's options) and the kill in progress, if any.
+/// spawn's options) and the kill in progress, if any; and the host links
+/// (`host_links.rs`), one row per configured host whose link keeps a map.
 const V3: &str = "
 CREATE TABLE IF NOT EXISTS sessions (
     session_id TEXT PRIMARY KEY NOT NULL,
@@ -75,6 +76,11 @@ CREATE TABLE IF NOT EXISTS sessions (
     started_at REAL NOT NULL,
     record TEXT NOT NULL,
     kill_intent TEXT,
+    updated_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS host_links (
+    host TEXT PRIMARY KEY NOT NULL,
+    book TEXT NOT NULL,
     updated_at REAL NOT NULL
 );
 ";
