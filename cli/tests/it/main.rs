@@ -31,6 +31,8 @@ mod store_live;
 // Minutes long: built only with --release, for `cargo xtask soak`.
 #[cfg(not(debug_assertions))]
 mod soak;
+#[cfg(not(debug_assertions))]
+mod soak_store;
 mod support;
 mod tools;
 mod top;
