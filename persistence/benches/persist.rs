@@ -120,7 +120,9 @@ fn main() {
     let mut ours: Vec<Duration> = (0..CHECKPOINT_RUNS)
         .map(|_| {
             time(|| {
-                store.write_own(&me, &records, &[]).expect("checkpoint write");
+                store
+                    .write_own(&me, &records, &[])
+                    .expect("checkpoint write");
             })
         })
         .collect();

@@ -531,9 +531,8 @@ impl CheckpointStore {
             let tx = conn.unchecked_transaction()?;
             let mut n = 0;
             {
-                let mut stmt = tx.prepare_cached(
-                    "UPDATE sessions SET kill_intent = ?2 WHERE session_id = ?1",
-                )?;
+                let mut stmt = tx
+                    .prepare_cached("UPDATE sessions SET kill_intent = ?2 WHERE session_id = ?1")?;
                 for id in session_ids {
                     n += stmt.execute(params![id, json])?;
                 }

@@ -168,7 +168,9 @@ pub enum Error {
     #[error("supervisor record {path} is unreadable: {detail}")]
     ShimRecordRead { path: PathBuf, detail: String },
     /// A host name that is not 1 to 32 of `a-z`, `0-9`, `_` and `-`.
-    #[error("`{host}` is not a host name: use 1 to 32 of a-z, 0-9, `_` and `-`, starting with a letter or digit")]
+    #[error(
+        "`{host}` is not a host name: use 1 to 32 of a-z, 0-9, `_` and `-`, starting with a letter or digit"
+    )]
     InvalidHostName { host: String },
     /// A read or write of the result store (`state.db`'s `results`, `tombstones` or
     /// `request_keys`) failed.

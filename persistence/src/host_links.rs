@@ -82,11 +82,9 @@ impl HostLinks {
         let found = self.with_db("load a host link", |conn| {
             let tx = conn.unchecked_transaction()?;
             let row: Option<String> = tx
-                .query_row(
-                    "SELECT book FROM host_links WHERE host = ?1",
-                    [host],
-                    |r| r.get(0),
-                )
+                .query_row("SELECT book FROM host_links WHERE host = ?1", [host], |r| {
+                    r.get(0)
+                })
                 .optional()?;
             let found = match (row, &file) {
                 (Some(book), _) => Some(book.into_bytes()),
@@ -105,8 +103,13 @@ impl HostLinks {
         })?;
         if file.is_some() {
             match std::fs::remove_file(&legacy) {
-                Ok(()) => tracing::info!(host, "host map of an earlier release imported into the state database"),
-                Err(error) => tracing::warn!(path = %legacy.display(), %error, "imported host map not removed"),
+                Ok(()) => tracing::info!(
+                    host,
+                    "host map of an earlier release imported into the state database"
+                ),
+                Err(error) => {
+                    tracing::warn!(path = %legacy.display(), %error, "imported host map not removed")
+                }
             }
         }
         Ok(found)

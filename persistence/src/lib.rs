@@ -23,8 +23,8 @@ mod schema;
 mod shim;
 
 pub use checkpoint::{
-    CHECKPOINT_VERSION, CheckpointEntry, CheckpointProblem, CheckpointStore, KillIntent, Loaded, Mode,
-    MovedAside, SessionRecord, ShimRef, SpawnOptions, Writer, parse_stat_start_time,
+    CHECKPOINT_VERSION, CheckpointEntry, CheckpointProblem, CheckpointStore, KillIntent, Loaded,
+    Mode, MovedAside, SessionRecord, ShimRef, SpawnOptions, Writer, parse_stat_start_time,
 };
 pub use error::{Error, LedgerCause};
 pub use home::Home;

@@ -398,11 +398,9 @@ fn issue27_a_host_map_file_of_the_release_before_the_store_is_imported() {
     let db = pair.local.home().join("state.db");
     let book: String = rusqlite::Connection::open(&db)
         .and_then(|c| {
-            let book = c.query_row(
-                "SELECT book FROM host_links WHERE host = 'far'",
-                [],
-                |r| r.get(0),
-            )?;
+            let book = c.query_row("SELECT book FROM host_links WHERE host = 'far'", [], |r| {
+                r.get(0)
+            })?;
             c.execute("DELETE FROM host_links", [])?;
             Ok(book)
         })

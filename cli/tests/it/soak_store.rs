@@ -79,7 +79,13 @@ fn store_finished(env: &Env, n: usize) {
     }
 }
 
-fn call(reader: &mut BufReader<UnixStream>, writer: &mut UnixStream, n: u64, method: &str, params: Value) -> Value {
+fn call(
+    reader: &mut BufReader<UnixStream>,
+    writer: &mut UnixStream,
+    n: u64,
+    method: &str,
+    params: Value,
+) -> Value {
     let request = json!({"jsonrpc": "2.0", "id": n, "method": method, "params": params});
     writer
         .write_all(format!("{request}\n").as_bytes())
@@ -109,7 +115,13 @@ fn soak_restart_after_a_sigkill_with_10000_finished_and_1000_running() {
         .expect("a timeout");
     let mut reader = BufReader::new(stream.try_clone().expect("clone"));
     let mut writer = stream;
-    let hello = call(&mut reader, &mut writer, 0, "hello", json!({"protocol": 1, "client": "soak"}));
+    let hello = call(
+        &mut reader,
+        &mut writer,
+        0,
+        "hello",
+        json!({"protocol": 1, "client": "soak"}),
+    );
     assert!(hello["result"]["pid"].is_u64(), "{hello}");
     for n in 0..running {
         let spawned = call(

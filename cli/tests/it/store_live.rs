@@ -69,7 +69,10 @@ fn running_session_keeps_its_options(restart_daemon: impl FnOnce(&Env)) {
     ]);
     let id = info["session_id"].as_str().expect("session_id").to_owned();
     let entry = row(&env, &id).expect("the spawn's row was committed before it answered");
-    assert_eq!(entry.session.command_given.as_deref(), Some(command.as_str()));
+    assert_eq!(
+        entry.session.command_given.as_deref(),
+        Some(command.as_str())
+    );
     assert!(!entry.session.command.contains(TOKEN), "{entry:?}");
     wait_until(Duration::from_secs(10), || ran.exists()).expect("the job ran");
 
@@ -117,7 +120,7 @@ fn b27_b28_a_running_session_keeps_its_options_across_shutdown_keep_jobs() {
 
 /// A `sleep` of the test's own (not herd's child), and its `/proc` start time.
 fn stray_sleep() -> (std::process::Child, u64) {
-    let child = std::process::Command::new("sleep")
+    let child = crate::support::raw_command(Path::new("sleep"))
         .arg("300")
         .spawn()
         .expect("sleep starts");
@@ -156,7 +159,8 @@ fn b27_b28_running_sessions_of_the_release_before_the_store_are_imported_and_rea
     let entry = json!({"version": 1, "entry":
         old_entry(home, pending_id, pending.id(), pending_start, "old-pending")});
     std::fs::write(
-        home.join("processes.pending").join(format!("{pending_id}.json")),
+        home.join("processes.pending")
+            .join(format!("{pending_id}.json")),
         entry.to_string(),
     )
     .expect("a pending entry");
@@ -189,8 +193,7 @@ fn b27_b28_running_sessions_of_the_release_before_the_store_are_imported_and_rea
 #[test]
 fn b16_issue27_a_kill_in_its_grace_window_when_the_daemon_dies_is_reported_by_the_next() {
     let env = Env::new();
-    std::fs::write(env.home().join("config.toml"), "kill_grace_seconds = 30\n")
-        .expect("config");
+    std::fs::write(env.home().join("config.toml"), "kill_grace_seconds = 30\n").expect("config");
     let id = env.json(&[
         "run",
         "--json",

@@ -133,7 +133,12 @@ fn b27_writing_a_session_takes_it_over_and_finished_ones_go() {
             (100, "proc_a00000000002".to_owned()),
         ]
     );
-    assert_eq!(store.remove(&["proc_a00000000002", "proc_x1"]).expect("remove"), 1);
+    assert_eq!(
+        store
+            .remove(&["proc_a00000000002", "proc_x1"])
+            .expect("remove"),
+        1
+    );
     assert_eq!(ids(&store.load().expect("load")).len(), 1);
 }
 
@@ -197,7 +202,9 @@ fn b27_a_kill_intent_is_kept_until_the_session_goes() {
         1
     );
     // A refresh of the record keeps the intent.
-    store.write_own(&me, &[r.clone()], &[]).expect("refresh");
+    store
+        .write_own(&me, std::slice::from_ref(&r), &[])
+        .expect("refresh");
     let loaded = store.load().expect("load");
     assert_eq!(loaded.entries[0].kill_intent.as_ref(), Some(&intent));
     store.write_own(&me, &[], &[&r.id]).expect("finished");
@@ -209,7 +216,10 @@ fn b27_invalid_records_are_refused_before_touching_the_store() {
     let (_tmp, home) = home();
     let store = CheckpointStore::new(&home);
     let me = Writer::new(1, None);
-    let twice = [record("proc_000000000001", 1), record("proc_000000000001", 2)];
+    let twice = [
+        record("proc_000000000001", 1),
+        record("proc_000000000001", 2),
+    ];
     let err = store.write_own(&me, &twice, &[]).unwrap_err();
     assert!(matches!(err, Error::InvalidRecord { .. }), "{err}");
     let mut nan = record("proc_000000000002", 2);
@@ -243,17 +253,17 @@ fn b27_checkpoint_files_of_the_release_before_are_imported_once_and_removed() {
         let entry = serde_json::json!({"version": 1, "entry": old_entry((41, 5), r)});
         fs::write(pending.join(format!("{name}.json")), entry.to_string()).expect("pending");
     }
-    fs::write(pending.join("proc_000000000099.json"), b"{\"version\": 1, \"ent").expect("torn");
+    fs::write(
+        pending.join("proc_000000000099.json"),
+        b"{\"version\": 1, \"ent",
+    )
+    .expect("torn");
 
     let loaded = CheckpointStore::new(&home).load().expect("load");
     assert_eq!(loaded.moved_aside, None);
     assert_eq!(
         ids(&loaded),
-        [
-            (40, a.id.clone()),
-            (40, b.id.clone()),
-            (41, c.id.clone()),
-        ]
+        [(40, a.id.clone()), (40, b.id.clone()), (41, c.id.clone()),]
     );
     assert_eq!(loaded.entries[1].session, b);
     assert_eq!(loaded.entries[0].writer, Writer::new(40, Some(4)));
@@ -274,7 +284,10 @@ fn b27_an_unusable_checkpoint_file_is_moved_aside_and_reported() {
     let loaded = CheckpointStore::new(&home).load().expect("load");
     let moved = loaded.moved_aside.expect("reported");
     assert!(loaded.entries.is_empty());
-    assert!(matches!(moved.problem, CheckpointProblem::Unreadable { .. }));
+    assert!(matches!(
+        moved.problem,
+        CheckpointProblem::Unreadable { .. }
+    ));
     assert_eq!(moved.from, home.checkpoint_path());
     assert_eq!(fs::read(&moved.to).expect("kept"), garbage);
     assert!(moved.to_string().contains("moved to"), "{moved}");
@@ -310,7 +323,10 @@ fn b29_missing_home_is_never_created_and_an_empty_one_stays_empty() {
     assert!(!home.root().exists());
 
     let (_tmp, home) = self::home();
-    assert_eq!(CheckpointStore::new(&home).load().expect("load"), Loaded::default());
+    assert_eq!(
+        CheckpointStore::new(&home).load().expect("load"),
+        Loaded::default()
+    );
     assert!(dir_names(&home).is_empty(), "a load creates nothing");
 }
 
@@ -332,10 +348,23 @@ fn stat_start_time_survives_odd_command_names() {
 fn arb_record() -> impl proptest::strategy::Strategy<Value = SessionRecord> {
     use proptest::prelude::*;
     (
-        ("proc_[a-z0-9]{12}", any::<String>(), any::<i32>(), any::<Option<u64>>()),
+        (
+            "proc_[a-z0-9]{12}",
+            any::<String>(),
+            any::<i32>(),
+            any::<Option<u64>>(),
+        ),
         (any::<String>(), any::<String>(), any::<bool>()),
-        (proptest::collection::vec(any::<String>(), 0..4), any::<u64>(), any::<bool>()),
-        ("[^\u{0}]{0,40}", proptest::option::of("[^\u{0}]{0,40}"), 0.0..4e9f64),
+        (
+            proptest::collection::vec(any::<String>(), 0..4),
+            any::<u64>(),
+            any::<bool>(),
+        ),
+        (
+            "[^\u{0}]{0,40}",
+            proptest::option::of("[^\u{0}]{0,40}"),
+            0.0..4e9f64,
+        ),
     )
         .prop_map(|(ids, owners, settings, paths)| {
             let (id, command, pid, start_time) = ids;

@@ -79,7 +79,10 @@ fn b27_fixture_v1_checkpoint_keeps_loading() {
     assert!(second.session.watch_patterns.is_empty() && second.session.cwd.is_none());
     // The file is imported into the store and removed; the rows load again.
     assert!(!home.checkpoint_path().exists());
-    assert_eq!(CheckpointStore::new(&home).load().expect("load again"), loaded);
+    assert_eq!(
+        CheckpointStore::new(&home).load().expect("load again"),
+        loaded
+    );
 }
 
 #[test]

@@ -279,8 +279,8 @@ impl Inner {
             |e| e.command_redacted.clone(),
         );
         let options = options_record(s, &command);
-        let command_given = (command != s.command && !s.origin.command_redacted)
-            .then(|| s.command.clone());
+        let command_given =
+            (command != s.command && !s.origin.command_redacted).then(|| s.command.clone());
         let st = s.state();
         SessionRecord {
             command_given,
