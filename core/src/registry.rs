@@ -148,7 +148,12 @@ impl Registry {
         let queue_cap = config.queue_cap;
         Ok(Registry {
             inner: Arc::new(Inner {
-                durable: durable::Durable::new(&home, config.log_budget_bytes, config.result_ttl),
+                durable: durable::Durable::new(
+                    &home,
+                    config.log_budget_bytes,
+                    config.result_ttl,
+                    config.running_store.clone(),
+                ),
                 home,
                 config,
                 tables: Mutex::new(Tables::new(queue_cap)),

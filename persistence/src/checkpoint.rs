@@ -545,7 +545,7 @@ impl CheckpointStore {
 }
 
 /// Refuses a record the store must not hold.
-fn validate(record: &SessionRecord) -> Result<(), Error> {
+pub(crate) fn validate(record: &SessionRecord) -> Result<(), Error> {
     crate::receipts::validate_id(&record.id)?;
     if !record.started_at.is_finite() {
         return Err(Error::InvalidRecord {

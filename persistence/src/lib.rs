@@ -18,6 +18,7 @@ mod home;
 mod host_links;
 mod ledger;
 mod receipts;
+mod running;
 pub mod safe_path;
 mod schema;
 mod shim;
@@ -37,4 +38,5 @@ pub use receipts::{
     RECEIPT_VERSION, ReceiptStore, RestartSpec, ResultReceipt, Stored, TOMBSTONE_RETENTION,
     Tombstone,
 };
+pub use running::{MemoryRunningStore, RunningStore};
 pub use shim::{ExitRecord, Leftover, SHIM_RECORD_VERSION, ShimDir, ShimInfo, shim_session_ids};

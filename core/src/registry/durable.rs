@@ -54,7 +54,7 @@ use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use herd_persistence::{CheckpointStore, Home, ReceiptStore, Writer};
+use herd_persistence::{Home, ReceiptStore, RunningStore, Writer};
 
 use super::Inner;
 use crate::answers::CompletionReason;
@@ -108,10 +108,16 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Durable {
     /// The durable side for `home`, keeping finished sessions for `result_ttl`
-    /// within `log_budget_bytes`. Does no I/O.
-    pub(super) fn new(home: &Home, log_budget_bytes: u64, result_ttl: Duration) -> Durable {
+    /// within `log_budget_bytes`, and running ones in `running` (else `state.db`).
+    /// Does no I/O.
+    pub(super) fn new(
+        home: &Home,
+        log_budget_bytes: u64,
+        result_ttl: Duration,
+        running: Option<std::sync::Arc<dyn RunningStore>>,
+    ) -> Durable {
         Durable {
-            checkpoint: checkpoint::Checkpoints::new(home),
+            checkpoint: checkpoint::Checkpoints::new(home, running),
             ledger: ledger::Completions::default(),
             receipts: receipts::Receipts::new(home, log_budget_bytes, result_ttl),
             detached: Mutex::new(HashMap::new()),
@@ -119,7 +125,7 @@ impl Durable {
         }
     }
 
-    pub(super) fn checkpoint(&self) -> &CheckpointStore {
+    pub(super) fn checkpoint(&self) -> &std::sync::Arc<dyn RunningStore> {
         self.checkpoint.store()
     }
 

@@ -170,7 +170,7 @@ impl Registry {
     /// [`RestoreReport::moved_aside`].
     pub async fn restore(&self) -> Result<RestoreReport, Error> {
         let inner = Arc::clone(&self.inner);
-        let store = inner.durable.checkpoint().clone();
+        let store = Arc::clone(inner.durable.checkpoint());
         // The result store first (created or migrated, earlier releases' receipt
         // files imported, expired sessions evicted), so the first answer after a
         // start does not pay for it and has everything (B38).

@@ -1130,3 +1130,59 @@ async fn b28_every_answered_spawn_survives_a_sigkill_at_a_random_moment() {
         assert_every_answered_spawn_adopted(&fx, &answered).await;
     }
 }
+
+/// A host that keeps running sessions in memory (`RegistryConfig::running_store`):
+/// restore reads them from there, a spawn's row lands there before it answers, a
+/// finish takes it out, and the home's `state.db` holds no running row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b27_b28_the_registry_runs_over_the_in_memory_running_store() {
+    use herd_persistence::{MemoryRunningStore, RunningStore};
+    use std::sync::Arc;
+    let memory = Arc::new(MemoryRunningStore::new());
+    let shared: Arc<dyn RunningStore> = memory.clone();
+    let fx = Fixture::with(|c| c.running_store = Some(shared));
+    let home = fx.home();
+    let gone = dead_writer();
+    memory
+        .write_one(
+            &dead_writer(),
+            &record(&home, "proc_00000000dead", gone.pid, Some(1)),
+        )
+        .expect("the memory store takes a row");
+    let report = fx.registry.restore().await.expect("restore reads memory");
+    assert_eq!(report.closed_lost.len(), 1, "{report:#?}");
+    assert!(memory.load().expect("loads").entries.is_empty());
+
+    let info = fx.run(&format!("echo {GHP} >/dev/null; sleep 120")).await;
+    let rows = memory.load().expect("loads").entries;
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0].session.id, info.session_id.as_str());
+    assert!(!rows[0].session.command.contains(GHP));
+    assert!(
+        rows[0]
+            .session
+            .command_given
+            .as_deref()
+            .is_some_and(|c| c.contains(GHP))
+    );
+    assert!(
+        CheckpointStore::new(&home)
+            .load()
+            .expect("the store loads")
+            .entries
+            .is_empty(),
+        "no running row in state.db"
+    );
+    fx.registry
+        .kill(info.session_id.as_str(), KillSource::ProcessKill)
+        .await
+        .expect("the session exists");
+    wait_until(
+        Duration::from_secs(10),
+        "the finished session to leave the memory store",
+        || memory.load().is_ok_and(|l| l.entries.is_empty()),
+    )
+    .await;
+    fx.registry.shutdown().await;
+    fx.assert_groups_gone().await;
+}

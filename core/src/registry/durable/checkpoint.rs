@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use herd_persistence::{CheckpointStore, Home, SessionRecord, Writer};
+use herd_persistence::{CheckpointStore, Home, RunningStore, SessionRecord, Writer};
 use tokio::sync::watch;
 
 use super::{Extras, Queue, lock, unix_seconds};
@@ -31,7 +31,8 @@ const FINISH_CHECKPOINT_DELAY: Duration = Duration::from_millis(100);
 /// pending entries of answered spawns no full write has covered yet.
 #[derive(Debug)]
 pub(super) struct Checkpoints {
-    store: CheckpointStore,
+    /// Where the rows go: the home's `state.db`, or the host's own store.
+    store: Arc<dyn RunningStore>,
     /// This process, as checkpoint writer.
     writer: Writer,
     extras: Mutex<HashMap<SessionId, Extras>>,
@@ -48,9 +49,9 @@ pub(super) struct Checkpoints {
 }
 
 impl Checkpoints {
-    pub(super) fn new(home: &Home) -> Checkpoints {
+    pub(super) fn new(home: &Home, store: Option<Arc<dyn RunningStore>>) -> Checkpoints {
         Checkpoints {
-            store: CheckpointStore::new(home),
+            store: store.unwrap_or_else(|| Arc::new(CheckpointStore::new(home))),
             writer: Writer::current(),
             extras: Mutex::new(HashMap::new()),
             queue: Mutex::new(Queue::default()),
@@ -61,7 +62,7 @@ impl Checkpoints {
         }
     }
 
-    pub(super) fn store(&self) -> &CheckpointStore {
+    pub(super) fn store(&self) -> &Arc<dyn RunningStore> {
         &self.store
     }
 
@@ -149,7 +150,7 @@ impl Inner {
         if ids.is_empty() {
             return;
         }
-        let store = self.durable.checkpoint.store.clone();
+        let store = Arc::clone(&self.durable.checkpoint.store);
         let intent = herd_persistence::KillIntent {
             source: source.as_str().to_owned(),
             requested_at: unix_seconds(std::time::SystemTime::now()),
@@ -317,7 +318,7 @@ impl Inner {
         let written = tokio::task::spawn_blocking(move || inner.write_checkpoint())
             .await
             .map_err(|e| Error::Io {
-                path: self.durable.checkpoint.store.path(),
+                path: self.home.ledger_path(),
                 source: std::io::Error::other(e),
             })?;
         self.receipts_settled().await;
