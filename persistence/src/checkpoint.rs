@@ -365,7 +365,24 @@ impl CheckpointStore {
             if !create && !legacy && !self.home.ledger_path().exists() {
                 return Ok(None);
             }
-            let (conn, path) = Ledger::create(&self.home)?.into_parts();
+            let (conn, path) = match Ledger::create(&self.home) {
+                Ok(ledger) => ledger.into_parts(),
+                // A reader on a full disk (opening a WAL database creates its index
+                // and prunes, which writes) still reads what the file holds.
+                Err(error) if !create && !legacy => {
+                    tracing::warn!(%error, "state database not opened for writing; reading the file as it is");
+                    let path = self.home.ledger_path();
+                    return read_only(&path)
+                        .and_then(|conn| f(&conn))
+                        .map(|value| Some((value, None)))
+                        .map_err(|source| Error::StoreQuery {
+                            path,
+                            action,
+                            source,
+                        });
+                }
+                Err(error) => return Err(error),
+            };
             if legacy {
                 opened = legacy::import(&self.home, &conn, &path, |tx, entry| {
                     upsert(tx, &entry.writer, &entry.session, false)
@@ -542,6 +559,25 @@ impl CheckpointStore {
         })?;
         Ok(recorded.map_or(0, |(n, _)| n))
     }
+}
+
+/// `path` opened read-only as an immutable file: no lock, no WAL index, nothing
+/// written (what a full disk still allows). A clean close of the last connection
+/// leaves every commit in the file itself; after a crash the WAL's files exist and
+/// the ordinary open works.
+fn read_only(path: &std::path::Path) -> rusqlite::Result<Connection> {
+    let escaped = path
+        .to_string_lossy()
+        .replace('%', "%25")
+        .replace('?', "%3f")
+        .replace('#', "%23");
+    let uri = format!("file:{escaped}?immutable=1");
+    Connection::open_with_flags(
+        uri,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
+            | rusqlite::OpenFlags::SQLITE_OPEN_URI
+            | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
 }
 
 /// Refuses a record the store must not hold.
