@@ -4,7 +4,8 @@
 //! Owns: every file under the home's state directories and their format versions.
 //! The entry point is [`Home`], which derives every path from the root it was
 //! given; nothing here caches a path in a global (B4). The main types are
-//! [`CheckpointStore`] (running sessions in `state.db`, B27), [`Ledger`] (completions,
+//! [`CheckpointStore`] (running sessions in `state.db`, B27, behind the
+//! [`RunningStore`] trait with an in-memory [`MemoryRunningStore`]), [`Ledger`] (completions,
 //! exactly-once delivery, B29) and [`ReceiptStore`] (results of finished
 //! sessions in the same `state.db`, B38).
 //! Never: knows about live processes, signals anything, or creates a home that
