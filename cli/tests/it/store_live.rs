@@ -191,7 +191,7 @@ fn b27_b28_running_sessions_of_the_release_before_the_store_are_imported_and_rea
 }
 
 #[test]
-fn b16_issue27_a_kill_in_its_grace_window_when_the_daemon_dies_is_reported_by_the_next() {
+fn b17_b27_a_kill_in_its_grace_window_when_the_daemon_dies_is_reported_by_the_next() {
     let env = Env::new();
     std::fs::write(env.home().join("config.toml"), "kill_grace_seconds = 30\n").expect("config");
     let id = env.json(&[
