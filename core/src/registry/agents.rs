@@ -217,7 +217,7 @@ impl Inner {
         s.set_notify(true);
         drop(tables);
         // The stored row says notify too, so a restore keeps the completion (B27).
-        self.request_checkpoint_soon();
+        self.request_checkpoint();
         Adoption::Notified
     }
 }

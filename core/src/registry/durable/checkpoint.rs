@@ -46,6 +46,10 @@ pub(super) struct Checkpoints {
     deferred: Mutex<Option<u64>>,
     /// Sessions that finished since the last refresh: their rows go with it.
     finished_ids: Mutex<Vec<String>>,
+    /// A running session changed since its row was written (an owner, notify): the
+    /// next background write rewrites the running rows, not only deletes finished
+    /// ones (a stream of finishes then costs deletes alone).
+    stale: std::sync::atomic::AtomicBool,
 }
 
 impl Checkpoints {
@@ -59,6 +63,7 @@ impl Checkpoints {
             serial: Mutex::new(()),
             deferred: Mutex::new(None),
             finished_ids: Mutex::new(Vec::new()),
+            stale: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -169,8 +174,13 @@ impl Inner {
         }
     }
 
-    /// Asks for a checkpoint write; returns the generation that covers this request.
+    /// Asks for a checkpoint write that rewrites every running row (something a row
+    /// holds changed); returns the generation that covers this request.
     pub(crate) fn request_checkpoint(self: &Arc<Self>) -> u64 {
+        self.durable
+            .checkpoint
+            .stale
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         let mut q = lock(&self.durable.checkpoint.queue);
         q.wanted += 1;
         let generation = q.wanted;
@@ -222,7 +232,18 @@ impl Inner {
     fn checkpoint_loop(&self) {
         loop {
             let generation = lock(&self.durable.checkpoint.queue).wanted;
-            if let Err(error) = self.write_checkpoint() {
+            let stale = self
+                .durable
+                .checkpoint
+                .stale
+                .swap(false, std::sync::atomic::Ordering::SeqCst);
+            if let Err(error) = self.write_rows(stale) {
+                if stale {
+                    self.durable
+                        .checkpoint
+                        .stale
+                        .store(true, std::sync::atomic::Ordering::SeqCst);
+                }
                 tracing::warn!(%error, "checkpoint not written; running sessions would not be restored after a crash");
             }
             self.durable
@@ -240,8 +261,18 @@ impl Inner {
     /// Snapshots the running set and writes it as this process's rows, deleting the
     /// rows of sessions that finished since the last refresh. Blocking.
     pub(in crate::registry) fn write_checkpoint(&self) -> Result<(), herd_persistence::Error> {
+        self.write_rows(true)
+    }
+
+    /// Deletes the rows of sessions that finished since the last write and, when
+    /// `refresh`, rewrites every running row first. Blocking.
+    fn write_rows(&self, refresh: bool) -> Result<(), herd_persistence::Error> {
         let _serial = lock(&self.durable.checkpoint.serial);
-        let records = self.running_records();
+        let records = if refresh {
+            self.running_records()
+        } else {
+            Vec::new()
+        };
         // Taken after the snapshot: a session that finished before it is either in
         // this list or not in the snapshot (it left the running table first), and a
         // session in both is deleted (deletes follow the writes).
