@@ -96,7 +96,7 @@ fn call(
 }
 
 fn n_running(env: &Env) -> usize {
-    let listed = env.json(&["ps", "--json"]);
+    let listed = env.json(&["ps", "--owner", "soak", "--json"]);
     listed["processes"].as_array().map_or(0, |rows| {
         rows.iter().filter(|r| r["status"] == "running").count()
     })
