@@ -99,6 +99,7 @@ fn record(home: &Home, i: usize, pid: i32, start: Option<u64>) -> SessionRecord 
         shim: None,
         name: None,
         options: None,
+        command_given: None,
         id,
     }
 }
@@ -164,7 +165,7 @@ async fn adopt_run() -> (f64, f64) {
         .collect();
     let pids: Vec<i32> = records.iter().map(|r| r.pid).collect();
     CheckpointStore::new(&home)
-        .write_own(&dead_writer(), &records)
+        .write_own(&dead_writer(), &records, &[])
         .expect("the checkpoint is written");
     let baseline = floor(&home, &pids);
     let registry = Registry::new(home, RegistryConfig::default()).expect("inside a runtime");
@@ -197,7 +198,7 @@ async fn close_run() -> (f64, f64) {
         .map(|(i, pid)| record(&home, i, *pid, Some(12_345)))
         .collect();
     CheckpointStore::new(&home)
-        .write_own(&dead_writer(), &records)
+        .write_own(&dead_writer(), &records, &[])
         .expect("the checkpoint is written");
     let baseline = floor(&home, &pids);
     let registry = Registry::new(home, RegistryConfig::default()).expect("inside a runtime");
@@ -239,11 +240,15 @@ async fn burst_run() -> (f64, f64) {
     let writer = dead_writer();
     let started = Instant::now();
     store
-        .write_own(&writer, &records)
+        .write_own(&writer, &records, &[])
         .expect("the checkpoint is written");
     let baseline = ms(started.elapsed());
     store
-        .write_own(&writer, &[])
+        .write_own(
+            &writer,
+            &[],
+            &records.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
+        )
         .expect("the checkpoint is written");
     let registry = Registry::new(home, RegistryConfig::default()).expect("inside a runtime");
     let started = Instant::now();
@@ -305,7 +310,7 @@ fn checkpoint_write_1000() -> f64 {
         .map(|_| {
             let started = Instant::now();
             store
-                .write_own(&writer, &records)
+                .write_own(&writer, &records, &[])
                 .expect("the checkpoint is written");
             ms(started.elapsed())
         })

@@ -197,6 +197,10 @@ pub struct RegistryConfig {
     /// hand to cross a 15 s spacing or a 30 s breaker trip without waiting; the one
     /// notification timer re-reads it at least once a second.
     pub clock: Arc<dyn crate::Clock>,
+    /// Where running sessions are kept (B27): `None`, the home's `state.db`; a host
+    /// may give its own, e.g. [`herd_persistence::MemoryRunningStore`] (nothing
+    /// survives the process then).
+    pub running_store: Option<Arc<dyn herd_persistence::RunningStore>>,
     /// Test seam: when true every PTY open is treated as failed, so PTY spawns take the
     /// pipe fallback (B1). Production code leaves it false.
     pub pty_unavailable: bool,
@@ -301,6 +305,7 @@ impl Default for RegistryConfig {
             heartbeat_floor: Duration::from_secs(60),
             notifications: NotificationPolicy::All,
             clock: Arc::new(crate::SystemClock),
+            running_store: None,
             pty_unavailable: false,
             dispatcher: None,
             tools_env: None,

@@ -62,6 +62,7 @@ pub use external::External;
 mod logs;
 pub use delivery::{Acknowledgement, Drained};
 pub use logs::{FollowRead, LogFollower};
+mod rebuilt;
 mod reclaim;
 mod restore;
 mod supervised;
@@ -149,7 +150,12 @@ impl Registry {
         let queue_cap = config.queue_cap;
         let registry = Registry {
             inner: Arc::new(Inner {
-                durable: durable::Durable::new(&home, config.log_budget_bytes, config.result_ttl),
+                durable: durable::Durable::new(
+                    &home,
+                    config.log_budget_bytes,
+                    config.result_ttl,
+                    config.running_store.clone(),
+                ),
                 home,
                 config,
                 tables: Mutex::new(Tables::new(queue_cap)),

@@ -59,6 +59,7 @@ fn session(n: usize) -> SessionRecord {
         shim: None,
         name: None,
         options: None,
+        command_given: None,
     }
 }
 
@@ -114,12 +115,14 @@ fn main() {
     let records: Vec<SessionRecord> = (0..N_SESSIONS).map(session).collect();
 
     // Checkpoint write with 1,000 running sessions.
-    store.write_own(&me, &records).expect("warm-up write");
+    store.write_own(&me, &records, &[]).expect("warm-up write");
     let bytes = fs::read(store.path()).expect("read the checkpoint");
     let mut ours: Vec<Duration> = (0..CHECKPOINT_RUNS)
         .map(|_| {
             time(|| {
-                store.write_own(&me, &records).expect("checkpoint write");
+                store
+                    .write_own(&me, &records, &[])
+                    .expect("checkpoint write");
             })
         })
         .collect();

@@ -29,22 +29,6 @@ static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 /// The marker between a target's name and a temp file's suffix.
 const TEMP_MARKER: &str = ".tmp-";
 
-/// Replaces `path` with `bytes` atomically and durably.
-///
-/// The parent directory must exist. On error the temp file is removed and
-/// `path` is unchanged.
-pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir = parent_dir(path)?;
-    let tmp = temp_path(path)?;
-    let result = write_then_rename(&tmp, path, bytes).and_then(|()| fsync_dir(dir));
-    if result.is_err() {
-        // Best effort: the temp file may not exist (open failed), and a leftover
-        // is swept later anyway.
-        let _ = fs::remove_file(&tmp);
-    }
-    result
-}
-
 /// Replaces `path` with `bytes` atomically for every process, without waiting
 /// for the disk: the temp file is renamed over `path` unsynced. A crash of the
 /// writing process at any point leaves the old or the new bytes (the kernel
@@ -58,10 +42,6 @@ pub(crate) fn write_visible(path: &Path, bytes: &[u8]) -> io::Result<()> {
         let _ = fs::remove_file(&tmp);
     }
     result
-}
-
-fn write_then_rename(tmp: &Path, path: &Path, bytes: &[u8]) -> io::Result<()> {
-    write_then_rename_with(tmp, path, bytes, true)
 }
 
 fn write_then_rename_with(tmp: &Path, path: &Path, bytes: &[u8], sync: bool) -> io::Result<()> {
@@ -81,15 +61,6 @@ fn write_then_rename_with(tmp: &Path, path: &Path, bytes: &[u8], sync: bool) -> 
 /// Makes the directory entry changes in `dir` (creates, renames) durable.
 pub(crate) fn fsync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
-}
-
-fn parent_dir(path: &Path) -> io::Result<&Path> {
-    path.parent().ok_or_else(|| {
-        io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "an atomic write needs a path with a parent directory",
-        )
-    })
 }
 
 fn temp_path(path: &Path) -> io::Result<PathBuf> {
@@ -195,14 +166,6 @@ impl FileLock {
             .truncate(false)
             .mode(FILE_MODE)
             .open(path)?;
-        file.lock()?;
-        Ok(FileLock { _file: file })
-    }
-
-    /// Locks an existing `path` opened read-only: the way a reader on a
-    /// read-only home still excludes writers elsewhere.
-    pub(crate) fn acquire_existing_read_only(path: &Path) -> io::Result<FileLock> {
-        let file = File::open(path)?;
         file.lock()?;
         Ok(FileLock { _file: file })
     }

@@ -1,49 +1,36 @@
-//! The checkpoint of running sessions: `<home>/processes.json` (B27).
+//! Running sessions in the store: the `sessions` table of `<home>/state.db` (B27).
 //!
-//! Format (version 1), documented in ARCHITECTURE.md:
+//! One row per running session (`schema.rs`, version 3): the session's id, the
+//! process that wrote it (`writer_pid`, `writer_start_time`), a few columns for
+//! lookups, the [`SessionRecord`] as JSON (`record`: the command redacted, and
+//! privately, in `command_given`, the command as given, which only a restart
+//! repeats), and the kill in progress, if any (`kill_intent`). Times: a record's
+//! `start_time` (of the session and of the writer) is field 22 of `/proc/<pid>/stat`,
+//! clock ticks since boot, the fingerprint that tells a live pid from a reused one;
+//! `started_at` is wall-clock unix seconds as a float, as the ledger and receipts.
 //!
-//! ```json
-//! {"version": 1, "sessions": [
-//!   {"writer": {"pid": 4100, "start_time": 88123},
-//!    "id": "proc_0123456789ab", "command": "npm run dev", "pid": 4242, "pgid": 4242,
-//!    "start_time": 99001, "task_id": "t1", "owner_task_id": "t1", "session_key": "",
-//!    "mode": "pipe", "notify": true, "watch_patterns": ["ready"], "heartbeat_seconds": 0,
-//!    "completion_output_chars": 2000, "persist_on_release": false,
-//!    "log_path": "/home/u/.herd/logs/sessions/proc_0123456789ab.log",
-//!    "cwd": "/home/u/app", "started_at": 1790000000.25}
-//! ]}
-//! ```
+//! Transactions: a spawn's row is one transaction ([`CheckpointStore::write_one`]),
+//! committed before the spawn answers; a session's finish removes its row in the
+//! transaction that stores its result receipt (`receipts.rs`), so a session is in
+//! exactly one of `sessions` and `results` at every commit; a kill's intent is one
+//! transaction before the kill starts ([`CheckpointStore::record_kill_intent`]);
+//! [`CheckpointStore::write_own`] refreshes the rows of many running sessions (an
+//! owner changed by a handoff, notify turned on) and deletes the rows of sessions
+//! that finished, in one transaction. The database is WAL with `synchronous=NORMAL`:
+//! a commit survives a crash of any herd process without an fsync of its own; a
+//! power loss may lose the last commits, and ends every session anyway.
 //!
-//! Times: `start_time` (of the session and of the writer) is field 22 of
-//! `/proc/<pid>/stat`, clock ticks since boot, the exact fingerprint that tells
-//! a live pid from a reused one; `started_at` is wall-clock unix seconds as a
-//! float (the same unit the ledger and receipts use, and what a JSON number
-//! holds without a date parser).
+//! Several processes may share one home (a daemon and an embedding host, or a daemon
+//! restarting while its predecessor is still exiting). Each row names its writer
+//! (pid plus start time); SQLite serialises the writers' transactions, and writing a
+//! session under a new writer takes it over (that is how a restarted daemon takes
+//! over the sessions it re-adopts without listing one twice). Restore leaves alone
+//! the rows of another live writer.
 //!
-//! Several processes may share one home (a daemon and an embedding host, or a
-//! daemon restarting while its predecessor is still exiting). Each entry names
-//! its writer (pid plus start time) and each writer replaces only its own
-//! entries, read-merge-written under an exclusive `flock` on
-//! `processes.json.lock`, so two writers never interleave and never drop each
-//! other's sessions. Writing a session under a new writer removes that session
-//! from any other writer (that is how a restarted daemon takes over the
-//! sessions it re-adopts without listing one twice).
-//!
-//! Pending entries: a spawn must be findable by a restarted herd the moment it
-//! is answered, but a durable write (two fsyncs) costs about a millisecond. So
-//! a spawn writes its entry alone to `<home>/processes.pending/<id>.json`
-//! (`{"version": 1, "entry": {...}}`, renamed into place without fsync: it
-//! survives a crash of the herd process, which is what re-adoption needs; a
-//! crash of the machine ends every session anyway), and the next full
-//! checkpoint write, durable as above, covers it; then the writer removes the
-//! pending file. [`CheckpointStore::load`] returns both, the full checkpoint's
-//! entry winning for an id listed in both. A pending file that cannot be
-//! understood (only a machine crash makes one) is removed with a warning.
-//!
-//! Invariant: a checkpoint that cannot be understood (not JSON, wrong shape,
-//! unknown version) is never dropped or overwritten: it is renamed to
-//! `processes.json.corrupt-<unix time>` and the rename is reported to the
-//! caller, who decides how loudly to say so.
+//! Homes of releases before the store kept this in `processes.json` and
+//! `processes.pending/<id>.json`; the first open imports and removes them
+//! (`checkpoint/legacy.rs`). A `processes.json` that cannot be understood is moved
+//! aside (`processes.json.corrupt-<unix time>`) and reported, never dropped.
 //!
 //! Invariant: this module never looks at live processes; classifying a
 //! checkpointed pid (alive, reused, gone) is herd-core's restore.
@@ -51,15 +38,19 @@
 use std::collections::HashSet;
 use std::fmt;
 use std::fs;
-use std::io;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use rusqlite::{Connection, params};
 use serde::{Deserialize, Serialize};
 
-use crate::atomic::{self, FileLock};
-use crate::{Error, Home};
+use crate::{Error, Home, Ledger};
 
+mod legacy;
+
+/// The record format version this crate writes (the JSON of a row's `record`, and
+/// of the checkpoint files of earlier releases).
 /// The checkpoint format version this crate writes.
 pub const CHECKPOINT_VERSION: u64 = 1;
 
@@ -134,6 +125,11 @@ pub struct SessionRecord {
     /// repeats (absent in checkpoints written before they existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub options: Option<SpawnOptions>,
+    /// The command line as the spawn gave it, when it differs from `command` (which
+    /// redaction masked): kept privately so a restart repeats it exactly; no answer
+    /// shows it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command_given: Option<String>,
 }
 
 /// What a spawn asked for beyond the fields of [`SessionRecord`]: the time limit a
@@ -169,6 +165,18 @@ pub struct SpawnOptions {
     /// The session this one was started in place of (`herd restart`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replaces: Option<String>,
+    /// `--kill-leftovers` as the spawn gave it (`None`: the config's default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kill_leftovers: Option<bool>,
+    /// `--memory` as the spawn gave it, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_bytes: Option<u64>,
+    /// `--cpus` as the spawn gave it, thousandths of a CPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_millis: Option<u64>,
+    /// `--pids` as the spawn gave it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pids: Option<u64>,
 }
 
 /// The supervisor process (shim) a checkpointed session runs under.
@@ -231,6 +239,20 @@ pub struct CheckpointEntry {
     /// The session.
     #[serde(flatten)]
     pub session: SessionRecord,
+    /// The kill in progress when the entry was read, if one was (never part of a
+    /// checkpoint file; a column of its own in the store).
+    #[serde(skip)]
+    pub kill_intent: Option<KillIntent>,
+}
+
+/// A kill that was begun and not yet concluded: recorded before the kill starts, so
+/// a daemon that dies in the kill's grace window leaves it for the next to report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KillIntent {
+    /// The kill's source, as on the wire (`process_kill`, `kill_all`, ...).
+    pub source: String,
+    /// When the kill was asked for, unix seconds.
+    pub requested_at: f64,
 }
 
 /// Why a checkpoint file was not usable.
@@ -292,257 +314,173 @@ pub struct Loaded {
     pub moved_aside: Option<MovedAside>,
 }
 
-/// The on-disk shape of a version-1 pending entry.
-#[derive(Debug, Serialize, Deserialize)]
-struct PendingV1 {
-    version: u64,
-    entry: CheckpointEntry,
+/// The open database, made on first use.
+#[derive(Debug, Default)]
+struct Db {
+    conn: Option<(Connection, PathBuf)>,
 }
 
-/// How old a pending temp file must be before a load sweeps it: pending writes
-/// take no lock, so a younger one may be a write in progress.
-const PENDING_TEMP_AGE: std::time::Duration = std::time::Duration::from_secs(60);
-
-/// The on-disk shape of a version-1 checkpoint.
-#[derive(Debug, Serialize, Deserialize)]
-struct FileV1 {
-    version: u64,
-    sessions: Vec<CheckpointEntry>,
-}
-
-/// Reads and writes `<home>/processes.json`.
+/// Reads and writes the running sessions of a home (the `sessions` table of
+/// `state.db`).
 ///
-/// Every operation takes the lock, sweeps temp files left by interrupted
-/// writes and works on the file as it is now; nothing is cached, so several
-/// stores (in one process or many) on the same home stay consistent.
+/// Cheap to clone (clones share one connection). Does no I/O until first used; a
+/// load of a home that has neither `state.db` nor checkpoint files creates nothing,
+/// and no write ever creates the home.
 #[derive(Debug, Clone)]
 pub struct CheckpointStore {
     home: Home,
+    db: Arc<Mutex<Db>>,
 }
+
+/// What a connection-opening call found besides the connection.
+type Opened = Option<MovedAside>;
 
 impl CheckpointStore {
     /// A store for `home`. Does no I/O.
     pub fn new(home: &Home) -> CheckpointStore {
-        CheckpointStore { home: home.clone() }
+        CheckpointStore {
+            home: home.clone(),
+            db: Arc::new(Mutex::new(Db::default())),
+        }
     }
 
-    /// `<home>/processes.json`.
+    /// `<home>/state.db`, the database that holds the sessions.
     pub fn path(&self) -> PathBuf {
-        self.home.checkpoint_path()
+        self.home.ledger_path()
     }
 
-    fn lock_path(&self) -> PathBuf {
-        let mut name = self.path().into_os_string();
-        name.push(".lock");
-        PathBuf::from(name)
-    }
-
-    /// Loads every checkpointed session.
-    ///
-    /// A missing home or checkpoint loads as empty and creates nothing. A
-    /// checkpoint that is not JSON, has the wrong shape or an unknown version
-    /// is moved aside and reported in [`Loaded::moved_aside`]. On a read-only
-    /// home the file is still read (without sweeping).
-    ///
-    /// # Errors
-    /// [`Error::CheckpointRead`] when the file exists but cannot be read,
-    /// [`Error::CheckpointLock`] when the lock cannot be taken for another
-    /// reason than a read-only home, and [`Error::CheckpointMoveAside`] when an
-    /// unusable file cannot be moved aside (it is then left in place).
-    pub fn load(&self) -> Result<Loaded, Error> {
-        let mut loaded = self.load_full()?;
-        let listed: HashSet<String> = loaded
-            .entries
-            .iter()
-            .map(|e| e.session.id.clone())
-            .collect();
-        loaded.entries.extend(
-            self.load_pending()
-                .into_iter()
-                .filter(|e| !listed.contains(&e.session.id)),
-        );
-        Ok(loaded)
-    }
-
-    /// `processes.json` alone.
-    fn load_full(&self) -> Result<Loaded, Error> {
-        let path = self.path();
-        if !exists(&path).map_err(|source| Error::CheckpointRead {
-            path: path.clone(),
-            source,
-        })? {
-            return Ok(Loaded::default());
-        }
-        let lock = self.lock_for_reading()?;
-        if lock.is_some() {
-            self.sweep();
-        }
-        match self.read_locked()? {
-            Current::Missing => Ok(Loaded::default()),
-            Current::Entries(entries) => Ok(Loaded {
-                entries,
-                moved_aside: None,
-            }),
-            Current::MovedAside(moved) => Ok(Loaded {
-                entries: Vec::new(),
-                moved_aside: Some(moved),
-            }),
-        }
-    }
-
-    /// `<home>/processes.pending/<id>.json`.
-    ///
-    /// # Errors
-    /// [`Error::InvalidSessionId`] when `id` is not `proc_` followed by letters,
-    /// digits or `_`.
-    pub fn pending_path(&self, id: &str) -> Result<PathBuf, Error> {
-        crate::receipts::validate_id(id)?;
-        Ok(self
-            .home
-            .checkpoint_pending_dir()
-            .join(format!("{id}.json")))
-    }
-
-    /// Writes one session's entry where a restarted herd finds it at once,
-    /// without waiting for the disk (see the module docs); the next
-    /// [`CheckpointStore::write_own`] that lists it, or
-    /// [`CheckpointStore::remove_pending`] after a write that covered it,
-    /// removes it.
-    ///
-    /// # Errors
-    /// [`Error::InvalidSessionId`], [`Error::HomeMissing`] (the home is never
-    /// created), [`Error::CreateDir`], [`Error::CheckpointEncode`] and
-    /// [`Error::PendingWrite`].
-    pub fn write_pending(&self, writer: &Writer, record: &SessionRecord) -> Result<(), Error> {
-        let path = self.pending_path(&record.id)?;
-        let dir = self.home.checkpoint_pending_dir();
-        if !dir.is_dir() {
-            self.home.ensure_dir(&dir)?;
-        }
-        let file = PendingV1 {
-            version: CHECKPOINT_VERSION,
-            entry: CheckpointEntry {
-                writer: *writer,
-                session: record.clone(),
-            },
-        };
-        let bytes = serde_json::to_vec(&file).map_err(|source| Error::CheckpointEncode {
-            session_id: record.id.clone(),
-            source,
-        })?;
-        atomic::write_visible(&path, &bytes).map_err(|source| Error::PendingWrite { path, source })
-    }
-
-    /// Removes the pending entries of these sessions, whoever wrote them, and
-    /// returns how many files were removed. A file already gone is fine; any
-    /// other failure is logged (a leftover is removed by a later write that
-    /// lists the session, or closed by restore like any entry).
-    pub fn remove_pending(&self, session_ids: &[&str]) -> usize {
-        let mut removed = 0;
-        for id in session_ids {
-            let Ok(path) = self.pending_path(id) else {
-                continue;
-            };
-            match fs::remove_file(&path) {
-                Ok(()) => removed += 1,
-                Err(e) if atomic::is_missing(&e) => {}
-                Err(error) => {
-                    tracing::warn!(path = %path.display(), %error, "pending checkpoint entry not removed");
-                }
+    /// Runs `f` on the connection, opening (and, when `create`, creating) the
+    /// database first; the first open imports an earlier release's checkpoint
+    /// files. `Ok(None)` when there is nothing to read and `create` is false.
+    fn with_db<T>(
+        &self,
+        create: bool,
+        action: &'static str,
+        f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+    ) -> Result<Option<(T, Opened)>, Error> {
+        let mut db = lock(&self.db);
+        let mut opened = None;
+        if db.conn.is_none() {
+            let legacy = legacy::present(&self.home);
+            if !create && !legacy && !self.home.ledger_path().exists() {
+                return Ok(None);
             }
+            let (conn, path) = match Ledger::create(&self.home) {
+                Ok(ledger) => ledger.into_parts(),
+                // A reader on a full disk (opening a WAL database creates its index
+                // and prunes, which writes) still reads what the file holds.
+                Err(error) if !create && !legacy => {
+                    tracing::warn!(%error, "state database not opened for writing; reading the file as it is");
+                    let path = self.home.ledger_path();
+                    return read_only(&path)
+                        .and_then(|conn| f(&conn))
+                        .map(|value| Some((value, None)))
+                        .map_err(|source| Error::StoreQuery {
+                            path,
+                            action,
+                            source,
+                        });
+                }
+                Err(error) => return Err(error),
+            };
+            if legacy {
+                opened = legacy::import(&self.home, &conn, &path, |tx, entry| {
+                    upsert(tx, &entry.writer, &entry.session, false)
+                })?;
+            }
+            db.conn = Some((conn, path));
         }
-        removed
-    }
-
-    /// Removes the pending entries of sessions a durable write now lists: one
-    /// directory read, and an unlink only for what is there.
-    fn remove_pending_listed(&self, listed: &HashSet<&str>) {
-        let Ok(listing) = fs::read_dir(self.home.checkpoint_pending_dir()) else {
-            return;
+        let Some((conn, path)) = db.conn.as_ref() else {
+            return Ok(None);
         };
-        let covered: Vec<String> = listing
-            .flatten()
-            .filter_map(|item| {
-                let name = item.file_name();
-                let id = name.to_str()?.strip_suffix(".json")?;
-                listed.contains(id).then(|| id.to_owned())
+        f(conn)
+            .map(|value| Some((value, opened)))
+            .map_err(|source| Error::StoreQuery {
+                path: path.clone(),
+                action,
+                source,
             })
-            .collect();
-        let covered: Vec<&str> = covered.iter().map(String::as_str).collect();
-        self.remove_pending(&covered);
     }
 
-    /// Every readable pending entry; unreadable ones are removed with a warning.
-    fn load_pending(&self) -> Vec<CheckpointEntry> {
-        let dir = self.home.checkpoint_pending_dir();
-        let listing = match fs::read_dir(&dir) {
-            Ok(listing) => listing,
-            Err(e) if atomic::is_missing(&e) => return Vec::new(),
-            Err(error) => {
-                tracing::warn!(dir = %dir.display(), %error, "pending checkpoint entries not readable; sessions spawned just before a crash may not be restored");
-                return Vec::new();
-            }
+    /// Loads every running session of every writer, oldest first.
+    ///
+    /// A home without `state.db` and without checkpoint files loads as empty and
+    /// creates nothing. An earlier release's checkpoint files are imported first; an
+    /// unusable `processes.json` is moved aside and reported in
+    /// [`Loaded::moved_aside`].
+    ///
+    /// # Errors
+    /// As [`Ledger::open`] for the database, [`Error::StoreQuery`] for the read, and
+    /// [`Error::CheckpointLock`], [`Error::CheckpointRead`],
+    /// [`Error::CheckpointMoveAside`] for an earlier release's files.
+    pub fn load(&self) -> Result<Loaded, Error> {
+        let found = self.with_db(false, "load the running sessions", |conn| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT writer_pid, writer_start_time, record, kill_intent FROM sessions
+                 ORDER BY started_at, session_id",
+            )?;
+            let rows = stmt.query_map([], |r| {
+                Ok((
+                    r.get::<_, i32>(0)?,
+                    r.get::<_, Option<i64>>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, Option<String>>(3)?,
+                ))
+            })?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()
+        })?;
+        let Some((rows, moved_aside)) = found else {
+            return Ok(Loaded::default());
         };
-        let mut entries = Vec::new();
-        let mut temp_targets = Vec::new();
-        for item in listing.flatten() {
-            let name = item.file_name();
-            let Some(name) = name.to_str() else { continue };
-            if let Some(target) = atomic::temp_target(name) {
-                temp_targets.push(target.to_owned());
-                continue;
-            }
-            let Some(id) = name.strip_suffix(".json") else {
-                continue;
-            };
-            let path = item.path();
-            let decoded = fs::read(&path)
-                .map_err(|e| e.to_string())
-                .and_then(|bytes| {
-                    serde_json::from_slice::<PendingV1>(&bytes).map_err(|e| e.to_string())
-                })
-                .and_then(|file| {
-                    if file.version != CHECKPOINT_VERSION {
-                        Err(format!("unknown version {}", file.version))
-                    } else if file.entry.session.id != id {
-                        Err(format!("the entry is for {}", file.entry.session.id))
-                    } else {
-                        Ok(file.entry)
-                    }
-                });
-            match decoded {
-                Ok(entry) => entries.push(entry),
-                Err(problem) => {
-                    tracing::warn!(path = %path.display(), %problem, "unusable pending checkpoint entry removed (only a machine crash leaves one; its session did not survive that)");
-                    let _ = fs::remove_file(&path);
+        let mut entries = Vec::with_capacity(rows.len());
+        for (pid, start, record, intent) in rows {
+            match serde_json::from_str::<SessionRecord>(&record) {
+                Ok(session) => entries.push(CheckpointEntry {
+                    writer: Writer::new(pid, start.and_then(|t| u64::try_from(t).ok())),
+                    session,
+                    kill_intent: intent.and_then(|json| serde_json::from_str(&json).ok()),
+                }),
+                Err(error) => {
+                    tracing::warn!(%error, "a running session's row cannot be read; it is left in the store");
                 }
             }
         }
-        atomic::sweep_temps_of(&dir, temp_targets, Some(PENDING_TEMP_AGE));
-        entries.sort_by(|a, b| a.session.id.cmp(&b.session.id));
-        entries
+        Ok(Loaded {
+            entries,
+            moved_aside,
+        })
     }
 
-    /// Replaces `writer`'s entries with `records`, keeping every other
-    /// writer's entries except sessions that `records` now lists (a session
-    /// belongs to one writer at a time). An empty `records` removes the
-    /// writer's entries (a clean shutdown).
-    ///
-    /// Returns the unusable previous checkpoint it moved aside, if any: its
-    /// sessions are not carried over, so the caller should report it.
+    /// Writes one session's row (a spawn), in one transaction: a restarted herd
+    /// finds it once this returns.
     ///
     /// # Errors
-    /// [`Error::HomeMissing`] when the home does not exist (it is never
-    /// created), [`Error::InvalidRecord`] for duplicate ids or a non-finite
-    /// `started_at`, [`Error::CheckpointEncode`] for a non-UTF-8 path,
-    /// [`Error::CheckpointLock`], [`Error::CheckpointRead`],
-    /// [`Error::CheckpointMoveAside`], and [`Error::CheckpointWrite`] (the
-    /// previous checkpoint is then unchanged).
+    /// [`Error::InvalidSessionId`], [`Error::InvalidRecord`], [`Error::HomeMissing`]
+    /// (the home is never created), and as [`Ledger::create`] and
+    /// [`Error::StoreQuery`].
+    pub fn write_one(&self, writer: &Writer, record: &SessionRecord) -> Result<(), Error> {
+        validate(record)?;
+        self.with_db(true, "store a running session", |conn| {
+            upsert(conn, writer, record, true)
+        })?;
+        Ok(())
+    }
+
+    /// Writes `records` as `writer`'s (taking over a session another writer had)
+    /// and deletes the rows of `finished`, in one transaction. A record whose
+    /// session already has a result receipt is not written back (it finished after
+    /// the caller's snapshot). A finished id also listed in `records` is deleted.
+    ///
+    /// # Errors
+    /// [`Error::InvalidRecord`] for duplicate ids or a non-finite `started_at`
+    /// (nothing is written), [`Error::HomeMissing`] when the home does not exist,
+    /// and [`Error::StoreQuery`] (nothing is written).
     pub fn write_own(
         &self,
         writer: &Writer,
         records: &[SessionRecord],
-    ) -> Result<Option<MovedAside>, Error> {
+        finished: &[&str],
+    ) -> Result<(), Error> {
         let mut ids = HashSet::with_capacity(records.len());
         for record in records {
             if !ids.insert(record.id.as_str()) {
@@ -551,230 +489,165 @@ impl CheckpointStore {
                     reason: "the session is listed twice",
                 });
             }
-            if !record.started_at.is_finite() {
-                return Err(Error::InvalidRecord {
-                    session_id: record.id.clone(),
-                    reason: "started_at is not a finite number",
-                });
-            }
+            validate(record)?;
         }
-        let _lock = self.lock_for_writing()?;
-        self.sweep();
-        let (current, moved_aside) = match self.read_locked()? {
-            Current::Missing => (Vec::new(), None),
-            Current::Entries(entries) => (entries, None),
-            Current::MovedAside(moved) => (Vec::new(), Some(moved)),
-        };
-        let mut sessions: Vec<CheckpointEntry> = current
-            .into_iter()
-            .filter(|e| e.writer != *writer && !ids.contains(e.session.id.as_str()))
-            .collect();
-        sessions.extend(records.iter().map(|session| CheckpointEntry {
-            writer: *writer,
-            session: session.clone(),
-        }));
-        self.write_locked(sessions)?;
+        if records.is_empty() && finished.is_empty() {
+            return Ok(());
+        }
+        self.with_db(true, "store the running sessions", |conn| {
+            let tx = conn.unchecked_transaction()?;
+            for record in records {
+                upsert(&tx, writer, record, true)?;
+            }
+            delete(&tx, finished)?;
+            tx.commit()
+        })?;
         tracing::debug!(
             writer_pid = writer.pid,
             n_sessions = records.len(),
-            "checkpoint written"
+            n_finished = finished.len(),
+            "running sessions stored"
         );
-        self.remove_pending_listed(&ids);
-        Ok(moved_aside)
+        Ok(())
     }
 
-    /// Removes the sessions with these ids, whoever wrote them (restore uses
-    /// it for entries it closed), pending entries included, and returns how many
-    /// entries `processes.json` lost. Nothing is written when none matched.
+    /// Removes the sessions with these ids, whoever wrote them (restore uses it for
+    /// entries it closed), in one transaction; returns how many rows went.
     ///
     /// # Errors
-    /// As [`CheckpointStore::write_own`]; a missing home or checkpoint removes
-    /// nothing and is not an error.
+    /// As [`CheckpointStore::load`]; a home without a database removes nothing.
     pub fn remove(&self, session_ids: &[&str]) -> Result<usize, Error> {
-        self.remove_pending(session_ids);
-        let path = self.path();
-        if !exists(&path).map_err(|source| Error::CheckpointRead {
-            path: path.clone(),
-            source,
-        })? {
+        if session_ids.is_empty() {
             return Ok(0);
         }
-        let _lock = self.lock_for_writing()?;
-        self.sweep();
-        let current = match self.read_locked()? {
-            Current::Missing | Current::MovedAside(_) => return Ok(0),
-            Current::Entries(entries) => entries,
-        };
-        let before = current.len();
-        let ids: HashSet<&str> = session_ids.iter().copied().collect();
-        let kept: Vec<CheckpointEntry> = current
-            .into_iter()
-            .filter(|e| !ids.contains(e.session.id.as_str()))
-            .collect();
-        let removed = before - kept.len();
-        if removed > 0 {
-            self.write_locked(kept)?;
-        }
-        Ok(removed)
-    }
-
-    fn lock_for_writing(&self) -> Result<FileLock, Error> {
-        if !self.home.root().is_dir() {
-            return Err(Error::HomeMissing {
-                path: self.home.root().to_path_buf(),
-            });
-        }
-        let path = self.lock_path();
-        FileLock::acquire(&path).map_err(|source| Error::CheckpointLock { path, source })
-    }
-
-    /// The lock for a reader; `None` on a read-only home without a lock file,
-    /// where no herd can be writing anyway.
-    fn lock_for_reading(&self) -> Result<Option<FileLock>, Error> {
-        let path = self.lock_path();
-        match FileLock::acquire(&path) {
-            Ok(lock) => Ok(Some(lock)),
-            Err(e) if is_read_only(&e) => match FileLock::acquire_existing_read_only(&path) {
-                Ok(lock) => Ok(Some(lock)),
-                Err(e) if e.kind() == io::ErrorKind::NotFound || is_read_only(&e) => Ok(None),
-                Err(source) => Err(Error::CheckpointLock { path, source }),
-            },
-            Err(source) => Err(Error::CheckpointLock { path, source }),
-        }
-    }
-
-    fn sweep(&self) {
-        atomic::sweep_temps(self.home.root(), "processes.json", None);
-    }
-
-    /// Reads the checkpoint; the caller holds the lock (or the home is
-    /// read-only). Unusable files are moved aside here.
-    fn read_locked(&self) -> Result<Current, Error> {
-        let path = self.path();
-        let bytes = match fs::read(&path) {
-            Ok(bytes) => bytes,
-            Err(e) if atomic::is_missing(&e) => return Ok(Current::Missing),
-            Err(source) => return Err(Error::CheckpointRead { path, source }),
-        };
-        match decode(&bytes) {
-            Ok(entries) => Ok(Current::Entries(entries)),
-            Err(problem) => self.move_aside(problem).map(Current::MovedAside),
-        }
-    }
-
-    fn write_locked(&self, sessions: Vec<CheckpointEntry>) -> Result<(), Error> {
-        let path = self.path();
-        let file = FileV1 {
-            version: CHECKPOINT_VERSION,
-            sessions,
-        };
-        let bytes = serde_json::to_vec(&file).map_err(|source| Error::CheckpointEncode {
-            session_id: first_unencodable(&file.sessions),
-            source,
+        let removed = self.with_db(false, "remove running sessions", |conn| {
+            let tx = conn.unchecked_transaction()?;
+            let n = delete(&tx, session_ids)?;
+            tx.commit()?;
+            Ok(n)
         })?;
-        atomic::write_atomic(&path, &bytes)
-            .map_err(|source| Error::CheckpointWrite { path, source })
+        Ok(removed.map_or(0, |(n, _)| n))
     }
 
-    fn move_aside(&self, problem: CheckpointProblem) -> Result<MovedAside, Error> {
-        let from = self.path();
-        let secs = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        let mut to = suffixed(&from, &format!(".corrupt-{secs}"));
-        let mut n = 1;
-        // We hold the lock, so no other herd races us between the check and
-        // the rename.
-        while exists(&to).unwrap_or(true) {
-            to = suffixed(&from, &format!(".corrupt-{secs}-{n}"));
-            n += 1;
+    /// Records that a kill of these sessions began (one transaction), so a daemon
+    /// that dies during its grace window leaves it for the next to report. Returns
+    /// how many running sessions it was recorded for.
+    ///
+    /// # Errors
+    /// As [`CheckpointStore::remove`].
+    pub fn record_kill_intent(
+        &self,
+        session_ids: &[&str],
+        intent: &KillIntent,
+    ) -> Result<usize, Error> {
+        if session_ids.is_empty() {
+            return Ok(0);
         }
-        let result = fs::rename(&from, &to).and_then(|()| atomic::fsync_dir(self.home.root()));
-        match result {
-            Ok(()) => {
-                let moved = MovedAside { from, to, problem };
-                tracing::error!(
-                    from = %moved.from.display(),
-                    to = %moved.to.display(),
-                    problem = %moved.problem,
-                    "unusable checkpoint moved aside"
-                );
-                Ok(moved)
+        let json = serde_json::to_string(intent).unwrap_or_default();
+        let recorded = self.with_db(false, "record a kill", |conn| {
+            let tx = conn.unchecked_transaction()?;
+            let mut n = 0;
+            {
+                let mut stmt = tx
+                    .prepare_cached("UPDATE sessions SET kill_intent = ?2 WHERE session_id = ?1")?;
+                for id in session_ids {
+                    n += stmt.execute(params![id, json])?;
+                }
             }
-            Err(source) => Err(Error::CheckpointMoveAside {
-                path: from,
-                to,
-                problem,
-                source,
-            }),
-        }
-    }
-}
-
-/// The checkpoint file as found under the lock.
-enum Current {
-    Missing,
-    Entries(Vec<CheckpointEntry>),
-    MovedAside(MovedAside),
-}
-
-/// Decodes a checkpoint, saying precisely what is wrong when it cannot.
-fn decode(bytes: &[u8]) -> Result<Vec<CheckpointEntry>, CheckpointProblem> {
-    // Fast path: a well-formed current-version file.
-    if let Ok(file) = serde_json::from_slice::<FileV1>(bytes)
-        && file.version == CHECKPOINT_VERSION
-    {
-        return Ok(file.sessions);
-    }
-    let value: serde_json::Value =
-        serde_json::from_slice(bytes).map_err(|e| CheckpointProblem::Unreadable {
-            detail: e.to_string(),
+            tx.commit()?;
+            Ok(n)
         })?;
-    match value.get("version") {
-        Some(v) if v.as_u64() == Some(CHECKPOINT_VERSION) => {
-            serde_json::from_value::<FileV1>(value)
-                .map(|file| file.sessions)
-                .map_err(|e| CheckpointProblem::Unreadable {
-                    detail: e.to_string(),
-                })
-        }
-        Some(v) => Err(CheckpointProblem::UnknownVersion {
-            found: v.to_string(),
-        }),
-        None => Err(CheckpointProblem::UnknownVersion {
-            found: "none".to_owned(),
-        }),
+        Ok(recorded.map_or(0, |(n, _)| n))
     }
 }
 
-/// The id of the first session whose record cannot be encoded, for the error.
-fn first_unencodable(sessions: &[CheckpointEntry]) -> String {
-    sessions
-        .iter()
-        .find(|e| serde_json::to_vec(e).is_err())
-        .map(|e| e.session.id.clone())
-        .unwrap_or_default()
-}
-
-fn suffixed(path: &Path, suffix: &str) -> PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push(suffix);
-    PathBuf::from(name)
-}
-
-fn exists(path: &Path) -> io::Result<bool> {
-    match fs::symlink_metadata(path) {
-        Ok(_) => Ok(true),
-        Err(e) if atomic::is_missing(&e) => Ok(false),
-        Err(e) => Err(e),
-    }
-}
-
-fn is_read_only(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
-        io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem
+/// `path` opened read-only as an immutable file: no lock, no WAL index, nothing
+/// written (what a full disk still allows). A clean close of the last connection
+/// leaves every commit in the file itself; after a crash the WAL's files exist and
+/// the ordinary open works.
+fn read_only(path: &std::path::Path) -> rusqlite::Result<Connection> {
+    let escaped = path
+        .to_string_lossy()
+        .replace('%', "%25")
+        .replace('?', "%3f")
+        .replace('#', "%23");
+    let uri = format!("file:{escaped}?immutable=1");
+    Connection::open_with_flags(
+        uri,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
+            | rusqlite::OpenFlags::SQLITE_OPEN_URI
+            | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
+}
+
+/// Refuses a record the store must not hold.
+pub(crate) fn validate(record: &SessionRecord) -> Result<(), Error> {
+    crate::receipts::validate_id(&record.id)?;
+    if !record.started_at.is_finite() {
+        return Err(Error::InvalidRecord {
+            session_id: record.id.clone(),
+            reason: "started_at is not a finite number",
+        });
+    }
+    Ok(())
+}
+
+/// Inserts or replaces one session's row as `writer`'s, keeping its kill intent;
+/// with `unless_finished`, not for a session whose result receipt exists.
+fn upsert(
+    conn: &Connection,
+    writer: &Writer,
+    record: &SessionRecord,
+    unless_finished: bool,
+) -> rusqlite::Result<()> {
+    let json = serde_json::to_string(record)
+        .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
+    let sql = if unless_finished {
+        "INSERT INTO sessions (session_id, writer_pid, writer_start_time, name,
+             owner_task_id, started_at, record, updated_at)
+         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8
+         WHERE NOT EXISTS (SELECT 1 FROM results WHERE session_id = ?1)
+         ON CONFLICT (session_id) DO UPDATE SET writer_pid = excluded.writer_pid,
+             writer_start_time = excluded.writer_start_time, name = excluded.name,
+             owner_task_id = excluded.owner_task_id, started_at = excluded.started_at,
+             record = excluded.record, updated_at = excluded.updated_at"
+    } else {
+        "INSERT INTO sessions (session_id, writer_pid, writer_start_time, name,
+             owner_task_id, started_at, record, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+         ON CONFLICT (session_id) DO NOTHING"
+    };
+    conn.prepare_cached(sql)?.execute(params![
+        record.id,
+        writer.pid,
+        writer.start_time.and_then(|t| i64::try_from(t).ok()),
+        record.name,
+        record.owner_task_id,
+        record.started_at,
+        json,
+        unix_now(),
+    ])?;
+    Ok(())
+}
+
+/// Deletes the rows of `ids`; returns how many went.
+fn delete(conn: &Connection, ids: &[&str]) -> rusqlite::Result<usize> {
+    let mut stmt = conn.prepare_cached("DELETE FROM sessions WHERE session_id = ?1")?;
+    let mut n = 0;
+    for id in ids {
+        n += stmt.execute([id])?;
+    }
+    Ok(n)
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 #[cfg(test)]

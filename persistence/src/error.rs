@@ -23,46 +23,20 @@ pub enum Error {
     #[error("{path} is not under the home {home}")]
     OutsideHome { path: PathBuf, home: PathBuf },
 
-    /// The checkpoint's cross-process lock file could not be opened or locked.
+    /// The lock file of an earlier release's checkpoint could not be opened or
+    /// locked (to import it).
     #[error("failed to lock checkpoint {path}; check that the home is writable")]
     CheckpointLock {
         path: PathBuf,
         #[source]
         source: std::io::Error,
     },
-    /// The checkpoint exists but could not be read.
+    /// An earlier release's checkpoint exists but could not be read (to import it).
     #[error("failed to read checkpoint {path}; check its permissions")]
     CheckpointRead {
         path: PathBuf,
         #[source]
         source: std::io::Error,
-    },
-    /// The new checkpoint could not be written; the previous one is unchanged.
-    #[error(
-        "failed to write checkpoint {path}; the previous checkpoint is unchanged, \
-         check free space and that the home is writable"
-    )]
-    CheckpointWrite {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// A pending checkpoint entry could not be written.
-    #[error(
-        "failed to write pending checkpoint entry {path}; \
-         check free space and that the home is writable"
-    )]
-    PendingWrite {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// The records could not be encoded (a path that is not UTF-8).
-    #[error("failed to encode the checkpoint of session {session_id}; its paths must be UTF-8")]
-    CheckpointEncode {
-        session_id: String,
-        #[source]
-        source: serde_json::Error,
     },
     /// A record handed to the checkpoint breaks a rule of the format.
     #[error("checkpoint record for session {session_id} is invalid: {reason}")]
@@ -167,6 +141,11 @@ pub enum Error {
     /// A shim record exists but cannot be read.
     #[error("supervisor record {path} is unreadable: {detail}")]
     ShimRecordRead { path: PathBuf, detail: String },
+    /// A host name that is not 1 to 32 of `a-z`, `0-9`, `_` and `-`.
+    #[error(
+        "`{host}` is not a host name: use 1 to 32 of a-z, 0-9, `_` and `-`, starting with a letter or digit"
+    )]
+    InvalidHostName { host: String },
     /// A read or write of the result store (`state.db`'s `results`, `tombstones` or
     /// `request_keys`) failed.
     #[error(

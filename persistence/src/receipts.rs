@@ -319,6 +319,9 @@ impl ReceiptStore {
                 )?;
                 let mut unbury =
                     tx.prepare_cached("DELETE FROM tombstones WHERE session_id = ?1")?;
+                // The session stops running in the commit that makes it finished.
+                let mut finished =
+                    tx.prepare_cached("DELETE FROM sessions WHERE session_id = ?1")?;
                 for row in &rows {
                     let r = &row.receipt;
                     insert.execute(params![
@@ -334,6 +337,7 @@ impl ReceiptStore {
                         row.spawn,
                     ])?;
                     unbury.execute([&r.id])?;
+                    finished.execute([&r.id])?;
                 }
             }
             tx.commit()

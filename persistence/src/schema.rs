@@ -2,7 +2,7 @@
 //!
 //! One database holds the completion ledger (version 1: `completions`) and, from
 //! version 2, the result store (`results`, `tombstones`) and spawn request keys
-//! (`request_keys`). Each migration runs in one `BEGIN IMMEDIATE` transaction that
+//! (`request_keys`), and from version 3 the running sessions (`sessions`). Each migration runs in one `BEGIN IMMEDIATE` transaction that
 //! reads the version again under the write lock, so two processes migrating at once
 //! both succeed and a crash mid-migration leaves the previous version whole.
 //! `tests/data/v1_ledger.sql` is a version-1 database and must keep opening.
@@ -10,7 +10,7 @@
 use rusqlite::Connection;
 
 /// The format version this crate writes.
-pub(crate) const VERSION: i64 = 2;
+pub(crate) const VERSION: i64 = 3;
 
 /// Version 1: the completion ledger.
 const V1: &str = "
@@ -61,8 +61,32 @@ CREATE TABLE IF NOT EXISTS request_keys (
 );
 ";
 
+/// Version 3: running sessions (`checkpoint.rs`), one row each from spawn to the
+/// transaction that stores the session's receipt: who wrote it, the lookup columns,
+/// the record as JSON (redacted command, and privately the command as given and the
+/// spawn's options) and the kill in progress, if any; and the host links
+/// (`host_links.rs`), one row per configured host whose link keeps a map.
+const V3: &str = "
+CREATE TABLE IF NOT EXISTS sessions (
+    session_id TEXT PRIMARY KEY NOT NULL,
+    writer_pid INTEGER NOT NULL,
+    writer_start_time INTEGER,
+    name TEXT,
+    owner_task_id TEXT NOT NULL,
+    started_at REAL NOT NULL,
+    record TEXT NOT NULL,
+    kill_intent TEXT,
+    updated_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS host_links (
+    host TEXT PRIMARY KEY NOT NULL,
+    book TEXT NOT NULL,
+    updated_at REAL NOT NULL
+);
+";
+
 /// The migrations, in order: index `i` takes a database from version `i` to `i + 1`.
-const MIGRATIONS: [&str; 2] = [V1, V2];
+const MIGRATIONS: [&str; 3] = [V1, V2, V3];
 
 /// Brings `conn`'s database to [`VERSION`]; returns the version it found.
 pub(crate) fn migrate(conn: &Connection) -> rusqlite::Result<i64> {

@@ -277,6 +277,17 @@ const SOAK: &[SoakItem] = &[
         repeats: 1,
     },
     SoakItem {
+        what: "a daemon SIGKILLed with 10,000 finished and 1,000 running sessions: the time until `herd ps` answers, all running restored",
+        package: "herd-cli",
+        target: &["--test", "it"],
+        filter: "soak_store::soak_restart_after_a_sigkill_with_10000_finished_and_1000_running",
+        env: &[
+            ("HERD_SOAK_STORE_FINISHED", "10000"),
+            ("HERD_SOAK_STORE_RUNNING", "1000"),
+        ],
+        repeats: 1,
+    },
+    SoakItem {
         what: "200 connections opened and closed 500 times: the daemon's fds and connection count return to baseline",
         package: "herd-cli",
         target: &["--test", "it"],

@@ -26,8 +26,9 @@
 //!
 //! Exactly once. The far jobs of this home belong to one far owner,
 //! `herd-home-<id>`, where the id is stable per home (`hosts/home_id`). The link
-//! keeps a durable map far id -> local owner (`hosts/NAME.json`, written before a
-//! spawn is answered). It drains the far owner with a lease, publishes each event
+//! keeps a durable map far id -> local owner (its row of the store's `host_links`,
+//! committed before a spawn is answered; `hosts/NAME.json` of earlier releases is
+//! imported). It drains the far owner with a lease, publishes each event
 //! into the local owner's queue under the qualified id and a key (completions are
 //! committed to the home's ledger, keyed by the qualified id; heartbeats by their
 //! sequence number, watch events by their content, those keys kept in the map
@@ -119,12 +120,13 @@ const ID_METHODS: &[&str] = &[
 /// The hosts of this home and their links.
 #[derive(Debug)]
 pub(crate) struct Hosts {
-    home: Home,
     registry: Registry,
     configs: BTreeMap<String, HostConfig>,
     /// This home's owner on every far host.
     far_owner: String,
     links: Mutex<HashMap<String, Arc<Link>>>,
+    /// The links' maps in the store.
+    store: herd_persistence::HostLinks,
 }
 
 /// What [`Hosts::route`] did with a request.
@@ -154,7 +156,8 @@ struct Link {
     config: HostConfig,
     far_owner: String,
     registry: Registry,
-    path: std::path::PathBuf,
+    /// Where the map is kept: its row of the store's `host_links`.
+    store: herd_persistence::HostLinks,
     /// The control connection, opened on demand.
     control: tokio::sync::Mutex<Option<Control>>,
     status: Mutex<Status>,
@@ -265,16 +268,21 @@ impl Hosts {
         home.secure_dir(&dir)?;
         let far_owner = format!("herd-home-{}", home_id(&dir)?);
         let hosts = Hosts {
-            home: home.clone(),
             registry,
             configs: config.hosts.clone(),
             far_owner,
             links: Mutex::new(HashMap::new()),
+            store: herd_persistence::HostLinks::new(home),
         };
         for name in hosts.configs.keys() {
-            if dir.join(format!("{name}.json")).exists()
-                && let Ok(link) = hosts.link(name)
-            {
+            let stored = match hosts.store.load(name) {
+                Ok(book) => book.is_some(),
+                Err(error) => {
+                    tracing::error!(host = %name, %error, "host map not loaded");
+                    false
+                }
+            };
+            if stored && let Ok(link) = hosts.link(name) {
                 link.start_events();
             }
         }
@@ -290,20 +298,23 @@ impl Hosts {
         if let Some(link) = links.get(name) {
             return Ok(Arc::clone(link));
         }
-        let path = self.home.root().join("hosts").join(format!("{name}.json"));
-        let book = match std::fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_else(|err| {
+        let book = match self.store.load(name) {
+            Ok(Some(bytes)) => serde_json::from_slice(&bytes).unwrap_or_else(|err| {
                 tracing::warn!(host = name, error = %err, "host map unreadable; starting empty");
                 Book::default()
             }),
-            Err(_) => Book::default(),
+            Ok(None) => Book::default(),
+            Err(error) => {
+                tracing::error!(host = name, %error, "host map not loaded; starting empty");
+                Book::default()
+            }
         };
         let link = Arc::new(Link {
             name: name.to_owned(),
             config: config.clone(),
             far_owner: self.far_owner.clone(),
             registry: self.registry.clone(),
-            path,
+            store: self.store.clone(),
             control: tokio::sync::Mutex::new(None),
             status: Mutex::new(Status::Idle),
             book: Mutex::new(book),

@@ -89,7 +89,12 @@ impl Pair {
             let tail: Vec<&str> = log.lines().rev().take(15).collect();
             panic!(
                 "events never arrived: {all:?}\nthe host map: {}\nthe daemon's log, newest first: {tail:#?}",
-                read(self.local.home().join("hosts/far.json"))
+                herd_persistence::HostLinks::new(&herd_persistence::Home::new(self.local.home()))
+                    .load("far")
+                    .ok()
+                    .flatten()
+                    .map(|b| String::from_utf8_lossy(&b).into_owned())
+                    .unwrap_or_default()
             );
         }
         all
@@ -372,6 +377,45 @@ fn issue15_completion_arrives_once_across_a_killed_door_far_daemon_and_local_dae
         "the first completion came again: {later:?}"
     );
     assert_eq!(completions_of(&later, &second).len(), 1, "{later:?}");
+}
+
+/// A home whose host map is the file of the release before the store
+/// (`hosts/far.json`) gets it imported: the far job's completion still reaches its
+/// local owner once, and the file is gone.
+#[test]
+fn issue27_a_host_map_file_of_the_release_before_the_store_is_imported() {
+    let pair = Pair::new();
+    let marker = pair.far.scratch().join("go");
+    let id = pair.run(&[
+        "--notify",
+        "--",
+        &format!(
+            "while [ ! -e {} ]; do sleep 0.05; done; echo finished",
+            marker.display()
+        ),
+    ]);
+    pair.local.ok(&["shutdown", "--keep-jobs"]);
+    let db = pair.local.home().join("state.db");
+    let book: String = rusqlite::Connection::open(&db)
+        .and_then(|c| {
+            let book = c.query_row("SELECT book FROM host_links WHERE host = 'far'", [], |r| {
+                r.get(0)
+            })?;
+            c.execute("DELETE FROM host_links", [])?;
+            Ok(book)
+        })
+        .expect("the link's map was committed before the spawn answered");
+    let file = pair.local.home().join("hosts/far.json");
+    std::fs::write(&file, book).expect("the map as the release before kept it");
+    std::fs::write(&marker, b"").expect("the scratch dir is writable");
+
+    let events = pair.events_until(|all| !completions_of(all, &id).is_empty());
+    let done = completions_of(&events, &id);
+    assert_eq!(done.len(), 1, "{events:?}");
+    assert!(!file.exists(), "the map file was imported and removed");
+    let second = pair.run(&["--notify", "--", "true"]);
+    let later = pair.events_until(|all| !completions_of(all, &second).is_empty());
+    assert!(completions_of(&later, &id).is_empty(), "{later:?}");
 }
 
 #[test]

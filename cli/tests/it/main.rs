@@ -31,9 +31,12 @@ mod shim;
 mod spawn_limits;
 mod sshd;
 mod store;
+mod store_live;
 // Minutes long: built only with --release, for `cargo xtask soak`.
 #[cfg(not(debug_assertions))]
 mod soak;
+#[cfg(not(debug_assertions))]
+mod soak_store;
 mod support;
 mod tools;
 mod top;

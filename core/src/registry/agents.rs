@@ -206,7 +206,7 @@ impl Inner {
     /// Turns notify on for `s` under the table lock, and only while it is in the
     /// running table: either its completion will be queued, or it has finished and
     /// the caller reads the exit itself. Never neither, never both.
-    pub(crate) fn adopt_foreground(&self, s: &Session) -> Adoption {
+    pub(crate) fn adopt_foreground(self: &Arc<Self>, s: &Session) -> Adoption {
         let tables = self.lock();
         if !tables.is_running(&s.id) {
             return Adoption::Finished;
@@ -215,6 +215,9 @@ impl Inner {
             return Adoption::ChildNotNotified;
         }
         s.set_notify(true);
+        drop(tables);
+        // The stored row says notify too, so a restore keeps the completion (B27).
+        self.request_checkpoint();
         Adoption::Notified
     }
 }

@@ -1,4 +1,4 @@
-//! What the registry keeps on disk: the checkpoint of running sessions (B27), the
+//! What the registry keeps on disk: its running sessions (B27), the
 //! completion ledger (B29) and result receipts of finished sessions (B38).
 //!
 //! The registry calls in at a handful of points and nowhere else: after a spawn
@@ -9,24 +9,21 @@
 //! `*_from_receipt` answers `view::receipt` builds). The parts are rooms of their own:
 //! `checkpoint`, `ledger` and `receipts`.
 //!
-//! Checkpoint writes are coalesced: a spawn or finish bumps a wanted generation and,
-//! when no write is in flight, starts one on the blocking pool; the write snapshots the
-//! running set at the moment it starts, so every request made before that moment is
-//! covered by it and a burst of 200 spawns costs a handful of fsyncs, not 200. Before a
-//! spawn answers, its session's entry is written alone as a pending entry
-//! (`processes.pending/<id>.json`, renamed into place without fsync: it survives a
-//! crash of the host process, which is what re-adoption needs, and a crash of the
-//! machine ends the session anyway); the next full write covers it and removes it.
-//! So a session whose spawn was answered is found by restore, and the answer does not
-//! wait for the disk. Should the pending entry fail, the spawn waits for the full
-//! write instead.
-//!
-//! A finish does not wait, and does not even ask at once: its removal rides on the
-//! next write anyone asks for, or on a write of its own 100 ms later, so a stream of
-//! short jobs costs one write per spawn instead of two (a crash before that write
-//! leaves an entry whose pid is gone, which restore closes, or whose receipt exists,
-//! which restore just drops). A failed write is logged at warn and the spawn still
-//! succeeds: the session runs, but would not be restored after a crash.
+//! Running sessions are rows of `state.db`'s `sessions` table (`herd_persistence::
+//! CheckpointStore`). A spawn commits its session's row on the blocking pool before
+//! it answers (WAL, `synchronous=NORMAL`: a commit without an fsync of its own, which
+//! survives a crash of any herd process; a crash of the machine ends the session
+//! anyway), so a session whose spawn was answered is found by restore. A finish
+//! deletes the row in the transaction that stores the session's receipt, so at every
+//! commit a session is running or finished, never both and never neither. A kill
+//! commits its intent before it begins. Refreshes of every running row (an owner
+//! changed by a handoff, notify turned on, restore taking sessions over) are
+//! coalesced: a request bumps a wanted generation and, when no write is in flight,
+//! starts one on the blocking pool that snapshots the running set when it starts; the
+//! same transaction deletes the rows of sessions that finished since the last one
+//! (the receipt's commit deleted them already unless it failed), asked for 100 ms
+//! after a finish. A failed write is logged at warn and the spawn still succeeds: the
+//! session runs, but would not be restored after a crash.
 //!
 //! The ledger: a queued completion is committed to `<home>/state.db` inside the choke
 //! point, before it is queued or broadcast. A failed commit is logged at error and the
@@ -49,15 +46,15 @@
 //! `kill`, `list` and `restart` answer from the store and say so in their note; an
 //! evicted session answers as expired.
 //!
-//! Invariant: one registry per home per process. Checkpoint entries are keyed by the
-//! writing process, so two registries of one process on one home would replace each
-//! other's entries and replay each other's completions.
+//! Invariant: one registry per home per process. Running rows are keyed by the
+//! writing process, so two registries of one process on one home would take over
+//! each other's sessions and replay each other's completions.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use herd_persistence::{CheckpointStore, Home, ReceiptStore, Writer};
+use herd_persistence::{Home, ReceiptStore, RunningStore, Writer};
 
 use super::Inner;
 use crate::answers::CompletionReason;
@@ -111,10 +108,16 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Durable {
     /// The durable side for `home`, keeping finished sessions for `result_ttl`
-    /// within `log_budget_bytes`. Does no I/O.
-    pub(super) fn new(home: &Home, log_budget_bytes: u64, result_ttl: Duration) -> Durable {
+    /// within `log_budget_bytes`, and running ones in `running` (else `state.db`).
+    /// Does no I/O.
+    pub(super) fn new(
+        home: &Home,
+        log_budget_bytes: u64,
+        result_ttl: Duration,
+        running: Option<std::sync::Arc<dyn RunningStore>>,
+    ) -> Durable {
         Durable {
-            checkpoint: checkpoint::Checkpoints::new(home),
+            checkpoint: checkpoint::Checkpoints::new(home, running),
             ledger: ledger::Completions::default(),
             receipts: receipts::Receipts::new(home, log_budget_bytes, result_ttl),
             detached: Mutex::new(HashMap::new()),
@@ -122,7 +125,7 @@ impl Durable {
         }
     }
 
-    pub(super) fn checkpoint(&self) -> &CheckpointStore {
+    pub(super) fn checkpoint(&self) -> &std::sync::Arc<dyn RunningStore> {
         self.checkpoint.store()
     }
 

@@ -77,6 +77,8 @@ impl Registry {
 
 impl Inner {
     pub(crate) async fn kill_session(&self, s: &Arc<Session>, source: KillSource) -> KillAnswer {
+        self.record_kill_intent(std::slice::from_ref(s), source)
+            .await;
         let Some(target) = begin_kill(s, source) else {
             // A finished session whose leftovers live on is not "already exited":
             // the kill ends them (issue 36).
@@ -126,6 +128,7 @@ impl Inner {
         let mut started = Vec::new();
         let mut answers = Vec::new();
         let mut supervised = Vec::new();
+        self.record_kill_intent(sessions, source).await;
         for s in sessions {
             match begin_kill(s, source) {
                 Some(_) if s.shim.is_some() => supervised.push(Arc::clone(s)),

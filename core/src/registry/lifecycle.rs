@@ -251,9 +251,12 @@ fn stored_restart_request(
         name: r.name.clone(),
         time_limit: options.time_limit_seconds.map(Duration::from_secs),
         replaces: Some(id.clone()),
-        // Not kept in the store yet: the restart takes the config's defaults.
-        kill_leftovers: None,
-        limits: crate::Limits::default(),
+        kill_leftovers: options.kill_leftovers,
+        limits: crate::Limits {
+            memory_bytes: options.memory_bytes,
+            cpu_millis: options.cpu_millis,
+            pids: options.pids,
+        },
     }
 }
 

@@ -15,20 +15,20 @@
 //! handle pinned by its recorded start time (B18).
 
 use std::future::poll_fn;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use herd_persistence::{ResultReceipt, ShimDir, ShimInfo, ShimRef};
-use tokio::sync::watch;
 
 use super::Inner;
 use super::durable::{from_unix_seconds, reason_from_name};
+use super::rebuilt::Rebuilt;
 use super::reclaim::seed_tail;
-use crate::answers::{Containment, ModeName};
+use crate::answers::Containment;
 use crate::config::KillSource;
 use crate::id::SessionId;
 use crate::output::Tail;
-use crate::session::{Finished, Session, State};
+use crate::session::{Finished, Session};
 use crate::sys::ProcHandle;
 
 /// How often a shim without a pidfd is checked for its exit.
@@ -118,33 +118,26 @@ impl Inner {
         let log_path = self.home.session_log_path(id.as_str());
         let mut tail = Tail::new(self.config.buffer_bytes);
         seed_tail(&mut tail, &log_path, self.config.buffer_bytes);
-        let started_at = from_unix_seconds(r.started_at);
-        let age = std::time::SystemTime::now()
-            .duration_since(started_at)
-            .unwrap_or_default();
         let exit =
             (r.exit_code.is_some() || signal.is_some()).then_some(crate::session::ExitInfo {
                 code: r.exit_code,
                 signal,
             });
-        let (done, _) = watch::channel(true);
-        let (kill_requested, _) = watch::channel(false);
-        Arc::new(Session {
+        Rebuilt {
             id,
             command: r.command.clone(),
             cwd: r.cwd.clone().unwrap_or_default(),
             pid: info.pid,
             pgid: info.pgid,
             start_time: info.start_time,
-            mode: match info.mode {
-                herd_persistence::Mode::Pipe => ModeName::Pipe,
-                herd_persistence::Mode::Pty => ModeName::Pty,
-            },
-            started_at,
-            started: Instant::now().checked_sub(age).unwrap_or_else(Instant::now),
+            mode: info.mode,
+            started_at: r.started_at,
+            task_id: r.task_id.clone(),
+            owner_task_id: r.owner_task_id.clone(),
+            session_key: r.session_key.clone(),
+            notify: r.notify,
             log_path,
-            notify: r.notify.into(),
-            read: std::sync::atomic::AtomicBool::new(true),
+            tail,
             persist_on_release: false,
             scope: None,
             shim: Some(shim),
@@ -152,35 +145,21 @@ impl Inner {
             name: None,
             time_limit: None,
             origin: crate::session::Origin::default(),
-            tail: Mutex::new(tail),
-            state: Mutex::new(State {
-                task_id: r.task_id.clone(),
-                owner_task_id: if r.owner_task_id.is_empty() {
-                    r.task_id.clone()
-                } else {
-                    r.owner_task_id.clone()
-                },
-                session_key: (!r.session_key.is_empty()).then(|| r.session_key.clone()),
-                handoff_note: None,
+            finished: Some(Finished {
+                at: from_unix_seconds(r.finished_at),
+                reason: reason_from_name(&r.reason),
+                source: KillSource::from_name(&r.source),
                 exit,
-                finished: Some(Finished {
-                    at: from_unix_seconds(r.finished_at),
-                    reason: reason_from_name(&r.reason),
-                    source: KillSource::from_name(&r.source),
-                    exit,
-                }),
-                kill_source: None,
-                stdin: None,
-                containment: if info.cgroup.is_some() {
-                    Containment::Cgroup
-                } else {
-                    Containment::Subreaper
-                },
-                leftovers: r.leftovers.clone(),
             }),
-            done,
-            kill_requested,
-        })
+            kill_source: None,
+            containment: if info.cgroup.is_some() {
+                Containment::Cgroup
+            } else {
+                Containment::Subreaper
+            },
+            leftovers: r.leftovers.clone(),
+        }
+        .into_session()
     }
 }
 

@@ -463,6 +463,7 @@ impl Inner {
         }
         if let Some(disabled) = delivery.disabled {
             s.set_notify(true);
+            self.request_checkpoint();
             let event = Event::WatchDisabled {
                 session_id: s.id.clone(),
                 task_id,

@@ -51,26 +51,26 @@ use std::fs::OpenOptions;
 use std::io;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
-use std::time::{Instant, SystemTime};
+use std::sync::Arc;
 
 use herd_persistence::{CheckpointEntry, Writer};
 use serde::Serialize;
 use tokio::net::unix::pipe;
-use tokio::sync::watch;
 use tracing::Instrument;
 
 use super::durable::{Extras, from_unix_seconds};
 use super::notify::NotifyPlan;
+use super::rebuilt::Rebuilt;
 use super::reclaim::{seed_tail, tail_at, wait_gone};
 use super::supervised::Reattached;
 use super::{Inner, Registry};
 use crate::answers::ModeName;
+use crate::config::KillSource;
 use crate::error::Error;
 use crate::id::SessionId;
 use crate::output::{LogWriter, Tail};
 use crate::reader::{self, Finish, Source, Waiter};
-use crate::session::{Scope, Session, State};
+use crate::session::{Scope, Session};
 use crate::shim::wire::Progress;
 use crate::sys;
 use std::collections::HashSet;
@@ -170,7 +170,7 @@ impl Registry {
     /// [`RestoreReport::moved_aside`].
     pub async fn restore(&self) -> Result<RestoreReport, Error> {
         let inner = Arc::clone(&self.inner);
-        let store = inner.durable.checkpoint().clone();
+        let store = Arc::clone(inner.durable.checkpoint());
         // The result store first (created or migrated, earlier releases' receipt
         // files imported, expired sessions evicted), so the first answer after a
         // start does not pay for it and has everything (B38).
@@ -183,7 +183,7 @@ impl Registry {
         })
             .await
             .map_err(|e| Error::Io {
-                path: inner.home.checkpoint_path(),
+                path: inner.home.ledger_path(),
                 source: io::Error::other(e),
             })??;
         let mut pass = Pass {
@@ -365,31 +365,24 @@ impl Inner {
                 tail
             }
         };
-        let started_at = from_unix_seconds(r.started_at);
-        let age = SystemTime::now()
-            .duration_since(started_at)
-            .unwrap_or_default();
-        let (done, _) = watch::channel(false);
-        let (kill_requested, _) = watch::channel(false);
-        let scope = self.rediscover_scope(&id, r.pid, r.persist_on_release);
-        Arc::new(Session {
-            id,
-            command: r.command.clone(),
+        Rebuilt {
+            // The command as given, when the store kept it (a restart repeats it);
+            // answers show the redacted one.
+            command: r.command_given.clone().unwrap_or_else(|| r.command.clone()),
             cwd: r.cwd.clone().unwrap_or_default(),
             pid: r.pid,
             pgid: r.pgid,
             start_time,
-            mode: match r.mode {
-                herd_persistence::Mode::Pipe => ModeName::Pipe,
-                herd_persistence::Mode::Pty => ModeName::Pty,
-            },
-            started_at,
-            started: Instant::now().checked_sub(age).unwrap_or_else(Instant::now),
+            mode: r.mode,
+            started_at: r.started_at,
+            task_id: r.task_id.clone(),
+            owner_task_id: r.owner_task_id.clone(),
+            session_key: r.session_key.clone(),
+            notify: r.notify,
             log_path,
-            notify: r.notify.into(),
-            read: std::sync::atomic::AtomicBool::new(false),
+            tail,
             persist_on_release: r.persist_on_release,
-            scope,
+            scope: self.rediscover_scope(&id, r.pid, r.persist_on_release),
             shim,
             completion_chars: match usize::try_from(r.completion_output_chars) {
                 Ok(0) | Err(_) => self.config.completion_output_chars,
@@ -403,30 +396,22 @@ impl Inner {
                 ))
             }),
             origin: origin_of_record(r),
-            tail: Mutex::new(tail),
-            state: Mutex::new(State {
-                task_id: r.task_id.clone(),
-                owner_task_id: if r.owner_task_id.is_empty() {
-                    r.task_id.clone()
-                } else {
-                    r.owner_task_id.clone()
-                },
-                session_key: (!r.session_key.is_empty()).then(|| r.session_key.clone()),
-                handoff_note: None,
-                exit: None,
-                finished: None,
-                kill_source: None,
-                stdin: None,
-                containment: if shim.is_some() {
-                    crate::answers::Containment::Subreaper
-                } else {
-                    crate::answers::Containment::Group
-                },
-                leftovers: Vec::new(),
-            }),
-            done,
-            kill_requested,
-        })
+            finished: None,
+            // A kill the previous daemon began: its source is what the session
+            // ends by (the shim carries the kill through its grace window).
+            kill_source: entry
+                .kill_intent
+                .as_ref()
+                .and_then(|k| KillSource::from_name(&k.source)),
+            containment: if shim.is_some() {
+                crate::answers::Containment::Subreaper
+            } else {
+                crate::answers::Containment::Group
+            },
+            leftovers: Vec::new(),
+            id,
+        }
+        .into_session()
     }
 
     /// Closes a checkpointed session whose process is not ours any more: through the
@@ -492,6 +477,14 @@ impl Inner {
         };
         let observer = self.arm_notifications(&s, &plan);
         self.arm_time_limit(&s);
+        if let Some(source) = self.resume_kill(&s, entry) {
+            // No shim carries this kill: finish it from here.
+            let inner = Arc::clone(self);
+            let s = Arc::clone(&s);
+            drop(self.runtime.spawn(async move {
+                inner.kill_session(&s, source).await;
+            }));
+        }
         let pid = s.pid;
         let exit = self
             .runtime
@@ -533,6 +526,29 @@ impl Inner {
         };
         drop(self.runtime.spawn(task.instrument(span)));
         tracing::info!(session_id = %id, pid, "session re-adopted");
+    }
+
+    /// A kill the previous daemon began and did not see end (its intent is in the
+    /// store): the session's answers say so. Returns the kill's source when no shim
+    /// carries it (a re-adopted session): the caller kills it again, through the
+    /// identity check.
+    pub(super) fn resume_kill(&self, s: &Session, entry: &CheckpointEntry) -> Option<KillSource> {
+        let intent = entry.kill_intent.as_ref()?;
+        let source = s.state().kill_source?;
+        let when = crate::text::rfc3339(from_unix_seconds(intent.requested_at));
+        let by = if s.shim.is_some() {
+            "its supervisor carries it through"
+        } else {
+            "this daemon carries it through"
+        };
+        self.durable.mark_note(
+            s.id.clone(),
+            format!(
+                "a kill ({}, asked at {when}) was in progress when the previous herd daemon stopped; {by}",
+                source.as_str()
+            ),
+        );
+        s.shim.is_none().then_some(source)
     }
 
     /// Opens a re-adopted session's log for appending, its cap reduced by what it
@@ -681,13 +697,17 @@ fn origin_of_record(r: &herd_persistence::SessionRecord) -> crate::session::Orig
             herd_persistence::Mode::Pty => Some((30, 120)),
             herd_persistence::Mode::Pipe => None,
         }),
-        command_redacted: options.command_redacted,
+        // With the command as given kept, the session's command is what ran.
+        command_redacted: options.command_redacted && r.command_given.is_none(),
         replaces: options
             .replaces
             .as_deref()
             .and_then(crate::SessionId::parse),
-        // Not checkpointed: a restored session's restart takes the config's default.
-        kill_leftovers: None,
-        limits: crate::Limits::default(),
+        kill_leftovers: options.kill_leftovers,
+        limits: crate::Limits {
+            memory_bytes: options.memory_bytes,
+            cpu_millis: options.cpu_millis,
+            pids: options.pids,
+        },
     }
 }

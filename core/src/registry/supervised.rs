@@ -395,6 +395,8 @@ impl Inner {
             },
         );
         self.lock().add_running(Arc::clone(&s));
+        // A shim carries its kill itself: only the note is wanted.
+        let _ = self.resume_kill(&s, entry);
         s
     }
 

@@ -1,8 +1,10 @@
-//! Tests for the checkpoint: real files in a temp home.
+//! Tests for the running sessions in the store: a real `state.db` in a temp home,
+//! and checkpoint files as releases before the store wrote them.
 
 use std::os::unix::fs::PermissionsExt;
 
 use super::*;
+use crate::{ReceiptStore, ResultReceipt};
 
 fn record(id: &str, pid: i32) -> SessionRecord {
     SessionRecord {
@@ -22,10 +24,11 @@ fn record(id: &str, pid: i32) -> SessionRecord {
         persist_on_release: false,
         log_path: PathBuf::from(format!("/h/logs/sessions/{id}.log")),
         cwd: Some(PathBuf::from("/work")),
-        started_at: 1_790_000_000.5,
+        started_at: 1_790_000_000.5 + f64::from(pid),
         shim: None,
         name: None,
         options: None,
+        command_given: None,
     }
 }
 
@@ -52,8 +55,15 @@ fn dir_names(home: &Home) -> Vec<String> {
     names
 }
 
+/// A checkpoint file entry exactly as the release before the store wrote it.
+fn old_entry(writer: (i32, u64), r: &SessionRecord) -> serde_json::Value {
+    let mut v = serde_json::to_value(r).expect("encode");
+    v["writer"] = serde_json::json!({"pid": writer.0, "start_time": writer.1});
+    v
+}
+
 #[test]
-fn b27_round_trip_keeps_every_field() {
+fn b27_round_trip_keeps_every_field_and_the_command_as_given() {
     let (_tmp, home) = home();
     let store = CheckpointStore::new(&home);
     let me = Writer::new(10, Some(77));
@@ -61,209 +71,263 @@ fn b27_round_trip_keeps_every_field() {
     plain.start_time = None;
     plain.cwd = None;
     plain.mode = Mode::Pipe;
-    let records = vec![record("proc_000000000002", 102), plain];
-    assert_eq!(store.write_own(&me, &records).expect("write"), None);
-    let loaded = store.load().expect("load");
+    let mut full = record("proc_000000000002", 102);
+    full.command = "curl -H 'token: ***'".to_owned();
+    full.command_given = Some("curl -H 'token: s3cret'".to_owned());
+    full.options = Some(SpawnOptions {
+        kill_leftovers: Some(true),
+        memory_bytes: Some(64 << 20),
+        cpu_millis: Some(1500),
+        pids: Some(256),
+        time_limit_seconds: Some(60),
+        ..SpawnOptions::default()
+    });
+    let records = vec![plain, full];
+    store.write_own(&me, &records, &[]).expect("write");
+    let loaded = CheckpointStore::new(&home).load().expect("load");
     assert_eq!(loaded.moved_aside, None);
     let back: Vec<SessionRecord> = loaded.entries.iter().map(|e| e.session.clone()).collect();
     assert_eq!(back, records);
     assert!(loaded.entries.iter().all(|e| e.writer == me));
-    let text = fs::read_to_string(store.path()).expect("read file");
-    assert!(text.starts_with(r#"{"version":1,"sessions":["#), "{text}");
+    assert!(loaded.entries.iter().all(|e| e.kill_intent.is_none()));
+    let mode = fs::metadata(store.path())
+        .expect("stat")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600, "the store is private");
+    assert!(
+        dir_names(&home).iter().all(|n| !n.starts_with("processes")),
+        "no checkpoint file is written: {:?}",
+        dir_names(&home)
+    );
 }
 
 #[test]
-fn b27_files_are_private_and_no_temp_files_remain() {
+fn b27_writing_a_session_takes_it_over_and_finished_ones_go() {
     let (_tmp, home) = home();
     let store = CheckpointStore::new(&home);
+    let old = Writer::new(100, Some(5));
+    let me = Writer::new(200, Some(6));
     store
-        .write_own(&Writer::new(1, None), &[record("proc_000000000001", 5)])
-        .expect("write");
-    for name in ["processes.json", "processes.json.lock"] {
-        let mode = fs::metadata(home.root().join(name))
-            .expect("stat")
-            .permissions()
-            .mode();
-        assert_eq!(mode & 0o777, 0o600, "{name}");
-    }
-    assert_eq!(dir_names(&home), ["processes.json", "processes.json.lock"]);
-}
-
-#[test]
-fn b27_each_writer_replaces_only_its_own_entries() {
-    let (_tmp, home) = home();
-    let store = CheckpointStore::new(&home);
-    let a = Writer::new(100, Some(5));
-    let b = Writer::new(200, Some(6));
-    // Same pid as `a` but a different start time: a reused pid is another writer.
-    let a_reused = Writer::new(100, Some(9));
+        .write_one(&old, &record("proc_a00000000001", 1))
+        .expect("spawn 1");
+    store
+        .write_one(&old, &record("proc_a00000000002", 2))
+        .expect("spawn 2");
+    store
+        .write_one(&me, &record("proc_b00000000003", 3))
+        .expect("spawn 3");
+    // The new writer re-adopts 1, and 3 finished.
     store
         .write_own(
-            &a,
-            &[
-                record("proc_a00000000001", 1),
-                record("proc_a00000000002", 2),
-            ],
+            &me,
+            &[record("proc_a00000000001", 1)],
+            &["proc_b00000000003"],
         )
-        .expect("a writes");
-    store
-        .write_own(&b, &[record("proc_b00000000001", 3)])
-        .expect("b writes");
-    store
-        .write_own(&a_reused, &[record("proc_c00000000001", 4)])
-        .expect("reused pid writes");
-    store
-        .write_own(&a, &[record("proc_a00000000003", 5)])
-        .expect("a rewrites");
+        .expect("write");
     let loaded = store.load().expect("load");
     assert_eq!(
         ids(&loaded),
         [
-            (200, "proc_b00000000001".to_owned()),
-            (100, "proc_c00000000001".to_owned()),
-            (100, "proc_a00000000003".to_owned()),
+            (200, "proc_a00000000001".to_owned()),
+            (100, "proc_a00000000002".to_owned()),
         ]
     );
-    // An empty write removes only that writer's entries.
-    store.write_own(&b, &[]).expect("b shuts down");
-    let loaded = store.load().expect("load");
-    assert_eq!(loaded.entries.len(), 2);
-    assert!(loaded.entries.iter().all(|e| e.writer != b));
-}
-
-#[test]
-fn b27_writing_a_session_takes_it_over_from_another_writer() {
-    let (_tmp, home) = home();
-    let store = CheckpointStore::new(&home);
-    let old = Writer::new(300, Some(1));
-    let new = Writer::new(301, Some(2));
-    store
-        .write_own(
-            &old,
-            &[
-                record("proc_000000000001", 1),
-                record("proc_000000000002", 2),
-            ],
-        )
-        .expect("old writes");
-    store
-        .write_own(&new, &[record("proc_000000000001", 1)])
-        .expect("new adopts one");
-    assert_eq!(store.remove(&["proc_000000000002"]).expect("remove"), 1);
     assert_eq!(
-        store.remove(&["proc_000000000009"]).expect("remove none"),
-        0
+        store
+            .remove(&["proc_a00000000002", "proc_x1"])
+            .expect("remove"),
+        1
     );
-    let loaded = store.load().expect("load");
-    assert_eq!(ids(&loaded), [(301, "proc_000000000001".to_owned())]);
+    assert_eq!(ids(&store.load().expect("load")).len(), 1);
 }
 
 #[test]
-fn b27_invalid_records_are_refused_before_touching_the_file() {
+fn b27_a_finish_is_one_transaction_and_a_late_snapshot_does_not_bring_it_back() {
     let (_tmp, home) = home();
     let store = CheckpointStore::new(&home);
-    let w = Writer::new(1, None);
+    let me = Writer::new(1, Some(1));
+    let mut r = record("proc_000000000007", 7);
+    // Recent, so the receipt is not pruned at once by the result TTL.
+    r.started_at = unix_now() - 2.0;
+    store.write_one(&me, &r).expect("spawn");
+    let receipt = ResultReceipt {
+        id: r.id.clone(),
+        command: r.command.clone(),
+        cwd: None,
+        task_id: "task".to_owned(),
+        owner_task_id: "owner".to_owned(),
+        session_key: String::new(),
+        started_at: r.started_at,
+        finished_at: r.started_at + 1.0,
+        exit_code: Some(0),
+        reason: "exited".to_owned(),
+        source: String::new(),
+        notify: false,
+        output: "done\n".to_owned(),
+        output_cut: false,
+        leftovers: Vec::new(),
+        name: None,
+        signal: None,
+        pty: false,
+        persist_on_release: false,
+        time_limit_seconds: None,
+        replaces: None,
+    };
+    ReceiptStore::new(&home).store(&receipt).expect("finish");
+    assert!(
+        store.load().expect("load").entries.is_empty(),
+        "the receipt's commit ends the running row"
+    );
+    // A coalesced write that snapshotted the session while it still ran.
+    store.write_own(&me, &[r], &[]).expect("late write");
+    assert!(store.load().expect("load").entries.is_empty());
+}
+
+#[test]
+fn b27_a_kill_intent_is_kept_until_the_session_goes() {
+    let (_tmp, home) = home();
+    let store = CheckpointStore::new(&home);
+    let me = Writer::new(1, Some(1));
+    let r = record("proc_000000000008", 8);
+    store.write_one(&me, &r).expect("spawn");
+    let intent = KillIntent {
+        source: "process_kill".to_owned(),
+        requested_at: 1_790_000_100.0,
+    };
+    assert_eq!(
+        store
+            .record_kill_intent(&[&r.id, "proc_000000000009"], &intent)
+            .expect("intent"),
+        1
+    );
+    // A refresh of the record keeps the intent.
     store
-        .write_own(&w, &[record("proc_000000000001", 1)])
-        .expect("write");
-    let before = fs::read(store.path()).expect("read");
-    let dup = [
-        record("proc_000000000002", 2),
-        record("proc_000000000002", 3),
-    ];
-    let err = store.write_own(&w, &dup).unwrap_err();
-    assert!(matches!(err, Error::InvalidRecord { .. }), "{err}");
-    let mut nan = record("proc_000000000003", 3);
-    nan.started_at = f64::NAN;
-    let err = store.write_own(&w, &[nan]).unwrap_err();
-    assert!(err.to_string().contains("started_at"), "{err}");
-    assert_eq!(fs::read(store.path()).expect("read"), before);
+        .write_own(&me, std::slice::from_ref(&r), &[])
+        .expect("refresh");
+    let loaded = store.load().expect("load");
+    assert_eq!(loaded.entries[0].kill_intent.as_ref(), Some(&intent));
+    store.write_own(&me, &[], &[&r.id]).expect("finished");
+    assert!(store.load().expect("load").entries.is_empty());
 }
 
 #[test]
-fn b27_corrupt_checkpoint_is_moved_aside_and_reported() {
+fn b27_invalid_records_are_refused_before_touching_the_store() {
     let (_tmp, home) = home();
     let store = CheckpointStore::new(&home);
+    let me = Writer::new(1, None);
+    let twice = [
+        record("proc_000000000001", 1),
+        record("proc_000000000001", 2),
+    ];
+    let err = store.write_own(&me, &twice, &[]).unwrap_err();
+    assert!(matches!(err, Error::InvalidRecord { .. }), "{err}");
+    let mut nan = record("proc_000000000002", 2);
+    nan.started_at = f64::NAN;
+    let err = store.write_one(&me, &nan).unwrap_err();
+    assert!(matches!(err, Error::InvalidRecord { .. }), "{err}");
+    let err = store
+        .write_one(&me, &record("../etc/passwd", 3))
+        .unwrap_err();
+    assert!(matches!(err, Error::InvalidSessionId { .. }), "{err}");
+    assert!(dir_names(&home).is_empty(), "{:?}", dir_names(&home));
+}
+
+#[test]
+fn b27_checkpoint_files_of_the_release_before_are_imported_once_and_removed() {
+    let (_tmp, home) = home();
+    let a = record("proc_000000000011", 11);
+    let b = record("proc_000000000012", 12);
+    let mut c = record("proc_000000000013", 13);
+    c.command = "pending one".to_owned();
+    let file = serde_json::json!({"version": 1, "sessions": [old_entry((40, 4), &a), old_entry((40, 4), &b)]});
+    fs::write(home.checkpoint_path(), file.to_string()).expect("processes.json");
+    fs::write(home.root().join("processes.json.lock"), b"").expect("lock");
+    let pending = home.checkpoint_pending_dir();
+    fs::create_dir(&pending).expect("pending dir");
+    // A pending entry listed in the full file too loses to it; one that is not is
+    // imported; an unusable one is dropped.
+    let mut stale_b = b.clone();
+    stale_b.command = "stale".to_owned();
+    for (r, name) in [(&stale_b, &b.id), (&c, &c.id)] {
+        let entry = serde_json::json!({"version": 1, "entry": old_entry((41, 5), r)});
+        fs::write(pending.join(format!("{name}.json")), entry.to_string()).expect("pending");
+    }
+    fs::write(
+        pending.join("proc_000000000099.json"),
+        b"{\"version\": 1, \"ent",
+    )
+    .expect("torn");
+
+    let loaded = CheckpointStore::new(&home).load().expect("load");
+    assert_eq!(loaded.moved_aside, None);
+    assert_eq!(
+        ids(&loaded),
+        [(40, a.id.clone()), (40, b.id.clone()), (41, c.id.clone()),]
+    );
+    assert_eq!(loaded.entries[1].session, b);
+    assert_eq!(loaded.entries[0].writer, Writer::new(40, Some(4)));
+    assert!(
+        dir_names(&home).iter().all(|n| n.starts_with("state.db")),
+        "the files are gone once imported: {:?}",
+        dir_names(&home)
+    );
+    // A second store (the next start) finds the rows and no files.
+    assert_eq!(CheckpointStore::new(&home).load().expect("load"), loaded);
+}
+
+#[test]
+fn b27_an_unusable_checkpoint_file_is_moved_aside_and_reported() {
+    let (_tmp, home) = home();
     let garbage = b"{\"version\": 1, \"sessions\": [{\"id\": ";
-    fs::write(store.path(), garbage).expect("plant garbage");
-    let loaded = store.load().expect("load");
+    fs::write(home.checkpoint_path(), garbage).expect("plant garbage");
+    let loaded = CheckpointStore::new(&home).load().expect("load");
     let moved = loaded.moved_aside.expect("reported");
     assert!(loaded.entries.is_empty());
     assert!(matches!(
         moved.problem,
         CheckpointProblem::Unreadable { .. }
     ));
-    assert_eq!(moved.from, store.path());
-    let to_name = moved
-        .to
-        .file_name()
-        .expect("name")
-        .to_string_lossy()
-        .into_owned();
-    assert!(to_name.starts_with("processes.json.corrupt-"), "{to_name}");
+    assert_eq!(moved.from, home.checkpoint_path());
     assert_eq!(fs::read(&moved.to).expect("kept"), garbage);
-    assert!(!store.path().exists());
     assert!(moved.to_string().contains("moved to"), "{moved}");
-}
 
-#[test]
-fn b27_unknown_version_is_moved_aside_not_overwritten() {
-    let (_tmp, home) = home();
-    let store = CheckpointStore::new(&home);
-    let future = br#"{"version": 2, "sessions": [], "shards": ["x"]}"#;
-    fs::write(store.path(), future).expect("plant v2");
-    // The writer meets it first: it moves it aside, reports it, then writes.
-    let moved = store
-        .write_own(&Writer::new(1, None), &[record("proc_000000000001", 1)])
-        .expect("write")
+    let future = br#"{"version": 2, "sessions": []}"#;
+    fs::write(home.checkpoint_path(), future).expect("plant v2");
+    let again = CheckpointStore::new(&home)
+        .load()
+        .expect("load")
+        .moved_aside
         .expect("reported");
     assert_eq!(
-        moved.problem,
+        again.problem,
         CheckpointProblem::UnknownVersion {
             found: "2".to_owned()
         }
     );
-    assert_eq!(fs::read(&moved.to).expect("kept"), future);
-    assert_eq!(store.load().expect("load").entries.len(), 1);
-
-    // A second bad file in the same second gets its own name.
-    fs::write(store.path(), b"[]").expect("plant a bare list");
-    let again = store.load().expect("load").moved_aside.expect("reported");
     assert_ne!(again.to, moved.to);
-    assert_eq!(fs::read(&moved.to).expect("first kept"), future);
-    assert_eq!(fs::read(&again.to).expect("second kept"), b"[]");
+    assert_eq!(fs::read(&again.to).expect("kept"), future);
 }
 
 #[test]
-fn b27_stale_temp_files_are_swept() {
-    let (_tmp, home) = home();
-    let store = CheckpointStore::new(&home);
-    let stale = home.root().join("processes.json.tmp-999999-0");
-    fs::write(&stale, b"half a checkp").expect("plant temp");
-    let unrelated = home.root().join("state.db.tmp-1-0");
-    fs::write(&unrelated, b"x").expect("plant unrelated");
-    store
-        .write_own(&Writer::new(1, None), &[record("proc_000000000001", 1)])
-        .expect("write");
-    assert!(!stale.exists());
-    assert!(
-        unrelated.exists(),
-        "only the checkpoint's temp files are swept"
-    );
-}
-
-#[test]
-fn b29_missing_home_is_never_created() {
+fn b29_missing_home_is_never_created_and_an_empty_one_stays_empty() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let home = Home::new(tmp.path().join("deleted-profile"));
     let store = CheckpointStore::new(&home);
     assert_eq!(store.load().expect("load"), Loaded::default());
     assert_eq!(store.remove(&["proc_000000000001"]).expect("remove"), 0);
     let err = store
-        .write_own(&Writer::new(1, None), &[record("proc_000000000001", 1)])
+        .write_one(&Writer::new(1, None), &record("proc_000000000001", 1))
         .unwrap_err();
     assert!(matches!(err, Error::HomeMissing { .. }), "{err}");
     assert!(!home.root().exists());
+
+    let (_tmp, home) = self::home();
+    assert_eq!(
+        CheckpointStore::new(&home).load().expect("load"),
+        Loaded::default()
+    );
+    assert!(dir_names(&home).is_empty(), "a load creates nothing");
 }
 
 #[test]
@@ -285,7 +349,7 @@ fn arb_record() -> impl proptest::strategy::Strategy<Value = SessionRecord> {
     use proptest::prelude::*;
     (
         (
-            any::<String>(),
+            "proc_[a-z0-9]{12}",
             any::<String>(),
             any::<i32>(),
             any::<Option<u64>>(),
@@ -309,6 +373,7 @@ fn arb_record() -> impl proptest::strategy::Strategy<Value = SessionRecord> {
             let (log, cwd, started_at) = paths;
             SessionRecord {
                 id,
+                command_given: (pid % 5 == 0).then(|| format!("{command} as given")),
                 command,
                 pid,
                 pgid: pid,
@@ -326,7 +391,7 @@ fn arb_record() -> impl proptest::strategy::Strategy<Value = SessionRecord> {
                 cwd: cwd.map(PathBuf::from),
                 started_at,
                 shim: (pid % 2 == 0).then_some(ShimRef {
-                    pid: pid + 1,
+                    pid: pid.wrapping_add(1),
                     start_time,
                     protocol: 1,
                 }),
@@ -337,7 +402,7 @@ fn arb_record() -> impl proptest::strategy::Strategy<Value = SessionRecord> {
 }
 
 proptest::proptest! {
-    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(32))]
 
     #[test]
     fn b27_any_records_round_trip(records in proptest::collection::vec(arb_record(), 0..6)) {
@@ -346,11 +411,11 @@ proptest::proptest! {
         let mut seen = HashSet::new();
         let records: Vec<SessionRecord> =
             records.into_iter().filter(|r| seen.insert(r.id.clone())).collect();
-        store.write_own(&Writer::new(1, Some(2)), &records).expect("write");
+        store.write_own(&Writer::new(1, Some(2)), &records, &[]).expect("write");
         let loaded = store.load().expect("load");
-        proptest::prop_assert_eq!(loaded.moved_aside, None);
         proptest::prop_assert_eq!(loaded.entries.len(), records.len());
-        for (entry, want) in loaded.entries.iter().zip(&records) {
+        for want in &records {
+            let entry = loaded.entries.iter().find(|e| e.session.id == want.id).expect("listed");
             let mut got = entry.session.clone();
             // JSON floats round-trip to within an ulp or so, not bit-exactly.
             proptest::prop_assert!((got.started_at - want.started_at).abs() <= 1e-6);
@@ -358,111 +423,4 @@ proptest::proptest! {
             proptest::prop_assert_eq!(&got, want);
         }
     }
-}
-
-fn pending_names(home: &Home) -> Vec<String> {
-    let mut names: Vec<String> = match fs::read_dir(home.checkpoint_pending_dir()) {
-        Ok(listing) => listing
-            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
-            .collect(),
-        Err(_) => Vec::new(),
-    };
-    names.sort();
-    names
-}
-
-#[test]
-fn b27_a_pending_entry_loads_until_a_full_write_covers_it() {
-    let (_tmp, home) = home();
-    let store = CheckpointStore::new(&home);
-    let me = Writer::new(10, Some(77));
-    let a = record("proc_00000000000a", 101);
-    let b = record("proc_00000000000b", 102);
-    store.write_pending(&me, &a).expect("pending a");
-    store.write_pending(&me, &b).expect("pending b");
-    let loaded = store.load().expect("load");
-    assert_eq!(
-        ids(&loaded),
-        [(10, a.id.clone()), (10, b.id.clone())],
-        "pending entries load without any full checkpoint"
-    );
-    assert_eq!(loaded.entries[0].session, a, "every field survives");
-    let mode = fs::metadata(store.pending_path(&a.id).expect("path"))
-        .expect("pending file")
-        .permissions()
-        .mode();
-    assert_eq!(mode & 0o777, 0o600);
-
-    // A full write listing `a` supersedes its pending file; `b` (finished
-    // meanwhile) is removed by its writer once a write covered it.
-    store
-        .write_own(&me, std::slice::from_ref(&a))
-        .expect("full write");
-    assert_eq!(pending_names(&home), [format!("{}.json", b.id)]);
-    assert_eq!(store.remove_pending(&[b.id.as_str()]), 1);
-    assert_eq!(ids(&store.load().expect("load")), [(10, a.id.clone())]);
-    assert!(pending_names(&home).is_empty());
-}
-
-#[test]
-fn b27_the_full_entry_wins_over_a_pending_one_and_remove_takes_both() {
-    let (_tmp, home) = home();
-    let store = CheckpointStore::new(&home);
-    let old = Writer::new(10, Some(77));
-    let new = Writer::new(11, Some(78));
-    let mut handed = record("proc_00000000000a", 101);
-    store.write_pending(&old, &handed).expect("pending");
-    handed.owner_task_id = "parent".to_owned();
-    // Another writer lists it in full (a take-over); the full entry is the one loaded.
-    store
-        .write_own(&new, std::slice::from_ref(&handed))
-        .expect("full");
-    store
-        .write_pending(&old, &record("proc_00000000000a", 101))
-        .expect("stale pending");
-    let loaded = store.load().expect("load");
-    assert_eq!(ids(&loaded), [(11, handed.id.clone())]);
-    assert_eq!(loaded.entries[0].session.owner_task_id, "parent");
-
-    assert_eq!(store.remove(&[handed.id.as_str()]).expect("remove"), 1);
-    assert!(store.load().expect("load").entries.is_empty());
-    assert!(
-        pending_names(&home).is_empty(),
-        "remove takes the pending file too"
-    );
-}
-
-#[test]
-fn b27_an_unusable_pending_entry_is_removed_and_the_rest_still_load() {
-    let (_tmp, home) = home();
-    let store = CheckpointStore::new(&home);
-    let me = Writer::new(10, Some(77));
-    let good = record("proc_00000000000a", 101);
-    store.write_pending(&me, &good).expect("pending");
-    let dir = home.checkpoint_pending_dir();
-    // What a machine crash can leave: an empty file, and one for another id.
-    fs::write(dir.join("proc_00000000000b.json"), b"").expect("torn file");
-    let other = fs::read(store.pending_path(&good.id).expect("path")).expect("read");
-    fs::write(dir.join("proc_00000000000c.json"), &other).expect("misnamed file");
-    let loaded = store
-        .load()
-        .expect("an unusable pending file is not an error");
-    assert_eq!(ids(&loaded), [(10, good.id.clone())]);
-    assert_eq!(pending_names(&home), [format!("{}.json", good.id)]);
-}
-
-#[test]
-fn b27_pending_writes_never_create_a_home() {
-    let tmp = tempfile::tempdir().expect("temp dir");
-    let home = Home::new(tmp.path().join("gone"));
-    let store = CheckpointStore::new(&home);
-    let err = store
-        .write_pending(&Writer::new(10, None), &record("proc_00000000000a", 101))
-        .expect_err("no home");
-    assert!(matches!(err, Error::HomeMissing { .. }), "{err}");
-    assert!(!home.root().exists());
-    let err = store
-        .write_pending(&Writer::new(10, None), &record("../escape", 101))
-        .expect_err("bad id");
-    assert!(matches!(err, Error::InvalidSessionId { .. }), "{err}");
 }

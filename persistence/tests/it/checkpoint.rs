@@ -34,6 +34,7 @@ fn record(id: String) -> SessionRecord {
         shim: None,
         name: None,
         options: None,
+        command_given: None,
     }
 }
 
@@ -76,10 +77,11 @@ fn b27_fixture_v1_checkpoint_keeps_loading() {
     assert_eq!(second.session.mode, Mode::Pty);
     assert_eq!(second.session.start_time, None);
     assert!(second.session.watch_patterns.is_empty() && second.session.cwd.is_none());
-    // Loading never rewrites the file.
+    // The file is imported into the store and removed; the rows load again.
+    assert!(!home.checkpoint_path().exists());
     assert_eq!(
-        fs::read(home.checkpoint_path()).expect("read back"),
-        fs::read(&fixture).expect("read fixture")
+        CheckpointStore::new(&home).load().expect("load again"),
+        loaded
     );
 }
 
@@ -109,7 +111,7 @@ fn b27_fixture_v1_pending_entry_keeps_loading_beside_the_checkpoint() {
             "proc_ba9876543210",
             "proc_00aa11bb22cc"
         ],
-        "the full checkpoint's entries, then the pending one"
+        "the imported entries, oldest first"
     );
     let entry = &loaded.entries[2];
     assert_eq!(entry.writer, Writer::new(4100, Some(88123)));
@@ -120,11 +122,8 @@ fn b27_fixture_v1_pending_entry_keeps_loading_beside_the_checkpoint() {
     assert_eq!(entry.session.owner_task_id, "main");
     assert!(entry.session.notify);
     assert_eq!(entry.session.cwd.as_deref(), Some(Path::new("/home/u/api")));
-    // Loading never rewrites or removes a readable pending entry.
-    assert_eq!(
-        fs::read(&pending).expect("read back"),
-        fs::read(data.join("v1_pending_entry.json")).expect("read fixture")
-    );
+    // Imported into the store, the files are gone.
+    assert!(!pending.exists() && !pending_dir.exists());
 }
 
 /// Child entry: writes `ROUNDS` rounds of its own sessions once told to go.
@@ -143,11 +142,16 @@ fn child_checkpoint_writer() {
         .lock()
         .read_line(&mut go)
         .expect("wait for go");
+    let mut previous = BTreeSet::new();
     for k in 0..ROUNDS {
-        let records: Vec<SessionRecord> = round(&tag, k).into_iter().map(record).collect();
+        let now = round(&tag, k);
+        let records: Vec<SessionRecord> = now.iter().cloned().map(record).collect();
+        // The sessions of the last round that this one does not list finished.
+        let finished: Vec<&str> = previous.difference(&now).map(String::as_str).collect();
         store
-            .write_own(&me, &records)
+            .write_own(&me, &records, &finished)
             .expect("child checkpoint write");
+        previous = now;
     }
     support::say("done");
 }
@@ -229,10 +233,10 @@ fn b27_two_writer_processes_never_interleave_or_lose_entries() {
         expected.len(),
         "no session listed twice"
     );
-    assert_eq!(
-        support::dir_names(home.root()),
-        ["processes.json", "processes.json.lock"],
-        "no temp or corrupt files left"
+    let names = support::dir_names(home.root());
+    assert!(
+        names.iter().all(|n| n.starts_with("state.db")),
+        "only the store: {names:?}"
     );
 }
 
@@ -264,7 +268,12 @@ fn child_checkpoint_rewriter() {
     let me = Writer::new(7, Some(7));
     support::say("ready");
     for k in first.. {
-        store.write_own(&me, &big_round(k)).expect("rewrite");
+        let gone: Vec<String> = match k.checked_sub(1) {
+            Some(last) => big_round(last).into_iter().map(|r| r.id).collect(),
+            None => Vec::new(),
+        };
+        let gone: Vec<&str> = gone.iter().map(String::as_str).collect();
+        store.write_own(&me, &big_round(k), &gone).expect("rewrite");
         support::say(&format!("wrote {k}"));
     }
 }
@@ -341,12 +350,9 @@ fn b27_checkpoint_is_whole_after_sigkill_mid_write() {
         }
         first = k + 1;
     }
-    // A later writer sweeps whatever temp file a kill left behind.
-    store
-        .write_own(&Writer::new(1, None), &[])
-        .expect("sweeping write");
-    assert_eq!(
-        support::dir_names(home.root()),
-        ["processes.json", "processes.json.lock"]
+    let names = support::dir_names(home.root());
+    assert!(
+        names.iter().all(|n| n.starts_with("state.db")),
+        "only the store: {names:?}"
     );
 }

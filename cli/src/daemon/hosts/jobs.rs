@@ -9,7 +9,6 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::{Answer, Job, Link, lock, strip};
-use crate::config::{Private, open_private};
 use crate::protocol;
 use crate::protocol::{INVALID_PARAMS, RpcError};
 
@@ -252,7 +251,7 @@ impl Link {
         value
     }
 
-    /// Writes the map file (atomically: a temporary file, fsync, rename).
+    /// Commits the map to the store (one transaction, on the blocking pool).
     pub(super) async fn save(self: &Arc<Self>) {
         let link = Arc::clone(self);
         let saved = tokio::task::spawn_blocking(move || link.save_now()).await;
@@ -262,14 +261,11 @@ impl Link {
     }
 
     pub(super) fn save_now(&self) -> std::io::Result<()> {
-        use std::io::Write;
         let _saving = lock(&self.saving);
         let bytes = serde_json::to_vec(&*lock(&self.book)).map_err(std::io::Error::other)?;
-        let tmp = self.path.with_extension("json.tmp");
-        let mut file = open_private(&tmp, Private::Truncate)?;
-        file.write_all(&bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, &self.path)
+        self.store
+            .save(&self.name, &bytes)
+            .map_err(std::io::Error::other)
     }
 }
 

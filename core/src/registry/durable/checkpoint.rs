@@ -1,15 +1,19 @@
-//! The checkpoint of running sessions (B27): a spawn's pending entry, coalesced full
-//! writes on the blocking pool (a burst of spawns shares a handful of fsyncs), the
-//! deferred write after finishes, and the checkpoint-only settings of each session.
+//! The running sessions in the store (B27): a spawn's row (one transaction on the
+//! blocking pool, committed before the spawn answers), coalesced refreshes of every
+//! running row on the blocking pool (an owner changed by a handoff, notify turned on;
+//! a burst shares one transaction), the deletion of finished sessions' rows (their
+//! receipt's commit deletes each too; the refresh covers a receipt that failed), the
+//! kill intents, and the checkpoint-only settings of each session.
 //!
 //! Owns [`Checkpoints`]; reads the table only to snapshot the running set (off the
-//! table lock for the write itself).
+//! table lock for the write itself). Nothing here touches SQLite under the table's
+//! lock.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use herd_persistence::{CheckpointStore, Home, SessionRecord, Writer};
+use herd_persistence::{CheckpointStore, Home, RunningStore, SessionRecord, Writer};
 use tokio::sync::watch;
 
 use super::{Extras, Queue, lock, unix_seconds};
@@ -27,7 +31,8 @@ const FINISH_CHECKPOINT_DELAY: Duration = Duration::from_millis(100);
 /// pending entries of answered spawns no full write has covered yet.
 #[derive(Debug)]
 pub(super) struct Checkpoints {
-    store: CheckpointStore,
+    /// Where the rows go: the home's `state.db`, or the host's own store.
+    store: Arc<dyn RunningStore>,
     /// This process, as checkpoint writer.
     writer: Writer,
     extras: Mutex<HashMap<SessionId, Extras>>,
@@ -39,25 +44,30 @@ pub(super) struct Checkpoints {
     /// A deferred write after finishes is scheduled; it is not needed once a write of
     /// this generation or later finished.
     deferred: Mutex<Option<u64>>,
-    /// Sessions whose pending checkpoint entry no full write has covered yet.
-    pending_ids: Mutex<Vec<String>>,
+    /// Sessions that finished since the last refresh: their rows go with it.
+    finished_ids: Mutex<Vec<String>>,
+    /// A running session changed since its row was written (an owner, notify): the
+    /// next background write rewrites the running rows, not only deletes finished
+    /// ones (a stream of finishes then costs deletes alone).
+    stale: std::sync::atomic::AtomicBool,
 }
 
 impl Checkpoints {
-    pub(super) fn new(home: &Home) -> Checkpoints {
+    pub(super) fn new(home: &Home, store: Option<Arc<dyn RunningStore>>) -> Checkpoints {
         Checkpoints {
-            store: CheckpointStore::new(home),
+            store: store.unwrap_or_else(|| Arc::new(CheckpointStore::new(home))),
             writer: Writer::current(),
             extras: Mutex::new(HashMap::new()),
             queue: Mutex::new(Queue::default()),
             written: watch::channel(0).0,
             serial: Mutex::new(()),
             deferred: Mutex::new(None),
-            pending_ids: Mutex::new(Vec::new()),
+            finished_ids: Mutex::new(Vec::new()),
+            stale: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
-    pub(super) fn store(&self) -> &CheckpointStore {
+    pub(super) fn store(&self) -> &Arc<dyn RunningStore> {
         &self.store
     }
 
@@ -69,17 +79,19 @@ impl Checkpoints {
         lock(&self.extras).insert(id, extras);
     }
 
-    /// Drops a finished session's checkpoint-only settings.
-    pub(super) fn forget_extras(&self, id: &SessionId) {
+    /// Drops a finished session's checkpoint-only settings; the next refresh
+    /// deletes its row (if its receipt's commit has not already).
+    pub(super) fn finished(&self, id: &SessionId) {
         lock(&self.extras).remove(id);
+        lock(&self.finished_ids).push(id.as_str().to_owned());
     }
 }
 
 impl Inner {
     /// After a spawn was answered by the table: records the checkpoint-only settings
-    /// and the session's pending checkpoint entry, and asks for a full write that
-    /// covers it. When the pending entry cannot be written, waits for that write
-    /// instead, so an answered spawn is always findable after a crash of the host.
+    /// and commits the session's row (on the blocking pool) before the spawn
+    /// answers, so an answered spawn is always found after a crash of the host.
+    /// When that commit fails, asks for a refresh and waits for it instead.
     pub(in crate::registry) async fn spawned(self: &Arc<Self>, info: &SpawnInfo) {
         let extras = Extras {
             command_redacted: self
@@ -93,7 +105,7 @@ impl Inner {
         let running = {
             // Under the table lock: a session that already finished gets no extras
             // (the finish hook, which removes them, may have run already), and needs
-            // no entry: there is nothing left to restore.
+            // no row: there is nothing left to restore.
             let tables = self.lock();
             let running = tables.running_session(&info.session_id).cloned();
             if running.is_some() {
@@ -107,26 +119,68 @@ impl Inner {
             return;
         };
         let record = self.record_of(&session, Some(&extras));
-        match self
-            .durable
-            .checkpoint
-            .store
-            .write_pending(&self.durable.checkpoint.writer, &record)
-        {
-            Ok(()) => {
-                lock(&self.durable.checkpoint.pending_ids).push(record.id);
-                self.request_checkpoint();
+        let inner = Arc::clone(self);
+        let written = tokio::task::spawn_blocking(move || {
+            inner
+                .durable
+                .checkpoint
+                .store
+                .write_one(&inner.durable.checkpoint.writer, &record)
+        })
+        .await;
+        let error = match written {
+            Ok(Ok(())) => return,
+            Ok(Err(error)) => error.to_string(),
+            Err(join) => join.to_string(),
+        };
+        tracing::warn!(%error, "running session not stored; the spawn waits for a refresh of every running session instead");
+        let generation = self.request_checkpoint();
+        self.checkpoint_settled(generation).await;
+    }
+
+    /// Commits the intent to kill the running ones of `sessions` (one transaction, on
+    /// the blocking pool) before the kill begins, so a daemon that dies during the
+    /// kill's grace window leaves it for the next to report (issue 27). A failure is
+    /// logged; the kill goes on.
+    pub(in crate::registry) async fn record_kill_intent(
+        &self,
+        sessions: &[Arc<Session>],
+        source: crate::config::KillSource,
+    ) {
+        let ids: Vec<String> = sessions
+            .iter()
+            .filter(|s| s.state().finished.is_none())
+            .map(|s| s.id.as_str().to_owned())
+            .collect();
+        if ids.is_empty() {
+            return;
+        }
+        let store = Arc::clone(&self.durable.checkpoint.store);
+        let intent = herd_persistence::KillIntent {
+            source: source.as_str().to_owned(),
+            requested_at: unix_seconds(std::time::SystemTime::now()),
+        };
+        let recorded = tokio::task::spawn_blocking(move || {
+            let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+            store.record_kill_intent(&ids, &intent)
+        })
+        .await;
+        match recorded {
+            Ok(Ok(_)) => {}
+            Ok(Err(error)) => {
+                tracing::warn!(%error, "kill intent not stored; a daemon crash during the kill would not report it");
             }
-            Err(error) => {
-                tracing::warn!(%error, "pending checkpoint entry not written; the spawn waits for a full checkpoint write instead");
-                let generation = self.request_checkpoint();
-                self.checkpoint_settled(generation).await;
-            }
+            Err(error) => tracing::warn!(%error, "kill intent not stored"),
         }
     }
 
-    /// Asks for a checkpoint write; returns the generation that covers this request.
+    /// Asks for a checkpoint write that rewrites every running row (something a row
+    /// holds changed); returns the generation that covers this request.
     pub(crate) fn request_checkpoint(self: &Arc<Self>) -> u64 {
+        self.durable
+            .checkpoint
+            .stale
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         let mut q = lock(&self.durable.checkpoint.queue);
         q.wanted += 1;
         let generation = q.wanted;
@@ -178,7 +232,18 @@ impl Inner {
     fn checkpoint_loop(&self) {
         loop {
             let generation = lock(&self.durable.checkpoint.queue).wanted;
-            if let Err(error) = self.write_checkpoint() {
+            let stale = self
+                .durable
+                .checkpoint
+                .stale
+                .swap(false, std::sync::atomic::Ordering::SeqCst);
+            if let Err(error) = self.write_rows(stale) {
+                if stale {
+                    self.durable
+                        .checkpoint
+                        .stale
+                        .store(true, std::sync::atomic::Ordering::SeqCst);
+                }
                 tracing::warn!(%error, "checkpoint not written; running sessions would not be restored after a crash");
             }
             self.durable
@@ -193,40 +258,36 @@ impl Inner {
         }
     }
 
-    /// Snapshots the running set and replaces this process's checkpoint entries with
-    /// it. Blocking.
+    /// Snapshots the running set and writes it as this process's rows, deleting the
+    /// rows of sessions that finished since the last refresh. Blocking.
     pub(in crate::registry) fn write_checkpoint(&self) -> Result<(), herd_persistence::Error> {
+        self.write_rows(true)
+    }
+
+    /// Deletes the rows of sessions that finished since the last write and, when
+    /// `refresh`, rewrites every running row first. Blocking.
+    fn write_rows(&self, refresh: bool) -> Result<(), herd_persistence::Error> {
         let _serial = lock(&self.durable.checkpoint.serial);
-        // Taken before the snapshot: every session in this list was in the running
-        // table before it, so the write lists it, or it finished and needs no entry.
-        let covered = std::mem::take(&mut *lock(&self.durable.checkpoint.pending_ids));
-        let records = self.running_records();
-        let written = match self
-            .durable
-            .checkpoint
-            .store
-            .write_own(&self.durable.checkpoint.writer, &records)
-        {
-            Ok(Some(moved)) => {
-                tracing::warn!(%moved, "unusable checkpoint moved aside while writing");
-                Ok(())
-            }
-            Ok(None) => Ok(()),
-            Err(herd_persistence::Error::HomeMissing { .. }) if records.is_empty() => Ok(()),
-            Err(error) => Err(error),
-        };
-        if written.is_ok() {
-            // `write_own` already removed the entries of the sessions it lists; what
-            // is left are the sessions that finished meanwhile.
-            let listed: HashSet<&str> = records.iter().map(|r| r.id.as_str()).collect();
-            let finished: Vec<&str> = covered
-                .iter()
-                .map(String::as_str)
-                .filter(|id| !listed.contains(id))
-                .collect();
-            self.durable.checkpoint.store.remove_pending(&finished);
+        let records = if refresh {
+            self.running_records()
         } else {
-            lock(&self.durable.checkpoint.pending_ids).extend(covered);
+            Vec::new()
+        };
+        // Taken after the snapshot: a session that finished before it is either in
+        // this list or not in the snapshot (it left the running table first), and a
+        // session in both is deleted (deletes follow the writes).
+        let finished = std::mem::take(&mut *lock(&self.durable.checkpoint.finished_ids));
+        let ids: Vec<&str> = finished.iter().map(String::as_str).collect();
+        let written = match self.durable.checkpoint.store.write_own(
+            &self.durable.checkpoint.writer,
+            &records,
+            &ids,
+        ) {
+            Err(herd_persistence::Error::HomeMissing { .. }) if records.is_empty() => Ok(()),
+            other => other,
+        };
+        if written.is_err() {
+            lock(&self.durable.checkpoint.finished_ids).extend(finished);
         }
         written
     }
@@ -250,8 +311,11 @@ impl Inner {
             |e| e.command_redacted.clone(),
         );
         let options = options_record(s, &command);
+        let command_given =
+            (command != s.command && !s.origin.command_redacted).then(|| s.command.clone());
         let st = s.state();
         SessionRecord {
+            command_given,
             id: s.id.as_str().to_owned(),
             command,
             pid: s.pid,
@@ -285,7 +349,7 @@ impl Inner {
         let written = tokio::task::spawn_blocking(move || inner.write_checkpoint())
             .await
             .map_err(|e| Error::Io {
-                path: self.durable.checkpoint.store.path(),
+                path: self.home.ledger_path(),
                 source: std::io::Error::other(e),
             })?;
         self.receipts_settled().await;
@@ -293,7 +357,6 @@ impl Inner {
     }
 }
 
-/// A kill source from its wire name; empty or unknown is `None`.
 /// The spawn options a checkpoint keeps beyond the record's own fields (issue 17).
 pub(super) fn options_record(s: &Session, command_written: &str) -> herd_persistence::SpawnOptions {
     let origin = &s.origin;
@@ -308,5 +371,9 @@ pub(super) fn options_record(s: &Session, command_written: &str) -> herd_persist
         // left it as it was.
         command_redacted: origin.command_redacted || command_written != s.command,
         replaces: origin.replaces.as_ref().map(|id| id.as_str().to_owned()),
+        kill_leftovers: origin.kill_leftovers,
+        memory_bytes: origin.limits.memory_bytes,
+        cpu_millis: origin.limits.cpu_millis,
+        pids: origin.limits.pids,
     }
 }

@@ -60,7 +60,7 @@ impl Inner {
     /// Right after the choke point released the table lock: drops the session's
     /// checkpoint settings, queues its receipt and a checkpoint write.
     pub(in crate::registry) fn finished_durably(self: &Arc<Self>, s: &Session) {
-        self.durable.checkpoint.forget_extras(&s.id);
+        self.durable.checkpoint.finished(&s.id);
         let (output, output_cut, output_from) = s.text_final();
         let receipt = {
             let st = s.state();

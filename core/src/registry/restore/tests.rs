@@ -2,7 +2,7 @@
 //! and real files.
 
 use std::process::{Child, Command};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::*;
 

@@ -1,0 +1,183 @@
+//! Host links in the store: the `host_links` table of `<home>/state.db` (issue 27).
+//!
+//! The local daemon's link to each configured host keeps a map (far job id to local
+//! owner, event keys already published) that must survive a restart of this daemon;
+//! it is one row per host (`host`, the map as JSON in `book`, `updated_at`), written
+//! whole in one transaction per change. The map's shape is the daemon's; this
+//! module stores its bytes.
+//!
+//! Releases before the store kept it in `<home>/hosts/<host>.json`; the first load
+//! of a host imports that file (one transaction) and removes it once committed.
+//!
+//! Invariant: a host name is 1 to 32 of `a-z`, `0-9`, `_` and `-`, so the legacy
+//! path derived from it stays in `hosts/`.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use crate::{Error, Home, Ledger, atomic};
+
+/// Reads and writes the host links of a home. Cheap to clone (clones share one
+/// connection); does no I/O until first used.
+#[derive(Debug, Clone)]
+pub struct HostLinks {
+    home: Home,
+    db: Arc<Mutex<Option<(Connection, PathBuf)>>>,
+}
+
+impl HostLinks {
+    /// The host links of `home`. Does no I/O.
+    pub fn new(home: &Home) -> HostLinks {
+        HostLinks {
+            home: home.clone(),
+            db: Arc::new(Mutex::new(None)),
+        }
+    }
+
+    fn legacy_path(&self, host: &str) -> PathBuf {
+        self.home.root().join("hosts").join(format!("{host}.json"))
+    }
+
+    fn with_db<T>(
+        &self,
+        action: &'static str,
+        f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+    ) -> Result<T, Error> {
+        let mut db = lock(&self.db);
+        if db.is_none() {
+            *db = Some(Ledger::create(&self.home)?.into_parts());
+        }
+        let Some((conn, path)) = db.as_ref() else {
+            return Err(Error::HomeMissing {
+                path: self.home.root().to_path_buf(),
+            });
+        };
+        f(conn).map_err(|source| Error::StoreQuery {
+            path: path.clone(),
+            action,
+            source,
+        })
+    }
+
+    /// The map of `host`, if one was stored (or its earlier release's file exists:
+    /// it is imported first).
+    ///
+    /// # Errors
+    /// [`Error::InvalidHostName`], [`Error::HomeMissing`], as [`Ledger::create`], and
+    /// [`Error::StoreQuery`].
+    pub fn load(&self, host: &str) -> Result<Option<Vec<u8>>, Error> {
+        validate(host)?;
+        let legacy = self.legacy_path(host);
+        let file = match std::fs::read(&legacy) {
+            Ok(bytes) => Some(bytes),
+            Err(e) if atomic::is_missing(&e) => None,
+            Err(error) => {
+                tracing::warn!(path = %legacy.display(), %error, "host map of an earlier release unreadable; not imported");
+                None
+            }
+        };
+        let found = self.with_db("load a host link", |conn| {
+            let tx = conn.unchecked_transaction()?;
+            let row: Option<String> = tx
+                .query_row("SELECT book FROM host_links WHERE host = ?1", [host], |r| {
+                    r.get(0)
+                })
+                .optional()?;
+            let found = match (row, &file) {
+                (Some(book), _) => Some(book.into_bytes()),
+                (None, Some(bytes)) => {
+                    let book = String::from_utf8_lossy(bytes).into_owned();
+                    tx.execute(
+                        "INSERT INTO host_links (host, book, updated_at) VALUES (?1, ?2, ?3)",
+                        params![host, book, unix_now()],
+                    )?;
+                    Some(book.into_bytes())
+                }
+                (None, None) => None,
+            };
+            tx.commit()?;
+            Ok(found)
+        })?;
+        if file.is_some() {
+            match std::fs::remove_file(&legacy) {
+                Ok(()) => tracing::info!(
+                    host,
+                    "host map of an earlier release imported into the state database"
+                ),
+                Err(error) => {
+                    tracing::warn!(path = %legacy.display(), %error, "imported host map not removed")
+                }
+            }
+        }
+        Ok(found)
+    }
+
+    /// Replaces the map of `host` with `book` (JSON), in one transaction.
+    ///
+    /// # Errors
+    /// As [`HostLinks::load`].
+    pub fn save(&self, host: &str, book: &[u8]) -> Result<(), Error> {
+        validate(host)?;
+        let book = String::from_utf8_lossy(book).into_owned();
+        self.with_db("store a host link", |conn| {
+            conn.prepare_cached(
+                "INSERT INTO host_links (host, book, updated_at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (host) DO UPDATE SET book = excluded.book,
+                     updated_at = excluded.updated_at",
+            )?
+            .execute(params![host, book, unix_now()])
+            .map(drop)
+        })
+    }
+}
+
+fn validate(host: &str) -> Result<(), Error> {
+    let valid = (1..=32).contains(&host.len())
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+        && !host.starts_with(['_', '-']);
+    if valid {
+        Ok(())
+    } else {
+        Err(Error::InvalidHostName {
+            host: host.to_owned(),
+        })
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn issue27_a_host_map_of_the_release_before_is_imported_and_saves_go_to_the_store() {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let home = Home::new(tmp.path());
+        let links = HostLinks::new(&home);
+        assert_eq!(links.load("build1").expect("load"), None);
+        std::fs::create_dir(home.root().join("hosts")).expect("hosts dir");
+        let old = br#"{"jobs":{"proc_000000000001":{"owner":"a"}},"keys":[]}"#;
+        std::fs::write(home.root().join("hosts/far.json"), old).expect("old map");
+        assert_eq!(links.load("far").expect("load").as_deref(), Some(&old[..]));
+        assert!(!home.root().join("hosts/far.json").exists(), "imported");
+        links.save("far", b"{\"jobs\":{}}").expect("save");
+        let again = HostLinks::new(&home).load("far").expect("load");
+        assert_eq!(again.as_deref(), Some(&b"{\"jobs\":{}}"[..]));
+        let err = links.load("../etc").unwrap_err();
+        assert!(matches!(err, Error::InvalidHostName { .. }), "{err}");
+    }
+}
