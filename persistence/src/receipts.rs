@@ -456,38 +456,13 @@ impl ReceiptStore {
                     }
                 }
             }
-            {
-                let mut bury = tx.prepare_cached(
-                    "INSERT OR REPLACE INTO tombstones (session_id, name, expired_at)
-                     SELECT session_id, name, ?2 FROM results WHERE session_id = ?1",
-                )?;
-                let mut delete = tx.prepare_cached("DELETE FROM results WHERE session_id = ?1")?;
-                for id in expired.iter().map(|(id, _)| id).chain(&over_budget) {
-                    bury.execute(params![id, now])?;
-                    delete.execute([id])?;
-                }
-            }
-            tx.execute(
-                "DELETE FROM tombstones WHERE expired_at < ?1",
-                [now - TOMBSTONE_RETENTION.as_secs_f64()],
+            bury(
+                &tx,
+                expired.iter().map(|(id, _)| id).chain(&over_budget),
+                now,
             )?;
             // What is left, for the stores that follow (the oldest by its index).
-            let left = if more {
-                None
-            } else {
-                tx.query_row(
-                    "SELECT coalesce(sum(size_bytes), 0), coalesce(min(finished_at), ?1)
-                     FROM results",
-                    [f64::MAX],
-                    |r| {
-                        Ok(PruneHint {
-                            total_bytes: r.get(0)?,
-                            oldest_finished_at: r.get(1)?,
-                        })
-                    },
-                )
-                .map(Some)?
-            };
+            let left = if more { None } else { Some(hint(&tx)?) };
             tx.commit()?;
             *lock(&self.hint) = left;
             Ok((
@@ -660,6 +635,44 @@ fn tail_start(text: &str, max_chars: usize) -> Option<usize> {
 /// Whether `path` is a receipt file of an earlier release.
 fn is_legacy_file(path: &Path) -> bool {
     path.extension().is_some_and(|e| e == "json")
+}
+
+/// Turns the given results into tombstones (one each, stamped `now`) and forgets the
+/// tombstones older than [`TOMBSTONE_RETENTION`], inside the caller's transaction.
+fn bury<'a>(
+    tx: &rusqlite::Transaction<'_>,
+    ids: impl Iterator<Item = &'a String>,
+    now: f64,
+) -> rusqlite::Result<()> {
+    let mut bury = tx.prepare_cached(
+        "INSERT OR REPLACE INTO tombstones (session_id, name, expired_at)
+         SELECT session_id, name, ?2 FROM results WHERE session_id = ?1",
+    )?;
+    let mut delete = tx.prepare_cached("DELETE FROM results WHERE session_id = ?1")?;
+    for id in ids {
+        bury.execute(params![id, now])?;
+        delete.execute([id])?;
+    }
+    tx.execute(
+        "DELETE FROM tombstones WHERE expired_at < ?1",
+        [now - TOMBSTONE_RETENTION.as_secs_f64()],
+    )?;
+    Ok(())
+}
+
+/// The total size and oldest finish of the results left, read inside the caller's
+/// transaction (the oldest by its index).
+fn hint(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<PruneHint> {
+    tx.query_row(
+        "SELECT coalesce(sum(size_bytes), 0), coalesce(min(finished_at), ?1) FROM results",
+        [f64::MAX],
+        |r| {
+            Ok(PruneHint {
+                total_bytes: r.get(0)?,
+                oldest_finished_at: r.get(1)?,
+            })
+        },
+    )
 }
 
 #[cfg(test)]

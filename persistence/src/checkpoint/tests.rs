@@ -166,6 +166,7 @@ fn b27_a_finish_is_one_transaction_and_a_late_snapshot_does_not_bring_it_back() 
         notify: false,
         output: "done\n".to_owned(),
         output_cut: false,
+        bytes_not_kept: 0,
         leftovers: Vec::new(),
         name: None,
         signal: None,
