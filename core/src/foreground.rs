@@ -178,8 +178,10 @@ impl Registry {
             }
         }
         let growing = s.status() == SessionStatus::Running;
-        let (text, cut) = s.text();
-        let window = Window::last_chars(&text, FOREGROUND_OUTPUT_CHARS).growing(growing);
+        let (text, cut, key_open) = s.text();
+        let window = Window::last_chars(&text, FOREGROUND_OUTPUT_CHARS)
+            .growing(growing)
+            .after_open_key(key_open);
         let cut = cut || window.omits_start();
         let st = s.state();
         let output = self.inner.show(&s, &st, Route::Foreground, window);

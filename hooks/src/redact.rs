@@ -54,9 +54,10 @@ mod visible;
 
 pub use stream::StreamRedactor;
 
-/// How far back a window or stream looks for the BEGIN line of a private-key block
-/// it starts inside (the longest armoured keys, RSA 16384 or PGP with subkeys, are
-/// under 20 KiB).
+/// How much output before a window a route reads at first to learn whether the
+/// window starts inside a private-key block. It is not a limit: when every line it
+/// read could be key body, the route reads further back, to the block's start
+/// (see `Redactor::key_state_needs_more`).
 pub const KEY_LOOKBACK_BYTES: usize = 64 * 1024;
 
 /// Which automaton to use for a text.
@@ -283,15 +284,28 @@ impl Redactor {
     /// private-key block `before` ends inside is masked on in `text`, and a secret
     /// on the line `text` starts inside is found whole). Returns `text`'s part.
     pub fn redact_after(&self, before: &str, text: &str, mode: RedactMode) -> String {
+        self.redact_after_state(before, false, text, mode)
+    }
+
+    /// [`Self::redact_after`], given whether a private-key block was open where
+    /// `before` starts (see [`key_state_matters`]).
+    pub fn redact_after_state(
+        &self,
+        before: &str,
+        open_at_start: bool,
+        text: &str,
+        mode: RedactMode,
+    ) -> String {
         if before.is_empty() {
-            return self.redact(text, mode).into_owned();
+            let (found, _) = self.find(text, mode, open_at_start);
+            return splice(text, &found).into_owned();
         }
         let line_start = memchr::memrchr(b'\n', before.as_bytes()).map_or(0, |idx| idx + 1);
         let mut from = line_start.max(before.len().saturating_sub(crate::LINE_CONTEXT_BYTES));
         while !before.is_char_boundary(from) {
             from += 1;
         }
-        let key_open = self.key_open_at_end(&before[..from]);
+        let key_open = self.key_open_after(&before[..from], open_at_start);
         let mut joined = String::with_capacity(before.len() - from + text.len());
         joined.push_str(&before[from..]);
         joined.push_str(text);
@@ -309,7 +323,7 @@ impl Redactor {
             None => (text, None),
         };
         let to_text = |start: usize, end: usize| match map {
-            Some(map) => (map[start], map[end - 1] + 1),
+            Some(map) => visible::widen_overstrike(text, map[start], map[end - 1] + 1),
             None => (start, end),
         };
         let (keys, open_after) = keys::spans(haystack, key_open);
@@ -359,15 +373,20 @@ impl Redactor {
     }
 
     /// Whether `before` (the output just before some position) ends inside a
-    /// private-key block, looking back at most [`KEY_LOOKBACK_BYTES`].
+    /// private-key block, looking back as far as the block reaches (to the nearest
+    /// line that cannot be key body), with no block open where `before` starts.
     pub fn key_open_at_end(&self, before: &str) -> bool {
-        let Some(from) = keys::lookback_start(before, KEY_LOOKBACK_BYTES) else {
-            return false;
-        };
-        let slice = &before[from..];
-        match visible::strip(slice) {
-            Some((seen, _)) => keys::spans(&seen, false).1,
-            None => keys::spans(slice, false).1,
+        self.key_open_after(before, false)
+    }
+
+    /// Whether `before` ends inside a private-key block, given whether one was open
+    /// where it starts (`open_at_start`, known to the caller: a log index, a
+    /// carried stream state). `open_at_start` decides only when every line of
+    /// `before` could be key body; otherwise the nearest line that cannot does.
+    pub fn key_open_after(&self, before: &str, open_at_start: bool) -> bool {
+        match visible::strip(before) {
+            Some((seen, _)) => keys::open_after(&seen, open_at_start),
+            None => keys::open_after(before, open_at_start),
         }
     }
 
@@ -515,6 +534,29 @@ impl Redactor {
 fn is_token_char(c: char) -> bool {
     c.is_ascii_alphanumeric()
         || matches!(c, '_' | '-' | '.' | ':' | '/' | '+' | '=' | '@' | '%' | '~')
+}
+
+/// Whether the private-key state where `text` starts can change what is masked in
+/// it: its first line could be key body (or is empty), so a block opened before
+/// `text` would go on in it. A route that shows text cut from a longer output (a
+/// tail, a page, a chunk) learns the state before it, from as far back as the
+/// block reaches, only then (`Redactor::key_open_after`, `Window::after_open_key`).
+pub fn key_state_matters(text: &str) -> bool {
+    let end = memchr::memchr(b'\n', text.as_bytes()).map_or(text.len(), |idx| idx);
+    let first = &text[..end];
+    match visible::strip(first) {
+        Some((seen, _)) => keys::could_be_body(&seen),
+        None => keys::could_be_body(first),
+    }
+}
+
+/// Whether `text` ends inside a private-key block, with none open where it starts
+/// (the key state alone: no redactor needed, see [`Redactor::key_open_after`]).
+pub fn key_open_at_end(text: &str) -> bool {
+    match visible::strip(text) {
+        Some((seen, _)) => keys::open_after(&seen, false),
+        None => keys::open_after(text, false),
+    }
 }
 
 /// The side scanner's kinds as `'static` references (they carry no data).
