@@ -48,6 +48,7 @@ use crate::Error;
 
 mod families;
 mod keys;
+mod providers;
 mod stream;
 mod triggers;
 mod visible;
@@ -111,6 +112,12 @@ pub(crate) enum Kind {
     Telegram,
     /// `NAME=value` in an environment dump.
     EnvAssign,
+    /// `name = value` (any of `=`, `:`, `=>`, `:=`, quoted or not) for a name that
+    /// holds a secret: the value is masked unless it is a reference, code, or
+    /// holds no digit.
+    NamedValue,
+    /// `Cookie: a=1; b=2`: every value is masked, names and attributes kept.
+    Cookie,
     /// `"name": "value"` in JSON.
     JsonField,
     /// `name: value` in YAML.
@@ -564,6 +571,7 @@ fn side_kind(kind: &Kind) -> &'static Kind {
     match kind {
         Kind::Telegram => &Kind::Telegram,
         Kind::UserinfoToken => &Kind::UserinfoToken,
+        Kind::DbPassword => &Kind::DbPassword,
         _ => &Kind::Token,
     }
 }

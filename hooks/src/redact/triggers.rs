@@ -71,7 +71,9 @@ pub(super) enum Trigger {
 /// The compiled trigger searchers of one pattern set.
 #[derive(Debug, Clone)]
 pub(super) struct Triggers {
-    tokens: Option<AhoCorasick>,
+    /// One packed searcher per [`PACKED_LITERALS`] token literals (a packed
+    /// search holds no more; two fast passes beat one slow one).
+    tokens: Vec<AhoCorasick>,
     lowered: Option<AhoCorasick>,
     /// The copy for `lowered` is made only when the text holds one of these bytes
     /// (`None`: always).
@@ -116,7 +118,7 @@ impl Triggers {
                 }
             }
         }
-        let tokens = literal_searcher(&mut plan, |t| matches!(t, Trigger::Tokens(_)));
+        let tokens = token_searchers(&mut plan);
         let lowered = literal_searcher(&mut plan, |t| matches!(t, Trigger::Lowered(_)));
         // The lowered copy's gate: a few bytes every lowered pattern's match holds.
         let gate = if lowered.is_some() {
@@ -180,7 +182,7 @@ impl Triggers {
             triggers: self,
             text,
             lower,
-            next: [Next::Unknown; 4],
+            next: vec![Next::Unknown; 3 + self.tokens.len()],
         }
     }
 }
@@ -277,6 +279,39 @@ fn cut_groups(lits: &mut Vec<Vec<u8>>) {
         }
     }
     *lits = out;
+}
+
+/// The most literals one packed (Teddy) searcher holds.
+pub(super) const PACKED_LITERALS: usize = 64;
+
+/// The packed searchers over the token literals, [`PACKED_LITERALS`] at a time.
+/// If one cannot be built, the token patterns always run instead.
+fn token_searchers(plan: &mut [Trigger]) -> Vec<AhoCorasick> {
+    let mut lits: Vec<Vec<u8>> = plan
+        .iter()
+        .flat_map(|t| match t {
+            Trigger::Tokens(l) => l.clone(),
+            _ => Vec::new(),
+        })
+        .collect();
+    prefix_free(&mut lits);
+    let mut searchers = Vec::new();
+    for chunk in lits.chunks(PACKED_LITERALS) {
+        match AhoCorasick::builder()
+            .match_kind(MatchKind::LeftmostFirst)
+            .build(chunk)
+        {
+            Ok(ac) => searchers.push(ac),
+            Err(err) => {
+                tracing::warn!(%err, "redaction trigger literals too many for one searcher; those patterns run over the whole text");
+                for t in plan.iter_mut().filter(|t| matches!(t, Trigger::Tokens(_))) {
+                    *t = Trigger::Always;
+                }
+                return Vec::new();
+            }
+        }
+    }
+    searchers
 }
 
 /// One packed searcher over the literals of the patterns `in_group` selects. If
@@ -400,7 +435,15 @@ pub(super) fn required_bytes(hir: &Hir) -> Option<Vec<u8>> {
         HirKind::Concat(subs) => subs
             .iter()
             .filter_map(required_bytes)
-            .min_by_key(|set| (set.iter().any(u8::is_ascii_alphanumeric), set.len())),
+            // An assignment's `:` or `=` first (every header and URL family shares
+            // them, so the gate stays small), then the rarest-looking set.
+            .min_by_key(|set| {
+                (
+                    !set.iter().all(|b| matches!(b, b':' | b'=')),
+                    set.iter().any(u8::is_ascii_alphanumeric),
+                    set.len(),
+                )
+            }),
         HirKind::Alternation(subs) => {
             let mut union = Vec::new();
             for sub in subs {
@@ -439,8 +482,9 @@ pub(super) struct Scan<'t> {
     triggers: &'t Triggers,
     text: &'t str,
     lower: Option<Vec<u8>>,
-    /// Cached next hits of the token, lowered, byte and always searchers.
-    next: [Next; 4],
+    /// Cached next hits of the lowered, byte and always searchers, then of each
+    /// token searcher.
+    next: Vec<Next>,
 }
 
 impl Scan<'_> {
@@ -462,20 +506,20 @@ impl Scan<'_> {
                 continue;
             }
             let hit = match idx {
-                0 => t.tokens.as_ref().and_then(|ac| {
-                    ac.find(Input::new(self.text).span(pos..len))
-                        .map(|m| (m.start(), m.len()))
-                }),
-                1 => match (&t.lowered, &self.lower) {
+                0 => match (&t.lowered, &self.lower) {
                     (Some(ac), Some(lower)) => ac
                         .find(Input::new(lower.as_slice()).span(pos..len))
                         .map(|m| (m.start(), m.len())),
                     _ => None,
                 },
-                2 => any_byte(&t.bytes, self.text.as_bytes(), pos).map(|at| (at, 1)),
-                _ => t.always.as_ref().and_then(|re| {
+                1 => any_byte(&t.bytes, self.text.as_bytes(), pos).map(|at| (at, 1)),
+                2 => t.always.as_ref().and_then(|re| {
                     re.search(&regex_automata::Input::new(self.text).span(pos..len))
                         .map(|m| (m.start(), 0))
+                }),
+                n => t.tokens.get(n - 3).and_then(|ac| {
+                    ac.find(Input::new(self.text).span(pos..len))
+                        .map(|m| (m.start(), m.len()))
                 }),
             };
             self.next[idx] = hit.map_or(Next::None, |(at, n)| Next::At(at, n));
