@@ -46,6 +46,7 @@ use regex_automata::{Anchored, Input, meta};
 
 use crate::Error;
 
+mod command;
 mod families;
 mod keys;
 mod providers;
@@ -272,9 +273,27 @@ impl Redactor {
         self.redact(text, RedactMode::for_command(command))
     }
 
-    /// Redacts a command line itself (always in `Code` mode).
+    /// Redacts a command line itself: as a command line (secret assignments before
+    /// the command, password and token options, see `command`), then every output
+    /// family (`Code` mode). Only the shown form changes; the command runs as
+    /// written.
     pub fn redact_command<'t>(&self, command: &'t str) -> Cow<'t, str> {
-        self.redact(command, RedactMode::Code)
+        let own = command::command_spans(command);
+        if own.is_empty() {
+            return self.redact(command, RedactMode::Code);
+        }
+        let (found, _) = self.find(command, RedactMode::Code, false);
+        let mut all = own;
+        all.extend(found);
+        all.sort_by_key(|f| f.start);
+        let mut merged: Vec<Found> = Vec::with_capacity(all.len());
+        for f in all {
+            match merged.last() {
+                Some(last) if f.start < last.end => {}
+                _ => merged.push(f),
+            }
+        }
+        Cow::Owned(splice(command, &merged).into_owned())
     }
 
     /// Redacts `text` in one left-to-right walk. Returns the input borrowed when
