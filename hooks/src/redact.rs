@@ -576,6 +576,12 @@ pub fn key_state_matters(text: &str) -> bool {
     }
 }
 
+/// The table of what the redactor recognises (provider, shape), as markdown: the
+/// generated part of `docs/secrets.md`.
+pub fn recognised_table() -> String {
+    providers::markdown_table(families::BUILTIN_ROWS)
+}
+
 /// Whether `text` ends inside a private-key block, with none open where it starts
 /// (the key state alone: no redactor needed, see [`Redactor::key_open_after`]).
 pub fn key_open_at_end(text: &str) -> bool {

@@ -639,6 +639,10 @@ fn userinfo_at(bytes: &[u8], colon: usize) -> Option<(usize, usize, Kind)> {
 }
 
 fn discord_at(bytes: &[u8], dot: usize) -> Option<(usize, usize, Kind)> {
+    // The cheap test first: six token bytes and a second dot after this one.
+    if bytes.get(dot + 7) != Some(&b'.') {
+        return None;
+    }
     let n_id = run_back(bytes, dot, 26, is_token);
     let start = dot - n_id;
     if !(24..=26).contains(&n_id)

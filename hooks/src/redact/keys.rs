@@ -30,10 +30,17 @@ pub(crate) const KEY_MASK: &str = "[REDACTED PRIVATE KEY]";
 pub(crate) fn spans(text: &str, mut open: bool) -> (Vec<(usize, usize)>, bool) {
     let mut found = Vec::new();
     let mut line_start = 0;
-    if !open && memchr::memmem::find(text.as_bytes(), b"-----").is_none() {
-        return (found, false);
-    }
+    let dashes = memchr::memmem::Finder::new(b"-----");
     while line_start <= text.len() {
+        if !open {
+            // Outside a block only a line with a marker matters: go to the next.
+            let Some(idx) = dashes.find(&text.as_bytes()[line_start..]) else {
+                break;
+            };
+            line_start = memchr::memrchr(b'\n', &text.as_bytes()[..line_start + idx])
+                .map_or(0, |nl| nl + 1)
+                .max(line_start);
+        }
         let line_end = memchr::memchr(b'\n', &text.as_bytes()[line_start..])
             .map_or(text.len(), |idx| line_start + idx);
         let line = &text[line_start..line_end];
@@ -67,10 +74,18 @@ pub(crate) fn lookback_start(before: &str) -> Option<usize> {
 
 /// Whether a block is open at the end of `before`, given whether one was open
 /// where it starts (see [`lookback_start`]).
+///
+/// A line holding `-----` is never key body, so the state after the last such
+/// line does not depend on what came before it: the machine runs from there
+/// (found by one backwards search), and only a `before` without any marker needs
+/// `open_at_start` and its lines.
 pub(crate) fn open_after(before: &str, open_at_start: bool) -> bool {
-    match lookback_start(before) {
-        Some(from) => spans(&before[from..], false).1,
-        None if open_at_start => spans(before, true).1,
+    match memchr::memmem::rfind(before.as_bytes(), b"-----") {
+        Some(at) => {
+            let from = memchr::memrchr(b'\n', &before.as_bytes()[..at]).map_or(0, |nl| nl + 1);
+            spans(&before[from..], false).1
+        }
+        None if open_at_start => lookback_start(before).is_none(),
         None => false,
     }
 }
@@ -197,6 +212,9 @@ fn body_frames(content: &str, offset: usize, found: &mut Vec<(usize, usize)>) {
 /// comma, an escaped newline of a JSON or Python string, escaped once or twice).
 /// `None` when the frame cannot be key body.
 fn frame_body(frame: &str) -> Option<(usize, usize)> {
+    if memchr::memmem::find(frame.as_bytes(), b"-----").is_some() {
+        return None;
+    }
     // Folded with spaces, or quoted: the whole frame.
     if is_body(frame) {
         let lead = frame.len() - frame.trim_start().len();

@@ -23,6 +23,10 @@ pub(crate) struct Shape {
     pub(crate) shape: &'static str,
     pub(crate) pattern: String,
     pub(crate) kind: Kind,
+    #[cfg_attr(
+        not(test),
+        expect(dead_code, reason = "the corpus test masks every sample")
+    )]
     pub(crate) sample: String,
 }
 

@@ -74,7 +74,7 @@ pub(super) struct Triggers {
     /// One packed searcher per [`PACKED_LITERALS`] token literals (a packed
     /// search holds no more; two fast passes beat one slow one).
     tokens: Vec<AhoCorasick>,
-    lowered: Option<AhoCorasick>,
+    lowered: Vec<AhoCorasick>,
     /// The copy for `lowered` is made only when the text holds one of these bytes
     /// (`None`: always).
     gate: Option<Vec<u8>>,
@@ -118,10 +118,10 @@ impl Triggers {
                 }
             }
         }
-        let tokens = token_searchers(&mut plan);
-        let lowered = literal_searcher(&mut plan, |t| matches!(t, Trigger::Lowered(_)));
+        let tokens = packed_searchers(&mut plan, |t| matches!(t, Trigger::Tokens(_)));
+        let lowered = packed_searchers(&mut plan, |t| matches!(t, Trigger::Lowered(_)));
         // The lowered copy's gate: a few bytes every lowered pattern's match holds.
-        let gate = if lowered.is_some() {
+        let gate = if !lowered.is_empty() {
             let mut gate = Vec::new();
             let mut all = true;
             for (trigger, hir) in plan.iter().zip(&hirs) {
@@ -173,16 +173,16 @@ impl Triggers {
     /// A scan of `text` that yields trigger starts in order.
     pub(super) fn scan<'t>(&'t self, text: &'t str) -> Scan<'t> {
         let bytes = text.as_bytes();
-        let lower = match (&self.lowered, &self.gate) {
-            (None, _) => None,
-            (Some(_), None) => Some(bytes.to_ascii_lowercase()),
-            (Some(_), Some(gate)) => any_byte(gate, bytes, 0).map(|_| bytes.to_ascii_lowercase()),
+        let lower = match (self.lowered.is_empty(), &self.gate) {
+            (true, _) => None,
+            (false, None) => Some(bytes.to_ascii_lowercase()),
+            (false, Some(gate)) => any_byte(gate, bytes, 0).map(|_| bytes.to_ascii_lowercase()),
         };
         Scan {
             triggers: self,
             text,
             lower,
-            next: vec![Next::Unknown; 3 + self.tokens.len()],
+            next: vec![Next::Unknown; 2 + self.tokens.len() + self.lowered.len()],
         }
     }
 }
@@ -284,13 +284,15 @@ fn cut_groups(lits: &mut Vec<Vec<u8>>) {
 /// The most literals one packed (Teddy) searcher holds.
 pub(super) const PACKED_LITERALS: usize = 64;
 
-/// The packed searchers over the token literals, [`PACKED_LITERALS`] at a time.
-/// If one cannot be built, the token patterns always run instead.
-fn token_searchers(plan: &mut [Trigger]) -> Vec<AhoCorasick> {
+/// The packed searchers over the literals of the patterns `in_group` selects,
+/// [`PACKED_LITERALS`] at a time. If one cannot be built, those patterns always
+/// run instead.
+fn packed_searchers(plan: &mut [Trigger], in_group: impl Fn(&Trigger) -> bool) -> Vec<AhoCorasick> {
     let mut lits: Vec<Vec<u8>> = plan
         .iter()
+        .filter(|t| in_group(t))
         .flat_map(|t| match t {
-            Trigger::Tokens(l) => l.clone(),
+            Trigger::Tokens(l) | Trigger::Lowered(l) => l.clone(),
             _ => Vec::new(),
         })
         .collect();
@@ -304,7 +306,7 @@ fn token_searchers(plan: &mut [Trigger]) -> Vec<AhoCorasick> {
             Ok(ac) => searchers.push(ac),
             Err(err) => {
                 tracing::warn!(%err, "redaction trigger literals too many for one searcher; those patterns run over the whole text");
-                for t in plan.iter_mut().filter(|t| matches!(t, Trigger::Tokens(_))) {
+                for t in plan.iter_mut().filter(|t| in_group(t)) {
                     *t = Trigger::Always;
                 }
                 return Vec::new();
@@ -312,39 +314,6 @@ fn token_searchers(plan: &mut [Trigger]) -> Vec<AhoCorasick> {
         }
     }
     searchers
-}
-
-/// One packed searcher over the literals of the patterns `in_group` selects. If
-/// it cannot be built, those patterns always run instead (slower, still sound).
-fn literal_searcher(
-    plan: &mut [Trigger],
-    in_group: impl Fn(&Trigger) -> bool,
-) -> Option<AhoCorasick> {
-    let mut lits: Vec<Vec<u8>> = plan
-        .iter()
-        .filter(|t| in_group(t))
-        .flat_map(|t| match t {
-            Trigger::Tokens(l) | Trigger::Lowered(l) => l.clone(),
-            _ => Vec::new(),
-        })
-        .collect();
-    prefix_free(&mut lits);
-    if lits.is_empty() {
-        return None;
-    }
-    match AhoCorasick::builder()
-        .match_kind(MatchKind::LeftmostFirst)
-        .build(&lits)
-    {
-        Ok(ac) => Some(ac),
-        Err(err) => {
-            tracing::warn!(%err, "redaction trigger literals too many for one searcher; those patterns run over the whole text");
-            for t in plan.iter_mut().filter(|t| in_group(t)) {
-                *t = Trigger::Always;
-            }
-            None
-        }
-    }
 }
 
 /// The pattern's image under ASCII lowercasing: every match of `hir`, lowercased,
@@ -482,8 +451,8 @@ pub(super) struct Scan<'t> {
     triggers: &'t Triggers,
     text: &'t str,
     lower: Option<Vec<u8>>,
-    /// Cached next hits of the lowered, byte and always searchers, then of each
-    /// token searcher.
+    /// Cached next hits of the byte and always searchers, then of each token
+    /// searcher, then of each lowered one.
     next: Vec<Next>,
 }
 
@@ -505,22 +474,23 @@ impl Scan<'_> {
             if !stale {
                 continue;
             }
+            let n_tokens = t.tokens.len();
             let hit = match idx {
-                0 => match (&t.lowered, &self.lower) {
+                0 => any_byte(&t.bytes, self.text.as_bytes(), pos).map(|at| (at, 1)),
+                1 => t.always.as_ref().and_then(|re| {
+                    re.search(&regex_automata::Input::new(self.text).span(pos..len))
+                        .map(|m| (m.start(), 0))
+                }),
+                n if n < 2 + n_tokens => t.tokens.get(n - 2).and_then(|ac| {
+                    ac.find(Input::new(self.text).span(pos..len))
+                        .map(|m| (m.start(), m.len()))
+                }),
+                n => match (t.lowered.get(n - 2 - n_tokens), &self.lower) {
                     (Some(ac), Some(lower)) => ac
                         .find(Input::new(lower.as_slice()).span(pos..len))
                         .map(|m| (m.start(), m.len())),
                     _ => None,
                 },
-                1 => any_byte(&t.bytes, self.text.as_bytes(), pos).map(|at| (at, 1)),
-                2 => t.always.as_ref().and_then(|re| {
-                    re.search(&regex_automata::Input::new(self.text).span(pos..len))
-                        .map(|m| (m.start(), 0))
-                }),
-                n => t.tokens.get(n - 3).and_then(|ac| {
-                    ac.find(Input::new(self.text).span(pos..len))
-                        .map(|m| (m.start(), m.len()))
-                }),
             };
             self.next[idx] = hit.map_or(Next::None, |(at, n)| Next::At(at, n));
         }
