@@ -410,10 +410,7 @@ impl Redactor {
     /// carried stream state). `open_at_start` decides only when every line of
     /// `before` could be key body; otherwise the nearest line that cannot does.
     pub fn key_open_after(&self, before: &str, open_at_start: bool) -> bool {
-        match visible::strip(before) {
-            Some((seen, _)) => keys::open_after(&seen, open_at_start),
-            None => keys::open_after(before, open_at_start),
-        }
+        key_open_after(before, open_at_start)
     }
 
     /// Whether a private-key block is open after `text`, given whether one was open
@@ -585,9 +582,37 @@ pub fn recognised_table() -> String {
 /// Whether `text` ends inside a private-key block, with none open where it starts
 /// (the key state alone: no redactor needed, see [`Redactor::key_open_after`]).
 pub fn key_open_at_end(text: &str) -> bool {
-    match visible::strip(text) {
+    key_open_after(text, false)
+}
+
+/// The key state after `before` (see [`keys::open_after`]), on the text a person
+/// would see, at the cost of the part that matters: the visible copy is made from
+/// the line of the last `-----` on (the state before that line does not matter),
+/// or of the last [`KEY_LOOKBACK_BYTES`] when no marker is written plainly (one
+/// broken up by escapes is found there), not of all of `before`.
+fn key_open_after(before: &str, open_at_start: bool) -> bool {
+    let bytes = before.as_bytes();
+    let from = match memchr::memmem::rfind(bytes, b"-----") {
+        Some(at) => memchr::memrchr(b'\n', &bytes[..at]).map_or(0, |nl| nl + 1),
+        None => {
+            let mut floor = before.len().saturating_sub(KEY_LOOKBACK_BYTES);
+            while !before.is_char_boundary(floor) {
+                floor += 1;
+            }
+            match visible::strip(&before[floor..]) {
+                // An escaped marker within reach: decide from the visible copy.
+                Some((seen, _)) if seen.contains("-----") => {
+                    return keys::open_after(&seen, open_at_start && floor == 0);
+                }
+                // No marker at all: only a block open at the start can be open.
+                _ => return open_at_start && keys::open_after(before, true),
+            }
+        }
+    };
+    let slice = &before[from..];
+    match visible::strip(slice) {
         Some((seen, _)) => keys::open_after(&seen, false),
-        None => keys::open_after(text, false),
+        None => keys::open_after(slice, false),
     }
 }
 

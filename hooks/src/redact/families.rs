@@ -114,17 +114,12 @@ pub(super) fn code_patterns() -> Vec<(String, Kind)> {
         ),
         // E.164 phone numbers.
         v(r"(?-u:\B)\+[1-9][0-9]{7,14}(?-u:\b)".into(), Kind::Token),
-        // Twilio API key SIDs.
-        // (Two classes of at most ten, so each start is a three-byte literal.)
-        v(
-            format!(r"{B}SK(?:[0-9][0-9a-f]{{31}}|[a-f][0-9a-f]{{31}}){B}"),
-            Kind::Token,
-        ),
     ]
     .into_iter()
     .chain(
         super::providers::catalog()
             .into_iter()
+            .filter(|s| !s.dump_only)
             .map(|s| (s.pattern, s.kind)),
     )
     .collect()
@@ -163,7 +158,6 @@ pub(crate) const BUILTIN_ROWS: &[(&str, &str)] = &[
     ("AWS", "access key IDs `AKIA…`, `ASIA…`"),
     ("SendGrid", "API keys `SG.….…`"),
     ("Fernet", "tokens `gAAAAA…`"),
-    ("Twilio", "API key SIDs `SK…` (32 hex)"),
     (
         "Telegram",
         "bot tokens `<bot id>:<35 characters>` (the bot id kept)",
@@ -195,7 +189,7 @@ pub(crate) const BUILTIN_ROWS: &[(&str, &str)] = &[
 /// The assignment families, used only for environment dumps and secret files.
 pub(super) fn dump_patterns() -> Vec<(String, Kind)> {
     let value = r#"(?:"[^"\n]*"|'[^'\n]*'|[^\s"']*)"#;
-    vec![
+    let mut patterns = vec![
         (
             format!(
                 r"(?m)^[ \t]*(?:export[ \t]+|declare[ \t]+-[A-Za-z]+[ \t]+|setenv[ \t]+)?(?:[A-Za-z0-9]+[_.])*(?:[A-Za-z0-9]*(?i-u:PASSWORD|PASSWD|TOKEN|SECRET)|(?i-u:{ENV_WORDS}))(?:[_.][A-Za-z0-9]+)*[ \t]*=[ \t]*{value}"
@@ -212,7 +206,14 @@ pub(super) fn dump_patterns() -> Vec<(String, Kind)> {
             ),
             Kind::YamlField,
         ),
-    ]
+    ];
+    patterns.extend(
+        super::providers::catalog()
+            .into_iter()
+            .filter(|s| s.dump_only)
+            .map(|s| (s.pattern, s.kind)),
+    );
+    patterns
 }
 
 /// The replacement for one match, or `None` to leave it as it is (a value that

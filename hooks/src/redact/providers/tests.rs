@@ -29,7 +29,12 @@ fn issue34_one_sample_per_recognised_provider_is_masked() {
             format!("got {} from the vault", shape.sample),
             format!("{{\"value\": \"{}\"}}", shape.sample),
         ] {
-            let out = redactor.redact(&text, RedactMode::Code);
+            let mode = if shape.dump_only {
+                RedactMode::SecretDump
+            } else {
+                RedactMode::Code
+            };
+            let out = redactor.redact(&text, mode);
             assert!(
                 leak(&out, secret).is_none(),
                 "{} ({}) leaks through: {out}",
