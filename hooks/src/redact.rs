@@ -586,33 +586,27 @@ pub fn key_open_at_end(text: &str) -> bool {
 }
 
 /// The key state after `before` (see [`keys::open_after`]), on the text a person
-/// would see, at the cost of the part that matters: the visible copy is made from
-/// the line of the last `-----` on (the state before that line does not matter),
-/// or of the last [`KEY_LOOKBACK_BYTES`] when no marker is written plainly (one
-/// broken up by escapes is found there), not of all of `before`.
+/// would see, at the cost of the part that matters. A line holding `-----` is
+/// never key body, so the state after the last such line does not depend on what
+/// came before it: within the last [`KEY_LOOKBACK_BYTES`] (escapes removed, so a
+/// marker broken up by them counts) the machine runs from that line. Without one
+/// there, a block can be open only if every line since one could be key body: the
+/// look-back walks back over such lines, however many, to the nearest line that
+/// cannot be (usually the last one), and runs from there.
 fn key_open_after(before: &str, open_at_start: bool) -> bool {
-    let bytes = before.as_bytes();
-    let from = match memchr::memmem::rfind(bytes, b"-----") {
-        Some(at) => memchr::memrchr(b'\n', &bytes[..at]).map_or(0, |nl| nl + 1),
-        None => {
-            let mut floor = before.len().saturating_sub(KEY_LOOKBACK_BYTES);
-            while !before.is_char_boundary(floor) {
-                floor += 1;
-            }
-            match visible::strip(&before[floor..]) {
-                // An escaped marker within reach: decide from the visible copy.
-                Some((seen, _)) if seen.contains("-----") => {
-                    return keys::open_after(&seen, open_at_start && floor == 0);
-                }
-                // No marker at all: only a block open at the start can be open.
-                _ => return open_at_start && keys::open_after(before, true),
-            }
-        }
-    };
-    let slice = &before[from..];
-    match visible::strip(slice) {
-        Some((seen, _)) => keys::open_after(&seen, false),
-        None => keys::open_after(slice, false),
+    let mut floor = before.len().saturating_sub(KEY_LOOKBACK_BYTES);
+    while !before.is_char_boundary(floor) {
+        floor += 1;
+    }
+    let recent = &before[floor..];
+    let stripped = visible::strip(recent);
+    let seen = stripped.as_ref().map_or(recent, |(copy, _)| copy.as_str());
+    if memchr::memmem::rfind(seen.as_bytes(), b"-----").is_some() {
+        return keys::open_after(seen, open_at_start && floor == 0);
+    }
+    match keys::lookback_start(before) {
+        Some(from) => keys::spans(&before[from..], false).1,
+        None => open_at_start,
     }
 }
 

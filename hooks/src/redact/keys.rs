@@ -244,7 +244,16 @@ fn frame_body(frame: &str) -> Option<(usize, usize)> {
         || prefix.ends_with([':', '|', '-', '+', '>', '<', '!', '$', '#', ']'])
         || prefix.ends_with("\\n");
     let long = run_len >= 16 || core.ends_with('=');
-    (long || marked_prefix).then_some((run_start, end))
+    // A short run behind a prefix is body only if it looks like base64, not a
+    // word (`status: ok`, `INFO: Started`).
+    let run = &core[run_start..];
+    let base64ish = run
+        .bytes()
+        .any(|b| b.is_ascii_digit() || matches!(b, b'+' | b'/'))
+        || (run.len() >= 8
+            && run.bytes().filter(u8::is_ascii_uppercase).count() >= 2
+            && run.bytes().any(|b| b.is_ascii_lowercase()));
+    (long || (marked_prefix && base64ish)).then_some((run_start, end))
 }
 
 /// Where the trailer of a body frame starts: trailing spaces, `$` (`cat -A`), `^M`,

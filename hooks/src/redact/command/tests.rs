@@ -5,7 +5,7 @@ fn shown(command: &str) -> String {
 }
 
 #[test]
-fn issue34_each_command_line_form_is_masked_and_the_rest_kept() {
+fn b30_issue34_each_command_line_form_is_masked_and_the_rest_kept() {
     let cases = [
         (
             "API_TOKEN=s3cr3tvalue42 deploy.sh",
@@ -77,7 +77,7 @@ fn issue34_each_command_line_form_is_masked_and_the_rest_kept() {
 }
 
 #[test]
-fn issue34_ordinary_command_lines_are_left_alone() {
+fn b30_issue34_ordinary_command_lines_are_left_alone() {
     for command in [
         "ls -la /tmp",
         "ssh -p 2222 host",
