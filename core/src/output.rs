@@ -72,6 +72,20 @@ pub(crate) fn context_before(file: &File, at: u64) -> std::io::Result<(String, b
     Ok((text, open))
 }
 
+/// The last `chars` characters of a session's tail `text`: `growing` while it runs
+/// (its unfinished line may still become a secret), starting inside a private-key
+/// block when `key_open`.
+pub(crate) fn live_tail(
+    text: &str,
+    chars: usize,
+    growing: bool,
+    key_open: bool,
+) -> herd_hooks::Window<'_> {
+    herd_hooks::Window::last_chars(text, chars)
+        .growing(growing)
+        .after_open_key(key_open)
+}
+
 /// `buf.len()` bytes of `file` at `at`, or fewer at its end (then `buf` is cut).
 ///
 /// # Errors

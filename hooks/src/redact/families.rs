@@ -23,6 +23,19 @@ const FIELD_WORDS: &str = r"(?:api_?key|apikey|token|secret|password|passwd|cred
 /// three families without one (Telegram bot tokens, Zhipu keys, bare-token URL
 /// userinfo) are found by [`side_matches`] instead.
 pub(super) fn code_patterns() -> Vec<(String, Kind)> {
+    first_families()
+        .into_iter()
+        .chain(
+            super::providers::catalog()
+                .into_iter()
+                .filter(|s| !s.dump_only)
+                .map(|s| (s.pattern, s.kind)),
+        )
+        .collect()
+}
+
+/// The families written here (the provider table adds the rest).
+fn first_families() -> Vec<(String, Kind)> {
     let distinctive = [
         "ghp_",
         "gho_",
@@ -115,14 +128,6 @@ pub(super) fn code_patterns() -> Vec<(String, Kind)> {
         // E.164 phone numbers.
         v(r"(?-u:\B)\+[1-9][0-9]{7,14}(?-u:\b)".into(), Kind::Token),
     ]
-    .into_iter()
-    .chain(
-        super::providers::catalog()
-            .into_iter()
-            .filter(|s| !s.dump_only)
-            .map(|s| (s.pattern, s.kind)),
-    )
-    .collect()
 }
 
 /// What the families of this module recognise, for the table of

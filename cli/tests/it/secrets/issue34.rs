@@ -7,8 +7,8 @@
 //! the paged routes of a running job.
 
 use super::{
-    Key, Mode, Proof, Rng, Secret, data, json_any, read_durable, read_finished, read_pages,
-    script, secret, start,
+    Key, Mode, Proof, Rng, Secret, data, json_any, read_durable, read_finished, read_pages, script,
+    secret, start,
 };
 use crate::support::Env;
 
@@ -49,7 +49,12 @@ fn shapes(env: &Env, rng: &mut Rng) -> (String, Vec<Secret>, usize) {
     let bold_token = format!("ghp_{}", rng.alnum(36));
     let under_token = format!("whsec_{}", rng.alnum(32));
     let dcs_token = format!("glpat-{}", rng.alnum(20));
-    let slack = format!("hooks.slack.com/services/T0{}/B0{}/{}", rng.alnum(8), rng.alnum(8), rng.alnum(24));
+    let slack = format!(
+        "hooks.slack.com/services/T0{}/B0{}/{}",
+        rng.alnum(8),
+        rng.alnum(8),
+        rng.alnum(24)
+    );
     let google = format!("ya29.{}", rng.alnum(60));
     let cookie = rng.alnum(32);
     let url_pass = format!("Pw{}", rng.alnum(16));
@@ -140,7 +145,10 @@ fn b30_issue34_command_lines_are_shown_redacted_and_run_as_written() {
     }
     // The command ran with the value as written: the job saw all 30 characters.
     let ran = env.ok(&["logs", &ids[0].0]);
-    assert!(ran.contains("length 30"), "the job did not see its token: {ran}");
+    assert!(
+        ran.contains("length 30"),
+        "the job did not see its token: {ran}"
+    );
     read_durable(&env, &ids, &mut proof);
     proof.finish("secrets on command lines", 30);
 }
@@ -170,7 +178,15 @@ fn b30_issue34_paged_routes_hold_an_unfinished_token_like_the_streams() {
         }
         for args in [
             vec!["logs", id.as_str(), "-n", "1", "--json"],
-            vec!["logs", id.as_str(), "--offset", "1", "--limit", "1", "--json"],
+            vec![
+                "logs",
+                id.as_str(),
+                "--offset",
+                "1",
+                "--limit",
+                "1",
+                "--json",
+            ],
             vec!["poll", id.as_str(), "--json"],
         ] {
             proof.json(&format!("{label}: {args:?}"), &json_any(&env, &args));

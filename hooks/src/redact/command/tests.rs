@@ -1,3 +1,6 @@
+//! Command lines redacted as command lines: one case per form, and ordinary
+//! command lines left alone.
+
 use crate::Redactor;
 
 fn shown(command: &str) -> String {
