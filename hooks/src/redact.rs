@@ -588,8 +588,8 @@ pub fn key_open_at_end(text: &str) -> bool {
 /// The key state after `before` (see [`keys::open_after`]), on the text a person
 /// would see, at the cost of the part that matters. A line holding `-----` is
 /// never key body, so the state after the last such line does not depend on what
-/// came before it: within the last [`KEY_LOOKBACK_BYTES`] (escapes removed, so a
-/// marker broken up by them counts) the machine runs from that line. Without one
+/// came before it: within the last [`KEY_LOOKBACK_BYTES`] the machine runs from
+/// that line (escapes removed from there on). Without one
 /// there, a block can be open only if every line since one could be key body: the
 /// look-back walks back over such lines, however many, to the nearest line that
 /// cannot be (usually the last one), and runs from there.
@@ -598,11 +598,16 @@ fn key_open_after(before: &str, open_at_start: bool) -> bool {
     while !before.is_char_boundary(floor) {
         floor += 1;
     }
-    let recent = &before[floor..];
-    let stripped = visible::strip(recent);
-    let seen = stripped.as_ref().map_or(recent, |(copy, _)| copy.as_str());
-    if memchr::memmem::rfind(seen.as_bytes(), b"-----").is_some() {
-        return keys::open_after(seen, open_at_start && floor == 0);
+    // The visible copy is made only from the line of the last marker on (a
+    // marker broken up by escapes is seen inside a window's own context, not here).
+    if let Some(at) = memchr::memmem::rfind(&before.as_bytes()[floor..], b"-----") {
+        let at = floor + at;
+        let from = memchr::memrchr(b'\n', &before.as_bytes()[..at]).map_or(0, |nl| nl + 1);
+        let slice = &before[from..];
+        return match visible::strip(slice) {
+            Some((seen, _)) => keys::open_after(&seen, false),
+            None => keys::open_after(slice, false),
+        };
     }
     match keys::lookback_start(before) {
         Some(from) => keys::spans(&before[from..], false).1,

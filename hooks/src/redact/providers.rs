@@ -103,9 +103,9 @@ const TOKENS: &[(&str, &str, &str, &str)] = &[
     ),
     (
         "Authress",
-        "service client key `sc_….acc_…`",
-        r"(?:sc|ext|scauth|authress)_[a-z0-9]{5,30}\.[a-z0-9]{4,6}\.acc[_-][a-z0-9-]{10,32}\.[A-Za-z0-9+/_=-]{30,120}",
-        "sc_{L10}.{L5}.acc_{L16}.{A40}",
+        "service client key `authress_….acc_…`, `scauth_…`",
+        r"(?:scauth|authress)_[a-z0-9]{5,30}\.[a-z0-9]{4,6}\.acc[_-][a-z0-9-]{10,32}\.[A-Za-z0-9+/_=-]{30,120}",
+        "authress_{L10}.{L5}.acc_{L16}.{A40}",
     ),
     (
         "AWS",
