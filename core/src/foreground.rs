@@ -14,7 +14,7 @@
 
 use std::time::Duration;
 
-use herd_hooks::{Route, Shown, Window};
+use herd_hooks::{Route, Shown};
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
@@ -178,8 +178,8 @@ impl Registry {
             }
         }
         let growing = s.status() == SessionStatus::Running;
-        let (text, cut) = s.text();
-        let window = Window::last_chars(&text, FOREGROUND_OUTPUT_CHARS).growing(growing);
+        let (text, cut, key_open) = s.text();
+        let window = crate::output::live_tail(&text, FOREGROUND_OUTPUT_CHARS, growing, key_open);
         let cut = cut || window.omits_start();
         let st = s.state();
         let output = self.inner.show(&s, &st, Route::Foreground, window);

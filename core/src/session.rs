@@ -225,11 +225,32 @@ impl Session {
         }
     }
 
-    /// The tail as text, ANSI-stripped, and whether earlier output is not in it.
-    pub(crate) fn text(&self) -> (String, bool) {
+    /// The tail as text, ANSI-stripped, whether earlier output is not in it, and
+    /// whether a private-key block is open where it starts.
+    pub(crate) fn text(&self) -> (String, bool, bool) {
         let running = self.state().finished.is_none();
-        let (text, cut, _) = self.tail_text(running);
-        (text, cut)
+        let (text, cut, from) = self.tail_text(running);
+        let key_open = self.key_open_at(&text, cut, from);
+        (text, cut, key_open)
+    }
+
+    /// Whether a private-key block is open where `text` (the tail from byte `from`
+    /// of the output, `cut` when earlier output exists) starts. Asked of the log,
+    /// which holds what came before, only when it matters (the tail's first line
+    /// could be key body); a log that does not reach `from` (its cap, a failed
+    /// write) cannot say, and the block is taken as open.
+    pub(crate) fn key_open_at(&self, text: &str, cut: bool, from: u64) -> bool {
+        if !cut || from == 0 || !herd_hooks::key_state_matters(text) {
+            return false;
+        }
+        let file = match std::fs::File::open(&self.log_path) {
+            Ok(file) => file,
+            Err(_) => return true,
+        };
+        if file.metadata().map_or(true, |m| m.len() < from) {
+            return true;
+        }
+        crate::output::key_open_at(&file, from).unwrap_or(true)
     }
 
     /// The tail as text at end of stream: an incomplete trailing character becomes

@@ -54,7 +54,8 @@ pub(crate) fn complete_prefix_len(bytes: &[u8]) -> usize {
     len
 }
 
-/// Removes ANSI escape sequences (CSI, OSC, and two-byte escapes) from `text`.
+/// Removes ANSI escape sequences (CSI, the OSC, DCS, SOS, PM and APC strings, and
+/// two-byte escapes) from `text`.
 pub(crate) fn strip_ansi(text: &str) -> String {
     if !text.contains('\u{1b}') {
         return text.to_owned();
@@ -75,10 +76,15 @@ pub(crate) fn strip_ansi(text: &str) -> String {
                     }
                 }
             }
-            Some(']') => {
-                // OSC: ends with BEL or ESC \.
+            Some(']' | 'P' | 'X' | '^' | '_') => {
+                // OSC, DCS, SOS, PM, APC: a string that ends with BEL or ESC \.
                 while let Some(c) = chars.next() {
                     if c == '\u{7}' {
+                        break;
+                    }
+                    // An unterminated string never swallows a line.
+                    if c == '\n' {
+                        out.push(c);
                         break;
                     }
                     if c == '\u{1b}' {

@@ -6,7 +6,9 @@
 //!
 //! Input format (so seeds can be written by hand): byte 0 holds flags (bits 0-2 the
 //! window, bit 3 "use the extra patterns", bit 4 "the token is on a line with the
-//! text around it", bit 6 "go idle now and then", bit 7 the `SecretDump` mode), bytes 1-2 a size (little-endian), byte 3 seeds the token;
+//! text around it", bit 5 "the token is printed in overstrike, `c\bc`, as `man`
+//! bolds it; outputs are checked as `col -b` shows them", bit 6 "go idle now and
+//! then", bit 7 the `SecretDump` mode), bytes 1-2 a size (little-endian), byte 3 seeds the token;
 //! the rest is UTF-8 (lossily) split at U+001E into the text before the token, the
 //! text after it, the command and the extra patterns (separated by U+001F).
 
@@ -74,9 +76,26 @@ fn token(seed: u8) -> String {
     format!("ghp_{body}")
 }
 
+/// `text` as `col -b` shows it: a backspace lets the next character overwrite the
+/// previous one.
+fn col_b(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{8}' {
+            if chars.peek().is_some_and(|n| !n.is_control()) && !out.ends_with('\n') {
+                out.pop();
+            }
+            continue;
+        }
+        out.push(c);
+    }
+    out
+}
+
 fn check(what: &str, out: &str, token: &str, text: &str, patterns: &[String]) {
     assert!(
-        !out.contains(token),
+        !out.contains(token) && !col_b(out).contains(token),
         "{what} let the planted token out\npatterns: {patterns:?}\ntext: {text:?}\nout: {out:?}"
     );
 }
@@ -110,12 +129,17 @@ fuzz_target!(|data: &[u8]| {
         }
     };
     let token = token(seed);
+    let printed = if flags & 0x20 != 0 {
+        token.chars().map(|c| format!("{c}\u{8}{c}")).collect()
+    } else {
+        token.clone()
+    };
     // The token stands alone on its line, or between words on one (`token ghp_...
     // used`), as tools print them.
     let text = if flags & 0x10 != 0 {
-        format!("{before} {token} {after}")
+        format!("{before} {printed} {after}")
     } else {
-        format!("{before}\n{token}\n{after}")
+        format!("{before}\n{printed}\n{after}")
     };
     let n = usize::from(size);
     let mode = if flags & 0x80 != 0 {

@@ -46,7 +46,8 @@ pub use pipeline::{
     DEFAULT_BUDGET, Hook, HookChain, HookError, HookStats, Pipeline, SUPPRESS_AFTER_TIMEOUT,
 };
 pub use redact::{
-    KEY_LOOKBACK_BYTES, KeyLines, RedactMode, Redactor, RedactorConfig, StreamRedactor, mask,
+    KEY_LOOKBACK_BYTES, KeyLines, RedactMode, Redactor, RedactorConfig, StreamRedactor,
+    key_open_at_end, key_state_matters, mask, recognised_table,
 };
 pub use window::{LINE_CONTEXT_BYTES, Shown, ShownStream, Window};
 

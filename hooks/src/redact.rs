@@ -46,17 +46,20 @@ use regex_automata::{Anchored, Input, meta};
 
 use crate::Error;
 
+mod command;
 mod families;
 mod keys;
+mod providers;
 mod stream;
 mod triggers;
 mod visible;
 
 pub use stream::StreamRedactor;
 
-/// How far back a window or stream looks for the BEGIN line of a private-key block
-/// it starts inside (the longest armoured keys, RSA 16384 or PGP with subkeys, are
-/// under 20 KiB).
+/// How much output before a window a route reads at first to learn whether the
+/// window starts inside a private-key block. It is not a limit: when every line it
+/// read could be key body, the route reads further back, to the block's start
+/// (see `Redactor::key_state_needs_more`).
 pub const KEY_LOOKBACK_BYTES: usize = 64 * 1024;
 
 /// Which automaton to use for a text.
@@ -110,6 +113,12 @@ pub(crate) enum Kind {
     Telegram,
     /// `NAME=value` in an environment dump.
     EnvAssign,
+    /// `name = value` (any of `=`, `:`, `=>`, `:=`, quoted or not) for a name that
+    /// holds a secret: the value is masked unless it is a reference, code, or
+    /// holds no digit.
+    NamedValue,
+    /// `Cookie: a=1; b=2`: every value is masked, names and attributes kept.
+    Cookie,
     /// `"name": "value"` in JSON.
     JsonField,
     /// `name: value` in YAML.
@@ -264,9 +273,27 @@ impl Redactor {
         self.redact(text, RedactMode::for_command(command))
     }
 
-    /// Redacts a command line itself (always in `Code` mode).
+    /// Redacts a command line itself: as a command line (secret assignments before
+    /// the command, password and token options, see `command`), then every output
+    /// family (`Code` mode). Only the shown form changes; the command runs as
+    /// written.
     pub fn redact_command<'t>(&self, command: &'t str) -> Cow<'t, str> {
-        self.redact(command, RedactMode::Code)
+        let own = command::command_spans(command);
+        if own.is_empty() {
+            return self.redact(command, RedactMode::Code);
+        }
+        let (found, _) = self.find(command, RedactMode::Code, false);
+        let mut all = own;
+        all.extend(found);
+        all.sort_by_key(|f| f.start);
+        let mut merged: Vec<Found> = Vec::with_capacity(all.len());
+        for f in all {
+            match merged.last() {
+                Some(last) if f.start < last.end => {}
+                _ => merged.push(f),
+            }
+        }
+        Cow::Owned(splice(command, &merged).into_owned())
     }
 
     /// Redacts `text` in one left-to-right walk. Returns the input borrowed when
@@ -283,15 +310,28 @@ impl Redactor {
     /// private-key block `before` ends inside is masked on in `text`, and a secret
     /// on the line `text` starts inside is found whole). Returns `text`'s part.
     pub fn redact_after(&self, before: &str, text: &str, mode: RedactMode) -> String {
+        self.redact_after_state(before, false, text, mode)
+    }
+
+    /// [`Self::redact_after`], given whether a private-key block was open where
+    /// `before` starts (see [`key_state_matters`]).
+    pub fn redact_after_state(
+        &self,
+        before: &str,
+        open_at_start: bool,
+        text: &str,
+        mode: RedactMode,
+    ) -> String {
         if before.is_empty() {
-            return self.redact(text, mode).into_owned();
+            let (found, _) = self.find(text, mode, open_at_start);
+            return splice(text, &found).into_owned();
         }
         let line_start = memchr::memrchr(b'\n', before.as_bytes()).map_or(0, |idx| idx + 1);
         let mut from = line_start.max(before.len().saturating_sub(crate::LINE_CONTEXT_BYTES));
         while !before.is_char_boundary(from) {
             from += 1;
         }
-        let key_open = self.key_open_at_end(&before[..from]);
+        let key_open = self.key_open_after(&before[..from], open_at_start);
         let mut joined = String::with_capacity(before.len() - from + text.len());
         joined.push_str(&before[from..]);
         joined.push_str(text);
@@ -309,7 +349,7 @@ impl Redactor {
             None => (text, None),
         };
         let to_text = |start: usize, end: usize| match map {
-            Some(map) => (map[start], map[end - 1] + 1),
+            Some(map) => visible::widen_overstrike(text, map[start], map[end - 1] + 1),
             None => (start, end),
         };
         let (keys, open_after) = keys::spans(haystack, key_open);
@@ -359,16 +399,18 @@ impl Redactor {
     }
 
     /// Whether `before` (the output just before some position) ends inside a
-    /// private-key block, looking back at most [`KEY_LOOKBACK_BYTES`].
+    /// private-key block, looking back as far as the block reaches (to the nearest
+    /// line that cannot be key body), with no block open where `before` starts.
     pub fn key_open_at_end(&self, before: &str) -> bool {
-        let Some(from) = keys::lookback_start(before, KEY_LOOKBACK_BYTES) else {
-            return false;
-        };
-        let slice = &before[from..];
-        match visible::strip(slice) {
-            Some((seen, _)) => keys::spans(&seen, false).1,
-            None => keys::spans(slice, false).1,
-        }
+        self.key_open_after(before, false)
+    }
+
+    /// Whether `before` ends inside a private-key block, given whether one was open
+    /// where it starts (`open_at_start`, known to the caller: a log index, a
+    /// carried stream state). `open_at_start` decides only when every line of
+    /// `before` could be key body; otherwise the nearest line that cannot does.
+    pub fn key_open_after(&self, before: &str, open_at_start: bool) -> bool {
+        key_open_after(before, open_at_start)
     }
 
     /// Whether a private-key block is open after `text`, given whether one was open
@@ -517,11 +559,68 @@ fn is_token_char(c: char) -> bool {
         || matches!(c, '_' | '-' | '.' | ':' | '/' | '+' | '=' | '@' | '%' | '~')
 }
 
+/// Whether the private-key state where `text` starts can change what is masked in
+/// it: its first line could be key body (or is empty), so a block opened before
+/// `text` would go on in it. A route that shows text cut from a longer output (a
+/// tail, a page, a chunk) learns the state before it, from as far back as the
+/// block reaches, only then (`Redactor::key_open_after`, `Window::after_open_key`).
+pub fn key_state_matters(text: &str) -> bool {
+    let end = memchr::memchr(b'\n', text.as_bytes()).map_or(text.len(), |idx| idx);
+    let first = &text[..end];
+    match visible::strip(first) {
+        Some((seen, _)) => keys::could_be_body(&seen),
+        None => keys::could_be_body(first),
+    }
+}
+
+/// The table of what the redactor recognises (provider, shape), as markdown: the
+/// generated part of `docs/secrets.md`.
+pub fn recognised_table() -> String {
+    providers::markdown_table(families::BUILTIN_ROWS)
+}
+
+/// Whether `text` ends inside a private-key block, with none open where it starts
+/// (the key state alone: no redactor needed, see [`Redactor::key_open_after`]).
+pub fn key_open_at_end(text: &str) -> bool {
+    key_open_after(text, false)
+}
+
+/// The key state after `before` (see [`keys::open_after`]), on the text a person
+/// would see, at the cost of the part that matters. A line holding `-----` is
+/// never key body, so the state after the last such line does not depend on what
+/// came before it: within the last [`KEY_LOOKBACK_BYTES`] the machine runs from
+/// that line (escapes removed from there on). Without one
+/// there, a block can be open only if every line since one could be key body: the
+/// look-back walks back over such lines, however many, to the nearest line that
+/// cannot be (usually the last one), and runs from there.
+fn key_open_after(before: &str, open_at_start: bool) -> bool {
+    let mut floor = before.len().saturating_sub(KEY_LOOKBACK_BYTES);
+    while !before.is_char_boundary(floor) {
+        floor += 1;
+    }
+    // The visible copy is made only from the line of the last marker on (a
+    // marker broken up by escapes is seen inside a window's own context, not here).
+    if let Some(at) = memchr::memmem::rfind(&before.as_bytes()[floor..], b"-----") {
+        let at = floor + at;
+        let from = memchr::memrchr(b'\n', &before.as_bytes()[..at]).map_or(0, |nl| nl + 1);
+        let slice = &before[from..];
+        return match visible::strip(slice) {
+            Some((seen, _)) => keys::open_after(&seen, false),
+            None => keys::open_after(slice, false),
+        };
+    }
+    match keys::lookback_start(before) {
+        Some(from) => keys::spans(&before[from..], false).1,
+        None => open_at_start,
+    }
+}
+
 /// The side scanner's kinds as `'static` references (they carry no data).
 fn side_kind(kind: &Kind) -> &'static Kind {
     match kind {
         Kind::Telegram => &Kind::Telegram,
         Kind::UserinfoToken => &Kind::UserinfoToken,
+        Kind::DbPassword => &Kind::DbPassword,
         _ => &Kind::Token,
     }
 }

@@ -10,8 +10,9 @@
 //!
 //! 1. widens the range to the whole lines it touches (at most
 //!    [`LINE_CONTEXT_BYTES`] each way) and learns whether a private-key block is
-//!    open where that context starts (looking back at most
-//!    [`KEY_LOOKBACK_BYTES`](crate::KEY_LOOKBACK_BYTES));
+//!    open where that context starts (looking back to the nearest line that
+//!    cannot be key body, however far; the caller says whether one was open where
+//!    the source starts, [`Window::after_open_key`]);
 //! 2. for a character budget (the last or first N characters), runs the hooks and
 //!    the redactor on those whole lines and then takes the budget from the result:
 //!    redaction first, the cut after;
@@ -362,8 +363,8 @@ impl Pipeline {
         let key_open = if from == 0 {
             key_open_at_source
         } else {
-            self.redactor().key_open_at_end(&source[..from])
-                || (key_open_at_source && !source[..from].contains('\n'))
+            self.redactor()
+                .key_open_after(&source[..from], key_open_at_source)
         };
         let out = match keep {
             // A character budget: hooks and the redactor see the whole lines the
@@ -457,8 +458,17 @@ pub struct ShownStream {
 impl ShownStream {
     /// Starts the stream inside a private-key block when `before` (the output just
     /// before the stream's first byte) ends inside one.
-    pub fn after(mut self, before: &str) -> Self {
-        let open = self.pipeline.redactor().key_open_at_end(before);
+    pub fn after(self, before: &str) -> Self {
+        self.after_state(before, false)
+    }
+
+    /// Like [`Self::after`], given whether a private-key block was open where
+    /// `before` starts (see [`crate::key_state_matters`]).
+    pub fn after_state(mut self, before: &str, open_at_start: bool) -> Self {
+        let open = self
+            .pipeline
+            .redactor()
+            .key_open_after(before, open_at_start);
         self.redact.set_key_open(open);
         self
     }

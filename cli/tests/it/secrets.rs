@@ -200,6 +200,18 @@ fn seen(text: &str) -> String {
             '\u{9b}' => idx = skip_csi(&chars, idx),
             '\u{90}' | '\u{98}' | '\u{9d}' | '\u{9e}' | '\u{9f}' => idx = skip_string(&chars, idx),
             '\n' | '\t' => out.push(c),
+            // Overstrike, as `col -b` resolves it: the later character is seen,
+            // and the letter of an underline (`_\bc`, `c\b_`).
+            '\u{8}' => match out.chars().next_back() {
+                Some(prev) if prev != '\n' => {
+                    if chars.get(idx) == Some(&'_') && prev != '_' {
+                        idx += 1;
+                    } else {
+                        out.pop();
+                    }
+                }
+                _ => {}
+            },
             c if c < ' ' || ('\u{7f}'..='\u{9f}').contains(&c) || is_invisible(c) => {}
             c => out.push(c),
         }
@@ -1559,3 +1571,5 @@ async fn b30_mcp_tools_mask_every_shape() {
     client.cancel().await.expect("the client closes");
     proof.finish("the MCP tools", 80);
 }
+
+mod issue34;

@@ -61,6 +61,12 @@ pub(crate) struct TextPage {
     pub(crate) is_tail_cut: bool,
     /// The byte budget gave the page fewer lines than asked for, or cut one.
     pub(crate) is_byte_limited: bool,
+    /// A private-key block is open where `source` starts (learnt from the log
+    /// before it, as far back as the block reaches).
+    pub(crate) key_open: bool,
+    /// The page ends with the unfinished last line of a running session: what of
+    /// it could still become a secret is held back, as a stream holds it.
+    pub(crate) growing: bool,
 }
 
 impl TextPage {
@@ -95,7 +101,18 @@ impl TextPage {
             is_head_cut: false,
             is_tail_cut: false,
             is_byte_limited: false,
+            key_open: false,
+            growing: false,
         }
+    }
+
+    /// The same page, of a text whose private-key state at its start is
+    /// `key_open`, still being written when `running` (the last line may be
+    /// unfinished).
+    pub(crate) fn live(mut self, key_open: bool, running: bool) -> TextPage {
+        self.key_open = key_open;
+        self.growing = running && self.range.end == self.source.len();
+        self
     }
 
     /// The page's own text, unredacted (tests only: a route shows [`Self::window`]).
@@ -107,6 +124,8 @@ impl TextPage {
     /// The page as a window over its source, for the output pipeline.
     pub(crate) fn window(&self) -> Window<'_> {
         Window::range(&self.source, self.range.clone())
+            .after_open_key(self.key_open)
+            .growing(self.growing)
     }
 
     /// `output` (this page's text after the output pipeline) with [`LINE_CUT_MARKER`]
@@ -161,7 +180,7 @@ impl TextPage {
         let raw = read_page(&file, offset, limit, max_bytes)?;
         // The context: what the log holds before the page (for a private-key block
         // the page starts inside, or a cut line's start) and the rest of a cut line.
-        let before = super::text_before(&file, raw.start_byte)?;
+        let (before, key_open) = super::context_before(&file, raw.start_byte)?;
         let end_byte = raw.start_byte + raw.bytes.len() as u64;
         let mut after = Vec::new();
         if raw.is_tail_cut {
@@ -188,6 +207,8 @@ impl TextPage {
             is_head_cut: raw.is_head_cut,
             is_tail_cut: raw.is_tail_cut,
             is_byte_limited: raw.is_byte_limited,
+            key_open,
+            growing: is_running && raw.reaches_end && !raw.is_tail_cut,
         }))
     }
 }

@@ -107,8 +107,9 @@ impl Inner {
                 known
             }
         };
-        let (final_text, final_cut, _) = s.text_final();
-        let window = Window::last_chars(&final_text, s.completion_chars);
+        let (final_text, final_cut, final_from) = s.text_final();
+        let key_open = s.key_open_at(&final_text, final_cut, final_from);
+        let window = Window::last_chars(&final_text, s.completion_chars).after_open_key(key_open);
         let output_cut = final_cut || window.omits_start();
         let output = {
             let (owner, exit_known) = {

@@ -3,8 +3,9 @@
 //!
 //! A stateless chunk (`log_chunk(from_byte)`) is a window over the bytes it hands
 //! out plus context read around them: up to [`KEY_LOOKBACK_BYTES`] before (a
-//! private-key block the chunk starts inside) and the rest of a line the chunk
-//! cuts. A follower keeps one [`ShownStream`] for its whole life instead, so a key
+//! private-key block the chunk starts inside; the log is read further back, to the
+//! block's start, when every line of that context could be key body) and the rest
+//! of a line the chunk cuts. A follower keeps one [`ShownStream`] for its whole life instead, so a key
 //! printed line by line is masked as it arrives and nothing is read twice.
 
 use std::fs::File;
@@ -32,12 +33,14 @@ pub(crate) struct ChunkRead {
     range: std::ops::Range<usize>,
     /// The file offset after the chunk.
     pub(crate) next_byte: u64,
+    /// A private-key block is open where `source` starts.
+    key_open: bool,
 }
 
 impl ChunkRead {
     /// The chunk as a window over its source.
     pub(crate) fn window(&self) -> Window<'_> {
-        Window::range(&self.source, self.range.clone())
+        Window::range(&self.source, self.range.clone()).after_open_key(self.key_open)
     }
 }
 
@@ -121,6 +124,12 @@ pub(crate) fn read_chunk(
     };
     let next_byte = from_byte + keep as u64;
     let cut = before_abs > 0;
+    // Whether a private-key block is open where the context starts: asked of the
+    // log further back only when the context's first line could be key body.
+    let key_open =
+        cut && herd_hooks::key_state_matters(&String::from_utf8_lossy(
+            &buf[before_start..chunk_start.min(before_start + 4096)],
+        )) && crate::output::key_open_at(&file, before_abs).map_err(io_err)?;
     if let Some((start, end)) =
         one_text(&buf, before_start, cut, chunk_start, chunk_stop, after_stop)
     {
@@ -134,6 +143,7 @@ pub(crate) fn read_chunk(
                     range: chunk_start - start..chunk_stop - start,
                     source,
                     next_byte,
+                    key_open,
                 }));
             }
             Err(err) => {
@@ -154,6 +164,7 @@ pub(crate) fn read_chunk(
         range: before.len()..before.len() + chunk.len(),
         source,
         next_byte,
+        key_open,
     }))
 }
 
@@ -254,12 +265,12 @@ impl LogFollower {
         if from_byte > 0
             && let Ok(file) = File::open(&path)
         {
-            let before =
-                crate::output::text_before(&file, from_byte).map_err(|source| Error::Io {
+            let (before, open) =
+                crate::output::context_before(&file, from_byte).map_err(|source| Error::Io {
                     path: path.clone(),
                     source,
                 })?;
-            stream = stream.after(&before);
+            stream = stream.after_state(&before, open);
         }
         Ok(LogFollower {
             inner,

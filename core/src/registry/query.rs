@@ -67,14 +67,14 @@ impl Registry {
             Err(miss) => return self.inner.poll_from_receipt(id, miss),
         };
         let growing = s.status() == SessionStatus::Running;
-        let (text, cut) = s.text();
+        let (text, cut, key_open) = s.text();
         let st = s.state();
         let subject = Subject::live(&s, &st);
         let preview = self.inner.tail_of(
             &subject,
             Route::Poll,
             &text,
-            (cut, growing),
+            (cut, growing, key_open),
             POLL_PREVIEW_CHARS,
         );
         drop(st);
@@ -156,7 +156,7 @@ impl Registry {
                 }
             }
         };
-        let (text, cut) = s.text();
+        let (text, cut, key_open) = s.text();
         if let Some(why) = why_not_file {
             notes.push(page::fallback_note(
                 &why,
@@ -164,7 +164,7 @@ impl Registry {
                 !cut,
             ));
         }
-        let page = TextPage::of_text(&text, offset, limit);
+        let page = TextPage::of_text(&text, offset, limit).live(key_open, is_running);
         Ok(self.log_answer(&s, page, notes))
     }
 
@@ -484,13 +484,15 @@ impl Inner {
         // Files are read here, off the table's lock (the caller released it).
         let usage = self.tree_usage(s, containment, !leftovers.is_empty());
         let growing = s.status() == SessionStatus::Running;
-        let (text, _) = s.text();
+        let (text, _, key_open) = s.text();
         let st = s.state();
         let preview = self.show(
             s,
             &st,
             Route::ListPreview,
-            Window::last_chars(&text, LIST_PREVIEW_CHARS).growing(growing),
+            Window::last_chars(&text, LIST_PREVIEW_CHARS)
+                .growing(growing)
+                .after_open_key(key_open),
         );
         let fin = st.finished.as_ref();
         ListRow {

@@ -168,10 +168,16 @@ impl Inner {
     /// as it leaves by `route` (B8).
     pub(super) fn sized_subject<'a>(&self, s: &'a Session, route: Route) -> (Subject<'a>, Tail) {
         let growing = s.status() == SessionStatus::Running;
-        let (text, cut) = s.text();
+        let (text, cut, key_open) = s.text();
         let st = s.state();
         let subject = Subject::live(s, &st);
-        let tail = self.tail_of(&subject, route, &text, (cut, growing), s.completion_chars);
+        let tail = self.tail_of(
+            &subject,
+            route,
+            &text,
+            (cut, growing, key_open),
+            s.completion_chars,
+        );
         (subject, tail)
     }
 
@@ -207,16 +213,19 @@ impl Inner {
     }
 
     /// The last `chars` characters of `text` (a tail that was `cut` already, still
-    /// `growing` while the session runs) as they leave by `route`.
+    /// `growing` while the session runs, starting inside a private-key block when
+    /// `key_open`) as they leave by `route`.
     pub(super) fn tail_of(
         &self,
         subject: &Subject<'_>,
         route: Route,
         text: &str,
-        (cut, growing): (bool, bool),
+        (cut, growing, key_open): (bool, bool, bool),
         chars: usize,
     ) -> Tail {
-        let window = Window::last_chars(text, chars).growing(growing);
+        let window = Window::last_chars(text, chars)
+            .growing(growing)
+            .after_open_key(key_open);
         let cut = cut || window.omits_start();
         Tail {
             output: self.show_subject(subject, route, window),

@@ -23,6 +23,19 @@ const FIELD_WORDS: &str = r"(?:api_?key|apikey|token|secret|password|passwd|cred
 /// three families without one (Telegram bot tokens, Zhipu keys, bare-token URL
 /// userinfo) are found by [`side_matches`] instead.
 pub(super) fn code_patterns() -> Vec<(String, Kind)> {
+    first_families()
+        .into_iter()
+        .chain(
+            super::providers::catalog()
+                .into_iter()
+                .filter(|s| !s.dump_only)
+                .map(|s| (s.pattern, s.kind)),
+        )
+        .collect()
+}
+
+/// The families written here (the provider table adds the rest).
+fn first_families() -> Vec<(String, Kind)> {
     let distinctive = [
         "ghp_",
         "gho_",
@@ -117,10 +130,71 @@ pub(super) fn code_patterns() -> Vec<(String, Kind)> {
     ]
 }
 
+/// What the families of this module recognise, for the table of
+/// `docs/secrets.md` (the provider shapes add their own rows).
+pub(crate) const BUILTIN_ROWS: &[(&str, &str)] = &[
+    (
+        "GitHub",
+        "tokens `ghp_`, `gho_`, `ghu_`, `ghs_`, `ghr_`, `github_pat_`",
+    ),
+    (
+        "GitLab",
+        "tokens `glpat-`, `gloas-`, `gldt-`, `glrt-`, `glcbt-`, `glptt-`, `glft-`, `glimt-`, `glagent-`, `glsoat-`, `glffct-`, `glwt-`, `GR1348941…`",
+    ),
+    (
+        "Slack",
+        "tokens `xoxa-`, `xoxb-`, `xoxp-`, `xoxr-`, `xoxs-`, `xapp-`",
+    ),
+    (
+        "OpenAI / Anthropic / DeepSeek and others",
+        "keys `sk-…` (16+ characters: `sk-proj-`, `sk-ant-`, `sk-svcacct-`, …)",
+    ),
+    (
+        "Stripe",
+        "keys `sk_live_`, `sk_test_`, `rk_live_`, `rk_test_`",
+    ),
+    (
+        "AI and developer APIs",
+        "`hf_`, `r8_`, `npm_`, `am_`, `sk_`, `fal_`, `fc-`, `fw-`, `exa_`, `gsk_`, `brv_`, `xai-`, `ntn_`, `fpk_`, `pplx-`, `bb_live_`, `tvly-`, `hsk-`, `mem0_`, `pk-lf-`, `sk-lf-`, `retaindb_`, `syt_` tokens",
+    ),
+    ("PyPI", "upload tokens `pypi-…`"),
+    ("DigitalOcean", "tokens `dop_v1_`, `doo_v1_`"),
+    ("Google", "API keys `AIza…`"),
+    ("AWS", "access key IDs `AKIA…`, `ASIA…`"),
+    ("SendGrid", "API keys `SG.….…`"),
+    ("Fernet", "tokens `gAAAAA…`"),
+    (
+        "Telegram",
+        "bot tokens `<bot id>:<35 characters>` (the bot id kept)",
+    ),
+    ("Zhipu", "keys `<32 hex>.<secret>`"),
+    ("Azure AD", "client secrets `…Q~…`"),
+    ("HashiCorp Terraform", "API tokens `….atlasv1.…`"),
+    ("Discord", "bot tokens `<id>.<time>.<hmac>`"),
+    ("JWT", "JSON Web Tokens `eyJ….eyJ….…`"),
+    (
+        "HTTP",
+        "`Authorization:` and `Proxy-Authorization:` values (the scheme kept), `X-Api-Key:`, `X-Goog-Api-Key:`, `Api-Key:`, `X-Auth-Token:`, `X-Access-Token:` values",
+    ),
+    (
+        "URLs",
+        "the password of `scheme://user:password@` for every scheme (`https`, `ftp`, `postgres`, `redis`, …), a bare token `scheme://TOKEN@`",
+    ),
+    (
+        "Private keys",
+        "PEM and PGP private-key blocks, line by line, whatever prefix or escaping each line carries",
+    ),
+    ("Phone numbers", "E.164 numbers `+15551234567`"),
+    (
+        "Environment dumps",
+        "`NAME=value`, JSON and YAML fields of secret-looking names, in the output of `env`, `printenv`, `cat .env`, …",
+    ),
+];
+
 /// The assignment families, used only for environment dumps and secret files.
 pub(super) fn dump_patterns() -> Vec<(String, Kind)> {
     let value = r#"(?:"[^"\n]*"|'[^'\n]*'|[^\s"']*)"#;
-    vec![
+    let mut patterns = vec![
         (
             format!(
                 r"(?m)^[ \t]*(?:export[ \t]+|declare[ \t]+-[A-Za-z]+[ \t]+|setenv[ \t]+)?(?:[A-Za-z0-9]+[_.])*(?:[A-Za-z0-9]*(?i-u:PASSWORD|PASSWD|TOKEN|SECRET)|(?i-u:{ENV_WORDS}))(?:[_.][A-Za-z0-9]+)*[ \t]*=[ \t]*{value}"
@@ -137,7 +211,14 @@ pub(super) fn dump_patterns() -> Vec<(String, Kind)> {
             ),
             Kind::YamlField,
         ),
-    ]
+    ];
+    patterns.extend(
+        super::providers::catalog()
+            .into_iter()
+            .filter(|s| s.dump_only)
+            .map(|s| (s.pattern, s.kind)),
+    );
+    patterns
 }
 
 /// The replacement for one match, or `None` to leave it as it is (a value that
@@ -187,6 +268,8 @@ pub(super) fn replace(kind: &Kind, m: &str) -> Option<String> {
             Some(format!("{}***", &m[..=colon]))
         }
         Kind::EnvAssign => assignment(m, '='),
+        Kind::NamedValue => named_value(m),
+        Kind::Cookie => cookie(m),
         Kind::YamlField => assignment(m, ':'),
         Kind::JsonField => {
             // `"name": "value"` (quotes possibly escaped): the value sits between
@@ -220,6 +303,69 @@ pub(super) fn replace(kind: &Kind, m: &str) -> Option<String> {
             ))
         }
     }
+}
+
+/// `name<sep>value` for a name that holds a secret: the value is masked unless it is
+/// a reference (`$TOKEN`, `os.environ[…]`), code (`get_secret()`, `Optional[str]`),
+/// a path or URL, or holds no digit (a word, not a key).
+fn named_value(m: &str) -> Option<String> {
+    let idx = m.find([':', '='])?;
+    let rest = m[idx..].trim_start_matches([':', '=', '>', ' ', '\t', '"', '\'', '`']);
+    let lead = &m[..m.len() - rest.len()];
+    let value = rest.trim_end_matches(['"', '\'', '`']);
+    let close = &rest[value.len()..];
+    let is_code = value.contains(['(', '[', '<', '%', '{']) || value.contains("://");
+    if value.is_empty()
+        || is_reference(value)
+        || is_code
+        || is_pathlike(value)
+        || !value.bytes().any(|b| b.is_ascii_digit())
+    {
+        return None;
+    }
+    Some(format!("{lead}{}{close}", mask(value)))
+}
+
+/// `Cookie: a=1; b=2` / `Set-Cookie: a=1; Path=/`: every cookie value masked,
+/// the names and the attributes of a `Set-Cookie` kept.
+fn cookie(m: &str) -> Option<String> {
+    const ATTRIBUTES: &[&str] = &[
+        "path",
+        "domain",
+        "expires",
+        "max-age",
+        "samesite",
+        "secure",
+        "httponly",
+        "priority",
+        "partitioned",
+        "version",
+        "comment",
+    ];
+    let colon = m.find(':')?;
+    let mut out = String::with_capacity(m.len());
+    out.push_str(&m[..=colon]);
+    let mut changed = false;
+    for (n, part) in m[colon + 1..].split(';').enumerate() {
+        if n > 0 {
+            out.push(';');
+        }
+        match part.split_once('=') {
+            Some((name, value))
+                if !value.trim().is_empty()
+                    && !ATTRIBUTES.contains(&name.trim().to_ascii_lowercase().as_str()) =>
+            {
+                let lead = &value[..value.len() - value.trim_start().len()];
+                out.push_str(name);
+                out.push('=');
+                out.push_str(lead);
+                out.push_str(&mask(value.trim()));
+                changed = true;
+            }
+            _ => out.push_str(part),
+        }
+    }
+    changed.then_some(out)
 }
 
 /// Name words whose values are masked even when they look like paths.
@@ -363,21 +509,27 @@ fn is_secret_file(word: &str) -> bool {
 /// for their one required byte (`:` or `.`) and a few byte checks around it:
 /// - Telegram bot tokens `\b[0-9]{8,10}:[A-Za-z0-9_-]{35}\b` (the bot id is kept);
 /// - Zhipu keys `\b[0-9a-f]{32}\.[A-Za-z0-9]{16,}\b`;
-/// - bare-token URL userinfo `\b[a-z][a-z0-9+.-]*://[A-Za-z0-9_.~%-]{8,}@`.
+/// - URL userinfo of any scheme: `scheme://user:password@` (the password becomes
+///   `***`) and a bare token `\b[a-z][a-z0-9+.-]*://[A-Za-z0-9_.~%-]{8,}@`;
+/// - Discord bot tokens `\b[MNO][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,38}\b`;
+/// - Terraform Cloud tokens `<14 alphanumerics>.atlasv1.<60-70>`;
+/// - Azure AD client secrets `[A-Za-z0-9_~.]{3}[0-9]Q~[A-Za-z0-9_~.-]{31,34}`.
 ///
 /// Returned sorted by start, non-overlapping.
 pub(super) fn side_matches(text: &str) -> Vec<(usize, usize, Kind)> {
     let bytes = text.as_bytes();
     let mut found = Vec::new();
     let mut next_free = 0;
-    for idx in memchr::memchr2_iter(b':', b'.', bytes) {
+    for idx in memchr::memchr3_iter(b':', b'.', b'~', bytes) {
         if idx < next_free {
             continue;
         }
-        let hit = if bytes[idx] == b':' {
-            telegram_at(bytes, idx).or_else(|| userinfo_at(bytes, idx))
-        } else {
-            zhipu_at(bytes, idx)
+        let hit = match bytes[idx] {
+            b':' => telegram_at(bytes, idx).or_else(|| userinfo_at(bytes, idx)),
+            b'.' => zhipu_at(bytes, idx)
+                .or_else(|| discord_at(bytes, idx))
+                .or_else(|| terraform_at(bytes, idx)),
+            _ => azure_secret_at(bytes, idx),
         };
         if let Some((start, end, kind)) = hit {
             found.push((start, end, kind));
@@ -474,8 +626,75 @@ fn userinfo_at(bytes: &[u8], colon: usize) -> Option<(usize, usize, Kind)> {
         b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'~' | b'%' | b'-')
     });
     let at = user + n_user;
+    // `user:password@`: the password runs to the last `@` before the host.
+    if bytes.get(at) == Some(&b':') {
+        let n_pass = run_fwd(bytes, at + 1, |b| {
+            !b.is_ascii_whitespace() && !matches!(b, b'/' | b'"' | b'\'' | b'<' | b'>')
+        });
+        let pass = &bytes[at + 1..at + 1 + n_pass];
+        let last_at = pass.iter().rposition(|b| *b == b'@')?;
+        if last_at == 0 {
+            return None;
+        }
+        return Some((start, at + 1 + last_at + 1, Kind::DbPassword));
+    }
     if n_user < 8 || bytes.get(at) != Some(&b'@') {
         return None;
     }
     Some((start, at + 1, Kind::UserinfoToken))
+}
+
+fn discord_at(bytes: &[u8], dot: usize) -> Option<(usize, usize, Kind)> {
+    // The cheap test first: six token bytes and a second dot after this one.
+    if bytes.get(dot + 7) != Some(&b'.') {
+        return None;
+    }
+    let n_id = run_back(bytes, dot, 26, is_token);
+    let start = dot - n_id;
+    if !(24..=26).contains(&n_id)
+        || !matches!(bytes[start], b'M' | b'N' | b'O')
+        || !boundary_before(bytes, start)
+    {
+        return None;
+    }
+    let n_time = run_fwd(bytes, dot + 1, is_token);
+    let second = dot + 1 + n_time;
+    if n_time != 6 || bytes.get(second) != Some(&b'.') {
+        return None;
+    }
+    let n_mac = run_fwd(bytes, second + 1, is_token);
+    let end = second + 1 + n_mac;
+    (27..=38)
+        .contains(&n_mac)
+        .then_some((start, end, Kind::Token))
+}
+
+/// A Terraform Cloud token `<14>.atlasv1.<60-70>`.
+fn terraform_at(bytes: &[u8], dot: usize) -> Option<(usize, usize, Kind)> {
+    if !bytes[dot..].starts_with(b".atlasv1.") {
+        return None;
+    }
+    let n_head = run_back(bytes, dot, 15, |b| b.is_ascii_alphanumeric());
+    if n_head != 14 || !boundary_before(bytes, dot - 14) {
+        return None;
+    }
+    let tail = dot + 9;
+    let n_tail = run_fwd(bytes, tail, |b| is_token(b) || b == b'=');
+    (60..=70)
+        .contains(&n_tail)
+        .then_some((dot - 14, tail + n_tail, Kind::Token))
+}
+
+fn azure_secret_at(bytes: &[u8], tilde: usize) -> Option<(usize, usize, Kind)> {
+    if tilde < 5 || bytes[tilde - 1] != b'Q' || !bytes[tilde - 2].is_ascii_digit() {
+        return None;
+    }
+    let is_class = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'~' | b'.');
+    if !bytes[tilde - 5..tilde - 2].iter().all(|b| is_class(*b)) {
+        return None;
+    }
+    let n_tail = run_fwd(bytes, tilde + 1, |b| is_class(b) || b == b'-');
+    (31..=40)
+        .contains(&n_tail)
+        .then_some((tilde - 5, tilde + 1 + n_tail, Kind::Token))
 }

@@ -30,10 +30,17 @@ pub(crate) const KEY_MASK: &str = "[REDACTED PRIVATE KEY]";
 pub(crate) fn spans(text: &str, mut open: bool) -> (Vec<(usize, usize)>, bool) {
     let mut found = Vec::new();
     let mut line_start = 0;
-    if !open && memchr::memmem::find(text.as_bytes(), b"-----").is_none() {
-        return (found, false);
-    }
+    let dashes = memchr::memmem::Finder::new(b"-----");
     while line_start <= text.len() {
+        if !open {
+            // Outside a block only a line with a marker matters: go to the next.
+            let Some(idx) = dashes.find(&text.as_bytes()[line_start..]) else {
+                break;
+            };
+            line_start = memchr::memrchr(b'\n', &text.as_bytes()[..line_start + idx])
+                .map_or(0, |nl| nl + 1)
+                .max(line_start);
+        }
         let line_end = memchr::memchr(b'\n', &text.as_bytes()[line_start..])
             .map_or(text.len(), |idx| line_start + idx);
         let line = &text[line_start..line_end];
@@ -47,29 +54,46 @@ pub(crate) fn spans(text: &str, mut open: bool) -> (Vec<(usize, usize)>, bool) {
 }
 
 /// Where to start the state machine to learn whether a block is open at the end of
-/// `before` (the text just before a window), looking back at most `max_bytes`: past
-/// every line that could be key body to the nearest one that cannot. `None` when
-/// no such line is within reach (then no BEGIN is either, as far as we can tell).
-pub(crate) fn lookback_start(before: &str, max_bytes: usize) -> Option<usize> {
-    let floor = before.len().saturating_sub(max_bytes);
+/// `before` (the text just before a window): past every line that could be key
+/// body to the nearest one that cannot, however far back (a block is as long as it
+/// is; there is no fixed look-back). `None` when every line of `before` could be
+/// key body: then the state where `before` starts decides.
+pub(crate) fn lookback_start(before: &str) -> Option<usize> {
     let mut end = before.len();
-    while end > floor {
+    loop {
         let line_start = memchr::memrchr(b'\n', &before.as_bytes()[..end]).map_or(0, |i| i + 1);
-        if line_start < floor {
-            return None;
-        }
-        if line_start == 0 || !could_be_body(&before[line_start..end]) {
+        if !could_be_body(&before[line_start..end]) {
             return Some(line_start);
+        }
+        if line_start == 0 {
+            return None;
         }
         end = line_start - 1;
     }
-    (floor == 0).then_some(0)
 }
 
-/// Whether a block is open at the end of `before` (see [`lookback_start`]).
+/// Whether a block is open at the end of `before`, given whether one was open
+/// where it starts (see [`lookback_start`]).
+///
+/// A line holding `-----` is never key body, so the state after the last such
+/// line does not depend on what came before it: the machine runs from there
+/// (found by one backwards search), and only a `before` without any marker needs
+/// `open_at_start` and its lines.
+pub(crate) fn open_after(before: &str, open_at_start: bool) -> bool {
+    match memchr::memmem::rfind(before.as_bytes(), b"-----") {
+        Some(at) => {
+            let from = memchr::memrchr(b'\n', &before.as_bytes()[..at]).map_or(0, |nl| nl + 1);
+            spans(&before[from..], false).1
+        }
+        None if open_at_start => lookback_start(before).is_none(),
+        None => false,
+    }
+}
+
+/// Whether a block is open at the end of `before` (tests: no state before it).
 #[cfg(test)]
-fn open_at_end(before: &str, max_bytes: usize) -> bool {
-    lookback_start(before, max_bytes).is_some_and(|from| spans(&before[from..], false).1)
+fn open_at_end(before: &str) -> bool {
+    open_after(before, false)
 }
 
 /// Where an unfinished BEGIN marker starts at the end of `partial` (an unfinished
@@ -121,13 +145,13 @@ fn line_spans(line: &str, offset: usize, open: bool, found: &mut Vec<(usize, usi
         if content.trim().is_empty() {
             return true;
         }
-        if is_body(content) || is_armour_header(content) {
-            let trimmed = content.trim_end();
-            found.push((offset + lead, offset + trimmed.len()));
+        if is_armour_header(content) {
+            found.push((offset + lead, offset + content.trim_end().len()));
             return true;
         }
-        if let Some(field) = prefixed_body(content) {
-            found.push((offset + field, offset + content.trim_end().len()));
+        let n_before = found.len();
+        body_frames(content, offset, found);
+        if found.len() > n_before {
             return true;
         }
         // Not key body: the block is over, and this line is an ordinary one.
@@ -147,7 +171,7 @@ fn line_spans(line: &str, offset: usize, open: bool, found: &mut Vec<(usize, usi
             continue;
         }
         found.push((offset + begin, offset + body_end));
-        open_after = content[body_end..].trim().is_empty();
+        open_after = is_trailer(&content[body_end..]);
         from = body_end.max(begin + 1);
         if open_after {
             break;
@@ -157,27 +181,114 @@ fn line_spans(line: &str, offset: usize, open: bool, found: &mut Vec<(usize, usi
 }
 
 /// Whether `line` could be part of a block (key body, an armour header or empty);
-/// used to look back for a BEGIN.
-fn could_be_body(line: &str) -> bool {
+/// used to look back for a BEGIN. Any line the state machine keeps a block open
+/// on passes; a line with a marker never does (the look-back must stop there).
+pub(crate) fn could_be_body(line: &str) -> bool {
     let content = line.strip_suffix('\r').unwrap_or(line);
-    content.trim().is_empty()
-        || is_body(content)
-        || is_armour_header(content)
-        || prefixed_body(content).is_some()
+    if memchr::memmem::find(content.as_bytes(), b"-----").is_some() {
+        return false;
+    }
+    if content.trim().is_empty() || is_armour_header(content) {
+        return true;
+    }
+    content.split('\r').any(|frame| frame_body(frame).is_some())
 }
 
-/// A body line behind a log prefix (`web-1  | MIIE…`, `2026-12-01T10:00:00Z MIIE…`):
-/// where its last field starts, when that field is a base64 run long enough to be
-/// key body (16 characters, or a padded last line).
-fn prefixed_body(content: &str) -> Option<usize> {
-    let trimmed = content.trim_end();
-    let cut = trimmed.rfind([' ', '\t', '|'])? + 1;
-    let field = &trimmed[cut..];
-    let is_base64 = !field.is_empty()
-        && field
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='));
-    (is_base64 && (field.len() >= 16 || (field.len() >= 2 && field.ends_with('=')))).then_some(cut)
+/// Masks the key body of each `\r` frame of `content` (a line inside an open
+/// block): a progress frame before or after the body stays as it is.
+fn body_frames(content: &str, offset: usize, found: &mut Vec<(usize, usize)>) {
+    let mut at = 0;
+    for frame in content.split('\r') {
+        if let Some((start, end)) = frame_body(frame) {
+            found.push((offset + at + start, offset + at + end));
+        }
+        at += frame.len() + 1;
+    }
+}
+
+/// The key body in one frame of a line inside an open block, whatever the line
+/// carries around it: a prefix (`path:` from `grep -r`, `grep -n`'s number, a diff
+/// marker, a log prefix or timestamp) and a trailer (`cat -A`'s `$`, a quote and
+/// comma, an escaped newline of a JSON or Python string, escaped once or twice).
+/// `None` when the frame cannot be key body.
+fn frame_body(frame: &str) -> Option<(usize, usize)> {
+    if memchr::memmem::find(frame.as_bytes(), b"-----").is_some() {
+        return None;
+    }
+    // Folded with spaces, or quoted: the whole frame.
+    if is_body(frame) {
+        let lead = frame.len() - frame.trim_start().len();
+        return Some((lead, frame.trim_end().len()));
+    }
+    let bytes = frame.as_bytes();
+    let end = trailer_start(bytes);
+    let core = &frame[..end];
+    if core.trim().is_empty() {
+        return None;
+    }
+    if is_body(core) {
+        let lead = core.len() - core.trim_start().len();
+        return Some((lead, core.trim_end().len()));
+    }
+    let run_len = bytes[..end]
+        .iter()
+        .rev()
+        .take_while(|b| is_base64(**b))
+        .count();
+    if run_len < 2 {
+        return None;
+    }
+    let run_start = end - run_len;
+    let prefix = core[..run_start].trim_end();
+    let marked_prefix = prefix.is_empty()
+        || prefix.ends_with([':', '|', '-', '+', '>', '<', '!', '$', '#', ']'])
+        || prefix.ends_with("\\n");
+    let long = run_len >= 16 || core.ends_with('=');
+    // A short run behind a prefix is body only if it looks like base64, not a
+    // word (`status: ok`, `INFO: Started`).
+    let run = &core[run_start..];
+    let base64ish = run
+        .bytes()
+        .any(|b| b.is_ascii_digit() || matches!(b, b'+' | b'/'))
+        || (run.len() >= 8
+            && run.bytes().filter(u8::is_ascii_uppercase).count() >= 2
+            && run.bytes().any(|b| b.is_ascii_lowercase()));
+    (long || (marked_prefix && base64ish)).then_some((run_start, end))
+}
+
+/// Where the trailer of a body frame starts: trailing spaces, `$` (`cat -A`), `^M`,
+/// quotes, commas, a backslash, and escaped newlines (`\n`, `\\n`).
+fn trailer_start(bytes: &[u8]) -> usize {
+    let mut end = bytes.len();
+    loop {
+        match bytes[..end] {
+            [.., b'\\', b'n' | b'r'] => end -= 2,
+            [.., b' ' | b'\t' | b'$' | b'"' | b'\'' | b',' | b';' | b'\\'] => end -= 1,
+            [.., b'^', b'M'] => end -= 2,
+            _ => return end,
+        }
+    }
+}
+
+/// Whether what follows a BEGIN marker (and its one-line body) on its line leaves
+/// the block open: nothing, or only spaces, `cat -A`'s `$` and escaped newlines.
+fn is_trailer(rest: &str) -> bool {
+    let bytes = rest.as_bytes();
+    let mut end = bytes.len();
+    loop {
+        match bytes[..end] {
+            [] => return true,
+            [.., b'\\', b'n' | b'r'] => end -= 2,
+            [.., b' ' | b'\t' | b'$' | b'\r' | b'\\'] => end -= 1,
+            [.., b'^', b'M'] => end -= 2,
+            _ => return false,
+        }
+    }
+}
+
+/// A base64 byte.
+fn is_base64(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=')
 }
 
 /// A base64 body line, optionally quoted with a trailing comma.
@@ -210,21 +321,37 @@ fn is_armour_header(content: &str) -> bool {
         .is_some_and(|(name, _)| NAMES.contains(&name))
 }
 
-/// Bytes of key body after a BEGIN header on the same line: base64, spaces, tabs
-/// and the escapes `\n` / `\r` of a key written as one JSON string.
+/// Bytes of key body after a BEGIN header on the same line: base64, spaces, tabs,
+/// the escapes `\n` / `\r` / `\/` of a key written as one JSON or Python string
+/// (escaped once or twice), and the `', '` between the elements of a list of the
+/// key's lines (`['-----BEGIN …-----\n', 'MIIE…\n', …]`).
 fn body_run(rest: &str) -> usize {
     let bytes = rest.as_bytes();
     let mut n = 0;
     while n < bytes.len() {
         match bytes[n] {
-            b'\\' if matches!(bytes.get(n + 1), Some(b'n' | b'r')) => n += 2,
-            b if b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=' | b' ' | b'\t') => {
-                n += 1;
+            b'\\' => {
+                let n_slashes = bytes[n..].iter().take_while(|b| **b == b'\\').count();
+                match bytes.get(n + n_slashes) {
+                    Some(b'n' | b'r' | b'/') => n += n_slashes + 1,
+                    _ => break,
+                }
             }
+            b'\'' | b'"' if n >= 2 && bytes[n - 1] == b'n' && bytes[n - 2] == b'\\' => {
+                // The end of one element of a list of lines, and the next one.
+                let sep = bytes[n + 1..]
+                    .iter()
+                    .take_while(|b| matches!(b, b',' | b' '))
+                    .count();
+                match bytes.get(n + 1 + sep) {
+                    Some(b'\'' | b'"') if sep > 0 => n += sep + 2,
+                    _ => break,
+                }
+            }
+            b if is_base64(b) || matches!(b, b' ' | b'\t') => n += 1,
             _ => break,
         }
     }
-    // Do not swallow the dashes of an END marker glued to the body.
     n
 }
 
@@ -322,8 +449,7 @@ mod tests {
             )
         );
         assert!(open_at_end(
-            "x\nweb-1  | -----BEGIN RSA PRIVATE KEY-----\nweb-1  | MIIEowIBAAKCAQEA7bq3xGZ8\n",
-            1024
+            "x\nweb-1  | -----BEGIN RSA PRIVATE KEY-----\nweb-1  | MIIEowIBAAKCAQEA7bq3xGZ8\n"
         ));
     }
 
@@ -350,20 +476,86 @@ mod tests {
     #[test]
     fn b30_a_window_inside_a_block_finds_its_begin() {
         let before = "start\n-----BEGIN EC PRIVATE KEY-----\nMHcC\nAQEE\n";
-        assert!(open_at_end(before, 64 * 1024));
-        assert!(open_at_end(
-            "-----BEGIN EC PRIVATE KEY-----\nMHcC\nAQ",
-            64 * 1024
-        ));
+        assert!(open_at_end(before));
+        assert!(open_at_end("-----BEGIN EC PRIVATE KEY-----\nMHcC\nAQ"));
         assert!(!open_at_end(
-            "start\n-----BEGIN EC PRIVATE KEY-----\nMHcC\n-----END EC PRIVATE KEY-----\n",
-            64 * 1024
+            "start\n-----BEGIN EC PRIVATE KEY-----\nMHcC\n-----END EC PRIVATE KEY-----\n"
         ));
-        assert!(!open_at_end("plain text\nmore words here\n", 64 * 1024));
-        assert!(!open_at_end("", 64 * 1024));
-        // Too far back: not found.
-        let far = format!("-----BEGIN PRIVATE KEY-----\n{}", "MIIE\n".repeat(100));
-        assert!(!open_at_end(&far, 64));
-        assert!(open_at_end(&far, 1024));
+        assert!(!open_at_end("plain text\nmore words here\n"));
+        assert!(!open_at_end(""));
+        // However far back: found (no fixed look-back).
+        let far = format!(
+            "x\n-----BEGIN PRIVATE KEY-----\n{}",
+            "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n".repeat(10_000)
+        );
+        assert!(open_at_end(&far));
+        // A BEGIN at the end of a line longer than 64 KiB.
+        let long = format!(
+            "{}-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0B\n",
+            "x".repeat(70_000)
+        );
+        assert!(open_at_end(&long));
+        // Every line could be body: the state before decides.
+        assert!(super::open_after("MIIEvQIBADANBgkqhkiG9w0B\nAB==\n", true));
+        assert!(!super::open_after(
+            "MIIEvQIBADANBgkqhkiG9w0B\nAB==\n",
+            false
+        ));
+        assert!(!super::open_after(
+            "MIIEvQIBADANBgkqhkiG9w0B\ndone.\n",
+            true
+        ));
+    }
+
+    #[test]
+    fn b30_key_body_is_masked_whatever_each_line_carries() {
+        let body = [
+            "MIIEowIBAAKCAQEA7bq3xGZ8pQrT",
+            "Zm9vYmFyYmF6cXV4cXV1eA0K",
+            "AB12==",
+        ];
+        let forms: [(&str, &str); 8] = [
+            ("dir/id_rsa:", ""),
+            ("", "$"),
+            ("12:", ""),
+            ("dir/id_rsa:12:", ""),
+            ("+", ""),
+            ("-", ""),
+            ("progress 40%\r", ""),
+            ("2026-12-01T10:00:00Z app[web.1]: ", ""),
+        ];
+        for (prefix, suffix) in forms {
+            let mut text = format!("{prefix}-----BEGIN RSA PRIVATE KEY-----{suffix}\n");
+            for line in body {
+                text.push_str(&format!("{prefix}{line}{suffix}\n"));
+            }
+            text.push_str(&format!("{prefix}Ab3x{suffix}\n"));
+            text.push_str(&format!(
+                "{prefix}-----END RSA PRIVATE KEY-----{suffix}\nafter\n"
+            ));
+            let (out, open) = masked(&text, false);
+            assert!(!open, "{prefix:?}: {out}");
+            for line in body.iter().chain(&["Ab3x"]) {
+                assert!(
+                    !out.contains(line),
+                    "{prefix:?}{suffix:?} shows {line}: {out}"
+                );
+            }
+            assert!(out.ends_with("after\n"), "{out}");
+        }
+    }
+
+    #[test]
+    fn b30_one_line_keys_escaped_twice_or_as_a_list_are_masked() {
+        let twice = r#"{"a": "{\"key\": \"-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0B\\nQEFAASC\\n-----END PRIVATE KEY-----\\n\"}"}"#;
+        let out = masked(twice, false).0;
+        assert!(!out.contains("MIIEvQ") && !out.contains("QEFAASC"), "{out}");
+        let list = r#"['-----BEGIN RSA PRIVATE KEY-----\n', 'MIIEvQIBADANBgkqhkiG9w0B\n', 'QEFAASC\n', '-----END RSA PRIVATE KEY-----\n']"#;
+        let out = masked(list, false).0;
+        assert!(!out.contains("MIIEvQ") && !out.contains("QEFAASC"), "{out}");
+        // The block stays open after a `cat -A` BEGIN line.
+        assert!(masked("-----BEGIN EC PRIVATE KEY-----$", false).1);
+        // But not after code that names the marker.
+        assert!(!masked(r#"x = "-----BEGIN EC PRIVATE KEY-----""#, false).1);
     }
 }

@@ -134,7 +134,9 @@ impl StreamRedactor {
         let (found, open) = self.redactor.find(&text, self.mode, self.key_open);
         let out = splice_continuing(&text, &found, n_shown, self.shown_mask.as_deref());
         self.shown_mask = None;
-        match memchr::memrchr2(b'\n', b'\r', text.as_bytes()) {
+        // A `\r` ends what is emitted (a progress frame goes out live) but not the
+        // line the key state is kept by: `50% done\r` then `MIIE…` is one line.
+        match memchr::memrchr(b'\n', text.as_bytes()) {
             Some(idx) if idx + 1 == text.len() => self.key_open = open,
             last => {
                 self.shown_mask = found

@@ -71,8 +71,10 @@ pub(super) enum Trigger {
 /// The compiled trigger searchers of one pattern set.
 #[derive(Debug, Clone)]
 pub(super) struct Triggers {
-    tokens: Option<AhoCorasick>,
-    lowered: Option<AhoCorasick>,
+    /// One packed searcher per [`PACKED_LITERALS`] token literals (a packed
+    /// search holds no more; two fast passes beat one slow one).
+    tokens: Vec<AhoCorasick>,
+    lowered: Vec<AhoCorasick>,
     /// The copy for `lowered` is made only when the text holds one of these bytes
     /// (`None`: always).
     gate: Option<Vec<u8>>,
@@ -116,10 +118,10 @@ impl Triggers {
                 }
             }
         }
-        let tokens = literal_searcher(&mut plan, |t| matches!(t, Trigger::Tokens(_)));
-        let lowered = literal_searcher(&mut plan, |t| matches!(t, Trigger::Lowered(_)));
+        let tokens = packed_searchers(&mut plan, |t| matches!(t, Trigger::Tokens(_)));
+        let lowered = packed_searchers(&mut plan, |t| matches!(t, Trigger::Lowered(_)));
         // The lowered copy's gate: a few bytes every lowered pattern's match holds.
-        let gate = if lowered.is_some() {
+        let gate = if !lowered.is_empty() {
             let mut gate = Vec::new();
             let mut all = true;
             for (trigger, hir) in plan.iter().zip(&hirs) {
@@ -171,16 +173,16 @@ impl Triggers {
     /// A scan of `text` that yields trigger starts in order.
     pub(super) fn scan<'t>(&'t self, text: &'t str) -> Scan<'t> {
         let bytes = text.as_bytes();
-        let lower = match (&self.lowered, &self.gate) {
-            (None, _) => None,
-            (Some(_), None) => Some(bytes.to_ascii_lowercase()),
-            (Some(_), Some(gate)) => any_byte(gate, bytes, 0).map(|_| bytes.to_ascii_lowercase()),
+        let lower = match (self.lowered.is_empty(), &self.gate) {
+            (true, _) => None,
+            (false, None) => Some(bytes.to_ascii_lowercase()),
+            (false, Some(gate)) => any_byte(gate, bytes, 0).map(|_| bytes.to_ascii_lowercase()),
         };
         Scan {
             triggers: self,
             text,
             lower,
-            next: [Next::Unknown; 4],
+            next: vec![Next::Unknown; 2 + self.tokens.len() + self.lowered.len()],
         }
     }
 }
@@ -279,12 +281,13 @@ fn cut_groups(lits: &mut Vec<Vec<u8>>) {
     *lits = out;
 }
 
-/// One packed searcher over the literals of the patterns `in_group` selects. If
-/// it cannot be built, those patterns always run instead (slower, still sound).
-fn literal_searcher(
-    plan: &mut [Trigger],
-    in_group: impl Fn(&Trigger) -> bool,
-) -> Option<AhoCorasick> {
+/// The most literals one packed (Teddy) searcher holds.
+pub(super) const PACKED_LITERALS: usize = 64;
+
+/// The packed searchers over the literals of the patterns `in_group` selects,
+/// [`PACKED_LITERALS`] at a time. If one cannot be built, those patterns always
+/// run instead.
+fn packed_searchers(plan: &mut [Trigger], in_group: impl Fn(&Trigger) -> bool) -> Vec<AhoCorasick> {
     let mut lits: Vec<Vec<u8>> = plan
         .iter()
         .filter(|t| in_group(t))
@@ -294,22 +297,23 @@ fn literal_searcher(
         })
         .collect();
     prefix_free(&mut lits);
-    if lits.is_empty() {
-        return None;
-    }
-    match AhoCorasick::builder()
-        .match_kind(MatchKind::LeftmostFirst)
-        .build(&lits)
-    {
-        Ok(ac) => Some(ac),
-        Err(err) => {
-            tracing::warn!(%err, "redaction trigger literals too many for one searcher; those patterns run over the whole text");
-            for t in plan.iter_mut().filter(|t| in_group(t)) {
-                *t = Trigger::Always;
+    let mut searchers = Vec::new();
+    for chunk in lits.chunks(PACKED_LITERALS) {
+        match AhoCorasick::builder()
+            .match_kind(MatchKind::LeftmostFirst)
+            .build(chunk)
+        {
+            Ok(ac) => searchers.push(ac),
+            Err(err) => {
+                tracing::warn!(%err, "redaction trigger literals too many for one searcher; those patterns run over the whole text");
+                for t in plan.iter_mut().filter(|t| in_group(t)) {
+                    *t = Trigger::Always;
+                }
+                return Vec::new();
             }
-            None
         }
     }
+    searchers
 }
 
 /// The pattern's image under ASCII lowercasing: every match of `hir`, lowercased,
@@ -400,7 +404,15 @@ pub(super) fn required_bytes(hir: &Hir) -> Option<Vec<u8>> {
         HirKind::Concat(subs) => subs
             .iter()
             .filter_map(required_bytes)
-            .min_by_key(|set| (set.iter().any(u8::is_ascii_alphanumeric), set.len())),
+            // An assignment's `:` or `=` first (every header and URL family shares
+            // them, so the gate stays small), then the rarest-looking set.
+            .min_by_key(|set| {
+                (
+                    !set.iter().all(|b| matches!(b, b':' | b'=')),
+                    set.iter().any(u8::is_ascii_alphanumeric),
+                    set.len(),
+                )
+            }),
         HirKind::Alternation(subs) => {
             let mut union = Vec::new();
             for sub in subs {
@@ -439,8 +451,9 @@ pub(super) struct Scan<'t> {
     triggers: &'t Triggers,
     text: &'t str,
     lower: Option<Vec<u8>>,
-    /// Cached next hits of the token, lowered, byte and always searchers.
-    next: [Next; 4],
+    /// Cached next hits of the byte and always searchers, then of each token
+    /// searcher, then of each lowered one.
+    next: Vec<Next>,
 }
 
 impl Scan<'_> {
@@ -461,22 +474,23 @@ impl Scan<'_> {
             if !stale {
                 continue;
             }
+            let n_tokens = t.tokens.len();
             let hit = match idx {
-                0 => t.tokens.as_ref().and_then(|ac| {
+                0 => any_byte(&t.bytes, self.text.as_bytes(), pos).map(|at| (at, 1)),
+                1 => t.always.as_ref().and_then(|re| {
+                    re.search(&regex_automata::Input::new(self.text).span(pos..len))
+                        .map(|m| (m.start(), 0))
+                }),
+                n if n < 2 + n_tokens => t.tokens.get(n - 2).and_then(|ac| {
                     ac.find(Input::new(self.text).span(pos..len))
                         .map(|m| (m.start(), m.len()))
                 }),
-                1 => match (&t.lowered, &self.lower) {
+                n => match (t.lowered.get(n - 2 - n_tokens), &self.lower) {
                     (Some(ac), Some(lower)) => ac
                         .find(Input::new(lower.as_slice()).span(pos..len))
                         .map(|m| (m.start(), m.len())),
                     _ => None,
                 },
-                2 => any_byte(&t.bytes, self.text.as_bytes(), pos).map(|at| (at, 1)),
-                _ => t.always.as_ref().and_then(|re| {
-                    re.search(&regex_automata::Input::new(self.text).span(pos..len))
-                        .map(|m| (m.start(), 0))
-                }),
             };
             self.next[idx] = hit.map_or(Next::None, |(at, n)| Next::At(at, n));
         }

@@ -13,6 +13,10 @@
 //! characters (U+00AD, U+061C, U+180E, U+200B..U+200F, U+202A..U+202E,
 //! U+2060..U+2064, U+2066..U+2069, U+FEFF).
 //!
+//! Overstrike (`c\bc` bold, `_\bc` underline, as `man` prints through a pager) is
+//! resolved as `col -b` resolves it: only the last character written to a column is
+//! seen.
+//!
 //! Invariant: a newline is never removed, so every line of the copy maps onto the
 //! same line of the original.
 
@@ -28,6 +32,10 @@ pub(super) fn strip(text: &str) -> Option<(String, Vec<usize>)> {
     map.extend(0..first);
     let mut idx = first;
     while idx < bytes.len() {
+        if bytes[idx] == 0x08 {
+            idx += overstrike(text, idx, &mut copy, &mut map);
+            continue;
+        }
         let skip = hidden_len(bytes, idx);
         if skip > 0 {
             idx += skip;
@@ -40,6 +48,46 @@ pub(super) fn strip(text: &str) -> Option<(String, Vec<usize>)> {
         idx += ch_len;
     }
     Some((copy, map))
+}
+
+/// A backspace at `idx` (`text[idx]`) as `col -b` resolves it: the character
+/// after it is written over the one before it, so only the later one is seen
+/// (`c\bc` bold is `c`); in an underline (`_\bc`, `c\b_`) the letter is seen, not
+/// the underscore. Returns the bytes consumed (the backspace, and an underscore
+/// that underlines the previous character).
+fn overstrike(text: &str, idx: usize, copy: &mut String, map: &mut Vec<usize>) -> usize {
+    let next = text[idx + 1..].chars().next();
+    let printable = |c: char| !c.is_control();
+    let Some(prev) = copy.chars().next_back().filter(|c| printable(*c)) else {
+        return 1;
+    };
+    match next {
+        Some('_') if prev != '_' => 2,
+        Some(c) if printable(c) => {
+            copy.truncate(copy.len() - prev.len_utf8());
+            map.truncate(copy.len());
+            1
+        }
+        _ => 1,
+    }
+}
+
+/// The span `start..end` of `text` widened over the overstrike around it: the
+/// characters a backspace wrote over (`g\b` before `ghp_…`) and an underline after
+/// (`x\b_`), so a masked match leaves none of its characters in the raw bytes.
+pub(super) fn widen_overstrike(text: &str, mut start: usize, mut end: usize) -> (usize, usize) {
+    let bytes = text.as_bytes();
+    while start >= 2 && bytes[start - 1] == 0x08 {
+        let prev = text[..start - 1]
+            .chars()
+            .next_back()
+            .map_or(1, char::len_utf8);
+        start -= 1 + prev;
+    }
+    while bytes.get(end) == Some(&0x08) && bytes.get(end + 1) == Some(&b'_') {
+        end += 2;
+    }
+    (start, end)
 }
 
 /// Where an escape sequence that is not finished yet starts at the end of

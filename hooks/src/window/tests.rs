@@ -422,3 +422,117 @@ fn b30_a_token_whose_head_went_out_on_idle_is_held_until_it_matches() {
         "{streamed:?}"
     );
 }
+
+/// A token as issue 34's corpus printed it: bold or underlined in overstrike,
+/// split by a DCS or APC string, or plain.
+fn issue34_token(secret: &str, form: u8, at: usize) -> String {
+    let at = at % (secret.len() - 1) + 1;
+    match form {
+        0 => secret.chars().map(|c| format!("{c}\u{8}{c}")).collect(),
+        1 => secret.chars().map(|c| format!("_\u{8}{c}")).collect(),
+        2 => format!("{}\x1bPq#0;2\x1b\\{}", &secret[..at], &secret[at..]),
+        3 => format!("{}\x1b_app\x1b\\{}", &secret[..at], &secret[at..]),
+        _ => secret.to_owned(),
+    }
+}
+
+/// A key block as issue 34's corpus printed it: every line behind a prefix or
+/// before a trailer, or the whole key as one JSON string escaped twice.
+fn issue34_key(key: &str, form: u8) -> String {
+    let prefixed = |prefix: &str, suffix: &str| {
+        key.lines()
+            .enumerate()
+            .map(|(n, l)| format!("{}{l}{suffix}\n", prefix.replace('#', &(n + 1).to_string())))
+            .collect::<String>()
+    };
+    match form {
+        0 => prefixed("keys/id_rsa:", ""),
+        1 => prefixed("", "$"),
+        2 => prefixed("#:", ""),
+        3 => prefixed("> ", ""),
+        4 => prefixed("50% done\r", ""),
+        5 => prefixed("2026-12-03T10:00:00Z web[1]: ", ""),
+        6 => {
+            let once = serde_json::json!({ "key": key }).to_string();
+            format!("{}\n", serde_json::json!({ "config": once }))
+        }
+        _ => key.to_owned(),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    #[test]
+    fn b30_issue34_property_overstrike_prefixes_escaping_and_partial_tokens_never_show_a_secret(
+        words in prop::collection::vec("[a-z]{1,8}( |\n|: )", 5..40),
+        secrets in prop::collection::vec((secret_strategy(), 0u8..5, any::<usize>(), any::<usize>()), 1..3),
+        key_form in 0u8..8,
+        key_lines in 2usize..40,
+        key_at in any::<usize>(),
+        windows in prop::collection::vec((any::<usize>(), any::<usize>()), 3),
+        chunks in prop::collection::vec(1usize..200, 1..12),
+        cut in any::<usize>(),
+    ) {
+        let mut parts: Vec<String> = words;
+        let mut planted = Vec::new();
+        for ((secret, _), form, place, split) in &secrets {
+            let at = place % (parts.len() + 1);
+            parts.insert(at, format!("{} ", issue34_token(secret, *form, *split)));
+            planted.push(secret.clone());
+        }
+        let key = pem(key_lines);
+        let at = key_at % (parts.len() + 1);
+        parts.insert(at, format!("\n{}", issue34_key(&key, key_form)));
+        planted.extend(pem_lines(&key));
+        let text: String = parts.concat();
+        let p = std::sync::Arc::new(Pipeline::redaction_only());
+        let c = ctx("make");
+        let mut outputs = vec![p.show(&c, Window::all(&text)).into_string()];
+        for (a, b) in &windows {
+            let n = a % (text.len() + 1);
+            outputs.push(p.show(&c, Window::last_chars(&text, n)).into_string());
+            let (lo, hi) = (a % (text.len() + 1), b % (text.len() + 1));
+            outputs.push(p.show(&c, Window::range(&text, lo.min(hi)..lo.max(hi))).into_string());
+            let n_lines = text.lines().count();
+            outputs.push(p.show(&c, Window::lines(&text, a % (n_lines + 1), b % 20)).into_string());
+        }
+        // A running job cut anywhere: the growing windows (a page at the end, a
+        // tail) hold what could still become a secret.
+        let mut end = cut % (text.len() + 1);
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        let running = &text[..end];
+        outputs.push(p.show(&c, Window::all(running).growing(true)).into_string());
+        outputs.push(p.show(&c, Window::last_chars(running, 300).growing(true)).into_string());
+        let n_lines = running.lines().count();
+        outputs.push(
+            p.show(&c, Window::lines(running, n_lines.saturating_sub(2), 5).growing(true)).into_string(),
+        );
+        let mut stream = Pipeline::show_stream(&p, &c);
+        let mut streamed = String::new();
+        let mut pos = 0;
+        for (idx, size) in chunks.iter().cycle().enumerate() {
+            if pos >= text.len() {
+                break;
+            }
+            let mut end = (pos + size).min(text.len());
+            while !text.is_char_boundary(end) {
+                end += 1;
+            }
+            streamed.push_str(&stream.push(&text[pos..end]));
+            if idx % 3 == 0 {
+                streamed.push_str(&stream.release_idle());
+            }
+            pos = end;
+        }
+        streamed.push_str(&stream.finish());
+        outputs.push(streamed);
+        for out in &outputs {
+            for secret in &planted {
+                prop_assert!(leaks(out, secret).is_none(), "leaked {:?} in {:?}\nfrom {:?}", secret, out, text);
+            }
+        }
+    }
+}

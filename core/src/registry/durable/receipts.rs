@@ -155,15 +155,16 @@ impl Inner {
     fn redacted(&self, job: ReceiptJob) -> Stored {
         let mut receipt = job.receipt;
         let mode = RedactMode::for_command(&receipt.command);
-        let before = job
+        let (before, key_open) = job
             .log_context
             .map(|(path, at)| crate::output::log_text_before(&path, at))
             .unwrap_or_default();
-        receipt.output =
-            self.config
-                .pipeline
-                .redactor()
-                .redact_after(&before, &receipt.output, mode);
+        receipt.output = self.config.pipeline.redactor().redact_after_state(
+            &before,
+            key_open,
+            &receipt.output,
+            mode,
+        );
         receipt.command = self
             .config
             .pipeline

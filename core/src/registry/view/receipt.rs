@@ -41,7 +41,7 @@ impl Inner {
             &subject,
             Route::Poll,
             &r.output,
-            (r.output_cut, false),
+            (r.output_cut, false, false),
             POLL_PREVIEW_CHARS,
         );
         let extra = PollExtra {
@@ -146,7 +146,7 @@ impl Inner {
             &subject,
             Route::Wait,
             &r.output,
-            (r.output_cut, false),
+            (r.output_cut, false, false),
             self.config.completion_output_chars,
         );
         let note = Some(RECEIPT_NOTE.to_owned());
@@ -168,7 +168,7 @@ impl Inner {
             &subject,
             Route::Kill,
             &r.output,
-            (r.output_cut, false),
+            (r.output_cut, false, false),
             self.config.completion_output_chars,
         );
         Ok(self.kill_answer_of(

@@ -1,0 +1,98 @@
+//! Command lines redacted as command lines: one case per form, and ordinary
+//! command lines left alone.
+
+use crate::Redactor;
+
+fn shown(command: &str) -> String {
+    Redactor::builtin().redact_command(command).into_owned()
+}
+
+#[test]
+fn b30_issue34_each_command_line_form_is_masked_and_the_rest_kept() {
+    let cases = [
+        (
+            "API_TOKEN=s3cr3tvalue42 deploy.sh",
+            "API_TOKEN=*** deploy.sh",
+            "s3cr3tvalue42",
+        ),
+        (
+            "env PGPASSWORD='hunter2!x' psql -h db",
+            "env PGPASSWORD=*** psql -h db",
+            "hunter2!x",
+        ),
+        (
+            "FOO=AbCdEf1234567890AbCd make",
+            "FOO=AbCdEf...AbCd make",
+            "1234567890",
+        ),
+        (
+            "mysql -u root -pS3cretPass db",
+            "mysql -u root -p*** db",
+            "S3cretPass",
+        ),
+        (
+            "mysqldump --password=S3cretPass db",
+            "mysqldump --password=*** db",
+            "S3cretPass",
+        ),
+        (
+            "app --password S3cretPass --verbose",
+            "app --password *** --verbose",
+            "S3cretPass",
+        ),
+        (
+            "curl -u admin:S3cretPass https://x.example",
+            "curl -u admin:*** https://x.example",
+            "S3cretPass",
+        ),
+        (
+            "curl --user=admin:S3cretPass https://x.example",
+            "curl --user=admin:*** https://x.example",
+            "S3cretPass",
+        ),
+        (
+            "sshpass -p 'S3cretPass' ssh host",
+            "sshpass -p *** ssh host",
+            "S3cretPass",
+        ),
+        (
+            "docker login -u me -p S3cretPass",
+            "docker login -u me -p *** ",
+            "S3cretPass",
+        ),
+        (
+            "gh auth login --token AbCdEf1234567890",
+            "gh auth login --token *** ",
+            "1234567890",
+        ),
+        (
+            "git clone https://me:S3cretPass@github.com/o/r.git",
+            "git clone https://me:***@github.com/o/r.git",
+            "S3cretPass",
+        ),
+        ("a && TOKEN=abc123xyz b", "a && TOKEN=*** b", "abc123xyz"),
+    ];
+    for (command, want, secret) in cases {
+        let out = shown(command);
+        assert!(!out.contains(secret), "{command:?} shows {secret}: {out}");
+        assert_eq!(out.trim_end(), want.trim_end(), "{command:?}");
+    }
+}
+
+#[test]
+fn b30_issue34_ordinary_command_lines_are_left_alone() {
+    for command in [
+        "ls -la /tmp",
+        "ssh -p 2222 host",
+        "docker run -p 8080:80 nginx",
+        "PATH=/usr/bin:/bin make -j4",
+        "RUST_LOG=debug cargo test -- --nocapture",
+        "curl -u admin https://x.example",
+        "mysql -u root -p db",
+        "echo $TOKEN",
+        "TOKEN=$TOKEN deploy",
+        "grep -r password src/",
+    ] {
+        assert_eq!(shown(command), command);
+    }
+}

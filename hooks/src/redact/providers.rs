@@ -1,0 +1,587 @@
+//! Provider-specific token shapes beyond the first families, each anchored on the
+//! provider's own prefix where it has one (so the trigger scan, not the automaton,
+//! pays for clean text), with the provider's name and a description of the shape:
+//! the table in `docs/secrets.md` is generated from [`catalog`] (a test checks
+//! they agree).
+//!
+//! The list follows the provider-specific rules of the common secret scanners
+//! (gitleaks' default rule set, trufflehog's detectors); their generic
+//! keyword-and-entropy rules are left out on purpose (they would mask ordinary
+//! code). Shapes a provider only recognises near its name (a 32-character hex
+//! string after `mailgun`) are covered by one family: a value assigned to a name
+//! that contains the provider's name ([`named_value_pattern`]).
+
+use super::Kind;
+
+/// Word boundary that keeps the DFA fast (ASCII semantics).
+const B: &str = r"(?-u:\b)";
+
+/// One recognised shape: who issues it, what it looks like, its pattern and how
+/// a match is masked, and a made-up sample (the corpus test masks every one).
+pub(crate) struct Shape {
+    pub(crate) provider: &'static str,
+    pub(crate) shape: &'static str,
+    pub(crate) pattern: String,
+    pub(crate) kind: Kind,
+    /// Only in environment dumps and secret files (`RedactMode::SecretDump`): a
+    /// family whose trigger words are common enough to cost ordinary output.
+    pub(crate) dump_only: bool,
+    #[cfg_attr(
+        not(test),
+        expect(dead_code, reason = "the corpus test masks every sample")
+    )]
+    pub(crate) sample: String,
+}
+
+/// `n` characters cycling through `alphabet` (samples only).
+fn fill(alphabet: &str, n: usize) -> String {
+    alphabet.chars().cycle().take(n).collect()
+}
+
+const HEX: &str = "0a1b2c3d4e5f6789";
+const ALNUM: &str = "aB3dE5fG7hJ9kL2mN4pQ6rS8tU0vW1xY";
+const UPPER: &str = "AB3DE5FG7HJ9KL2MN4PQ6RS8TU0VW1XY";
+
+/// The prefix-anchored token shapes: provider, shape, pattern (after a word
+/// boundary), and a sample template (`{A32}`: 32 mixed-case alphanumerics, `{U6}`:
+/// upper-case, `{H64}`: hex, `{L10}`: lower-case alphanumerics, `{M34}`: letters, `{B16}`: base32).
+const TOKENS: &[(&str, &str, &str, &str)] = &[
+    // (Two classes of at most ten, so each start is a three-byte literal.)
+    (
+        "Twilio",
+        "API key SIDs `SK…` (32 hex)",
+        r"SK(?:[0-9][0-9a-f]{31}|[a-f][0-9a-f]{31})(?-u:\b)",
+        "SK{H32}",
+    ),
+    (
+        "1Password",
+        "secret key `A3-XXXXXX-…`",
+        r"A3-[A-Z0-9]{6}-[A-Z0-9-]{17,40}",
+        "A3-{U6}-{U23}",
+    ),
+    (
+        "1Password",
+        "service account token `ops_eyJ…`",
+        r"ops_eyJ[A-Za-z0-9+/=_-]{40,}",
+        "ops_eyJ{A60}",
+    ),
+    (
+        "Adobe",
+        "client secret `p8e-…`",
+        r"p8e-[A-Za-z0-9]{32}",
+        "p8e-{A32}",
+    ),
+    (
+        "age",
+        "secret key `AGE-SECRET-KEY-1…`",
+        r"AGE-SECRET-KEY-1[0-9A-Z]{58}",
+        "AGE-SECRET-KEY-1{U58}",
+    ),
+    (
+        "Alibaba Cloud",
+        "AccessKey ID `LTAI…`",
+        r"LTAI[A-Za-z0-9]{20}",
+        "LTAI{A20}",
+    ),
+    (
+        "Artifactory",
+        "API key `AKCp…`",
+        r"AKCp[A-Za-z0-9]{60,}",
+        "AKCp{A69}",
+    ),
+    (
+        "Artifactory",
+        "reference token `cmVmd…`",
+        r"cmVmd[A-Za-z0-9]{59}",
+        "cmVmd{A59}",
+    ),
+    (
+        "Atlassian",
+        "API token `ATATT3…`",
+        r"ATATT3[A-Za-z0-9_=-]{100,}",
+        "ATATT3{A186}",
+    ),
+    (
+        "Authress",
+        "service client key `authress_….acc_…`, `scauth_…`",
+        r"(?:scauth|authress)_[a-z0-9]{5,30}\.[a-z0-9]{4,6}\.acc[_-][a-z0-9-]{10,32}\.[A-Za-z0-9+/_=-]{30,120}",
+        "authress_{L10}.{L5}.acc_{L16}.{A40}",
+    ),
+    (
+        "AWS",
+        "access key ID `AKIA…`, `ASIA…`, `ABIA…`, `ACCA…`, `A3T…`",
+        r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}(?-u:\b)",
+        "ABIA{B16}",
+    ),
+    (
+        "ClickHouse Cloud",
+        "API secret `4b1d…`",
+        r"4b1d[A-Za-z0-9]{38}",
+        "4b1d{A38}",
+    ),
+    (
+        "Clojars",
+        "API token `CLOJARS_…`",
+        r"CLOJARS_[A-Za-z0-9]{60}",
+        "CLOJARS_{A60}",
+    ),
+    (
+        "Cloudflare",
+        "origin CA key `v1.0-…`",
+        r"v1\.0-[a-f0-9]{24}-[a-f0-9]{146}",
+        "v1.0-{H24}-{H146}",
+    ),
+    (
+        "Databricks",
+        "API token `dapi…`",
+        r"dapi[a-f0-9]{32}(?:-[0-9])?",
+        "dapi{H32}",
+    ),
+    (
+        "Defined Networking",
+        "API token `dnkey-…`",
+        r"dnkey-[A-Za-z0-9=_-]{26}-[A-Za-z0-9=_-]{52}",
+        "dnkey-{A26}-{A52}",
+    ),
+    (
+        "DigitalOcean",
+        "OAuth refresh token `dor_v1_…`",
+        r"dor_v1_[a-f0-9]{64}",
+        "dor_v1_{H64}",
+    ),
+    (
+        "Discord",
+        "webhook URL `discord.com/api/webhooks/…`",
+        r"discord(?:app)?\.com/api/webhooks/[0-9]{5,30}/[A-Za-z0-9_-]{30,}",
+        "discord.com/api/webhooks/123456789012345678/{A68}",
+    ),
+    (
+        "Docker Hub",
+        "access token `dckr_pat_…`, `dckr_oat_…`",
+        r"dckr_(?:pat|oat)_[A-Za-z0-9_-]{20,}",
+        "dckr_pat_{A27}",
+    ),
+    (
+        "Doppler",
+        "API token `dp.pt.…` (and `dp.st.`, `dp.ct.`, …)",
+        r"dp\.(?:pt|st|ct|sa|scim|audit)\.[A-Za-z0-9]{40,}",
+        "dp.pt.{A43}",
+    ),
+    (
+        "Duffel",
+        "API token `duffel_live_…`",
+        r"duffel_(?:test|live)_[A-Za-z0-9_=-]{43}",
+        "duffel_live_{A43}",
+    ),
+    (
+        "Dynatrace",
+        "API token `dt0c01.…`",
+        r"dt0c01\.[A-Za-z0-9]{24}\.[A-Za-z0-9]{64}",
+        "dt0c01.{U24}.{U64}",
+    ),
+    (
+        "EasyPost",
+        "API key `EZAK…`, `EZTK…`",
+        r"EZ[AT]K[A-Za-z0-9]{54}",
+        "EZAK{A54}",
+    ),
+    (
+        "Facebook / Square",
+        "access token `EAAC…`, `EAAM…`, `EAAA…`",
+        r"EAA[ACM][A-Za-z0-9_-]{22,}",
+        "EAAM{A100}",
+    ),
+    (
+        "Flutterwave",
+        "keys `FLWSECK_TEST-…`, `FLWPUBK_TEST-…`",
+        r"FLW(?:SECK|PUBK)_TEST-[A-Za-z0-9]{12,32}(?:-X)?",
+        "FLWSECK_TEST-{H32}-X",
+    ),
+    (
+        "Fly.io",
+        "tokens `fo1_…`, `fm1a_…`, `fm2_…`",
+        r"(?:fo1_[A-Za-z0-9_-]{43}|fm[12][ar]?_[A-Za-z0-9+/]{40,}={0,3})",
+        "fm2_{A120}",
+    ),
+    (
+        "Frame.io",
+        "API token `fio-u-…`",
+        r"fio-u-[A-Za-z0-9_=-]{64}",
+        "fio-u-{A64}",
+    ),
+    (
+        "GitLab",
+        "session cookie `_gitlab_session=…`",
+        r"_gitlab_session=[0-9a-z]{32}",
+        "_gitlab_session={H32}",
+    ),
+    (
+        "Google",
+        "OAuth access token `ya29.…`",
+        r"ya29\.[A-Za-z0-9_-]{20,}",
+        "ya29.{A80}",
+    ),
+    (
+        "Google",
+        "OAuth client secret `GOCSPX-…`",
+        r"GOCSPX-[A-Za-z0-9_-]{20,}",
+        "GOCSPX-{A28}",
+    ),
+    (
+        "Google",
+        "OAuth refresh token `1//0…`",
+        r"1//0[A-Za-z0-9_-]{30,}",
+        "1//0{A60}",
+    ),
+    (
+        "Grafana",
+        "cloud API token `glc_…`",
+        r"glc_[A-Za-z0-9+/]{32,}={0,3}",
+        "glc_{A60}",
+    ),
+    (
+        "Grafana",
+        "service account token `glsa_…`",
+        r"glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}",
+        "glsa_{A32}_{H8}",
+    ),
+    (
+        "Grafana",
+        "API key `eyJrIjoi…`",
+        r"eyJrIjoi[A-Za-z0-9]{40,}={0,3}",
+        "eyJrIjoi{A80}",
+    ),
+    (
+        "Harness",
+        "access token `pat.….….…`",
+        r"(?:pat|sat)\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9]{24}\.[A-Za-z0-9]{20}",
+        "pat.{A22}.{A24}.{A20}",
+    ),
+    (
+        "HashiCorp Vault",
+        "tokens `hvs.…`, `hvb.…`, `hvr.…`",
+        r"hv[sbr]\.[A-Za-z0-9_-]{24,}",
+        "hvs.{A95}",
+    ),
+    (
+        "Heroku",
+        "API key `HRKU-AA…`",
+        r"HRKU-AA[0-9A-Za-z_-]{58}",
+        "HRKU-AA{A58}",
+    ),
+    (
+        "Hugging Face",
+        "organization token `api_org_…`",
+        r"api_org_[A-Za-z]{34}",
+        "api_org_{M34}",
+    ),
+    (
+        "Infracost",
+        "API token `ico-…`",
+        r"ico-[A-Za-z0-9]{32}",
+        "ico-{A32}",
+    ),
+    (
+        "Intra42",
+        "client secret `s-s4t2ud-…`",
+        r"s-s4t2(?:ud|af)-[a-f0-9]{64}",
+        "s-s4t2ud-{H64}",
+    ),
+    (
+        "JWT",
+        "base64-encoded JWT `ZXlK…`",
+        r"ZXlK[A-Za-z0-9+/_-]{40,}={0,2}",
+        "ZXlK{A60}",
+    ),
+    (
+        "Linear",
+        "API key `lin_api_…`",
+        r"lin_api_[A-Za-z0-9]{40}",
+        "lin_api_{A40}",
+    ),
+    (
+        "Mailgun",
+        "API keys `key-…`, `pubkey-…`",
+        r"(?:pub)?key-[a-f0-9]{32}(?-u:\b)",
+        "key-{H32}",
+    ),
+    (
+        "Mapbox",
+        "tokens `pk.eyJ…`, `sk.eyJ…`",
+        r"[ps]k\.eyJ[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{20,}",
+        "sk.eyJ{A60}.{A22}",
+    ),
+    (
+        "Microsoft Teams",
+        "incoming webhook URL",
+        r"webhook\.office\.com/webhookb2/[A-Za-z0-9@/_-]{40,}",
+        "webhook.office.com/webhookb2/{A120}",
+    ),
+    (
+        "New Relic",
+        "keys `NRAK-…`, `NRII-…`, `NRJS-…`",
+        r"NR(?:AK-[A-Za-z0-9]{27}|II-[A-Za-z0-9-]{32}|JS-[a-f0-9]{19})",
+        "NRAK-{U27}",
+    ),
+    (
+        "Octopus Deploy",
+        "API key `API-…`",
+        r"API-[A-Z0-9]{26}(?-u:\b)",
+        "API-{U26}",
+    ),
+    (
+        "OpenShift",
+        "user token `sha256~…`",
+        r"sha256~[A-Za-z0-9_-]{43}",
+        "sha256~{A43}",
+    ),
+    (
+        "PlanetScale",
+        "tokens `pscale_tkn_…`, `pscale_oauth_…`, `pscale_pw_…`",
+        r"pscale_(?:tkn|oauth|pw)_[A-Za-z0-9_=.-]{32,64}",
+        "pscale_pw_{A43}",
+    ),
+    (
+        "Postman",
+        "API key `PMAK-…`",
+        r"PMAK-[A-Za-z0-9]{24}-[A-Za-z0-9]{34}",
+        "PMAK-{H24}-{H34}",
+    ),
+    (
+        "Prefect",
+        "API token `pnu_…`",
+        r"pnu_[A-Za-z0-9]{36}",
+        "pnu_{A36}",
+    ),
+    (
+        "Pulumi",
+        "access token `pul-…`",
+        r"pul-[a-f0-9]{40}",
+        "pul-{H40}",
+    ),
+    (
+        "ReadMe",
+        "API key `rdme_…`",
+        r"rdme_[a-z0-9]{70}",
+        "rdme_{L70}",
+    ),
+    (
+        "RubyGems",
+        "API key `rubygems_…`",
+        r"rubygems_[a-f0-9]{48}",
+        "rubygems_{H48}",
+    ),
+    (
+        "Scalingo",
+        "API token `tk-us-…`",
+        r"tk-us-[A-Za-z0-9_-]{48}",
+        "tk-us-{A48}",
+    ),
+    (
+        "Sendinblue / Brevo",
+        "API key `xkeysib-…`, `xsmtpsib-…`",
+        r"x(?:key|smtp)sib-[a-f0-9]{64}-[A-Za-z0-9]{16}",
+        "xkeysib-{H64}-{A16}",
+    ),
+    (
+        "Sentry",
+        "tokens `sntrys_…`, `sntryu_…`",
+        r"sntry[su]_[A-Za-z0-9+/=_]{40,}",
+        "sntryu_{H64}",
+    ),
+    (
+        "SettleMint",
+        "tokens `sm_aat_…`, `sm_pat_…`, `sm_sat_…`",
+        r"sm_(?:aat|pat|sat)_[A-Za-z0-9]{16}",
+        "sm_pat_{A16}",
+    ),
+    (
+        "Shippo",
+        "API token `shippo_live_…`",
+        r"shippo_(?:live|test)_[a-fA-F0-9]{40}",
+        "shippo_live_{H40}",
+    ),
+    (
+        "Shopify",
+        "tokens `shpat_…`, `shpca_…`, `shppa_…`, `shpss_…`",
+        r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}",
+        "shpat_{H32}",
+    ),
+    (
+        "Slack",
+        "webhook URL `hooks.slack.com/services/…`",
+        r"hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/_-]{20,}",
+        "hooks.slack.com/services/T0000/B0000/{A24}",
+    ),
+    (
+        "Slack",
+        "configuration tokens `xoxe.xoxp-…`, `xoxe-…`",
+        r"xoxe(?:\.xox[bp])?-[0-9]-[A-Za-z0-9]{100,}",
+        "xoxe.xoxp-1-{U163}",
+    ),
+    (
+        "Slack",
+        "legacy tokens `xoxo-…`",
+        r"xoxo-[0-9A-Za-z-]{10,}",
+        "xoxo-{H40}",
+    ),
+    (
+        "Sourcegraph",
+        "access token `sgp_…`",
+        r"sgp_(?:[a-fA-F0-9]{16}_|local_)?[a-fA-F0-9]{40}",
+        "sgp_{H40}",
+    ),
+    (
+        "Square",
+        "tokens `sq0atp-…`, `sq0csp-…`",
+        r"sq0(?:atp|csp)-[A-Za-z0-9_-]{22,60}",
+        "sq0atp-{A22}",
+    ),
+    (
+        "Stripe",
+        "keys `sk_prod_…`, `rk_prod_…`, webhook secret `whsec_…`",
+        r"(?:[sr]k_prod_|whsec_)[A-Za-z0-9]{16,}",
+        "whsec_{A32}",
+    ),
+    (
+        "Typeform",
+        "API token `tfp_…`",
+        r"tfp_[A-Za-z0-9_.=-]{40,}",
+        "tfp_{A59}",
+    ),
+    (
+        "Yandex",
+        "API key `AQVN…`, IAM token `t1.…`",
+        r"(?:AQVN[A-Za-z0-9_-]{35,38}|t1\.[A-Za-z0-9_-]+=*\.[A-Za-z0-9_-]{86}=*)",
+        "AQVN{A36}",
+    ),
+];
+
+/// A sample from a template of [`TOKENS`].
+fn sample(template: &str) -> String {
+    let mut out = String::new();
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let close = open + rest[open..].find('}').unwrap_or(rest.len() - open);
+        let spec = &rest[open + 1..close];
+        let n: usize = spec.get(1..).and_then(|n| n.parse().ok()).unwrap_or(0);
+        let alphabet = match spec.as_bytes().first() {
+            Some(b'U') => UPPER,
+            Some(b'H') => HEX,
+            Some(b'L') => "ab12cd34",
+            Some(b'M') => "abcdEFGHijklMNOP",
+            Some(b'B') => "ABCDEFGHIJKLMN234567",
+            _ => ALNUM,
+        };
+        out.push_str(&fill(alphabet, n));
+        rest = rest.get(close + 1..).unwrap_or("");
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Every provider shape of this module.
+pub(crate) fn catalog() -> Vec<Shape> {
+    let mut all: Vec<Shape> = TOKENS
+        .iter()
+        .map(|(provider, shape, re, template)| Shape {
+            provider,
+            shape,
+            pattern: format!("{B}{re}"),
+            kind: Kind::Token,
+            dump_only: false,
+            sample: sample(template),
+        })
+        .collect();
+    all.extend(headers());
+    all
+}
+
+/// Header and assignment shapes: the name is kept, the value masked.
+fn headers() -> Vec<Shape> {
+    vec![
+        Shape {
+            provider: "HTTP",
+            shape: "cookie headers `Cookie: a=…; b=…`, `Set-Cookie: a=…` (every value)",
+            pattern: format!(r#"{B}(?i-u:set-cookie|cookie)["']?[ \t]*:[ \t]*[^\r\n"']+"#),
+            kind: Kind::Cookie,
+            dump_only: false,
+            sample: format!("Cookie: session={}; theme=dark", fill(ALNUM, 32)),
+        },
+        Shape {
+            provider: "HTTP",
+            shape: "token headers `PRIVATE-TOKEN:`, `X-Vault-Token:`, `X-Gitlab-Token:`, `X-Figma-Token:`, `X-Shopify-Access-Token:`, `X-Amz-Security-Token:`",
+            pattern: format!(
+                r#"{B}(?i-u:private-token|x-vault-token|x-gitlab-token|x-figma-token|x-shopify-access-token|x-amz-security-token|x-api-secret|x-consul-token|x-nomad-token)["']?[ \t]*[:=][ \t]*["']?[^\s"',;&]+"#
+            ),
+            kind: Kind::HeaderValue,
+            dump_only: false,
+            sample: format!("PRIVATE-TOKEN: {}", fill(ALNUM, 20)),
+        },
+        Shape {
+            provider: "Azure",
+            shape: "connection strings `AccountKey=…`, `SharedAccessKey=…`, SAS `sig=…`",
+            pattern: format!(r"{B}(?i-u:accountkey|sharedaccesskey|sig)=[A-Za-z0-9%+/=]{{20,}}"),
+            kind: Kind::HeaderValue,
+            dump_only: false,
+            sample: format!("AccountKey={}==", fill(ALNUM, 86)),
+        },
+        Shape {
+            provider: "Well-known credential names",
+            shape: "values of `aws_secret_access_key`, `aws_session_token`, `AZURE_CLIENT_SECRET`, `GITHUB_TOKEN`, … in ini, TOML, YAML, JSON, `.env` and `export` syntax, anywhere",
+            pattern: named_credential_pattern(),
+            kind: Kind::NamedValue,
+            dump_only: false,
+            sample: format!("aws_secret_access_key = {}", fill(ALNUM, 40)),
+        },
+        Shape {
+            provider: "Providers known by name",
+            shape: "in environment dumps and secret files, a long value assigned to a name holding a provider's name (`MAILGUN_KEY=…`, `\"datadog_api_key\": \"…\"`): Adafruit, Airtable, Algolia, Asana, Atlassian/Jira/Confluence, Beamer, Bitbucket, Bittrex, Cloudflare, Codecov, Cohere, Coinbase, Confluent, Contentful, Datadog, Discord, Drone CI, Dropbox, Etsy, Facebook, Fastly, Finicity, Finnhub, Flickr, Freshbooks, Gitter, GoCardless, Heroku, HubSpot, Intercom, JFrog, Kraken, KuCoin, LaunchDarkly, Linear, LinkedIn, Mailchimp, Mailgun, Mapbox, Mattermost, MessageBird, Meraki, Netlify, New Relic, NYTimes, Okta, Plaid, PrivateAI, RapidAPI, Sendbird, Sentry, Snyk, Sonar, Squarespace, Sumo Logic, Telegram, Travis CI, Twilio, Twitch, Twitter, Typeform, Yandex, Zendesk",
+            pattern: named_value_pattern(),
+            kind: Kind::NamedValue,
+            dump_only: true,
+            sample: format!("MAILGUN_SIGNING_KEY={}", fill(HEX, 32)),
+        },
+    ]
+}
+
+/// Names a provider defines for its secrets, matched in any output.
+const CREDENTIAL_NAMES: &str = "aws_secret_access_key|aws_session_token|aws_security_token|azure_client_secret|azure_storage_key|azure_storage_account_key|arm_client_secret|github_token|gh_token|gitlab_token|npm_token|openai_api_key|anthropic_api_key|hf_token|huggingface_token|slack_bot_token|slack_webhook_url|vault_token|cloudflare_api_token|cloudflare_api_key|digitalocean_access_token|heroku_api_key|twilio_auth_token|sendgrid_api_key|stripe_secret_key|mailgun_api_key|sentry_auth_token|datadog_api_key|dd_api_key|dd_app_key|netlify_auth_token|vercel_token|codecov_token|sonar_token|snyk_token|docker_password|dockerhub_token|pypi_token|twine_password|google_client_secret|client_secret";
+
+/// `NAME = value`, `NAME: value`, `"NAME": "value"`, `NAME=value`, `export NAME=…`.
+fn named_credential_pattern() -> String {
+    format!(r#"{B}(?i-u:{CREDENTIAL_NAMES}){B}["']?[ \t]*[:=][ \t]*["']?[^\s"',;]{{4,}}"#)
+}
+
+/// Provider names whose nearby assignment holds one of their secrets.
+const PROVIDER_NAMES: &str = "adafruit|airtable|algolia|asana|atlassian|confluence|jira|beamer|bitbucket|bittrex|meraki|cloudflare|codecov|cohere|coinbase|confluent|contentful|datadog|discord|droneci|dropbox|etsy|facebook|fastly|finicity|finnhub|flickr|freshbooks|gitter|gocardless|heroku|hubspot|intercom|jfrog|artifactory|kraken|kucoin|launchdarkly|linear|linkedin|mailchimp|mailgun|mapbox|mattermost|messagebird|netlify|newrelic|new_relic|nytimes|okta|plaid|privateai|private_ai|rapidapi|sendbird|sentry|snyk|sonar|squarespace|sumo|telegram|travis|twilio|twitch|twitter|typeform|yandex|zendesk";
+
+/// `<…provider…_KEY> = <16+ token characters>` (the name kept, the value masked).
+fn named_value_pattern() -> String {
+    format!(
+        r#"{B}(?i-u:{PROVIDER_NAMES})[A-Za-z0-9_.-]{{0,30}}["']?[ \t]*[:=][=>]?[ \t]*["'`]?[A-Za-z0-9_./+=-]{{16,}}"#
+    )
+}
+
+/// The table of `docs/secrets.md`: every recognised shape, generated from the code.
+pub(crate) fn markdown_table(builtin: &[(&str, &str)]) -> String {
+    let mut out = String::from("| Provider | What is masked |\n| --- | --- |\n");
+    let mut rows: Vec<(String, String)> = builtin
+        .iter()
+        .map(|(p, s)| ((*p).to_owned(), (*s).to_owned()))
+        .collect();
+    rows.extend(
+        catalog()
+            .into_iter()
+            .map(|s| (s.provider.to_owned(), s.shape.to_owned())),
+    );
+    rows.sort();
+    for (provider, shape) in rows {
+        out.push_str(&format!("| {provider} | {} |\n", shape.replace('|', "\\|")));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;
