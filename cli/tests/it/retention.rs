@@ -118,6 +118,10 @@ fn b5_b38_output_a_capped_log_did_not_keep_is_flagged_after_a_restart() {
     let waited: Value = serde_json::from_slice(&out.stdout).expect("wait answers JSON");
     let n = waited["bytes_not_kept"].as_u64().unwrap_or(0);
     assert!(n > 0, "the cap cut the log: {waited}");
+    // The receipt's commit follows the answer (the shim's exit record holds the
+    // result meanwhile): the crash must come after it for the next daemon to answer
+    // from the receipt.
+    wait_until(Duration::from_secs(10), || stored(&env, &id)).expect("the receipt is stored");
     env.crash_daemon();
     // The next daemon answers from the receipt and still says so.
     let polled = env.poll_json(&id);
