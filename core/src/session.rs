@@ -238,19 +238,24 @@ impl Session {
     /// of the output, `cut` when earlier output exists) starts. Asked of the log,
     /// which holds what came before, only when it matters (the tail's first line
     /// could be key body); a log that does not reach `from` (its cap, a failed
-    /// write) cannot say, and the block is taken as open.
+    /// write) says what it can: a block open where the log stops is open, and for
+    /// the output the log did not keep, a block is open only when the text shows its
+    /// end before any beginning (lines of digits after a cap are not a key).
     pub(crate) fn key_open_at(&self, text: &str, cut: bool, from: u64) -> bool {
         if !cut || from == 0 || !herd_hooks::key_state_matters(text) {
             return false;
         }
-        let file = match std::fs::File::open(&self.log_path) {
-            Ok(file) => file,
-            Err(_) => return true,
+        let Ok(file) = std::fs::File::open(&self.log_path) else {
+            return ends_a_block_it_did_not_begin(text);
         };
-        if file.metadata().map_or(true, |m| m.len() < from) {
-            return true;
+        match file.metadata() {
+            Ok(m) if m.len() >= from => crate::output::key_open_at(&file, from).unwrap_or(true),
+            Ok(m) => {
+                crate::output::key_open_at(&file, m.len()).unwrap_or(true)
+                    || ends_a_block_it_did_not_begin(text)
+            }
+            Err(_) => true,
         }
-        crate::output::key_open_at(&file, from).unwrap_or(true)
     }
 
     /// The tail as text at end of stream: an incomplete trailing character becomes
@@ -303,5 +308,15 @@ impl Session {
     /// Whole seconds since the spawn.
     pub(crate) fn uptime_seconds(&self) -> u64 {
         self.started.elapsed().as_secs()
+    }
+}
+
+/// Whether `text` shows the end of a private-key block before any beginning: then a
+/// block was open where it starts, though what came before it is not known.
+fn ends_a_block_it_did_not_begin(text: &str) -> bool {
+    match (text.find("-----END"), text.find("-----BEGIN")) {
+        (Some(end), Some(begin)) => end < begin,
+        (Some(_), None) => true,
+        _ => false,
     }
 }
