@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 use crate::support::{Env, HERD, alive, wait_until};
 
 /// A size from the environment, or its default.
-fn size(var: &str, default: u64) -> u64 {
+pub(super) fn size(var: &str, default: u64) -> u64 {
     std::env::var(var)
         .ok()
         .and_then(|v| v.parse().ok())
@@ -30,7 +30,7 @@ fn size(var: &str, default: u64) -> u64 {
 
 /// Reports one figure: on stderr, and appended to `$HERD_SOAK_FIGURES`.
 #[expect(clippy::print_stderr, reason = "a soak reports what it measured")]
-fn figure(line: &str) {
+pub(super) fn figure(line: &str) {
     eprintln!("herd-soak: {line}");
     if let Some(path) = std::env::var_os("HERD_SOAK_FIGURES") {
         let appended = std::fs::OpenOptions::new()

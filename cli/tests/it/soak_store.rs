@@ -14,30 +14,8 @@ use std::time::{Duration, Instant};
 use herd_persistence::{Home, ReceiptStore, ResultReceipt, Stored};
 use serde_json::{Value, json};
 
+use crate::soak::{figure, size};
 use crate::support::{Env, alive, wait_until};
-
-fn size(var: &str, default: usize) -> usize {
-    std::env::var(var)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-/// Reports one figure: on stderr, and appended to `$HERD_SOAK_FIGURES`.
-#[expect(clippy::print_stderr, reason = "a soak reports what it measured")]
-fn figure(line: &str) {
-    eprintln!("herd-soak: {line}");
-    if let Some(path) = std::env::var_os("HERD_SOAK_FIGURES") {
-        let appended = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .and_then(|mut f| writeln!(f, "{line}"));
-        if let Err(err) = appended {
-            eprintln!("herd-soak: cannot append to HERD_SOAK_FIGURES: {err}");
-        }
-    }
-}
 
 /// `n` finished sessions' receipts, as the daemon stores them (a line of output
 /// each), in batches of one transaction.
@@ -63,6 +41,7 @@ fn store_finished(env: &Env, n: usize) {
                 notify: false,
                 output: format!("test-{i}: 12 passed\n"),
                 output_cut: false,
+                bytes_not_kept: 0,
                 leftovers: Vec::new(),
                 name: None,
                 signal: None,
@@ -104,8 +83,8 @@ fn n_running(env: &Env) -> usize {
 
 #[test]
 fn soak_restart_after_a_sigkill_with_10000_finished_and_1000_running() {
-    let finished = size("HERD_SOAK_STORE_FINISHED", 10_000);
-    let running = size("HERD_SOAK_STORE_RUNNING", 1_000);
+    let finished = usize::try_from(size("HERD_SOAK_STORE_FINISHED", 10_000)).unwrap_or(usize::MAX);
+    let running = usize::try_from(size("HERD_SOAK_STORE_RUNNING", 1_000)).unwrap_or(usize::MAX);
     let env = Env::new();
     env.ok(&["ps"]);
     store_finished(&env, finished);
