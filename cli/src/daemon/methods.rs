@@ -214,7 +214,7 @@ impl State {
             "list" if super::hosts::Hosts::wants(&params) => self.list_hosts(params).await,
             "list" => off_worker(&self.registry, move |r| query::list(r, params)).await,
             "lookup" => off_worker(&self.registry, move |r| query::lookup(r, params)).await,
-            "poll" => off_worker(&self.registry, move |r| query::poll(r, params)).await,
+            "poll" => self.poll(params).await,
             "log" => off_worker(&self.registry, move |r| query::log(r, params)).await,
             "log_chunk" => off_worker(&self.registry, move |r| query::log_chunk(r, params)).await,
             "wait" => self.wait(params).await,
@@ -278,6 +278,17 @@ impl Service for State {
 
     async fn stream(&self, stream: Stream, outlet: Outlet<'_>) {
         stream.run(self, outlet).await;
+    }
+}
+
+impl State {
+    /// `poll`, sent only once a finished session's receipt is committed (issue 27).
+    async fn poll(&self, params: Value) -> Result<Value, RpcError> {
+        let answer = off_worker(&self.registry, move |r| query::poll(r, params)).await?;
+        if let Some(id) = answer["session_id"].as_str() {
+            self.registry.result_committed(id).await;
+        }
+        Ok(answer)
     }
 }
 

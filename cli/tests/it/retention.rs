@@ -118,10 +118,8 @@ fn b5_b38_output_a_capped_log_did_not_keep_is_flagged_after_a_restart() {
     let waited: Value = serde_json::from_slice(&out.stdout).expect("wait answers JSON");
     let n = waited["bytes_not_kept"].as_u64().unwrap_or(0);
     assert!(n > 0, "the cap cut the log: {waited}");
-    // The receipt's commit follows the answer (the shim's exit record holds the
-    // result meanwhile): the crash must come after it for the next daemon to answer
-    // from the receipt.
-    wait_until(Duration::from_secs(10), || stored(&env, &id)).expect("the receipt is stored");
+    // The answer came after the receipt's commit.
+    assert!(stored(&env, &id), "answered before the receipt was stored");
     env.crash_daemon();
     // The next daemon answers from the receipt and still says so.
     let polled = env.poll_json(&id);
@@ -148,5 +146,51 @@ fn b5_b38_output_a_capped_log_did_not_keep_is_flagged_after_a_restart() {
             "{args:?}: {}",
             stderr(&out)
         );
+    }
+}
+
+/// An answer never precedes the commit of what it reports (issue 27): a daemon
+/// SIGKILLed right after a `wait`, `poll` or `kill` answer about a finished session
+/// has its receipt in the store already (the shim's exit record aside).
+#[test]
+fn b38_a_daemon_killed_right_after_a_wait_poll_or_kill_answer_kept_the_receipt() {
+    let env = Env::new();
+    for round in 0..3 {
+        // wait
+        let id = env.start_json(&["--", "echo waited; exit 3"]);
+        let out = env.run(&["wait", &id, "--timeout", "20"]);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "round {round}: {}",
+            stderr(&out)
+        );
+        env.crash_daemon();
+        assert!(
+            stored(&env, &id),
+            "round {round}: wait answered before the receipt"
+        );
+        // poll: the first answer that says finished
+        let id = env.start_json(&["--", "echo polled; exit 4"]);
+        wait_until(Duration::from_secs(20), || {
+            env.poll_json(&id)["status"] != "running"
+        })
+        .expect("the job ends");
+        env.crash_daemon();
+        assert!(
+            stored(&env, &id),
+            "round {round}: poll answered before the receipt"
+        );
+        // kill
+        let id = env.start_json(&["--", "sleep 60"]);
+        let killed = env.json(&["kill", "--json", &id]);
+        assert_eq!(killed["status"], "killed", "round {round}: {killed}");
+        env.crash_daemon();
+        assert!(
+            stored(&env, &id),
+            "round {round}: kill answered before the receipt"
+        );
+        // The next daemon answers from the receipt.
+        assert_eq!(env.poll_json(&id)["completion_reason"], "killed");
     }
 }

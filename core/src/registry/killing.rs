@@ -30,7 +30,10 @@ impl Registry {
             Ok(s) => s,
             Err(miss) => return self.inner.kill_from_receipt(id, miss, source),
         };
-        Ok(self.inner.kill_session(&s, source).await)
+        let answer = self.inner.kill_session(&s, source).await;
+        // Answered only once the ending is committed (issue 27).
+        self.inner.receipt_attempted(&s.id).await;
+        Ok(answer)
     }
 
     /// Kills every running session owned by `owner` (every owner when `owner` is

@@ -57,6 +57,16 @@ impl Registry {
         }
     }
 
+    /// Waits until the receipt of `id` (an id, prefix or name) is committed, when
+    /// its session finished and the commit is on its way; at once otherwise. A front
+    /// end sends a `poll` answer about a finished session after this, so an answer
+    /// never precedes the commit of what it reports (issue 27).
+    pub async fn result_committed(&self, id: &str) {
+        if let Ok(s) = self.inner.lookup(id) {
+            self.inner.receipt_attempted(&s.id).await;
+        }
+    }
+
     /// Status, uptime, a 1,000-character preview and exit fields once exited (B39).
     ///
     /// # Errors
@@ -320,6 +330,10 @@ impl Registry {
                     "wait interrupted by a new message from the user; the process is still running. Answer the user now.".to_owned()
                 });
             }
+        }
+        if finished {
+            // Answered only once the result is committed (issue 27).
+            self.inner.receipt_attempted(&s.id).await;
         }
         notes.extend(self.inner.session_note(&s));
         s.mark_read();

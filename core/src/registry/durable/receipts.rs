@@ -27,6 +27,9 @@ use crate::session::Session;
 /// Receipts written in one transaction at most.
 const RECEIPT_BATCH: usize = 512;
 
+/// The longest an answer waits for its session's receipt commit.
+const RECEIPT_WAIT: Duration = Duration::from_secs(30);
+
 /// The result receipts of finished sessions (B38): the store, the queue of
 /// receipts on their way and the ids whose receipt is not written yet.
 #[derive(Debug)]
@@ -37,6 +40,12 @@ pub(super) struct Receipts {
     /// Ids whose receipt is queued but not yet written (or given up on). Pruning
     /// keeps these sessions in memory, so a result is never in neither place (B38).
     unwritten: Mutex<HashSet<String>>,
+    /// Ids whose receipt's first store attempt has not ended. An answer about such
+    /// a session waits for it ([`Inner::receipt_attempted`]): an answer never
+    /// precedes the commit of what it reports.
+    attempting: Mutex<HashSet<String>>,
+    /// Bumped whenever ids leave `attempting`.
+    attempted: watch::Sender<u64>,
 }
 
 impl Receipts {
@@ -48,6 +57,8 @@ impl Receipts {
             queue: Mutex::new((Queue::default(), Vec::new())),
             written: watch::channel(0).0,
             unwritten: Mutex::new(HashSet::new()),
+            attempting: Mutex::new(HashSet::new()),
+            attempted: watch::channel(0).0,
         }
     }
 
@@ -66,6 +77,7 @@ impl Inner {
             let st = s.state();
             let Some(fin) = st.finished.as_ref() else {
                 lock(&self.durable.receipts.unwritten).remove(s.id.as_str());
+                self.attempt_ended([s.id.as_str()]);
                 return;
             };
             ResultReceipt {
@@ -108,6 +120,7 @@ impl Inner {
 
     fn queue_receipt(self: &Arc<Self>, job: ReceiptJob) {
         lock(&self.durable.receipts.unwritten).insert(job.receipt.id.clone());
+        lock(&self.durable.receipts.attempting).insert(job.receipt.id.clone());
         let mut q = lock(&self.durable.receipts.queue);
         q.1.push(job);
         q.0.wanted += 1;
@@ -181,6 +194,9 @@ impl Inner {
     /// (`recommit.rs`, issue 27).
     pub(in crate::registry) fn store_receipts(&self, batch: Vec<Stored>) {
         let stored = self.durable.receipts.store.store_all(&batch);
+        // Committed (or failed: a full disk must not hold answers back; the receipt
+        // is kept and stored again, the shim's exit record holds the result).
+        self.attempt_ended(batch.iter().map(|item| item.receipt.id.as_str()));
         let settled = |batch: &[Stored]| {
             let mut unwritten = lock(&self.durable.receipts.unwritten);
             for item in batch {
@@ -235,6 +251,37 @@ impl Inner {
     /// until it is written the session is kept in memory.
     pub(in crate::registry) fn expect_receipt(&self, id: &SessionId) {
         lock(&self.durable.receipts.unwritten).insert(id.as_str().to_owned());
+        lock(&self.durable.receipts.attempting).insert(id.as_str().to_owned());
+    }
+
+    /// Ends the wait of answers about `ids`: their receipts' store attempt is over.
+    fn attempt_ended<'a>(&self, ids: impl IntoIterator<Item = &'a str>) {
+        let any = {
+            let mut attempting = lock(&self.durable.receipts.attempting);
+            ids.into_iter()
+                .fold(false, |any, id| attempting.remove(id) || any)
+        };
+        if any {
+            self.durable.receipts.attempted.send_modify(|n| *n += 1);
+        }
+    }
+
+    /// Waits until `id`'s receipt is committed (or its commit failed), at once when
+    /// none is on its way: an answer about a finished session (`wait`, `poll`,
+    /// `kill`) is sent after this, so a crash right after the answer still finds the
+    /// receipt. No table lock is held; the commit is the receipt batch's (one
+    /// transaction for every receipt queued meanwhile, no fsync of its own).
+    pub(in crate::registry) async fn receipt_attempted(&self, id: &SessionId) {
+        let receipts = &self.durable.receipts;
+        let pending = || lock(&receipts.attempting).contains(id.as_str());
+        if !pending() {
+            return;
+        }
+        let mut rx = receipts.attempted.subscribe();
+        let waited = tokio::time::timeout(RECEIPT_WAIT, rx.wait_for(|_| !pending())).await;
+        if waited.is_err() {
+            tracing::warn!(session_id = %id, "answered before the receipt's commit: it took longer than {RECEIPT_WAIT:?}");
+        }
     }
 
     /// Whether `id`'s receipt is queued but not written yet; such a finished session
