@@ -52,7 +52,7 @@ pub enum Error {
     CheckpointMoveAside {
         path: PathBuf,
         to: PathBuf,
-        problem: crate::checkpoint::CheckpointProblem,
+        problem: crate::record::CheckpointProblem,
         #[source]
         source: std::io::Error,
     },
@@ -81,6 +81,7 @@ pub enum Error {
         supported: i64,
     },
     /// A ledger read or write failed after the ledger was opened.
+    #[cfg(feature = "sqlite")]
     #[error("failed to {action} in completion ledger {path}")]
     LedgerQuery {
         path: PathBuf,
@@ -148,6 +149,7 @@ pub enum Error {
     InvalidHostName { host: String },
     /// A read or write of the result store (`state.db`'s `results`, `tombstones` or
     /// `request_keys`) failed.
+    #[cfg(feature = "sqlite")]
     #[error(
         "failed to {action} in the state database {path}; check free space and that the home is writable"
     )]
@@ -173,6 +175,7 @@ pub enum LedgerCause {
     #[error("file system error")]
     Io(#[from] std::io::Error),
     /// SQLite refused to open or configure the database.
+    #[cfg(feature = "sqlite")]
     #[error("sqlite error")]
     Sqlite(#[from] rusqlite::Error),
 }

@@ -69,7 +69,7 @@ impl HostLinks {
     /// [`Error::InvalidHostName`], [`Error::HomeMissing`], as [`Ledger::create`], and
     /// [`Error::StoreQuery`].
     pub fn load(&self, host: &str) -> Result<Option<Vec<u8>>, Error> {
-        validate(host)?;
+        crate::memory::validate_host(host)?;
         let legacy = self.legacy_path(host);
         let file = match std::fs::read(&legacy) {
             Ok(bytes) => Some(bytes),
@@ -120,7 +120,7 @@ impl HostLinks {
     /// # Errors
     /// As [`HostLinks::load`].
     pub fn save(&self, host: &str, book: &[u8]) -> Result<(), Error> {
-        validate(host)?;
+        crate::memory::validate_host(host)?;
         let book = String::from_utf8_lossy(book).into_owned();
         self.with_db("store a host link", |conn| {
             conn.prepare_cached(
@@ -130,21 +130,6 @@ impl HostLinks {
             )?
             .execute(params![host, book, unix_now()])
             .map(drop)
-        })
-    }
-}
-
-fn validate(host: &str) -> Result<(), Error> {
-    let valid = (1..=32).contains(&host.len())
-        && host
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
-        && !host.starts_with(['_', '-']);
-    if valid {
-        Ok(())
-    } else {
-        Err(Error::InvalidHostName {
-            host: host.to_owned(),
         })
     }
 }

@@ -8,36 +8,57 @@
 //! [`RunningStore`] trait with an in-memory [`MemoryRunningStore`]), [`Ledger`] (completions,
 //! exactly-once delivery, B29) and [`ReceiptStore`] (results of finished
 //! sessions in the same `state.db`, B38).
+//! Every store sits behind a trait ([`RunningStore`], [`CompletionLedger`],
+//! [`ResultStore`], [`RequestKeys`], [`HostLinkStore`]) with an in-memory
+//! implementation; the SQLite ones are the `sqlite` feature's (on by default), so a
+//! host can build without rusqlite.
 //! Never: knows about live processes, signals anything, or creates a home that
 //! does not exist (a deleted profile is never resurrected by a late writer).
 //! Depended on by: `herd-core` and `herd-cli`.
 
+#[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
 mod atomic;
+#[cfg(feature = "sqlite")]
 mod checkpoint;
+mod completion;
 mod error;
 mod home;
+#[cfg(feature = "sqlite")]
 mod host_links;
+#[cfg(feature = "sqlite")]
 mod ledger;
+mod memory;
+mod receipt;
+#[cfg(feature = "sqlite")]
 mod receipts;
+mod record;
 mod running;
 pub mod safe_path;
+#[cfg(feature = "sqlite")]
 mod schema;
 mod shim;
+mod stores;
 
-pub use checkpoint::{
-    CHECKPOINT_VERSION, CheckpointEntry, CheckpointProblem, CheckpointStore, KillIntent, Loaded,
-    Mode, MovedAside, SessionRecord, ShimRef, SpawnOptions, Writer, parse_stat_start_time,
-};
+#[cfg(feature = "sqlite")]
+pub use checkpoint::CheckpointStore;
+pub use completion::{CompletionRecord, DELIVERED_RETENTION, UNCLAIMED_RETENTION};
 pub use error::{Error, LedgerCause};
 pub use home::Home;
+#[cfg(feature = "sqlite")]
 pub use host_links::HostLinks;
-pub use ledger::{
-    CompletionRecord, DELIVERED_RETENTION, LEDGER_VERSION, Ledger, UNCLAIMED_RETENTION,
-};
-pub use receipts::{
+#[cfg(feature = "sqlite")]
+pub use ledger::{LEDGER_VERSION, Ledger};
+pub use memory::{MemoryHostLinks, MemoryLedger, MemoryResultStore};
+pub use receipt::{
     DEFAULT_LOG_BUDGET_BYTES, Listed, MAX_RECEIPT_OUTPUT_CHARS, PruneReport, RECEIPT_RETENTION,
-    RECEIPT_VERSION, ReceiptStore, RestartSpec, ResultReceipt, Stored, TOMBSTONE_RETENTION,
-    Tombstone,
+    RECEIPT_VERSION, RestartSpec, ResultReceipt, Stored, TOMBSTONE_RETENTION, Tombstone,
+};
+#[cfg(feature = "sqlite")]
+pub use receipts::ReceiptStore;
+pub use record::{
+    CHECKPOINT_VERSION, CheckpointEntry, CheckpointProblem, KillIntent, Loaded, Mode, MovedAside,
+    SessionRecord, ShimRef, SpawnOptions, Writer, parse_stat_start_time,
 };
 pub use running::{MemoryRunningStore, RunningStore};
 pub use shim::{ExitRecord, Leftover, SHIM_RECORD_VERSION, ShimDir, ShimInfo, shim_session_ids};
+pub use stores::{CompletionLedger, HostLinkStore, RequestKeys, ResultStore};

@@ -11,7 +11,9 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use crate::{CheckpointEntry, CheckpointStore, Error, KillIntent, Loaded, SessionRecord, Writer};
+#[cfg(feature = "sqlite")]
+use crate::CheckpointStore;
+use crate::{CheckpointEntry, Error, KillIntent, Loaded, SessionRecord, Writer};
 
 /// Where a registry keeps its running sessions (B27). See the module docs.
 pub trait RunningStore: Send + Sync + std::fmt::Debug {
@@ -52,6 +54,7 @@ pub trait RunningStore: Send + Sync + std::fmt::Debug {
     -> Result<usize, Error>;
 }
 
+#[cfg(feature = "sqlite")]
 impl RunningStore for CheckpointStore {
     fn load(&self) -> Result<Loaded, Error> {
         CheckpointStore::load(self)
@@ -130,7 +133,7 @@ impl RunningStore for MemoryRunningStore {
     }
 
     fn write_one(&self, writer: &Writer, record: &SessionRecord) -> Result<(), Error> {
-        crate::checkpoint::validate(record)?;
+        crate::record::validate(record)?;
         Self::put(&mut self.rows(), writer, record);
         Ok(())
     }
@@ -149,7 +152,7 @@ impl RunningStore for MemoryRunningStore {
                     reason: "the session is listed twice",
                 });
             }
-            crate::checkpoint::validate(record)?;
+            crate::record::validate(record)?;
         }
         let mut rows = self.rows();
         for record in records {

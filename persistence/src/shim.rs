@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::checkpoint::Mode;
+use crate::record::Mode;
 use crate::{Error, Home, atomic};
 
 /// The version of `info.json` and `exit.json` this crate writes.

@@ -23,8 +23,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use rusqlite::Connection;
 use serde::Deserialize;
 
-use super::{CHECKPOINT_VERSION, CheckpointEntry, CheckpointProblem, MovedAside};
 use crate::atomic::{self, FileLock};
+use crate::{CHECKPOINT_VERSION, CheckpointEntry, CheckpointProblem, MovedAside};
 use crate::{Error, Home};
 
 /// How old a pending temp file must be before a load sweeps it: a release before

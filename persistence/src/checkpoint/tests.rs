@@ -1,10 +1,14 @@
 //! Tests for the running sessions in the store: a real `state.db` in a temp home,
 //! and checkpoint files as releases before the store wrote them.
 
+use std::fs;
 use std::os::unix::fs::PermissionsExt;
 
 use super::*;
-use crate::{ReceiptStore, ResultReceipt};
+use crate::{
+    CheckpointProblem, Mode, ReceiptStore, ResultReceipt, ShimRef, SpawnOptions,
+    parse_stat_start_time,
+};
 
 fn record(id: &str, pid: i32) -> SessionRecord {
     SessionRecord {

@@ -4,6 +4,7 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 
 use super::*;
+use crate::UNCLAIMED_RETENTION;
 
 fn home() -> (tempfile::TempDir, Home) {
     let tmp = tempfile::tempdir().expect("temp dir");

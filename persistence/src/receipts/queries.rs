@@ -6,32 +6,12 @@ use std::time::Duration;
 
 use rusqlite::{OptionalExtension, params};
 
-use super::{ReceiptStore, ResultReceipt, unix_now};
+use super::{ReceiptStore, unix_now};
 use crate::Error;
+use crate::{Listed, ResultReceipt, Tombstone};
 
 /// The most ids a prefix lookup returns (enough to say it is ambiguous).
 const PREFIX_MATCHES_MAX: usize = 16;
-
-/// What is left of an evicted session: it answers "expired on DATE".
-#[derive(Debug, Clone, PartialEq)]
-pub struct Tombstone {
-    /// The session id.
-    pub id: String,
-    /// Its name, if it had one.
-    pub name: Option<String>,
-    /// When it was evicted, unix seconds.
-    pub expired_at: f64,
-}
-
-/// The finished sessions a `list` shows, and how many older ones it left out.
-#[derive(Debug, Clone, Default)]
-pub struct Listed {
-    /// Oldest first; each output is at most the tail asked for (`output_cut` says
-    /// whether more was stored).
-    pub receipts: Vec<ResultReceipt>,
-    /// Receipts finished before the window's start.
-    pub n_older: usize,
-}
 
 impl ReceiptStore {
     /// Ids of stored receipts starting with `prefix` (at most 16), sorted.
