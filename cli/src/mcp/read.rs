@@ -129,7 +129,10 @@ impl Server {
             total - from,
             session_id,
         );
-        self.save_cursor(session_id, total as u64);
+        // An unfinished last line (a prompt, a line half written or held back) is not
+        // read yet: the cursor stays before it, so the next read shows it whole.
+        let open = tail["last_line_open"] == json!(true);
+        self.save_cursor(session_id, (total - usize::from(open && total > from)) as u64);
         let mut answer = json!({
             "status": polled["status"],
             "session_id": session_id,
