@@ -41,6 +41,8 @@ use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
+pub(crate) use owner::sweep_hourly as sweep_owners_hourly;
+
 use crate::client::{CallError, Client};
 use crate::protocol;
 #[cfg(test)]

@@ -234,7 +234,7 @@ fn mcp_a_line_that_is_not_json_gets_a_parse_error_and_the_server_goes_on() {
 /// the unfinished line as read (the flake of the REPL test above, made certain), and
 /// the complete line before it is not shown again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn mcp_read_never_passes_an_unfinished_last_line() {
+async fn b39_mcp_read_never_passes_an_unfinished_last_line() {
     let env = Env::new();
     let go = env.scratch().join("go");
     let client = connect(&env).await;
