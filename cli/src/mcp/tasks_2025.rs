@@ -269,3 +269,73 @@ impl Server {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn screened(line: &Value, era: &Era) -> Option<Value> {
+        screen_line(line.to_string().as_bytes(), era)
+            .map(|l| serde_json::from_slice(&l).expect("a renamed line is JSON"))
+    }
+
+    fn request(method: &str, params: Value) -> Value {
+        json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+    }
+
+    #[test]
+    fn only_a_2025_handshake_renames_tasks_get_and_cancel() {
+        let era = Era::default();
+        let get = request("tasks/get", json!({"taskId": "t"}));
+        assert_eq!(
+            screened(&get, &era),
+            None,
+            "2026-07-28's tasks/get is rmcp's"
+        );
+        let init = request("initialize", json!({"protocolVersion": "2025-11-25"}));
+        assert_eq!(screened(&init, &era), None, "initialize passes as it is");
+        assert!(era.is_2025());
+        for (method, op) in [("tasks/get", "get"), ("tasks/cancel", "cancel")] {
+            let renamed = screened(&request(method, json!({"taskId": "t"})), &era);
+            assert_eq!(
+                renamed.map(|m| m["method"].clone()),
+                Some(json!(format!("{PREFIX}{op}")))
+            );
+        }
+        let init = request("initialize", json!({"protocolVersion": "2026-07-28"}));
+        screened(&init, &era);
+        assert!(!era.is_2025());
+    }
+
+    #[test]
+    fn a_task_augmented_call_result_and_list_are_renamed_in_any_era() {
+        let era = Era::default();
+        let call = request(
+            "tools/call",
+            json!({"name": "terminal", "arguments": {"command": "true"}, "task": {"ttl": 5}}),
+        );
+        let renamed = screened(&call, &era).expect("renamed");
+        assert_eq!(renamed["method"], json!(format!("{PREFIX}call")));
+        assert_eq!(renamed["params"], call["params"], "params untouched");
+        let plain = request("tools/call", json!({"name": "terminal", "arguments": {}}));
+        assert_eq!(screened(&plain, &era), None);
+        for (method, op) in [("tasks/result", "result"), ("tasks/list", "list")] {
+            let renamed = screened(&request(method, json!({})), &era).expect("renamed");
+            assert_eq!(renamed["method"], json!(format!("{PREFIX}{op}")));
+        }
+    }
+
+    #[test]
+    fn a_ttl_must_be_whole_milliseconds() {
+        assert_eq!(asked_ttl(&json!({})).ok(), Some(None));
+        assert_eq!(asked_ttl(&json!({"ttl": 60000})).ok(), Some(Some(60_000)));
+        for bad in [
+            json!({"ttl": -1}),
+            json!({"ttl": "soon"}),
+            json!({"ttl": 1.5}),
+        ] {
+            let error = asked_ttl(&bad).expect_err("refused");
+            assert!(error.message.contains("whole number"), "{error:?}");
+        }
+    }
+}
