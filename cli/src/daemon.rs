@@ -109,6 +109,7 @@ async fn run(home: Home, config: Config, detached: bool) -> anyhow::Result<()> {
     }
     let stop = Arc::new(Notify::new());
     let state = Arc::new(start_state(&home, &config, Arc::clone(&stop)).await?);
+    crate::mcp::sweep_owners_hourly(state.registry().clone());
     tracing::info!(
         pid = std::process::id(),
         home = %home.root().display(),

@@ -12,7 +12,8 @@
 //!   background with notify on (timeout, cancellation), progress.
 //! - `process.rs`: the actions on the caller's own sessions.
 //! - `schema.rs`: input and output schemas, annotations, unknown-argument refusal.
-//! - `tasks.rs`: background runs as tasks for clients of the tasks extension.
+//! - `tasks.rs`: background runs as tasks for clients of the tasks extension;
+//!   `tasks_2025.rs`: the same tasks for the 2025-11-25 revision.
 //! - `push.rs`: the notifications as a resource a client can subscribe to.
 
 mod budget;
@@ -23,6 +24,7 @@ mod push;
 mod read;
 mod schema;
 mod tasks;
+mod tasks_2025;
 mod terminal;
 mod unparsable;
 
@@ -32,14 +34,17 @@ use anyhow::Context;
 use herd_persistence::Home;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
-    GetTaskParams, GetTaskResult, Implementation, ListResourcesResult, ListToolsResult, MetaObject,
-    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
-    ServerConfig, SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
+    CustomRequest, CustomResult, GetTaskParams, GetTaskResult, Implementation, ListResourcesResult,
+    ListToolsResult, MetaObject, PaginatedRequestParams, ReadResourceRequestParams,
+    ReadResourceResponse, ServerCapabilities, ServerConfig, SubscribeRequestParams,
+    SubscriptionFilter, UnsubscribeRequestParams,
 };
 use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
+
+pub(crate) use owner::sweep_hourly as sweep_owners_hourly;
 
 use crate::client::{CallError, Client};
 use crate::protocol;
@@ -123,11 +128,13 @@ pub(crate) fn serve(
         };
         let (stdin, stdout) = rmcp::transport::stdio();
         let (refused, unparsable) = tokio::sync::mpsc::unbounded_channel();
-        let stdin = unparsable::Screened::new(stdin, refused);
+        let era = tasks_2025::Era::default();
+        let stdin = unparsable::Screened::new(stdin, refused, era.clone());
         let transport = delivery::Acking {
             inner: AsyncRwTransport::<RoleServer, _, _>::new(stdin, stdout),
             pending,
             unparsable,
+            era,
         };
         let running = server
             .serve(transport)
@@ -535,6 +542,24 @@ impl ServerHandler for Server {
     async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
         self.listen_notifications(context).await;
         Ok(())
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, McpError> {
+        match request.method.strip_prefix(tasks_2025::PREFIX) {
+            Some(op) => {
+                let params = request.params.unwrap_or(Value::Null);
+                self.tasks_2025(op, params, context).await
+            }
+            None => Err(McpError::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                format!("no such method `{}`", request.method),
+                None,
+            )),
+        }
     }
 
     async fn get_task(

@@ -230,6 +230,11 @@ pub struct LogAnswer {
     pub showing: String,
     /// The complete log.
     pub log_path: PathBuf,
+    /// The page ends with the last line of a running session, and that line is not
+    /// finished yet (a prompt, or a line still being written; part of it may be held
+    /// back, B30): it is counted in `total_lines` and will grow. Absent when false.
+    #[serde(skip_serializing_if = "is_false")]
+    pub last_line_open: bool,
     /// Where the answer comes from when that is not the live session (a re-adopted
     /// session after a restart, or a result receipt), a line cut to fit the page, or
     /// why the page covers only the tail of the output.
@@ -394,4 +399,8 @@ pub struct ListRow {
 
 fn is_zero(n: &u64) -> bool {
     *n == 0
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }

@@ -139,6 +139,8 @@ pub(super) struct Acking<T> {
     pub(super) pending: Arc<Pending>,
     /// Lines of input that were not JSON (`unparsable.rs`), to answer.
     pub(super) unparsable: tokio::sync::mpsc::UnboundedReceiver<String>,
+    /// The handshake's era: a 2025-11-25 client is told of its tasks revision.
+    pub(super) era: super::tasks_2025::Era,
 }
 
 impl<T> Transport<RoleServer> for Acking<T>
@@ -156,7 +158,9 @@ where
             JsonRpcMessage::Error(error) => error.id.clone(),
             _ => None,
         };
-        let sent = self.inner.send(item);
+        let sent = self
+            .inner
+            .send(super::tasks_2025::outgoing(item, &self.era));
         let pending = Arc::clone(&self.pending);
         async move {
             let result = sent.await;

@@ -11,9 +11,12 @@
 //! server holds an exclusive `flock` on `<home>/run/owners/<owner>.lock` while it
 //! runs, and a server that finds the first slot held takes the next one (slot 2,
 //! 3, …, each its own owner). The lock goes with the process, however it ends.
+//!
+//! The daemon sweeps the files of owners that are gone ([`sweep_hourly`]: at its
+//! start and hourly), so hosts that come and go leave no trail in `<home>/run/owners/`.
 
 use std::fs::File;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use herd_persistence::Home;
 
@@ -192,16 +195,96 @@ fn owner_of(host: &Proc, boot_id: &str, slot: u32) -> String {
     format!("mcp-{:012x}", hash & 0xffff_ffff_ffff)
 }
 
-/// Takes the lock of `owner`, when no live server holds it.
+/// Takes the lock of `owner`, when no live server holds it. A lock file the sweep
+/// removed while it was being taken is not held by anything: open it again.
 fn lock(dir: &Path, owner: &str) -> Option<File> {
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(dir.join(format!("{owner}.lock")))
-        .map_err(|err| tracing::debug!(%owner, error = %err, "cannot open the owner lock"))
-        .ok()?;
-    file.try_lock().ok().map(|()| file)
+    use std::os::unix::fs::MetadataExt;
+    let path = dir.join(format!("{owner}.lock"));
+    for _ in 0..3 {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|err| tracing::debug!(%owner, error = %err, "cannot open the owner lock"))
+            .ok()?;
+        file.try_lock().ok()?;
+        let same = match (file.metadata(), std::fs::metadata(&path)) {
+            (Ok(held), Ok(named)) => held.dev() == named.dev() && held.ino() == named.ino(),
+            _ => false,
+        };
+        if same {
+            return Some(file);
+        }
+    }
+    None
+}
+
+/// The directory of the owners' lock and read-cursor files.
+pub(crate) fn owners_dir(home: &Home) -> PathBuf {
+    home.run_dir().join("owners")
+}
+
+/// Removes the lock and read-cursor files of owners that are gone: no live server
+/// holds the owner's lock and `is_kept` (the daemon's registry: the owner still
+/// has sessions or undelivered notices) says no. Runs off the session table's
+/// lock (file IO; `is_kept` takes it briefly per owner). A cursor file whose name
+/// had characters escaped (`_`) is kept: its owner cannot be told from its name.
+/// Returns the owners swept.
+pub(crate) fn sweep(home: &Home, is_kept: impl Fn(&str) -> bool) -> Vec<String> {
+    let dir = owners_dir(home);
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let mut owners: Vec<String> = entries
+        .filter_map(Result::ok)
+        .filter_map(|entry| {
+            let name = entry.file_name().into_string().ok()?;
+            let owner = name
+                .strip_suffix(".lock")
+                .or_else(|| name.strip_suffix(".read.json"))?;
+            (!owner.is_empty() && !owner.contains('_')).then(|| owner.to_owned())
+        })
+        .collect();
+    owners.sort_unstable();
+    owners.dedup();
+    let mut swept = Vec::new();
+    for owner in owners {
+        // Held while the files go, so no server takes this owner meanwhile
+        // (`lock` checks that the file it locked is still the one named).
+        let _held = match std::fs::OpenOptions::new()
+            .write(true)
+            .open(dir.join(format!("{owner}.lock")))
+        {
+            Ok(file) if file.try_lock().is_ok() => Some(file),
+            Ok(_) => continue,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
+            Err(err) => {
+                tracing::warn!(%owner, error = %err, "cannot open an owner lock to sweep it");
+                continue;
+            }
+        };
+        if is_kept(&owner) {
+            continue;
+        }
+        for file in [format!("{owner}.read.json"), format!("{owner}.lock")] {
+            match std::fs::remove_file(dir.join(&file)) {
+                Ok(()) => {}
+                Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+                Err(err) => {
+                    tracing::warn!(%owner, %file, error = %err, "cannot remove a gone owner's file")
+                }
+            }
+        }
+        swept.push(owner);
+    }
+    if !swept.is_empty() {
+        tracing::info!(
+            owners = swept.len(),
+            "swept the files of owners that are gone"
+        );
+    }
+    swept
 }
 
 /// The owner of a server started without `--owner`: the host's first free slot,
@@ -215,7 +298,7 @@ pub(crate) fn host_owner(home: &Home) -> HostOwner {
         tracing::debug!("no host process found; a fresh owner");
         return fresh();
     };
-    let dir = home.run_dir().join("owners");
+    let dir = owners_dir(home);
     if let Err(err) = crate::config::create_home(home)
         .and_then(|()| home.ensure_dir(&dir).map_err(anyhow::Error::from))
     {
@@ -234,6 +317,44 @@ pub(crate) fn host_owner(home: &Home) -> HostOwner {
         }
     }
     fresh()
+}
+
+/// How often the daemon sweeps the files of owners that are gone.
+const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// Whether `owner` still has sessions (running, or finished and kept) or notices
+/// not yet delivered in `registry`.
+fn has_sessions_or_notices(registry: &herd_core::Registry, owner: &str) -> bool {
+    registry.pending(owner) > 0
+        || !registry
+            .list(&herd_core::ListFilter {
+                owner: Some(owner.to_owned()),
+                session_key: None,
+                include_finished: true,
+            })
+            .is_empty()
+}
+
+/// The daemon's sweep of gone owners' files ([`sweep`]): now, then hourly, each on a
+/// blocking thread.
+pub(crate) fn sweep_hourly(registry: herd_core::Registry) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(SWEEP_EVERY);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let registry = registry.clone();
+            let swept = tokio::task::spawn_blocking(move || {
+                sweep(registry.home(), |owner| {
+                    has_sessions_or_notices(&registry, owner)
+                })
+            })
+            .await;
+            if let Err(err) = swept {
+                tracing::warn!(error = %err, "the sweep of gone owners' files failed");
+            }
+        }
+    });
 }
 
 #[cfg(test)]

@@ -39,10 +39,7 @@ impl Server {
                 }
             })
             .collect();
-        self.home
-            .run_dir()
-            .join("owners")
-            .join(format!("{safe}.read.json"))
+        super::owner::owners_dir(&self.home).join(format!("{safe}.read.json"))
     }
 
     /// The cursors of this owner: lines read, by session id.
@@ -66,7 +63,7 @@ impl Server {
         let path = self.cursor_path();
         let written = self
             .home
-            .ensure_dir(&self.home.run_dir().join("owners"))
+            .ensure_dir(&super::owner::owners_dir(&self.home))
             .map_err(anyhow::Error::from)
             .and_then(|_| {
                 let tmp = path.with_extension("json.tmp");
@@ -129,7 +126,13 @@ impl Server {
             total - from,
             session_id,
         );
-        self.save_cursor(session_id, total as u64);
+        // An unfinished last line (a prompt, a line half written or held back) is not
+        // read yet: the cursor stays before it, so the next read shows it whole.
+        let open = tail["last_line_open"] == json!(true);
+        self.save_cursor(
+            session_id,
+            (total - usize::from(open && total > from)) as u64,
+        );
         let mut answer = json!({
             "status": polled["status"],
             "session_id": session_id,

@@ -1,5 +1,6 @@
 //! Background runs as tasks, for clients of the tasks extension
-//! (`io.modelcontextprotocol/tasks`, 2026-07-28).
+//! (`io.modelcontextprotocol/tasks`, 2026-07-28); `tasks_2025.rs` serves the same
+//! tasks to clients of the 2025-11-25 revision.
 //!
 //! A `terminal(background=true)` call from a client that declares the extension is
 //! answered with a task instead of a session id at once: `tasks/get` reports it
@@ -7,10 +8,12 @@
 //! and then completed with the same result a foreground run gives; `tasks/cancel`
 //! kills the job's whole tree. Other clients get the background answer as before.
 
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolResponse, CallToolResult, ContentBlock, CreateTaskResult, GetTaskResult, JsonObject,
+    CallToolResponse, CallToolResult, ContentBlock, CreateTaskResult, DetailedTask, GetTaskResult,
+    JsonObject, Task,
 };
 use rmcp::service::RequestContext;
 use rmcp::task_manager::{TaskExit, TaskManager, TaskOptions};
@@ -34,6 +37,8 @@ const TASK_WAIT_SECONDS: u64 = 300;
 #[derive(Clone, Default)]
 pub(super) struct Tasks {
     manager: TaskManager,
+    /// The ids of the tasks started, oldest first (for `tasks/list`).
+    ids: Arc<Mutex<Vec<String>>>,
 }
 
 impl std::fmt::Debug for Tasks {
@@ -51,6 +56,19 @@ impl Tasks {
 
     pub(super) fn cancel(&self, task_id: &str) -> Result<(), McpError> {
         self.manager.cancel_task(task_id)
+    }
+
+    /// A task with its result or error, when it has one.
+    pub(super) fn detailed(&self, task_id: &str) -> Result<DetailedTask, McpError> {
+        self.manager.get_task(task_id)
+    }
+
+    /// The ids of the tasks kept, oldest first.
+    pub(super) fn ids(&self) -> Vec<String> {
+        self.ids
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 }
 
@@ -70,21 +88,29 @@ impl Server {
         args: &JsonObject,
         context: &RequestContext<RoleServer>,
     ) -> CallToolResponse {
+        match self.begin_task(args, None).await {
+            Ok(task) => CallToolResponse::Task(CreateTaskResult::new(task).with_meta(self.meta())),
+            Err(answer) => self.result(answer, context).await.into(),
+        }
+    }
+
+    /// Starts the job as a task kept `ttl_ms` (at most, and by default, a week);
+    /// the refusal's answer when the job does not start.
+    pub(super) async fn begin_task(
+        &self,
+        args: &JsonObject,
+        ttl_ms: Option<u64>,
+    ) -> Result<Task, Answer> {
         let refused = |message: String| {
             Answer::error(json!({"output": "", "exit_code": -1, "error": message}))
         };
-        let req = match terminal_request(args) {
-            Ok(req) => req,
-            Err(message) => return self.result(refused(message), context).await.into(),
-        };
+        let req = terminal_request(args).map_err(refused)?;
         // The task's result carries the exit: a completion notice only when asked.
-        let session_id = match self.start(&req, req.notify && req.notify_given).await {
-            Ok((session_id, _)) => session_id,
-            Err(answer) => return self.result(answer, context).await.into(),
-        };
+        let (session_id, _) = self.start(&req, req.notify && req.notify_given).await?;
         let server = self.clone();
+        let most = u64::try_from(TASK_TTL.as_millis()).unwrap_or(u64::MAX);
         let options = TaskOptions::new()
-            .with_ttl_ms(u64::try_from(TASK_TTL.as_millis()).unwrap_or(u64::MAX))
+            .with_ttl_ms(ttl_ms.map_or(most, |ms| ms.min(most)))
             .with_poll_interval_ms(TASK_POLL_MS)
             .with_status_message(format!("running as {session_id}"));
         let task = self.tasks.manager.spawn(options, move |ctx| {
@@ -101,7 +127,14 @@ impl Server {
                 }
             })
         });
-        CallToolResponse::Task(CreateTaskResult::new(task).with_meta(self.meta()))
+        let mut ids = self
+            .tasks
+            .ids
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        ids.retain(|id| self.tasks.manager.get_task(id).is_ok());
+        ids.push(task.task_id.clone());
+        Ok(task)
     }
 
     /// Waits, as long as it takes, for the job to exit.

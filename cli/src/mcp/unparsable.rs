@@ -2,7 +2,8 @@
 //! (−32700, id null), as JSON-RPC 2.0 asks, instead of being dropped in silence
 //! (rmcp's transport skips it). [`Screened`] wraps stdin: it passes on whole lines
 //! that parse as JSON (and blank ones), holds back the others and counts them on a
-//! channel, and the transport ([`super::delivery::Acking`]) answers each count.
+//! channel, and the transport ([`super::delivery::Acking`]) answers each count. It
+//! also renames the requests of the 2025-11-25 tasks revision (`tasks_2025.rs`).
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -22,15 +23,22 @@ pub(super) struct Screened<R> {
     /// Whole lines passed on, not yet read out.
     ready: Vec<u8>,
     refused: UnboundedSender<String>,
+    /// The handshake's era, for the 2025-11-25 tasks requests (`tasks_2025.rs`).
+    era: super::tasks_2025::Era,
 }
 
 impl<R> Screened<R> {
-    pub(super) fn new(inner: R, refused: UnboundedSender<String>) -> Screened<R> {
+    pub(super) fn new(
+        inner: R,
+        refused: UnboundedSender<String>,
+        era: super::tasks_2025::Era,
+    ) -> Screened<R> {
         Screened {
             inner,
             partial: Vec::new(),
             ready: Vec::new(),
             refused,
+            era,
         }
     }
 
@@ -43,7 +51,10 @@ impl<R> Screened<R> {
                 Err(err) if !body.is_empty() && (err.is_syntax() || err.is_eof()) => {
                     let _ = self.refused.send(err.to_string());
                 }
-                _ => self.ready.extend_from_slice(&line),
+                _ => match super::tasks_2025::screen_line(body, &self.era) {
+                    Some(renamed) => self.ready.extend_from_slice(&renamed),
+                    None => self.ready.extend_from_slice(&line),
+                },
             }
         }
         if self.partial.len() > MAX_SCREENED_LINE {
@@ -97,7 +108,7 @@ mod tests {
     async fn lines_that_are_not_json_are_held_back_and_counted() {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let input: &[u8] = b"{\"a\":1}\nnot json\n\n{\"b\":\n[1]\n";
-        let mut screened = Screened::new(input, tx);
+        let mut screened = Screened::new(input, tx, super::super::tasks_2025::Era::default());
         let mut out = String::new();
         screened.read_to_string(&mut out).await.expect("reads");
         assert_eq!(out, "{\"a\":1}\n\n[1]\n");

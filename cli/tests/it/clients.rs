@@ -281,11 +281,17 @@ fn b39_node_results_are_structured_and_pass_the_sdk_output_schema_check() {
     check(Sdk::Node, "node/structured.mjs", &[]);
 }
 
-// (h) Tasks (2026-07-28, io.modelcontextprotocol/tasks).
+// (h) Tasks (2026-07-28, io.modelcontextprotocol/tasks; 2025-11-25 through the
+// TypeScript SDK).
 
 #[test]
 fn python_tasks_run_a_terminal_call_to_completion_and_cancel_kills_the_process() {
     check(Sdk::Python, "py/tasks.py", &[]);
+}
+
+#[test]
+fn node_2025_11_25_tasks_run_to_completion_list_and_cancel_kills_the_process() {
+    check(Sdk::Node, "node/tasks.mjs", &[]);
 }
 
 // (i) Strict mode (OpenAI Agents SDK schema conversion).

@@ -19,6 +19,7 @@ mod jobs;
 mod lifecycle;
 mod mcp;
 mod mcp_budget;
+mod mcp_owners;
 mod netns;
 mod people;
 mod props;

@@ -228,3 +228,57 @@ fn mcp_a_line_that_is_not_json_gets_a_parse_error_and_the_server_goes_on() {
     drop(stdin);
     child.wait().expect("the server exits");
 }
+
+/// A prompt written in two pieces (`>`, then `>> ` once the test says so) is shown
+/// whole by the read after its second piece: a read that saw only `>` does not count
+/// the unfinished line as read (the flake of the REPL test above, made certain), and
+/// the complete line before it is not shown again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b39_mcp_read_never_passes_an_unfinished_last_line() {
+    let env = Env::new();
+    let go = env.scratch().join("go");
+    let client = connect(&env).await;
+    let command = format!(
+        "echo 'a whole line'; printf '>'; while [ ! -e {go} ]; do sleep 0.02; done; printf '>> '; exec sleep 60",
+        go = go.display()
+    );
+    let (started, _, _) = call(
+        &client,
+        "terminal",
+        json!({"command": command, "background": true}),
+    )
+    .await;
+    let id = session_id(&started);
+    let first = read_until(&client, &id, ">").await;
+    assert!(first.contains("a whole line"), "{first}");
+    assert!(!first.contains(">>"), "{first}");
+
+    std::fs::write(&go, b"").expect("the scratch directory is writable");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let prompt = loop {
+        let (read, _, is_error) = call(
+            &client,
+            "process",
+            json!({"action": "read", "session_id": id}),
+        )
+        .await;
+        assert!(!is_error, "{read}");
+        let output = read["output"].as_str().unwrap_or_default().to_owned();
+        // Until the second piece lands, the read shows the first one again.
+        if output != ">" {
+            break output;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the prompt never grew: {read}"
+        );
+    };
+    assert_eq!(prompt, ">>> ", "the next read shows the prompt whole");
+    let (killed, _, _) = call(
+        &client,
+        "process",
+        json!({"action": "kill", "session_id": id}),
+    )
+    .await;
+    assert!(killed.to_string().contains("kill"), "{killed}");
+}

@@ -115,6 +115,12 @@ impl TextPage {
         self
     }
 
+    /// The page ends with the unfinished last line of a running session (no line end
+    /// yet): a reader that moves on by lines reads that line again once it is done.
+    pub(crate) fn ends_unfinished(&self) -> bool {
+        self.growing && !self.source.is_empty() && !self.source.ends_with('\n')
+    }
+
     /// The page's own text, unredacted (tests only: a route shows [`Self::window`]).
     #[cfg(test)]
     pub(crate) fn text(&self) -> &str {

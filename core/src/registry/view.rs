@@ -344,6 +344,7 @@ impl Inner {
             offset: page.first_line_idx,
             showing: format!("{} lines", page.n_lines),
             log_path: subject.log_path,
+            last_line_open: page.ends_unfinished(),
             note,
             session_id: subject.id,
         }
