@@ -238,16 +238,18 @@ enum Input {
     Resize { rows: u16, cols: u16 },
 }
 
-/// Follows the session's log from `from_byte` on its own connection.
+/// Follows the session's log from `from_byte` on its own connection; with
+/// `terminal`, as the real terminal that answers the job's queries (a PTY).
 fn spawn_follower(
     mut follower: Client,
     id: String,
     from_byte: u64,
+    terminal: bool,
 ) -> mpsc::UnboundedReceiver<Piece> {
     let (tx, rx) = mpsc::unbounded_channel();
     tokio::spawn(async move {
         let sent = tx.clone();
-        let end = follow(&mut follower, &id, from_byte, |text| {
+        let end = follow(&mut follower, &id, from_byte, terminal, |text| {
             // The loop is gone only when attach is ending: nothing to keep.
             sent.send(Piece::Output(text.to_owned())).ok();
         })
@@ -263,9 +265,10 @@ async fn follow(
     client: &mut Client,
     id: &str,
     from_byte: u64,
+    terminal: bool,
     mut emit: impl FnMut(&str),
 ) -> anyhow::Result<Option<Value>> {
-    crate::commands::logstream::stream(client, id, from_byte, |text| {
+    crate::commands::logstream::stream_with(client, id, from_byte, terminal, |text| {
         emit(text);
         Ok(())
     })
@@ -378,7 +381,7 @@ async fn pty(
     let follower = Client::connect(home).await?;
     let mut signals = Signals::new()?;
     let mut winch = signal(SignalKind::window_change()).context("cannot handle SIGWINCH")?;
-    let mut pieces = spawn_follower(follower, id.to_owned(), from_byte);
+    let mut pieces = spawn_follower(follower, id.to_owned(), from_byte, true);
     if let Some(end) = catch_up(&mut pieces, &mut screen, &mut seen).await {
         // The job ended before there was anything to attach to.
         if shows_early_end {
@@ -644,7 +647,7 @@ async fn pipe(
     ));
     let from_byte = crate::commands::print_last_lines(&mut client, id, PIPE_TAIL_LINES).await?;
     let follower = Client::connect(home).await?;
-    let mut pieces = spawn_follower(follower, id.to_owned(), from_byte);
+    let mut pieces = spawn_follower(follower, id.to_owned(), from_byte, false);
     let sender = spawn_sender(client, id.to_owned());
     let lines = readers.lines();
     let ending = loop {

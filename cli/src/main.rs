@@ -21,6 +21,7 @@ mod guard;
 mod mcp;
 mod output;
 mod plugins;
+mod proctitle;
 mod protocol;
 mod remote;
 mod restart;
@@ -54,6 +55,10 @@ fn main() -> ExitCode {
         }
     };
     init_tracing(matches!(cli.command, Command::Serve(_)));
+    if matches!(cli.command, Command::Run(_)) {
+        // A job's `pkill -f` of its own command must not find this client.
+        proctitle::hide_arguments(&["run"]);
+    }
     match run(cli) {
         Ok(()) => Code::Ok.into(),
         Err(err) if is_broken_pipe(&err) => Code::Ok.into(),

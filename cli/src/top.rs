@@ -302,6 +302,11 @@ impl App {
                     pane.feed(&text);
                 }
             }
+            Feed::OutputRestart { session_id } => {
+                if let Some(pane) = self.pane.as_mut().filter(|p| p.session_id() == session_id) {
+                    *pane = Pane::new(&session_id, pane.is_pty());
+                }
+            }
             Feed::OutputEnd { session_id } => {
                 if let Some(pane) = self.pane.as_mut().filter(|p| p.session_id() == session_id) {
                     pane.is_ended = true;

@@ -303,6 +303,12 @@ fn process(
             ingest(session, log, &kept);
         }
         Source::Pty { master, scanner } => {
+            let attached = *session
+                .terminals
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                > 0;
+            scanner.set_passthrough(attached);
             let scan = scanner.feed(chunk);
             if !scan.replies.is_empty() {
                 write_replies(master, &scan.replies);

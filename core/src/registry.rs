@@ -62,6 +62,7 @@ pub use external::External;
 mod logs;
 pub use delivery::{Acknowledgement, Drained};
 pub use logs::{FollowRead, LogFollower};
+pub use stdin::TerminalGuard;
 mod rebuilt;
 mod reclaim;
 mod restore;

@@ -69,6 +69,10 @@ pub(crate) trait ShimInput: std::fmt::Debug + Send + Sync {
         input: Input,
         timeout: Duration,
     ) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send + '_>>;
+
+    /// Tells the supervisor whether a real terminal is attached (B7), without
+    /// waiting: it then leaves the PTY's queries to that terminal, or answers them.
+    fn set_terminal(&self, attached: bool);
 }
 
 /// Mutable ownership and lifecycle state.
@@ -140,6 +144,10 @@ pub(crate) struct Session {
     pub(crate) done: watch::Sender<bool>,
     /// Flips to true when a kill asks the reader to stop at the child's exit.
     pub(crate) kill_requested: watch::Sender<bool>,
+    /// How many real terminals are attached (`herd attach`): while any is, the PTY's
+    /// queries go to them instead of being answered (B7). A leaf lock: taken with no
+    /// other held, and nothing is done under it but telling the supervisor.
+    pub(crate) terminals: std::sync::Mutex<usize>,
 }
 
 /// A spawn's time limit: how long it was given and the wall-clock instant it ends.

@@ -65,6 +65,9 @@ pub struct Scanner {
     pending: Vec<u8>,
     stripped_bytes: u64,
     n_queries: u64,
+    /// A real terminal is attached: queries stay in the output, unanswered, for it
+    /// to answer.
+    passthrough: bool,
 }
 
 impl Scanner {
@@ -77,6 +80,7 @@ impl Scanner {
             pending: Vec::with_capacity(MAX_PENDING),
             stripped_bytes: 0,
             n_queries: 0,
+            passthrough: false,
         }
     }
 
@@ -89,6 +93,19 @@ impl Scanner {
     /// Sets the cursor position reported for `ESC[6n`, for callers that track it.
     pub fn set_cursor(&mut self, row: u16, col: u16) {
         self.cursor = (row, col);
+    }
+
+    /// While `on`, a real terminal is attached (`herd attach`): a query is left in
+    /// the output, byte for byte, and not answered, so that terminal answers it with
+    /// what it really shows (its reply reaches the job as typed input). Off again, the
+    /// scanner answers as before.
+    pub fn set_passthrough(&mut self, on: bool) {
+        self.passthrough = on;
+    }
+
+    /// Whether queries are left for an attached terminal.
+    pub fn passthrough(&self) -> bool {
+        self.passthrough
     }
 
     /// Bytes removed from the output because they were answered queries.
@@ -138,6 +155,10 @@ impl Scanner {
             self.pending.push(byte);
             match classify(&self.pending) {
                 Status::Prefix => {}
+                Status::Complete(_) if self.passthrough => {
+                    output.extend_from_slice(&self.pending);
+                    self.pending.clear();
+                }
                 Status::Complete(query) => {
                     self.reply(query, &mut replies);
                     self.stripped_bytes += self.pending.len() as u64;

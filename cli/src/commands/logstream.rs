@@ -15,11 +15,27 @@ pub(crate) async fn stream(
     client: &mut Client,
     id: &str,
     from_byte: u64,
+    emit: impl FnMut(&str) -> std::io::Result<()>,
+) -> anyhow::Result<Option<Value>> {
+    stream_with(client, id, from_byte, false, emit).await
+}
+
+/// As [`stream`]; with `terminal`, a real terminal shows the stream (`herd
+/// attach`): the session's PTY queries come in it, unanswered, for that terminal
+/// to answer (daemons with `logs.follow.terminal`; others answer them themselves).
+pub(crate) async fn stream_with(
+    client: &mut Client,
+    id: &str,
+    from_byte: u64,
+    terminal: bool,
     mut emit: impl FnMut(&str) -> std::io::Result<()>,
 ) -> anyhow::Result<Option<Value>> {
     let mut params = json!({"id": id, "from_byte": from_byte});
     if client.hello.serves("logs.follow.result") {
         params["result"] = json!(true);
+    }
+    if terminal && client.hello.serves("logs.follow.terminal") {
+        params["terminal"] = json!(true);
     }
     let answer = log_stream(client, "logs.follow", params, &mut emit).await?;
     if let Some(error) = answer.error {

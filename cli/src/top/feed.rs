@@ -15,7 +15,8 @@
 //!   per chunk). A daemon without `sessions.follow` is listed once a [`REFRESH`]
 //!   and the title line says so;
 //! - the **pane follower** holds `logs.follow` for the selected session from the
-//!   last [`PANE_TAIL_BYTES`] of its log, and is replaced when the selection moves.
+//!   last [`PANE_TAIL_BYTES`] of its log, and is replaced when the selection moves;
+//!   when the daemon goes away it connects again and starts over from the tail.
 
 use std::time::Duration;
 
@@ -47,6 +48,9 @@ pub(crate) enum Feed {
     Output { session_id: String, text: String },
     /// The followed session's output ended (it finished and all was sent).
     OutputEnd { session_id: String },
+    /// The followed session's output starts over from its log's tail (the
+    /// follower connected again after the daemon went away): the pane is cleared.
+    OutputRestart { session_id: String },
     /// The daemon is gone: `top` ends with this message.
     Lost(String),
 }
@@ -241,7 +245,10 @@ async fn act(client: &mut Client, action: Action) -> String {
     }
 }
 
-/// Follows one session's output into the pane until it ends.
+/// Follows one session's output into the pane until it ends. When the daemon
+/// goes away (a crash, a restart) it connects again and follows anew from the
+/// log's tail, the pane started over ([`Feed::OutputRestart`]), so the pane
+/// resumes without the selection having to move.
 pub(crate) async fn follow(home: Home, session_id: String, tx: UnboundedSender<Feed>) {
     let said = |message: String| {
         let _ = tx.send(Feed::Said(message));
@@ -250,21 +257,58 @@ pub(crate) async fn follow(home: Home, session_id: String, tx: UnboundedSender<F
         Ok(client) => client,
         Err(err) => return said(format!("cannot follow {session_id}: {err:#}")),
     };
+    loop {
+        match follow_once(&mut client, &session_id, &tx).await {
+            Followed::UiGone => return,
+            Followed::Ended => break,
+            Followed::Refused(why) => {
+                said(format!("cannot follow {session_id}: {why}"));
+                break;
+            }
+            Followed::Lost => {
+                client = match crate::client::reconnect(&home).await {
+                    Ok(client) => client,
+                    Err(err) => {
+                        said(format!("lost {session_id}'s output: {err:#}"));
+                        break;
+                    }
+                };
+                let restart = Feed::OutputRestart {
+                    session_id: session_id.clone(),
+                };
+                if tx.send(restart).is_err() {
+                    return;
+                }
+            }
+        }
+    }
+    let _ = tx.send(Feed::OutputEnd { session_id });
+}
+
+/// How one `logs.follow` of the pane ended.
+enum Followed {
+    /// The session ended and all of its output was sent.
+    Ended,
+    /// The daemon refused (the session is unknown).
+    Refused(String),
+    /// The connection broke: the daemon went away.
+    Lost,
+    /// Nobody reads the feed any more.
+    UiGone,
+}
+
+/// Follows the session from the last [`PANE_TAIL_BYTES`] of its log, on `client`.
+async fn follow_once(client: &mut Client, session_id: &str, tx: &UnboundedSender<Feed>) -> Followed {
     // The log's end now (a read far past it answers where it ends), then its tail.
-    let end = match client.log_end(&session_id).await {
+    let end = match client.log_end(session_id).await {
         Ok(end) => end,
-        Err(err) => return said(format!("cannot follow {session_id}: {err:#}")),
+        Err(err) if crate::client::is_lost(&err) => return Followed::Lost,
+        Err(err) => return Followed::Refused(format!("{err:#}")),
     };
     let from_byte = end.saturating_sub(PANE_TAIL_BYTES);
-    let request = match client
-        .send(
-            "logs.follow",
-            json!({"id": session_id, "from_byte": from_byte}),
-        )
-        .await
-    {
-        Ok(request) => request,
-        Err(err) => return said(format!("cannot follow {session_id}: {err}")),
+    let params = json!({"id": session_id, "from_byte": from_byte});
+    let Ok(request) = client.send("logs.follow", params).await else {
+        return Followed::Lost;
     };
     loop {
         match client.next_message().await {
@@ -277,25 +321,21 @@ pub(crate) async fn follow(home: Home, session_id: String, tx: UnboundedSender<F
                     .unwrap_or_default()
                     .to_owned();
                 let out = Feed::Output {
-                    session_id: session_id.clone(),
+                    session_id: session_id.to_owned(),
                     text,
                 };
                 if tx.send(out).is_err() {
-                    return;
+                    return Followed::UiGone;
                 }
             }
             Ok(Some(message)) if message.id == json!(request) => {
-                if let Some(error) = message.error {
-                    said(format!("cannot follow {session_id}: {}", error.message));
-                }
-                let _ = tx.send(Feed::OutputEnd { session_id });
-                return;
+                return match message.error {
+                    Some(error) => Followed::Refused(error.message),
+                    None => Followed::Ended,
+                };
             }
             Ok(Some(_)) => {}
-            Ok(None) | Err(_) => {
-                let _ = tx.send(Feed::OutputEnd { session_id });
-                return;
-            }
+            Ok(None) | Err(_) => return Followed::Lost,
         }
     }
 }

@@ -533,3 +533,59 @@ fn issue_29_attach_rides_through_a_daemon_sigkill() {
     assert!(screen.contains("herd: detached from"), "{screen}");
     assert_eq!(status(&env, &id), "running");
 }
+
+/// A job that, in raw mode, asks its terminal where the cursor is each time it
+/// reads `q` (after moving it to row 7, column 13), and writes the reply it got,
+/// in hex, to `reply<n>` in `$REPLIES`; `x` ends it.
+const QUERY_JOB: &str = r#"printf 'query-ready\n'
+stty raw -echo
+n=0
+while IFS= read -r -n 1 k; do
+  case "$k" in
+    q) printf '\033[7;13H\033[6n'
+       IFS= read -r -t 20 -d R reply
+       n=$((n+1))
+       printf '%sR' "$reply" | od -An -tx1 | tr -d ' \n' > "$REPLIES/reply$n.tmp"
+       mv "$REPLIES/reply$n.tmp" "$REPLIES/reply$n"
+       printf '\r\nanswered-%s\r\n' "$n";;
+    x) exit 0;;
+  esac
+done
+"#;
+
+// Issue 29, B7: attached, the job's cursor-position query goes to the real
+// terminal (a tmux pane, with the cursor at 7;13) and that terminal's reply
+// reaches the job as its input, exactly, never shown as typed text; detached,
+// herd answers the next query itself (1;1), so the job never hangs.
+#[test]
+fn issue_29_b7_attached_terminal_answers_the_jobs_cursor_query() {
+    let env = Env::new();
+    let replies = env.scratch().join("replies");
+    std::fs::create_dir(&replies).expect("the scratch dir is writable");
+    let script = QUERY_JOB.replace("$REPLIES", &replies.to_string_lossy());
+    let id = spawn(&env, &script, &["--pty"]);
+    let tmux = pane(&env, 100, 30);
+    tmux.attach(&id);
+    tmux.wait_for("the job's first line", |s| s.contains("query-ready"));
+    tmux.keys(&["q"]);
+    let first = replies.join("reply1");
+    wait_until(DEADLINE, || first.exists())
+        .unwrap_or_else(|()| panic!("the job got no reply:\n{}", tmux.screen()));
+    let got = std::fs::read_to_string(&first).expect("the reply file is readable");
+    // ESC [ 7 ; 1 3 R: the terminal's own answer, not herd's 1;1.
+    assert_eq!(got, "1b5b373b313352", "the job's reply, in hex");
+    let screen = tmux.wait_for("the job's answer line", |s| s.contains("answered-1"));
+    assert!(!screen.contains("7;13R"), "the reply shows as text:\n{screen}");
+    assert!(!screen.contains("1;1R"), "herd answered too:\n{screen}");
+    tmux.control(0x1c);
+    tmux.wait_restored("query");
+
+    // Nobody attached: herd answers, at 1;1.
+    env.ok(&["send", &id, "q"]);
+    let second = replies.join("reply2");
+    wait_until(DEADLINE, || second.exists())
+        .unwrap_or_else(|()| panic!("herd did not answer the detached job's query"));
+    let got = std::fs::read_to_string(&second).expect("the reply file is readable");
+    assert_eq!(got, "1b5b313b3152", "herd's reply, in hex");
+    env.ok(&["send", &id, "x"]);
+}

@@ -470,3 +470,36 @@ fn issue_29_man_on_a_terminal_is_paged_not_roff() {
         "{screen}"
     );
 }
+
+// Issue 29: `herd run --wait -- 'pkill -KILL -f MARK'` kills what matches MARK
+// but not the herd client whose own command line held MARK: the client rewrites
+// its command line after parsing. A decoy that matches proves the pkill ran and
+// found something (exit 0), and the client reports the job's exit, 0. (SIGKILL:
+// a SIGTERM the client would pass on to the job and survive.)
+#[test]
+fn issue_29_a_jobs_pkill_f_of_its_own_command_spares_the_run_client() {
+    let env = Env::new();
+    let marker = format!("herdpk{}x{}", std::process::id(), line!());
+    let mut decoy = std::process::Command::new("bash")
+        .args(["-c", &format!("exec -a {marker}-decoy sleep 60")])
+        .spawn()
+        .expect("bash starts");
+    let decoy_pid = i32::try_from(decoy.id()).expect("a pid fits i32");
+    wait_until(DEADLINE, || {
+        std::fs::read(format!("/proc/{decoy_pid}/cmdline"))
+            .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&marker))
+    })
+    .expect("the decoy shows the marker");
+    let out = env.run(&["run", "--wait", "--", &format!("pkill -KILL -f {marker}")]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "the client did not report the job's exit 0 (killed by the job?): {out:?}"
+    );
+    let status = decoy.wait().expect("the decoy is waited for");
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(9),
+        "the decoy was not killed by the pkill: {status:?}"
+    );
+}

@@ -598,3 +598,42 @@ fn issue_29_top_rides_through_a_daemon_sigkill() {
     let screen = tmux.wait_restored("top-exit");
     assert!(screen.contains("top-exit=0"), "{screen}");
 }
+
+// Issue 29: the pane resumes after a daemon SIGKILL without the selection
+// moving: the follower connects again and shows what the job prints after the
+// restart (the first of two lines: the table's LAST LINE column shows only the
+// second).
+#[test]
+fn issue_29_top_pane_resumes_after_a_daemon_sigkill() {
+    let env = Env::new();
+    let gate = env.scratch().join("gate");
+    let script = format!(
+        "echo pane-before; while [ ! -e {0} ]; do sleep 0.05; done; echo pane-resumed-1; echo pane-resumed-2; exec sleep 300",
+        gate.display()
+    );
+    let id = spawn(&env, &["--name", "resumer", "--", "sh", "-c", &script]);
+    let tmux = pane(&env, 120, 40, &[]);
+    tmux.start_top();
+    tmux.wait_for("the session selected and its output in the pane", |s| {
+        s.contains(&format!("{id} resumer · pipe")) && s.contains("pane-before")
+    });
+    let daemon = env.daemon_pid().expect("the daemon's pid file");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(daemon),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("SIGKILL the daemon");
+    wait_until(DEADLINE, || {
+        env.daemon_pid()
+            .is_some_and(|pid| pid != daemon && crate::support::alive(pid))
+    })
+    .unwrap_or_else(|()| panic!("no daemon came back:\n{}", tmux.screen()));
+    std::fs::write(&gate, "").expect("the scratch dir is writable");
+    tmux.wait_for("the output after the restart in the pane", |s| {
+        s.contains("pane-resumed-1")
+    });
+    assert!(tmux.alternate_on(), "top is still up");
+    tmux.keys(&["q"]);
+    let screen = tmux.wait_restored("top-exit");
+    assert!(screen.contains("top-exit=0"), "{screen}");
+}

@@ -106,6 +106,7 @@ impl Rebuilt {
             }),
             done,
             kill_requested,
+            terminals: std::sync::Mutex::new(0),
         })
     }
 }

@@ -410,6 +410,7 @@ impl Inner {
             }),
             done,
             kill_requested,
+            terminals: std::sync::Mutex::new(0),
         })
     }
 

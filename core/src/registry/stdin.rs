@@ -141,6 +141,59 @@ impl Registry {
     }
 }
 
+/// A real terminal attached to a PTY session (`herd attach`), for as long as the
+/// guard lives: the session's queries (cursor position, status, size) go out with
+/// its output for that terminal to answer, and herd answers them again once the last
+/// guard is dropped (B7).
+#[derive(Debug)]
+pub struct TerminalGuard {
+    session: Arc<Session>,
+}
+
+impl Registry {
+    /// Counts a real terminal as attached to `id` until the guard is dropped; `None`
+    /// for a session without a PTY or one that has finished.
+    ///
+    /// # Errors
+    /// [`Error::Lookup`].
+    pub fn attach_terminal(&self, id: &str) -> Result<Option<TerminalGuard>, Error> {
+        let s = self.inner.lookup(id)?;
+        if s.mode != ModeName::Pty || s.state().finished.is_some() {
+            return Ok(None);
+        }
+        count_terminal(&s, true);
+        Ok(Some(TerminalGuard { session: s }))
+    }
+}
+
+impl Drop for TerminalGuard {
+    fn drop(&mut self) {
+        count_terminal(&self.session, false);
+    }
+}
+
+/// One terminal more or less; the supervisor is told when the first comes or the
+/// last goes. The count's lock is held while telling, so the messages go out in the
+/// order of the changes (telling is a push on the link's queue).
+fn count_terminal(s: &Session, more: bool) {
+    let stdin = s.state().stdin.clone();
+    let mut count = s
+        .terminals
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let before = *count;
+    *count = if more {
+        before.saturating_add(1)
+    } else {
+        before.saturating_sub(1)
+    };
+    if (before == 0) != (*count == 0)
+        && let Some(Stdin::Shim(link)) = stdin
+    {
+        link.set_terminal(*count > 0);
+    }
+}
+
 fn already_exited() -> StdinAnswer {
     StdinAnswer {
         status: StdinStatus::AlreadyExited,
@@ -261,6 +314,11 @@ impl ShimInput for crate::shim::link::Link {
             },
             timeout,
         ))
+    }
+
+    fn set_terminal(&self, attached: bool) {
+        // A link that is gone has no supervisor to tell; the next one starts unattached.
+        let _ = self.send(&ToShim::Terminal { attached }, b"");
     }
 }
 

@@ -460,7 +460,7 @@ impl Link {
         })
     }
 
-    fn send(&self, message: &ToShim, body: &[u8]) -> bool {
+    pub(crate) fn send(&self, message: &ToShim, body: &[u8]) -> bool {
         let mut frame = Vec::with_capacity(64 + body.len());
         wire::encode(message, body, &mut frame);
         self.tx.send(frame).is_ok()

@@ -40,6 +40,12 @@ pub(crate) enum ToShim {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         source: Option<String>,
     },
+    /// Whether a real terminal is attached to the session (`herd attach`): while it
+    /// is, the PTY's queries (cursor position, status, size) go out with the output
+    /// for that terminal to answer, and the shim does not answer them; it answers
+    /// again once told `false` or when the daemon's connection drops. Not answered
+    /// (an older shim answers `error` and goes on answering the queries itself).
+    Terminal { attached: bool },
 }
 
 /// What the shim sends.

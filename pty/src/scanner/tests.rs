@@ -188,3 +188,28 @@ proptest! {
         prop_assert_eq!(out_bytes as u64 + s.stripped_bytes(), input.len() as u64);
     }
 }
+
+/// B7: with a terminal attached the queries stay in the output for it to answer,
+/// split anywhere; detached again, they are answered and stripped.
+#[test]
+fn b7_an_attached_terminal_gets_the_queries_unanswered() {
+    let input: &[u8] = b"a\x1b[6nb\x1b[5n\x1b[18t\x1b[?25$p\x1b[1mc";
+    for split in 0..=input.len() {
+        let mut s = Scanner::new(30, 120);
+        s.set_passthrough(true);
+        let mut out = s.feed(&input[..split]).output.into_owned();
+        let second = s.feed(&input[split..]);
+        assert!(second.replies.is_empty(), "split at {split}");
+        out.extend_from_slice(&second.output);
+        out.extend_from_slice(&s.flush());
+        assert_eq!(out, input, "split at {split}");
+        assert_eq!(s.n_queries(), 0);
+    }
+    let mut s = Scanner::new(30, 120);
+    s.set_passthrough(true);
+    assert!(s.passthrough());
+    s.set_passthrough(false);
+    let scan = s.feed(b"x\x1b[6n");
+    assert_eq!(&scan.output[..], b"x");
+    assert_eq!(scan.replies, b"\x1b[1;1R");
+}

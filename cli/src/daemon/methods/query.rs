@@ -173,4 +173,8 @@ pub(super) struct FollowParams {
     pub(super) result: bool,
     #[serde(default)]
     pub(super) max_bytes: Option<usize>,
+    /// A real terminal shows the stream (`herd attach`, capability
+    /// `logs.follow.terminal`): while it follows, the PTY's queries go to it (B7).
+    #[serde(default)]
+    pub(super) terminal: bool,
 }

@@ -39,6 +39,9 @@ pub(crate) enum Stream {
         /// End with the session's result, as `wait` answers it (capability
         /// `logs.follow.result`): a follower needs no second request.
         result: bool,
+        /// A real terminal shows it (capability `logs.follow.terminal`): the
+        /// session's PTY queries go to it while the stream lasts.
+        terminal: bool,
     },
     /// `sessions.follow`: a note whenever the home's sessions change (`sessions.rs`).
     Sessions,
@@ -62,7 +65,14 @@ impl Stream {
                 id,
                 from_byte,
                 result,
-            } => logs(state, &id, from_byte, result, outlet).await,
+                terminal,
+            } => {
+                // Counted while the stream runs, whichever way it ends.
+                let _terminal = terminal
+                    .then(|| state.registry.attach_terminal(&id).ok().flatten())
+                    .flatten();
+                logs(state, &id, from_byte, result, outlet).await;
+            }
             Stream::Sessions => super::sessions::follow(state, outlet).await,
             Stream::Dump { id, from_byte } => {
                 super::dump::dump(state, &id, from_byte, outlet).await
@@ -101,6 +111,7 @@ impl State {
                     id: id.to_string(),
                     from_byte: p.from_byte,
                     result: p.result,
+                    terminal: p.terminal,
                 }),
                 Err(err) => Reply::Error(lookup_error(err)),
             },

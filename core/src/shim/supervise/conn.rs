@@ -74,6 +74,7 @@ impl Shim {
                         out: Vec::new(),
                     });
                     self.want = None;
+                    self.set_terminal(false);
                     self.greeted = true;
                 }
                 Err(_) => return,
@@ -179,6 +180,7 @@ impl Shim {
                 self.send_done(id, error);
             }
             ToShim::Kill { source } => self.begin_kill(source),
+            ToShim::Terminal { attached } => self.set_terminal(attached),
         }
     }
 
@@ -198,6 +200,15 @@ impl Shim {
     pub(super) fn drop_conn(&mut self) {
         self.conn = None;
         self.want = None;
+        // The terminals attached through that daemon are gone with it.
+        self.set_terminal(false);
+    }
+
+    /// Leaves the PTY's queries to an attached terminal, or answers them again.
+    fn set_terminal(&mut self, attached: bool) {
+        if let Job::Pty { scanner, .. } = &mut self.job {
+            scanner.set_passthrough(attached);
+        }
     }
 
     /// Sends `grew` once the log passed the daemon's mark.
