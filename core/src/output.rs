@@ -31,44 +31,16 @@ pub(crate) fn text_before(file: &File, at: u64) -> std::io::Result<String> {
     Ok(crate::text::decode_tail(&buf, from > 0, true))
 }
 
-/// How far back [`key_open_at`] reads before it stops looking for the start of a
-/// block whose lines all could be key body, and takes the block as open.
-const KEY_SCAN_MAX_BYTES: u64 = 16 * 1024 * 1024;
-
-/// Whether a private-key block is open at byte `at` of the log: the log is read
-/// back from `at`, in growing steps, to the nearest line that cannot be key body
-/// (or its start), however long the block is, and the key state is run forward
-/// from there. A block whose lines reach back further than 16 MiB is taken as
-/// open (the body of a key is never shown, whatever its length).
-///
-/// # Errors
-/// When the file cannot be read.
-pub(crate) fn key_open_at(file: &File, at: u64) -> std::io::Result<bool> {
-    let mut step = herd_hooks::KEY_LOOKBACK_BYTES as u64;
-    loop {
-        let from = at.saturating_sub(step);
-        let mut buf = vec![0; usize::try_from(at - from).unwrap_or(0)];
-        read_fully(file, &mut buf, from)?;
-        let text = crate::text::decode_tail(&buf, from > 0, true);
-        if from == 0 || !herd_hooks::key_state_matters(&text) {
-            return Ok(herd_hooks::key_open_at_end(&text));
-        }
-        if step >= KEY_SCAN_MAX_BYTES {
-            return Ok(true);
-        }
-        step *= 4;
-    }
-}
-
 /// [`text_before`], and whether a private-key block is open where that text
-/// starts (read further back only when it matters, see [`key_open_at`]).
+/// starts (read further back only when it matters, see
+/// [`herd_hooks::key_open_in_log`]).
 ///
 /// # Errors
 /// When the file cannot be read.
 pub(crate) fn context_before(file: &File, at: u64) -> std::io::Result<(String, bool)> {
     let text = text_before(file, at)?;
     let from = at.saturating_sub(herd_hooks::KEY_LOOKBACK_BYTES as u64);
-    let open = from > 0 && herd_hooks::key_state_matters(&text) && key_open_at(file, from)?;
+    let open = herd_hooks::key_open_in_log(Some(file), from, &text);
     Ok((text, open))
 }
 

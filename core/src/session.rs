@@ -243,27 +243,16 @@ impl Session {
     }
 
     /// Whether a private-key block is open where `text` (the tail from byte `from`
-    /// of the output, `cut` when earlier output exists) starts. Asked of the log,
-    /// which holds what came before, only when it matters (the tail's first line
-    /// could be key body); a log that does not reach `from` (its cap, a failed
-    /// write) says what it can: a block open where the log stops is open, and for
-    /// the output the log did not keep, a block is open only when the text shows its
-    /// end before any beginning (lines of digits after a cap are not a key).
+    /// of the output, `cut` when earlier output exists) starts, by the one rule
+    /// every route asks ([`herd_hooks::key_open_in_log`]): the log, which holds what
+    /// came before, is asked only when the tail's first line could be key body, and
+    /// a log cut by its cap says what it can.
     pub(crate) fn key_open_at(&self, text: &str, cut: bool, from: u64) -> bool {
-        if !cut || from == 0 || !herd_hooks::key_state_matters(text) {
+        if !cut {
             return false;
         }
-        let Ok(file) = std::fs::File::open(&self.log_path) else {
-            return ends_a_block_it_did_not_begin(text);
-        };
-        match file.metadata() {
-            Ok(m) if m.len() >= from => crate::output::key_open_at(&file, from).unwrap_or(true),
-            Ok(m) => {
-                crate::output::key_open_at(&file, m.len()).unwrap_or(true)
-                    || ends_a_block_it_did_not_begin(text)
-            }
-            Err(_) => true,
-        }
+        let log = std::fs::File::open(&self.log_path).ok();
+        herd_hooks::key_open_in_log(log.as_ref(), from, text)
     }
 
     /// The tail as text at end of stream: an incomplete trailing character becomes
@@ -316,15 +305,5 @@ impl Session {
     /// Whole seconds since the spawn.
     pub(crate) fn uptime_seconds(&self) -> u64 {
         self.started.elapsed().as_secs()
-    }
-}
-
-/// Whether `text` shows the end of a private-key block before any beginning: then a
-/// block was open where it starts, though what came before it is not known.
-fn ends_a_block_it_did_not_begin(text: &str) -> bool {
-    match (text.find("-----END"), text.find("-----BEGIN")) {
-        (Some(end), Some(begin)) => end < begin,
-        (Some(_), None) => true,
-        _ => false,
     }
 }

@@ -49,11 +49,13 @@ use crate::Error;
 mod command;
 mod families;
 mod keys;
+mod lookback;
 mod providers;
 mod stream;
 mod triggers;
 mod visible;
 
+pub use lookback::key_open_in_log;
 pub use stream::StreamRedactor;
 
 /// How much output before a window a route reads at first to learn whether the

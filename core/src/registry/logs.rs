@@ -126,10 +126,12 @@ pub(crate) fn read_chunk(
     let cut = before_abs > 0;
     // Whether a private-key block is open where the context starts: asked of the
     // log further back only when the context's first line could be key body.
-    let key_open =
-        cut && herd_hooks::key_state_matters(&String::from_utf8_lossy(
-            &buf[before_start..chunk_start.min(before_start + 4096)],
-        )) && crate::output::key_open_at(&file, before_abs).map_err(io_err)?;
+    let key_open = cut
+        && herd_hooks::key_open_in_log(
+            Some(&file),
+            before_abs,
+            &String::from_utf8_lossy(&buf[before_start..chunk_start.min(before_start + 4096)]),
+        );
     if let Some((start, end)) =
         one_text(&buf, before_start, cut, chunk_start, chunk_stop, after_stop)
     {

@@ -344,10 +344,14 @@ impl Inner {
         let decoded = text::strip_ansi(&text::decode_tail(&due.bytes, due.n_missing > 0, false));
         let n_omitted =
             decoded.chars().count().saturating_sub(HEARTBEAT_MAX_CHARS) as u64 + due.n_missing;
+        // Whether a private-key block is open where the context starts, however far
+        // back its BEGIN lies: the rule every route asks (read before any lock).
+        let key_open = s.key_open_at(&context, due.context_cut, due.context_from);
         let mut source = context;
         let from = source.len();
         source.push_str(&decoded);
-        let window = Window::last_chars_after(&source, from, HEARTBEAT_MAX_CHARS);
+        let window =
+            Window::last_chars_after(&source, from, HEARTBEAT_MAX_CHARS).after_open_key(key_open);
         let omitted_note = if n_omitted > 0 {
             format!("...({n_omitted} earlier characters omitted)\n")
         } else {
@@ -503,6 +507,8 @@ struct DueBeat {
     context: Vec<u8>,
     /// `context` does not start at the first byte the session wrote.
     context_cut: bool,
+    /// Where `context` starts in the session's output.
+    context_from: u64,
     /// Bytes of the beat's range that the tail no longer holds.
     n_missing: u64,
 }
@@ -536,6 +542,7 @@ fn due_beat(heartbeat: &mut Heartbeat, s: &Session, now: Instant) -> Option<DueB
         bytes,
         context: before[..n_context].to_vec(),
         context_cut: context_from + n_before_missing > 0,
+        context_from: context_from + n_before_missing,
         n_missing,
     })
 }

@@ -237,3 +237,46 @@ fn b39_small_budgets_keep_pages_bounded_and_aligned_to_lines() {
         }
     }
 }
+
+/// A page of the log `content` at line `offset`, as the log route shows it.
+fn shown_page(content: &str, offset: usize, limit: usize) -> String {
+    let (tmp, _file) = file_with(content.as_bytes());
+    let page = TextPage::of_file(tmp.path(), Some(offset), limit, 64 * 1024, false)
+        .expect("the file reads")
+        .expect("the file exists");
+    let ctx = herd_hooks::OutputContext {
+        route: herd_hooks::Route::Log,
+        command: "job",
+        return_code: Some(0),
+        owner_task_id: "o",
+        session_id: "s",
+        backend: "local",
+    };
+    herd_hooks::Pipeline::redaction_only()
+        .show(&ctx, page.window())
+        .as_str()
+        .to_owned()
+}
+
+#[test]
+fn b30_a_page_deep_in_seq_output_is_not_masked_and_one_deep_in_a_key_is() {
+    // `seq 1 3000000`: 20 MB of lines that could each be key body, no BEGIN.
+    let mut seq = String::new();
+    for i in 1..=3_000_000u32 {
+        seq.push_str(&i.to_string());
+        seq.push('\n');
+    }
+    assert!(seq.len() > 16 * 1024 * 1024);
+    assert_eq!(shown_page(&seq, 2_999_000, 3), "2999001\n2999002\n2999003");
+    // A key whose BEGIN lies megabytes before the page: only masks.
+    let body = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7\n";
+    let key = format!(
+        "start\n-----BEGIN RSA PRIVATE KEY-----\n{}",
+        body.repeat(100_000)
+    );
+    let shown = shown_page(&key, 90_000, 3);
+    assert_eq!(
+        shown,
+        "[REDACTED PRIVATE KEY]\n[REDACTED PRIVATE KEY]\n[REDACTED PRIVATE KEY]"
+    );
+}

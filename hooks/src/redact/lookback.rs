@@ -1,0 +1,201 @@
+//! Whether a private-key block is open at some byte of a session's log: the one rule
+//! every route that shows part of a log (a page, a chunk, a tail, a heartbeat, a
+//! receipt) asks before redacting what it shows.
+//!
+//! A block is open at a position only when a BEGIN line was seen before it, no END
+//! after that, and every line since could be key body (`keys::could_be_body`). Long
+//! runs of lines that could be key body are no evidence on their own: the output of
+//! `seq 1 3000000`, or a page of base64, is as body-like as a key's body but has no
+//! BEGIN. So the look-back reads the last [`KEY_LOOKBACK_BYTES`] before the position
+//! and decides from there when it can (a marker line, or a line that cannot be key
+//! body, is in sight: the common case); otherwise it searches further back for the
+//! nearest `-----` (a vectorised search over raw bytes, however far), and only when
+//! that line opens a block does it read forward from it to the position, checking
+//! the lines between. A log without any marker before the position has no block open.
+//!
+//! A log that does not reach the position (its cap, a failed write) says what it
+//! can: a block open where the log stops is open, and for the output the log did
+//! not keep, a block is open only when the text after the position shows an END
+//! before any BEGIN.
+
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+
+use super::{KEY_LOOKBACK_BYTES, key_open_after, key_state_matters, keys, visible};
+
+/// How much the far search reads at a time, backwards for a marker and forwards
+/// over the lines of an open block.
+const FAR_STEP_BYTES: usize = 1024 * 1024;
+
+/// Whether a private-key block is open at byte `at` of a session's output, whose
+/// kept log is `log` (`None`: no log could be opened), where `after` is the text
+/// shown from `at` on (decoded, at least its first line). The log is asked only
+/// when it matters: `at` is past the first byte and `after`'s first line could be
+/// key body. A log that cannot be read is taken as ending inside a block (a key
+/// body is never shown for want of a read).
+pub fn key_open_in_log(log: Option<&File>, at: u64, after: &str) -> bool {
+    if at == 0 || !key_state_matters(after) {
+        return false;
+    }
+    let Some(file) = log else {
+        return ends_a_block_it_did_not_begin(after);
+    };
+    match file.metadata() {
+        Ok(meta) if meta.len() >= at => open_at(file, at).unwrap_or(true),
+        Ok(meta) => {
+            open_at(file, meta.len()).unwrap_or(true) || ends_a_block_it_did_not_begin(after)
+        }
+        Err(error) => {
+            tracing::debug!(%error, "the log's length is unknown; a key is taken as open");
+            true
+        }
+    }
+}
+
+/// Whether `text` shows the end of a private-key block before any beginning: then a
+/// block was open where it starts, though what came before it is not known.
+fn ends_a_block_it_did_not_begin(text: &str) -> bool {
+    match (
+        memchr::memmem::find(text.as_bytes(), b"-----END"),
+        memchr::memmem::find(text.as_bytes(), b"-----BEGIN"),
+    ) {
+        (Some(end), Some(begin)) => end < begin,
+        (Some(_), None) => true,
+        _ => false,
+    }
+}
+
+/// Whether a block is open at byte `at` of `file` (at most its length).
+///
+/// # Errors
+/// When the file cannot be read.
+fn open_at(file: &File, at: u64) -> io::Result<bool> {
+    if at == 0 {
+        return Ok(false);
+    }
+    let near_from = at.saturating_sub(KEY_LOOKBACK_BYTES as u64);
+    let near = read(file, near_from, at)?;
+    let text = decode(&near, near_from > 0);
+    // A marker in sight, or a line that cannot be key body: decided here.
+    let decided = memchr::memmem::find(text.as_bytes(), b"-----").is_some()
+        || keys::lookback_start(&text).is_some();
+    if decided || near_from == 0 {
+        return Ok(key_open_after(&text, false));
+    }
+    // Every line in sight could be key body: the nearest marker before decides.
+    let Some(marker) = rfind_marker(file, near_from)? else {
+        return Ok(false);
+    };
+    open_from_marker(file, marker, near_from, &text)
+}
+
+/// The byte offset of the last `-----` in `file` before `end`, searched backwards
+/// in steps (the steps overlap by four bytes so a marker across two is found).
+///
+/// # Errors
+/// When the file cannot be read.
+fn rfind_marker(file: &File, end: u64) -> io::Result<Option<u64>> {
+    let finder = memchr::memmem::FinderRev::new(b"-----");
+    let mut to = end;
+    let mut buf = Vec::new();
+    while to > 0 {
+        let from = to.saturating_sub(FAR_STEP_BYTES as u64);
+        read_into(file, &mut buf, from, (to + 4).min(end))?;
+        if let Some(idx) = finder.rfind(&buf) {
+            return Ok(Some(from + idx as u64));
+        }
+        to = from;
+    }
+    Ok(None)
+}
+
+/// Whether a block is open at the end of `near` (the text read just before
+/// `near_from`'s end, every line of which could be key body), given that the last
+/// marker before `near_from` is at byte `marker`: the block opened on that line
+/// must still be open when `near` starts, so the lines from it to `near_from` are
+/// run through the state machine, forwards, stopping as soon as the block ends.
+///
+/// # Errors
+/// When the file cannot be read.
+fn open_from_marker(file: &File, marker: u64, near_from: u64, near: &str) -> io::Result<bool> {
+    // The marker's line, from its start (at most one step back).
+    let line_from = marker.saturating_sub(FAR_STEP_BYTES as u64);
+    let head = read(file, line_from, marker)?;
+    let mut at = memchr::memrchr(b'\n', &head).map_or(line_from, |nl| line_from + nl as u64 + 1);
+    let mut open = false;
+    let mut buf = Vec::new();
+    while at < near_from {
+        read_into(
+            file,
+            &mut buf,
+            at,
+            (at + FAR_STEP_BYTES as u64).min(near_from),
+        )?;
+        // Whole lines only; a line longer than a step is taken as it is.
+        let n = if at + (buf.len() as u64) < near_from {
+            memchr::memrchr(b'\n', &buf).map_or(buf.len(), |nl| nl + 1)
+        } else {
+            buf.len()
+        };
+        let text = decode(&buf[..n], false);
+        open = match visible::strip(&text) {
+            Some((seen, _)) => keys::spans(&seen, open).1,
+            None => keys::spans(&text, open).1,
+        };
+        if !open {
+            // No marker after this one: nothing can open a block again.
+            return Ok(false);
+        }
+        at += n as u64;
+    }
+    Ok(key_open_after(near, open))
+}
+
+/// The bytes of `file` from `from` to `to` (fewer at its end).
+///
+/// # Errors
+/// When the file cannot be read.
+fn read(file: &File, from: u64, to: u64) -> io::Result<Vec<u8>> {
+    let mut buf = Vec::new();
+    read_into(file, &mut buf, from, to)?;
+    Ok(buf)
+}
+
+/// Fills `buf` with the bytes of `file` from `from` to `to` (fewer at its end).
+///
+/// # Errors
+/// When the file cannot be read.
+fn read_into(file: &File, buf: &mut Vec<u8>, from: u64, to: u64) -> io::Result<()> {
+    buf.clear();
+    buf.resize(usize::try_from(to.saturating_sub(from)).unwrap_or(0), 0);
+    let mut filled = 0;
+    while filled < buf.len() {
+        match file.read_at(&mut buf[filled..], from + filled as u64) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    buf.truncate(filled);
+    Ok(())
+}
+
+/// Bytes as text for the key state: lossy, and when `cut` (the bytes start inside
+/// the output) without a first character cut in two.
+fn decode(bytes: &[u8], cut: bool) -> String {
+    let skip = if cut {
+        bytes
+            .iter()
+            .take(3)
+            .take_while(|b| (**b & 0xC0) == 0x80)
+            .count()
+    } else {
+        0
+    };
+    String::from_utf8_lossy(&bytes[skip..]).into_owned()
+}
+
+#[cfg(test)]
+mod tests;
