@@ -20,7 +20,9 @@ use crate::protocol::{self, PROTOCOL_VERSION, RpcError, VERSION_MISMATCH};
 /// and `spawn`'s `request_key` (a spawn sent again with the same key starts
 /// nothing and gets the first one's answer, `keys.rs`), and `spawn`'s
 /// `kill_leftovers` and `limits` (issue 36), and `events.ack` (acknowledging events
-/// by their `event_id`, on any connection, `leases.rs`).
+/// by their `event_id`, on any connection, `leases.rs`), and `logs.raw` (`raw` on
+/// `logs.dump`/`logs.follow`: output as `log.bytes` frames, a header line and the
+/// bytes unescaped, `connection/outlet.rs`).
 pub(crate) const CAPABILITIES: &[&str] = &[
     "clean",
     "drain.lease",
@@ -39,6 +41,7 @@ pub(crate) const CAPABILITIES: &[&str] = &[
     "spawn.kill_leftovers",
     "spawn.limits",
     "events.ack",
+    "logs.raw",
 ];
 
 /// Answers the handshake.

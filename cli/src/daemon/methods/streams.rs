@@ -39,6 +39,8 @@ pub(crate) enum Stream {
         /// End with the session's result, as `wait` answers it (capability
         /// `logs.follow.result`): a follower needs no second request.
         result: bool,
+        /// Output as `log.bytes` frames (capability `logs.raw`).
+        raw: bool,
     },
     /// `sessions.follow`: a note whenever the home's sessions change (`sessions.rs`).
     Sessions,
@@ -48,6 +50,8 @@ pub(crate) enum Stream {
         id: String,
         /// Where to start, in bytes of the log.
         from_byte: u64,
+        /// Output as `log.bytes` frames (capability `logs.raw`).
+        raw: bool,
     },
     /// A far host's stream (`logs.follow` of `NAME:proc_…`), on a door of its own.
     Remote(crate::daemon::hosts::RemoteStream),
@@ -62,10 +66,11 @@ impl Stream {
                 id,
                 from_byte,
                 result,
-            } => logs(state, &id, from_byte, result, outlet).await,
+                raw,
+            } => logs(state, &id, from_byte, result, outlet.raw(raw)).await,
             Stream::Sessions => super::sessions::follow(state, outlet).await,
-            Stream::Dump { id, from_byte } => {
-                super::dump::dump(state, &id, from_byte, outlet).await
+            Stream::Dump { id, from_byte, raw } => {
+                super::dump::dump(state, &id, from_byte, outlet.raw(raw)).await
             }
             Stream::Remote(remote) => remote.run(outlet).await,
         }
@@ -92,15 +97,16 @@ impl State {
         }
     }
 
-    /// `logs.follow {"id", "from_byte"?, "result"?}`: the session is looked up
-    /// before the stream starts, so an unknown id is a plain error.
-    pub(super) fn logs_follow(&self, params: Value) -> Reply {
+    /// `logs.follow {"id", "from_byte"?, "result"?, "raw"?}`: the session is looked
+    /// up before the stream starts, so an unknown id is a plain error.
+    pub(super) fn logs_follow(&self, params: Value, raw: bool) -> Reply {
         match parse::<FollowParams>(params) {
             Ok(p) => match self.registry.lookup(&p.id) {
                 Ok(id) => Reply::Stream(Stream::Logs {
                     id: id.to_string(),
                     from_byte: p.from_byte,
                     result: p.result,
+                    raw,
                 }),
                 Err(err) => Reply::Error(lookup_error(err)),
             },
@@ -220,6 +226,19 @@ async fn logs(
         }
         next = read_ahead(follower);
     }
+}
+
+/// Takes `raw` (capability `logs.raw`) off a log stream's params: whether the
+/// client asked for `log.bytes` frames. Other methods' params pass unchanged.
+pub(super) fn take_raw(method: &str, mut params: Value) -> (Value, bool) {
+    if !matches!(method, "logs.follow" | "logs.dump") {
+        return (params, false);
+    }
+    let raw = params
+        .as_object_mut()
+        .and_then(|o| o.remove("raw"))
+        .is_some_and(|v| v.as_bool() == Some(true));
+    (params, raw)
 }
 
 /// One read of `follower` on the blocking pool; the follower comes back with it.
