@@ -234,7 +234,11 @@ unsafe fn child_exec(exec: &Exec, stdin: &OwnedFd, out: &OwnedFd, err_pipe: &Own
         if libc::chdir(exec.cwd.as_ptr()) < 0 {
             fail(errno());
         }
-        libc::execve(exec.program.as_ptr(), exec.argv.as_ptr(), exec.envp.as_ptr());
+        libc::execve(
+            exec.program.as_ptr(),
+            exec.argv.as_ptr(),
+            exec.envp.as_ptr(),
+        );
         fail(errno())
     }
 }
