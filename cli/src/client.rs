@@ -265,6 +265,20 @@ impl Client {
         }
     }
 
+    /// The `len` bytes after a `log.bytes` frame's header (capability `logs.raw`).
+    ///
+    /// # Errors
+    /// A read error, or the connection closed inside the frame.
+    pub(crate) async fn frame_body(&mut self, len: usize) -> std::io::Result<&[u8]> {
+        use tokio::io::AsyncReadExt;
+        if len > MAX_RESPONSE_BYTES {
+            return Err(std::io::Error::other("the daemon sent an oversized frame"));
+        }
+        self.buf.resize(len, 0);
+        self.reader.read_exact(&mut self.buf).await?;
+        Ok(&self.buf)
+    }
+
     /// [`Client::next_message`], failing (`TimedOut`) should the daemon be seen
     /// stopped meanwhile: a stream's next note, which may be long in coming.
     ///

@@ -186,6 +186,19 @@ pub(crate) enum Line {
     Eof,
 }
 
+/// The method of a raw output frame (capability `logs.raw`): its header line names
+/// how many bytes of output follow it, unescaped.
+pub(crate) const LOG_BYTES: &str = "log.bytes";
+
+/// The header line of a `log.bytes` frame of `len` bytes, newline included.
+pub(crate) fn log_bytes_header(len: usize) -> Vec<u8> {
+    let mut line =
+        format!(r#"{{"jsonrpc":"2.0","id":null,"method":"{LOG_BYTES}","params":{{"len":{len}}}}}"#)
+            .into_bytes();
+    line.push(b'\n');
+    line
+}
+
 /// Reads one newline-terminated line into `buf` (cleared first), never holding more
 /// than `limit` bytes.
 ///

@@ -532,9 +532,11 @@ impl MasterFd {
 }
 
 mod direct;
+mod into_cgroup;
 mod judge;
 
 pub(crate) use direct::direct_argv;
+pub(crate) use into_cgroup::spawn_pipe_into;
 pub(crate) use judge::judge;
 
 #[cfg(test)]

@@ -134,13 +134,11 @@ async fn dump(
     from_byte: u64,
     emit: &mut impl FnMut(&str) -> std::io::Result<()>,
 ) -> anyhow::Result<Option<u64>> {
-    let message = super::logstream::log_stream(
-        client,
-        "logs.dump",
-        json!({"id": id, "from_byte": from_byte}),
-        emit,
-    )
-    .await?;
+    let mut params = json!({"id": id, "from_byte": from_byte});
+    if client.hello.serves("logs.raw") {
+        params["raw"] = json!(true);
+    }
+    let message = super::logstream::log_stream(client, "logs.dump", params, emit).await?;
     match message.error {
         Some(error) if error.code == METHOD_NOT_FOUND => Ok(None),
         Some(error) => Err(crate::client::rpc_failure(error)),

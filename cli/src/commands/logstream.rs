@@ -6,7 +6,7 @@
 use serde_json::{Value, json};
 
 use crate::client::{CallError, Client};
-use crate::protocol::Response;
+use crate::protocol::{LOG_BYTES, Response};
 
 /// Reads a `logs.follow` stream, handing each piece of output to `emit`, until
 /// the daemon's final answer (the session ended), and returns the result that
@@ -37,6 +37,9 @@ pub(crate) async fn stream_with(
     if terminal && client.hello.serves("logs.follow.terminal") {
         params["terminal"] = json!(true);
     }
+    if client.hello.serves("logs.raw") {
+        params["raw"] = json!(true);
+    }
     let answer = log_stream(client, "logs.follow", params, &mut emit).await?;
     if let Some(error) = answer.error {
         return Err(crate::client::rpc_failure(error));
@@ -48,8 +51,9 @@ pub(crate) async fn stream_with(
 }
 
 /// Starts the log stream `method` with `params`, hands the output of each `log`
-/// note to `emit`, and returns the message that answers the request (the
-/// stream's end, or its refusal).
+/// note or `log.bytes` frame (`raw`, capability `logs.raw`) to `emit`, and
+/// returns the message that answers the request (the stream's end, or its
+/// refusal).
 pub(crate) async fn log_stream(
     client: &mut Client,
     method: &str,
@@ -68,7 +72,23 @@ pub(crate) async fn log_stream(
         else {
             return Err(crate::client::lost("the daemon closed the log stream"));
         };
-        if message.method.as_deref() == Some("log") {
+        if message.method.as_deref() == Some(LOG_BYTES) {
+            let len = message
+                .params
+                .as_ref()
+                .and_then(|p| p["len"].as_u64())
+                .and_then(|n| usize::try_from(n).ok())
+                .unwrap_or(0);
+            let body = client
+                .frame_body(len)
+                .await
+                .map_err(|e| CallError::Io(e).into_anyhow())?;
+            // The daemon sends text; anything else is shown, not refused.
+            match std::str::from_utf8(body) {
+                Ok(text) => emit(text)?,
+                Err(_) => emit(&String::from_utf8_lossy(body))?,
+            }
+        } else if message.method.as_deref() == Some("log") {
             let text = message
                 .params
                 .as_ref()

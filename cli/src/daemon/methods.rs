@@ -203,6 +203,9 @@ impl State {
     async fn handle(&self, method: &str, params: Value) -> Reply {
         // A far host's job (`NAME:proc_…`, spawn with `host`) goes to its link,
         // whose answer or far stream becomes this method's reply.
+        // A log stream's `raw` framing is this connection's (capability
+        // `logs.raw`): a far stream is relayed as the far herd wrote it, in notes.
+        let (params, raw) = streams::take_raw(method, params);
         let params = match self.hosts.route(method, params).await {
             Routed::Answer(Ok(value)) => return Reply::Value(value),
             Routed::Answer(Err(error)) => return Reply::Error(error),
@@ -232,8 +235,8 @@ impl State {
             "resize" => self.resize(params).await,
             "events.follow" => return State::events_follow(params),
             "sessions.follow" => return State::sessions_follow(params),
-            "logs.follow" => return self.logs_follow(params),
-            "logs.dump" => return self.logs_dump(params),
+            "logs.follow" => return self.logs_follow(params, raw),
+            "logs.dump" => return self.logs_dump(params, raw),
             other => Err(RpcError::new(
                 METHOD_NOT_FOUND,
                 format!(

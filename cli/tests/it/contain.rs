@@ -740,3 +740,25 @@ fn b16_issue_36_soak_kill_races_a_daemon_sigkill() {
         assert_eq!(n, 1, "{id}: one completion, got {n} ({seen:?})");
     }
 }
+
+/// Issue 32: a pipe job is born in its session's cgroup (`clone3` into it, no
+/// migration after the fork): the first thing it runs already reads the session's
+/// cgroup as its own, and the session's output is that line.
+#[test]
+fn b15_issue_32_a_pipe_job_starts_inside_its_cgroup() {
+    let env = home(Kind::Cgroup);
+    for command in ["cat /proc/self/cgroup", "exec cat /proc/self/cgroup; :"] {
+        let id = start(&env, &[], command);
+        let waited = env.json(&["wait", &id, "--timeout", "20", "--json"]);
+        assert_eq!(waited["exit_code"], 0, "{waited}");
+        if !contained(&env, &id, Kind::Cgroup) {
+            return;
+        }
+        let log = env.ok(&["logs", &id]);
+        let own = log.lines().find_map(|l| l.strip_prefix("0::"));
+        assert!(
+            own.is_some_and(|path| path.ends_with(&format!("/{id}"))),
+            "{command}: the job's cgroup is not its session's: {log}"
+        );
+    }
+}

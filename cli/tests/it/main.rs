@@ -17,6 +17,7 @@ mod hosts;
 mod hygiene;
 mod jobs;
 mod lifecycle;
+mod logs_raw;
 mod mcp;
 mod mcp_budget;
 mod mcp_owners;

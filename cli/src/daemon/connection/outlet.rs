@@ -33,6 +33,8 @@ pub(crate) struct Outlet<'c> {
     writer: &'c mut OwnedWriteHalf,
     /// The id of the request that started the stream, which its answer carries.
     id: Value,
+    /// Output goes out as `log.bytes` frames (capability `logs.raw`).
+    raw: bool,
 }
 
 impl<'c> Outlet<'c> {
@@ -41,7 +43,20 @@ impl<'c> Outlet<'c> {
         writer: &'c mut OwnedWriteHalf,
         id: Value,
     ) -> Outlet<'c> {
-        Outlet { reader, writer, id }
+        Outlet {
+            reader,
+            writer,
+            id,
+            raw: false,
+        }
+    }
+
+    /// This outlet with output as `log.bytes` frames when `raw` (capability
+    /// `logs.raw`): a header line `{…"method":"log.bytes","params":{"len":N}}`
+    /// and then the N bytes of output, unescaped.
+    pub(crate) fn raw(mut self, raw: bool) -> Outlet<'c> {
+        self.raw = raw;
+        self
     }
 
     /// Writes one note: `{"jsonrpc":"2.0","id":null,"method":…,"params":…}`.
@@ -54,8 +69,18 @@ impl<'c> Outlet<'c> {
     /// Writes one `log` note carrying `output`: the line [`Outlet::note`] writes
     /// for `{"output": output}`, made by the fast string encoder (log chunks are
     /// the long notes).
+    /// With [`Outlet::raw`], a `log.bytes` frame instead: no escaping.
     pub(crate) async fn note_log(&mut self, output: &str) -> Result<(), Gone> {
         use tokio::io::AsyncWriteExt;
+        if self.raw {
+            let head = crate::protocol::log_bytes_header(output.len());
+            self.writer.write_all(&head).await.map_err(|_| Gone)?;
+            return self
+                .writer
+                .write_all(output.as_bytes())
+                .await
+                .map_err(|_| Gone);
+        }
         let line = crate::protocol::escape::log_note_line(output);
         self.writer.write_all(&line).await.map_err(|_| Gone)
     }

@@ -33,14 +33,15 @@ struct DumpParams {
 }
 
 impl State {
-    /// `logs.dump {"id", "from_byte"?}`: the session is looked up before the
-    /// stream starts, so an unknown id is a plain error.
-    pub(super) fn logs_dump(&self, params: Value) -> Reply {
+    /// `logs.dump {"id", "from_byte"?, "raw"?}`: the session is looked up before
+    /// the stream starts, so an unknown id is a plain error.
+    pub(super) fn logs_dump(&self, params: Value, raw: bool) -> Reply {
         match parse::<DumpParams>(params) {
             Ok(p) => match self.registry.lookup(&p.id) {
                 Ok(id) => Reply::Stream(Stream::Dump {
                     id: id.to_string(),
                     from_byte: p.from_byte,
+                    raw,
                 }),
                 Err(err) => Reply::Error(lookup_error(err)),
             },

@@ -21,7 +21,10 @@ use crate::protocol::{self, PROTOCOL_VERSION, RpcError, VERSION_MISMATCH};
 /// nothing and gets the first one's answer, `keys.rs`), and `spawn`'s
 /// `kill_leftovers` and `limits` (issue 36), and `events.ack` (acknowledging events
 /// by their `event_id`, on any connection, `leases.rs`), and `logs.follow`'s
-/// `terminal` (a real terminal shows the stream: the PTY's queries go to it).
+/// `terminal` (a real terminal shows the stream: the PTY's queries go to it),
+/// and `logs.raw` (`raw` on
+/// `logs.dump`/`logs.follow`: output as `log.bytes` frames, a header line and the
+/// bytes unescaped, `connection/outlet.rs`).
 pub(crate) const CAPABILITIES: &[&str] = &[
     "clean",
     "drain.lease",
@@ -41,6 +44,7 @@ pub(crate) const CAPABILITIES: &[&str] = &[
     "spawn.limits",
     "events.ack",
     "logs.follow.terminal",
+    "logs.raw",
 ];
 
 /// Answers the handshake.

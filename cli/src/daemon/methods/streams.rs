@@ -42,6 +42,8 @@ pub(crate) enum Stream {
         /// A real terminal shows it (capability `logs.follow.terminal`): the
         /// session's PTY queries go to it while the stream lasts.
         terminal: bool,
+        /// Output as `log.bytes` frames (capability `logs.raw`).
+        raw: bool,
     },
     /// `sessions.follow`: a note whenever the home's sessions change (`sessions.rs`).
     Sessions,
@@ -51,6 +53,8 @@ pub(crate) enum Stream {
         id: String,
         /// Where to start, in bytes of the log.
         from_byte: u64,
+        /// Output as `log.bytes` frames (capability `logs.raw`).
+        raw: bool,
     },
     /// A far host's stream (`logs.follow` of `NAME:proc_…`), on a door of its own.
     Remote(crate::daemon::hosts::RemoteStream),
@@ -66,16 +70,17 @@ impl Stream {
                 from_byte,
                 result,
                 terminal,
+                raw,
             } => {
                 // Counted while the stream runs, whichever way it ends.
                 let _terminal = terminal
                     .then(|| state.registry.attach_terminal(&id).ok().flatten())
                     .flatten();
-                logs(state, &id, from_byte, result, outlet).await;
+                logs(state, &id, from_byte, result, outlet.raw(raw)).await;
             }
             Stream::Sessions => super::sessions::follow(state, outlet).await,
-            Stream::Dump { id, from_byte } => {
-                super::dump::dump(state, &id, from_byte, outlet).await
+            Stream::Dump { id, from_byte, raw } => {
+                super::dump::dump(state, &id, from_byte, outlet.raw(raw)).await
             }
             Stream::Remote(remote) => remote.run(outlet).await,
         }
@@ -102,9 +107,9 @@ impl State {
         }
     }
 
-    /// `logs.follow {"id", "from_byte"?, "result"?}`: the session is looked up
-    /// before the stream starts, so an unknown id is a plain error.
-    pub(super) fn logs_follow(&self, params: Value) -> Reply {
+    /// `logs.follow {"id", "from_byte"?, "result"?, "raw"?}`: the session is looked
+    /// up before the stream starts, so an unknown id is a plain error.
+    pub(super) fn logs_follow(&self, params: Value, raw: bool) -> Reply {
         match parse::<FollowParams>(params) {
             Ok(p) => match self.registry.lookup(&p.id) {
                 Ok(id) => Reply::Stream(Stream::Logs {
@@ -112,6 +117,7 @@ impl State {
                     from_byte: p.from_byte,
                     result: p.result,
                     terminal: p.terminal,
+                    raw,
                 }),
                 Err(err) => Reply::Error(lookup_error(err)),
             },
@@ -231,6 +237,19 @@ async fn logs(
         }
         next = read_ahead(follower);
     }
+}
+
+/// Takes `raw` (capability `logs.raw`) off a log stream's params: whether the
+/// client asked for `log.bytes` frames. Other methods' params pass unchanged.
+pub(super) fn take_raw(method: &str, mut params: Value) -> (Value, bool) {
+    if !matches!(method, "logs.follow" | "logs.dump") {
+        return (params, false);
+    }
+    let raw = params
+        .as_object_mut()
+        .and_then(|o| o.remove("raw"))
+        .is_some_and(|v| v.as_bool() == Some(true));
+    (params, raw)
 }
 
 /// One read of `follower` on the blocking pool; the follower comes back with it.

@@ -176,6 +176,19 @@ fn spawn_pipe_in(
     let Some(cgroup) = hold.cgroup() else {
         return spawn::spawn_pipe_raw(launch, limits.v1_procs.clone());
     };
+    // Born in the cgroup (no migration, issue 32) unless v1 limit cgroups must be
+    // entered by hand too, or the kernel refuses that way.
+    if limits.v1_procs.is_empty() {
+        match spawn::spawn_pipe_into(launch, cgroup.path()) {
+            Ok(Some(child)) => return Ok(child),
+            Ok(None) => {}
+            // As below: the cgroup is given up and the spawn's own error stands.
+            Err(error) => {
+                give_up_cgroup(hold, &error);
+                return spawn::spawn_pipe_raw(launch, Vec::new());
+            }
+        }
+    }
     let mut enter = vec![cgroup.procs_c().clone()];
     enter.extend(limits.v1_procs.iter().cloned());
     match spawn::spawn_pipe_raw(launch, enter) {

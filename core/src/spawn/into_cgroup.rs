@@ -1,0 +1,244 @@
+//! A pipe job born inside its session's cgroup: `clone3(CLONE_INTO_CGROUP)`.
+//!
+//! Moving a live process into a cgroup (a write to `cgroup.procs`, which is how the
+//! forked child used to enter it before its exec) takes the kernel's global
+//! threadgroup lock for writing, and without the `favordynmods` mount option that
+//! waits for an RCU grace period: 5–30 ms on these hosts, most of a spawn's cost
+//! (issue 32). A child created by `clone3` with `CLONE_INTO_CGROUP` starts in the
+//! cgroup instead, with no migration at all, so nothing it runs ever starts outside
+//! it either.
+//!
+//! The child then does only what std's `Command` would for the same launch, with
+//! async-signal-safe calls on memory prepared before the clone: its pipes onto fds
+//! 0–2, a process group of its own, SIGPIPE back to its default, the working
+//! directory, and `execve`. An exec failure comes back through a close-on-exec pipe
+//! as the OS error, as std reports it.
+//!
+//! Invariant: this runs only in a single-threaded process (the shim), like every
+//! fork there; the caller falls back to the `cgroup.procs` way when the kernel
+//! refuses the clone itself (before Linux 5.7, or a cgroup that takes no process).
+
+use std::ffi::{CString, c_char};
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+use nix::fcntl::{FcntlArg, OFlag, fcntl};
+
+use super::{Launch, RawPipeChild};
+
+/// `CLONE_INTO_CGROUP` (Linux 5.7).
+const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
+
+/// `struct clone_args` up to its `cgroup` field (`CLONE_ARGS_SIZE_VER2`).
+#[repr(C)]
+#[derive(Debug, Default)]
+struct CloneArgs {
+    flags: u64,
+    pidfd: u64,
+    child_tid: u64,
+    parent_tid: u64,
+    exit_signal: u64,
+    stack: u64,
+    stack_size: u64,
+    tls: u64,
+    set_tid: u64,
+    set_tid_size: u64,
+    cgroup: u64,
+}
+
+/// What the child's exec needs, made before the clone (nothing is allocated after).
+struct Exec {
+    program: CString,
+    /// Keeps the strings `argv` points at alive.
+    _args: Vec<CString>,
+    argv: Vec<*const c_char>,
+    _env: Vec<CString>,
+    envp: Vec<*const c_char>,
+    cwd: CString,
+}
+
+fn c_string(bytes: &[u8]) -> io::Result<CString> {
+    CString::new(bytes).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "a NUL byte in the command, its environment or its directory",
+        )
+    })
+}
+
+impl Exec {
+    /// `None` when the program is not a path (std then searches `PATH` itself, which
+    /// the caller leaves to it).
+    fn new(launch: &Launch<'_>) -> io::Result<Option<Exec>> {
+        let Some((program, rest)) = launch.argv.split_first() else {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "empty shell argv",
+            ));
+        };
+        let program = super::resolve_program(program, launch.env);
+        if !program.as_os_str().as_bytes().contains(&b'/') {
+            return Ok(None);
+        }
+        // argv[0] is the resolved path, as std's `Command::new(path)` passes it.
+        let program = c_string(program.as_os_str().as_bytes())?;
+        let mut args = Vec::with_capacity(launch.argv.len());
+        args.push(program.clone());
+        for arg in rest {
+            args.push(c_string(arg.as_bytes())?);
+        }
+        let mut env = Vec::with_capacity(launch.env.len());
+        for (key, value) in launch.env {
+            let mut pair = key.as_bytes().to_vec();
+            pair.push(b'=');
+            pair.extend_from_slice(value.as_bytes());
+            env.push(c_string(&pair)?);
+        }
+        let argv = args
+            .iter()
+            .map(|a| a.as_ptr())
+            .chain([std::ptr::null()])
+            .collect();
+        let envp = env
+            .iter()
+            .map(|e| e.as_ptr())
+            .chain([std::ptr::null()])
+            .collect();
+        Ok(Some(Exec {
+            program,
+            _args: args,
+            argv,
+            _env: env,
+            envp,
+            cwd: c_string(launch.cwd.as_os_str().as_bytes())?,
+        }))
+    }
+}
+
+/// Starts `launch` in pipe mode inside the cgroup at `cgroup_dir`, leading its own
+/// process group. `Ok(None)` when this way is not open (the kernel refused the
+/// clone, or the program is to be searched on `PATH` by std): the caller then
+/// starts it the `cgroup.procs` way, which also says why a cgroup refuses.
+///
+/// # Errors
+/// The OS error of the pipes or of the job's exec.
+pub(crate) fn spawn_pipe_into(
+    launch: &Launch<'_>,
+    cgroup_dir: &Path,
+) -> io::Result<Option<RawPipeChild>> {
+    let Some(exec) = Exec::new(launch)? else {
+        return Ok(None);
+    };
+    let cgroup = nix::fcntl::open(
+        cgroup_dir,
+        OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+        nix::sys::stat::Mode::empty(),
+    )?;
+    let (out_r, out_w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+    let (in_r, in_w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+    let (err_r, err_w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+    let args = CloneArgs {
+        flags: CLONE_INTO_CGROUP,
+        exit_signal: libc::SIGCHLD as u64,
+        cgroup: u64::try_from(cgroup.as_raw_fd()).unwrap_or(0),
+        ..CloneArgs::default()
+    };
+    let pid = crate::hygiene::with_empty_signal_mask(|| {
+        // SAFETY: clone3 without CLONE_VM is a fork; the child runs only
+        // `child_exec`, which makes async-signal-safe calls on memory prepared
+        // above and never returns.
+        unsafe {
+            let rc = libc::syscall(
+                libc::SYS_clone3,
+                std::ptr::from_ref(&args),
+                std::mem::size_of::<CloneArgs>(),
+            );
+            if rc == 0 {
+                child_exec(&exec, &in_r, &out_w, &err_w);
+            }
+            rc
+        }
+    });
+    if pid < 0 {
+        let error = io::Error::last_os_error();
+        tracing::debug!(%error, "clone3 into the session cgroup refused; entering it by cgroup.procs");
+        return Ok(None);
+    }
+    let pid = i32::try_from(pid).map_err(|_| io::Error::other("child pid out of range"))?;
+    drop((in_r, out_w, err_w, cgroup));
+    if let Some(errno) = exec_failure(&err_r) {
+        let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None);
+        return Err(io::Error::from_raw_os_error(errno));
+    }
+    for fd in [&out_r, &in_w] {
+        let flags = OFlag::from_bits_retain(fcntl(fd, FcntlArg::F_GETFL)?);
+        fcntl(fd, FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK))?;
+    }
+    Ok(Some(RawPipeChild {
+        pid,
+        output: out_r,
+        stdin: in_w,
+    }))
+}
+
+/// The child's errno when its exec failed; `None` when the pipe closed empty (the
+/// exec happened).
+fn exec_failure(err_r: &OwnedFd) -> Option<i32> {
+    let mut buf = [0u8; 4];
+    let mut got = 0;
+    while got < buf.len() {
+        match nix::unistd::read(err_r, &mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(nix::errno::Errno::EINTR) => {}
+            Err(_) => break,
+        }
+    }
+    (got == buf.len()).then(|| i32::from_ne_bytes(buf))
+}
+
+/// The child's side: never returns.
+///
+/// # Safety
+/// Called only in the child of a fork-like clone of a single-threaded process.
+unsafe fn child_exec(exec: &Exec, stdin: &OwnedFd, out: &OwnedFd, err_pipe: &OwnedFd) -> ! {
+    // SAFETY: only async-signal-safe libc calls on prepared memory; `_exit` ends it.
+    unsafe {
+        let fail = |errno: i32| -> ! {
+            let bytes = errno.to_ne_bytes();
+            libc::write(err_pipe.as_raw_fd(), bytes.as_ptr().cast(), bytes.len());
+            libc::_exit(127)
+        };
+        let errno = || *libc::__errno_location();
+        for (from, to) in [(stdin, 0), (out, 1), (out, 2)] {
+            // dup2 onto the same number would keep close-on-exec; the pipes are
+            // never 0-2 here (the shim's stdio is open), but be exact anyway.
+            let rc = if from.as_raw_fd() == to {
+                libc::fcntl(to, libc::F_SETFD, 0)
+            } else {
+                libc::dup2(from.as_raw_fd(), to)
+            };
+            if rc < 0 {
+                fail(errno());
+            }
+        }
+        if libc::setpgid(0, 0) < 0 {
+            fail(errno());
+        }
+        // std's children start with SIGPIPE at its default, whatever Rust set.
+        if libc::signal(libc::SIGPIPE, libc::SIG_DFL) == libc::SIG_ERR {
+            fail(errno());
+        }
+        if libc::chdir(exec.cwd.as_ptr()) < 0 {
+            fail(errno());
+        }
+        libc::execve(
+            exec.program.as_ptr(),
+            exec.argv.as_ptr(),
+            exec.envp.as_ptr(),
+        );
+        fail(errno())
+    }
+}
