@@ -90,6 +90,19 @@ pub(crate) struct ProxyInfo {
     /// The far C library's glibc version, none on a system without glibc.
     #[serde(default)]
     pub(crate) glibc: Option<String>,
+    /// The `herd-shim` beside the far herd, none when it is missing (or the far
+    /// herd is older than the field).
+    #[serde(default)]
+    pub(crate) shim: Option<FarShim>,
+}
+
+/// A far `herd-shim` as the far proxy saw it.
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct FarShim {
+    /// Where it is.
+    pub(crate) path: String,
+    /// Its size.
+    pub(crate) bytes: u64,
 }
 
 /// What the far side said in the handshake.

@@ -1,0 +1,165 @@
+//! Issue 30: a far herd installed whole (herd and herd-shim) over a real
+//! loopback sshd, and `herd hosts check` refusing a far herd whose jobs would
+//! not survive a crash of its daemon.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::hosts::{completions_of, sigkill};
+use crate::sshd::{Sshd, configure, far_proxy};
+use crate::support::{Env, HERD, alive, stderr, stdout, wait_until};
+
+/// Generous: CI runs on two busy cores.
+const DEADLINE: Duration = Duration::from_secs(60);
+
+/// The `herd-shim` built beside the `herd` the tests run.
+fn built_shim() -> PathBuf {
+    Path::new(HERD).with_file_name("herd-shim")
+}
+
+/// A far `bin/` directory, a near home whose host `far` runs `bin/herd proxy`
+/// over ssh, and whose `install` argv writes `bin/herd`.
+fn installable(sshd: &Sshd, near: &Env, far: &Env) -> PathBuf {
+    let bin = far.scratch().join("bin");
+    std::fs::create_dir(&bin).expect("the temp dir is writable");
+    let herd = bin.join("herd");
+    let mut command = sshd.ssh();
+    command.extend(far_proxy(far, &herd.display().to_string()));
+    let mut install = sshd.ssh();
+    let b = bin.display();
+    install.push(format!(
+        "cat > {b}/herd.new && chmod +x {b}/herd.new && mv {b}/herd.new {b}/herd"
+    ));
+    configure(near, &command, Some(&install));
+    bin
+}
+
+/// Stops the far daemon with the far binary it runs.
+fn stop_far(far: &Env, bin: &Path) {
+    let _ = far
+        .cmd_at(&bin.join("herd"), &["shutdown", "--yes"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+}
+
+/// The local owner's events, parsed.
+fn events(near: &Env) -> Vec<Value> {
+    near.ok(&["events", "--json"])
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).expect("events are JSON lines"))
+        .collect()
+}
+
+#[test]
+fn issue30_hosts_install_sends_herd_shim_and_a_far_daemon_sigkill_keeps_a_notified_job() {
+    // Issue 30: `hosts install` sends herd and herd-shim; the far side is checked
+    // as doctor would; a SIGKILL of the far daemon then leaves a notified far job
+    // running: every line, one completion, the real exit code.
+    let Some(sshd) = Sshd::start() else { return };
+    let far = Env::new();
+    let near = Env::new();
+    let bin = installable(&sshd, &near, &far);
+
+    let installed = near.json(&["hosts", "install", "far", "--json"]);
+    assert_eq!(installed["installed"], true, "{installed}");
+    assert_eq!(installed["shim"], true, "{installed}");
+    assert_eq!(
+        std::fs::read(bin.join("herd-shim")).expect("the far shim exists"),
+        std::fs::read(built_shim()).expect("the built shim reads"),
+        "the far herd-shim is this one, byte for byte"
+    );
+    let check = near.json(&["hosts", "check", "far", "--json"]);
+    assert_eq!(check["crash_survival"], true, "{check}");
+    assert_eq!(check["far"]["supervisor"], "shim", "{check}");
+    assert_eq!(
+        check["far"]["shim"],
+        bin.join("herd-shim").display().to_string(),
+        "{check}"
+    );
+    let again = near.json(&["hosts", "install", "far", "--json"]);
+    assert_eq!(again["installed"], false, "already whole: {again}");
+
+    let marker = far.scratch().join("go");
+    let script = format!(
+        "for i in $(seq 1 20); do echo line $i; done; \
+         while [ ! -e {m} ]; do sleep 0.05; done; \
+         for i in $(seq 21 40); do echo line $i; sleep 0.01; done; exit 12",
+        m = marker.display()
+    );
+    let id = near
+        .ok(&["run", "--host", "far", "--notify", "--", &script])
+        .trim()
+        .to_owned();
+    assert!(id.starts_with("far:proc_"), "{id}");
+    assert!(
+        wait_until(DEADLINE, || near.ok(&["logs", &id]).contains("line 20")).is_ok(),
+        "the far job never printed its first lines"
+    );
+    let far_daemon = far.daemon_pid().expect("the far daemon runs");
+    sigkill(far_daemon);
+    assert!(wait_until(DEADLINE, || !alive(far_daemon)).is_ok());
+    std::fs::write(&marker, b"").expect("the scratch dir is writable");
+
+    let mut all = Vec::new();
+    let found = wait_until(DEADLINE, || {
+        all.extend(events(&near));
+        !completions_of(&all, &id).is_empty()
+    });
+    assert!(found.is_ok(), "no completion arrived: {all:?}");
+    let completions = completions_of(&all, &id);
+    assert_eq!(completions.len(), 1, "{all:?}");
+    assert_eq!(completions[0]["exit_code"], 12, "{all:?}");
+    let logs = near.ok(&["logs", &id]);
+    let lines: Vec<&str> = logs.lines().collect();
+    let wanted: Vec<String> = (1..=40).map(|i| format!("line {i}")).collect();
+    assert_eq!(lines, wanted, "every line, in order");
+    // No second completion comes later.
+    let second = near
+        .ok(&["run", "--host", "far", "--notify", "--", "true"])
+        .trim()
+        .to_owned();
+    let mut later = Vec::new();
+    let found = wait_until(DEADLINE, || {
+        later.extend(events(&near));
+        !completions_of(&later, &second).is_empty()
+    });
+    assert!(found.is_ok(), "{later:?}");
+    assert!(completions_of(&later, &id).is_empty(), "{later:?}");
+    stop_far(&far, &bin);
+}
+
+#[test]
+fn issue30_hosts_check_fails_loudly_on_a_far_herd_without_herd_shim() {
+    // Issue 30: a far herd with no herd-shim beside it would run jobs inside its
+    // daemon: `hosts check` says reachable but exits 1 naming the danger and the
+    // fix, in text and in JSON.
+    let Some(sshd) = Sshd::start() else { return };
+    let far = Env::new();
+    let near = Env::new();
+    let bin = far.scratch().join("lonely");
+    std::fs::create_dir(&bin).expect("the temp dir is writable");
+    std::fs::copy(HERD, bin.join("herd")).expect("herd copies");
+    let mut command = sshd.ssh();
+    command.extend(far_proxy(&far, &bin.join("herd").display().to_string()));
+    configure(&near, &command, None);
+
+    let out = near.run(&["hosts", "check", "far"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(stdout(&out).contains("host far: reachable"), "{out:?}");
+    let err = stderr(&out);
+    assert!(err.contains("without crash survival"), "{err}");
+    assert!(err.contains("herd hosts install far"), "the fix: {err}");
+
+    let json = near.run(&["hosts", "check", "far", "--json"]);
+    assert_eq!(json.status.code(), Some(1), "{json:?}");
+    let answer: Value = serde_json::from_str(&stdout(&json)).expect("JSON on stdout");
+    assert_eq!(answer["crash_survival"], false, "{answer}");
+    assert_eq!(answer["far"]["supervisor"], "in_process", "{answer}");
+    assert!(answer["far"]["shim"].is_null(), "{answer}");
+    stop_far(&far, &bin);
+}
