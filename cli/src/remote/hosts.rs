@@ -173,7 +173,10 @@ pub(crate) async fn check(
     }
     // What doctor checks on that side: jobs survive the far daemon's crash only
     // under herd-shim.
-    let supervisor = status["supervisor"].as_str().unwrap_or("unknown").to_owned();
+    let supervisor = status["supervisor"]
+        .as_str()
+        .unwrap_or("unknown")
+        .to_owned();
     let survives = supervisor == "shim";
     samples.sort();
     let p50 = samples.get(samples.len() / 2).copied().unwrap_or_default();

@@ -282,7 +282,9 @@ fn shim_beside_exe() -> Value {
     };
     let path = exe.with_file_name("herd-shim");
     match std::fs::metadata(&path) {
-        Ok(meta) if meta.is_file() => json!({"path": path.display().to_string(), "bytes": meta.len()}),
+        Ok(meta) if meta.is_file() => {
+            json!({"path": path.display().to_string(), "bytes": meta.len()})
+        }
         _ => Value::Null,
     }
 }

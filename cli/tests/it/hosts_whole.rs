@@ -163,3 +163,111 @@ fn issue30_hosts_check_fails_loudly_on_a_far_herd_without_herd_shim() {
     assert!(answer["far"]["shim"].is_null(), "{answer}");
     stop_far(&far, &bin);
 }
+
+/// Writes host tables `names` into `local`'s config, each a local door to the
+/// far home (`env HERD_HOME=<far> herd proxy`).
+fn aliases(local: &Env, far: &Env, names: &[&str]) {
+    let argv = far_proxy(far, HERD);
+    let mut text = String::new();
+    for name in names {
+        text.push_str(&format!(
+            "[hosts.{name}]\ncommand = {}\n",
+            crate::sshd::toml_array(&argv)
+        ));
+    }
+    std::fs::write(local.home().join("config.toml"), text).expect("the home is writable");
+}
+
+#[test]
+fn issue30_two_host_names_of_one_far_home_keep_their_completions_apart() {
+    // Issue 30: two host names that reach the same far home: every completion
+    // arrives once, under the name its job was started with; a far id has one
+    // qualified id here (the other name refuses it, naming the right one).
+    let local = Env::new();
+    let far = Env::new();
+    aliases(&local, &far, &["far1", "far2"]);
+    let mut started = Vec::new();
+    for _ in 0..5 {
+        for host in ["far1", "far2"] {
+            let id = local
+                .ok(&["run", "--host", host, "--notify", "--", "sleep 0.2"])
+                .trim()
+                .to_owned();
+            assert!(id.starts_with(&format!("{host}:proc_")), "{id}");
+            started.push(id);
+        }
+    }
+    let mut all = Vec::new();
+    let found = wait_until(DEADLINE, || {
+        all.extend(events(&local));
+        started
+            .iter()
+            .all(|id| !completions_of(&all, id).is_empty())
+    });
+    assert!(found.is_ok(), "not every completion arrived: {all:?}");
+    for id in &started {
+        assert_eq!(completions_of(&all, id).len(), 1, "{id}: {all:?}");
+    }
+    let completions = all.iter().filter(|e| e["type"] == "completion").count();
+    assert_eq!(
+        completions,
+        started.len(),
+        "none under the other name: {all:?}"
+    );
+
+    let far_id = started[0].trim_start_matches("far1:");
+    let other = local.run(&["poll", &format!("far2:{far_id}")]);
+    assert_eq!(other.status.code(), Some(2), "{other:?}");
+    assert!(
+        stderr(&other).contains(&format!("far1:{far_id}")),
+        "names the id it was started as: {other:?}"
+    );
+}
+
+#[test]
+fn issue30_two_local_homes_sharing_a_far_home_each_find_their_own_name() {
+    // Issue 30: far names are per local home: two homes that share a far home
+    // both name a job `web`, and `far:web` is each one's own.
+    let far = Env::new();
+    let one = Env::new();
+    let two = Env::new();
+    aliases(&one, &far, &["far"]);
+    aliases(&two, &far, &["far"]);
+    let a = one
+        .ok(&[
+            "run",
+            "--host",
+            "far",
+            "--name",
+            "web",
+            "--",
+            "echo from-one; sleep 30",
+        ])
+        .trim()
+        .to_owned();
+    let b = two
+        .ok(&[
+            "run",
+            "--host",
+            "far",
+            "--name",
+            "web",
+            "--",
+            "echo from-two; sleep 30",
+        ])
+        .trim()
+        .to_owned();
+    assert_ne!(a, b);
+    for (home, id, said) in [(&one, &a, "from-one"), (&two, &b, "from-two")] {
+        let polled = home.json(&["poll", "far:web", "--json"]);
+        assert_eq!(polled["session_id"], id.as_str(), "{polled}");
+        assert!(
+            wait_until(DEADLINE, || home.ok(&["logs", "far:web"]).contains(said)).is_ok(),
+            "far:web in this home is its own job"
+        );
+    }
+    let missing = one.run(&["poll", "far:nosuchname"]);
+    assert_eq!(missing.status.code(), Some(2), "{missing:?}");
+    one.ok(&["kill", "far:web"]);
+    two.ok(&["kill", "far:web"]);
+}

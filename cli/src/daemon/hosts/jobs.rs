@@ -37,6 +37,10 @@ impl Link {
             || params
                 .get("heartbeat_seconds")
                 .is_some_and(|h| !h.is_null());
+        let name = params
+            .get("name")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
         let mut far = strip(params, &["host", "caller_env", "owner", "task_id", "cwd"]);
         far["owner"] = json!(self.far_owner);
         // The far side knows the local owner too: a lost map still routes.
@@ -69,6 +73,8 @@ impl Link {
             events,
             finished: false,
             row: None,
+            name,
+            started: now_nanos(),
         };
         lock(&self.book).jobs.insert(far_id.to_owned(), job);
         self.save().await;
@@ -94,6 +100,7 @@ impl Link {
             let job = book.jobs.get(&old).cloned().map(|job| Job {
                 finished: false,
                 row: None,
+                started: now_nanos(),
                 ..job
             });
             let events = job.as_ref().is_some_and(|j| j.events);
@@ -267,6 +274,73 @@ impl Link {
             .save(&self.name, &bytes)
             .map_err(std::io::Error::other)
     }
+}
+
+impl Link {
+    /// The far id of this home's job of this host named `wanted`, or whose id
+    /// `wanted` is a unique prefix of; none when no job of the map matches.
+    ///
+    /// # Errors
+    /// A name or prefix that matches more than one running job (B37).
+    pub(super) fn resolve_local(&self, wanted: &str) -> Result<Option<String>, RpcError> {
+        let book = lock(&self.book);
+        if book.jobs.contains_key(wanted) {
+            return Ok(Some(wanted.to_owned()));
+        }
+        let named: Vec<(&String, &Job)> = book
+            .jobs
+            .iter()
+            .filter(|(_, j)| j.name.as_deref() == Some(wanted))
+            .collect();
+        let running: Vec<&String> = named
+            .iter()
+            .filter(|(_, j)| !j.finished)
+            .map(|(id, _)| *id)
+            .collect();
+        match running.as_slice() {
+            [one] => return Ok(Some((*one).clone())),
+            [] => {
+                if let Some((id, _)) = named.iter().max_by_key(|(_, j)| j.started) {
+                    return Ok(Some((*id).clone()));
+                }
+            }
+            many => return Err(self.ambiguous(wanted, many)),
+        }
+        let bare = wanted.strip_prefix("proc_").unwrap_or(wanted);
+        if bare.len() < 4 || !bare.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Ok(None);
+        }
+        let prefix = format!("proc_{bare}");
+        let matches: Vec<&String> = book
+            .jobs
+            .keys()
+            .filter(|id| id.starts_with(&prefix))
+            .collect();
+        match matches.as_slice() {
+            [one] => Ok(Some((*one).clone())),
+            _ => Ok(None),
+        }
+    }
+
+    fn ambiguous(&self, wanted: &str, ids: &[&String]) -> RpcError {
+        let matches: Vec<String> = ids.iter().map(|id| format!("{}:{id}", self.name)).collect();
+        RpcError {
+            code: protocol::NOT_FOUND,
+            message: format!(
+                "{wanted} names more than one running session on host {}: {}; use an id",
+                self.name,
+                matches.join(", ")
+            ),
+            data: Some(json!({ "matches": matches })),
+        }
+    }
+}
+
+/// Now, in ns since the epoch.
+fn now_nanos() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
 /// Rewrites `value` in place: see [`Link::qualify`].
