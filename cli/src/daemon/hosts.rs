@@ -82,6 +82,10 @@ const RETRY_AFTER: Duration = Duration::from_secs(1);
 /// request opens another).
 const IDLE_CLOSE: Duration = Duration::from_secs(300);
 
+/// How long a listing waits for a host's answer before showing its jobs' last
+/// known rows (a silent door never blocks `ps --all-hosts`).
+const LIST_BUDGET: Duration = Duration::from_millis(900);
+
 /// How many doors of finished long calls (`wait`) a link keeps for the next one.
 const KEPT_DOORS: usize = 2;
 
@@ -483,8 +487,8 @@ impl Hosts {
             .collect();
         let mut states = Vec::new();
         let params = strip(params, &["host", "all_hosts"]);
-        // Every host at once: one whose door hangs delays the answer by its own
-        // deadline, not by the sum of them.
+        // Every host at once, each within LIST_BUDGET: a door that hangs delays
+        // the answer by that budget, not by its own deadline.
         let links = names
             .iter()
             .map(|name| self.link(name))

@@ -271,3 +271,54 @@ fn issue30_two_local_homes_sharing_a_far_home_each_find_their_own_name() {
     one.ok(&["kill", "far:web"]);
     two.ok(&["kill", "far:web"]);
 }
+
+#[test]
+fn issue30_ps_all_hosts_answers_within_a_second_past_a_silent_door() {
+    // Issue 30: a host whose door never answers does not hold up a listing:
+    // `ps --all-hosts` answers in about a second, with the local and answering
+    // hosts' rows, and marks the silent host as not answering in time.
+    let local = Env::new();
+    let far = Env::new();
+    aliases(&local, &far, &["far"]);
+    let config = local.home().join("config.toml");
+    let mut text = std::fs::read_to_string(&config).expect("config");
+    text.push_str("[hosts.silent]\ncommand = [\"sleep\", \"60\"]\n");
+    std::fs::write(&config, text).expect("config");
+    let far_job = local
+        .ok(&["run", "--host", "far", "--", "sleep 30"])
+        .trim()
+        .to_owned();
+    let local_job = local.ok(&["run", "--", "sleep 30"]).trim().to_owned();
+    for _ in 0..2 {
+        let began = std::time::Instant::now();
+        let answer = local.json(&["ps", "--all-hosts", "--json"]);
+        let took = began.elapsed();
+        assert!(
+            took < Duration::from_millis(2_500),
+            "took {took:?}: {answer}"
+        );
+        let rows = answer["processes"].as_array().expect("rows");
+        for id in [&far_job, &local_job] {
+            assert!(
+                rows.iter().any(|r| r["session_id"] == id.as_str()),
+                "{id}: {answer}"
+            );
+        }
+        let hosts = answer["hosts"].as_array().expect("host states");
+        let silent = hosts
+            .iter()
+            .find(|h| h["name"] == "silent")
+            .expect("the silent host's state");
+        assert_eq!(silent["answered"], false, "{answer}");
+        let far_state = hosts.iter().find(|h| h["name"] == "far").expect("far");
+        assert_eq!(far_state["answered"], true, "{answer}");
+    }
+    let out = local.run(&["ps", "--all-hosts"]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        stderr(&out).contains("host silent did not answer in time"),
+        "{out:?}"
+    );
+    local.ok(&["kill", &far_job]);
+    local.ok(&["kill", &local_job]);
+}

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{Answer, Job, Link, lock, strip};
+use super::{Answer, Job, LIST_BUDGET, Link, lock, strip};
 use crate::protocol;
 use crate::protocol::{INVALID_PARAMS, RpcError};
 
@@ -184,7 +184,9 @@ impl Link {
 
     /// This host's rows for a `list` (the far `owner` is this home's; the local
     /// owner filter applies to the map), and the host's state. A host that does
-    /// not answer gives the last rows it showed.
+    /// not answer within [`LIST_BUDGET`] gives the last rows it showed, marked
+    /// `stale`, and its state says `answered: false`; its answer, when it comes,
+    /// still refreshes the map for the next listing.
     pub(super) async fn list(self: &Arc<Self>, params: &Value) -> (Vec<Value>, Value) {
         let owner = params
             .get("owner")
@@ -192,62 +194,82 @@ impl Link {
             .map(str::to_owned);
         let mut far = params.clone();
         far["owner"] = json!(self.far_owner);
-        let fresh = self.call_raw("list", far).await;
-        let mut rows = Vec::new();
-        match fresh {
-            Ok(answer) => {
-                let mut seen = Vec::new();
-                for row in answer
-                    .get("processes")
-                    .and_then(Value::as_array)
-                    .cloned()
-                    .unwrap_or_default()
-                {
-                    let Some(far_id) = row.get("session_id").and_then(Value::as_str) else {
-                        continue;
-                    };
-                    let far_id = far_id.to_owned();
-                    let row = self.qualify(row);
-                    seen.push(far_id.clone());
-                    {
-                        let mut book = lock(&self.book);
-                        if let Some(job) = book.jobs.get_mut(&far_id) {
-                            job.row = Some(row.clone());
-                            job.finished =
-                                row.get("status").and_then(Value::as_str) != Some("running");
-                        }
-                    }
-                    rows.push(row);
-                }
-                self.save().await;
-            }
-            Err(_) => {
-                let book = lock(&self.book);
-                let running_only = params.get("state").and_then(Value::as_str) == Some("running")
-                    || (params.get("state").is_none()
-                        && params.get("all").and_then(Value::as_bool) != Some(true));
-                for (far_id, job) in &book.jobs {
-                    if running_only && job.finished {
-                        continue;
-                    }
-                    let mut row = job.row.clone().unwrap_or_else(|| {
-                        json!({
-                            "session_id": format!("{}:{far_id}", self.name),
-                            "owner_task_id": job.owner,
-                            "task_id": job.task_id,
-                            "status": if job.finished { "exited" } else { "running" },
-                        })
-                    });
-                    row["host"] = json!(self.name);
-                    row["stale"] = json!(true);
-                    rows.push(row);
-                }
-            }
-        }
+        let link = Arc::clone(self);
+        let asked = tokio::spawn(async move { link.fresh_rows(far).await });
+        let (fresh, late) = match tokio::time::timeout(LIST_BUDGET, asked).await {
+            Ok(Ok(Some(rows))) => (Some(rows), false),
+            Ok(_) => (None, false),
+            Err(_) => (None, true),
+        };
+        let mut rows = fresh.unwrap_or_else(|| self.known_rows(params));
         if let Some(owner) = owner {
             rows.retain(|r| r.get("owner_task_id").and_then(Value::as_str) == Some(&owner));
         }
-        (rows, self.state())
+        let mut state = self.state();
+        state["answered"] = json!(!late && !rows.iter().any(|r| r["stale"] == true));
+        if late {
+            state["late"] = json!(true);
+            state["message"] = json!(format!(
+                "no answer within {} ms; its jobs show their last known state",
+                LIST_BUDGET.as_millis()
+            ));
+        }
+        (rows, state)
+    }
+
+    /// The far side's rows of this home's owner, qualified and kept in the map;
+    /// none when the host does not answer.
+    async fn fresh_rows(self: &Arc<Self>, far: Value) -> Option<Vec<Value>> {
+        let answer = self.call_raw("list", far).await.ok()?;
+        let mut rows = Vec::new();
+        for row in answer
+            .get("processes")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+        {
+            let Some(far_id) = row.get("session_id").and_then(Value::as_str) else {
+                continue;
+            };
+            let far_id = far_id.to_owned();
+            let row = self.qualify(row);
+            {
+                let mut book = lock(&self.book);
+                if let Some(job) = book.jobs.get_mut(&far_id) {
+                    job.row = Some(row.clone());
+                    job.finished = row.get("status").and_then(Value::as_str) != Some("running");
+                }
+            }
+            rows.push(row);
+        }
+        self.save().await;
+        Some(rows)
+    }
+
+    /// The last known rows of this home's jobs of this host, marked `stale`.
+    fn known_rows(&self, params: &Value) -> Vec<Value> {
+        let book = lock(&self.book);
+        let running_only = params.get("state").and_then(Value::as_str) == Some("running")
+            || (params.get("state").is_none()
+                && params.get("all").and_then(Value::as_bool) != Some(true));
+        let mut rows = Vec::new();
+        for (far_id, job) in &book.jobs {
+            if running_only && job.finished {
+                continue;
+            }
+            let mut row = job.row.clone().unwrap_or_else(|| {
+                json!({
+                    "session_id": format!("{}:{far_id}", self.name),
+                    "owner_task_id": job.owner,
+                    "task_id": job.task_id,
+                    "status": if job.finished { "exited" } else { "running" },
+                })
+            });
+            row["host"] = json!(self.name);
+            row["stale"] = json!(true);
+            rows.push(row);
+        }
+        rows
     }
 
     /// The answer with every far `session_id` (and `replaces`) qualified, and the
