@@ -322,3 +322,53 @@ fn issue30_ps_all_hosts_answers_within_a_second_past_a_silent_door() {
     local.ok(&["kill", &far_job]);
     local.ok(&["kill", &local_job]);
 }
+
+#[test]
+fn issue30_attach_to_a_far_pty_job_shows_it_takes_keys_and_ends() {
+    // Issue 30: `herd attach HOST:ID` of a far PTY job is an attach (its screen,
+    // typed lines answered, its end said), not a silent wait for the job's end.
+    use herd_test_support::tmux::Tmux;
+    let local = Env::new();
+    let far = Env::new();
+    aliases(&local, &far, &["far"]);
+    let script = far.scratch().join("echoer.sh");
+    std::fs::write(
+        &script,
+        "echo far-ready\nwhile IFS= read -r line; do\n  [ \"$line\" = quit ] && exit 3\n  echo \"got:$line\"\ndone\n",
+    )
+    .expect("the scratch dir is writable");
+    let id = local
+        .ok(&[
+            "run",
+            "--host",
+            "far",
+            "--pty",
+            "--",
+            "bash",
+            &script.display().to_string(),
+        ])
+        .trim()
+        .to_owned();
+    assert!(
+        wait_until(DEADLINE, || local.ok(&["logs", &id]).contains("far-ready")).is_ok(),
+        "the far job never started"
+    );
+    let tmux = Tmux::start(
+        local.scratch().join("tmux.sock"),
+        "far",
+        local.home(),
+        (100, 30),
+        &[],
+    )
+    .joined();
+    tmux.type_line(&format!("clear; {HERD} attach {id}; echo ended=$?"));
+    tmux.wait_for("the far job's screen", |s| s.contains("far-ready"));
+    tmux.type_line("hello far");
+    tmux.wait_for("the far job's answer", |s| s.contains("got:hello far"));
+    tmux.type_line("quit");
+    let screen = tmux.wait_for("attach to end with the job", |s| {
+        s.lines().any(|l| l.contains("ended="))
+    });
+    assert!(screen.contains(&format!("{id} exited 3")), "{screen}");
+    assert!(screen.contains("ended=1"), "{screen}");
+}
