@@ -372,3 +372,110 @@ fn issue30_attach_to_a_far_pty_job_shows_it_takes_keys_and_ends() {
     assert!(screen.contains(&format!("{id} exited 3")), "{screen}");
     assert!(screen.contains("ended=1"), "{screen}");
 }
+
+/// Pids of the far `herd proxy` processes (the doors) serving `far`'s home.
+fn far_doors(far: &Env) -> Vec<i32> {
+    let far_home = format!("HERD_HOME={}", far.home().display());
+    let proxy = format!("{HERD} proxy ");
+    crate::hosts::processes()
+        .into_iter()
+        .filter(|(_, line)| line.starts_with(&proxy) && line.contains(&far_home))
+        .map(|(pid, _)| pid)
+        .collect()
+}
+
+#[test]
+fn issue30_far_logs_follow_rides_through_killed_doors_and_a_far_daemon_restart() {
+    // Issue 30: `logs -f` of a far job goes on through its doors killed and the
+    // far daemon SIGKILLed (the next door starts another): every line once, in
+    // order, and the job's real end.
+    use std::io::Read;
+    let local = Env::new();
+    let far = Env::new();
+    aliases(&local, &far, &["far"]);
+    let go = |n: u32| far.scratch().join(format!("go{n}"));
+    let script = format!(
+        "for i in $(seq 1 10); do echo line $i; done; \
+         while [ ! -e {g1} ]; do sleep 0.05; done; \
+         for i in $(seq 11 20); do echo line $i; done; \
+         while [ ! -e {g2} ]; do sleep 0.05; done; \
+         for i in $(seq 21 30); do echo line $i; done; exit 7",
+        g1 = go(1).display(),
+        g2 = go(2).display()
+    );
+    let id = local
+        .ok(&["run", "--host", "far", "--", &script])
+        .trim()
+        .to_owned();
+    let mut follower = local
+        .cmd(&["logs", "-f", &id])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("herd logs -f starts");
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let mut out = follower.stdout.take().expect("piped");
+    let sink = std::sync::Arc::clone(&seen);
+    let reader = std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = out.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            let mut seen = sink
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    });
+    let shown = |text: &str| {
+        seen.lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains(text)
+    };
+    assert!(
+        wait_until(DEADLINE, || shown("line 10\n")).is_ok(),
+        "no first lines"
+    );
+    // 1. Every door dies.
+    let doors = far_doors(&far);
+    assert!(!doors.is_empty(), "the doors are open");
+    for pid in doors {
+        sigkill(pid);
+    }
+    std::fs::write(go(1), b"").expect("the scratch dir is writable");
+    assert!(
+        wait_until(DEADLINE, || shown("line 20\n")).is_ok(),
+        "not past the killed doors"
+    );
+    // 2. The far daemon dies; the next door starts another.
+    let far_daemon = far.daemon_pid().expect("the far daemon runs");
+    sigkill(far_daemon);
+    assert!(wait_until(DEADLINE, || !alive(far_daemon)).is_ok());
+    for pid in far_doors(&far) {
+        sigkill(pid);
+    }
+    std::fs::write(go(2), b"").expect("the scratch dir is writable");
+    let mut status = None;
+    let ended = wait_until(DEADLINE, || {
+        status = follower.try_wait().ok().flatten();
+        status.is_some()
+    });
+    if ended.is_err() {
+        let _ = follower.kill();
+    }
+    let _ = reader.join();
+    let mut err = String::new();
+    if let Some(mut e) = follower.stderr.take() {
+        let _ = e.read_to_string(&mut err);
+    }
+    let text = seen
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    assert!(ended.is_ok(), "logs -f never ended: {text}\n{err}");
+    let wanted: Vec<String> = (1..=30).map(|i| format!("line {i}")).collect();
+    assert_eq!(text.lines().collect::<Vec<_>>(), wanted, "stderr: {err}");
+    assert_eq!(status.and_then(|s| s.code()), Some(1), "{err}");
+    assert!(err.contains("exited 7"), "{err}");
+}
