@@ -479,3 +479,98 @@ fn issue30_far_logs_follow_rides_through_killed_doors_and_a_far_daemon_restart()
     assert_eq!(status.and_then(|s| s.code()), Some(1), "{err}");
     assert!(err.contains("exited 7"), "{err}");
 }
+
+#[test]
+fn issue30_a_changed_host_key_is_called_a_possible_attack_not_fixed_with_ssh_keyscan() {
+    // Issue 30: ssh meeting another key than the known one: the advice says it
+    // may be an attack and how to verify (the fingerprint ssh saw, the old key's
+    // line), and never to append whatever the host now sends.
+    let Some(sshd) = Sshd::start() else { return };
+    let far = Env::new();
+    let near = Env::new();
+    let other = far.scratch().join("other_key");
+    let made = crate::support::raw_command(Path::new("ssh-keygen"))
+        .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+        .arg(&other)
+        .stdin(Stdio::null())
+        .output()
+        .expect("ssh-keygen runs");
+    assert!(made.status.success(), "{made:?}");
+    let known = std::fs::read_to_string(sshd.file("known_hosts")).expect("known_hosts");
+    let host = known.split_whitespace().next().expect("the host field");
+    let key = std::fs::read_to_string(other.with_extension("pub")).expect("the other key");
+    let mut fields = key.split_whitespace();
+    let (kind, body) = (fields.next().expect("type"), fields.next().expect("key"));
+    let changed = far.scratch().join("changed_known_hosts");
+    std::fs::write(&changed, format!("{host} {kind} {body}\n")).expect("writable");
+    let user_key = sshd.file("user_key").display().to_string();
+    let known_opt = format!("UserKnownHostsFile={}", changed.display());
+    let mut command = sshd.ssh_with(&[
+        "-i",
+        &user_key,
+        "-o",
+        "IdentitiesOnly=yes",
+        "-o",
+        &known_opt,
+        "-o",
+        "StrictHostKeyChecking=yes",
+        "-o",
+        "BatchMode=yes",
+    ]);
+    command.extend(far_proxy(&far, HERD));
+    configure(&near, &command, None);
+    let out = near.run(&["hosts", "check", "far"]);
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let err = stderr(&out);
+    assert!(err.contains("may be an attack"), "{err}");
+    assert!(err.contains("SHA256:"), "the fingerprint to compare: {err}");
+    assert!(
+        err.contains(&format!("{}:1", changed.display())),
+        "the old key's line: {err}"
+    );
+    let fix = err.split("fix:").nth(1).unwrap_or_default();
+    assert!(!fix.contains("ssh-keyscan"), "{err}");
+    assert!(far.daemon_pid().is_none(), "nothing ran on the far side");
+}
+
+#[test]
+fn issue30_a_far_permission_error_names_the_path_not_a_password() {
+    // Issue 30: the far user cannot reach the far home: the advice names the
+    // path, not passwords or BatchMode. The far side runs as `nobody` (setpriv)
+    // with a home under a directory only root may enter.
+    let Some(sshd) = Sshd::start() else { return };
+    let near = Env::new();
+    let dir = tempfile::Builder::new()
+        .prefix("herd-perm")
+        .tempdir_in("/var/lib")
+        .expect("/var/lib is writable (tests run as root)");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let herd = dir.path().join("herd");
+    std::fs::copy(HERD, &herd).expect("herd copies");
+    let locked = dir.path().join("locked");
+    std::fs::create_dir(&locked).expect("mkdir");
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    let home = locked.join("home");
+    let mut command = sshd.ssh();
+    command.extend(
+        [
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "env",
+            &format!("HERD_HOME={}", home.display()),
+            &herd.display().to_string(),
+            "proxy",
+        ]
+        .map(str::to_owned),
+    );
+    configure(&near, &command, None);
+    let out = near.run(&["hosts", "check", "far"]);
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let err = stderr(&out);
+    let fix = err.split("fix:").nth(1).unwrap_or_default();
+    assert!(fix.contains(&home.display().to_string()), "names the path: {err}");
+    assert!(!fix.contains("BatchMode") && !fix.contains("password"), "{err}");
+}
