@@ -192,6 +192,12 @@ async fn find(client: &mut Client, wanted: &str) -> anyhow::Result<Target> {
     if client.hello.serves("list.filter") {
         params["state"] = json!("all");
     }
+    // A far job (`HOST:ID`) is listed among its host's rows, not the local ones.
+    if let Some((host, _)) = id.split_once(':')
+        && client.hello.serves("hosts")
+    {
+        params["host"] = json!(host);
+    }
     let listed = client.request("list", params).await?;
     let row = listed["processes"]
         .as_array()

@@ -56,6 +56,11 @@ pub(crate) async fn ps(home: &Home, args: PsArgs) -> anyhow::Result<()> {
                 host["since"].as_str().unwrap_or("?"),
                 output::visible(host["message"].as_str().unwrap_or_default()),
             ));
+        } else if host["late"] == true {
+            output::err_line(&format!(
+                "host {} did not answer in time: its jobs show their last known state",
+                output::visible(host["name"].as_str().unwrap_or_default()),
+            ));
         }
     }
     if let Some(n_older) = answer["older"].as_u64() {
@@ -160,7 +165,7 @@ fn row_cells(row: &Value, by_owner: bool, by_host: bool) -> Cells {
         fixed.insert(
             1,
             if row["stale"] == true {
-                format!("{host} (unreachable)")
+                format!("{host} (stale)")
             } else {
                 host
             },

@@ -92,6 +92,9 @@ pub(crate) async fn stream(
     let mut shown = Shown::default();
     let mut at = from_byte;
     let mut skip = 0_usize;
+    // While a far host does not answer: until when it is asked again, and what
+    // had been shown when it stopped answering.
+    let mut far_lost: Option<(tokio::time::Instant, Shown)> = None;
     loop {
         let attempt = super::logstream::stream(&mut client, id, at, |text| {
             let text = skipped(text, &mut skip);
@@ -114,7 +117,53 @@ pub(crate) async fn stream(
                 })
                 .await?;
             }
+            Err(err) if crate::remote::is_host_lost(&err) => {
+                // A far job's host blinked (its door, its daemon): asked again
+                // until it answers or the deadline passes since the last output.
+                let until = match far_lost {
+                    Some((until, seen)) if seen == shown => until,
+                    _ => tokio::time::Instant::now() + crate::client::RECONNECT_DEADLINE,
+                };
+                (client, at, skip) =
+                    far_again(home, id, (from_byte, shown), until, err, &mut |text| {
+                        shown.took(text);
+                        emit(text)
+                    })
+                    .await?;
+                far_lost = Some((until, shown));
+            }
             end => return end,
+        }
+    }
+}
+
+/// After a far host did not answer: a new connection, then [`locate`] through
+/// the host once it answers again, pausing between tries until `until`.
+async fn far_again(
+    home: &Home,
+    id: &str,
+    (base, shown): (u64, Shown),
+    until: tokio::time::Instant,
+    mut last: anyhow::Error,
+    emit: &mut impl FnMut(&str) -> std::io::Result<()>,
+) -> anyhow::Result<(Client, u64, usize)> {
+    let mut pause = std::time::Duration::from_millis(100);
+    loop {
+        if tokio::time::Instant::now() + pause >= until {
+            return Err(last.context(format!(
+                "the host of {id} did not answer again within {} s; `herd logs -f {id}` follows it once it does",
+                crate::client::RECONNECT_DEADLINE.as_secs()
+            )));
+        }
+        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + pause, pause);
+        tick.tick().await;
+        pause = (pause * 2).min(std::time::Duration::from_secs(1));
+        tracing::debug!(error = %format!("{last:#}"), "the far host did not answer; asking again");
+        let mut client = reconnect(home).await?;
+        match locate(&mut client, id, base, shown, emit).await {
+            Ok((at, skip)) => return Ok((client, at, skip)),
+            Err(err) if crate::remote::is_host_lost(&err) => last = err,
+            Err(err) => return Err(err),
         }
     }
 }

@@ -82,6 +82,10 @@ const RETRY_AFTER: Duration = Duration::from_secs(1);
 /// request opens another).
 const IDLE_CLOSE: Duration = Duration::from_secs(300);
 
+/// How long a listing waits for a host's answer before showing its jobs' last
+/// known rows (a silent door never blocks `ps --all-hosts`).
+const LIST_BUDGET: Duration = Duration::from_millis(900);
+
 /// How many doors of finished long calls (`wait`) a link keeps for the next one.
 const KEPT_DOORS: usize = 2;
 
@@ -203,6 +207,10 @@ enum Status {
 /// The durable part of a link: far jobs and the keys of events published.
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct Book {
+    /// The far owner this link's jobs run under; none in a map of a release that
+    /// had one far owner per home (those keep it).
+    #[serde(default)]
+    far_owner: Option<String>,
     #[serde(default)]
     jobs: BTreeMap<String, Job>,
     #[serde(default)]
@@ -223,6 +231,14 @@ struct Job {
     /// The last row a list or poll showed (qualified), for ps while unreachable.
     #[serde(default)]
     row: Option<Value>,
+    /// The name it was started with (`host:NAME` finds it among this home's jobs
+    /// of this host only).
+    #[serde(default)]
+    name: Option<String>,
+    /// When it was started here (ns since the epoch): the newest finished one of
+    /// a name wins, as B37 says for local names.
+    #[serde(default)]
+    started: u64,
 }
 
 /// An open control door: requests go in on `tx`, answers come back on their
@@ -309,10 +325,20 @@ impl Hosts {
                 Book::default()
             }
         };
+        // One far owner per host name: two names of one far home drain their own
+        // queues, so a completion keeps the name its job was started under. A map
+        // from before keeps the home's single owner its far jobs run under.
+        let mut book = book;
+        let far_owner = match &book.far_owner {
+            Some(owner) => owner.clone(),
+            None if !book.jobs.is_empty() => self.far_owner.clone(),
+            None => format!("{}-{name}", self.far_owner),
+        };
+        book.far_owner = Some(far_owner.clone());
         let link = Arc::new(Link {
             name: name.to_owned(),
             config: config.clone(),
-            far_owner: self.far_owner.clone(),
+            far_owner,
             registry: self.registry.clone(),
             store: self.store.clone(),
             control: tokio::sync::Mutex::new(None),
@@ -369,6 +395,10 @@ impl Hosts {
             Ok(link) => link,
             Err(err) => return Routed::Answer(Err(err)),
         };
+        let far = match self.resolve(&link, &far) {
+            Ok(far) => far,
+            Err(err) => return Routed::Answer(Err(err)),
+        };
         let mut params = params;
         params["id"] = Value::String(far);
         match method {
@@ -382,6 +412,44 @@ impl Hosts {
             "restart" => Routed::Answer(link.restart(params).await),
             _ => Routed::Answer(link.call(method, params).await),
         }
+    }
+
+    /// The far id `wanted` (after `host:`) stands for: a name or a prefix of a
+    /// job this home started under this host name is resolved here (another home's
+    /// `web` on the same far home is never found); a full id of a job started
+    /// under another host name of this home is refused, naming that one (a far
+    /// job has one qualified id); anything else goes to the far side as written.
+    fn resolve(&self, link: &Link, wanted: &str) -> Result<String, RpcError> {
+        let bare = wanted.strip_prefix("proc_").unwrap_or(wanted);
+        let hexish = !bare.is_empty() && bare.bytes().all(|b| b.is_ascii_hexdigit());
+        if let Some(far) = link.resolve_local(wanted)? {
+            return Ok(far);
+        }
+        if !hexish {
+            return Err(RpcError::new(
+                NOT_FOUND,
+                format!(
+                    "no session named {wanted} was started on host {} from this home (names are per home and host name; `herd ps --host {}` lists them)",
+                    link.name, link.name
+                ),
+            ));
+        }
+        let full = format!("proc_{bare}");
+        for other in self.configs.keys().filter(|n| **n != link.name) {
+            let Ok(other) = self.link(other) else {
+                continue;
+            };
+            if lock(&other.book).jobs.contains_key(&full) {
+                return Err(RpcError::new(
+                    NOT_FOUND,
+                    format!(
+                        "{}:{full} was started as {}:{full}: a far job has one id here, under the host name it was started with",
+                        link.name, other.name
+                    ),
+                ));
+            }
+        }
+        Ok(wanted.to_owned())
     }
 
     /// Whether a `list` asks for far hosts (`host` or `all_hosts`).
@@ -419,8 +487,8 @@ impl Hosts {
             .collect();
         let mut states = Vec::new();
         let params = strip(params, &["host", "all_hosts"]);
-        // Every host at once: one whose door hangs delays the answer by its own
-        // deadline, not by the sum of them.
+        // Every host at once, each within LIST_BUDGET: a door that hangs delays
+        // the answer by that budget, not by its own deadline.
         let links = names
             .iter()
             .map(|name| self.link(name))

@@ -16,7 +16,9 @@
 //!
 //! [`handshake`] sends `hello` and turns every way a door can fail before answering
 //! into a [`DoorError`] carrying the door's own last words on stderr and a fix:
-//! an unknown host key (`ssh-keyscan`), a password asked (use a key, `BatchMode`),
+//! an unknown host key (`ssh-keyscan`), a changed one (possibly an attack: compare
+//! fingerprints by a trusted way first), a far path refused (named), a password
+//! asked (use a key, `BatchMode`),
 //! no herd on the far side (`herd hosts install NAME`), no route to the host, a
 //! door program missing here. A far herd that speaks another protocol is refused
 //! with both versions named.
@@ -90,6 +92,19 @@ pub(crate) struct ProxyInfo {
     /// The far C library's glibc version, none on a system without glibc.
     #[serde(default)]
     pub(crate) glibc: Option<String>,
+    /// The `herd-shim` beside the far herd, none when it is missing (or the far
+    /// herd is older than the field).
+    #[serde(default)]
+    pub(crate) shim: Option<FarShim>,
+}
+
+/// A far `herd-shim` as the far proxy saw it.
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct FarShim {
+    /// Where it is.
+    pub(crate) path: String,
+    /// Its size.
+    pub(crate) bytes: u64,
 }
 
 /// What the far side said in the handshake.
@@ -222,8 +237,20 @@ fn quoted(stderr: &str) -> String {
 pub(crate) enum Fix {
     /// ssh does not know the far host's key.
     HostKeyUnknown { name: String },
-    /// ssh knows another key for the far host.
-    HostKeyChanged,
+    /// ssh knows another key for the far host: possibly an attack.
+    HostKeyChanged {
+        /// The fingerprint of the key the far host sent, as ssh printed it.
+        fingerprint: Option<String>,
+        /// Where the old key is (`FILE:LINE`), as ssh printed it.
+        offending: Option<String>,
+    },
+    /// The far side was refused access to a path (not ssh's login refused).
+    PermissionDenied {
+        /// The path named in the refusal, when one was.
+        path: Option<String>,
+        /// The line that said it.
+        line: String,
+    },
     /// The door wanted a password or passphrase.
     PasswordAsked,
     /// The far side has no herd where the command looks.
@@ -245,10 +272,34 @@ impl std::fmt::Display for Fix {
                  ~/.ssh/known_hosts` (compare its fingerprint), or connect once by hand with the \
                  same ssh options, then `herd hosts check {name}`"
             ),
-            Fix::HostKeyChanged => f.write_str(
-                "ssh knows another key for the far host: find out why it changed, then remove the old \
-                 one (`ssh-keygen -R HOST`) and add the new one",
+            Fix::HostKeyChanged {
+                fingerprint,
+                offending,
+            } => write!(
+                f,
+                "the far host answered with a key other than the one known here: this may be an attack \
+                 (someone between here and the host) or the host was reinstalled. Do not accept the new \
+                 key blindly: compare its fingerprint ({}) with the host's own key, read there by a way \
+                 you trust (its console or administrator: `ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub`); \
+                 only if they match, remove the old key ({}) with `ssh-keygen -R HOST` and connect once by hand",
+                fingerprint.as_deref().unwrap_or("as ssh printed it above"),
+                offending
+                    .as_deref()
+                    .map_or_else(|| "ssh named its file above".to_owned(), |o| format!("in {o}")),
             ),
+            Fix::PermissionDenied { path, line } => match path {
+                Some(path) => write!(
+                    f,
+                    "the far side was refused access to {path} ({line:?}): the far user the door runs as \
+                     must be able to reach and write it (`ls -ld {path}` and each directory above it, \
+                     there), or point the host's command at a path of that user's own (HERD_HOME=...)"
+                ),
+                None => write!(
+                    f,
+                    "the far side was refused access ({line:?}): check who the door runs as there and \
+                     the permissions of the path it names"
+                ),
+            },
             Fix::PasswordAsked => f.write_str(
                 "the door asked for a password or passphrase, which nobody can type for it: use a key \
                  it can use unattended (ssh-agent, or a key without a passphrase for this host) and \
@@ -280,8 +331,21 @@ impl std::fmt::Display for Fix {
 pub(crate) fn diagnose(name: &str, argv: &[String], stderr: &str, code: Option<i32>) -> Fix {
     let text = stderr.to_ascii_lowercase();
     let has = |needle: &str| text.contains(needle);
-    if has("remote host identification has changed") {
-        Fix::HostKeyChanged
+    let permission = permission_line(stderr);
+    if has("remote host identification has changed")
+        || has("has changed and you have requested strict checking")
+        || has("offending ") && has(" key in ")
+    {
+        Fix::HostKeyChanged {
+            fingerprint: stderr
+                .split_whitespace()
+                .find(|w| w.starts_with("SHA256:") || w.starts_with("MD5:"))
+                .map(|w| w.trim_end_matches('.').to_owned()),
+            offending: stderr.lines().find_map(|l| {
+                let (_, rest) = l.split_once(" key in ")?;
+                Some(rest.trim().to_owned())
+            }),
+        }
     } else if has("host key verification failed")
         || has("authenticity of host")
         || has("no matching host key")
@@ -294,7 +358,9 @@ pub(crate) fn diagnose(name: &str, argv: &[String], stderr: &str, code: Option<i
         Fix::ProgramMissing {
             program: argv.first().cloned().unwrap_or_default(),
         }
-    } else if (code != Some(126) && has("permission denied"))
+    } else if let Some((line, path)) = permission.filter(|_| code != Some(126)) {
+        Fix::PermissionDenied { path, line }
+    } else if (code != Some(126) && has("permission denied ("))
         || has("password")
         || has("passphrase")
         || has("/dev/tty")
@@ -324,6 +390,22 @@ pub(crate) fn diagnose(name: &str, argv: &[String], stderr: &str, code: Option<i
             argv: argv.to_vec(),
         }
     }
+}
+
+/// A line saying permission was denied that is not ssh refusing the login
+/// (`Permission denied (publickey,password).`), and the path it names.
+fn permission_line(stderr: &str) -> Option<(String, Option<String>)> {
+    let line = stderr.lines().find(|l| {
+        let lower = l.to_ascii_lowercase();
+        lower.contains("permission denied") && !lower.contains("permission denied (")
+            || lower.contains("permission denied (os error")
+    })?;
+    let path = line
+        .split_whitespace()
+        .map(|w| w.trim_matches(|c: char| matches!(c, ':' | ',' | ';' | '\'' | '"' | '`' | '(' | ')')))
+        .find(|w| w.starts_with('/') || w.starts_with("~/"))
+        .map(str::to_owned);
+    Some((line.trim().to_owned(), path))
 }
 
 /// The last lines a door wrote on stderr, read as they come (a door whose stderr

@@ -9,7 +9,10 @@
 //!
 //! `check` opens the host's door itself (not through the daemon), so it tells what
 //! a fresh connection meets: the far herd's versions, its home and user, and the
-//! round trip of a few `status` calls through the door (p50).
+//! round trip of a few `status` calls through the door (p50). It fails (exit 1)
+//! on a far daemon that runs jobs without herd-shim (its `status` says
+//! `supervisor`), as `herd doctor` warns there: such far jobs end with a crash of
+//! the far daemon and their completions never arrive.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -162,11 +165,19 @@ pub(crate) async fn check(
     };
     let handshake = started.elapsed();
     let mut samples = Vec::new();
+    let mut status = Value::Null;
     for _ in 0..pings {
         let sent = Instant::now();
-        door.call("status", json!({})).await?;
+        status = door.call("status", json!({})).await?;
         samples.push(sent.elapsed());
     }
+    // What doctor checks on that side: jobs survive the far daemon's crash only
+    // under herd-shim.
+    let supervisor = status["supervisor"]
+        .as_str()
+        .unwrap_or("unknown")
+        .to_owned();
+    let survives = supervisor == "shim";
     samples.sort();
     let p50 = samples.get(samples.len() / 2).copied().unwrap_or_default();
     let hello = door.hello.clone();
@@ -189,10 +200,17 @@ pub(crate) async fn check(
                 "arch": proxy.map(|p| p.arch.clone()),
                 "glibc": proxy.and_then(|p| p.glibc.clone()),
                 "capabilities": hello.capabilities,
+                "supervisor": supervisor,
+                "shim": proxy.and_then(|p| p.shim.as_ref()).map(|s| s.path.clone()),
             },
+            "crash_survival": survives,
+            "error": (!survives).then(|| super::install::without_survival(name, &supervisor)),
             "handshake_ms": ms(handshake),
             "latency_ms": {"p50": ms(p50), "pings": samples.len()},
         }))?;
+        if !survives {
+            return Err(Failure::silent(Code::Failed).into());
+        }
         return Ok(());
     }
     let user = proxy
@@ -218,6 +236,14 @@ pub(crate) async fn check(
     for line in lines {
         output::line(&line)?;
     }
+    if !survives {
+        return Err(Failure::new(
+            Code::Failed,
+            super::install::without_survival(name, &supervisor),
+        )
+        .into());
+    }
+    output::line("  far jobs   run under herd-shim: they outlive a far daemon's crash")?;
     Ok(())
 }
 

@@ -18,8 +18,15 @@
 //!    and a glibc at least as new as the newest `GLIBC_x.y` this binary's ELF
 //!    version-needs ask for (read from the running executable with the `object`
 //!    crate). A refusal names both versions and installs nothing.
-//! 4. The binary goes through the `install` argv; then the door is opened again
-//!    and must answer with this herd's version (`herd hosts check` passes).
+//! 4. `herd-shim` goes next, so far jobs survive a far daemon's crash: the
+//!    `install` argv first receives [`SHIM_WRITER`], a short `sh` script that, run
+//!    by the door as `herd proxy`, writes what it reads on stdin to `herd-shim`
+//!    beside itself (`dirname "$0"`) and prints where; the door is then opened
+//!    once with the shim on stdin.
+//! 5. The binary goes through the `install` argv (replacing the script); then the
+//!    door is opened again and must answer with this herd's version, a
+//!    `herd-shim` beside it, and a far daemon whose jobs run under it (`status`
+//!    says `supervisor: shim`), as `herd hosts check` demands.
 //!
 //! An `install` argv should write to a temporary name and rename it over the
 //! old binary: a running far daemon keeps the old file busy (`ETXTBSY`).
@@ -31,7 +38,7 @@ use anyhow::Context;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use super::door::{self, Fix, ProxyInfo, StderrTail};
+use super::door::{self, DoorError, Fix, ProxyInfo, StderrTail};
 use crate::config::HostConfig;
 use crate::exit::{Code, Failure};
 use crate::output;
@@ -51,6 +58,20 @@ glibc=$(getconf GNU_LIBC_VERSION 2>/dev/null | sed -n 's/^glibc //p')\n\
 printf 'herd-probe os=%s arch=%s glibc=%s\\n' \"$(uname -s)\" \"$(uname -m)\" \"${glibc:-none}\"\n\
 echo 'herd is not installed on this host (this is the probe `herd hosts install` left); run herd hosts install' >&2\n\
 exit 127\n";
+
+/// Put where herd will live, then run through the door with `herd-shim` on stdin:
+/// writes it beside itself, then says where. The herd binary replaces it next.
+pub(crate) const SHIM_WRITER: &str = "#!/bin/sh\n\
+# Written by `herd hosts install` to put herd-shim beside herd; the herd binary\n\
+# replaces it next.\n\
+dir=$(dirname \"$0\")\n\
+if ! { cat > \"$dir/herd-shim.new\" && chmod 755 \"$dir/herd-shim.new\" && mv -f \"$dir/herd-shim.new\" \"$dir/herd-shim\"; }; then\n\
+  echo \"cannot write $dir/herd-shim (see the error above): make $dir writable for this user\" >&2\n\
+  exit 1\n\
+fi\n\
+printf 'herd-shim-installed path=%s/herd-shim\\n' \"$dir\"\n\
+echo 'herd is not installed on this host yet (this is the step of `herd hosts install` that writes herd-shim); run herd hosts install' >&2\n\
+exit 0\n";
 
 /// A glibc version, `2.34` or `2.17.1`, ordered numerically.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -221,8 +242,8 @@ pub(crate) fn refusal(
 }
 
 /// Sends `bytes` to `argv`'s stdin (run as a door is: no shell, no terminal) and
-/// waits for it to exit 0.
-async fn send(argv: &[String], bytes: &[u8], what: &str) -> Result<(), String> {
+/// waits for it to exit 0; what it printed on stdout (at most [`MAX_PROBE_BYTES`]).
+async fn send(argv: &[String], bytes: &[u8], what: &str) -> Result<Vec<u8>, String> {
     let mut child = door::detached(argv).spawn().map_err(|err| {
         format!(
             "cannot start the install argv {}: {err}",
@@ -236,6 +257,7 @@ async fn send(argv: &[String], bytes: &[u8], what: &str) -> Result<(), String> {
         if let Some(out) = stdout.as_mut() {
             let _ = out.take(MAX_PROBE_BYTES).read_to_end(&mut sink).await;
         }
+        sink
     });
     let mut stdin = child.stdin.take();
     let sent = async {
@@ -247,7 +269,14 @@ async fn send(argv: &[String], bytes: &[u8], what: &str) -> Result<(), String> {
         child.wait().await
     };
     let status = tokio::time::timeout(INSTALL_DEADLINE, sent).await;
-    drain.abort();
+    if status.is_err() {
+        let _ = child.start_kill();
+    }
+    // The child has exited (or was given up): its stdout ends with it.
+    let printed = match tokio::time::timeout(door::HELLO_DEADLINE, drain).await {
+        Ok(Ok(bytes)) => bytes,
+        _ => Vec::new(),
+    };
     let said = || {
         let text = stderr.text();
         if text.trim().is_empty() {
@@ -269,7 +298,7 @@ async fn send(argv: &[String], bytes: &[u8], what: &str) -> Result<(), String> {
             "the install argv failed receiving {what}: {err}{}",
             said()
         )),
-        Ok(Ok(status)) if status.success() => Ok(()),
+        Ok(Ok(status)) if status.success() => Ok(printed),
         Ok(Ok(status)) => {
             let fix = door::diagnose("", argv, &stderr.text(), status.code());
             Err(format!(
@@ -354,6 +383,7 @@ pub(crate) async fn run(name: &str, host: &HostConfig, json: bool) -> anyhow::Re
     };
     let exe = std::env::current_exe().context("cannot find this herd executable")?;
     let image = read_binary(&exe)?;
+    let shim = read_shim(&exe)?;
     let needed = needed_glibc(&image).map_err(|err| {
         Failure::new(
             Code::Failed,
@@ -381,7 +411,11 @@ pub(crate) async fn run(name: &str, host: &HostConfig, json: bool) -> anyhow::Re
                 )
                 .into());
             };
-            if info.version == ours {
+            let shim_fits = info
+                .shim
+                .as_ref()
+                .is_some_and(|far| far.bytes == shim.len() as u64);
+            if info.version == ours && shim_fits && far_supervisor(name, host).await? {
                 return report(
                     name,
                     json,
@@ -423,6 +457,7 @@ pub(crate) async fn run(name: &str, host: &HostConfig, json: bool) -> anyhow::Re
     }
 
     // 3. The binary, then the check.
+    send_shim(name, host, install, &shim).await?;
     send_and_check(name, host, install, &image).await?;
     report(name, json, true, &far, needed.as_ref(), before.as_deref())
 }
@@ -448,6 +483,9 @@ async fn send_and_check(
             )
         })?;
     let after = door.hello.proxy.as_ref().map(|p| p.version.clone());
+    let has_shim = door.hello.proxy.as_ref().is_some_and(|p| p.shim.is_some());
+    let mut door = door;
+    let supervisor = door.call("status", json!({})).await.ok();
     door.close().await;
     if after.as_deref() != Some(ours) {
         return Err(Failure::new(
@@ -460,7 +498,93 @@ async fn send_and_check(
         )
         .into());
     }
+    if !has_shim {
+        return Err(Failure::new(
+            Code::Failed,
+            format!(
+                "host {name}: herd {ours} was sent, but the far herd finds no herd-shim beside it: far jobs \
+                 would end with the far daemon; make `install` write to the directory `command` runs herd from"
+            ),
+        )
+        .into());
+    }
+    let supervisor = supervisor
+        .as_ref()
+        .and_then(|s| s["supervisor"].as_str())
+        .unwrap_or("unknown")
+        .to_owned();
+    if supervisor != "shim" {
+        return Err(Failure::new(Code::Failed, without_survival(name, &supervisor)).into());
+    }
     Ok(())
+}
+
+/// The error for a far daemon whose jobs would not survive its crash.
+pub(crate) fn without_survival(name: &str, supervisor: &str) -> String {
+    format!(
+        "host {name}: the far daemon runs jobs without crash survival (supervisor {supervisor}, not herd-shim): \
+         a crash or restart of it ends every far job, and their completions never arrive. If herd-shim \
+         was installed after that daemon started, stop it on the far side (`herd shutdown` there; it ends \
+         the jobs it runs) so the next one uses herd-shim; else `herd hosts install {name}`, or remove \
+         `supervisor = \"in_process\"` / fix `shim_path` in the far config.toml"
+    )
+}
+
+/// Whether the far daemon runs jobs under herd-shim (asked through a new door).
+async fn far_supervisor(name: &str, host: &HostConfig) -> anyhow::Result<bool> {
+    let mut door = door::open(name, host, door::HELLO_DEADLINE)
+        .await
+        .map_err(DoorError::into_failure)?;
+    let status = door.call("status", json!({})).await;
+    door.close().await;
+    Ok(status?["supervisor"] == "shim")
+}
+
+/// Sends `herd-shim` to the far side: [`SHIM_WRITER`] through the `install` argv,
+/// then the shim through the door, which runs the writer.
+async fn send_shim(
+    name: &str,
+    host: &HostConfig,
+    install: &[String],
+    shim: &[u8],
+) -> anyhow::Result<()> {
+    send(install, SHIM_WRITER.as_bytes(), "the herd-shim writer")
+        .await
+        .map_err(|why| Failure::new(Code::Failed, format!("host {name}: {why}")))?;
+    let printed = send(&host.command, shim, "herd-shim")
+        .await
+        .map_err(|why| Failure::new(Code::Failed, format!("host {name}: {why}")))?;
+    let text = String::from_utf8_lossy(&printed);
+    if !text.lines().any(|l| l.starts_with("herd-shim-installed ")) {
+        return Err(Failure::new(
+            Code::Failed,
+            format!(
+                "host {name}: the door did not run the herd-shim writer `install` had just written (it printed {:?}): \
+                 make `install` write to the path `command` runs herd from",
+                text.chars().take(200).collect::<String>()
+            ),
+        )
+        .into());
+    }
+    tracing::debug!(host = name, said = %text.trim(), "herd-shim sent");
+    Ok(())
+}
+
+/// The `herd-shim` beside this executable, which far jobs need to survive a far
+/// daemon's crash.
+fn read_shim(exe: &Path) -> anyhow::Result<Vec<u8>> {
+    let path = exe.with_file_name("herd-shim");
+    std::fs::read(&path).map_err(|err| {
+        Failure::new(
+            Code::Usage,
+            format!(
+                "cannot read {}: {err}; `herd hosts install` sends herd-shim with herd (far jobs run under \
+                 it to survive a far daemon's crash): install herd-shim beside this herd",
+                path.display()
+            ),
+        )
+        .into()
+    })
 }
 
 /// Reads the executable (a few tens of MiB at most).
@@ -487,11 +611,12 @@ fn report(
             "previous_version": before,
             "far": {"os": far.os, "arch": far.arch, "glibc": far.glibc},
             "needed_glibc": needed.map(ToString::to_string),
+            "shim": true,
         });
         output::json_line(&value)?;
     } else if installed {
         output::line(&format!(
-            "host {name}: installed herd {ours} ({}/{}, glibc {}; this herd needs {}){}; `herd hosts check {name}` passes",
+            "host {name}: installed herd {ours} and herd-shim ({}/{}, glibc {}; this herd needs {}){}; `herd hosts check {name}` passes",
             far.os,
             far.arch,
             far.glibc.as_deref().unwrap_or("none"),

@@ -269,7 +269,24 @@ pub(crate) fn proxy_info() -> Value {
         "os": std::env::consts::OS,
         "arch": std::env::consts::ARCH,
         "glibc": super::install::running_glibc(),
+        "shim": shim_beside_exe(),
     })
+}
+
+/// The `herd-shim` beside this executable (where a daemon started by this herd
+/// looks for it when config names none): its path and size, none when it is
+/// missing. `herd hosts install` reads it to know whether the far side has one.
+fn shim_beside_exe() -> Value {
+    let Ok(exe) = std::env::current_exe() else {
+        return Value::Null;
+    };
+    let path = exe.with_file_name("herd-shim");
+    match std::fs::metadata(&path) {
+        Ok(meta) if meta.is_file() => {
+            json!({"path": path.display().to_string(), "bytes": meta.len()})
+        }
+        _ => Value::Null,
+    }
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ mod full_disk;
 mod guard;
 mod home_path;
 mod hosts;
+mod hosts_whole;
 mod hygiene;
 mod jobs;
 mod lifecycle;

@@ -281,7 +281,7 @@ fn skipped(why: &str) {
 }
 
 /// `argv` as a TOML array.
-fn toml_array(argv: &[String]) -> String {
+pub(crate) fn toml_array(argv: &[String]) -> String {
     let items: Vec<String> = argv.iter().map(|a| toml_string(a)).collect();
     format!("[{}]", items.join(", "))
 }
@@ -291,7 +291,7 @@ fn toml_string(text: &str) -> String {
 }
 
 /// Writes `[hosts.far]` into the near home's config.
-fn configure(near: &Env, command: &[String], install: Option<&[String]>) {
+pub(crate) fn configure(near: &Env, command: &[String], install: Option<&[String]>) {
     let mut text = format!("[hosts.far]\ncommand = {}\n", toml_array(command));
     if let Some(install) = install {
         text.push_str(&format!("install = {}\n", toml_array(install)));
@@ -300,7 +300,7 @@ fn configure(near: &Env, command: &[String], install: Option<&[String]>) {
 }
 
 /// The door's remote command: `env HERD_HOME=<far home> <herd> proxy`.
-fn far_proxy(far: &Env, herd: &str) -> Vec<String> {
+pub(crate) fn far_proxy(far: &Env, herd: &str) -> Vec<String> {
     vec![
         "env".to_owned(),
         format!("HERD_HOME={}", far.home().display()),
@@ -311,7 +311,7 @@ fn far_proxy(far: &Env, herd: &str) -> Vec<String> {
 
 /// Runs `herd args` for `near` on a PTY (its controlling terminal) and returns
 /// the exit code, what it printed and how long it took; killed at [`DEADLINE`].
-fn on_a_terminal(near: &Env, args: &[&str]) -> (Option<u32>, String, Duration) {
+pub(crate) fn on_a_terminal(near: &Env, args: &[&str]) -> (Option<u32>, String, Duration) {
     use portable_pty::{CommandBuilder, PtySize, native_pty_system};
     let pair = native_pty_system()
         .openpty(PtySize {

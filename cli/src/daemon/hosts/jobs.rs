@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{Answer, Job, Link, lock, strip};
+use super::{Answer, Job, LIST_BUDGET, Link, lock, strip};
 use crate::protocol;
 use crate::protocol::{INVALID_PARAMS, RpcError};
 
@@ -37,6 +37,10 @@ impl Link {
             || params
                 .get("heartbeat_seconds")
                 .is_some_and(|h| !h.is_null());
+        let name = params
+            .get("name")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
         let mut far = strip(params, &["host", "caller_env", "owner", "task_id", "cwd"]);
         far["owner"] = json!(self.far_owner);
         // The far side knows the local owner too: a lost map still routes.
@@ -69,6 +73,8 @@ impl Link {
             events,
             finished: false,
             row: None,
+            name,
+            started: now_nanos(),
         };
         lock(&self.book).jobs.insert(far_id.to_owned(), job);
         self.save().await;
@@ -94,6 +100,7 @@ impl Link {
             let job = book.jobs.get(&old).cloned().map(|job| Job {
                 finished: false,
                 row: None,
+                started: now_nanos(),
                 ..job
             });
             let events = job.as_ref().is_some_and(|j| j.events);
@@ -177,7 +184,9 @@ impl Link {
 
     /// This host's rows for a `list` (the far `owner` is this home's; the local
     /// owner filter applies to the map), and the host's state. A host that does
-    /// not answer gives the last rows it showed.
+    /// not answer within [`LIST_BUDGET`] gives the last rows it showed, marked
+    /// `stale`, and its state says `answered: false`; its answer, when it comes,
+    /// still refreshes the map for the next listing.
     pub(super) async fn list(self: &Arc<Self>, params: &Value) -> (Vec<Value>, Value) {
         let owner = params
             .get("owner")
@@ -185,62 +194,82 @@ impl Link {
             .map(str::to_owned);
         let mut far = params.clone();
         far["owner"] = json!(self.far_owner);
-        let fresh = self.call_raw("list", far).await;
-        let mut rows = Vec::new();
-        match fresh {
-            Ok(answer) => {
-                let mut seen = Vec::new();
-                for row in answer
-                    .get("processes")
-                    .and_then(Value::as_array)
-                    .cloned()
-                    .unwrap_or_default()
-                {
-                    let Some(far_id) = row.get("session_id").and_then(Value::as_str) else {
-                        continue;
-                    };
-                    let far_id = far_id.to_owned();
-                    let row = self.qualify(row);
-                    seen.push(far_id.clone());
-                    {
-                        let mut book = lock(&self.book);
-                        if let Some(job) = book.jobs.get_mut(&far_id) {
-                            job.row = Some(row.clone());
-                            job.finished =
-                                row.get("status").and_then(Value::as_str) != Some("running");
-                        }
-                    }
-                    rows.push(row);
-                }
-                self.save().await;
-            }
-            Err(_) => {
-                let book = lock(&self.book);
-                let running_only = params.get("state").and_then(Value::as_str) == Some("running")
-                    || (params.get("state").is_none()
-                        && params.get("all").and_then(Value::as_bool) != Some(true));
-                for (far_id, job) in &book.jobs {
-                    if running_only && job.finished {
-                        continue;
-                    }
-                    let mut row = job.row.clone().unwrap_or_else(|| {
-                        json!({
-                            "session_id": format!("{}:{far_id}", self.name),
-                            "owner_task_id": job.owner,
-                            "task_id": job.task_id,
-                            "status": if job.finished { "exited" } else { "running" },
-                        })
-                    });
-                    row["host"] = json!(self.name);
-                    row["stale"] = json!(true);
-                    rows.push(row);
-                }
-            }
-        }
+        let link = Arc::clone(self);
+        let asked = tokio::spawn(async move { link.fresh_rows(far).await });
+        let (fresh, late) = match tokio::time::timeout(LIST_BUDGET, asked).await {
+            Ok(Ok(Some(rows))) => (Some(rows), false),
+            Ok(_) => (None, false),
+            Err(_) => (None, true),
+        };
+        let mut rows = fresh.unwrap_or_else(|| self.known_rows(params));
         if let Some(owner) = owner {
             rows.retain(|r| r.get("owner_task_id").and_then(Value::as_str) == Some(&owner));
         }
-        (rows, self.state())
+        let mut state = self.state();
+        state["answered"] = json!(!late && !rows.iter().any(|r| r["stale"] == true));
+        if late {
+            state["late"] = json!(true);
+            state["message"] = json!(format!(
+                "no answer within {} ms; its jobs show their last known state",
+                LIST_BUDGET.as_millis()
+            ));
+        }
+        (rows, state)
+    }
+
+    /// The far side's rows of this home's owner, qualified and kept in the map;
+    /// none when the host does not answer.
+    async fn fresh_rows(self: &Arc<Self>, far: Value) -> Option<Vec<Value>> {
+        let answer = self.call_raw("list", far).await.ok()?;
+        let mut rows = Vec::new();
+        for row in answer
+            .get("processes")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+        {
+            let Some(far_id) = row.get("session_id").and_then(Value::as_str) else {
+                continue;
+            };
+            let far_id = far_id.to_owned();
+            let row = self.qualify(row);
+            {
+                let mut book = lock(&self.book);
+                if let Some(job) = book.jobs.get_mut(&far_id) {
+                    job.row = Some(row.clone());
+                    job.finished = row.get("status").and_then(Value::as_str) != Some("running");
+                }
+            }
+            rows.push(row);
+        }
+        self.save().await;
+        Some(rows)
+    }
+
+    /// The last known rows of this home's jobs of this host, marked `stale`.
+    fn known_rows(&self, params: &Value) -> Vec<Value> {
+        let book = lock(&self.book);
+        let running_only = params.get("state").and_then(Value::as_str) == Some("running")
+            || (params.get("state").is_none()
+                && params.get("all").and_then(Value::as_bool) != Some(true));
+        let mut rows = Vec::new();
+        for (far_id, job) in &book.jobs {
+            if running_only && job.finished {
+                continue;
+            }
+            let mut row = job.row.clone().unwrap_or_else(|| {
+                json!({
+                    "session_id": format!("{}:{far_id}", self.name),
+                    "owner_task_id": job.owner,
+                    "task_id": job.task_id,
+                    "status": if job.finished { "exited" } else { "running" },
+                })
+            });
+            row["host"] = json!(self.name);
+            row["stale"] = json!(true);
+            rows.push(row);
+        }
+        rows
     }
 
     /// The answer with every far `session_id` (and `replaces`) qualified, and the
@@ -267,6 +296,73 @@ impl Link {
             .save(&self.name, &bytes)
             .map_err(std::io::Error::other)
     }
+}
+
+impl Link {
+    /// The far id of this home's job of this host named `wanted`, or whose id
+    /// `wanted` is a unique prefix of; none when no job of the map matches.
+    ///
+    /// # Errors
+    /// A name or prefix that matches more than one running job (B37).
+    pub(super) fn resolve_local(&self, wanted: &str) -> Result<Option<String>, RpcError> {
+        let book = lock(&self.book);
+        if book.jobs.contains_key(wanted) {
+            return Ok(Some(wanted.to_owned()));
+        }
+        let named: Vec<(&String, &Job)> = book
+            .jobs
+            .iter()
+            .filter(|(_, j)| j.name.as_deref() == Some(wanted))
+            .collect();
+        let running: Vec<&String> = named
+            .iter()
+            .filter(|(_, j)| !j.finished)
+            .map(|(id, _)| *id)
+            .collect();
+        match running.as_slice() {
+            [one] => return Ok(Some((*one).clone())),
+            [] => {
+                if let Some((id, _)) = named.iter().max_by_key(|(_, j)| j.started) {
+                    return Ok(Some((*id).clone()));
+                }
+            }
+            many => return Err(self.ambiguous(wanted, many)),
+        }
+        let bare = wanted.strip_prefix("proc_").unwrap_or(wanted);
+        if bare.len() < 4 || !bare.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Ok(None);
+        }
+        let prefix = format!("proc_{bare}");
+        let matches: Vec<&String> = book
+            .jobs
+            .keys()
+            .filter(|id| id.starts_with(&prefix))
+            .collect();
+        match matches.as_slice() {
+            [one] => Ok(Some((*one).clone())),
+            _ => Ok(None),
+        }
+    }
+
+    fn ambiguous(&self, wanted: &str, ids: &[&String]) -> RpcError {
+        let matches: Vec<String> = ids.iter().map(|id| format!("{}:{id}", self.name)).collect();
+        RpcError {
+            code: protocol::NOT_FOUND,
+            message: format!(
+                "{wanted} names more than one running session on host {}: {}; use an id",
+                self.name,
+                matches.join(", ")
+            ),
+            data: Some(json!({ "matches": matches })),
+        }
+    }
+}
+
+/// Now, in ns since the epoch.
+fn now_nanos() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
 /// Rewrites `value` in place: see [`Link::qualify`].

@@ -18,6 +18,8 @@ fn jobs() -> BTreeMap<String, Job> {
             events: true,
             finished: false,
             row: None,
+            name: None,
+            started: 0,
         },
     );
     jobs

@@ -25,7 +25,36 @@ fn stderr_is_judged_into_a_fix() {
         (
             "@    WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED!     @",
             Some(255),
-            Fix::HostKeyChanged,
+            Fix::HostKeyChanged {
+                fingerprint: None,
+                offending: None,
+            },
+        ),
+        (
+            // The tail of ssh's warning, its banner cut off.
+            "SHA256:abcDEF.\nPlease contact your system administrator.\nOffending ED25519 key in /r/known_hosts:1\n\
+             Host key for [127.0.0.1]:2222 has changed and you have requested strict checking.\nHost key verification failed.",
+            Some(255),
+            Fix::HostKeyChanged {
+                fingerprint: Some("SHA256:abcDEF".into()),
+                offending: Some("/r/known_hosts:1".into()),
+            },
+        ),
+        (
+            "herd: cannot check /var/lib/x/home: Permission denied (os error 13)",
+            Some(2),
+            Fix::PermissionDenied {
+                path: Some("/var/lib/x/home".into()),
+                line: "herd: cannot check /var/lib/x/home: Permission denied (os error 13)".into(),
+            },
+        ),
+        (
+            "sh: 1: cannot create /opt/bin/herd-shim.new: Permission denied",
+            Some(1),
+            Fix::PermissionDenied {
+                path: Some("/opt/bin/herd-shim.new".into()),
+                line: "sh: 1: cannot create /opt/bin/herd-shim.new: Permission denied".into(),
+            },
         ),
         (
             "root@127.0.0.1: Permission denied (publickey,password).",
