@@ -21,6 +21,7 @@ mod mcp;
 mod mcp_budget;
 mod netns;
 mod people;
+mod plugins;
 mod props;
 mod remote;
 mod restore;

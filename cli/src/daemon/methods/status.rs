@@ -39,6 +39,8 @@ pub(crate) const CAPABILITIES: &[&str] = &[
     "spawn.kill_leftovers",
     "spawn.limits",
     "events.ack",
+    // `plugins`: what the daemon's plugins loaded, with their counts (cli/src/plugins/live.rs).
+    "plugins",
 ];
 
 /// Answers the handshake.
