@@ -178,16 +178,18 @@ fn bind_fresh(socket: &std::path::Path) -> anyhow::Result<UnixListener> {
 
 /// Loads the plugins and builds the daemon's state.
 async fn start_state(home: &Home, config: &Config, stop: Arc<Notify>) -> anyhow::Result<State> {
-    // Plugin init runs on the calling thread (herd-hooks' caveat): keep it off
-    // the async workers. Failures are rows in the report, never a failed start.
-    // Loaded code: the plugins directory and what it holds pass the safe-path
-    // check, and it is used by its real path (no link left in it to swap).
+    // Each plugin's library is opened and its init run on a thread of its own,
+    // with a deadline (herd-hooks' `start_plugins`): the start never waits on a
+    // plugin. Failures are rows in the report, never a failed start. Loaded code:
+    // the plugins directory and what it holds pass the safe-path check, and it is
+    // used by its real path (no link left in it to swap).
     let plugins_dir = crate::config::checked_plugins_dir(home)?;
     let enabled = config.plugins.enabled.clone();
-    let (chain, reports) =
-        tokio::task::spawn_blocking(move || herd_hooks::load_plugins(&plugins_dir, &enabled))
-            .await
-            .context("the plugin loader panicked")?;
+    let (chain, reports) = tokio::task::spawn_blocking(move || {
+        herd_hooks::start_plugins(&plugins_dir, &enabled, herd_hooks::INIT_DEADLINE)
+    })
+    .await
+    .context("the plugin loader panicked")?;
     for report in &reports {
         tracing::info!(
             plugin = %report.name,
@@ -198,7 +200,8 @@ async fn start_state(home: &Home, config: &Config, stop: Arc<Notify>) -> anyhow:
     }
     let pipeline = herd_hooks::Pipeline::new(chain, &config.redactor_config())
         .context("invalid redact_extra_patterns in the config")?;
-    State::new(home.clone(), config, Arc::new(pipeline), stop).await
+    let state = State::new(home.clone(), config, Arc::new(pipeline), stop).await?;
+    Ok(state.with_plugins(crate::plugins::Started::new(reports, config)))
 }
 
 /// Accepts connections until a signal or a shutdown request; says how to end.

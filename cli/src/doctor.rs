@@ -32,7 +32,7 @@ pub(crate) async fn run(home: &Home, json: bool) -> anyhow::Result<()> {
     check_run_dir(home, &mut push);
     let scope = check_daemon(home, &mut push).await;
     if let Some(config) = &config {
-        check_plugins(home, config, &mut push);
+        check_plugins(home, config, &mut push).await;
     }
     for advice in crate::service::installed_unit_advice() {
         push("warn", advice);
@@ -230,26 +230,66 @@ async fn check_daemon(
     scope
 }
 
-/// Plugins that failed to load.
-fn check_plugins(home: &Home, config: &Config, push: &mut impl FnMut(&'static str, String)) {
-    let reports = crate::plugins::reports(home, config);
-    let failed: Vec<_> = reports
+/// Plugins that failed (as the running daemon says, else as the files check out
+/// without running any init), and changes the daemon does not run yet.
+async fn check_plugins(home: &Home, config: &Config, push: &mut impl FnMut(&'static str, String)) {
+    let listing = match crate::plugins::Listing::current(home, config).await {
+        Ok(listing) => listing,
+        Err(err) => {
+            push("fail", format!("plugins: {err:#}"));
+            return;
+        }
+    };
+    let failed: Vec<&serde_json::Value> = listing
+        .rows
         .iter()
-        .filter(|r| r.status == herd_hooks::PluginStatus::Failed)
+        .filter(|r| r["status"] == herd_hooks::PluginStatus::Failed.as_str())
         .collect();
+    let source = match listing.daemon {
+        Some(pid) => format!("as loaded by daemon pid {pid}"),
+        None => "checked without running their init (no daemon)".to_owned(),
+    };
     if failed.is_empty() {
-        push("ok", format!("{} plugin(s), none failed", reports.len()));
+        push(
+            "ok",
+            format!("{} plugin(s), none failed, {source}", listing.rows.len()),
+        );
     }
-    for report in failed {
+    for row in failed {
+        let name = row["name"].as_str().unwrap_or_default();
         push(
             "fail",
             format!(
-                "plugin {} failed: {}; fix it or run `herd plugins disable {}`",
-                report.name,
-                report.reason.as_deref().unwrap_or("unknown reason"),
-                report.name
+                "plugin {name} failed: {}; fix it or run `herd plugins disable {name}`",
+                row["reason"].as_str().unwrap_or("unknown reason"),
             ),
         );
+    }
+    for row in &listing.rows {
+        if let Some(pending) = row["pending"].as_str() {
+            push(
+                "warn",
+                format!(
+                    "plugin {}: {pending}",
+                    row["name"].as_str().unwrap_or_default()
+                ),
+            );
+        }
+        if row["panics"].as_u64().is_some_and(|n| n > 0)
+            || row["timeouts"].as_u64().is_some_and(|n| n > 0)
+        {
+            push(
+                "warn",
+                format!(
+                    "plugin {}: {} panic(s), {} timeout(s) in {} call(s); last: {}",
+                    row["name"].as_str().unwrap_or_default(),
+                    row["panics"],
+                    row["timeouts"],
+                    row["calls"],
+                    row["last_failure"].as_str().unwrap_or("none"),
+                ),
+            );
+        }
     }
 }
 

@@ -1,15 +1,20 @@
 //! `herd plugins list|enable|disable|new|install`.
 //!
 //! A plugin is a directory `<home>/plugins/<name>/` with a `plugin.toml` naming a
-//! library built against the plugin ABI. Listing runs herd-hooks' real loader in
-//! this process with the config's enabled list, so a plugin that would fail in the
-//! daemon shows up here as `failed` with the loader's reason (B32); the daemon runs
-//! the same loader at start-up. Enabling and disabling edit `plugins.enabled` in
-//! `config.toml` and take effect when the daemon restarts.
+//! library built against the plugin ABI. Listing asks the running daemon what it
+//! loaded (`live.rs`: status, counts, last failure, and "restart to apply" for a
+//! change it does not run yet); without a daemon it checks the files with
+//! herd-hooks' loader short of running any plugin's init, so a plugin that would
+//! fail to open shows up as `failed` with the loader's reason (B32). Enabling and
+//! disabling edit `plugins.enabled` in `config.toml` and take effect when the
+//! daemon restarts.
 
+mod live;
 mod scaffold;
 
-use herd_hooks::{PluginReport, load_plugins, resolve_plugin};
+pub(crate) use live::{Listing, Started, report};
+
+use herd_hooks::{PluginReport, resolve_plugin};
 use herd_persistence::Home;
 use serde_json::{Value, json};
 
@@ -17,12 +22,6 @@ use crate::args::PluginsCommand;
 use crate::config::{Config, set_plugin_enabled};
 use crate::exit::{Code, Failure};
 use crate::output;
-
-/// The load report for the home's plugins with the config's enabled list.
-pub(crate) fn reports(home: &Home, config: &Config) -> Vec<PluginReport> {
-    let (_chain, reports) = load_plugins(&home.plugins_dir(), &config.plugins.enabled);
-    reports
-}
 
 /// One report as the JSON row of `herd plugins list --json`.
 pub(crate) fn row_json(report: &PluginReport) -> Value {
@@ -43,35 +42,8 @@ pub(crate) fn row_json(report: &PluginReport) -> Value {
 pub(crate) fn run(home: &Home, config: &Config, command: &PluginsCommand) -> anyhow::Result<()> {
     match command {
         PluginsCommand::List(flag) => {
-            let reports = reports(home, config);
-            if flag.json {
-                let rows: Vec<Value> = reports.iter().map(row_json).collect();
-                output::json_pretty(&json!({"plugins": rows}))?;
-            } else if reports.is_empty() {
-                output::line(&format!(
-                    "no plugins installed in {}",
-                    home.plugins_dir().display()
-                ))?;
-            } else {
-                let mut table = comfy_table::Table::new();
-                table
-                    .load_preset(comfy_table::presets::NOTHING)
-                    .set_content_arrangement(comfy_table::ContentArrangement::Dynamic)
-                    .set_header(["NAME", "STATUS", "VERSION", "REASON"]);
-                for report in &reports {
-                    table.add_row([
-                        report.name.clone(),
-                        report.status.as_str().to_owned(),
-                        report.version.clone(),
-                        report.reason.clone().unwrap_or_default(),
-                    ]);
-                }
-                output::line(&table.to_string())?;
-                output::line(
-                    "plugins are opt-in: enabled plugins load when the daemon starts (herd shutdown restarts it on the next command)",
-                )?;
-            }
-            Ok(())
+            let listing = crate::client_runtime()?.block_on(Listing::current(home, config))?;
+            print_listing(home, &listing, flag.json)
         }
         PluginsCommand::New(args) => scaffold::new(&args.name, args.path.as_deref()),
         PluginsCommand::Install(args) => scaffold::install(home, &args.path),
@@ -101,4 +73,78 @@ pub(crate) fn run(home: &Home, config: &Config, command: &PluginsCommand) -> any
             Ok(())
         }
     }
+}
+
+/// Prints `herd plugins list`.
+fn print_listing(home: &Home, listing: &Listing, json: bool) -> anyhow::Result<()> {
+    if json {
+        output::json_pretty(&json!({
+            "source": if listing.daemon.is_some() { "daemon" } else { "files" },
+            "daemon_pid": listing.daemon,
+            "plugins": listing.rows,
+        }))?;
+        return Ok(());
+    }
+    if listing.rows.is_empty() {
+        output::line(&format!(
+            "no plugins installed in {}",
+            home.plugins_dir().display()
+        ))?;
+        return Ok(());
+    }
+    let text = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    };
+    let mut table = comfy_table::Table::new();
+    table
+        .load_preset(comfy_table::presets::NOTHING)
+        .set_content_arrangement(comfy_table::ContentArrangement::Dynamic);
+    if listing.daemon.is_some() {
+        table.set_header([
+            "NAME",
+            "STATUS",
+            "VERSION",
+            "CALLS",
+            "ERR/PANIC/TIMEOUT",
+            "REASON",
+        ]);
+    } else {
+        table.set_header(["NAME", "STATUS", "VERSION", "REASON"]);
+    }
+    for row in &listing.rows {
+        let reason = [&row["reason"], &row["last_failure"], &row["pending"]]
+            .into_iter()
+            .map(text)
+            .filter(|t| !t.is_empty())
+            .collect::<Vec<_>>()
+            .join("; ");
+        let mut cells = vec![
+            text(&row["name"]),
+            text(&row["status"]),
+            text(&row["version"]),
+        ];
+        if listing.daemon.is_some() {
+            cells.push(text(&row["calls"]));
+            cells.push(format!(
+                "{}/{}/{}",
+                text(&row["errors"]),
+                text(&row["panics"]),
+                text(&row["timeouts"])
+            ));
+        }
+        cells.push(reason);
+        table.add_row(cells);
+    }
+    output::line(&table.to_string())?;
+    match listing.daemon {
+        Some(pid) => output::line(&format!(
+            "as loaded by the running daemon (pid {pid}); a change marked \"restart to apply\" takes effect after `herd shutdown`"
+        ))?,
+        None => output::line(
+            "no daemon is running: checked the files without running any plugin's init; enabled plugins load when the daemon starts",
+        )?,
+    }
+    Ok(())
 }

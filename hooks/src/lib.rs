@@ -39,11 +39,13 @@ mod window;
 
 pub use error::Error;
 pub use loader::{
-    MANIFEST_FILE, PluginHook, PluginLoadError, PluginManifest, PluginReport, PluginStatus,
-    abi_version, load_plugins, plugin_hook, read_manifest, resolve_plugin,
+    INIT_DEADLINE, MANIFEST_FILE, PluginHook, PluginLoadError, PluginManifest, PluginReport,
+    PluginStatus, abi_version, check_plugin, check_plugins, load_plugins, plugin_hook,
+    read_manifest, resolve_plugin, start_plugins,
 };
 pub use pipeline::{
-    DEFAULT_BUDGET, Hook, HookChain, HookError, HookStats, Pipeline, SUPPRESS_AFTER_TIMEOUT,
+    DEFAULT_BUDGET, Hook, HookChain, HookError, HookStart, HookStats, Pipeline, RouteCounts,
+    SUPPRESS_AFTER_TIMEOUT,
 };
 pub use redact::{
     KEY_LOOKBACK_BYTES, KeyLines, RedactMode, Redactor, RedactorConfig, StreamRedactor,

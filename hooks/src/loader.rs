@@ -27,8 +27,9 @@ use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
-use abi_stable::library::{LibraryError, RootModule, RootModuleError, lib_header_from_path};
+use abi_stable::library::{LibHeader, RootModule, lib_header_from_path};
 use abi_stable::sabi_types::{VersionNumber, VersionStrings};
 use abi_stable::std_types::{ROption, RResult, RStr};
 use herd_plugin_abi::{ABI_VERSION, HookInput, HookResult, PluginModuleRef};
@@ -36,6 +37,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::OutputContext;
 use crate::pipeline::{Hook, HookChain, HookError};
+
+mod error;
+mod start;
+
+pub use self::error::PluginLoadError;
+use self::error::from_library_error;
+pub use self::start::INIT_DEADLINE;
 
 /// The manifest file name inside a plugin directory.
 pub const MANIFEST_FILE: &str = "plugin.toml";
@@ -63,6 +71,11 @@ pub struct PluginManifest {
 pub enum PluginStatus {
     /// Loaded and in the hook chain.
     Loaded,
+    /// Enabled and in the hook chain, its init still running on its own thread.
+    Starting,
+    /// Enabled, and its library checks out (owner, mode, ABI version, layout); its
+    /// init has not run here: the daemon runs it when it starts.
+    Valid,
     /// Enabled but could not be loaded; `reason` says why.
     Failed,
     /// Installed but not enabled in config.
@@ -70,10 +83,12 @@ pub enum PluginStatus {
 }
 
 impl PluginStatus {
-    /// `loaded`, `failed` or `disabled`.
+    /// `loaded`, `starting`, `valid`, `failed` or `disabled`.
     pub fn as_str(self) -> &'static str {
         match self {
             PluginStatus::Loaded => "loaded",
+            PluginStatus::Starting => "starting",
+            PluginStatus::Valid => "valid",
             PluginStatus::Failed => "failed",
             PluginStatus::Disabled => "disabled",
         }
@@ -95,150 +110,6 @@ pub struct PluginReport {
     pub status: PluginStatus,
     /// Why it failed or is disabled; `None` when loaded.
     pub reason: Option<String>,
-}
-
-/// Why one plugin did not load. The Display is the report's `reason`.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum PluginLoadError {
-    /// The plugin directory has no `plugin.toml`.
-    #[error("manifest missing: {path}")]
-    ManifestMissing {
-        /// Where it was looked for.
-        path: PathBuf,
-    },
-    /// `plugin.toml` could not be read or parsed.
-    #[error("bad manifest {path}: line {line}: {message}")]
-    BadManifest {
-        /// The manifest.
-        path: PathBuf,
-        /// 1-based line of the error (1 when the error has no position).
-        line: usize,
-        /// The TOML parser's message.
-        message: String,
-    },
-    /// The manifest's `library` leaves the plugin directory.
-    #[error("library path `{library}` in {manifest} must be a file inside the plugin directory")]
-    LibraryOutsideDir {
-        /// The manifest.
-        manifest: PathBuf,
-        /// The offending value.
-        library: String,
-    },
-    /// The library file does not exist.
-    #[error("library missing: {path}")]
-    LibraryMissing {
-        /// The expected library path.
-        path: PathBuf,
-    },
-    /// The library or its directory is writable by others.
-    #[error(
-        "refusing to load {path}: {what} is group- or world-writable (mode {mode:03o}); run `chmod go-w {writable}`"
-    )]
-    Writable {
-        /// The library.
-        path: PathBuf,
-        /// What is writable: `the library` or `its directory`.
-        what: &'static str,
-        /// The writable path.
-        writable: PathBuf,
-        /// Its permission bits.
-        mode: u32,
-    },
-    /// The library or a directory it is loaded from is owned by another user.
-    #[error(
-        "refusing to load {path}: {what} {owned} is owned by uid {owner}, neither you nor root; \
-         only your own or root's plugins are loaded"
-    )]
-    ForeignOwner {
-        /// The library.
-        path: PathBuf,
-        /// What is foreign: `the library` or one of its directories.
-        what: &'static str,
-        /// The foreign path.
-        owned: PathBuf,
-        /// Its owner's uid.
-        owner: u32,
-    },
-    /// The dynamic loader refused the file.
-    #[error("cannot open {path}: {message}")]
-    CannotOpen {
-        /// The library.
-        path: PathBuf,
-        /// The dynamic loader's message (e.g. an undefined symbol, an invalid ELF header).
-        message: String,
-    },
-    /// The library does not export herd's root module.
-    #[error(
-        "root module symbol missing in {path}: not a herd plugin (export it with herd_plugin_abi::export_plugin!)"
-    )]
-    RootModuleMissing {
-        /// The library.
-        path: PathBuf,
-    },
-    /// The library was built with an incompatible abi_stable.
-    #[error("{path} was built with an incompatible abi_stable: {found}")]
-    AbiHeader {
-        /// The library.
-        path: PathBuf,
-        /// The header found.
-        found: String,
-    },
-    /// The library was built against another herd plugin ABI version.
-    #[error(
-        "abi version mismatch in {path}: herd expects {expected}, the plugin was built for {found}; rebuild it against herd-plugin-abi {expected}"
-    )]
-    AbiVersion {
-        /// The library.
-        path: PathBuf,
-        /// herd's `ABI_VERSION`.
-        expected: String,
-        /// The library's.
-        found: String,
-    },
-    /// The root module's type layout differs from herd's.
-    #[error("type-layout mismatch in {path}: {details}")]
-    Layout {
-        /// The library.
-        path: PathBuf,
-        /// What differs, from abi_stable's checker.
-        details: String,
-    },
-    /// The plugin's init returned an error.
-    #[error("init failed in {path}: {message}")]
-    InitFailed {
-        /// The library.
-        path: PathBuf,
-        /// The plugin's message.
-        message: String,
-    },
-    /// The plugin's init panicked.
-    #[error("init panicked in {path}")]
-    InitPanicked {
-        /// The library.
-        path: PathBuf,
-    },
-    /// Any other loader error (C ABI change, unparsable version strings).
-    #[error("cannot load {path}: {message}")]
-    Other {
-        /// The library.
-        path: PathBuf,
-        /// abi_stable's message.
-        message: String,
-    },
-    /// The config enables a plugin that is not installed.
-    #[error("enabled in config but not installed: no directory {path}")]
-    NotInstalled {
-        /// Where it was looked for.
-        path: PathBuf,
-    },
-    /// The plugins directory could not be listed.
-    #[error("cannot read the plugins directory {path}: {message}")]
-    PluginsDir {
-        /// The directory.
-        path: PathBuf,
-        /// The OS error.
-        message: String,
-    },
 }
 
 /// A loaded plugin: the root module of one library, usable as a [`Hook`].
@@ -313,7 +184,11 @@ impl Hook for PluginHook {
         match (self.module.transform())(input) {
             RResult::ROk(ROption::RNone) => Ok(None),
             RResult::ROk(ROption::RSome(text)) => Ok(Some(text.into_string())),
-            RResult::RErr(message) => Err(HookError::new(message.into_string())),
+            // `catch_panic` reports a caught panic as `panicked: <message>`.
+            RResult::RErr(message) => Err(match message.as_str().strip_prefix("panicked: ") {
+                Some(panic) => HookError::panicked(panic),
+                None => HookError::new(message.into_string()),
+            }),
         }
     }
 }
@@ -328,6 +203,37 @@ impl Hook for PluginHook {
 ///
 /// One `PluginLoadError` naming the cause (see its variants).
 pub fn plugin_hook(path: &Path) -> Result<PluginHook, PluginLoadError> {
+    let header = open_header(path)?;
+    let module = header
+        .init_root_module::<PluginModuleRef>()
+        .map_err(|err| from_library_error(path, err))?;
+    Ok(PluginHook {
+        name: module.name().as_str().to_owned(),
+        version: module.version().as_str().to_owned(),
+        path: path.to_owned(),
+        module,
+    })
+}
+
+/// Checks one plugin library as [`plugin_hook`] does (the file's owner and mode,
+/// abi_stable's header, the ABI version, the root module's type layout) without
+/// running the plugin's init, so a plugin whose init hangs cannot hang the check.
+///
+/// The library is opened (`dlopen`), so its static constructors run; it stays
+/// loaded until the process exits.
+///
+/// # Errors
+///
+/// One `PluginLoadError` naming the cause (see its variants).
+pub fn check_plugin(path: &Path) -> Result<(), PluginLoadError> {
+    let header = open_header(path)?;
+    header
+        .ensure_layout::<PluginModuleRef>()
+        .map_err(|err| from_library_error(path, err))
+}
+
+/// Trust checks, `dlopen`, abi_stable's header and herd's ABI version rule.
+fn open_header(path: &Path) -> Result<&'static LibHeader, PluginLoadError> {
     let meta = fs::metadata(path).map_err(|_| PluginLoadError::LibraryMissing {
         path: path.to_owned(),
     })?;
@@ -340,15 +246,7 @@ pub fn plugin_hook(path: &Path) -> Result<PluginHook, PluginLoadError> {
     }
     let header = lib_header_from_path(&real).map_err(|err| from_library_error(path, err))?;
     check_abi_version(path, header.version_strings())?;
-    let module = header
-        .init_root_module::<PluginModuleRef>()
-        .map_err(|err| from_library_error(path, err))?;
-    Ok(PluginHook {
-        name: module.name().as_str().to_owned(),
-        version: module.version().as_str().to_owned(),
-        path: path.to_owned(),
-        module,
-    })
+    Ok(header)
 }
 
 /// herd's own version rule, stricter than abi_stable's (which accepts a newer
@@ -415,104 +313,6 @@ fn check_not_writable(
     Ok(())
 }
 
-/// Keeps abi_stable's distinctions, in herd's words.
-fn from_library_error(path: &Path, err: LibraryError) -> PluginLoadError {
-    let path = path.to_owned();
-    match err {
-        LibraryError::OpenError { err, .. } => {
-            // dlerror() repeats the path; the reason already names it.
-            let message = err.to_string();
-            let prefix = format!("{}: ", path.display());
-            let message = message
-                .strip_prefix(&prefix)
-                .map_or(message.clone(), str::to_owned);
-            PluginLoadError::CannotOpen { path, message }
-        }
-        LibraryError::GetSymbolError { .. } => PluginLoadError::RootModuleMissing { path },
-        LibraryError::InvalidAbiHeader(found) => PluginLoadError::AbiHeader {
-            path,
-            found: format!("{found:?}"),
-        },
-        LibraryError::IncompatibleVersionNumber {
-            expected_version,
-            actual_version,
-            ..
-        } => PluginLoadError::AbiVersion {
-            path,
-            expected: expected_version.to_string(),
-            found: actual_version.to_string(),
-        },
-        LibraryError::AbiInstability(details) => PluginLoadError::Layout {
-            path,
-            details: layout_summary(&details.to_string()),
-        },
-        LibraryError::RootModule {
-            err: RootModuleError::Returned(message),
-            ..
-        } => PluginLoadError::InitFailed {
-            path,
-            message: message.to_string().trim().to_owned(),
-        },
-        LibraryError::RootModule {
-            err: RootModuleError::Unwound,
-            ..
-        } => PluginLoadError::InitPanicked { path },
-        other => PluginLoadError::Other {
-            path,
-            message: one_paragraph(&other.to_string()),
-        },
-    }
-}
-
-/// abi_stable's layout report prints both full type layouts before the part
-/// that matters (`Error:<what>`, `Expected:`, `Found:`); keep only that part.
-fn layout_summary(text: &str) -> String {
-    let collapse = |s: &str| {
-        let joined = s.split_whitespace().collect::<Vec<_>>().join(" ");
-        if joined.chars().count() > 160 {
-            format!("{}...", joined.chars().take(160).collect::<String>())
-        } else {
-            joined
-        }
-    };
-    let parts: Vec<String> = text
-        .split("\nError:")
-        .skip(1)
-        .map(|chunk| {
-            let what = chunk.lines().next().unwrap_or("").trim();
-            let expected = chunk
-                .split_once("Expected:\n")
-                .and_then(|(_, rest)| rest.split_once("\nFound:\n"))
-                .map(|(e, _)| collapse(e));
-            let found = chunk
-                .split_once("\nFound:\n")
-                .map(|(_, rest)| collapse(rest.split("\n\n").next().unwrap_or(rest)));
-            match (expected, found) {
-                (Some(e), Some(f)) => format!("{what}: expected `{e}`, found `{f}`"),
-                _ => what.to_owned(),
-            }
-        })
-        .collect();
-    if parts.is_empty() {
-        one_paragraph(text)
-    } else {
-        one_paragraph(&parts.join("; "))
-    }
-}
-
-/// abi_stable's messages span many lines; a report reason is one line, capped.
-fn one_paragraph(text: &str) -> String {
-    let joined = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if joined.len() <= 600 {
-        return joined;
-    }
-    let mut cut = 600;
-    while !joined.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    format!("{}...", &joined[..cut])
-}
-
 /// Reads and parses `dir/plugin.toml`.
 ///
 /// # Errors
@@ -573,14 +373,78 @@ fn library_path(dir: &Path, manifest: &PluginManifest) -> Result<PathBuf, Plugin
 ///
 /// # Caveats
 ///
-/// Each plugin's init runs on the calling thread: call this from a blocking
-/// context, not from an async task. A library, once opened, stays loaded until
-/// the process exits (abi_stable never unloads), so replacing a plugin needs a
-/// daemon restart. A plugin that aborts the process or corrupts memory cannot
-/// be contained; the ABI's panic helper covers unwinding panics only.
+/// Each plugin's init runs on the calling thread, without a deadline: a host that
+/// must not wait on a plugin uses [`start_plugins`]. A library, once opened, stays
+/// loaded until the process exits (abi_stable never unloads), so replacing a
+/// plugin needs a daemon restart. A plugin that aborts the process or corrupts
+/// memory cannot be contained; the ABI's panic helper covers unwinding panics only.
 pub fn load_plugins(plugins_dir: &Path, enabled: &[String]) -> (HookChain, Vec<PluginReport>) {
+    scan(plugins_dir, enabled, &mut |_, path| {
+        let hook = plugin_hook(path)?;
+        Ok(Some(Arc::new(hook) as Arc<dyn Hook>))
+    })
+}
+
+/// Like [`load_plugins`], but never waits on a plugin's code: each enabled
+/// plugin is opened and its init run on a thread of its own, and this returns at
+/// once with a chain whose plugins are `starting` (report status
+/// [`PluginStatus::Starting`]).
+///
+/// A call into a plugin still starting waits for its init at most until
+/// `init_deadline` after this call; a plugin whose init has not returned by then
+/// is failed with [`PluginLoadError::InitTimedOut`] for the rest of the process
+/// (its thread is left to finish or hang on its own; a late success is ignored),
+/// and the chain skips it. The chain's [`HookChain::stats`] say where each
+/// plugin's start stands ([`HookStart`](crate::HookStart)).
+pub fn start_plugins(
+    plugins_dir: &Path,
+    enabled: &[String],
+    init_deadline: Duration,
+) -> (HookChain, Vec<PluginReport>) {
+    let (chain, mut reports) = scan(plugins_dir, enabled, &mut |name, path| {
+        let hook = start::StartingPlugin::start(name, path, init_deadline);
+        Ok(Some(Arc::new(hook) as Arc<dyn Hook>))
+    });
+    for report in &mut reports {
+        if report.status == PluginStatus::Loaded {
+            report.status = PluginStatus::Starting;
+        }
+    }
+    (chain, reports)
+}
+
+/// Reports on the plugins under `plugins_dir` as [`load_plugins`] would, checking
+/// each enabled library with [`check_plugin`] (no init runs): an enabled plugin
+/// that checks out is [`PluginStatus::Valid`].
+pub fn check_plugins(plugins_dir: &Path, enabled: &[String]) -> Vec<PluginReport> {
+    let (_, mut reports) = scan(plugins_dir, enabled, &mut |_, path| {
+        check_plugin(path).map(|()| None)
+    });
+    for report in &mut reports {
+        if report.status == PluginStatus::Loaded {
+            report.status = PluginStatus::Valid;
+        }
+    }
+    reports
+}
+
+/// What happens to an enabled plugin whose manifest and directories check out:
+/// given its name and library path, the hook to chain (`None`: checked only), or
+/// why it failed.
+type Open<'a> = dyn FnMut(&str, &Path) -> Result<Option<Arc<dyn Hook>>, PluginLoadError> + 'a;
+
+/// A plugin for the chain: its order, its name, its hook.
+type Chained = (i64, String, Arc<dyn Hook>);
+
+/// The plugins directory's report, and a chain of what `open` made of the enabled
+/// plugins.
+fn scan(
+    plugins_dir: &Path,
+    enabled: &[String],
+    open: &mut Open<'_>,
+) -> (HookChain, Vec<PluginReport>) {
     let mut reports = Vec::new();
-    let mut loaded: Vec<(i64, String, PluginHook)> = Vec::new();
+    let mut loaded: Vec<Chained> = Vec::new();
     let mut seen: Vec<String> = Vec::new();
 
     let mut dirs: Vec<PathBuf> = match fs::read_dir(plugins_dir) {
@@ -605,7 +469,7 @@ pub fn load_plugins(plugins_dir: &Path, enabled: &[String]) -> (HookChain, Vec<P
     dirs.sort();
 
     for dir in dirs {
-        let (report, hook) = load_dir(&dir, plugins_dir, enabled, &mut seen);
+        let (report, hook) = load_dir(&dir, plugins_dir, enabled, &mut seen, open);
         reports.push(report);
         loaded.extend(hook);
     }
@@ -624,21 +488,19 @@ pub fn load_plugins(plugins_dir: &Path, enabled: &[String]) -> (HookChain, Vec<P
         Ordering::Equal => a.1.cmp(&b.1),
         other => other,
     });
-    let hooks: Vec<Arc<dyn Hook>> = loaded
-        .into_iter()
-        .map(|(_, _, hook)| Arc::new(hook) as Arc<dyn Hook>)
-        .collect();
+    let hooks: Vec<Arc<dyn Hook>> = loaded.into_iter().map(|(_, _, hook)| hook).collect();
     (HookChain::new(hooks), reports)
 }
 
-/// One plugin directory's report row, and its hook when it is enabled and loads. Adds
-/// the directory's name and the manifest's name to `seen`.
+/// One plugin directory's report row, and its hook when it is enabled and `open`
+/// makes one. Adds the directory's name and the manifest's name to `seen`.
 fn load_dir(
     dir: &Path,
     plugins_dir: &Path,
     enabled: &[String],
     seen: &mut Vec<String>,
-) -> (PluginReport, Option<(i64, String, PluginHook)>) {
+    open: &mut Open<'_>,
+) -> (PluginReport, Option<Chained>) {
     let dir_name = dir
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -673,25 +535,27 @@ fn load_dir(
         };
         return (report, None);
     }
-    let result = manifest
-        .and_then(|m| {
-            let path = library_path(dir, &m)?;
-            check_dir(&path, dir, plugins_dir)?;
-            Ok((m, path))
-        })
-        .and_then(|(m, path)| plugin_hook(&path).map(|hook| (m, hook)));
+    let result = manifest.and_then(|m| {
+        let path = library_path(dir, &m)?;
+        check_dir(&path, dir, plugins_dir)?;
+        let hook = open(&name, &path)?;
+        Ok((m, path, hook))
+    });
     match result {
-        Ok((m, hook)) => {
-            tracing::info!(plugin = %name, path = %hook.path().display(), "plugin loaded");
+        Ok((m, path, hook)) => {
+            tracing::info!(plugin = %name, path = %path.display(), "plugin checked");
             let report = PluginReport {
                 name: name.clone(),
                 version,
                 description,
-                path: hook.path().to_owned(),
+                path,
                 status: PluginStatus::Loaded,
                 reason: None,
             };
-            (report, Some((m.order.unwrap_or(100), name, hook)))
+            (
+                report,
+                hook.map(|hook| (m.order.unwrap_or(100), name, hook)),
+            )
         }
         Err(error) => {
             tracing::warn!(plugin = %name, reason = %error, "plugin failed to load");

@@ -29,12 +29,13 @@
 //! call returns: a hung hook costs one thread per lane, never one per timeout.
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::redact::{Redactor, RedactorConfig};
 use crate::{Error, OutputContext, Route};
@@ -45,11 +46,13 @@ pub const DEFAULT_BUDGET: Duration = Duration::from_secs(2);
 /// How long a hook that exceeded its budget is skipped.
 pub const SUPPRESS_AFTER_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// A hook's own failure, reported by the hook (not a panic or a timeout).
+/// A hook's own failure, reported by the hook (not a timeout): an error, or a
+/// panic the hook caught itself (a plugin's `catch_panic`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("hook failed: {message}")]
 pub struct HookError {
     message: String,
+    panicked: bool,
 }
 
 impl HookError {
@@ -57,7 +60,21 @@ impl HookError {
     pub fn new(message: impl Into<String>) -> HookError {
         HookError {
             message: message.into(),
+            panicked: false,
         }
+    }
+
+    /// A panic the hook caught itself, with its message: counted as a panic.
+    pub fn panicked(message: impl Into<String>) -> HookError {
+        HookError {
+            message: message.into(),
+            panicked: true,
+        }
+    }
+
+    /// Whether the hook panicked.
+    pub fn is_panic(&self) -> bool {
+        self.panicked
     }
 
     /// The hook's message.
@@ -80,10 +97,65 @@ pub trait Hook: Send + Sync + fmt::Debug + 'static {
     /// A `HookError` skips this hook for this output; the output goes on unchanged.
     fn transform(&self, ctx: &OutputContext<'_>, output: &str)
     -> Result<Option<String>, HookError>;
+
+    /// Whether the hook can take calls now. A hook still starting (a plugin's
+    /// init) may block here, up to its own start deadline; `Err(reason)` when it
+    /// could not start, and the chain then skips it without counting a call.
+    ///
+    /// # Errors
+    ///
+    /// Why the hook cannot take calls.
+    fn ready(&self) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// Where the hook's start stands, without waiting.
+    fn start(&self) -> HookStart {
+        HookStart::default()
+    }
+}
+
+/// Where a hook's start stands (a plugin's init runs on its own thread).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum HookStart {
+    /// Taking calls; since when, when known.
+    Ready {
+        /// When it became ready.
+        since: Option<SystemTime>,
+    },
+    /// Still starting.
+    Starting,
+    /// Could not start; it is skipped until the process restarts.
+    Failed {
+        /// Why.
+        reason: String,
+    },
+}
+
+impl Default for HookStart {
+    fn default() -> HookStart {
+        HookStart::Ready { since: None }
+    }
+}
+
+/// One route's counters of a hook.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RouteCounts {
+    /// Calls handed to the hook.
+    pub calls: u64,
+    /// Calls that returned an error.
+    pub errors: u64,
+    /// Calls that panicked.
+    pub panics: u64,
+    /// Calls abandoned because the budget ran out.
+    pub timeouts: u64,
 }
 
 /// Per-hook counters, for status pages and tests.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct HookStats {
     /// The hook's name.
     pub name: String,
@@ -101,6 +173,10 @@ pub struct HookStats {
     pub n_suppressed: u64,
     /// The last failure, if any.
     pub last_failure: Option<String>,
+    /// The same counters by route name (`"poll"`, `"log"`, ...).
+    pub routes: BTreeMap<&'static str, RouteCounts>,
+    /// Where the hook's start stands (filled in by [`HookChain::stats`]).
+    pub start: HookStart,
 }
 
 /// The context copied for a worker thread, which may outlive the caller's borrow.
@@ -193,6 +269,15 @@ struct EntryState {
     workers: [Worker; 2],
     suppressed_until: Option<Instant>,
     stats: HookStats,
+    /// When a panic was last logged at `warn` (panics are logged once a minute).
+    panic_logged_at: Option<Instant>,
+}
+
+impl EntryState {
+    /// Counts one event of `route` in the totals and the route's counters.
+    fn count(&mut self, route: Route, what: fn(&mut RouteCounts)) {
+        what(self.stats.routes.entry(route.as_str()).or_default());
+    }
 }
 
 struct Entry {
@@ -256,6 +341,7 @@ impl HookChain {
                 workers: [Worker::default(), Worker::default()],
                 suppressed_until: None,
                 stats,
+                panic_logged_at: None,
             }),
         });
     }
@@ -301,7 +387,11 @@ impl HookChain {
     pub fn stats(&self) -> Vec<HookStats> {
         self.entries
             .iter()
-            .map(|e| e.state().stats.clone())
+            .map(|e| {
+                let mut stats = e.state().stats.clone();
+                stats.start = e.hook.start();
+                stats
+            })
             .collect()
     }
 
@@ -323,9 +413,15 @@ impl HookChain {
     /// One hook on one output; `None` means "unchanged" for every failure.
     fn run_one(&self, entry: &Entry, ctx: &OwnedContext, output: &str) -> Option<String> {
         let name = entry.hook.name();
+        // A hook still starting is waited for here (bounded by its own start
+        // deadline); one that could not start is skipped, uncounted.
+        if entry.hook.ready().is_err() {
+            return None;
+        }
         let queued_at = Instant::now();
-        let lane = Lane::of(ctx.route);
-        let sender = worker_sender(entry, lane, queued_at)?;
+        let route = ctx.route;
+        let lane = Lane::of(route);
+        let sender = worker_sender(entry, route, queued_at)?;
         let (reply, answer) = mpsc::sync_channel(1);
         let job = Job {
             ctx: ctx.clone(),
@@ -336,7 +432,8 @@ impl HookChain {
             let mut st = entry.state();
             st.workers[lane as usize].jobs = None;
             st.stats.n_errors += 1;
-            record_failure(&mut st, name, "hook worker exited".to_owned());
+            st.count(route, |c| c.errors += 1);
+            record_failure(&mut st, name, "hook worker exited".to_owned(), false);
             return None;
         }
         let outcome = answer.recv_timeout(self.budget);
@@ -350,12 +447,14 @@ impl HookChain {
             }
             Ok(Outcome::Failed(message)) => {
                 st.stats.n_errors += 1;
-                record_failure(&mut st, name, message);
+                st.count(route, |c| c.errors += 1);
+                record_failure(&mut st, name, message, false);
                 None
             }
             Ok(Outcome::Panicked(message)) => {
                 st.stats.n_panics += 1;
-                record_failure(&mut st, name, format!("hook panicked: {message}"));
+                st.count(route, |c| c.panics += 1);
+                record_failure(&mut st, name, format!("hook panicked: {message}"), true);
                 None
             }
             Err(RecvTimeoutError::Timeout) => {
@@ -371,6 +470,7 @@ impl HookChain {
                 }
                 st.suppressed_until = Some(Instant::now() + self.suppress_for);
                 st.stats.n_timeouts += 1;
+                st.count(route, |c| c.timeouts += 1);
                 record_failure(
                     &mut st,
                     name,
@@ -378,13 +478,15 @@ impl HookChain {
                         "hook exceeded its {:?} budget; skipped for {:?}",
                         self.budget, self.suppress_for
                     ),
+                    false,
                 );
                 None
             }
             Err(RecvTimeoutError::Disconnected) => {
                 st.workers[lane as usize].jobs = None;
                 st.stats.n_errors += 1;
-                record_failure(&mut st, name, "hook worker exited".to_owned());
+                st.count(route, |c| c.errors += 1);
+                record_failure(&mut st, name, "hook worker exited".to_owned(), false);
                 None
             }
         }
@@ -394,7 +496,8 @@ impl HookChain {
 /// The worker thread of `entry`'s `lane`, started if there is none; `None` (counted)
 /// while the hook is suppressed, while an abandoned call is still running, or when no
 /// thread could be started.
-fn worker_sender(entry: &Entry, lane: Lane, queued_at: Instant) -> Option<mpsc::Sender<Job>> {
+fn worker_sender(entry: &Entry, route: Route, queued_at: Instant) -> Option<mpsc::Sender<Job>> {
+    let lane = Lane::of(route);
     let name = entry.hook.name();
     let mut st = entry.state();
     if let Some(until) = st.suppressed_until {
@@ -416,6 +519,7 @@ fn worker_sender(entry: &Entry, lane: Lane, queued_at: Instant) -> Option<mpsc::
     }
     worker.stuck = None;
     st.stats.n_calls += 1;
+    st.count(route, |c| c.calls += 1);
     let worker = &mut st.workers[lane as usize];
     match &worker.jobs {
         Some(sender) => Some(sender.clone()),
@@ -426,17 +530,43 @@ fn worker_sender(entry: &Entry, lane: Lane, queued_at: Instant) -> Option<mpsc::
                 Some(sender)
             }
             Err(err) => {
-                record_failure(&mut st, name, format!("cannot start hook worker: {err}"));
+                record_failure(
+                    &mut st,
+                    name,
+                    format!("cannot start hook worker: {err}"),
+                    false,
+                );
                 st.stats.n_errors += 1;
+                st.count(route, |c| c.errors += 1);
                 None
             }
         },
     }
 }
 
-/// Logs a failure: the first of each distinct message at `warn`, repeats at `debug`.
-fn record_failure(st: &mut EntryState, name: &str, message: String) {
-    if st.stats.last_failure.as_deref() == Some(message.as_str()) {
+/// How often a hook's panics are logged at `warn` (the rest at `debug`).
+const PANIC_LOG_PERIOD: Duration = Duration::from_secs(60);
+
+/// Logs a failure: the first of each distinct message at `warn`, repeats at
+/// `debug`; panics (whose messages vary) at `warn` once a minute per hook.
+fn record_failure(st: &mut EntryState, name: &str, message: String, panicked: bool) {
+    if panicked {
+        let now = Instant::now();
+        if st
+            .panic_logged_at
+            .is_some_and(|at| now.duration_since(at) < PANIC_LOG_PERIOD)
+        {
+            tracing::debug!(hook = name, reason = %message, "output hook panicked again");
+        } else {
+            st.panic_logged_at = Some(now);
+            tracing::warn!(
+                hook = name,
+                reason = %message,
+                panics = st.stats.n_panics,
+                "output hook panicked; output passed on unchanged (its panics are logged once a minute)"
+            );
+        }
+    } else if st.stats.last_failure.as_deref() == Some(message.as_str()) {
         tracing::debug!(hook = name, reason = %message, "output hook skipped again");
     } else {
         tracing::warn!(hook = name, reason = %message, "output hook skipped; output passed on unchanged");
@@ -467,6 +597,7 @@ fn spawn_worker(hook: Arc<dyn Hook>) -> std::io::Result<(mpsc::Sender<Job>, Arc<
                 }));
                 let outcome = match result {
                     Ok(Ok(replacement)) => Outcome::Done(replacement),
+                    Ok(Err(err)) if err.panicked => Outcome::Panicked(err.message),
                     Ok(Err(err)) => Outcome::Failed(err.message),
                     Err(payload) => Outcome::Panicked(panic_message(payload.as_ref())),
                 };

@@ -72,6 +72,8 @@ pub(crate) struct State {
     /// The keys of recent spawns, so one sent again is not started twice
     /// (capability `spawn.request_key`).
     spawn_keys: keys::SpawnKeys,
+    /// What the plugins started with (capability `plugins`).
+    plugins: Option<crate::plugins::Started>,
 }
 
 /// How the daemon ends.
@@ -172,7 +174,15 @@ impl State {
             connections: Connections::default(),
             hosts,
             spawn_keys: keys::SpawnKeys::durable(&home_for_keys),
+            plugins: None,
         })
+    }
+
+    /// The plugins' start-up report, for the `plugins` method.
+    #[must_use]
+    pub(crate) fn with_plugins(mut self, started: crate::plugins::Started) -> State {
+        self.plugins = Some(started);
+        self
     }
 
     /// The registry served.
@@ -230,6 +240,10 @@ impl State {
             "adopt" => self.adopt(params),
             "handoff" => self.handoff(params),
             "status" => Ok(self.status()),
+            "plugins" => Ok(crate::plugins::report(
+                self.plugins.as_ref(),
+                &self.registry.config().pipeline,
+            )),
             "scope" => self.scope().await,
             "shutdown" => self.shutdown(params),
             "resize" => self.resize(params).await,

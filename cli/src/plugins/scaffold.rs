@@ -10,7 +10,7 @@ use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use herd_hooks::{MANIFEST_FILE, PluginManifest, load_plugins, read_manifest};
+use herd_hooks::{MANIFEST_FILE, PluginManifest, check_plugins, read_manifest};
 use herd_persistence::Home;
 use serde_json::Value;
 
@@ -144,8 +144,9 @@ pub(crate) fn install(home: &Home, path: &Path) -> anyhow::Result<()> {
     })?;
     check_name(&manifest.name)?;
     let dest = install_files(home, &manifest, &library)?;
-    // The loader opens it here as the daemon will, so a broken build is reported now.
-    let (_chain, reports) = load_plugins(&home.plugins_dir(), std::slice::from_ref(&manifest.name));
+    // The loader checks it here as the daemon will (short of running its init, which
+    // only the daemon runs, with a deadline), so a broken build is reported now.
+    let reports = check_plugins(&home.plugins_dir(), std::slice::from_ref(&manifest.name));
     let report = reports.iter().find(|r| r.name == manifest.name);
     match report.and_then(|r| r.reason.clone()) {
         Some(reason) => Err(Failure::new(

@@ -24,6 +24,7 @@ mod mcp_budget;
 mod mcp_owners;
 mod netns;
 mod people;
+mod plugins;
 mod props;
 mod remote;
 mod restore;

@@ -150,8 +150,9 @@ fn b30_an_enabled_plugin_transforms_output_before_redaction() {
     )
     .expect("writable");
     env.ok(&["plugins", "enable", "tidy"]);
+    // No daemon yet: the files check out, no init runs.
     let listed = env.json(&["plugins", "list", "--json"]);
-    assert_eq!(listed["plugins"][0]["status"], "loaded", "{listed}");
+    assert_eq!(listed["plugins"][0]["status"], "valid", "{listed}");
     let info = env.json(&[
         "run",
         "--json",
@@ -168,5 +169,31 @@ fn b30_an_enabled_plugin_transforms_output_before_redaction() {
     assert!(
         !output.contains("ghp_abcdefghijklmnopqrstuvwxyz0123456789"),
         "redacted after: {output}"
+    );
+    // The running daemon says it loaded the plugin, and counts its calls by route.
+    let listed = env.json(&["plugins", "list", "--json"]);
+    assert_eq!(listed["source"], "daemon", "{listed}");
+    let tidy = &listed["plugins"][0];
+    assert_eq!(tidy["status"], "loaded", "{listed}");
+    assert!(tidy["loaded_at"].as_f64().is_some(), "{listed}");
+    assert!(
+        tidy["routes"]["wait"]["calls"].as_u64() >= Some(1),
+        "{listed}"
+    );
+    assert!(tidy["pending"].is_null(), "{listed}");
+    // Disabled while the daemon runs: it still runs until a restart, and says so.
+    env.ok(&["plugins", "disable", "tidy"]);
+    let listed = env.json(&["plugins", "list", "--json"]);
+    assert_eq!(listed["plugins"][0]["status"], "loaded", "{listed}");
+    assert!(
+        listed["plugins"][0]["pending"]
+            .as_str()
+            .is_some_and(|p| p.contains("restart")),
+        "{listed}"
+    );
+    let doctor = env.ok(&["doctor"]);
+    assert!(
+        doctor.contains("warn plugin tidy: disabled after the daemon started"),
+        "{doctor}"
     );
 }

@@ -56,9 +56,12 @@
 //! # fn main() {}
 //! ```
 //!
-//! `init` runs once when herd loads the library; return `Err(message)` to refuse to
-//! load (for example when a required environment variable is missing), and herd
-//! lists the plugin as `failed` with `init failed: <message>`.
+//! `init` runs once when herd loads the library, on a thread of its own with a
+//! 5 s deadline (the daemon serves meanwhile; output your plugin would transform
+//! waits for it). Return `Err(message)` to refuse to load (for example when a
+//! required environment variable is missing), and herd lists the plugin as
+//! `failed` with `init failed: <message>`; an init that misses the deadline is
+//! `failed` until the daemon restarts.
 //!
 //! **3. Build it:** `cargo build --release` gives `target/release/libherd_plugin_shout.so`.
 //!
@@ -169,17 +172,29 @@ impl RootModule for PluginModuleRef {
     const VERSION_STRINGS: VersionStrings = VersionStrings::new(ABI_VERSION);
 }
 
-/// Runs a plugin body, turning a panic into `RErr("panicked: <message>")`.
+/// Runs a plugin body, turning a panic into `RErr("panicked: <message> at <file:line>")`.
 ///
 /// A panic must never unwind out of an `extern "C"` function: Rust aborts the
 /// whole process (herd's daemon included) when it does. [`export_plugin!`] wraps
 /// your transform with this; call it yourself only if you write the entry point
 /// by hand.
+///
+/// A panic caught here is not printed: the plugin's own copy of the standard
+/// library would otherwise write it (and a backtrace, under `RUST_BACKTRACE`) to
+/// the daemon's log on every call. herd counts it as a panic and logs it once a
+/// minute. Panics elsewhere in the plugin are printed as before.
 pub fn catch_panic<F>(body: F) -> HookResult
 where
     F: FnOnce() -> Result<Option<String>, String>,
 {
-    match catch_unwind(AssertUnwindSafe(body)) {
+    quiet_panics::install();
+    let result = quiet_panics::QUIET.with(|quiet| {
+        quiet.set(true);
+        let result = catch_unwind(AssertUnwindSafe(body));
+        quiet.set(false);
+        result
+    });
+    match result {
         Ok(Ok(Some(text))) => RResult::ROk(ROption::RSome(RString::from(text))),
         Ok(Ok(None)) => RResult::ROk(ROption::RNone),
         Ok(Err(message)) => RResult::RErr(RString::from(message)),
@@ -191,8 +206,44 @@ where
             } else {
                 "non-string panic payload".to_owned()
             };
-            RResult::RErr(RString::from(format!("panicked: {message}")))
+            let at = quiet_panics::LOCATION
+                .with(std::cell::RefCell::take)
+                .map(|at| format!(" at {at}"))
+                .unwrap_or_default();
+            RResult::RErr(RString::from(format!("panicked: {message}{at}")))
         }
+    }
+}
+
+/// A panic hook that stays silent for panics [`catch_panic`] catches, keeping
+/// their location, and hands every other panic to the hook it replaced.
+mod quiet_panics {
+    use std::cell::{Cell, RefCell};
+    use std::sync::Once;
+
+    thread_local! {
+        /// Inside `catch_panic` on this thread.
+        pub(crate) static QUIET: Cell<bool> = const { Cell::new(false) };
+        /// Where the last quiet panic on this thread happened.
+        pub(crate) static LOCATION: RefCell<Option<String>> = const { RefCell::new(None) };
+    }
+
+    /// Installs the hook once per library (each plugin has its own std).
+    pub(crate) fn install() {
+        static INSTALLED: Once = Once::new();
+        INSTALLED.call_once(|| {
+            let previous = std::panic::take_hook();
+            std::panic::set_hook(Box::new(move |info| {
+                if QUIET.with(Cell::get) {
+                    let at = info
+                        .location()
+                        .map(|l| format!("{}:{}", l.file(), l.line()));
+                    LOCATION.with(|slot| *slot.borrow_mut() = at);
+                } else {
+                    previous(info);
+                }
+            }));
+        });
     }
 }
 

@@ -45,6 +45,8 @@ pub(crate) const CAPABILITIES: &[&str] = &[
     "events.ack",
     "logs.follow.terminal",
     "logs.raw",
+    // `plugins`: what the daemon's plugins loaded, with their counts (cli/src/plugins/live.rs).
+    "plugins",
 ];
 
 /// Answers the handshake.

@@ -1,0 +1,127 @@
+//! Real plugin libraries in the real daemon (B32, B30): a plugin whose init never
+//! returns stalls no command, `herd plugins list` and `herd doctor` say what the
+//! running daemon loaded, a stream calls plugins per batch of whole lines and never
+//! with empty text, and a panicking plugin's panics are counted and logged boundedly.
+
+use std::time::{Duration, Instant};
+
+use herd_test_support::plugins::{PluginDir, cdylib};
+use serde_json::Value;
+
+use crate::support::{Env, stdout, wait_until};
+
+/// The command that builds the plugins these tests install.
+const BUILD: &str = "cargo build -p herd-test-plugin-inithang -p herd-test-plugin-append -p herd-test-plugin-misbehave";
+
+/// Installs the built `crate_lib` as plugin `name` and enables it in the config.
+fn install_enabled(env: &Env, names: &[(&str, &str)]) {
+    let dir = PluginDir::create(env.home().join("plugins"), BUILD);
+    for (name, crate_lib) in names {
+        dir.install_lib(name, crate_lib);
+    }
+    let list: Vec<String> = names.iter().map(|(n, _)| format!("\"{n}\"")).collect();
+    std::fs::write(
+        env.home().join("config.toml"),
+        format!("[plugins]\nenabled = [{}]\n", list.join(", ")),
+    )
+    .expect("writable");
+}
+
+/// Runs `args`, asserting it succeeds within `limit`; its stdout.
+fn answers_within(env: &Env, args: &[&str], limit: Duration) -> String {
+    let started = Instant::now();
+    let out = env.run(args);
+    let took = started.elapsed();
+    assert!(
+        took < limit,
+        "`herd {}` took {took:?} (limit {limit:?})",
+        args.join(" ")
+    );
+    stdout(&out)
+}
+
+/// The `plugins list --json` row of `name`.
+fn row(env: &Env, name: &str) -> Value {
+    let listed = env.json(&["plugins", "list", "--json"]);
+    listed["plugins"]
+        .as_array()
+        .and_then(|rows| rows.iter().find(|r| r["name"] == name).cloned())
+        .unwrap_or_else(|| panic!("row {name} in {listed}"))
+}
+
+#[test]
+fn b32_a_plugin_whose_init_never_returns_stalls_no_command_and_is_reported_failed() {
+    let env = Env::new();
+    install_enabled(&env, &[("inithang", "herd_test_plugin_inithang")]);
+    let quick = Duration::from_secs(4);
+    // Without a daemon, listing checks the files and runs no init.
+    let listed = answers_within(&env, &["plugins", "list", "--json"], quick);
+    let listed: Value = serde_json::from_str(&listed).expect("json");
+    assert_eq!(listed["source"], "files", "{listed}");
+    assert_eq!(listed["plugins"][0]["status"], "valid", "{listed}");
+    // The daemon starts and serves at once; nothing waits on the init.
+    answers_within(&env, &["ps", "--json"], quick);
+    let info = answers_within(&env, &["run", "--json", "--", "echo hello"], quick);
+    let info: Value = serde_json::from_str(&info).expect("json");
+    let id = info["session_id"].as_str().expect("session_id").to_owned();
+    let live = row(&env, "inithang");
+    assert!(
+        live["status"] == "starting" || live["status"] == "failed",
+        "{live}"
+    );
+    let doctor = answers_within(&env, &["doctor"], quick);
+    assert!(doctor.contains("daemon pid"), "{doctor}");
+    // Output the plugin would transform waits at most the init deadline (5 s).
+    let waited = answers_within(
+        &env,
+        &["wait", &id, "--timeout", "20", "--json"],
+        Duration::from_secs(10),
+    );
+    let waited: Value = serde_json::from_str(&waited).expect("json");
+    let output = waited["output"].as_str().unwrap_or_default();
+    assert!(output.contains("hello"), "{waited}");
+    assert!(!output.contains("inithang transformed"), "{waited}");
+    // After the deadline it is failed with the reason, and says so in doctor.
+    wait_until(Duration::from_secs(15), || {
+        row(&env, "inithang")["status"] == "failed"
+    })
+    .unwrap_or_else(|()| panic!("never failed: {}", row(&env, "inithang")));
+    let failed = row(&env, "inithang");
+    assert!(
+        failed["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("init did not return within")),
+        "{failed}"
+    );
+    let doctor = env.run(&["doctor"]);
+    assert!(
+        stdout(&doctor).contains("fail plugin inithang failed: init did not return"),
+        "{}",
+        stdout(&doctor)
+    );
+    let logs = answers_within(&env, &["logs", &id], quick);
+    assert!(
+        logs.contains("hello") && !logs.contains("inithang"),
+        "{logs}"
+    );
+    // Installing another copy checks it without running its init.
+    let staged = env.scratch().join("hang2");
+    std::fs::create_dir_all(&staged).expect("writable");
+    std::fs::copy(
+        cdylib("herd_test_plugin_inithang", BUILD),
+        staged.join("libhang2.so"),
+    )
+    .expect("copy");
+    std::fs::write(
+        staged.join("plugin.toml"),
+        "name = \"hang2\"\nversion = \"0.0.1\"\nlibrary = \"libhang2.so\"\n",
+    )
+    .expect("writable");
+    let library = staged.join("libhang2.so");
+    answers_within(
+        &env,
+        &["plugins", "install", library.to_str().expect("utf-8 path")],
+        quick,
+    );
+    answers_within(&env, &["shutdown", "--yes"], quick);
+}
