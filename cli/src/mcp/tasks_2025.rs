@@ -3,8 +3,8 @@
 //! which has no `tasks/result` or `tasks/list`; the TypeScript SDK 1.x and other
 //! 2025-11-25 clients speak this one.
 //!
-//! - Input ([`screen_line`], from `unparsable.rs`): an `initialize` asking for a
-//!   revision before 2026 marks the connection as of this era. A `tools/call`
+//! - Input ([`screen_line`], from `unparsable.rs`): an `initialize` asking for
+//!   2025-11-25 marks the connection as of this era. A `tools/call`
 //!   carrying `task` (how this revision asks for a task), `tasks/result` and
 //!   `tasks/list` (unknown to the newer revision), and on such a connection
 //!   `tasks/get` and `tasks/cancel`, are renamed `herd/tasks-2025/<op>` so they reach
@@ -61,7 +61,9 @@ pub(super) fn screen_line(body: &[u8], era: &Era) -> Option<Vec<u8>> {
     let op = match method.as_str() {
         "initialize" => {
             let asked = message["params"]["protocolVersion"].as_str().unwrap_or("");
-            era.0.store(asked < "2026", Ordering::Relaxed);
+            // The one revision of this shape of tasks (older ones have none).
+            era.0
+                .store(("2025-11-25".."2026").contains(&asked), Ordering::Relaxed);
             return None;
         }
         "tools/call" if message["params"]["task"].is_object() => "call",
@@ -302,9 +304,11 @@ mod tests {
                 Some(json!(format!("{PREFIX}{op}")))
             );
         }
-        let init = request("initialize", json!({"protocolVersion": "2026-07-28"}));
-        screened(&init, &era);
-        assert!(!era.is_2025());
+        for other in ["2026-07-28", "2025-06-18"] {
+            let init = request("initialize", json!({"protocolVersion": other}));
+            screened(&init, &era);
+            assert!(!era.is_2025(), "{other} has no tasks of this shape");
+        }
     }
 
     #[test]

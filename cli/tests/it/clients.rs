@@ -1,7 +1,8 @@
 //! `herd mcp` driven by MCP clients nobody here wrote (issue 16): the official Python
 //! SDK 2.x on both protocol eras (2026-07-28 through `server/discover`, and the
 //! 2025-11-25 handshake) with the tasks extension, the official TypeScript SDK 1.x
-//! (2025-11-25), and the OpenAI Agents SDK's strict-schema conversion.
+//! (2025-11-25, its tasks too), the OpenAI Agents SDK's strict-schema conversion, and
+//! LangChain's MCP adapters (a server per call).
 //!
 //! Each test runs one check script from `cli/tests/clients/` as a child process, with
 //! `HERD` (the binary under test) and `HERD_HOME` (a fresh [`Env`]) and nothing else of
@@ -12,8 +13,10 @@
 //!
 //! The clients are not in the workspace. `.ci/run` installs them, pinned, outside the
 //! clone and exports `HERD_TEST_PYTHON` (a venv's python with `mcp==2.3.0` and
-//! `openai-agents==0.24.0`), `HERD_TEST_NODE_MODULES` (the `node_modules` that
-//! `npm ci` made from `cli/tests/clients/node`) and `HERD_REQUIRE_CLIENTS=1`. Without
+//! `openai-agents==0.24.0`), `HERD_TEST_LANGCHAIN_PYTHON` (another venv's python with
+//! `langchain-mcp-adapters==0.3.2`, which needs `mcp<2`), `HERD_TEST_NODE_MODULES`
+//! (the `node_modules` that `npm ci` made from `cli/tests/clients/node`) and
+//! `HERD_REQUIRE_CLIENTS=1`. Without
 //! them a test says on stderr how to install the client and passes, so a plain
 //! `cargo test` on a machine without the clients stays green; with
 //! `HERD_REQUIRE_CLIENTS=1` a missing client is a failure.
@@ -42,14 +45,17 @@ enum Sdk {
     Python,
     /// `cli/tests/clients/node/*.mjs`, run by `node` with `$HERD_TEST_NODE_MODULES`.
     Node,
+    /// `cli/tests/clients/langchain/*.py`, run by `$HERD_TEST_LANGCHAIN_PYTHON`.
+    LangChain,
 }
 
 /// How to install the clients, for the message when one is missing.
 const HOW_TO_INSTALL: &str = "`bash .ci/run` installs them (or by hand: \
      `python3 -m venv DIR && DIR/bin/pip install -r cli/tests/clients/py/requirements.txt \
      -c cli/tests/clients/py/constraints.txt` then \
-     HERD_TEST_PYTHON=DIR/bin/python; `npm ci` in a copy of cli/tests/clients/node then \
-     HERD_TEST_NODE_MODULES=THAT/node_modules)";
+     HERD_TEST_PYTHON=DIR/bin/python; the same with cli/tests/clients/langchain's files \
+     in another venv then HERD_TEST_LANGCHAIN_PYTHON=DIR2/bin/python; `npm ci` in a copy of \
+     cli/tests/clients/node then HERD_TEST_NODE_MODULES=THAT/node_modules)";
 
 /// What runs a script: the interpreter and the environment it needs.
 #[derive(Debug)]
@@ -61,15 +67,17 @@ struct Runtime {
 /// The runtime for `sdk`, or why it is unavailable.
 fn runtime(sdk: Sdk) -> Result<Runtime, String> {
     match sdk {
-        Sdk::Python => {
-            let python = std::env::var_os("HERD_TEST_PYTHON")
+        Sdk::Python | Sdk::LangChain => {
+            let var = if matches!(sdk, Sdk::Python) {
+                "HERD_TEST_PYTHON"
+            } else {
+                "HERD_TEST_LANGCHAIN_PYTHON"
+            };
+            let python = std::env::var_os(var)
                 .map(PathBuf::from)
-                .ok_or("HERD_TEST_PYTHON is not set")?;
+                .ok_or(format!("{var} is not set"))?;
             if !python.is_file() {
-                return Err(format!(
-                    "HERD_TEST_PYTHON={} is not a file",
-                    python.display()
-                ));
+                return Err(format!("{var}={} is not a file", python.display()));
             }
             Ok(Runtime {
                 program: python,
@@ -323,6 +331,11 @@ fn b31_python_a_server_per_call_finds_its_job_and_gets_its_completion_once() {
 #[test]
 fn b31_python_2025_11_25_a_server_per_call_finds_its_job() {
     check(Sdk::Python, "py/per_call.py", &["--protocol", "legacy"]);
+}
+
+#[test]
+fn b31_langchain_adapters_a_server_per_call_keep_the_agents_job_and_its_completion() {
+    check(Sdk::LangChain, "langchain/per_call.py", &[]);
 }
 
 // Budgets, reads and the wait cap (issue 28).

@@ -280,3 +280,44 @@ fn b30_a_page_deep_in_seq_output_is_not_masked_and_one_deep_in_a_key_is() {
         "[REDACTED PRIVATE KEY]\n[REDACTED PRIVATE KEY]\n[REDACTED PRIVATE KEY]"
     );
 }
+
+#[test]
+fn b39_a_page_says_when_it_ends_with_a_running_sessions_unfinished_line() {
+    let page = |content: &str, offset: Option<usize>, running: bool| {
+        let (tmp, _file) = file_with(content.as_bytes());
+        let from_file = TextPage::of_file(tmp.path(), offset, 10, 100, running)
+            .expect("the file reads")
+            .expect("the file exists")
+            .ends_unfinished();
+        let from_text = TextPage::of_text(content, offset, 10)
+            .live(false, running)
+            .ends_unfinished();
+        assert_eq!(from_file, from_text, "{content:?} {offset:?} {running}");
+        from_file
+    };
+    assert!(
+        page("a whole line\n>", None, true),
+        "a prompt is unfinished"
+    );
+    assert!(
+        page("a\n>", Some(1), true),
+        "a page at an offset up to the end"
+    );
+    assert!(
+        !page("a whole line\n>", None, false),
+        "a finished session's last line is done"
+    );
+    assert!(
+        !page("a whole line\n", None, true),
+        "a line end finishes it"
+    );
+    assert!(!page("a\r\nb\r\n", None, true), "so does a CRLF");
+    let (tmp, _file) = file_with(b"a\nb\n>");
+    let before_the_end = TextPage::of_file(tmp.path(), Some(0), 1, 100, true)
+        .expect("the file reads")
+        .expect("the file exists");
+    assert!(
+        !before_the_end.ends_unfinished(),
+        "a page that stops before the end"
+    );
+}
