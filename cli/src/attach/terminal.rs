@@ -122,8 +122,8 @@ fn install_panic_hook() {
 /// position, text area size and DEC private mode requests.
 pub(super) fn queries_in(text: &str, out: &mut String) {
     const QUERIES: [&str; 9] = [
-        "\x1b[5n", "\x1b[6n", "\x1b[?6n", "\x1b[18t", "\x1b[14t", "\x1b[c", "\x1b[0c",
-        "\x1b[>c", "\x1b[>0c",
+        "\x1b[5n", "\x1b[6n", "\x1b[?6n", "\x1b[18t", "\x1b[14t", "\x1b[c", "\x1b[0c", "\x1b[>c",
+        "\x1b[>0c",
     ];
     for (at, _) in text.match_indices('\x1b') {
         let rest = &text[at..];

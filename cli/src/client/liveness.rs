@@ -89,7 +89,10 @@ fn hung_message(daemon: &Watched, method: &str, silent: Duration, deadline: Dura
     let (who, end) = match daemon.pid {
         Some(pid) => {
             let state = state_of(pid).map(state_words).unwrap_or("gone");
-            (format!("pid {pid}, {state}"), format!("`kill {pid}` ends it"))
+            (
+                format!("pid {pid}, {state}"),
+                format!("`kill {pid}` ends it"),
+            )
         }
         None => ("pid unknown".to_owned(), "stop it".to_owned()),
     };
@@ -337,7 +340,9 @@ mod tests {
                 let (read, mut write) = stream.into_split();
                 let mut line = String::new();
                 let _ = tokio::io::BufReader::new(read).read_line(&mut line).await;
-                let _ = write.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n").await;
+                let _ = write
+                    .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n")
+                    .await;
             }
         });
         let daemon = Watched {

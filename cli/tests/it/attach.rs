@@ -575,7 +575,10 @@ fn issue_29_b7_attached_terminal_answers_the_jobs_cursor_query() {
     // ESC [ 7 ; 1 3 R: the terminal's own answer, not herd's 1;1.
     assert_eq!(got, "1b5b373b313352", "the job's reply, in hex");
     let screen = tmux.wait_for("the job's answer line", |s| s.contains("answered-1"));
-    assert!(!screen.contains("7;13R"), "the reply shows as text:\n{screen}");
+    assert!(
+        !screen.contains("7;13R"),
+        "the reply shows as text:\n{screen}"
+    );
     assert!(!screen.contains("1;1R"), "herd answered too:\n{screen}");
     tmux.control(0x1c);
     tmux.wait_restored("query");

@@ -480,7 +480,7 @@ fn issue_29_man_on_a_terminal_is_paged_not_roff() {
 fn issue_29_a_jobs_pkill_f_of_its_own_command_spares_the_run_client() {
     let env = Env::new();
     let marker = format!("herdpk{}x{}", std::process::id(), line!());
-    let mut decoy = std::process::Command::new("bash")
+    let mut decoy = crate::support::raw_command(std::path::Path::new("bash"))
         .args(["-c", &format!("exec -a {marker}-decoy sleep 60")])
         .spawn()
         .expect("bash starts");
@@ -567,8 +567,15 @@ fn issue_29_a_hung_daemon_is_named_by_a_long_call() {
     env.vars
         .push(("HERD_TEST_PING_MS".to_owned(), "500".to_owned()));
     let out = env.scratch().join("run-wait.out");
-    let child = env
-        .cmd(&["run", "--wait", "--", "sh", "-c", "echo hung-ready; exec sleep 300"])
+    let mut child = env
+        .cmd(&[
+            "run",
+            "--wait",
+            "--",
+            "sh",
+            "-c",
+            "echo hung-ready; exec sleep 300",
+        ])
         .stdout(std::fs::File::create(&out).expect("the scratch dir is writable"))
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -579,6 +586,8 @@ fn issue_29_a_hung_daemon_is_named_by_a_long_call() {
     .expect("run --wait shows the job's first line");
     let daemon = env.daemon_pid().expect("the daemon's pid file");
     let Some(frozen) = Frozen::new(daemon) else {
+        let _ = child.kill();
+        let _ = child.wait();
         return;
     };
     let started = Instant::now();
@@ -587,8 +596,9 @@ fn issue_29_a_hung_daemon_is_named_by_a_long_call() {
     drop(frozen);
     assert_eq!(code, Some(3), "{said}");
     assert!(
-        said.contains(&format!("the daemon (pid {daemon}, sleeping) is not answering"))
-            && said.contains(&format!("`kill {daemon}`")),
+        said.contains(&format!(
+            "the daemon (pid {daemon}, sleeping) is not answering"
+        )) && said.contains(&format!("`kill {daemon}`")),
         "{said}"
     );
     assert!(took < Duration::from_secs(10), "found hung after {took:?}");
