@@ -12,7 +12,8 @@
 //! the daemon is asked `hello` on a second connection; a daemon that does not
 //! answer that within [`PING_DEADLINE`] fails the call, naming its pid (exit 3).
 //! A daemon busy with a long kill still answers `hello` at once; one that hangs
-//! (alive, its socket taking connections, nothing answered) does not.
+//! (alive, its socket taking connections, nothing answered) does not. `shutdown`
+//! is not checked so: the daemon stops accepting before it answers it.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -224,7 +225,9 @@ async fn watch_with(
                  keep running)"
             );
         }
+        // A daemon shutting down stops accepting before it answers `shutdown`.
         if deadline.is_none()
+            && method != "shutdown"
             && let Some(socket) = &daemon.socket
             && checked.elapsed() >= ping_after
         {
