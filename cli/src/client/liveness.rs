@@ -98,9 +98,11 @@ fn hung_message(daemon: &Watched, method: &str, silent: Duration, deadline: Dura
         None => ("pid unknown".to_owned(), "stop it".to_owned()),
     };
     format!(
-        "the daemon ({who}) is not answering: nothing came for `{method}` in {silent:?} and a \
-         liveness check got no answer within {deadline:?}; `herd doctor` looks at it, and {end} \
-         so the next command starts another (jobs under herd-shim keep running)"
+        "the daemon ({who}) is not answering: nothing came for `{method}` in {:.1} s and a \
+         liveness check got no answer within {:.1} s; `herd doctor` looks at it, and {end} \
+         so the next command starts another (jobs under herd-shim keep running)",
+        silent.as_secs_f64(),
+        deadline.as_secs_f64()
     )
 }
 
