@@ -118,22 +118,11 @@ fn install_panic_hook() {
 /// The queries a job asks its terminal (B7) that `text` holds, in order, for
 /// `out`: what the live stream sent while the screen was being rebuilt went to
 /// the emulator only, and a job waiting for an answer must still get one from
-/// the real terminal once it is painted. Device status and attributes, cursor
-/// position, text area size and DEC private mode requests.
+/// the real terminal once it is painted.
 pub(super) fn queries_in(text: &str, out: &mut String) {
-    const QUERIES: [&str; 9] = [
-        "\x1b[5n", "\x1b[6n", "\x1b[?6n", "\x1b[18t", "\x1b[14t", "\x1b[c", "\x1b[0c", "\x1b[>c",
-        "\x1b[>0c",
-    ];
     for (at, _) in text.match_indices('\x1b') {
-        let rest = &text[at..];
-        if let Some(query) = QUERIES.iter().find(|q| rest.starts_with(**q)) {
-            out.push_str(query);
-        } else if let Some(mode) = rest.strip_prefix("\x1b[?") {
-            let digits = mode.bytes().take_while(u8::is_ascii_digit).count();
-            if (1..=10).contains(&digits) && mode[digits..].starts_with("$p") {
-                out.push_str(&rest[..3 + digits + 2]);
-            }
+        if let Some(len) = crate::output::query_len(&text[at..]) {
+            out.push_str(&text[at..at + len]);
         }
     }
 }

@@ -583,6 +583,17 @@ fn issue_29_b7_attached_terminal_answers_the_jobs_cursor_query() {
     tmux.control(0x1c);
     tmux.wait_restored("query");
 
+    // The query is in the log now: `herd logs` on this terminal leaves it out, so
+    // the terminal types no answer into the shell that reads next.
+    tmux.type_line(&format!("{HERD} logs {id}; clear"));
+    tmux.wait_for("the shell back after herd logs", |s| {
+        !s.contains("query-ready")
+    });
+    tmux.type_line("echo after-$((40+2))");
+    tmux.wait_for("the next command to run as typed", |s| {
+        s.lines().any(|l| unprompted(l) == "after-42")
+    });
+
     // Nobody attached: herd answers, at 1;1.
     env.ok(&["send", &id, "q"]);
     let second = replies.join("reply2");
