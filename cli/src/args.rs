@@ -48,6 +48,8 @@ pub(crate) enum Command {
     /// exactly as typed (`herd run -- bash -c 'echo a; echo b'`).
     /// With --json: `{"session_id", "pid", "command", "mode", ...}`.
     /// A command refused by the self-kill guard starts nothing and exits 1.
+    /// The client's own command line reads `herd run` once parsed, so a job's
+    /// `pkill -f` of its command does not find the client waiting for it.
     Run(RunArgs),
     /// List sessions: id, state, pid, age, command and last output line.
     ///
@@ -110,6 +112,11 @@ pub(crate) enum Command {
     /// Put a session on this terminal: a PTY session takes your keys (raw mode,
     /// window size passed on); a pipe session shows its output and sends each
     /// line you type. Detach with Ctrl-\ (see --detach-key).
+    ///
+    /// While you are attached, the questions a PTY job asks its terminal (where
+    /// the cursor is, the device's status and attributes, the window size) go to
+    /// your terminal, and its answers reach the job as input; detached, herd
+    /// answers them.
     Attach(AttachArgs),
     /// The hosts of `[hosts.NAME]` in config.toml: list them, check one (reachable,
     /// versions, round trip, far home) or install this herd there.

@@ -388,7 +388,8 @@ async fn pty(
     let mut signals = Signals::new()?;
     let mut winch = signal(SignalKind::window_change()).context("cannot handle SIGWINCH")?;
     let mut pieces = spawn_follower(follower, id.to_owned(), from_byte, true);
-    if let Some(end) = catch_up(&mut pieces, &mut screen, &mut seen).await {
+    let mut queries = String::new();
+    if let Some(end) = catch_up(&mut pieces, &mut screen, &mut seen, &mut queries).await {
         // The job ended before there was anything to attach to.
         if shows_early_end {
             output::raw(&seen)?;
@@ -406,6 +407,9 @@ async fn pty(
     ));
     let mut terminal = RawTerminal::take()?;
     terminal.paint(screen.screen())?;
+    // Asked while the screen was rebuilt: the terminal answers now, where the
+    // painted cursor is.
+    terminal.write(&queries)?;
     let sender = spawn_sender(client, id.to_owned());
     let keys = readers.keys();
     let mut carry = Vec::new();
@@ -509,11 +513,12 @@ async fn replay(
 /// never pauses. Where it ends does not change what the person sees, only how
 /// it gets there: what the screen took is painted, the rest is shown as it
 /// comes. `Some` when the stream ended meanwhile (the job's end). `seen` gets
-/// the text as well.
+/// the text as well, and `queries` the queries to the terminal it held.
 async fn catch_up(
     pieces: &mut mpsc::UnboundedReceiver<Piece>,
     screen: &mut vt100::Parser,
     seen: &mut String,
+    queries: &mut String,
 ) -> Option<anyhow::Result<Option<Value>>> {
     let until = tokio::time::Instant::now() + CATCH_UP_MAX;
     loop {
@@ -521,6 +526,7 @@ async fn catch_up(
         match tokio::time::timeout_at(quiet.min(until), pieces.recv()).await {
             Ok(Some(Piece::Output(text))) => {
                 screen.process(text.as_bytes());
+                terminal::queries_in(&text, queries);
                 seen.push_str(&text);
             }
             Ok(Some(Piece::End(end))) => return Some(end),

@@ -69,9 +69,10 @@ pub(crate) struct Client {
     writer: OwnedWriteHalf,
     next_id: u64,
     buf: Vec<u8>,
-    /// The daemon's pid, watched while a call waits ([`liveness`]): its pid
-    /// file's until the handshake names it.
-    daemon_pid: Option<u32>,
+    /// The daemon, watched while a call waits ([`liveness`]): its pid (the pid
+    /// file's until the handshake names it) and its socket (for the liveness
+    /// check of a long call).
+    daemon: liveness::Watched,
     /// The handshake answer.
     pub(crate) hello: Hello,
 }
@@ -151,7 +152,13 @@ impl Client {
         match UnixStream::connect(&socket).await {
             // A daemon that is dying right now may still take the connection and
             // then reset it: that is no daemon, and the caller starts one.
-            Ok(stream) => Client::handshake(stream, liveness::pid_from_file(home)).await,
+            Ok(stream) => {
+                let watched = liveness::Watched {
+                    pid: liveness::pid_from_file(home),
+                    socket: Some(socket.clone()),
+                };
+                Client::handshake(stream, watched).await
+            }
             Err(err)
                 if matches!(
                     err.kind(),
@@ -179,7 +186,7 @@ impl Client {
     /// right now took it, which is no daemon, and the caller starts one.
     async fn handshake(
         stream: UnixStream,
-        daemon_pid: Option<u32>,
+        daemon: liveness::Watched,
     ) -> anyhow::Result<Option<Client>> {
         // Nothing is sent (a spawn may carry secrets in its environment) to a
         // socket another user serves, e.g. one planted in a home they can write.
@@ -205,7 +212,7 @@ impl Client {
             writer,
             next_id: 1,
             buf: Vec::new(),
-            daemon_pid,
+            daemon,
             hello: Hello {
                 protocol: 0,
                 daemon: String::new(),
@@ -232,7 +239,7 @@ impl Client {
         };
         client.hello =
             serde_json::from_value(answer).context("the daemon sent a malformed hello")?;
-        client.daemon_pid = Some(client.hello.pid);
+        client.daemon.pid = Some(client.hello.pid);
         Ok(Some(client))
     }
 
@@ -289,10 +296,10 @@ impl Client {
     /// # Errors
     /// As [`Client::next_message`]'s, or the daemon stopped.
     pub(crate) async fn next_note(&mut self, method: &str) -> std::io::Result<Option<Response>> {
-        let pid = self.daemon_pid;
+        let daemon = self.daemon.clone();
         tokio::select! {
             message = self.next_message() => message,
-            why = liveness::watch(pid, method, None) => {
+            why = liveness::watch(&daemon, method, None) => {
                 Err(std::io::Error::new(std::io::ErrorKind::TimedOut, why))
             }
         }
@@ -305,11 +312,11 @@ impl Client {
     /// [`CallError::Rpc`] for an error answer, [`CallError::Io`] when the connection
     /// broke or the daemon did not answer (`TimedOut`, saying why).
     pub(crate) async fn call(&mut self, method: &str, params: Value) -> Result<Value, CallError> {
-        let pid = self.daemon_pid;
+        let daemon = self.daemon.clone();
         let deadline = liveness::deadline_for(method, &params);
         tokio::select! {
             answer = self.call_unwatched(method, params) => answer,
-            why = liveness::watch(pid, method, deadline) => {
+            why = liveness::watch(&daemon, method, deadline) => {
                 Err(CallError::Io(std::io::Error::new(std::io::ErrorKind::TimedOut, why)))
             }
         }

@@ -12,7 +12,10 @@
 //! text instead of dropped, so the user can still tell that they were there. The
 //! rendering is for eyes, not for parsing: a job that prints a literal `\e` looks
 //! the same as one that prints ESC, and `--json` is the exact form.
-//! `herd logs` is the deliberate exception: it prints the job's own bytes.
+//! `herd logs` is the deliberate exception: it prints the job's own bytes, but for
+//! the questions a job asked its terminal (B7; they reach a log while a terminal
+//! was attached), which [`raw`] leaves out on a terminal: that terminal would type
+//! its answers into whatever reads it next, the user's shell.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -29,14 +32,60 @@ pub(crate) fn line(text: &str) -> std::io::Result<()> {
     out.flush()
 }
 
-/// Writes `text` to stdout as is.
+/// Writes `text` to stdout as is; on a terminal, without the terminal queries it
+/// holds ([`without_queries`]).
 ///
 /// # Errors
 /// The write error.
 pub(crate) fn raw(text: &str) -> std::io::Result<()> {
+    static ON_A_TERMINAL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let text =
+        if *ON_A_TERMINAL.get_or_init(|| std::io::IsTerminal::is_terminal(&std::io::stdout())) {
+            without_queries(text)
+        } else {
+            Cow::Borrowed(text)
+        };
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())?;
     out.flush()
+}
+
+/// The queries a program asks its terminal (B7): device status and attributes,
+/// cursor position, text area size.
+const QUERIES: [&str; 9] = [
+    "\x1b[5n", "\x1b[6n", "\x1b[?6n", "\x1b[18t", "\x1b[14t", "\x1b[c", "\x1b[0c", "\x1b[>c",
+    "\x1b[>0c",
+];
+
+/// The length of the terminal query `text` starts with, if it starts with one:
+/// one of [`QUERIES`] or a DEC private mode request (`ESC[?<1 to 10 digits>$p`).
+pub(crate) fn query_len(text: &str) -> Option<usize> {
+    if let Some(query) = QUERIES.iter().find(|q| text.starts_with(**q)) {
+        return Some(query.len());
+    }
+    let mode = text.strip_prefix("\x1b[?")?;
+    let digits = mode.bytes().take_while(u8::is_ascii_digit).count();
+    ((1..=10).contains(&digits) && mode[digits..].starts_with("$p")).then_some(3 + digits + 2)
+}
+
+/// `text` without the terminal queries it holds.
+pub(crate) fn without_queries(text: &str) -> Cow<'_, str> {
+    if !text.contains('\x1b') {
+        return Cow::Borrowed(text);
+    }
+    let mut kept = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('\x1b') {
+        kept.push_str(&rest[..at]);
+        rest = &rest[at..];
+        let skip = query_len(rest).unwrap_or_else(|| {
+            kept.push('\x1b');
+            1
+        });
+        rest = &rest[skip..];
+    }
+    kept.push_str(rest);
+    Cow::Owned(kept)
 }
 
 /// Writes `value` as one line of compact JSON.

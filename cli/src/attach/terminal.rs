@@ -114,3 +114,15 @@ fn install_panic_hook() {
         std::process::exit(101);
     }));
 }
+
+/// The queries a job asks its terminal (B7) that `text` holds, in order, for
+/// `out`: what the live stream sent while the screen was being rebuilt went to
+/// the emulator only, and a job waiting for an answer must still get one from
+/// the real terminal once it is painted.
+pub(super) fn queries_in(text: &str, out: &mut String) {
+    for (at, _) in text.match_indices('\x1b') {
+        if let Some(len) = crate::output::query_len(&text[at..]) {
+            out.push_str(&text[at..at + len]);
+        }
+    }
+}

@@ -7,14 +7,104 @@
 //! a poll; [`deadline_of`]) also has a deadline, [`SIMPLE_DEADLINE`]; calls that
 //! legitimately take long (`wait`, `kill` with its grace, `spawn`, `shutdown`,
 //! the streams, and the event drains and acknowledgements, which keep their own
-//! limits) have none but are still watched for a stopped daemon.
+//! limits) have none but are still watched for a stopped daemon, and for a hung
+//! one: after [`PING_AFTER`] without an answer (and again after each such period)
+//! the daemon is asked `hello` on a second connection; a daemon that does not
+//! answer that within [`PING_DEADLINE`] fails the call, naming its pid (exit 3).
+//! A daemon busy with a long kill still answers `hello` at once; one that hangs
+//! (alive, its socket taking connections, nothing answered) does not. `shutdown`
+//! is not checked so: the daemon stops accepting before it answers it.
 
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use herd_persistence::Home;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
 
 /// How long a simple call may wait for its answer.
 pub(crate) const SIMPLE_DEADLINE: Duration = Duration::from_secs(10);
+
+/// How long a call without a deadline waits for its answer (or a stream for its
+/// next note) before the daemon is asked whether it still answers.
+const PING_AFTER: Duration = Duration::from_secs(5);
+
+/// How long that liveness check may wait for the daemon's `hello`.
+const PING_DEADLINE: Duration = SIMPLE_DEADLINE;
+
+/// The daemon a call waits on: its pid and its socket.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Watched {
+    /// Its pid (`None` until known).
+    pub(crate) pid: Option<u32>,
+    /// Its socket, for the liveness check of a long call (`None`: no check).
+    pub(crate) socket: Option<PathBuf>,
+}
+
+/// The liveness check's timings: [`PING_AFTER`] and [`PING_DEADLINE`]; in debug
+/// builds `HERD_TEST_PING_MS` (50 to 60,000) sets both, for the tests.
+fn ping_timings() -> (Duration, Duration) {
+    #[cfg(debug_assertions)]
+    if let Some(ms) = std::env::var("HERD_TEST_PING_MS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .filter(|ms| (50..=60_000).contains(ms))
+    {
+        return (Duration::from_millis(ms), Duration::from_millis(ms));
+    }
+    (PING_AFTER, PING_DEADLINE)
+}
+
+/// Asks the daemon at `socket` for `hello` on a connection of its own; `false`
+/// when no answer came within `deadline`. A daemon that is gone (nothing listens)
+/// counts as answering: the call's own connection reports that.
+async fn answers(socket: &Path, deadline: Duration) -> bool {
+    let hello = async {
+        let stream = match tokio::net::UnixStream::connect(socket).await {
+            Ok(stream) => stream,
+            Err(_) => return true,
+        };
+        let (read, mut write) = stream.into_split();
+        let line = serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "hello",
+            "params": {"protocol": crate::protocol::PROTOCOL_VERSION, "client": env!("CARGO_PKG_VERSION")},
+        });
+        let mut line = line.to_string().into_bytes();
+        line.push(b'\n');
+        if write.write_all(&line).await.is_err() {
+            return true;
+        }
+        let mut answer = Vec::new();
+        let mut reader = tokio::io::BufReader::new(read.take(64 * 1024));
+        // Any line, even an error, is an answer; a closed connection is a daemon
+        // going away, which the call's own connection sees.
+        let _ = reader.read_until(b'\n', &mut answer).await;
+        true
+    };
+    tokio::time::timeout(deadline, hello).await.unwrap_or(false)
+}
+
+/// What to say about a daemon that hangs.
+fn hung_message(daemon: &Watched, method: &str, silent: Duration, deadline: Duration) -> String {
+    let (who, end) = match daemon.pid {
+        Some(pid) => {
+            let state = state_of(pid).map(state_words).unwrap_or("gone");
+            (
+                format!("pid {pid}, {state}"),
+                format!("`kill {pid}` ends it"),
+            )
+        }
+        None => ("pid unknown".to_owned(), "stop it".to_owned()),
+    };
+    format!(
+        "the daemon ({who}) is not answering: nothing came for `{method}` in {:.1} s and a \
+         liveness check got no answer within {:.1} s; `herd doctor` looks at it, and {end} \
+         so the next command starts another (jobs under herd-shim keep running)",
+        silent.as_secs_f64(),
+        deadline.as_secs_f64()
+    )
+}
 
 /// How often the daemon's state is looked at while a call waits.
 const WATCH_EVERY: Duration = Duration::from_millis(250);
@@ -91,10 +181,25 @@ pub(crate) fn stopped_message(pid: u32) -> String {
     )
 }
 
-/// Resolves, with what to say, when the daemon `pid` is seen stopped or, with
-/// a `deadline`, once it has passed. Never resolves otherwise.
-pub(crate) async fn watch(pid: Option<u32>, method: &str, deadline: Option<Duration>) -> String {
+/// Resolves, with what to say, when the daemon is seen stopped, with a
+/// `deadline` once it has passed, and without one when the daemon does not answer
+/// a liveness check (after each [`PING_AFTER`] of waiting). Never resolves
+/// otherwise.
+pub(crate) async fn watch(daemon: &Watched, method: &str, deadline: Option<Duration>) -> String {
+    watch_with(daemon, method, deadline, ping_timings()).await
+}
+
+/// [`watch`] with the liveness check's timings: after how long a silence, and
+/// how long the check may take.
+async fn watch_with(
+    daemon: &Watched,
+    method: &str,
+    deadline: Option<Duration>,
+    (ping_after, ping_deadline): (Duration, Duration),
+) -> String {
+    let pid = daemon.pid;
     let started = tokio::time::Instant::now();
+    let mut checked = started;
     let mut tick = tokio::time::interval_at(started + WATCH_EVERY, WATCH_EVERY);
     loop {
         tick.tick().await;
@@ -122,6 +227,22 @@ pub(crate) async fn watch(pid: Option<u32>, method: &str, deadline: Option<Durat
                  keep running)"
             );
         }
+        // A daemon shutting down stops accepting before it answers `shutdown`.
+        if deadline.is_none()
+            && method != "shutdown"
+            && let Some(socket) = &daemon.socket
+            && checked.elapsed() >= ping_after
+        {
+            if !answers(socket, ping_deadline).await {
+                if let Some(pid) = pid
+                    && state_of(pid).is_some_and(is_stopped)
+                {
+                    return stopped_message(pid);
+                }
+                return hung_message(daemon, method, started.elapsed(), ping_deadline);
+            }
+            checked = tokio::time::Instant::now();
+        }
     }
 }
 
@@ -129,7 +250,7 @@ pub(crate) async fn watch(pid: Option<u32>, method: &str, deadline: Option<Durat
 mod tests {
     use std::time::Duration;
 
-    use super::{deadline_for, deadline_of, is_stopped, state_of, watch};
+    use super::{Watched, deadline_for, deadline_of, is_stopped, state_of, watch, watch_with};
 
     #[test]
     fn simple_calls_have_a_deadline_and_long_ones_none() {
@@ -165,7 +286,11 @@ mod tests {
         let me = std::process::id();
         let state = state_of(me).expect("this process's state");
         assert!(!is_stopped(state), "{state}");
-        let said = watch(Some(me), "list", Some(Duration::from_millis(300))).await;
+        let daemon = Watched {
+            pid: Some(me),
+            socket: None,
+        };
+        let said = watch(&daemon, "list", Some(Duration::from_millis(300))).await;
         assert!(
             said.contains(&format!("the daemon (pid {me}, "))
                 && said.contains("did not answer `list` within 300ms")
@@ -174,7 +299,68 @@ mod tests {
         );
         // No deadline and a daemon that runs: it keeps waiting.
         let waited =
-            tokio::time::timeout(Duration::from_millis(600), watch(Some(me), "wait", None)).await;
+            tokio::time::timeout(Duration::from_millis(600), watch(&daemon, "wait", None)).await;
         assert!(waited.is_err(), "{waited:?}");
+    }
+
+    // Issue 29: a long call's daemon that takes connections and answers nothing
+    // (a listener that never accepts) fails the liveness check, naming its pid;
+    // one that answers `hello` on the second connection is waited on.
+    #[tokio::test]
+    async fn issue_29_a_hung_daemon_fails_the_liveness_check_of_a_long_call() {
+        let dir = std::env::temp_dir().join(format!("herd-liveness-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a temp dir");
+        let me = std::process::id();
+        let timings = (Duration::from_millis(300), Duration::from_millis(300));
+
+        let silent = dir.join("silent.sock");
+        let _ = std::fs::remove_file(&silent);
+        let _listener = tokio::net::UnixListener::bind(&silent).expect("bind");
+        let daemon = Watched {
+            pid: Some(me),
+            socket: Some(silent),
+        };
+        let said = tokio::time::timeout(
+            Duration::from_secs(5),
+            watch_with(&daemon, "wait", None, timings),
+        )
+        .await
+        .expect("the hung daemon is found");
+        assert!(
+            said.contains(&format!("the daemon (pid {me}, "))
+                && said.contains("is not answering")
+                && said.contains("`wait`"),
+            "{said}"
+        );
+
+        let alive = dir.join("alive.sock");
+        let _ = std::fs::remove_file(&alive);
+        let listener = tokio::net::UnixListener::bind(&alive).expect("bind");
+        let server = tokio::spawn(async move {
+            use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    return;
+                };
+                let (read, mut write) = stream.into_split();
+                let mut line = String::new();
+                let _ = tokio::io::BufReader::new(read).read_line(&mut line).await;
+                let _ = write
+                    .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n")
+                    .await;
+            }
+        });
+        let daemon = Watched {
+            pid: Some(me),
+            socket: Some(alive),
+        };
+        let waited = tokio::time::timeout(
+            Duration::from_millis(1500),
+            watch_with(&daemon, "wait", None, timings),
+        )
+        .await;
+        assert!(waited.is_err(), "{waited:?}");
+        server.abort();
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

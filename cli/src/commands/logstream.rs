@@ -22,7 +22,8 @@ pub(crate) async fn stream(
 
 /// As [`stream`]; with `terminal`, a real terminal shows the stream (`herd
 /// attach`): the session's PTY queries come in it, unanswered, for that terminal
-/// to answer (daemons with `logs.follow.terminal`; others answer them themselves).
+/// to answer (daemons with `logs.follow.terminal`, for a session of this host;
+/// otherwise the session's supervisor answers them).
 pub(crate) async fn stream_with(
     client: &mut Client,
     id: &str,
@@ -34,7 +35,9 @@ pub(crate) async fn stream_with(
     if client.hello.serves("logs.follow.result") {
         params["result"] = json!(true);
     }
-    if terminal && client.hello.serves("logs.follow.terminal") {
+    // A far host's session (`NAME:proc_…`) is followed through its door, by a
+    // daemon that may not know `terminal`: its queries stay answered there.
+    if terminal && !id.contains(':') && client.hello.serves("logs.follow.terminal") {
         params["terminal"] = json!(true);
     }
     if client.hello.serves("logs.raw") {

@@ -71,3 +71,22 @@ fn text_with_nothing_to_render_is_borrowed() {
     ));
     assert!(matches!(visible("a\nb"), Cow::Owned(_)));
 }
+
+// Issue 29, B7: the queries a log holds from an attached period are left out of
+// what `herd logs` writes to a terminal; every other byte stays.
+#[test]
+fn issue_29_b7_terminal_queries_are_left_out_and_the_rest_kept() {
+    let text = "a\x1b[6nb\x1b[1mc\x1b[?2004$p\x1b[c\x1b[?25h\x1b[18t\x1b[?$p\x1b[5";
+    assert_eq!(
+        super::without_queries(text),
+        "ab\x1b[1mc\x1b[?25h\x1b[?$p\x1b[5"
+    );
+    assert!(matches!(
+        super::without_queries("plain \x1b[31mred"),
+        std::borrow::Cow::Owned(_)
+    ));
+    assert!(matches!(
+        super::without_queries("plain"),
+        std::borrow::Cow::Borrowed(_)
+    ));
+}

@@ -298,7 +298,11 @@ enum Followed {
 }
 
 /// Follows the session from the last [`PANE_TAIL_BYTES`] of its log, on `client`.
-async fn follow_once(client: &mut Client, session_id: &str, tx: &UnboundedSender<Feed>) -> Followed {
+async fn follow_once(
+    client: &mut Client,
+    session_id: &str,
+    tx: &UnboundedSender<Feed>,
+) -> Followed {
     // The log's end now (a read far past it answers where it ends), then its tail.
     let end = match client.log_end(session_id).await {
         Ok(end) => end,

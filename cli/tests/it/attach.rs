@@ -575,10 +575,24 @@ fn issue_29_b7_attached_terminal_answers_the_jobs_cursor_query() {
     // ESC [ 7 ; 1 3 R: the terminal's own answer, not herd's 1;1.
     assert_eq!(got, "1b5b373b313352", "the job's reply, in hex");
     let screen = tmux.wait_for("the job's answer line", |s| s.contains("answered-1"));
-    assert!(!screen.contains("7;13R"), "the reply shows as text:\n{screen}");
+    assert!(
+        !screen.contains("7;13R"),
+        "the reply shows as text:\n{screen}"
+    );
     assert!(!screen.contains("1;1R"), "herd answered too:\n{screen}");
     tmux.control(0x1c);
     tmux.wait_restored("query");
+
+    // The query is in the log now: `herd logs` on this terminal leaves it out, so
+    // the terminal types no answer into the shell that reads next.
+    tmux.type_line(&format!("{HERD} logs {id}; clear"));
+    tmux.wait_for("the shell back after herd logs", |s| {
+        !s.contains("query-ready")
+    });
+    tmux.type_line("echo after-$((40+2))");
+    tmux.wait_for("the next command to run as typed", |s| {
+        s.lines().any(|l| unprompted(l) == "after-42")
+    });
 
     // Nobody attached: herd answers, at 1;1.
     env.ok(&["send", &id, "q"]);

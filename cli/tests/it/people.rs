@@ -480,7 +480,7 @@ fn issue_29_man_on_a_terminal_is_paged_not_roff() {
 fn issue_29_a_jobs_pkill_f_of_its_own_command_spares_the_run_client() {
     let env = Env::new();
     let marker = format!("herdpk{}x{}", std::process::id(), line!());
-    let mut decoy = std::process::Command::new("bash")
+    let mut decoy = crate::support::raw_command(std::path::Path::new("bash"))
         .args(["-c", &format!("exec -a {marker}-decoy sleep 60")])
         .spawn()
         .expect("bash starts");
@@ -502,4 +502,105 @@ fn issue_29_a_jobs_pkill_f_of_its_own_command_spares_the_run_client() {
         Some(9),
         "the decoy was not killed by the pkill: {status:?}"
     );
+}
+
+/// A daemon frozen by a cgroup v2 freezer (alive and `S`leeping, its socket
+/// taking connections, nothing answered: a hung daemon, not a stopped one) for as
+/// long as it lives; dropped, the daemon is thawed and put back in its cgroup.
+struct Frozen {
+    dir: std::path::PathBuf,
+    home_cgroup: std::path::PathBuf,
+    pid: i32,
+}
+
+impl Frozen {
+    /// Freezes `pid`; `None` (after saying why, or failing under
+    /// `HERD_REQUIRE_CGROUP=1`) when there is no writable cgroup v2 hierarchy.
+    #[expect(clippy::print_stderr, reason = "a skipped cgroup test says why")]
+    fn new(pid: i32) -> Option<Frozen> {
+        let root = ["/sys/fs/cgroup/unified", "/sys/fs/cgroup"]
+            .into_iter()
+            .map(std::path::PathBuf::from)
+            .find(|root| root.join("cgroup.controllers").exists());
+        let made = root.and_then(|root| {
+            let own = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+            let path = own.lines().find_map(|l| l.strip_prefix("0::"))?.to_owned();
+            let dir = root.join(format!("herd-it-hung-{}", std::process::id()));
+            std::fs::create_dir(&dir).ok()?;
+            let frozen = Frozen {
+                home_cgroup: root.join(path.trim_start_matches('/')),
+                dir,
+                pid,
+            };
+            std::fs::write(frozen.dir.join("cgroup.procs"), pid.to_string()).ok()?;
+            std::fs::write(frozen.dir.join("cgroup.freeze"), "1").ok()?;
+            Some(frozen)
+        });
+        if made.is_none() {
+            let why = "no writable cgroup v2 hierarchy with a freezer here";
+            if std::env::var("HERD_REQUIRE_CGROUP").as_deref() == Ok("1") {
+                panic!("HERD_REQUIRE_CGROUP=1 but {why}");
+            }
+            eprintln!("skipped: {why}");
+        }
+        made
+    }
+}
+
+impl Drop for Frozen {
+    fn drop(&mut self) {
+        let _ = std::fs::write(self.dir.join("cgroup.freeze"), "0");
+        let _ = std::fs::write(self.home_cgroup.join("cgroup.procs"), self.pid.to_string());
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+// Issue 29: a daemon that hangs (alive, sleeping, its socket taking
+// connections, nothing answered; frozen by its cgroup) under a long call (`run
+// --wait` following its job): the client's liveness check (a `hello` on a
+// second connection after a silence; 500 ms here through the debug-only
+// HERD_TEST_PING_MS, 5 s then 10 s in a release) finds it and exits 3 naming its
+// pid; thawed, the daemon answers again.
+#[test]
+fn issue_29_a_hung_daemon_is_named_by_a_long_call() {
+    let mut env = Env::new();
+    env.vars
+        .push(("HERD_TEST_PING_MS".to_owned(), "500".to_owned()));
+    let out = env.scratch().join("run-wait.out");
+    let mut child = env
+        .cmd(&[
+            "run",
+            "--wait",
+            "--",
+            "sh",
+            "-c",
+            "echo hung-ready; exec sleep 300",
+        ])
+        .stdout(std::fs::File::create(&out).expect("the scratch dir is writable"))
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("herd starts");
+    wait_until(DEADLINE, || {
+        std::fs::read_to_string(&out).is_ok_and(|o| o.contains("hung-ready"))
+    })
+    .expect("run --wait shows the job's first line");
+    let daemon = env.daemon_pid().expect("the daemon's pid file");
+    let Some(frozen) = Frozen::new(daemon) else {
+        let _ = child.kill();
+        let _ = child.wait();
+        return;
+    };
+    let started = Instant::now();
+    let (code, _, said) = finish(child, "run --wait under a hung daemon");
+    let took = started.elapsed();
+    drop(frozen);
+    assert_eq!(code, Some(3), "{said}");
+    assert!(
+        said.contains(&format!(
+            "the daemon (pid {daemon}, sleeping) is not answering"
+        )) && said.contains(&format!("`kill {daemon}`")),
+        "{said}"
+    );
+    assert!(took < Duration::from_secs(10), "found hung after {took:?}");
+    env.json(&["ps", "--json"]);
 }
