@@ -402,7 +402,9 @@ fn permission_line(stderr: &str) -> Option<(String, Option<String>)> {
     })?;
     let path = line
         .split_whitespace()
-        .map(|w| w.trim_matches(|c: char| matches!(c, ':' | ',' | ';' | '\'' | '"' | '`' | '(' | ')')))
+        .map(|w| {
+            w.trim_matches(|c: char| matches!(c, ':' | ',' | ';' | '\'' | '"' | '`' | '(' | ')'))
+        })
         .find(|w| w.starts_with('/') || w.starts_with("~/"))
         .map(str::to_owned);
     Some((line.trim().to_owned(), path))

@@ -197,8 +197,11 @@ impl Link {
 
     /// Calls `method` over the control door; the answer's ids come back qualified.
     pub(super) async fn call(self: &Arc<Self>, method: &str, params: Value) -> Answer {
-        let answer = self.call_raw(method, params).await?;
-        Ok(self.qualify(answer))
+        let answer = self.qualify(self.call_raw(method, params).await?);
+        if matches!(method, "poll" | "kill") && self.remember(&answer) {
+            self.save().await;
+        }
+        Ok(answer)
     }
 
     /// Calls `method` over the control door, the answer as the far side gave it.
@@ -287,7 +290,11 @@ impl Link {
         match answer {
             Ok(value) => {
                 self.keep_door(door);
-                Ok(self.qualify(value))
+                let answer = self.qualify(value);
+                if self.remember(&answer) {
+                    self.save().await;
+                }
+                Ok(answer)
             }
             Err(err) => {
                 door.close().await;
