@@ -13,6 +13,8 @@ pub(crate) mod hosts;
 mod install;
 mod proxy;
 
+pub(crate) use proxy::mux::MUX_LINE;
+
 use herd_persistence::Home;
 
 /// Whether `err` says a far host did not answer (error -32020): the local

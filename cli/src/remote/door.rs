@@ -96,6 +96,9 @@ pub(crate) struct ProxyInfo {
     /// herd is older than the field).
     #[serde(default)]
     pub(crate) shim: Option<FarShim>,
+    /// It serves many daemon connections over one door (`proxy/mux.rs`).
+    #[serde(default)]
+    pub(crate) mux: bool,
 }
 
 /// A far `herd-shim` as the far proxy saw it.

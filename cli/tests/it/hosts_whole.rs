@@ -650,3 +650,43 @@ fn issue30_an_unreachable_host_shows_what_is_known_stale_never_a_wrong_state() {
         local.ok(&["kill", id]);
     }
 }
+
+#[test]
+fn issue30_far_streams_and_waits_ride_the_hosts_mux_door_not_a_door_each() {
+    // Issue 30: once a host's doors are open, `run --wait`, `logs -f` and `wait`
+    // of far jobs open no new door (over ssh, no new connection): their streams
+    // and waits are channels of the host's mux door.
+    let local = Env::new();
+    let far = Env::new();
+    aliases(&local, &far, &["far"]);
+    let out = local.ok(&["run", "--host", "far", "--wait", "--", "echo warm"]);
+    assert!(out.contains("warm"), "{out}");
+    let mut before = far_doors(&far);
+    before.sort_unstable();
+    assert!(!before.is_empty(), "the doors are open");
+    for n in 0..3 {
+        let out = local.ok(&[
+            "run",
+            "--host",
+            "far",
+            "--wait",
+            "--",
+            &format!("echo round-{n}"),
+        ]);
+        assert!(out.contains(&format!("round-{n}")), "{out}");
+    }
+    let id = local
+        .ok(&["run", "--host", "far", "--", "echo followed; sleep 0.3"])
+        .trim()
+        .to_owned();
+    let followed = local.ok(&["logs", "-f", &id]);
+    assert!(followed.contains("followed"), "{followed}");
+    let waited = local.run(&["wait", &id]);
+    assert!(waited.status.success(), "{waited:?}");
+    let mut after = far_doors(&far);
+    after.sort_unstable();
+    assert_eq!(
+        before, after,
+        "no door was opened or lost for the streams and waits"
+    );
+}
