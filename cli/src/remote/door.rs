@@ -361,9 +361,16 @@ pub(crate) fn diagnose(name: &str, argv: &[String], stderr: &str, code: Option<i
         Fix::ProgramMissing {
             program: argv.first().cloned().unwrap_or_default(),
         }
-    } else if let Some((line, path)) = permission.filter(|_| code != Some(126)) {
+    } else if let Some((line, path)) = permission.filter(|_| {
+        // ssh's own refusals of the login are about keys and passwords.
+        code != Some(126)
+            && !ssh_login_refused(&text)
+            && !has("please try again")
+            && !has("password")
+            && !has("passphrase")
+    }) {
         Fix::PermissionDenied { path, line }
-    } else if (code != Some(126) && has("permission denied ("))
+    } else if (code != Some(126) && ssh_login_refused(&text))
         || has("password")
         || has("passphrase")
         || has("/dev/tty")
@@ -395,13 +402,20 @@ pub(crate) fn diagnose(name: &str, argv: &[String], stderr: &str, code: Option<i
     }
 }
 
+/// Whether ssh refused the login (`Permission denied (publickey,password).`),
+/// judged on lower-cased text.
+fn ssh_login_refused(text: &str) -> bool {
+    ["publickey", "password", "keyboard", "gssapi", "hostbased"]
+        .iter()
+        .any(|method| text.contains(&format!("permission denied ({method}")))
+}
+
 /// A line saying permission was denied that is not ssh refusing the login
 /// (`Permission denied (publickey,password).`), and the path it names.
 fn permission_line(stderr: &str) -> Option<(String, Option<String>)> {
     let line = stderr.lines().find(|l| {
         let lower = l.to_ascii_lowercase();
-        lower.contains("permission denied") && !lower.contains("permission denied (")
-            || lower.contains("permission denied (os error")
+        lower.contains("permission denied") && !ssh_login_refused(&lower)
     })?;
     let path = line
         .split_whitespace()
