@@ -5,7 +5,8 @@
 //! its own, so over ssh no new connection is made per stream. A channel dropped
 //! (its local client left) is closed, which ends the far stream or wait; the
 //! door dying closes every channel, whose callers then see the host unreachable
-//! as a dying door of their own would show it.
+//! as a dying door of their own would show it. A mux door with no channel open
+//! for [`IDLE_CLOSE`] is closed; the next channel opens another.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -16,7 +17,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
 
 use super::link::request_line;
-use super::lock;
+use super::{IDLE_CLOSE, lock};
 use crate::config::HostConfig;
 use crate::protocol::{self, Line, MAX_RESPONSE_BYTES, Response, RpcError};
 use crate::remote::door;
@@ -62,18 +63,33 @@ impl Mux {
             dead: AtomicBool::new(false),
         });
         let host = name.to_owned();
+        let weak = Arc::downgrade(&mux);
         // The writer owns the door: it is killed when the mux is dropped (its
-        // sender with it) or the door stops taking lines.
+        // sender with it), the door stops taking lines, or no channel was open
+        // for IDLE_CLOSE (as an idle control door is closed).
+        let idle = Weak::clone(&weak);
         tokio::spawn(async move {
             let _child = child;
-            while let Some(bytes) = outgoing.recv().await {
+            loop {
+                let next = tokio::time::timeout(IDLE_CLOSE, outgoing.recv()).await;
+                let bytes = match next {
+                    Ok(Some(bytes)) => bytes,
+                    Ok(None) => break,
+                    Err(_) => {
+                        let Some(mux) = idle.upgrade() else { break };
+                        if lock(&mux.channels).is_empty() {
+                            mux.dead.store(true, Ordering::SeqCst);
+                            break;
+                        }
+                        continue;
+                    }
+                };
                 if stdin.write_all(&bytes).await.is_err() {
                     break;
                 }
             }
             tracing::debug!(host, "mux door closed");
         });
-        let weak = Arc::downgrade(&mux);
         tokio::spawn(read(weak, stdout));
         Ok(mux)
     }
