@@ -16,7 +16,6 @@ use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
 
-use super::link::request_line;
 use super::{IDLE_CLOSE, lock};
 use crate::config::HostConfig;
 use crate::protocol::{self, Line, MAX_RESPONSE_BYTES, Response, RpcError};
@@ -184,7 +183,9 @@ impl Channel {
     pub(super) async fn call(&mut self, method: &str, params: Value) -> Result<Value, RpcError> {
         let id = self.mux.next.fetch_add(1, Ordering::Relaxed);
         let gone = || RpcError::new(protocol::HOST_UNREACHABLE, "the mux door closed");
-        if !self.send(&request_line(id, method, params)) {
+        let request =
+            serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        if !self.send(request.to_string().as_bytes()) {
             return Err(gone());
         }
         loop {

@@ -15,11 +15,15 @@ use crate::protocol::{Line, MAX_RESPONSE_BYTES, Response, RpcError};
 /// a door of its own (killed when dropped).
 enum Source {
     Channel(super::mux::Channel),
-    Door {
-        reader: tokio::io::BufReader<tokio::process::ChildStdout>,
-        _writer: tokio::process::ChildStdin,
-        _child: tokio::process::Child,
-    },
+    Door(Box<OwnDoor>),
+}
+
+/// A stream's door of its own: its stdout, and its stdin and child kept (the
+/// door is killed when they drop).
+struct OwnDoor {
+    reader: tokio::io::BufReader<tokio::process::ChildStdout>,
+    _writer: tokio::process::ChildStdin,
+    _child: tokio::process::Child,
 }
 
 impl Source {
@@ -33,8 +37,8 @@ impl Source {
                 }
                 None => false,
             },
-            Source::Door { reader, .. } => loop {
-                match protocol::read_line(reader, buf, MAX_RESPONSE_BYTES).await {
+            Source::Door(door) => loop {
+                match protocol::read_line(&mut door.reader, buf, MAX_RESPONSE_BYTES).await {
                     Ok(Line::Complete) => return true,
                     Ok(Line::TooLong) => {}
                     Ok(Line::Eof) | Err(_) => return false,
@@ -59,11 +63,11 @@ impl RemoteStream {
         if writer.write_all(&request).await.is_err() {
             return Err(self.link.unreachable());
         }
-        Ok(Source::Door {
+        Ok(Source::Door(Box::new(OwnDoor {
             reader,
             _writer: writer,
             _child: child,
-        })
+        })))
     }
 
     /// Runs a far stream (`logs.follow`), relaying its notes and its final

@@ -41,7 +41,7 @@ type Out = Arc<Mutex<std::io::Stdout>>;
 ///
 /// # Errors
 /// The async runtime cannot be started.
-pub(super) fn run(home: &Home, mut stdin: impl BufRead + Read) -> anyhow::Result<()> {
+pub(super) fn run(home: &Home, mut stdin: impl BufRead) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -104,10 +104,10 @@ pub(super) fn run(home: &Home, mut stdin: impl BufRead + Read) -> anyhow::Result
                 .write_all(payload)
                 .and_then(|()| socket.write_all(b"\n"))
         });
-        if let Some(Err(_)) = sent {
-            if let Some(socket) = channels.remove(&channel) {
-                let _ = socket.shutdown(Shutdown::Both);
-            }
+        if let Some(Err(_)) = sent
+            && let Some(socket) = channels.remove(&channel)
+        {
+            let _ = socket.shutdown(Shutdown::Both);
         }
     }
     for socket in channels.values() {
