@@ -121,11 +121,10 @@ pub(crate) fn rpc_failure(err: RpcError) -> anyhow::Error {
     } else {
         err.message
     };
-    if err.code == protocol::HOST_UNREACHABLE {
-        // A far host's door failed: a follower asks again (`remote::is_host_lost`).
-        return anyhow::Error::new(crate::remote::HostLost).context(Failure::new(code, message));
-    }
-    Failure::new(code, message).into()
+    let mut failure = Failure::new(code, message);
+    // A far host's door failed: a follower asks again (`remote::is_host_lost`).
+    failure.host_lost = err.code == protocol::HOST_UNREACHABLE;
+    failure.into()
 }
 
 impl Client {

@@ -34,6 +34,8 @@ pub(crate) struct Failure {
     pub(crate) code: Code,
     /// What to tell the user; empty when the command already printed everything.
     pub(crate) message: String,
+    /// A far host did not answer (`remote::is_host_lost`): a follower asks again.
+    pub(crate) host_lost: bool,
 }
 
 impl Failure {
@@ -42,6 +44,7 @@ impl Failure {
         Failure {
             code,
             message: message.into(),
+            host_lost: false,
         }
     }
 
@@ -50,6 +53,7 @@ impl Failure {
         Failure {
             code,
             message: String::new(),
+            host_lost: false,
         }
     }
 }

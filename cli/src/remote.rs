@@ -13,27 +13,20 @@ pub(crate) mod hosts;
 mod install;
 mod proxy;
 
+pub(crate) use proxy::mux::MUX_LINE;
+
 use herd_persistence::Home;
 
-/// Marks an error as a far host not answering (error -32020): the local daemon
-/// answers, the host's door failed (a blip, a far daemon restarting). A follower
-/// of a far log (`commands/resume.rs`) asks again, as it does when its own daemon
-/// goes away.
-#[derive(Debug)]
-pub(crate) struct HostLost;
-
-impl std::fmt::Display for HostLost {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("the far host's door failed")
-    }
-}
-
-impl std::error::Error for HostLost {}
-
-/// Whether `err` says a far host did not answer ([`HostLost`]).
+/// Whether `err` says a far host did not answer (error -32020): the local
+/// daemon answered, the host's door failed (a blip, a far daemon restarting). A
+/// follower of a far log (`commands/resume.rs`) asks again, as it does when its
+/// own daemon goes away.
 pub(crate) fn is_host_lost(err: &anyhow::Error) -> bool {
-    err.chain()
-        .any(|cause| cause.downcast_ref::<HostLost>().is_some())
+    err.chain().any(|cause| {
+        cause
+            .downcast_ref::<crate::exit::Failure>()
+            .is_some_and(|f| f.host_lost)
+    })
 }
 
 /// `herd proxy`.

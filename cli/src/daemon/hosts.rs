@@ -65,6 +65,7 @@ use crate::remote::door;
 mod events;
 mod jobs;
 mod link;
+mod mux;
 mod stream;
 
 /// What a far daemon must serve for the link to use it.
@@ -173,8 +174,12 @@ struct Link {
     /// Doors of answered long calls, kept for the next one, with when they were
     /// kept.
     kept_doors: Mutex<Vec<(door::Door, Instant)>>,
-    /// What the far herd serves, from the last door's hello.
+    /// What the far herd serves, from the last door's hello (`proxy.mux` when
+    /// its proxy serves mux doors).
     far_capabilities: Mutex<Vec<String>>,
+    /// The door whose channels carry streams and long calls, when the far proxy
+    /// serves it.
+    mux: tokio::sync::Mutex<Option<Arc<mux::Mux>>>,
     /// Counts this link's spawn request keys.
     next_key: std::sync::atomic::AtomicU64,
     /// When this link was made (ns since the epoch): part of its request keys.
@@ -347,6 +352,7 @@ impl Hosts {
             saving: Mutex::new(()),
             proxy_env: Mutex::new(None),
             far_capabilities: Mutex::new(Vec::new()),
+            mux: tokio::sync::Mutex::new(None),
             kept_doors: Mutex::new(Vec::new()),
             next_key: std::sync::atomic::AtomicU64::new(0),
             started_nanos: SystemTime::now()

@@ -96,6 +96,9 @@ pub(crate) struct ProxyInfo {
     /// herd is older than the field).
     #[serde(default)]
     pub(crate) shim: Option<FarShim>,
+    /// It serves many daemon connections over one door (`proxy/mux.rs`).
+    #[serde(default)]
+    pub(crate) mux: bool,
 }
 
 /// A far `herd-shim` as the far proxy saw it.
@@ -358,9 +361,16 @@ pub(crate) fn diagnose(name: &str, argv: &[String], stderr: &str, code: Option<i
         Fix::ProgramMissing {
             program: argv.first().cloned().unwrap_or_default(),
         }
-    } else if let Some((line, path)) = permission.filter(|_| code != Some(126)) {
+    } else if let Some((line, path)) = permission.filter(|_| {
+        // ssh's own refusals of the login are about keys and passwords.
+        code != Some(126)
+            && !ssh_login_refused(&text)
+            && !has("please try again")
+            && !has("password")
+            && !has("passphrase")
+    }) {
         Fix::PermissionDenied { path, line }
-    } else if (code != Some(126) && has("permission denied ("))
+    } else if (code != Some(126) && ssh_login_refused(&text))
         || has("password")
         || has("passphrase")
         || has("/dev/tty")
@@ -392,17 +402,26 @@ pub(crate) fn diagnose(name: &str, argv: &[String], stderr: &str, code: Option<i
     }
 }
 
+/// Whether ssh refused the login (`Permission denied (publickey,password).`),
+/// judged on lower-cased text.
+fn ssh_login_refused(text: &str) -> bool {
+    ["publickey", "password", "keyboard", "gssapi", "hostbased"]
+        .iter()
+        .any(|method| text.contains(&format!("permission denied ({method}")))
+}
+
 /// A line saying permission was denied that is not ssh refusing the login
 /// (`Permission denied (publickey,password).`), and the path it names.
 fn permission_line(stderr: &str) -> Option<(String, Option<String>)> {
     let line = stderr.lines().find(|l| {
         let lower = l.to_ascii_lowercase();
-        lower.contains("permission denied") && !lower.contains("permission denied (")
-            || lower.contains("permission denied (os error")
+        lower.contains("permission denied") && !ssh_login_refused(&lower)
     })?;
     let path = line
         .split_whitespace()
-        .map(|w| w.trim_matches(|c: char| matches!(c, ':' | ',' | ';' | '\'' | '"' | '`' | '(' | ')')))
+        .map(|w| {
+            w.trim_matches(|c: char| matches!(c, ':' | ',' | ';' | '\'' | '"' | '`' | '(' | ')'))
+        })
         .find(|w| w.starts_with('/') || w.starts_with("~/"))
         .map(str::to_owned);
     Some((line.trim().to_owned(), path))

@@ -134,6 +134,32 @@ async fn daemon_states(home: &herd_persistence::Home) -> Option<BTreeMap<String,
     )
 }
 
+/// A door that did not open: exit 3, after the JSON answer with `--json`.
+fn unreachable(name: &str, err: door::DoorError, json: bool) -> anyhow::Result<()> {
+    if json {
+        output::json_line(&json!({
+            "host": name,
+            "reachable": false,
+            "error": err.to_string(),
+            "fix": err.fix().map(ToString::to_string),
+        }))?;
+        return Err(Failure::silent(Code::Unreachable).into());
+    }
+    Err(err.into_failure())
+}
+
+/// The round trips of `pings` `status` calls through `door`, and the last answer.
+async fn ping(door: &mut door::Door, pings: u32) -> anyhow::Result<(Vec<Duration>, Value)> {
+    let mut samples = Vec::new();
+    let mut status = Value::Null;
+    for _ in 0..pings {
+        let sent = Instant::now();
+        status = door.call("status", json!({})).await?;
+        samples.push(sent.elapsed());
+    }
+    Ok((samples, status))
+}
+
 /// `herd hosts check NAME`.
 ///
 /// # Errors
@@ -150,27 +176,10 @@ pub(crate) async fn check(
     let started = Instant::now();
     let mut door = match door::open(name, host, door::HELLO_DEADLINE).await {
         Ok(door) => door,
-        Err(err) => {
-            if json {
-                output::json_line(&json!({
-                    "host": name,
-                    "reachable": false,
-                    "error": err.to_string(),
-                    "fix": err.fix().map(ToString::to_string),
-                }))?;
-                return Err(Failure::silent(Code::Unreachable).into());
-            }
-            return Err(err.into_failure());
-        }
+        Err(err) => return unreachable(name, err, json),
     };
     let handshake = started.elapsed();
-    let mut samples = Vec::new();
-    let mut status = Value::Null;
-    for _ in 0..pings {
-        let sent = Instant::now();
-        status = door.call("status", json!({})).await?;
-        samples.push(sent.elapsed());
-    }
+    let (mut samples, status) = ping(&mut door, pings).await?;
     // What doctor checks on that side: jobs survive the far daemon's crash only
     // under herd-shim.
     let supervisor = status["supervisor"]

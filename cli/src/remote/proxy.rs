@@ -45,6 +45,18 @@ const MAX_HELLO_BYTES: u64 = 1 << 20;
 /// [`Code::Unreachable`] with a one-line reason when the daemon cannot be reached
 /// or started, or is served by another user.
 pub(crate) fn run(home: &Home) -> anyhow::Result<()> {
+    // The first line says the mode: mux (`mux.rs`), or the first request of a
+    // plain bridge, passed on.
+    let mut stdin = std::io::BufReader::with_capacity(64 * 1024, std::io::stdin());
+    let mut first = Vec::new();
+    (&mut stdin)
+        .take(MAX_HELLO_BYTES)
+        .read_until(b'\n', &mut first)
+        .context("cannot read stdin")?;
+    if first == mux::MUX_LINE {
+        tracing::debug!("proxy in mux mode");
+        return mux::run(home, stdin).map_err(one_line);
+    }
     let stream = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -52,13 +64,20 @@ pub(crate) fn run(home: &Home) -> anyhow::Result<()> {
         .block_on(connect(home))
         .map_err(one_line)?;
     tracing::debug!("proxy connected to the daemon");
-    bridge(stream);
+    if !first.is_empty() {
+        let mut up = &stream;
+        if let Err(err) = up.write_all(&first) {
+            tracing::debug!(error = %err, "proxy write to the daemon failed");
+            return Ok(());
+        }
+    }
+    bridge(stream, stdin);
     Ok(())
 }
 
 /// A connection to the home's daemon, started if none answers, whose peer is
 /// this user.
-async fn connect(home: &Home) -> anyhow::Result<UnixStream> {
+pub(super) async fn connect(home: &Home) -> anyhow::Result<UnixStream> {
     let socket = home.socket_path();
     client::check_socket_path(&socket)?;
     let mut started = false;
@@ -138,7 +157,7 @@ fn one_line(err: anyhow::Error) -> anyhow::Error {
 }
 
 /// Copies stdin to the daemon and the daemon to stdout until either side closes.
-fn bridge(stream: UnixStream) {
+fn bridge(stream: UnixStream, stdin: impl Read + Send + 'static) {
     let up = match stream.try_clone() {
         Ok(up) => up,
         Err(err) => {
@@ -150,7 +169,7 @@ fn bridge(stream: UnixStream) {
     // blocked reading stdin, and the process exits under it.
     let spawned = std::thread::Builder::new()
         .name("herd-proxy-up".into())
-        .spawn(move || upstream(up));
+        .spawn(move || upstream(up, stdin));
     if let Err(err) = spawned {
         tracing::warn!(error = %err, "cannot start the proxy's stdin thread");
         return;
@@ -160,8 +179,7 @@ fn bridge(stream: UnixStream) {
 
 /// stdin → daemon; at end of stdin the socket's write side is shut, so the
 /// daemon sees its client leave and answers what it was already asked.
-fn upstream(mut socket: UnixStream) {
-    let mut stdin = std::io::stdin().lock();
+fn upstream(mut socket: UnixStream, mut stdin: impl Read) {
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         let n = match stdin.read(&mut buf) {
@@ -270,6 +288,7 @@ pub(crate) fn proxy_info() -> Value {
         "arch": std::env::consts::ARCH,
         "glibc": super::install::running_glibc(),
         "shim": shim_beside_exe(),
+        "mux": true,
     })
 }
 
@@ -288,6 +307,8 @@ fn shim_beside_exe() -> Value {
         _ => Value::Null,
     }
 }
+
+pub(crate) mod mux;
 
 #[cfg(test)]
 mod tests;

@@ -571,6 +571,122 @@ fn issue30_a_far_permission_error_names_the_path_not_a_password() {
     assert_eq!(out.status.code(), Some(3), "{out:?}");
     let err = stderr(&out);
     let fix = err.split("fix:").nth(1).unwrap_or_default();
-    assert!(fix.contains(&home.display().to_string()), "names the path: {err}");
-    assert!(!fix.contains("BatchMode") && !fix.contains("password"), "{err}");
+    assert!(
+        fix.contains(&home.display().to_string()),
+        "names the path: {err}"
+    );
+    assert!(
+        !fix.contains("BatchMode") && !fix.contains("password"),
+        "{err}"
+    );
+}
+
+#[test]
+fn issue30_an_unreachable_host_shows_what_is_known_stale_never_a_wrong_state() {
+    // Issue 30: while a host does not answer, its jobs show their last known
+    // state, marked stale: a killed job and an exited one as ended (with how),
+    // a job started just before as running with its pid.
+    let local = Env::new();
+    let far = Env::new();
+    aliases(&local, &far, &["far"]);
+    let running = local
+        .ok(&["run", "--host", "far", "--", "sleep 30"])
+        .trim()
+        .to_owned();
+    let killed = local
+        .ok(&["run", "--host", "far", "--", "sleep 30"])
+        .trim()
+        .to_owned();
+    let exited = local
+        .ok(&["run", "--host", "far", "--notify", "--", "exit 4"])
+        .trim()
+        .to_owned();
+    // Seen once by a listing, then killed and finished.
+    local.ok(&["ps", "--host", "far"]);
+    local.ok(&["kill", &killed]);
+    let mut all = Vec::new();
+    assert!(
+        wait_until(DEADLINE, || {
+            all.extend(events(&local));
+            !completions_of(&all, &exited).is_empty()
+        })
+        .is_ok(),
+        "{all:?}"
+    );
+    let fresh = local
+        .ok(&["run", "--host", "far", "--", "sleep 30"])
+        .trim()
+        .to_owned();
+    // The host stops answering: its door fails from the next daemon on.
+    let config = local.home().join("config.toml");
+    let text = std::fs::read_to_string(&config).expect("config");
+    std::fs::write(
+        &config,
+        text.replace("command = [", "command = [\"false\", "),
+    )
+    .expect("config");
+    local.ok(&["shutdown", "--keep-jobs"]);
+    let ps = local.json(&["ps", "--host", "far", "--all", "--json"]);
+    let rows = ps["processes"].as_array().expect("rows");
+    let row = |id: &str| {
+        rows.iter()
+            .find(|r| r["session_id"] == id)
+            .unwrap_or_else(|| panic!("{id} is not shown: {ps}"))
+            .clone()
+    };
+    for id in [&running, &killed, &exited, &fresh] {
+        assert_eq!(row(id)["stale"], true, "{ps}");
+    }
+    assert_eq!(row(&running)["status"], "running", "{ps}");
+    assert_eq!(row(&killed)["status"], "exited", "{ps}");
+    assert_eq!(row(&killed)["completion_reason"], "killed", "{ps}");
+    assert_eq!(row(&exited)["status"], "exited", "{ps}");
+    assert_eq!(row(&exited)["exit_code"], 4, "{ps}");
+    assert_eq!(row(&fresh)["status"], "running", "{ps}");
+    assert!(row(&fresh)["pid"].as_u64().is_some_and(|p| p > 0), "{ps}");
+    std::fs::write(&config, text).expect("config");
+    local.ok(&["shutdown", "--keep-jobs"]);
+    for id in [&running, &fresh] {
+        local.ok(&["kill", id]);
+    }
+}
+
+#[test]
+fn issue30_far_streams_and_waits_ride_the_hosts_mux_door_not_a_door_each() {
+    // Issue 30: once a host's doors are open, `run --wait`, `logs -f` and `wait`
+    // of far jobs open no new door (over ssh, no new connection): their streams
+    // and waits are channels of the host's mux door.
+    let local = Env::new();
+    let far = Env::new();
+    aliases(&local, &far, &["far"]);
+    let out = local.ok(&["run", "--host", "far", "--wait", "--", "echo warm"]);
+    assert!(out.contains("warm"), "{out}");
+    let mut before = far_doors(&far);
+    before.sort_unstable();
+    assert!(!before.is_empty(), "the doors are open");
+    for n in 0..3 {
+        let out = local.ok(&[
+            "run",
+            "--host",
+            "far",
+            "--wait",
+            "--",
+            &format!("echo round-{n}"),
+        ]);
+        assert!(out.contains(&format!("round-{n}")), "{out}");
+    }
+    let id = local
+        .ok(&["run", "--host", "far", "--", "echo followed; sleep 0.3"])
+        .trim()
+        .to_owned();
+    let followed = local.ok(&["logs", "-f", &id]);
+    assert!(followed.contains("followed"), "{followed}");
+    let waited = local.run(&["wait", &id]);
+    assert!(waited.status.success(), "{waited:?}");
+    let mut after = far_doors(&far);
+    after.sort_unstable();
+    assert_eq!(
+        before, after,
+        "no door was opened or lost for the streams and waits"
+    );
 }

@@ -200,6 +200,19 @@ impl Link {
                     && let Some(job) = book.jobs.get_mut(far_id)
                 {
                     job.finished = true;
+                    if let Some(row) = job.row.as_mut() {
+                        row["status"] = serde_json::json!("exited");
+                        for key in [
+                            "exit_code",
+                            "signal",
+                            "completion_reason",
+                            "termination_source",
+                        ] {
+                            if let Some(value) = event.get(key).filter(|v| !v.is_null()) {
+                                row[key] = value.clone();
+                            }
+                        }
+                    }
                     changed = true;
                 }
                 (owner, key.as_ref().is_some_and(|k| book.keys.contains(k)))

@@ -67,12 +67,27 @@ impl Link {
                 format!("host {}: the far spawn answered no session_id", self.name),
             ));
         };
+        // The row ps shows until the host lists the job itself: a host that
+        // stops answering right after the spawn still shows its pid.
+        let row = json!({
+            "session_id": format!("{}:{far_id}", self.name),
+            "host": self.name,
+            "command": answer.get("command"),
+            "mode": answer.get("mode"),
+            "pid": answer.get("pid"),
+            "name": name,
+            "owner_task_id": owner,
+            "task_id": task_id,
+            "status": "running",
+            "started_at": herd_core::rfc3339(std::time::SystemTime::now()),
+            "as_of": herd_core::rfc3339(std::time::SystemTime::now()),
+        });
         let job = Job {
             owner,
             task_id,
             events,
             finished: false,
-            row: None,
+            row: Some(row),
             name,
             started: now_nanos(),
         };
@@ -236,7 +251,9 @@ impl Link {
             {
                 let mut book = lock(&self.book);
                 if let Some(job) = book.jobs.get_mut(&far_id) {
-                    job.row = Some(row.clone());
+                    let mut kept = row.clone();
+                    kept["as_of"] = json!(herd_core::rfc3339(std::time::SystemTime::now()));
+                    job.row = Some(kept);
                     job.finished = row.get("status").and_then(Value::as_str) != Some("running");
                 }
             }
@@ -265,6 +282,11 @@ impl Link {
                     "status": if job.finished { "exited" } else { "running" },
                 })
             });
+            // Known to have ended, how not known (e.g. a watch-only job's end
+            // seen as its absence): never shown as still running.
+            if job.finished && row["status"] == "running" {
+                row["status"] = json!("ended");
+            }
             row["host"] = json!(self.name);
             row["stale"] = json!(true);
             rows.push(row);
@@ -298,7 +320,51 @@ impl Link {
     }
 }
 
+/// What a job's row takes from an answer or a completion about it.
+const ROW_FIELDS: &[&str] = &[
+    "exit_code",
+    "signal",
+    "completion_reason",
+    "termination_source",
+    "output_preview",
+];
+
 impl Link {
+    /// Keeps what `answer` (a qualified poll, kill or wait answer, or a
+    /// completion) says of a known far job in its row, for the view while the
+    /// host does not answer: a job seen ended is never shown running. True when
+    /// the map changed.
+    pub(super) fn remember(&self, answer: &Value) -> bool {
+        let Some(far_id) = answer
+            .get("session_id")
+            .and_then(Value::as_str)
+            .and_then(|id| id.strip_prefix(&format!("{}:", self.name)))
+        else {
+            return false;
+        };
+        let Some(status) = answer.get("status").and_then(Value::as_str) else {
+            return false;
+        };
+        let mut book = lock(&self.book);
+        let Some(job) = book.jobs.get_mut(far_id) else {
+            return false;
+        };
+        let running = status == "running";
+        let row = job.row.get_or_insert_with(|| json!({}));
+        row["session_id"] = answer["session_id"].clone();
+        // A list row's status: running, or exited however it ended (the
+        // completion reason says how).
+        row["status"] = json!(if running { "running" } else { "exited" });
+        for key in ROW_FIELDS {
+            if let Some(value) = answer.get(*key).filter(|v| !v.is_null()) {
+                row[*key] = value.clone();
+            }
+        }
+        row["as_of"] = json!(herd_core::rfc3339(std::time::SystemTime::now()));
+        job.finished = !running;
+        true
+    }
+
     /// The far id of this home's job of this host named `wanted`, or whose id
     /// `wanted` is a unique prefix of; none when no job of the map matches.
     ///

@@ -133,7 +133,13 @@ impl Link {
                 if let Some(env) = door.hello.proxy_env.clone() {
                     *lock(&self.proxy_env) = Some(env);
                 }
-                lock(&self.far_capabilities).clone_from(&door.hello.capabilities);
+                {
+                    let mut capabilities = lock(&self.far_capabilities);
+                    capabilities.clone_from(&door.hello.capabilities);
+                    if door.hello.proxy.as_ref().is_some_and(|p| p.mux) {
+                        capabilities.push("proxy.mux".to_owned());
+                    }
+                }
                 let mut status = lock(&self.status);
                 if !matches!(*status, Status::Connected { .. }) {
                     *status = Status::Connected {
@@ -197,8 +203,11 @@ impl Link {
 
     /// Calls `method` over the control door; the answer's ids come back qualified.
     pub(super) async fn call(self: &Arc<Self>, method: &str, params: Value) -> Answer {
-        let answer = self.call_raw(method, params).await?;
-        Ok(self.qualify(answer))
+        let answer = self.qualify(self.call_raw(method, params).await?);
+        if matches!(method, "poll" | "kill") && self.remember(&answer) {
+            self.save().await;
+        }
+        Ok(answer)
     }
 
     /// Calls `method` over the control door, the answer as the far side gave it.
@@ -262,11 +271,62 @@ impl Link {
         })
     }
 
-    /// A long call (`wait`) on a door of its own: one kept from an earlier long
+    /// A channel of the host's mux door, greeted, when its far proxy serves one
+    /// (the door opened on first use, and again once it died); none otherwise,
+    /// and the caller opens a door of its own.
+    pub(super) async fn channel(self: &Arc<Self>) -> Option<super::mux::Channel> {
+        if !self.far_serves("proxy.mux") {
+            return None;
+        }
+        let mut slot = self.mux.lock().await;
+        let mux = match slot.as_ref().filter(|m| m.alive()) {
+            Some(mux) => Arc::clone(mux),
+            None => match super::mux::Mux::open(&self.name, &self.config).await {
+                Ok(mux) => {
+                    *slot = Some(Arc::clone(&mux));
+                    mux
+                }
+                Err(why) => {
+                    tracing::debug!(host = %self.name, %why, "no mux door");
+                    return None;
+                }
+            },
+        };
+        let mut channel = mux.channel()?;
+        match tokio::time::timeout(OPEN_DEADLINE, channel.hello()).await {
+            Ok(Ok(())) => Some(channel),
+            Ok(Err(why)) => {
+                tracing::debug!(host = %self.name, %why, "a mux channel was refused");
+                *slot = None;
+                None
+            }
+            Err(_) => {
+                *slot = None;
+                None
+            }
+        }
+    }
+
+    /// A long call (`wait`) on a channel of the mux door, else on a door of its own: one kept from an earlier long
     /// call when there is one (over ssh a new door is a new connection), else a
     /// new one. The door is kept again once the call is answered; a call whose
     /// local client leaves drops its door, which kills it and ends the far call.
     pub(super) async fn long_call(self: &Arc<Self>, method: &str, params: Value) -> Answer {
+        if let Some(mut channel) = self.channel().await {
+            match channel.call(method, params.clone()).await {
+                Ok(value) => {
+                    let answer = self.qualify(value);
+                    if self.remember(&answer) {
+                        self.save().await;
+                    }
+                    return Ok(answer);
+                }
+                // The mux door died under it: a wait changes nothing, so it is
+                // asked again below on a door of its own.
+                Err(err) if err.code == HOST_UNREACHABLE => {}
+                Err(err) => return Err(self.far_error(err)),
+            }
+        }
         let (door, answer) = match self.take_kept_door() {
             Some(mut door) => {
                 let answer = door.call(method, params.clone()).await;
@@ -287,7 +347,11 @@ impl Link {
         match answer {
             Ok(value) => {
                 self.keep_door(door);
-                Ok(self.qualify(value))
+                let answer = self.qualify(value);
+                if self.remember(&answer) {
+                    self.save().await;
+                }
+                Ok(answer)
             }
             Err(err) => {
                 door.close().await;

@@ -9,40 +9,86 @@ use super::RemoteStream;
 use super::link::request_line;
 use crate::daemon::connection::Outlet;
 use crate::protocol;
-use crate::protocol::{Line, MAX_RESPONSE_BYTES, Response};
+use crate::protocol::{Line, MAX_RESPONSE_BYTES, Response, RpcError};
+
+/// Where a far stream's lines come from: a channel of the host's mux door, or
+/// a door of its own (killed when dropped).
+enum Source {
+    Channel(super::mux::Channel),
+    Door(Box<OwnDoor>),
+}
+
+/// A stream's door of its own: its stdout, and its stdin and child kept (the
+/// door is killed when they drop).
+struct OwnDoor {
+    reader: tokio::io::BufReader<tokio::process::ChildStdout>,
+    _writer: tokio::process::ChildStdin,
+    _child: tokio::process::Child,
+}
+
+impl Source {
+    /// The next line into `buf`; false once the far side closed.
+    async fn next(&mut self, buf: &mut Vec<u8>) -> bool {
+        match self {
+            Source::Channel(channel) => match channel.recv().await {
+                Some(line) => {
+                    *buf = line;
+                    true
+                }
+                None => false,
+            },
+            Source::Door(door) => loop {
+                match protocol::read_line(&mut door.reader, buf, MAX_RESPONSE_BYTES).await {
+                    Ok(Line::Complete) => return true,
+                    Ok(Line::TooLong) => {}
+                    Ok(Line::Eof) | Err(_) => return false,
+                }
+            },
+        }
+    }
+}
 
 impl RemoteStream {
-    /// Runs a far stream (`logs.follow`) on a door of its own, relaying its notes
-    /// and its final answer (ids qualified) to the local client, until either
-    /// side ends. The door is killed when this returns, so a local client that
-    /// leaves ends the far stream.
+    /// Starts the far stream: on a channel of the mux door when the far proxy
+    /// serves one, else on a door of its own.
+    async fn start(&self) -> Result<Source, RpcError> {
+        let request = request_line(2, &self.method, self.params.clone());
+        if let Some(channel) = self.link.channel().await
+            && channel.send(&request)
+        {
+            return Ok(Source::Channel(channel));
+        }
+        let door = self.link.open().await?;
+        let (child, reader, mut writer, _stderr) = door.into_parts();
+        if writer.write_all(&request).await.is_err() {
+            return Err(self.link.unreachable());
+        }
+        Ok(Source::Door(Box::new(OwnDoor {
+            reader,
+            _writer: writer,
+            _child: child,
+        })))
+    }
+
+    /// Runs a far stream (`logs.follow`), relaying its notes and its final
+    /// answer (ids qualified) to the local client, until either side ends. The
+    /// channel or door is closed when this returns, so a local client that leaves
+    /// ends the far stream.
     pub(crate) async fn run(self, mut outlet: Outlet<'_>) {
-        let door = match self.link.open().await {
-            Ok(door) => door,
+        let mut source = match self.start().await {
+            Ok(source) => source,
             Err(err) => return outlet.answer(Err(err)).await,
         };
-        let (_child, mut far, mut far_in, _stderr) = door.into_parts();
-        if far_in
-            .write_all(&request_line(1, &self.method, self.params))
-            .await
-            .is_err()
-        {
-            return outlet.answer(Err(self.link.unreachable())).await;
-        }
         let mut buf = Vec::new();
         loop {
             let read = tokio::select! {
-                read = protocol::read_line(&mut far, &mut buf, MAX_RESPONSE_BYTES) => read,
+                read = source.next(&mut buf) => read,
                 () = outlet.left() => return,
             };
-            match read {
-                Ok(Line::Complete) => {}
-                Ok(Line::TooLong) => continue,
-                Ok(Line::Eof) | Err(_) => {
-                    self.link
-                        .mark_unreachable("the door closed during a stream".into(), false);
-                    return outlet.answer(Err(self.link.unreachable())).await;
-                }
+            if !read {
+                self.link
+                    .mark_unreachable("the door closed during a stream".into(), false);
+                return outlet.answer(Err(self.link.unreachable())).await;
             }
             // A note that names no session (a `log` note: output only) is passed
             // on as the far side wrote it: no parse, no copy through a Value.

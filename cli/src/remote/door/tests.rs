@@ -62,6 +62,11 @@ fn stderr_is_judged_into_a_fix() {
             Fix::PasswordAsked,
         ),
         (
+            "Permission denied, please try again.\nroot@127.0.0.1: Permission denied (publickey,password).",
+            Some(255),
+            Fix::PasswordAsked,
+        ),
+        (
             "bash: line 1: herd: command not found",
             Some(127),
             Fix::HerdMissing { name: "b1".into() },
