@@ -137,6 +137,7 @@ fn bench_ctx() -> OutputContext<'static> {
         owner_task_id: "task",
         session_id: "proc_0123456789ab",
         backend: "local",
+        partial: false,
     };
     assert_eq!(
         RedactMode::for_command(ctx.command),
@@ -480,6 +481,7 @@ fn plugin_call() {
         owner_task_id: "task",
         session_id: "proc_0123456789ab",
         backend: "local",
+        partial: false,
     };
     let per_apply = |p: &herd_hooks::Pipeline| {
         median(

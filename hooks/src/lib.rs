@@ -21,6 +21,7 @@
 //!     owner_task_id: "task-1",
 //!     session_id: "proc_0123456789ab",
 //!     backend: "local",
+//!     partial: false,
 //! };
 //! let output = "token ghp_abcdefghijklmnopqrstuvwxyz0123456789 used";
 //! let out = pipeline.show(&ctx, Window::all(output));
@@ -108,4 +109,8 @@ pub struct OutputContext<'a> {
     pub session_id: &'a str,
     /// The backend kind, empty when unknown.
     pub backend: &'a str,
+    /// The text is the unfinished last line of a stream, flushed because the
+    /// stream went idle or ended (a prompt, a progress bar); its rest, if any,
+    /// comes in a later call.
+    pub partial: bool,
 }

@@ -158,6 +158,7 @@ impl PluginHook {
             owner_task_id: RStr::from_str(""),
             session_id: RStr::from_str(""),
             backend: RStr::from_str(""),
+            partial: false,
         })
     }
 }
@@ -180,6 +181,7 @@ impl Hook for PluginHook {
             owner_task_id: RStr::from_str(ctx.owner_task_id),
             session_id: RStr::from_str(ctx.session_id),
             backend: RStr::from_str(ctx.backend),
+            partial: ctx.partial,
         };
         match (self.module.transform())(input) {
             RResult::ROk(ROption::RNone) => Ok(None),

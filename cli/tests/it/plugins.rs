@@ -125,3 +125,76 @@ fn b32_a_plugin_whose_init_never_returns_stalls_no_command_and_is_reported_faile
     );
     answers_within(&env, &["shutdown", "--yes"], quick);
 }
+
+/// How many lines of `text` are `line`.
+fn count_lines(text: &str, line: &str) -> usize {
+    text.lines().filter(|l| *l == line).count()
+}
+
+#[test]
+fn b30_a_stream_calls_a_plugin_once_per_batch_of_whole_lines_never_with_empty_text() {
+    let env = Env::new();
+    install_enabled(&env, &[("append", "herd_test_plugin_append")]);
+    // `run --wait` follows the log: one burst of whole lines is one call.
+    let out = env.ok(&["run", "--wait", "--", "printf 'one\\ntwo\\n'"]);
+    assert_eq!(count_lines(&out, "[append:log]"), 1, "{out}");
+    assert!(out.contains("one\ntwo\n[append:log]"), "{out}");
+    // A poll answer is one window: one call, one appended line.
+    let info = env.json(&["run", "--json", "--", "printf 'three\\n'"]);
+    let id = info["session_id"].as_str().expect("session_id").to_owned();
+    env.ok(&["wait", &id, "--timeout", "10"]);
+    let polled = env.json(&["poll", &id, "--json"]);
+    let preview = polled["output_preview"].as_str().unwrap_or_default();
+    assert_eq!(count_lines(preview, "[append:poll]"), 1, "{polled}");
+    // The plugin refuses empty text with an error: none was counted on any route.
+    let listed = env.json(&["plugins", "list", "--json"]);
+    let append = &listed["plugins"][0];
+    assert_eq!(append["status"], "loaded", "{listed}");
+    assert_eq!(append["errors"], 0, "{listed}");
+    assert!(
+        append["routes"]["log"]["calls"].as_u64() >= Some(1),
+        "{listed}"
+    );
+}
+
+#[test]
+fn b32_a_panicking_plugin_is_counted_as_panics_and_the_daemon_log_stays_bounded() {
+    let env = Env::new();
+    install_enabled(&env, &[("misbehave", "herd_test_plugin_misbehave")]);
+    // The daemon starts with backtraces on: a plugin's own panic printing would
+    // write one per call.
+    let started = env
+        .cmd(&["run", "--json", "--", "echo PLEASE_PANIC"])
+        .env("RUST_BACKTRACE", "1")
+        .output()
+        .expect("herd runs");
+    let info: Value = serde_json::from_slice(&started.stdout).expect("json");
+    let id = info["session_id"].as_str().expect("session_id").to_owned();
+    env.ok(&["wait", &id, "--timeout", "10"]);
+    env.ok(&["poll", &id]);
+    let log = env.home().join("logs/daemon.log");
+    let size = || std::fs::metadata(&log).map_or(0, |m| m.len());
+    let before = size();
+    for _ in 0..50 {
+        env.ok(&["poll", &id]);
+    }
+    let grown = size().saturating_sub(before);
+    assert!(
+        grown < 4096,
+        "daemon.log grew {grown} bytes over 50 panicking polls"
+    );
+    let listed = env.json(&["plugins", "list", "--json"]);
+    let row = &listed["plugins"][0];
+    assert!(row["panics"].as_u64() >= Some(51), "{listed}");
+    assert_eq!(row["errors"], 0, "{listed}");
+    assert!(
+        row["routes"]["poll"]["panics"].as_u64() >= Some(51),
+        "{listed}"
+    );
+    assert!(
+        row["last_failure"]
+            .as_str()
+            .is_some_and(|f| f.contains("asked to panic")),
+        "{listed}"
+    );
+}
