@@ -102,6 +102,9 @@ mod dispatch;
 mod error;
 mod event;
 mod foreground;
+// herd's own binaries' internals (process hygiene, the shim, systemd delegation):
+// public for them, not part of the documented API.
+#[doc(hidden)]
 pub mod hygiene;
 mod id;
 mod kill;
@@ -111,6 +114,7 @@ mod output;
 mod reader;
 mod registry;
 mod session;
+#[doc(hidden)]
 pub mod shim;
 mod spawn;
 mod sys;
@@ -126,6 +130,7 @@ pub use config::{
     DEFAULT_ENV_DENY, KillSource, ListFilter, Mode, NotificationPolicy, RegistryConfig,
     SpawnRequest, limits,
 };
+#[doc(hidden)]
 pub use dispatch::delegate;
 pub use dispatch::{
     BreakerGate, Clock, Dispatch, DispatchConfig, DispatchError, DispatchKind, Dispatcher,
@@ -151,6 +156,9 @@ pub use registry::{
 pub use spawn::utf8_environment;
 pub use sys::limits::Limits;
 pub use text::rfc3339;
+/// What `wait` and foreground calls take to be interrupted (re-exported so a host
+/// needs no direct `tokio-util` dependency).
+pub use tokio_util::sync::CancellationToken;
 
 /// Which containment sessions started by this process's shims get (issue 36): the
 /// session cgroup (`Containment::Cgroup` and where) or the shim as subreaper

@@ -68,6 +68,7 @@ pub struct PluginManifest {
 /// A plugin's state in the load report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum PluginStatus {
     /// Loaded and in the hook chain.
     Loaded,
