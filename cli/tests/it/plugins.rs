@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use herd_test_support::plugins::{PluginDir, cdylib};
 use serde_json::Value;
 
-use crate::support::{Env, stdout, wait_until};
+use crate::support::{Env, alive, stdout, wait_until};
 
 /// The command that builds the plugins these tests install.
 const BUILD: &str = "cargo build -p herd-test-plugin-inithang -p herd-test-plugin-append -p herd-test-plugin-misbehave";
@@ -53,7 +53,9 @@ fn row(env: &Env, name: &str) -> Value {
 fn b32_a_plugin_whose_init_never_returns_stalls_no_command_and_is_reported_failed() {
     let env = Env::new();
     install_enabled(&env, &[("inithang", "herd_test_plugin_inithang")]);
-    let quick = Duration::from_secs(4);
+    // Far under "forever" (a command that waited on the init would never answer),
+    // with room for a busy machine.
+    let quick = Duration::from_secs(8);
     // Without a daemon, listing checks the files and runs no init.
     let listed = answers_within(&env, &["plugins", "list", "--json"], quick);
     let listed: Value = serde_json::from_str(&listed).expect("json");
@@ -75,7 +77,7 @@ fn b32_a_plugin_whose_init_never_returns_stalls_no_command_and_is_reported_faile
     let waited = answers_within(
         &env,
         &["wait", &id, "--timeout", "20", "--json"],
-        Duration::from_secs(10),
+        Duration::from_secs(13),
     );
     let waited: Value = serde_json::from_str(&waited).expect("json");
     let output = waited["output"].as_str().unwrap_or_default();
@@ -123,7 +125,11 @@ fn b32_a_plugin_whose_init_never_returns_stalls_no_command_and_is_reported_faile
         &["plugins", "install", library.to_str().expect("utf-8 path")],
         quick,
     );
+    // The daemon ends on shutdown although the init still sleeps on its thread.
+    let pid = env.daemon_pid().expect("the daemon runs");
     answers_within(&env, &["shutdown", "--yes"], quick);
+    wait_until(Duration::from_secs(10), || !alive(pid))
+        .unwrap_or_else(|()| panic!("daemon {pid} still runs after shutdown"));
 }
 
 /// How many lines of `text` are `line`.
