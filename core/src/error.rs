@@ -149,6 +149,7 @@ pub enum RestartError {
 
 /// Everything else the registry can fail at.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// The session id did not resolve.
     #[error(transparent)]
@@ -171,6 +172,16 @@ pub enum Error {
     /// The registry was created outside a tokio runtime.
     #[error("the registry needs a tokio runtime; create it from inside one")]
     NoRuntime,
+    /// The home given to `Registry::new` is not an existing directory. herd-core
+    /// never creates a home: the host decides where it lives and makes it.
+    #[error(
+        "the home {} does not exist or is not a directory; create it (mode 0700) before building the registry",
+        path.display()
+    )]
+    HomeMissing {
+        /// The home's root.
+        path: std::path::PathBuf,
+    },
     /// A directory under the home could not be created.
     #[error("failed to prepare the home")]
     Home(#[from] herd_persistence::Error),

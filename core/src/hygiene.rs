@@ -12,7 +12,7 @@
 //! herd's processes expect `EPIPE` from a peer that left, not death; the jobs get it
 //! at its default anyway (std's spawn resets it before each exec).
 //!
-//! [`with_empty_signal_mask`] is the job side: std's spawn does not reset the signal
+//! `with_empty_signal_mask` is the job side: std's spawn does not reset the signal
 //! mask, so a job started by a thread that blocks signals (a shim blocks SIGCHLD for
 //! its signalfd) would start with them blocked.
 //!

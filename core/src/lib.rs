@@ -66,7 +66,7 @@
 //! # }
 //! ```
 //!
-//! Durability (B27-B29, B38): every spawn is checkpointed before it is answered,
+//! Durability: every spawn is checkpointed before it is answered,
 //! every queued completion is committed to the home's ledger before it is published,
 //! and every finished session leaves a result receipt. A host that starts on a home a
 //! previous process used calls [`Registry::restore`] once, right after
@@ -75,12 +75,12 @@
 //! How a session runs: the child leads its own process group (its own session under
 //! a PTY) with a sanitised environment tagged `HERD_SESSION=<id>`. With
 //! [`RegistryConfig::shim`] set (the daemon's default) it runs under a supervisor
-//! process of its own that outlives the registry ([`shim`]); otherwise one task per
+//! process of its own (`herd-shim`) that outlives the registry; otherwise one task per
 //! session reads its output without a thread (pipes and PTY masters are registered
 //! with the runtime) and waits for its exit; bytes pass the PTY query responder and
 //! the shell-noise filter, then go to `<home>/logs/sessions/<id>.log` (complete, up
 //! to the log cap) and to a bounded in-memory tail. When output and exit are both
-//! done, the one choke point in `registry/finish.rs` moves the session to finished and
+//! done, one choke point moves the session to finished and
 //! publishes its completion. Heartbeats and the watch breaker's release run off one
 //! timer task for the whole registry; the checkpoint of running sessions is written
 //! by one coalescing task.
@@ -102,6 +102,9 @@ mod dispatch;
 mod error;
 mod event;
 mod foreground;
+// herd's own binaries' internals (process hygiene, the shim, systemd delegation):
+// public for them, not part of the documented API.
+#[doc(hidden)]
 pub mod hygiene;
 mod id;
 mod kill;
@@ -111,6 +114,7 @@ mod output;
 mod reader;
 mod registry;
 mod session;
+#[doc(hidden)]
 pub mod shim;
 mod spawn;
 mod sys;
@@ -126,6 +130,7 @@ pub use config::{
     DEFAULT_ENV_DENY, KillSource, ListFilter, Mode, NotificationPolicy, RegistryConfig,
     SpawnRequest, limits,
 };
+#[doc(hidden)]
 pub use dispatch::delegate;
 pub use dispatch::{
     BreakerGate, Clock, Dispatch, DispatchConfig, DispatchError, DispatchKind, Dispatcher,
@@ -152,6 +157,9 @@ pub use registry::{
 pub use spawn::utf8_environment;
 pub use sys::limits::Limits;
 pub use text::rfc3339;
+/// What `wait` and foreground calls take to be interrupted (re-exported so a host
+/// needs no direct `tokio-util` dependency).
+pub use tokio_util::sync::CancellationToken;
 
 /// Which containment sessions started by this process's shims get (issue 36): the
 /// session cgroup (`Containment::Cgroup` and where) or the shim as subreaper

@@ -137,9 +137,15 @@ impl Registry {
     /// restarts calls [`Registry::restore`] right after `new` (B28).
     ///
     /// # Errors
-    /// [`Error::NoRuntime`] outside a tokio runtime.
+    /// [`Error::NoRuntime`] outside a tokio runtime; [`Error::HomeMissing`] when the
+    /// home's root is not an existing directory (it is never created here).
     pub fn new(home: Home, config: RegistryConfig) -> Result<Registry, Error> {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| Error::NoRuntime)?;
+        if !std::fs::metadata(home.root()).is_ok_and(|m| m.is_dir()) {
+            return Err(Error::HomeMissing {
+                path: home.root().to_owned(),
+            });
+        }
         config
             .validate()
             .map_err(|message| Error::InvalidArgument { message })?;

@@ -283,8 +283,15 @@ pub(crate) fn raise_pipe_buffer(fd: BorrowedFd<'_>) -> usize {
 pub(crate) struct MasterFd {
     raw: RawFd,
     /// Owns the master fd; dropping it closes the PTY.
-    _master: Mutex<Box<dyn portable_pty::MasterPty + Send>>,
+    _master: Mutex<MasterHandle>,
 }
+
+/// What owns a PTY master.
+#[cfg(feature = "pty")]
+type MasterHandle = Box<dyn portable_pty::MasterPty + Send>;
+/// Built without the `pty` feature no PTY is ever opened.
+#[cfg(not(feature = "pty"))]
+type MasterHandle = std::convert::Infallible;
 
 impl std::fmt::Debug for MasterFd {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -339,7 +346,22 @@ impl std::fmt::Debug for RawPtyChild {
     }
 }
 
+/// Built without the `pty` feature: no PTY opens, so nothing runs and the caller
+/// falls back to pipes.
+#[cfg(not(feature = "pty"))]
+pub(crate) fn spawn_pty_raw(
+    _launch: &Launch<'_>,
+    _rows: u16,
+    _cols: u16,
+    _force_open_failure: bool,
+) -> Result<RawPtyChild, PtyFailure> {
+    Err(PtyFailure::Open(anyhow::anyhow!(
+        "this herd-core was built without its `pty` feature"
+    )))
+}
+
 /// Starts `launch` on a new PTY of `rows` x `cols`; the master is non-blocking.
+#[cfg(feature = "pty")]
 pub(crate) fn spawn_pty_raw(
     launch: &Launch<'_>,
     rows: u16,
@@ -515,6 +537,20 @@ impl MasterFd {
     ///
     /// # Errors
     /// The PTY layer's error.
+    #[cfg(not(feature = "pty"))]
+    pub(crate) fn resize(&self, _rows: u16, _cols: u16) -> Result<(), String> {
+        let master = self
+            ._master
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match *master {}
+    }
+
+    /// Sets the terminal's window size (the program gets SIGWINCH).
+    ///
+    /// # Errors
+    /// The PTY layer's error.
+    #[cfg(feature = "pty")]
     pub(crate) fn resize(&self, rows: u16, cols: u16) -> Result<(), String> {
         let master = self
             ._master

@@ -167,6 +167,7 @@ fn bench_ctx() -> OutputContext<'static> {
         owner_task_id: "task",
         session_id: "proc_0123456789ab",
         backend: "local",
+        partial: false,
     };
     assert_eq!(
         RedactMode::for_command(ctx.command),
@@ -510,6 +511,7 @@ fn plugin_call() {
         owner_task_id: "task",
         session_id: "proc_0123456789ab",
         backend: "local",
+        partial: false,
     };
     let per_apply = |p: &herd_hooks::Pipeline| {
         median(

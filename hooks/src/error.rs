@@ -5,6 +5,7 @@
 
 /// Errors building the output pipeline.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// An extra redaction pattern from config is not a valid regex.
     #[error(

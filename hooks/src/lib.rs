@@ -7,6 +7,10 @@
 //! `PluginReport`).
 //! Never: spawns or signals processes, or lets output leave without redaction.
 //! Only this crate calls `dlopen` (through abi_stable), in the loader module.
+//!
+//! Features: `plugins` (default) adds plugin discovery and loading (abi_stable,
+//! `dlopen`); without it the pipeline runs the hooks a host hands it, then the
+//! redactor.
 //! Depended on by: `herd-core` (every output route calls `Pipeline::apply`) and
 //! `herd-cli` (`herd plugins list`).
 //!
@@ -21,6 +25,7 @@
 //!     owner_task_id: "task-1",
 //!     session_id: "proc_0123456789ab",
 //!     backend: "local",
+//!     partial: false,
 //! };
 //! let output = "token ghp_abcdefghijklmnopqrstuvwxyz0123456789 used";
 //! let out = pipeline.show(&ctx, Window::all(output));
@@ -32,12 +37,14 @@
 //! ```
 
 mod error;
+#[cfg(feature = "plugins")]
 mod loader;
 mod pipeline;
 mod redact;
 mod window;
 
 pub use error::Error;
+#[cfg(feature = "plugins")]
 pub use loader::{
     INIT_DEADLINE, MANIFEST_FILE, PluginHook, PluginLoadError, PluginManifest, PluginReport,
     PluginStatus, abi_version, check_plugin, check_plugins, load_plugins, plugin_hook,
@@ -55,6 +62,7 @@ pub use window::{LINE_CONTEXT_BYTES, Shown, ShownStream, Window};
 
 /// The route by which output leaves herd.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Route {
     /// The result of a foreground run.
     Foreground,
@@ -102,10 +110,14 @@ pub struct OutputContext<'a> {
     pub command: &'a str,
     /// The exit code, `None` while the process runs.
     pub return_code: Option<i32>,
-    /// The owner the output belongs to (B31).
+    /// The owner (task or agent) the output belongs to, never whoever asks.
     pub owner_task_id: &'a str,
     /// The session id.
     pub session_id: &'a str,
     /// The backend kind, empty when unknown.
     pub backend: &'a str,
+    /// The text is the unfinished last line of a stream, flushed because the
+    /// stream went idle or ended (a prompt, a progress bar); its rest, if any,
+    /// comes in a later call.
+    pub partial: bool,
 }

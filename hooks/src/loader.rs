@@ -68,6 +68,7 @@ pub struct PluginManifest {
 /// A plugin's state in the load report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum PluginStatus {
     /// Loaded and in the hook chain.
     Loaded,
@@ -158,6 +159,7 @@ impl PluginHook {
             owner_task_id: RStr::from_str(""),
             session_id: RStr::from_str(""),
             backend: RStr::from_str(""),
+            partial: false,
         })
     }
 }
@@ -180,6 +182,7 @@ impl Hook for PluginHook {
             owner_task_id: RStr::from_str(ctx.owner_task_id),
             session_id: RStr::from_str(ctx.session_id),
             backend: RStr::from_str(ctx.backend),
+            partial: ctx.partial,
         };
         match (self.module.transform())(input) {
             RResult::ROk(ROption::RNone) => Ok(None),

@@ -188,6 +188,7 @@ pub(crate) struct OwnedContext {
     owner_task_id: String,
     session_id: String,
     backend: String,
+    partial: bool,
 }
 
 impl OwnedContext {
@@ -199,6 +200,7 @@ impl OwnedContext {
             owner_task_id: ctx.owner_task_id.to_owned(),
             session_id: ctx.session_id.to_owned(),
             backend: ctx.backend.to_owned(),
+            partial: ctx.partial,
         }
     }
 
@@ -210,6 +212,7 @@ impl OwnedContext {
             owner_task_id: &self.owner_task_id,
             session_id: &self.session_id,
             backend: &self.backend,
+            partial: self.partial,
         }
     }
 }

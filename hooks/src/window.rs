@@ -433,9 +433,12 @@ impl Pipeline {
     /// streaming redactor that carries its state from chunk to chunk. The stream
     /// owns a handle on the pipeline, so it can live in a long-running follower.
     ///
-    /// Hooks see one chunk of whole lines at a time, not the whole output.
+    /// The call contract for hooks: a stream calls them once per batch of whole
+    /// lines (what each push completes), never with empty text, and with the
+    /// unfinished last line flagged `partial` when the stream goes idle or ends.
     pub fn show_stream(pipeline: &Arc<Pipeline>, ctx: &OutputContext<'_>) -> ShownStream {
         ShownStream {
+            unhooked: String::new(),
             redact: StreamRedactor::new(
                 Arc::clone(pipeline.redactor()),
                 RedactMode::for_command(ctx.command),
@@ -446,6 +449,9 @@ impl Pipeline {
     }
 }
 
+/// An unfinished line longer than this goes through the hooks as a `partial` piece.
+const MAX_UNHOOKED_BYTES: usize = 64 * 1024;
+
 /// A live output stream through a pipeline (follow, attach, chunked dumps). See
 /// [`StreamRedactor`] for what is held and when it is released.
 #[derive(Debug)]
@@ -453,6 +459,8 @@ pub struct ShownStream {
     pipeline: Arc<Pipeline>,
     ctx: OwnedContext,
     redact: StreamRedactor,
+    /// Input after the last line end, not yet through the hooks (raw).
+    unhooked: String,
 }
 
 impl ShownStream {
@@ -473,25 +481,57 @@ impl ShownStream {
         self
     }
 
-    /// Feeds one chunk of output; returns what is safe to show now.
+    /// Feeds one chunk of output; returns what is safe to show now. The hooks
+    /// see the whole lines the chunk completes, at once; an unfinished line waits
+    /// for its end (or for [`Self::release_idle`] or [`Self::finish`]).
     pub fn push(&mut self, chunk: &str) -> Shown {
-        let hooked = self.pipeline.chain().run(&self.ctx.as_ctx(), chunk);
-        Shown(self.redact.push(&hooked))
+        self.unhooked.push_str(chunk);
+        let mut out = match memchr::memrchr2(b'\n', b'\r', self.unhooked.as_bytes()) {
+            Some(last_end) => {
+                let rest = self.unhooked.split_off(last_end + 1);
+                let lines = std::mem::replace(&mut self.unhooked, rest);
+                let hooked = self.pipeline.chain().run(&self.ctx.as_ctx(), &lines);
+                self.redact.push(&hooked)
+            }
+            None => String::new(),
+        };
+        // Memory stays bounded: a line that never ends goes on as partial pieces.
+        if self.unhooked.len() > MAX_UNHOOKED_BYTES {
+            out.push_str(&self.push_partial());
+        }
+        Shown(out)
     }
 
-    /// The stream went idle: releases what cannot still become a secret.
+    /// The unfinished line through the hooks, flagged `partial`, into the redactor.
+    fn push_partial(&mut self) -> String {
+        if self.unhooked.is_empty() {
+            return String::new();
+        }
+        let line = std::mem::take(&mut self.unhooked);
+        let mut ctx = self.ctx.as_ctx();
+        ctx.partial = true;
+        let hooked = self.pipeline.chain().run(&ctx, &line);
+        self.redact.push(&hooked)
+    }
+
+    /// The stream went idle: the unfinished line goes through the hooks (flagged
+    /// `partial`), and what cannot still become a secret is released.
     pub fn release_idle(&mut self) -> Shown {
-        Shown(self.redact.release_idle())
+        let pushed = self.push_partial();
+        let released = self.redact.release_idle();
+        Shown(pushed + &released)
     }
 
     /// Releases everything held (the output ended).
     pub fn finish(&mut self) -> Shown {
-        Shown(self.redact.finish())
+        let pushed = self.push_partial();
+        let finished = self.redact.finish();
+        Shown(pushed + &finished)
     }
 
-    /// Bytes of (hooked) input held back, not yet shown.
+    /// Bytes of input held back, not yet shown.
     pub fn held_bytes(&self) -> usize {
-        self.redact.held_bytes()
+        self.redact.held_bytes() + self.unhooked.len()
     }
 }
 

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use herd_test_support::plugins::{PluginDir, cdylib};
 use serde_json::Value;
 
-use crate::support::{Env, stdout, wait_until};
+use crate::support::{Env, alive, stdout, wait_until};
 
 /// The command that builds the plugins these tests install.
 const BUILD: &str = "cargo build -p herd-test-plugin-inithang -p herd-test-plugin-append -p herd-test-plugin-misbehave";
@@ -53,7 +53,9 @@ fn row(env: &Env, name: &str) -> Value {
 fn b32_a_plugin_whose_init_never_returns_stalls_no_command_and_is_reported_failed() {
     let env = Env::new();
     install_enabled(&env, &[("inithang", "herd_test_plugin_inithang")]);
-    let quick = Duration::from_secs(4);
+    // Far under "forever" (a command that waited on the init would never answer),
+    // with room for a busy machine.
+    let quick = Duration::from_secs(8);
     // Without a daemon, listing checks the files and runs no init.
     let listed = answers_within(&env, &["plugins", "list", "--json"], quick);
     let listed: Value = serde_json::from_str(&listed).expect("json");
@@ -75,7 +77,7 @@ fn b32_a_plugin_whose_init_never_returns_stalls_no_command_and_is_reported_faile
     let waited = answers_within(
         &env,
         &["wait", &id, "--timeout", "20", "--json"],
-        Duration::from_secs(10),
+        Duration::from_secs(13),
     );
     let waited: Value = serde_json::from_str(&waited).expect("json");
     let output = waited["output"].as_str().unwrap_or_default();
@@ -123,5 +125,82 @@ fn b32_a_plugin_whose_init_never_returns_stalls_no_command_and_is_reported_faile
         &["plugins", "install", library.to_str().expect("utf-8 path")],
         quick,
     );
+    // The daemon ends on shutdown although the init still sleeps on its thread.
+    let pid = env.daemon_pid().expect("the daemon runs");
     answers_within(&env, &["shutdown", "--yes"], quick);
+    wait_until(Duration::from_secs(10), || !alive(pid))
+        .unwrap_or_else(|()| panic!("daemon {pid} still runs after shutdown"));
+}
+
+/// How many lines of `text` are `line`.
+fn count_lines(text: &str, line: &str) -> usize {
+    text.lines().filter(|l| *l == line).count()
+}
+
+#[test]
+fn b30_a_stream_calls_a_plugin_once_per_batch_of_whole_lines_never_with_empty_text() {
+    let env = Env::new();
+    install_enabled(&env, &[("append", "herd_test_plugin_append")]);
+    // `run --wait` follows the log: one burst of whole lines is one call.
+    let out = env.ok(&["run", "--wait", "--", "printf 'one\\ntwo\\n'"]);
+    assert_eq!(count_lines(&out, "[append:log]"), 1, "{out}");
+    assert!(out.contains("one\ntwo\n[append:log]"), "{out}");
+    // A poll answer is one window: one call, one appended line.
+    let info = env.json(&["run", "--json", "--", "printf 'three\\n'"]);
+    let id = info["session_id"].as_str().expect("session_id").to_owned();
+    env.ok(&["wait", &id, "--timeout", "10"]);
+    let polled = env.json(&["poll", &id, "--json"]);
+    let preview = polled["output_preview"].as_str().unwrap_or_default();
+    assert_eq!(count_lines(preview, "[append:poll]"), 1, "{polled}");
+    // The plugin refuses empty text with an error: none was counted on any route.
+    let listed = env.json(&["plugins", "list", "--json"]);
+    let append = &listed["plugins"][0];
+    assert_eq!(append["status"], "loaded", "{listed}");
+    assert_eq!(append["errors"], 0, "{listed}");
+    assert!(
+        append["routes"]["log"]["calls"].as_u64() >= Some(1),
+        "{listed}"
+    );
+}
+
+#[test]
+fn b32_a_panicking_plugin_is_counted_as_panics_and_the_daemon_log_stays_bounded() {
+    let env = Env::new();
+    install_enabled(&env, &[("misbehave", "herd_test_plugin_misbehave")]);
+    // The daemon starts with backtraces on: a plugin's own panic printing would
+    // write one per call.
+    let started = env
+        .cmd(&["run", "--json", "--", "echo PLEASE_PANIC"])
+        .env("RUST_BACKTRACE", "1")
+        .output()
+        .expect("herd runs");
+    let info: Value = serde_json::from_slice(&started.stdout).expect("json");
+    let id = info["session_id"].as_str().expect("session_id").to_owned();
+    env.ok(&["wait", &id, "--timeout", "10"]);
+    env.ok(&["poll", &id]);
+    let log = env.home().join("logs/daemon.log");
+    let size = || std::fs::metadata(&log).map_or(0, |m| m.len());
+    let before = size();
+    for _ in 0..50 {
+        env.ok(&["poll", &id]);
+    }
+    let grown = size().saturating_sub(before);
+    assert!(
+        grown < 4096,
+        "daemon.log grew {grown} bytes over 50 panicking polls"
+    );
+    let listed = env.json(&["plugins", "list", "--json"]);
+    let row = &listed["plugins"][0];
+    assert!(row["panics"].as_u64() >= Some(51), "{listed}");
+    assert_eq!(row["errors"], 0, "{listed}");
+    assert!(
+        row["routes"]["poll"]["panics"].as_u64() >= Some(51),
+        "{listed}"
+    );
+    assert!(
+        row["last_failure"]
+            .as_str()
+            .is_some_and(|f| f.contains("asked to panic")),
+        "{listed}"
+    );
 }

@@ -455,8 +455,11 @@ fn soak_a_slow_completion_plugin_under_200_finishing_sessions_keeps_list_p99_wit
     )
     .expect("writable");
     env.json(&["ps", "--json"]);
-    let listed = env.json(&["plugins", "list", "--json"]);
-    assert_eq!(listed["plugins"][0]["status"], "loaded", "{listed}");
+    // The daemon starts plugins on their own threads: `starting` until the init returns.
+    wait_until(Duration::from_secs(10), || {
+        env.json(&["plugins", "list", "--json"])["plugins"][0]["status"] == "loaded"
+    })
+    .unwrap_or_else(|()| panic!("{}", env.json(&["plugins", "list", "--json"])));
     let pid = env.daemon_pid().expect("the daemon runs");
     let mut lister = Conn::greeted(&env);
     // (when, how long) of every list.

@@ -26,7 +26,7 @@ impl Dispatcher {
     /// another job to a dead wrapper.
     ///
     /// The registry calls this when [`wait_for_scope_ack`] answers [`ScopeAck::Exited`]
-    /// for a [`Dispatch::Scoped`] child. [`DispatchError::LostUserBus`] is an
+    /// for a [`Dispatch::Scoped`](crate::Dispatch::Scoped) child. [`DispatchError::LostUserBus`] is an
     /// infrastructure failure to record on the session; [`DispatchError::ExitedBeforeAck`]
     /// only says the bus is fine, and the session's own exit status stands.
     pub fn on_early_exit(
@@ -171,7 +171,7 @@ pub enum ScopeAck {
 /// has exited, or `timeout` passed. Polls `/proc/<pid>` every 10 ms; a spawn that is
 /// acknowledged costs one or two reads.
 ///
-/// The registry starts this right after spawning a [`Dispatch::Scoped`] command; when the
+/// The registry starts this right after spawning a [`Dispatch::Scoped`](crate::Dispatch::Scoped) command; when the
 /// answer is [`ScopeAck::Exited`] it asks [`Dispatcher::on_early_exit`] what happened.
 pub async fn wait_for_scope_ack(pid: i32, unit: &str, timeout: Duration) -> ScopeAck {
     let deadline = tokio::time::Instant::now() + timeout;

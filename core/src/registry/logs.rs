@@ -262,6 +262,7 @@ impl LogFollower {
             owner_task_id: owner,
             session_id: session_id.as_str(),
             backend: "local",
+            partial: false,
         };
         let mut stream = Pipeline::show_stream(pipeline, &ctx);
         if from_byte > 0

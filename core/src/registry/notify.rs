@@ -735,6 +735,7 @@ pub mod bench_support {
                     owner_task_id: "bench",
                     session_id: &session_id,
                     backend: "local",
+                    partial: false,
                 };
                 let window = herd_hooks::Window::last_chars(&decoded, sized.text.chars().count());
                 queue.push_back(pipeline.show(&ctx, window));

@@ -18,6 +18,22 @@ fn registry_needs_a_runtime() {
     }
 }
 
+#[tokio::test]
+async fn a_missing_home_is_a_typed_error_naming_it_and_is_not_created() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let missing = dir.path().join("no-such-home");
+    match Registry::new(Home::new(&missing), RegistryConfig::default()) {
+        Err(Error::HomeMissing { path }) => assert_eq!(path, missing),
+        other => panic!("expected HomeMissing, got {other:?}"),
+    }
+    assert!(!missing.exists(), "the home is never created");
+    let text = Error::HomeMissing {
+        path: missing.clone(),
+    }
+    .to_string();
+    assert!(text.contains(&missing.display().to_string()), "{text}");
+}
+
 #[test]
 fn lifecycle_sources_spare_persistent_sessions() {
     assert!(KillSource::KillAll.spares_persistent());

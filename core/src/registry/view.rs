@@ -208,6 +208,7 @@ impl Inner {
             owner_task_id: &subject.owner,
             session_id: subject.id.as_str(),
             backend: "local",
+            partial: false,
         };
         self.config.pipeline.show(&ctx, window)
     }

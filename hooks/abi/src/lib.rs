@@ -109,7 +109,7 @@ pub use abi_stable;
 ///
 /// It is deliberately separate from the crate's package version: it changes only
 /// when [`PluginModule`] or [`HookInput`] change.
-pub const ABI_VERSION: &str = "0.1.0";
+pub const ABI_VERSION: &str = "0.2.0";
 
 /// This crate's package version: what a plugin's `Cargo.toml` asks for
 /// (`herd-plugin-abi = "<major>.<minor>"`), as `herd plugins new` writes it.
@@ -129,7 +129,10 @@ pub struct HookInput<'a> {
     pub route: RStr<'a>,
     /// The session's command line.
     pub command: RStr<'a>,
-    /// The output so far (already transformed by earlier plugins).
+    /// The text to transform (already transformed by earlier plugins), never
+    /// empty: the window a route shows (a tail, a page, a preview), or on a
+    /// streamed route (follow, `run --wait`, attach) one batch of whole lines, or
+    /// the unfinished last line when `partial` is set.
     pub output: RStr<'a>,
     /// The exit code; `RNone` while the process runs.
     pub return_code: ROption<i32>,
@@ -139,6 +142,11 @@ pub struct HookInput<'a> {
     pub session_id: RStr<'a>,
     /// The backend kind (`local`, ...); empty when unknown.
     pub backend: RStr<'a>,
+    /// `output` is the unfinished last line of a streamed route, flushed because
+    /// the stream went idle or ended (a prompt, a progress bar); the rest of the
+    /// line, if any, comes in a later call. Otherwise `output` ends at a line end
+    /// or is the whole window.
+    pub partial: bool,
 }
 
 /// The root module every plugin library exports (through [`export_plugin!`]).

@@ -7,6 +7,7 @@ use abi_stable::library::{LibraryError, RootModuleError};
 
 /// Why one plugin did not load. The Display is the report's `reason`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum PluginLoadError {
     /// The plugin directory has no `plugin.toml`.
     #[error("manifest missing: {path}")]

@@ -11,6 +11,7 @@ fn ctx() -> OutputContext<'static> {
         owner_task_id: "task-1",
         session_id: "proc_0123456789ab",
         backend: "local",
+        partial: false,
     }
 }
 
@@ -302,4 +303,85 @@ fn b30_a_hung_hook_costs_one_thread_per_lane_not_one_per_timeout() {
     let stats = pipeline.hook_stats();
     assert_eq!((stats[0].n_timeouts, stats[0].n_suppressed), (1, 19));
     release.send(()).expect("the wedged hook is still waiting");
+}
+
+/// Records every call: its text and whether it was flagged partial.
+#[derive(Debug, Default)]
+struct Recorder {
+    calls: Mutex<Vec<(String, bool)>>,
+}
+
+impl Hook for Recorder {
+    fn name(&self) -> &str {
+        "recorder"
+    }
+    fn transform(
+        &self,
+        ctx: &OutputContext<'_>,
+        output: &str,
+    ) -> Result<Option<String>, HookError> {
+        self.calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((output.to_owned(), ctx.partial));
+        Ok(None)
+    }
+}
+
+#[test]
+fn b30_a_stream_calls_hooks_per_batch_of_whole_lines_and_flags_the_idle_flush_partial() {
+    let recorder = Arc::new(Recorder::default());
+    let chain = HookChain::new(vec![Arc::clone(&recorder) as Arc<dyn Hook>]);
+    let pipeline = Arc::new(Pipeline::new(chain, &RedactorConfig::default()).expect("default"));
+    let mut stream = Pipeline::show_stream(&pipeline, &ctx());
+    let mut shown = String::new();
+    for chunk in ["", "one\ntw", "", "o\nthree\n", "", "prompt> "] {
+        shown.push_str(&stream.push(chunk));
+    }
+    shown.push_str(&stream.release_idle());
+    shown.push_str(&stream.release_idle());
+    shown.push_str(&stream.push("yes\n"));
+    shown.push_str(&stream.finish());
+    assert_eq!(shown, "one\ntwo\nthree\nprompt> yes\n");
+    let calls = recorder
+        .calls
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
+    assert_eq!(
+        calls,
+        vec![
+            ("one\n".to_owned(), false),
+            ("two\nthree\n".to_owned(), false),
+            ("prompt> ".to_owned(), true),
+            ("yes\n".to_owned(), false),
+        ]
+    );
+}
+
+#[test]
+fn b32_a_hook_that_could_not_start_is_skipped_uncounted() {
+    #[derive(Debug)]
+    struct NeverStarts;
+    impl Hook for NeverStarts {
+        fn name(&self) -> &str {
+            "never"
+        }
+        fn transform(&self, _: &OutputContext<'_>, _: &str) -> Result<Option<String>, HookError> {
+            Ok(Some("transformed".to_owned()))
+        }
+        fn ready(&self) -> Result<(), String> {
+            Err("init did not return".to_owned())
+        }
+        fn start(&self) -> HookStart {
+            HookStart::Failed {
+                reason: "init did not return".to_owned(),
+            }
+        }
+    }
+    let chain = HookChain::new(vec![Arc::new(NeverStarts) as Arc<dyn Hook>]);
+    assert_eq!(chain.run(&ctx(), "text"), "text");
+    let stats = &chain.stats()[0];
+    assert_eq!((stats.n_calls, stats.n_errors), (0, 0), "{stats:?}");
+    assert!(matches!(stats.start, HookStart::Failed { .. }), "{stats:?}");
 }

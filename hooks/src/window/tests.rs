@@ -12,6 +12,7 @@ fn ctx(command: &str) -> OutputContext<'_> {
         owner_task_id: "t",
         session_id: "proc_0123456789ab",
         backend: "local",
+        partial: false,
     }
 }
 

@@ -56,6 +56,7 @@ fn ctx(route: Route, return_code: Option<i32>) -> OutputContext<'static> {
         owner_task_id: "task-7",
         session_id: "proc_0123456789ab",
         backend: "local",
+        partial: false,
     }
 }
 
@@ -267,7 +268,7 @@ fn b32_failure_matrix_each_reported_with_its_cause_while_good_plugin_loads() {
         ("noroot", "root module symbol missing"),
         (
             "abiv",
-            "herd expects 0.1.0, the plugin was built for 0.99.0",
+            "herd expects 0.2.0, the plugin was built for 0.99.0",
         ),
         ("layout", "type-layout mismatch"),
         ("badtoml", "bad manifest "),

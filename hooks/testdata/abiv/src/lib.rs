@@ -1,4 +1,4 @@
-//! Test plugin: a root module built against a different ABI version (0.99.0 where herd expects 0.1.0).
+//! Test plugin: a root module built against a different ABI version (0.99.0 where herd expects 0.2.0).
 //!
 //! It declares its own copy of the root module instead of using
 //! `herd_plugin_abi::export_plugin!`, as a plugin built against another

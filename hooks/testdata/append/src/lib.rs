@@ -1,5 +1,5 @@
-//! Test plugin: appends one line, `[append:<route>]`, to every output it is
-//! called with, and refuses (an error) to be called with empty text, which the
+//! Test plugin: appends one line, `[append:<route>]` (`[append:<route>:partial]`
+//! for a stream's unfinished line), to every output it is called with, and refuses (an error) to be called with empty text, which the
 //! call contract rules out. A test counts the appended lines: one per window a
 //! route shows.
 
@@ -11,8 +11,9 @@ fn transform(input: &HookInput<'_>) -> Result<Option<String>, String> {
         return Err("called with empty text".to_owned());
     }
     let sep = if output.ends_with('\n') { "" } else { "\n" };
+    let partial = if input.partial { ":partial" } else { "" };
     Ok(Some(format!(
-        "{output}{sep}[append:{}]\n",
+        "{output}{sep}[append:{}{partial}]\n",
         input.route.as_str()
     )))
 }
