@@ -309,6 +309,33 @@ impl Inner {
         }
     }
 
+    /// Forgets the completions nobody drained within `result_ttl` (B29: unclaimed
+    /// completions are kept as long as results), for the retention timer, so they
+    /// go on schedule and not only at the next replay. Creates no ledger. Blocking.
+    pub(in crate::registry) fn expire_unclaimed_completions(&self) {
+        let mut slot = lock(&self.durable.ledger.slot);
+        if slot.is_none() {
+            match self.durable.ledger.open(&self.home) {
+                Ok(opened) => *slot = opened,
+                Err(error) => {
+                    tracing::warn!(%error, "unclaimed completions not expired: the ledger cannot be opened");
+                    return;
+                }
+            }
+        }
+        let Some(ledger) = slot.as_ref() else { return };
+        match ledger.expire_unclaimed(self.config.result_ttl) {
+            Ok(0) => {}
+            Ok(n_expired) => {
+                tracing::info!(
+                    n_expired,
+                    "unclaimed completions expired from the ledger on schedule"
+                );
+            }
+            Err(error) => tracing::warn!(%error, "unclaimed completions not expired"),
+        }
+    }
+
     /// Marks drained completions delivered in the ledger.
     pub(crate) fn mark_delivered(&self, events: &[Event]) {
         let ids: Vec<&str> = events
