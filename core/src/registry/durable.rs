@@ -45,6 +45,13 @@
 //! a lookup (id, prefix or name) misses memory, `poll`, `log`, `log_chunk`, `wait`,
 //! `kill`, `list` and `restart` answer from the store and say so in their note; an
 //! evicted session answers as expired.
+//! An answer never precedes the commit of what it reports: `wait`, `kill` and the
+//! daemon's `poll` about a finished session wait until its receipt's transaction has
+//! ended (`Inner::receipt_attempted`), without the table lock.
+//!
+//! Each part sits behind a herd-persistence trait (`RunningStore`,
+//! `CompletionLedger`, `ResultStore`); the config may give one, else the home's
+//! `state.db` is used, or memory without the `sqlite` feature.
 //!
 //! Invariant: one registry per home per process. Running rows are keyed by the
 //! writing process, so two registries of one process on one home would take over
