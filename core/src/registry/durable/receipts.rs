@@ -280,11 +280,13 @@ impl Inner {
 
     /// Ends the wait of answers about `ids`: their receipts' store attempt is over.
     fn attempt_ended<'a>(&self, ids: impl IntoIterator<Item = &'a str>) {
-        let any = {
+        let mut any = false;
+        {
             let mut attempting = lock(&self.durable.receipts.attempting);
-            ids.into_iter()
-                .fold(false, |any, id| attempting.remove(id) || any)
-        };
+            for id in ids {
+                any |= attempting.remove(id);
+            }
+        }
         if any {
             self.durable.receipts.attempted.send_modify(|n| *n += 1);
         }
