@@ -130,12 +130,28 @@ impl HostLinks {
     /// [`Error::HomeIdRandom`] when no random id can be made.
     pub fn home_id(&self) -> Result<String, Error> {
         let legacy = self.home.root().join("hosts").join("home_id");
-        let stored = self.with_db("load the home id", |conn| {
+        let read = |conn: &Connection| {
             conn.query_row("SELECT value FROM home WHERE key = 'home_id'", [], |r| {
                 r.get::<_, String>(0)
             })
             .optional()
-        })?;
+        };
+        let stored = match self.with_db("load the home id", read) {
+            Ok(stored) => stored,
+            // A full disk: the database cannot be opened for writing, but the id
+            // it holds can still be read.
+            Err(error) => {
+                let path = self.home.ledger_path();
+                let found = crate::checkpoint::read_only(&path)
+                    .and_then(|conn| read(&conn))
+                    .ok()
+                    .flatten();
+                match found {
+                    Some(id) => return Ok(id),
+                    None => return Err(error),
+                }
+            }
+        };
         if let Some(id) = stored {
             return Ok(id);
         }

@@ -268,7 +268,12 @@ impl Hosts {
         home.secure_dir(&dir)?;
         let store: Arc<dyn HostLinkStore> = Arc::new(herd_persistence::HostLinks::new(home));
         // Kept in the store; a home of an earlier release has it in `hosts/home_id`.
-        let far_owner = format!("herd-home-{}", store.home_id()?);
+        // Without hosts nothing needs it (nor the store at start: a full disk).
+        let far_owner = if config.hosts.is_empty() {
+            String::new()
+        } else {
+            format!("herd-home-{}", store.home_id()?)
+        };
         let hosts = Hosts {
             registry,
             configs: config.hosts.clone(),
