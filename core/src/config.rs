@@ -201,6 +201,14 @@ pub struct RegistryConfig {
     /// may give its own, e.g. [`herd_persistence::MemoryRunningStore`] (nothing
     /// survives the process then).
     pub running_store: Option<Arc<dyn herd_persistence::RunningStore>>,
+    /// Where completions wait for their consumer (B29): `None`, the home's
+    /// `state.db` (in memory without the `sqlite` feature); a host may give its own,
+    /// e.g. [`herd_persistence::MemoryLedger`].
+    pub ledger: Option<Arc<dyn herd_persistence::CompletionLedger>>,
+    /// Where results of finished sessions are kept (B38): `None`, the home's
+    /// `state.db` (in memory without the `sqlite` feature, removing logs as it
+    /// evicts); a host may give its own, e.g. [`herd_persistence::MemoryResultStore`].
+    pub result_store: Option<Arc<dyn herd_persistence::ResultStore>>,
     /// Test seam: when true every PTY open is treated as failed, so PTY spawns take the
     /// pipe fallback (B1). Production code leaves it false.
     pub pty_unavailable: bool,
@@ -306,6 +314,8 @@ impl Default for RegistryConfig {
             notifications: NotificationPolicy::All,
             clock: Arc::new(crate::SystemClock),
             running_store: None,
+            ledger: None,
+            result_store: None,
             pty_unavailable: false,
             dispatcher: None,
             tools_env: None,

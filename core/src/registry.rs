@@ -157,12 +157,7 @@ impl Registry {
         let queue_cap = config.queue_cap;
         let registry = Registry {
             inner: Arc::new(Inner {
-                durable: durable::Durable::new(
-                    &home,
-                    config.log_budget_bytes,
-                    config.result_ttl,
-                    config.running_store.clone(),
-                ),
+                durable: durable::Durable::new(&home, &config),
                 home,
                 config,
                 tables: Mutex::new(Tables::new(queue_cap)),

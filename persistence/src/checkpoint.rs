@@ -300,7 +300,7 @@ impl CheckpointStore {
 /// written (what a full disk still allows). A clean close of the last connection
 /// leaves every commit in the file itself; after a crash the WAL's files exist and
 /// the ordinary open works.
-fn read_only(path: &std::path::Path) -> rusqlite::Result<Connection> {
+pub(crate) fn read_only(path: &std::path::Path) -> rusqlite::Result<Connection> {
     let escaped = path
         .to_string_lossy()
         .replace('%', "%25")

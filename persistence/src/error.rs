@@ -147,6 +147,12 @@ pub enum Error {
         "`{host}` is not a host name: use 1 to 32 of a-z, 0-9, `_` and `-`, starting with a letter or digit"
     )]
     InvalidHostName { host: String },
+    /// No random id could be made for the home (reading `/dev/urandom` failed).
+    #[error("could not make this home's id: /dev/urandom is unreadable")]
+    HomeIdRandom {
+        #[source]
+        source: std::io::Error,
+    },
     /// A read or write of the result store (`state.db`'s `results`, `tombstones` or
     /// `request_keys`) failed.
     #[cfg(feature = "sqlite")]

@@ -9,6 +9,11 @@
 //! Releases before the store kept it in `<home>/hosts/<host>.json`; the first load
 //! of a host imports that file (one transaction) and removes it once committed.
 //!
+//! The home's stable id, which far hosts know it by (`herd-home-<id>`), is the
+//! `home_id` row of the `home` table ([`HostLinks::home_id`]), made once. Releases
+//! before the store kept it in `<home>/hosts/home_id`; the first call imports that
+//! file (so far hosts keep knowing the home) and removes it once committed.
+//!
 //! Invariant: a host name is 1 to 32 of `a-z`, `0-9`, `_` and `-`, so the legacy
 //! path derived from it stays in `hosts/`.
 
@@ -18,6 +23,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use rusqlite::{Connection, OptionalExtension, params};
 
+use crate::memory::is_home_id;
 use crate::{Error, Home, Ledger, atomic};
 
 /// Reads and writes the host links of a home. Cheap to clone (clones share one
@@ -115,6 +121,70 @@ impl HostLinks {
         Ok(found)
     }
 
+    /// This home's stable id (16 hex digits), made once: the store's, else the
+    /// one an earlier release kept in `hosts/home_id` (imported, then the file
+    /// removed), else a new random one. Two processes asking at once get one id.
+    ///
+    /// # Errors
+    /// [`Error::HomeMissing`], as [`Ledger::create`], [`Error::StoreQuery`], and
+    /// [`Error::HomeIdRandom`] when no random id can be made.
+    pub fn home_id(&self) -> Result<String, Error> {
+        let legacy = self.home.root().join("hosts").join("home_id");
+        let read = |conn: &Connection| {
+            conn.query_row("SELECT value FROM home WHERE key = 'home_id'", [], |r| {
+                r.get::<_, String>(0)
+            })
+            .optional()
+        };
+        let stored = match self.with_db("load the home id", read) {
+            Ok(stored) => stored,
+            // A full disk: the database cannot be opened for writing, but the id
+            // it holds can still be read.
+            Err(error) => {
+                let path = self.home.ledger_path();
+                let found = crate::checkpoint::read_only(&path)
+                    .and_then(|conn| read(&conn))
+                    .ok()
+                    .flatten();
+                match found {
+                    Some(id) => return Ok(id),
+                    None => return Err(error),
+                }
+            }
+        };
+        if let Some(id) = stored {
+            return Ok(id);
+        }
+        let from_file = std::fs::read_to_string(&legacy)
+            .ok()
+            .map(|text| text.trim().to_owned())
+            .filter(|id| is_home_id(id));
+        let candidate = match &from_file {
+            Some(id) => id.clone(),
+            None => crate::memory::random_home_id()?,
+        };
+        let id = self.with_db("store the home id", |conn| {
+            conn.execute(
+                "INSERT OR IGNORE INTO home (key, value) VALUES ('home_id', ?1)",
+                [&candidate],
+            )?;
+            conn.query_row("SELECT value FROM home WHERE key = 'home_id'", [], |r| {
+                r.get::<_, String>(0)
+            })
+        })?;
+        if from_file.is_some() {
+            match std::fs::remove_file(&legacy) {
+                Ok(()) => {
+                    tracing::info!("home id of an earlier release imported into the state database")
+                }
+                Err(error) => {
+                    tracing::warn!(path = %legacy.display(), %error, "imported home id file not removed")
+                }
+            }
+        }
+        Ok(id)
+    }
+
     /// Replaces the map of `host` with `book` (JSON), in one transaction.
     ///
     /// # Errors
@@ -164,5 +234,32 @@ mod tests {
         assert_eq!(again.as_deref(), Some(&b"{\"jobs\":{}}"[..]));
         let err = links.load("../etc").unwrap_err();
         assert!(matches!(err, Error::InvalidHostName { .. }), "{err}");
+    }
+
+    #[test]
+    fn issue27_the_home_id_is_made_once_in_the_store_and_an_old_file_is_imported() {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let home = Home::new(tmp.path());
+        let made = HostLinks::new(&home).home_id().expect("home id");
+        assert!(is_home_id(&made), "{made}");
+        assert_eq!(HostLinks::new(&home).home_id().expect("again"), made);
+        assert!(
+            !home.root().join("hosts/home_id").exists(),
+            "no file is written"
+        );
+        // A home of the release before keeps the id far hosts know it by.
+        let old = tempfile::tempdir().expect("temp dir");
+        let home = Home::new(old.path());
+        std::fs::create_dir(home.root().join("hosts")).expect("hosts dir");
+        std::fs::write(home.root().join("hosts/home_id"), "0123456789abcdef\n").expect("old id");
+        assert_eq!(
+            HostLinks::new(&home).home_id().expect("imported"),
+            "0123456789abcdef"
+        );
+        assert!(!home.root().join("hosts/home_id").exists(), "imported once");
+        assert_eq!(
+            HostLinks::new(&home).home_id().expect("kept"),
+            "0123456789abcdef"
+        );
     }
 }

@@ -429,6 +429,7 @@ impl RequestKeys for MemoryResultStore {
 #[derive(Debug, Default)]
 pub struct MemoryHostLinks {
     books: Mutex<HashMap<String, Vec<u8>>>,
+    home_id: Mutex<Option<String>>,
 }
 
 impl MemoryHostLinks {
@@ -449,6 +450,32 @@ impl HostLinkStore for MemoryHostLinks {
         lock(&self.books).insert(host.to_owned(), book.to_vec());
         Ok(())
     }
+
+    fn home_id(&self) -> Result<String, Error> {
+        let mut id = lock(&self.home_id);
+        if let Some(id) = id.as_ref() {
+            return Ok(id.clone());
+        }
+        let made = random_home_id()?;
+        *id = Some(made.clone());
+        Ok(made)
+    }
+}
+
+/// Whether `id` is a home id: 16 hex digits.
+#[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
+pub(crate) fn is_home_id(id: &str) -> bool {
+    id.len() == 16 && id.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// A new random home id: 16 hex digits from the kernel's random source.
+pub(crate) fn random_home_id() -> Result<String, Error> {
+    use std::io::Read;
+    let mut random = [0u8; 8];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut random))
+        .map_err(|source| Error::HomeIdRandom { source })?;
+    Ok(format!("{:016x}", u64::from_ne_bytes(random)))
 }
 
 /// A host name is 1 to 32 of `a-z`, `0-9`, `_` and `-`, not starting with `_`/`-`.

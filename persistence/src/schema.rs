@@ -2,7 +2,9 @@
 //!
 //! One database holds the completion ledger (version 1: `completions`) and, from
 //! version 2, the result store (`results`, `tombstones`) and spawn request keys
-//! (`request_keys`), and from version 3 the running sessions (`sessions`). Each migration runs in one `BEGIN IMMEDIATE` transaction that
+//! (`request_keys`), and from version 3 the running sessions (`sessions`) and host links
+//! (`host_links`), and from version 4 facts about the home itself (`home`: its
+//! stable id). Each migration runs in one `BEGIN IMMEDIATE` transaction that
 //! reads the version again under the write lock, so two processes migrating at once
 //! both succeed and a crash mid-migration leaves the previous version whole.
 //! `tests/data/v1_ledger.sql` is a version-1 database and must keep opening.
@@ -10,7 +12,7 @@
 use rusqlite::Connection;
 
 /// The format version this crate writes.
-pub(crate) const VERSION: i64 = 3;
+pub(crate) const VERSION: i64 = 4;
 
 /// Version 1: the completion ledger.
 const V1: &str = "
@@ -85,8 +87,17 @@ CREATE TABLE IF NOT EXISTS host_links (
 );
 ";
 
+/// Version 4: facts about the home (`key`, `value`): its stable id (`home_id`),
+/// which far hosts know this home by (`host_links.rs`).
+const V4: &str = "
+CREATE TABLE IF NOT EXISTS home (
+    key TEXT PRIMARY KEY NOT NULL,
+    value TEXT NOT NULL
+);
+";
+
 /// The migrations, in order: index `i` takes a database from version `i` to `i + 1`.
-const MIGRATIONS: [&str; 3] = [V1, V2, V3];
+const MIGRATIONS: [&str; 4] = [V1, V2, V3, V4];
 
 /// Brings `conn`'s database to [`VERSION`]; returns the version it found.
 pub(crate) fn migrate(conn: &Connection) -> rusqlite::Result<i64> {

@@ -68,6 +68,15 @@ pub trait ResultStore: Send + Sync + std::fmt::Debug {
     /// How long a finished session is kept.
     fn ttl(&self) -> Duration;
 
+    /// Opens the store now (creating or migrating it), for a process about to
+    /// serve, so its first answer does not pay for it. Nothing to do by default.
+    ///
+    /// # Errors
+    /// A store that cannot be opened.
+    fn open(&self) -> Result<(), Error> {
+        Ok(())
+    }
+
     /// Stores a batch of receipts at once (replacing earlier ones of the same id).
     ///
     /// # Errors
@@ -167,6 +176,13 @@ pub trait HostLinkStore: Send + Sync + std::fmt::Debug {
     /// # Errors
     /// An invalid host name, a store that cannot be written.
     fn save(&self, host: &str, book: &[u8]) -> Result<(), Error>;
+
+    /// This home's stable id (16 hex digits), which far hosts know it by; made
+    /// once.
+    ///
+    /// # Errors
+    /// A store that cannot be read or written, no random source.
+    fn home_id(&self) -> Result<String, Error>;
 }
 
 #[cfg(feature = "sqlite")]
@@ -216,6 +232,10 @@ mod sqlite {
     impl ResultStore for ReceiptStore {
         fn ttl(&self) -> Duration {
             ReceiptStore::ttl(self)
+        }
+
+        fn open(&self) -> Result<(), Error> {
+            ReceiptStore::open(self)
         }
 
         fn store_all(&self, batch: &[Stored]) -> Result<(), Error> {
@@ -285,6 +305,10 @@ mod sqlite {
 
         fn save(&self, host: &str, book: &[u8]) -> Result<(), Error> {
             HostLinks::save(self, host, book)
+        }
+
+        fn home_id(&self) -> Result<String, Error> {
+            HostLinks::home_id(self)
         }
     }
 }

@@ -1,6 +1,7 @@
 //! xtask: maintainer tasks for herd, run as `cargo xtask <task>`.
 //!
-//! - `lint`: rustfmt check, clippy with warnings as errors, then the tidy,
+//! - `lint`: rustfmt check, clippy with warnings as errors (also herd-core without
+//!   its `sqlite` feature), a check of the release-only tests, then the tidy,
 //!   dependency-direction and publish-metadata checks (ordinary `#[test]`s in this
 //!   crate, so a plain `cargo test` enforces them too), and the behaviour-contract
 //!   check: every behaviour ID the code or a test name cites is defined in
@@ -101,6 +102,30 @@ fn lint() -> Result<()> {
         "warnings",
     ])
     .context("clippy found problems")?;
+    // herd-core for a host without SQLite (issue 27), and the release-only tests
+    // (the soak modules are `cfg(not(debug_assertions))`), which no debug build sees.
+    cargo(&[
+        "clippy",
+        "-p",
+        "herd-core",
+        "--no-default-features",
+        "--lib",
+        "--quiet",
+        "--",
+        "-D",
+        "warnings",
+    ])
+    .context("herd-core does not build without its `sqlite` feature")?;
+    cargo(&[
+        "check",
+        "--profile",
+        "soak-check",
+        "-p",
+        "herd-cli",
+        "--tests",
+        "--quiet",
+    ])
+    .context("the release-only tests (cli/tests/it/soak*.rs) do not compile")?;
     deps::check_workspace()?;
     behaviors::check_workspace(&workspace_root()?)?;
     shape(&workspace_root()?)?;

@@ -25,7 +25,7 @@
 //!   is pending; the events themselves are taken over the control door.
 //!
 //! Exactly once. The far jobs of this home belong to one far owner,
-//! `herd-home-<id>`, where the id is stable per home (`hosts/home_id`). The link
+//! `herd-home-<id>`, where the id is stable per home (the store's `home` table). The link
 //! keeps a durable map far id -> local owner (its row of the store's `host_links`,
 //! committed before a spawn is answered; `hosts/NAME.json` of earlier releases is
 //! imported). It drains the far owner with a lease, publishes each event
@@ -53,12 +53,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 
 use herd_core::Registry;
-use herd_persistence::Home;
+use herd_persistence::{Home, HostLinkStore};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc, oneshot};
 
-use crate::config::{Config, HostConfig, Private, open_private};
+use crate::config::{Config, HostConfig};
 use crate::protocol::{INVALID_PARAMS, NOT_FOUND, RpcError};
 use crate::remote::door;
 
@@ -131,7 +131,7 @@ pub(crate) struct Hosts {
     far_owner: String,
     links: Mutex<HashMap<String, Arc<Link>>>,
     /// The links' maps in the store.
-    store: herd_persistence::HostLinks,
+    store: Arc<dyn HostLinkStore>,
 }
 
 /// What [`Hosts::route`] did with a request.
@@ -162,7 +162,7 @@ struct Link {
     far_owner: String,
     registry: Registry,
     /// Where the map is kept: its row of the store's `host_links`.
-    store: herd_persistence::HostLinks,
+    store: Arc<dyn HostLinkStore>,
     /// The control connection, opened on demand.
     control: tokio::sync::Mutex<Option<Control>>,
     status: Mutex<Status>,
@@ -287,13 +287,20 @@ impl Hosts {
     pub(crate) fn new(home: &Home, registry: Registry, config: &Config) -> anyhow::Result<Hosts> {
         let dir = home.ensure_dir(&home.root().join("hosts"))?;
         home.secure_dir(&dir)?;
-        let far_owner = format!("herd-home-{}", home_id(&dir)?);
+        let store: Arc<dyn HostLinkStore> = Arc::new(herd_persistence::HostLinks::new(home));
+        // Kept in the store; a home of an earlier release has it in `hosts/home_id`.
+        // Without hosts nothing needs it (nor the store at start: a full disk).
+        let far_owner = if config.hosts.is_empty() {
+            String::new()
+        } else {
+            format!("herd-home-{}", store.home_id()?)
+        };
         let hosts = Hosts {
             registry,
             configs: config.hosts.clone(),
             far_owner,
             links: Mutex::new(HashMap::new()),
-            store: herd_persistence::HostLinks::new(home),
+            store,
         };
         for name in hosts.configs.keys() {
             let stored = match hosts.store.load(name) {
@@ -548,27 +555,6 @@ fn strip(mut params: Value, keys: &[&str]) -> Value {
         }
     }
     params
-}
-
-/// This home's stable id, made once.
-fn home_id(dir: &std::path::Path) -> anyhow::Result<String> {
-    use std::io::Write;
-    let path = dir.join("home_id");
-    if let Ok(text) = std::fs::read_to_string(&path) {
-        let id = text.trim();
-        if id.len() == 16 && id.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Ok(id.to_owned());
-        }
-    }
-    let mut random = [0u8; 8];
-    std::io::Read::read_exact(&mut std::fs::File::open("/dev/urandom")?, &mut random)?;
-    let id = format!("{:016x}", u64::from_ne_bytes(random));
-    let tmp = dir.join("home_id.tmp");
-    let mut file = open_private(&tmp, Private::Truncate)?;
-    writeln!(file, "{id}")?;
-    file.sync_all()?;
-    std::fs::rename(&tmp, &path)?;
-    Ok(id)
 }
 
 /// Seconds since `at`, and `at` as RFC 3339.

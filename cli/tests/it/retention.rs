@@ -17,6 +17,21 @@ fn log_path(env: &Env, id: &str) -> PathBuf {
         .join(format!("{id}.log"))
 }
 
+/// Whether `id`'s completion waits undelivered in the home's ledger, read beside
+/// the daemon.
+fn unclaimed(env: &Env, id: &str) -> bool {
+    rusqlite::Connection::open(env.home().join("state.db"))
+        .and_then(|c| {
+            c.query_row(
+                "SELECT count(*) FROM completions WHERE session_id = ?1 AND delivered_at IS NULL",
+                [id],
+                |r| r.get::<_, i64>(0),
+            )
+        })
+        .expect("the ledger can be read")
+        > 0
+}
+
 /// Whether `id` still has a receipt row in the home's store, read beside the daemon.
 fn stored(env: &Env, id: &str) -> bool {
     rusqlite::Connection::open(env.home().join("state.db"))
@@ -193,4 +208,49 @@ fn b38_a_daemon_killed_right_after_a_wait_poll_or_kill_answer_kept_the_receipt()
         // The next daemon answers from the receipt.
         assert_eq!(env.poll_json(&id)["completion_reason"], "killed");
     }
+}
+
+/// A completion nobody drains leaves the ledger after `result_ttl` on the retention
+/// timer's schedule, with no consumer and no restart (B29, issue 27).
+#[test]
+fn b29_b38_an_unclaimed_completion_expires_on_schedule() {
+    let env = Env::new();
+    std::fs::write(env.home().join("config.toml"), "result_ttl_seconds = 2\n")
+        .expect("write the config");
+    let id = env.start_json(&["--notify", "--owner", "nobody-drains", "--", "exit 0"]);
+    let out = env.run(&["wait", &id, "--timeout", "20"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        unclaimed(&env, &id),
+        "the completion was committed undelivered"
+    );
+    let gone = wait_until(Duration::from_secs(20), || !unclaimed(&env, &id));
+    assert!(gone.is_ok(), "an unclaimed completion outlived result_ttl");
+}
+
+/// A finished session whose shim still holds a leftover is held again by the next
+/// daemon, and output its capped log did not keep is still said to be cut (B5,
+/// issue 36): its `poll` carries the receipt's `bytes_not_kept`.
+#[test]
+fn b5_a_lingering_session_held_after_a_restart_still_says_its_log_was_cut() {
+    let mut env = Env::new();
+    env.vars
+        .push(("HERD_CONTAINMENT".to_owned(), "subreaper".to_owned()));
+    std::fs::write(env.home().join("config.toml"), "log_cap_bytes = 1000\n")
+        .expect("write the config");
+    let id = env.start_json(&[
+        "--",
+        "head -c 5000 /dev/zero | tr '\\0' y; echo; sleep 3791 & exit 0",
+    ]);
+    let waited = env.json(&["wait", "--json", &id, "--timeout", "20"]);
+    let n = waited["bytes_not_kept"].as_u64().unwrap_or(0);
+    assert!(n > 0, "the cap cut the log: {waited}");
+    env.crash_daemon();
+    let polled = env.poll_json(&id);
+    let held = polled["leftovers"].as_array().map_or(0, Vec::len);
+    // End the leftover before any assertion can leave it behind.
+    let killed = env.json(&["kill", "--json", &id]);
+    assert_eq!(held, 1, "the leftover is held again: {polled}");
+    assert_eq!(killed["status"], "killed", "{killed}");
+    assert_eq!(polled["bytes_not_kept"].as_u64(), Some(n), "{polled}");
 }

@@ -26,29 +26,19 @@ fn store_finished(env: &Env, n: usize) {
         .map_or(0.0, |d| d.as_secs_f64());
     let batch: Vec<Stored> = (0..n)
         .map(|i| Stored {
-            receipt: ResultReceipt {
-                id: format!("proc_{i:012x}"),
-                command: format!("make test-{i}"),
-                cwd: None,
-                task_id: "soak".to_owned(),
-                owner_task_id: format!("owner-{}", i % 50),
-                session_key: String::new(),
-                started_at: now - 3600.0 + i as f64 * 0.1,
-                finished_at: now - 3000.0 + i as f64 * 0.1,
-                exit_code: Some(i32::from(i % 7 == 0)),
-                reason: "exited".to_owned(),
-                source: String::new(),
-                notify: false,
-                output: format!("test-{i}: 12 passed\n"),
-                output_cut: false,
-                bytes_not_kept: 0,
-                leftovers: Vec::new(),
-                name: None,
-                signal: None,
-                pty: false,
-                persist_on_release: false,
-                time_limit_seconds: None,
-                replaces: None,
+            receipt: {
+                let finished_at = now - 3000.0 + i as f64 * 0.1;
+                let mut r = ResultReceipt::exited(
+                    &format!("proc_{i:012x}"),
+                    &format!("make test-{i}"),
+                    i32::from(i % 7 == 0),
+                    finished_at,
+                );
+                r.started_at = finished_at - 600.0;
+                r.task_id = "soak".to_owned();
+                r.owner_task_id = format!("owner-{}", i % 50);
+                r.output = format!("test-{i}: 12 passed\n");
+                r
             },
             spawn: None,
         })

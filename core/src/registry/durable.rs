@@ -45,6 +45,13 @@
 //! a lookup (id, prefix or name) misses memory, `poll`, `log`, `log_chunk`, `wait`,
 //! `kill`, `list` and `restart` answer from the store and say so in their note; an
 //! evicted session answers as expired.
+//! An answer never precedes the commit of what it reports: `wait`, `kill` and the
+//! daemon's `poll` about a finished session wait until its receipt's transaction has
+//! ended (`Inner::receipt_attempted`), without the table lock.
+//!
+//! Each part sits behind a herd-persistence trait (`RunningStore`,
+//! `CompletionLedger`, `ResultStore`); the config may give one, else the home's
+//! `state.db` is used, or memory without the `sqlite` feature.
 //!
 //! Invariant: one registry per home per process. Running rows are keyed by the
 //! writing process, so two registries of one process on one home would take over
@@ -54,7 +61,7 @@ use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use herd_persistence::{Home, ReceiptStore, RunningStore, Writer};
+use herd_persistence::{Home, ResultStore, RunningStore, Writer};
 
 use super::Inner;
 use crate::answers::CompletionReason;
@@ -108,18 +115,18 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Durable {
     /// The durable side for `home`, keeping finished sessions for `result_ttl`
-    /// within `log_budget_bytes`, and running ones in `running` (else `state.db`).
-    /// Does no I/O.
-    pub(super) fn new(
-        home: &Home,
-        log_budget_bytes: u64,
-        result_ttl: Duration,
-        running: Option<std::sync::Arc<dyn RunningStore>>,
-    ) -> Durable {
+    /// within `log_budget_bytes`, each part in the store `config` gives, else in
+    /// `state.db` (in memory without the `sqlite` feature). Does no I/O.
+    pub(super) fn new(home: &Home, config: &crate::config::RegistryConfig) -> Durable {
         Durable {
-            checkpoint: checkpoint::Checkpoints::new(home, running),
-            ledger: ledger::Completions::default(),
-            receipts: receipts::Receipts::new(home, log_budget_bytes, result_ttl),
+            checkpoint: checkpoint::Checkpoints::new(home, config.running_store.clone()),
+            ledger: ledger::Completions::new(config.ledger.clone()),
+            receipts: receipts::Receipts::new(
+                home,
+                config.log_budget_bytes,
+                config.result_ttl,
+                config.result_store.clone(),
+            ),
             detached: Mutex::new(HashMap::new()),
             notes: Mutex::new(HashMap::new()),
         }
@@ -129,7 +136,7 @@ impl Durable {
         self.checkpoint.store()
     }
 
-    pub(super) fn receipts(&self) -> &ReceiptStore {
+    pub(super) fn receipts(&self) -> &std::sync::Arc<dyn ResultStore> {
         self.receipts.store()
     }
 

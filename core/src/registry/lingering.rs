@@ -118,6 +118,8 @@ impl Inner {
         let log_path = self.home.session_log_path(id.as_str());
         let mut tail = Tail::new(self.config.buffer_bytes);
         seed_tail(&mut tail, &log_path, self.config.buffer_bytes);
+        // Output the log did not keep (its cap, a full disk) is still said to be cut.
+        tail.count_not_kept(r.bytes_not_kept);
         let exit =
             (r.exit_code.is_some() || signal.is_some()).then_some(crate::session::ExitInfo {
                 code: r.exit_code,

@@ -12,7 +12,9 @@
 //! lock (a walk over memory, nothing slow), then prunes the store on the blocking
 //! pool, off the table lock, evicting at most [`EVICTIONS_PER_TICK`] sessions a
 //! round (another round follows at once while more is due). A session the store
-//! evicted leaves the cache too, so it answers "expired on DATE" from either.
+//! evicted leaves the cache too, so it answers "expired on DATE" from either. Each
+//! round also forgets the ledger's completions nobody drained within `result_ttl`
+//! (they are kept as long as results, not only until the next replay).
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -163,6 +165,7 @@ impl Inner {
     /// more is due. Blocking.
     pub(super) fn retention_round(&self) -> bool {
         self.prune(&mut self.lock());
+        self.expire_unclaimed_completions();
         let report = match self.durable.receipts().prune_at_most(EVICTIONS_PER_TICK) {
             Ok(report) => report,
             Err(error) => {

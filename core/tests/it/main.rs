@@ -10,6 +10,7 @@ mod events;
 mod foreground;
 mod handoff;
 mod lifecycle;
+mod memory_stores;
 mod notify;
 mod output;
 mod paging;

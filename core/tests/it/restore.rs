@@ -743,30 +743,12 @@ async fn b38_receipts_answer_after_pruning_and_after_a_restart() {
         .expect("after 1970")
         .as_secs_f64();
     ReceiptStore::new(&home)
-        .store(&ResultReceipt {
-            id: twin.clone(),
-            command: "true".to_owned(),
-            cwd: None,
-            task_id: "t".to_owned(),
-            owner_task_id: "t".to_owned(),
-            session_key: String::new(),
+        .store(&{
             // Now: a receipt past the result TTL is evicted as it is stored.
-            started_at: now,
-            finished_at: now,
-            exit_code: Some(0),
-            reason: "exited".to_owned(),
-            source: String::new(),
-            notify: false,
-            output: String::new(),
-            output_cut: false,
-            bytes_not_kept: 0,
-            leftovers: Vec::new(),
-            name: None,
-            signal: None,
-            pty: false,
-            persist_on_release: false,
-            time_limit_seconds: None,
-            replaces: None,
+            let mut r = ResultReceipt::exited(&twin, "true", 0, now);
+            r.task_id = "t".to_owned();
+            r.owner_task_id = "t".to_owned();
+            r
         })
         .expect("the receipt is stored");
     match fx.registry.lookup(prefix) {

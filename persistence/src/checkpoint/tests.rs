@@ -155,30 +155,10 @@ fn b27_a_finish_is_one_transaction_and_a_late_snapshot_does_not_bring_it_back() 
     // Recent, so the receipt is not pruned at once by the result TTL.
     r.started_at = unix_now() - 2.0;
     store.write_one(&me, &r).expect("spawn");
-    let receipt = ResultReceipt {
-        id: r.id.clone(),
-        command: r.command.clone(),
-        cwd: None,
-        task_id: "task".to_owned(),
-        owner_task_id: "owner".to_owned(),
-        session_key: String::new(),
-        started_at: r.started_at,
-        finished_at: r.started_at + 1.0,
-        exit_code: Some(0),
-        reason: "exited".to_owned(),
-        source: String::new(),
-        notify: false,
-        output: "done\n".to_owned(),
-        output_cut: false,
-        bytes_not_kept: 0,
-        leftovers: Vec::new(),
-        name: None,
-        signal: None,
-        pty: false,
-        persist_on_release: false,
-        time_limit_seconds: None,
-        replaces: None,
-    };
+    let mut receipt = ResultReceipt::exited(&r.id, &r.command, 0, r.started_at + 1.0);
+    receipt.task_id = "task".to_owned();
+    receipt.owner_task_id = "owner".to_owned();
+    receipt.output = "done\n".to_owned();
     ReceiptStore::new(&home).store(&receipt).expect("finish");
     assert!(
         store.load().expect("load").entries.is_empty(),

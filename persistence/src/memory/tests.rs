@@ -1,3 +1,6 @@
+//! Tests of the in-memory stores: each keeps its trait's contract (the ledger
+//! delivers once, results go by time and answer expired, keys and links are kept).
+
 use std::time::Duration;
 
 use super::*;

@@ -13,31 +13,16 @@ fn home() -> (tempfile::TempDir, Home) {
 }
 
 fn receipt(id: &str) -> ResultReceipt {
-    ResultReceipt {
-        id: id.to_owned(),
-        command: "make test".to_owned(),
-        cwd: Some(PathBuf::from("/work")),
-        task_id: "task".to_owned(),
-        owner_task_id: "owner".to_owned(),
-        session_key: "key".to_owned(),
-        // Whole seconds: serde_json's float text round-trips only to a few ulps.
-        started_at: unix_now().floor() - 60.0,
-        finished_at: unix_now().floor(),
-        exit_code: Some(2),
-        reason: "exited".to_owned(),
-        source: String::new(),
-        notify: true,
-        output: "FAILED 3 tests\n".to_owned(),
-        output_cut: false,
-        bytes_not_kept: 0,
-        leftovers: Vec::new(),
-        name: None,
-        signal: None,
-        pty: false,
-        persist_on_release: false,
-        time_limit_seconds: None,
-        replaces: None,
-    }
+    // Whole seconds: serde_json's float text round-trips only to a few ulps.
+    let mut r = ResultReceipt::exited(id, "make test", 2, unix_now().floor());
+    r.started_at = r.finished_at - 60.0;
+    r.cwd = Some(PathBuf::from("/work"));
+    r.task_id = "task".to_owned();
+    r.owner_task_id = "owner".to_owned();
+    r.session_key = "key".to_owned();
+    r.notify = true;
+    r.output = "FAILED 3 tests\n".to_owned();
+    r
 }
 
 fn finished_ago(id: &str, ago: Duration) -> ResultReceipt {

@@ -112,30 +112,9 @@ fn receipt(id: &str, output: String) -> ResultReceipt {
         .duration_since(std::time::UNIX_EPOCH)
         .expect("after 1970")
         .as_secs_f64();
-    ResultReceipt {
-        id: id.to_owned(),
-        command: "make".to_owned(),
-        cwd: None,
-        task_id: String::new(),
-        owner_task_id: String::new(),
-        session_key: String::new(),
-        started_at: now - 1.0,
-        finished_at: now,
-        exit_code: Some(0),
-        reason: "exited".to_owned(),
-        source: String::new(),
-        notify: false,
-        output,
-        output_cut: false,
-        bytes_not_kept: 0,
-        leftovers: Vec::new(),
-        name: None,
-        signal: None,
-        pty: false,
-        persist_on_release: false,
-        time_limit_seconds: None,
-        replaces: None,
-    }
+    let mut receipt = ResultReceipt::exited(id, "make", 0, now);
+    receipt.output = output;
+    receipt
 }
 
 /// Stores one of everything; returns the checkpoint's session count.

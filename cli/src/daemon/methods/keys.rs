@@ -22,7 +22,7 @@ use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use herd_persistence::{Home, ReceiptStore};
+use herd_persistence::{Home, ReceiptStore, RequestKeys};
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
@@ -44,7 +44,7 @@ type Answer = Result<Value, RpcError>;
 pub(crate) struct SpawnKeys {
     keys: Mutex<HashMap<String, Entry>>,
     /// Where answers outlive this daemon; `None` keeps them in memory only.
-    store: Option<ReceiptStore>,
+    store: Option<std::sync::Arc<dyn RequestKeys>>,
 }
 
 #[derive(Debug)]
@@ -79,7 +79,7 @@ impl SpawnKeys {
     pub(crate) fn durable(home: &Home) -> SpawnKeys {
         SpawnKeys {
             keys: Mutex::default(),
-            store: Some(ReceiptStore::new(home)),
+            store: Some(std::sync::Arc::new(ReceiptStore::new(home))),
         }
     }
 

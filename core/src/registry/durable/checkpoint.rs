@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use herd_persistence::{CheckpointStore, Home, RunningStore, SessionRecord, Writer};
+use herd_persistence::{Home, RunningStore, SessionRecord, Writer};
 use tokio::sync::watch;
 
 use super::{Extras, Queue, lock, unix_seconds};
@@ -52,10 +52,22 @@ pub(super) struct Checkpoints {
     stale: std::sync::atomic::AtomicBool,
 }
 
+/// The running store of `home`: its `state.db`.
+#[cfg(feature = "sqlite")]
+fn default_store(home: &Home) -> Arc<dyn RunningStore> {
+    Arc::new(herd_persistence::CheckpointStore::new(home))
+}
+
+/// Without the `sqlite` feature, running sessions are kept in memory.
+#[cfg(not(feature = "sqlite"))]
+fn default_store(_home: &Home) -> Arc<dyn RunningStore> {
+    Arc::new(herd_persistence::MemoryRunningStore::new())
+}
+
 impl Checkpoints {
     pub(super) fn new(home: &Home, store: Option<Arc<dyn RunningStore>>) -> Checkpoints {
         Checkpoints {
-            store: store.unwrap_or_else(|| Arc::new(CheckpointStore::new(home))),
+            store: store.unwrap_or_else(|| default_store(home)),
             writer: Writer::current(),
             extras: Mutex::new(HashMap::new()),
             queue: Mutex::new(Queue::default()),

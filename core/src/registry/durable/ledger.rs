@@ -8,11 +8,11 @@
 
 use std::collections::HashSet;
 use std::path::PathBuf;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::SystemTime;
 
 use herd_hooks::Shown;
-use herd_persistence::{CompletionRecord, Home, Ledger};
+use herd_persistence::{CompletionLedger, CompletionRecord, Home};
 use serde::Deserialize;
 
 use super::{lock, reason_from_name, unix_seconds};
@@ -25,14 +25,17 @@ use crate::registry::Inner;
 #[derive(Debug)]
 pub(super) struct Completions {
     /// `None` until the first commit or delivery needs it.
-    slot: Mutex<Option<Ledger>>,
+    slot: Mutex<Option<Arc<dyn CompletionLedger>>>,
+    /// The ledger the host gave, if any (else the home's).
+    given: Option<Arc<dyn CompletionLedger>>,
     replay: Mutex<Replay>,
 }
 
-impl Default for Completions {
-    fn default() -> Completions {
+impl Completions {
+    pub(super) fn new(given: Option<Arc<dyn CompletionLedger>>) -> Completions {
         Completions {
             slot: Mutex::new(None),
+            given,
             replay: Mutex::new(Replay::Pending {
                 committed_here: HashSet::new(),
             }),
@@ -45,12 +48,48 @@ impl Completions {
     fn created(
         &self,
         home: &Home,
-    ) -> Result<MutexGuard<'_, Option<Ledger>>, herd_persistence::Error> {
+    ) -> Result<MutexGuard<'_, Option<Arc<dyn CompletionLedger>>>, herd_persistence::Error> {
         let mut slot = lock(&self.slot);
         if slot.is_none() {
-            *slot = Some(Ledger::create(home)?);
+            *slot = Some(self.create(home)?);
         }
         Ok(slot)
+    }
+
+    /// The ledger to create: the host's, else the home's (in memory without the
+    /// `sqlite` feature).
+    fn create(&self, home: &Home) -> Result<Arc<dyn CompletionLedger>, herd_persistence::Error> {
+        if let Some(given) = &self.given {
+            return Ok(Arc::clone(given));
+        }
+        #[cfg(feature = "sqlite")]
+        let created: Arc<dyn CompletionLedger> =
+            Arc::new(Mutex::new(herd_persistence::Ledger::create(home)?));
+        #[cfg(not(feature = "sqlite"))]
+        let created: Arc<dyn CompletionLedger> = {
+            let _ = home;
+            Arc::new(herd_persistence::MemoryLedger::new())
+        };
+        Ok(created)
+    }
+
+    /// The ledger to read, if one exists (creating nothing).
+    fn open(
+        &self,
+        home: &Home,
+    ) -> Result<Option<Arc<dyn CompletionLedger>>, herd_persistence::Error> {
+        if let Some(given) = &self.given {
+            return Ok(Some(Arc::clone(given)));
+        }
+        #[cfg(feature = "sqlite")]
+        let opened = herd_persistence::Ledger::open(home)?
+            .map(|l| Arc::new(Mutex::new(l)) as Arc<dyn CompletionLedger>);
+        #[cfg(not(feature = "sqlite"))]
+        let opened = {
+            let _ = home;
+            None
+        };
+        Ok(opened)
     }
 
     /// Notes a completion this registry committed, so the replay skips it.
@@ -214,7 +253,7 @@ impl Inner {
         let records = {
             let mut slot = lock(&self.durable.ledger.slot);
             if slot.is_none() {
-                match Ledger::open(&self.home) {
+                match self.durable.ledger.open(&self.home) {
                     Ok(opened) => *slot = opened,
                     Err(error) => {
                         tracing::error!(%error, "undelivered completions not replayed: the ledger cannot be opened");
@@ -232,7 +271,7 @@ impl Inner {
                     Err(error) => tracing::warn!(%error, "unclaimed completions not expired"),
                 }
             }
-            match slot.as_ref().map(Ledger::undelivered) {
+            match slot.as_ref().map(|ledger| ledger.undelivered()) {
                 None => Vec::new(),
                 Some(Ok(records)) => records,
                 Some(Err(error)) => {
@@ -270,6 +309,33 @@ impl Inner {
         }
     }
 
+    /// Forgets the completions nobody drained within `result_ttl` (B29: unclaimed
+    /// completions are kept as long as results), for the retention timer, so they
+    /// go on schedule and not only at the next replay. Creates no ledger. Blocking.
+    pub(in crate::registry) fn expire_unclaimed_completions(&self) {
+        let mut slot = lock(&self.durable.ledger.slot);
+        if slot.is_none() {
+            match self.durable.ledger.open(&self.home) {
+                Ok(opened) => *slot = opened,
+                Err(error) => {
+                    tracing::warn!(%error, "unclaimed completions not expired: the ledger cannot be opened");
+                    return;
+                }
+            }
+        }
+        let Some(ledger) = slot.as_ref() else { return };
+        match ledger.expire_unclaimed(self.config.result_ttl) {
+            Ok(0) => {}
+            Ok(n_expired) => {
+                tracing::info!(
+                    n_expired,
+                    "unclaimed completions expired from the ledger on schedule"
+                );
+            }
+            Err(error) => tracing::warn!(%error, "unclaimed completions not expired"),
+        }
+    }
+
     /// Marks drained completions delivered in the ledger.
     pub(crate) fn mark_delivered(&self, events: &[Event]) {
         let ids: Vec<&str> = events
@@ -296,7 +362,7 @@ impl Inner {
         self.note_delivered_before_commit(completion_ids);
         let mut slot = lock(&self.durable.ledger.slot);
         if slot.is_none() {
-            match Ledger::open(&self.home) {
+            match self.durable.ledger.open(&self.home) {
                 Ok(Some(ledger)) => *slot = Some(ledger),
                 Ok(None) => return true,
                 Err(error) => {

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use herd_hooks::RedactMode;
-use herd_persistence::{Home, ReceiptStore, RestartSpec, ResultReceipt, Stored};
+use herd_persistence::{Home, RestartSpec, ResultReceipt, ResultStore, Stored};
 use tokio::sync::watch;
 
 use super::checkpoint::options_record;
@@ -34,7 +34,7 @@ const RECEIPT_WAIT: Duration = Duration::from_secs(30);
 /// receipts on their way and the ids whose receipt is not written yet.
 #[derive(Debug)]
 pub(super) struct Receipts {
-    store: ReceiptStore,
+    store: Arc<dyn ResultStore>,
     queue: Mutex<(Queue, Vec<ReceiptJob>)>,
     written: watch::Sender<u64>,
     /// Ids whose receipt is queued but not yet written (or given up on). Pruning
@@ -49,11 +49,14 @@ pub(super) struct Receipts {
 }
 
 impl Receipts {
-    pub(super) fn new(home: &Home, log_budget_bytes: u64, result_ttl: Duration) -> Receipts {
+    pub(super) fn new(
+        home: &Home,
+        log_budget_bytes: u64,
+        result_ttl: Duration,
+        given: Option<Arc<dyn ResultStore>>,
+    ) -> Receipts {
         Receipts {
-            store: ReceiptStore::new(home)
-                .with_log_budget(log_budget_bytes)
-                .with_ttl(result_ttl),
+            store: given.unwrap_or_else(|| default_store(home, log_budget_bytes, result_ttl)),
             queue: Mutex::new((Queue::default(), Vec::new())),
             written: watch::channel(0).0,
             unwritten: Mutex::new(HashSet::new()),
@@ -62,9 +65,30 @@ impl Receipts {
         }
     }
 
-    pub(super) fn store(&self) -> &ReceiptStore {
+    pub(super) fn store(&self) -> &Arc<dyn ResultStore> {
         &self.store
     }
+}
+
+/// The result store of `home`: its `state.db`.
+#[cfg(feature = "sqlite")]
+fn default_store(home: &Home, log_budget_bytes: u64, ttl: Duration) -> Arc<dyn ResultStore> {
+    Arc::new(
+        herd_persistence::ReceiptStore::new(home)
+            .with_log_budget(log_budget_bytes)
+            .with_ttl(ttl),
+    )
+}
+
+/// Without the `sqlite` feature, results are kept in memory (their logs on disk).
+#[cfg(not(feature = "sqlite"))]
+fn default_store(home: &Home, log_budget_bytes: u64, ttl: Duration) -> Arc<dyn ResultStore> {
+    Arc::new(
+        herd_persistence::MemoryResultStore::new()
+            .with_home(home)
+            .with_log_budget(log_budget_bytes)
+            .with_ttl(ttl),
+    )
 }
 
 impl Inner {
@@ -256,11 +280,13 @@ impl Inner {
 
     /// Ends the wait of answers about `ids`: their receipts' store attempt is over.
     fn attempt_ended<'a>(&self, ids: impl IntoIterator<Item = &'a str>) {
-        let any = {
+        let mut any = false;
+        {
             let mut attempting = lock(&self.durable.receipts.attempting);
-            ids.into_iter()
-                .fold(false, |any, id| attempting.remove(id) || any)
-        };
+            for id in ids {
+                any |= attempting.remove(id);
+            }
+        }
         if any {
             self.durable.receipts.attempted.send_modify(|n| *n += 1);
         }
