@@ -251,6 +251,7 @@ fn shown_page(content: &str, offset: usize, limit: usize) -> String {
         owner_task_id: "o",
         session_id: "s",
         backend: "local",
+        partial: false,
     };
     herd_hooks::Pipeline::redaction_only()
         .show(&ctx, page.window())
