@@ -23,7 +23,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use herd_test_support::bench::figure_line;
-use herd_test_support::home::{TempHome, herd, stop_daemon};
+use herd_test_support::home::{TempHome, command, herd, stop_daemon};
 use serde_json::{Value, json};
 
 const HERD: &str = env!("CARGO_BIN_EXE_herd");
@@ -147,7 +147,7 @@ fn raw_once() -> f64 {
         .map(|_| {
             std::thread::spawn(|| {
                 for _ in 0..JOBS_EACH {
-                    let status = Command::new("true").status().expect("true runs");
+                    let status = command(Path::new("true")).status().expect("true runs");
                     assert!(status.success());
                 }
             })

@@ -170,6 +170,35 @@ pub(crate) fn read_chunk(
     }))
 }
 
+/// Where the chunk [`read_chunk`] makes from `from_byte` of a finished session's
+/// log at `path` ends (its `next_byte`), without the context, decoding or
+/// redaction: `None` when there is no log. A reader of many chunks uses it to start
+/// the next chunk's redaction before this one's is done.
+pub(crate) fn chunk_next_byte(
+    path: &Path,
+    from_byte: u64,
+    max_bytes: usize,
+) -> Result<Option<u64>, Error> {
+    let io_err = |source| Error::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let file = match File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io_err(e)),
+    };
+    let len = file.metadata().map_err(io_err)?.len();
+    let from_byte = from_byte.min(len);
+    let max_bytes = max_bytes.max(1);
+    let n_chunk = (len - from_byte).min(max_bytes as u64);
+    let bytes = read_span(&file, from_byte, from_byte + n_chunk).map_err(io_err)?;
+    let at_end = from_byte + bytes.len() as u64 >= len;
+    Ok(Some(
+        from_byte + chunk_end(&bytes, max_bytes, false, at_end) as u64,
+    ))
+}
+
 /// The bytes of `file` from `from` to `to` (fewer at its end), read without
 /// zeroing the buffer first.
 fn read_span(file: &File, from: u64, to: u64) -> io::Result<Vec<u8>> {

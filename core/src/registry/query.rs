@@ -231,6 +231,29 @@ impl Registry {
         })
     }
 
+    /// Where [`Registry::log_chunk`] from `from_byte` will end (its `next_byte`),
+    /// found without redacting: only for a finished session still in the table
+    /// (its log no longer grows), `None` otherwise. A dump of a long log starts
+    /// the next chunk on another core with it; the caller still checks the chunk's
+    /// own `next_byte`.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when the log cannot be read.
+    pub fn log_chunk_end(
+        &self,
+        id: &str,
+        from_byte: u64,
+        max_bytes: usize,
+    ) -> Result<Option<u64>, Error> {
+        let Ok(s) = self.inner.lookup(id) else {
+            return Ok(None);
+        };
+        if s.status() == SessionStatus::Running {
+            return Ok(None);
+        }
+        logs::chunk_next_byte(&s.log_path, from_byte, max_bytes)
+    }
+
     /// A follower of the session's log from `from_byte` (`logs --follow`): each
     /// read hands out the new lines, redacted as one stream with carried state
     /// (a private-key block is masked line by line as it arrives), and an idle

@@ -8,7 +8,7 @@ use std::os::unix::fs::FileExt;
 
 use herd_hooks::{KEY_LOOKBACK_BYTES, LINE_CONTEXT_BYTES};
 
-use super::{chunk_end, read_chunk};
+use super::{chunk_end, chunk_next_byte, read_chunk};
 use crate::text;
 
 /// The reading before `read_chunk` read in one go: the chunk, then the context
@@ -95,6 +95,12 @@ fn one_read_decodes_as_the_parts_did_at_every_cut() {
             assert_eq!(read.source, source, "source from {from} max {max}");
             assert_eq!(read.range, range, "range from {from} max {max}");
             assert_eq!(read.next_byte, next, "next from {from} max {max}");
+            // Issue 32: a dump starts the next chunk where this says, found
+            // without the context or redaction, for a finished session's log.
+            if !running {
+                let end = chunk_next_byte(&path, from, max).expect("reads");
+                assert_eq!(end, Some(read.next_byte), "end from {from} max {max}");
+            }
         }
     }
 }
