@@ -43,13 +43,12 @@
     reason = "the herd-bench line protocol is read by xtask"
 )]
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::net::UnixStream;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use herd_test_support::bench::figure_line;
+use herd_test_support::bench::{Conn, figure_line, median, spread};
 use herd_test_support::home::{TempHome, command, daemon_pid, herd, stop_daemon};
 use serde_json::{Value, json};
 
@@ -103,11 +102,6 @@ impl Drop for Home {
 /// A command for a baseline or the binary itself.
 fn raw_command(program: &Path) -> Command {
     command(program)
-}
-
-fn median(mut samples: Vec<f64>) -> f64 {
-    samples.sort_by(f64::total_cmp);
-    samples[samples.len() / 2]
 }
 
 fn report(
@@ -387,44 +381,11 @@ fn pueue_1000() -> Option<f64> {
     measured
 }
 
-struct Conn {
-    reader: BufReader<UnixStream>,
-    writer: UnixStream,
-    next: u64,
-}
-
-impl Conn {
-    fn open(home: &Home) -> Conn {
-        let stream = UnixStream::connect(home.root.join("run/herd.sock")).expect("socket");
-        let mut conn = Conn {
-            reader: BufReader::new(stream.try_clone().expect("clone")),
-            writer: stream,
-            next: 0,
-        };
-        conn.call("hello", json!({"protocol": 1, "client": "bench"}));
-        conn
-    }
-
-    fn call(&mut self, method: &str, params: Value) -> Value {
-        self.next += 1;
-        let request =
-            json!({"jsonrpc": "2.0", "id": self.next, "method": method, "params": params});
-        self.writer
-            .write_all(format!("{request}\n").as_bytes())
-            .expect("write");
-        let mut line = String::new();
-        self.reader.read_line(&mut line).expect("read");
-        let answer: Value = serde_json::from_str(&line).expect("json");
-        assert!(answer["error"].is_null(), "{answer}");
-        answer["result"].clone()
-    }
-}
-
 /// One run: the time for 1,000 spawns, and the daemon's RSS (MB) once they finished.
 fn spawn_1000_once() -> (f64, f64, usize) {
     let home = Home::new("finished_cap = 2000\n");
     home.out(&["ps"]);
-    let mut conn = Conn::open(&home);
+    let mut conn = Conn::open(&home.root);
     let start = Instant::now();
     for _ in 0..1000 {
         conn.call("spawn", json!({"command": "true", "owner": "bench"}));
@@ -478,13 +439,6 @@ fn spawn_1000_and_rss() {
 const LOG_LINE: &str = "INFO 2026-12-01T10:00:00Z worker-3 processed batch 1234 in 56 ms status=ok";
 const LOG_BYTES: u64 = 1 << 30;
 const LOG_RUNS: usize = 3;
-
-/// Min-max of `v`.
-fn spread(v: &[f64], digits: usize) -> String {
-    let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    format!("{lo:.digits$}-{hi:.digits$}")
-}
 
 /// utime + stime of `pid` in seconds (its own, not its children's).
 fn cpu_seconds(pid: i32) -> f64 {

@@ -16,15 +16,13 @@
     reason = "the herd-bench line protocol is read by xtask"
 )]
 
-use std::io::{BufRead, BufReader, Write};
-use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use herd_test_support::bench::figure_line;
+use herd_test_support::bench::{Conn, figure_line, median, spread};
 use herd_test_support::home::{TempHome, command, herd, stop_daemon};
-use serde_json::{Value, json};
+use serde_json::json;
 
 const HERD: &str = env!("CARGO_BIN_EXE_herd");
 const CLIENTS: usize = 50;
@@ -60,51 +58,6 @@ impl Drop for Home {
             &mut self.herd(&["shutdown", "--yes"]),
         );
     }
-}
-
-/// One protocol connection.
-struct Conn {
-    reader: BufReader<UnixStream>,
-    writer: UnixStream,
-    next: u64,
-}
-
-impl Conn {
-    fn open(root: &Path) -> Conn {
-        let stream = UnixStream::connect(root.join("run/herd.sock")).expect("socket");
-        let mut conn = Conn {
-            reader: BufReader::new(stream.try_clone().expect("clone")),
-            writer: stream,
-            next: 0,
-        };
-        conn.call("hello", json!({"protocol": 1, "client": "bench"}));
-        conn
-    }
-
-    fn call(&mut self, method: &str, params: Value) -> Value {
-        self.next += 1;
-        let request =
-            json!({"jsonrpc": "2.0", "id": self.next, "method": method, "params": params});
-        self.writer
-            .write_all(format!("{request}\n").as_bytes())
-            .expect("write");
-        let mut line = String::new();
-        self.reader.read_line(&mut line).expect("read");
-        let answer: Value = serde_json::from_str(&line).expect("json");
-        assert!(answer["error"].is_null(), "{method}: {answer}");
-        answer["result"].clone()
-    }
-}
-
-fn median(mut samples: Vec<f64>) -> f64 {
-    samples.sort_by(f64::total_cmp);
-    samples[samples.len() / 2]
-}
-
-fn spread(v: &[f64], digits: usize) -> String {
-    let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    format!("{lo:.digits$}-{hi:.digits$}")
 }
 
 /// One herd run: seconds for all jobs, and every job's spawn+wait latency (ms).

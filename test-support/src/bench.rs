@@ -23,3 +23,69 @@ pub fn figure_line(
     });
     format!("herd-bench {line}")
 }
+
+/// The median of `samples` (the upper one of an even count).
+///
+/// # Panics
+/// When `samples` is empty: a figure needs at least one run.
+#[must_use]
+pub fn median(mut samples: Vec<f64>) -> f64 {
+    samples.sort_by(f64::total_cmp);
+    samples[samples.len() / 2]
+}
+
+/// `min-max` of `samples`, each with `digits` decimals: the spread a figure's note
+/// reports.
+#[must_use]
+pub fn spread(samples: &[f64], digits: usize) -> String {
+    let lo = samples.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = samples.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    format!("{lo:.digits$}-{hi:.digits$}")
+}
+
+/// One JSON-RPC connection to a daemon's socket, for benches that drive the
+/// protocol directly.
+#[derive(Debug)]
+pub struct Conn {
+    reader: std::io::BufReader<std::os::unix::net::UnixStream>,
+    writer: std::os::unix::net::UnixStream,
+    next: u64,
+}
+
+impl Conn {
+    /// Connects to the daemon of the home at `root` and says hello.
+    ///
+    /// # Panics
+    /// When the socket does not answer: a bench cannot go on without it.
+    #[must_use]
+    pub fn open(root: &std::path::Path) -> Conn {
+        let stream = std::os::unix::net::UnixStream::connect(root.join("run/herd.sock"))
+            .expect("the daemon's socket");
+        let mut conn = Conn {
+            reader: std::io::BufReader::new(stream.try_clone().expect("clone")),
+            writer: stream,
+            next: 0,
+        };
+        conn.call("hello", json!({"protocol": 1, "client": "bench"}));
+        conn
+    }
+
+    /// One call and its result.
+    ///
+    /// # Panics
+    /// When the daemon answers an error or the connection fails.
+    pub fn call(&mut self, method: &str, params: Value) -> Value {
+        use std::io::{BufRead, Write};
+        self.next += 1;
+        let request =
+            json!({"jsonrpc": "2.0", "id": self.next, "method": method, "params": params});
+        self.writer
+            .write_all(format!("{request}\n").as_bytes())
+            .expect("write");
+        let mut line = String::new();
+        self.reader.read_line(&mut line).expect("read");
+        let answer: Value = serde_json::from_str(&line).expect("json");
+        assert!(answer["error"].is_null(), "{method}: {answer}");
+        answer["result"].clone()
+    }
+}

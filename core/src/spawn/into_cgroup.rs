@@ -139,6 +139,13 @@ pub(crate) fn spawn_pipe_into(
     let (out_r, out_w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
     let (in_r, in_w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
     let (err_r, err_w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+    // The parent's ends are made non-blocking before the clone (each end is its own
+    // open file description, so the child's ends stay blocking): once the job runs,
+    // nothing can fail and start it a second time.
+    for fd in [&out_r, &in_w] {
+        let flags = OFlag::from_bits_retain(fcntl(fd, FcntlArg::F_GETFL)?);
+        fcntl(fd, FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK))?;
+    }
     let args = CloneArgs {
         flags: CLONE_INTO_CGROUP,
         exit_signal: libc::SIGCHLD as u64,
@@ -171,10 +178,6 @@ pub(crate) fn spawn_pipe_into(
     if let Some(errno) = exec_failure(&err_r) {
         let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None);
         return Err(io::Error::from_raw_os_error(errno));
-    }
-    for fd in [&out_r, &in_w] {
-        let flags = OFlag::from_bits_retain(fcntl(fd, FcntlArg::F_GETFL)?);
-        fcntl(fd, FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK))?;
     }
     Ok(Some(RawPipeChild {
         pid,
@@ -240,5 +243,77 @@ unsafe fn child_exec(exec: &Exec, stdin: &OwnedFd, out: &OwnedFd, err_pipe: &Own
             exec.envp.as_ptr(),
         );
         fail(errno())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sys::cgroup::{own_cgroup, v2_mount};
+    use std::collections::BTreeMap;
+    use std::os::fd::AsFd;
+
+    /// The cgroup a test may make children in: beside this process's own, or none
+    /// (fails instead under `HERD_REQUIRE_CGROUP=1`, as CI sets it).
+    fn test_parent() -> Option<std::path::PathBuf> {
+        let found = v2_mount().and_then(|mount| {
+            let own = own_cgroup()?;
+            let parent = mount.join(own.trim_start_matches('/'));
+            let probe = parent.join(format!("herd-clone3-probe-{}", std::process::id()));
+            std::fs::create_dir(&probe).ok()?;
+            Some(probe)
+        });
+        if found.is_none() {
+            assert_ne!(
+                std::env::var("HERD_REQUIRE_CGROUP").as_deref(),
+                Ok("1"),
+                "HERD_REQUIRE_CGROUP=1 but no writable cgroup v2 directory beside this test's own"
+            );
+        }
+        found
+    }
+
+    #[test]
+    fn b15_issue_32_a_pipe_child_is_born_in_the_cgroup_by_clone3() {
+        let Some(dir) = test_parent() else {
+            return;
+        };
+        let env: BTreeMap<std::ffi::OsString, std::ffi::OsString> =
+            [("PATH".into(), "/usr/bin:/bin".into())].into();
+        let launch = Launch {
+            argv: vec!["/bin/cat".into(), "/proc/self/cgroup".into()],
+            env: &env,
+            cwd: Path::new("/"),
+        };
+        let started = spawn_pipe_into(&launch, &dir);
+        let child = started
+            .expect("the spawn works")
+            .expect("clone3 into the cgroup is taken, not the cgroup.procs way");
+        // Read to the end, blocking (the parent's end came non-blocking).
+        fcntl(&child.output, FcntlArg::F_SETFL(OFlag::empty())).expect("fcntl");
+        let mut shown = Vec::new();
+        let mut buf = [0u8; 4096];
+        loop {
+            match nix::unistd::read(child.output.as_fd(), &mut buf) {
+                Ok(0) => break,
+                Ok(n) => shown.extend_from_slice(&buf[..n]),
+                Err(nix::errno::Errno::EINTR) => {}
+                Err(error) => panic!("reading the child's output: {error}"),
+            }
+        }
+        let status = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(child.pid), None);
+        let _ = std::fs::remove_dir(&dir);
+        assert!(
+            matches!(status, Ok(nix::sys::wait::WaitStatus::Exited(_, 0))),
+            "{status:?}"
+        );
+        let shown = String::from_utf8_lossy(&shown);
+        let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        assert!(
+            shown
+                .lines()
+                .any(|l| l.starts_with("0::") && l.ends_with(&format!("/{name}"))),
+            "the child's first cgroup is not the one asked for: {shown}"
+        );
     }
 }
