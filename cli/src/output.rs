@@ -44,7 +44,9 @@ pub(crate) fn raw(text: &str) -> std::io::Result<()> {
     static HELD: std::sync::Mutex<QueryFilter> = std::sync::Mutex::new(QueryFilter::new());
     let text =
         if *ON_A_TERMINAL.get_or_init(|| std::io::IsTerminal::is_terminal(&std::io::stdout())) {
-            let mut held = HELD.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut held = HELD
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             Cow::Owned(held.filter(text).into_owned())
         } else {
             Cow::Borrowed(text)

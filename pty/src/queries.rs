@@ -113,8 +113,16 @@ mod tests {
     #[test]
     fn b7_the_queries_and_their_prefixes_are_matched() {
         let all = [
-            "\x1b[5n", "\x1b[6n", "\x1b[18t", "\x1b[?2004$p", "\x1b[?6n", "\x1b[14t", "\x1b[c",
-            "\x1b[0c", "\x1b[>c", "\x1b[>0c",
+            "\x1b[5n",
+            "\x1b[6n",
+            "\x1b[18t",
+            "\x1b[?2004$p",
+            "\x1b[?6n",
+            "\x1b[14t",
+            "\x1b[c",
+            "\x1b[0c",
+            "\x1b[>c",
+            "\x1b[>0c",
         ];
         for query in all {
             let bytes = query.as_bytes();
@@ -136,8 +144,18 @@ mod tests {
             match_query(b"\x1b[6n", true),
             QueryMatch::Query(Query::Cursor, 4)
         );
-        for not in ["\x1b[1m", "\x1b[?25h", "\x1b[?$p", "\x1b[?12345678901$p", "a"] {
-            assert_eq!(match_query(not.as_bytes(), false), QueryMatch::NoMatch, "{not:?}");
+        for not in [
+            "\x1b[1m",
+            "\x1b[?25h",
+            "\x1b[?$p",
+            "\x1b[?12345678901$p",
+            "a",
+        ] {
+            assert_eq!(
+                match_query(not.as_bytes(), false),
+                QueryMatch::NoMatch,
+                "{not:?}"
+            );
         }
         assert_eq!(unfinished_query_at(b"ab\x1b[1m"), None);
         assert_eq!(unfinished_query_at(b"ab\x1b[?12"), Some(2));

@@ -19,7 +19,6 @@ const ESC: u8 = 0x1b;
 /// The most bytes an unfinished sequence may hold: `ESC [ ? <10 digits> $ p`.
 pub const MAX_PENDING: usize = 15;
 
-
 /// The result of feeding one chunk: output to keep and replies to write back.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Scan<'a> {

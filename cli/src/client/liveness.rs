@@ -333,7 +333,7 @@ mod tests {
 
     impl Child {
         fn new(script: &str) -> Child {
-            let child = std::process::Command::new("sh")
+            let child = crate::auxiliary::command("sh")
                 .args(["-c", script])
                 .spawn()
                 .expect("sh starts");
