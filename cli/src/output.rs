@@ -33,15 +33,21 @@ pub(crate) fn line(text: &str) -> std::io::Result<()> {
 }
 
 /// Writes `text` to stdout as is; on a terminal, without the terminal queries it
-/// holds ([`without_queries`]).
+/// holds ([`without_queries`]), also one split across two writes: a possible
+/// query's start at the end of `text` is held for the next write (and dropped if
+/// none comes: it was an unfinished escape sequence).
 ///
 /// # Errors
 /// The write error.
 pub(crate) fn raw(text: &str) -> std::io::Result<()> {
     static ON_A_TERMINAL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    static HELD: std::sync::Mutex<QueryFilter> = std::sync::Mutex::new(QueryFilter::new());
     let text =
         if *ON_A_TERMINAL.get_or_init(|| std::io::IsTerminal::is_terminal(&std::io::stdout())) {
-            without_queries(text)
+            let mut held = HELD
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            Cow::Owned(held.filter(text).into_owned())
         } else {
             Cow::Borrowed(text)
         };
@@ -50,22 +56,45 @@ pub(crate) fn raw(text: &str) -> std::io::Result<()> {
     out.flush()
 }
 
-/// The queries a program asks its terminal (B7): device status and attributes,
-/// cursor position, text area size.
-const QUERIES: [&str; 9] = [
-    "\x1b[5n", "\x1b[6n", "\x1b[?6n", "\x1b[18t", "\x1b[14t", "\x1b[c", "\x1b[0c", "\x1b[>c",
-    "\x1b[>0c",
-];
+/// [`without_queries`] over a stream written in chunks: a query split between
+/// two chunks is left out too.
+#[derive(Debug, Default)]
+pub(crate) struct QueryFilter {
+    /// The start of a possible query that ended the last chunk.
+    held: String,
+}
 
-/// The length of the terminal query `text` starts with, if it starts with one:
-/// one of [`QUERIES`] or a DEC private mode request (`ESC[?<1 to 10 digits>$p`).
-pub(crate) fn query_len(text: &str) -> Option<usize> {
-    if let Some(query) = QUERIES.iter().find(|q| text.starts_with(**q)) {
-        return Some(query.len());
+impl QueryFilter {
+    /// A filter holding nothing.
+    pub(crate) const fn new() -> QueryFilter {
+        QueryFilter {
+            held: String::new(),
+        }
     }
-    let mode = text.strip_prefix("\x1b[?")?;
-    let digits = mode.bytes().take_while(u8::is_ascii_digit).count();
-    ((1..=10).contains(&digits) && mode[digits..].starts_with("$p")).then_some(3 + digits + 2)
+
+    /// The next chunk without the queries it holds, completing the start of one
+    /// the last chunk ended with; the start of a possible query that ends it is
+    /// held back.
+    pub(crate) fn filter<'a>(&mut self, text: &'a str) -> Cow<'a, str> {
+        if self.held.is_empty() && !text.contains('\x1b') {
+            return Cow::Borrowed(text);
+        }
+        let mut joined = std::mem::take(&mut self.held);
+        joined.push_str(text);
+        // ESC is ASCII: where it is, is a character boundary.
+        let cut = herd_pty::unfinished_query_at(joined.as_bytes()).unwrap_or(joined.len());
+        self.held = joined[cut..].to_owned();
+        Cow::Owned(without_queries(&joined[..cut]).into_owned())
+    }
+}
+
+/// The length of the terminal query `text` starts with, if it starts with one
+/// (B7; the one list is herd-pty's [`herd_pty::match_query`]).
+pub(crate) fn query_len(text: &str) -> Option<usize> {
+    match herd_pty::match_query(text.as_bytes(), false) {
+        herd_pty::QueryMatch::Query(_, len) => Some(len),
+        herd_pty::QueryMatch::Prefix | herd_pty::QueryMatch::NoMatch => None,
+    }
 }
 
 /// `text` without the terminal queries it holds.

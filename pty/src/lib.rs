@@ -26,6 +26,8 @@
 //! assert_eq!(scan.replies, b"\x1b[1;1R");
 //! ```
 
+mod queries;
 mod scanner;
 
+pub use queries::{Query, QueryMatch, match_query, unfinished_query_at};
 pub use scanner::{MAX_PENDING, Scan, Scanner};

@@ -12,13 +12,12 @@
 use std::borrow::Cow;
 use std::io::Write as _;
 
+use crate::queries::{Query, QueryMatch, match_query};
+
 const ESC: u8 = 0x1b;
 
 /// The most bytes an unfinished sequence may hold: `ESC [ ? <10 digits> $ p`.
 pub const MAX_PENDING: usize = 15;
-
-/// Digits a DEC private mode query may carry; longer numbers are not answered.
-const MAX_MODE_DIGITS: usize = 10;
 
 /// The result of feeding one chunk: output to keep and replies to write back.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -28,19 +27,6 @@ pub struct Scan<'a> {
     pub output: Cow<'a, [u8]>,
     /// Replies to write back to the PTY master, in order.
     pub replies: Vec<u8>,
-}
-
-/// A recognised query.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Query {
-    /// `ESC[5n`: device status report.
-    Status,
-    /// `ESC[6n`: cursor position report.
-    Cursor,
-    /// `ESC[18t`: text area size in characters.
-    Size,
-    /// `ESC[?{n}$p`: DEC private mode request; the digits end before `$`.
-    Mode,
 }
 
 /// What the pending bytes are, so far.
@@ -189,6 +175,8 @@ impl Scanner {
             Query::Status => out.write_all(b"\x1b[0n"),
             Query::Cursor => write!(out, "\x1b[{};{}R", self.cursor.0, self.cursor.1),
             Query::Size => write!(out, "\x1b[8;{};{}t", self.rows, self.cols),
+            // Never classified as complete: not answered.
+            Query::Other => Ok(()),
             Query::Mode => {
                 // pending is `ESC [ ? digits $ p`.
                 let digits = &self.pending[3..self.pending.len() - 2];
@@ -249,31 +237,13 @@ fn is_passthrough(chunk: &[u8]) -> bool {
     true
 }
 
-/// Classifies pending bytes, which start with ESC.
+/// Classifies pending bytes, which start with ESC, against the queries the
+/// scanner answers (the one list: [`crate::queries`]).
 fn classify(p: &[u8]) -> Status {
-    match p {
-        [ESC] | [ESC, b'['] | [ESC, b'[', b'5' | b'6' | b'1'] | [ESC, b'[', b'1', b'8'] => {
-            Status::Prefix
-        }
-        [ESC, b'[', b'5', b'n'] => Status::Complete(Query::Status),
-        [ESC, b'[', b'6', b'n'] => Status::Complete(Query::Cursor),
-        [ESC, b'[', b'1', b'8', b't'] => Status::Complete(Query::Size),
-        [ESC, b'[', b'?', rest @ ..] => classify_mode(rest),
-        _ => Status::NoMatch,
-    }
-}
-
-/// Classifies what follows `ESC[?`: 1 to 10 digits, then `$p`.
-fn classify_mode(rest: &[u8]) -> Status {
-    let n_digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
-    if n_digits > MAX_MODE_DIGITS {
-        return Status::NoMatch;
-    }
-    match &rest[n_digits..] {
-        [] => Status::Prefix,
-        [b'$'] if n_digits > 0 => Status::Prefix,
-        [b'$', b'p'] if n_digits > 0 => Status::Complete(Query::Mode),
-        _ => Status::NoMatch,
+    match match_query(p, true) {
+        QueryMatch::Prefix => Status::Prefix,
+        QueryMatch::Query(query, _) => Status::Complete(query),
+        QueryMatch::NoMatch => Status::NoMatch,
     }
 }
 

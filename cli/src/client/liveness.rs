@@ -10,7 +10,9 @@
 //! limits) have none but are still watched for a stopped daemon, and for a hung
 //! one: after [`PING_AFTER`] without an answer (and again after each such period)
 //! the daemon is asked `hello` on a second connection; a daemon that does not
-//! answer that within [`PING_DEADLINE`] fails the call, naming its pid (exit 3).
+//! answer that within [`PING_DEADLINE`] twice in a row, and is neither running
+//! nor in uninterruptible IO (`R`, `D`: busy, not hung) when it misses, fails the
+//! call, naming its pid (exit 3).
 //! A daemon busy with a long kill still answers `hello` at once; one that hangs
 //! (alive, its socket taking connections, nothing answered) does not. `shutdown`
 //! is not checked so: the daemon stops accepting before it answers it.
@@ -167,6 +169,18 @@ pub(crate) fn state_words(state: char) -> &'static str {
     }
 }
 
+/// Whether `state` is a busy process, not a hung one: running (`R`) or in
+/// uninterruptible IO (`D`, an fsync on a slow disk). A process frozen by its
+/// cgroup shows `S`.
+fn is_busy(state: char) -> bool {
+    matches!(state, 'R' | 'D')
+}
+
+/// How many liveness checks in a row must go unanswered (the daemon neither
+/// stopped nor busy) before the daemon is called hung: one missed `hello` may
+/// be a daemon briefly busy.
+const MISSES_FOR_HUNG: u32 = 2;
+
 /// Whether `state` is a stopped process (SIGSTOP, SIGTSTP, a tracer).
 pub(crate) fn is_stopped(state: char) -> bool {
     matches!(state, 'T' | 't')
@@ -200,6 +214,7 @@ async fn watch_with(
     let pid = daemon.pid;
     let started = tokio::time::Instant::now();
     let mut checked = started;
+    let mut missed = 0_u32;
     let mut tick = tokio::time::interval_at(started + WATCH_EVERY, WATCH_EVERY);
     loop {
         tick.tick().await;
@@ -233,13 +248,23 @@ async fn watch_with(
             && let Some(socket) = &daemon.socket
             && checked.elapsed() >= ping_after
         {
-            if !answers(socket, ping_deadline).await {
-                if let Some(pid) = pid
-                    && state_of(pid).is_some_and(is_stopped)
-                {
-                    return stopped_message(pid);
+            if answers(socket, ping_deadline).await {
+                missed = 0;
+            } else {
+                match pid.and_then(|pid| Some((pid, state_of(pid)?))) {
+                    Some((pid, state)) if is_stopped(state) => return stopped_message(pid),
+                    // Busy (running) or in uninterruptible IO (an fsync on a
+                    // slow disk): not hung, keep waiting.
+                    Some((_, state)) if is_busy(state) => missed = 0,
+                    _ => missed += 1,
                 }
-                return hung_message(daemon, method, started.elapsed(), ping_deadline);
+                if missed >= MISSES_FOR_HUNG {
+                    return hung_message(daemon, method, started.elapsed(), ping_deadline);
+                }
+                if missed > 0 {
+                    // Check again at once: the check itself waited a silence.
+                    continue;
+                }
             }
             checked = tokio::time::Instant::now();
         }
@@ -303,23 +328,54 @@ mod tests {
         assert!(waited.is_err(), "{waited:?}");
     }
 
+    /// A child process, killed and reaped when dropped.
+    struct Child(std::process::Child);
+
+    impl Child {
+        fn new(script: &str) -> Child {
+            let child = crate::auxiliary::command("sh")
+                .args(["-c", script])
+                .spawn()
+                .expect("sh starts");
+            Child(child)
+        }
+
+        fn pid(&self) -> u32 {
+            self.0.id()
+        }
+    }
+
+    impl Drop for Child {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+
+    /// A socket that takes connections and answers nothing.
+    fn silent_socket(dir: &tempfile::TempDir) -> (std::path::PathBuf, tokio::net::UnixListener) {
+        let path = dir.path().join("silent.sock");
+        let listener = tokio::net::UnixListener::bind(&path).expect("bind");
+        (path, listener)
+    }
+
     // Issue 29: a long call's daemon that takes connections and answers nothing
-    // (a listener that never accepts) fails the liveness check, naming its pid;
-    // one that answers `hello` on the second connection is waited on.
+    // (a listener that never accepts) while sleeping fails the liveness check
+    // (twice in a row), naming its pid; one that answers `hello` on the second
+    // connection is waited on.
     #[tokio::test]
     async fn issue_29_a_hung_daemon_fails_the_liveness_check_of_a_long_call() {
-        let dir = std::env::temp_dir().join(format!("herd-liveness-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("a temp dir");
-        let me = std::process::id();
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let sleeper = Child::new("exec sleep 30");
+        let pid = sleeper.pid();
         let timings = (Duration::from_millis(300), Duration::from_millis(300));
 
-        let silent = dir.join("silent.sock");
-        let _ = std::fs::remove_file(&silent);
-        let _listener = tokio::net::UnixListener::bind(&silent).expect("bind");
+        let (silent, _listener) = silent_socket(&dir);
         let daemon = Watched {
-            pid: Some(me),
+            pid: Some(pid),
             socket: Some(silent),
         };
+        let started = std::time::Instant::now();
         let said = tokio::time::timeout(
             Duration::from_secs(5),
             watch_with(&daemon, "wait", None, timings),
@@ -327,14 +383,15 @@ mod tests {
         .await
         .expect("the hung daemon is found");
         assert!(
-            said.contains(&format!("the daemon (pid {me}, "))
+            said.contains(&format!("the daemon (pid {pid}, sleeping)"))
                 && said.contains("is not answering")
                 && said.contains("`wait`"),
             "{said}"
         );
+        // Two missed checks of 300 ms each after a 300 ms silence.
+        assert!(started.elapsed() >= Duration::from_millis(900), "{said}");
 
-        let alive = dir.join("alive.sock");
-        let _ = std::fs::remove_file(&alive);
+        let alive = dir.path().join("alive.sock");
         let listener = tokio::net::UnixListener::bind(&alive).expect("bind");
         let server = tokio::spawn(async move {
             use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
@@ -351,7 +408,7 @@ mod tests {
             }
         });
         let daemon = Watched {
-            pid: Some(me),
+            pid: Some(pid),
             socket: Some(alive),
         };
         let waited = tokio::time::timeout(
@@ -361,6 +418,26 @@ mod tests {
         .await;
         assert!(waited.is_err(), "{waited:?}");
         server.abort();
-        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    // Issue 29: a daemon that misses the liveness check while running (busy;
+    // `D`, uninterruptible IO, is treated alike) is not hung: the call keeps
+    // waiting.
+    #[tokio::test]
+    async fn issue_29_a_busy_daemon_is_waited_on() {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let busy = Child::new("while :; do :; done");
+        let timings = (Duration::from_millis(200), Duration::from_millis(200));
+        let (silent, _listener) = silent_socket(&dir);
+        let daemon = Watched {
+            pid: Some(busy.pid()),
+            socket: Some(silent),
+        };
+        let waited = tokio::time::timeout(
+            Duration::from_millis(2000),
+            watch_with(&daemon, "wait", None, timings),
+        )
+        .await;
+        assert!(waited.is_err(), "{waited:?}");
     }
 }

@@ -90,3 +90,22 @@ fn issue_29_b7_terminal_queries_are_left_out_and_the_rest_kept() {
         std::borrow::Cow::Borrowed(_)
     ));
 }
+
+// Issue 29, B7: a query split across two writes at any byte is left out as one
+// whole; the text around it is kept.
+#[test]
+fn issue_29_b7_a_query_split_across_chunks_is_left_out() {
+    for query in ["\x1b[6n", "\x1b[?2004$p", "\x1b[>0c", "\x1b[18t"] {
+        let text = format!("a\x1b[1mb{query}c");
+        for cut in 0..=text.len() {
+            let mut filter = super::QueryFilter::new();
+            let mut out = filter.filter(&text[..cut]).into_owned();
+            out.push_str(&filter.filter(&text[cut..]));
+            assert_eq!(out, "a\x1b[1mbc", "{query:?} cut at {cut}");
+        }
+    }
+    // A held start that is not a query is written with the next chunk.
+    let mut filter = super::QueryFilter::new();
+    assert_eq!(filter.filter("x\x1b["), "x");
+    assert_eq!(filter.filter("31mred"), "\x1b[31mred");
+}

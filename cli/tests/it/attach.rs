@@ -584,11 +584,21 @@ fn issue_29_b7_attached_terminal_answers_the_jobs_cursor_query() {
     tmux.wait_restored("query");
 
     // The query is in the log now: `herd logs` on this terminal leaves it out, so
-    // the terminal types no answer into the shell that reads next.
-    tmux.type_line(&format!("{HERD} logs {id}; clear"));
-    tmux.wait_for("the shell back after herd logs", |s| {
-        !s.contains("query-ready")
+    // the terminal types no answer into the shell that reads next: bash's `read`
+    // right after it (the terminal put in cbreak mode by `-n`, so a reply without
+    // a newline is read too) gets nothing; the line bash computes (on a cleared
+    // screen: the log moves the cursor) proves the read ran.
+    tmux.type_line(&format!(
+        "{HERD} logs {id}; bash -c 'read -r -s -t 2 -n 12 x; n=${{#x}}; clear; echo \"logs-done-$n-$((1+1))\"'"
+    ));
+    let screen = tmux.wait_for("the shell's read after herd logs", |s| {
+        s.lines()
+            .any(|l| unprompted(l).starts_with("logs-done-") && !l.contains('$'))
     });
+    assert!(
+        screen.lines().any(|l| unprompted(l) == "logs-done-0-2"),
+        "the terminal answered a query herd logs printed:\n{screen}"
+    );
     tmux.type_line("echo after-$((40+2))");
     tmux.wait_for("the next command to run as typed", |s| {
         s.lines().any(|l| unprompted(l) == "after-42")

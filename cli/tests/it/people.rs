@@ -471,6 +471,16 @@ fn issue_29_man_on_a_terminal_is_paged_not_roff() {
     );
 }
 
+/// A child killed and reaped when dropped (an assert that fails does not leak it).
+struct Decoy(std::process::Child);
+
+impl Drop for Decoy {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 // Issue 29: `herd run --wait -- 'pkill -KILL -f MARK'` kills what matches MARK
 // but not the herd client whose own command line held MARK: the client rewrites
 // its command line after parsing. A decoy that matches proves the pkill ran and
@@ -480,11 +490,13 @@ fn issue_29_man_on_a_terminal_is_paged_not_roff() {
 fn issue_29_a_jobs_pkill_f_of_its_own_command_spares_the_run_client() {
     let env = Env::new();
     let marker = format!("herdpk{}x{}", std::process::id(), line!());
-    let mut decoy = crate::support::raw_command(std::path::Path::new("bash"))
-        .args(["-c", &format!("exec -a {marker}-decoy sleep 60")])
-        .spawn()
-        .expect("bash starts");
-    let decoy_pid = i32::try_from(decoy.id()).expect("a pid fits i32");
+    let mut decoy = Decoy(
+        crate::support::raw_command(std::path::Path::new("bash"))
+            .args(["-c", &format!("exec -a {marker}-decoy sleep 60")])
+            .spawn()
+            .expect("bash starts"),
+    );
+    let decoy_pid = i32::try_from(decoy.0.id()).expect("a pid fits i32");
     wait_until(DEADLINE, || {
         std::fs::read(format!("/proc/{decoy_pid}/cmdline"))
             .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&marker))
@@ -496,7 +508,7 @@ fn issue_29_a_jobs_pkill_f_of_its_own_command_spares_the_run_client() {
         Some(0),
         "the client did not report the job's exit 0 (killed by the job?): {out:?}"
     );
-    let status = decoy.wait().expect("the decoy is waited for");
+    let status = decoy.0.wait().expect("the decoy is waited for");
     assert_eq!(
         std::os::unix::process::ExitStatusExt::signal(&status),
         Some(9),
