@@ -101,12 +101,16 @@ pub(crate) fn serve(
     owner: Option<String>,
     parent: Option<String>,
 ) -> anyhow::Result<()> {
-    // Without `--owner`, the host's owner, locked while this server runs.
-    let (owner, _owner_lock) = match owner {
-        Some(owner) => (owner, None),
+    // Without `--owner`, the host's owner, locked while this server runs; with it,
+    // that owner's lock shared with its other servers (so the sweep keeps its files).
+    let (owner, _owner_lock, _explicit_lock) = match owner {
+        Some(owner) => {
+            let held = owner::explicit_owner_lock(&home, &owner);
+            (owner, None, held)
+        }
         None => {
             let derived = owner::host_owner(&home);
-            (derived.owner.clone(), Some(derived))
+            (derived.owner.clone(), Some(derived), None)
         }
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()

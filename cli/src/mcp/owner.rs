@@ -11,6 +11,8 @@
 //! server holds an exclusive `flock` on `<home>/run/owners/<owner>.lock` while it
 //! runs, and a server that finds the first slot held takes the next one (slot 2,
 //! 3, …, each its own owner). The lock goes with the process, however it ends.
+//! A server with an explicit `--owner` holds that owner's lock shared, so several
+//! of them act for one owner at once and the sweep still sees the owner live.
 //!
 //! The daemon sweeps the files of owners that are gone ([`sweep_hourly`]: at its
 //! start and hourly), so hosts that come and go leave no trail in `<home>/run/owners/`.
@@ -195,9 +197,43 @@ fn owner_of(host: &Proc, boot_id: &str, slot: u32) -> String {
     format!("mcp-{:012x}", hash & 0xffff_ffff_ffff)
 }
 
-/// Takes the lock of `owner`, when no live server holds it. A lock file the sweep
-/// removed while it was being taken is not held by anything: open it again.
-fn lock(dir: &Path, owner: &str) -> Option<File> {
+/// How a server holds its owner's lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Hold {
+    /// A derived owner: one server alone (the next one takes the next slot).
+    Exclusive,
+    /// An explicit `--owner`: every server of that owner at once. The sweep's
+    /// exclusive lock fails while any of them holds it, so their files are kept.
+    Shared,
+}
+
+/// How long a shared lock waits out the sweep's brief exclusive hold.
+const SHARED_TRIES: u32 = 100;
+const SHARED_RETRY: std::time::Duration = std::time::Duration::from_millis(10);
+
+/// Takes `file`'s lock as `hold` says; `false` when another holder has it.
+fn try_hold(file: &File, hold: Hold) -> bool {
+    match hold {
+        Hold::Exclusive => file.try_lock().is_ok(),
+        // Only the sweep (briefly) or a derived owner's server of the same name
+        // holds it exclusively: wait the sweep out, then give up on the other.
+        Hold::Shared => (0..SHARED_TRIES).any(|try_no| {
+            if try_no > 0 {
+                #[expect(
+                    clippy::disallowed_methods,
+                    reason = "flock has no timed wait; the sweep's hold is brief and the tries are bounded"
+                )]
+                std::thread::sleep(SHARED_RETRY);
+            }
+            file.try_lock_shared().is_ok()
+        }),
+    }
+}
+
+/// Takes the lock of `owner` as `hold` says, when no other holder keeps it from
+/// that. A lock file the sweep removed while it was being taken is not held by
+/// anything: open it again.
+fn lock(dir: &Path, owner: &str, hold: Hold) -> Option<File> {
     use std::os::unix::fs::MetadataExt;
     let path = dir.join(format!("{owner}.lock"));
     for _ in 0..3 {
@@ -208,7 +244,9 @@ fn lock(dir: &Path, owner: &str) -> Option<File> {
             .open(&path)
             .map_err(|err| tracing::debug!(%owner, error = %err, "cannot open the owner lock"))
             .ok()?;
-        file.try_lock().ok()?;
+        if !try_hold(&file, hold) {
+            return None;
+        }
         let same = match (file.metadata(), std::fs::metadata(&path)) {
             (Ok(held), Ok(named)) => held.dev() == named.dev() && held.ino() == named.ino(),
             _ => false,
@@ -308,7 +346,7 @@ pub(crate) fn host_owner(home: &Home) -> HostOwner {
     let boot_id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
     for slot in 1..=MAX_SLOTS {
         let owner = owner_of(&host, &boot_id, slot);
-        if let Some(file) = lock(&dir, &owner) {
+        if let Some(file) = lock(&dir, &owner, Hold::Exclusive) {
             tracing::debug!(%owner, host = host.pid, comm = %host.comm, slot, "owner derived from the host");
             return HostOwner {
                 owner,
@@ -317,6 +355,41 @@ pub(crate) fn host_owner(home: &Home) -> HostOwner {
         }
     }
     fresh()
+}
+
+/// The lock of an explicit `--owner`, shared with the other servers of that owner
+/// and held while this one runs, so the sweep sees the owner live and keeps its
+/// read cursors. `None` (with a warning) when it cannot be had; the server still
+/// runs. An owner whose name has characters a file name cannot carry is locked
+/// under its escaped name, whose files the sweep never removes anyway.
+pub(crate) fn explicit_owner_lock(home: &Home, owner: &str) -> Option<File> {
+    let dir = owners_dir(home);
+    if let Err(err) = crate::config::create_home(home)
+        .and_then(|()| home.ensure_dir(&dir).map_err(anyhow::Error::from))
+    {
+        tracing::warn!(%owner, error = %err, "cannot keep the owner lock; the sweep may reset this owner's read cursors");
+        return None;
+    }
+    let held = lock(&dir, &file_safe(owner), Hold::Shared);
+    if held.is_none() {
+        tracing::warn!(%owner, "the owner lock is held exclusively elsewhere; the sweep may reset this owner's read cursors");
+    }
+    held
+}
+
+/// `owner` with every character a file name must not carry as `_`: the name of
+/// its files in [`owners_dir`].
+pub(crate) fn file_safe(owner: &str) -> String {
+    owner
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 /// How often the daemon sweeps the files of owners that are gone.

@@ -28,17 +28,7 @@ const CURSORS_KEPT: usize = 500;
 
 impl Server {
     fn cursor_path(&self) -> PathBuf {
-        let safe: String = self
-            .owner
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
+        let safe = super::owner::file_safe(&self.owner);
         super::owner::owners_dir(&self.home).join(format!("{safe}.read.json"))
     }
 

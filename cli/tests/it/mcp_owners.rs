@@ -1,6 +1,6 @@
 //! The files `herd mcp` keeps per owner in `<home>/run/owners/` (issue 28): the
 //! daemon sweeps those of owners that are gone, and keeps those of owners with a
-//! live server, sessions or undelivered notices.
+//! live server (derived or explicit `--owner`), sessions or undelivered notices.
 
 use std::path::Path;
 use std::time::Duration;
@@ -40,6 +40,21 @@ fn mcp_the_daemon_sweeps_the_files_of_owners_that_are_gone_and_keeps_the_others(
         .expect("the live server takes its owner's lock");
     let live_lock = live_lock().expect("found above");
 
+    // Two servers with an explicit `--owner` hold that owner's lock together, so
+    // the owner is live and its read cursors are kept, sessions or not.
+    let mut explicit: Vec<std::process::Child> = (0..2)
+        .map(|_| {
+            env.cmd(&["mcp", "--owner", "explicit"])
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("herd mcp starts")
+        })
+        .collect();
+    wait_until(Duration::from_secs(20), || exists(&dir, "explicit.lock"))
+        .expect("the explicit owner's servers take its lock");
+
     let gone = [
         "gone.read.json",
         "mcp-000000000000.lock",
@@ -52,6 +67,8 @@ fn mcp_the_daemon_sweeps_the_files_of_owners_that_are_gone_and_keeps_the_others(
         "done.read.json",
         // Escaped characters: the owner cannot be told from the name.
         "odd_name.read.json",
+        // The explicit owner's live servers hold its lock: no sessions, still kept.
+        "explicit.read.json",
     ];
     for name in gone.iter().chain(&kept) {
         std::fs::write(dir.join(name), b"{}").expect("the owners directory is writable");
@@ -72,13 +89,21 @@ fn mcp_the_daemon_sweeps_the_files_of_owners_that_are_gone_and_keeps_the_others(
                 .collect::<Vec<_>>())
         )
     });
-    for name in kept.iter().chain([&live_lock.as_str()]) {
+    for name in kept.iter().chain([&live_lock.as_str(), &"explicit.lock"]) {
         assert!(exists(&dir, name), "{name} was swept");
     }
     assert!(
         env.poll_json(&busy)["status"] == "running",
         "{busy} still runs"
     );
-    live.kill().expect("the server is ours to stop");
-    live.wait().expect("the server ends");
+    for server in &mut explicit {
+        assert!(
+            matches!(server.try_wait(), Ok(None)),
+            "both servers of one explicit owner run at once"
+        );
+    }
+    for server in explicit.iter_mut().chain([&mut live]) {
+        server.kill().expect("the server is ours to stop");
+        server.wait().expect("the server ends");
+    }
 }
