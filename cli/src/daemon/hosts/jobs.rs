@@ -115,7 +115,12 @@ impl Link {
             let job = book.jobs.get(&old).cloned().map(|job| Job {
                 finished: false,
                 row: None,
-                started: now_nanos(),
+                // One saved before names were kept stays so: its name is far.
+                started: if job.name.is_none() && job.started == 0 {
+                    0
+                } else {
+                    now_nanos()
+                },
                 ..job
             });
             let events = job.as_ref().is_some_and(|j| j.events);
@@ -408,6 +413,15 @@ impl Link {
             [one] => Ok(Some((*one).clone())),
             _ => Ok(None),
         }
+    }
+
+    /// Whether the book holds a job saved before names were kept (no `name`,
+    /// no `started`): a name not found here may be its, so it goes far.
+    pub(super) fn has_unnamed_legacy(&self) -> bool {
+        lock(&self.book)
+            .jobs
+            .values()
+            .any(|j| j.name.is_none() && j.started == 0)
     }
 
     fn ambiguous(&self, wanted: &str, ids: &[&String]) -> RpcError {
