@@ -325,6 +325,12 @@ impl Link {
     }
 }
 
+/// Whether `jobs` holds one saved before names were kept (no `name`, no
+/// `started`, as serde's defaults fill them in a map of an earlier release).
+pub(super) fn has_unnamed_legacy(jobs: &BTreeMap<String, Job>) -> bool {
+    jobs.values().any(|j| j.name.is_none() && j.started == 0)
+}
+
 /// What a job's row takes from an answer or a completion about it.
 const ROW_FIELDS: &[&str] = &[
     "exit_code",
@@ -418,10 +424,7 @@ impl Link {
     /// Whether the book holds a job saved before names were kept (no `name`,
     /// no `started`): a name not found here may be its, so it goes far.
     pub(super) fn has_unnamed_legacy(&self) -> bool {
-        lock(&self.book)
-            .jobs
-            .values()
-            .any(|j| j.name.is_none() && j.started == 0)
+        has_unnamed_legacy(&lock(&self.book).jobs)
     }
 
     fn ambiguous(&self, wanted: &str, ids: &[&String]) -> RpcError {
