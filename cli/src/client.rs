@@ -421,10 +421,7 @@ pub(crate) fn gone(err: &anyhow::Error) -> Option<Gone> {
     err.chain().find_map(|cause| {
         if cause.downcast_ref::<Lost>().is_some() {
             Some(Gone::Daemon)
-        } else if cause
-            .downcast_ref::<Failure>()
-            .is_some_and(|f| f.host_lost)
-        {
+        } else if cause.downcast_ref::<Failure>().is_some_and(|f| f.host_lost) {
             Some(Gone::Host)
         } else {
             None

@@ -234,7 +234,7 @@ mod tests {
     /// whole and in order: the door's reader waits for room, dropping nothing.
     #[tokio::test]
     async fn issue30_mux_inbox_is_bounded_and_loses_nothing() {
-        let mut far = tokio::process::Command::new("sh")
+        let mut far = tokio::process::Command::from(crate::auxiliary::command("sh"))
             .args(["-c", "seq 1 20000 | sed 's/^/1 /'"])
             .stdout(std::process::Stdio::piped())
             .kill_on_drop(true)
@@ -250,11 +250,12 @@ mod tests {
         });
         let mut channel = mux.channel().unwrap();
         tokio::spawn(read(Arc::downgrade(&mux), stdout));
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while channel.inbox.len() < INBOX_LINES {
-            assert!(std::time::Instant::now() < deadline, "the inbox never filled");
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-        }
+        herd_test_support::wait::until(
+            std::time::Duration::from_secs(10),
+            "the channel's inbox full",
+            || channel.inbox.len() >= INBOX_LINES,
+        )
+        .await;
         for n in 1..=20000u32 {
             assert!(channel.inbox.len() <= INBOX_LINES);
             let line = channel.recv().await.unwrap();

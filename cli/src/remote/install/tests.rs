@@ -87,7 +87,7 @@ fn run_writer(stdin: &[u8]) -> (Option<i32>, tempfile::TempDir) {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let script = dir.path().join("herd");
     std::fs::write(&script, super::SHIM_WRITER).expect("the writer written");
-    let mut child = std::process::Command::new("sh")
+    let mut child = crate::auxiliary::command("sh")
         .arg(&script)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::null())
@@ -121,7 +121,10 @@ fn issue30_shim_writer_copies_exactly_the_header_length_and_checks_the_hash() {
     assert_eq!(code, Some(0));
     assert_eq!(std::fs::read(dir.path().join("herd-shim")).unwrap(), shim);
     let record = std::fs::read_to_string(dir.path().join("herd-shim.sha256")).unwrap();
-    assert_eq!(record, format!("{} {}\n", super::sha256_hex(shim), shim.len()));
+    assert_eq!(
+        record,
+        format!("{} {}\n", super::sha256_hex(shim), shim.len())
+    );
 
     let mut damaged = super::shim_header(shim).into_bytes();
     damaged.extend_from_slice(b"\x7fELF pretend shiM\nwith lines\n");
