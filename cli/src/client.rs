@@ -122,7 +122,7 @@ pub(crate) fn rpc_failure(err: RpcError) -> anyhow::Error {
         err.message
     };
     let mut failure = Failure::new(code, message);
-    // A far host's door failed: a follower asks again (`remote::is_host_lost`).
+    // A far host's door failed: a follower asks again (`gone`).
     failure.host_lost = err.code == protocol::HOST_UNREACHABLE;
     failure.into()
 }
@@ -406,10 +406,32 @@ pub(crate) fn lost(message: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(Lost).context(Failure::new(Code::Unreachable, message))
 }
 
+/// What went away, as an error's chain says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Gone {
+    /// The daemon ([`Lost`]): connect again.
+    Daemon,
+    /// A far host did not answer (error -32020): the local daemon answered, the
+    /// host's door failed (a blip, a far daemon restarting); ask again.
+    Host,
+}
+
+/// What `err` says went away, if anything.
+pub(crate) fn gone(err: &anyhow::Error) -> Option<Gone> {
+    err.chain().find_map(|cause| {
+        if cause.downcast_ref::<Lost>().is_some() {
+            Some(Gone::Daemon)
+        } else if cause.downcast_ref::<Failure>().is_some_and(|f| f.host_lost) {
+            Some(Gone::Host)
+        } else {
+            None
+        }
+    })
+}
+
 /// Whether `err` says the daemon went away ([`Lost`]).
 pub(crate) fn is_lost(err: &anyhow::Error) -> bool {
-    err.chain()
-        .any(|cause| cause.downcast_ref::<Lost>().is_some())
+    gone(err) == Some(Gone::Daemon)
 }
 
 /// How long a long-lived client waits for a daemon to come back.
@@ -417,6 +439,42 @@ pub(crate) const RECONNECT_DEADLINE: Duration = Duration::from_secs(30);
 
 /// The longest pause between two tries to connect again.
 const RECONNECT_PAUSE_MAX: Duration = Duration::from_secs(1);
+
+/// The pace of a client's tries to get something back (its daemon, a far
+/// host): pauses that double up to 1 s, never past a deadline.
+#[derive(Debug)]
+pub(crate) struct Backoff {
+    until: tokio::time::Instant,
+    pause: Duration,
+}
+
+impl Backoff {
+    /// Tries until `until`, the first pause `first`.
+    pub(crate) fn new(until: tokio::time::Instant, first: Duration) -> Backoff {
+        Backoff {
+            until,
+            pause: first,
+        }
+    }
+
+    /// Waits the next pause; false, at once, when it would end at or past the
+    /// deadline (the tries are over).
+    pub(crate) async fn pause(&mut self) -> bool {
+        let now = tokio::time::Instant::now();
+        if now + self.pause >= self.until {
+            return false;
+        }
+        let mut tick = tokio::time::interval_at(now + self.pause, self.pause);
+        tick.tick().await;
+        self.pause = (self.pause * 2).min(RECONNECT_PAUSE_MAX);
+        true
+    }
+
+    /// `work`, cut off at the deadline (none then).
+    pub(crate) async fn bound<T>(&self, work: impl Future<Output = T>) -> Option<T> {
+        tokio::time::timeout_at(self.until, work).await.ok()
+    }
+}
 
 /// Connects again after the daemon went away (a crash, a restart): tries at
 /// once, then after pauses that double from 50 ms to 1 s, starting a daemon
@@ -426,23 +484,20 @@ const RECONNECT_PAUSE_MAX: Duration = Duration::from_secs(1);
 /// The last failure, once the deadline has passed.
 pub(crate) async fn reconnect(home: &Home) -> anyhow::Result<Client> {
     let until = tokio::time::Instant::now() + RECONNECT_DEADLINE;
-    let mut pause = Duration::from_millis(50);
+    let mut pace = Backoff::new(until, Duration::from_millis(50));
     loop {
-        match Client::connect(home).await {
-            Ok(client) => return Ok(client),
-            Err(err) if tokio::time::Instant::now() + pause < until => {
-                tracing::debug!(error = %format!("{err:#}"), "no daemon yet; trying again");
-            }
-            Err(err) => {
-                return Err(err.context(format!(
-                    "no daemon came back within {} s",
-                    RECONNECT_DEADLINE.as_secs()
-                )));
-            }
+        let err = match pace.bound(Client::connect(home)).await {
+            Some(Ok(client)) => return Ok(client),
+            Some(Err(err)) => err,
+            None => anyhow::anyhow!("the last try to connect had not finished"),
+        };
+        if !pace.pause().await {
+            return Err(err.context(format!(
+                "no daemon came back within {} s",
+                RECONNECT_DEADLINE.as_secs()
+            )));
         }
-        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + pause, pause);
-        tick.tick().await;
-        pause = (pause * 2).min(RECONNECT_PAUSE_MAX);
+        tracing::debug!(error = %format!("{err:#}"), "no daemon yet; trying again");
     }
 }
 

@@ -34,7 +34,7 @@ pub(crate) struct Failure {
     pub(crate) code: Code,
     /// What to tell the user; empty when the command already printed everything.
     pub(crate) message: String,
-    /// A far host did not answer (`remote::is_host_lost`): a follower asks again.
+    /// A far host did not answer (`client::gone`): a follower asks again.
     pub(crate) host_lost: bool,
 }
 

@@ -17,18 +17,6 @@ pub(crate) use proxy::mux::MUX_LINE;
 
 use herd_persistence::Home;
 
-/// Whether `err` says a far host did not answer (error -32020): the local
-/// daemon answered, the host's door failed (a blip, a far daemon restarting). A
-/// follower of a far log (`commands/resume.rs`) asks again, as it does when its
-/// own daemon goes away.
-pub(crate) fn is_host_lost(err: &anyhow::Error) -> bool {
-    err.chain().any(|cause| {
-        cause
-            .downcast_ref::<crate::exit::Failure>()
-            .is_some_and(|f| f.host_lost)
-    })
-}
-
 /// `herd proxy`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct ProxyArgs {}

@@ -18,7 +18,7 @@
 use herd_persistence::Home;
 use serde_json::{Value, json};
 
-use crate::client::{Client, is_lost, reconnect};
+use crate::client::{Backoff, Client, Gone, gone, is_lost, reconnect};
 
 /// What a follow has shown since the byte it started at.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -117,7 +117,7 @@ pub(crate) async fn stream(
                 })
                 .await?;
             }
-            Err(err) if crate::remote::is_host_lost(&err) => {
+            Err(err) if gone(&err) == Some(Gone::Host) => {
                 // A far job's host blinked (its door, its daemon): asked again
                 // until it answers or the deadline passes since the last output.
                 let until = match far_lost {
@@ -138,7 +138,8 @@ pub(crate) async fn stream(
 }
 
 /// After a far host did not answer: a new connection, then [`locate`] through
-/// the host once it answers again, pausing between tries until `until`.
+/// the host once it answers again, pausing between tries (the daemon or the
+/// host still gone), never past `until` ([`Backoff`]).
 async fn far_again(
     home: &Home,
     id: &str,
@@ -147,25 +148,28 @@ async fn far_again(
     mut last: anyhow::Error,
     emit: &mut impl FnMut(&str) -> std::io::Result<()>,
 ) -> anyhow::Result<(Client, u64, usize)> {
-    let mut pause = std::time::Duration::from_millis(100);
-    loop {
-        if tokio::time::Instant::now() + pause >= until {
-            return Err(last.context(format!(
-                "the host of {id} did not answer again within {} s; `herd logs -f {id}` follows it once it does",
-                crate::client::RECONNECT_DEADLINE.as_secs()
-            )));
-        }
-        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + pause, pause);
-        tick.tick().await;
-        pause = (pause * 2).min(std::time::Duration::from_secs(1));
+    let mut pace = Backoff::new(until, std::time::Duration::from_millis(100));
+    while pace.pause().await {
         tracing::debug!(error = %format!("{last:#}"), "the far host did not answer; asking again");
-        let mut client = reconnect(home).await?;
-        match locate(&mut client, id, base, shown, emit).await {
-            Ok((at, skip)) => return Ok((client, at, skip)),
-            Err(err) if crate::remote::is_host_lost(&err) => last = err,
-            Err(err) => return Err(err),
+        let mut client = match pace.bound(Client::connect(home)).await {
+            Some(Ok(client)) => client,
+            Some(Err(err)) => {
+                last = err;
+                continue;
+            }
+            None => break,
+        };
+        match pace.bound(locate(&mut client, id, base, shown, emit)).await {
+            Some(Ok((at, skip))) => return Ok((client, at, skip)),
+            Some(Err(err)) if gone(&err).is_some() => last = err,
+            Some(Err(err)) => return Err(err),
+            None => break,
         }
     }
+    Err(last.context(format!(
+        "the host of {id} did not answer again within {} s; `herd logs -f {id}` follows it once it does",
+        crate::client::RECONNECT_DEADLINE.as_secs()
+    )))
 }
 
 /// Finds where to go on after `shown` of the log from `base` was shown: prints

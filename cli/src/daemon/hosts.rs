@@ -241,7 +241,8 @@ struct Job {
     #[serde(default)]
     name: Option<String>,
     /// When it was started here (ns since the epoch): the newest finished one of
-    /// a name wins, as B37 says for local names.
+    /// a name wins, as B37 says for local names. 0 with no `name`: saved before
+    /// names were kept, so its name (if any) is known only on the far side.
     #[serde(default)]
     started: u64,
 }
@@ -439,6 +440,11 @@ impl Hosts {
             return Ok(far);
         }
         if !hexish {
+            if link.has_unnamed_legacy() {
+                // Jobs saved before names were kept: the name may be one of
+                // theirs, which only the far side knows.
+                return Ok(wanted.to_owned());
+            }
             return Err(RpcError::new(
                 NOT_FOUND,
                 format!(

@@ -108,6 +108,10 @@ pub(crate) struct FarShim {
     pub(crate) path: String,
     /// Its size.
     pub(crate) bytes: u64,
+    /// Its SHA-256 as `herd hosts install` checked and recorded it
+    /// (`herd-shim.sha256`); none when it was put there otherwise.
+    #[serde(default)]
+    pub(crate) sha256: Option<String>,
 }
 
 /// What the far side said in the handshake.

@@ -59,19 +59,53 @@ printf 'herd-probe os=%s arch=%s glibc=%s\\n' \"$(uname -s)\" \"$(uname -m)\" \"
 echo 'herd is not installed on this host (this is the probe `herd hosts install` left); run herd hosts install' >&2\n\
 exit 127\n";
 
-/// Put where herd will live, then run through the door with `herd-shim` on stdin:
-/// writes it beside itself, then says where. The herd binary replaces it next.
+/// Put where herd will live, then run through the door with [`shim_header`] and
+/// `herd-shim` on stdin: refuses any stdin that does not begin with that header
+/// (a door opened by a daemon in this window sends protocol lines, which must not
+/// become herd-shim), copies exactly the header's length, checks its SHA-256
+/// (`sha256sum`, coreutils), writes it beside itself with a `herd-shim.sha256`
+/// record the far proxy reports, then says where. The herd binary replaces it next.
 pub(crate) const SHIM_WRITER: &str = "#!/bin/sh\n\
 # Written by `herd hosts install` to put herd-shim beside herd; the herd binary\n\
 # replaces it next.\n\
 dir=$(dirname \"$0\")\n\
-if ! { cat > \"$dir/herd-shim.new\" && chmod 755 \"$dir/herd-shim.new\" && mv -f \"$dir/herd-shim.new\" \"$dir/herd-shim\"; }; then\n\
+echo 'herd is not installed on this host yet (this is the step of `herd hosts install` that writes herd-shim); run herd hosts install' >&2\n\
+IFS=' ' read -r magic len sum rest || exit 127\n\
+{ [ \"$magic\" = herd-shim ] && [ -z \"$rest\" ] && [ ${#sum} -eq 64 ]; } || exit 127\n\
+case \"$len$sum\" in ''|*[!0-9a-f]*) exit 127 ;; esac\n\
+case \"$len\" in ''|*[!0-9]*) exit 127 ;; esac\n\
+new=\"$dir/herd-shim.new\"\n\
+if ! head -c \"$len\" > \"$new\"; then\n\
+  rm -f \"$new\"\n\
+  echo \"cannot write $new (see the error above): make $dir writable for this user\" >&2\n\
+  exit 1\n\
+fi\n\
+got=$(sha256sum < \"$new\" | cut -d ' ' -f 1)\n\
+if [ \"$got\" != \"$sum\" ]; then\n\
+  rm -f \"$new\"\n\
+  echo \"herd-shim arrived damaged (sha256 $got, not $sum): run herd hosts install again\" >&2\n\
+  exit 1\n\
+fi\n\
+if ! { chmod 755 \"$new\" && mv -f \"$new\" \"$dir/herd-shim\" && printf '%s %s\\n' \"$sum\" \"$len\" > \"$dir/herd-shim.sha256\"; }; then\n\
   echo \"cannot write $dir/herd-shim (see the error above): make $dir writable for this user\" >&2\n\
   exit 1\n\
 fi\n\
 printf 'herd-shim-installed path=%s/herd-shim\\n' \"$dir\"\n\
-echo 'herd is not installed on this host yet (this is the step of `herd hosts install` that writes herd-shim); run herd hosts install' >&2\n\
 exit 0\n";
+
+/// The first line [`SHIM_WRITER`] demands: `herd-shim <len> <sha256>`.
+pub(crate) fn shim_header(shim: &[u8]) -> String {
+    format!("herd-shim {} {}\n", shim.len(), sha256_hex(shim))
+}
+
+/// SHA-256 in lower-case hex.
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
 
 /// A glibc version, `2.34` or `2.17.1`, ordered numerically.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -411,10 +445,10 @@ pub(crate) async fn run(name: &str, host: &HostConfig, json: bool) -> anyhow::Re
                 )
                 .into());
             };
-            let shim_fits = info
-                .shim
-                .as_ref()
-                .is_some_and(|far| far.bytes == shim.len() as u64);
+            let ours_hash = sha256_hex(&shim);
+            let shim_fits = info.shim.as_ref().is_some_and(|far| {
+                far.bytes == shim.len() as u64 && far.sha256.as_deref() == Some(ours_hash.as_str())
+            });
             if info.version == ours && shim_fits && far_supervisor(name, host).await? {
                 return report(
                     name,
@@ -551,7 +585,9 @@ async fn send_shim(
     send(install, SHIM_WRITER.as_bytes(), "the herd-shim writer")
         .await
         .map_err(|why| Failure::new(Code::Failed, format!("host {name}: {why}")))?;
-    let printed = send(&host.command, shim, "herd-shim")
+    let mut framed = shim_header(shim).into_bytes();
+    framed.extend_from_slice(shim);
+    let printed = send(&host.command, &framed, "herd-shim")
         .await
         .map_err(|why| Failure::new(Code::Failed, format!("host {name}: {why}")))?;
     let text = String::from_utf8_lossy(&printed);

@@ -293,7 +293,8 @@ pub(crate) fn proxy_info() -> Value {
 }
 
 /// The `herd-shim` beside this executable (where a daemon started by this herd
-/// looks for it when config names none): its path and size, none when it is
+/// looks for it when config names none): its path, size and recorded SHA-256
+/// (`herd-shim.sha256`, written by `herd hosts install`), none when it is
 /// missing. `herd hosts install` reads it to know whether the far side has one.
 fn shim_beside_exe() -> Value {
     let Ok(exe) = std::env::current_exe() else {
@@ -302,7 +303,16 @@ fn shim_beside_exe() -> Value {
     let path = exe.with_file_name("herd-shim");
     match std::fs::metadata(&path) {
         Ok(meta) if meta.is_file() => {
-            json!({"path": path.display().to_string(), "bytes": meta.len()})
+            // The record the install's writer left once the hash checked; one
+            // for another length is stale.
+            let record = std::fs::read_to_string(path.with_file_name("herd-shim.sha256"))
+                .unwrap_or_default();
+            let mut fields = record.split_whitespace();
+            let sha256 = match (fields.next(), fields.next()) {
+                (Some(sum), Some(len)) if len == meta.len().to_string() => Some(sum.to_owned()),
+                _ => None,
+            };
+            json!({"path": path.display().to_string(), "bytes": meta.len(), "sha256": sha256})
         }
         _ => Value::Null,
     }

@@ -115,7 +115,12 @@ impl Link {
             let job = book.jobs.get(&old).cloned().map(|job| Job {
                 finished: false,
                 row: None,
-                started: now_nanos(),
+                // One saved before names were kept stays so: its name is far.
+                started: if job.name.is_none() && job.started == 0 {
+                    0
+                } else {
+                    now_nanos()
+                },
                 ..job
             });
             let events = job.as_ref().is_some_and(|j| j.events);
@@ -320,6 +325,12 @@ impl Link {
     }
 }
 
+/// Whether `jobs` holds one saved before names were kept (no `name`, no
+/// `started`, as serde's defaults fill them in a map of an earlier release).
+pub(super) fn has_unnamed_legacy(jobs: &BTreeMap<String, Job>) -> bool {
+    jobs.values().any(|j| j.name.is_none() && j.started == 0)
+}
+
 /// What a job's row takes from an answer or a completion about it.
 const ROW_FIELDS: &[&str] = &[
     "exit_code",
@@ -408,6 +419,12 @@ impl Link {
             [one] => Ok(Some((*one).clone())),
             _ => Ok(None),
         }
+    }
+
+    /// Whether the book holds a job saved before names were kept (no `name`,
+    /// no `started`): a name not found here may be its, so it goes far.
+    pub(super) fn has_unnamed_legacy(&self) -> bool {
+        has_unnamed_legacy(&lock(&self.book).jobs)
     }
 
     fn ambiguous(&self, wanted: &str, ids: &[&String]) -> RpcError {

@@ -26,8 +26,8 @@ use crate::remote::door;
 pub(super) struct Mux {
     /// Framed lines to write to the door.
     writer: mpsc::UnboundedSender<Vec<u8>>,
-    /// Each open channel's inbox.
-    channels: Mutex<HashMap<u64, mpsc::UnboundedSender<Vec<u8>>>>,
+    /// Each open channel's inbox, bounded ([`INBOX_LINES`]).
+    channels: Mutex<HashMap<u64, mpsc::Sender<Vec<u8>>>>,
     next: AtomicU64,
     dead: AtomicBool,
 }
@@ -37,8 +37,14 @@ pub(super) struct Mux {
 pub(super) struct Channel {
     id: u64,
     mux: Arc<Mux>,
-    inbox: mpsc::UnboundedReceiver<Vec<u8>>,
+    inbox: mpsc::Receiver<Vec<u8>>,
 }
+
+/// How many far lines a channel's inbox holds. The reader waits when one is
+/// full, so a slow local client stops the door's reading (and through ssh the
+/// far side's writing) instead of the daemon buffering a chatty far stream; the
+/// price is head-of-line blocking: the door's other channels wait with it.
+const INBOX_LINES: usize = 64;
 
 impl Mux {
     /// Starts host `name`'s door in mux mode.
@@ -104,7 +110,7 @@ impl Mux {
             return None;
         }
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let (tx, inbox) = mpsc::unbounded_channel();
+        let (tx, inbox) = mpsc::channel(INBOX_LINES);
         lock(&self.channels).insert(id, tx);
         Some(Channel {
             id,
@@ -116,7 +122,7 @@ impl Mux {
 
 /// Reads the door's lines and hands each to its channel; at the end every
 /// channel is closed.
-async fn read(mux: Weak<Mux>, stdout: tokio::process::ChildStdout) {
+async fn read(weak: Weak<Mux>, stdout: tokio::process::ChildStdout) {
     let mut reader = tokio::io::BufReader::with_capacity(256 * 1024, stdout);
     let mut buf = Vec::new();
     loop {
@@ -125,7 +131,7 @@ async fn read(mux: Weak<Mux>, stdout: tokio::process::ChildStdout) {
             Ok(Line::TooLong) => continue,
             Ok(Line::Eof) | Err(_) => break,
         }
-        let Some(mux) = mux.upgrade() else { return };
+        let Some(mux) = weak.upgrade() else { return };
         let Some(space) = buf.iter().position(|b| *b == b' ') else {
             continue;
         };
@@ -136,16 +142,22 @@ async fn read(mux: Weak<Mux>, stdout: tokio::process::ChildStdout) {
             continue;
         };
         let payload = &buf[space + 1..];
-        let mut channels = lock(&mux.channels);
         if payload == b"." {
-            channels.remove(&id);
-        } else if let Some(tx) = channels.get(&id)
-            && tx.send(payload.to_vec()).is_err()
+            lock(&mux.channels).remove(&id);
+            continue;
+        }
+        let Some(tx) = lock(&mux.channels).get(&id).cloned() else {
+            continue;
+        };
+        // Not holding the mux: a channel dropped meanwhile ends this wait.
+        drop(mux);
+        if tx.send(payload.to_vec()).await.is_err()
+            && let Some(mux) = weak.upgrade()
         {
-            channels.remove(&id);
+            lock(&mux.channels).remove(&id);
         }
     }
-    if let Some(mux) = mux.upgrade() {
+    if let Some(mux) = weak.upgrade() {
         mux.dead.store(true, Ordering::SeqCst);
         lock(&mux.channels).clear();
     }
@@ -211,5 +223,43 @@ impl Drop for Channel {
             .mux
             .writer
             .send(format!("{} .\n", self.id).into_bytes());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A far stream far longer than a channel's inbox reaches its slow reader
+    /// whole and in order: the door's reader waits for room, dropping nothing.
+    #[tokio::test]
+    async fn issue30_mux_inbox_is_bounded_and_loses_nothing() {
+        let mut far = tokio::process::Command::from(crate::auxiliary::command("sh"))
+            .args(["-c", "seq 1 20000 | sed 's/^/1 /'"])
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let stdout = far.stdout.take().unwrap();
+        let (writer, _outgoing) = mpsc::unbounded_channel();
+        let mux = Arc::new(Mux {
+            writer,
+            channels: Mutex::new(HashMap::new()),
+            next: AtomicU64::new(1),
+            dead: AtomicBool::new(false),
+        });
+        let mut channel = mux.channel().unwrap();
+        tokio::spawn(read(Arc::downgrade(&mux), stdout));
+        herd_test_support::wait::until(
+            std::time::Duration::from_secs(10),
+            "the channel's inbox full",
+            || channel.inbox.len() >= INBOX_LINES,
+        )
+        .await;
+        for n in 1..=20000u32 {
+            assert!(channel.inbox.len() <= INBOX_LINES);
+            let line = channel.recv().await.unwrap();
+            assert_eq!(line, n.to_string().into_bytes());
+        }
     }
 }

@@ -6,7 +6,7 @@ use serde_json::json;
 
 use super::Job;
 use super::events::event_key;
-use super::jobs::qualify_in;
+use super::jobs::{has_unnamed_legacy, qualify_in};
 
 fn jobs() -> BTreeMap<String, Job> {
     let mut jobs = BTreeMap::new();
@@ -98,4 +98,26 @@ fn event_keys_tell_beats_apart_and_leave_completions_to_the_ledger() {
             &watch("2026-12-02T07:00:20Z")
         )
     );
+}
+
+#[test]
+fn issue30_a_map_saved_before_names_were_kept_sends_unknown_names_far() {
+    // A job of an earlier release's map has neither `name` nor `started`: a
+    // `host:NAME` not found here may be its name, so it goes to the far side.
+    let old: super::Book = serde_json::from_str(
+        r#"{"jobs": {"proc_0123456789ab": {"owner": "a", "task_id": "t", "events": true, "finished": false}}}"#,
+    )
+    .unwrap();
+    assert!(has_unnamed_legacy(&old.jobs));
+    let mut named = old.jobs.clone();
+    for job in named.values_mut() {
+        job.name = Some("web".into());
+        job.started = 1;
+    }
+    assert!(!has_unnamed_legacy(&named));
+    let mut unnamed_new = old.jobs;
+    for job in unnamed_new.values_mut() {
+        job.started = 1;
+    }
+    assert!(!has_unnamed_legacy(&unnamed_new));
 }

@@ -79,3 +79,57 @@ fn the_probe_script_reports_this_machine() {
     assert_eq!(platform.glibc, here.glibc);
     assert!(String::from_utf8_lossy(&out.stderr).contains("herd is not installed"));
 }
+
+/// Runs [`super::SHIM_WRITER`] from a fresh directory with `stdin`; its exit
+/// code and the directory.
+fn run_writer(stdin: &[u8]) -> (Option<i32>, tempfile::TempDir) {
+    use std::io::Write;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let script = dir.path().join("herd");
+    std::fs::write(&script, super::SHIM_WRITER).expect("the writer written");
+    let mut child = crate::auxiliary::command("sh")
+        .arg(&script)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("sh runs");
+    let mut pipe = child.stdin.take().expect("its stdin");
+    let _ = pipe.write_all(stdin);
+    drop(pipe);
+    let status = child.wait().expect("sh ends");
+    (status.code(), dir)
+}
+
+#[test]
+fn issue30_shim_writer_refuses_protocol_lines() {
+    let (code, dir) = run_writer(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"hello\"}\n");
+    assert_eq!(code, Some(127));
+    assert!(!dir.path().join("herd-shim").exists());
+    let (code, dir) = run_writer(b"herd-shim 5 nothex\nhello");
+    assert_eq!(code, Some(127));
+    assert!(!dir.path().join("herd-shim").exists());
+}
+
+#[test]
+fn issue30_shim_writer_copies_exactly_the_header_length_and_checks_the_hash() {
+    let shim = b"\x7fELF pretend shim\nwith lines\n";
+    let mut stdin = super::shim_header(shim).into_bytes();
+    stdin.extend_from_slice(shim);
+    stdin.extend_from_slice(b"{\"id\":2}\n");
+    let (code, dir) = run_writer(&stdin);
+    assert_eq!(code, Some(0));
+    assert_eq!(std::fs::read(dir.path().join("herd-shim")).unwrap(), shim);
+    let record = std::fs::read_to_string(dir.path().join("herd-shim.sha256")).unwrap();
+    assert_eq!(
+        record,
+        format!("{} {}\n", super::sha256_hex(shim), shim.len())
+    );
+
+    let mut damaged = super::shim_header(shim).into_bytes();
+    damaged.extend_from_slice(b"\x7fELF pretend shiM\nwith lines\n");
+    let (code, dir) = run_writer(&damaged);
+    assert_eq!(code, Some(1));
+    assert!(!dir.path().join("herd-shim").exists());
+    assert!(!dir.path().join("herd-shim.new").exists());
+}
