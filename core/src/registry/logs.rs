@@ -59,6 +59,19 @@ fn chunk_end(bytes: &[u8], max_bytes: usize, is_running: bool, at_end: bool) -> 
     }
 }
 
+/// How many bytes at the chunk's start continue a character begun before it: an
+/// offset inside a character gives its first bytes to the context, so the
+/// character (a zero-width space inside a token) decodes whole there.
+fn continuation_lead(bytes: &[u8], keep: usize, from_byte: u64) -> usize {
+    if from_byte == 0 {
+        return 0;
+    }
+    bytes[..keep.min(3)]
+        .iter()
+        .take_while(|b| (**b & 0xC0) == 0x80)
+        .count()
+}
+
 /// Reads the chunk of the log at `path` from `from_byte` (at most `max_bytes`) with
 /// its context. `Ok(None)` when there is no log yet.
 ///
@@ -100,16 +113,7 @@ pub(crate) fn read_chunk(
     let bytes = &buf[at..at + chunk_len];
     let at_end = from_byte + bytes.len() as u64 >= len;
     let keep = chunk_end(bytes, max_bytes, is_running, at_end);
-    // An offset inside a character: its first bytes belong to the context, so the
-    // character (a zero-width space inside a token) decodes whole there.
-    let lead = if from_byte > 0 {
-        bytes[..keep.min(3)]
-            .iter()
-            .take_while(|b| (**b & 0xC0) == 0x80)
-            .count()
-    } else {
-        0
-    };
+    let lead = continuation_lead(bytes, keep, from_byte);
     // The context before: the `KEY_LOOKBACK_BYTES` before the chunk's first
     // character (`text_before`).
     let before_abs = (from_byte + lead as u64).saturating_sub(KEY_LOOKBACK_BYTES as u64);
