@@ -4,15 +4,20 @@
 //! Clean output never enters the regex automaton; it costs this scan alone, so the
 //! scan is built for speed. One ASCII-case-insensitive automaton over all trigger
 //! literals (and one- or two-byte ones among them) defeats aho-corasick's vector
-//! prefilter and runs at a few hundred MB/s, so each pattern's triggers go to one
-//! of four searchers:
-//! - `Tokens`: the pattern's prefix literals as written (regex-syntax's
+//! prefilter and runs at a few hundred MB/s, and a packed (Teddy) search holds 64
+//! literals, while the providers bring about 240. So each pattern's literals go
+//! to one of five searchers:
+//! - `anchored` (the rare-byte prefilter, `triggers/anchored.rs`): every literal
+//!   that holds a `_`, `-` or `.` (`ghp_`, `sk-`, `xoxb-`, `hvs.`, `x-api-`, most
+//!   provider prefixes), token and lowered alike: one `memchr3` pass for those
+//!   bytes, and at each only the few literals with that byte and the byte before
+//!   it are compared, so their number costs nothing per byte of text;
+//! - `Tokens`: the pattern's other prefix literals as written (regex-syntax's
 //!   `hir::literal::Extractor`), case-sensitive, each at least
-//!   [`MIN_LITERAL_LEN`] bytes (`ghp_`, `sk-`, `AKIA`, ...): one packed (Teddy)
-//!   search over all of them;
-//! - `Lowered`: the prefix literals of the pattern's ASCII-lowercased image, for
-//!   case-insensitive patterns whose literals as written are too many
-//!   (`authorization`, `x-api-key`, `postgres://`, ...): one packed search over an
+//!   [`MIN_LITERAL_LEN`] bytes (`AKIA`, `eyJ`, ...): one packed search;
+//! - `Lowered`: the other prefix literals of the pattern's ASCII-lowercased image,
+//!   for case-insensitive patterns whose literals as written are too many
+//!   (`authorization`, `postgres`, ...): one packed search over an
 //!   ASCII-lowercased copy of the text (same offsets). The copy is made only when
 //!   the text holds one of the bytes every match of these patterns must contain
 //!   (derived too: `:` or `=` for the built-in headers and URLs);
@@ -37,6 +42,10 @@ use regex_syntax::hir::{
 };
 
 use crate::Error;
+
+mod anchored;
+
+use anchored::Anchored;
 
 /// The shortest literal a packed search takes (shorter ones defeat it).
 pub(super) const MIN_LITERAL_LEN: usize = 3;
@@ -71,8 +80,10 @@ pub(super) enum Trigger {
 /// The compiled trigger searchers of one pattern set.
 #[derive(Debug, Clone)]
 pub(super) struct Triggers {
-    /// One packed searcher per [`PACKED_LITERALS`] token literals (a packed
-    /// search holds no more; two fast passes beat one slow one).
+    /// The literals that hold a rarer byte (`_`, `-`, `.`), token and lowered
+    /// alike, found by one `memchr3` pass (`anchored`).
+    anchored: Anchored,
+    /// One packed searcher per [`PACKED_LITERALS`] of the other token literals.
     tokens: Vec<AhoCorasick>,
     lowered: Vec<AhoCorasick>,
     /// The copy for `lowered` is made only when the text holds one of these bytes
@@ -118,6 +129,19 @@ impl Triggers {
                 }
             }
         }
+        let mut anchored = Anchored::default();
+        for fold in [false, true] {
+            let mut lits: Vec<Vec<u8>> = plan
+                .iter()
+                .flat_map(|t| match t {
+                    Trigger::Tokens(l) if !fold => l.clone(),
+                    Trigger::Lowered(l) if fold => l.clone(),
+                    _ => Vec::new(),
+                })
+                .collect();
+            prefix_free(&mut lits);
+            lits.iter().for_each(|l| anchored.add(l, fold));
+        }
         let tokens = packed_searchers(&mut plan, |t| matches!(t, Trigger::Tokens(_)));
         let lowered = packed_searchers(&mut plan, |t| matches!(t, Trigger::Lowered(_)));
         // The lowered copy's gate: a few bytes every lowered pattern's match holds.
@@ -154,6 +178,7 @@ impl Triggers {
             )
         };
         Ok(Triggers {
+            anchored,
             tokens,
             lowered,
             gate,
@@ -182,7 +207,7 @@ impl Triggers {
             triggers: self,
             text,
             lower,
-            next: vec![Next::Unknown; 2 + self.tokens.len() + self.lowered.len()],
+            next: vec![Next::Unknown; 3 + self.tokens.len() + self.lowered.len()],
         }
     }
 }
@@ -284,7 +309,8 @@ fn cut_groups(lits: &mut Vec<Vec<u8>>) {
 /// The most literals one packed (Teddy) searcher holds.
 pub(super) const PACKED_LITERALS: usize = 64;
 
-/// The packed searchers over the literals of the patterns `in_group` selects,
+/// The packed searchers over the literals of the patterns `in_group` selects
+/// that have no anchor byte (those are found by [`Anchored`]),
 /// [`PACKED_LITERALS`] at a time. If one cannot be built, those patterns always
 /// run instead.
 fn packed_searchers(plan: &mut [Trigger], in_group: impl Fn(&Trigger) -> bool) -> Vec<AhoCorasick> {
@@ -295,6 +321,7 @@ fn packed_searchers(plan: &mut [Trigger], in_group: impl Fn(&Trigger) -> bool) -
             Trigger::Tokens(l) | Trigger::Lowered(l) => l.clone(),
             _ => Vec::new(),
         })
+        .filter(|l| Anchored::anchor_of(l).is_none())
         .collect();
     prefix_free(&mut lits);
     let mut searchers = Vec::new();
@@ -451,8 +478,8 @@ pub(super) struct Scan<'t> {
     triggers: &'t Triggers,
     text: &'t str,
     lower: Option<Vec<u8>>,
-    /// Cached next hits of the byte and always searchers, then of each token
-    /// searcher, then of each lowered one.
+    /// Cached next hits of the byte, always and anchored searchers, then of each
+    /// token searcher, then of each lowered one.
     next: Vec<Next>,
 }
 
@@ -481,11 +508,12 @@ impl Scan<'_> {
                     re.search(&regex_automata::Input::new(self.text).span(pos..len))
                         .map(|m| (m.start(), 0))
                 }),
-                n if n < 2 + n_tokens => t.tokens.get(n - 2).and_then(|ac| {
+                2 => t.anchored.next_from(self.text.as_bytes(), pos),
+                n if n < 3 + n_tokens => t.tokens.get(n - 3).and_then(|ac| {
                     ac.find(Input::new(self.text).span(pos..len))
                         .map(|m| (m.start(), m.len()))
                 }),
-                n => match (t.lowered.get(n - 2 - n_tokens), &self.lower) {
+                n => match (t.lowered.get(n - 3 - n_tokens), &self.lower) {
                     (Some(ac), Some(lower)) => ac
                         .find(Input::new(lower.as_slice()).span(pos..len))
                         .map(|m| (m.start(), m.len())),

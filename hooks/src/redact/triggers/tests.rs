@@ -284,12 +284,10 @@ fn issue18_builtin_families_all_have_a_literal_trigger() {
         .flatten()
         .collect();
     prefix_free(&mut tokens);
-    // At most three packed searches over the token literals.
-    assert!(
-        tokens.len() <= 3 * super::PACKED_LITERALS,
-        "{} token literals",
-        tokens.len()
-    );
+    // Issue 34: the literals with a `_`, `-` or `.` (most of them) are found by
+    // the rare-byte pass; the rest fit one packed search each, tokens and lowered.
+    assert!(t.anchored.len() > tokens.len() / 2, "{}", t.anchored.len());
+    assert_eq!((t.tokens.len(), t.lowered.len()), (1, 1));
     assert!(tokens.iter().all(|l| l.len() >= MIN_LITERAL_LEN));
     // The headers and URLs: lowercased, copied only for a `:` or `=`.
     assert_eq!(t.gate.as_deref(), Some(&b":="[..]));
@@ -335,9 +333,11 @@ fn issue18_each_kind_of_configured_pattern_gets_its_trigger() {
             Trigger::Always,
         ]
     );
-    // Every `(?i)internal_secret=` match holds a `_` and a `=` (an assignment's
-    // `=` is preferred): the lowered copy is made only for texts with a `=`.
-    assert_eq!(t.gate.as_deref(), Some(&b"="[..]));
+    // `internal_` and `corp-` hold an anchor byte: the rare-byte pass finds them
+    // (the first ASCII case ignored), and no lowered copy of the text is made.
+    assert_eq!(t.anchored.len(), 3);
+    assert!(t.lowered.is_empty() && t.gate.is_none());
+    assert_eq!(t.scan("x INTERNAL_secret=1").next_from(0), Some((2, 9)));
     // The `memchr` searcher takes three bytes; a fourth pattern's always runs.
     let t = derive(&["#[0-9]{5}", "%[0-9]{5}", "![0-9]{5}", "~[0-9]{5}"]);
     assert_eq!(
@@ -418,4 +418,47 @@ fn issue18_literal_sets_are_prefix_free_and_grouped() {
     assert_eq!(req(r"(?:x:|y=)"), Some(b":=".to_vec()));
     assert_eq!(req(r"[a-z]+"), None);
     assert_eq!(req(r"a?"), None);
+}
+
+#[test]
+fn issue34_the_rare_byte_pass_finds_every_occurrence_and_nothing_else() {
+    let mut table = super::anchored::Anchored::default();
+    for lit in [
+        "ghp_",
+        "sk-",
+        "sk-lf-",
+        "hvs.",
+        "_gitlab_session=",
+        "AGE-SECRET-KEY-1",
+    ] {
+        table.add(lit.as_bytes(), false);
+    }
+    table.add(b"x-api-", true);
+    let text =
+        "a ghp_x task-sk-y sk-lf-z X-API-key hvs.q _gitlab_session=1 AGE-SECRET-KEY-1 Ghp_ sk_";
+    let mut found = Vec::new();
+    let mut pos = 0;
+    while let Some((at, len)) = table.next_from(text.as_bytes(), pos) {
+        found.push(&text[at..at + len]);
+        pos = at + 1;
+    }
+    assert_eq!(
+        found,
+        [
+            "ghp_",
+            "sk-",
+            "sk-",
+            "sk-",
+            "X-API-",
+            "hvs.",
+            "_gitlab_session=",
+            "AGE-SECRET-KEY-1"
+        ]
+    );
+    // The earliest start wins, though its anchor comes later.
+    let mut late = super::anchored::Anchored::default();
+    late.add(b"abcdefgh_", false);
+    late.add(b"e.", false);
+    assert_eq!(late.next_from(b"abcdefgh_ e.", 0), Some((0, 9)));
+    assert_eq!(late.next_from(b"xx e. abcdefgh_", 0), Some((3, 2)));
 }
