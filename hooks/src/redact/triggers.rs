@@ -2,27 +2,25 @@
 //! from the patterns themselves once, when the redactor is built.
 //!
 //! Clean output never enters the regex automaton; it costs this scan alone, so the
-//! scan is built for speed. The providers bring about 240 trigger literals: a
-//! packed (Teddy) search holds 64, and four passes of them (with an
-//! ASCII-lowercased copy of the text for the case-insensitive ones) cost more
-//! than the rest of redaction. So each pattern's trigger is one of:
+//! scan is built for speed. One ASCII-case-insensitive automaton over all trigger
+//! literals (and one- or two-byte ones among them) defeats aho-corasick's vector
+//! prefilter and runs at a few hundred MB/s, so each pattern's triggers go to one
+//! of four searchers:
 //! - `Tokens`: the pattern's prefix literals as written (regex-syntax's
-//!   `hir::literal::Extractor`), each at least [`MIN_LITERAL_LEN`] bytes
-//!   (`ghp_`, `sk-`, `AKIA`, ...);
+//!   `hir::literal::Extractor`), case-sensitive, each at least
+//!   [`MIN_LITERAL_LEN`] bytes (`ghp_`, `sk-`, `AKIA`, ...): one packed (Teddy)
+//!   search over all of them;
 //! - `Lowered`: the prefix literals of the pattern's ASCII-lowercased image, for
 //!   case-insensitive patterns whose literals as written are too many
-//!   (`authorization`, `x-api-key`, `postgres://`, ...);
+//!   (`authorization`, `x-api-key`, `postgres://`, ...): one packed search over an
+//!   ASCII-lowercased copy of the text (same offsets). The copy is made only when
+//!   the text holds one of the bytes every match of these patterns must contain
+//!   (derived too: `:` or `=` for the built-in headers and URLs);
 //! - `Bytes`: a pattern whose literals are shorter than that (the `+` of an E.164
 //!   phone number) but start with at most [`MAX_BYTES`] distinct bytes: `memchr`;
 //! - `Always`: a pattern with no usable literal (it can start with too many
 //!   strings, or with anything): it always runs, unanchored over the whole text, and
 //!   each of its match starts is a trigger.
-//!
-//! The `Tokens` and `Lowered` literals, however many, are found in ONE pass: an
-//! aho-corasick DFA over all of them matched ignoring ASCII case (a superset of
-//! the starts; a token literal in another case is refused at once by the anchored
-//! automaton), a table lookup per byte with no copy of the text. (A dense
-//! regex-automata DFA searched no faster and took 0.3 s to build.)
 //!
 //! A pattern set's literals are prefixes of its matches (the extractor's own
 //! guarantee; a literal may be cut shorter, never longer), so the invariant holds
@@ -30,7 +28,7 @@
 //! position where a pattern of the set can match is a position this scan reports.
 //! The redactor runs its automaton anchored only at those positions.
 
-use aho_corasick::{AhoCorasick, AhoCorasickKind, Input, MatchKind};
+use aho_corasick::{AhoCorasick, Input, MatchKind};
 use regex_automata::meta;
 use regex_syntax::hir::literal::{ExtractKind, Extractor};
 use regex_syntax::hir::{
@@ -73,9 +71,13 @@ pub(super) enum Trigger {
 /// The compiled trigger searchers of one pattern set.
 #[derive(Debug, Clone)]
 pub(super) struct Triggers {
-    /// One pass over every literal, token and lowered alike, ASCII case ignored
-    /// (a superset of the starts: the anchored automaton decides), as a DFA.
-    literals: Option<AhoCorasick>,
+    /// One packed searcher per [`PACKED_LITERALS`] token literals (a packed
+    /// search holds no more; two fast passes beat one slow one).
+    tokens: Vec<AhoCorasick>,
+    lowered: Vec<AhoCorasick>,
+    /// The copy for `lowered` is made only when the text holds one of these bytes
+    /// (`None`: always).
+    gate: Option<Vec<u8>>,
     bytes: Vec<u8>,
     /// The patterns that always run.
     always: Option<meta::Regex>,
@@ -116,7 +118,26 @@ impl Triggers {
                 }
             }
         }
-        let literals = literal_searcher(&mut plan);
+        let tokens = packed_searchers(&mut plan, |t| matches!(t, Trigger::Tokens(_)));
+        let lowered = packed_searchers(&mut plan, |t| matches!(t, Trigger::Lowered(_)));
+        // The lowered copy's gate: a few bytes every lowered pattern's match holds.
+        let gate = if !lowered.is_empty() {
+            let mut gate = Vec::new();
+            let mut all = true;
+            for (trigger, hir) in plan.iter().zip(&hirs) {
+                if let (Trigger::Lowered(_), Some(hir)) = (trigger, hir) {
+                    match required_bytes(hir) {
+                        Some(set) => gate.extend(set),
+                        None => all = false,
+                    }
+                }
+            }
+            gate.sort_unstable();
+            gate.dedup();
+            (all && gate.len() <= MAX_BYTES).then_some(gate)
+        } else {
+            None
+        };
         let always_patterns: Vec<&str> = plan
             .iter()
             .zip(patterns)
@@ -133,7 +154,9 @@ impl Triggers {
             )
         };
         Ok(Triggers {
-            literals,
+            tokens,
+            lowered,
+            gate,
             bytes,
             always,
             #[cfg(test)]
@@ -149,10 +172,17 @@ impl Triggers {
 
     /// A scan of `text` that yields trigger starts in order.
     pub(super) fn scan<'t>(&'t self, text: &'t str) -> Scan<'t> {
+        let bytes = text.as_bytes();
+        let lower = match (self.lowered.is_empty(), &self.gate) {
+            (true, _) => None,
+            (false, None) => Some(bytes.to_ascii_lowercase()),
+            (false, Some(gate)) => any_byte(gate, bytes, 0).map(|_| bytes.to_ascii_lowercase()),
+        };
         Scan {
             triggers: self,
             text,
-            next: [Next::Unknown; 3],
+            lower,
+            next: vec![Next::Unknown; 2 + self.tokens.len() + self.lowered.len()],
         }
     }
 }
@@ -251,41 +281,39 @@ fn cut_groups(lits: &mut Vec<Vec<u8>>) {
     *lits = out;
 }
 
-/// The one searcher over the literals of every `Tokens` and `Lowered` pattern:
-/// lowercased, prefix-free, matched ASCII-case-insensitively (a case-sensitive
-/// literal found in another case is a start the anchored automaton refuses at
-/// once). One aho-corasick DFA pass over the text, whatever the number of
-/// literals: no lowered copy of the text, no pass per 64 literals. If it cannot be
-/// built, those patterns always run instead.
-fn literal_searcher(plan: &mut [Trigger]) -> Option<AhoCorasick> {
-    let in_group = |t: &Trigger| matches!(t, Trigger::Tokens(_) | Trigger::Lowered(_));
+/// The most literals one packed (Teddy) searcher holds.
+pub(super) const PACKED_LITERALS: usize = 64;
+
+/// The packed searchers over the literals of the patterns `in_group` selects,
+/// [`PACKED_LITERALS`] at a time. If one cannot be built, those patterns always
+/// run instead.
+fn packed_searchers(plan: &mut [Trigger], in_group: impl Fn(&Trigger) -> bool) -> Vec<AhoCorasick> {
     let mut lits: Vec<Vec<u8>> = plan
         .iter()
+        .filter(|t| in_group(t))
         .flat_map(|t| match t {
             Trigger::Tokens(l) | Trigger::Lowered(l) => l.clone(),
             _ => Vec::new(),
         })
-        .map(|l| l.to_ascii_lowercase())
         .collect();
     prefix_free(&mut lits);
-    if lits.is_empty() {
-        return None;
-    }
-    match AhoCorasick::builder()
-        .match_kind(MatchKind::LeftmostFirst)
-        .ascii_case_insensitive(true)
-        .kind(Some(AhoCorasickKind::DFA))
-        .build(&lits)
-    {
-        Ok(ac) => Some(ac),
-        Err(err) => {
-            tracing::warn!(%err, "redaction trigger literals cannot make one searcher; those patterns run over the whole text");
-            for t in plan.iter_mut().filter(|t| in_group(t)) {
-                *t = Trigger::Always;
+    let mut searchers = Vec::new();
+    for chunk in lits.chunks(PACKED_LITERALS) {
+        match AhoCorasick::builder()
+            .match_kind(MatchKind::LeftmostFirst)
+            .build(chunk)
+        {
+            Ok(ac) => searchers.push(ac),
+            Err(err) => {
+                tracing::warn!(%err, "redaction trigger literals too many for one searcher; those patterns run over the whole text");
+                for t in plan.iter_mut().filter(|t| in_group(t)) {
+                    *t = Trigger::Always;
+                }
+                return Vec::new();
             }
-            None
         }
     }
+    searchers
 }
 
 /// The pattern's image under ASCII lowercasing: every match of `hir`, lowercased,
@@ -334,6 +362,69 @@ fn ascii_lowercase(hir: &Hir) -> Hir {
     }
 }
 
+/// At most [`MAX_BYTES`] bytes one of which every match of `hir` contains,
+/// preferring punctuation (rarer in text than letters); `None` when there are
+/// none so few.
+pub(super) fn required_bytes(hir: &Hir) -> Option<Vec<u8>> {
+    let class_bytes = |ranges: &mut dyn Iterator<Item = (u32, u32)>| {
+        let mut out = Vec::new();
+        for (start, end) in ranges {
+            if end > 0x7f || end - start >= MAX_BYTES as u32 || out.len() > MAX_BYTES {
+                return None;
+            }
+            out.extend((start..=end).filter_map(|b| u8::try_from(b).ok()));
+        }
+        (!out.is_empty() && out.len() <= MAX_BYTES).then_some(out)
+    };
+    match hir.kind() {
+        HirKind::Empty | HirKind::Look(_) => None,
+        HirKind::Literal(lit) => {
+            let pick = lit
+                .0
+                .iter()
+                .find(|b| !b.is_ascii_alphanumeric())
+                .or(lit.0.first());
+            pick.map(|b| vec![*b])
+        }
+        HirKind::Class(Class::Unicode(class)) => class_bytes(
+            &mut class
+                .ranges()
+                .iter()
+                .map(|r| (u32::from(r.start()), u32::from(r.end()))),
+        ),
+        HirKind::Class(Class::Bytes(class)) => class_bytes(
+            &mut class
+                .ranges()
+                .iter()
+                .map(|r| (u32::from(r.start()), u32::from(r.end()))),
+        ),
+        HirKind::Repetition(rep) if rep.min >= 1 => required_bytes(&rep.sub),
+        HirKind::Repetition(_) => None,
+        HirKind::Capture(cap) => required_bytes(&cap.sub),
+        HirKind::Concat(subs) => subs
+            .iter()
+            .filter_map(required_bytes)
+            // An assignment's `:` or `=` first (every header and URL family shares
+            // them, so the gate stays small), then the rarest-looking set.
+            .min_by_key(|set| {
+                (
+                    !set.iter().all(|b| matches!(b, b':' | b'=')),
+                    set.iter().any(u8::is_ascii_alphanumeric),
+                    set.len(),
+                )
+            }),
+        HirKind::Alternation(subs) => {
+            let mut union = Vec::new();
+            for sub in subs {
+                union.extend(required_bytes(sub)?);
+            }
+            union.sort_unstable();
+            union.dedup();
+            (union.len() <= MAX_BYTES).then_some(union)
+        }
+    }
+}
+
 /// The first position at or after `from` holding one of `set` (at most three bytes).
 fn any_byte(set: &[u8], bytes: &[u8], from: usize) -> Option<usize> {
     let hay = &bytes[from..];
@@ -359,8 +450,10 @@ enum Next {
 pub(super) struct Scan<'t> {
     triggers: &'t Triggers,
     text: &'t str,
-    /// Cached next hits of the byte, always and literal searchers.
-    next: [Next; 3],
+    lower: Option<Vec<u8>>,
+    /// Cached next hits of the byte and always searchers, then of each token
+    /// searcher, then of each lowered one.
+    next: Vec<Next>,
 }
 
 impl Scan<'_> {
@@ -381,16 +474,23 @@ impl Scan<'_> {
             if !stale {
                 continue;
             }
+            let n_tokens = t.tokens.len();
             let hit = match idx {
                 0 => any_byte(&t.bytes, self.text.as_bytes(), pos).map(|at| (at, 1)),
                 1 => t.always.as_ref().and_then(|re| {
                     re.search(&regex_automata::Input::new(self.text).span(pos..len))
                         .map(|m| (m.start(), 0))
                 }),
-                _ => t.literals.as_ref().and_then(|ac| {
+                n if n < 2 + n_tokens => t.tokens.get(n - 2).and_then(|ac| {
                     ac.find(Input::new(self.text).span(pos..len))
                         .map(|m| (m.start(), m.len()))
                 }),
+                n => match (t.lowered.get(n - 2 - n_tokens), &self.lower) {
+                    (Some(ac), Some(lower)) => ac
+                        .find(Input::new(lower.as_slice()).span(pos..len))
+                        .map(|m| (m.start(), m.len())),
+                    _ => None,
+                },
             };
             self.next[idx] = hit.map_or(Next::None, |(at, n)| Next::At(at, n));
         }
