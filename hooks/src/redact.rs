@@ -52,6 +52,7 @@ mod keys;
 mod lookback;
 mod providers;
 mod stream;
+mod suffixed;
 mod triggers;
 mod visible;
 

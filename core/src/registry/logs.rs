@@ -130,12 +130,8 @@ pub(crate) fn read_chunk(
     let cut = before_abs > 0;
     // Whether a private-key block is open where the context starts: asked of the
     // log further back only when the context's first line could be key body.
-    let key_open = cut
-        && herd_hooks::key_open_in_log(
-            Some(&file),
-            before_abs,
-            &String::from_utf8_lossy(&buf[before_start..chunk_start.min(before_start + 4096)]),
-        );
+    let head = String::from_utf8_lossy(&buf[before_start..chunk_start.min(before_start + 4096)]);
+    let key_open = cut && herd_hooks::key_open_in_log(Some(&file), before_abs, &head);
     if let Some((start, end)) =
         one_text(&buf, before_start, cut, chunk_start, chunk_stop, after_stop)
     {

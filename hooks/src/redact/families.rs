@@ -171,6 +171,12 @@ pub(crate) const BUILTIN_ROWS: &[(&str, &str)] = &[
     ("Azure AD", "client secrets `…Q~…`"),
     ("HashiCorp Terraform", "API tokens `….atlasv1.…`"),
     ("Discord", "bot tokens `<id>.<time>.<hmac>`"),
+    ("MaxMind", "license keys `…_…_mmk`"),
+    ("Mailchimp", "API keys `<32 hex>-us<n>`"),
+    (
+        "HashiCorp Vault",
+        "service tokens of the older format `s.<24 alphanumerics>`",
+    ),
     ("JWT", "JSON Web Tokens `eyJ….eyJ….…`"),
     (
         "HTTP",
@@ -513,7 +519,8 @@ fn is_secret_file(word: &str) -> bool {
 ///   `***`) and a bare token `\b[a-z][a-z0-9+.-]*://[A-Za-z0-9_.~%-]{8,}@`;
 /// - Discord bot tokens `\b[MNO][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,38}\b`;
 /// - Terraform Cloud tokens `<14 alphanumerics>.atlasv1.<60-70>`;
-/// - Azure AD client secrets `[A-Za-z0-9_~.]{3}[0-9]Q~[A-Za-z0-9_~.-]{31,34}`.
+/// - Azure AD client secrets `[A-Za-z0-9_~.]{3}[0-9]Q~[A-Za-z0-9_~.-]{31,34}`;
+/// - the shapes of `suffixed` (MaxMind, Mailchimp, older Vault tokens).
 ///
 /// Returned sorted by start, non-overlapping.
 pub(super) fn side_matches(text: &str) -> Vec<(usize, usize, Kind)> {
@@ -528,13 +535,27 @@ pub(super) fn side_matches(text: &str) -> Vec<(usize, usize, Kind)> {
             b':' => telegram_at(bytes, idx).or_else(|| userinfo_at(bytes, idx)),
             b'.' => zhipu_at(bytes, idx)
                 .or_else(|| discord_at(bytes, idx))
-                .or_else(|| terraform_at(bytes, idx)),
+                .or_else(|| terraform_at(bytes, idx))
+                .or_else(|| super::suffixed::vault_legacy_at(bytes, idx)),
             _ => azure_secret_at(bytes, idx),
         };
         if let Some((start, end, kind)) = hit {
             found.push((start, end, kind));
             next_free = end;
         }
+    }
+    let n_dotted = found.len();
+    super::suffixed::suffixed_matches(bytes, &mut found);
+    if found.len() > n_dotted {
+        found.sort_unstable_by_key(|(start, end, _)| (*start, std::cmp::Reverse(*end)));
+        let mut last_end = 0;
+        found.retain(|(start, end, _)| {
+            let keep = *start >= last_end;
+            if keep {
+                last_end = *end;
+            }
+            keep
+        });
     }
     found
 }

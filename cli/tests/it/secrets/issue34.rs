@@ -195,3 +195,69 @@ fn b30_issue34_paged_routes_hold_an_unfinished_token_like_the_streams() {
     }
     proof.finish("an unfinished token on paged routes", 14);
 }
+
+#[test]
+fn b21_b30_issue34_a_heartbeat_deep_in_a_long_key_shows_only_masks() {
+    let env = Env::new();
+    std::fs::write(
+        env.home().join("config.toml"),
+        "heartbeat_floor_seconds = 1\n",
+    )
+    .expect("the home is writable");
+    let mut rng = Rng(0x5eed_0037);
+    // 1,400 body lines (about 90 KB) after BEGIN, a pause, then 100 more: the
+    // beat that carries the last ones starts far more than 64 KiB after BEGIN.
+    let body: Vec<String> = (0..1_500).map(|_| rng.pick(BASE64, 64)).collect();
+    let first = data(
+        &env,
+        "first.pem",
+        &format!(
+            "-----BEGIN PRIVATE KEY-----\n{}\n",
+            body[..1_400].join("\n")
+        ),
+    );
+    let rest = data(&env, "rest.pem", &format!("{}\n", body[1_400..].join("\n")));
+    let job = script(
+        &env,
+        "beat-key",
+        &format!("cat {first}\nsleep 2.5\ncat {rest}\necho after-the-key\nread _\n"),
+    );
+    let secrets = body[1_400..]
+        .iter()
+        .enumerate()
+        .map(|(idx, line)| secret(&format!("key line {}", 1_400 + idx), line))
+        .collect();
+    let mut proof = Proof::new(secrets);
+    let id = start(&env, Mode::Pipe, &["--heartbeat", "1"], &job);
+    super::await_raw(&env, &id, "after-the-key");
+    let mut events: Vec<serde_json::Value> = Vec::new();
+    let beat = crate::support::wait_until(std::time::Duration::from_secs(15), || {
+        events.extend(
+            env.ok(&["events"])
+                .lines()
+                .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()),
+        );
+        events.iter().any(|e| {
+            e["type"] == "heartbeat"
+                && e["output"]
+                    .as_str()
+                    .is_some_and(|o| o.contains("after-the-key"))
+        })
+    });
+    assert!(
+        beat.is_ok(),
+        "no heartbeat carried the key's last lines within 15 s; saw {events:?}"
+    );
+    assert!(
+        events.iter().any(|e| e["type"] == "heartbeat"
+            && e["output"]
+                .as_str()
+                .is_some_and(|o| o.contains(super::KEY_MASK))),
+        "no heartbeat showed the key's lines masked: {events:?}"
+    );
+    for e in &events {
+        proof.json(&format!("events: {}", e["type"]), e);
+    }
+    env.ok(&["kill", &id]);
+    proof.finish("a heartbeat deep in a long key", 2);
+}
