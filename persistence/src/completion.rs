@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-/// How long a delivered completion is kept before [`Ledger::create`] prunes it.
+/// How long a delivered completion is kept before [`Ledger::create`](crate::Ledger::create) prunes it.
 pub const DELIVERED_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// How long a completion nobody drained is kept: as long as a result receipt.

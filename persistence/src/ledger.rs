@@ -389,7 +389,7 @@ impl Ledger {
 
     /// Deletes undelivered completions committed more than `older_than` ago and
     /// returns how many: the completions of an owner that never came back, kept as
-    /// long as result receipts are (`result_ttl`, by default [`UNCLAIMED_RETENTION`]).
+    /// long as result receipts are (`result_ttl`, by default [`UNCLAIMED_RETENTION`](crate::UNCLAIMED_RETENTION)).
     /// No count cap: whatever other owners do, an owner's completion stays for its
     /// whole retention.
     ///

@@ -266,7 +266,7 @@ impl fmt::Display for MovedAside {
     }
 }
 
-/// What [`CheckpointStore::load`] found.
+/// What [`CheckpointStore::load`](crate::CheckpointStore::load) found.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Loaded {
     /// Every checkpointed session of every writer, in file order.
