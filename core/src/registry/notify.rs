@@ -300,7 +300,13 @@ impl Inner {
                 let Some(inner) = weak.upgrade() else {
                     return;
                 };
-                inner.tick_notifications();
+                // A beat reads the log (its key look-back) and runs the hooks, which
+                // may wait on a plugin still starting: off the runtime's workers.
+                if let Err(error) =
+                    tokio::task::spawn_blocking(move || inner.tick_notifications()).await
+                {
+                    tracing::warn!(%error, "the notification timer's tick failed");
+                }
             }
         }));
     }
