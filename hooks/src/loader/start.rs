@@ -162,13 +162,31 @@ impl StartingPlugin {
     }
 }
 
+/// Runs `f`, which may block, so that when this thread is a worker of a tokio
+/// multi-thread runtime its other tasks move to another thread meanwhile.
+fn off_runtime_worker<T>(f: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(f)
+        }
+        _ => f(),
+    }
+}
+
 impl Hook for StartingPlugin {
     fn name(&self) -> &str {
         &self.name
     }
 
     fn ready(&self) -> Result<(), String> {
-        self.wait().map(|_| ()).map_err(|error| error.to_string())
+        let wait = || self.wait().map(|_| ()).map_err(|error| error.to_string());
+        if matches!(*self.shared.lock(), Init::Running { .. }) {
+            // Up to the init deadline: a runtime worker hands its other tasks on
+            // meanwhile, so a slow init stalls no command (only this output).
+            off_runtime_worker(wait)
+        } else {
+            wait()
+        }
     }
 
     fn start(&self) -> HookStart {
