@@ -23,7 +23,19 @@ const LABEL_COLOURS: [&str; 6] = ["36", "33", "32", "35", "34", "31"];
 
 /// `herd logs --follow`: one session as `tail -f` does, several interleaved.
 pub(crate) async fn logs(home: &Home, mut client: Client, args: &LogsArgs) -> anyhow::Result<()> {
-    let sessions = resolve(&mut client, args).await?;
+    // The daemon may go away before the stream starts, too: it is looked up again
+    // on the next daemon, as a stream rides through a restart.
+    let mut tries = 0;
+    let sessions = loop {
+        match resolve(&mut client, args).await {
+            Err(err) if crate::client::is_lost(&err) && tries < 3 => {
+                tries += 1;
+                tracing::debug!(error = %format!("{err:#}"), "the daemon went away; reconnecting");
+                client = crate::client::reconnect(home).await?;
+            }
+            other => break other?,
+        }
+    };
     if let ([(id, _)], false) = (sessions.as_slice(), args.all) {
         let from_byte = match args.limit {
             Some(n) => print_last_lines(&mut client, id, n).await?,
