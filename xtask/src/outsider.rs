@@ -99,9 +99,15 @@ fn package_abi(root: &Path, target: &Path) -> Result<PathBuf> {
         .max()
         .context("cargo package wrote no herd-plugin-abi .crate")?;
     let unpack = target.join("outsider").join("registry");
+    // A crate of an earlier run is replaced whole, and its files get the time of
+    // this extraction: `cargo package` stamps them all 2006, so with the archive's
+    // times cargo would take an earlier run's build of it as fresh.
+    if unpack.exists() {
+        std::fs::remove_dir_all(&unpack)?;
+    }
     std::fs::create_dir_all(&unpack)?;
     let mut tar = command("tar");
-    tar.arg("xzf").arg(&file).arg("-C").arg(&unpack);
+    tar.arg("xzmf").arg(&file).arg("-C").arg(&unpack);
     run(&mut tar)?;
     let stem = file
         .file_stem()
