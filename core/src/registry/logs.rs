@@ -59,6 +59,22 @@ fn chunk_end(bytes: &[u8], max_bytes: usize, is_running: bool, at_end: bool) -> 
     }
 }
 
+/// The log at `path` and its length; `None` when there is no log yet (it is
+/// created with the first byte of output).
+fn open_log(path: &Path) -> Result<Option<(File, u64)>, Error> {
+    let io_err = |source| Error::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let file = match File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io_err(e)),
+    };
+    let len = file.metadata().map_err(io_err)?.len();
+    Ok(Some((file, len)))
+}
+
 /// How many bytes at the chunk's start continue a character begun before it: an
 /// offset inside a character gives its first bytes to the context, so the
 /// character (a zero-width space inside a token) decodes whole there.
@@ -90,13 +106,9 @@ pub(crate) fn read_chunk(
         path: path.to_owned(),
         source,
     };
-    let file = match File::open(path) {
-        Ok(file) => file,
-        // The log is created with the first byte of output.
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(io_err(e)),
+    let Some((file, len)) = open_log(path)? else {
+        return Ok(None);
     };
-    let len = file.metadata().map_err(io_err)?.len();
     let from_byte = from_byte.min(len);
     let max_bytes = max_bytes.max(1);
     let n_chunk = (len - from_byte).min(max_bytes as u64);
@@ -183,12 +195,9 @@ pub(crate) fn chunk_next_byte(
         path: path.to_owned(),
         source,
     };
-    let file = match File::open(path) {
-        Ok(file) => file,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(io_err(e)),
+    let Some((file, len)) = open_log(path)? else {
+        return Ok(None);
     };
-    let len = file.metadata().map_err(io_err)?.len();
     let from_byte = from_byte.min(len);
     let max_bytes = max_bytes.max(1);
     let n_chunk = (len - from_byte).min(max_bytes as u64);
