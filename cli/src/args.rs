@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 use clap_complete::ArgValueCandidates;
 
 mod attach;
@@ -712,21 +712,6 @@ pub(crate) struct McpArgs {
     pub(crate) parent: Option<String>,
 }
 
-/// Shells `herd completions` can target.
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub(crate) enum Shell {
-    /// GNU bash.
-    Bash,
-    /// Z shell.
-    Zsh,
-    /// fish.
-    Fish,
-    /// Elvish.
-    Elvish,
-    /// PowerShell.
-    Powershell,
-}
-
 /// `herd completions`.
 #[derive(Debug, Args)]
 #[command(after_long_help = "\
@@ -737,7 +722,7 @@ from the running daemon):
   fish:  echo 'herd completions fish | source' >> ~/.config/fish/config.fish")]
 pub(crate) struct CompletionsArgs {
     /// The shell to generate for.
-    pub(crate) shell: Shell,
+    pub(crate) shell: crate::complete::Shell,
 }
 
 #[cfg(test)]

@@ -12,17 +12,32 @@ use clap_complete::CompletionCandidate;
 use clap_complete::env::EnvCompleter;
 use serde_json::{Value, json};
 
-use crate::args::Shell;
-
 /// The environment variable that switches the binary into answering the shell.
 pub(crate) const VAR: &str = "COMPLETE";
 
 /// How long completion waits for the daemon before offering nothing.
 const DEADLINE: Duration = Duration::from_millis(800);
 
+/// Shells `herd completions` can target.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub(crate) enum Shell {
+    /// GNU bash.
+    Bash,
+    /// Z shell.
+    Zsh,
+    /// fish.
+    Fish,
+    /// Elvish.
+    Elvish,
+    /// PowerShell.
+    Powershell,
+}
+
 /// Answers the shell when `COMPLETE` is set (and exits); otherwise returns.
-pub(crate) fn answer_the_shell() {
-    clap_complete::CompleteEnv::with_factory(<crate::args::Cli as clap::CommandFactory>::command)
+/// `command` builds the CLI's definition (`Cli::command`, passed in so this module
+/// stays below `args`, whose attributes name the candidates here).
+pub(crate) fn answer_the_shell(command: fn() -> clap::Command) {
+    clap_complete::CompleteEnv::with_factory(command)
         .var(VAR)
         .complete();
 }

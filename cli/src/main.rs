@@ -38,7 +38,7 @@ use crate::args::{Cli, Command, GuardCommand};
 use crate::exit::{Code, code_of, is_broken_pipe};
 
 fn main() -> ExitCode {
-    complete::answer_the_shell();
+    complete::answer_the_shell(<Cli as CommandFactory>::command);
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => {

@@ -4,7 +4,12 @@
 //! The graph: a module depends on another when its production code names it by a path
 //! that starts with `crate::`, `super::` or `self::`, in a `use` (groups and globs
 //! expanded), in any path of code or types (`crate::a::b::f()`), or in a macro's
-//! tokens (`format!("{}", crate::a::X)`, `$crate::…`). The target is the longest
+//! tokens (`format!("{}", crate::a::X)`, `$crate::…`), or in an attribute's arguments
+//! (`#[arg(add = ArgValueCandidates::new(crate::complete::sessions))]`, and a string
+//! that is a whole path: `#[serde(with = "crate::wire::hex")]`; doc text is not a
+//! use). Items under any `#[cfg(…)]` other than one that requires `test` count: a
+//! `#[cfg(target_os = "linux")] use crate::a::X;` is an edge on the build that has
+//! it. The target is the longest
 //! prefix of the path that is a module. Relative paths without such a prefix can only
 //! name the module's own children (or other crates) and add no edge; visibility paths
 //! (`pub(in crate::a)`) are not uses.
@@ -14,7 +19,8 @@
 //! children, `a::x` using `a::y` the edge `a::x -> a::y`. A module using an ancestor's
 //! items (`super::*` in a child) or its own descendants is no sibling edge. Any cycle
 //! among siblings fails, printed with one use site per edge. Test code (test files,
-//! `#[cfg(test)]` items) is left out: a test may reach anywhere.
+//! `#[cfg(test)]` items and modules, `#[test]` functions) is left out: a test may
+//! reach anywhere, and no production build contains it.
 
 use anyhow::{Result, bail};
 use proc_macro2::{TokenStream, TokenTree};
@@ -248,6 +254,46 @@ impl<'ast> Visit<'ast> for Refs<'_> {
     fn visit_macro(&mut self, m: &'ast syn::Macro) {
         self.tokens(m.tokens.clone());
         visit::visit_macro(self, m);
+    }
+
+    fn visit_attribute(&mut self, a: &'ast syn::Attribute) {
+        // Doc text names modules for readers, not for the compiler.
+        if a.path().is_ident("doc") {
+            return;
+        }
+        if let syn::Meta::List(list) = &a.meta {
+            self.attribute_tokens(list.tokens.clone());
+        }
+        visit::visit_attribute(self, a);
+    }
+}
+
+impl Refs<'_> {
+    /// The paths an attribute's arguments name: as tokens
+    /// (`#[arg(add = ArgValueCandidates::new(crate::complete::sessions))]`) and as
+    /// string literals that are a whole path (`#[serde(with = "crate::wire::hex")]`).
+    fn attribute_tokens(&mut self, tokens: TokenStream) {
+        self.tokens(tokens.clone());
+        for tt in tokens {
+            match tt {
+                TokenTree::Group(g) => self.attribute_tokens(g.stream()),
+                TokenTree::Literal(lit) => {
+                    let line = lit.span().start().line;
+                    if let Ok(syn::Lit::Str(s)) =
+                        syn::parse2::<syn::Lit>(TokenStream::from(TokenTree::Literal(lit)))
+                        && let Ok(path) = syn::parse_str::<syn::Path>(&s.value())
+                        && path.leading_colon.is_none()
+                    {
+                        let segments: Vec<String> =
+                            path.segments.iter().map(|s| s.ident.to_string()).collect();
+                        if segments.len() > 1 {
+                            self.push(&segments, line);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
     }
 }
 

@@ -9,8 +9,9 @@
 //!
 //! A file's module path follows from where it sits: `src/lib.rs`, `src/main.rs` and
 //! every binary root named in the crate's `Cargo.toml` (`path = "src/…"`) are the crate
-//! root, `src/a/b.rs` (or `src/a/b/mod.rs`) is `a::b`. `#[path]` attributes are not
-//! followed; the crates checked here use none.
+//! root, `src/a/b.rs` (or `src/a/b/mod.rs`) is `a::b`. A production `mod` with a
+//! `#[path]` attribute is refused: its file would sit where the checks place another
+//! module, so its uses would be counted against the wrong module (tests may use one).
 
 use anyhow::{Context, Result};
 use std::collections::BTreeSet;
@@ -85,6 +86,11 @@ fn load_crate(root: &Path, dir: &str) -> Result<Vec<SourceFile>> {
         let text =
             fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
         let ast = syn::parse_file(&text).with_context(|| format!("cannot parse {rel}"))?;
+        if let Some(name) = path_attributed_module(&ast.items) {
+            anyhow::bail!(
+                "{rel}: `mod {name}` has a #[path] attribute: move the file to where its module name puts it (the size and cycle checks place files by where they sit)"
+            );
+        }
         files.push(SourceFile {
             rel,
             module,
@@ -128,6 +134,25 @@ pub(crate) fn module_of(in_src: &str, roots: &BTreeSet<String>) -> Option<Vec<St
         module.push(stem.to_string());
     }
     Some(module)
+}
+
+/// The name of the first non-test `mod` among `items` (inline modules searched too)
+/// that carries a `#[path]` attribute.
+pub(crate) fn path_attributed_module(items: &[Item]) -> Option<String> {
+    items.iter().find_map(|item| {
+        let Item::Mod(m) = item else {
+            return None;
+        };
+        if is_test_only(&m.attrs) {
+            return None;
+        }
+        if m.attrs.iter().any(|a| a.path().is_ident("path")) {
+            return Some(m.ident.to_string());
+        }
+        m.content
+            .as_ref()
+            .and_then(|(_, inner)| path_attributed_module(inner))
+    })
 }
 
 /// Removes the files of modules some file declares `#[cfg(test)] mod name;`.

@@ -130,6 +130,62 @@ fn inline_modules_are_modules_and_a_knot_names_every_member() {
 }
 
 #[test]
+fn paths_inside_attributes_are_uses() {
+    // args -> complete only through a clap attribute, complete -> args by a use.
+    let found = shown(
+        "herd-cli",
+        &[
+            ("", "mod args; mod complete;"),
+            (
+                "args",
+                "struct A {\n    #[arg(add = ArgValueCandidates::new(crate::complete::sessions))]\n    id: String,\n}",
+            ),
+            ("complete", "use crate::args::Shell;\npub fn sessions() {}"),
+        ],
+    );
+    assert_eq!(
+        found,
+        [
+            "herd-cli: args -> complete -> args\n      args -> complete: src/args.rs:2: crate::complete::sessions\n      complete -> args: src/complete.rs:1: crate::args::Shell"
+        ]
+    );
+    // A string that is a whole path, and items under a non-test cfg, count too; doc
+    // text does not.
+    let found = cycles(
+        "c",
+        &files(&[
+            (
+                "a",
+                "#[derive(Deserialize)]\nstruct S {\n    #[serde(with = \"crate::b::hex\")]\n    x: u8,\n}",
+            ),
+            ("b", "#[cfg(target_os = \"linux\")]\nuse crate::a::S;"),
+        ]),
+    );
+    assert_eq!(found.len(), 1, "{found:?}");
+    let found = shown(
+        "c",
+        &[
+            ("a", "/// See [`crate::b::f`].\npub fn g() {}"),
+            ("b", "use crate::a::g;\npub fn f() {}"),
+        ],
+    );
+    assert!(found.is_empty(), "{found:?}");
+}
+
+#[test]
+fn a_production_module_with_a_path_attribute_is_refused() {
+    let ast: syn::File = syn::parse_str("#[path = \"x.rs\"]\nmod y;").expect("parses");
+    assert_eq!(
+        crate::source::path_attributed_module(&ast.items).as_deref(),
+        Some("y")
+    );
+    let ast: syn::File =
+        syn::parse_str("#[cfg(test)]\n#[path = \"x.rs\"]\nmod y;\nmod z { mod w; }")
+            .expect("parses");
+    assert_eq!(crate::source::path_attributed_module(&ast.items), None);
+}
+
+#[test]
 fn the_workspace_passes_the_cycle_check() {
     let root = crate::workspace_root().expect("xtask lives one level below the workspace root");
     let crates = crate::source::load_workspace(&root).expect("the crates parse");
