@@ -58,11 +58,12 @@ mod unit;
 #[cfg(test)]
 mod tests;
 
+use crate::lock_order::Mutex;
 use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;

@@ -28,7 +28,8 @@
 //! `lock_order.rs`. Nothing slow (fsync, plugins, `/proc` scans, file IO) runs under
 //! the table lock.
 
-use std::sync::{Arc, Mutex};
+use crate::lock_order::Mutex;
+use std::sync::Arc;
 
 use herd_persistence::Home;
 use tokio::sync::{broadcast, watch};

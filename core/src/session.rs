@@ -5,12 +5,13 @@
 //! `state` lock. The registry's table lock is always taken before a session lock,
 //! never after.
 
+use crate::lock_order::Mutex;
 use crate::lock_order::{Level, Ordered};
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use tokio::io::unix::AsyncFd;
@@ -147,7 +148,7 @@ pub(crate) struct Session {
     /// How many real terminals are attached (`herd attach`): while any is, the PTY's
     /// queries go to them instead of being answered (B7). A leaf lock: taken with no
     /// other held, and nothing is done under it but telling the supervisor.
-    pub(crate) terminals: std::sync::Mutex<usize>,
+    pub(crate) terminals: Mutex<usize>,
 }
 
 /// A spawn's time limit: how long it was given and the wall-clock instant it ends.

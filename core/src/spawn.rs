@@ -14,6 +14,7 @@
 //! only its exit status is collected on the blocking pool, because portable-pty hands
 //! back a `std::process::Child`.
 
+use crate::lock_order::Mutex;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -22,7 +23,6 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Stdio;
-use std::sync::Mutex;
 
 use nix::fcntl::{FcntlArg, OFlag, fcntl};
 use tokio::io::unix::AsyncFd;
@@ -156,7 +156,7 @@ pub(crate) fn child_env(
     }
     env.insert("TMPDIR".into(), plan.scratch.as_os_str().to_owned());
     env.insert("PYTHONUNBUFFERED".into(), "1".into());
-    env.insert("HERD_SUPERVISED_CHILD".into(), "1".into());
+    env.insert(herd_guards::SUPERVISED_CHILD_ENV.into(), "1".into());
     env.insert(SESSION_TAG_ENV.into(), plan.session_id.into());
     if plan.pty {
         for name in ["PAGER", "GIT_PAGER"] {

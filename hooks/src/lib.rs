@@ -58,7 +58,7 @@ pub use redact::{
     KEY_LOOKBACK_BYTES, KeyLines, RedactMode, Redactor, RedactorConfig, StreamRedactor,
     key_open_at_end, key_open_in_log, key_state_matters, mask, recognised_table,
 };
-pub use window::{LINE_CONTEXT_BYTES, Shown, ShownStream, Window};
+pub use window::{LINE_CONTEXT_BYTES, Shown, ShownStream, Stored, Window};
 
 /// The route by which output leaves herd.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

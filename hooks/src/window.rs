@@ -42,11 +42,22 @@ pub const LINE_CONTEXT_BYTES: usize = 16 * 1024;
 /// Output that may leave herd: hooks applied, secrets masked.
 ///
 /// Only the pipeline makes one from a session's output ([`Pipeline::show`],
-/// [`ShownStream`]). Deserializing one trusts text that herd already showed (a
-/// stored completion, an answer read back from the wire).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// [`ShownStream`]). It serializes as a plain string but does not deserialize:
+/// text read back (a stored completion, a far herd's event) is [`Stored`], and
+/// becomes shown only through [`Pipeline::recheck_output`] or
+/// [`Pipeline::recheck_command`], which redact it again.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize)]
 #[serde(transparent)]
 pub struct Shown(String);
+
+/// Text herd (this one, an older one, or a far one) showed once, read back from a
+/// store or the wire: the same JSON string as [`Shown`], but not trusted as shown.
+/// The store may have been written by a herd with fewer redaction rules, or edited,
+/// and a far herd's rules may differ from this one's; [`Pipeline::recheck_output`]
+/// and [`Pipeline::recheck_command`] redact it again with this herd's redactor.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(transparent)]
+pub struct Stored(String);
 
 impl Shown {
     /// Text that holds no output at all (an empty answer, a fixed message herd
@@ -146,6 +157,16 @@ impl PartialEq<&str> for Shown {
     fn eq(&self, other: &&str) -> bool {
         self.0 == *other
     }
+}
+
+/// Whether `text` is what [`crate::redact::mask`] makes of a token: `***`, or six
+/// characters, `...`, four characters, none of them blank.
+fn is_mask(text: &str) -> bool {
+    if text == "***" {
+        return true;
+    }
+    let chars: Vec<char> = text.chars().collect();
+    chars.len() == 13 && chars[6..9] == ['.', '.', '.'] && chars.iter().all(|c| !c.is_whitespace())
 }
 
 /// Which part of the redacted window a route keeps.
@@ -413,6 +434,40 @@ impl Pipeline {
             }
         };
         Shown(out)
+    }
+
+    /// Stored output of `command` (itself shown text), redacted again with this
+    /// pipeline's redactor; no hooks run (they ran when it was first shown). A
+    /// match that is already a mask (`***`, `ghp_ab...6789`) is left as it is, so
+    /// text this herd stored reads back unchanged.
+    pub fn recheck_output(&self, command: &Shown, stored: Stored) -> Shown {
+        self.recheck(stored, RedactMode::for_command(command))
+    }
+
+    /// A stored command line, redacted again for every secret of a recognised shape
+    /// (the output families, `Code` mode), masks left as they are. The command-line
+    /// rules that mask by position only (a bare value after `--password`) are not
+    /// applied again.
+    pub fn recheck_command(&self, stored: Stored) -> Shown {
+        self.recheck(stored, RedactMode::Code)
+    }
+
+    fn recheck(&self, stored: Stored, mode: RedactMode) -> Shown {
+        let (mut found, _) = self.redactor().find(&stored.0, mode, false);
+        // A match is a rule's span, which may take in a label (`token ghp_…`): it is
+        // already masked when its last word is a mask.
+        found.retain(|f| {
+            let span = &stored.0[f.start..f.end];
+            let last = span
+                .rsplit(|c: char| c.is_whitespace() || matches!(c, '=' | ':' | '"' | '\''))
+                .find(|w| !w.is_empty())
+                .unwrap_or(span);
+            !is_mask(last)
+        });
+        match splice(&stored.0, &found) {
+            Cow::Borrowed(_) => Shown(stored.0),
+            Cow::Owned(text) => Shown(text),
+        }
     }
 
     /// A command line as it may leave herd (no hooks run on commands).

@@ -9,8 +9,9 @@
 //! lost therefore gets the events again, and a crash of the whole host leaves them
 //! undelivered in the ledger, replayed after the restart.
 
+use crate::lock_order::Mutex;
 use std::collections::{HashSet, VecDeque};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, PoisonError};
 
 use crate::event::Event;
 use crate::registry::{Inner, Registry};

@@ -57,8 +57,8 @@
 //! writing process, so two registries of one process on one home would take over
 //! each other's sessions and replay each other's completions.
 
+use crate::lock_order::{Mutex, MutexGuard};
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use herd_persistence::{Home, ResultStore, RunningStore, Writer};

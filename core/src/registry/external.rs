@@ -9,7 +9,7 @@
 //! delivered survives a restart of this daemon like a local one (B29). Other
 //! events are not durable here, as local ones are not; the link keeps their keys.
 
-use herd_hooks::Shown;
+use herd_hooks::{Pipeline, Stored};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -38,19 +38,19 @@ enum Wire {
     Heartbeat {
         task_id: String,
         session_key: Option<String>,
-        command: Shown,
+        command: Stored,
         seq: u64,
         interval: u64,
         elapsed: u64,
-        output: Shown,
+        output: Stored,
         started_at: String,
     },
     WatchMatch {
         task_id: String,
         session_key: Option<String>,
-        command: Shown,
+        command: Stored,
         pattern: String,
-        output: Shown,
+        output: Stored,
         suppressed: u64,
         /// Absent from a far herd older than the field.
         #[serde(default)]
@@ -59,7 +59,7 @@ enum Wire {
     WatchDisabled {
         task_id: String,
         session_key: Option<String>,
-        command: Shown,
+        command: Stored,
         suppressed: u64,
         message: String,
     },
@@ -70,7 +70,7 @@ impl Registry {
     /// it) for `owner` under session id `id` (a qualified one): the event's own
     /// session id and owner are replaced by them. See the module docs.
     pub fn publish_external(&self, id: &SessionId, owner: &str, event: &Value) -> External {
-        let Some(event) = rebuild(id, owner, event) else {
+        let Some(event) = rebuild(id, owner, event, &self.inner.config.pipeline) else {
             return External::Unknown;
         };
         if matches!(event, Event::Completion { .. }) {
@@ -89,14 +89,15 @@ impl Registry {
     }
 }
 
-/// The event `value` as this home's, under `id` and `owner`.
-fn rebuild(id: &SessionId, owner: &str, value: &Value) -> Option<Event> {
+/// The event `value` as this home's, under `id` and `owner`, its command and output
+/// redacted again through `pipeline` (a far herd's rules may differ from ours).
+fn rebuild(id: &SessionId, owner: &str, value: &Value, pipeline: &Pipeline) -> Option<Event> {
     let mut value = value.clone();
     let object = value.as_object_mut()?;
     object.insert("session_id".into(), Value::String(id.as_str().to_owned()));
     object.insert("owner_task_id".into(), Value::String(owner.to_owned()));
     if object.get("type").and_then(Value::as_str) == Some("completion") {
-        return super::durable::event_from_ledger(&value);
+        return super::durable::event_from_ledger(&value, pipeline);
     }
     let session_id = id.clone();
     let owner_task_id = owner.to_owned();
@@ -110,18 +111,22 @@ fn rebuild(id: &SessionId, owner: &str, value: &Value) -> Option<Event> {
             elapsed,
             output,
             started_at,
-        } => Event::Heartbeat {
-            session_id,
-            task_id,
-            owner_task_id,
-            session_key,
-            command,
-            seq,
-            interval,
-            elapsed,
-            output,
-            started_at,
-        },
+        } => {
+            let command = pipeline.recheck_command(command);
+            let output = pipeline.recheck_output(&command, output);
+            Event::Heartbeat {
+                session_id,
+                task_id,
+                owner_task_id,
+                session_key,
+                command,
+                seq,
+                interval,
+                elapsed,
+                output,
+                started_at,
+            }
+        }
         Wire::WatchMatch {
             task_id,
             session_key,
@@ -130,17 +135,21 @@ fn rebuild(id: &SessionId, owner: &str, value: &Value) -> Option<Event> {
             output,
             suppressed,
             matched_at,
-        } => Event::WatchMatch {
-            session_id,
-            task_id,
-            owner_task_id,
-            session_key,
-            command,
-            pattern,
-            output,
-            suppressed,
-            matched_at,
-        },
+        } => {
+            let command = pipeline.recheck_command(command);
+            let output = pipeline.recheck_output(&command, output);
+            Event::WatchMatch {
+                session_id,
+                task_id,
+                owner_task_id,
+                session_key,
+                command,
+                pattern,
+                output,
+                suppressed,
+                matched_at,
+            }
+        }
         Wire::WatchDisabled {
             task_id,
             session_key,
@@ -152,7 +161,7 @@ fn rebuild(id: &SessionId, owner: &str, value: &Value) -> Option<Event> {
             task_id,
             owner_task_id,
             session_key,
-            command,
+            command: pipeline.recheck_command(command),
             suppressed,
             message,
         },

@@ -53,7 +53,9 @@ impl Origin {
                 .env
                 .iter()
                 .map(|(name, _)| name.clone())
-                .filter(|name| name != "HERD_SUPERVISED_CHILD" && !req.forward_env.contains(name))
+                .filter(|name| {
+                    name != herd_guards::SUPERVISED_CHILD_ENV && !req.forward_env.contains(name)
+                })
                 .collect(),
             pty: match req.mode {
                 Mode::Pty { rows, cols } => Some((rows, cols)),

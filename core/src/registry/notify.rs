@@ -24,10 +24,11 @@
 //! Locking: table lock → session state → notifier state → session tail. The timer
 //! never holds the notifier state while it takes the table lock.
 
+use crate::lock_order::Mutex;
 use std::collections::{BTreeSet, HashMap};
 use std::hash::Hash;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::watch::HEARTBEAT_MAX_CHARS;
@@ -690,7 +691,8 @@ pub mod bench_support {
     ) -> HeartbeatLoad {
         let start = Instant::now();
         let pipeline = Pipeline::redaction_only();
-        let mut schedule: BeatSchedule<usize, std::sync::Mutex<Tail>> = BeatSchedule::default();
+        let mut schedule: BeatSchedule<usize, crate::lock_order::Mutex<Tail>> =
+            BeatSchedule::default();
         for idx in 0..n_sessions {
             // Spread the sessions over one interval, as spawns would be, and start in
             // the steady state: the first beats fall due right away.
@@ -698,7 +700,7 @@ pub mod bench_support {
             let armed = start.checked_sub(interval).unwrap_or(start) + offset;
             schedule.arm(
                 idx,
-                std::sync::Mutex::new(Tail::new(4096)),
+                crate::lock_order::Mutex::new(Tail::new(4096)),
                 Heartbeat::new(armed, interval),
             );
         }

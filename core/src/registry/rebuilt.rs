@@ -5,9 +5,10 @@
 //! key is none, the monotonic start is derived from the wall-clock one, and a
 //! finished session is read and done from the start.
 
+use crate::lock_order::Mutex;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
 
 use tokio::sync::watch;
@@ -106,7 +107,7 @@ impl Rebuilt {
             }),
             done,
             kill_requested,
-            terminals: std::sync::Mutex::new(0),
+            terminals: Mutex::new(0),
         })
     }
 }

@@ -9,8 +9,9 @@
 //! the process die first, a supervised session's exit record (which its shim writes
 //! until it can) gives the next daemon the real ending at restore.
 
+use crate::lock_order::{Mutex, MutexGuard};
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use crate::event::Event;
@@ -51,7 +52,7 @@ impl Pending {
 }
 
 impl Recommits {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Pending> {
+    fn lock(&self) -> MutexGuard<'_, Pending> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 

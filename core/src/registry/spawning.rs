@@ -7,10 +7,11 @@
 //! Touches the table only through `table` (a name check and the insert), never
 //! under its lock does it start anything.
 
+use crate::lock_order::Mutex;
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use herd_hooks::Shown;
@@ -410,7 +411,7 @@ impl Inner {
             }),
             done,
             kill_requested,
-            terminals: std::sync::Mutex::new(0),
+            terminals: Mutex::new(0),
         })
     }
 

@@ -66,7 +66,7 @@ impl Inner {
         // would take it for part of the job) nor the supervised-child marker.
         let mut shim_env = launch.env.clone();
         shim_env.remove(std::ffi::OsStr::new(crate::spawn::SESSION_TAG_ENV));
-        shim_env.remove(std::ffi::OsStr::new("HERD_SUPERVISED_CHILD"));
+        shim_env.remove(std::ffi::OsStr::new(herd_guards::SUPERVISED_CHILD_ENV));
         // Every descriptor the daemon needs once the job runs is taken now: out of
         // descriptors, the spawn is refused before anything starts.
         let socket = match link::AttachSocket::new() {

@@ -12,13 +12,13 @@
 //! lost. Nothing here waits long on a shim: connecting and the hello answer are
 //! bounded by [`ATTACH_TIMEOUT`], so a restore over many dead shims fails fast.
 
+use crate::lock_order::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -139,13 +139,17 @@ struct Replies {
 }
 
 impl LauncherConn {
-    fn pending_map(&self) -> std::sync::MutexGuard<'_, HashMap<u64, oneshot::Sender<Ready>>> {
+    fn pending_map(
+        &self,
+    ) -> crate::lock_order::MutexGuard<'_, HashMap<u64, oneshot::Sender<Ready>>> {
         self.replies.pending_map()
     }
 }
 
 impl Replies {
-    fn pending_map(&self) -> std::sync::MutexGuard<'_, HashMap<u64, oneshot::Sender<Ready>>> {
+    fn pending_map(
+        &self,
+    ) -> crate::lock_order::MutexGuard<'_, HashMap<u64, oneshot::Sender<Ready>>> {
         self.pending
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -508,7 +512,7 @@ impl Link {
 
     fn pending_map(
         &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<u64, oneshot::Sender<Option<String>>>> {
+    ) -> crate::lock_order::MutexGuard<'_, HashMap<u64, oneshot::Sender<Option<String>>>> {
         self.pending
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)

@@ -53,7 +53,7 @@ impl State {
             ));
         }
         let mut env = p.env;
-        env.push(("HERD_SUPERVISED_CHILD".to_owned(), "1".to_owned()));
+        env.push((herd_guards::SUPERVISED_CHILD_ENV.to_owned(), "1".to_owned()));
         let caller_env = Some(match p.caller_env {
             Some(vars) => vars.into_iter().collect(),
             None => minimal_env(),
@@ -102,7 +102,7 @@ impl State {
             Some(vars) => vars.into_iter().collect(),
             None => minimal_env(),
         });
-        let env = vec![("HERD_SUPERVISED_CHILD".to_owned(), "1".to_owned())];
+        let env = vec![(herd_guards::SUPERVISED_CHILD_ENV.to_owned(), "1".to_owned())];
         match self.registry.restart(&p.id, caller_env, env).await {
             Ok(info) => to_value(info),
             Err(RestartError::Lookup(err)) => Err(core_error(herd_core::Error::Lookup(err))),

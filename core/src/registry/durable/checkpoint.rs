@@ -9,8 +9,9 @@
 //! table lock for the write itself). Nothing here touches SQLite under the table's
 //! lock.
 
+use crate::lock_order::Mutex;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use herd_persistence::{Home, RunningStore, SessionRecord, Writer};

@@ -6,12 +6,13 @@
 //! under the table lock, and only on the rare slow path (a completion that changed
 //! while it was drafted).
 
+use crate::lock_order::{Mutex, MutexGuard};
 use std::collections::HashSet;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::SystemTime;
 
-use herd_hooks::Shown;
+use herd_hooks::{Pipeline, Stored};
 use herd_persistence::{CompletionLedger, CompletionRecord, Home};
 use serde::Deserialize;
 
@@ -63,8 +64,9 @@ impl Completions {
             return Ok(Arc::clone(given));
         }
         #[cfg(feature = "sqlite")]
-        let created: Arc<dyn CompletionLedger> =
-            Arc::new(Mutex::new(herd_persistence::Ledger::create(home)?));
+        let created: Arc<dyn CompletionLedger> = Arc::new(crate::lock_order::foreign(
+            herd_persistence::Ledger::create(home)?,
+        ));
         #[cfg(not(feature = "sqlite"))]
         let created: Arc<dyn CompletionLedger> = {
             let _ = home;
@@ -83,7 +85,7 @@ impl Completions {
         }
         #[cfg(feature = "sqlite")]
         let opened = herd_persistence::Ledger::open(home)?
-            .map(|l| Arc::new(Mutex::new(l)) as Arc<dyn CompletionLedger>);
+            .map(|l| Arc::new(crate::lock_order::foreign(l)) as Arc<dyn CompletionLedger>);
         #[cfg(not(feature = "sqlite"))]
         let opened = {
             let _ = home;
@@ -280,6 +282,15 @@ impl Inner {
                 }
             }
         };
+        // Rebuilt (and redacted again) before the table lock: redaction is not for
+        // under it.
+        let events: Vec<(String, Option<Event>)> = records
+            .into_iter()
+            .map(|record| {
+                let event = event_from_ledger(&record.event, &self.config.pipeline);
+                (record.completion_id, event)
+            })
+            .collect();
         let mut tables = self.lock();
         let committed_here =
             match std::mem::replace(&mut *lock(&self.durable.ledger.replay), Replay::Done) {
@@ -288,12 +299,12 @@ impl Inner {
                 Replay::Done => return,
             };
         let mut n_replayed = 0;
-        for record in records {
-            if committed_here.contains(&record.completion_id) {
+        for (completion_id, event) in events {
+            if committed_here.contains(&completion_id) {
                 continue;
             }
-            let Some(event) = event_from_ledger(&record.event) else {
-                tracing::error!(completion_id = %record.completion_id, "undelivered completion not replayed: its stored event is not a completion");
+            let Some(event) = event else {
+                tracing::error!(completion_id = %completion_id, "undelivered completion not replayed: its stored event is not a completion");
                 continue;
             };
             tables.enqueue(event.owner_task_id().unwrap_or_default(), event.clone());
@@ -400,12 +411,12 @@ struct StoredCompletion {
     task_id: String,
     owner_task_id: String,
     session_key: Option<String>,
-    command: Shown,
+    command: Stored,
     exit_code: Option<i32>,
     signal: Option<i32>,
     completion_reason: String,
     termination_source: Option<String>,
-    output: Shown,
+    output: Stored,
     output_cut: bool,
     log_path: PathBuf,
     started_at: String,
@@ -419,19 +430,25 @@ struct StoredCompletion {
     bytes_not_kept: u64,
 }
 
-/// Rebuilds a completion event from its ledger JSON; `None` when it is not one.
-pub(in crate::registry) fn event_from_ledger(value: &serde_json::Value) -> Option<Event> {
+/// Rebuilds a completion event from its ledger JSON; `None` when it is not one. Its
+/// command and output are redacted again through `pipeline` (see [`Stored`]).
+pub(in crate::registry) fn event_from_ledger(
+    value: &serde_json::Value,
+    pipeline: &Pipeline,
+) -> Option<Event> {
     let stored: StoredCompletion = serde_json::from_value(value.clone()).ok()?;
     if stored.kind != "completion" {
         return None;
     }
+    let command = pipeline.recheck_command(stored.command);
+    let output = pipeline.recheck_output(&command, stored.output);
     Some(Event::Completion {
         // A far host's completion is kept under its qualified id (issue 15).
         session_id: SessionId::parse_any(&stored.session_id)?,
         task_id: stored.task_id,
         owner_task_id: stored.owner_task_id,
         session_key: stored.session_key,
-        command: stored.command,
+        command,
         exit_code: stored.exit_code,
         signal: stored.signal,
         completion_reason: reason_from_name(&stored.completion_reason),
@@ -439,7 +456,7 @@ pub(in crate::registry) fn event_from_ledger(value: &serde_json::Value) -> Optio
             .termination_source
             .as_deref()
             .and_then(crate::KillSource::from_name),
-        output: stored.output,
+        output,
         output_cut: stored.output_cut,
         log_path: stored.log_path,
         started_at: stored.started_at,

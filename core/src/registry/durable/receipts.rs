@@ -6,8 +6,9 @@
 //! Owns [`Receipts`]. Invariant: a finished session whose receipt is not written yet
 //! stays in memory, so its result is always answerable from one or the other.
 
+use crate::lock_order::Mutex;
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use herd_hooks::RedactMode;

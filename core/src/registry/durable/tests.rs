@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use super::*;
 use crate::KillSource;
 use crate::event::Event;
-use herd_hooks::Shown;
+use herd_hooks::{Pipeline, Shown};
 
 #[test]
 fn a_completion_survives_the_ledger_json_round_trip() {
@@ -31,7 +31,8 @@ fn a_completion_survives_the_ledger_json_round_trip() {
         bytes_not_kept: 12,
     };
     let value = serde_json::to_value(&event).expect("events serialize");
-    let back = event_from_ledger(&value).expect("a completion reads back");
+    let back =
+        event_from_ledger(&value, &Pipeline::redaction_only()).expect("a completion reads back");
     assert_eq!(
         serde_json::to_value(&back).expect("events serialize"),
         value
@@ -39,9 +40,48 @@ fn a_completion_survives_the_ledger_json_round_trip() {
 }
 
 #[test]
+fn stored_text_is_redacted_again_when_read_back_and_masked_text_reads_back_unchanged() {
+    // A ledger row written by a herd with fewer rules (or edited): the secret in its
+    // command and output must not leave as shown text.
+    let secret = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
+    let value = serde_json::json!({
+        "type": "completion",
+        "session_id": "proc_0123456789ab",
+        "task_id": "t",
+        "owner_task_id": "o",
+        "session_key": null,
+        "command": format!("curl -H 'Authorization: token {secret}' x"),
+        "exit_code": 0,
+        "signal": null,
+        "completion_reason": "exited",
+        "termination_source": null,
+        "output": format!("token is {secret}\n"),
+        "output_cut": false,
+        "log_path": "/x/proc_0123456789ab.log",
+        "started_at": "2026-01-01T00:00:00Z",
+        "finished_at": "2026-01-01T00:00:01Z",
+        "handoff_note": null,
+    });
+    let pipeline = Pipeline::redaction_only();
+    let back = event_from_ledger(&value, &pipeline).expect("a completion reads back");
+    let shown = serde_json::to_value(&back).expect("events serialize");
+    for field in ["command", "output"] {
+        let text = shown[field].as_str().expect("a string");
+        assert!(!text.contains(secret), "{field}: {text}");
+        assert!(text.contains("ghp_ab...6789"), "{field}: {text}");
+    }
+    // What this herd stored (already masked) reads back byte for byte.
+    let again = event_from_ledger(&shown, &pipeline).expect("a completion reads back");
+    assert_eq!(
+        serde_json::to_value(&again).expect("events serialize"),
+        shown
+    );
+}
+
+#[test]
 fn a_non_completion_is_not_replayed() {
     let value = serde_json::json!({"type": "watch_overflow_tripped", "message": "m"});
-    assert!(event_from_ledger(&value).is_none());
+    assert!(event_from_ledger(&value, &Pipeline::redaction_only()).is_none());
 }
 
 #[test]
