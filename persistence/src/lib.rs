@@ -38,6 +38,7 @@ pub mod safe_path;
 mod schema;
 mod shim;
 mod stores;
+mod sys;
 
 #[cfg(feature = "sqlite")]
 pub use checkpoint::CheckpointStore;

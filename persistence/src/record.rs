@@ -3,7 +3,6 @@
 //! kill begun ([`KillIntent`]) and what a load found ([`Loaded`]).
 
 use std::fmt;
-use std::fs;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
@@ -175,9 +174,7 @@ impl Writer {
     /// `/proc/self/stat` (`None` where that cannot be read).
     pub fn current() -> Writer {
         let pid = i32::try_from(std::process::id()).expect("pids fit in pid_t");
-        let start_time = fs::read_to_string("/proc/self/stat")
-            .ok()
-            .and_then(|stat| parse_stat_start_time(&stat));
+        let start_time = crate::sys::own_stat().and_then(|stat| parse_stat_start_time(&stat));
         Writer { pid, start_time }
     }
 }

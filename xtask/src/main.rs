@@ -7,7 +7,10 @@
 //!   check: every behaviour ID the code or a test name cites is defined in
 //!   `docs/behaviors.md` (`behaviors.rs`), and the shape checks: no production file
 //!   over 800 lines or function over 100 (`sizes.rs`), no module cycle inside a crate
-//!   (`cycles.rs`), known violations listed with their issue in `debt.rs`.
+//!   (`cycles.rs`), known violations listed with their issue in `debt.rs`; and the
+//!   boundary checks (`boundary.rs`): Linux-only mechanisms only in a crate's `sys`
+//!   module, `std::sync::Mutex` in herd-core only in `lock_order.rs`, herd's own
+//!   environment variable names spelled once.
 //! - `ci`: lint, build everything (plugin cdylibs included), run every test, the CLI
 //!   contract check and the release dry run. `.ci/run` calls this.
 //! - `bench [-p PKG] [--json]`: runs every benchmark and prints each figure beside
@@ -25,6 +28,7 @@
 
 mod behaviors;
 mod bench;
+mod boundary;
 mod cycles;
 mod debt;
 mod deps;
@@ -138,12 +142,18 @@ fn lint() -> Result<()> {
 /// The size and module-cycle checks, over one parse of the crates' sources.
 fn shape(root: &std::path::Path) -> Result<()> {
     let crates = source::load_workspace(root)?;
-    let sizes = sizes::check(&crates);
-    let cycles = cycles::check(&crates);
-    match (sizes, cycles) {
-        (Ok(()), Ok(())) => Ok(()),
-        (Err(e), Ok(())) | (Ok(()), Err(e)) => Err(e),
-        (Err(a), Err(b)) => bail!("{a:#}\n{b:#}"),
+    let failed: Vec<String> = [
+        sizes::check(&crates),
+        cycles::check(&crates),
+        boundary::check(&crates),
+    ]
+    .into_iter()
+    .filter_map(|r| r.err().map(|e| format!("{e:#}")))
+    .collect();
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        bail!("{}", failed.join("\n"))
     }
 }
 

@@ -12,7 +12,7 @@
 //! lost. Nothing here waits long on a shim: connecting and the hello answer are
 //! bounded by [`ATTACH_TIMEOUT`], so a restore over many dead shims fails fast.
 
-use crate::lock_order::Mutex;
+use crate::lock_order::{Mutex, MutexGuard};
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
 use std::fs::File;
@@ -139,17 +139,13 @@ struct Replies {
 }
 
 impl LauncherConn {
-    fn pending_map(
-        &self,
-    ) -> crate::lock_order::MutexGuard<'_, HashMap<u64, oneshot::Sender<Ready>>> {
+    fn pending_map(&self) -> MutexGuard<'_, HashMap<u64, oneshot::Sender<Ready>>> {
         self.replies.pending_map()
     }
 }
 
 impl Replies {
-    fn pending_map(
-        &self,
-    ) -> crate::lock_order::MutexGuard<'_, HashMap<u64, oneshot::Sender<Ready>>> {
+    fn pending_map(&self) -> MutexGuard<'_, HashMap<u64, oneshot::Sender<Ready>>> {
         self.pending
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -510,9 +506,7 @@ impl Link {
         self.pending_map().clear();
     }
 
-    fn pending_map(
-        &self,
-    ) -> crate::lock_order::MutexGuard<'_, HashMap<u64, oneshot::Sender<Option<String>>>> {
+    fn pending_map(&self) -> MutexGuard<'_, HashMap<u64, oneshot::Sender<Option<String>>>> {
         self.pending
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)

@@ -1,0 +1,332 @@
+//! The boundary checks of `cargo xtask lint`: some names may appear in production
+//! code only in one place.
+//!
+//! - **The platform boundary**: a Linux-only mechanism (signalfd, `ppoll`, `prctl`,
+//!   raw syscalls through `libc::SYS_*`, `close_range`, paths under `/proc` or
+//!   `/sys/fs/cgroup`) is named only inside a crate's `sys` module (`src/sys.rs` and
+//!   the files under `src/sys/`), so a port to another kernel has one place per crate
+//!   to start from (`docs/porting.md`).
+//! - **herd-core's mutexes**: `std::sync::Mutex` only in `core/src/lock_order.rs`; every
+//!   other blocking mutex is `lock_order::Mutex`, which the debug-build lock graph sees.
+//! - **herd's own protocol environment variables** are spelled once: the string
+//!   literal of each only in the file that defines its constant.
+//!
+//! What counts: paths in `use` items, code, types and macro tokens (`libc::SYS_clone3`),
+//! and string literals, in code and in macro arguments (`format!("/proc/{pid}/stat")`).
+//! Comments and doc text do not. Test code is exempt (test files, `#[cfg(test)]`
+//! items): a test may read `/proc` to check what production code did. Files outside
+//! the boundary that predate the check are listed in [`KNOWN`] and printed as
+//! warnings; the list only shrinks.
+
+use anyhow::{Result, bail};
+use proc_macro2::{TokenStream, TokenTree};
+use syn::visit::{self, Visit};
+
+use crate::source::{CrateSources, SourceFile, is_test_only, item_attrs};
+
+/// One rule: what it refuses, and which files may name it.
+#[derive(Debug)]
+pub(crate) struct Rule {
+    /// Short name, printed with each finding.
+    pub(crate) name: &'static str,
+    /// Whether a `::`-joined path breaks the rule.
+    pub(crate) path: fn(&str) -> bool,
+    /// Whether a string literal's value breaks the rule.
+    pub(crate) literal: fn(&str) -> bool,
+    /// Whether the file (path from the workspace root) may name it.
+    pub(crate) allowed: fn(&str) -> bool,
+    /// What to do instead.
+    pub(crate) fix: &'static str,
+}
+
+/// Whether `rel` is inside its crate's `sys` module.
+fn in_sys(rel: &str) -> bool {
+    rel.split_once("/src/")
+        .is_some_and(|(_, in_src)| in_src == "sys.rs" || in_src.starts_with("sys/"))
+}
+
+fn linux_path(p: &str) -> bool {
+    p.starts_with("nix::sys::signalfd")
+        || p.starts_with("nix::sys::prctl")
+        || p.starts_with("nix::poll::ppoll")
+        || p.starts_with("libc::SYS_")
+        || p == "libc::syscall"
+        || p == "libc::prctl"
+        || p == "libc::ppoll"
+        || p == "libc::close_range"
+        || p.starts_with("libc::PR_")
+}
+
+fn linux_literal(s: &str) -> bool {
+    s == "/proc" || s.starts_with("/proc/") || s.starts_with("/sys/fs/cgroup")
+}
+
+fn std_mutex(p: &str) -> bool {
+    matches!(
+        p,
+        "std::sync::Mutex" | "std::sync::MutexGuard" | "std::sync::Mutex::new"
+    )
+}
+
+fn never(_: &str) -> bool {
+    false
+}
+
+/// herd's protocol environment variables and the one file that spells each.
+const OWN_ENV: &[(&str, &str)] = &[("HERD_SUPERVISED_CHILD", "guards/src/host.rs")];
+
+fn own_env_literal(s: &str) -> bool {
+    OWN_ENV.iter().any(|(name, _)| *name == s)
+}
+
+/// The rules, in the order their findings are printed.
+pub(crate) const RULES: &[Rule] = &[
+    Rule {
+        name: "platform boundary",
+        path: linux_path,
+        literal: linux_literal,
+        allowed: in_sys,
+        fix: "move the Linux-only call into the crate's `sys` module (or a thin function there) and call that",
+    },
+    Rule {
+        name: "core mutex",
+        path: std_mutex,
+        literal: never,
+        allowed: |rel| !rel.starts_with("core/src/") || rel == "core/src/lock_order.rs",
+        fix: "use crate::lock_order::Mutex (the lock graph sees it); lock_order::foreign for another crate's trait",
+    },
+    Rule {
+        name: "own env name",
+        path: never,
+        literal: own_env_literal,
+        allowed: |rel| OWN_ENV.iter().any(|(_, home)| *home == rel),
+        fix: "use the constant (herd_guards::SUPERVISED_CHILD_ENV)",
+    },
+];
+
+/// Files outside the platform boundary that name a Linux-only mechanism today, to be
+/// moved behind their crate's `sys` module (issue 35). Only shrinks.
+pub(crate) const KNOWN: &[&str] = &[
+    "cli/src/client/liveness.rs",
+    "cli/src/commands/foreground.rs",
+    "cli/src/config.rs",
+    "cli/src/mcp/owner.rs",
+    "cli/src/proctitle.rs",
+    "cli/src/top/sampler.rs",
+    "core/src/dispatch/memory.rs",
+    "core/src/dispatch/scope.rs",
+    "core/src/hygiene.rs",
+    "core/src/registry/restore.rs",
+    "core/src/shim/launcher.rs",
+    "core/src/shim/supervise.rs",
+    "core/src/shim/supervise/conn.rs",
+    "core/src/shim/supervise/ending.rs",
+    "core/src/shim/supervise/start.rs",
+    "core/src/spawn/into_cgroup.rs",
+    "guards/src/host.rs",
+];
+
+/// One name found in production code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Finding {
+    pub(crate) rule: &'static str,
+    pub(crate) rel: String,
+    pub(crate) line: usize,
+    pub(crate) what: String,
+}
+
+impl std::fmt::Display for Finding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}:{}: {} ({})",
+            self.rel, self.line, self.what, self.rule
+        )
+    }
+}
+
+/// Walks one file's production code for paths and string literals.
+#[derive(Debug, Default)]
+struct Names {
+    /// `(line, path or "literal")`.
+    paths: Vec<(usize, String)>,
+    literals: Vec<(usize, String)>,
+}
+
+impl Names {
+    fn use_tree(&mut self, prefix: &mut Vec<String>, tree: &syn::UseTree) {
+        match tree {
+            syn::UseTree::Path(p) => {
+                prefix.push(p.ident.to_string());
+                self.use_tree(prefix, &p.tree);
+                prefix.pop();
+            }
+            syn::UseTree::Name(n) => {
+                let mut full = prefix.clone();
+                if n.ident != "self" {
+                    full.push(n.ident.to_string());
+                }
+                self.paths
+                    .push((n.ident.span().start().line, full.join("::")));
+            }
+            syn::UseTree::Rename(r) => {
+                let mut full = prefix.clone();
+                full.push(r.ident.to_string());
+                self.paths
+                    .push((r.ident.span().start().line, full.join("::")));
+            }
+            syn::UseTree::Glob(g) => {
+                let line = g.star_token.spans[0].start().line;
+                self.paths.push((line, prefix.join("::")));
+            }
+            syn::UseTree::Group(g) => {
+                for t in &g.items {
+                    self.use_tree(prefix, t);
+                }
+            }
+        }
+    }
+
+    /// `a :: b :: c` runs and string literals in macro tokens, at every depth.
+    fn tokens(&mut self, tokens: TokenStream) {
+        let tts: Vec<TokenTree> = tokens.into_iter().collect();
+        let mut i = 0;
+        while i < tts.len() {
+            match &tts[i] {
+                TokenTree::Group(g) => self.tokens(g.stream()),
+                TokenTree::Literal(lit) => {
+                    if let Ok(syn::Lit::Str(s)) =
+                        syn::parse2::<syn::Lit>(TokenStream::from(TokenTree::Literal(lit.clone())))
+                    {
+                        self.literals.push((lit.span().start().line, s.value()));
+                    }
+                }
+                TokenTree::Ident(id) => {
+                    let mut segments = vec![id.to_string()];
+                    let mut j = i;
+                    while matches!(tts.get(j + 1), Some(TokenTree::Punct(p)) if p.as_char() == ':')
+                        && matches!(tts.get(j + 2), Some(TokenTree::Punct(p)) if p.as_char() == ':')
+                    {
+                        let Some(TokenTree::Ident(next)) = tts.get(j + 3) else {
+                            break;
+                        };
+                        segments.push(next.to_string());
+                        j += 3;
+                    }
+                    if segments.len() > 1 {
+                        self.paths
+                            .push((id.span().start().line, segments.join("::")));
+                    }
+                    i = j;
+                }
+                TokenTree::Punct(_) => {}
+            }
+            i += 1;
+        }
+    }
+}
+
+impl<'ast> Visit<'ast> for Names {
+    fn visit_item(&mut self, i: &'ast syn::Item) {
+        if !is_test_only(item_attrs(i)) {
+            visit::visit_item(self, i);
+        }
+    }
+
+    fn visit_impl_item_fn(&mut self, f: &'ast syn::ImplItemFn) {
+        if !is_test_only(&f.attrs) {
+            visit::visit_impl_item_fn(self, f);
+        }
+    }
+
+    fn visit_attribute(&mut self, _: &'ast syn::Attribute) {}
+
+    fn visit_item_use(&mut self, u: &'ast syn::ItemUse) {
+        self.use_tree(&mut Vec::new(), &u.tree);
+    }
+
+    fn visit_path(&mut self, p: &'ast syn::Path) {
+        use syn::spanned::Spanned;
+        let segments: Vec<String> = p.segments.iter().map(|s| s.ident.to_string()).collect();
+        self.paths
+            .push((p.span().start().line, segments.join("::")));
+        visit::visit_path(self, p);
+    }
+
+    fn visit_lit_str(&mut self, s: &'ast syn::LitStr) {
+        self.literals.push((s.span().start().line, s.value()));
+    }
+
+    fn visit_macro(&mut self, m: &'ast syn::Macro) {
+        self.tokens(m.tokens.clone());
+        visit::visit_macro(self, m);
+    }
+}
+
+/// Every break of a rule in one file.
+pub(crate) fn findings(file: &SourceFile) -> Vec<Finding> {
+    let mut names = Names::default();
+    names.visit_file(&file.ast);
+    let mut out = Vec::new();
+    for rule in RULES {
+        if (rule.allowed)(&file.rel) {
+            continue;
+        }
+        let paths = names.paths.iter().filter(|(_, p)| (rule.path)(p));
+        let literals = names.literals.iter().filter(|(_, s)| (rule.literal)(s));
+        for (line, what) in paths.chain(literals) {
+            out.push(Finding {
+                rule: rule.name,
+                rel: file.rel.clone(),
+                line: *line,
+                what: what.clone(),
+            });
+        }
+    }
+    out.sort_by(|a, b| (&a.rel, a.line, &a.what).cmp(&(&b.rel, b.line, &b.what)));
+    out.dedup();
+    out
+}
+
+/// Runs the checks over the parsed crates. A platform-boundary finding in a file of
+/// [`KNOWN`] is a warning; anything else fails, and so does a listed file with none.
+pub(crate) fn check(crates: &[CrateSources]) -> Result<()> {
+    let mut failures = Vec::new();
+    let mut known_files = std::collections::BTreeSet::new();
+    for file in crates.iter().flat_map(|c| &c.files) {
+        for f in findings(file) {
+            if f.rule == "platform boundary" && KNOWN.contains(&f.rel.as_str()) {
+                known_files.insert(f.rel.clone());
+                continue;
+            }
+            let fix = RULES
+                .iter()
+                .find(|r| r.name == f.rule)
+                .map_or("", |r| r.fix);
+            failures.push(format!("{f}: {fix}"));
+        }
+    }
+    for rel in KNOWN {
+        if !known_files.contains(*rel) {
+            failures.push(format!(
+                "{rel} no longer names a Linux-only mechanism: remove it from KNOWN in xtask/src/boundary.rs"
+            ));
+        }
+    }
+    for rel in &known_files {
+        crate::shell::say(&format!(
+            "warning: known, to be moved behind its crate's sys module (issue 35): {rel}"
+        ));
+    }
+    if !failures.is_empty() {
+        bail!("boundary check failed:\n  {}", failures.join("\n  "));
+    }
+    crate::shell::say(&format!(
+        "boundaries: platform, core mutexes, own env names; {} files known outside the platform boundary",
+        known_files.len()
+    ));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,75 @@
+//! Tests for the boundary checks, on small files written here, and on the workspace.
+
+use super::*;
+
+fn file(rel: &str, text: &str) -> SourceFile {
+    SourceFile {
+        rel: rel.to_string(),
+        module: Vec::new(),
+        text: text.to_string(),
+        ast: syn::parse_file(text).expect("the fixture parses"),
+    }
+}
+
+fn found(rel: &str, text: &str) -> Vec<String> {
+    findings(&file(rel, text))
+        .iter()
+        .map(ToString::to_string)
+        .collect()
+}
+
+#[test]
+fn linux_mechanisms_outside_sys_are_found_in_uses_code_macros_and_literals() {
+    let text = "use nix::sys::signalfd::{SfdFlags, SignalFd};\nuse nix::poll::{PollFd, ppoll};\nfn f(pid: i32) {\n    let _ = unsafe { libc::syscall(libc::SYS_close_range, 3, 4, 0) };\n    let _ = std::fs::read(format!(\"/proc/{pid}/stat\"));\n    let _ = std::fs::read(\"/sys/fs/cgroup/unified\");\n    nix::sys::prctl::set_child_subreaper(true);\n}\n";
+    let found = found("core/src/shim/x.rs", text);
+    let expect = [
+        "core/src/shim/x.rs:1: nix::sys::signalfd::SfdFlags (platform boundary)",
+        "core/src/shim/x.rs:1: nix::sys::signalfd::SignalFd (platform boundary)",
+        "core/src/shim/x.rs:2: nix::poll::ppoll (platform boundary)",
+        "core/src/shim/x.rs:4: libc::SYS_close_range (platform boundary)",
+        "core/src/shim/x.rs:4: libc::syscall (platform boundary)",
+        "core/src/shim/x.rs:5: /proc/{pid}/stat (platform boundary)",
+        "core/src/shim/x.rs:6: /sys/fs/cgroup/unified (platform boundary)",
+        "core/src/shim/x.rs:7: nix::sys::prctl::set_child_subreaper (platform boundary)",
+    ];
+    assert_eq!(found, expect);
+    // The same inside the crate's sys module, in test code, or in comments: none.
+    assert!(found_in("core/src/sys.rs", text).is_empty());
+    assert!(found_in("pty/src/sys/linux.rs", text).is_empty());
+    let test_only = format!("#[cfg(test)]\nmod t {{\n{text}}}\n// read /proc/self/stat\n");
+    assert!(found_in("core/src/shim/x.rs", &test_only).is_empty());
+}
+
+fn found_in(rel: &str, text: &str) -> Vec<String> {
+    found(rel, text)
+}
+
+#[test]
+fn std_mutex_in_core_and_the_marker_literal_are_refused_outside_their_homes() {
+    let text = "use std::sync::{Arc, Mutex};\nfn f() { std::env::set_var(\"HERD_SUPERVISED_CHILD\", \"1\"); }\n";
+    assert_eq!(
+        found("core/src/registry/x.rs", text),
+        [
+            "core/src/registry/x.rs:1: std::sync::Mutex (core mutex)",
+            "core/src/registry/x.rs:2: HERD_SUPERVISED_CHILD (own env name)",
+        ]
+    );
+    assert_eq!(
+        found("cli/src/x.rs", text),
+        ["cli/src/x.rs:2: HERD_SUPERVISED_CHILD (own env name)"]
+    );
+    assert_eq!(
+        found("core/src/lock_order.rs", text),
+        ["core/src/lock_order.rs:2: HERD_SUPERVISED_CHILD (own env name)"]
+    );
+    assert!(found("guards/src/host.rs", text).is_empty());
+}
+
+#[test]
+fn the_workspace_passes_the_boundary_checks() {
+    let root = crate::workspace_root().expect("xtask lives one level below the workspace root");
+    let crates = crate::source::load_workspace(&root).expect("the crates parse");
+    if let Err(e) = check(&crates) {
+        panic!("{e:#}");
+    }
+}
