@@ -637,7 +637,7 @@ fn spawn_daemon(home: &Home) -> anyhow::Result<std::process::Child> {
     };
     crate::auxiliary::command(exe)
         .args(["serve", "--detached"])
-        .env("HERD_HOME", home.root())
+        .env(crate::config::HOME_ENV, home.root())
         .current_dir(home.root())
         .stdin(std::process::Stdio::null())
         .stdout(out)

@@ -15,12 +15,15 @@ use serde::{Deserialize, Serialize};
 
 use crate::exit::{Code, Failure};
 
+/// The environment variable that names the home.
+pub(crate) const HOME_ENV: &str = "HERD_HOME";
+
 /// Resolves the home: `$HERD_HOME`, else the platform data directory.
 ///
 /// # Errors
 /// When neither is available.
 pub(crate) fn resolve_home() -> anyhow::Result<Home> {
-    let root = if let Some(root) = std::env::var_os("HERD_HOME").filter(|v| !v.is_empty()) {
+    let root = if let Some(root) = std::env::var_os(HOME_ENV).filter(|v| !v.is_empty()) {
         absolute(PathBuf::from(root))
     } else {
         let dirs = directories::ProjectDirs::from("", "", "herd").ok_or_else(|| {

@@ -238,8 +238,9 @@ impl Judge<'_> {
             for redirect in redirects {
                 match redirect.kind() {
                     "herestring_redirect" => {
+                        let last = redirect.named_child_count().saturating_sub(1);
                         if let Some(value) =
-                            redirect.named_child(redirect.named_child_count().saturating_sub(1))
+                            u32::try_from(last).ok().and_then(|i| redirect.named_child(i))
                         {
                             let fed = shell::word(value, scope.src, &scope.vars);
                             self.feed(runner, fed.value(), depth)?;

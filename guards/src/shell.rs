@@ -51,7 +51,13 @@ fn new_parser() -> Option<Parser> {
 pub(crate) fn parse(text: &str, deadline: Instant) -> Option<Tree> {
     let bytes = text.as_bytes();
     let run = |parser: &mut Parser| {
-        let mut cancel = |_: &ParseState| Instant::now() > deadline;
+        let mut cancel = |_: &ParseState| {
+            if Instant::now() > deadline {
+                std::ops::ControlFlow::Break(())
+            } else {
+                std::ops::ControlFlow::Continue(())
+            }
+        };
         let options = ParseOptions::new().progress_callback(&mut cancel);
         parser.parse_with_options(
             &mut |offset, _| bytes.get(offset..).unwrap_or_default(),

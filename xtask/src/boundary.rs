@@ -8,8 +8,11 @@
 //!   to start from (`docs/porting.md`).
 //! - **herd-core's mutexes**: `std::sync::Mutex` only in `core/src/lock_order.rs`; every
 //!   other blocking mutex is `lock_order::Mutex`, which the debug-build lock graph sees.
-//! - **herd's own protocol environment variables** are spelled once: the string
-//!   literal of each only in the file that defines its constant.
+//! - **herd's own environment variables** are spelled once: the string literal of a
+//!   `HERD_…` name appears in one production file of the workspace, the one that
+//!   defines its constant (`HERD_SUPERVISED_CHILD`: `guards/src/host.rs`), and every
+//!   other place uses the constant. A clap `env = "HERD_…"` attribute is the
+//!   argument's declaration and does not count.
 //!
 //! What counts: paths in `use` items, code, types and macro tokens (`libc::SYS_clone3`),
 //! and string literals, in code and in macro arguments (`format!("/proc/{pid}/stat")`).
@@ -75,11 +78,14 @@ fn never(_: &str) -> bool {
     false
 }
 
-/// herd's protocol environment variables and the one file that spells each.
-const OWN_ENV: &[(&str, &str)] = &[("HERD_SUPERVISED_CHILD", "guards/src/host.rs")];
-
-fn own_env_literal(s: &str) -> bool {
-    OWN_ENV.iter().any(|(name, _)| *name == s)
+/// Whether a string literal is the name of one of herd's environment variables.
+fn own_env_name(s: &str) -> bool {
+    s.strip_prefix("HERD_").is_some_and(|rest| {
+        !rest.is_empty()
+            && rest
+                .chars()
+                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+    })
 }
 
 /// The rules, in the order their findings are printed.
@@ -97,13 +103,6 @@ pub(crate) const RULES: &[Rule] = &[
         literal: never,
         allowed: |rel| !rel.starts_with("core/src/") || rel == "core/src/lock_order.rs",
         fix: "use crate::lock_order::Mutex (the lock graph sees it); lock_order::foreign for another crate's trait",
-    },
-    Rule {
-        name: "own env name",
-        path: never,
-        literal: own_env_literal,
-        allowed: |rel| OWN_ENV.iter().any(|(_, home)| *home == rel),
-        fix: "use the constant (herd_guards::SUPERVISED_CHILD_ENV)",
     },
 ];
 
@@ -293,6 +292,33 @@ pub(crate) fn findings(file: &SourceFile) -> Vec<Finding> {
     out
 }
 
+/// Each `HERD_…` name whose string literal appears in more than one production file,
+/// with the files.
+pub(crate) fn env_names_spelled_twice(crates: &[CrateSources]) -> Vec<String> {
+    let mut files_of: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> =
+        std::collections::BTreeMap::new();
+    for file in crates.iter().flat_map(|c| &c.files) {
+        let mut names = Names::default();
+        names.visit_file(&file.ast);
+        for (_, literal) in names.literals {
+            if own_env_name(&literal) {
+                files_of.entry(literal).or_default().insert(file.rel.clone());
+            }
+        }
+    }
+    files_of
+        .into_iter()
+        .filter(|(_, files)| files.len() > 1)
+        .map(|(name, files)| {
+            let files: Vec<String> = files.into_iter().collect();
+            format!(
+                "{name} is spelled in {} (own env name): define one constant beside the code that reads it and use it everywhere",
+                files.join(", ")
+            )
+        })
+        .collect()
+}
+
 /// Runs the checks over the parsed crates. A platform-boundary finding in a file of
 /// [`KNOWN`] is a warning; anything else fails, and so does a listed file with none.
 pub(crate) fn check(crates: &[CrateSources]) -> Result<()> {
@@ -311,6 +337,7 @@ pub(crate) fn check(crates: &[CrateSources]) -> Result<()> {
             failures.push(format!("{f}: {fix}"));
         }
     }
+    failures.extend(env_names_spelled_twice(crates));
     for rel in KNOWN {
         if !known_files.contains(*rel) {
             failures.push(format!(
@@ -327,7 +354,7 @@ pub(crate) fn check(crates: &[CrateSources]) -> Result<()> {
         bail!("boundary check failed:\n  {}", failures.join("\n  "));
     }
     crate::shell::say(&format!(
-        "boundaries: platform, core mutexes, own env names; {} files known outside the platform boundary",
+        "boundaries: platform, core mutexes, env names spelled once; {} files known outside the platform boundary",
         known_files.len()
     ));
     Ok(())

@@ -45,24 +45,45 @@ fn found_in(rel: &str, text: &str) -> Vec<String> {
 }
 
 #[test]
-fn std_mutex_in_core_and_the_marker_literal_are_refused_outside_their_homes() {
-    let text = "use std::sync::{Arc, Mutex};\nfn f() { std::env::set_var(\"HERD_SUPERVISED_CHILD\", \"1\"); }\n";
+fn std_mutex_in_core_is_refused_outside_lock_order() {
+    let text = "use std::sync::{Arc, Mutex};\nfn f() -> std::sync::MutexGuard<'static, u8> { todo!() }\n";
     assert_eq!(
         found("core/src/registry/x.rs", text),
         [
             "core/src/registry/x.rs:1: std::sync::Mutex (core mutex)",
-            "core/src/registry/x.rs:2: HERD_SUPERVISED_CHILD (own env name)",
+            "core/src/registry/x.rs:2: std::sync::MutexGuard (core mutex)",
         ]
     );
+    assert!(found("cli/src/x.rs", text).is_empty());
+    assert!(found("core/src/lock_order.rs", text).is_empty());
+}
+
+#[test]
+fn an_env_name_spelled_in_two_files_is_refused() {
+    let krate = |files: Vec<SourceFile>| CrateSources {
+        name: "c",
+        files,
+    };
+    let crates = [
+        krate(vec![
+            file(
+                "guards/src/host.rs",
+                "pub const SUPERVISED_CHILD_ENV: &str = \"HERD_SUPERVISED_CHILD\";",
+            ),
+            file(
+                "guards/src/x.rs",
+                "#[derive(clap::Args)]\nstruct A {\n    #[arg(env = \"HERD_OWNER\")]\n    o: String,\n}",
+            ),
+        ]),
+        krate(vec![file(
+            "core/src/spawn.rs",
+            "fn f(env: &mut Vec<(String, String)>) {\n    env.push((\"HERD_SUPERVISED_CHILD\".into(), \"1\".into()));\n    let _ = std::env::var(\"HERD_OWNER\");\n}",
+        )]),
+    ];
     assert_eq!(
-        found("cli/src/x.rs", text),
-        ["cli/src/x.rs:2: HERD_SUPERVISED_CHILD (own env name)"]
+        env_names_spelled_twice(&crates),
+        ["HERD_SUPERVISED_CHILD is spelled in core/src/spawn.rs, guards/src/host.rs (own env name): define one constant beside the code that reads it and use it everywhere"]
     );
-    assert_eq!(
-        found("core/src/lock_order.rs", text),
-        ["core/src/lock_order.rs:2: HERD_SUPERVISED_CHILD (own env name)"]
-    );
-    assert!(found("guards/src/host.rs", text).is_empty());
 }
 
 #[test]
