@@ -12,6 +12,8 @@ pub(crate) mod cgroup;
 #[cfg(target_os = "linux")]
 pub(crate) mod limits;
 #[cfg(unix)]
+pub(crate) mod procfs;
+#[cfg(unix)]
 mod unix;
 #[cfg(target_os = "linux")]
 pub(crate) mod usage;

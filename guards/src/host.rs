@@ -93,11 +93,11 @@ impl Host {
     /// are known; add the rest with the builder methods.
     pub fn current() -> Host {
         let mut images = vec![HERD_IMAGE.to_owned()];
-        if let Ok(comm) = std::fs::read_to_string("/proc/self/comm") {
+        if let Some(comm) = crate::sys::own_comm() {
             images.push(comm.trim().to_owned());
         }
         let mut cmdline = String::new();
-        if let Ok(raw) = std::fs::read("/proc/self/cmdline") {
+        if let Some(raw) = crate::sys::own_cmdline() {
             let args: Vec<String> = raw
                 .split(|b| *b == 0)
                 .filter(|a| !a.is_empty())
@@ -110,7 +110,7 @@ impl Host {
         }
         images.extend(env_list(HOST_IMAGES_ENV));
         let mut units = env_list(HOST_UNITS_ENV);
-        if let Ok(cgroup) = std::fs::read_to_string("/proc/self/cgroup") {
+        if let Some(cgroup) = crate::sys::own_cgroup() {
             units.extend(cgroup_units(&cgroup));
         }
         Host::new(images, cmdline).with_units(units)

@@ -239,8 +239,9 @@ impl Judge<'_> {
                 match redirect.kind() {
                     "herestring_redirect" => {
                         let last = redirect.named_child_count().saturating_sub(1);
-                        if let Some(value) =
-                            u32::try_from(last).ok().and_then(|i| redirect.named_child(i))
+                        if let Some(value) = u32::try_from(last)
+                            .ok()
+                            .and_then(|i| redirect.named_child(i))
                         {
                             let fed = shell::word(value, scope.src, &scope.vars);
                             self.feed(runner, fed.value(), depth)?;

@@ -46,6 +46,7 @@ mod options;
 mod rules;
 mod script;
 mod shell;
+mod sys;
 mod verdict;
 
 pub use host::{

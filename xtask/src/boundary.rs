@@ -115,10 +115,7 @@ pub(crate) const KNOWN: &[&str] = &[
     "cli/src/mcp/owner.rs",
     "cli/src/proctitle.rs",
     "cli/src/top/sampler.rs",
-    "core/src/dispatch/memory.rs",
-    "core/src/dispatch/scope.rs",
     "core/src/hygiene.rs",
-    "core/src/registry/restore.rs",
     "core/src/shim/launcher.rs",
     "core/src/shim/supervise.rs",
     "core/src/shim/supervise/conn.rs",
@@ -126,7 +123,6 @@ pub(crate) const KNOWN: &[&str] = &[
     "core/src/shim/supervise/start.rs",
     "core/src/spawn.rs",
     "core/src/spawn/into_cgroup.rs",
-    "guards/src/host.rs",
     "persistence/src/safe_path.rs",
 ];
 
@@ -302,7 +298,10 @@ pub(crate) fn env_names_spelled_twice(crates: &[CrateSources]) -> Vec<String> {
         names.visit_file(&file.ast);
         for (_, literal) in names.literals {
             if own_env_name(&literal) {
-                files_of.entry(literal).or_default().insert(file.rel.clone());
+                files_of
+                    .entry(literal)
+                    .or_default()
+                    .insert(file.rel.clone());
             }
         }
     }

@@ -47,7 +47,7 @@ pub(crate) fn parse_meminfo_total(meminfo: &str) -> Option<u64> {
 
 /// Physical RAM in bytes from `/proc/meminfo`; `None` when it cannot be read.
 pub(crate) fn read_total_ram_bytes() -> Option<u64> {
-    parse_meminfo_total(&std::fs::read_to_string("/proc/meminfo").ok()?)
+    parse_meminfo_total(&crate::sys::procfs::meminfo()?)
 }
 
 /// The cgroup v2 path (the `0::<path>` line) from the text of `/proc/self/cgroup`.
@@ -93,7 +93,8 @@ pub(crate) fn parse_memory_limit_in_bytes(text: &str) -> Option<u64> {
 /// `/sys/fs/cgroup/memory`); the smallest limit on the path up to the root. `None` when
 /// unlimited or unreadable.
 pub(crate) fn read_service_memory_max_bytes() -> Option<u64> {
-    read_service_memory_max_at(Path::new("/proc/self/cgroup"), Path::new("/sys/fs/cgroup"))
+    let (own_cgroup, root) = crate::sys::procfs::own_cgroup_file_and_root();
+    read_service_memory_max_at(own_cgroup, root)
 }
 
 /// [`read_service_memory_max_bytes`] with the two roots given (tests use a temp dir).

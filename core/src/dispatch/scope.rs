@@ -146,7 +146,7 @@ impl Dispatcher {
 /// `/proc/<pid>/cgroup` path ends in that unit. A scoped worker is "acknowledged" once this
 /// is true: systemd-run has created the scope and exec'd the command.
 pub fn is_in_scope(pid: i32, unit: &str) -> bool {
-    let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/cgroup")) else {
+    let Some(text) = crate::sys::procfs::cgroup_of(pid) else {
         return false;
     };
     let suffix = format!("/{unit}");
@@ -192,7 +192,7 @@ pub async fn wait_for_scope_ack(pid: i32, unit: &str, timeout: Duration) -> Scop
 
 /// Whether `pid` exists and is not a zombie (`/proc/<pid>/stat` state other than `Z`/`X`).
 pub(super) fn is_alive(pid: i32) -> bool {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+    let Some(stat) = crate::sys::procfs::stat_of(pid) else {
         return false;
     };
     // The state follows the parenthesised command name, which may itself hold ") ".

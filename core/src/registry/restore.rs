@@ -603,16 +603,12 @@ async fn wait_exit(pid: i32, start_time: u64) -> io::Result<std::process::ExitSt
 /// `/proc/<pid>/fd/1`, when its stdout and stderr are still one pipe (as spawn set
 /// them up) and the pid still has `start_time` after the open.
 fn reattach_output(pid: i32, start_time: u64) -> Option<pipe::Receiver> {
-    let out = std::fs::read_link(format!("/proc/{pid}/fd/1")).ok()?;
-    let err = std::fs::read_link(format!("/proc/{pid}/fd/2")).ok()?;
+    let out = sys::procfs::fd_target(pid, 1)?;
+    let err = sys::procfs::fd_target(pid, 2)?;
     if out != err || !out.to_str().is_some_and(|n| n.starts_with("pipe:[")) {
         return None;
     }
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(format!("/proc/{pid}/fd/1"))
-        .ok()?;
+    let file = sys::procfs::open_fd_for_reading(pid, 1).ok()?;
     // Verify after opening: the pipe we opened belonged to the process we adopted.
     if sys::start_time(pid) != Some(start_time) {
         return None;

@@ -46,7 +46,8 @@ fn found_in(rel: &str, text: &str) -> Vec<String> {
 
 #[test]
 fn std_mutex_in_core_is_refused_outside_lock_order() {
-    let text = "use std::sync::{Arc, Mutex};\nfn f() -> std::sync::MutexGuard<'static, u8> { todo!() }\n";
+    let text =
+        "use std::sync::{Arc, Mutex};\nfn f() -> std::sync::MutexGuard<'static, u8> { todo!() }\n";
     assert_eq!(
         found("core/src/registry/x.rs", text),
         [
@@ -60,10 +61,7 @@ fn std_mutex_in_core_is_refused_outside_lock_order() {
 
 #[test]
 fn an_env_name_spelled_in_two_files_is_refused() {
-    let krate = |files: Vec<SourceFile>| CrateSources {
-        name: "c",
-        files,
-    };
+    let krate = |files: Vec<SourceFile>| CrateSources { name: "c", files };
     let crates = [
         krate(vec![
             file(
@@ -82,7 +80,9 @@ fn an_env_name_spelled_in_two_files_is_refused() {
     ];
     assert_eq!(
         env_names_spelled_twice(&crates),
-        ["HERD_SUPERVISED_CHILD is spelled in core/src/spawn.rs, guards/src/host.rs (own env name): define one constant beside the code that reads it and use it everywhere"]
+        [
+            "HERD_SUPERVISED_CHILD is spelled in core/src/spawn.rs, guards/src/host.rs (own env name): define one constant beside the code that reads it and use it everywhere"
+        ]
     );
 }
 
