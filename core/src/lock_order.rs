@@ -125,6 +125,7 @@ impl<T> DerefMut for MutexGuard<'_, T> {
 /// implemented on it (`herd_persistence::CompletionLedger for Mutex<Ledger>`): its
 /// lock is taken inside that crate, which calls nothing of this one while holding it,
 /// so it is always the innermost lock and cannot close a circle.
+#[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
 pub(crate) fn foreign<T>(value: T) -> std::sync::Mutex<T> {
     std::sync::Mutex::new(value)
 }
