@@ -1,4 +1,4 @@
-//! The answer types every registry call returns (B39). They derive `Serialize` with
+//! The answer types every registry call returns. They derive `Serialize` with
 //! the pinned snake_case field names, so the daemon passes them through as JSON.
 
 use herd_hooks::Shown;
@@ -29,7 +29,7 @@ pub enum SessionStatus {
     Exited,
 }
 
-/// Why a session finished (B9).
+/// Why a session finished.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CompletionReason {
@@ -69,7 +69,7 @@ pub enum StdinStatus {
     Error,
 }
 
-/// What holds a session's process tree (issue 36).
+/// What holds a session's process tree.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Containment {
@@ -122,7 +122,7 @@ pub struct SpawnInfo {
     /// Why a PTY request runs on pipes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pty_note: Option<String>,
-    /// How the session was started (B34): `in_process`, `scoped` (its own systemd
+    /// How the session was started: `in_process`, `scoped` (its own systemd
     /// scope, survives a restart of the service) or `degraded` (wanted a scope, runs
     /// as a direct subprocess; `note` says why).
     pub dispatch: crate::DispatchKind,
@@ -139,7 +139,7 @@ pub struct SpawnInfo {
     pub replaces: Option<SessionId>,
 }
 
-/// CPU and memory of a session's whole tree as its cgroup counts them (issue 36):
+/// CPU and memory of a session's whole tree as its cgroup counts them:
 /// every process of the tree, daemonised or not, and nothing else.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct TreeUsage {
@@ -232,7 +232,7 @@ pub struct LogAnswer {
     pub log_path: PathBuf,
     /// The page ends with the last line of a running session, and that line is not
     /// finished yet (a prompt, or a line still being written; part of it may be held
-    /// back, B30): it is counted in `total_lines` and will grow. Absent when false.
+    /// back as it may be the start of a secret): it is counted in `total_lines` and will grow. Absent when false.
     #[serde(skip_serializing_if = "is_false")]
     pub last_line_open: bool,
     /// Where the answer comes from when that is not the live session (a re-adopted
@@ -272,7 +272,7 @@ pub struct WaitAnswer {
     pub completion_reason: Option<CompletionReason>,
     /// Who killed it, if herd did.
     pub termination_source: Option<KillSource>,
-    /// Sized output (B8).
+    /// Sized output.
     pub output: Shown,
     /// Output was cut; the log has the rest.
     pub output_cut: bool,
@@ -315,7 +315,7 @@ pub struct KillAnswer {
     pub termination_source: KillSource,
     /// The exit code, if it exited normally.
     pub exit_code: Option<i32>,
-    /// Sized output (B8).
+    /// Sized output.
     pub output: Shown,
     /// Output was cut; the log has the rest.
     pub output_cut: bool,
@@ -326,8 +326,8 @@ pub struct KillAnswer {
     pub process_running: bool,
     /// What went wrong, for an incomplete kill.
     pub error: Option<String>,
-    /// Why the session's systemd scope could not be stopped after its tree was killed
-    /// (B34); the status is then `kill_incomplete`, as processes that left the
+    /// Why the session's systemd scope could not be stopped after its tree was killed;
+    /// the status is then `kill_incomplete`, as processes that left the
     /// process group may still run in the scope.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scope_stop_failed: Option<String>,
@@ -349,7 +349,7 @@ pub struct ListRow {
     pub pid: i32,
     /// How the child is attached (`pty` or `pipe`).
     pub mode: ModeName,
-    /// The owner (B2).
+    /// The owner.
     pub owner_task_id: String,
     /// The container key.
     pub task_id: String,

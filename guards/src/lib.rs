@@ -1,4 +1,4 @@
-//! herd-guards: refuses shell commands that would kill the supervising host (B33).
+//! herd-guards: refuses shell commands that would kill the supervising host.
 //!
 //! Owns: the pure judgement `command line + host identity -> verdict`, and a bounded
 //! file-system [`ScriptReader`] for the scripts a command refers to.
@@ -30,7 +30,7 @@
 //!
 //! Invariant: [`judge`] and [`judge_with`] never panic and always finish: every walk is
 //! iterative or depth-bounded, and one judgement has a fixed budget of nested texts, script
-//! reads, script bytes and wall-clock time, past which it fails safe (see `judge.rs`).
+//! reads, script bytes and wall-clock time, past which it fails safe.
 //!
 //! ```
 //! use herd_guards::{Host, Verdict, judge};

@@ -7,7 +7,9 @@
 //!   check: every behaviour ID the code or a test name cites is defined in
 //!   `docs/behaviors.md` (`behaviors.rs`), and the shape checks: no production file
 //!   over 800 lines or function over 100 (`sizes.rs`), no module cycle inside a crate
-//!   (`cycles.rs`), known violations listed with their issue in `debt.rs`.
+//!   (`cycles.rs`), known violations listed with their issue in `debt.rs`, and no
+//!   behaviour ID, issue number or source path in the library crates' rustdoc
+//!   (`rustdoc.rs`).
 //! - `ci`: lint, build everything (plugin cdylibs included), run every test, the CLI
 //!   contract check and the release dry run. `.ci/run` calls this.
 //! - `bench [-p PKG] [--json]`: runs every benchmark and prints each figure beside
@@ -31,6 +33,7 @@ mod deps;
 mod outsider;
 mod publish;
 mod release;
+mod rustdoc;
 mod shell;
 mod sizes;
 mod source;
@@ -140,10 +143,15 @@ fn shape(root: &std::path::Path) -> Result<()> {
     let crates = source::load_workspace(root)?;
     let sizes = sizes::check(&crates);
     let cycles = cycles::check(&crates);
-    match (sizes, cycles) {
-        (Ok(()), Ok(())) => Ok(()),
-        (Err(e), Ok(())) | (Ok(()), Err(e)) => Err(e),
-        (Err(a), Err(b)) => bail!("{a:#}\n{b:#}"),
+    let docs = rustdoc::check(&crates);
+    let failed: Vec<String> = [sizes, cycles, docs]
+        .into_iter()
+        .filter_map(|r| r.err().map(|e| format!("{e:#}")))
+        .collect();
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        bail!("{}", failed.join("\n"))
     }
 }
 
