@@ -22,6 +22,7 @@ pub enum ModeName {
 /// Whether a session still runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum SessionStatus {
     /// Still running.
     Running,
@@ -32,6 +33,7 @@ pub enum SessionStatus {
 /// Why a session finished.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum CompletionReason {
     /// The child exited by itself.
     Exited,
@@ -48,6 +50,7 @@ pub enum CompletionReason {
 /// What a `wait` ended with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum WaitStatus {
     /// The session finished.
     Exited,
@@ -60,6 +63,7 @@ pub enum WaitStatus {
 /// What a stdin operation did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum StdinStatus {
     /// Done.
     Ok,
@@ -72,6 +76,7 @@ pub enum StdinStatus {
 /// What holds a session's process tree.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Containment {
     /// The session's own cgroup: everything the job starts stays in it.
     Cgroup,
@@ -86,6 +91,7 @@ pub enum Containment {
 /// What a kill did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum KillStatus {
     /// The whole tree is gone.
     Killed,
@@ -97,6 +103,7 @@ pub enum KillStatus {
 
 /// The answer to a spawn.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct SpawnInfo {
     /// The new session's id.
     pub session_id: SessionId,
@@ -142,6 +149,7 @@ pub struct SpawnInfo {
 /// CPU and memory of a session's whole tree as its cgroup counts them:
 /// every process of the tree, daemonised or not, and nothing else.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct TreeUsage {
     /// CPU time used, in microseconds (v2 `cpu.stat` `usage_usec`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -154,6 +162,7 @@ pub struct TreeUsage {
 
 /// The answer to a poll.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct PollAnswer {
     /// The session.
     pub session_id: SessionId,
@@ -211,6 +220,7 @@ pub struct PollAnswer {
 
 /// A page of the output, by lines.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct LogAnswer {
     /// The session.
     pub session_id: SessionId,
@@ -244,6 +254,7 @@ pub struct LogAnswer {
 
 /// A byte range of the log file, as text.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct LogChunk {
     /// The session.
     pub session_id: SessionId,
@@ -257,6 +268,7 @@ pub struct LogChunk {
 
 /// The answer to a wait.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct WaitAnswer {
     /// The session.
     pub session_id: SessionId,
@@ -293,6 +305,7 @@ pub struct WaitAnswer {
 
 /// The answer to write, submit or close.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct StdinAnswer {
     /// What happened.
     pub status: StdinStatus,
@@ -304,6 +317,7 @@ pub struct StdinAnswer {
 
 /// The answer to a kill.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct KillAnswer {
     /// The session.
     pub session_id: SessionId,
@@ -335,6 +349,7 @@ pub struct KillAnswer {
 
 /// One row of a list.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct ListRow {
     /// The session.
     pub session_id: SessionId,

@@ -428,6 +428,7 @@ pub struct SpawnRequest {
 /// Who asked for a kill.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum KillSource {
     /// A kill of one session by id.
     ProcessKill,

@@ -308,6 +308,7 @@ pub enum ScopeAvailability {
 
 /// Why a dispatch failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum DispatchError {
     /// The host cannot create a restart-safe scope and the caller required one.
     #[error(
@@ -381,6 +382,7 @@ impl DispatchError {
 
 /// Why a worker scope could not be stopped.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ScopeStopError {
     /// The unit is not a herd worker scope; herd never stops units it did not create.
     #[error(

@@ -6,6 +6,7 @@ use crate::SessionId;
 
 /// A session id or prefix did not name exactly one session.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum LookupError {
     /// Nothing matched.
     #[error("no session {id}; list sessions to see the ids that exist")]
@@ -43,6 +44,7 @@ pub enum LookupError {
 
 /// A spawn was refused or failed; nothing is left running.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SpawnError {
     /// The self-kill guard refused the command.
     #[error("command refused by the self-kill guard: {0}")]
@@ -108,6 +110,7 @@ pub enum SpawnError {
 
 /// A restart was refused or failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum RestartError {
     /// The session id did not resolve.
     #[error(transparent)]

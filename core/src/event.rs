@@ -20,6 +20,7 @@ use crate::{KillSource, SessionId};
 /// One event, as published to `subscribe` and queued for owners.
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Event {
     /// A session finished; exactly one per session.
     Completion {

@@ -27,6 +27,7 @@ pub const FOREGROUND_OUTPUT_CHARS: usize = 50_000;
 /// How a foreground run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ForegroundStatus {
     /// The command finished; the answer has its output.
     Exited,
@@ -40,6 +41,7 @@ pub enum ForegroundStatus {
 
 /// The answer to a foreground run.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct ForegroundAnswer {
     /// How it ended.
     pub status: ForegroundStatus,

@@ -44,6 +44,7 @@ pub struct AgentIdentity {
 
 /// A handoff was refused. Nothing changed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum HandoffError {
     /// The caller is not a registered child agent.
     #[error(
@@ -89,6 +90,7 @@ pub enum HandoffError {
 
 /// The answer to a successful handoff.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct HandoffAnswer {
     /// Always `"handed_off"`.
     pub status: &'static str,
@@ -102,6 +104,7 @@ pub struct HandoffAnswer {
 
 /// A session a child handed to its parent.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct HandedOff {
     /// The session.
     pub session_id: SessionId,
@@ -113,6 +116,7 @@ pub struct HandedOff {
 
 /// A session the child still ran when it finished; it was killed.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct OrphanKill {
     /// The session.
     pub session_id: SessionId,
@@ -124,6 +128,7 @@ pub struct OrphanKill {
 
 /// A result of the child's that nobody read (no wait, poll, log or kill saw it exit).
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct UnreadCompletion {
     /// The session.
     pub session_id: SessionId,
@@ -143,6 +148,7 @@ pub struct UnreadCompletion {
 
 /// What a child left behind, for the parent's view.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct ChildTeardown {
     /// The child.
     pub child: String,

@@ -18,6 +18,7 @@ use crate::registry::{Inner, Registry};
 /// Events taken from one owner's queue and not yet acknowledged.
 #[derive(Debug)]
 #[must_use = "a lease dropped without `acknowledge` puts its events back in the queue"]
+#[non_exhaustive]
 pub struct Drained {
     inner: Arc<Inner>,
     owner: String,
@@ -126,6 +127,7 @@ impl Acknowledged {
 
 /// What [`Registry::acknowledge_ids`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Acknowledgement {
     /// Events taken out of the owner's queue (replayed or given back meanwhile).
     pub n_dequeued: usize,

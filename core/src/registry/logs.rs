@@ -256,6 +256,7 @@ fn one_text(
 
 /// What one read of a follower produced.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct FollowRead {
     /// The new output, redacted (possibly empty).
     pub output: Shown,

@@ -77,6 +77,7 @@ use std::collections::HashSet;
 
 /// What [`Registry::restore`] did with each checkpointed session.
 #[derive(Debug, Clone, Default, Serialize)]
+#[non_exhaustive]
 pub struct RestoreReport {
     /// Still running with their recorded identity: re-adopted as detached sessions.
     pub adopted: Vec<SessionId>,

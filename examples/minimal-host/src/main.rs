@@ -52,10 +52,8 @@ fn fresh_home() -> std::io::Result<PathBuf> {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_nanos())
         .unwrap_or_default();
-    let dir = std::env::temp_dir().join(format!(
-        "herd-minimal-host-{}-{nanos}",
-        std::process::id()
-    ));
+    let dir =
+        std::env::temp_dir().join(format!("herd-minimal-host-{}-{nanos}", std::process::id()));
     std::fs::create_dir(&dir)?;
     Ok(dir)
 }
@@ -66,8 +64,8 @@ async fn run(home: &std::path::Path) -> Result<(), String> {
         guard: Some(Host::current()),
         ..RegistryConfig::default()
     };
-    let registry = Registry::new(Home::new(home), config)
-        .map_err(|e| format!("Registry::new failed: {e}"))?;
+    let registry =
+        Registry::new(Home::new(home), config).map_err(|e| format!("Registry::new failed: {e}"))?;
 
     // A real job: a shell that prints a line and exits with a code of its own.
     let info = registry
@@ -85,7 +83,10 @@ async fn run(home: &std::path::Path) -> Result<(), String> {
         .await
         .map_err(|e| format!("waiting for the job failed: {e}"))?;
     if done.status != WaitStatus::Exited {
-        return Err(format!("the job did not finish within 30 s: {:?}", done.status));
+        return Err(format!(
+            "the job did not finish within 30 s: {:?}",
+            done.status
+        ));
     }
     if done.exit_code != Some(EXIT_CODE) {
         return Err(format!(
@@ -108,10 +109,7 @@ async fn run(home: &std::path::Path) -> Result<(), String> {
         .first()
         .cloned()
         .ok_or("the guard knows no image name for this process")?;
-    for command in [
-        format!("pkill -9 {own_image}"),
-        "kill -9 $PPID".to_owned(),
-    ] {
+    for command in [format!("pkill -9 {own_image}"), "kill -9 $PPID".to_owned()] {
         match registry
             .spawn(SpawnRequest {
                 command: command.clone(),
@@ -124,7 +122,10 @@ async fn run(home: &std::path::Path) -> Result<(), String> {
             Err(other) => return Err(format!("{command:?} failed otherwise: {other}")),
             Ok(info) => {
                 registry.shutdown().await;
-                return Err(format!("the guard let {command:?} run as {}", info.session_id));
+                return Err(format!(
+                    "the guard let {command:?} run as {}",
+                    info.session_id
+                ));
             }
         }
     }
