@@ -178,6 +178,7 @@ impl Notifier {
     }
 
     /// Heartbeats currently scheduled.
+    #[cfg(feature = "bench-support")]
     pub(crate) fn n_heartbeats(&self) -> usize {
         self.state().beats.len()
     }
@@ -636,7 +637,8 @@ impl Registry {
     ///
     /// # Errors
     /// [`SpawnError::InvalidRequest`] for negative, fractional, boolean, string, array
-    /// or object values, with a message naming the accepted range (0 disables; positive values are clamped).
+    /// or object values, with a message naming the accepted range (0 disables;
+    /// positive values are clamped).
     pub fn heartbeat_from_json(
         &self,
         value: &serde_json::Value,
@@ -649,7 +651,10 @@ impl Registry {
             })
     }
 
-    /// Heartbeats currently scheduled on the registry's one timer.
+    /// Heartbeats currently scheduled on the registry's one timer (a test hook:
+    /// only with the `bench-support` feature, which herd-core's tests enable).
+    #[cfg(feature = "bench-support")]
+    #[doc(hidden)]
     pub fn n_heartbeats(&self) -> usize {
         self.inner.notifier.n_heartbeats()
     }
