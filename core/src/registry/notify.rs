@@ -106,6 +106,7 @@ impl<K: Ord + Hash + Clone, S> BeatSchedule<K, S> {
     }
 
     /// Heartbeats scheduled.
+    #[cfg(any(test, feature = "bench-support"))]
     pub(crate) fn len(&self) -> usize {
         self.entries.len()
     }
