@@ -1,4 +1,4 @@
-//! The answer types every registry call returns (B39). They derive `Serialize` with
+//! The answer types every registry call returns. They derive `Serialize` with
 //! the pinned snake_case field names, so the daemon passes them through as JSON.
 
 use herd_hooks::Shown;
@@ -22,6 +22,7 @@ pub enum ModeName {
 /// Whether a session still runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum SessionStatus {
     /// Still running.
     Running,
@@ -29,9 +30,10 @@ pub enum SessionStatus {
     Exited,
 }
 
-/// Why a session finished (B9).
+/// Why a session finished.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum CompletionReason {
     /// The child exited by itself.
     Exited,
@@ -48,6 +50,7 @@ pub enum CompletionReason {
 /// What a `wait` ended with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum WaitStatus {
     /// The session finished.
     Exited,
@@ -60,6 +63,7 @@ pub enum WaitStatus {
 /// What a stdin operation did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum StdinStatus {
     /// Done.
     Ok,
@@ -69,9 +73,10 @@ pub enum StdinStatus {
     Error,
 }
 
-/// What holds a session's process tree (issue 36).
+/// What holds a session's process tree.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Containment {
     /// The session's own cgroup: everything the job starts stays in it.
     Cgroup,
@@ -86,6 +91,7 @@ pub enum Containment {
 /// What a kill did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum KillStatus {
     /// The whole tree is gone.
     Killed,
@@ -97,6 +103,7 @@ pub enum KillStatus {
 
 /// The answer to a spawn.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct SpawnInfo {
     /// The new session's id.
     pub session_id: SessionId,
@@ -122,7 +129,7 @@ pub struct SpawnInfo {
     /// Why a PTY request runs on pipes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pty_note: Option<String>,
-    /// How the session was started (B34): `in_process`, `scoped` (its own systemd
+    /// How the session was started: `in_process`, `scoped` (its own systemd
     /// scope, survives a restart of the service) or `degraded` (wanted a scope, runs
     /// as a direct subprocess; `note` says why).
     pub dispatch: crate::DispatchKind,
@@ -139,9 +146,10 @@ pub struct SpawnInfo {
     pub replaces: Option<SessionId>,
 }
 
-/// CPU and memory of a session's whole tree as its cgroup counts them (issue 36):
+/// CPU and memory of a session's whole tree as its cgroup counts them:
 /// every process of the tree, daemonised or not, and nothing else.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct TreeUsage {
     /// CPU time used, in microseconds (v2 `cpu.stat` `usage_usec`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -154,6 +162,7 @@ pub struct TreeUsage {
 
 /// The answer to a poll.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct PollAnswer {
     /// The session.
     pub session_id: SessionId,
@@ -211,6 +220,7 @@ pub struct PollAnswer {
 
 /// A page of the output, by lines.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct LogAnswer {
     /// The session.
     pub session_id: SessionId,
@@ -232,7 +242,7 @@ pub struct LogAnswer {
     pub log_path: PathBuf,
     /// The page ends with the last line of a running session, and that line is not
     /// finished yet (a prompt, or a line still being written; part of it may be held
-    /// back, B30): it is counted in `total_lines` and will grow. Absent when false.
+    /// back as it may be the start of a secret): it is counted in `total_lines` and will grow. Absent when false.
     #[serde(skip_serializing_if = "is_false")]
     pub last_line_open: bool,
     /// Where the answer comes from when that is not the live session (a re-adopted
@@ -244,6 +254,7 @@ pub struct LogAnswer {
 
 /// A byte range of the log file, as text.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct LogChunk {
     /// The session.
     pub session_id: SessionId,
@@ -257,6 +268,7 @@ pub struct LogChunk {
 
 /// The answer to a wait.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct WaitAnswer {
     /// The session.
     pub session_id: SessionId,
@@ -272,7 +284,7 @@ pub struct WaitAnswer {
     pub completion_reason: Option<CompletionReason>,
     /// Who killed it, if herd did.
     pub termination_source: Option<KillSource>,
-    /// Sized output (B8).
+    /// Sized output.
     pub output: Shown,
     /// Output was cut; the log has the rest.
     pub output_cut: bool,
@@ -293,6 +305,7 @@ pub struct WaitAnswer {
 
 /// The answer to write, submit or close.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct StdinAnswer {
     /// What happened.
     pub status: StdinStatus,
@@ -304,6 +317,7 @@ pub struct StdinAnswer {
 
 /// The answer to a kill.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct KillAnswer {
     /// The session.
     pub session_id: SessionId,
@@ -315,7 +329,7 @@ pub struct KillAnswer {
     pub termination_source: KillSource,
     /// The exit code, if it exited normally.
     pub exit_code: Option<i32>,
-    /// Sized output (B8).
+    /// Sized output.
     pub output: Shown,
     /// Output was cut; the log has the rest.
     pub output_cut: bool,
@@ -326,8 +340,8 @@ pub struct KillAnswer {
     pub process_running: bool,
     /// What went wrong, for an incomplete kill.
     pub error: Option<String>,
-    /// Why the session's systemd scope could not be stopped after its tree was killed
-    /// (B34); the status is then `kill_incomplete`, as processes that left the
+    /// Why the session's systemd scope could not be stopped after its tree was killed;
+    /// the status is then `kill_incomplete`, as processes that left the
     /// process group may still run in the scope.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scope_stop_failed: Option<String>,
@@ -335,6 +349,7 @@ pub struct KillAnswer {
 
 /// One row of a list.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct ListRow {
     /// The session.
     pub session_id: SessionId,
@@ -349,7 +364,7 @@ pub struct ListRow {
     pub pid: i32,
     /// How the child is attached (`pty` or `pipe`).
     pub mode: ModeName,
-    /// The owner (B2).
+    /// The owner.
     pub owner_task_id: String,
     /// The container key.
     pub task_id: String,

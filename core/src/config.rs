@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 /// The credential name patterns removed from every child's environment unless the
-/// caller forwards the name (B36). A `*` matches any run of characters, the empty run
+/// caller forwards the name. A `*` matches any run of characters, the empty run
 /// included; matching ignores ASCII case, so `api_key` is removed like `API_KEY`.
 ///
 /// The word rules are anchored on whole words at the end of the name, so a name
@@ -148,10 +148,12 @@ pub struct RegistryConfig {
     /// The shell argv the command line is appended to; default `["bash", "-c"]`.
     pub shell: Vec<String>,
     /// Exec a command line that is one simple command of plain words directly, as
-    /// the shell would have, skipping the shell's start-up; default true. The exact
-    /// rule is in `spawn/direct.rs`; anything else always goes through `shell`.
+    /// the shell would have, skipping the shell's start-up; default true. "Plain"
+    /// means only letters, digits, blanks and `_ - . / : , + @ % =`, a first word
+    /// that is no assignment, keyword or builtin, and a program found on `PATH`;
+    /// anything else (quoting, expansion, redirection, pipelines) goes through `shell`.
     pub direct_exec: bool,
-    /// Bytes of output tail kept in memory per session (B5).
+    /// Bytes of output tail kept in memory per session.
     pub buffer_bytes: usize,
     /// Bytes of output kept in a session's log file before it stops growing.
     pub log_cap_bytes: u64,
@@ -162,57 +164,57 @@ pub struct RegistryConfig {
     /// How long a finished session, its result and its log stay answerable (by id
     /// and name, across restarts) within `log_budget_bytes`; default 7 days.
     pub result_ttl: Duration,
-    /// Default characters of output a completion and other sized routes carry (B8).
+    /// Default characters of output a completion and other sized routes carry.
     pub completion_output_chars: usize,
-    /// How long a finished session stays in the in-memory cache (B11); it stays
+    /// How long a finished session stays in the in-memory cache; it stays
     /// answerable from the store for `result_ttl`.
     pub finished_ttl: Duration,
-    /// How many finished sessions the in-memory cache holds at most (B11); the store
+    /// How many finished sessions the in-memory cache holds at most; the store
     /// answers for the rest. Running ones are never refused.
     pub finished_cap: usize,
-    /// Environment name patterns removed from children unless forwarded (B36).
+    /// Environment name patterns removed from children unless forwarded.
     pub env_deny: Vec<String>,
-    /// SIGTERM-to-SIGKILL grace of a tree kill (B15).
+    /// SIGTERM-to-SIGKILL grace of a tree kill.
     pub kill_grace: Duration,
     /// Kill a session's leftovers when its main process is done (config
     /// `leftovers = "kill"`); by default they are kept, held by the session.
     pub kill_leftovers: bool,
     /// Limits every spawn gets where its request sets none (config `[limits]`).
     pub default_limits: crate::Limits,
-    /// The longest single `wait` (B23); longer requests are clamped with a note.
+    /// The longest single `wait`; longer requests are clamped with a note.
     pub wait_cap: Duration,
     /// How long the reader keeps draining a pipe that stays idle after the direct child
-    /// exited before it publishes the completion (B13).
+    /// exited before it publishes the completion.
     pub idle_drain: Duration,
-    /// The self-kill guard: `Some(host)` judges every spawn (B33); `None` turns it off.
+    /// The self-kill guard: `Some(host)` judges every spawn; `None` turns it off.
     pub guard: Option<herd_guards::Host>,
-    /// The output seam every route goes through (B30).
+    /// The output seam every route goes through.
     pub pipeline: Arc<herd_hooks::Pipeline>,
-    /// The smallest heartbeat interval (B21); 60 s in production.
+    /// The smallest heartbeat interval; 60 s in production.
     pub heartbeat_floor: Duration,
-    /// Which process-driven wakes reach owners' queues (B22).
+    /// Which process-driven wakes reach owners' queues.
     pub notifications: NotificationPolicy,
-    /// The clock watch limits, the watch breaker and heartbeats are judged by (B20,
-    /// B21); [`crate::SystemClock`] in production. Tests inject a clock they advance by
+    /// The clock watch limits, the watch breaker and heartbeats are judged by;
+    /// [`crate::SystemClock`] in production. Tests inject a clock they advance by
     /// hand to cross a 15 s spacing or a 30 s breaker trip without waiting; the one
     /// notification timer re-reads it at least once a second.
     pub clock: Arc<dyn crate::Clock>,
-    /// Where running sessions are kept (B27): `None`, the home's `state.db`; a host
+    /// Where running sessions are kept: `None`, the home's `state.db`; a host
     /// may give its own, e.g. [`herd_persistence::MemoryRunningStore`] (nothing
     /// survives the process then).
     pub running_store: Option<Arc<dyn herd_persistence::RunningStore>>,
-    /// Where completions wait for their consumer (B29): `None`, the home's
+    /// Where completions wait for their consumer: `None`, the home's
     /// `state.db` (in memory without the `sqlite` feature); a host may give its own,
     /// e.g. [`herd_persistence::MemoryLedger`].
     pub ledger: Option<Arc<dyn herd_persistence::CompletionLedger>>,
-    /// Where results of finished sessions are kept (B38): `None`, the home's
+    /// Where results of finished sessions are kept: `None`, the home's
     /// `state.db` (in memory without the `sqlite` feature, removing logs as it
     /// evicts); a host may give its own, e.g. [`herd_persistence::MemoryResultStore`].
     pub result_store: Option<Arc<dyn herd_persistence::ResultStore>>,
     /// Test seam: when true every PTY open is treated as failed, so PTY spawns take the
-    /// pipe fallback (B1). Production code leaves it false.
+    /// pipe fallback. Production code leaves it false.
     pub pty_unavailable: bool,
-    /// Restart-safe dispatch (B34): with `Some`, a `persist_on_release` spawn asks the
+    /// Restart-safe dispatch: with `Some`, a `persist_on_release` spawn asks the
     /// dispatcher whether to run in a systemd scope of its own. `None` (the default)
     /// spawns every session directly.
     pub dispatcher: Option<Arc<crate::Dispatcher>>,
@@ -223,7 +225,7 @@ pub struct RegistryConfig {
     /// direct subprocess. Tests and embedders may give one.
     pub tools_env: Option<std::collections::HashMap<String, String>>,
     /// A `persist_on_release` spawn that cannot get a scope fails with
-    /// [`crate::DispatchError::ScopeUnavailable`] instead of degrading (B34).
+    /// [`crate::DispatchError::ScopeUnavailable`] instead of degrading.
     pub require_restart_safe_scope: bool,
     /// The most events one owner's queue holds (see [`crate::Event::QueueFolded`]
     /// for what is folded when it is full); default 1,024.
@@ -326,7 +328,7 @@ impl Default for RegistryConfig {
     }
 }
 
-/// Which process-driven wakes are queued for owners (B22). Events still reach
+/// Which process-driven wakes are queued for owners. Events still reach
 /// [`crate::Registry::subscribe`] whatever the policy: the policy decides what wakes
 /// an agent through [`crate::Registry::drain`], not what an observer may see.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
@@ -382,25 +384,25 @@ pub struct SpawnRequest {
     /// The caller's environment, which the job's starts from: the deny-list is
     /// applied to it, then `env`, then herd's own entries. `None` starts from this
     /// process's own environment, for a host that runs jobs for itself; a daemon
-    /// serving other processes always passes the caller's (B36).
+    /// serving other processes always passes the caller's.
     pub caller_env: Option<Vec<(String, String)>>,
     /// Pipe (default) or PTY.
     pub mode: Mode,
     /// The container key the command runs under.
     pub task_id: String,
-    /// The turn or agent that spawned it; defaults to `task_id` (B2).
+    /// The turn or agent that spawned it; defaults to `task_id`.
     pub owner_task_id: Option<String>,
     /// The host's session key, if any.
     pub session_key: Option<String>,
-    /// Queue one completion for the owner at exit (B19).
+    /// Queue one completion for the owner at exit.
     pub notify: bool,
-    /// Watch patterns (B20).
+    /// Watch patterns.
     pub watch: Vec<String>,
-    /// Heartbeat interval in seconds (B21); 0 or `None` is off.
+    /// Heartbeat interval in seconds; 0 or `None` is off.
     pub heartbeat_seconds: Option<u64>,
-    /// Survive lifecycle kill sweeps (B17).
+    /// Survive lifecycle kill sweeps.
     pub persist_on_release: bool,
-    /// Characters of output the completion carries; default from the config (B8).
+    /// Characters of output the completion carries; default from the config.
     pub completion_output_chars: Option<usize>,
     /// A name that finds the session wherever an id does: 1 to 64 letters, digits,
     /// `.`, `_` or `-`, not an id or something an id prefix could be (all hex, or
@@ -415,17 +417,18 @@ pub struct SpawnRequest {
     /// answers carry it as `replaces`.
     pub replaces: Option<crate::SessionId>,
     /// Kill what is left of the job's tree (processes that outlived its main
-    /// process) once the main process is done, after the kill grace (issue 36);
+    /// process) once the main process is done, after the kill grace;
     /// `None` takes [`RegistryConfig::kill_leftovers`].
     pub kill_leftovers: Option<bool>,
     /// Memory, CPU and process limits of the whole tree, through the session's
-    /// cgroup (issue 36); refused where no cgroup can carry them.
+    /// cgroup; refused where no cgroup can carry them.
     pub limits: crate::Limits,
 }
 
-/// Who asked for a kill (B17).
+/// Who asked for a kill.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum KillSource {
     /// A kill of one session by id.
     ProcessKill,
@@ -477,7 +480,7 @@ impl KillSource {
         .find(|s| s.as_str() == name)
     }
 
-    /// Lifecycle sweeps spare sessions spawned with `persist_on_release` (B17).
+    /// Lifecycle sweeps spare sessions spawned with `persist_on_release`.
     pub fn spares_persistent(self) -> bool {
         matches!(
             self,

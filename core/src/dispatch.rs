@@ -1,5 +1,5 @@
 //! Restart-safe dispatch: how a session that must outlive its parent is started when the
-//! daemon runs under systemd (B34, B35).
+//! daemon runs under systemd.
 //!
 //! A service unit's default `KillMode=control-group` kills every process in the unit's
 //! cgroup when the service stops or restarts, whatever process group or session a child
@@ -22,7 +22,7 @@
 //! `systemd-run`, `systemctl` and the user bus are found through the environment the
 //! caller passes, which the registry makes the daemon's own (the one `herd doctor`
 //! judges), never the job's caller's: a caller without `PATH` or `XDG_RUNTIME_DIR` must
-//! not turn a scope into a direct subprocess (issue 36). A system unit is exec'd
+//! not turn a scope into a direct subprocess. A system unit is exec'd
 //! without `XDG_RUNTIME_DIR`, so `/run/user/<uid>` is the fallback, and the user manager
 //! (with linger) may come up after the daemon, so the bus is looked up fresh for every
 //! dispatch. A runtime dir is trusted only when it is ours and not group or
@@ -45,11 +45,21 @@
 //! job: the condition belongs to the host, and a warning per job would bury it.
 //!
 //! Invariant: a refusal by the host ([`DispatchError::is_infrastructure`]) is never charged
-//! to a job: [`FailureBreaker`] does not count it and retries it after a cooldown (B35).
+//! to a job: [`FailureBreaker`] does not count it and retries it after a cooldown.
 
 mod breaker;
 mod bus;
+// herd's daemon settles into its delegated systemd unit with this; only herd's own
+// binaries use it (the `internals` feature).
+#[cfg(feature = "internals")]
 pub mod delegate;
+#[cfg(not(feature = "internals"))]
+#[allow(
+    dead_code,
+    unreachable_pub,
+    reason = "the daemon's start-up step, public only with the `internals` feature"
+)]
+pub(crate) mod delegate;
 mod memory;
 mod probe;
 mod scope;
@@ -299,6 +309,7 @@ pub enum ScopeAvailability {
 
 /// Why a dispatch failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum DispatchError {
     /// The host cannot create a restart-safe scope and the caller required one.
     #[error(
@@ -359,7 +370,7 @@ pub enum DispatchError {
 
 impl DispatchError {
     /// True when the host refused (no scope, bus gone), as opposed to the job failing.
-    /// Such a failure must not count toward the job's failure breaker (B35).
+    /// Such a failure must not count toward the job's failure breaker.
     pub fn is_infrastructure(&self) -> bool {
         match self {
             DispatchError::ScopeUnavailable { .. } | DispatchError::LostUserBus { .. } => true,
@@ -372,6 +383,7 @@ impl DispatchError {
 
 /// Why a worker scope could not be stopped.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ScopeStopError {
     /// The unit is not a herd worker scope; herd never stops units it did not create.
     #[error(

@@ -4,8 +4,9 @@ use std::path::PathBuf;
 
 use crate::SessionId;
 
-/// A session id or prefix did not name exactly one session (B37).
+/// A session id or prefix did not name exactly one session.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum LookupError {
     /// Nothing matched.
     #[error("no session {id}; list sessions to see the ids that exist")]
@@ -43,8 +44,9 @@ pub enum LookupError {
 
 /// A spawn was refused or failed; nothing is left running.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SpawnError {
-    /// The self-kill guard refused the command (B33).
+    /// The self-kill guard refused the command.
     #[error("command refused by the self-kill guard: {0}")]
     Guarded(herd_guards::Block),
     /// A request field is unusable.
@@ -85,7 +87,7 @@ pub enum SpawnError {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
-    /// Restart-safe dispatch refused the spawn (B34); nothing was started. See
+    /// Restart-safe dispatch refused the spawn; nothing was started. See
     /// [`crate::DispatchError::is_infrastructure`]: a host refusal is not the job's fault.
     #[error(transparent)]
     Dispatch(#[from] crate::DispatchError),
@@ -106,8 +108,9 @@ pub enum SpawnError {
     ShuttingDown,
 }
 
-/// A restart was refused or failed (issue 17).
+/// A restart was refused or failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum RestartError {
     /// The session id did not resolve.
     #[error(transparent)]

@@ -1,5 +1,5 @@
 //! Events the registry publishes (completion, heartbeat, watch) and the text an agent
-//! reads for them (B19-B22, B39 batching).
+//! reads for them, one at a time or batched.
 //!
 //! [`render_events`] is the one place that turns events into agent text: a completion
 //! names its status, exit code and signal name, the command, the sized output and, when
@@ -20,8 +20,9 @@ use crate::{KillSource, SessionId};
 /// One event, as published to `subscribe` and queued for owners.
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Event {
-    /// A session finished; exactly one per session (B9, B19).
+    /// A session finished; exactly one per session.
     Completion {
         /// The session.
         session_id: SessionId,
@@ -41,7 +42,7 @@ pub enum Event {
         completion_reason: CompletionReason,
         /// Who killed it, if herd did.
         termination_source: Option<KillSource>,
-        /// Sized output (B8), through the output pipeline.
+        /// Sized output, through the output pipeline.
         output: Shown,
         /// Output was cut; `log_path` has the rest.
         output_cut: bool,
@@ -51,14 +52,14 @@ pub enum Event {
         started_at: String,
         /// RFC 3339 UTC.
         finished_at: String,
-        /// Why a child agent handed the session over (B25).
+        /// Why a child agent handed the session over.
         handoff_note: Option<String>,
         /// Pids of the session's process group still alive when the reader stopped
-        /// (a descendant kept the output open after the direct child exited; B13).
+        /// (a descendant kept the output open after the direct child exited).
         #[serde(skip_serializing_if = "Vec::is_empty")]
         descendants_alive: Vec<i32>,
         /// Processes of its tree still alive when its main process was done, held by
-        /// the session: `herd kill` ends them (issue 36).
+        /// the session: `herd kill` ends them.
         #[serde(skip_serializing_if = "Vec::is_empty")]
         leftovers: Vec<herd_persistence::Leftover>,
         /// Output bytes the log did not keep (a full disk, or its cap): the output is
@@ -66,7 +67,7 @@ pub enum Event {
         #[serde(skip_serializing_if = "is_zero")]
         bytes_not_kept: u64,
     },
-    /// Periodic output of a running session (B21).
+    /// Periodic output of a running session.
     Heartbeat {
         /// The session.
         session_id: SessionId,
@@ -89,7 +90,7 @@ pub enum Event {
         /// RFC 3339 UTC.
         started_at: String,
     },
-    /// A watch pattern matched (B20).
+    /// A watch pattern matched.
     WatchMatch {
         /// The session.
         session_id: SessionId,
@@ -111,7 +112,7 @@ pub enum Event {
         /// session are told apart by it (a host link replaying a lease keys on it).
         matched_at: String,
     },
-    /// Watching was turned off for a session (B20).
+    /// Watching was turned off for a session.
     WatchDisabled {
         /// The session.
         session_id: SessionId,
@@ -128,12 +129,12 @@ pub enum Event {
         /// Why.
         message: String,
     },
-    /// The global watch breaker tripped (B20).
+    /// The global watch breaker tripped.
     WatchOverflowTripped {
         /// The explanation.
         message: String,
     },
-    /// The global watch breaker released (B20).
+    /// The global watch breaker released.
     WatchOverflowReleased {
         /// Matches dropped while tripped.
         suppressed: u64,
@@ -172,7 +173,7 @@ impl Event {
     /// The event's stable id: the same event delivered twice (a lease given back, a
     /// completion replayed from the ledger after a restart, a far host's event) carries
     /// the same id, and a consumer acknowledges by it (`events.ack`). A completion's is
-    /// `completion:<session id>` (one per session, B9; the ledger keys it by the session
+    /// `completion:<session id>` (one per session; the ledger keys it by the session
     /// id); a heartbeat's names its beat and age, a watch event its time; the
     /// session-less notices (breaker, fold) are named by what they say.
     pub fn event_id(&self) -> String {
@@ -257,7 +258,7 @@ fn content_hash(text: &str) -> u64 {
 }
 
 /// Renders events as the text an agent reads. Consecutive completions form one batch;
-/// a batch of two or more gets a header asking for one consolidated response (B39).
+/// a batch of two or more gets a header asking for one consolidated response.
 pub fn render_events(events: &[Event]) -> String {
     let mut parts: Vec<String> = Vec::new();
     let mut batch: Vec<String> = Vec::new();

@@ -1,4 +1,4 @@
-//! Foreground runs that yield to the background (B24).
+//! Foreground runs that yield to the background.
 //!
 //! [`Registry::run_foreground`] runs a command the way a tool call would: it waits for
 //! the exit and answers the output (through the pipeline as `Route::Foreground`). The
@@ -27,6 +27,7 @@ pub const FOREGROUND_OUTPUT_CHARS: usize = 50_000;
 /// How a foreground run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ForegroundStatus {
     /// The command finished; the answer has its output.
     Exited,
@@ -40,6 +41,7 @@ pub enum ForegroundStatus {
 
 /// The answer to a foreground run.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct ForegroundAnswer {
     /// How it ended.
     pub status: ForegroundStatus,
@@ -64,13 +66,13 @@ pub struct ForegroundAnswer {
     pub note: Option<String>,
 }
 
-/// What adopting a session into the background did (B24).
+/// What adopting a session into the background did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Adoption {
     /// It runs on with notify on: its owner gets one completion when it exits.
     Notified,
-    /// It runs on, but its owner is a child agent, which is never notified (B25):
+    /// It runs on, but its owner is a child agent, which is never notified:
     /// the child waits on it, kills it or hands it off.
     ChildNotNotified,
     /// It had already finished: nothing will be queued, and its exit is there to be
@@ -80,7 +82,7 @@ pub enum Adoption {
 
 impl Registry {
     /// Moves a session its caller was waiting on in the foreground to the
-    /// background with notify on (B24): for a front end that runs the foreground
+    /// background with notify on: for a front end that runs the foreground
     /// wait itself (spawn, then wait) and stops waiting on a timeout or a
     /// cancellation. See [`Adoption`] for the outcomes.
     ///
@@ -93,8 +95,8 @@ impl Registry {
 
     /// Runs `req` in the foreground: waits up to `timeout` for the exit and answers
     /// the output. If `interrupt` fires, or the command runs past `yield_after`, it is
-    /// adopted as a background session with notify on and the answer gives its id
-    /// (B24); past `timeout` it is killed.
+    /// adopted as a background session with notify on and the answer gives its id;
+    /// past `timeout` it is killed.
     ///
     /// # Errors
     /// [`SpawnError::InvalidRequest`] when `req` asks for notify, watch or heartbeat

@@ -7,7 +7,7 @@ use serde::Serialize;
 /// The prefix every session id starts with.
 pub(crate) const ID_PREFIX: &str = "proc_";
 
-/// Characters a lookup prefix needs after `proc_` (B37).
+/// Characters a lookup prefix needs after `proc_`.
 pub(crate) const MIN_PREFIX_CHARS: usize = 4;
 
 /// A session's id.
@@ -51,7 +51,7 @@ impl AsRef<str> for SessionId {
 
 impl SessionId {
     /// The id of session `far` of another host, as this home names it:
-    /// `HOST:proc_<12 hex>` (issue 15). `None` unless `host` is a host name
+    /// `HOST:proc_<12 hex>`. `None` unless `host` is a host name
     /// (`[a-z0-9][a-z0-9_-]{0,31}`) and `far` a plain session id.
     pub fn qualified(host: &str, far: &str) -> Option<SessionId> {
         let name_ok = host.len() <= 32

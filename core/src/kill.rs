@@ -34,7 +34,7 @@
 //!
 //! Invariant: a single pid is only ever signalled through a `sys::ProcHandle`,
 //! which pins the (pid, start time) pair seen when the process was discovered, so a
-//! pid that was reused meanwhile is never signalled (B18). A process group is only
+//! pid that was reused meanwhile is never signalled. A process group is only
 //! signalled while the scan that preceded the signal proved the group is ours.
 //!
 //! Waiting is event driven where the kernel allows it: every member's pidfd (up to
@@ -64,6 +64,7 @@ pub(crate) const SESSION_TAG_ENV: &str = "HERD_SESSION";
 
 /// Start time of `pid` (`/proc/<pid>/stat` field 22), to record at spawn as
 /// [`KillTarget::start_time`].
+#[cfg(feature = "bench-support")]
 pub(crate) use crate::sys::start_time;
 
 /// SIGKILLs process group `pgid` at once, without grace, probing or identity
@@ -82,7 +83,7 @@ pub(crate) fn kill_group_now(pgid: i32) {
 }
 
 /// How long after SIGKILL the tree is re-probed before anything counts as a
-/// survivor (B16).
+/// survivor.
 pub(crate) const SURVIVOR_PROBE: Duration = Duration::from_secs(1);
 
 /// How often the process table is rescanned while waiting, to find processes that
@@ -663,12 +664,14 @@ impl<'t> Tree<'t> {
     }
 }
 
-/// Entry points for `benches/kill.rs`; not part of herd-core's API.
+/// Entry points for the kill-latency bench; not part of herd-core's API (only with
+/// the `bench-support` feature, which the benches enable).
 ///
 /// A bench is a separate crate and can only reach `pub` items, while tree kill is
 /// internal to herd-core (the registry is its only caller, and nothing outside the
 /// crate may signal processes). This module exposes the minimum the kill-latency
 /// bench needs and is hidden from the docs.
+#[cfg(feature = "bench-support")]
 #[doc(hidden)]
 pub mod bench_support {
     use std::time::Duration;

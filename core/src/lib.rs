@@ -103,9 +103,17 @@ mod error;
 mod event;
 mod foreground;
 // herd's own binaries' internals (process hygiene, the shim, systemd delegation):
-// public for them, not part of the documented API.
+// public for them with the `internals` feature, not part of the documented API.
+#[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod hygiene;
+#[cfg(not(feature = "internals"))]
+#[allow(
+    dead_code,
+    unreachable_pub,
+    reason = "herd's binaries' entry points, public only with the `internals` feature"
+)]
+mod hygiene;
 mod id;
 mod kill;
 mod lock_order;
@@ -114,8 +122,16 @@ mod output;
 mod reader;
 mod registry;
 mod session;
+#[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod shim;
+#[cfg(not(feature = "internals"))]
+#[allow(
+    dead_code,
+    unreachable_pub,
+    reason = "herd's binaries' entry points, public only with the `internals` feature"
+)]
+mod shim;
 mod spawn;
 mod sys;
 mod text;
@@ -130,6 +146,7 @@ pub use config::{
     DEFAULT_ENV_DENY, KillSource, ListFilter, Mode, NotificationPolicy, RegistryConfig,
     SpawnRequest, limits,
 };
+#[cfg(feature = "internals")]
 #[doc(hidden)]
 pub use dispatch::delegate;
 pub use dispatch::{
@@ -142,8 +159,10 @@ pub use event::{COMPLETION_ID_PREFIX, Event, completion_of, render_events};
 pub use foreground::{Adoption, FOREGROUND_OUTPUT_CHARS, ForegroundAnswer, ForegroundStatus};
 pub use herd_persistence::Home;
 pub use id::SessionId;
+#[cfg(feature = "bench-support")]
 #[doc(hidden)]
 pub use kill::bench_support;
+#[cfg(feature = "bench-support")]
 #[doc(hidden)]
 pub use registry::notify_bench_support;
 pub use registry::{
@@ -161,7 +180,7 @@ pub use text::rfc3339;
 /// needs no direct `tokio-util` dependency).
 pub use tokio_util::sync::CancellationToken;
 
-/// Which containment sessions started by this process's shims get (issue 36): the
+/// Which containment sessions started by this process's shims get: the
 /// session cgroup (`Containment::Cgroup` and where) or the shim as subreaper
 /// (`Containment::Subreaper` and why no cgroup), for `herd doctor`. Creates the
 /// `herd-<uid>` cgroup when it can.

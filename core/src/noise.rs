@@ -1,5 +1,5 @@
 //! Strips the noise a tty-less interactive shell prints before the command's own
-//! output (B6).
+//! output.
 //!
 //! `bash -i` without a terminal writes "cannot set terminal process group",
 //! "no job control in this shell" and sometimes "tcsetattr: Inappropriate ioctl for

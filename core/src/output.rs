@@ -1,5 +1,5 @@
 //! A session's captured output: the bounded in-memory tail, the counters, and the
-//! complete log file (B5).
+//! complete log file.
 //!
 //! The tail is raw bytes and grows as output arrives (nothing is allocated up front).
 //! It is compacted only when it reaches twice its bound, so appending costs one copy
@@ -20,7 +20,7 @@ pub(crate) mod page;
 /// The log's text just before byte `at` (at most `herd_hooks::KEY_LOOKBACK_BYTES`),
 /// decoded: the context a window, chunk or receipt that starts at `at` is redacted
 /// with, so a private key whose BEGIN lies before it, or a line it starts inside,
-/// is still recognised (B30).
+/// is still recognised.
 ///
 /// # Errors
 /// When the file cannot be read.

@@ -1,5 +1,5 @@
 //! The per-session reader: one task that ingests the child's output and waits for its
-//! exit, then hands the session to the registry's choke point (B5, B6, B7, B13).
+//! exit, then hands the session to the registry's choke point.
 //!
 //! Pipeline per chunk: PTY query responder (PTY mode; replies written back) → shell
 //! noise filter → log file → in-memory tail → the optional [`Observer`] (watch
@@ -7,7 +7,7 @@
 //! registry beyond the `Finish` it returns, so it can later move into a per-session
 //! shim process.
 //!
-//! B13 ordering: the direct child's exit is recorded as soon as it is collected, but
+//! Ordering: the direct child's exit is recorded as soon as it is collected, but
 //! the session finishes only when the reader is done: at end-of-file, or once the pipe
 //! has stayed idle for `idle_drain` after the exit (a descendant holds it open), or at
 //! once after a kill (only what is already buffered is drained). Nobody closes the pipe
@@ -102,7 +102,7 @@ impl Waiter {
 }
 
 /// Sees every ingested chunk after it reached the log and the tail, and the end of the
-/// stream; watch matching runs here (B20).
+/// stream; watch matching runs here.
 pub(crate) trait Observer: Send {
     /// One ingested chunk.
     fn output(&mut self, bytes: &[u8]);
@@ -128,7 +128,7 @@ pub(crate) struct Finish {
     /// limit itself says so in its exit record.
     pub(crate) killed_by: Option<crate::KillSource>,
     /// Processes of the tree alive when the main process was done, held by the
-    /// session's shim (issue 36).
+    /// session's shim.
     pub(crate) leftovers: Vec<herd_persistence::Leftover>,
 }
 

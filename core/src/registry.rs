@@ -5,27 +5,27 @@
 //! behind private fields and is entered through `Inner` methods:
 //!
 //! - `table`: the session table (running, finished, owners' queues) behind the table
-//!   lock, lookup (B37), fresh ids, pruning (B11);
+//!   lock, lookup, fresh ids, pruning;
 //! - `spawning`: the spawn path, called once per [`Registry::spawn`];
 //! - `query`, `stdin`, `killing`: the query API, input, kills and their conclusion;
-//! - `finish`: the one choke point (B9, B10), which moves a session from running to
+//! - `finish`: the one choke point, which moves a session from running to
 //!   finished, stamps it, releases its handles and publishes its completion inside a
 //!   single critical section of the table lock, so a waiter always sees the session
 //!   either running or with its completion published;
 //! - `view`: the one builder of answers, live or from a receipt; every route by which
 //!   output leaves passes `Inner::show_subject`, the pipeline with the route and the
-//!   session owner's identity (B8, B30, B31), and every `command` field
+//!   session owner's identity, and every `command` field
 //!   `pipeline.show_command`;
 //! - `durable` (`checkpoint`, `ledger`, `receipts`), `restore`, `reclaim`,
 //!   `supervised`: what is kept on disk and what comes back from it;
-//! - `notify`, `agents`: notifications (B19-B22) and parent and child agents
-//!   (B24-B26); `lifecycle`, `delivery`, `external`, `logs`: time limits and restart,
+//! - `notify`, `agents`: notifications and parent and child agents;
+//!   `lifecycle`, `delivery`, `external`, `logs`: time limits and restart,
 //!   drains, far hosts' events, log chunks and followers; `retention`: `clean` and
-//!   the timer that evicts expired results (issue 27).
+//!   the timer that evicts expired results.
 //!
 //! Lock order: table lock → agents (`agents`) → session state → notifier state
-//! (`notify`) → session tail, written down and checked in debug builds in
-//! `lock_order.rs`. Nothing slow (fsync, plugins, `/proc` scans, file IO) runs under
+//! (`notify`) → session tail, written down and checked in debug builds by
+//! the `lock_order` module. Nothing slow (fsync, plugins, `/proc` scans, file IO) runs under
 //! the table lock.
 
 use crate::lock_order::Mutex;
@@ -75,15 +75,16 @@ pub use agents::{
     OrphanKill, UnreadCompletion,
 };
 use notify::Notifier;
+#[cfg(feature = "bench-support")]
 #[doc(hidden)]
 pub use notify::bench_support as notify_bench_support;
 pub use restore::RestoreReport;
 pub(crate) use table::Tables;
 use view::LOG_PAGE_MAX_BYTES;
 
-/// Characters in a poll preview (B39).
+/// Characters in a poll preview.
 const POLL_PREVIEW_CHARS: usize = 1_000;
-/// Characters in a list row preview (B39).
+/// Characters in a list row preview.
 const LIST_PREVIEW_CHARS: usize = 200;
 /// Characters of the command in a list row.
 const LIST_COMMAND_CHARS: usize = 200;
@@ -111,11 +112,11 @@ pub(crate) struct Inner {
     /// `changes` hands out receivers (a live view redraws on it, `herd top`).
     changes: watch::Sender<u64>,
     runtime: tokio::runtime::Handle,
-    /// Watch breaker and heartbeat schedule, served by one timer task (B20, B21).
+    /// Watch breaker and heartbeat schedule, served by one timer task.
     notifier: Notifier,
-    /// Parent and child agents and their handoffs (B25, B26).
+    /// Parent and child agents and their handoffs.
     agents: Mutex<Agents>,
-    /// Checkpoint, ledger and receipts (B27, B29, B38).
+    /// Checkpoint, ledger and receipts.
     durable: durable::Durable,
     /// Fires when the host detaches: followers of supervised sessions stop, their
     /// shims and jobs run on.
@@ -131,11 +132,11 @@ pub(crate) struct Inner {
 }
 
 impl Registry {
-    /// A registry whose every path derives from `home` (B4).
+    /// A registry whose every path derives from `home`.
     ///
     /// Must be called inside a tokio runtime; creates nothing on disk until the first
     /// spawn, and nothing outside `home`. It does not read the checkpoint: a host that
-    /// restarts calls [`Registry::restore`] right after `new` (B28).
+    /// restarts calls [`Registry::restore`] right after `new`.
     ///
     /// # Errors
     /// [`Error::NoRuntime`] outside a tokio runtime; [`Error::HomeMissing`] when the
@@ -197,7 +198,7 @@ impl Registry {
     /// pipe, said in `pty_note`; the command never runs twice.
     ///
     /// The answer comes once a checkpoint write covering the new session finished
-    /// (B27; concurrent spawns share writes), so a session whose spawn was answered is
+    /// (concurrent spawns share writes), so a session whose spawn was answered is
     /// restored after a crash of the host. A failed checkpoint write is logged and
     /// does not fail the spawn.
     ///
@@ -206,7 +207,7 @@ impl Registry {
     /// [`SpawnError::Prepare`] when the home's directories or the log cannot be
     /// created, [`SpawnError::Spawn`] when the OS refuses (nothing is left running),
     /// [`SpawnError::Dispatch`] when a `persist_on_release` session needs a restart-safe
-    /// scope the host cannot give and the config requires one (B34).
+    /// scope the host cannot give and the config requires one.
     pub async fn spawn(&self, req: SpawnRequest) -> Result<SpawnInfo, SpawnError> {
         let info = self.inner.spawn(req).await?;
         self.inner.spawned(&info).await;
@@ -222,7 +223,7 @@ impl Registry {
     /// Every event as it is published, whatever the notification policy.
     ///
     /// The first `subscribe` or `drain` of a registry re-queues the completions earlier
-    /// processes committed to the home's ledger but never delivered (B29); a receiver
+    /// processes committed to the home's ledger but never delivered; a receiver
     /// taken by that first call sees them.
     pub fn subscribe(&self) -> broadcast::Receiver<Event> {
         let rx = self.inner.events.subscribe();
@@ -240,7 +241,7 @@ impl Registry {
 
     /// Takes the events queued for `owner`; each is delivered once. Drained
     /// completions are marked delivered in the ledger, so they are not replayed after
-    /// a restart (B29).
+    /// a restart.
     pub fn drain(&self, owner: &str) -> Vec<Event> {
         self.take(owner).acknowledge()
     }
@@ -309,7 +310,7 @@ impl Registry {
 }
 
 impl Registry {
-    /// Tries once more to commit the completions whose commit failed (issue 27), on
+    /// Tries once more to commit the completions whose commit failed, on
     /// the blocking pool; what still fails is logged.
     async fn commit_pending_completions(&self) {
         if self.inner.recommits.n_pending() == 0 {

@@ -71,7 +71,7 @@ pub(crate) trait ShimInput: std::fmt::Debug + Send + Sync {
         timeout: Duration,
     ) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send + '_>>;
 
-    /// Tells the supervisor whether a real terminal is attached (B7), without
+    /// Tells the supervisor whether a real terminal is attached, without
     /// waiting: it then leaves the PTY's queries to that terminal, or answers them.
     fn set_terminal(&self, attached: bool);
 }
@@ -93,7 +93,7 @@ pub(crate) struct State {
     pub(crate) stdin: Option<Stdin>,
     /// What holds its process tree.
     pub(crate) containment: crate::answers::Containment,
-    /// Processes of its tree alive when it finished, held by its shim (issue 36).
+    /// Processes of its tree alive when it finished, held by its shim.
     pub(crate) leftovers: Vec<herd_persistence::Leftover>,
 }
 
@@ -117,15 +117,15 @@ pub(crate) struct Session {
     pub(crate) started: Instant,
     pub(crate) log_path: PathBuf,
     /// Whether the owner gets the completion. Turned on later when watching is
-    /// disabled (B20), a foreground run is adopted (B24) or a child hands the session
-    /// to its parent (B25); written under the table lock so the choke point, which
+    /// disabled, a foreground run is adopted or a child hands the session
+    /// to its parent; written under the table lock so the choke point, which
     /// reads it under the same lock, sees every change made while the session ran.
     pub(crate) notify: AtomicBool,
     /// Somebody read the finished session's result (wait, poll, log or kill); a
-    /// child's teardown lists the unread ones (B26).
+    /// child's teardown lists the unread ones.
     pub(crate) read: AtomicBool,
     pub(crate) persist_on_release: bool,
-    /// The systemd scope the session was dispatched into (B34); a kill stops it after
+    /// The systemd scope the session was dispatched into; a kill stops it after
     /// the tree kill, to reach descendants that left the process group.
     pub(crate) scope: Option<Scope>,
     /// The supervisor process (shim) the job runs under; `None` for an in-process
@@ -146,7 +146,7 @@ pub(crate) struct Session {
     /// Flips to true when a kill asks the reader to stop at the child's exit.
     pub(crate) kill_requested: watch::Sender<bool>,
     /// How many real terminals are attached (`herd attach`): while any is, the PTY's
-    /// queries go to them instead of being answered (B7). A leaf lock: taken with no
+    /// queries go to them instead of being answered. A leaf lock: taken with no
     /// other held, and nothing is done under it but telling the supervisor.
     pub(crate) terminals: Mutex<usize>,
 }
@@ -266,7 +266,7 @@ impl Session {
     /// The tail as text. A tail that lost its start begins at its first whole line
     /// (when one starts within [`herd_hooks::LINE_CONTEXT_BYTES`]): the cut line's
     /// remains could be the end of a secret whose start is gone, which no redactor
-    /// can recognise (B30).
+    /// can recognise.
     fn tail_text(&self, hold_incomplete: bool) -> (String, bool, u64) {
         let tail = self.tail();
         let (bytes, cut) = tail.view();

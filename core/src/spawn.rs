@@ -33,7 +33,7 @@ use tokio::net::unix::pipe;
 pub(crate) use crate::kill::SESSION_TAG_ENV;
 
 /// Rewrites a top-level `A && B &` (or `A || B &`) to `A && { B & }`, so only the last
-/// command goes to the background rather than the whole chain (B1). Anything else is
+/// command goes to the background rather than the whole chain. Anything else is
 /// returned unchanged.
 pub(crate) fn rewrite_compound_background(command: &str) -> Cow<'_, str> {
     let trimmed = command.trim_end();
@@ -135,7 +135,7 @@ pub fn utf8_environment() -> std::collections::HashMap<String, String> {
         .collect()
 }
 
-/// The child's environment (B3, B36): the host's own minus denied credential names
+/// The child's environment: the host's own minus denied credential names
 /// (unless forwarded), then the caller's overrides, then herd's fixed entries.
 ///
 /// A host name that is not valid UTF-8 is dropped whatever the lists say: the deny

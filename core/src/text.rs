@@ -1,7 +1,6 @@
 //! Text helpers shared by every output route: UTF-8 decoding of a byte tail, ANSI
 //! stripping and RFC 3339 timestamps. Sizing a window of output is not here: a
-//! route never cuts text itself, it hands a `herd_hooks::Window` to the pipeline
-//! (B8, B30).
+//! route never cuts text itself, it hands a `herd_hooks::Window` to the pipeline.
 //!
 //! The registry keeps output as raw bytes (the log keeps them verbatim) and decodes at
 //! answer time. Decoding a contiguous tail is equivalent to incremental decoding: a

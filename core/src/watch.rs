@@ -1,8 +1,8 @@
-//! Watch-pattern limits (B20) and heartbeat bookkeeping (B21), as clock-driven state machines.
+//! Watch-pattern limits and heartbeat bookkeeping, as clock-driven state machines.
 //!
 //! A session spawned with `watch = [pattern, …]` wakes its agent when a line of output
 //! contains one of the patterns. Unlimited, that turns a chatty log into a flood of
-//! wake-ups, so every limit of B20 lives here:
+//! wake-ups, so every watch limit lives here:
 //!
 //! - per session ([`WatchState`]): at most one delivery per [`WATCH_SPACING`]; matches in
 //!   between are counted and reported as `suppressed` with the next delivery; a spacing
@@ -138,7 +138,7 @@ enum Phase {
     Exited,
 }
 
-/// Per-session watch state (B20): patterns, spacing, strikes and the lifetime cap.
+/// Per-session watch state: patterns, spacing, strikes and the lifetime cap.
 #[derive(Debug, Clone)]
 pub(crate) struct WatchState {
     patterns: Vec<String>,
@@ -201,7 +201,7 @@ impl WatchState {
         self.suppressed
     }
 
-    /// The process exited: nothing is delivered from now on (B20).
+    /// The process exited: nothing is delivered from now on.
     pub(crate) fn on_exit(&mut self) {
         if self.phase == Phase::Active {
             self.phase = Phase::Exited;
@@ -352,7 +352,7 @@ pub(crate) struct Admission {
     pub events: Vec<BreakerEvent>,
 }
 
-/// The global watch breaker (B20): one per registry, shared by all sessions.
+/// The global watch breaker: one per registry, shared by all sessions.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct WatchBreaker {
     window_start: Option<Instant>,

@@ -6,7 +6,7 @@
 //! tool's table lists the options that take a value; anything else starting with `-` is a
 //! flag. Signal spellings (`-9`, `-KILL`, `-SIGKILL`, `-s KILL`, `--signal=KILL`) are flags
 //! here: which signal is sent does not change what dies. The parsing itself is
-//! `options.rs`.
+//! the `options` module.
 
 use regex::RegexBuilder;
 

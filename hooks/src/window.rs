@@ -201,7 +201,7 @@ impl<'a> Window<'a> {
         Window::over(source, 0, source.len(), Keep::All)
     }
 
-    /// The last `n_chars` characters of `source` (B8 sizing).
+    /// The last `n_chars` characters of `source` (the sizing of every answer's output).
     pub fn last_chars(source: &'a str, n_chars: usize) -> Window<'a> {
         Window::last_chars_after(source, 0, n_chars)
     }

@@ -1,6 +1,6 @@
-//! Running sessions in the store: the `sessions` table of `<home>/state.db` (B27).
+//! Running sessions in the store: the `sessions` table of `<home>/state.db`.
 //!
-//! One row per running session (`schema.rs`, version 3): the session's id, the
+//! One row per running session (the `schema` module, version 3): the session's id, the
 //! process that wrote it (`writer_pid`, `writer_start_time`), a few columns for
 //! lookups, the [`SessionRecord`] as JSON (`record`: the command redacted, and
 //! privately, in `command_given`, the command as given, which only a restart
@@ -11,7 +11,7 @@
 //!
 //! Transactions: a spawn's row is one transaction ([`CheckpointStore::write_one`]),
 //! committed before the spawn answers; a session's finish removes its row in the
-//! transaction that stores its result receipt (`receipts.rs`), so a session is in
+//! transaction that stores its result receipt (the `receipts` module), so a session is in
 //! exactly one of `sessions` and `results` at every commit; a kill's intent is one
 //! transaction before the kill starts ([`CheckpointStore::record_kill_intent`]);
 //! [`CheckpointStore::write_own`] refreshes the rows of many running sessions (an
@@ -29,7 +29,7 @@
 //!
 //! Homes of releases before the store kept this in `processes.json` and
 //! `processes.pending/<id>.json`; the first open imports and removes them
-//! (`checkpoint/legacy.rs`). A `processes.json` that cannot be understood is moved
+//! (the `checkpoint::legacy` module). A `processes.json` that cannot be understood is moved
 //! aside (`processes.json.corrupt-<unix time>`) and reported, never dropped.
 //!
 //! Invariant: this module never looks at live processes; classifying a

@@ -1,7 +1,7 @@
 //! The home directory and every path derived from it.
 //!
 //! Invariant: all paths are computed from `root` at call time; `Home` holds no
-//! other state, so two homes in one process never share a path (B4).
+//! other state, so two homes in one process never share a path.
 //!
 //! Layout (documented in ARCHITECTURE.md):
 //! `processes.json` (checkpoint), `state.db` (ledger), `logs/sessions/<id>.log`,
@@ -40,7 +40,7 @@ impl Home {
     }
 
     /// `<home>/processes.pending`: one file per session spawned since the last
-    /// checkpoint write (B27), until a checkpoint write covers it.
+    /// checkpoint write, until a checkpoint write covers it.
     pub fn checkpoint_pending_dir(&self) -> PathBuf {
         self.root.join("processes.pending")
     }
@@ -65,12 +65,12 @@ impl Home {
         self.root.join("logs").join("daemon.log")
     }
 
-    /// `<home>/results`: durable result receipts of finished sessions (B38).
+    /// `<home>/results`: durable result receipts of finished sessions.
     pub fn results_dir(&self) -> PathBuf {
         self.root.join("results")
     }
 
-    /// `<home>/cache/scratch`: the children's TMPDIR (B3).
+    /// `<home>/cache/scratch`: the children's TMPDIR.
     pub fn scratch_dir(&self) -> PathBuf {
         self.root.join("cache").join("scratch")
     }

@@ -1,4 +1,4 @@
-//! Host links in the store: the `host_links` table of `<home>/state.db` (issue 27).
+//! Host links in the store: the `host_links` table of `<home>/state.db`.
 //!
 //! The local daemon's link to each configured host keeps a map (far job id to local
 //! owner, event keys already published) that must survive a restart of this daemon;

@@ -1,4 +1,4 @@
-//! The completion ledger: `<home>/state.db`, a SQLite database (B29).
+//! The completion ledger: `<home>/state.db`, a SQLite database.
 //!
 //! A completion is committed here before it is published to any consumer, and
 //! marked delivered when its consumer acknowledges it. After a crash,
@@ -13,11 +13,11 @@
 //! is one append to the WAL) with `synchronous=NORMAL`: a commit is in the WAL
 //! (the OS's page cache) when it returns, so it survives a crash of any herd
 //! process; the WAL is fsynced at each checkpoint. A power loss may lose the last
-//! commits, but it also ends every job herd supervises, so the trade is the
-//! issue-27 one: a commit costs no fsync, and "committed before published" holds
+//! commits, but it also ends every job herd supervises, so the trade is worth it:
+//! a commit costs no fsync, and "committed before published" holds
 //! for every failure herd outlives.
 //!
-//! Format (`PRAGMA user_version`, migrations in `schema.rs`): the table `completions` with
+//! Format (`PRAGMA user_version`, migrations in the `schema` module): the table `completions` with
 //! an insertion sequence, the unique completion id, session id, owners,
 //! session key, the event as JSON text, `created_at` and `delivered_at`
 //! (unix seconds, `NULL` until delivered). `tests/data/v1_ledger.sql` is the

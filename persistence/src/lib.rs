@@ -3,11 +3,11 @@
 //!
 //! Owns: every file under the home's state directories and their format versions.
 //! The entry point is [`Home`], which derives every path from the root it was
-//! given; nothing here caches a path in a global (B4). The main types are
-//! [`CheckpointStore`] (running sessions in `state.db`, B27, behind the
+//! given; nothing here caches a path in a global. The main types are
+//! [`CheckpointStore`] (running sessions in `state.db`, behind the
 //! [`RunningStore`] trait with an in-memory [`MemoryRunningStore`]), [`Ledger`] (completions,
-//! exactly-once delivery, B29) and [`ReceiptStore`] (results of finished
-//! sessions in the same `state.db`, B38).
+//! exactly-once delivery) and [`ReceiptStore`] (results of finished
+//! sessions in the same `state.db`).
 //! Every store sits behind a trait ([`RunningStore`], [`CompletionLedger`],
 //! [`ResultStore`], [`RequestKeys`], [`HostLinkStore`]) with an in-memory
 //! implementation; the SQLite ones are the `sqlite` feature's (on by default), so a

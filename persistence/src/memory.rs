@@ -1,7 +1,7 @@
 //! The in-memory stores: a ledger ([`MemoryLedger`]), results with request keys
 //! ([`MemoryResultStore`]) and host links ([`MemoryHostLinks`]), for a host built
 //! without the `sqlite` feature and for tests. Nothing survives the process; each
-//! keeps the contract of its trait (`stores.rs`), and a result store given a home
+//! keeps the contract of its trait (the `stores` module), and a result store given a home
 //! removes an evicted or forgotten session's log as the SQLite one does.
 
 use std::collections::{BTreeMap, HashMap};

@@ -1,4 +1,4 @@
-//! Result receipts: one row per finished session in `<home>/state.db` (B38).
+//! Result receipts: one row per finished session in `<home>/state.db`.
 //!
 //! A receipt keeps what `poll`, `wait`, `log`, `list` and `restart` need to answer
 //! for a session after it left memory or the host restarted: owners, name, command
@@ -7,7 +7,7 @@
 //! a [`RestartSpec`] (the command as given and the options a restart repeats), which
 //! only [`ReceiptStore::restart_spec`] returns.
 //!
-//! Tables (`schema.rs`, version 2): `results` (the receipt's JSON without its
+//! Tables (the `schema` module, version 2): `results` (the receipt's JSON without its
 //! output, the output, the restart spec, and the columns lookups and retention
 //! use), `tombstones` (id, name, when it was evicted: an evicted id answers
 //! "expired on DATE", kept [`TOMBSTONE_RETENTION`]) and `request_keys`.
@@ -24,7 +24,7 @@
 //!
 //! Receipts of herd releases before the store (`<home>/results/<id>.json`) are
 //! imported when the store is first opened and their files removed once committed
-//! (`receipts/legacy.rs`).
+//! (the `receipts::legacy` module).
 //!
 //! Invariant: a receipt's id is a validated session id (`proc_` and word
 //! characters), so the log path derived from it stays in the logs directory.

@@ -15,7 +15,7 @@ use std::sync::Mutex;
 use crate::CheckpointStore;
 use crate::{CheckpointEntry, Error, KillIntent, Loaded, SessionRecord, Writer};
 
-/// Where a registry keeps its running sessions (B27). See the module docs.
+/// Where a registry keeps its running sessions. See the module docs.
 pub trait RunningStore: Send + Sync + std::fmt::Debug {
     /// Every running session of every writer.
     ///

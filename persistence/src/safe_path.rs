@@ -19,8 +19,8 @@
 //! be renamed or replaced by anyone else, the real path returned stays the verified
 //! one for as long as the checked modes hold.
 //!
-//! Why: a root whose home was a path in `/tmp` ran another user's program as uid 0
-//! (issue 36): she swapped a symlink of hers between root's real home and her own
+//! Why: a root whose home was a path in `/tmp` ran another user's program as uid 0:
+//! she swapped a symlink of hers between root's real home and her own
 //! directory, whose `config.toml` named her script as `shim_path`.
 
 use std::collections::VecDeque;

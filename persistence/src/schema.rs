@@ -63,11 +63,11 @@ CREATE TABLE IF NOT EXISTS request_keys (
 );
 ";
 
-/// Version 3: running sessions (`checkpoint.rs`), one row each from spawn to the
+/// Version 3: running sessions (the `checkpoint` module), one row each from spawn to the
 /// transaction that stores the session's receipt: who wrote it, the lookup columns,
 /// the record as JSON (redacted command, and privately the command as given and the
 /// spawn's options) and the kill in progress, if any; and the host links
-/// (`host_links.rs`), one row per configured host whose link keeps a map.
+/// (the `host_links` module), one row per configured host whose link keeps a map.
 const V3: &str = "
 CREATE TABLE IF NOT EXISTS sessions (
     session_id TEXT PRIMARY KEY NOT NULL,
@@ -88,7 +88,7 @@ CREATE TABLE IF NOT EXISTS host_links (
 ";
 
 /// Version 4: facts about the home (`key`, `value`): its stable id (`home_id`),
-/// which far hosts know this home by (`host_links.rs`).
+/// which far hosts know this home by (the `host_links` module).
 const V4: &str = "
 CREATE TABLE IF NOT EXISTS home (
     key TEXT PRIMARY KEY NOT NULL,

@@ -1,8 +1,8 @@
-//! The stores behind traits (issue 27), so a host keeps them where it likes: the
+//! The stores behind traits, so a host keeps them where it likes: the
 //! SQLite ones of `state.db` (the `sqlite` feature, what the daemon uses) or the
-//! in-memory ones of `memory.rs` (nothing survives the process; no rusqlite).
+//! in-memory ones of the `memory` module (nothing survives the process; no rusqlite).
 //!
-//! [`crate::RunningStore`] (running sessions) is in `running.rs`; here are the
+//! [`crate::RunningStore`] (running sessions) is in the `running` module; here are the
 //! completion ledger ([`CompletionLedger`]), the results of finished sessions
 //! ([`ResultStore`]), spawn request keys ([`RequestKeys`]) and host links
 //! ([`HostLinkStore`]). Each SQLite implementation delegates to the type's own
@@ -17,7 +17,7 @@ use std::time::Duration;
 use crate::Tombstone;
 use crate::{CompletionRecord, Error, Listed, PruneReport, RestartSpec, ResultReceipt, Stored};
 
-/// Where completions wait for their consumer (B29). See the module docs.
+/// Where completions wait for their consumer. See the module docs.
 pub trait CompletionLedger: Send + Sync + std::fmt::Debug {
     /// Commits a completion; `true` when it is new (the same id again is a no-op).
     ///
@@ -63,7 +63,7 @@ pub trait CompletionLedger: Send + Sync + std::fmt::Debug {
     fn expire_unclaimed(&self, older_than: Duration) -> Result<usize, Error>;
 }
 
-/// Where the results of finished sessions are kept (B38), by time and size.
+/// Where the results of finished sessions are kept, by time and size.
 pub trait ResultStore: Send + Sync + std::fmt::Debug {
     /// How long a finished session is kept.
     fn ttl(&self) -> Duration;

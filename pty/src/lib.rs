@@ -1,4 +1,4 @@
-//! herd-pty: answers the terminal queries a program sends through a PTY (B7).
+//! herd-pty: answers the terminal queries a program sends through a PTY.
 //!
 //! Some programs ask their terminal a question (cursor position, device status,
 //! window size, a DEC private mode) and wait for the reply. herd's sessions have

@@ -1,4 +1,4 @@
-//! The terminal queries (B7): the one list of the questions a program asks its
+//! The terminal queries: the one list of the questions a program asks its
 //! terminal, for the scanner that answers some of them and for the client that
 //! keeps all of them from reaching a real terminal out of turn (`herd logs`).
 

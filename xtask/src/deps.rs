@@ -5,7 +5,8 @@
 //! packages (normal, build and dev alike) with [`ALLOWED`]. A package missing
 //! from the table is itself a violation: adding a crate is a design change.
 //! The one exception is a dev-dependency on a [`DEV_ONLY`] crate (the shared test
-//! support), which any package may take and which is no edge of the layering.
+//! support), which any package may take and which is no edge of the layering, and a
+//! dev-dependency of a package on itself (features for its own tests and benches).
 
 use std::fmt;
 
@@ -32,6 +33,10 @@ pub(crate) const ALLOWED: &[(&str, Allowed)] = &[
         ]),
     ),
     ("herd-plugin-example", Allowed::Only(&["herd-plugin-abi"])),
+    (
+        "herd-minimal-host",
+        Allowed::Only(&["herd-core", "herd-guards"]),
+    ),
     ("herd-tests", Allowed::Any),
     ("herd-test-support", Allowed::Only(&[])),
     ("xtask", Allowed::Only(&[])),
@@ -135,7 +140,10 @@ pub(crate) fn packages_from_metadata(meta: &serde_json::Value) -> Vec<Package> {
                 .iter()
                 .filter(|d| {
                     let dev_only = d["name"].as_str().is_some_and(|n| DEV_ONLY.contains(&n));
-                    !(dev_only && d["kind"].as_str() == Some("dev"))
+                    // A dev-dependency on the package itself only turns features on
+                    // for its own tests and benches: no edge.
+                    let itself = d["name"].as_str() == Some(name.as_str());
+                    !((dev_only || itself) && d["kind"].as_str() == Some("dev"))
                 })
                 .filter_map(|d| d["name"].as_str())
                 .filter(|d| members.contains(d))

@@ -7,10 +7,11 @@
 //!   check: every behaviour ID the code or a test name cites is defined in
 //!   `docs/behaviors.md` (`behaviors.rs`), and the shape checks: no production file
 //!   over 800 lines or function over 100 (`sizes.rs`), no module cycle inside a crate
-//!   (`cycles.rs`), known violations listed with their issue in `debt.rs`; and the
-//!   boundary checks (`boundary.rs`): Linux-only mechanisms only in a crate's `sys`
-//!   module, `std::sync::Mutex` in herd-core only in `lock_order.rs`, herd's own
-//!   environment variable names spelled once.
+//!   (`cycles.rs`), known violations listed with their issue in `debt.rs`; no
+//!   behaviour ID, issue number or source path in the library crates' rustdoc
+//!   (`rustdoc.rs`); and the boundary checks (`boundary.rs`): Linux-only mechanisms
+//!   only in a crate's `sys` module, `std::sync::Mutex` in herd-core only in
+//!   `lock_order.rs`, herd's own environment variable names spelled once.
 //! - `ci`: lint, build everything (plugin cdylibs included), run every test, the CLI
 //!   contract check and the release dry run. `.ci/run` calls this.
 //! - `bench [-p PKG] [--json]`: runs every benchmark and prints each figure beside
@@ -35,6 +36,7 @@ mod deps;
 mod outsider;
 mod publish;
 mod release;
+mod rustdoc;
 mod shell;
 mod sizes;
 mod source;
@@ -146,6 +148,7 @@ fn shape(root: &std::path::Path) -> Result<()> {
         sizes::check(&crates),
         cycles::check(&crates),
         boundary::check(&crates),
+        rustdoc::check(&crates),
     ]
     .into_iter()
     .filter_map(|r| r.err().map(|e| format!("{e:#}")))

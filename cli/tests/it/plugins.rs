@@ -1,7 +1,8 @@
 //! Real plugin libraries in the real daemon (B32, B30): a plugin whose init never
 //! returns stalls no command, `herd plugins list` and `herd doctor` say what the
 //! running daemon loaded, a stream calls plugins per batch of whole lines and never
-//! with empty text, and a panicking plugin's panics are counted and logged boundedly.
+//! with empty text, a panicking plugin's panics are counted and logged boundedly,
+//! and a plugin enabled while the daemon runs is listed as "restart to apply".
 
 use std::time::{Duration, Instant};
 
@@ -221,4 +222,40 @@ fn b32_a_panicking_plugin_is_counted_as_panics_and_the_daemon_log_stays_bounded(
             .is_some_and(|f| f.contains("asked to panic")),
         "{listed}"
     );
+}
+
+#[test]
+fn b32_plugins_list_against_a_running_daemon_says_restart_to_apply() {
+    let env = Env::new();
+    // The daemon starts with no plugin; one is installed and enabled afterwards.
+    env.ok(&["run", "--wait", "--", "true"]);
+    let pid = env.daemon_pid().expect("the daemon runs");
+    install_enabled(&env, &[("append", "herd_test_plugin_append")]);
+    let listed = env.json(&["plugins", "list", "--json"]);
+    assert_eq!(listed["source"], "daemon", "{listed}");
+    let pending = row(&env, "append");
+    assert_eq!(pending["status"], "not loaded", "{pending}");
+    assert!(
+        pending["pending"]
+            .as_str()
+            .is_some_and(|p| p.contains("restart to apply")),
+        "{pending}"
+    );
+    let table = env.ok(&["plugins", "list"]);
+    assert!(
+        table.contains("restart to apply") && table.contains(&format!("pid {pid}")),
+        "{table}"
+    );
+    // It is not applied until the restart: the daemon's output carries no line of it.
+    let out = env.ok(&["run", "--wait", "--", "printf 'one\\n'"]);
+    assert!(!out.contains("[append:"), "{out}");
+    // After a restart the daemon runs it and nothing is pending.
+    env.ok(&["shutdown", "--yes"]);
+    wait_until(Duration::from_secs(20), || !alive(pid))
+        .unwrap_or_else(|()| panic!("daemon {pid} still runs after shutdown"));
+    let out = env.ok(&["run", "--wait", "--", "printf 'two\\n'"]);
+    assert_eq!(count_lines(&out, "[append:log]"), 1, "{out}");
+    let applied = row(&env, "append");
+    assert_eq!(applied["status"], "loaded", "{applied}");
+    assert!(applied["pending"].is_null(), "{applied}");
 }

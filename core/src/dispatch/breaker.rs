@@ -1,4 +1,4 @@
-//! A per-job failure breaker that tells a job's own failures from the host's refusals (B35).
+//! A per-job failure breaker that tells a job's own failures from the host's refusals.
 //!
 //! A scheduled job that fails N times in a row is parked: retrying it is pointless until
 //! someone looks. But when the host refused to start it (no restart-safe scope, the user

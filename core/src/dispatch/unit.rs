@@ -10,7 +10,7 @@
 //!   (persisted jobs that could not get a scope, i.e. degraded dispatch) must not be
 //!   swept away by the default `control-group` kill.
 //! - `Delegate=yes`: the unit's cgroup subtree is the daemon's to manage, so it can give
-//!   every session a cgroup of its own inside it (issue 36: per-session containment)
+//!   every session a cgroup of its own inside it (per-session containment)
 //!   instead of one `systemd-run` per job. A unit installed without it (an earlier
 //!   release) is reported by `herd doctor` and `herd service status` with the advice
 //!   to reinstall ([`unit_lacks_delegate`]).

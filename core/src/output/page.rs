@@ -1,4 +1,4 @@
-//! Line pages of a session's log file (B39): `log(offset, limit)` answers over the
+//! Line pages of a session's log file: `log(offset, limit)` answers over the
 //! whole output the log holds, not only the in-memory tail.
 //!
 //! The log can be hundreds of megabytes, so nothing here reads the whole file into
@@ -21,7 +21,7 @@
 //! A page is never shown by itself: [`TextPage`] carries the text around it (up to
 //! `herd_hooks::KEY_LOOKBACK_BYTES` before, the rest of a cut line after) so the output
 //! pipeline redacts the page with its context and no secret is split by the page's
-//! edges (B30). The pipeline is the caller's.
+//! edges. The pipeline is the caller's.
 
 use std::fs::File;
 use std::io;

@@ -1,5 +1,5 @@
 //! Parent and child agents: handing a running session to the parent, and the
-//! accounting when a child finishes (B25, B26).
+//! accounting when a child finishes.
 //!
 //! A host that delegates work to a child agent registers the child with
 //! [`Registry::register_child`], naming the parent's identity. From then on the
@@ -42,8 +42,9 @@ pub struct AgentIdentity {
     pub session_key: Option<String>,
 }
 
-/// A handoff was refused (B25). Nothing changed.
+/// A handoff was refused. Nothing changed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum HandoffError {
     /// The caller is not a registered child agent.
     #[error(
@@ -89,6 +90,7 @@ pub enum HandoffError {
 
 /// The answer to a successful handoff.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct HandoffAnswer {
     /// Always `"handed_off"`.
     pub status: &'static str,
@@ -102,6 +104,7 @@ pub struct HandoffAnswer {
 
 /// A session a child handed to its parent.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct HandedOff {
     /// The session.
     pub session_id: SessionId,
@@ -113,6 +116,7 @@ pub struct HandedOff {
 
 /// A session the child still ran when it finished; it was killed.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct OrphanKill {
     /// The session.
     pub session_id: SessionId,
@@ -124,6 +128,7 @@ pub struct OrphanKill {
 
 /// A result of the child's that nobody read (no wait, poll, log or kill saw it exit).
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct UnreadCompletion {
     /// The session.
     pub session_id: SessionId,
@@ -135,14 +140,15 @@ pub struct UnreadCompletion {
     pub signal: Option<i32>,
     /// Why it finished.
     pub completion_reason: Option<CompletionReason>,
-    /// The output tail (B8), through the output pipeline.
+    /// The output tail, through the output pipeline.
     pub output: Shown,
     /// Earlier output is only in the log.
     pub output_cut: bool,
 }
 
-/// What a child left behind, for the parent's view (B26).
+/// What a child left behind, for the parent's view.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct ChildTeardown {
     /// The child.
     pub child: String,
@@ -164,7 +170,7 @@ pub(crate) struct Agents {
 struct Child {
     parent: AgentIdentity,
     handed_off: Vec<HandedOff>,
-    /// A subagent whose own wake-ups are not delivered (B26); `false` for an owner
+    /// A subagent whose own wake-ups are not delivered; `false` for an owner
     /// that only hands sessions over (a person at the CLI).
     is_subagent: bool,
 }
@@ -223,7 +229,7 @@ impl Inner {
 }
 
 impl Registry {
-    /// Registers `child_owner` as a child agent of `parent` (B25, B26). Registering
+    /// Registers `child_owner` as a child agent of `parent`. Registering
     /// again replaces the parent and keeps the handoff count.
     pub fn register_child(&self, child_owner: &str, parent: AgentIdentity) {
         self.inner.agents().register(child_owner, parent, true);
@@ -238,7 +244,7 @@ impl Registry {
     }
 
     /// Hands the running session `id` from child `from_child` to its parent
-    /// `to_parent`, with `purpose` riding the completion as `handoff_note` (B25).
+    /// `to_parent`, with `purpose` riding the completion as `handoff_note`.
     ///
     /// # Errors
     /// [`HandoffError::NotAChild`], [`HandoffError::NotTheParent`],
@@ -322,7 +328,7 @@ impl Registry {
         })
     }
 
-    /// Ends child agent `child_owner` (B26): kills the sessions it still runs as
+    /// Ends child agent `child_owner`: kills the sessions it still runs as
     /// [`KillSource::AgentClose`] (persistent ones are spared and stay its own), drops
     /// its queued events, and reports handoffs, kills and unread results.
     pub async fn finish_child(&self, child_owner: &str) -> ChildTeardown {

@@ -1,10 +1,10 @@
 //! Acknowledged delivery: events leave an owner's queue for good only when the
-//! consumer says it has them (issue 16).
+//! consumer says it has them.
 //!
 //! [`Registry::take`] moves the owner's queued events into a [`Drained`] lease.
 //! While the lease is held, no other drain sees them, so two concurrent drains never
 //! deliver one event twice. [`Drained::acknowledge`] marks the completions delivered
-//! in the ledger (B29); dropping the lease unacknowledged puts the events back at the
+//! in the ledger; dropping the lease unacknowledged puts the events back at the
 //! front of the queue, in order, for the next drain. A consumer whose response was
 //! lost therefore gets the events again, and a crash of the whole host leaves them
 //! undelivered in the ledger, replayed after the restart.
@@ -19,6 +19,7 @@ use crate::registry::{Inner, Registry};
 /// Events taken from one owner's queue and not yet acknowledged.
 #[derive(Debug)]
 #[must_use = "a lease dropped without `acknowledge` puts its events back in the queue"]
+#[non_exhaustive]
 pub struct Drained {
     inner: Arc<Inner>,
     owner: String,
@@ -127,6 +128,7 @@ impl Acknowledged {
 
 /// What [`Registry::acknowledge_ids`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Acknowledgement {
     /// Events taken out of the owner's queue (replayed or given back meanwhile).
     pub n_dequeued: usize,

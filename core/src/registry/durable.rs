@@ -1,5 +1,5 @@
-//! What the registry keeps on disk: its running sessions (B27), the
-//! completion ledger (B29) and result receipts of finished sessions (B38).
+//! What the registry keeps on disk: its running sessions, the
+//! completion ledger and result receipts of finished sessions.
 //!
 //! The registry calls in at a handful of points and nowhere else: after a spawn
 //! ([`Inner::spawned`]), inside the finish choke point ([`Inner::commit_completion`],
@@ -30,7 +30,7 @@
 //! completion is still published (a live consumer gets it; it just does not survive a
 //! restart). The ledger is created on the first commit, never before: a registry that
 //! never queued a completion creates no ledger. Completion ids are session ids (one
-//! completion per session, B9), so a commit of the same completion twice is one row.
+//! completion per session), so a commit of the same completion twice is one row.
 //! `drain` marks what it returns delivered. Undelivered completions of earlier
 //! processes are re-queued once per registry, on the first `drain` or `subscribe`, not
 //! at construction; completions this registry committed itself are skipped there
@@ -101,7 +101,7 @@ pub(super) struct Durable {
     ledger: ledger::Completions,
     receipts: receipts::Receipts,
     /// Sessions re-adopted (or closed) by restore: not our children, so no exit
-    /// status is ever collected for them and no completion is emitted (B28). The value
+    /// status is ever collected for them and no completion is emitted. The value
     /// is the note their answers carry.
     detached: Mutex<HashMap<SessionId, String>>,
     /// Notes the answers of other sessions carry (a supervised session restored in
@@ -168,7 +168,7 @@ impl Durable {
 
 impl Inner {
     /// Whether the choke point publishes a completion for `s`: not for a session
-    /// restore re-adopted or closed, whose exit status is never collected (B28).
+    /// restore re-adopted or closed, whose exit status is never collected.
     pub(super) fn emits_completion(&self, s: &Session) -> bool {
         !lock(&self.durable.detached).contains_key(&s.id)
     }

@@ -1,12 +1,12 @@
 //! Events produced elsewhere: a far host's completions, heartbeats and watch
-//! wakes, published into a local owner's queue (issue 15).
+//! wakes, published into a local owner's queue.
 //!
 //! The daemon's host link drains a far owner with a lease and hands each event
 //! here under the far session's qualified id (`HOST:proc_…`) and the local owner
 //! it belongs to. A completion is committed to the home's ledger first, keyed by
 //! that id: a replay of one already committed (the link crashed between this
 //! commit and the far acknowledgement) is dropped, and one committed but not yet
-//! delivered survives a restart of this daemon like a local one (B29). Other
+//! delivered survives a restart of this daemon like a local one. Other
 //! events are not durable here, as local ones are not; the link keeps their keys.
 
 use herd_hooks::{Pipeline, Stored};

@@ -1,4 +1,4 @@
-//! The finish choke point (B9, B10): the only place a session moves from running to
+//! The finish choke point: the only place a session moves from running to
 //! finished. Drafts the completion (hooks, ledger commit) before the table lock, then
 //! inside one critical section removes the session from the running set, stamps
 //! it, queues and broadcasts its completion; after the lock, hands it to
@@ -19,8 +19,8 @@ use crate::session::{ExitInfo, Finished, Session, State};
 use crate::text;
 
 impl Inner {
-    /// The one choke point (B9): stamps, releases handles and publishes exactly one
-    /// completion, all inside one critical section of the table lock (B10).
+    /// The one choke point: stamps, releases handles and publishes exactly one
+    /// completion, all inside one critical section of the table lock.
     ///
     /// Everything slow or foreign happens before the table lock: the hooks on the
     /// completion's output, and the ledger commit (an fsync). The event is drafted

@@ -1,11 +1,11 @@
-//! Leftovers (issue 36): processes of a session's tree that outlived its main process.
-//! The session completed (B13), its shim holds them (in the session's cgroup, or as
+//! Leftovers: processes of a session's tree that outlived its main process.
+//! The session completed, its shim holds them (in the session's cgroup, or as
 //! subreaper) until they are gone, and a kill of the session (`herd kill`, a kill-all,
 //! shutdown) ends them through the shim: SIGTERM to the shim, which kills its tree
 //! (SIGTERM, the grace, SIGKILL) and exits once the tree is empty.
 //!
 //! Invariant: the shim is signalled only through a handle pinned by its recorded
-//! start time (B18), and only the shim is: it owns the tree and its ending.
+//! start time, and only the shim is: it owns the tree and its ending.
 
 use std::future::poll_fn;
 use std::sync::Arc;

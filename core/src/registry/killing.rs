@@ -1,4 +1,4 @@
-//! Kills and their conclusion (B15-B17): marks the session as being killed, kills
+//! Kills and their conclusion: marks the session as being killed, kills
 //! its tree (one process-table sweep per step for many sessions), waits for the
 //! reader to finish it, and stops a worker's scope.
 //!
@@ -20,7 +20,7 @@ use crate::kill;
 use crate::session::Session;
 
 impl Registry {
-    /// Kills the session's whole tree (B15-B17). `killed` only when the tree is gone;
+    /// Kills the session's whole tree. `killed` only when the tree is gone;
     /// otherwise `kill_incomplete` with the survivors, and the session stays running.
     ///
     /// # Errors
@@ -37,8 +37,8 @@ impl Registry {
     }
 
     /// Kills every running session owned by `owner` (every owner when `owner` is
-    /// empty) except `exclude`. Lifecycle sources spare `persist_on_release` sessions
-    /// (B17). Returns how many ended up killed or already exited.
+    /// empty) except `exclude`. Lifecycle sources spare `persist_on_release` sessions.
+    /// Returns how many ended up killed or already exited.
     pub async fn kill_all(&self, owner: &str, exclude: &[SessionId], source: KillSource) -> usize {
         let (targets, finished): (Vec<Arc<Session>>, Vec<Arc<Session>>) = {
             let tables = self.inner.lock();
@@ -97,7 +97,7 @@ impl Inner {
         self.conclude_kill(s, source, outcome).await
     }
 
-    /// A supervised session's kill is its shim's (issue 36): the follower has sent
+    /// A supervised session's kill is its shim's: the follower has sent
     /// the request, and the shim kills the whole tree (TERM, the grace, KILL, until
     /// empty) and concludes, daemon or no daemon. Waits for that; `None` when the
     /// session has no shim or it did not conclude in time (an older shim, a broken

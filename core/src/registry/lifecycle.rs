@@ -1,7 +1,7 @@
-//! Time limits and restarts (issue 17).
+//! Time limits and restarts.
 //!
 //! A time limit is a kill source of its own, [`KillSource::TimeLimit`]: explicit, so
-//! it reaches `persist_on_release` sessions too (B17 spares them only from lifecycle
+//! it reaches `persist_on_release` sessions too (persistence spares them only from lifecycle
 //! sweeps). Its deadline is a wall-clock instant fixed at spawn, written to the
 //! checkpoint, and enforced in two places:
 //! - here, by one task per limited session that waits for the session to finish or

@@ -1,4 +1,4 @@
-//! Leftovers across a daemon restart (issue 36): a session that finished while its
+//! Leftovers across a daemon restart: a session that finished while its
 //! shim still holds leftovers is no longer in the checkpoint (it finished) and only
 //! its receipt knows it. Its shim directory does too: `exit.json` is written and the
 //! shim, pinned by the pid and start time its `info.json` records, still lives.
@@ -12,7 +12,7 @@
 //! removes its directory once it has exited.
 //!
 //! Invariant: nothing is signalled here; the shim is reached only later, through a
-//! handle pinned by its recorded start time (B18).
+//! handle pinned by its recorded start time.
 
 use std::future::poll_fn;
 use std::sync::Arc;

@@ -1,5 +1,5 @@
 //! Reading a session's log as a stream for the chunked routes (`log_chunk`, full
-//! dumps, `logs --follow`), redacted with the log around each chunk (B30).
+//! dumps, `logs --follow`), redacted with the log around each chunk.
 //!
 //! A stateless chunk (`log_chunk(from_byte)`) is a window over the bytes it hands
 //! out plus context read around them: up to [`KEY_LOOKBACK_BYTES`] before (a
@@ -256,6 +256,7 @@ fn one_text(
 
 /// What one read of a follower produced.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct FollowRead {
     /// The new output, redacted (possibly empty).
     pub output: Shown,

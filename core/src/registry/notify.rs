@@ -1,4 +1,4 @@
-//! Wake-ups for agents: watch matches, heartbeats and their delivery (B20, B21, B22).
+//! Wake-ups for agents: watch matches, heartbeats and their delivery.
 //!
 //! The limits themselves are the clock-driven state machines of `crate::watch`; this
 //! module wires them to live sessions:
@@ -6,7 +6,7 @@
 //! - at spawn, [`Inner::plan_notifications`] settles what a request gets: `notify` and
 //!   `watch` combine (a match wakes, the exit still wakes once), a heartbeat implies
 //!   notify, and a child agent gets none of
-//!   them (its completion could only arrive after it is gone, B26);
+//!   them (its completion could only arrive after it is gone);
 //! - watch matching runs in the session's reader, per complete line, through a
 //!   [`WatchObserver`] that owns the session's [`WatchState`]; deliveries go through the
 //!   registry-wide [`WatchBreaker`];
@@ -56,7 +56,7 @@ const WATCH_MAX_LINE_BYTES: usize = 64 * 1024;
 /// (a progress bar that never ends its line).
 const HEARTBEAT_PARTIAL_LINE_BYTES: u64 = 8 * 1024;
 
-/// The note a child agent's notify, watch or heartbeat request gets (B26).
+/// The note a child agent's notify, watch or heartbeat request gets.
 pub(crate) const CHILD_NOTIFY_NOTE: &str = "notify_on_complete is off because you are a child agent: \
      a completion would arrive after you finished. Wait on the process, kill it, or hand it \
      off to your parent before you finish";
@@ -107,6 +107,7 @@ impl<K: Ord + Hash + Clone, S> BeatSchedule<K, S> {
     }
 
     /// Heartbeats scheduled.
+    #[cfg(any(test, feature = "bench-support"))]
     pub(crate) fn len(&self) -> usize {
         self.entries.len()
     }
@@ -173,19 +174,20 @@ impl Notifier {
         crate::lock_order::Ordered::acquire(crate::lock_order::Level::Notifier, &self.state)
     }
 
-    /// The session finished: its heartbeat stops (B21).
+    /// The session finished: its heartbeat stops.
     pub(crate) fn forget(&self, id: &SessionId) {
         self.state().beats.forget(id);
     }
 
     /// Heartbeats currently scheduled.
+    #[cfg(feature = "bench-support")]
     pub(crate) fn n_heartbeats(&self) -> usize {
         self.state().beats.len()
     }
 }
 
 impl Inner {
-    /// Settles notify, watch and heartbeat for `req` (B20, B21, B26).
+    /// Settles notify, watch and heartbeat for `req`.
     /// `heartbeat_seconds` is a whole number by type; JSON callers validate with
     /// [`Registry::heartbeat_from_json`] first.
     pub(crate) fn plan_notifications(&self, req: &SpawnRequest) -> NotifyPlan {
@@ -263,7 +265,7 @@ impl Inner {
         }))
     }
 
-    /// Queues `event` for each of `owners` when the policy allows (B22) and broadcasts
+    /// Queues `event` for each of `owners` when the policy allows and broadcasts
     /// it once. The caller holds the table lock.
     pub(crate) fn publish<'o>(
         &self,
@@ -343,7 +345,7 @@ impl Inner {
     }
 
     /// Queues one heartbeat after re-checking, under the table lock, that the session
-    /// still runs and its completion can be delivered (B21).
+    /// still runs and its completion can be delivered.
     fn deliver_beat(&self, s: &Session, due: DueBeat) {
         // The beat's new output, with the output before it as context only (a
         // private-key block the new output starts inside, a line it starts in).
@@ -395,7 +397,7 @@ impl Inner {
         tracing::debug!(session_id = %s.id, seq = due.beat.seq, "heartbeat queued");
     }
 
-    /// Delivers what one batch of lines produced (B20): breaker events, the match if
+    /// Delivers what one batch of lines produced: breaker events, the match if
     /// admitted, then the disabled notice (which turns notify-on-complete on).
     fn deliver_watch(self: &Arc<Self>, s: &Session, delivery: WatchDelivery) {
         let now = self.notifier.clock.now();
@@ -568,14 +570,14 @@ fn breaker_event(event: BreakerEvent) -> Event {
 }
 
 /// Watch matching in the reader: splits ingested bytes into lines and feeds complete
-/// ones to the session's [`WatchState`] (B20).
+/// ones to the session's [`WatchState`].
 struct WatchObserver {
     inner: Weak<Inner>,
     session: Arc<Session>,
     state: WatchState,
     /// The current line so far.
     partial: Vec<u8>,
-    /// Private-key blocks across lines: a matched line inside one is masked (B30).
+    /// Private-key blocks across lines: a matched line inside one is masked.
     keys: KeyLines,
 }
 
@@ -631,13 +633,14 @@ impl Observer for WatchObserver {
 }
 
 impl Registry {
-    /// Validates a JSON `heartbeat` value for [`SpawnRequest::heartbeat_seconds`] (B21),
+    /// Validates a JSON `heartbeat` value for [`SpawnRequest::heartbeat_seconds`],
     /// as the MCP and socket layers receive it: `null` and 0 are off (`None`), positive
     /// whole seconds are raised to the configured floor.
     ///
     /// # Errors
     /// [`SpawnError::InvalidRequest`] for negative, fractional, boolean, string, array
-    /// or object values, with the B21 message (0 disables; positive values are clamped).
+    /// or object values, with a message naming the accepted range (0 disables;
+    /// positive values are clamped).
     pub fn heartbeat_from_json(
         &self,
         value: &serde_json::Value,
@@ -650,13 +653,18 @@ impl Registry {
             })
     }
 
-    /// Heartbeats currently scheduled on the registry's one timer (B21).
+    /// Heartbeats currently scheduled on the registry's one timer (a test hook:
+    /// only with the `bench-support` feature, which herd-core's tests enable).
+    #[cfg(feature = "bench-support")]
+    #[doc(hidden)]
     pub fn n_heartbeats(&self) -> usize {
         self.inner.notifier.n_heartbeats()
     }
 }
 
-/// Heartbeat bookkeeping at scale, for the notify benchmark.
+/// Heartbeat bookkeeping at scale, for the notify benchmark (only with the
+/// `bench-support` feature, which the benches enable).
+#[cfg(feature = "bench-support")]
 #[doc(hidden)]
 pub mod bench_support {
     use std::collections::VecDeque;

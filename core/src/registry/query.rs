@@ -28,7 +28,7 @@ use crate::session::Session;
 use crate::text;
 
 impl Registry {
-    /// Resolves a full id or a unique prefix (B37).
+    /// Resolves a full id or a unique prefix.
     ///
     /// # Errors
     /// [`LookupError::NotFound`], [`LookupError::Ambiguous`], [`LookupError::TooShort`].
@@ -42,8 +42,8 @@ impl Registry {
         }
     }
 
-    /// Resolves a full id or a unique prefix (B37) and names the session's owner
-    /// (B31), for a front end that acts for one owner and must not reach another's.
+    /// Resolves a full id or a unique prefix and names the session's owner,
+    /// for a front end that acts for one owner and must not reach another's.
     ///
     /// # Errors
     /// As [`Registry::lookup`].
@@ -60,14 +60,14 @@ impl Registry {
     /// Waits until the receipt of `id` (an id, prefix or name) is committed, when
     /// its session finished and the commit is on its way; at once otherwise. A front
     /// end sends a `poll` answer about a finished session after this, so an answer
-    /// never precedes the commit of what it reports (issue 27).
+    /// never precedes the commit of what it reports.
     pub async fn result_committed(&self, id: &str) {
         if let Ok(s) = self.inner.lookup(id) {
             self.inner.receipt_attempted(&s.id).await;
         }
     }
 
-    /// Status, uptime, a 1,000-character preview and exit fields once exited (B39).
+    /// Status, uptime, a 1,000-character preview and exit fields once exited.
     ///
     /// # Errors
     /// [`Error::Lookup`] when the id does not resolve.
@@ -113,7 +113,7 @@ impl Registry {
 
     /// A page of output lines over the whole output the session's log file holds: the
     /// last `limit` (default 200) lines, or `limit` lines from line `offset` (0 is the
-    /// first line the session printed), with the log's total line count (B39).
+    /// first line the session printed), with the log's total line count.
     ///
     /// A page is at most 200,000 bytes; a longer line is cut with a marker and a note.
     /// When the log file cannot serve the page (it is missing or unreadable, or it
@@ -194,7 +194,7 @@ impl Registry {
     /// ends inside a character (for `logs --follow` and full dumps).
     ///
     /// A chunk ends at its last line end (a partial last line is handed out by a
-    /// later call), and it is redacted with the log around it (B30): a private-key
+    /// later call), and it is redacted with the log around it: a private-key
     /// block it starts inside is masked, a token on a line longer than the chunk is
     /// masked whole. Only a chunk with no line end at all, filling `max_bytes`, or the
     /// end of a finished session's log, ends elsewhere.
@@ -286,7 +286,7 @@ impl Registry {
     }
 
     /// Waits for the session to finish, at most `timeout` (clamped to the wait cap,
-    /// with a note), or until `interrupt` fires (B23).
+    /// with a note), or until `interrupt` fires.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a zero timeout, [`Error::Lookup`].
@@ -367,7 +367,7 @@ impl Registry {
             .wait_answer(subject, status, output, !finished, note))
     }
 
-    /// One row per session matching `filter`, oldest first (B39): running ones and,
+    /// One row per session matching `filter`, oldest first: running ones and,
     /// with `include_finished`, every finished one the store keeps.
     pub fn list(&self, filter: &ListFilter) -> Vec<ListRow> {
         self.list_since(filter, None).0
@@ -375,7 +375,7 @@ impl Registry {
 
     /// As [`Registry::list`], but of the finished sessions only those that finished
     /// at or after `since`; also returns how many finished before it (left out).
-    /// Finished sessions come from the in-memory cache and from the store (B38).
+    /// Finished sessions come from the in-memory cache and from the store.
     pub fn list_since(
         &self,
         filter: &ListFilter,
@@ -429,7 +429,7 @@ impl Registry {
         (rows.into_iter().map(|(_, _, row)| row).collect(), n_older)
     }
 
-    /// Ids of running sessions owned by `owner` (a turn-boundary marker; B2).
+    /// Ids of running sessions owned by `owner` (a turn-boundary marker).
     pub fn snapshot_running_ids(&self, owner: &str) -> Vec<SessionId> {
         let tables = self.inner.lock();
         let mut ids: Vec<SessionId> = tables
@@ -441,7 +441,7 @@ impl Registry {
         ids
     }
 
-    /// Whether any session runs under container key `task_id` (B2).
+    /// Whether any session runs under container key `task_id`.
     pub fn has_active_processes(&self, task_id: &str) -> bool {
         self.inner
             .lock()
@@ -450,7 +450,7 @@ impl Registry {
     }
 
     /// Waits until no notify session owned by `owner` is still pending, at most
-    /// `timeout`. True when none is pending (B10: a session leaves the running set in
+    /// `timeout`. True when none is pending (a session leaves the running set in
     /// the same step that publishes its completion).
     pub async fn wait_for_pending_completions(&self, owner: &str, timeout: Duration) -> bool {
         let deadline = tokio::time::Instant::now() + timeout;

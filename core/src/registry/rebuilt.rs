@@ -1,6 +1,6 @@
 //! One constructor for sessions rebuilt from what the store keeps rather than
-//! spawned: a running session's row at restore (`restore.rs`), and a finished
-//! session whose supervisor lingers with its leftovers (`lingering.rs`). The rules
+//! spawned: a running session's row at restore (the `restore` module), and a finished
+//! session whose supervisor lingers with its leftovers (the `lingering` module). The rules
 //! they share live here once: the owner falls back to the task id, an empty session
 //! key is none, the monotonic start is derived from the wall-clock one, and a
 //! finished session is read and done from the start.

@@ -65,7 +65,7 @@ pub(super) fn reseed_tail(s: &Session, bound: usize, progress: &Progress) {
 }
 
 /// Seeds a tail with the end of a log file; one byte more than the bound is read, so a
-/// log longer than the tail reads as cut (B8: never a silent truncation).
+/// log longer than the tail reads as cut (never a silent truncation).
 pub(super) fn seed_tail(tail: &mut Tail, path: &Path, bound: usize) {
     let Ok(mut file) = File::open(path) else {
         return;

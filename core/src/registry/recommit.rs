@@ -1,5 +1,5 @@
 //! Completions whose ledger commit failed (a full disk, a read-only home), committed
-//! again later (issue 27).
+//! again later.
 //!
 //! The finish choke point publishes a completion even when its commit fails, so a
 //! live consumer gets it; the completion is kept here and committed again: by a

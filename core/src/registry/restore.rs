@@ -1,10 +1,10 @@
-//! Restore after a restart (B28, the restore half of B18): every session the
+//! Restore after a restart: every session the
 //! checkpoint lists is re-adopted or honestly closed, and no stranger is signalled.
 //!
 //! [`Registry::restore`] is explicit, not part of [`Registry::new`]: the host (the
 //! daemon) calls it once, right after `new` and before it serves requests, and logs or
 //! shows the [`RestoreReport`]. Keeping it out of `new` keeps construction free of I/O
-//! (B4, B29 "not at construction") and lets an embedding host decide whether a home's
+//! (the home is neither created nor replayed when a registry is built) and lets an embedding host decide whether a home's
 //! leftovers are its to adopt.
 //!
 //! Each entry is classified:
@@ -23,8 +23,8 @@
 //! its exit is watched through a pidfd (Linux 5.3+), else by polling `/proc` every
 //! `reclaim::EXIT_POLL`, and when it ends it finishes through the choke point as `lost`
 //! (its exit status is unknown; a kill by herd reads `killed`), with no completion
-//! published: B28 emits a completion only for a collected exit status. Closed
-//! sessions pass the choke point the same way, so each gets a receipt (B38) and
+//! published: restore emits a completion only for a collected exit status. Closed
+//! sessions pass the choke point the same way, so each gets a receipt and
 //! answers poll by id. A detached pipe session gets its output back: the shell's
 //! stdout and stderr are one pipe, which stays alive while the shell holds its write
 //! end, so restore opens `/proc/<pid>/fd/1` for reading (after pinning the pid by
@@ -37,12 +37,12 @@
 //! restart comes from the log file.
 //!
 //! Notifications: a re-adopted session whose output was reattached keeps its watch
-//! patterns (B20 matches are wakes while it runs). Heartbeats are not re-armed: B21
+//! patterns (matches are wakes while it runs). Heartbeats are not re-armed: a heartbeat
 //! beats only sessions whose completion can be delivered, and a detached session's
 //! never can. Both settings stay in the checkpoint for a later restore.
 //!
 //! A kill of a detached session goes through the ordinary tree kill, which checks the
-//! start time pinned at restore before signalling anything (B18).
+//! start time pinned at restore before signalling anything.
 //!
 //! Invariant: restore never signals anything. Only a later kill by id, kill-all or
 //! shutdown signals a re-adopted session, through tree kill's identity check.
@@ -77,6 +77,7 @@ use std::collections::HashSet;
 
 /// What [`Registry::restore`] did with each checkpointed session.
 #[derive(Debug, Clone, Default, Serialize)]
+#[non_exhaustive]
 pub struct RestoreReport {
     /// Still running with their recorded identity: re-adopted as detached sessions.
     pub adopted: Vec<SessionId>,
@@ -124,7 +125,7 @@ pub(super) enum Fate {
     Gone,
 }
 
-/// Classifies a checkpointed pid by its start time (B18). Reads `/proc` only.
+/// Classifies a checkpointed pid by its start time. Reads `/proc` only.
 pub(super) fn fate(pid: i32, recorded: Option<u64>) -> Fate {
     if pid <= 1 || pid == sys::own_pid() {
         // A corrupt record naming init or this very process is never ours to adopt.
@@ -154,7 +155,7 @@ fn is_other_live_writer(writer: &Writer, me: &Writer) -> bool {
 }
 
 impl Registry {
-    /// Restores the sessions the home's checkpoint lists (B28): call once, right after
+    /// Restores the sessions the home's checkpoint lists: call once, right after
     /// [`Registry::new`], before serving requests. See the module docs of
     /// `registry::restore` for the classification.
     ///
@@ -320,7 +321,7 @@ impl Inner {
     }
 
     /// A session record for a checkpoint entry, its tail seeded from its log file.
-    /// The worker scope a re-adopted session still runs in (B34). The scope is not
+    /// The worker scope a re-adopted session still runs in. The scope is not
     /// checkpointed; its name follows from the id, and the process's own cgroup says
     /// whether it is in it. `systemctl` and the user bus are then looked up from the
     /// daemon's environment, which its children's environment was derived from.

@@ -1,4 +1,4 @@
-//! What leaves the store of finished sessions, and when (issue 27, B11, B38): on
+//! What leaves the store of finished sessions, and when: on
 //! request ([`Registry::clean`]) and on schedule (the retention timer).
 //!
 //! `clean` forgets the finished sessions that match its filters wherever they live:

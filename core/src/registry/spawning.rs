@@ -1,6 +1,6 @@
 //! The spawn path, called once per spawn by [`crate::Registry::spawn`]: checks the
 //! request, judges the command (the self-kill guard), prepares the child's
-//! environment and argv, asks the dispatcher for a scope (B34), starts the job under
+//! environment and argv, asks the dispatcher for a scope, starts the job under
 //! a shim or in this process (a PTY that cannot be opened falls back to pipes),
 //! builds the session, enters it in the table and starts its reader.
 //!
@@ -470,9 +470,9 @@ impl Inner {
         self.watch_scope_ack(session);
     }
 
-    /// Watches a scoped worker enter its unit (B34). One that exits first goes to the
+    /// Watches a scoped worker enter its unit. One that exits first goes to the
     /// dispatcher, which re-checks the user bus: a vanished bus is logged as an
-    /// infrastructure failure (B35) and flips the cached verdict, so the next dispatch
+    /// infrastructure failure and flips the cached verdict, so the next dispatch
     /// degrades (or fails typed) instead of feeding another job to a dead wrapper.
     pub(super) fn watch_scope_ack(&self, session: &Arc<Session>) {
         let (Some(scope), Some(dispatcher)) =
@@ -500,7 +500,7 @@ impl Inner {
         }));
     }
 
-    /// Restart-safe dispatch (B34): a `persist_on_release` session asks the configured
+    /// Restart-safe dispatch: a `persist_on_release` session asks the configured
     /// dispatcher; a scoped one runs the wrapped argv with the bus environment added.
     /// Returns the argv to run, the decision and the scope to record.
     pub(super) async fn dispatch(

@@ -144,7 +144,7 @@ impl Registry {
 /// A real terminal attached to a PTY session (`herd attach`), for as long as the
 /// guard lives: the session's queries (cursor position, status, size) go out with
 /// its output for that terminal to answer, and herd answers them again once the last
-/// guard is dropped (B7).
+/// guard is dropped.
 #[derive(Debug)]
 pub struct TerminalGuard {
     session: Arc<Session>,

@@ -445,7 +445,7 @@ impl Inner {
     /// subreaper sweep) and exits. Each is signalled by number only when its `/proc`
     /// row confirms the start time, or cannot be opened at all: the job started
     /// milliseconds ago and its group keeps its pgid taken while any member lives, so
-    /// the number still names it (B18). Then the usual tree kill, for what is visible.
+    /// the number still names it. Then the usual tree kill, for what is visible.
     async fn stop_unclaimed(&self, id: &SessionId, job: &Unclaimed) {
         use crate::sys::{Identity, identity};
         use nix::sys::signal::Signal;

@@ -1,7 +1,7 @@
 //! The session table: running and finished sessions, the owners' event queues and
 //! what was folded out of them, behind the table lock ([`Inner::lock`], first in the
-//! lock order). Lookup by id, prefix or name (B37), fresh ids, entering a new
-//! session and pruning finished ones (B11).
+//! lock order). Lookup by id, prefix or name, fresh ids, entering a new
+//! session and pruning finished ones.
 //!
 //! Invariant: nothing slow runs under the table lock (no fsync, no plugin, no
 //! `/proc` scan, no file IO); a receipt lookup happens after it is released.
@@ -110,8 +110,8 @@ impl Inner {
         }
     }
 
-    /// B11: drops finished sessions past the TTL, then the oldest beyond the cap.
-    /// Memory is a small cache: the store answers for the rest (B38), so the cache
+    /// Drops finished sessions past the TTL, then the oldest beyond the cap.
+    /// Memory is a small cache: the store answers for the rest, so the cache
     /// never keeps a session past the store's own `result_ttl`.
     pub(super) fn prune(&self, tables: &mut Tables) {
         let now = SystemTime::now();

@@ -6,7 +6,7 @@
 //!
 //! Owns nothing; holds no lock. Output leaves only through [`Inner::show_subject`],
 //! which passes it through the output pipeline with the route and the owner's
-//! identity (B8, B30, B31).
+//! identity.
 
 use std::path::PathBuf;
 
@@ -24,7 +24,7 @@ use crate::id::SessionId;
 use crate::output::page::TextPage;
 use crate::session::{ExitInfo, Session, State};
 
-/// The most bytes of the log file one log page carries (B39); a longer line is cut.
+/// The most bytes of the log file one log page carries; a longer line is cut.
 pub(super) const LOG_PAGE_MAX_BYTES: usize = 200_000;
 
 /// What an answer is about: a live session or a receipt, and how it ended so far.
@@ -141,12 +141,12 @@ pub(crate) struct Sized {
 }
 
 impl Inner {
-    /// The session's command line as it may leave herd: secrets masked (B30).
+    /// The session's command line as it may leave herd: secrets masked.
     pub(crate) fn shown_command(&self, s: &Session) -> Shown {
         self.config.pipeline.show_command(&s.command)
     }
 
-    /// A live session's `window` as it leaves by `route` (B30, B31).
+    /// A live session's `window` as it leaves by `route`.
     pub(crate) fn show(&self, s: &Session, st: &State, route: Route, window: Window<'_>) -> Shown {
         self.show_subject(&Subject::live(s, st), route, window)
     }
@@ -165,7 +165,7 @@ impl Inner {
     }
 
     /// A live session as a subject, with the tail of its `completion_output_chars`
-    /// as it leaves by `route` (B8).
+    /// as it leaves by `route`.
     pub(super) fn sized_subject<'a>(&self, s: &'a Session, route: Route) -> (Subject<'a>, Tail) {
         let growing = s.status() == SessionStatus::Running;
         let (text, cut, key_open) = s.text();
@@ -182,7 +182,7 @@ impl Inner {
     }
 
     /// The one sizing helper: the tail of `completion_output_chars`, cut flag, exit
-    /// fields (B8).
+    /// fields.
     pub(crate) fn sized(&self, s: &Session, route: Route) -> Sized {
         let (subject, tail) = self.sized_subject(s, route);
         Sized {
@@ -194,7 +194,7 @@ impl Inner {
     }
 
     /// The one way output leaves herd: `window` through the output pipeline as the
-    /// subject owner's, redacted with its context (B30, B31).
+    /// subject owner's, redacted with its context.
     pub(super) fn show_subject(
         &self,
         subject: &Subject<'_>,
@@ -234,7 +234,7 @@ impl Inner {
         }
     }
 
-    /// A poll answer (B39).
+    /// A poll answer.
     pub(super) fn poll_answer(
         &self,
         subject: Subject<'_>,
@@ -265,7 +265,7 @@ impl Inner {
         }
     }
 
-    /// A wait answer (B23).
+    /// A wait answer.
     pub(super) fn wait_answer(
         &self,
         subject: Subject<'_>,
@@ -292,7 +292,7 @@ impl Inner {
         }
     }
 
-    /// A kill answer (B15-B17); `source` stands in while the subject has none.
+    /// A kill answer; `source` stands in while the subject has none.
     #[expect(clippy::too_many_arguments, reason = "the parts of one kill's answer")]
     pub(super) fn kill_answer_of(
         &self,
@@ -319,7 +319,7 @@ impl Inner {
         }
     }
 
-    /// A log page's output as it leaves, and the note of a line it cut (B39).
+    /// A log page's output as it leaves, and the note of a line it cut.
     pub(super) fn log_page(
         &self,
         subject: &Subject<'_>,

@@ -8,7 +8,7 @@
 //! their parent are re-parented to it and reaped here instead of piling up as zombies
 //! under init.
 //!
-//! The session ends as the in-process reader ends it (B13): after the job's exit, at
+//! The session ends as the in-process reader ends it: after the job's exit, at
 //! end-of-file, or once output stayed idle for the idle drain, or at once after a kill
 //! (only what is already buffered is read). Then the exit record is written, the log
 //! closed, an attached daemon told, and the process exits.

@@ -3,8 +3,8 @@
 //! Moving a live process into a cgroup (a write to `cgroup.procs`, which is how the
 //! forked child used to enter it before its exec) takes the kernel's global
 //! threadgroup lock for writing, and without the `favordynmods` mount option that
-//! waits for an RCU grace period: 5–30 ms on these hosts, most of a spawn's cost
-//! (issue 32). A child created by `clone3` with `CLONE_INTO_CGROUP` starts in the
+//! waits for an RCU grace period: 5–30 ms on these hosts, most of a spawn's cost.
+//! A child created by `clone3` with `CLONE_INTO_CGROUP` starts in the
 //! cgroup instead, with no migration at all, so nothing it runs ever starts outside
 //! it either.
 //!

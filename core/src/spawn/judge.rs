@@ -30,7 +30,7 @@ impl ScriptReader for Probe {
 }
 
 /// The guard's verdict on `command` started in `cwd`, the same as judging it with a
-/// [`FsScriptReader`] for `cwd` (B33).
+/// [`FsScriptReader`] for `cwd`.
 ///
 /// # Errors
 /// The blocking worker's failure, when the command had to be judged there.

@@ -11,7 +11,7 @@
 //! Invariant: a single member is signalled only through a pidfd opened *before* its
 //! membership was checked again (`/proc/<pid>/cgroup` names the session's cgroup or
 //! one below it), so a pid that left the cgroup and was reused meanwhile is never
-//! signalled (the cgroup analogue of the start-time pinning of B18).
+//! signalled (the cgroup analogue of pinning a pid to its start time before a signal).
 
 use std::ffi::CString;
 use std::fs;

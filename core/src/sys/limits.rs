@@ -1,4 +1,4 @@
-//! Resource limits of a session (issue 36): memory, CPU and process count through the
+//! Resource limits of a session: memory, CPU and process count through the
 //! session's cgroup. The v2 controllers are used where the session's v2 cgroup has
 //! them (`memory.max`, `cpu.max`, `pids.max`); elsewhere, as on a hybrid host whose v2
 //! root carries no controllers, the v1 hierarchy of each controller

@@ -1,4 +1,4 @@
-//! CPU and memory of a session's whole tree as its cgroups count them (issue 36):
+//! CPU and memory of a session's whole tree as its cgroups count them:
 //! v2 `cpu.stat` `usage_usec` (present without any controller), v2
 //! `memory.current` where the memory controller is enabled, else the v1 memory
 //! cgroup a session with limits has on a hybrid host

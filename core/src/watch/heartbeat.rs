@@ -1,4 +1,4 @@
-//! Heartbeat bookkeeping (B21): when a session's next beat is due and what it carries.
+//! Heartbeat bookkeeping: when a session's next beat is due and what it carries.
 //!
 //! A heartbeat tells an agent, every N seconds, what a long-running process printed
 //! since the previous beat. [`Heartbeat`] is the per-session part of that, driven by an
@@ -36,7 +36,7 @@ pub(crate) struct InvalidHeartbeat {
     pub floor_seconds: u64,
 }
 
-/// Validates a user-supplied heartbeat (B21) and returns the interval to use.
+/// Validates a user-supplied heartbeat and returns the interval to use.
 ///
 /// `null` and `0` mean off (`Ok(None)`). A positive whole number of seconds is
 /// raised to `floor` if below it. A whole-valued float such as `90.0` is accepted.

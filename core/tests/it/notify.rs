@@ -142,6 +142,7 @@ fn kinds(events: &[Event]) -> Vec<&'static str> {
             Event::WatchOverflowTripped { .. } => "tripped",
             Event::WatchOverflowReleased { .. } => "released",
             Event::QueueFolded { .. } => "folded",
+            _ => "other",
         })
         .collect()
 }

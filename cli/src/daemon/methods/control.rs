@@ -103,6 +103,7 @@ impl State {
                     HandoffError::MissingPurpose => "missing_purpose",
                     HandoffError::NotRunningOwned { .. } => "not_running_owned",
                     HandoffError::Lookup(_) => "not_found",
+                    _ => "refused",
                 };
                 Err(RpcError {
                     code: REFUSED,

@@ -117,9 +117,8 @@ impl State {
             Err(err @ (RestartError::Forgotten { .. } | RestartError::CommandRedacted { .. })) => {
                 Err(RpcError::new(INVALID_PARAMS, err.to_string()))
             }
-            Err(err @ RestartError::NotStopped { .. }) => {
-                Err(RpcError::new(INTERNAL_ERROR, err.to_string()))
-            }
+            // `NotStopped`, and whatever a later herd-core adds (the enum is non-exhaustive).
+            Err(err) => Err(RpcError::new(INTERNAL_ERROR, err.to_string())),
         }
     }
 }

@@ -1,4 +1,4 @@
-//! The running sessions in the store (B27): a spawn's row (one transaction on the
+//! The running sessions in the store: a spawn's row (one transaction on the
 //! blocking pool, committed before the spawn answers), coalesced refreshes of every
 //! running row on the blocking pool (an owner changed by a handoff, notify turned on;
 //! a burst shares one transaction), the deletion of finished sessions' rows (their
@@ -28,7 +28,7 @@ use crate::session::Session;
 /// How long a finish waits for another write to cover it before asking for its own.
 const FINISH_CHECKPOINT_DELAY: Duration = Duration::from_millis(100);
 
-/// The checkpoint of running sessions (B27): the store, its coalesced writes and the
+/// The checkpoint of running sessions: the store, its coalesced writes and the
 /// pending entries of answered spawns no full write has covered yet.
 #[derive(Debug)]
 pub(super) struct Checkpoints {
@@ -153,7 +153,7 @@ impl Inner {
 
     /// Commits the intent to kill the running ones of `sessions` (one transaction, on
     /// the blocking pool) before the kill begins, so a daemon that dies during the
-    /// kill's grace window leaves it for the next to report (issue 27). A failure is
+    /// kill's grace window leaves it for the next to report. A failure is
     /// logged; the kill goes on.
     pub(in crate::registry) async fn record_kill_intent(
         &self,
@@ -370,7 +370,7 @@ impl Inner {
     }
 }
 
-/// The spawn options a checkpoint keeps beyond the record's own fields (issue 17).
+/// The spawn options a checkpoint keeps beyond the record's own fields.
 pub(super) fn options_record(s: &Session, command_written: &str) -> herd_persistence::SpawnOptions {
     let origin = &s.origin;
     herd_persistence::SpawnOptions {

@@ -1,4 +1,4 @@
-//! The completion ledger (B29): commits a queued completion before it is published,
+//! The completion ledger: commits a queued completion before it is published,
 //! commits far hosts' completions, replays earlier processes' undelivered ones once
 //! per registry, and marks drained ones delivered.
 //!
@@ -21,7 +21,7 @@ use crate::event::Event;
 use crate::id::SessionId;
 use crate::registry::Inner;
 
-/// The completion ledger (B29): opened on the first commit or delivery, and the
+/// The completion ledger: opened on the first commit or delivery, and the
 /// replay of earlier processes' undelivered completions.
 #[derive(Debug)]
 pub(super) struct Completions {
@@ -127,7 +127,7 @@ fn completion_record(event: &Event, value: serde_json::Value) -> Option<Completi
 }
 
 impl Inner {
-    /// Commits a completion to the ledger before it is published (B29). Called inside
+    /// Commits a completion to the ledger before it is published. Called inside
     /// the choke point's critical section for completions that are queued. A failure
     /// is logged at error; the caller publishes anyway. Returns whether the completion
     /// is to be queued: not when the ledger already holds it as delivered.
@@ -247,7 +247,7 @@ impl Inner {
     }
 
     /// Re-queues, once per registry, the undelivered completions earlier processes
-    /// left in the home's ledger (B29). Called by the first `drain` or `subscribe`.
+    /// left in the home's ledger. Called by the first `drain` or `subscribe`.
     pub(in crate::registry) fn replay_once(&self) {
         if matches!(*lock(&self.durable.ledger.replay), Replay::Done) {
             return;
@@ -320,7 +320,7 @@ impl Inner {
         }
     }
 
-    /// Forgets the completions nobody drained within `result_ttl` (B29: unclaimed
+    /// Forgets the completions nobody drained within `result_ttl` (unclaimed
     /// completions are kept as long as results), for the retention timer, so they
     /// go on schedule and not only at the next replay. Creates no ledger. Blocking.
     pub(in crate::registry) fn expire_unclaimed_completions(&self) {

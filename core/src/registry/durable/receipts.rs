@@ -1,4 +1,4 @@
-//! Result receipts of finished sessions (B38): queued right after the choke point,
+//! Result receipts of finished sessions: queued right after the choke point,
 //! redacted and written on the blocking pool (every receipt queued meanwhile in one
 //! transaction of the store in `state.db`), and looked up when memory no longer
 //! knows a session: by id, prefix or name, and a tombstone for one evicted.
@@ -31,7 +31,7 @@ const RECEIPT_BATCH: usize = 512;
 /// The longest an answer waits for its session's receipt commit.
 const RECEIPT_WAIT: Duration = Duration::from_secs(30);
 
-/// The result receipts of finished sessions (B38): the store, the queue of
+/// The result receipts of finished sessions: the store, the queue of
 /// receipts on their way and the ids whose receipt is not written yet.
 #[derive(Debug)]
 pub(super) struct Receipts {
@@ -39,7 +39,7 @@ pub(super) struct Receipts {
     queue: Mutex<(Queue, Vec<ReceiptJob>)>,
     written: watch::Sender<u64>,
     /// Ids whose receipt is queued but not yet written (or given up on). Pruning
-    /// keeps these sessions in memory, so a result is never in neither place (B38).
+    /// keeps these sessions in memory, so a result is never in neither place.
     unwritten: Mutex<HashSet<String>>,
     /// Ids whose receipt's first store attempt has not ended. An answer about such
     /// a session waits for it ([`Inner::receipt_attempted`]): an answer never
@@ -216,7 +216,7 @@ impl Inner {
 
     /// Stores one batch of receipts in one transaction. Blocking. A batch that fails
     /// (a full disk) is kept, its sessions in memory, and stored again later
-    /// (`recommit.rs`, issue 27).
+    /// (the `recommit` module).
     pub(in crate::registry) fn store_receipts(&self, batch: Vec<Stored>) {
         let stored = self.durable.receipts.store.store_all(&batch);
         // Committed (or failed: a full disk must not hold answers back; the receipt
@@ -389,7 +389,7 @@ impl Inner {
         }
     }
 
-    /// Ids of receipts that start with `prefix`, other than `except` (for B37: a
+    /// Ids of receipts that start with `prefix`, other than `except` (for lookup by prefix: a
     /// prefix naming one session in memory and another only by receipt is ambiguous).
     pub(in crate::registry) fn other_receipts_with_prefix(
         &self,

@@ -1,4 +1,4 @@
-//! Free space before a spawn (issue 27): a job is not started on a full disk,
+//! Free space before a spawn: a job is not started on a full disk,
 //! where its supervisor record, its exit record and its log could not be written.
 //! The refusal names the free space and the path, so the person or agent knows
 //! what to free; everything else herd does (list, poll, wait, kill, shutdown)

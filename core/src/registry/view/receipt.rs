@@ -1,4 +1,4 @@
-//! Answers about a session only its result receipt knows (B38): the live answers'
+//! Answers about a session only its result receipt knows: the live answers'
 //! builder fed with the receipt's facts, each saying so in its note.
 
 use herd_hooks::{Route, Window};
@@ -55,7 +55,7 @@ impl Inner {
     }
 
     /// A log page of a session only a receipt knows: paged from its log file like a
-    /// live session's (B39), or from the receipt's tail when the file cannot serve it.
+    /// live session's, or from the receipt's tail when the file cannot serve it.
     pub(crate) fn log_from_receipt(
         &self,
         id: &str,
@@ -182,7 +182,7 @@ impl Inner {
         ))
     }
 
-    /// The `list` row of a session only the store knows (B39): the live row's
+    /// The `list` row of a session only the store knows: the live row's
     /// shape, its preview and command through the pipeline with its owner.
     pub(crate) fn row_from_receipt(&self, r: &ResultReceipt) -> Option<ListRow> {
         let id = SessionId::parse(&r.id)?;

@@ -1,5 +1,5 @@
 //! The socket the daemon attaches to a shim it starts through, made before the
-//! launch (issue 36: a daemon out of descriptors refuses a spawn before anything runs).
+//! launch (a daemon out of descriptors refuses a spawn before anything runs).
 
 use std::io;
 use std::path::Path;

@@ -86,7 +86,7 @@ const EXIT_RETRY_FOR: Duration = Duration::from_secs(24 * 3600);
 /// The longest pause between two tries.
 const EXIT_RETRY_MAX_PAUSE: Duration = Duration::from_secs(5);
 
-/// Writes the exit record again and again (issue 27): the job's real ending must
+/// Writes the exit record again and again: the job's real ending must
 /// not become `lost` because the disk was full when it ended. The shim lives on
 /// meanwhile, so a daemon that restarts finds it alive and waits for the record
 /// rather than declaring it dead. Returns whether the record was written.

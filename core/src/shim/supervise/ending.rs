@@ -1,4 +1,4 @@
-//! The kills the shim carries out itself, as states of its poll loop (issue 36): a
+//! The kills the shim carries out itself, as states of its poll loop: a
 //! kill request of the daemon, the time limit, an operator's SIGTERM to the shim, and
 //! `--kill-leftovers` once the job's main process is done. Each is SIGTERM (and
 //! SIGCONT) to the whole tree, the grace, then SIGKILL (`cgroup.kill` in a cgroup),

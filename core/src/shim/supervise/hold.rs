@@ -1,4 +1,4 @@
-//! What holds a job's tree (issue 36): the session's own cgroup, or, where none can
+//! What holds a job's tree: the session's own cgroup, or, where none can
 //! be had, the shim itself as child subreaper.
 //!
 //! In a cgroup the tree is exactly the cgroup's members: `setsid`, double forks, a
