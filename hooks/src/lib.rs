@@ -55,8 +55,8 @@ pub use pipeline::{
     SUPPRESS_AFTER_TIMEOUT,
 };
 pub use redact::{
-    KEY_LOOKBACK_BYTES, KeyLines, RedactMode, Redactor, RedactorConfig, StreamRedactor,
-    key_open_at_end, key_open_in_log, key_state_matters, mask, recognised_table,
+    KEY_LOOKBACK_BYTES, KeyIndex, KeyLines, RedactMode, Redactor, RedactorConfig, StreamRedactor,
+    key_open_at_end, key_open_in_log, key_open_indexed, key_state_matters, mask, recognised_table,
 };
 pub use window::{LINE_CONTEXT_BYTES, Shown, ShownStream, Window};
 

@@ -467,3 +467,29 @@ fn tokens_split_by_zero_width_or_control_chars_are_masked() {
     let keep = "a\u{200b}b \x1b[31mred\x1b[0m \u{2588}\u{2588} done";
     code(keep, keep);
 }
+
+#[test]
+fn b30_an_nf_escape_and_overstrike_before_a_token_do_not_hide_it() {
+    // Fuzz finding: `ESC SP g` is an nF escape a terminal shows nothing of; the
+    // backspace after it writes the token's first `g` over the `e` before, so a
+    // terminal shows `ozng` + `hp_…` glued: the token, whole.
+    let r = Redactor::builtin();
+    let token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
+    let bold: String = token.chars().map(|c| format!("{c}\u{8}{c}")).collect();
+    let text = format!("^ntn\r0ozne\x1b {bold} \ntwl0");
+    let out = r.redact(&text, RedactMode::Code);
+    let seen = crate::redact::visible_text(&out);
+    assert!(!seen.contains("hijklmnop"), "{out:?} shows {seen:?}");
+    // Every nF form (any intermediates, then a final byte) is removed, and the
+    // token after it is found.
+    for escape in ["\x1b(B", "\x1b$(B", "\x1b!x", "\x1b\"0", "\x1b ,q", "\x1b#8", "\x1b%G"] {
+        let text = format!("token {escape}{token} used");
+        let out = r.redact(&text, RedactMode::Code);
+        assert!(!out.contains("hijklmnop"), "{escape:?}: {out:?}");
+    }
+    // A token glued to a word by no seam stays a word (no over-masking).
+    code(
+        "xghp_abcdefghijklmnopqrstuvwxyz0123456789",
+        "xghp_abcdefghijklmnopqrstuvwxyz0123456789",
+    );
+}
