@@ -67,6 +67,10 @@ pub use stream::StreamRedactor;
 /// (see `Redactor::key_state_needs_more`).
 pub const KEY_LOOKBACK_BYTES: usize = 64 * 1024;
 
+/// The size of the blocks of whole lines a long text is matched in (see
+/// [`Redactor::redact`]): small enough to stay in the cache over every pass.
+const BLOCK_BYTES: usize = 64 * 1024;
+
 /// Which automaton to use for a text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum RedactMode {
@@ -321,8 +325,37 @@ impl Redactor {
     ///
     /// A token split by escapes, zero-width or control characters
     /// (`sk-\u{200b}proj...`, `\x1b[1mghp_\x1b[0m...`) is still found (see `visible`).
+    ///
+    /// A long text is matched in blocks of whole lines ([`BLOCK_BYTES`]), the
+    /// private-key state carried from one to the next, so every pass over the text
+    /// (escapes, keys, triggers, side scanners) reads a block still in the cache
+    /// rather than the whole text from memory once per pass. The result is the
+    /// same: no built-in family's match spans a newline (config patterns may, so a
+    /// redactor with them, and the assignment passes of `SecretDump` mode, which
+    /// anchor on line starts, see the whole text at once).
     pub fn redact<'t>(&self, text: &'t str, mode: RedactMode) -> Cow<'t, str> {
-        let (found, _) = self.find(text, mode, false);
+        if text.len() <= BLOCK_BYTES || mode != RedactMode::Code || self.extra.is_some() {
+            let (found, _) = self.find(text, mode, false);
+            return splice(text, &found);
+        }
+        let mut found = Vec::new();
+        let mut key_open = false;
+        let mut start = 0;
+        while start < text.len() {
+            let reach = start + BLOCK_BYTES;
+            let end = match text.as_bytes().get(reach..) {
+                Some(rest) => memchr::memchr(b'\n', rest).map_or(text.len(), |nl| reach + nl + 1),
+                None => text.len(),
+            };
+            let (block, open) = self.find(&text[start..end], mode, key_open);
+            key_open = open;
+            found.extend(block.into_iter().map(|f| Found {
+                start: start + f.start,
+                end: start + f.end,
+                with: f.with,
+            }));
+            start = end;
+        }
         splice(text, &found)
     }
 

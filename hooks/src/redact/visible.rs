@@ -247,6 +247,17 @@ pub(super) fn first_hidden_from(bytes: &[u8], from: usize) -> Option<usize> {
 fn first_hidden(bytes: &[u8]) -> Option<usize> {
     const BLOCK: usize = 256;
     for (n_block, block) in bytes.chunks(BLOCK).enumerate() {
+        // A cheap superset first (a control but tab, newline and carriage return,
+        // DEL, or any non-ASCII byte: four operations a byte, vectorised), then the
+        // exact set of introducers on the blocks it flags.
+        let maybe = block.iter().fold(0u8, |acc, &b| {
+            acc | u8::from(
+                (b.wrapping_sub(0x20) >= 0x5f) & (b != b'\n') & (b != b'\t') & (b != b'\r'),
+            )
+        });
+        if maybe == 0 {
+            continue;
+        }
         let flagged = block.iter().fold(false, |acc, &b| {
             acc | ((b < 0x20) & (b != b'\n') & (b != b'\t') & (b != b'\r'))
                 | (b == 0x7f)
