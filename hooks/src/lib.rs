@@ -56,7 +56,7 @@ pub use pipeline::{
 };
 pub use redact::{
     KEY_LOOKBACK_BYTES, KeyIndex, KeyLines, RedactMode, Redactor, RedactorConfig, StreamRedactor,
-    key_open_at_end, key_open_in_log, key_open_indexed, key_state_matters, mask, recognised_table,
+    key_open_at_end, key_open_in_log, key_state_matters, mask, recognised_table,
 };
 pub use window::{LINE_CONTEXT_BYTES, Shown, ShownStream, Window};
 

@@ -58,7 +58,7 @@ mod triggers;
 mod visible;
 
 pub use keyindex::KeyIndex;
-pub use lookback::{key_open_in_log, key_open_indexed};
+pub use lookback::key_open_in_log;
 pub use stream::StreamRedactor;
 
 /// How much output before a window a route reads at first to learn whether the

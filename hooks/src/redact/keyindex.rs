@@ -161,7 +161,9 @@ impl KeyIndex {
                 let Some(hit) = [marker, hidden].into_iter().flatten().min() else {
                     return;
                 };
-                pos = memchr::memrchr(b'\n', &text[..hit]).map_or(0, |nl| nl + 1).max(pos);
+                pos = memchr::memrchr(b'\n', &text[..hit])
+                    .map_or(0, |nl| nl + 1)
+                    .max(pos);
             }
             let end = memchr::memchr(b'\n', &text[pos..]).map_or(text.len(), |idx| pos + idx);
             self.line(&text[pos..end], base + pos as u64);

@@ -22,7 +22,7 @@ use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 
-use super::{KEY_LOOKBACK_BYTES, KeyIndex, key_open_after, key_state_matters, keys, visible};
+use super::{KEY_LOOKBACK_BYTES, key_open_after, key_state_matters, keys, visible};
 
 /// How much the far search reads at a time, backwards for a marker and forwards
 /// over the lines of an open block.
@@ -50,20 +50,6 @@ pub fn key_open_in_log(log: Option<&File>, at: u64, after: &str) -> bool {
             tracing::debug!(%error, "the log's length is unknown; a key is taken as open");
             true
         }
-    }
-}
-
-/// [`key_open_in_log`], asking `index` (the session's [`KeyIndex`], kept as its
-/// output was ingested) first: a lookup, where the log's look-back reads the log.
-/// The log is read only for an offset the index did not see decided (output from
-/// before a restart, a backlog never read into memory).
-pub fn key_open_indexed(index: &KeyIndex, log: Option<&File>, at: u64, after: &str) -> bool {
-    if at == 0 || !key_state_matters(after) {
-        return false;
-    }
-    match index.open_at(at) {
-        Some(open) => open,
-        None => key_open_in_log(log, at, after),
     }
 }
 

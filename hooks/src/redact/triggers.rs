@@ -309,7 +309,9 @@ fn packed_searchers(plan: &mut [Trigger], in_group: impl Fn(&Trigger) -> bool) -
         match built {
             Some(searcher) => searchers.push(searcher),
             None => {
-                tracing::warn!("redaction trigger literals cannot be packed; those patterns run over the whole text");
+                tracing::warn!(
+                    "redaction trigger literals cannot be packed; those patterns run over the whole text"
+                );
                 for t in plan.iter_mut().filter(|t| in_group(t)) {
                     *t = Trigger::Always;
                 }

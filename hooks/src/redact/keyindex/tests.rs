@@ -40,10 +40,18 @@ fn b30_the_index_answers_a_window_deep_in_a_long_key_and_not_after_seq() {
     }
     let index = index_of(&text, 4096);
     assert_eq!(index.open_at(at(deep)), Some(true), "deep in the key");
-    assert_eq!(index.open_at(at(deep + 5)), Some(true), "inside a body line");
+    assert_eq!(
+        index.open_at(at(deep + 5)),
+        Some(true),
+        "inside a body line"
+    );
     assert_eq!(index.open_at(6), Some(false), "before the BEGIN line");
     assert_eq!(index.open_at(at(after_end)), Some(false), "after its END");
-    assert_eq!(index.open_at(at(text.len() - 3)), Some(false), "deep in seq output");
+    assert_eq!(
+        index.open_at(at(text.len() - 3)),
+        Some(false),
+        "deep in seq output"
+    );
 }
 
 #[test]
