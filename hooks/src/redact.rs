@@ -57,7 +57,7 @@ mod suffixed;
 mod triggers;
 mod visible;
 
-pub use keyindex::KeyIndex;
+pub use keyindex::{KeyIndex, KeyLines};
 pub use lookback::key_open_in_log;
 pub use stream::StreamRedactor;
 
@@ -691,42 +691,6 @@ fn side_kind(kind: &Kind) -> &'static Kind {
 #[cfg(test)]
 pub(crate) fn visible_text(text: &str) -> String {
     visible::strip(text).map_or_else(|| text.to_owned(), |(copy, _)| copy)
-}
-
-/// Private-key blocks over a stream of lines, for a route that sees output one line
-/// at a time and shows some of the lines later (watch matches): each line comes
-/// back with the parts of a block masked, the state carried to the next line.
-#[derive(Debug, Default, Clone)]
-pub struct KeyLines {
-    open: bool,
-}
-
-impl KeyLines {
-    /// A tracker outside any block.
-    pub fn new() -> KeyLines {
-        KeyLines::default()
-    }
-
-    /// Feeds one line (without its newline): the line with its key parts masked.
-    pub fn line<'l>(&mut self, line: &'l str) -> Cow<'l, str> {
-        let (spans, open) = keys::spans(line, self.open);
-        self.open = open;
-        let found: Vec<Found> = spans
-            .into_iter()
-            .filter(|(s, e)| e > s)
-            .map(|(start, end)| Found {
-                start,
-                end,
-                with: keys::KEY_MASK.to_owned(),
-            })
-            .collect();
-        splice(line, &found)
-    }
-
-    /// Whether a block is open after the lines fed so far.
-    pub fn is_open(&self) -> bool {
-        self.open
-    }
 }
 
 /// One replacement: `text[start..end]` becomes `with`.

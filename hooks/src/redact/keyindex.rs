@@ -22,7 +22,9 @@
 //! state of the block the offset's line lies in (inside a line): a line inside a
 //! block is taken as key body up to the offset.
 
-use super::{keys, visible};
+use std::borrow::Cow;
+
+use super::{Found, keys, splice, visible};
 
 /// An unfinished line longer than this is taken as ended there (memory stays
 /// bounded; the stream redactor cuts long lines the same way).
@@ -203,6 +205,42 @@ impl KeyIndex {
             }
             _ => {}
         }
+    }
+}
+
+/// Private-key blocks over a stream of lines, for a route that sees output one line
+/// at a time and shows some of the lines later (watch matches): each line comes
+/// back with the parts of a block masked, the state carried to the next line.
+#[derive(Debug, Default, Clone)]
+pub struct KeyLines {
+    open: bool,
+}
+
+impl KeyLines {
+    /// A tracker outside any block.
+    pub fn new() -> KeyLines {
+        KeyLines::default()
+    }
+
+    /// Feeds one line (without its newline): the line with its key parts masked.
+    pub fn line<'l>(&mut self, line: &'l str) -> Cow<'l, str> {
+        let (spans, open) = keys::spans(line, self.open);
+        self.open = open;
+        let found: Vec<Found> = spans
+            .into_iter()
+            .filter(|(s, e)| e > s)
+            .map(|(start, end)| Found {
+                start,
+                end,
+                with: keys::KEY_MASK.to_owned(),
+            })
+            .collect();
+        splice(line, &found)
+    }
+
+    /// Whether a block is open after the lines fed so far.
+    pub fn is_open(&self) -> bool {
+        self.open
     }
 }
 
