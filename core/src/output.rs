@@ -37,11 +37,32 @@ pub(crate) fn text_before(file: &File, at: u64) -> std::io::Result<String> {
 ///
 /// # Errors
 /// When the file cannot be read.
-pub(crate) fn context_before(file: &File, at: u64) -> std::io::Result<(String, bool)> {
+pub(crate) fn context_before(
+    file: &File,
+    at: u64,
+    known: KeyLookup<'_>,
+) -> std::io::Result<(String, bool)> {
     let text = text_before(file, at)?;
     let from = at.saturating_sub(herd_hooks::KEY_LOOKBACK_BYTES as u64);
-    let open = herd_hooks::key_open_in_log(Some(file), from, &text);
+    let open = key_open_at(known, Some(file), from, &text);
     Ok((text, open))
+}
+
+/// The session's key index as a route asks it: whether a private-key block is open
+/// at an offset of the output, `None` when the index did not see what decides it
+/// (see [`Tail::key_open_at`]); `&|_| None` where no session is at hand (a receipt).
+pub(crate) type KeyLookup<'a> = &'a dyn Fn(u64) -> Option<bool>;
+
+/// Whether a private-key block is open at byte `at` of a session's output, where
+/// `after` is what is shown from there: asked of the session's key index (a lookup)
+/// and, only when the index did not see what decides it, of the log by the one
+/// look-back rule ([`herd_hooks::key_open_in_log`]). Nothing is asked when `after`'s
+/// first line cannot be key body.
+pub(crate) fn key_open_at(known: KeyLookup<'_>, log: Option<&File>, at: u64, after: &str) -> bool {
+    if at == 0 || !herd_hooks::key_state_matters(after) {
+        return false;
+    }
+    known(at).unwrap_or_else(|| herd_hooks::key_open_in_log(log, at, after))
 }
 
 /// The last `chars` characters of a session's tail `text`: `growing` while it runs
@@ -80,7 +101,7 @@ pub(crate) fn read_fully(file: &File, buf: &mut Vec<u8>, at: u64) -> std::io::Re
 /// [`context_before`] of the log at `path`, ANSI-stripped like the tail; empty when
 /// the log cannot be read (then there is no context to add).
 pub(crate) fn log_text_before(path: &std::path::Path, at: u64) -> (String, bool) {
-    match File::open(path).and_then(|file| context_before(&file, at)) {
+    match File::open(path).and_then(|file| context_before(&file, at, &|_| None)) {
         Ok((text, open)) => (crate::text::strip_ansi(&text), open),
         Err(error) => {
             tracing::debug!(path = %path.display(), %error, "no log context for a receipt");
@@ -100,6 +121,9 @@ pub(crate) struct Tail {
     total_ingested: u64,
     /// Bytes that did not make it into the log (cap reached or write failed).
     bytes_not_kept: u64,
+    /// The private-key blocks of everything ingested, kept as it arrives: routes
+    /// look the key state at an offset up here instead of reading the log before it.
+    keys: herd_hooks::KeyIndex,
 }
 
 impl Tail {
@@ -110,6 +134,7 @@ impl Tail {
             bound: bound.max(1),
             total_ingested: 0,
             bytes_not_kept: 0,
+            keys: herd_hooks::KeyIndex::new(),
         }
     }
 
@@ -117,6 +142,7 @@ impl Tail {
     pub(crate) fn push(&mut self, chunk: &[u8], not_kept: u64) {
         self.total_ingested += chunk.len() as u64;
         self.bytes_not_kept += not_kept;
+        self.keys.push(chunk);
         let chunk = if chunk.len() > self.bound {
             self.bytes.clear();
             &chunk[chunk.len() - self.bound..]
@@ -137,6 +163,7 @@ impl Tail {
         if n > 0 {
             self.total_ingested += n;
             self.bytes.clear();
+            self.keys.skip(n);
         }
     }
 
@@ -144,6 +171,7 @@ impl Tail {
     pub(crate) fn count_not_kept(&mut self, n: u64) {
         self.total_ingested += n;
         self.bytes_not_kept += n;
+        self.keys.skip(n);
     }
 
     /// The last `bound` bytes, and whether earlier output exists that they omit.
@@ -182,9 +210,17 @@ impl Tail {
         self.bytes_not_kept
     }
 
+    /// Whether a private-key block is open at output offset `at`, as the key index
+    /// kept at ingest says; `None` when it did not see what decides it (output from
+    /// before a restart or never read into memory: ask the log).
+    pub(crate) fn key_open_at(&self, at: u64) -> Option<bool> {
+        self.keys.open_at(at)
+    }
+
     /// Drops the memory of a session nobody can ask about any more.
     pub(crate) fn release(&mut self) {
         self.bytes = Vec::new();
+        self.keys = herd_hooks::KeyIndex::default();
     }
 }
 

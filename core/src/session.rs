@@ -249,11 +249,21 @@ impl Session {
     /// came before, is asked only when the tail's first line could be key body, and
     /// a log cut by its cap says what it can.
     pub(crate) fn key_open_at(&self, text: &str, cut: bool, from: u64) -> bool {
-        if !cut {
+        if !cut || from == 0 || !herd_hooks::key_state_matters(text) {
             return false;
+        }
+        // The index kept at ingest answers by a lookup; the log only for output
+        // it did not see decided (from before a restart).
+        if let Some(open) = self.tail().key_open_at(from) {
+            return open;
         }
         let log = std::fs::File::open(&self.log_path).ok();
         herd_hooks::key_open_in_log(log.as_ref(), from, text)
+    }
+
+    /// The session's key index as routes that read the log ask it.
+    pub(crate) fn key_lookup(&self) -> impl Fn(u64) -> Option<bool> + '_ {
+        |at| self.tail().key_open_at(at)
     }
 
     /// The tail as text at end of stream: an incomplete trailing character becomes

@@ -55,7 +55,7 @@ pub use pipeline::{
     SUPPRESS_AFTER_TIMEOUT,
 };
 pub use redact::{
-    KEY_LOOKBACK_BYTES, KeyLines, RedactMode, Redactor, RedactorConfig, StreamRedactor,
+    KEY_LOOKBACK_BYTES, KeyIndex, KeyLines, RedactMode, Redactor, RedactorConfig, StreamRedactor,
     key_open_at_end, key_open_in_log, key_state_matters, mask, recognised_table,
 };
 pub use window::{LINE_CONTEXT_BYTES, Shown, ShownStream, Stored, Window};

@@ -48,6 +48,7 @@ use crate::Error;
 
 mod command;
 mod families;
+mod keyindex;
 mod keys;
 mod lookback;
 mod providers;
@@ -56,6 +57,7 @@ mod suffixed;
 mod triggers;
 mod visible;
 
+pub use keyindex::{KeyIndex, KeyLines};
 pub use lookback::key_open_in_log;
 pub use stream::StreamRedactor;
 
@@ -64,6 +66,10 @@ pub use stream::StreamRedactor;
 /// read could be key body, the route reads further back, to the block's start
 /// (see `Redactor::key_state_needs_more`).
 pub const KEY_LOOKBACK_BYTES: usize = 64 * 1024;
+
+/// The size of the blocks of whole lines a long text is matched in (see
+/// [`Redactor::redact`]): small enough to stay in the cache over every pass.
+const BLOCK_BYTES: usize = 64 * 1024;
 
 /// Which automaton to use for a text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -160,10 +166,17 @@ impl Compiled {
     /// Every match in `text` (leftmost-first, as `re.find_iter` finds them),
     /// found by running `re` anchored only where `triggers` (derived from these
     /// patterns) report a possible start. Clean text costs the trigger scan alone.
+    ///
+    /// `map` is the visible copy's map onto the original (see `visible::strip`):
+    /// where hidden bytes were removed just before a trigger (an escape, a
+    /// backspace that overwrote a character), the text before it was written
+    /// apart from it, so that seam counts as a word boundary (`e ESC SP g\bghp_…`
+    /// shows `ghp_…` written over the `e`).
     fn anchored_matches<'s>(
         &'s self,
         triggers: &triggers::Triggers,
         text: &str,
+        map: Option<&[usize]>,
         priority: u8,
         out: &mut Vec<(usize, u8, usize, &'s Kind)>,
     ) {
@@ -176,17 +189,25 @@ impl Compiled {
             let input = Input::new(text)
                 .span(at..text.len())
                 .anchored(Anchored::Yes);
-            match self.re.search(&input) {
-                Some(m) if m.end() > m.start() => {
-                    out.push((
-                        m.start(),
-                        priority,
-                        m.end(),
-                        &self.kinds[m.pattern().as_usize()],
-                    ));
-                    pos = m.end();
+            let found = match self.re.search(&input) {
+                Some(m) if m.end() > m.start() => Some((m.start(), m.end(), m.pattern())),
+                _ => match map {
+                    Some(map) if at > 0 && map[at] != map[at - 1] + 1 => {
+                        let input = Input::new(&text[at..]).anchored(Anchored::Yes);
+                        self.re
+                            .search(&input)
+                            .filter(|m| m.end() > m.start())
+                            .map(|m| (at + m.start(), at + m.end(), m.pattern()))
+                    }
+                    _ => None,
+                },
+            };
+            match found {
+                Some((start, end, pattern)) => {
+                    out.push((start, priority, end, &self.kinds[pattern.as_usize()]));
+                    pos = end;
                 }
-                _ => pos = at + 1,
+                None => pos = at + 1,
             }
         }
     }
@@ -304,8 +325,37 @@ impl Redactor {
     ///
     /// A token split by escapes, zero-width or control characters
     /// (`sk-\u{200b}proj...`, `\x1b[1mghp_\x1b[0m...`) is still found (see `visible`).
+    ///
+    /// A long text is matched in blocks of whole lines ([`BLOCK_BYTES`]), the
+    /// private-key state carried from one to the next, so every pass over the text
+    /// (escapes, keys, triggers, side scanners) reads a block still in the cache
+    /// rather than the whole text from memory once per pass. The result is the
+    /// same: no built-in family's match spans a newline (config patterns may, so a
+    /// redactor with them, and the assignment passes of `SecretDump` mode, which
+    /// anchor on line starts, see the whole text at once).
     pub fn redact<'t>(&self, text: &'t str, mode: RedactMode) -> Cow<'t, str> {
-        let (found, _) = self.find(text, mode, false);
+        if text.len() <= BLOCK_BYTES || mode != RedactMode::Code || self.extra.is_some() {
+            let (found, _) = self.find(text, mode, false);
+            return splice(text, &found);
+        }
+        let mut found = Vec::new();
+        let mut key_open = false;
+        let mut start = 0;
+        while start < text.len() {
+            let reach = start + BLOCK_BYTES;
+            let end = match text.as_bytes().get(reach..) {
+                Some(rest) => memchr::memchr(b'\n', rest).map_or(text.len(), |nl| reach + nl + 1),
+                None => text.len(),
+            };
+            let (block, open) = self.find(&text[start..end], mode, key_open);
+            key_open = open;
+            found.extend(block.into_iter().map(|f| Found {
+                start: start + f.start,
+                end: start + f.end,
+                with: f.with,
+            }));
+            start = end;
+        }
         splice(text, &found)
     }
 
@@ -370,7 +420,7 @@ impl Redactor {
             .collect();
         let n_keys = found.len();
         let mut key_idx = 0;
-        for (start, end, kind) in self.matches(haystack, mode) {
+        for (start, end, kind) in self.matches(haystack, map, mode) {
             if end <= start {
                 continue;
             }
@@ -512,18 +562,23 @@ impl Redactor {
     /// Every match in `text`, sorted by start and non-overlapping. On overlap
     /// the earlier start wins; on a tie the built-in automaton, then the side
     /// scanner, then config patterns.
-    fn matches<'s>(&'s self, text: &str, mode: RedactMode) -> Vec<(usize, usize, &'s Kind)> {
+    fn matches<'s>(
+        &'s self,
+        text: &str,
+        map: Option<&[usize]>,
+        mode: RedactMode,
+    ) -> Vec<(usize, usize, &'s Kind)> {
         // (start, priority, end, kind)
         let mut all: Vec<(usize, u8, usize, &Kind)> = Vec::new();
         match mode {
             RedactMode::Code => {
                 self.code
-                    .anchored_matches(&self.triggers, text, 0, &mut all);
+                    .anchored_matches(&self.triggers, text, map, 0, &mut all);
                 for (s, e, k) in families::side_matches(text) {
                     all.push((s, 1, e, side_kind(&k)));
                 }
                 if let Some((extra, triggers)) = &self.extra {
-                    extra.anchored_matches(triggers, text, 2, &mut all);
+                    extra.anchored_matches(triggers, text, map, 2, &mut all);
                 }
             }
             RedactMode::SecretDump => {
@@ -588,33 +643,37 @@ pub fn key_open_at_end(text: &str) -> bool {
     key_open_after(text, false)
 }
 
-/// The key state after `before` (see [`keys::open_after`]), on the text a person
-/// would see, at the cost of the part that matters. A line holding `-----` is
-/// never key body, so the state after the last such line does not depend on what
-/// came before it: within the last [`KEY_LOOKBACK_BYTES`] the machine runs from
-/// that line (escapes removed from there on). Without one
-/// there, a block can be open only if every line since one could be key body: the
-/// look-back walks back over such lines, however many, to the nearest line that
-/// cannot be (usually the last one), and runs from there.
+/// The key state after `before`, on the text a person would see, at the cost of
+/// the lines that matter. A line that cannot be key body (a marker line among
+/// them) decides the state after it whatever came before it, so the look-back
+/// walks back from the end over the lines that could be body (judged as a person
+/// sees them: escapes and overstrike resolved line by line, which is exact since
+/// no escape spans a line) to the nearest one that cannot (usually the last line),
+/// and runs the state machine from there. When every line of `before` could be
+/// key body, `open_at_start` decides (such lines keep a block open and open none).
+/// No fixed look-back and no search over text that does not matter: the cost is
+/// that of the trailing run of body-like lines.
 fn key_open_after(before: &str, open_at_start: bool) -> bool {
-    let mut floor = before.len().saturating_sub(KEY_LOOKBACK_BYTES);
-    while !before.is_char_boundary(floor) {
-        floor += 1;
-    }
-    // The visible copy is made only from the line of the last marker on (a
-    // marker broken up by escapes is seen inside a window's own context, not here).
-    if let Some(at) = memchr::memmem::rfind(&before.as_bytes()[floor..], b"-----") {
-        let at = floor + at;
-        let from = memchr::memrchr(b'\n', &before.as_bytes()[..at]).map_or(0, |nl| nl + 1);
-        let slice = &before[from..];
-        return match visible::strip(slice) {
-            Some((seen, _)) => keys::open_after(&seen, false),
-            None => keys::open_after(slice, false),
+    let bytes = before.as_bytes();
+    let mut end = before.len();
+    loop {
+        let line_start = memchr::memrchr(b'\n', &bytes[..end]).map_or(0, |nl| nl + 1);
+        let line = &before[line_start..end];
+        let body = match visible::strip(line) {
+            Some((seen, _)) => keys::could_be_body(&seen),
+            None => keys::could_be_body(line),
         };
-    }
-    match keys::lookback_start(before) {
-        Some(from) => keys::spans(&before[from..], false).1,
-        None => open_at_start,
+        if !body {
+            let from = &before[line_start..];
+            return match visible::strip(from) {
+                Some((seen, _)) => keys::spans(&seen, false).1,
+                None => keys::spans(from, false).1,
+            };
+        }
+        if line_start == 0 {
+            return open_at_start;
+        }
+        end = line_start - 1;
     }
 }
 
@@ -632,42 +691,6 @@ fn side_kind(kind: &Kind) -> &'static Kind {
 #[cfg(test)]
 pub(crate) fn visible_text(text: &str) -> String {
     visible::strip(text).map_or_else(|| text.to_owned(), |(copy, _)| copy)
-}
-
-/// Private-key blocks over a stream of lines, for a route that sees output one line
-/// at a time and shows some of the lines later (watch matches): each line comes
-/// back with the parts of a block masked, the state carried to the next line.
-#[derive(Debug, Default, Clone)]
-pub struct KeyLines {
-    open: bool,
-}
-
-impl KeyLines {
-    /// A tracker outside any block.
-    pub fn new() -> KeyLines {
-        KeyLines::default()
-    }
-
-    /// Feeds one line (without its newline): the line with its key parts masked.
-    pub fn line<'l>(&mut self, line: &'l str) -> Cow<'l, str> {
-        let (spans, open) = keys::spans(line, self.open);
-        self.open = open;
-        let found: Vec<Found> = spans
-            .into_iter()
-            .filter(|(s, e)| e > s)
-            .map(|(start, end)| Found {
-                start,
-                end,
-                with: keys::KEY_MASK.to_owned(),
-            })
-            .collect();
-        splice(line, &found)
-    }
-
-    /// Whether a block is open after the lines fed so far.
-    pub fn is_open(&self) -> bool {
-        self.open
-    }
 }
 
 /// One replacement: `text[start..end]` becomes `with`.

@@ -177,6 +177,7 @@ impl TextPage {
         limit: usize,
         max_bytes: usize,
         is_running: bool,
+        known: super::KeyLookup<'_>,
     ) -> io::Result<Option<TextPage>> {
         let file = match File::open(path) {
             Ok(file) => file,
@@ -186,7 +187,7 @@ impl TextPage {
         let raw = read_page(&file, offset, limit, max_bytes)?;
         // The context: what the log holds before the page (for a private-key block
         // the page starts inside, or a cut line's start) and the rest of a cut line.
-        let (before, key_open) = super::context_before(&file, raw.start_byte)?;
+        let (before, key_open) = super::context_before(&file, raw.start_byte, known)?;
         let end_byte = raw.start_byte + raw.bytes.len() as u64;
         let mut after = Vec::new();
         if raw.is_tail_cut {

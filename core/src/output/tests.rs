@@ -29,3 +29,27 @@ fn b5_big_chunk_keeps_its_end() {
     small.push(b"ab", 0);
     assert_eq!(small.view(), (&b"ab"[..], false));
 }
+
+#[test]
+fn b30_the_tail_keeps_the_key_state_of_everything_ingested() {
+    // A key far longer than the tail: deep in it the state is a lookup, and it is
+    // open though the tail and any fixed look-back lost the BEGIN long ago.
+    let body = b"MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7\n";
+    let mut tail = Tail::new(4096);
+    tail.push(b"build ok\n-----BEGIN RSA PRIVATE KEY-----\n", 0);
+    for _ in 0..5_000 {
+        tail.push(body, 0);
+    }
+    let deep = tail.total_ingested() - 3 * body.len() as u64;
+    assert_eq!(tail.key_open_at(deep), Some(true));
+    tail.push(b"-----END RSA PRIVATE KEY-----\n", 0);
+    for n in 0..20_000 {
+        tail.push(format!("{n}\n").as_bytes(), 0);
+    }
+    assert_eq!(tail.key_open_at(tail.total_ingested() - 4), Some(false));
+    assert_eq!(tail.key_open_at(3), Some(false));
+    // Output that went by unseen (not kept, not read): the log decides there.
+    tail.count_not_kept(100);
+    tail.push(body, 0);
+    assert_eq!(tail.key_open_at(tail.total_ingested() - 10), None);
+}

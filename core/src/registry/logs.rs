@@ -101,6 +101,7 @@ pub(crate) fn read_chunk(
     from_byte: u64,
     max_bytes: usize,
     is_running: bool,
+    known: crate::output::KeyLookup<'_>,
 ) -> Result<Option<ChunkRead>, Error> {
     let io_err = |source| Error::Io {
         path: path.to_owned(),
@@ -143,7 +144,7 @@ pub(crate) fn read_chunk(
     // Whether a private-key block is open where the context starts: asked of the
     // log further back only when the context's first line could be key body.
     let head = String::from_utf8_lossy(&buf[before_start..chunk_start.min(before_start + 4096)]);
-    let key_open = cut && herd_hooks::key_open_in_log(Some(&file), before_abs, &head);
+    let key_open = cut && crate::output::key_open_at(known, Some(&file), before_abs, &head);
     if let Some((start, end)) =
         one_text(&buf, before_start, cut, chunk_start, chunk_stop, after_stop)
     {
@@ -307,8 +308,8 @@ impl LogFollower {
         if from_byte > 0
             && let Ok(file) = File::open(&path)
         {
-            let (before, open) =
-                crate::output::context_before(&file, from_byte).map_err(|source| Error::Io {
+            let (before, open) = crate::output::context_before(&file, from_byte, &|_| None)
+                .map_err(|source| Error::Io {
                     path: path.clone(),
                     source,
                 })?;

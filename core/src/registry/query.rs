@@ -150,7 +150,14 @@ impl Registry {
                 }
             ))
         } else {
-            match TextPage::of_file(&s.log_path, offset, limit, LOG_PAGE_MAX_BYTES, is_running) {
+            match TextPage::of_file(
+                &s.log_path,
+                offset,
+                limit,
+                LOG_PAGE_MAX_BYTES,
+                is_running,
+                &s.key_lookup(),
+            ) {
                 Ok(Some(page)) => {
                     return Ok(self.log_answer(&s, page, notes));
                 }
@@ -211,7 +218,14 @@ impl Registry {
             }
         };
         let is_running = s.status() == SessionStatus::Running;
-        let Some(read) = logs::read_chunk(&s.log_path, from_byte, max_bytes, is_running)? else {
+        let Some(read) = logs::read_chunk(
+            &s.log_path,
+            from_byte,
+            max_bytes,
+            is_running,
+            &s.key_lookup(),
+        )?
+        else {
             // No log yet: it is empty, so its end is 0 wherever the read asked.
             return Ok(LogChunk {
                 session_id: s.id.clone(),

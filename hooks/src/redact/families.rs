@@ -531,12 +531,40 @@ pub(super) fn side_matches(text: &str) -> Vec<(usize, usize, Kind)> {
         if idx < next_free {
             continue;
         }
+        // One or two byte tests first: most `:` and `.` in logs (times, versions,
+        // host names, paths) fail them, and only a hit that passes pays for the
+        // family's own checks.
+        let prev = if idx > 0 { bytes[idx - 1] } else { b' ' };
+        let next = bytes.get(idx + 1).copied().unwrap_or(b' ');
         let hit = match bytes[idx] {
-            b':' => telegram_at(bytes, idx).or_else(|| userinfo_at(bytes, idx)),
-            b'.' => zhipu_at(bytes, idx)
-                .or_else(|| discord_at(bytes, idx))
-                .or_else(|| terraform_at(bytes, idx))
-                .or_else(|| super::suffixed::vault_legacy_at(bytes, idx)),
+            b':' => {
+                let telegram = if prev.is_ascii_digit() {
+                    telegram_at(bytes, idx)
+                } else {
+                    None
+                };
+                telegram.or_else(|| (next == b'/').then(|| userinfo_at(bytes, idx)).flatten())
+            }
+            b'.' => {
+                let hex = prev.is_ascii_digit() || (b'a'..=b'f').contains(&prev);
+                let zhipu = if hex && idx >= 32 {
+                    zhipu_at(bytes, idx)
+                } else {
+                    None
+                };
+                zhipu
+                    .or_else(|| {
+                        (bytes.get(idx + 7) == Some(&b'.'))
+                            .then(|| discord_at(bytes, idx))
+                            .flatten()
+                    })
+                    .or_else(|| (next == b'a').then(|| terraform_at(bytes, idx)).flatten())
+                    .or_else(|| {
+                        (prev == b's')
+                            .then(|| super::suffixed::vault_legacy_at(bytes, idx))
+                            .flatten()
+                    })
+            }
             _ => azure_secret_at(bytes, idx),
         };
         if let Some((start, end, kind)) = hit {

@@ -79,6 +79,7 @@ pub(crate) fn lookback_start(before: &str) -> Option<usize> {
 /// line does not depend on what came before it: the machine runs from there
 /// (found by one backwards search), and only a `before` without any marker needs
 /// `open_at_start` and its lines.
+#[cfg(test)]
 pub(crate) fn open_after(before: &str, open_at_start: bool) -> bool {
     match memchr::memmem::rfind(before.as_bytes(), b"-----") {
         Some(at) => {

@@ -13,6 +13,11 @@
 //! that line opens a block does it read forward from it to the position, checking
 //! the lines between. A log without any marker before the position has no block open.
 //!
+//! A session's routes ask its `KeyIndex` first (kept as the output was
+//! ingested: a lookup); this look-back answers only what the index did not see
+//! decided (output from before a restart, a backlog never read into memory, a
+//! receipt of a session that is gone).
+//!
 //! A log that does not reach the position (its cap, a failed write) says what it
 //! can: a block open where the log stops is open, and for the output the log did
 //! not keep, a block is open only when the text after the position shows an END

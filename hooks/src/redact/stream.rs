@@ -129,8 +129,13 @@ impl StreamRedactor {
         let rest = self.held.split_off(cut);
         let ready = std::mem::replace(&mut self.held, rest);
         let n_shown = self.line_shown.len();
-        let mut text = std::mem::take(&mut self.line_shown);
-        text.push_str(&ready);
+        let text = if n_shown == 0 {
+            ready
+        } else {
+            let mut text = std::mem::take(&mut self.line_shown);
+            text.push_str(&ready);
+            text
+        };
         let (found, open) = self.redactor.find(&text, self.mode, self.key_open);
         let out = splice_continuing(&text, &found, n_shown, self.shown_mask.as_deref());
         self.shown_mask = None;

@@ -467,3 +467,60 @@ fn tokens_split_by_zero_width_or_control_chars_are_masked() {
     let keep = "a\u{200b}b \x1b[31mred\x1b[0m \u{2588}\u{2588} done";
     code(keep, keep);
 }
+
+#[test]
+fn b30_an_nf_escape_and_overstrike_before_a_token_do_not_hide_it() {
+    // Fuzz finding: `ESC SP g` is an nF escape a terminal shows nothing of; the
+    // backspace after it writes the token's first `g` over the `e` before, so a
+    // terminal shows `ozng` + `hp_…` glued: the token, whole.
+    let r = Redactor::builtin();
+    let token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
+    let bold: String = token.chars().map(|c| format!("{c}\u{8}{c}")).collect();
+    let text = format!("^ntn\r0ozne\x1b {bold} \ntwl0");
+    let out = r.redact(&text, RedactMode::Code);
+    let seen = crate::redact::visible_text(&out);
+    assert!(!seen.contains("hijklmnop"), "{out:?} shows {seen:?}");
+    // Every nF form (any intermediates, then a final byte) is removed, and the
+    // token after it is found.
+    for escape in [
+        "\x1b(B", "\x1b$(B", "\x1b!x", "\x1b\"0", "\x1b ,q", "\x1b#8", "\x1b%G",
+    ] {
+        let text = format!("token {escape}{token} used");
+        let out = r.redact(&text, RedactMode::Code);
+        assert!(!out.contains("hijklmnop"), "{escape:?}: {out:?}");
+    }
+    // A token glued to a word by no seam stays a word (no over-masking).
+    code(
+        "xghp_abcdefghijklmnopqrstuvwxyz0123456789",
+        "xghp_abcdefghijklmnopqrstuvwxyz0123456789",
+    );
+}
+
+#[test]
+fn b30_a_long_text_redacted_in_blocks_is_redacted_as_one() {
+    // Keys, tokens and escapes on both sides of every block edge: the blocks of
+    // whole lines, with the key state carried, mask what one pass masks.
+    let r = Redactor::builtin();
+    let lines = [
+        "2026-12-03T10:00:00Z INFO listening on 0.0.0.0:8080",
+        "-----BEGIN RSA PRIVATE KEY-----",
+        "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7",
+        "web-1  | MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7",
+        "\x1b[1mtoken\x1b[0m ghp_abcdefghijklmnopqrstuvwxyz0123456789 used",
+        "-----END RSA PRIVATE KEY-----",
+        "postgres://app:s3cr3tpassw0rd@db.internal:5432/app",
+        "12345",
+    ];
+    let mut text = String::new();
+    let mut n = 0usize;
+    while text.len() < 300 * 1024 {
+        // Vary the period so the edges fall everywhere in the pattern.
+        text.push_str(lines[(n * 7 + n / 13) % lines.len()]);
+        text.push('\n');
+        n += 1;
+    }
+    let (found, _) = r.find(&text, RedactMode::Code, false);
+    let whole = super::splice(&text, &found);
+    assert!(r.redact(&text, RedactMode::Code) == whole);
+    assert!(!whole.contains("s3cr3tpassw0rd") && !whole.contains("hijklmnop"));
+}

@@ -28,7 +28,7 @@
 //! position where a pattern of the set can match is a position this scan reports.
 //! The redactor runs its automaton anchored only at those positions.
 
-use aho_corasick::{AhoCorasick, Input, MatchKind};
+use aho_corasick::packed::{self, Searcher};
 use regex_automata::meta;
 use regex_syntax::hir::literal::{ExtractKind, Extractor};
 use regex_syntax::hir::{
@@ -73,8 +73,8 @@ pub(super) enum Trigger {
 pub(super) struct Triggers {
     /// One packed searcher per [`PACKED_LITERALS`] token literals (a packed
     /// search holds no more; two fast passes beat one slow one).
-    tokens: Vec<AhoCorasick>,
-    lowered: Vec<AhoCorasick>,
+    tokens: Vec<Searcher>,
+    lowered: Vec<Searcher>,
     /// The copy for `lowered` is made only when the text holds one of these bytes
     /// (`None`: always).
     gate: Option<Vec<u8>>,
@@ -287,7 +287,7 @@ pub(super) const PACKED_LITERALS: usize = 64;
 /// The packed searchers over the literals of the patterns `in_group` selects,
 /// [`PACKED_LITERALS`] at a time. If one cannot be built, those patterns always
 /// run instead.
-fn packed_searchers(plan: &mut [Trigger], in_group: impl Fn(&Trigger) -> bool) -> Vec<AhoCorasick> {
+fn packed_searchers(plan: &mut [Trigger], in_group: impl Fn(&Trigger) -> bool) -> Vec<Searcher> {
     let mut lits: Vec<Vec<u8>> = plan
         .iter()
         .filter(|t| in_group(t))
@@ -299,13 +299,19 @@ fn packed_searchers(plan: &mut [Trigger], in_group: impl Fn(&Trigger) -> bool) -
     prefix_free(&mut lits);
     let mut searchers = Vec::new();
     for chunk in lits.chunks(PACKED_LITERALS) {
-        match AhoCorasick::builder()
-            .match_kind(MatchKind::LeftmostFirst)
-            .build(chunk)
-        {
-            Ok(ac) => searchers.push(ac),
-            Err(err) => {
-                tracing::warn!(%err, "redaction trigger literals too many for one searcher; those patterns run over the whole text");
+        // The packed searcher itself (Teddy, verifying its own candidates), not an
+        // automaton behind it as a prefilter: a trigger is only a literal.
+        let built = packed::Config::new()
+            .match_kind(packed::MatchKind::LeftmostFirst)
+            .builder()
+            .extend(chunk)
+            .build();
+        match built {
+            Some(searcher) => searchers.push(searcher),
+            None => {
+                tracing::warn!(
+                    "redaction trigger literals cannot be packed; those patterns run over the whole text"
+                );
                 for t in plan.iter_mut().filter(|t| in_group(t)) {
                     *t = Trigger::Always;
                 }
@@ -482,12 +488,12 @@ impl Scan<'_> {
                         .map(|m| (m.start(), 0))
                 }),
                 n if n < 2 + n_tokens => t.tokens.get(n - 2).and_then(|ac| {
-                    ac.find(Input::new(self.text).span(pos..len))
+                    ac.find_in(self.text, aho_corasick::Span::from(pos..len))
                         .map(|m| (m.start(), m.len()))
                 }),
                 n => match (t.lowered.get(n - 2 - n_tokens), &self.lower) {
                     (Some(ac), Some(lower)) => ac
-                        .find(Input::new(lower.as_slice()).span(pos..len))
+                        .find_in(lower.as_slice(), aho_corasick::Span::from(pos..len))
                         .map(|m| (m.start(), m.len())),
                     _ => None,
                 },

@@ -7,7 +7,9 @@
 //! route that prints raw bytes keeps its escapes outside the masked ranges.
 //!
 //! Removed: ESC sequences (CSI `ESC [ … final`, OSC `ESC ] … BEL|ST`, DCS, SOS, PM
-//! and APC strings up to ST, charset designations `ESC ( X`, and two-byte escapes),
+//! and APC strings up to ST, nF escapes (`ESC`, any intermediates 0x20..=0x2F, a
+//! final 0x30..=0x7E: `ESC ( B`, `ESC $ ( B`, `ESC SP g`), and the two-byte Fp, Fe
+//! and Fs escapes), as a terminal's parser consumes them,
 //! their C1 forms (U+009B CSI, U+009D OSC, U+0090 DCS, …), the other C0 controls but
 //! tab, newline and carriage return, DEL, and the zero-width and bidi format
 //! characters (U+00AD, U+061C, U+180E, U+200B..U+200F, U+202A..U+202E,
@@ -118,7 +120,8 @@ pub(super) fn unfinished_escape(partial: &str) -> Option<usize> {
         Some(b']' | b'P' | b'X' | b'^' | b'_' | 0x9d | 0x90 | 0x98 | 0x9e | 0x9f) => {
             last == 0x07 || bytes.ends_with(b"\x1b\\") || bytes.ends_with(&[0xc2, 0x9c])
         }
-        Some(b'(' | b')' | b'*' | b'+' | b'-' | b'.' | b'/' | b'#' | b'%' | b' ') => len == 3,
+        // nF: finished by its final byte.
+        Some(0x20..=0x2f) => (0x30..=0x7e).contains(&last),
         Some(_) => true,
     };
     (!finished).then_some(at)
@@ -167,15 +170,23 @@ fn escape_len(bytes: &[u8], idx: usize) -> usize {
         None => 1,
         Some(b'[') => 2 + csi_body_len(&rest[1..]),
         Some(b']' | b'P' | b'X' | b'^' | b'_') => 2 + string_body_len(&rest[1..]),
-        // Charset designations and the like: one more ASCII byte.
-        Some(b'(' | b')' | b'*' | b'+' | b'-' | b'.' | b'/' | b'#' | b'%' | b' ') => {
-            match rest.get(1) {
-                Some(b) if b.is_ascii_graphic() => 3,
-                _ => 2,
+        // nF (ECMA-35: charset designations `ESC ( B`, `ESC $ ( B`, `ESC SP F`, ...):
+        // any number of intermediates 0x20..=0x2F, then one final byte
+        // 0x30..=0x7E; a terminal shows none of it. Without a final byte the
+        // intermediates are still swallowed (the terminal waits for one).
+        Some(0x20..=0x2f) => {
+            let n_intermediates = rest
+                .iter()
+                .take_while(|b| (0x20..=0x2f).contains(*b))
+                .count();
+            match rest.get(n_intermediates) {
+                Some(0x30..=0x7e) => 2 + n_intermediates,
+                _ => 1 + n_intermediates,
             }
         }
-        Some(b) if (0x20..0x7f).contains(b) => 2,
-        // ESC before a non-ASCII byte or a control: the ESC alone.
+        // Fp, Fe and Fs two-byte escapes (`ESC 7`, `ESC M`, `ESC c`).
+        Some(0x30..=0x7e) => 2,
+        // ESC before a non-ASCII byte, DEL or a control: the ESC alone.
         Some(_) => 1,
     }
 }
@@ -220,11 +231,33 @@ fn string_body_len(bytes: &[u8]) -> usize {
     n
 }
 
+/// Whether `bytes` hold a hidden sequence (an escape, a control, an invisible
+/// character): one vectorised pass.
+pub(super) fn has_hidden(bytes: &[u8]) -> bool {
+    first_hidden(bytes).is_some()
+}
+
+/// Index of the first hidden sequence at or after `from`.
+pub(super) fn first_hidden_from(bytes: &[u8], from: usize) -> Option<usize> {
+    first_hidden(&bytes[from..]).map(|idx| from + idx)
+}
+
 /// Index of the first hidden sequence. Scans in blocks with a branch-free test
 /// the compiler vectorises, and looks closer only at flagged blocks.
 fn first_hidden(bytes: &[u8]) -> Option<usize> {
     const BLOCK: usize = 256;
     for (n_block, block) in bytes.chunks(BLOCK).enumerate() {
+        // A cheap superset first (a control but tab, newline and carriage return,
+        // DEL, or any non-ASCII byte: four operations a byte, vectorised), then the
+        // exact set of introducers on the blocks it flags.
+        let maybe = block.iter().fold(0u8, |acc, &b| {
+            acc | u8::from(
+                (b.wrapping_sub(0x20) >= 0x5f) & (b != b'\n') & (b != b'\t') & (b != b'\r'),
+            )
+        });
+        if maybe == 0 {
+            continue;
+        }
         let flagged = block.iter().fold(false, |acc, &b| {
             acc | ((b < 0x20) & (b != b'\n') & (b != b'\t') & (b != b'\r'))
                 | (b == 0x7f)
@@ -263,6 +296,10 @@ mod tests {
             ("a\x1b]0;title\x07b", "ab"),
             ("a\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\b", "alinkb"),
             ("a\x1b(Bb", "ab"),
+            ("a\x1b$(Bb", "ab"),
+            ("a\x1b g\x1b!xb", "ab"),
+            ("a\x1b \nb", "a\nb"),
+            ("a\x1bcb\x1bMc", "abc"),
             ("a\x1b7b\x1b8", "ab"),
             ("sk-\u{200b}proj", "sk-proj"),
             ("x\u{202e}y\u{2066}z\u{2069}", "xyz"),
@@ -292,6 +329,9 @@ mod tests {
             ("ab\x1b]0;title\x07", None),
             ("ab\x1b(", Some(2)),
             ("ab\x1b(B", None),
+            ("ab\x1b$(", Some(2)),
+            ("ab\x1b$(B", None),
+            ("ab\x1b g", None),
             ("plain", None),
             ("café", None),
         ] {

@@ -160,11 +160,11 @@ fn b39_text_pages_carry_their_context_and_strip_ansi() {
     content.extend(std::iter::repeat_n(b'k', 3000));
     content.extend(b" tail\r\n");
     let (tmp, _file) = file_with(&content);
-    let first = TextPage::of_file(tmp.path(), Some(0), 1, 100, false)
+    let first = TextPage::of_file(tmp.path(), Some(0), 1, 100, false, &|_| None)
         .expect("the file reads")
         .expect("the file exists");
     assert_eq!(first.text(), "red\r");
-    let head = TextPage::of_file(tmp.path(), Some(1), 10, 100, false)
+    let head = TextPage::of_file(tmp.path(), Some(1), 10, 100, false, &|_| None)
         .expect("the file reads")
         .expect("the file exists");
     // The page is cut where the budget ends; the rest of the line is context, so
@@ -174,7 +174,7 @@ fn b39_text_pages_carry_their_context_and_strip_ansi() {
     assert!(head.source.ends_with(" tail\r\n"));
     assert!(head.source.starts_with("red\r\n"));
     assert!(head.is_tail_cut);
-    let tail = TextPage::of_file(tmp.path(), None, 10, 100, false)
+    let tail = TextPage::of_file(tmp.path(), None, 10, 100, false, &|_| None)
         .expect("the file reads")
         .expect("the file exists");
     assert!(tail.text().ends_with("kkk tail\r"));
@@ -184,19 +184,26 @@ fn b39_text_pages_carry_their_context_and_strip_ansi() {
     let (marked, note) = tail.marked(Shown::herd_text("tail\r"), 100);
     assert_eq!(marked.as_str(), format!("{LINE_CUT_MARKER}tail"));
     assert!(note.is_some_and(|n| n.contains("100 bytes")));
-    let missing = TextPage::of_file(&tmp.path().with_extension("gone"), None, 10, 100, false)
-        .expect("a missing file is no error");
+    let missing = TextPage::of_file(
+        &tmp.path().with_extension("gone"),
+        None,
+        10,
+        100,
+        false,
+        &|_| None,
+    )
+    .expect("a missing file is no error");
     assert_eq!(missing, None);
 }
 
 #[test]
 fn b39_a_running_sessions_unfinished_character_is_held() {
     let (tmp, _file) = file_with("a\nb€".as_bytes().split_at(5).0);
-    let running = TextPage::of_file(tmp.path(), None, 10, 100, true)
+    let running = TextPage::of_file(tmp.path(), None, 10, 100, true, &|_| None)
         .expect("the file reads")
         .expect("the file exists");
     assert_eq!(running.text(), "a\nb");
-    let finished = TextPage::of_file(tmp.path(), None, 10, 100, false)
+    let finished = TextPage::of_file(tmp.path(), None, 10, 100, false, &|_| None)
         .expect("the file reads")
         .expect("the file exists");
     assert_eq!(finished.text(), "a\nb\u{fffd}");
@@ -241,7 +248,7 @@ fn b39_small_budgets_keep_pages_bounded_and_aligned_to_lines() {
 /// A page of the log `content` at line `offset`, as the log route shows it.
 fn shown_page(content: &str, offset: usize, limit: usize) -> String {
     let (tmp, _file) = file_with(content.as_bytes());
-    let page = TextPage::of_file(tmp.path(), Some(offset), limit, 64 * 1024, false)
+    let page = TextPage::of_file(tmp.path(), Some(offset), limit, 64 * 1024, false, &|_| None)
         .expect("the file reads")
         .expect("the file exists");
     let ctx = herd_hooks::OutputContext {
@@ -286,7 +293,7 @@ fn b30_a_page_deep_in_seq_output_is_not_masked_and_one_deep_in_a_key_is() {
 fn b39_a_page_says_when_it_ends_with_a_running_sessions_unfinished_line() {
     let page = |content: &str, offset: Option<usize>, running: bool| {
         let (tmp, _file) = file_with(content.as_bytes());
-        let from_file = TextPage::of_file(tmp.path(), offset, 10, 100, running)
+        let from_file = TextPage::of_file(tmp.path(), offset, 10, 100, running, &|_| None)
             .expect("the file reads")
             .expect("the file exists")
             .ends_unfinished();
@@ -314,7 +321,7 @@ fn b39_a_page_says_when_it_ends_with_a_running_sessions_unfinished_line() {
     );
     assert!(!page("a\r\nb\r\n", None, true), "so does a CRLF");
     let (tmp, _file) = file_with(b"a\nb\n>");
-    let before_the_end = TextPage::of_file(tmp.path(), Some(0), 1, 100, true)
+    let before_the_end = TextPage::of_file(tmp.path(), Some(0), 1, 100, true, &|_| None)
         .expect("the file reads")
         .expect("the file exists");
     assert!(

@@ -88,7 +88,7 @@ fn one_read_decodes_as_the_parts_did_at_every_cut() {
     let base = pad.len() as u64;
     for from in (0..20).chain(base - 8..len) {
         for (max, running) in [(5, true), (150, false), (1 << 20, false)] {
-            let read = read_chunk(&path, from, max, running)
+            let read = read_chunk(&path, from, max, running, &|_| None)
                 .expect("reads")
                 .expect("a log");
             let (source, range, next) = part_by_part(&path, from, max, running);

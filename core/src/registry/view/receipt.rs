@@ -75,7 +75,14 @@ impl Inner {
             ))
         } else {
             let path = &subject.log_path;
-            match TextPage::of_file(path, offset, limit, super::LOG_PAGE_MAX_BYTES, false) {
+            match TextPage::of_file(
+                path,
+                offset,
+                limit,
+                super::LOG_PAGE_MAX_BYTES,
+                false,
+                &|_| None,
+            ) {
                 Ok(Some(page)) => {
                     let (output, cut_note) = self.log_page(&subject, &page);
                     let note = std::iter::once(RECEIPT_LOG_NOTE.to_owned())
@@ -118,7 +125,7 @@ impl Inner {
     ) -> Result<LogChunk, Error> {
         let (session_id, r) = self.receipt_lookup(id, miss)?;
         let path = self.home.session_log_path(session_id.as_str());
-        let Some(read) = logs::read_chunk(&path, from_byte, max_bytes, false)? else {
+        let Some(read) = logs::read_chunk(&path, from_byte, max_bytes, false, &|_| None)? else {
             return Err(Error::Io {
                 path,
                 source: std::io::Error::from(std::io::ErrorKind::NotFound),

@@ -1,0 +1,248 @@
+//! The private-key state of a session's output, kept as the output is ingested, so
+//! "is a block open at byte X" is a lookup instead of a read of the log before X.
+//!
+//! A block is open from the line after its BEGIN line to its END line or the first
+//! line that cannot be key body (`keys`), and those lines are rare: a [`KeyIndex`]
+//! records each block as the offsets of its BEGIN line's start and of its closing
+//! line's start, fed the output as it arrives. While no block is open only lines
+//! that could hold a marker are looked at (a vectorised search for `-----`, and
+//! lines with escapes or invisible characters, which could hide one), each as a
+//! person would see it; while one is open, every line until it closes. So a window
+//! or a heartbeat deep in a long log, in a key however long, or after 20 MB of
+//! `seq` output, learns the state at its start by a binary search.
+//!
+//! What the index has not seen it does not answer ([`KeyIndex::open_at`] is `None`):
+//! output before it started (a session re-adopted after a restart, a backlog that
+//! was never read into memory), and the lines after such a start until the first
+//! line that decides the state on its own. The caller then asks the log
+//! (`key_open_in_log`), as before.
+//!
+//! Invariant: for an offset the index answers, the answer is the state the state
+//! machine reaches over the visible lines before it (at a line start), or the
+//! state of the block the offset's line lies in (inside a line): a line inside a
+//! block is taken as key body up to the offset.
+
+use std::borrow::Cow;
+
+use super::{Found, keys, splice, visible};
+
+/// An unfinished line longer than this is taken as ended there (memory stays
+/// bounded; the stream redactor cuts long lines the same way).
+const MAX_PENDING_BYTES: usize = 64 * 1024;
+
+/// The most blocks kept; the oldest half is dropped beyond (then offsets before
+/// the last dropped block's end are not answered).
+const MAX_BLOCKS: usize = 16 * 1024;
+
+/// The key blocks of one output, kept as it is ingested (see the module docs).
+#[derive(Debug, Clone, Default)]
+pub struct KeyIndex {
+    /// Offsets up to and including this one are not answered (`None`: none yet);
+    /// the state is known exactly after it.
+    known_from: Option<u64>,
+    /// Blocks: the start of the BEGIN line, and the start of the line that closed
+    /// the block (`None`: still open). Sorted, disjoint.
+    blocks: Vec<(u64, Option<u64>)>,
+    /// The unfinished last line (raw), which starts at `pending_at`.
+    pending: Vec<u8>,
+    pending_at: u64,
+    /// Whether a block is open where `pending` starts.
+    open: bool,
+}
+
+impl KeyIndex {
+    /// An index of an output from its first byte (no block open there).
+    pub fn new() -> KeyIndex {
+        KeyIndex {
+            known_from: Some(0),
+            ..KeyIndex::default()
+        }
+    }
+
+    /// An index that starts at output offset `at` without knowing the state there
+    /// (a re-adopted session: what came before is in the log only).
+    pub fn starting_at(at: u64) -> KeyIndex {
+        let mut index = KeyIndex::new();
+        index.restart(at);
+        index
+    }
+
+    /// `n` bytes of output went by unseen (not read into memory): the index starts
+    /// again after them, not knowing the state there.
+    pub fn skip(&mut self, n: u64) {
+        if n > 0 {
+            let at = self.pending_at + self.pending.len() as u64 + n;
+            self.restart(at);
+        }
+    }
+
+    fn restart(&mut self, at: u64) {
+        *self = KeyIndex {
+            known_from: if at == 0 { Some(0) } else { None },
+            pending_at: at,
+            ..KeyIndex::default()
+        };
+    }
+
+    /// Feeds the next bytes of output.
+    pub fn push(&mut self, chunk: &[u8]) {
+        let mut rest = chunk;
+        if !self.pending.is_empty() {
+            match memchr::memchr(b'\n', rest) {
+                Some(nl) => {
+                    self.pending.extend_from_slice(&rest[..nl]);
+                    let line = std::mem::take(&mut self.pending);
+                    self.line(&line, self.pending_at);
+                    self.pending_at += line.len() as u64 + 1;
+                    self.pending = line;
+                    self.pending.clear();
+                    rest = &rest[nl + 1..];
+                }
+                None => {
+                    self.pending.extend_from_slice(rest);
+                    self.cut_long_line();
+                    return;
+                }
+            }
+        }
+        let complete = memchr::memrchr(b'\n', rest).map_or(0, |nl| nl + 1);
+        self.lines(&rest[..complete], self.pending_at);
+        self.pending_at += complete as u64;
+        self.pending.extend_from_slice(&rest[complete..]);
+        self.cut_long_line();
+    }
+
+    /// Whether a private-key block is open at output offset `at`; `None` when the
+    /// index did not see what decides it (ask the log).
+    pub fn open_at(&self, at: u64) -> Option<bool> {
+        let known = self.known_from?;
+        if at <= known {
+            return (at == 0 && known == 0).then_some(false);
+        }
+        let idx = self.blocks.partition_point(|(begin, _)| *begin < at);
+        Some(match idx.checked_sub(1).map(|i| self.blocks[i]) {
+            Some((_, None)) => true,
+            Some((_, Some(end))) => at <= end,
+            None => false,
+        })
+    }
+
+    /// An unfinished line over the cap is taken as ended.
+    fn cut_long_line(&mut self) {
+        if self.pending.len() > MAX_PENDING_BYTES {
+            let line = std::mem::take(&mut self.pending);
+            self.line(&line, self.pending_at);
+            self.pending_at += line.len() as u64;
+            self.pending = line;
+            self.pending.clear();
+        }
+    }
+
+    /// Complete lines `text` (each ending with a newline) at offset `base`.
+    fn lines(&mut self, text: &[u8], base: u64) {
+        let has_hidden = visible::has_hidden(text);
+        let dashes = memchr::memmem::Finder::new(b"-----");
+        let mut pos = 0;
+        // The next marker and the next hidden byte at or after `pos`, found once
+        // each and searched again only when passed (the scan stays linear).
+        let mut marker: Option<usize> = None;
+        let mut hidden: Option<usize> = None;
+        let mut marker_done = false;
+        let mut hidden_done = !has_hidden;
+        while pos < text.len() {
+            if !self.open && self.known_from.is_some() {
+                // Closed: go to the next line that could hold a marker.
+                if !marker_done && marker.is_none_or(|m| m < pos) {
+                    marker = dashes.find(&text[pos..]).map(|idx| pos + idx);
+                    marker_done = marker.is_none();
+                }
+                if !hidden_done && hidden.is_none_or(|h| h < pos) {
+                    hidden = visible::first_hidden_from(text, pos);
+                    hidden_done = hidden.is_none();
+                }
+                let Some(hit) = [marker, hidden].into_iter().flatten().min() else {
+                    return;
+                };
+                pos = memchr::memrchr(b'\n', &text[..hit])
+                    .map_or(0, |nl| nl + 1)
+                    .max(pos);
+            }
+            let end = memchr::memchr(b'\n', &text[pos..]).map_or(text.len(), |idx| pos + idx);
+            self.line(&text[pos..end], base + pos as u64);
+            pos = end + 1;
+        }
+    }
+
+    /// One line (without its newline) starting at output offset `at`.
+    fn line(&mut self, raw: &[u8], at: u64) {
+        let text = String::from_utf8_lossy(raw);
+        let stripped = visible::strip(&text);
+        let seen = stripped.as_ref().map_or(text.as_ref(), |(copy, _)| copy);
+        if self.known_from.is_none() {
+            if keys::could_be_body(seen) {
+                return;
+            }
+            // The first line that decides the state on its own.
+            self.known_from = Some(at);
+            self.open = false;
+        }
+        let before = self.open;
+        self.open = keys::spans(seen, before).1;
+        match (before, self.open) {
+            (false, true) => {
+                if self.blocks.len() >= MAX_BLOCKS {
+                    let dropped = self.blocks.len() / 2;
+                    let last_end = self.blocks[dropped - 1].1.unwrap_or(at);
+                    self.blocks.drain(..dropped);
+                    self.known_from = self.known_from.map(|k| k.max(last_end));
+                }
+                self.blocks.push((at, None));
+            }
+            (true, false) => {
+                if let Some(last) = self.blocks.last_mut() {
+                    last.1 = Some(at);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Private-key blocks over a stream of lines, for a route that sees output one line
+/// at a time and shows some of the lines later (watch matches): each line comes
+/// back with the parts of a block masked, the state carried to the next line.
+#[derive(Debug, Default, Clone)]
+pub struct KeyLines {
+    open: bool,
+}
+
+impl KeyLines {
+    /// A tracker outside any block.
+    pub fn new() -> KeyLines {
+        KeyLines::default()
+    }
+
+    /// Feeds one line (without its newline): the line with its key parts masked.
+    pub fn line<'l>(&mut self, line: &'l str) -> Cow<'l, str> {
+        let (spans, open) = keys::spans(line, self.open);
+        self.open = open;
+        let found: Vec<Found> = spans
+            .into_iter()
+            .filter(|(s, e)| e > s)
+            .map(|(start, end)| Found {
+                start,
+                end,
+                with: keys::KEY_MASK.to_owned(),
+            })
+            .collect();
+        splice(line, &found)
+    }
+
+    /// Whether a block is open after the lines fed so far.
+    pub fn is_open(&self) -> bool {
+        self.open
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,112 @@
+//! The key index against the rule it stands for: at every line start it answers
+//! what the look-back over the text before it answers, however the output was
+//! chunked; deep in a long key it answers open, after `seq` or base64 closed.
+
+use proptest::prelude::*;
+
+use super::KeyIndex;
+use crate::redact::key_open_after;
+
+const BODY: &str = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7\n";
+
+fn at(n: usize) -> u64 {
+    n as u64
+}
+
+fn index_of(text: &str, chunk: usize) -> KeyIndex {
+    let mut index = KeyIndex::new();
+    for piece in text.as_bytes().chunks(chunk.max(1)) {
+        index.push(piece);
+    }
+    index
+}
+
+/// Line starts of `text` (past the first byte).
+fn line_starts(text: &str) -> Vec<usize> {
+    memchr::memchr_iter(b'\n', text.as_bytes())
+        .map(|nl| nl + 1)
+        .collect()
+}
+
+#[test]
+fn b30_the_index_answers_a_window_deep_in_a_long_key_and_not_after_seq() {
+    let mut text = String::from("build\n-----BEGIN RSA PRIVATE KEY-----\n");
+    text.push_str(&BODY.repeat(50_000)); // about 2.6 MB of body
+    let deep = text.len() - 7 * BODY.len();
+    text.push_str("-----END RSA PRIVATE KEY-----\n");
+    let after_end = text.len();
+    for n in 1..200_000 {
+        text.push_str(&format!("{n}\n"));
+    }
+    let index = index_of(&text, 4096);
+    assert_eq!(index.open_at(at(deep)), Some(true), "deep in the key");
+    assert_eq!(
+        index.open_at(at(deep + 5)),
+        Some(true),
+        "inside a body line"
+    );
+    assert_eq!(index.open_at(6), Some(false), "before the BEGIN line");
+    assert_eq!(index.open_at(at(after_end)), Some(false), "after its END");
+    assert_eq!(
+        index.open_at(at(text.len() - 3)),
+        Some(false),
+        "deep in seq output"
+    );
+}
+
+#[test]
+fn b30_an_index_that_starts_late_answers_only_what_it_saw_decided() {
+    // Started inside a key (a re-adopted session): the state there is unknown
+    // until a line decides it.
+    let text = format!("{BODY}{BODY}done.\n{BODY}-----BEGIN EC PRIVATE KEY-----\n{BODY}");
+    let mut index = KeyIndex::starting_at(1000);
+    index.push(text.as_bytes());
+    let done = 1000 + 2 * BODY.len() as u64;
+    assert_eq!(index.open_at(1000 + BODY.len() as u64), None);
+    assert_eq!(index.open_at(done), None, "the deciding line's start");
+    assert_eq!(index.open_at(done + 6), Some(false));
+    assert_eq!(index.open_at(1000 + text.len() as u64 - 4), Some(true));
+    // Bytes that went by unseen: nothing after them is known until decided.
+    index.skip(10);
+    assert_eq!(index.open_at(1000 + text.len() as u64 + 20), None);
+}
+
+#[test]
+fn b30_a_marker_hidden_by_escapes_opens_a_block_in_the_index() {
+    let text = format!("log\n--\x1b[1m---BEGIN RSA PRIVATE KEY-----\x1b[0m\n{BODY}{BODY}");
+    let index = index_of(&text, 7);
+    assert_eq!(index.open_at(at(text.len() - BODY.len())), Some(true));
+}
+
+fn line() -> impl Strategy<Value = String> {
+    prop_oneof![
+        4 => Just(BODY.trim_end().to_owned()),
+        1 => Just("-----BEGIN RSA PRIVATE KEY-----".to_owned()),
+        1 => Just("-----END RSA PRIVATE KEY-----".to_owned()),
+        1 => Just("web-1  | -----BEGIN PRIVATE KEY-----".to_owned()),
+        1 => Just("\x1b[32m-----BEGIN EC PRIVATE KEY-----\x1b[0m".to_owned()),
+        1 => Just("12345".to_owned()),
+        1 => Just(String::new()),
+        1 => Just("Proc-Type: 4,ENCRYPTED".to_owned()),
+        2 => Just("error: something else happened".to_owned()),
+        1 => Just("progress 40%\rMIIEvQIBADANBgkqhkiG9w0B".to_owned()),
+        1 => "[a-zA-Z0-9 +/=:|-]{0,40}",
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn b30_the_index_agrees_with_the_look_back_at_every_line_start(
+        lines in prop::collection::vec(line(), 0..40),
+        chunk in 1usize..64,
+    ) {
+        let text = lines.join("\n") + "\n";
+        let index = index_of(&text, chunk);
+        for start in line_starts(&text) {
+            let want = key_open_after(&text[..start], false);
+            prop_assert_eq!(index.open_at(at(start)), Some(want), "at {} of {:?}", start, text);
+        }
+    }
+}
