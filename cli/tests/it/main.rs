@@ -46,3 +46,4 @@ mod soak_store;
 mod support;
 mod tools;
 mod top;
+mod top_far;
