@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::hosts::sigkill;
 use crate::hosts_whole::{aliases, far_doors};
-use crate::support::{Env, wait_until};
+use crate::support::{Env, alive, wait_until};
 use crate::top::{TopPane, pane};
 
 /// Generous: CI runs on two busy cores.
@@ -14,7 +14,7 @@ const DEADLINE: Duration = Duration::from_secs(30);
 
 // Issue 30: top lists a far job under its qualified id, its pane follows the
 // job's output, and rides through every door of the host killed: what the job
-// prints after the blip shows in the pane (the first of two lines: the table's
+// prints after the blip (and a far daemon SIGKILL) shows in the pane (the first of two lines: the table's
 // LAST LINE column shows only the second).
 #[test]
 fn issue30_top_pane_follows_a_far_job_through_killed_doors() {
@@ -44,10 +44,19 @@ fn issue30_top_pane_follows_a_far_job_through_killed_doors() {
     for pid in far_doors(&far) {
         sigkill(pid);
     }
+    // The far daemon dies too; the next door starts another.
+    let far_daemon = far.daemon_pid().expect("the far daemon runs");
+    sigkill(far_daemon);
+    assert!(wait_until(DEADLINE, || !alive(far_daemon)).is_ok());
+    for pid in far_doors(&far) {
+        sigkill(pid);
+    }
     std::fs::write(&gate, "").expect("the scratch dir is writable");
     tmux.wait_for("the far output after the blip in the pane", |s| {
         s.contains("far-pane-after-1")
     });
+    let screen = tmux.screen();
+    assert!(!screen.contains("cannot follow"), "{screen}");
     assert!(tmux.alternate_on(), "top is still up");
     tmux.keys(&["q"]);
     let screen = tmux.wait_restored("top-exit");
