@@ -1,11 +1,12 @@
 //! Issue 30: far jobs through door blips for the commands that wait on them
-//! (`herd wait HOST:ID`), over local doors to a second home
-//! (`env HERD_HOME=<far> herd proxy`), faults being real SIGKILLs.
+//! (`herd wait HOST:ID`), and the doors a host keeps open (the events door rides
+//! the mux door), over local doors to a second home (`env HERD_HOME=<far> herd
+//! proxy`), faults being real SIGKILLs.
 
 use std::process::Stdio;
 use std::time::Duration;
 
-use crate::hosts::sigkill;
+use crate::hosts::{completions_of, sigkill};
 use crate::hosts_whole::{aliases, far_doors};
 use crate::remote::connections;
 use crate::support::{Env, alive, wait_until};
@@ -85,4 +86,40 @@ fn issue30_far_wait_rides_through_killed_doors_and_a_far_daemon_restart() {
         "the job's failure, not exit 3: {out}\n{err}"
     );
     assert!(out.contains("exited 7"), "{out}\n{err}");
+}
+
+#[test]
+fn issue30_the_events_door_rides_the_hosts_mux_door() {
+    // Issue 30: a notified far job's events (`events.follow` and its drains)
+    // take no door of their own: once its completion arrived, the host has its
+    // control door and its mux door only (over ssh, two connections, not three),
+    // and the completion arrives once.
+    let local = Env::new();
+    let far = Env::new();
+    aliases(&local, &far, &["far"]);
+    let out = local.ok(&["run", "--host", "far", "--wait", "--", "echo warm"]);
+    assert!(out.contains("warm"), "{out}");
+    let id = local
+        .ok(&["run", "--host", "far", "--notify", "--", "echo notified"])
+        .trim()
+        .to_owned();
+    let mut seen = Vec::new();
+    let arrived = wait_until(DEADLINE, || {
+        seen.extend(
+            local
+                .ok(&["events", "--json"])
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("JSON lines")),
+        );
+        !completions_of(&seen, &id).is_empty()
+    });
+    assert!(arrived.is_ok(), "no completion: {seen:?}");
+    assert_eq!(completions_of(&seen, &id).len(), 1, "{seen:?}");
+    let doors = far_doors(&far);
+    assert_eq!(
+        doors.len(),
+        2,
+        "the control door and the mux door: {doors:?}"
+    );
 }
