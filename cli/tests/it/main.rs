@@ -15,6 +15,7 @@ mod guard;
 mod home_path;
 mod hosts;
 mod hosts_blips;
+mod hosts_ssh;
 mod hosts_whole;
 mod hygiene;
 mod jobs;
