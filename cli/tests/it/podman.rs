@@ -267,7 +267,11 @@ fn build_image() -> Result<String, String> {
         .collect();
     if !stale.is_empty() {
         let mut remove = podman();
-        remove.arg("rmi").args(&stale).stderr(Stdio::null());
+        remove
+            .arg("rmi")
+            .args(&stale)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
         let _ = remove.status();
     }
     Ok(tag)
