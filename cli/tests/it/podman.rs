@@ -259,9 +259,7 @@ fn build_image() -> Result<String, String> {
     images.args(["images", "--format", "{{.Repository}}:{{.Tag}}"]);
     let stale: Vec<String> = output(images)?
         .lines()
-        .filter(|t| {
-            t.ends_with(&format!("/{REPOSITORY}:")) || t.contains(&format!("/{REPOSITORY}:"))
-        })
+        .filter(|t| t.contains(&format!("/{REPOSITORY}:")))
         .filter(|t| !t.ends_with(&tag))
         .map(str::to_owned)
         .collect();

@@ -6,11 +6,12 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use herd_core::{External, SessionId};
+use serde_json::{Value, json};
+
 use super::link::request_line;
 use super::stream::Source;
 use super::{BACKOFF_FIRST, BACKOFF_LAST, EVENTS_LINGER, KEPT_KEYS, Link, lock};
-use herd_core::{External, SessionId};
-use serde_json::{Value, json};
 
 impl Link {
     /// Whether a far job can still produce events.

@@ -2,10 +2,10 @@
 //! the local client through its `Outlet`: notes that name no session pass as the
 //! far side wrote them ([`Outlet::pass`]), the others get their ids qualified.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;
-
-use std::sync::Arc;
 
 use super::link::request_line;
 use super::{Link, RemoteStream};
