@@ -16,10 +16,12 @@
 //! fails on this machine's hybrid cgroup layout (cgroup v2 at
 //! /sys/fs/cgroup/unified, v1 controllers beside it). `--cgroup-manager
 //! cgroupfs` because no systemd runs here to manage scopes. Resource limits are
-//! given explicitly at or below this process's own hard limits
-//! ([`ulimits`]): podman's defaults raise RLIMIT_NOFILE and RLIMIT_NPROC, which a
-//! root without CAP_SYS_RESOURCE (this machine's) may not, and runc then fails
-//! with `error setting rlimit type 7: operation not permitted`.
+//! given explicitly ([`ulimits`]): podman's defaults raise RLIMIT_NOFILE and
+//! RLIMIT_NPROC, which a root without CAP_SYS_RESOURCE (this machine's) may not,
+//! and runc then fails with `error setting rlimit type 7: operation not
+//! permitted` (type 6 for nproc). Even nproc at this process's own hard limit was
+//! refused here (65536 and up refused, 32768 taken), so both are capped at 4096
+//! and at the hard limit, whichever is lower. No `--cgroups=disabled` was needed.
 //!
 //! `.ci/run` installs `podman`, `runc`, `catatonit` and `busybox-static` and sets
 //! `HERD_REQUIRE_PODMAN=1`; without podman a test says why on stderr and passes,
