@@ -8,6 +8,10 @@
 //!   door (`env HERD_HOME=<far> herd proxy`), against the same on a local job;
 //! - `remote.run_completion_ssh`: the same over loopback ssh (a private sshd on a
 //!   free port, its own keys), when `/usr/sbin/sshd` is installed;
+//! - `remote.run_wait_ssh`: `herd run --host far --wait -- true` (the whole CLI)
+//!   over loopback ssh, p50 of 30, against `herd run --wait -- true` locally; the
+//!   note has the door's round trip (`hosts check` ping p50) and a bare `ssh host
+//!   true`; target: 2x local plus one door round trip;
 //! - `remote.logs_vs_cat`: `herd logs NAME:ID > /dev/null` of a finished far job's
 //!   log of realistic lines against `cat` of the same file through the same door
 //!   argv (`env HERD_HOME=<far> cat FILE`), 3 runs each alternating, MB/s (the
@@ -462,6 +466,63 @@ fn sshd() -> Option<Sshd> {
     None
 }
 
+/// Milliseconds of `cmd` (stdout and stderr to /dev/null), `n` times.
+fn times_ms(mut make: impl FnMut() -> Command, n: usize) -> Vec<f64> {
+    (0..n)
+        .map(|_| {
+            let mut cmd = make();
+            cmd.stderr(Stdio::null());
+            timed(cmd) * 1e3
+        })
+        .collect()
+}
+
+/// `remote.run_wait_ssh`: `herd run --host far --wait -- true` (a whole CLI
+/// process each) over loopback ssh against `herd run --wait -- true` on a local
+/// job, with the two round trips it is judged by: the door's own (`hosts check`'s
+/// ping p50 over the open door) and a bare `ssh host true` (a new connection).
+fn run_wait_figure(pair: &Pair, ssh: &[String]) {
+    let n = 30;
+    let far = || {
+        pair.herd(
+            &pair.local,
+            &["run", "--host", "far", "--wait", "--", "true"],
+        )
+    };
+    let local = || pair.herd(&pair.local, &["run", "--wait", "--", "true"]);
+    // Warm: the daemons start and the host's doors open on first use.
+    times_ms(far, 3);
+    times_ms(local, 3);
+    let mut remote = times_ms(far, n);
+    let mut here = times_ms(local, n);
+    let mut bare = times_ms(
+        || {
+            let mut cmd = raw_command(Path::new(&ssh[0]));
+            cmd.args(&ssh[1..]).arg("true").stdin(Stdio::null());
+            cmd
+        },
+        10,
+    );
+    let check: Value =
+        serde_json::from_str(&pair.out(&["hosts", "check", "far", "--json", "--pings", "20"]))
+            .expect("hosts check --json");
+    let ping = check["latency_ms"]["p50"].as_f64().unwrap_or(f64::NAN);
+    let (p50, p99) = (percentile(&mut remote, 0.5), percentile(&mut remote, 0.99));
+    let (local_p50, ssh_p50) = (percentile(&mut here, 0.5), percentile(&mut bare, 0.5));
+    let target = 2.0 * local_p50 + ping;
+    report(
+        "remote.run_wait_ssh",
+        "ms",
+        p50,
+        Some((local_p50, "`herd run --wait -- true` on a local job (p50)")),
+        &format!("<= {target:.1} ms (2x local + one door round trip)"),
+        &format!(
+            "p50 {p50:.1} ms, p99 {p99:.1} ms of {n} `herd run --host far --wait -- true` over loopback ssh; \
+             local p50 {local_p50:.1} ms; door round trip p50 {ping:.2} ms; bare `ssh host true` p50 {ssh_p50:.1} ms"
+        ),
+    );
+}
+
 /// 10 hosts × 100 notified `true` jobs, spawned on one connection, until every
 /// completion is on the owner's stream.
 fn hosts10_jobs100() {
@@ -551,6 +612,7 @@ fn main() {
         hosts10_jobs100();
     }
     let over_ssh = [
+        "remote.run_wait_ssh",
         "remote.run_completion_ssh",
         "remote.logs_ssh_vs_cat",
         "remote.logs_follow_ssh_vs_cat",
@@ -559,6 +621,9 @@ fn main() {
         match sshd() {
             Some(sshd) => {
                 let pair = Pair::new(&sshd.ssh);
+                if wanted("remote.run_wait_ssh") {
+                    run_wait_figure(&pair, &sshd.ssh);
+                }
                 if wanted("remote.run_completion_ssh") {
                     run_completion_figure("remote.run_completion_ssh", &pair, "loopback ssh");
                 }

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::{ending, follow};
 use crate::args::WaitArgs;
-use crate::client::Client;
+use crate::client::{Backoff, Client, Gone, gone};
 use crate::exit::{Code, Failure};
 use crate::output;
 
@@ -68,7 +68,11 @@ pub(crate) async fn wait(home: &Home, args: WaitArgs) -> anyhow::Result<()> {
 }
 
 /// The `wait` answer for `id`, asked again of the next daemon (with what is left
-/// of `timeout`) when this one goes away meanwhile.
+/// of `timeout`) when this one goes away meanwhile, and of the far host when it
+/// does not answer (its door blinked, its daemon restarted): asked again with
+/// pauses ([`Backoff`]) until it answers, for up to
+/// [`RECONNECT_DEADLINE`](crate::client::RECONNECT_DEADLINE) from the first
+/// failure of a blip.
 async fn wait_through_restarts(
     home: &Home,
     mut client: Client,
@@ -76,8 +80,11 @@ async fn wait_through_restarts(
     timeout: Option<f64>,
 ) -> anyhow::Result<Value> {
     let started = tokio::time::Instant::now();
+    // The pace of the tries while the far host does not answer (none while it does).
+    let mut far: Option<Backoff> = None;
     loop {
         let left = timeout.map(|t| (t - started.elapsed().as_secs_f64()).max(0.001));
+        let asked = tokio::time::Instant::now();
         match client
             .request("wait", json!({"id": id, "timeout_seconds": left}))
             .await
@@ -89,10 +96,33 @@ async fn wait_through_restarts(
                     ))
                 })?;
             }
+            Err(err) if gone(&err) == Some(Gone::Host) => {
+                // A wait the host served for a while before failing is a new blip.
+                if asked.elapsed() >= FAR_SERVED {
+                    far = None;
+                }
+                let pace = far.get_or_insert_with(|| {
+                    Backoff::new(
+                        asked + crate::client::RECONNECT_DEADLINE,
+                        Duration::from_millis(100),
+                    )
+                });
+                tracing::debug!(error = %format!("{err:#}"), "the far host did not answer; asking again");
+                if !pace.pause().await {
+                    return Err(err.context(format!(
+                        "the host of {id} did not answer again within {} s; `herd wait {id}` asks again",
+                        crate::client::RECONNECT_DEADLINE.as_secs()
+                    )));
+                }
+            }
             answer => return answer,
         }
     }
 }
+
+/// A far wait that failed after this long had been served by the host: its
+/// failure starts a new blip's deadline.
+const FAR_SERVED: Duration = Duration::from_secs(2);
 
 /// Awaits `call` while drawing a spinner on stderr.
 async fn with_spinner<F: std::future::Future<Output = anyhow::Result<Value>>>(

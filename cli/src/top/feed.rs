@@ -102,7 +102,7 @@ pub(crate) async fn run(
     loop {
         if due {
             gap.tick().await;
-            match list(&mut client).await {
+            match list(&mut client, &home).await {
                 Ok(rows) => {
                     any_running = rows.iter().any(Row::is_running);
                     if tx.send(Feed::Rows(rows)).is_err() {
@@ -152,14 +152,25 @@ pub(crate) async fn run(
     }
 }
 
-/// One `list` of every session of every owner, oldest first.
-async fn list(client: &mut Client) -> anyhow::Result<Vec<Row>> {
-    let answer = client.request("list", json!({"all": true})).await?;
+/// One `list` of every session of every owner, oldest first, then this home's
+/// far jobs on every configured host (a host that does not answer within the
+/// daemon's listing budget shows its jobs' last known rows).
+async fn list(client: &mut Client, home: &Home) -> anyhow::Result<Vec<Row>> {
+    let mut params = json!({"all": true});
+    if client.hello.serves("hosts") && has_hosts(home) {
+        params["all_hosts"] = json!(true);
+    }
+    let answer = client.request("list", params).await?;
     let rows = answer
         .get("processes")
         .cloned()
         .unwrap_or(Value::Array(Vec::new()));
     serde_json::from_value(rows).context("the daemon sent a list this herd cannot read")
+}
+
+/// Whether this home's config names any host (its far jobs are listed too).
+fn has_hosts(home: &Home) -> bool {
+    crate::config::Config::load(home).is_ok_and(|config| !config.hosts.is_empty())
 }
 
 /// Holds `sessions.follow` and wakes the lister on every note; follows again
@@ -257,13 +268,40 @@ pub(crate) async fn follow(home: Home, session_id: String, tx: UnboundedSender<F
         Ok(client) => client,
         Err(err) => return said(format!("cannot follow {session_id}: {err:#}")),
     };
+    // The pace of the tries while a far job's host does not answer.
+    let mut far: Option<crate::client::Backoff> = None;
     loop {
-        match follow_once(&mut client, &session_id, &tx).await {
+        let started = tokio::time::Instant::now();
+        let followed = follow_once(&mut client, &session_id, &tx).await;
+        if started.elapsed() >= Duration::from_secs(2) {
+            // It was followed a while: a later blip has a deadline of its own.
+            far = None;
+        }
+        match followed {
             Followed::UiGone => return,
             Followed::Ended => break,
             Followed::Refused(why) => {
                 said(format!("cannot follow {session_id}: {why}"));
                 break;
+            }
+            Followed::HostLost(why) => {
+                // A far job's host blinked: asked again, with pauses, until it answers.
+                let pace = far.get_or_insert_with(|| {
+                    crate::client::Backoff::new(
+                        tokio::time::Instant::now() + crate::client::RECONNECT_DEADLINE,
+                        Duration::from_millis(100),
+                    )
+                });
+                if !pace.pause().await {
+                    said(format!("lost {session_id}'s output: {why}"));
+                    break;
+                }
+                let restart = Feed::OutputRestart {
+                    session_id: session_id.clone(),
+                };
+                if tx.send(restart).is_err() {
+                    return;
+                }
             }
             Followed::Lost => {
                 client = match crate::client::reconnect(&home).await {
@@ -293,6 +331,8 @@ enum Followed {
     Refused(String),
     /// The connection broke: the daemon went away.
     Lost,
+    /// A far job's host did not answer (its door blinked, its daemon restarted).
+    HostLost(String),
     /// Nobody reads the feed any more.
     UiGone,
 }
@@ -307,6 +347,9 @@ async fn follow_once(
     let end = match client.log_end(session_id).await {
         Ok(end) => end,
         Err(err) if crate::client::is_lost(&err) => return Followed::Lost,
+        Err(err) if crate::client::gone(&err) == Some(crate::client::Gone::Host) => {
+            return Followed::HostLost(format!("{err:#}"));
+        }
         Err(err) => return Followed::Refused(format!("{err:#}")),
     };
     let from_byte = end.saturating_sub(PANE_TAIL_BYTES);
@@ -334,6 +377,9 @@ async fn follow_once(
             }
             Ok(Some(message)) if message.id == json!(request) => {
                 return match message.error {
+                    Some(error) if error.code == crate::protocol::HOST_UNREACHABLE => {
+                        Followed::HostLost(error.message)
+                    }
                     Some(error) => Followed::Refused(error.message),
                     None => Followed::Ended,
                 };

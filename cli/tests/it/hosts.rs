@@ -138,7 +138,7 @@ pub(crate) fn processes() -> Vec<(i32, String)> {
 }
 
 /// Children of `pid`, recursively.
-fn descendants(pid: i32) -> Vec<i32> {
+pub(crate) fn descendants(pid: i32) -> Vec<i32> {
     let mut found = Vec::new();
     let mut frontier = vec![pid];
     while let Some(parent) = frontier.pop() {

@@ -166,7 +166,7 @@ fn issue30_hosts_check_fails_loudly_on_a_far_herd_without_herd_shim() {
 
 /// Writes host tables `names` into `local`'s config, each a local door to the
 /// far home (`env HERD_HOME=<far> herd proxy`).
-fn aliases(local: &Env, far: &Env, names: &[&str]) {
+pub(crate) fn aliases(local: &Env, far: &Env, names: &[&str]) {
     let argv = far_proxy(far, HERD);
     let mut text = String::new();
     for name in names {
@@ -391,7 +391,7 @@ fn issue30_attach_to_a_far_pty_job_shows_it_takes_keys_and_ends() {
 }
 
 /// Pids of the far `herd proxy` processes (the doors) serving `far`'s home.
-fn far_doors(far: &Env) -> Vec<i32> {
+pub(crate) fn far_doors(far: &Env) -> Vec<i32> {
     let far_home = format!("HERD_HOME={}", far.home().display());
     let proxy = format!("{HERD} proxy ");
     crate::hosts::processes()

@@ -110,7 +110,7 @@ impl Drop for Proxy {
 }
 
 /// The daemon's open connections, asked over a fresh one (which counts itself).
-fn connections(env: &Env) -> u64 {
+pub(crate) fn connections(env: &Env) -> u64 {
     let stream =
         std::os::unix::net::UnixStream::connect(env.socket()).expect("the daemon's socket accepts");
     stream

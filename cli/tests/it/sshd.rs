@@ -256,6 +256,11 @@ impl Sshd {
         argv
     }
 
+    /// The listening server's pid (its sessions are its children).
+    pub(crate) fn pid(&self) -> i32 {
+        i32::try_from(self.child.id()).expect("a pid fits i32")
+    }
+
     /// The path of a file in the server's temp dir.
     pub(crate) fn file(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)

@@ -16,7 +16,7 @@ const DEADLINE: Duration = Duration::from_secs(30);
 
 /// A tmux pane of `cols` x `rows` running `/bin/sh` with the home's
 /// `HERD_HOME` and `extra` in its environment (herd-test-support's [`Tmux`]).
-fn pane(env: &Env, cols: u16, rows: u16, extra: &[(&str, &str)]) -> Tmux {
+pub(crate) fn pane(env: &Env, cols: u16, rows: u16, extra: &[(&str, &str)]) -> Tmux {
     Tmux::start(
         env.scratch().join("tmux.sock"),
         "top",
@@ -27,7 +27,7 @@ fn pane(env: &Env, cols: u16, rows: u16, extra: &[(&str, &str)]) -> Tmux {
 }
 
 /// What these tests do on the pane beyond typing and reading it.
-trait TopPane {
+pub(crate) trait TopPane {
     /// Whether the pane shows the alternate screen (a full-screen program).
     fn alternate_on(&self) -> bool;
     /// Starts `herd top` in the pane and waits for its table.

@@ -8,12 +8,10 @@ use std::time::{Duration, Instant};
 
 use herd_core::{External, SessionId};
 use serde_json::{Value, json};
-use tokio::io::AsyncWriteExt;
 
 use super::link::request_line;
+use super::stream::Source;
 use super::{BACKOFF_FIRST, BACKOFF_LAST, EVENTS_LINGER, KEPT_KEYS, Link, lock};
-use crate::protocol;
-use crate::protocol::{Line, MAX_RESPONSE_BYTES};
 
 impl Link {
     /// Whether a far job can still produce events.
@@ -62,18 +60,15 @@ impl Link {
     }
 
     /// One events door's life: drains at once (catching up), then on every note.
+    /// `events.follow` rides a channel of the host's mux door when its far proxy
+    /// serves one (over ssh, no connection of its own), else a door of its own.
     pub(super) async fn follow_events(self: &Arc<Self>) -> Result<(), String> {
-        let door = self.open().await.map_err(|e| e.message)?;
-        let (_child, mut reader, mut writer, _stderr) = door.into_parts();
         let line = request_line(
             1,
             "events.follow",
             json!({"owner": self.far_owner, "peek": true}),
         );
-        writer
-            .write_all(&line)
-            .await
-            .map_err(|e| format!("the events door closed: {e}"))?;
+        let mut source = Source::open(self, &line).await.map_err(|e| e.message)?;
         self.drain().await?;
         let mut buf = Vec::new();
         let mut idle_since: Option<Instant> = None;
@@ -84,11 +79,7 @@ impl Link {
             } else if idle_since.get_or_insert_with(Instant::now).elapsed() >= EVENTS_LINGER {
                 return Ok(());
             }
-            let read = tokio::time::timeout(
-                Duration::from_secs(5),
-                protocol::read_line(&mut reader, &mut buf, MAX_RESPONSE_BYTES),
-            )
-            .await;
+            let read = tokio::time::timeout(Duration::from_secs(5), source.next(&mut buf)).await;
             match read {
                 // Idle, lingering: nothing to learn until a job can produce events.
                 Err(_) if !due => {}
@@ -96,10 +87,8 @@ impl Link {
                 // learn which jobs ended without an event (a watch-only job's end
                 // queues nothing), so their door is not held for ever.
                 Err(_) => self.note_ended().await?,
-                Ok(Ok(Line::Complete)) => {}
-                Ok(Ok(Line::TooLong)) => {}
-                Ok(Ok(Line::Eof)) => return Err("the events door closed".into()),
-                Ok(Err(err)) => return Err(format!("the events door failed: {err}")),
+                Ok(true) => {}
+                Ok(false) => return Err("the events door closed".into()),
             }
             self.drain().await?;
         }

@@ -2,33 +2,56 @@
 //! the local client through its `Outlet`: notes that name no session pass as the
 //! far side wrote them ([`Outlet::pass`]), the others get their ids qualified.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 
-use super::RemoteStream;
 use super::link::request_line;
+use super::{Link, RemoteStream};
 use crate::daemon::connection::Outlet;
 use crate::protocol;
 use crate::protocol::{Line, MAX_RESPONSE_BYTES, Response, RpcError};
 
-/// Where a far stream's lines come from: a channel of the host's mux door, or
-/// a door of its own (killed when dropped).
-enum Source {
+/// Where a far stream's lines come from (a far `logs.follow`, the events
+/// door's `events.follow`): a channel of the host's mux door, or a door of its
+/// own (killed when dropped).
+pub(super) enum Source {
     Channel(super::mux::Channel),
     Door(Box<OwnDoor>),
 }
 
 /// A stream's door of its own: its stdout, and its stdin and child kept (the
 /// door is killed when they drop).
-struct OwnDoor {
+pub(super) struct OwnDoor {
     reader: tokio::io::BufReader<tokio::process::ChildStdout>,
     _writer: tokio::process::ChildStdin,
     _child: tokio::process::Child,
 }
 
 impl Source {
+    /// Sends `request` (a framed request line) on a channel of `link`'s mux door
+    /// when its far proxy serves one, else on a door of its own.
+    pub(super) async fn open(link: &Arc<Link>, request: &[u8]) -> Result<Source, RpcError> {
+        if let Some(channel) = link.channel().await
+            && channel.send(request)
+        {
+            return Ok(Source::Channel(channel));
+        }
+        let door = link.open().await?;
+        let (child, reader, mut writer, _stderr) = door.into_parts();
+        if writer.write_all(request).await.is_err() {
+            return Err(link.unreachable());
+        }
+        Ok(Source::Door(Box::new(OwnDoor {
+            reader,
+            _writer: writer,
+            _child: child,
+        })))
+    }
+
     /// The next line into `buf`; false once the far side closed.
-    async fn next(&mut self, buf: &mut Vec<u8>) -> bool {
+    pub(super) async fn next(&mut self, buf: &mut Vec<u8>) -> bool {
         match self {
             Source::Channel(channel) => match channel.recv().await {
                 Some(line) => {
@@ -53,21 +76,7 @@ impl RemoteStream {
     /// serves one, else on a door of its own.
     async fn start(&self) -> Result<Source, RpcError> {
         let request = request_line(2, &self.method, self.params.clone());
-        if let Some(channel) = self.link.channel().await
-            && channel.send(&request)
-        {
-            return Ok(Source::Channel(channel));
-        }
-        let door = self.link.open().await?;
-        let (child, reader, mut writer, _stderr) = door.into_parts();
-        if writer.write_all(&request).await.is_err() {
-            return Err(self.link.unreachable());
-        }
-        Ok(Source::Door(Box::new(OwnDoor {
-            reader,
-            _writer: writer,
-            _child: child,
-        })))
+        Source::open(&self.link, &request).await
     }
 
     /// Runs a far stream (`logs.follow`), relaying its notes and its final
