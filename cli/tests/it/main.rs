@@ -19,6 +19,7 @@ mod hygiene;
 mod jobs;
 mod lifecycle;
 mod logs_raw;
+mod pipelined;
 mod mcp;
 mod mcp_budget;
 mod mcp_owners;
