@@ -218,7 +218,10 @@ fn sessions() {
             "cli.sessions_10000_ps",
             "ms",
             median(full_ps.clone()),
-            Some((median(idle_ps), "`herd ps` of the same daemon empty, before")),
+            Some((
+                median(idle_ps),
+                "`herd ps` of the same daemon empty, before"
+            )),
             Some("<= 200"),
             &format!("{note}; median of 5 (spread {} ms)", spread(&full_ps, 0)),
         )

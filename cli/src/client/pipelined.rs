@@ -106,8 +106,8 @@ impl Client {
                     "the daemon closed the connection",
                 )));
             };
-            let ours =
-                message.id == serde_json::json!(id) || (message.id.is_null() && message.error.is_some());
+            let ours = message.id == serde_json::json!(id)
+                || (message.id.is_null() && message.error.is_some());
             if message.method.is_some() || !ours {
                 continue;
             }

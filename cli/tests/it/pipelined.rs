@@ -45,7 +45,11 @@ fn b23_issue_32_a_spawn_that_follows_behind_hello_streams_the_job_and_its_ending
     let mut reader = pipelined(
         &env,
         &[
-            request(1, "hello", json!({"protocol": 1, "client": "pipelined-test"})),
+            request(
+                1,
+                "hello",
+                json!({"protocol": 1, "client": "pipelined-test"}),
+            ),
             request(
                 2,
                 "spawn",
@@ -94,7 +98,11 @@ fn b23_issue_32_behind_a_refused_hello_a_following_spawn_runs_nothing() {
     let mut reader = pipelined(
         &env,
         &[
-            request(1, "hello", json!({"protocol": 99, "client": "pipelined-test"})),
+            request(
+                1,
+                "hello",
+                json!({"protocol": 99, "client": "pipelined-test"}),
+            ),
             request(
                 2,
                 "spawn",
@@ -116,14 +124,25 @@ fn b23_issue_32_behind_a_refused_hello_a_following_spawn_runs_nothing() {
 #[test]
 fn b23_issue_32_run_wait_pipelined_prints_the_output_and_exits_with_the_job() {
     let env = Env::new();
-    let out = env.run(&["run", "--wait", "--", "sh", "-c", "echo out; echo err >&2; exit 4"]);
+    let out = env.run(&[
+        "run",
+        "--wait",
+        "--",
+        "sh",
+        "-c",
+        "echo out; echo err >&2; exit 4",
+    ]);
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
         "out\nerr\n",
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert_eq!(out.status.code(), Some(1), "a job that failed fails run --wait");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a job that failed fails run --wait"
+    );
     let ok = env.run(&["run", "--wait", "--", "true"]);
     assert_eq!(ok.status.code(), Some(0));
 }

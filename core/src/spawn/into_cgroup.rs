@@ -197,9 +197,8 @@ pub(crate) fn spawn_pty_into(
     };
     let pty = nix::pty::openpty(Some(&size), None)
         .map_err(|e| PtyFailure::Open(anyhow::anyhow!("failed to openpty: {e}")))?;
-    let cloexec = |fd: &OwnedFd| {
-        fcntl(fd, FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC)).map(|_| ())
-    };
+    let cloexec =
+        |fd: &OwnedFd| fcntl(fd, FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC)).map(|_| ());
     cloexec(&pty.master)
         .and_then(|()| cloexec(&pty.slave))
         .map_err(|e| PtyFailure::Open(anyhow::anyhow!("failed to set close-on-exec: {e}")))?;
@@ -217,7 +216,9 @@ pub(crate) fn spawn_pty_into(
 fn pty_shell(env: &std::collections::BTreeMap<std::ffi::OsString, std::ffi::OsString>) -> String {
     use nix::unistd::{AccessFlags, access};
     let executable = |path: &str| access(Path::new(path), AccessFlags::X_OK).is_ok();
-    if let Some(shell) = env.get(std::ffi::OsStr::new("SHELL")).and_then(|s| s.to_str())
+    if let Some(shell) = env
+        .get(std::ffi::OsStr::new("SHELL"))
+        .and_then(|s| s.to_str())
         && executable(shell)
     {
         return shell.to_owned();
@@ -241,7 +242,10 @@ fn set_nonblocking(fd: &OwnedFd) -> io::Result<()> {
 enum ChildIo<'a> {
     /// stdin from one pipe, stdout and stderr into another; a process group of
     /// its own.
-    Pipes { stdin: &'a OwnedFd, out: &'a OwnedFd },
+    Pipes {
+        stdin: &'a OwnedFd,
+        out: &'a OwnedFd,
+    },
     /// A PTY's slave on all three, as the controlling terminal of a session of
     /// its own.
     Pty { slave: &'a OwnedFd },
@@ -462,7 +466,8 @@ mod tests {
             argv: vec![
                 "/bin/sh".into(),
                 "-c".into(),
-                "cat /proc/self/cgroup; echo x > /dev/tty && echo has-ctty; echo \"shell=$SHELL\"".into(),
+                "cat /proc/self/cgroup; echo x > /dev/tty && echo has-ctty; echo \"shell=$SHELL\""
+                    .into(),
             ],
             env: &env,
             cwd: Path::new("/"),
