@@ -127,29 +127,9 @@ pub(crate) async fn run(home: &Home, args: RunArgs) -> anyhow::Result<Ran> {
     // one write (capability `spawn.follow`); a daemon without it refuses the
     // unknown `follow`, starting nothing, and is asked the ordinary way below.
     let mut client = if pipelined {
-        let mut sent = params.clone();
-        sent["caller_env"] = json!(herd_core::utf8_environment());
-        sent["follow"] = json!(true);
-        sent["raw"] = json!(true);
-        match Client::connect_pipelined(home, "spawn", sent).await? {
-            Pipelined::Sent {
-                mut client,
-                request,
-            } => match spawned(&mut client, request).await {
-                Spawned::Following(info) => {
-                    return follow_started(home, client, request, &info).await;
-                }
-                Spawned::Answered(Err(CallError::Rpc(err)))
-                    if err.code == protocol::INVALID_PARAMS
-                        && !client.hello.serves("spawn.follow") =>
-                {
-                    client
-                }
-                Spawned::Answered(answer) => {
-                    return answered(home, client, answer, (wait, json)).await;
-                }
-            },
-            Pipelined::Connected(client) => client,
+        match pipelined_spawn(home, &params, (wait, json)).await? {
+            Began::Ran(ran) => return ran,
+            Began::Client(client) => client,
         }
     } else {
         Client::connect(home).await?
@@ -224,6 +204,50 @@ fn pipelines(args: &RunArgs) -> bool {
         && !args.json
         && args.host.is_none()
         && !(args.pty && std::io::stdin().is_terminal() && std::io::stdout().is_terminal())
+}
+
+/// What a pipelined spawn came to.
+enum Began {
+    /// `run` is over (the job was followed, or the spawn answered).
+    Ran(anyhow::Result<Ran>),
+    /// Nothing ran: a daemon without `spawn.follow`, to ask the ordinary way.
+    Client(Client),
+}
+
+/// `run --wait` with its output here: hello and a spawn that follows its job in
+/// one write (capability `spawn.follow`); a daemon without it refuses the
+/// unknown `follow`, starting nothing, and is asked the ordinary way.
+async fn pipelined_spawn(
+    home: &Home,
+    params: &Value,
+    (wait, json): (bool, bool),
+) -> anyhow::Result<Began> {
+    let mut sent = params.clone();
+    sent["caller_env"] = json!(herd_core::utf8_environment());
+    sent["follow"] = json!(true);
+    sent["raw"] = json!(true);
+    Ok(
+        match Client::connect_pipelined(home, "spawn", sent).await? {
+            Pipelined::Sent {
+                mut client,
+                request,
+            } => match spawned(&mut client, request).await {
+                Spawned::Following(info) => {
+                    Began::Ran(follow_started(home, client, request, &info).await)
+                }
+                Spawned::Answered(Err(CallError::Rpc(err)))
+                    if err.code == protocol::INVALID_PARAMS
+                        && !client.hello.serves("spawn.follow") =>
+                {
+                    Began::Client(client)
+                }
+                Spawned::Answered(answer) => {
+                    Began::Ran(answered(home, client, answer, (wait, json)).await)
+                }
+            },
+            Pipelined::Connected(client) => Began::Client(client),
+        },
+    )
 }
 
 /// How a pipelined `spawn` with `follow` was answered.
