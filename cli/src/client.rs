@@ -22,8 +22,10 @@ use tokio::net::UnixStream;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 
 mod liveness;
+mod pipelined;
 
 pub(crate) use liveness::{is_stopped, pid_from_file, state_of, stopped_message};
+pub(crate) use pipelined::Pipelined;
 
 use crate::exit::{Code, Failure};
 use crate::protocol::{
@@ -187,6 +189,24 @@ impl Client {
         stream: UnixStream,
         daemon: liveness::Watched,
     ) -> anyhow::Result<Option<Client>> {
+        let mut client = Client::admitted(stream, daemon)?;
+        let answer = match client.call("hello", hello_params()).await {
+            Ok(answer) => answer,
+            Err(err) => return handshake_failure(err).map(|()| None),
+        };
+        client.greeted(answer)?;
+        Ok(Some(client))
+    }
+
+    /// Takes the handshake's answer.
+    fn greeted(&mut self, answer: Value) -> anyhow::Result<()> {
+        self.hello = serde_json::from_value(answer).context("the daemon sent a malformed hello")?;
+        self.daemon.pid = Some(self.hello.pid);
+        Ok(())
+    }
+
+    /// A client on `stream` once its peer is seen to be this user's; nothing sent yet.
+    fn admitted(stream: UnixStream, daemon: liveness::Watched) -> anyhow::Result<Client> {
         // Nothing is sent (a spawn may carry secrets in its environment) to a
         // socket another user serves, e.g. one planted in a home they can write.
         let ours = nix::unistd::getuid().as_raw();
@@ -205,7 +225,7 @@ impl Client {
             .into());
         }
         let (read, writer) = stream.into_split();
-        let mut client = Client {
+        Ok(Client {
             // Log chunks are up to 1 MiB a line; a small buffer costs a syscall per 8 KiB.
             reader: BufReader::with_capacity(256 * 1024, read),
             writer,
@@ -219,27 +239,7 @@ impl Client {
                 home: String::new(),
                 capabilities: Vec::new(),
             },
-        };
-        let params = json!({"protocol": PROTOCOL_VERSION, "client": env!("CARGO_PKG_VERSION")});
-        let answer = match client.call("hello", params).await {
-            Ok(answer) => answer,
-            Err(CallError::Io(io)) if is_broken_connection(&io) => return Ok(None),
-            Err(CallError::Rpc(rpc)) => return Err(rpc_failure(rpc)),
-            Err(err @ CallError::Io(_)) if err.is_unanswered() => return Err(err.into_anyhow()),
-            Err(CallError::Io(io)) => {
-                return Err(Failure::new(
-                    Code::Unreachable,
-                    format!(
-                        "the daemon did not complete the handshake: {io}; run `herd doctor`, or `herd shutdown` and retry"
-                    ),
-                )
-                .into());
-            }
-        };
-        client.hello =
-            serde_json::from_value(answer).context("the daemon sent a malformed hello")?;
-        client.daemon.pid = Some(client.hello.pid);
-        Ok(Some(client))
+        })
     }
 
     /// Sends one request and returns its id.
@@ -607,6 +607,29 @@ async fn autostart(home: &Home) -> anyhow::Result<Client> {
 
 /// Whether a connection broke (reset, or closed before the answer): the daemon was
 /// exiting, not refusing.
+/// `hello`'s params.
+fn hello_params() -> Value {
+    json!({"protocol": PROTOCOL_VERSION, "client": env!("CARGO_PKG_VERSION")})
+}
+
+/// What a failed handshake comes to: `Ok(())` when the connection broke before the
+/// answer (a daemon exiting right now took it: no daemon, the caller starts one),
+/// else the error to report.
+fn handshake_failure(err: CallError) -> anyhow::Result<()> {
+    match err {
+        CallError::Io(io) if is_broken_connection(&io) => Ok(()),
+        CallError::Rpc(rpc) => Err(rpc_failure(rpc)),
+        err @ CallError::Io(_) if err.is_unanswered() => Err(err.into_anyhow()),
+        CallError::Io(io) => Err(Failure::new(
+            Code::Unreachable,
+            format!(
+                "the daemon did not complete the handshake: {io}; run `herd doctor`, or `herd shutdown` and retry"
+            ),
+        )
+        .into()),
+    }
+}
+
 fn is_broken_connection(io: &std::io::Error) -> bool {
     matches!(
         io.kind(),

@@ -286,9 +286,13 @@ pub(crate) struct MasterFd {
     _master: Mutex<MasterHandle>,
 }
 
-/// What owns a PTY master.
+/// What owns a PTY master: portable-pty's, or the descriptor of one opened here
+/// for a job born in its cgroup (`into_cgroup::spawn_pty_into`).
 #[cfg(feature = "pty")]
-type MasterHandle = Box<dyn portable_pty::MasterPty + Send>;
+enum MasterHandle {
+    Portable(Box<dyn portable_pty::MasterPty + Send>),
+    Own(std::os::fd::OwnedFd),
+}
 /// Built without the `pty` feature no PTY is ever opened.
 #[cfg(not(feature = "pty"))]
 type MasterHandle = std::convert::Infallible;
@@ -404,7 +408,7 @@ pub(crate) fn spawn_pty_raw(
         .and_then(|raw| {
             let fd = MasterFd {
                 raw,
-                _master: Mutex::new(pair.master),
+                _master: Mutex::new(MasterHandle::Portable(pair.master)),
             };
             let flags = OFlag::from_bits_retain(fcntl(fd.as_fd(), FcntlArg::F_GETFL)?);
             fcntl(fd.as_fd(), FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK))?;
@@ -556,14 +560,43 @@ impl MasterFd {
             ._master
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        master
-            .resize(portable_pty::PtySize {
-                rows,
-                cols,
-                pixel_width: 0,
-                pixel_height: 0,
-            })
-            .map_err(|e| e.to_string())
+        let size = portable_pty::PtySize {
+            rows,
+            cols,
+            pixel_width: 0,
+            pixel_height: 0,
+        };
+        match &*master {
+            MasterHandle::Portable(master) => master.resize(size).map_err(|e| e.to_string()),
+            MasterHandle::Own(fd) => {
+                let size = libc::winsize {
+                    ws_row: rows,
+                    ws_col: cols,
+                    ws_xpixel: 0,
+                    ws_ypixel: 0,
+                };
+                // SAFETY: TIOCSWINSZ reads one `winsize` from the pointer, which
+                // outlives the call; `fd` is the open master.
+                let rc = unsafe { libc::ioctl(fd.as_raw_fd(), libc::TIOCSWINSZ, &size) };
+                if rc == 0 {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "failed to ioctl(TIOCSWINSZ): {}",
+                        io::Error::last_os_error()
+                    ))
+                }
+            }
+        }
+    }
+
+    /// The master `fd` of a PTY opened here, owned from now on.
+    #[cfg(feature = "pty")]
+    pub(crate) fn owned(fd: std::os::fd::OwnedFd) -> MasterFd {
+        MasterFd {
+            raw: fd.as_raw_fd(),
+            _master: Mutex::new(MasterHandle::Own(fd)),
+        }
     }
 }
 
@@ -573,6 +606,8 @@ mod judge;
 
 pub(crate) use direct::direct_argv;
 pub(crate) use into_cgroup::spawn_pipe_into;
+#[cfg(feature = "pty")]
+pub(crate) use into_cgroup::spawn_pty_into;
 pub(crate) use judge::judge;
 
 #[cfg(test)]

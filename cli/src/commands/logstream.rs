@@ -44,6 +44,22 @@ pub(crate) async fn stream_with(
         params["raw"] = json!(true);
     }
     let answer = log_stream(client, "logs.follow", params, &mut emit).await?;
+    follow_end(answer)
+}
+
+/// Reads on a `logs.follow` stream already asked for as request `request` (a
+/// `spawn` with `follow`, capability `spawn.follow`), as [`stream`] does.
+pub(crate) async fn stream_started(
+    client: &mut Client,
+    request: u64,
+    mut emit: impl FnMut(&str) -> std::io::Result<()>,
+) -> anyhow::Result<Option<Value>> {
+    let answer = read_stream(client, request, "logs.follow", &mut emit).await?;
+    follow_end(answer)
+}
+
+/// The result a `logs.follow` stream's answer carries, or its error.
+fn follow_end(answer: Response) -> anyhow::Result<Option<Value>> {
     if let Some(error) = answer.error {
         return Err(crate::client::rpc_failure(error));
     }
@@ -67,6 +83,17 @@ pub(crate) async fn log_stream(
         .send(method, params)
         .await
         .map_err(|e| CallError::Io(e).into_anyhow())?;
+    read_stream(client, request, method, emit).await
+}
+
+/// Reads the stream of request `request` (of `method`) to its answer, as
+/// [`log_stream`] does.
+pub(crate) async fn read_stream(
+    client: &mut Client,
+    request: u64,
+    method: &str,
+    emit: &mut impl FnMut(&str) -> std::io::Result<()>,
+) -> anyhow::Result<Response> {
     loop {
         let Some(message) = client
             .next_note(method)

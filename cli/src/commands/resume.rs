@@ -84,9 +84,34 @@ pub(crate) fn after(text: &str, lines: u64, chars: usize) -> Option<&str> {
 /// As [`super::logstream::stream`]'s; a daemon gone for good after the deadline.
 pub(crate) async fn stream(
     home: &Home,
-    mut client: Client,
+    client: Client,
     id: &str,
     from_byte: u64,
+    emit: impl FnMut(&str) -> std::io::Result<()>,
+) -> anyhow::Result<Option<Value>> {
+    stream_from(home, client, id, (from_byte, None), emit).await
+}
+
+/// As [`stream`], from byte 0 of a stream already asked for on `client` as request
+/// `request` (a `spawn` with `follow`, capability `spawn.follow`).
+///
+/// # Errors
+/// As [`stream`]'s.
+pub(crate) async fn stream_started(
+    home: &Home,
+    client: Client,
+    id: &str,
+    request: u64,
+    emit: impl FnMut(&str) -> std::io::Result<()>,
+) -> anyhow::Result<Option<Value>> {
+    stream_from(home, client, id, (0, Some(request)), emit).await
+}
+
+async fn stream_from(
+    home: &Home,
+    mut client: Client,
+    id: &str,
+    (from_byte, mut started): (u64, Option<u64>),
     mut emit: impl FnMut(&str) -> std::io::Result<()>,
 ) -> anyhow::Result<Option<Value>> {
     let mut shown = Shown::default();
@@ -96,12 +121,17 @@ pub(crate) async fn stream(
     // had been shown when it stopped answering.
     let mut far_lost: Option<(tokio::time::Instant, Shown)> = None;
     loop {
-        let attempt = super::logstream::stream(&mut client, id, at, |text| {
+        let mut shown_here = |text: &str| {
             let text = skipped(text, &mut skip);
             shown.took(text);
             emit(text)
-        })
-        .await;
+        };
+        let attempt = match started.take() {
+            Some(request) => {
+                super::logstream::stream_started(&mut client, request, shown_here).await
+            }
+            None => super::logstream::stream(&mut client, id, at, &mut shown_here).await,
+        };
         match attempt {
             Err(err) if is_lost(&err) => {
                 tracing::debug!(error = %format!("{err:#}"), "the daemon went away; reconnecting");

@@ -8,7 +8,7 @@ use std::io::IsTerminal;
 
 use super::{command_line, follow, foreground, old_daemon_for_hosts};
 use crate::args::RunArgs;
-use crate::client::{CallError, Client};
+use crate::client::{CallError, Client, Pipelined};
 use crate::exit::{Code, Failure};
 use crate::output;
 use crate::protocol;
@@ -87,6 +87,8 @@ async fn stay(home: &Home, client: Client, info: &Value, json: bool) -> anyhow::
 
 /// `herd run`.
 pub(crate) async fn run(home: &Home, args: RunArgs) -> anyhow::Result<Ran> {
+    let pipelined = pipelines(&args);
+    let (wait, json) = (args.wait, args.json);
     let cwd = job_cwd(args.cwd.as_deref())?;
     let owner = args.owner.resolve("cli");
     let env = with_forwarded(args.env, &args.forward_env);
@@ -121,7 +123,17 @@ pub(crate) async fn run(home: &Home, args: RunArgs) -> anyhow::Result<Ran> {
             pids: args.pids,
         },
     );
-    let mut client = Client::connect(home).await?;
+    // `run --wait` with its output here: hello and a spawn that follows its job in
+    // one write (capability `spawn.follow`); a daemon without it refuses the
+    // unknown `follow`, starting nothing, and is asked the ordinary way below.
+    let mut client = if pipelined {
+        match pipelined_spawn(home, &params, (wait, json)).await? {
+            Began::Ran(ran) => return ran,
+            Began::Client(client) => client,
+        }
+    } else {
+        Client::connect(home).await?
+    };
     // An older daemon would refuse `host` as an unknown field: say what to do.
     if args.host.is_some() && !client.hello.serves("hosts") {
         return Err(old_daemon_for_hosts(&client.hello.daemon));
@@ -152,10 +164,21 @@ pub(crate) async fn run(home: &Home, args: RunArgs) -> anyhow::Result<Ran> {
     if client.hello.serves("spawn.caller_env") {
         params["caller_env"] = json!(herd_core::utf8_environment());
     }
-    match client.call("spawn", params).await {
-        Ok(info) if args.wait => stay(home, client, &info, args.json).await,
+    let answer = client.call("spawn", params).await;
+    answered(home, client, answer, (wait, json)).await
+}
+
+/// What `herd run` does with the spawn's answer.
+async fn answered(
+    home: &Home,
+    client: Client,
+    answer: Result<Value, CallError>,
+    (wait, json): (bool, bool),
+) -> anyhow::Result<Ran> {
+    match answer {
+        Ok(info) if wait => stay(home, client, &info, json).await,
         Ok(info) => {
-            if args.json {
+            if json {
                 output::json_line(&info)?;
             } else {
                 output::line(info["session_id"].as_str().unwrap_or_default())?;
@@ -164,13 +187,119 @@ pub(crate) async fn run(home: &Home, args: RunArgs) -> anyhow::Result<Ran> {
             Ok(Ran::Done)
         }
         Err(CallError::Rpc(err)) if err.code == protocol::GUARDED => {
-            if args.json {
+            if json {
                 output::json_line(&err.data.clone().unwrap_or(Value::Null))?;
             }
             Err(Failure::new(Code::Failed, err.message).into())
         }
         Err(err) => Err(err.into_anyhow()),
     }
+}
+
+/// Whether `run` pipelines its spawn behind `hello` with `follow`: a `--wait`
+/// whose output is followed here (not `--json`, which prints only the ending; not
+/// a PTY job on this terminal, which is attached; not a far host's job).
+fn pipelines(args: &RunArgs) -> bool {
+    args.wait
+        && !args.json
+        && args.host.is_none()
+        && !(args.pty && std::io::stdin().is_terminal() && std::io::stdout().is_terminal())
+}
+
+/// What a pipelined spawn came to.
+enum Began {
+    /// `run` is over (the job was followed, or the spawn answered).
+    Ran(anyhow::Result<Ran>),
+    /// Nothing ran: a daemon without `spawn.follow`, to ask the ordinary way.
+    Client(Client),
+}
+
+/// `run --wait` with its output here: hello and a spawn that follows its job in
+/// one write (capability `spawn.follow`); a daemon without it refuses the
+/// unknown `follow`, starting nothing, and is asked the ordinary way.
+async fn pipelined_spawn(
+    home: &Home,
+    params: &Value,
+    (wait, json): (bool, bool),
+) -> anyhow::Result<Began> {
+    let mut sent = params.clone();
+    sent["caller_env"] = json!(herd_core::utf8_environment());
+    sent["follow"] = json!(true);
+    sent["raw"] = json!(true);
+    Ok(
+        match Client::connect_pipelined(home, "spawn", sent).await? {
+            Pipelined::Sent {
+                mut client,
+                request,
+            } => match spawned(&mut client, request).await {
+                Spawned::Following(info) => {
+                    Began::Ran(follow_started(home, client, request, &info).await)
+                }
+                Spawned::Answered(Err(CallError::Rpc(err)))
+                    if err.code == protocol::INVALID_PARAMS
+                        && !client.hello.serves("spawn.follow") =>
+                {
+                    Began::Client(client)
+                }
+                Spawned::Answered(answer) => {
+                    Began::Ran(answered(home, client, answer, (wait, json)).await)
+                }
+            },
+            Pipelined::Connected(client) => Began::Client(client),
+        },
+    )
+}
+
+/// How a pipelined `spawn` with `follow` was answered.
+enum Spawned {
+    /// The job started: its spawn answer; its log stream follows on the connection.
+    Following(Value),
+    /// A plain answer: an error, or a daemon that answered without following.
+    Answered(Result<Value, CallError>),
+}
+
+/// Reads the answer to the pipelined spawn `request`: its `spawned` note, or its
+/// answer.
+async fn spawned(client: &mut Client, request: u64) -> Spawned {
+    loop {
+        let message = match client.next_note("spawn").await {
+            Ok(Some(message)) => message,
+            Ok(None) => {
+                return Spawned::Answered(Err(CallError::Io(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    "the daemon closed the connection",
+                ))));
+            }
+            Err(err) => return Spawned::Answered(Err(CallError::Io(err))),
+        };
+        if message.method.as_deref() == Some("spawned") {
+            return Spawned::Following(message.params.unwrap_or(Value::Null));
+        }
+        if message.method.is_none() && message.id == json!(request) {
+            return Spawned::Answered(match message.error {
+                Some(error) => Err(CallError::Rpc(error)),
+                None => Ok(message.result.unwrap_or(Value::Null)),
+            });
+        }
+    }
+}
+
+/// Follows a job the pipelined spawn started, as [`stay`] does.
+async fn follow_started(
+    home: &Home,
+    client: Client,
+    request: u64,
+    info: &Value,
+) -> anyhow::Result<Ran> {
+    print_notes(info);
+    let job = foreground::Job::of(info);
+    let id = job.id.clone();
+    let until_end = async {
+        let result = super::resume::stream_started(home, client, &id, request, output::raw).await?;
+        follow::finished(home, None, result, &id, false).await
+    };
+    foreground::hold(home, &job, until_end).await?;
+    Ok(Ran::Done)
 }
 
 /// The directory the job starts in: `--cwd` made absolute, or this shell's.

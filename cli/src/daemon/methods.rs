@@ -216,6 +216,12 @@ impl State {
         // A log stream's `raw` framing is this connection's (capability
         // `logs.raw`): a far stream is relayed as the far herd wrote it, in notes.
         let (params, raw) = streams::take_raw(method, params);
+        // `spawn`'s `follow` (capability `spawn.follow`) is this connection's too:
+        // a far spawn is answered as a plain one.
+        let (params, follow) = match method {
+            "spawn" => streams::take_flag(params, "follow"),
+            _ => (params, false),
+        };
         let params = match self.hosts.route(method, params).await {
             Routed::Answer(Ok(value)) => return Reply::Value(value),
             Routed::Answer(Err(error)) => return Reply::Error(error),
@@ -223,6 +229,7 @@ impl State {
             Routed::Local(params) => params,
         };
         let result = match method {
+            "spawn" if follow => return self.spawn_follow(params, raw).await,
             "spawn" => self.spawn(params).await,
             "list" if super::hosts::Hosts::wants(&params) => self.list_hosts(params).await,
             "list" => off_worker(&self.registry, move |r| query::list(r, params)).await,

@@ -26,6 +26,7 @@ mod mcp_budget;
 mod mcp_owners;
 mod netns;
 mod people;
+mod pipelined;
 mod plugins;
 mod podman;
 mod props;

@@ -1,4 +1,5 @@
-//! A pipe job born inside its session's cgroup: `clone3(CLONE_INTO_CGROUP)`.
+//! A job born inside its session's cgroup: `clone3(CLONE_INTO_CGROUP)`, on pipes or
+//! (issue 32) on a PTY.
 //!
 //! Moving a live process into a cgroup (a write to `cgroup.procs`, which is how the
 //! forked child used to enter it before its exec) takes the kernel's global
@@ -71,7 +72,7 @@ fn c_string(bytes: &[u8]) -> io::Result<CString> {
 impl Exec {
     /// `None` when the program is not a path (std then searches `PATH` itself, which
     /// the caller leaves to it).
-    fn new(launch: &Launch<'_>) -> io::Result<Option<Exec>> {
+    fn new(launch: &Launch<'_>, arg0_as_given: bool) -> io::Result<Option<Exec>> {
         let Some((program, rest)) = launch.argv.split_first() else {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -82,10 +83,14 @@ impl Exec {
         if !program.as_os_str().as_bytes().contains(&b'/') {
             return Ok(None);
         }
-        // argv[0] is the resolved path, as std's `Command::new(path)` passes it.
+        // argv[0] is the resolved path, as std's `Command::new(path)` passes it, or
+        // (a PTY job) the word as given, as portable-pty passes it.
         let program = c_string(program.as_os_str().as_bytes())?;
         let mut args = Vec::with_capacity(launch.argv.len());
-        args.push(program.clone());
+        args.push(match (arg0_as_given, launch.argv.first()) {
+            (true, Some(word)) => c_string(word.as_bytes())?,
+            _ => program.clone(),
+        });
         for arg in rest {
             args.push(c_string(arg.as_bytes())?);
         }
@@ -128,24 +133,136 @@ pub(crate) fn spawn_pipe_into(
     launch: &Launch<'_>,
     cgroup_dir: &Path,
 ) -> io::Result<Option<RawPipeChild>> {
-    let Some(exec) = Exec::new(launch)? else {
+    let Some(exec) = Exec::new(launch, false)? else {
         return Ok(None);
     };
+    let (out_r, out_w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+    let (in_r, in_w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+    // The parent's ends are made non-blocking before the clone (each end is its own
+    // open file description, so the child's ends stay blocking): once the job runs,
+    // nothing can fail and start it a second time.
+    for fd in [&out_r, &in_w] {
+        set_nonblocking(fd)?;
+    }
+    let io = ChildIo::Pipes {
+        stdin: &in_r,
+        out: &out_w,
+    };
+    let Some(pid) = clone_into(&exec, cgroup_dir, io)? else {
+        return Ok(None);
+    };
+    Ok(Some(RawPipeChild {
+        pid,
+        output: out_r,
+        stdin: in_w,
+    }))
+}
+
+/// Starts `launch` on a new PTY of `rows` x `cols` inside the cgroup at
+/// `cgroup_dir`, as portable-pty would start it (a session of its own with the
+/// PTY as its controlling terminal, the same signal dispositions reset, argv[0]
+/// and `SHELL` as it sets them) but born in the cgroup: the shim no longer steps
+/// into the job's cgroup and out again around the spawn (issue 32). Returns the
+/// job's pid and the PTY's master, non-blocking; `Ok(None)` when this way is not
+/// open (as [`spawn_pipe_into`]).
+///
+/// # Errors
+/// [`PtyFailure::Open`] when no PTY opens (nothing ran), [`PtyFailure::Spawn`]
+/// with the OS error of the job's exec.
+#[cfg(feature = "pty")]
+pub(crate) fn spawn_pty_into(
+    launch: &Launch<'_>,
+    rows: u16,
+    cols: u16,
+    cgroup_dir: &Path,
+) -> Result<Option<(i32, OwnedFd)>, super::PtyFailure> {
+    use super::PtyFailure;
+    let mut env = launch.env.clone();
+    let shell = pty_shell(&env);
+    env.insert("SHELL".into(), shell.into());
+    let launch = Launch {
+        argv: launch.argv.clone(),
+        env: &env,
+        cwd: launch.cwd,
+    };
+    let spawn_error = |e: io::Error| PtyFailure::Spawn(e.into());
+    let Some(exec) = Exec::new(&launch, true).map_err(spawn_error)? else {
+        return Ok(None);
+    };
+    let size = nix::pty::Winsize {
+        ws_row: rows,
+        ws_col: cols,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    let pty = nix::pty::openpty(Some(&size), None)
+        .map_err(|e| PtyFailure::Open(anyhow::anyhow!("failed to openpty: {e}")))?;
+    let cloexec =
+        |fd: &OwnedFd| fcntl(fd, FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC)).map(|_| ());
+    cloexec(&pty.master)
+        .and_then(|()| cloexec(&pty.slave))
+        .map_err(|e| PtyFailure::Open(anyhow::anyhow!("failed to set close-on-exec: {e}")))?;
+    set_nonblocking(&pty.master).map_err(spawn_error)?;
+    let io = ChildIo::Pty { slave: &pty.slave };
+    match clone_into(&exec, cgroup_dir, io).map_err(spawn_error)? {
+        Some(pid) => Ok(Some((pid, pty.master))),
+        None => Ok(None),
+    }
+}
+
+/// The `SHELL` portable-pty gives a PTY job: the environment's when it names an
+/// executable, else the user's login shell, else `/bin/sh`.
+#[cfg(feature = "pty")]
+fn pty_shell(env: &std::collections::BTreeMap<std::ffi::OsString, std::ffi::OsString>) -> String {
+    use nix::unistd::{AccessFlags, access};
+    let executable = |path: &str| access(Path::new(path), AccessFlags::X_OK).is_ok();
+    if let Some(shell) = env
+        .get(std::ffi::OsStr::new("SHELL"))
+        .and_then(|s| s.to_str())
+        && executable(shell)
+    {
+        return shell.to_owned();
+    }
+    nix::unistd::User::from_uid(nix::unistd::getuid())
+        .ok()
+        .flatten()
+        .and_then(|user| user.shell.to_str().map(str::to_owned))
+        .filter(|shell| executable(shell))
+        .unwrap_or_else(|| "/bin/sh".to_owned())
+}
+
+fn set_nonblocking(fd: &OwnedFd) -> io::Result<()> {
+    let flags = OFlag::from_bits_retain(fcntl(fd, FcntlArg::F_GETFL)?);
+    fcntl(fd, FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK))?;
+    Ok(())
+}
+
+/// The job's standard streams, as its child side puts them on 0–2.
+#[derive(Clone, Copy)]
+enum ChildIo<'a> {
+    /// stdin from one pipe, stdout and stderr into another; a process group of
+    /// its own.
+    Pipes {
+        stdin: &'a OwnedFd,
+        out: &'a OwnedFd,
+    },
+    /// A PTY's slave on all three, as the controlling terminal of a session of
+    /// its own.
+    Pty { slave: &'a OwnedFd },
+}
+
+/// Clones a child into the cgroup at `cgroup_dir` that puts `io` on 0–2 and
+/// execs `exec`; its pid, or `None` when the kernel refused the clone.
+///
+/// # Errors
+/// The OS error of the cgroup's open, the error pipe or the job's exec.
+fn clone_into(exec: &Exec, cgroup_dir: &Path, io: ChildIo<'_>) -> io::Result<Option<i32>> {
     let cgroup = nix::fcntl::open(
         cgroup_dir,
         OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
         nix::sys::stat::Mode::empty(),
     )?;
-    let (out_r, out_w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
-    let (in_r, in_w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
     let (err_r, err_w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
-    // The parent's ends are made non-blocking before the clone (each end is its own
-    // open file description, so the child's ends stay blocking): once the job runs,
-    // nothing can fail and start it a second time.
-    for fd in [&out_r, &in_w] {
-        let flags = OFlag::from_bits_retain(fcntl(fd, FcntlArg::F_GETFL)?);
-        fcntl(fd, FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK))?;
-    }
     let args = CloneArgs {
         flags: CLONE_INTO_CGROUP,
         exit_signal: libc::SIGCHLD as u64,
@@ -163,7 +280,7 @@ pub(crate) fn spawn_pipe_into(
                 std::mem::size_of::<CloneArgs>(),
             );
             if rc == 0 {
-                child_exec(&exec, &in_r, &out_w, &err_w);
+                child_exec(exec, io, &err_w);
             }
             rc
         }
@@ -174,16 +291,12 @@ pub(crate) fn spawn_pipe_into(
         return Ok(None);
     }
     let pid = i32::try_from(pid).map_err(|_| io::Error::other("child pid out of range"))?;
-    drop((in_r, out_w, err_w, cgroup));
+    drop((err_w, cgroup));
     if let Some(errno) = exec_failure(&err_r) {
         let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None);
         return Err(io::Error::from_raw_os_error(errno));
     }
-    Ok(Some(RawPipeChild {
-        pid,
-        output: out_r,
-        stdin: in_w,
-    }))
+    Ok(Some(pid))
 }
 
 /// The child's errno when its exec failed; `None` when the pipe closed empty (the
@@ -206,7 +319,7 @@ fn exec_failure(err_r: &OwnedFd) -> Option<i32> {
 ///
 /// # Safety
 /// Called only in the child of a fork-like clone of a single-threaded process.
-unsafe fn child_exec(exec: &Exec, stdin: &OwnedFd, out: &OwnedFd, err_pipe: &OwnedFd) -> ! {
+unsafe fn child_exec(exec: &Exec, io: ChildIo<'_>, err_pipe: &OwnedFd) -> ! {
     // SAFETY: only async-signal-safe libc calls on prepared memory; `_exit` ends it.
     unsafe {
         let fail = |errno: i32| -> ! {
@@ -215,6 +328,30 @@ unsafe fn child_exec(exec: &Exec, stdin: &OwnedFd, out: &OwnedFd, err_pipe: &Own
             libc::_exit(127)
         };
         let errno = || *libc::__errno_location();
+        let (stdin, out) = match io {
+            ChildIo::Pipes { stdin, out } => (stdin, out),
+            ChildIo::Pty { slave } => (slave, slave),
+        };
+        if let ChildIo::Pty { slave } = io {
+            // As portable-pty's child: dispositions it may have inherited reset, a
+            // session of its own, the PTY its controlling terminal (SIGWINCH).
+            for signo in [
+                libc::SIGCHLD,
+                libc::SIGHUP,
+                libc::SIGINT,
+                libc::SIGQUIT,
+                libc::SIGTERM,
+                libc::SIGALRM,
+            ] {
+                libc::signal(signo, libc::SIG_DFL);
+            }
+            if libc::setsid() < 0 {
+                fail(errno());
+            }
+            if libc::ioctl(slave.as_raw_fd(), libc::TIOCSCTTY, 0) < 0 {
+                fail(errno());
+            }
+        }
         for (from, to) in [(stdin, 0), (out, 1), (out, 2)] {
             // dup2 onto the same number would keep close-on-exec; the pipes are
             // never 0-2 here (the shim's stdio is open), but be exact anyway.
@@ -227,7 +364,7 @@ unsafe fn child_exec(exec: &Exec, stdin: &OwnedFd, out: &OwnedFd, err_pipe: &Own
                 fail(errno());
             }
         }
-        if libc::setpgid(0, 0) < 0 {
+        if matches!(io, ChildIo::Pipes { .. }) && libc::setpgid(0, 0) < 0 {
             fail(errno());
         }
         // std's children start with SIGPIPE at its default, whatever Rust set.
@@ -314,6 +451,65 @@ mod tests {
                 .lines()
                 .any(|l| l.starts_with("0::") && l.ends_with(&format!("/{name}"))),
             "the child's first cgroup is not the one asked for: {shown}"
+        );
+    }
+
+    #[cfg(feature = "pty")]
+    #[test]
+    fn b15_issue_32_a_pty_child_is_born_in_the_cgroup_by_clone3_with_its_terminal() {
+        let Some(dir) = test_parent() else {
+            return;
+        };
+        let env: BTreeMap<std::ffi::OsString, std::ffi::OsString> =
+            [("PATH".into(), "/usr/bin:/bin".into())].into();
+        let launch = Launch {
+            argv: vec![
+                "/bin/sh".into(),
+                "-c".into(),
+                "cat /proc/self/cgroup; echo x > /dev/tty && echo has-ctty; echo \"shell=$SHELL\""
+                    .into(),
+            ],
+            env: &env,
+            cwd: Path::new("/"),
+        };
+        let started = spawn_pty_into(&launch, 24, 80, &dir);
+        let Ok(Some((pid, master))) = started else {
+            panic!("clone3 into the cgroup is taken for a PTY job");
+        };
+        // Read to the end, blocking: a PTY master ends with EIO once the job and
+        // its terminal are gone.
+        fcntl(&master, FcntlArg::F_SETFL(OFlag::empty())).expect("fcntl");
+        let mut shown = Vec::new();
+        let mut buf = [0u8; 4096];
+        loop {
+            match nix::unistd::read(master.as_fd(), &mut buf) {
+                Ok(0) | Err(nix::errno::Errno::EIO) => break,
+                Ok(n) => shown.extend_from_slice(&buf[..n]),
+                Err(nix::errno::Errno::EINTR) => {}
+                Err(error) => panic!("reading the job's terminal: {error}"),
+            }
+        }
+        let status = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None);
+        let _ = std::fs::remove_dir(&dir);
+        assert!(
+            matches!(status, Ok(nix::sys::wait::WaitStatus::Exited(_, 0))),
+            "{status:?}"
+        );
+        let shown = String::from_utf8_lossy(&shown);
+        let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        assert!(
+            shown
+                .lines()
+                .any(|l| l.starts_with("0::") && l.trim_end().ends_with(&format!("/{name}"))),
+            "the job's first cgroup is not the one asked for: {shown}"
+        );
+        assert!(
+            shown.contains("has-ctty"),
+            "the PTY is not the job's controlling terminal: {shown}"
+        );
+        assert!(
+            shown.contains("shell=/"),
+            "SHELL is set as portable-pty sets it: {shown}"
         );
     }
 }

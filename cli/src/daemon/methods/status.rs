@@ -24,7 +24,8 @@ use crate::protocol::{self, PROTOCOL_VERSION, RpcError, VERSION_MISMATCH};
 /// `terminal` (a real terminal shows the stream: the PTY's queries go to it),
 /// and `logs.raw` (`raw` on
 /// `logs.dump`/`logs.follow`: output as `log.bytes` frames, a header line and the
-/// bytes unescaped, `connection/outlet.rs`).
+/// bytes unescaped, `connection/outlet.rs`), and `spawn`'s `follow` (the spawn's
+/// answer as a note, then its log stream and result: `run --wait` in one request).
 pub(crate) const CAPABILITIES: &[&str] = &[
     "clean",
     "drain.lease",
@@ -47,6 +48,9 @@ pub(crate) const CAPABILITIES: &[&str] = &[
     "logs.raw",
     // `plugins`: what the daemon's plugins loaded, with their counts (cli/src/plugins/live.rs).
     "plugins",
+    // `spawn`'s `follow`: the spawn answered as a `spawned` note, then the session's
+    // logs.follow with its result on the same request (`streams.rs`, issue 32).
+    "spawn.follow",
 ];
 
 /// Answers the handshake.

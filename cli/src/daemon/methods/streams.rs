@@ -58,6 +58,17 @@ pub(crate) enum Stream {
     },
     /// A far host's stream (`logs.follow` of `NAME:proc_…`), on a door of its own.
     Remote(crate::daemon::hosts::RemoteStream),
+    /// `spawn {"follow": true}` (capability `spawn.follow`): the spawn's answer as
+    /// a `spawned` note, then the session's `logs.follow` from byte 0 with its
+    /// result: `run --wait` in one request, pipelined behind its `hello`.
+    Spawned {
+        /// The spawn's answer, as `spawn` answers it.
+        info: Value,
+        /// The session.
+        id: String,
+        /// Output as `log.bytes` frames (capability `logs.raw`).
+        raw: bool,
+    },
 }
 
 impl Stream {
@@ -83,6 +94,12 @@ impl Stream {
                 super::dump::dump(state, &id, from_byte, outlet.raw(raw)).await
             }
             Stream::Remote(remote) => remote.run(outlet).await,
+            Stream::Spawned { info, id, raw } => {
+                let mut outlet = outlet;
+                if outlet.note("spawned", info).await.is_ok() {
+                    logs(state, &id, 0, true, outlet.raw(raw)).await;
+                }
+            }
         }
     }
 }
@@ -239,17 +256,41 @@ async fn logs(
     }
 }
 
-/// Takes `raw` (capability `logs.raw`) off a log stream's params: whether the
-/// client asked for `log.bytes` frames. Other methods' params pass unchanged.
-pub(super) fn take_raw(method: &str, mut params: Value) -> (Value, bool) {
-    if !matches!(method, "logs.follow" | "logs.dump") {
+/// Takes `raw` (capability `logs.raw`) off a log stream's params, and a spawn's
+/// (with `follow`, capability `spawn.follow`): whether the client asked for
+/// `log.bytes` frames. Other methods' params pass unchanged.
+pub(super) fn take_raw(method: &str, params: Value) -> (Value, bool) {
+    if !matches!(method, "logs.follow" | "logs.dump" | "spawn") {
         return (params, false);
     }
-    let raw = params
+    take_flag(params, "raw")
+}
+
+/// Takes the boolean `name` off `params`: whether it was `true`.
+pub(super) fn take_flag(mut params: Value, name: &str) -> (Value, bool) {
+    let set = params
         .as_object_mut()
-        .and_then(|o| o.remove("raw"))
+        .and_then(|o| o.remove(name))
         .is_some_and(|v| v.as_bool() == Some(true));
-    (params, raw)
+    (params, set)
+}
+
+impl State {
+    /// `spawn {…, "follow": true}` (capability `spawn.follow`): the spawn, then,
+    /// when it started a session of this host, the [`Stream::Spawned`] that
+    /// follows it to its end. A far spawn (`host`) answers as a plain spawn.
+    pub(super) async fn spawn_follow(&self, params: Value, raw: bool) -> Reply {
+        match self.spawn(params).await {
+            Ok(info) => match info["session_id"].as_str() {
+                Some(id) if !id.contains(':') => {
+                    let id = id.to_owned();
+                    Reply::Stream(Stream::Spawned { info, id, raw })
+                }
+                _ => Reply::Value(info),
+            },
+            Err(error) => Reply::Error(error),
+        }
+    }
 }
 
 /// One read of `follower` on the blocking pool; the follower comes back with it.

@@ -123,18 +123,13 @@ fn spawn_job(
     };
     match spec.pty {
         Some((rows, cols)) => match spawn_pty_in(&launch, rows, cols, hold, limits) {
-            Ok(child) => {
-                let pid = child.pid;
-                // The std Child is not waited on: the job is reaped through waitpid.
-                drop(child.child);
-                Ok((
-                    Job::Pty {
-                        master: child.master,
-                        scanner: herd_pty::Scanner::new(rows, cols),
-                    },
-                    pid,
-                ))
-            }
+            Ok((pid, master)) => Ok((
+                Job::Pty {
+                    master,
+                    scanner: herd_pty::Scanner::new(rows, cols),
+                },
+                pid,
+            )),
             Err(PtyFailure::Open(error)) => {
                 let _ = dir.remove();
                 write_ready(
@@ -203,10 +198,52 @@ fn spawn_pipe_in(
     }
 }
 
-/// Starts a PTY job inside the cgroup: portable-pty forks the child itself, so the
-/// shim steps into the cgroup for the spawn (the child is born there) and back out
-/// to its own cgroup right after, before anything else runs.
+/// Starts a PTY job inside the cgroup; its pid and the PTY's master. Born there by
+/// clone3 (issue 32) unless v1 limit cgroups must be entered too or the kernel
+/// refuses that way; then portable-pty forks the child itself, so the shim steps
+/// into the cgroup for the spawn (the child is born there) and back out to its own
+/// cgroup right after, before anything else runs.
 fn spawn_pty_in(
+    launch: &Launch<'_>,
+    rows: u16,
+    cols: u16,
+    hold: &mut Hold,
+    limits: &Applied,
+) -> Result<(i32, spawn::MasterFd), PtyFailure> {
+    #[cfg(feature = "pty")]
+    if limits.v1_dirs.is_empty()
+        && let Some(cgroup) = hold.cgroup()
+    {
+        match spawn::spawn_pty_into(launch, rows, cols, cgroup.path()) {
+            Ok(Some((pid, master))) => return Ok((pid, spawn::MasterFd::owned(master))),
+            Ok(None) => {}
+            // As for pipes: the cgroup is given up and the spawn's own error stands.
+            Err(PtyFailure::Spawn(error)) => {
+                give_up_cgroup(hold, &std::io::Error::other(error.to_string()));
+                return spawn_pty_moving(launch, rows, cols, hold, limits);
+            }
+            Err(open @ PtyFailure::Open(_)) => return Err(open),
+        }
+    }
+    spawn_pty_moving(launch, rows, cols, hold, limits)
+}
+
+/// [`spawn_pty_in`] by portable-pty, the shim moving into the job's cgroups for
+/// the spawn and back out.
+fn spawn_pty_moving(
+    launch: &Launch<'_>,
+    rows: u16,
+    cols: u16,
+    hold: &mut Hold,
+    limits: &Applied,
+) -> Result<(i32, spawn::MasterFd), PtyFailure> {
+    let child = spawn_pty_moving_raw(launch, rows, cols, hold, limits)?;
+    // The std Child is not waited on: the job is reaped through waitpid.
+    drop(child.child);
+    Ok((child.pid, child.master))
+}
+
+fn spawn_pty_moving_raw(
     launch: &Launch<'_>,
     rows: u16,
     cols: u16,

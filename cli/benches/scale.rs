@@ -1,0 +1,244 @@
+//! Many concurrent sessions (issue 32): one daemon holding 10,000 running jobs.
+//!
+//! Figures (one `herd-bench` line each, read by `cargo xtask bench`):
+//! - `cli.sessions_10000_new_job_p99`: the p99 of a new job's `spawn` (request to
+//!   answer, 200 jobs of `true` on one connection) while the daemon holds the
+//!   running sessions, against the same on the same daemon before it held any
+//!   (target <= 25 ms);
+//! - `cli.sessions_10000_ps`: `herd ps` (a client process listing every running
+//!   session) with them, against `herd ps` of the empty daemon before (target
+//!   <= 200 ms); the daemon's RSS with them, and before, is in the note.
+//!
+//! The jobs are `sleep 600` of owner `cli` (the one `herd ps` lists), started by 8
+//! socket clients at once, and every one
+//! is killed with the daemon at the end (`shutdown`, then a check that no job of
+//! the home's is left). The count is `HERD_BENCH_SESSIONS` (default 10,000),
+//! scaled down, with the reason in the note, when this process's descriptor
+//! limit or the system's free pids cannot hold it (a job and its shim are two
+//! processes; the daemon holds a few descriptors per session).
+//!
+//! `HERD_BENCH_ONLY=<substring>[,<substring>...]` runs only the figures whose name
+//! contains one of them.
+
+#![allow(
+    clippy::print_stdout,
+    reason = "the herd-bench line protocol is read by xtask"
+)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use herd_test_support::bench::{Conn, figure_line, median, spread};
+use herd_test_support::home::{TempHome, daemon_pid, herd, stop_daemon};
+use serde_json::json;
+
+const HERD: &str = env!("CARGO_BIN_EXE_herd");
+const DEFAULT_SESSIONS: usize = 10_000;
+const FILLERS: usize = 8;
+const PROBES: usize = 200;
+
+/// A temporary home whose daemon, and every job in it, is stopped on drop.
+struct Home {
+    dir: TempHome,
+    root: PathBuf,
+}
+
+impl Home {
+    fn new() -> Home {
+        let dir = TempHome::new_in(None, "herd-bench", "h");
+        let root = dir.home().to_owned();
+        std::fs::write(root.join("config.toml"), "max_connections = 64\n").expect("config");
+        Home { dir, root }
+    }
+
+    fn herd(&self, args: &[&str]) -> Command {
+        let mut cmd = herd(Path::new(HERD), self.dir.home());
+        cmd.args(args).stderr(Stdio::inherit());
+        cmd
+    }
+}
+
+impl Drop for Home {
+    fn drop(&mut self) {
+        // Stopping thousands of jobs takes a while: each shim ends its own.
+        stop_daemon(
+            &self.root,
+            Duration::from_secs(300),
+            &mut self.herd(&["shutdown", "--yes"]),
+        );
+    }
+}
+
+/// How many sessions this machine can hold now, and why fewer than asked.
+fn sessions_to_hold() -> (usize, String) {
+    let asked = std::env::var("HERD_BENCH_SESSIONS")
+        .ok()
+        .and_then(|n| n.parse::<usize>().ok())
+        .filter(|n| (1..=100_000).contains(n))
+        .unwrap_or(DEFAULT_SESSIONS);
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    // The daemon inherits this process's limits (it raises its soft limit to the
+    // hard one itself).
+    let (_, hard) = getrlimit(Resource::RLIMIT_NOFILE).expect("getrlimit");
+    let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
+    let by_fds = usize::try_from(hard.saturating_sub(1_024) / 2).unwrap_or(usize::MAX);
+    let pid_max: usize = std::fs::read_to_string("/proc/sys/kernel/pid_max")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(32_768);
+    let running = std::fs::read_dir("/proc")
+        .map(|d| {
+            d.filter(|e| {
+                e.as_ref()
+                    .is_ok_and(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
+            })
+            .count()
+        })
+        .unwrap_or(0);
+    let by_pids = pid_max.saturating_sub(running + 2_000) / 2;
+    let can = asked.min(by_fds).min(by_pids);
+    let why = if can < asked {
+        format!(
+            "; SCALED DOWN from {asked}: descriptors (hard limit {hard}) hold {by_fds}, free pids ({pid_max} max, {running} in use) hold {by_pids}"
+        )
+    } else {
+        String::new()
+    };
+    (can, why)
+}
+
+/// Milliseconds of each of `PROBES` spawns of `true` on one connection.
+fn probe_spawns(root: &Path) -> Vec<f64> {
+    let mut conn = Conn::open(root);
+    (0..PROBES)
+        .map(|_| {
+            let start = Instant::now();
+            conn.call("spawn", json!({"command": "true", "owner": "probe"}));
+            start.elapsed().as_secs_f64() * 1e3
+        })
+        .collect()
+}
+
+fn p99(mut samples: Vec<f64>) -> f64 {
+    samples.sort_by(f64::total_cmp);
+    samples[(samples.len() - 1) * 99 / 100]
+}
+
+/// Milliseconds of each of 5 `herd ps` runs.
+fn ps_runs(home: &Home) -> Vec<f64> {
+    (0..5)
+        .map(|_| {
+            let start = Instant::now();
+            let status = home
+                .herd(&["ps"])
+                .stdout(Stdio::null())
+                .status()
+                .expect("herd ps");
+            assert!(status.success(), "herd ps failed");
+            start.elapsed().as_secs_f64() * 1e3
+        })
+        .collect()
+}
+
+fn rss_mb(pid: i32) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
+    let kb: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .expect("VmRSS");
+    kb / 1024.0
+}
+
+/// Starts `n` `sleep 600` jobs from `FILLERS` connections at once; seconds.
+fn fill(root: &Path, n: usize) -> f64 {
+    let start = Instant::now();
+    let threads: Vec<_> = (0..FILLERS)
+        .map(|i| {
+            let root = root.to_owned();
+            let share = n / FILLERS + usize::from(i < n % FILLERS);
+            std::thread::spawn(move || {
+                let mut conn = Conn::open(&root);
+                for _ in 0..share {
+                    conn.call("spawn", json!({"command": "sleep 600", "owner": "cli"}));
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().expect("a filler");
+    }
+    start.elapsed().as_secs_f64()
+}
+
+fn sessions() {
+    let (n, scaled) = sessions_to_hold();
+    let home = Home::new();
+    let ps = home.herd(&["ps"]).stdout(Stdio::null()).status();
+    assert!(ps.is_ok_and(|s| s.success()), "the daemon starts");
+    let daemon = daemon_pid(&home.root).expect("pid file");
+    let rss_empty = rss_mb(daemon);
+    let idle_spawns = probe_spawns(&home.root);
+    let idle_ps = ps_runs(&home);
+    let fill_s = fill(&home.root, n);
+    let mut conn = Conn::open(&home.root);
+    let running = conn.call("list", json!({"owner": "cli"}))["processes"]
+        .as_array()
+        .map_or(0, Vec::len);
+    assert_eq!(running, n, "every filler job runs");
+    let rss_full = rss_mb(daemon);
+    let full_spawns = probe_spawns(&home.root);
+    let full_ps = ps_runs(&home);
+    let note = format!(
+        "{n} running `sleep 600` sessions (started by {FILLERS} clients in {fill_s:.1} s); daemon RSS {rss_full:.0} MB with them, {rss_empty:.0} MB empty; {PROBES} spawns of `true` on one connection each way{scaled}"
+    );
+    println!(
+        "{}",
+        figure_line(
+            "cli.sessions_10000_new_job_p99",
+            "ms",
+            p99(full_spawns.clone()),
+            Some((
+                p99(idle_spawns.clone()),
+                "the same spawns on the same daemon holding no session, before",
+            )),
+            Some("<= 25"),
+            &format!(
+                "{note}; medians {:.1} ms with them, {:.1} ms without",
+                median(full_spawns),
+                median(idle_spawns)
+            ),
+        )
+    );
+    println!(
+        "{}",
+        figure_line(
+            "cli.sessions_10000_ps",
+            "ms",
+            median(full_ps.clone()),
+            Some((
+                median(idle_ps),
+                "`herd ps` of the same daemon empty, before"
+            )),
+            Some("<= 200"),
+            &format!("{note}; median of 5 (spread {} ms)", spread(&full_ps, 0)),
+        )
+    );
+    drop(conn);
+    drop(home);
+}
+
+fn main() {
+    let only = std::env::var("HERD_BENCH_ONLY").unwrap_or_default();
+    let wanted = |name: &str| {
+        only.is_empty()
+            || only
+                .split(',')
+                .any(|part| !part.is_empty() && name.contains(part))
+    };
+    if wanted("cli.sessions_10000") {
+        sessions();
+    }
+}

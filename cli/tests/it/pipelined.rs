@@ -1,0 +1,148 @@
+//! Issue 32: `run --wait` in one write. `hello` and a `spawn` with `follow`
+//! (capability `spawn.follow`) written together, before `hello`'s answer: the
+//! spawn runs once the handshake succeeded, its answer comes as a `spawned` note,
+//! then the job's output and, in the stream's answer, how it ended. Behind a
+//! refused `hello` the spawn is refused too, and nothing runs.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::support::Env;
+
+/// A connection with `lines` written in one write.
+fn pipelined(env: &Env, lines: &[Value]) -> BufReader<UnixStream> {
+    env.ok(&["ps"]);
+    let mut stream = UnixStream::connect(env.socket()).expect("the daemon's socket accepts");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("a timeout can be set");
+    let mut all = String::new();
+    for line in lines {
+        all.push_str(&format!("{line}\n"));
+    }
+    stream.write_all(all.as_bytes()).expect("the daemon reads");
+    BufReader::new(stream)
+}
+
+fn next(reader: &mut BufReader<UnixStream>) -> Value {
+    let mut line = String::new();
+    reader
+        .read_line(&mut line)
+        .expect("the daemon answers within 30 s");
+    serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line:?}"))
+}
+
+fn request(id: u64, method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+#[test]
+fn b23_issue_32_a_spawn_that_follows_behind_hello_streams_the_job_and_its_ending() {
+    let env = Env::new();
+    let mut reader = pipelined(
+        &env,
+        &[
+            request(
+                1,
+                "hello",
+                json!({"protocol": 1, "client": "pipelined-test"}),
+            ),
+            request(
+                2,
+                "spawn",
+                json!({"command": "echo one; echo two; exit 3", "owner": "cli",
+                       "follow": true, "raw": true}),
+            ),
+        ],
+    );
+    let hello = next(&mut reader);
+    assert_eq!(hello["id"], 1, "{hello}");
+    let caps = hello["result"]["capabilities"]
+        .as_array()
+        .expect("capabilities");
+    assert!(caps.iter().any(|c| c == "spawn.follow"), "{hello}");
+    let spawned = next(&mut reader);
+    assert_eq!(spawned["method"], "spawned", "{spawned}");
+    let id = spawned["params"]["session_id"]
+        .as_str()
+        .expect("the spawn's answer names the session")
+        .to_owned();
+    assert!(spawned["params"]["pid"].as_i64() > Some(1), "{spawned}");
+    let mut output = Vec::new();
+    let end = loop {
+        let message = next(&mut reader);
+        match message["method"].as_str() {
+            Some("log.bytes") => {
+                let len = message["params"]["len"].as_u64().expect("len");
+                let mut body = vec![0u8; usize::try_from(len).expect("len fits")];
+                reader.read_exact(&mut body).expect("the frame's bytes");
+                output.extend_from_slice(&body);
+            }
+            Some("log") => panic!("a raw stream sends frames, not notes: {message}"),
+            _ => break message,
+        }
+    };
+    assert_eq!(end["id"], 2, "{end}");
+    assert_eq!(String::from_utf8_lossy(&output), "one\ntwo\n");
+    assert_eq!(end["result"]["result"]["session_id"], id.as_str(), "{end}");
+    assert_eq!(end["result"]["result"]["exit_code"], 3, "{end}");
+}
+
+#[test]
+fn b23_issue_32_behind_a_refused_hello_a_following_spawn_runs_nothing() {
+    let env = Env::new();
+    let marker = env.home().join("ran");
+    let mut reader = pipelined(
+        &env,
+        &[
+            request(
+                1,
+                "hello",
+                json!({"protocol": 99, "client": "pipelined-test"}),
+            ),
+            request(
+                2,
+                "spawn",
+                json!({"command": format!("touch {}", marker.display()), "owner": "cli",
+                       "follow": true}),
+            ),
+        ],
+    );
+    let hello = next(&mut reader);
+    assert!(hello["error"]["code"].is_i64(), "{hello}");
+    let spawn = next(&mut reader);
+    assert_eq!(spawn["id"], 2, "{spawn}");
+    assert_eq!(spawn["error"]["code"], -32013, "hello required: {spawn}");
+    let listed = env.json(&["ps", "--all", "--json"]);
+    assert_eq!(listed["processes"], json!([]), "{listed}");
+    assert!(!marker.exists(), "the refused spawn ran");
+}
+
+#[test]
+fn b23_issue_32_run_wait_pipelined_prints_the_output_and_exits_with_the_job() {
+    let env = Env::new();
+    let out = env.run(&[
+        "run",
+        "--wait",
+        "--",
+        "sh",
+        "-c",
+        "echo out; echo err >&2; exit 4",
+    ]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "out\nerr\n",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a job that failed fails run --wait"
+    );
+    let ok = env.run(&["run", "--wait", "--", "true"]);
+    assert_eq!(ok.status.code(), Some(0));
+}
