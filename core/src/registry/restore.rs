@@ -409,6 +409,7 @@ impl Inner {
                 crate::answers::Containment::Group
             },
             leftovers: Vec::new(),
+            ready_at: entry.ready_at,
             id,
         }
         .into_session()
