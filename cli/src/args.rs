@@ -266,6 +266,16 @@ pub(crate) struct RunArgs {
     /// Most processes and threads of the job's whole tree at once (1 to 4194304).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=crate::sizes::PIDS_MAX))]
     pub(crate) pids: Option<u64>,
+    /// Mark the job ready when an output line (redacted, as `herd logs` shows it)
+    /// matches the regex PATTERN (`herd wait --ready`, `ready_at` in ps --json, a
+    /// `ready` event with --notify). A pattern that does not compile is refused.
+    #[arg(long, value_name = "PATTERN")]
+    pub(crate) ready: Option<String>,
+    /// Mark the job ready when a process of its own tree listens on TCP port N on
+    /// 127.0.0.1, ::1 or a wildcard address (1 to 65535); another program already
+    /// holding the port does not count.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub(crate) ready_port: Option<u16>,
     /// Start the job on a host of `[hosts.NAME]` in config.toml; its id is
     /// `NAME:proc_...`.
     #[arg(long, value_name = "NAME")]
@@ -443,6 +453,10 @@ pub(crate) struct WaitArgs {
     /// Give up after SECS seconds (the daemon caps this, 180 s by default).
     #[arg(long, value_name = "SECS", value_parser = parse_positive_seconds)]
     pub(crate) timeout: Option<f64>,
+    /// Return once the job is ready (`run --ready`, `--ready-port`), or has been:
+    /// exit 0; exit 4 when it ended without becoming ready, 1 on --timeout.
+    #[arg(long, conflicts_with = "follow")]
+    pub(crate) ready: bool,
     /// Print the wait answer as JSON.
     #[arg(long)]
     pub(crate) json: bool,

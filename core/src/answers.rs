@@ -55,6 +55,8 @@ pub enum WaitStatus {
     Timeout,
     /// The caller's interrupt fired; the session still runs.
     Interrupted,
+    /// The session became ready (`wait --ready`, B45); it may still run.
+    Ready,
 }
 
 /// What a stdin operation did.

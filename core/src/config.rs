@@ -120,6 +120,10 @@ pub mod limits {
     pub const COMPLETION_OUTPUT_CHARS: RangeInclusive<usize> = 0..=1_000_000;
     /// A spawn's time limit, in seconds: a second to ten years.
     pub const TIME_LIMIT_SECONDS: RangeInclusive<u64> = 1..=10 * 365 * 86_400;
+    /// Characters of a `--ready` pattern.
+    pub const READY_PATTERN_CHARS: RangeInclusive<usize> = 1..=1_000;
+    /// A `--ready-port`.
+    pub const READY_PORT: RangeInclusive<u16> = 1..=65_535;
 
     /// `Err` naming `field`, its range and `got` when `value` is outside `range`.
     ///
@@ -421,6 +425,13 @@ pub struct SpawnRequest {
     /// Memory, CPU and process limits of the whole tree, through the session's
     /// cgroup (issue 36); refused where no cgroup can carry them.
     pub limits: crate::Limits,
+    /// Readiness by output (B45): a regex (at most [`limits::READY_PATTERN_CHARS`]
+    /// characters) over the redacted output, line by line; the first matching line
+    /// marks the session ready. A pattern that does not compile is refused.
+    pub ready: Option<String>,
+    /// Readiness by port (B45): the session is ready once a socket of its own tree
+    /// listens on this TCP port (1 to 65535) on 127.0.0.1, ::1 or a wildcard address.
+    pub ready_port: Option<u16>,
 }
 
 /// Who asked for a kill (B17).

@@ -128,6 +128,26 @@ pub enum Event {
         /// Why.
         message: String,
     },
+    /// A session became ready (B45): once per session, by its `--ready` pattern
+    /// or its `--ready-port` listener.
+    Ready {
+        /// The session.
+        session_id: SessionId,
+        /// The container key.
+        task_id: String,
+        /// The owner.
+        owner_task_id: String,
+        /// The host's session key.
+        session_key: Option<String>,
+        /// The command line.
+        command: Shown,
+        /// What made it ready: `pattern` or `port`.
+        by: String,
+        /// The line that matched (redacted), or `port N`.
+        detail: Shown,
+        /// RFC 3339 UTC.
+        ready_at: String,
+    },
     /// The global watch breaker tripped (B20).
     WatchOverflowTripped {
         /// The explanation.
@@ -162,7 +182,8 @@ impl Event {
             Event::Completion { owner_task_id, .. }
             | Event::Heartbeat { owner_task_id, .. }
             | Event::WatchMatch { owner_task_id, .. }
-            | Event::WatchDisabled { owner_task_id, .. } => Some(owner_task_id),
+            | Event::WatchDisabled { owner_task_id, .. }
+            | Event::Ready { owner_task_id, .. } => Some(owner_task_id),
             Event::WatchOverflowTripped { .. }
             | Event::WatchOverflowReleased { .. }
             | Event::QueueFolded { .. } => None,
@@ -191,6 +212,7 @@ impl Event {
                 ..
             } => format!("watch_match:{session_id}:{matched_at}:{suppressed}"),
             Event::WatchDisabled { session_id, .. } => format!("watch_disabled:{session_id}"),
+            Event::Ready { session_id, .. } => format!("ready:{session_id}"),
             Event::WatchOverflowTripped { message } => {
                 format!("watch_overflow_tripped:{:016x}", content_hash(message))
             }
@@ -228,7 +250,8 @@ impl Event {
             Event::Completion { session_id, .. }
             | Event::Heartbeat { session_id, .. }
             | Event::WatchMatch { session_id, .. }
-            | Event::WatchDisabled { session_id, .. } => Some(session_id),
+            | Event::WatchDisabled { session_id, .. }
+            | Event::Ready { session_id, .. } => Some(session_id),
             Event::WatchOverflowTripped { .. }
             | Event::WatchOverflowReleased { .. }
             | Event::QueueFolded { .. } => None,
@@ -363,6 +386,15 @@ fn render_one(event: &Event) -> String {
             text.push(']');
             text
         }
+        Event::Ready {
+            session_id,
+            command,
+            by,
+            detail,
+            ..
+        } => format!(
+            "[IMPORTANT: Background process {session_id} is ready ({by}: {detail}); it keeps running.\nCommand: {command}]"
+        ),
         Event::WatchDisabled { message, .. }
         | Event::WatchOverflowTripped { message }
         | Event::WatchOverflowReleased { message, .. }

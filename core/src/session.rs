@@ -204,6 +204,10 @@ pub(crate) struct Origin {
     pub(crate) kill_leftovers: Option<bool>,
     /// `--memory`, `--cpus`, `--pids` as the spawn gave them.
     pub(crate) limits: crate::Limits,
+    /// `--ready` as the spawn gave it (B45).
+    pub(crate) ready: Option<String>,
+    /// `--ready-port` as the spawn gave it (B45).
+    pub(crate) ready_port: Option<u16>,
 }
 
 /// A worker scope a session runs in.

@@ -11,6 +11,8 @@
 pub(crate) mod cgroup;
 #[cfg(target_os = "linux")]
 pub(crate) mod limits;
+#[cfg(target_os = "linux")]
+pub(crate) mod sockets;
 #[cfg(unix)]
 mod unix;
 #[cfg(target_os = "linux")]

@@ -138,6 +138,12 @@ pub struct SpawnOptions {
     /// `--pids` as the spawn gave it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pids: Option<u64>,
+    /// `--ready` as the spawn gave it: a regex over the redacted output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready: Option<String>,
+    /// `--ready-port` as the spawn gave it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_port: Option<u16>,
 }
 
 /// The supervisor process (shim) a checkpointed session runs under.

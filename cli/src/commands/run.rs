@@ -43,7 +43,7 @@ fn with_forwarded(mut env: Vec<(String, String)>, forward: &[String]) -> Vec<(St
 }
 
 /// The refusal of `flags` by a daemon too old to honour them.
-fn old_daemon_for(flags: &str, daemon: &str) -> anyhow::Error {
+pub(super) fn old_daemon_for(flags: &str, daemon: &str) -> anyhow::Error {
     Failure::new(
         Code::Usage,
         format!(
@@ -112,6 +112,12 @@ pub(crate) async fn run(home: &Home, args: RunArgs) -> anyhow::Result<Ran> {
     if let Some(host) = &args.host {
         params["host"] = json!(host);
     }
+    if let Some(pattern) = &args.ready {
+        params["ready"] = json!(pattern);
+    }
+    if let Some(port) = args.ready_port {
+        params["ready_port"] = json!(port);
+    }
     let limits = add_containment(
         &mut params,
         args.kill_leftovers,
@@ -142,6 +148,11 @@ pub(crate) async fn run(home: &Home, args: RunArgs) -> anyhow::Result<Ran> {
             args.kill_leftovers,
             "spawn.kill_leftovers",
             "--kill-leftovers",
+        ),
+        (
+            args.ready.is_some() || args.ready_port.is_some(),
+            "spawn.ready",
+            "--ready and --ready-port",
         ),
     ] {
         if asked && !client.hello.serves(capability) {

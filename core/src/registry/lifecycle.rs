@@ -63,6 +63,8 @@ impl Origin {
             replaces: req.replaces.clone(),
             kill_leftovers: req.kill_leftovers,
             limits: req.limits,
+            ready: req.ready.clone(),
+            ready_port: req.ready_port,
         }
     }
 }
@@ -257,6 +259,8 @@ fn stored_restart_request(
             cpu_millis: options.cpu_millis,
             pids: options.pids,
         },
+        ready: options.ready,
+        ready_port: options.ready_port,
     }
 }
 
@@ -291,5 +295,7 @@ fn restart_request(
         replaces: Some(s.id.clone()),
         kill_leftovers: origin.kill_leftovers,
         limits: origin.limits,
+        ready: origin.ready.clone(),
+        ready_port: origin.ready_port,
     }
 }

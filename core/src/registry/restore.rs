@@ -477,6 +477,7 @@ impl Inner {
             notes: Vec::new(),
         };
         let observer = self.arm_notifications(&s, &plan);
+        let observer = self.arm_readiness(&s, observer);
         self.arm_time_limit(&s);
         if let Some(source) = self.resume_kill(&s, entry) {
             // No shim carries this kill: finish it from here.
@@ -710,5 +711,7 @@ fn origin_of_record(r: &herd_persistence::SessionRecord) -> crate::session::Orig
             cpu_millis: options.cpu_millis,
             pids: options.pids,
         },
+        ready: options.ready,
+        ready_port: options.ready_port,
     }
 }

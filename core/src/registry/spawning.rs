@@ -155,6 +155,7 @@ impl Inner {
             })?;
         }
         let time_limit = req.time_limit.map(time_limit).transpose()?;
+        super::readiness::check_request(req)?;
         if let Some((field, message)) = req.limits.problem(self.config.shim.is_some()) {
             return Err(SpawnError::InvalidRequest { field, message });
         }
@@ -421,6 +422,7 @@ impl Inner {
         self.insert_running(session);
         self.changed();
         let observer = self.arm_notifications(session, wakes);
+        let observer = self.arm_readiness(session, observer);
         self.arm_time_limit(session);
         let span = tracing::info_span!("session", id = %session.id);
         let inner = Arc::clone(self);

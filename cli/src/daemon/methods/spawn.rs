@@ -85,6 +85,8 @@ impl State {
             replaces: None,
             kill_leftovers: p.kill_leftovers,
             limits: p.limits.unwrap_or_default(),
+            ready: p.ready,
+            ready_port: p.ready_port,
         };
         match self.registry.spawn(request).await {
             Ok(info) => to_value(info),
@@ -168,6 +170,12 @@ struct SpawnParams {
     /// Memory, CPU and process limits of the tree (capability `spawn.limits`).
     #[serde(default)]
     limits: Option<herd_core::Limits>,
+    /// Readiness by a regex over the redacted output (capability `spawn.ready`).
+    #[serde(default)]
+    ready: Option<String>,
+    /// Readiness by a listening port of the job's tree (capability `spawn.ready`).
+    #[serde(default)]
+    ready_port: Option<u16>,
 }
 
 /// `restart` (capability `restart`): the session to start again, and the caller's

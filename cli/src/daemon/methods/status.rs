@@ -45,6 +45,8 @@ pub(crate) const CAPABILITIES: &[&str] = &[
     "events.ack",
     "logs.follow.terminal",
     "logs.raw",
+    // `spawn`'s `ready`/`ready_port`, `wait`'s `ready` and the `ready` event (issue 33).
+    "spawn.ready",
     // `plugins`: what the daemon's plugins loaded, with their counts (cli/src/plugins/live.rs).
     "plugins",
 ];

@@ -387,5 +387,7 @@ pub(super) fn options_record(s: &Session, command_written: &str) -> herd_persist
         memory_bytes: origin.limits.memory_bytes,
         cpu_millis: origin.limits.cpu_millis,
         pids: origin.limits.pids,
+        ready: origin.ready.clone(),
+        ready_port: origin.ready_port,
     }
 }
