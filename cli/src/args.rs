@@ -276,6 +276,19 @@ pub(crate) struct RunArgs {
     /// holding the port does not count.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub(crate) ready_port: Option<u16>,
+    /// Run the command again when it ends: `on-failure` (not exit 0) or `always`.
+    /// Each run's output goes to the same log after a line `── herd: run 2 of 4
+    /// (previous exit 1) ──`; one completion at the end says how many runs there
+    /// were; --time-limit applies to each run.
+    #[arg(long, value_name = "WHEN", value_enum)]
+    pub(crate) restart: Option<RestartWhen>,
+    /// With --restart: at most N restarts (1 to 10000; default 5).
+    #[arg(long, value_name = "N", requires = "restart", value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub(crate) max_restarts: Option<u32>,
+    /// With --restart: the first pause before a restart, doubled after each (at
+    /// most 5 minutes): 500ms, 2s, 1m (100 ms to 5 minutes; default 1s).
+    #[arg(long, value_name = "DELAY", requires = "restart", value_parser = parse_restart_delay)]
+    pub(crate) restart_delay: Option<u64>,
     /// Start the job on a host of `[hosts.NAME]` in config.toml; its id is
     /// `NAME:proc_...`.
     #[arg(long, value_name = "NAME")]
@@ -294,6 +307,41 @@ pub(crate) struct RunArgs {
     /// before the command (`--nmae`) is refused, never run as the command.
     #[arg(trailing_var_arg = true, required = true, value_name = "CMD")]
     pub(crate) command: Vec<String>,
+}
+
+/// `--restart`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum RestartWhen {
+    /// After a run that did not exit 0.
+    OnFailure,
+    /// After every run.
+    Always,
+}
+
+/// Parses a restart delay (`500ms`, `2s`, `1.5`, `1m`) into milliseconds, 100 ms to
+/// 5 minutes.
+fn parse_restart_delay(text: &str) -> Result<u64, String> {
+    let (number, unit_ms) = if let Some(n) = text.strip_suffix("ms") {
+        (n, 1.0)
+    } else if let Some(n) = text.strip_suffix('s') {
+        (n, 1000.0)
+    } else if let Some(n) = text.strip_suffix('m') {
+        (n, 60_000.0)
+    } else {
+        (text, 1000.0)
+    };
+    let value: f64 = number
+        .trim()
+        .parse()
+        .map_err(|_| format!("expected a delay like 500ms, 2s or 1m, got `{text}`"))?;
+    let ms = value * unit_ms;
+    if ms.is_finite() && (100.0..=300_000.0).contains(&ms) {
+        Ok(ms.round() as u64)
+    } else {
+        Err(format!(
+            "the restart delay must be from 100ms to 5m (got `{text}`)"
+        ))
+    }
 }
 
 /// Parses `K=V`.

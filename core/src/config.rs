@@ -124,6 +124,10 @@ pub mod limits {
     pub const READY_PATTERN_CHARS: RangeInclusive<usize> = 1..=1_000;
     /// A `--ready-port`.
     pub const READY_PORT: RangeInclusive<u16> = 1..=65_535;
+    /// A restart policy's `--max-restarts`.
+    pub const MAX_RESTARTS: RangeInclusive<u32> = 1..=10_000;
+    /// A restart policy's `--restart-delay`, in milliseconds: 100 ms to 5 minutes.
+    pub const RESTART_DELAY_MS: RangeInclusive<u64> = 100..=300_000;
 
     /// `Err` naming `field`, its range and `got` when `value` is outside `range`.
     ///
@@ -432,6 +436,23 @@ pub struct SpawnRequest {
     /// Readiness by port (B45): the session is ready once a socket of its own tree
     /// listens on this TCP port (1 to 65535) on 127.0.0.1, ::1 or a wildcard address.
     pub ready_port: Option<u16>,
+    /// Run the job again when it ends (B46); `time_limit` then applies to each run.
+    /// Needs supervised sessions (`RegistryConfig::shim`).
+    pub restart: Option<RestartPolicy>,
+}
+
+/// A restart policy (B46): when a run ends, run the command again, at most
+/// `max_restarts` times, after `delay` doubled per earlier restart (at most 5
+/// minutes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RestartPolicy {
+    /// After every run (`always`), or only after one that did not exit 0
+    /// (`on-failure`).
+    pub always: bool,
+    /// How many times it runs again at most ([`limits::MAX_RESTARTS`]).
+    pub max_restarts: u32,
+    /// The first back-off ([`limits::RESTART_DELAY_MS`]).
+    pub delay: std::time::Duration,
 }
 
 /// Who asked for a kill (B17).

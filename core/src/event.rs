@@ -65,6 +65,10 @@ pub enum Event {
         /// incomplete. Absent when nothing was lost.
         #[serde(skip_serializing_if = "is_zero")]
         bytes_not_kept: u64,
+        /// How many times the command ran under a restart policy (B46); absent
+        /// without one.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        runs: Option<u32>,
     },
     /// Periodic output of a running session (B21).
     Heartbeat {
@@ -148,6 +152,26 @@ pub enum Event {
         /// RFC 3339 UTC.
         ready_at: String,
     },
+    /// A session with a restart policy started its command again (B46): one per
+    /// restart.
+    Retry {
+        /// The session.
+        session_id: SessionId,
+        /// The container key.
+        task_id: String,
+        /// The owner.
+        owner_task_id: String,
+        /// The host's session key.
+        session_key: Option<String>,
+        /// The command line.
+        command: Shown,
+        /// The run that began (2 is the first restart).
+        run: u32,
+        /// The most runs the policy allows.
+        max_runs: u32,
+        /// How the previous run ended: `exit 1`, `signal 9`, `run's time limit`.
+        previous: String,
+    },
     /// The global watch breaker tripped (B20).
     WatchOverflowTripped {
         /// The explanation.
@@ -183,7 +207,8 @@ impl Event {
             | Event::Heartbeat { owner_task_id, .. }
             | Event::WatchMatch { owner_task_id, .. }
             | Event::WatchDisabled { owner_task_id, .. }
-            | Event::Ready { owner_task_id, .. } => Some(owner_task_id),
+            | Event::Ready { owner_task_id, .. }
+            | Event::Retry { owner_task_id, .. } => Some(owner_task_id),
             Event::WatchOverflowTripped { .. }
             | Event::WatchOverflowReleased { .. }
             | Event::QueueFolded { .. } => None,
@@ -213,6 +238,9 @@ impl Event {
             } => format!("watch_match:{session_id}:{matched_at}:{suppressed}"),
             Event::WatchDisabled { session_id, .. } => format!("watch_disabled:{session_id}"),
             Event::Ready { session_id, .. } => format!("ready:{session_id}"),
+            Event::Retry {
+                session_id, run, ..
+            } => format!("retry:{session_id}:{run}"),
             Event::WatchOverflowTripped { message } => {
                 format!("watch_overflow_tripped:{:016x}", content_hash(message))
             }
@@ -251,7 +279,8 @@ impl Event {
             | Event::Heartbeat { session_id, .. }
             | Event::WatchMatch { session_id, .. }
             | Event::WatchDisabled { session_id, .. }
-            | Event::Ready { session_id, .. } => Some(session_id),
+            | Event::Ready { session_id, .. }
+            | Event::Retry { session_id, .. } => Some(session_id),
             Event::WatchOverflowTripped { .. }
             | Event::WatchOverflowReleased { .. }
             | Event::QueueFolded { .. } => None,
@@ -321,11 +350,18 @@ fn render_one(event: &Event) -> String {
             descendants_alive,
             leftovers,
             bytes_not_kept,
+            runs,
             ..
         } => {
             let status =
                 completion_status(*completion_reason, *termination_source, *signal, *exit_code);
-            let code = exit_text(*exit_code, *signal);
+            let mut code = exit_text(*exit_code, *signal);
+            if let Some(n) = runs {
+                code.push_str(&format!(
+                    ", after {n} run{}",
+                    if *n == 1 { "" } else { "s" }
+                ));
+            }
             let mut text =
                 format!("[IMPORTANT: Background process {session_id} {status} ({code}).\n");
             if let Some(note) = handoff_note {
@@ -394,6 +430,16 @@ fn render_one(event: &Event) -> String {
             ..
         } => format!(
             "[IMPORTANT: Background process {session_id} is ready ({by}: {detail}); it keeps running.\nCommand: {command}]"
+        ),
+        Event::Retry {
+            session_id,
+            command,
+            run,
+            max_runs,
+            previous,
+            ..
+        } => format!(
+            "[Background process {session_id} restarted: run {run} of at most {max_runs} (previous run: {previous}); you will be told when it ends.\nCommand: {command}]"
         ),
         Event::WatchDisabled { message, .. }
         | Event::WatchOverflowTripped { message }

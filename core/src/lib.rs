@@ -128,7 +128,7 @@ pub use answers::{
 };
 pub use config::{
     DEFAULT_ENV_DENY, KillSource, ListFilter, Mode, NotificationPolicy, RegistryConfig,
-    SpawnRequest, limits,
+    RestartPolicy, SpawnRequest, limits,
 };
 #[doc(hidden)]
 pub use dispatch::delegate;

@@ -55,6 +55,7 @@ mod notify;
 mod query;
 mod readiness;
 mod recommit;
+mod restarts;
 mod retention;
 mod spawning;
 mod stdin;

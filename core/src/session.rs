@@ -97,6 +97,9 @@ pub(crate) struct State {
     /// When the session became ready (`--ready`, `--ready-port`), set once by
     /// `Inner::mark_ready` after its store commit; survives a restart.
     pub(crate) ready_at: Option<SystemTime>,
+    /// Runs started so far under a restart policy (B46), from the separator lines
+    /// of its output; 0 without a policy.
+    pub(crate) runs: u32,
 }
 
 /// One session.
@@ -208,6 +211,8 @@ pub(crate) struct Origin {
     pub(crate) ready: Option<String>,
     /// `--ready-port` as the spawn gave it (B45).
     pub(crate) ready_port: Option<u16>,
+    /// `--restart` as the spawn gave it (B46).
+    pub(crate) restart: Option<crate::config::RestartPolicy>,
 }
 
 /// A worker scope a session runs in.

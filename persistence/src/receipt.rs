@@ -90,6 +90,9 @@ pub struct ResultReceipt {
     /// seconds, if it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ready_at: Option<f64>,
+    /// How many times the command ran under a restart policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runs: Option<u32>,
 }
 
 impl ResultReceipt {
@@ -122,6 +125,7 @@ impl ResultReceipt {
             time_limit_seconds: None,
             replaces: None,
             ready_at: None,
+            runs: None,
         }
     }
 }

@@ -91,6 +91,9 @@ pub struct SessionRecord {
     /// shows it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command_given: Option<String>,
+    /// Runs started so far under a restart policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runs: Option<u32>,
 }
 
 /// What a spawn asked for beyond the fields of [`SessionRecord`]: the time limit a
@@ -144,6 +147,20 @@ pub struct SpawnOptions {
     /// `--ready-port` as the spawn gave it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ready_port: Option<u16>,
+    /// `--restart`, `--max-restarts`, `--restart-delay` as the spawn gave them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart: Option<RestartRecord>,
+}
+
+/// A spawn's restart policy as a record keeps it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RestartRecord {
+    /// After every run, or only after a failed one.
+    pub always: bool,
+    /// How many times it runs again at most.
+    pub max_restarts: u32,
+    /// The first back-off, milliseconds.
+    pub delay_ms: u64,
 }
 
 /// The supervisor process (shim) a checkpointed session runs under.

@@ -29,6 +29,11 @@ fn add_containment(
     limits
 }
 
+/// `--max-restarts` when `--restart` is given alone.
+const DEFAULT_MAX_RESTARTS: u32 = 5;
+/// `--restart-delay` when `--restart` is given alone, milliseconds.
+const DEFAULT_RESTART_DELAY_MS: u64 = 1_000;
+
 /// `env` plus each forwarded variable not set there: a forwarded variable carries the
 /// value from this shell, not the daemon's.
 fn with_forwarded(mut env: Vec<(String, String)>, forward: &[String]) -> Vec<(String, String)> {
@@ -118,6 +123,16 @@ pub(crate) async fn run(home: &Home, args: RunArgs) -> anyhow::Result<Ran> {
     if let Some(port) = args.ready_port {
         params["ready_port"] = json!(port);
     }
+    if let Some(when) = args.restart {
+        params["restart"] = json!({
+            "policy": match when {
+                crate::args::RestartWhen::OnFailure => "on-failure",
+                crate::args::RestartWhen::Always => "always",
+            },
+            "max_restarts": args.max_restarts.unwrap_or(DEFAULT_MAX_RESTARTS),
+            "delay_ms": args.restart_delay.unwrap_or(DEFAULT_RESTART_DELAY_MS),
+        });
+    }
     let limits = add_containment(
         &mut params,
         args.kill_leftovers,
@@ -154,6 +169,7 @@ pub(crate) async fn run(home: &Home, args: RunArgs) -> anyhow::Result<Ran> {
             "spawn.ready",
             "--ready and --ready-port",
         ),
+        (args.restart.is_some(), "spawn.restart", "--restart"),
     ] {
         if asked && !client.hello.serves(capability) {
             return Err(old_daemon_for(flags, &client.hello.daemon));

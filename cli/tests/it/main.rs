@@ -28,6 +28,7 @@ mod plugins;
 mod props;
 mod ready;
 mod remote;
+mod restarts;
 mod restore;
 mod retention;
 mod secrets;

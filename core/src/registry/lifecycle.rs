@@ -65,6 +65,7 @@ impl Origin {
             limits: req.limits,
             ready: req.ready.clone(),
             ready_port: req.ready_port,
+            restart: req.restart,
         }
     }
 }
@@ -261,6 +262,7 @@ fn stored_restart_request(
         },
         ready: options.ready,
         ready_port: options.ready_port,
+        restart: options.restart.map(super::restarts::policy_of_record),
     }
 }
 
@@ -297,5 +299,6 @@ fn restart_request(
         limits: origin.limits,
         ready: origin.ready.clone(),
         ready_port: origin.ready_port,
+        restart: origin.restart,
     }
 }

@@ -161,6 +161,7 @@ impl Inner {
             },
             leftovers: r.leftovers.clone(),
             ready_at: r.ready_at,
+            runs: r.runs.unwrap_or(0),
         }
         .into_session()
     }

@@ -266,7 +266,7 @@ impl Inner {
 }
 
 /// Two observers, each seeing everything.
-struct Both(Box<dyn Observer>, Box<dyn Observer>);
+pub(super) struct Both(pub(super) Box<dyn Observer>, pub(super) Box<dyn Observer>);
 
 impl Observer for Both {
     fn output(&mut self, bytes: &[u8]) {

@@ -410,6 +410,7 @@ impl Inner {
             },
             leftovers: Vec::new(),
             ready_at: entry.ready_at,
+            runs: r.runs.unwrap_or(0),
             id,
         }
         .into_session()
@@ -478,6 +479,7 @@ impl Inner {
         };
         let observer = self.arm_notifications(&s, &plan);
         let observer = self.arm_readiness(&s, observer);
+        let observer = self.arm_restarts(&s, observer);
         self.arm_time_limit(&s);
         if let Some(source) = self.resume_kill(&s, entry) {
             // No shim carries this kill: finish it from here.
@@ -713,5 +715,6 @@ fn origin_of_record(r: &herd_persistence::SessionRecord) -> crate::session::Orig
         },
         ready: options.ready,
         ready_port: options.ready_port,
+        restart: options.restart.map(super::restarts::policy_of_record),
     }
 }

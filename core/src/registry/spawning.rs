@@ -48,6 +48,11 @@ impl Inner {
     ) -> Result<SpawnInfo, SpawnError> {
         req.limits = req.limits.or(self.config.default_limits);
         let time_limit = self.check_request(&req)?;
+        // Under a restart policy the time limit applies to each run, in the loop.
+        let (time_limit, per_run) = match req.restart {
+            Some(_) => (None, time_limit.map(|t| t.limit)),
+            None => (time_limit, None),
+        };
         let cwd = self.working_dir(&req)?;
         self.judge(&req, &cwd).await?;
         let wakes = self.plan_notifications(&req);
@@ -55,6 +60,7 @@ impl Inner {
         let (scratch, log_path) = self.prepare_dirs(&id)?;
         let mut env = self.job_env(&req, &id, &scratch);
         let argv = self.job_argv(&req, &mut env, &cwd);
+        let argv = self.restart_argv(&req, argv, per_run);
         // A supervised session's shim is what a dispatcher wraps (B34): the shim and
         // its job then live in the scope together and outlive a service restart.
         let (argv, shim_argv, dispatch, scope) = match &self.config.shim {
@@ -112,7 +118,9 @@ impl Inner {
             pty_note,
             dispatch: dispatch.kind(),
             note: (!notes.is_empty()).then(|| notes.join("; ")),
-            time_limit_seconds: time_limit.map(|t| t.limit.as_secs()),
+            time_limit_seconds: time_limit
+                .map(|t| t.limit.as_secs())
+                .or(per_run.map(|t| t.as_secs())),
             replaces: req.replaces.clone(),
         })
     }
@@ -156,6 +164,7 @@ impl Inner {
         }
         let time_limit = req.time_limit.map(time_limit).transpose()?;
         super::readiness::check_request(req)?;
+        super::restarts::check_request(req, self.config.shim.is_some())?;
         if let Some((field, message)) = req.limits.problem(self.config.shim.is_some()) {
             return Err(SpawnError::InvalidRequest { field, message });
         }
@@ -409,6 +418,7 @@ impl Inner {
                 containment: parts.containment,
                 leftovers: Vec::new(),
                 ready_at: None,
+                runs: u32::from(req.restart.is_some()),
             }),
             done,
             kill_requested,
@@ -423,6 +433,7 @@ impl Inner {
         self.changed();
         let observer = self.arm_notifications(session, wakes);
         let observer = self.arm_readiness(session, observer);
+        let observer = self.arm_restarts(session, observer);
         self.arm_time_limit(session);
         let span = tracing::info_span!("session", id = %session.id);
         let inner = Arc::clone(self);

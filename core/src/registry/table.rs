@@ -283,6 +283,7 @@ impl Tables {
                             Event::WatchMatch { .. }
                                 | Event::WatchDisabled { .. }
                                 | Event::Ready { .. }
+                                | Event::Retry { .. }
                         )
                     })
                 })

@@ -28,6 +28,7 @@ fn record(id: &str, at: f64) -> SessionRecord {
         name: None,
         options: None,
         command_given: None,
+        runs: None,
     }
 }
 

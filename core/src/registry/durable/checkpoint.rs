@@ -351,6 +351,7 @@ impl Inner {
             shim: s.shim,
             name: s.name.clone(),
             options: Some(options),
+            runs: (st.runs > 0).then_some(st.runs),
         }
     }
 
@@ -389,5 +390,6 @@ pub(super) fn options_record(s: &Session, command_written: &str) -> herd_persist
         pids: origin.limits.pids,
         ready: origin.ready.clone(),
         ready_port: origin.ready_port,
+        restart: origin.restart.map(super::super::restarts::record_of_policy),
     }
 }

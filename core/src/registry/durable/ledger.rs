@@ -417,6 +417,8 @@ struct StoredCompletion {
     leftovers: Vec<herd_persistence::Leftover>,
     #[serde(default)]
     bytes_not_kept: u64,
+    #[serde(default)]
+    runs: Option<u32>,
 }
 
 /// Rebuilds a completion event from its ledger JSON; `None` when it is not one.
@@ -448,5 +450,6 @@ pub(in crate::registry) fn event_from_ledger(value: &serde_json::Value) -> Optio
         descendants_alive: stored.descendants_alive,
         leftovers: stored.leftovers,
         bytes_not_kept: stored.bytes_not_kept,
+        runs: stored.runs,
     })
 }
