@@ -112,7 +112,9 @@ fn b45_ready_port_counts_a_listener_of_the_jobs_own_tree() {
     let env = Env::new();
     let port = free_port().to_string();
     // The listener is a grandchild of the job's shell.
-    let command = format!("python3 -m http.server --bind 127.0.0.1 {port} >/dev/null 2>&1 & wait");
+    let command = format!(
+        "python3 -c 'import socket,time; s=socket.socket(); s.bind((\"127.0.0.1\", {port})); s.listen(); time.sleep(60)' & wait"
+    );
     let id = env.start_json(&[
         "--notify",
         "--owner",
@@ -198,4 +200,55 @@ fn b45_a_bad_ready_pattern_or_port_is_refused_at_submission() {
         assert_eq!(out.status.code(), Some(2), "{port}: {}", stderr(&out));
     }
     assert!(env.ps_rows(&["--all"]).is_empty(), "nothing ran");
+}
+
+/// MCP: `terminal` takes `ready`, `process` `wait` with `ready: true` returns once
+/// the job is ready, and the agent is told once, by one `ready` notice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b45_mcp_terminal_ready_and_process_wait_ready() {
+    use crate::mcp::{call, connect, session_id};
+    use serde_json::json;
+    let env = Env::new();
+    let client = connect(&env).await;
+    let (started, _, is_error) = call(
+        &client,
+        "terminal",
+        json!({"command": "echo warming; echo 'server up'; exec sleep 60", "background": true, "ready": "server up"}),
+    )
+    .await;
+    assert!(!is_error, "{started}");
+    let id = session_id(&started);
+    let (waited, notices, is_error) = call(
+        &client,
+        "process",
+        json!({"action": "wait", "session_id": id, "ready": true, "timeout": 20}),
+    )
+    .await;
+    assert!(!is_error, "{waited}");
+    assert_eq!(waited["status"], "ready", "{waited}");
+    assert!(waited["ready_at"].is_string(), "{waited}");
+    // The notice arrives with this call or the next one, once.
+    let (_, more, _) = call(&client, "process", json!({"action": "list"})).await;
+    let (_, last, _) = call(&client, "process", json!({"action": "list"})).await;
+    let ready: Vec<&String> = notices
+        .iter()
+        .chain(&more)
+        .chain(&last)
+        .filter(|n| n.contains("is ready"))
+        .collect();
+    assert_eq!(ready.len(), 1, "{notices:?} {more:?} {last:?}");
+    let (refused, _, is_error) = call(
+        &client,
+        "terminal",
+        json!({"command": "true", "background": true, "ready_port": 0}),
+    )
+    .await;
+    assert!(is_error, "{refused}");
+    let (_, _, _) = call(
+        &client,
+        "process",
+        json!({"action": "kill", "session_id": id}),
+    )
+    .await;
+    client.cancel().await.expect("the client closes");
 }

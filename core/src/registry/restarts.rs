@@ -96,6 +96,7 @@ impl Inner {
             delay: policy.delay,
             time_limit: per_run,
             grace: self.config.kill_grace,
+            kill_leftovers: req.kill_leftovers.unwrap_or(self.config.kill_leftovers),
         };
         let mut wrapped = vec![shim.display().to_string(), "--restart-loop".to_owned()];
         wrapped.extend(spec.to_args());

@@ -36,6 +36,8 @@ pub(crate) struct LoopSpec {
     pub(crate) delay: Duration,
     pub(crate) time_limit: Option<Duration>,
     pub(crate) grace: Duration,
+    /// Stop what a run left running before the next one (`--kill-leftovers`).
+    pub(crate) kill_leftovers: bool,
 }
 
 impl LoopSpec {
@@ -47,12 +49,13 @@ impl LoopSpec {
             self.delay.as_millis().to_string(),
             self.time_limit.map_or(0, |t| t.as_millis()).to_string(),
             self.grace.as_millis().to_string(),
+            u8::from(self.kill_leftovers).to_string(),
         ]
     }
 
     /// Reads what [`LoopSpec::to_args`] wrote.
     fn parse(args: &[String]) -> Option<LoopSpec> {
-        let [when, max, delay, limit, grace] = args else {
+        let [when, max, delay, limit, grace, leftovers] = args else {
             return None;
         };
         let ms = |text: &String| text.parse::<u64>().ok().map(Duration::from_millis);
@@ -66,6 +69,11 @@ impl LoopSpec {
             delay: ms(delay)?,
             time_limit: ms(limit).filter(|d| !d.is_zero()),
             grace: ms(grace)?,
+            kill_leftovers: match leftovers.as_str() {
+                "1" => true,
+                "0" => false,
+                _ => return None,
+            },
         })
     }
 }
@@ -107,6 +115,11 @@ pub(crate) fn main(args: &[String]) -> i32 {
         let again = (spec.always || code != 0) && run < total;
         if !again {
             return code;
+        }
+        // The leftovers rule holds per run: what a run left is stopped before the
+        // next starts when asked; else it stays, held by the session.
+        if spec.kill_leftovers && !descendants().is_empty() {
+            stop_run(spec.grace);
         }
         run += 1;
         sleep(backoff(spec.delay, run));
@@ -229,6 +242,7 @@ mod tests {
             delay: Duration::from_millis(250),
             time_limit: Some(Duration::from_secs(5)),
             grace: Duration::from_secs(2),
+            kill_leftovers: true,
         };
         assert_eq!(LoopSpec::parse(&spec.to_args()), Some(spec));
         let line = separator(2, 4, "exit 1");
