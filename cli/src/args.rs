@@ -287,7 +287,7 @@ pub(crate) struct RunArgs {
     pub(crate) max_restarts: Option<u32>,
     /// With --restart: the first pause before a restart, doubled after each (at
     /// most 5 minutes): 500ms, 2s, 1m (100 ms to 5 minutes; default 1s).
-    #[arg(long, value_name = "DELAY", requires = "restart", value_parser = parse_restart_delay)]
+    #[arg(long, value_name = "DELAY", requires = "restart", value_parser = crate::sizes::parse_restart_delay)]
     pub(crate) restart_delay: Option<u64>,
     /// Start the job on a host of `[hosts.NAME]` in config.toml; its id is
     /// `NAME:proc_...`.
@@ -316,32 +316,6 @@ pub(crate) enum RestartWhen {
     OnFailure,
     /// After every run.
     Always,
-}
-
-/// Parses a restart delay (`500ms`, `2s`, `1.5`, `1m`) into milliseconds, 100 ms to
-/// 5 minutes.
-fn parse_restart_delay(text: &str) -> Result<u64, String> {
-    let (number, unit_ms) = if let Some(n) = text.strip_suffix("ms") {
-        (n, 1.0)
-    } else if let Some(n) = text.strip_suffix('s') {
-        (n, 1000.0)
-    } else if let Some(n) = text.strip_suffix('m') {
-        (n, 60_000.0)
-    } else {
-        (text, 1000.0)
-    };
-    let value: f64 = number
-        .trim()
-        .parse()
-        .map_err(|_| format!("expected a delay like 500ms, 2s or 1m, got `{text}`"))?;
-    let ms = value * unit_ms;
-    if ms.is_finite() && (100.0..=300_000.0).contains(&ms) {
-        Ok(ms.round() as u64)
-    } else {
-        Err(format!(
-            "the restart delay must be from 100ms to 5m (got `{text}`)"
-        ))
-    }
 }
 
 /// Parses `K=V`.

@@ -455,6 +455,26 @@ pub struct RestartPolicy {
     pub delay: std::time::Duration,
 }
 
+impl RestartPolicy {
+    /// The policy a record kept.
+    pub(crate) fn from_record(r: herd_persistence::RestartRecord) -> RestartPolicy {
+        RestartPolicy {
+            always: r.always,
+            max_restarts: r.max_restarts,
+            delay: std::time::Duration::from_millis(r.delay_ms),
+        }
+    }
+
+    /// The record of the policy.
+    pub(crate) fn record(self) -> herd_persistence::RestartRecord {
+        herd_persistence::RestartRecord {
+            always: self.always,
+            max_restarts: self.max_restarts,
+            delay_ms: u64::try_from(self.delay.as_millis()).unwrap_or(u64::MAX),
+        }
+    }
+}
+
 /// Who asked for a kill (B17).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]

@@ -422,6 +422,17 @@ fn render_one(event: &Event) -> String {
             text.push(']');
             text
         }
+        Event::Ready { .. } | Event::Retry { .. } => render_lifecycle(event),
+        Event::WatchDisabled { message, .. }
+        | Event::WatchOverflowTripped { message }
+        | Event::WatchOverflowReleased { message, .. }
+        | Event::QueueFolded { message, .. } => format!("[IMPORTANT: {message}]"),
+    }
+}
+
+/// A readiness or restart notice (B45, B46).
+fn render_lifecycle(event: &Event) -> String {
+    match event {
         Event::Ready {
             session_id,
             command,
@@ -441,10 +452,7 @@ fn render_one(event: &Event) -> String {
         } => format!(
             "[Background process {session_id} restarted: run {run} of at most {max_runs} (previous run: {previous}); you will be told when it ends.\nCommand: {command}]"
         ),
-        Event::WatchDisabled { message, .. }
-        | Event::WatchOverflowTripped { message }
-        | Event::WatchOverflowReleased { message, .. }
-        | Event::QueueFolded { message, .. } => format!("[IMPORTANT: {message}]"),
+        _ => String::new(),
     }
 }
 

@@ -110,12 +110,7 @@ impl Server {
         if !req.limits.is_empty() {
             params["limits"] = json!(req.limits);
         }
-        if let Some(pattern) = &req.ready {
-            params["ready"] = json!(pattern);
-        }
-        if let Some(port) = req.ready_port {
-            params["ready_port"] = json!(port);
-        }
+        add_ready(&mut params, req);
         let mut client = self.client().await.map_err(Answer::error)?;
         // An older daemon would refuse `host`; say so instead.
         if req.host.is_some() && !client.hello.serves("hosts") {
@@ -143,8 +138,7 @@ impl Server {
         if (req.ready.is_some() || req.ready_port.is_some()) && !client.hello.serves("spawn.ready")
         {
             return Err(refused(format!(
-                "ready and ready_port need a newer herd daemon (the running one is herd {}); \
-                 ask the user to run `herd shutdown --keep-jobs`, or call again without them",
+                "ready and ready_port need a newer herd daemon (herd {} runs); ask the user to run `herd shutdown --keep-jobs`",
                 client.hello.daemon
             )));
         }
@@ -476,6 +470,16 @@ pub(super) fn terminal_request(args: &JsonObject) -> Result<TerminalRequest, Str
         ready,
         ready_port,
     })
+}
+
+/// Adds `ready` and `ready_port` (B45) to the spawn's params.
+fn add_ready(params: &mut Value, req: &TerminalRequest) {
+    if let Some(pattern) = &req.ready {
+        params["ready"] = json!(pattern);
+    }
+    if let Some(port) = req.ready_port {
+        params["ready_port"] = json!(port);
+    }
 }
 
 /// `ready` (a regex, checked by the daemon) and `ready_port` (1 to 65535).

@@ -262,7 +262,7 @@ fn stored_restart_request(
         },
         ready: options.ready,
         ready_port: options.ready_port,
-        restart: options.restart.map(super::restarts::policy_of_record),
+        restart: options.restart.map(crate::RestartPolicy::from_record),
     }
 }
 

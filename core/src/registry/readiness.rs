@@ -171,7 +171,7 @@ impl Inner {
             matched: false,
         });
         Some(match observer {
-            Some(first) => Box::new(Both(first, ready)),
+            Some(first) => Box::new(crate::reader::Both(first, ready)),
             None => ready,
         })
     }
@@ -262,21 +262,6 @@ impl Inner {
         s.shim?;
         let dir = herd_persistence::ShimDir::new(&self.home, s.id.as_str()).ok()?;
         dir.read_info().ok().flatten().and_then(|info| info.cgroup)
-    }
-}
-
-/// Two observers, each seeing everything.
-pub(super) struct Both(pub(super) Box<dyn Observer>, pub(super) Box<dyn Observer>);
-
-impl Observer for Both {
-    fn output(&mut self, bytes: &[u8]) {
-        self.0.output(bytes);
-        self.1.output(bytes);
-    }
-
-    fn end(&mut self) {
-        self.0.end();
-        self.1.end();
     }
 }
 

@@ -14,7 +14,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use super::Inner;
-use crate::config::{RestartPolicy, SpawnRequest};
+use crate::config::SpawnRequest;
 use crate::error::SpawnError;
 use crate::event::Event;
 use crate::reader::Observer;
@@ -60,21 +60,12 @@ pub(super) fn check_request(req: &SpawnRequest, supervised: bool) -> Result<(), 
     Ok(())
 }
 
-/// The policy a record kept.
-pub(super) fn policy_of_record(r: herd_persistence::RestartRecord) -> RestartPolicy {
-    RestartPolicy {
-        always: r.always,
-        max_restarts: r.max_restarts,
-        delay: Duration::from_millis(r.delay_ms),
-    }
-}
-
-/// The record of a policy.
-pub(super) fn record_of_policy(p: RestartPolicy) -> herd_persistence::RestartRecord {
-    herd_persistence::RestartRecord {
-        always: p.always,
-        max_restarts: p.max_restarts,
-        delay_ms: u64::try_from(p.delay.as_millis()).unwrap_or(u64::MAX),
+/// The time limit of a spawn and of each of its runs: under a restart policy the
+/// limit applies to each run, in the loop, not to the session.
+pub(super) fn per_run<T>(req: &SpawnRequest, limit: Option<T>) -> (Option<T>, Option<Duration>) {
+    match (req.restart, req.time_limit) {
+        (Some(_), per_run) => (None, per_run),
+        (None, _) => (limit, None),
     }
 }
 
@@ -128,7 +119,7 @@ impl Inner {
             partial: Vec::new(),
         });
         Some(match observer {
-            Some(first) => Box::new(super::readiness::Both(first, counter)),
+            Some(first) => Box::new(crate::reader::Both(first, counter)),
             None => counter,
         })
     }

@@ -715,6 +715,6 @@ fn origin_of_record(r: &herd_persistence::SessionRecord) -> crate::session::Orig
         },
         ready: options.ready,
         ready_port: options.ready_port,
-        restart: options.restart.map(super::restarts::policy_of_record),
+        restart: options.restart.map(crate::RestartPolicy::from_record),
     }
 }

@@ -48,11 +48,7 @@ impl Inner {
     ) -> Result<SpawnInfo, SpawnError> {
         req.limits = req.limits.or(self.config.default_limits);
         let time_limit = self.check_request(&req)?;
-        // Under a restart policy the time limit applies to each run, in the loop.
-        let (time_limit, per_run) = match req.restart {
-            Some(_) => (None, time_limit.map(|t| t.limit)),
-            None => (time_limit, None),
-        };
+        let (time_limit, per_run) = super::restarts::per_run(&req, time_limit);
         let cwd = self.working_dir(&req)?;
         self.judge(&req, &cwd).await?;
         let wakes = self.plan_notifications(&req);
@@ -118,9 +114,7 @@ impl Inner {
             pty_note,
             dispatch: dispatch.kind(),
             note: (!notes.is_empty()).then(|| notes.join("; ")),
-            time_limit_seconds: time_limit
-                .map(|t| t.limit.as_secs())
-                .or(per_run.map(|t| t.as_secs())),
+            time_limit_seconds: req.time_limit.map(|t| t.as_secs()),
             replaces: req.replaces.clone(),
         })
     }

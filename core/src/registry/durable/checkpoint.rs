@@ -390,6 +390,6 @@ pub(super) fn options_record(s: &Session, command_written: &str) -> herd_persist
         pids: origin.limits.pids,
         ready: origin.ready.clone(),
         ready_port: origin.ready_port,
-        restart: origin.restart.map(super::super::restarts::record_of_policy),
+        restart: origin.restart.map(crate::RestartPolicy::record),
     }
 }
