@@ -50,7 +50,7 @@ pub(crate) enum Command {
     /// A command refused by the self-kill guard starts nothing and exits 1.
     /// The client's own command line reads `herd run` once parsed, so a job's
     /// `pkill -f` of its command does not find the client waiting for it.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// List sessions: id, state, pid, age, command and last output line.
     ///
     /// Shows the running sessions of the owner; --all adds finished ones (and every
@@ -266,6 +266,29 @@ pub(crate) struct RunArgs {
     /// Most processes and threads of the job's whole tree at once (1 to 4194304).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=crate::sizes::PIDS_MAX))]
     pub(crate) pids: Option<u64>,
+    /// Mark the job ready when an output line (redacted, as `herd logs` shows it)
+    /// matches the regex PATTERN (`herd wait --ready`, `ready_at` in ps --json, a
+    /// `ready` event with --notify). A pattern that does not compile is refused.
+    #[arg(long, value_name = "PATTERN")]
+    pub(crate) ready: Option<String>,
+    /// Mark the job ready when a process of its own tree listens on TCP port N on
+    /// 127.0.0.1, ::1 or a wildcard address (1 to 65535); another program already
+    /// holding the port does not count.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub(crate) ready_port: Option<u16>,
+    /// Run the command again when it ends: `on-failure` (not exit 0) or `always`.
+    /// Each run's output goes to the same log after a line `── herd: run 2 of 4
+    /// (previous exit 1) ──`; one completion at the end says how many runs there
+    /// were; --time-limit applies to each run.
+    #[arg(long, value_name = "WHEN", value_enum)]
+    pub(crate) restart: Option<RestartWhen>,
+    /// With --restart: at most N restarts (1 to 10000; default 5).
+    #[arg(long, value_name = "N", requires = "restart", value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub(crate) max_restarts: Option<u32>,
+    /// With --restart: the first pause before a restart, doubled after each (at
+    /// most 5 minutes): 500ms, 2s, 1m (100 ms to 5 minutes; default 1s).
+    #[arg(long, value_name = "DELAY", requires = "restart", value_parser = crate::sizes::parse_restart_delay)]
+    pub(crate) restart_delay: Option<u64>,
     /// Start the job on a host of `[hosts.NAME]` in config.toml; its id is
     /// `NAME:proc_...`.
     #[arg(long, value_name = "NAME")]
@@ -284,6 +307,15 @@ pub(crate) struct RunArgs {
     /// before the command (`--nmae`) is refused, never run as the command.
     #[arg(trailing_var_arg = true, required = true, value_name = "CMD")]
     pub(crate) command: Vec<String>,
+}
+
+/// `--restart`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum RestartWhen {
+    /// After a run that did not exit 0.
+    OnFailure,
+    /// After every run.
+    Always,
 }
 
 /// Parses `K=V`.
@@ -443,6 +475,10 @@ pub(crate) struct WaitArgs {
     /// Give up after SECS seconds (the daemon caps this, 180 s by default).
     #[arg(long, value_name = "SECS", value_parser = parse_positive_seconds)]
     pub(crate) timeout: Option<f64>,
+    /// Return once the job is ready (`run --ready`, `--ready-port`), or has been:
+    /// exit 0; exit 4 when it ended without becoming ready, 1 on --timeout.
+    #[arg(long, conflicts_with = "follow")]
+    pub(crate) ready: bool,
     /// Print the wait answer as JSON.
     #[arg(long)]
     pub(crate) json: bool,

@@ -19,6 +19,8 @@ pub(crate) enum Code {
     Usage = 2,
     /// The daemon could not be reached or started.
     Unreachable = 3,
+    /// `wait --ready`: the job ended without becoming ready.
+    NotReady = 4,
 }
 
 impl From<Code> for ExitCode {

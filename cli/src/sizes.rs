@@ -42,3 +42,29 @@ pub(crate) fn parse_cpus(text: &str) -> Result<u64, String> {
     }
     Ok((n * 1000.0).round() as u64)
 }
+
+/// Parses a restart delay (`500ms`, `2s`, `1.5`, `1m`) into milliseconds, 100 ms to
+/// 5 minutes.
+pub(crate) fn parse_restart_delay(text: &str) -> Result<u64, String> {
+    let (number, unit_ms) = if let Some(n) = text.strip_suffix("ms") {
+        (n, 1.0)
+    } else if let Some(n) = text.strip_suffix('s') {
+        (n, 1000.0)
+    } else if let Some(n) = text.strip_suffix('m') {
+        (n, 60_000.0)
+    } else {
+        (text, 1000.0)
+    };
+    let value: f64 = number
+        .trim()
+        .parse()
+        .map_err(|_| format!("expected a delay like 500ms, 2s or 1m, got `{text}`"))?;
+    let ms = value * unit_ms;
+    if ms.is_finite() && (100.0..=300_000.0).contains(&ms) {
+        Ok(ms.round() as u64)
+    } else {
+        Err(format!(
+            "the restart delay must be from 100ms to 5m (got `{text}`)"
+        ))
+    }
+}

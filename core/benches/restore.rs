@@ -100,6 +100,7 @@ fn record(home: &Home, i: usize, pid: i32, start: Option<u64>) -> SessionRecord 
         name: None,
         options: None,
         command_given: None,
+        runs: None,
         id,
     }
 }

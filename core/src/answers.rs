@@ -58,6 +58,8 @@ pub enum WaitStatus {
     Timeout,
     /// The caller's interrupt fired; the session still runs.
     Interrupted,
+    /// The session became ready (`wait --ready`, B45); it may still run.
+    Ready,
 }
 
 /// What a stdin operation did.
@@ -216,6 +218,10 @@ pub struct PollAnswer {
     /// CPU and memory of its whole tree, from its cgroup (absent without one).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub usage: Option<TreeUsage>,
+    /// When it became ready (`--ready`, `--ready-port`), RFC 3339 UTC; absent until
+    /// it is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ready_at: Option<String>,
 }
 
 /// A page of the output, by lines.
@@ -301,6 +307,10 @@ pub struct WaitAnswer {
     /// output shown is incomplete. Absent when nothing was lost.
     #[serde(skip_serializing_if = "is_zero")]
     pub bytes_not_kept: u64,
+    /// When it became ready (`--ready`, `--ready-port`), RFC 3339 UTC; absent until
+    /// it is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ready_at: Option<String>,
 }
 
 /// The answer to write, submit or close.
@@ -410,6 +420,10 @@ pub struct ListRow {
     /// CPU and memory of its whole tree, from its cgroup (absent without one).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub usage: Option<TreeUsage>,
+    /// When it became ready (`--ready`, `--ready-port`), RFC 3339 UTC; absent until
+    /// it is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ready_at: Option<String>,
 }
 
 fn is_zero(n: &u64) -> bool {

@@ -120,6 +120,14 @@ pub mod limits {
     pub const COMPLETION_OUTPUT_CHARS: RangeInclusive<usize> = 0..=1_000_000;
     /// A spawn's time limit, in seconds: a second to ten years.
     pub const TIME_LIMIT_SECONDS: RangeInclusive<u64> = 1..=10 * 365 * 86_400;
+    /// Characters of a `--ready` pattern.
+    pub const READY_PATTERN_CHARS: RangeInclusive<usize> = 1..=1_000;
+    /// A `--ready-port`.
+    pub const READY_PORT: RangeInclusive<u16> = 1..=65_535;
+    /// A restart policy's `--max-restarts`.
+    pub const MAX_RESTARTS: RangeInclusive<u32> = 1..=10_000;
+    /// A restart policy's `--restart-delay`, in milliseconds: 100 ms to 5 minutes.
+    pub const RESTART_DELAY_MS: RangeInclusive<u64> = 100..=300_000;
 
     /// `Err` naming `field`, its range and `got` when `value` is outside `range`.
     ///
@@ -423,6 +431,50 @@ pub struct SpawnRequest {
     /// Memory, CPU and process limits of the whole tree, through the session's
     /// cgroup; refused where no cgroup can carry them.
     pub limits: crate::Limits,
+    /// Readiness by output (B45): a regex (at most [`limits::READY_PATTERN_CHARS`]
+    /// characters) over the redacted output, line by line; the first matching line
+    /// marks the session ready. A pattern that does not compile is refused.
+    pub ready: Option<String>,
+    /// Readiness by port (B45): the session is ready once a socket of its own tree
+    /// listens on this TCP port (1 to 65535) on 127.0.0.1, ::1 or a wildcard address.
+    pub ready_port: Option<u16>,
+    /// Run the job again when it ends (B46); `time_limit` then applies to each run.
+    /// Needs supervised sessions (`RegistryConfig::shim`).
+    pub restart: Option<RestartPolicy>,
+}
+
+/// A restart policy (B46): when a run ends, run the command again, at most
+/// `max_restarts` times, after `delay` doubled per earlier restart (at most 5
+/// minutes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RestartPolicy {
+    /// After every run (`always`), or only after one that did not exit 0
+    /// (`on-failure`).
+    pub always: bool,
+    /// How many times it runs again at most ([`limits::MAX_RESTARTS`]).
+    pub max_restarts: u32,
+    /// The first back-off ([`limits::RESTART_DELAY_MS`]).
+    pub delay: std::time::Duration,
+}
+
+impl RestartPolicy {
+    /// The policy a record kept.
+    pub(crate) fn from_record(r: herd_persistence::RestartRecord) -> RestartPolicy {
+        RestartPolicy {
+            always: r.always,
+            max_restarts: r.max_restarts,
+            delay: std::time::Duration::from_millis(r.delay_ms),
+        }
+    }
+
+    /// The record of the policy.
+    pub(crate) fn record(self) -> herd_persistence::RestartRecord {
+        herd_persistence::RestartRecord {
+            always: self.always,
+            max_restarts: self.max_restarts,
+            delay_ms: u64::try_from(self.delay.as_millis()).unwrap_or(u64::MAX),
+        }
+    }
 }
 
 /// Who asked for a kill.

@@ -66,6 +66,10 @@ pub enum Event {
         /// incomplete. Absent when nothing was lost.
         #[serde(skip_serializing_if = "is_zero")]
         bytes_not_kept: u64,
+        /// How many times the command ran under a restart policy (B46); absent
+        /// without one.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        runs: Option<u32>,
     },
     /// Periodic output of a running session.
     Heartbeat {
@@ -129,6 +133,46 @@ pub enum Event {
         /// Why.
         message: String,
     },
+    /// A session became ready: once per session, by its `--ready` pattern
+    /// or its `--ready-port` listener.
+    Ready {
+        /// The session.
+        session_id: SessionId,
+        /// The container key.
+        task_id: String,
+        /// The owner.
+        owner_task_id: String,
+        /// The host's session key.
+        session_key: Option<String>,
+        /// The command line.
+        command: Shown,
+        /// What made it ready: `pattern` or `port`.
+        by: String,
+        /// The line that matched (redacted), or `port N`.
+        detail: Shown,
+        /// RFC 3339 UTC.
+        ready_at: String,
+    },
+    /// A session with a restart policy started its command again: one per
+    /// restart.
+    Retry {
+        /// The session.
+        session_id: SessionId,
+        /// The container key.
+        task_id: String,
+        /// The owner.
+        owner_task_id: String,
+        /// The host's session key.
+        session_key: Option<String>,
+        /// The command line.
+        command: Shown,
+        /// The run that began (2 is the first restart).
+        run: u32,
+        /// The most runs the policy allows.
+        max_runs: u32,
+        /// How the previous run ended: `exit 1`, `signal 9`, `run's time limit`.
+        previous: String,
+    },
     /// The global watch breaker tripped.
     WatchOverflowTripped {
         /// The explanation.
@@ -163,7 +207,9 @@ impl Event {
             Event::Completion { owner_task_id, .. }
             | Event::Heartbeat { owner_task_id, .. }
             | Event::WatchMatch { owner_task_id, .. }
-            | Event::WatchDisabled { owner_task_id, .. } => Some(owner_task_id),
+            | Event::WatchDisabled { owner_task_id, .. }
+            | Event::Ready { owner_task_id, .. }
+            | Event::Retry { owner_task_id, .. } => Some(owner_task_id),
             Event::WatchOverflowTripped { .. }
             | Event::WatchOverflowReleased { .. }
             | Event::QueueFolded { .. } => None,
@@ -192,6 +238,10 @@ impl Event {
                 ..
             } => format!("watch_match:{session_id}:{matched_at}:{suppressed}"),
             Event::WatchDisabled { session_id, .. } => format!("watch_disabled:{session_id}"),
+            Event::Ready { session_id, .. } => format!("ready:{session_id}"),
+            Event::Retry {
+                session_id, run, ..
+            } => format!("retry:{session_id}:{run}"),
             Event::WatchOverflowTripped { message } => {
                 format!("watch_overflow_tripped:{:016x}", content_hash(message))
             }
@@ -229,7 +279,9 @@ impl Event {
             Event::Completion { session_id, .. }
             | Event::Heartbeat { session_id, .. }
             | Event::WatchMatch { session_id, .. }
-            | Event::WatchDisabled { session_id, .. } => Some(session_id),
+            | Event::WatchDisabled { session_id, .. }
+            | Event::Ready { session_id, .. }
+            | Event::Retry { session_id, .. } => Some(session_id),
             Event::WatchOverflowTripped { .. }
             | Event::WatchOverflowReleased { .. }
             | Event::QueueFolded { .. } => None,
@@ -299,11 +351,18 @@ fn render_one(event: &Event) -> String {
             descendants_alive,
             leftovers,
             bytes_not_kept,
+            runs,
             ..
         } => {
             let status =
                 completion_status(*completion_reason, *termination_source, *signal, *exit_code);
-            let code = exit_text(*exit_code, *signal);
+            let mut code = exit_text(*exit_code, *signal);
+            if let Some(n) = runs {
+                code.push_str(&format!(
+                    ", after {n} run{}",
+                    if *n == 1 { "" } else { "s" }
+                ));
+            }
             let mut text =
                 format!("[IMPORTANT: Background process {session_id} {status} ({code}).\n");
             if let Some(note) = handoff_note {
@@ -364,10 +423,37 @@ fn render_one(event: &Event) -> String {
             text.push(']');
             text
         }
+        Event::Ready { .. } | Event::Retry { .. } => render_lifecycle(event),
         Event::WatchDisabled { message, .. }
         | Event::WatchOverflowTripped { message }
         | Event::WatchOverflowReleased { message, .. }
         | Event::QueueFolded { message, .. } => format!("[IMPORTANT: {message}]"),
+    }
+}
+
+/// A readiness or restart notice (B45, B46).
+fn render_lifecycle(event: &Event) -> String {
+    match event {
+        Event::Ready {
+            session_id,
+            command,
+            by,
+            detail,
+            ..
+        } => format!(
+            "[IMPORTANT: Background process {session_id} is ready ({by}: {detail}); it keeps running.\nCommand: {command}]"
+        ),
+        Event::Retry {
+            session_id,
+            command,
+            run,
+            max_runs,
+            previous,
+            ..
+        } => format!(
+            "[Background process {session_id} restarted: run {run} of at most {max_runs} (previous run: {previous}); you will be told when it ends.\nCommand: {command}]"
+        ),
+        _ => String::new(),
     }
 }
 

@@ -144,7 +144,7 @@ pub use answers::{
 };
 pub use config::{
     DEFAULT_ENV_DENY, KillSource, ListFilter, Mode, NotificationPolicy, RegistryConfig,
-    SpawnRequest, limits,
+    RestartPolicy, SpawnRequest, limits,
 };
 #[cfg(feature = "internals")]
 #[doc(hidden)]
@@ -166,8 +166,8 @@ pub use kill::bench_support;
 #[doc(hidden)]
 pub use registry::notify_bench_support;
 pub use registry::{
-    Acknowledgement, Drained, External, FollowRead, LogFollower, Registry, RestoreReport,
-    TerminalGuard,
+    Acknowledgement, Drained, External, FollowRead, LogFollower, Readiness, Registry,
+    RestoreReport, TerminalGuard,
 };
 pub use registry::{
     AgentIdentity, ChildTeardown, HandedOff, HandoffAnswer, HandoffError, MAX_HANDOFFS_PER_CHILD,

@@ -110,6 +110,22 @@ pub(crate) trait Observer: Send {
     fn end(&mut self);
 }
 
+/// Two observers, each seeing everything (watch matching beside readiness or run
+/// counting).
+pub(crate) struct Both(pub(crate) Box<dyn Observer>, pub(crate) Box<dyn Observer>);
+
+impl Observer for Both {
+    fn output(&mut self, bytes: &[u8]) {
+        self.0.output(bytes);
+        self.1.output(bytes);
+    }
+
+    fn end(&mut self) {
+        self.0.end();
+        self.1.end();
+    }
+}
+
 /// Where ingested bytes go: the log file, then the tail, then the observer.
 struct Sink {
     log: LogWriter,

@@ -21,7 +21,8 @@
 //! - `notify`, `agents`: notifications and parent and child agents;
 //!   `lifecycle`, `delivery`, `external`, `logs`: time limits and restart,
 //!   drains, far hosts' events, log chunks and followers; `retention`: `clean` and
-//!   the timer that evicts expired results.
+//!   the timer that evicts expired results; `readiness`: a session's durable ready
+//!   mark.
 //!
 //! Lock order: table lock → agents (`agents`) → session state → notifier state
 //! (`notify`) → session tail, written down and checked in debug builds by
@@ -53,7 +54,9 @@ mod lifecycle;
 mod lingering;
 mod notify;
 mod query;
+mod readiness;
 mod recommit;
+mod restarts;
 mod retention;
 mod spawning;
 mod stdin;
@@ -78,6 +81,7 @@ use notify::Notifier;
 #[cfg(feature = "bench-support")]
 #[doc(hidden)]
 pub use notify::bench_support as notify_bench_support;
+pub use readiness::Readiness;
 pub use restore::RestoreReport;
 pub(crate) use table::Tables;
 use view::LOG_PAGE_MAX_BYTES;

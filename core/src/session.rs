@@ -95,6 +95,12 @@ pub(crate) struct State {
     pub(crate) containment: crate::answers::Containment,
     /// Processes of its tree alive when it finished, held by its shim.
     pub(crate) leftovers: Vec<herd_persistence::Leftover>,
+    /// When the session became ready (`--ready`, `--ready-port`), set once by
+    /// `Inner::mark_ready` after its store commit; survives a restart.
+    pub(crate) ready_at: Option<SystemTime>,
+    /// Runs started so far under a restart policy (B46), from the separator lines
+    /// of its output; 0 without a policy.
+    pub(crate) runs: u32,
 }
 
 /// One session.
@@ -202,6 +208,12 @@ pub(crate) struct Origin {
     pub(crate) kill_leftovers: Option<bool>,
     /// `--memory`, `--cpus`, `--pids` as the spawn gave them.
     pub(crate) limits: crate::Limits,
+    /// `--ready` as the spawn gave it (B45).
+    pub(crate) ready: Option<String>,
+    /// `--ready-port` as the spawn gave it (B45).
+    pub(crate) ready_port: Option<u16>,
+    /// `--restart` as the spawn gave it (B46).
+    pub(crate) restart: Option<crate::config::RestartPolicy>,
 }
 
 /// A worker scope a session runs in.

@@ -175,6 +175,10 @@ pub fn main() -> i32 {
     match std::env::args().nth(1).as_deref() {
         None => {}
         Some("--launcher") => return launcher::run(),
+        Some("--restart-loop") => {
+            let args: Vec<String> = std::env::args().skip(2).collect();
+            return crate::spawn::restart_loop::main(&args);
+        }
         Some(other) => {
             return report_failure(
                 0,

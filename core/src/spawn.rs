@@ -603,6 +603,7 @@ impl MasterFd {
 mod direct;
 mod into_cgroup;
 mod judge;
+pub(crate) mod restart_loop;
 
 pub(crate) use direct::direct_argv;
 pub(crate) use into_cgroup::spawn_pipe_into;

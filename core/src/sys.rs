@@ -11,6 +11,8 @@
 pub(crate) mod cgroup;
 #[cfg(target_os = "linux")]
 pub(crate) mod limits;
+#[cfg(target_os = "linux")]
+pub(crate) mod sockets;
 #[cfg(unix)]
 pub(crate) mod procfs;
 #[cfg(unix)]

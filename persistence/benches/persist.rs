@@ -60,6 +60,7 @@ fn session(n: usize) -> SessionRecord {
         name: None,
         options: None,
         command_given: None,
+        runs: None,
     }
 }
 

@@ -58,7 +58,7 @@ pub use receipt::{
 pub use receipts::ReceiptStore;
 pub use record::{
     CHECKPOINT_VERSION, CheckpointEntry, CheckpointProblem, KillIntent, Loaded, Mode, MovedAside,
-    SessionRecord, ShimRef, SpawnOptions, Writer, parse_stat_start_time,
+    RestartRecord, SessionRecord, ShimRef, SpawnOptions, Writer, parse_stat_start_time,
 };
 pub use running::{MemoryRunningStore, RunningStore};
 pub use shim::{ExitRecord, Leftover, SHIM_RECORD_VERSION, ShimDir, ShimInfo, shim_session_ids};

@@ -90,6 +90,9 @@ pub struct SessionRecord {
     /// shows it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command_given: Option<String>,
+    /// Runs started so far under a restart policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runs: Option<u32>,
 }
 
 /// What a spawn asked for beyond the fields of [`SessionRecord`]: the time limit a
@@ -137,6 +140,26 @@ pub struct SpawnOptions {
     /// `--pids` as the spawn gave it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pids: Option<u64>,
+    /// `--ready` as the spawn gave it: a regex over the redacted output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready: Option<String>,
+    /// `--ready-port` as the spawn gave it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_port: Option<u16>,
+    /// `--restart`, `--max-restarts`, `--restart-delay` as the spawn gave them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart: Option<RestartRecord>,
+}
+
+/// A spawn's restart policy as a record keeps it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RestartRecord {
+    /// After every run, or only after a failed one.
+    pub always: bool,
+    /// How many times it runs again at most.
+    pub max_restarts: u32,
+    /// The first back-off, milliseconds.
+    pub delay_ms: u64,
 }
 
 /// The supervisor process (shim) a checkpointed session runs under.
@@ -201,6 +224,10 @@ pub struct CheckpointEntry {
     /// checkpoint file; a column of its own in the store).
     #[serde(skip)]
     pub kill_intent: Option<KillIntent>,
+    /// When the session became ready, unix seconds, if it did (never part of a
+    /// checkpoint file; a column of its own in the store).
+    #[serde(skip)]
+    pub ready_at: Option<f64>,
 }
 
 /// A kill that was begun and not yet concluded: recorded before the kill starts, so

@@ -29,6 +29,31 @@ fn add_containment(
     limits
 }
 
+/// `--max-restarts` when `--restart` is given alone.
+const DEFAULT_MAX_RESTARTS: u32 = 5;
+/// `--restart-delay` when `--restart` is given alone, milliseconds.
+const DEFAULT_RESTART_DELAY_MS: u64 = 1_000;
+
+/// Adds `ready`, `ready_port` and `restart` (issue 33) to the spawn's params.
+fn add_readiness(params: &mut Value, args: &RunArgs) {
+    if let Some(pattern) = &args.ready {
+        params["ready"] = json!(pattern);
+    }
+    if let Some(port) = args.ready_port {
+        params["ready_port"] = json!(port);
+    }
+    if let Some(when) = args.restart {
+        params["restart"] = json!({
+            "policy": match when {
+                crate::args::RestartWhen::OnFailure => "on-failure",
+                crate::args::RestartWhen::Always => "always",
+            },
+            "max_restarts": args.max_restarts.unwrap_or(DEFAULT_MAX_RESTARTS),
+            "delay_ms": args.restart_delay.unwrap_or(DEFAULT_RESTART_DELAY_MS),
+        });
+    }
+}
+
 /// `env` plus each forwarded variable not set there: a forwarded variable carries the
 /// value from this shell, not the daemon's.
 fn with_forwarded(mut env: Vec<(String, String)>, forward: &[String]) -> Vec<(String, String)> {
@@ -43,7 +68,7 @@ fn with_forwarded(mut env: Vec<(String, String)>, forward: &[String]) -> Vec<(St
 }
 
 /// The refusal of `flags` by a daemon too old to honour them.
-fn old_daemon_for(flags: &str, daemon: &str) -> anyhow::Error {
+pub(super) fn old_daemon_for(flags: &str, daemon: &str) -> anyhow::Error {
     Failure::new(
         Code::Usage,
         format!(
@@ -86,12 +111,12 @@ async fn stay(home: &Home, client: Client, info: &Value, json: bool) -> anyhow::
 }
 
 /// `herd run`.
-pub(crate) async fn run(home: &Home, args: RunArgs) -> anyhow::Result<Ran> {
+pub(crate) async fn run(home: &Home, mut args: RunArgs) -> anyhow::Result<Ran> {
     let pipelined = pipelines(&args);
     let (wait, json) = (args.wait, args.json);
     let cwd = job_cwd(args.cwd.as_deref())?;
     let owner = args.owner.resolve("cli");
-    let env = with_forwarded(args.env, &args.forward_env);
+    let env = with_forwarded(std::mem::take(&mut args.env), &args.forward_env);
     let mut params = json!({
         "command": command_line(&args.command),
         "owner": owner,
@@ -114,6 +139,7 @@ pub(crate) async fn run(home: &Home, args: RunArgs) -> anyhow::Result<Ran> {
     if let Some(host) = &args.host {
         params["host"] = json!(host);
     }
+    add_readiness(&mut params, &args);
     let limits = add_containment(
         &mut params,
         args.kill_leftovers,
@@ -155,6 +181,12 @@ pub(crate) async fn run(home: &Home, args: RunArgs) -> anyhow::Result<Ran> {
             "spawn.kill_leftovers",
             "--kill-leftovers",
         ),
+        (
+            args.ready.is_some() || args.ready_port.is_some(),
+            "spawn.ready",
+            "--ready and --ready-port",
+        ),
+        (args.restart.is_some(), "spawn.restart", "--restart"),
     ] {
         if asked && !client.hello.serves(capability) {
             return Err(old_daemon_for(flags, &client.hello.daemon));

@@ -26,17 +26,31 @@ pub(crate) async fn wait(home: &Home, args: WaitArgs) -> anyhow::Result<()> {
         let result = follow::one(home, client, &id, 0).await?;
         return follow::finished(home, None, result, &id, false).await;
     }
-    let call = wait_through_restarts(home, client, &args.id, args.timeout);
+    if args.ready && !client.hello.serves("spawn.ready") {
+        return Err(super::run::old_daemon_for("--ready", &client.hello.daemon));
+    }
+    let call = wait_through_restarts(home, client, &args.id, args.timeout, args.ready);
     let answer = if std::io::stderr().is_terminal() && !args.json {
         with_spinner(call, &args.id).await?
     } else {
         call.await?
     };
-    let succeeded = answer["status"] == "exited" && answer["exit_code"] == json!(0);
+    let is_ready = answer["ready_at"].is_string();
+    let succeeded = if args.ready {
+        is_ready
+    } else {
+        answer["status"] == "exited" && answer["exit_code"] == json!(0)
+    };
     if args.json {
         output::json_pretty(&answer)?;
     } else {
-        let line = if answer["status"] == "exited" {
+        let line = if args.ready && is_ready {
+            format!(
+                "{} ready at {}",
+                output::visible(answer["session_id"].as_str().unwrap_or(&args.id)),
+                output::visible(answer["ready_at"].as_str().unwrap_or_default())
+            )
+        } else if answer["status"] == "exited" {
             // How it ended, in the words ps uses: `exited 0`, `killed (SIGTERM)`,
             // `killed (time limit 5m, SIGTERM)`.
             ending(&answer, &args.id)
@@ -62,6 +76,8 @@ pub(crate) async fn wait(home: &Home, args: WaitArgs) -> anyhow::Result<()> {
     }
     if succeeded {
         Ok(())
+    } else if args.ready && answer["status"] == "exited" {
+        Err(Failure::silent(Code::NotReady).into())
     } else {
         Err(Failure::silent(Code::Failed).into())
     }
@@ -78,6 +94,7 @@ async fn wait_through_restarts(
     mut client: Client,
     id: &str,
     timeout: Option<f64>,
+    ready: bool,
 ) -> anyhow::Result<Value> {
     let started = tokio::time::Instant::now();
     // The pace of the tries while the far host does not answer (none while it does).
@@ -86,7 +103,14 @@ async fn wait_through_restarts(
         let left = timeout.map(|t| (t - started.elapsed().as_secs_f64()).max(0.001));
         let asked = tokio::time::Instant::now();
         match client
-            .request("wait", json!({"id": id, "timeout_seconds": left}))
+            .request(
+                "wait",
+                if ready {
+                    json!({"id": id, "timeout_seconds": left, "ready": true})
+                } else {
+                    json!({"id": id, "timeout_seconds": left})
+                },
+            )
             .await
         {
             Err(err) if crate::client::is_lost(&err) => {

@@ -114,7 +114,11 @@ impl Server {
                 (Err(e), _) | (_, Err(e)) => e,
             },
             "search" => self.search_action(&session_id, args).await,
-            "wait" => self.wait(&session_id, number("timeout"), context).await,
+            "wait" => {
+                let ready = matches!(args.get("ready"), Some(Value::Bool(true)));
+                self.wait(&session_id, number("timeout"), ready, context)
+                    .await
+            }
             "kill" => {
                 let mut killed = self.answer("kill", json!({"id": session_id})).await;
                 if !killed.is_error {
@@ -159,6 +163,7 @@ impl Server {
         &self,
         session_id: &str,
         timeout: Result<Option<u64>, Answer>,
+        ready: bool,
         context: &RequestContext<RoleServer>,
     ) -> Answer {
         let timeout = match timeout {
@@ -174,8 +179,13 @@ impl Server {
         let clamped = (timeout > WAIT_MAX_SECONDS).then_some(timeout);
         let timeout = timeout.min(WAIT_MAX_SECONDS);
         // A cancelled wait stops waiting; the job runs on.
+        let params = if ready {
+            json!({"id": session_id, "timeout_seconds": timeout, "ready": true})
+        } else {
+            json!({"id": session_id, "timeout_seconds": timeout})
+        };
         let waited = tokio::select! {
-            waited = self.call("wait", json!({"id": session_id, "timeout_seconds": timeout})) => waited,
+            waited = self.call("wait", params) => waited,
             () = context.ct.cancelled() => {
                 return Answer::error(json!({"status": "error", "error": "the wait was cancelled; the process runs on"}));
             }

@@ -61,7 +61,9 @@ fn terminal_input() -> Value {
             "kill_leftovers": nullable("boolean", "Kill what the command leaves running once it exits (default: kept until process kill).", json!({})),
             "memory": nullable("string", "Memory limit of the whole tree, e.g. \"512M\", \"2G\" (a cgroup).", json!({})),
             "cpus": nullable("number", "CPU limit of the whole tree (1.5 = one and a half CPUs).", json!({"minimum": 0.01, "maximum": 1024})),
-            "pids": nullable("integer", "Most processes and threads of the whole tree.", json!({"minimum": 1, "maximum": crate::sizes::PIDS_MAX}))
+            "pids": nullable("integer", "Most processes and threads of the whole tree.", json!({"minimum": 1, "maximum": crate::sizes::PIDS_MAX})),
+            "ready": nullable("string", "Background: ready when an output line matches this regex (a `ready` notice; process wait ready).", json!({})),
+            "ready_port": nullable("integer", "Background: ready when it listens on this local TCP port.", json!({"minimum": 1, "maximum": 65535}))
         },
         "required": ["command"],
         "additionalProperties": false
@@ -76,6 +78,7 @@ fn process_input() -> Value {
             "session_id": nullable("string", "Session id or unique prefix.", json!({})),
             "data": nullable("string", "write/submit: stdin text; handoff: what it is for.", json!({})),
             "timeout": nullable("integer", &format!("wait: seconds (default {WAIT_DEFAULT_SECONDS}, at most {WAIT_MAX_SECONDS})."), json!({"minimum": 1})),
+            "ready": nullable("boolean", "wait: until ready (terminal's ready/ready_port), not the exit.", json!({})),
             "offset": nullable("integer", "log: first line (0-based); null: the last `limit` lines.", json!({"minimum": 0})),
             "limit": nullable("integer", &format!(
                 "log: lines (default 200; at most {PAGE_MAX_CHARS} characters a page). list: newest rows (default {LIST_DEFAULT_ROWS}, at most {LIST_MAX_ROWS})."),
@@ -172,6 +175,7 @@ fn process_output() -> Value {
         ("message", "string"),
         ("containment", ""),
         ("usage", ""),
+        ("ready_at", "string"),
     ]));
     json!({"type": "object", "properties": properties, "required": ["action"]})
 }

@@ -44,6 +44,9 @@ pub(super) struct TerminalRequest {
     pub(super) kill_leftovers: bool,
     /// Bounds on the tree (`memory`, `cpus`, `pids`; issue 36).
     pub(super) limits: herd_core::Limits,
+    /// Readiness by a regex over the output, and by a listening port (B45).
+    pub(super) ready: Option<String>,
+    pub(super) ready_port: Option<u16>,
 }
 
 /// How a foreground wait stopped short of the exit.
@@ -107,6 +110,7 @@ impl Server {
         if !req.limits.is_empty() {
             params["limits"] = json!(req.limits);
         }
+        add_ready(&mut params, req);
         let mut client = self.client().await.map_err(Answer::error)?;
         // An older daemon would refuse `host`; say so instead.
         if req.host.is_some() && !client.hello.serves("hosts") {
@@ -128,6 +132,13 @@ impl Server {
             return Err(refused(format!(
                 "memory, cpus and pids need a newer herd daemon: the running one (herd {}) would ignore them; \
                  ask the user to run `herd shutdown --keep-jobs`, or call again without them",
+                client.hello.daemon
+            )));
+        }
+        if (req.ready.is_some() || req.ready_port.is_some()) && !client.hello.serves("spawn.ready")
+        {
+            return Err(refused(format!(
+                "ready and ready_port need a newer herd daemon (herd {} runs); ask the user to run `herd shutdown --keep-jobs`",
                 client.hello.daemon
             )));
         }
@@ -425,7 +436,11 @@ pub(super) fn terminal_request(args: &JsonObject) -> Result<TerminalRequest, Str
         Some(v) => return Err(format!("kill_leftovers must be true or false (got {v})")),
     };
     let limits = limits_arg(args)?;
+    let (ready, ready_port) = ready_args(args)?;
     if !background {
+        if ready.is_some() || ready_port.is_some() {
+            return Err("ready and ready_port need background=true".to_owned());
+        }
         if notify_given == Some(true) || !watch.is_empty() || heartbeat.is_some() {
             return Err("notify and heartbeat need background=true: a foreground command already returns its result".to_owned());
         }
@@ -452,7 +467,40 @@ pub(super) fn terminal_request(args: &JsonObject) -> Result<TerminalRequest, Str
         host,
         kill_leftovers,
         limits,
+        ready,
+        ready_port,
     })
+}
+
+/// Adds `ready` and `ready_port` (B45) to the spawn's params.
+fn add_ready(params: &mut Value, req: &TerminalRequest) {
+    if let Some(pattern) = &req.ready {
+        params["ready"] = json!(pattern);
+    }
+    if let Some(port) = req.ready_port {
+        params["ready_port"] = json!(port);
+    }
+}
+
+/// `ready` (a regex, checked by the daemon) and `ready_port` (1 to 65535).
+fn ready_args(args: &JsonObject) -> Result<(Option<String>, Option<u16>), String> {
+    let ready = match args.get("ready") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(pattern)) => Some(pattern.clone()),
+        Some(v) => return Err(format!("ready must be a regex string (got {v})")),
+    };
+    let ready_port = match args.get("ready_port") {
+        None | Some(Value::Null) => None,
+        Some(v) => match v.as_u64().and_then(|n| u16::try_from(n).ok()) {
+            Some(port) if port > 0 => Some(port),
+            _ => {
+                return Err(format!(
+                    "ready_port must be a TCP port from 1 to 65535 (got {v})"
+                ));
+            }
+        },
+    };
+    Ok((ready, ready_port))
 }
 
 /// `memory` ("2G", or a whole number of bytes), `cpus` and `pids`: bounds on the tree.

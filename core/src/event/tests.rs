@@ -25,6 +25,7 @@ fn completion(id: &str, code: i32, cut: bool) -> Event {
         descendants_alive: Vec::new(),
         leftovers: Vec::new(),
         bytes_not_kept: 0,
+        runs: None,
     }
 }
 

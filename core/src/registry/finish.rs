@@ -227,6 +227,7 @@ impl Draft {
             descendants_alive: self.descendants_alive.clone(),
             leftovers: self.leftovers.clone(),
             bytes_not_kept: self.bytes_not_kept,
+            runs: (st.runs > 0).then_some(st.runs),
         }
     }
 

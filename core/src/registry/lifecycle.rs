@@ -65,6 +65,9 @@ impl Origin {
             replaces: req.replaces.clone(),
             kill_leftovers: req.kill_leftovers,
             limits: req.limits,
+            ready: req.ready.clone(),
+            ready_port: req.ready_port,
+            restart: req.restart,
         }
     }
 }
@@ -259,6 +262,9 @@ fn stored_restart_request(
             cpu_millis: options.cpu_millis,
             pids: options.pids,
         },
+        ready: options.ready,
+        ready_port: options.ready_port,
+        restart: options.restart.map(crate::RestartPolicy::from_record),
     }
 }
 
@@ -293,5 +299,8 @@ fn restart_request(
         replaces: Some(s.id.clone()),
         kill_leftovers: origin.kill_leftovers,
         limits: origin.limits,
+        ready: origin.ready.clone(),
+        ready_port: origin.ready_port,
+        restart: origin.restart,
     }
 }

@@ -160,6 +160,8 @@ impl Inner {
                 Containment::Subreaper
             },
             leftovers: r.leftovers.clone(),
+            ready_at: r.ready_at,
+            runs: r.runs.unwrap_or(0),
         }
         .into_session()
     }

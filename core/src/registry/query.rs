@@ -310,6 +310,31 @@ impl Registry {
         timeout: Duration,
         interrupt: Option<CancellationToken>,
     ) -> Result<WaitAnswer, Error> {
+        self.wait_until(id, timeout, interrupt, false).await
+    }
+
+    /// Waits for the session to become ready (B45) or to finish, whichever comes
+    /// first, as [`Registry::wait`] otherwise: the answer's status is `ready` (its
+    /// `ready_at` set) or `exited` (`ready_at` says whether it was ever ready).
+    ///
+    /// # Errors
+    /// As [`Registry::wait`].
+    pub async fn wait_ready(
+        &self,
+        id: &str,
+        timeout: Duration,
+        interrupt: Option<CancellationToken>,
+    ) -> Result<WaitAnswer, Error> {
+        self.wait_until(id, timeout, interrupt, true).await
+    }
+
+    async fn wait_until(
+        &self,
+        id: &str,
+        timeout: Duration,
+        interrupt: Option<CancellationToken>,
+        until_ready: bool,
+    ) -> Result<WaitAnswer, Error> {
         if timeout.is_zero() {
             return Err(Error::InvalidArgument {
                 message: "timeout must be positive (got 0s)".to_owned(),
@@ -332,22 +357,35 @@ impl Registry {
             timeout
         };
         let mut done = s.done.subscribe();
+        let mut changes = self.inner.changes.subscribe();
+        let ready = async {
+            if !until_ready {
+                return std::future::pending().await;
+            }
+            let _ = changes.wait_for(|_| s.state().ready_at.is_some()).await;
+        };
         let interrupt = interrupt.unwrap_or_default();
         let outcome = tokio::select! {
             r = tokio::time::timeout(effective, done.wait_for(|d| *d)) => match r {
                 Ok(_) => WaitStatus::Exited,
                 Err(_) => WaitStatus::Timeout,
             },
+            () = ready => WaitStatus::Ready,
             () = interrupt.cancelled() => WaitStatus::Interrupted,
         };
-        let finished = s.state().finished.is_some();
-        let status = if finished {
+        let (finished, is_ready) = {
+            let st = s.state();
+            (st.finished.is_some(), st.ready_at.is_some())
+        };
+        let status = if until_ready && is_ready {
+            WaitStatus::Ready
+        } else if finished {
             WaitStatus::Exited
         } else {
             outcome
         };
         match status {
-            WaitStatus::Exited => {}
+            WaitStatus::Exited | WaitStatus::Ready => {}
             WaitStatus::Timeout => {
                 notes.push(format!(
                     "Wait window of {}s elapsed — the process is still running. This is not an error. Uptime: {}s.{}",
@@ -580,6 +618,7 @@ impl Inner {
             containment: st.containment,
             usage,
             leftovers,
+            ready_at: st.ready_at.map(text::rfc3339),
         }
     }
 }

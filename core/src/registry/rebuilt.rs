@@ -52,6 +52,10 @@ pub(super) struct Rebuilt {
     pub(super) kill_source: Option<KillSource>,
     pub(super) containment: Containment,
     pub(super) leftovers: Vec<herd_persistence::Leftover>,
+    /// When it became ready, unix seconds, if it did.
+    pub(super) ready_at: Option<f64>,
+    /// Runs started under a restart policy; 0 without one.
+    pub(super) runs: u32,
 }
 
 impl Rebuilt {
@@ -104,6 +108,8 @@ impl Rebuilt {
                 stdin: None,
                 containment: self.containment,
                 leftovers: self.leftovers,
+                ready_at: self.ready_at.map(from_unix_seconds),
+                runs: self.runs,
             }),
             done,
             kill_requested,

@@ -410,6 +410,8 @@ impl Inner {
                 crate::answers::Containment::Group
             },
             leftovers: Vec::new(),
+            ready_at: entry.ready_at,
+            runs: r.runs.unwrap_or(0),
             id,
         }
         .into_session()
@@ -477,6 +479,8 @@ impl Inner {
             notes: Vec::new(),
         };
         let observer = self.arm_notifications(&s, &plan);
+        let observer = self.arm_readiness(&s, observer);
+        let observer = self.arm_restarts(&s, observer);
         self.arm_time_limit(&s);
         if let Some(source) = self.resume_kill(&s, entry) {
             // No shim carries this kill: finish it from here.
@@ -706,5 +710,8 @@ fn origin_of_record(r: &herd_persistence::SessionRecord) -> crate::session::Orig
             cpu_millis: options.cpu_millis,
             pids: options.pids,
         },
+        ready: options.ready,
+        ready_port: options.ready_port,
+        restart: options.restart.map(crate::RestartPolicy::from_record),
     }
 }

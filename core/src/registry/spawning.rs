@@ -49,6 +49,7 @@ impl Inner {
     ) -> Result<SpawnInfo, SpawnError> {
         req.limits = req.limits.or(self.config.default_limits);
         let time_limit = self.check_request(&req)?;
+        let (time_limit, per_run) = super::restarts::per_run(&req, time_limit);
         let cwd = self.working_dir(&req)?;
         self.judge(&req, &cwd).await?;
         let wakes = self.plan_notifications(&req);
@@ -56,6 +57,7 @@ impl Inner {
         let (scratch, log_path) = self.prepare_dirs(&id)?;
         let mut env = self.job_env(&req, &id, &scratch);
         let argv = self.job_argv(&req, &mut env, &cwd);
+        let argv = self.restart_argv(&req, argv, per_run);
         // A supervised session's shim is what a dispatcher wraps (B34): the shim and
         // its job then live in the scope together and outlive a service restart.
         let (argv, shim_argv, dispatch, scope) = match &self.config.shim {
@@ -113,7 +115,7 @@ impl Inner {
             pty_note,
             dispatch: dispatch.kind(),
             note: (!notes.is_empty()).then(|| notes.join("; ")),
-            time_limit_seconds: time_limit.map(|t| t.limit.as_secs()),
+            time_limit_seconds: req.time_limit.map(|t| t.as_secs()),
             replaces: req.replaces.clone(),
         })
     }
@@ -156,6 +158,8 @@ impl Inner {
             })?;
         }
         let time_limit = req.time_limit.map(time_limit).transpose()?;
+        super::readiness::check_request(req)?;
+        super::restarts::check_request(req, self.config.shim.is_some())?;
         if let Some((field, message)) = req.limits.problem(self.config.shim.is_some()) {
             return Err(SpawnError::InvalidRequest { field, message });
         }
@@ -408,6 +412,8 @@ impl Inner {
                 stdin: Some(parts.stdin),
                 containment: parts.containment,
                 leftovers: Vec::new(),
+                ready_at: None,
+                runs: u32::from(req.restart.is_some()),
             }),
             done,
             kill_requested,
@@ -421,6 +427,8 @@ impl Inner {
         self.insert_running(session);
         self.changed();
         let observer = self.arm_notifications(session, wakes);
+        let observer = self.arm_readiness(session, observer);
+        let observer = self.arm_restarts(session, observer);
         self.arm_time_limit(session);
         let span = tracing::info_span!("session", id = %session.id);
         let inner = Arc::clone(self);

@@ -290,6 +290,8 @@ impl Inner {
                     notes: Vec::new(),
                 };
                 let observer = self.arm_notifications(&s, &plan);
+                let observer = self.arm_readiness(&s, observer);
+                let observer = self.arm_restarts(&s, observer);
                 self.arm_time_limit(&s);
                 let cursor = Cursor {
                     log_bytes: progress.log_bytes,

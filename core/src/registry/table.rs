@@ -277,7 +277,15 @@ impl Tables {
             let first = |pred: fn(&Event) -> bool| queue.iter().position(pred);
             let pick = first(|e| matches!(e, Event::Heartbeat { .. }))
                 .or_else(|| {
-                    first(|e| matches!(e, Event::WatchMatch { .. } | Event::WatchDisabled { .. }))
+                    first(|e| {
+                        matches!(
+                            e,
+                            Event::WatchMatch { .. }
+                                | Event::WatchDisabled { .. }
+                                | Event::Ready { .. }
+                                | Event::Retry { .. }
+                        )
+                    })
                 })
                 .or_else(|| first(|e| matches!(e, Event::Completion { .. })));
             let Some(dropped) = pick.and_then(|at| queue.remove(at)) else {

@@ -142,6 +142,8 @@ fn kinds(events: &[Event]) -> Vec<&'static str> {
             Event::WatchOverflowTripped { .. } => "tripped",
             Event::WatchOverflowReleased { .. } => "released",
             Event::QueueFolded { .. } => "folded",
+            Event::Ready { .. } => "ready",
+            Event::Retry { .. } => "retry",
             _ => "other",
         })
         .collect()

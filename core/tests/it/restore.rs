@@ -118,6 +118,7 @@ fn record(home: &Home, id: &str, pid: i32, start_time: Option<u64>) -> SessionRe
         name: None,
         options: None,
         command_given: None,
+        runs: None,
     }
 }
 

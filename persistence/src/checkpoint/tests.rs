@@ -33,6 +33,7 @@ fn record(id: &str, pid: i32) -> SessionRecord {
         name: None,
         options: None,
         command_given: None,
+        runs: None,
     }
 }
 
@@ -359,6 +360,7 @@ fn arb_record() -> impl proptest::strategy::Strategy<Value = SessionRecord> {
             SessionRecord {
                 id,
                 command_given: (pid % 5 == 0).then(|| format!("{command} as given")),
+                runs: None,
                 command,
                 pid,
                 pgid: pid,

@@ -35,6 +35,7 @@ fn record(id: String) -> SessionRecord {
         name: None,
         options: None,
         command_given: None,
+        runs: None,
     }
 }
 

@@ -91,6 +91,7 @@ fn session(n: u32) -> SessionRecord {
         name: None,
         options: None,
         command_given: None,
+        runs: None,
     }
 }
 

@@ -26,11 +26,12 @@ impl State {
             None => self.registry.config().wait_cap,
         };
         loop {
-            let answer = self
-                .registry
-                .wait(&p.id, timeout, None)
-                .await
-                .map_err(core_error)?;
+            let answer = if p.ready {
+                self.registry.wait_ready(&p.id, timeout, None).await
+            } else {
+                self.registry.wait(&p.id, timeout, None).await
+            }
+            .map_err(core_error)?;
             let value = to_value(answer)?;
             // Without a timeout the caller waits for the exit itself, across the
             // registry's per-call cap.
@@ -185,6 +186,9 @@ struct WaitParams {
     id: String,
     #[serde(default)]
     timeout_seconds: Option<f64>,
+    /// Until ready rather than finished (capability `spawn.ready`).
+    #[serde(default)]
+    ready: bool,
 }
 
 #[derive(Debug, Deserialize)]

@@ -85,6 +85,13 @@ impl State {
             replaces: None,
             kill_leftovers: p.kill_leftovers,
             limits: p.limits.unwrap_or_default(),
+            ready: p.ready,
+            ready_port: p.ready_port,
+            restart: p
+                .restart
+                .as_ref()
+                .map(RestartPolicyParams::policy)
+                .transpose()?,
         };
         match self.registry.spawn(request).await {
             Ok(info) => to_value(info),
@@ -167,6 +174,44 @@ struct SpawnParams {
     /// Memory, CPU and process limits of the tree (capability `spawn.limits`).
     #[serde(default)]
     limits: Option<herd_core::Limits>,
+    /// Readiness by a regex over the redacted output (capability `spawn.ready`).
+    #[serde(default)]
+    ready: Option<String>,
+    /// Readiness by a listening port of the job's tree (capability `spawn.ready`).
+    #[serde(default)]
+    ready_port: Option<u16>,
+    /// Run the command again when it ends (capability `spawn.restart`).
+    #[serde(default)]
+    restart: Option<RestartPolicyParams>,
+}
+
+/// `spawn`'s `restart`: `{"policy": "on-failure"|"always", "max_restarts", "delay_ms"}`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RestartPolicyParams {
+    policy: String,
+    max_restarts: u32,
+    delay_ms: u64,
+}
+
+impl RestartPolicyParams {
+    fn policy(&self) -> Result<herd_core::RestartPolicy, RpcError> {
+        let always = match self.policy.as_str() {
+            "always" => true,
+            "on-failure" => false,
+            other => {
+                return Err(RpcError::new(
+                    INVALID_PARAMS,
+                    format!("restart policy must be on-failure or always (got {other:?})"),
+                ));
+            }
+        };
+        Ok(herd_core::RestartPolicy {
+            always,
+            max_restarts: self.max_restarts,
+            delay: Duration::from_millis(self.delay_ms),
+        })
+    }
 }
 
 /// `restart` (capability `restart`): the session to start again, and the caller's

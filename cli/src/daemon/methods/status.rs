@@ -46,6 +46,10 @@ pub(crate) const CAPABILITIES: &[&str] = &[
     "events.ack",
     "logs.follow.terminal",
     "logs.raw",
+    // `spawn`'s `ready`/`ready_port`, `wait`'s `ready` and the `ready` event (issue 33).
+    "spawn.ready",
+    // `spawn`'s `restart` policy and the `retry` event (issue 33).
+    "spawn.restart",
     // `plugins`: what the daemon's plugins loaded, with their counts (cli/src/plugins/live.rs).
     "plugins",
     // `spawn`'s `follow`: the spawn answered as a `spawned` note, then the session's

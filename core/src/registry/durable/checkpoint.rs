@@ -352,6 +352,7 @@ impl Inner {
             shim: s.shim,
             name: s.name.clone(),
             options: Some(options),
+            runs: (st.runs > 0).then_some(st.runs),
         }
     }
 
@@ -388,5 +389,8 @@ pub(super) fn options_record(s: &Session, command_written: &str) -> herd_persist
         memory_bytes: origin.limits.memory_bytes,
         cpu_millis: origin.limits.cpu_millis,
         pids: origin.limits.pids,
+        ready: origin.ready.clone(),
+        ready_port: origin.ready_port,
+        restart: origin.restart.map(crate::RestartPolicy::record),
     }
 }

@@ -428,6 +428,8 @@ struct StoredCompletion {
     leftovers: Vec<herd_persistence::Leftover>,
     #[serde(default)]
     bytes_not_kept: u64,
+    #[serde(default)]
+    runs: Option<u32>,
 }
 
 /// Rebuilds a completion event from its ledger JSON; `None` when it is not one. Its
@@ -465,5 +467,6 @@ pub(in crate::registry) fn event_from_ledger(
         descendants_alive: stored.descendants_alive,
         leftovers: stored.leftovers,
         bytes_not_kept: stored.bytes_not_kept,
+        runs: stored.runs,
     })
 }

@@ -29,6 +29,7 @@ fn a_completion_survives_the_ledger_json_round_trip() {
         descendants_alive: vec![7],
         leftovers: Vec::new(),
         bytes_not_kept: 12,
+        runs: None,
     };
     let value = serde_json::to_value(&event).expect("events serialize");
     let back =
