@@ -151,6 +151,10 @@ pub use registry::{
     TerminalGuard,
 };
 pub use registry::{
+    DEFAULT_GROUP, GroupError, GroupRow, MAX_DEPENDENCIES, MAX_GROUPS, PARALLEL_RANGE, QueueLatency,
+    QueueRequest, check_group_name,
+};
+pub use registry::{
     AgentIdentity, ChildTeardown, HandedOff, HandoffAnswer, HandoffError, MAX_HANDOFFS_PER_CHILD,
     OrphanKill, UnreadCompletion,
 };

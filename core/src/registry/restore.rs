@@ -231,6 +231,7 @@ impl Registry {
             Err(error) => report.checkpoint_error = Some(error.to_string()),
         }
         report.log();
+        inner.restore_queue().await;
         Ok(report)
     }
 

@@ -44,14 +44,23 @@ impl Inner {
     /// (under a shim or in process), enters it in the table and starts its reader.
     pub(super) async fn spawn(
         self: &Arc<Self>,
+        req: SpawnRequest,
+    ) -> Result<SpawnInfo, SpawnError> {
+        self.spawn_as(req, None).await
+    }
+
+    /// [`Inner::spawn`] under a given id (a queued job's, issue 33), else a fresh one.
+    pub(super) async fn spawn_as(
+        self: &Arc<Self>,
         mut req: SpawnRequest,
+        given: Option<SessionId>,
     ) -> Result<SpawnInfo, SpawnError> {
         req.limits = req.limits.or(self.config.default_limits);
         let time_limit = self.check_request(&req)?;
         let cwd = self.working_dir(&req)?;
         self.judge(&req, &cwd).await?;
         let wakes = self.plan_notifications(&req);
-        let id = self.fresh_id();
+        let id = given.unwrap_or_else(|| self.fresh_id());
         let (scratch, log_path) = self.prepare_dirs(&id)?;
         let mut env = self.job_env(&req, &id, &scratch);
         let argv = self.job_argv(&req, &mut env, &cwd);
@@ -114,12 +123,13 @@ impl Inner {
             note: (!notes.is_empty()).then(|| notes.join("; ")),
             time_limit_seconds: time_limit.map(|t| t.limit.as_secs()),
             replaces: req.replaces.clone(),
+            queued: false,
         })
     }
 
     /// Refuses a request the registry cannot take (closing, an empty command, a
     /// taken name, limits out of range, no shell); returns its time limit.
-    fn check_request(&self, req: &SpawnRequest) -> Result<Option<TimeLimit>, SpawnError> {
+    pub(super) fn check_request(&self, req: &SpawnRequest) -> Result<Option<TimeLimit>, SpawnError> {
         if self.closing.load(std::sync::atomic::Ordering::SeqCst) {
             return Err(SpawnError::ShuttingDown);
         }
@@ -186,7 +196,7 @@ impl Inner {
     }
 
     /// The job's working directory, made absolute and checked to be a directory.
-    fn working_dir(&self, req: &SpawnRequest) -> Result<PathBuf, SpawnError> {
+    pub(super) fn working_dir(&self, req: &SpawnRequest) -> Result<PathBuf, SpawnError> {
         let cwd = match &req.cwd {
             Some(dir) => dir.clone(),
             None => std::env::current_dir().map_err(|source| SpawnError::Spawn {
@@ -219,7 +229,7 @@ impl Inner {
 
     /// The self-kill guard's verdict, when one is configured: a refused command
     /// starts nothing.
-    async fn judge(&self, req: &SpawnRequest, cwd: &std::path::Path) -> Result<(), SpawnError> {
+    pub(super) async fn judge(&self, req: &SpawnRequest, cwd: &std::path::Path) -> Result<(), SpawnError> {
         let Some(host) = &self.config.guard else {
             return Ok(());
         };
