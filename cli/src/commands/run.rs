@@ -112,6 +112,15 @@ pub(crate) async fn run(home: &Home, args: RunArgs) -> anyhow::Result<Ran> {
     if let Some(host) = &args.host {
         params["host"] = json!(host);
     }
+    if let Some(group) = &args.queue.group {
+        params["group"] = json!(group);
+    }
+    if !args.queue.after.is_empty() {
+        params["after"] = json!(args.queue.after);
+    }
+    if !args.queue.after_ready.is_empty() {
+        params["after_ready"] = json!(args.queue.after_ready);
+    }
     let limits = add_containment(
         &mut params,
         args.kill_leftovers,
@@ -143,6 +152,7 @@ pub(crate) async fn run(home: &Home, args: RunArgs) -> anyhow::Result<Ran> {
             "spawn.kill_leftovers",
             "--kill-leftovers",
         ),
+        (args.queue.any(), "queue", "--group, --after and --after-ready"),
     ] {
         if asked && !client.hello.serves(capability) {
             return Err(old_daemon_for(flags, &client.hello.daemon));

@@ -86,7 +86,12 @@ impl State {
             kill_leftovers: p.kill_leftovers,
             limits: p.limits.unwrap_or_default(),
         };
-        match self.registry.spawn(request).await {
+        let queue = herd_core::QueueRequest {
+            group: p.group,
+            after: p.after,
+            after_ready: p.after_ready,
+        };
+        match self.registry.spawn_queued(request, queue).await {
             Ok(info) => to_value(info),
             Err(err) => Err(spawn_error(err)),
         }
@@ -168,6 +173,15 @@ struct SpawnParams {
     /// Memory, CPU and process limits of the tree (capability `spawn.limits`).
     #[serde(default)]
     limits: Option<herd_core::Limits>,
+    /// The job group whose limit queues the job (capability `queue`).
+    #[serde(default)]
+    group: Option<String>,
+    /// Ids or names that must end with exit 0 first (capability `queue`).
+    #[serde(default)]
+    after: Vec<String>,
+    /// Ids or names that must be ready first (capability `queue`).
+    #[serde(default)]
+    after_ready: Vec<String>,
 }
 
 /// `restart` (capability `restart`): the session to start again, and the caller's

@@ -47,6 +47,9 @@ pub(crate) const CAPABILITIES: &[&str] = &[
     "logs.raw",
     // `plugins`: what the daemon's plugins loaded, with their counts (cli/src/plugins/live.rs).
     "plugins",
+    // `queue`: groups, queued jobs and dependencies (spawn's `group`, `after`,
+    // `after_ready`; `group.*`; status `queued`), issue 33.
+    "queue",
 ];
 
 /// Answers the handshake.
