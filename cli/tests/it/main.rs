@@ -26,6 +26,7 @@ mod netns;
 mod people;
 mod plugins;
 mod props;
+mod queue;
 mod remote;
 mod restore;
 mod retention;

@@ -21,10 +21,11 @@
 //! Durable: every queued job and group is a row of the queue store (`state.db`'s
 //! `queued` and `queue_groups`), written on the blocking pool before a submission or
 //! a group change answers, never under a lock. A job's row is marked `starting`
-//! before its spawn and removed once its session is running (its running row is
-//! committed by then) or ended; `restore_queue` drops rows whose session is running
-//! or finished, ends a `starting` one whose session is neither as lost (it may have
-//! started: it never runs twice), and queues the rest again.
+//! before its spawn and removed once its session finished (or it ended without
+//! running); `restore_queue` counts a row whose session is running in its group's
+//! slots, drops one whose session finished, ends a `starting` one whose session is
+//! neither as never run (it may have begun: it never runs twice), and queues the
+//! rest again.
 //!
 //! Lock order: the queue's lock is a leaf; no other lock is taken under it, and it
 //! is never taken under the table lock.
@@ -185,10 +186,20 @@ impl Inner {
     /// The finish choke point's call, after its lock: a slot may have freed, a
     /// dependency may have ended.
     pub(super) fn queue_finished(&self, id: &SessionId) {
-        let wake = {
+        let (ours, wake) = {
             let mut st = self.queue.state();
-            st.started.remove(id).is_some() || !st.waiting.is_empty()
+            let ours = st.started.remove(id).is_some();
+            (ours, ours || !st.waiting.is_empty())
         };
+        if ours {
+            let store = Arc::clone(&self.queue.store);
+            let raw = id.as_str().to_owned();
+            drop(self.runtime.spawn_blocking(move || {
+                if let Err(error) = store.remove(&raw) {
+                    tracing::warn!(session_id = raw, %error, "finished queued job's row not removed; a restart drops it");
+                }
+            }));
+        }
         if wake {
             *lock(&self.queue.freed_at) = Some(Instant::now());
             self.wake_queue();
@@ -404,9 +415,10 @@ impl Inner {
         self.store_queued(&entry.id, entry.seq, &record).await;
         match self.spawn_as(entry.record.request(), Some(entry.id.clone())).await {
             Ok(info) => {
+                // The row stays (marked starting) until the session finishes, so a
+                // restart knows which running sessions fill the group's slots.
                 self.spawned(&info).await;
                 self.queue.state().waiting.retain(|e| e.id != entry.id);
-                self.forget_queued(&entry.id).await;
                 self.queue.left();
             }
             Err(error) => {

@@ -98,7 +98,7 @@ impl Inner {
         };
         let (rows, groups) = loaded;
         self.queue.state().groups.extend(groups);
-        let (mut n_queued, mut n_done, mut n_lost) = (0, 0, 0);
+        let (mut n_queued, mut n_done, mut n_lost, mut n_running) = (0, 0, 0, 0);
         for row in rows {
             let record: QueuedRecord = match serde_json::from_slice::<QueuedRecord>(&row.record) {
                 Ok(r) if r.version <= RECORD_VERSION => r,
@@ -113,6 +113,14 @@ impl Inner {
             self.queue
                 .seq
                 .fetch_max(row.seq.saturating_add(1), std::sync::atomic::Ordering::SeqCst);
+            let running = self
+                .lookup(id.as_str())
+                .is_ok_and(|s| s.state().finished.is_none());
+            if running {
+                n_running += 1;
+                self.queue.state().started.insert(id, record.group.clone());
+                continue;
+            }
             let known = self.lookup(id.as_str()).is_ok()
                 || self
                     .receipt_lookup(id.as_str(), LookupError::NotFound { id: id.as_str().to_owned() })
@@ -147,8 +155,8 @@ impl Inner {
                 self.queue.state().waiting.push(entry);
             }
         }
-        if n_queued + n_done + n_lost > 0 {
-            tracing::info!(n_queued, n_done, n_lost, "job queue restored");
+        if n_queued + n_done + n_lost + n_running > 0 {
+            tracing::info!(n_queued, n_done, n_lost, n_running, "job queue restored");
         }
         self.wake_queue();
         self.changed();
