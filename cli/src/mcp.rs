@@ -17,6 +17,7 @@
 //! - `push.rs`: the notifications as a resource a client can subscribe to.
 
 mod budget;
+mod groups;
 mod delivery;
 mod owner;
 mod process;
@@ -52,9 +53,9 @@ use crate::protocol;
 use terminal::terminal_request;
 
 /// The actions `process` accepts, in the order the error message lists them.
-const ACTIONS: [&str; 12] = [
+const ACTIONS: [&str; 16] = [
     "list", "poll", "read", "log", "search", "wait", "kill", "write", "submit", "close", "resize",
-    "handoff",
+    "handoff", "group_add", "group_set", "group_list", "group_rm",
 ];
 
 /// The answer to a handoff from a server that has no parent agent (`--parent`).

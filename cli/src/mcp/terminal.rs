@@ -44,6 +44,8 @@ pub(super) struct TerminalRequest {
     pub(super) kill_leftovers: bool,
     /// Bounds on the tree (`memory`, `cpus`, `pids`; issue 36).
     pub(super) limits: herd_core::Limits,
+    /// Its group and dependencies (issue 33).
+    pub(super) queue: herd_core::QueueRequest,
 }
 
 /// How a foreground wait stopped short of the exit.
@@ -107,6 +109,7 @@ impl Server {
         if !req.limits.is_empty() {
             params["limits"] = json!(req.limits);
         }
+        super::groups::add_queue_params(&mut params, &req.queue);
         let mut client = self.client().await.map_err(Answer::error)?;
         // An older daemon would refuse `host`; say so instead.
         if req.host.is_some() && !client.hello.serves("hosts") {
@@ -127,6 +130,13 @@ impl Server {
         if !req.limits.is_empty() && !client.hello.serves("spawn.limits") {
             return Err(refused(format!(
                 "memory, cpus and pids need a newer herd daemon: the running one (herd {}) would ignore them; \
+                 ask the user to run `herd shutdown --keep-jobs`, or call again without them",
+                client.hello.daemon
+            )));
+        }
+        if req.queue.queues() && !client.hello.serves("queue") {
+            return Err(refused(format!(
+                "group, after and after_ready need a newer herd daemon: the running one (herd {}) has no queue; \
                  ask the user to run `herd shutdown --keep-jobs`, or call again without them",
                 client.hello.daemon
             )));
@@ -310,9 +320,10 @@ impl Server {
 
 /// The answer to a background start: no exit fields, the job has not finished.
 fn background_answer(req: &TerminalRequest, session_id: &str, info: &Value) -> Value {
+    let queued = info["queued"] == true;
     let mut answer = json!({
-        "status": "running",
-        "output": "Background process started",
+        "status": if queued { "queued" } else { "running" },
+        "output": if queued { "Background process queued" } else { "Background process started" },
         "session_id": session_id,
         "pid": info["pid"],
     });
@@ -425,7 +436,11 @@ pub(super) fn terminal_request(args: &JsonObject) -> Result<TerminalRequest, Str
         Some(v) => return Err(format!("kill_leftovers must be true or false (got {v})")),
     };
     let limits = limits_arg(args)?;
+    let queue = super::groups::queue_arg(args)?;
     if !background {
+        if queue.queues() {
+            return Err("group, after and after_ready need background=true".to_owned());
+        }
         if notify_given == Some(true) || !watch.is_empty() || heartbeat.is_some() {
             return Err("notify and heartbeat need background=true: a foreground command already returns its result".to_owned());
         }
@@ -452,6 +467,7 @@ pub(super) fn terminal_request(args: &JsonObject) -> Result<TerminalRequest, Str
         host,
         kill_leftovers,
         limits,
+        queue,
     })
 }
 

@@ -239,3 +239,71 @@ fn b43_a_queue_survives_a_daemon_sigkill_and_each_job_runs_exactly_once() {
     assert!(completions(&env, "d").iter().all(|e| !queued.iter().any(|id| e["session_id"] == id.as_str())));
     assert_eq!(std::fs::read_to_string(&log).unwrap_or_default(), text);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b44_mcp_queues_in_a_group_after_a_dependency_and_manages_groups() {
+    use crate::mcp::{call, connect, session_id};
+    use serde_json::json;
+    let env = Env::new();
+    let client = connect(&env).await;
+    let (added, _, is_error) = call(
+        &client,
+        "process",
+        json!({"action": "group_add", "group": "agents", "parallel": 1}),
+    )
+    .await;
+    assert!(!is_error, "{added}");
+    let (bad, _, is_error) = call(
+        &client,
+        "process",
+        json!({"action": "group_add", "group": "x", "parallel": 0}),
+    )
+    .await;
+    assert!(is_error, "{bad}");
+    let gate = env.scratch().join("gate");
+    let (first, _, is_error) = call(
+        &client,
+        "terminal",
+        json!({"command": format!("while [ ! -e {} ]; do sleep 0.05; done; echo first", gate.display()),
+               "background": true, "group": "agents", "notify": false}),
+    )
+    .await;
+    assert!(!is_error, "{first}");
+    let first = session_id(&first);
+    let (second, _, is_error) = call(
+        &client,
+        "terminal",
+        json!({"command": "echo second-ran", "background": true, "group": "agents",
+               "after": first, "notify": false}),
+    )
+    .await;
+    assert!(!is_error, "{second}");
+    assert_eq!(second["status"], "queued", "{second}");
+    let second = session_id(&second);
+    let (listed, _, _) = call(&client, "process", json!({"action": "group_list"})).await;
+    assert!(listed.to_string().contains("agents"), "{listed}");
+    let (polled, _, _) = call(
+        &client,
+        "process",
+        json!({"action": "poll", "session_id": second}),
+    )
+    .await;
+    assert_eq!(polled["status"], "queued", "{polled}");
+    let (refused, _, is_error) = call(
+        &client,
+        "terminal",
+        json!({"command": "true", "background": true, "after": "nosuch"}),
+    )
+    .await;
+    assert!(is_error && refused.to_string().contains("nosuch"), "{refused}");
+    std::fs::write(&gate, b"").unwrap_or_else(|e| panic!("gate: {e}"));
+    let (waited, _, _) = call(
+        &client,
+        "process",
+        json!({"action": "wait", "session_id": second, "timeout": 30}),
+    )
+    .await;
+    assert_eq!(waited["exit_code"], 0, "{waited}");
+    assert!(waited["output"].to_string().contains("second-ran"), "{waited}");
+    client.cancel().await.unwrap_or_else(|e| panic!("close: {e}"));
+}
