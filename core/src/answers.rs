@@ -214,6 +214,10 @@ pub struct PollAnswer {
     /// CPU and memory of its whole tree, from its cgroup (absent without one).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub usage: Option<TreeUsage>,
+    /// When it became ready (`--ready`, `--ready-port`), RFC 3339 UTC; absent until
+    /// it is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ready_at: Option<String>,
 }
 
 /// A page of the output, by lines.
@@ -296,6 +300,10 @@ pub struct WaitAnswer {
     /// output shown is incomplete. Absent when nothing was lost.
     #[serde(skip_serializing_if = "is_zero")]
     pub bytes_not_kept: u64,
+    /// When it became ready (`--ready`, `--ready-port`), RFC 3339 UTC; absent until
+    /// it is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ready_at: Option<String>,
 }
 
 /// The answer to write, submit or close.
@@ -402,6 +410,10 @@ pub struct ListRow {
     /// CPU and memory of its whole tree, from its cgroup (absent without one).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub usage: Option<TreeUsage>,
+    /// When it became ready (`--ready`, `--ready-port`), RFC 3339 UTC; absent until
+    /// it is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ready_at: Option<String>,
 }
 
 fn is_zero(n: &u64) -> bool {

@@ -147,8 +147,8 @@ pub use kill::bench_support;
 #[doc(hidden)]
 pub use registry::notify_bench_support;
 pub use registry::{
-    Acknowledgement, Drained, External, FollowRead, LogFollower, Registry, RestoreReport,
-    TerminalGuard,
+    Acknowledgement, Drained, External, FollowRead, LogFollower, Readiness, Registry,
+    RestoreReport, TerminalGuard,
 };
 pub use registry::{
     DEFAULT_GROUP, GroupError, GroupRow, MAX_DEPENDENCIES, MAX_GROUPS, PARALLEL_RANGE, QueueLatency,

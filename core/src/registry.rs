@@ -21,7 +21,8 @@
 //! - `notify`, `agents`: notifications (B19-B22) and parent and child agents
 //!   (B24-B26); `lifecycle`, `delivery`, `external`, `logs`: time limits and restart,
 //!   drains, far hosts' events, log chunks and followers; `retention`: `clean` and
-//!   the timer that evicts expired results (issue 27).
+//!   the timer that evicts expired results (issue 27); `readiness`: a session's
+//!   durable ready mark (issue 33).
 //!
 //! Lock order: table lock → agents (`agents`) → session state → notifier state
 //! (`notify`) → session tail, written down and checked in debug builds in
@@ -53,6 +54,7 @@ mod lingering;
 mod notify;
 mod query;
 mod queue;
+mod readiness;
 mod recommit;
 mod retention;
 mod spawning;
@@ -81,6 +83,7 @@ pub use queue::{
     DEFAULT_GROUP, GroupError, GroupRow, MAX_DEPENDENCIES, MAX_GROUPS, PARALLEL_RANGE, QueueLatency,
     QueueRequest, check_group_name,
 };
+pub use readiness::Readiness;
 pub use restore::RestoreReport;
 pub(crate) use table::Tables;
 use view::LOG_PAGE_MAX_BYTES;

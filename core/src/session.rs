@@ -94,6 +94,9 @@ pub(crate) struct State {
     pub(crate) containment: crate::answers::Containment,
     /// Processes of its tree alive when it finished, held by its shim (issue 36).
     pub(crate) leftovers: Vec<herd_persistence::Leftover>,
+    /// When the session became ready (`--ready`, `--ready-port`), set once by
+    /// `Inner::mark_ready` after its store commit; survives a restart.
+    pub(crate) ready_at: Option<SystemTime>,
 }
 
 /// One session.

@@ -151,7 +151,7 @@ impl CheckpointStore {
     pub fn load(&self) -> Result<Loaded, Error> {
         let found = self.with_db(false, "load the running sessions", |conn| {
             let mut stmt = conn.prepare_cached(
-                "SELECT writer_pid, writer_start_time, record, kill_intent FROM sessions
+                "SELECT writer_pid, writer_start_time, record, kill_intent, ready_at FROM sessions
                  ORDER BY started_at, session_id",
             )?;
             let rows = stmt.query_map([], |r| {
@@ -160,6 +160,7 @@ impl CheckpointStore {
                     r.get::<_, Option<i64>>(1)?,
                     r.get::<_, String>(2)?,
                     r.get::<_, Option<String>>(3)?,
+                    r.get::<_, Option<f64>>(4)?,
                 ))
             })?;
             rows.collect::<rusqlite::Result<Vec<_>>>()
@@ -168,12 +169,13 @@ impl CheckpointStore {
             return Ok(Loaded::default());
         };
         let mut entries = Vec::with_capacity(rows.len());
-        for (pid, start, record, intent) in rows {
+        for (pid, start, record, intent, ready_at) in rows {
             match serde_json::from_str::<SessionRecord>(&record) {
                 Ok(session) => entries.push(CheckpointEntry {
                     writer: Writer::new(pid, start.and_then(|t| u64::try_from(t).ok())),
                     session,
                     kill_intent: intent.and_then(|json| serde_json::from_str(&json).ok()),
+                    ready_at,
                 }),
                 Err(error) => {
                     tracing::warn!(%error, "a running session's row cannot be read; it is left in the store");
@@ -293,6 +295,24 @@ impl CheckpointStore {
             Ok(n)
         })?;
         Ok(recorded.map_or(0, |(n, _)| n))
+    }
+}
+
+impl CheckpointStore {
+    /// Records that a running session became ready at `ready_at` (unix seconds), once:
+    /// a row already marked keeps its first time. Returns whether this call marked
+    /// it (false for a row already marked, or no row).
+    ///
+    /// # Errors
+    /// As [`CheckpointStore::remove`].
+    pub fn record_ready(&self, session_id: &str, ready_at: f64) -> Result<bool, Error> {
+        let marked = self.with_db(false, "record a session's readiness", |conn| {
+            conn.prepare_cached(
+                "UPDATE sessions SET ready_at = ?2 WHERE session_id = ?1 AND ready_at IS NULL",
+            )?
+            .execute(params![session_id, ready_at])
+        })?;
+        Ok(marked.is_some_and(|(n, _)| n > 0))
     }
 }
 

@@ -86,6 +86,10 @@ pub struct ResultReceipt {
     /// The session this one was started in place of (`herd restart`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replaces: Option<String>,
+    /// When the session became ready (`herd run --ready`, `--ready-port`), unix
+    /// seconds, if it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_at: Option<f64>,
 }
 
 impl ResultReceipt {
@@ -117,6 +121,7 @@ impl ResultReceipt {
             persist_on_release: false,
             time_limit_seconds: None,
             replaces: None,
+            ready_at: None,
         }
     }
 }

@@ -204,6 +204,10 @@ pub struct CheckpointEntry {
     /// checkpoint file; a column of its own in the store).
     #[serde(skip)]
     pub kill_intent: Option<KillIntent>,
+    /// When the session became ready, unix seconds, if it did (never part of a
+    /// checkpoint file; a column of its own in the store).
+    #[serde(skip)]
+    pub ready_at: Option<f64>,
 }
 
 /// A kill that was begun and not yet concluded: recorded before the kill starts, so

@@ -52,6 +52,14 @@ pub trait RunningStore: Send + Sync + std::fmt::Debug {
     /// A store that cannot be written.
     fn record_kill_intent(&self, session_ids: &[&str], intent: &KillIntent)
     -> Result<usize, Error>;
+
+    /// Records that a running session became ready at `ready_at` (unix seconds),
+    /// once: a row keeps its first mark through later writes. Returns whether this
+    /// call marked it.
+    ///
+    /// # Errors
+    /// A store that cannot be written.
+    fn record_ready(&self, session_id: &str, ready_at: f64) -> Result<bool, Error>;
 }
 
 #[cfg(feature = "sqlite")]
@@ -84,6 +92,10 @@ impl RunningStore for CheckpointStore {
     ) -> Result<usize, Error> {
         CheckpointStore::record_kill_intent(self, session_ids, intent)
     }
+
+    fn record_ready(&self, session_id: &str, ready_at: f64) -> Result<bool, Error> {
+        CheckpointStore::record_ready(self, session_id, ready_at)
+    }
 }
 
 /// Running sessions kept in memory, in id order.
@@ -106,12 +118,14 @@ impl MemoryRunningStore {
 
     fn put(rows: &mut BTreeMap<String, CheckpointEntry>, writer: &Writer, record: &SessionRecord) {
         let kill_intent = rows.get(&record.id).and_then(|e| e.kill_intent.clone());
+        let ready_at = rows.get(&record.id).and_then(|e| e.ready_at);
         rows.insert(
             record.id.clone(),
             CheckpointEntry {
                 writer: *writer,
                 session: record.clone(),
                 kill_intent,
+                ready_at,
             },
         );
     }
@@ -186,6 +200,17 @@ impl RunningStore for MemoryRunningStore {
             }
         }
         Ok(n)
+    }
+
+    fn record_ready(&self, session_id: &str, ready_at: f64) -> Result<bool, Error> {
+        let mut rows = self.rows();
+        match rows.get_mut(session_id) {
+            Some(entry) if entry.ready_at.is_none() => {
+                entry.ready_at = Some(ready_at);
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
     }
 }
 

@@ -160,6 +160,7 @@ impl Inner {
                 Containment::Subreaper
             },
             leftovers: r.leftovers.clone(),
+            ready_at: r.ready_at,
         }
         .into_session()
     }

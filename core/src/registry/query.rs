@@ -589,6 +589,7 @@ impl Inner {
             containment: st.containment,
             usage,
             leftovers,
+            ready_at: st.ready_at.map(text::rfc3339),
         }
     }
 }

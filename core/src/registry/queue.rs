@@ -164,18 +164,38 @@ impl Inner {
         let wake = Arc::clone(&self.queue.wake);
         let stop = self.detach.clone();
         let weak = Arc::downgrade(self);
+        // A readiness mark bumps `changes`: a pass follows when a job waits for one.
+        let mut changes = self.changes.subscribe();
         self.runtime.spawn(async move {
             loop {
+                let mut woken = true;
                 tokio::select! {
                     () = wake.notified() => {}
+                    r = changes.changed() => {
+                        if r.is_err() {
+                            return;
+                        }
+                        woken = false;
+                    }
                     () = stop.cancelled() => return,
                 }
                 let Some(inner) = weak.upgrade() else {
                     return;
                 };
-                inner.schedule().await;
+                if woken || inner.waits_for_readiness() {
+                    inner.schedule().await;
+                }
             }
         });
+    }
+
+    /// Whether a waiting job has an `after_ready` dependency.
+    fn waits_for_readiness(&self) -> bool {
+        self.queue
+            .state()
+            .waiting
+            .iter()
+            .any(|e| !e.starting && !e.after_ready.is_empty())
     }
 
     /// Wakes the scheduler (a permit is kept when it is busy, so no wake is lost).

@@ -51,6 +51,8 @@ pub(super) struct Rebuilt {
     pub(super) kill_source: Option<KillSource>,
     pub(super) containment: Containment,
     pub(super) leftovers: Vec<herd_persistence::Leftover>,
+    /// When it became ready, unix seconds, if it did.
+    pub(super) ready_at: Option<f64>,
 }
 
 impl Rebuilt {
@@ -103,6 +105,7 @@ impl Rebuilt {
                 stdin: None,
                 containment: self.containment,
                 leftovers: self.leftovers,
+                ready_at: self.ready_at.map(from_unix_seconds),
             }),
             done,
             kill_requested,

@@ -410,6 +410,7 @@ impl Inner {
                 crate::answers::Containment::Group
             },
             leftovers: Vec::new(),
+            ready_at: entry.ready_at,
             id,
         }
         .into_session()

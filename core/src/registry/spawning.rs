@@ -417,6 +417,7 @@ impl Inner {
                 stdin: Some(parts.stdin),
                 containment: parts.containment,
                 leftovers: Vec::new(),
+                ready_at: None,
             }),
             done,
             kill_requested,

@@ -44,6 +44,8 @@ pub(super) struct Subject<'a> {
     time_limit_seconds: Option<u64>,
     /// Output bytes the log did not keep (a full disk, or its cap).
     bytes_not_kept: u64,
+    /// When it became ready, if it did.
+    ready_at: Option<std::time::SystemTime>,
 }
 
 impl<'a> Subject<'a> {
@@ -53,6 +55,7 @@ impl<'a> Subject<'a> {
         let mut subject = Subject::live_as(s, &st.owner_task_id, fin.and_then(|f| f.exit));
         subject.reason = fin.map(|f| f.reason);
         subject.source = fin.and_then(|f| f.source);
+        subject.ready_at = st.ready_at;
         subject
     }
 
@@ -70,6 +73,7 @@ impl<'a> Subject<'a> {
             log_path: s.log_path.clone(),
             time_limit_seconds: s.time_limit.map(|t| t.limit.as_secs()),
             bytes_not_kept: s.tail().bytes_not_kept(),
+            ready_at: None,
         }
     }
 
@@ -89,6 +93,7 @@ impl<'a> Subject<'a> {
             log_path,
             time_limit_seconds: None,
             bytes_not_kept: r.bytes_not_kept,
+            ready_at: r.ready_at.map(super::durable::from_unix_seconds),
         }
     }
 
@@ -261,6 +266,7 @@ impl Inner {
             containment: extra.containment,
             leftovers: extra.leftovers,
             usage: extra.usage,
+            ready_at: subject.ready_at.map(crate::text::rfc3339),
             session_id: subject.id,
         }
     }
@@ -288,6 +294,7 @@ impl Inner {
             note,
             time_limit_seconds: subject.time_limit_seconds,
             bytes_not_kept: subject.bytes_not_kept,
+            ready_at: subject.ready_at.map(crate::text::rfc3339),
             session_id: subject.id,
         }
     }

@@ -15,6 +15,8 @@ mod notify;
 mod output;
 mod paging;
 mod pty;
+mod queue;
+mod readiness;
 mod restore;
 mod spawning;
 mod stdin;

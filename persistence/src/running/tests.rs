@@ -73,6 +73,27 @@ fn contract(store: &dyn RunningStore) {
             ("proc_000000000002", 1, false),
         ]
     );
+    // B45: a readiness mark is set once and kept by later writes of the row.
+    assert!(store.record_ready("proc_000000000001", 5.0).expect("ready"));
+    assert!(!store.record_ready("proc_000000000001", 6.0).expect("ready"));
+    assert!(!store.record_ready("proc_00000000dead", 6.0).expect("ready"));
+    store
+        .write_own(&b, &[record("proc_000000000001", 1.0)], &[])
+        .expect("write own");
+    let ready: Vec<(String, Option<f64>)> = store
+        .load()
+        .expect("load")
+        .entries
+        .into_iter()
+        .map(|e| (e.session.id, e.ready_at))
+        .collect();
+    assert_eq!(
+        ready,
+        [
+            ("proc_000000000001".to_owned(), Some(5.0)),
+            ("proc_000000000002".to_owned(), None),
+        ]
+    );
     assert_eq!(store.remove(&["proc_000000000002"]).expect("remove"), 1);
     assert_eq!(store.load().expect("load").entries.len(), 1);
     let twice = [

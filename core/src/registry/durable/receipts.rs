@@ -131,6 +131,7 @@ impl Inner {
                 output_cut,
                 bytes_not_kept: s.tail().bytes_not_kept(),
                 leftovers: st.leftovers.clone(),
+                ready_at: st.ready_at.map(unix_seconds),
             }
         };
         let log_context = output_cut.then(|| (s.log_path.clone(), output_from));

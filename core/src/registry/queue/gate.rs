@@ -65,7 +65,7 @@ impl Inner {
     fn dependency(&self, dep: &SessionId, ready: bool, queued: &std::collections::HashSet<SessionId>) -> Dep {
         if let Ok(s) = self.lookup(dep.as_str()) {
             let st = s.state();
-            let ready_now = ready && self.is_ready(&s);
+            let ready_now = ready && st.ready_at.is_some();
             return match st.finished.as_ref() {
                 _ if ready_now => Dep::Done,
                 None => Dep::Pending,
@@ -85,6 +85,9 @@ impl Inner {
         match self.receipt_lookup(dep.as_str(), LookupError::NotFound { id: dep.as_str().to_owned() }) {
             Ok((_, r)) => {
                 let reason = super::super::durable::reason_from_name(&r.reason);
+                if ready && r.ready_at.is_some() {
+                    return Dep::Done;
+                }
                 if !ready && reason == CompletionReason::Exited && r.exit_code == Some(0) {
                     Dep::Done
                 } else {
@@ -96,11 +99,6 @@ impl Inner {
                 "dependency {dep} is no longer known ({error}); it never ran"
             )),
         }
-    }
-
-    /// Whether a session is ready (its readiness mark is set).
-    pub(super) fn is_ready(&self, _s: &crate::session::Session) -> bool {
-        false
     }
 
     /// Resolves dependencies given by id, prefix or name to ids, at submission:

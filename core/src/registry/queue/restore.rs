@@ -74,6 +74,7 @@ impl Inner {
                 stdin: None,
                 containment: crate::answers::Containment::default(),
                 leftovers: Vec::new(),
+                ready_at: None,
             }),
             done,
             kill_requested,

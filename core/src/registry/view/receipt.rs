@@ -226,6 +226,7 @@ impl Inner {
             containment: crate::answers::Containment::default(),
             leftovers: Vec::new(),
             usage: None,
+            ready_at: r.ready_at.map(from_unix_seconds).map(crate::text::rfc3339),
         })
     }
 }
