@@ -220,8 +220,10 @@ impl Inner {
                 }
             }));
         }
-        if wake {
+        if ours {
             *lock(&self.queue.freed_at) = Some(Instant::now());
+        }
+        if wake {
             self.wake_queue();
         }
     }
@@ -411,25 +413,25 @@ impl Inner {
             }
             pass
         };
-        if !pass.start.is_empty()
-            && let Some(freed) = lock(&self.queue.freed_at).take()
-        {
-            let mut l = lock(&self.queue.latencies);
-            if l.len() < 100_000 {
-                l.push(freed.elapsed());
-            }
-        }
+        // The first start after a slot freed carries when it freed (the latency figure).
+        let mut freed = if pass.start.is_empty() {
+            None
+        } else {
+            lock(&self.queue.freed_at).take()
+        };
         for (entry, why) in pass.fail {
             self.end_unstarted(&entry, None, why).await;
         }
         for entry in pass.start {
             let inner = Arc::clone(self);
-            self.runtime.spawn(async move { inner.start_queued(entry).await });
+            let freed = freed.take();
+            self.runtime
+                .spawn(async move { inner.start_queued(entry, freed).await });
         }
     }
 
     /// Starts one job under its id; a start that fails ends it unstarted.
-    async fn start_queued(self: Arc<Self>, entry: Entry) {
+    async fn start_queued(self: Arc<Self>, entry: Entry, freed: Option<Instant>) {
         let mut record = entry.record.clone();
         record.starting = true;
         self.store_queued(&entry.id, entry.seq, &record).await;
@@ -437,6 +439,12 @@ impl Inner {
             Ok(info) => {
                 // The row stays (marked starting) until the session finishes, so a
                 // restart knows which running sessions fill the group's slots.
+                if let Some(freed) = freed {
+                    let mut l = lock(&self.queue.latencies);
+                    if l.len() < 100_000 {
+                        l.push(freed.elapsed());
+                    }
+                }
                 self.spawned(&info).await;
                 self.queue.state().waiting.retain(|e| e.id != entry.id);
                 self.queue.left();
@@ -559,7 +567,8 @@ impl Inner {
         ))
     }
 
-    /// Scheduling latency so far (slot freed to the next queued job's start begun):
+    /// Scheduling latency so far (a slot freed to the next queued job's process
+    /// started, before its running row's commit):
     /// `(count, p50, p99)`.
     pub(super) fn queue_latency(&self) -> (usize, Duration, Duration) {
         let mut l = lock(&self.queue.latencies).clone();
