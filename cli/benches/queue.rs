@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use herd_test_support::bench::{Conn, figure_line};
 use herd_test_support::home::{TempHome, command, herd, stop_daemon};
+use herd_test_support::wait::poll_until;
 use serde_json::json;
 
 const HERD: &str = env!("CARGO_BIN_EXE_herd");
@@ -51,19 +52,16 @@ fn ok(mut cmd: Command, what: &str) {
 /// `bench` has nothing queued or running.
 fn herd_drained(home: &Path) {
     let mut conn = Conn::open(home);
-    loop {
+    poll_until(Duration::from_secs(600), || {
         let groups = conn.call("group.list", json!({}));
-        let idle = groups["groups"]
+        groups["groups"]
             .as_array()
             .into_iter()
             .flatten()
             .filter(|g| g["name"] == "bench")
-            .all(|g| g["queued"] == 0 && g["running"] == 0);
-        if idle {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
+            .all(|g| g["queued"] == 0 && g["running"] == 0)
+    })
+    .unwrap_or_else(|_| panic!("the group did not drain within 10 minutes"));
 }
 
 /// 1,000 jobs through a parallel-16 group, one CLI call each; seconds.
@@ -75,14 +73,21 @@ fn herd_cli(n: usize) -> f64 {
         cmd.args(args).stdout(Stdio::null());
         cmd
     };
-    ok(run(&["group", "add", "bench", "--parallel", "16"]), "herd group add");
+    ok(
+        run(&["group", "add", "bench", "--parallel", "16"]),
+        "herd group add",
+    );
     let began = Instant::now();
     for _ in 0..n {
         ok(run(&["run", "--group", "bench", "--", "true"]), "herd run");
     }
     herd_drained(&home);
     let secs = began.elapsed().as_secs_f64();
-    stop_daemon(&home, Duration::from_secs(10), &mut run(&["shutdown", "--yes"]));
+    stop_daemon(
+        &home,
+        Duration::from_secs(10),
+        &mut run(&["shutdown", "--yes"]),
+    );
     secs
 }
 
@@ -158,26 +163,33 @@ fn pueue(bin: &Path, n: usize) -> (f64, String) {
         cmd.arg("-c").arg(&config).args(args).stdout(Stdio::null());
         cmd
     };
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !pueue(&["status"])
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-    {
-        assert!(Instant::now() < deadline, "pueued did not answer");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    poll_until(Duration::from_secs(20), || {
+        pueue(&["status"])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    })
+    .unwrap_or_else(|_| panic!("pueued did not answer within 20 s"));
     let version = command(bin)
         .arg("--version")
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
         .unwrap_or_default();
-    ok(pueue(&["group", "add", "bench", "--parallel", "16"]), "pueue group add");
+    ok(
+        pueue(&["group", "add", "bench", "--parallel", "16"]),
+        "pueue group add",
+    );
     let began = Instant::now();
     for _ in 0..n {
-        ok(pueue(&["add", "--group", "bench", "--", "true"]), "pueue add");
+        ok(
+            pueue(&["add", "--group", "bench", "--", "true"]),
+            "pueue add",
+        );
     }
-    ok(pueue(&["wait", "--group", "bench", "--quiet"]), "pueue wait");
+    ok(
+        pueue(&["wait", "--group", "bench", "--quiet"]),
+        "pueue wait",
+    );
     let secs = began.elapsed().as_secs_f64();
     let _ = pueue(&["shutdown"]).status();
     if daemon.try_wait().ok().flatten().is_none() {
@@ -196,7 +208,9 @@ fn main() {
             Some((secs, version))
         }
         None => {
-            println!("queue: pueue skipped: no pueue on PATH or in ~/.cargo/bin (cargo install pueue --version 4.0.4)");
+            println!(
+                "queue: pueue skipped: no pueue on PATH or in ~/.cargo/bin (cargo install pueue --version 4.0.4)"
+            );
             None
         }
     };

@@ -52,7 +52,7 @@ pub(crate) enum Command {
     /// A command refused by the self-kill guard starts nothing and exits 1.
     /// The client's own command line reads `herd run` once parsed, so a job's
     /// `pkill -f` of its command does not find the client waiting for it.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// List sessions: id, state, pid, age, command and last output line.
     ///
     /// Shows the running sessions of the owner; --all adds finished ones (and every

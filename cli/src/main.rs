@@ -244,7 +244,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 /// Runs a command that talks to the daemon.
 async fn client_command(home: herd_persistence::Home, command: Command) -> anyhow::Result<()> {
     match command {
-        Command::Run(args) => match commands::run(&home, args).await? {
+        Command::Run(args) => match commands::run(&home, *args).await? {
             commands::Ran::Done => Ok(()),
             // `run --pty --wait` on a terminal.
             commands::Ran::Attach(id) => attach::started(&home, &id).await,

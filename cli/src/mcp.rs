@@ -17,8 +17,8 @@
 //! - `push.rs`: the notifications as a resource a client can subscribe to.
 
 mod budget;
-mod groups;
 mod delivery;
+mod groups;
 mod owner;
 mod process;
 mod push;
@@ -54,8 +54,22 @@ use terminal::terminal_request;
 
 /// The actions `process` accepts, in the order the error message lists them.
 const ACTIONS: [&str; 16] = [
-    "list", "poll", "read", "log", "search", "wait", "kill", "write", "submit", "close", "resize",
-    "handoff", "group_add", "group_set", "group_list", "group_rm",
+    "list",
+    "poll",
+    "read",
+    "log",
+    "search",
+    "wait",
+    "kill",
+    "write",
+    "submit",
+    "close",
+    "resize",
+    "handoff",
+    "group_add",
+    "group_set",
+    "group_list",
+    "group_rm",
 ];
 
 /// The answer to a handoff from a server that has no parent agent (`--parent`).

@@ -151,12 +151,12 @@ pub use registry::{
     RestoreReport, TerminalGuard,
 };
 pub use registry::{
-    DEFAULT_GROUP, GroupError, GroupRow, MAX_DEPENDENCIES, MAX_GROUPS, PARALLEL_RANGE, QueueLatency,
-    QueueRequest, check_group_name,
-};
-pub use registry::{
     AgentIdentity, ChildTeardown, HandedOff, HandoffAnswer, HandoffError, MAX_HANDOFFS_PER_CHILD,
     OrphanKill, UnreadCompletion,
+};
+pub use registry::{
+    DEFAULT_GROUP, GroupError, GroupRow, MAX_DEPENDENCIES, MAX_GROUPS, PARALLEL_RANGE,
+    QueueLatency, QueueRequest, check_group_name,
 };
 pub use spawn::utf8_environment;
 pub use sys::limits::Limits;

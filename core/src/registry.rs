@@ -80,8 +80,8 @@ use notify::Notifier;
 #[doc(hidden)]
 pub use notify::bench_support as notify_bench_support;
 pub use queue::{
-    DEFAULT_GROUP, GroupError, GroupRow, MAX_DEPENDENCIES, MAX_GROUPS, PARALLEL_RANGE, QueueLatency,
-    QueueRequest, check_group_name,
+    DEFAULT_GROUP, GroupError, GroupRow, MAX_DEPENDENCIES, MAX_GROUPS, PARALLEL_RANGE,
+    QueueLatency, QueueRequest, check_group_name,
 };
 pub use readiness::Readiness;
 pub use restore::RestoreReport;
@@ -233,7 +233,11 @@ impl Registry {
     /// # Errors
     /// As [`Registry::spawn`]; [`SpawnError::InvalidRequest`] for an unknown group
     /// or dependency, or more than [`MAX_DEPENDENCIES`].
-    pub async fn spawn_queued(&self, req: SpawnRequest, queue: QueueRequest) -> Result<SpawnInfo, SpawnError> {
+    pub async fn spawn_queued(
+        &self,
+        req: SpawnRequest,
+        queue: QueueRequest,
+    ) -> Result<SpawnInfo, SpawnError> {
         if queue.queues() {
             return self.inner.submit(req, queue).await;
         }

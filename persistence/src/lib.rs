@@ -52,7 +52,7 @@ pub use host_links::HostLinks;
 #[cfg(feature = "sqlite")]
 pub use ledger::{LEDGER_VERSION, Ledger};
 pub use memory::{MemoryHostLinks, MemoryLedger, MemoryResultStore};
-pub use queue::{MemoryQueueStore, QueueStore, QueuedRow};
+pub use queue::{MemoryQueueStore, QueueLoad, QueueStore, QueuedRow};
 #[cfg(feature = "sqlite")]
 pub use queue_db::QueueDb;
 pub use receipt::{

@@ -26,13 +26,17 @@ pub struct QueuedRow {
     pub record: Vec<u8>,
 }
 
+/// What a load answers: every queued job, in submission order, and every group
+/// (`name`, `parallel`).
+pub type QueueLoad = (Vec<QueuedRow>, Vec<(String, u32)>);
+
 /// What the queue keeps: queued jobs and groups with their parallel limit.
 pub trait QueueStore: Send + Sync + std::fmt::Debug {
     /// Every queued job, in submission order, and every group (`name`, `parallel`).
     ///
     /// # Errors
     /// A store that cannot be read.
-    fn load(&self) -> Result<(Vec<QueuedRow>, Vec<(String, u32)>), Error>;
+    fn load(&self) -> Result<QueueLoad, Error>;
 
     /// Stores a queued job (the same id again replaces it).
     ///
@@ -74,7 +78,7 @@ impl MemoryQueueStore {
 }
 
 impl QueueStore for MemoryQueueStore {
-    fn load(&self) -> Result<(Vec<QueuedRow>, Vec<(String, u32)>), Error> {
+    fn load(&self) -> Result<QueueLoad, Error> {
         let st = self.lock();
         let mut rows: Vec<QueuedRow> = st.0.values().cloned().collect();
         rows.sort_by_key(|r| r.seq);

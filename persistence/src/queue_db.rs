@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use rusqlite::{Connection, params};
 
-use crate::queue::{QueueStore, QueuedRow};
+use crate::queue::{QueueLoad, QueueStore, QueuedRow};
 use crate::{Error, Home, Ledger};
 
 /// The queue of a home in `state.db`. Cheap to clone (clones share one
@@ -53,7 +53,7 @@ impl QueueDb {
 }
 
 impl QueueStore for QueueDb {
-    fn load(&self) -> Result<(Vec<QueuedRow>, Vec<(String, u32)>), Error> {
+    fn load(&self) -> Result<QueueLoad, Error> {
         if lock(&self.db).is_none() && !self.home.ledger_path().exists() {
             return Ok((Vec::new(), Vec::new()));
         }
@@ -131,7 +131,10 @@ mod tests {
     fn rows_and_groups_survive_a_new_connection() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
         let home = Home::new(dir.path());
-        assert_eq!(QueueDb::new(&home).load().ok(), Some((Vec::new(), Vec::new())));
+        assert_eq!(
+            QueueDb::new(&home).load().ok(),
+            Some((Vec::new(), Vec::new()))
+        );
         assert!(!home.ledger_path().exists(), "a load created the store");
         let q = QueueDb::new(&home);
         let row = QueuedRow {
@@ -145,6 +148,9 @@ mod tests {
         assert_eq!(rows, vec![row]);
         assert_eq!(groups, vec![("build".to_owned(), 3)]);
         assert!(q.remove("proc_aa").is_ok() && q.remove_group("build").is_ok());
-        assert_eq!(QueueDb::new(&home).load().ok(), Some((Vec::new(), Vec::new())));
+        assert_eq!(
+            QueueDb::new(&home).load().ok(),
+            Some((Vec::new(), Vec::new()))
+        );
     }
 }

@@ -26,13 +26,21 @@ pub(crate) async fn group(home: &Home, args: GroupArgs) -> anyhow::Result<()> {
             let answer = client
                 .request("group.add", json!({"name": a.name, "parallel": a.parallel}))
                 .await?;
-            done(&answer, a.json, &format!("group {} added: at most {} at once", a.name, a.parallel))?;
+            done(
+                &answer,
+                a.json,
+                &format!("group {} added: at most {} at once", a.name, a.parallel),
+            )?;
         }
         GroupCommand::Set(a) => {
             let answer = client
                 .request("group.set", json!({"name": a.name, "parallel": a.parallel}))
                 .await?;
-            done(&answer, a.json, &format!("group {}: at most {} at once", a.name, a.parallel))?;
+            done(
+                &answer,
+                a.json,
+                &format!("group {}: at most {} at once", a.name, a.parallel),
+            )?;
         }
         GroupCommand::Rm(a) => {
             let answer = client.request("group.rm", json!({"name": a.name})).await?;
@@ -59,7 +67,10 @@ fn done(answer: &Value, json: bool, text: &str) -> std::io::Result<()> {
 }
 
 fn print_list(answer: &Value) -> std::io::Result<()> {
-    let mut lines = vec![format!("{:<32} {:>8} {:>8} {:>8}", "GROUP", "PARALLEL", "RUNNING", "QUEUED")];
+    let mut lines = vec![format!(
+        "{:<32} {:>8} {:>8} {:>8}",
+        "GROUP", "PARALLEL", "RUNNING", "QUEUED"
+    )];
     for g in answer["groups"].as_array().into_iter().flatten() {
         let parallel = g["parallel"]
             .as_u64()

@@ -152,7 +152,11 @@ pub(crate) async fn run(home: &Home, args: RunArgs) -> anyhow::Result<Ran> {
             "spawn.kill_leftovers",
             "--kill-leftovers",
         ),
-        (args.queue.any(), "queue", "--group, --after and --after-ready"),
+        (
+            args.queue.any(),
+            "queue",
+            "--group, --after and --after-ready",
+        ),
     ] {
         if asked && !client.hello.serves(capability) {
             return Err(old_daemon_for(flags, &client.hello.daemon));

@@ -17,7 +17,11 @@ fn list_arg(args: &JsonObject, key: &str) -> Result<Vec<String>, String> {
             .map(|v| v.as_str().map(str::to_owned))
             .collect::<Option<Vec<String>>>()
             .ok_or_else(|| format!("{key} must be ids or names, comma-separated"))?,
-        Some(v) => return Err(format!("{key} must be ids or names, comma-separated (got {v})")),
+        Some(v) => {
+            return Err(format!(
+                "{key} must be ids or names, comma-separated (got {v})"
+            ));
+        }
     };
     Ok(items
         .into_iter()
@@ -74,7 +78,11 @@ impl Server {
                         ));
                     }
                 };
-                let method = if action == "group_add" { "group.add" } else { "group.set" };
+                let method = if action == "group_add" {
+                    "group.add"
+                } else {
+                    "group.set"
+                };
                 self.answer(method, json!({"name": name, "parallel": parallel}))
                     .await
             }

@@ -23,7 +23,8 @@ fn completions(env: &Env, owner: &str) -> Vec<Value> {
 fn await_completions(env: &Env, owner: &str, ids: &[String], seen: &mut Vec<Value>) {
     wait_until(Duration::from_secs(30), || {
         seen.extend(completions(env, owner));
-        ids.iter().all(|id| seen.iter().any(|e| e["session_id"] == id.as_str()))
+        ids.iter()
+            .all(|id| seen.iter().any(|e| e["session_id"] == id.as_str()))
     })
     .unwrap_or_else(|()| panic!("not every job of {ids:?} completed: {seen:?}"));
 }
@@ -74,10 +75,18 @@ fn b40_a_group_of_parallel_2_never_runs_more_than_2_of_its_5_jobs() {
     assert!(most_seen <= 2, "ps showed {most_seen} running at once");
     assert!(saw_queued, "ps never showed a queued job");
     let (most, starts) = most_at_once(&log);
-    assert_eq!(starts, 5, "each job ran once: {}", std::fs::read_to_string(&log).unwrap_or_default());
+    assert_eq!(
+        starts,
+        5,
+        "each job ran once: {}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
     assert_eq!(most, 2, "the jobs themselves saw {most} at once");
     let listed = env.ok(&["group", "list"]);
-    assert!(listed.contains("shards") && listed.contains("default"), "{listed}");
+    assert!(
+        listed.contains("shards") && listed.contains("default"),
+        "{listed}"
+    );
     // The default group keeps today's behaviour: no queue, a pid at once.
     let now = env.json(&["run", "--json", "--group", "default", "--", "sleep 5"]);
     assert!(now["pid"].as_i64().is_some_and(|p| p > 0), "{now}");
@@ -89,12 +98,21 @@ fn b40_a_group_of_parallel_2_never_runs_more_than_2_of_its_5_jobs() {
 fn b40_group_names_and_limits_have_ranges_and_clear_errors() {
     let env = Env::new();
     for (args, says) in [
-        (vec!["group", "add", "Bad!", "--parallel", "2"], "invalid group name"),
+        (
+            vec!["group", "add", "Bad!", "--parallel", "2"],
+            "invalid group name",
+        ),
         (vec!["group", "add", "ok", "--parallel", "0"], "1..=1024"),
         (vec!["group", "add", "ok", "--parallel", "1025"], "1..=1024"),
-        (vec!["group", "set", "nosuch", "--parallel", "2"], "no group nosuch"),
+        (
+            vec!["group", "set", "nosuch", "--parallel", "2"],
+            "no group nosuch",
+        ),
         (vec!["group", "rm", "default"], "default group"),
-        (vec!["run", "--group", "nosuch", "--", "true"], "no group nosuch"),
+        (
+            vec!["run", "--group", "nosuch", "--", "true"],
+            "no group nosuch",
+        ),
     ] {
         let out = env.run(&args);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
@@ -109,22 +127,41 @@ fn b41_a_killed_queued_job_never_runs_and_completes_once_saying_so() {
     let marker = env.scratch().join("ran");
     let blocker = env.start_json(&["--owner", "k", "--group", "one", "--", "sleep 30"]);
     let queued = env.start_json(&[
-        "--owner", "k", "--notify", "--group", "one", "--name", "later", "--",
+        "--owner",
+        "k",
+        "--notify",
+        "--group",
+        "one",
+        "--name",
+        "later",
+        "--",
         &format!("touch {}", marker.display()),
     ]);
     let polled = env.poll_json("later");
     assert_eq!(polled["status"], "queued", "{polled}");
     assert!(env.ok(&["logs", &queued]).is_empty());
     let waited = env.run(&["wait", &queued, "--timeout", "1"]);
-    assert_eq!(waited.status.code(), Some(1), "a wait on a queued job times out");
+    assert_eq!(
+        waited.status.code(),
+        Some(1),
+        "a wait on a queued job times out"
+    );
     let killed = env.json(&["kill", &queued, "--json"]);
-    assert_eq!(killed.to_string().contains("killed"), true, "{killed}");
+    assert!(killed.to_string().contains("killed"), "{killed}");
     let mut seen = Vec::new();
     await_completions(&env, "k", std::slice::from_ref(&queued), &mut seen);
-    let mine: Vec<&Value> = seen.iter().filter(|e| e["session_id"] == queued.as_str()).collect();
+    let mine: Vec<&Value> = seen
+        .iter()
+        .filter(|e| e["session_id"] == queued.as_str())
+        .collect();
     assert_eq!(mine.len(), 1, "{seen:?}");
     assert_eq!(mine[0]["completion_reason"], "killed", "{seen:?}");
-    assert!(mine[0]["output"].to_string().contains("killed while queued"), "{seen:?}");
+    assert!(
+        mine[0]["output"]
+            .to_string()
+            .contains("killed while queued"),
+        "{seen:?}"
+    );
     env.ok(&["kill", &blocker]);
     // The slot it would have had goes to nobody: it never runs.
     let after = env.poll_json(&queued);
@@ -162,19 +199,39 @@ fn b42_a_chain_of_5_runs_in_order_and_a_failing_dependency_stops_its_dependants(
     let marker = env.scratch().join("ran");
     let bad = env.start_json(&["--owner", "f", "--name", "bad", "--", "sleep 0.3; exit 3"]);
     let child = env.start_json(&[
-        "--owner", "f", "--notify", "--after", "bad", "--", &format!("touch {}", marker.display()),
+        "--owner",
+        "f",
+        "--notify",
+        "--after",
+        "bad",
+        "--",
+        &format!("touch {}", marker.display()),
     ]);
     let grandchild = env.start_json(&[
-        "--owner", "f", "--notify", "--after", &child, "--", &format!("touch {}", marker.display()),
+        "--owner",
+        "f",
+        "--notify",
+        "--after",
+        &child,
+        "--",
+        &format!("touch {}", marker.display()),
     ]);
     let mut seen = Vec::new();
     await_completions(&env, "f", &[child.clone(), grandchild.clone()], &mut seen);
-    let of = |id: &str| seen.iter().find(|e| e["session_id"] == id).cloned().unwrap_or_default();
+    let of = |id: &str| {
+        seen.iter()
+            .find(|e| e["session_id"] == id)
+            .cloned()
+            .unwrap_or_default()
+    };
     assert_eq!(of(&child)["completion_reason"], "failed_start", "{seen:?}");
     assert_ne!(of(&child)["exit_code"], 0, "{seen:?}");
     let says = of(&child)["output"].to_string();
     assert!(says.contains(&bad) && says.contains("exit 3"), "{says}");
-    assert!(of(&grandchild)["output"].to_string().contains(&child), "{seen:?}");
+    assert!(
+        of(&grandchild)["output"].to_string().contains(&child),
+        "{seen:?}"
+    );
     assert!(!marker.exists(), "a job whose dependency failed ran");
 }
 
@@ -183,7 +240,11 @@ fn b42_an_unknown_dependency_is_refused_at_submission_with_exit_2() {
     let env = Env::new();
     let out = env.run(&["run", "--after", "nosuch", "--", "true"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(stderr(&out).contains("dependency nosuch"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("dependency nosuch"),
+        "{}",
+        stderr(&out)
+    );
     let out = env.run(&["run", "--after", "proc_0123456789ab", "--", "true"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     // The guard refuses at submission too: a refused command never waits.
@@ -191,7 +252,10 @@ fn b42_an_unknown_dependency_is_refused_at_submission_with_exit_2() {
     let out = env.run(&["run", "--group", "g", "--", "pkill -f herd"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(stderr(&out).contains("guard"), "{}", stderr(&out));
-    assert!(env.ps_rows(&["--all"]).is_empty(), "a refused job was queued");
+    assert!(
+        env.ps_rows(&["--all"]).is_empty(),
+        "a refused job was queued"
+    );
 }
 
 #[test]
@@ -207,7 +271,12 @@ fn b43_a_queue_survives_a_daemon_sigkill_and_each_job_runs_exactly_once() {
     let queued: Vec<String> = (0..3)
         .map(|i| {
             env.start_json(&[
-                "--owner", "d", "--notify", "--group", "serial", "--",
+                "--owner",
+                "d",
+                "--notify",
+                "--group",
+                "serial",
+                "--",
                 &format!("echo start {i} >> {0}; echo end {i} >> {0}", log.display()),
             ])
         })
@@ -225,18 +294,24 @@ fn b43_a_queue_survives_a_daemon_sigkill_and_each_job_runs_exactly_once() {
     await_completions(&env, "d", &queued, &mut seen);
     let text = std::fs::read_to_string(&log).unwrap_or_default();
     assert_eq!(
-        text,
-        "start first\nend first\nstart 0\nend 0\nstart 1\nend 1\nstart 2\nend 2\n",
+        text, "start first\nend first\nstart 0\nend 0\nstart 1\nend 1\nstart 2\nend 2\n",
         "each job ran once, one at a time"
     );
     for id in &queued {
-        let n = seen.iter().filter(|e| e["session_id"] == id.as_str()).count();
+        let n = seen
+            .iter()
+            .filter(|e| e["session_id"] == id.as_str())
+            .count();
         assert_eq!(n, 1, "{id}: {seen:?}");
     }
     // Nothing runs again on the next restart.
     env.crash_daemon();
     env.ok(&["ps"]);
-    assert!(completions(&env, "d").iter().all(|e| !queued.iter().any(|id| e["session_id"] == id.as_str())));
+    assert!(
+        completions(&env, "d")
+            .iter()
+            .all(|e| !queued.iter().any(|id| e["session_id"] == id.as_str()))
+    );
     assert_eq!(std::fs::read_to_string(&log).unwrap_or_default(), text);
 }
 
@@ -295,7 +370,10 @@ async fn b44_mcp_queues_in_a_group_after_a_dependency_and_manages_groups() {
         json!({"command": "true", "background": true, "after": "nosuch"}),
     )
     .await;
-    assert!(is_error && refused.to_string().contains("nosuch"), "{refused}");
+    assert!(
+        is_error && refused.to_string().contains("nosuch"),
+        "{refused}"
+    );
     std::fs::write(&gate, b"").unwrap_or_else(|e| panic!("gate: {e}"));
     let (waited, _, _) = call(
         &client,
@@ -304,6 +382,12 @@ async fn b44_mcp_queues_in_a_group_after_a_dependency_and_manages_groups() {
     )
     .await;
     assert_eq!(waited["exit_code"], 0, "{waited}");
-    assert!(waited["output"].to_string().contains("second-ran"), "{waited}");
-    client.cancel().await.unwrap_or_else(|e| panic!("close: {e}"));
+    assert!(
+        waited["output"].to_string().contains("second-ran"),
+        "{waited}"
+    );
+    client
+        .cancel()
+        .await
+        .unwrap_or_else(|e| panic!("close: {e}"));
 }

@@ -317,7 +317,12 @@ impl Registry {
             },
         };
         let timeout = timeout.saturating_sub(waited).max(Duration::from_millis(1));
-        let cap = self.inner.config.wait_cap.saturating_sub(waited).max(Duration::from_millis(1));
+        let cap = self
+            .inner
+            .config
+            .wait_cap
+            .saturating_sub(waited)
+            .max(Duration::from_millis(1));
         let mut notes = Vec::new();
         let effective = if timeout > cap {
             notes.push(format!(

@@ -119,8 +119,14 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Scheduler {
-    pub(super) fn new(home: &herd_persistence::Home, config: &crate::config::RegistryConfig) -> Self {
-        let store = config.queue_store.clone().unwrap_or_else(|| default_store(home));
+    pub(super) fn new(
+        home: &herd_persistence::Home,
+        config: &crate::config::RegistryConfig,
+    ) -> Self {
+        let store = config
+            .queue_store
+            .clone()
+            .unwrap_or_else(|| default_store(home));
         let (left, _) = watch::channel(0);
         Scheduler {
             state: Mutex::new(QueueState::default()),
@@ -324,7 +330,11 @@ impl Inner {
         let st = self.queue.state();
         let taken = st.waiting.iter().find(|e| {
             e.record.name.as_deref() == Some(name)
-                && e.record.owner_task_id.as_deref().unwrap_or(&e.record.task_id) == owner
+                && e.record
+                    .owner_task_id
+                    .as_deref()
+                    .unwrap_or(&e.record.task_id)
+                    == owner
         });
         match taken {
             Some(e) => Err(SpawnError::InvalidRequest {
@@ -435,7 +445,10 @@ impl Inner {
         let mut record = entry.record.clone();
         record.starting = true;
         self.store_queued(&entry.id, entry.seq, &record).await;
-        match self.spawn_as(entry.record.request(), Some(entry.id.clone())).await {
+        match self
+            .spawn_as(entry.record.request(), Some(entry.id.clone()))
+            .await
+        {
             Ok(info) => {
                 // The row stays (marked starting) until the session finishes, so a
                 // restart knows which running sessions fill the group's slots.
@@ -460,7 +473,12 @@ impl Inner {
 
     /// Ends a job that never ran: one completion saying `why` (killed by `source`,
     /// else `failed_start`), a receipt, its row removed; dependants are woken.
-    async fn end_unstarted(self: &Arc<Self>, entry: &Entry, source: Option<KillSource>, why: String) {
+    async fn end_unstarted(
+        self: &Arc<Self>,
+        entry: &Entry,
+        source: Option<KillSource>,
+        why: String,
+    ) {
         let s = &entry.placeholder;
         s.tail().push(format!("herd: {why}\n").as_bytes(), 0);
         tracing::info!(session_id = %entry.id, why = %why, "queued job ended without running");
@@ -615,7 +633,10 @@ pub(super) enum QueuedWait {
 
 impl Inner {
     /// Resolves `id` among the table's sessions, then the queue's placeholders.
-    pub(super) fn lookup_or_queued(&self, id: &str) -> Result<Arc<Session>, crate::error::LookupError> {
+    pub(super) fn lookup_or_queued(
+        &self,
+        id: &str,
+    ) -> Result<Arc<Session>, crate::error::LookupError> {
         match self.lookup(id) {
             Ok(s) => Ok(s),
             Err(miss @ crate::error::LookupError::NotFound { .. }) => {
@@ -667,6 +688,12 @@ impl Inner {
             "the job is still queued after {}s (it has not started; its group is full or a dependency has not ended); wait again, or poll it",
             began.elapsed().as_secs()
         );
-        QueuedWait::Answer(Ok(self.wait_answer(subject, status, output, true, Some(note))))
+        QueuedWait::Answer(Ok(self.wait_answer(
+            subject,
+            status,
+            output,
+            true,
+            Some(note),
+        )))
     }
 }

@@ -129,7 +129,10 @@ impl Inner {
 
     /// Refuses a request the registry cannot take (closing, an empty command, a
     /// taken name, limits out of range, no shell); returns its time limit.
-    pub(super) fn check_request(&self, req: &SpawnRequest) -> Result<Option<TimeLimit>, SpawnError> {
+    pub(super) fn check_request(
+        &self,
+        req: &SpawnRequest,
+    ) -> Result<Option<TimeLimit>, SpawnError> {
         if self.closing.load(std::sync::atomic::Ordering::SeqCst) {
             return Err(SpawnError::ShuttingDown);
         }
@@ -229,7 +232,11 @@ impl Inner {
 
     /// The self-kill guard's verdict, when one is configured: a refused command
     /// starts nothing.
-    pub(super) async fn judge(&self, req: &SpawnRequest, cwd: &std::path::Path) -> Result<(), SpawnError> {
+    pub(super) async fn judge(
+        &self,
+        req: &SpawnRequest,
+        cwd: &std::path::Path,
+    ) -> Result<(), SpawnError> {
         let Some(host) = &self.config.guard else {
             return Ok(());
         };

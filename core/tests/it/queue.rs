@@ -51,7 +51,10 @@ async fn b44_after_ready_starts_on_the_ready_mark_and_never_when_the_dependency_
     let short = fx.run("sleep 0.2").await;
     let never = fx
         .registry
-        .spawn_queued(request("echo never"), after_ready(short.session_id.as_str()))
+        .spawn_queued(
+            request("echo never"),
+            after_ready(short.session_id.as_str()),
+        )
         .await
         .unwrap_or_else(|e| panic!("queued: {e}"));
     let done = fx.done(&never.session_id).await;
@@ -60,7 +63,10 @@ async fn b44_after_ready_starts_on_the_ready_mark_and_never_when_the_dependency_
         Some(herd_core::CompletionReason::FailedStart),
         "{done:?}"
     );
-    assert!(done.output.to_string().contains("before it was ready"), "{done:?}");
+    assert!(
+        done.output.to_string().contains("before it was ready"),
+        "{done:?}"
+    );
     fx.registry
         .kill(db.session_id.as_str(), herd_core::KillSource::ProcessKill)
         .await

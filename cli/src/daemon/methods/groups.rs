@@ -48,15 +48,14 @@ impl State {
             }
             "group.rm" => {
                 let p: GroupParams = parse(params)?;
-                self.registry
-                    .group_rm(&p.name)
-                    .await
-                    .map_err(group_error)?;
+                self.registry.group_rm(&p.name).await.map_err(group_error)?;
                 Ok(json!({"removed": p.name}))
             }
             other => Err(RpcError::new(
                 METHOD_NOT_FOUND,
-                format!("unknown method `{other}`; the queue methods are group.add, group.set, group.list, group.rm, queue.latency"),
+                format!(
+                    "unknown method `{other}`; the queue methods are group.add, group.set, group.list, group.rm, queue.latency"
+                ),
             )),
         }
     }

@@ -34,7 +34,7 @@ impl Inner {
             let jobs: Vec<(SessionId, Vec<SessionId>, Vec<SessionId>)> = st
                 .waiting
                 .iter()
-                .filter(|e| !e.starting && !(e.after.is_empty() && e.after_ready.is_empty()))
+                .filter(|e| !e.starting && (!e.after.is_empty() || !e.after_ready.is_empty()))
                 .map(|e| (e.id.clone(), e.after.clone(), e.after_ready.clone()))
                 .collect();
             (jobs, known_ids(&st))
@@ -62,7 +62,12 @@ impl Inner {
     }
 
     /// One dependency: `ready` asks for its readiness rather than its end.
-    fn dependency(&self, dep: &SessionId, ready: bool, queued: &std::collections::HashSet<SessionId>) -> Dep {
+    fn dependency(
+        &self,
+        dep: &SessionId,
+        ready: bool,
+        queued: &std::collections::HashSet<SessionId>,
+    ) -> Dep {
         if let Ok(s) = self.lookup(dep.as_str()) {
             let st = s.state();
             let ready_now = ready && st.ready_at.is_some();
@@ -74,7 +79,14 @@ impl Inner {
                     if !ready && f.reason == CompletionReason::Exited && code == Some(0) {
                         Dep::Done
                     } else {
-                        Dep::Failed(failed(dep, s.name.as_deref(), ready, f.reason, code, f.source.map(|k| k.as_str())))
+                        Dep::Failed(failed(
+                            dep,
+                            s.name.as_deref(),
+                            ready,
+                            f.reason,
+                            code,
+                            f.source.map(|k| k.as_str()),
+                        ))
                     }
                 }
             };
@@ -82,7 +94,12 @@ impl Inner {
         if queued.contains(dep) {
             return Dep::Pending;
         }
-        match self.receipt_lookup(dep.as_str(), LookupError::NotFound { id: dep.as_str().to_owned() }) {
+        match self.receipt_lookup(
+            dep.as_str(),
+            LookupError::NotFound {
+                id: dep.as_str().to_owned(),
+            },
+        ) {
             Ok((_, r)) => {
                 let reason = super::super::durable::reason_from_name(&r.reason);
                 if ready && r.ready_at.is_some() {
@@ -92,7 +109,14 @@ impl Inner {
                     Dep::Done
                 } else {
                     let source = crate::KillSource::from_name(&r.source).map(|k| k.as_str());
-                    Dep::Failed(failed(dep, r.name.as_deref(), ready, reason, r.exit_code, source))
+                    Dep::Failed(failed(
+                        dep,
+                        r.name.as_deref(),
+                        ready,
+                        reason,
+                        r.exit_code,
+                        source,
+                    ))
                 }
             }
             Err(error) => Dep::Failed(format!(

@@ -31,7 +31,9 @@ pub struct GroupRow {
 #[derive(Debug, thiserror::Error)]
 pub enum GroupError {
     /// The name is not a valid group name.
-    #[error("invalid group name {name:?}: use 1 to 32 of a-z, 0-9, '_' and '-', starting with a letter or digit")]
+    #[error(
+        "invalid group name {name:?}: use 1 to 32 of a-z, 0-9, '_' and '-', starting with a letter or digit"
+    )]
     InvalidName {
         /// What was given.
         name: String,
@@ -43,16 +45,22 @@ pub enum GroupError {
         given: u64,
     },
     /// The default group cannot be changed.
-    #[error("the default group has no limit and cannot be changed or removed; add a group of your own (herd group add NAME --parallel N)")]
+    #[error(
+        "the default group has no limit and cannot be changed or removed; add a group of your own (herd group add NAME --parallel N)"
+    )]
     Default,
     /// `add` of a group that exists.
-    #[error("group {name} exists already; change its limit with herd group set {name} --parallel N")]
+    #[error(
+        "group {name} exists already; change its limit with herd group set {name} --parallel N"
+    )]
     Exists {
         /// Its name.
         name: String,
     },
     /// A group that does not exist.
-    #[error("no group {name}; add it with herd group add {name} --parallel N (herd group list shows the groups)")]
+    #[error(
+        "no group {name}; add it with herd group add {name} --parallel N (herd group list shows the groups)"
+    )]
     Unknown {
         /// What was asked for.
         name: String,
@@ -196,7 +204,12 @@ fn store_result(
 }
 
 impl Inner {
-    async fn group_put(&self, name: &str, parallel: u64, set: bool) -> Result<GroupRow, GroupError> {
+    async fn group_put(
+        &self,
+        name: &str,
+        parallel: u64,
+        set: bool,
+    ) -> Result<GroupRow, GroupError> {
         if name == DEFAULT_GROUP {
             return Err(GroupError::Default);
         }

@@ -78,7 +78,10 @@ impl QueuedRecord {
             version: RECORD_VERSION,
             group: group.to_owned(),
             after: after.iter().map(|id| id.as_str().to_owned()).collect(),
-            after_ready: after_ready.iter().map(|id| id.as_str().to_owned()).collect(),
+            after_ready: after_ready
+                .iter()
+                .map(|id| id.as_str().to_owned())
+                .collect(),
             submitted_at: super::super::durable::unix_seconds(std::time::SystemTime::now()),
             starting: false,
             command: req.command.clone(),

@@ -111,9 +111,10 @@ impl Inner {
             let Some(id) = SessionId::parse(&row.session_id) else {
                 continue;
             };
-            self.queue
-                .seq
-                .fetch_max(row.seq.saturating_add(1), std::sync::atomic::Ordering::SeqCst);
+            self.queue.seq.fetch_max(
+                row.seq.saturating_add(1),
+                std::sync::atomic::Ordering::SeqCst,
+            );
             let running = self
                 .lookup(id.as_str())
                 .is_ok_and(|s| s.state().finished.is_none());
@@ -124,11 +125,18 @@ impl Inner {
             }
             let known = self.lookup(id.as_str()).is_ok()
                 || self
-                    .receipt_lookup(id.as_str(), LookupError::NotFound { id: id.as_str().to_owned() })
+                    .receipt_lookup(
+                        id.as_str(),
+                        LookupError::NotFound {
+                            id: id.as_str().to_owned(),
+                        },
+                    )
                     .is_ok();
             let req = record.request();
             let time_limit = req.time_limit.and_then(|d| {
-                SystemTime::now().checked_add(d).map(|deadline| TimeLimit { limit: d, deadline })
+                SystemTime::now()
+                    .checked_add(d)
+                    .map(|deadline| TimeLimit { limit: d, deadline })
             });
             let entry = Entry {
                 id: id.clone(),
