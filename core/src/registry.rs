@@ -219,7 +219,7 @@ impl Registry {
     /// [`SpawnError::Dispatch`] when a `persist_on_release` session needs a restart-safe
     /// scope the host cannot give and the config requires one (B34).
     pub async fn spawn(&self, req: SpawnRequest) -> Result<SpawnInfo, SpawnError> {
-        let info = self.inner.spawn(req).await?;
+        let info = self.inner.spawn_as(req, None).await?;
         self.inner.spawned(&info).await;
         Ok(info)
     }

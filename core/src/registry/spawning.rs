@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -38,18 +38,14 @@ mod space;
 /// How long a scoped worker may take to show up in its unit before it is no longer watched.
 const SCOPE_ACK_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// A checked request's time limit, or why it is refused.
+type Checked = Result<Option<TimeLimit>, SpawnError>;
+
 impl Inner {
     /// The spawn path, called once per [`Registry::spawn`]: checks the request,
     /// judges the command, prepares the child's environment and argv, starts it
-    /// (under a shim or in process), enters it in the table and starts its reader.
-    pub(super) async fn spawn(
-        self: &Arc<Self>,
-        req: SpawnRequest,
-    ) -> Result<SpawnInfo, SpawnError> {
-        self.spawn_as(req, None).await
-    }
-
-    /// [`Inner::spawn`] under a given id (a queued job's, issue 33), else a fresh one.
+    /// (under a shim or in process), enters it in the table and starts its reader;
+    /// under `given` (a queued job's id, issue 33), else a fresh id.
     pub(super) async fn spawn_as(
         self: &Arc<Self>,
         mut req: SpawnRequest,
@@ -129,10 +125,7 @@ impl Inner {
 
     /// Refuses a request the registry cannot take (closing, an empty command, a
     /// taken name, limits out of range, no shell); returns its time limit.
-    pub(super) fn check_request(
-        &self,
-        req: &SpawnRequest,
-    ) -> Result<Option<TimeLimit>, SpawnError> {
+    pub(super) fn check_request(&self, req: &SpawnRequest) -> Checked {
         if self.closing.load(std::sync::atomic::Ordering::SeqCst) {
             return Err(SpawnError::ShuttingDown);
         }
@@ -232,11 +225,7 @@ impl Inner {
 
     /// The self-kill guard's verdict, when one is configured: a refused command
     /// starts nothing.
-    pub(super) async fn judge(
-        &self,
-        req: &SpawnRequest,
-        cwd: &std::path::Path,
-    ) -> Result<(), SpawnError> {
+    pub(super) async fn judge(&self, req: &SpawnRequest, cwd: &Path) -> Result<(), SpawnError> {
         let Some(host) = &self.config.guard else {
             return Ok(());
         };
