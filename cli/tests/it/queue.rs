@@ -391,3 +391,26 @@ async fn b44_mcp_queues_in_a_group_after_a_dependency_and_manages_groups() {
         .await
         .unwrap_or_else(|e| panic!("close: {e}"));
 }
+
+#[test]
+fn b41_kill_all_ends_the_owners_queued_jobs_unrun() {
+    let env = Env::new();
+    env.ok(&["group", "add", "one", "--parallel", "1"]);
+    let marker = env.scratch().join("ran");
+    let running = env.start_json(&["--owner", "ka", "--group", "one", "--", "sleep 30"]);
+    let queued = env.start_json(&[
+        "--owner",
+        "ka",
+        "--notify",
+        "--group",
+        "one",
+        "--",
+        &format!("touch {}", marker.display()),
+    ]);
+    env.ok(&["kill", "--all", "--owner", "ka"]);
+    let mut seen = Vec::new();
+    await_completions(&env, "ka", std::slice::from_ref(&queued), &mut seen);
+    assert_eq!(env.poll_json(&queued)["completion_reason"], "killed");
+    assert_ne!(env.poll_json(&running)["status"], "running");
+    assert!(!marker.exists(), "a queued job ran after kill --all");
+}

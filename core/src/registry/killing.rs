@@ -75,11 +75,14 @@ impl Registry {
         )
         .await;
         drop(held);
+        // Queued jobs first: a slot the kills free must not start one of them.
+        let n_queued = self.inner.kill_queued_of(owner, exclude, source).await;
         let answers = self.inner.kill_sessions(&targets, source).await;
         answers
             .iter()
             .filter(|a| matches!(a.status, KillStatus::Killed | KillStatus::AlreadyExited))
             .count()
+            + n_queued
     }
 }
 

@@ -585,6 +585,40 @@ impl Inner {
         ))
     }
 
+    /// A kill-all's reach into the queue: `owner`'s queued jobs (every owner's when
+    /// empty) but `exclude` end unrun, killed by `source`; lifecycle sources spare
+    /// `persist_on_release` jobs, and a daemon shutdown leaves the queue to the next
+    /// daemon. Returns how many.
+    pub(super) async fn kill_queued_of(
+        self: &Arc<Self>,
+        owner: &str,
+        exclude: &[SessionId],
+        source: KillSource,
+    ) -> usize {
+        if source == KillSource::HostShutdown {
+            return 0;
+        }
+        let targets: Vec<Entry> = {
+            let mut st = self.queue.state();
+            let mut targets = Vec::new();
+            for e in st.waiting.iter_mut().filter(|e| !e.starting) {
+                let job_owner = e.record.owner_task_id.as_deref();
+                let mine = owner.is_empty() || job_owner.unwrap_or(&e.record.task_id) == owner;
+                let spared = source.spares_persistent() && e.record.persist_on_release;
+                if mine && !spared && !exclude.contains(&e.id) {
+                    e.starting = true;
+                    targets.push(e.clone());
+                }
+            }
+            targets
+        };
+        for entry in &targets {
+            let why = format!("killed while queued ({}); it never ran", source.as_str());
+            self.end_unstarted(entry, Some(source), why).await;
+        }
+        targets.len()
+    }
+
     /// Scheduling latency so far (a slot freed to the next queued job's process
     /// started, before its running row's commit):
     /// `(count, p50, p99)`.
