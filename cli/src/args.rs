@@ -10,8 +10,10 @@ use clap::{Args, Parser, Subcommand};
 use clap_complete::ArgValueCandidates;
 
 mod attach;
+mod queue;
 
 pub(crate) use attach::{AttachArgs, DetachKey};
+pub(crate) use queue::{GroupArgs, GroupCommand, QueueArgs};
 
 /// The exit codes, repeated in `--help` so scripts can rely on them.
 const EXIT_CODES: &str = "\
@@ -93,6 +95,8 @@ pub(crate) enum Command {
     /// --follow keeps streaming new ones; --peek shows them and leaves them queued
     /// (e.g. `herd events --owner mcp-0123456789ab --peek` for an agent's).
     Events(EventsArgs),
+    /// Job groups with a parallel limit: add, set, list, rm (`herd run --group`).
+    Group(GroupArgs),
     /// Hand a running session over to another owner, with a note.
     Handoff(HandoffArgs),
     /// Start a session again: the same command, directory, mode and options, in
@@ -300,6 +304,8 @@ pub(crate) struct RunArgs {
     /// the id. With --pty on a terminal it attaches: keys reach the job.
     #[arg(long)]
     pub(crate) wait: bool,
+    #[command(flatten)]
+    pub(crate) queue: QueueArgs,
     /// The command: one shell line, or a program and its arguments. Everything
     /// from the first word that is not one of run's options is the command
     /// (`herd run echo hi`, `herd run --pty top`); `--` before it also works,

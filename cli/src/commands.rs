@@ -16,6 +16,7 @@ use crate::output;
 mod events;
 pub(crate) mod follow;
 mod foreground;
+mod group;
 mod handoff;
 mod kill;
 mod logs;
@@ -29,6 +30,7 @@ mod stdin;
 mod wait;
 
 pub(crate) use events::events;
+pub(crate) use group::group;
 pub(crate) use handoff::handoff;
 pub(crate) use kill::{clean, kill};
 pub(crate) use logs::{last_lines, logs, print_last_lines};

@@ -260,6 +260,7 @@ async fn client_command(home: herd_persistence::Home, command: Command) -> anyho
         Command::Close(args) => commands::close(&home, args).await,
         Command::Events(args) => commands::events(&home, args).await,
         Command::Handoff(args) => commands::handoff(&home, args).await,
+        Command::Group(args) => commands::group(&home, args).await,
         Command::Restart(args) => restart::run(&home, args).await,
         Command::Hosts(args) => remote::hosts(&home, args).await,
         Command::Doctor(args) => doctor::run(&home, args.json).await,

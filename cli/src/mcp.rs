@@ -18,6 +18,7 @@
 
 mod budget;
 mod delivery;
+mod groups;
 mod owner;
 mod process;
 mod push;
@@ -52,9 +53,23 @@ use crate::protocol;
 use terminal::terminal_request;
 
 /// The actions `process` accepts, in the order the error message lists them.
-const ACTIONS: [&str; 12] = [
-    "list", "poll", "read", "log", "search", "wait", "kill", "write", "submit", "close", "resize",
+const ACTIONS: [&str; 16] = [
+    "list",
+    "poll",
+    "read",
+    "log",
+    "search",
+    "wait",
+    "kill",
+    "write",
+    "submit",
+    "close",
+    "resize",
     "handoff",
+    "group_add",
+    "group_set",
+    "group_list",
+    "group_rm",
 ];
 
 /// The answer to a handoff from a server that has no parent agent (`--parent`).

@@ -24,6 +24,9 @@ pub enum ModeName {
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum SessionStatus {
+    /// Waiting in a queue: its group is full or a dependency has not ended (or is
+    /// not ready); no process yet (issue 33).
+    Queued,
     /// Still running.
     Running,
     /// Finished; its completion has been published.
@@ -146,6 +149,10 @@ pub struct SpawnInfo {
     /// The session this one was started in place of (a restart).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replaces: Option<SessionId>,
+    /// The job was queued (issue 33): pid 0 until it starts; `note` says what it
+    /// waits for.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub queued: bool,
 }
 
 /// CPU and memory of a session's whole tree as its cgroup counts them:

@@ -219,6 +219,10 @@ pub struct RegistryConfig {
     /// `state.db` (in memory without the `sqlite` feature, removing logs as it
     /// evicts); a host may give its own, e.g. [`herd_persistence::MemoryResultStore`].
     pub result_store: Option<Arc<dyn herd_persistence::ResultStore>>,
+    /// Where queued jobs and groups are kept (issue 33): `None`, the home's
+    /// `state.db` (in memory without the `sqlite` feature); a host may give its own,
+    /// e.g. [`herd_persistence::MemoryQueueStore`].
+    pub queue_store: Option<Arc<dyn herd_persistence::QueueStore>>,
     /// Test seam: when true every PTY open is treated as failed, so PTY spawns take the
     /// pipe fallback. Production code leaves it false.
     pub pty_unavailable: bool,
@@ -326,6 +330,7 @@ impl Default for RegistryConfig {
             running_store: None,
             ledger: None,
             result_store: None,
+            queue_store: None,
             pty_unavailable: false,
             dispatcher: None,
             tools_env: None,

@@ -173,6 +173,10 @@ pub use registry::{
     AgentIdentity, ChildTeardown, HandedOff, HandoffAnswer, HandoffError, MAX_HANDOFFS_PER_CHILD,
     OrphanKill, UnreadCompletion,
 };
+pub use registry::{
+    DEFAULT_GROUP, GroupError, GroupRow, MAX_DEPENDENCIES, MAX_GROUPS, PARALLEL_RANGE,
+    QueueLatency, QueueRequest, check_group_name,
+};
 pub use spawn::utf8_environment;
 pub use sys::limits::Limits;
 pub use text::rfc3339;

@@ -54,6 +54,7 @@ mod lifecycle;
 mod lingering;
 mod notify;
 mod query;
+mod queue;
 mod readiness;
 mod recommit;
 mod restarts;
@@ -81,6 +82,10 @@ use notify::Notifier;
 #[cfg(feature = "bench-support")]
 #[doc(hidden)]
 pub use notify::bench_support as notify_bench_support;
+pub use queue::{
+    DEFAULT_GROUP, GroupError, GroupRow, MAX_DEPENDENCIES, MAX_GROUPS, PARALLEL_RANGE,
+    QueueLatency, QueueRequest, check_group_name,
+};
 pub use readiness::Readiness;
 pub use restore::RestoreReport;
 pub(crate) use table::Tables;
@@ -133,6 +138,8 @@ pub(crate) struct Inner {
     acked: delivery::Acknowledged,
     /// Completions whose ledger commit failed, committed again later.
     recommits: recommit::Recommits,
+    /// Groups, queued jobs and their dependencies (issue 33).
+    queue: queue::Scheduler,
 }
 
 impl Registry {
@@ -164,6 +171,7 @@ impl Registry {
         let registry = Registry {
             inner: Arc::new(Inner {
                 durable: durable::Durable::new(&home, &config),
+                queue: queue::Scheduler::new(&home, &config),
                 home,
                 config,
                 tables: Mutex::new(Tables::new(queue_cap)),
@@ -181,6 +189,7 @@ impl Registry {
             }),
         };
         registry.inner.arm_retention();
+        registry.inner.arm_queue();
         Ok(registry)
     }
 
@@ -213,9 +222,41 @@ impl Registry {
     /// [`SpawnError::Dispatch`] when a `persist_on_release` session needs a restart-safe
     /// scope the host cannot give and the config requires one.
     pub async fn spawn(&self, req: SpawnRequest) -> Result<SpawnInfo, SpawnError> {
-        let info = self.inner.spawn(req).await?;
+        let info = self.inner.spawn_as(req, None).await?;
         self.inner.spawned(&info).await;
         Ok(info)
+    }
+
+    /// Starts a session, or queues it when `queue` names a group with a limit or
+    /// dependencies (issue 33): the answer then has `queued` set and pid 0, and the
+    /// session is `queued` until its group has room and its dependencies allow it.
+    /// The guard and the request's checks run now, so a refused command never waits;
+    /// dependencies resolve to ids now (an unknown or expired one is refused).
+    ///
+    /// # Errors
+    /// As [`Registry::spawn`]; [`SpawnError::InvalidRequest`] for an unknown group
+    /// or dependency, or more than [`MAX_DEPENDENCIES`].
+    pub async fn spawn_queued(
+        &self,
+        req: SpawnRequest,
+        queue: QueueRequest,
+    ) -> Result<SpawnInfo, SpawnError> {
+        if queue.queues() {
+            return self.inner.submit(req, queue).await;
+        }
+        self.spawn(req).await
+    }
+
+    /// The queue's scheduling latency so far: from a slot freeing (a job of a
+    /// group finishing) to the next queued job's start beginning.
+    pub fn queue_latency(&self) -> QueueLatency {
+        let (n, p50, p99) = self.inner.queue_latency();
+        let us = |d: std::time::Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
+        QueueLatency {
+            n,
+            p50_us: us(p50),
+            p99_us: us(p99),
+        }
     }
 
     /// How many sessions run and how many finished ones are kept, cheaply (no

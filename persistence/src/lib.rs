@@ -28,6 +28,9 @@ mod host_links;
 #[cfg(feature = "sqlite")]
 mod ledger;
 mod memory;
+mod queue;
+#[cfg(feature = "sqlite")]
+mod queue_db;
 mod receipt;
 #[cfg(feature = "sqlite")]
 mod receipts;
@@ -50,6 +53,9 @@ pub use host_links::HostLinks;
 #[cfg(feature = "sqlite")]
 pub use ledger::{LEDGER_VERSION, Ledger};
 pub use memory::{MemoryHostLinks, MemoryLedger, MemoryResultStore};
+pub use queue::{MemoryQueueStore, QueueLoad, QueueStore, QueuedRow};
+#[cfg(feature = "sqlite")]
+pub use queue_db::QueueDb;
 pub use receipt::{
     DEFAULT_LOG_BUDGET_BYTES, Listed, MAX_RECEIPT_OUTPUT_CHARS, PruneReport, RECEIPT_RETENTION,
     RECEIPT_VERSION, RestartSpec, ResultReceipt, Stored, TOMBSTONE_RETENTION, Tombstone,

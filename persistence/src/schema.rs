@@ -5,7 +5,8 @@
 //! (`request_keys`), and from version 3 the running sessions (`sessions`) and host links
 //! (`host_links`), and from version 4 facts about the home itself (`home`: its
 //! stable id), and from version 5 the readiness mark of a running session
-//! (`sessions.ready_at`). Each migration runs in one `BEGIN IMMEDIATE` transaction that
+//! (`sessions.ready_at`), and from version 6 the job queue (`queued`,
+//! `queue_groups`). Each migration runs in one `BEGIN IMMEDIATE` transaction that
 //! reads the version again under the write lock, so two processes migrating at once
 //! both succeed and a crash mid-migration leaves the previous version whole.
 //! `tests/data/v1_ledger.sql` is a version-1 database and must keep opening.
@@ -13,7 +14,7 @@
 use rusqlite::Connection;
 
 /// The format version this crate writes.
-pub(crate) const VERSION: i64 = 5;
+pub(crate) const VERSION: i64 = 6;
 
 /// Version 1: the completion ledger.
 const V1: &str = "
@@ -104,8 +105,24 @@ const V5: &str = "
 ALTER TABLE sessions ADD COLUMN ready_at REAL;
 ";
 
+/// Version 6: the job queue (issue 33, `queue_db.rs`): one row per queued job
+/// (`session_id`, `seq` its submission order, `record` the spawn request, group and
+/// dependencies as JSON) until it starts or ends without running, and one row per
+/// job group with its parallel limit.
+const V6: &str = "
+CREATE TABLE IF NOT EXISTS queued (
+    session_id TEXT PRIMARY KEY NOT NULL,
+    seq INTEGER NOT NULL,
+    record TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS queue_groups (
+    name TEXT PRIMARY KEY NOT NULL,
+    parallel INTEGER NOT NULL
+);
+";
+
 /// The migrations, in order: index `i` takes a database from version `i` to `i + 1`.
-const MIGRATIONS: [&str; 5] = [V1, V2, V3, V4, V5];
+const MIGRATIONS: [&str; 6] = [V1, V2, V3, V4, V5, V6];
 
 /// Brings `conn`'s database to [`VERSION`]; returns the version it found.
 pub(crate) fn migrate(conn: &Connection) -> rusqlite::Result<i64> {

@@ -146,6 +146,7 @@ fn row_cells(row: &Value, by_owner: bool, by_host: bool) -> Cells {
         state,
         row["pid"]
             .as_i64()
+            .filter(|&p| p > 0)
             .map(|p| p.to_string())
             .unwrap_or_default(),
         // A finished session's age stops: how long it ran.

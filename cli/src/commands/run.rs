@@ -140,6 +140,15 @@ pub(crate) async fn run(home: &Home, mut args: RunArgs) -> anyhow::Result<Ran> {
         params["host"] = json!(host);
     }
     add_readiness(&mut params, &args);
+    if let Some(group) = &args.queue.group {
+        params["group"] = json!(group);
+    }
+    if !args.queue.after.is_empty() {
+        params["after"] = json!(args.queue.after);
+    }
+    if !args.queue.after_ready.is_empty() {
+        params["after_ready"] = json!(args.queue.after_ready);
+    }
     let limits = add_containment(
         &mut params,
         args.kill_leftovers,
@@ -187,6 +196,11 @@ pub(crate) async fn run(home: &Home, mut args: RunArgs) -> anyhow::Result<Ran> {
             "--ready and --ready-port",
         ),
         (args.restart.is_some(), "spawn.restart", "--restart"),
+        (
+            args.queue.any(),
+            "queue",
+            "--group, --after and --after-ready",
+        ),
     ] {
         if asked && !client.hello.serves(capability) {
             return Err(old_daemon_for(flags, &client.hello.daemon));

@@ -18,6 +18,7 @@
 
 mod control;
 mod dump;
+mod groups;
 mod keys;
 mod leases;
 mod query;
@@ -240,6 +241,7 @@ impl State {
             "wait" => self.wait(params).await,
             "kill" => self.kill(params).await,
             "restart" => self.restart(params).await,
+            m if m.starts_with("group.") || m.starts_with("queue.") => self.group(m, params).await,
             "write" => self.stdin(params, StdinOp::Write).await,
             "submit" => self.stdin(params, StdinOp::Submit).await,
             "close" => self.stdin(params, StdinOp::Close).await,
@@ -263,7 +265,8 @@ impl State {
                 format!(
                     "unknown method `{other}`; the daemon serves: spawn, list, lookup, poll, log, \
                      log_chunk, wait, kill, restart, write, submit, close, resize, drain, drain.ack, drain.release, events.ack, adopt, clean, \
-                     handoff, status, scope, shutdown, events.follow, logs.follow, logs.dump, sessions.follow, hosts"
+                     handoff, status, scope, shutdown, events.follow, logs.follow, logs.dump, sessions.follow, hosts, \
+                     group.add, group.set, group.list, group.rm"
                 ),
             )),
         };

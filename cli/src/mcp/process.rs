@@ -77,6 +77,9 @@ impl Server {
                 (Err(e), _) | (_, Err(e)) => e,
             };
         }
+        if action.starts_with("group_") {
+            return self.group_action(action, args).await;
+        }
         let session_id = match args.get("session_id") {
             Some(Value::String(s)) if !s.is_empty() => s.clone(),
             Some(Value::Number(n)) => n.to_string(),

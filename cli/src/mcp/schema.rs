@@ -63,7 +63,10 @@ fn terminal_input() -> Value {
             "cpus": nullable("number", "CPU limit of the whole tree (1.5 = one and a half CPUs).", json!({"minimum": 0.01, "maximum": 1024})),
             "pids": nullable("integer", "Most processes and threads of the whole tree.", json!({"minimum": 1, "maximum": crate::sizes::PIDS_MAX})),
             "ready": nullable("string", "Background: ready when an output line matches this regex (a `ready` notice; process wait ready).", json!({})),
-            "ready_port": nullable("integer", "Background: ready when it listens on this local TCP port.", json!({"minimum": 1, "maximum": 65535}))
+            "ready_port": nullable("integer", "Background: ready when it listens on this local TCP port.", json!({"minimum": 1, "maximum": 65535})),
+            "group": nullable("string", "Background: queue it in this group (process group_add); runs when the group has room.", json!({})),
+            "after": nullable("string", "Background: start after these ids/names (comma-separated) exit 0.", json!({})),
+            "after_ready": nullable("string", "Background: start once these are ready.", json!({}))
         },
         "required": ["command"],
         "additionalProperties": false
@@ -93,7 +96,9 @@ fn process_input() -> Value {
             },
             "since": nullable("integer", "list: started in the last this many seconds.", json!({"minimum": 1})),
             "rows": nullable("integer", "resize: PTY rows.", json!({"minimum": 1, "maximum": 10000})),
-            "cols": nullable("integer", "resize: PTY columns.", json!({"minimum": 1, "maximum": 10000}))
+            "cols": nullable("integer", "resize: PTY columns.", json!({"minimum": 1, "maximum": 10000})),
+            "group": nullable("string", "group_*: the group's name.", json!({})),
+            "parallel": nullable("integer", "group_add/group_set: jobs of it at once.", json!({"minimum": 1, "maximum": 1024}))
         },
         "required": ["action"],
         "additionalProperties": false
@@ -176,6 +181,7 @@ fn process_output() -> Value {
         ("containment", ""),
         ("usage", ""),
         ("ready_at", "string"),
+        ("groups", "array"),
     ]));
     json!({"type": "object", "properties": properties, "required": ["action"]})
 }

@@ -47,6 +47,8 @@ pub(super) struct TerminalRequest {
     /// Readiness by a regex over the output, and by a listening port (B45).
     pub(super) ready: Option<String>,
     pub(super) ready_port: Option<u16>,
+    /// Its group and dependencies (issue 33).
+    pub(super) queue: herd_core::QueueRequest,
 }
 
 /// How a foreground wait stopped short of the exit.
@@ -111,6 +113,7 @@ impl Server {
             params["limits"] = json!(req.limits);
         }
         add_ready(&mut params, req);
+        super::groups::add_queue_params(&mut params, &req.queue);
         let mut client = self.client().await.map_err(Answer::error)?;
         // An older daemon would refuse `host`; say so instead.
         if req.host.is_some() && !client.hello.serves("hosts") {
@@ -139,6 +142,13 @@ impl Server {
         {
             return Err(refused(format!(
                 "ready and ready_port need a newer herd daemon (herd {} runs); ask the user to run `herd shutdown --keep-jobs`",
+                client.hello.daemon
+            )));
+        }
+        if req.queue.queues() && !client.hello.serves("queue") {
+            return Err(refused(format!(
+                "group, after and after_ready need a newer herd daemon: the running one (herd {}) has no queue; \
+                 ask the user to run `herd shutdown --keep-jobs`, or call again without them",
                 client.hello.daemon
             )));
         }
@@ -321,9 +331,10 @@ impl Server {
 
 /// The answer to a background start: no exit fields, the job has not finished.
 fn background_answer(req: &TerminalRequest, session_id: &str, info: &Value) -> Value {
+    let queued = info["queued"] == true;
     let mut answer = json!({
-        "status": "running",
-        "output": "Background process started",
+        "status": if queued { "queued" } else { "running" },
+        "output": if queued { "Background process queued" } else { "Background process started" },
         "session_id": session_id,
         "pid": info["pid"],
     });
@@ -437,9 +448,13 @@ pub(super) fn terminal_request(args: &JsonObject) -> Result<TerminalRequest, Str
     };
     let limits = limits_arg(args)?;
     let (ready, ready_port) = ready_args(args)?;
+    let queue = super::groups::queue_arg(args)?;
     if !background {
         if ready.is_some() || ready_port.is_some() {
             return Err("ready and ready_port need background=true".to_owned());
+        }
+        if queue.queues() {
+            return Err("group, after and after_ready need background=true".to_owned());
         }
         if notify_given == Some(true) || !watch.is_empty() || heartbeat.is_some() {
             return Err("notify and heartbeat need background=true: a foreground command already returns its result".to_owned());
@@ -469,6 +484,7 @@ pub(super) fn terminal_request(args: &JsonObject) -> Result<TerminalRequest, Str
         limits,
         ready,
         ready_port,
+        queue,
     })
 }
 

@@ -31,6 +31,7 @@ mod plugins;
 mod podman;
 mod props;
 mod ready;
+mod queue;
 mod remote;
 mod restarts;
 mod restore;

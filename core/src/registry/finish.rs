@@ -78,7 +78,45 @@ impl Inner {
         s.done.send_replace(true);
         self.finishes.send_modify(|n| *n += 1);
         self.changed();
+        self.queue_finished(&s.id);
         tracing::info!(session_id = %s.id, "session finished");
+    }
+
+    /// The choke point of a queued job that never ran (issue 33): no process, so no
+    /// exit; killed by `source`, else `failed_start`. Its tail holds why. Stamps it,
+    /// enters it among the finished, publishes its one completion and queues its
+    /// receipt, as [`Inner::finish`] does.
+    pub(super) fn finish_unstarted(self: &Arc<Self>, s: &Arc<Session>, source: Option<KillSource>) {
+        s.state().kill_source = source;
+        let no_exit = Finish {
+            exit: Ok(ExitInfo {
+                code: None,
+                signal: None,
+            }),
+            descendants_alive: Vec::new(),
+            killed_by: None,
+            leftovers: Vec::new(),
+        };
+        let mut draft = self.draft(s, no_exit);
+        draft.exit = None;
+        draft.never_started = true;
+        let early = draft.event(s, &s.state());
+        let queued = s.is_notify() && self.policy_allows(&early);
+        let committed = queued && self.commit_completion(&early);
+        let mut tables = self.lock();
+        let event = draft.stamp(s);
+        tables.add_finished(Arc::clone(s));
+        if committed {
+            tables.enqueue(event.owner_task_id().unwrap_or_default(), event.clone());
+        }
+        let _ = self.events.send(event);
+        self.expect_receipt(&s.id);
+        self.prune(&mut tables);
+        drop(tables);
+        self.finished_durably(s);
+        s.done.send_replace(true);
+        self.finishes.send_modify(|n| *n += 1);
+        self.changed();
     }
 
     /// The completion's parts that do not change under the lock: the exit the
@@ -127,6 +165,7 @@ impl Inner {
             })
             .collect();
         Draft {
+            never_started: false,
             exit,
             descendants_alive,
             leftovers,
@@ -182,6 +221,8 @@ fn same_completion(a: &Event, b: &Event) -> bool {
 
 /// A completion drafted before the table lock.
 struct Draft {
+    /// A queued job that never ran (issue 33): `failed_start` unless killed.
+    never_started: bool,
     exit: Option<ExitInfo>,
     descendants_alive: Vec<i32>,
     /// Leftovers, their commands as they leave herd (masked).
@@ -198,6 +239,7 @@ impl Draft {
     fn outcome(&self, st: &State) -> (CompletionReason, Option<KillSource>) {
         match (st.kill_source, self.exit.or(st.exit)) {
             (Some(source), _) => (CompletionReason::Killed, Some(source)),
+            (None, _) if self.never_started => (CompletionReason::FailedStart, None),
             (None, None) => (CompletionReason::Lost, None),
             (None, Some(e)) if e.signal.is_some() => (CompletionReason::Signaled, None),
             (None, Some(_)) => (CompletionReason::Exited, None),

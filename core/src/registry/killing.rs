@@ -28,7 +28,12 @@ impl Registry {
     pub async fn kill(&self, id: &str, source: KillSource) -> Result<KillAnswer, Error> {
         let s = match self.inner.lookup(id) {
             Ok(s) => s,
-            Err(miss) => return self.inner.kill_from_receipt(id, miss, source),
+            Err(miss) => {
+                if let Some(answer) = self.inner.kill_queued(id, source).await {
+                    return Ok(answer);
+                }
+                return self.inner.kill_from_receipt(id, miss, source);
+            }
         };
         let answer = self.inner.kill_session(&s, source).await;
         // Answered only once the ending is committed (issue 27).
@@ -70,11 +75,14 @@ impl Registry {
         )
         .await;
         drop(held);
+        // Queued jobs first: a slot the kills free must not start one of them.
+        let n_queued = self.inner.kill_queued_of(owner, exclude, source).await;
         let answers = self.inner.kill_sessions(&targets, source).await;
         answers
             .iter()
             .filter(|a| matches!(a.status, KillStatus::Killed | KillStatus::AlreadyExited))
             .count()
+            + n_queued
     }
 }
 

@@ -12,6 +12,7 @@ use std::time::{Duration, SystemTime};
 use herd_hooks::{Route, Shown, Window};
 use tokio_util::sync::CancellationToken;
 
+use super::queue::QueuedWait;
 use super::view::{PollExtra, Subject};
 use super::{
     Inner, LIST_COMMAND_CHARS, LIST_PREVIEW_CHARS, LOG_DEFAULT_LINES, LOG_PAGE_MAX_BYTES,
@@ -33,7 +34,7 @@ impl Registry {
     /// # Errors
     /// [`LookupError::NotFound`], [`LookupError::Ambiguous`], [`LookupError::TooShort`].
     pub fn lookup(&self, id_or_prefix: &str) -> Result<SessionId, LookupError> {
-        match self.inner.lookup(id_or_prefix) {
+        match self.inner.lookup_or_queued(id_or_prefix) {
             Ok(s) => Ok(s.id.clone()),
             Err(miss) => self
                 .inner
@@ -48,7 +49,7 @@ impl Registry {
     /// # Errors
     /// As [`Registry::lookup`].
     pub fn lookup_owned(&self, id_or_prefix: &str) -> Result<(SessionId, String), LookupError> {
-        match self.inner.lookup(id_or_prefix) {
+        match self.inner.lookup_or_queued(id_or_prefix) {
             Ok(s) => Ok((s.id.clone(), s.state().owner_task_id.clone())),
             Err(miss) => self
                 .inner
@@ -62,7 +63,7 @@ impl Registry {
     /// end sends a `poll` answer about a finished session after this, so an answer
     /// never precedes the commit of what it reports.
     pub async fn result_committed(&self, id: &str) {
-        if let Ok(s) = self.inner.lookup(id) {
+        if let Ok(s) = self.inner.lookup_or_queued(id) {
             self.inner.receipt_attempted(&s.id).await;
         }
     }
@@ -72,7 +73,7 @@ impl Registry {
     /// # Errors
     /// [`Error::Lookup`] when the id does not resolve.
     pub fn poll(&self, id: &str) -> Result<PollAnswer, Error> {
-        let s = match self.inner.lookup(id) {
+        let s = match self.inner.lookup_or_queued(id) {
             Ok(s) => s,
             Err(miss) => return self.inner.poll_from_receipt(id, miss),
         };
@@ -95,6 +96,7 @@ impl Registry {
         };
         let containment = s.state().containment;
         let leftovers = super::held::held_leftovers(&s);
+        let queued = self.inner.is_queued(&s.id);
         let extra = PollExtra {
             pid: s.pid,
             uptime_seconds: s.uptime_seconds(),
@@ -108,7 +110,11 @@ impl Registry {
                 .tree_usage(&s, containment, !leftovers.is_empty()),
             leftovers,
         };
-        Ok(self.inner.poll_answer(subject, preview, extra))
+        let mut answer = self.inner.poll_answer(subject, preview, extra);
+        if queued {
+            answer.status = SessionStatus::Queued;
+        }
+        Ok(answer)
     }
 
     /// A page of output lines over the whole output the session's log file holds: the
@@ -128,7 +134,7 @@ impl Registry {
         offset: Option<usize>,
         limit: Option<usize>,
     ) -> Result<LogAnswer, Error> {
-        let s = match self.inner.lookup(id) {
+        let s = match self.inner.lookup_or_queued(id) {
             Ok(s) => s,
             Err(miss) => return self.inner.log_from_receipt(id, miss, offset, limit),
         };
@@ -209,7 +215,7 @@ impl Registry {
     /// # Errors
     /// [`Error::Lookup`], or [`Error::Io`] when the log cannot be read.
     pub fn log_chunk(&self, id: &str, from_byte: u64, max_bytes: usize) -> Result<LogChunk, Error> {
-        let s = match self.inner.lookup(id) {
+        let s = match self.inner.lookup_or_queued(id) {
             Ok(s) => s,
             Err(miss) => {
                 return self
@@ -276,7 +282,7 @@ impl Registry {
     /// # Errors
     /// [`Error::Lookup`], or [`Error::Io`] when the log cannot be read.
     pub fn log_follower(&self, id: &str, from_byte: u64) -> Result<LogFollower, Error> {
-        let (session_id, path, command, owner) = match self.inner.lookup(id) {
+        let (session_id, path, command, owner) = match self.inner.lookup_or_queued(id) {
             Ok(s) => (
                 s.id.clone(),
                 s.log_path.clone(),
@@ -340,11 +346,22 @@ impl Registry {
                 message: "timeout must be positive (got 0s)".to_owned(),
             });
         }
-        let s = match self.inner.lookup(id) {
-            Ok(s) => s,
-            Err(miss) => return self.inner.wait_from_receipt(id, miss),
+        let limit = timeout.min(self.inner.config.wait_cap);
+        let (s, waited) = match self.inner.wait_queued(id, limit, interrupt.clone()).await {
+            QueuedWait::Answer(answer) => return answer,
+            QueuedWait::Left(s, waited) => (s, waited),
+            QueuedWait::NotQueued => match self.inner.lookup(id) {
+                Ok(s) => (s, Duration::ZERO),
+                Err(miss) => return self.inner.wait_from_receipt(id, miss),
+            },
         };
-        let cap = self.inner.config.wait_cap;
+        let timeout = timeout.saturating_sub(waited).max(Duration::from_millis(1));
+        let cap = self
+            .inner
+            .config
+            .wait_cap
+            .saturating_sub(waited)
+            .max(Duration::from_millis(1));
         let mut notes = Vec::new();
         let effective = if timeout > cap {
             notes.push(format!(
@@ -469,6 +486,17 @@ impl Registry {
                 (at, s.id.clone(), self.inner.row(s))
             })
             .collect();
+        for q in self.inner.queued_sessions() {
+            let st = q.state();
+            if !matches(&st.owner_task_id, st.session_key.as_deref()) {
+                continue;
+            }
+            drop(st);
+            let at = super::durable::unix_seconds(q.started_at);
+            let mut row = self.inner.row(&q);
+            row.status = SessionStatus::Queued;
+            rows.push((at, q.id.clone(), row));
+        }
         let mut n_older = 0;
         if filter.include_finished {
             let known: std::collections::HashSet<SessionId> =

@@ -232,6 +232,7 @@ impl Registry {
             Err(error) => report.checkpoint_error = Some(error.to_string()),
         }
         report.log();
+        inner.restore_queue().await;
         Ok(report)
     }
 

@@ -10,8 +10,9 @@
 use crate::lock_order::Mutex;
 use std::collections::HashMap;
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use crate::lock_order::Mutex;
 use std::time::{Duration, Instant, SystemTime};
 
 use herd_hooks::Shown;
@@ -39,13 +40,18 @@ mod space;
 /// How long a scoped worker may take to show up in its unit before it is no longer watched.
 const SCOPE_ACK_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// A checked request's time limit, or why it is refused.
+type Checked = Result<Option<TimeLimit>, SpawnError>;
+
 impl Inner {
     /// The spawn path, called once per [`Registry::spawn`]: checks the request,
     /// judges the command, prepares the child's environment and argv, starts it
-    /// (under a shim or in process), enters it in the table and starts its reader.
-    pub(super) async fn spawn(
+    /// (under a shim or in process), enters it in the table and starts its reader;
+    /// under `given` (a queued job's id, issue 33), else a fresh id.
+    pub(super) async fn spawn_as(
         self: &Arc<Self>,
         mut req: SpawnRequest,
+        given: Option<SessionId>,
     ) -> Result<SpawnInfo, SpawnError> {
         req.limits = req.limits.or(self.config.default_limits);
         let time_limit = self.check_request(&req)?;
@@ -53,7 +59,7 @@ impl Inner {
         let cwd = self.working_dir(&req)?;
         self.judge(&req, &cwd).await?;
         let wakes = self.plan_notifications(&req);
-        let id = self.fresh_id();
+        let id = given.unwrap_or_else(|| self.fresh_id());
         let (scratch, log_path) = self.prepare_dirs(&id)?;
         let mut env = self.job_env(&req, &id, &scratch);
         let argv = self.job_argv(&req, &mut env, &cwd);
@@ -117,12 +123,13 @@ impl Inner {
             note: (!notes.is_empty()).then(|| notes.join("; ")),
             time_limit_seconds: req.time_limit.map(|t| t.as_secs()),
             replaces: req.replaces.clone(),
+            queued: false,
         })
     }
 
     /// Refuses a request the registry cannot take (closing, an empty command, a
     /// taken name, limits out of range, no shell); returns its time limit.
-    fn check_request(&self, req: &SpawnRequest) -> Result<Option<TimeLimit>, SpawnError> {
+    pub(super) fn check_request(&self, req: &SpawnRequest) -> Checked {
         if self.closing.load(std::sync::atomic::Ordering::SeqCst) {
             return Err(SpawnError::ShuttingDown);
         }
@@ -191,7 +198,7 @@ impl Inner {
     }
 
     /// The job's working directory, made absolute and checked to be a directory.
-    fn working_dir(&self, req: &SpawnRequest) -> Result<PathBuf, SpawnError> {
+    pub(super) fn working_dir(&self, req: &SpawnRequest) -> Result<PathBuf, SpawnError> {
         let cwd = match &req.cwd {
             Some(dir) => dir.clone(),
             None => std::env::current_dir().map_err(|source| SpawnError::Spawn {
@@ -224,7 +231,7 @@ impl Inner {
 
     /// The self-kill guard's verdict, when one is configured: a refused command
     /// starts nothing.
-    async fn judge(&self, req: &SpawnRequest, cwd: &std::path::Path) -> Result<(), SpawnError> {
+    pub(super) async fn judge(&self, req: &SpawnRequest, cwd: &Path) -> Result<(), SpawnError> {
         let Some(host) = &self.config.guard else {
             return Ok(());
         };

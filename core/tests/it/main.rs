@@ -15,6 +15,7 @@ mod notify;
 mod output;
 mod paging;
 mod pty;
+mod queue;
 mod readiness;
 mod restore;
 mod spawning;

@@ -93,7 +93,12 @@ impl State {
                 .map(RestartPolicyParams::policy)
                 .transpose()?,
         };
-        match self.registry.spawn(request).await {
+        let queue = herd_core::QueueRequest {
+            group: p.group,
+            after: p.after,
+            after_ready: p.after_ready,
+        };
+        match self.registry.spawn_queued(request, queue).await {
             Ok(info) => to_value(info),
             Err(err) => Err(spawn_error(err)),
         }
@@ -183,6 +188,15 @@ struct SpawnParams {
     /// Run the command again when it ends (capability `spawn.restart`).
     #[serde(default)]
     restart: Option<RestartPolicyParams>,
+    /// The job group whose limit queues the job (capability `queue`).
+    #[serde(default)]
+    group: Option<String>,
+    /// Ids or names that must end with exit 0 first (capability `queue`).
+    #[serde(default)]
+    after: Vec<String>,
+    /// Ids or names that must be ready first (capability `queue`).
+    #[serde(default)]
+    after_ready: Vec<String>,
 }
 
 /// `spawn`'s `restart`: `{"policy": "on-failure"|"always", "max_restarts", "delay_ms"}`.

@@ -55,6 +55,9 @@ pub(crate) const CAPABILITIES: &[&str] = &[
     // `spawn`'s `follow`: the spawn answered as a `spawned` note, then the session's
     // logs.follow with its result on the same request (`streams.rs`, issue 32).
     "spawn.follow",
+    // `queue`: groups, queued jobs and dependencies (spawn's `group`, `after`,
+    // `after_ready`; `group.*`; status `queued`).
+    "queue",
 ];
 
 /// Answers the handshake.

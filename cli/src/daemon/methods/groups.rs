@@ -1,0 +1,62 @@
+//! Job groups (capability `queue`, issue 33): `group.add`, `group.set`,
+//! `group.list`, `group.rm`, and `queue.latency` (the scheduling-latency figure).
+
+use herd_core::GroupError;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::State;
+use super::wire::{parse, to_value};
+use crate::protocol::{INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, RpcError};
+
+/// `group.add`/`group.set`: a name and a limit; `group.rm`: a name.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GroupParams {
+    name: String,
+    #[serde(default)]
+    parallel: Option<u64>,
+}
+
+fn group_error(err: GroupError) -> RpcError {
+    match err {
+        GroupError::Store { .. } => RpcError::new(INTERNAL_ERROR, err.to_string()),
+        other => RpcError::new(INVALID_PARAMS, other.to_string()),
+    }
+}
+
+impl State {
+    /// The `group.*` and `queue.*` methods.
+    pub(super) async fn group(&self, method: &str, params: Value) -> Result<Value, RpcError> {
+        match method {
+            "group.list" => to_value(json!({"groups": self.registry.group_list()})),
+            "queue.latency" => to_value(self.registry.queue_latency()),
+            "group.add" | "group.set" => {
+                let p: GroupParams = parse(params)?;
+                let Some(parallel) = p.parallel else {
+                    return Err(RpcError::new(
+                        INVALID_PARAMS,
+                        "missing parallel: give the group's limit, 1 to 1024",
+                    ));
+                };
+                let row = if method == "group.add" {
+                    self.registry.group_add(&p.name, parallel).await
+                } else {
+                    self.registry.group_set(&p.name, parallel).await
+                };
+                row.map_err(group_error).and_then(to_value)
+            }
+            "group.rm" => {
+                let p: GroupParams = parse(params)?;
+                self.registry.group_rm(&p.name).await.map_err(group_error)?;
+                Ok(json!({"removed": p.name}))
+            }
+            other => Err(RpcError::new(
+                METHOD_NOT_FOUND,
+                format!(
+                    "unknown method `{other}`; the queue methods are group.add, group.set, group.list, group.rm, queue.latency"
+                ),
+            )),
+        }
+    }
+}

@@ -1,0 +1,156 @@
+//! Queued jobs and groups in the store: the `queued` and `queue_groups` tables of
+//! `<home>/state.db` (issue 33). One row per queued job (`session_id`, `seq`, the
+//! record as JSON) from its submission to its start (or its end without running),
+//! and one row per group (`name`, `parallel`). Each write is one commit.
+//!
+//! Invariant: a load of a home without `state.db` reads nothing and creates nothing.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use rusqlite::{Connection, params};
+
+use crate::queue::{QueueLoad, QueueStore, QueuedRow};
+use crate::{Error, Home, Ledger};
+
+/// The queue of a home in `state.db`. Cheap to clone (clones share one
+/// connection); does no I/O until first used.
+#[derive(Debug, Clone)]
+pub struct QueueDb {
+    home: Home,
+    db: Arc<Mutex<Option<(Connection, PathBuf)>>>,
+}
+
+impl QueueDb {
+    /// The queue of `home`. Does no I/O.
+    pub fn new(home: &Home) -> QueueDb {
+        QueueDb {
+            home: home.clone(),
+            db: Arc::new(Mutex::new(None)),
+        }
+    }
+
+    fn with_db<T>(
+        &self,
+        action: &'static str,
+        f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+    ) -> Result<T, Error> {
+        let mut db = lock(&self.db);
+        if db.is_none() {
+            *db = Some(Ledger::create(&self.home)?.into_parts());
+        }
+        let Some((conn, path)) = db.as_ref() else {
+            return Err(Error::HomeMissing {
+                path: self.home.root().to_path_buf(),
+            });
+        };
+        f(conn).map_err(|source| Error::StoreQuery {
+            path: path.clone(),
+            action,
+            source,
+        })
+    }
+}
+
+impl QueueStore for QueueDb {
+    fn load(&self) -> Result<QueueLoad, Error> {
+        if lock(&self.db).is_none() && !self.home.ledger_path().exists() {
+            return Ok((Vec::new(), Vec::new()));
+        }
+        self.with_db("load the queue", |conn| {
+            let mut rows = Vec::new();
+            let mut stmt =
+                conn.prepare("SELECT session_id, seq, record FROM queued ORDER BY seq")?;
+            let mut it = stmt.query([])?;
+            while let Some(r) = it.next()? {
+                let seq: i64 = r.get(1)?;
+                let record: String = r.get(2)?;
+                rows.push(QueuedRow {
+                    session_id: r.get(0)?,
+                    seq: u64::try_from(seq).unwrap_or(0),
+                    record: record.into_bytes(),
+                });
+            }
+            let mut groups = Vec::new();
+            let mut stmt = conn.prepare("SELECT name, parallel FROM queue_groups ORDER BY name")?;
+            let mut it = stmt.query([])?;
+            while let Some(r) = it.next()? {
+                let parallel: i64 = r.get(1)?;
+                groups.push((r.get(0)?, u32::try_from(parallel).unwrap_or(1)));
+            }
+            Ok((rows, groups))
+        })
+    }
+
+    fn put(&self, row: &QueuedRow) -> Result<(), Error> {
+        let record = String::from_utf8_lossy(&row.record).into_owned();
+        let seq = i64::try_from(row.seq).unwrap_or(i64::MAX);
+        self.with_db("store a queued job", |conn| {
+            conn.execute(
+                "INSERT OR REPLACE INTO queued (session_id, seq, record) VALUES (?1, ?2, ?3)",
+                params![row.session_id, seq, record],
+            )
+            .map(drop)
+        })
+    }
+
+    fn remove(&self, session_id: &str) -> Result<(), Error> {
+        self.with_db("forget a queued job", |conn| {
+            conn.execute("DELETE FROM queued WHERE session_id = ?1", [session_id])
+                .map(drop)
+        })
+    }
+
+    fn put_group(&self, name: &str, parallel: u32) -> Result<(), Error> {
+        self.with_db("store a group", |conn| {
+            conn.execute(
+                "INSERT OR REPLACE INTO queue_groups (name, parallel) VALUES (?1, ?2)",
+                params![name, i64::from(parallel)],
+            )
+            .map(drop)
+        })
+    }
+
+    fn remove_group(&self, name: &str) -> Result<(), Error> {
+        self.with_db("forget a group", |conn| {
+            conn.execute("DELETE FROM queue_groups WHERE name = ?1", [name])
+                .map(drop)
+        })
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_and_groups_survive_a_new_connection() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+        let home = Home::new(dir.path());
+        assert_eq!(
+            QueueDb::new(&home).load().ok(),
+            Some((Vec::new(), Vec::new()))
+        );
+        assert!(!home.ledger_path().exists(), "a load created the store");
+        let q = QueueDb::new(&home);
+        let row = QueuedRow {
+            session_id: "proc_aa".to_owned(),
+            seq: 7,
+            record: b"{\"x\":1}".to_vec(),
+        };
+        assert!(q.put(&row).is_ok());
+        assert!(q.put_group("build", 3).is_ok());
+        let (rows, groups) = QueueDb::new(&home).load().unwrap_or_default();
+        assert_eq!(rows, vec![row]);
+        assert_eq!(groups, vec![("build".to_owned(), 3)]);
+        assert!(q.remove("proc_aa").is_ok() && q.remove_group("build").is_ok());
+        assert_eq!(
+            QueueDb::new(&home).load().ok(),
+            Some((Vec::new(), Vec::new()))
+        );
+    }
+}
