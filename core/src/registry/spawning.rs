@@ -12,7 +12,6 @@ use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use crate::lock_order::Mutex;
 use std::time::{Duration, Instant, SystemTime};
 
 use herd_hooks::Shown;

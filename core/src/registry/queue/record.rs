@@ -60,6 +60,13 @@ pub(super) struct QueuedRecord {
     pub(super) kill_leftovers: Option<bool>,
     #[serde(default)]
     pub(super) limits: crate::Limits,
+    #[serde(default)]
+    pub(super) ready: Option<String>,
+    #[serde(default)]
+    pub(super) ready_port: Option<u16>,
+    /// The restart policy: (always, max_restarts, first delay in ms).
+    #[serde(default)]
+    pub(super) restart: Option<(bool, u32, u64)>,
 }
 
 /// The format version of [`QueuedRecord`].
@@ -105,6 +112,15 @@ impl QueuedRecord {
             time_limit_seconds: req.time_limit.map(|d| d.as_secs()),
             kill_leftovers: req.kill_leftovers,
             limits: req.limits,
+            ready: req.ready.clone(),
+            ready_port: req.ready_port,
+            restart: req.restart.map(|r| {
+                (
+                    r.always,
+                    r.max_restarts,
+                    u64::try_from(r.delay.as_millis()).unwrap_or(u64::MAX),
+                )
+            }),
         }
     }
 
@@ -133,6 +149,15 @@ impl QueuedRecord {
             replaces: None,
             kill_leftovers: self.kill_leftovers,
             limits: self.limits,
+            ready: self.ready.clone(),
+            ready_port: self.ready_port,
+            restart: self
+                .restart
+                .map(|(always, max_restarts, delay_ms)| crate::config::RestartPolicy {
+                    always,
+                    max_restarts,
+                    delay: Duration::from_millis(delay_ms),
+                }),
         }
     }
 

@@ -62,8 +62,8 @@ impl Inner {
             name: req.name.clone(),
             time_limit,
             origin: Origin::of(req),
-            tail: std::sync::Mutex::new(Tail::new(self.config.buffer_bytes)),
-            state: std::sync::Mutex::new(State {
+            tail: crate::lock_order::Mutex::new(Tail::new(self.config.buffer_bytes)),
+            state: crate::lock_order::Mutex::new(State {
                 task_id: req.task_id.clone(),
                 owner_task_id: owner,
                 session_key: req.session_key.clone(),
@@ -75,10 +75,11 @@ impl Inner {
                 containment: crate::answers::Containment::default(),
                 leftovers: Vec::new(),
                 ready_at: None,
+                runs: 0,
             }),
             done,
             kill_requested,
-            terminals: std::sync::Mutex::new(0),
+            terminals: crate::lock_order::Mutex::new(0),
         })
     }
 
