@@ -25,7 +25,7 @@ pub enum ModeName {
 #[non_exhaustive]
 pub enum SessionStatus {
     /// Waiting in a queue: its group is full or a dependency has not ended (or is
-    /// not ready); no process yet (issue 33).
+    /// not ready); no process yet.
     Queued,
     /// Still running.
     Running,
@@ -61,7 +61,7 @@ pub enum WaitStatus {
     Timeout,
     /// The caller's interrupt fired; the session still runs.
     Interrupted,
-    /// The session became ready (`wait --ready`, B45); it may still run.
+    /// The session became ready (`wait --ready`); it may still run.
     Ready,
 }
 
@@ -149,7 +149,7 @@ pub struct SpawnInfo {
     /// The session this one was started in place of (a restart).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replaces: Option<SessionId>,
-    /// The job was queued (issue 33): pid 0 until it starts; `note` says what it
+    /// The job was queued: pid 0 until it starts; `note` says what it
     /// waits for.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub queued: bool,

@@ -219,7 +219,7 @@ pub struct RegistryConfig {
     /// `state.db` (in memory without the `sqlite` feature, removing logs as it
     /// evicts); a host may give its own, e.g. [`herd_persistence::MemoryResultStore`].
     pub result_store: Option<Arc<dyn herd_persistence::ResultStore>>,
-    /// Where queued jobs and groups are kept (issue 33): `None`, the home's
+    /// Where queued jobs and groups are kept: `None`, the home's
     /// `state.db` (in memory without the `sqlite` feature); a host may give its own,
     /// e.g. [`herd_persistence::MemoryQueueStore`].
     pub queue_store: Option<Arc<dyn herd_persistence::QueueStore>>,
@@ -436,19 +436,19 @@ pub struct SpawnRequest {
     /// Memory, CPU and process limits of the whole tree, through the session's
     /// cgroup; refused where no cgroup can carry them.
     pub limits: crate::Limits,
-    /// Readiness by output (B45): a regex (at most [`limits::READY_PATTERN_CHARS`]
+    /// Readiness by output: a regex (at most [`limits::READY_PATTERN_CHARS`]
     /// characters) over the redacted output, line by line; the first matching line
     /// marks the session ready. A pattern that does not compile is refused.
     pub ready: Option<String>,
-    /// Readiness by port (B45): the session is ready once a socket of its own tree
+    /// Readiness by port: the session is ready once a socket of its own tree
     /// listens on this TCP port (1 to 65535) on 127.0.0.1, ::1 or a wildcard address.
     pub ready_port: Option<u16>,
-    /// Run the job again when it ends (B46); `time_limit` then applies to each run.
+    /// Run the job again when it ends; `time_limit` then applies to each run.
     /// Needs supervised sessions (`RegistryConfig::shim`).
     pub restart: Option<RestartPolicy>,
 }
 
-/// A restart policy (B46): when a run ends, run the command again, at most
+/// A restart policy: when a run ends, run the command again, at most
 /// `max_restarts` times, after `delay` doubled per earlier restart (at most 5
 /// minutes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -66,7 +66,7 @@ pub enum Event {
         /// incomplete. Absent when nothing was lost.
         #[serde(skip_serializing_if = "is_zero")]
         bytes_not_kept: u64,
-        /// How many times the command ran under a restart policy (B46); absent
+        /// How many times the command ran under a restart policy; absent
         /// without one.
         #[serde(skip_serializing_if = "Option::is_none")]
         runs: Option<u32>,
@@ -431,7 +431,7 @@ fn render_one(event: &Event) -> String {
     }
 }
 
-/// A readiness or restart notice (B45, B46).
+/// A readiness or restart notice.
 fn render_lifecycle(event: &Event) -> String {
     match event {
         Event::Ready {

@@ -138,7 +138,7 @@ pub(crate) struct Inner {
     acked: delivery::Acknowledged,
     /// Completions whose ledger commit failed, committed again later.
     recommits: recommit::Recommits,
-    /// Groups, queued jobs and their dependencies (issue 33).
+    /// Groups, queued jobs and their dependencies.
     queue: queue::Scheduler,
 }
 
@@ -228,7 +228,7 @@ impl Registry {
     }
 
     /// Starts a session, or queues it when `queue` names a group with a limit or
-    /// dependencies (issue 33): the answer then has `queued` set and pid 0, and the
+    /// dependencies: the answer then has `queued` set and pid 0, and the
     /// session is `queued` until its group has room and its dependencies allow it.
     /// The guard and the request's checks run now, so a refused command never waits;
     /// dependencies resolve to ids now (an unknown or expired one is refused).

@@ -98,7 +98,7 @@ pub(crate) struct State {
     /// When the session became ready (`--ready`, `--ready-port`), set once by
     /// `Inner::mark_ready` after its store commit; survives a restart.
     pub(crate) ready_at: Option<SystemTime>,
-    /// Runs started so far under a restart policy (B46), from the separator lines
+    /// Runs started so far under a restart policy, from the separator lines
     /// of its output; 0 without a policy.
     pub(crate) runs: u32,
 }
@@ -208,11 +208,11 @@ pub(crate) struct Origin {
     pub(crate) kill_leftovers: Option<bool>,
     /// `--memory`, `--cpus`, `--pids` as the spawn gave them.
     pub(crate) limits: crate::Limits,
-    /// `--ready` as the spawn gave it (B45).
+    /// `--ready` as the spawn gave it.
     pub(crate) ready: Option<String>,
-    /// `--ready-port` as the spawn gave it (B45).
+    /// `--ready-port` as the spawn gave it.
     pub(crate) ready_port: Option<u16>,
-    /// `--restart` as the spawn gave it (B46).
+    /// `--restart` as the spawn gave it.
     pub(crate) restart: Option<crate::config::RestartPolicy>,
 }
 

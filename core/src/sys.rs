@@ -11,10 +11,10 @@
 pub(crate) mod cgroup;
 #[cfg(target_os = "linux")]
 pub(crate) mod limits;
-#[cfg(target_os = "linux")]
-pub(crate) mod sockets;
 #[cfg(unix)]
 pub(crate) mod procfs;
+#[cfg(target_os = "linux")]
+pub(crate) mod sockets;
 #[cfg(unix)]
 mod unix;
 #[cfg(target_os = "linux")]

@@ -1,4 +1,4 @@
-//! Queued jobs and job groups (issue 33): what a restart needs to run a queued job
+//! Queued jobs and job groups: what a restart needs to run a queued job
 //! exactly once. The record's shape is herd-core's (the spawn request, its group
 //! and its dependencies, as JSON); this module stores its bytes.
 //!

@@ -1,5 +1,5 @@
 //! Queued jobs and groups in the store: the `queued` and `queue_groups` tables of
-//! `<home>/state.db` (issue 33). One row per queued job (`session_id`, `seq`, the
+//! `<home>/state.db`. One row per queued job (`session_id`, `seq`, the
 //! record as JSON) from its submission to its start (or its end without running),
 //! and one row per group (`name`, `parallel`). Each write is one commit.
 //!

@@ -105,7 +105,7 @@ const V5: &str = "
 ALTER TABLE sessions ADD COLUMN ready_at REAL;
 ";
 
-/// Version 6: the job queue (issue 33, `queue_db.rs`): one row per queued job
+/// Version 6: the job queue (the `queue_db` module): one row per queued job
 /// (`session_id`, `seq` its submission order, `record` the spawn request, group and
 /// dependencies as JSON) until it starts or ends without running, and one row per
 /// job group with its parallel limit.

@@ -140,15 +140,7 @@ pub(crate) async fn run(home: &Home, mut args: RunArgs) -> anyhow::Result<Ran> {
         params["host"] = json!(host);
     }
     add_readiness(&mut params, &args);
-    if let Some(group) = &args.queue.group {
-        params["group"] = json!(group);
-    }
-    if !args.queue.after.is_empty() {
-        params["after"] = json!(args.queue.after);
-    }
-    if !args.queue.after_ready.is_empty() {
-        params["after_ready"] = json!(args.queue.after_ready);
-    }
+    add_queue(&mut params, &args);
     let limits = add_containment(
         &mut params,
         args.kill_leftovers,
@@ -212,6 +204,19 @@ pub(crate) async fn run(home: &Home, mut args: RunArgs) -> anyhow::Result<Ran> {
     }
     let answer = client.call("spawn", params).await;
     answered(home, client, answer, (wait, json)).await
+}
+
+/// The spawn's `group`, `after` and `after_ready` (capability `queue`).
+fn add_queue(params: &mut Value, args: &RunArgs) {
+    if let Some(group) = &args.queue.group {
+        params["group"] = json!(group);
+    }
+    if !args.queue.after.is_empty() {
+        params["after"] = json!(args.queue.after);
+    }
+    if !args.queue.after_ready.is_empty() {
+        params["after_ready"] = json!(args.queue.after_ready);
+    }
 }
 
 /// What `herd run` does with the spawn's answer.

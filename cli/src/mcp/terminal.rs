@@ -115,50 +115,7 @@ impl Server {
         add_ready(&mut params, req);
         super::groups::add_queue_params(&mut params, &req.queue);
         let mut client = self.client().await.map_err(Answer::error)?;
-        // An older daemon would refuse `host`; say so instead.
-        if req.host.is_some() && !client.hello.serves("hosts") {
-            return Err(refused(format!(
-                "host needs a newer herd daemon: the running one (herd {}) has no host links; \
-                 ask the user to run `herd shutdown --keep-jobs`, or call again without host",
-                client.hello.daemon
-            )));
-        }
-        // An older daemon would ignore the limit and let the job run on.
-        if req.time_limit.is_some() && !client.hello.serves("spawn.time_limit") {
-            return Err(refused(format!(
-                "time_limit needs a newer herd daemon: the running one (herd {}) would ignore it; \
-                 ask the user to run `herd shutdown --keep-jobs`, or call again without time_limit",
-                client.hello.daemon
-            )));
-        }
-        if !req.limits.is_empty() && !client.hello.serves("spawn.limits") {
-            return Err(refused(format!(
-                "memory, cpus and pids need a newer herd daemon: the running one (herd {}) would ignore them; \
-                 ask the user to run `herd shutdown --keep-jobs`, or call again without them",
-                client.hello.daemon
-            )));
-        }
-        if (req.ready.is_some() || req.ready_port.is_some()) && !client.hello.serves("spawn.ready")
-        {
-            return Err(refused(format!(
-                "ready and ready_port need a newer herd daemon (herd {} runs); ask the user to run `herd shutdown --keep-jobs`",
-                client.hello.daemon
-            )));
-        }
-        if req.queue.queues() && !client.hello.serves("queue") {
-            return Err(refused(format!(
-                "group, after and after_ready need a newer herd daemon: the running one (herd {}) has no queue; \
-                 ask the user to run `herd shutdown --keep-jobs`, or call again without them",
-                client.hello.daemon
-            )));
-        }
-        if req.kill_leftovers && !client.hello.serves("spawn.kill_leftovers") {
-            return Err(refused(format!(
-                "kill_leftovers needs a newer herd daemon: the running one (herd {}) would ignore it; \
-                 ask the user to run `herd shutdown --keep-jobs`, or call again without kill_leftovers",
-                client.hello.daemon
-            )));
-        }
+        refuse_what_the_daemon_lacks(req, &client.hello)?;
         // Jobs run in the environment the agent host gave this server (B36).
         if client.hello.serves("spawn.caller_env") {
             params["caller_env"] = json!(herd_core::utf8_environment());
@@ -643,4 +600,56 @@ fn host_arg(args: &JsonObject) -> Result<Option<String>, String> {
             ));
         }
     })
+}
+
+/// Refuses an option the running daemon does not serve (it would refuse or ignore
+/// it), saying what to do.
+fn refuse_what_the_daemon_lacks(
+    req: &TerminalRequest,
+    hello: &crate::client::Hello,
+) -> Result<(), Answer> {
+    // An older daemon would refuse `host`; say so instead.
+    if req.host.is_some() && !hello.serves("hosts") {
+        return Err(refused(format!(
+            "host needs a newer herd daemon: the running one (herd {}) has no host links; \
+             ask the user to run `herd shutdown --keep-jobs`, or call again without host",
+            hello.daemon
+        )));
+    }
+    // An older daemon would ignore the limit and let the job run on.
+    if req.time_limit.is_some() && !hello.serves("spawn.time_limit") {
+        return Err(refused(format!(
+            "time_limit needs a newer herd daemon: the running one (herd {}) would ignore it; \
+             ask the user to run `herd shutdown --keep-jobs`, or call again without time_limit",
+            hello.daemon
+        )));
+    }
+    if !req.limits.is_empty() && !hello.serves("spawn.limits") {
+        return Err(refused(format!(
+            "memory, cpus and pids need a newer herd daemon: the running one (herd {}) would ignore them; \
+             ask the user to run `herd shutdown --keep-jobs`, or call again without them",
+            hello.daemon
+        )));
+    }
+    if (req.ready.is_some() || req.ready_port.is_some()) && !hello.serves("spawn.ready") {
+        return Err(refused(format!(
+            "ready and ready_port need a newer herd daemon (herd {} runs); ask the user to run `herd shutdown --keep-jobs`",
+            hello.daemon
+        )));
+    }
+    if req.queue.queues() && !hello.serves("queue") {
+        return Err(refused(format!(
+            "group, after and after_ready need a newer herd daemon: the running one (herd {}) has no queue; \
+             ask the user to run `herd shutdown --keep-jobs`, or call again without them",
+            hello.daemon
+        )));
+    }
+    if req.kill_leftovers && !hello.serves("spawn.kill_leftovers") {
+        return Err(refused(format!(
+            "kill_leftovers needs a newer herd daemon: the running one (herd {}) would ignore it; \
+             ask the user to run `herd shutdown --keep-jobs`, or call again without kill_leftovers",
+            hello.daemon
+        )));
+    }
+    Ok(())
 }

@@ -82,7 +82,7 @@ impl Inner {
         tracing::info!(session_id = %s.id, "session finished");
     }
 
-    /// The choke point of a queued job that never ran (issue 33): no process, so no
+    /// The choke point of a queued job that never ran: no process, so no
     /// exit; killed by `source`, else `failed_start`. Its tail holds why. Stamps it,
     /// enters it among the finished, publishes its one completion and queues its
     /// receipt, as [`Inner::finish`] does.
@@ -221,7 +221,7 @@ fn same_completion(a: &Event, b: &Event) -> bool {
 
 /// A completion drafted before the table lock.
 struct Draft {
-    /// A queued job that never ran (issue 33): `failed_start` unless killed.
+    /// A queued job that never ran: `failed_start` unless killed.
     never_started: bool,
     exit: Option<ExitInfo>,
     descendants_alive: Vec<i32>,

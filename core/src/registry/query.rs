@@ -319,7 +319,7 @@ impl Registry {
         self.wait_until(id, timeout, interrupt, false).await
     }
 
-    /// Waits for the session to become ready (B45) or to finish, whichever comes
+    /// Waits for the session to become ready or to finish, whichever comes
     /// first, as [`Registry::wait`] otherwise: the answer's status is `ready` (its
     /// `ready_at` set) or `exited` (`ready_at` says whether it was ever ready).
     ///
@@ -390,17 +390,7 @@ impl Registry {
             () = ready => WaitStatus::Ready,
             () = interrupt.cancelled() => WaitStatus::Interrupted,
         };
-        let (finished, is_ready) = {
-            let st = s.state();
-            (st.finished.is_some(), st.ready_at.is_some())
-        };
-        let status = if until_ready && is_ready {
-            WaitStatus::Ready
-        } else if finished {
-            WaitStatus::Exited
-        } else {
-            outcome
-        };
+        let (finished, status) = settled(&s, until_ready, outcome);
         match status {
             WaitStatus::Exited | WaitStatus::Ready => {}
             WaitStatus::Timeout => {
@@ -658,4 +648,19 @@ fn seconds_text(d: Duration) -> String {
     } else {
         format!("{:.1}", d.as_secs_f64())
     }
+}
+
+/// Whether the session finished, and the wait's status as its state now says:
+/// ready (when waiting for readiness), exited, or what the wait itself saw.
+fn settled(s: &Session, until_ready: bool, outcome: WaitStatus) -> (bool, WaitStatus) {
+    let st = s.state();
+    let finished = st.finished.is_some();
+    let status = if until_ready && st.ready_at.is_some() {
+        WaitStatus::Ready
+    } else if finished {
+        WaitStatus::Exited
+    } else {
+        outcome
+    };
+    (finished, status)
 }

@@ -1,4 +1,4 @@
-//! The job queue (issue 33): groups with a parallel limit, jobs queued in them, and
+//! The job queue: groups with a parallel limit, jobs queued in them, and
 //! dependencies between jobs, in a room of its own.
 //!
 //! A queued job has its session id from its submission; until it starts it is an
@@ -30,10 +30,10 @@
 //! Lock order: the queue's lock is a leaf; no other lock is taken under it, and it
 //! is never taken under the table lock.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, Ordering};
 use crate::lock_order::{Mutex, MutexGuard};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use herd_persistence::{QueueStore, QueuedRow};

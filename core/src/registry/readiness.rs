@@ -1,4 +1,4 @@
-//! Readiness (issue 33): a session's durable mark that it is ready (`herd run
+//! Readiness: a session's durable mark that it is ready (`herd run
 //! --ready PATTERN`, `--ready-port N`), set once, and what a dependent or a
 //! `wait --ready` reads.
 //!
@@ -16,7 +16,7 @@
 //! wildcard address held by a process of the session's own tree (its cgroup, else
 //! its shim's or its pid's descendants: `sys::sockets`), every 100 ms, backing off
 //! to 1 s. Once marked, a `ready` event is broadcast, and queued for the owner
-//! when the session notifies (B45).
+//! when the session notifies.
 
 use std::sync::{Arc, Weak};
 use std::time::{Duration, SystemTime};
@@ -334,7 +334,7 @@ impl Observer for ReadyObserver {
 }
 
 impl super::Registry {
-    /// Marks the running session `id` ready now (issue 33), once: the mark is
+    /// Marks the running session `id` ready now, once: the mark is
     /// committed to the store before it is set, so it survives a restart of the
     /// host, and it wakes [`super::Registry::changes`] receivers. Returns when it was
     /// marked, or `None` when the session is not running or was marked already.

@@ -1,4 +1,4 @@
-//! The restart policy (B46): the spawn's checks, the job's argv wrapped in the
+//! The restart policy: the spawn's checks, the job's argv wrapped in the
 //! restart loop (`spawn::restart_loop`, which runs in the job's tree, under its
 //! shim), and the daemon's side of each restart: a separator line in the output
 //! (`── herd: run N of M (previous exit C) ──`) sets the session's run count,

@@ -34,7 +34,10 @@ use crate::session::{Scope, Session, State, Stdin};
 use crate::spawn::{self, EnvPlan, Launch, PtyFailure};
 
 mod exhausted;
+mod pty_fallback;
 mod space;
+
+use pty_fallback::pipe_fallback;
 
 /// How long a scoped worker may take to show up in its unit before it is no longer watched.
 const SCOPE_ACK_TIMEOUT: Duration = Duration::from_secs(10);
@@ -46,7 +49,7 @@ impl Inner {
     /// The spawn path, called once per [`Registry::spawn`]: checks the request,
     /// judges the command, prepares the child's environment and argv, starts it
     /// (under a shim or in process), enters it in the table and starts its reader;
-    /// under `given` (a queued job's id, issue 33), else a fresh id.
+    /// under `given` (a queued job's id), else a fresh id.
     pub(super) async fn spawn_as(
         self: &Arc<Self>,
         mut req: SpawnRequest,
@@ -602,44 +605,6 @@ enum Runner {
         dir: herd_persistence::ShimDir,
         shim_pid: i32,
     },
-}
-
-/// A PTY that could not be opened: the note the answer carries and the environment
-/// of the pipe child that runs instead (without the PTY entries it behaves as it would
-/// have without asking for a PTY).
-fn pipe_fallback(
-    error: &dyn std::fmt::Display,
-    env: &std::collections::BTreeMap<OsString, OsString>,
-    overrides: &[(String, String)],
-) -> (String, std::collections::BTreeMap<OsString, OsString>) {
-    tracing::warn!(%error, "no PTY available; running on pipes instead");
-    (
-        format!("a PTY could not be opened ({error}); the command runs on pipes instead"),
-        without_pty_entries(env.clone(), overrides),
-    )
-}
-
-/// The environment of a PTY request that fell back to pipes: the PTY-only defaults
-/// go unless the caller set them.
-fn without_pty_entries(
-    mut env: std::collections::BTreeMap<OsString, OsString>,
-    overrides: &[(String, String)],
-) -> std::collections::BTreeMap<OsString, OsString> {
-    for name in ["PAGER", "GIT_PAGER", "TERM"] {
-        let set_by_caller = overrides.iter().any(|(k, _)| k == name);
-        let inherited = std::env::var_os(name);
-        if !set_by_caller {
-            match inherited {
-                Some(v) => {
-                    env.insert(name.into(), v);
-                }
-                None => {
-                    env.remove(&OsString::from(name));
-                }
-            }
-        }
-    }
-    env
 }
 
 /// A child's environment.

@@ -1,5 +1,5 @@
 //! A job born inside its session's cgroup: `clone3(CLONE_INTO_CGROUP)`, on pipes or
-//! (issue 32) on a PTY.
+//! on a PTY.
 //!
 //! Moving a live process into a cgroup (a write to `cgroup.procs`, which is how the
 //! forked child used to enter it before its exec) takes the kernel's global
@@ -162,7 +162,7 @@ pub(crate) fn spawn_pipe_into(
 /// `cgroup_dir`, as portable-pty would start it (a session of its own with the
 /// PTY as its controlling terminal, the same signal dispositions reset, argv[0]
 /// and `SHELL` as it sets them) but born in the cgroup: the shim no longer steps
-/// into the job's cgroup and out again around the spawn (issue 32). Returns the
+/// into the job's cgroup and out again around the spawn. Returns the
 /// job's pid and the PTY's master, non-blocking; `Ok(None)` when this way is not
 /// open (as [`spawn_pipe_into`]).
 ///

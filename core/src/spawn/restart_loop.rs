@@ -1,4 +1,4 @@
-//! The restart policy's runner (B46): `herd-shim --restart-loop …` is a session's
+//! The restart policy's runner: `herd-shim --restart-loop …` is a session's
 //! main process when the spawn asked for `--restart`. It runs the job's argv, and
 //! when a run ends as the policy says (`on-failure`: not exit 0; `always`), writes
 //! a separator line to its output, waits the back-off (the delay doubled each time,

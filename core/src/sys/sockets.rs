@@ -1,5 +1,5 @@
 //! Listening TCP sockets and the processes that hold them: readiness by port
-//! (B45). A port counts only when a socket listening on it, on a loopback or
+//!. A port counts only when a socket listening on it, on a loopback or
 //! wildcard address, is an open descriptor of a process in the session's own tree,
 //! so a server of someone else already holding the port never makes a session
 //! ready.

@@ -151,13 +151,13 @@ impl QueuedRecord {
             limits: self.limits,
             ready: self.ready.clone(),
             ready_port: self.ready_port,
-            restart: self
-                .restart
-                .map(|(always, max_restarts, delay_ms)| crate::config::RestartPolicy {
+            restart: self.restart.map(|(always, max_restarts, delay_ms)| {
+                crate::config::RestartPolicy {
                     always,
                     max_restarts,
                     delay: Duration::from_millis(delay_ms),
-                }),
+                }
+            }),
         }
     }
 

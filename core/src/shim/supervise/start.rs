@@ -199,7 +199,7 @@ fn spawn_pipe_in(
 }
 
 /// Starts a PTY job inside the cgroup; its pid and the PTY's master. Born there by
-/// clone3 (issue 32) unless v1 limit cgroups must be entered too or the kernel
+/// clone3 unless v1 limit cgroups must be entered too or the kernel
 /// refuses that way; then portable-pty forks the child itself, so the shim steps
 /// into the cgroup for the spawn (the child is born there) and back out to its own
 /// cgroup right after, before anything else runs.
