@@ -326,7 +326,7 @@ impl Redactor {
     /// A token split by escapes, zero-width or control characters
     /// (`sk-\u{200b}proj...`, `\x1b[1mghp_\x1b[0m...`) is still found (see `visible`).
     ///
-    /// A long text is matched in blocks of whole lines ([`BLOCK_BYTES`]), the
+    /// A long text is matched in blocks of whole lines (of about 64 KiB), the
     /// private-key state carried from one to the next, so every pass over the text
     /// (escapes, keys, triggers, side scanners) reads a block still in the cache
     /// rather than the whole text from memory once per pass. The result is the

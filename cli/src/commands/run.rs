@@ -254,6 +254,7 @@ fn pipelines(args: &RunArgs) -> bool {
     args.wait
         && !args.json
         && args.host.is_none()
+        && !args.queue.any()
         && !(args.pty && std::io::stdin().is_terminal() && std::io::stdout().is_terminal())
 }
 

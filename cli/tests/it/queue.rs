@@ -414,3 +414,43 @@ fn b41_kill_all_ends_the_owners_queued_jobs_unrun() {
     assert_ne!(env.poll_json(&running)["status"], "running");
     assert!(!marker.exists(), "a queued job ran after kill --all");
 }
+
+// B41: `run --wait` of a job that is queued first waits through the queue and the
+// run: it prints the job's output and exits with the job's code, as for a job that
+// starts at once.
+#[test]
+fn b41_run_wait_of_a_queued_job_waits_for_its_run_and_exits_with_its_code() {
+    let env = Env::new();
+    env.ok(&["group", "add", "one", "--parallel", "1"]);
+    let gate = env.scratch().join("gate");
+    let blocker = format!("while [ ! -e {} ]; do sleep 0.05; done", gate.display());
+    env.ok(&["run", "--group", "one", "--", "sh", "-c", &blocker]);
+    let out = std::thread::scope(|scope| {
+        let waiter = scope.spawn(|| {
+            env.run(&[
+                "run",
+                "--group",
+                "one",
+                "--wait",
+                "--",
+                "sh",
+                "-c",
+                "echo from-the-queue; exit 5",
+            ])
+        });
+        wait_until(Duration::from_secs(30), || {
+            env.ps_rows(&["--all"])
+                .iter()
+                .any(|r| r["status"] == "queued")
+        })
+        .unwrap_or_else(|()| panic!("the second job was never queued"));
+        std::fs::write(&gate, "").expect("the scratch dir is writable");
+        waiter.join().expect("the waiting run")
+    });
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("from-the-queue"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
