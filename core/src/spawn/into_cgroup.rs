@@ -248,6 +248,13 @@ enum ChildIo<'a> {
     },
     /// A PTY's slave on all three, as the controlling terminal of a session of
     /// its own.
+    #[cfg_attr(
+        not(feature = "pty"),
+        expect(
+            dead_code,
+            reason = "only PTY jobs, which need the pty feature, build it"
+        )
+    )]
     Pty { slave: &'a OwnedFd },
 }
 
