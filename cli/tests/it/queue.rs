@@ -416,10 +416,9 @@ fn b41_kill_all_ends_the_owners_queued_jobs_unrun() {
 }
 
 // B41: `run --wait` of a job that is queued first waits through the queue and the
-// run: it prints the job's output and exits with the job's code, as for a job that
-// starts at once.
+// run: it prints the job's output and ends as for a job that starts at once.
 #[test]
-fn b41_run_wait_of_a_queued_job_waits_for_its_run_and_exits_with_its_code() {
+fn b41_run_wait_of_a_queued_job_waits_for_its_run_and_reports_its_code() {
     let env = Env::new();
     env.ok(&["group", "add", "one", "--parallel", "1"]);
     let gate = env.scratch().join("gate");
@@ -447,7 +446,9 @@ fn b41_run_wait_of_a_queued_job_waits_for_its_run_and_exits_with_its_code() {
         std::fs::write(&gate, "").expect("the scratch dir is writable");
         waiter.join().expect("the waiting run")
     });
-    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    // Exit 1: the job failed (README's exit codes); the line says its code.
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("exited 5"), "{}", stderr(&out));
     assert!(
         String::from_utf8_lossy(&out.stdout).contains("from-the-queue"),
         "{}",
