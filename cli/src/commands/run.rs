@@ -103,11 +103,35 @@ async fn stay(home: &Home, client: Client, info: &Value, json: bool) -> anyhow::
         return Ok(Ran::Attach(id));
     }
     let until_end = async {
+        // A queued job's log is followed once it has started (or ended unrun).
+        let client = if info["queued"].as_bool() == Some(true) {
+            out_of_the_queue(client, &id).await?
+        } else {
+            client
+        };
         let result = follow::one(home, client, &id, 0).await?;
         follow::finished(home, None, result, &id, false).await
     };
     foreground::hold(home, &job, until_end).await?;
     Ok(Ran::Done)
+}
+
+/// Waits until a queued job has left the queue (it started, or it ended unrun),
+/// asking `poll` with a pause that grows to 200 ms.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the pause between two polls of a queued job; it synchronises nothing"
+)]
+async fn out_of_the_queue(mut client: Client, id: &str) -> anyhow::Result<Client> {
+    let mut pause = std::time::Duration::from_millis(20);
+    loop {
+        let polled = client.request("poll", json!({"id": id})).await?;
+        if polled["status"] != "queued" {
+            return Ok(client);
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(std::time::Duration::from_millis(200));
+    }
 }
 
 /// `herd run`.
