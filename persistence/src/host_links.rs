@@ -18,54 +18,35 @@
 //! path derived from it stays in `hosts/`.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use rusqlite::{Connection, OptionalExtension, params};
 
+use crate::lazy_db::LazyDb;
 use crate::memory::is_home_id;
-use crate::{Error, Home, Ledger, atomic};
+use crate::{Error, Home, atomic};
 
 /// Reads and writes the host links of a home. Cheap to clone (clones share one
 /// connection); does no I/O until first used.
 #[derive(Debug, Clone)]
 pub struct HostLinks {
-    home: Home,
-    db: Arc<Mutex<Option<(Connection, PathBuf)>>>,
+    db: LazyDb,
 }
 
 impl HostLinks {
     /// The host links of `home`. Does no I/O.
     pub fn new(home: &Home) -> HostLinks {
         HostLinks {
-            home: home.clone(),
-            db: Arc::new(Mutex::new(None)),
+            db: LazyDb::new(home),
         }
     }
 
     fn legacy_path(&self, host: &str) -> PathBuf {
-        self.home.root().join("hosts").join(format!("{host}.json"))
-    }
-
-    fn with_db<T>(
-        &self,
-        action: &'static str,
-        f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
-    ) -> Result<T, Error> {
-        let mut db = lock(&self.db);
-        if db.is_none() {
-            *db = Some(Ledger::create(&self.home)?.into_parts());
-        }
-        let Some((conn, path)) = db.as_ref() else {
-            return Err(Error::HomeMissing {
-                path: self.home.root().to_path_buf(),
-            });
-        };
-        f(conn).map_err(|source| Error::StoreQuery {
-            path: path.clone(),
-            action,
-            source,
-        })
+        self.db
+            .home()
+            .root()
+            .join("hosts")
+            .join(format!("{host}.json"))
     }
 
     /// The map of `host`, if one was stored (or its earlier release's file exists:
@@ -85,7 +66,7 @@ impl HostLinks {
                 None
             }
         };
-        let found = self.with_db("load a host link", |conn| {
+        let found = self.db.with("load a host link", |conn| {
             let tx = conn.unchecked_transaction()?;
             let row: Option<String> = tx
                 .query_row("SELECT book FROM host_links WHERE host = ?1", [host], |r| {
@@ -129,19 +110,19 @@ impl HostLinks {
     /// [`Error::HomeMissing`], as [`Ledger::create`], [`Error::StoreQuery`], and
     /// [`Error::HomeIdRandom`] when no random id can be made.
     pub fn home_id(&self) -> Result<String, Error> {
-        let legacy = self.home.root().join("hosts").join("home_id");
+        let legacy = self.db.home().root().join("hosts").join("home_id");
         let read = |conn: &Connection| {
             conn.query_row("SELECT value FROM home WHERE key = 'home_id'", [], |r| {
                 r.get::<_, String>(0)
             })
             .optional()
         };
-        let stored = match self.with_db("load the home id", read) {
+        let stored = match self.db.with("load the home id", read) {
             Ok(stored) => stored,
             // A full disk: the database cannot be opened for writing, but the id
             // it holds can still be read.
             Err(error) => {
-                let path = self.home.ledger_path();
+                let path = self.db.home().ledger_path();
                 let found = crate::checkpoint::read_only(&path)
                     .and_then(|conn| read(&conn))
                     .ok()
@@ -163,7 +144,7 @@ impl HostLinks {
             Some(id) => id.clone(),
             None => crate::memory::random_home_id()?,
         };
-        let id = self.with_db("store the home id", |conn| {
+        let id = self.db.with("store the home id", |conn| {
             conn.execute(
                 "INSERT OR IGNORE INTO home (key, value) VALUES ('home_id', ?1)",
                 [&candidate],
@@ -192,7 +173,7 @@ impl HostLinks {
     pub fn save(&self, host: &str, book: &[u8]) -> Result<(), Error> {
         crate::memory::validate_host(host)?;
         let book = String::from_utf8_lossy(book).into_owned();
-        self.with_db("store a host link", |conn| {
+        self.db.with("store a host link", |conn| {
             conn.prepare_cached(
                 "INSERT INTO host_links (host, book, updated_at) VALUES (?1, ?2, ?3)
                  ON CONFLICT (host) DO UPDATE SET book = excluded.book,
@@ -202,10 +183,6 @@ impl HostLinks {
             .map(drop)
         })
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn unix_now() -> f64 {

@@ -26,6 +26,7 @@ mod home;
 #[cfg(feature = "sqlite")]
 mod host_links;
 #[cfg(feature = "sqlite")]
+mod lazy_db;
 mod ledger;
 mod memory;
 mod queue;

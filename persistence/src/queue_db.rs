@@ -5,59 +5,34 @@
 //!
 //! Invariant: a load of a home without `state.db` reads nothing and creates nothing.
 
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
+use rusqlite::params;
 
-use rusqlite::{Connection, params};
-
+use crate::lazy_db::LazyDb;
 use crate::queue::{QueueLoad, QueueStore, QueuedRow};
-use crate::{Error, Home, Ledger};
+use crate::{Error, Home};
 
 /// The queue of a home in `state.db`. Cheap to clone (clones share one
 /// connection); does no I/O until first used.
 #[derive(Debug, Clone)]
 pub struct QueueDb {
-    home: Home,
-    db: Arc<Mutex<Option<(Connection, PathBuf)>>>,
+    db: LazyDb,
 }
 
 impl QueueDb {
     /// The queue of `home`. Does no I/O.
     pub fn new(home: &Home) -> QueueDb {
         QueueDb {
-            home: home.clone(),
-            db: Arc::new(Mutex::new(None)),
+            db: LazyDb::new(home),
         }
-    }
-
-    fn with_db<T>(
-        &self,
-        action: &'static str,
-        f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
-    ) -> Result<T, Error> {
-        let mut db = lock(&self.db);
-        if db.is_none() {
-            *db = Some(Ledger::create(&self.home)?.into_parts());
-        }
-        let Some((conn, path)) = db.as_ref() else {
-            return Err(Error::HomeMissing {
-                path: self.home.root().to_path_buf(),
-            });
-        };
-        f(conn).map_err(|source| Error::StoreQuery {
-            path: path.clone(),
-            action,
-            source,
-        })
     }
 }
 
 impl QueueStore for QueueDb {
     fn load(&self) -> Result<QueueLoad, Error> {
-        if lock(&self.db).is_none() && !self.home.ledger_path().exists() {
+        if !self.db.is_open() && !self.db.home().ledger_path().exists() {
             return Ok((Vec::new(), Vec::new()));
         }
-        self.with_db("load the queue", |conn| {
+        self.db.with("load the queue", |conn| {
             let mut rows = Vec::new();
             let mut stmt =
                 conn.prepare("SELECT session_id, seq, record FROM queued ORDER BY seq")?;
@@ -85,7 +60,7 @@ impl QueueStore for QueueDb {
     fn put(&self, row: &QueuedRow) -> Result<(), Error> {
         let record = String::from_utf8_lossy(&row.record).into_owned();
         let seq = i64::try_from(row.seq).unwrap_or(i64::MAX);
-        self.with_db("store a queued job", |conn| {
+        self.db.with("store a queued job", |conn| {
             conn.execute(
                 "INSERT OR REPLACE INTO queued (session_id, seq, record) VALUES (?1, ?2, ?3)",
                 params![row.session_id, seq, record],
@@ -95,14 +70,14 @@ impl QueueStore for QueueDb {
     }
 
     fn remove(&self, session_id: &str) -> Result<(), Error> {
-        self.with_db("forget a queued job", |conn| {
+        self.db.with("forget a queued job", |conn| {
             conn.execute("DELETE FROM queued WHERE session_id = ?1", [session_id])
                 .map(drop)
         })
     }
 
     fn put_group(&self, name: &str, parallel: u32) -> Result<(), Error> {
-        self.with_db("store a group", |conn| {
+        self.db.with("store a group", |conn| {
             conn.execute(
                 "INSERT OR REPLACE INTO queue_groups (name, parallel) VALUES (?1, ?2)",
                 params![name, i64::from(parallel)],
@@ -112,15 +87,11 @@ impl QueueStore for QueueDb {
     }
 
     fn remove_group(&self, name: &str) -> Result<(), Error> {
-        self.with_db("forget a group", |conn| {
+        self.db.with("forget a group", |conn| {
             conn.execute("DELETE FROM queue_groups WHERE name = ?1", [name])
                 .map(drop)
         })
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[cfg(test)]
