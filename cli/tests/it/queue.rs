@@ -455,3 +455,58 @@ fn b41_run_wait_of_a_queued_job_waits_for_its_run_and_reports_its_code() {
         String::from_utf8_lossy(&out.stdout)
     );
 }
+
+// B41: `logs -f` of a queued job waits through the queue and prints the run; a
+// follow of a queued job that is killed before it starts ends with the kill.
+#[test]
+fn b41_logs_follow_of_a_queued_job_waits_for_its_run() {
+    let env = Env::new();
+    env.ok(&["group", "add", "one", "--parallel", "1"]);
+    let gate = env.scratch().join("gate");
+    let blocker = format!("while [ ! -e {} ]; do sleep 0.05; done", gate.display());
+    env.ok(&["run", "--group", "one", "--", "sh", "-c", &blocker]);
+    let job = |script: &str| {
+        let out = env.ok(&["run", "--json", "--group", "one", "--", "sh", "-c", script]);
+        let info: Value = serde_json::from_str(&out).expect("run --json answers JSON");
+        assert_eq!(info["queued"], true, "{info}");
+        info["session_id"]
+            .as_str()
+            .expect("a session id")
+            .to_owned()
+    };
+    let (ran, killed) = (job("echo from-the-queue; exit 4"), job("echo never"));
+    let spawn_follow = |id: &str| {
+        env.cmd(&["logs", "-f", id])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("herd logs -f starts")
+    };
+    let (mut follow_ran, mut follow_killed) = (spawn_follow(&ran), spawn_follow(&killed));
+    // While the jobs are queued the follows go on (a follow of the placeholder
+    // used to end after a second with "timeout").
+    let ended = wait_until(Duration::from_millis(2500), || {
+        !matches!(follow_ran.try_wait(), Ok(None)) || !matches!(follow_killed.try_wait(), Ok(None))
+    });
+    assert!(
+        ended.is_err(),
+        "a follow of a queued job ended while it was queued"
+    );
+    env.ok(&["kill", &killed]);
+    let out = follow_killed
+        .wait_with_output()
+        .expect("the follow of the killed job");
+    assert!(stderr(&out).contains("killed"), "{}", stderr(&out));
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("never"));
+    std::fs::write(&gate, "").expect("the scratch dir is writable");
+    let out = follow_ran
+        .wait_with_output()
+        .expect("the follow of the queued job");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("exited 4"), "{}", stderr(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("from-the-queue"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}

@@ -655,6 +655,28 @@ fn known_ids(st: &QueueState) -> HashSet<SessionId> {
         .collect()
 }
 
+impl super::Registry {
+    /// Returns once `id` is not a queued job: at once for a running or finished
+    /// session or an unknown id, otherwise when the job starts or leaves the queue
+    /// without running. A follow of a queued job's log waits here before it opens
+    /// the log, so it prints the run instead of ending on the placeholder.
+    pub async fn until_dequeued(&self, id: &str) {
+        let inner = &self.inner;
+        if inner.lookup(id).is_ok() {
+            return;
+        }
+        let Some(s) = inner.queued_session(id) else {
+            return;
+        };
+        let mut left = inner.queue_left();
+        while inner.is_queued(&s.id) {
+            if left.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+}
+
 /// What a wait on a queued job found.
 pub(super) enum QueuedWait {
     /// The id is not queued: an ordinary wait.

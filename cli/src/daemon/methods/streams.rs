@@ -202,6 +202,11 @@ async fn logs(
     with_result: bool,
     mut outlet: Outlet<'_>,
 ) {
+    // A queued job has no run to follow yet: the stream waits for it to start.
+    tokio::select! {
+        () = state.registry.until_dequeued(session) => {}
+        () = outlet.left() => return,
+    }
     let follower = match state.registry.log_follower(session, from_byte) {
         Ok(follower) => follower,
         Err(err) => return outlet.answer(Err(core_error(err))).await,
