@@ -108,7 +108,7 @@ fn lint() -> Result<()> {
         "warnings",
     ])
     .context("clippy found problems")?;
-    // herd-core for a host without SQLite (issue 27), and the release-only tests
+    // herd-core for a host without SQLite, and the release-only tests
     // (the soak modules are `cfg(not(debug_assertions))`), which no debug build sees.
     cargo(&[
         "clippy",
@@ -203,18 +203,18 @@ struct SoakItem {
 /// at their small default size.
 const SOAK: &[SoakItem] = &[
     SoakItem {
-        what: "herd kill races a daemon SIGKILLed at a random moment, 30 rounds: 0 survivors, one completion each (issue 36)",
+        what: "herd kill races a daemon SIGKILLed at a random moment, 30 rounds: 0 survivors, one completion each",
         package: "herd-cli",
         target: &["--test", "it"],
-        filter: "contain::b16_issue_36_soak_kill_races_a_daemon_sigkill",
+        filter: "contain::b16_soak_kill_races_a_daemon_sigkill",
         env: &[("HERD_SOAK_KILL_RACES", "30")],
         repeats: 1,
     },
     SoakItem {
-        what: "kill latency of a 100-process tree through herd kill, in a cgroup and under the subreaper (issue 36), 20 runs each",
+        what: "kill latency of a 100-process tree through herd kill, in a cgroup and under the subreaper, 20 runs each",
         package: "herd-cli",
         target: &["--test", "it"],
-        filter: "contain::issue_36_soak_kill_latency_of_a_100_process_tree",
+        filter: "contain::soak_kill_latency_of_a_100_process_tree",
         env: &[("HERD_SOAK_KILL_RUNS", "20")],
         repeats: 1,
     },
