@@ -9,11 +9,11 @@
 //! - `cli.run_wait_roundtrip`: `herd run -- true` + `herd wait ID`, median, against
 //!   spawning and reaping `bash -c true` (target <= 2x);
 //! - `cli.run_wait_one_client`: `herd run --wait -- true`, one client process that
-//!   starts the job, follows it and ends with its exit (issue 17), against `bash -c
+//!   starts the job, follows it and ends with its exit, against `bash -c
 //!   true` in the same run (target <= 2x); the note gives the medians of five blocks
 //!   of 40 as a spread;
 //! - `cli.run_wait_vs_floor`: the same runs against the floor below, each round
-//!   paired with one floor sample (issue 32: target <= 1.3); the note gives the
+//!   paired with one floor sample (target <= 1.3); the note gives the
 //!   spread of the paired ratios over the five blocks;
 //! - `cli.run_wait_floor`: `herd --version` then `/usr/bin/true`, each spawned and
 //!   reaped, against `bash -c true` in the same run: the two process starts a
@@ -30,8 +30,8 @@
 //! - `cli.logs_1gib_vs_cat`: `herd logs ID > /dev/null` of a finished job's 1 GiB log
 //!   of realistic lines against `cat <log file> > /dev/null` in the same run, 3 runs
 //!   each alternating after one untimed warm-up that checks every byte comes out;
-//!   value and baseline in MB/s, so the ratio is cat's time over herd's (issue 13:
-//!   target >= 0.5); the home is on /dev/shm when there is one;
+//!   value and baseline in MB/s, so the ratio is cat's time over herd's (the
+//!   target is >= 0.5); the home is on /dev/shm when there is one;
 //! - `cli.logs_follow_1gib_vs_cat`: the same with `herd logs --follow ID` on the
 //!   finished session, paired with the same `cat` runs.
 //!

@@ -1,4 +1,4 @@
-//! Load benchmarks of the daemon over its socket (issue 32).
+//! Load benchmarks of the daemon over its socket.
 //!
 //! Figures (one `herd-bench` line each, read by `cargo xtask bench`):
 //! - `cli.clients50x40_vs_raw`: 50 socket clients, each on its own thread and

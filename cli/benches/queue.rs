@@ -1,4 +1,4 @@
-//! The job queue (issue 33) against pueue 4.0.4 in the same run.
+//! The job queue against pueue 4.0.4 in the same run.
 //!
 //! Figures (one `herd-bench` line each, read by `cargo xtask bench`):
 //! - `queue.jobs1000_parallel16`: 1,000 jobs of `true` submitted one CLI call each

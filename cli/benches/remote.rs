@@ -1,5 +1,5 @@
-//! Benchmarks of jobs on another host through the local daemon's host link
-//! (issue 15), against a second herd home on this machine.
+//! Benchmarks of jobs on another host through the local daemon's host link,
+//! against a second herd home on this machine.
 //!
 //! Figures (one `herd-bench` line each, read by `cargo xtask bench`):
 //! - `remote.run_completion_local_door`: `spawn` of `true` with `host` and

@@ -1,4 +1,4 @@
-//! How long one redraw of `herd top` takes with 1,000 sessions (issue 17: target
+//! How long one redraw of `herd top` takes with 1,000 sessions (target
 //! <= 50 ms).
 //!
 //! The bench compiles `herd top`'s own model and renderer (`cli/src/top/model.rs`

@@ -277,7 +277,7 @@ pub(crate) enum Notifications {
 }
 
 /// What becomes of a session's leftovers (processes of its tree that outlive its main
-/// process; issue 36).
+/// process).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum Leftovers {
@@ -401,7 +401,7 @@ pub(crate) struct Config {
     pub(crate) guard_host_images: Vec<String>,
     /// Plugin settings.
     pub(crate) plugins: PluginsConfig,
-    /// Default bounds of every job's tree (issue 36).
+    /// Default bounds of every job's tree.
     pub(crate) limits: LimitsConfig,
     /// Under systemd, a `--persist` job that cannot get a restart-safe scope fails
     /// instead of running as a direct subprocess (B34).

@@ -1,4 +1,4 @@
-//! The daemon's own log (issue 27): a tracing writer that never fails and never
+//! The daemon's own log: a tracing writer that never fails and never
 //! grows without bound.
 //!
 //! A detached daemon writes `<home>/logs/daemon.log` itself, rotated by size: past

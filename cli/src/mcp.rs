@@ -410,7 +410,7 @@ impl Server {
 }
 
 /// An answer without its `null` fields: they carry nothing an agent can use and
-/// cost tokens on every call (issue 16).
+/// cost tokens on every call.
 fn without_nulls(answer: Value) -> Value {
     match answer {
         Value::Object(map) => {

@@ -196,7 +196,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn issue27_a_host_map_of_the_release_before_is_imported_and_saves_go_to_the_store() {
+    fn a_host_map_of_the_release_before_is_imported_and_saves_go_to_the_store() {
         let tmp = tempfile::tempdir().expect("temp dir");
         let home = Home::new(tmp.path());
         let links = HostLinks::new(&home);
@@ -214,7 +214,7 @@ mod tests {
     }
 
     #[test]
-    fn issue27_the_home_id_is_made_once_in_the_store_and_an_old_file_is_imported() {
+    fn the_home_id_is_made_once_in_the_store_and_an_old_file_is_imported() {
         let tmp = tempfile::tempdir().expect("temp dir");
         let home = Home::new(tmp.path());
         let made = HostLinks::new(&home).home_id().expect("home id");

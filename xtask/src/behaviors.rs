@@ -10,7 +10,7 @@
 //! Where IDs are cited:
 //! - anywhere in a `.rs` file of the workspace (comments, strings, code);
 //! - in a test's name, as one `_`-separated word `b15` (`fn b15_tree_kill_…`,
-//!   `fn issue_17_b17_…`, `fn b27_b29_b38_…`). A test is a `fn` under an attribute
+//!   `fn far_b17_…`, `fn b27_b29_b38_…`). A test is a `fn` under an attribute
 //!   whose path ends in `test` (`#[test]`, `#[tokio::test(…)]`), a `fn` inside a
 //!   `proptest!` block, or, in a test file, a table row `b33_name: "…"` of a macro
 //!   that makes one test per row.
@@ -350,7 +350,7 @@ mod tests {
     fn test_names_cite_whole_words() {
         assert_eq!(test_name_ids("b15_tree_kill"), [15]);
         assert_eq!(test_name_ids("b27_b29_b38_read_only_home"), [27, 29, 38]);
-        assert_eq!(test_name_ids("issue_17_b17_time_limit"), [17]);
+        assert_eq!(test_name_ids("far_b17_time_limit"), [17]);
         assert!(test_name_ids("sub15_b_x").is_empty());
         assert!(test_name_ids("b64_roundtrip").is_empty());
         assert!(test_name_ids("b100_things").is_empty());

@@ -107,7 +107,7 @@ pub(crate) const RULES: &[Rule] = &[
 ];
 
 /// Files outside the platform boundary that name a Linux-only mechanism today, to be
-/// moved behind their crate's `sys` module (issue 35). Only shrinks.
+/// moved behind their crate's `sys` module. Only shrinks.
 pub(crate) const KNOWN: &[&str] = &[
     "cli/src/client/liveness.rs",
     "cli/src/commands/foreground.rs",
@@ -346,7 +346,7 @@ pub(crate) fn check(crates: &[CrateSources]) -> Result<()> {
     }
     for rel in &known_files {
         crate::shell::say(&format!(
-            "warning: known, to be moved behind its crate's sys module (issue 35): {rel}"
+            "warning: known, to be moved behind its crate's sys module: {rel}"
         ));
     }
     if !failures.is_empty() {

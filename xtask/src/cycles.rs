@@ -450,12 +450,12 @@ pub(crate) fn check(crates: &[CrateSources]) -> Result<()> {
             message: c.to_string(),
         })
         .collect();
-    let listed: Vec<(String, u32)> = crate::debt::CYCLES
+    let listed: Vec<(String, String)> = crate::debt::CYCLES
         .iter()
-        .map(|(krate, members, issue)| {
+        .map(|(krate, members, plan)| {
             (
                 debt_key(krate, members.iter().map(|m| (*m).to_string())),
-                *issue,
+                (*plan).to_string(),
             )
         })
         .collect();

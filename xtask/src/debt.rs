@@ -1,5 +1,5 @@
-//! Known violations of the size and module-cycle checks, each with the issue that
-//! removes it. They are printed as "known, to be split" warnings and do not fail the
+//! Known violations of the size and module-cycle checks, each with what removes it
+//! (in words: the change that splits the file or breaks the cycle). They are printed as "known, to be split" warnings and do not fail the
 //! lint, so the checks could land before the splitting was done.
 //!
 //! The lists only shrink: anything over a limit or in a cycle that is not listed
@@ -7,12 +7,13 @@
 //! list"). Never add an entry to make a new violation pass.
 
 /// Files and functions over the size limits: path, `file` or `fn NAME` (`Type::method`
-/// for a method), issue.
-pub(crate) const SIZES: &[(&str, &str, u32)] = &[];
+/// for a method), what removes it.
+pub(crate) const SIZES: &[(&str, &str, &str)] = &[];
 
 /// Module cycles: crate, the modules of the cycle (siblings, sorted, as paths from
-/// the crate root), issue. An entry matches a cycle among exactly these modules.
-pub(crate) const CYCLES: &[(&str, &[&str], u32)] = &[];
+/// the crate root), what removes it. An entry matches a cycle among exactly these
+/// modules.
+pub(crate) const CYCLES: &[(&str, &[&str], &str)] = &[];
 
 /// One violation a check found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,26 +27,26 @@ pub(crate) struct Finding {
 /// Findings sorted against the debt list.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct Settled {
-    /// Listed: the message and the issue.
-    pub(crate) known: Vec<(String, u32)>,
+    /// Listed: the message and what removes it.
+    pub(crate) known: Vec<(String, String)>,
     /// Not listed: these fail.
     pub(crate) new: Vec<String>,
-    /// Listed but no longer found: these fail too. The key and the issue.
-    pub(crate) stale: Vec<(String, u32)>,
+    /// Listed but no longer found: these fail too. The key and what removes it.
+    pub(crate) stale: Vec<(String, String)>,
 }
 
-/// Sorts `found` against the `listed` keys and their issues.
-pub(crate) fn settle(found: &[Finding], listed: &[(String, u32)]) -> Settled {
+/// Sorts `found` against the `listed` keys and what removes each.
+pub(crate) fn settle(found: &[Finding], listed: &[(String, String)]) -> Settled {
     let mut settled = Settled::default();
     for f in found {
         match listed.iter().find(|(key, _)| *key == f.key) {
-            Some((_, issue)) => settled.known.push((f.message.clone(), *issue)),
+            Some((_, plan)) => settled.known.push((f.message.clone(), plan.clone())),
             None => settled.new.push(f.message.clone()),
         }
     }
-    for (key, issue) in listed {
+    for (key, plan) in listed {
         if !found.iter().any(|f| f.key == *key) {
-            settled.stale.push((key.clone(), *issue));
+            settled.stale.push((key.clone(), plan.clone()));
         }
     }
     settled
@@ -54,11 +55,9 @@ pub(crate) fn settle(found: &[Finding], listed: &[(String, u32)]) -> Settled {
 impl Settled {
     /// Prints every known violation as a one-line warning.
     pub(crate) fn warn(&self) {
-        for (message, issue) in &self.known {
+        for (message, plan) in &self.known {
             let first = message.lines().next().unwrap_or_default();
-            crate::shell::say(&format!(
-                "warning: known, to be split (issue {issue}): {first}"
-            ));
+            crate::shell::say(&format!("warning: known, to be split ({plan}): {first}"));
         }
     }
 
@@ -69,9 +68,9 @@ impl Settled {
             return None;
         }
         let mut lines = self.new.clone();
-        for (key, issue) in &self.stale {
+        for (key, plan) in &self.stale {
             lines.push(format!(
-                "{key} (issue {issue}) no longer violates: remove it from the list in xtask/src/debt.rs"
+                "{key} ({plan}) no longer violates: remove it from the list in xtask/src/debt.rs"
             ));
         }
         if !self.new.is_empty() {

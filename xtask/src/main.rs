@@ -5,9 +5,11 @@
 //!   dependency-direction and publish-metadata checks (ordinary `#[test]`s in this
 //!   crate, so a plain `cargo test` enforces them too), and the behaviour-contract
 //!   check: every behaviour ID the code or a test name cites is defined in
-//!   `docs/behaviors.md` (`behaviors.rs`), and the shape checks: no production file
-//!   over 800 lines or function over 100 (`sizes.rs`), no module cycle inside a crate
-//!   (`cycles.rs`), known violations listed with their issue in `debt.rs`; no
+//!   `docs/behaviors.md` (`behaviors.rs`); no issue number in any `.rs` or `.md`
+//!   file (`issues.rs`: a reader cannot follow one); and the shape checks: no
+//!   production file over 800 lines or function over 100 (`sizes.rs`), no module
+//!   cycle inside a crate (`cycles.rs`), known violations listed with what removes
+//!   them in `debt.rs`; no
 //!   behaviour ID, issue number or source path in the library crates' rustdoc
 //!   (`rustdoc.rs`); and the boundary checks (`boundary.rs`): Linux-only mechanisms
 //!   only in a crate's `sys` module, `std::sync::Mutex` in herd-core only in
@@ -33,6 +35,7 @@ mod boundary;
 mod cycles;
 mod debt;
 mod deps;
+mod issues;
 mod outsider;
 mod publish;
 mod release;
@@ -49,7 +52,7 @@ use std::path::PathBuf;
 
 use shell::{cargo, run};
 
-const USAGE: &str = "usage: cargo xtask <lint | ci | bench [-p PKG] [--json] | soak | fuzz [--seconds N] [TARGET...] | release [--dry-run] | outsider | behaviors | shape>";
+const USAGE: &str = "usage: cargo xtask <lint | ci | bench [-p PKG] [--json] | soak | fuzz [--seconds N] [TARGET...] | release [--dry-run] | outsider | behaviors | issues | shape>";
 
 fn main() -> std::process::ExitCode {
     match real_main() {
@@ -77,6 +80,7 @@ fn real_main() -> Result<()> {
         "release" => release::run(rest.iter().any(|a| a == "--dry-run")),
         "outsider" => outsider::check(&workspace_root()?),
         "behaviors" => behaviors::check_workspace(&root),
+        "issues" => issues::check_workspace(&root),
         "shape" => shape(&root),
         "-h" | "--help" | "help" => {
             shell::say(USAGE);
@@ -108,7 +112,7 @@ fn lint() -> Result<()> {
         "warnings",
     ])
     .context("clippy found problems")?;
-    // herd-core for a host without SQLite (issue 27), and the release-only tests
+    // herd-core for a host without SQLite, and the release-only tests
     // (the soak modules are `cfg(not(debug_assertions))`), which no debug build sees.
     cargo(&[
         "clippy",
@@ -134,6 +138,7 @@ fn lint() -> Result<()> {
     .context("the release-only tests (cli/tests/it/soak*.rs) do not compile")?;
     deps::check_workspace()?;
     behaviors::check_workspace(&workspace_root()?)?;
+    issues::check_workspace(&workspace_root()?)?;
     shape(&workspace_root()?)?;
     publish::check_workspace()?;
     cargo(&["test", "--quiet", "-p", "xtask"])
@@ -203,18 +208,18 @@ struct SoakItem {
 /// at their small default size.
 const SOAK: &[SoakItem] = &[
     SoakItem {
-        what: "herd kill races a daemon SIGKILLed at a random moment, 30 rounds: 0 survivors, one completion each (issue 36)",
+        what: "herd kill races a daemon SIGKILLed at a random moment, 30 rounds: 0 survivors, one completion each",
         package: "herd-cli",
         target: &["--test", "it"],
-        filter: "contain::b16_issue_36_soak_kill_races_a_daemon_sigkill",
+        filter: "contain::b16_soak_kill_races_a_daemon_sigkill",
         env: &[("HERD_SOAK_KILL_RACES", "30")],
         repeats: 1,
     },
     SoakItem {
-        what: "kill latency of a 100-process tree through herd kill, in a cgroup and under the subreaper (issue 36), 20 runs each",
+        what: "kill latency of a 100-process tree through herd kill, in a cgroup and under the subreaper, 20 runs each",
         package: "herd-cli",
         target: &["--test", "it"],
-        filter: "contain::issue_36_soak_kill_latency_of_a_100_process_tree",
+        filter: "contain::soak_kill_latency_of_a_100_process_tree",
         env: &[("HERD_SOAK_KILL_RUNS", "20")],
         repeats: 1,
     },

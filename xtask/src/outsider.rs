@@ -1,4 +1,4 @@
-//! The plugin an outsider builds (issue 19): the five-minute guide of
+//! The plugin an outsider builds: the five-minute guide of
 //! `plugins-example/README.md`, run line by line in a fresh directory outside the
 //! workspace, with `herd-plugin-abi` resolved from its packaged `.crate` the way it
 //! would come from crates.io, then a real daemon applying the plugin on every route.

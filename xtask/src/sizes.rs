@@ -237,9 +237,9 @@ pub(crate) fn check(crates: &[CrateSources]) -> Result<()> {
             }
         })
         .collect();
-    let listed: Vec<(String, u32)> = crate::debt::SIZES
+    let listed: Vec<(String, String)> = crate::debt::SIZES
         .iter()
-        .map(|(path, what, issue)| (format!("{path}: {what}"), *issue))
+        .map(|(path, what, plan)| (format!("{path}: {what}"), (*plan).to_string()))
         .collect();
     let settled = crate::debt::settle(&findings, &listed);
     settled.warn();

@@ -1,4 +1,4 @@
-//! `herd run`'s queue flags and `herd group` (issue 33).
+//! `herd run`'s queue flags and `herd group`.
 
 use clap::{Args, Subcommand};
 

@@ -28,11 +28,11 @@ fn run_keeps_every_argument_after_double_dash() {
     assert_eq!(run.command, ["bash", "-c", "echo a; echo b"]);
 }
 
-// Issue 29: a mistyped option before the command is refused with clap's
+// A mistyped option before the command is refused with clap's
 // suggestion (exit 2), never taken as the command; after the command's first
 // word, or after `--`, anything goes to the job.
 #[test]
-fn issue_29_run_refuses_an_unknown_option_before_the_command() {
+fn run_refuses_an_unknown_option_before_the_command() {
     for typo in [
         ["--nmae", "web", "--", "sleep", "5"],
         ["--tim-limit", "5s", "--", "sleep", "5"],

@@ -44,11 +44,11 @@ fn a_character_cut_between_reads_is_sent_whole() {
     assert!(carry.is_empty());
 }
 
-// Issue 29, B7: the queries the live stream held while the screen was rebuilt
+// B7: the queries the live stream held while the screen was rebuilt
 // are found, in order, to be asked of the real terminal once it is painted;
 // other escapes are not queries.
 #[test]
-fn issue_29_b7_queries_held_by_the_catch_up_are_found() {
+fn b7_queries_held_by_the_catch_up_are_found() {
     let mut found = String::new();
     super::terminal::queries_in(
         "a\x1b[6nb\x1b[1mc\x1b[?2004$p\x1b[c\x1b[?25h\x1b[18t\x1b[?$p\x1b[5",

@@ -304,10 +304,10 @@ mod tests {
         assert_eq!(deadline_for("wait", &far), None);
     }
 
-    // Issue 29: a daemon that runs but does not answer is given up on at the
+    // A daemon that runs but does not answer is given up on at the
     // deadline, naming its pid, its state and what to do.
     #[tokio::test]
-    async fn issue_29_a_silent_daemon_is_given_up_on_at_the_deadline() {
+    async fn a_silent_daemon_is_given_up_on_at_the_deadline() {
         let me = std::process::id();
         let state = state_of(me).expect("this process's state");
         assert!(!is_stopped(state), "{state}");
@@ -359,12 +359,12 @@ mod tests {
         (path, listener)
     }
 
-    // Issue 29: a long call's daemon that takes connections and answers nothing
+    // A long call's daemon that takes connections and answers nothing
     // (a listener that never accepts) while sleeping fails the liveness check
     // (twice in a row), naming its pid; one that answers `hello` on the second
     // connection is waited on.
     #[tokio::test]
-    async fn issue_29_a_hung_daemon_fails_the_liveness_check_of_a_long_call() {
+    async fn a_hung_daemon_fails_the_liveness_check_of_a_long_call() {
         let dir = tempfile::tempdir().expect("a temp dir");
         let sleeper = Child::new("exec sleep 30");
         let pid = sleeper.pid();
@@ -420,11 +420,11 @@ mod tests {
         server.abort();
     }
 
-    // Issue 29: a daemon that misses the liveness check while running (busy;
+    // A daemon that misses the liveness check while running (busy;
     // `D`, uninterruptible IO, is treated alike) is not hung: the call keeps
     // waiting.
     #[tokio::test]
-    async fn issue_29_a_busy_daemon_is_waited_on() {
+    async fn a_busy_daemon_is_waited_on() {
         let dir = tempfile::tempdir().expect("a temp dir");
         let busy = Child::new("while :; do :; done");
         let timings = (Duration::from_millis(200), Duration::from_millis(200));

@@ -1,4 +1,4 @@
-//! `hello` and a first request in one write (issue 32): a short command such as
+//! `hello` and a first request in one write: a short command such as
 //! `run --wait` spends no round trip on the handshake.
 //!
 //! The daemon reads a connection's lines in order and answers `hello` before it

@@ -124,7 +124,7 @@ fn every_number_out_of_its_range_is_refused_with_the_range() {
 }
 
 #[test]
-fn issue15_hosts_table_is_read_and_judged() {
+fn hosts_table_is_read_and_judged() {
     let path = Path::new("config.toml");
     let config = Config::parse(
         "[hosts.build1]\ncommand = [\"ssh\", \"build1\", \"herd\", \"proxy\"]\n",

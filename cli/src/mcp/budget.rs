@@ -1,4 +1,4 @@
-//! Output an agent can afford (issue 28). The CLI keeps B8's and B39's sizes; the
+//! Output an agent can afford. The CLI keeps B8's and B39's sizes; the
 //! MCP server's answers fit an agent's budget:
 //!
 //! - output carried by a result (a foreground run's exit, `wait`) keeps the head and

@@ -1,4 +1,4 @@
-//! The queue through MCP (issue 33): `terminal`'s `group`, `after` and
+//! The queue through MCP: `terminal`'s `group`, `after` and
 //! `after_ready`, and `process`'s `group_add`, `group_set`, `group_list` and
 //! `group_rm` actions.
 

@@ -1,4 +1,4 @@
-//! Reading only what is new (issue 28): `process(action="read")` answers the output a
+//! Reading only what is new: `process(action="read")` answers the output a
 //! session printed since this owner's last read of it, and `write`/`submit` wait
 //! `yield_ms` and answer the output produced meanwhile, so one call is one exchange.
 //!

@@ -1,4 +1,4 @@
-//! The 2025-11-25 tasks revision, by hand (issue 28): rmcp speaks only the
+//! The 2025-11-25 tasks revision, by hand: rmcp speaks only the
 //! 2026-07-28 extension (`tasks.rs`), whose `tasks/get` answers another shape and
 //! which has no `tasks/result` or `tasks/list`; the TypeScript SDK 1.x and other
 //! 2025-11-25 clients speak this one.

@@ -40,14 +40,14 @@ pub(super) struct TerminalRequest {
     pub(super) time_limit: Option<u64>,
     /// A host of `[hosts.NAME]` to run on (its session id is `NAME:proc_…`).
     pub(super) host: Option<String>,
-    /// Kill the tree's leftovers once the command exits (issue 36).
+    /// Kill the tree's leftovers once the command exits.
     pub(super) kill_leftovers: bool,
-    /// Bounds on the tree (`memory`, `cpus`, `pids`; issue 36).
+    /// Bounds on the tree (`memory`, `cpus`, `pids`).
     pub(super) limits: herd_core::Limits,
     /// Readiness by a regex over the output, and by a listening port (B45).
     pub(super) ready: Option<String>,
     pub(super) ready_port: Option<u16>,
-    /// Its group and dependencies (issue 33).
+    /// Its group and dependencies.
     pub(super) queue: herd_core::QueueRequest,
 }
 
@@ -369,7 +369,7 @@ pub(super) fn terminal_request(args: &JsonObject) -> Result<TerminalRequest, Str
     let pty = flag("pty")?;
     let persist = flag("persist_on_release")?;
     let (notify_given, watch) = notify_arg(args)?;
-    // A background job tells its agent when it ends unless told not to (issue 28).
+    // A background job tells its agent when it ends unless told not to.
     let notify = notify_given.unwrap_or(background);
     let heartbeat = heartbeat_arg(args)?;
     let timeout = match args.get("timeout") {

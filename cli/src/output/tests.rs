@@ -72,10 +72,10 @@ fn text_with_nothing_to_render_is_borrowed() {
     assert!(matches!(visible("a\nb"), Cow::Owned(_)));
 }
 
-// Issue 29, B7: the queries a log holds from an attached period are left out of
+// B7: the queries a log holds from an attached period are left out of
 // what `herd logs` writes to a terminal; every other byte stays.
 #[test]
-fn issue_29_b7_terminal_queries_are_left_out_and_the_rest_kept() {
+fn b7_terminal_queries_are_left_out_and_the_rest_kept() {
     let text = "a\x1b[6nb\x1b[1mc\x1b[?2004$p\x1b[c\x1b[?25h\x1b[18t\x1b[?$p\x1b[5";
     assert_eq!(
         super::without_queries(text),
@@ -91,10 +91,10 @@ fn issue_29_b7_terminal_queries_are_left_out_and_the_rest_kept() {
     ));
 }
 
-// Issue 29, B7: a query split across two writes at any byte is left out as one
+// B7: a query split across two writes at any byte is left out as one
 // whole; the text around it is kept.
 #[test]
-fn issue_29_b7_a_query_split_across_chunks_is_left_out() {
+fn b7_a_query_split_across_chunks_is_left_out() {
     for query in ["\x1b[6n", "\x1b[?2004$p", "\x1b[>0c", "\x1b[18t"] {
         let text = format!("a\x1b[1mb{query}c");
         for cut in 0..=text.len() {

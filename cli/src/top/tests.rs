@@ -116,11 +116,11 @@ fn sorting_cycles_and_keeps_the_selection_on_its_session() {
     );
 }
 
-// Issue 29: a listing shorter than the last one (finished sessions past the
+// A listing shorter than the last one (finished sessions past the
 // daemon's bound drop out) with the selection far down the old view: no index
 // past the rows, and the selection lands on a row that is there.
 #[test]
-fn issue_29_a_shorter_listing_keeps_every_index_inside_the_rows() {
+fn a_shorter_listing_keeps_every_index_inside_the_rows() {
     let mut m = model_of((0..100).map(|i| row(i, None, "a", i % 2 == 0)).collect());
     m.select_edge(true);
     assert_eq!(m.selected_idx(), Some(99));
@@ -164,11 +164,11 @@ fn cpu_and_memory_sorts_use_the_sample() {
     assert_eq!(ids(&m)[0], "proc_000000000001");
 }
 
-// Issue 29: CPU% and MEM come from the cgroup figures a row carries (`usage`):
+// CPU% and MEM come from the cgroup figures a row carries (`usage`):
 // the CPU counter's growth over the time between two listings at least 500 ms
 // apart, the memory as it is; a session without them shows the `/proc` sample.
 #[test]
-fn issue_29_cpu_and_memory_come_from_the_rows_cgroup_usage() {
+fn cpu_and_memory_come_from_the_rows_cgroup_usage() {
     let with_usage = |i, cpu_usec: u64, memory: u64| {
         let mut r = row(i, None, "a", true);
         r.usage = serde_json::from_value(json!({"cpu_usec": cpu_usec, "memory_bytes": memory}))

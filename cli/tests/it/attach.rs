@@ -1,4 +1,4 @@
-//! `herd attach` for real (issue 17): the real daemon on a temp home, real PTY
+//! `herd attach` for real: the real daemon on a temp home, real PTY
 //! and pipe sessions, and `herd attach` on a real terminal, a tmux pane of a
 //! fixed size. Keys go in with `send-keys` (control bytes with `-H`, as a
 //! terminal sends them); what a person would see comes out of `capture-pane`,
@@ -166,13 +166,13 @@ fn unprompted(line: &str) -> &str {
         .unwrap_or(line)
 }
 
-// Issue 17: `herd attach` puts a PTY session on the terminal: the screen it had
+// `herd attach` puts a PTY session on the terminal: the screen it had
 // (redacted, in colour), typed lines echoed by the job, Ctrl-C reaching the job
 // (not herd), the pane's size as the job's and a resize passed on; Ctrl-\
 // detaches with the terminal restored and the job still running; attaching again
 // shows the screen, and the job's end says how it ended and exits 1 for exit 3.
 #[test]
-fn issue_17_attach_pty_keys_ctrl_c_window_size_detach_and_reattach() {
+fn attach_pty_keys_ctrl_c_window_size_detach_and_reattach() {
     let env = Env::new();
     let id = spawn(&env, ECHO_JOB, &["--pty", "--name", "echoer"]);
     wait_until(DEADLINE, || env.ok(&["logs", &id]).contains("ready"))
@@ -261,12 +261,12 @@ fn issue_17_attach_pty_keys_ctrl_c_window_size_detach_and_reattach() {
     );
 }
 
-// Issue 17: a full-screen program's screen is rebuilt on attach (the alternate
+// A full-screen program's screen is rebuilt on attach (the alternate
 // screen, text at its place), `--detach-key ^X` detaches and gives the main
 // screen back, as SIGTERM and SIGHUP do, and a job that exits 0 while attached
 // makes attach exit 0.
 #[test]
-fn issue_17_attach_rebuilds_a_full_screen_program_and_detaches_on_a_chosen_key() {
+fn attach_rebuilds_a_full_screen_program_and_detaches_on_a_chosen_key() {
     let env = Env::new();
     // It says it has drawn by a file: its last line has no end, so the log's
     // line-based readers (`herd logs`) do not show it before it goes idle.
@@ -344,11 +344,11 @@ exit 0
     assert_eq!(line_starting(&screen, "ok="), Some("ok=0"), "{screen}");
 }
 
-// Issue 17: a panic while attached gives the terminal back (the alternate
+// A panic while attached gives the terminal back (the alternate
 // screen left, raw mode off) before the report, exits 101, and leaves the job
 // running. Debug builds panic on Ctrl-G when HERD_ATTACH_TEST_PANIC is set.
 #[test]
-fn issue_17_attach_restores_the_terminal_on_a_panic() {
+fn attach_restores_the_terminal_on_a_panic() {
     let env = Env::new();
     let full = "printf '\\033[?1049h\\033[2J\\033[3;3Hpanic target '\nIFS= read -r _\n";
     let id = spawn(&env, full, &["--pty"]);
@@ -373,10 +373,10 @@ fn issue_17_attach_restores_the_terminal_on_a_panic() {
     assert_eq!(status(&env, &id), "running");
 }
 
-// Issue 17: a pipe session attaches read-only for output, says so, and sends
+// A pipe session attaches read-only for output, says so, and sends
 // each typed line to the job's stdin; Ctrl-D and Ctrl-C detach, the job running.
 #[test]
-fn issue_17_attach_pipe_session_shows_output_and_submits_lines() {
+fn attach_pipe_session_shows_output_and_submits_lines() {
     let env = Env::new();
     let job = "echo before-attach\nwhile IFS= read -r l; do echo \"pipe-got:$l\"; done\n";
     let id = spawn(&env, job, &[]);
@@ -407,11 +407,11 @@ fn issue_17_attach_pipe_session_shows_output_and_submits_lines() {
     assert_eq!(status(&env, &id), "running");
 }
 
-// Issue 17: attach refuses clearly: stdin or stdout not a terminal (exit 2,
+// Attach refuses clearly: stdin or stdout not a terminal (exit 2,
 // naming which and what to use instead), a finished session (exit 2, how it
 // ended, pointing at `herd logs`), an unknown id, a detach key that is none.
 #[test]
-fn issue_17_attach_refuses_no_terminal_finished_sessions_and_bad_keys() {
+fn attach_refuses_no_terminal_finished_sessions_and_bad_keys() {
     let env = Env::new();
     let id = spawn(&env, "read -r _\n", &["--pty"]);
     let out = env.run(&["attach", &id]);
@@ -465,12 +465,12 @@ fn issue_17_attach_refuses_no_terminal_finished_sessions_and_bad_keys() {
     assert_eq!(status(&env, &id), "running");
 }
 
-// Issue 29: attaching before the job printed anything (its log not even
+// Attaching before the job printed anything (its log not even
 // created) still shows what it prints afterwards, PTY and pipe alike. The job
 // prints nothing until it reads a line, and keys reach it only once attach
 // follows its log, so the first byte comes after the attach looked at the log.
 #[test]
-fn issue_29_attach_before_the_first_byte_shows_what_comes_after() {
+fn attach_before_the_first_byte_shows_what_comes_after() {
     let env = Env::new();
     let tmux = pane(&env, 100, 30);
     let pty = spawn(
@@ -502,11 +502,11 @@ fn issue_29_attach_before_the_first_byte_shows_what_comes_after() {
     tmux.wait_restored("pipe");
 }
 
-// Issue 29: attach rides through a daemon SIGKILL: the next daemon (started by
+// Attach rides through a daemon SIGKILL: the next daemon (started by
 // the attach's reconnect) is asked for the screen again, and typed lines keep
 // reaching the job, which ran on under its shim.
 #[test]
-fn issue_29_attach_rides_through_a_daemon_sigkill() {
+fn attach_rides_through_a_daemon_sigkill() {
     let env = Env::new();
     let id = spawn(
         &env,
@@ -553,12 +553,12 @@ while IFS= read -r -n 1 k; do
 done
 "#;
 
-// Issue 29, B7: attached, the job's cursor-position query goes to the real
+// B7: attached, the job's cursor-position query goes to the real
 // terminal (a tmux pane, with the cursor at 7;13) and that terminal's reply
 // reaches the job as its input, exactly, never shown as typed text; detached,
 // herd answers the next query itself (1;1), so the job never hangs.
 #[test]
-fn issue_29_b7_attached_terminal_answers_the_jobs_cursor_query() {
+fn b7_attached_terminal_answers_the_jobs_cursor_query() {
     let env = Env::new();
     let replies = env.scratch().join("replies");
     std::fs::create_dir(&replies).expect("the scratch dir is writable");

@@ -1,4 +1,4 @@
-//! `herd mcp` driven by MCP clients nobody here wrote (issue 16): the official Python
+//! `herd mcp` driven by MCP clients nobody here wrote: the official Python
 //! SDK 2.x on both protocol eras (2026-07-28 through `server/discover`, and the
 //! 2025-11-25 handshake) with the tasks extension, the official TypeScript SDK 1.x
 //! (2025-11-25, its tasks too), the OpenAI Agents SDK's strict-schema conversion, and
@@ -321,7 +321,7 @@ fn b19_node_resource_subscribe_pushes_a_wake_up_and_the_read_collects_it_once() 
     check(Sdk::Node, "node/subscribe.mjs", &[]);
 }
 
-// Owner continuity (issue 28): a host that starts a server per call is one agent.
+// Owner continuity: a host that starts a server per call is one agent.
 
 #[test]
 fn b31_python_a_server_per_call_finds_its_job_and_gets_its_completion_once() {
@@ -338,7 +338,7 @@ fn b31_langchain_adapters_a_server_per_call_keep_the_agents_job_and_its_completi
     check(Sdk::LangChain, "langchain/per_call.py", &[]);
 }
 
-// Budgets, reads and the wait cap (issue 28).
+// Budgets, reads and the wait cap.
 
 #[test]
 fn b8_b39_python_a_failing_build_fits_the_budget_and_submit_reads_the_reply() {

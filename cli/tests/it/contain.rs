@@ -1,4 +1,4 @@
-//! The kernel holds the tree (issue 36; B13, B15-B17): every process a job starts
+//! The kernel holds the tree (B13, B15-B17): every process a job starts
 //! stays in its session's cgroup, or under its shim as subreaper where no cgroup can
 //! be had (forced here with `HERD_CONTAINMENT=subreaper`). Real processes, real
 //! cgroups, real signals: escapees that `setsid`, double-fork, close their
@@ -160,12 +160,12 @@ fn escapees_die_with_the_session(kind: Kind, base: u32) {
 }
 
 #[test]
-fn b15_issue_36_escapees_of_a_live_job_die_with_its_cgroup() {
+fn b15_escapees_of_a_live_job_die_with_its_cgroup() {
     escapees_die_with_the_session(Kind::Cgroup, 36100);
 }
 
 #[test]
-fn b15_issue_36_escapees_of_a_live_job_die_under_the_subreaper_fallback() {
+fn b15_escapees_of_a_live_job_die_under_the_subreaper_fallback() {
     escapees_die_with_the_session(Kind::Subreaper, 36200);
 }
 
@@ -224,12 +224,12 @@ fn leftovers_are_reported_held_and_killed(kind: Kind, base: u32) {
 }
 
 #[test]
-fn b13_issue_36_leftovers_are_reported_held_and_killed_in_the_cgroup() {
+fn b13_leftovers_are_reported_held_and_killed_in_the_cgroup() {
     leftovers_are_reported_held_and_killed(Kind::Cgroup, 36300);
 }
 
 #[test]
-fn b13_issue_36_leftovers_are_reported_held_and_killed_under_the_subreaper() {
+fn b13_leftovers_are_reported_held_and_killed_under_the_subreaper() {
     leftovers_are_reported_held_and_killed(Kind::Subreaper, 36400);
 }
 
@@ -255,12 +255,12 @@ fn kill_leftovers_ends_them(kind: Kind, base: u32) {
 }
 
 #[test]
-fn b15_issue_36_kill_leftovers_ends_them_in_the_cgroup() {
+fn b15_kill_leftovers_ends_them_in_the_cgroup() {
     kill_leftovers_ends_them(Kind::Cgroup, 36500);
 }
 
 #[test]
-fn b15_issue_36_kill_leftovers_ends_them_under_the_subreaper() {
+fn b15_kill_leftovers_ends_them_under_the_subreaper() {
     kill_leftovers_ends_them(Kind::Subreaper, 36600);
 }
 
@@ -307,19 +307,19 @@ fn kill_survives_a_daemon_sigkill(kind: Kind, base: u32) {
 }
 
 #[test]
-fn b16_issue_36_a_kill_completes_when_the_daemon_dies_in_its_grace_in_the_cgroup() {
+fn b16_a_kill_completes_when_the_daemon_dies_in_its_grace_in_the_cgroup() {
     kill_survives_a_daemon_sigkill(Kind::Cgroup, 36700);
 }
 
 #[test]
-fn b16_issue_36_a_kill_completes_when_the_daemon_dies_in_its_grace_under_the_subreaper() {
+fn b16_a_kill_completes_when_the_daemon_dies_in_its_grace_under_the_subreaper() {
     kill_survives_a_daemon_sigkill(Kind::Subreaper, 36800);
 }
 
 /// The time limit reaches leftovers too: a job that exits at once and leaves a sleep
 /// behind (held by the session) loses it when its limit runs out.
 #[test]
-fn b17_issue_36_the_time_limit_reaches_leftovers() {
+fn b17_the_time_limit_reaches_leftovers() {
     let env = home(Kind::Cgroup);
     let marker = 36900;
     let id = start(
@@ -341,7 +341,7 @@ fn b17_issue_36_the_time_limit_reaches_leftovers() {
 #[cfg(not(debug_assertions))]
 #[test]
 #[expect(clippy::print_stderr, reason = "a soak reports what it measured")]
-fn issue_36_soak_kill_latency_of_a_100_process_tree() {
+fn soak_kill_latency_of_a_100_process_tree() {
     let runs: usize = std::env::var("HERD_SOAK_KILL_RUNS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -396,7 +396,7 @@ fn issue_36_soak_kill_latency_of_a_100_process_tree() {
 /// under `--pids 20` gets fork failures, never more than 20 processes, and its kill
 /// leaves none; `--memory` and `--cpus` are set alongside.
 #[test]
-fn b15_issue_36_a_pids_limit_bounds_a_fork_storm() {
+fn b15_a_pids_limit_bounds_a_fork_storm() {
     let env = home(Kind::Cgroup);
     let marker = 36970;
     let id = start(
@@ -422,7 +422,7 @@ fn b15_issue_36_a_pids_limit_bounds_a_fork_storm() {
 /// `herd clean` forgets a finished session and leaves nothing of it running: its
 /// leftovers are killed.
 #[test]
-fn b13_issue_36_clean_ends_the_leftovers_it_forgets() {
+fn b13_clean_ends_the_leftovers_it_forgets() {
     let env = home(Kind::Cgroup);
     let marker = 36980;
     let id = start(&env, &[], &format!("setsid env -i sleep {marker} & exit 0"));
@@ -526,27 +526,27 @@ fn leftovers_are_held_across_a_restart(kind: Kind, gone: Gone, end: End, base: u
 }
 
 #[test]
-fn b13_issue_36_leftovers_are_held_after_shutdown_keep_jobs_in_the_cgroup() {
+fn b13_leftovers_are_held_after_shutdown_keep_jobs_in_the_cgroup() {
     leftovers_are_held_across_a_restart(Kind::Cgroup, Gone::KeepJobs, End::Kill, 37000);
 }
 
 #[test]
-fn b13_issue_36_leftovers_are_held_after_a_daemon_sigkill_in_the_cgroup() {
+fn b13_leftovers_are_held_after_a_daemon_sigkill_in_the_cgroup() {
     leftovers_are_held_across_a_restart(Kind::Cgroup, Gone::Killed, End::Kill, 37100);
 }
 
 #[test]
-fn b13_issue_36_leftovers_are_held_after_a_daemon_sigkill_under_the_subreaper() {
+fn b13_leftovers_are_held_after_a_daemon_sigkill_under_the_subreaper() {
     leftovers_are_held_across_a_restart(Kind::Subreaper, Gone::Killed, End::Kill, 37200);
 }
 
 #[test]
-fn b17_issue_36_shutdown_reaches_leftovers_held_after_a_restart() {
+fn b17_shutdown_reaches_leftovers_held_after_a_restart() {
     leftovers_are_held_across_a_restart(Kind::Cgroup, Gone::KeepJobs, End::Shutdown, 37300);
 }
 
 #[test]
-fn b13_issue_36_clean_reaches_leftovers_held_after_a_restart() {
+fn b13_clean_reaches_leftovers_held_after_a_restart() {
     leftovers_are_held_across_a_restart(Kind::Subreaper, Gone::Killed, End::Clean, 37400);
 }
 
@@ -561,7 +561,7 @@ const PRINT_PIDS_MAX: &str = "for f in /sys/fs/cgroup/pids$(awk -F: '$2==\"pids\
 /// the job's cgroup; `--pids` on the command line wins); a bad value is a config
 /// error that names the key.
 #[test]
-fn b15_issue_36_config_limits_are_every_jobs_default() {
+fn b15_config_limits_are_every_jobs_default() {
     let env = home(Kind::Cgroup);
     std::fs::write(env.home().join("config.toml"), "[limits]\npids = 19\n").expect("config");
     let id = start(&env, &[], PRINT_PIDS_MAX);
@@ -603,7 +603,7 @@ fn b15_issue_36_config_limits_are_every_jobs_default() {
 /// `HERD_CONTAINMENT=freeze`) the kill freezes the cgroup, SIGKILLs each member and
 /// thaws it: `herd doctor` says so, and the escapees of a live job die all the same.
 #[test]
-fn b15_issue_36_escapees_die_under_the_freeze_kill() {
+fn b15_escapees_die_under_the_freeze_kill() {
     let env = home(Kind::Freeze);
     let doctor = env.ok(&["doctor"]);
     if doctor.contains("cgroup of its own") {
@@ -618,7 +618,7 @@ fn b15_issue_36_escapees_die_under_the_freeze_kill() {
 /// The freeze kill reaches leftovers of an exited job too, and ones that ignore
 /// SIGTERM die after the grace.
 #[test]
-fn b15_issue_36_kill_leftovers_ends_them_under_the_freeze_kill() {
+fn b15_kill_leftovers_ends_them_under_the_freeze_kill() {
     kill_leftovers_ends_them(Kind::Freeze, 37600);
 }
 
@@ -627,7 +627,7 @@ fn b15_issue_36_kill_leftovers_ends_them_under_the_freeze_kill() {
 /// time grows, and the memory a child holds (20 MB in a shell variable) is counted
 /// (from the v1 memory cgroup of a session with `--memory` on a hybrid host).
 #[test]
-fn b39_issue_36_ps_and_poll_take_usage_from_the_cgroup() {
+fn b39_ps_and_poll_take_usage_from_the_cgroup() {
     let env = home(Kind::Cgroup);
     let marker = 37700;
     let id = start(
@@ -662,13 +662,13 @@ fn b39_issue_36_ps_and_poll_take_usage_from_the_cgroup() {
     none_left(&[marker], "after the kill");
 }
 
-/// Soak (issue 36): `herd kill` races a daemon SIGKILLed at a random moment (0 to
+/// Soak: `herd kill` races a daemon SIGKILLed at a random moment (0 to
 /// 1.5 s after the kill is asked, so before, in and after the grace window), round
 /// after round on one home: no process of any session survives, and each session
 /// gets exactly one completion. `HERD_SOAK_KILL_RACES` rounds (default 2, sized to
 /// seconds for CI; `cargo xtask soak` runs 30).
 #[test]
-fn b16_issue_36_soak_kill_races_a_daemon_sigkill() {
+fn b16_soak_kill_races_a_daemon_sigkill() {
     let rounds: u32 = std::env::var("HERD_SOAK_KILL_RACES")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -741,11 +741,11 @@ fn b16_issue_36_soak_kill_races_a_daemon_sigkill() {
     }
 }
 
-/// Issue 32: a pipe job is born in its session's cgroup (`clone3` into it, no
+/// A pipe job is born in its session's cgroup (`clone3` into it, no
 /// migration after the fork): the first thing it runs already reads the session's
 /// cgroup as its own, and the session's output is that line.
 #[test]
-fn b15_issue_32_a_pipe_job_starts_inside_its_cgroup() {
+fn b15_a_pipe_job_starts_inside_its_cgroup() {
     let env = home(Kind::Cgroup);
     for command in ["cat /proc/self/cgroup", "exec cat /proc/self/cgroup; :"] {
         let id = start(&env, &[], command);

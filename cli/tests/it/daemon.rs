@@ -994,7 +994,7 @@ fn positional_params_and_nul_bytes_are_refused_as_invalid_params() {
 }
 
 #[test]
-fn issue17_logs_follow_with_result_ends_with_the_sessions_result() {
+fn logs_follow_with_result_ends_with_the_sessions_result() {
     let env = Env::new();
     env.json(&["ps", "--json"]);
     let mut conn = Conn::open(&env);
@@ -1040,8 +1040,8 @@ fn issue17_logs_follow_with_result_ends_with_the_sessions_result() {
 }
 
 #[test]
-fn issue_15_a_spawn_sent_again_with_its_request_key_starts_the_job_once() {
-    // Issue 15: a caller that lost its connection after sending a spawn sends it
+fn a_spawn_sent_again_with_its_request_key_starts_the_job_once() {
+    // A caller that lost its connection after sending a spawn sends it
     // again with the same `request_key` (a host link does, over a new door): the
     // daemon answers the first spawn's id and starts nothing more.
     let env = Env::new();

@@ -1,4 +1,4 @@
-//! A daemon in a delegated unit of herd's (issue 36): started inside a cgroup named as
+//! A daemon in a delegated unit of herd's: started inside a cgroup named as
 //! the scope it asks systemd for (`herd-…​.scope`), it moves itself into the leaf
 //! `herd-daemon` and its sessions get cgroups beside the leaf, never inside it (cgroup
 //! v2 lets only leaves hold processes once controllers are enabled). systemd does not
@@ -99,7 +99,7 @@ impl Drop for Serve {
 }
 
 #[test]
-fn b15_issue_36_a_daemon_in_a_herd_scope_holds_a_leaf_and_puts_sessions_beside_it() {
+fn b15_a_daemon_in_a_herd_scope_holds_a_leaf_and_puts_sessions_beside_it() {
     let Some(scope) = Scope::new() else {
         return;
     };

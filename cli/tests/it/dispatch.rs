@@ -73,7 +73,7 @@ fn b34_a_persist_job_runs_in_its_own_scope_and_its_kill_stops_it() {
     assert!(
         wrapped.starts_with("systemd-run --user --scope --quiet --collect")
             && wrapped.contains("--property MemoryAccounting=yes --property MemoryMax=")
-            // Delegated, so the shim makes the session's cgroup inside it (issue 36).
+            // Delegated, so the shim makes the session's cgroup inside it.
             && wrapped.contains("--property Delegate=yes -- ")
             // The scope wraps the job's supervisor, so both outlive a service restart.
             && wrapped.contains(" -- ")

@@ -1,4 +1,4 @@
-//! Exactly once at the consumer (issue 27): `herd events` prints, then acknowledges
+//! Exactly once at the consumer: `herd events` prints, then acknowledges
 //! the printed ids; a daemon that dies between the two is replaced and the next one
 //! takes the acknowledgement, so a printed completion is never printed again.
 

@@ -1,4 +1,4 @@
-//! A full disk (issue 27): a home on a small tmpfs the test mounts and fills.
+//! A full disk: a home on a small tmpfs the test mounts and fills.
 //!
 //! Mounting needs root: without it a test says why on stderr and passes, and under
 //! `HERD_REQUIRE_TMPFS=1` (which `.ci/run` sets; CI runs as root) it fails.

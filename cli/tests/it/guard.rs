@@ -71,11 +71,11 @@ fn b33_run_refuses_a_command_that_would_kill_the_host() {
     );
 }
 
-// Issue 29: `guard check` judges as the daemon would: `pkill -f` of a pattern in
+// `guard check` judges as the daemon would: `pkill -f` of a pattern in
 // the checker's own command line (which holds the command it checks) is
 // allowed, while one matching the daemon's (`herd serve`) is still blocked.
 #[test]
-fn issue_29_guard_check_ignores_the_checkers_own_command_line() {
+fn guard_check_ignores_the_checkers_own_command_line() {
     let env = Env::new();
     let out = env.run(&["guard", "check", "--", "pkill -f ANYTHING"]);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));

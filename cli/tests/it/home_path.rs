@@ -1,4 +1,4 @@
-//! A home nobody else can steer (issue 36): every component of the home's path, the
+//! A home nobody else can steer: every component of the home's path, the
 //! config and a configured `shim_path` must be the user's or root's and not writable
 //! by others (OpenSSH's StrictModes rule), a symbolic link of another user is never
 //! followed, and a second real uid swapping a link between root's home and her own

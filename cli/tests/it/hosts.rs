@@ -1,4 +1,4 @@
-//! Jobs on other hosts through the local daemon's host link (issue 15, part 2).
+//! Jobs on other hosts through the local daemon's host link (part 2).
 //!
 //! The far host is a second herd home on this machine, reached through a local
 //! door: `command = ["env", "HERD_HOME=<far home>", "<herd>", "proxy"]`. Every
@@ -167,7 +167,7 @@ pub(crate) fn completions_of<'a>(events: &'a [Value], id: &str) -> Vec<&'a Value
 }
 
 #[test]
-fn issue15_run_host_poll_logs_wait_by_qualified_id_and_prefix() {
+fn run_host_poll_logs_wait_by_qualified_id_and_prefix() {
     let pair = Pair::new();
     let id = pair.run(&["--notify", "--", "echo one; sleep 1; echo two"]);
     // A prefix after the colon works as the whole id does.
@@ -212,7 +212,7 @@ fn issue15_run_host_poll_logs_wait_by_qualified_id_and_prefix() {
 }
 
 #[test]
-fn issue15_unknown_host_exits_2_and_unreachable_exits_3_naming_since_and_the_door() {
+fn unknown_host_exits_2_and_unreachable_exits_3_naming_since_and_the_door() {
     let pair = Pair::new();
     let unknown = pair.local.run(&["run", "--host", "nope", "--", "true"]);
     assert_eq!(unknown.status.code(), Some(2), "{}", stderr(&unknown));
@@ -241,7 +241,7 @@ fn issue15_unknown_host_exits_2_and_unreachable_exits_3_naming_since_and_the_doo
 }
 
 #[test]
-fn issue15_remote_kill_leaves_no_process_of_the_tree_on_the_far_side() {
+fn remote_kill_leaves_no_process_of_the_tree_on_the_far_side() {
     let pair = Pair::new();
     let id = pair.run(&["--", "sleep 300 & sleep 300 & wait"]);
     let mut tree = Vec::new();
@@ -271,7 +271,7 @@ fn issue15_remote_kill_leaves_no_process_of_the_tree_on_the_far_side() {
 }
 
 #[test]
-fn issue15_a_secret_printed_far_away_arrives_masked() {
+fn a_secret_printed_far_away_arrives_masked() {
     let pair = Pair::new();
     let token = format!("ghp_{}", "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8");
     let id = pair.run(&["--", &format!("echo token {token} end")]);
@@ -285,7 +285,7 @@ fn issue15_a_secret_printed_far_away_arrives_masked() {
 }
 
 #[test]
-fn issue15_the_far_job_runs_in_the_proxy_environment_plus_explicit_env_only() {
+fn the_far_job_runs_in_the_proxy_environment_plus_explicit_env_only() {
     let pair = Pair::new();
     // The local daemon starts without the variable; only the caller has it.
     pair.local.ok(&["ps"]);
@@ -311,7 +311,7 @@ fn issue15_the_far_job_runs_in_the_proxy_environment_plus_explicit_env_only() {
 }
 
 #[test]
-fn issue15_completion_arrives_once_across_a_killed_door_far_daemon_and_local_daemon() {
+fn completion_arrives_once_across_a_killed_door_far_daemon_and_local_daemon() {
     let pair = Pair::new();
     let marker = pair.far.scratch().join("go");
     // The job waits for the test's go, so every fault lands while it runs.
@@ -383,7 +383,7 @@ fn issue15_completion_arrives_once_across_a_killed_door_far_daemon_and_local_dae
 /// (`hosts/far.json`) gets it imported: the far job's completion still reaches its
 /// local owner once, and the file is gone.
 #[test]
-fn issue27_a_host_map_file_of_the_release_before_the_store_is_imported() {
+fn a_host_map_file_of_the_release_before_the_store_is_imported() {
     let pair = Pair::new();
     let marker = pair.far.scratch().join("go");
     let id = pair.run(&[
@@ -419,7 +419,7 @@ fn issue27_a_host_map_file_of_the_release_before_the_store_is_imported() {
 }
 
 #[test]
-fn issue15_an_unreachable_host_shows_its_jobs_last_known_state() {
+fn an_unreachable_host_shows_its_jobs_last_known_state() {
     let pair = Pair::new();
     let id = pair.run(&["--", "sleep 30"]);
     let ps = pair.local.json(&["ps", "--host", "far", "--json"]);
@@ -482,7 +482,7 @@ async fn tool(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn issue15_mcp_terminal_takes_host_and_process_takes_the_qualified_id() {
+async fn mcp_terminal_takes_host_and_process_takes_the_qualified_id() {
     use rmcp::ServiceExt;
     let pair = Pair::new();
     let mut cmd = tokio::process::Command::new(HERD);
@@ -548,7 +548,7 @@ async fn issue15_mcp_terminal_takes_host_and_process_takes_the_qualified_id() {
 }
 
 #[test]
-fn issue15_handoff_of_a_far_job_sends_its_completion_to_the_new_owner() {
+fn handoff_of_a_far_job_sends_its_completion_to_the_new_owner() {
     let pair = Pair::new();
     let marker = pair.far.scratch().join("go");
     let id = pair.run(&[
@@ -596,7 +596,7 @@ fn issue15_handoff_of_a_far_job_sends_its_completion_to_the_new_owner() {
 }
 
 #[test]
-fn issue15_over_real_ssh_a_job_runs_streams_and_completes_once_across_a_killed_ssh() {
+fn over_real_ssh_a_job_runs_streams_and_completes_once_across_a_killed_ssh() {
     let Some(sshd) = crate::sshd::Sshd::start() else {
         return;
     };
@@ -639,7 +639,7 @@ fn issue15_over_real_ssh_a_job_runs_streams_and_completes_once_across_a_killed_s
 }
 
 #[test]
-fn issue15_a_far_watch_wake_arrives_once_with_the_qualified_id() {
+fn a_far_watch_wake_arrives_once_with_the_qualified_id() {
     let pair = Pair::new();
     let marker = pair.far.scratch().join("go");
     let id = pair.run(&[
@@ -677,7 +677,7 @@ fn issue15_a_far_watch_wake_arrives_once_with_the_qualified_id() {
 }
 
 #[test]
-fn issue15_restart_of_a_far_job_runs_it_again_there_with_both_ids_qualified() {
+fn restart_of_a_far_job_runs_it_again_there_with_both_ids_qualified() {
     let pair = Pair::new();
     let id = pair.run(&[
         "--owner",
@@ -723,7 +723,7 @@ fn issue15_restart_of_a_far_job_runs_it_again_there_with_both_ids_qualified() {
 }
 
 #[test]
-fn issue15_a_far_herd_without_leased_drains_is_refused_naming_what_it_lacks() {
+fn a_far_herd_without_leased_drains_is_refused_naming_what_it_lacks() {
     let pair = Pair::new();
     // A stand-in for an older far herd: it greets with no capabilities.
     let answer = r#"{"jsonrpc":"2.0","id":1,"result":{"protocol":1,"daemon":"0.0.9","home":"/far","capabilities":[]}}"#;
@@ -751,8 +751,8 @@ fn of_kind<'a>(events: &'a [Value], kind: &str, id: &str) -> Vec<&'a Value> {
 }
 
 #[test]
-fn issue_15_far_heartbeats_and_a_far_watch_wake_reach_the_local_owner_once_each() {
-    // Issue 15: a far job's heartbeats (B21) and another's watch wake (B20) reach
+fn far_heartbeats_and_a_far_watch_wake_reach_the_local_owner_once_each() {
+    // A far job's heartbeats (B21) and another's watch wake (B20) reach
     // the local owner through the host link under the qualified ids, each once,
     // across doors killed between them.
     let pair = Pair::new();
@@ -846,8 +846,8 @@ fn issue_15_far_heartbeats_and_a_far_watch_wake_reach_the_local_owner_once_each(
 }
 
 #[test]
-fn issue_15_a_far_heartbeat_after_the_far_daemon_restarted_is_not_dropped() {
-    // Issue 15: after a far daemon restart a re-attached job's beats count from 1
+fn a_far_heartbeat_after_the_far_daemon_restarted_is_not_dropped() {
+    // After a far daemon restart a re-attached job's beats count from 1
     // again; a beat is told from a replay by its whole content (its age differs).
     let pair = Pair::new();
     std::fs::write(
@@ -891,8 +891,8 @@ fn issue_15_a_far_heartbeat_after_the_far_daemon_restarted_is_not_dropped() {
 }
 
 #[test]
-fn issue_15_two_identical_far_watch_wakes_both_arrive() {
-    // Issue 15 / B20: a far job that prints the same matching line twice, more
+fn two_identical_far_watch_wakes_both_arrive() {
+    // B20: a far job that prints the same matching line twice, more
     // than the 15 s spacing apart, wakes its owner twice, as a local job does;
     // the second differs from a replay of the first by when it matched.
     let pair = Pair::new();
@@ -912,8 +912,8 @@ fn issue_15_two_identical_far_watch_wakes_both_arrive() {
 }
 
 #[test]
-fn issue15_logs_of_a_long_far_log_stream_all_of_it_as_the_far_side_shows_it() {
-    // Issue 15: `herd logs NAME:ID` of a log longer than one chunk takes the rest
+fn logs_of_a_long_far_log_stream_all_of_it_as_the_far_side_shows_it() {
+    // `herd logs NAME:ID` of a log longer than one chunk takes the rest
     // as one `logs.dump` stream through the far herd; what it prints is exactly
     // what the far herd's own `herd logs` prints, which for text with no secret
     // is the log file itself.
@@ -946,8 +946,8 @@ fn issue15_logs_of_a_long_far_log_stream_all_of_it_as_the_far_side_shows_it() {
 }
 
 #[test]
-fn issue15_logs_of_a_long_log_from_a_far_herd_without_logs_dump_go_chunk_by_chunk() {
-    // Issue 15: a far herd of an older version does not serve `logs.dump`; `herd
+fn logs_of_a_long_log_from_a_far_herd_without_logs_dump_go_chunk_by_chunk() {
+    // A far herd of an older version does not serve `logs.dump`; `herd
     // logs` of a long log there reads the rest chunk by chunk, nothing lost or
     // printed twice, and asks for the stream once only. The stand-in far herd
     // answers lookup and log_chunk (two chunks of 600,001 bytes, then "tail",
@@ -991,8 +991,8 @@ done
 }
 
 #[test]
-fn issue15_a_spawn_whose_door_closed_after_it_was_sent_is_sent_again_with_its_key() {
-    // Issue 15: the door dies after the spawn was written and before it was
+fn a_spawn_whose_door_closed_after_it_was_sent_is_sent_again_with_its_key() {
+    // The door dies after the spawn was written and before it was
     // answered, so the job may or may not have started. A far herd that serves
     // `spawn.request_key` gets the spawn again on a new door with the same key
     // (and starts the job once, tested in daemon.rs); the caller gets its id.
@@ -1032,8 +1032,8 @@ done
 }
 
 #[test]
-fn issue15_a_second_wait_on_a_far_job_reuses_the_door_of_the_first() {
-    // Issue 15: a far `wait` runs on a door of its own (it may last an hour);
+fn a_second_wait_on_a_far_job_reuses_the_door_of_the_first() {
+    // A far `wait` runs on a door of its own (it may last an hour);
     // once answered the door is kept, so the next wait does not open another (over
     // ssh, a new connection). A kept door that died meanwhile costs nothing: the
     // wait goes again on a new one. The door notes each time it is opened.

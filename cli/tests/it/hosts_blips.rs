@@ -1,4 +1,4 @@
-//! Issue 30: far jobs through door blips for the commands that wait on them
+//! Far jobs through door blips for the commands that wait on them
 //! (`herd wait HOST:ID`), and the doors a host keeps open (the events door rides
 //! the mux door), over local doors to a second home (`env HERD_HOME=<far> herd
 //! proxy`), faults being real SIGKILLs.
@@ -15,8 +15,8 @@ use crate::support::{Env, alive, wait_until};
 const DEADLINE: Duration = Duration::from_secs(60);
 
 #[test]
-fn issue30_far_wait_rides_through_killed_doors_and_a_far_daemon_restart() {
-    // Issue 30: a plain `herd wait far:ID` goes on through its doors killed and
+fn far_wait_rides_through_killed_doors_and_a_far_daemon_restart() {
+    // A plain `herd wait far:ID` goes on through its doors killed and
     // the far daemon SIGKILLed (the next door starts another) and ends with the
     // job's real end, not exit 3.
     use std::io::Read;
@@ -89,8 +89,8 @@ fn issue30_far_wait_rides_through_killed_doors_and_a_far_daemon_restart() {
 }
 
 #[test]
-fn issue30_the_events_door_rides_the_hosts_mux_door() {
-    // Issue 30: a notified far job's events (`events.follow` and its drains)
+fn the_events_door_rides_the_hosts_mux_door() {
+    // A notified far job's events (`events.follow` and its drains)
     // take no door of their own: once its completion arrived, the host has its
     // control door and its mux door only (over ssh, two connections, not three),
     // and the completion arrives once.

@@ -1,4 +1,4 @@
-//! Issue 30's proofs over the real loopback sshd (`sshd.rs`), where the other
+//! Proofs over the real loopback sshd (`sshd.rs`), where the other
 //! tests of them use local doors: two host names of one far home, `attach` to a
 //! far PTY job, `logs -f` while every ssh door is SIGKILLed, and a host whose
 //! sshd falls silent (SIGSTOPped: connections hang, nothing is refused) under
@@ -52,8 +52,8 @@ fn ssh_doors(far: &Env) -> Vec<i32> {
 }
 
 #[test]
-fn issue30_over_real_ssh_two_host_names_keep_their_completions_apart() {
-    // Issue 30: two host names whose ssh doors reach one far home: each
+fn over_real_ssh_two_host_names_keep_their_completions_apart() {
+    // Two host names whose ssh doors reach one far home: each
     // completion arrives once, under the name its job was started with.
     let Some(sshd) = Sshd::start() else { return };
     let far = Env::new();
@@ -90,8 +90,8 @@ fn issue30_over_real_ssh_two_host_names_keep_their_completions_apart() {
 }
 
 #[test]
-fn issue30_over_real_ssh_attach_to_a_far_pty_job_and_logs_f_through_killed_ssh() {
-    // Issue 30: `herd attach far:ID` of a far PTY job over ssh shows its screen
+fn over_real_ssh_attach_to_a_far_pty_job_and_logs_f_through_killed_ssh() {
+    // `herd attach far:ID` of a far PTY job over ssh shows its screen
     // and takes typed lines; `logs -f` of another far job goes on while every
     // ssh door is SIGKILLed under it: every line once, and the job's real end.
     use herd_test_support::tmux::Tmux;
@@ -224,8 +224,8 @@ impl Drop for Continue<'_> {
 }
 
 #[test]
-fn issue30_over_real_ssh_a_silent_sshd_neither_holds_up_ps_all_hosts_nor_shows_a_wrong_state() {
-    // Issue 30: the far sshd falls silent (SIGSTOP: its open sessions and new
+fn over_real_ssh_a_silent_sshd_neither_holds_up_ps_all_hosts_nor_shows_a_wrong_state() {
+    // The far sshd falls silent (SIGSTOP: its open sessions and new
     // connections hang, nothing is refused): `ps --all-hosts` still answers in
     // seconds, says the host did not answer in time, and shows its jobs as last
     // known, marked stale: running ones running with their pid, a killed one

@@ -1,4 +1,4 @@
-//! Issue 30: a far herd installed whole (herd and herd-shim) over a real
+//! A far herd installed whole (herd and herd-shim) over a real
 //! loopback sshd, and `herd hosts check` refusing a far herd whose jobs would
 //! not survive a crash of its daemon.
 
@@ -56,8 +56,8 @@ fn events(near: &Env) -> Vec<Value> {
 }
 
 #[test]
-fn issue30_hosts_install_sends_herd_shim_and_a_far_daemon_sigkill_keeps_a_notified_job() {
-    // Issue 30: `hosts install` sends herd and herd-shim; the far side is checked
+fn hosts_install_sends_herd_shim_and_a_far_daemon_sigkill_keeps_a_notified_job() {
+    // `hosts install` sends herd and herd-shim; the far side is checked
     // as doctor would; a SIGKILL of the far daemon then leaves a notified far job
     // running: every line, one completion, the real exit code.
     let Some(sshd) = Sshd::start() else { return };
@@ -134,8 +134,8 @@ fn issue30_hosts_install_sends_herd_shim_and_a_far_daemon_sigkill_keeps_a_notifi
 }
 
 #[test]
-fn issue30_hosts_check_fails_loudly_on_a_far_herd_without_herd_shim() {
-    // Issue 30: a far herd with no herd-shim beside it would run jobs inside its
+fn hosts_check_fails_loudly_on_a_far_herd_without_herd_shim() {
+    // A far herd with no herd-shim beside it would run jobs inside its
     // daemon: `hosts check` says reachable but exits 1 naming the danger and the
     // fix, in text and in JSON.
     let Some(sshd) = Sshd::start() else { return };
@@ -179,8 +179,8 @@ pub(crate) fn aliases(local: &Env, far: &Env, names: &[&str]) {
 }
 
 #[test]
-fn issue30_two_host_names_of_one_far_home_keep_their_completions_apart() {
-    // Issue 30: two host names that reach the same far home: every completion
+fn two_host_names_of_one_far_home_keep_their_completions_apart() {
+    // Two host names that reach the same far home: every completion
     // arrives once, under the name its job was started with; a far id has one
     // qualified id here (the other name refuses it, naming the right one).
     let local = Env::new();
@@ -225,8 +225,8 @@ fn issue30_two_host_names_of_one_far_home_keep_their_completions_apart() {
 }
 
 #[test]
-fn issue30_two_local_homes_sharing_a_far_home_each_find_their_own_name() {
-    // Issue 30: far names are per local home: two homes that share a far home
+fn two_local_homes_sharing_a_far_home_each_find_their_own_name() {
+    // Far names are per local home: two homes that share a far home
     // both name a job `web`, and `far:web` is each one's own.
     let far = Env::new();
     let one = Env::new();
@@ -286,8 +286,8 @@ impl Drop for KillListed {
 }
 
 #[test]
-fn issue30_ps_all_hosts_answers_within_seconds_past_a_silent_door() {
-    // Issue 30: a host whose door never answers (its hello deadline is 15 s) does
+fn ps_all_hosts_answers_within_seconds_past_a_silent_door() {
+    // A host whose door never answers (its hello deadline is 15 s) does
     // not hold up a listing: `ps --all-hosts` answers in about a second (bounded
     // at 7 s for a whole client on busy CI), with the local and far rows, and
     // marks the silent host as not answering in time.
@@ -341,8 +341,8 @@ fn issue30_ps_all_hosts_answers_within_seconds_past_a_silent_door() {
 }
 
 #[test]
-fn issue30_attach_to_a_far_pty_job_shows_it_takes_keys_and_ends() {
-    // Issue 30: `herd attach HOST:ID` of a far PTY job is an attach (its screen,
+fn attach_to_a_far_pty_job_shows_it_takes_keys_and_ends() {
+    // `herd attach HOST:ID` of a far PTY job is an attach (its screen,
     // typed lines answered, its end said), not a silent wait for the job's end.
     use herd_test_support::tmux::Tmux;
     let local = Env::new();
@@ -402,8 +402,8 @@ pub(crate) fn far_doors(far: &Env) -> Vec<i32> {
 }
 
 #[test]
-fn issue30_far_logs_follow_rides_through_killed_doors_and_a_far_daemon_restart() {
-    // Issue 30: `logs -f` of a far job goes on through its doors killed and the
+fn far_logs_follow_rides_through_killed_doors_and_a_far_daemon_restart() {
+    // `logs -f` of a far job goes on through its doors killed and the
     // far daemon SIGKILLed (the next door starts another): every line once, in
     // order, and the job's real end.
     use std::io::Read;
@@ -498,8 +498,8 @@ fn issue30_far_logs_follow_rides_through_killed_doors_and_a_far_daemon_restart()
 }
 
 #[test]
-fn issue30_a_changed_host_key_is_called_a_possible_attack_not_fixed_with_ssh_keyscan() {
-    // Issue 30: ssh meeting another key than the known one: the advice says it
+fn a_changed_host_key_is_called_a_possible_attack_not_fixed_with_ssh_keyscan() {
+    // Ssh meeting another key than the known one: the advice says it
     // may be an attack and how to verify (the fingerprint ssh saw, the old key's
     // line), and never to append whatever the host now sends.
     let Some(sshd) = Sshd::start() else { return };
@@ -551,8 +551,8 @@ fn issue30_a_changed_host_key_is_called_a_possible_attack_not_fixed_with_ssh_key
 }
 
 #[test]
-fn issue30_a_far_permission_error_names_the_path_not_a_password() {
-    // Issue 30: the far user cannot reach the far home: the advice names the
+fn a_far_permission_error_names_the_path_not_a_password() {
+    // The far user cannot reach the far home: the advice names the
     // path, not passwords or BatchMode. The far side runs as `nobody` (setpriv)
     // with a home under a directory only root may enter.
     let Some(sshd) = Sshd::start() else { return };
@@ -599,8 +599,8 @@ fn issue30_a_far_permission_error_names_the_path_not_a_password() {
 }
 
 #[test]
-fn issue30_an_unreachable_host_shows_what_is_known_stale_never_a_wrong_state() {
-    // Issue 30: while a host does not answer, its jobs show their last known
+fn an_unreachable_host_shows_what_is_known_stale_never_a_wrong_state() {
+    // While a host does not answer, its jobs show their last known
     // state, marked stale: a killed job and an exited one as ended (with how),
     // a job started just before as running with its pid.
     let local = Env::new();
@@ -669,8 +669,8 @@ fn issue30_an_unreachable_host_shows_what_is_known_stale_never_a_wrong_state() {
 }
 
 #[test]
-fn issue30_far_streams_and_waits_ride_the_hosts_mux_door_not_a_door_each() {
-    // Issue 30: once a host's doors are open, `run --wait`, `logs -f` and `wait`
+fn far_streams_and_waits_ride_the_hosts_mux_door_not_a_door_each() {
+    // Once a host's doors are open, `run --wait`, `logs -f` and `wait`
     // of far jobs open no new door (over ssh, no new connection): their streams
     // and waits are channels of the host's mux door.
     let local = Env::new();

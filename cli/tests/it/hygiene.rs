@@ -1,4 +1,4 @@
-//! A clean daemon (issue 36): nothing of the client that autostarted the daemon
+//! A clean daemon: nothing of the client that autostarted the daemon
 //! (extra descriptors, ignored signals) reaches the daemon, its launcher, the shims or
 //! the jobs.
 

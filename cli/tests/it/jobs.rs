@@ -46,11 +46,11 @@ fn run_ps_poll_logs_wait_end_to_end() {
     assert!(table.contains(&id) && table.contains("three"), "{table}");
 }
 
-// Issue 13: output shown to a terminal is safe to show. A job's command line
+// Output shown to a terminal is safe to show. A job's command line
 // and output may carry escape sequences and bidi overrides; the human forms of
 // `ps`, `poll` and `wait` render them visibly instead of writing them through.
 #[test]
-fn issue_13_ps_poll_and_wait_render_terminal_controls_visibly() {
+fn ps_poll_and_wait_render_terminal_controls_visibly() {
     let env = Env::new();
     // The command line itself carries a title-setting OSC and an RLO; its output
     // carries CSI colours, an RLO, a BEL and a C1 CSI (U+009B).
@@ -292,7 +292,7 @@ fn events_follow_streams_completions_as_they_happen() {
     let mut reader = std::io::BufReader::new(stdout);
     let mut line = String::new();
     std::io::BufRead::read_line(&mut reader, &mut line).expect("a streamed event");
-    // Printed, then acknowledged (issue 29): once acknowledged it is gone.
+    // Printed, then acknowledged: once acknowledged it is gone.
     let acked = wait_until(Duration::from_secs(10), || {
         env.ok(&["events", "--peek"]).is_empty()
     });
@@ -685,7 +685,7 @@ fn events_on_a_terminal_print_one_readable_line_per_event_and_json_elsewhere() {
         ok_line.contains("\x1b[32mexited 0\x1b[0m") && ok_line.contains("built fine"),
         "{text}"
     );
-    // Its name follows its id (issue 17); the unnamed one has none.
+    // Its name follows its id; the unnamed one has none.
     assert!(ok_line.contains(&format!("{ok} build ")), "{text}");
     let failed_line = text
         .lines()
@@ -833,7 +833,7 @@ fn seen_until(
 }
 
 #[test]
-fn issue17_logs_follow_of_several_sessions_interleaves_lines_after_each_label() {
+fn logs_follow_of_several_sessions_interleaves_lines_after_each_label() {
     let env = Env::new();
     let alpha = run_id(
         &env,
@@ -872,7 +872,7 @@ fn issue17_logs_follow_of_several_sessions_interleaves_lines_after_each_label() 
 }
 
 #[test]
-fn issue17_logs_follow_all_follows_the_owners_running_sessions_and_wait_follow_prints_then_ends() {
+fn logs_follow_all_follows_the_owners_running_sessions_and_wait_follow_prints_then_ends() {
     let mut env = Env::new();
     env.vars.push(("HERD_OWNER".into(), "person".into()));
     let web = run_id(
@@ -917,7 +917,7 @@ fn issue17_logs_follow_all_follows_the_owners_running_sessions_and_wait_follow_p
 }
 
 #[test]
-fn issue17_several_ids_without_follow_say_to_add_it() {
+fn several_ids_without_follow_say_to_add_it() {
     let env = Env::new();
     let a = run_id(&env, &["--", "true"]);
     let b = run_id(&env, &["--", "true"]);
@@ -954,7 +954,7 @@ fn bash_completes(env: &Env, words: &[&str]) -> Vec<String> {
 }
 
 #[test]
-fn issue17_bash_completes_session_ids_and_names_from_the_daemon() {
+fn bash_completes_session_ids_and_names_from_the_daemon() {
     let env = Env::new();
     // No daemon: nothing to offer, and completing starts none.
     let offered = bash_completes(&env, &["herd", "logs", "proc_"]);

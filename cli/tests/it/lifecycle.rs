@@ -1,4 +1,4 @@
-//! Issue 17's lifecycle verbs against the real daemon: `run --time-limit` (a kill
+//! Lifecycle verbs against the real daemon: `run --time-limit` (a kill
 //! source of its own that reaches `--persist` jobs and holds while no daemon runs)
 //! and `herd restart` (the same command, cwd, mode and options in the caller's
 //! current environment). Real jobs, real PTYs, a real daemon SIGKILLed mid-job.
@@ -92,7 +92,7 @@ fn assert_killed_by(answer: &Value, source: &str) {
 }
 
 #[test]
-fn issue_17_b17_time_limit_kills_the_job_and_its_child_tree_with_reason_time_limit() {
+fn b17_time_limit_kills_the_job_and_its_child_tree_with_reason_time_limit() {
     let env = Env::new();
     let info = env.json(&[
         "run",
@@ -155,7 +155,7 @@ fn issue_17_b17_time_limit_kills_the_job_and_its_child_tree_with_reason_time_lim
 }
 
 #[test]
-fn issue_17_b17_time_limit_reaches_a_persist_job() {
+fn b17_time_limit_reaches_a_persist_job() {
     let env = Env::new();
     let info = env.json(&[
         "run",
@@ -176,7 +176,7 @@ fn issue_17_b17_time_limit_reaches_a_persist_job() {
 }
 
 #[test]
-fn issue_17_b28_the_shim_kills_at_the_deadline_while_no_daemon_runs() {
+fn b28_the_shim_kills_at_the_deadline_while_no_daemon_runs() {
     let env = Env::new();
     let info = env.json(&["run", "--json", "--time-limit", "3s", "--", TREE_JOB]);
     let id = id_of(&info);
@@ -227,7 +227,7 @@ fn workdir(env: &Env) -> std::path::PathBuf {
 }
 
 #[test]
-fn issue_17_restart_of_a_running_session_repeats_it_in_the_callers_environment() {
+fn restart_of_a_running_session_repeats_it_in_the_callers_environment() {
     let env = Env::new();
     let dir = workdir(&env);
     let dir_text = dir.to_str().expect("a UTF-8 temp path");
@@ -304,7 +304,7 @@ fn issue_17_restart_of_a_running_session_repeats_it_in_the_callers_environment()
 }
 
 #[test]
-fn issue_17_restart_of_a_finished_session_runs_it_again() {
+fn restart_of_a_finished_session_runs_it_again() {
     let env = Env::new();
     let dir = workdir(&env);
     let dir_text = dir.to_str().expect("a UTF-8 temp path");
@@ -353,7 +353,7 @@ fn issue_17_restart_of_a_finished_session_runs_it_again() {
 }
 
 #[test]
-fn issue_17_restart_of_an_unknown_id_exits_2_naming_ps_all() {
+fn restart_of_an_unknown_id_exits_2_naming_ps_all() {
     let env = Env::new();
     let out = env.run(&["restart", "proc_0000deadbeef"]);
     assert_eq!(out.status.code(), Some(2), "stderr: {}", stderr(&out));
@@ -365,7 +365,7 @@ fn issue_17_restart_of_an_unknown_id_exits_2_naming_ps_all() {
 }
 
 #[test]
-fn issue_17_bad_time_limits_are_refused_naming_the_flag() {
+fn bad_time_limits_are_refused_naming_the_flag() {
     let env = Env::new();
     for bad in ["0", "0s", "5x", "4000d", "-3"] {
         let out = env.run(&["run", "--time-limit", bad, "--", "true"]);
@@ -404,7 +404,7 @@ fn response_to(lines: &mut impl Iterator<Item = std::io::Result<String>>, id: u6
 }
 
 #[test]
-fn issue_17_mcp_terminal_time_limit_kills_as_time_limit_and_refuses_zero() {
+fn mcp_terminal_time_limit_kills_as_time_limit_and_refuses_zero() {
     use serde_json::json;
     use std::io::{BufRead, Write};
     let env = Env::new();
@@ -518,7 +518,7 @@ fn old_daemon(env: &Env) -> std::thread::JoinHandle<Vec<String>> {
 }
 
 #[test]
-fn issue_17_an_old_daemon_makes_time_limit_and_restart_refuse_naming_the_daemon() {
+fn an_old_daemon_makes_time_limit_and_restart_refuse_naming_the_daemon() {
     for args in [
         &["run", "--time-limit", "5m", "--", "sleep", "300"][..],
         &["restart", "web"][..],

@@ -1,4 +1,4 @@
-//! Issue 32: `logs.raw`, the log read-out without JSON. `logs.dump` and
+//! `logs.raw`, the log read-out without JSON. `logs.dump` and
 //! `logs.follow` with `"raw": true` send each piece of output as a `log.bytes`
 //! frame (a header line naming its length, then the bytes as they are); without
 //! it they send `log` notes as protocol 1 always did. Both carry the same text,
@@ -88,7 +88,7 @@ impl Raw {
 /// (quotes, backslashes, tabs, an escape byte) and carries a token across the
 /// first chunk's edge and one at the end.
 #[test]
-fn b30_issue_32_raw_log_frames_carry_the_same_redacted_text_as_log_notes() {
+fn b30_raw_log_frames_carry_the_same_redacted_text_as_log_notes() {
     let env = Env::new();
     let token = "ghp_ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghij";
     let command = format!(

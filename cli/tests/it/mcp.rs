@@ -124,7 +124,7 @@ async fn mcp_lists_tools_runs_in_background_and_delivers_the_completion() {
     let id = session_id(&started);
     assert_eq!(started["notify_on_complete"], true);
     // A start answer of a job that has not finished has no exit fields and no
-    // null filler (issue 16).
+    // null filler.
     assert_eq!(started["status"], "running", "{started}");
     assert!(started.get("exit_code").is_none(), "{started}");
     assert!(
@@ -140,7 +140,7 @@ async fn mcp_lists_tools_runs_in_background_and_delivers_the_completion() {
         json!({"action": "submit", "session_id": id, "data": "go"}),
     )
     .await;
-    // The write, and the output that followed within its yield (issue 28).
+    // The write, and the output that followed within its yield.
     assert!(submitted["bytes_written"].as_u64().is_some(), "{submitted}");
     let (waited, later, _) = call(
         &client,
@@ -644,7 +644,7 @@ async fn mcp_process_resize_reaches_a_pty_session_and_bad_sizes_are_named() {
 }
 
 /// Two servers alive at once under one host (here the test), started the same way
-/// (no `--owner`) on one home, are two owners (issues 16, 28): each sees and is
+/// (no `--owner`) on one home, are two owners: each sees and is
 /// told only of its own jobs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn b31_two_mcp_servers_without_an_owner_never_see_each_others_jobs() {
@@ -692,7 +692,7 @@ async fn b31_two_mcp_servers_without_an_owner_never_see_each_others_jobs() {
         let (answer, _, is_error) = on_session(&b, action, &id).await;
         assert!(is_error, "B's {action} reached A's job: {answer}");
         assert!(!answer.to_string().contains("from-a"), "{answer}");
-        // Said as another agent's, with the way to act for it (issue 28).
+        // Said as another agent's, with the way to act for it.
         let error = answer["error"].as_str().unwrap_or_default();
         assert!(
             error.contains("belongs to another agent")
@@ -778,7 +778,7 @@ async fn b36_an_mcp_job_runs_in_the_environment_the_agent_host_gave_the_server()
 /// (`pids: 17` reaches the cgroup's `pids.max`), and values out of range are named.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[expect(clippy::print_stderr, reason = "a skipped cgroup test says why")]
-async fn b15_issue_36_mcp_terminal_limits_reach_the_cgroup_and_are_checked() {
+async fn b15_mcp_terminal_limits_reach_the_cgroup_and_are_checked() {
     let env = Env::new();
     let client = connect(&env).await;
     for (args, name) in [

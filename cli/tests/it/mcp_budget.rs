@@ -1,4 +1,4 @@
-//! `herd mcp` answers fit an agent's budget (issue 28): the head and tail of a long
+//! `herd mcp` answers fit an agent's budget: the head and tail of a long
 //! output in whole lines with the omitted range and the calls that read it, a page
 //! cap whatever `limit` asks, and `search` over the whole log.
 

@@ -1,4 +1,4 @@
-//! The files `herd mcp` keeps per owner in `<home>/run/owners/` (issue 28): the
+//! The files `herd mcp` keeps per owner in `<home>/run/owners/`: the
 //! daemon sweeps those of owners that are gone, and keeps those of owners with a
 //! live server (derived or explicit `--owner`), sessions or undelivered notices.
 

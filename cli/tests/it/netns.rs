@@ -1,4 +1,4 @@
-//! A real network cut under a host link (issue 15).
+//! A real network cut under a host link.
 //!
 //! [`Netns`] makes two network namespaces joined by a veth pair: `near`
 //! (10.213.0.1) and `far` (10.213.0.2). A real sshd runs in `far`
@@ -191,8 +191,8 @@ fn ssh_doors(pair: &Pair) -> Vec<i32> {
 }
 
 #[test]
-fn issue_15_network_cut_mid_job_then_restored_delivers_the_completion_once() {
-    // Issue 15: a real network cut (a veth pair between namespaces, taken down)
+fn network_cut_mid_job_then_restored_delivers_the_completion_once() {
+    // A real network cut (a veth pair between namespaces, taken down)
     // in the middle of a far job: the host is unreachable and says since when,
     // the job goes on on the far side and ends there, and once the link is back
     // its completion reaches the local owner exactly once.

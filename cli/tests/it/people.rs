@@ -1,4 +1,4 @@
-//! A terminal and a shell you can trust (issue 29): the client's refusals and
+//! A terminal and a shell you can trust: the client's refusals and
 //! the foreground behaviour of `herd` commands, against the real daemon on a
 //! temp home. The full-screen clients (`attach`, `top`) are in their own files.
 
@@ -14,12 +14,12 @@ use crate::support::{Env, HERD, alive, stderr, wait_until};
 /// How long a daemon or a job may take to do what a test waits for.
 const DEADLINE: Duration = Duration::from_secs(30);
 
-// Issue 29: `herd shutdown` with running jobs and no terminal to ask on (a
+// `herd shutdown` with running jobs and no terminal to ask on (a
 // script, an agent's shell tool) kills nothing and says to add --yes or
 // --keep-jobs (exit 2); `--json` alike; `--yes` then kills them, and with no
 // job running it stops the daemon without asking.
 #[test]
-fn issue_29_shutdown_without_a_terminal_refuses_to_kill_running_jobs() {
+fn shutdown_without_a_terminal_refuses_to_kill_running_jobs() {
     let env = Env::new();
     let id = env.ok(&["run", "--", "sleep", "300"]).trim().to_owned();
     let daemon = env.daemon_pid().expect("the daemon's pid file");
@@ -95,11 +95,11 @@ fn the_running_id(env: &Env) -> String {
         .to_owned()
 }
 
-// Issue 29: `herd run --wait` is a foreground program: Ctrl-C reaches the job's
+// `herd run --wait` is a foreground program: Ctrl-C reaches the job's
 // process group (its trap runs, its exit is the one reported, herd exits 1 for
 // it), and SIGTERM sent to herd reaches the job too.
 #[test]
-fn issue_29_run_wait_passes_ctrl_c_and_sigterm_to_the_job() {
+fn run_wait_passes_ctrl_c_and_sigterm_to_the_job() {
     let env = Env::new();
     let tmux = pane(&env, 120, 30);
     tmux.type_line(&format!(
@@ -131,11 +131,11 @@ fn issue_29_run_wait_passes_ctrl_c_and_sigterm_to_the_job() {
     assert!(tmux.screen().contains("exited 5"), "{}", tmux.screen());
 }
 
-// Issue 29: a job that keeps running after Ctrl-C: the next Ctrl-C within 2 s
+// A job that keeps running after Ctrl-C: the next Ctrl-C within 2 s
 // is passed on too; one 2 s after the first detaches, printing the id and how
 // to follow it; herd exits 1 and the job runs on.
 #[test]
-fn issue_29_run_wait_second_ctrl_c_after_two_seconds_detaches() {
+fn run_wait_second_ctrl_c_after_two_seconds_detaches() {
     let env = Env::new();
     let tmux = pane(&env, 160, 30);
     tmux.type_line(&format!(
@@ -174,11 +174,11 @@ fn issue_29_run_wait_second_ctrl_c_after_two_seconds_detaches() {
     assert_eq!(polled["status"], "running", "{polled}");
 }
 
-// Issue 29: `herd run --pty --wait` on a terminal is an attach: typed input
+// `herd run --pty --wait` on a terminal is an attach: typed input
 // reaches the job, its exit is reported (exit 1 for its 4); a PTY job that ends
 // at once still has its output shown.
 #[test]
-fn issue_29_run_pty_wait_passes_typed_input() {
+fn run_pty_wait_passes_typed_input() {
     let env = Env::new();
     let tmux = pane(&env, 120, 30);
     tmux.type_line(&format!(
@@ -197,11 +197,11 @@ fn issue_29_run_pty_wait_passes_typed_input() {
     assert!(tmux.screen().contains("quick-output"), "{}", tmux.screen());
 }
 
-// Issue 29: a stopped daemon (SIGSTOP) takes connections and answers nothing:
+// A stopped daemon (SIGSTOP) takes connections and answers nothing:
 // `ps` fails within a few seconds (exit 3) naming its pid and how to resume
 // it, and `doctor` says it is stopped; resumed, everything answers again.
 #[test]
-fn issue_29_a_stopped_daemon_is_named_not_waited_on() {
+fn a_stopped_daemon_is_named_not_waited_on() {
     let env = Env::new();
     env.json(&["ps", "--json"]);
     let daemon = env.daemon_pid().expect("the daemon's pid file");
@@ -255,12 +255,12 @@ fn finish(mut child: std::process::Child, what: &str) -> (Option<i32>, String, S
     (status.and_then(|s| s.code()), out, err)
 }
 
-// Issue 29: `run --wait`, `logs -f` and `wait` ride through a daemon killed
+// `run --wait`, `logs -f` and `wait` ride through a daemon killed
 // with SIGKILL (the next one started by their reconnect, the job kept running
 // by its shim): every line once and in order, a partial line completed once,
 // and the job's real exit (3, so each exits 1 saying so).
 #[test]
-fn issue_29_followers_ride_through_a_daemon_sigkill() {
+fn followers_ride_through_a_daemon_sigkill() {
     use std::process::Stdio;
     let env = Env::new();
     let gate = env.scratch().join("gate");
@@ -317,10 +317,10 @@ fn issue_29_followers_ride_through_a_daemon_sigkill() {
     assert_ne!(env.daemon_pid(), Some(daemon), "a new daemon serves");
 }
 
-// Issue 29: `events -f` prints, then acknowledges, and rides through a daemon
+// `events -f` prints, then acknowledges, and rides through a daemon
 // SIGKILL: each completion once, those before the kill and those after it.
 #[test]
-fn issue_29_events_follow_rides_through_a_daemon_sigkill_printing_each_once() {
+fn events_follow_rides_through_a_daemon_sigkill_printing_each_once() {
     use std::process::Stdio;
     let env = Env::new();
     let out_path = env.scratch().join("events.out");
@@ -368,11 +368,11 @@ fn issue_29_events_follow_rides_through_a_daemon_sigkill_printing_each_once() {
     assert_eq!(seen, ids);
 }
 
-// Issue 29: a name of 1 to 3 hex letters (`db`, `ed`) is a name (too short to
+// A name of 1 to 3 hex letters (`db`, `ed`) is a name (too short to
 // be an id prefix) and finds its session; `cafe` is still refused; `herd attach
 // <TAB>` completes the running sessions' ids and names, not the finished ones.
 #[test]
-fn issue_29_short_hex_names_and_attach_completes_running_sessions() {
+fn short_hex_names_and_attach_completes_running_sessions() {
     let env = Env::new();
     let db = env
         .ok(&["run", "--name", "db", "--", "sleep", "300"])
@@ -408,10 +408,10 @@ fn issue_29_short_hex_names_and_attach_completes_running_sessions() {
     );
 }
 
-// Issue 29: `ps --all` on an 80-column terminal with a long name, an
+// `ps --all` on an 80-column terminal with a long name, an
 // `mcp-<hex>` owner and a restarted, killed session: no row wraps.
 #[test]
-fn issue_29_ps_all_fits_an_80_column_terminal_with_long_cells() {
+fn ps_all_fits_an_80_column_terminal_with_long_cells() {
     let env = Env::new();
     let long = "a-rather-long-service-name-for-ps";
     let first = env
@@ -444,10 +444,10 @@ fn issue_29_ps_all_fits_an_80_column_terminal_with_long_cells() {
     );
 }
 
-// Issue 29: `herd man` on a terminal is shown as `man` shows a page (through
+// `herd man` on a terminal is shown as `man` shows a page (through
 // $MANPAGER), not dumped as roff; into a pipe it is still the roff.
 #[test]
-fn issue_29_man_on_a_terminal_is_paged_not_roff() {
+fn man_on_a_terminal_is_paged_not_roff() {
     let env = Env::new();
     let roff = env.ok(&["man", "run"]);
     assert!(roff.contains(".TH"), "{roff}");
@@ -481,13 +481,13 @@ impl Drop for Decoy {
     }
 }
 
-// Issue 29: `herd run --wait -- 'pkill -KILL -f MARK'` kills what matches MARK
+// `herd run --wait -- 'pkill -KILL -f MARK'` kills what matches MARK
 // but not the herd client whose own command line held MARK: the client rewrites
 // its command line after parsing. A decoy that matches proves the pkill ran and
 // found something (exit 0), and the client reports the job's exit, 0. (SIGKILL:
 // a SIGTERM the client would pass on to the job and survive.)
 #[test]
-fn issue_29_a_jobs_pkill_f_of_its_own_command_spares_the_run_client() {
+fn a_jobs_pkill_f_of_its_own_command_spares_the_run_client() {
     let env = Env::new();
     let marker = format!("herdpk{}x{}", std::process::id(), line!());
     let mut decoy = Decoy(
@@ -567,14 +567,14 @@ impl Drop for Frozen {
     }
 }
 
-// Issue 29: a daemon that hangs (alive, sleeping, its socket taking
+// A daemon that hangs (alive, sleeping, its socket taking
 // connections, nothing answered; frozen by its cgroup) under a long call (`run
 // --wait` following its job): the client's liveness check (a `hello` on a
 // second connection after a silence; 500 ms here through the debug-only
 // HERD_TEST_PING_MS, 5 s then 10 s in a release) finds it and exits 3 naming its
 // pid; thawed, the daemon answers again.
 #[test]
-fn issue_29_a_hung_daemon_is_named_by_a_long_call() {
+fn a_hung_daemon_is_named_by_a_long_call() {
     let mut env = Env::new();
     env.vars
         .push(("HERD_TEST_PING_MS".to_owned(), "500".to_owned()));

@@ -1,4 +1,4 @@
-//! Issue 32: `run --wait` in one write. `hello` and a `spawn` with `follow`
+//! `run --wait` in one write. `hello` and a `spawn` with `follow`
 //! (capability `spawn.follow`) written together, before `hello`'s answer: the
 //! spawn runs once the handshake succeeded, its answer comes as a `spawned` note,
 //! then the job's output and, in the stream's answer, how it ended. Behind a
@@ -40,7 +40,7 @@ fn request(id: u64, method: &str, params: Value) -> Value {
 }
 
 #[test]
-fn b23_issue_32_a_spawn_that_follows_behind_hello_streams_the_job_and_its_ending() {
+fn b23_a_spawn_that_follows_behind_hello_streams_the_job_and_its_ending() {
     let env = Env::new();
     let mut reader = pipelined(
         &env,
@@ -92,7 +92,7 @@ fn b23_issue_32_a_spawn_that_follows_behind_hello_streams_the_job_and_its_ending
 }
 
 #[test]
-fn b23_issue_32_behind_a_refused_hello_a_following_spawn_runs_nothing() {
+fn b23_behind_a_refused_hello_a_following_spawn_runs_nothing() {
     let env = Env::new();
     let marker = env.home().join("ran");
     let mut reader = pipelined(
@@ -122,7 +122,7 @@ fn b23_issue_32_behind_a_refused_hello_a_following_spawn_runs_nothing() {
 }
 
 #[test]
-fn b23_issue_32_run_wait_pipelined_prints_the_output_and_exits_with_the_job() {
+fn b23_run_wait_pipelined_prints_the_output_and_exits_with_the_job() {
     let env = Env::new();
     let out = env.run(&[
         "run",

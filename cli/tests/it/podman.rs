@@ -1,4 +1,4 @@
-//! A container door tested for real (issue 30): podman driven through the same
+//! A container door tested for real: podman driven through the same
 //! `exec -i` argv as a Docker door (`docker exec -i ctr herd proxy`).
 //!
 //! [`image`] builds a small local image with no registry, once per test binary
@@ -445,8 +445,8 @@ fn proxy_door(container: &Container, herd: &str) -> Vec<String> {
 }
 
 #[test]
-fn issue30_podman_door_install_run_kill_and_a_far_daemon_sigkill() {
-    // Issue 30: a container door (podman as `docker exec -i`): `hosts install`
+fn podman_door_install_run_kill_and_a_far_daemon_sigkill() {
+    // A container door (podman as `docker exec -i`): `hosts install`
     // puts herd and herd-shim into an empty /opt/herd through the door, `hosts
     // check` passes with crash survival; a far job runs, a far kill kills it; a
     // SIGKILL of the far daemon under a notified job keeps every line, one
@@ -562,8 +562,8 @@ fn issue30_podman_door_install_run_kill_and_a_far_daemon_sigkill() {
 }
 
 #[test]
-fn issue30_podman_door_killed_under_a_running_job_completes_once() {
-    // Issue 30: the image's own herd (`exec -i CTR herd proxy`, found on PATH as
+fn podman_door_killed_under_a_running_job_completes_once() {
+    // The image's own herd (`exec -i CTR herd proxy`, found on PATH as
     // a Docker door would), a far job running while every `podman exec` door is
     // SIGKILLed: `logs -f` gets all of it, `wait` the real code, and the
     // completion arrives exactly once.

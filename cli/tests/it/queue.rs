@@ -1,4 +1,4 @@
-//! Groups, queued jobs and dependencies (issue 33, B40-B44) through the real
+//! Groups, queued jobs and dependencies (B40-B44) through the real
 //! daemon: parallel limits seen by the jobs themselves and by `ps`, a kill of a
 //! queued job, a daemon SIGKILL with a queue waiting, dependency chains, failing and
 //! unknown dependencies.

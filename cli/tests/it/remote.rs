@@ -1,4 +1,4 @@
-//! `herd proxy` (issue 15): the far end of a host's door, driven here over its
+//! `herd proxy`: the far end of a host's door, driven here over its
 //! own piped stdin/stdout against a real daemon on a temp home.
 
 use std::io::{BufRead, BufReader, Write};
@@ -134,8 +134,8 @@ pub(crate) fn connections(env: &Env) -> u64 {
 }
 
 #[test]
-fn issue_15_proxy_bridges_hello_spawn_wait_and_a_stream() {
-    // Issue 15: `herd proxy` speaks herd's protocol on stdin/stdout, bridged to
+fn proxy_bridges_hello_spawn_wait_and_a_stream() {
+    // `herd proxy` speaks herd's protocol on stdin/stdout, bridged to
     // its home's daemon, which it starts.
     let env = Env::new();
     let mut proxy = Proxy::start(&env);
@@ -194,8 +194,8 @@ fn issue_15_proxy_bridges_hello_spawn_wait_and_a_stream() {
 }
 
 #[test]
-fn issue_15_proxy_ends_on_stdin_eof_in_the_middle_of_a_stream() {
-    // Issue 15: the bridge ends when either side closes, a stream included.
+fn proxy_ends_on_stdin_eof_in_the_middle_of_a_stream() {
+    // The bridge ends when either side closes, a stream included.
     let env = Env::new();
     let mut proxy = Proxy::start(&env);
     let hello = proxy.call("hello", json!({"protocol": 1, "client": "test"}));
@@ -208,8 +208,8 @@ fn issue_15_proxy_ends_on_stdin_eof_in_the_middle_of_a_stream() {
 }
 
 #[test]
-fn issue_15_proxy_passes_a_version_mismatch_through_with_its_platform() {
-    // Issue 15: a far herd of another protocol is refused naming both versions;
+fn proxy_passes_a_version_mismatch_through_with_its_platform() {
+    // A far herd of another protocol is refused naming both versions;
     // the proxy adds what `herd hosts install` needs to the refusal.
     let env = Env::new();
     let mut proxy = Proxy::start(&env);
@@ -230,8 +230,8 @@ fn issue_15_proxy_passes_a_version_mismatch_through_with_its_platform() {
 }
 
 #[test]
-fn issue_15_proxy_that_cannot_reach_a_daemon_says_why_on_one_line() {
-    // Issue 15: exit non-zero with a one-line reason on stderr, nothing on stdout.
+fn proxy_that_cannot_reach_a_daemon_says_why_on_one_line() {
+    // Exit non-zero with a one-line reason on stderr, nothing on stdout.
     let env = Env::new();
     std::fs::write(env.home().join("config.toml"), "queue_cap = \"many\"\n")
         .expect("the home is writable");
@@ -259,8 +259,8 @@ fn issue_15_proxy_that_cannot_reach_a_daemon_says_why_on_one_line() {
 }
 
 #[test]
-fn issue_15_proxy_ends_when_its_daemon_goes_away() {
-    // Issue 15: the bridge ends when either side closes; the daemon's side here.
+fn proxy_ends_when_its_daemon_goes_away() {
+    // The bridge ends when either side closes; the daemon's side here.
     let env = Env::new();
     let mut proxy = Proxy::start(&env);
     let hello = proxy.call("hello", json!({"protocol": 1, "client": "test"}));

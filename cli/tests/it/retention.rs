@@ -1,4 +1,4 @@
-//! What leaves the store, and what a receipt keeps (issue 27, B5, B38): `herd clean`
+//! What leaves the store, and what a receipt keeps (B5, B38): `herd clean`
 //! reaches finished sessions only the store knows (across a daemon restart), an idle
 //! daemon evicts expired results and their logs on its own schedule, and output a log
 //! did not keep is still said to be cut after a restart. Real daemons, real jobs.
@@ -164,7 +164,7 @@ fn b5_b38_output_a_capped_log_did_not_keep_is_flagged_after_a_restart() {
     }
 }
 
-/// An answer never precedes the commit of what it reports (issue 27): a daemon
+/// An answer never precedes the commit of what it reports: a daemon
 /// SIGKILLed right after a `wait`, `poll` or `kill` answer about a finished session
 /// has its receipt in the store already (the shim's exit record aside).
 #[test]
@@ -211,7 +211,7 @@ fn b38_a_daemon_killed_right_after_a_wait_poll_or_kill_answer_kept_the_receipt()
 }
 
 /// A completion nobody drains leaves the ledger after `result_ttl` on the retention
-/// timer's schedule, with no consumer and no restart (B29, issue 27).
+/// timer's schedule, with no consumer and no restart (B29).
 #[test]
 fn b29_b38_an_unclaimed_completion_expires_on_schedule() {
     let env = Env::new();
@@ -229,8 +229,7 @@ fn b29_b38_an_unclaimed_completion_expires_on_schedule() {
 }
 
 /// A finished session whose shim still holds a leftover is held again by the next
-/// daemon, and output its capped log did not keep is still said to be cut (B5,
-/// issue 36): its `poll` carries the receipt's `bytes_not_kept`.
+/// daemon, and output its capped log did not keep is still said to be cut (B5): its `poll` carries the receipt's `bytes_not_kept`.
 #[test]
 fn b5_a_lingering_session_held_after_a_restart_still_says_its_log_was_cut() {
     let mut env = Env::new();

@@ -1,4 +1,4 @@
-//! `herd service install|status|uninstall` (issue 9): the unit file it writes, and
+//! `herd service install|status|uninstall`: the unit file it writes, and
 //! the systemctl and loginctl calls it makes.
 //!
 //! systemd does not run in the test container, so `systemctl` and `loginctl` are the

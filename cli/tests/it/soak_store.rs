@@ -1,4 +1,4 @@
-//! Soak of the store (issue 27): the time from a daemon's SIGKILL to the next
+//! Soak of the store: the time from a daemon's SIGKILL to the next
 //! daemon's first answer (`herd ps`, which starts it) with many finished sessions in
 //! the store and many running ones to restore. Compiled only without debug
 //! assertions: `cargo xtask soak` runs it (sizes from `HERD_SOAK_STORE_*`).

@@ -1,4 +1,4 @@
-//! Hosts over a real OpenSSH server (issue 15): `herd hosts check` and `herd hosts
+//! Hosts over a real OpenSSH server: `herd hosts check` and `herd hosts
 //! install` through `ssh` into a second herd home on this machine.
 //!
 //! [`Sshd`] starts Debian's `/usr/sbin/sshd` on a free loopback port with its own
@@ -366,8 +366,8 @@ pub(crate) fn on_a_terminal(near: &Env, args: &[&str]) -> (Option<u32>, String, 
 }
 
 #[test]
-fn issue_15_hosts_check_over_real_ssh() {
-    // Issue 15: `herd hosts check NAME` over a real ssh door: reachable, both
+fn hosts_check_over_real_ssh() {
+    // `herd hosts check NAME` over a real ssh door: reachable, both
     // versions, round-trip latency, the far home and user.
     let Some(sshd) = Sshd::start() else { return };
     let far = Env::new();
@@ -413,8 +413,8 @@ fn issue_15_hosts_check_over_real_ssh() {
 }
 
 #[test]
-fn issue_15_door_asking_for_a_password_fails_fast() {
-    // Issue 15: a door that wants a password fails fast with ssh's message and the
+fn door_asking_for_a_password_fails_fast() {
+    // A door that wants a password fails fast with ssh's message and the
     // fix, even when herd runs on a terminal ssh could prompt on.
     let Some(sshd) = Sshd::start() else { return };
     let far = Env::new();
@@ -442,8 +442,8 @@ fn issue_15_door_asking_for_a_password_fails_fast() {
 }
 
 #[test]
-fn issue_15_unknown_host_key_fails_fast_naming_ssh_keyscan() {
-    // Issue 15: a door that asks whether to trust an unknown host key fails fast
+fn unknown_host_key_fails_fast_naming_ssh_keyscan() {
+    // A door that asks whether to trust an unknown host key fails fast
     // and names ssh-keyscan.
     let Some(sshd) = Sshd::start() else { return };
     let far = Env::new();
@@ -467,8 +467,8 @@ fn issue_15_unknown_host_key_fails_fast_naming_ssh_keyscan() {
 }
 
 #[test]
-fn issue_15_far_herd_missing_names_hosts_install() {
-    // Issue 15: a host whose far herd is missing names `herd hosts install`.
+fn far_herd_missing_names_hosts_install() {
+    // A host whose far herd is missing names `herd hosts install`.
     let Some(sshd) = Sshd::start() else { return };
     let far = Env::new();
     let near = Env::new();
@@ -506,8 +506,8 @@ fn issue_15_far_herd_missing_names_hosts_install() {
 }
 
 #[test]
-fn issue_15_hosts_install_over_ssh_then_check_passes() {
-    // Issue 15: `herd hosts install NAME` copies this binary through the install
+fn hosts_install_over_ssh_then_check_passes() {
+    // `herd hosts install NAME` copies this binary through the install
     // argv (after learning the far platform), then `herd hosts check` passes.
     let Some(sshd) = Sshd::start() else { return };
     let far = Env::new();

@@ -1,4 +1,4 @@
-//! The store (issue 27, B38): finished sessions, their results and logs stay
+//! The store (B38): finished sessions, their results and logs stay
 //! answerable by id and name whatever other owners do, across daemon restarts by
 //! crash and by `--keep-jobs`, until `result_ttl` or the log budget evicts them;
 //! an evicted one answers "expired on DATE". Real daemons, real jobs, real SIGKILLs.
@@ -192,7 +192,7 @@ fn b38_ps_all_shows_a_recent_window_and_counts_the_older() {
 }
 
 #[test]
-fn issue27_a_spawn_retried_with_its_request_key_after_a_daemon_crash_starts_once() {
+fn a_spawn_retried_with_its_request_key_after_a_daemon_crash_starts_once() {
     let env = Env::new();
     let marker = env.scratch().join("starts");
     let spawn = json!({

@@ -1,4 +1,4 @@
-//! Running sessions in the store (issue 27, B27, B28): what a running session was
+//! Running sessions in the store (B27, B28): what a running session was
 //! started with survives a daemon restart by SIGKILL and by `shutdown --keep-jobs`
 //! (the command as given, its name, owner, kill_leftovers and limits, so a restart
 //! repeats it), a home written by the release before the store (`processes.json`,
@@ -248,7 +248,7 @@ fn b17_b27_a_kill_in_its_grace_window_when_the_daemon_dies_is_reported_by_the_ne
 }
 
 #[test]
-fn b38_issue27_restart_of_a_store_only_session_repeats_kill_leftovers_and_limits() {
+fn b38_restart_of_a_store_only_session_repeats_kill_leftovers_and_limits() {
     let env = Env::new();
     let mark = env.scratch().join("first-run");
     // The first run exits at once; the restart finds the mark and keeps running.

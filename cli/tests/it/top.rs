@@ -1,4 +1,4 @@
-//! `herd top` for real (issue 17): the real daemon on a temp home, real sessions,
+//! `herd top` for real: the real daemon on a temp home, real sessions,
 //! and `herd top` on a real terminal, tmux's, of a fixed size. Keys go in with
 //! `send-keys`; what a person would see comes out of `capture-pane`, polled with
 //! a deadline until it shows. Each test has its own tmux server on a private
@@ -97,11 +97,11 @@ fn line_with<'s>(screen: &'s str, needle: &str) -> &'s str {
         .unwrap_or_else(|| panic!("no line shows {needle:?}:\n{screen}"))
 }
 
-// Issue 17: `herd top` lists the home's sessions (ids, names, states, exits),
+// `herd top` lists the home's sessions (ids, names, states, exits),
 // follows the selected PTY session in the pane as a terminal shows it (colour
 // kept, a `\r` progress bar at its last state), and `q` gives the terminal back.
 #[test]
-fn issue_17_top_shows_rows_follows_a_pty_and_quits_on_q() {
+fn top_shows_rows_follows_a_pty_and_quits_on_q() {
     let env = Env::new();
     let bar = spawn(
         &env,
@@ -206,10 +206,10 @@ fn issue_17_top_shows_rows_follows_a_pty_and_quits_on_q() {
     );
 }
 
-// Issue 17: `k` then `y` kills the selected job's tree, as the daemon reports it;
+// `k` then `y` kills the selected job's tree, as the daemon reports it;
 // Ctrl-C quits and gives the terminal back.
 #[test]
-fn issue_17_top_kill_key_ends_the_job_and_ctrl_c_quits() {
+fn top_kill_key_ends_the_job_and_ctrl_c_quits() {
     let env = Env::new();
     let keep = spawn(&env, &["--name", "keeper", "--", "sleep", "300"]);
     let victim = spawn(
@@ -258,10 +258,10 @@ fn issue_17_top_kill_key_ends_the_job_and_ctrl_c_quits() {
     assert!(screen.contains("after-ctrl-c=0"), "{screen}");
 }
 
-// Issue 17: at 80 columns every row is one line: long commands and output are
+// At 80 columns every row is one line: long commands and output are
 // cut at the edge, never wrapped.
 #[test]
-fn issue_17_top_at_80_columns_cuts_rows_never_wraps() {
+fn top_at_80_columns_cuts_rows_never_wraps() {
     let env = Env::new();
     let long = spawn(
         &env,
@@ -305,10 +305,10 @@ fn issue_17_top_at_80_columns_cuts_rows_never_wraps() {
     tmux.wait_restored("done80");
 }
 
-// Issue 17: `h` asks for the new owner in an input line and hands the selected
+// `h` asks for the new owner in an input line and hands the selected
 // session over (the daemon lists the new owner).
 #[test]
-fn issue_17_top_handoff_key_gives_the_session_to_the_owner_typed() {
+fn top_handoff_key_gives_the_session_to_the_owner_typed() {
     let env = Env::new();
     let id = spawn(
         &env,
@@ -343,10 +343,10 @@ fn line_with_opt<'s>(screen: &'s str, needle: &str) -> Option<&'s str> {
     screen.lines().find(|l| l.contains(needle))
 }
 
-// Issue 17: `l` leaves the screen for $PAGER with the session's whole log piped
+// `l` leaves the screen for $PAGER with the session's whole log piped
 // in, and comes back to the table when the pager ends.
 #[test]
-fn issue_17_top_log_key_runs_the_pager_and_comes_back() {
+fn top_log_key_runs_the_pager_and_comes_back() {
     let env = Env::new();
     let id = spawn(
         &env,
@@ -384,9 +384,9 @@ fn issue_17_top_log_key_runs_the_pager_and_comes_back() {
     tmux.wait_restored("paged");
 }
 
-// Issue 17: SIGTERM ends `herd top` with the terminal given back.
+// SIGTERM ends `herd top` with the terminal given back.
 #[test]
-fn issue_17_top_restores_the_terminal_on_sigterm() {
+fn top_restores_the_terminal_on_sigterm() {
     let env = Env::new();
     spawn(&env, &["--name", "bystander", "--", "sleep", "300"]);
     let tmux = pane(&env, 100, 30, &[]);
@@ -411,10 +411,10 @@ fn issue_17_top_restores_the_terminal_on_sigterm() {
     assert!(screen.contains("after-term="), "{screen}");
 }
 
-// Issue 17: a panic inside `herd top` gives the terminal back before the report
+// A panic inside `herd top` gives the terminal back before the report
 // (debug builds panic on `!` when HERD_TOP_TEST_PANIC is set, for this test).
 #[test]
-fn issue_17_top_restores_the_terminal_on_a_panic() {
+fn top_restores_the_terminal_on_a_panic() {
     let env = Env::new();
     let tmux = pane(&env, 100, 30, &[("HERD_TOP_TEST_PANIC", "1")]);
     tmux.start_top();
@@ -430,10 +430,10 @@ fn issue_17_top_restores_the_terminal_on_a_panic() {
     );
 }
 
-// Issue 17: `r` restarts the selected session (`herd restart`'s path): a new
+// `r` restarts the selected session (`herd restart`'s path): a new
 // session with the same name replaces it.
 #[test]
-fn issue_17_top_restart_key_starts_the_session_again() {
+fn top_restart_key_starts_the_session_again() {
     let env = Env::new();
     let old = spawn(
         &env,
@@ -476,10 +476,10 @@ fn issue_17_top_restart_key_starts_the_session_again() {
     tmux.wait_restored("restarted");
 }
 
-// Issue 17: the daemon's `sessions.follow` (capability) notes each change of
+// The daemon's `sessions.follow` (capability) notes each change of
 // the sessions with a growing generation, so `top` lists only then.
 #[test]
-fn issue_17_sessions_follow_notes_a_spawn_and_a_finish() {
+fn sessions_follow_notes_a_spawn_and_a_finish() {
     use std::io::{BufRead, BufReader, Write};
     let env = Env::new();
     env.ok(&["ps"]);
@@ -537,12 +537,12 @@ fn issue_17_sessions_follow_notes_a_spawn_and_a_finish() {
     assert!(g >= g0 + 2, "spawned and finished: {g0} -> {g}");
 }
 
-// Issue 29: the pane follows a session selected before it printed anything (its
+// The pane follows a session selected before it printed anything (its
 // log not yet created) and shows what it prints afterwards; then top stays up,
 // counting right, while 100 sessions start and finish under it (a listing that
 // shrinks or grows never sends an index past the rows), and `q` exits 0.
 #[test]
-fn issue_29_top_pane_before_the_first_byte_and_a_hundred_sessions_finishing() {
+fn top_pane_before_the_first_byte_and_a_hundred_sessions_finishing() {
     let env = Env::new();
     let gate = env.scratch().join("gate");
     let script = format!(
@@ -574,10 +574,10 @@ fn issue_29_top_pane_before_the_first_byte_and_a_hundred_sessions_finishing() {
     );
 }
 
-// Issue 29: top rides through a daemon SIGKILL: it connects again (starting
+// Top rides through a daemon SIGKILL: it connects again (starting
 // the next daemon) and lists what happens after, and `q` still exits 0.
 #[test]
-fn issue_29_top_rides_through_a_daemon_sigkill() {
+fn top_rides_through_a_daemon_sigkill() {
     let env = Env::new();
     let before = spawn(&env, &["--name", "before", "--", "sleep", "300"]);
     let tmux = pane(&env, 120, 40, &[]);
@@ -599,12 +599,12 @@ fn issue_29_top_rides_through_a_daemon_sigkill() {
     assert!(screen.contains("top-exit=0"), "{screen}");
 }
 
-// Issue 29: the pane resumes after a daemon SIGKILL without the selection
+// The pane resumes after a daemon SIGKILL without the selection
 // moving: the follower connects again and shows what the job prints after the
 // restart (the first of two lines: the table's LAST LINE column shows only the
 // second).
 #[test]
-fn issue_29_top_pane_resumes_after_a_daemon_sigkill() {
+fn top_pane_resumes_after_a_daemon_sigkill() {
     let env = Env::new();
     let gate = env.scratch().join("gate");
     let script = format!(

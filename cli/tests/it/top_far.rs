@@ -1,4 +1,4 @@
-//! Issue 30: `herd top`'s pane for a far job (a job on a host reached through a
+//! `herd top`'s pane for a far job (a job on a host reached through a
 //! door), over a local door to a second home (`env HERD_HOME=<far> herd
 //! proxy`), on tmux's real terminal as `top.rs` drives it.
 
@@ -12,12 +12,12 @@ use crate::top::{TopPane, pane};
 /// Generous: CI runs on two busy cores.
 const DEADLINE: Duration = Duration::from_secs(30);
 
-// Issue 30: top lists a far job under its qualified id, its pane follows the
+// Top lists a far job under its qualified id, its pane follows the
 // job's output, and rides through every door of the host killed: what the job
 // prints after the blip (and a far daemon SIGKILL) shows in the pane (the first of two lines: the table's
 // LAST LINE column shows only the second).
 #[test]
-fn issue30_top_pane_follows_a_far_job_through_killed_doors() {
+fn top_pane_follows_a_far_job_through_killed_doors() {
     let local = Env::new();
     let far = Env::new();
     aliases(&local, &far, &["far"]);

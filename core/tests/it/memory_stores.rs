@@ -1,4 +1,4 @@
-//! A registry over in-memory stores (issue 27): the ledger, the results and the
+//! A registry over in-memory stores: the ledger, the results and the
 //! running sessions a host gives in `RegistryConfig` take every write, `state.db` is
 //! never made, and a `wait` answer follows the receipt's commit (B27, B29, B38).
 

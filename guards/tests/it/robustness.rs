@@ -221,10 +221,10 @@ fn shell_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', "'\\''"))
 }
 
-// Regression, issue 3: the proptest found that 46 KB of `"|"|"|…` kept tree-sitter busy
+// Regression: the proptest found that 46 KB of `"|"|"|…` kept tree-sitter busy
 // for 18 s between its progress checks; such text now goes to the verb scan.
 #[test]
-fn issue_3_operator_floods_are_judged_within_the_budget() {
+fn operator_floods_are_judged_within_the_budget() {
     for flood in [
         "\"|".repeat(23_000),
         "\"|\n".repeat(10_000),
@@ -239,11 +239,11 @@ fn issue_3_operator_floods_are_judged_within_the_budget() {
     );
 }
 
-// Regression, issue 3: the soak found a segfault inside tree-sitter-bash's scanner,
+// Regression: the soak found a segfault inside tree-sitter-bash's scanner,
 // which calls C `isdigit` on the code point after `{` (and after `..`); any code point
 // above 255 there crashed the process that judged it.
 #[test]
-fn issue_3_wide_characters_in_brace_position_do_not_crash() {
+fn wide_characters_in_brace_position_do_not_crash() {
     for text in [
         "echo {\u{10FFFF}",
         "echo {\u{E0000}}",

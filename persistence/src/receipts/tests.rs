@@ -308,7 +308,7 @@ fn b38_a_bounded_prune_evicts_the_oldest_first_and_says_more_is_due() {
 }
 
 #[test]
-fn issue27_clean_forgets_stored_sessions_by_owner_and_age_with_their_logs() {
+fn clean_forgets_stored_sessions_by_owner_and_age_with_their_logs() {
     let (_tmp, home) = home();
     fs::create_dir_all(home.session_logs_dir()).expect("logs dir");
     let store = ReceiptStore::new(&home);
@@ -349,7 +349,7 @@ fn issue27_clean_forgets_stored_sessions_by_owner_and_age_with_their_logs() {
 }
 
 #[test]
-fn issue27_a_receipt_keeps_the_bytes_its_log_did_not() {
+fn a_receipt_keeps_the_bytes_its_log_did_not() {
     let (_tmp, home) = home();
     let store = ReceiptStore::new(&home);
     let mut r = receipt("proc_cut0");

@@ -102,7 +102,7 @@ fn run_writer(stdin: &[u8]) -> (Option<i32>, tempfile::TempDir) {
 }
 
 #[test]
-fn issue30_shim_writer_refuses_protocol_lines() {
+fn shim_writer_refuses_protocol_lines() {
     let (code, dir) = run_writer(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"hello\"}\n");
     assert_eq!(code, Some(127));
     assert!(!dir.path().join("herd-shim").exists());
@@ -112,7 +112,7 @@ fn issue30_shim_writer_refuses_protocol_lines() {
 }
 
 #[test]
-fn issue30_shim_writer_copies_exactly_the_header_length_and_checks_the_hash() {
+fn shim_writer_copies_exactly_the_header_length_and_checks_the_hash() {
     let shim = b"\x7fELF pretend shim\nwith lines\n";
     let mut stdin = super::shim_header(shim).into_bytes();
     stdin.extend_from_slice(shim);

@@ -30,7 +30,7 @@ fn stays(facts: &Facts) -> String {
 }
 
 #[test]
-fn issue_36_a_login_shell_daemon_asks_the_user_manager_for_one_delegated_scope() {
+fn a_login_shell_daemon_asks_the_user_manager_for_one_delegated_scope() {
     let Decision::Ask { unit, argv, env } = decide(&login_shell()) else {
         panic!("a login shell's daemon under systemd asks for a scope");
     };
@@ -75,7 +75,7 @@ fn issue_36_a_login_shell_daemon_asks_the_user_manager_for_one_delegated_scope()
 }
 
 #[test]
-fn issue_36_the_daemon_stays_where_a_scope_is_not_needed_or_not_to_be_had() {
+fn the_daemon_stays_where_a_scope_is_not_needed_or_not_to_be_had() {
     let mut facts = login_shell();
     facts.cgroup_usable = true;
     assert!(stays(&facts).contains("already takes session cgroups"));
@@ -109,7 +109,7 @@ fn issue_36_the_daemon_stays_where_a_scope_is_not_needed_or_not_to_be_had() {
 }
 
 #[test]
-fn issue_36_opting_out_reads_the_daemon_environment() {
+fn opting_out_reads_the_daemon_environment() {
     let env: HashMap<String, String> = [("HERD_DELEGATE".to_owned(), "0".to_owned())].into();
     assert_eq!(
         Facts::detect(&env).opted_out.as_deref(),
@@ -127,7 +127,7 @@ fn issue_36_opting_out_reads_the_daemon_environment() {
 }
 
 #[test]
-fn issue_36_only_herd_units_are_settled_in() {
+fn only_herd_units_are_settled_in() {
     for own in [
         "/user.slice/user-1000.slice/user@1000.service/app.slice/herd-1000-4242.scope",
         "/user.slice/user-1000.slice/user@1000.service/app.slice/herd.service",

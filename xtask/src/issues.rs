@@ -1,0 +1,182 @@
+//! The issue-number check of `cargo xtask lint`: no `issue 35`, `Issue #35`,
+//! `issue35`, `issue_35` or `issues 27 and 36` in a `.rs` or `.md` file of the
+//! workspace — comments, test names, strings and docs alike. A reader of the
+//! repository cannot follow an issue number; say what the thing is instead.
+//!
+//! Files that still cite one, owned by work under way elsewhere, are listed in
+//! [`TO_SCRUB`] and printed as warnings; a listed file that no longer cites one fails
+//! ("remove it from the list"), so the list only shrinks. The checkers that must spell
+//! the pattern to find it are listed in [`SPELLS_THE_PATTERN`].
+
+use anyhow::{Context, Result, bail};
+use std::fs;
+use std::path::Path;
+
+/// Files that still cite issue numbers, to be reworded by the work that owns them;
+/// emptied, never grown.
+const TO_SCRUB: &[&str] = &[
+    "cli/src/commands.rs",
+    "cli/src/commands/group.rs",
+    "cli/src/commands/ps/tests.rs",
+    "cli/src/commands/resume.rs",
+    "cli/src/commands/run.rs",
+    "cli/src/daemon/hosts.rs",
+    "cli/src/daemon/hosts/mux.rs",
+    "cli/src/daemon/hosts/tests.rs",
+    "cli/src/daemon/methods.rs",
+    "cli/src/daemon/methods/dump.rs",
+    "cli/src/daemon/methods/groups.rs",
+    "cli/src/daemon/methods/keys/tests.rs",
+    "cli/src/daemon/methods/leases.rs",
+    "cli/src/daemon/methods/status.rs",
+    "cli/benches/scale.rs",
+    "cli/tests/it/secrets.rs",
+    "cli/tests/it/secrets/issue34.rs",
+    "core/src/registry/durable/ledger.rs",
+    "core/src/registry/durable/receipts.rs",
+    "core/src/registry/external/tests.rs",
+    "core/src/registry/killing.rs",
+    "core/src/registry/logs/tests.rs",
+    "core/src/registry/query.rs",
+    "core/src/registry/retention.rs",
+    "core/src/registry/spawning.rs",
+    "core/src/registry/supervised.rs",
+    "core/src/shim/supervise/start.rs",
+    "core/src/spawn/into_cgroup.rs",
+    "core/src/sys/cgroup.rs",
+    "core/tests/it/delivery.rs",
+    "docs/secrets.md",
+    "hooks/benches/redact.rs",
+    "hooks/src/redact/command/tests.rs",
+    "hooks/src/redact/providers/tests.rs",
+    "hooks/src/redact/triggers/tests.rs",
+    "hooks/src/window/tests.rs",
+    "ARCHITECTURE.md",
+];
+
+/// The checkers, which name the pattern they refuse.
+const SPELLS_THE_PATTERN: &[&str] = &["xtask/src/issues.rs", "xtask/src/rustdoc.rs"];
+
+/// Runs the check over the workspace at `root`.
+pub(crate) fn check_workspace(root: &Path) -> Result<()> {
+    let mut files = crate::walk::files_with_ext(root, "rs");
+    files.extend(crate::walk::files_with_ext(root, "md"));
+    let mut cited = Vec::new();
+    let mut listed_citing = Vec::new();
+    for path in files {
+        let rel = crate::walk::rel(root, &path);
+        if SPELLS_THE_PATTERN.contains(&rel.as_str()) {
+            continue;
+        }
+        let text =
+            fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
+        let lines: Vec<usize> = citing_lines(&text);
+        if TO_SCRUB.contains(&rel.as_str()) {
+            if !lines.is_empty() {
+                listed_citing.push(rel);
+            }
+            continue;
+        }
+        cited.extend(lines.into_iter().map(|n| format!("{rel}:{n}")));
+    }
+    let stale: Vec<&str> = TO_SCRUB
+        .iter()
+        .copied()
+        .filter(|f| !listed_citing.iter().any(|c| c == f))
+        .collect();
+    for file in &listed_citing {
+        crate::shell::say(&format!(
+            "warning: known, still cites issue numbers (reword them): {file}"
+        ));
+    }
+    let mut problems = Vec::new();
+    if !cited.is_empty() {
+        problems.push(format!(
+            "issue numbers cited (a reader cannot follow them; say what the thing is):\n  {}",
+            cited.join("\n  ")
+        ));
+    }
+    if !stale.is_empty() {
+        problems.push(format!(
+            "no longer cite issue numbers: remove them from TO_SCRUB in xtask/src/issues.rs:\n  {}",
+            stale.join("\n  ")
+        ));
+    }
+    if !problems.is_empty() {
+        bail!("{}", problems.join("\n"));
+    }
+    crate::shell::say(&format!(
+        "issue numbers: none cited ({} files known, to be reworded)",
+        listed_citing.len()
+    ));
+    Ok(())
+}
+
+/// The 1-based numbers of the lines of `text` that cite an issue number.
+fn citing_lines(text: &str) -> Vec<usize> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, line)| cites_issue(line))
+        .map(|(i, _)| i + 1)
+        .collect()
+}
+
+/// `issue 27`, `Issue #27`, `issue-27`, `issue_27`, `issue27`, `issues 27 and 36`,
+/// in any case; words are split at every character that is not a letter or digit, so
+/// an identifier (`fn b15_issue_36_kill`, `mod issue34`) cites as prose does.
+fn cites_issue(line: &str) -> bool {
+    let lower = line.to_ascii_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let number = |w: &str| w.bytes().all(|b| b.is_ascii_digit());
+    let glued = |w: &str| {
+        let rest = w.strip_prefix("issues").or_else(|| w.strip_prefix("issue"));
+        rest.is_some_and(|r| !r.is_empty() && number(r))
+    };
+    words.iter().any(|w| glued(w))
+        || words
+            .windows(2)
+            .any(|w| matches!(w[0], "issue" | "issues") && number(w[1]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_spelling_of_an_issue_number_cites() {
+        for line in [
+            "// Issue 15: a far job",
+            "(issue 36)",
+            "Issue #35 asked",
+            "issues 27 and 36",
+            "fn b15_issue_36_escapees() {",
+            "fn issue15_run_host() {",
+            "mod issue34;",
+            "see issue-12",
+        ] {
+            assert!(cites_issue(line), "{line}");
+        }
+    }
+
+    #[test]
+    fn words_that_merely_contain_issue_do_not_cite() {
+        for line in [
+            "an issue with the door",
+            "the issues are listed",
+            "issued 3 times",
+            "reissue 4",
+            "tissue_5",
+            "fn issue_tracker_url() {}",
+        ] {
+            assert!(!cites_issue(line), "{line}");
+        }
+    }
+
+    #[test]
+    fn citing_lines_are_numbered_from_one() {
+        assert_eq!(citing_lines("a\nb (issue 3)\nc\nissue4\n"), [2, 4]);
+    }
+}
