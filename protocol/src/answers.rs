@@ -121,7 +121,7 @@ pub struct HelloAnswer {
 
 impl HelloAnswer {
     /// Whether the daemon announced `capability`.
-    pub fn has(&self, capability: &str) -> bool {
+    pub fn serves(&self, capability: &str) -> bool {
         self.capabilities.iter().any(|c| c == capability)
     }
 }
