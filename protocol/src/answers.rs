@@ -499,6 +499,35 @@ pub struct HandoffAnswer {
     pub note: String,
 }
 
+/// `status`'s answer: the daemon's pid, version, counts, supervisor and restore.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StatusAnswer {
+    /// The daemon's pid.
+    pub pid: u32,
+    /// Its herd version.
+    pub version: String,
+    /// The home it serves.
+    pub home: String,
+    /// Sessions running (and queued).
+    pub running: u64,
+    /// Finished sessions it still answers for.
+    pub finished: u64,
+    /// `shim` (jobs outlive the daemon) or `in_process`.
+    pub supervisor: String,
+    /// What holds the jobs' trees, and why (`herd doctor` explains it).
+    #[serde(default)]
+    pub containment: Value,
+    /// Connections being served.
+    #[serde(default)]
+    pub connections: Value,
+    /// What the start-up restore did: counts, or `{"error"}`.
+    #[serde(default)]
+    pub restore: Value,
+    /// The daemon's own log: where, and its recent warnings.
+    #[serde(default)]
+    pub log: Value,
+}
+
 /// `shutdown`'s answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ShutdownAnswer {
@@ -545,6 +574,30 @@ pub struct AckAnswer {
     pub completions: u64,
     /// Whether the marks were written (false on a full disk: held, written later).
     pub written: bool,
+}
+
+/// A job group (capability `queue`): `group.add`'s and `group.set`'s answer, and
+/// a row of `group.list`'s.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct GroupRow {
+    /// Its name.
+    pub name: String,
+    /// Its limit of jobs at once; `null` for `default` (no limit).
+    #[serde(default)]
+    pub parallel: Option<u32>,
+    /// Its jobs started from the queue and running.
+    #[serde(default)]
+    pub running: u64,
+    /// Its jobs waiting.
+    #[serde(default)]
+    pub queued: u64,
+}
+
+/// `group.list`'s answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct GroupList {
+    /// The groups, `default` first.
+    pub groups: Vec<GroupRow>,
 }
 
 /// `group.rm`'s answer.

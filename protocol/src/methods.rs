@@ -116,7 +116,7 @@ methods! {
         "forget finished sessions (logs and receipts too), by owner and age.";
     Handoff "handoff" None, params::HandoffParams => answers::HandoffAnswer, [],
         "hand a session from one owner to another.";
-    Status "status" None, NoParams => Open, [],
+    Status "status" None, NoParams => answers::StatusAnswer, [],
         "the daemon's state: version, sessions, connections, restore, dispatch, log.";
     Scope "scope" None, NoParams => Open, [],
         "restart-safe dispatch: whether spawns get their own systemd scope.";
@@ -138,11 +138,11 @@ methods! {
     SessionsFollow "sessions.follow" Some(cap::SESSIONS_FOLLOW), NoParams => Open,
         ["sessions": events::SessionsChanged],
         "a `sessions` note whenever the home's sessions change, until the client closes.";
-    GroupAdd "group.add" Some(cap::QUEUE), params::GroupParams => Open, [],
+    GroupAdd "group.add" Some(cap::QUEUE), params::GroupParams => answers::GroupRow, [],
         "a job group with its limit of jobs at once.";
-    GroupSet "group.set" Some(cap::QUEUE), params::GroupParams => Open, [],
+    GroupSet "group.set" Some(cap::QUEUE), params::GroupParams => answers::GroupRow, [],
         "change a group's limit.";
-    GroupList "group.list" Some(cap::QUEUE), NoParams => Open, [],
+    GroupList "group.list" Some(cap::QUEUE), NoParams => answers::GroupList, [],
         "the groups, their limits and jobs.";
     GroupRm "group.rm" Some(cap::QUEUE), params::GroupParams => answers::GroupRemoved, [],
         "remove a group.";
