@@ -1,8 +1,8 @@
 //! The answers of the methods, as clients read them.
 //!
-//! The daemon writes these from the registry's own answer types (herd-core's
-//! `answers.rs`, which derive `Serialize` with the same field names); a test in
-//! herd-cli checks that every field the daemon writes is one named here. Clients
+//! The daemon writes these from the registry's own answer types (herd-core's, which
+//! derive `Serialize` with the same field names); a test in herd-cli checks that
+//! every field the daemon writes is one named here. Clients
 //! read them leniently: a field a later daemon adds is ignored, and an enum value
 //! this crate does not know reads as `other`.
 //!
@@ -537,18 +537,6 @@ pub struct ShutdownAnswer {
     pub pid: u32,
     /// `killed` or `kept`.
     pub jobs: String,
-}
-
-/// `drain`'s answer.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct DrainAnswer {
-    /// The events, oldest first.
-    pub events: Vec<crate::events::Event>,
-    /// The events as text for a model's context ("" when none).
-    pub rendered: String,
-    /// The lease to acknowledge them by (a leased drain with events).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lease: Option<u64>,
 }
 
 /// `drain.ack`'s answer.

@@ -28,7 +28,7 @@ pub const PEER_REFUSED: i64 = -32015;
 /// herd: the registry refused the operation (e.g. a handoff over the cap); `data`
 /// names the reason.
 pub const REFUSED: i64 = -32016;
-/// herd: restart-safe dispatch refused the spawn (B34); `data` carries
+/// herd: restart-safe dispatch (a job in its own systemd scope) refused the spawn; `data` carries
 /// `infrastructure` (true when the host, not the job, is at fault).
 pub const DISPATCH_FAILED: i64 = -32017;
 /// The daemon serves as many connections as it may (`max_connections`); the

@@ -219,6 +219,18 @@ impl Event {
     }
 }
 
+/// `drain`'s answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct DrainAnswer {
+    /// The events, oldest first.
+    pub events: Vec<Event>,
+    /// The events as text for a model's context ("" when none).
+    pub rendered: String,
+    /// The lease to acknowledge them by (a leased drain with events).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease: Option<u64>,
+}
+
 /// The `pending` note of `events.follow` with `peek` (capability `events.pending`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Pending {

@@ -102,7 +102,7 @@ methods! {
         "close a session's standard input.";
     Resize "resize" None, params::ResizeParams => Open, [],
         "a PTY session's window size.";
-    Drain "drain" None, params::DrainParams => answers::DrainAnswer, [],
+    Drain "drain" None, params::DrainParams => events::DrainAnswer, [],
         "take the owner's pending events (leased with `lease`).";
     DrainAck "drain.ack" Some(cap::DRAIN_LEASE), params::LeaseParams => answers::LeaseAckAnswer, [],
         "the leased events were handed on.";
