@@ -195,9 +195,8 @@ impl Channel {
     pub(super) async fn call(&mut self, method: &str, params: Value) -> Result<Value, RpcError> {
         let id = self.mux.next.fetch_add(1, Ordering::Relaxed);
         let gone = || RpcError::new(protocol::HOST_UNREACHABLE, "the mux door closed");
-        let request =
-            serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        if !self.send(request.to_string().as_bytes()) {
+        let request = super::link::request_line(id, method, params);
+        if !self.send(&request) {
             return Err(gone());
         }
         loop {
@@ -205,7 +204,7 @@ impl Channel {
             let Ok(message) = serde_json::from_slice::<Response>(&line) else {
                 continue;
             };
-            if message.method.is_some() || message.id != serde_json::json!(id) {
+            if message.method.is_some() || message.id != Value::from(id) {
                 continue;
             }
             return match message.error {
