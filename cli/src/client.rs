@@ -346,7 +346,9 @@ impl Client {
     pub(crate) async fn log_end(&mut self, id: &str) -> anyhow::Result<u64> {
         let mut params = herd_protocol::params::FollowParams::new(id, PAST_THE_END);
         params.max_bytes = Some(1);
-        let chunk = self.ask::<herd_protocol::methods::LogChunk>(&params).await?;
+        let chunk = self
+            .ask::<herd_protocol::methods::LogChunk>(&params)
+            .await?;
         Ok(Some(chunk.next_byte)
             .filter(|end| *end < PAST_THE_END)
             .unwrap_or(0))
@@ -367,7 +369,10 @@ impl Client {
     ///
     /// # Errors
     /// As [`Client::request`]'s.
-    pub(crate) async fn send_typed<M: Method>(&mut self, params: &M::Params) -> anyhow::Result<Value> {
+    pub(crate) async fn send_typed<M: Method>(
+        &mut self,
+        params: &M::Params,
+    ) -> anyhow::Result<Value> {
         let params = params_of(params)?;
         self.request(M::NAME, params).await
     }

@@ -47,21 +47,85 @@ pub const DISK_FULL: i64 = -32021;
 /// Every code: value, name, meaning.
 pub const ALL: &[(i64, &str, &str)] = &[
     (PARSE_ERROR, "PARSE_ERROR", "invalid JSON"),
-    (INVALID_REQUEST, "INVALID_REQUEST", "not a valid request object"),
+    (
+        INVALID_REQUEST,
+        "INVALID_REQUEST",
+        "not a valid request object",
+    ),
     (METHOD_NOT_FOUND, "METHOD_NOT_FOUND", "unknown method"),
-    (INVALID_PARAMS, "INVALID_PARAMS", "bad parameters; the message says which and why"),
-    (INTERNAL_ERROR, "INTERNAL_ERROR", "the daemon failed internally"),
-    (NOT_FOUND, "NOT_FOUND", "the session id matched nothing, several sessions (`data.matches`), or was too short"),
-    (GUARDED, "GUARDED", "the self-kill guard refused the command; `data` is the verdict"),
-    (VERSION_MISMATCH, "VERSION_MISMATCH", "client and daemon speak different protocol versions"),
-    (TOO_LARGE, "TOO_LARGE", "the request line exceeded 1 MiB; the connection is kept"),
-    (HANDSHAKE_REQUIRED, "HANDSHAKE_REQUIRED", "the first request was not `hello`"),
-    (UNSUPPORTED, "UNSUPPORTED", "the operation is not supported by this daemon"),
-    (PEER_REFUSED, "PEER_REFUSED", "the peer is another user; the connection is closed"),
-    (REFUSED, "REFUSED", "the registry refused the operation; `data.reason` names why"),
-    (DISPATCH_FAILED, "DISPATCH_FAILED", "restart-safe dispatch refused the spawn; `data.infrastructure` is true when the host is at fault"),
-    (TOO_MANY_CONNECTIONS, "TOO_MANY_CONNECTIONS", "the daemon serves as many connections as it may"),
-    (SHUTTING_DOWN, "SHUTTING_DOWN", "the daemon is shutting down: no new job starts"),
-    (HOST_UNREACHABLE, "HOST_UNREACHABLE", "the far host of a qualified id does not answer; `data.host` names it"),
-    (DISK_FULL, "DISK_FULL", "the disk holding the home is full: the spawn started nothing"),
+    (
+        INVALID_PARAMS,
+        "INVALID_PARAMS",
+        "bad parameters; the message says which and why",
+    ),
+    (
+        INTERNAL_ERROR,
+        "INTERNAL_ERROR",
+        "the daemon failed internally",
+    ),
+    (
+        NOT_FOUND,
+        "NOT_FOUND",
+        "the session id matched nothing, several sessions (`data.matches`), or was too short",
+    ),
+    (
+        GUARDED,
+        "GUARDED",
+        "the self-kill guard refused the command; `data` is the verdict",
+    ),
+    (
+        VERSION_MISMATCH,
+        "VERSION_MISMATCH",
+        "client and daemon speak different protocol versions",
+    ),
+    (
+        TOO_LARGE,
+        "TOO_LARGE",
+        "the request line exceeded 1 MiB; the connection is kept",
+    ),
+    (
+        HANDSHAKE_REQUIRED,
+        "HANDSHAKE_REQUIRED",
+        "the first request was not `hello`",
+    ),
+    (
+        UNSUPPORTED,
+        "UNSUPPORTED",
+        "the operation is not supported by this daemon",
+    ),
+    (
+        PEER_REFUSED,
+        "PEER_REFUSED",
+        "the peer is another user; the connection is closed",
+    ),
+    (
+        REFUSED,
+        "REFUSED",
+        "the registry refused the operation; `data.reason` names why",
+    ),
+    (
+        DISPATCH_FAILED,
+        "DISPATCH_FAILED",
+        "restart-safe dispatch refused the spawn; `data.infrastructure` is true when the host is at fault",
+    ),
+    (
+        TOO_MANY_CONNECTIONS,
+        "TOO_MANY_CONNECTIONS",
+        "the daemon serves as many connections as it may",
+    ),
+    (
+        SHUTTING_DOWN,
+        "SHUTTING_DOWN",
+        "the daemon is shutting down: no new job starts",
+    ),
+    (
+        HOST_UNREACHABLE,
+        "HOST_UNREACHABLE",
+        "the far host of a qualified id does not answer; `data.host` names it",
+    ),
+    (
+        DISK_FULL,
+        "DISK_FULL",
+        "the disk holding the home is full: the spawn started nothing",
+    ),
 ];

@@ -428,3 +428,13 @@ pub struct GroupParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parallel: Option<u64>,
 }
+
+impl From<IdParams> for StdinParams {
+    /// `close`'s params: the session, no text.
+    fn from(id: IdParams) -> StdinParams {
+        StdinParams {
+            id: id.id,
+            data: String::new(),
+        }
+    }
+}

@@ -39,7 +39,10 @@ pub fn document() -> Value {
     let errors: Map<String, Value> = codes::ALL
         .iter()
         .map(|(code, name, meaning)| {
-            ((*name).to_owned(), json!({"code": code, "meaning": meaning}))
+            (
+                (*name).to_owned(),
+                json!({"code": code, "meaning": meaning}),
+            )
         })
         .collect();
     let defs = generator.take_definitions(true);
@@ -93,13 +96,16 @@ pub fn method_table() -> String {
         let notes: Vec<String> = info
             .notes
             .iter()
-            .map(|(name, schema)| format!("`{name}` {}", def_name(&schema(&mut generator).to_value())))
+            .map(|(name, schema)| {
+                format!("`{name}` {}", def_name(&schema(&mut generator).to_value()))
+            })
             .collect();
         let _ = writeln!(
             out,
             "| `{}` | {} | {params} | {answer} | {} | {} |",
             info.name,
-            info.capability.map_or_else(|| "1".to_owned(), |c| format!("`{c}`")),
+            info.capability
+                .map_or_else(|| "1".to_owned(), |c| format!("`{c}`")),
             notes.join(", "),
             info.summary,
         );

@@ -4,7 +4,9 @@
 use std::path::PathBuf;
 
 fn check(file: &str, generated: &str) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/protocol").join(file);
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../docs/protocol")
+        .join(file);
     if std::env::var_os("HERD_PROTOCOL_WRITE").is_some() {
         std::fs::create_dir_all(path.parent().expect("docs/protocol has a parent"))
             .expect("docs/protocol can be created");
@@ -39,9 +41,15 @@ fn every_method_has_params_and_a_result_in_the_schema() {
             let schema = &method[part];
             if let Some(r) = schema["$ref"].as_str() {
                 let def = r.rsplit('/').next().expect("a $ref names a def");
-                assert!(defs.contains_key(def), "{name}'s {part} names a missing def {def}");
+                assert!(
+                    defs.contains_key(def),
+                    "{name}'s {part} names a missing def {def}"
+                );
             } else {
-                assert!(schema.is_object() || schema.is_boolean(), "{name}'s {part} is a schema");
+                assert!(
+                    schema.is_object() || schema.is_boolean(),
+                    "{name}'s {part} is a schema"
+                );
             }
         }
     }

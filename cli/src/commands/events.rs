@@ -7,7 +7,9 @@ use std::time::Duration;
 use herd_persistence::Home;
 use herd_protocol::Method;
 use herd_protocol::methods::{Drain, DrainAck, DrainRelease, EventsAck, EventsFollow, List};
-use herd_protocol::params::{AckParams, DrainParams, EventsParams, LeaseParams, ListParams, ListState};
+use herd_protocol::params::{
+    AckParams, DrainParams, EventsParams, LeaseParams, ListParams, ListState,
+};
 use serde_json::Value;
 
 use super::{ending, truncate};

@@ -16,8 +16,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use herd_persistence::Home;
-use nix::sys::signal::Signal;
 use herd_protocol::params::{IdParams, StdinParams};
+use nix::sys::signal::Signal;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::time::Instant;
 

@@ -23,7 +23,11 @@ pub(crate) async fn kill(home: &Home, args: KillArgs) -> anyhow::Result<()> {
                 ..ListParams::default()
             })
             .await?;
-        listed.processes.into_iter().map(|row| row.session_id).collect()
+        listed
+            .processes
+            .into_iter()
+            .map(|row| row.session_id)
+            .collect()
     } else {
         args.ids.clone()
     };
@@ -33,9 +37,7 @@ pub(crate) async fn kill(home: &Home, args: KillArgs) -> anyhow::Result<()> {
     }
     let answers = futures::future::join_all(ids.iter().map(|id| async move {
         let mut client = Client::connect(home).await?;
-        client
-            .send_typed::<Kill>(&IdParams::new(id.as_str()))
-            .await
+        client.send_typed::<Kill>(&IdParams::new(id.as_str())).await
     }))
     .await;
     let several = ids.len() > 1;

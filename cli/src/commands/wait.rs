@@ -41,7 +41,11 @@ pub(crate) async fn wait(home: &Home, args: WaitArgs) -> anyhow::Result<()> {
     let typed = answer_of::<Wait>(answer.clone())?;
     let is_ready = typed.ready_at.is_some();
     let exited = typed.status == WaitStatus::Exited;
-    let succeeded = if args.ready { is_ready } else { typed.succeeded() };
+    let succeeded = if args.ready {
+        is_ready
+    } else {
+        typed.succeeded()
+    };
     if args.json {
         output::json_pretty(&answer)?;
     } else {

@@ -48,7 +48,9 @@ fn assert_known(schema: &Value, name: &str, value: &Value, what: &str) {
             collect(&schema["$defs"][r.rsplit('/').next().unwrap_or_default()]);
         }
     }
-    let object = value.as_object().unwrap_or_else(|| panic!("{what} is an object: {value}"));
+    let object = value
+        .as_object()
+        .unwrap_or_else(|| panic!("{what} is an object: {value}"));
     for key in object.keys() {
         assert!(
             known.iter().any(|k| k == key),
@@ -60,8 +62,12 @@ fn assert_known(schema: &Value, name: &str, value: &Value, what: &str) {
 
 /// `answer` reads as `M`'s answer and names nothing the schema lacks.
 fn check<M: Method>(schema: &Value, answer: &Value) {
-    serde_json::from_value::<M::Answer>(answer.clone())
-        .unwrap_or_else(|e| panic!("{}'s answer does not read as the protocol's: {e}: {answer}", M::NAME));
+    serde_json::from_value::<M::Answer>(answer.clone()).unwrap_or_else(|e| {
+        panic!(
+            "{}'s answer does not read as the protocol's: {e}: {answer}",
+            M::NAME
+        )
+    });
     assert_known(schema, &result_def(schema, M::NAME), answer, M::NAME);
 }
 
@@ -75,10 +81,16 @@ fn b39_every_answer_reads_as_the_protocol_types_and_names_no_field_the_schema_la
         json!({"command": "echo schema-line; exit 3", "owner": "schema", "notify": true, "name": "one"}),
     );
     check::<Spawn>(&schema, &spawned);
-    let id = spawned["session_id"].as_str().expect("spawn names its session").to_owned();
+    let id = spawned["session_id"]
+        .as_str()
+        .expect("spawn names its session")
+        .to_owned();
     let waited = conn.result("wait", json!({"id": id, "timeout_seconds": 20}));
     check::<Wait>(&schema, &waited);
-    assert_eq!(waited["exit_code"], 3, "the job ran to its exit 3: {waited}");
+    assert_eq!(
+        waited["exit_code"], 3,
+        "the job ran to its exit 3: {waited}"
+    );
     check::<Poll>(&schema, &conn.result("poll", json!({"id": id})));
     check::<Lookup>(&schema, &conn.result("lookup", json!({"id": "one"})));
     check::<Log>(&schema, &conn.result("log", json!({"id": id})));
@@ -101,7 +113,10 @@ fn b39_every_answer_reads_as_the_protocol_types_and_names_no_field_the_schema_la
         assert_known(&schema, "Event", event, "an event");
     }
     let running = conn.result("spawn", json!({"command": "sleep 30", "owner": "schema"}));
-    let running = running["session_id"].as_str().expect("spawn names its session").to_owned();
+    let running = running["session_id"]
+        .as_str()
+        .expect("spawn names its session")
+        .to_owned();
     let polled = conn.result("poll", json!({"id": running}));
     check::<Poll>(&schema, &polled);
     check::<Kill>(&schema, &conn.result("kill", json!({"id": running})));

@@ -114,8 +114,11 @@ impl Link {
         // "every job ended".
         let running: ListAnswer = serde_json::from_value(running)
             .map_err(|e| format!("the far list does not read as the protocol says: {e}"))?;
-        let live: std::collections::HashSet<String> =
-            running.processes.into_iter().map(|r| r.session_id).collect();
+        let live: std::collections::HashSet<String> = running
+            .processes
+            .into_iter()
+            .map(|r| r.session_id)
+            .collect();
         let changed = {
             let mut book = lock(&self.book);
             let mut changed = false;
@@ -163,9 +166,7 @@ impl Link {
                 .map_err(|e| format!("publishing failed: {e}"))?;
             if !published {
                 // The ledger refused a commit: release, so the far side keeps them.
-                let _ = self
-                    .call_raw("drain.release", lease)
-                    .await;
+                let _ = self.call_raw("drain.release", lease).await;
                 return Err("the far events were not committed here; kept on the far side".into());
             }
             self.call_raw("drain.ack", lease)

@@ -451,8 +451,11 @@ pub(super) fn request_line(id: u64, method: &str, params: Value) -> Vec<u8> {
         method: method.to_owned(),
         params,
     };
-    // A request of strings and `Value`s always serialises.
-    let mut line = serde_json::to_vec(&request).unwrap_or_default();
+    // Through a `Value`, as the link always wrote it: its keys sorted (`id` first,
+    // which far stand-ins read). A request of strings and `Value`s always serialises.
+    let mut line = serde_json::to_value(&request)
+        .map(|v| v.to_string().into_bytes())
+        .unwrap_or_default();
     line.push(b'\n');
     line
 }

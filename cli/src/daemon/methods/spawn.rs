@@ -83,18 +83,16 @@ impl State {
             time_limit: p.time_limit_seconds.map(Duration::from_secs),
             replaces: None,
             kill_leftovers: p.kill_leftovers,
-            limits: p.limits.map_or_else(herd_core::Limits::default, |l| herd_core::Limits {
-                memory_bytes: l.memory_bytes,
-                cpu_millis: l.cpu_millis,
-                pids: l.pids,
-            }),
+            limits: p
+                .limits
+                .map_or_else(herd_core::Limits::default, |l| herd_core::Limits {
+                    memory_bytes: l.memory_bytes,
+                    cpu_millis: l.cpu_millis,
+                    pids: l.pids,
+                }),
             ready: p.ready,
             ready_port: p.ready_port,
-            restart: p
-                .restart
-                .as_ref()
-                .map(restart_policy)
-                .transpose()?,
+            restart: p.restart.as_ref().map(restart_policy).transpose()?,
         };
         let queue = herd_core::QueueRequest {
             group: p.group,
