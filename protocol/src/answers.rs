@@ -6,6 +6,9 @@
 //! read them leniently: a field a later daemon adds is ignored, and an enum value
 //! this crate does not know reads as `other`.
 //!
+//! A field a client may rely on is required; the rest read as their default when
+//! absent, as from an older daemon (which lacks, say, a spawn's `dispatch`).
+//!
 //! `exit_code`, `signal` and `completion_reason` are absent from `poll` while a
 //! session runs and `null` in `wait`, `kill` and `list` (protocol 1 shipped both);
 //! the documented form is "absent or null means none", and both read as `None`.
@@ -135,12 +138,16 @@ pub struct SpawnAnswer {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// The direct child's pid (0 while queued).
+    #[serde(default)]
     pub pid: i32,
     /// The command line as given (secrets masked).
+    #[serde(default)]
     pub command: String,
     /// `pipe` or `pty` (a failed PTY reads `pipe`).
+    #[serde(default)]
     pub mode: String,
     /// Whether the owner gets a completion event.
+    #[serde(default)]
     pub notify_on_complete: bool,
     /// Active watch patterns.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -149,11 +156,13 @@ pub struct SpawnAnswer {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub heartbeat_seconds: Option<u64>,
     /// Whether lifecycle sweeps spare the session.
+    #[serde(default)]
     pub persist_on_release: bool,
     /// Why a PTY request runs on pipes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pty_note: Option<String>,
     /// `in_process`, `scoped` or `degraded`.
+    #[serde(default)]
     pub dispatch: String,
     /// Anything else the caller should know.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -178,14 +187,18 @@ pub struct PollAnswer {
     /// The session.
     pub session_id: String,
     /// Its command line.
+    #[serde(default)]
     pub command: String,
     /// Queued, running or exited.
     pub status: SessionStatus,
     /// The direct child's pid.
+    #[serde(default)]
     pub pid: i32,
     /// Seconds since the spawn.
+    #[serde(default)]
     pub uptime_seconds: u64,
     /// The last 1,000 characters, ANSI-stripped.
+    #[serde(default)]
     pub output_preview: String,
     /// The exit code, once exited normally.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -200,13 +213,16 @@ pub struct PollAnswer {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub termination_source: Option<String>,
     /// The preview omits earlier output (the log has it).
+    #[serde(default)]
     pub output_cut: bool,
     /// The complete log.
+    #[serde(default)]
     pub log_path: PathBuf,
     /// Bytes past the log cap that were counted but not kept.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub bytes_not_kept: u64,
     /// Every byte the session produced so far.
+    #[serde(default)]
     pub total_ingested: u64,
     /// Where the answer comes from when that is not the live session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -218,6 +234,7 @@ pub struct PollAnswer {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replaces: Option<String>,
     /// `cgroup`, `subreaper` or `group`.
+    #[serde(default)]
     pub containment: String,
     /// Processes of its tree that outlived its main process.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -238,6 +255,7 @@ pub struct WaitAnswer {
     /// Exited, timeout, interrupted or ready.
     pub status: WaitStatus,
     /// Its command line.
+    #[serde(default)]
     pub command: String,
     /// The exit code, if it exited normally.
     #[serde(default)]
@@ -252,12 +270,16 @@ pub struct WaitAnswer {
     #[serde(default)]
     pub termination_source: Option<String>,
     /// Sized output.
+    #[serde(default)]
     pub output: String,
     /// Output was cut; the log has the rest.
+    #[serde(default)]
     pub output_cut: bool,
     /// The complete log.
+    #[serde(default)]
     pub log_path: PathBuf,
     /// Whether the session still runs.
+    #[serde(default)]
     pub process_running: bool,
     /// Clamping, timeout and interrupt explanations.
     #[serde(default)]
@@ -291,18 +313,22 @@ pub struct KillAnswer {
     #[serde(default)]
     pub completion_reason: Option<CompletionReason>,
     /// Who asked.
+    #[serde(default)]
     pub termination_source: String,
     /// The exit code, if it exited normally.
     #[serde(default)]
     pub exit_code: Option<i32>,
     /// Sized output.
+    #[serde(default)]
     pub output: String,
     /// Output was cut; the log has the rest.
+    #[serde(default)]
     pub output_cut: bool,
     /// Pids still alive after the kill.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub survivors: Vec<i32>,
     /// Whether the session still runs.
+    #[serde(default)]
     pub process_running: bool,
     /// What went wrong, for an incomplete kill.
     #[serde(default)]
@@ -321,27 +347,36 @@ pub struct ListRow {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// The first 200 characters of its command line.
+    #[serde(default)]
     pub command: String,
     /// Its working directory.
+    #[serde(default)]
     pub cwd: PathBuf,
     /// The direct child's pid.
+    #[serde(default)]
     pub pid: i32,
     /// `pty` or `pipe`.
+    #[serde(default)]
     pub mode: String,
     /// The owner.
+    #[serde(default)]
     pub owner_task_id: String,
     /// The container key.
+    #[serde(default)]
     pub task_id: String,
     /// The host's session key.
     #[serde(default)]
     pub session_key: Option<String>,
     /// RFC 3339 UTC.
+    #[serde(default)]
     pub started_at: String,
     /// Seconds since the spawn.
+    #[serde(default)]
     pub uptime_seconds: u64,
     /// Queued, running or exited.
     pub status: SessionStatus,
     /// The last 200 characters.
+    #[serde(default)]
     pub output_preview: String,
     /// The exit code, if exited normally.
     #[serde(default)]
@@ -359,8 +394,10 @@ pub struct ListRow {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub termination_source: Option<String>,
     /// Whether the owner gets a completion.
+    #[serde(default)]
     pub notify_on_complete: bool,
     /// Whether lifecycle sweeps spare it.
+    #[serde(default)]
     pub persist_on_release: bool,
     /// The time limit in seconds, when one was set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -369,6 +406,7 @@ pub struct ListRow {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replaces: Option<String>,
     /// `cgroup`, `subreaper` or `group`.
+    #[serde(default)]
     pub containment: String,
     /// Processes of its tree that outlived its main process.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -411,8 +449,9 @@ pub struct ListAnswer {
 pub struct LookupAnswer {
     /// The session's full id.
     pub session_id: String,
-    /// Its owner.
-    pub owner_task_id: String,
+    /// Its owner (absent from daemons older than owner checks).
+    #[serde(default)]
+    pub owner_task_id: Option<String>,
 }
 
 /// `log`'s answer: a page of the output, by lines.
@@ -421,18 +460,23 @@ pub struct LogAnswer {
     /// The session.
     pub session_id: String,
     /// Its command line.
+    #[serde(default)]
     pub command: String,
     /// Queued, running or exited.
     pub status: SessionStatus,
     /// The lines, joined with `\n` (at most 200,000 bytes).
     pub output: String,
     /// Lines in the session's log.
+    #[serde(default)]
     pub total_lines: usize,
     /// Index of the first line shown.
+    #[serde(default)]
     pub offset: usize,
     /// `"<n> lines"`.
+    #[serde(default)]
     pub showing: String,
     /// The complete log.
+    #[serde(default)]
     pub log_path: PathBuf,
     /// The last line shown is not finished yet.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -446,12 +490,14 @@ pub struct LogAnswer {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct LogChunk {
     /// The session.
+    #[serde(default)]
     pub session_id: String,
     /// The text, through the output pipeline.
     pub output: String,
     /// Where the next chunk starts.
     pub next_byte: u64,
     /// Whether more may still arrive.
+    #[serde(default)]
     pub is_running: bool,
 }
 
@@ -474,6 +520,7 @@ pub struct CleanAnswer {
     /// How many sessions were forgotten.
     pub forgotten: u64,
     /// Their ids.
+    #[serde(default)]
     pub session_ids: Vec<String>,
 }
 
@@ -490,12 +537,15 @@ pub struct AdoptAnswer {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct HandoffAnswer {
     /// Always `handed_off`.
+    #[serde(default)]
     pub status: String,
     /// The session.
     pub session_id: String,
     /// Its command line.
+    #[serde(default)]
     pub command: String,
     /// What the new owner should know.
+    #[serde(default)]
     pub note: String,
 }
 
@@ -505,14 +555,18 @@ pub struct StatusAnswer {
     /// The daemon's pid.
     pub pid: u32,
     /// Its herd version.
+    #[serde(default)]
     pub version: String,
     /// The home it serves.
+    #[serde(default)]
     pub home: String,
     /// Sessions running (and queued).
     pub running: u64,
     /// Finished sessions it still answers for.
+    #[serde(default)]
     pub finished: u64,
     /// `shim` (jobs outlive the daemon) or `in_process`.
+    #[serde(default)]
     pub supervisor: String,
     /// What holds the jobs' trees, and why (`herd doctor` explains it).
     #[serde(default)]
@@ -534,8 +588,10 @@ pub struct ShutdownAnswer {
     /// Always `stopping`.
     pub status: String,
     /// The daemon's pid.
+    #[serde(default)]
     pub pid: u32,
     /// `killed` or `kept`.
+    #[serde(default)]
     pub jobs: String,
 }
 

@@ -15,10 +15,6 @@ fn is_false(b: &bool) -> bool {
     !*b
 }
 
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
-
 /// `hello`: the handshake, the first request of every connection.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct HelloParams {
@@ -249,8 +245,9 @@ pub struct LogParams {
 pub struct FollowParams {
     /// The session.
     pub id: String,
-    /// The first byte of the log file to read.
-    #[serde(default, skip_serializing_if = "is_zero")]
+    /// The first byte of the log file to read (always sent, as protocol-1 clients
+    /// do).
+    #[serde(default)]
     pub from_byte: u64,
     /// `logs.follow`: end with the session's result, as `wait` answers it
     /// (capability `logs.follow.result`).
@@ -288,8 +285,8 @@ impl FollowParams {
 pub struct DumpParams {
     /// The session.
     pub id: String,
-    /// The first byte of the log file to send.
-    #[serde(default, skip_serializing_if = "is_zero")]
+    /// The first byte of the log file to send (always sent).
+    #[serde(default)]
     pub from_byte: u64,
     /// Output as `log.bytes` frames (capability `logs.raw`); taken off first.
     #[serde(default, skip_serializing_if = "is_false")]
