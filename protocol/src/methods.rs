@@ -21,6 +21,9 @@ pub trait Method {
     type Answer: Serialize + DeserializeOwned + JsonSchema;
 }
 
+/// Builds one type's schema (a `$ref` into the generator's definitions).
+pub type SchemaOf = fn(&mut SchemaGenerator) -> Schema;
+
 /// A method as the schema and the method table describe it.
 #[derive(Debug, Clone, Copy)]
 pub struct Info {
@@ -31,11 +34,11 @@ pub struct Info {
     /// One line on what it does.
     pub summary: &'static str,
     /// The schema of its params.
-    pub params: fn(&mut SchemaGenerator) -> Schema,
+    pub params: SchemaOf,
     /// The schema of its answer.
-    pub answer: fn(&mut SchemaGenerator) -> Schema,
+    pub answer: SchemaOf,
     /// The notes it streams before its answer: note method and payload schema.
-    pub notes: &'static [(&'static str, fn(&mut SchemaGenerator) -> Schema)],
+    pub notes: &'static [(&'static str, SchemaOf)],
 }
 
 fn schema_of<T: JsonSchema>(generator: &mut SchemaGenerator) -> Schema {

@@ -90,7 +90,7 @@ pub(crate) async fn events(home: &Home, args: EventsArgs) -> anyhow::Result<()> 
             let event = message.params.as_ref().unwrap_or(&Value::Null);
             let name = names.of(event).await;
             print_event(event, name.as_deref(), &style)?;
-        } else if message.id == Value::from(request)
+        } else if message.id == request
             && let Some(error) = message.error
         {
             return Err(crate::client::rpc_failure(error));
@@ -128,7 +128,7 @@ async fn follow_acked(
                     Ok(Some(message)) if message.method.as_deref() == Some("pending") => {
                         take_batch(home, owner, style, names).await?;
                     }
-                    Ok(Some(message)) if message.id == Value::from(request) => {
+                    Ok(Some(message)) if message.id == request => {
                         if let Some(error) = message.error {
                             return Err(crate::client::rpc_failure(error));
                         }

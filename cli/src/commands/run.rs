@@ -334,7 +334,7 @@ async fn spawned(client: &mut Client, request: u64) -> Spawned {
         if message.method.as_deref() == Some("spawned") {
             return Spawned::Following(message.params.unwrap_or(Value::Null));
         }
-        if message.method.is_none() && message.id == Value::from(request) {
+        if message.method.is_none() && message.id == request {
             return Spawned::Answered(match message.error {
                 Some(error) => Err(CallError::Rpc(error)),
                 None => Ok(message.result.unwrap_or(Value::Null)),

@@ -211,7 +211,7 @@ impl Channel {
             let Ok(message) = serde_json::from_slice::<Response>(&line) else {
                 continue;
             };
-            if message.method.is_some() || message.id != Value::from(id) {
+            if message.method.is_some() || message.id != id {
                 continue;
             }
             return match message.error {
