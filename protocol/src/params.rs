@@ -225,6 +225,16 @@ pub struct ListParams {
     pub all_hosts: bool,
 }
 
+impl ListParams {
+    /// `owner`'s sessions (every owner's with `None`), running ones, nothing else asked.
+    pub fn by_owner(owner: Option<String>) -> ListParams {
+        ListParams {
+            owner,
+            ..ListParams::default()
+        }
+    }
+}
+
 /// `log`: one page of a session's output, by lines.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

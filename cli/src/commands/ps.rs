@@ -31,11 +31,8 @@ pub(crate) async fn ps(home: &Home, args: PsArgs) -> anyhow::Result<()> {
         Some(args.owner.resolve("cli"))
     };
     let mut client = Client::connect(home).await?;
-    let mut params = ListParams {
-        owner: owner.clone(),
-        all: args.all,
-        ..ListParams::default()
-    };
+    let mut params = ListParams::by_owner(owner.clone());
+    params.all = args.all;
     // Finished sessions of a recent window; the store keeps them for days.
     let window = args.since.unwrap_or(DEFAULT_WINDOW_SECONDS);
     if args.all && client.hello.serves("list.window") {
