@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use herd_persistence::Home;
-use serde::Deserialize;
+use herd_protocol::Method;
 use serde_json::{Value, json};
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
@@ -41,28 +41,8 @@ const START_DEADLINE: Duration = Duration::from_secs(15);
 /// The longest socket path `bind`/`connect` accept (`sun_path` is 108 bytes with the NUL).
 pub(crate) const MAX_SOCKET_PATH_BYTES: usize = 107;
 
-/// What the daemon said in the handshake.
-#[derive(Debug, Clone, Deserialize)]
-pub(crate) struct Hello {
-    /// The daemon's protocol version.
-    pub(crate) protocol: u32,
-    /// The daemon's herd version.
-    pub(crate) daemon: String,
-    /// The daemon's pid.
-    pub(crate) pid: u32,
-    /// The home it serves.
-    pub(crate) home: String,
-    /// What it serves beyond protocol 1 (none from a daemon older than them).
-    #[serde(default)]
-    pub(crate) capabilities: Vec<String>,
-}
-
-impl Hello {
-    /// Whether the daemon serves `capability`.
-    pub(crate) fn serves(&self, capability: &str) -> bool {
-        self.capabilities.iter().any(|c| c == capability)
-    }
-}
+/// What the daemon said in the handshake: herd-protocol's `hello` answer.
+pub(crate) type Hello = herd_protocol::answers::HelloAnswer;
 
 /// One connection to the daemon.
 #[derive(Debug)]
@@ -364,14 +344,12 @@ impl Client {
     /// # Errors
     /// As [`Client::request`]'s.
     pub(crate) async fn log_end(&mut self, id: &str) -> anyhow::Result<u64> {
-        let answer = self
-            .request(
-                "log_chunk",
-                json!({"id": id, "from_byte": PAST_THE_END, "max_bytes": 1}),
-            )
+        let mut params = herd_protocol::params::FollowParams::new(id, PAST_THE_END);
+        params.max_bytes = Some(1);
+        let chunk = self
+            .ask::<herd_protocol::methods::LogChunk>(&params)
             .await?;
-        Ok(answer["next_byte"]
-            .as_u64()
+        Ok(Some(chunk.next_byte)
             .filter(|end| *end < PAST_THE_END)
             .unwrap_or(0))
     }
@@ -384,6 +362,28 @@ impl Client {
         self.call(method, params)
             .await
             .map_err(CallError::into_anyhow)
+    }
+
+    /// Method `M` with typed params; its answer as the daemon wrote it (for a
+    /// caller that prints it whole).
+    ///
+    /// # Errors
+    /// As [`Client::request`]'s.
+    pub(crate) async fn send_typed<M: Method>(
+        &mut self,
+        params: &M::Params,
+    ) -> anyhow::Result<Value> {
+        let params = params_of(params)?;
+        self.request(M::NAME, params).await
+    }
+
+    /// Method `M` with typed params; its answer read as the protocol's type.
+    ///
+    /// # Errors
+    /// As [`Client::request`]'s, and [`answer_of`]'s.
+    pub(crate) async fn ask<M: Method>(&mut self, params: &M::Params) -> anyhow::Result<M::Answer> {
+        let answer = self.send_typed::<M>(params).await?;
+        answer_of::<M>(answer)
     }
 }
 
@@ -609,7 +609,35 @@ async fn autostart(home: &Home) -> anyhow::Result<Client> {
 /// exiting, not refusing.
 /// `hello`'s params.
 fn hello_params() -> Value {
-    json!({"protocol": PROTOCOL_VERSION, "client": env!("CARGO_PKG_VERSION")})
+    params_of(&herd_protocol::params::HelloParams {
+        protocol: Some(u64::from(PROTOCOL_VERSION)),
+        client: Some(env!("CARGO_PKG_VERSION").to_owned()),
+    })
+    .unwrap_or_default()
+}
+
+/// A typed params value as the JSON a request carries.
+///
+/// # Errors
+/// When it does not serialise (none of herd-protocol's params types can fail).
+pub(crate) fn params_of<P: serde::Serialize>(params: &P) -> anyhow::Result<Value> {
+    herd_protocol::to_params(params).context("cannot encode the request's params")
+}
+
+/// `answer` read as method `M`'s answer: a field the protocol requires that is
+/// missing, or of another type, is an error naming the method and the field, never
+/// an empty value.
+///
+/// # Errors
+/// When the answer does not read as `M::Answer`.
+pub(crate) fn answer_of<M: Method>(answer: Value) -> anyhow::Result<M::Answer> {
+    serde_json::from_value(answer).map_err(|err| {
+        anyhow::anyhow!(
+            "the daemon's answer to `{}` does not read as the protocol says ({err}); is the \
+             running daemon another herd version? `herd status` names it",
+            M::NAME
+        )
+    })
 }
 
 /// What a failed handshake comes to: `Ok(())` when the connection broke before the

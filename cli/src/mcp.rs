@@ -49,6 +49,9 @@ pub(crate) use owner::sweep_hourly as sweep_owners_hourly;
 
 use crate::client::{CallError, Client};
 use crate::protocol;
+use herd_protocol::Method;
+use herd_protocol::methods as m;
+use herd_protocol::params::{DrainParams, IdParams, LogParams, WaitParams};
 #[cfg(test)]
 use terminal::terminal_request;
 
@@ -236,7 +239,7 @@ impl Server {
     /// `Ok` when `session_id` resolves to a session of this server's owner; the
     /// error answer otherwise (the daemon's own lookup error for an unknown id).
     async fn own_session(&self, session_id: &str) -> Result<(), Value> {
-        let (found, is_error) = self.call("lookup", json!({"id": session_id})).await;
+        let (found, is_error) = self.ask::<m::Lookup>(&IdParams::new(session_id)).await;
         if is_error {
             return Err(found);
         }
@@ -282,6 +285,34 @@ impl Server {
         }
     }
 
+    /// Method `M` of the daemon with herd-protocol's typed params.
+    async fn ask<M: Method>(&self, params: &M::Params) -> (Value, bool) {
+        match herd_protocol::to_params(params) {
+            Ok(params) => self.call(M::NAME, params).await,
+            Err(err) => (
+                json!({"status": "error", "error": format!("cannot encode the {} request: {err}", M::NAME)}),
+                true,
+            ),
+        }
+    }
+
+    /// `method` (one of several sharing params type `P`) with typed params.
+    async fn call_typed<P: serde::Serialize>(&self, method: &str, params: &P) -> (Value, bool) {
+        match herd_protocol::to_params(params) {
+            Ok(params) => self.call(method, params).await,
+            Err(err) => (
+                json!({"status": "error", "error": format!("cannot encode the {method} request: {err}")}),
+                true,
+            ),
+        }
+    }
+
+    /// [`Server::ask`] as an [`Answer`].
+    async fn answer_typed<M: Method>(&self, params: &M::Params) -> Answer {
+        let (value, is_error) = self.ask::<M>(params).await;
+        Answer::new(value, is_error)
+    }
+
     /// [`Server::call`] as an [`Answer`].
     async fn answer(&self, method: &str, params: Value) -> Answer {
         let (value, is_error) = self.call(method, params).await;
@@ -298,12 +329,19 @@ impl Server {
     ) -> Option<(String, Vec<String>, Option<delivery::Lease>)> {
         let mut client = Client::connect(&self.home).await.ok()?;
         let leased = client.hello.serves("drain.lease");
-        let mut params = json!({"owner": self.owner.as_str()});
-        if leased {
-            params["lease"] = json!(true);
-            params["answered"] = json!(answered.into_iter().collect::<Vec<_>>());
-        }
-        let drained = client.call("drain", params).await.ok()?;
+        let params = DrainParams {
+            owner: self.owner.as_str().to_owned(),
+            lease: leased,
+            answered: if leased {
+                answered.into_iter().map(str::to_owned).collect()
+            } else {
+                Vec::new()
+            },
+        };
+        let drained = client
+            .call(m::Drain::NAME, herd_protocol::to_params(&params).ok()?)
+            .await
+            .ok()?;
         let rendered = drained["rendered"].as_str().filter(|r| !r.is_empty())?;
         self.collected
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -595,6 +633,24 @@ impl ServerHandler for Server {
         _context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         self.tasks.cancel(&request.task_id)
+    }
+}
+
+/// `log`'s params: a page of `limit` lines from `offset` (the last lines without).
+fn log_page(id: &str, offset: Option<usize>, limit: impl TryInto<usize>) -> LogParams {
+    LogParams {
+        id: id.to_owned(),
+        offset,
+        limit: limit.try_into().ok(),
+    }
+}
+
+/// `wait`'s params: until `id` ends (or is ready), at most `timeout_seconds`.
+fn wait_for(id: &str, timeout_seconds: f64, ready: bool) -> WaitParams {
+    WaitParams {
+        id: id.to_owned(),
+        timeout_seconds: Some(timeout_seconds),
+        ready,
     }
 }
 

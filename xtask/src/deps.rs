@@ -15,6 +15,10 @@ pub(crate) const ALLOWED: &[(&str, Allowed)] = &[
     ("herd-pty", Allowed::Only(&[])),
     ("herd-guards", Allowed::Only(&[])),
     ("herd-persistence", Allowed::Only(&[])),
+    // The wire's types: a leaf the CLI (daemon, client, MCP server, host link) uses.
+    // herd-core does not: its answer types are the registry's, serialised with the
+    // same field names, and herd-cli's protocol test checks they stay within these.
+    ("herd-protocol", Allowed::Only(&[])),
     ("herd-plugin-abi", Allowed::Only(&[])),
     ("herd-hooks", Allowed::Only(&["herd-plugin-abi"])),
     (
@@ -28,6 +32,7 @@ pub(crate) const ALLOWED: &[(&str, Allowed)] = &[
             "herd-pty",
             "herd-guards",
             "herd-persistence",
+            "herd-protocol",
             "herd-hooks",
             "herd-plugin-abi",
         ]),

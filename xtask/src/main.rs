@@ -13,7 +13,9 @@
 //!   behaviour ID, issue number or source path in the library crates' rustdoc
 //!   (`rustdoc.rs`); and the boundary checks (`boundary.rs`): Linux-only mechanisms
 //!   only in a crate's `sys` module, `std::sync::Mutex` in herd-core only in
-//!   `lock_order.rs`, herd's own environment variable names spelled once.
+//!   `lock_order.rs`, herd's own environment variable names spelled once; and the
+//!   wire-JSON ratchet (`wire_json.rs`): herd-cli's `json!` per file may only shrink,
+//!   wire messages being herd-protocol's types.
 //! - `ci`: lint, build everything (plugin cdylibs included), run every test, the CLI
 //!   contract check and the release dry run. `.ci/run` calls this.
 //! - `bench [-p PKG] [--json]`: runs every benchmark and prints each figure beside
@@ -24,6 +26,7 @@
 //! - `fuzz [--seconds N] [TARGET...]`: runs the cargo-fuzz targets in `fuzz/` (60 s
 //!   each by default) and reports executions and crashes per target. Never part of
 //!   `ci`: it needs nightly.
+//! - `wire-json`: prints the wire-JSON ratchet's table as the sources stand.
 //! - `release [--dry-run]`: builds and packages a release: the binary tarball and
 //!   every published crate, packaged and verified in dependency order.
 //!
@@ -46,13 +49,14 @@ mod source;
 #[cfg(test)]
 mod tidy;
 mod walk;
+mod wire_json;
 
 use anyhow::{Context, Result, bail};
 use std::path::PathBuf;
 
 use shell::{cargo, run};
 
-const USAGE: &str = "usage: cargo xtask <lint | ci | bench [-p PKG] [--json] | soak | fuzz [--seconds N] [TARGET...] | release [--dry-run] | outsider | behaviors | issues | shape>";
+const USAGE: &str = "usage: cargo xtask <lint | ci | bench [-p PKG] [--json] | soak | fuzz [--seconds N] [TARGET...] | release [--dry-run] | outsider | behaviors | issues | shape | wire-json>";
 
 fn main() -> std::process::ExitCode {
     match real_main() {
@@ -82,6 +86,10 @@ fn real_main() -> Result<()> {
         "behaviors" => behaviors::check_workspace(&root),
         "issues" => issues::check_workspace(&root),
         "shape" => shape(&root),
+        "wire-json" => {
+            wire_json::print_table(&source::load_workspace(&root)?);
+            Ok(())
+        }
         "-h" | "--help" | "help" => {
             shell::say(USAGE);
             Ok(())
@@ -154,6 +162,7 @@ fn shape(root: &std::path::Path) -> Result<()> {
         cycles::check(&crates),
         boundary::check(&crates),
         rustdoc::check(&crates),
+        wire_json::check(&crates),
     ]
     .into_iter()
     .filter_map(|r| r.err().map(|e| format!("{e:#}")))

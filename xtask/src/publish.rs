@@ -31,6 +31,7 @@ pub(crate) const PUBLISHED: &[&str] = &[
     "herd-pty",
     "herd-guards",
     "herd-persistence",
+    "herd-protocol",
     "herd-hooks",
     "herd-core",
     "herd-cli",

@@ -26,6 +26,7 @@ pub(crate) const CHECKED: &[(&str, &str)] = &[
     ("herd-pty", "pty"),
     ("herd-guards", "guards"),
     ("herd-persistence", "persistence"),
+    ("herd-protocol", "protocol"),
     ("herd-plugin-abi", "hooks/abi"),
     ("herd-hooks", "hooks"),
     ("herd-core", "core"),

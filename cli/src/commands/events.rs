@@ -5,11 +5,16 @@ use std::io::IsTerminal;
 use std::time::Duration;
 
 use herd_persistence::Home;
-use serde_json::{Value, json};
+use herd_protocol::Method;
+use herd_protocol::methods::{Drain, DrainAck, DrainRelease, EventsAck, EventsFollow, List};
+use herd_protocol::params::{
+    AckParams, DrainParams, EventsParams, LeaseParams, ListParams, ListState,
+};
+use serde_json::Value;
 
 use super::{ending, truncate};
 use crate::args::EventsArgs;
-use crate::client::{CallError, Client};
+use crate::client::{CallError, Client, params_of};
 use crate::exit::{Code, Failure};
 use crate::output;
 
@@ -32,7 +37,11 @@ pub(crate) async fn events(home: &Home, args: EventsArgs) -> anyhow::Result<()> 
             .into());
         }
         let answer = client
-            .request("drain", json!({"owner": owner, "lease": leased}))
+            .send_typed::<Drain>(&DrainParams {
+                owner: owner.clone(),
+                lease: leased,
+                answered: Vec::new(),
+            })
             .await?;
         let events = answer["events"].as_array().cloned().unwrap_or_default();
         for event in &events {
@@ -44,16 +53,15 @@ pub(crate) async fn events(home: &Home, args: EventsArgs) -> anyhow::Result<()> 
         };
         if args.peek {
             client
-                .request("drain.release", json!({"lease": lease}))
+                .send_typed::<DrainRelease>(&LeaseParams { lease })
                 .await?;
         } else if client.hello.serves("events.ack") {
-            let ids: Vec<&str> = events
-                .iter()
-                .filter_map(|e| e["event_id"].as_str())
-                .collect();
+            let ids = event_ids(&events)?;
             acknowledge(home, client, &owner, &ids).await?;
         } else {
-            client.request("drain.ack", json!({"lease": lease})).await?;
+            client
+                .send_typed::<DrainAck>(&LeaseParams { lease })
+                .await?;
         }
         return Ok(());
     }
@@ -61,7 +69,13 @@ pub(crate) async fn events(home: &Home, args: EventsArgs) -> anyhow::Result<()> 
         return follow_acked(home, client, &owner, &style, &mut names).await;
     }
     let request = client
-        .send("events.follow", json!({"owner": owner}))
+        .send(
+            EventsFollow::NAME,
+            params_of(&EventsParams {
+                owner: owner.clone(),
+                peek: false,
+            })?,
+        )
         .await
         .map_err(|e| CallError::Io(e).into_anyhow())?;
     loop {
@@ -76,7 +90,7 @@ pub(crate) async fn events(home: &Home, args: EventsArgs) -> anyhow::Result<()> 
             let event = message.params.as_ref().unwrap_or(&Value::Null);
             let name = names.of(event).await;
             print_event(event, name.as_deref(), &style)?;
-        } else if message.id == json!(request)
+        } else if message.id == request
             && let Some(error) = message.error
         {
             return Err(crate::client::rpc_failure(error));
@@ -99,7 +113,13 @@ async fn follow_acked(
 ) -> anyhow::Result<()> {
     loop {
         let request = watcher
-            .send("events.follow", json!({"owner": owner, "peek": true}))
+            .send(
+                EventsFollow::NAME,
+                params_of(&EventsParams {
+                    owner: owner.to_owned(),
+                    peek: true,
+                })?,
+            )
             .await
             .map_err(|e| CallError::Io(e).into_anyhow());
         let ended = match request {
@@ -108,7 +128,7 @@ async fn follow_acked(
                     Ok(Some(message)) if message.method.as_deref() == Some("pending") => {
                         take_batch(home, owner, style, names).await?;
                     }
-                    Ok(Some(message)) if message.id == json!(request) => {
+                    Ok(Some(message)) if message.id == request => {
                         if let Some(error) = message.error {
                             return Err(crate::client::rpc_failure(error));
                         }
@@ -140,10 +160,12 @@ async fn take_batch(
     names: &mut Names<'_>,
 ) -> anyhow::Result<()> {
     let mut client = Client::connect(home).await?;
-    let answer = match client
-        .request("drain", json!({"owner": owner, "lease": true}))
-        .await
-    {
+    let drain = DrainParams {
+        owner: owner.to_owned(),
+        lease: true,
+        answered: Vec::new(),
+    };
+    let answer = match client.send_typed::<Drain>(&drain).await {
         Ok(answer) => answer,
         Err(err) if crate::client::is_lost(&err) => return Ok(()),
         Err(err) => return Err(err),
@@ -153,14 +175,26 @@ async fn take_batch(
         let name = names.of(event).await;
         print_event(event, name.as_deref(), style)?;
     }
-    let ids: Vec<&str> = events
-        .iter()
-        .filter_map(|e| e["event_id"].as_str())
-        .collect();
+    let ids = event_ids(&events)?;
     if ids.is_empty() {
         return Ok(());
     }
     acknowledge(home, client, owner, &ids).await
+}
+
+/// The `event_id` of each event, which `events.ack` names it by: an event without
+/// one is an error (it could never be acknowledged), not left out.
+fn event_ids(events: &[Value]) -> anyhow::Result<Vec<&str>> {
+    events
+        .iter()
+        .map(|e| {
+            e["event_id"].as_str().ok_or_else(|| {
+                anyhow::anyhow!(
+                    "the daemon sent an event without its event_id, which events.ack needs: {e}"
+                )
+            })
+        })
+        .collect()
 }
 
 /// How long `herd events` keeps trying to acknowledge what it printed when its
@@ -172,7 +206,10 @@ const ACK_DEADLINE: Duration = Duration::from_secs(30);
 /// completions it would replay from the ledger are marked delivered there, so a
 /// printed completion is never printed again by a later `herd events`.
 async fn acknowledge(home: &Home, client: Client, owner: &str, ids: &[&str]) -> anyhow::Result<()> {
-    let params = json!({"owner": owner, "ids": ids});
+    let params = params_of(&AckParams {
+        owner: owner.to_owned(),
+        ids: ids.iter().map(|id| (*id).to_owned()).collect(),
+    })?;
     let deadline = tokio::time::Instant::now() + ACK_DEADLINE;
     let mut client = Some(client);
     let mut last: Option<anyhow::Error> = None;
@@ -211,7 +248,8 @@ async fn acknowledge(home: &Home, client: Client, owner: &str, ids: &[&str]) -> 
             )
             .into());
         }
-        match tokio::time::timeout_at(deadline, current.call("events.ack", params.clone())).await {
+        match tokio::time::timeout_at(deadline, current.call(EventsAck::NAME, params.clone())).await
+        {
             Ok(Ok(_)) => return Ok(()),
             Ok(Err(CallError::Io(err))) => {
                 tracing::debug!(%err, "the daemon went away before the acknowledgement; reconnecting");
@@ -296,14 +334,16 @@ impl<'a> Names<'a> {
             self.client = Client::connect(self.home).await.ok();
         }
         let client = self.client.as_mut()?;
-        let mut params = json!({"owner": self.owner, "all": true});
-        if client.hello.serves("list.filter") {
-            params["state"] = json!("all");
-        }
-        let rows = client.request("list", params).await.ok()?;
-        for row in rows["processes"].as_array().into_iter().flatten() {
-            if let (Some(sid), Some(name)) = (row["session_id"].as_str(), row["name"].as_str()) {
-                self.known.insert(sid.to_owned(), name.to_owned());
+        let params = ListParams {
+            owner: Some(self.owner.to_owned()),
+            all: true,
+            state: client.hello.serves("list.filter").then_some(ListState::All),
+            ..ListParams::default()
+        };
+        let rows = client.ask::<List>(&params).await.ok()?;
+        for row in rows.processes {
+            if let Some(name) = row.name {
+                self.known.insert(row.session_id, name);
             }
         }
         let name = self.known.get(id).cloned();
@@ -334,7 +374,7 @@ fn print_event(event: &Value, name: Option<&str>, style: &EventStyle) -> std::io
                 .split_once(' ')
                 .map(|(_, how)| how.to_owned())
                 .unwrap_or_default();
-            let ok = event["exit_code"] == json!(0) && event["completion_reason"] == "exited";
+            let ok = event["exit_code"] == 0 && event["completion_reason"] == "exited";
             (how, if ok { "32" } else { "31" })
         }
         "heartbeat" => (

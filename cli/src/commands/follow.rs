@@ -4,6 +4,8 @@
 
 use std::io::IsTerminal;
 
+use herd_protocol::methods::Lookup;
+use herd_protocol::params::IdParams;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
@@ -68,8 +70,10 @@ async fn resolve(client: &mut Client, args: &LogsArgs) -> anyhow::Result<Vec<(St
         return Ok(found);
     }
     for wanted in &args.ids {
-        let answer = client.request("lookup", json!({"id": wanted})).await?;
-        let id = answer["session_id"].as_str().unwrap_or(wanted).to_owned();
+        let id = client
+            .ask::<Lookup>(&IdParams::new(wanted.as_str()))
+            .await?
+            .session_id;
         if !found.iter().any(|(known, _)| *known == id) {
             found.push((id, String::new()));
         }

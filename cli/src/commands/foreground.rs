@@ -16,8 +16,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use herd_persistence::Home;
+use herd_protocol::params::{IdParams, StdinParams};
 use nix::sys::signal::Signal;
-use serde_json::json;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::time::Instant;
 
@@ -43,15 +43,16 @@ pub(crate) struct Job {
 
 impl Job {
     /// The job a spawn answered.
-    pub(crate) fn of(info: &serde_json::Value) -> Job {
-        Job {
-            id: info["session_id"].as_str().unwrap_or_default().to_owned(),
-            pid: info["pid"]
-                .as_i64()
-                .and_then(|p| i32::try_from(p).ok())
-                .unwrap_or(0),
-            is_pty: info["mode"] == "pty",
-        }
+    ///
+    /// # Errors
+    /// When `info` is no spawn answer (no session id): never an empty id.
+    pub(crate) fn of(info: &serde_json::Value) -> anyhow::Result<Job> {
+        let info = crate::client::answer_of::<herd_protocol::methods::Spawn>(info.clone())?;
+        Ok(Job {
+            id: info.session_id,
+            pid: info.pid,
+            is_pty: info.mode == "pty",
+        })
     }
 
     /// Whether it runs on another host (its pid is not one of this machine's).
@@ -121,14 +122,17 @@ async fn deliver(home: &Home, job: &Job, got: Signal) -> anyhow::Result<()> {
     if job.is_remote() {
         Client::connect(home)
             .await?
-            .request("kill", json!({"id": job.id}))
+            .send_typed::<herd_protocol::methods::Kill>(&IdParams::new(job.id.as_str()))
             .await?;
         return Ok(());
     }
     if job.is_pty && got == Signal::SIGINT {
         Client::connect(home)
             .await?
-            .request("write", json!({"id": job.id, "data": "\u{3}"}))
+            .send_typed::<herd_protocol::methods::Write>(&StdinParams {
+                id: job.id.clone(),
+                data: "\u{3}".to_owned(),
+            })
             .await?;
         return Ok(());
     }

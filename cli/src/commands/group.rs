@@ -1,10 +1,12 @@
 //! `herd group`: add, set, list and remove job groups (issue 33).
 
 use herd_persistence::Home;
-use serde_json::{Value, json};
+use herd_protocol::methods::{GroupAdd, GroupList, GroupRm, GroupSet};
+use herd_protocol::params::{GroupParams, NoParams};
+use serde_json::Value;
 
 use crate::args::{GroupArgs, GroupCommand};
-use crate::client::Client;
+use crate::client::{Client, answer_of};
 use crate::exit::{Code, Failure};
 use crate::output;
 
@@ -24,7 +26,10 @@ pub(crate) async fn group(home: &Home, args: GroupArgs) -> anyhow::Result<()> {
     match args.command {
         GroupCommand::Add(a) => {
             let answer = client
-                .request("group.add", json!({"name": a.name, "parallel": a.parallel}))
+                .send_typed::<GroupAdd>(&GroupParams {
+                    name: a.name.clone(),
+                    parallel: Some(a.parallel),
+                })
                 .await?;
             done(
                 &answer,
@@ -34,7 +39,10 @@ pub(crate) async fn group(home: &Home, args: GroupArgs) -> anyhow::Result<()> {
         }
         GroupCommand::Set(a) => {
             let answer = client
-                .request("group.set", json!({"name": a.name, "parallel": a.parallel}))
+                .send_typed::<GroupSet>(&GroupParams {
+                    name: a.name.clone(),
+                    parallel: Some(a.parallel),
+                })
                 .await?;
             done(
                 &answer,
@@ -43,15 +51,20 @@ pub(crate) async fn group(home: &Home, args: GroupArgs) -> anyhow::Result<()> {
             )?;
         }
         GroupCommand::Rm(a) => {
-            let answer = client.request("group.rm", json!({"name": a.name})).await?;
+            let answer = client
+                .send_typed::<GroupRm>(&GroupParams {
+                    name: a.name.clone(),
+                    parallel: None,
+                })
+                .await?;
             done(&answer, a.json, &format!("group {} removed", a.name))?;
         }
         GroupCommand::List(flag) => {
-            let answer = client.request("group.list", json!({})).await?;
+            let answer = client.send_typed::<GroupList>(&NoParams {}).await?;
             if flag.json {
                 output::json_line(&answer)?;
             } else {
-                print_list(&answer)?;
+                print_list(&answer_of::<GroupList>(answer)?)?;
             }
         }
     }
@@ -66,21 +79,19 @@ fn done(answer: &Value, json: bool, text: &str) -> std::io::Result<()> {
     }
 }
 
-fn print_list(answer: &Value) -> std::io::Result<()> {
+fn print_list(answer: &herd_protocol::answers::GroupList) -> std::io::Result<()> {
     let mut lines = vec![format!(
         "{:<32} {:>8} {:>8} {:>8}",
         "GROUP", "PARALLEL", "RUNNING", "QUEUED"
     )];
-    for g in answer["groups"].as_array().into_iter().flatten() {
-        let parallel = g["parallel"]
-            .as_u64()
-            .map_or_else(|| "-".to_owned(), |p| p.to_string());
+    for g in &answer.groups {
+        let parallel = g.parallel.map_or_else(|| "-".to_owned(), |p| p.to_string());
         lines.push(format!(
             "{:<32} {:>8} {:>8} {:>8}",
-            output::visible(g["name"].as_str().unwrap_or_default()),
+            output::visible(&g.name),
             parallel,
-            g["running"].as_u64().unwrap_or(0),
-            g["queued"].as_u64().unwrap_or(0),
+            g.running,
+            g.queued,
         ));
     }
     output::line(&lines.join("\n"))

@@ -1,7 +1,8 @@
 //! `herd handoff`: give a job to another owner.
 
 use herd_persistence::Home;
-use serde_json::json;
+use herd_protocol::methods::Handoff;
+use herd_protocol::params::HandoffParams;
 
 use crate::args::HandoffArgs;
 use crate::client::Client;
@@ -12,10 +13,12 @@ pub(crate) async fn handoff(home: &Home, args: HandoffArgs) -> anyhow::Result<()
     let owner = args.owner.resolve("cli");
     let mut client = Client::connect(home).await?;
     let answer = client
-        .request(
-            "handoff",
-            json!({"id": args.id, "from": owner, "to": args.to, "note": args.note}),
-        )
+        .send_typed::<Handoff>(&HandoffParams {
+            id: args.id.clone(),
+            from: owner,
+            to: Some(args.to.clone()),
+            note: args.note.clone(),
+        })
         .await?;
     if args.json {
         output::json_pretty(&answer)?;

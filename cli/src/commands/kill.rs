@@ -1,11 +1,13 @@
 //! `herd kill` and `herd clean`: end sessions' trees; forget finished ones.
 
 use herd_persistence::Home;
-use serde_json::json;
+use herd_protocol::answers::KillStatus;
+use herd_protocol::methods::{Clean, Kill, List};
+use herd_protocol::params::{CleanParams, IdParams, ListParams};
 
 use super::ending;
 use crate::args::{CleanArgs, KillArgs};
-use crate::client::Client;
+use crate::client::{Client, answer_of};
 use crate::exit::{Code, Failure};
 use crate::output;
 
@@ -15,12 +17,16 @@ pub(crate) async fn kill(home: &Home, args: KillArgs) -> anyhow::Result<()> {
     let ids = if args.all {
         let owner = args.owner.resolve("cli");
         let mut client = Client::connect(home).await?;
-        let listed = client.request("list", json!({"owner": owner})).await?;
-        listed["processes"]
-            .as_array()
+        let listed = client
+            .ask::<List>(&ListParams {
+                owner: Some(owner),
+                ..ListParams::default()
+            })
+            .await?;
+        listed
+            .processes
             .into_iter()
-            .flatten()
-            .filter_map(|row| row["session_id"].as_str().map(str::to_owned))
+            .map(|row| row.session_id)
             .collect()
     } else {
         args.ids.clone()
@@ -31,7 +37,7 @@ pub(crate) async fn kill(home: &Home, args: KillArgs) -> anyhow::Result<()> {
     }
     let answers = futures::future::join_all(ids.iter().map(|id| async move {
         let mut client = Client::connect(home).await?;
-        client.request("kill", json!({"id": id})).await
+        client.send_typed::<Kill>(&IdParams::new(id.as_str())).await
     }))
     .await;
     let several = ids.len() > 1;
@@ -46,16 +52,16 @@ pub(crate) async fn kill(home: &Home, args: KillArgs) -> anyhow::Result<()> {
             }
             Err(err) => return Err(err),
         };
-        let status = answer["status"].as_str().unwrap_or("unknown").to_owned();
+        let typed = answer_of::<Kill>(answer.clone())?;
         if args.json && several {
             output::json_line(&answer)?;
         } else if args.json {
             output::json_pretty(&answer)?;
         } else {
-            let shown = output::visible(answer["session_id"].as_str().unwrap_or(id)).into_owned();
-            match status.as_str() {
-                "killed" => output::line(&format!("{shown} killed"))?,
-                "already_exited" => {
+            let shown = output::visible(&typed.session_id).into_owned();
+            match typed.status {
+                KillStatus::Killed => output::line(&format!("{shown} killed"))?,
+                KillStatus::AlreadyExited => {
                     let how = ending(&answer, id)
                         .split_once(' ')
                         .map(|(_, how)| how.to_owned())
@@ -64,11 +70,11 @@ pub(crate) async fn kill(home: &Home, args: KillArgs) -> anyhow::Result<()> {
                 }
                 _ => output::line(&format!(
                     "{shown}: {}",
-                    output::visible(answer["error"].as_str().unwrap_or("kill incomplete"))
+                    output::visible(typed.error.as_deref().unwrap_or("kill incomplete"))
                 ))?,
             }
         }
-        failed |= status == "kill_incomplete";
+        failed |= typed.status == KillStatus::KillIncomplete;
     }
     if failed {
         return Err(Failure::silent(Code::Failed).into());
@@ -88,15 +94,15 @@ pub(crate) async fn clean(home: &Home, args: CleanArgs) -> anyhow::Result<()> {
     }
     let owner = (!args.every_owner).then(|| args.owner.resolve("cli"));
     let answer = client
-        .request(
-            "clean",
-            json!({"owner": owner, "older_than_seconds": args.older_than}),
-        )
+        .send_typed::<Clean>(&CleanParams {
+            owner,
+            older_than_seconds: args.older_than,
+        })
         .await?;
     if args.json {
         return Ok(output::json_pretty(&answer)?);
     }
-    let n = answer["forgotten"].as_u64().unwrap_or(0);
+    let n = answer_of::<Clean>(answer)?.forgotten;
     output::line(&if n == 1 {
         "forgot 1 finished session, its log and its receipt".to_owned()
     } else {

@@ -2,6 +2,8 @@
 //! last lines of a log, where following starts.
 
 use herd_persistence::Home;
+use herd_protocol::methods::{LogChunk, Lookup};
+use herd_protocol::params::{FollowParams, IdParams};
 use serde_json::{Value, json};
 
 use super::follow;
@@ -51,10 +53,10 @@ pub(crate) async fn logs(home: &Home, args: LogsArgs) -> anyhow::Result<()> {
         )
         .into());
     };
-    let id = client.request("lookup", json!({"id": single})).await?["session_id"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
+    let id = client
+        .ask::<Lookup>(&IdParams::new(single.as_str()))
+        .await?
+        .session_id;
     let mut from_byte = 0u64;
     let mut whole = String::new();
     let mut emit = |text: &str| {
@@ -68,10 +70,9 @@ pub(crate) async fn logs(home: &Home, args: LogsArgs) -> anyhow::Result<()> {
     let mut can_dump = client.hello.serves("logs.dump");
     loop {
         let chunk = client
-            .request("log_chunk", json!({"id": id, "from_byte": from_byte}))
+            .ask::<LogChunk>(&FollowParams::new(&id, from_byte))
             .await?;
-        let text = chunk["output"].as_str().unwrap_or_default();
-        let next = chunk["next_byte"].as_u64().unwrap_or(from_byte);
+        let (text, next) = (chunk.output.as_str(), chunk.next_byte);
         emit(text)?;
         if next <= from_byte {
             break;
@@ -173,11 +174,9 @@ pub(crate) async fn last_lines(
     let mut from = end.saturating_sub(TAIL_WINDOW_BYTES);
     let mut text = String::new();
     while from < end {
-        let chunk = client
-            .request("log_chunk", json!({"id": id, "from_byte": from}))
-            .await?;
-        text.push_str(chunk["output"].as_str().unwrap_or_default());
-        let next = chunk["next_byte"].as_u64().unwrap_or(end);
+        let chunk = client.ask::<LogChunk>(&FollowParams::new(id, from)).await?;
+        text.push_str(&chunk.output);
+        let next = chunk.next_byte;
         if next <= from {
             break;
         }

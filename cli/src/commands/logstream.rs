@@ -3,7 +3,7 @@
 //! (`follow`, `resume`, `attach`) and `herd logs`; a broken connection comes
 //! back marked lost (`crate::client::lost`), for the caller to connect again.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::client::{CallError, Client};
 use crate::protocol::{LOG_BYTES, Response};
@@ -31,18 +31,15 @@ pub(crate) async fn stream_with(
     terminal: bool,
     mut emit: impl FnMut(&str) -> std::io::Result<()>,
 ) -> anyhow::Result<Option<Value>> {
-    let mut params = json!({"id": id, "from_byte": from_byte});
-    if client.hello.serves("logs.follow.result") {
-        params["result"] = json!(true);
-    }
-    // A far host's session (`NAME:proc_…`) is followed through its door, by a
-    // daemon that may not know `terminal`: its queries stay answered there.
-    if terminal && !id.contains(':') && client.hello.serves("logs.follow.terminal") {
-        params["terminal"] = json!(true);
-    }
-    if client.hello.serves("logs.raw") {
-        params["raw"] = json!(true);
-    }
+    let params = herd_protocol::params::FollowParams {
+        result: client.hello.serves("logs.follow.result"),
+        // A far host's session (`NAME:proc_…`) is followed through its door, by a
+        // daemon that may not know `terminal`: its queries stay answered there.
+        terminal: terminal && !id.contains(':') && client.hello.serves("logs.follow.terminal"),
+        raw: client.hello.serves("logs.raw"),
+        ..herd_protocol::params::FollowParams::new(id, from_byte)
+    };
+    let params = crate::client::params_of(&params)?;
     let answer = log_stream(client, "logs.follow", params, &mut emit).await?;
     follow_end(answer)
 }
@@ -125,7 +122,7 @@ pub(crate) async fn read_stream(
                 .and_then(|p| p["output"].as_str())
                 .unwrap_or_default();
             emit(text)?;
-        } else if message.id == json!(request) {
+        } else if message.id == request {
             return Ok(message);
         }
     }

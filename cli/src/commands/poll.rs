@@ -1,7 +1,9 @@
 //! `herd poll`: one session's state and output preview.
 
 use herd_persistence::Home;
-use serde_json::{Value, json};
+use herd_protocol::methods::Poll;
+use herd_protocol::params::IdParams;
+use serde_json::Value;
 
 use crate::args::IdArgs;
 use crate::client::Client;
@@ -10,7 +12,9 @@ use crate::output;
 /// `herd poll`.
 pub(crate) async fn poll(home: &Home, args: IdArgs) -> anyhow::Result<()> {
     let mut client = Client::connect(home).await?;
-    let answer = client.request("poll", json!({"id": args.id})).await?;
+    let answer = client
+        .send_typed::<Poll>(&IdParams::new(args.id.as_str()))
+        .await?;
     if args.json {
         return Ok(output::json_pretty(&answer)?);
     }

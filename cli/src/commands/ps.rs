@@ -1,7 +1,9 @@
 //! `herd ps`: the sessions as a table that fits the terminal.
 
 use herd_persistence::Home;
-use serde_json::{Value, json};
+use herd_protocol::methods::List;
+use herd_protocol::params::ListParams;
+use serde_json::Value;
 
 use super::{ending, old_daemon_for_hosts, truncate};
 use crate::args::PsArgs;
@@ -29,21 +31,22 @@ pub(crate) async fn ps(home: &Home, args: PsArgs) -> anyhow::Result<()> {
         Some(args.owner.resolve("cli"))
     };
     let mut client = Client::connect(home).await?;
-    let mut params = json!({"owner": owner, "all": args.all});
+    let mut params = ListParams::by_owner(owner.clone());
+    params.all = args.all;
     // Finished sessions of a recent window; the store keeps them for days.
     let window = args.since.unwrap_or(DEFAULT_WINDOW_SECONDS);
     if args.all && client.hello.serves("list.window") {
-        params["finished_since_seconds"] = json!(window);
+        params.finished_since_seconds = Some(window);
     }
     let by_host = args.host.is_some() || args.all_hosts;
     if by_host {
         if !client.hello.serves("hosts") {
             return Err(old_daemon_for_hosts(&client.hello.daemon));
         }
-        params["host"] = json!(args.host);
-        params["all_hosts"] = json!(args.all_hosts);
+        params.host.clone_from(&args.host);
+        params.all_hosts = args.all_hosts;
     }
-    let answer = client.request("list", params).await?;
+    let answer = client.send_typed::<List>(&params).await?;
     if args.json {
         return Ok(output::json_pretty(&answer)?);
     }

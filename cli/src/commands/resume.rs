@@ -16,7 +16,8 @@
 //! ends the follow with exit 3, saying the job was last seen running.
 
 use herd_persistence::Home;
-use serde_json::{Value, json};
+use herd_protocol::params::FollowParams;
+use serde_json::Value;
 
 use crate::client::{Backoff, Client, Gone, gone, is_lost, reconnect};
 
@@ -216,10 +217,10 @@ async fn locate(
     let mut lines = 0_u64;
     loop {
         let chunk = client
-            .request("log_chunk", json!({"id": id, "from_byte": from}))
+            .ask::<herd_protocol::methods::LogChunk>(&FollowParams::new(id, from))
             .await?;
-        let text = chunk["output"].as_str().unwrap_or_default();
-        let next = chunk["next_byte"].as_u64().unwrap_or(from);
+        let text = chunk.output.as_str();
+        let next = chunk.next_byte;
         let ahead = shown.lines.saturating_sub(lines);
         if let Some(rest) = after(text, ahead, shown.partial_chars) {
             emit(rest)?;

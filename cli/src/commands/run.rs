@@ -2,31 +2,29 @@
 
 use anyhow::Context;
 use herd_persistence::Home;
-use serde_json::{Value, json};
+use herd_protocol::Method;
+use herd_protocol::answers::SessionStatus;
+use herd_protocol::methods::{Poll, Spawn};
+use herd_protocol::params::{IdParams, Limits, RestartPolicy, SpawnParams};
+use serde_json::Value;
 
 use std::io::IsTerminal;
 
 use super::{command_line, follow, foreground, old_daemon_for_hosts};
 use crate::args::RunArgs;
-use crate::client::{CallError, Client, Pipelined};
+use crate::client::{CallError, Client, Pipelined, answer_of, params_of};
 use crate::exit::{Code, Failure};
 use crate::output;
 use crate::protocol;
 
-/// Adds `kill_leftovers` and `limits` (issue 36) to the spawn's params; returns the
-/// limits.
-fn add_containment(
-    params: &mut Value,
-    kill_leftovers: bool,
-    limits: herd_core::Limits,
-) -> herd_core::Limits {
+/// Adds `kill_leftovers` and `limits` (issue 36) to the spawn's params.
+fn add_containment(params: &mut SpawnParams, kill_leftovers: bool, limits: Limits) {
     if kill_leftovers {
-        params["kill_leftovers"] = json!(true);
+        params.kill_leftovers = Some(true);
     }
     if !limits.is_empty() {
-        params["limits"] = json!(limits);
+        params.limits = Some(limits);
     }
-    limits
 }
 
 /// `--max-restarts` when `--restart` is given alone.
@@ -35,21 +33,18 @@ const DEFAULT_MAX_RESTARTS: u32 = 5;
 const DEFAULT_RESTART_DELAY_MS: u64 = 1_000;
 
 /// Adds `ready`, `ready_port` and `restart` (issue 33) to the spawn's params.
-fn add_readiness(params: &mut Value, args: &RunArgs) {
-    if let Some(pattern) = &args.ready {
-        params["ready"] = json!(pattern);
-    }
-    if let Some(port) = args.ready_port {
-        params["ready_port"] = json!(port);
-    }
+fn add_readiness(params: &mut SpawnParams, args: &RunArgs) {
+    params.ready.clone_from(&args.ready);
+    params.ready_port = args.ready_port;
     if let Some(when) = args.restart {
-        params["restart"] = json!({
-            "policy": match when {
+        params.restart = Some(RestartPolicy {
+            policy: match when {
                 crate::args::RestartWhen::OnFailure => "on-failure",
                 crate::args::RestartWhen::Always => "always",
-            },
-            "max_restarts": args.max_restarts.unwrap_or(DEFAULT_MAX_RESTARTS),
-            "delay_ms": args.restart_delay.unwrap_or(DEFAULT_RESTART_DELAY_MS),
+            }
+            .to_owned(),
+            max_restarts: args.max_restarts.unwrap_or(DEFAULT_MAX_RESTARTS),
+            delay_ms: args.restart_delay.unwrap_or(DEFAULT_RESTART_DELAY_MS),
         });
     }
 }
@@ -90,7 +85,7 @@ pub(crate) enum Ran {
 /// Follows the job `info` describes to its end (`--wait`) as a foreground
 /// program; a PTY job on this terminal is left to attach to.
 async fn stay(home: &Home, client: Client, info: &Value, json: bool) -> anyhow::Result<Ran> {
-    let job = foreground::Job::of(info);
+    let job = foreground::Job::of(info)?;
     let id = job.id.clone();
     if json {
         let until_end = follow::finished(home, Some(client), None, &id, true);
@@ -125,8 +120,8 @@ async fn stay(home: &Home, client: Client, info: &Value, json: bool) -> anyhow::
 async fn out_of_the_queue(mut client: Client, id: &str) -> anyhow::Result<Client> {
     let mut pause = std::time::Duration::from_millis(20);
     loop {
-        let polled = client.request("poll", json!({"id": id})).await?;
-        if polled["status"] != "queued" {
+        let polled = client.ask::<Poll>(&IdParams::new(id)).await?;
+        if polled.status != SessionStatus::Queued {
             return Ok(client);
         }
         tokio::time::sleep(pause).await;
@@ -141,39 +136,31 @@ pub(crate) async fn run(home: &Home, mut args: RunArgs) -> anyhow::Result<Ran> {
     let cwd = job_cwd(args.cwd.as_deref())?;
     let owner = args.owner.resolve("cli");
     let env = with_forwarded(std::mem::take(&mut args.env), &args.forward_env);
-    let mut params = json!({
-        "command": command_line(&args.command),
-        "owner": owner,
-        "task_id": args.task,
-        "cwd": cwd,
-        "env": env,
-        "forward_env": args.forward_env,
-        "pty": args.pty,
-        "notify": args.notify,
-        "watch": args.watch,
-        "heartbeat_seconds": args.heartbeat,
-        "persist_on_release": args.persist,
-    });
-    if let Some(name) = &args.name {
-        params["name"] = json!(name);
-    }
-    if let Some(seconds) = args.time_limit {
-        params["time_limit_seconds"] = json!(seconds);
-    }
-    if let Some(host) = &args.host {
-        params["host"] = json!(host);
-    }
+    let mut params = SpawnParams {
+        command: command_line(&args.command),
+        owner,
+        task_id: args.task.clone(),
+        cwd: Some(cwd),
+        env,
+        forward_env: args.forward_env.clone(),
+        pty: args.pty,
+        notify: args.notify,
+        watch: args.watch.clone(),
+        heartbeat_seconds: args.heartbeat,
+        persist_on_release: args.persist,
+        name: args.name.clone(),
+        time_limit_seconds: args.time_limit,
+        host: args.host.clone(),
+        ..SpawnParams::default()
+    };
     add_readiness(&mut params, &args);
     add_queue(&mut params, &args);
-    let limits = add_containment(
-        &mut params,
-        args.kill_leftovers,
-        herd_core::Limits {
-            memory_bytes: args.memory,
-            cpu_millis: args.cpus,
-            pids: args.pids,
-        },
-    );
+    let limits = Limits {
+        memory_bytes: args.memory,
+        cpu_millis: args.cpus,
+        pids: args.pids,
+    };
+    add_containment(&mut params, args.kill_leftovers, limits);
     // `run --wait` with its output here: hello and a spawn that follows its job in
     // one write (capability `spawn.follow`); a daemon without it refuses the
     // unknown `follow`, starting nothing, and is asked the ordinary way below.
@@ -224,23 +211,17 @@ pub(crate) async fn run(home: &Home, mut args: RunArgs) -> anyhow::Result<Ran> {
     }
     // The job runs in this shell's environment, not the daemon's (B36).
     if client.hello.serves("spawn.caller_env") {
-        params["caller_env"] = json!(herd_core::utf8_environment());
+        params.caller_env = Some(herd_core::utf8_environment().into_iter().collect());
     }
-    let answer = client.call("spawn", params).await;
+    let answer = client.call(Spawn::NAME, params_of(&params)?).await;
     answered(home, client, answer, (wait, json)).await
 }
 
 /// The spawn's `group`, `after` and `after_ready` (capability `queue`).
-fn add_queue(params: &mut Value, args: &RunArgs) {
-    if let Some(group) = &args.queue.group {
-        params["group"] = json!(group);
-    }
-    if !args.queue.after.is_empty() {
-        params["after"] = json!(args.queue.after);
-    }
-    if !args.queue.after_ready.is_empty() {
-        params["after_ready"] = json!(args.queue.after_ready);
-    }
+fn add_queue(params: &mut SpawnParams, args: &RunArgs) {
+    params.group.clone_from(&args.queue.group);
+    params.after.clone_from(&args.queue.after);
+    params.after_ready.clone_from(&args.queue.after_ready);
 }
 
 /// What `herd run` does with the spawn's answer.
@@ -256,7 +237,7 @@ async fn answered(
             if json {
                 output::json_line(&info)?;
             } else {
-                output::line(info["session_id"].as_str().unwrap_or_default())?;
+                output::line(&answer_of::<Spawn>(info.clone())?.session_id)?;
                 print_notes(&info);
             }
             Ok(Ran::Done)
@@ -295,15 +276,17 @@ enum Began {
 /// unknown `follow`, starting nothing, and is asked the ordinary way.
 async fn pipelined_spawn(
     home: &Home,
-    params: &Value,
+    params: &SpawnParams,
     (wait, json): (bool, bool),
 ) -> anyhow::Result<Began> {
-    let mut sent = params.clone();
-    sent["caller_env"] = json!(herd_core::utf8_environment());
-    sent["follow"] = json!(true);
-    sent["raw"] = json!(true);
+    let sent = SpawnParams {
+        caller_env: Some(herd_core::utf8_environment().into_iter().collect()),
+        follow: true,
+        raw: true,
+        ..params.clone()
+    };
     Ok(
-        match Client::connect_pipelined(home, "spawn", sent).await? {
+        match Client::connect_pipelined(home, Spawn::NAME, params_of(&sent)?).await? {
             Pipelined::Sent {
                 mut client,
                 request,
@@ -351,7 +334,7 @@ async fn spawned(client: &mut Client, request: u64) -> Spawned {
         if message.method.as_deref() == Some("spawned") {
             return Spawned::Following(message.params.unwrap_or(Value::Null));
         }
-        if message.method.is_none() && message.id == json!(request) {
+        if message.method.is_none() && message.id == request {
             return Spawned::Answered(match message.error {
                 Some(error) => Err(CallError::Rpc(error)),
                 None => Ok(message.result.unwrap_or(Value::Null)),
@@ -368,7 +351,7 @@ async fn follow_started(
     info: &Value,
 ) -> anyhow::Result<Ran> {
     print_notes(info);
-    let job = foreground::Job::of(info);
+    let job = foreground::Job::of(info)?;
     let id = job.id.clone();
     let until_end = async {
         let result = super::resume::stream_started(home, client, &id, request, output::raw).await?;

@@ -4,6 +4,8 @@
 use std::io::IsTerminal;
 
 use herd_persistence::Home;
+use herd_protocol::methods::{Shutdown, Status};
+use herd_protocol::params::{NoParams, ShutdownParams};
 use serde_json::json;
 
 use crate::client::Client;
@@ -29,9 +31,9 @@ pub(crate) async fn shutdown(
         return Ok(());
     };
     let pid = client.hello.pid;
-    let running = client.request("status", json!({})).await?["running"]
-        .as_u64()
-        .unwrap_or(0);
+    // A status without its count is an error, never "no job runs" (which would
+    // kill them unasked).
+    let running = client.ask::<Status>(&NoParams {}).await?.running;
     // Running jobs are killed only when that was asked for: --yes, or a person
     // at a terminal who answers yes. A script or an agent's shell tool (no
     // terminal, or --json) is refused and told how to say which it meant.
@@ -65,12 +67,9 @@ pub(crate) async fn shutdown(
             .into());
         }
     }
-    let params = if keep_jobs {
-        json!({"keep_jobs": true})
-    } else {
-        json!({})
-    };
-    client.request("shutdown", params).await?;
+    client
+        .send_typed::<Shutdown>(&ShutdownParams { keep_jobs })
+        .await?;
     // The daemon keeps this connection open until its process ends.
     while let Ok(Some(_)) = client.next_message().await {}
     let jobs = if keep_jobs { "kept" } else { "killed" };

@@ -1,26 +1,34 @@
 //! `herd send`, `herd submit`, `herd close` and `herd resize`: a job's input.
 
 use herd_persistence::Home;
-use serde_json::{Value, json};
+use herd_protocol::methods::{Close, Resize};
+use herd_protocol::params::{ResizeParams, StdinParams};
+use serde_json::Value;
 
 use crate::args::{IdArgs, StdinArgs};
-use crate::client::Client;
+use crate::client::{Client, params_of};
 use crate::exit::{Code, Failure};
 use crate::output;
 
 /// `herd send` / `herd submit`.
 pub(crate) async fn stdin(home: &Home, args: StdinArgs, method: &str) -> anyhow::Result<()> {
     let mut client = Client::connect(home).await?;
-    let answer = client
-        .request(method, json!({"id": args.id, "data": args.text}))
-        .await?;
+    let params = StdinParams {
+        id: args.id,
+        data: args.text,
+    };
+    let answer = client.request(method, params_of(&params)?).await?;
     stdin_answer(&answer, args.json)
 }
 
 /// `herd close`.
 pub(crate) async fn close(home: &Home, args: IdArgs) -> anyhow::Result<()> {
     let mut client = Client::connect(home).await?;
-    let answer = client.request("close", json!({"id": args.id})).await?;
+    let params = StdinParams {
+        id: args.id,
+        data: String::new(),
+    };
+    let answer = client.send_typed::<Close>(&params).await?;
     stdin_answer(&answer, args.json)
 }
 
@@ -28,10 +36,11 @@ pub(crate) async fn close(home: &Home, args: IdArgs) -> anyhow::Result<()> {
 pub(crate) async fn resize(home: &Home, args: crate::args::ResizeArgs) -> anyhow::Result<()> {
     let mut client = Client::connect(home).await?;
     let answer = client
-        .request(
-            "resize",
-            json!({"id": args.id, "rows": args.rows, "cols": args.cols}),
-        )
+        .send_typed::<Resize>(&ResizeParams {
+            id: args.id,
+            rows: args.rows,
+            cols: args.cols,
+        })
         .await?;
     stdin_answer(&answer, args.json)
 }

@@ -4,11 +4,14 @@ use std::io::IsTerminal;
 use std::time::Duration;
 
 use herd_persistence::Home;
-use serde_json::{Value, json};
+use herd_protocol::answers::WaitStatus;
+use herd_protocol::methods::{Lookup, Wait};
+use herd_protocol::params::{IdParams, WaitParams};
+use serde_json::Value;
 
 use super::{ending, follow};
 use crate::args::WaitArgs;
-use crate::client::{Backoff, Client, Gone, gone};
+use crate::client::{Backoff, Client, Gone, answer_of, gone};
 use crate::exit::{Code, Failure};
 use crate::output;
 
@@ -16,10 +19,10 @@ use crate::output;
 pub(crate) async fn wait(home: &Home, args: WaitArgs) -> anyhow::Result<()> {
     let mut client = Client::connect(home).await?;
     if args.follow {
-        let id = client.request("lookup", json!({"id": args.id})).await?["session_id"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
+        let id = client
+            .ask::<Lookup>(&IdParams::new(args.id.as_str()))
+            .await?
+            .session_id;
         if args.json {
             return follow::finished(home, Some(client), None, &id, true).await;
         }
@@ -35,11 +38,13 @@ pub(crate) async fn wait(home: &Home, args: WaitArgs) -> anyhow::Result<()> {
     } else {
         call.await?
     };
-    let is_ready = answer["ready_at"].is_string();
+    let typed = answer_of::<Wait>(answer.clone())?;
+    let is_ready = typed.ready_at.is_some();
+    let exited = typed.status == WaitStatus::Exited;
     let succeeded = if args.ready {
         is_ready
     } else {
-        answer["status"] == "exited" && answer["exit_code"] == json!(0)
+        typed.succeeded()
     };
     if args.json {
         output::json_pretty(&answer)?;
@@ -47,25 +52,25 @@ pub(crate) async fn wait(home: &Home, args: WaitArgs) -> anyhow::Result<()> {
         let line = if args.ready && is_ready {
             format!(
                 "{} ready at {}",
-                output::visible(answer["session_id"].as_str().unwrap_or(&args.id)),
-                output::visible(answer["ready_at"].as_str().unwrap_or_default())
+                output::visible(&typed.session_id),
+                output::visible(typed.ready_at.as_deref().unwrap_or_default())
             )
-        } else if answer["status"] == "exited" {
+        } else if exited {
             // How it ended, in the words ps uses: `exited 0`, `killed (SIGTERM)`,
             // `killed (time limit 5m, SIGTERM)`.
             ending(&answer, &args.id)
         } else {
             format!(
                 "{} {}",
-                output::visible(answer["session_id"].as_str().unwrap_or(&args.id)),
+                output::visible(&typed.session_id),
                 output::visible(answer["status"].as_str().unwrap_or("unknown"))
             )
         };
         output::line(&line)?;
-        if let Some(note) = answer["note"].as_str() {
+        if let Some(note) = &typed.note {
             output::line(&output::visible(note))?;
         }
-        if let Some(text) = answer["output"].as_str().filter(|t| !t.is_empty()) {
+        if let Some(text) = Some(typed.output.as_str()).filter(|t| !t.is_empty()) {
             let text = output::visible_lines(text);
             output::raw(&text)?;
             if !text.ends_with('\n') {
@@ -76,7 +81,7 @@ pub(crate) async fn wait(home: &Home, args: WaitArgs) -> anyhow::Result<()> {
     }
     if succeeded {
         Ok(())
-    } else if args.ready && answer["status"] == "exited" {
+    } else if args.ready && exited {
         Err(Failure::silent(Code::NotReady).into())
     } else {
         Err(Failure::silent(Code::Failed).into())
@@ -103,14 +108,11 @@ async fn wait_through_restarts(
         let left = timeout.map(|t| (t - started.elapsed().as_secs_f64()).max(0.001));
         let asked = tokio::time::Instant::now();
         match client
-            .request(
-                "wait",
-                if ready {
-                    json!({"id": id, "timeout_seconds": left, "ready": true})
-                } else {
-                    json!({"id": id, "timeout_seconds": left})
-                },
-            )
+            .send_typed::<Wait>(&WaitParams {
+                id: id.to_owned(),
+                timeout_seconds: left,
+                ready,
+            })
             .await
         {
             Err(err) if crate::client::is_lost(&err) => {

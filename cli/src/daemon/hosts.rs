@@ -553,6 +553,16 @@ fn unknown_host(name: &str, configs: &BTreeMap<String, HostConfig>) -> RpcError 
     }
 }
 
+/// Typed params (herd-protocol's) as the JSON a far request carries.
+fn to_params<P: serde::Serialize>(params: &P) -> Result<Value, RpcError> {
+    herd_protocol::to_params(params).map_err(|err| {
+        RpcError::new(
+            crate::protocol::INTERNAL_ERROR,
+            format!("cannot encode a far request's params: {err}"),
+        )
+    })
+}
+
 /// `params` without `keys`.
 fn strip(mut params: Value, keys: &[&str]) -> Value {
     if let Some(object) = params.as_object_mut() {

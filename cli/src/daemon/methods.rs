@@ -33,7 +33,6 @@ use std::time::Duration;
 
 use herd_core::{DispatchConfig, Dispatcher, NotificationPolicy, Registry, RegistryConfig};
 use herd_persistence::Home;
-use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
@@ -47,6 +46,8 @@ use crate::config::{Config, Notifications};
 use crate::protocol::{INTERNAL_ERROR, METHOD_NOT_FOUND, RpcError};
 
 pub(crate) use self::streams::Stream;
+// Every method's params are herd-protocol's: the daemon reads what the clients write.
+use herd_protocol::params::{IdParams, NoParams};
 
 /// What a method answers: a value, an error, or a [`Stream`].
 pub(crate) type Reply = super::connection::Reply<Stream>;
@@ -336,15 +337,4 @@ async fn off_worker<T: Send + 'static>(
                 format!("the request's worker failed: {err}"),
             ))
         })
-}
-
-/// Params of a method that takes none.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct NoParams {}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct IdParams {
-    id: String,
 }

@@ -8,6 +8,8 @@
 //! - `search` reads the whole (redacted) log through the daemon's pages and answers
 //!   the matching lines with context, within the same budget.
 
+use super::log_page;
+use herd_protocol::methods as m;
 use regex::Regex;
 use serde_json::{Value, json};
 
@@ -238,13 +240,10 @@ impl Server {
             return;
         }
         let (head, head_err) = self
-            .call(
-                "log",
-                json!({"id": session_id, "offset": 0, "limit": HEAD_LINES}),
-            )
+            .ask::<m::Log>(&log_page(&session_id, Some(0), HEAD_LINES))
             .await;
         let (tail, tail_err) = self
-            .call("log", json!({"id": session_id, "limit": TAIL_LINES}))
+            .ask::<m::Log>(&log_page(&session_id, None, TAIL_LINES))
             .await;
         if head_err || tail_err {
             return;
@@ -272,10 +271,7 @@ impl Server {
         let mut note = None;
         loop {
             let (page, is_error) = self
-                .call(
-                    "log",
-                    json!({"id": session_id, "offset": lines.len(), "limit": SEARCH_PAGE_LINES}),
-                )
+                .ask::<m::Log>(&log_page(session_id, Some(lines.len()), SEARCH_PAGE_LINES))
                 .await;
             if is_error {
                 return page;

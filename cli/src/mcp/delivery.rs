@@ -20,9 +20,11 @@ use rmcp::RoleServer;
 use rmcp::model::{JsonRpcMessage, RequestId};
 use rmcp::service::TxJsonRpcMessage;
 use rmcp::transport::Transport;
-use serde_json::json;
 
 use crate::client::Client;
+use herd_protocol::Method;
+use herd_protocol::methods::{DrainAck, EventsAck};
+use herd_protocol::params::{AckParams, LeaseParams};
 
 /// How long a lease may wait for its response to be written.
 const LEASE_TTL: Duration = Duration::from_secs(60);
@@ -104,14 +106,15 @@ async fn acknowledge(lease: Lease) {
         home,
     } = lease;
     if !client.hello.serves("events.ack") {
-        if let Err(err) = client.call("drain.ack", json!({"lease": number})).await {
+        let params = herd_protocol::to_params(&LeaseParams { lease: number }).unwrap_or_default();
+        if let Err(err) = client.call(DrainAck::NAME, params).await {
             // The connection closes with the lease: the notices come again.
             tracing::warn!(error = %err.into_anyhow(), "notices not acknowledged; they will be delivered again");
         }
         return;
     }
-    let params = json!({"owner": owner, "ids": ids});
-    let first = client.call("events.ack", params.clone()).await;
+    let params = herd_protocol::to_params(&AckParams { owner, ids }).unwrap_or_default();
+    let first = client.call(EventsAck::NAME, params.clone()).await;
     let Err(crate::client::CallError::Io(_)) = first else {
         if let Err(err) = first {
             tracing::warn!(error = %err.into_anyhow(), "notices not acknowledged; they will be delivered again");
@@ -121,7 +124,7 @@ async fn acknowledge(lease: Lease) {
     // The daemon went away after the drain: the next one takes the acknowledgement.
     let retried = match Client::connect(&home).await {
         Ok(mut next) => next
-            .call("events.ack", params)
+            .call(EventsAck::NAME, params)
             .await
             .map_err(crate::client::CallError::into_anyhow),
         Err(err) => Err(err),

@@ -2,6 +2,8 @@
 //! `after_ready`, and `process`'s `group_add`, `group_set`, `group_list` and
 //! `group_rm` actions.
 
+use herd_protocol::methods as m;
+use herd_protocol::params::{GroupParams, NoParams};
 use rmcp::model::JsonObject;
 use serde_json::{Value, json};
 
@@ -44,31 +46,24 @@ pub(super) fn queue_arg(args: &JsonObject) -> Result<herd_core::QueueRequest, St
     })
 }
 
-/// Adds the queue fields to a spawn's params.
-pub(super) fn add_queue_params(params: &mut Value, q: &herd_core::QueueRequest) {
-    if let Some(group) = &q.group {
-        params["group"] = json!(group);
-    }
-    if !q.after.is_empty() {
-        params["after"] = json!(q.after);
-    }
-    if !q.after_ready.is_empty() {
-        params["after_ready"] = json!(q.after_ready);
-    }
-}
-
 impl Server {
     /// `process` `group_*`.
     pub(super) async fn group_action(&self, action: &str, args: &JsonObject) -> Answer {
         let refuse = |error: String| Answer::error(json!({"status": "error", "error": error}));
         if action == "group_list" {
-            return self.answer("group.list", json!({})).await;
+            return self.answer_typed::<m::GroupList>(&NoParams {}).await;
         }
         let Some(name) = args.get("group").and_then(Value::as_str) else {
             return refuse(format!("group is required for {action}: the group's name"));
         };
         match action {
-            "group_rm" => self.answer("group.rm", json!({"name": name})).await,
+            "group_rm" => {
+                self.answer_typed::<m::GroupRm>(&GroupParams {
+                    name: name.to_owned(),
+                    parallel: None,
+                })
+                .await
+            }
             _ => {
                 let parallel = match args.get("parallel").map(Value::as_u64) {
                     Some(Some(n)) if (1..=1024).contains(&n) => n,
@@ -78,13 +73,15 @@ impl Server {
                         ));
                     }
                 };
-                let method = if action == "group_add" {
-                    "group.add"
-                } else {
-                    "group.set"
+                let params = GroupParams {
+                    name: name.to_owned(),
+                    parallel: Some(parallel),
                 };
-                self.answer(method, json!({"name": name, "parallel": parallel}))
-                    .await
+                if action == "group_add" {
+                    self.answer_typed::<m::GroupAdd>(&params).await
+                } else {
+                    self.answer_typed::<m::GroupSet>(&params).await
+                }
             }
         }
     }

@@ -1,5 +1,8 @@
 //! The `process` tool: one action on the caller's own sessions.
 
+use super::wait_for;
+use herd_protocol::methods as m;
+use herd_protocol::params::{HandoffParams, IdParams, ListParams, ListState};
 use rmcp::RoleServer;
 use rmcp::model::JsonObject;
 use rmcp::service::RequestContext;
@@ -100,7 +103,10 @@ impl Server {
             .unwrap_or_default()
             .to_owned();
         match action {
-            "poll" => self.answer("poll", json!({"id": session_id})).await,
+            "poll" => {
+                self.answer_typed::<m::Poll>(&IdParams::new(&*session_id))
+                    .await
+            }
             "log" => match (number("offset"), number("limit")) {
                 (Ok(offset), Ok(limit)) => {
                     let mut page = self
@@ -123,15 +129,14 @@ impl Server {
                     .await
             }
             "kill" => {
-                let mut killed = self.answer("kill", json!({"id": session_id})).await;
+                let mut killed = self
+                    .answer_typed::<m::Kill>(&IdParams::new(session_id.as_str()))
+                    .await;
                 if !killed.is_error {
                     // The answer says it was killed: its completion is not sent again
                     // as a notice (once the exit is recorded, which a kill makes quick).
                     let _ = self
-                        .call(
-                            "wait",
-                            json!({"id": session_id, "timeout_seconds": KILL_SETTLE_SECONDS}),
-                        )
+                        .ask::<m::Wait>(&wait_for(&session_id, KILL_SETTLE_SECONDS as f64, false))
                         .await;
                     killed.answered = Some(session_id.clone());
                 }
@@ -142,7 +147,10 @@ impl Server {
                 let (value, is_error) = self.read_new(&session_id).await;
                 Answer::new(value, is_error)
             }
-            "close" => self.answer("close", json!({"id": session_id})).await,
+            "close" => {
+                self.answer_typed::<m::Close>(&IdParams::new(&*session_id).into())
+                    .await
+            }
             "resize" => match (number("rows"), number("cols")) {
                 (Ok(Some(rows)), Ok(Some(cols))) => {
                     self.answer(
@@ -182,13 +190,9 @@ impl Server {
         let clamped = (timeout > WAIT_MAX_SECONDS).then_some(timeout);
         let timeout = timeout.min(WAIT_MAX_SECONDS);
         // A cancelled wait stops waiting; the job runs on.
-        let params = if ready {
-            json!({"id": session_id, "timeout_seconds": timeout, "ready": true})
-        } else {
-            json!({"id": session_id, "timeout_seconds": timeout})
-        };
+        let params = wait_for(session_id, timeout as f64, ready);
         let waited = tokio::select! {
-            waited = self.call("wait", params) => waited,
+            waited = self.ask::<m::Wait>(&params) => waited,
             () = context.ct.cancelled() => {
                 return Answer::error(json!({"status": "error", "error": "the wait was cancelled; the process runs on"}));
             }
@@ -287,10 +291,12 @@ impl Server {
                 json!({"status": "error", "error": "handoff requires `data`: one sentence saying what the process is for and what the new owner should do with its result."}),
             );
         }
-        self.answer(
-            "handoff",
-            json!({"id": session_id, "from": self.owner.as_str(), "to": parent.as_str(), "note": data}),
-        )
+        self.answer_typed::<m::Handoff>(&HandoffParams {
+            id: session_id.to_owned(),
+            from: self.owner.as_str().to_owned(),
+            to: Some(parent.as_str().to_owned()),
+            note: data.to_owned(),
+        })
         .await
     }
 
@@ -313,11 +319,18 @@ impl Server {
                 "error": format!("limit must be 1 to {LIST_MAX_ROWS} rows for list (got {limit})"),
             }));
         }
-        let mut params = json!({"owner": self.owner.as_str(), "state": state, "limit": limit});
-        if let Some(since) = since {
-            params["since_seconds"] = json!(since);
-        }
-        let (mut answer, is_error) = self.call("list", params).await;
+        let params = ListParams {
+            owner: Some(self.owner.as_str().to_owned()),
+            state: Some(match state {
+                "finished" => ListState::Finished,
+                "all" => ListState::All,
+                _ => ListState::Running,
+            }),
+            since_seconds: since,
+            limit: usize::try_from(limit).ok(),
+            ..ListParams::default()
+        };
+        let (mut answer, is_error) = self.ask::<m::List>(&params).await;
         if let Some(rows) = answer["processes"].as_array_mut() {
             for row in rows {
                 slim_row(row, &self.owner);

@@ -6,6 +6,9 @@
 //! `<home>/run/owners/<owner>.read.json`, so a server started per call or after a
 //! restart reads on where the last one stopped.
 
+use super::log_page;
+use herd_protocol::methods as m;
+use herd_protocol::params::{IdParams, StdinParams};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -69,7 +72,7 @@ impl Server {
     /// The output of `session_id` since this owner's last read, within the budget,
     /// with its status; the cursor moves to the end.
     pub(super) async fn read_new(&self, session_id: &str) -> (Value, bool) {
-        let (polled, is_error) = self.call("poll", json!({"id": session_id})).await;
+        let (polled, is_error) = self.ask::<m::Poll>(&IdParams::new(session_id)).await;
         if is_error {
             return (polled, true);
         }
@@ -78,13 +81,10 @@ impl Server {
             .get(session_id)
             .map_or(0, |(lines, _)| *lines) as usize;
         let (head, head_err) = self
-            .call(
-                "log",
-                json!({"id": session_id, "offset": from, "limit": HEAD_LINES}),
-            )
+            .ask::<m::Log>(&log_page(session_id, Some(from), HEAD_LINES))
             .await;
         let (tail, tail_err) = self
-            .call("log", json!({"id": session_id, "limit": TAIL_LINES}))
+            .ask::<m::Log>(&log_page(session_id, None, TAIL_LINES))
             .await;
         if head_err {
             return (head, true);
@@ -151,7 +151,7 @@ impl Server {
         yield_ms: u64,
     ) -> (Value, bool) {
         // A finished job takes no input: say how it ended.
-        let (polled, is_error) = self.call("poll", json!({"id": session_id})).await;
+        let (polled, is_error) = self.ask::<m::Poll>(&IdParams::new(session_id)).await;
         if is_error {
             return (polled, true);
         }
@@ -169,7 +169,13 @@ impl Server {
             );
         }
         let (written, is_error) = self
-            .call(action, json!({"id": session_id, "data": data}))
+            .call_typed(
+                action,
+                &StdinParams {
+                    id: session_id.to_owned(),
+                    data: data.to_owned(),
+                },
+            )
             .await;
         if is_error || yield_ms == 0 {
             return (written, is_error);

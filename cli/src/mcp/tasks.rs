@@ -8,6 +8,9 @@
 //! and then completed with the same result a foreground run gives; `tasks/cancel`
 //! kills the job's whole tree. Other clients get the background answer as before.
 
+use super::wait_for;
+use herd_protocol::methods as m;
+use herd_protocol::params::IdParams;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -117,7 +120,7 @@ impl Server {
             Box::pin(async move {
                 tokio::select! {
                     () = ctx.cancelled() => {
-                        let (killed, is_error) = server.call("kill", json!({"id": session_id})).await;
+                        let (killed, is_error) = server.ask::<m::Kill>(&IdParams::new(session_id.as_str())).await;
                         if is_error {
                             tracing::warn!(%session_id, answer = %killed, "a cancelled task's job was not killed");
                         }
@@ -141,10 +144,7 @@ impl Server {
     async fn wait_to_exit(&self, session_id: &str) -> Answer {
         loop {
             let (waited, is_error) = self
-                .call(
-                    "wait",
-                    json!({"id": session_id, "timeout_seconds": TASK_WAIT_SECONDS}),
-                )
+                .ask::<m::Wait>(&wait_for(session_id, TASK_WAIT_SECONDS as f64, false))
                 .await;
             if is_error {
                 return Answer::error(waited);

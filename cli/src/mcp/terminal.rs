@@ -2,6 +2,11 @@
 //! move to the background (with notify on) when they outlive their window or the
 //! client cancels them (B24).
 
+use super::{log_page, wait_for};
+use herd_protocol::Method;
+use herd_protocol::methods as m;
+use herd_protocol::params::IdParams;
+use herd_protocol::params::{Limits, SpawnParams};
 use std::time::{Duration, Instant};
 
 use rmcp::RoleServer;
@@ -87,44 +92,44 @@ impl Server {
             Some(dir) => base.join(dir),
             None => base,
         };
-        let mut params = json!({
-            "command": req.command,
-            "owner": self.owner.as_str(),
-            "cwd": cwd,
-            "pty": req.pty,
-            "notify": notify,
-            "watch": req.watch,
-            "heartbeat_seconds": req.heartbeat,
-            "persist_on_release": req.persist,
-        });
-        if !req.background {
-            params["completion_output_chars"] = json!(FOREGROUND_OUTPUT_CHARS);
-        }
-        if let Some(seconds) = req.time_limit {
-            params["time_limit_seconds"] = json!(seconds);
-        }
-        if let Some(host) = &req.host {
-            params["host"] = json!(host);
-        }
-        if req.kill_leftovers {
-            params["kill_leftovers"] = json!(true);
-        }
-        if !req.limits.is_empty() {
-            params["limits"] = json!(req.limits);
-        }
-        add_ready(&mut params, req);
-        super::groups::add_queue_params(&mut params, &req.queue);
+        let limits = &req.limits;
+        let mut params = SpawnParams {
+            command: req.command.clone(),
+            owner: self.owner.as_str().to_owned(),
+            cwd: Some(cwd),
+            pty: req.pty,
+            notify,
+            watch: req.watch.clone(),
+            heartbeat_seconds: req.heartbeat,
+            persist_on_release: req.persist,
+            completion_output_chars: (!req.background).then_some(FOREGROUND_OUTPUT_CHARS),
+            time_limit_seconds: req.time_limit,
+            host: req.host.clone(),
+            kill_leftovers: req.kill_leftovers.then_some(true),
+            limits: (!limits.is_empty()).then_some(Limits {
+                memory_bytes: limits.memory_bytes,
+                cpu_millis: limits.cpu_millis,
+                pids: limits.pids,
+            }),
+            ready: req.ready.clone(),
+            ready_port: req.ready_port,
+            group: req.queue.group.clone(),
+            after: req.queue.after.clone(),
+            after_ready: req.queue.after_ready.clone(),
+            ..SpawnParams::default()
+        };
         let mut client = self.client().await.map_err(Answer::error)?;
         refuse_what_the_daemon_lacks(req, &client.hello)?;
         // Jobs run in the environment the agent host gave this server (B36).
         if client.hello.serves("spawn.caller_env") {
-            params["caller_env"] = json!(herd_core::utf8_environment());
+            params.caller_env = Some(herd_core::utf8_environment().into_iter().collect());
         }
-        match client.call("spawn", params).await {
-            Ok(info) => Ok((
-                info["session_id"].as_str().unwrap_or_default().to_owned(),
-                info,
-            )),
+        let params = herd_protocol::to_params(&params).unwrap_or_default();
+        match client.call(m::Spawn::NAME, params).await {
+            Ok(info) => match crate::client::answer_of::<m::Spawn>(info.clone()) {
+                Ok(spawned) => Ok((spawned.session_id, info)),
+                Err(err) => Err(refused(format!("{err:#}"))),
+            },
             Err(CallError::Rpc(err)) => {
                 let mut answer = json!({"output": "", "exit_code": -1, "error": err.message});
                 if err.code == protocol::GUARDED {
@@ -188,11 +193,11 @@ impl Server {
             } else {
                 left
             };
+            let params =
+                herd_protocol::to_params(&wait_for(session_id, slice.as_secs_f64(), false))
+                    .unwrap_or_default();
             let waited = tokio::select! {
-                waited = client.call(
-                    "wait",
-                    json!({"id": session_id, "timeout_seconds": slice.as_secs_f64()}),
-                ) => waited,
+                waited = client.call(m::Wait::NAME, params) => waited,
                 () = context.ct.cancelled() => return Err(Stopped::Cancelled),
             };
             match waited {
@@ -219,9 +224,7 @@ impl Server {
 
     /// "running for 6s; 12 lines of output; last: …" for a progress notification.
     async fn progress_message(&self, session_id: &str, started: Instant) -> String {
-        let (page, is_error) = self
-            .call("log", json!({"id": session_id, "limit": 1}))
-            .await;
+        let (page, is_error) = self.ask::<m::Log>(&log_page(session_id, None, 1)).await;
         let elapsed = started.elapsed().as_secs();
         if is_error {
             return format!("running for {elapsed}s");
@@ -245,19 +248,17 @@ impl Server {
     /// keeps running with notify on, or, if it finished meanwhile, the answer has
     /// its exit. Exactly one of the two (B24).
     async fn to_background(&self, session_id: &str, timeout: u64, stopped: Stopped) -> Answer {
-        let (adopted, is_error) = self.call("adopt", json!({"id": session_id})).await;
+        let (adopted, is_error) = self.ask::<m::Adopt>(&IdParams::new(session_id)).await;
         let adoption = adopted["adoption"].as_str().unwrap_or_default();
         if adoption == "finished" {
-            let (answer, is_error) = self
-                .call("wait", json!({"id": session_id, "timeout_seconds": 1}))
-                .await;
+            let (answer, is_error) = self.ask::<m::Wait>(&wait_for(session_id, 1.0, false)).await;
             return if is_error {
                 Answer::error(answer)
             } else {
                 self.exited(&answer).await
             };
         }
-        let (polled, _) = self.call("poll", json!({"id": session_id})).await;
+        let (polled, _) = self.ask::<m::Poll>(&IdParams::new(session_id)).await;
         let why = match stopped {
             Stopped::TimedOut => format!("The command was still running after {timeout}s"),
             Stopped::Cancelled => "The call was cancelled".to_owned(),
@@ -443,16 +444,6 @@ pub(super) fn terminal_request(args: &JsonObject) -> Result<TerminalRequest, Str
         ready_port,
         queue,
     })
-}
-
-/// Adds `ready` and `ready_port` (B45) to the spawn's params.
-fn add_ready(params: &mut Value, req: &TerminalRequest) {
-    if let Some(pattern) = &req.ready {
-        params["ready"] = json!(pattern);
-    }
-    if let Some(port) = req.ready_port {
-        params["ready_port"] = json!(port);
-    }
 }
 
 /// `ready` (a regex, checked by the daemon) and `ready_port` (1 to 65535).

@@ -52,3 +52,4 @@ mod support;
 mod tools;
 mod top;
 mod top_far;
+mod wire_schema;

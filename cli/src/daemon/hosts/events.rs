@@ -7,11 +7,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use herd_core::{External, SessionId};
-use serde_json::{Value, json};
+use herd_protocol::answers::ListAnswer;
+use herd_protocol::params::{DrainParams, EventsParams, LeaseParams, ListParams};
+use serde_json::Value;
 
 use super::link::request_line;
 use super::stream::Source;
-use super::{BACKOFF_FIRST, BACKOFF_LAST, EVENTS_LINGER, KEPT_KEYS, Link, lock};
+use super::{BACKOFF_FIRST, BACKOFF_LAST, EVENTS_LINGER, KEPT_KEYS, Link, lock, to_params};
 
 impl Link {
     /// Whether a far job can still produce events.
@@ -63,10 +65,14 @@ impl Link {
     /// `events.follow` rides a channel of the host's mux door when its far proxy
     /// serves one (over ssh, no connection of its own), else a door of its own.
     pub(super) async fn follow_events(self: &Arc<Self>) -> Result<(), String> {
+        let params = EventsParams {
+            owner: self.far_owner.clone(),
+            peek: true,
+        };
         let line = request_line(
             1,
             "events.follow",
-            json!({"owner": self.far_owner, "peek": true}),
+            to_params(&params).map_err(|e| e.message)?,
         );
         let mut source = Source::open(self, &line).await.map_err(|e| e.message)?;
         self.drain().await?;
@@ -96,15 +102,22 @@ impl Link {
 
     /// Marks finished the jobs of the map the far side no longer runs.
     pub(super) async fn note_ended(self: &Arc<Self>) -> Result<(), String> {
+        let params = ListParams {
+            owner: Some(self.far_owner.clone()),
+            ..ListParams::default()
+        };
         let running = self
-            .call_raw("list", json!({"owner": self.far_owner}))
+            .call_raw("list", to_params(&params).map_err(|e| e.message)?)
             .await
             .map_err(|e| e.message)?;
-        let live: std::collections::HashSet<String> = running["processes"]
-            .as_array()
+        // Read as the protocol's answer: a list without its rows is an error, not
+        // "every job ended".
+        let running: ListAnswer = serde_json::from_value(running)
+            .map_err(|e| format!("the far list does not read as the protocol says: {e}"))?;
+        let live: std::collections::HashSet<String> = running
+            .processes
             .into_iter()
-            .flatten()
-            .filter_map(|r| r["session_id"].as_str().map(str::to_owned))
+            .map(|r| r.session_id)
             .collect();
         let changed = {
             let mut book = lock(&self.book);
@@ -129,8 +142,13 @@ impl Link {
     /// owner's queue, then acknowledges. Repeats while a drain brings events.
     pub(super) async fn drain(self: &Arc<Self>) -> Result<(), String> {
         loop {
+            let params = DrainParams {
+                owner: self.far_owner.clone(),
+                lease: true,
+                answered: Vec::new(),
+            };
             let answer = self
-                .call_raw("drain", json!({"owner": self.far_owner, "lease": true}))
+                .call_raw("drain", to_params(&params).map_err(|e| e.message)?)
                 .await
                 .map_err(|e| e.message)?;
             let events = answer
@@ -138,21 +156,20 @@ impl Link {
                 .and_then(Value::as_array)
                 .cloned()
                 .unwrap_or_default();
-            let Some(lease) = answer.get("lease").cloned() else {
+            let Some(lease) = answer.get("lease").and_then(Value::as_u64) else {
                 return Ok(());
             };
+            let lease = to_params(&LeaseParams { lease }).map_err(|e| e.message)?;
             let link = Arc::clone(self);
             let published = tokio::task::spawn_blocking(move || link.publish(&events))
                 .await
                 .map_err(|e| format!("publishing failed: {e}"))?;
             if !published {
                 // The ledger refused a commit: release, so the far side keeps them.
-                let _ = self
-                    .call_raw("drain.release", json!({"lease": lease}))
-                    .await;
+                let _ = self.call_raw("drain.release", lease).await;
                 return Err("the far events were not committed here; kept on the far side".into());
             }
-            self.call_raw("drain.ack", json!({"lease": lease}))
+            self.call_raw("drain.ack", lease)
                 .await
                 .map_err(|e| e.message)?;
         }
@@ -190,7 +207,7 @@ impl Link {
                 {
                     job.finished = true;
                     if let Some(row) = job.row.as_mut() {
-                        row["status"] = serde_json::json!("exited");
+                        row["status"] = Value::from("exited");
                         for key in [
                             "exit_code",
                             "signal",

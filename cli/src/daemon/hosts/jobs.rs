@@ -6,9 +6,10 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use herd_protocol::params::{IdParams, RestartParams, SpawnParams};
 use serde_json::{Value, json};
 
-use super::{Answer, Job, LIST_BUDGET, Link, lock, strip};
+use super::{Answer, Job, LIST_BUDGET, Link, lock, to_params};
 use crate::protocol;
 use crate::protocol::{INVALID_PARAMS, RpcError};
 
@@ -17,50 +18,35 @@ impl Link {
     /// environment plus the explicit `env`/`forward_env`; the far id goes into the
     /// map before the answer goes back.
     pub(super) async fn spawn(self: &Arc<Self>, params: Value) -> Answer {
-        let owner = params
-            .get("owner")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
+        let mut far: SpawnParams = serde_json::from_value(params)
+            .map_err(|err| RpcError::new(INVALID_PARAMS, format!("invalid spawn params: {err}")))?;
+        let owner = std::mem::take(&mut far.owner);
         if owner.is_empty() {
             return Err(RpcError::new(INVALID_PARAMS, "spawn needs `owner`"));
         }
-        let task_id = params
-            .get("task_id")
-            .and_then(Value::as_str)
-            .map_or_else(|| owner.clone(), str::to_owned);
-        let events = params.get("notify").and_then(Value::as_bool) == Some(true)
-            || params
-                .get("watch")
-                .and_then(Value::as_array)
-                .is_some_and(|w| !w.is_empty())
-            || params
-                .get("heartbeat_seconds")
-                .is_some_and(|h| !h.is_null());
-        let name = params
-            .get("name")
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-        let mut far = strip(params, &["host", "caller_env", "owner", "task_id", "cwd"]);
-        far["owner"] = json!(self.far_owner);
+        let task_id = far.task_id.take().unwrap_or_else(|| owner.clone());
+        let events = far.notify || !far.watch.is_empty() || far.heartbeat_seconds.is_some();
+        let name = far.name.clone();
+        far.host = None;
+        far.caller_env = None;
+        far.cwd = None;
+        far.owner.clone_from(&self.far_owner);
         // The far side knows the local owner too: a lost map still routes.
-        far["task_id"] = json!(owner);
+        far.task_id = Some(owner.clone());
         // Opened first, so the proxy's environment is known.
         self.control().await?;
         if let Some(env) = self.proxy_env() {
             // The local cwd means nothing there: the job starts in the far home
             // directory, as a login over the door would.
-            if let Some(home) = env.get("HOME") {
-                far["cwd"] = json!(home);
-            }
-            far["caller_env"] = json!(env);
+            far.cwd = env.get("HOME").map(std::path::PathBuf::from);
+            far.caller_env = Some(env);
         }
         // A door that closes after the spawn was written leaves it unknown
         // whether the job started: with a key the spawn can be sent again.
         if self.far_serves("spawn.request_key") {
-            far["request_key"] = json!(self.request_key());
+            far.request_key = Some(self.request_key());
         }
-        let answer = self.call_raw("spawn", far).await?;
+        let answer = self.call_raw("spawn", to_params(&far)?).await?;
         let Some(far_id) = answer.get("session_id").and_then(Value::as_str) else {
             return Err(RpcError::new(
                 protocol::INTERNAL_ERROR,
@@ -103,11 +89,11 @@ impl Link {
     /// `restart` of a far job: run again there, in the far proxy's environment;
     /// the new far id joins the map with the old one's owner.
     pub(super) async fn restart(self: &Arc<Self>, params: Value) -> Answer {
-        let mut params = strip(params, &["caller_env"]);
-        if let Some(env) = self.proxy_env() {
-            params["caller_env"] = json!(env);
-        }
-        let answer = self.call_raw("restart", params).await?;
+        let mut params: RestartParams = serde_json::from_value(params).map_err(|err| {
+            RpcError::new(INVALID_PARAMS, format!("invalid restart params: {err}"))
+        })?;
+        params.caller_env = self.proxy_env();
+        let answer = self.call_raw("restart", to_params(&params)?).await?;
         let new = answer["session_id"].as_str().unwrap_or_default().to_owned();
         let old = answer["replaces"].as_str().unwrap_or_default().to_owned();
         let events = {
@@ -158,7 +144,9 @@ impl Link {
             ));
         }
         // The far id may be a prefix: the far side resolves it.
-        let polled = self.call_raw("poll", json!({"id": far})).await?;
+        let polled = self
+            .call_raw("poll", to_params(&IdParams::new(far.as_str()))?)
+            .await?;
         let far_id = polled["session_id"].as_str().unwrap_or_default().to_owned();
         let refused = |reason: &str, message: String| RpcError {
             code: protocol::REFUSED,

@@ -435,7 +435,7 @@ impl Link {
         if let Some(Value::Array(matches)) = err.data.as_mut().and_then(|d| d.get_mut("matches")) {
             for m in matches.iter_mut() {
                 if let Some(id) = m.as_str() {
-                    *m = json!(format!("{}:{id}", self.name));
+                    *m = Value::from(format!("{}:{id}", self.name));
                 }
             }
         }
@@ -445,9 +445,17 @@ impl Link {
 
 /// One request line.
 pub(super) fn request_line(id: u64, method: &str, params: Value) -> Vec<u8> {
-    let mut line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-        .to_string()
-        .into_bytes();
+    let request = crate::protocol::Request {
+        jsonrpc: "2.0".into(),
+        id: Some(Value::from(id)),
+        method: method.to_owned(),
+        params,
+    };
+    // Through a `Value`, as the link always wrote it: its keys sorted (`id` first,
+    // which far stand-ins read). A request of strings and `Value`s always serialises.
+    let mut line = serde_json::to_value(&request)
+        .map(|v| v.to_string().into_bytes())
+        .unwrap_or_default();
     line.push(b'\n');
     line
 }

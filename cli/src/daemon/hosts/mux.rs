@@ -195,9 +195,15 @@ impl Channel {
     pub(super) async fn call(&mut self, method: &str, params: Value) -> Result<Value, RpcError> {
         let id = self.mux.next.fetch_add(1, Ordering::Relaxed);
         let gone = || RpcError::new(protocol::HOST_UNREACHABLE, "the mux door closed");
-        let request =
-            serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        if !self.send(request.to_string().as_bytes()) {
+        let request = crate::protocol::Request {
+            jsonrpc: "2.0".into(),
+            id: Some(Value::from(id)),
+            method: method.to_owned(),
+            params,
+        };
+        // Through a `Value`, as the link writes every request (keys sorted).
+        let line = serde_json::to_value(&request).map_or_else(|_| String::new(), |v| v.to_string());
+        if !self.send(line.as_bytes()) {
             return Err(gone());
         }
         loop {
@@ -205,7 +211,7 @@ impl Channel {
             let Ok(message) = serde_json::from_slice::<Response>(&line) else {
                 continue;
             };
-            if message.method.is_some() || message.id != serde_json::json!(id) {
+            if message.method.is_some() || message.id != id {
                 continue;
             }
             return match message.error {

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use herd_core::{AgentIdentity, HandoffError, KillSource};
-use serde::Deserialize;
+use herd_protocol::params::{CleanParams, HandoffParams, ResizeParams, StdinParams, WaitParams};
 use serde_json::{Value, json};
 
 use super::wire::{core_error, lookup_error, parse, to_value};
@@ -148,53 +148,4 @@ pub(super) enum StdinOp {
     Write,
     Submit,
     Close,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ResizeParams {
-    id: String,
-    rows: u16,
-    cols: u16,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct HandoffParams {
-    id: String,
-    from: String,
-    #[serde(default)]
-    to: Option<String>,
-    #[serde(default)]
-    note: String,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct CleanParams {
-    /// Only this owner's sessions; every owner's when absent.
-    #[serde(default)]
-    owner: Option<String>,
-    /// Only sessions finished at least this long ago.
-    #[serde(default)]
-    older_than_seconds: Option<u64>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct WaitParams {
-    id: String,
-    #[serde(default)]
-    timeout_seconds: Option<f64>,
-    /// Until ready rather than finished (capability `spawn.ready`).
-    #[serde(default)]
-    ready: bool,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct StdinParams {
-    id: String,
-    #[serde(default)]
-    data: String,
 }

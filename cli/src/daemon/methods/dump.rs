@@ -20,7 +20,7 @@
 
 use std::collections::VecDeque;
 
-use serde::Deserialize;
+use herd_protocol::params::DumpParams;
 use serde_json::{Value, json};
 
 use super::query::CHUNK_BYTES;
@@ -28,14 +28,6 @@ use super::wire::{core_error, lookup_error, parse};
 use super::{Reply, State, Stream};
 use crate::daemon::connection::Outlet;
 use crate::protocol::{INTERNAL_ERROR, RpcError};
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct DumpParams {
-    id: String,
-    #[serde(default)]
-    from_byte: u64,
-}
 
 impl State {
     /// `logs.dump {"id", "from_byte"?, "raw"?}`: the session is looked up before

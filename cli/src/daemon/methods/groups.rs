@@ -2,21 +2,12 @@
 //! `group.list`, `group.rm`, and `queue.latency` (the scheduling-latency figure).
 
 use herd_core::GroupError;
-use serde::Deserialize;
+use herd_protocol::params::GroupParams;
 use serde_json::{Value, json};
 
 use super::State;
 use super::wire::{parse, to_value};
 use crate::protocol::{INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, RpcError};
-
-/// `group.add`/`group.set`: a name and a limit; `group.rm`: a name.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct GroupParams {
-    name: String,
-    #[serde(default)]
-    parallel: Option<u64>,
-}
 
 fn group_error(err: GroupError) -> RpcError {
     match err {

@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 
 use herd_core::{Drained, Event};
-use serde::Deserialize;
+use herd_protocol::params::{AckParams, DrainParams, LeaseParams};
 use serde_json::{Value, json};
 
 use super::State;
@@ -27,37 +27,11 @@ pub(crate) struct Leases {
     held: HashMap<u64, Drained>,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct DrainParams {
-    owner: String,
-    #[serde(default)]
-    lease: bool,
-    /// Sessions whose completions the client already has in an answer (a wait
-    /// that returned the exit): acknowledged and left out of this drain.
-    #[serde(default)]
-    answered: Vec<String>,
-}
-
 /// The most ids one `events.ack` may name.
 const MAX_ACK_IDS: usize = 10_000;
 
 /// The longest event id `events.ack` takes (a qualified session id and its detail).
 const MAX_ACK_ID_BYTES: usize = 512;
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct AckParams {
-    owner: String,
-    /// `event_id`s of events the client has handed on.
-    ids: Vec<String>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct LeaseParams {
-    lease: u64,
-}
 
 impl Leases {
     /// Answers `method` when it is one of the drain methods; `None` otherwise.

@@ -3,7 +3,7 @@
 //! blocking pool (`off_worker`): they read files and run output plugins.
 
 use herd_core::{ListFilter, Registry};
-use serde::Deserialize;
+use herd_protocol::params::{FollowParams, ListParams, ListState, LogParams};
 use serde_json::{Value, json};
 
 use super::wire::{core_error, lookup_error, parse, to_value};
@@ -119,62 +119,5 @@ pub(super) fn poll(registry: &Registry, params: Value) -> Result<Value, RpcError
     to_value(registry.poll(&p.id).map_err(core_error)?)
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ListParams {
-    #[serde(default)]
-    owner: Option<String>,
-    #[serde(default)]
-    all: bool,
-    /// `running`, `finished` or `all`; wins over `all` (capability `list.filter`).
-    #[serde(default)]
-    state: Option<ListState>,
-    /// Only sessions started in the last this many seconds.
-    #[serde(default)]
-    since_seconds: Option<u64>,
-    /// Only finished sessions that finished in the last this many seconds; the
-    /// answer's `older` counts the ones left out (capability `list.window`).
-    #[serde(default)]
-    finished_since_seconds: Option<u64>,
-    /// At most this many rows, the newest (1 to [`LIST_MAX_ROWS`]).
-    #[serde(default)]
-    limit: Option<usize>,
-}
-
-/// Which sessions a `list` shows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-enum ListState {
-    Running,
-    Finished,
-    All,
-}
-
 /// The most rows one `list` answers.
 const LIST_MAX_ROWS: usize = 10_000;
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct LogParams {
-    id: String,
-    #[serde(default)]
-    offset: Option<usize>,
-    #[serde(default)]
-    limit: Option<usize>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct FollowParams {
-    pub(super) id: String,
-    #[serde(default)]
-    pub(super) from_byte: u64,
-    #[serde(default)]
-    pub(super) result: bool,
-    #[serde(default)]
-    pub(super) max_bytes: Option<usize>,
-    /// A real terminal shows the stream (`herd attach`, capability
-    /// `logs.follow.terminal`): while it follows, the PTY's queries go to it (B7).
-    #[serde(default)]
-    pub(super) terminal: bool,
-}

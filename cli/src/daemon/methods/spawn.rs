@@ -1,11 +1,10 @@
 //! `spawn` and `restart`: a job's request checked and completed (the supervisor
 //! marker, the caller's environment or a minimal one), then handed to the registry.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use herd_core::{Mode, RestartError, SpawnRequest};
-use serde::Deserialize;
+use herd_protocol::params::{RestartParams, RestartPolicy, SpawnParams};
 use serde_json::Value;
 
 use super::State;
@@ -84,14 +83,16 @@ impl State {
             time_limit: p.time_limit_seconds.map(Duration::from_secs),
             replaces: None,
             kill_leftovers: p.kill_leftovers,
-            limits: p.limits.unwrap_or_default(),
+            limits: p
+                .limits
+                .map_or_else(herd_core::Limits::default, |l| herd_core::Limits {
+                    memory_bytes: l.memory_bytes,
+                    cpu_millis: l.cpu_millis,
+                    pids: l.pids,
+                }),
             ready: p.ready,
             ready_port: p.ready_port,
-            restart: p
-                .restart
-                .as_ref()
-                .map(RestartPolicyParams::policy)
-                .transpose()?,
+            restart: p.restart.as_ref().map(restart_policy).transpose()?,
         };
         let queue = herd_core::QueueRequest {
             group: p.group,
@@ -135,82 +136,10 @@ impl State {
     }
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SpawnParams {
-    command: String,
-    owner: String,
-    #[serde(default)]
-    task_id: Option<String>,
-    #[serde(default)]
-    cwd: Option<PathBuf>,
-    #[serde(default)]
-    env: Vec<(String, String)>,
-    #[serde(default)]
-    forward_env: Vec<String>,
-    /// The caller's whole environment (capability `spawn.caller_env`); without
-    /// it the job gets [`minimal_env`], never the daemon's own.
-    #[serde(default)]
-    caller_env: Option<std::collections::BTreeMap<String, String>>,
-    #[serde(default)]
-    pty: bool,
-    #[serde(default)]
-    notify: bool,
-    #[serde(default)]
-    watch: Vec<String>,
-    #[serde(default)]
-    heartbeat_seconds: Option<u64>,
-    #[serde(default)]
-    persist_on_release: bool,
-    #[serde(default)]
-    completion_output_chars: Option<usize>,
-    #[serde(default)]
-    name: Option<String>,
-    /// Kill the tree after this many seconds (capability `spawn.time_limit`).
-    #[serde(default)]
-    time_limit_seconds: Option<u64>,
-    /// The same key again means the same spawn (capability `spawn.request_key`).
-    #[serde(default)]
-    request_key: Option<String>,
-    /// Kill the tree's leftovers once the main process is done (capability
-    /// `spawn.kill_leftovers`); absent: the config's `leftovers`.
-    #[serde(default)]
-    kill_leftovers: Option<bool>,
-    /// Memory, CPU and process limits of the tree (capability `spawn.limits`).
-    #[serde(default)]
-    limits: Option<herd_core::Limits>,
-    /// Readiness by a regex over the redacted output (capability `spawn.ready`).
-    #[serde(default)]
-    ready: Option<String>,
-    /// Readiness by a listening port of the job's tree (capability `spawn.ready`).
-    #[serde(default)]
-    ready_port: Option<u16>,
-    /// Run the command again when it ends (capability `spawn.restart`).
-    #[serde(default)]
-    restart: Option<RestartPolicyParams>,
-    /// The job group whose limit queues the job (capability `queue`).
-    #[serde(default)]
-    group: Option<String>,
-    /// Ids or names that must end with exit 0 first (capability `queue`).
-    #[serde(default)]
-    after: Vec<String>,
-    /// Ids or names that must be ready first (capability `queue`).
-    #[serde(default)]
-    after_ready: Vec<String>,
-}
-
-/// `spawn`'s `restart`: `{"policy": "on-failure"|"always", "max_restarts", "delay_ms"}`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RestartPolicyParams {
-    policy: String,
-    max_restarts: u32,
-    delay_ms: u64,
-}
-
-impl RestartPolicyParams {
-    fn policy(&self) -> Result<herd_core::RestartPolicy, RpcError> {
-        let always = match self.policy.as_str() {
+/// `spawn`'s `restart` as the registry takes it.
+fn restart_policy(restart: &RestartPolicy) -> Result<herd_core::RestartPolicy, RpcError> {
+    {
+        let always = match restart.policy.as_str() {
             "always" => true,
             "on-failure" => false,
             other => {
@@ -222,20 +151,10 @@ impl RestartPolicyParams {
         };
         Ok(herd_core::RestartPolicy {
             always,
-            max_restarts: self.max_restarts,
-            delay: Duration::from_millis(self.delay_ms),
+            max_restarts: restart.max_restarts,
+            delay: Duration::from_millis(restart.delay_ms),
         })
     }
-}
-
-/// `restart` (capability `restart`): the session to start again, and the caller's
-/// environment the new one runs in.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RestartParams {
-    id: String,
-    #[serde(default)]
-    caller_env: Option<std::collections::BTreeMap<String, String>>,
 }
 
 /// The environment of a job whose request carries none (a protocol-1 client):

@@ -2,63 +2,17 @@
 //! capabilities), `status`, `scope` (B34) and `shutdown`; and the start-up
 //! restore's report as `status` shows it.
 
-use serde::Deserialize;
+use herd_protocol::answers::HelloAnswer;
+use herd_protocol::params::ShutdownParams;
 use serde_json::{Value, json};
 
 use super::State;
 use super::wire::{parse, to_value};
 use crate::protocol::{self, PROTOCOL_VERSION, RpcError, VERSION_MISMATCH};
 
-/// Additions to protocol 1 this daemon serves: leased drains (`drain` with
-/// `lease`, `drain.ack`, `drain.release`), `adopt`, and `list`'s `state`,
-/// `since_seconds` and `limit`, `spawn`'s `caller_env`, `events.follow`'s
-/// `peek` (`pending` counts instead of events), `clean`, `spawn`'s
-/// `time_limit_seconds`, `restart`, and `sessions.follow` (a note whenever the
-/// home's sessions change, for `herd top`), and `hosts`: other hosts' jobs by
-/// qualified id (`NAME:proc_…`), `spawn`'s `host`, `list`'s `host` and
-/// `all_hosts`, the `hosts` method and the `HOST_UNREACHABLE` error (`hosts.rs`),
-/// and `spawn`'s `request_key` (a spawn sent again with the same key starts
-/// nothing and gets the first one's answer, `keys.rs`), and `spawn`'s
-/// `kill_leftovers` and `limits` (issue 36), and `events.ack` (acknowledging events
-/// by their `event_id`, on any connection, `leases.rs`), and `logs.follow`'s
-/// `terminal` (a real terminal shows the stream: the PTY's queries go to it),
-/// and `logs.raw` (`raw` on
-/// `logs.dump`/`logs.follow`: output as `log.bytes` frames, a header line and the
-/// bytes unescaped, `connection/outlet.rs`), and `spawn`'s `follow` (the spawn's
-/// answer as a note, then its log stream and result: `run --wait` in one request).
-pub(crate) const CAPABILITIES: &[&str] = &[
-    "clean",
-    "drain.lease",
-    "adopt",
-    "list.filter",
-    "list.window",
-    "spawn.caller_env",
-    "events.pending",
-    "logs.follow.result",
-    "logs.dump",
-    "sessions.follow",
-    "spawn.time_limit",
-    "restart",
-    "hosts",
-    "spawn.request_key",
-    "spawn.kill_leftovers",
-    "spawn.limits",
-    "events.ack",
-    "logs.follow.terminal",
-    "logs.raw",
-    // `spawn`'s `ready`/`ready_port`, `wait`'s `ready` and the `ready` event (issue 33).
-    "spawn.ready",
-    // `spawn`'s `restart` policy and the `retry` event (issue 33).
-    "spawn.restart",
-    // `plugins`: what the daemon's plugins loaded, with their counts (cli/src/plugins/live.rs).
-    "plugins",
-    // `spawn`'s `follow`: the spawn answered as a `spawned` note, then the session's
-    // logs.follow with its result on the same request (`streams.rs`, issue 32).
-    "spawn.follow",
-    // `queue`: groups, queued jobs and dependencies (spawn's `group`, `after`,
-    // `after_ready`; `group.*`; status `queued`).
-    "queue",
-];
+/// Additions to protocol 1 this daemon serves: herd-protocol's list
+/// (`protocol/src/capabilities.rs` says what each adds).
+pub(crate) const CAPABILITIES: &[&str] = herd_protocol::capabilities::ALL;
 
 /// Answers the handshake.
 pub(super) fn hello(state: &State, params: &Value) -> Result<Value, RpcError> {
@@ -67,15 +21,15 @@ pub(super) fn hello(state: &State, params: &Value) -> Result<Value, RpcError> {
         .and_then(Value::as_str)
         .unwrap_or("unknown");
     match params.get("protocol").and_then(Value::as_u64) {
-        Some(version) if version == u64::from(PROTOCOL_VERSION) => Ok(json!({
-            "protocol": PROTOCOL_VERSION,
-            "daemon": env!("CARGO_PKG_VERSION"),
-            "pid": std::process::id(),
-            "home": state.home().root().display().to_string(),
+        Some(version) if version == u64::from(PROTOCOL_VERSION) => to_value(HelloAnswer {
+            protocol: PROTOCOL_VERSION,
+            daemon: env!("CARGO_PKG_VERSION").to_owned(),
+            pid: std::process::id(),
+            home: state.home().root().display().to_string(),
             // What this daemon serves beyond protocol 1's methods; a client checks
             // before using one and falls back without it.
-            "capabilities": CAPABILITIES,
-        })),
+            capabilities: CAPABILITIES.iter().map(|c| (*c).to_owned()).collect(),
+        }),
         Some(version) => Err(RpcError::new(
             VERSION_MISMATCH,
             format!(
@@ -136,12 +90,6 @@ impl State {
             })
         })
     }
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-struct ShutdownParams {
-    keep_jobs: bool,
 }
 
 /// Logs what the start-up restore did: the summary at info, problems at warn.

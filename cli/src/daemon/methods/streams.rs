@@ -10,10 +10,10 @@
 
 use std::time::Duration;
 
-use serde::Deserialize;
+use herd_protocol::params::{EventsParams, FollowParams};
 use serde_json::{Value, json};
 
-use super::query::{CHUNK_BYTES, FollowParams};
+use super::query::CHUNK_BYTES;
 use super::wire::{core_error, lookup_error, parse, to_value};
 use super::{NoParams, Reply, State};
 use crate::daemon::connection::Outlet;
@@ -323,12 +323,4 @@ async fn session_result(state: &State, session: &str) -> Value {
         Ok(value) => value,
         Err(err) => json!({"error": err.message}),
     }
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct EventsParams {
-    owner: String,
-    #[serde(default)]
-    peek: bool,
 }
