@@ -29,7 +29,7 @@
 //! the `lock_order` module. Nothing slow (fsync, plugins, `/proc` scans, file IO) runs under
 //! the table lock.
 
-use crate::lock_order::Mutex;
+use crate::lock_order::{Mutex, rank};
 use std::sync::Arc;
 
 use herd_persistence::Home;
@@ -40,7 +40,6 @@ use crate::answers::SpawnInfo;
 use crate::config::{KillSource, RegistryConfig, SpawnRequest};
 use crate::error::{Error, SpawnError};
 use crate::event::Event;
-use crate::lock_order::{Level, Ordered};
 use crate::session::Session;
 
 mod agents;
@@ -113,7 +112,7 @@ pub struct Registry {
 pub(crate) struct Inner {
     home: Home,
     config: RegistryConfig,
-    tables: Mutex<Tables>,
+    tables: Mutex<Tables, { rank::TABLES }>,
     events: broadcast::Sender<Event>,
     /// Bumped after every finish; waiters for pending completions watch it.
     finishes: watch::Sender<u64>,
@@ -124,7 +123,7 @@ pub(crate) struct Inner {
     /// Watch breaker and heartbeat schedule, served by one timer task.
     notifier: Notifier,
     /// Parent and child agents and their handoffs.
-    agents: Mutex<Agents>,
+    agents: Mutex<Agents, { rank::AGENTS }>,
     /// Checkpoint, ledger and receipts.
     durable: durable::Durable,
     /// Fires when the host detaches: followers of supervised sessions stop, their
@@ -375,8 +374,8 @@ impl Registry {
 }
 
 impl Inner {
-    pub(crate) fn lock(&self) -> Ordered<'_, Tables> {
-        Ordered::acquire(Level::Tables, &self.tables)
+    pub(crate) fn lock(&self) -> crate::lock_order::Ordered<'_, Tables> {
+        self.tables.acquire()
     }
 
     /// Tells the `changes` receivers that the sessions changed. Called after the

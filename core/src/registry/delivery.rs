@@ -9,7 +9,7 @@
 //! lost therefore gets the events again, and a crash of the whole host leaves them
 //! undelivered in the ledger, replayed after the restart.
 
-use crate::lock_order::Mutex;
+use crate::lock_order::{Mutex, rank};
 use std::collections::{HashSet, VecDeque};
 use std::sync::{Arc, PoisonError};
 
@@ -96,7 +96,7 @@ impl Drop for Drained {
 /// connection closed, it reconnected and acknowledged by id) does not queue them again.
 #[derive(Debug, Default)]
 pub(crate) struct Acknowledged {
-    ids: Mutex<(HashSet<String>, VecDeque<String>)>,
+    ids: Mutex<(HashSet<String>, VecDeque<String>), { rank::ACKED }>,
 }
 
 /// How many acknowledged ids [`Acknowledged`] remembers.

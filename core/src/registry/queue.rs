@@ -30,7 +30,7 @@
 //! Lock order: the queue's lock is a leaf; no other lock is taken under it, and it
 //! is never taken under the table lock.
 
-use crate::lock_order::{Mutex, MutexGuard};
+use crate::lock_order::{Mutex, MutexGuard, rank};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -83,15 +83,15 @@ impl QueueRequest {
 /// The queue room, inside `Inner`.
 #[derive(Debug)]
 pub(super) struct Scheduler {
-    state: Mutex<QueueState>,
+    state: Mutex<QueueState, { rank::QUEUE }>,
     wake: Arc<Notify>,
     store: Arc<dyn QueueStore>,
     /// Bumped whenever a job leaves the queue (started or ended).
     left: watch::Sender<u64>,
     seq: AtomicU64,
     /// When a slot freed last, for the scheduling-latency figure (`queue.latency`).
-    freed_at: Mutex<Option<Instant>>,
-    latencies: Mutex<Vec<Duration>>,
+    freed_at: Mutex<Option<Instant>, { rank::QUEUE_LATENCY }>,
+    latencies: Mutex<Vec<Duration>, { rank::QUEUE_LATENCY }>,
 }
 
 #[derive(Debug, Default)]
@@ -115,7 +115,7 @@ struct Entry {
     starting: bool,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+fn lock<T, const R: u8>(m: &Mutex<T, R>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
