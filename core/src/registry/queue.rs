@@ -483,7 +483,7 @@ impl Inner {
         let s = &entry.placeholder;
         s.tail().push(format!("herd: {why}\n").as_bytes(), 0);
         tracing::info!(session_id = %entry.id, why = %why, "queued job ended without running");
-        self.finish_unstarted(s, source);
+        self.finish_unstarted_off_runtime(s, source).await;
         self.queue.state().waiting.retain(|e| e.id != entry.id);
         self.queue.left();
         self.receipt_attempted(&entry.id).await;
