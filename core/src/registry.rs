@@ -249,7 +249,7 @@ impl Registry {
     /// The queue's scheduling latency so far: from a slot freeing (a job of a
     /// group finishing) to the next queued job's start beginning.
     pub fn queue_latency(&self) -> QueueLatency {
-        let (n, p50, p99) = self.inner.queue_latency();
+        let (n, p50, p99) = self.inner.queue.latency();
         let us = |d: std::time::Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
         QueueLatency {
             n,
