@@ -192,7 +192,7 @@ impl Registry {
     pub fn take(&self, owner: &str) -> Drained {
         self.inner.replay_once();
         // What a full queue folded comes first.
-        let events = self.inner.lock().take_queue(owner);
+        let events = self.inner.table.take_queue(owner);
         Drained {
             inner: Arc::clone(&self.inner),
             owner: owner.to_owned(),
@@ -204,6 +204,6 @@ impl Registry {
     /// taking them: for a front end that tells its client there is something to
     /// collect.
     pub fn pending(&self, owner: &str) -> usize {
-        self.inner.lock().pending(owner)
+        self.inner.table.pending(owner)
     }
 }

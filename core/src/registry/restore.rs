@@ -271,7 +271,7 @@ impl Inner {
             report.skipped_live_writer.push(id);
             return;
         }
-        if self.lock().get(&id).is_some() {
+        if self.table.contains(&id) {
             report.already_tracked.push(id);
             return;
         }
@@ -423,7 +423,7 @@ impl Inner {
     async fn close(self: &Arc<Self>, id: SessionId, entry: &CheckpointEntry, note: &str) {
         let s = self.detached_session(id.clone(), entry, entry.session.start_time);
         self.durable.mark_detached(id.clone(), note.to_owned());
-        self.lock().add_running(Arc::clone(&s));
+        self.table.add_running(Arc::clone(&s));
         self.finish(
             &s,
             Finish {
@@ -465,7 +465,7 @@ impl Inner {
                 heartbeat_seconds: r.heartbeat_seconds,
             },
         );
-        self.lock().add_running(Arc::clone(&s));
+        self.table.add_running(Arc::clone(&s));
         // Watch patterns keep matching the reattached output (B20 events are wakes
         // while the session runs, not completions). Heartbeats are not re-armed:
         // B21 beats only sessions whose completion can be delivered, and a detached

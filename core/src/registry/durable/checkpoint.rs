@@ -307,7 +307,7 @@ impl Inner {
 
     /// The checkpoint records of every running session.
     fn running_records(&self) -> Vec<SessionRecord> {
-        let running: Vec<Arc<Session>> = self.lock().running().cloned().collect();
+        let running: Vec<Arc<Session>> = self.table.running();
         let extras = lock(&self.durable.checkpoint.extras);
         let mut records: Vec<SessionRecord> = running
             .iter()
