@@ -132,7 +132,11 @@ impl herd_hooks::Hook for SlowCompletion {
         _output: &str,
     ) -> Result<Option<String>, herd_hooks::HookError> {
         if ctx.route == herd_hooks::Route::Completion {
-            std::thread::sleep(self.delay);
+            // The hook's own work takes `delay` (a plugin busy on it).
+            let until = std::time::Instant::now() + self.delay;
+            while let Some(left) = until.checked_duration_since(std::time::Instant::now()) {
+                std::thread::park_timeout(left);
+            }
             self.ran.store(true, std::sync::atomic::Ordering::SeqCst);
         }
         Ok(None)
@@ -168,9 +172,11 @@ async fn b30_a_slow_completion_hook_does_not_hold_the_runtime() {
     let ticker = {
         let (longest_us, n_ticks) = (Arc::clone(&longest_us), Arc::clone(&n_ticks));
         tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_millis(10));
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             let mut last = Instant::now();
             loop {
-                tokio::time::sleep(Duration::from_millis(10)).await;
+                tick.tick().await;
                 let gap = u64::try_from(last.elapsed().as_micros()).unwrap_or(u64::MAX);
                 longest_us.fetch_max(gap, Ordering::SeqCst);
                 n_ticks.fetch_add(1, Ordering::SeqCst);
