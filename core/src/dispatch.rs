@@ -68,7 +68,7 @@ mod unit;
 #[cfg(test)]
 mod tests;
 
-use crate::lock_order::Mutex;
+use crate::lock_order::{Mutex, rank};
 use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -425,7 +425,7 @@ pub struct Dispatcher {
     clock: Arc<dyn Clock>,
     memory_max_bytes: u64,
     /// The last probe verdict, keyed by what it was probed with.
-    cache: Mutex<Option<CachedVerdict>>,
+    cache: Mutex<Option<CachedVerdict>, { rank::DISPATCH_CACHE }>,
     /// Held while a probe runs, so concurrent first callers share one probe.
     probe_gate: tokio::sync::Mutex<()>,
     warned: AtomicBool,

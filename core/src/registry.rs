@@ -4,8 +4,9 @@
 //! below, its fields private to this module and its rooms. Each room owns its state
 //! behind private fields and is entered through `Inner` methods:
 //!
-//! - `table`: the session table (running, finished, owners' queues) behind the table
-//!   lock, lookup, fresh ids, pruning;
+//! - `table`, `table_room`: the session table (running, finished, owners' queues)
+//!   behind the table lock (`table_room::Table`, one-step calls and `lock()`),
+//!   lookup, fresh ids, pruning;
 //! - `spawning`: the spawn path, called once per [`Registry::spawn`];
 //! - `query`, `stdin`, `killing`: the query API, input, kills and their conclusion;
 //! - `finish`: the one choke point, which moves a session from running to
@@ -24,12 +25,12 @@
 //!   the timer that evicts expired results; `readiness`: a session's durable ready
 //!   mark.
 //!
-//! Lock order: table lock → agents (`agents`) → session state → notifier state
-//! (`notify`) → session tail, written down and checked in debug builds by
-//! the `lock_order` module. Nothing slow (fsync, plugins, `/proc` scans, file IO) runs under
+//! Lock order: every mutex's rank is in its type and checked in debug builds by
+//! the `lock_order` module (table lock → agents → session state → notifier →
+//! session tail → the rooms' leaf locks). Nothing slow (fsync, plugins, `/proc` scans, file IO) runs under
 //! the table lock.
 
-use crate::lock_order::Mutex;
+use crate::lock_order::{Mutex, rank};
 use std::sync::Arc;
 
 use herd_persistence::Home;
@@ -40,7 +41,6 @@ use crate::answers::SpawnInfo;
 use crate::config::{KillSource, RegistryConfig, SpawnRequest};
 use crate::error::{Error, SpawnError};
 use crate::event::Event;
-use crate::lock_order::{Level, Ordered};
 use crate::session::Session;
 
 mod agents;
@@ -62,6 +62,7 @@ mod retention;
 mod spawning;
 mod stdin;
 mod table;
+mod table_room;
 mod view;
 pub use external::External;
 mod logs;
@@ -113,7 +114,8 @@ pub struct Registry {
 pub(crate) struct Inner {
     home: Home,
     config: RegistryConfig,
-    tables: Mutex<Tables>,
+    /// The session table behind the table lock.
+    table: table_room::Table,
     events: broadcast::Sender<Event>,
     /// Bumped after every finish; waiters for pending completions watch it.
     finishes: watch::Sender<u64>,
@@ -124,7 +126,7 @@ pub(crate) struct Inner {
     /// Watch breaker and heartbeat schedule, served by one timer task.
     notifier: Notifier,
     /// Parent and child agents and their handoffs.
-    agents: Mutex<Agents>,
+    agents: Mutex<Agents, { rank::AGENTS }>,
     /// Checkpoint, ledger and receipts.
     durable: durable::Durable,
     /// Fires when the host detaches: followers of supervised sessions stop, their
@@ -174,7 +176,7 @@ impl Registry {
                 queue: queue::Scheduler::new(&home, &config),
                 home,
                 config,
-                tables: Mutex::new(Tables::new(queue_cap)),
+                table: table_room::Table::new(queue_cap),
                 events,
                 finishes,
                 changes,
@@ -250,7 +252,7 @@ impl Registry {
     /// The queue's scheduling latency so far: from a slot freeing (a job of a
     /// group finishing) to the next queued job's start beginning.
     pub fn queue_latency(&self) -> QueueLatency {
-        let (n, p50, p99) = self.inner.queue_latency();
+        let (n, p50, p99) = self.inner.queue.latency();
         let us = |d: std::time::Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
         QueueLatency {
             n,
@@ -262,7 +264,7 @@ impl Registry {
     /// How many sessions run and how many finished ones are kept, cheaply (no
     /// rows, no output through the pipeline).
     pub fn counts(&self) -> (usize, usize) {
-        self.inner.lock().counts()
+        self.inner.table.counts()
     }
 
     /// Every event as it is published, whatever the notification policy.
@@ -303,10 +305,10 @@ impl Registry {
             .store(true, std::sync::atomic::Ordering::SeqCst);
         let in_process: Vec<Arc<Session>> = self
             .inner
-            .lock()
+            .table
             .running()
+            .into_iter()
             .filter(|s| s.shim.is_none())
-            .cloned()
             .collect();
         let n_killed = self
             .inner
@@ -318,7 +320,7 @@ impl Registry {
         if let Err(error) = self.inner.sync_durable().await {
             tracing::warn!(%error, "checkpoint not written at detach");
         }
-        let n_detached = self.inner.lock().counts().0;
+        let n_detached = self.inner.table.counts().0;
         tracing::info!(
             n_detached,
             n_killed,
@@ -337,7 +339,7 @@ impl Registry {
             .store(true, std::sync::atomic::Ordering::SeqCst);
         let mut n = self.kill_all("", &[], KillSource::HostShutdown).await;
         for _ in 0..3 {
-            if self.inner.lock().counts().0 == 0 {
+            if self.inner.table.counts().0 == 0 {
                 break;
             }
             let more = self.kill_all("", &[], KillSource::HostShutdown).await;
@@ -375,8 +377,8 @@ impl Registry {
 }
 
 impl Inner {
-    pub(crate) fn lock(&self) -> Ordered<'_, Tables> {
-        Ordered::acquire(Level::Tables, &self.tables)
+    pub(crate) fn lock(&self) -> crate::lock_order::Ordered<'_, Tables> {
+        self.table.lock()
     }
 
     /// Tells the `changes` receivers that the sessions changed. Called after the

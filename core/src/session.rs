@@ -5,8 +5,8 @@
 //! `state` lock. The registry's table lock is always taken before a session lock,
 //! never after.
 
-use crate::lock_order::Mutex;
-use crate::lock_order::{Level, Ordered};
+use crate::lock_order::Ordered;
+use crate::lock_order::{Mutex, rank};
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
@@ -145,8 +145,8 @@ pub(crate) struct Session {
     pub(crate) time_limit: Option<TimeLimit>,
     /// What a restart repeats that the fields above do not say.
     pub(crate) origin: Origin,
-    pub(crate) tail: Mutex<Tail>,
-    pub(crate) state: Mutex<State>,
+    pub(crate) tail: Mutex<Tail, { rank::TAIL }>,
+    pub(crate) state: Mutex<State, { rank::SESSION }>,
     /// Flips to true once, after the completion is published.
     pub(crate) done: watch::Sender<bool>,
     /// Flips to true when a kill asks the reader to stop at the child's exit.
@@ -154,7 +154,7 @@ pub(crate) struct Session {
     /// How many real terminals are attached (`herd attach`): while any is, the PTY's
     /// queries go to them instead of being answered. A leaf lock: taken with no
     /// other held, and nothing is done under it but telling the supervisor.
-    pub(crate) terminals: Mutex<usize>,
+    pub(crate) terminals: Mutex<usize, { rank::TERMINALS }>,
 }
 
 /// A spawn's time limit: how long it was given and the wall-clock instant it ends.
@@ -229,12 +229,12 @@ impl Session {
     /// The lifecycle state. A poisoned lock still holds consistent data (every
     /// critical section only assigns fields), so poisoning is ignored.
     pub(crate) fn state(&self) -> Ordered<'_, State> {
-        Ordered::acquire(Level::Session, &self.state)
+        self.state.acquire()
     }
 
     /// The output tail; poisoning is ignored as for `state`.
     pub(crate) fn tail(&self) -> Ordered<'_, Tail> {
-        Ordered::acquire(Level::Tail, &self.tail)
+        self.tail.acquire()
     }
 
     /// Running until the choke point published the completion.

@@ -14,7 +14,7 @@
 //! only its exit status is collected on the blocking pool, because portable-pty hands
 //! back a `std::process::Child`.
 
-use crate::lock_order::Mutex;
+use crate::lock_order::{Mutex, rank};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -283,7 +283,7 @@ pub(crate) fn raise_pipe_buffer(fd: BorrowedFd<'_>) -> usize {
 pub(crate) struct MasterFd {
     raw: RawFd,
     /// Owns the master fd; dropping it closes the PTY.
-    _master: Mutex<MasterHandle>,
+    _master: Mutex<MasterHandle, { rank::MASTER }>,
 }
 
 /// What owns a PTY master: portable-pty's, or the descriptor of one opened here

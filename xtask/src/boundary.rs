@@ -7,7 +7,7 @@
 //!   the files under `src/sys/`), so a port to another kernel has one place per crate
 //!   to start from (`docs/porting.md`).
 //! - **herd-core's mutexes**: `std::sync::Mutex` only in `core/src/lock_order.rs`; every
-//!   other blocking mutex is `lock_order::Mutex`, which the debug-build lock graph sees.
+//!   other blocking mutex is `lock_order::Mutex`, ranked in its type and checked in debug builds.
 //! - **herd's own environment variables** are spelled once: the string literal of a
 //!   `HERD_…` name appears in one production file of the workspace, the one that
 //!   defines its constant (`HERD_SUPERVISED_CHILD`: `guards/src/host.rs`), and every
@@ -102,7 +102,7 @@ pub(crate) const RULES: &[Rule] = &[
         path: std_mutex,
         literal: never,
         allowed: |rel| !rel.starts_with("core/src/") || rel == "core/src/lock_order.rs",
-        fix: "use crate::lock_order::Mutex (the lock graph sees it); lock_order::foreign for another crate's trait",
+        fix: "use crate::lock_order::Mutex with its rank (debug builds check the order); lock_order::foreign for another crate's trait",
     },
 ];
 

@@ -204,7 +204,7 @@ impl Agents {
 impl Inner {
     /// The agents table; taken after the table lock, never before it.
     pub(crate) fn agents(&self) -> crate::lock_order::Ordered<'_, Agents> {
-        crate::lock_order::Ordered::acquire(crate::lock_order::Level::Agents, &self.agents)
+        self.agents.acquire()
     }
 }
 

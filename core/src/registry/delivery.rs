@@ -9,7 +9,7 @@
 //! lost therefore gets the events again, and a crash of the whole host leaves them
 //! undelivered in the ledger, replayed after the restart.
 
-use crate::lock_order::Mutex;
+use crate::lock_order::{Mutex, rank};
 use std::collections::{HashSet, VecDeque};
 use std::sync::{Arc, PoisonError};
 
@@ -96,7 +96,7 @@ impl Drop for Drained {
 /// connection closed, it reconnected and acknowledged by id) does not queue them again.
 #[derive(Debug, Default)]
 pub(crate) struct Acknowledged {
-    ids: Mutex<(HashSet<String>, VecDeque<String>)>,
+    ids: Mutex<(HashSet<String>, VecDeque<String>), { rank::ACKED }>,
 }
 
 /// How many acknowledged ids [`Acknowledged`] remembers.
@@ -192,7 +192,7 @@ impl Registry {
     pub fn take(&self, owner: &str) -> Drained {
         self.inner.replay_once();
         // What a full queue folded comes first.
-        let events = self.inner.lock().take_queue(owner);
+        let events = self.inner.table.take_queue(owner);
         Drained {
             inner: Arc::clone(&self.inner),
             owner: owner.to_owned(),
@@ -204,6 +204,6 @@ impl Registry {
     /// taking them: for a front end that tells its client there is something to
     /// collect.
     pub fn pending(&self, owner: &str) -> usize {
-        self.inner.lock().pending(owner)
+        self.inner.table.pending(owner)
     }
 }

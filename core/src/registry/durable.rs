@@ -57,7 +57,7 @@
 //! writing process, so two registries of one process on one home would take over
 //! each other's sessions and replay each other's completions.
 
-use crate::lock_order::{Mutex, MutexGuard};
+use crate::lock_order::{Mutex, MutexGuard, rank};
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -103,13 +103,13 @@ pub(super) struct Durable {
     /// Sessions re-adopted (or closed) by restore: not our children, so no exit
     /// status is ever collected for them and no completion is emitted. The value
     /// is the note their answers carry.
-    detached: Mutex<HashMap<SessionId, String>>,
+    detached: Mutex<HashMap<SessionId, String>, { rank::DURABLE_DETACHED }>,
     /// Notes the answers of other sessions carry (a supervised session restored in
     /// a special way); unlike `detached`, these sessions still emit completions.
-    notes: Mutex<HashMap<SessionId, String>>,
+    notes: Mutex<HashMap<SessionId, String>, { rank::DURABLE_NOTES }>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+fn lock<T, const R: u8>(m: &Mutex<T, R>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 

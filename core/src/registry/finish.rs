@@ -1,5 +1,6 @@
 //! The finish choke point: the only place a session moves from running to
-//! finished. Drafts the completion (hooks, ledger commit) before the table lock, then
+//! finished. It runs on the blocking pool (hooks and an fsync never hold a runtime
+//! worker); its callers await it. Drafts the completion (hooks, ledger commit) before the table lock, then
 //! inside one critical section removes the session from the running set, stamps
 //! it, queues and broadcasts its completion; after the lock, hands it to
 //! durability and wakes the waiters.
@@ -19,15 +20,38 @@ use crate::session::{ExitInfo, Finished, Session, State};
 use crate::text;
 
 impl Inner {
+    /// The one choke point, run off the runtime: [`Inner::finish_blocking`] on the
+    /// blocking pool, awaited, so completion hooks (up to their time limit each) and
+    /// the ledger's fsync never hold a runtime worker. Returns once the completion
+    /// is committed, published and the waiters woken, exactly as the blocking call
+    /// did: whoever awaits this (a reader task, a kill, a restore) sees the session
+    /// finished. A caller dropped meanwhile does not cancel it (a blocking task runs
+    /// to its end), so no completion is half published.
+    pub(super) async fn finish(self: &Arc<Self>, s: &Arc<Session>, finish: Finish) {
+        let (inner, session) = (Arc::clone(self), Arc::clone(s));
+        off_runtime(s, move || inner.finish_blocking(&session, finish)).await;
+    }
+
+    /// [`Inner::finish_unstarted`] off the runtime, as [`Inner::finish`].
+    pub(super) async fn finish_unstarted_off_runtime(
+        self: &Arc<Self>,
+        s: &Arc<Session>,
+        source: Option<KillSource>,
+    ) {
+        let (inner, session) = (Arc::clone(self), Arc::clone(s));
+        off_runtime(s, move || inner.finish_unstarted(&session, source)).await;
+    }
+
     /// The one choke point: stamps, releases handles and publishes exactly one
-    /// completion, all inside one critical section of the table lock.
+    /// completion, all inside one critical section of the table lock. Blocking (the
+    /// hooks, an fsync): called on the blocking pool by [`Inner::finish`].
     ///
     /// Everything slow or foreign happens before the table lock: the hooks on the
     /// completion's output, and the ledger commit (an fsync). The event is drafted
     /// from the session as it is now; under the lock it is built again (cheap), and
     /// only if a kill, an adoption or a handoff changed it meanwhile is it committed
     /// there, the rare slow path.
-    pub(super) fn finish(self: &Arc<Self>, s: &Arc<Session>, finish: Finish) {
+    pub(super) fn finish_blocking(self: &Arc<Self>, s: &Arc<Session>, finish: Finish) {
         let draft = self.draft(s, finish);
         // A session restore re-adopted or closed has no collected exit status and
         // publishes nothing (B28).
@@ -85,7 +109,7 @@ impl Inner {
     /// The choke point of a queued job that never ran: no process, so no
     /// exit; killed by `source`, else `failed_start`. Its tail holds why. Stamps it,
     /// enters it among the finished, publishes its one completion and queues its
-    /// receipt, as [`Inner::finish`] does.
+    /// receipt, as [`Inner::finish_blocking`] does. Blocking.
     pub(super) fn finish_unstarted(self: &Arc<Self>, s: &Arc<Session>, source: Option<KillSource>) {
         s.state().kill_source = source;
         let no_exit = Finish {
@@ -188,6 +212,17 @@ impl Inner {
             ),
             NotificationPolicy::Off => false,
         }
+    }
+}
+
+/// Runs `job` (a choke point) on the blocking pool and waits for it; a panic in it
+/// is the caller's panic, as it was when the choke point ran in place.
+async fn off_runtime(s: &Session, job: impl FnOnce() + Send + 'static) {
+    if let Err(error) = tokio::task::spawn_blocking(job).await {
+        if error.is_panic() {
+            std::panic::resume_unwind(error.into_panic());
+        }
+        tracing::warn!(session_id = %s.id, %error, "session not finished: the runtime is shutting down");
     }
 }
 

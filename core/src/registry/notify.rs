@@ -24,7 +24,7 @@
 //! Locking: table lock → session state → notifier state → session tail. The timer
 //! never holds the notifier state while it takes the table lock.
 
-use crate::lock_order::Mutex;
+use crate::lock_order::{Mutex, rank};
 use std::collections::{BTreeSet, HashMap};
 use std::hash::Hash;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -144,7 +144,7 @@ impl<K: Ord + Hash + Clone, S> BeatSchedule<K, S> {
 #[derive(Debug)]
 pub(crate) struct Notifier {
     clock: Arc<dyn Clock>,
-    state: Mutex<NotifyState>,
+    state: Mutex<NotifyState, { rank::NOTIFIER }>,
     wake: Arc<Notify>,
     is_timer_started: AtomicBool,
 }
@@ -171,7 +171,7 @@ impl Notifier {
     }
 
     fn state(&self) -> crate::lock_order::Ordered<'_, NotifyState> {
-        crate::lock_order::Ordered::acquire(crate::lock_order::Level::Notifier, &self.state)
+        self.state.acquire()
     }
 
     /// The session finished: its heartbeat stops.
@@ -699,8 +699,10 @@ pub mod bench_support {
     ) -> HeartbeatLoad {
         let start = Instant::now();
         let pipeline = Pipeline::redaction_only();
-        let mut schedule: BeatSchedule<usize, crate::lock_order::Mutex<Tail>> =
-            BeatSchedule::default();
+        let mut schedule: BeatSchedule<
+            usize,
+            crate::lock_order::Mutex<Tail, { crate::lock_order::rank::TAIL }>,
+        > = BeatSchedule::default();
         for idx in 0..n_sessions {
             // Spread the sessions over one interval, as spawns would be, and start in
             // the steady state: the first beats fall due right away.

@@ -30,7 +30,7 @@
 //! Lock order: the queue's lock is a leaf; no other lock is taken under it, and it
 //! is never taken under the table lock.
 
-use crate::lock_order::{Mutex, MutexGuard};
+use crate::lock_order::{Mutex, MutexGuard, rank};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -83,15 +83,15 @@ impl QueueRequest {
 /// The queue room, inside `Inner`.
 #[derive(Debug)]
 pub(super) struct Scheduler {
-    state: Mutex<QueueState>,
+    state: Mutex<QueueState, { rank::QUEUE }>,
     wake: Arc<Notify>,
     store: Arc<dyn QueueStore>,
     /// Bumped whenever a job leaves the queue (started or ended).
     left: watch::Sender<u64>,
     seq: AtomicU64,
     /// When a slot freed last, for the scheduling-latency figure (`queue.latency`).
-    freed_at: Mutex<Option<Instant>>,
-    latencies: Mutex<Vec<Duration>>,
+    freed_at: Mutex<Option<Instant>, { rank::QUEUE_LATENCY }>,
+    latencies: Mutex<Vec<Duration>, { rank::QUEUE_LATENCY }>,
 }
 
 #[derive(Debug, Default)]
@@ -115,7 +115,7 @@ struct Entry {
     starting: bool,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+fn lock<T, const R: u8>(m: &Mutex<T, R>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
@@ -147,6 +147,106 @@ impl Scheduler {
     fn left(&self) {
         self.left.send_modify(|n| *n = n.wrapping_add(1));
     }
+
+    /// Whether a waiting job has an `after_ready` dependency.
+    pub(super) fn waits_for_readiness(&self) -> bool {
+        self.state()
+            .waiting
+            .iter()
+            .any(|e| !e.starting && !e.after_ready.is_empty())
+    }
+
+    /// Wakes the scheduler (a permit is kept when it is busy, so no wake is lost).
+    pub(crate) fn wake(&self) {
+        self.wake.notify_one();
+    }
+
+    /// Refuses a name one of the owner's queued jobs has already.
+    fn check_name_not_queued(&self, req: &SpawnRequest, name: &str) -> Result<(), SpawnError> {
+        let owner = req.owner_task_id.as_deref().unwrap_or(&req.task_id);
+        let st = self.state();
+        let taken = st.waiting.iter().find(|e| {
+            e.record.name.as_deref() == Some(name)
+                && e.record
+                    .owner_task_id
+                    .as_deref()
+                    .unwrap_or(&e.record.task_id)
+                    == owner
+        });
+        match taken {
+            Some(e) => Err(SpawnError::InvalidRequest {
+                field: "name",
+                message: format!(
+                    "{name} is already the name of your queued job {}; pick another, or kill that one",
+                    e.id
+                ),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// The placeholder session of a queued job, found by id, unique prefix or name.
+    pub(super) fn placeholder_of(&self, id_or_name: &str) -> Option<Arc<Session>> {
+        let wanted = crate::id::normalise_prefix(id_or_name);
+        let st = self.state();
+        let exact = st.waiting.iter().find(|e| e.id.as_str() == wanted);
+        if let Some(e) = exact {
+            return Some(Arc::clone(&e.placeholder));
+        }
+        let named: Vec<&Entry> = st
+            .waiting
+            .iter()
+            .filter(|e| e.record.name.as_deref() == Some(id_or_name))
+            .collect();
+        if let [one] = named.as_slice() {
+            return Some(Arc::clone(&one.placeholder));
+        }
+        if wanted.len() < crate::id::ID_PREFIX.len() + crate::id::MIN_PREFIX_CHARS {
+            return None;
+        }
+        let by_prefix: Vec<&Entry> = st
+            .waiting
+            .iter()
+            .filter(|e| e.id.as_str().starts_with(&wanted))
+            .collect();
+        match by_prefix.as_slice() {
+            [one] => Some(Arc::clone(&one.placeholder)),
+            _ => None,
+        }
+    }
+
+    /// Whether `id` waits in the queue (its placeholder answers for it).
+    pub(super) fn is_queued(&self, id: &SessionId) -> bool {
+        self.state().waiting.iter().any(|e| &e.id == id)
+    }
+
+    /// Placeholders of every queued job, in submission order.
+    pub(super) fn placeholders(&self) -> Vec<Arc<Session>> {
+        self.state()
+            .waiting
+            .iter()
+            .map(|e| Arc::clone(&e.placeholder))
+            .collect()
+    }
+
+    /// A receiver bumped whenever a job leaves the queue.
+    pub(super) fn on_leave(&self) -> watch::Receiver<u64> {
+        self.left.subscribe()
+    }
+
+    /// Scheduling latency so far (a slot freed to the next queued job's process
+    /// started, before its running row's commit):
+    /// `(count, p50, p99)`.
+    pub(super) fn latency(&self) -> (usize, Duration, Duration) {
+        let mut l = lock(&self.latencies).clone();
+        l.sort();
+        let at = |q: f64| {
+            l.get(((l.len() as f64 - 1.0) * q).round() as usize)
+                .copied()
+                .unwrap_or_default()
+        };
+        (l.len(), at(0.5), at(0.99))
+    }
 }
 
 #[cfg(feature = "sqlite")]
@@ -157,6 +257,20 @@ fn default_store(home: &herd_persistence::Home) -> Arc<dyn QueueStore> {
 #[cfg(not(feature = "sqlite"))]
 fn default_store(_home: &herd_persistence::Home) -> Arc<dyn QueueStore> {
     Arc::new(herd_persistence::MemoryQueueStore::default())
+}
+
+/// What a queued job waits for, said in its spawn answer.
+fn queued_note(entry: &Entry) -> String {
+    let mut parts = vec![format!("queued in group {}", entry.record.group)];
+    if !entry.after.is_empty() {
+        let ids: Vec<&str> = entry.after.iter().map(SessionId::as_str).collect();
+        parts.push(format!("starts after {} ends with exit 0", ids.join(", ")));
+    }
+    if !entry.after_ready.is_empty() {
+        let ids: Vec<&str> = entry.after_ready.iter().map(SessionId::as_str).collect();
+        parts.push(format!("starts once {} is ready", ids.join(", ")));
+    }
+    parts.join("; ")
 }
 
 /// What the scheduler decided in one pass.
@@ -189,25 +303,11 @@ impl Inner {
                 let Some(inner) = weak.upgrade() else {
                     return;
                 };
-                if woken || inner.waits_for_readiness() {
+                if woken || inner.queue.waits_for_readiness() {
                     inner.schedule().await;
                 }
             }
         });
-    }
-
-    /// Whether a waiting job has an `after_ready` dependency.
-    fn waits_for_readiness(&self) -> bool {
-        self.queue
-            .state()
-            .waiting
-            .iter()
-            .any(|e| !e.starting && !e.after_ready.is_empty())
-    }
-
-    /// Wakes the scheduler (a permit is kept when it is busy, so no wake is lost).
-    pub(crate) fn wake_queue(&self) {
-        self.queue.wake.notify_one();
     }
 
     /// The finish choke point's call, after its lock: a slot may have freed, a
@@ -231,7 +331,7 @@ impl Inner {
             *lock(&self.queue.freed_at) = Some(Instant::now());
         }
         if wake {
-            self.wake_queue();
+            self.queue.wake();
         }
     }
 
@@ -242,7 +342,7 @@ impl Inner {
         q: QueueRequest,
     ) -> Result<SpawnInfo, SpawnError> {
         let group = q.group.clone().unwrap_or_else(|| DEFAULT_GROUP.to_owned());
-        self.check_group_known(&group)?;
+        self.queue.check_group_known(&group)?;
         if q.after.len() + q.after_ready.len() > MAX_DEPENDENCIES {
             return Err(SpawnError::InvalidRequest {
                 field: "after",
@@ -255,7 +355,7 @@ impl Inner {
         req.limits = req.limits.or(self.config.default_limits);
         let time_limit = self.check_request(&req)?;
         if let Some(name) = &req.name {
-            self.check_name_not_queued(&req, name)?;
+            self.queue.check_name_not_queued(&req, name)?;
         }
         let cwd = self.working_dir(&req)?;
         self.judge(&req, &cwd).await?;
@@ -275,9 +375,9 @@ impl Inner {
             placeholder,
             starting: false,
         };
-        let note = self.queued_note(&entry);
+        let note = queued_note(&entry);
         self.queue.state().waiting.push(entry);
-        self.wake_queue();
+        self.queue.wake();
         self.changed();
         tracing::info!(session_id = %id, group = %group, "job queued");
         Ok(SpawnInfo {
@@ -302,19 +402,6 @@ impl Inner {
         })
     }
 
-    fn queued_note(&self, entry: &Entry) -> String {
-        let mut parts = vec![format!("queued in group {}", entry.record.group)];
-        if !entry.after.is_empty() {
-            let ids: Vec<&str> = entry.after.iter().map(SessionId::as_str).collect();
-            parts.push(format!("starts after {} ends with exit 0", ids.join(", ")));
-        }
-        if !entry.after_ready.is_empty() {
-            let ids: Vec<&str> = entry.after_ready.iter().map(SessionId::as_str).collect();
-            parts.push(format!("starts once {} is ready", ids.join(", ")));
-        }
-        parts.join("; ")
-    }
-
     /// A fresh id, in neither the table nor the queue.
     fn fresh_queued_id(&self) -> SessionId {
         loop {
@@ -322,30 +409,6 @@ impl Inner {
             if !self.queue.state().waiting.iter().any(|e| e.id == id) {
                 return id;
             }
-        }
-    }
-
-    /// Refuses a name one of the owner's queued jobs has already.
-    fn check_name_not_queued(&self, req: &SpawnRequest, name: &str) -> Result<(), SpawnError> {
-        let owner = req.owner_task_id.as_deref().unwrap_or(&req.task_id);
-        let st = self.queue.state();
-        let taken = st.waiting.iter().find(|e| {
-            e.record.name.as_deref() == Some(name)
-                && e.record
-                    .owner_task_id
-                    .as_deref()
-                    .unwrap_or(&e.record.task_id)
-                    == owner
-        });
-        match taken {
-            Some(e) => Err(SpawnError::InvalidRequest {
-                field: "name",
-                message: format!(
-                    "{name} is already the name of your queued job {}; pick another, or kill that one",
-                    e.id
-                ),
-            }),
-            None => Ok(()),
         }
     }
 
@@ -467,7 +530,7 @@ impl Inner {
                 self.queue.state().started.remove(&entry.id);
                 self.end_unstarted(&entry, None, format!("it could not start: {error}"))
                     .await;
-                self.wake_queue();
+                self.queue.wake();
             }
         }
     }
@@ -483,62 +546,12 @@ impl Inner {
         let s = &entry.placeholder;
         s.tail().push(format!("herd: {why}\n").as_bytes(), 0);
         tracing::info!(session_id = %entry.id, why = %why, "queued job ended without running");
-        self.finish_unstarted(s, source);
+        self.finish_unstarted_off_runtime(s, source).await;
         self.queue.state().waiting.retain(|e| e.id != entry.id);
         self.queue.left();
         self.receipt_attempted(&entry.id).await;
         self.forget_queued(&entry.id).await;
-        self.wake_queue();
-    }
-
-    /// The placeholder session of a queued job, found by id, unique prefix or name.
-    pub(super) fn queued_session(&self, id_or_name: &str) -> Option<Arc<Session>> {
-        let wanted = crate::id::normalise_prefix(id_or_name);
-        let st = self.queue.state();
-        let exact = st.waiting.iter().find(|e| e.id.as_str() == wanted);
-        if let Some(e) = exact {
-            return Some(Arc::clone(&e.placeholder));
-        }
-        let named: Vec<&Entry> = st
-            .waiting
-            .iter()
-            .filter(|e| e.record.name.as_deref() == Some(id_or_name))
-            .collect();
-        if let [one] = named.as_slice() {
-            return Some(Arc::clone(&one.placeholder));
-        }
-        if wanted.len() < crate::id::ID_PREFIX.len() + crate::id::MIN_PREFIX_CHARS {
-            return None;
-        }
-        let by_prefix: Vec<&Entry> = st
-            .waiting
-            .iter()
-            .filter(|e| e.id.as_str().starts_with(&wanted))
-            .collect();
-        match by_prefix.as_slice() {
-            [one] => Some(Arc::clone(&one.placeholder)),
-            _ => None,
-        }
-    }
-
-    /// Whether `id` waits in the queue (its placeholder answers for it).
-    pub(super) fn is_queued(&self, id: &SessionId) -> bool {
-        self.queue.state().waiting.iter().any(|e| &e.id == id)
-    }
-
-    /// Placeholders of every queued job, in submission order.
-    pub(super) fn queued_sessions(&self) -> Vec<Arc<Session>> {
-        self.queue
-            .state()
-            .waiting
-            .iter()
-            .map(|e| Arc::clone(&e.placeholder))
-            .collect()
-    }
-
-    /// A receiver bumped whenever a job leaves the queue.
-    pub(super) fn queue_left(&self) -> watch::Receiver<u64> {
-        self.queue.left.subscribe()
+        self.queue.wake();
     }
 
     /// Kills a queued job: it ends without running, with one completion saying so.
@@ -549,14 +562,14 @@ impl Inner {
         id: &str,
         source: KillSource,
     ) -> Option<crate::answers::KillAnswer> {
-        let s = self.queued_session(id)?;
+        let s = self.queue.placeholder_of(id)?;
         let entry = {
             let st = self.queue.state();
             st.waiting.iter().find(|e| e.id == s.id).cloned()
         }?;
         if entry.starting {
-            let mut left = self.queue_left();
-            while self.is_queued(&entry.id) {
+            let mut left = self.queue.on_leave();
+            while self.queue.is_queued(&entry.id) {
                 if left.changed().await.is_err() {
                     break;
                 }
@@ -618,20 +631,6 @@ impl Inner {
             self.end_unstarted(entry, Some(source), why).await;
         }
         targets.len()
-    }
-
-    /// Scheduling latency so far (a slot freed to the next queued job's process
-    /// started, before its running row's commit):
-    /// `(count, p50, p99)`.
-    pub(super) fn queue_latency(&self) -> (usize, Duration, Duration) {
-        let mut l = lock(&self.queue.latencies).clone();
-        l.sort();
-        let at = |q: f64| {
-            l.get(((l.len() as f64 - 1.0) * q).round() as usize)
-                .copied()
-                .unwrap_or_default()
-        };
-        (l.len(), at(0.5), at(0.99))
     }
 }
 
@@ -697,7 +696,7 @@ impl Inner {
         match self.lookup(id) {
             Ok(s) => Ok(s),
             Err(miss @ crate::error::LookupError::NotFound { .. }) => {
-                self.queued_session(id).ok_or(miss)
+                self.queue.placeholder_of(id).ok_or(miss)
             }
             Err(miss) => Err(miss),
         }
@@ -713,15 +712,15 @@ impl Inner {
         if self.lookup(id).is_ok() {
             return QueuedWait::NotQueued;
         }
-        let Some(s) = self.queued_session(id) else {
+        let Some(s) = self.queue.placeholder_of(id) else {
             return QueuedWait::NotQueued;
         };
         let began = Instant::now();
-        let mut left = self.queue_left();
+        let mut left = self.queue.on_leave();
         let interrupt = interrupt.unwrap_or_default();
         let gone = tokio::select! {
             r = tokio::time::timeout(limit, async {
-                while self.is_queued(&s.id) {
+                while self.queue.is_queued(&s.id) {
                     if left.changed().await.is_err() {
                         break;
                     }
@@ -752,5 +751,17 @@ impl Inner {
             true,
             Some(note),
         )))
+    }
+
+    /// Whether `id` waits in the queue: the queue room's [`Scheduler::is_queued`],
+    /// for the query room.
+    pub(super) fn is_queued(&self, id: &SessionId) -> bool {
+        self.queue.is_queued(id)
+    }
+
+    /// Placeholders of every queued job: the queue room's
+    /// [`Scheduler::placeholders`], for the query room.
+    pub(super) fn queued_sessions(&self) -> Vec<Arc<Session>> {
+        self.queue.placeholders()
     }
 }

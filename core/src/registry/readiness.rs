@@ -87,7 +87,7 @@ impl Inner {
     /// it, then wakes the `changes` receivers. Returns the time it was marked, or
     /// `None` when it is not running or was marked already.
     pub(crate) async fn mark_ready(self: &Arc<Self>, id: &SessionId) -> Option<SystemTime> {
-        let session = self.lock().running_session(id).cloned()?;
+        let session = self.table.running_session(id)?;
         if session.state().ready_at.is_some() {
             return None;
         }

@@ -9,7 +9,7 @@
 //! the process die first, a supervised session's exit record (which its shim writes
 //! until it can) gives the next daemon the real ending at restore.
 
-use crate::lock_order::{Mutex, MutexGuard};
+use crate::lock_order::{Mutex, MutexGuard, rank};
 use std::collections::HashSet;
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
@@ -26,7 +26,7 @@ const MAX_PAUSE: Duration = Duration::from_secs(30);
 /// Completions waiting for their commit.
 #[derive(Debug, Default)]
 pub(super) struct Recommits {
-    state: Mutex<Pending>,
+    state: Mutex<Pending, { rank::RECOMMITS }>,
     /// Wakes the retry task when something is kept.
     kept: Arc<tokio::sync::Notify>,
 }

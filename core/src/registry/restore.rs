@@ -199,7 +199,7 @@ impl Registry {
             pass.report.moved_aside = Some(moved.to_string());
         }
         for entry in loaded.entries {
-            inner.restore_entry(entry, &mut pass);
+            inner.restore_entry(entry, &mut pass).await;
         }
         while let Some(joined) = pass.supervised.join_next().await {
             let Ok((id, raw_id, outcome)) = joined else {
@@ -252,7 +252,7 @@ impl Registry {
 impl Inner {
     /// Restores one checkpoint entry: skipped, re-adopted, closed, or (a supervised
     /// one) handed to a task of `pass` that re-attaches its shim.
-    fn restore_entry(self: &Arc<Self>, entry: CheckpointEntry, pass: &mut Pass) {
+    async fn restore_entry(self: &Arc<Self>, entry: CheckpointEntry, pass: &mut Pass) {
         let raw_id = entry.session.id.clone();
         let report = &mut pass.report;
         let Some(id) = SessionId::parse(&raw_id) else {
@@ -271,7 +271,7 @@ impl Inner {
             report.skipped_live_writer.push(id);
             return;
         }
-        if self.lock().get(&id).is_some() {
+        if self.table.contains(&id) {
             report.already_tracked.push(id);
             return;
         }
@@ -309,12 +309,12 @@ impl Inner {
                 report.adopted.push(id);
             }
             Fate::Reused => {
-                self.close(id.clone(), &entry, "closed at restore: its pid now belongs to another process (the start time differs), which was not signalled; the session's own exit status is unknown");
+                self.close(id.clone(), &entry, "closed at restore: its pid now belongs to another process (the start time differs), which was not signalled; the session's own exit status is unknown").await;
                 pass.to_drop.push(raw_id);
                 report.closed_reused.push(id);
             }
             Fate::Gone => {
-                self.close(id.clone(), &entry, "closed at restore: its process was gone when herd restarted, and its exit status is unknown");
+                self.close(id.clone(), &entry, "closed at restore: its process was gone when herd restarted, and its exit status is unknown").await;
                 pass.to_drop.push(raw_id);
                 report.closed_lost.push(id);
             }
@@ -420,10 +420,10 @@ impl Inner {
 
     /// Closes a checkpointed session whose process is not ours any more: through the
     /// choke point, as `lost`, without a completion and without any signal.
-    fn close(self: &Arc<Self>, id: SessionId, entry: &CheckpointEntry, note: &str) {
+    async fn close(self: &Arc<Self>, id: SessionId, entry: &CheckpointEntry, note: &str) {
         let s = self.detached_session(id.clone(), entry, entry.session.start_time);
         self.durable.mark_detached(id.clone(), note.to_owned());
-        self.lock().add_running(Arc::clone(&s));
+        self.table.add_running(Arc::clone(&s));
         self.finish(
             &s,
             Finish {
@@ -432,7 +432,8 @@ impl Inner {
                 killed_by: None,
                 leftovers: Vec::new(),
             },
-        );
+        )
+        .await;
     }
 
     /// Re-adopts a checkpointed session whose process still runs as recorded.
@@ -464,7 +465,7 @@ impl Inner {
                 heartbeat_seconds: r.heartbeat_seconds,
             },
         );
-        self.lock().add_running(Arc::clone(&s));
+        self.table.add_running(Arc::clone(&s));
         // Watch patterns keep matching the reattached output (B20 events are wakes
         // while the session runs, not completions). Heartbeats are not re-armed:
         // B21 beats only sessions whose completion can be delivered, and a detached
@@ -528,7 +529,7 @@ impl Inner {
                     }
                 }
             };
-            inner.finish(&s, finish);
+            inner.finish(&s, finish).await;
         };
         drop(self.runtime.spawn(task.instrument(span)));
         tracing::info!(session_id = %id, pid, "session re-adopted");

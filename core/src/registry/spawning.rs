@@ -458,7 +458,7 @@ impl Inner {
                                 idle_drain,
                             )
                             .await;
-                            inner.finish(&task_session, finish);
+                            inner.finish(&task_session, finish).await;
                         }
                         .instrument(span),
                     ),

@@ -208,7 +208,7 @@ impl Inner {
     /// Ends a followed session the way its follower ended.
     async fn settle(self: &Arc<Self>, s: &Arc<Session>, followed: Followed) {
         match followed {
-            Followed::Finished(finish) => self.finish(s, finish),
+            Followed::Finished(finish) => self.finish(s, finish).await,
             Followed::Detached => {
                 tracing::debug!(session_id = %s.id, "detached from a supervised session")
             }
@@ -244,7 +244,8 @@ impl Inner {
                 killed_by: None,
                 leftovers: Vec::new(),
             },
-        );
+        )
+        .await;
     }
 
     /// Restores one supervised checkpoint entry: re-attaches to its shim, or takes
@@ -267,7 +268,7 @@ impl Inner {
         };
         if let Ok(Some(record)) = dir.read_exit() {
             let s = self.restored_session(id, &entry, shim, None, Some(link::progress_of(&record)));
-            self.finish(&s, link::finish_of(record));
+            self.finish(&s, link::finish_of(record)).await;
             return Reattached::Finished;
         }
         match link::attach(&dir).await {
@@ -321,7 +322,7 @@ impl Inner {
                         None,
                         Some(link::progress_of(&record)),
                     );
-                    self.finish(&s, link::finish_of(record));
+                    self.finish(&s, link::finish_of(record)).await;
                     return Reattached::Finished;
                 }
                 tracing::debug!(session_id = %id, %error, "supervisor unreachable at restore");

@@ -66,15 +66,18 @@ async fn finished_with_a_failed_wait(
         .map(Arc::clone)
         .expect("the job runs");
     session.state().exit = known;
-    registry.inner.finish(
-        &session,
-        crate::reader::Finish {
-            exit: Err(std::io::Error::other("waitpid: no child process")),
-            descendants_alive: Vec::new(),
-            killed_by: None,
-            leftovers: Vec::new(),
-        },
-    );
+    registry
+        .inner
+        .finish(
+            &session,
+            crate::reader::Finish {
+                exit: Err(std::io::Error::other("waitpid: no child process")),
+                descendants_alive: Vec::new(),
+                killed_by: None,
+                leftovers: Vec::new(),
+            },
+        )
+        .await;
     let polled = registry
         .poll(info.session_id.as_str())
         .expect("the session is known");
@@ -110,4 +113,106 @@ async fn b14_a_known_exit_status_wins_when_collecting_it_fails() {
         )
         .await;
     }
+}
+
+/// A hook that takes `delay` on the completion route and notes that it ran.
+#[derive(Debug)]
+struct SlowCompletion {
+    delay: std::time::Duration,
+    ran: std::sync::atomic::AtomicBool,
+}
+
+impl herd_hooks::Hook for SlowCompletion {
+    fn name(&self) -> &str {
+        "slow-completion"
+    }
+    fn transform(
+        &self,
+        ctx: &herd_hooks::OutputContext<'_>,
+        _output: &str,
+    ) -> Result<Option<String>, herd_hooks::HookError> {
+        if ctx.route == herd_hooks::Route::Completion {
+            // The hook's own work takes `delay` (a plugin busy on it).
+            let until = std::time::Instant::now() + self.delay;
+            while let Some(left) = until.checked_duration_since(std::time::Instant::now()) {
+                std::thread::park_timeout(left);
+            }
+            self.ran.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+        Ok(None)
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn b30_a_slow_completion_hook_does_not_hold_the_runtime() {
+    // The choke point's hooks (and its ledger commit) run on the blocking pool: on
+    // a runtime of one thread, a ticker keeps ticking while a completion hook takes
+    // 1.5 s. (When the choke point ran on the runtime, the ticker stalled as long.)
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::time::{Duration, Instant};
+    let delay = Duration::from_millis(1_500);
+    let hook = Arc::new(SlowCompletion {
+        delay,
+        ran: std::sync::atomic::AtomicBool::new(false),
+    });
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let chain = herd_hooks::HookChain::new(vec![Arc::clone(&hook) as Arc<dyn herd_hooks::Hook>]);
+    let config = RegistryConfig {
+        pipeline: Arc::new(
+            herd_hooks::Pipeline::new(chain, &herd_hooks::RedactorConfig::default())
+                .expect("a pipeline"),
+        ),
+        ..RegistryConfig::default()
+    };
+    let registry = Registry::new(Home::new(dir.path().to_owned()), config).expect("a registry");
+    // The ticker runs from before the spawn to the end: the job may end (and the
+    // hook run) while the spawn's answer is still on its way.
+    let longest_us = Arc::new(AtomicU64::new(0));
+    let n_ticks = Arc::new(AtomicU64::new(0));
+    let ticker = {
+        let (longest_us, n_ticks) = (Arc::clone(&longest_us), Arc::clone(&n_ticks));
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_millis(10));
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            let mut last = Instant::now();
+            loop {
+                tick.tick().await;
+                let gap = u64::try_from(last.elapsed().as_micros()).unwrap_or(u64::MAX);
+                longest_us.fetch_max(gap, Ordering::SeqCst);
+                n_ticks.fetch_add(1, Ordering::SeqCst);
+                last = Instant::now();
+            }
+        })
+    };
+    let info = registry
+        .spawn(SpawnRequest {
+            command: "true".to_owned(),
+            task_id: "t".to_owned(),
+            ..SpawnRequest::default()
+        })
+        .await
+        .expect("the job starts");
+    let id = info.session_id.as_str();
+    herd_test_support::wait::until(Duration::from_secs(30), "the job to finish", || {
+        registry
+            .poll(id)
+            .is_ok_and(|p| p.status != crate::SessionStatus::Running)
+    })
+    .await;
+    // One more tick after the finish, so a stall just before it is counted.
+    let ticks = n_ticks.load(Ordering::SeqCst);
+    herd_test_support::wait::until(Duration::from_secs(10), "the ticker to tick again", || {
+        n_ticks.load(Ordering::SeqCst) >= ticks + 2
+    })
+    .await;
+    ticker.abort();
+    let longest = Duration::from_micros(longest_us.load(Ordering::SeqCst));
+    assert!(
+        hook.ran.load(Ordering::SeqCst),
+        "the completion went through the slow hook"
+    );
+    assert!(
+        longest < delay / 2,
+        "the runtime stalled {longest:?} while the completion hook ran"
+    );
 }

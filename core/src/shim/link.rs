@@ -12,7 +12,7 @@
 //! lost. Nothing here waits long on a shim: connecting and the hello answer are
 //! bounded by [`ATTACH_TIMEOUT`], so a restore over many dead shims fails fast.
 
-use crate::lock_order::{Mutex, MutexGuard};
+use crate::lock_order::{Mutex, MutexGuard, rank};
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
 use std::fs::File;
@@ -133,7 +133,7 @@ struct LauncherConn {
 /// The launches waiting for their ready line.
 #[derive(Debug, Default)]
 struct Replies {
-    pending: Mutex<HashMap<u64, oneshot::Sender<Ready>>>,
+    pending: Mutex<HashMap<u64, oneshot::Sender<Ready>>, { rank::SHIM_PENDING }>,
     /// Fires when the launcher's stdout closed: it died (or was never started right).
     gone: CancellationToken,
 }
@@ -439,7 +439,7 @@ impl Incoming {
 #[derive(Debug)]
 pub(crate) struct Link {
     tx: mpsc::UnboundedSender<Vec<u8>>,
-    pending: Mutex<HashMap<u64, oneshot::Sender<Option<String>>>>,
+    pending: Mutex<HashMap<u64, oneshot::Sender<Option<String>>>, { rank::SHIM_PENDING }>,
     next_id: AtomicU64,
 }
 

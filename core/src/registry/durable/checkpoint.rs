@@ -9,7 +9,7 @@
 //! table lock for the write itself). Nothing here touches SQLite under the table's
 //! lock.
 
-use crate::lock_order::Mutex;
+use crate::lock_order::{Mutex, rank};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -36,17 +36,17 @@ pub(super) struct Checkpoints {
     store: Arc<dyn RunningStore>,
     /// This process, as checkpoint writer.
     writer: Writer,
-    extras: Mutex<HashMap<SessionId, Extras>>,
-    queue: Mutex<Queue>,
+    extras: Mutex<HashMap<SessionId, Extras>, { rank::CHECKPOINT_EXTRAS }>,
+    queue: Mutex<Queue, { rank::CHECKPOINT }>,
     /// The generation the last finished checkpoint write covered.
     written: watch::Sender<u64>,
     /// Serialises checkpoint writes (the snapshot and the write happen under it).
-    serial: Mutex<()>,
+    serial: Mutex<(), { rank::CHECKPOINT_SERIAL }>,
     /// A deferred write after finishes is scheduled; it is not needed once a write of
     /// this generation or later finished.
-    deferred: Mutex<Option<u64>>,
+    deferred: Mutex<Option<u64>, { rank::CHECKPOINT_DEFERRED }>,
     /// Sessions that finished since the last refresh: their rows go with it.
-    finished_ids: Mutex<Vec<String>>,
+    finished_ids: Mutex<Vec<String>, { rank::CHECKPOINT_FINISHED }>,
     /// A running session changed since its row was written (an owner, notify): the
     /// next background write rewrites the running rows, not only deletes finished
     /// ones (a stream of finishes then costs deletes alone).
@@ -307,7 +307,7 @@ impl Inner {
 
     /// The checkpoint records of every running session.
     fn running_records(&self) -> Vec<SessionRecord> {
-        let running: Vec<Arc<Session>> = self.lock().running().cloned().collect();
+        let running: Vec<Arc<Session>> = self.table.running();
         let extras = lock(&self.durable.checkpoint.extras);
         let mut records: Vec<SessionRecord> = running
             .iter()

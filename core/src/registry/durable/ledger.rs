@@ -6,7 +6,7 @@
 //! under the table lock, and only on the rare slow path (a completion that changed
 //! while it was drafted).
 
-use crate::lock_order::{Mutex, MutexGuard};
+use crate::lock_order::{Mutex, MutexGuard, rank};
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -26,10 +26,10 @@ use crate::registry::Inner;
 #[derive(Debug)]
 pub(super) struct Completions {
     /// `None` until the first commit or delivery needs it.
-    slot: Mutex<Option<Arc<dyn CompletionLedger>>>,
+    slot: Mutex<Option<Arc<dyn CompletionLedger>>, { rank::LEDGER }>,
     /// The ledger the host gave, if any (else the home's).
     given: Option<Arc<dyn CompletionLedger>>,
-    replay: Mutex<Replay>,
+    replay: Mutex<Replay, { rank::LEDGER_REPLAY }>,
 }
 
 impl Completions {

@@ -6,7 +6,7 @@
 //! Owns [`Receipts`]. Invariant: a finished session whose receipt is not written yet
 //! stays in memory, so its result is always answerable from one or the other.
 
-use crate::lock_order::Mutex;
+use crate::lock_order::{Mutex, rank};
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -36,15 +36,15 @@ const RECEIPT_WAIT: Duration = Duration::from_secs(30);
 #[derive(Debug)]
 pub(super) struct Receipts {
     store: Arc<dyn ResultStore>,
-    queue: Mutex<(Queue, Vec<ReceiptJob>)>,
+    queue: Mutex<(Queue, Vec<ReceiptJob>), { rank::RECEIPTS }>,
     written: watch::Sender<u64>,
     /// Ids whose receipt is queued but not yet written (or given up on). Pruning
     /// keeps these sessions in memory, so a result is never in neither place.
-    unwritten: Mutex<HashSet<String>>,
+    unwritten: Mutex<HashSet<String>, { rank::RECEIPTS_UNWRITTEN }>,
     /// Ids whose receipt's first store attempt has not ended. An answer about such
     /// a session waits for it ([`Inner::receipt_attempted`]): an answer never
     /// precedes the commit of what it reports.
-    attempting: Mutex<HashSet<String>>,
+    attempting: Mutex<HashSet<String>, { rank::RECEIPTS_ATTEMPTING }>,
     /// Bumped whenever ids leave `attempting`.
     attempted: watch::Sender<u64>,
 }

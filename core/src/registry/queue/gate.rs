@@ -137,7 +137,7 @@ impl Inner {
             let one = one.trim();
             let id = match self.lookup(one) {
                 Ok(s) => s.id.clone(),
-                Err(miss) => match self.queued_session(one) {
+                Err(miss) => match self.queue.placeholder_of(one) {
                     Some(s) => s.id.clone(),
                     None => self
                         .receipt_lookup(one, miss)

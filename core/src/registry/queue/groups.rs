@@ -236,7 +236,7 @@ impl Inner {
         let owned = name.to_owned();
         store_result(tokio::task::spawn_blocking(move || store.put_group(&owned, parallel)).await)?;
         self.queue.state().groups.insert(name.to_owned(), parallel);
-        self.wake_queue();
+        self.queue.wake();
         Ok(GroupRow {
             name: name.to_owned(),
             parallel: Some(parallel),
@@ -244,10 +244,12 @@ impl Inner {
             queued: 0,
         })
     }
+}
 
+impl super::Scheduler {
     /// Refuses a job for a group that does not exist.
     pub(super) fn check_group_known(&self, group: &str) -> Result<(), SpawnError> {
-        if group == DEFAULT_GROUP || self.queue.state().groups.contains_key(group) {
+        if group == DEFAULT_GROUP || self.state().groups.contains_key(group) {
             return Ok(());
         }
         let message = match check_group_name(group) {

@@ -168,7 +168,7 @@ impl Inner {
         if n_queued + n_done + n_lost + n_running > 0 {
             tracing::info!(n_queued, n_done, n_lost, n_running, "job queue restored");
         }
-        self.wake_queue();
+        self.queue.wake();
         self.changed();
     }
 }
