@@ -44,7 +44,7 @@ impl Shim {
             total_ingested: self.progress.total_ingested,
             bytes_not_kept: self.progress.bytes_not_kept,
             descendants_alive,
-            killed_by: self.killed_by.clone(),
+            killed_by: self.killed_by.map(|source| source.as_str().to_owned()),
             // What of the tree outlived the main process (or survived a kill): the
             // shim holds it from here on (see `linger`).
             leftovers: self

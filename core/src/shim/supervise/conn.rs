@@ -179,7 +179,7 @@ impl Shim {
                 };
                 self.send_done(id, error);
             }
-            ToShim::Kill { source } => self.begin_kill(source),
+            ToShim::Kill { source } => self.kill_requested(source),
             ToShim::Terminal { attached } => self.set_terminal(attached),
         }
     }

@@ -8,7 +8,6 @@
 use std::collections::VecDeque;
 use std::io;
 use std::os::unix::net::UnixListener;
-use std::time::{Duration, Instant, SystemTime};
 
 use herd_persistence::{Mode, SHIM_RECORD_VERSION, ShimDir, ShimInfo};
 use nix::sys::signal::{SigSet, Signal};
@@ -385,9 +384,11 @@ fn new_shim(
         buf: Vec::new(),
         eof: false,
         exit: None,
-        last_activity: Instant::now(),
-        idle_drain: Duration::from_millis(spec.idle_drain_ms),
-        kill_requested: false,
+        seen: super::Seen::default(),
+        machine: crate::machine::Machine::new(
+            super::ending::rules(spec, hold.cgroup().is_some()),
+            crate::machine::Now::read(),
+        ),
         want: None,
         input: VecDeque::new(),
         queued_input: 0,
@@ -399,14 +400,9 @@ fn new_shim(
         uid: nix::unistd::getuid().as_raw(),
         start_time,
         session_id: spec.session_id.clone(),
-        deadline: spec
-            .deadline_unix_ms
-            .map(|ms| SystemTime::UNIX_EPOCH + Duration::from_millis(ms)),
-        kill_grace: Duration::from_millis(spec.kill_grace_ms),
         killed_by: None,
         hold,
-        killing: None,
-        kill_leftovers: spec.kill_leftovers,
+        term_sent: std::collections::HashSet::new(),
         limits: crate::sys::limits::Applied::default(),
     }
 }
