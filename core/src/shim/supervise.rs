@@ -33,7 +33,7 @@ mod hold;
 mod start;
 
 use super::Spec;
-use super::wire::{FrameReader, Progress};
+use super::wire::{FrameReader, Framing, Progress};
 use crate::config::KillSource;
 use crate::machine::{Event, Machine, Now};
 use crate::noise::NoiseFilter;
@@ -56,7 +56,7 @@ const MAX_QUEUED_INPUT: usize = 4 << 20;
 /// Bytes queued for a daemon that is not reading before its connection is dropped.
 const MAX_QUEUED_OUT: usize = 4 << 20;
 /// How long a job that ended before its daemon first attached waits for it: the
-/// daemon that started the shim attaches right after the ready line, so this only
+/// daemon that started the shim attaches right after the ready answer, so this only
 /// runs out when that daemon died in between (the exit record is on disk anyway).
 const FIRST_ATTACH_WAIT: Duration = Duration::from_secs(10);
 /// How long the final `exit` frame may take to reach an attached daemon.
@@ -106,6 +106,8 @@ enum Input {
 struct Conn {
     stream: UnixStream,
     frames: FrameReader,
+    /// How frames go out: lines until both hellos agreed on length prefixes.
+    framing: Framing,
     out: Vec<u8>,
 }
 

@@ -67,7 +67,12 @@ impl Shim {
         let progress = self.progress;
         let kept = written.is_err().then(|| record.clone());
         if let Some(mut conn) = self.conn.take() {
-            wire::encode(&FromShim::Exit { record, progress }, b"", &mut conn.out);
+            wire::encode(
+                conn.framing,
+                &FromShim::Exit { record, progress },
+                b"",
+                &mut conn.out,
+            );
             let _ = conn.stream.set_nonblocking(false);
             let _ = conn.stream.set_write_timeout(Some(EXIT_SEND_TIMEOUT));
             let _ = conn.stream.write_all(&conn.out);

@@ -1,5 +1,5 @@
 //! The start-up of a job: the shim leaves the daemon's tree, binds its socket, starts
-//! the job, watches SIGCHLD, writes its info record and the ready line, and lets go of
+//! the job, watches SIGCHLD, writes its info record and the ready answer, and lets go of
 //! the daemon's pipes.
 //!
 //! Invariant: every failure after the job started kills the job's group and removes the
@@ -24,7 +24,7 @@ use crate::sys::cgroup::SessionCgroup;
 use crate::sys::limits::Applied;
 
 /// Starts the job described by `spec`; `Err` carries the exit code once the failure
-/// was reported on the ready line.
+/// was reported on the ready answer.
 pub(super) fn start(spec: &Spec, detach: bool) -> Result<(Shim, SignalFd, ShimDir), i32> {
     let detached = if detach {
         crate::sys::detach_from_parent()
@@ -328,7 +328,7 @@ fn give_up_cgroup(hold: &mut Hold, error: &std::io::Error) {
     *hold = Hold::Subreaper(why);
 }
 
-/// Writes the info record and then the ready line; returns the job's start time.
+/// Writes the info record and then the ready answer; returns the job's start time.
 fn announce(spec: &Spec, dir: &ShimDir, pid: i32, hold: &Hold) -> Result<Option<u64>, i32> {
     let own_pid = crate::sys::own_pid();
     let info = ShimInfo {
@@ -431,7 +431,7 @@ fn child_signals() -> nix::Result<SignalFd> {
 }
 
 /// Points stdin, stdout and stderr at /dev/null: the daemon's pipes close, so its
-/// read of the ready line ends, and nothing the shim does later can block on them.
+/// read of the ready answer ends, and nothing the shim does later can block on them.
 fn release_stdio() {
     let Ok(null) = std::fs::OpenOptions::new()
         .read(true)
