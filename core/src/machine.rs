@@ -37,8 +37,11 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::config::KillSource;
 
+mod course;
 #[cfg(test)]
 mod tests;
+
+pub(crate) use course::{KillCourse, ZeroGrace};
 
 /// How long after SIGKILL the tree may take to be empty before what is left counts as
 /// survivors.
@@ -139,17 +142,6 @@ pub(crate) enum Action<S> {
     Release,
 }
 
-/// The state of a kill the machine carries out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    /// SIGTERM sent; SIGKILL at `until` unless the tree is empty before.
-    Grace { until: Instant },
-    /// SIGKILL sent; what is alive at `until` survived.
-    Probe { until: Instant },
-    /// The tree is empty, or the probe ran out.
-    Done,
-}
-
 /// Why the machine asked to look at the tree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Asked {
@@ -180,8 +172,8 @@ pub(crate) struct Machine<S> {
     last_activity: Instant,
     kill_requested: bool,
     killed_by: Option<KillSource>,
-    /// The kill under way or done, and when it looks at the tree next.
-    killing: Option<(Phase, Instant)>,
+    /// The kill under way or done.
+    killing: Option<KillCourse>,
     leftovers_looked: bool,
     asked: Option<Asked>,
     stage: Stage,
@@ -231,8 +223,8 @@ impl<S> Machine<S> {
         match event {
             Event::Tick => {}
             Event::Woken => {
-                if let Some((phase, _)) = self.killing {
-                    self.killing = Some((phase, now.at));
+                if let Some(course) = self.killing.as_mut() {
+                    course.woken(now.at);
                 }
                 if let Stage::Lingering { .. } = self.stage {
                     self.stage = Stage::Lingering { next_look: now.at };
@@ -249,8 +241,8 @@ impl<S> Machine<S> {
                     self.exit = Some(status);
                     self.last_activity = now.at;
                     // The tree changed: a kill under way looks at it now.
-                    if let Some((phase, _)) = self.killing {
-                        self.killing = Some((phase, now.at));
+                    if let Some(course) = self.killing.as_mut() {
+                        course.woken(now.at);
                     }
                 }
             }
@@ -266,9 +258,7 @@ impl<S> Machine<S> {
     pub(crate) fn poll_timeout(&self, now: Now) -> Option<Instant> {
         let mut next: Option<Instant> = None;
         let mut at = |t: Instant| next = Some(next.map_or(t, |n| n.min(t)));
-        if let Some((phase, look)) = self.killing
-            && phase != Phase::Done
-        {
+        if let Some(look) = self.killing.and_then(|course| course.next_look()) {
             at(look);
         }
         match self.stage {
@@ -310,25 +300,23 @@ impl<S> Machine<S> {
         if self.killed_by.is_none() {
             self.killed_by = source;
         }
-        actions.push(Action::Terminate { first: true });
-        let phase = if kill.grace.is_zero() {
-            actions.push(Action::Escalate { first: true });
-            Phase::Probe {
-                until: now.at + SURVIVOR_PROBE,
-            }
-        } else {
-            Phase::Grace {
-                until: now.at + kill.grace,
-            }
-        };
-        // The tree is looked at right away: an empty one ends the kill at once.
-        self.killing = Some((phase, now.at));
+        self.killing = Some(KillCourse::start(
+            now.at,
+            kill.grace,
+            ZeroGrace::Escalate,
+            kill.recheck,
+            actions,
+        ));
     }
 
     fn looked(&mut self, now: Now, empty: bool, actions: &mut Vec<Action<S>>) {
         match self.asked.take() {
             None => {}
-            Some(Asked::Kill) => self.kill_step(now, empty, actions),
+            Some(Asked::Kill) => {
+                if let Some(course) = self.killing.as_mut() {
+                    course.looked(now.at, empty, actions);
+                }
+            }
             Some(Asked::Leftovers) => {
                 self.leftovers_looked = true;
                 if !empty {
@@ -352,46 +340,8 @@ impl<S> Machine<S> {
         self.rules.kill.map(|_| self.rules.linger_recheck)
     }
 
-    /// The kill's next step, the tree being `empty` or not.
-    fn kill_step(&mut self, now: Now, empty: bool, actions: &mut Vec<Action<S>>) {
-        let (Some((phase, _)), Some(kill)) = (self.killing, self.rules.kill) else {
-            return;
-        };
-        let phase = if empty {
-            Phase::Done
-        } else {
-            match phase {
-                Phase::Grace { until } if now.at >= until => {
-                    actions.push(Action::Escalate { first: true });
-                    Phase::Probe {
-                        until: now.at + SURVIVOR_PROBE,
-                    }
-                }
-                Phase::Grace { until } => {
-                    actions.push(Action::Terminate { first: false });
-                    Phase::Grace { until }
-                }
-                Phase::Probe { until } if now.at >= until => {
-                    actions.push(Action::Survivors);
-                    Phase::Done
-                }
-                Phase::Probe { until } => {
-                    // Idempotent, and reaches what was forked meanwhile.
-                    actions.push(Action::Escalate { first: false });
-                    Phase::Probe { until }
-                }
-                Phase::Done => Phase::Done,
-            }
-        };
-        let look = match phase {
-            Phase::Grace { until } | Phase::Probe { until } => until.min(now.at + kill.recheck),
-            Phase::Done => now.at,
-        };
-        self.killing = Some((phase, look));
-    }
-
     fn kill_under_way(&self) -> bool {
-        matches!(self.killing, Some((phase, _)) if phase != Phase::Done)
+        self.killing.is_some_and(|course| course.under_way())
     }
 
     /// Applies the rules after an event: asks to look at the tree, finishes, releases.
@@ -406,10 +356,7 @@ impl<S> Machine<S> {
             self.rules.deadline = None;
             self.begin_kill(now, Some(KillSource::TimeLimit), actions);
         }
-        if let Some((phase, look)) = self.killing
-            && phase != Phase::Done
-            && now.at >= look
-        {
+        if self.killing.is_some_and(|course| course.due(now.at)) {
             self.asked = Some(Asked::Kill);
             actions.push(Action::LookAtTree);
             return;

@@ -168,14 +168,7 @@ pub(crate) async fn run(
     let log = &mut sink;
     let mut noise = NoiseFilter::default();
     let mut buf: Vec<u8> = Vec::new();
-    let rules = Rules {
-        idle_drain,
-        deadline: None,
-        kill: None,
-        kill_leftovers: false,
-        linger_recheck: Duration::ZERO,
-    };
-    let mut machine: Machine<io::Result<ExitInfo>> = Machine::new(rules, Now::read());
+    let mut machine: Machine<io::Result<ExitInfo>> = Machine::new(rules(idle_drain), Now::read());
     let mut kill_rx = session.kill_requested.subscribe();
     let mut kill_open = true;
     let mut eof = false;
@@ -255,6 +248,18 @@ pub(crate) async fn run(
         descendants_alive,
         killed_by: None,
         leftovers: Vec::new(),
+    }
+}
+
+/// The session machine's rules for an in-process session: no time limit here (the
+/// registry arms it) and no kills (the registry's tree kill carries them out).
+fn rules(idle_drain: Duration) -> Rules {
+    Rules {
+        idle_drain,
+        deadline: None,
+        kill: None,
+        kill_leftovers: false,
+        linger_recheck: Duration::ZERO,
     }
 }
 

@@ -519,3 +519,48 @@ proptest! {
         prop_assert_eq!(sim.finishes()[0].1, Some(KillSource::TurnTimeout));
     }
 }
+
+#[test]
+fn b15_the_grace_runs_from_the_first_look_after_sigterm() {
+    let t0 = Instant::now();
+    let mut actions: Vec<Action<()>> = Vec::new();
+    let mut course = KillCourse::start(t0, GRACE, ZeroGrace::Escalate, RECHECK, &mut actions);
+    assert_eq!(actions, vec![Action::Terminate { first: true }]);
+    // Sending SIGTERM to a large tree took 500 ms: the grace starts after it.
+    let t1 = t0 + Duration::from_millis(500);
+    assert!(course.due(t1));
+    course.looked(t1, false, &mut actions);
+    course.looked(t0 + GRACE, false, &mut actions);
+    assert!(!actions.contains(&Action::Escalate { first: true }));
+    course.looked(t1 + GRACE, false, &mut actions);
+    assert!(actions.contains(&Action::Escalate { first: true }));
+    assert_eq!(course.next_look(), Some(t1 + GRACE + RECHECK));
+    course.looked(t1 + GRACE + RECHECK, true, &mut actions);
+    assert!(!course.under_way());
+    assert_eq!(course.next_look(), None);
+}
+
+#[test]
+fn b15_a_zero_grace_of_the_tree_kill_is_sigterm_only() {
+    let t0 = Instant::now();
+    let mut actions: Vec<Action<()>> = Vec::new();
+    let mut course = KillCourse::start(
+        t0,
+        Duration::ZERO,
+        ZeroGrace::TermOnly,
+        RECHECK,
+        &mut actions,
+    );
+    let mut at = t0;
+    while course.under_way() {
+        course.looked(at, false, &mut actions);
+        at += RECHECK;
+    }
+    assert!(!actions.iter().any(|a| matches!(a, Action::Escalate { .. })));
+    assert!(
+        actions.contains(&Action::Terminate { first: false }),
+        "newcomers get SIGTERM"
+    );
+    assert_eq!(actions.last(), Some(&Action::Survivors));
+    assert!(at >= t0 + SURVIVOR_PROBE);
+}

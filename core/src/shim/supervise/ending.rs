@@ -57,7 +57,7 @@ impl Shim {
     /// Tells the machine what was observed since the last time, then `event`, and
     /// carries out its answers (answering its questions about the tree at once).
     pub(super) fn drive(&mut self, event: Event<nix::sys::wait::WaitStatus>) {
-        let now = Now::read();
+        let mut now = Now::read();
         let seen = std::mem::take(&mut self.seen);
         let mut queue = Vec::with_capacity(4);
         if seen.output {
@@ -72,6 +72,10 @@ impl Shim {
         queue.push(event);
         queue.reverse();
         while let Some(event) = queue.pop() {
+            if let Event::Tree { .. } = event {
+                // The time after the look (a process-table scan takes time of its own).
+                now = Now::read();
+            }
             for action in self.machine.handle(now, event) {
                 if let Some(answer) = self.act(action) {
                     queue.push(answer);
