@@ -9,10 +9,10 @@
 //! ([`Now`]), carry out the [`Action`]s it answers (signal the tree, look at the tree,
 //! read what is buffered, finish the session), and sleep until [`Machine::poll_timeout`].
 //! The machine never reads a clock, a descriptor or the process table, so its rules
-//! are tested by feeding it events in any order (`machine/tests.rs`), as `herd-pty`'s
+//! are tested by feeding it events in any order, as `herd-pty`'s
 //! scanner is tested by feeding it bytes.
 //!
-//! The rules (B13, B15 and the time limit in docs/behaviors.md):
+//! The rules (the end of a session, the tree kill and the time limit):
 //! - the session finishes only once the direct child has exited *and* its output is
 //!   done: end-of-file, or the output stayed idle for the idle drain after the exit, or
 //!   at once after a kill (after reading what is already buffered, [`Action::DrainNow`]);
@@ -378,7 +378,8 @@ impl<S> Machine<S> {
         }
     }
 
-    /// The end-of-session rule (B13).
+    /// The end-of-session rule: after the exit, once the output is done or idle, or at once
+    /// after a kill.
     fn maybe_finish(&mut self, now: Now, actions: &mut Vec<Action<S>>) {
         if !self.exited || self.kill_under_way() {
             return;

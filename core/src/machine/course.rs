@@ -16,7 +16,7 @@ use super::{Action, SURVIVOR_PROBE};
 pub(crate) enum ZeroGrace {
     /// SIGKILL at once (the shim's kills).
     Escalate,
-    /// SIGTERM only: what ignores it survives (the daemon's tree kill, B15).
+    /// SIGTERM only: what ignores it survives (the daemon's tree kill).
     TermOnly,
 }
 
