@@ -28,6 +28,10 @@
 //! gets SIGKILL. SIGKILL is asynchronous, so the tree is then re-probed for up to
 //! [`SURVIVOR_PROBE`]; whatever is still alive after that is a survivor.
 //!
+//! The course itself (when to look, when to escalate, when what is left survived) is
+//! the session machine's `KillCourse`, which the shims' own kills follow too; this
+//! module carries it out over the process table and pidfds.
+//!
 //! Invariant: nothing is signalled that is not in the tree as defined above; this
 //! process, its process group and its children (other sessions) never are, even
 //! for a corrupt record that names them.
@@ -53,6 +57,7 @@ use nix::sys::signal::Signal;
 use tokio::time::Instant;
 use tracing::debug;
 
+use crate::machine::{Action, KillCourse, ZeroGrace};
 use crate::sys::{self, OpenError, ProcHandle, ProcInfo};
 
 #[cfg(test)]
@@ -84,7 +89,7 @@ pub(crate) fn kill_group_now(pgid: i32) {
 
 /// How long after SIGKILL the tree is re-probed before anything counts as a
 /// survivor.
-pub(crate) const SURVIVOR_PROBE: Duration = Duration::from_secs(1);
+pub(crate) const SURVIVOR_PROBE: Duration = crate::machine::SURVIVOR_PROBE;
 
 /// How often the process table is rescanned while waiting, to find processes that
 /// were started after the previous scan. Exits of known members wake the wait
@@ -207,33 +212,55 @@ where
         grace_ms = grace.as_millis(),
         "tree kill started"
     );
-
-    sweep.scan(false);
-    sweep.signal_live(Signal::SIGTERM);
-    sweep.scan(true);
-    sweep.signal_live(Signal::SIGTERM);
+    // The course (SIGTERM, the grace, SIGKILL, the probe) is the session machine's,
+    // which the shims' kills follow too; a zero grace is SIGTERM only here (B15).
+    let mut actions: Vec<Action<()>> = Vec::new();
+    let mut course = KillCourse::start(
+        std::time::Instant::now(),
+        grace,
+        ZeroGrace::TermOnly,
+        RESCAN_INTERVAL,
+        &mut actions,
+    );
     let mut escalated = false;
-    let mut empty = !sweep.has_live();
-    if !empty && !grace.is_zero() {
-        empty = tokio::time::timeout(grace, sweep.settle(Signal::SIGTERM))
-            .await
-            .is_ok();
-        if !empty {
-            // Re-snapshot right before escalating, while the shells are still alive
-            // and everything they started during the grace still hangs below them.
-            sweep.scan(true);
-            sweep.signal_live(Signal::SIGKILL);
-            escalated = true;
+    // The last scan is recent enough for the next look (it followed the first SIGTERM).
+    let mut fresh = false;
+    loop {
+        for action in actions.drain(..) {
+            match action {
+                Action::Terminate { first: true } => {
+                    sweep.scan(false);
+                    sweep.signal_live(Signal::SIGTERM);
+                    sweep.scan(true);
+                    sweep.signal_live(Signal::SIGTERM);
+                    fresh = true;
+                }
+                Action::Terminate { first: false } => sweep.signal_live(Signal::SIGTERM),
+                // The look just before the escalation re-scanned, while the shells are
+                // still alive and everything they started during the grace still hangs
+                // below them.
+                Action::Escalate { .. } => {
+                    sweep.signal_live(Signal::SIGKILL);
+                    escalated = true;
+                }
+                _ => {}
+            }
         }
-    }
-    if !empty {
-        let phase = if escalated {
-            Signal::SIGKILL
-        } else {
-            Signal::SIGTERM
+        if course.due(std::time::Instant::now()) {
+            if !fresh {
+                sweep.scan(true);
+            }
+            fresh = false;
+            // The time after the scan (reading the table takes time of its own): the
+            // next look is a full interval after what it saw.
+            course.looked(std::time::Instant::now(), !sweep.has_live(), &mut actions);
+            continue;
+        }
+        let Some(look) = course.next_look() else {
+            break;
         };
-        let _settled = tokio::time::timeout(SURVIVOR_PROBE, sweep.settle(phase)).await;
-        sweep.scan(true);
+        sweep.wait_for_exit(Instant::from_std(look)).await;
+        course.woken(std::time::Instant::now());
     }
     let outcomes = sweep.into_outcomes();
     for (target, outcome) in targets.iter().zip(&outcomes) {
@@ -382,21 +409,9 @@ where
         self.trees.iter().any(Tree::has_live)
     }
 
-    /// Waits for exits, rescans and signals newcomers with `sig`, until every tree
-    /// is empty. The caller has just scanned and signalled, so it waits first.
-    /// Never returns while something is alive: the caller bounds it with a timeout.
-    async fn settle(&mut self, sig: Signal) {
-        while self.has_live() {
-            self.wait_for_exit().await;
-            self.scan(true);
-            self.signal_live(sig);
-        }
-    }
-
-    /// Waits until a live member's pidfd reports its exit, or the rescan interval
-    /// passes, whichever comes first.
-    async fn wait_for_exit(&mut self) {
-        let deadline = Instant::now() + RESCAN_INTERVAL;
+    /// Waits until a live member's pidfd reports its exit, or `deadline` (the kill's
+    /// next look) passes, whichever comes first.
+    async fn wait_for_exit(&mut self, deadline: Instant) {
         let trees = &mut self.trees;
         let any_exit = poll_fn(|cx| {
             let mut fired = false;

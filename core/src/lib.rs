@@ -117,6 +117,7 @@ mod hygiene;
 mod id;
 mod kill;
 mod lock_order;
+mod machine;
 mod noise;
 mod output;
 mod reader;

@@ -10,8 +10,9 @@
 //! Ordering: the direct child's exit is recorded as soon as it is collected, but
 //! the session finishes only when the reader is done: at end-of-file, or once the pipe
 //! has stayed idle for `idle_drain` after the exit (a descendant holds it open), or at
-//! once after a kill (only what is already buffered is drained). Nobody closes the pipe
-//! under the reader; it owns its end.
+//! once after a kill (only what is already buffered is drained). These are the session
+//! machine's rules (`crate::machine`), which the shim's loop follows too. Nobody closes
+//! the pipe under the reader; it owns its end.
 
 use std::io;
 use std::os::fd::AsFd;
@@ -24,6 +25,7 @@ use tokio::io::unix::AsyncFd;
 use tokio::net::unix::pipe;
 use tokio::task::JoinHandle;
 
+use crate::machine::{Action, Event, Machine, Now, Rules};
 use crate::noise::NoiseFilter;
 use crate::output::LogWriter;
 use crate::session::{ExitInfo, Session};
@@ -149,6 +151,11 @@ pub(crate) struct Finish {
 }
 
 /// Runs the reader until the session is done with output and exit.
+///
+/// When it is done is the session machine's rule (`crate::machine`, shared with the
+/// shim): this loop tells it about output, end-of-file, the exit and kill requests, and
+/// sleeps until its timeout (the idle drain). Kills are carried out by the registry's
+/// tree kill, not here.
 pub(crate) async fn run(
     session: Arc<Session>,
     mut source: Source,
@@ -161,54 +168,70 @@ pub(crate) async fn run(
     let log = &mut sink;
     let mut noise = NoiseFilter::default();
     let mut buf: Vec<u8> = Vec::new();
-    let mut exit: Option<io::Result<ExitInfo>> = None;
+    let mut machine: Machine<io::Result<ExitInfo>> = Machine::new(rules(idle_drain), Now::read());
     let mut kill_rx = session.kill_requested.subscribe();
+    let mut kill_open = true;
     let mut eof = false;
+    let mut output_ended = false;
+    let mut exit = None;
+    let mut event = if *kill_rx.borrow_and_update() {
+        Event::Kill(None)
+    } else {
+        Event::Tick
+    };
     loop {
-        let ready = if exit.is_none() {
-            tokio::select! {
-                r = source.ready() => r,
-                e = waiter.wait() => {
-                    if let Ok(info) = &e {
-                        session.state().exit = Some(*info);
+        let now = Now::read();
+        for action in machine.handle(now, event) {
+            match action {
+                // After a kill only what is already buffered is read.
+                Action::DrainNow => drain_now(&mut source, &mut buf, &session, log, &mut noise),
+                Action::Finish { exit: status, .. } => exit = status,
+                // The reader carries out no kills (the registry's tree kill does).
+                _ => {}
+            }
+        }
+        if !machine.reading() && !output_ended {
+            output_ended = true;
+            end_output(&mut source, &session, log, &mut noise);
+        }
+        if machine.finished() {
+            break;
+        }
+        let wake = machine.poll_timeout(now).unwrap_or(now.at);
+        event = tokio::select! {
+            ready = source.ready(), if machine.reading() => {
+                match ready.and_then(|()| read_burst(&mut source, &mut buf, &session, log, &mut noise)) {
+                    Ok(Burst::Eof) => {
+                        eof = true;
+                        Event::OutputEnded { eof: true }
                     }
-                    exit = Some(e);
-                    continue;
+                    Ok(Burst::Drained | Burst::More) => Event::Output,
+                    Err(error) => {
+                        tracing::warn!(%error, "session output unreadable; finishing");
+                        Event::OutputEnded { eof: false }
+                    }
                 }
             }
-        } else if *kill_rx.borrow_and_update() {
-            // After a kill only what is already buffered is read.
-            drain_now(&mut source, &mut buf, &session, log, &mut noise);
-            break;
-        } else {
-            tokio::select! {
-                r = tokio::time::timeout(idle_drain, source.ready()) => match r {
-                    Ok(r) => r,
-                    Err(_) => break,
-                },
-                _ = kill_rx.changed() => continue,
+            status = waiter.wait(), if !machine.exited() => {
+                if let Ok(info) = &status {
+                    session.state().exit = Some(*info);
+                }
+                Event::Exited(status)
             }
+            changed = kill_rx.changed(), if kill_open => match changed {
+                Ok(()) if *kill_rx.borrow_and_update() => Event::Kill(None),
+                Ok(()) => Event::Tick,
+                Err(_) => {
+                    kill_open = false;
+                    Event::Tick
+                }
+            },
+            () = tokio::time::sleep_until(tokio::time::Instant::from_std(wake)),
+                if machine.poll_timeout(now).is_some() => Event::Tick,
         };
-        if let Err(error) = ready {
-            tracing::warn!(%error, "session output unreadable; finishing");
-            break;
-        }
-        match read_burst(&mut source, &mut buf, &session, log, &mut noise) {
-            Ok(Burst::Eof) => {
-                eof = true;
-                break;
-            }
-            Ok(Burst::Drained | Burst::More) => {}
-            Err(error) => {
-                tracing::warn!(%error, "session output read failed; finishing");
-                break;
-            }
-        }
     }
-    let rest = flush(&mut source, &mut noise);
-    ingest(&session, log, &rest);
-    if let Some(observer) = log.observer.as_mut() {
-        observer.end();
+    if !output_ended {
+        end_output(&mut source, &session, log, &mut noise);
     }
     drop(source);
     let exit = match exit {
@@ -225,6 +248,27 @@ pub(crate) async fn run(
         descendants_alive,
         killed_by: None,
         leftovers: Vec::new(),
+    }
+}
+
+/// The session machine's rules for an in-process session: no time limit here (the
+/// registry arms it) and no kills (the registry's tree kill carries them out).
+fn rules(idle_drain: Duration) -> Rules {
+    Rules {
+        idle_drain,
+        deadline: None,
+        kill: None,
+        kill_leftovers: false,
+        linger_recheck: Duration::ZERO,
+    }
+}
+
+/// The output is done: held bytes are flushed and the observer told.
+fn end_output(source: &mut Source, session: &Session, log: &mut Sink, noise: &mut NoiseFilter) {
+    let rest = flush(source, noise);
+    ingest(session, log, &rest);
+    if let Some(observer) = log.observer.as_mut() {
+        observer.end();
     }
 }
 

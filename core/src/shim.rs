@@ -43,20 +43,22 @@ pub(crate) mod link;
 mod supervise;
 pub(crate) mod wire;
 
-/// The shim socket protocol this build speaks.
-pub const PROTOCOL: u32 = 1;
+/// The shim socket protocol this build speaks: 2 adds length-prefixed frames after
+/// the hello (`wire::CAP_FRAMES`) and framed launch specs and ready answers.
+pub const PROTOCOL: u32 = 2;
 /// The oldest shim protocol a daemon of this build attaches to fully.
 pub const OLDEST_FULL_ATTACH: u32 = 1;
 
 /// The largest launch spec a shim reads.
 const MAX_SPEC_BYTES: u64 = 16 << 20;
 
-/// What the daemon tells a new shim to run; sent as JSON on the shim's stdin.
+/// What the daemon tells a new shim to run; sent as one frame (`wire::Framing::Lengths`)
+/// on the shim's or the launcher's stdin.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct Spec {
     /// The protocol the daemon speaks.
     pub(crate) protocol: u32,
-    /// Which launch this is, echoed in the ready line (a launcher serves many).
+    /// Which launch this is, echoed in the ready answer (a launcher serves many).
     #[serde(default)]
     pub(crate) request: u64,
     /// The session's id.
@@ -136,7 +138,7 @@ impl Spec {
     }
 }
 
-/// The one line a shim prints on its stdout once its job runs, or why it could not.
+/// What a shim says on its stdout (one frame) once its job runs, or why it could not.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub(crate) enum Ready {
@@ -155,7 +157,7 @@ pub(crate) enum Ready {
     Failed { message: String },
 }
 
-/// The ready line: the launch it answers and what became of it.
+/// The ready answer: the launch it answers and what became of it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct ReadyLine {
     pub(crate) request: u64,
@@ -189,10 +191,22 @@ pub fn main() -> i32 {
         }
     }
     let mut raw = Vec::new();
-    if let Err(error) = std::io::stdin().take(MAX_SPEC_BYTES).read_to_end(&mut raw) {
+    if let Err(error) = std::io::stdin()
+        .take(MAX_SPEC_BYTES + 8)
+        .read_to_end(&mut raw)
+    {
         return report_failure(0, &format!("the launch spec could not be read: {error}"));
     }
-    let spec: Spec = match serde_json::from_slice(&raw) {
+    let mut frames = spec_reader();
+    frames.feed(&raw);
+    let header = match frames.next() {
+        Ok(Some(frame)) => frame.header,
+        Ok(None) => Vec::new(),
+        Err(error) => {
+            return report_failure(0, &format!("the launch spec is not one frame: {error}"));
+        }
+    };
+    let spec: Spec = match serde_json::from_slice(&header) {
         Ok(spec) => spec,
         Err(error) => {
             return report_failure(
@@ -226,15 +240,26 @@ fn report_failure(request: u64, message: &str) -> i32 {
     2
 }
 
-/// Writes the ready line on stdout, in one write: lines of concurrent supervisors of
-/// one launcher share the pipe, and a write under `PIPE_BUF` is never interleaved.
+/// The reader of launch specs (the launcher's and a standalone shim's stdin).
+pub(crate) fn spec_reader() -> wire::FrameReader {
+    wire::FrameReader::new(wire::Framing::Lengths, MAX_SPEC_BYTES as usize, 0)
+}
+
+/// The reader of ready answers (a launcher's or a standalone shim's stdout).
+pub(crate) fn ready_reader() -> wire::FrameReader {
+    wire::FrameReader::new(wire::Framing::Lengths, 1 << 20, 0)
+}
+
+/// Writes the ready answer on stdout as one frame, in one write: answers of concurrent
+/// supervisors of one launcher share the pipe, and a write under `PIPE_BUF` is never
+/// interleaved.
 fn write_ready(request: u64, ready: &Ready) {
-    let line = ReadyLine {
+    let answer = ReadyLine {
         request,
         ready: ready.clone(),
     };
-    let mut line = serde_json::to_vec(&line).unwrap_or_default();
-    line.push(b'\n');
+    let mut line = Vec::new();
+    wire::encode(wire::Framing::Lengths, &answer, b"", &mut line);
     // One write(2): the daemon may have given up waiting; nothing else can be done
     // then.
     let stdout = std::io::stdout();

@@ -664,11 +664,11 @@ impl super::Registry {
         if inner.lookup(id).is_ok() {
             return;
         }
-        let Some(s) = inner.queued_session(id) else {
+        let Some(s) = inner.queue.placeholder_of(id) else {
             return;
         };
-        let mut left = inner.queue_left();
-        while inner.is_queued(&s.id) {
+        let mut left = inner.queue.on_leave();
+        while inner.queue.is_queued(&s.id) {
             if left.changed().await.is_err() {
                 return;
             }

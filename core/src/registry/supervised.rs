@@ -468,7 +468,7 @@ impl Inner {
         kill::kill_tree(&target, self.config.kill_grace).await;
     }
 
-    /// Removes the shim directory of a launch that failed without a ready line. A
+    /// Removes the shim directory of a launch that failed without a ready answer. A
     /// shim may still be starting (a launcher that answered too late): the directory
     /// is first renamed away, so such a shim can no longer record its job (it then
     /// stops the job itself), and a job it recorded before is found and stopped.

@@ -6,9 +6,9 @@
 //! parent exits), so the supervisors it forks are not in the daemon's tree either. It
 //! reaps the supervisors that end while it runs, and exits when the daemon closes its
 //! stdin (the daemon stopped or crashed): its supervisors are then re-parented to init
-//! and run on. Specs arrive on stdin as a 4-byte little-endian length and the JSON
-//! spec; each supervisor prints its own ready line, tagged with the spec's `request`,
-//! on the shared stdout in one write.
+//! and run on. Specs arrive on stdin as frames (`wire::Framing::Lengths`, the framing
+//! of every shim link); each supervisor writes its own ready answer, one frame tagged
+//! with the spec's `request`, on the shared stdout in one write.
 
 use std::io;
 use std::os::fd::AsFd;
@@ -19,7 +19,8 @@ use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 
-use super::{MAX_SPEC_BYTES, PROTOCOL, Spec};
+use super::wire::FrameReader;
+use super::{PROTOCOL, Spec};
 
 /// Serves launch specs until stdin closes; returns the exit code.
 pub(super) fn run() -> i32 {
@@ -36,7 +37,7 @@ pub(super) fn run() -> i32 {
         return 2;
     };
     let stdin = io::stdin();
-    let mut pending: Vec<u8> = Vec::new();
+    let mut pending = super::spec_reader();
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         let (input, reaped) = {
@@ -62,7 +63,7 @@ pub(super) fn run() -> i32 {
         match nix::unistd::read(stdin.as_fd(), &mut buf) {
             // The daemon is gone: the supervisors run on without us.
             Ok(0) => return 0,
-            Ok(n) => pending.extend_from_slice(&buf[..n]),
+            Ok(n) => pending.feed(&buf[..n]),
             Err(nix::errno::Errno::EINTR | nix::errno::Errno::EAGAIN) => continue,
             Err(_) => return 2,
         }
@@ -81,21 +82,14 @@ pub(super) fn run() -> i32 {
     }
 }
 
-/// Takes one whole spec frame off the front of `pending`.
-fn next_spec(pending: &mut Vec<u8>) -> Result<Option<Spec>, ()> {
-    let Some(header) = pending.first_chunk::<4>() else {
-        return Ok(None);
+/// Takes one whole spec frame off `pending`.
+fn next_spec(pending: &mut FrameReader) -> Result<Option<Spec>, ()> {
+    let frame = match pending.next() {
+        Ok(Some(frame)) => frame,
+        Ok(None) => return Ok(None),
+        Err(_) => return Err(()),
     };
-    let len = u32::from_le_bytes(*header) as usize;
-    if len as u64 > MAX_SPEC_BYTES {
-        return Err(());
-    }
-    if pending.len() < 4 + len {
-        return Ok(None);
-    }
-    let spec: Result<Spec, _> = serde_json::from_slice(&pending[4..4 + len]);
-    pending.drain(..4 + len);
-    match spec {
+    match serde_json::from_slice::<Spec>(&frame.header) {
         Ok(spec) if spec.protocol == PROTOCOL => Ok(Some(spec)),
         Ok(spec) => {
             super::report_failure(
@@ -117,7 +111,7 @@ fn fork_supervisor(spec: Spec) -> Option<i32> {
     match crate::sys::fork_single_threaded() {
         // The launcher's signalfd stays open in the child, unread (close-on-exec, so
         // no job inherits it); the supervisor reads its own, and releases the shared
-        // stdio after its ready line.
+        // stdio after its ready answer.
         Ok(None) => Some(super::supervise::run(spec, false)),
         Ok(Some(_)) => None,
         Err(error) => {

@@ -29,15 +29,19 @@ use tokio::net::unix::OwnedReadHalf;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::wire::{self, FrameReader, FromShim, Progress, ToShim};
-use super::{OLDEST_FULL_ATTACH, PROTOCOL, Ready, Spec};
+use super::wire::{self, FrameReader, Framing, FromShim, Progress, ToShim};
+use super::{OLDEST_FULL_ATTACH, PROTOCOL, Spec};
 use crate::reader::{Finish, Observer};
 use crate::session::{ExitInfo, Session};
 
 mod attach_socket;
+#[cfg(test)]
+mod compat_tests;
+mod launch;
 pub(crate) use attach_socket::AttachSocket;
+pub(crate) use launch::{Launcher, launch};
 
-/// The longest a shim may take to start its job and print its ready line.
+/// The longest a shim may take to start its job and print its ready answer.
 pub(crate) const START_TIMEOUT: Duration = Duration::from_secs(10);
 /// The longest connecting to a shim and getting its hello may take.
 pub(crate) const ATTACH_TIMEOUT: Duration = Duration::from_secs(2);
@@ -50,236 +54,14 @@ const CHATTY_BYTES: u64 = 64 * 1024;
 /// See [`CHATTY_BYTES`].
 const CHATTY_PACE: Duration = Duration::from_millis(20);
 
-/// Starts a shim with `argv` (the shim program, possibly wrapped by a dispatcher)
-/// and `env`, hands it `spec`, and returns its ready line.
-///
-/// # Errors
-/// The spawn's OS error, a shim that printed nothing in time, or an unreadable line.
-pub(crate) async fn launch(
-    argv: &[String],
-    env: &BTreeMap<OsString, OsString>,
-    spec: &Spec,
-) -> io::Result<Ready> {
-    let mut child = crate::spawn::spawn_shim(argv, env)?;
-    let spec_bytes = serde_json::to_vec(spec).map_err(io::Error::other)?;
-    let mut stdin = child
-        .stdin
-        .take()
-        .ok_or_else(|| io::Error::other("the shim has no stdin"))?;
-    let mut stdout = child
-        .stdout
-        .take()
-        .ok_or_else(|| io::Error::other("the shim has no stdout"))?;
-    let exchange = async {
-        stdin.write_all(&spec_bytes).await?;
-        drop(stdin);
-        let mut line = Vec::new();
-        stdout.read_to_end(&mut line).await?;
-        io::Result::Ok(line)
-    };
-    let line = match tokio::time::timeout(START_TIMEOUT, exchange).await {
-        Ok(Ok(line)) => line,
-        Ok(Err(error)) => {
-            let _ = child.start_kill();
-            return Err(error);
-        }
-        Err(_) => {
-            let _ = child.start_kill();
-            return Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                format!(
-                    "the session supervisor did not start within {} s",
-                    START_TIMEOUT.as_secs()
-                ),
-            ));
-        }
-    };
-    // The first process exits as soon as it has forked the shim proper.
-    drop(tokio::spawn(async move { child.wait().await }));
-    let text = String::from_utf8_lossy(&line);
-    let first = text.lines().next().unwrap_or_default();
-    parse_ready(first, argv.first().map_or("", String::as_str)).map(|l| l.ready)
-}
-
-fn parse_ready(line: &str, program: &str) -> io::Result<super::ReadyLine> {
-    serde_json::from_str(line).map_err(|e| {
-        io::Error::other(format!(
-            "the session supervisor {program} answered {line:?} instead of its ready line ({e}); check that herd-shim belongs to this herd"
-        ))
-    })
-}
-
-/// The daemon's shim launcher (`herd-shim --launcher`): started on first use,
-/// started again after it died. Each launch is one spec written to it and one ready
-/// line read back, matched by request id, so launches may overlap.
-#[derive(Debug)]
-pub(crate) struct Launcher {
-    program: PathBuf,
-    conn: tokio::sync::Mutex<Option<Arc<LauncherConn>>>,
-}
-
-/// One running launcher.
-#[derive(Debug)]
-struct LauncherConn {
-    /// Written by the launching task itself (no hop through a writer task); dropping
-    /// it closes the launcher's stdin, and the launcher exits.
-    stdin: tokio::sync::Mutex<tokio::process::ChildStdin>,
-    /// Shared with the task reading the ready lines, which must not keep `stdin`
-    /// alive (the launcher would then outlive its registry).
-    replies: Arc<Replies>,
-    next: AtomicU64,
-}
-
-/// The launches waiting for their ready line.
-#[derive(Debug, Default)]
-struct Replies {
-    pending: Mutex<HashMap<u64, oneshot::Sender<Ready>>, { rank::SHIM_PENDING }>,
-    /// Fires when the launcher's stdout closed: it died (or was never started right).
-    gone: CancellationToken,
-}
-
-impl LauncherConn {
-    fn pending_map(&self) -> MutexGuard<'_, HashMap<u64, oneshot::Sender<Ready>>> {
-        self.replies.pending_map()
-    }
-}
-
-impl Replies {
-    fn pending_map(&self) -> MutexGuard<'_, HashMap<u64, oneshot::Sender<Ready>>> {
-        self.pending
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-}
-
-impl Launcher {
-    /// A launcher for `program`; nothing is started yet.
-    pub(crate) fn new(program: PathBuf) -> Launcher {
-        Launcher {
-            program,
-            conn: tokio::sync::Mutex::new(None),
-        }
-    }
-
-    /// Has a supervisor forked for `spec` and returns its ready line.
-    ///
-    /// # Errors
-    /// The launcher could not be started, died before answering twice in a row, or
-    /// did not answer in time.
-    pub(crate) async fn launch(&self, spec: &mut Spec) -> io::Result<Ready> {
-        let mut last_error = None;
-        for _ in 0..2 {
-            let conn = self.connection().await?;
-            let id = conn.next.fetch_add(1, Ordering::Relaxed);
-            spec.request = id;
-            let body = serde_json::to_vec(&*spec).map_err(io::Error::other)?;
-            let len = u32::try_from(body.len()).map_err(|_| {
-                io::Error::new(io::ErrorKind::InvalidInput, "the launch spec is too large")
-            })?;
-            let mut frame = Vec::with_capacity(4 + body.len());
-            frame.extend_from_slice(&len.to_le_bytes());
-            frame.extend_from_slice(&body);
-            let (done_tx, done_rx) = oneshot::channel();
-            conn.pending_map().insert(id, done_tx);
-            // Bounded: a launcher that stopped reading fails the spawn, not hangs it.
-            let write = async { conn.stdin.lock().await.write_all(&frame).await };
-            let written = match tokio::time::timeout(START_TIMEOUT, write).await {
-                Ok(written) => written,
-                Err(_) => {
-                    conn.pending_map().remove(&id);
-                    conn.replies.gone.cancel();
-                    let secs = START_TIMEOUT.as_secs();
-                    let msg = format!(
-                        "the shim launcher did not take the launch within {secs} s; it was dropped and the next spawn starts a new one"
-                    );
-                    return Err(io::Error::new(io::ErrorKind::TimedOut, msg));
-                }
-            };
-            if written.is_err() {
-                conn.pending_map().remove(&id);
-                conn.replies.gone.cancel();
-                last_error = Some(io::Error::other("the shim launcher is gone"));
-                continue;
-            }
-            match tokio::time::timeout(START_TIMEOUT, done_rx).await {
-                Ok(Ok(ready)) => return Ok(ready),
-                Ok(Err(_)) => {
-                    // Its stdout closed before this launch was answered: nothing was
-                    // forked for it, so it is tried once more on a new launcher.
-                    last_error = Some(io::Error::other(
-                        "the shim launcher died before it answered",
-                    ));
-                }
-                Err(_) => {
-                    conn.pending_map().remove(&id);
-                    return Err(io::Error::new(
-                        io::ErrorKind::TimedOut,
-                        format!(
-                            "the session supervisor did not start within {} s",
-                            START_TIMEOUT.as_secs()
-                        ),
-                    ));
-                }
-            }
-        }
-        Err(last_error.unwrap_or_else(|| io::Error::other("the shim launcher is gone")))
-    }
-
-    /// The running launcher, started now when there is none (or it died).
-    async fn connection(&self) -> io::Result<Arc<LauncherConn>> {
-        let mut slot = self.conn.lock().await;
-        if let Some(conn) = slot.as_ref().filter(|c| !c.replies.gone.is_cancelled()) {
-            return Ok(Arc::clone(conn));
-        }
-        let argv = vec![
-            self.program.to_string_lossy().into_owned(),
-            "--launcher".to_owned(),
-        ];
-        let mut child = crate::spawn::spawn_shim(&argv, &BTreeMap::new())?;
-        let stdin = child
-            .stdin
-            .take()
-            .ok_or_else(|| io::Error::other("the shim launcher has no stdin"))?;
-        let stdout = child
-            .stdout
-            .take()
-            .ok_or_else(|| io::Error::other("the shim launcher has no stdout"))?;
-        // The first process exits as soon as it has forked the launcher proper.
-        drop(tokio::spawn(async move { child.wait().await }));
-        let conn = Arc::new(LauncherConn {
-            stdin: tokio::sync::Mutex::new(stdin),
-            replies: Arc::new(Replies::default()),
-            next: AtomicU64::new(1),
-        });
-        let reader = Arc::clone(&conn.replies);
-        let program = self.program.display().to_string();
-        drop(tokio::spawn(async move {
-            use tokio::io::AsyncBufReadExt;
-            let mut lines = tokio::io::BufReader::new(stdout).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                match parse_ready(&line, &program) {
-                    Ok(ready) => {
-                        if let Some(tx) = reader.pending_map().remove(&ready.request) {
-                            let _ = tx.send(ready.ready);
-                        }
-                    }
-                    Err(error) => tracing::warn!(%error, "shim launcher line not understood"),
-                }
-            }
-            reader.gone.cancel();
-            reader.pending_map().clear();
-        }));
-        *slot = Some(Arc::clone(&conn));
-        Ok(conn)
-    }
-}
-
 /// What a shim's hello says.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Hello {
     pub(crate) protocol: u32,
     pub(crate) pid: i32,
     pub(crate) progress: Progress,
+    /// How frames after the hellos are delimited.
+    pub(crate) framing: Framing,
 }
 
 /// A connection to a shim that answered hello.
@@ -312,33 +94,24 @@ pub(crate) async fn attach(dir: &ShimDir) -> Result<Attached, AttachError> {
     let exchange = async {
         let stream = UnixStream::connect(dir.socket_path()).await?;
         let (read, mut write) = stream.into_split();
-        let mut hello = Vec::new();
-        wire::encode(
-            &ToShim::Hello {
-                protocol: PROTOCOL,
-                daemon: env!("CARGO_PKG_VERSION").to_owned(),
-            },
-            b"",
-            &mut hello,
-        );
-        write.write_all(&hello).await?;
-        let mut incoming = Incoming {
-            read,
-            frames: FrameReader::default(),
-        };
+        write.write_all(&hello_line()).await?;
+        let mut incoming = Incoming::new(read, false);
         loop {
             match incoming.next().await? {
                 Some(FromShim::Hello {
                     protocol,
                     pid,
                     progress,
+                    capabilities,
                     ..
                 }) => {
                     let hello = Hello {
                         protocol,
                         pid,
                         progress,
+                        framing: framing_of(&capabilities),
                     };
+                    incoming.frames.set_framing(hello.framing);
                     return io::Result::Ok((hello, write, incoming));
                 }
                 Some(_) => {}
@@ -358,12 +131,37 @@ pub(crate) async fn attach(dir: &ShimDir) -> Result<Attached, AttachError> {
     }
     Ok(Attached {
         hello,
-        link: Link::start(write),
+        link: Link::start(write, hello.framing),
         incoming,
     })
 }
 
-/// Connects to a shim this registry has just started (its ready line named its pid
+/// The daemon's hello, a protocol-1 frame (a line) as every hello is.
+fn hello_line() -> Vec<u8> {
+    let mut hello = Vec::new();
+    wire::encode(
+        Framing::Lines,
+        &ToShim::Hello {
+            protocol: PROTOCOL,
+            daemon: env!("CARGO_PKG_VERSION").to_owned(),
+            capabilities: wire::capabilities(),
+        },
+        b"",
+        &mut hello,
+    );
+    hello
+}
+
+/// The framing after the hellos, given the shim's capabilities.
+fn framing_of(capabilities: &[String]) -> Framing {
+    if wire::frames_agreed(capabilities) {
+        Framing::Lengths
+    } else {
+        Framing::Lines
+    }
+}
+
+/// Connects to a shim this registry has just started (its ready answer named its pid
 /// and protocol) through `socket`, made before the launch, and sends hello without
 /// waiting for the answer, which the follower skips: a spawn then costs no round trip
 /// to the shim.
@@ -381,25 +179,24 @@ pub(crate) async fn attach_started(
         .await
         .map_err(AttachError::Unreachable)?;
     let (read, write) = stream.into_split();
-    let link = Link::start(write);
-    link.send(
-        &ToShim::Hello {
-            protocol: PROTOCOL,
-            daemon: env!("CARGO_PKG_VERSION").to_owned(),
-        },
-        b"",
-    );
+    // A shim of this protocol answers the hello in kind and switches to length-prefixed
+    // frames after it; the frames sent meanwhile already are.
+    let framing = if protocol >= 2 {
+        Framing::Lengths
+    } else {
+        Framing::Lines
+    };
+    let link = Link::start(write, framing);
+    link.send_bytes(hello_line());
     Ok(Attached {
         hello: Hello {
             protocol,
             pid,
             progress: Progress::default(),
+            framing,
         },
         link,
-        incoming: Incoming {
-            read,
-            frames: FrameReader::default(),
-        },
+        incoming: Incoming::new(read, framing == Framing::Lengths),
     })
 }
 
@@ -408,16 +205,32 @@ pub(crate) async fn attach_started(
 pub(crate) struct Incoming {
     read: OwnedReadHalf,
     frames: FrameReader,
+    /// Switch to length-prefixed frames after the shim's hello (a line).
+    frames_after_hello: bool,
 }
 
 impl Incoming {
+    fn new(read: OwnedReadHalf, frames_after_hello: bool) -> Incoming {
+        Incoming {
+            read,
+            frames: FrameReader::default(),
+            frames_after_hello,
+        }
+    }
+
     /// The next message; `Ok(None)` when the shim closed the connection.
     async fn next(&mut self) -> io::Result<Option<FromShim>> {
         let mut buf = [0u8; 8 * 1024];
         loop {
             match self.frames.next() {
                 Ok(Some(frame)) => match serde_json::from_slice::<FromShim>(&frame.header) {
-                    Ok(message) => return Ok(Some(message)),
+                    Ok(message) => {
+                        if self.frames_after_hello && matches!(message, FromShim::Hello { .. }) {
+                            self.frames_after_hello = false;
+                            self.frames.set_framing(Framing::Lengths);
+                        }
+                        return Ok(Some(message));
+                    }
                     Err(error) => {
                         tracing::debug!(%error, "shim frame not understood; skipped");
                         continue;
@@ -439,12 +252,14 @@ impl Incoming {
 #[derive(Debug)]
 pub(crate) struct Link {
     tx: mpsc::UnboundedSender<Vec<u8>>,
+    /// How this link's frames after the hello are delimited.
+    framing: Framing,
     pending: Mutex<HashMap<u64, oneshot::Sender<Option<String>>>, { rank::SHIM_PENDING }>,
     next_id: AtomicU64,
 }
 
 impl Link {
-    fn start(mut write: tokio::net::unix::OwnedWriteHalf) -> Arc<Link> {
+    fn start(mut write: tokio::net::unix::OwnedWriteHalf, framing: Framing) -> Arc<Link> {
         let (tx, mut rx) = mpsc::unbounded_channel::<Vec<u8>>();
         drop(tokio::spawn(async move {
             while let Some(frame) = rx.recv().await {
@@ -455,6 +270,7 @@ impl Link {
         }));
         Arc::new(Link {
             tx,
+            framing,
             pending: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
         })
@@ -462,7 +278,17 @@ impl Link {
 
     pub(crate) fn send(&self, message: &ToShim, body: &[u8]) -> bool {
         let mut frame = Vec::with_capacity(64 + body.len());
-        wire::encode(message, body, &mut frame);
+        match self.framing.encode(message, body, &mut frame) {
+            Ok(()) => self.send_bytes(frame),
+            Err(error) => {
+                tracing::error!(%error, "frame to the session's supervisor not encoded");
+                false
+            }
+        }
+    }
+
+    /// Sends bytes already framed.
+    fn send_bytes(&self, frame: Vec<u8>) -> bool {
         self.tx.send(frame).is_ok()
     }
 

@@ -8,15 +8,18 @@
 //! their parent are re-parented to it and reaped here instead of piling up as zombies
 //! under init.
 //!
-//! The session ends as the in-process reader ends it: after the job's exit, at
-//! end-of-file, or once output stayed idle for the idle drain, or at once after a kill
-//! (only what is already buffered is read). Then the exit record is written, the log
-//! closed, an attached daemon told, and the process exits.
+//! When the session ends, when the time limit fires and how a kill proceeds are the
+//! session machine's rules (`crate::machine`), shared with the in-process reader: this
+//! loop feeds it what it observed (output, end-of-file, the job's exit, kill requests,
+//! the tree's state when asked) and carries out what it answers. Once it finishes the
+//! session, the exit record is written, the log closed, an attached daemon told, and
+//! the process lingers over leftovers (`ending`) until the machine releases the tree.
 
+use std::collections::HashSet;
 use std::collections::VecDeque;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use nix::poll::{PollFd, PollFlags, ppoll};
 use nix::sys::signalfd::SignalFd;
@@ -30,7 +33,9 @@ mod hold;
 mod start;
 
 use super::Spec;
-use super::wire::{FrameReader, Progress};
+use super::wire::{FrameReader, Framing, Progress};
+use crate::config::KillSource;
+use crate::machine::{Event, Machine, Now};
 use crate::noise::NoiseFilter;
 use crate::output::LogWriter;
 use crate::spawn::{self, MasterFd};
@@ -51,12 +56,9 @@ const MAX_QUEUED_INPUT: usize = 4 << 20;
 /// Bytes queued for a daemon that is not reading before its connection is dropped.
 const MAX_QUEUED_OUT: usize = 4 << 20;
 /// How long a job that ended before its daemon first attached waits for it: the
-/// daemon that started the shim attaches right after the ready line, so this only
+/// daemon that started the shim attaches right after the ready answer, so this only
 /// runs out when that daemon died in between (the exit record is on disk anyway).
 const FIRST_ATTACH_WAIT: Duration = Duration::from_secs(10);
-/// The longest the loop waits before it reads the wall clock against a time limit's
-/// deadline again.
-const DEADLINE_RECHECK: Duration = Duration::from_secs(60);
 /// How long the final `exit` frame may take to reach an attached daemon.
 const EXIT_SEND_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -104,6 +106,8 @@ enum Input {
 struct Conn {
     stream: UnixStream,
     frames: FrameReader,
+    /// How frames go out: lines until both hellos agreed on length prefixes.
+    framing: Framing,
     out: Vec<u8>,
 }
 
@@ -117,11 +121,14 @@ struct Shim {
     noise: NoiseFilter,
     progress: Progress,
     buf: Vec<u8>,
+    /// The output reached end-of-file (or broke): it is read no more.
     eof: bool,
+    /// The job's exit, once reaped.
     exit: Option<WaitStatus>,
-    last_activity: Instant,
-    idle_drain: Duration,
-    kill_requested: bool,
+    /// What was observed since the machine was last told.
+    seen: Seen,
+    /// The session's rules: when it ends, the time limit, the kill's course.
+    machine: Machine<WaitStatus>,
     want: Option<u64>,
     input: VecDeque<Input>,
     queued_input: usize,
@@ -138,19 +145,24 @@ struct Shim {
     /// The job's start time, its identity for a tree kill.
     start_time: Option<u64>,
     session_id: String,
-    /// The time limit's wall-clock deadline, until it is enforced.
-    deadline: Option<SystemTime>,
-    kill_grace: Duration,
-    /// Why the shim killed the job itself, for the exit record.
-    killed_by: Option<String>,
+    /// Why the shim killed the job itself, for the exit record (from the machine's
+    /// finish).
+    killed_by: Option<KillSource>,
     /// What holds the job's tree: its cgroup or the shim as subreaper.
     hold: hold::Hold,
-    /// The kill under way, if any.
-    killing: Option<ending::Killing>,
-    /// Kill what is left of the tree once the main process is done.
-    kill_leftovers: bool,
+    /// Members of the tree that had SIGTERM in the kill under way.
+    term_sent: HashSet<(i32, u64)>,
     /// The v1 cgroups that carry the session's limits, removed at the end.
     limits: crate::sys::limits::Applied,
+}
+
+/// What the loop observed and has not told the machine yet (it is told at the top of
+/// the next turn, never while it is carrying out the machine's actions).
+#[derive(Debug, Default)]
+struct Seen {
+    output: bool,
+    eof: bool,
+    exit: Option<WaitStatus>,
 }
 
 /// Starts the job described by `spec` and supervises it; returns the exit code.
@@ -170,43 +182,26 @@ impl Shim {
     /// The poll loop, until the job has exited and its output is done.
     fn serve(&mut self, signals: &SignalFd) {
         loop {
-            // A kill under way is finished before the session ends: the whole tree
-            // must be gone, not only the main process.
-            let kill_wait = self.step_kill();
-            if self.is_done(kill_wait) {
+            // Every turn may have changed the tree (a SIGCHLD): a kill under way looks.
+            self.drive(Event::Woken);
+            if self.machine.finished() {
                 return;
             }
             // A chatty pipe job's output is taken in batches: after a large burst the
             // pipe (raised to 1 MiB) fills for up to `OUTPUT_PACE` before the next
             // read, so a fast writer costs a few large moves instead of many small ones.
-            let paused = self.output_paused_until.filter(|at| *at > Instant::now());
-            let mut wait: Option<Duration> = paused.map(|at| at - Instant::now());
-            if let Some(step) = kill_wait {
-                wait = Some(wait.map_or(step, |w| w.min(step)));
-            }
-            if self.exit.is_some() {
-                let left = self.idle_drain.saturating_sub(self.last_activity.elapsed())
-                    + Duration::from_millis(1);
+            let now = Now::read();
+            let paused = self.output_paused_until.filter(|at| *at > now.at);
+            let mut wait: Option<Duration> = paused.map(|at| at - now.at);
+            if let Some(at) = self.machine.poll_timeout(now) {
+                let left = at.saturating_duration_since(now.at);
                 wait = Some(wait.map_or(left, |w| w.min(left)));
-            } else if let Some(deadline) = self.deadline {
-                match deadline.duration_since(SystemTime::now()) {
-                    Ok(left) if !left.is_zero() => {
-                        // The wall clock is read again at least this often, so a
-                        // suspended machine or a clock step is noticed.
-                        let left = left.min(DEADLINE_RECHECK);
-                        wait = Some(wait.map_or(left, |w| w.min(left)));
-                    }
-                    _ => {
-                        self.enforce_time_limit();
-                        continue;
-                    }
-                }
             }
             let timeout = wait.map(timespec);
             let ready = {
                 let mut fds: Vec<PollFd<'_>> = Vec::with_capacity(5);
                 let mut slots = [usize::MAX; 5];
-                if !self.eof && paused.is_none() {
+                if self.machine.reading() && !self.eof && paused.is_none() {
                     slots[0] = fds.len();
                     fds.push(PollFd::new(self.job.output(), PollFlags::POLLIN));
                 }
@@ -246,7 +241,7 @@ impl Shim {
             };
             if ready[1] && self.read_signals(signals) {
                 // SIGTERM to the shim: an operator's stop of the whole session.
-                self.begin_kill(Some("operator_stop".to_owned()));
+                self.drive(Event::Kill(Some(KillSource::OperatorStop)));
             }
             if ready[0] {
                 self.take_output();
@@ -265,39 +260,6 @@ impl Shim {
         }
     }
 
-    /// Whether the session's loop is done: the job exited, its output is done and no
-    /// kill is under way. With `--kill-leftovers`, what is left of the tree then gets
-    /// its kill first.
-    fn is_done(&mut self, kill_wait: Option<Duration>) -> bool {
-        if self.exit.is_none() || kill_wait.is_some() {
-            return false;
-        }
-        if self.kill_requested {
-            self.drain_now();
-            return true;
-        }
-        if !self.eof && self.last_activity.elapsed() < self.idle_drain {
-            return false;
-        }
-        if self.kill_leftovers && self.killing.is_none() {
-            let (tag, floor) = (&self.session_id, self.start_time.unwrap_or(0));
-            if !self.hold.is_empty(tag, floor) {
-                self.begin_kill(None);
-                return false;
-            }
-        }
-        true
-    }
-
-    /// The time limit ran out: the job's whole tree is killed (SIGTERM, the grace,
-    /// SIGKILL, as every kill of the shim) and the session ends once the tree is gone,
-    /// with `killed_by: "time_limit"` in its exit record. Output keeps its place in the
-    /// log; what the job writes during the grace is read as usual.
-    fn enforce_time_limit(&mut self) {
-        self.deadline = None;
-        self.begin_kill(Some("time_limit".to_owned()));
-    }
-
     /// Reaps every child that has exited; the job's status is kept.
     fn reap(&mut self) {
         loop {
@@ -306,7 +268,7 @@ impl Shim {
                 Ok(status) => {
                     if status.pid().map(Pid::as_raw) == Some(self.pid) && self.exit.is_none() {
                         self.exit = Some(status);
-                        self.last_activity = Instant::now();
+                        self.seen.exit = Some(status);
                     }
                 }
             }
@@ -345,6 +307,7 @@ impl Shim {
             match nix::unistd::read(self.job.output(), &mut self.buf[filled..]) {
                 Ok(0) => {
                     self.eof = true;
+                    self.seen.eof = true;
                     break;
                 }
                 Ok(n) => filled += n,
@@ -353,12 +316,13 @@ impl Shim {
                 // A PTY master reads EIO once every slave is closed: end-of-file.
                 Err(_) => {
                     self.eof = true;
+                    self.seen.eof = true;
                     break;
                 }
             }
         }
         if filled > 0 {
-            self.last_activity = Instant::now();
+            self.seen.output = true;
             self.process(filled);
         }
         // A job that went quiet gives its grown read buffer back.
@@ -384,7 +348,6 @@ impl Shim {
         }
     }
 
-    /// Passes `buf[..filled]` through the responder and the noise filter into the log.
     /// Passes `buf[..filled]` through the responder and the noise filter into the
     /// log, borrowing the bytes all the way (no copy of a passing chunk).
     fn process(&mut self, filled: usize) {

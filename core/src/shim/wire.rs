@@ -1,14 +1,22 @@
-//! The shim's socket protocol: frames and messages, shared by both ends.
+//! The shim's protocols: frames and messages, shared by both ends.
 //!
-//! A frame is one JSON header line (at most [`MAX_HEADER_BYTES`], ending in `\n`),
-//! followed by `len` raw bytes when the header carries a `len` field (stdin data, at
-//! most [`MAX_BODY_BYTES`]). Both ends parse incrementally with [`FrameReader`], so a
-//! frame may arrive in any number of reads.
+//! One framing carries every link between the daemon, the launcher and the shims
+//! ([`Framing::Lengths`]): an 8-byte prefix (the header's length and the body's, both
+//! 32-bit little-endian), the JSON header, then the raw body (stdin data, at most
+//! [`MAX_BODY_BYTES`] on a socket). Launch specs and ready answers travel in it on the
+//! launcher's and a standalone shim's stdin and stdout, and the socket's messages do
+//! once both ends said so in their `hello`.
 //!
-//! Every message has an `op`. The first frame on a connection is the daemon's
-//! `hello` naming its protocol; the shim answers with its own `hello` (its protocol
-//! and what it knows of the job). An op a peer does not know is answered with
-//! `error` and the connection goes on, so a newer daemon can probe an older shim.
+//! The socket's `hello` itself is always a protocol-1 frame ([`Framing::Lines`]: one
+//! JSON header line, then `len` body bytes when the header has a `len` field), because
+//! shims outlive the daemon: a daemon upgraded and restarted must still reach a shim
+//! started by the binary before it, and that shim reads nothing but lines. The daemon's
+//! hello names its protocol and its capabilities; the shim answers with the protocol
+//! both speak (the lower of the two) and its own capabilities, and when both announce
+//! [`CAP_FRAMES`] every later frame on that connection, both ways, is a length-prefixed
+//! one. Both ends parse incrementally with [`FrameReader`], so a frame may arrive in any
+//! number of reads. An op a peer does not know is answered with `error` and the
+//! connection goes on, so a newer daemon can probe an older shim.
 
 use serde::{Deserialize, Serialize};
 
@@ -23,8 +31,14 @@ pub(crate) const MAX_BODY_BYTES: usize = 1 << 20;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub(crate) enum ToShim {
-    /// First frame: the daemon's protocol.
-    Hello { protocol: u32, daemon: String },
+    /// First frame (always a line): the daemon's protocol and capabilities.
+    Hello {
+        protocol: u32,
+        daemon: String,
+        /// What the daemon can do beyond its protocol (absent from protocol 1).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        capabilities: Vec<String>,
+    },
     /// Send one `grew` once the log holds more than `after` bytes.
     Want { after: u64 },
     /// Write the `len` body bytes to the job's input; answered by `done`.
@@ -52,13 +66,17 @@ pub(crate) enum ToShim {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub(crate) enum FromShim {
-    /// Answer to the daemon's `hello`.
+    /// Answer to the daemon's `hello` (always a line): the protocol both speak and the
+    /// shim's capabilities.
     Hello {
         protocol: u32,
         shim_pid: i32,
         pid: i32,
         pgid: i32,
         progress: Progress,
+        /// What the shim can do beyond its protocol (absent from protocol 1).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        capabilities: Vec<String>,
     },
     /// The log grew past the `want` mark.
     Grew { progress: Progress },
@@ -88,30 +106,107 @@ pub(crate) struct Progress {
     pub(crate) bytes_not_kept: u64,
 }
 
-/// Encodes one frame: the header line, then `body` when it is not empty.
-pub(crate) fn encode<T: Serialize>(message: &T, body: &[u8], out: &mut Vec<u8>) {
-    // A message of plain fields always serialises; an error here is a broken
-    // invariant of this module's own types, reported instead of panicking.
-    match serde_json::to_writer(&mut *out, message) {
-        Ok(()) => {}
-        Err(error) => {
-            tracing::error!(%error, "shim frame not encoded");
-            return;
+/// The capability of length-prefixed frames after the hello (protocol 2).
+pub(crate) const CAP_FRAMES: &str = "frames";
+
+/// Every capability this build announces in its hello.
+pub(crate) fn capabilities() -> Vec<String> {
+    vec![CAP_FRAMES.to_owned()]
+}
+
+/// Whether a hello's `capabilities` include length-prefixed frames.
+pub(crate) fn frames_agreed(capabilities: &[String]) -> bool {
+    capabilities.iter().any(|c| c == CAP_FRAMES)
+}
+
+/// The length of a [`Framing::Lengths`] frame's prefix.
+const PREFIX_BYTES: usize = 8;
+
+/// How frames are delimited on a link.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum Framing {
+    /// Protocol 1: a JSON header line, then `len` body bytes; every `hello`.
+    #[default]
+    Lines,
+    /// The header's and the body's length (u32 LE each), the header, the body.
+    Lengths,
+}
+
+/// Why a message could not be encoded (nothing was appended then).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum EncodeError {
+    #[error("shim message not encoded as JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("shim frame part of {0} bytes does not fit a frame's 32-bit length")]
+    TooLong(usize),
+}
+
+impl Framing {
+    /// Appends one frame of `message` and `body` to `out`; on an error `out` is left as
+    /// it was (no partial frame is ever sent).
+    ///
+    /// # Errors
+    /// [`EncodeError`]: a message that does not serialise (a broken invariant of this
+    /// module's own types), or a part too long for the length prefix.
+    pub(crate) fn encode<T: Serialize>(
+        self,
+        message: &T,
+        body: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<(), EncodeError> {
+        let start = out.len();
+        let result = self.encode_unchecked(message, body, out);
+        if result.is_err() {
+            out.truncate(start);
         }
+        result
     }
-    out.push(b'\n');
-    out.extend_from_slice(body);
+
+    fn encode_unchecked<T: Serialize>(
+        self,
+        message: &T,
+        body: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<(), EncodeError> {
+        match self {
+            Framing::Lines => {
+                serde_json::to_writer(&mut *out, message)?;
+                out.push(b'\n');
+            }
+            Framing::Lengths => {
+                let start = out.len();
+                out.extend_from_slice(&[0; PREFIX_BYTES]);
+                serde_json::to_writer(&mut *out, message)?;
+                let header = out.len() - start - PREFIX_BYTES;
+                let header_len = u32::try_from(header).map_err(|_| EncodeError::TooLong(header))?;
+                let body_len =
+                    u32::try_from(body.len()).map_err(|_| EncodeError::TooLong(body.len()))?;
+                out[start..start + 4].copy_from_slice(&header_len.to_le_bytes());
+                out[start + 4..start + PREFIX_BYTES].copy_from_slice(&body_len.to_le_bytes());
+            }
+        }
+        out.extend_from_slice(body);
+        Ok(())
+    }
+}
+
+/// Appends one frame to `out`, logging instead of failing: for the shim's and the
+/// link's own messages, whose encoding cannot fail but for a broken invariant.
+pub(crate) fn encode<T: Serialize>(framing: Framing, message: &T, body: &[u8], out: &mut Vec<u8>) {
+    if let Err(error) = framing.encode(message, body, out) {
+        tracing::error!(%error, "shim frame not encoded");
+    }
 }
 
 /// Why a peer's bytes are not a frame; the connection is then dropped.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum FrameError {
-    /// The header line is longer than [`MAX_HEADER_BYTES`].
-    #[error("frame header longer than {MAX_HEADER_BYTES} bytes")]
-    HeaderTooLong,
-    /// The body is longer than [`MAX_BODY_BYTES`].
-    #[error("frame body of {0} bytes is longer than {MAX_BODY_BYTES}")]
-    BodyTooLong(usize),
+    /// The header is longer than the link allows.
+    #[error("frame header longer than {0} bytes")]
+    HeaderTooLong(usize),
+    /// The body is longer than the link allows.
+    #[error("frame body of {0} bytes is longer than the {1} a frame may carry")]
+    BodyTooLong(usize, usize),
 }
 
 /// One parsed frame: the header's JSON and its body.
@@ -122,9 +217,19 @@ pub(crate) struct Frame {
 }
 
 /// Incremental frame parser: feed bytes as they arrive, take whole frames out.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct FrameReader {
     buf: Vec<u8>,
+    framing: Framing,
+    max_header: usize,
+    max_body: usize,
+}
+
+impl Default for FrameReader {
+    /// A socket's reader: lines first (the hello), the socket's limits.
+    fn default() -> FrameReader {
+        FrameReader::new(Framing::Lines, MAX_HEADER_BYTES, MAX_BODY_BYTES)
+    }
 }
 
 /// Only the `len` field of a header, to know how long its body is.
@@ -135,6 +240,21 @@ struct BodyLen {
 }
 
 impl FrameReader {
+    /// A reader of `framing` frames of at most `max_header` and `max_body` bytes.
+    pub(crate) fn new(framing: Framing, max_header: usize, max_body: usize) -> FrameReader {
+        FrameReader {
+            buf: Vec::new(),
+            framing,
+            max_header,
+            max_body,
+        }
+    }
+
+    /// Parses the bytes from here on (those already received included) as `framing`.
+    pub(crate) fn set_framing(&mut self, framing: Framing) {
+        self.framing = framing;
+    }
+
     /// Appends received bytes.
     pub(crate) fn feed(&mut self, bytes: &[u8]) {
         self.buf.extend_from_slice(bytes);
@@ -145,27 +265,47 @@ impl FrameReader {
     /// # Errors
     /// [`FrameError`] when the peer sent something no valid frame starts with.
     pub(crate) fn next(&mut self) -> Result<Option<Frame>, FrameError> {
-        let Some(nl) = memchr::memchr(b'\n', &self.buf) else {
-            if self.buf.len() > MAX_HEADER_BYTES {
-                return Err(FrameError::HeaderTooLong);
+        let (header_at, header_len, body_len) = match self.framing {
+            Framing::Lines => {
+                let Some(nl) = memchr::memchr(b'\n', &self.buf) else {
+                    if self.buf.len() > self.max_header {
+                        return Err(FrameError::HeaderTooLong(self.max_header));
+                    }
+                    return Ok(None);
+                };
+                // A header that is not JSON has no body; the caller answers its error.
+                let len = serde_json::from_slice::<BodyLen>(&self.buf[..nl]).map_or(0, |b| b.len);
+                (0, nl, len)
             }
-            return Ok(None);
+            Framing::Lengths => {
+                let Some(prefix) = self.buf.first_chunk::<PREFIX_BYTES>() else {
+                    return Ok(None);
+                };
+                let mut header = [0u8; 4];
+                let mut body = [0u8; 4];
+                header.copy_from_slice(&prefix[..4]);
+                body.copy_from_slice(&prefix[4..]);
+                let header = u32::from_le_bytes(header) as usize;
+                let body = u32::from_le_bytes(body) as usize;
+                (PREFIX_BYTES, header, body)
+            }
         };
-        if nl > MAX_HEADER_BYTES {
-            return Err(FrameError::HeaderTooLong);
+        if header_len > self.max_header {
+            return Err(FrameError::HeaderTooLong(self.max_header));
         }
-        // A header that is not JSON has no body; the caller answers its error.
-        let len = serde_json::from_slice::<BodyLen>(&self.buf[..nl]).map_or(0, |b| b.len);
-        if len > MAX_BODY_BYTES {
-            return Err(FrameError::BodyTooLong(len));
+        if body_len > self.max_body {
+            return Err(FrameError::BodyTooLong(body_len, self.max_body));
         }
-        if self.buf.len() < nl + 1 + len {
+        // A line's newline sits between its header and its body.
+        let body_at = header_at + header_len + usize::from(self.framing == Framing::Lines);
+        if self.buf.len() < body_at + body_len {
             return Ok(None);
         }
-        let rest = self.buf.split_off(nl + 1 + len);
+        let rest = self.buf.split_off(body_at + body_len);
         let mut frame = std::mem::replace(&mut self.buf, rest);
-        let body = frame.split_off(nl + 1);
-        frame.truncate(nl);
+        let body = frame.split_off(body_at);
+        frame.truncate(header_at + header_len);
+        frame.drain(..header_at);
         Ok(Some(Frame {
             header: frame,
             body,

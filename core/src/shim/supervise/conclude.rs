@@ -44,7 +44,7 @@ impl Shim {
             total_ingested: self.progress.total_ingested,
             bytes_not_kept: self.progress.bytes_not_kept,
             descendants_alive,
-            killed_by: self.killed_by.clone(),
+            killed_by: self.killed_by.map(|source| source.as_str().to_owned()),
             // What of the tree outlived the main process (or survived a kill): the
             // shim holds it from here on (see `linger`).
             leftovers: self
@@ -67,7 +67,12 @@ impl Shim {
         let progress = self.progress;
         let kept = written.is_err().then(|| record.clone());
         if let Some(mut conn) = self.conn.take() {
-            wire::encode(&FromShim::Exit { record, progress }, b"", &mut conn.out);
+            wire::encode(
+                conn.framing,
+                &FromShim::Exit { record, progress },
+                b"",
+                &mut conn.out,
+            );
             let _ = conn.stream.set_nonblocking(false);
             let _ = conn.stream.set_write_timeout(Some(EXIT_SEND_TIMEOUT));
             let _ = conn.stream.write_all(&conn.out);

@@ -15,7 +15,7 @@ use super::{
     write_all_nonblocking,
 };
 use crate::shim::PROTOCOL;
-use crate::shim::wire::{self, FrameReader, FromShim, ToShim};
+use crate::shim::wire::{self, FrameReader, Framing, FromShim, ToShim};
 
 impl Shim {
     /// Waits for the daemon that started this shim to attach (at most
@@ -71,6 +71,7 @@ impl Shim {
                     self.conn = Some(Conn {
                         stream,
                         frames: FrameReader::default(),
+                        framing: Framing::Lines,
                         out: Vec::new(),
                     });
                     self.want = None;
@@ -127,15 +128,29 @@ impl Shim {
 
     pub(super) fn handle(&mut self, message: ToShim, body: Vec<u8>) {
         match message {
-            ToShim::Hello { .. } => {
+            ToShim::Hello {
+                protocol,
+                capabilities,
+                ..
+            } => {
                 self.greeted = true;
+                // The protocol both speak: an older daemon attaches fully too.
                 self.send(&FromShim::Hello {
-                    protocol: PROTOCOL,
+                    protocol: PROTOCOL.min(protocol.max(1)),
                     shim_pid: crate::sys::own_pid(),
                     pid: self.pid,
                     pgid: self.pgid,
                     progress: self.progress,
+                    capabilities: wire::capabilities(),
                 });
+                // Both hellos were lines; what follows is length-prefixed when the
+                // daemon can read it.
+                if wire::frames_agreed(&capabilities)
+                    && let Some(conn) = self.conn.as_mut()
+                {
+                    conn.framing = Framing::Lengths;
+                    conn.frames.set_framing(Framing::Lengths);
+                }
             }
             ToShim::Want { after } => self.want = Some(after),
             ToShim::Stdin { id, .. } => {
@@ -179,7 +194,7 @@ impl Shim {
                 };
                 self.send_done(id, error);
             }
-            ToShim::Kill { source } => self.begin_kill(source),
+            ToShim::Kill { source } => self.kill_requested(source),
             ToShim::Terminal { attached } => self.set_terminal(attached),
         }
     }
@@ -190,7 +205,7 @@ impl Shim {
 
     pub(super) fn send(&mut self, message: &FromShim) {
         if let Some(conn) = self.conn.as_mut() {
-            wire::encode(message, b"", &mut conn.out);
+            wire::encode(conn.framing, message, b"", &mut conn.out);
             if conn.out.len() > MAX_QUEUED_OUT {
                 self.drop_conn();
             }

@@ -1,17 +1,17 @@
-//! The kills the shim carries out itself, as states of its poll loop: a
-//! kill request of the daemon, the time limit, an operator's SIGTERM to the shim, and
-//! `--kill-leftovers` once the job's main process is done. Each is SIGTERM (and
-//! SIGCONT) to the whole tree, the grace, then SIGKILL (`cgroup.kill` in a cgroup),
-//! then up to [`SURVIVOR_PROBE`] for the tree to be empty. No runtime, no blocking:
-//! the loop calls [`Shim::step_kill`] on every turn and waits at most until its next
-//! step, so the kill completes whether or not a daemon is attached.
+//! The shim's side of the session machine (`crate::machine`): telling it what the loop
+//! observed and carrying out what it answers. The kills the shim carries out itself
+//! (a kill request of the daemon, the time limit, an operator's SIGTERM to the shim,
+//! `--kill-leftovers` once the job's main process is done) are the machine's course:
+//! SIGTERM (and SIGCONT) to the whole tree, the grace, then SIGKILL (`cgroup.kill` in a
+//! cgroup), then up to the survivor probe for the tree to be empty. No runtime, no
+//! blocking: the loop tells the machine the time on every turn and waits at most until
+//! its next step, so the kill completes whether or not a daemon is attached.
 //!
 //! Then the lingering: a job whose main process is done while other processes of its
 //! tree live on (leftovers) is concluded (the exit record lists them), and the shim
 //! stays, holding them, until they are gone or a kill (SIGTERM to the shim, the time
 //! limit) ends them; the session's cgroup is removed once empty.
 
-use std::collections::HashSet;
 use std::time::{Duration, Instant, SystemTime};
 
 use nix::poll::{PollFd, PollFlags, ppoll};
@@ -19,11 +19,10 @@ use nix::sys::signal::Signal;
 use nix::sys::signalfd::SignalFd;
 use std::os::fd::AsFd;
 
-use super::{Shim, timespec};
+use super::{Shim, Spec, timespec};
+use crate::config::KillSource;
+use crate::machine::{Action, Event, KillRules, Now, Rules};
 
-/// How long after SIGKILL the tree may take to be empty before what is left counts
-/// as survivors.
-const SURVIVOR_PROBE: Duration = Duration::from_secs(1);
 /// How often a kill looks again at the tree (new members get SIGTERM; an empty tree
 /// ends the wait) in a cgroup, where a look is one small read.
 const CGROUP_RECHECK: Duration = Duration::from_millis(10);
@@ -33,125 +32,114 @@ const TABLE_RECHECK: Duration = Duration::from_millis(50);
 /// exits wake it at once through SIGCHLD; this is the backstop).
 const LINGER_RECHECK: Duration = Duration::from_secs(5);
 
-/// A kill under way.
-#[derive(Debug)]
-pub(super) struct Killing {
-    /// Members that had SIGTERM.
-    term_sent: HashSet<(i32, u64)>,
-    phase: Phase,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    /// SIGTERM sent; SIGKILL at `until` unless the tree is empty before.
-    Grace { until: Instant },
-    /// SIGKILL sent; what is alive at `until` survived.
-    Probe { until: Instant },
-    /// The tree is empty, or the probe ran out.
-    Done,
+/// The machine's rules for the session `spec` describes, its tree held in a cgroup
+/// (`in_cgroup`) or by the shim as subreaper.
+pub(super) fn rules(spec: &Spec, in_cgroup: bool) -> Rules {
+    Rules {
+        idle_drain: Duration::from_millis(spec.idle_drain_ms),
+        deadline: spec
+            .deadline_unix_ms
+            .map(|ms| SystemTime::UNIX_EPOCH + Duration::from_millis(ms)),
+        kill: Some(KillRules {
+            grace: Duration::from_millis(spec.kill_grace_ms),
+            recheck: if in_cgroup {
+                CGROUP_RECHECK
+            } else {
+                TABLE_RECHECK
+            },
+        }),
+        kill_leftovers: spec.kill_leftovers,
+        linger_recheck: LINGER_RECHECK,
+    }
 }
 
 impl Shim {
-    /// Starts a kill of the whole tree; `source` goes to the exit record as
-    /// `killed_by` (`None` for leftovers after an exit of its own). A kill already
-    /// under way keeps its course and its source.
-    pub(super) fn begin_kill(&mut self, source: Option<String>) {
-        self.kill_requested = true;
-        if self.killing.is_some() {
-            return;
+    /// Tells the machine what was observed since the last time, then `event`, and
+    /// carries out its answers (answering its questions about the tree at once).
+    pub(super) fn drive(&mut self, event: Event<nix::sys::wait::WaitStatus>) {
+        let mut now = Now::read();
+        let seen = std::mem::take(&mut self.seen);
+        let mut queue = Vec::with_capacity(4);
+        if seen.output {
+            queue.push(Event::Output);
         }
-        if self.killed_by.is_none() {
-            self.killed_by = source;
+        if let Some(status) = seen.exit {
+            queue.push(Event::Exited(status));
         }
-        let mut term_sent = HashSet::new();
-        let (tag, floor) = (self.session_id.clone(), self.start_time.unwrap_or(0));
-        self.hold.terminate(&tag, floor, true, &mut term_sent);
-        let phase = if self.kill_grace.is_zero() {
-            self.hold.kill(&tag, floor, true);
-            Phase::Probe {
-                until: Instant::now() + SURVIVOR_PROBE,
+        if seen.eof {
+            queue.push(Event::OutputEnded { eof: true });
+        }
+        queue.push(event);
+        queue.reverse();
+        while let Some(event) = queue.pop() {
+            if let Event::Tree { .. } = event {
+                // The time after the look (a process-table scan takes time of its own).
+                now = Now::read();
             }
-        } else {
-            Phase::Grace {
-                until: Instant::now() + self.kill_grace,
-            }
-        };
-        tracing::debug!(source = ?self.killed_by, "the shim kills the tree");
-        self.killing = Some(Killing { term_sent, phase });
-    }
-
-    /// Takes the kill's next step when it is due; returns how long until the one
-    /// after, `None` when no kill is under way or it is done.
-    pub(super) fn step_kill(&mut self) -> Option<Duration> {
-        let tag = self.session_id.clone();
-        let floor = self.start_time.unwrap_or(0);
-        let killing = self.killing.as_mut()?;
-        if killing.phase == Phase::Done {
-            return None;
-        }
-        if self.hold.is_empty(&tag, floor) {
-            killing.phase = Phase::Done;
-            return None;
-        }
-        let now = Instant::now();
-        killing.phase = match killing.phase {
-            Phase::Grace { until } if now >= until => {
-                self.hold.kill(&tag, floor, true);
-                Phase::Probe {
-                    until: now + SURVIVOR_PROBE,
+            for action in self.machine.handle(now, event) {
+                if let Some(answer) = self.act(action) {
+                    queue.push(answer);
                 }
             }
-            Phase::Grace { until } => {
-                self.hold
-                    .terminate(&tag, floor, false, &mut killing.term_sent);
-                Phase::Grace { until }
-            }
-            Phase::Probe { until } if now >= until => {
-                tracing::warn!("processes of the tree survived SIGKILL");
-                Phase::Done
-            }
-            Phase::Probe { until } => {
-                // Idempotent, and reaches what was forked meanwhile.
-                self.hold.kill(&tag, floor, false);
-                Phase::Probe { until }
-            }
-            Phase::Done => Phase::Done,
-        };
-        let recheck = if self.hold.cgroup().is_some() {
-            CGROUP_RECHECK
-        } else {
-            TABLE_RECHECK
-        };
-        match killing.phase {
-            Phase::Grace { until } | Phase::Probe { until } => {
-                Some(until.saturating_duration_since(now).min(recheck))
-            }
-            Phase::Done => None,
         }
+    }
+
+    /// Carries out one action; returns the answer the machine asked for, if any.
+    fn act(
+        &mut self,
+        action: Action<nix::sys::wait::WaitStatus>,
+    ) -> Option<Event<nix::sys::wait::WaitStatus>> {
+        let (tag, floor) = (self.session_id.clone(), self.start_time.unwrap_or(0));
+        match action {
+            Action::Terminate { first } => {
+                if first {
+                    tracing::debug!("the shim kills the tree");
+                    self.term_sent.clear();
+                }
+                self.hold.terminate(&tag, floor, first, &mut self.term_sent);
+            }
+            Action::Escalate { first } => self.hold.kill(&tag, floor, first),
+            Action::LookAtTree => {
+                return Some(Event::Tree {
+                    empty: self.hold.is_empty(&tag, floor),
+                });
+            }
+            Action::DrainNow => self.drain_now(),
+            Action::Finish {
+                exit, killed_by, ..
+            } => {
+                if exit.is_some() {
+                    self.exit = exit;
+                }
+                self.killed_by = killed_by;
+            }
+            Action::Survivors => tracing::warn!("processes of the tree survived SIGKILL"),
+            Action::Release => {}
+        }
+        None
+    }
+
+    /// A kill requested by the daemon (`source` is its name of the kill's source).
+    pub(super) fn kill_requested(&mut self, source: Option<String>) {
+        let source = source.as_deref().and_then(KillSource::from_name);
+        self.drive(Event::Kill(source));
     }
 
     /// After the conclusion: holds the leftovers until they are gone or killed, then
     /// removes the session's cgroup.
     pub(super) fn linger(&mut self, signals: &SignalFd) {
-        let tag = self.session_id.clone();
-        let floor = self.start_time.unwrap_or(0);
         loop {
             self.reap();
-            let kill_wait = self.step_kill();
-            if kill_wait.is_none() && (self.hold.is_empty(&tag, floor) || self.killing.is_some()) {
+            // Whatever woke the loop (a leftover's exit) may have emptied the tree.
+            self.drive(Event::Woken);
+            if self.machine.released() {
                 break;
             }
-            let mut wait = kill_wait.unwrap_or(LINGER_RECHECK);
-            if let Some(deadline) = self.deadline {
-                match deadline.duration_since(SystemTime::now()) {
-                    Ok(left) if !left.is_zero() => wait = wait.min(left),
-                    _ => {
-                        self.deadline = None;
-                        self.begin_kill(Some("time_limit".to_owned()));
-                        continue;
-                    }
-                }
-            }
+            let now = Now::read();
+            let wait = self
+                .machine
+                .poll_timeout(now)
+                .map_or(LINGER_RECHECK, |at| at.saturating_duration_since(now.at));
             let mut fds = [PollFd::new(signals.as_fd(), PollFlags::POLLIN)];
             match ppoll(&mut fds, Some(timespec(wait)), None) {
                 Ok(_) | Err(nix::errno::Errno::EINTR) => {}
@@ -161,7 +149,7 @@ impl Shim {
                 }
             }
             if self.read_signals(signals) {
-                self.begin_kill(Some("process_kill".to_owned()));
+                self.drive(Event::Kill(Some(KillSource::ProcessKill)));
             }
         }
         self.release_hold();

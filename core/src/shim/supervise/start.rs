@@ -1,5 +1,5 @@
 //! The start-up of a job: the shim leaves the daemon's tree, binds its socket, starts
-//! the job, watches SIGCHLD, writes its info record and the ready line, and lets go of
+//! the job, watches SIGCHLD, writes its info record and the ready answer, and lets go of
 //! the daemon's pipes.
 //!
 //! Invariant: every failure after the job started kills the job's group and removes the
@@ -8,7 +8,6 @@
 use std::collections::VecDeque;
 use std::io;
 use std::os::unix::net::UnixListener;
-use std::time::{Duration, Instant, SystemTime};
 
 use herd_persistence::{Mode, SHIM_RECORD_VERSION, ShimDir, ShimInfo};
 use nix::sys::signal::{SigSet, Signal};
@@ -25,7 +24,7 @@ use crate::sys::cgroup::SessionCgroup;
 use crate::sys::limits::Applied;
 
 /// Starts the job described by `spec`; `Err` carries the exit code once the failure
-/// was reported on the ready line.
+/// was reported on the ready answer.
 pub(super) fn start(spec: &Spec, detach: bool) -> Result<(Shim, SignalFd, ShimDir), i32> {
     let detached = if detach {
         crate::sys::detach_from_parent()
@@ -329,7 +328,7 @@ fn give_up_cgroup(hold: &mut Hold, error: &std::io::Error) {
     *hold = Hold::Subreaper(why);
 }
 
-/// Writes the info record and then the ready line; returns the job's start time.
+/// Writes the info record and then the ready answer; returns the job's start time.
 fn announce(spec: &Spec, dir: &ShimDir, pid: i32, hold: &Hold) -> Result<Option<u64>, i32> {
     let own_pid = crate::sys::own_pid();
     let info = ShimInfo {
@@ -385,9 +384,11 @@ fn new_shim(
         buf: Vec::new(),
         eof: false,
         exit: None,
-        last_activity: Instant::now(),
-        idle_drain: Duration::from_millis(spec.idle_drain_ms),
-        kill_requested: false,
+        seen: super::Seen::default(),
+        machine: crate::machine::Machine::new(
+            super::ending::rules(spec, hold.cgroup().is_some()),
+            crate::machine::Now::read(),
+        ),
         want: None,
         input: VecDeque::new(),
         queued_input: 0,
@@ -399,14 +400,9 @@ fn new_shim(
         uid: nix::unistd::getuid().as_raw(),
         start_time,
         session_id: spec.session_id.clone(),
-        deadline: spec
-            .deadline_unix_ms
-            .map(|ms| SystemTime::UNIX_EPOCH + Duration::from_millis(ms)),
-        kill_grace: Duration::from_millis(spec.kill_grace_ms),
         killed_by: None,
         hold,
-        killing: None,
-        kill_leftovers: spec.kill_leftovers,
+        term_sent: std::collections::HashSet::new(),
         limits: crate::sys::limits::Applied::default(),
     }
 }
@@ -435,7 +431,7 @@ fn child_signals() -> nix::Result<SignalFd> {
 }
 
 /// Points stdin, stdout and stderr at /dev/null: the daemon's pipes close, so its
-/// read of the ready line ends, and nothing the shim does later can block on them.
+/// read of the ready answer ends, and nothing the shim does later can block on them.
 fn release_stdio() {
     let Ok(null) = std::fs::OpenOptions::new()
         .read(true)

@@ -1,29 +1,43 @@
-//! Tests for the shim frames: every split of a stream gives the same frames.
+//! Tests for the shim frames: every split of a stream gives the same frames, in both
+//! framings, and a failed encode leaves nothing behind.
+
+use std::collections::BTreeMap;
 
 use super::*;
 
-fn stream() -> Vec<u8> {
+fn stream(framing: Framing) -> Vec<u8> {
     let mut out = Vec::new();
+    // The hello is always a line; what follows is in the link's framing.
     encode(
+        Framing::Lines,
         &ToShim::Hello {
-            protocol: 1,
+            protocol: 2,
             daemon: "0.1.0".to_owned(),
+            capabilities: capabilities(),
         },
         b"",
         &mut out,
     );
-    encode(&ToShim::Stdin { id: 3, len: 5 }, b"ab\ncd", &mut out);
-    encode(&ToShim::Want { after: 10 }, b"", &mut out);
+    encode(
+        framing,
+        &ToShim::Stdin { id: 3, len: 5 },
+        b"ab\ncd",
+        &mut out,
+    );
+    encode(framing, &ToShim::Want { after: 10 }, b"", &mut out);
     out
 }
 
-fn frames(chunks: &[&[u8]]) -> Vec<(ToShim, Vec<u8>)> {
+fn frames(framing: Framing, chunks: &[&[u8]]) -> Vec<(ToShim, Vec<u8>)> {
     let mut reader = FrameReader::default();
     let mut got = Vec::new();
     for chunk in chunks {
         reader.feed(chunk);
         while let Some(frame) = reader.next().expect("valid") {
             let msg: ToShim = serde_json::from_slice(&frame.header).expect("a message");
+            if matches!(msg, ToShim::Hello { .. }) {
+                reader.set_framing(framing);
+            }
             got.push((msg, frame.body));
         }
     }
@@ -33,27 +47,40 @@ fn frames(chunks: &[&[u8]]) -> Vec<(ToShim, Vec<u8>)> {
 
 #[test]
 fn frames_parse_the_same_at_every_split() {
-    let bytes = stream();
-    let whole = frames(&[&bytes]);
-    assert_eq!(whole.len(), 3);
-    assert_eq!(
-        whole[1],
-        (ToShim::Stdin { id: 3, len: 5 }, b"ab\ncd".to_vec())
-    );
-    for cut in 0..bytes.len() {
+    for framing in [Framing::Lines, Framing::Lengths] {
+        let bytes = stream(framing);
+        let whole = frames(framing, &[&bytes]);
+        assert_eq!(whole.len(), 3);
         assert_eq!(
-            frames(&[&bytes[..cut], &bytes[cut..]]),
-            whole,
-            "split at {cut}"
+            whole[1],
+            (ToShim::Stdin { id: 3, len: 5 }, b"ab\ncd".to_vec())
         );
+        for cut in 0..bytes.len() {
+            assert_eq!(
+                frames(framing, &[&bytes[..cut], &bytes[cut..]]),
+                whole,
+                "{framing:?} split at {cut}"
+            );
+        }
     }
+}
+
+#[test]
+fn a_length_prefixed_frame_is_its_two_lengths_then_its_parts() {
+    let mut out = Vec::new();
+    encode(Framing::Lengths, &ToShim::Close { id: 7 }, b"xyz", &mut out);
+    let header = br#"{"op":"close","id":7}"#;
+    assert_eq!(&out[..4], &(header.len() as u32).to_le_bytes());
+    assert_eq!(&out[4..8], &3u32.to_le_bytes());
+    assert_eq!(&out[8..8 + header.len()], header);
+    assert_eq!(&out[8 + header.len()..], b"xyz");
 }
 
 #[test]
 fn oversized_frames_are_errors() {
     let mut reader = FrameReader::default();
     reader.feed(&vec![b'x'; MAX_HEADER_BYTES + 1]);
-    assert!(matches!(reader.next(), Err(FrameError::HeaderTooLong)));
+    assert!(matches!(reader.next(), Err(FrameError::HeaderTooLong(_))));
     let mut reader = FrameReader::default();
     reader.feed(
         format!(
@@ -62,7 +89,18 @@ fn oversized_frames_are_errors() {
         )
         .as_bytes(),
     );
-    assert!(matches!(reader.next(), Err(FrameError::BodyTooLong(_))));
+    assert!(matches!(reader.next(), Err(FrameError::BodyTooLong(..))));
+    let mut reader = FrameReader::new(Framing::Lengths, 16, 16);
+    reader.feed(&17u32.to_le_bytes());
+    reader.feed(&0u32.to_le_bytes());
+    assert!(matches!(reader.next(), Err(FrameError::HeaderTooLong(16))));
+    let mut reader = FrameReader::new(Framing::Lengths, 16, 16);
+    reader.feed(&2u32.to_le_bytes());
+    reader.feed(&17u32.to_le_bytes());
+    assert!(matches!(
+        reader.next(),
+        Err(FrameError::BodyTooLong(17, 16))
+    ));
 }
 
 #[test]
@@ -71,4 +109,23 @@ fn an_unknown_op_is_a_frame_whose_message_does_not_parse() {
     reader.feed(b"{\"op\":\"teleport\"}\n");
     let frame = reader.next().expect("a frame").expect("complete");
     assert!(serde_json::from_slice::<ToShim>(&frame.header).is_err());
+}
+
+#[test]
+fn a_failed_encode_leaves_the_buffer_as_it_was() {
+    // A map with non-string keys fails half-way through (after its opening brace).
+    let mut bad = BTreeMap::new();
+    bad.insert(vec![1u8], 1u8);
+    for framing in [Framing::Lines, Framing::Lengths] {
+        let mut out = Vec::new();
+        encode(framing, &ToShim::Want { after: 1 }, b"", &mut out);
+        let before = out.clone();
+        assert!(framing.encode(&bad, b"body", &mut out).is_err());
+        assert_eq!(out, before, "{framing:?}: no partial frame left");
+        encode(framing, &ToShim::Want { after: 2 }, b"", &mut out);
+        let mut reader = FrameReader::new(framing, MAX_HEADER_BYTES, MAX_BODY_BYTES);
+        reader.feed(&out);
+        assert!(reader.next().expect("valid").is_some());
+        assert!(reader.next().expect("valid, no debris").is_some());
+    }
 }

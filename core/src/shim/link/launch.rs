@@ -1,0 +1,268 @@
+//! Starting shims: a standalone one (a dispatcher wraps it) handed one launch spec,
+//! or the daemon's launcher, which forks a supervisor per spec. Specs go out and ready
+//! answers come back as frames of the one framing every shim link uses
+//! (`wire::Framing::Lengths`).
+
+use crate::lock_order::{Mutex, MutexGuard, rank};
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::OsString;
+use std::io;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use super::START_TIMEOUT;
+use crate::shim::wire::Framing;
+use crate::shim::{Ready, Spec};
+
+/// Starts a shim with `argv` (the shim program, possibly wrapped by a dispatcher)
+/// and `env`, hands it `spec` (one frame), and returns its ready answer.
+///
+/// # Errors
+/// The spawn's OS error, a shim that printed nothing in time, or an unreadable line.
+pub(crate) async fn launch(
+    argv: &[String],
+    env: &BTreeMap<OsString, OsString>,
+    spec: &Spec,
+) -> io::Result<Ready> {
+    let mut child = crate::spawn::spawn_shim(argv, env)?;
+    let mut spec_bytes = Vec::new();
+    Framing::Lengths
+        .encode(spec, b"", &mut spec_bytes)
+        .map_err(io::Error::other)?;
+    let mut stdin = child
+        .stdin
+        .take()
+        .ok_or_else(|| io::Error::other("the shim has no stdin"))?;
+    let mut stdout = child
+        .stdout
+        .take()
+        .ok_or_else(|| io::Error::other("the shim has no stdout"))?;
+    let exchange = async {
+        stdin.write_all(&spec_bytes).await?;
+        drop(stdin);
+        let mut line = Vec::new();
+        stdout.read_to_end(&mut line).await?;
+        io::Result::Ok(line)
+    };
+    let line = match tokio::time::timeout(START_TIMEOUT, exchange).await {
+        Ok(Ok(line)) => line,
+        Ok(Err(error)) => {
+            let _ = child.start_kill();
+            return Err(error);
+        }
+        Err(_) => {
+            let _ = child.start_kill();
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!(
+                    "the session supervisor did not start within {} s",
+                    START_TIMEOUT.as_secs()
+                ),
+            ));
+        }
+    };
+    // The first process exits as soon as it has forked the shim proper.
+    drop(tokio::spawn(async move { child.wait().await }));
+    let mut frames = crate::shim::ready_reader();
+    frames.feed(&line);
+    let program = argv.first().map_or("", String::as_str);
+    match frames.next() {
+        Ok(Some(frame)) => parse_ready(&frame.header, program).map(|l| l.ready),
+        _ => Err(not_ready(&line, program, "not one frame")),
+    }
+}
+
+fn parse_ready(header: &[u8], program: &str) -> io::Result<crate::shim::ReadyLine> {
+    serde_json::from_slice(header).map_err(|e| not_ready(header, program, &e.to_string()))
+}
+
+/// The error for a shim that answered something else than its ready answer.
+fn not_ready(answer: &[u8], program: &str, why: &str) -> io::Error {
+    let answer = String::from_utf8_lossy(&answer[..answer.len().min(200)]);
+    io::Error::other(format!(
+        "the session supervisor {program} answered {answer:?} instead of its ready answer ({why}); check that herd-shim belongs to this herd"
+    ))
+}
+
+/// The daemon's shim launcher (`herd-shim --launcher`): started on first use,
+/// started again after it died. Each launch is one spec written to it and one ready
+/// line read back, matched by request id, so launches may overlap.
+#[derive(Debug)]
+pub(crate) struct Launcher {
+    program: PathBuf,
+    conn: tokio::sync::Mutex<Option<Arc<LauncherConn>>>,
+}
+
+/// One running launcher.
+#[derive(Debug)]
+struct LauncherConn {
+    /// Written by the launching task itself (no hop through a writer task); dropping
+    /// it closes the launcher's stdin, and the launcher exits.
+    stdin: tokio::sync::Mutex<tokio::process::ChildStdin>,
+    /// Shared with the task reading the ready answers, which must not keep `stdin`
+    /// alive (the launcher would then outlive its registry).
+    replies: Arc<Replies>,
+    next: AtomicU64,
+}
+
+/// The launches waiting for their ready answer.
+#[derive(Debug, Default)]
+struct Replies {
+    pending: Mutex<HashMap<u64, oneshot::Sender<Ready>>, { rank::SHIM_PENDING }>,
+    /// Fires when the launcher's stdout closed: it died (or was never started right).
+    gone: CancellationToken,
+}
+
+impl LauncherConn {
+    fn pending_map(&self) -> MutexGuard<'_, HashMap<u64, oneshot::Sender<Ready>>> {
+        self.replies.pending_map()
+    }
+}
+
+impl Replies {
+    fn pending_map(&self) -> MutexGuard<'_, HashMap<u64, oneshot::Sender<Ready>>> {
+        self.pending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl Launcher {
+    /// A launcher for `program`; nothing is started yet.
+    pub(crate) fn new(program: PathBuf) -> Launcher {
+        Launcher {
+            program,
+            conn: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    /// Has a supervisor forked for `spec` and returns its ready answer.
+    ///
+    /// # Errors
+    /// The launcher could not be started, died before answering twice in a row, or
+    /// did not answer in time.
+    pub(crate) async fn launch(&self, spec: &mut Spec) -> io::Result<Ready> {
+        let mut last_error = None;
+        for _ in 0..2 {
+            let conn = self.connection().await?;
+            let id = conn.next.fetch_add(1, Ordering::Relaxed);
+            spec.request = id;
+            let mut frame = Vec::new();
+            Framing::Lengths
+                .encode(&*spec, b"", &mut frame)
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+            let (done_tx, done_rx) = oneshot::channel();
+            conn.pending_map().insert(id, done_tx);
+            // Bounded: a launcher that stopped reading fails the spawn, not hangs it.
+            let write = async { conn.stdin.lock().await.write_all(&frame).await };
+            let written = match tokio::time::timeout(START_TIMEOUT, write).await {
+                Ok(written) => written,
+                Err(_) => {
+                    conn.pending_map().remove(&id);
+                    conn.replies.gone.cancel();
+                    let secs = START_TIMEOUT.as_secs();
+                    let msg = format!(
+                        "the shim launcher did not take the launch within {secs} s; it was dropped and the next spawn starts a new one"
+                    );
+                    return Err(io::Error::new(io::ErrorKind::TimedOut, msg));
+                }
+            };
+            if written.is_err() {
+                conn.pending_map().remove(&id);
+                conn.replies.gone.cancel();
+                last_error = Some(io::Error::other("the shim launcher is gone"));
+                continue;
+            }
+            match tokio::time::timeout(START_TIMEOUT, done_rx).await {
+                Ok(Ok(ready)) => return Ok(ready),
+                Ok(Err(_)) => {
+                    // Its stdout closed before this launch was answered: nothing was
+                    // forked for it, so it is tried once more on a new launcher.
+                    last_error = Some(io::Error::other(
+                        "the shim launcher died before it answered (a herd-shim of another herd release cannot read this herd's launch frames; install matching herd and herd-shim binaries)",
+                    ));
+                }
+                Err(_) => {
+                    conn.pending_map().remove(&id);
+                    return Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        format!(
+                            "the session supervisor did not start within {} s",
+                            START_TIMEOUT.as_secs()
+                        ),
+                    ));
+                }
+            }
+        }
+        Err(last_error.unwrap_or_else(|| io::Error::other("the shim launcher is gone")))
+    }
+
+    /// The running launcher, started now when there is none (or it died).
+    async fn connection(&self) -> io::Result<Arc<LauncherConn>> {
+        let mut slot = self.conn.lock().await;
+        if let Some(conn) = slot.as_ref().filter(|c| !c.replies.gone.is_cancelled()) {
+            return Ok(Arc::clone(conn));
+        }
+        let argv = vec![
+            self.program.to_string_lossy().into_owned(),
+            "--launcher".to_owned(),
+        ];
+        let mut child = crate::spawn::spawn_shim(&argv, &BTreeMap::new())?;
+        let stdin = child
+            .stdin
+            .take()
+            .ok_or_else(|| io::Error::other("the shim launcher has no stdin"))?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| io::Error::other("the shim launcher has no stdout"))?;
+        // The first process exits as soon as it has forked the launcher proper.
+        drop(tokio::spawn(async move { child.wait().await }));
+        let conn = Arc::new(LauncherConn {
+            stdin: tokio::sync::Mutex::new(stdin),
+            replies: Arc::new(Replies::default()),
+            next: AtomicU64::new(1),
+        });
+        let reader = Arc::clone(&conn.replies);
+        let program = self.program.display().to_string();
+        drop(tokio::spawn(async move {
+            let mut stdout = stdout;
+            let mut frames = crate::shim::ready_reader();
+            let mut buf = vec![0u8; 16 * 1024];
+            'read: while let Ok(n) = stdout.read(&mut buf).await {
+                if n == 0 {
+                    break;
+                }
+                frames.feed(&buf[..n]);
+                loop {
+                    match frames.next() {
+                        Ok(Some(frame)) => match parse_ready(&frame.header, &program) {
+                            Ok(ready) => {
+                                if let Some(tx) = reader.pending_map().remove(&ready.request) {
+                                    let _ = tx.send(ready.ready);
+                                }
+                            }
+                            Err(error) => {
+                                tracing::warn!(%error, "shim launcher answer not understood");
+                            }
+                        },
+                        Ok(None) => break,
+                        Err(error) => {
+                            tracing::warn!(%error, "shim launcher output is not frames");
+                            break 'read;
+                        }
+                    }
+                }
+            }
+            reader.gone.cancel();
+            reader.pending_map().clear();
+        }));
+        *slot = Some(Arc::clone(&conn));
+        Ok(conn)
+    }
+}
