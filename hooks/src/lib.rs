@@ -40,6 +40,7 @@ mod error;
 #[cfg(feature = "plugins")]
 mod loader;
 mod pipeline;
+mod readout;
 mod redact;
 mod window;
 
@@ -58,6 +59,7 @@ pub use redact::{
     KEY_LOOKBACK_BYTES, KeyIndex, KeyLines, RedactMode, Redactor, RedactorConfig, StreamRedactor,
     key_open_at_end, key_open_in_log, key_state_matters, mask, recognised_table,
 };
+pub use readout::{BLOCK_BYTES, ShownBlocks};
 pub use window::{LINE_CONTEXT_BYTES, Shown, ShownStream, Stored, Window};
 
 /// The route by which output leaves herd.
