@@ -88,6 +88,12 @@ impl ShownBlocks {
         self.len() == 0
     }
 
+    /// The text read past the blocks, not shown: to be read again in front of
+    /// what follows it.
+    pub fn unconsumed(&self) -> &str {
+        &self.text[self.consumed..]
+    }
+
     /// The text read, back for the next read (its unconsumed rest included).
     pub fn into_text(self) -> String {
         self.text

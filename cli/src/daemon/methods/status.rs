@@ -46,6 +46,9 @@ pub(crate) const CAPABILITIES: &[&str] = &[
     "events.ack",
     "logs.follow.terminal",
     "logs.raw",
+    // `logs.dump`/`logs.follow`'s `frames`: the output as binary frames after the
+    // answer, read out on every core first (`crate::logframes`, `methods/readout.rs`).
+    "logs.frames",
     // `spawn`'s `ready`/`ready_port`, `wait`'s `ready` and the `ready` event (issue 33).
     "spawn.ready",
     // `spawn`'s `restart` policy and the `retry` event (issue 33).
