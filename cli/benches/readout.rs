@@ -110,7 +110,10 @@ fn follow_growing() {
         let start = Instant::now();
         let id = home.out(&["run", "--", &writer]).trim().to_owned();
         let mut follow = home.herd(&["logs", "-f", &id]);
-        let status = follow.stdout(dev_null()).status().expect("herd logs -f runs");
+        let status = follow
+            .stdout(dev_null())
+            .status()
+            .expect("herd logs -f runs");
         herds.push(start.elapsed().as_secs_f64());
         assert!(status.success(), "herd logs -f {id}: {status}");
         let log = home.root.join("logs/sessions").join(format!("{id}.log"));
@@ -141,7 +144,10 @@ fn follow_growing() {
             "cli.logs_follow_growing_vs_pipe",
             "MB/s",
             mbs(median(herds)),
-            Some((mbs(median(pipes)), "the writer piped into cat > /dev/null, same run")),
+            Some((
+                mbs(median(pipes)),
+                "the writer piped into cat > /dev/null, same run"
+            )),
             Some(">= 0.5"),
             &note,
         )

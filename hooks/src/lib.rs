@@ -55,11 +55,11 @@ pub use pipeline::{
     DEFAULT_BUDGET, Hook, HookChain, HookError, HookStart, HookStats, Pipeline, RouteCounts,
     SUPPRESS_AFTER_TIMEOUT,
 };
+pub use readout::{BLOCK_BYTES, ShownBlocks};
 pub use redact::{
     KEY_LOOKBACK_BYTES, KeyIndex, KeyLines, RedactMode, Redactor, RedactorConfig, StreamRedactor,
     key_open_at_end, key_open_in_log, key_state_matters, mask, recognised_table,
 };
-pub use readout::{BLOCK_BYTES, ShownBlocks};
 pub use window::{LINE_CONTEXT_BYTES, Shown, ShownStream, Stored, Window};
 
 /// The route by which output leaves herd.

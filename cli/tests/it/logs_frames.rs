@@ -86,7 +86,9 @@ impl Conn {
                     }
                     frames += 1;
                     let mut body = vec![0u8; len];
-                    self.reader.read_exact(&mut body).expect("the frame's bytes");
+                    self.reader
+                        .read_exact(&mut body)
+                        .expect("the frame's bytes");
                     output.extend_from_slice(&body);
                 }
                 continue;
@@ -128,17 +130,33 @@ fn b30_binary_log_frames_carry_the_same_redacted_text_as_log_notes() {
     let framed = conn.stream("logs.dump", json!({"id": id, "frames": true}));
     let noted = Conn::open(&env).0.stream("logs.dump", json!({"id": id}));
     assert_eq!((framed.notes, noted.frames), (0, 0));
-    assert!(framed.frames >= 1 && noted.notes >= 2, "{} {}", framed.frames, noted.notes);
+    assert!(
+        framed.frames >= 1 && noted.notes >= 2,
+        "{} {}",
+        framed.frames,
+        noted.notes
+    );
     assert_eq!(framed.first["result"], json!({"frames": 1}));
     assert_eq!(framed.end["result"], noted.end["result"]);
-    assert!(framed.output == noted.output, "framed and JSON dumps differ");
-    assert!(!framed.output.contains("ghp_ABCDEFGHIJ"), "a token is shown");
+    assert!(
+        framed.output == noted.output,
+        "framed and JSON dumps differ"
+    );
+    assert!(
+        !framed.output.contains("ghp_ABCDEFGHIJ"),
+        "a token is shown"
+    );
     assert!(!framed.output.contains("MIIEpAIB"), "key body is shown");
-    assert_eq!(framed.output.matches("[REDACTED PRIVATE KEY]").count(), 4 * 3000 + 7);
+    assert_eq!(
+        framed.output.matches("[REDACTED PRIVATE KEY]").count(),
+        4 * 3000 + 7
+    );
 
     // From a line start inside a key block (the key state there is asked), and
     // from inside a line (the chunked route alone), as the JSON route shows them.
-    let body = noted.end["result"]["next_byte"].as_u64().expect("next_byte");
+    let body = noted.end["result"]["next_byte"]
+        .as_u64()
+        .expect("next_byte");
     let log = std::fs::read(env.home().join("logs/sessions").join(format!("{id}.log")))
         .expect("the session log");
     assert_eq!(log.len() as u64, body);
@@ -154,23 +172,43 @@ fn b30_binary_log_frames_carry_the_same_redacted_text_as_log_notes() {
             "logs.follow",
             json!({"id": id, "from_byte": from_byte, "frames": true, "result": true}),
         );
-        let noted = Conn::open(&env)
-            .0
-            .stream("logs.follow", json!({"id": id, "from_byte": from_byte, "result": true}));
-        assert!(framed.output == noted.output, "from {from_byte}: framed and JSON follows differ");
-        assert!(!framed.output.contains("MIIEpAIB"), "from {from_byte}: key body is shown");
-        assert_eq!(framed.end["result"]["result"]["exit_code"], 0, "{}", framed.end);
+        let noted = Conn::open(&env).0.stream(
+            "logs.follow",
+            json!({"id": id, "from_byte": from_byte, "result": true}),
+        );
+        assert!(
+            framed.output == noted.output,
+            "from {from_byte}: framed and JSON follows differ"
+        );
+        assert!(
+            !framed.output.contains("MIIEpAIB"),
+            "from {from_byte}: key body is shown"
+        );
+        assert_eq!(
+            framed.end["result"]["result"]["exit_code"], 0,
+            "{}",
+            framed.end
+        );
     }
     assert_eq!(env.ok(&["logs", &id]), noted.output, "herd logs prints it");
-    assert_eq!(env.ok(&["logs", "-f", &id]), noted.output, "herd logs -f prints it");
+    assert_eq!(
+        env.ok(&["logs", "-f", &id]),
+        noted.output,
+        "herd logs -f prints it"
+    );
 }
 
 #[test]
 fn b30_an_unknown_session_is_a_plain_error_without_frames() {
     let env = Env::new();
-    let got = Conn::open(&env)
-        .0
-        .stream("logs.dump", json!({"id": "proc_000000000000", "frames": true}));
+    let got = Conn::open(&env).0.stream(
+        "logs.dump",
+        json!({"id": "proc_000000000000", "frames": true}),
+    );
     assert_eq!(got.frames, 0);
-    assert!(got.first.is_null() && got.end["error"].is_object(), "{}", got.end);
+    assert!(
+        got.first.is_null() && got.end["error"].is_object(),
+        "{}",
+        got.end
+    );
 }

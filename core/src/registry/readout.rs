@@ -81,7 +81,8 @@ impl Registry {
         // At the log's start or a line's; and the key state there, by the rule
         // every route asks (the session's key index, else the log).
         let key_open = if from_byte > 0 {
-            let mut head = vec![0; usize::try_from(end - from_byte + 1).map_or(4097, |n| n.min(4097))];
+            let mut head =
+                vec![0; usize::try_from(end - from_byte + 1).map_or(4097, |n| n.min(4097))];
             crate::output::read_fully(&file, &mut head, from_byte - 1).map_err(io_err)?;
             if head.first() != Some(&b'\n') {
                 return Ok(None);
@@ -152,6 +153,7 @@ impl LogReadout {
             buf.extend_from_slice(self.carry.as_bytes());
             let kept = buf.len() as u64;
             self.carry.clear();
+            buf.reserve(usize::try_from(want).unwrap_or(0));
             let got = self.read_into(&mut buf, want)?;
             self.read_to += got as u64;
             if got == 0 {
@@ -210,4 +212,3 @@ impl LogReadout {
         Ok(buf.len() - before)
     }
 }
-

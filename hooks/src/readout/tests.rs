@@ -11,7 +11,10 @@ use super::*;
 fn line(kind: u8, n: usize) -> String {
     let filler = |len: usize| "abcdefghij klmnop ".repeat(len / 18 + 1)[..len].to_owned();
     match kind % 12 {
-        0 | 1 | 2 => format!("INFO worker-{n} processed batch {n} status=ok {}", filler(n % 90)),
+        0..=2 => format!(
+            "INFO worker-{n} processed batch {n} status=ok {}",
+            filler(n % 90)
+        ),
         3 => format!("token ghp_abcdefghijklmnopqrstuvwxyz0123456789{n} used"),
         4 => "Authorization: Bearer abcdefghijklmnopqrstuvwxyz012345".to_owned(),
         5 => "-----BEGIN RSA PRIVATE KEY-----".to_owned(),
@@ -109,7 +112,9 @@ fn b30_a_key_block_across_runs_is_masked_on_every_thread() {
     while text.len() < 6 * BLOCK_BYTES {
         text.push_str("MIIEpAIBAAKCAQEA0123456789abcdefghijklmnopqrstuvwxyzABCDEF\n");
     }
-    let expected = Redactor::builtin().redact(&text, RedactMode::Code).into_owned();
+    let expected = Redactor::builtin()
+        .redact(&text, RedactMode::Code)
+        .into_owned();
     assert_eq!(read_out(&text, &[BLOCK_BYTES * 2], 3), expected);
     assert!(!expected.contains("MIIEpAIBAAKCAQEA"));
 }

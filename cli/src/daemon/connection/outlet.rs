@@ -142,7 +142,12 @@ impl<'c> Outlet<'c> {
         if self.frames {
             use tokio::io::AsyncWriteExt;
             // The end of the frames; the answer line follows.
-            if self.writer.write_all(&crate::logframes::header(0)).await.is_err() {
+            if self
+                .writer
+                .write_all(&crate::logframes::header(0))
+                .await
+                .is_err()
+            {
                 return;
             }
         }

@@ -119,11 +119,12 @@ impl Ahead<'_> {
 /// those of the chunk-by-chunk loop.
 pub(super) async fn dump(state: &State, session: &str, from_byte: u64, mut outlet: Outlet<'_>) {
     // A framed stream reads the log out at memory speed first.
-    let mut from = match super::streams::read_out_first(state, session, from_byte, &mut outlet).await {
-        Ok(reached) => reached,
-        Err(None) => return,
-        Err(Some(err)) => return outlet.answer(Err(err)).await,
-    };
+    let mut from =
+        match super::streams::read_out_first(state, session, from_byte, &mut outlet).await {
+            Ok(reached) => reached,
+            Err(None) => return,
+            Err(Some(err)) => return outlet.answer(Err(err)).await,
+        };
     let mut ahead = Ahead {
         state,
         session,
