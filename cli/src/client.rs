@@ -269,6 +269,34 @@ impl Client {
         Ok(&self.buf)
     }
 
+    /// The next binary frame of a `logs.frames` stream (`crate::logframes`): its
+    /// bytes, `None` at the frames' end; failing (`TimedOut`) should the daemon be
+    /// seen stopped while the frame is awaited.
+    ///
+    /// # Errors
+    /// A read error, an oversized frame, or the daemon stopped.
+    pub(crate) async fn next_frame(&mut self, method: &str) -> std::io::Result<Option<&[u8]>> {
+        use tokio::io::AsyncReadExt;
+        let daemon = self.daemon.clone();
+        let mut head = [0u8; 4];
+        tokio::select! {
+            read = self.reader.read_exact(&mut head) => { read?; }
+            why = liveness::watch(&daemon, method, None) => {
+                return Err(std::io::Error::new(std::io::ErrorKind::TimedOut, why));
+            }
+        }
+        let len = crate::logframes::length(head);
+        if len == 0 {
+            return Ok(None);
+        }
+        if len > crate::logframes::MAX_FRAME_BYTES {
+            return Err(std::io::Error::other("the daemon sent an oversized frame"));
+        }
+        self.buf.resize(len, 0);
+        self.reader.read_exact(&mut self.buf).await?;
+        Ok(Some(&self.buf))
+    }
+
     /// [`Client::next_message`], failing (`TimedOut`) should the daemon be seen
     /// stopped meanwhile: a stream's next note, which may be long in coming.
     ///

@@ -18,6 +18,7 @@ mod daemon_log;
 mod doctor;
 mod exit;
 mod guard;
+mod logframes;
 mod mcp;
 mod output;
 mod plugins;

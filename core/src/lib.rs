@@ -167,7 +167,7 @@ pub use kill::bench_support;
 #[doc(hidden)]
 pub use registry::notify_bench_support;
 pub use registry::{
-    Acknowledgement, Drained, External, FollowRead, LogFollower, Readiness, Registry,
+    Acknowledgement, Drained, External, FollowRead, LogFollower, LogReadout, Readiness, Registry,
     RestoreReport, TerminalGuard,
 };
 pub use registry::{

@@ -40,6 +40,7 @@ mod error;
 #[cfg(feature = "plugins")]
 mod loader;
 mod pipeline;
+mod readout;
 mod redact;
 mod window;
 
@@ -54,6 +55,7 @@ pub use pipeline::{
     DEFAULT_BUDGET, Hook, HookChain, HookError, HookStart, HookStats, Pipeline, RouteCounts,
     SUPPRESS_AFTER_TIMEOUT,
 };
+pub use readout::{BLOCK_BYTES, ShownBlocks};
 pub use redact::{
     KEY_LOOKBACK_BYTES, KeyIndex, KeyLines, RedactMode, Redactor, RedactorConfig, StreamRedactor,
     key_open_at_end, key_open_in_log, key_state_matters, mask, recognised_table,

@@ -684,6 +684,12 @@ impl Pipeline {
         &self.redactor
     }
 
+    /// Whether the redactor is the built-in one alone (no configured patterns,
+    /// which may span lines): the block read-out's condition (`readout`).
+    pub(crate) fn has_builtin_redactor(&self) -> bool {
+        Arc::ptr_eq(&self.redactor, &builtin_redactor())
+    }
+
     /// Counters of every hook, in order.
     pub fn hook_stats(&self) -> Vec<HookStats> {
         self.chain.stats()

@@ -43,6 +43,9 @@ pub const EVENTS_ACK: &str = "events.ack";
 pub const LOGS_FOLLOW_TERMINAL: &str = "logs.follow.terminal";
 /// `raw` on `logs.dump`/`logs.follow`/`spawn`: output as `log.bytes` frames.
 pub const LOGS_RAW: &str = "logs.raw";
+/// `frames` on `logs.dump`/`logs.follow`: the output as length-prefixed binary
+/// frames after the answer, read out on every core first.
+pub const LOGS_FRAMES: &str = "logs.frames";
 /// `spawn`'s `ready`/`ready_port`, `wait`'s `ready` and the `ready` event.
 pub const SPAWN_READY: &str = "spawn.ready";
 /// `spawn`'s `restart` policy and the `retry` event.
@@ -77,6 +80,7 @@ pub const ALL: &[&str] = &[
     EVENTS_ACK,
     LOGS_FOLLOW_TERMINAL,
     LOGS_RAW,
+    LOGS_FRAMES,
     SPAWN_READY,
     SPAWN_RESTART,
     PLUGINS,

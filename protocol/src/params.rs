@@ -273,6 +273,10 @@ pub struct FollowParams {
     /// Output as `log.bytes` frames (capability `logs.raw`); taken off first.
     #[serde(default, skip_serializing_if = "is_false")]
     pub raw: bool,
+    /// Output as length-prefixed binary frames after the answer (capability
+    /// `logs.frames`); taken off first.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub frames: bool,
 }
 
 impl FollowParams {
@@ -285,6 +289,7 @@ impl FollowParams {
             max_bytes: None,
             terminal: false,
             raw: false,
+            frames: false,
         }
     }
 }
@@ -301,6 +306,10 @@ pub struct DumpParams {
     /// Output as `log.bytes` frames (capability `logs.raw`); taken off first.
     #[serde(default, skip_serializing_if = "is_false")]
     pub raw: bool,
+    /// Output as length-prefixed binary frames after the answer (capability
+    /// `logs.frames`); taken off first.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub frames: bool,
 }
 
 /// `wait`: until the session ends (or is ready), or the timeout.

@@ -68,29 +68,46 @@ pub(crate) async fn logs(home: &Home, args: LogsArgs) -> anyhow::Result<()> {
         }
     };
     let mut can_dump = client.hello.serves("logs.dump");
-    loop {
-        let chunk = client
-            .ask::<LogChunk>(&FollowParams::new(&id, from_byte))
-            .await?;
-        let (text, next) = (chunk.output.as_str(), chunk.next_byte);
-        emit(text)?;
-        if next <= from_byte {
-            break;
+    // With binary frames (capability `logs.frames`) the whole log is one stream
+    // from its start, read out on every core: no first chunk.
+    let mut done = false;
+    if can_dump && client.hello.serves(crate::logframes::CAPABILITY) {
+        match dump(&mut client, &id, 0, &mut emit).await? {
+            Some(end) => {
+                from_byte = end;
+                done = true;
+            }
+            None => {
+                can_dump = false;
+                client = Client::connect(home).await?;
+            }
         }
-        let long = next - from_byte >= DUMP_AFTER_BYTES;
-        from_byte = next;
-        // A long log: the rest comes as one stream, with no round trip per chunk.
-        if long && can_dump {
-            match dump(&mut client, &id, from_byte, &mut emit).await? {
-                Some(end) => {
-                    from_byte = end;
-                    break;
-                }
-                // A far herd without `logs.dump`: chunk by chunk, on a new
-                // connection (the refused stream ended this one).
-                None => {
-                    can_dump = false;
-                    client = Client::connect(home).await?;
+    }
+    if !done {
+        loop {
+            let chunk = client
+                .ask::<LogChunk>(&FollowParams::new(&id, from_byte))
+                .await?;
+            let (text, next) = (chunk.output.as_str(), chunk.next_byte);
+            emit(text)?;
+            if next <= from_byte {
+                break;
+            }
+            let long = next - from_byte >= DUMP_AFTER_BYTES;
+            from_byte = next;
+            // A long log: the rest comes as one stream, with no round trip per chunk.
+            if long && can_dump {
+                match dump(&mut client, &id, from_byte, &mut emit).await? {
+                    Some(end) => {
+                        from_byte = end;
+                        break;
+                    }
+                    // A far herd without `logs.dump`: chunk by chunk, on a new
+                    // connection (the refused stream ended this one).
+                    None => {
+                        can_dump = false;
+                        client = Client::connect(home).await?;
+                    }
                 }
             }
         }
@@ -135,10 +152,12 @@ async fn dump(
     from_byte: u64,
     emit: &mut impl FnMut(&str) -> std::io::Result<()>,
 ) -> anyhow::Result<Option<u64>> {
-    let mut params = json!({"id": id, "from_byte": from_byte});
-    if client.hello.serves("logs.raw") {
-        params["raw"] = json!(true);
-    }
+    let params = crate::client::params_of(&herd_protocol::params::DumpParams {
+        id: id.to_owned(),
+        from_byte,
+        raw: client.hello.serves("logs.raw"),
+        frames: client.hello.serves(crate::logframes::CAPABILITY),
+    })?;
     let message = super::logstream::log_stream(client, "logs.dump", params, emit).await?;
     match message.error {
         Some(error) if error.code == METHOD_NOT_FOUND => Ok(None),

@@ -6,6 +6,7 @@
 use serde_json::Value;
 
 use crate::client::{CallError, Client};
+use crate::logframes;
 use crate::protocol::{LOG_BYTES, Response};
 
 /// Reads a `logs.follow` stream, handing each piece of output to `emit`, until
@@ -37,6 +38,7 @@ pub(crate) async fn stream_with(
         // daemon that may not know `terminal`: its queries stay answered there.
         terminal: terminal && !id.contains(':') && client.hello.serves("logs.follow.terminal"),
         raw: client.hello.serves("logs.raw"),
+        frames: client.hello.serves(logframes::CAPABILITY),
         ..herd_protocol::params::FollowParams::new(id, from_byte)
     };
     let params = crate::client::params_of(&params)?;
@@ -84,19 +86,19 @@ pub(crate) async fn log_stream(
 }
 
 /// Reads the stream of request `request` (of `method`) to its answer, as
-/// [`log_stream`] does.
+/// [`log_stream`] does: its `log` notes, `log.bytes` frames, or binary frames
+/// (an answer `{"frames": 1}` first, capability `logs.frames`, then the answer
+/// that ends the stream).
 pub(crate) async fn read_stream(
     client: &mut Client,
     request: u64,
     method: &str,
     emit: &mut impl FnMut(&str) -> std::io::Result<()>,
 ) -> anyhow::Result<Response> {
+    let io = |e: std::io::Error| CallError::Io(e).into_anyhow();
+    let mut framed = false;
     loop {
-        let Some(message) = client
-            .next_note(method)
-            .await
-            .map_err(|e| CallError::Io(e).into_anyhow())?
-        else {
+        let Some(message) = client.next_note(method).await.map_err(io)? else {
             return Err(crate::client::lost("the daemon closed the log stream"));
         };
         if message.method.as_deref() == Some(LOG_BYTES) {
@@ -106,10 +108,7 @@ pub(crate) async fn read_stream(
                 .and_then(|p| p["len"].as_u64())
                 .and_then(|n| usize::try_from(n).ok())
                 .unwrap_or(0);
-            let body = client
-                .frame_body(len)
-                .await
-                .map_err(|e| CallError::Io(e).into_anyhow())?;
+            let body = client.frame_body(len).await.map_err(io)?;
             // The daemon sends text; anything else is shown, not refused.
             match std::str::from_utf8(body) {
                 Ok(text) => emit(text)?,
@@ -123,7 +122,65 @@ pub(crate) async fn read_stream(
                 .unwrap_or_default();
             emit(text)?;
         } else if message.id == request {
-            return Ok(message);
+            let opens = message.result.as_ref().is_some_and(logframes::opens_frames);
+            if framed || !opens {
+                return Ok(message);
+            }
+            framed = true;
+            read_frames(client, method, emit).await?;
+        }
+    }
+}
+
+/// Reads binary frames to their end, handing their text to `emit` (a character
+/// cut between two frames is put together first).
+async fn read_frames(
+    client: &mut Client,
+    method: &str,
+    emit: &mut impl FnMut(&str) -> std::io::Result<()>,
+) -> anyhow::Result<()> {
+    let mut held: Vec<u8> = Vec::new();
+    while let Some(body) = client
+        .next_frame(method)
+        .await
+        .map_err(|e| CallError::Io(e).into_anyhow())?
+    {
+        if held.is_empty() {
+            let rest = emit_text(body, emit)?;
+            held.extend_from_slice(rest);
+        } else {
+            held.extend_from_slice(body);
+            let taken = std::mem::take(&mut held);
+            let rest = emit_text(&taken, emit)?;
+            held.extend_from_slice(rest);
+        }
+    }
+    if !held.is_empty() {
+        emit(&String::from_utf8_lossy(&held))?;
+    }
+    Ok(())
+}
+
+/// Hands the text of `bytes` to `emit`, up to a character its end cuts: that
+/// rest comes back, to be put in front of the next frame. Bytes that are not
+/// UTF-8 are shown as U+FFFD.
+fn emit_text<'b>(
+    bytes: &'b [u8],
+    emit: &mut impl FnMut(&str) -> std::io::Result<()>,
+) -> std::io::Result<&'b [u8]> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => {
+            emit(text)?;
+            Ok(&[])
+        }
+        Err(err) if err.error_len().is_none() => {
+            let (text, rest) = bytes.split_at(err.valid_up_to());
+            emit(&String::from_utf8_lossy(text))?;
+            Ok(rest)
+        }
+        Err(_) => {
+            emit(&String::from_utf8_lossy(bytes))?;
+            Ok(&[])
         }
     }
 }

@@ -22,6 +22,7 @@ mod groups;
 mod keys;
 mod leases;
 mod query;
+mod readout;
 mod sessions;
 mod spawn;
 mod status;
@@ -218,6 +219,8 @@ impl State {
         // A log stream's `raw` framing is this connection's (capability
         // `logs.raw`): a far stream is relayed as the far herd wrote it, in notes.
         let (params, raw) = streams::take_raw(method, params);
+        // So are its binary frames (capability `logs.frames`, `crate::logframes`).
+        let (params, frames) = streams::take_frames(method, params);
         // `spawn`'s `follow` (capability `spawn.follow`) is this connection's too:
         // a far spawn is answered as a plain one.
         let (params, follow) = match method {
@@ -259,8 +262,8 @@ impl State {
             "resize" => self.resize(params).await,
             "events.follow" => return State::events_follow(params),
             "sessions.follow" => return State::sessions_follow(params),
-            "logs.follow" => return self.logs_follow(params, raw),
-            "logs.dump" => return self.logs_dump(params, raw),
+            "logs.follow" => return self.logs_follow(params, raw, frames),
+            "logs.dump" => return self.logs_dump(params, raw, frames),
             other => Err(RpcError::new(
                 METHOD_NOT_FOUND,
                 format!(

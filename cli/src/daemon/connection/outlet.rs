@@ -35,6 +35,9 @@ pub(crate) struct Outlet<'c> {
     id: Value,
     /// Output goes out as `log.bytes` frames (capability `logs.raw`).
     raw: bool,
+    /// Output goes out as binary frames after the answer (capability
+    /// `logs.frames`, `crate::logframes`).
+    frames: bool,
 }
 
 impl<'c> Outlet<'c> {
@@ -48,6 +51,7 @@ impl<'c> Outlet<'c> {
             writer,
             id,
             raw: false,
+            frames: false,
         }
     }
 
@@ -57,6 +61,35 @@ impl<'c> Outlet<'c> {
     pub(crate) fn raw(mut self, raw: bool) -> Outlet<'c> {
         self.raw = raw;
         self
+    }
+
+    /// Answers `{"frames": 1}` at once: the output follows as binary frames, then
+    /// the answer that ends the stream (capability `logs.frames`,
+    /// `crate::logframes`).
+    pub(crate) async fn open_frames(&mut self) -> Result<(), Gone> {
+        let opened = Response::ok(
+            self.id.clone(),
+            serde_json::json!({ crate::logframes::PARAM: 1 }),
+        );
+        write(self.writer, &opened).await.map_err(|_| Gone)?;
+        self.frames = true;
+        Ok(())
+    }
+
+    /// Whether output goes out as binary frames ([`Outlet::open_frames`]).
+    pub(crate) fn is_framed(&self) -> bool {
+        self.frames
+    }
+
+    /// Writes `bytes` of output as binary frames (after [`Outlet::open_frames`]).
+    pub(crate) async fn frame(&mut self, bytes: &[u8]) -> Result<(), Gone> {
+        use tokio::io::AsyncWriteExt;
+        for piece in bytes.chunks(crate::logframes::MAX_FRAME_BYTES) {
+            let head = crate::logframes::header(piece.len());
+            self.writer.write_all(&head).await.map_err(|_| Gone)?;
+            self.writer.write_all(piece).await.map_err(|_| Gone)?;
+        }
+        Ok(())
     }
 
     /// Writes one note: `{"jsonrpc":"2.0","id":null,"method":…,"params":…}`.
@@ -72,6 +105,9 @@ impl<'c> Outlet<'c> {
     /// With [`Outlet::raw`], a `log.bytes` frame instead: no escaping.
     pub(crate) async fn note_log(&mut self, output: &str) -> Result<(), Gone> {
         use tokio::io::AsyncWriteExt;
+        if self.frames {
+            return self.frame(output.as_bytes()).await;
+        }
         if self.raw {
             let head = crate::protocol::log_bytes_header(output.len());
             self.writer.write_all(&head).await.map_err(|_| Gone)?;
@@ -103,6 +139,18 @@ impl<'c> Outlet<'c> {
     /// Answers the request, which ends the stream; a client that has gone is not
     /// told.
     pub(crate) async fn answer(self, answer: Result<Value, RpcError>) {
+        if self.frames {
+            use tokio::io::AsyncWriteExt;
+            // The end of the frames; the answer line follows.
+            if self
+                .writer
+                .write_all(&crate::logframes::header(0))
+                .await
+                .is_err()
+            {
+                return;
+            }
+        }
         let response = match answer {
             Ok(result) => Response::ok(self.id, result),
             Err(error) => Response::err(self.id, error),

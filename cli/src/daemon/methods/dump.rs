@@ -32,13 +32,14 @@ use crate::protocol::{INTERNAL_ERROR, RpcError};
 impl State {
     /// `logs.dump {"id", "from_byte"?, "raw"?}`: the session is looked up before
     /// the stream starts, so an unknown id is a plain error.
-    pub(super) fn logs_dump(&self, params: Value, raw: bool) -> Reply {
+    pub(super) fn logs_dump(&self, params: Value, raw: bool, frames: bool) -> Reply {
         match parse::<DumpParams>(params) {
             Ok(p) => match self.registry.lookup(&p.id) {
                 Ok(id) => Reply::Stream(Stream::Dump {
                     id: id.to_string(),
                     from_byte: p.from_byte,
                     raw,
+                    frames,
                 }),
                 Err(err) => Reply::Error(lookup_error(err)),
             },
@@ -109,7 +110,13 @@ impl Ahead<'_> {
 /// checked against where the next queued one starts, so the bytes out are exactly
 /// those of the chunk-by-chunk loop.
 pub(super) async fn dump(state: &State, session: &str, from_byte: u64, mut outlet: Outlet<'_>) {
-    let mut from = from_byte;
+    // A framed stream reads the log out at memory speed first.
+    let mut from =
+        match super::streams::read_out_first(state, session, from_byte, &mut outlet).await {
+            Ok(reached) => reached,
+            Err(None) => return,
+            Err(Some(err)) => return outlet.answer(Err(err)).await,
+        };
     let mut ahead = Ahead {
         state,
         session,

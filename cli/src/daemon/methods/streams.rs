@@ -44,6 +44,8 @@ pub(crate) enum Stream {
         terminal: bool,
         /// Output as `log.bytes` frames (capability `logs.raw`).
         raw: bool,
+        /// Output as binary frames after the answer (capability `logs.frames`).
+        frames: bool,
     },
     /// `sessions.follow`: a note whenever the home's sessions change (`sessions.rs`).
     Sessions,
@@ -55,6 +57,8 @@ pub(crate) enum Stream {
         from_byte: u64,
         /// Output as `log.bytes` frames (capability `logs.raw`).
         raw: bool,
+        /// Output as binary frames after the answer (capability `logs.frames`).
+        frames: bool,
     },
     /// A far host's stream (`logs.follow` of `NAME:proc_…`), on a door of its own.
     Remote(crate::daemon::hosts::RemoteStream),
@@ -82,16 +86,27 @@ impl Stream {
                 result,
                 terminal,
                 raw,
+                frames,
             } => {
                 // Counted while the stream runs, whichever way it ends.
                 let _terminal = terminal
                     .then(|| state.registry.attach_terminal(&id).ok().flatten())
                     .flatten();
-                logs(state, &id, from_byte, result, outlet.raw(raw)).await;
+                let Some(outlet) = framed(outlet.raw(raw), frames).await else {
+                    return;
+                };
+                logs(state, &id, from_byte, result, outlet).await;
             }
             Stream::Sessions => super::sessions::follow(state, outlet).await,
-            Stream::Dump { id, from_byte, raw } => {
-                super::dump::dump(state, &id, from_byte, outlet.raw(raw)).await
+            Stream::Dump {
+                id,
+                from_byte,
+                raw,
+                frames,
+            } => {
+                if let Some(outlet) = framed(outlet.raw(raw), frames).await {
+                    super::dump::dump(state, &id, from_byte, outlet).await;
+                }
             }
             Stream::Remote(remote) => remote.run(outlet).await,
             Stream::Spawned { info, id, raw } => {
@@ -126,7 +141,7 @@ impl State {
 
     /// `logs.follow {"id", "from_byte"?, "result"?, "raw"?}`: the session is looked
     /// up before the stream starts, so an unknown id is a plain error.
-    pub(super) fn logs_follow(&self, params: Value, raw: bool) -> Reply {
+    pub(super) fn logs_follow(&self, params: Value, raw: bool, frames: bool) -> Reply {
         match parse::<FollowParams>(params) {
             Ok(p) => match self.registry.lookup(&p.id) {
                 Ok(id) => Reply::Stream(Stream::Logs {
@@ -135,6 +150,7 @@ impl State {
                     result: p.result,
                     terminal: p.terminal,
                     raw,
+                    frames,
                 }),
                 Err(err) => Reply::Error(lookup_error(err)),
             },
@@ -188,6 +204,34 @@ async fn events(state: &State, owner: &str, peek: bool, mut outlet: Outlet<'_>) 
     }
 }
 
+/// `outlet` with its frames opened when the client asked for them (capability
+/// `logs.frames`); `None` when the client has gone.
+async fn framed(mut outlet: Outlet<'_>, frames: bool) -> Option<Outlet<'_>> {
+    if frames && outlet.open_frames().await.is_err() {
+        return None;
+    }
+    Some(outlet)
+}
+
+/// Where a framed stream's read-out got to (`readout.rs`): the offset its chunked
+/// route goes on from; `None` when the stream has ended (the client left, or the
+/// error was answered).
+pub(super) async fn read_out_first(
+    state: &State,
+    session: &str,
+    from_byte: u64,
+    outlet: &mut Outlet<'_>,
+) -> Result<u64, Option<RpcError>> {
+    if !outlet.is_framed() {
+        return Ok(from_byte);
+    }
+    match super::readout::read_out(state, session, from_byte, outlet).await {
+        Ok(reached) => Ok(reached),
+        Err(super::readout::Stop::Gone) => Err(None),
+        Err(super::readout::Stop::Failed(err)) => Err(Some(err)),
+    }
+}
+
 /// Streams a session's log from `from_byte` until the session has exited and
 /// everything is sent, then answers the request with the final offset.
 ///
@@ -207,6 +251,12 @@ async fn logs(
         () = state.registry.until_dequeued(session) => {}
         () = outlet.left() => return,
     }
+    // A framed stream reads the log as it is now out at memory speed first.
+    let from_byte = match read_out_first(state, session, from_byte, &mut outlet).await {
+        Ok(reached) => reached,
+        Err(None) => return,
+        Err(Some(err)) => return outlet.answer(Err(err)).await,
+    };
     let follower = match state.registry.log_follower(session, from_byte) {
         Ok(follower) => follower,
         Err(err) => return outlet.answer(Err(core_error(err))).await,
@@ -269,6 +319,15 @@ pub(super) fn take_raw(method: &str, params: Value) -> (Value, bool) {
         return (params, false);
     }
     take_flag(params, "raw")
+}
+
+/// Takes `frames` (capability `logs.frames`) off a log stream's params: whether
+/// the client asked for binary frames. Other methods' params pass unchanged.
+pub(super) fn take_frames(method: &str, params: Value) -> (Value, bool) {
+    if !matches!(method, "logs.follow" | "logs.dump") {
+        return (params, false);
+    }
+    take_flag(params, crate::logframes::PARAM)
 }
 
 /// Takes the boolean `name` off `params`: whether it was `true`.

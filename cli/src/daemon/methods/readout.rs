@@ -1,0 +1,85 @@
+//! The read-out at memory speed of a `logs.frames` stream (`crate::logframes`):
+//! before `logs.dump` or `logs.follow` go on by their chunked route, the log from
+//! the stream's start to its current end is read, redacted on every core
+//! (`herd_core::LogReadout`) and written as binary frames, a producer on the
+//! blocking pool reading ahead of the writer by at most [`AHEAD`] batches.
+//! Blocks the redactor changed nothing in go out as the bytes read, uncopied.
+
+use tokio::sync::mpsc;
+
+use super::State;
+use super::wire::core_error;
+use crate::daemon::connection::Outlet;
+use crate::protocol::{INTERNAL_ERROR, RpcError};
+
+/// How much of the log one batch reads (its whole-line blocks are then redacted
+/// on every core at once).
+const BATCH_BYTES: usize = 8 << 20;
+
+/// How many redacted batches may wait for the writer: the bound on how far the
+/// producer gets ahead of a slow client.
+const AHEAD: usize = 2;
+
+/// Why a read-out did not hand over to the chunked route.
+pub(super) enum Stop {
+    /// The client has gone.
+    Gone,
+    /// The log could not be read: the stream's answer.
+    Failed(RpcError),
+}
+
+/// Writes the log of `session` from `from_byte` as far as the read-out serves it
+/// (`herd_core::Registry::log_readout`) into `outlet`'s frames; the offset where
+/// the chunked route goes on.
+pub(super) async fn read_out(
+    state: &State,
+    session: &str,
+    from_byte: u64,
+    outlet: &mut Outlet<'_>,
+) -> Result<u64, Stop> {
+    let registry = state.registry.clone();
+    let id = session.to_owned();
+    let opened = tokio::task::spawn_blocking(move || registry.log_readout(&id, from_byte)).await;
+    let mut readout = match opened {
+        Ok(Ok(Some(readout))) => readout,
+        Ok(Ok(None)) => return Ok(from_byte),
+        Ok(Err(err)) => return Err(Stop::Failed(core_error(err))),
+        Err(err) => return Err(Stop::Failed(failed(&err))),
+    };
+    let (batches, mut shown) = mpsc::channel::<herd_hooks::ShownBlocks>(AHEAD);
+    let (spent, spares) = std::sync::mpsc::channel::<herd_hooks::ShownBlocks>();
+    let producer = tokio::task::spawn_blocking(move || {
+        loop {
+            while let Ok(spare) = spares.try_recv() {
+                readout.give_back(spare);
+            }
+            match readout.next(BATCH_BYTES) {
+                Ok(Some(blocks)) => {
+                    if batches.blocking_send(blocks).is_err() {
+                        return Ok(readout.next_byte());
+                    }
+                }
+                Ok(None) => return Ok(readout.next_byte()),
+                Err(err) => return Err(err),
+            }
+        }
+    });
+    while let Some(blocks) = shown.recv().await {
+        for part in blocks.parts() {
+            if outlet.frame(part).await.is_err() {
+                producer.abort();
+                return Err(Stop::Gone);
+            }
+        }
+        spent.send(blocks).ok();
+    }
+    match producer.await {
+        Ok(Ok(next_byte)) => Ok(next_byte),
+        Ok(Err(err)) => Err(Stop::Failed(core_error(err))),
+        Err(err) => Err(Stop::Failed(failed(&err))),
+    }
+}
+
+fn failed(err: &tokio::task::JoinError) -> RpcError {
+    RpcError::new(INTERNAL_ERROR, format!("the log reader failed: {err}"))
+}

@@ -1,0 +1,268 @@
+//! Reading a long log out at memory speed: its whole lines redacted in blocks on
+//! every core at once, text that needs no change handed out without a copy.
+//!
+//! [`Redactor::redact`] matches a long text in blocks of whole lines (each about
+//! [`BLOCK_BYTES`], ended at the first line end after that many bytes), carrying
+//! the private-key state from one block to the next; no built-in family's match
+//! spans a line end, so the blocks are independent but for that state. Here the
+//! blocks are cut by the same rule and shared out between threads in runs of
+//! consecutive blocks; each run starts with the key state where it starts, found by
+//! the look-back rule ([`Redactor::key_open_after`], the cost of the trailing lines
+//! that could be key body), and then carries it block by block exactly as the
+//! sequential walk does. The result is the sequential redaction's, byte for byte
+//! (a property test checks it on random texts with secrets and key blocks, cut at
+//! random sizes).
+//!
+//! A block the trigger prefilter finds nothing in comes out borrowed: the parts of
+//! a [`ShownBlocks`] are ranges of the text read, or a block's redacted copy.
+//!
+//! Only a pipeline with no hooks and the built-in redactor (no configured
+//! patterns, which may span lines) in ordinary output mode is read out this way
+//! ([`Pipeline::show_log_blocks`] answers `None` otherwise); its callers keep
+//! their own route for the rest.
+
+use std::ops::Range;
+
+use crate::redact::{Found, RedactMode, splice};
+use crate::{Pipeline, Redactor};
+
+/// The size blocks are cut at: the redactor's own block size (about 64 KiB of
+/// whole lines), so the blocks are the ones a sequential redaction walks.
+pub const BLOCK_BYTES: usize = 64 * 1024;
+
+/// Whole-line blocks of a log, shown: hooks (none) applied, secrets masked.
+///
+/// Made only by [`Pipeline::show_log_blocks`]; its parts are the text read (where
+/// the redactor changed nothing) or redacted copies, in order.
+#[derive(Debug)]
+pub struct ShownBlocks {
+    text: String,
+    parts: Vec<Part>,
+    consumed: usize,
+    key_open_after: bool,
+}
+
+/// One part of a [`ShownBlocks`].
+#[derive(Debug)]
+enum Part {
+    /// Unchanged text: this range of the text read.
+    Same(Range<usize>),
+    /// A block's redacted copy.
+    Changed(String),
+}
+
+impl ShownBlocks {
+    /// The shown parts, in order: together, the redacted form of the text's first
+    /// [`ShownBlocks::consumed`] bytes.
+    pub fn parts(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        self.parts.iter().map(|part| match part {
+            Part::Same(range) => &self.text.as_bytes()[range.clone()],
+            Part::Changed(text) => text.as_bytes(),
+        })
+    }
+
+    /// How many bytes of the text the blocks cover; the rest (an unfinished
+    /// block) is to be read again, in front of what follows it.
+    pub fn consumed(&self) -> usize {
+        self.consumed
+    }
+
+    /// Whether a private-key block is open after the consumed bytes.
+    pub fn key_open_after(&self) -> bool {
+        self.key_open_after
+    }
+
+    /// The shown bytes in all.
+    pub fn len(&self) -> usize {
+        self.parts
+            .iter()
+            .map(|part| match part {
+                Part::Same(range) => range.len(),
+                Part::Changed(text) => text.len(),
+            })
+            .sum()
+    }
+
+    /// Whether nothing is shown (no whole block was read).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The text read past the blocks, not shown: to be read again in front of
+    /// what follows it.
+    pub fn unconsumed(&self) -> &str {
+        &self.text[self.consumed..]
+    }
+
+    /// The text read, back for the next read (its unconsumed rest included).
+    pub fn into_text(self) -> String {
+        self.text
+    }
+}
+
+/// The blocks of `text`, by [`Redactor::redact`]'s rule: each ends at the first
+/// line end at least [`BLOCK_BYTES`] after its start, or at the text's end. With
+/// `complete` false more text follows, so a last block with no such line end is
+/// left out (it may grow): the blocks' end is returned with them.
+pub(crate) fn blocks(text: &str, complete: bool) -> (Vec<Range<usize>>, usize) {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len() / BLOCK_BYTES + 1);
+    let mut start = 0;
+    while start < bytes.len() {
+        let reach = start + BLOCK_BYTES;
+        let end = match bytes.get(reach..) {
+            Some(rest) => match memchr::memchr(b'\n', rest) {
+                Some(nl) => reach + nl + 1,
+                None if complete => bytes.len(),
+                None => break,
+            },
+            None if complete => bytes.len(),
+            None => break,
+        };
+        out.push(start..end);
+        start = end;
+    }
+    (out, start)
+}
+
+/// Redacts the blocks `run` of `text` in order, starting with `key_open`: each
+/// block as the sequential walk redacts it. The parts, and the key state after.
+fn redact_run(
+    redactor: &Redactor,
+    text: &str,
+    run: &[Range<usize>],
+    mut key_open: bool,
+) -> (Vec<Part>, bool) {
+    let mut parts: Vec<Part> = Vec::new();
+    for block in run {
+        let (found, open): (Vec<Found>, bool) =
+            redactor.find(&text[block.clone()], RedactMode::Code, key_open);
+        key_open = open;
+        if found.is_empty() {
+            // Adjacent unchanged blocks are one range: long runs go out whole.
+            match parts.last_mut() {
+                Some(Part::Same(range)) if range.end == block.start => range.end = block.end,
+                _ => parts.push(Part::Same(block.clone())),
+            }
+        } else {
+            parts.push(Part::Changed(
+                splice(&text[block.clone()], &found).into_owned(),
+            ));
+        }
+    }
+    (parts, key_open)
+}
+
+/// Splits `blocks` into at most `n` runs of consecutive blocks of about equal
+/// bytes.
+fn runs(blocks: &[Range<usize>], n: usize) -> Vec<&[Range<usize>]> {
+    let total: usize = blocks.iter().map(Range::len).sum();
+    let share = total.div_ceil(n.max(1)).max(1);
+    let mut out = Vec::with_capacity(n);
+    let mut first = 0;
+    let mut bytes = 0;
+    for (idx, block) in blocks.iter().enumerate() {
+        bytes += block.len();
+        if bytes >= share && out.len() + 1 < n {
+            out.push(&blocks[first..=idx]);
+            first = idx + 1;
+            bytes = 0;
+        }
+    }
+    if first < blocks.len() {
+        out.push(&blocks[first..]);
+    }
+    out
+}
+
+impl Pipeline {
+    /// Whether this pipeline's log output can be read out in blocks
+    /// ([`Pipeline::show_log_blocks`]) for a session running `command`.
+    pub fn shows_log_blocks(&self, command: &str) -> bool {
+        self.chain().is_empty()
+            && self.has_builtin_redactor()
+            && RedactMode::for_command(command) == RedactMode::Code
+    }
+
+    /// The whole blocks of `text` (a part of `command`'s log that starts at a block
+    /// edge: the log's start, or where the last call's blocks ended; `at_end` when
+    /// nothing follows it), redacted on up to `threads` threads at once, starting
+    /// with `key_open` (a private-key block is open where `text` starts).
+    ///
+    /// `None` when this pipeline does not read out in blocks
+    /// ([`Pipeline::shows_log_blocks`]): hooks, configured patterns or an
+    /// environment dump need the route that shows a window at a time.
+    pub fn show_log_blocks(
+        &self,
+        command: &str,
+        text: String,
+        key_open: bool,
+        at_end: bool,
+        threads: usize,
+    ) -> Option<ShownBlocks> {
+        if !self.shows_log_blocks(command) {
+            return None;
+        }
+        let redactor: &Redactor = self.redactor();
+        let (blocks, consumed) = blocks(&text, at_end);
+        let runs = runs(&blocks, threads.max(1));
+        // Each run's key state where it starts: the look-back over the text
+        // before it (the lines that could be key body, usually none).
+        let starts: Vec<bool> = runs
+            .iter()
+            .map(|run| match run.first() {
+                Some(first) if first.start > 0 => {
+                    redactor.key_open_after(&text[..first.start], key_open)
+                }
+                _ => key_open,
+            })
+            .collect();
+        let results: Vec<(Vec<Part>, bool)> = if runs.len() <= 1 {
+            runs.iter()
+                .zip(&starts)
+                .map(|(run, open)| redact_run(redactor, &text, run, *open))
+                .collect()
+        } else {
+            std::thread::scope(|scope| {
+                let text = &text;
+                let handles: Vec<_> = runs
+                    .iter()
+                    .zip(&starts)
+                    .map(|(run, open)| {
+                        let open = *open;
+                        scope.spawn(move || redact_run(redactor, text, run, open))
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| match h.join() {
+                        Ok(result) => result,
+                        Err(payload) => std::panic::resume_unwind(payload),
+                    })
+                    .collect()
+            })
+        };
+        let mut parts = Vec::new();
+        let mut key_open_after = key_open;
+        for (run_parts, open) in results {
+            for part in run_parts {
+                match (parts.last_mut(), part) {
+                    (Some(Part::Same(range)), Part::Same(next)) if range.end == next.start => {
+                        range.end = next.end;
+                    }
+                    (_, part) => parts.push(part),
+                }
+            }
+            key_open_after = open;
+        }
+        Some(ShownBlocks {
+            text,
+            parts,
+            consumed,
+            key_open_after,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

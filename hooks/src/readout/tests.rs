@@ -1,0 +1,137 @@
+//! The block read-out against the sequential redaction: the same bytes for random
+//! logs with secrets and private-key blocks, read in random pieces on 1 to 4
+//! threads.
+
+use proptest::prelude::*;
+
+use super::*;
+
+/// One line of a random log: plain text, a secret, part of a key block, a line
+/// with escapes or invisible characters around a token, or a long line.
+fn line(kind: u8, n: usize) -> String {
+    let filler = |len: usize| "abcdefghij klmnop ".repeat(len / 18 + 1)[..len].to_owned();
+    match kind % 12 {
+        0..=2 => format!(
+            "INFO worker-{n} processed batch {n} status=ok {}",
+            filler(n % 90)
+        ),
+        3 => format!("token ghp_abcdefghijklmnopqrstuvwxyz0123456789{n} used"),
+        4 => "Authorization: Bearer abcdefghijklmnopqrstuvwxyz012345".to_owned(),
+        5 => "-----BEGIN RSA PRIVATE KEY-----".to_owned(),
+        6 | 7 => "MIIEpAIBAAKCAQEA0123456789abcdefghijklmnopqrstuvwxyzABCDEF".to_owned(),
+        8 => "-----END RSA PRIVATE KEY-----".to_owned(),
+        9 => format!("db postgres://user:hunter2pass{n}@db.example:5432/app"),
+        10 => "see \x1b[1msk-\u{200b}proj-AbCdEfGhIjKlMnOpQrStUvWx_yz-12\x1b[0m here".to_owned(),
+        _ => filler(20_000 + n * 37),
+    }
+}
+
+/// A log of `lines` with `ends` (line ends, `\r\n` among them), at least a few
+/// blocks long.
+fn log_of(lines: &[(u8, usize)], crlf: bool) -> String {
+    let mut text = String::new();
+    while text.len() < 2 * BLOCK_BYTES + BLOCK_BYTES / 2 {
+        for (kind, n) in lines {
+            text.push_str(&line(*kind, *n));
+            text.push_str(if crlf && n % 3 == 0 { "\r\n" } else { "\n" });
+        }
+    }
+    text
+}
+
+/// Reads `text` out as the daemon does: pieces of the given sizes appended to the
+/// unconsumed rest of the last read, the key state carried.
+fn read_out(text: &str, pieces: &[usize], threads: usize) -> String {
+    let pipeline = Pipeline::redaction_only();
+    let mut out: Vec<u8> = Vec::new();
+    let mut carry = String::new();
+    let mut key_open = false;
+    let mut pos = 0;
+    let mut idx = 0;
+    while pos < text.len() || !carry.is_empty() {
+        let mut next = (pos + pieces[idx % pieces.len()]).min(text.len());
+        idx += 1;
+        while !text.is_char_boundary(next) {
+            next += 1;
+        }
+        carry.push_str(&text[pos..next]);
+        pos = next;
+        let at_end = pos == text.len();
+        let shown = pipeline
+            .show_log_blocks("make", carry, key_open, at_end, threads)
+            .expect("a plain pipeline reads out in blocks");
+        for part in shown.parts() {
+            out.extend_from_slice(part);
+        }
+        key_open = shown.key_open_after();
+        let consumed = shown.consumed();
+        carry = shown.into_text().split_off(consumed);
+        if at_end {
+            assert!(carry.is_empty(), "everything is consumed at the end");
+            break;
+        }
+    }
+    String::from_utf8(out).expect("shown text is text")
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(10))]
+
+    #[test]
+    fn b30_the_parallel_read_out_equals_the_sequential_redaction(
+        lines in proptest::collection::vec((0u8..12, 0usize..400), 1..60),
+        pieces in proptest::collection::vec(1usize..200_000, 1..6),
+        threads in 1usize..5,
+        crlf in any::<bool>(),
+    ) {
+        let text = log_of(&lines, crlf);
+        let expected = Redactor::builtin().redact(&text, RedactMode::Code).into_owned();
+        let got = read_out(&text, &pieces, threads);
+        prop_assert!(got == expected, "the read-out differs from the sequential redaction");
+    }
+}
+
+#[test]
+fn b30_unchanged_blocks_are_handed_out_as_the_text_read() {
+    let text = log_of(&[(0, 7), (1, 300)], false);
+    let pipeline = Pipeline::redaction_only();
+    let shown = pipeline
+        .show_log_blocks("make", text.clone(), false, true, 2)
+        .expect("a plain pipeline reads out in blocks");
+    // Two runs of clean blocks, joined into one range of the text.
+    assert_eq!(shown.parts().count(), 1);
+    assert_eq!(shown.consumed(), text.len());
+    assert_eq!(shown.parts().next(), Some(text.as_bytes()));
+}
+
+#[test]
+fn b30_a_key_block_across_runs_is_masked_on_every_thread() {
+    // A key block that opens in the first run and goes on past the second's start.
+    let mut text = log_of(&[(0, 1)], false);
+    text.push_str("-----BEGIN RSA PRIVATE KEY-----\n");
+    while text.len() < 6 * BLOCK_BYTES {
+        text.push_str("MIIEpAIBAAKCAQEA0123456789abcdefghijklmnopqrstuvwxyzABCDEF\n");
+    }
+    let expected = Redactor::builtin()
+        .redact(&text, RedactMode::Code)
+        .into_owned();
+    assert_eq!(read_out(&text, &[BLOCK_BYTES * 2], 3), expected);
+    assert!(!expected.contains("MIIEpAIBAAKCAQEA"));
+}
+
+#[test]
+fn b30_hooks_an_env_dump_or_config_patterns_keep_their_own_route() {
+    let plain = Pipeline::redaction_only();
+    assert!(plain.shows_log_blocks("make"));
+    assert!(!plain.shows_log_blocks("env"));
+    let config = crate::RedactorConfig {
+        extra_patterns: vec!["internal-[0-9]+".to_owned()],
+    };
+    let extra = Pipeline::new(crate::HookChain::default(), &config).expect("a valid pattern");
+    assert!(!extra.shows_log_blocks("make"));
+    assert!(
+        extra
+            .show_log_blocks("make", "a\n".to_owned(), false, true, 2)
+            .is_none()
+    );
+}
