@@ -6,10 +6,11 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::answers::TreeUsage;
+use crate::lock_order::Mutex;
 
 /// The usage of session `name` whose v2 cgroup is `v2`; `None` when no file says
 /// anything.
@@ -33,13 +34,19 @@ pub(crate) fn tree_usage(v2: Option<&Path>, name: &str) -> Option<TreeUsage> {
 /// How long the v1 memory directory found is used before it is looked up again.
 const V1_BASE_TTL: Duration = Duration::from_secs(10);
 
+/// When the v1 memory directory was looked up, and what was found.
+type Found = (Instant, Option<PathBuf>);
+
 /// The v1 memory cgroup directory of this uid's sessions
 /// (`<v1 mount>/<own cgroup>/herd-<uid>`), looked up at most every
 /// [`V1_BASE_TTL`]: a list of thousands of sessions must not parse
 /// `/proc/self/mountinfo` once per row (it was most of `ps`'s cost).
 fn v1_memory_base() -> Option<PathBuf> {
-    static CACHE: Mutex<Option<(Instant, Option<PathBuf>)>> = Mutex::new(None);
-    let mut cache = CACHE.lock().unwrap_or_else(PoisonError::into_inner);
+    static CACHE: OnceLock<Mutex<Option<Found>>> = OnceLock::new();
+    let mut cache = CACHE
+        .get_or_init(|| Mutex::new(None))
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
     if let Some((at, base)) = cache.as_ref()
         && at.elapsed() < V1_BASE_TTL
     {
