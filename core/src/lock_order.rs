@@ -91,6 +91,8 @@ pub(crate) mod rank {
     pub(crate) const SHIM_PENDING: u8 = 88;
     /// The dispatcher's cached verdict: `dispatch`.
     pub(crate) const DISPATCH_CACHE: u8 = 90;
+    /// The v1 memory cgroup directory found for usage reads: `sys::usage`.
+    pub(crate) const USAGE_V1_BASE: u8 = 92;
 
     /// The name of a rank, for messages.
     pub(crate) fn name(rank: u8) -> &'static str {
@@ -120,6 +122,7 @@ pub(crate) mod rank {
             MASTER => "pty master",
             SHIM_PENDING => "shim pending",
             DISPATCH_CACHE => "dispatch cache",
+            USAGE_V1_BASE => "usage v1 base",
             _ => "unnamed",
         }
     }

@@ -144,6 +144,8 @@ pub(crate) struct Inner {
     recommits: recommit::Recommits,
     /// Groups, queued jobs and their dependencies.
     queue: queue::Scheduler,
+    /// Where usage reads find the v1 memory cgroups, looked up now and then.
+    v1_base: crate::sys::usage::V1Base,
 }
 
 impl Registry {
@@ -176,6 +178,7 @@ impl Registry {
             inner: Arc::new(Inner {
                 durable: durable::Durable::new(&home, &config),
                 queue: queue::Scheduler::new(&home, &config),
+                v1_base: crate::sys::usage::V1Base::default(),
                 home,
                 config,
                 table: table_room::Table::new(queue_cap),

@@ -99,7 +99,7 @@ impl Inner {
         }
         let dir = herd_persistence::ShimDir::new(&self.home, s.id.as_str()).ok()?;
         let v2 = dir.read_info().ok().flatten().and_then(|info| info.cgroup);
-        crate::sys::usage::tree_usage(v2.as_deref(), s.id.as_str())
+        crate::sys::usage::tree_usage(v2.as_deref(), &self.v1_base, s.id.as_str())
     }
 }
 

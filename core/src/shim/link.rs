@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use herd_persistence::{ExitRecord, ShimDir};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::UnixStream;
 use tokio::net::unix::OwnedReadHalf;
 use tokio::sync::{mpsc, oneshot};
@@ -220,7 +220,6 @@ impl Incoming {
 
     /// The next message; `Ok(None)` when the shim closed the connection.
     async fn next(&mut self) -> io::Result<Option<FromShim>> {
-        let mut buf = [0u8; 8 * 1024];
         loop {
             match self.frames.next() {
                 Ok(Some(frame)) => match serde_json::from_slice::<FromShim>(&frame.header) {
@@ -239,11 +238,17 @@ impl Incoming {
                 Ok(None) => {}
                 Err(error) => return Err(io::Error::other(error)),
             }
-            let n = self.read.read(&mut buf).await?;
-            if n == 0 {
-                return Ok(None);
+            // The buffer lives only between readiness and the read, never across an
+            // await: an idle session's follower then holds no read buffer (8 KiB of
+            // daemon memory per running session otherwise).
+            self.read.readable().await?;
+            let mut buf = [0u8; 8 * 1024];
+            match self.read.try_read(&mut buf) {
+                Ok(0) => return Ok(None),
+                Ok(n) => self.frames.feed(&buf[..n]),
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => {}
+                Err(error) => return Err(error),
             }
-            self.frames.feed(&buf[..n]);
         }
     }
 }

@@ -5,13 +5,16 @@
 //! (`<v1 mount>/<own cgroup>/herd-<uid>/<id>`, as `limits` makes it).
 
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::PoisonError;
+use std::time::{Duration, Instant};
 
 use crate::answers::TreeUsage;
+use crate::lock_order::{Mutex, rank};
 
 /// The usage of session `name` whose v2 cgroup is `v2`; `None` when no file says
 /// anything.
-pub(crate) fn tree_usage(v2: Option<&Path>, name: &str) -> Option<TreeUsage> {
+pub(crate) fn tree_usage(v2: Option<&Path>, v1: &V1Base, name: &str) -> Option<TreeUsage> {
     let cpu_usec = v2.and_then(|dir| {
         let text = fs::read_to_string(dir.join("cpu.stat")).ok()?;
         text.lines().find_map(|line| {
@@ -21,19 +24,47 @@ pub(crate) fn tree_usage(v2: Option<&Path>, name: &str) -> Option<TreeUsage> {
     });
     let memory_bytes = v2
         .and_then(|dir| read_number(&dir.join("memory.current")))
-        .or_else(|| {
-            let (mount, own) = super::limits::v1_hierarchy("memory")?;
-            let uid = nix::unistd::getuid().as_raw();
-            let dir = mount
-                .join(own.trim_start_matches('/'))
-                .join(format!("herd-{uid}"))
-                .join(name);
-            read_number(&dir.join("memory.usage_in_bytes"))
-        });
+        .or_else(|| read_number(&v1.get()?.join(name).join("memory.usage_in_bytes")));
     (cpu_usec.is_some() || memory_bytes.is_some()).then_some(TreeUsage {
         cpu_usec,
         memory_bytes,
     })
+}
+
+/// How long the v1 memory directory found is used before it is looked up again.
+const V1_BASE_TTL: Duration = Duration::from_secs(10);
+
+/// When the v1 memory directory was looked up, and what was found.
+type Found = (Instant, Option<PathBuf>);
+
+/// The v1 memory cgroup directory of this uid's sessions
+/// (`<v1 mount>/<own cgroup>/herd-<uid>`), looked up at most every
+/// [`V1_BASE_TTL`]: a list of thousands of sessions must not parse
+/// `/proc/self/mountinfo` once per row (it was most of `ps`'s cost). A registry
+/// holds one.
+#[derive(Debug, Default)]
+pub(crate) struct V1Base {
+    cache: Mutex<Option<Found>, { rank::USAGE_V1_BASE }>,
+}
+
+impl V1Base {
+    /// The directory, from the cache while it is fresh.
+    fn get(&self) -> Option<PathBuf> {
+        let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((at, base)) = cache.as_ref()
+            && at.elapsed() < V1_BASE_TTL
+        {
+            return base.clone();
+        }
+        let uid = nix::unistd::getuid().as_raw();
+        let base = super::limits::v1_hierarchy("memory").map(|(mount, own)| {
+            mount
+                .join(own.trim_start_matches('/'))
+                .join(format!("herd-{uid}"))
+        });
+        *cache = Some((Instant::now(), base.clone()));
+        base
+    }
 }
 
 fn read_number(path: &Path) -> Option<u64> {

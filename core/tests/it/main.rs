@@ -4,6 +4,7 @@
 //! (never fixed sleeps), and checks at the end that every session's process group is
 //! gone.
 
+mod checkpoint_writes;
 mod delivery;
 mod dispatch;
 mod events;

@@ -194,6 +194,13 @@ impl Inner {
             .checkpoint
             .stale
             .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.request_checkpoint_write()
+    }
+
+    /// Asks for a checkpoint write that rewrites the running rows only when one is
+    /// stale (else it deletes finished sessions' rows alone: a stream of finishes
+    /// must not rewrite thousands of running rows each); returns its generation.
+    fn request_checkpoint_write(self: &Arc<Self>) -> u64 {
         let mut q = lock(&self.durable.checkpoint.queue);
         q.wanted += 1;
         let generation = q.wanted;
@@ -230,7 +237,7 @@ impl Inner {
             };
             // A write asked for after the last finish snapshotted after it too.
             if *inner.durable.checkpoint.written.borrow() < after {
-                inner.request_checkpoint();
+                inner.request_checkpoint_write();
             }
         }));
     }
