@@ -1577,4 +1577,5 @@ async fn b30_mcp_tools_mask_every_shape() {
     proof.finish("the MCP tools", 80);
 }
 
+mod listings;
 mod shapes;
