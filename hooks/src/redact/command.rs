@@ -303,6 +303,44 @@ fn htpasswd_spans(words: &[Word], found: &mut Vec<Found>) {
     }
 }
 
+/// The secrets of a few tools' own forms: `redis-cli -a PASS`, `vault login
+/// TOKEN`, `npm config set …:_authToken TOKEN`, `openssl … -pass pass:PASS`
+/// (`-passin`, `-passout`; `env:` and `file:` name one). `Some(words consumed)`
+/// when `word` is one of them.
+fn tool_secret(
+    command: &str,
+    word: &Word,
+    next: Option<&Word>,
+    program: &str,
+    found: &mut Vec<Found>,
+) -> Option<usize> {
+    let text = word.text.as_str();
+    // `redis-cli -a PASS`, `vault login TOKEN`, `npm config set …:_authToken TOKEN`.
+    let positional = (text == "-a" && program.starts_with("redis-cli"))
+        || (text == "login" && program == "vault")
+        || text.ends_with("_authToken");
+    if positional
+        && let Some(value) = next
+        && !value.text.starts_with('-')
+        && !value.text.contains('=')
+        && let Some(f) = masked_from(value, value.start, &value.text)
+    {
+        found.push(f);
+        return Some(1);
+    }
+    // `openssl … -pass pass:PASS` (`-passin`, `-passout`); `env:`/`file:` name one.
+    if matches!(text, "-pass" | "-passin" | "-passout" | "-k" | "-kfile")
+        && let Some(value) = next
+        && let Some(pass) = value.text.strip_prefix("pass:")
+        && let Some(colon) = command[value.start..value.end].find(':')
+        && let Some(f) = masked_from(value, value.start + colon + 1, pass)
+    {
+        found.push(f);
+        return Some(1);
+    }
+    None
+}
+
 /// Masks the secret an option at `words[n]` carries; returns how many following
 /// words it consumed as its value (0 or 1).
 fn option_secret(
@@ -371,28 +409,8 @@ fn option_secret(
         found.push(f);
         return 0;
     }
-    // `redis-cli -a PASS`, `vault login TOKEN`, `npm config set …:_authToken TOKEN`.
-    let positional = (text == "-a" && program.starts_with("redis-cli"))
-        || (text == "login" && program == "vault")
-        || text.ends_with("_authToken");
-    if positional
-        && let Some(value) = next
-        && !value.text.starts_with('-')
-        && !value.text.contains('=')
-        && let Some(f) = masked_from(value, value.start, &value.text)
-    {
-        found.push(f);
-        return 1;
-    }
-    // `openssl … -pass pass:PASS` (`-passin`, `-passout`); `env:`/`file:` name one.
-    if matches!(text, "-pass" | "-passin" | "-passout" | "-k" | "-kfile")
-        && let Some(value) = next
-        && let Some(pass) = value.text.strip_prefix("pass:")
-        && let Some(colon) = command[value.start..value.end].find(':')
-        && let Some(f) = masked_from(value, value.start + colon + 1, pass)
-    {
-        found.push(f);
-        return 1;
+    if let Some(consumed) = tool_secret(command, word, next, program, found) {
+        return consumed;
     }
     let docker_login = program == "docker" && words.iter().any(|w| w.text == "login");
     if text == "-p"
