@@ -627,3 +627,21 @@ fn b30_keys_and_tokens_in_other_listings_and_escapings_are_masked() {
         }
     }
 }
+
+/// A string escape that nothing ends (fuzz finding): its body is what a reader of
+/// the bytes sees, so a token in it is masked.
+#[test]
+fn b30_a_token_inside_an_unterminated_escape_string_is_masked() {
+    let r = Redactor::builtin();
+    for intro in [
+        "\u{1b}^", "\u{1b}]", "\u{1b}P", "\u{1b}X", "\u{1b}_", "\u{9e}",
+    ] {
+        let text = format!("tnzoz{intro}wl,0 ghp_SSD98YFaVbpawVKLvNyBnzBAoyihSxGXj1Ay ");
+        let out = r.redact(&text, RedactMode::Code);
+        assert!(!out.contains("VbpawVKLvNyBnzBAoyih"), "{intro:?}: {out:?}");
+    }
+    // A terminated one still hides its body, and the token around it is found.
+    let split = "dcs glpat-AbCdEfGh\u{1b}Pq#0;2\u{1b}\\IjKlMnOpQrSt\n";
+    let out = r.redact(split, RedactMode::Code);
+    assert!(!out.contains("IjKlMnOpQr"), "{out:?}");
+}
