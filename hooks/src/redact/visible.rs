@@ -326,7 +326,10 @@ mod tests {
             ("soft\u{ad}hyphen", "softhyphen"),
             ("c1\u{9b}1mcsi", "c1csi"),
             // Nothing ends the string: its body is what a reader of the bytes sees.
-            ("unterminated \x1b]0;title\nnext", "unterminated 0;title\nnext"),
+            (
+                "unterminated \x1b]0;title\nnext",
+                "unterminated 0;title\nnext",
+            ),
             ("tab\tnl\ncr\r", "tab\tnl\ncr\r"),
             ("café °C", "café °C"),
             ("\x1b", ""),
