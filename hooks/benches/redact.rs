@@ -16,7 +16,7 @@
 //! - `hooks.redact_stream_clean_throughput` / `hooks.redact_stream_dense_throughput`:
 //!   the same clean and dense texts pushed through a `ShownStream` in 64 KiB chunks,
 //!   then `finish`; baseline `Redactor::redact` of the whole text, measured in
-//!   alternation with it in the same run (issue 13: window-safe redaction costs at
+//!   alternation with it in the same run (window-safe redaction costs at
 //!   most 2x, so target >= 0.5 ratio);
 //! - `hooks.window_tail_2000`: one `Pipeline::show(ctx, Window::last_chars(tail,
 //!   2000))` over the last 1 MiB of the dense text, baseline cutting the last 2,000

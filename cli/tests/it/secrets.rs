@@ -1,4 +1,4 @@
-//! B30 end to end (issue 13): no secret leaves herd, whatever shape it comes in.
+//! B30 end to end: no secret leaves herd, whatever shape it comes in.
 //!
 //! A corpus of shapes, each printed by a real job that runs `bash <script>` (so no
 //! secret is ever on a command line): a 4 KB private key longer than every window,
@@ -529,8 +529,13 @@ struct Follow {
 
 impl Follow {
     fn start(env: &Env, id: &str) -> Follow {
+        Follow::with_args(env, &["logs", id, "--follow"])
+    }
+
+    /// `herd args…`, a follow with other options (`-n N` starts it at the end).
+    fn with_args(env: &Env, args: &[&str]) -> Follow {
         let mut child = env
-            .cmd(&["logs", id, "--follow"])
+            .cmd(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -1572,4 +1577,5 @@ async fn b30_mcp_tools_mask_every_shape() {
     proof.finish("the MCP tools", 80);
 }
 
-mod issue34;
+mod listings;
+mod shapes;

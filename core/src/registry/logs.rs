@@ -290,9 +290,9 @@ impl LogFollower {
         inner: Arc<Inner>,
         session_id: SessionId,
         path: PathBuf,
-        command: &str,
-        owner: &str,
+        (command, owner): (&str, &str),
         from_byte: u64,
+        known: crate::output::KeyLookup<'_>,
     ) -> Result<LogFollower, Error> {
         let pipeline: &Arc<Pipeline> = &inner.config.pipeline;
         let ctx = OutputContext {
@@ -308,10 +308,12 @@ impl LogFollower {
         if from_byte > 0
             && let Ok(file) = File::open(&path)
         {
-            let (before, open) = crate::output::context_before(&file, from_byte, &|_| None)
-                .map_err(|source| Error::Io {
-                    path: path.clone(),
-                    source,
+            let (before, open) =
+                crate::output::context_before(&file, from_byte, known).map_err(|source| {
+                    Error::Io {
+                        path: path.clone(),
+                        source,
+                    }
                 })?;
             stream = stream.after_state(&before, open);
         }

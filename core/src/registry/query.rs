@@ -282,26 +282,34 @@ impl Registry {
     /// # Errors
     /// [`Error::Lookup`], or [`Error::Io`] when the log cannot be read.
     pub fn log_follower(&self, id: &str, from_byte: u64) -> Result<LogFollower, Error> {
-        let (session_id, path, command, owner) = match self.inner.lookup_or_queued(id) {
-            Ok(s) => (
-                s.id.clone(),
-                s.log_path.clone(),
-                s.command.clone(),
-                s.state().owner_task_id.clone(),
-            ),
+        let (session_id, path, command, owner, session) = match self.inner.lookup_or_queued(id) {
+            Ok(s) => {
+                let owner = s.state().owner_task_id.clone();
+                (
+                    s.id.clone(),
+                    s.log_path.clone(),
+                    s.command.clone(),
+                    owner,
+                    Some(s),
+                )
+            }
             Err(miss) => {
                 let (session_id, r) = self.inner.receipt_lookup(id, miss)?;
                 let path = self.inner.home.session_log_path(session_id.as_str());
-                (session_id, path, r.command, r.owner_task_id)
+                (session_id, path, r.command, r.owner_task_id, None)
             }
         };
+        // A follow that starts inside a key block learns so from the session's key
+        // index (a lookup, however long the block), as the windowed routes do; the
+        // log's look-back answers only what the index did not see.
+        let known = |at: u64| session.as_ref().and_then(|s| s.key_lookup()(at));
         LogFollower::open(
             Arc::clone(&self.inner),
             session_id,
             path,
-            &command,
-            &owner,
+            (&command, &owner),
             from_byte,
+            &known,
         )
     }
 

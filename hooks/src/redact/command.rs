@@ -9,6 +9,10 @@
 //!   `--access-token`, `--auth-token`, `--http-password`, …), `-p<pass>` of the
 //!   MySQL tools, `-p <pass>` of `sshpass` and `docker login`, `-u user:pass` /
 //!   `--user user:pass` of `curl` (the user kept);
+//! - `-p<pass>` of `sshpass`, `-a <pass>` of `redis-cli`, `pass:<pass>` of
+//!   `openssl -pass`/`-passin`/`-passout`, `vault login <token>`, npm's
+//!   `…:_authToken <token>`, and the password of `htpasswd -b`;
+//! - the script of `bash -c '…'` (any shell), as a command line of its own;
 //! - URL userinfo and every token shape are left to the output families, which run
 //!   on the command line too.
 //!
@@ -219,6 +223,19 @@ pub(super) fn command_spans(command: &str) -> Vec<Found> {
             ) {
                 program = word.text.rsplit('/').next().unwrap_or("").to_owned();
                 at_command_start = false;
+                if program == "htpasswd" {
+                    let end = words[n..]
+                        .iter()
+                        .position(|w| w.ends_command)
+                        .map_or(words.len(), |i| n + i + 1);
+                    htpasswd_spans(&words[n..end], &mut found);
+                }
+            }
+        } else if word.text == "-c" && is_shell(&program) {
+            // `bash -c 'SCRIPT'`: the script is a command line of its own.
+            if let Some(script) = words.get(n + 1).filter(|_| !word.ends_command) {
+                found.extend(script_spans(command, script));
+                n += 1;
             }
         } else {
             n += option_secret(command, &words, n, &program, &mut found);
@@ -232,6 +249,96 @@ pub(super) fn command_spans(command: &str) -> Vec<Found> {
     found.sort_by_key(|f| f.start);
     found.dedup_by(|b, a| b.start < a.end);
     found
+}
+
+/// Whether `program` is a shell whose `-c` takes a command line.
+fn is_shell(program: &str) -> bool {
+    matches!(
+        program,
+        "sh" | "bash" | "dash" | "zsh" | "ksh" | "ash" | "fish"
+    )
+}
+
+/// The replacements of the command line inside `script` (a `-c` argument), in
+/// `command`'s offsets: only when the word is one quoted string (no escapes), so
+/// its text maps onto the original byte for byte.
+fn script_spans(command: &str, script: &Word) -> Vec<Found> {
+    let raw = &command[script.start..script.end];
+    let quoted = raw.len() >= 2
+        && matches!(raw.as_bytes()[0], b'\'' | b'"')
+        && raw.as_bytes()[raw.len() - 1] == raw.as_bytes()[0]
+        && raw[1..raw.len() - 1] == script.text;
+    if !quoted {
+        return Vec::new();
+    }
+    command_spans(&script.text)
+        .into_iter()
+        .map(|f| Found {
+            start: script.start + 1 + f.start,
+            end: script.start + 1 + f.end,
+            with: f.with,
+        })
+        .collect()
+}
+
+/// `htpasswd -b FILE USER PASS` (`-nb USER PASS`): the password is a positional
+/// argument in batch mode.
+fn htpasswd_spans(words: &[Word], found: &mut Vec<Found>) {
+    let batch = words
+        .iter()
+        .find(|w| w.text.starts_with('-') && !w.text.starts_with("--") && w.text.contains('b'));
+    let Some(batch) = batch else {
+        return;
+    };
+    let args: Vec<&Word> = words
+        .iter()
+        .skip(1)
+        .filter(|w| !w.text.starts_with('-'))
+        .collect();
+    let idx = if batch.text.contains('n') { 1 } else { 2 };
+    if let Some(pass) = args.get(idx)
+        && let Some(f) = masked_from(pass, pass.start, &pass.text)
+    {
+        found.push(f);
+    }
+}
+
+/// The secrets of a few tools' own forms: `redis-cli -a PASS`, `vault login
+/// TOKEN`, `npm config set …:_authToken TOKEN`, `openssl … -pass pass:PASS`
+/// (`-passin`, `-passout`; `env:` and `file:` name one). `Some(words consumed)`
+/// when `word` is one of them.
+fn tool_secret(
+    command: &str,
+    word: &Word,
+    next: Option<&Word>,
+    program: &str,
+    found: &mut Vec<Found>,
+) -> Option<usize> {
+    let text = word.text.as_str();
+    // `redis-cli -a PASS`, `vault login TOKEN`, `npm config set …:_authToken TOKEN`.
+    let positional = (text == "-a" && program.starts_with("redis-cli"))
+        || (text == "login" && program == "vault")
+        || text.ends_with("_authToken");
+    if positional
+        && let Some(value) = next
+        && !value.text.starts_with('-')
+        && !value.text.contains('=')
+        && let Some(f) = masked_from(value, value.start, &value.text)
+    {
+        found.push(f);
+        return Some(1);
+    }
+    // `openssl … -pass pass:PASS` (`-passin`, `-passout`); `env:`/`file:` name one.
+    if matches!(text, "-pass" | "-passin" | "-passout" | "-k" | "-kfile")
+        && let Some(value) = next
+        && let Some(pass) = value.text.strip_prefix("pass:")
+        && let Some(colon) = command[value.start..value.end].find(':')
+        && let Some(f) = masked_from(value, value.start + colon + 1, pass)
+    {
+        found.push(f);
+        return Some(1);
+    }
+    None
 }
 
 /// Masks the secret an option at `words[n]` carries; returns how many following
@@ -295,12 +402,15 @@ fn option_secret(
         return 0;
     }
     if let Some(pass) = text.strip_prefix("-p")
-        && MYSQL_LIKE.contains(&program)
+        && (MYSQL_LIKE.contains(&program) || program == "sshpass")
         && !pass.is_empty()
         && let Some(f) = masked_from(word, word.start + 2, pass)
     {
         found.push(f);
         return 0;
+    }
+    if let Some(consumed) = tool_secret(command, word, next, program, found) {
+        return consumed;
     }
     let docker_login = program == "docker" && words.iter().any(|w| w.text == "login");
     if text == "-p"

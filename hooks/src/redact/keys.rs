@@ -281,6 +281,8 @@ fn is_trailer(rest: &str) -> bool {
             [] => return true,
             [.., b'\\', b'n' | b'r'] => end -= 2,
             [.., b' ' | b'\t' | b'$' | b'\r' | b'\\'] => end -= 1,
+            // A quote and comma ending a list element (`'-----BEGIN …-----',`).
+            [.., b'\'' | b'"', b','] => end -= 2,
             [.., b'^', b'M'] => end -= 2,
             _ => return false,
         }
@@ -338,14 +340,28 @@ fn body_run(rest: &str) -> usize {
                     _ => break,
                 }
             }
-            b'\'' | b'"' if n >= 2 && bytes[n - 1] == b'n' && bytes[n - 2] == b'\\' => {
-                // The end of one element of a list of lines, and the next one.
+            b'\'' | b'"' => {
+                // The end of one element of a list of lines (`readlines()`, each
+                // ending in `\n`, or `splitlines()`, the BEGIN line its own
+                // element), and the next one: a quote, a comma, a quote.
                 let sep = bytes[n + 1..]
                     .iter()
                     .take_while(|b| matches!(b, b',' | b' '))
                     .count();
+                let has_comma = bytes[n + 1..n + 1 + sep].contains(&b',');
+                // The next element must be key text too (a line of body or the
+                // END marker), or this one must have ended a line (`…\n'`): a
+                // JSON object's next field (`", "n": 1`) is not.
+                let next_at = n + 2 + sep;
+                let next_is_key = bytes.get(next_at..).is_some_and(|next| {
+                    next.starts_with(b"-----END")
+                        || next.iter().take_while(|b| is_base64(**b)).count() >= 16
+                });
+                let ended_line = n >= 2 && bytes[n - 1] == b'n' && bytes[n - 2] == b'\\';
                 match bytes.get(n + 1 + sep) {
-                    Some(b'\'' | b'"') if sep > 0 => n += sep + 2,
+                    Some(b'\'' | b'"') if has_comma && (ended_line || next_is_key) => {
+                        n += sep + 2;
+                    }
                     _ => break,
                 }
             }

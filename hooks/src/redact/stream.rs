@@ -137,6 +137,13 @@ impl StreamRedactor {
             text
         };
         let (found, open) = self.redactor.find(&text, self.mode, self.key_open);
+        if n_shown == 0 && found.is_empty() && text.ends_with('\n') {
+            // Whole lines with nothing to mask (most output): they go out as they
+            // are, without a copy.
+            self.shown_mask = None;
+            self.key_open = open;
+            return text;
+        }
         let out = splice_continuing(&text, &found, n_shown, self.shown_mask.as_deref());
         self.shown_mask = None;
         // A `\r` ends what is emitted (a progress frame goes out live) but not the

@@ -524,3 +524,124 @@ fn b30_a_long_text_redacted_in_blocks_is_redacted_as_one() {
     assert!(r.redact(&text, RedactMode::Code) == whole);
     assert!(!whole.contains("s3cr3tpassw0rd") && !whole.contains("hijklmnop"));
 }
+
+/// Key blocks printed by other tools and escapings than the corpus tests use: every
+/// body line is masked, and so are tokens in overstrike of other providers.
+#[test]
+fn b30_keys_and_tokens_in_other_listings_and_escapings_are_masked() {
+    fn base64(mut x: u64, n: usize) -> String {
+        const A: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                char::from(A[usize::try_from(x % 64).unwrap_or(0)])
+            })
+            .collect()
+    }
+    let r = Redactor::builtin();
+    let body: Vec<String> = (0..6).map(|i| base64(i + 7, 64)).collect();
+    let pem = format!(
+        "-----BEGIN RSA PRIVATE KEY-----\n{}\n-----END RSA PRIVATE KEY-----\n",
+        body.join("\n")
+    );
+    let each = |f: &dyn Fn(usize, &str) -> String| -> String {
+        pem.lines().enumerate().map(|(i, l)| f(i, l)).collect()
+    };
+    let quoted = |q: char, sep: &str| {
+        let items: Vec<String> = pem.lines().map(|l| format!("{q}{l}{q}")).collect();
+        format!("[{}]\n", items.join(sep))
+    };
+    let once = serde_json::to_string(&pem).unwrap_or_default();
+    let twice = serde_json::to_string(&once).unwrap_or_default();
+    let thrice = serde_json::to_string(&twice).unwrap_or_default();
+    let mut long = "x".repeat(200 * 1024);
+    long.push_str(&pem);
+    let cases: Vec<(&str, String)> = vec![
+        (
+            "grep -rn, deep path",
+            each(&|i, l| format!("/home/u/proj/secrets/prod/id_rsa:{}:{l}\n", i + 1)),
+        ),
+        ("grep -b", each(&|i, l| format!("id_rsa:{}:{l}\n", i * 65))),
+        (
+            "diff -u, removed",
+            format!(
+                "--- a/id_rsa\n+++ /dev/null\n@@ -1,8 +0,0 @@\n{}",
+                each(&|_, l| format!("-{l}\n"))
+            ),
+        ),
+        ("diff -u, context", each(&|_, l| format!(" {l}\n"))),
+        ("diff, normal", each(&|_, l| format!("> {l}\n"))),
+        ("nl", each(&|i, l| format!("{:>6}\t{l}\n", i + 1))),
+        ("sed -n l", each(&|_, l| format!("{l}$\n"))),
+        ("cat -v, CRLF", each(&|_, l| format!("{l}^M\n"))),
+        ("JSON thrice", format!("{{\"key\": {thrice}}}\n")),
+        (
+            "YAML block scalar",
+            format!("tls:\n  key: |\n{}", each(&|_, l| format!("    {l}\n"))),
+        ),
+        ("YAML list", each(&|_, l| format!("  - {l}\n"))),
+        (
+            "Python repr",
+            format!("{}\n", format!("{pem:?}").replace('"', "'")),
+        ),
+        ("Python list of lines", quoted('\'', ", ")),
+        ("pprint list", quoted('\'', ",\n ")),
+        ("JSON list", quoted('"', ", ")),
+        (
+            "kubectl prefix",
+            each(&|_, l| format!("[pod/api-7d9f/app] {l}\n")),
+        ),
+        ("after 200 KiB without a newline", long),
+    ];
+    for (name, text) in &cases {
+        let out = visible_text(&r.redact(text, RedactMode::Code));
+        for line in &body {
+            assert!(
+                !out.contains(&line[8..40]),
+                "{name}: a key body line shows: {out:.2000}"
+            );
+        }
+    }
+    let tokens = [
+        "sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+        "AKIAIOSFODNN7EXAMPL3",
+        "xoxb-1234567890-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx",
+        "glpat-AbCdEfGhIjKlMnOpQrSt",
+    ];
+    for token in tokens {
+        let bold: String = token.chars().map(|c| format!("{c}\u{8}{c}")).collect();
+        let under: String = token.chars().map(|c| format!("_\u{8}{c}")).collect();
+        let head_bold: String = token[..4]
+            .chars()
+            .map(|c| format!("{c}\u{8}{c}"))
+            .chain(std::iter::once(token[4..].to_owned()))
+            .collect();
+        for shown in [bold, under, head_bold, format!("50% [==>  ]\r{token}")] {
+            let out = visible_text(&r.redact(&format!("tok {shown}\n"), RedactMode::Code));
+            assert!(
+                !out.contains(&token[6..token.len() - 4]),
+                "{token} shows: {out:?}"
+            );
+        }
+    }
+}
+
+/// A string escape that nothing ends (fuzz finding): its body is what a reader of
+/// the bytes sees, so a token in it is masked.
+#[test]
+fn b30_a_token_inside_an_unterminated_escape_string_is_masked() {
+    let r = Redactor::builtin();
+    for intro in [
+        "\u{1b}^", "\u{1b}]", "\u{1b}P", "\u{1b}X", "\u{1b}_", "\u{9e}",
+    ] {
+        let text = format!("tnzoz{intro}wl,0 ghp_SSD98YFaVbpawVKLvNyBnzBAoyihSxGXj1Ay ");
+        let out = r.redact(&text, RedactMode::Code);
+        assert!(!out.contains("VbpawVKLvNyBnzBAoyih"), "{intro:?}: {out:?}");
+    }
+    // A terminated one still hides its body, and the token around it is found.
+    let split = "dcs glpat-AbCdEfGh\u{1b}Pq#0;2\u{1b}\\IjKlMnOpQrSt\n";
+    let out = r.redact(split, RedactMode::Code);
+    assert!(!out.contains("IjKlMnOpQr"), "{out:?}");
+}

@@ -38,7 +38,13 @@ pub(super) fn strip(text: &str) -> Option<(String, Vec<usize>)> {
             idx += overstrike(text, idx, &mut copy, &mut map);
             continue;
         }
-        let skip = hidden_len(bytes, idx);
+        let skip = match hidden_len(bytes, idx) {
+            // A string escape with no terminator (it runs to a newline, a control
+            // or the end of the text): a terminal would wait and show nothing, but
+            // a reader of the bytes sees its body, so only the introducer goes.
+            len if is_open_string(bytes, idx, len) => 2,
+            len => len,
+        };
         if skip > 0 {
             idx += skip;
             continue;
@@ -125,6 +131,20 @@ pub(super) fn unfinished_escape(partial: &str) -> Option<usize> {
         Some(_) => true,
     };
     (!finished).then_some(at)
+}
+
+/// Whether the hidden sequence of `len` bytes at `idx` is an OSC, DCS, SOS, PM or
+/// APC string that no BEL or ST ends.
+fn is_open_string(bytes: &[u8], idx: usize, len: usize) -> bool {
+    let string = matches!(
+        (bytes[idx], bytes.get(idx + 1)),
+        (0x1b, Some(b']' | b'P' | b'X' | b'^' | b'_'))
+            | (0xc2, Some(0x9d | 0x90 | 0x98 | 0x9e | 0x9f))
+    );
+    let end = idx + len;
+    let terminated = len > 2
+        && (bytes[end - 1] == 0x07 || matches!(bytes[end - 2..end], [0x1b, b'\\'] | [0xc2, 0x9c]));
+    string && len >= 2 && !terminated
 }
 
 /// Length in bytes of a hidden sequence starting at `idx`, or 0. Always ends on a
@@ -305,7 +325,11 @@ mod tests {
             ("x\u{202e}y\u{2066}z\u{2069}", "xyz"),
             ("soft\u{ad}hyphen", "softhyphen"),
             ("c1\u{9b}1mcsi", "c1csi"),
-            ("unterminated \x1b]0;title\nnext", "unterminated \nnext"),
+            // Nothing ends the string: its body is what a reader of the bytes sees.
+            (
+                "unterminated \x1b]0;title\nnext",
+                "unterminated 0;title\nnext",
+            ),
             ("tab\tnl\ncr\r", "tab\tnl\ncr\r"),
             ("café °C", "café °C"),
             ("\x1b", ""),

@@ -424,9 +424,9 @@ fn b30_a_token_whose_head_went_out_on_idle_is_held_until_it_matches() {
     );
 }
 
-/// A token as issue 34's corpus printed it: bold or underlined in overstrike,
+/// A token as a fresh corpus printed it: bold or underlined in overstrike,
 /// split by a DCS or APC string, or plain.
-fn issue34_token(secret: &str, form: u8, at: usize) -> String {
+fn corpus_token(secret: &str, form: u8, at: usize) -> String {
     let at = at % (secret.len() - 1) + 1;
     match form {
         0 => secret.chars().map(|c| format!("{c}\u{8}{c}")).collect(),
@@ -437,9 +437,9 @@ fn issue34_token(secret: &str, form: u8, at: usize) -> String {
     }
 }
 
-/// A key block as issue 34's corpus printed it: every line behind a prefix or
+/// A key block as a fresh corpus printed it: every line behind a prefix or
 /// before a trailer, or the whole key as one JSON string escaped twice.
-fn issue34_key(key: &str, form: u8) -> String {
+fn corpus_key(key: &str, form: u8) -> String {
     let prefixed = |prefix: &str, suffix: &str| {
         key.lines()
             .enumerate()
@@ -465,7 +465,7 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(128))]
 
     #[test]
-    fn b30_issue34_property_overstrike_prefixes_escaping_and_partial_tokens_never_show_a_secret(
+    fn b30_property_overstrike_prefixes_escaping_and_partial_tokens_never_show_a_secret(
         words in prop::collection::vec("[a-z]{1,8}( |\n|: )", 5..40),
         secrets in prop::collection::vec((secret_strategy(), 0u8..5, any::<usize>(), any::<usize>()), 1..3),
         key_form in 0u8..8,
@@ -479,12 +479,12 @@ proptest! {
         let mut planted = Vec::new();
         for ((secret, _), form, place, split) in &secrets {
             let at = place % (parts.len() + 1);
-            parts.insert(at, format!("{} ", issue34_token(secret, *form, *split)));
+            parts.insert(at, format!("{} ", corpus_token(secret, *form, *split)));
             planted.push(secret.clone());
         }
         let key = pem(key_lines);
         let at = key_at % (parts.len() + 1);
-        parts.insert(at, format!("\n{}", issue34_key(&key, key_form)));
+        parts.insert(at, format!("\n{}", corpus_key(&key, key_form)));
         planted.extend(pem_lines(&key));
         let text: String = parts.concat();
         let p = std::sync::Arc::new(Pipeline::redaction_only());

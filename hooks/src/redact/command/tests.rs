@@ -8,7 +8,7 @@ fn shown(command: &str) -> String {
 }
 
 #[test]
-fn b30_issue34_each_command_line_form_is_masked_and_the_rest_kept() {
+fn b30_each_command_line_form_is_masked_and_the_rest_kept() {
     let cases = [
         (
             "API_TOKEN=s3cr3tvalue42 deploy.sh",
@@ -71,6 +71,61 @@ fn b30_issue34_each_command_line_form_is_masked_and_the_rest_kept() {
             "S3cretPass",
         ),
         ("a && TOKEN=abc123xyz b", "a && TOKEN=*** b", "abc123xyz"),
+        (
+            "sshpass -pS3cretPass ssh host",
+            "sshpass -p*** ssh host",
+            "S3cretPass",
+        ),
+        (
+            "redis-cli -h db -a S3cretPass ping",
+            "redis-cli -h db -a *** ping",
+            "S3cretPass",
+        ),
+        (
+            "openssl enc -d -pass pass:S3cretPass -in x",
+            "openssl enc -d -pass pass:*** -in x",
+            "S3cretPass",
+        ),
+        (
+            "vault login AbCdEf1234567890",
+            "vault login *** ",
+            "1234567890",
+        ),
+        (
+            "npm config set //registry.npmjs.org/:_authToken AbCdEf1234567890",
+            "npm config set //registry.npmjs.org/:_authToken *** ",
+            "1234567890",
+        ),
+        (
+            "htpasswd -bc .htpasswd admin S3cretPass",
+            "htpasswd -bc .htpasswd admin *** ",
+            "S3cretPass",
+        ),
+        (
+            "htpasswd -nb admin S3cretPass",
+            "htpasswd -nb admin *** ",
+            "S3cretPass",
+        ),
+        (
+            "bash -c 'MYSQL_PWD=S3cretPass mysql -u root'",
+            "bash -c 'MYSQL_PWD=*** mysql -u root'",
+            "S3cretPass",
+        ),
+        (
+            "sh -c \"export API_TOKEN=S3cretPass; ./run\"",
+            "sh -c \"export API_TOKEN=***; ./run\"",
+            "S3cretPass",
+        ),
+        (
+            "mysql --password S3cretPass -u root",
+            "mysql --password *** -u root",
+            "S3cretPass",
+        ),
+        (
+            "curl --user admin:S3cretPass https://x.example",
+            "curl --user admin:*** https://x.example",
+            "S3cretPass",
+        ),
     ];
     for (command, want, secret) in cases {
         let out = shown(command);
@@ -80,7 +135,7 @@ fn b30_issue34_each_command_line_form_is_masked_and_the_rest_kept() {
 }
 
 #[test]
-fn b30_issue34_ordinary_command_lines_are_left_alone() {
+fn b30_ordinary_command_lines_are_left_alone() {
     for command in [
         "ls -la /tmp",
         "ssh -p 2222 host",
@@ -92,6 +147,12 @@ fn b30_issue34_ordinary_command_lines_are_left_alone() {
         "echo $TOKEN",
         "TOKEN=$TOKEN deploy",
         "grep -r password src/",
+        "sshpass -f passfile ssh host",
+        "openssl enc -pass env:PASS -in x",
+        "openssl enc -pass file:pass.txt -in x",
+        "bash -c 'make -j4 && ./run'",
+        "htpasswd -c .htpasswd admin",
+        "vault login -method=github",
     ] {
         assert_eq!(shown(command), command);
     }

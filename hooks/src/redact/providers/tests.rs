@@ -1,4 +1,4 @@
-//! The provider table: one sample per shape masked, the shapes issue 34 found
+//! The provider table: one sample per shape masked, the shapes a fresh corpus found
 //! unrecognised, an over-masking corpus, and `docs/secrets.md` agreeing with the code.
 
 use super::{catalog, markdown_table};
@@ -23,7 +23,7 @@ fn leak(out: &str, secret: &str) -> Option<String> {
 }
 
 #[test]
-fn b30_issue34_one_sample_per_recognised_provider_is_masked() {
+fn b30_one_sample_per_recognised_provider_is_masked() {
     let redactor = Redactor::builtin();
     for shape in catalog() {
         let secret = secret_of(&shape.sample);
@@ -49,7 +49,7 @@ fn b30_issue34_one_sample_per_recognised_provider_is_masked() {
 }
 
 #[test]
-fn b30_issue34_the_shapes_the_tester_found_unrecognised_are_masked() {
+fn b30_the_shapes_the_tester_found_unrecognised_are_masked() {
     let redactor = Redactor::builtin();
     let samples = [
         (
@@ -172,7 +172,7 @@ fn b30_issue34_the_shapes_the_tester_found_unrecognised_are_masked() {
 }
 
 #[test]
-fn b30_issue34_no_over_masking_corpus() {
+fn b30_no_over_masking_corpus() {
     let redactor = Redactor::builtin();
     let corpus = [
         "commit 3f2a9c1e8b7d6a5f4e3d2c1b0a9f8e7d6c5b4a39 (HEAD -> main)",
@@ -203,9 +203,9 @@ fn b30_issue34_no_over_masking_corpus() {
     }
 }
 
-/// Regenerate with `HERD_WRITE_SECRETS_DOC=1 cargo test -p herd-hooks --lib b30_issue34_docs`.
+/// Regenerate with `HERD_WRITE_SECRETS_DOC=1 cargo test -p herd-hooks --lib b30_docs`.
 #[test]
-fn b30_issue34_docs_secrets_table_is_generated_from_the_code() {
+fn b30_docs_secrets_table_is_generated_from_the_code() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/secrets.md");
     let table = markdown_table(BUILTIN_ROWS);
     assert_eq!(table, crate::recognised_table());
@@ -223,6 +223,6 @@ fn b30_issue34_docs_secrets_table_is_generated_from_the_code() {
     }
     assert!(
         doc.contains(&format!("{begin}{table}{end}")),
-        "docs/secrets.md does not hold the table the code makes; regenerate it with HERD_WRITE_SECRETS_DOC=1 cargo test -p herd-hooks --lib b30_issue34_docs"
+        "docs/secrets.md does not hold the table the code makes; regenerate it with HERD_WRITE_SECRETS_DOC=1 cargo test -p herd-hooks --lib b30_docs"
     );
 }

@@ -1,4 +1,4 @@
-//! Issue 18: the prefilter's triggers are derived from the patterns and agree with
+//! The prefilter's triggers are derived from the patterns and agree with
 //! them. Matches are generated from each pattern (its look-arounds dropped, the
 //! sample set between spaces so word boundaries hold) and every match the
 //! automaton finds must start where the scan reports a trigger; the prefiltered
@@ -10,7 +10,7 @@ use proptest::strategy::Union;
 use super::*;
 use crate::redact::{Compiled, Kind, RedactMode, Redactor, RedactorConfig, families};
 
-/// The trigger lists kept by hand in `families.rs` before issue 18.
+/// The trigger lists kept by hand in `families.rs` before the triggers were derived.
 const OLD_TOKEN_TRIGGERS: &[&str] = &[
     "sk-",
     "ghp_",
@@ -232,7 +232,7 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
     #[test]
-    fn issue18_every_builtin_family_is_covered_by_its_triggers(
+    fn b30_every_builtin_family_is_covered_by_its_triggers(
         (idx, sample) in samples(&strs(&families::code_patterns())),
         before in "[ -~]{0,12}",
         after in "[ -~]{0,12}",
@@ -242,7 +242,7 @@ proptest! {
     }
 
     #[test]
-    fn issue18_every_configured_pattern_is_covered_by_its_triggers(
+    fn b30_every_configured_pattern_is_covered_by_its_triggers(
         (idx, sample) in samples(EXTRAS),
         before in "[ -~]{0,12}",
         after in "[ -~]{0,12}",
@@ -253,7 +253,7 @@ proptest! {
 
     /// Random text full of near-misses: the prefiltered search still agrees.
     #[test]
-    fn issue18_prefiltered_search_agrees_on_noise(
+    fn b30_prefiltered_search_agrees_on_noise(
         text in "(?:[ :=+#\"'\\t-]|sk-|ghp_|AKIA|eyJ|[Aa]uthorization|POSTGRES://u:|x-api-|[0-9]|[a-zA-Z_]){0,60}",
     ) {
         for set in [&*CODE, &*EXTRA] {
@@ -263,7 +263,7 @@ proptest! {
 }
 
 #[test]
-fn issue18_builtin_families_all_have_a_literal_trigger() {
+fn b30_builtin_families_all_have_a_literal_trigger() {
     let code = families::code_patterns();
     let t = derive(&strs(&code));
     for ((p, _), trigger) in code.iter().zip(t.plan()) {
@@ -323,7 +323,7 @@ fn issue18_builtin_families_all_have_a_literal_trigger() {
 }
 
 #[test]
-fn issue18_each_kind_of_configured_pattern_gets_its_trigger() {
+fn b30_each_kind_of_configured_pattern_gets_its_trigger() {
     let t = derive(EXTRAS);
     assert_eq!(
         t.plan(),
@@ -352,7 +352,7 @@ fn issue18_each_kind_of_configured_pattern_gets_its_trigger() {
 }
 
 #[test]
-fn issue18_a_pattern_with_no_usable_literal_always_runs_and_is_found() {
+fn b30_a_pattern_with_no_usable_literal_always_runs_and_is_found() {
     let config = RedactorConfig {
         extra_patterns: vec![r"[0-9]{4}-[0-9]{4}-SECRET".to_owned()],
     };
@@ -379,7 +379,7 @@ fn issue18_a_pattern_with_no_usable_literal_always_runs_and_is_found() {
 }
 
 #[test]
-fn issue18_a_family_the_old_hand_list_lacked_is_found() {
+fn b30_a_family_the_old_hand_list_lacked_is_found() {
     // A new token family and a new header family, in neither old list.
     let token = "zzk_Ab3dEf6hIj9kLm2nOp5q";
     let header = "X-Secret-Header: hunter2hunter2hunter2";
@@ -403,7 +403,7 @@ fn issue18_a_family_the_old_hand_list_lacked_is_found() {
 }
 
 #[test]
-fn issue18_literal_sets_are_prefix_free_and_grouped() {
+fn b30_literal_sets_are_prefix_free_and_grouped() {
     let mut v = lits(&["abcd", "ab", "abx", "b", "ba"]);
     prefix_free(&mut v);
     assert_eq!(v, lits(&["ab", "b"]));

@@ -1,4 +1,4 @@
-//! Issue 34 end to end: the shapes a fresh corpus found leaking, through every CLI
+//! B30 end to end, the shapes a fresh corpus found leaking, through every CLI
 //! route and the durable ones (receipts, ledger, events, a restarted daemon):
 //! a key read through `grep -r`, `grep -n`, `cat -A` and `diff`, a key inside
 //! twice-escaped JSON, a key block longer than 64 KiB read at windows far from
@@ -81,7 +81,7 @@ fn shapes(env: &Env, rng: &mut Rng) -> (String, Vec<Secret>, usize) {
     }
     let command = script(
         env,
-        "issue34",
+        "shapes",
         &format!(
             "cd '{}'\necho start\ngrep -r . keys\ngrep -n . keys/id_rsa\ncat -A keys/id_rsa\ndiff /dev/null keys/id_rsa\ncat {json_file}\ncat {tokens_file}\ncat {long_file}\necho done\n",
             env.scratch().display()
@@ -91,14 +91,14 @@ fn shapes(env: &Env, rng: &mut Rng) -> (String, Vec<Secret>, usize) {
 }
 
 #[test]
-fn b30_issue34_keys_behind_prefixes_escapes_and_long_blocks_and_new_shapes_are_masked_everywhere() {
+fn b30_keys_behind_prefixes_escapes_and_long_blocks_and_new_shapes_are_masked_everywhere() {
     let env = Env::new();
     let mut rng = Rng(0x5eed_0034);
     let (command, secrets, n_long) = shapes(&env, &mut rng);
     let mut proof = Proof::new(secrets);
     let mut ids = Vec::new();
     for mode in Mode::BOTH {
-        let label = format!("issue 34 shapes, {}", mode.name());
+        let label = format!("corpus shapes, {}", mode.name());
         let id = start(&env, mode, &["--notify"], &command);
         read_finished(&env, &id, &label, &mut proof);
         let total = env.json(&["logs", &id, "--limit", "1", "--json"])["total_lines"]
@@ -112,11 +112,11 @@ fn b30_issue34_keys_behind_prefixes_escapes_and_long_blocks_and_new_shapes_are_m
         ids.push((id, label));
     }
     read_durable(&env, &ids, &mut proof);
-    proof.finish("issue 34 shapes", 40);
+    proof.finish("corpus shapes", 40);
 }
 
 #[test]
-fn b30_issue34_command_lines_are_shown_redacted_and_run_as_written() {
+fn b30_command_lines_are_shown_redacted_and_run_as_written() {
     let env = Env::new();
     let mut rng = Rng(0x5eed_0035);
     let token = rng.alnum(30);
@@ -154,7 +154,7 @@ fn b30_issue34_command_lines_are_shown_redacted_and_run_as_written() {
 }
 
 #[test]
-fn b30_issue34_paged_routes_hold_an_unfinished_token_like_the_streams() {
+fn b30_paged_routes_hold_an_unfinished_token_like_the_streams() {
     let env = Env::new();
     let mut rng = Rng(0x5eed_0036);
     let token = format!("ghp_{}", rng.alnum(36));
@@ -197,7 +197,7 @@ fn b30_issue34_paged_routes_hold_an_unfinished_token_like_the_streams() {
 }
 
 #[test]
-fn b21_b30_issue34_a_heartbeat_deep_in_a_long_key_shows_only_masks() {
+fn b21_b30_a_heartbeat_deep_in_a_long_key_shows_only_masks() {
     let env = Env::new();
     std::fs::write(
         env.home().join("config.toml"),
@@ -260,4 +260,59 @@ fn b21_b30_issue34_a_heartbeat_deep_in_a_long_key_shows_only_masks() {
     }
     env.ok(&["kill", &id]);
     proof.finish("a heartbeat deep in a long key", 2);
+}
+
+#[test]
+fn b30_a_follow_started_deep_inside_a_long_key_shows_only_masks() {
+    let env = Env::new();
+    let mut rng = Rng(0x5eed_0038);
+    // 1,400 body lines (about 90 KB) after BEGIN; the job waits; the follow starts
+    // at the log's end, far more than 64 KiB after BEGIN; then 100 more lines.
+    let body: Vec<String> = (0..1_500).map(|_| rng.pick(BASE64, 64)).collect();
+    let first = data(
+        &env,
+        "first.pem",
+        &format!(
+            "-----BEGIN PRIVATE KEY-----\n{}\n",
+            body[..1_400].join("\n")
+        ),
+    );
+    let rest = data(&env, "rest.pem", &format!("{}\n", body[1_400..].join("\n")));
+    let go = env.scratch().join("go");
+    let job = script(
+        &env,
+        "follow-key",
+        &format!(
+            "cat {first}\nwhile [ ! -e '{}' ]; do sleep 0.05; done\ncat {rest}\necho after-the-key\n",
+            go.display()
+        ),
+    );
+    let secrets = body
+        .iter()
+        .enumerate()
+        .map(|(idx, line)| secret(&format!("key line {idx}"), line))
+        .collect();
+    let mut proof = Proof::new(secrets);
+    for mode in Mode::BOTH {
+        let label = format!("a follow deep in a long key, {}", mode.name());
+        let _ = std::fs::remove_file(&go);
+        let id = start(&env, mode, &[], &job);
+        super::await_raw(&env, &id, &body[1_399]);
+        let follow = super::Follow::with_args(&env, &["logs", &id, "-n", "1", "--follow"]);
+        // `-n 1` prints the last line so far (masked), then follows from the end.
+        follow.await_output("the last line so far", |t| t.contains(super::KEY_MASK));
+        std::fs::write(&go, "").expect("the scratch dir is writable");
+        let followed = follow.finish();
+        assert!(
+            followed.contains("after-the-key"),
+            "{label}: the follow did not show the job's last line: {followed:?}"
+        );
+        let n_masks = followed.matches(super::KEY_MASK).count();
+        assert!(
+            n_masks > 100,
+            "{label}: the follow showed {n_masks} masked lines, not the 101 it should: {followed:?}"
+        );
+        proof.text(&format!("{label}: logs -n 1 --follow"), &followed);
+    }
+    proof.finish("a follow deep in a long key", 2);
 }
