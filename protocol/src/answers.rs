@@ -670,3 +670,13 @@ pub type Open = Value;
 fn is_zero(n: &u64) -> bool {
     *n == 0
 }
+
+/// The first answer of a `logs.dump` or `logs.follow` stream asked with `frames`
+/// (capability `logs.frames`): binary frames follow it (a 4-byte little-endian
+/// length, then that many bytes of output; a zero length ends them), then a second
+/// answer with the same id carries the stream's end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct FramesOpened {
+    /// The frames' version: 1.
+    pub frames: u32,
+}

@@ -30,8 +30,6 @@ const TO_SCRUB: &[&str] = &[
     "cli/src/daemon/methods/leases.rs",
     "cli/src/daemon/methods/status.rs",
     "cli/benches/scale.rs",
-    "cli/tests/it/secrets.rs",
-    "cli/tests/it/secrets/issue34.rs",
     "core/src/registry/durable/ledger.rs",
     "core/src/registry/durable/receipts.rs",
     "core/src/registry/external/tests.rs",
@@ -45,12 +43,6 @@ const TO_SCRUB: &[&str] = &[
     "core/src/spawn/into_cgroup.rs",
     "core/src/sys/cgroup.rs",
     "core/tests/it/delivery.rs",
-    "docs/secrets.md",
-    "hooks/benches/redact.rs",
-    "hooks/src/redact/command/tests.rs",
-    "hooks/src/redact/providers/tests.rs",
-    "hooks/src/redact/triggers/tests.rs",
-    "hooks/src/window/tests.rs",
     "ARCHITECTURE.md",
 ];
 

@@ -57,7 +57,6 @@ pub(crate) async fn logs(home: &Home, args: LogsArgs) -> anyhow::Result<()> {
         .ask::<Lookup>(&IdParams::new(single.as_str()))
         .await?
         .session_id;
-    let mut from_byte = 0u64;
     let mut whole = String::new();
     let mut emit = |text: &str| {
         if args.json {
@@ -67,12 +66,36 @@ pub(crate) async fn logs(home: &Home, args: LogsArgs) -> anyhow::Result<()> {
             output::raw(text)
         }
     };
+    let from_byte = read_whole(home, client, &id, &mut emit).await?;
+    let poll = kept_of(home, &id).await;
+    if args.json {
+        let mut answer = json!({"session_id": id, "output": whole, "next_byte": from_byte});
+        if let Some(n) = poll["bytes_not_kept"].as_u64().filter(|n| *n > 0) {
+            answer["bytes_not_kept"] = json!(n);
+        }
+        output::json_pretty(&answer)?;
+    } else {
+        super::warn_not_kept(&poll);
+    }
+    Ok(())
+}
+
+/// Reads session `id`'s whole log through `emit`: one framed stream from the start
+/// where the daemon serves `logs.frames`, else chunk by chunk, with the rest as one
+/// stream once a chunk shows the log is long. Returns the offset it reached.
+async fn read_whole(
+    home: &Home,
+    mut client: Client,
+    id: &str,
+    emit: &mut impl FnMut(&str) -> std::io::Result<()>,
+) -> anyhow::Result<u64> {
+    let mut from_byte = 0u64;
     let mut can_dump = client.hello.serves("logs.dump");
     // With binary frames (capability `logs.frames`) the whole log is one stream
     // from its start, read out on every core: no first chunk.
     let mut done = false;
     if can_dump && client.hello.serves(crate::logframes::CAPABILITY) {
-        match dump(&mut client, &id, 0, &mut emit).await? {
+        match dump(&mut client, id, 0, emit).await? {
             Some(end) => {
                 from_byte = end;
                 done = true;
@@ -86,7 +109,7 @@ pub(crate) async fn logs(home: &Home, args: LogsArgs) -> anyhow::Result<()> {
     if !done {
         loop {
             let chunk = client
-                .ask::<LogChunk>(&FollowParams::new(&id, from_byte))
+                .ask::<LogChunk>(&FollowParams::new(id, from_byte))
                 .await?;
             let (text, next) = (chunk.output.as_str(), chunk.next_byte);
             emit(text)?;
@@ -97,7 +120,7 @@ pub(crate) async fn logs(home: &Home, args: LogsArgs) -> anyhow::Result<()> {
             from_byte = next;
             // A long log: the rest comes as one stream, with no round trip per chunk.
             if long && can_dump {
-                match dump(&mut client, &id, from_byte, &mut emit).await? {
+                match dump(&mut client, id, from_byte, emit).await? {
                     Some(end) => {
                         from_byte = end;
                         break;
@@ -112,17 +135,7 @@ pub(crate) async fn logs(home: &Home, args: LogsArgs) -> anyhow::Result<()> {
             }
         }
     }
-    let poll = kept_of(home, &id).await;
-    if args.json {
-        let mut answer = json!({"session_id": id, "output": whole, "next_byte": from_byte});
-        if let Some(n) = poll["bytes_not_kept"].as_u64().filter(|n| *n > 0) {
-            answer["bytes_not_kept"] = json!(n);
-        }
-        output::json_pretty(&answer)?;
-    } else {
-        super::warn_not_kept(&poll);
-    }
-    Ok(())
+    Ok(from_byte)
 }
 
 /// The session's poll answer, for whether the log kept every byte (a full disk, or

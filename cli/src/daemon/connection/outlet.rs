@@ -69,7 +69,8 @@ impl<'c> Outlet<'c> {
     pub(crate) async fn open_frames(&mut self) -> Result<(), Gone> {
         let opened = Response::ok(
             self.id.clone(),
-            serde_json::json!({ crate::logframes::PARAM: 1 }),
+            serde_json::to_value(herd_protocol::answers::FramesOpened { frames: 1 })
+                .unwrap_or_default(),
         );
         write(self.writer, &opened).await.map_err(|_| Gone)?;
         self.frames = true;

@@ -83,3 +83,22 @@ pub(super) async fn read_out(
 fn failed(err: &tokio::task::JoinError) -> RpcError {
     RpcError::new(INTERNAL_ERROR, format!("the log reader failed: {err}"))
 }
+
+/// Where a framed stream's read-out got to (`readout.rs`): the offset its chunked
+/// route goes on from; `None` when the stream has ended (the client left, or the
+/// error was answered).
+pub(super) async fn read_out_first(
+    state: &State,
+    session: &str,
+    from_byte: u64,
+    outlet: &mut Outlet<'_>,
+) -> Result<u64, Option<RpcError>> {
+    if !outlet.is_framed() {
+        return Ok(from_byte);
+    }
+    match read_out(state, session, from_byte, outlet).await {
+        Ok(reached) => Ok(reached),
+        Err(Stop::Gone) => Err(None),
+        Err(Stop::Failed(err)) => Err(Some(err)),
+    }
+}

@@ -213,25 +213,6 @@ async fn framed(mut outlet: Outlet<'_>, frames: bool) -> Option<Outlet<'_>> {
     Some(outlet)
 }
 
-/// Where a framed stream's read-out got to (`readout.rs`): the offset its chunked
-/// route goes on from; `None` when the stream has ended (the client left, or the
-/// error was answered).
-pub(super) async fn read_out_first(
-    state: &State,
-    session: &str,
-    from_byte: u64,
-    outlet: &mut Outlet<'_>,
-) -> Result<u64, Option<RpcError>> {
-    if !outlet.is_framed() {
-        return Ok(from_byte);
-    }
-    match super::readout::read_out(state, session, from_byte, outlet).await {
-        Ok(reached) => Ok(reached),
-        Err(super::readout::Stop::Gone) => Err(None),
-        Err(super::readout::Stop::Failed(err)) => Err(Some(err)),
-    }
-}
-
 /// Streams a session's log from `from_byte` until the session has exited and
 /// everything is sent, then answers the request with the final offset.
 ///
@@ -252,11 +233,12 @@ async fn logs(
         () = outlet.left() => return,
     }
     // A framed stream reads the log as it is now out at memory speed first.
-    let from_byte = match read_out_first(state, session, from_byte, &mut outlet).await {
-        Ok(reached) => reached,
-        Err(None) => return,
-        Err(Some(err)) => return outlet.answer(Err(err)).await,
-    };
+    let from_byte =
+        match super::readout::read_out_first(state, session, from_byte, &mut outlet).await {
+            Ok(reached) => reached,
+            Err(None) => return,
+            Err(Some(err)) => return outlet.answer(Err(err)).await,
+        };
     let follower = match state.registry.log_follower(session, from_byte) {
         Ok(follower) => follower,
         Err(err) => return outlet.answer(Err(core_error(err))).await,
