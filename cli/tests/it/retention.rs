@@ -253,3 +253,28 @@ fn b5_a_lingering_session_held_after_a_restart_still_says_its_log_was_cut() {
     assert_eq!(killed["status"], "killed", "{killed}");
     assert_eq!(polled["bytes_not_kept"].as_u64(), Some(n), "{polled}");
 }
+
+// B38: a finished session that printed nothing has an empty log after a restart
+// (it never made a log file): every log route answers it, none fails.
+#[test]
+fn b38_the_log_of_a_silent_finished_session_reads_empty_after_a_restart() {
+    let env = Env::new();
+    let id = env.start_json(&["--", "true"]);
+    let out = env.run(&["wait", &id, "--timeout", "20"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    env.ok(&["shutdown", "--keep-jobs"]);
+    let out = env.run(&["logs", &id]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "");
+    let answer: Value =
+        serde_json::from_str(&env.ok(&["logs", "--json", &id])).expect("logs --json is JSON");
+    assert_eq!(answer["output"], "", "{answer}");
+    assert_eq!(answer["next_byte"], 0, "{answer}");
+    for args in [
+        &["logs", "-f", id.as_str()][..],
+        &["logs", "--offset", "0", "--limit", "5", id.as_str()],
+    ] {
+        let out = env.run(args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+    }
+}

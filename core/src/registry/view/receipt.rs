@@ -126,6 +126,15 @@ impl Inner {
         let (session_id, r) = self.receipt_lookup(id, miss)?;
         let path = self.home.session_log_path(session_id.as_str());
         let Some(read) = logs::read_chunk(&path, from_byte, max_bytes, false, &|_| None)? else {
+            // A session that printed nothing never made a log file: its log is empty.
+            if r.output.is_empty() && !r.output_cut {
+                return Ok(LogChunk {
+                    session_id,
+                    output: herd_hooks::Shown::default(),
+                    next_byte: 0,
+                    is_running: false,
+                });
+            }
             return Err(Error::Io {
                 path,
                 source: std::io::Error::from(std::io::ErrorKind::NotFound),
