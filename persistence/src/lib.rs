@@ -27,6 +27,7 @@ mod home;
 mod host_links;
 #[cfg(feature = "sqlite")]
 mod lazy_db;
+#[cfg(feature = "sqlite")]
 mod ledger;
 mod memory;
 mod queue;
