@@ -43,7 +43,6 @@ const TO_SCRUB: &[&str] = &[
     "core/src/spawn/into_cgroup.rs",
     "core/src/sys/cgroup.rs",
     "core/tests/it/delivery.rs",
-    "ARCHITECTURE.md",
 ];
 
 /// The checkers, which name the pattern they refuse.
