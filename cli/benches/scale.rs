@@ -1,4 +1,4 @@
-//! Many concurrent sessions (issue 32): one daemon holding 10,000 running jobs.
+//! Many concurrent sessions: one daemon holding 10,000 running jobs.
 //!
 //! Figures (one `herd-bench` line each, read by `cargo xtask bench`):
 //! - `cli.sessions_10000_new_job_p99`: the p99 of a new job's `spawn` (request to

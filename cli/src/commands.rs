@@ -121,7 +121,7 @@ pub(crate) fn ending(answer: &Value, id: &str) -> String {
         (_, None, Some(sig)) => format!("died of {sig}"),
         _ => output::visible(answer["status"].as_str().unwrap_or("unknown")).into_owned(),
     };
-    // Processes of its tree that outlived it, still held by the session (issue 36).
+    // Processes of its tree that outlived it, still held by the session.
     match answer["leftovers"].as_array().map(Vec::len) {
         Some(n) if n > 0 => format!("{id} {how}, {n} left"),
         _ => format!("{id} {how}"),

@@ -1,4 +1,4 @@
-//! `herd group`: add, set, list and remove job groups (issue 33).
+//! `herd group`: add, set, list and remove job groups.
 
 use herd_persistence::Home;
 use herd_protocol::methods::{GroupAdd, GroupList, GroupRm, GroupSet};

@@ -265,10 +265,10 @@ mod tests {
         assert_eq!(skip, 0);
     }
 
-    // Issue 29: the rest of a chunk after what a follow showed before its
+    // The rest of a chunk after what a follow showed before its
     // daemon went away: the next line's unshown part and every line after it.
     #[test]
-    fn issue_29_after_a_restart_the_follow_resumes_at_the_next_unshown_character() {
+    fn after_a_restart_the_follow_resumes_at_the_next_unshown_character() {
         let log = "one\ntwo\nthree\n";
         assert_eq!(after(log, 0, 0), Some(log));
         assert_eq!(after(log, 1, 0), Some("two\nthree\n"));

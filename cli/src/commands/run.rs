@@ -17,7 +17,7 @@ use crate::exit::{Code, Failure};
 use crate::output;
 use crate::protocol;
 
-/// Adds `kill_leftovers` and `limits` (issue 36) to the spawn's params.
+/// Adds `kill_leftovers` and `limits` to the spawn's params.
 fn add_containment(params: &mut SpawnParams, kill_leftovers: bool, limits: Limits) {
     if kill_leftovers {
         params.kill_leftovers = Some(true);
@@ -32,7 +32,7 @@ const DEFAULT_MAX_RESTARTS: u32 = 5;
 /// `--restart-delay` when `--restart` is given alone, milliseconds.
 const DEFAULT_RESTART_DELAY_MS: u64 = 1_000;
 
-/// Adds `ready`, `ready_port` and `restart` (issue 33) to the spawn's params.
+/// Adds `ready`, `ready_port` and `restart` to the spawn's params.
 fn add_readiness(params: &mut SpawnParams, args: &RunArgs) {
     params.ready.clone_from(&args.ready);
     params.ready_port = args.ready_port;

@@ -1,4 +1,4 @@
-//! The host link: the local daemon's connections to other hosts' herds (issue 15).
+//! The host link: the local daemon's connections to other hosts' herds.
 //!
 //! Each `[hosts.NAME]` gets one [`Link`], opened on first use through the host's
 //! door (`remote/door.rs`: the configured argv, ending in `herd proxy` on the far

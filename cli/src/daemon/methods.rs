@@ -313,7 +313,7 @@ impl Service for State {
 }
 
 impl State {
-    /// `poll`, sent only once a finished session's receipt is committed (issue 27).
+    /// `poll`, sent only once a finished session's receipt is committed.
     async fn poll(&self, params: Value) -> Result<Value, RpcError> {
         let answer = off_worker(&self.registry, move |r| query::poll(r, params)).await?;
         if let Some(id) = answer["session_id"].as_str() {

@@ -36,7 +36,7 @@ impl Registry {
             }
         };
         let answer = self.inner.kill_session(&s, source).await;
-        // Answered only once the ending is committed (issue 27).
+        // Answered only once the ending is committed.
         self.inner.receipt_attempted(&s.id).await;
         Ok(answer)
     }
@@ -67,7 +67,7 @@ impl Registry {
                 .collect();
             (running, finished)
         };
-        // Finished sessions still holding leftovers are reached too (issue 36).
+        // Finished sessions still holding leftovers are reached too.
         let held = futures::future::join_all(
             finished
                 .iter()
@@ -92,7 +92,7 @@ impl Inner {
             .await;
         let Some(target) = begin_kill(s, source) else {
             // A finished session whose leftovers live on is not "already exited":
-            // the kill ends them (issue 36).
+            // the kill ends them.
             if let Some(answer) = self.kill_leftovers(s, source).await {
                 return answer;
             }

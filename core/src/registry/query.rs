@@ -422,7 +422,7 @@ impl Registry {
             }
         }
         if finished {
-            // Answered only once the result is committed (issue 27).
+            // Answered only once the result is committed.
             self.inner.receipt_attempted(&s.id).await;
         }
         notes.extend(self.inner.session_note(&s));

@@ -73,7 +73,7 @@ impl Registry {
         let store = self.inner.durable.receipts();
         let mut forgotten: Vec<String> = Vec::with_capacity(gone.len());
         for s in &gone {
-            // A forgotten session leaves nothing running (issue 36).
+            // A forgotten session leaves nothing running.
             super::held::end_leftovers(s);
             forgotten.push(s.id.as_str().to_owned());
         }

@@ -538,7 +538,7 @@ impl Inner {
         // What herd itself runs (systemd-run, later systemctl) and the user bus it
         // talks to are found through the daemon's own environment, the one `herd
         // doctor` judges, never the job's caller's: a caller without PATH or
-        // XDG_RUNTIME_DIR must not turn a scope into a direct subprocess (issue 36).
+        // XDG_RUNTIME_DIR must not turn a scope into a direct subprocess.
         let own_env: HashMap<String, String> = self
             .config
             .tools_env

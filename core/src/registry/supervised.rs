@@ -158,7 +158,7 @@ impl Inner {
             self.config.idle_drain,
         );
         // The shim holds the deadline too: it kills the tree at the deadline while no
-        // daemon runs (issue 17).
+        // daemon runs.
         spec.deadline_unix_ms = ending.time_limit.map(|t| t.deadline_unix_ms());
         spec.kill_grace_ms = u64::try_from(self.config.kill_grace.as_millis()).unwrap_or(u64::MAX);
         spec.kill_leftovers = ending.kill_leftovers;
@@ -227,7 +227,7 @@ impl Inner {
         };
         let mut outcome = kill::kill_tree(&target, self.config.kill_grace).await;
         if let Ok(dir) = ShimDir::new(&self.home, s.id.as_str()) {
-            // The cgroup holds what the walk could not find (issue 36).
+            // The cgroup holds what the walk could not find.
             outcome
                 .survivors
                 .extend(super::held::reclaim_cgroup(&dir).await);
@@ -329,7 +329,7 @@ impl Inner {
                 if shim_alive(shim) {
                     // A shim that has ended its job but could not write its exit record
                     // yet (a full disk) lives on, trying: wait for the record rather
-                    // than call the job lost (issue 27).
+                    // than call the job lost.
                     tracing::info!(session_id = %id, shim_pid = shim.pid, "supervisor alive but closed; waiting for its exit record");
                     let s = self.restored_session(id, &entry, shim, None, None);
                     self.arm_time_limit(&s);

@@ -418,7 +418,7 @@ mod tests {
     }
 
     #[test]
-    fn b15_issue_32_a_pipe_child_is_born_in_the_cgroup_by_clone3() {
+    fn b15_a_pipe_child_is_born_in_the_cgroup_by_clone3() {
         let Some(dir) = test_parent() else {
             return;
         };
@@ -463,7 +463,7 @@ mod tests {
 
     #[cfg(feature = "pty")]
     #[test]
-    fn b15_issue_32_a_pty_child_is_born_in_the_cgroup_by_clone3_with_its_terminal() {
+    fn b15_a_pty_child_is_born_in_the_cgroup_by_clone3_with_its_terminal() {
         let Some(dir) = test_parent() else {
             return;
         };

@@ -458,7 +458,7 @@ mod tests {
     /// A daemon settled in its delegated unit's leaf puts sessions beside the leaf,
     /// never inside it (v2 lets only leaves hold processes once controllers are on).
     #[test]
-    fn issue_36_sessions_go_beside_the_daemon_leaf() {
+    fn sessions_go_beside_the_daemon_leaf() {
         let mount = Path::new("/sys/fs/cgroup");
         let scope = "/user.slice/user-1000.slice/user@1000.service/app.slice/herd-1000-7.scope";
         assert_eq!(

@@ -1,4 +1,4 @@
-//! Acknowledged delivery and adoption into the background (issue 16; B24, B29).
+//! Acknowledged delivery and adoption into the background (B24, B29).
 
 use herd_core::{Adoption, Event, Registry, RegistryConfig, SpawnRequest};
 use herd_persistence::Ledger;
@@ -165,7 +165,7 @@ async fn a_full_queue_folds_the_oldest_and_the_next_drain_says_how_many() {
     fx.assert_groups_gone().await;
 }
 
-/// Issue 27: a consumer printed a lease's events and its process died before the
+/// A consumer printed a lease's events and its process died before the
 /// acknowledgement; the next registry takes the acknowledgement by id, whether the
 /// replay already queued them or not, and a lease dropped after its events were
 /// acknowledged by id does not queue them again.

@@ -25,7 +25,7 @@ fn row_width(fixed: usize, n_columns: usize, command: Option<usize>, line: Optio
 }
 
 #[test]
-fn issue_17_ps_at_80_columns_with_names_and_owners_never_wraps() {
+fn ps_at_80_columns_with_names_and_owners_never_wraps() {
     // Seen: a named session, an OWNER column and `killed (SIGTERM)` left 14
     // columns, and both flexible columns still took at least 8 (plus a header of 9):
     // 83 columns at 80.
@@ -90,11 +90,11 @@ fn flexible_columns_give_way_last_line_first() {
     assert_eq!(flexible_widths(&HEADER, &rows, Some(50)), (None, None));
 }
 
-// Issue 29: at 80 columns a long name, an `mcp-<hex>` owner and a long state
+// At 80 columns a long name, an `mcp-<hex>` owner and a long state
 // still fit: the state loses its parenthesis, the owner and the name are cut,
 // and the command keeps a column.
 #[test]
-fn issue_29_ps_at_80_columns_with_a_long_name_owner_and_state_fits() {
+fn ps_at_80_columns_with_a_long_name_owner_and_state_fits() {
     let mut long = cells(
         "proc_34e8e9d86ce5 a-rather-long-service-name",
         "killed (restarted, SIGTERM)",
@@ -116,9 +116,9 @@ fn issue_29_ps_at_80_columns_with_a_long_name_owner_and_state_fits() {
     assert_eq!(shown[1].0[2], "exited 0");
 }
 
-// Issue 29: the last line of a `\r` progress bar is its latest frame.
+// The last line of a `\r` progress bar is its latest frame.
 #[test]
-fn issue_29_the_last_line_of_a_progress_bar_is_its_latest_frame() {
+fn the_last_line_of_a_progress_bar_is_its_latest_frame() {
     assert_eq!(
         super::last_line("start\nprogress 25%\rprogress 50%\rprogress done!\n"),
         "progress done!"

@@ -239,7 +239,7 @@ mod tests {
     /// A far stream far longer than a channel's inbox reaches its slow reader
     /// whole and in order: the door's reader waits for room, dropping nothing.
     #[tokio::test]
-    async fn issue30_mux_inbox_is_bounded_and_loses_nothing() {
+    async fn mux_inbox_is_bounded_and_loses_nothing() {
         let mut far = tokio::process::Command::from(crate::auxiliary::command("sh"))
             .args(["-c", "seq 1 20000 | sed 's/^/1 /'"])
             .stdout(std::process::Stdio::piped())

@@ -101,7 +101,7 @@ fn event_keys_tell_beats_apart_and_leave_completions_to_the_ledger() {
 }
 
 #[test]
-fn issue30_a_map_saved_before_names_were_kept_sends_unknown_names_far() {
+fn a_map_saved_before_names_were_kept_sends_unknown_names_far() {
     // A job of an earlier release's map has neither `name` nor `started`: a
     // `host:NAME` not found here may be its name, so it goes to the far side.
     let old: super::Book = serde_json::from_str(

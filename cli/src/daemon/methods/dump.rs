@@ -1,5 +1,5 @@
 //! `logs.dump`: a session's log as it is now, from a byte offset to its current
-//! end, streamed as `log` notes (issue 15: `herd logs` of a far job's long log).
+//! end, streamed as `log` notes (`herd logs` of a far job's long log).
 //!
 //! The chunks are exactly the ones a client's `log_chunk` loop would fetch
 //! (`Registry::log_chunk`, each redacted with the log around it, B30), so the
@@ -7,7 +7,7 @@
 //! round trip between two chunks. The next chunk is read and redacted on the
 //! blocking pool while the one before is written; for a finished session's log
 //! (which no longer grows) one chunk per core is made at once, their starts found
-//! without redacting (`Registry::log_chunk_end`, issue 32). The socket's
+//! without redacting (`Registry::log_chunk_end`). The socket's
 //! back-pressure bounds how far ahead the far side gets (one chunk in hand, up to
 //! one per core being made).
 //! Over a host's door this is what lets the far herd, the door and the local

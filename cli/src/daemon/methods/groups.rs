@@ -1,4 +1,4 @@
-//! Job groups (capability `queue`, issue 33): `group.add`, `group.set`,
+//! Job groups (capability `queue`): `group.add`, `group.set`,
 //! `group.list`, `group.rm`, and `queue.latency` (the scheduling-latency figure).
 
 use herd_core::GroupError;

@@ -1,4 +1,4 @@
-//! Acknowledged drains over the socket (issue 16).
+//! Acknowledged drains over the socket.
 //!
 //! `drain` with `"lease": true` answers the owner's events with a lease number and
 //! keeps them on this connection: `drain.ack` delivers them for good, `drain.release`

@@ -136,7 +136,7 @@ pub(super) fn restore_summary(report: &herd_core::RestoreReport) -> Value {
     })
 }
 
-/// `status`'s `containment`: what holds a new session's tree here and why (issue 36).
+/// `status`'s `containment`: what holds a new session's tree here and why.
 fn containment(supervised: bool) -> Value {
     if !supervised {
         return json!({

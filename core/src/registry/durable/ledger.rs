@@ -147,7 +147,7 @@ impl Inner {
             Ok(queue) => queue,
             Err(()) => {
                 // Published all the same (a live consumer gets it); committed again
-                // later, so a restart does not lose it (issue 27).
+                // later, so a restart does not lose it.
                 self.recommit_later(event.clone(), replace);
                 true
             }
@@ -445,7 +445,7 @@ pub(in crate::registry) fn event_from_ledger(
     let command = pipeline.recheck_command(stored.command);
     let output = pipeline.recheck_output(&command, stored.output);
     Some(Event::Completion {
-        // A far host's completion is kept under its qualified id (issue 15).
+        // A far host's completion is kept under its qualified id.
         session_id: SessionId::parse_any(&stored.session_id)?,
         task_id: stored.task_id,
         owner_task_id: stored.owner_task_id,

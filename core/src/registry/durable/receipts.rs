@@ -264,7 +264,7 @@ impl Inner {
             let Ok(dir) = herd_persistence::ShimDir::new(&self.home, s.id.as_str()) else {
                 continue;
             };
-            // A shim holding leftovers keeps its directory until it exits (issue 36).
+            // A shim holding leftovers keeps its directory until it exits.
             if self.keep_lingering_shim_dir(&s, &dir) {
                 continue;
             }

@@ -1,5 +1,5 @@
 //! `publish_external`: a far event lands once, and a far completion survives a
-//! restart of this registry like a local one (issue 15).
+//! restart of this registry like a local one.
 
 use serde_json::json;
 

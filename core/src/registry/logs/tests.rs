@@ -95,7 +95,7 @@ fn one_read_decodes_as_the_parts_did_at_every_cut() {
             assert_eq!(read.source, source, "source from {from} max {max}");
             assert_eq!(read.range, range, "range from {from} max {max}");
             assert_eq!(read.next_byte, next, "next from {from} max {max}");
-            // Issue 32: a dump starts the next chunk where this says, found
+            // A dump starts the next chunk where this says, found
             // without the context or redaction, for a finished session's log.
             if !running {
                 let end = chunk_next_byte(&path, from, max).expect("reads");

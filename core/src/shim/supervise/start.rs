@@ -170,7 +170,7 @@ fn spawn_pipe_in(
     let Some(cgroup) = hold.cgroup() else {
         return spawn::spawn_pipe_raw(launch, limits.v1_procs.clone());
     };
-    // Born in the cgroup (no migration, issue 32) unless v1 limit cgroups must be
+    // Born in the cgroup (no migration) unless v1 limit cgroups must be
     // entered by hand too, or the kernel refuses that way.
     if limits.v1_procs.is_empty() {
         match spawn::spawn_pipe_into(launch, cgroup.path()) {

@@ -24,7 +24,7 @@ fn answered(claim: Claim<'_>) -> serde_json::Value {
 }
 
 #[tokio::test]
-async fn issue_15_a_key_sent_again_gets_the_first_answer_and_starts_nothing() {
+async fn a_key_sent_again_gets_the_first_answer_and_starts_nothing() {
     let keys = SpawnKeys::default();
     let first = started(keys.claim("k-1").await.expect("a good key"));
     first.finish(&Ok(json!({"session_id": "proc_000000000001"})));
@@ -36,7 +36,7 @@ async fn issue_15_a_key_sent_again_gets_the_first_answer_and_starts_nothing() {
 }
 
 #[tokio::test]
-async fn issue_15_a_refused_spawn_is_refused_again_under_its_key() {
+async fn a_refused_spawn_is_refused_again_under_its_key() {
     let keys = SpawnKeys::default();
     let first = started(keys.claim("k").await.expect("a good key"));
     let refusal = crate::protocol::RpcError::new(-32010, "blocked by the guard");
@@ -48,7 +48,7 @@ async fn issue_15_a_refused_spawn_is_refused_again_under_its_key() {
 }
 
 #[tokio::test]
-async fn issue_15_a_retry_while_the_first_is_starting_waits_for_its_answer() {
+async fn a_retry_while_the_first_is_starting_waits_for_its_answer() {
     let keys = std::sync::Arc::new(SpawnKeys::default());
     let first = started(keys.claim("k").await.expect("a good key"));
     let retry = {
@@ -67,7 +67,7 @@ async fn issue_15_a_retry_while_the_first_is_starting_waits_for_its_answer() {
 }
 
 #[tokio::test]
-async fn issue_15_a_cancelled_spawn_frees_its_key() {
+async fn a_cancelled_spawn_frees_its_key() {
     let keys = SpawnKeys::default();
     drop(started(keys.claim("k").await.expect("a good key")));
     let again = keys.claim("k").await.expect("a good key");
