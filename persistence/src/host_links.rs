@@ -53,7 +53,7 @@ impl HostLinks {
     /// it is imported first).
     ///
     /// # Errors
-    /// [`Error::InvalidHostName`], [`Error::HomeMissing`], as [`Ledger::create`], and
+    /// [`Error::InvalidHostName`], [`Error::HomeMissing`], as [`Ledger::create`](crate::Ledger::create), and
     /// [`Error::StoreQuery`].
     pub fn load(&self, host: &str) -> Result<Option<Vec<u8>>, Error> {
         crate::memory::validate_host(host)?;
@@ -107,7 +107,7 @@ impl HostLinks {
     /// removed), else a new random one. Two processes asking at once get one id.
     ///
     /// # Errors
-    /// [`Error::HomeMissing`], as [`Ledger::create`], [`Error::StoreQuery`], and
+    /// [`Error::HomeMissing`], as [`Ledger::create`](crate::Ledger::create), [`Error::StoreQuery`], and
     /// [`Error::HomeIdRandom`] when no random id can be made.
     pub fn home_id(&self) -> Result<String, Error> {
         let legacy = self.db.home().root().join("hosts").join("home_id");
