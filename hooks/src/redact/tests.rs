@@ -489,6 +489,19 @@ fn b30_an_nf_escape_and_overstrike_before_a_token_do_not_hide_it() {
         let out = r.redact(&text, RedactMode::Code);
         assert!(!out.contains("hijklmnop"), "{escape:?}: {out:?}");
     }
+    // `ESC SP` before a token: a terminal takes the token's first letter as the
+    // escape's final byte and shows the rest; a reader of the bytes sees it whole.
+    // Both readings are matched, so neither shows it.
+    for text in [
+        format!("ne\x1b {token}"),
+        format!("key=\x1b {token} more"),
+        format!("\x1b#{token}\n"),
+    ] {
+        let out = r.redact(&text, RedactMode::Code);
+        assert!(!out.contains("hijklmnop"), "{text:?}: {out:?}");
+        let seen = crate::redact::visible_text(&out);
+        assert!(!seen.contains("hijklmnop"), "{text:?}: {seen:?}");
+    }
     // A token glued to a word by no seam stays a word (no over-masking).
     code(
         "xghp_abcdefghijklmnopqrstuvwxyz0123456789",

@@ -26,6 +26,36 @@
 /// the copy the index of the same byte in `text`. `None` when there are none (the
 /// common case: one pass over the bytes, no allocation).
 pub(super) fn strip(text: &str) -> Option<(String, Vec<usize>)> {
+    strip_as(text, false)
+}
+
+/// The other reading of a text with an nF escape whose final byte begins a word
+/// (`ESC SP ghp_…`): a terminal eats that letter, a reader of the bytes sees the
+/// word whole. This copy keeps such letters (and is otherwise [`strip`]'s), so a
+/// token whose first letter the escape took is still found. `None` when the text
+/// has no such escape (the common case).
+pub(super) fn strip_keeping_word_finals(text: &str) -> Option<(String, Vec<usize>)> {
+    let bytes = text.as_bytes();
+    let any = memchr::memchr_iter(0x1b, bytes).any(|idx| {
+        let len = escape_len(bytes, idx);
+        len >= 3 && ends_on_a_word(bytes, idx, len)
+    });
+    if any { strip_as(text, true) } else { None }
+}
+
+/// Whether the hidden sequence of `len` bytes at `idx` is an nF escape whose final
+/// byte is a letter or digit followed by a word character.
+fn ends_on_a_word(bytes: &[u8], idx: usize, len: usize) -> bool {
+    let is_nf = bytes[idx] == 0x1b
+        && bytes
+            .get(idx + 1)
+            .is_some_and(|b| (0x20..=0x2f).contains(b));
+    let word =
+        |b: Option<&u8>| b.is_some_and(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'));
+    is_nf && bytes[idx + len - 1].is_ascii_alphanumeric() && word(bytes.get(idx + len))
+}
+
+fn strip_as(text: &str, keep_word_finals: bool) -> Option<(String, Vec<usize>)> {
     let bytes = text.as_bytes();
     let first = first_hidden(bytes)?;
     let mut copy = String::with_capacity(text.len());
@@ -43,6 +73,7 @@ pub(super) fn strip(text: &str) -> Option<(String, Vec<usize>)> {
             // or the end of the text): a terminal would wait and show nothing, but
             // a reader of the bytes sees its body, so only the introducer goes.
             len if is_open_string(bytes, idx, len) => 2,
+            len if keep_word_finals && len >= 3 && ends_on_a_word(bytes, idx, len) => len - 1,
             len => len,
         };
         if skip > 0 {
