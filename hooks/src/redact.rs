@@ -52,6 +52,7 @@ mod keyindex;
 mod keys;
 mod lookback;
 mod providers;
+mod readings;
 mod stream;
 mod suffixed;
 mod triggers;
@@ -453,36 +454,6 @@ impl Redactor {
             found.sort_unstable_by_key(|f| f.start);
         }
         (found, open_after)
-    }
-
-    /// Adds to `found` the tokens only the other reading of an nF escape shows (see
-    /// `visible::strip_keeping_word_finals`), where they overlap nothing found.
-    fn find_in_other_reading(&self, text: &str, mode: RedactMode, found: &mut Vec<Found>) {
-        let Some((copy, map)) = visible::strip_keeping_word_finals(text) else {
-            return;
-        };
-        let mut more = Vec::new();
-        for (start, end, kind) in self.matches(&copy, Some(&map), mode) {
-            if end <= start {
-                continue;
-            }
-            let (s, e) = visible::widen_overstrike(text, map[start], map[end - 1] + 1);
-            let overlaps = |f: &Found| f.start < e && s < f.end;
-            if found.iter().any(overlaps) || more.iter().any(overlaps) {
-                continue;
-            }
-            let Some(mut with) = families::replace(kind, &copy[start..end]) else {
-                continue;
-            };
-            let n_newlines = memchr::memchr_iter(b'\n', &text.as_bytes()[s..e]).count();
-            with.extend(std::iter::repeat_n('\n', n_newlines));
-            more.push(Found {
-                start: s,
-                end: e,
-                with,
-            });
-        }
-        found.extend(more);
     }
 
     /// Whether `before` (the output just before some position) ends inside a
