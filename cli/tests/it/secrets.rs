@@ -589,6 +589,14 @@ impl Follow {
     }
 }
 
+/// How many lines session `id`'s log holds, as `logs --json` counts them.
+fn log_lines(env: &Env, id: &str) -> usize {
+    env.json(&["logs", id, "--limit", "1", "--json"])["total_lines"]
+        .as_u64()
+        .and_then(|n| usize::try_from(n).ok())
+        .expect("a log answer counts its lines")
+}
+
 /// Every route that answers for a finished session, through the CLI.
 fn read_finished(env: &Env, id: &str, label: &str, proof: &mut Proof) {
     let r = |what: &str| format!("{label}: {what}");

@@ -8,8 +8,8 @@
 //! `bash -c`, URL userinfo, `export NAME=…`).
 
 use super::{
-    Key, Mode, Proof, Rng, Secret, data, read_durable, read_finished, read_pages, script, secret,
-    start,
+    Key, Mode, Proof, Rng, Secret, data, log_lines, read_durable, read_finished, read_pages,
+    script, secret, start,
 };
 use crate::support::Env;
 
@@ -93,10 +93,7 @@ fn b30_keys_in_other_listings_escapings_and_long_blocks_are_masked_everywhere() 
         let label = format!("other listings, {}", mode.name());
         let id = start(&env, mode, &["--notify"], &command);
         read_finished(&env, &id, &label, &mut proof);
-        let total = env.json(&["logs", &id, "--limit", "1", "--json"])["total_lines"]
-            .as_u64()
-            .and_then(|n| usize::try_from(n).ok())
-            .expect("a log answer counts its lines");
+        let total = log_lines(&env, &id);
         assert!(total > n_long, "{label}: the log holds the long block");
         // Pages at several high offsets inside the 300 KiB block.
         let pages: Vec<(usize, usize)> = [2, 300, 1_200, 2_500, 4_000, n_long - 10]

@@ -7,8 +7,8 @@
 //! the paged routes of a running job.
 
 use super::{
-    Key, Mode, Proof, Rng, Secret, data, json_any, read_durable, read_finished, read_pages, script,
-    secret, start,
+    Key, Mode, Proof, Rng, Secret, data, json_any, log_lines, read_durable, read_finished,
+    read_pages, script, secret, start,
 };
 use crate::support::Env;
 
@@ -101,10 +101,7 @@ fn b30_keys_behind_prefixes_escapes_and_long_blocks_and_new_shapes_are_masked_ev
         let label = format!("corpus shapes, {}", mode.name());
         let id = start(&env, mode, &["--notify"], &command);
         read_finished(&env, &id, &label, &mut proof);
-        let total = env.json(&["logs", &id, "--limit", "1", "--json"])["total_lines"]
-            .as_u64()
-            .and_then(|n| usize::try_from(n).ok())
-            .expect("a log answer counts its lines");
+        let total = log_lines(&env, &id);
         assert!(total > n_long, "{label}: the log holds the long block");
         // Pages inside the long block, its BEGIN more than 64 KiB before them.
         let pages = [(total - 3, 2), (total - 40, 10), (total - n_long / 2, 5)];
