@@ -94,7 +94,8 @@ pub(crate) mod rank {
     /// The v1 memory cgroup directory found for usage reads: `sys::usage`.
     pub(crate) const USAGE_V1_BASE: u8 = 92;
 
-    /// The name of a rank, for messages.
+    /// The name of a rank, for messages (only debug builds check the order).
+    #[cfg_attr(not(debug_assertions), allow(dead_code))]
     pub(crate) fn name(rank: u8) -> &'static str {
         match rank {
             CHECKPOINT_SERIAL => "checkpoint serial",
