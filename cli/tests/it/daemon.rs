@@ -47,11 +47,31 @@ impl Conn {
         self.recv()
     }
 
+    /// Spawns `command` for owner `agent` in the scratch dir; its session id.
+    fn spawn(&mut self, env: &Env, command: &str) -> String {
+        let spawned = self.call(
+            1,
+            "spawn",
+            json!({"command": command, "owner": "agent", "cwd": env.scratch()}),
+        );
+        spawned["result"]["session_id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("spawn failed: {spawned}"))
+            .to_owned()
+    }
+
     fn hello(&mut self) -> Value {
         let answer = self.call(0, "hello", json!({"protocol": 1, "client": "test"}));
         assert!(answer["result"]["pid"].is_u64(), "hello failed: {answer}");
         answer
     }
+}
+
+/// Asserts `answer` is an invalid-params error whose message names `needle`.
+fn invalid_params(answer: &Value, needle: &str) {
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains(needle), "{answer}");
 }
 
 #[test]
@@ -538,15 +558,7 @@ fn b24_adopt_over_the_socket_turns_notify_on_for_a_running_job() {
     env.json(&["ps", "--json"]);
     let mut conn = Conn::open(&env);
     conn.hello();
-    let spawned = conn.call(
-        1,
-        "spawn",
-        json!({"command": "read -r _; echo later", "owner": "agent", "cwd": env.scratch()}),
-    );
-    let id = spawned["result"]["session_id"]
-        .as_str()
-        .expect("spawned")
-        .to_owned();
+    let id = conn.spawn(&env, "read -r _; echo later");
     let adopted = conn.call(2, "adopt", json!({"id": id}));
     assert_eq!(adopted["result"]["adoption"], "notified", "{adopted}");
     conn.call(3, "close", json!({"id": id}));
@@ -569,15 +581,7 @@ fn list_filters_by_state_and_age_and_keeps_the_newest_under_a_limit() {
     let done: Vec<String> = (0..3)
         .map(|n| run_to_exit(&mut conn, &env, &format!("echo {n}"), "agent", false))
         .collect();
-    let running = conn.call(
-        1,
-        "spawn",
-        json!({"command": "read -r _", "owner": "agent", "cwd": env.scratch()}),
-    );
-    let running = running["result"]["session_id"]
-        .as_str()
-        .expect("spawned")
-        .to_owned();
+    let running = conn.spawn(&env, "read -r _");
     let ids = |answer: &Value| -> Vec<String> {
         answer["result"]["processes"]
             .as_array()
@@ -665,14 +669,7 @@ fn b36_a_request_without_an_environment_runs_with_the_minimal_one_and_bad_names_
             into.extend(from.clone());
         }
         let answer = conn.call(31, "spawn", request);
-        assert_eq!(answer["error"]["code"], -32602, "{answer}");
-        assert!(
-            answer["error"]["message"]
-                .as_str()
-                .unwrap_or_default()
-                .contains(needle),
-            "{answer}"
-        );
+        invalid_params(&answer, needle);
     }
 }
 
@@ -689,12 +686,8 @@ fn a_pty_spawn_in_a_missing_directory_is_refused_not_run_in_home() {
             "spawn",
             json!({"command": "pwd", "owner": "agent", "cwd": missing, "pty": pty}),
         );
-        assert_eq!(answer["error"]["code"], -32602, "{answer}");
-        let message = answer["error"]["message"].as_str().unwrap_or_default();
-        assert!(
-            message.contains("cwd") && message.contains("no-such-build-dir"),
-            "{answer}"
-        );
+        invalid_params(&answer, "cwd");
+        invalid_params(&answer, "no-such-build-dir");
     }
     let listed = conn.call(2, "list", json!({"state": "all"}));
     assert_eq!(listed["result"]["processes"], json!([]), "{listed}");
@@ -739,14 +732,7 @@ fn spawn_numbers_out_of_range_are_refused_and_start_nothing() {
             into.extend(from.clone());
         }
         let answer = conn.call(1, "spawn", request);
-        assert_eq!(answer["error"]["code"], -32602, "{answer}");
-        assert!(
-            answer["error"]["message"]
-                .as_str()
-                .unwrap_or_default()
-                .contains(needle),
-            "{answer}"
-        );
+        invalid_params(&answer, needle);
     }
     let listed = conn.call(2, "list", json!({"state": "all"}));
     assert_eq!(
@@ -864,15 +850,7 @@ fn a_wait_without_a_timeout_ends_when_its_client_leaves() {
     env.json(&["ps", "--json"]);
     let mut conn = Conn::open(&env);
     conn.hello();
-    let spawned = conn.call(
-        1,
-        "spawn",
-        json!({"command": "sleep 300", "owner": "agent", "cwd": env.scratch()}),
-    );
-    let id = spawned["result"]["session_id"]
-        .as_str()
-        .expect("spawned")
-        .to_owned();
+    let id = conn.spawn(&env, "sleep 300");
     let mut waiter = Conn::open(&env);
     waiter.hello();
     waiter.send_raw(
@@ -980,14 +958,7 @@ fn positional_params_and_nul_bytes_are_refused_as_invalid_params() {
         ),
     ] {
         let answer = conn.call(1, method, params);
-        assert_eq!(answer["error"]["code"], -32602, "{answer}");
-        assert!(
-            answer["error"]["message"]
-                .as_str()
-                .unwrap_or_default()
-                .contains(needle),
-            "{answer}"
-        );
+        invalid_params(&answer, needle);
     }
     let listed = conn.call(2, "list", json!({"state": "all"}));
     assert_eq!(listed["result"]["processes"], json!([]), "{listed}");

@@ -68,12 +68,7 @@ impl Pair {
 
     /// The local owner's events (`herd events --json`), parsed.
     pub(crate) fn events(&self) -> Vec<Value> {
-        self.local
-            .ok(&["events", "--json"])
-            .lines()
-            .filter(|l| !l.trim().is_empty())
-            .map(|l| serde_json::from_str(l).expect("events are JSON lines"))
-            .collect()
+        events_of(&self.local)
     }
 
     /// Drains events until `done` says the collected ones are enough.
@@ -102,16 +97,106 @@ impl Pair {
 
     /// Pids of the far `herd proxy` processes serving this far home (the doors).
     fn doors(&self) -> Vec<i32> {
-        let far_home = format!("HERD_HOME={}", self.far.home().display());
-        // The command line is `<herd> proxy` (env execs it); only the environment
-        // that follows may name the far home (the far daemon's has it too, and
-        // an `http_proxy` variable would match a bare "proxy").
-        let proxy = format!("{HERD} proxy ");
-        processes()
-            .into_iter()
-            .filter(|(_, line)| line.starts_with(&proxy) && line.contains(&far_home))
-            .map(|(pid, _)| pid)
-            .collect()
+        proxy_doors(&self.far)
+    }
+}
+
+/// `env`'s events (`herd events --json`), parsed.
+pub(crate) fn events_of(env: &Env) -> Vec<Value> {
+    env.ok(&["events", "--json"])
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).expect("events are JSON lines"))
+        .collect()
+}
+
+/// Pids of the processes whose command line starts with `program` and that
+/// name `far`'s home: the doors to it.
+pub(crate) fn doors_named(far: &Env, program: &str) -> Vec<i32> {
+    let far_home = format!("HERD_HOME={}", far.home().display());
+    processes()
+        .into_iter()
+        .filter(|(_, line)| line.starts_with(program) && line.contains(&far_home))
+        .map(|(pid, _)| pid)
+        .collect()
+}
+
+/// Pids of the far `herd proxy` processes serving `far`'s home (local doors).
+/// The command line is `<herd> proxy` (env execs it); only the environment
+/// that follows may name the far home (the far daemon's has it too, and an
+/// `http_proxy` variable would match a bare "proxy").
+pub(crate) fn proxy_doors(far: &Env) -> Vec<i32> {
+    doors_named(far, &format!("{HERD} proxy "))
+}
+
+/// Pids of the ssh clients whose far command names `far`'s home (ssh doors).
+pub(crate) fn ssh_doors(far: &Env) -> Vec<i32> {
+    doors_named(far, "ssh ")
+}
+
+/// Starts `rounds` notified `command` jobs under each host name in `names`
+/// (each a door to one far home) and proves every completion arrives once,
+/// under the name its job was started with. Returns the started ids.
+pub(crate) fn completions_stay_with_their_names(
+    near: &Env,
+    names: &[&str],
+    rounds: usize,
+    command: &str,
+) -> Vec<String> {
+    let mut started = Vec::new();
+    for _ in 0..rounds {
+        for host in names {
+            let id = near
+                .ok(&["run", "--host", host, "--notify", "--", command])
+                .trim()
+                .to_owned();
+            assert!(id.starts_with(&format!("{host}:proc_")), "{id}");
+            started.push(id);
+        }
+    }
+    let mut all = Vec::new();
+    let found = wait_until(DEADLINE, || {
+        all.extend(events_of(near));
+        started
+            .iter()
+            .all(|id| !completions_of(&all, id).is_empty())
+    });
+    assert!(found.is_ok(), "not every completion arrived: {all:?}");
+    for id in &started {
+        assert_eq!(completions_of(&all, id).len(), 1, "{id}: {all:?}");
+    }
+    let completions = all.iter().filter(|e| e["type"] == "completion").count();
+    assert_eq!(
+        completions,
+        started.len(),
+        "none under the other name: {all:?}"
+    );
+    started
+}
+
+/// Starts, on host `far` from `near`, a PTY job that prints `far-ready`, then
+/// answers each typed line with `got:<line>` and exits 3 on `quit`: its id.
+pub(crate) fn start_far_echoer(near: &Env, far: &Env) -> String {
+    let script = far.scratch().join("echoer.sh");
+    std::fs::write(
+        &script,
+        "echo far-ready\nwhile IFS= read -r line; do\n  [ \"$line\" = quit ] && exit 3\n  echo \"got:$line\"\ndone\n",
+    )
+    .expect("the scratch dir is writable");
+    let script = script.display().to_string();
+    near.ok(&["run", "--host", "far", "--pty", "--", "bash", &script])
+        .trim()
+        .to_owned()
+}
+
+/// SIGKILLs the far daemon, waits until it is gone, then SIGKILLs every door
+/// `doors` finds: the next door starts another far daemon.
+pub(crate) fn kill_far_daemon_and_doors(far: &Env, doors: impl Fn(&Env) -> Vec<i32>) {
+    let far_daemon = far.daemon_pid().expect("the far daemon runs");
+    sigkill(far_daemon);
+    assert!(wait_until(DEADLINE, || !alive(far_daemon)).is_ok());
+    for pid in doors(far) {
+        sigkill(pid);
     }
 }
 

@@ -6,10 +6,10 @@
 use std::process::Stdio;
 use std::time::Duration;
 
-use crate::hosts::{completions_of, sigkill};
-use crate::hosts_whole::{aliases, far_doors};
+use crate::hosts::{completions_of, kill_far_daemon_and_doors, proxy_doors as far_doors, sigkill};
+use crate::hosts_whole::aliases;
 use crate::remote::connections;
-use crate::support::{Env, alive, wait_until};
+use crate::support::{Env, wait_until};
 
 /// Generous: CI runs on two busy cores.
 const DEADLINE: Duration = Duration::from_secs(60);
@@ -57,12 +57,7 @@ fn far_wait_rides_through_killed_doors_and_a_far_daemon_restart() {
         "wait ended at a door blip"
     );
     // 2. The far daemon dies; the next door starts another.
-    let far_daemon = far.daemon_pid().expect("the far daemon runs");
-    sigkill(far_daemon);
-    assert!(wait_until(DEADLINE, || !alive(far_daemon)).is_ok());
-    for pid in far_doors(&far) {
-        sigkill(pid);
-    }
+    kill_far_daemon_and_doors(&far, far_doors);
     std::fs::write(go(2), b"").expect("the scratch dir is writable");
     let mut status = None;
     let ended = wait_until(DEADLINE, || {

@@ -11,7 +11,10 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::Value;
 
-use crate::hosts::{completions_of, descendants, processes, sigkill};
+use crate::hosts::{
+    completions_of, completions_stay_with_their_names, descendants, events_of, sigkill, ssh_doors,
+    start_far_echoer,
+};
 use crate::sshd::{Sshd, far_proxy, toml_array};
 use crate::support::{Env, HERD, wait_until};
 
@@ -32,25 +35,6 @@ fn over_ssh(sshd: &Sshd, near: &Env, far: &Env, names: &[&str]) {
     std::fs::write(near.home().join("config.toml"), text).expect("the home is writable");
 }
 
-/// The near owner's events, parsed.
-fn events(near: &Env) -> Vec<Value> {
-    near.ok(&["events", "--json"])
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).expect("events are JSON lines"))
-        .collect()
-}
-
-/// Pids of the ssh clients whose far command names `far`'s home (the doors).
-fn ssh_doors(far: &Env) -> Vec<i32> {
-    let far_home = format!("HERD_HOME={}", far.home().display());
-    processes()
-        .into_iter()
-        .filter(|(_, line)| line.starts_with("ssh ") && line.contains(&far_home))
-        .map(|(pid, _)| pid)
-        .collect()
-}
-
 #[test]
 fn over_real_ssh_two_host_names_keep_their_completions_apart() {
     // Two host names whose ssh doors reach one far home: each
@@ -59,34 +43,7 @@ fn over_real_ssh_two_host_names_keep_their_completions_apart() {
     let far = Env::new();
     let near = Env::new();
     over_ssh(&sshd, &near, &far, &["far1", "far2"]);
-    let mut started = Vec::new();
-    for _ in 0..3 {
-        for host in ["far1", "far2"] {
-            let id = near
-                .ok(&["run", "--host", host, "--notify", "--", "sleep 0.1"])
-                .trim()
-                .to_owned();
-            assert!(id.starts_with(&format!("{host}:proc_")), "{id}");
-            started.push(id);
-        }
-    }
-    let mut all = Vec::new();
-    let found = wait_until(DEADLINE, || {
-        all.extend(events(&near));
-        started
-            .iter()
-            .all(|id| !completions_of(&all, id).is_empty())
-    });
-    assert!(found.is_ok(), "not every completion arrived: {all:?}");
-    for id in &started {
-        assert_eq!(completions_of(&all, id).len(), 1, "{id}: {all:?}");
-    }
-    let completions = all.iter().filter(|e| e["type"] == "completion").count();
-    assert_eq!(
-        completions,
-        started.len(),
-        "none under the other name: {all:?}"
-    );
+    completions_stay_with_their_names(&near, &["far1", "far2"], 3, "sleep 0.1");
 }
 
 #[test]
@@ -100,24 +57,7 @@ fn over_real_ssh_attach_to_a_far_pty_job_and_logs_f_through_killed_ssh() {
     let far = Env::new();
     let near = Env::new();
     over_ssh(&sshd, &near, &far, &["far"]);
-    let script = far.scratch().join("echoer.sh");
-    std::fs::write(
-        &script,
-        "echo far-ready\nwhile IFS= read -r line; do\n  [ \"$line\" = quit ] && exit 3\n  echo \"got:$line\"\ndone\n",
-    )
-    .expect("the scratch dir is writable");
-    let pty = near
-        .ok(&[
-            "run",
-            "--host",
-            "far",
-            "--pty",
-            "--",
-            "bash",
-            &script.display().to_string(),
-        ])
-        .trim()
-        .to_owned();
+    let pty = start_far_echoer(&near, &far);
     let tmux = Tmux::start(
         near.scratch().join("tmux.sock"),
         "far",
@@ -249,7 +189,7 @@ fn over_real_ssh_a_silent_sshd_neither_holds_up_ps_all_hosts_nor_shows_a_wrong_s
     near.ok(&["kill", &killed]);
     let mut all = Vec::new();
     let found = wait_until(DEADLINE, || {
-        all.extend(events(&near));
+        all.extend(events_of(&near));
         !completions_of(&all, &exited).is_empty()
     });
     assert!(found.is_ok(), "{all:?}");

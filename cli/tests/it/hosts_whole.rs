@@ -8,7 +8,10 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::hosts::{completions_of, sigkill};
+use crate::hosts::{
+    completions_of, completions_stay_with_their_names, events_of, kill_far_daemon_and_doors,
+    proxy_doors, sigkill, start_far_echoer,
+};
 use crate::sshd::{Sshd, configure, far_proxy};
 use crate::support::{Env, HERD, alive, stderr, stdout, wait_until};
 
@@ -44,15 +47,6 @@ fn stop_far(far: &Env, bin: &Path) {
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status();
-}
-
-/// The local owner's events, parsed.
-fn events(near: &Env) -> Vec<Value> {
-    near.ok(&["events", "--json"])
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).expect("events are JSON lines"))
-        .collect()
 }
 
 #[test]
@@ -107,7 +101,7 @@ fn hosts_install_sends_herd_shim_and_a_far_daemon_sigkill_keeps_a_notified_job()
 
     let mut all = Vec::new();
     let found = wait_until(DEADLINE, || {
-        all.extend(events(&near));
+        all.extend(events_of(&near));
         !completions_of(&all, &id).is_empty()
     });
     assert!(found.is_ok(), "no completion arrived: {all:?}");
@@ -125,7 +119,7 @@ fn hosts_install_sends_herd_shim_and_a_far_daemon_sigkill_keeps_a_notified_job()
         .to_owned();
     let mut later = Vec::new();
     let found = wait_until(DEADLINE, || {
-        later.extend(events(&near));
+        later.extend(events_of(&near));
         !completions_of(&later, &second).is_empty()
     });
     assert!(found.is_ok(), "{later:?}");
@@ -186,34 +180,7 @@ fn two_host_names_of_one_far_home_keep_their_completions_apart() {
     let local = Env::new();
     let far = Env::new();
     aliases(&local, &far, &["far1", "far2"]);
-    let mut started = Vec::new();
-    for _ in 0..5 {
-        for host in ["far1", "far2"] {
-            let id = local
-                .ok(&["run", "--host", host, "--notify", "--", "sleep 0.2"])
-                .trim()
-                .to_owned();
-            assert!(id.starts_with(&format!("{host}:proc_")), "{id}");
-            started.push(id);
-        }
-    }
-    let mut all = Vec::new();
-    let found = wait_until(DEADLINE, || {
-        all.extend(events(&local));
-        started
-            .iter()
-            .all(|id| !completions_of(&all, id).is_empty())
-    });
-    assert!(found.is_ok(), "not every completion arrived: {all:?}");
-    for id in &started {
-        assert_eq!(completions_of(&all, id).len(), 1, "{id}: {all:?}");
-    }
-    let completions = all.iter().filter(|e| e["type"] == "completion").count();
-    assert_eq!(
-        completions,
-        started.len(),
-        "none under the other name: {all:?}"
-    );
+    let started = completions_stay_with_their_names(&local, &["far1", "far2"], 5, "sleep 0.2");
 
     let far_id = started[0].trim_start_matches("far1:");
     let other = local.run(&["poll", &format!("far2:{far_id}")]);
@@ -348,24 +315,7 @@ fn attach_to_a_far_pty_job_shows_it_takes_keys_and_ends() {
     let local = Env::new();
     let far = Env::new();
     aliases(&local, &far, &["far"]);
-    let script = far.scratch().join("echoer.sh");
-    std::fs::write(
-        &script,
-        "echo far-ready\nwhile IFS= read -r line; do\n  [ \"$line\" = quit ] && exit 3\n  echo \"got:$line\"\ndone\n",
-    )
-    .expect("the scratch dir is writable");
-    let id = local
-        .ok(&[
-            "run",
-            "--host",
-            "far",
-            "--pty",
-            "--",
-            "bash",
-            &script.display().to_string(),
-        ])
-        .trim()
-        .to_owned();
+    let id = start_far_echoer(&local, &far);
     assert!(
         wait_until(DEADLINE, || local.ok(&["logs", &id]).contains("far-ready")).is_ok(),
         "the far job never started"
@@ -388,17 +338,6 @@ fn attach_to_a_far_pty_job_shows_it_takes_keys_and_ends() {
     });
     assert!(screen.contains(&format!("{id} exited 3")), "{screen}");
     assert!(screen.contains("ended=1"), "{screen}");
-}
-
-/// Pids of the far `herd proxy` processes (the doors) serving `far`'s home.
-pub(crate) fn far_doors(far: &Env) -> Vec<i32> {
-    let far_home = format!("HERD_HOME={}", far.home().display());
-    let proxy = format!("{HERD} proxy ");
-    crate::hosts::processes()
-        .into_iter()
-        .filter(|(_, line)| line.starts_with(&proxy) && line.contains(&far_home))
-        .map(|(pid, _)| pid)
-        .collect()
 }
 
 #[test]
@@ -455,7 +394,7 @@ fn far_logs_follow_rides_through_killed_doors_and_a_far_daemon_restart() {
         "no first lines"
     );
     // 1. Every door dies.
-    let doors = far_doors(&far);
+    let doors = proxy_doors(&far);
     assert!(!doors.is_empty(), "the doors are open");
     for pid in doors {
         sigkill(pid);
@@ -466,12 +405,7 @@ fn far_logs_follow_rides_through_killed_doors_and_a_far_daemon_restart() {
         "not past the killed doors"
     );
     // 2. The far daemon dies; the next door starts another.
-    let far_daemon = far.daemon_pid().expect("the far daemon runs");
-    sigkill(far_daemon);
-    assert!(wait_until(DEADLINE, || !alive(far_daemon)).is_ok());
-    for pid in far_doors(&far) {
-        sigkill(pid);
-    }
+    kill_far_daemon_and_doors(&far, proxy_doors);
     std::fs::write(go(2), b"").expect("the scratch dir is writable");
     let mut status = None;
     let ended = wait_until(DEADLINE, || {
@@ -624,7 +558,7 @@ fn an_unreachable_host_shows_what_is_known_stale_never_a_wrong_state() {
     let mut all = Vec::new();
     assert!(
         wait_until(DEADLINE, || {
-            all.extend(events(&local));
+            all.extend(events_of(&local));
             !completions_of(&all, &exited).is_empty()
         })
         .is_ok(),
@@ -678,7 +612,7 @@ fn far_streams_and_waits_ride_the_hosts_mux_door_not_a_door_each() {
     aliases(&local, &far, &["far"]);
     let out = local.ok(&["run", "--host", "far", "--wait", "--", "echo warm"]);
     assert!(out.contains("warm"), "{out}");
-    let mut before = far_doors(&far);
+    let mut before = proxy_doors(&far);
     before.sort_unstable();
     assert!(!before.is_empty(), "the doors are open");
     for n in 0..3 {
@@ -700,7 +634,7 @@ fn far_streams_and_waits_ride_the_hosts_mux_door_not_a_door_each() {
     assert!(followed.contains("followed"), "{followed}");
     let waited = local.run(&["wait", &id]);
     assert!(waited.status.success(), "{waited:?}");
-    let mut after = far_doors(&far);
+    let mut after = proxy_doors(&far);
     after.sort_unstable();
     assert_eq!(
         before, after,

@@ -27,7 +27,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::hosts::{Pair, completions_of, processes, sigkill};
+use crate::hosts::{Pair, completions_of, sigkill};
 use crate::sshd::Sshd;
 use crate::support::{alive, raw_command, stderr, wait_until};
 
@@ -182,12 +182,7 @@ fn host_state(pair: &Pair) -> Value {
 
 /// Pids of the ssh clients of this pair's doors.
 fn ssh_doors(pair: &Pair) -> Vec<i32> {
-    let far_home = format!("HERD_HOME={}", pair.far.home().display());
-    processes()
-        .into_iter()
-        .filter(|(_, line)| line.starts_with("ssh ") && line.contains(&far_home))
-        .map(|(pid, _)| pid)
-        .collect()
+    crate::hosts::ssh_doors(&pair.far)
 }
 
 #[test]

@@ -403,19 +403,10 @@ fn remove_orphans() {
     }
 }
 
-/// The local owner's events, parsed.
-fn events(near: &Env) -> Vec<Value> {
-    near.ok(&["events", "--json"])
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).expect("events are JSON lines"))
-        .collect()
-}
-
 /// Collects events until `id` completed; panics with what came otherwise.
 fn until_completed(near: &Env, seen: &mut Vec<Value>, id: &str) {
     let found = wait_until(DEADLINE, || {
-        seen.extend(events(near));
+        seen.extend(crate::hosts::events_of(near));
         !completions_of(seen, id).is_empty()
     });
     assert!(found.is_ok(), "no completion of {id} arrived: {seen:?}");

@@ -4,8 +4,9 @@
 
 use std::time::Duration;
 
+use crate::hosts::proxy_doors as far_doors;
 use crate::hosts::sigkill;
-use crate::hosts_whole::{aliases, far_doors};
+use crate::hosts_whole::aliases;
 use crate::support::{Env, alive, wait_until};
 use crate::top::{TopPane, pane};
 
