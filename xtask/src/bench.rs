@@ -13,6 +13,8 @@ use std::process::Stdio;
 
 use crate::shell;
 
+mod compare;
+
 const PREFIX: &str = "herd-bench ";
 
 /// One measured figure.
@@ -40,6 +42,14 @@ pub(crate) fn parse_line(line: &str) -> Option<Result<Figure>> {
 }
 
 pub(crate) fn run(args: &[String]) -> Result<()> {
+    if let Some(at) = args.iter().position(|a| a == "--compare") {
+        let (Some(before), Some(after)) = (args.get(at + 1), args.get(at + 2)) else {
+            anyhow::bail!(
+                "--compare takes two files: `cargo xtask bench --compare BEFORE.json AFTER.json`, each written by `cargo xtask bench --json`"
+            );
+        };
+        return compare::run(before.as_ref(), after.as_ref());
+    }
     let json = args.iter().any(|a| a == "--json");
     // The ABI-call figure loads a plugin library built with the same profile; cargo
     // bench does not place cdylibs beside the bench binaries by itself.

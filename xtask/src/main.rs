@@ -19,7 +19,8 @@
 //! - `ci`: lint, build everything (plugin cdylibs included), run every test, the CLI
 //!   contract check and the release dry run. `.ci/run` calls this.
 //! - `bench [-p PKG] [--json]`: runs every benchmark and prints each figure beside
-//!   the baseline measured in the same run.
+//!   the baseline measured in the same run. `bench --compare BEFORE.json AFTER.json`
+//!   sets two such runs side by side, figure by figure.
 //! - `soak`: the stress loops kept out of CI, each a named test run many times or at
 //!   a raised size, then every fuzz target for a short budget (when nightly and
 //!   cargo-fuzz are installed; otherwise it says why it skipped them).
@@ -56,7 +57,7 @@ use std::path::PathBuf;
 
 use shell::{cargo, run};
 
-const USAGE: &str = "usage: cargo xtask <lint | ci | bench [-p PKG] [--json] | soak | fuzz [--seconds N] [TARGET...] | release [--dry-run] | outsider | behaviors | issues | shape | wire-json>";
+const USAGE: &str = "usage: cargo xtask <lint | ci | bench [-p PKG] [--json] [--compare BEFORE.json AFTER.json] | soak | fuzz [--seconds N] [TARGET...] | release [--dry-run] | outsider | behaviors | issues | shape | wire-json>";
 
 fn main() -> std::process::ExitCode {
     match real_main() {
