@@ -395,13 +395,12 @@ async fn pty(
     let id = target.id.as_str();
     let (rows, cols) = window_size()?;
     // The job learns the size first, so what it draws from now on fits.
-    client
-        .send_typed::<m::Resize>(&ResizeParams {
-            id: id.to_owned(),
-            rows: rows.get(),
-            cols: cols.get(),
-        })
-        .await?;
+    let size = ResizeParams {
+        id: id.to_owned(),
+        rows: rows.get(),
+        cols: cols.get(),
+    };
+    client.send_typed::<m::Resize>(&size).await?;
     let mut screen = vt100::Parser::new(rows, cols, 0);
     let mut seen = String::new();
     let from_byte = replay(&mut client, id, &mut screen, &mut seen).await?;

@@ -19,6 +19,7 @@
 mod args;
 mod budget;
 mod delivery;
+mod generate;
 mod groups;
 mod owner;
 mod process;

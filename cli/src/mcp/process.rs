@@ -159,24 +159,36 @@ impl Server {
                 self.answer_typed::<m::Close>(&IdParams::new(&*session_id).into())
                     .await
             }
-            "resize" => match (number("rows"), number("cols")) {
-                (Ok(Some(rows)), Ok(Some(cols))) => {
-                    match (u16::try_from(rows), u16::try_from(cols)) {
-                        (Ok(rows), Ok(cols)) => {
-                            self.answer_typed::<m::Resize>(&ResizeParams {
-                                id: session_id.clone(),
-                                rows,
-                                cols,
-                            })
-                            .await
-                        }
-                        _ => Answer::failed(RESIZE_NEEDS),
-                    }
-                }
-                (Err(e), _) | (_, Err(e)) => e,
-                _ => Answer::failed(RESIZE_NEEDS),
-            },
+            "resize" => {
+                self.resize(&session_id, number("rows"), number("cols"))
+                    .await
+            }
             _ => self.handoff(&session_id, &data).await,
+        }
+    }
+
+    /// `resize`: a PTY session's window, rows and cols 1 to 10000 each.
+    async fn resize(
+        &self,
+        session_id: &str,
+        rows: Result<Option<u64>, Answer>,
+        cols: Result<Option<u64>, Answer>,
+    ) -> Answer {
+        let (rows, cols) = match (rows, cols) {
+            (Ok(Some(rows)), Ok(Some(cols))) => (rows, cols),
+            (Err(e), _) | (_, Err(e)) => return e,
+            _ => return Answer::failed(RESIZE_NEEDS),
+        };
+        match (u16::try_from(rows), u16::try_from(cols)) {
+            (Ok(rows), Ok(cols)) => {
+                self.answer_typed::<m::Resize>(&ResizeParams {
+                    id: session_id.to_owned(),
+                    rows,
+                    cols,
+                })
+                .await
+            }
+            _ => Answer::failed(RESIZE_NEEDS),
         }
     }
 

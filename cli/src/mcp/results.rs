@@ -14,7 +14,7 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::args::{generator, object_schema};
+use super::generate::{generator, object_schema};
 
 /// A property of any JSON value (`{}`).
 fn any(_: &mut SchemaGenerator) -> Schema {

@@ -386,7 +386,7 @@ async fn follow_once(
                     return Followed::UiGone;
                 }
             }
-            Ok(Some(message)) if message.id == Value::from(request) => {
+            Ok(Some(message)) if message.id == request => {
                 return match message.error {
                     Some(error) if error.code == crate::protocol::HOST_UNREACHABLE => {
                         Followed::HostLost(error.message)

@@ -53,7 +53,7 @@ fn tools_at(env: &Env, revision: &str) -> Value {
 }
 
 #[test]
-fn mcp_tools_list_is_the_published_contract() {
+fn b39_mcp_tools_list_is_the_published_contract() {
     let env = Env::new();
     let seen: Map<String, Value> = REVISIONS
         .iter()
