@@ -190,13 +190,11 @@ pub(crate) async fn started(home: &Home, id: &str) -> anyhow::Result<()> {
 
 /// Looks the session up; a finished one is refused, saying how it ended.
 async fn find(client: &mut Client, wanted: &str) -> anyhow::Result<Target> {
-    let found = client
-        .send_typed::<m::Lookup>(&IdParams::new(wanted))
-        .await?;
-    let id = found["session_id"].as_str().unwrap_or(wanted).to_owned();
-    let owner = found["owner_task_id"].as_str().unwrap_or_default();
+    let found = client.ask::<m::Lookup>(&IdParams::new(wanted)).await?;
+    let id = found.session_id;
+    let owner = found.owner_task_id.unwrap_or_default();
     let params = ListParams {
-        owner: Some(owner.to_owned()),
+        owner: Some(owner),
         state: client.hello.serves("list.filter").then_some(ListState::All),
         // A far job (`HOST:ID`) is listed among its host's rows, not the local ones.
         host: id

@@ -248,12 +248,9 @@ impl Server {
     /// `Ok` when `session_id` resolves to a session of this server's owner; the
     /// error answer otherwise (the daemon's own lookup error for an unknown id).
     async fn own_session(&self, session_id: &str) -> Result<(), Value> {
-        let (found, is_error) = self.ask::<m::Lookup>(&IdParams::new(session_id)).await;
-        if is_error {
-            return Err(found);
-        }
-        let found = crate::client::answer_of::<m::Lookup>(found)
-            .map_err(|err| Common::failed_value(format!("{err:#}")))?;
+        let found = self
+            .ask_for::<m::Lookup>(&IdParams::new(session_id))
+            .await?;
         match found.owner_task_id.as_deref() {
             // An older daemon does not say: act as before.
             None => Ok(()),
@@ -306,6 +303,17 @@ impl Server {
                 true,
             ),
         }
+    }
+
+    /// Method `M` with typed params, its answer read as the protocol's type (a
+    /// missing or mistyped field is an error naming the method, never a default);
+    /// the error answer otherwise.
+    async fn ask_for<M: Method>(&self, params: &M::Params) -> Result<M::Answer, Value> {
+        let (value, is_error) = self.ask::<M>(params).await;
+        if is_error {
+            return Err(value);
+        }
+        crate::client::answer_of::<M>(value).map_err(|err| Common::failed_value(format!("{err:#}")))
     }
 
     /// `method` (one of several sharing params type `P`) with typed params.

@@ -240,21 +240,18 @@ impl Server {
         if answer["output_cut"] != true && chars(output) <= OUTPUT_BUDGET_CHARS {
             return;
         }
-        let (head, head_err) = self
-            .ask::<m::Log>(&log_page(&session_id, Some(0), HEAD_LINES))
+        let head = self
+            .ask_for::<m::Log>(&log_page(&session_id, Some(0), HEAD_LINES))
             .await;
-        let (tail, tail_err) = self
-            .ask::<m::Log>(&log_page(&session_id, None, TAIL_LINES))
+        let tail = self
+            .ask_for::<m::Log>(&log_page(&session_id, None, TAIL_LINES))
             .await;
-        if head_err || tail_err {
+        let (Ok(head), Ok(tail)) = (head, tail) else {
             return;
-        }
-        let head_text = head["output"].as_str().unwrap_or_default();
-        let tail_text = tail["output"].as_str().unwrap_or_default();
-        let head_lines: Vec<&str> = head_text.lines().collect();
-        let tail_lines: Vec<&str> = tail_text.lines().collect();
-        let total = tail["total_lines"].as_u64().unwrap_or(0) as usize;
-        let tail_start = tail["offset"].as_u64().unwrap_or(0) as usize;
+        };
+        let head_lines: Vec<&str> = head.output.lines().collect();
+        let tail_lines: Vec<&str> = tail.output.lines().collect();
+        let (total, tail_start) = (tail.total_lines, tail.offset);
         let (text, gap) = compose(&head_lines, &tail_lines, tail_start, total, &session_id);
         answer["output"] = Value::from(text);
         answer["total_lines"] = Value::from(total);
@@ -271,21 +268,16 @@ impl Server {
         let mut lines: Vec<String> = Vec::new();
         let mut note = None;
         loop {
-            let (page, is_error) = self
-                .ask::<m::Log>(&log_page(session_id, Some(lines.len()), SEARCH_PAGE_LINES))
-                .await;
-            if is_error {
-                return page;
-            }
+            let page = match self
+                .ask_for::<m::Log>(&log_page(session_id, Some(lines.len()), SEARCH_PAGE_LINES))
+                .await
+            {
+                Ok(page) => page,
+                Err(failed) => return failed,
+            };
             let before = lines.len();
-            lines.extend(
-                page["output"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .lines()
-                    .map(str::to_owned),
-            );
-            let total = page["total_lines"].as_u64().unwrap_or(0) as usize;
+            lines.extend(page.output.lines().map(str::to_owned));
+            let total = page.total_lines;
             if lines.len() >= total || lines.len() == before {
                 break;
             }

@@ -81,32 +81,22 @@ impl Server {
             .cursors()
             .get(session_id)
             .map_or(0, |(lines, _)| *lines) as usize;
-        let (head, head_err) = self
-            .ask::<m::Log>(&log_page(session_id, Some(from), HEAD_LINES))
+        let head = self
+            .ask_for::<m::Log>(&log_page(session_id, Some(from), HEAD_LINES))
             .await;
-        let (tail, tail_err) = self
-            .ask::<m::Log>(&log_page(session_id, None, TAIL_LINES))
+        let tail = self
+            .ask_for::<m::Log>(&log_page(session_id, None, TAIL_LINES))
             .await;
-        if head_err {
-            return (head, true);
-        }
-        if tail_err {
-            return (tail, true);
-        }
-        let total = tail["total_lines"].as_u64().unwrap_or(0) as usize;
+        let (head, tail) = match (head, tail) {
+            (Ok(head), Ok(tail)) => (head, tail),
+            (Err(failed), _) | (_, Err(failed)) => return (failed, true),
+        };
+        let total = tail.total_lines;
         // A log that shrank (a restored tail) reads from its start.
         let from = if from > total { 0 } else { from };
-        let tail_offset = tail["offset"].as_u64().unwrap_or(0) as usize;
-        let head_lines: Vec<&str> = head["output"]
-            .as_str()
-            .unwrap_or_default()
-            .lines()
-            .collect();
-        let tail_all: Vec<&str> = tail["output"]
-            .as_str()
-            .unwrap_or_default()
-            .lines()
-            .collect();
+        let tail_offset = tail.offset;
+        let head_lines: Vec<&str> = head.output.lines().collect();
+        let tail_all: Vec<&str> = tail.output.lines().collect();
         let skip = from.saturating_sub(tail_offset).min(tail_all.len());
         let tail_start = tail_offset.max(from) - from;
         let (output, gap) = compose_from(
@@ -119,7 +109,7 @@ impl Server {
         );
         // An unfinished last line (a prompt, a line half written or held back) is not
         // read yet: the cursor stays before it, so the next read shows it whole.
-        let open = tail["last_line_open"] == true;
+        let open = tail.last_line_open;
         self.save_cursor(
             session_id,
             (total - usize::from(open && total > from)) as u64,

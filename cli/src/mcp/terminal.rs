@@ -223,15 +223,14 @@ impl Server {
 
     /// "running for 6s; 12 lines of output; last: …" for a progress notification.
     async fn progress_message(&self, session_id: &str, started: Instant) -> String {
-        let (page, is_error) = self.ask::<m::Log>(&log_page(session_id, None, 1)).await;
+        let page = self.ask_for::<m::Log>(&log_page(session_id, None, 1)).await;
         let elapsed = started.elapsed().as_secs();
-        if is_error {
+        let Ok(page) = page else {
             return format!("running for {elapsed}s");
-        }
-        let lines = page["total_lines"].as_u64().unwrap_or(0);
-        let last: String = page["output"]
-            .as_str()
-            .unwrap_or_default()
+        };
+        let lines = page.total_lines;
+        let last: String = page
+            .output
             .trim_end()
             .chars()
             .take(PROGRESS_LINE_CHARS)
@@ -247,8 +246,9 @@ impl Server {
     /// keeps running with notify on, or, if it finished meanwhile, the answer has
     /// its exit. Exactly one of the two (B24).
     async fn to_background(&self, session_id: &str, timeout: u64, stopped: Stopped) -> Answer {
-        let (adopted, is_error) = self.ask::<m::Adopt>(&IdParams::new(session_id)).await;
-        let adoption = adopted["adoption"].as_str().unwrap_or_default();
+        let adopted = self.ask_for::<m::Adopt>(&IdParams::new(session_id)).await;
+        let is_error = adopted.is_err();
+        let adoption = adopted.as_ref().map_or("", |a| a.adoption.as_str());
         if adoption == "finished" {
             let (answer, is_error) = self.ask::<m::Wait>(&wait_for(session_id, 1.0, false)).await;
             return if is_error {
