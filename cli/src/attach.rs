@@ -40,7 +40,12 @@ use std::time::Duration;
 
 use anyhow::Context;
 use herd_persistence::Home;
-use serde_json::{Value, json};
+use herd_protocol::methods as m;
+use herd_protocol::params::{
+    FollowParams, IdParams, ListParams, ListState, ResizeParams, StdinParams, WaitParams,
+};
+use herd_protocol::{Method, to_params};
+use serde_json::Value;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
@@ -156,7 +161,7 @@ async fn through_restarts(
                         "lost the daemon while attached to {id}, which was running then"
                     ))
                 })?;
-                let polled = client.request("poll", json!({"id": id})).await?;
+                let polled = client.send_typed::<m::Poll>(&IdParams::new(id)).await?;
                 if polled["status"] != "running" {
                     let answer = crate::commands::follow::ended(home, &mut client, id).await?;
                     return conclude(home, target, Ending::Finished(Some(answer)), "").await;
@@ -185,20 +190,20 @@ pub(crate) async fn started(home: &Home, id: &str) -> anyhow::Result<()> {
 
 /// Looks the session up; a finished one is refused, saying how it ended.
 async fn find(client: &mut Client, wanted: &str) -> anyhow::Result<Target> {
-    let found = client.request("lookup", json!({"id": wanted})).await?;
-    let id = found["session_id"].as_str().unwrap_or(wanted).to_owned();
-    let owner = found["owner_task_id"].as_str().unwrap_or_default();
-    let mut params = json!({"owner": owner});
-    if client.hello.serves("list.filter") {
-        params["state"] = json!("all");
-    }
-    // A far job (`HOST:ID`) is listed among its host's rows, not the local ones.
-    if let Some((host, _)) = id.split_once(':')
-        && client.hello.serves("hosts")
-    {
-        params["host"] = json!(host);
-    }
-    let listed = client.request("list", params).await?;
+    let found = client.ask::<m::Lookup>(&IdParams::new(wanted)).await?;
+    let id = found.session_id;
+    let owner = found.owner_task_id.unwrap_or_default();
+    let params = ListParams {
+        owner: Some(owner),
+        state: client.hello.serves("list.filter").then_some(ListState::All),
+        // A far job (`HOST:ID`) is listed among its host's rows, not the local ones.
+        host: id
+            .split_once(':')
+            .filter(|_| client.hello.serves("hosts"))
+            .map(|(host, _)| host.to_owned()),
+        ..ListParams::default()
+    };
+    let listed = client.send_typed::<m::List>(&params).await?;
     let row = listed["processes"]
         .as_array()
         .and_then(|rows| rows.iter().find(|row| row["session_id"] == id.as_str()));
@@ -212,7 +217,7 @@ async fn find(client: &mut Client, wanted: &str) -> anyhow::Result<Target> {
             id,
         }),
         _ => {
-            let answer = client.request("wait", json!({"id": id})).await?;
+            let answer = client.send_typed::<m::Wait>(&wait_on(&id)).await?;
             Err(Failure::new(
                 Code::Usage,
                 format!(
@@ -289,13 +294,26 @@ fn spawn_sender(mut client: Client, id: String) -> mpsc::UnboundedSender<Input> 
     let (tx, mut rx) = mpsc::unbounded_channel::<Input>();
     tokio::spawn(async move {
         while let Some(input) = rx.recv().await {
-            let (method, params) = match input {
-                Input::Write(data) => ("write", json!({"id": id, "data": data})),
-                Input::Submit(data) => ("submit", json!({"id": id, "data": data})),
-                Input::Resize { rows, cols } => {
-                    ("resize", json!({"id": id, "rows": rows, "cols": cols}))
-                }
+            let stdin = |data| {
+                to_params(&StdinParams {
+                    id: id.clone(),
+                    data,
+                })
             };
+            let (method, params) = match input {
+                Input::Write(data) => (m::Write::NAME, stdin(data)),
+                Input::Submit(data) => (m::Submit::NAME, stdin(data)),
+                Input::Resize { rows, cols } => (
+                    m::Resize::NAME,
+                    to_params(&ResizeParams {
+                        id: id.clone(),
+                        rows,
+                        cols,
+                    }),
+                ),
+            };
+            // herd-protocol's params always serialise.
+            let params = params.unwrap_or_default();
             match client.call(method, params).await {
                 Ok(answer) if answer["status"] != "ok" => {
                     tracing::debug!(method, answer = %answer, "input not taken");
@@ -375,12 +393,12 @@ async fn pty(
     let id = target.id.as_str();
     let (rows, cols) = window_size()?;
     // The job learns the size first, so what it draws from now on fits.
-    client
-        .request(
-            "resize",
-            json!({"id": id, "rows": rows.get(), "cols": cols.get()}),
-        )
-        .await?;
+    let size = ResizeParams {
+        id: id.to_owned(),
+        rows: rows.get(),
+        cols: cols.get(),
+    };
+    client.send_typed::<m::Resize>(&size).await?;
     let mut screen = vt100::Parser::new(rows, cols, 0);
     let mut seen = String::new();
     let from_byte = replay(&mut client, id, &mut screen, &mut seen).await?;
@@ -489,7 +507,7 @@ async fn replay(
     let mut from = end.saturating_sub(REPLAY_BYTES);
     while from < end {
         let chunk = client
-            .request("log_chunk", json!({"id": id, "from_byte": from}))
+            .send_typed::<m::LogChunk>(&FollowParams::new(id, from))
             .await?;
         let text = chunk["output"].as_str().unwrap_or_default();
         screen.process(text.as_bytes());
@@ -711,7 +729,7 @@ async fn conclude(home: &Home, target: &Target, end: Ending, key_hint: &str) -> 
                 None => ended(&mut Client::connect(home).await?, id).await?,
             };
             output::err_line(&ending(&answer, id));
-            if answer["status"] == "exited" && answer["exit_code"] == json!(0) {
+            if answer["status"] == "exited" && answer["exit_code"] == 0 {
                 Ok(())
             } else {
                 Err(Failure::silent(Code::Failed).into())
@@ -720,10 +738,19 @@ async fn conclude(home: &Home, target: &Target, end: Ending, key_hint: &str) -> 
     }
 }
 
+/// `wait`'s params: until `id` ends, as long as the daemon lets a wait last.
+fn wait_on(id: &str) -> WaitParams {
+    WaitParams {
+        id: id.to_owned(),
+        timeout_seconds: None,
+        ready: false,
+    }
+}
+
 /// The wait answer of a session that has ended.
 async fn ended(client: &mut Client, id: &str) -> anyhow::Result<Value> {
     loop {
-        let answer = client.request("wait", json!({"id": id})).await?;
+        let answer = client.send_typed::<m::Wait>(&wait_on(id)).await?;
         if answer["status"] != "running" {
             return Ok(answer);
         }

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use herd_persistence::Home;
 use herd_protocol::Method;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
@@ -231,7 +231,7 @@ impl Client {
         self.next_id += 1;
         let request = Request {
             jsonrpc: "2.0".into(),
-            id: Some(json!(id)),
+            id: Some(Value::from(id)),
             method: method.to_owned(),
             params,
         };
@@ -353,7 +353,7 @@ impl Client {
             };
             // An error with a null id answers the request in flight (the daemon
             // could not read its id: oversized line, refused peer).
-            let ours = message.id == json!(id) || (message.id.is_null() && message.error.is_some());
+            let ours = message.id == id || (message.id.is_null() && message.error.is_some());
             if message.method.is_some() || !ours {
                 continue;
             }

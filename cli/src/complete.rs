@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use clap_complete::CompletionCandidate;
 use clap_complete::env::EnvCompleter;
-use serde_json::{Value, json};
+use herd_protocol::params::{ListParams, ListState};
+use serde_json::Value;
 
 /// The environment variable that switches the binary into answering the shell.
 pub(crate) const VAR: &str = "COMPLETE";
@@ -113,7 +114,14 @@ fn listed() -> Option<Vec<Value>> {
     runtime.block_on(async {
         tokio::time::timeout(DEADLINE, async {
             let mut client = crate::client::Client::try_connect(&home).await.ok()??;
-            let answer = client.call("list", json!({"state": "all"})).await.ok()?;
+            let params = ListParams {
+                state: Some(ListState::All),
+                ..ListParams::default()
+            };
+            let answer = client
+                .send_typed::<herd_protocol::methods::List>(&params)
+                .await
+                .ok()?;
             answer["processes"].as_array().cloned()
         })
         .await

@@ -6,6 +6,8 @@
 use std::os::unix::fs::PermissionsExt;
 
 use herd_persistence::Home;
+use herd_protocol::methods::{Scope, Status};
+use herd_protocol::params::NoParams;
 use serde_json::json;
 
 use crate::client::{Client, check_socket_path};
@@ -156,7 +158,7 @@ async fn check_daemon(
     }
     match Client::try_connect(home).await {
         Ok(Some(mut client)) => {
-            let status = match client.request("status", json!({})).await {
+            let status = match client.send_typed::<Status>(&NoParams {}).await {
                 Ok(status) => status,
                 Err(err) => {
                     push("fail", format!("{err:#}"));
@@ -206,7 +208,7 @@ async fn check_daemon(
                 ),
                 None => {}
             }
-            scope = client.request("scope", json!({})).await.ok();
+            scope = client.send_typed::<Scope>(&NoParams {}).await.ok();
             if let Ok(meta) = std::fs::metadata(&socket) {
                 let mode = meta.permissions().mode() & 0o777;
                 if mode == 0o600 {

@@ -16,13 +16,16 @@
 //!   `tasks_2025.rs`: the same tasks for the 2025-11-25 revision.
 //! - `push.rs`: the notifications as a resource a client can subscribe to.
 
+mod args;
 mod budget;
 mod delivery;
+mod generate;
 mod groups;
 mod owner;
 mod process;
 mod push;
 mod read;
+mod results;
 mod schema;
 mod tasks;
 mod tasks_2025;
@@ -43,7 +46,7 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 pub(crate) use owner::sweep_hourly as sweep_owners_hourly;
 
@@ -52,6 +55,7 @@ use crate::protocol;
 use herd_protocol::Method;
 use herd_protocol::methods as m;
 use herd_protocol::params::{DrainParams, IdParams, LogParams, WaitParams};
+use results::{Common, ProcessResult, TerminalResult};
 #[cfg(test)]
 use terminal::terminal_request;
 
@@ -233,38 +237,39 @@ impl Answer {
     fn error(value: Value) -> Answer {
         Answer::new(value, true)
     }
+
+    /// A refusal: `status` "error" and what went wrong.
+    fn failed(error: impl Into<String>) -> Answer {
+        Answer::error(Common::failed_value(error))
+    }
 }
 
 impl Server {
     /// `Ok` when `session_id` resolves to a session of this server's owner; the
     /// error answer otherwise (the daemon's own lookup error for an unknown id).
     async fn own_session(&self, session_id: &str) -> Result<(), Value> {
-        let (found, is_error) = self.ask::<m::Lookup>(&IdParams::new(session_id)).await;
-        if is_error {
-            return Err(found);
-        }
-        match found["owner_task_id"].as_str() {
+        let found = self
+            .ask_for::<m::Lookup>(&IdParams::new(session_id))
+            .await?;
+        match found.owner_task_id.as_deref() {
             // An older daemon does not say: act as before.
             None => Ok(()),
             Some(owner) if owner == self.owner.as_str() => Ok(()),
             // Said as such, not as unknown (B31): a host that runs several agents
             // learns to pass `--owner` per agent.
-            Some(other) => Err(json!({
-                "status": "error",
-                "error": format!(
-                    "session {session_id} belongs to another agent (owner `{other}`), not to you (`{}`); \
-                     start the server with --owner {other} to act for that agent; \
-                     process(action=\"list\") shows your sessions",
-                    self.owner
-                ),
-            })),
+            Some(other) => Err(Common::failed_value(format!(
+                "session {session_id} belongs to another agent (owner `{other}`), not to you (`{}`); \
+                 start the server with --owner {other} to act for that agent; \
+                 process(action=\"list\") shows your sessions",
+                self.owner
+            ))),
         }
     }
 
     async fn client(&self) -> Result<Client, Value> {
         Client::connect(&self.home)
             .await
-            .map_err(|err| json!({"status": "error", "error": format!("{err:#}")}))
+            .map_err(|err| Common::failed_value(format!("{err:#}")))
     }
 
     async fn call(&self, method: &str, params: Value) -> (Value, bool) {
@@ -275,11 +280,15 @@ impl Server {
         match client.call(method, params).await {
             Ok(value) => (value, false),
             Err(CallError::Rpc(err)) if err.code == protocol::NOT_FOUND => {
-                (json!({"status": "not_found", "error": err.message}), true)
+                let not_found = Common {
+                    status: Some("not_found".to_owned()),
+                    ..Common::failed(err.message)
+                };
+                (results::to_value(&not_found), true)
             }
-            Err(CallError::Rpc(err)) => (json!({"status": "error", "error": err.message}), true),
+            Err(CallError::Rpc(err)) => (Common::failed_value(err.message), true),
             Err(CallError::Io(err)) => (
-                json!({"status": "error", "error": format!("lost the connection to the daemon: {err}")}),
+                Common::failed_value(format!("lost the connection to the daemon: {err}")),
                 true,
             ),
         }
@@ -290,10 +299,21 @@ impl Server {
         match herd_protocol::to_params(params) {
             Ok(params) => self.call(M::NAME, params).await,
             Err(err) => (
-                json!({"status": "error", "error": format!("cannot encode the {} request: {err}", M::NAME)}),
+                Common::failed_value(format!("cannot encode the {} request: {err}", M::NAME)),
                 true,
             ),
         }
+    }
+
+    /// Method `M` with typed params, its answer read as the protocol's type (a
+    /// missing or mistyped field is an error naming the method, never a default);
+    /// the error answer otherwise.
+    async fn ask_for<M: Method>(&self, params: &M::Params) -> Result<M::Answer, Value> {
+        let (value, is_error) = self.ask::<M>(params).await;
+        if is_error {
+            return Err(value);
+        }
+        crate::client::answer_of::<M>(value).map_err(|err| Common::failed_value(format!("{err:#}")))
     }
 
     /// `method` (one of several sharing params type `P`) with typed params.
@@ -301,7 +321,7 @@ impl Server {
         match herd_protocol::to_params(params) {
             Ok(params) => self.call(method, params).await,
             Err(err) => (
-                json!({"status": "error", "error": format!("cannot encode the {method} request: {err}")}),
+                Common::failed_value(format!("cannot encode the {method} request: {err}")),
                 true,
             ),
         }
@@ -310,12 +330,6 @@ impl Server {
     /// [`Server::ask`] as an [`Answer`].
     async fn answer_typed<M: Method>(&self, params: &M::Params) -> Answer {
         let (value, is_error) = self.ask::<M>(params).await;
-        Answer::new(value, is_error)
-    }
-
-    /// [`Server::call`] as an [`Answer`].
-    async fn answer(&self, method: &str, params: Value) -> Answer {
-        let (value, is_error) = self.call(method, params).await;
         Answer::new(value, is_error)
     }
 
@@ -338,27 +352,30 @@ impl Server {
                 Vec::new()
             },
         };
-        let drained = client
-            .call(m::Drain::NAME, herd_protocol::to_params(&params).ok()?)
-            .await
-            .ok()?;
-        let rendered = drained["rendered"].as_str().filter(|r| !r.is_empty())?;
+        let drained = client.send_typed::<m::Drain>(&params).await.ok()?;
+        let drained: Drained = match serde_json::from_value(drained) {
+            Ok(drained) => drained,
+            Err(err) => {
+                // The lease, if one was taken, goes back when this connection drops.
+                tracing::warn!(error = %err, "the daemon's drain answer does not read as the protocol says");
+                return None;
+            }
+        };
+        if drained.rendered.is_empty() {
+            return None;
+        }
+        let rendered = drained.rendered;
         self.collected
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let ids: Vec<String> = drained["events"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|e| e["event_id"].as_str().map(str::to_owned))
-            .collect();
-        let lease = drained["lease"].as_u64().map(|number| delivery::Lease {
+        let ids: Vec<String> = drained.events.into_iter().map(|e| e.event_id).collect();
+        let lease = drained.lease.map(|number| delivery::Lease {
             client,
             number,
             owner: self.owner.as_str().to_owned(),
             ids: ids.clone(),
             home: self.home.clone(),
         });
-        Some((rendered.to_owned(), ids, lease))
+        Some((rendered, ids, lease))
     }
 
     /// Whether a notice log message is wanted: by the request's own level on the
@@ -387,7 +404,10 @@ impl Server {
         }
         let message = rmcp::model::LoggingMessageNotificationParam::new(
             rmcp::model::LoggingLevel::Notice,
-            json!({"owner": self.owner.as_str(), "notifications": rendered}),
+            results::to_value(&results::NoticeLog {
+                owner: self.owner.as_str(),
+                notifications: rendered,
+            }),
         )
         .with_logger("herd");
         if let Err(err) = context.peer.notify_logging_message(message).await {
@@ -398,7 +418,7 @@ impl Server {
     /// Metadata on every result: the owner this server acts for.
     fn meta(&self) -> MetaObject {
         let mut meta = MetaObject::new();
-        meta.insert("herd/owner".to_owned(), json!(self.owner.as_str()));
+        meta.insert("herd/owner".to_owned(), Value::from(self.owner.as_str()));
         meta
     }
 
@@ -420,7 +440,7 @@ impl Server {
             // Also where clients that read only `structuredContent` look (the
             // first text block stays the answer alone).
             if let Value::Object(map) = &mut value {
-                map.insert("notices".to_owned(), json!(rendered));
+                map.insert("notices".to_owned(), Value::from(rendered.as_str()));
             }
             event_ids = ids;
             self.log_notices(&rendered, context).await;
@@ -440,11 +460,28 @@ impl Server {
         if !event_ids.is_empty() {
             // The ids of the notices attached: a client that sees one twice (it
             // crashed before the acknowledgement) can tell.
-            meta.insert("herd/event_ids".to_owned(), json!(event_ids));
+            meta.insert("herd/event_ids".to_owned(), Value::from(event_ids));
         }
         result.meta = Some(meta);
         result
     }
+}
+
+/// herd-protocol's `DrainAnswer` as the notices need it: the rendering, each
+/// event's id and the lease, whatever kind of event a newer daemon sends.
+#[derive(Debug, serde::Deserialize)]
+struct Drained {
+    rendered: String,
+    #[serde(default)]
+    events: Vec<DrainedEvent>,
+    #[serde(default)]
+    lease: Option<u64>,
+}
+
+/// An event of a drain, by its id.
+#[derive(Debug, serde::Deserialize)]
+struct DrainedEvent {
+    event_id: String,
 }
 
 /// An answer without its `null` fields: they carry nothing an agent can use and
@@ -524,13 +561,19 @@ impl ServerHandler for Server {
         if let Err(message) = schema::check_arguments(tool, &args) {
             // Shaped like the tool's other errors, so it matches its output schema.
             let answer = Answer::error(if tool == "terminal" {
-                json!({"output": "", "exit_code": -1, "status": "error", "error": message})
+                let mut refused = TerminalResult::refused(message);
+                refused.common.status = Some("error".to_owned());
+                results::to_value(&refused)
             } else {
                 let action = args
                     .get("action")
                     .and_then(Value::as_str)
                     .unwrap_or_default();
-                json!({"action": action, "status": "error", "error": message})
+                results::to_value(&ProcessResult {
+                    action: action.to_owned(),
+                    common: Common::failed(message),
+                    ..ProcessResult::default()
+                })
             });
             return Ok(self.result(answer, &context).await.into());
         }

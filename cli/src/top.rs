@@ -533,9 +533,8 @@ async fn pager(home: &Home, id: &str) -> anyhow::Result<()> {
         let mut from = 0u64;
         loop {
             let chunk = client
-                .request(
-                    "log_chunk",
-                    serde_json::json!({"id": id, "from_byte": from}),
+                .send_typed::<herd_protocol::methods::LogChunk>(
+                    &herd_protocol::params::FollowParams::new(id, from),
                 )
                 .await?;
             let text = chunk["output"].as_str().unwrap_or_default();

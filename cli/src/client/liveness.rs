@@ -66,13 +66,15 @@ async fn answers(socket: &Path, deadline: Duration) -> bool {
             Err(_) => return true,
         };
         let (read, mut write) = stream.into_split();
-        let line = serde_json::json!({
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "hello",
-            "params": {"protocol": crate::protocol::PROTOCOL_VERSION, "client": env!("CARGO_PKG_VERSION")},
-        });
-        let mut line = line.to_string().into_bytes();
+        let request = herd_protocol::Request {
+            jsonrpc: "2.0".into(),
+            id: Some(serde_json::Value::from(1)),
+            method: <herd_protocol::methods::Hello as herd_protocol::Method>::NAME.to_owned(),
+            params: super::hello_params(),
+        };
+        let Ok(mut line) = serde_json::to_vec(&request) else {
+            return true;
+        };
         line.push(b'\n');
         if write.write_all(&line).await.is_err() {
             return true;

@@ -4,9 +4,9 @@
 
 use std::io::IsTerminal;
 
-use herd_protocol::methods::Lookup;
-use herd_protocol::params::IdParams;
-use serde_json::{Value, json};
+use herd_protocol::methods::{List, Lookup, Wait};
+use herd_protocol::params::{IdParams, ListParams, ListState, WaitParams};
+use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::{ending, print_last_lines};
@@ -59,7 +59,9 @@ async fn resolve(client: &mut Client, args: &LogsArgs) -> anyhow::Result<Vec<(St
     let mut found: Vec<(String, String)> = Vec::new();
     if args.all {
         let owner = args.owner.resolve("cli");
-        let listed = client.request("list", json!({"owner": owner})).await?;
+        let listed = client
+            .send_typed::<List>(&ListParams::by_owner(Some(owner)))
+            .await?;
         for row in listed["processes"].as_array().into_iter().flatten() {
             if row["status"] == "running"
                 && let Some(id) = row["session_id"].as_str()
@@ -79,7 +81,11 @@ async fn resolve(client: &mut Client, args: &LogsArgs) -> anyhow::Result<Vec<(St
         }
     }
     // Names, for the labels: one listing of every session.
-    let listed = client.request("list", json!({"state": "all"})).await?;
+    let every = ListParams {
+        state: Some(ListState::All),
+        ..ListParams::default()
+    };
+    let listed = client.send_typed::<List>(&every).await?;
     let rows = listed["processes"].as_array().cloned().unwrap_or_default();
     for (id, shown) in &mut found {
         let name = rows
@@ -147,7 +153,12 @@ pub(crate) async fn finished(
 /// daemon when this one goes away meanwhile.
 pub(crate) async fn ended(home: &Home, client: &mut Client, id: &str) -> anyhow::Result<Value> {
     loop {
-        match client.request("wait", json!({"id": id})).await {
+        let until_it_ends = WaitParams {
+            id: id.to_owned(),
+            timeout_seconds: None,
+            ready: false,
+        };
+        match client.send_typed::<Wait>(&until_it_ends).await {
             Ok(answer) if answer["status"] != "running" => return Ok(answer),
             Ok(_) => {}
             Err(err) if crate::client::is_lost(&err) => {
@@ -163,7 +174,7 @@ pub(crate) async fn ended(home: &Home, client: &mut Client, id: &str) -> anyhow:
 }
 
 fn exited_zero(answer: &Value) -> bool {
-    answer["status"] == "exited" && answer["exit_code"] == json!(0)
+    answer["status"] == "exited" && answer["exit_code"] == 0
 }
 
 /// What a follower task tells the printer.

@@ -11,9 +11,10 @@
 use super::log_page;
 use herd_protocol::methods as m;
 use regex::Regex;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::Server;
+use super::results::{self, Common, ProcessResult};
 
 /// Characters of output a result carries (head and tail together).
 pub(super) const OUTPUT_BUDGET_CHARS: usize = 8_000;
@@ -162,17 +163,17 @@ pub(super) fn cap_page(page: &mut Value, from_offset: bool) {
     } else {
         format!("the lines before are offset={}", first.saturating_sub(kept))
     };
-    page["output"] = json!(shown);
-    page["offset"] = json!(first);
-    page["showing"] = json!(format!("{kept} lines"));
-    page["page_cut"] = json!(true);
+    page["output"] = Value::from(shown);
+    page["offset"] = Value::from(first);
+    page["showing"] = Value::from(format!("{kept} lines"));
+    page["page_cut"] = Value::Bool(true);
     let cut_note = format!(
         "page cut to {PAGE_MAX_CHARS} characters whatever limit was asked: lines {}–{} of {} shown; {next}",
         first + 1,
         first + kept,
         page["total_lines"]
     );
-    page["note"] = json!(match page["note"].as_str() {
+    page["note"] = Value::from(match page["note"].as_str() {
         Some(old) => format!("{old}; {cut_note}"),
         None => cut_note,
     });
@@ -236,29 +237,26 @@ impl Server {
             return;
         };
         let output = answer["output"].as_str().unwrap_or_default();
-        if answer["output_cut"] != json!(true) && chars(output) <= OUTPUT_BUDGET_CHARS {
+        if answer["output_cut"] != true && chars(output) <= OUTPUT_BUDGET_CHARS {
             return;
         }
-        let (head, head_err) = self
-            .ask::<m::Log>(&log_page(&session_id, Some(0), HEAD_LINES))
+        let head = self
+            .ask_for::<m::Log>(&log_page(&session_id, Some(0), HEAD_LINES))
             .await;
-        let (tail, tail_err) = self
-            .ask::<m::Log>(&log_page(&session_id, None, TAIL_LINES))
+        let tail = self
+            .ask_for::<m::Log>(&log_page(&session_id, None, TAIL_LINES))
             .await;
-        if head_err || tail_err {
+        let (Ok(head), Ok(tail)) = (head, tail) else {
             return;
-        }
-        let head_text = head["output"].as_str().unwrap_or_default();
-        let tail_text = tail["output"].as_str().unwrap_or_default();
-        let head_lines: Vec<&str> = head_text.lines().collect();
-        let tail_lines: Vec<&str> = tail_text.lines().collect();
-        let total = tail["total_lines"].as_u64().unwrap_or(0) as usize;
-        let tail_start = tail["offset"].as_u64().unwrap_or(0) as usize;
+        };
+        let head_lines: Vec<&str> = head.output.lines().collect();
+        let tail_lines: Vec<&str> = tail.output.lines().collect();
+        let (total, tail_start) = (tail.total_lines, tail.offset);
         let (text, gap) = compose(&head_lines, &tail_lines, tail_start, total, &session_id);
-        answer["output"] = json!(text);
-        answer["total_lines"] = json!(total);
+        answer["output"] = Value::from(text);
+        answer["total_lines"] = Value::from(total);
         if let Some((from, to)) = gap {
-            answer["omitted_lines"] = json!(to - from);
+            answer["omitted_lines"] = Value::from(to - from);
         }
         if let Value::Object(map) = answer {
             map.remove("output_cut");
@@ -270,21 +268,16 @@ impl Server {
         let mut lines: Vec<String> = Vec::new();
         let mut note = None;
         loop {
-            let (page, is_error) = self
-                .ask::<m::Log>(&log_page(session_id, Some(lines.len()), SEARCH_PAGE_LINES))
-                .await;
-            if is_error {
-                return page;
-            }
+            let page = match self
+                .ask_for::<m::Log>(&log_page(session_id, Some(lines.len()), SEARCH_PAGE_LINES))
+                .await
+            {
+                Ok(page) => page,
+                Err(failed) => return failed,
+            };
             let before = lines.len();
-            lines.extend(
-                page["output"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .lines()
-                    .map(str::to_owned),
-            );
-            let total = page["total_lines"].as_u64().unwrap_or(0) as usize;
+            lines.extend(page.output.lines().map(str::to_owned));
+            let total = page.total_lines;
             if lines.len() >= total || lines.len() == before {
                 break;
             }
@@ -297,28 +290,29 @@ impl Server {
             }
         }
         let (output, found, cut) = matches(&lines, re, context);
-        let mut answer = json!({
-            "status": "ok",
-            "session_id": session_id,
-            "output": output,
-            "matches": found,
-            "total_lines": lines.len(),
-        });
-        if cut {
-            answer["note"] = json!(format!(
-                "{found} matching lines; the first ones within {OUTPUT_BUDGET_CHARS} characters are shown: narrow the pattern or read around a line with process(action=\"log\", offset=N)"
-            ));
-        }
-        if let Some(note) = note {
-            answer["note"] = json!(note);
-        }
-        answer
+        let cut_note = cut.then(|| format!(
+            "{found} matching lines; the first ones within {OUTPUT_BUDGET_CHARS} characters are shown: narrow the pattern or read around a line with process(action=\"log\", offset=N)"
+        ));
+        // `action` is the caller's to set (`process` names the action answered).
+        results::to_value(&ProcessResult {
+            output: Some(output),
+            common: Common {
+                status: Some("ok".to_owned()),
+                session_id: Some(session_id.to_owned()),
+                total_lines: Some(lines.len() as u64),
+                note: note.or(cut_note),
+                ..Common::default()
+            },
+            matches: Some(found as u64),
+            ..ProcessResult::default()
+        })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn a_long_log_keeps_head_and_tail_whole_lines_and_names_the_gap() {

@@ -5,7 +5,7 @@
 use herd_protocol::methods as m;
 use herd_protocol::params::{GroupParams, NoParams};
 use rmcp::model::JsonObject;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::{Answer, Server};
 
@@ -49,7 +49,7 @@ pub(super) fn queue_arg(args: &JsonObject) -> Result<herd_core::QueueRequest, St
 impl Server {
     /// `process` `group_*`.
     pub(super) async fn group_action(&self, action: &str, args: &JsonObject) -> Answer {
-        let refuse = |error: String| Answer::error(json!({"status": "error", "error": error}));
+        let refuse = |error: String| Answer::failed(error);
         if action == "group_list" {
             return self.answer_typed::<m::GroupList>(&NoParams {}).await;
         }

@@ -2,18 +2,24 @@
 
 use super::wait_for;
 use herd_protocol::methods as m;
-use herd_protocol::params::{HandoffParams, IdParams, ListParams, ListState};
+use herd_protocol::params::{
+    HandoffParams, IdParams, ListParams, ListState, LogParams, ResizeParams,
+};
 use rmcp::RoleServer;
 use rmcp::model::JsonObject;
 use rmcp::service::RequestContext;
-use serde_json::{Value, json};
+use serde_json::Value;
 
+use super::args::{LIST_DEFAULT_ROWS, LIST_MAX_ROWS};
 use super::read::{YIELD_DEFAULT_MS, YIELD_MAX_MS};
-use super::schema::{LIST_DEFAULT_ROWS, LIST_MAX_ROWS};
+use super::results::{self, Common, ProcessResult};
 use super::terminal::exited_answer;
 use super::{
     ACTIONS, Answer, NOT_A_SUBAGENT, Server, WAIT_DEFAULT_SECONDS, WAIT_MAX_SECONDS, budget,
 };
+
+/// What a resize without rows and cols in range is told.
+const RESIZE_NEEDS: &str = "resize requires rows and cols (1 to 10000 each)";
 
 /// How long a kill waits for the exit to be recorded, so its completion is
 /// answered by the kill rather than sent as a notice.
@@ -37,9 +43,10 @@ fn slim_row(row: &mut Value, owner: &str) {
 fn whole_number(args: &JsonObject, key: &str) -> Result<Option<u64>, Answer> {
     match args.get(key) {
         None | Some(Value::Null) => Ok(None),
-        Some(v) => v.as_u64().map(Some).ok_or_else(|| {
-            Answer::error(json!({"status": "error", "error": format!("{key} must be a whole number (got {v})")}))
-        }),
+        Some(v) => v
+            .as_u64()
+            .map(Some)
+            .ok_or_else(|| Answer::failed(format!("{key} must be a whole number (got {v})"))),
     }
 }
 
@@ -54,15 +61,18 @@ impl Server {
             .and_then(Value::as_str)
             .unwrap_or_default();
         if !ACTIONS.contains(&action) {
-            return Answer::error(json!({
-                "action": action,
-                "status": "error",
-                "error": format!("Unknown process action: {action:?}. Use: {}", ACTIONS.join(", ")),
+            return Answer::error(results::to_value(&ProcessResult {
+                action: action.to_owned(),
+                common: Common::failed(format!(
+                    "Unknown process action: {action:?}. Use: {}",
+                    ACTIONS.join(", ")
+                )),
+                ..ProcessResult::default()
             }));
         }
         let mut answer = self.act(action, args, context).await;
         if let Value::Object(map) = &mut answer.value {
-            map.insert("action".to_owned(), json!(action));
+            map.insert("action".to_owned(), Value::from(action));
         }
         answer
     }
@@ -87,9 +97,7 @@ impl Server {
             Some(Value::String(s)) if !s.is_empty() => s.clone(),
             Some(Value::Number(n)) => n.to_string(),
             _ => {
-                return Answer::error(
-                    json!({"status": "error", "error": format!("session_id is required for {action}")}),
-                );
+                return Answer::failed(format!("session_id is required for {action}"));
             }
         };
         // Another owner's session is not this agent's to see or touch (B31): it is
@@ -109,12 +117,12 @@ impl Server {
             }
             "log" => match (number("offset"), number("limit")) {
                 (Ok(offset), Ok(limit)) => {
-                    let mut page = self
-                        .answer(
-                            "log",
-                            json!({"id": session_id, "offset": offset, "limit": limit}),
-                        )
-                        .await;
+                    let params = LogParams {
+                        id: session_id.clone(),
+                        offset: offset.and_then(|o| usize::try_from(o).ok()),
+                        limit: limit.and_then(|l| usize::try_from(l).ok()),
+                    };
+                    let mut page = self.answer_typed::<m::Log>(&params).await;
                     if !page.is_error {
                         budget::cap_page(&mut page.value, offset.is_some());
                     }
@@ -151,20 +159,36 @@ impl Server {
                 self.answer_typed::<m::Close>(&IdParams::new(&*session_id).into())
                     .await
             }
-            "resize" => match (number("rows"), number("cols")) {
-                (Ok(Some(rows)), Ok(Some(cols))) => {
-                    self.answer(
-                        "resize",
-                        json!({"id": session_id, "rows": rows, "cols": cols}),
-                    )
+            "resize" => {
+                self.resize(&session_id, number("rows"), number("cols"))
                     .await
-                }
-                (Err(e), _) | (_, Err(e)) => e,
-                _ => Answer::error(
-                    json!({"status": "error", "error": "resize requires rows and cols (1 to 10000 each)"}),
-                ),
-            },
+            }
             _ => self.handoff(&session_id, &data).await,
+        }
+    }
+
+    /// `resize`: a PTY session's window, rows and cols 1 to 10000 each.
+    async fn resize(
+        &self,
+        session_id: &str,
+        rows: Result<Option<u64>, Answer>,
+        cols: Result<Option<u64>, Answer>,
+    ) -> Answer {
+        let (rows, cols) = match (rows, cols) {
+            (Ok(Some(rows)), Ok(Some(cols))) => (rows, cols),
+            (Err(e), _) | (_, Err(e)) => return e,
+            _ => return Answer::failed(RESIZE_NEEDS),
+        };
+        match (u16::try_from(rows), u16::try_from(cols)) {
+            (Ok(rows), Ok(cols)) => {
+                self.answer_typed::<m::Resize>(&ResizeParams {
+                    id: session_id.to_owned(),
+                    rows,
+                    cols,
+                })
+                .await
+            }
+            _ => Answer::failed(RESIZE_NEEDS),
         }
     }
 
@@ -180,9 +204,7 @@ impl Server {
         let timeout = match timeout {
             Ok(t) if t != Some(0) => t.unwrap_or(WAIT_DEFAULT_SECONDS),
             Ok(_) => {
-                return Answer::error(
-                    json!({"status": "error", "error": "timeout must be positive (got 0)"}),
-                );
+                return Answer::failed("timeout must be positive (got 0)");
             }
             Err(e) => return e,
         };
@@ -194,7 +216,7 @@ impl Server {
         let waited = tokio::select! {
             waited = self.ask::<m::Wait>(&params) => waited,
             () = context.ct.cancelled() => {
-                return Answer::error(json!({"status": "error", "error": "the wait was cancelled; the process runs on"}));
+                return Answer::failed("the wait was cancelled; the process runs on");
             }
         };
         match waited {
@@ -210,7 +232,7 @@ impl Server {
                 if let Some(asked) = clamped
                     && !is_error
                 {
-                    answer["note"] = json!(format!(
+                    answer["note"] = Value::from(format!(
                         "waited {WAIT_MAX_SECONDS}s (the most one wait takes here, under clients' 60s request timeout; {asked}s was asked): still running, which is not an error; wait again or do other work, you will be told when it ends"
                     ));
                 }
@@ -229,9 +251,7 @@ impl Server {
     ) -> Answer {
         match whole_number(args, "yield_ms") {
             Ok(Some(n)) if n > YIELD_MAX_MS => {
-                Answer::error(json!({"status": "error", "error": format!(
-                    "yield_ms must be 0 to {YIELD_MAX_MS} (got {n})"
-                )}))
+                Answer::failed(format!("yield_ms must be 0 to {YIELD_MAX_MS} (got {n})"))
             }
             Ok(wait) => {
                 let wait = wait.unwrap_or(YIELD_DEFAULT_MS);
@@ -245,7 +265,7 @@ impl Server {
     /// `search`: `pattern` (a regex, or literal text) over the whole log, with
     /// `context` lines around each match.
     async fn search_action(&self, session_id: &str, args: &JsonObject) -> Answer {
-        let fail = |message: String| Answer::error(json!({"status": "error", "error": message}));
+        let fail = |message: String| Answer::failed(message);
         let Some(text) = args
             .get("pattern")
             .and_then(Value::as_str)
@@ -284,11 +304,11 @@ impl Server {
     /// `handoff`: the session goes to the parent agent with a note saying what it is for.
     async fn handoff(&self, session_id: &str, data: &str) -> Answer {
         let Some(parent) = &self.parent else {
-            return Answer::error(json!({"status": "error", "error": NOT_A_SUBAGENT}));
+            return Answer::failed(NOT_A_SUBAGENT);
         };
         if data.trim().is_empty() {
-            return Answer::error(
-                json!({"status": "error", "error": "handoff requires `data`: one sentence saying what the process is for and what the new owner should do with its result."}),
+            return Answer::failed(
+                "handoff requires `data`: one sentence saying what the process is for and what the new owner should do with its result.",
             );
         }
         self.answer_typed::<m::Handoff>(&HandoffParams {
@@ -306,18 +326,16 @@ impl Server {
             None | Some(Value::Null) => "running",
             Some(Value::String(s)) if ["running", "finished", "all"].contains(&s.as_str()) => s,
             Some(other) => {
-                return Answer::error(json!({
-                    "status": "error",
-                    "error": format!("state must be running, finished or all (got {other})"),
-                }));
+                return Answer::failed(format!(
+                    "state must be running, finished or all (got {other})"
+                ));
             }
         };
         let limit = limit.unwrap_or(LIST_DEFAULT_ROWS);
         if !(1..=LIST_MAX_ROWS).contains(&limit) {
-            return Answer::error(json!({
-                "status": "error",
-                "error": format!("limit must be 1 to {LIST_MAX_ROWS} rows for list (got {limit})"),
-            }));
+            return Answer::failed(format!(
+                "limit must be 1 to {LIST_MAX_ROWS} rows for list (got {limit})"
+            ));
         }
         let params = ListParams {
             owner: Some(self.owner.as_str().to_owned()),
@@ -339,7 +357,7 @@ impl Server {
         let is_empty = answer["processes"].as_array().is_some_and(Vec::is_empty);
         if !is_error && state == "running" && is_empty {
             answer["note"] =
-                json!("no running sessions; state=\"finished\" or \"all\" lists the others");
+                Value::from("no running sessions; state=\"finished\" or \"all\" lists the others");
         }
         Answer::new(answer, is_error)
     }

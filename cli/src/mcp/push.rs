@@ -18,8 +18,11 @@ use rmcp::model::{
 };
 use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, Peer};
-use serde_json::json;
 use tokio_util::sync::CancellationToken;
+
+use herd_protocol::Method;
+use herd_protocol::methods as m;
+use herd_protocol::params::EventsParams;
 
 use super::Server;
 use crate::client::Client;
@@ -167,8 +170,12 @@ impl Server {
         }
         if client
             .send(
-                "events.follow",
-                json!({"owner": self.owner.as_str(), "peek": true}),
+                m::EventsFollow::NAME,
+                herd_protocol::to_params(&EventsParams {
+                    owner: self.owner.as_str().to_owned(),
+                    peek: true,
+                })
+                .unwrap_or_default(),
             )
             .await
             .is_err()

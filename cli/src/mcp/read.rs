@@ -13,10 +13,11 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::Server;
 use super::budget::compose_from;
+use super::results::{self, Common, ProcessResult};
 
 /// Lines fetched for the head, and for the tail, of what is new.
 const HEAD_LINES: usize = 60;
@@ -80,32 +81,22 @@ impl Server {
             .cursors()
             .get(session_id)
             .map_or(0, |(lines, _)| *lines) as usize;
-        let (head, head_err) = self
-            .ask::<m::Log>(&log_page(session_id, Some(from), HEAD_LINES))
+        let head = self
+            .ask_for::<m::Log>(&log_page(session_id, Some(from), HEAD_LINES))
             .await;
-        let (tail, tail_err) = self
-            .ask::<m::Log>(&log_page(session_id, None, TAIL_LINES))
+        let tail = self
+            .ask_for::<m::Log>(&log_page(session_id, None, TAIL_LINES))
             .await;
-        if head_err {
-            return (head, true);
-        }
-        if tail_err {
-            return (tail, true);
-        }
-        let total = tail["total_lines"].as_u64().unwrap_or(0) as usize;
+        let (head, tail) = match (head, tail) {
+            (Ok(head), Ok(tail)) => (head, tail),
+            (Err(failed), _) | (_, Err(failed)) => return (failed, true),
+        };
+        let total = tail.total_lines;
         // A log that shrank (a restored tail) reads from its start.
         let from = if from > total { 0 } else { from };
-        let tail_offset = tail["offset"].as_u64().unwrap_or(0) as usize;
-        let head_lines: Vec<&str> = head["output"]
-            .as_str()
-            .unwrap_or_default()
-            .lines()
-            .collect();
-        let tail_all: Vec<&str> = tail["output"]
-            .as_str()
-            .unwrap_or_default()
-            .lines()
-            .collect();
+        let tail_offset = tail.offset;
+        let head_lines: Vec<&str> = head.output.lines().collect();
+        let tail_all: Vec<&str> = tail.output.lines().collect();
         let skip = from.saturating_sub(tail_offset).min(tail_all.len());
         let tail_start = tail_offset.max(from) - from;
         let (output, gap) = compose_from(
@@ -118,27 +109,28 @@ impl Server {
         );
         // An unfinished last line (a prompt, a line half written or held back) is not
         // read yet: the cursor stays before it, so the next read shows it whole.
-        let open = tail["last_line_open"] == json!(true);
+        let open = tail.last_line_open;
         self.save_cursor(
             session_id,
             (total - usize::from(open && total > from)) as u64,
         );
-        let mut answer = json!({
-            "status": polled["status"],
-            "session_id": session_id,
-            "output": output,
-            "new_lines": total - from,
-            "total_lines": total,
-        });
-        for key in ["exit_code", "signal", "completion_reason"] {
-            if !polled[key].is_null() {
-                answer[key] = polled[key].clone();
-            }
-        }
-        if let Some((a, b)) = gap {
-            answer["omitted_lines"] = json!(b - a);
-        }
-        (answer, false)
+        let given = |key: &str| Some(polled[key].clone()).filter(|v| !v.is_null());
+        let answer = ProcessResult {
+            output: Some(output),
+            common: Common {
+                status: polled["status"].as_str().map(str::to_owned),
+                session_id: Some(session_id.to_owned()),
+                total_lines: Some(total as u64),
+                exit_code: given("exit_code"),
+                signal: given("signal"),
+                completion_reason: given("completion_reason"),
+                omitted_lines: gap.map(|(a, b)| (b - a) as u64),
+                ..Common::default()
+            },
+            new_lines: Some((total - from) as u64),
+            ..ProcessResult::default()
+        };
+        (results::to_value(&answer), false)
     }
 
     /// `write`/`submit`: the bytes go in, then after `yield_ms` the output since the
@@ -161,12 +153,13 @@ impl Server {
                 (Value::Number(code), _) => format!("exited with code {code}"),
                 _ => format!("is {}", polled["status"].as_str().unwrap_or("finished")),
             };
-            return (
-                json!({"status": "error", "session_id": session_id, "error": format!(
+            let ended = Common {
+                session_id: Some(session_id.to_owned()),
+                ..Common::failed(format!(
                     "{session_id} has already ended ({how}): nothing was written; start it again with terminal"
-                )}),
-                true,
-            );
+                ))
+            };
+            return (results::to_value(&ended), true);
         }
         let (written, is_error) = self
             .call_typed(

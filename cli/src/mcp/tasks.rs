@@ -21,7 +21,7 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::task_manager::{TaskExit, TaskManager, TaskOptions};
 use rmcp::{ErrorData as McpError, RoleServer};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::terminal::terminal_request;
 use super::{Answer, Server, without_nulls};
@@ -105,7 +105,9 @@ impl Server {
         ttl_ms: Option<u64>,
     ) -> Result<Task, Answer> {
         let refused = |message: String| {
-            Answer::error(json!({"output": "", "exit_code": -1, "error": message}))
+            Answer::error(super::results::to_value(
+                &super::results::TerminalResult::refused(message),
+            ))
         };
         let req = terminal_request(args).map_err(refused)?;
         // The task's result carries the exit: a completion notice only when asked.

@@ -26,7 +26,8 @@ use rmcp::model::{
 };
 use rmcp::service::{RequestContext, TxJsonRpcMessage};
 use rmcp::{ErrorData as McpError, RoleServer};
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 
 use super::Server;
 
@@ -73,7 +74,7 @@ pub(super) fn screen_line(body: &[u8], era: &Era) -> Option<Vec<u8>> {
         "tasks/cancel" if era.is_2025() => "cancel",
         _ => return None,
     };
-    message["method"] = json!(format!("{PREFIX}{op}"));
+    message["method"] = Value::from(format!("{PREFIX}{op}"));
     let mut line = serde_json::to_vec(&message).ok()?;
     line.push(b'\n');
     Some(line)
@@ -92,14 +93,15 @@ pub(super) fn outgoing(
     };
     let rewritten = match &response.result {
         ServerResult::InitializeResult(init) => serde_json::to_value(init).ok().map(|mut v| {
-            v["capabilities"]["tasks"] =
-                json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}});
+            v["capabilities"]["tasks"] = to_value(&TasksCapability::default());
             v
         }),
         ServerResult::ListToolsResult(list) => serde_json::to_value(list).ok().map(|mut v| {
             if let Some(tools) = v["tools"].as_array_mut() {
                 for tool in tools.iter_mut().filter(|t| t["name"] == "terminal") {
-                    tool["execution"] = json!({"taskSupport": "optional"});
+                    tool["execution"] = to_value(&Execution {
+                        task_support: "optional",
+                    });
                 }
             }
             v
@@ -115,22 +117,95 @@ pub(super) fn outgoing(
     JsonRpcMessage::Response(response)
 }
 
+/// `capabilities.tasks` of this revision: list, cancel, and tasks for `tools/call`.
+#[derive(Debug, Default, Serialize)]
+struct TasksCapability {
+    list: Empty,
+    cancel: Empty,
+    requests: TaskRequests,
+}
+
+/// `{}`: a capability with no options.
+#[derive(Debug, Default, Serialize)]
+struct Empty {}
+
+/// `capabilities.tasks.requests`: `tools/call` may run as a task.
+#[derive(Debug, Default, Serialize)]
+struct TaskRequests {
+    tools: ToolsCall,
+}
+
+/// `{"call": {}}`.
+#[derive(Debug, Default, Serialize)]
+struct ToolsCall {
+    call: Empty,
+}
+
+/// A tool's `execution` of this revision.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Execution {
+    task_support: &'static str,
+}
+
+/// A task as this revision shows it (the newer revision's names differ: `ttlMs`,
+/// `pollIntervalMs`).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Task2025<'a> {
+    task_id: &'a str,
+    status: &'a TaskStatus,
+    ttl: Option<u64>,
+    created_at: &'a str,
+    last_updated_at: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    poll_interval: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status_message: Option<&'a str>,
+}
+
+/// `{"task": …, "_meta": …}`: a created task.
+#[derive(Debug, Serialize)]
+struct Created<'a> {
+    task: Task2025<'a>,
+    #[serde(rename = "_meta")]
+    meta: rmcp::model::MetaObject,
+}
+
+/// `{"tasks": […]}`: the tasks of `tasks/list`.
+#[derive(Debug, Serialize)]
+struct Listed<'a> {
+    tasks: Vec<Task2025<'a>>,
+}
+
+/// `{"taskId": …}`: the related task of a result's `_meta`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Related<'a> {
+    task_id: &'a str,
+}
+
+/// One of this module's shapes as JSON (strings, numbers and maps: it serialises).
+fn to_value<T: Serialize>(shape: &T) -> Value {
+    serde_json::to_value(shape).unwrap_or_default()
+}
+
 /// A task as this revision shows it.
+fn task_2025(task: &Task) -> Task2025<'_> {
+    Task2025 {
+        task_id: &task.task_id,
+        status: &task.status,
+        ttl: task.ttl_ms,
+        created_at: &task.created_at,
+        last_updated_at: &task.last_updated_at,
+        poll_interval: task.poll_interval_ms,
+        status_message: task.status_message.as_deref(),
+    }
+}
+
+/// [`task_2025`] as JSON.
 fn task_json(task: &Task) -> Value {
-    let mut value = json!({
-        "taskId": task.task_id,
-        "status": task.status,
-        "ttl": task.ttl_ms,
-        "createdAt": task.created_at,
-        "lastUpdatedAt": task.last_updated_at,
-    });
-    if let Some(poll) = task.poll_interval_ms {
-        value["pollInterval"] = json!(poll);
-    }
-    if let Some(message) = &task.status_message {
-        value["statusMessage"] = json!(message);
-    }
-    value
+    to_value(&task_2025(task))
 }
 
 /// The `taskId` of a request's params.
@@ -193,7 +268,10 @@ impl Server {
                         .to_owned();
                     McpError::invalid_params(why, Some(answer.value))
                 })?;
-                json!({"task": task_json(&task), "_meta": self.meta()})
+                to_value(&Created {
+                    task: task_2025(&task),
+                    meta: self.meta(),
+                })
             }
             "get" => task_json(&self.tasks.detailed(&task_id(&params)?)?.task),
             "cancel" => {
@@ -204,14 +282,16 @@ impl Server {
                 task_json(&task)
             }
             "list" => {
-                let tasks: Vec<Value> = self
+                let tasks: Vec<Task> = self
                     .tasks
                     .ids()
                     .iter()
                     .filter_map(|id| self.tasks.detailed(id).ok())
-                    .map(|d| task_json(&d.task))
+                    .map(|d| d.task)
                     .collect();
-                json!({"tasks": tasks})
+                to_value(&Listed {
+                    tasks: tasks.iter().map(task_2025).collect(),
+                })
             }
             "result" => self.task_result_2025(&task_id(&params)?, &context).await?,
             _ => {
@@ -240,7 +320,7 @@ impl Server {
                     if let Some(object) = result.as_object_mut() {
                         object.remove("resultType");
                     }
-                    result["_meta"][RELATED_TASK] = json!({"taskId": id});
+                    result["_meta"][RELATED_TASK] = to_value(&Related { task_id: id });
                     return Ok(result);
                 }
                 TaskPayload::Failed { error } => {
@@ -275,6 +355,7 @@ impl Server {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn screened(line: &Value, era: &Era) -> Option<Value> {
         screen_line(line.to_string().as_bytes(), era)

@@ -12,9 +12,10 @@ use std::time::{Duration, Instant};
 use rmcp::RoleServer;
 use rmcp::model::{JsonObject, ProgressNotificationParam};
 use rmcp::service::RequestContext;
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use super::schema::{HEARTBEAT_MAX_SECONDS, TIME_LIMIT_MAX_SECONDS};
+use super::args::{HEARTBEAT_MAX_SECONDS, TIME_LIMIT_MAX_SECONDS};
+use super::results::{self, Common, TerminalResult};
 use super::{
     Answer, FOREGROUND_DEFAULT_TIMEOUT, FOREGROUND_MAX_TIMEOUT, FOREGROUND_OUTPUT_CHARS, Server,
 };
@@ -65,7 +66,7 @@ enum Stopped {
 
 /// An answer for a call that failed before any job started.
 fn refused(message: impl Into<String>) -> Answer {
-    Answer::error(json!({"output": "", "exit_code": -1, "error": message.into()}))
+    Answer::error(results::to_value(&TerminalResult::refused(message)))
 }
 
 impl Server {
@@ -131,16 +132,14 @@ impl Server {
                 Err(err) => Err(refused(format!("{err:#}"))),
             },
             Err(CallError::Rpc(err)) => {
-                let mut answer = json!({"output": "", "exit_code": -1, "error": err.message});
+                let mut answer = TerminalResult::refused(err.message);
+                // A null verdict or infrastructure is left out, as every null is.
                 if err.code == protocol::GUARDED {
-                    answer["verdict"] = err.data.unwrap_or(Value::Null);
+                    answer.verdict = err.data;
                 } else if err.code == protocol::DISPATCH_FAILED {
-                    answer["infrastructure"] = err
-                        .data
-                        .as_ref()
-                        .map_or(Value::Null, |d| d["infrastructure"].clone());
+                    answer.infrastructure = err.data.map(|d| d["infrastructure"].clone());
                 }
-                Err(Answer::error(answer))
+                Err(Answer::error(results::to_value(&answer)))
             }
             Err(CallError::Io(err)) => Err(refused(err.to_string())),
         }
@@ -224,15 +223,14 @@ impl Server {
 
     /// "running for 6s; 12 lines of output; last: …" for a progress notification.
     async fn progress_message(&self, session_id: &str, started: Instant) -> String {
-        let (page, is_error) = self.ask::<m::Log>(&log_page(session_id, None, 1)).await;
+        let page = self.ask_for::<m::Log>(&log_page(session_id, None, 1)).await;
         let elapsed = started.elapsed().as_secs();
-        if is_error {
+        let Ok(page) = page else {
             return format!("running for {elapsed}s");
-        }
-        let lines = page["total_lines"].as_u64().unwrap_or(0);
-        let last: String = page["output"]
-            .as_str()
-            .unwrap_or_default()
+        };
+        let lines = page.total_lines;
+        let last: String = page
+            .output
             .trim_end()
             .chars()
             .take(PROGRESS_LINE_CHARS)
@@ -248,8 +246,9 @@ impl Server {
     /// keeps running with notify on, or, if it finished meanwhile, the answer has
     /// its exit. Exactly one of the two (B24).
     async fn to_background(&self, session_id: &str, timeout: u64, stopped: Stopped) -> Answer {
-        let (adopted, is_error) = self.ask::<m::Adopt>(&IdParams::new(session_id)).await;
-        let adoption = adopted["adoption"].as_str().unwrap_or_default();
+        let adopted = self.ask_for::<m::Adopt>(&IdParams::new(session_id)).await;
+        let is_error = adopted.is_err();
+        let adoption = adopted.as_ref().map_or("", |a| a.adoption.as_str());
         if adoption == "finished" {
             let (answer, is_error) = self.ask::<m::Wait>(&wait_for(session_id, 1.0, false)).await;
             return if is_error {
@@ -275,14 +274,18 @@ impl Server {
             }
             _ => "poll or wait on it.",
         };
-        Answer::ok(json!({
-            "status": "running",
-            "session_id": session_id,
-            "output": polled["output_preview"],
-            "notify_on_complete": adoption == "notified",
-            "note": format!(
-                "{why}, so it was moved to the background (not killed) as {session_id}: {then}"
-            ),
+        Answer::ok(results::to_value(&TerminalResult {
+            output: polled["output_preview"].clone(),
+            common: Common {
+                status: Some("running".to_owned()),
+                session_id: Some(session_id.to_owned()),
+                note: Some(format!(
+                    "{why}, so it was moved to the background (not killed) as {session_id}: {then}"
+                )),
+                ..Common::default()
+            },
+            notify_on_complete: Some(Value::Bool(adoption == "notified")),
+            ..TerminalResult::default()
         }))
     }
 }
@@ -290,35 +293,35 @@ impl Server {
 /// The answer to a background start: no exit fields, the job has not finished.
 fn background_answer(req: &TerminalRequest, session_id: &str, info: &Value) -> Value {
     let queued = info["queued"] == true;
-    let mut answer = json!({
-        "status": if queued { "queued" } else { "running" },
-        "output": if queued { "Background process queued" } else { "Background process started" },
-        "session_id": session_id,
-        "pid": info["pid"],
-    });
-    for key in [
-        "notify_on_complete",
-        "watch_patterns",
-        "heartbeat_seconds",
-        "time_limit_seconds",
-        "pty_note",
-        "note",
-    ] {
-        if !info[key].is_null() {
-            answer[key] = info[key].clone();
-        }
-    }
-    if req.persist {
-        answer["persist_on_release"] = json!(true);
+    // The spawn answer's fields passed on when the daemon gave them.
+    let given = |key: &str| Some(info[key].clone()).filter(|v| !v.is_null());
+    let answer = TerminalResult {
+        output: Value::from(if queued {
+            "Background process queued"
+        } else {
+            "Background process started"
+        }),
+        common: Common {
+            status: Some(if queued { "queued" } else { "running" }.to_owned()),
+            session_id: Some(session_id.to_owned()),
+            pid: info["pid"].as_u64(),
+            note: info["note"].as_str().map(str::to_owned),
+            ..Common::default()
+        },
+        notify_on_complete: given("notify_on_complete"),
+        watch_patterns: given("watch_patterns"),
+        heartbeat_seconds: given("heartbeat_seconds"),
+        time_limit_seconds: given("time_limit_seconds"),
+        pty_note: given("pty_note"),
         // Which dispatch a job meant to outlive its agent got (B34).
-        answer["dispatch"] = info["dispatch"].clone();
-    }
-    if !req.notify && req.watch.is_empty() {
-        answer["hint"] = json!(
-            "notify=false: nothing will tell you when this finishes; check it with process(action=\"poll\")"
-        );
-    }
-    answer
+        persist_on_release: req.persist.then_some(true),
+        dispatch: given("dispatch").filter(|_| req.persist),
+        hint: (!req.notify && req.watch.is_empty()).then(|| {
+            "notify=false: nothing will tell you when this finishes; check it with process(action=\"poll\")".to_owned()
+        }),
+        ..TerminalResult::default()
+    };
+    results::to_value(&answer)
 }
 
 impl Server {
@@ -332,22 +335,23 @@ impl Server {
 
 /// The answer for a job that exited while its caller waited.
 pub(super) fn exited_answer(waited: &Value) -> Answer {
-    let mut result = json!({
-        "status": "exited",
-        "session_id": waited["session_id"],
-        "output": waited["output"],
-        "exit_code": waited["exit_code"],
-    });
-    for key in ["signal", "completion_reason"] {
-        if !waited[key].is_null() {
-            result[key] = waited[key].clone();
-        }
-    }
-    if waited["output_cut"] == json!(true) {
-        result["output_cut"] = json!(true);
-        result["log_path"] = waited["log_path"].clone();
-    }
-    let mut answer = Answer::ok(result);
+    let given = |key: &str| Some(waited[key].clone()).filter(|v| !v.is_null());
+    let cut = waited["output_cut"] == true;
+    let result = TerminalResult {
+        output: waited["output"].clone(),
+        common: Common {
+            status: Some("exited".to_owned()),
+            session_id: waited["session_id"].as_str().map(str::to_owned),
+            exit_code: Some(waited["exit_code"].clone()),
+            signal: given("signal"),
+            completion_reason: given("completion_reason"),
+            output_cut: cut.then_some(true),
+            log_path: given("log_path").filter(|_| cut),
+            ..Common::default()
+        },
+        ..TerminalResult::default()
+    };
+    let mut answer = Answer::ok(results::to_value(&result));
     answer.answered = waited["session_id"].as_str().map(str::to_owned);
     answer
 }

@@ -1,4 +1,4 @@
-//! Unit tests of `terminal` argument validation.
+//! Unit tests of `terminal` argument validation, the schemas and the result types.
 
 use serde_json::json;
 
@@ -74,4 +74,27 @@ fn notify_of_another_type_is_refused() {
         json!({"command": "x", "background": true, "notify": 3}),
         "list of output patterns",
     );
+}
+
+#[test]
+fn the_action_schema_lists_every_action_in_order() {
+    let schema = super::args::input_schema("process");
+    let listed: Vec<&str> = schema["properties"]["action"]["enum"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(serde_json::Value::as_str)
+        .collect();
+    assert_eq!(listed, super::ACTIONS);
+}
+
+#[test]
+fn results_serialise_only_what_they_carry() {
+    let refused = super::results::to_value(&super::TerminalResult::refused("no"));
+    assert_eq!(
+        refused,
+        json!({"output": "", "exit_code": -1, "error": "no"})
+    );
+    let failed = super::results::Common::failed_value("bad");
+    assert_eq!(failed, json!({"status": "error", "error": "bad"}));
 }

@@ -22,7 +22,10 @@ use std::time::Duration;
 
 use anyhow::Context;
 use herd_persistence::Home;
-use serde_json::{Value, json};
+use herd_protocol::Method;
+use herd_protocol::methods as m;
+use herd_protocol::params::{FollowParams, HandoffParams, IdParams, ListParams, NoParams};
+use serde_json::Value;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 
 use super::model::Row;
@@ -156,11 +159,12 @@ pub(crate) async fn run(
 /// far jobs on every configured host (a host that does not answer within the
 /// daemon's listing budget shows its jobs' last known rows).
 async fn list(client: &mut Client, home: &Home) -> anyhow::Result<Vec<Row>> {
-    let mut params = json!({"all": true});
-    if client.hello.serves("hosts") && has_hosts(home) {
-        params["all_hosts"] = json!(true);
-    }
-    let answer = client.request("list", params).await?;
+    let params = ListParams {
+        all: true,
+        all_hosts: client.hello.serves("hosts") && has_hosts(home),
+        ..ListParams::default()
+    };
+    let answer = client.send_typed::<m::List>(&params).await?;
     let rows = answer
         .get("processes")
         .cloned()
@@ -185,7 +189,8 @@ async fn watch(home: Home, wake: std::sync::Arc<tokio::sync::Notify>, tx: Unboun
         Err(err) => return lost(format!("{err:#}")),
     };
     loop {
-        let gone = match client.send("sessions.follow", json!({})).await {
+        let params = herd_protocol::to_params(&NoParams {}).unwrap_or_default();
+        let gone = match client.send(m::SessionsFollow::NAME, params).await {
             Ok(_) => loop {
                 match client.next_note("sessions.follow").await {
                     Ok(Some(message)) if message.method.as_deref() == Some("sessions") => {
@@ -220,7 +225,10 @@ async fn watch(home: Home, wake: std::sync::Arc<tokio::sync::Notify>, tx: Unboun
 async fn act(client: &mut Client, action: Action) -> String {
     match action {
         Action::Kill { session_id } => {
-            match client.request("kill", json!({"id": session_id})).await {
+            match client
+                .send_typed::<m::Kill>(&IdParams::new(session_id.as_str()))
+                .await
+            {
                 Ok(answer) => {
                     let status = answer["status"].as_str().unwrap_or("done");
                     format!("kill {session_id}: {}", status.replace('_', " "))
@@ -233,13 +241,13 @@ async fn act(client: &mut Client, action: Action) -> String {
             from,
             to,
         } => {
-            let params = json!({
-                "id": session_id,
-                "from": from,
-                "to": to,
-                "note": format!("handed off from {from} in herd top"),
-            });
-            match client.request("handoff", params).await {
+            let params = HandoffParams {
+                id: session_id.clone(),
+                from: from.clone(),
+                to: Some(to.clone()),
+                note: format!("handed off from {from} in herd top"),
+            };
+            match client.send_typed::<m::Handoff>(&params).await {
                 Ok(_) => format!("{session_id} handed off from {from} to {to}"),
                 Err(err) => format!("handoff of {session_id} failed: {err:#}"),
             }
@@ -353,8 +361,11 @@ async fn follow_once(
         Err(err) => return Followed::Refused(format!("{err:#}")),
     };
     let from_byte = end.saturating_sub(PANE_TAIL_BYTES);
-    let params = json!({"id": session_id, "from_byte": from_byte});
-    let Ok(request) = client.send("logs.follow", params).await else {
+    let params = herd_protocol::to_params(&FollowParams::new(session_id, from_byte));
+    let Ok(request) = client
+        .send(m::LogsFollow::NAME, params.unwrap_or_default())
+        .await
+    else {
         return Followed::Lost;
     };
     loop {
@@ -375,7 +386,7 @@ async fn follow_once(
                     return Followed::UiGone;
                 }
             }
-            Ok(Some(message)) if message.id == json!(request) => {
+            Ok(Some(message)) if message.id == request => {
                 return match message.error {
                     Some(error) if error.code == crate::protocol::HOST_UNREACHABLE => {
                         Followed::HostLost(error.message)

@@ -25,6 +25,7 @@ mod logs_raw;
 mod mcp;
 mod mcp_budget;
 mod mcp_owners;
+mod mcp_tools;
 mod netns;
 mod people;
 mod pipelined;

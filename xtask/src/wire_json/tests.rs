@@ -37,3 +37,32 @@ fn a_file_over_its_count_fails_and_one_under_is_a_note() {
     assert_eq!(notes.len(), 1, "{notes:?}");
     assert!(notes[0].contains("cli/src/c.rs holds 0"), "{notes:?}");
 }
+
+#[test]
+fn json_allowed_as_no_wire_message_adds_to_a_files_count() {
+    let mut found = BTreeMap::new();
+    found.insert("cli/src/a.rs".to_owned(), 3);
+    found.insert("cli/src/b.rs".to_owned(), 2);
+    let limits = with_not_wire(
+        &[("cli/src/a.rs", 2)],
+        &[
+            ("cli/src/a.rs", 1, "prints a --json line"),
+            ("cli/src/b.rs", 1, "prints a --json line"),
+        ],
+    );
+    let (failures, notes) = judge(&found, &limits);
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    assert!(failures[0].contains("cli/src/b.rs: 2"), "{failures:?}");
+    assert!(notes.is_empty(), "{notes:?}");
+}
+
+#[test]
+fn every_json_allowed_as_no_wire_message_says_why() {
+    for (rel, n, why) in NOT_WIRE {
+        assert!(*n > 0, "{rel}: a NOT_WIRE row of 0 is to be removed");
+        assert!(
+            why.split_whitespace().count() >= 3,
+            "{rel}: say why ({why:?})"
+        );
+    }
+}
