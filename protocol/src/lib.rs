@@ -18,6 +18,9 @@
 pub mod answers;
 pub mod capabilities;
 pub mod codes;
+pub mod daemon;
+pub mod door;
+pub mod errors;
 pub mod events;
 pub mod methods;
 pub mod params;

@@ -6,7 +6,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use herd_protocol::params::{IdParams, RestartParams, SpawnParams};
+use herd_protocol::daemon::HostState;
+use herd_protocol::params::{IdParams, ListParams, ListState, RestartParams, SpawnParams};
 use serde_json::{Value, json};
 
 use super::{Answer, Job, LIST_BUDGET, Link, lock, to_params};
@@ -195,13 +196,12 @@ impl Link {
     /// not answer within [`LIST_BUDGET`] gives the last rows it showed, marked
     /// `stale`, and its state says `answered: false`; its answer, when it comes,
     /// still refreshes the map for the next listing.
-    pub(super) async fn list(self: &Arc<Self>, params: &Value) -> (Vec<Value>, Value) {
-        let owner = params
-            .get("owner")
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-        let mut far = params.clone();
-        far["owner"] = json!(self.far_owner);
+    pub(super) async fn list(self: &Arc<Self>, params: &ListParams) -> (Vec<Value>, HostState) {
+        let owner = params.owner.clone();
+        let far = ListParams {
+            owner: Some(self.far_owner.clone()),
+            ..params.clone()
+        };
         let link = Arc::clone(self);
         let asked = tokio::spawn(async move { link.fresh_rows(far).await });
         let (fresh, late) = match tokio::time::timeout(LIST_BUDGET, asked).await {
@@ -214,10 +214,10 @@ impl Link {
             rows.retain(|r| r.get("owner_task_id").and_then(Value::as_str) == Some(&owner));
         }
         let mut state = self.state();
-        state["answered"] = json!(!late && !rows.iter().any(|r| r["stale"] == true));
+        state.answered = Some(!late && !rows.iter().any(|r| r["stale"] == true));
         if late {
-            state["late"] = json!(true);
-            state["message"] = json!(format!(
+            state.late = true;
+            state.message = Some(format!(
                 "no answer within {} ms; its jobs show their last known state",
                 LIST_BUDGET.as_millis()
             ));
@@ -227,8 +227,8 @@ impl Link {
 
     /// The far side's rows of this home's owner, qualified and kept in the map;
     /// none when the host does not answer.
-    async fn fresh_rows(self: &Arc<Self>, far: Value) -> Option<Vec<Value>> {
-        let answer = self.call_raw("list", far).await.ok()?;
+    async fn fresh_rows(self: &Arc<Self>, far: ListParams) -> Option<Vec<Value>> {
+        let answer = self.call_raw("list", to_params(&far).ok()?).await.ok()?;
         let mut rows = Vec::new();
         for row in answer
             .get("processes")
@@ -257,11 +257,10 @@ impl Link {
     }
 
     /// The last known rows of this home's jobs of this host, marked `stale`.
-    fn known_rows(&self, params: &Value) -> Vec<Value> {
+    fn known_rows(&self, params: &ListParams) -> Vec<Value> {
         let book = lock(&self.book);
-        let running_only = params.get("state").and_then(Value::as_str) == Some("running")
-            || (params.get("state").is_none()
-                && params.get("all").and_then(Value::as_bool) != Some(true));
+        let running_only = params.state == Some(ListState::Running)
+            || (params.state.is_none() && !params.all);
         let mut rows = Vec::new();
         for (far_id, job) in &book.jobs {
             if running_only && job.finished {
