@@ -29,6 +29,9 @@ pub enum SessionStatus {
     Running,
     /// Finished; its completion has been published.
     Exited,
+    /// A far host's job known to have ended, how not yet known (a `stale` row of
+    /// `list` with `host`/`all_hosts`, kept while the host does not answer).
+    Ended,
     /// A value this crate does not know (a later daemon's).
     #[serde(other)]
     Other,

@@ -3,8 +3,10 @@
 //! [`State`] through its `Service` trait, and a streaming method writes into the
 //! `Outlet` it is given.
 //!
-//! Registry answers are passed through as serialised (their field names are the
-//! wire contract, ARCHITECTURE.md's "The wire protocol"). Errors become JSON-RPC
+//! Registry answers are passed through as serialised (their field names are
+//! herd-protocol's, which a test checks); the daemon's own answers, and the `data`
+//! of its errors, are built as herd-protocol's types (`protocol/src/daemon.rs`,
+//! `errors.rs`), never by hand. Errors become JSON-RPC
 //! errors with a herd code (`wire.rs`): lookups that fail are `NOT_FOUND` (the
 //! message lists what matched), a guard refusal is `GUARDED` with the verdict as
 //! `data`.
