@@ -107,7 +107,7 @@ pub struct DaemonLogReport {
 }
 
 /// `scope`'s answer: whether restart-safe dispatch can give a spawn its own
-/// systemd scope (B34), and its settings.
+/// systemd scope, and its settings.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ScopeAnswer {
     /// `not_under_systemd`, `available` or `unavailable`.

@@ -54,11 +54,11 @@ use std::time::{Duration, Instant, SystemTime};
 
 use herd_core::Registry;
 use herd_persistence::{Home, HostLinkStore};
-use serde::{Deserialize, Serialize};
 use herd_protocol::answers::ListAnswer;
 use herd_protocol::daemon::{HostState, HostsAnswer, LinkStatus};
 use herd_protocol::errors::UnknownHostData;
 use herd_protocol::params::ListParams;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::{Notify, mpsc, oneshot};
 

@@ -690,7 +690,7 @@ impl Door {
             let Ok(message) = serde_json::from_slice::<Response>(&self.buf) else {
                 return Err(lost("the far side sent a line that is not JSON-RPC".into()));
             };
-            if message.method.is_some() || message.id != Value::from(id) {
+            if message.method.is_some() || message.id != id {
                 continue;
             }
             if let Some(error) = message.error {
@@ -728,7 +728,9 @@ impl Door {
     /// # Errors
     /// As [`Door::call`]'s, and an answer that does not read as `M`'s.
     pub(crate) async fn ask<M: Method>(&mut self, params: &M::Params) -> anyhow::Result<M::Answer> {
-        let answer = self.call(M::NAME, crate::client::params_of(params)?).await?;
+        let answer = self
+            .call(M::NAME, crate::client::params_of(params)?)
+            .await?;
         crate::client::answer_of::<M>(answer)
     }
 }

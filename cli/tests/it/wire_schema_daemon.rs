@@ -8,8 +8,8 @@ use herd_protocol::answers::{AckAnswer, LeaseAckAnswer, ReleaseAnswer, StatusAns
 use herd_protocol::daemon::RestoreSummary;
 use herd_protocol::errors::NotFoundData;
 use herd_protocol::methods::{
-    Adopt, Clean, Drain, DrainAck, DrainRelease, EventsAck, GroupAdd, GroupList, GroupRm,
-    GroupSet, Hosts, Plugins, Scope, Shutdown, Status,
+    Adopt, Clean, Drain, DrainAck, DrainRelease, EventsAck, GroupAdd, GroupList, GroupRm, GroupSet,
+    Hosts, Plugins, Scope, Shutdown, Status,
 };
 use serde_json::{Value, json};
 
@@ -49,8 +49,18 @@ fn b39_the_daemons_own_answers_and_error_data_read_as_the_protocol_types() {
             && matches!(read.restore, RestoreSummary::Counts(_)),
         "{status}"
     );
-    assert_known(&schema, "ContainmentReport", &status["containment"], "status's containment");
-    assert_known(&schema, "RestoreCounts", &status["restore"], "status's restore");
+    assert_known(
+        &schema,
+        "ContainmentReport",
+        &status["containment"],
+        "status's containment",
+    );
+    assert_known(
+        &schema,
+        "RestoreCounts",
+        &status["restore"],
+        "status's restore",
+    );
     assert_known(&schema, "DaemonLogReport", &status["log"], "status's log");
     check::<Scope>(&schema, &conn.result("scope", json!({})));
     check::<Plugins>(&schema, &conn.result("plugins", json!({})));

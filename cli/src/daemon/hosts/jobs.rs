@@ -6,10 +6,10 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use herd_protocol::daemon::HostState;
-use herd_protocol::params::{IdParams, ListParams, ListState, RestartParams, SpawnParams};
 use herd_protocol::answers::{HandoffAnswer, PollAnswer, SessionStatus};
+use herd_protocol::daemon::HostState;
 use herd_protocol::errors::{NotFoundData, RefusedData};
+use herd_protocol::params::{IdParams, ListParams, ListState, RestartParams, SpawnParams};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -155,7 +155,10 @@ impl Link {
         let polled: PollAnswer = serde_json::from_value(polled).map_err(|err| {
             RpcError::new(
                 protocol::INTERNAL_ERROR,
-                format!("host {}: the far poll's answer does not read: {err}", self.name),
+                format!(
+                    "host {}: the far poll's answer does not read: {err}",
+                    self.name
+                ),
             )
         })?;
         let far_id = polled.session_id;
@@ -267,8 +270,8 @@ impl Link {
     /// The last known rows of this home's jobs of this host, marked `stale`.
     fn known_rows(&self, params: &ListParams) -> Vec<Value> {
         let book = lock(&self.book);
-        let running_only = params.state == Some(ListState::Running)
-            || (params.state.is_none() && !params.all);
+        let running_only =
+            params.state == Some(ListState::Running) || (params.state.is_none() && !params.all);
         let mut rows = Vec::new();
         for (far_id, job) in &book.jobs {
             if running_only && job.finished {

@@ -48,9 +48,7 @@ impl State {
                 } else {
                     self.registry.group_set(&p.name, parallel).await
                 };
-                row.map(self::row)
-                    .map_err(group_error)
-                    .and_then(to_value)
+                row.map(self::row).map_err(group_error).and_then(to_value)
             }
             "group.rm" => {
                 let p: GroupParams = parse(params)?;

@@ -91,7 +91,12 @@ impl State {
             home: self.home().root().display().to_string(),
             running: running as u64,
             finished: finished as u64,
-            supervisor: if self.supervised { "shim" } else { "in_process" }.to_owned(),
+            supervisor: if self.supervised {
+                "shim"
+            } else {
+                "in_process"
+            }
+            .to_owned(),
             containment: containment(self.supervised),
             connections: self.connections.open() as u64,
             restore: self.restored.clone(),
