@@ -668,8 +668,7 @@ pub struct StreamEnd {
 }
 
 /// An answer this version of the protocol leaves open: an object whose fields are
-/// described in the method's documentation (`queue.latency`, `resize`, and the
-/// streams' opening answers).
+/// described in the method's documentation (the streams' opening answers).
 pub type Open = Value;
 
 fn is_zero(n: &u64) -> bool {

@@ -212,6 +212,21 @@ pub struct PluginsAnswer {
     pub plugins: Vec<PluginRow>,
 }
 
+/// `queue.latency`'s answer (capability `queue`): how long a queued job waited
+/// from a slot freeing to its start.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct QueueLatency {
+    /// How many starts were measured.
+    #[serde(default)]
+    pub n: u64,
+    /// The median, in microseconds.
+    #[serde(default)]
+    pub p50_us: u64,
+    /// The 99th percentile, in microseconds.
+    #[serde(default)]
+    pub p99_us: u64,
+}
+
 /// How a far host's link stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]

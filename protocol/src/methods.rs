@@ -103,7 +103,7 @@ methods! {
         "write text and the Enter key.";
     Close "close" None, params::StdinParams => answers::StdinAnswer, [],
         "close a session's standard input.";
-    Resize "resize" None, params::ResizeParams => Open, [],
+    Resize "resize" None, params::ResizeParams => answers::StdinAnswer, [],
         "a PTY session's window size.";
     Drain "drain" None, params::DrainParams => events::DrainAnswer, [],
         "take the owner's pending events (leased with `lease`).";
@@ -149,6 +149,6 @@ methods! {
         "the groups, their limits and jobs.";
     GroupRm "group.rm" Some(cap::QUEUE), params::GroupParams => answers::GroupRemoved, [],
         "remove a group.";
-    QueueLatency "queue.latency" Some(cap::QUEUE), NoParams => Open, [],
+    QueueLatency "queue.latency" Some(cap::QUEUE), NoParams => crate::daemon::QueueLatency, [],
         "the scheduling latency of queued jobs.";
 }

@@ -9,7 +9,7 @@ use herd_protocol::daemon::RestoreSummary;
 use herd_protocol::errors::NotFoundData;
 use herd_protocol::methods::{
     Adopt, Clean, Drain, DrainAck, DrainRelease, EventsAck, GroupAdd, GroupList, GroupRm, GroupSet,
-    Hosts, Plugins, Scope, Shutdown, Status,
+    Hosts, Plugins, QueueLatency, Resize, Scope, Shutdown, Status,
 };
 use serde_json::{Value, json};
 
@@ -80,6 +80,7 @@ fn b39_the_daemons_own_answers_and_error_data_read_as_the_protocol_types() {
         assert_known(&schema, "GroupRow", row, "a group row");
     }
     check::<GroupRm>(&schema, &conn.result("group.rm", json!({"name": "wire"})));
+    check::<QueueLatency>(&schema, &conn.result("queue.latency", json!({})));
 
     // A completion, leased, put back, leased again and acknowledged.
     let spawned = conn.result(
@@ -108,6 +109,17 @@ fn b39_the_daemons_own_answers_and_error_data_read_as_the_protocol_types() {
     let running = running["session_id"].as_str().expect("an id").to_owned();
     check::<Adopt>(&schema, &conn.result("adopt", json!({"id": running})));
     conn.result("kill", json!({"id": running}));
+    // A PTY job's resize once it ended: the stdin answer.
+    let pty = conn.result(
+        "spawn",
+        json!({"command": "exit 0", "owner": "wire", "pty": true}),
+    );
+    let pty = pty["session_id"].as_str().expect("an id").to_owned();
+    conn.result("wait", json!({"id": pty, "timeout_seconds": 20}));
+    check::<Resize>(
+        &schema,
+        &conn.result("resize", json!({"id": pty, "rows": 30, "cols": 100})),
+    );
     check::<Clean>(&schema, &conn.result("clean", json!({"owner": "wire"})));
 
     let missing = conn.call("poll", json!({"id": "proc_0123456789ab"}));

@@ -3,6 +3,7 @@
 
 use herd_core::GroupError;
 use herd_protocol::answers::{GroupList, GroupRemoved, GroupRow};
+use herd_protocol::daemon::QueueLatency;
 use herd_protocol::params::GroupParams;
 use serde_json::Value;
 
@@ -34,7 +35,14 @@ impl State {
             "group.list" => to_value(GroupList {
                 groups: self.registry.group_list().into_iter().map(row).collect(),
             }),
-            "queue.latency" => to_value(self.registry.queue_latency()),
+            "queue.latency" => {
+                let latency = self.registry.queue_latency();
+                to_value(QueueLatency {
+                    n: latency.n as u64,
+                    p50_us: latency.p50_us,
+                    p99_us: latency.p99_us,
+                })
+            }
             "group.add" | "group.set" => {
                 let p: GroupParams = parse(params)?;
                 let Some(parallel) = p.parallel else {
