@@ -20,7 +20,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
-use serde_json::{Value, json};
+use herd_protocol::daemon::DaemonLogReport;
 
 /// The size past which `daemon.log` is rotated.
 pub(crate) const MAX_LOG_BYTES: u64 = 10 * 1024 * 1024;
@@ -111,16 +111,16 @@ impl DaemonLog {
 
     /// What failed, for `status` and `herd doctor`: `{"path", "failed_writes",
     /// "last_error", "recent_failed_lines"}`.
-    pub(crate) fn report(&self) -> Value {
+    pub(crate) fn report(&self) -> DaemonLogReport {
         let state = self.lock();
-        json!({
-            "path": state.file.as_ref().map(|f| f.path.display().to_string()),
-            "max_bytes": state.max_bytes,
-            "generations": state.generations,
-            "failed_writes": state.n_failed,
-            "last_error": state.last_error,
-            "recent_failed_lines": state.ring,
-        })
+        DaemonLogReport {
+            path: state.file.as_ref().map(|f| f.path.display().to_string()),
+            max_bytes: state.max_bytes,
+            generations: state.generations as u64,
+            failed_writes: state.n_failed,
+            last_error: state.last_error.clone(),
+            recent_failed_lines: state.ring.iter().cloned().collect(),
+        }
     }
 
     /// No copy of a failed line on stderr (a test's output stays readable).

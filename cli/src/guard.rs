@@ -5,7 +5,7 @@
 //! names) and renders verdicts.
 
 use herd_guards::{Block, Host, Verdict};
-use serde_json::{Value, json};
+use herd_protocol::errors::GuardVerdict;
 
 use crate::args::GuardCheckArgs;
 use crate::config::Config;
@@ -32,17 +32,24 @@ fn daemon_cmdline() -> String {
     format!("{program} serve")
 }
 
-/// The JSON form of a verdict: `{"verdict", "rule", "reason", "remedy"}`.
-pub(crate) fn verdict_json(block: Option<&Block>) -> Value {
+/// A verdict as the wire and `herd guard check --json` carry it: `{"verdict",
+/// "rule", "reason", "remedy"}` (and a block's `target`).
+pub(crate) fn verdict(block: Option<&Block>) -> GuardVerdict {
     match block {
-        Some(block) => json!({
-            "verdict": "block",
-            "rule": block.rule.as_str(),
-            "target": block.target,
-            "reason": block.reason,
-            "remedy": block.remedy,
-        }),
-        None => json!({"verdict": "allow", "rule": null, "reason": null, "remedy": null}),
+        Some(block) => GuardVerdict {
+            verdict: "block".to_owned(),
+            rule: Some(block.rule.as_str().to_owned()),
+            target: Some(block.target.clone()),
+            reason: Some(block.reason.clone()),
+            remedy: Some(block.remedy.clone()),
+        },
+        None => GuardVerdict {
+            verdict: "allow".to_owned(),
+            rule: None,
+            target: None,
+            reason: None,
+            remedy: None,
+        },
     }
 }
 
@@ -70,7 +77,7 @@ pub(crate) fn check(args: &GuardCheckArgs, config: &Config) -> anyhow::Result<()
         Verdict::Block(block) => Some(block),
     };
     if args.json {
-        output::json_line(&verdict_json(block))?;
+        output::json_line(&self::verdict(block))?;
     } else {
         match block {
             None => output::line("allow")?,

@@ -117,21 +117,20 @@ pub(crate) fn without_queries(text: &str) -> Cow<'_, str> {
     Cow::Owned(kept)
 }
 
-/// Writes `value` as one line of compact JSON.
+/// Writes `value` (a `Value` or a typed answer) as one line of compact JSON.
 ///
 /// # Errors
-/// The write error.
-pub(crate) fn json_line(value: &serde_json::Value) -> std::io::Result<()> {
-    line(&value.to_string())
+/// The write error, or a value that does not serialise (none of herd's do).
+pub(crate) fn json_line<T: serde::Serialize + ?Sized>(value: &T) -> std::io::Result<()> {
+    line(&serde_json::to_string(value).map_err(std::io::Error::other)?)
 }
 
-/// Writes `value` as pretty JSON.
+/// Writes `value` (a `Value` or a typed answer) as pretty JSON.
 ///
 /// # Errors
-/// The write error.
-pub(crate) fn json_pretty(value: &serde_json::Value) -> std::io::Result<()> {
-    let text = serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string());
-    line(&text)
+/// The write error, or a value that does not serialise (none of herd's do).
+pub(crate) fn json_pretty<T: serde::Serialize + ?Sized>(value: &T) -> std::io::Result<()> {
+    line(&serde_json::to_string_pretty(value).map_err(std::io::Error::other)?)
 }
 
 /// Writes `text` and a newline to stderr; errors are ignored (nowhere left to report them).

@@ -16,23 +16,37 @@ pub(crate) use live::{Listing, Started, report};
 
 use herd_hooks::{PluginReport, resolve_plugin};
 use herd_persistence::Home;
-use serde_json::{Value, json};
+use herd_protocol::daemon::PluginRow;
+use serde_json::Value;
 
 use crate::args::PluginsCommand;
 use crate::config::{Config, set_plugin_enabled};
 use crate::exit::{Code, Failure};
 use crate::output;
 
-/// One report as the JSON row of `herd plugins list --json`.
-pub(crate) fn row_json(report: &PluginReport) -> Value {
-    json!({
-        "name": report.name,
-        "version": report.version,
-        "description": report.description,
-        "path": report.path.display().to_string(),
-        "status": report.status.as_str(),
-        "reason": report.reason,
-    })
+/// One report as the row of `plugins` and `herd plugins list --json`.
+pub(crate) fn row(report: &PluginReport) -> PluginRow {
+    PluginRow {
+        name: report.name.clone(),
+        version: report.version.clone(),
+        description: report.description.clone(),
+        path: report.path.display().to_string(),
+        status: report.status.as_str().to_owned(),
+        reason: report.reason.clone(),
+        loaded_at: None,
+        counts: None,
+    }
+}
+
+/// What `herd plugins list --json` prints.
+#[derive(Debug, serde::Serialize)]
+struct ListingJson<'a> {
+    /// `daemon` or `files`.
+    source: &'static str,
+    /// The daemon's pid (null for the files').
+    daemon_pid: Option<u32>,
+    /// The rows.
+    plugins: &'a [Value],
 }
 
 /// Runs a `herd plugins` subcommand.
@@ -78,11 +92,15 @@ pub(crate) fn run(home: &Home, config: &Config, command: &PluginsCommand) -> any
 /// Prints `herd plugins list`.
 fn print_listing(home: &Home, listing: &Listing, json: bool) -> anyhow::Result<()> {
     if json {
-        output::json_pretty(&json!({
-            "source": if listing.daemon.is_some() { "daemon" } else { "files" },
-            "daemon_pid": listing.daemon,
-            "plugins": listing.rows,
-        }))?;
+        output::json_pretty(&ListingJson {
+            source: if listing.daemon.is_some() {
+                "daemon"
+            } else {
+                "files"
+            },
+            daemon_pid: listing.daemon,
+            plugins: &listing.rows,
+        })?;
         return Ok(());
     }
     if listing.rows.is_empty() {

@@ -12,7 +12,9 @@
 //! `herd top` calls [`restart`] for its restart key.
 
 use herd_persistence::Home;
-use serde_json::{Value, json};
+use herd_protocol::methods::Restart;
+use herd_protocol::params::RestartParams;
+use serde_json::Value;
 
 use crate::client::Client;
 use crate::exit::{Code, Failure};
@@ -67,9 +69,9 @@ pub(crate) async fn restart(client: &mut Client, id: &str) -> anyhow::Result<Val
         )
         .into());
     }
-    let params = json!({
-        "id": id,
-        "caller_env": herd_core::utf8_environment(),
-    });
-    client.request("restart", params).await
+    let params = RestartParams {
+        id: id.to_owned(),
+        caller_env: Some(herd_core::utf8_environment().into_iter().collect()),
+    };
+    client.send_typed::<Restart>(&params).await
 }

@@ -21,7 +21,7 @@ use std::process::Stdio;
 use anyhow::Context;
 use herd_core::UnitKind;
 use herd_persistence::Home;
-use serde_json::{Value, json};
+use serde::Serialize;
 
 use crate::args::{ServiceCommand, ServiceInstallArgs, ServiceScopeArgs};
 use crate::exit::{Code, Failure};
@@ -287,16 +287,16 @@ fn install(home: &Home, args: &ServiceInstallArgs) -> anyhow::Result<()> {
         )),
     }
     if scope.json {
-        output::json_pretty(&json!({
-            "unit_path": path.display().to_string(),
-            "kind": if scope.system { "system" } else { "user" },
-            "binary": binary.display().to_string(),
-            "home": root.display().to_string(),
-            "user": user,
-            "started": started,
-            "linger": lingering,
-            "notes": notes,
-        }))?;
+        output::json_pretty(&Installed {
+            unit_path: path.display().to_string(),
+            kind: if scope.system { "system" } else { "user" },
+            binary: binary.display().to_string(),
+            home: root.display().to_string(),
+            user: &user,
+            started,
+            linger: lingering,
+            notes: &notes,
+        })?;
     } else {
         output::line(&format!("wrote {}", path.display()))?;
         if started {
@@ -333,11 +333,11 @@ fn uninstall(scope: ServiceScopeArgs) -> anyhow::Result<()> {
         systemctl(program, systemctl_args(scope, &["daemon-reload"]))?;
     }
     if scope.json {
-        output::json_pretty(&json!({
-            "unit_path": path.display().to_string(),
-            "removed": removed,
-            "notes": notes,
-        }))?;
+        output::json_pretty(&Uninstalled {
+            unit_path: path.display().to_string(),
+            removed,
+            notes: &notes,
+        })?;
     } else {
         if removed {
             output::line(&format!("removed {}", path.display()))?;
@@ -355,29 +355,30 @@ fn uninstall(scope: ServiceScopeArgs) -> anyhow::Result<()> {
 fn status(scope: ServiceScopeArgs) -> anyhow::Result<()> {
     let path = unit_path(scope)?;
     let installed = path.is_file();
-    let ask = |verb: &str| -> Value {
-        let Some(program) = find_program("systemctl") else {
-            return Value::Null;
-        };
-        match run_tool(&program, &systemctl_args(scope, &[verb, UNIT])) {
-            Ok(out) if !out.stdout.is_empty() => {
-                json!(out.stdout.lines().next().unwrap_or_default())
-            }
-            Ok(_) | Err(_) => json!("unknown"),
-        }
+    // What systemctl says, `unknown` when it says nothing; none without systemctl.
+    let ask = |verb: &str| -> Option<String> {
+        let program = find_program("systemctl")?;
+        Some(
+            match run_tool(&program, &systemctl_args(scope, &[verb, UNIT])) {
+                Ok(out) if !out.stdout.is_empty() => {
+                    out.stdout.lines().next().unwrap_or_default().to_owned()
+                }
+                Ok(_) | Err(_) => "unknown".to_owned(),
+            },
+        )
     };
     let enabled = ask("is-enabled");
     let active = ask("is-active");
     let advice = stale_unit_advice(&path);
     if scope.json {
-        output::json_pretty(&json!({
-            "unit_path": path.display().to_string(),
-            "installed": installed,
-            "enabled": enabled,
-            "active": active,
-            "delegate": installed.then(|| advice.is_none()),
-            "advice": advice,
-        }))?;
+        output::json_pretty(&Status {
+            unit_path: path.display().to_string(),
+            installed,
+            enabled: enabled.as_deref(),
+            active: active.as_deref(),
+            delegate: installed.then(|| advice.is_none()),
+            advice: advice.as_deref(),
+        })?;
     } else {
         output::line(&format!(
             "unit {} ({})",
@@ -388,8 +389,8 @@ fn status(scope: ServiceScopeArgs) -> anyhow::Result<()> {
                 "not installed; run `herd service install`"
             }
         ))?;
-        let shown = |v: &Value| {
-            v.as_str()
+        let shown = |v: &Option<String>| {
+            v.as_deref()
                 .unwrap_or("unknown (systemctl not found)")
                 .to_owned()
         };
@@ -400,4 +401,36 @@ fn status(scope: ServiceScopeArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// `herd service install --json`.
+#[derive(Serialize)]
+struct Installed<'a> {
+    unit_path: String,
+    kind: &'static str,
+    binary: String,
+    home: String,
+    user: &'a str,
+    started: bool,
+    linger: Option<bool>,
+    notes: &'a [String],
+}
+
+/// `herd service uninstall --json`.
+#[derive(Serialize)]
+struct Uninstalled<'a> {
+    unit_path: String,
+    removed: bool,
+    notes: &'a [String],
+}
+
+/// `herd service status --json`: systemctl's words (null without systemctl).
+#[derive(Serialize)]
+struct Status<'a> {
+    unit_path: String,
+    installed: bool,
+    enabled: Option<&'a str>,
+    active: Option<&'a str>,
+    delegate: Option<bool>,
+    advice: Option<&'a str>,
 }

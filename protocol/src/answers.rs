@@ -29,6 +29,9 @@ pub enum SessionStatus {
     Running,
     /// Finished; its completion has been published.
     Exited,
+    /// A far host's job known to have ended, how not yet known (a `stale` row of
+    /// `list` with `host`/`all_hosts`, kept while the host does not answer).
+    Ended,
     /// A value this crate does not know (a later daemon's).
     #[serde(other)]
     Other,
@@ -428,20 +431,22 @@ pub struct ListRow {
     pub as_of: Option<String>,
 }
 
-/// `list`'s answer.
+/// `list`'s answer. The daemon writes its rows from the registry's own row type
+/// (and a far host's rows as that host wrote them), whose fields are [`ListRow`]'s.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct ListAnswer {
+#[schemars(rename = "ListAnswer")]
+pub struct ListAnswer<R = ListRow> {
     /// The rows, oldest first.
-    pub processes: Vec<ListRow>,
+    pub processes: Vec<R>,
     /// Rows left out by `limit` (absent when none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub more: Option<u64>,
     /// Finished rows left out by `finished_since_seconds` (absent when none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub older: Option<u64>,
-    /// Far hosts that did not answer, and why (`list` with `host`/`all_hosts`).
+    /// Each far host asked and how it answered (`list` with `host`/`all_hosts`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub hosts: Option<Value>,
+    pub hosts: Option<Vec<crate::daemon::HostState>>,
 }
 
 /// `lookup`'s answer.
@@ -570,16 +575,16 @@ pub struct StatusAnswer {
     pub supervisor: String,
     /// What holds the jobs' trees, and why (`herd doctor` explains it).
     #[serde(default)]
-    pub containment: Value,
+    pub containment: crate::daemon::ContainmentReport,
     /// Connections being served.
     #[serde(default)]
-    pub connections: Value,
+    pub connections: u64,
     /// What the start-up restore did: counts, or `{"error"}`.
     #[serde(default)]
-    pub restore: Value,
+    pub restore: crate::daemon::RestoreSummary,
     /// The daemon's own log: where, and its recent warnings.
     #[serde(default)]
-    pub log: Value,
+    pub log: crate::daemon::DaemonLogReport,
 }
 
 /// `shutdown`'s answer.
@@ -663,8 +668,7 @@ pub struct StreamEnd {
 }
 
 /// An answer this version of the protocol leaves open: an object whose fields are
-/// described in the method's documentation (`status`, `scope`, `plugins`,
-/// `hosts`, `group.*`, `queue.latency`, `resize`).
+/// described in the method's documentation (the streams' opening answers).
 pub type Open = Value;
 
 fn is_zero(n: &u64) -> bool {

@@ -221,9 +221,11 @@ impl Event {
 
 /// `drain`'s answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct DrainAnswer {
-    /// The events, oldest first.
-    pub events: Vec<Event>,
+#[schemars(rename = "DrainAnswer")]
+pub struct DrainAnswer<E = Event> {
+    /// The events, oldest first (the daemon writes them from its registry's own
+    /// event type, whose fields are [`Event`]'s).
+    pub events: Vec<E>,
     /// The events as text for a model's context ("" when none).
     pub rendered: String,
     /// The lease to acknowledge them by (a leased drain with events).

@@ -1,9 +1,11 @@
 //! herd-protocol: the daemon's wire protocol as Rust types.
 //!
 //! Owns: the JSON-RPC envelope ([`Request`], [`Response`], [`RpcError`]), every
-//! error code ([`codes`]), every capability name ([`capabilities`]), and every
-//! method's params ([`params`]), answer ([`answers`]) and stream notes
-//! ([`events`]); [`methods`] ties each method name to its types, and [`schema`]
+//! error code ([`codes`]) and the `data` its errors carry ([`errors`]), every
+//! capability name ([`capabilities`]), and every method's params ([`params`]),
+//! answer ([`answers`], and [`daemon`] for the daemon's own: status, scope,
+//! plugins, hosts) and stream notes ([`events`]); what a far host's door adds
+//! ([`door`]); [`methods`] ties each method name to its types, and [`schema`]
 //! generates the JSON Schema of the wire (`docs/protocol/schema.json`) and the
 //! method table (`docs/protocol/methods.md`) from them.
 //! Never: does IO, or knows about sessions beyond their wire form.
@@ -18,6 +20,9 @@
 pub mod answers;
 pub mod capabilities;
 pub mod codes;
+pub mod daemon;
+pub mod door;
+pub mod errors;
 pub mod events;
 pub mod methods;
 pub mod params;

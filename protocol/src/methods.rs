@@ -103,7 +103,7 @@ methods! {
         "write text and the Enter key.";
     Close "close" None, params::StdinParams => answers::StdinAnswer, [],
         "close a session's standard input.";
-    Resize "resize" None, params::ResizeParams => Open, [],
+    Resize "resize" None, params::ResizeParams => answers::StdinAnswer, [],
         "a PTY session's window size.";
     Drain "drain" None, params::DrainParams => events::DrainAnswer, [],
         "take the owner's pending events (leased with `lease`).";
@@ -121,11 +121,11 @@ methods! {
         "hand a session from one owner to another.";
     Status "status" None, NoParams => answers::StatusAnswer, [],
         "the daemon's state: version, sessions, connections, restore, dispatch, log.";
-    Scope "scope" None, NoParams => Open, [],
+    Scope "scope" None, NoParams => crate::daemon::ScopeAnswer, [],
         "restart-safe dispatch: whether spawns get their own systemd scope.";
-    Plugins "plugins" Some(cap::PLUGINS), NoParams => Open, [],
+    Plugins "plugins" Some(cap::PLUGINS), NoParams => crate::daemon::PluginsAnswer, [],
         "what the daemon's plugins loaded, with their counts.";
-    Hosts "hosts" Some(cap::HOSTS), NoParams => Open, [],
+    Hosts "hosts" Some(cap::HOSTS), NoParams => crate::daemon::HostsAnswer, [],
         "the far hosts of config.toml and how their links stand.";
     Shutdown "shutdown" None, params::ShutdownParams => answers::ShutdownAnswer, [],
         "stop the daemon, killing its jobs or (`keep_jobs`) leaving them to the next.";
@@ -149,6 +149,6 @@ methods! {
         "the groups, their limits and jobs.";
     GroupRm "group.rm" Some(cap::QUEUE), params::GroupParams => answers::GroupRemoved, [],
         "remove a group.";
-    QueueLatency "queue.latency" Some(cap::QUEUE), NoParams => Open, [],
+    QueueLatency "queue.latency" Some(cap::QUEUE), NoParams => crate::daemon::QueueLatency, [],
         "the scheduling latency of queued jobs.";
 }

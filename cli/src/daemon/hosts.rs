@@ -54,8 +54,12 @@ use std::time::{Duration, Instant, SystemTime};
 
 use herd_core::Registry;
 use herd_persistence::{Home, HostLinkStore};
+use herd_protocol::answers::ListAnswer;
+use herd_protocol::daemon::{HostState, HostsAnswer, LinkStatus};
+use herd_protocol::errors::UnknownHostData;
+use herd_protocol::params::ListParams;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::{Notify, mpsc, oneshot};
 
 use crate::config::{Config, HostConfig};
@@ -376,7 +380,7 @@ impl Hosts {
     /// Routes a request about a far host; hands local ones back.
     pub(crate) async fn route(&self, method: &str, params: Value) -> Routed {
         if method == "hosts" {
-            return Routed::Answer(Ok(self.states()));
+            return Routed::Answer(self.states());
         }
         if method == "spawn" {
             let Some(host) = params.get("host").cloned() else {
@@ -505,7 +509,8 @@ impl Hosts {
             })
             .collect();
         let mut states = Vec::new();
-        let params = strip(params, &["host", "all_hosts"]);
+        let params: ListParams = serde_json::from_value(strip(params, &["host", "all_hosts"]))
+            .map_err(|err| RpcError::new(INVALID_PARAMS, format!("invalid params: {err}")))?;
         // Every host at once, each within LIST_BUDGET: a door that hangs delays
         // the answer by that budget, not by its own deadline.
         let links = names
@@ -517,20 +522,34 @@ impl Hosts {
             rows.append(&mut far_rows);
             states.push(state);
         }
-        Ok(json!({"processes": rows, "hosts": states}))
+        to_value(&ListAnswer {
+            processes: rows,
+            more: None,
+            older: None,
+            hosts: Some(states),
+        })
     }
 
     /// Every host with its link's status (method `hosts`).
-    fn states(&self) -> Value {
-        let mut out = Vec::new();
+    fn states(&self) -> Answer {
+        let mut hosts = Vec::new();
         for name in self.configs.keys() {
             let link = lock(&self.links).get(name).cloned();
-            out.push(match link {
+            hosts.push(match link {
                 Some(link) => link.state(),
-                None => json!({"name": name, "status": "idle"}),
+                None => HostState {
+                    name: name.clone(),
+                    status: LinkStatus::Idle,
+                    since: None,
+                    message: None,
+                    jobs_live: None,
+                    jobs_known: None,
+                    answered: None,
+                    late: false,
+                },
             });
         }
-        json!({"hosts": out})
+        to_value(&HostsAnswer { hosts })
     }
 }
 
@@ -544,13 +563,25 @@ fn unknown_host(name: &str, configs: &BTreeMap<String, HostConfig>) -> RpcError 
             configs.keys().cloned().collect::<Vec<_>>().join(", ")
         )
     };
-    RpcError {
-        code: NOT_FOUND,
-        message: format!(
+    RpcError::with_data(
+        NOT_FOUND,
+        format!(
             "unknown host `{name}`: {known}; add a [hosts.{name}] table to config.toml (`herd hosts list` shows them)"
         ),
-        data: Some(json!({"hosts": configs.keys().collect::<Vec<_>>()})),
-    }
+        &UnknownHostData {
+            hosts: configs.keys().cloned().collect(),
+        },
+    )
+}
+
+/// A typed answer (herd-protocol's) as the JSON the daemon sends.
+fn to_value<A: serde::Serialize>(answer: &A) -> Answer {
+    serde_json::to_value(answer).map_err(|err| {
+        RpcError::new(
+            crate::protocol::INTERNAL_ERROR,
+            format!("failed to encode the answer: {err}"),
+        )
+    })
 }
 
 /// Typed params (herd-protocol's) as the JSON a far request carries.

@@ -3,8 +3,10 @@
 //! [`State`] through its `Service` trait, and a streaming method writes into the
 //! `Outlet` it is given.
 //!
-//! Registry answers are passed through as serialised (their field names are the
-//! wire contract, ARCHITECTURE.md's "The wire protocol"). Errors become JSON-RPC
+//! Registry answers are passed through as serialised (their field names are
+//! herd-protocol's, which a test checks); the daemon's own answers, and the `data`
+//! of its errors, are built as herd-protocol's types (`protocol/src/daemon.rs`,
+//! `errors.rs`), never by hand. Errors become JSON-RPC
 //! errors with a herd code (`wire.rs`): lookups that fail are `NOT_FOUND` (the
 //! message lists what matched), a guard refusal is `GUARDED` with the verdict as
 //! `data`.
@@ -34,7 +36,7 @@ use std::time::Duration;
 
 use herd_core::{DispatchConfig, Dispatcher, NotificationPolicy, Registry, RegistryConfig};
 use herd_persistence::Home;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::Notify;
 
 use self::control::StdinOp;
@@ -62,7 +64,7 @@ pub(crate) struct State {
     dispatcher: Arc<Dispatcher>,
     stop: Arc<Notify>,
     /// What the start-up restore did, for `status` and `herd doctor`.
-    restored: Value,
+    restored: herd_protocol::daemon::RestoreSummary,
     /// A `shutdown {"keep_jobs": true}` asked the daemon to detach, not to kill.
     keep_jobs: std::sync::atomic::AtomicBool,
     /// Jobs run under shims (they outlive the daemon).
@@ -164,7 +166,7 @@ impl State {
                 // still serves new sessions, and the next start tries again.
                 let error = chain(&err);
                 tracing::warn!(%error, "restore failed; no session was restored");
-                json!({"error": error})
+                herd_protocol::daemon::RestoreSummary::Failed { error }
             }
         };
         Ok(State {
@@ -252,8 +254,8 @@ impl State {
             "clean" => self.clean(params).await,
             "adopt" => self.adopt(params),
             "handoff" => self.handoff(params),
-            "status" => Ok(self.status()),
-            "plugins" => Ok(crate::plugins::report(
+            "status" => self.status(),
+            "plugins" => wire::to_value(crate::plugins::report(
                 self.plugins.as_ref(),
                 &self.registry.config().pipeline,
             )),

@@ -13,7 +13,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use herd_hooks::{HookStart, HookStats, Pipeline, PluginReport, PluginStatus};
 use herd_persistence::Home;
-use serde_json::{Value, json};
+use herd_protocol::daemon::{PluginCounts, PluginRow, PluginsAnswer, RouteCounts};
+use herd_protocol::methods::Plugins;
+use herd_protocol::params::NoParams;
+use serde_json::Value;
 
 use crate::client::Client;
 use crate::config::Config;
@@ -48,62 +51,78 @@ fn unix_seconds(at: SystemTime) -> f64 {
 }
 
 /// The daemon's answer to `plugins`.
-pub(crate) fn report(started: Option<&Started>, pipeline: &Pipeline) -> Value {
+pub(crate) fn report(started: Option<&Started>, pipeline: &Pipeline) -> PluginsAnswer {
     let Some(started) = started else {
-        return json!({"started_at": null, "enabled": [], "plugins": []});
+        return PluginsAnswer::default();
     };
     let stats = pipeline.hook_stats();
-    let rows: Vec<Value> = started
+    let rows = started
         .reports
         .iter()
         .map(|report| {
-            let mut row = super::row_json(report);
+            let mut row = super::row(report);
             if let Some(stats) = stats.iter().find(|s| s.name == report.name) {
                 live_fields(&mut row, stats);
             }
             row
         })
         .collect();
-    json!({
-        "started_at": unix_seconds(started.at),
-        "enabled": started.enabled,
-        "init_deadline_seconds": herd_hooks::INIT_DEADLINE.as_secs_f64(),
-        "plugins": rows,
-    })
+    PluginsAnswer {
+        started_at: Some(unix_seconds(started.at)),
+        enabled: started.enabled.clone(),
+        init_deadline_seconds: Some(herd_hooks::INIT_DEADLINE.as_secs_f64()),
+        plugins: rows,
+    }
 }
 
 /// A chained plugin's live status and counters, on its report row.
-fn live_fields(row: &mut Value, stats: &HookStats) {
+fn live_fields(row: &mut PluginRow, stats: &HookStats) {
     match &stats.start {
         HookStart::Ready { since } => {
-            row["status"] = json!(PluginStatus::Loaded.as_str());
-            row["reason"] = Value::Null;
-            row["loaded_at"] = json!(since.map(unix_seconds));
+            PluginStatus::Loaded.as_str().clone_into(&mut row.status);
+            row.reason = None;
+            row.loaded_at = since.map(unix_seconds);
         }
-        HookStart::Starting => row["status"] = json!(PluginStatus::Starting.as_str()),
+        HookStart::Starting => PluginStatus::Starting.as_str().clone_into(&mut row.status),
         HookStart::Failed { reason } => {
-            row["status"] = json!(PluginStatus::Failed.as_str());
-            row["reason"] = json!(reason);
+            PluginStatus::Failed.as_str().clone_into(&mut row.status);
+            row.reason = Some(reason.clone());
         }
         _ => {}
     }
-    row["calls"] = json!(stats.n_calls);
-    row["errors"] = json!(stats.n_errors);
-    row["panics"] = json!(stats.n_panics);
-    row["timeouts"] = json!(stats.n_timeouts);
-    row["suppressed"] = json!(stats.n_suppressed);
-    row["last_failure"] = json!(stats.last_failure);
-    let routes: serde_json::Map<String, Value> = stats
+    let routes = stats
         .routes
         .iter()
         .map(|(route, c)| {
             (
                 (*route).to_owned(),
-                json!({"calls": c.calls, "errors": c.errors, "panics": c.panics, "timeouts": c.timeouts}),
+                RouteCounts {
+                    calls: c.calls,
+                    errors: c.errors,
+                    panics: c.panics,
+                    timeouts: c.timeouts,
+                },
             )
         })
         .collect();
-    row["routes"] = Value::Object(routes);
+    row.counts = Some(PluginCounts {
+        calls: stats.n_calls,
+        errors: stats.n_errors,
+        panics: stats.n_panics,
+        timeouts: stats.n_timeouts,
+        suppressed: stats.n_suppressed,
+        last_failure: stats.last_failure.clone(),
+        routes,
+    });
+}
+
+/// A row of the listing: the plugin's row and, from a daemon, what a restart
+/// would change (`null` for nothing).
+#[derive(Debug, serde::Serialize)]
+struct Listed {
+    #[serde(flatten)]
+    row: PluginRow,
+    pending: Option<&'static str>,
 }
 
 /// The listing: the daemon's rows when one runs and answers `plugins`, with what
@@ -112,7 +131,8 @@ fn live_fields(row: &mut Value, stats: &HookStats) {
 pub(crate) struct Listing {
     /// The daemon's pid, when the rows are the daemon's.
     pub(crate) daemon: Option<u32>,
-    /// One row per plugin (see `row_json`, plus the daemon's fields and `pending`).
+    /// One row per plugin (herd-protocol's `PluginRow`, plus `pending` from a
+    /// daemon), as `herd plugins list --json` prints it.
     pub(crate) rows: Vec<Value>,
 }
 
@@ -125,57 +145,61 @@ impl Listing {
         if let Ok(Some(mut client)) = Client::try_connect(home).await
             && client.hello.serves(CAPABILITY)
         {
-            let answer = client.request("plugins", json!({})).await?;
+            let answer = client.ask::<Plugins>(&NoParams {}).await?;
             let pid = client.hello.pid;
             return Ok(Listing {
                 daemon: Some(pid),
-                rows: with_pending(home, config, &answer),
+                rows: with_pending(home, config, answer)
+                    .iter()
+                    .map(as_value)
+                    .collect(),
             });
         }
         let reports = herd_hooks::check_plugins(&home.plugins_dir(), &config.plugins.enabled);
         Ok(Listing {
             daemon: None,
-            rows: reports.iter().map(super::row_json).collect(),
+            rows: reports.iter().map(|r| as_value(&super::row(r))).collect(),
         })
     }
 }
 
+/// A row as the JSON the listing prints (a row always serialises).
+fn as_value<T: serde::Serialize>(row: &T) -> Value {
+    serde_json::to_value(row).unwrap_or_default()
+}
+
 /// The daemon's rows, each with `pending` (what a restart would change, or null),
 /// and a row for each plugin installed since the daemon started.
-fn with_pending(home: &Home, config: &Config, answer: &Value) -> Vec<Value> {
-    let started_at = answer["started_at"].as_f64().unwrap_or(0.0);
-    let was_enabled = |name: &str| {
-        answer["enabled"]
-            .as_array()
-            .is_some_and(|list| list.iter().any(|n| n == name))
-    };
+fn with_pending(home: &Home, config: &Config, answer: PluginsAnswer) -> Vec<Listed> {
+    let started_at = answer.started_at.unwrap_or(0.0);
+    let was_enabled = |name: &str| answer.enabled.iter().any(|n| n == name);
     let enabled_now = |name: &str| config.plugins.enabled.iter().any(|n| n == name);
-    let mut rows: Vec<Value> = answer["plugins"].as_array().cloned().unwrap_or_default();
+    let mut rows = answer.plugins.clone();
     // What is installed now, no library opened.
     for report in herd_hooks::check_plugins(&home.plugins_dir(), &[]) {
-        if !rows.iter().any(|r| r["name"] == report.name.as_str()) {
-            let mut row = super::row_json(&report);
-            row["status"] = json!("not loaded");
-            row["reason"] = json!("installed after the daemon started");
+        if !rows.iter().any(|r| r.name == report.name) {
+            let mut row = super::row(&report);
+            "not loaded".clone_into(&mut row.status);
+            row.reason = Some("installed after the daemon started".to_owned());
             rows.push(row);
         }
     }
-    for row in &mut rows {
-        let name = row["name"].as_str().unwrap_or_default().to_owned();
-        let running = matches!(row["status"].as_str(), Some("loaded" | "starting"));
-        let changed = std::fs::metadata(row["path"].as_str().unwrap_or_default())
-            .and_then(|m| m.modified())
-            .is_ok_and(|m| unix_seconds(m) > started_at);
-        let pending = if enabled_now(&name) && !was_enabled(&name) {
-            Some("enabled after the daemon started; restart to apply (herd shutdown)")
-        } else if !enabled_now(&name) && was_enabled(&name) {
-            Some("disabled after the daemon started; it runs until a restart (herd shutdown)")
-        } else if running && changed {
-            Some("its library changed after the daemon loaded it; restart to apply (herd shutdown)")
-        } else {
-            None
-        };
-        row["pending"] = json!(pending);
-    }
-    rows
+    rows.into_iter()
+        .map(|row| {
+            let running = matches!(row.status.as_str(), "loaded" | "starting");
+            let changed = std::fs::metadata(&row.path)
+                .and_then(|m| m.modified())
+                .is_ok_and(|m| unix_seconds(m) > started_at);
+            let pending = if enabled_now(&row.name) && !was_enabled(&row.name) {
+                Some("enabled after the daemon started; restart to apply (herd shutdown)")
+            } else if !enabled_now(&row.name) && was_enabled(&row.name) {
+                Some("disabled after the daemon started; it runs until a restart (herd shutdown)")
+            } else if running && changed {
+                Some("its library changed after the daemon loaded it; restart to apply (herd shutdown)")
+            } else {
+                None
+            };
+            Listed { row, pending }
+        })
+        .collect()
 }

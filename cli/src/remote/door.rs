@@ -28,14 +28,18 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use herd_protocol::Method;
+use herd_protocol::params::HelloParams;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 
 use crate::config::HostConfig;
 use crate::exit::{Code, Failure};
-use crate::protocol::{self, Line, MAX_RESPONSE_BYTES, PROTOCOL_VERSION, Response, RpcError};
+use crate::protocol::{
+    self, Line, MAX_RESPONSE_BYTES, PROTOCOL_VERSION, Request, Response, RpcError,
+};
 
 /// How long a door may take to answer `hello` before it is given up.
 pub(crate) const HELLO_DEADLINE: Duration = Duration::from_secs(15);
@@ -73,46 +77,9 @@ pub(crate) fn detached(argv: &[String]) -> tokio::process::Command {
     command
 }
 
-/// The `proxy` object a far `herd proxy` adds to its hello answer.
-#[derive(Debug, Clone, Deserialize)]
-pub(crate) struct ProxyInfo {
-    /// The far herd's version.
-    pub(crate) version: String,
-    /// The far herd's protocol version.
-    pub(crate) protocol: u32,
-    /// The far user's name, when it has one.
-    #[serde(default)]
-    pub(crate) user: Option<String>,
-    /// The far user's uid.
-    pub(crate) uid: u32,
-    /// `linux`, ... (Rust's `std::env::consts::OS`).
-    pub(crate) os: String,
-    /// `x86_64`, `aarch64`, ... (Rust's `std::env::consts::ARCH`).
-    pub(crate) arch: String,
-    /// The far C library's glibc version, none on a system without glibc.
-    #[serde(default)]
-    pub(crate) glibc: Option<String>,
-    /// The `herd-shim` beside the far herd, none when it is missing (or the far
-    /// herd is older than the field).
-    #[serde(default)]
-    pub(crate) shim: Option<FarShim>,
-    /// It serves many daemon connections over one door (`proxy/mux.rs`).
-    #[serde(default)]
-    pub(crate) mux: bool,
-}
-
-/// A far `herd-shim` as the far proxy saw it.
-#[derive(Debug, Clone, Deserialize)]
-pub(crate) struct FarShim {
-    /// Where it is.
-    pub(crate) path: String,
-    /// Its size.
-    pub(crate) bytes: u64,
-    /// Its SHA-256 as `herd hosts install` checked and recorded it
-    /// (`herd-shim.sha256`); none when it was put there otherwise.
-    #[serde(default)]
-    pub(crate) sha256: Option<String>,
-}
+// The `proxy` object a far `herd proxy` adds to its hello answer, and the far
+// `herd-shim` it names, are herd-protocol's (`protocol/src/door.rs`).
+pub(crate) use herd_protocol::door::ProxyInfo;
 
 /// What the far side said in the handshake.
 #[derive(Debug, Clone, Deserialize)]
@@ -502,7 +469,12 @@ pub(crate) struct Door {
 
 /// The `hello` a door is greeted with (the same as a local client's).
 pub(crate) fn hello_params() -> Value {
-    json!({"protocol": PROTOCOL_VERSION, "client": env!("CARGO_PKG_VERSION")})
+    // Two plain fields: they always serialise.
+    serde_json::to_value(HelloParams {
+        protocol: Some(u64::from(PROTOCOL_VERSION)),
+        client: Some(env!("CARGO_PKG_VERSION").to_owned()),
+    })
+    .unwrap_or_default()
 }
 
 /// Starts host `name`'s door and greets the far herd, within `deadline`.
@@ -718,7 +690,7 @@ impl Door {
             let Ok(message) = serde_json::from_slice::<Response>(&self.buf) else {
                 return Err(lost("the far side sent a line that is not JSON-RPC".into()));
             };
-            if message.method.is_some() || message.id != json!(id) {
+            if message.method.is_some() || message.id != id {
                 continue;
             }
             if let Some(error) = message.error {
@@ -750,13 +722,29 @@ impl Door {
             let _ = child.wait().await;
         }
     }
+
+    /// Calls method `M` with typed params; its answer read as the protocol's type.
+    ///
+    /// # Errors
+    /// As [`Door::call`]'s, and an answer that does not read as `M`'s.
+    pub(crate) async fn ask<M: Method>(&mut self, params: &M::Params) -> anyhow::Result<M::Answer> {
+        let answer = self
+            .call(M::NAME, crate::client::params_of(params)?)
+            .await?;
+        crate::client::answer_of::<M>(answer)
+    }
 }
 
 /// One request line.
 fn request_line(id: u64, method: &str, params: Value) -> Vec<u8> {
-    let mut line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-        .to_string()
-        .into_bytes();
+    let request = Request {
+        jsonrpc: "2.0".into(),
+        id: Some(Value::from(id)),
+        method: method.to_owned(),
+        params,
+    };
+    // A request of strings and `Value`s always serialises.
+    let mut line = serde_json::to_vec(&request).unwrap_or_default();
     line.push(b'\n');
     line
 }

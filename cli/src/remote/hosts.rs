@@ -17,7 +17,11 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use herd_protocol::answers::StatusAnswer;
+use herd_protocol::daemon::{HostState, LinkStatus};
+use herd_protocol::methods::{Hosts, Status};
+use herd_protocol::params::NoParams;
+use serde::Serialize;
 
 use super::door;
 use crate::client::Client;
@@ -68,21 +72,21 @@ pub(crate) async fn list(home: &herd_persistence::Home, json: bool) -> anyhow::R
     let config = Config::load(home)?;
     let states = daemon_states(home).await;
     if json {
-        let hosts: Vec<Value> = config
+        let hosts: Vec<Listed<'_>> = config
             .hosts
             .iter()
             .map(|(name, host)| {
                 let daemon = states.as_ref().and_then(|s| s.get(name)).cloned();
-                json!({
-                    "name": name,
-                    "command": host.command,
-                    "install": host.install,
-                    "status": daemon.as_ref().and_then(|d| d.get("status")).cloned(),
-                    "daemon": daemon,
-                })
+                Listed {
+                    name,
+                    command: &host.command,
+                    install: host.install.as_ref(),
+                    status: daemon.as_ref().map(|d| d.status),
+                    daemon,
+                }
             })
             .collect();
-        output::json_line(&json!({ "hosts": hosts }))?;
+        output::json_line(&ListedHosts { hosts })?;
         return Ok(());
     }
     if config.hosts.is_empty() {
@@ -106,10 +110,10 @@ pub(crate) async fn list(home: &herd_persistence::Home, json: bool) -> anyhow::R
         if let Some(states) = &states {
             let status = states
                 .get(name)
-                .and_then(|d| d.get("status"))
-                .and_then(Value::as_str)
-                .unwrap_or("-");
-            row.push(output::visible(status).into_owned());
+                .and_then(|d| serde_json::to_value(d.status).ok())
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_else(|| "-".to_owned());
+            row.push(output::visible(&status).into_owned());
         }
         table.add_row(row);
     }
@@ -119,17 +123,17 @@ pub(crate) async fn list(home: &herd_persistence::Home, json: bool) -> anyhow::R
 
 /// Each host's entry in the running daemon's `hosts` answer; none when no daemon
 /// runs or it does not serve `hosts` (the seam for the daemon's connections).
-async fn daemon_states(home: &herd_persistence::Home) -> Option<BTreeMap<String, Value>> {
+async fn daemon_states(home: &herd_persistence::Home) -> Option<BTreeMap<String, HostState>> {
     let mut client = Client::try_connect(home).await.ok().flatten()?;
     if !client.hello.serves(HOSTS_CAPABILITY) {
         return None;
     }
-    let answer = client.request("hosts", json!({})).await.ok()?;
-    let entries = answer.get("hosts")?.as_array()?;
+    let answer = client.ask::<Hosts>(&NoParams {}).await.ok()?;
     Some(
-        entries
-            .iter()
-            .filter_map(|e| Some((e.get("name")?.as_str()?.to_owned(), e.clone())))
+        answer
+            .hosts
+            .into_iter()
+            .map(|state| (state.name.clone(), state))
             .collect(),
     )
 }
@@ -137,24 +141,27 @@ async fn daemon_states(home: &herd_persistence::Home) -> Option<BTreeMap<String,
 /// A door that did not open: exit 3, after the JSON answer with `--json`.
 fn unreachable(name: &str, err: door::DoorError, json: bool) -> anyhow::Result<()> {
     if json {
-        output::json_line(&json!({
-            "host": name,
-            "reachable": false,
-            "error": err.to_string(),
-            "fix": err.fix().map(ToString::to_string),
-        }))?;
+        output::json_line(&Unreachable {
+            host: name,
+            reachable: false,
+            error: err.to_string(),
+            fix: err.fix().map(ToString::to_string),
+        })?;
         return Err(Failure::silent(Code::Unreachable).into());
     }
     Err(err.into_failure())
 }
 
 /// The round trips of `pings` `status` calls through `door`, and the last answer.
-async fn ping(door: &mut door::Door, pings: u32) -> anyhow::Result<(Vec<Duration>, Value)> {
+async fn ping(
+    door: &mut door::Door,
+    pings: u32,
+) -> anyhow::Result<(Vec<Duration>, Option<StatusAnswer>)> {
     let mut samples = Vec::new();
-    let mut status = Value::Null;
+    let mut status = None;
     for _ in 0..pings {
         let sent = Instant::now();
-        status = door.call("status", json!({})).await?;
+        status = Some(door.ask::<Status>(&NoParams {}).await?);
         samples.push(sent.elapsed());
     }
     Ok((samples, status))
@@ -182,10 +189,10 @@ pub(crate) async fn check(
     let (mut samples, status) = ping(&mut door, pings).await?;
     // What doctor checks on that side: jobs survive the far daemon's crash only
     // under herd-shim.
-    let supervisor = status["supervisor"]
-        .as_str()
-        .unwrap_or("unknown")
-        .to_owned();
+    let supervisor = status
+        .map(|s| s.supervisor)
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "unknown".to_owned());
     let survives = supervisor == "shim";
     samples.sort();
     let p50 = samples.get(samples.len() / 2).copied().unwrap_or_default();
@@ -194,29 +201,35 @@ pub(crate) async fn check(
     let proxy = hello.proxy.as_ref();
     let ms = |d: Duration| (d.as_secs_f64() * 1_000_000.0).round() / 1_000.0;
     if json {
-        output::json_line(&json!({
-            "host": name,
-            "reachable": true,
-            "local": {"version": env!("CARGO_PKG_VERSION"), "protocol": PROTOCOL_VERSION},
-            "far": {
-                "version": hello.daemon,
-                "protocol": hello.protocol,
-                "proxy_version": proxy.map(|p| p.version.clone()),
-                "home": hello.home,
-                "user": proxy.and_then(|p| p.user.clone()),
-                "uid": proxy.map(|p| p.uid),
-                "os": proxy.map(|p| p.os.clone()),
-                "arch": proxy.map(|p| p.arch.clone()),
-                "glibc": proxy.and_then(|p| p.glibc.clone()),
-                "capabilities": hello.capabilities,
-                "supervisor": supervisor,
-                "shim": proxy.and_then(|p| p.shim.as_ref()).map(|s| s.path.clone()),
+        output::json_line(&Checked {
+            host: name,
+            reachable: true,
+            local: Versions {
+                version: env!("CARGO_PKG_VERSION"),
+                protocol: PROTOCOL_VERSION,
             },
-            "crash_survival": survives,
-            "error": (!survives).then(|| super::install::without_survival(name, &supervisor)),
-            "handshake_ms": ms(handshake),
-            "latency_ms": {"p50": ms(p50), "pings": samples.len()},
-        }))?;
+            far: Far {
+                version: &hello.daemon,
+                protocol: hello.protocol,
+                proxy_version: proxy.map(|p| p.version.as_str()),
+                home: &hello.home,
+                user: proxy.and_then(|p| p.user.as_deref()),
+                uid: proxy.map(|p| p.uid),
+                os: proxy.map(|p| p.os.as_str()),
+                arch: proxy.map(|p| p.arch.as_str()),
+                glibc: proxy.and_then(|p| p.glibc.as_deref()),
+                capabilities: &hello.capabilities,
+                supervisor: &supervisor,
+                shim: proxy.and_then(|p| p.shim.as_ref()).map(|s| s.path.as_str()),
+            },
+            crash_survival: survives,
+            error: (!survives).then(|| super::install::without_survival(name, &supervisor)),
+            handshake_ms: ms(handshake),
+            latency_ms: Latency {
+                p50: ms(p50),
+                pings: samples.len(),
+            },
+        })?;
         if !survives {
             return Err(Failure::silent(Code::Failed).into());
         }
@@ -254,6 +267,76 @@ pub(crate) async fn check(
     }
     output::line("  far jobs   run under herd-shim: they outlive a far daemon's crash")?;
     Ok(())
+}
+
+/// `herd hosts list --json`.
+#[derive(Serialize)]
+struct ListedHosts<'a> {
+    hosts: Vec<Listed<'a>>,
+}
+
+/// A configured host, and the running daemon's view of it (`daemon`, and its
+/// `status`; null without a daemon that serves `hosts`).
+#[derive(Serialize)]
+struct Listed<'a> {
+    name: &'a str,
+    command: &'a [String],
+    install: Option<&'a Vec<String>>,
+    status: Option<LinkStatus>,
+    daemon: Option<HostState>,
+}
+
+/// `herd hosts check --json` for a door that did not open.
+#[derive(Serialize)]
+struct Unreachable<'a> {
+    host: &'a str,
+    reachable: bool,
+    error: String,
+    fix: Option<String>,
+}
+
+/// `herd hosts check --json`.
+#[derive(Serialize)]
+struct Checked<'a> {
+    host: &'a str,
+    reachable: bool,
+    local: Versions,
+    far: Far<'a>,
+    crash_survival: bool,
+    error: Option<String>,
+    handshake_ms: f64,
+    latency_ms: Latency,
+}
+
+/// This herd's versions.
+#[derive(Serialize)]
+struct Versions {
+    version: &'static str,
+    protocol: u32,
+}
+
+/// The far herd as its door's `hello` and `status` describe it.
+#[derive(Serialize)]
+struct Far<'a> {
+    version: &'a str,
+    protocol: u32,
+    proxy_version: Option<&'a str>,
+    home: &'a str,
+    user: Option<&'a str>,
+    uid: Option<u32>,
+    os: Option<&'a str>,
+    arch: Option<&'a str>,
+    glibc: Option<&'a str>,
+    capabilities: &'a [String],
+    supervisor: &'a str,
+    shim: Option<&'a str>,
+}
+
+/// The round trips of the pings.
+#[derive(Serialize)]
+struct Latency {
+    p50: f64,
+    pings: usize,
 }
 
 #[cfg(test)]

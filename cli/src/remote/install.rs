@@ -35,7 +35,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Context;
-use serde_json::{Value, json};
+use herd_protocol::methods::Status;
+use herd_protocol::params::NoParams;
+use serde::Serialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::door::{self, DoorError, Fix, ProxyInfo, StderrTail};
@@ -519,7 +521,7 @@ async fn send_and_check(
     let after = door.hello.proxy.as_ref().map(|p| p.version.clone());
     let has_shim = door.hello.proxy.as_ref().is_some_and(|p| p.shim.is_some());
     let mut door = door;
-    let supervisor = door.call("status", json!({})).await.ok();
+    let supervisor = door.ask::<Status>(&NoParams {}).await.ok();
     door.close().await;
     if after.as_deref() != Some(ours) {
         return Err(Failure::new(
@@ -543,10 +545,9 @@ async fn send_and_check(
         .into());
     }
     let supervisor = supervisor
-        .as_ref()
-        .and_then(|s| s["supervisor"].as_str())
-        .unwrap_or("unknown")
-        .to_owned();
+        .map(|s| s.supervisor)
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "unknown".to_owned());
     if supervisor != "shim" {
         return Err(Failure::new(Code::Failed, without_survival(name, &supervisor)).into());
     }
@@ -564,14 +565,34 @@ pub(crate) fn without_survival(name: &str, supervisor: &str) -> String {
     )
 }
 
+/// `herd hosts install --json`.
+#[derive(Serialize)]
+struct Installed<'a> {
+    host: &'a str,
+    installed: bool,
+    version: &'a str,
+    previous_version: Option<&'a str>,
+    far: FarPlatform<'a>,
+    needed_glibc: Option<String>,
+    shim: bool,
+}
+
+/// The far side's platform.
+#[derive(Serialize)]
+struct FarPlatform<'a> {
+    os: &'a str,
+    arch: &'a str,
+    glibc: Option<&'a str>,
+}
+
 /// Whether the far daemon runs jobs under herd-shim (asked through a new door).
 async fn far_supervisor(name: &str, host: &HostConfig) -> anyhow::Result<bool> {
     let mut door = door::open(name, host, door::HELLO_DEADLINE)
         .await
         .map_err(DoorError::into_failure)?;
-    let status = door.call("status", json!({})).await;
+    let status = door.ask::<Status>(&NoParams {}).await;
     door.close().await;
-    Ok(status?["supervisor"] == "shim")
+    Ok(status?.supervisor == "shim")
 }
 
 /// Sends `herd-shim` to the far side: [`SHIM_WRITER`] through the `install` argv,
@@ -640,16 +661,19 @@ fn report(
 ) -> anyhow::Result<()> {
     let ours = env!("CARGO_PKG_VERSION");
     if json {
-        let value: Value = json!({
-            "host": name,
-            "installed": installed,
-            "version": ours,
-            "previous_version": before,
-            "far": {"os": far.os, "arch": far.arch, "glibc": far.glibc},
-            "needed_glibc": needed.map(ToString::to_string),
-            "shim": true,
-        });
-        output::json_line(&value)?;
+        output::json_line(&Installed {
+            host: name,
+            installed,
+            version: ours,
+            previous_version: before,
+            far: FarPlatform {
+                os: &far.os,
+                arch: &far.arch,
+                glibc: far.glibc.as_deref(),
+            },
+            needed_glibc: needed.map(ToString::to_string),
+            shim: true,
+        })?;
     } else if installed {
         output::line(&format!(
             "host {name}: installed herd {ours} and herd-shim ({}/{}, glibc {}; this herd needs {}){}; `herd hosts check {name}` passes",

@@ -29,7 +29,8 @@ use std::os::unix::net::UnixStream;
 
 use anyhow::Context;
 use herd_persistence::Home;
-use serde_json::{Value, json};
+use herd_protocol::door::{FarShim, ProxyErrorData, ProxyHello, ProxyInfo};
+use serde_json::Value;
 
 use crate::client::{self, Client};
 use crate::exit::{Code, Failure};
@@ -244,19 +245,31 @@ fn with_proxy_info(line: Vec<u8>) -> Vec<u8> {
     let Ok(mut message) = serde_json::from_slice::<Value>(&line) else {
         return line;
     };
-    let info = proxy_info();
+    let proxy = proxy_info();
     if let Some(result) = message.get_mut("result").and_then(Value::as_object_mut) {
-        result.insert("proxy".into(), info);
-        // The environment far jobs run in (a near daemon's host link passes it
-        // as the spawn's caller_env; the near caller's never crosses).
-        result.insert("proxy_env".into(), json!(herd_core::utf8_environment()));
+        // The environment far jobs run in goes too (a near daemon's host link
+        // passes it as the spawn's caller_env; the near caller's never crosses).
+        let hello = ProxyHello {
+            proxy,
+            proxy_env: herd_core::utf8_environment().into_iter().collect(),
+        };
+        let Ok(Value::Object(added)) = serde_json::to_value(hello) else {
+            return line;
+        };
+        result.extend(added);
     } else if let Some(error) = message.get_mut("error").and_then(Value::as_object_mut) {
         match error.get_mut("data") {
             Some(Value::Object(data)) => {
+                let Ok(info) = serde_json::to_value(proxy) else {
+                    return line;
+                };
                 data.insert("proxy".into(), info);
             }
             None | Some(Value::Null) => {
-                error.insert("data".into(), json!({ "proxy": info }));
+                let Ok(data) = serde_json::to_value(ProxyErrorData { proxy }) else {
+                    return line;
+                };
+                error.insert("data".into(), data);
             }
             Some(_) => return line,
         }
@@ -273,33 +286,31 @@ fn with_proxy_info(line: Vec<u8>) -> Vec<u8> {
 }
 
 /// Who and what is on this side of the door.
-pub(crate) fn proxy_info() -> Value {
+pub(crate) fn proxy_info() -> ProxyInfo {
     let uid = nix::unistd::getuid();
     let user = nix::unistd::User::from_uid(uid)
         .ok()
         .flatten()
         .map(|user| user.name);
-    json!({
-        "version": env!("CARGO_PKG_VERSION"),
-        "protocol": PROTOCOL_VERSION,
-        "user": user,
-        "uid": uid.as_raw(),
-        "os": std::env::consts::OS,
-        "arch": std::env::consts::ARCH,
-        "glibc": super::install::running_glibc(),
-        "shim": shim_beside_exe(),
-        "mux": true,
-    })
+    ProxyInfo {
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        protocol: PROTOCOL_VERSION,
+        user,
+        uid: uid.as_raw(),
+        os: std::env::consts::OS.to_owned(),
+        arch: std::env::consts::ARCH.to_owned(),
+        glibc: super::install::running_glibc(),
+        shim: shim_beside_exe(),
+        mux: true,
+    }
 }
 
 /// The `herd-shim` beside this executable (where a daemon started by this herd
 /// looks for it when config names none): its path, size and recorded SHA-256
 /// (`herd-shim.sha256`, written by `herd hosts install`), none when it is
 /// missing. `herd hosts install` reads it to know whether the far side has one.
-fn shim_beside_exe() -> Value {
-    let Ok(exe) = std::env::current_exe() else {
-        return Value::Null;
-    };
+fn shim_beside_exe() -> Option<FarShim> {
+    let exe = std::env::current_exe().ok()?;
     let path = exe.with_file_name("herd-shim");
     match std::fs::metadata(&path) {
         Ok(meta) if meta.is_file() => {
@@ -312,9 +323,13 @@ fn shim_beside_exe() -> Value {
                 (Some(sum), Some(len)) if len == meta.len().to_string() => Some(sum.to_owned()),
                 _ => None,
             };
-            json!({"path": path.display().to_string(), "bytes": meta.len(), "sha256": sha256})
+            Some(FarShim {
+                path: path.display().to_string(),
+                bytes: meta.len(),
+                sha256,
+            })
         }
-        _ => Value::Null,
+        _ => None,
     }
 }
 

@@ -55,3 +55,4 @@ mod tools;
 mod top;
 mod top_far;
 mod wire_schema;
+mod wire_schema_daemon;

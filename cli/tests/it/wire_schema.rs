@@ -23,7 +23,7 @@ fn result_def(schema: &Value, method: &str) -> String {
 }
 
 /// Every key of `value` is a property of def `name` (or of a variant of it).
-fn assert_known(schema: &Value, name: &str, value: &Value, what: &str) {
+pub(crate) fn assert_known(schema: &Value, name: &str, value: &Value, what: &str) {
     let def = def(schema, name);
     let mut known: Vec<String> = Vec::new();
     let mut collect = |d: &Value| {
@@ -61,7 +61,7 @@ fn assert_known(schema: &Value, name: &str, value: &Value, what: &str) {
 }
 
 /// `answer` reads as `M`'s answer and names nothing the schema lacks.
-fn check<M: Method>(schema: &Value, answer: &Value) {
+pub(crate) fn check<M: Method>(schema: &Value, answer: &Value) {
     serde_json::from_value::<M::Answer>(answer.clone()).unwrap_or_else(|e| {
         panic!(
             "{}'s answer does not read as the protocol's: {e}: {answer}",

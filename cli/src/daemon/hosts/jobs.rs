@@ -6,8 +6,12 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use herd_protocol::params::{IdParams, RestartParams, SpawnParams};
-use serde_json::{Value, json};
+use herd_protocol::answers::{HandoffAnswer, PollAnswer, SessionStatus};
+use herd_protocol::daemon::HostState;
+use herd_protocol::errors::{NotFoundData, RefusedData};
+use herd_protocol::params::{IdParams, ListParams, ListState, RestartParams, SpawnParams};
+use serde::Serialize;
+use serde_json::Value;
 
 use super::{Answer, Job, LIST_BUDGET, Link, lock, to_params};
 use crate::protocol;
@@ -55,18 +59,19 @@ impl Link {
         };
         // The row ps shows until the host lists the job itself: a host that
         // stops answering right after the spawn still shows its pid.
-        let row = json!({
-            "session_id": format!("{}:{far_id}", self.name),
-            "host": self.name,
-            "command": answer.get("command"),
-            "mode": answer.get("mode"),
-            "pid": answer.get("pid"),
-            "name": name,
-            "owner_task_id": owner,
-            "task_id": task_id,
-            "status": "running",
-            "started_at": herd_core::rfc3339(std::time::SystemTime::now()),
-            "as_of": herd_core::rfc3339(std::time::SystemTime::now()),
+        let now = herd_core::rfc3339(std::time::SystemTime::now());
+        let row = as_row(&SpawnedRow {
+            session_id: format!("{}:{far_id}", self.name),
+            host: &self.name,
+            command: answer.get("command"),
+            mode: answer.get("mode"),
+            pid: answer.get("pid"),
+            name: name.as_deref(),
+            owner_task_id: &owner,
+            task_id: &task_id,
+            status: "running",
+            started_at: &now,
+            as_of: &now,
         });
         let job = Job {
             owner,
@@ -147,47 +152,54 @@ impl Link {
         let polled = self
             .call_raw("poll", to_params(&IdParams::new(far.as_str()))?)
             .await?;
-        let far_id = polled["session_id"].as_str().unwrap_or_default().to_owned();
-        let refused = |reason: &str, message: String| RpcError {
-            code: protocol::REFUSED,
-            message,
-            data: Some(json!({"reason": reason})),
-        };
-        if polled["status"] != "running" {
-            return Err(refused(
-                "not_running_owned",
+        let polled: PollAnswer = serde_json::from_value(polled).map_err(|err| {
+            RpcError::new(
+                protocol::INTERNAL_ERROR,
                 format!(
-                    "{}:{far_id} has finished; only a running session is handed off",
+                    "host {}: the far poll's answer does not read: {err}",
                     self.name
                 ),
-            ));
+            )
+        })?;
+        let far_id = polled.session_id;
+        let refused = |message: String| {
+            RpcError::with_data(
+                protocol::REFUSED,
+                message,
+                &RefusedData {
+                    reason: "not_running_owned".to_owned(),
+                },
+            )
+        };
+        if polled.status != SessionStatus::Running {
+            return Err(refused(format!(
+                "{}:{far_id} has finished; only a running session is handed off",
+                self.name
+            )));
         }
         {
             let mut book = lock(&self.book);
             let Some(job) = book.jobs.get_mut(&far_id) else {
-                return Err(refused(
-                    "not_running_owned",
-                    format!("{}:{far_id} was not started from this home", self.name),
-                ));
+                return Err(refused(format!(
+                    "{}:{far_id} was not started from this home",
+                    self.name
+                )));
             };
             if job.owner != from {
-                return Err(refused(
-                    "not_running_owned",
-                    format!(
-                        "{}:{far_id} is owned by {}, not by {from}",
-                        self.name, job.owner
-                    ),
-                ));
+                return Err(refused(format!(
+                    "{}:{far_id} is owned by {}, not by {from}",
+                    self.name, job.owner
+                )));
             }
             job.owner = to;
         }
         self.save().await;
-        Ok(json!({
-            "status": "handed_off",
-            "session_id": format!("{}:{far_id}", self.name),
-            "command": polled["command"],
-            "note": note,
-        }))
+        to_answer(&HandoffAnswer {
+            status: "handed_off".to_owned(),
+            session_id: format!("{}:{far_id}", self.name),
+            command: polled.command,
+            note,
+        })
     }
 
     /// This host's rows for a `list` (the far `owner` is this home's; the local
@@ -195,13 +207,12 @@ impl Link {
     /// not answer within [`LIST_BUDGET`] gives the last rows it showed, marked
     /// `stale`, and its state says `answered: false`; its answer, when it comes,
     /// still refreshes the map for the next listing.
-    pub(super) async fn list(self: &Arc<Self>, params: &Value) -> (Vec<Value>, Value) {
-        let owner = params
-            .get("owner")
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-        let mut far = params.clone();
-        far["owner"] = json!(self.far_owner);
+    pub(super) async fn list(self: &Arc<Self>, params: &ListParams) -> (Vec<Value>, HostState) {
+        let owner = params.owner.clone();
+        let far = ListParams {
+            owner: Some(self.far_owner.clone()),
+            ..params.clone()
+        };
         let link = Arc::clone(self);
         let asked = tokio::spawn(async move { link.fresh_rows(far).await });
         let (fresh, late) = match tokio::time::timeout(LIST_BUDGET, asked).await {
@@ -214,10 +225,10 @@ impl Link {
             rows.retain(|r| r.get("owner_task_id").and_then(Value::as_str) == Some(&owner));
         }
         let mut state = self.state();
-        state["answered"] = json!(!late && !rows.iter().any(|r| r["stale"] == true));
+        state.answered = Some(!late && !rows.iter().any(|r| r["stale"] == true));
         if late {
-            state["late"] = json!(true);
-            state["message"] = json!(format!(
+            state.late = true;
+            state.message = Some(format!(
                 "no answer within {} ms; its jobs show their last known state",
                 LIST_BUDGET.as_millis()
             ));
@@ -227,8 +238,8 @@ impl Link {
 
     /// The far side's rows of this home's owner, qualified and kept in the map;
     /// none when the host does not answer.
-    async fn fresh_rows(self: &Arc<Self>, far: Value) -> Option<Vec<Value>> {
-        let answer = self.call_raw("list", far).await.ok()?;
+    async fn fresh_rows(self: &Arc<Self>, far: ListParams) -> Option<Vec<Value>> {
+        let answer = self.call_raw("list", to_params(&far).ok()?).await.ok()?;
         let mut rows = Vec::new();
         for row in answer
             .get("processes")
@@ -245,7 +256,7 @@ impl Link {
                 let mut book = lock(&self.book);
                 if let Some(job) = book.jobs.get_mut(&far_id) {
                     let mut kept = row.clone();
-                    kept["as_of"] = json!(herd_core::rfc3339(std::time::SystemTime::now()));
+                    kept["as_of"] = Value::from(herd_core::rfc3339(std::time::SystemTime::now()));
                     job.row = Some(kept);
                     job.finished = row.get("status").and_then(Value::as_str) != Some("running");
                 }
@@ -257,31 +268,30 @@ impl Link {
     }
 
     /// The last known rows of this home's jobs of this host, marked `stale`.
-    fn known_rows(&self, params: &Value) -> Vec<Value> {
+    fn known_rows(&self, params: &ListParams) -> Vec<Value> {
         let book = lock(&self.book);
-        let running_only = params.get("state").and_then(Value::as_str) == Some("running")
-            || (params.get("state").is_none()
-                && params.get("all").and_then(Value::as_bool) != Some(true));
+        let running_only =
+            params.state == Some(ListState::Running) || (params.state.is_none() && !params.all);
         let mut rows = Vec::new();
         for (far_id, job) in &book.jobs {
             if running_only && job.finished {
                 continue;
             }
             let mut row = job.row.clone().unwrap_or_else(|| {
-                json!({
-                    "session_id": format!("{}:{far_id}", self.name),
-                    "owner_task_id": job.owner,
-                    "task_id": job.task_id,
-                    "status": if job.finished { "exited" } else { "running" },
+                as_row(&BareRow {
+                    session_id: format!("{}:{far_id}", self.name),
+                    owner_task_id: &job.owner,
+                    task_id: &job.task_id,
+                    status: if job.finished { "exited" } else { "running" },
                 })
             });
             // Known to have ended, how not known (e.g. a watch-only job's end
             // seen as its absence): never shown as still running.
             if job.finished && row["status"] == "running" {
-                row["status"] = json!("ended");
+                row["status"] = Value::from("ended");
             }
-            row["host"] = json!(self.name);
-            row["stale"] = json!(true);
+            row["host"] = Value::from(self.name.as_str());
+            row["stale"] = Value::Bool(true);
             rows.push(row);
         }
         rows
@@ -349,17 +359,19 @@ impl Link {
             return false;
         };
         let running = status == "running";
-        let row = job.row.get_or_insert_with(|| json!({}));
+        let row = job
+            .row
+            .get_or_insert_with(|| Value::Object(serde_json::Map::new()));
         row["session_id"] = answer["session_id"].clone();
         // A list row's status: running, or exited however it ended (the
         // completion reason says how).
-        row["status"] = json!(if running { "running" } else { "exited" });
+        row["status"] = Value::from(if running { "running" } else { "exited" });
         for key in ROW_FIELDS {
             if let Some(value) = answer.get(*key).filter(|v| !v.is_null()) {
                 row[*key] = value.clone();
             }
         }
-        row["as_of"] = json!(herd_core::rfc3339(std::time::SystemTime::now()));
+        row["as_of"] = Value::from(herd_core::rfc3339(std::time::SystemTime::now()));
         job.finished = !running;
         true
     }
@@ -417,16 +429,59 @@ impl Link {
 
     fn ambiguous(&self, wanted: &str, ids: &[&String]) -> RpcError {
         let matches: Vec<String> = ids.iter().map(|id| format!("{}:{id}", self.name)).collect();
-        RpcError {
-            code: protocol::NOT_FOUND,
-            message: format!(
+        RpcError::with_data(
+            protocol::NOT_FOUND,
+            format!(
                 "{wanted} names more than one running session on host {}: {}; use an id",
                 self.name,
                 matches.join(", ")
             ),
-            data: Some(json!({ "matches": matches })),
-        }
+            &NotFoundData { matches },
+        )
     }
+}
+
+/// A far job's row before its host lists it: the fields of herd-protocol's
+/// `ListRow` this home knows from the far spawn's answer (`null` where it lacked
+/// one).
+#[derive(Serialize)]
+struct SpawnedRow<'a> {
+    session_id: String,
+    host: &'a str,
+    command: Option<&'a Value>,
+    mode: Option<&'a Value>,
+    pid: Option<&'a Value>,
+    name: Option<&'a str>,
+    owner_task_id: &'a str,
+    task_id: &'a str,
+    status: &'static str,
+    started_at: &'a str,
+    as_of: &'a str,
+}
+
+/// A far job's row from the map alone (a job saved before rows were kept).
+#[derive(Serialize)]
+struct BareRow<'a> {
+    session_id: String,
+    owner_task_id: &'a str,
+    task_id: &'a str,
+    status: &'static str,
+}
+
+/// A row as the map keeps it and `list` relays it (rows of strings always
+/// serialise).
+fn as_row<R: Serialize>(row: &R) -> Value {
+    serde_json::to_value(row).unwrap_or_default()
+}
+
+/// A typed answer as the link hands it back.
+fn to_answer<A: Serialize>(answer: &A) -> Answer {
+    serde_json::to_value(answer).map_err(|err| {
+        RpcError::new(
+            protocol::INTERNAL_ERROR,
+            format!("failed to encode the answer: {err}"),
+        )
+    })
 }
 
 /// Now, in ns since the epoch.
@@ -446,17 +501,17 @@ pub(super) fn qualify_in(host: &str, jobs: &BTreeMap<String, Job>, value: &mut V
                 .filter(|id| !id.contains(':'))
                 .map(str::to_owned);
             if let Some(far) = far {
-                map.insert("session_id".into(), json!(format!("{host}:{far}")));
+                map.insert("session_id".into(), Value::from(format!("{host}:{far}")));
                 if let Some(job) = jobs.get(&far) {
                     if map.contains_key("owner_task_id") {
-                        map.insert("owner_task_id".into(), json!(job.owner));
+                        map.insert("owner_task_id".into(), Value::from(job.owner.as_str()));
                     }
                     if map.contains_key("task_id") {
-                        map.insert("task_id".into(), json!(job.task_id));
+                        map.insert("task_id".into(), Value::from(job.task_id.as_str()));
                     }
                 }
                 if map.contains_key("status") || map.contains_key("command") {
-                    map.insert("host".into(), json!(host));
+                    map.insert("host".into(), Value::from(host));
                 }
             }
             if let Some(Value::String(id)) = map.get_mut("replaces")

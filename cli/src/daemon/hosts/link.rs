@@ -7,7 +7,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
-use serde_json::{Value, json};
+use herd_protocol::daemon::{HostState, LinkStatus};
+use herd_protocol::errors::HostUnreachableData;
+use serde_json::Value;
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 use tokio::sync::{mpsc, oneshot};
@@ -33,11 +35,13 @@ impl Link {
             }
             _ => ("just now".to_owned(), "the door closed".to_owned()),
         };
-        RpcError {
-            code: HOST_UNREACHABLE,
-            message: format!("host {} is unreachable {since_text}: {message}", self.name),
-            data: Some(json!({"host": self.name})),
-        }
+        RpcError::with_data(
+            HOST_UNREACHABLE,
+            format!("host {} is unreachable {since_text}: {message}", self.name),
+            &HostUnreachableData {
+                host: self.name.clone(),
+            },
+        )
     }
 
     /// Records that the host did not answer: `failed_open` when its door did not
@@ -60,7 +64,7 @@ impl Link {
         };
     }
 
-    pub(super) fn state(&self) -> Value {
+    pub(super) fn state(&self) -> HostState {
         let (live, total) = {
             let book = lock(&self.book);
             (
@@ -68,19 +72,28 @@ impl Link {
                 book.jobs.len(),
             )
         };
-        let mut state = json!({"name": self.name, "jobs_live": live, "jobs_known": total});
+        let mut state = HostState {
+            name: self.name.clone(),
+            status: LinkStatus::Idle,
+            since: None,
+            message: None,
+            jobs_live: Some(live as u64),
+            jobs_known: Some(total as u64),
+            answered: None,
+            late: false,
+        };
         match lock(&self.status).clone() {
-            Status::Idle => state["status"] = json!("idle"),
+            Status::Idle => {}
             Status::Connected { since: at } => {
-                state["status"] = json!("connected");
-                state["since"] = json!(since(at).1);
+                state.status = LinkStatus::Connected;
+                state.since = Some(since(at).1);
             }
             Status::Unreachable {
                 since: at, message, ..
             } => {
-                state["status"] = json!("unreachable");
-                state["since"] = json!(since(at).1);
-                state["message"] = json!(message);
+                state.status = LinkStatus::Unreachable;
+                state.since = Some(since(at).1);
+                state.message = Some(message);
             }
         }
         state

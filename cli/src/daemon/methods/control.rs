@@ -4,10 +4,12 @@
 use std::time::Duration;
 
 use herd_core::{AgentIdentity, HandoffError, KillSource};
+use herd_protocol::answers::{AdoptAnswer, CleanAnswer};
+use herd_protocol::errors::RefusedData;
 use herd_protocol::params::{CleanParams, HandoffParams, ResizeParams, StdinParams, WaitParams};
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use super::wire::{core_error, lookup_error, parse, to_value};
+use super::wire::{core_error, lookup_error, parse, to_value, word};
 use super::{IdParams, State, off_worker};
 use crate::protocol::{INVALID_PARAMS, REFUSED, RpcError};
 
@@ -106,11 +108,13 @@ impl State {
                     HandoffError::Lookup(_) => "not_found",
                     _ => "refused",
                 };
-                Err(RpcError {
-                    code: REFUSED,
-                    message: err.to_string(),
-                    data: Some(json!({"reason": reason})),
-                })
+                Err(RpcError::with_data(
+                    REFUSED,
+                    err.to_string(),
+                    &RefusedData {
+                        reason: reason.to_owned(),
+                    },
+                ))
             }
         }
     }
@@ -129,7 +133,10 @@ impl State {
                 p.owner.as_deref(),
                 Duration::from_secs(p.older_than_seconds.unwrap_or(0)),
             );
-            Ok(json!({"forgotten": ids.len(), "session_ids": ids}))
+            to_value(CleanAnswer {
+                forgotten: ids.len() as u64,
+                session_ids: ids.iter().map(ToString::to_string).collect(),
+            })
         })
         .await
     }
@@ -138,7 +145,10 @@ impl State {
     pub(super) fn adopt(&self, params: Value) -> Result<Value, RpcError> {
         let p = parse::<IdParams>(params)?;
         let (id, adoption) = self.registry.adopt(&p.id).map_err(core_error)?;
-        Ok(json!({"session_id": id.to_string(), "adoption": adoption}))
+        to_value(AdoptAnswer {
+            session_id: id.to_string(),
+            adoption: word(&adoption),
+        })
     }
 }
 

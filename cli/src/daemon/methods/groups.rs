@@ -2,12 +2,24 @@
 //! `group.list`, `group.rm`, and `queue.latency` (the scheduling-latency figure).
 
 use herd_core::GroupError;
+use herd_protocol::answers::{GroupList, GroupRemoved, GroupRow};
+use herd_protocol::daemon::QueueLatency;
 use herd_protocol::params::GroupParams;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::State;
 use super::wire::{parse, to_value};
 use crate::protocol::{INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, RpcError};
+
+/// A registry group as the wire's row.
+fn row(group: herd_core::GroupRow) -> GroupRow {
+    GroupRow {
+        name: group.name,
+        parallel: group.parallel,
+        running: group.running as u64,
+        queued: group.queued as u64,
+    }
+}
 
 fn group_error(err: GroupError) -> RpcError {
     match err {
@@ -20,8 +32,17 @@ impl State {
     /// The `group.*` and `queue.*` methods.
     pub(super) async fn group(&self, method: &str, params: Value) -> Result<Value, RpcError> {
         match method {
-            "group.list" => to_value(json!({"groups": self.registry.group_list()})),
-            "queue.latency" => to_value(self.registry.queue_latency()),
+            "group.list" => to_value(GroupList {
+                groups: self.registry.group_list().into_iter().map(row).collect(),
+            }),
+            "queue.latency" => {
+                let latency = self.registry.queue_latency();
+                to_value(QueueLatency {
+                    n: latency.n as u64,
+                    p50_us: latency.p50_us,
+                    p99_us: latency.p99_us,
+                })
+            }
             "group.add" | "group.set" => {
                 let p: GroupParams = parse(params)?;
                 let Some(parallel) = p.parallel else {
@@ -35,12 +56,12 @@ impl State {
                 } else {
                     self.registry.group_set(&p.name, parallel).await
                 };
-                row.map_err(group_error).and_then(to_value)
+                row.map(self::row).map_err(group_error).and_then(to_value)
             }
             "group.rm" => {
                 let p: GroupParams = parse(params)?;
                 self.registry.group_rm(&p.name).await.map_err(group_error)?;
-                Ok(json!({"removed": p.name}))
+                to_value(GroupRemoved { removed: p.name })
             }
             other => Err(RpcError::new(
                 METHOD_NOT_FOUND,

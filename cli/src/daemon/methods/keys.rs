@@ -23,7 +23,8 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use herd_persistence::{Home, ReceiptStore, RequestKeys};
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::protocol::{INVALID_PARAMS, RpcError};
@@ -38,6 +39,23 @@ pub(crate) const MAX_KEYS: usize = 4096;
 const MAX_KEY_CHARS: usize = 64;
 
 type Answer = Result<Value, RpcError>;
+
+/// An answer as the store keeps it: `{"ok": answer}` or `{"error": error}`.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Stored {
+    Ok(Value),
+    Error(RpcError),
+}
+
+impl From<&Answer> for Stored {
+    fn from(answer: &Answer) -> Stored {
+        match answer {
+            Ok(value) => Stored::Ok(value.clone()),
+            Err(error) => Stored::Error(error.clone()),
+        }
+    }
+}
 
 /// The keys of recent spawns and what became of them.
 #[derive(Debug, Default)]
@@ -89,11 +107,7 @@ impl SpawnKeys {
         let Some(store) = self.store.clone() else {
             return;
         };
-        let text = match answer {
-            Ok(value) => json!({"ok": value}),
-            Err(error) => json!({"error": error}),
-        }
-        .to_string();
+        let text = serde_json::to_string(&Stored::from(answer)).unwrap_or_default();
         let key = key.to_owned();
         let stored =
             tokio::task::spawn_blocking(move || store.put_request_key(&key, &text, KEEP)).await;
@@ -116,13 +130,10 @@ impl SpawnKeys {
                 return None;
             }
         };
-        let value: Value = serde_json::from_str(&text).ok()?;
-        if let Some(ok) = value.get("ok") {
-            return Some(Ok(ok.clone()));
+        match serde_json::from_str(&text).ok()? {
+            Stored::Ok(value) => Some(Ok(value)),
+            Stored::Error(error) => Some(Err(error)),
         }
-        serde_json::from_value(value.get("error")?.clone())
-            .ok()
-            .map(Err)
     }
 
     fn map(&self) -> MutexGuard<'_, HashMap<String, Entry>> {

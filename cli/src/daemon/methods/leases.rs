@@ -9,11 +9,13 @@
 use std::collections::HashMap;
 
 use herd_core::{Drained, Event};
+use herd_protocol::answers::{AckAnswer, LeaseAckAnswer, ReleaseAnswer};
+use herd_protocol::events::DrainAnswer;
 use herd_protocol::params::{AckParams, DrainParams, LeaseParams};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::State;
-use super::wire::parse;
+use super::wire::{parse, to_value};
 use crate::protocol::{INTERNAL_ERROR, INVALID_PARAMS, RpcError};
 
 /// The most unacknowledged drains one connection may hold.
@@ -52,9 +54,13 @@ impl Leases {
                 // The ledger write (SQLite, fsync) runs on the blocking pool.
                 Ok(lease) => tokio::task::spawn_blocking(move || lease.acknowledge().len())
                     .await
-                    .map(|n| json!({"acknowledged": n}))
                     .map_err(|err| {
                         RpcError::new(INTERNAL_ERROR, format!("the acknowledgement failed: {err}"))
+                    })
+                    .and_then(|n| {
+                        to_value(LeaseAckAnswer {
+                            acknowledged: n as u64,
+                        })
                     }),
                 Err(err) => Err(err),
             },
@@ -64,7 +70,9 @@ impl Leases {
             },
             "drain.release" => parse::<LeaseParams>(params.clone()).and_then(|p| {
                 let lease = self.settle(p.lease)?;
-                Ok(json!({"released": lease.events().len()}))
+                to_value(ReleaseAnswer {
+                    released: lease.events().len() as u64,
+                })
             }),
             _ => return None,
         })
@@ -84,7 +92,7 @@ impl Leases {
                 .await
                 .map_err(|err| RpcError::new(INTERNAL_ERROR, format!("the drain failed: {err}")))?;
             events.retain(|e| !is_answered(e));
-            return Ok(drained_json(&events));
+            return to_value(drained(&events, None));
         }
         if self.held.len() >= MAX_LEASES {
             return Err(RpcError::new(
@@ -108,13 +116,13 @@ impl Leases {
         })
         .await
         .map_err(|err| RpcError::new(INTERNAL_ERROR, format!("the drain failed: {err}")))?;
-        let mut answer = drained_json(drained.events());
-        if !drained.events().is_empty() {
-            self.next += 1;
-            answer["lease"] = json!(self.next);
-            self.held.insert(self.next, drained);
+        if drained.events().is_empty() {
+            return to_value(self::drained(drained.events(), None));
         }
-        Ok(answer)
+        self.next += 1;
+        let answer = self::drained(drained.events(), Some(self.next));
+        self.held.insert(self.next, drained);
+        to_value(answer)
     }
 
     /// `events.ack {"owner", "ids"}` (capability `events.ack`): the client has handed
@@ -139,11 +147,11 @@ impl Leases {
             })?;
         // Not written (a full disk): held and written again later; only a restart
         // before that delivers them again.
-        Ok(json!({
-            "acknowledged": n_leased + ack.n_dequeued,
-            "completions": ack.n_completions,
-            "written": ack.committed,
-        }))
+        to_value(AckAnswer {
+            acknowledged: (n_leased + ack.n_dequeued) as u64,
+            completions: ack.n_completions as u64,
+            written: ack.committed,
+        })
     }
 
     fn settle(&mut self, lease: u64) -> Result<Drained, RpcError> {
@@ -186,13 +194,17 @@ fn check_ack(p: AckParams) -> Result<AckParams, RpcError> {
     Ok(p)
 }
 
-/// The JSON of drained events: the events and their rendering.
-fn drained_json(events: &[Event]) -> Value {
+/// `drain`'s answer: the events (as the registry writes them, whose fields are
+/// herd-protocol's `Event`'s), their rendering, and the lease.
+fn drained(events: &[Event], lease: Option<u64>) -> DrainAnswer<Value> {
     let rendered = if events.is_empty() {
         String::new()
     } else {
         herd_core::render_events(events)
     };
-    let events: Vec<Value> = events.iter().map(Event::to_json).collect();
-    json!({"events": events, "rendered": rendered})
+    DrainAnswer {
+        events: events.iter().map(Event::to_json).collect(),
+        rendered,
+        lease,
+    }
 }

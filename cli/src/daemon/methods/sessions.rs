@@ -12,7 +12,7 @@
 //!
 //! The stream takes no input and ends when the client closes its end.
 
-use serde_json::json;
+use herd_protocol::events::SessionsChanged;
 
 use super::State;
 use crate::daemon::connection::Outlet;
@@ -22,11 +22,9 @@ pub(super) async fn follow(state: &State, mut outlet: Outlet<'_>) {
     let mut changes = state.registry().changes();
     loop {
         let generation = *changes.borrow_and_update();
-        if outlet
-            .note("sessions", json!({"generation": generation}))
-            .await
-            .is_err()
-        {
+        // A struct of one number always serialises.
+        let note = serde_json::to_value(SessionsChanged { generation }).unwrap_or_default();
+        if outlet.note("sessions", note).await.is_err() {
             return;
         }
         tokio::select! {

@@ -2,9 +2,11 @@
 //! capabilities), `status`, `scope` (B34) and `shutdown`; and the start-up
 //! restore's report as `status` shows it.
 
-use herd_protocol::answers::HelloAnswer;
+use herd_core::ScopeAvailability;
+use herd_protocol::answers::{HelloAnswer, ShutdownAnswer, StatusAnswer};
+use herd_protocol::daemon::{ContainmentReport, RestoreCounts, RestoreSummary, ScopeAnswer};
 use herd_protocol::params::ShutdownParams;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::State;
 use super::wire::{parse, to_value};
@@ -52,42 +54,67 @@ impl State {
     pub(super) async fn scope(&self) -> Result<Value, RpcError> {
         let env = herd_core::utf8_environment();
         let availability = self.dispatcher.availability(&env).await;
-        let mut value = to_value(availability)?;
-        value["memory_max_bytes"] = json!(self.dispatcher.memory_max_bytes());
-        value["require_restart_safe_scope"] =
-            json!(self.registry.config().require_restart_safe_scope);
-        Ok(value)
+        let mut answer = ScopeAnswer {
+            status: String::new(),
+            bus_path: None,
+            detail: None,
+            remedy: None,
+            memory_max_bytes: self.dispatcher.memory_max_bytes(),
+            require_restart_safe_scope: self.registry.config().require_restart_safe_scope,
+        };
+        match availability {
+            ScopeAvailability::NotUnderSystemd => answer.status = "not_under_systemd".into(),
+            ScopeAvailability::Available { bus_path } => {
+                answer.status = "available".into();
+                answer.bus_path = Some(bus_path.display().to_string());
+            }
+            ScopeAvailability::Unavailable {
+                detail,
+                bus_path,
+                remedy,
+            } => {
+                answer.status = "unavailable".into();
+                answer.bus_path = Some(bus_path.display().to_string());
+                answer.detail = Some(detail);
+                answer.remedy = Some(remedy);
+            }
+        }
+        to_value(answer)
     }
 
     /// `status`: the daemon's pid, version, counts, supervisor and restore.
-    pub(super) fn status(&self) -> Value {
+    pub(super) fn status(&self) -> Result<Value, RpcError> {
         let (running, finished) = self.registry.counts();
-        json!({
-            "pid": std::process::id(),
-            "version": env!("CARGO_PKG_VERSION"),
-            "home": self.home().root().display().to_string(),
-            "running": running,
-            "finished": finished,
-            "supervisor": if self.supervised { "shim" } else { "in_process" },
-            "containment": containment(self.supervised),
-            "connections": self.connections.open(),
-            "restore": self.restored,
-            "log": crate::daemon_log::global().report(),
+        to_value(StatusAnswer {
+            pid: std::process::id(),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            home: self.home().root().display().to_string(),
+            running: running as u64,
+            finished: finished as u64,
+            supervisor: if self.supervised {
+                "shim"
+            } else {
+                "in_process"
+            }
+            .to_owned(),
+            containment: containment(self.supervised),
+            connections: self.connections.open() as u64,
+            restore: self.restored.clone(),
+            log: crate::daemon_log::global().report(),
         })
     }
 
     /// `shutdown`: tells the accept loop to stop, killing the jobs or (with
     /// `keep_jobs`) detaching from them.
     pub(super) fn shutdown(&self, params: Value) -> Result<Value, RpcError> {
-        parse::<ShutdownParams>(params).map(|p| {
-            self.keep_jobs
-                .store(p.keep_jobs, std::sync::atomic::Ordering::SeqCst);
-            self.stop.notify_one();
-            json!({
-                "status": "stopping",
-                "pid": std::process::id(),
-                "jobs": if p.keep_jobs { "kept" } else { "killed" },
-            })
+        let p = parse::<ShutdownParams>(params)?;
+        self.keep_jobs
+            .store(p.keep_jobs, std::sync::atomic::Ordering::SeqCst);
+        self.stop.notify_one();
+        to_value(ShutdownAnswer {
+            status: "stopping".to_owned(),
+            pid: std::process::id(),
+            jobs: if p.keep_jobs { "kept" } else { "killed" }.to_owned(),
         })
     }
 }
@@ -119,31 +146,36 @@ pub(super) fn log_restore(report: &herd_core::RestoreReport) {
 }
 
 /// The restore report as counts plus its problems, for `status`.
-pub(super) fn restore_summary(report: &herd_core::RestoreReport) -> Value {
-    json!({
-        "adopted": report.adopted.len(),
-        "reattached": report.reattached.len(),
-        "finished_while_away": report.finished_while_away.len(),
-        "supervisor_died": report.supervisor_died.len(),
-        "records_only": report.records_only.len(),
-        "closed_lost": report.closed_lost.len(),
-        "closed_reused": report.closed_reused.len(),
-        "already_finished": report.already_finished.len(),
-        "skipped_live_writer": report.skipped_live_writer.len(),
-        "invalid": report.invalid,
-        "moved_aside": report.moved_aside,
-        "checkpoint_error": report.checkpoint_error,
+pub(super) fn restore_summary(report: &herd_core::RestoreReport) -> RestoreSummary {
+    let n = |ids: &[herd_core::SessionId]| ids.len() as u64;
+    RestoreSummary::Counts(RestoreCounts {
+        adopted: n(&report.adopted),
+        reattached: n(&report.reattached),
+        finished_while_away: n(&report.finished_while_away),
+        supervisor_died: n(&report.supervisor_died),
+        records_only: n(&report.records_only),
+        closed_lost: n(&report.closed_lost),
+        closed_reused: n(&report.closed_reused),
+        already_finished: n(&report.already_finished),
+        skipped_live_writer: n(&report.skipped_live_writer),
+        invalid: report.invalid.clone(),
+        moved_aside: report.moved_aside.clone(),
+        checkpoint_error: report.checkpoint_error.clone(),
     })
 }
 
 /// `status`'s `containment`: what holds a new session's tree here and why.
-fn containment(supervised: bool) -> Value {
+fn containment(supervised: bool) -> ContainmentReport {
     if !supervised {
-        return json!({
-            "kind": "group",
-            "detail": "jobs run inside the daemon: a kill reaches their process group, descendants and tagged escapees only",
-        });
+        return ContainmentReport {
+            kind: "group".to_owned(),
+            detail: "jobs run inside the daemon: a kill reaches their process group, descendants and tagged escapees only".to_owned(),
+        };
     }
     let (kind, detail) = herd_core::containment_report();
-    json!({"kind": kind, "detail": detail})
+    let kind = serde_json::to_value(kind)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_else(|| "group".to_owned());
+    ContainmentReport { kind, detail }
 }

@@ -2,8 +2,9 @@
 //! serialised, and herd's errors turned into JSON-RPC errors with a herd code.
 
 use herd_core::{LookupError, SpawnError};
+use herd_protocol::errors::{DispatchFailedData, NotFoundData};
 use serde::de::DeserializeOwned;
-use serde_json::{Value, json};
+use serde_json::{Map, Value};
 
 use crate::protocol::{
     DISPATCH_FAILED, GUARDED, INTERNAL_ERROR, INVALID_PARAMS, NOT_FOUND, RpcError,
@@ -12,7 +13,7 @@ use crate::protocol::{
 /// Deserialises params, or an `INVALID_PARAMS` error naming the problem.
 pub(super) fn parse<T: DeserializeOwned>(params: Value) -> Result<T, RpcError> {
     let params = match params {
-        Value::Null => json!({}),
+        Value::Null => Value::Object(Map::new()),
         Value::Object(_) => params,
         // serde would map an array onto the fields in order: a request that names
         // nothing must not set them by position.
@@ -53,10 +54,14 @@ pub(super) fn lookup_error(err: LookupError) -> RpcError {
     if !matches.is_empty() {
         message.push_str(&format!(" (it matches {})", matches.join(", ")));
     }
-    RpcError {
-        code: NOT_FOUND,
-        message,
-        data: Some(json!({"matches": matches})),
+    RpcError::with_data(NOT_FOUND, message, &NotFoundData { matches })
+}
+
+/// A unit enum of herd-core's as the word the wire spells it with (its serde name).
+pub(super) fn word<T: serde::Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(Value::String(word)) => word,
+        _ => String::new(),
     }
 }
 
@@ -84,11 +89,11 @@ pub(super) fn chain(err: &dyn std::error::Error) -> String {
 /// A spawn's error as the wire carries it.
 pub(super) fn spawn_error(err: SpawnError) -> RpcError {
     match err {
-        SpawnError::Guarded(block) => RpcError {
-            code: GUARDED,
-            message: format!("refused by the self-kill guard: {block}"),
-            data: Some(crate::guard::verdict_json(Some(&block))),
-        },
+        SpawnError::Guarded(block) => RpcError::with_data(
+            GUARDED,
+            format!("refused by the self-kill guard: {block}"),
+            &crate::guard::verdict(Some(&block)),
+        ),
         SpawnError::InvalidRequest { field, message } => {
             RpcError::new(INVALID_PARAMS, format!("invalid {field}: {message}"))
         }
@@ -96,11 +101,13 @@ pub(super) fn spawn_error(err: SpawnError) -> RpcError {
             crate::protocol::SHUTTING_DOWN,
             SpawnError::ShuttingDown.to_string(),
         ),
-        SpawnError::Dispatch(err) => RpcError {
-            code: DISPATCH_FAILED,
-            message: chain(&err),
-            data: Some(json!({"infrastructure": err.is_infrastructure()})),
-        },
+        SpawnError::Dispatch(err) => RpcError::with_data(
+            DISPATCH_FAILED,
+            chain(&err),
+            &DispatchFailedData {
+                infrastructure: err.is_infrastructure(),
+            },
+        ),
         err @ SpawnError::DiskFull { .. } => {
             RpcError::new(crate::protocol::DISK_FULL, err.to_string())
         }
