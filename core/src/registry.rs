@@ -30,7 +30,6 @@
 //! session tail → the rooms' leaf locks). Nothing slow (fsync, plugins, `/proc` scans, file IO) runs under
 //! the table lock.
 
-use crate::lock_order::{Mutex, rank};
 use std::sync::Arc;
 
 use herd_persistence::Home;
@@ -128,7 +127,7 @@ pub(crate) struct Inner {
     /// Watch breaker and heartbeat schedule, served by one timer task.
     notifier: Notifier,
     /// Parent and child agents and their handoffs.
-    agents: Mutex<Agents, { rank::AGENTS }>,
+    agents: Agents,
     /// Checkpoint, ledger and receipts.
     durable: durable::Durable,
     /// Fires when the host detaches: followers of supervised sessions stop, their
@@ -187,7 +186,7 @@ impl Registry {
                 changes,
                 runtime,
                 notifier,
-                agents: Mutex::new(Agents::default()),
+                agents: Agents::default(),
                 detach: CancellationToken::new(),
                 launcher,
                 closing: std::sync::atomic::AtomicBool::new(false),

@@ -78,7 +78,7 @@ impl Inner {
         NotifyPlan::settle(
             req,
             self.config.heartbeat_floor,
-            self.agents().is_child(owner),
+            self.agents.is_child(owner),
         )
     }
 
