@@ -19,9 +19,9 @@
 //! committing its key (a few hundred microseconds): that retry starts it again.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use herd_core::lock_order::{Mutex, MutexGuard, rank};
 use herd_persistence::{Home, ReceiptStore, RequestKeys};
 use serde_json::{Value, json};
 use tokio::sync::watch;
@@ -42,7 +42,7 @@ type Answer = Result<Value, RpcError>;
 /// The keys of recent spawns and what became of them.
 #[derive(Debug, Default)]
 pub(crate) struct SpawnKeys {
-    keys: Mutex<HashMap<String, Entry>>,
+    keys: Mutex<HashMap<String, Entry>, { rank::DAEMON_SPAWN_KEYS }>,
     /// Where answers outlive this daemon; `None` keeps them in memory only.
     store: Option<std::sync::Arc<dyn RequestKeys>>,
 }
@@ -126,9 +126,7 @@ impl SpawnKeys {
     }
 
     fn map(&self) -> MutexGuard<'_, HashMap<String, Entry>> {
-        self.keys
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.keys.acquire()
     }
 
     /// Takes `key` for a spawn, or the answer of the spawn that took it (waiting
