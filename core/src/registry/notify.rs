@@ -13,7 +13,7 @@
 //! - heartbeats are one [`BeatSchedule`] ordered by due time, served by ONE timer task
 //!   for the whole registry (not one per session). The same task announces the
 //!   breaker's release, so it is told even when no further match arrives;
-//! - every event leaves through [`Inner::publish`]: the notification policy decides
+//! - every event leaves through the outbox (`delivery::Outbox::publish`): the notification policy decides
 //!   whether it is queued for the owner's `drain`; `subscribe` sees it regardless.
 //!
 //! Invariant: no watch or heartbeat event is queued after the session's completion.
@@ -30,7 +30,7 @@ use std::time::{Duration, SystemTime};
 use crate::watch::HEARTBEAT_MAX_CHARS;
 use herd_hooks::{KeyLines, Route, Window};
 
-use super::{Inner, Tables};
+use super::Inner;
 use crate::config::SpawnRequest;
 use crate::event::Event;
 use crate::reader::Observer;
@@ -106,28 +106,12 @@ impl Inner {
         }))
     }
 
-    /// Queues `event` for each of `owners` when the policy allows and broadcasts
-    /// it once. The caller holds the table lock.
-    pub(crate) fn publish<'o>(
-        &self,
-        tables: &mut Tables,
-        owners: impl IntoIterator<Item = &'o str>,
-        event: Event,
-    ) {
-        if self.policy_allows(&event) {
-            for owner in owners {
-                tables.enqueue(owner, event.clone());
-            }
-        }
-        let _ = self.events.send(event);
-    }
-
     /// The timer's work: announce a released breaker, deliver due heartbeats.
     fn tick_notifications(&self) {
         let notifier::Tick { released, beats } = self.notifier.tick(self.notifier.now());
         if let Some((event, owners)) = released {
             let mut tables = self.lock();
-            self.publish(
+            self.outbox.publish(
                 &mut tables,
                 owners.iter().map(String::as_str),
                 breaker_event(event),
@@ -187,7 +171,7 @@ impl Inner {
             started_at: text::rfc3339(s.started_at),
         };
         drop(st);
-        self.publish(&mut tables, [owner.as_str()], event);
+        self.outbox.publish(&mut tables, [owner.as_str()], event);
         tracing::debug!(session_id = %s.id, seq = due.beat.seq, "heartbeat queued");
     }
 
@@ -235,7 +219,7 @@ impl Inner {
                         self.notifier.release_paused(&owner, admission.is_admitted)
                     }
                 };
-                self.publish(
+                self.outbox.publish(
                     &mut tables,
                     owners.iter().map(String::as_str),
                     breaker_event(event),
@@ -253,7 +237,7 @@ impl Inner {
                     suppressed: matched.suppressed,
                     matched_at: crate::text::rfc3339(SystemTime::now()),
                 };
-                self.publish(&mut tables, [owner.as_str()], event);
+                self.outbox.publish(&mut tables, [owner.as_str()], event);
             }
         }
         if let Some(disabled) = delivery.disabled {
@@ -272,7 +256,7 @@ impl Inner {
                     disabled.reason.message()
                 ),
             };
-            self.publish(&mut tables, [owner.as_str()], event);
+            self.outbox.publish(&mut tables, [owner.as_str()], event);
         }
     }
 }

@@ -391,7 +391,7 @@ impl Inner {
                 continue;
             };
             tables.enqueue(event.owner_task_id().unwrap_or_default(), event.clone());
-            let _ = self.events.send(event);
+            self.outbox.broadcast(event);
             n_replayed += 1;
         }
         drop(tables);
