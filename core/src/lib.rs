@@ -116,6 +116,16 @@ pub mod hygiene;
 mod hygiene;
 mod id;
 mod kill;
+// The ranked mutex, for herd's binaries' own locks (the daemon's): public with
+// the `internals` feature, narrowly (see the module), not part of the documented API.
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod lock_order;
+#[cfg(not(feature = "internals"))]
+#[allow(
+    unreachable_pub,
+    reason = "the daemon's ranks and the mutex are public only with the `internals` feature"
+)]
 mod lock_order;
 mod machine;
 mod noise;

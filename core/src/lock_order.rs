@@ -15,7 +15,18 @@
 //!    latency figures, the durable rooms' ledger, checkpoint queue and receipt
 //!    sets, their notes, the recommits, the acknowledged ids, a session's
 //!    terminal count and PTY master, the shim link's pending replies, the
-//!    dispatcher's cache.
+//!    dispatcher's cache;
+//! 5. the daemon's (herd-cli's `daemon` module): the far hosts' links, then a
+//!    link's save serialisation, its book of jobs, its status, proxy environment,
+//!    far capabilities and kept doors, a multiplexed door's channels, the
+//!    connection slots and the spawn keys. None is held while the daemon calls the
+//!    registry, and the registry calls nothing of the daemon's, so they rank after
+//!    every lock of this crate; ranked in one list, a nesting across the two
+//!    crates is checked all the same (one thread, one record of the ranks held).
+//!
+//! herd's binaries reach this module with the `internals` feature, narrowly: the
+//! [`Mutex`] (`new`, `acquire`), its guard and the daemon's ranks are public; the
+//! crate's own ranks, the poisoning `lock` and [`foreign`] are not.
 //!
 //! In debug builds each thread keeps the ranks it holds, and taking a lock while
 //! holding one of the same or a later rank panics before it blocks, naming both:
@@ -27,6 +38,7 @@
 //! plugins, fsync, SQLite, `/proc` scans) runs under the table lock.
 //!
 //! `cargo xtask lint` refuses `std::sync::Mutex` in this crate outside this file,
+//! and in herd-cli's `daemon` module,
 //! so no mutex escapes the ranks ([`foreign`] makes the one another crate's trait
 //! needs: always innermost, its lock is taken inside that crate). `tokio::sync::Mutex`
 //! (held across `.await`, awaited rather than blocked on) is not covered. Release
@@ -38,7 +50,7 @@ use std::sync::{LockResult, PoisonError};
 /// Every blocking mutex's rank: a mutex is `Mutex<T, { rank::X }>`, and a lock is
 /// taken only while every lock this thread holds has a lower rank. Two locks of
 /// one rank are never held at once. Outermost first.
-pub(crate) mod rank {
+pub mod rank {
     /// The checkpoint writer's serialisation, held across one whole write (which
     /// reads the table): `durable::checkpoint`.
     pub(crate) const CHECKPOINT_SERIAL: u8 = 5;
@@ -94,6 +106,29 @@ pub(crate) mod rank {
     /// The v1 memory cgroup directory found for usage reads: `sys::usage`.
     pub(crate) const USAGE_V1_BASE: u8 = 92;
 
+    /// The daemon's far hosts' links (held across reading a link's saved map):
+    /// herd-cli `daemon::hosts`.
+    pub const DAEMON_HOST_LINKS: u8 = 100;
+    /// A far host link's save serialisation (held across the write, which reads
+    /// the book): herd-cli `daemon::hosts`.
+    pub const DAEMON_HOST_SAVING: u8 = 102;
+    /// A far host link's book of jobs: herd-cli `daemon::hosts`.
+    pub const DAEMON_HOST_BOOK: u8 = 104;
+    /// A far host link's status: herd-cli `daemon::hosts`.
+    pub const DAEMON_HOST_STATUS: u8 = 106;
+    /// A far host link's proxy environment: herd-cli `daemon::hosts`.
+    pub const DAEMON_HOST_PROXY_ENV: u8 = 108;
+    /// A far host link's capabilities: herd-cli `daemon::hosts`.
+    pub const DAEMON_HOST_CAPABILITIES: u8 = 110;
+    /// A far host link's doors kept for reuse: herd-cli `daemon::hosts`.
+    pub const DAEMON_HOST_KEPT_DOORS: u8 = 112;
+    /// A multiplexed door's channels: herd-cli `daemon::hosts::mux`.
+    pub const DAEMON_MUX_CHANNELS: u8 = 114;
+    /// The connections being served: herd-cli `daemon::connection::slots`.
+    pub const DAEMON_SLOTS: u8 = 116;
+    /// The spawn keys of recent spawns: herd-cli `daemon::methods::keys`.
+    pub const DAEMON_SPAWN_KEYS: u8 = 118;
+
     /// The name of a rank, for messages (only debug builds check the order).
     #[cfg_attr(not(debug_assertions), allow(dead_code))]
     pub(crate) fn name(rank: u8) -> &'static str {
@@ -124,6 +159,16 @@ pub(crate) mod rank {
             SHIM_PENDING => "shim pending",
             DISPATCH_CACHE => "dispatch cache",
             USAGE_V1_BASE => "usage v1 base",
+            DAEMON_HOST_LINKS => "daemon host links",
+            DAEMON_HOST_SAVING => "daemon host saving",
+            DAEMON_HOST_BOOK => "daemon host book",
+            DAEMON_HOST_STATUS => "daemon host status",
+            DAEMON_HOST_PROXY_ENV => "daemon host proxy env",
+            DAEMON_HOST_CAPABILITIES => "daemon host capabilities",
+            DAEMON_HOST_KEPT_DOORS => "daemon host kept doors",
+            DAEMON_MUX_CHANNELS => "daemon mux channels",
+            DAEMON_SLOTS => "daemon connection slots",
+            DAEMON_SPAWN_KEYS => "daemon spawn keys",
             _ => "unnamed",
         }
     }
@@ -133,13 +178,13 @@ pub(crate) mod rank {
 /// against the ranks this thread holds and join the lock graph, in debug builds.
 /// Same interface as `std::sync::Mutex` for what this crate uses.
 #[derive(Debug)]
-pub(crate) struct Mutex<T, const RANK: u8> {
+pub struct Mutex<T, const RANK: u8> {
     inner: std::sync::Mutex<T>,
 }
 
 /// A guard of a [`Mutex`].
 #[derive(Debug)]
-pub(crate) struct MutexGuard<'a, T> {
+pub struct MutexGuard<'a, T> {
     guard: std::sync::MutexGuard<'a, T>,
     #[cfg(debug_assertions)]
     rank: u8,
@@ -150,7 +195,7 @@ pub(crate) type Ordered<'a, T> = MutexGuard<'a, T>;
 
 impl<T, const RANK: u8> Mutex<T, RANK> {
     /// A mutex of rank `RANK`.
-    pub(crate) fn new(value: T) -> Mutex<T, RANK> {
+    pub fn new(value: T) -> Mutex<T, RANK> {
         Mutex {
             inner: std::sync::Mutex::new(value),
         }
@@ -177,7 +222,7 @@ impl<T, const RANK: u8> Mutex<T, RANK> {
 
     /// Takes the lock, ignoring poisoning: every critical section of this crate
     /// only assigns fields, so a poisoned lock still holds consistent data.
-    pub(crate) fn acquire(&self) -> MutexGuard<'_, T> {
+    pub fn acquire(&self) -> MutexGuard<'_, T> {
         self.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }

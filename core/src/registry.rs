@@ -30,7 +30,6 @@
 //! session tail → the rooms' leaf locks). Nothing slow (fsync, plugins, `/proc` scans, file IO) runs under
 //! the table lock.
 
-use crate::lock_order::{Mutex, rank};
 use std::sync::Arc;
 
 use herd_persistence::Home;
@@ -118,7 +117,9 @@ pub(crate) struct Inner {
     config: RegistryConfig,
     /// The session table behind the table lock.
     table: table_room::Table,
-    events: broadcast::Sender<Event>,
+    /// The broadcast of events, the notification policy and the ids acknowledged
+    /// lately.
+    outbox: delivery::Outbox,
     /// Bumped after every finish; waiters for pending completions watch it.
     finishes: watch::Sender<u64>,
     /// Bumped whenever a session starts, finishes, changes owner or is forgotten;
@@ -128,7 +129,7 @@ pub(crate) struct Inner {
     /// Watch breaker and heartbeat schedule, served by one timer task.
     notifier: Notifier,
     /// Parent and child agents and their handoffs.
-    agents: Mutex<Agents, { rank::AGENTS }>,
+    agents: Agents,
     /// Checkpoint, ledger and receipts.
     durable: durable::Durable,
     /// Fires when the host detaches: followers of supervised sessions stop, their
@@ -138,8 +139,6 @@ pub(crate) struct Inner {
     launcher: Option<crate::shim::link::Launcher>,
     /// Set when shutdown or detach begins: spawns are refused from then on.
     closing: std::sync::atomic::AtomicBool,
-    /// Event ids acknowledged by id lately, which a dropped lease does not requeue.
-    acked: delivery::Acknowledged,
     /// Completions whose ledger commit failed, committed again later.
     recommits: recommit::Recommits,
     /// Groups, queued jobs and their dependencies.
@@ -168,7 +167,6 @@ impl Registry {
         config
             .validate()
             .map_err(|message| Error::InvalidArgument { message })?;
-        let (events, _) = broadcast::channel(BROADCAST_CAPACITY);
         let notifier = Notifier::new(Arc::clone(&config.clock));
         let (finishes, _) = watch::channel(0);
         let (changes, _) = watch::channel(0);
@@ -176,22 +174,21 @@ impl Registry {
         let queue_cap = config.queue_cap;
         let registry = Registry {
             inner: Arc::new(Inner {
+                outbox: delivery::Outbox::new(config.notifications, BROADCAST_CAPACITY),
                 durable: durable::Durable::new(&home, &config),
                 queue: queue::Scheduler::new(&home, &config),
                 v1_base: crate::sys::usage::V1Base::default(),
                 home,
                 config,
                 table: table_room::Table::new(queue_cap),
-                events,
                 finishes,
                 changes,
                 runtime,
                 notifier,
-                agents: Mutex::new(Agents::default()),
+                agents: Agents::default(),
                 detach: CancellationToken::new(),
                 launcher,
                 closing: std::sync::atomic::AtomicBool::new(false),
-                acked: delivery::Acknowledged::default(),
                 recommits: recommit::Recommits::default(),
             }),
         };
@@ -278,7 +275,7 @@ impl Registry {
     /// processes committed to the home's ledger but never delivered; a receiver
     /// taken by that first call sees them.
     pub fn subscribe(&self) -> broadcast::Receiver<Event> {
-        let rx = self.inner.events.subscribe();
+        let rx = self.inner.outbox.subscribe();
         self.inner.replay_once();
         rx
     }

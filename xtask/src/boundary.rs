@@ -6,8 +6,10 @@
 //!   `F_SETPIPE_SZ`, paths under `/proc` or `/sys/fs/cgroup`) is named only inside a crate's `sys` module (`src/sys.rs` and
 //!   the files under `src/sys/`), so a port to another kernel has one place per crate
 //!   to start from (`docs/porting.md`).
-//! - **herd-core's mutexes**: `std::sync::Mutex` only in `core/src/lock_order.rs`; every
-//!   other blocking mutex is `lock_order::Mutex`, ranked in its type and checked in debug builds.
+//! - **herd-core's and the daemon's mutexes**: `std::sync::Mutex` only in
+//!   `core/src/lock_order.rs`; every other blocking mutex of herd-core and of herd-cli's
+//!   daemon (`cli/src/daemon/`) is `lock_order::Mutex`, ranked in its type and checked
+//!   in debug builds.
 //! - **herd's own environment variables** are spelled once: the string literal of a
 //!   `HERD_…` name appears in one production file of the workspace, the one that
 //!   defines its constant (`HERD_SUPERVISED_CHILD`: `guards/src/host.rs`), and every
@@ -98,11 +100,14 @@ pub(crate) const RULES: &[Rule] = &[
         fix: "move the Linux-only call into the crate's `sys` module (or a thin function there) and call that",
     },
     Rule {
-        name: "core mutex",
+        name: "ranked mutex",
         path: std_mutex,
         literal: never,
-        allowed: |rel| !rel.starts_with("core/src/") || rel == "core/src/lock_order.rs",
-        fix: "use crate::lock_order::Mutex with its rank (debug builds check the order); lock_order::foreign for another crate's trait",
+        allowed: |rel| {
+            !(rel.starts_with("core/src/") || rel.starts_with("cli/src/daemon/"))
+                || rel == "core/src/lock_order.rs"
+        },
+        fix: "use lock_order::Mutex with its rank (herd-core's crate::lock_order; the daemon's herd_core::lock_order, its ranks in lock_order::rank; debug builds check the order); lock_order::foreign for another crate's trait",
     },
 ];
 
@@ -353,7 +358,7 @@ pub(crate) fn check(crates: &[CrateSources]) -> Result<()> {
         bail!("boundary check failed:\n  {}", failures.join("\n  "));
     }
     crate::shell::say(&format!(
-        "boundaries: platform, core mutexes, env names spelled once; {} files known outside the platform boundary",
+        "boundaries: platform, ranked mutexes, env names spelled once; {} files known outside the platform boundary",
         known_files.len()
     ));
     Ok(())

@@ -12,7 +12,7 @@
 //!   them in `debt.rs`; no
 //!   behaviour ID, issue number or source path in the library crates' rustdoc
 //!   (`rustdoc.rs`); and the boundary checks (`boundary.rs`): Linux-only mechanisms
-//!   only in a crate's `sys` module, `std::sync::Mutex` in herd-core only in
+//!   only in a crate's `sys` module, `std::sync::Mutex` in herd-core and the daemon only in
 //!   `lock_order.rs`, herd's own environment variable names spelled once; and the
 //!   wire-JSON ratchet (`wire_json.rs`): herd-cli's `json!` per file may only shrink,
 //!   wire messages being herd-protocol's types.

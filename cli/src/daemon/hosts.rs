@@ -49,10 +49,11 @@
 //! [`Hosts`], which routes requests to the links.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use herd_core::Registry;
+use herd_core::lock_order::{Mutex, MutexGuard, rank};
 use herd_persistence::{Home, HostLinkStore};
 use herd_protocol::answers::ListAnswer;
 use herd_protocol::daemon::{HostState, HostsAnswer, LinkStatus};
@@ -133,7 +134,7 @@ pub(crate) struct Hosts {
     configs: BTreeMap<String, HostConfig>,
     /// This home's owner on every far host.
     far_owner: String,
-    links: Mutex<HashMap<String, Arc<Link>>>,
+    links: Mutex<HashMap<String, Arc<Link>>, { rank::DAEMON_HOST_LINKS }>,
     /// The links' maps in the store.
     store: Arc<dyn HostLinkStore>,
 }
@@ -169,18 +170,18 @@ struct Link {
     store: Arc<dyn HostLinkStore>,
     /// The control connection, opened on demand.
     control: tokio::sync::Mutex<Option<Control>>,
-    status: Mutex<Status>,
-    book: Mutex<Book>,
+    status: Mutex<Status, { rank::DAEMON_HOST_STATUS }>,
+    book: Mutex<Book, { rank::DAEMON_HOST_BOOK }>,
     /// Serialises writes of the map file.
-    saving: Mutex<()>,
+    saving: Mutex<(), { rank::DAEMON_HOST_SAVING }>,
     /// The far proxy's environment, from its hello.
-    proxy_env: Mutex<Option<BTreeMap<String, String>>>,
+    proxy_env: Mutex<Option<BTreeMap<String, String>>, { rank::DAEMON_HOST_PROXY_ENV }>,
     /// Doors of answered long calls, kept for the next one, with when they were
     /// kept.
-    kept_doors: Mutex<Vec<(door::Door, Instant)>>,
+    kept_doors: Mutex<Vec<(door::Door, Instant)>, { rank::DAEMON_HOST_KEPT_DOORS }>,
     /// What the far herd serves, from the last door's hello (`proxy.mux` when
     /// its proxy serves mux doors).
-    far_capabilities: Mutex<Vec<String>>,
+    far_capabilities: Mutex<Vec<String>, { rank::DAEMON_HOST_CAPABILITIES }>,
     /// The door whose channels carry streams and long calls, when the far proxy
     /// serves it.
     mux: tokio::sync::Mutex<Option<Arc<mux::Mux>>>,
@@ -278,8 +279,10 @@ struct Outgoing {
     reply: oneshot::Sender<Answer>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+/// Takes a ranked lock (herd-core's lock order, checked in debug builds), ignoring
+/// poisoning: every critical section here only assigns fields.
+fn lock<T, const RANK: u8>(m: &Mutex<T, RANK>) -> MutexGuard<'_, T> {
+    m.acquire()
 }
 
 impl Hosts {

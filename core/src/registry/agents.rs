@@ -18,6 +18,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::lock_order::{Mutex, rank};
+
 use herd_hooks::{Route, Shown};
 use serde::Serialize;
 
@@ -160,10 +162,11 @@ pub struct ChildTeardown {
     pub unread_completions: Vec<UnreadCompletion>,
 }
 
-/// The registered children.
+/// The agents room: the registered children behind the agents lock (taken after
+/// the table lock, never before it), entered through one-step calls.
 #[derive(Debug, Default)]
 pub(crate) struct Agents {
-    children: HashMap<String, Child>,
+    children: Mutex<HashMap<String, Child>, { rank::AGENTS }>,
 }
 
 #[derive(Debug)]
@@ -178,17 +181,23 @@ struct Child {
 impl Agents {
     /// Whether `owner` is a registered child agent (a subagent).
     pub(crate) fn is_child(&self, owner: &str) -> bool {
-        self.children.get(owner).is_some_and(|c| c.is_subagent)
+        self.children
+            .acquire()
+            .get(owner)
+            .is_some_and(|c| c.is_subagent)
     }
 
-    fn register(&mut self, child_owner: &str, parent: AgentIdentity, is_subagent: bool) {
-        match self.children.get_mut(child_owner) {
+    /// Registers `child_owner` under `parent`; registering again replaces the
+    /// parent, keeps the handoffs, and keeps a subagent one.
+    fn register(&self, child_owner: &str, parent: AgentIdentity, is_subagent: bool) {
+        let mut children = self.children.acquire();
+        match children.get_mut(child_owner) {
             Some(child) => {
                 child.parent = parent;
                 child.is_subagent |= is_subagent;
             }
             None => {
-                self.children.insert(
+                children.insert(
                     child_owner.to_owned(),
                     Child {
                         parent,
@@ -199,12 +208,55 @@ impl Agents {
             }
         }
     }
-}
 
-impl Inner {
-    /// The agents table; taken after the table lock, never before it.
-    pub(crate) fn agents(&self) -> crate::lock_order::Ordered<'_, Agents> {
-        self.agents.acquire()
+    /// The parent `from_child` may hand a session to, when that is `to_parent`.
+    fn parent_of(&self, from_child: &str, to_parent: &str) -> Result<AgentIdentity, HandoffError> {
+        let children = self.children.acquire();
+        let child = children
+            .get(from_child)
+            .ok_or_else(|| HandoffError::NotAChild {
+                agent: from_child.to_owned(),
+            })?;
+        if child.parent.owner_task_id != to_parent {
+            return Err(HandoffError::NotTheParent {
+                child: from_child.to_owned(),
+                to: to_parent.to_owned(),
+            });
+        }
+        Ok(child.parent.clone())
+    }
+
+    /// Records one handoff of `from_child`'s, when it is still a child under its
+    /// cap: `hand` moves the session (under the agents lock, so two handoffs of
+    /// one child never pass the cap together) and says what was handed.
+    fn hand_off(
+        &self,
+        from_child: &str,
+        hand: impl FnOnce() -> Result<HandedOff, HandoffError>,
+    ) -> Result<HandedOff, HandoffError> {
+        let mut children = self.children.acquire();
+        let child = children
+            .get_mut(from_child)
+            .ok_or_else(|| HandoffError::NotAChild {
+                agent: from_child.to_owned(),
+            })?;
+        if child.handed_off.len() >= MAX_HANDOFFS_PER_CHILD {
+            return Err(HandoffError::CapReached {
+                child: from_child.to_owned(),
+            });
+        }
+        let handed = hand()?;
+        child.handed_off.push(handed.clone());
+        Ok(handed)
+    }
+
+    /// Forgets `child_owner`; what it had handed off.
+    fn remove(&self, child_owner: &str) -> Vec<HandedOff> {
+        self.children
+            .acquire()
+            .remove(child_owner)
+            .map(|c| c.handed_off)
+            .unwrap_or_default()
     }
 }
 
@@ -217,7 +269,9 @@ impl Inner {
         if !tables.is_running(&s.id) {
             return Adoption::Finished;
         }
-        if self.agents().is_child(&s.state().owner_task_id) {
+        // The owner is read first: the agents lock ranks before a session's state.
+        let owner = s.state().owner_task_id.clone();
+        if self.agents.is_child(&owner) {
             return Adoption::ChildNotNotified;
         }
         s.set_notify(true);
@@ -232,7 +286,7 @@ impl Registry {
     /// Registers `child_owner` as a child agent of `parent`. Registering
     /// again replaces the parent and keeps the handoff count.
     pub fn register_child(&self, child_owner: &str, parent: AgentIdentity) {
-        self.inner.agents().register(child_owner, parent, true);
+        self.inner.agents.register(child_owner, parent, true);
     }
 
     /// Lets `owner` hand sessions to `to` under the same rules as a child (the cap,
@@ -240,7 +294,7 @@ impl Registry {
     /// later `notify`, watch and heartbeat spawns still wake it. This is what a person
     /// handing a job to another owner through the CLI is.
     pub fn register_handoff_source(&self, owner: &str, to: AgentIdentity) {
-        self.inner.agents().register(owner, to, false);
+        self.inner.agents.register(owner, to, false);
     }
 
     /// Hands the running session `id` from child `from_child` to its parent
@@ -258,62 +312,35 @@ impl Registry {
         to_parent: &str,
         purpose: &str,
     ) -> Result<HandoffAnswer, HandoffError> {
-        let parent = {
-            let agents = self.inner.agents();
-            let child = agents
-                .children
-                .get(from_child)
-                .ok_or_else(|| HandoffError::NotAChild {
-                    agent: from_child.to_owned(),
-                })?;
-            if child.parent.owner_task_id != to_parent {
-                return Err(HandoffError::NotTheParent {
-                    child: from_child.to_owned(),
-                    to: to_parent.to_owned(),
-                });
-            }
-            child.parent.clone()
-        };
+        let parent = self.inner.agents.parent_of(from_child, to_parent)?;
         let purpose = purpose.trim();
         if purpose.is_empty() {
             return Err(HandoffError::MissingPurpose);
         }
         let s = self.inner.lookup(id)?;
         let tables = self.inner.lock();
-        let mut agents = self.inner.agents();
-        let child = agents
-            .children
-            .get_mut(from_child)
-            .ok_or_else(|| HandoffError::NotAChild {
-                agent: from_child.to_owned(),
-            })?;
-        if child.handed_off.len() >= MAX_HANDOFFS_PER_CHILD {
-            return Err(HandoffError::CapReached {
-                child: from_child.to_owned(),
-            });
-        }
-        let not_owned = || HandoffError::NotRunningOwned { id: s.id.clone() };
-        if !tables.is_running(&s.id) {
-            return Err(not_owned());
-        }
-        {
-            let mut st = s.state();
-            if st.owner_task_id != from_child {
+        let handed = self.inner.agents.hand_off(from_child, || {
+            let not_owned = || HandoffError::NotRunningOwned { id: s.id.clone() };
+            if !tables.is_running(&s.id) {
                 return Err(not_owned());
             }
-            st.owner_task_id = parent.owner_task_id.clone();
-            st.task_id = parent.task_id.clone();
-            st.session_key = parent.session_key.clone();
-            st.handoff_note = Some(purpose.to_owned());
-        }
-        s.set_notify(true);
-        let command = self.inner.shown_command(&s);
-        child.handed_off.push(HandedOff {
-            session_id: s.id.clone(),
-            command: command.clone(),
-            purpose: purpose.to_owned(),
-        });
-        drop(agents);
+            {
+                let mut st = s.state();
+                if st.owner_task_id != from_child {
+                    return Err(not_owned());
+                }
+                st.owner_task_id = parent.owner_task_id.clone();
+                st.task_id = parent.task_id.clone();
+                st.session_key = parent.session_key.clone();
+                st.handoff_note = Some(purpose.to_owned());
+            }
+            s.set_notify(true);
+            Ok(HandedOff {
+                session_id: s.id.clone(),
+                command: self.inner.shown_command(&s),
+                purpose: purpose.to_owned(),
+            })
+        })?;
         drop(tables);
         self.inner.changed();
         // The new owners are checkpointed, so a restore keeps the handoff (B27).
@@ -322,7 +349,7 @@ impl Registry {
         Ok(HandoffAnswer {
             status: "handed_off",
             session_id: s.id.clone(),
-            command,
+            command: handed.command,
             note: "Your parent now owns this process and will receive its completion; you will not. Mention the handoff in your final answer."
                 .to_owned(),
         })
@@ -332,13 +359,7 @@ impl Registry {
     /// [`KillSource::AgentClose`] (persistent ones are spared and stay its own), drops
     /// its queued events, and reports handoffs, kills and unread results.
     pub async fn finish_child(&self, child_owner: &str) -> ChildTeardown {
-        let handed_off = self
-            .inner
-            .agents()
-            .children
-            .remove(child_owner)
-            .map(|c| c.handed_off)
-            .unwrap_or_default();
+        let handed_off = self.inner.agents.remove(child_owner);
         let (dropped, running, finished): (
             Vec<crate::Event>,
             Vec<Arc<Session>>,

@@ -13,8 +13,76 @@ use crate::lock_order::{Mutex, rank};
 use std::collections::{HashSet, VecDeque};
 use std::sync::{Arc, PoisonError};
 
+use tokio::sync::broadcast;
+
+use crate::answers::CompletionReason;
+use crate::config::NotificationPolicy;
 use crate::event::Event;
-use crate::registry::{Inner, Registry};
+use crate::registry::{Inner, Registry, Tables};
+
+/// The delivery room: the broadcast every event goes out on, the notification
+/// policy that decides which are queued for their owners, and the ids
+/// acknowledged lately. Events are queued in the owners' queues of the table,
+/// under the table lock the caller holds.
+#[derive(Debug)]
+pub(crate) struct Outbox {
+    events: broadcast::Sender<Event>,
+    policy: NotificationPolicy,
+    /// Event ids acknowledged by id lately, which a dropped lease does not requeue.
+    acked: Acknowledged,
+}
+
+impl Outbox {
+    /// An outbox queuing what `policy` allows, broadcasting to up to `capacity`
+    /// events behind per receiver.
+    pub(super) fn new(policy: NotificationPolicy, capacity: usize) -> Outbox {
+        Outbox {
+            events: broadcast::channel(capacity).0,
+            policy,
+            acked: Acknowledged::default(),
+        }
+    }
+
+    /// A receiver of every event from now on, whatever the policy.
+    pub(super) fn subscribe(&self) -> broadcast::Receiver<Event> {
+        self.events.subscribe()
+    }
+
+    /// Sends `event` to the subscribers (queued elsewhere, or not at all).
+    pub(super) fn broadcast(&self, event: Event) {
+        let _ = self.events.send(event);
+    }
+
+    /// Whether the notification policy queues `event` for its owners.
+    pub(crate) fn allows(&self, event: &Event) -> bool {
+        match self.policy {
+            NotificationPolicy::All => true,
+            NotificationPolicy::Result => matches!(event, Event::Completion { .. }),
+            NotificationPolicy::Error => matches!(
+                event,
+                Event::Completion { exit_code, completion_reason, .. }
+                    if !(*exit_code == Some(0) && *completion_reason == CompletionReason::Exited)
+            ),
+            NotificationPolicy::Off => false,
+        }
+    }
+
+    /// Queues `event` for each of `owners` when the policy allows and broadcasts
+    /// it once. The caller holds the table lock.
+    pub(crate) fn publish<'o>(
+        &self,
+        tables: &mut Tables,
+        owners: impl IntoIterator<Item = &'o str>,
+        event: Event,
+    ) {
+        if self.allows(&event) {
+            for owner in owners {
+                tables.enqueue(owner, event.clone());
+            }
+        }
+        self.broadcast(event);
+    }
+}
 
 /// Events taken from one owner's queue and not yet acknowledged.
 #[derive(Debug)]
@@ -75,7 +143,7 @@ impl Drop for Drained {
         // An event acknowledged by id meanwhile (a consumer that reconnected) stays
         // delivered.
         let mut events = std::mem::take(&mut self.events);
-        self.inner.acked.retain_unacknowledged(&mut events);
+        self.inner.outbox.acked.retain_unacknowledged(&mut events);
         self.events = events;
         if self.events.is_empty() {
             return;
@@ -163,7 +231,7 @@ impl Registry {
         if !committed {
             self.inner.arm_recommits();
         }
-        self.inner.acked.note(ids);
+        self.inner.outbox.acked.note(ids);
         let wanted: HashSet<&str> = ids.iter().map(String::as_str).collect();
         let n_dequeued = {
             let mut tables = self.inner.lock();

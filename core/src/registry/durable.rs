@@ -120,7 +120,7 @@ impl Durable {
     pub(super) fn new(home: &Home, config: &crate::config::RegistryConfig) -> Durable {
         Durable {
             checkpoint: checkpoint::Checkpoints::new(home, config.running_store.clone()),
-            ledger: ledger::Completions::new(config.ledger.clone()),
+            ledger: ledger::Completions::new(home, config.ledger.clone()),
             receipts: receipts::Receipts::new(
                 home,
                 config.log_budget_bytes,
@@ -157,6 +157,11 @@ impl Durable {
         lock(&self.notes).insert(id, note);
     }
 
+    /// Whether restore re-adopted or closed `id` (no exit status is collected).
+    fn is_detached(&self, id: &SessionId) -> bool {
+        lock(&self.detached).contains_key(id)
+    }
+
     /// The note a detached (or otherwise noted) session's answers carry.
     pub(super) fn detached_note(&self, id: &SessionId) -> Option<String> {
         lock(&self.detached)
@@ -170,7 +175,7 @@ impl Inner {
     /// Whether the choke point publishes a completion for `s`: not for a session
     /// restore re-adopted or closed, whose exit status is never collected.
     pub(super) fn emits_completion(&self, s: &Session) -> bool {
-        !lock(&self.durable.detached).contains_key(&s.id)
+        !self.durable.is_detached(&s.id)
     }
 
     /// The note a live session's answers carry (a re-adopted session says where its

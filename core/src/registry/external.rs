@@ -84,7 +84,7 @@ impl Registry {
             let mut tables = self.inner.lock();
             tables.enqueue(owner, event.clone());
         }
-        let _ = self.inner.events.send(event);
+        self.inner.outbox.broadcast(event);
         External::Queued
     }
 }

@@ -13,7 +13,6 @@ use herd_hooks::{Route, Shown, Window};
 use super::Inner;
 use crate::answers::CompletionReason;
 use crate::config::KillSource;
-use crate::config::NotificationPolicy;
 use crate::event::Event;
 use crate::reader::Finish;
 use crate::session::{ExitInfo, Finished, Session, State};
@@ -56,7 +55,7 @@ impl Inner {
         // A session restore re-adopted or closed has no collected exit status and
         // publishes nothing (B28).
         let emits = self.emits_completion(s);
-        let queued = |event: &Event| emits && s.is_notify() && self.policy_allows(event);
+        let queued = |event: &Event| emits && s.is_notify() && self.outbox.allows(event);
         let early = draft.event(s, &s.state());
         // Committed before it is published (B29). A supervised session that a
         // restore finishes again (the previous daemon crashed after delivering it
@@ -90,7 +89,7 @@ impl Inner {
             self.mark_delivered(std::slice::from_ref(&early));
         }
         if emits {
-            let _ = self.events.send(event);
+            self.outbox.broadcast(event);
         }
         self.expect_receipt(&s.id);
         self.prune(&mut tables);
@@ -125,7 +124,7 @@ impl Inner {
         draft.exit = None;
         draft.never_started = true;
         let early = draft.event(s, &s.state());
-        let queued = s.is_notify() && self.policy_allows(&early);
+        let queued = s.is_notify() && self.outbox.allows(&early);
         let committed = queued && self.commit_completion(&early);
         let mut tables = self.lock();
         let event = draft.stamp(s);
@@ -133,7 +132,7 @@ impl Inner {
         if committed {
             tables.enqueue(event.owner_task_id().unwrap_or_default(), event.clone());
         }
-        let _ = self.events.send(event);
+        self.outbox.broadcast(event);
         self.expect_receipt(&s.id);
         self.prune(&mut tables);
         drop(tables);
@@ -198,19 +197,6 @@ impl Inner {
             output_cut,
             command: self.shown_command(s),
             now: SystemTime::now(),
-        }
-    }
-
-    pub(crate) fn policy_allows(&self, event: &Event) -> bool {
-        match self.config.notifications {
-            NotificationPolicy::All => true,
-            NotificationPolicy::Result => matches!(event, Event::Completion { .. }),
-            NotificationPolicy::Error => matches!(
-                event,
-                Event::Completion { exit_code, completion_reason, .. }
-                    if !(*exit_code == Some(0) && *completion_reason == CompletionReason::Exited)
-            ),
-            NotificationPolicy::Off => false,
         }
     }
 }

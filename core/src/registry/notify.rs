@@ -13,7 +13,7 @@
 //! - heartbeats are one [`BeatSchedule`] ordered by due time, served by ONE timer task
 //!   for the whole registry (not one per session). The same task announces the
 //!   breaker's release, so it is told even when no further match arrives;
-//! - every event leaves through [`Inner::publish`]: the notification policy decides
+//! - every event leaves through the outbox (`delivery::Outbox::publish`): the notification policy decides
 //!   whether it is queued for the owner's `drain`; `subscribe` sees it regardless.
 //!
 //! Invariant: no watch or heartbeat event is queued after the session's completion.
@@ -24,26 +24,26 @@
 //! Locking: table lock → session state → notifier state → session tail. The timer
 //! never holds the notifier state while it takes the table lock.
 
-use crate::lock_order::{Mutex, rank};
-use std::collections::{BTreeSet, HashMap};
-use std::hash::Hash;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use crate::watch::HEARTBEAT_MAX_CHARS;
 use herd_hooks::{KeyLines, Route, Window};
-use tokio::sync::Notify;
 
-use super::{Inner, Tables};
+use super::Inner;
 use crate::config::SpawnRequest;
 use crate::event::Event;
-use crate::id::SessionId;
 use crate::reader::Observer;
 use crate::session::Session;
 use crate::text;
-use crate::watch::{BreakerEvent, Heartbeat, WatchBreaker, WatchDelivery, WatchState};
-use crate::{Clock, Registry, SpawnError};
+use crate::watch::{BreakerEvent, WatchDelivery, WatchState};
+use crate::{Registry, SpawnError};
+
+mod notifier;
+#[cfg(test)]
+use notifier::BeatSchedule;
+use notifier::DueBeat;
+pub(crate) use notifier::Notifier;
 
 /// The longest the timer waits before it re-reads the clock (an injected test clock
 /// moves without waking anybody).
@@ -51,10 +51,6 @@ const TIMER_MAX_WAIT: Duration = Duration::from_secs(1);
 
 /// A line longer than this without a newline is matched as it stands.
 const WATCH_MAX_LINE_BYTES: usize = 64 * 1024;
-
-/// New output without a newline that a heartbeat still carries once it is this long
-/// (a progress bar that never ends its line).
-const HEARTBEAT_PARTIAL_LINE_BYTES: u64 = 8 * 1024;
 
 /// The note a child agent's notify, watch or heartbeat request gets.
 pub(crate) const CHILD_NOTIFY_NOTE: &str = "notify_on_complete is off because you are a child agent: \
@@ -74,166 +70,16 @@ pub(crate) struct NotifyPlan {
     pub(crate) notes: Vec<String>,
 }
 
-/// Heartbeats by due time. Generic so the benchmark can drive the exact schedule the
-/// registry's timer uses over synthetic sources.
-#[derive(Debug)]
-pub(crate) struct BeatSchedule<K, S> {
-    due: BTreeSet<(Instant, K)>,
-    entries: HashMap<K, (Heartbeat, S)>,
-}
-
-impl<K: Ord + Hash + Clone, S> Default for BeatSchedule<K, S> {
-    fn default() -> Self {
-        BeatSchedule {
-            due: BTreeSet::new(),
-            entries: HashMap::new(),
-        }
-    }
-}
-
-impl<K: Ord + Hash + Clone, S> BeatSchedule<K, S> {
-    /// Schedules `heartbeat` for `key`, replacing an earlier one.
-    pub(crate) fn arm(&mut self, key: K, source: S, heartbeat: Heartbeat) {
-        self.forget(&key);
-        self.due.insert((heartbeat.next_due(), key.clone()));
-        self.entries.insert(key, (heartbeat, source));
-    }
-
-    /// Drops `key`'s heartbeat; nothing more is due for it.
-    pub(crate) fn forget(&mut self, key: &K) {
-        if let Some((heartbeat, _)) = self.entries.remove(key) {
-            self.due.remove(&(heartbeat.next_due(), key.clone()));
-        }
-    }
-
-    /// Heartbeats scheduled.
-    #[cfg(any(test, feature = "bench-support"))]
-    pub(crate) fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    /// When the earliest heartbeat is due.
-    pub(crate) fn next_due(&self) -> Option<Instant> {
-        self.due.first().map(|(at, _)| *at)
-    }
-
-    /// Calls `tick` for every heartbeat due at `now`, then reschedules each one at its
-    /// new due time. `tick` must call [`Heartbeat::tick`], which restarts the interval.
-    pub(crate) fn run_due(&mut self, now: Instant, mut tick: impl FnMut(&K, &mut Heartbeat, &S)) {
-        let mut again = Vec::new();
-        while let Some((at, _)) = self.due.first() {
-            if *at > now {
-                break;
-            }
-            let Some((_, key)) = self.due.pop_first() else {
-                break;
-            };
-            if let Some((heartbeat, source)) = self.entries.get_mut(&key) {
-                tick(&key, heartbeat, source);
-                // A tick always restarts the interval; the guard keeps a misbehaving
-                // caller from spinning this loop.
-                let next = heartbeat.next_due().max(now + Duration::from_millis(1));
-                again.push((next, key));
-            }
-        }
-        self.due.extend(again);
-    }
-}
-
-/// The registry's notification state: the watch breaker and the heartbeat schedule.
-#[derive(Debug)]
-pub(crate) struct Notifier {
-    clock: Arc<dyn Clock>,
-    state: Mutex<NotifyState, { rank::NOTIFIER }>,
-    wake: Arc<Notify>,
-    is_timer_started: AtomicBool,
-}
-
-#[derive(Debug, Default)]
-struct NotifyState {
-    breaker: WatchBreaker,
-    /// Owners whose matches the tripped breaker dropped (or who tripped it): they are
-    /// told when it releases.
-    paused_owners: BTreeSet<String>,
-    beats: BeatSchedule<SessionId, Arc<Session>>,
-}
-
-impl Notifier {
-    /// An idle notifier reading `clock`; its timer starts with the first heartbeat or
-    /// breaker trip.
-    pub(crate) fn new(clock: Arc<dyn Clock>) -> Notifier {
-        Notifier {
-            clock,
-            state: Mutex::new(NotifyState::default()),
-            wake: Arc::new(Notify::new()),
-            is_timer_started: AtomicBool::new(false),
-        }
-    }
-
-    fn state(&self) -> crate::lock_order::Ordered<'_, NotifyState> {
-        self.state.acquire()
-    }
-
-    /// The session finished: its heartbeat stops.
-    pub(crate) fn forget(&self, id: &SessionId) {
-        self.state().beats.forget(id);
-    }
-
-    /// Heartbeats currently scheduled.
-    #[cfg(feature = "bench-support")]
-    pub(crate) fn n_heartbeats(&self) -> usize {
-        self.state().beats.len()
-    }
-}
-
 impl Inner {
-    /// Settles notify, watch and heartbeat for `req`.
-    /// `heartbeat_seconds` is a whole number by type; JSON callers validate with
-    /// [`Registry::heartbeat_from_json`] first.
+    /// Settles notify, watch and heartbeat for `req` ([`NotifyPlan::settle`] with
+    /// this registry's heartbeat floor and whether the owner is a child agent).
     pub(crate) fn plan_notifications(&self, req: &SpawnRequest) -> NotifyPlan {
-        let mut notes = Vec::new();
-        let heartbeat = match req.heartbeat_seconds {
-            None | Some(0) => None,
-            Some(n) => {
-                let floor = self.config.heartbeat_floor;
-                let asked = Duration::from_secs(n);
-                if asked < floor {
-                    notes.push(format!(
-                        "heartbeat of {n}s raised to the minimum of {}s",
-                        floor.as_secs()
-                    ));
-                }
-                Some(asked.max(floor))
-            }
-        };
-        let mut notify = req.notify;
-        if heartbeat.is_some() && !notify {
-            notify = true;
-            notes.push(
-                "heartbeat turns notify_on_complete on: beats and the completion reach you the same way"
-                    .to_owned(),
-            );
-        }
-        // Watch and notify combine (B20): matches wake within the watch limits, and
-        // the exit still sends its one completion.
-        let watch = req.watch.clone();
         let owner = req.owner_task_id.as_deref().unwrap_or(&req.task_id);
-        let is_child = self.agents().is_child(owner);
-        if is_child && (notify || !watch.is_empty()) {
-            notes.push(CHILD_NOTIFY_NOTE.to_owned());
-            return NotifyPlan {
-                notify: false,
-                watch: Vec::new(),
-                heartbeat: None,
-                notes,
-            };
-        }
-        NotifyPlan {
-            notify,
-            watch,
-            heartbeat,
-            notes,
-        }
+        NotifyPlan::settle(
+            req,
+            self.config.heartbeat_floor,
+            self.agents.is_child(owner),
+        )
     }
 
     /// Arms the heartbeat of a freshly registered session and returns the watch
@@ -244,14 +90,9 @@ impl Inner {
         plan: &NotifyPlan,
     ) -> Option<Box<dyn Observer>> {
         if let Some(interval) = plan.heartbeat {
-            let now = self.notifier.clock.now();
-            self.notifier.state().beats.arm(
-                s.id.clone(),
-                Arc::clone(s),
-                Heartbeat::new(now, interval),
-            );
-            self.ensure_timer();
-            self.notifier.wake.notify_one();
+            self.notifier.arm_beat(s, interval);
+            self.notifier
+                .start_timer(&self.runtime, Arc::downgrade(self));
         }
         if plan.watch.is_empty() {
             return None;
@@ -265,75 +106,12 @@ impl Inner {
         }))
     }
 
-    /// Queues `event` for each of `owners` when the policy allows and broadcasts
-    /// it once. The caller holds the table lock.
-    pub(crate) fn publish<'o>(
-        &self,
-        tables: &mut Tables,
-        owners: impl IntoIterator<Item = &'o str>,
-        event: Event,
-    ) {
-        if self.policy_allows(&event) {
-            for owner in owners {
-                tables.enqueue(owner, event.clone());
-            }
-        }
-        let _ = self.events.send(event);
-    }
-
-    /// Starts the one notification timer of this registry, once.
-    fn ensure_timer(self: &Arc<Self>) {
-        if self.notifier.is_timer_started.swap(true, Ordering::SeqCst) {
-            return;
-        }
-        let weak = Arc::downgrade(self);
-        let wake = Arc::clone(&self.notifier.wake);
-        let clock = Arc::clone(&self.notifier.clock);
-        drop(self.runtime.spawn(async move {
-            loop {
-                let next = match weak.upgrade() {
-                    Some(inner) => inner.notifier.state().next_deadline(),
-                    None => return,
-                };
-                let wait = next.map_or(TIMER_MAX_WAIT, |at| {
-                    at.saturating_duration_since(clock.now())
-                        .min(TIMER_MAX_WAIT)
-                });
-                let _ = tokio::time::timeout(wait, wake.notified()).await;
-                let Some(inner) = weak.upgrade() else {
-                    return;
-                };
-                // A beat reads the log (its key look-back) and runs the hooks, which
-                // may wait on a plugin still starting: off the runtime's workers.
-                if let Err(error) =
-                    tokio::task::spawn_blocking(move || inner.tick_notifications()).await
-                {
-                    tracing::warn!(%error, "the notification timer's tick failed");
-                }
-            }
-        }));
-    }
-
     /// The timer's work: announce a released breaker, deliver due heartbeats.
     fn tick_notifications(&self) {
-        let now = self.notifier.clock.now();
-        let (released, beats) = {
-            let mut n = self.notifier.state();
-            let released = n
-                .breaker
-                .tick(now)
-                .map(|event| (event, std::mem::take(&mut n.paused_owners)));
-            let mut beats = Vec::new();
-            n.beats.run_due(now, |_, heartbeat, s| {
-                if let Some(due) = due_beat(heartbeat, s, now) {
-                    beats.push((Arc::clone(s), due));
-                }
-            });
-            (released, beats)
-        };
+        let notifier::Tick { released, beats } = self.notifier.tick(self.notifier.now());
         if let Some((event, owners)) = released {
             let mut tables = self.lock();
-            self.publish(
+            self.outbox.publish(
                 &mut tables,
                 owners.iter().map(String::as_str),
                 breaker_event(event),
@@ -393,14 +171,14 @@ impl Inner {
             started_at: text::rfc3339(s.started_at),
         };
         drop(st);
-        self.publish(&mut tables, [owner.as_str()], event);
+        self.outbox.publish(&mut tables, [owner.as_str()], event);
         tracing::debug!(session_id = %s.id, seq = due.beat.seq, "heartbeat queued");
     }
 
     /// Delivers what one batch of lines produced: breaker events, the match if
     /// admitted, then the disabled notice (which turns notify-on-complete on).
     fn deliver_watch(self: &Arc<Self>, s: &Session, delivery: WatchDelivery) {
-        let now = self.notifier.clock.now();
+        let now = self.notifier.now();
         // The hooks run before the table lock (nothing slow or foreign under it),
         // even for a match the breaker may then hold back.
         let shown_match = delivery.matched.as_ref().map(|matched| {
@@ -426,34 +204,22 @@ impl Inner {
             )
         };
         if let (Some(matched), Some(output)) = (delivery.matched, shown_match) {
-            let admission = {
-                let mut n = self.notifier.state();
-                let admission = n.breaker.admit(now);
-                if !admission.is_admitted {
-                    n.paused_owners.insert(owner.clone());
-                }
-                admission
-            };
+            let admission = self.notifier.admit(now, &owner);
             for event in admission.events {
                 let owners: Vec<String> = match event {
                     BreakerEvent::Tripped { .. } => {
-                        self.ensure_timer();
-                        self.notifier.wake.notify_one();
+                        self.notifier
+                            .start_timer(&self.runtime, Arc::downgrade(self));
+                        self.notifier.wake();
                         vec![owner.clone()]
                     }
+                    // This owner's match is admitted after the release, so it was
+                    // not paused now; it learns of the release only if it was.
                     BreakerEvent::Released { .. } => {
-                        let mut n = self.notifier.state();
-                        let mut owners = std::mem::take(&mut n.paused_owners);
-                        // This owner's match is admitted after the release, so it was
-                        // not paused now; it learns of the release only if it was.
-                        if !admission.is_admitted {
-                            n.paused_owners.insert(owner.clone());
-                            owners.remove(&owner);
-                        }
-                        owners.into_iter().collect()
+                        self.notifier.release_paused(&owner, admission.is_admitted)
                     }
                 };
-                self.publish(
+                self.outbox.publish(
                     &mut tables,
                     owners.iter().map(String::as_str),
                     breaker_event(event),
@@ -471,7 +237,7 @@ impl Inner {
                     suppressed: matched.suppressed,
                     matched_at: crate::text::rfc3339(SystemTime::now()),
                 };
-                self.publish(&mut tables, [owner.as_str()], event);
+                self.outbox.publish(&mut tables, [owner.as_str()], event);
             }
         }
         if let Some(disabled) = delivery.disabled {
@@ -490,70 +256,58 @@ impl Inner {
                     disabled.reason.message()
                 ),
             };
-            self.publish(&mut tables, [owner.as_str()], event);
+            self.outbox.publish(&mut tables, [owner.as_str()], event);
         }
     }
 }
 
-impl NotifyState {
-    /// When the timer must look again: the earliest heartbeat or the breaker release.
-    fn next_deadline(&self) -> Option<Instant> {
-        let beat = self.beats.next_due();
-        let release = self.breaker.release_at();
-        match (beat, release) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
+impl NotifyPlan {
+    /// Settles notify, watch and heartbeat for `req`, with the configured heartbeat
+    /// `floor`, for an owner that `is_child` agent or not.
+    /// `heartbeat_seconds` is a whole number by type; JSON callers validate with
+    /// [`Registry::heartbeat_from_json`] first.
+    pub(crate) fn settle(req: &SpawnRequest, floor: Duration, is_child: bool) -> NotifyPlan {
+        let mut notes = Vec::new();
+        let heartbeat = match req.heartbeat_seconds {
+            None | Some(0) => None,
+            Some(n) => {
+                let asked = Duration::from_secs(n);
+                if asked < floor {
+                    notes.push(format!(
+                        "heartbeat of {n}s raised to the minimum of {}s",
+                        floor.as_secs()
+                    ));
+                }
+                Some(asked.max(floor))
+            }
+        };
+        let mut notify = req.notify;
+        if heartbeat.is_some() && !notify {
+            notify = true;
+            notes.push(
+                "heartbeat turns notify_on_complete on: beats and the completion reach you the same way"
+                    .to_owned(),
+            );
+        }
+        // Watch and notify combine (B20): matches wake within the watch limits, and
+        // the exit still sends its one completion.
+        let watch = req.watch.clone();
+        if is_child && (notify || !watch.is_empty()) {
+            notes.push(CHILD_NOTIFY_NOTE.to_owned());
+            return NotifyPlan {
+                notify: false,
+                watch: Vec::new(),
+                heartbeat: None,
+                notes,
+            };
+        }
+        NotifyPlan {
+            notify,
+            watch,
+            heartbeat,
+            notes,
         }
     }
-}
-
-/// A beat the timer decided on, with the bytes it carries.
-#[derive(Debug)]
-struct DueBeat {
-    beat: crate::watch::Beat,
-    bytes: Vec<u8>,
-    /// Output just before `bytes` (up to the key lookback), context for redaction.
-    context: Vec<u8>,
-    /// `context` does not start at the first byte the session wrote.
-    context_cut: bool,
-    /// Where `context` starts in the session's output.
-    context_from: u64,
-    /// Bytes of the beat's range that the tail no longer holds.
-    n_missing: u64,
-}
-
-/// Ticks one heartbeat at `now`. The beat ends at the last complete line, so a line is
-/// never split between two beats; a partial line goes into a later beat, or the
-/// completion.
-fn due_beat(heartbeat: &mut Heartbeat, s: &Session, now: Instant) -> Option<DueBeat> {
-    let tail = s.tail();
-    let total = tail.total_ingested();
-    let baseline = heartbeat.baseline();
-    let (held, n_missing) = tail.since(baseline);
-    let end = match memchr::memrchr(b'\n', held) {
-        Some(idx) => baseline + n_missing + idx as u64 + 1,
-        None if total - baseline >= HEARTBEAT_PARTIAL_LINE_BYTES => {
-            total - (held.len() - text::complete_prefix_len(held)) as u64
-        }
-        None => baseline,
-    };
-    let beat = heartbeat.tick(now, end)?;
-    let len = usize::try_from(beat.to_total - baseline - n_missing).unwrap_or(held.len());
-    let bytes = held[..len.min(held.len())].to_vec();
-    let context_from = baseline.saturating_sub(herd_hooks::KEY_LOOKBACK_BYTES as u64);
-    let (before, n_before_missing) = tail.since(context_from);
-    let n_context =
-        usize::try_from((baseline + n_missing).saturating_sub(context_from + n_before_missing))
-            .unwrap_or(0)
-            .min(before.len());
-    Some(DueBeat {
-        beat,
-        bytes,
-        context: before[..n_context].to_vec(),
-        context_cut: context_from + n_before_missing > 0,
-        context_from: context_from + n_before_missing,
-        n_missing,
-    })
 }
 
 /// The public event for a breaker event.
@@ -589,7 +343,7 @@ impl WatchObserver {
         let Some(inner) = self.inner.upgrade() else {
             return;
         };
-        let now = inner.notifier.clock.now();
+        let now = inner.notifier.now();
         if let Some(delivery) = self.state.on_lines(now, lines.iter().map(String::as_str)) {
             inner.deliver_watch(&self.session, delivery);
         }
@@ -672,7 +426,8 @@ pub mod bench_support {
 
     use herd_hooks::{OutputContext, Pipeline, Route};
 
-    use super::{BeatSchedule, TIMER_MAX_WAIT};
+    use super::TIMER_MAX_WAIT;
+    use super::notifier::BeatSchedule;
     use crate::output::Tail;
     use crate::text;
     use crate::watch::Heartbeat;

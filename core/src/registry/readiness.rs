@@ -206,7 +206,7 @@ impl Inner {
         } else {
             Vec::new()
         };
-        self.publish(&mut tables, owners, event);
+        self.outbox.publish(&mut tables, owners, event);
     }
 
     /// Looks for a listener of `s`'s tree on `port` until one is found or the

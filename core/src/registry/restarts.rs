@@ -161,7 +161,7 @@ impl Inner {
         } else {
             Vec::new()
         };
-        self.publish(&mut tables, owners, event);
+        self.outbox.publish(&mut tables, owners, event);
         drop(tables);
         self.changed();
     }

@@ -154,6 +154,51 @@ fn is_other_live_writer(writer: &Writer, me: &Writer) -> bool {
     }
 }
 
+/// What restore reads about one checkpoint entry from `/proc` and the result store,
+/// on the blocking pool: whether another live herd wrote it, and (unless so) what
+/// the classification asks for. A supervised entry: whether its receipt is stored
+/// and, only then, its shim's fate; any other: its process's fate and, only when
+/// that is not running, whether its receipt is stored.
+#[derive(Debug, Clone, Copy)]
+struct Facts {
+    other_live_writer: bool,
+    has_receipt: bool,
+    fate: Option<Fate>,
+}
+
+impl Facts {
+    /// Reads the facts of `entry` (`id`) against this process `me`. Blocking.
+    fn read(
+        receipts: &dyn herd_persistence::ResultStore,
+        entry: &CheckpointEntry,
+        id: &SessionId,
+        me: &Writer,
+    ) -> Facts {
+        if is_other_live_writer(&entry.writer, me) {
+            return Facts {
+                other_live_writer: true,
+                has_receipt: false,
+                fate: None,
+            };
+        }
+        let has_receipt = || matches!(receipts.load(id.as_str()), Ok(Some(_)));
+        if let Some(shim) = entry.session.shim {
+            let has_receipt = has_receipt();
+            return Facts {
+                other_live_writer: false,
+                has_receipt,
+                fate: has_receipt.then(|| fate(shim.pid, shim.start_time)),
+            };
+        }
+        let fate = fate(entry.session.pid, entry.session.start_time);
+        Facts {
+            other_live_writer: false,
+            has_receipt: !matches!(fate, Fate::Running { .. }) && has_receipt(),
+            fate: Some(fate),
+        }
+    }
+}
+
 impl Registry {
     /// Restores the sessions the home's checkpoint lists: call once, right after
     /// [`Registry::new`], before serving requests. See the module docs of
@@ -267,7 +312,15 @@ impl Inner {
                 .push(format!("{raw_id}: listed twice; the first entry was used"));
             return;
         }
-        if is_other_live_writer(&entry.writer, &pass.me) {
+        // The store's read and the `/proc` reads go to the blocking pool.
+        let facts = {
+            let receipts = Arc::clone(self.durable.receipts());
+            let (probe, probe_id, me) = (entry.clone(), id.clone(), pass.me);
+            tokio::task::spawn_blocking(move || Facts::read(&*receipts, &probe, &probe_id, &me))
+                .await
+                .unwrap_or_else(|_| Facts::read(&**self.durable.receipts(), &entry, &id, &pass.me))
+        };
+        if facts.other_live_writer {
             report.skipped_live_writer.push(id);
             return;
         }
@@ -275,11 +328,10 @@ impl Inner {
             report.already_tracked.push(id);
             return;
         }
-        let has_receipt = || matches!(self.durable.receipts().load(id.as_str()), Ok(Some(_)));
         if let Some(shim) = entry.session.shim {
-            if has_receipt() {
+            if facts.has_receipt {
                 // A shim that still lives may hold leftovers: the sweep decides.
-                if !matches!(fate(shim.pid, shim.start_time), Fate::Running { .. })
+                if !matches!(facts.fate, Some(Fate::Running { .. }))
                     && let Ok(dir) = herd_persistence::ShimDir::new(&self.home, id.as_str())
                 {
                     let _ = dir.remove();
@@ -297,8 +349,10 @@ impl Inner {
             });
             return;
         }
-        let fate = fate(entry.session.pid, entry.session.start_time);
-        if !matches!(fate, Fate::Running { .. }) && has_receipt() {
+        let Some(fate) = facts.fate else {
+            return;
+        };
+        if facts.has_receipt {
             pass.to_drop.push(raw_id);
             report.already_finished.push(id);
             return;

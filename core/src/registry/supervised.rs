@@ -397,7 +397,7 @@ impl Inner {
                 heartbeat_seconds: r.heartbeat_seconds,
             },
         );
-        self.lock().add_running(Arc::clone(&s));
+        self.table.add_running(Arc::clone(&s));
         // A shim carries its kill itself: only the note is wanted.
         let _ = self.resume_kill(&s, entry);
         s
@@ -514,7 +514,7 @@ impl Inner {
             let Some(id) = SessionId::parse(&raw) else {
                 continue;
             };
-            if self.lock().get(&id).is_some() {
+            if self.table.contains(&id) {
                 continue;
             }
             let Ok(dir) = ShimDir::new(&self.home, &raw) else {

@@ -51,12 +51,20 @@ fn std_mutex_in_core_is_refused_outside_lock_order() {
     assert_eq!(
         found("core/src/registry/x.rs", text),
         [
-            "core/src/registry/x.rs:1: std::sync::Mutex (core mutex)",
-            "core/src/registry/x.rs:2: std::sync::MutexGuard (core mutex)",
+            "core/src/registry/x.rs:1: std::sync::Mutex (ranked mutex)",
+            "core/src/registry/x.rs:2: std::sync::MutexGuard (ranked mutex)",
         ]
     );
     assert!(found("cli/src/x.rs", text).is_empty());
     assert!(found("core/src/lock_order.rs", text).is_empty());
+    // The daemon's mutexes are ranked too.
+    assert_eq!(
+        found("cli/src/daemon/hosts/x.rs", text),
+        [
+            "cli/src/daemon/hosts/x.rs:1: std::sync::Mutex (ranked mutex)",
+            "cli/src/daemon/hosts/x.rs:2: std::sync::MutexGuard (ranked mutex)",
+        ]
+    );
 }
 
 #[test]

@@ -13,15 +13,16 @@
 //! evicted one leaves the table at once, so the newcomer is admitted immediately.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::time::Instant;
 
+use herd_core::lock_order::{Mutex, MutexGuard, rank};
 use tokio::sync::Notify;
 
 /// The connections being served.
 #[derive(Debug, Default)]
 pub(crate) struct Connections {
-    table: Arc<Mutex<Table>>,
+    table: Arc<Mutex<Table, { rank::DAEMON_SLOTS }>>,
 }
 
 #[derive(Debug, Default)]
@@ -42,12 +43,12 @@ struct Entry {
 #[derive(Debug)]
 pub(crate) struct Slot {
     id: u64,
-    table: Arc<Mutex<Table>>,
+    table: Arc<Mutex<Table, { rank::DAEMON_SLOTS }>>,
     evict: Arc<Notify>,
 }
 
-fn lock(table: &Mutex<Table>) -> MutexGuard<'_, Table> {
-    table.lock().unwrap_or_else(PoisonError::into_inner)
+fn lock(table: &Mutex<Table, { rank::DAEMON_SLOTS }>) -> MutexGuard<'_, Table> {
+    table.acquire()
 }
 
 impl Connections {

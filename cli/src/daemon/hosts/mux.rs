@@ -10,7 +10,9 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
+
+use herd_core::lock_order::{Mutex, rank};
 
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;
@@ -27,7 +29,7 @@ pub(super) struct Mux {
     /// Framed lines to write to the door.
     writer: mpsc::UnboundedSender<Vec<u8>>,
     /// Each open channel's inbox, bounded ([`INBOX_LINES`]).
-    channels: Mutex<HashMap<u64, mpsc::Sender<Vec<u8>>>>,
+    channels: Mutex<HashMap<u64, mpsc::Sender<Vec<u8>>>, { rank::DAEMON_MUX_CHANNELS }>,
     next: AtomicU64,
     dead: AtomicBool,
 }

@@ -19,9 +19,9 @@
 //! committing its key (a few hundred microseconds): that retry starts it again.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use herd_core::lock_order::{Mutex, MutexGuard, rank};
 use herd_persistence::{Home, ReceiptStore, RequestKeys};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -60,7 +60,7 @@ impl From<&Answer> for Stored {
 /// The keys of recent spawns and what became of them.
 #[derive(Debug, Default)]
 pub(crate) struct SpawnKeys {
-    keys: Mutex<HashMap<String, Entry>>,
+    keys: Mutex<HashMap<String, Entry>, { rank::DAEMON_SPAWN_KEYS }>,
     /// Where answers outlive this daemon; `None` keeps them in memory only.
     store: Option<std::sync::Arc<dyn RequestKeys>>,
 }
@@ -137,9 +137,7 @@ impl SpawnKeys {
     }
 
     fn map(&self) -> MutexGuard<'_, HashMap<String, Entry>> {
-        self.keys
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.keys.acquire()
     }
 
     /// Takes `key` for a spawn, or the answer of the spawn that took it (waiting

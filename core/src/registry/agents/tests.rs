@@ -31,20 +31,17 @@ fn b25_refusals_say_what_to_do() {
 
 #[test]
 fn b26_children_are_known_by_owner_id() {
-    let mut agents = Agents::default();
+    let agents = Agents::default();
     assert!(!agents.is_child("sa-1"));
-    agents.children.insert(
-        "sa-1".to_owned(),
-        Child {
-            parent: AgentIdentity {
-                owner_task_id: "main".to_owned(),
-                task_id: "main".to_owned(),
-                session_key: None,
-            },
-            handed_off: Vec::new(),
-            is_subagent: true,
-        },
-    );
+    let main = AgentIdentity {
+        owner_task_id: "main".to_owned(),
+        task_id: "main".to_owned(),
+        session_key: None,
+    };
+    agents.register("sa-1", main.clone(), true);
+    // An owner that only hands sessions over is no subagent.
+    agents.register("person", main, false);
+    assert!(!agents.is_child("person"));
     assert!(agents.is_child("sa-1"));
     assert!(!agents.is_child("main"));
 }

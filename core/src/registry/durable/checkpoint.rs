@@ -98,6 +98,114 @@ impl Checkpoints {
         lock(&self.extras).remove(id);
         lock(&self.finished_ids).push(id.as_str().to_owned());
     }
+
+    /// Commits one running session's row. Blocking.
+    fn write_one(&self, record: &SessionRecord) -> Result<(), herd_persistence::Error> {
+        self.store.write_one(&self.writer, record)
+    }
+
+    /// A running row changed: the next write rewrites every running row.
+    fn mark_stale(&self) {
+        self.stale.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Asks for a write: the generation that covers it, and whether a writer must
+    /// be started (none is in flight; it is marked in flight now).
+    fn want_write(&self) -> (u64, bool) {
+        let mut q = lock(&self.queue);
+        q.wanted += 1;
+        let starts = !q.in_flight;
+        q.in_flight = true;
+        (q.wanted, starts)
+    }
+
+    /// Asks for a write that covers the next generation, deferred; whether the
+    /// caller must schedule it (none was scheduled).
+    fn defer_write(&self) -> bool {
+        let after = lock(&self.queue).wanted + 1;
+        let mut deferred = lock(&self.deferred);
+        let scheduled = deferred.is_some();
+        *deferred = Some(after);
+        !scheduled
+    }
+
+    /// The deferred write is due: whether it is still needed (no write finished
+    /// since that covers it).
+    fn take_deferred(&self) -> bool {
+        let Some(after) = lock(&self.deferred).take() else {
+            return false;
+        };
+        // A write asked for after the last finish snapshotted after it too.
+        *self.written.borrow() < after
+    }
+
+    /// Waits until a write covering `generation` finished (well or not).
+    async fn settled(&self, generation: u64) {
+        let mut rx = self.written.subscribe();
+        let _ = rx.wait_for(|written| *written >= generation).await;
+    }
+
+    /// A writer's round begins: the generation it covers and whether it rewrites
+    /// the running rows (they were stale).
+    fn round(&self) -> (u64, bool) {
+        let generation = lock(&self.queue).wanted;
+        let stale = self.stale.swap(false, std::sync::atomic::Ordering::SeqCst);
+        (generation, stale)
+    }
+
+    /// A writer's round covering `generation` ended; a failed round that was to
+    /// rewrite the running rows leaves them stale. Whether the writer is done (no
+    /// request came meanwhile; it is no longer in flight).
+    fn round_done(&self, generation: u64, failed: bool, stale: bool) -> bool {
+        if failed && stale {
+            self.mark_stale();
+        }
+        self.written.send_modify(|w| *w = (*w).max(generation));
+        let mut q = lock(&self.queue);
+        if q.wanted == generation {
+            q.in_flight = false;
+            return true;
+        }
+        false
+    }
+
+    /// Writes this process's rows under the writers' serialisation: when
+    /// `refresh`, every session `running` snapshots (made into rows by `record`,
+    /// with their settings), and deletes the rows of sessions finished since the
+    /// last write. Blocking.
+    fn write_rows(
+        &self,
+        refresh: bool,
+        running: impl FnOnce() -> Vec<Arc<Session>>,
+        record: impl Fn(&Session, Option<&Extras>) -> SessionRecord,
+    ) -> Result<(), herd_persistence::Error> {
+        let _serial = lock(&self.serial);
+        let records = if refresh {
+            let running = running();
+            let extras = lock(&self.extras);
+            let mut records: Vec<SessionRecord> = running
+                .iter()
+                .map(|s| record(s, extras.get(&s.id)))
+                .collect();
+            records.sort_by(|a, b| a.id.cmp(&b.id));
+            records
+        } else {
+            Vec::new()
+        };
+        // Taken after the snapshot: a session that finished before it is either in
+        // this list or not in the snapshot (it left the running table first), and a
+        // session in both is deleted (deletes follow the writes).
+        let finished = std::mem::take(&mut *lock(&self.finished_ids));
+        let ids: Vec<&str> = finished.iter().map(String::as_str).collect();
+        let written = match self.store.write_own(&self.writer, &records, &ids) {
+            Err(herd_persistence::Error::HomeMissing { .. }) if records.is_empty() => Ok(()),
+            other => other,
+        };
+        if written.is_err() {
+            lock(&self.finished_ids).extend(finished);
+        }
+        written
+    }
 }
 
 impl Inner {
@@ -133,14 +241,8 @@ impl Inner {
         };
         let record = self.record_of(&session, Some(&extras));
         let inner = Arc::clone(self);
-        let written = tokio::task::spawn_blocking(move || {
-            inner
-                .durable
-                .checkpoint
-                .store
-                .write_one(&inner.durable.checkpoint.writer, &record)
-        })
-        .await;
+        let written =
+            tokio::task::spawn_blocking(move || inner.durable.checkpoint.write_one(&record)).await;
         let error = match written {
             Ok(Ok(())) => return,
             Ok(Err(error)) => error.to_string(),
@@ -168,7 +270,7 @@ impl Inner {
         if ids.is_empty() {
             return;
         }
-        let store = Arc::clone(&self.durable.checkpoint.store);
+        let store = Arc::clone(self.durable.checkpoint.store());
         let intent = herd_persistence::KillIntent {
             source: source.as_str().to_owned(),
             requested_at: unix_seconds(std::time::SystemTime::now()),
@@ -190,10 +292,7 @@ impl Inner {
     /// Asks for a checkpoint write that rewrites every running row (something a row
     /// holds changed); returns the generation that covers this request.
     pub(crate) fn request_checkpoint(self: &Arc<Self>) -> u64 {
-        self.durable
-            .checkpoint
-            .stale
-            .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.durable.checkpoint.mark_stale();
         self.request_checkpoint_write()
     }
 
@@ -201,11 +300,8 @@ impl Inner {
     /// stale (else it deletes finished sessions' rows alone: a stream of finishes
     /// must not rewrite thousands of running rows each); returns its generation.
     fn request_checkpoint_write(self: &Arc<Self>) -> u64 {
-        let mut q = lock(&self.durable.checkpoint.queue);
-        q.wanted += 1;
-        let generation = q.wanted;
-        if !q.in_flight {
-            q.in_flight = true;
+        let (generation, starts) = self.durable.checkpoint.want_write();
+        if starts {
             let inner = Arc::clone(self);
             drop(self.runtime.spawn_blocking(move || inner.checkpoint_loop()));
         }
@@ -221,22 +317,13 @@ impl Inner {
         reason = "a debounce delay in production code; it synchronises nothing"
     )]
     pub(crate) fn request_checkpoint_soon(self: &Arc<Self>) {
-        let after = lock(&self.durable.checkpoint.queue).wanted + 1;
-        let mut deferred = lock(&self.durable.checkpoint.deferred);
-        let scheduled = deferred.is_some();
-        *deferred = Some(after);
-        drop(deferred);
-        if scheduled {
+        if !self.durable.checkpoint.defer_write() {
             return;
         }
         let inner = Arc::clone(self);
         drop(self.runtime.spawn(async move {
             tokio::time::sleep(FINISH_CHECKPOINT_DELAY).await;
-            let Some(after) = lock(&inner.durable.checkpoint.deferred).take() else {
-                return;
-            };
-            // A write asked for after the last finish snapshotted after it too.
-            if *inner.durable.checkpoint.written.borrow() < after {
+            if inner.durable.checkpoint.take_deferred() {
                 inner.request_checkpoint_write();
             }
         }));
@@ -244,35 +331,22 @@ impl Inner {
 
     /// Waits until a checkpoint write covering `generation` finished (well or not).
     pub(in crate::registry) async fn checkpoint_settled(&self, generation: u64) {
-        let mut rx = self.durable.checkpoint.written.subscribe();
-        let _ = rx.wait_for(|written| *written >= generation).await;
+        self.durable.checkpoint.settled(generation).await;
     }
 
     /// Runs on the blocking pool until no request is left uncovered.
     fn checkpoint_loop(&self) {
         loop {
-            let generation = lock(&self.durable.checkpoint.queue).wanted;
-            let stale = self
-                .durable
-                .checkpoint
-                .stale
-                .swap(false, std::sync::atomic::Ordering::SeqCst);
-            if let Err(error) = self.write_rows(stale) {
-                if stale {
-                    self.durable
-                        .checkpoint
-                        .stale
-                        .store(true, std::sync::atomic::Ordering::SeqCst);
-                }
+            let (generation, stale) = self.durable.checkpoint.round();
+            let written = self.write_rows(stale);
+            if let Err(error) = &written {
                 tracing::warn!(%error, "checkpoint not written; running sessions would not be restored after a crash");
             }
-            self.durable
+            if self
+                .durable
                 .checkpoint
-                .written
-                .send_modify(|w| *w = (*w).max(generation));
-            let mut q = lock(&self.durable.checkpoint.queue);
-            if q.wanted == generation {
-                q.in_flight = false;
+                .round_done(generation, written.is_err(), stale)
+            {
                 return;
             }
         }
@@ -287,41 +361,11 @@ impl Inner {
     /// Deletes the rows of sessions that finished since the last write and, when
     /// `refresh`, rewrites every running row first. Blocking.
     fn write_rows(&self, refresh: bool) -> Result<(), herd_persistence::Error> {
-        let _serial = lock(&self.durable.checkpoint.serial);
-        let records = if refresh {
-            self.running_records()
-        } else {
-            Vec::new()
-        };
-        // Taken after the snapshot: a session that finished before it is either in
-        // this list or not in the snapshot (it left the running table first), and a
-        // session in both is deleted (deletes follow the writes).
-        let finished = std::mem::take(&mut *lock(&self.durable.checkpoint.finished_ids));
-        let ids: Vec<&str> = finished.iter().map(String::as_str).collect();
-        let written = match self.durable.checkpoint.store.write_own(
-            &self.durable.checkpoint.writer,
-            &records,
-            &ids,
-        ) {
-            Err(herd_persistence::Error::HomeMissing { .. }) if records.is_empty() => Ok(()),
-            other => other,
-        };
-        if written.is_err() {
-            lock(&self.durable.checkpoint.finished_ids).extend(finished);
-        }
-        written
-    }
-
-    /// The checkpoint records of every running session.
-    fn running_records(&self) -> Vec<SessionRecord> {
-        let running: Vec<Arc<Session>> = self.table.running();
-        let extras = lock(&self.durable.checkpoint.extras);
-        let mut records: Vec<SessionRecord> = running
-            .iter()
-            .map(|s| self.record_of(s, extras.get(&s.id)))
-            .collect();
-        records.sort_by(|a, b| a.id.cmp(&b.id));
-        records
+        self.durable.checkpoint.write_rows(
+            refresh,
+            || self.table.running(),
+            |s, extra| self.record_of(s, extra),
+        )
     }
 
     /// The checkpoint record of one session.

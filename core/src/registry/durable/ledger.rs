@@ -30,13 +30,16 @@ pub(super) struct Completions {
     /// The ledger the host gave, if any (else the home's).
     given: Option<Arc<dyn CompletionLedger>>,
     replay: Mutex<Replay, { rank::LEDGER_REPLAY }>,
+    /// The home whose `state.db` holds the ledger when the host gave none.
+    home: Home,
 }
 
 impl Completions {
-    pub(super) fn new(given: Option<Arc<dyn CompletionLedger>>) -> Completions {
+    pub(super) fn new(home: &Home, given: Option<Arc<dyn CompletionLedger>>) -> Completions {
         Completions {
             slot: Mutex::new(None),
             given,
+            home: home.clone(),
             replay: Mutex::new(Replay::Pending {
                 committed_here: HashSet::new(),
             }),
@@ -48,11 +51,10 @@ impl Completions {
     /// The ledger, created on first use (a registry that never commits creates none).
     fn created(
         &self,
-        home: &Home,
     ) -> Result<MutexGuard<'_, Option<Arc<dyn CompletionLedger>>>, herd_persistence::Error> {
         let mut slot = lock(&self.slot);
         if slot.is_none() {
-            *slot = Some(self.create(home)?);
+            *slot = Some(self.create(&self.home)?);
         }
         Ok(slot)
     }
@@ -98,6 +100,157 @@ impl Completions {
     fn committed_here(&self, completion_id: String) {
         if let Replay::Pending { committed_here } = &mut *lock(&self.replay) {
             committed_here.insert(completion_id);
+        }
+    }
+
+    /// The ledger to read, opened now if it exists and was not (creating
+    /// nothing); `Err` when it cannot be opened.
+    fn opened(
+        &self,
+    ) -> Result<MutexGuard<'_, Option<Arc<dyn CompletionLedger>>>, herd_persistence::Error> {
+        let mut slot = lock(&self.slot);
+        if slot.is_none() {
+            *slot = self.open(&self.home)?;
+        }
+        Ok(slot)
+    }
+
+    /// Commits `record` (replacing an undelivered row when `replace`), creating
+    /// the ledger on first use, and notes it committed here. Whether it is to be
+    /// queued: not when the ledger already holds it as delivered.
+    fn commit(
+        &self,
+        record: CompletionRecord,
+        replace: bool,
+    ) -> Result<bool, herd_persistence::Error> {
+        let slot = self.created()?;
+        let ledger = slot.as_ref().expect("the ledger was just opened");
+        let new = if replace {
+            ledger.commit_replacing(&record)?
+        } else {
+            ledger.commit(&record)?
+        };
+        let queue = new || !matches!(ledger.is_delivered(&record.completion_id), Ok(Some(true)));
+        // Noted while the ledger is still held: a replay that reads the ledger
+        // after this commit finds it noted.
+        self.committed_here(record.completion_id);
+        drop(slot);
+        Ok(queue)
+    }
+
+    /// Commits a completion produced elsewhere, noting it committed here when it
+    /// was new (one the ledger held already is left to the replay). Whether it was
+    /// new; `None` when the ledger cannot be written (logged).
+    fn commit_external(&self, session_id: &SessionId, record: CompletionRecord) -> Option<bool> {
+        let slot = match self.created() {
+            Ok(slot) => slot,
+            Err(error) => {
+                tracing::error!(session_id = %session_id, %error, "a far completion not committed: the ledger cannot be opened");
+                return None;
+            }
+        };
+        let ledger = slot.as_ref().expect("the ledger was just opened");
+        match ledger.commit(&record) {
+            Ok(new) => {
+                // Queued here now, so the replay must not queue it again (noted
+                // while the ledger is still held).
+                if new {
+                    self.committed_here(record.completion_id);
+                }
+                drop(slot);
+                Some(new)
+            }
+            Err(error) => {
+                tracing::error!(session_id = %session_id, %error, "a far completion not committed to the ledger");
+                None
+            }
+        }
+    }
+
+    /// Whether the replay of earlier processes' completions happened.
+    fn is_replayed(&self) -> bool {
+        matches!(*lock(&self.replay), Replay::Done)
+    }
+
+    /// The undelivered completions earlier processes left, after those unclaimed
+    /// past `ttl` expired (logged; none when the ledger cannot be read).
+    fn undelivered(&self, ttl: std::time::Duration) -> Vec<CompletionRecord> {
+        let slot = match self.opened() {
+            Ok(slot) => slot,
+            Err(error) => {
+                tracing::error!(%error, "undelivered completions not replayed: the ledger cannot be opened");
+                return Vec::new();
+            }
+        };
+        let Some(ledger) = slot.as_ref() else {
+            return Vec::new();
+        };
+        // Completions of owners that never came back go after `result_ttl`, as
+        // result receipts do; no count cap.
+        match ledger.expire_unclaimed(ttl) {
+            Ok(0) => {}
+            Ok(n_expired) => {
+                tracing::info!(n_expired, "unclaimed completions expired from the ledger");
+            }
+            Err(error) => tracing::warn!(%error, "unclaimed completions not expired"),
+        }
+        ledger.undelivered().unwrap_or_else(|error| {
+            tracing::error!(%error, "undelivered completions not replayed: the ledger cannot be read");
+            Vec::new()
+        })
+    }
+
+    /// Ends the replay, once: the completions committed here before it, to skip;
+    /// `None` when another consumer replayed already.
+    fn end_replay(&self) -> Option<HashSet<String>> {
+        match std::mem::replace(&mut *lock(&self.replay), Replay::Done) {
+            Replay::Pending { committed_here } => Some(committed_here),
+            Replay::Done => None,
+        }
+    }
+
+    /// Forgets the completions unclaimed past `ttl`; creates no ledger (logged).
+    fn expire_unclaimed(&self, ttl: std::time::Duration) {
+        let slot = match self.opened() {
+            Ok(slot) => slot,
+            Err(error) => {
+                tracing::warn!(%error, "unclaimed completions not expired: the ledger cannot be opened");
+                return;
+            }
+        };
+        let Some(ledger) = slot.as_ref() else { return };
+        match ledger.expire_unclaimed(ttl) {
+            Ok(0) => {}
+            Ok(n_expired) => {
+                tracing::info!(
+                    n_expired,
+                    "unclaimed completions expired from the ledger on schedule"
+                );
+            }
+            Err(error) => tracing::warn!(%error, "unclaimed completions not expired"),
+        }
+    }
+
+    /// Marks `completion_ids` delivered in one transaction (of `owner` only, when
+    /// given); nothing to do when no ledger exists. `Err` when it was not written
+    /// (logged).
+    fn mark_delivered(&self, owner: Option<&str>, completion_ids: &[&str]) -> Result<(), ()> {
+        let slot = match self.opened() {
+            Ok(slot) => slot,
+            Err(error) => {
+                tracing::error!(%error, "drained completions not marked delivered yet; written again later, and delivered again after a restart until then");
+                return Err(());
+            }
+        };
+        let Some(ledger) = slot.as_ref() else {
+            return Ok(());
+        };
+        match ledger.mark_delivered_many(owner, completion_ids) {
+            Ok(_) => Ok(()),
+            Err(error) => {
+                tracing::error!(n_completions = completion_ids.len(), %error, "completions not marked delivered yet; written again later, and delivered again after a restart until then");
+                Err(())
+            }
         }
     }
 }
@@ -185,26 +338,8 @@ impl Inner {
         let Some(record) = completion_record(event, value) else {
             return Ok(true);
         };
-        let slot = match self.durable.ledger.created(&self.home) {
-            Ok(slot) => slot,
-            Err(error) => {
-                tracing::error!(session_id = %session_id, %error, "completion not committed to the ledger yet; it is published, and committed again once the ledger can be written");
-                return Err(());
-            }
-        };
-        let ledger = slot.as_ref().expect("the ledger was just opened");
-        let committed = if replace {
-            ledger.commit_replacing(&record)
-        } else {
-            ledger.commit(&record)
-        };
-        match committed {
-            Ok(new) => {
-                let queue =
-                    new || !matches!(ledger.is_delivered(&record.completion_id), Ok(Some(true)));
-                self.durable.ledger.committed_here(record.completion_id);
-                Ok(queue)
-            }
+        match self.durable.ledger.commit(record, replace) {
+            Ok(queue) => Ok(queue),
             Err(error) => {
                 tracing::error!(session_id = %session_id, %error, "completion not committed to the ledger yet; it is published, and committed again once the ledger can be written");
                 Err(())
@@ -222,66 +357,16 @@ impl Inner {
             return Some(true);
         };
         let record = completion_record(event, serde_json::to_value(event).ok()?)?;
-        let slot = match self.durable.ledger.created(&self.home) {
-            Ok(slot) => slot,
-            Err(error) => {
-                tracing::error!(session_id = %session_id, %error, "a far completion not committed: the ledger cannot be opened");
-                return None;
-            }
-        };
-        let ledger = slot.as_ref().expect("the ledger was just opened");
-        match ledger.commit(&record) {
-            Ok(new) => {
-                // Queued here now, so the replay must not queue it again; one the
-                // ledger held already is left to the replay (if undelivered).
-                if new {
-                    self.durable.ledger.committed_here(record.completion_id);
-                }
-                Some(new)
-            }
-            Err(error) => {
-                tracing::error!(session_id = %session_id, %error, "a far completion not committed to the ledger");
-                None
-            }
-        }
+        self.durable.ledger.commit_external(session_id, record)
     }
 
     /// Re-queues, once per registry, the undelivered completions earlier processes
     /// left in the home's ledger. Called by the first `drain` or `subscribe`.
     pub(in crate::registry) fn replay_once(&self) {
-        if matches!(*lock(&self.durable.ledger.replay), Replay::Done) {
+        if self.durable.ledger.is_replayed() {
             return;
         }
-        let records = {
-            let mut slot = lock(&self.durable.ledger.slot);
-            if slot.is_none() {
-                match self.durable.ledger.open(&self.home) {
-                    Ok(opened) => *slot = opened,
-                    Err(error) => {
-                        tracing::error!(%error, "undelivered completions not replayed: the ledger cannot be opened");
-                    }
-                }
-            }
-            // Completions of owners that never came back go after `result_ttl`, as
-            // result receipts do; no count cap.
-            if let Some(ledger) = slot.as_ref() {
-                match ledger.expire_unclaimed(self.config.result_ttl) {
-                    Ok(0) => {}
-                    Ok(n_expired) => {
-                        tracing::info!(n_expired, "unclaimed completions expired from the ledger");
-                    }
-                    Err(error) => tracing::warn!(%error, "unclaimed completions not expired"),
-                }
-            }
-            match slot.as_ref().map(|ledger| ledger.undelivered()) {
-                None => Vec::new(),
-                Some(Ok(records)) => records,
-                Some(Err(error)) => {
-                    tracing::error!(%error, "undelivered completions not replayed: the ledger cannot be read");
-                    Vec::new()
-                }
-            }
-        };
+        let records = self.durable.ledger.undelivered(self.config.result_ttl);
         // Rebuilt (and redacted again) before the table lock: redaction is not for
         // under it.
         let events: Vec<(String, Option<Event>)> = records
@@ -292,12 +377,10 @@ impl Inner {
             })
             .collect();
         let mut tables = self.lock();
-        let committed_here =
-            match std::mem::replace(&mut *lock(&self.durable.ledger.replay), Replay::Done) {
-                Replay::Pending { committed_here } => committed_here,
-                // Another consumer replayed meanwhile.
-                Replay::Done => return,
-            };
+        // None when another consumer replayed meanwhile.
+        let Some(committed_here) = self.durable.ledger.end_replay() else {
+            return;
+        };
         let mut n_replayed = 0;
         for (completion_id, event) in events {
             if committed_here.contains(&completion_id) {
@@ -308,7 +391,7 @@ impl Inner {
                 continue;
             };
             tables.enqueue(event.owner_task_id().unwrap_or_default(), event.clone());
-            let _ = self.events.send(event);
+            self.outbox.broadcast(event);
             n_replayed += 1;
         }
         drop(tables);
@@ -324,27 +407,7 @@ impl Inner {
     /// completions are kept as long as results), for the retention timer, so they
     /// go on schedule and not only at the next replay. Creates no ledger. Blocking.
     pub(in crate::registry) fn expire_unclaimed_completions(&self) {
-        let mut slot = lock(&self.durable.ledger.slot);
-        if slot.is_none() {
-            match self.durable.ledger.open(&self.home) {
-                Ok(opened) => *slot = opened,
-                Err(error) => {
-                    tracing::warn!(%error, "unclaimed completions not expired: the ledger cannot be opened");
-                    return;
-                }
-            }
-        }
-        let Some(ledger) = slot.as_ref() else { return };
-        match ledger.expire_unclaimed(self.config.result_ttl) {
-            Ok(0) => {}
-            Ok(n_expired) => {
-                tracing::info!(
-                    n_expired,
-                    "unclaimed completions expired from the ledger on schedule"
-                );
-            }
-            Err(error) => tracing::warn!(%error, "unclaimed completions not expired"),
-        }
+        self.durable.ledger.expire_unclaimed(self.config.result_ttl);
     }
 
     /// Marks drained completions delivered in the ledger.
@@ -371,27 +434,16 @@ impl Inner {
             return true;
         }
         self.note_delivered_before_commit(completion_ids);
-        let mut slot = lock(&self.durable.ledger.slot);
-        if slot.is_none() {
-            match self.durable.ledger.open(&self.home) {
-                Ok(Some(ledger)) => *slot = Some(ledger),
-                Ok(None) => return true,
-                Err(error) => {
-                    tracing::error!(%error, "drained completions not marked delivered yet; written again later, and delivered again after a restart until then");
-                    self.recommit_acks_later(completion_ids);
-                    return false;
-                }
-            }
+        if self
+            .durable
+            .ledger
+            .mark_delivered(owner, completion_ids)
+            .is_err()
+        {
+            self.recommit_acks_later(completion_ids);
+            return false;
         }
-        let ledger = slot.as_ref().expect("the ledger was just opened");
-        match ledger.mark_delivered_many(owner, completion_ids) {
-            Ok(_) => true,
-            Err(error) => {
-                tracing::error!(n_completions = completion_ids.len(), %error, "completions not marked delivered yet; written again later, and delivered again after a restart until then");
-                self.recommit_acks_later(completion_ids);
-                false
-            }
-        }
+        true
     }
 }
 

@@ -69,6 +69,89 @@ impl Receipts {
     pub(super) fn store(&self) -> &Arc<dyn ResultStore> {
         &self.store
     }
+
+    /// Marks `id`'s receipt as on its way: unwritten (its session stays in
+    /// memory) and attempted (answers about it wait).
+    fn expect(&self, id: &str) {
+        lock(&self.unwritten).insert(id.to_owned());
+        lock(&self.attempting).insert(id.to_owned());
+    }
+
+    /// Queues `job`'s receipt; whether a writer must be started (none is in
+    /// flight; it is marked in flight now).
+    fn queue(&self, job: ReceiptJob) -> bool {
+        self.expect(&job.receipt.id);
+        let mut q = lock(&self.queue);
+        q.1.push(job);
+        q.0.wanted += 1;
+        let starts = !q.0.in_flight;
+        q.0.in_flight = true;
+        starts
+    }
+
+    /// A writer's round: the generation it covers and every receipt queued; `None`
+    /// when the queue is empty (the writer is then no longer in flight).
+    fn round(&self) -> Option<(u64, Vec<ReceiptJob>)> {
+        let mut q = lock(&self.queue);
+        if q.1.is_empty() {
+            q.0.in_flight = false;
+            return None;
+        }
+        Some((q.0.wanted, std::mem::take(&mut q.1)))
+    }
+
+    /// A writer's round covering `generation` ended.
+    fn round_done(&self, generation: u64) {
+        self.written.send_modify(|w| *w = (*w).max(generation));
+    }
+
+    /// The receipts of `ids` were written or given up on: their sessions may leave
+    /// memory.
+    fn settled<'a>(&self, ids: impl IntoIterator<Item = &'a str>) {
+        let mut unwritten = lock(&self.unwritten);
+        for id in ids {
+            unwritten.remove(id);
+        }
+    }
+
+    /// Ends the wait of answers about `ids`: their receipts' store attempt is over.
+    fn attempt_ended<'a>(&self, ids: impl IntoIterator<Item = &'a str>) {
+        let mut any = false;
+        {
+            let mut attempting = lock(&self.attempting);
+            for id in ids {
+                any |= attempting.remove(id);
+            }
+        }
+        if any {
+            self.attempted.send_modify(|n| *n += 1);
+        }
+    }
+
+    /// Waits until `id`'s store attempt ended, at most [`RECEIPT_WAIT`] (logged).
+    async fn attempted(&self, id: &SessionId) {
+        let pending = || lock(&self.attempting).contains(id.as_str());
+        if !pending() {
+            return;
+        }
+        let mut rx = self.attempted.subscribe();
+        let waited = tokio::time::timeout(RECEIPT_WAIT, rx.wait_for(|_| !pending())).await;
+        if waited.is_err() {
+            tracing::warn!(session_id = %id, "answered before the receipt's commit: it took longer than {RECEIPT_WAIT:?}");
+        }
+    }
+
+    /// Whether `id`'s receipt is queued but not written yet.
+    fn is_unwritten(&self, id: &SessionId) -> bool {
+        lock(&self.unwritten).contains(id.as_str())
+    }
+
+    /// Waits until every receipt queued so far is written (or failed).
+    async fn all_written(&self) {
+        let generation = lock(&self.queue).0.wanted;
+        let mut rx = self.written.subscribe();
+        let _ = rx.wait_for(|written| *written >= generation).await;
+    }
 }
 
 /// The result store of `home`: its `state.db`.
@@ -101,8 +184,8 @@ impl Inner {
         let receipt = {
             let st = s.state();
             let Some(fin) = st.finished.as_ref() else {
-                lock(&self.durable.receipts.unwritten).remove(s.id.as_str());
-                self.attempt_ended([s.id.as_str()]);
+                self.durable.receipts.settled([s.id.as_str()]);
+                self.durable.receipts.attempt_ended([s.id.as_str()]);
                 return;
             };
             ResultReceipt {
@@ -146,13 +229,7 @@ impl Inner {
     }
 
     fn queue_receipt(self: &Arc<Self>, job: ReceiptJob) {
-        lock(&self.durable.receipts.unwritten).insert(job.receipt.id.clone());
-        lock(&self.durable.receipts.attempting).insert(job.receipt.id.clone());
-        let mut q = lock(&self.durable.receipts.queue);
-        q.1.push(job);
-        q.0.wanted += 1;
-        if !q.0.in_flight {
-            q.0.in_flight = true;
+        if self.durable.receipts.queue(job) {
             let inner = Arc::clone(self);
             drop(self.runtime.spawn_blocking(move || inner.receipt_loop()));
         }
@@ -163,13 +240,8 @@ impl Inner {
     /// [`RECEIPT_BATCH`].
     fn receipt_loop(&self) {
         loop {
-            let (generation, jobs) = {
-                let mut q = lock(&self.durable.receipts.queue);
-                if q.1.is_empty() {
-                    q.0.in_flight = false;
-                    return;
-                }
-                (q.0.wanted, std::mem::take(&mut q.1))
+            let Some((generation, jobs)) = self.durable.receipts.round() else {
+                return;
             };
             let mut jobs = jobs.into_iter().peekable();
             while jobs.peek().is_some() {
@@ -183,10 +255,7 @@ impl Inner {
             // Sessions kept in memory only until their receipts were written can go
             // now, not at some later finish.
             self.prune(&mut self.lock());
-            self.durable
-                .receipts
-                .written
-                .send_modify(|w| *w = (*w).max(generation));
+            self.durable.receipts.round_done(generation);
         }
     }
 
@@ -220,16 +289,13 @@ impl Inner {
     /// (a full disk) is kept, its sessions in memory, and stored again later
     /// (the `recommit` module).
     pub(in crate::registry) fn store_receipts(&self, batch: Vec<Stored>) {
-        let stored = self.durable.receipts.store.store_all(&batch);
+        let receipts = &self.durable.receipts;
+        let stored = receipts.store().store_all(&batch);
         // Committed (or failed: a full disk must not hold answers back; the receipt
         // is kept and stored again, the shim's exit record holds the result).
-        self.attempt_ended(batch.iter().map(|item| item.receipt.id.as_str()));
-        let settled = |batch: &[Stored]| {
-            let mut unwritten = lock(&self.durable.receipts.unwritten);
-            for item in batch {
-                unwritten.remove(&item.receipt.id);
-            }
-        };
+        receipts.attempt_ended(batch.iter().map(|item| item.receipt.id.as_str()));
+        let settled =
+            |batch: &[Stored]| receipts.settled(batch.iter().map(|item| item.receipt.id.as_str()));
         match stored {
             Ok(()) => {
                 settled(&batch);
@@ -277,22 +343,7 @@ impl Inner {
     /// Marks `id`'s receipt as on its way, before the choke point prunes: from here
     /// until it is written the session is kept in memory.
     pub(in crate::registry) fn expect_receipt(&self, id: &SessionId) {
-        lock(&self.durable.receipts.unwritten).insert(id.as_str().to_owned());
-        lock(&self.durable.receipts.attempting).insert(id.as_str().to_owned());
-    }
-
-    /// Ends the wait of answers about `ids`: their receipts' store attempt is over.
-    fn attempt_ended<'a>(&self, ids: impl IntoIterator<Item = &'a str>) {
-        let mut any = false;
-        {
-            let mut attempting = lock(&self.durable.receipts.attempting);
-            for id in ids {
-                any |= attempting.remove(id);
-            }
-        }
-        if any {
-            self.durable.receipts.attempted.send_modify(|n| *n += 1);
-        }
+        self.durable.receipts.expect(id.as_str());
     }
 
     /// Waits until `id`'s receipt is committed (or its commit failed), at once when
@@ -301,29 +352,18 @@ impl Inner {
     /// receipt. No table lock is held; the commit is the receipt batch's (one
     /// transaction for every receipt queued meanwhile, no fsync of its own).
     pub(in crate::registry) async fn receipt_attempted(&self, id: &SessionId) {
-        let receipts = &self.durable.receipts;
-        let pending = || lock(&receipts.attempting).contains(id.as_str());
-        if !pending() {
-            return;
-        }
-        let mut rx = receipts.attempted.subscribe();
-        let waited = tokio::time::timeout(RECEIPT_WAIT, rx.wait_for(|_| !pending())).await;
-        if waited.is_err() {
-            tracing::warn!(session_id = %id, "answered before the receipt's commit: it took longer than {RECEIPT_WAIT:?}");
-        }
+        self.durable.receipts.attempted(id).await;
     }
 
     /// Whether `id`'s receipt is queued but not written yet; such a finished session
     /// must stay in memory until it is.
     pub(in crate::registry) fn receipt_pending(&self, id: &SessionId) -> bool {
-        lock(&self.durable.receipts.unwritten).contains(id.as_str())
+        self.durable.receipts.is_unwritten(id)
     }
 
     /// Waits until every receipt queued so far is written (or failed).
     pub(in crate::registry) async fn receipts_settled(&self) {
-        let generation = lock(&self.durable.receipts.queue).0.wanted;
-        let mut rx = self.durable.receipts.written.subscribe();
-        let _ = rx.wait_for(|written| *written >= generation).await;
+        self.durable.receipts.all_written().await;
     }
 
     /// Finds a receipt for an id, unique prefix or name that memory did not
@@ -337,7 +377,7 @@ impl Inner {
         if !matches!(miss, LookupError::NotFound { .. }) {
             return Err(miss);
         }
-        let store = &self.durable.receipts.store;
+        let store = self.durable.receipts.store();
         let unreadable = |error: herd_persistence::Error| {
             tracing::warn!(id = id_or_prefix, %error, "result store unreadable");
         };
@@ -398,7 +438,7 @@ impl Inner {
         prefix: &str,
         except: &SessionId,
     ) -> Vec<SessionId> {
-        match self.durable.receipts.store.ids_with_prefix(prefix) {
+        match self.durable.receipts.store().ids_with_prefix(prefix) {
             Ok(ids) => ids
                 .iter()
                 .filter_map(|id| SessionId::parse(id))
@@ -413,7 +453,7 @@ impl Inner {
 
     /// What a restart of `id` repeats, from its receipt.
     pub(in crate::registry) fn stored_restart_spec(&self, id: &SessionId) -> Option<RestartSpec> {
-        match self.durable.receipts.store.restart_spec(id.as_str()) {
+        match self.durable.receipts.store().restart_spec(id.as_str()) {
             Ok(spec) => spec,
             Err(error) => {
                 tracing::warn!(session_id = %id, %error, "restart spec unreadable");

@@ -3,6 +3,7 @@
 use std::time::{Duration, Instant};
 
 use super::*;
+use crate::watch::Heartbeat;
 
 fn secs(n: u64) -> Duration {
     Duration::from_secs(n)
