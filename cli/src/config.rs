@@ -537,10 +537,7 @@ impl Config {
         // Deliberately kept open (close-on-exec) for the daemon's lifetime: the
         // path every launch executes.
         let fd = file.into_raw_fd();
-        Ok(Some(PathBuf::from(format!(
-            "/proc/{}/fd/{fd}",
-            std::process::id()
-        ))))
+        Ok(Some(crate::sys::own_fd_path(fd)))
     }
 
     /// Parses config text; `path` only names the file in errors.

@@ -22,12 +22,12 @@ mod logframes;
 mod mcp;
 mod output;
 mod plugins;
-mod proctitle;
 mod protocol;
 mod remote;
 mod restart;
 mod service;
 mod sizes;
+mod sys;
 mod top;
 
 use std::process::ExitCode;
@@ -58,7 +58,7 @@ fn main() -> ExitCode {
     init_tracing(matches!(cli.command, Command::Serve(_)));
     if matches!(cli.command, Command::Run(_)) {
         // A job's `pkill -f` of its own command must not find this client.
-        proctitle::hide_arguments(&["run"]);
+        sys::proctitle::hide_arguments(&["run"]);
     }
     match run(cli) {
         Ok(()) => Code::Ok.into(),

@@ -164,7 +164,7 @@ fn walk(path: &Path, uid: u32, want: Want) -> Result<Option<(OwnedFd, PathBuf)>,
             why: "the path is not absolute".to_owned(),
         });
     }
-    let root = open_at(None, OsStr::new("/"), libc::O_PATH | libc::O_DIRECTORY)
+    let root = open_at(None, OsStr::new("/"), crate::sys::DIR_HANDLE)
         .map_err(|source| io_error(Path::new("/"), source))?;
     let root_stat = fstat(&root).map_err(|source| io_error(Path::new("/"), source))?;
     judge(Path::new("/"), &root_stat, uid, false, true)?;
@@ -211,7 +211,7 @@ fn walk(path: &Path, uid: u32, want: Want) -> Result<Option<(OwnedFd, PathBuf)>,
             }
             libc::S_IFDIR => {
                 let shared_parent = *shared;
-                let fd = match open_at(Some(dir), &name, libc::O_PATH | libc::O_DIRECTORY) {
+                let fd = match open_at(Some(dir), &name, crate::sys::DIR_HANDLE) {
                     Ok(fd) => fd,
                     Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(None),
                     Err(source) => return Err(io_error(&here, source)),

@@ -114,12 +114,6 @@ pub(crate) const RULES: &[Rule] = &[
 /// Files outside the platform boundary that name a Linux-only mechanism today, to be
 /// moved behind their crate's `sys` module. Only shrinks.
 pub(crate) const KNOWN: &[&str] = &[
-    "cli/src/client/liveness.rs",
-    "cli/src/commands/foreground.rs",
-    "cli/src/config.rs",
-    "cli/src/mcp/owner.rs",
-    "cli/src/proctitle.rs",
-    "cli/src/top/sampler.rs",
     "core/src/hygiene.rs",
     "core/src/shim/launcher.rs",
     "core/src/shim/supervise.rs",
@@ -128,7 +122,6 @@ pub(crate) const KNOWN: &[&str] = &[
     "core/src/shim/supervise/start.rs",
     "core/src/spawn.rs",
     "core/src/spawn/into_cgroup.rs",
-    "persistence/src/safe_path.rs",
 ];
 
 /// One name found in production code.

@@ -150,7 +150,7 @@ pub(crate) fn pid_from_file(home: &Home) -> Option<u32> {
 /// `/proc/<pid>/stat`; `None` when it cannot be read (gone, another pid
 /// namespace).
 pub(crate) fn state_of(pid: u32) -> Option<char> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let stat = crate::sys::stat(pid)?;
     // The command name (field 2) may hold spaces and parentheses.
     stat.get(stat.rfind(')')? + 1..)?
         .trim_start()

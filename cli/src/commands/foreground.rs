@@ -157,7 +157,7 @@ async fn deliver(home: &Home, job: &Job, got: Signal) -> anyhow::Result<()> {
 /// Whether process `pid` carries `HERD_SESSION=<id>` in its environment (the
 /// tag every job starts with); false when it is gone or cannot be read.
 fn is_tagged(pid: i32, id: &str) -> bool {
-    let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+    let Some(environ) = crate::sys::environ(pid) else {
         return false;
     };
     let tag = format!("HERD_SESSION={id}");

@@ -91,7 +91,7 @@ struct Proc {
 }
 
 fn read_proc(pid: u32) -> Option<Proc> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let stat = crate::sys::stat(pid)?;
     let open = stat.find('(')?;
     let close = stat.rfind(')')?;
     let comm = stat.get(open + 1..close)?.to_owned();
@@ -99,7 +99,7 @@ fn read_proc(pid: u32) -> Option<Proc> {
     let fields: Vec<&str> = stat.get(close + 1..)?.split_whitespace().collect();
     let ppid = fields.get(1)?.parse().ok()?;
     let start_ticks = fields.get(19)?.parse().ok()?;
-    let argv = std::fs::read(format!("/proc/{pid}/cmdline"))
+    let argv = crate::sys::cmdline(pid)
         .map(|raw| {
             raw.split(|b| *b == 0)
                 .filter(|a| !a.is_empty())
@@ -343,7 +343,7 @@ pub(crate) fn host_owner(home: &Home) -> HostOwner {
         tracing::warn!(error = %err, "cannot keep owner locks; a fresh owner");
         return fresh();
     }
-    let boot_id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
+    let boot_id = crate::sys::boot_id();
     for slot in 1..=MAX_SLOTS {
         let owner = owner_of(&host, &boot_id, slot);
         if let Some(file) = lock(&dir, &owner, Hold::Exclusive) {

@@ -53,23 +53,9 @@ fn parse_stat(text: &str) -> Option<Stat> {
 /// Every process on the host, by pid.
 fn scan() -> HashMap<i32, Stat> {
     let mut all = HashMap::new();
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return all;
-    };
-    for entry in dir.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<i32>().ok())
-        else {
-            continue;
-        };
+    for pid in crate::sys::pids() {
         // A process that exits between the listing and the read is simply gone.
-        if let Some(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .ok()
-            .as_deref()
-            .and_then(parse_stat)
-        {
+        if let Some(stat) = crate::sys::stat(pid).as_deref().and_then(parse_stat) {
             all.insert(pid, stat);
         }
     }

@@ -1,0 +1,49 @@
+//! The Linux-only calls of the `herd` binary, behind one boundary: what each reads
+//! of `/proc`, and the client's own command line (`proctitle`). `docs/porting.md`
+//! says what each maps to elsewhere (`proc_pidinfo`, `sysctl kern.proc`, `kinfo_proc`);
+//! the rest of the binary calls these and names no `/proc` path itself.
+
+use std::fmt::Display;
+use std::os::fd::RawFd;
+use std::path::PathBuf;
+
+pub(crate) mod proctitle;
+
+/// The text of process `pid`'s `stat`; `None` when it cannot be read (gone,
+/// another pid namespace).
+pub(crate) fn stat(pid: impl Display) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()
+}
+
+/// Process `pid`'s argument vector, NUL-separated as the kernel keeps it.
+pub(crate) fn cmdline(pid: impl Display) -> Option<Vec<u8>> {
+    std::fs::read(format!("/proc/{pid}/cmdline")).ok()
+}
+
+/// Process `pid`'s environment, NUL-separated `NAME=value` entries; `None` when it
+/// cannot be read (gone, another user's).
+pub(crate) fn environ(pid: impl Display) -> Option<Vec<u8>> {
+    std::fs::read(format!("/proc/{pid}/environ")).ok()
+}
+
+/// This boot's id (changes at every boot); empty when it cannot be read.
+pub(crate) fn boot_id() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default()
+}
+
+/// A path that opens this process's descriptor `fd` again (and through which an
+/// open executable can be executed).
+pub(crate) fn own_fd_path(fd: RawFd) -> PathBuf {
+    PathBuf::from(format!("/proc/{}/fd/{fd}", std::process::id()))
+}
+
+/// The pids of every process this pid namespace shows; empty when none can be
+/// listed.
+pub(crate) fn pids() -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse().ok()))
+        .collect()
+}
