@@ -188,7 +188,7 @@ pub(crate) const BUILTIN_ROWS: &[(&str, &str)] = &[
     ),
     (
         "Private keys",
-        "PEM and PGP private-key blocks, line by line, whatever prefix or escaping each line carries",
+        "PEM and PGP private-key blocks, and the public and private lines and MAC of PuTTY key files (`.ppk`, from `Public-Lines:` to `Private-MAC:`), line by line, whatever prefix or escaping each line carries",
     ),
     ("Phone numbers", "E.164 numbers `+15551234567`"),
     (
@@ -469,6 +469,14 @@ pub(super) fn is_secret_dump(command: &str) -> bool {
             let program = first.rsplit('/').next().unwrap_or(first);
             if DUMPERS.contains(&program) {
                 return true;
+            }
+            // `kubectl get secret NAME -o yaml`: every value is a secret.
+            if matches!(program, "kubectl" | "oc") {
+                let rest: Vec<&str> = words.collect();
+                return rest.iter().any(|w| matches!(*w, "get" | "describe" | "edit"))
+                    && rest
+                        .iter()
+                        .any(|w| matches!(*w, "secret" | "secrets") || w.starts_with("secret/"));
             }
             READERS.contains(&program) && words.any(is_secret_file)
         })

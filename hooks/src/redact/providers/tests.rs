@@ -160,6 +160,14 @@ fn b30_the_shapes_the_tester_found_unrecognised_are_masked() {
             "export AWS_SESSION_TOKEN=IQoJb3JpZ2luX2VjEJr0123456789abcdefghij",
             "IQoJb3JpZ2luX2VjEJr0123456789abcdefghij",
         ),
+        (
+            crate::redact::keys::tests::PPK,
+            "Q2hhbmdlTWVQbGVhc2VUaGlzSXNBVGVzdEtleQ1x",
+        ),
+        (
+            crate::redact::keys::tests::PPK,
+            "6c1a9e0f2b3d4c5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d",
+        ),
     ];
     for (text, secret) in samples {
         let out = redactor.redact(text, RedactMode::Code);
