@@ -473,7 +473,9 @@ pub(super) fn is_secret_dump(command: &str) -> bool {
             // `kubectl get secret NAME -o yaml`: every value is a secret.
             if matches!(program, "kubectl" | "oc") {
                 let rest: Vec<&str> = words.collect();
-                return rest.iter().any(|w| matches!(*w, "get" | "describe" | "edit"))
+                return rest
+                    .iter()
+                    .any(|w| matches!(*w, "get" | "describe" | "edit"))
                     && rest
                         .iter()
                         .any(|w| matches!(*w, "secret" | "secrets") || w.starts_with("secret/"));

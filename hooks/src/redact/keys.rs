@@ -253,7 +253,8 @@ fn line_spans(line: &str, offset: usize, open: bool, found: &mut Vec<(usize, usi
 /// on passes; a line with a marker never does (the look-back must stop there).
 pub(crate) fn could_be_body(line: &str) -> bool {
     let content = line.strip_suffix('\r').unwrap_or(line);
-    if memchr::memmem::find(content.as_bytes(), b"-----").is_some() || ppk::opener(content).is_some()
+    if memchr::memmem::find(content.as_bytes(), b"-----").is_some()
+        || ppk::opener(content).is_some()
     {
         return false;
     }
@@ -675,11 +676,20 @@ pub(crate) mod tests {
             }
             text.push_str("after\n");
             let (out, open) = masked(&text, false);
-            assert!(!open, "{prefix:?}{suffix:?}: the MAC closes the block: {out}");
+            assert!(
+                !open,
+                "{prefix:?}{suffix:?}: the MAC closes the block: {out}"
+            );
             for secret in PPK_SECRETS {
-                assert!(!out.contains(secret), "{prefix:?}{suffix:?} shows {secret}: {out}");
+                assert!(
+                    !out.contains(secret),
+                    "{prefix:?}{suffix:?} shows {secret}: {out}"
+                );
             }
-            assert!(out.contains("ssh-ed25519") && out.ends_with("after\n"), "{out}");
+            assert!(
+                out.contains("ssh-ed25519") && out.ends_with("after\n"),
+                "{out}"
+            );
             // A text that starts inside the block, its opener before it.
             let line_of = |needle: &str| {
                 text.find(needle)
@@ -693,7 +703,10 @@ pub(crate) mod tests {
             );
         }
         // The private part alone (`grep -A2 Private-Lines`).
-        let (out, open) = masked("Private-Lines: 1\nQ2hhbmdlTWVQbGVhc2VUaGlzSXNBVGVzdEtleQ1x\n", false);
+        let (out, open) = masked(
+            "Private-Lines: 1\nQ2hhbmdlTWVQbGVhc2VUaGlzSXNBVGVzdEtleQ1x\n",
+            false,
+        );
         assert!(open && !out.contains("Q2hhbmdl"), "{out}");
     }
 
@@ -703,7 +716,10 @@ pub(crate) mod tests {
         let twice = PPK.replace('\n', "\\\\n");
         let list = format!(
             "['{}']",
-            PPK.lines().map(|l| format!("{l}\\n")).collect::<Vec<_>>().join("', '")
+            PPK.lines()
+                .map(|l| format!("{l}\\n"))
+                .collect::<Vec<_>>()
+                .join("', '")
         );
         for text in [
             format!("{{\"key\": \"{once}\", \"n\": 1}}"),

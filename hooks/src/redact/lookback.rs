@@ -84,8 +84,7 @@ fn open_at(file: &File, at: u64) -> io::Result<bool> {
     let near = read(file, near_from, at)?;
     let text = decode(&near, near_from > 0);
     // A marker in sight, or a line that cannot be key body: decided here.
-    let decided = keys::has_marker(text.as_bytes())
-        || keys::lookback_start(&text).is_some();
+    let decided = keys::has_marker(text.as_bytes()) || keys::lookback_start(&text).is_some();
     if decided || near_from == 0 {
         return Ok(key_open_after(&text, false));
     }

@@ -113,8 +113,8 @@ pub(super) fn one_line_run(rest: &str) -> (usize, bool) {
             .split_once(": ")
             .map(|(name, _)| name)
             .filter(|name| is_header(name));
-        let base64 = line.len() >= if newline > 0 { 1 } else { 16 }
-            && line.bytes().all(super::is_base64);
+        let base64 =
+            line.len() >= if newline > 0 { 1 } else { 16 } && line.bytes().all(super::is_base64);
         if header.is_none() && !base64 {
             // Not the block's: it ended with the escaped newline (a list's
             // separator is not the block's, and stays).
