@@ -391,7 +391,8 @@ fn armour_header(content: &str) -> Option<(usize, &str)> {
         "MessageID",
     ];
     let bytes = content.as_bytes();
-    for colon in memchr::memmem::find_iter(bytes, b": ") {
+    let colons = memchr::memchr_iter(b':', bytes).filter(|at| bytes.get(at + 1) == Some(&b' '));
+    for colon in colons {
         let run = bytes[..colon]
             .iter()
             .rev()

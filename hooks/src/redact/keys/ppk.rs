@@ -54,10 +54,14 @@ pub(super) fn closes(name: &str) -> bool {
 /// its number.
 pub(super) fn opener(content: &str) -> Option<(usize, usize)> {
     let bytes = content.as_bytes();
-    let mut from = 0;
-    while let Some(idx) = memchr::memmem::find(&bytes[from..], NEEDLE) {
-        let at = from + idx;
-        from = at + 1;
+    // By the `:` (a line is short, and most have none): no searcher to build.
+    for colon in memchr::memchr_iter(b':', bytes) {
+        let Some(at) = (colon + 2)
+            .checked_sub(NEEDLE.len())
+            .filter(|at| bytes[*at..].starts_with(NEEDLE))
+        else {
+            continue;
+        };
         let start = ["Public", "Private"]
             .iter()
             .find(|word| bytes[..at].ends_with(word.as_bytes()))
