@@ -258,8 +258,13 @@ pub(crate) fn could_be_body(line: &str) -> bool {
     {
         return false;
     }
-    if content.trim().is_empty() || armour_header(content).is_some() {
+    if content.trim().is_empty() {
         return true;
+    }
+    // A header keeps a block open, except the one that closes it (a PuTTY file's
+    // MAC): the look-back must stop there.
+    if let Some((_, name)) = armour_header(content) {
+        return !ppk::closes(name);
     }
     content.split('\r').any(|frame| frame_body(frame).is_some())
 }
