@@ -63,8 +63,7 @@ pub(crate) fn spans(text: &str, mut open: bool) -> (Vec<(usize, usize)>, bool) {
 /// file's `-Lines: `), each needle's next hit kept, so a text is read once per
 /// needle however many times it is asked.
 pub(crate) struct Markers {
-    dashes: memchr::memmem::Finder<'static>,
-    ppk: memchr::memmem::Finder<'static>,
+    finders: &'static [memchr::memmem::Finder<'static>; 2],
     /// The next hit of each at or after the last position asked (`None`: not
     /// searched yet; `Some(None)`: none left).
     next: [Option<Option<usize>>; 2],
@@ -72,16 +71,23 @@ pub(crate) struct Markers {
 
 impl Markers {
     pub(crate) fn new() -> Markers {
+        // Built once: a searcher costs more to build than a short text to search.
+        static FINDERS: std::sync::OnceLock<[memchr::memmem::Finder<'static>; 2]> =
+            std::sync::OnceLock::new();
         Markers {
-            dashes: memchr::memmem::Finder::new(b"-----"),
-            ppk: memchr::memmem::Finder::new(ppk::NEEDLE),
+            finders: FINDERS.get_or_init(|| {
+                [
+                    memchr::memmem::Finder::new(b"-----"),
+                    memchr::memmem::Finder::new(ppk::NEEDLE),
+                ]
+            }),
             next: [None, None],
         }
     }
 
     /// The first hit at or after `from` in `bytes` (the same bytes every call).
     pub(crate) fn next(&mut self, bytes: &[u8], from: usize) -> Option<usize> {
-        for (idx, finder) in [&self.dashes, &self.ppk].into_iter().enumerate() {
+        for (idx, finder) in self.finders.iter().enumerate() {
             let stale = match self.next[idx] {
                 None => true,
                 Some(Some(at)) => at < from,
