@@ -53,6 +53,7 @@ mod keys;
 mod lookback;
 mod providers;
 mod readings;
+mod side_blocks;
 mod stream;
 mod suffixed;
 mod triggers;

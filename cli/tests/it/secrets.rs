@@ -1586,4 +1586,5 @@ async fn b30_mcp_tools_mask_every_shape() {
 }
 
 mod listings;
+mod ppk;
 mod shapes;

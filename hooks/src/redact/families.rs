@@ -188,7 +188,7 @@ pub(crate) const BUILTIN_ROWS: &[(&str, &str)] = &[
     ),
     (
         "Private keys",
-        "PEM and PGP private-key blocks, line by line, whatever prefix or escaping each line carries",
+        "PEM and PGP private-key blocks, and the public and private lines and MAC of PuTTY key files (`.ppk`, from `Public-Lines:` to `Private-MAC:`), line by line, whatever prefix or escaping each line carries",
     ),
     ("Phone numbers", "E.164 numbers `+15551234567`"),
     (
@@ -470,6 +470,16 @@ pub(super) fn is_secret_dump(command: &str) -> bool {
             if DUMPERS.contains(&program) {
                 return true;
             }
+            // `kubectl get secret NAME -o yaml`: every value is a secret.
+            if matches!(program, "kubectl" | "oc") {
+                let rest: Vec<&str> = words.collect();
+                return rest
+                    .iter()
+                    .any(|w| matches!(*w, "get" | "describe" | "edit"))
+                    && rest
+                        .iter()
+                        .any(|w| matches!(*w, "secret" | "secrets") || w.starts_with("secret/"));
+            }
             READERS.contains(&program) && words.any(is_secret_file)
         })
 }
@@ -527,8 +537,37 @@ pub(super) fn side_matches(text: &str) -> Vec<(usize, usize, Kind)> {
     let bytes = text.as_bytes();
     let mut found = Vec::new();
     let mut next_free = 0;
-    for idx in memchr::memchr3_iter(b':', b'.', b'~', bytes) {
-        if idx < next_free {
+    for (from, to) in super::side_blocks::candidate_ranges(bytes) {
+        side_matches_in(bytes, from, to, &mut next_free, &mut found);
+    }
+    let n_dotted = found.len();
+    super::suffixed::suffixed_matches(bytes, &mut found);
+    if found.len() > n_dotted {
+        found.sort_unstable_by_key(|(start, end, _)| (*start, std::cmp::Reverse(*end)));
+        let mut last_end = 0;
+        found.retain(|(start, end, _)| {
+            let keep = *start >= last_end;
+            if keep {
+                last_end = *end;
+            }
+            keep
+        });
+    }
+    found
+}
+
+/// The side scanner over `bytes[from..to]`: every `:`, `.` and `~` there, with
+/// the family checks of [`side_matches`] (a hit may reach past `to`).
+fn side_matches_in(
+    bytes: &[u8],
+    from: usize,
+    to: usize,
+    next_free: &mut usize,
+    found: &mut Vec<(usize, usize, Kind)>,
+) {
+    for idx in memchr::memchr3_iter(b':', b'.', b'~', &bytes[from..to]) {
+        let idx = from + idx;
+        if idx < *next_free {
             continue;
         }
         // One or two byte tests first: most `:` and `.` in logs (times, versions,
@@ -569,23 +608,9 @@ pub(super) fn side_matches(text: &str) -> Vec<(usize, usize, Kind)> {
         };
         if let Some((start, end, kind)) = hit {
             found.push((start, end, kind));
-            next_free = end;
+            *next_free = end;
         }
     }
-    let n_dotted = found.len();
-    super::suffixed::suffixed_matches(bytes, &mut found);
-    if found.len() > n_dotted {
-        found.sort_unstable_by_key(|(start, end, _)| (*start, std::cmp::Reverse(*end)));
-        let mut last_end = 0;
-        found.retain(|(start, end, _)| {
-            let keep = *start >= last_end;
-            if keep {
-                last_end = *end;
-            }
-            keep
-        });
-    }
-    found
 }
 
 fn is_word(b: u8) -> bool {

@@ -141,7 +141,7 @@ impl KeyIndex {
     /// Complete lines `text` (each ending with a newline) at offset `base`.
     fn lines(&mut self, text: &[u8], base: u64) {
         let has_hidden = visible::has_hidden(text);
-        let dashes = memchr::memmem::Finder::new(b"-----");
+        let mut markers = keys::Markers::new();
         let mut pos = 0;
         // The next marker and the next hidden byte at or after `pos`, found once
         // each and searched again only when passed (the scan stays linear).
@@ -153,7 +153,7 @@ impl KeyIndex {
             if !self.open && self.known_from.is_some() {
                 // Closed: go to the next line that could hold a marker.
                 if !marker_done && marker.is_none_or(|m| m < pos) {
-                    marker = dashes.find(&text[pos..]).map(|idx| pos + idx);
+                    marker = markers.next(text, pos);
                     marker_done = marker.is_none();
                 }
                 if !hidden_done && hidden.is_none_or(|h| h < pos) {

@@ -19,7 +19,13 @@
 //! HCL); `Name: value` armour headers (`Proc-Type:`, `DEK-Info:`, `Version:`); empty
 //! lines; a base64 run of 16 characters or more (or a padded last line) as the last
 //! field behind a log prefix (`web-1  | …`, a timestamp), the prefix kept. Any other
-//! line ends the block.
+//! line ends the block. An armour header is recognised behind the same prefixes.
+//!
+//! PuTTY key files (`.ppk`) are blocks too (see `ppk`): opened by `Public-Lines:`
+//! or `Private-Lines:`, closed by `Private-MAC:`, their header lines masked like
+//! armour headers.
+
+mod ppk;
 
 /// What every masked part of a block becomes.
 pub(crate) const KEY_MASK: &str = "[REDACTED PRIVATE KEY]";
@@ -30,14 +36,14 @@ pub(crate) const KEY_MASK: &str = "[REDACTED PRIVATE KEY]";
 pub(crate) fn spans(text: &str, mut open: bool) -> (Vec<(usize, usize)>, bool) {
     let mut found = Vec::new();
     let mut line_start = 0;
-    let dashes = memchr::memmem::Finder::new(b"-----");
+    let mut markers = Markers::new();
     while line_start <= text.len() {
         if !open {
             // Outside a block only a line with a marker matters: go to the next.
-            let Some(idx) = dashes.find(&text.as_bytes()[line_start..]) else {
+            let Some(at) = markers.next(text.as_bytes(), line_start) else {
                 break;
             };
-            line_start = memchr::memrchr(b'\n', &text.as_bytes()[..line_start + idx])
+            line_start = memchr::memrchr(b'\n', &text.as_bytes()[..at])
                 .map_or(0, |nl| nl + 1)
                 .max(line_start);
         }
@@ -51,6 +57,58 @@ pub(crate) fn spans(text: &str, mut open: bool) -> (Vec<(usize, usize)>, bool) {
         line_start = line_end + 1;
     }
     (found, open)
+}
+
+/// The search for the lines that can open a block (a `-----` marker, a PuTTY
+/// file's `-Lines: `), each needle's next hit kept, so a text is read once per
+/// needle however many times it is asked.
+pub(crate) struct Markers {
+    finders: &'static [memchr::memmem::Finder<'static>; 2],
+    /// The next hit of each at or after the last position asked (`None`: not
+    /// searched yet; `Some(None)`: none left).
+    next: [Option<Option<usize>>; 2],
+}
+
+impl Markers {
+    pub(crate) fn new() -> Markers {
+        // Built once: a searcher costs more to build than a short text to search.
+        static FINDERS: std::sync::OnceLock<[memchr::memmem::Finder<'static>; 2]> =
+            std::sync::OnceLock::new();
+        Markers {
+            finders: FINDERS.get_or_init(|| {
+                [
+                    memchr::memmem::Finder::new(b"-----"),
+                    memchr::memmem::Finder::new(ppk::NEEDLE),
+                ]
+            }),
+            next: [None, None],
+        }
+    }
+
+    /// The first hit at or after `from` in `bytes` (the same bytes every call).
+    pub(crate) fn next(&mut self, bytes: &[u8], from: usize) -> Option<usize> {
+        for (idx, finder) in self.finders.iter().enumerate() {
+            let stale = match self.next[idx] {
+                None => true,
+                Some(Some(at)) => at < from,
+                Some(None) => false,
+            };
+            if stale {
+                self.next[idx] = Some(
+                    bytes
+                        .get(from..)
+                        .and_then(|rest| finder.find(rest))
+                        .map(|i| from + i),
+                );
+            }
+        }
+        self.next.iter().flatten().flatten().min().copied()
+    }
+}
+
+/// Whether `bytes` hold anything that can open or close a block.
+pub(crate) fn has_marker(bytes: &[u8]) -> bool {
+    Markers::new().next(bytes, 0).is_some()
 }
 
 /// Where to start the state machine to learn whether a block is open at the end of
@@ -81,7 +139,11 @@ pub(crate) fn lookback_start(before: &str) -> Option<usize> {
 /// `open_at_start` and its lines.
 #[cfg(test)]
 pub(crate) fn open_after(before: &str, open_at_start: bool) -> bool {
-    match memchr::memmem::rfind(before.as_bytes(), b"-----") {
+    let last = [&b"-----"[..], ppk::NEEDLE]
+        .iter()
+        .filter_map(|needle| memchr::memmem::rfind(before.as_bytes(), needle))
+        .max();
+    match last {
         Some(at) => {
             let from = memchr::memrchr(b'\n', &before.as_bytes()[..at]).map_or(0, |nl| nl + 1);
             spans(&before[from..], false).1
@@ -146,9 +208,9 @@ fn line_spans(line: &str, offset: usize, open: bool, found: &mut Vec<(usize, usi
         if content.trim().is_empty() {
             return true;
         }
-        if is_armour_header(content) {
-            found.push((offset + lead, offset + content.trim_end().len()));
-            return true;
+        if let Some((start, name)) = armour_header(content) {
+            found.push((offset + start, offset + content.trim_end().len()));
+            return !ppk::closes(name);
         }
         let n_before = found.len();
         body_frames(content, offset, found);
@@ -156,6 +218,17 @@ fn line_spans(line: &str, offset: usize, open: bool, found: &mut Vec<(usize, usi
             return true;
         }
         // Not key body: the block is over, and this line is an ordinary one.
+    }
+    if let Some((start, number_end)) = ppk::opener(content) {
+        let (run, closed) = ppk::one_line_run(&content[number_end..]);
+        let end = number_end + run;
+        let end = if run == 0 {
+            end.max(trailer_start(content.trim_end().as_bytes()))
+        } else {
+            end
+        };
+        found.push((offset + start, offset + end));
+        return !closed && is_trailer(&content[end..]);
     }
     let mut from = 0;
     let mut open_after = false;
@@ -186,11 +259,18 @@ fn line_spans(line: &str, offset: usize, open: bool, found: &mut Vec<(usize, usi
 /// on passes; a line with a marker never does (the look-back must stop there).
 pub(crate) fn could_be_body(line: &str) -> bool {
     let content = line.strip_suffix('\r').unwrap_or(line);
-    if memchr::memmem::find(content.as_bytes(), b"-----").is_some() {
+    if memchr::memmem::find(content.as_bytes(), b"-----").is_some()
+        || ppk::opener(content).is_some()
+    {
         return false;
     }
-    if content.trim().is_empty() || is_armour_header(content) {
+    if content.trim().is_empty() {
         return true;
+    }
+    // A header keeps a block open, except the one that closes it (a PuTTY file's
+    // MAC): the look-back must stop there.
+    if let Some((_, name)) = armour_header(content) {
+        return !ppk::closes(name);
     }
     content.split('\r').any(|frame| frame_body(frame).is_some())
 }
@@ -306,9 +386,12 @@ fn is_body(content: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=' | b' ' | b'\t'))
 }
 
-/// An armour header of PEM (RFC 1421) or OpenPGP (RFC 4880): `Proc-Type: 4,ENCRYPTED`,
-/// `DEK-Info: …`, `Version: …`, `Comment: …`.
-fn is_armour_header(content: &str) -> bool {
+/// An armour header of PEM (RFC 1421) or OpenPGP (RFC 4880) (`Proc-Type: 4,ENCRYPTED`,
+/// `DEK-Info: …`, `Version: …`, `Comment: …`) or a header of a PuTTY key file
+/// (`Private-Lines: 14`, `Private-MAC: …`), behind any prefix that ends in a
+/// non-word byte (`path:`, `12:`, `+`, a log prefix, an indent, a quote): where
+/// its name starts, and the name.
+fn armour_header(content: &str) -> Option<(usize, &str)> {
     const NAMES: [&str; 7] = [
         "Proc-Type",
         "DEK-Info",
@@ -318,10 +401,25 @@ fn is_armour_header(content: &str) -> bool {
         "Charset",
         "MessageID",
     ];
-    let trimmed = content.trim_start();
-    trimmed
-        .split_once(": ")
-        .is_some_and(|(name, _)| NAMES.contains(&name))
+    let bytes = content.as_bytes();
+    let colons = memchr::memchr_iter(b':', bytes).filter(|at| bytes.get(at + 1) == Some(&b' '));
+    for colon in colons {
+        let run = bytes[..colon]
+            .iter()
+            .rev()
+            .take_while(|b| b.is_ascii_alphanumeric() || **b == b'-')
+            .count();
+        let mut start = colon - run;
+        while start < colon && !bytes[start].is_ascii_alphabetic() {
+            start += 1;
+        }
+        let name = &content[start..colon];
+        let boundary = ppk::boundary_before(bytes, start);
+        if boundary && (NAMES.contains(&name) || ppk::is_header(name)) {
+            return Some((start, name));
+        }
+    }
+    None
 }
 
 /// Bytes of key body after a BEGIN header on the same line: base64, spaces, tabs,
@@ -398,7 +496,7 @@ fn find_marker(text: &str, marker: &str) -> Option<(usize, usize)> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::{open_at_end, spans};
 
     fn masked(text: &str, open: bool) -> (String, bool) {
@@ -560,6 +658,99 @@ mod tests {
             }
             assert!(out.ends_with("after\n"), "{out}");
         }
+    }
+
+    /// A PuTTY key file (version 3, encrypted): its secret lines.
+    pub(crate) const PPK: &str = "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: aes256-cbc\nComment: ed25519-key-20260101\nPublic-Lines: 2\nAAAAC3NzaC1lZDI1NTE5AAAAIBz0c3VwZXJwdWJsaWNrZXlib2R5\nbWFkZXVwZm9ydGhldGVzdA==\nKey-Derivation: Argon2id\nArgon2-Memory: 8192\nArgon2-Passes: 13\nArgon2-Parallelism: 1\nArgon2-Salt: 5b2ec0f1a2b3c4d5e6f708192a3b4c5d\nPrivate-Lines: 2\nQ2hhbmdlTWVQbGVhc2VUaGlzSXNBVGVzdEtleQ1x\nVGhlUHJpdmF0ZVBhcnRJc0hlcmVBbmRNYXNrZWQ2\nPrivate-MAC: 6c1a9e0f2b3d4c5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d\n";
+
+    /// The parts of [`PPK`] no route may show.
+    pub(crate) const PPK_SECRETS: [&str; 3] = [
+        "Q2hhbmdlTWVQbGVhc2VUaGlz",
+        "VGhlUHJpdmF0ZVBhcnRJc0hl",
+        "6c1a9e0f2b3d4c5e6f70",
+    ];
+
+    #[test]
+    fn b30_a_putty_key_file_is_masked_whatever_each_line_carries() {
+        let forms: [(&str, &str); 7] = [
+            ("", ""),
+            ("dir/id.ppk:", ""),
+            ("", "$"),
+            ("12:", ""),
+            ("dir/id.ppk:12:", ""),
+            ("  ", ""),
+            ("2026-12-01T10:00:00Z app[web.1]: ", ""),
+        ];
+        for (prefix, suffix) in forms {
+            let mut text = String::from("before\n");
+            for line in PPK.lines() {
+                text.push_str(&format!("{prefix}{line}{suffix}\n"));
+            }
+            text.push_str("after\n");
+            let (out, open) = masked(&text, false);
+            assert!(
+                !open,
+                "{prefix:?}{suffix:?}: the MAC closes the block: {out}"
+            );
+            for secret in PPK_SECRETS {
+                assert!(
+                    !out.contains(secret),
+                    "{prefix:?}{suffix:?} shows {secret}: {out}"
+                );
+            }
+            assert!(
+                out.contains("ssh-ed25519") && out.ends_with("after\n"),
+                "{out}"
+            );
+            // A text that starts inside the block, its opener before it.
+            let line_of = |needle: &str| {
+                text.find(needle)
+                    .map_or(0, |at| text[..at].rfind('\n').map_or(0, |nl| nl + 1))
+            };
+            let (out, _) = masked(&text[line_of("Q2hh")..], true);
+            assert!(!out.contains(PPK_SECRETS[1]), "{out}");
+            assert!(
+                open_at_end(&text[..line_of("VGhl")]),
+                "{prefix:?}{suffix:?}"
+            );
+        }
+        // The private part alone (`grep -A2 Private-Lines`).
+        let (out, open) = masked(
+            "Private-Lines: 1\nQ2hhbmdlTWVQbGVhc2VUaGlzSXNBVGVzdEtleQ1x\n",
+            false,
+        );
+        assert!(open && !out.contains("Q2hhbmdl"), "{out}");
+    }
+
+    #[test]
+    fn b30_a_putty_key_file_in_one_string_is_masked() {
+        let once = PPK.replace('\n', "\\n");
+        let twice = PPK.replace('\n', "\\\\n");
+        let list = format!(
+            "['{}']",
+            PPK.lines()
+                .map(|l| format!("{l}\\n"))
+                .collect::<Vec<_>>()
+                .join("', '")
+        );
+        for text in [
+            format!("{{\"key\": \"{once}\", \"n\": 1}}"),
+            format!("{{\"a\": \"{{\\\"key\\\": \\\"{twice}\\\"}}\"}}"),
+            format!("key = '{once}'"),
+            list,
+        ] {
+            let (out, open) = masked(&text, false);
+            for secret in PPK_SECRETS {
+                assert!(!out.contains(secret), "shows {secret}: {out}");
+            }
+            assert!(!open, "{out}");
+        }
+        // Cut before its MAC: the block goes on in the next text.
+        let cut = &once[..once.find("Private-MAC").unwrap_or(0)];
+        assert!(masked(&format!("\"{cut}"), false).1);
+        // Prose that names the format is not a key.
+        let prose = "the header Public-Lines: says how many lines follow\nok";
+        assert_eq!(masked(prose, false), (prose.to_owned(), false));
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //! BEGIN. So the look-back reads the last [`KEY_LOOKBACK_BYTES`] before the position
 //! and decides from there when it can (a marker line, or a line that cannot be key
 //! body, is in sight: the common case); otherwise it searches further back for the
-//! nearest `-----` (a vectorised search over raw bytes, however far), and only when
+//! nearest marker (`-----`, or a PuTTY key file's `-Lines: `: a vectorised search over raw bytes, however far), and only when
 //! that line opens a block does it read forward from it to the position, checking
 //! the lines between. A log without any marker before the position has no block open.
 //!
@@ -61,14 +61,15 @@ pub fn key_open_in_log(log: Option<&File>, at: u64, after: &str) -> bool {
 /// Whether `text` shows the end of a private-key block before any beginning: then a
 /// block was open where it starts, though what came before it is not known.
 fn ends_a_block_it_did_not_begin(text: &str) -> bool {
-    match (
-        memchr::memmem::find(text.as_bytes(), b"-----END"),
-        memchr::memmem::find(text.as_bytes(), b"-----BEGIN"),
+    let ends_first = |end: &[u8], begin: &[u8]| match (
+        memchr::memmem::find(text.as_bytes(), end),
+        memchr::memmem::find(text.as_bytes(), begin),
     ) {
         (Some(end), Some(begin)) => end < begin,
         (Some(_), None) => true,
         _ => false,
-    }
+    };
+    ends_first(b"-----END", b"-----BEGIN") || ends_first(b"Private-MAC: ", b"-Lines: ")
 }
 
 /// Whether a block is open at byte `at` of `file` (at most its length).
@@ -83,8 +84,7 @@ fn open_at(file: &File, at: u64) -> io::Result<bool> {
     let near = read(file, near_from, at)?;
     let text = decode(&near, near_from > 0);
     // A marker in sight, or a line that cannot be key body: decided here.
-    let decided = memchr::memmem::find(text.as_bytes(), b"-----").is_some()
-        || keys::lookback_start(&text).is_some();
+    let decided = keys::has_marker(text.as_bytes()) || keys::lookback_start(&text).is_some();
     if decided || near_from == 0 {
         return Ok(key_open_after(&text, false));
     }
@@ -95,19 +95,23 @@ fn open_at(file: &File, at: u64) -> io::Result<bool> {
     open_from_marker(file, marker, near_from, &text)
 }
 
-/// The byte offset of the last `-----` in `file` before `end`, searched backwards
-/// in steps (the steps overlap by four bytes so a marker across two is found).
+/// The byte offset of the last marker (`-----`, or a PuTTY key file's `-Lines: `)
+/// in `file` before `end`, searched backwards in steps (the steps overlap by seven
+/// bytes so a marker across two is found).
 ///
 /// # Errors
 /// When the file cannot be read.
 fn rfind_marker(file: &File, end: u64) -> io::Result<Option<u64>> {
-    let finder = memchr::memmem::FinderRev::new(b"-----");
+    let finders = [
+        memchr::memmem::FinderRev::new(b"-----"),
+        memchr::memmem::FinderRev::new(b"-Lines: "),
+    ];
     let mut to = end;
     let mut buf = Vec::new();
     while to > 0 {
         let from = to.saturating_sub(FAR_STEP_BYTES as u64);
-        read_into(file, &mut buf, from, (to + 4).min(end))?;
-        if let Some(idx) = finder.rfind(&buf) {
+        read_into(file, &mut buf, from, (to + 7).min(end))?;
+        if let Some(idx) = finders.iter().filter_map(|f| f.rfind(&buf)).max() {
             return Ok(Some(from + idx as u64));
         }
         to = from;

@@ -528,6 +528,38 @@ fn headers() -> Vec<Shape> {
             sample: format!("AccountKey={}==", fill(ALNUM, 86)),
         },
         Shape {
+            provider: ".netrc",
+            shape: "the password of `machine … login … password …` on one line (and, in the file read whole, of a `password …` line)",
+            pattern: format!(r"{B}login[ \t]+[^\s]+[ \t]+password[ \t]+([^\s]+)"),
+            kind: group_kind(r"password[ \t]+([^\s]+)"),
+            dump_only: false,
+            sample: format!("machine api.example.com login me password {}", fill(ALNUM, 20)),
+        },
+        Shape {
+            provider: "Docker",
+            shape: "registry credentials in `config.json`: `\"auth\": \"<base64>\"`",
+            pattern: r#""auth"[ \t]*:[ \t]*"((?:[A-Za-z0-9+/]{4}){3,}(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?)""#.to_owned(),
+            kind: group_kind(r#":[ \t]*"([^"]+)""#),
+            dump_only: false,
+            sample: format!("{{\"auths\": {{\"r.example.com\": {{\"auth\": \"{}==\"}}}}}}", fill(ALNUM, 30)),
+        },
+        Shape {
+            provider: "PostgreSQL",
+            shape: "in a `.pgpass` read whole, the password of `host:port:database:user:password`",
+            pattern: format!(r"{B}[A-Za-z0-9._*-]+:(?:[0-9]+|\*):[^:\s]+:[^:\s]+:([^\s]+)"),
+            kind: group_kind(r"^(?:[^:]+:){4}(.+)$"),
+            dump_only: true,
+            sample: format!("db.example.com:5432:app:app:{}", fill(ALNUM, 20)),
+        },
+        Shape {
+            provider: ".netrc",
+            shape: "in a `.netrc` read whole, the value of a `password …` line",
+            pattern: r"(?m)^[ \t]*(?:password|passwd)[ \t]+([^\s]+)".to_owned(),
+            kind: group_kind(r"(?:password|passwd)[ \t]+([^\s]+)"),
+            dump_only: true,
+            sample: format!("machine api.example.com\n  login me\n  password {}", fill(ALNUM, 20)),
+        },
+        Shape {
             provider: "Well-known credential names",
             shape: "values of `aws_secret_access_key`, `aws_session_token`, `AZURE_CLIENT_SECRET`, `GITHUB_TOKEN`, … in ini, TOML, YAML, JSON, `.env` and `export` syntax, anywhere",
             pattern: named_credential_pattern(),
@@ -546,8 +578,13 @@ fn headers() -> Vec<Shape> {
     ]
 }
 
+/// A kind that masks group 1 of `pattern` (fixed, and covered by the corpus test).
+fn group_kind(pattern: &str) -> Kind {
+    Kind::Extra(regex::Regex::new(pattern).ok().map(std::sync::Arc::new))
+}
+
 /// Names a provider defines for its secrets, matched in any output.
-const CREDENTIAL_NAMES: &str = "aws_secret_access_key|aws_session_token|aws_security_token|azure_client_secret|azure_storage_key|azure_storage_account_key|arm_client_secret|github_token|gh_token|gitlab_token|npm_token|openai_api_key|anthropic_api_key|hf_token|huggingface_token|slack_bot_token|slack_webhook_url|vault_token|cloudflare_api_token|cloudflare_api_key|digitalocean_access_token|heroku_api_key|twilio_auth_token|sendgrid_api_key|stripe_secret_key|mailgun_api_key|sentry_auth_token|datadog_api_key|dd_api_key|dd_app_key|netlify_auth_token|vercel_token|codecov_token|sonar_token|snyk_token|docker_password|dockerhub_token|pypi_token|twine_password|google_client_secret|client_secret";
+const CREDENTIAL_NAMES: &str = "aws_secret_access_key|aws_session_token|aws_security_token|azure_client_secret|azure_storage_key|azure_storage_account_key|arm_client_secret|github_token|gh_token|gitlab_token|npm_token|openai_api_key|anthropic_api_key|hf_token|huggingface_token|slack_bot_token|slack_webhook_url|vault_token|cloudflare_api_token|cloudflare_api_key|digitalocean_access_token|heroku_api_key|twilio_auth_token|sendgrid_api_key|stripe_secret_key|mailgun_api_key|sentry_auth_token|datadog_api_key|dd_api_key|dd_app_key|netlify_auth_token|vercel_token|codecov_token|sonar_token|snyk_token|docker_password|dockerhub_token|pypi_token|twine_password|google_client_secret|client_secret|mysql_password|mysql_root_password|postgres_password|identitytoken|registrytoken";
 
 /// `NAME = value`, `NAME: value`, `"NAME": "value"`, `NAME=value`, `export NAME=…`.
 fn named_credential_pattern() -> String {

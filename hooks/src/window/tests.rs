@@ -55,6 +55,30 @@ fn strip_escapes(text: &str) -> String {
     crate::redact::visible_text(text)
 }
 
+/// A PuTTY key file (version 3) with `n_lines` private lines, and its secrets
+/// (the private lines and the MAC).
+fn ppk(n_lines: usize) -> (String, Vec<String>) {
+    let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let line = |idx: usize| -> String {
+        (0..64)
+            .map(|k| alphabet[(idx * 11 + k * 5 + 3) % 64] as char)
+            .collect()
+    };
+    let private: Vec<String> = (0..n_lines).map(|idx| line(idx + 2)).collect();
+    let mac: String = (0..64)
+        .map(|k| b"0123456789abcdef"[(k * 7 + 1) % 16] as char)
+        .collect();
+    let text = format!(
+        "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nComment: key\nPublic-Lines: 2\n{}\n{}\nPrivate-Lines: {n_lines}\n{}\nPrivate-MAC: {mac}\n",
+        line(0),
+        line(1),
+        private.join("\n"),
+    );
+    let mut secrets = private;
+    secrets.push(mac);
+    (text, secrets)
+}
+
 fn pem_lines(block: &str) -> Vec<String> {
     block
         .lines()
@@ -471,6 +495,7 @@ proptest! {
         key_form in 0u8..8,
         key_lines in 2usize..40,
         key_at in any::<usize>(),
+        putty in any::<bool>(),
         windows in prop::collection::vec((any::<usize>(), any::<usize>()), 3),
         chunks in prop::collection::vec(1usize..200, 1..12),
         cut in any::<usize>(),
@@ -482,10 +507,16 @@ proptest! {
             parts.insert(at, format!("{} ", corpus_token(secret, *form, *split)));
             planted.push(secret.clone());
         }
-        let key = pem(key_lines);
+        let (key, key_secrets) = if putty {
+            ppk(key_lines)
+        } else {
+            let key = pem(key_lines);
+            let lines = pem_lines(&key);
+            (key, lines)
+        };
         let at = key_at % (parts.len() + 1);
         parts.insert(at, format!("\n{}", corpus_key(&key, key_form)));
-        planted.extend(pem_lines(&key));
+        planted.extend(key_secrets);
         let text: String = parts.concat();
         let p = std::sync::Arc::new(Pipeline::redaction_only());
         let c = ctx("make");

@@ -90,6 +90,10 @@ fn line() -> impl Strategy<Value = String> {
         1 => Just("Proc-Type: 4,ENCRYPTED".to_owned()),
         2 => Just("error: something else happened".to_owned()),
         1 => Just("progress 40%\rMIIEvQIBADANBgkqhkiG9w0B".to_owned()),
+        1 => Just("Private-Lines: 14".to_owned()),
+        1 => Just("key.ppk:Public-Lines: 2".to_owned()),
+        1 => Just("Private-MAC: 6c1a9e0f2b3d4c5e".to_owned()),
+        1 => Just("Argon2-Salt: 5b2ec0f1".to_owned()),
         1 => "[a-zA-Z0-9 +/=:|-]{0,40}",
     ]
 }
@@ -109,4 +113,35 @@ proptest! {
             prop_assert_eq!(index.open_at(at(start)), Some(want), "at {} of {:?}", start, text);
         }
     }
+}
+
+#[test]
+fn b30_the_index_and_the_log_look_back_know_a_putty_key_file_however_long() {
+    let mut text = String::from(
+        "build\nPuTTY-User-Key-File-3: ssh-rsa\nEncryption: none\nComment: k\nPublic-Lines: 1\nAAAAB3NzaC1yc2EAAAADAQABAAABAQ\nPrivate-Lines: 30000\n",
+    );
+    text.push_str(&BODY.repeat(30_000)); // about 1.6 MB of private lines
+    let deep = text.len() - 5 * BODY.len();
+    text.push_str("Private-MAC: 6c1a9e0f2b3d4c5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d\n");
+    let after_mac = text.len();
+    text.push_str("12345\n67890\n");
+    for chunk in [1, 7, 4096, 1 << 20] {
+        let index = index_of(&text, chunk);
+        assert_eq!(index.open_at(at(deep)), Some(true), "chunk {chunk}");
+        assert_eq!(index.open_at(at(after_mac)), Some(false), "chunk {chunk}");
+    }
+    assert!(key_open_after(&text[..deep], false));
+    assert!(!key_open_after(&text[..after_mac], false));
+    let mut file = tempfile::NamedTempFile::new().expect("a temporary file");
+    std::io::Write::write_all(&mut file, text.as_bytes()).expect("write the log");
+    assert!(crate::key_open_in_log(
+        Some(file.as_file()),
+        at(deep),
+        &text[deep..]
+    ));
+    assert!(!crate::key_open_in_log(
+        Some(file.as_file()),
+        at(after_mac),
+        &text[after_mac..]
+    ));
 }

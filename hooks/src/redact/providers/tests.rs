@@ -160,6 +160,14 @@ fn b30_the_shapes_the_tester_found_unrecognised_are_masked() {
             "export AWS_SESSION_TOKEN=IQoJb3JpZ2luX2VjEJr0123456789abcdefghij",
             "IQoJb3JpZ2luX2VjEJr0123456789abcdefghij",
         ),
+        (
+            crate::redact::keys::tests::PPK,
+            "Q2hhbmdlTWVQbGVhc2VUaGlzSXNBVGVzdEtleQ1x",
+        ),
+        (
+            crate::redact::keys::tests::PPK,
+            "6c1a9e0f2b3d4c5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d",
+        ),
     ];
     for (text, secret) in samples {
         let out = redactor.redact(text, RedactMode::Code);
@@ -225,4 +233,36 @@ fn b30_docs_secrets_table_is_generated_from_the_code() {
         doc.contains(&format!("{begin}{table}{end}")),
         "docs/secrets.md does not hold the table the code makes; regenerate it with HERD_WRITE_SECRETS_DOC=1 cargo test -p herd-hooks --lib b30_docs"
     );
+}
+
+#[test]
+fn b30_a_kubectl_secret_read_is_a_secret_dump_and_other_kubectl_output_is_not() {
+    for command in [
+        "kubectl get secret db -o yaml",
+        "kubectl -n prod get secrets -o json",
+        "oc describe secret/db",
+    ] {
+        assert_eq!(
+            RedactMode::for_command(command),
+            RedactMode::SecretDump,
+            "{command}"
+        );
+    }
+    for command in [
+        "kubectl get pods",
+        "kubectl logs secret-rotator",
+        "kubectl apply -f secret.yaml",
+    ] {
+        assert_eq!(
+            RedactMode::for_command(command),
+            RedactMode::Code,
+            "{command}"
+        );
+    }
+    let yaml = "apiVersion: v1\ndata:\n  password: czNjcjN0cGFzc3cwcmQxMjM0NTY=\n  api-token: Z2hwX2FiY2RlZmdoaWprbG1ub3BxcnN0dXZ3eHl6\nkind: Secret\n";
+    let out = Redactor::builtin().redact_output("kubectl get secret db -o yaml", yaml);
+    for secret in ["czNjcjN0cGFzc3cwcmQx", "Z2hwX2FiY2RlZmdoaWpr"] {
+        assert!(leak(&out, secret).is_none(), "{out}");
+    }
+    assert!(out.contains("kind: Secret"), "{out}");
 }
