@@ -28,6 +28,7 @@ mod remote;
 mod restart;
 mod service;
 mod sizes;
+mod sys;
 mod top;
 
 use std::process::ExitCode;

@@ -31,6 +31,12 @@ pub(crate) struct NoiseFilter {
 }
 
 impl NoiseFilter {
+    /// Whether every later byte passes unchanged (the filter is done and holds
+    /// nothing): output may then skip it.
+    pub(crate) fn passes_all(&self) -> bool {
+        self.done && self.held.is_empty()
+    }
+
     /// Filters one chunk; returns the bytes to keep.
     pub(crate) fn feed<'a>(&mut self, chunk: &'a [u8]) -> Cow<'a, [u8]> {
         if self.done {

@@ -235,6 +235,8 @@ pub(crate) struct LogWriter {
     written: u64,
     cap: u64,
     warned: bool,
+    /// splice(2) into the file was refused once: not tried again.
+    no_splice: bool,
 }
 
 impl LogWriter {
@@ -247,6 +249,7 @@ impl LogWriter {
             written: 0,
             cap,
             warned: false,
+            no_splice: false,
         }
     }
 
@@ -256,6 +259,45 @@ impl LogWriter {
         LogWriter {
             file: Some(file),
             ..LogWriter::new(path, cap)
+        }
+    }
+
+    /// Moves up to `max` bytes from the pipe `from` into the log without reading
+    /// them into memory (splice(2), not waiting for the pipe), within the cap.
+    /// `None` when this log cannot take them so (not yet created, failed, full,
+    /// or a file splice refuses, such as one opened for appending): the caller
+    /// reads and writes instead. `Some(Ok(0))` is the pipe's end-of-file.
+    pub(crate) fn splice_from(
+        &mut self,
+        from: std::os::fd::BorrowedFd<'_>,
+        max: usize,
+    ) -> Option<nix::Result<usize>> {
+        use nix::fcntl::{SpliceFFlags, splice};
+        if self.no_splice {
+            return None;
+        }
+        let file = self.file.as_ref()?;
+        let room = usize::try_from(self.cap.saturating_sub(self.written)).unwrap_or(usize::MAX);
+        if room == 0 || max == 0 {
+            return None;
+        }
+        let flags = SpliceFFlags::SPLICE_F_MOVE | SpliceFFlags::SPLICE_F_NONBLOCK;
+        match splice(from, None, file, None, room.min(max), flags) {
+            Ok(n) => {
+                self.written += n as u64;
+                Some(Ok(n))
+            }
+            Err(nix::errno::Errno::EINVAL | nix::errno::Errno::ENOSYS) => {
+                self.no_splice = true;
+                None
+            }
+            Err(error @ (nix::errno::Errno::EAGAIN | nix::errno::Errno::EINTR)) => Some(Err(error)),
+            Err(error) => {
+                tracing::error!(path = %self.path.display(), %error, "session log write failed; later output is kept in memory only");
+                self.file = None;
+                self.failed = true;
+                None
+            }
         }
     }
 

@@ -44,6 +44,9 @@ use crate::spawn::{self, MasterFd};
 const MIN_READ_BYTES: usize = 64 * 1024;
 /// The largest read buffer.
 const MAX_READ_BYTES: usize = 128 * 1024;
+/// The most one splice of a pipe job's output into its log moves (the pipe's
+/// buffer as raised).
+const MAX_SPLICE_BYTES: usize = 1 << 20;
 /// Reads per wake before the other descriptors get a turn.
 const READS_PER_TURN: usize = 32;
 /// A burst of at least this many bytes pauses reading a pipe for [`OUTPUT_PACE`].
@@ -287,6 +290,9 @@ impl Shim {
 
     /// Reads until the output would block, or a turn's worth.
     fn read_burst(&mut self) {
+        if self.splice_burst() {
+            return;
+        }
         let mut filled = 0;
         for _ in 0..READS_PER_TURN {
             if self.buf.is_empty() {
@@ -329,6 +335,46 @@ impl Shim {
         if !self.eof && filled < MIN_READ_BYTES / 4 && self.buf.len() > MIN_READ_BYTES {
             self.buf = Vec::new();
         }
+    }
+
+    /// Moves a pipe job's output into the log until the pipe would block, or a
+    /// turn's worth, without reading it into memory: once the noise filter has
+    /// let the output through for good, nothing here looks at the bytes. `false`
+    /// when this output is read instead (a PTY, the filter still looking, the log
+    /// not taking splices, at its cap, or failed).
+    fn splice_burst(&mut self) -> bool {
+        let Job::Pipe { output, .. } = &self.job else {
+            return false;
+        };
+        if !self.noise.passes_all() {
+            return false;
+        }
+        let Some(log) = self.log.as_mut() else {
+            return false;
+        };
+        if self.pipe_bytes == 0 {
+            self.pipe_bytes = spawn::raise_pipe_buffer(output.as_fd());
+        }
+        let mut moved_any = false;
+        for _ in 0..READS_PER_TURN {
+            match log.splice_from(output.as_fd(), MAX_SPLICE_BYTES) {
+                None => return moved_any,
+                Some(Ok(0)) => {
+                    self.eof = true;
+                    self.seen.eof = true;
+                    break;
+                }
+                Some(Ok(n)) => {
+                    moved_any = true;
+                    self.seen.output = true;
+                    self.progress.total_ingested += n as u64;
+                    self.progress.log_bytes += n as u64;
+                }
+                Some(Err(nix::errno::Errno::EINTR)) => {}
+                Some(Err(_)) => break,
+            }
+        }
+        true
     }
 
     /// Reads what is already buffered, up to 16 MiB, without waiting.
