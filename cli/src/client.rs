@@ -59,7 +59,7 @@ pub(crate) struct Client {
     pub(crate) hello: Hello,
     /// Binary frames go to stdout by splice, not through the caller's `emit`
     /// ([`Client::frames_to_stdout`]).
-    stdout: Option<crate::logframes::StdoutSink>,
+    stdout: Option<Box<crate::logframes::StdoutSink>>,
 }
 
 /// Checks that the home's socket path fits the OS limit.
@@ -307,7 +307,7 @@ impl Client {
     /// unchanged to stdout (`crate::output::raw`). Nothing changes when stdout is
     /// a terminal.
     pub(crate) fn frames_to_stdout(&mut self) {
-        self.stdout = crate::logframes::StdoutSink::new();
+        self.stdout = crate::logframes::StdoutSink::new().map(Box::new);
     }
 
     /// Whether frames go to stdout ([`Client::frames_to_stdout`]).
