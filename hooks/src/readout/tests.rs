@@ -57,7 +57,7 @@ fn read_out(text: &str, pieces: &[usize], threads: usize, reread: bool) -> Strin
             next += 1;
         }
         let edge = pos - carry.len();
-        carry.extend_from_slice(text[pos..next].as_bytes());
+        carry.extend_from_slice(&text.as_bytes()[pos..next]);
         pos = next;
         let at_end = pos == text.len();
         let read = if reread {
