@@ -57,6 +57,9 @@ pub(crate) struct Client {
     daemon: liveness::Watched,
     /// The handshake answer.
     pub(crate) hello: Hello,
+    /// Binary frames go to stdout by splice, not through the caller's `emit`
+    /// ([`Client::frames_to_stdout`]).
+    stdout: Option<Box<crate::logframes::StdoutSink>>,
 }
 
 /// Checks that the home's socket path fits the OS limit.
@@ -211,6 +214,7 @@ impl Client {
             writer,
             next_id: 1,
             buf: Vec::new(),
+            stdout: None,
             daemon,
             hello: Hello {
                 protocol: 0,
@@ -295,6 +299,34 @@ impl Client {
         self.buf.resize(len, 0);
         self.reader.read_exact(&mut self.buf).await?;
         Ok(Some(&self.buf))
+    }
+
+    /// Sends the binary frames of this connection's log streams straight to
+    /// stdout (`crate::logframes::StdoutSink`) rather than handing their text to
+    /// the stream's `emit`: only for a caller whose `emit` prints the text
+    /// unchanged to stdout (`crate::output::raw`). Nothing changes when stdout is
+    /// a terminal.
+    pub(crate) fn frames_to_stdout(&mut self) {
+        self.stdout = crate::logframes::StdoutSink::new().map(Box::new);
+    }
+
+    /// Whether frames go to stdout ([`Client::frames_to_stdout`]).
+    pub(crate) fn moves_frames(&self) -> bool {
+        self.stdout.is_some()
+    }
+
+    /// Moves the next binary frame to stdout ([`Client::frames_to_stdout`]);
+    /// `false` at the frames' end. As [`Client::next_frame`], it fails should the
+    /// daemon be seen stopped while the frame is awaited.
+    ///
+    /// # Errors
+    /// A read or write error, an oversized frame, or the daemon stopped.
+    pub(crate) async fn move_frame(&mut self, method: &str) -> std::io::Result<bool> {
+        let Some(sink) = self.stdout.as_mut() else {
+            return Err(std::io::Error::other("frames are not moved to stdout"));
+        };
+        let watch = liveness::watch(&self.daemon, method, None);
+        crate::logframes::move_frame(&mut self.reader, watch, sink).await
     }
 
     /// [`Client::next_message`], failing (`TimedOut`) should the daemon be seen

@@ -18,6 +18,10 @@
 //! never sends it (it is not announced); an older client never asks, and gets the
 //! JSON notes as before.
 
+mod stdout;
+
+pub(crate) use stdout::{StdoutSink, move_frame};
+
 /// The capability, announced in `hello`.
 pub(crate) const CAPABILITY: &str = "logs.frames";
 

@@ -1,10 +1,10 @@
 //! The Linux-only calls of the `herd` binary, behind one boundary: what each reads
-//! of `/proc`, and the client's own command line (`proctitle`). `docs/porting.md`
+//! of `/proc`, pipe buffer sizes, and the client's own command line (`proctitle`). `docs/porting.md`
 //! says what each maps to elsewhere (`proc_pidinfo`, `sysctl kern.proc`, `kinfo_proc`);
 //! the rest of the binary calls these and names no `/proc` path itself.
 
 use std::fmt::Display;
-use std::os::fd::RawFd;
+use std::os::fd::{BorrowedFd, RawFd};
 use std::path::PathBuf;
 
 pub(crate) mod proctitle;
@@ -35,6 +35,15 @@ pub(crate) fn boot_id() -> String {
 /// open executable can be executed).
 pub(crate) fn own_fd_path(fd: RawFd) -> PathBuf {
     PathBuf::from(format!("/proc/{}/fd/{fd}", std::process::id()))
+}
+
+/// Raises the buffer of the pipe `fd` to `bytes` (the kernel may cap it at
+/// `/proc/sys/fs/pipe-max-size`); a refusal leaves the pipe as it was.
+pub(crate) fn raise_pipe_buffer(fd: BorrowedFd<'_>, bytes: usize) {
+    let size = i32::try_from(bytes).unwrap_or(i32::MAX);
+    if let Err(error) = nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_SETPIPE_SZ(size)) {
+        tracing::debug!(%error, "the pipe keeps its buffer size");
+    }
 }
 
 /// The pids of every process this pid namespace shows; empty when none can be

@@ -177,8 +177,8 @@ pub use kill::bench_support;
 #[doc(hidden)]
 pub use registry::notify_bench_support;
 pub use registry::{
-    Acknowledgement, Drained, External, FollowRead, LogFollower, LogReadout, Readiness, Registry,
-    RestoreReport, TerminalGuard,
+    Acknowledgement, Drained, External, FollowRead, LogFollower, LogReadout, Readiness,
+    ReadoutBatch, Registry, RestoreReport, TerminalGuard,
 };
 pub use registry::{
     AgentIdentity, ChildTeardown, HandedOff, HandoffAnswer, HandoffError, MAX_HANDOFFS_PER_CHILD,

@@ -68,7 +68,7 @@ mod logs;
 mod readout;
 pub use delivery::{Acknowledgement, Drained};
 pub use logs::{FollowRead, LogFollower};
-pub use readout::LogReadout;
+pub use readout::{LogReadout, ReadoutBatch};
 pub use stdin::TerminalGuard;
 mod rebuilt;
 mod reclaim;

@@ -36,10 +36,37 @@ pub const BLOCK_BYTES: usize = 64 * 1024;
 /// the redactor changed nothing) or redacted copies, in order.
 #[derive(Debug)]
 pub struct ShownBlocks {
-    text: String,
+    text: Vec<u8>,
     parts: Vec<Part>,
     consumed: usize,
     key_open_after: bool,
+    /// The blocks stopped at one that is not UTF-8 (at `consumed`).
+    not_text: bool,
+}
+
+/// One part of a [`ShownBlocks`], as [`ShownBlocks::pieces`] hands it out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Piece<'a> {
+    /// Text shown as it was read: `bytes` are the text's own, from offset `at`
+    /// (so a caller that read the text from a file may send this part straight
+    /// from the file).
+    Read {
+        /// The offset of `bytes` in the text read.
+        at: usize,
+        /// The bytes.
+        bytes: &'a [u8],
+    },
+    /// A block's redacted copy.
+    Redacted(&'a [u8]),
+}
+
+impl<'a> Piece<'a> {
+    /// The shown bytes.
+    pub fn bytes(&self) -> &'a [u8] {
+        match self {
+            Piece::Read { bytes, .. } | Piece::Redacted(bytes) => bytes,
+        }
+    }
 }
 
 /// One part of a [`ShownBlocks`].
@@ -56,15 +83,34 @@ impl ShownBlocks {
     /// [`ShownBlocks::consumed`] bytes.
     pub fn parts(&self) -> impl Iterator<Item = &[u8]> + '_ {
         self.parts.iter().map(|part| match part {
-            Part::Same(range) => &self.text.as_bytes()[range.clone()],
+            Part::Same(range) => &self.text[range.clone()],
             Part::Changed(text) => text.as_bytes(),
         })
     }
 
+    /// The shown parts, in order, each saying whether it is the text as read
+    /// (and where in it) or a redacted copy.
+    pub fn pieces(&self) -> impl Iterator<Item = Piece<'_>> + '_ {
+        self.parts.iter().map(|part| match part {
+            Part::Same(range) => Piece::Read {
+                at: range.start,
+                bytes: &self.text[range.clone()],
+            },
+            Part::Changed(text) => Piece::Redacted(text.as_bytes()),
+        })
+    }
+
     /// How many bytes of the text the blocks cover; the rest (an unfinished
-    /// block) is to be read again, in front of what follows it.
+    /// block, or from a block that is not text on) is to be read again, in front
+    /// of what follows it.
     pub fn consumed(&self) -> usize {
         self.consumed
+    }
+
+    /// Whether the blocks stopped at one that is not UTF-8, at
+    /// [`ShownBlocks::consumed`]: the text from there on is not shown this way.
+    pub fn not_text(&self) -> bool {
+        self.not_text
     }
 
     /// Whether a private-key block is open after the consumed bytes.
@@ -90,12 +136,12 @@ impl ShownBlocks {
 
     /// The text read past the blocks, not shown: to be read again in front of
     /// what follows it.
-    pub fn unconsumed(&self) -> &str {
+    pub fn unconsumed(&self) -> &[u8] {
         &self.text[self.consumed..]
     }
 
-    /// The text read, back for the next read (its unconsumed rest included).
-    pub fn into_text(self) -> String {
+    /// The bytes read, back for the next read (its unconsumed rest included).
+    pub fn into_text(self) -> Vec<u8> {
         self.text
     }
 }
@@ -104,8 +150,7 @@ impl ShownBlocks {
 /// line end at least [`BLOCK_BYTES`] after its start, or at the text's end. With
 /// `complete` false more text follows, so a last block with no such line end is
 /// left out (it may grow): the blocks' end is returned with them.
-pub(crate) fn blocks(text: &str, complete: bool) -> (Vec<Range<usize>>, usize) {
-    let bytes = text.as_bytes();
+pub(crate) fn blocks(bytes: &[u8], complete: bool) -> (Vec<Range<usize>>, usize) {
     let mut out = Vec::with_capacity(bytes.len() / BLOCK_BYTES + 1);
     let mut start = 0;
     while start < bytes.len() {
@@ -125,18 +170,41 @@ pub(crate) fn blocks(text: &str, complete: bool) -> (Vec<Range<usize>>, usize) {
     (out, start)
 }
 
+/// Where the whole blocks of `text` end (the rule [`Pipeline::show_log_blocks`]
+/// cuts them by): the bytes after it are an unfinished block, to be read again
+/// in front of what follows (none when `complete`).
+pub fn blocks_end(text: &[u8], complete: bool) -> usize {
+    blocks(text, complete).1
+}
+
+/// What one run of blocks came to: its parts, the key state after them, and
+/// whether it stopped at a block that is not UTF-8 (then the parts end there).
+struct RunShown {
+    parts: Vec<Part>,
+    key_open: bool,
+    not_text_at: Option<usize>,
+}
+
 /// Redacts the blocks `run` of `text` in order, starting with `key_open`: each
-/// block as the sequential walk redacts it. The parts, and the key state after.
+/// block checked to be UTF-8 (each starts after a line end, so a valid text's
+/// blocks are valid on their own) and redacted as the sequential walk redacts it.
 fn redact_run(
     redactor: &Redactor,
-    text: &str,
+    text: &[u8],
     run: &[Range<usize>],
     mut key_open: bool,
-) -> (Vec<Part>, bool) {
+) -> RunShown {
     let mut parts: Vec<Part> = Vec::new();
     for block in run {
+        let Ok(block_text) = std::str::from_utf8(&text[block.clone()]) else {
+            return RunShown {
+                parts,
+                key_open,
+                not_text_at: Some(block.start),
+            };
+        };
         let (found, open): (Vec<Found>, bool) =
-            redactor.find(&text[block.clone()], RedactMode::Code, key_open);
+            redactor.find(block_text, RedactMode::Code, key_open);
         key_open = open;
         if found.is_empty() {
             // Adjacent unchanged blocks are one range: long runs go out whole.
@@ -145,13 +213,46 @@ fn redact_run(
                 _ => parts.push(Part::Same(block.clone())),
             }
         } else {
-            parts.push(Part::Changed(
-                splice(&text[block.clone()], &found).into_owned(),
-            ));
+            parts.push(Part::Changed(splice(block_text, &found).into_owned()));
         }
     }
-    (parts, key_open)
+    RunShown {
+        parts,
+        key_open,
+        not_text_at: None,
+    }
 }
+
+/// Whether a private-key block is open at `at` (a line start) in `text`, given
+/// that one was open at its start (`open_at_start`): [`Redactor::key_open_after`]
+/// over the shortest stretch before `at` that decides it (the nearest line that
+/// cannot be key body is usually the last one), so the text before a run need
+/// not be checked for UTF-8 whole. Bytes there that are not UTF-8 answer
+/// `open_at_start`: the run before stops at them, and this run is not shown.
+fn key_open_at(redactor: &Redactor, text: &[u8], at: usize, open_at_start: bool) -> bool {
+    let mut reach = LOOKBACK_BYTES;
+    loop {
+        let from = match at.checked_sub(reach) {
+            Some(cut) => memchr::memrchr(b'\n', &text[..cut]).map_or(0, |nl| nl + 1),
+            None => 0,
+        };
+        let Ok(before) = std::str::from_utf8(&text[from..at]) else {
+            return open_at_start;
+        };
+        if from == 0 {
+            return redactor.key_open_after(before, open_at_start);
+        }
+        // Decided within this stretch when its start's state does not matter.
+        let closed = redactor.key_open_after(before, false);
+        if closed == redactor.key_open_after(before, true) {
+            return closed;
+        }
+        reach = reach.saturating_mul(4);
+    }
+}
+
+/// How far back [`key_open_at`] looks first.
+const LOOKBACK_BYTES: usize = 4 * 1024;
 
 /// Splits `blocks` into at most `n` runs of consecutive blocks of about equal
 /// bytes.
@@ -195,7 +296,7 @@ impl Pipeline {
     pub fn show_log_blocks(
         &self,
         command: &str,
-        text: String,
+        text: Vec<u8>,
         key_open: bool,
         at_end: bool,
         threads: usize,
@@ -212,12 +313,12 @@ impl Pipeline {
             .iter()
             .map(|run| match run.first() {
                 Some(first) if first.start > 0 => {
-                    redactor.key_open_after(&text[..first.start], key_open)
+                    key_open_at(redactor, &text, first.start, key_open)
                 }
                 _ => key_open,
             })
             .collect();
-        let results: Vec<(Vec<Part>, bool)> = if runs.len() <= 1 {
+        let results: Vec<RunShown> = if runs.len() <= 1 {
             runs.iter()
                 .zip(&starts)
                 .map(|(run, open)| redact_run(redactor, &text, run, *open))
@@ -242,25 +343,31 @@ impl Pipeline {
                     .collect()
             })
         };
-        let mut parts = Vec::new();
-        let mut key_open_after = key_open;
-        for (run_parts, open) in results {
-            for part in run_parts {
-                match (parts.last_mut(), part) {
+        let mut shown = ShownBlocks {
+            text,
+            parts: Vec::new(),
+            consumed,
+            key_open_after: key_open,
+            not_text: false,
+        };
+        for run in results {
+            for part in run.parts {
+                match (shown.parts.last_mut(), part) {
                     (Some(Part::Same(range)), Part::Same(next)) if range.end == next.start => {
                         range.end = next.end;
                     }
-                    (_, part) => parts.push(part),
+                    (_, part) => shown.parts.push(part),
                 }
             }
-            key_open_after = open;
+            shown.key_open_after = run.key_open;
+            if let Some(at) = run.not_text_at {
+                // The runs after it are not shown: the text stops here.
+                shown.consumed = at;
+                shown.not_text = true;
+                break;
+            }
         }
-        Some(ShownBlocks {
-            text,
-            parts,
-            consumed,
-            key_open_after,
-        })
+        Some(shown)
     }
 }
 

@@ -114,10 +114,12 @@ fn label(id: &str, name: Option<&str>) -> String {
 /// over, so the client is used up.
 pub(crate) async fn one(
     home: &Home,
-    client: Client,
+    mut client: Client,
     id: &str,
     from_byte: u64,
 ) -> anyhow::Result<Option<Value>> {
+    // `output::raw` prints the text unchanged: frames may go to stdout directly.
+    client.frames_to_stdout();
     super::resume::stream(home, client, id, from_byte, output::raw).await
 }
 

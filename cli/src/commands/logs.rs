@@ -57,6 +57,11 @@ pub(crate) async fn logs(home: &Home, args: LogsArgs) -> anyhow::Result<()> {
         .ask::<Lookup>(&IdParams::new(single.as_str()))
         .await?
         .session_id;
+    if !args.json {
+        // What `emit` prints goes to stdout unchanged: frames may go there
+        // without passing through this process.
+        client.frames_to_stdout();
+    }
     let mut whole = String::new();
     let mut emit = |text: &str| {
         if args.json {

@@ -139,6 +139,15 @@ async fn read_frames(
     method: &str,
     emit: &mut impl FnMut(&str) -> std::io::Result<()>,
 ) -> anyhow::Result<()> {
+    if client.moves_frames() {
+        // Straight to stdout (`Client::frames_to_stdout`): `emit` prints there.
+        while client
+            .move_frame(method)
+            .await
+            .map_err(|e| CallError::Io(e).into_anyhow())?
+        {}
+        return Ok(());
+    }
     let mut held: Vec<u8> = Vec::new();
     while let Some(body) = client
         .next_frame(method)

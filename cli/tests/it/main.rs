@@ -22,6 +22,7 @@ mod jobs;
 mod lifecycle;
 mod logs_frames;
 mod logs_raw;
+mod logs_splice;
 mod mcp;
 mod mcp_budget;
 mod mcp_owners;

@@ -24,27 +24,55 @@ use crate::error::Error;
 /// end of its block; a longer one is left to the chunked route.
 pub(crate) const MAX_LINE_BYTES: usize = 64 << 20;
 
+/// One batch a [`LogReadout`] shows: whole-line blocks of the log, and where in
+/// the log their text starts.
+#[derive(Debug)]
+pub struct ReadoutBatch {
+    blocks: ShownBlocks,
+    log_at: u64,
+}
+
+impl ReadoutBatch {
+    /// The shown blocks.
+    pub fn blocks(&self) -> &ShownBlocks {
+        &self.blocks
+    }
+
+    /// The log offset of the blocks' text: a [`herd_hooks::Piece::Read`] at `at`
+    /// is the log's bytes from `log_at() + at`.
+    pub fn log_at(&self) -> u64 {
+        self.log_at
+    }
+}
+
 /// A read-out of one session's log from a line start (see the module docs).
+///
+/// Each batch starts at a block edge (everything before it shown) and is read
+/// while the one before is redacted: the read of the next batch runs on a thread
+/// of its own as soon as the current one's blocks are cut, so reading the file
+/// and redacting overlap. The unfinished block at a batch's end is read again at
+/// the start of the next.
 #[derive(Debug)]
 pub struct LogReadout {
     pipeline: Arc<Pipeline>,
+    session: String,
     command: String,
     path: PathBuf,
-    file: File,
-    /// The file offset after the bytes read so far (`carry` included).
-    read_to: u64,
+    file: Arc<File>,
+    /// The log offset the next batch starts at: everything before it is shown.
+    next_at: u64,
     /// Where reading ends: the log's length when the read-out started.
     end: u64,
     /// The session had finished then: the bytes after its last line end are
     /// shown too.
     finished: bool,
-    /// Read but not yet shown: an unfinished block, shown with what follows it.
-    carry: String,
-    /// A private-key block is open where `carry` starts.
+    /// A private-key block is open at `next_at`.
     key_open: bool,
     threads: usize,
     /// Buffers handed back for the next reads.
-    spare: Vec<String>,
+    spare: Vec<Vec<u8>>,
+    /// The next batch's read, under way: where it starts, and its thread.
+    ahead: Option<(u64, std::thread::JoinHandle<std::io::Result<Vec<u8>>>)>,
     /// It stopped: bytes that are not text, or a line too long.
     stopped: bool,
 }
@@ -94,18 +122,59 @@ impl Registry {
         };
         Ok(Some(LogReadout {
             pipeline,
+            session: id.to_owned(),
             command: s.command.clone(),
             path: s.log_path.clone(),
-            file,
-            read_to: from_byte,
+            file: Arc::new(file),
+            next_at: from_byte,
             end,
             finished,
-            carry: String::new(),
             key_open,
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             spare: Vec::new(),
+            ahead: None,
             stopped: false,
         }))
+    }
+}
+
+impl Registry {
+    /// Moves the end of a read-out that has answered `None` (not stopped) to its
+    /// log's end now, when the log grew by at least `min_bytes` since, or the
+    /// session has finished since (its last unfinished block is then shown): a
+    /// follower of a fast-growing log keeps reading it out on every core rather
+    /// than by the chunked route. Whether it moved; it goes on where it was, its
+    /// key state and unshown rest kept.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when the log cannot be read.
+    pub fn log_readout_grow(
+        &self,
+        readout: &mut LogReadout,
+        min_bytes: u64,
+    ) -> Result<bool, Error> {
+        if readout.stopped || readout.finished {
+            return Ok(false);
+        }
+        // The status before the length: a finished session's log is whole.
+        let finished = match self.inner.lookup(&readout.session) {
+            Ok(s) => s.status() != SessionStatus::Running,
+            Err(_) => return Ok(false),
+        };
+        let len = readout
+            .file
+            .metadata()
+            .map_err(|source| Error::Io {
+                path: readout.path.clone(),
+                source,
+            })?
+            .len();
+        if len < readout.end || (!finished && len - readout.end < min_bytes.max(1)) {
+            return Ok(false);
+        }
+        readout.end = len;
+        readout.finished = finished;
+        Ok(true)
     }
 }
 
@@ -113,7 +182,7 @@ impl LogReadout {
     /// The log offset the read-out has shown up to: where the chunked route goes
     /// on once [`LogReadout::next`] has answered `None`.
     pub fn next_byte(&self) -> u64 {
-        self.read_to - self.carry.len() as u64
+        self.next_at
     }
 
     /// Whether it stopped short of the log's end as it was (bytes that are not
@@ -122,10 +191,16 @@ impl LogReadout {
         self.stopped
     }
 
-    /// A buffer of shown blocks the caller is done with, kept for a later read.
-    pub fn give_back(&mut self, blocks: ShownBlocks) {
+    /// The log file read, open for reading (pieces of the log shown as read may
+    /// be sent from it, by offset).
+    pub fn log_file(&self) -> Arc<File> {
+        Arc::clone(&self.file)
+    }
+
+    /// A batch the caller is done with: its buffer is kept for a later read.
+    pub fn give_back(&mut self, batch: ReadoutBatch) {
         if self.spare.len() < 2 {
-            let mut text = blocks.into_text();
+            let mut text = batch.blocks.into_text();
             text.clear();
             self.spare.push(text);
         }
@@ -136,79 +211,142 @@ impl LogReadout {
     ///
     /// # Errors
     /// [`Error::Io`] when the log cannot be read.
-    pub fn next(&mut self, max_bytes: usize) -> Result<Option<ShownBlocks>, Error> {
-        loop {
-            if self.stopped {
+    pub fn next(&mut self, max_bytes: usize) -> Result<Option<ReadoutBatch>, Error> {
+        let max_bytes = max_bytes.max(1);
+        if self.stopped {
+            return Ok(None);
+        }
+        let log_at = self.next_at;
+        let mut buf = self.take_read(max_bytes)?;
+        let consumed = loop {
+            let read_end = log_at + buf.len() as u64;
+            let at_end = self.finished && read_end >= self.end;
+            let consumed = herd_hooks::blocks_end(&buf, at_end);
+            if consumed > 0 || buf.is_empty() {
+                break consumed;
+            }
+            // No whole block yet: read on, up to the longest line held; at the
+            // end, a running session's unfinished block is the chunked route's
+            // (it ends where a line does).
+            if read_end >= self.end {
+                self.give_back_buf(buf);
                 return Ok(None);
             }
-            let want = (self.end - self.read_to).min(max_bytes.max(1) as u64);
-            if want == 0 && (self.carry.is_empty() || !self.finished) {
-                // The end; a running session's unfinished block is the chunked
-                // route's (it ends where a line does).
-                self.unread_carry();
+            if buf.len() > MAX_LINE_BYTES {
+                self.stopped = true;
+                self.give_back_buf(buf);
                 return Ok(None);
             }
-            let mut buf = self.spare.pop().unwrap_or_default().into_bytes();
-            buf.clear();
-            buf.extend_from_slice(self.carry.as_bytes());
-            let kept = buf.len() as u64;
-            self.carry.clear();
-            buf.reserve(usize::try_from(want).unwrap_or(0));
-            let got = self.read_into(&mut buf, want)?;
-            self.read_to += got as u64;
-            if got == 0 {
+            let want = (self.end - read_end).min(max_bytes as u64);
+            let before = buf.len();
+            read_range(&self.file, read_end, want, &mut buf).map_err(|e| self.io_err(e))?;
+            if buf.len() == before {
                 // The file shrank: it ends here.
-                self.end = self.read_to;
+                self.end = read_end;
             }
-            let at_end = self.finished && self.read_to >= self.end;
-            let Ok(text) = String::from_utf8(buf) else {
-                // Not text: the chunked route decodes it as it always did.
-                self.read_to -= got as u64 + kept;
-                self.stopped = true;
-                return Ok(None);
-            };
-            let Some(shown) = self.pipeline.show_log_blocks(
-                &self.command,
-                text,
-                self.key_open,
-                at_end,
-                self.threads,
-            ) else {
-                return Ok(None);
-            };
-            self.key_open = shown.key_open_after();
-            if shown.consumed() > 0 {
-                self.carry = shown.unconsumed().to_owned();
-                return Ok(Some(shown));
-            }
-            // No whole block yet: read on, up to the longest line held.
-            self.carry = shown.into_text();
-            if self.carry.len() > MAX_LINE_BYTES {
-                self.unread_carry();
-                self.stopped = true;
-                return Ok(None);
-            }
+        };
+        if buf.is_empty() {
+            return Ok(None);
+        }
+        // The next batch is read while this one is redacted.
+        self.read_ahead(log_at + consumed as u64, max_bytes);
+        let at_end = self.finished && log_at + buf.len() as u64 >= self.end;
+        let Some(shown) =
+            self.pipeline
+                .show_log_blocks(&self.command, buf, self.key_open, at_end, self.threads)
+        else {
+            self.stop();
+            return Ok(None);
+        };
+        self.key_open = shown.key_open_after();
+        self.next_at = log_at + shown.consumed() as u64;
+        if shown.not_text() {
+            // Not text from a block on: the chunked route decodes it from there
+            // as it always did.
+            self.stop();
+        }
+        Ok((shown.consumed() > 0).then_some(ReadoutBatch {
+            blocks: shown,
+            log_at,
+        }))
+    }
+
+    /// Stops: what is read ahead is dropped.
+    fn stop(&mut self) {
+        self.stopped = true;
+        if let Some((_, ahead)) = self.ahead.take() {
+            let _ = ahead.join();
         }
     }
 
-    /// Gives the bytes read but not shown back to the log.
-    fn unread_carry(&mut self) {
-        self.read_to -= self.carry.len() as u64;
-        self.carry.clear();
+    fn give_back_buf(&mut self, mut buf: Vec<u8>) {
+        if self.spare.len() < 2 {
+            buf.clear();
+            self.spare.push(buf);
+        }
     }
 
-    /// Reads up to `want` bytes at `read_to` onto the end of `buf`, straight into
-    /// its spare capacity.
-    fn read_into(&self, buf: &mut Vec<u8>, want: u64) -> Result<usize, Error> {
-        use std::io::{Seek, SeekFrom};
-        let before = buf.len();
-        let mut reader = &self.file;
-        let io_err = |source| Error::Io {
+    fn io_err(&self, source: std::io::Error) -> Error {
+        Error::Io {
             path: self.path.clone(),
             source,
-        };
-        reader.seek(SeekFrom::Start(self.read_to)).map_err(io_err)?;
-        reader.take(want).read_to_end(buf).map_err(io_err)?;
-        Ok(buf.len() - before)
+        }
     }
+
+    /// Starts reading up to `max_bytes` from `at` on a thread of its own.
+    fn read_ahead(&mut self, at: u64, max_bytes: usize) {
+        if at >= self.end {
+            return;
+        }
+        let want = (self.end - at).min(max_bytes as u64);
+        let file = Arc::clone(&self.file);
+        let mut buf = self.spare.pop().unwrap_or_default();
+        let reader = std::thread::Builder::new()
+            .name("herd-log-read".to_owned())
+            .spawn(move || {
+                buf.clear();
+                read_range(&file, at, want, &mut buf).map(|()| buf)
+            });
+        // A thread that cannot start: the next batch is read when it is due.
+        if let Ok(reader) = reader {
+            self.ahead = Some((at, reader));
+        }
+    }
+
+    /// The bytes from `next_at` on, up to `max_bytes`: the read ahead, or read now.
+    fn take_read(&mut self, max_bytes: usize) -> Result<Vec<u8>, Error> {
+        if let Some((at, ahead)) = self.ahead.take() {
+            let read = ahead
+                .join()
+                .unwrap_or_else(|_| Err(std::io::Error::other("the log reader panicked")));
+            let buf = read.map_err(|e| self.io_err(e))?;
+            if at == self.next_at && !buf.is_empty() {
+                return Ok(buf);
+            }
+            self.give_back_buf(buf);
+        }
+        let mut buf = self.spare.pop().unwrap_or_default();
+        buf.clear();
+        let want = self.end.saturating_sub(self.next_at).min(max_bytes as u64);
+        if want > 0 {
+            read_range(&self.file, self.next_at, want, &mut buf).map_err(|e| self.io_err(e))?;
+            if buf.is_empty() {
+                // The file shrank: it ends here.
+                self.end = self.next_at;
+            }
+        }
+        Ok(buf)
+    }
+}
+
+/// Reads up to `want` bytes of `file` at `at` onto the end of `buf`, straight
+/// into its spare capacity. The file's position is this read's: one read at a
+/// time uses it (the read ahead is joined before the next read).
+fn read_range(file: &File, at: u64, want: u64, buf: &mut Vec<u8>) -> std::io::Result<()> {
+    use std::io::{Seek, SeekFrom};
+    let mut reader: &File = file;
+    reader.seek(SeekFrom::Start(at))?;
+    buf.reserve(usize::try_from(want).unwrap_or(0));
+    reader.take(want).read_to_end(buf)?;
+    Ok(())
 }

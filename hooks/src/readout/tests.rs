@@ -40,11 +40,13 @@ fn log_of(lines: &[(u8, usize)], crlf: bool) -> String {
 }
 
 /// Reads `text` out as the daemon does: pieces of the given sizes appended to the
-/// unconsumed rest of the last read, the key state carried.
-fn read_out(text: &str, pieces: &[usize], threads: usize) -> String {
+/// unconsumed rest of the last read, the key state carried. With `reread`, as the
+/// log read-out does: each read starts where the last one's blocks ended and reads
+/// its unconsumed rest again from the text.
+fn read_out(text: &str, pieces: &[usize], threads: usize, reread: bool) -> String {
     let pipeline = Pipeline::redaction_only();
     let mut out: Vec<u8> = Vec::new();
-    let mut carry = String::new();
+    let mut carry: Vec<u8> = Vec::new();
     let mut key_open = false;
     let mut pos = 0;
     let mut idx = 0;
@@ -54,14 +56,24 @@ fn read_out(text: &str, pieces: &[usize], threads: usize) -> String {
         while !text.is_char_boundary(next) {
             next += 1;
         }
-        carry.push_str(&text[pos..next]);
+        let edge = pos - carry.len();
+        carry.extend_from_slice(&text.as_bytes()[pos..next]);
         pos = next;
         let at_end = pos == text.len();
+        let read = if reread {
+            text.as_bytes()[edge..pos].to_vec()
+        } else {
+            std::mem::take(&mut carry)
+        };
+        assert_eq!(blocks_end(&read, at_end), blocks(&read, at_end).1);
         let shown = pipeline
-            .show_log_blocks("make", carry, key_open, at_end, threads)
+            .show_log_blocks("make", read, key_open, at_end, threads)
             .expect("a plain pipeline reads out in blocks");
-        for part in shown.parts() {
-            out.extend_from_slice(part);
+        for piece in shown.pieces() {
+            if let Piece::Read { at, bytes } = piece {
+                assert_eq!(bytes, &text.as_bytes()[edge + at..edge + at + bytes.len()]);
+            }
+            out.extend_from_slice(piece.bytes());
         }
         key_open = shown.key_open_after();
         let consumed = shown.consumed();
@@ -83,10 +95,11 @@ proptest! {
         pieces in proptest::collection::vec(1usize..200_000, 1..6),
         threads in 1usize..5,
         crlf in any::<bool>(),
+        reread in any::<bool>(),
     ) {
         let text = log_of(&lines, crlf);
         let expected = Redactor::builtin().redact(&text, RedactMode::Code).into_owned();
-        let got = read_out(&text, &pieces, threads);
+        let got = read_out(&text, &pieces, threads, reread);
         prop_assert!(got == expected, "the read-out differs from the sequential redaction");
     }
 }
@@ -96,7 +109,7 @@ fn b30_unchanged_blocks_are_handed_out_as_the_text_read() {
     let text = log_of(&[(0, 7), (1, 300)], false);
     let pipeline = Pipeline::redaction_only();
     let shown = pipeline
-        .show_log_blocks("make", text.clone(), false, true, 2)
+        .show_log_blocks("make", text.clone().into_bytes(), false, true, 2)
         .expect("a plain pipeline reads out in blocks");
     // Two runs of clean blocks, joined into one range of the text.
     assert_eq!(shown.parts().count(), 1);
@@ -115,7 +128,8 @@ fn b30_a_key_block_across_runs_is_masked_on_every_thread() {
     let expected = Redactor::builtin()
         .redact(&text, RedactMode::Code)
         .into_owned();
-    assert_eq!(read_out(&text, &[BLOCK_BYTES * 2], 3), expected);
+    assert_eq!(read_out(&text, &[BLOCK_BYTES * 2], 3, false), expected);
+    assert_eq!(read_out(&text, &[BLOCK_BYTES * 2], 3, true), expected);
     assert!(!expected.contains("MIIEpAIBAAKCAQEA"));
 }
 
@@ -131,7 +145,45 @@ fn b30_hooks_an_env_dump_or_config_patterns_keep_their_own_route() {
     assert!(!extra.shows_log_blocks("make"));
     assert!(
         extra
-            .show_log_blocks("make", "a\n".to_owned(), false, true, 2)
+            .show_log_blocks("make", b"a\n".to_vec(), false, true, 2)
             .is_none()
     );
+}
+
+#[test]
+fn b30_the_read_out_stops_at_the_first_block_that_is_not_text() {
+    // Clean blocks, then a token, then a block with a byte that is not UTF-8, then
+    // more text: the blocks before it are shown, redacted; it and the rest not.
+    let mut text = log_of(&[(0, 3)], false).into_bytes();
+    text.extend_from_slice(b"token ghp_abcdefghijklmnopqrstuvwxyz0123456789 used\n");
+    let bad_block = text.len() + BLOCK_BYTES;
+    while text.len() < bad_block + 10 {
+        text.extend_from_slice(b"INFO worker processed batch status=ok\n");
+    }
+    let (cut, _) = blocks(&text, true);
+    let bad = cut
+        .iter()
+        .find(|b| b.contains(&bad_block))
+        .expect("a block holds the byte")
+        .clone();
+    text[bad_block] = 0xff;
+    text.extend_from_slice(log_of(&[(1, 9)], false).as_bytes());
+    for threads in 1..4 {
+        let shown = Pipeline::redaction_only()
+            .show_log_blocks("make", text.clone(), false, true, threads)
+            .expect("a plain pipeline reads out in blocks");
+        assert!(shown.not_text(), "{threads} threads");
+        assert_eq!(shown.consumed(), bad.start, "{threads} threads");
+        let before = std::str::from_utf8(&text[..bad.start]).expect("text before it");
+        let expected = Redactor::builtin()
+            .redact(before, RedactMode::Code)
+            .into_owned();
+        let got: Vec<u8> = shown.parts().flatten().copied().collect();
+        assert_eq!(
+            String::from_utf8(got).expect("text"),
+            expected,
+            "{threads} threads"
+        );
+        assert!(!expected.contains("ghp_abcdefghijklmnop"));
+    }
 }

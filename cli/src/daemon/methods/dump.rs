@@ -112,7 +112,7 @@ impl Ahead<'_> {
 pub(super) async fn dump(state: &State, session: &str, from_byte: u64, mut outlet: Outlet<'_>) {
     // A framed stream reads the log out at memory speed first.
     let mut from =
-        match super::readout::read_out_first(state, session, from_byte, &mut outlet).await {
+        match super::readout::read_out_first(state, session, from_byte, false, &mut outlet).await {
             Ok(reached) => reached,
             Err(None) => return,
             Err(Some(err)) => return outlet.answer(Err(err)).await,

@@ -3,8 +3,10 @@
 //! the stream's start to its current end is read, redacted on every core
 //! (`herd_core::LogReadout`) and written as binary frames, a producer on the
 //! blocking pool reading ahead of the writer by at most [`AHEAD`] batches.
-//! Blocks the redactor changed nothing in go out as the bytes read, uncopied.
+//! Blocks the redactor changed nothing in go out straight from the log file
+//! (sendfile(2), no copy through the daemon).
 
+use herd_hooks::Piece;
 use tokio::sync::mpsc;
 
 use super::State;
@@ -20,6 +22,11 @@ const BATCH_BYTES: usize = 8 << 20;
 /// producer gets ahead of a slow client.
 const AHEAD: usize = 2;
 
+/// How much a followed log must have grown, once the read-out reaches the end it
+/// started with, for the read-out to go on to the new end rather than hand over to
+/// the chunked route (which reads one chunk at a time, on one core).
+const GROW_BYTES: u64 = 1 << 20;
+
 /// Why a read-out did not hand over to the chunked route.
 pub(super) enum Stop {
     /// The client has gone.
@@ -30,11 +37,14 @@ pub(super) enum Stop {
 
 /// Writes the log of `session` from `from_byte` as far as the read-out serves it
 /// (`herd_core::Registry::log_readout`) into `outlet`'s frames; the offset where
-/// the chunked route goes on.
+/// the chunked route goes on. With `follow`, a log that grew by [`GROW_BYTES`]
+/// meanwhile is read out on to its new end, again and again
+/// (`herd_core::Registry::log_readout_grow`).
 pub(super) async fn read_out(
     state: &State,
     session: &str,
     from_byte: u64,
+    follow: bool,
     outlet: &mut Outlet<'_>,
 ) -> Result<u64, Stop> {
     let registry = state.registry.clone();
@@ -46,8 +56,10 @@ pub(super) async fn read_out(
         Ok(Err(err)) => return Err(Stop::Failed(core_error(err))),
         Err(err) => return Err(Stop::Failed(failed(&err))),
     };
-    let (batches, mut shown) = mpsc::channel::<herd_hooks::ShownBlocks>(AHEAD);
-    let (spent, spares) = std::sync::mpsc::channel::<herd_hooks::ShownBlocks>();
+    let log = readout.log_file();
+    let (batches, mut shown) = mpsc::channel::<herd_core::ReadoutBatch>(AHEAD);
+    let (spent, spares) = std::sync::mpsc::channel::<herd_core::ReadoutBatch>();
+    let registry = state.registry.clone();
     let producer = tokio::task::spawn_blocking(move || {
         loop {
             while let Ok(spare) = spares.try_recv() {
@@ -59,19 +71,31 @@ pub(super) async fn read_out(
                         return Ok(readout.next_byte());
                     }
                 }
-                Ok(None) => return Ok(readout.next_byte()),
+                Ok(None) => {
+                    if !(follow && registry.log_readout_grow(&mut readout, GROW_BYTES)?) {
+                        return Ok(readout.next_byte());
+                    }
+                }
                 Err(err) => return Err(err),
             }
         }
     });
-    while let Some(blocks) = shown.recv().await {
-        for part in blocks.parts() {
-            if outlet.frame(part).await.is_err() {
+    while let Some(batch) = shown.recv().await {
+        for piece in batch.blocks().pieces() {
+            let sent = match piece {
+                // Shown as read: sent from the log file itself.
+                Piece::Read { at, bytes } => {
+                    let offset = batch.log_at() + at as u64;
+                    outlet.frame_from_file(&log, offset, bytes).await
+                }
+                Piece::Redacted(bytes) => outlet.frame(bytes).await,
+            };
+            if sent.is_err() {
                 producer.abort();
                 return Err(Stop::Gone);
             }
         }
-        spent.send(blocks).ok();
+        spent.send(batch).ok();
     }
     match producer.await {
         Ok(Ok(next_byte)) => Ok(next_byte),
@@ -86,17 +110,19 @@ fn failed(err: &tokio::task::JoinError) -> RpcError {
 
 /// Where a framed stream's read-out got to (`readout.rs`): the offset its chunked
 /// route goes on from; `None` when the stream has ended (the client left, or the
-/// error was answered).
+/// error was answered). With `follow` (`logs.follow`) it reads a growing log on
+/// as long as it grows fast.
 pub(super) async fn read_out_first(
     state: &State,
     session: &str,
     from_byte: u64,
+    follow: bool,
     outlet: &mut Outlet<'_>,
 ) -> Result<u64, Option<RpcError>> {
     if !outlet.is_framed() {
         return Ok(from_byte);
     }
-    match read_out(state, session, from_byte, outlet).await {
+    match read_out(state, session, from_byte, follow, outlet).await {
         Ok(reached) => Ok(reached),
         Err(Stop::Gone) => Err(None),
         Err(Stop::Failed(err)) => Err(Some(err)),

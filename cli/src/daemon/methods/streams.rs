@@ -234,7 +234,7 @@ async fn logs(
     }
     // A framed stream reads the log as it is now out at memory speed first.
     let from_byte =
-        match super::readout::read_out_first(state, session, from_byte, &mut outlet).await {
+        match super::readout::read_out_first(state, session, from_byte, true, &mut outlet).await {
             Ok(reached) => reached,
             Err(None) => return,
             Err(Some(err)) => return outlet.answer(Err(err)).await,
