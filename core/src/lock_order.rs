@@ -15,7 +15,7 @@
 //!    latency figures, the durable rooms' ledger, checkpoint queue and receipt
 //!    sets, their notes, the recommits, the acknowledged ids, a session's
 //!    terminal count and PTY master, the shim link's pending replies, the
-//!    dispatcher's cache.
+//!    dispatcher's cache, the usage reads' caches.
 //!
 //! In debug builds each thread keeps the ranks it holds, and taking a lock while
 //! holding one of the same or a later rank panics before it blocks, naming both:
@@ -93,6 +93,8 @@ pub(crate) mod rank {
     pub(crate) const DISPATCH_CACHE: u8 = 90;
     /// The v1 memory cgroup directory found for usage reads: `sys::usage`.
     pub(crate) const USAGE_V1_BASE: u8 = 92;
+    /// A session's last usage sample: `sys::usage::UsageCache`.
+    pub(crate) const USAGE_SAMPLE: u8 = 94;
 
     /// The name of a rank, for messages.
     pub(crate) fn name(rank: u8) -> &'static str {
@@ -123,6 +125,7 @@ pub(crate) mod rank {
             SHIM_PENDING => "shim pending",
             DISPATCH_CACHE => "dispatch cache",
             USAGE_V1_BASE => "usage v1 base",
+            USAGE_SAMPLE => "usage sample",
             _ => "unnamed",
         }
     }

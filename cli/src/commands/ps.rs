@@ -39,6 +39,11 @@ pub(crate) async fn ps(home: &Home, args: PsArgs) -> anyhow::Result<()> {
         params.finished_since_seconds = Some(window);
     }
     let by_host = args.host.is_some() || args.all_hosts;
+    // The table shows no CPU or memory: the daemon need not read them (two cgroup
+    // files a row). `--json` shows every field; far hosts get the plain request.
+    if !args.json && !by_host && client.hello.serves("list.usage") {
+        params.usage = Some(false);
+    }
     if by_host {
         if !client.hello.serves("hosts") {
             return Err(old_daemon_for_hosts(&client.hello.daemon));
@@ -73,7 +78,7 @@ pub(crate) async fn ps(home: &Home, args: PsArgs) -> anyhow::Result<()> {
             age_text(window)
         ));
     }
-    let rows = answer["processes"].as_array().cloned().unwrap_or_default();
+    let rows: &[Value] = answer["processes"].as_array().map_or(&[], Vec::as_slice);
     if rows.is_empty() {
         output::line(if args.all {
             "no sessions"
