@@ -270,7 +270,11 @@ fn raise_descriptor_limit() {
         return;
     }
     match setrlimit(Resource::RLIMIT_NOFILE, wanted, hard) {
-        Ok(()) => tracing::info!(from = soft, to = wanted, "descriptor limit raised to the hard limit"),
+        Ok(()) => tracing::info!(
+            from = soft,
+            to = wanted,
+            "descriptor limit raised to the hard limit"
+        ),
         Err(error) => {
             tracing::warn!(%error, soft, hard, "descriptor limit not raised; sessions are capped near the soft limit");
         }

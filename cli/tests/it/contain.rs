@@ -682,8 +682,14 @@ fn b39_a_list_without_usage_leaves_only_the_usage_out() {
             .unwrap_or_else(|| panic!("{id} is not listed: {answer}"))
     };
     let full = listed(&mut conn, serde_json::json!({"owner": "cli"}));
-    assert!(full["usage"]["cpu_usec"].is_u64(), "the default row has usage: {full}");
-    let lean = listed(&mut conn, serde_json::json!({"owner": "cli", "usage": false}));
+    assert!(
+        full["usage"]["cpu_usec"].is_u64(),
+        "the default row has usage: {full}"
+    );
+    let lean = listed(
+        &mut conn,
+        serde_json::json!({"owner": "cli", "usage": false}),
+    );
     assert!(lean.get("usage").is_none_or(Value::is_null), "{lean}");
     let (mut full, mut lean) = (full, lean);
     for row in [&mut full, &mut lean] {
@@ -696,7 +702,10 @@ fn b39_a_list_without_usage_leaves_only_the_usage_out() {
     }
     assert_eq!(full, lean, "only the usage differs");
     let refused = conn.call("list", serde_json::json!({"owner": "cli", "usage": "no"}));
-    assert!(refused["error"].is_object(), "a usage that is not a bool is refused: {refused}");
+    assert!(
+        refused["error"].is_object(),
+        "a usage that is not a bool is refused: {refused}"
+    );
     env.ok(&["kill", &id]);
     none_left(&[marker], "after the kill");
 }
