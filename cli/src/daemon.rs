@@ -259,12 +259,12 @@ fn raise_descriptor_limit() {
         tracing::warn!("descriptor limit unknown (getrlimit failed); sessions are capped near it");
         return;
     };
-    // An unlimited hard limit still stops at the kernel's per-process ceiling.
-    let ceiling = std::fs::read_to_string("/proc/sys/fs/nr_open")
-        .ok()
-        .and_then(|text| text.trim().parse::<u64>().ok())
-        .unwrap_or(1 << 20);
-    let wanted = hard.min(ceiling);
+    // An unlimited hard limit: the kernel's default per-process ceiling.
+    let wanted = if hard == nix::sys::resource::RLIM_INFINITY {
+        1 << 20
+    } else {
+        hard
+    };
     if soft >= wanted {
         tracing::info!(soft, hard, "descriptor limit already at the hard limit");
         return;
