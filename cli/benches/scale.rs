@@ -6,8 +6,12 @@
 //!   running sessions, against the same on the same daemon before it held any
 //!   (target <= 25 ms);
 //! - `cli.sessions_10000_ps`: `herd ps` (a client process listing every running
-//!   session) with them, against `herd ps` of the empty daemon before (target
-//!   <= 200 ms); the daemon's RSS with them, and before, is in the note.
+//!   session as its table) with them, against `herd ps` of the empty daemon
+//!   before (target <= 200 ms);
+//! - `cli.sessions_10000_ps_json`: `herd ps --json` (every field, the trees' CPU
+//!   and memory too) the same way (target <= 200 ms);
+//! - `cli.sessions_10000_rss`: the daemon's RSS with them, against the same
+//!   daemon empty (reported, no target); the note has the descriptors it holds.
 //!
 //! The jobs are `sleep 600` of owner `cli` (the one `herd ps` lists), started by 8
 //! socket clients at once, and every one
@@ -15,7 +19,7 @@
 //! the home's is left). The count is `HERD_BENCH_SESSIONS` (default 10,000),
 //! scaled down, with the reason in the note, when this process's descriptor
 //! limit or the system's free pids cannot hold it (a job and its shim are two
-//! processes; the daemon holds a few descriptors per session).
+//! processes; the daemon holds one descriptor per silent session).
 //!
 //! `HERD_BENCH_ONLY=<substring>[,<substring>...]` runs only the figures whose name
 //! contains one of them.
@@ -82,7 +86,9 @@ fn sessions_to_hold() -> (usize, String) {
     // hard one itself).
     let (_, hard) = getrlimit(Resource::RLIMIT_NOFILE).expect("getrlimit");
     let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
-    let by_fds = usize::try_from(hard.saturating_sub(1_024) / 2).unwrap_or(usize::MAX);
+    // The daemon holds one descriptor per silent session (its shim's socket; a
+    // session that printed holds its log file too), plus some of its own.
+    let by_fds = usize::try_from(hard.saturating_sub(1_024)).unwrap_or(usize::MAX);
     let pid_max: usize = std::fs::read_to_string("/proc/sys/kernel/pid_max")
         .ok()
         .and_then(|s| s.trim().parse().ok())
@@ -125,13 +131,13 @@ fn p99(mut samples: Vec<f64>) -> f64 {
     samples[(samples.len() - 1) * 99 / 100]
 }
 
-/// Milliseconds of each of 5 `herd ps` runs.
-fn ps_runs(home: &Home) -> Vec<f64> {
+/// Milliseconds of each of 5 runs of `herd ps` with `args`.
+fn ps_runs(home: &Home, args: &[&str]) -> Vec<f64> {
     (0..5)
         .map(|_| {
             let start = Instant::now();
             let status = home
-                .herd(&["ps"])
+                .herd(args)
                 .stdout(Stdio::null())
                 .status()
                 .expect("herd ps");
@@ -139,6 +145,11 @@ fn ps_runs(home: &Home) -> Vec<f64> {
             start.elapsed().as_secs_f64() * 1e3
         })
         .collect()
+}
+
+/// How many descriptors process `pid` holds.
+fn descriptors(pid: i32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, Iterator::count)
 }
 
 fn rss_mb(pid: i32) -> f64 {
@@ -181,7 +192,9 @@ fn sessions() {
     let daemon = daemon_pid(&home.root).expect("pid file");
     let rss_empty = rss_mb(daemon);
     let idle_spawns = probe_spawns(&home.root);
-    let idle_ps = ps_runs(&home);
+    let idle_ps = ps_runs(&home, &["ps"]);
+    let idle_json = ps_runs(&home, &["ps", "--json"]);
+    let fds_empty = descriptors(daemon);
     let fill_s = fill(&home.root, n);
     let mut conn = Conn::open(&home.root);
     let running = conn.call("list", json!({"owner": "cli"}))["processes"]
@@ -190,7 +203,9 @@ fn sessions() {
     assert_eq!(running, n, "every filler job runs");
     let rss_full = rss_mb(daemon);
     let full_spawns = probe_spawns(&home.root);
-    let full_ps = ps_runs(&home);
+    let fds_full = descriptors(daemon);
+    let full_ps = ps_runs(&home, &["ps"]);
+    let full_json = ps_runs(&home, &["ps", "--json"]);
     let note = format!(
         "{n} running `sleep 600` sessions (started by {FILLERS} clients in {fill_s:.1} s); daemon RSS {rss_full:.0} MB with them, {rss_empty:.0} MB empty; {PROBES} spawns of `true` on one connection each way{scaled}"
     );
@@ -224,6 +239,34 @@ fn sessions() {
             )),
             Some("<= 200"),
             &format!("{note}; median of 5 (spread {} ms)", spread(&full_ps, 0)),
+        )
+    );
+    println!(
+        "{}",
+        figure_line(
+            "cli.sessions_10000_ps_json",
+            "ms",
+            median(full_json.clone()),
+            Some((
+                median(idle_json),
+                "`herd ps --json` of the same daemon empty, before"
+            )),
+            Some("<= 200"),
+            &format!("{note}; median of 5 (spread {} ms)", spread(&full_json, 0)),
+        )
+    );
+    println!(
+        "{}",
+        figure_line(
+            "cli.sessions_10000_rss",
+            "MB",
+            rss_full,
+            Some((rss_empty, "the same daemon holding no session, before")),
+            None,
+            &format!(
+                "{note}; the daemon held {fds_full} descriptors with them, {fds_empty} empty ({:.2} a session)",
+                (fds_full.saturating_sub(fds_empty)) as f64 / n as f64
+            ),
         )
     );
     drop(conn);

@@ -248,21 +248,35 @@ async fn serve_until_stopped(
     Ok(ending)
 }
 
-/// Raises the soft limit on open descriptors towards the hard one (at most 65,536):
-/// every supervised session holds a socket to its shim, so a soft limit of 1,024
-/// would cap the daemon near a thousand sessions.
+/// Raises the soft limit on open descriptors to the hard one: every supervised
+/// session holds a socket to its shim (and, once it printed, its log file), so a
+/// soft limit of 1,024 would cap the daemon near a thousand sessions. The limits
+/// are logged; when the raise fails the daemon runs under the soft limit and a
+/// spawn past it fails with the descriptor-exhaustion error.
 fn raise_descriptor_limit() {
     use nix::sys::resource::{Resource, getrlimit, setrlimit};
     let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) else {
+        tracing::warn!("descriptor limit unknown (getrlimit failed); sessions are capped near it");
         return;
     };
-    let wanted = hard.min(65_536);
-    if soft < wanted {
-        match setrlimit(Resource::RLIMIT_NOFILE, wanted, hard) {
-            Ok(()) => tracing::debug!(from = soft, to = wanted, "descriptor limit raised"),
-            Err(error) => {
-                tracing::warn!(%error, soft, "descriptor limit not raised; sessions are capped near it")
-            }
+    // An unlimited hard limit: the kernel's default per-process ceiling.
+    let wanted = if hard == nix::sys::resource::RLIM_INFINITY {
+        1 << 20
+    } else {
+        hard
+    };
+    if soft >= wanted {
+        tracing::info!(soft, hard, "descriptor limit already at the hard limit");
+        return;
+    }
+    match setrlimit(Resource::RLIMIT_NOFILE, wanted, hard) {
+        Ok(()) => tracing::info!(
+            from = soft,
+            to = wanted,
+            "descriptor limit raised to the hard limit"
+        ),
+        Err(error) => {
+            tracing::warn!(%error, soft, hard, "descriptor limit not raised; sessions are capped near the soft limit");
         }
     }
 }

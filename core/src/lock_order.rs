@@ -15,7 +15,7 @@
 //!    latency figures, the durable rooms' ledger, checkpoint queue and receipt
 //!    sets, their notes, the recommits, the acknowledged ids, a session's
 //!    terminal count and PTY master, the shim link's pending replies, the
-//!    dispatcher's cache;
+//!    dispatcher's cache, the usage reads' caches;
 //! 5. the daemon's (herd-cli's `daemon` module): the far hosts' links, then a
 //!    link's save serialisation, its book of jobs, its status, proxy environment,
 //!    far capabilities and kept doors, a multiplexed door's channels, the
@@ -105,6 +105,8 @@ pub mod rank {
     pub(crate) const DISPATCH_CACHE: u8 = 90;
     /// The v1 memory cgroup directory found for usage reads: `sys::usage`.
     pub(crate) const USAGE_V1_BASE: u8 = 92;
+    /// A session's last usage sample: `sys::usage::UsageCache`.
+    pub(crate) const USAGE_SAMPLE: u8 = 94;
 
     /// The daemon's far hosts' links (held across reading a link's saved map):
     /// herd-cli `daemon::hosts`.

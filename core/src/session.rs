@@ -155,6 +155,8 @@ pub(crate) struct Session {
     /// queries go to them instead of being answered. A leaf lock: taken with no
     /// other held, and nothing is done under it but telling the supervisor.
     pub(crate) terminals: Mutex<usize, { rank::TERMINALS }>,
+    /// Where its tree's usage is read from, and the last sample (`list`'s rows).
+    pub(crate) usage: crate::sys::usage::UsageCache,
 }
 
 /// A spawn's time limit: how long it was given and the wall-clock instant it ends.

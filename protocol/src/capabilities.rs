@@ -13,6 +13,8 @@ pub const ADOPT: &str = "adopt";
 pub const LIST_FILTER: &str = "list.filter";
 /// `list`'s `finished_since_seconds` and the answer's `older`.
 pub const LIST_WINDOW: &str = "list.window";
+/// `list`'s `usage` (`false` leaves the rows' CPU and memory out).
+pub const LIST_USAGE: &str = "list.usage";
 /// `spawn`'s `caller_env`.
 pub const SPAWN_CALLER_ENV: &str = "spawn.caller_env";
 /// `events.follow`'s `peek` (`pending` counts instead of events).
@@ -66,6 +68,7 @@ pub const ALL: &[&str] = &[
     ADOPT,
     LIST_FILTER,
     LIST_WINDOW,
+    LIST_USAGE,
     SPAWN_CALLER_ENV,
     EVENTS_PENDING,
     LOGS_FOLLOW_RESULT,

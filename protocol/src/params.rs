@@ -223,6 +223,11 @@ pub struct ListParams {
     /// Every host's jobs, the local ones first (capability `hosts`).
     #[serde(default, skip_serializing_if = "is_false")]
     pub all_hosts: bool,
+    /// `false`: the rows leave out the trees' CPU and memory (`usage`), which
+    /// costs two cgroup reads a row, for a caller that does not show them
+    /// (capability `list.usage`; the default is `true`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<bool>,
 }
 
 impl ListParams {

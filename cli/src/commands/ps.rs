@@ -25,11 +25,9 @@ fn age_text(seconds: u64) -> String {
 
 /// `herd ps`.
 pub(crate) async fn ps(home: &Home, args: PsArgs) -> anyhow::Result<()> {
-    let owner = if args.all {
-        args.owner.owner.clone()
-    } else {
-        Some(args.owner.resolve("cli"))
-    };
+    let owner = (!args.all)
+        .then(|| args.owner.resolve("cli"))
+        .or_else(|| args.owner.owner.clone());
     let mut client = Client::connect(home).await?;
     let mut params = ListParams::by_owner(owner.clone());
     params.all = args.all;
@@ -39,6 +37,9 @@ pub(crate) async fn ps(home: &Home, args: PsArgs) -> anyhow::Result<()> {
         params.finished_since_seconds = Some(window);
     }
     let by_host = args.host.is_some() || args.all_hosts;
+    // The table shows no CPU or memory (two cgroup reads a row); far hosts get the plain request.
+    let lean = !args.json && !by_host && client.hello.serves("list.usage");
+    params.usage = lean.then_some(false);
     if by_host {
         if !client.hello.serves("hosts") {
             return Err(old_daemon_for_hosts(&client.hello.daemon));
@@ -73,7 +74,7 @@ pub(crate) async fn ps(home: &Home, args: PsArgs) -> anyhow::Result<()> {
             age_text(window)
         ));
     }
-    let rows = answer["processes"].as_array().cloned().unwrap_or_default();
+    let rows: &[Value] = answer["processes"].as_array().map_or(&[], Vec::as_slice);
     if rows.is_empty() {
         output::line(if args.all {
             "no sessions"

@@ -662,6 +662,54 @@ fn b39_ps_and_poll_take_usage_from_the_cgroup() {
     none_left(&[marker], "after the kill");
 }
 
+/// A `list` that asks for no usage (`usage: false`, what `ps`'s table sends) leaves
+/// every row's CPU and memory out and nothing else: the same rows, the same fields
+/// otherwise; the default list of the same session carries its cgroup's usage.
+#[test]
+fn b39_a_list_without_usage_leaves_only_the_usage_out() {
+    let env = home(Kind::Cgroup);
+    let marker = 37750;
+    let id = start(&env, &[], &format!("sleep {marker}"));
+    if !contained(&env, &id, Kind::Cgroup) {
+        return;
+    }
+    let mut conn = crate::support::Conn::open(&env, "it");
+    let listed = |conn: &mut crate::support::Conn, params: Value| {
+        let answer = conn.result("list", params);
+        answer["processes"]
+            .as_array()
+            .and_then(|rows| rows.iter().find(|r| r["session_id"] == id).cloned())
+            .unwrap_or_else(|| panic!("{id} is not listed: {answer}"))
+    };
+    let full = listed(&mut conn, serde_json::json!({"owner": "cli"}));
+    assert!(
+        full["usage"]["cpu_usec"].is_u64(),
+        "the default row has usage: {full}"
+    );
+    let lean = listed(
+        &mut conn,
+        serde_json::json!({"owner": "cli", "usage": false}),
+    );
+    assert!(lean.get("usage").is_none_or(Value::is_null), "{lean}");
+    let (mut full, mut lean) = (full, lean);
+    for row in [&mut full, &mut lean] {
+        if let Some(fields) = row.as_object_mut() {
+            // Fields that change between two listings.
+            for moving in ["usage", "uptime_seconds"] {
+                fields.remove(moving);
+            }
+        }
+    }
+    assert_eq!(full, lean, "only the usage differs");
+    let refused = conn.call("list", serde_json::json!({"owner": "cli", "usage": "no"}));
+    assert!(
+        refused["error"].is_object(),
+        "a usage that is not a bool is refused: {refused}"
+    );
+    env.ok(&["kill", &id]);
+    none_left(&[marker], "after the kill");
+}
+
 /// Soak: `herd kill` races a daemon SIGKILLed at a random moment (0 to
 /// 1.5 s after the kill is asked, so before, in and after the grace window), round
 /// after round on one home: no process of any session survives, and each session

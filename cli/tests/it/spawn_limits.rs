@@ -180,6 +180,44 @@ fn fd_count(pid: u32) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, Iterator::count)
 }
 
+/// The soft descriptor limit of `pid` and its hard one, from `/proc/<pid>/limits`.
+fn nofile_limits(pid: u32) -> Option<(u64, u64)> {
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).ok()?;
+    let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
+    let mut numbers = line
+        .trim_start_matches("Max open files")
+        .split_whitespace()
+        .map(str::parse::<u64>);
+    Some((numbers.next()?.ok()?, numbers.next()?.ok()?))
+}
+
+/// The daemon raises its soft descriptor limit to the hard one at start, so a soft
+/// limit of 256 does not cap it near 256 sessions (each holds its shim's socket).
+#[test]
+fn b35_the_daemon_raises_its_soft_descriptor_limit_to_the_hard_one() {
+    let env = Env::new();
+    let daemon = Serve(
+        env.cmd_at(
+            Path::new("prlimit"),
+            &["--nofile=256:4096", "--", HERD, "serve"],
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("this test needs prlimit (util-linux)"),
+    );
+    let socket = env.socket();
+    wait_until(Duration::from_secs(20), || {
+        Conn::greeted(&socket, Duration::from_secs(2)).is_some()
+    })
+    .expect("herd serve came up under prlimit");
+    assert_eq!(
+        nofile_limits(daemon.0.id()),
+        Some((4096, 4096)),
+        "the daemon's soft limit is raised to its hard one"
+    );
+}
+
 #[test]
 fn b35_a_spawn_refused_for_want_of_descriptors_leaves_nothing_running() {
     let env = Env::new();

@@ -83,13 +83,15 @@ pub(super) fn end_leftovers(s: &Session) {
 
 impl Inner {
     /// CPU and memory of a supervised session's tree from its cgroup, while it runs
-    /// or holds leftovers; `None` without a cgroup. Reads files: never call it under
-    /// the table's lock.
+    /// or holds leftovers; `None` without a cgroup. A sample at most `max_age` old
+    /// is reused (zero reads afresh); the cgroup's path is read from the shim's info
+    /// record once. Reads files: never call it under the table's lock.
     pub(super) fn tree_usage(
         &self,
         s: &Session,
         containment: crate::answers::Containment,
         holds: bool,
+        max_age: Duration,
     ) -> Option<crate::answers::TreeUsage> {
         if containment != crate::answers::Containment::Cgroup || s.shim.is_none() {
             return None;
@@ -97,9 +99,13 @@ impl Inner {
         if s.status() != crate::answers::SessionStatus::Running && !holds {
             return None;
         }
-        let dir = herd_persistence::ShimDir::new(&self.home, s.id.as_str()).ok()?;
-        let v2 = dir.read_info().ok().flatten().and_then(|info| info.cgroup);
-        crate::sys::usage::tree_usage(v2.as_deref(), &self.v1_base, s.id.as_str())
+        s.usage.sampled(max_age, || {
+            let v2 = s.usage.cgroup(|| {
+                let dir = herd_persistence::ShimDir::new(&self.home, s.id.as_str()).ok()?;
+                dir.read_info().ok().flatten().and_then(|info| info.cgroup)
+            });
+            crate::sys::usage::tree_usage(v2, &self.v1_base, s.id.as_str())
+        })
     }
 }
 

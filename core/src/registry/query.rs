@@ -107,7 +107,7 @@ impl Registry {
             containment,
             usage: self
                 .inner
-                .tree_usage(&s, containment, !leftovers.is_empty()),
+                .tree_usage(&s, containment, !leftovers.is_empty(), Duration::ZERO),
             leftovers,
         };
         let mut answer = self.inner.poll_answer(subject, preview, extra);
@@ -448,6 +448,19 @@ impl Registry {
         filter: &ListFilter,
         since: Option<SystemTime>,
     ) -> (Vec<ListRow>, usize) {
+        self.list_rows(filter, since, true)
+    }
+
+    /// As [`Registry::list_since`]; without `usage` the rows leave out the trees'
+    /// CPU and memory (`usage` is `None`, no cgroup file is read), for a caller
+    /// that does not show them. A row's usage may be a sample up to
+    /// [`LIST_USAGE_MAX_AGE`](crate::sys::usage::LIST_USAGE_MAX_AGE) (1 s) old.
+    pub fn list_rows(
+        &self,
+        filter: &ListFilter,
+        since: Option<SystemTime>,
+        usage: bool,
+    ) -> (Vec<ListRow>, usize) {
         let matches = |owner: &str, key: Option<&str>| {
             let by_owner = filter.owner.as_deref().map(|o| owner == o);
             let by_key = filter.session_key.as_deref().map(|k| key == Some(k));
@@ -476,14 +489,12 @@ impl Registry {
         };
         // By the start instant: the RFC 3339 text has whole seconds only, and
         // sessions started in one second must still list in the order they started.
-        let mut rows: Vec<(f64, SessionId, ListRow)> = sessions
-            .iter()
-            .filter(|s| in_window(s))
-            .map(|s| {
-                let at = super::durable::unix_seconds(s.started_at);
-                (at, s.id.clone(), self.inner.row(s))
-            })
-            .collect();
+        let shown: Vec<&Arc<Session>> = sessions.iter().filter(|s| in_window(s)).collect();
+        // Rows are built off the table's lock, on every core for a long list.
+        let mut rows: Vec<(f64, SessionId, ListRow)> = super::view::par_map(&shown, |s| {
+            let at = super::durable::unix_seconds(s.started_at);
+            (at, s.id.clone(), self.inner.row(s, usage))
+        });
         for q in self.inner.queued_sessions() {
             let st = q.state();
             if !matches(&st.owner_task_id, st.session_key.as_deref()) {
@@ -491,7 +502,7 @@ impl Registry {
             }
             drop(st);
             let at = super::durable::unix_seconds(q.started_at);
-            let mut row = self.inner.row(&q);
+            let mut row = self.inner.row(&q, usage);
             row.status = SessionStatus::Queued;
             rows.push((at, q.id.clone(), row));
         }
@@ -593,11 +604,21 @@ impl Inner {
         (rows, listed.n_older)
     }
 
-    pub(super) fn row(&self, s: &Session) -> ListRow {
+    /// The `list` row of `s`, its tree's usage only when `usage` asks.
+    pub(super) fn row(&self, s: &Session, usage: bool) -> ListRow {
         let leftovers = super::held::held_leftovers(s);
         let containment = s.state().containment;
         // Files are read here, off the table's lock (the caller released it).
-        let usage = self.tree_usage(s, containment, !leftovers.is_empty());
+        let usage = if usage {
+            self.tree_usage(
+                s,
+                containment,
+                !leftovers.is_empty(),
+                crate::sys::usage::LIST_USAGE_MAX_AGE,
+            )
+        } else {
+            None
+        };
         let growing = s.status() == SessionStatus::Running;
         let (text, _, key_open) = s.text();
         let st = s.state();

@@ -114,6 +114,7 @@ impl Rebuilt {
             done,
             kill_requested,
             terminals: Mutex::new(0),
+            usage: Default::default(),
         })
     }
 }

@@ -427,6 +427,7 @@ impl Inner {
             done,
             kill_requested,
             terminals: Mutex::new(0),
+            usage: Default::default(),
         })
     }
 

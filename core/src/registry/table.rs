@@ -20,7 +20,13 @@ impl Inner {
     pub(crate) fn lookup(&self, id_or_prefix: &str) -> Result<Arc<Session>, LookupError> {
         let tables = self.lock();
         let wanted = id::normalise_prefix(id_or_prefix);
-        if let Some(s) = tables.all().find(|s| s.id.as_str() == wanted) {
+        // A whole id is a map lookup: with thousands of sessions, a scan per
+        // lookup would make every poll, wait and kill grow with the table.
+        let exact = match SessionId::parse(&wanted) {
+            Some(parsed) => tables.get(&parsed),
+            None => tables.all().find(|s| s.id.as_str() == wanted),
+        };
+        if let Some(s) = exact {
             return Ok(Arc::clone(s));
         }
         // A name: the running session that has it, else the newest finished one.

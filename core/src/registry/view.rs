@@ -359,4 +359,7 @@ impl Inner {
     }
 }
 
+mod par;
 mod receipt;
+
+pub(super) use par::par_map;

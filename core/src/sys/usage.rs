@@ -6,7 +6,7 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::PoisonError;
+use std::sync::{OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::answers::TreeUsage;
@@ -69,4 +69,53 @@ impl V1Base {
 
 fn read_number(path: &Path) -> Option<u64> {
     fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+/// How old a usage sample a `list` row shows may be: a list within this long of
+/// the last read of a session's usage shows that sample instead of reading its
+/// cgroup files again (with 10,000 sessions that is 20,000 file reads a list).
+/// `poll` always reads afresh.
+pub(crate) const LIST_USAGE_MAX_AGE: Duration = Duration::from_secs(1);
+
+/// A session's usage source, kept once, and its last sample: what `list` needs so
+/// that a row costs no read of the shim's info record and at most two cgroup
+/// files a [`LIST_USAGE_MAX_AGE`]. A session holds one.
+#[derive(Debug, Default)]
+pub(crate) struct UsageCache {
+    /// The session's v2 cgroup, from its shim's info record (set once it was read).
+    cgroup: OnceLock<PathBuf>,
+    /// When the last sample was read, and what it said.
+    sample: Mutex<Option<(Instant, Option<TreeUsage>)>, { rank::USAGE_SAMPLE }>,
+}
+
+impl UsageCache {
+    /// The session's v2 cgroup: `read` (the shim's info record) the first time it
+    /// names one, the kept path after. A miss is not kept (the next call reads again).
+    pub(crate) fn cgroup(&self, read: impl FnOnce() -> Option<PathBuf>) -> Option<&Path> {
+        if let Some(path) = self.cgroup.get() {
+            return Some(path);
+        }
+        let path = read()?;
+        Some(self.cgroup.get_or_init(|| path))
+    }
+
+    /// The last sample while it is at most `max_age` old, else `read` afresh (and
+    /// kept). A zero `max_age` always reads.
+    pub(crate) fn sampled(
+        &self,
+        max_age: Duration,
+        read: impl FnOnce() -> Option<TreeUsage>,
+    ) -> Option<TreeUsage> {
+        if !max_age.is_zero() {
+            let sample = self.sample.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some((at, usage)) = *sample
+                && at.elapsed() <= max_age
+            {
+                return usage;
+            }
+        }
+        let usage = read();
+        *self.sample.lock().unwrap_or_else(PoisonError::into_inner) = Some((Instant::now(), usage));
+        usage
+    }
 }

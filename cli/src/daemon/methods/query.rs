@@ -69,7 +69,7 @@ pub(super) fn list(registry: &Registry, params: Value) -> Result<Value, RpcError
     let since = p
         .finished_since_seconds
         .map(|s| std::time::SystemTime::now() - std::time::Duration::from_secs(s));
-    let (mut rows, n_older) = registry.list_since(&filter, since);
+    let (mut rows, n_older) = registry.list_rows(&filter, since, p.usage != Some(false));
     if state == ListState::Finished {
         rows.retain(|r| r.status != herd_core::SessionStatus::Running);
     }

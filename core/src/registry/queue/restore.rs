@@ -80,6 +80,7 @@ impl Inner {
             done,
             kill_requested,
             terminals: crate::lock_order::Mutex::new(0),
+            usage: Default::default(),
         })
     }
 
