@@ -161,6 +161,7 @@ pub mod rank {
             SHIM_PENDING => "shim pending",
             DISPATCH_CACHE => "dispatch cache",
             USAGE_V1_BASE => "usage v1 base",
+            USAGE_SAMPLE => "usage sample",
             DAEMON_HOST_LINKS => "daemon host links",
             DAEMON_HOST_SAVING => "daemon host saving",
             DAEMON_HOST_BOOK => "daemon host book",
