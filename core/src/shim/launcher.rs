@@ -9,8 +9,7 @@
 //! and run on. Specs arrive on stdin as frames (`wire::Framing::Lengths`, the framing
 //! of every shim link); each supervisor writes its own ready answer, one frame tagged
 //! with the spec's `request`, on the shared stdout in one write. With `--pool` it also
-//! keeps supervisors forked ahead of need, which take specs from the daemon directly
-//! (`launcher/pool.rs`).
+//! keeps supervisors forked ahead of need, which take specs from the daemon directly.
 
 use std::io;
 use std::os::fd::AsFd;
@@ -28,7 +27,7 @@ mod pool;
 pub(crate) use pool::MAX_CAP as MAX_POOL;
 
 /// Serves launch specs until stdin closes; returns the exit code. `args` (after
-/// `--launcher`) may ask for a pool of supervisors forked ahead of need (`pool.rs`).
+/// `--launcher`) may ask for a pool of supervisors forked ahead of need.
 pub(super) fn run(args: &[String]) -> i32 {
     if crate::sys::detach_from_parent().is_err() {
         return 2;

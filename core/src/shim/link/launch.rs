@@ -77,7 +77,7 @@ pub(crate) async fn launch(
     }
 }
 
-pub(super) fn parse_ready(header: &[u8], program: &str) -> io::Result<crate::shim::ReadyLine> {
+fn parse_ready(header: &[u8], program: &str) -> io::Result<crate::shim::ReadyLine> {
     serde_json::from_slice(header).map_err(|e| not_ready(header, program, &e.to_string()))
 }
 
@@ -96,7 +96,7 @@ fn not_ready(answer: &[u8], program: &str, why: &str) -> io::Error {
 pub(crate) struct Launcher {
     program: PathBuf,
     conn: tokio::sync::Mutex<Option<Arc<LauncherConn>>>,
-    /// Where the pool of supervisors forked ahead of need listens (`pool.rs`), and
+    /// Where the pool of supervisors forked ahead of need listens, and
     /// its cap (0: no pool).
     pool_at: (PathBuf, usize),
     /// The pool, bound when the first launcher starts.

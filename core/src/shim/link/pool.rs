@@ -145,8 +145,13 @@ async fn answer(stream: &mut UnixStream) -> io::Result<Ready> {
     let read = async {
         loop {
             if let Some(frame) = frames.next().map_err(io::Error::other)? {
-                return super::launch::parse_ready(&frame.header, "herd-shim (pre-forked)")
-                    .map(|l| l.ready);
+                return serde_json::from_slice::<crate::shim::ReadyLine>(&frame.header)
+                    .map(|l| l.ready)
+                    .map_err(|e| {
+                        io::Error::other(format!(
+                            "the pre-forked session supervisor answered something else than its ready answer ({e}); check that herd-shim belongs to this herd"
+                        ))
+                    });
             }
             match stream.read(&mut buf).await? {
                 0 => {
