@@ -101,6 +101,8 @@ pub mod rank {
     pub(crate) const MASTER: u8 = 86;
     /// The shim link's pending replies: `shim::link`.
     pub(crate) const SHIM_PENDING: u8 = 88;
+    /// The shim pool's waiting members: `shim::link::pool`.
+    pub(crate) const SHIM_POOL: u8 = 89;
     /// The dispatcher's cached verdict: `dispatch`.
     pub(crate) const DISPATCH_CACHE: u8 = 90;
     /// The v1 memory cgroup directory found for usage reads: `sys::usage`.
@@ -159,6 +161,7 @@ pub mod rank {
             TERMINALS => "terminals",
             MASTER => "pty master",
             SHIM_PENDING => "shim pending",
+            SHIM_POOL => "shim pool",
             DISPATCH_CACHE => "dispatch cache",
             USAGE_V1_BASE => "usage v1 base",
             USAGE_SAMPLE => "usage sample",

@@ -170,7 +170,11 @@ impl Registry {
         let notifier = Notifier::new(Arc::clone(&config.clock));
         let (finishes, _) = watch::channel(0);
         let (changes, _) = watch::channel(0);
-        let launcher = config.shim.clone().map(crate::shim::link::Launcher::new);
+        let pool_socket = home.run_dir().join("pool.sock");
+        let launcher = config
+            .shim
+            .clone()
+            .map(|program| crate::shim::link::Launcher::new(program, pool_socket));
         let queue_cap = config.queue_cap;
         let registry = Registry {
             inner: Arc::new(Inner {

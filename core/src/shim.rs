@@ -176,7 +176,10 @@ pub fn main() -> i32 {
     let _ = crate::hygiene::clean_start();
     match std::env::args().nth(1).as_deref() {
         None => {}
-        Some("--launcher") => return launcher::run(),
+        Some("--launcher") => {
+            let args: Vec<String> = std::env::args().skip(2).collect();
+            return launcher::run(&args);
+        }
         Some("--restart-loop") => {
             let args: Vec<String> = std::env::args().skip(2).collect();
             return crate::spawn::restart_loop::main(&args);

@@ -60,6 +60,10 @@ pub const SPAWN_FOLLOW: &str = "spawn.follow";
 /// Groups, queued jobs and dependencies: `spawn`'s `group`, `after`,
 /// `after_ready`; `group.*`, `queue.latency`; status `queued`.
 pub const QUEUE: &str = "queue";
+/// A follow of a queued job (`logs.follow`, `spawn`'s `follow`) waits through the
+/// queue, then follows its run or its end unrun; `spawn` takes `follow_queued`, so
+/// a client may pipeline a queued `run --wait` and poll nothing.
+pub const LOGS_FOLLOW_QUEUED: &str = "logs.follow.queued";
 
 /// Every capability this version's daemon announces, in order.
 pub const ALL: &[&str] = &[
@@ -89,4 +93,5 @@ pub const ALL: &[&str] = &[
     PLUGINS,
     SPAWN_FOLLOW,
     QUEUE,
+    LOGS_FOLLOW_QUEUED,
 ];

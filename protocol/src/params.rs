@@ -168,6 +168,11 @@ pub struct SpawnParams {
     /// With `follow`: output as `log.bytes` frames (capability `logs.raw`).
     #[serde(default, skip_serializing_if = "is_false")]
     pub raw: bool,
+    /// With `follow`: the job may queue, and the stream waits through the queue
+    /// (capability `logs.follow.queued`). A daemon without the capability refuses
+    /// the field, starting nothing, so a pipelined spawn can carry it.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub follow_queued: bool,
 }
 
 /// `restart` (capability `restart`): the session to start again, and the caller's

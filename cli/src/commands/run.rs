@@ -2,10 +2,10 @@
 
 use anyhow::Context;
 use herd_persistence::Home;
-use herd_protocol::Method;
 use herd_protocol::answers::SessionStatus;
 use herd_protocol::methods::{Poll, Spawn};
 use herd_protocol::params::{IdParams, Limits, RestartPolicy, SpawnParams};
+use herd_protocol::{Method, capabilities};
 use serde_json::Value;
 
 use std::io::IsTerminal;
@@ -98,8 +98,12 @@ async fn stay(home: &Home, client: Client, info: &Value, json: bool) -> anyhow::
         return Ok(Ran::Attach(id));
     }
     let until_end = async {
-        // A queued job's log is followed once it has started (or ended unrun).
-        let client = if info["queued"].as_bool() == Some(true) {
+        // A queued job's log is followed once it has started (or ended unrun): a
+        // daemon with `logs.follow.queued` waits through the queue itself, an older
+        // one is polled until the job leaves it.
+        let client = if info["queued"].as_bool() == Some(true)
+            && !client.hello.serves(capabilities::LOGS_FOLLOW_QUEUED)
+        {
             out_of_the_queue(client, &id).await?
         } else {
             client
@@ -112,7 +116,8 @@ async fn stay(home: &Home, client: Client, info: &Value, json: bool) -> anyhow::
 }
 
 /// Waits until a queued job has left the queue (it started, or it ended unrun),
-/// asking `poll` with a pause that grows to 200 ms.
+/// asking `poll` with a pause that grows to 200 ms: for a daemon without
+/// `logs.follow.queued`, whose follow of a queued job would not wait.
 #[expect(
     clippy::disallowed_methods,
     reason = "the pause between two polls of a queued job; it synchronises nothing"
@@ -254,12 +259,12 @@ async fn answered(
 
 /// Whether `run` pipelines its spawn behind `hello` with `follow`: a `--wait`
 /// whose output is followed here (not `--json`, which prints only the ending; not
-/// a PTY job on this terminal, which is attached; not a far host's job).
+/// a PTY job on this terminal, which is attached; not a far host's job). A job
+/// that may queue is sent with `follow_queued` (capability `logs.follow.queued`).
 fn pipelines(args: &RunArgs) -> bool {
     args.wait
         && !args.json
         && args.host.is_none()
-        && !args.queue.any()
         && !(args.pty && std::io::stdin().is_terminal() && std::io::stdout().is_terminal())
 }
 
@@ -279,10 +284,15 @@ async fn pipelined_spawn(
     params: &SpawnParams,
     (wait, json): (bool, bool),
 ) -> anyhow::Result<Began> {
+    // A job that may queue is followed through the queue by a daemon with
+    // `logs.follow.queued`; one without refuses the field and starts nothing.
+    let may_queue =
+        params.group.is_some() || !params.after.is_empty() || !params.after_ready.is_empty();
     let sent = SpawnParams {
         caller_env: Some(herd_core::utf8_environment().into_iter().collect()),
         follow: true,
         raw: true,
+        follow_queued: may_queue,
         ..params.clone()
     };
     Ok(
@@ -296,7 +306,9 @@ async fn pipelined_spawn(
                 }
                 Spawned::Answered(Err(CallError::Rpc(err)))
                     if err.code == protocol::INVALID_PARAMS
-                        && !client.hello.serves("spawn.follow") =>
+                        && (!client.hello.serves(capabilities::SPAWN_FOLLOW)
+                            || (may_queue
+                                && !client.hello.serves(capabilities::LOGS_FOLLOW_QUEUED))) =>
                 {
                     Began::Client(client)
                 }

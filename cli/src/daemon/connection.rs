@@ -273,6 +273,8 @@ impl<S: Service> Exchange<'_, S> {
             tracing::debug!(method = %request.method, "notification ignored");
             return Step::Skip;
         };
+        // Every request, by method: a test counts the requests a command made.
+        tracing::debug!(target: "herd::requests", method = %request.method, "request");
         if !*self.greeted && request.method != "hello" {
             return Step::Answer(Box::new(Response::err(
                 id,

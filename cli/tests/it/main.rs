@@ -32,6 +32,7 @@ mod people;
 mod pipelined;
 mod plugins;
 mod podman;
+mod pool;
 mod props;
 mod queue;
 mod ready;

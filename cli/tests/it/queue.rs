@@ -456,6 +456,72 @@ fn b41_run_wait_of_a_queued_job_waits_for_its_run_and_reports_its_code() {
     );
 }
 
+// B41: against a daemon with `logs.follow.queued`, `run --wait` of a queued job is
+// one pipelined request whose stream waits through the queue: the daemon serves no
+// `poll` (an older daemon is polled until the job leaves the queue).
+#[test]
+fn b41_run_wait_of_a_queued_job_lets_the_daemon_wait_and_polls_nothing() {
+    let mut env = Env::new();
+    // The daemon logs every request by method at this level (`herd::requests`).
+    env.vars.push((
+        "HERD_LOG".to_owned(),
+        "info,herd::requests=debug".to_owned(),
+    ));
+    env.ok(&["group", "add", "one", "--parallel", "1"]);
+    let gate = env.scratch().join("gate");
+    let blocker = format!("while [ ! -e {} ]; do sleep 0.05; done", gate.display());
+    env.ok(&["run", "--group", "one", "--", "sh", "-c", &blocker]);
+    let out = std::thread::scope(|scope| {
+        let waiter = scope.spawn(|| {
+            env.run(&[
+                "run",
+                "--group",
+                "one",
+                "--wait",
+                "--",
+                "sh",
+                "-c",
+                "echo queued-run; exit 3",
+            ])
+        });
+        wait_until(Duration::from_secs(30), || {
+            env.ps_rows(&["--all"])
+                .iter()
+                .any(|r| r["status"] == "queued")
+        })
+        .unwrap_or_else(|()| panic!("the second job was never queued"));
+        // Long enough for a client loop to have polled a few times.
+        let waited = wait_until(Duration::from_millis(300), || requests(&env, "poll") > 0);
+        assert!(waited.is_err(), "the waiting client polled the daemon");
+        std::fs::write(&gate, "").expect("the scratch dir is writable");
+        waiter.join().expect("the waiting run")
+    });
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("exited 3"), "{}", stderr(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("queued-run"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    // The log counts requests (two spawns were served), and no poll among them.
+    assert_eq!(requests(&env, "spawn"), 2, "{}", daemon_log(&env));
+    assert_eq!(requests(&env, "poll"), 0, "{}", daemon_log(&env));
+}
+
+/// The daemon's log.
+fn daemon_log(env: &Env) -> String {
+    std::fs::read_to_string(env.home().join("logs/daemon.log")).unwrap_or_default()
+}
+
+/// How many `method` requests the daemon's log records (`herd::requests` at debug).
+fn requests(env: &Env, method: &str) -> usize {
+    let wanted = format!("method={method}");
+    daemon_log(env)
+        .lines()
+        .filter(|l| l.contains("herd::requests") && l.split_whitespace().any(|w| w == wanted))
+        .count()
+}
+
 // B41: `logs -f` of a queued job waits through the queue and prints the run; a
 // follow of a queued job that is killed before it starts ends with the kill.
 #[test]

@@ -8,7 +8,8 @@
 //! stdin (the daemon stopped or crashed): its supervisors are then re-parented to init
 //! and run on. Specs arrive on stdin as frames (`wire::Framing::Lengths`, the framing
 //! of every shim link); each supervisor writes its own ready answer, one frame tagged
-//! with the spec's `request`, on the shared stdout in one write.
+//! with the spec's `request`, on the shared stdout in one write. With `--pool` it also
+//! keeps supervisors forked ahead of need, which take specs from the daemon directly.
 
 use std::io;
 use std::os::fd::AsFd;
@@ -22,8 +23,12 @@ use nix::unistd::Pid;
 use super::wire::FrameReader;
 use super::{PROTOCOL, Spec};
 
-/// Serves launch specs until stdin closes; returns the exit code.
-pub(super) fn run() -> i32 {
+mod pool;
+pub(crate) use pool::MAX_CAP as MAX_POOL;
+
+/// Serves launch specs until stdin closes; returns the exit code. `args` (after
+/// `--launcher`) may ask for a pool of supervisors forked ahead of need.
+pub(super) fn run(args: &[String]) -> i32 {
     if crate::sys::detach_from_parent().is_err() {
         return 2;
     }
@@ -37,25 +42,37 @@ pub(super) fn run() -> i32 {
         return 2;
     };
     let stdin = io::stdin();
+    let mut pool = pool::asked(args).and_then(|(path, cap)| pool::Pool::new(path, cap).ok());
+    if let Some(code) = pool.as_mut().and_then(pool::Pool::fill) {
+        return code;
+    }
     let mut pending = super::spec_reader();
     let mut buf = vec![0u8; 64 * 1024];
     loop {
-        let (input, reaped) = {
-            let mut fds = [
+        let (input, reaped, taken) = {
+            let mut fds = vec![
                 PollFd::new(stdin.as_fd(), PollFlags::POLLIN),
                 PollFd::new(signals.as_fd(), PollFlags::POLLIN),
             ];
+            if let Some(pool) = &pool {
+                fds.push(PollFd::new(pool.taken().as_fd(), PollFlags::POLLIN));
+            }
             match poll(&mut fds, PollTimeout::NONE) {
                 Ok(_) => {}
                 Err(nix::errno::Errno::EINTR) => continue,
                 Err(_) => return 2,
             }
-            let ready = |fd: &PollFd<'_>| fd.revents().is_some_and(|r| !r.is_empty());
-            (ready(&fds[0]), ready(&fds[1]))
+            let ready = |fd: Option<&PollFd<'_>>| {
+                fd.is_some_and(|fd| fd.revents().is_some_and(|r| !r.is_empty()))
+            };
+            (ready(fds.first()), ready(fds.get(1)), ready(fds.get(2)))
         };
         if reaped {
             while let Ok(Some(_)) = signals.read_signal() {}
-            reap();
+            reap(pool.as_mut());
+        }
+        if taken && let Some(code) = pool.as_mut().and_then(pool::Pool::on_taken) {
+            return code;
         }
         if !input {
             continue;
@@ -71,6 +88,10 @@ pub(super) fn run() -> i32 {
             match next_spec(&mut pending) {
                 Ok(Some(spec)) => {
                     if let Some(code) = fork_supervisor(spec) {
+                        return code;
+                    }
+                    // The daemon found no idle member: the pool grows.
+                    if let Some(code) = pool.as_mut().and_then(pool::Pool::missed) {
                         return code;
                     }
                 }
@@ -124,12 +145,16 @@ fn fork_supervisor(spec: Spec) -> Option<i32> {
     }
 }
 
-/// Reaps every supervisor that has ended.
-fn reap() {
+/// Reaps every supervisor (and pool member) that has ended.
+fn reap(mut pool: Option<&mut pool::Pool>) {
     loop {
         match waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
             Ok(WaitStatus::StillAlive) | Err(_) => return,
-            Ok(_) => {}
+            Ok(status) => {
+                if let (Some(pool), Some(pid)) = (pool.as_deref_mut(), status.pid()) {
+                    pool.reaped(pid.as_raw());
+                }
+            }
         }
     }
 }

@@ -38,6 +38,7 @@ mod attach_socket;
 #[cfg(test)]
 mod compat_tests;
 mod launch;
+mod pool;
 pub(crate) use attach_socket::AttachSocket;
 pub(crate) use launch::{Launcher, launch};
 

@@ -96,6 +96,11 @@ fn not_ready(answer: &[u8], program: &str, why: &str) -> io::Error {
 pub(crate) struct Launcher {
     program: PathBuf,
     conn: tokio::sync::Mutex<Option<Arc<LauncherConn>>>,
+    /// Where the pool of supervisors forked ahead of need listens, and
+    /// its cap (0: no pool).
+    pool_at: (PathBuf, usize),
+    /// The pool, bound when the first launcher starts.
+    pool: std::sync::OnceLock<super::pool::Pool>,
 }
 
 /// One running launcher.
@@ -133,12 +138,29 @@ impl Replies {
 }
 
 impl Launcher {
-    /// A launcher for `program`; nothing is started yet.
-    pub(crate) fn new(program: PathBuf) -> Launcher {
+    /// A launcher for `program` whose pool of supervisors forked ahead of need
+    /// listens at `pool_socket` (its cap from `HERD_SHIM_POOL`); nothing is started
+    /// yet.
+    pub(crate) fn new(program: PathBuf, pool_socket: PathBuf) -> Launcher {
         Launcher {
             program,
             conn: tokio::sync::Mutex::new(None),
+            pool_at: (pool_socket, super::pool::cap_from_env()),
+            pool: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Hands `spec` to a supervisor forked ahead of need, if one waits.
+    async fn launch_pooled(&self, spec: &mut Spec) -> io::Result<Option<Ready>> {
+        let conn = self.connection().await?;
+        let Some(pool) = self.pool.get() else {
+            return Ok(None);
+        };
+        spec.request = conn.next.fetch_add(1, Ordering::Relaxed);
+        Ok(match pool.launch(spec).await? {
+            super::pool::Pooled::Ready(ready) => Some(ready),
+            super::pool::Pooled::Unsent => None,
+        })
     }
 
     /// Has a supervisor forked for `spec` and returns its ready answer.
@@ -147,6 +169,9 @@ impl Launcher {
     /// The launcher could not be started, died before answering twice in a row, or
     /// did not answer in time.
     pub(crate) async fn launch(&self, spec: &mut Spec) -> io::Result<Ready> {
+        if let Some(ready) = self.launch_pooled(spec).await? {
+            return Ok(ready);
+        }
         let mut last_error = None;
         for _ in 0..2 {
             let conn = self.connection().await?;
@@ -202,16 +227,45 @@ impl Launcher {
         Err(last_error.unwrap_or_else(|| io::Error::other("the shim launcher is gone")))
     }
 
+    /// The pool, bound now if it is not yet; `None` without one (cap 0, or a socket
+    /// that cannot be bound: every supervisor is then forked when its spawn comes).
+    fn pool(&self) -> Option<&super::pool::Pool> {
+        let (path, cap) = &self.pool_at;
+        if *cap == 0 {
+            return None;
+        }
+        if self.pool.get().is_none() {
+            match super::pool::Pool::bind(path) {
+                Ok(pool) => {
+                    let _ = self.pool.set(pool);
+                }
+                Err(error) => {
+                    tracing::info!(%error, path = %path.display(), "no pool of supervisors forked ahead of need");
+                    return None;
+                }
+            }
+        }
+        self.pool.get()
+    }
+
     /// The running launcher, started now when there is none (or it died).
     async fn connection(&self) -> io::Result<Arc<LauncherConn>> {
         let mut slot = self.conn.lock().await;
         if let Some(conn) = slot.as_ref().filter(|c| !c.replies.gone.is_cancelled()) {
             return Ok(Arc::clone(conn));
         }
-        let argv = vec![
+        let mut argv = vec![
             self.program.to_string_lossy().into_owned(),
             "--launcher".to_owned(),
         ];
+        if let Some(pool) = self.pool() {
+            argv.extend([
+                "--pool".to_owned(),
+                pool.path().to_string_lossy().into_owned(),
+                "--pool-cap".to_owned(),
+                self.pool_at.1.to_string(),
+            ]);
+        }
         let mut child = crate::spawn::spawn_shim(&argv, &BTreeMap::new())?;
         let stdin = child
             .stdin

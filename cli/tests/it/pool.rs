@@ -1,0 +1,223 @@
+//! Supervisors forked ahead of need: the launcher keeps a small pool of them waiting
+//! on the daemon's pool socket, and a spawn hands its spec to one. Real daemons,
+//! launchers and members, found by their command line (each names the home's pool
+//! socket); a member is used, the pool dies with its daemon, and a job started by a
+//! member gets what a freshly forked supervisor gives it.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::support::{Env, alive, wait_until};
+
+/// Every process whose command line names this home's pool socket: the launcher,
+/// its pool members and the supervisors it forked.
+fn pool_processes(env: &Env) -> Vec<i32> {
+    let wanted = env.home().join("run/pool.sock");
+    let wanted = wanted.to_string_lossy();
+    std::fs::read_dir("/proc")
+        .map(|dir| {
+            dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+                .filter(|pid| {
+                    std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| {
+                        String::from_utf8_lossy(&c)
+                            .split('\0')
+                            .any(|arg| arg == wanted)
+                    }) && alive(*pid)
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Whether `pid` holds a socket: a member holds one once it has connected.
+fn holds_socket(pid: i32) -> bool {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).is_ok_and(|fds| {
+        fds.filter_map(Result::ok).any(|fd| {
+            std::fs::read_link(fd.path()).is_ok_and(|l| l.to_string_lossy().starts_with("socket:"))
+        })
+    })
+}
+
+/// The pool members waiting on the daemon now: the processes of the pool that hold
+/// a socket and run no job (a member has no child until its spec comes).
+fn waiting_members(env: &Env) -> Vec<i32> {
+    pool_processes(env)
+        .into_iter()
+        .filter(|pid| holds_socket(*pid) && children(*pid).is_empty())
+        .collect()
+}
+
+/// The children of `pid`.
+fn children(pid: i32) -> Vec<i32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+/// Starts the daemon and its launcher with one job, then waits until a member waits.
+fn warm(env: &Env) -> Vec<i32> {
+    env.ok(&["run", "--wait", "--", "true"]);
+    let mut members = Vec::new();
+    wait_until(Duration::from_secs(10), || {
+        members = waiting_members(env);
+        !members.is_empty()
+    })
+    .unwrap_or_else(|()| panic!("no supervisor was forked ahead of need"));
+    members
+}
+
+/// The shim pid of running session `id`, from its info record.
+fn shim_pid(env: &Env, id: &str) -> i32 {
+    let info = std::fs::read_to_string(env.home().join("run/shims").join(id).join("info.json"))
+        .expect("the shim wrote its info record");
+    let info: Value = serde_json::from_str(&info).expect("the info record is JSON");
+    i32::try_from(info["shim_pid"].as_i64().expect("shim_pid")).expect("a pid fits i32")
+}
+
+#[test]
+fn b28_shim_a_spawn_takes_a_supervisor_forked_ahead_of_it() {
+    let env = Env::new();
+    let members = warm(&env);
+    let info = env.json(&["run", "--json", "--", "sleep", "30"]);
+    let id = info["session_id"].as_str().expect("session_id");
+    let shim = shim_pid(&env, id);
+    assert!(
+        members.contains(&shim),
+        "the job's supervisor {shim} is not one of the members {members:?} that waited before it"
+    );
+    // Its replacement is forked: the pool holds a waiting member again.
+    wait_until(Duration::from_secs(10), || {
+        !waiting_members(&env).is_empty()
+    })
+    .unwrap_or_else(|()| panic!("the pool was not filled again"));
+    env.ok(&["kill", id]);
+}
+
+/// Waits until none of `pids` lives.
+fn all_gone(pids: &[i32], after: &str) {
+    wait_until(Duration::from_secs(10), || pids.iter().all(|p| !alive(*p))).unwrap_or_else(|()| {
+        let left: Vec<&i32> = pids.iter().filter(|p| alive(**p)).collect();
+        panic!("after {after}, these pool processes live on: {left:?}")
+    });
+}
+
+#[test]
+fn b28_shim_the_pool_leaves_no_process_after_a_daemon_sigkill_or_shutdown() {
+    let env = Env::new();
+    warm(&env);
+    let before = pool_processes(&env);
+    assert!(before.len() >= 2, "a launcher and a member: {before:?}");
+    let daemon = env.daemon_pid().expect("the daemon wrote its pid file");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(daemon),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("the daemon can be signalled");
+    all_gone(&before, "a daemon SIGKILL");
+    // The next daemon's pool ends with its shutdown.
+    warm(&env);
+    let before = pool_processes(&env);
+    env.ok(&["shutdown", "--yes"]);
+    all_gone(&before, "herd shutdown");
+}
+
+/// What a probe job printed, with what differs between two homes and two sessions
+/// (the home's path, the session id) made equal, and the pid of its supervisor.
+fn probe(env: &Env, cwd: &Path, limits: bool) -> (String, i32) {
+    let gate = env.scratch().join("gate");
+    let script = format!(
+        "pwd; env | sort | grep -v -e '^_=' -e '^SHLVL=' -e '^OLDPWD=' -e '^HERD_SHIM_POOL='; \
+         grep -e SigBlk -e SigIgn /proc/self/status; set -- /proc/$$/fd/*; echo $# fds; \
+         ulimit -n; cg=$(awk -F: '$1 == 0 {{print $3}}' /proc/self/cgroup); \
+         m=$(awk -F: '$2 == \"memory\" {{print $3}}' /proc/self/cgroup); \
+         p=$(awk -F: '$2 == \"pids\" {{print $3}}' /proc/self/cgroup); \
+         cat /sys/fs/cgroup/unified$cg/memory.max /sys/fs/cgroup/memory$m/memory.limit_in_bytes \
+         /sys/fs/cgroup/unified$cg/pids.max /sys/fs/cgroup/pids$p/pids.max 2>/dev/null; \
+         while [ ! -e {} ]; do sleep 0.02; done",
+        gate.display()
+    );
+    let info: Value = {
+        let mut args = vec!["run", "--json"];
+        if limits {
+            args.extend(["--memory", "64M", "--pids", "40"]);
+        }
+        args.extend(["--", "sh", "-c", &script]);
+        let out = env
+            .cmd(&args)
+            .current_dir(cwd)
+            .env("POOL_PROBE", "a value with spaces")
+            .output()
+            .expect("herd runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).expect("run --json answers JSON")
+    };
+    let id = info["session_id"].as_str().expect("session_id").to_owned();
+    let shim = shim_pid(env, &id);
+    std::fs::write(&gate, "").expect("the scratch dir is writable");
+    env.ok(&["wait", &id]);
+    let log = std::fs::read_to_string(env.home().join("logs/sessions").join(format!("{id}.log")))
+        .expect("the job's log");
+    let text = log
+        .replace(&id, "ID")
+        .replace(&env.home().display().to_string(), "HOME");
+    (text, shim)
+}
+
+#[test]
+fn b36_a_job_of_a_pre_forked_supervisor_gets_what_a_fresh_one_gives() {
+    // One directory both probes start in.
+    let cwd = herd_test_support::home::TempHome::new("herd-it", "cwd");
+    // A daemon whose every supervisor is forked when its spawn comes.
+    let mut fresh = Env::new();
+    fresh
+        .vars
+        .push(("HERD_SHIM_POOL".to_owned(), "0".to_owned()));
+    fresh.ok(&["run", "--wait", "--", "true"]);
+    assert!(
+        pool_processes(&fresh).is_empty(),
+        "HERD_SHIM_POOL=0 forks nothing ahead"
+    );
+    let pooled = Env::new();
+    let members = warm(&pooled);
+    let limits = cgroup_here();
+    let (from_pool, shim) = probe(&pooled, cwd.home(), limits);
+    assert!(
+        members.contains(&shim),
+        "the probe's supervisor {shim} is not one of the members {members:?}"
+    );
+    let (from_fresh, _) = probe(&fresh, cwd.home(), limits);
+    assert!(
+        from_pool.contains("POOL_PROBE=a value with spaces"),
+        "{from_pool}"
+    );
+    if limits {
+        // 64 MiB and 40 processes, from the v2 files or the v1 ones.
+        let line = |want: &str| from_pool.lines().any(|l| l == want);
+        assert!(line("67108864") && line("40"), "{from_pool}");
+    }
+    // Exactly its stdin, stdout and stderr (B36), as a fresh supervisor gives it,
+    // and the directory the shell's glob reads to list them.
+    assert!(from_pool.lines().any(|l| l == "4 fds"), "{from_pool}");
+    assert_eq!(from_pool, from_fresh);
+}
+
+/// Whether the limits can be checked: a cgroup v2 hierarchy at
+/// `/sys/fs/cgroup/unified` (required under `HERD_REQUIRE_CGROUP=1`).
+#[expect(clippy::print_stderr, reason = "a skipped part says why")]
+fn cgroup_here() -> bool {
+    if Path::new("/sys/fs/cgroup/unified/cgroup.controllers").exists()
+        || std::env::var("HERD_REQUIRE_CGROUP").as_deref() == Ok("1")
+    {
+        return true;
+    }
+    eprintln!("limits not compared: no cgroup v2 hierarchy at /sys/fs/cgroup/unified");
+    false
+}
