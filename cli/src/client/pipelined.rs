@@ -86,7 +86,7 @@ impl Client {
         self.next_id += 1;
         let request = Request {
             jsonrpc: "2.0".into(),
-            id: Some(serde_json::json!(id)),
+            id: Some(Value::from(id)),
             method: method.to_owned(),
             params,
         };
@@ -106,8 +106,7 @@ impl Client {
                     "the daemon closed the connection",
                 )));
             };
-            let ours = message.id == serde_json::json!(id)
-                || (message.id.is_null() && message.error.is_some());
+            let ours = message.id == id || (message.id.is_null() && message.error.is_some());
             if message.method.is_some() || !ours {
                 continue;
             }

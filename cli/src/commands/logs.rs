@@ -2,9 +2,10 @@
 //! last lines of a log, where following starts.
 
 use herd_persistence::Home;
-use herd_protocol::methods::{LogChunk, Lookup};
-use herd_protocol::params::{FollowParams, IdParams};
-use serde_json::{Value, json};
+use herd_protocol::methods::{Log, LogChunk, Lookup, Poll};
+use herd_protocol::params::{FollowParams, IdParams, LogParams};
+use serde::Serialize;
+use serde_json::Value;
 
 use super::follow;
 use crate::args::LogsArgs;
@@ -25,10 +26,11 @@ pub(crate) async fn logs(home: &Home, args: LogsArgs) -> anyhow::Result<()> {
             .into());
         };
         let answer = client
-            .request(
-                "log",
-                json!({"id": single, "offset": args.offset, "limit": args.limit}),
-            )
+            .send_typed::<Log>(&LogParams {
+                id: single.clone(),
+                offset: args.offset,
+                limit: args.limit.map(|l| usize::try_from(l).unwrap_or(usize::MAX)),
+            })
             .await?;
         if args.json {
             return Ok(output::json_pretty(&answer)?);
@@ -74,11 +76,12 @@ pub(crate) async fn logs(home: &Home, args: LogsArgs) -> anyhow::Result<()> {
     let from_byte = read_whole(home, client, &id, &mut emit).await?;
     let poll = kept_of(home, &id).await;
     if args.json {
-        let mut answer = json!({"session_id": id, "output": whole, "next_byte": from_byte});
-        if let Some(n) = poll["bytes_not_kept"].as_u64().filter(|n| *n > 0) {
-            answer["bytes_not_kept"] = json!(n);
-        }
-        output::json_pretty(&answer)?;
+        output::json_pretty(&WholeLog {
+            bytes_not_kept: poll["bytes_not_kept"].as_u64().filter(|n| *n > 0),
+            next_byte: from_byte,
+            output: &whole,
+            session_id: &id,
+        })?;
     } else {
         super::warn_not_kept(&poll);
     }
@@ -143,13 +146,24 @@ async fn read_whole(
     Ok(from_byte)
 }
 
+/// What `herd logs --json` prints of a whole log (fields in the order the JSON
+/// object printed before had them).
+#[derive(Serialize)]
+struct WholeLog<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bytes_not_kept: Option<u64>,
+    next_byte: u64,
+    output: &'a str,
+    session_id: &'a str,
+}
+
 /// The session's poll answer, for whether the log kept every byte (a full disk, or
 /// its cap): asked on a fresh connection, since a dump stream uses its connection
 /// up; null when it cannot be asked.
 async fn kept_of(home: &Home, id: &str) -> Value {
     match Client::connect(home).await {
         Ok(mut c) => c
-            .request("poll", json!({"id": id}))
+            .send_typed::<Poll>(&IdParams::new(id))
             .await
             .unwrap_or_default(),
         Err(_) => Value::Null,

@@ -454,7 +454,7 @@ impl Registry {
     /// As [`Registry::list_since`]; without `usage` the rows leave out the trees'
     /// CPU and memory (`usage` is `None`, no cgroup file is read), for a caller
     /// that does not show them. A row's usage may be a sample up to
-    /// [`LIST_USAGE_MAX_AGE`](crate::sys::usage::LIST_USAGE_MAX_AGE) (1 s) old.
+    /// `LIST_USAGE_MAX_AGE` (1 s) old.
     pub fn list_rows(
         &self,
         filter: &ListFilter,

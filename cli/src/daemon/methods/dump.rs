@@ -21,10 +21,10 @@
 use std::collections::VecDeque;
 
 use herd_protocol::params::DumpParams;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::query::CHUNK_BYTES;
-use super::wire::{core_error, lookup_error, parse};
+use super::wire::{core_error, lookup_error, parse, stream_end};
 use super::{Reply, State, Stream};
 use crate::daemon::connection::Outlet;
 use crate::protocol::{INTERNAL_ERROR, RpcError};
@@ -127,7 +127,7 @@ pub(super) async fn dump(state: &State, session: &str, from_byte: u64, mut outle
     ahead.fill().await;
     loop {
         let Some((_, mut next)) = ahead.queue.pop_front() else {
-            return outlet.answer(Ok(json!({"next_byte": from}))).await;
+            return outlet.answer(stream_end(from, None)).await;
         };
         let chunk = match (&mut next).await {
             Ok(Ok(chunk)) => chunk,
@@ -159,7 +159,7 @@ pub(super) async fn dump(state: &State, session: &str, from_byte: u64, mut outle
             return;
         }
         if !more {
-            return outlet.answer(Ok(json!({"next_byte": from}))).await;
+            return outlet.answer(stream_end(from, None)).await;
         }
         from = chunk.next_byte;
     }

@@ -3,8 +3,9 @@
 //! blocking pool (`off_worker`): they read files and run output plugins.
 
 use herd_core::{ListFilter, Registry};
+use herd_protocol::answers::{ListAnswer, LookupAnswer};
 use herd_protocol::params::{FollowParams, ListParams, ListState, LogParams};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::wire::{core_error, lookup_error, parse, to_value};
 use super::{IdParams, State, off_worker};
@@ -79,14 +80,13 @@ pub(super) fn list(registry: &Registry, params: Value) -> Result<Value, RpcError
     // Oldest first; a limit keeps the newest.
     let more = p.limit.map_or(0, |limit| rows.len().saturating_sub(limit));
     rows.drain(..more);
-    let mut answer = json!({"processes": to_value(rows)?});
-    if more > 0 {
-        answer["more"] = json!(more);
-    }
-    if n_older > 0 {
-        answer["older"] = json!(n_older);
-    }
-    Ok(answer)
+    let count = |n: usize| (n > 0).then(|| u64::try_from(n).unwrap_or(u64::MAX));
+    to_value(ListAnswer {
+        processes: rows,
+        more: count(more),
+        older: count(n_older),
+        hosts: None,
+    })
 }
 
 /// `log`: one page of a session's output.
@@ -110,7 +110,10 @@ pub(super) fn log_chunk(registry: &Registry, params: Value) -> Result<Value, Rpc
 pub(super) fn lookup(registry: &Registry, params: Value) -> Result<Value, RpcError> {
     let p = parse::<IdParams>(params)?;
     let (id, owner) = registry.lookup_owned(&p.id).map_err(lookup_error)?;
-    Ok(json!({"session_id": id.to_string(), "owner_task_id": owner}))
+    to_value(LookupAnswer {
+        session_id: id.to_string(),
+        owner_task_id: Some(owner),
+    })
 }
 
 /// `poll`: a session's state and output preview.

@@ -10,11 +10,12 @@
 
 use std::time::Duration;
 
+use herd_protocol::events::Pending;
 use herd_protocol::params::{EventsParams, FollowParams};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::query::CHUNK_BYTES;
-use super::wire::{core_error, lookup_error, parse, to_value};
+use super::wire::{core_error, lookup_error, parse, stream_end, to_value};
 use super::{NoParams, Reply, State};
 use crate::daemon::connection::Outlet;
 use crate::protocol::{INTERNAL_ERROR, RpcError};
@@ -175,10 +176,7 @@ async fn events(state: &State, owner: &str, peek: bool, mut outlet: Outlet<'_>) 
             let pending = state.registry.pending(owner);
             if pending > 0
                 && for_owner
-                && outlet
-                    .note("pending", json!({"count": pending}))
-                    .await
-                    .is_err()
+                && outlet.note("pending", pending_note(pending)).await.is_err()
             {
                 return;
             }
@@ -278,11 +276,14 @@ async fn logs(
             return;
         }
         if read.is_done {
-            let mut answer = json!({"next_byte": follower.next_byte()});
-            if with_result {
-                answer["result"] = session_result(state, session).await;
-            }
-            return outlet.answer(Ok(answer)).await;
+            let result = if with_result {
+                Some(session_result(state, session).await)
+            } else {
+                None
+            };
+            return outlet
+                .answer(stream_end(follower.next_byte(), result))
+                .await;
         }
         tokio::select! {
             _ = published.recv() => {}
@@ -352,6 +353,12 @@ fn read_ahead(mut follower: herd_core::LogFollower) -> Ahead {
     })
 }
 
+/// The `pending` note: how many events wait for the owner.
+fn pending_note(count: usize) -> Value {
+    let count = u64::try_from(count).unwrap_or(u64::MAX);
+    serde_json::to_value(Pending { count }).unwrap_or(Value::Null)
+}
+
 /// How an ended session ended, as `wait` answers it; `{"error"}` if that fails.
 async fn session_result(state: &State, session: &str) -> Value {
     // The session has ended, so this wait answers at once (its timeout only has
@@ -362,6 +369,6 @@ async fn session_result(state: &State, session: &str) -> Value {
         .await;
     match ended.map_err(core_error).and_then(to_value) {
         Ok(value) => value,
-        Err(err) => json!({"error": err.message}),
+        Err(err) => Value::from_iter([("error".to_owned(), Value::from(err.message))]),
     }
 }

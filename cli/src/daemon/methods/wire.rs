@@ -2,6 +2,7 @@
 //! serialised, and herd's errors turned into JSON-RPC errors with a herd code.
 
 use herd_core::{LookupError, SpawnError};
+use herd_protocol::answers::StreamEnd;
 use herd_protocol::errors::{DispatchFailedData, NotFoundData};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
@@ -113,4 +114,10 @@ pub(super) fn spawn_error(err: SpawnError) -> RpcError {
         }
         err => RpcError::new(INTERNAL_ERROR, chain(&err)),
     }
+}
+
+/// The answer that ends a log stream: where to go on from, and with `result`,
+/// how the session ended.
+pub(super) fn stream_end(next_byte: u64, result: Option<Value>) -> Result<Value, RpcError> {
+    to_value(StreamEnd { next_byte, result })
 }
