@@ -114,12 +114,12 @@ fn label(id: &str, name: Option<&str>) -> String {
 /// over, so the client is used up.
 pub(crate) async fn one(
     home: &Home,
-    mut client: Client,
+    client: Client,
     id: &str,
     from_byte: u64,
 ) -> anyhow::Result<Option<Value>> {
-    // `output::raw` prints the text unchanged: frames may go to stdout directly.
-    client.frames_to_stdout();
+    // The frames pass through `emit` (not straight to stdout): the resume after a
+    // daemon restart counts what was printed to go on from there.
     super::resume::stream(home, client, id, from_byte, output::raw).await
 }
 

@@ -1,7 +1,7 @@
 //! `herd kill` and `herd clean`: end sessions' trees; forget finished ones.
 
 use herd_persistence::Home;
-use herd_protocol::answers::KillStatus;
+use herd_protocol::answers::{KillStatus, ListRow, SessionStatus};
 use herd_protocol::methods::{Clean, Kill, List};
 use herd_protocol::params::{CleanParams, IdParams, ListParams};
 
@@ -23,23 +23,35 @@ pub(crate) async fn kill(home: &Home, args: KillArgs) -> anyhow::Result<()> {
                 ..ListParams::default()
             })
             .await?;
-        listed
+        // Queued jobs first: a running job killed first frees its group's slot,
+        // and the queue would start the next before its own kill arrived.
+        let (queued, others): (Vec<_>, Vec<_>) = listed
             .processes
             .into_iter()
-            .map(|row| row.session_id)
-            .collect()
+            .partition(|row| row.status == SessionStatus::Queued);
+        let ids = |rows: Vec<ListRow>| rows.into_iter().map(|row| row.session_id).collect();
+        (ids(queued), ids(others))
     } else {
-        args.ids.clone()
+        (Vec::new(), args.ids.clone())
     };
-    if ids.is_empty() {
+    let (first, ids): (Vec<String>, Vec<String>) = ids;
+    if first.is_empty() && ids.is_empty() {
         output::err_line("no running sessions to kill");
         return Ok(());
     }
-    let answers = futures::future::join_all(ids.iter().map(|id| async move {
-        let mut client = Client::connect(home).await?;
-        client.send_typed::<Kill>(&IdParams::new(id.as_str())).await
-    }))
-    .await;
+    let kill_all = |ids: Vec<String>| async move {
+        let answers = futures::future::join_all(ids.iter().map(|id| async move {
+            let mut client = Client::connect(home).await?;
+            client.send_typed::<Kill>(&IdParams::new(id.as_str())).await
+        }))
+        .await;
+        (ids, answers)
+    };
+    let (mut queued, mut answers) = kill_all(first).await;
+    let (others, rest) = kill_all(ids).await;
+    queued.extend(others);
+    answers.extend(rest);
+    let ids = queued;
     let several = ids.len() > 1;
     let mut failed = false;
     for (id, answer) in ids.iter().zip(answers) {

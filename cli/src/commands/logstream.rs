@@ -141,11 +141,14 @@ async fn read_frames(
 ) -> anyhow::Result<()> {
     if client.moves_frames() {
         // Straight to stdout (`Client::frames_to_stdout`): `emit` prints there.
-        while client
-            .move_frame(method)
-            .await
-            .map_err(|e| CallError::Io(e).into_anyhow())?
-        {}
+        // A closed stdout (`herd logs ID | head`) is a quiet end, as `emit`'s is.
+        while client.move_frame(method).await.map_err(|e| {
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                anyhow::Error::from(e)
+            } else {
+                CallError::Io(e).into_anyhow()
+            }
+        })? {}
         return Ok(());
     }
     let mut held: Vec<u8> = Vec::new();
