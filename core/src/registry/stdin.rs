@@ -19,6 +19,10 @@ use crate::spawn;
 
 /// How long a stdin write may wait for the child to read.
 const STDIN_WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a resize waits for the supervisor's answer: a size is best effort, and
+/// a supervisor that is concluding (its job ended at once) may never answer; the
+/// caller (an attach's first request) must hear back well inside its own 10 s.
+const RESIZE_TIMEOUT: Duration = Duration::from_secs(2);
 
 impl Registry {
     /// Writes raw bytes to the session's stdin (pipe) or keyboard (PTY).
@@ -123,7 +127,7 @@ impl Registry {
         let result = match handle {
             Some(Stdin::Pty(master)) => master.get_ref().resize(rows, cols),
             Some(Stdin::Shim(link)) => {
-                link.send_input(Input::Resize { rows, cols }, STDIN_WRITE_TIMEOUT)
+                link.send_input(Input::Resize { rows, cols }, RESIZE_TIMEOUT)
                     .await
             }
             Some(Stdin::Pipe(_)) | None => {
