@@ -406,28 +406,9 @@ fn response_to(lines: &mut impl Iterator<Item = std::io::Result<String>>, id: u6
 #[test]
 fn mcp_terminal_time_limit_kills_as_time_limit_and_refuses_zero() {
     use serde_json::json;
-    use std::io::{BufRead, Write};
+    use std::io::Write;
     let env = Env::new();
-    let mut child = env
-        .cmd(&["mcp", "--owner", "agent-tl"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("herd mcp starts");
-    let mut stdin = child.stdin.take().expect("piped");
-    let mut lines = std::io::BufReader::new(child.stdout.take().expect("piped")).lines();
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "0"}}});
-    writeln!(stdin, "{init}").expect("the server reads");
-    assert!(response_to(&mut lines, 1)["result"].is_object());
-    writeln!(
-        stdin,
-        "{}",
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
-    )
-    .expect("the server reads");
+    let (mut child, mut stdin, mut lines) = crate::mcp::raw_server(&env, "agent-tl");
 
     let call = |n: u64, args: Value| {
         json!({"jsonrpc": "2.0", "id": n, "method": "tools/call",

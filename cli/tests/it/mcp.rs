@@ -447,14 +447,19 @@ pub(crate) fn response_to(
 }
 
 /// A raw `herd mcp --owner OWNER` past its handshake, over pipes.
-pub(crate) fn raw_server(
-    env: &Env,
-    owner: &str,
-) -> (
+pub(crate) fn raw_server(env: &Env, owner: &str) -> RawServer {
+    raw_server_at(env, owner, "2025-11-25")
+}
+
+/// A raw server's process, its stdin and its stdout's lines.
+pub(crate) type RawServer = (
     std::process::Child,
     std::process::ChildStdin,
     std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
-) {
+);
+
+/// [`raw_server`] after a handshake at MCP `revision`, which the server must speak.
+pub(crate) fn raw_server_at(env: &Env, owner: &str, revision: &str) -> RawServer {
     use std::io::{BufRead, Write};
     let mut child = env
         .cmd(&["mcp", "--owner", owner])
@@ -466,10 +471,14 @@ pub(crate) fn raw_server(
     let mut stdin = child.stdin.take().expect("piped");
     let mut lines = std::io::BufReader::new(child.stdout.take().expect("piped")).lines();
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
+        "protocolVersion": revision, "capabilities": {},
         "clientInfo": {"name": "raw", "version": "0"}}});
     writeln!(stdin, "{init}").expect("the server reads");
-    assert!(response_to(&mut lines, 1)["result"].is_object());
+    let answer = response_to(&mut lines, 1);
+    assert_eq!(
+        answer["result"]["protocolVersion"], revision,
+        "the server speaks {revision}: {answer}"
+    );
     writeln!(
         stdin,
         "{}",

@@ -6,12 +6,12 @@
 //! required fails here until the copy is written again with
 //! `HERD_PROTOCOL_WRITE=1 cargo test -p herd-cli --test it mcp_tools`.
 
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::path::PathBuf;
 
 use serde_json::{Map, Value, json};
 
-use crate::mcp::response_to;
+use crate::mcp::{raw_server_at, response_to};
 use crate::support::Env;
 
 /// The revisions whose `tools/list` differ: 2025-06-18 (the plain list) and
@@ -24,26 +24,7 @@ fn published() -> PathBuf {
 
 /// `tools/list`'s `tools` of a fresh server after a handshake at `revision`.
 fn tools_at(env: &Env, revision: &str) -> Value {
-    let mut child = env
-        .cmd(&["mcp", "--owner", "agent-tools"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("herd mcp starts");
-    let mut stdin = child.stdin.take().expect("piped");
-    let mut lines = std::io::BufReader::new(child.stdout.take().expect("piped")).lines();
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": revision, "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "0"}}});
-    writeln!(stdin, "{init}").expect("the server reads");
-    let answer = response_to(&mut lines, 1);
-    assert_eq!(
-        answer["result"]["protocolVersion"], revision,
-        "the server speaks {revision}: {answer}"
-    );
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    writeln!(stdin, "{initialized}").expect("the server reads");
+    let (mut child, mut stdin, mut lines) = raw_server_at(env, "agent-tools", revision);
     let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
     writeln!(stdin, "{list}").expect("the server reads");
     let listed = response_to(&mut lines, 2);

@@ -420,32 +420,7 @@ fn b41_kill_all_ends_the_owners_queued_jobs_unrun() {
 #[test]
 fn b41_run_wait_of_a_queued_job_waits_for_its_run_and_reports_its_code() {
     let env = Env::new();
-    env.ok(&["group", "add", "one", "--parallel", "1"]);
-    let gate = env.scratch().join("gate");
-    let blocker = format!("while [ ! -e {} ]; do sleep 0.05; done", gate.display());
-    env.ok(&["run", "--group", "one", "--", "sh", "-c", &blocker]);
-    let out = std::thread::scope(|scope| {
-        let waiter = scope.spawn(|| {
-            env.run(&[
-                "run",
-                "--group",
-                "one",
-                "--wait",
-                "--",
-                "sh",
-                "-c",
-                "echo from-the-queue; exit 5",
-            ])
-        });
-        wait_until(Duration::from_secs(30), || {
-            env.ps_rows(&["--all"])
-                .iter()
-                .any(|r| r["status"] == "queued")
-        })
-        .unwrap_or_else(|()| panic!("the second job was never queued"));
-        std::fs::write(&gate, "").expect("the scratch dir is writable");
-        waiter.join().expect("the waiting run")
-    });
+    let out = run_wait_behind_a_blocker(&env, "echo from-the-queue; exit 5", |_| {});
     // Exit 1: the job failed (README's exit codes); the line says its code.
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(stderr(&out).contains("exited 5"), "{}", stderr(&out));
@@ -467,34 +442,10 @@ fn b41_run_wait_of_a_queued_job_lets_the_daemon_wait_and_polls_nothing() {
         "HERD_LOG".to_owned(),
         "info,herd::requests=debug".to_owned(),
     ));
-    env.ok(&["group", "add", "one", "--parallel", "1"]);
-    let gate = env.scratch().join("gate");
-    let blocker = format!("while [ ! -e {} ]; do sleep 0.05; done", gate.display());
-    env.ok(&["run", "--group", "one", "--", "sh", "-c", &blocker]);
-    let out = std::thread::scope(|scope| {
-        let waiter = scope.spawn(|| {
-            env.run(&[
-                "run",
-                "--group",
-                "one",
-                "--wait",
-                "--",
-                "sh",
-                "-c",
-                "echo queued-run; exit 3",
-            ])
-        });
-        wait_until(Duration::from_secs(30), || {
-            env.ps_rows(&["--all"])
-                .iter()
-                .any(|r| r["status"] == "queued")
-        })
-        .unwrap_or_else(|()| panic!("the second job was never queued"));
+    let out = run_wait_behind_a_blocker(&env, "echo queued-run; exit 3", |env| {
         // Long enough for a client loop to have polled a few times.
-        let waited = wait_until(Duration::from_millis(300), || requests(&env, "poll") > 0);
+        let waited = wait_until(Duration::from_millis(300), || requests(env, "poll") > 0);
         assert!(waited.is_err(), "the waiting client polled the daemon");
-        std::fs::write(&gate, "").expect("the scratch dir is writable");
-        waiter.join().expect("the waiting run")
     });
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(stderr(&out).contains("exited 3"), "{}", stderr(&out));
@@ -506,6 +457,33 @@ fn b41_run_wait_of_a_queued_job_lets_the_daemon_wait_and_polls_nothing() {
     // The log counts requests (two spawns were served), and no poll among them.
     assert_eq!(requests(&env, "spawn"), 2, "{}", daemon_log(&env));
     assert_eq!(requests(&env, "poll"), 0, "{}", daemon_log(&env));
+}
+
+/// `herd run --group one --wait -- sh -c COMMAND` behind a running job of group
+/// `one` (parallel 1) that holds its slot until a gate file appears: once the run
+/// is seen queued, `while_queued` runs, then the gate opens. The run's output.
+fn run_wait_behind_a_blocker(
+    env: &Env,
+    command: &str,
+    while_queued: impl FnOnce(&Env),
+) -> std::process::Output {
+    env.ok(&["group", "add", "one", "--parallel", "1"]);
+    let gate = env.scratch().join("gate");
+    let blocker = format!("while [ ! -e {} ]; do sleep 0.05; done", gate.display());
+    env.ok(&["run", "--group", "one", "--", "sh", "-c", &blocker]);
+    std::thread::scope(|scope| {
+        let waiter = scope
+            .spawn(|| env.run(&["run", "--group", "one", "--wait", "--", "sh", "-c", command]));
+        wait_until(Duration::from_secs(30), || {
+            env.ps_rows(&["--all"])
+                .iter()
+                .any(|r| r["status"] == "queued")
+        })
+        .unwrap_or_else(|()| panic!("the second job was never queued"));
+        while_queued(env);
+        std::fs::write(&gate, "").expect("the scratch dir is writable");
+        waiter.join().expect("the waiting run")
+    })
 }
 
 /// The daemon's log.
