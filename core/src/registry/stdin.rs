@@ -20,8 +20,8 @@ use crate::spawn;
 /// How long a stdin write may wait for the child to read.
 const STDIN_WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a resize waits for the supervisor's answer: a size is best effort, and
-/// a supervisor that is concluding (its job ended at once) may never answer; the
-/// caller (an attach's first request) must hear back well inside its own 10 s.
+/// the caller (an attach's first request) must hear back well inside its own 10 s.
+/// A session that ended is answered at once (the link fails what it cannot send).
 const RESIZE_TIMEOUT: Duration = Duration::from_secs(2);
 
 impl Registry {

@@ -38,6 +38,8 @@ mod attach_socket;
 #[cfg(test)]
 mod compat_tests;
 mod launch;
+#[cfg(test)]
+mod pending_tests;
 mod pool;
 pub(crate) use attach_socket::AttachSocket;
 pub(crate) use launch::{Launcher, launch};
@@ -254,14 +256,26 @@ impl Incoming {
     }
 }
 
+/// What a request to a shim whose session is over is told.
+const FINISHED: &str = "the process has already finished";
+
 /// The sending side of a shim connection, shared by the session's callers.
 #[derive(Debug)]
 pub(crate) struct Link {
     tx: mpsc::UnboundedSender<Vec<u8>>,
     /// How this link's frames after the hello are delimited.
     framing: Framing,
-    pending: Mutex<HashMap<u64, oneshot::Sender<Option<String>>>, { rank::SHIM_PENDING }>,
+    pending: Mutex<Pending, { rank::SHIM_PENDING }>,
     next_id: AtomicU64,
+}
+
+/// The requests waiting for the shim's `done`, and whether anyone still reads them.
+#[derive(Debug, Default)]
+struct Pending {
+    waiting: HashMap<u64, oneshot::Sender<Option<String>>>,
+    /// Set once the follower stopped reading the shim: nobody will answer a request
+    /// sent from then on, so it fails at once instead of at its deadline.
+    closed: bool,
 }
 
 impl Link {
@@ -277,7 +291,7 @@ impl Link {
         Arc::new(Link {
             tx,
             framing,
-            pending: Mutex::new(HashMap::new()),
+            pending: Mutex::new(Pending::default()),
             next_id: AtomicU64::new(1),
         })
     }
@@ -310,35 +324,44 @@ impl Link {
     ) -> Result<(), String> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (done_tx, done_rx) = oneshot::channel();
-        self.pending_map().insert(id, done_tx);
+        {
+            let mut pending = self.pending_map();
+            if pending.closed {
+                return Err(FINISHED.to_owned());
+            }
+            pending.waiting.insert(id, done_tx);
+        }
         let (message, body) = make(id);
         if !self.send(&message, &body) {
-            self.pending_map().remove(&id);
+            self.pending_map().waiting.remove(&id);
             return Err("the session's supervisor is not connected".to_owned());
         }
         match tokio::time::timeout(timeout, done_rx).await {
             Ok(Ok(None)) => Ok(()),
             Ok(Ok(Some(error))) => Err(error),
-            Ok(Err(_)) => Err("the process has already finished".to_owned()),
+            Ok(Err(_)) => Err(FINISHED.to_owned()),
             Err(_) => {
-                self.pending_map().remove(&id);
+                self.pending_map().waiting.remove(&id);
                 Err("the process is not reading its input; nothing more was written".to_owned())
             }
         }
     }
 
     fn complete(&self, id: u64, error: Option<String>) {
-        if let Some(tx) = self.pending_map().remove(&id) {
+        if let Some(tx) = self.pending_map().waiting.remove(&id) {
             let _ = tx.send(error);
         }
     }
 
-    /// Fails every request still waiting (the session is over).
+    /// Fails every request still waiting, and every one sent from now on (the
+    /// follower no longer reads the shim's answers).
     fn fail_pending(&self) {
-        self.pending_map().clear();
+        let mut pending = self.pending_map();
+        pending.closed = true;
+        pending.waiting.clear();
     }
 
-    fn pending_map(&self) -> MutexGuard<'_, HashMap<u64, oneshot::Sender<Option<String>>>> {
+    fn pending_map(&self) -> MutexGuard<'_, Pending> {
         self.pending
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
