@@ -124,9 +124,9 @@ fn next_spec(pending: &mut FrameReader) -> Result<Option<Spec>, ()> {
 /// session is over (the caller returns it from `main`), `None` in the launcher.
 fn fork_supervisor(spec: Spec) -> Option<i32> {
     match crate::sys::fork_single_threaded() {
-        // The launcher's signal descriptor stays open in the child, unread (close-on-exec, so
-        // no job inherits it); the supervisor reads its own, and releases the shared
-        // stdio after its ready answer.
+        // The launcher's signal descriptor stays open in the child, unread
+        // (close-on-exec, so no job inherits it); the supervisor reads its own, and
+        // releases the shared stdio after its ready answer.
         Ok(None) => Some(super::supervise::run(spec, false)),
         Ok(Some(_)) => None,
         Err(error) => {

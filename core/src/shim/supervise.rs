@@ -1,6 +1,6 @@
 //! The shim process's own loop: one thread, one wait (`sys::poll`) over the job's
-//! output, a descriptor for SIGCHLD (`sys::signals`), the listening socket, the daemon's connection and the job's
-//! input.
+//! output, a descriptor for SIGCHLD (`sys::signals`), the listening socket, the
+//! daemon's connection and the job's input.
 //!
 //! Output passes the same stages as the in-process reader (PTY responder, shell-noise
 //! filter) and goes to the log file, which is the only place it is kept: the daemon
