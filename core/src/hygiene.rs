@@ -3,14 +3,14 @@
 //! extra descriptors open, `nohup`, a service manager, an agent's harness — leaves no
 //! trace in them, and so none in any job they start.
 //!
-//! [`clean_start`] closes every inherited descriptor above 2 (`close_range(3, ~0)`,
-//! or one `close` per entry of `/proc/self/fd` where the kernel lacks it), resets
-//! every ignored signal to its default disposition (also the two real-time signals
-//! glibc reserves, which a caller had ignored on this very machine) and empties the
-//! signal mask. SIGPIPE is
-//! the exception: it stays ignored, as Rust's runtime set it before `main`, because
-//! herd's processes expect `EPIPE` from a peer that left, not death; the jobs get it
-//! at its default anyway (std's spawn resets it before each exec).
+//! [`clean_start`] closes every inherited descriptor above 2 (the platform's way is
+//! `sys::descriptors::close_from`), resets every ignored signal to its default
+//! disposition (also the two real-time signals glibc reserves, which a caller had
+//! ignored on this very machine: `sys::signals::reset_ignored_dispositions`) and
+//! empties the signal mask. SIGPIPE is the exception: it stays ignored, as Rust's
+//! runtime set it before `main`, because herd's processes expect `EPIPE` from a peer
+//! that left, not death; the jobs get it at its default anyway (std's spawn resets it
+//! before each exec).
 //!
 //! `with_empty_signal_mask` is the job side: std's spawn does not reset the signal
 //! mask, so a job started by a thread that blocks signals (a shim blocks SIGCHLD for
@@ -31,9 +31,9 @@ const FIRST_EXTRA_FD: i32 = 3;
 /// documentation).
 ///
 /// # Errors
-/// The OS error of the mask reset or of listing `/proc/self/fd` when `close_range`
-/// is missing. Dispositions the kernel refuses to change (SIGKILL, SIGSTOP, the
-/// signals the C library reserves) are skipped.
+/// The OS error of the mask reset or of listing the open descriptors where the
+/// kernel cannot close a range of them. Dispositions the kernel refuses to change
+/// (SIGKILL, SIGSTOP, the signals the C library reserves) are skipped.
 ///
 /// # Caveats
 /// Call it first thing, while the process has one thread and has opened nothing it
@@ -45,22 +45,7 @@ pub fn clean_start() -> io::Result<()> {
 
 /// Closes every descriptor above 2.
 fn close_extra_descriptors() -> io::Result<()> {
-    // SAFETY: close_range only closes descriptors; the caller opened none it keeps.
-    let closed = unsafe { libc::syscall(libc::SYS_close_range, FIRST_EXTRA_FD, u32::MAX, 0) };
-    if closed == 0 {
-        return Ok(());
-    }
-    // Before Linux 5.9: list what is open, then close it. The listing's own
-    // descriptor is closed by then, so closing its number again only fails (EBADF).
-    let open: Vec<i32> = std::fs::read_dir("/proc/self/fd")?
-        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse().ok())
-        .filter(|&fd| fd >= FIRST_EXTRA_FD)
-        .collect();
-    for fd in open {
-        // SAFETY: as above; an fd that is no longer open gives EBADF, ignored.
-        unsafe { libc::close(fd) };
-    }
-    Ok(())
+    crate::sys::descriptors::close_from(FIRST_EXTRA_FD)
 }
 
 /// Resets every ignored signal to its default disposition (SIGPIPE stays ignored)
@@ -68,42 +53,7 @@ fn close_extra_descriptors() -> io::Result<()> {
 /// or "ignore", so this is every signal back at its default; the handlers Rust's
 /// runtime installed (stack-overflow guards) are kept.
 fn reset_signals() -> io::Result<()> {
-    // The raw system call, not the C library's `sigaction`: glibc refuses the two
-    // real-time signals it reserves (32 and 33), and a caller may have ignored them.
-    // A zeroed kernel `sigaction` is SIG_DFL with no flags and an empty mask; four
-    // words cover its layout on every architecture.
-    const SIGSET_BYTES: libc::c_long = 8;
-    for signal in 1..=libc::SIGRTMAX() {
-        if matches!(signal, libc::SIGKILL | libc::SIGSTOP | libc::SIGPIPE) {
-            continue;
-        }
-        let mut old = [0u64; 4];
-        let default = [0u64; 4];
-        // SAFETY: `old` is large enough for the kernel's sigaction; a null new
-        // action only reads the current one.
-        let read = unsafe {
-            libc::syscall(
-                libc::SYS_rt_sigaction,
-                libc::c_long::from(signal),
-                std::ptr::null::<u64>(),
-                old.as_mut_ptr(),
-                SIGSET_BYTES,
-            )
-        };
-        if read != 0 || old[0] != libc::SIG_IGN as u64 {
-            continue;
-        }
-        // SAFETY: as above; the zeroed action is SIG_DFL.
-        unsafe {
-            libc::syscall(
-                libc::SYS_rt_sigaction,
-                libc::c_long::from(signal),
-                default.as_ptr(),
-                std::ptr::null_mut::<u64>(),
-                SIGSET_BYTES,
-            );
-        }
-    }
+    crate::sys::signals::reset_ignored_dispositions(&[libc::SIGPIPE]);
     nix::sys::signal::SigSet::empty()
         .thread_set_mask()
         .map_err(io::Error::from)

@@ -268,11 +268,11 @@ fn resolve_program(program: &str, env: &BTreeMap<OsString, OsString>) -> std::pa
 /// keep the default so thousands of them do not eat the per-user pipe quota. Returns
 /// the buffer's size afterwards (0 when unknown).
 pub(crate) fn raise_pipe_buffer(fd: BorrowedFd<'_>) -> usize {
-    match fcntl(fd, FcntlArg::F_SETPIPE_SZ(1 << 20)) {
-        Ok(size) => usize::try_from(size).unwrap_or(0),
+    match crate::sys::descriptors::set_pipe_capacity(fd, 1 << 20) {
+        Ok(size) => size,
         Err(error) => {
             tracing::debug!(%error, "could not raise the pipe buffer; reading at the default size");
-            fcntl(fd, FcntlArg::F_GETPIPE_SZ).map_or(0, |s| usize::try_from(s).unwrap_or(0))
+            crate::sys::descriptors::pipe_capacity(fd).unwrap_or(0)
         }
     }
 }

@@ -259,7 +259,7 @@ fn enter_leaf() -> Result<Option<PathBuf>, String> {
         return Ok(None);
     }
     let unit = mount.join(own.trim_start_matches('/'));
-    if nix::unistd::access(&unit.join("cgroup.procs"), nix::unistd::AccessFlags::W_OK).is_err() {
+    if !crate::sys::cgroup::can_move_into(&unit) {
         return Ok(None);
     }
     let leaf = unit.join(crate::sys::cgroup::DAEMON_LEAF);

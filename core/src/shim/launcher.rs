@@ -15,13 +15,13 @@ use std::io;
 use std::os::fd::AsFd;
 
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-use nix::sys::signal::{SigSet, Signal};
-use nix::sys::signalfd::{SfdFlags, SignalFd};
+use nix::sys::signal::Signal;
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 
 use super::wire::FrameReader;
 use super::{PROTOCOL, Spec};
+use crate::sys::signals::SignalWatch;
 
 mod pool;
 pub(crate) use pool::MAX_CAP as MAX_POOL;
@@ -32,13 +32,7 @@ pub(super) fn run(args: &[String]) -> i32 {
     if crate::sys::detach_from_parent().is_err() {
         return 2;
     }
-    let mut mask = SigSet::empty();
-    mask.add(Signal::SIGCHLD);
-    if mask.thread_block().is_err() {
-        return 2;
-    }
-    let Ok(signals) = SignalFd::with_flags(&mask, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)
-    else {
+    let Ok(signals) = SignalWatch::block(&[Signal::SIGCHLD]) else {
         return 2;
     };
     let stdin = io::stdin();
@@ -68,7 +62,7 @@ pub(super) fn run(args: &[String]) -> i32 {
             (ready(fds.first()), ready(fds.get(1)), ready(fds.get(2)))
         };
         if reaped {
-            while let Ok(Some(_)) = signals.read_signal() {}
+            signals.take_pending();
             reap(pool.as_mut());
         }
         if taken && let Some(code) = pool.as_mut().and_then(pool::Pool::on_taken) {
@@ -130,9 +124,9 @@ fn next_spec(pending: &mut FrameReader) -> Result<Option<Spec>, ()> {
 /// session is over (the caller returns it from `main`), `None` in the launcher.
 fn fork_supervisor(spec: Spec) -> Option<i32> {
     match crate::sys::fork_single_threaded() {
-        // The launcher's signalfd stays open in the child, unread (close-on-exec, so
-        // no job inherits it); the supervisor reads its own, and releases the shared
-        // stdio after its ready answer.
+        // The launcher's signal descriptor stays open in the child, unread
+        // (close-on-exec, so no job inherits it); the supervisor reads its own, and
+        // releases the shared stdio after its ready answer.
         Ok(None) => Some(super::supervise::run(spec, false)),
         Ok(Some(_)) => None,
         Err(error) => {

@@ -1,6 +1,6 @@
-//! The shim process's own loop: one thread, one poll(2) over the job's output, a
-//! signalfd for SIGCHLD, the listening socket, the daemon's connection and the job's
-//! input.
+//! The shim process's own loop: one thread, one wait (`sys::poll`) over the job's
+//! output, a descriptor for SIGCHLD (`sys::signals`), the listening socket, the
+//! daemon's connection and the job's input.
 //!
 //! Output passes the same stages as the in-process reader (PTY responder, shell-noise
 //! filter) and goes to the log file, which is the only place it is kept: the daemon
@@ -21,8 +21,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::time::{Duration, Instant};
 
-use nix::poll::{PollFd, PollFlags, ppoll};
-use nix::sys::signalfd::SignalFd;
+use nix::poll::{PollFd, PollFlags};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 
@@ -39,6 +38,8 @@ use crate::machine::{Event, Machine, Now};
 use crate::noise::NoiseFilter;
 use crate::output::LogWriter;
 use crate::spawn::{self, MasterFd};
+use crate::sys::poll::wait_ready;
+use crate::sys::signals::SignalWatch;
 
 /// The smallest read buffer; grown when reads fill it.
 const MIN_READ_BYTES: usize = 64 * 1024;
@@ -180,7 +181,7 @@ pub(super) fn run(spec: Spec, detach: bool) -> i32 {
 
 impl Shim {
     /// The poll loop, until the job has exited and its output is done.
-    fn serve(&mut self, signals: &SignalFd) {
+    fn serve(&mut self, signals: &SignalWatch) {
         loop {
             // Every turn may have changed the tree (a SIGCHLD): a kill under way looks.
             self.drive(Event::Woken);
@@ -197,7 +198,6 @@ impl Shim {
                 let left = at.saturating_duration_since(now.at);
                 wait = Some(wait.map_or(left, |w| w.min(left)));
             }
-            let timeout = wait.map(timespec);
             let ready = {
                 let mut fds: Vec<PollFd<'_>> = Vec::with_capacity(5);
                 let mut slots = [usize::MAX; 5];
@@ -223,7 +223,7 @@ impl Shim {
                     slots[4] = fds.len();
                     fds.push(PollFd::new(fd, PollFlags::POLLOUT));
                 }
-                match ppoll(&mut fds, timeout, None) {
+                match wait_ready(&mut fds, wait) {
                     Ok(_) => {}
                     Err(nix::errno::Errno::EINTR) => continue,
                     Err(error) => {
@@ -368,12 +368,6 @@ impl Shim {
     fn ingest(&mut self, bytes: &[u8]) {
         ingest_into(&mut self.log, &mut self.progress, bytes);
     }
-}
-
-/// `d` as a ppoll timeout (nanoseconds: poll's milliseconds would round a short
-/// pause down to a busy spin).
-fn timespec(d: Duration) -> nix::sys::time::TimeSpec {
-    nix::sys::time::TimeSpec::from_duration(d)
 }
 
 /// Appends kept bytes to the log and counts them.

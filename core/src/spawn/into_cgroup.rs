@@ -1,13 +1,12 @@
-//! A job born inside its session's cgroup: `clone3(CLONE_INTO_CGROUP)`, on pipes or
-//! on a PTY.
+//! A job born inside its session's cgroup (`sys::process::fork_into_cgroup`: Linux's
+//! `clone3` with `CLONE_INTO_CGROUP`), on pipes or on a PTY.
 //!
 //! Moving a live process into a cgroup (a write to `cgroup.procs`, which is how the
 //! forked child used to enter it before its exec) takes the kernel's global
 //! threadgroup lock for writing, and without the `favordynmods` mount option that
 //! waits for an RCU grace period: 5–30 ms on these hosts, most of a spawn's cost.
-//! A child created by `clone3` with `CLONE_INTO_CGROUP` starts in the
-//! cgroup instead, with no migration at all, so nothing it runs ever starts outside
-//! it either.
+//! A child forked into the cgroup starts in it instead, with no migration at all, so
+//! nothing it runs ever starts outside it either.
 //!
 //! The child then does only what std's `Command` would for the same launch, with
 //! async-signal-safe calls on memory prepared before the clone: its pipes onto fds
@@ -28,26 +27,7 @@ use std::path::Path;
 use nix::fcntl::{FcntlArg, OFlag, fcntl};
 
 use super::{Launch, RawPipeChild};
-
-/// `CLONE_INTO_CGROUP` (Linux 5.7).
-const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
-
-/// `struct clone_args` up to its `cgroup` field (`CLONE_ARGS_SIZE_VER2`).
-#[repr(C)]
-#[derive(Debug, Default)]
-struct CloneArgs {
-    flags: u64,
-    pidfd: u64,
-    child_tid: u64,
-    parent_tid: u64,
-    exit_signal: u64,
-    stack: u64,
-    stack_size: u64,
-    tls: u64,
-    set_tid: u64,
-    set_tid_size: u64,
-    cgroup: u64,
-}
+use crate::sys::process::{CgroupHandle, fork_into_cgroup};
 
 /// What the child's exec needs, made before the clone (nothing is allocated after).
 struct Exec {
@@ -264,40 +244,21 @@ enum ChildIo<'a> {
 /// # Errors
 /// The OS error of the cgroup's open, the error pipe or the job's exec.
 fn clone_into(exec: &Exec, cgroup_dir: &Path, io: ChildIo<'_>) -> io::Result<Option<i32>> {
-    let cgroup = nix::fcntl::open(
-        cgroup_dir,
-        OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
-        nix::sys::stat::Mode::empty(),
-    )?;
+    let cgroup = CgroupHandle::open(cgroup_dir)?;
     let (err_r, err_w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
-    let args = CloneArgs {
-        flags: CLONE_INTO_CGROUP,
-        exit_signal: libc::SIGCHLD as u64,
-        cgroup: u64::try_from(cgroup.as_raw_fd()).unwrap_or(0),
-        ..CloneArgs::default()
-    };
     let pid = crate::hygiene::with_empty_signal_mask(|| {
-        // SAFETY: clone3 without CLONE_VM is a fork; the child runs only
-        // `child_exec`, which makes async-signal-safe calls on memory prepared
-        // above and never returns.
-        unsafe {
-            let rc = libc::syscall(
-                libc::SYS_clone3,
-                std::ptr::from_ref(&args),
-                std::mem::size_of::<CloneArgs>(),
-            );
-            if rc == 0 {
-                child_exec(exec, io, &err_w);
-            }
-            rc
-        }
+        // SAFETY: the shim is single-threaded; the child runs only `child_exec`,
+        // which makes async-signal-safe calls on memory prepared above and never
+        // returns.
+        unsafe { fork_into_cgroup(&cgroup, || child_exec(exec, io, &err_w)) }
     });
-    if pid < 0 {
-        let error = io::Error::last_os_error();
-        tracing::debug!(%error, "clone3 into the session cgroup refused; entering it by cgroup.procs");
-        return Ok(None);
-    }
-    let pid = i32::try_from(pid).map_err(|_| io::Error::other("child pid out of range"))?;
+    let pid = match pid {
+        Ok(pid) => pid,
+        Err(error) => {
+            tracing::debug!(%error, "clone3 into the session cgroup refused; entering it by cgroup.procs");
+            return Ok(None);
+        }
+    };
     drop((err_w, cgroup));
     if let Some(errno) = exec_failure(&err_r) {
         let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None);
@@ -334,7 +295,7 @@ unsafe fn child_exec(exec: &Exec, io: ChildIo<'_>, err_pipe: &OwnedFd) -> ! {
             libc::write(err_pipe.as_raw_fd(), bytes.as_ptr().cast(), bytes.len());
             libc::_exit(127)
         };
-        let errno = || *libc::__errno_location();
+        let errno = nix::errno::Errno::last_raw;
         let (stdin, out) = match io {
             ChildIo::Pipes { stdin, out } => (stdin, out),
             ChildIo::Pty { slave } => (slave, slave),

@@ -84,10 +84,16 @@ pub(crate) fn placement() -> Placement {
             ));
         }
     }
-    if nix::unistd::access(&parent.join("cgroup.procs"), nix::unistd::AccessFlags::W_OK).is_err() {
+    if !can_move_into(&parent) {
         return Placement::Subreaper(format!("{} is not writable by uid {uid}", parent.display()));
     }
     Placement::Cgroup { mount, parent }
+}
+
+/// Whether this process may move processes into the cgroup `dir` (its
+/// `cgroup.procs` is writable to it).
+pub(crate) fn can_move_into(dir: &Path) -> bool {
+    nix::unistd::access(&dir.join("cgroup.procs"), nix::unistd::AccessFlags::W_OK).is_ok()
 }
 
 /// Where `herd-<uid>` goes for a process in cgroup `own`: beside the daemon's leaf

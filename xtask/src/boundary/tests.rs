@@ -40,6 +40,63 @@ fn linux_mechanisms_outside_sys_are_found_in_uses_code_macros_and_literals() {
     assert!(found_in("core/src/shim/x.rs", &test_only).is_empty());
 }
 
+#[test]
+fn linux_names_are_found_behind_globs_renames_and_other_types() {
+    let text = "use nix::sys::*;\nuse nix::sys::signalfd as sfd;\nuse libc::*;\nfn f(fd: i32) {\n    let _ = signalfd::SignalFd::new(&mask);\n    let _ = fcntl(fd, FcntlArg::F_SETPIPE_SZ(1));\n    let _ = OFlag::O_PATH;\n    let _ = unsafe { syscall(SYS_pidfd_open, 1, 0) };\n    let _ = crate::sys::pidfd_open(1);\n    let _ = unsafe { *__errno_location() };\n    let _ = dir.join(\"cgroup.procs\");\n    let _ = dir.join(\"cgroup.kill\");\n}\n";
+    assert_eq!(
+        found("core/src/x.rs", text),
+        [
+            "core/src/x.rs:2: nix::sys::signalfd (platform boundary)",
+            "core/src/x.rs:5: signalfd::SignalFd::new (platform boundary)",
+            "core/src/x.rs:6: FcntlArg::F_SETPIPE_SZ (platform boundary)",
+            "core/src/x.rs:7: OFlag::O_PATH (platform boundary)",
+            "core/src/x.rs:8: SYS_pidfd_open (platform boundary)",
+            "core/src/x.rs:9: crate::sys::pidfd_open (platform boundary)",
+            "core/src/x.rs:10: __errno_location (platform boundary)",
+            "core/src/x.rs:11: cgroup.procs (platform boundary)",
+            "core/src/x.rs:12: cgroup.kill (platform boundary)",
+        ]
+    );
+    // Ordinary names and messages are not mechanisms.
+    let plain = "use nix::poll::{PollFd, poll};\nfn f() {\n    let _ = \"cgroup.procs refused the job\";\n    let _ = \"/procedure\";\n    let _ = crate::sys::poll::wait_ready(&mut [], None);\n}\n";
+    assert!(found("core/src/x.rs", plain).is_empty());
+}
+
+#[test]
+fn a_new_file_naming_a_linux_mechanism_outside_sys_fails_the_check() {
+    let krate = |files: Vec<SourceFile>| CrateSources { name: "c", files };
+    let uses = "fn f() -> Option<String> { std::fs::read_to_string(\"/proc/self/stat\").ok() }";
+    for rel in [
+        "cli/src/commands/new.rs",
+        "hooks/src/new.rs",
+        "core/src/shim/new.rs",
+    ] {
+        let Err(error) = check(&[krate(vec![file(rel, uses)])]) else {
+            panic!("{rel} names /proc outside sys and passed");
+        };
+        let error = format!("{error:#}");
+        assert!(
+            error.contains(&format!("{rel}:1: /proc/self/stat (platform boundary)")),
+            "{error}"
+        );
+    }
+    // The same in a sys module passes.
+    for rel in [
+        "cli/src/sys.rs",
+        "hooks/src/sys/proc.rs",
+        "core/src/sys/new.rs",
+    ] {
+        if let Err(error) = check(&[krate(vec![file(rel, uses)])]) {
+            panic!("{rel} is inside sys and failed: {error:#}");
+        }
+    }
+}
+
+#[test]
+fn no_file_is_known_outside_the_platform_boundary() {
+    assert!(KNOWN.is_empty(), "{KNOWN:?}");
+}
+
 fn found_in(rel: &str, text: &str) -> Vec<String> {
     found(rel, text)
 }

@@ -8,10 +8,10 @@ use std::io::{self, Write};
 use std::os::fd::AsFd;
 use std::time::Instant;
 
-use nix::poll::{PollFd, PollFlags, ppoll};
+use nix::poll::{PollFd, PollFlags};
 
 use super::{
-    Conn, FIRST_ATTACH_WAIT, Input, Job, MAX_QUEUED_INPUT, MAX_QUEUED_OUT, Shim, timespec,
+    Conn, FIRST_ATTACH_WAIT, Input, Job, MAX_QUEUED_INPUT, MAX_QUEUED_OUT, Shim,
     write_all_nonblocking,
 };
 use crate::shim::PROTOCOL;
@@ -28,13 +28,12 @@ impl Shim {
             if left.is_zero() {
                 return;
             }
-            let timeout = Some(timespec(left));
             let (listen_ready, conn_ready) = {
                 let mut fds = vec![PollFd::new(self.listener.as_fd(), PollFlags::POLLIN)];
                 if let Some(conn) = &self.conn {
                     fds.push(PollFd::new(conn.stream.as_fd(), PollFlags::POLLIN));
                 }
-                match ppoll(&mut fds, timeout, None) {
+                match crate::sys::poll::wait_ready(&mut fds, Some(left)) {
                     Ok(_) | Err(nix::errno::Errno::EINTR) => {}
                     Err(_) => return,
                 }

@@ -14,14 +14,15 @@
 
 use std::time::{Duration, Instant, SystemTime};
 
-use nix::poll::{PollFd, PollFlags, ppoll};
+use nix::poll::{PollFd, PollFlags};
 use nix::sys::signal::Signal;
-use nix::sys::signalfd::SignalFd;
 use std::os::fd::AsFd;
 
-use super::{Shim, Spec, timespec};
+use super::{Shim, Spec};
 use crate::config::KillSource;
 use crate::machine::{Action, Event, KillRules, Now, Rules};
+use crate::sys::poll::wait_ready;
+use crate::sys::signals::SignalWatch;
 
 /// How often a kill looks again at the tree (new members get SIGTERM; an empty tree
 /// ends the wait) in a cgroup, where a look is one small read.
@@ -127,7 +128,7 @@ impl Shim {
 
     /// After the conclusion: holds the leftovers until they are gone or killed, then
     /// removes the session's cgroup.
-    pub(super) fn linger(&mut self, signals: &SignalFd) {
+    pub(super) fn linger(&mut self, signals: &SignalWatch) {
         loop {
             self.reap();
             // Whatever woke the loop (a leftover's exit) may have emptied the tree.
@@ -141,7 +142,7 @@ impl Shim {
                 .poll_timeout(now)
                 .map_or(LINGER_RECHECK, |at| at.saturating_duration_since(now.at));
             let mut fds = [PollFd::new(signals.as_fd(), PollFlags::POLLIN)];
-            match ppoll(&mut fds, Some(timespec(wait)), None) {
+            match wait_ready(&mut fds, Some(wait)) {
                 Ok(_) | Err(nix::errno::Errno::EINTR) => {}
                 Err(error) => {
                     tracing::error!(%error, "poll failed; the supervisor stops holding the leftovers");
@@ -157,13 +158,8 @@ impl Shim {
 
     /// Reads the pending signals; returns whether SIGTERM was among them (a kill
     /// request of the daemon, or an operator's).
-    pub(super) fn read_signals(&mut self, signals: &SignalFd) -> bool {
-        let mut term = false;
-        while let Ok(Some(info)) = signals.read_signal() {
-            if info.ssi_signo == Signal::SIGTERM as u32 {
-                term = true;
-            }
-        }
+    pub(super) fn read_signals(&mut self, signals: &SignalWatch) -> bool {
+        let term = signals.take_pending().contains(Signal::SIGTERM);
         self.reap();
         term
     }
@@ -185,7 +181,7 @@ impl Shim {
                 Ok(()) => return,
                 Err(error) if crate::sys::cgroup::is_busy(&error) && Instant::now() < deadline => {
                     self.reap();
-                    let _ = ppoll(&mut [], Some(timespec(Duration::from_millis(5))), None);
+                    let _ = wait_ready(&mut [], Some(Duration::from_millis(5)));
                 }
                 Err(error) => {
                     tracing::warn!(%error, path = %cgroup.path().display(), "session cgroup not removed");

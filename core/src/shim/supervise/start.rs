@@ -10,8 +10,7 @@ use std::io;
 use std::os::unix::net::UnixListener;
 
 use herd_persistence::{Mode, SHIM_RECORD_VERSION, ShimDir, ShimInfo};
-use nix::sys::signal::{SigSet, Signal};
-use nix::sys::signalfd::{SfdFlags, SignalFd};
+use nix::sys::signal::Signal;
 
 use super::hold::Hold;
 use super::{Job, Shim};
@@ -22,10 +21,11 @@ use crate::shim::{PROTOCOL, Ready, Spec, report_failure, write_ready};
 use crate::spawn::{self, Launch, PtyFailure};
 use crate::sys::cgroup::SessionCgroup;
 use crate::sys::limits::Applied;
+use crate::sys::signals::SignalWatch;
 
 /// Starts the job described by `spec`; `Err` carries the exit code once the failure
 /// was reported on the ready answer.
-pub(super) fn start(spec: &Spec, detach: bool) -> Result<(Shim, SignalFd, ShimDir), i32> {
+pub(super) fn start(spec: &Spec, detach: bool) -> Result<(Shim, SignalWatch, ShimDir), i32> {
     let detached = if detach {
         crate::sys::detach_from_parent()
     } else {
@@ -41,7 +41,7 @@ pub(super) fn start(spec: &Spec, detach: bool) -> Result<(Shim, SignalFd, ShimDi
             &format!("the supervisor could not detach: {error}"),
         ));
     }
-    if let Err(error) = nix::sys::prctl::set_child_subreaper(true) {
+    if let Err(error) = crate::sys::process::adopt_orphans() {
         tracing::debug!(%error, "not a child subreaper; orphans go to init");
     }
     let dir = ShimDir::at(spec.dir.clone());
@@ -85,9 +85,11 @@ pub(super) fn start(spec: &Spec, detach: bool) -> Result<(Shim, SignalFd, ShimDi
             return Err(code);
         }
     };
-    // SIGCHLD and SIGTERM are blocked only now, so the job started with the usual
-    // mask; a SIGCHLD that came before is caught by the first reap.
-    let signals = match child_signals() {
+    // SIGCHLD and SIGTERM (a kill request of an operator, or of a daemon for a
+    // lingering session's leftovers) are blocked and watched only now, so the job
+    // started with the usual mask; a SIGCHLD that came before is caught by the first
+    // reap.
+    let signals = match SignalWatch::block(&[Signal::SIGCHLD, Signal::SIGTERM]) {
         Ok(fd) => fd,
         Err(error) => {
             crate::sys::signal_group(pid, Signal::SIGKILL).ok();
@@ -418,16 +420,6 @@ fn bind_private(path: &std::path::Path) -> io::Result<UnixListener> {
     let listener = bound?;
     listener.set_nonblocking(true)?;
     Ok(listener)
-}
-
-/// Blocks SIGCHLD and SIGTERM (a kill request of an operator, or of a daemon for a
-/// lingering session's leftovers) and returns a descriptor that reads them.
-fn child_signals() -> nix::Result<SignalFd> {
-    let mut mask = SigSet::empty();
-    mask.add(Signal::SIGCHLD);
-    mask.add(Signal::SIGTERM);
-    mask.thread_block()?;
-    SignalFd::with_flags(&mask, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)
 }
 
 /// Points stdin, stdout and stderr at /dev/null: the daemon's pipes close, so its
