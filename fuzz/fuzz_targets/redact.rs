@@ -103,7 +103,13 @@ fn seen(text: &str) -> String {
         while let Some(&c) = chars.get(at) {
             match c {
                 '\u{7}' | '\u{9c}' => return at + 1,
-                '\u{1b}' => return if chars.get(at + 1) == Some(&'\\') { at + 2 } else { at },
+                '\u{1b}' => {
+                    return if chars.get(at + 1) == Some(&'\\') {
+                        at + 2
+                    } else {
+                        at
+                    };
+                }
                 c if (c as u32) < 0x20 => return at,
                 _ => at += 1,
             }
@@ -128,7 +134,10 @@ fn seen(text: &str) -> String {
                 Some(0x5d | 0x50 | 0x58 | 0x5e | 0x5f) => string_end(idx + 2),
                 Some(0x20..=0x2f) => {
                     let mut at = idx + 1;
-                    while chars.get(at).is_some_and(|n| (0x20..=0x2f).contains(&(*n as u32))) {
+                    while chars
+                        .get(at)
+                        .is_some_and(|n| (0x20..=0x2f).contains(&(*n as u32)))
+                    {
                         at += 1;
                     }
                     match chars.get(at).map(|n| *n as u32) {
@@ -146,8 +155,14 @@ fn seen(text: &str) -> String {
                 idx + 1
             }
             c if c.is_control() => idx + 1,
-            '\u{ad}' | '\u{61c}' | '\u{180e}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}'
-            | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{feff}' => idx + 1,
+            '\u{ad}'
+            | '\u{61c}'
+            | '\u{180e}'
+            | '\u{200b}'..='\u{200f}'
+            | '\u{202a}'..='\u{202e}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{2069}'
+            | '\u{feff}' => idx + 1,
             c => {
                 out.push(c);
                 idx + 1
@@ -258,7 +273,10 @@ fn whole_text(case: &Case<'_>, judge: &Judge<'_>, text: &str) {
     );
     // Each part alone may hold half the token; together they must not hold it whole.
     judge.check_whole("redact + redact_after", &joined);
-    judge.check("Pipeline::show_command", case.pipeline.show_command(text).as_str());
+    judge.check(
+        "Pipeline::show_command",
+        case.pipeline.show_command(text).as_str(),
+    );
     if let Some(blocks) = case.pipeline.show_log_blocks(
         case.command,
         text.as_bytes().to_vec(),
@@ -271,7 +289,10 @@ fn whole_text(case: &Case<'_>, judge: &Judge<'_>, text: &str) {
             shown.extend_from_slice(part);
         }
         shown.extend_from_slice(blocks.unconsumed());
-        judge.check("Pipeline::show_log_blocks", &String::from_utf8_lossy(&shown));
+        judge.check(
+            "Pipeline::show_log_blocks",
+            &String::from_utf8_lossy(&shown),
+        );
     }
 }
 
@@ -321,7 +342,10 @@ fn windows(case: &Case<'_>, judge: &Judge<'_>, text: &str) {
         6 => Window::all(text).growing(true),
         _ => Window::last_chars(text, n).after_open_key(seed & 1 == 1),
     };
-    judge.check("Pipeline::show", case.pipeline.show(&case.ctx(), window).as_str());
+    judge.check(
+        "Pipeline::show",
+        case.pipeline.show(&case.ctx(), window).as_str(),
+    );
 }
 
 /// A route's view from `at` on (a page, a chunk, a heartbeat): its source starts
@@ -397,9 +421,9 @@ fn deep_windows(case: &Case<'_>, judge: &Judge<'_>, text: &str, at: usize, lookb
                 .as_str(),
         );
     }
-    let out = case
-        .redactor
-        .redact_after_state(&source[..start], key_open, &source[start..], case.mode);
+    let out =
+        case.redactor
+            .redact_after_state(&source[..start], key_open, &source[start..], case.mode);
     judge.check("redact_after_state from deep inside", &out);
     let mut stream =
         StreamRedactor::new(Arc::clone(&case.redactor), case.mode).starting_in_key(key_open);
@@ -431,7 +455,10 @@ fn unfinished(case: &Case<'_>, judge: &Judge<'_>, text: &str, cut: usize) {
 
 /// The command-line entry points, for a password in a command line.
 fn command_line(case: &Case<'_>, judge: &Judge<'_>, command: &str) {
-    judge.check_whole("Redactor::redact_command", &case.redactor.redact_command(command));
+    judge.check_whole(
+        "Redactor::redact_command",
+        &case.redactor.redact_command(command),
+    );
     judge.check_whole(
         "Pipeline::show_command",
         case.pipeline.show_command(command).as_str(),
