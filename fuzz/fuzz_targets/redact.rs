@@ -1,29 +1,54 @@
 //! The redactor with arbitrary extra patterns and arbitrary text: no panic, and when
-//! `Redactor::new` accepts the patterns, a GitHub token planted in the text never
-//! comes out whole, by any entry point (`redact`, `redact_output`, `redact_after`,
-//! a `StreamRedactor` fed in arbitrary chunks, `Pipeline::show` over every kind of
-//! window).
+//! `Redactor::new` accepts the patterns, a secret planted in the text never comes
+//! out (no run of 10 characters of a token, of 16 of a key line, nor a command
+//! line's password whole), by any entry point (`redact`, `redact_output`,
+//! `redact_after`, `redact_command`, a `StreamRedactor` and a `ShownStream` fed in
+//! arbitrary chunks, `Pipeline::show` over every kind of window, the block read-out),
+//! as a terminal shows it (escapes removed, overstrike resolved as `col -b` does).
+//!
+//! The secrets (`plant`): a `ghp_` token, a PEM private key (a few lines, or more
+//! than 64 KiB of them), a PuTTY `.ppk` file, or a password in a command line; each
+//! line behind a prefix (`path:`, `grep -n`, `cat -A`'s `$`, a `\r` progress frame,
+//! a log prefix, a diff marker, `nl`), in JSON once or twice, in overstrike (bold or
+//! underlined), with a terminated DCS/SOS/PM/APC/OSC string inside.
+//!
+//! Windows as the routes cut them: a page or chunk that starts deep inside a key
+//! learns the key state at its start from a `KeyIndex` fed the output in chunks (or
+//! from the log, by `key_open_in_log`, where the index did not see it), exactly as
+//! herd-core asks; and the output cut inside the secret while it is still being
+//! written (`growing`): the unfinished part must be held back on every route.
+//! Where the index answers at a line start, it must agree with the look-back.
 //!
 //! Input format (so seeds can be written by hand): byte 0 holds flags (bits 0-2 the
 //! window, bit 3 "use the extra patterns", bit 4 "the token is on a line with the
-//! text around it", bit 5 "the token is printed in overstrike, `c\bc`, as `man`
-//! bolds it; outputs are checked as a terminal shows them: escapes removed, then
-//! `col -b`", bit 6 "go idle now and
-//! then", bit 7 the `SecretDump` mode), bytes 1-2 a size (little-endian), byte 3 seeds the token;
-//! the rest is UTF-8 (lossily) split at U+001E into the text before the token, the
-//! text after it, the command and the extra patterns (separated by U+001F).
+//! text around it", bit 5 "the secret is printed in bold overstrike, `c\bc`", bit 6
+//! "go idle now and then", bit 7 the `SecretDump` mode), bytes 1-2 a size
+//! (little-endian), byte 3 seeds the secret; byte 4 the form (bits 0-1 the kind:
+//! token, PEM key, PuTTY key, command line; bits 2-4 the line prefix; bits 5-6 the
+//! escaping: none, JSON, JSON twice, underline; bit 7 a string escape inside every
+//! line); byte 5 more (bits 0-2 which string escape, bit 3 a long key, bit 4 no END
+//! line, bit 5 cut the output inside the secret, bits 6-7 how the key state at a
+//! window's start is learnt: the index from the start, an index that starts
+//! part-way, the log alone, no log); the rest is UTF-8 (lossily) split at U+001E
+//! into the text before the secret, the text after it, the command and the extra
+//! patterns (separated by U+001F).
 
 #![no_main]
 
+#[path = "redact/plant.rs"]
+mod plant;
+
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::io::Write as _;
 use std::sync::{Arc, OnceLock};
 
 use herd_hooks::{
-    HookChain, OutputContext, Pipeline, RedactMode, Redactor, RedactorConfig, Route,
-    StreamRedactor, Window,
+    HookChain, KeyIndex, OutputContext, Pipeline, RedactMode, Redactor, RedactorConfig, Route,
+    StreamRedactor, Window, key_open_at_end, key_open_in_log, key_state_matters,
 };
 use libfuzzer_sys::fuzz_target;
+use plant::{Form, Kind, Planted, Runs};
 
 /// At most this many extra patterns, each at most this long: compiling is the
 /// slow part, and longer patterns find nothing shorter ones do not.
@@ -61,22 +86,6 @@ fn redactor_for(patterns: &[String]) -> Option<Arc<Redactor>> {
     })
 }
 
-/// A `ghp_` token of 36 alphanumerics derived from `seed`, which the built-in
-/// family masks.
-fn token(seed: u8) -> String {
-    const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-    let mut state = u32::from(seed).wrapping_mul(2_654_435_761).wrapping_add(1);
-    let body: String = (0..36)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 17;
-            state ^= state << 5;
-            char::from(ALNUM[state as usize % ALNUM.len()])
-        })
-        .collect();
-    format!("ghp_{body}")
-}
-
 /// `text` as a terminal shows it: escape sequences as a terminal's parser consumes
 /// them (CSI, the OSC/DCS/SOS/PM/APC strings up to their terminator, nF escapes:
 /// ESC, intermediates 0x20..=0x2F, a final 0x30..=0x7E; the two-byte Fp/Fe/Fs
@@ -94,7 +103,13 @@ fn seen(text: &str) -> String {
         while let Some(&c) = chars.get(at) {
             match c {
                 '\u{7}' | '\u{9c}' => return at + 1,
-                '\u{1b}' => return if chars.get(at + 1) == Some(&'\\') { at + 2 } else { at },
+                '\u{1b}' => {
+                    return if chars.get(at + 1) == Some(&'\\') {
+                        at + 2
+                    } else {
+                        at
+                    };
+                }
                 c if (c as u32) < 0x20 => return at,
                 _ => at += 1,
             }
@@ -119,7 +134,10 @@ fn seen(text: &str) -> String {
                 Some(0x5d | 0x50 | 0x58 | 0x5e | 0x5f) => string_end(idx + 2),
                 Some(0x20..=0x2f) => {
                     let mut at = idx + 1;
-                    while chars.get(at).is_some_and(|n| (0x20..=0x2f).contains(&(*n as u32))) {
+                    while chars
+                        .get(at)
+                        .is_some_and(|n| (0x20..=0x2f).contains(&(*n as u32)))
+                    {
                         at += 1;
                     }
                     match chars.get(at).map(|n| *n as u32) {
@@ -137,8 +155,14 @@ fn seen(text: &str) -> String {
                 idx + 1
             }
             c if c.is_control() => idx + 1,
-            '\u{ad}' | '\u{61c}' | '\u{180e}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}'
-            | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{feff}' => idx + 1,
+            '\u{ad}'
+            | '\u{61c}'
+            | '\u{180e}'
+            | '\u{200b}'..='\u{200f}'
+            | '\u{202a}'..='\u{202e}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{2069}'
+            | '\u{feff}' => idx + 1,
             c => {
                 out.push(c);
                 idx + 1
@@ -165,19 +189,295 @@ fn col_b(text: &str) -> String {
     out
 }
 
-fn check(what: &str, out: &str, token: &str, text: &str, patterns: &[String]) {
-    assert!(
-        !out.contains(token) && !col_b(out).contains(token) && !seen(out).contains(token),
-        "{what} let the planted token out\npatterns: {patterns:?}\ntext: {text:?}\nout: {out:?}"
+/// What one execution checks against.
+struct Judge<'a> {
+    planted: &'a Planted,
+    runs: Runs<'a>,
+    text: &'a str,
+    patterns: &'a [String],
+}
+
+impl Judge<'_> {
+    /// `out` must show no run of a fragment, raw, as `col -b` shows it, or as a
+    /// terminal does.
+    fn check(&self, what: &str, out: &str) {
+        for (reading, shown) in [
+            ("raw", out.to_owned()),
+            ("col -b", col_b(out)),
+            ("terminal", seen(out)),
+        ] {
+            if let Some(run) = self.runs.first_in(&shown) {
+                panic!(
+                    "{what} let {run:?} of the planted secret out ({reading})\npatterns: {:?}\ntext: {:?}\nout: {out:?}",
+                    self.patterns, self.text
+                );
+            }
+        }
+    }
+
+    /// Only the whole fragment counts (a part shown alone is a documented caveat).
+    fn check_whole(&self, what: &str, out: &str) {
+        for shown in [out.to_owned(), col_b(out), seen(out)] {
+            for f in &self.planted.fragments {
+                assert!(
+                    !shown.contains(f.as_str()),
+                    "{what} let the planted secret out whole\npatterns: {:?}\ntext: {:?}\nout: {out:?}",
+                    self.patterns,
+                    self.text
+                );
+            }
+        }
+    }
+}
+
+/// One execution's input, decoded.
+struct Case<'a> {
+    flags: u8,
+    n: usize,
+    seed: u8,
+    extra: u8,
+    mode: RedactMode,
+    command: &'a str,
+    redactor: Arc<Redactor>,
+    pipeline: Pipeline,
+}
+
+impl Case<'_> {
+    fn ctx(&self) -> OutputContext<'_> {
+        OutputContext {
+            route: Route::Poll,
+            command: self.command,
+            return_code: None,
+            owner_task_id: "fuzz",
+            session_id: "proc_000000000000",
+            backend: "local",
+            partial: false,
+        }
+    }
+}
+
+/// The whole-text entry points.
+fn whole_text(case: &Case<'_>, judge: &Judge<'_>, text: &str) {
+    let redactor = &case.redactor;
+    judge.check("redact", &redactor.redact(text, case.mode));
+    judge.check("redact_output", &redactor.redact_output(case.command, text));
+    let mut split = case.n.min(text.len());
+    while !text.is_char_boundary(split) {
+        split -= 1;
+    }
+    let (head, tail) = text.split_at(split);
+    let joined = format!(
+        "{}{}",
+        redactor.redact(head, case.mode),
+        redactor.redact_after(head, tail, case.mode)
+    );
+    // Each part alone may hold half the token; together they must not hold it whole.
+    judge.check_whole("redact + redact_after", &joined);
+    judge.check(
+        "Pipeline::show_command",
+        case.pipeline.show_command(text).as_str(),
+    );
+    if let Some(blocks) = case.pipeline.show_log_blocks(
+        case.command,
+        text.as_bytes().to_vec(),
+        false,
+        true,
+        1 + usize::from(case.seed & 1),
+    ) {
+        let mut shown = Vec::new();
+        for part in blocks.parts() {
+            shown.extend_from_slice(part);
+        }
+        shown.extend_from_slice(blocks.unconsumed());
+        judge.check(
+            "Pipeline::show_log_blocks",
+            &String::from_utf8_lossy(&shown),
+        );
+    }
+}
+
+/// The streams, fed in chunks of a size from the input, going idle now and then.
+fn streams(case: &Case<'_>, judge: &Judge<'_>, text: &str) {
+    let chunk = 1 + case.n % 64;
+    let idle = case.flags & 0x40 != 0;
+    let mut stream = StreamRedactor::new(Arc::clone(&case.redactor), case.mode);
+    let pipeline = Arc::new(Pipeline::with_redactor(
+        HookChain::default(),
+        Arc::clone(&case.redactor),
+    ));
+    let mut shown = Pipeline::show_stream(&pipeline, &case.ctx());
+    let (mut out, mut out_shown) = (String::new(), String::new());
+    let mut at = 0;
+    let mut n_chunks = 0u32;
+    while at < text.len() {
+        let mut end = (at + chunk).min(text.len());
+        while !text.is_char_boundary(end) {
+            end += 1;
+        }
+        out.push_str(&stream.push(&text[at..end]));
+        out_shown.push_str(shown.push(&text[at..end]).as_str());
+        n_chunks += 1;
+        if idle && n_chunks % 3 == 0 {
+            out.push_str(&stream.release_idle());
+            out_shown.push_str(shown.release_idle().as_str());
+        }
+        at = end;
+    }
+    out.push_str(&stream.finish());
+    out_shown.push_str(shown.finish().as_str());
+    judge.check("StreamRedactor", &out);
+    judge.check("ShownStream", &out_shown);
+}
+
+/// `Pipeline::show` over the window the flags choose.
+fn windows(case: &Case<'_>, judge: &Judge<'_>, text: &str) {
+    let (n, seed) = (case.n, case.seed);
+    let window = match case.flags & 0x07 {
+        0 => Window::all(text),
+        1 => Window::last_chars(text, n),
+        2 => Window::first_chars(text, n),
+        3 => Window::range(text, n..n.saturating_add(usize::from(seed) * 4)),
+        4 => Window::lines(text, n % 8, usize::from(seed % 8)),
+        5 => Window::last_chars_after(text, n, usize::from(seed)),
+        6 => Window::all(text).growing(true),
+        _ => Window::last_chars(text, n).after_open_key(seed & 1 == 1),
+    };
+    judge.check(
+        "Pipeline::show",
+        case.pipeline.show(&case.ctx(), window).as_str(),
+    );
+}
+
+/// A route's view from `at` on (a page, a chunk, a heartbeat): its source starts
+/// `lookback` bytes before `at` (herd reads a fixed look-back before a window),
+/// and the key state where the source starts comes from the session's key index,
+/// or the log where the index did not see it, asked only when the source's first
+/// line could be key body (as herd-core's `key_open_at` does).
+fn deep_windows(case: &Case<'_>, judge: &Judge<'_>, text: &str, at: usize, lookback: usize) {
+    let mut from = at.saturating_sub(lookback);
+    while !text.is_char_boundary(from) {
+        from -= 1;
+    }
+    let source = &text[from..];
+    let chunk = 1 + (usize::from(case.seed) * 31 + case.n) % 4096;
+    let index = match case.extra >> 6 {
+        0 => {
+            let mut index = KeyIndex::new();
+            for part in text.as_bytes().chunks(chunk) {
+                index.push(part);
+            }
+            Some(index)
+        }
+        1 => {
+            // A re-adopted session: the index starts part-way, not knowing the state.
+            let skip = (case.n / 2).min(text.len());
+            let mut index = KeyIndex::starting_at(skip as u64);
+            for part in text.as_bytes()[skip..].chunks(chunk) {
+                index.push(part);
+            }
+            Some(index)
+        }
+        _ => None,
+    };
+    // Where the index answers at a line start, it agrees with the look-back.
+    if let Some(index) = &index
+        && (from == 0 || text.as_bytes()[from - 1] == b'\n')
+        && let Some(open) = index.open_at(from as u64)
+    {
+        let looked = key_open_at_end(&text[..from]);
+        assert_eq!(
+            open, looked,
+            "the key index says open={open} at {from}, the look-back {looked}\ntext: {text:?}"
+        );
+    }
+    let key_open = if from == 0 || !key_state_matters(source) {
+        false
+    } else {
+        match index.as_ref().and_then(|i| i.open_at(from as u64)) {
+            Some(open) => open,
+            None if case.extra >> 6 == 3 => key_open_in_log(None, from as u64, source),
+            None => {
+                let log = tempfile::tempfile().and_then(|mut f| {
+                    f.write_all(text.as_bytes())?;
+                    Ok(f)
+                });
+                key_open_in_log(log.as_ref().ok(), from as u64, source)
+            }
+        }
+    };
+    let start = at - from;
+    let n = case.n % 512;
+    for window in [
+        Window::range(source, start..start + n * 8),
+        Window::range(source, start..source.len()),
+        Window::last_chars_after(source, start, n),
+        Window::lines(source, usize::from(case.seed % 4), 1 + n % 16),
+        Window::first_chars(source, n * 4),
+    ] {
+        judge.check(
+            "Pipeline::show from deep inside",
+            case.pipeline
+                .show(&case.ctx(), window.after_open_key(key_open))
+                .as_str(),
+        );
+    }
+    let out =
+        case.redactor
+            .redact_after_state(&source[..start], key_open, &source[start..], case.mode);
+    judge.check("redact_after_state from deep inside", &out);
+    let mut stream =
+        StreamRedactor::new(Arc::clone(&case.redactor), case.mode).starting_in_key(key_open);
+    let mut out = stream.push(source);
+    out.push_str(&stream.finish());
+    judge.check("StreamRedactor from deep inside", &out);
+}
+
+/// The output cut at `cut`, inside the secret, while it is still being written:
+/// the paged and windowed routes hold the unfinished part back as streams do.
+fn unfinished(case: &Case<'_>, judge: &Judge<'_>, text: &str, cut: usize) {
+    let source = &text[..cut];
+    let n = case.n % 4096;
+    for window in [
+        Window::all(source),
+        Window::range(source, cut.saturating_sub(usize::from(case.seed) * 4)..cut),
+        Window::range(source, 0..cut),
+        Window::last_chars(source, n),
+        Window::lines(source, usize::from(case.seed % 8), 4096),
+    ] {
+        judge.check(
+            "Pipeline::show of unfinished output",
+            case.pipeline
+                .show(&case.ctx(), window.growing(true))
+                .as_str(),
+        );
+    }
+}
+
+/// The command-line entry points, for a password in a command line.
+fn command_line(case: &Case<'_>, judge: &Judge<'_>, command: &str) {
+    judge.check_whole(
+        "Redactor::redact_command",
+        &case.redactor.redact_command(command),
+    );
+    judge.check_whole(
+        "Pipeline::show_command",
+        case.pipeline.show_command(command).as_str(),
+    );
+    judge.check_whole(
+        "Pipeline::show_command_head",
+        case.pipeline
+            .show_command_head(command, case.n % 256)
+            .as_str(),
     );
 }
 
 fuzz_target!(|data: &[u8]| {
-    if data.len() < 4 {
+    if data.len() < 6 {
         return;
     }
     let (flags, size, seed) = (data[0], u16::from_le_bytes([data[1], data[2]]), data[3]);
-    let rest = String::from_utf8_lossy(&data[4..]);
+    let (form_byte, extra) = (data[4], data[5]);
+    let rest = String::from_utf8_lossy(&data[6..]);
     let mut parts = rest.splitn(4, '\u{1e}');
     let before = parts.next().unwrap_or_default();
     let after = parts.next().unwrap_or_default();
@@ -200,102 +500,65 @@ fuzz_target!(|data: &[u8]| {
             None => return,
         }
     };
-    let token = token(seed);
-    let printed = if flags & 0x20 != 0 {
-        token.chars().map(|c| format!("{c}\u{8}{c}")).collect()
-    } else {
-        token.clone()
+    let form = Form::new(flags, seed, form_byte, extra);
+    let planted = match form.kind {
+        Kind::Token => plant::planted_token(&form),
+        Kind::Pem | Kind::Ppk => plant::key(&form),
+        Kind::Command => plant::command(&form, after),
     };
-    // The token stands alone on its line, or between words on one (`token ghp_...
-    // used`), as tools print them.
-    let text = if flags & 0x10 != 0 {
-        format!("{before} {printed} {after}")
-    } else {
-        format!("{before}\n{printed}\n{after}")
-    };
-    let n = usize::from(size);
+    // A fragment the fuzzer wrote itself is no leak of the planted one.
+    if plant::copies_a_fragment(&rest, &planted) {
+        return;
+    }
     let mode = if flags & 0x80 != 0 {
         RedactMode::SecretDump
     } else {
         RedactMode::Code
     };
-
-    check(
-        "redact",
-        &redactor.redact(&text, mode),
-        &token,
-        &text,
-        &patterns,
-    );
-    check(
-        "redact_output",
-        &redactor.redact_output(command, &text),
-        &token,
-        &text,
-        &patterns,
-    );
-    let mut split = n.min(text.len());
-    while !text.is_char_boundary(split) {
-        split -= 1;
-    }
-    let (head, tail) = text.split_at(split);
-    let joined = format!(
-        "{}{}",
-        redactor.redact(head, mode),
-        redactor.redact_after(head, tail, mode)
-    );
-    // Each part alone may hold half the token; together they must not hold it whole.
-    check("redact + redact_after", &joined, &token, &text, &patterns);
-
-    // A stream fed in chunks of a size from the input, going idle now and then.
-    let mut stream = StreamRedactor::new(Arc::clone(&redactor), mode);
-    let chunk = 1 + n % 64;
-    let mut out = String::new();
-    let mut at = 0;
-    let mut n_chunks = 0u32;
-    while at < text.len() {
-        let mut end = (at + chunk).min(text.len());
-        while !text.is_char_boundary(end) {
-            end += 1;
-        }
-        out.push_str(&stream.push(&text[at..end]));
-        n_chunks += 1;
-        if flags & 0x40 != 0 && n_chunks % 3 == 0 {
-            out.push_str(&stream.release_idle());
-        }
-        at = end;
-    }
-    out.push_str(&stream.finish());
-    check("StreamRedactor", &out, &token, &text, &patterns);
-
-    let pipeline = Pipeline::with_redactor(HookChain::default(), Arc::clone(&redactor));
-    let ctx = OutputContext {
-        route: Route::Poll,
+    let case = Case {
+        flags,
+        n: usize::from(size),
+        seed,
+        extra,
+        mode,
         command,
-        return_code: None,
-        owner_task_id: "fuzz",
-        session_id: "proc_000000000000",
-        backend: "local",
-        partial: false,
+        pipeline: Pipeline::with_redactor(HookChain::default(), Arc::clone(&redactor)),
+        redactor,
     };
-    let window = match flags & 0x07 {
-        0 => Window::all(&text),
-        1 => Window::last_chars(&text, n),
-        2 => Window::first_chars(&text, n),
-        3 => Window::range(&text, n..n.saturating_add(usize::from(seed) * 4)),
-        4 => Window::lines(&text, n % 8, usize::from(seed % 8)),
-        5 => Window::last_chars_after(&text, n, usize::from(seed)),
-        6 => Window::all(&text).growing(true),
-        _ => Window::last_chars(&text, n).after_open_key(seed & 1 == 1),
+    if form.kind == Kind::Command {
+        let judge = Judge {
+            runs: Runs::new(&planted, planted.min_run),
+            planted: &planted,
+            text: &planted.printed,
+            patterns: &patterns,
+        };
+        command_line(&case, &judge, &planted.printed);
+        return;
+    }
+    // A token stands alone on its line, or between words on one (`token ghp_...
+    // used`), as tools print them; a key block on lines of its own.
+    let inline = flags & 0x10 != 0 && form.kind == Kind::Token;
+    let sep = if inline { " " } else { "\n" };
+    let secret_at = before.len() + sep.len();
+    let text = format!("{before}{sep}{}{sep}{after}", planted.printed);
+    let secret_end = secret_at + planted.printed.len();
+    let judge = Judge {
+        runs: Runs::new(&planted, planted.min_run),
+        planted: &planted,
+        text: &text,
+        patterns: &patterns,
     };
-    let shown = pipeline.show(&ctx, window);
-    check("Pipeline::show", shown.as_str(), &token, &text, &patterns);
-    let command_shown = pipeline.show_command(&text);
-    check(
-        "Pipeline::show_command",
-        command_shown.as_str(),
-        &token,
-        &text,
-        &patterns,
-    );
+    whole_text(&case, &judge, &text);
+    streams(&case, &judge, &text);
+    windows(&case, &judge, &text);
+    let span = secret_end - secret_at;
+    let mut at = secret_at + case.n % (span + 1);
+    while !text.is_char_boundary(at) {
+        at += 1;
+    }
+    let lookback = 1 + (usize::from(seed) * 37 + case.n) % 2048;
+    deep_windows(&case, &judge, &text, at, lookback);
+    if extra & 0x20 != 0 && at > secret_at {
+        unfinished(&case, &judge, &text, at);
+    }
 });

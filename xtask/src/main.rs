@@ -26,7 +26,8 @@
 //!   cargo-fuzz are installed; otherwise it says why it skipped them).
 //! - `fuzz [--seconds N] [TARGET...]`: runs the cargo-fuzz targets in `fuzz/` (60 s
 //!   each by default) and reports executions and crashes per target. Never part of
-//!   `ci`: it needs nightly.
+//!   `ci`: it needs a toolchain named `nightly` and cargo-fuzz (`fuzz/README.md`
+//!   says how to set them up, also where only stable can be installed).
 //! - `wire-json`: prints the wire-JSON ratchet's table as the sources stand.
 //! - `release [--dry-run]`: builds and packages a release: the binary tarball and
 //!   every published crate, packaged and verified in dependency order.
@@ -510,10 +511,18 @@ fn fuzz_unavailable() -> Option<String> {
             .is_ok_and(|s| s.success())
     };
     if !works(&["+nightly", "--version"]) {
-        return Some("no nightly toolchain (`rustup toolchain install nightly`)".to_owned());
+        return Some(
+            "no nightly toolchain: `rustup toolchain install nightly`, or without the \
+             network `rustup toolchain link nightly \"$(rustc --print sysroot)\"` and \
+             `export RUSTC_BOOTSTRAP=1` (see fuzz/README.md)"
+                .to_owned(),
+        );
     }
     if !works(&["+nightly", "fuzz", "--version"]) {
-        return Some("cargo-fuzz is not installed (`cargo install cargo-fuzz`)".to_owned());
+        return Some(
+            "cargo-fuzz is not installed: `cargo install cargo-fuzz --locked` (see fuzz/README.md)"
+                .to_owned(),
+        );
     }
     None
 }
@@ -559,12 +568,14 @@ impl FuzzOutcome {
 /// Runs each of `targets` for `seconds` with `cargo +nightly fuzz run`, its corpus
 /// in `fuzz/corpus/<target>` (kept between runs) and the checked-in seeds of
 /// `fuzz/seeds/<target>`. The `daemon` target drives a debug `herd` (overflow
-/// checks on), built first.
+/// checks on), built first when it is among `targets`.
 fn fuzz_targets(seconds: u64, targets: &[&str]) -> Result<Vec<FuzzOutcome>> {
     use std::io::BufRead;
-    cargo(&["build", "--quiet", "-p", "herd-cli", "--bin", "herd"])
-        .context("building the herd binary the daemon target drives")?;
     let herd = shell::target_dir()?.join("debug").join("herd");
+    if targets.contains(&"daemon") {
+        cargo(&["build", "--quiet", "-p", "herd-cli", "--bin", "herd"])
+            .context("building the herd binary the daemon target drives")?;
+    }
     let mut outcomes = Vec::new();
     for &target in targets {
         let corpus = PathBuf::from("fuzz/corpus").join(target);
