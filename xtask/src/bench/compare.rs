@@ -3,9 +3,11 @@
 //!
 //! A figure that carries an in-run ratio (herd against its baseline measured in
 //! the same run) is compared by that ratio, which a busy machine disturbs least;
-//! others by their value. Whether up is better follows the unit: times and sizes
-//! are better lower, rates better higher; a bare `ratio` or `x` unit says nothing
-//! of its direction, so its change is shown without a verdict.
+//! others by their value. Whether up is better follows the unit: times, sizes and
+//! CPU shares (`cpu s/s`) are better lower, rates and `x faster` better higher; a
+//! bare `ratio` or `x` unit says nothing of its direction, so the figure's target
+//! decides (`>= 0.9` is better higher, `<= 2x` lower), and without one its change
+//! is shown without a verdict.
 
 use anyhow::{Context, Result};
 use std::io::Write;
@@ -30,8 +32,24 @@ pub(crate) fn better(unit: &str) -> Better {
         "ns" | "us" | "ms" | "s" | "B" | "KiB" | "KB" | "MiB" | "MB" | "GiB" | "GB" => {
             Better::Lower
         }
+        // CPU seconds per second of wall time: a share of a core spent, not a rate of work.
+        "cpu s/s" => Better::Lower,
         u if u.ends_with("/s") => Better::Higher,
+        "x faster" => Better::Higher,
         _ => Better::Unknown,
+    }
+}
+
+/// Which way a figure improves: by its unit, else by the comparison its target
+/// states (`>= 0.9`, `<= 2x`), else unknown.
+pub(crate) fn direction(figure: &Figure) -> Better {
+    match better(&figure.unit) {
+        Better::Unknown => match figure.target.as_deref().map(str::trim_start) {
+            Some(t) if t.starts_with('>') => Better::Higher,
+            Some(t) if t.starts_with('<') => Better::Lower,
+            _ => Better::Unknown,
+        },
+        known => known,
     }
 }
 
@@ -61,7 +79,7 @@ pub(crate) fn rows(before: &[Figure], after: &[Figure]) -> Vec<Row> {
             by_ratio,
             before: was,
             after: now,
-            verdict: verdict(better(&a.unit), was, now),
+            verdict: verdict(direction(a), was, now),
         });
     }
     out

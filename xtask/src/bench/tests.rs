@@ -72,4 +72,21 @@ fn units_say_which_way_is_better() {
     assert_eq!(better("KiB"), Better::Lower);
     assert_eq!(better("jobs/s"), Better::Higher);
     assert_eq!(better("x"), Better::Unknown);
+    // CPU seconds per wall second end in `/s` but are a cost, not a rate.
+    assert_eq!(better("cpu s/s"), Better::Lower);
+    assert_eq!(better("x faster"), Better::Higher);
+}
+
+#[test]
+fn a_unit_without_a_direction_takes_it_from_the_target() {
+    use compare::{Better, direction};
+    let mut f = fig("shim.ingest", "ratio", 0.95, Some(0.95));
+    f.target = Some(">= 0.9".into());
+    assert_eq!(direction(&f), Better::Higher);
+    f.target = Some("<= 2x".into());
+    assert_eq!(direction(&f), Better::Lower);
+    f.target = None;
+    assert_eq!(direction(&f), Better::Unknown);
+    let cpu = fig("notify.heartbeat", "cpu s/s", 0.02, None);
+    assert_eq!(direction(&cpu), Better::Lower);
 }
