@@ -274,7 +274,7 @@ pub(super) fn replace(kind: &Kind, m: &str) -> Option<String> {
             Some(format!("{}***", &m[..=colon]))
         }
         Kind::EnvAssign => assignment(m, '='),
-        Kind::NamedValue => named_value(m),
+        Kind::NamedValue => super::providers::named_value(m),
         Kind::Cookie => cookie(m),
         Kind::YamlField => assignment(m, ':'),
         Kind::JsonField => {
@@ -309,27 +309,6 @@ pub(super) fn replace(kind: &Kind, m: &str) -> Option<String> {
             ))
         }
     }
-}
-
-/// `name<sep>value` for a name that holds a secret: the value is masked unless it is
-/// a reference (`$TOKEN`, `os.environ[…]`), code (`get_secret()`, `Optional[str]`),
-/// a path or URL, or holds no digit (a word, not a key).
-fn named_value(m: &str) -> Option<String> {
-    let idx = m.find([':', '='])?;
-    let rest = m[idx..].trim_start_matches([':', '=', '>', ' ', '\t', '"', '\'', '`']);
-    let lead = &m[..m.len() - rest.len()];
-    let value = rest.trim_end_matches(['"', '\'', '`']);
-    let close = &rest[value.len()..];
-    let is_code = value.contains(['(', '[', '<', '%', '{']) || value.contains("://");
-    if value.is_empty()
-        || is_reference(value)
-        || is_code
-        || is_pathlike(value)
-        || !value.bytes().any(|b| b.is_ascii_digit())
-    {
-        return None;
-    }
-    Some(format!("{lead}{}{close}", mask(value)))
 }
 
 /// `Cookie: a=1; b=2` / `Set-Cookie: a=1; Path=/`: every cookie value masked,

@@ -13,6 +13,10 @@
 
 use super::Kind;
 
+mod named;
+
+pub(crate) use named::replace as named_value;
+
 /// Word boundary that keeps the DFA fast (ASCII semantics).
 const B: &str = r"(?-u:\b)";
 
@@ -559,14 +563,7 @@ fn headers() -> Vec<Shape> {
             dump_only: true,
             sample: format!("machine api.example.com\n  login me\n  password {}", fill(ALNUM, 20)),
         },
-        Shape {
-            provider: "Well-known credential names",
-            shape: "values of `aws_secret_access_key`, `aws_session_token`, `AZURE_CLIENT_SECRET`, `GITHUB_TOKEN`, … in ini, TOML, YAML, JSON, `.env` and `export` syntax, anywhere",
-            pattern: named_credential_pattern(),
-            kind: Kind::NamedValue,
-            dump_only: false,
-            sample: format!("aws_secret_access_key = {}", fill(ALNUM, 40)),
-        },
+        named::shape(),
         Shape {
             provider: "Providers known by name",
             shape: "in environment dumps and secret files, a long value assigned to a name holding a provider's name (`MAILGUN_KEY=…`, `\"datadog_api_key\": \"…\"`): Adafruit, Airtable, Algolia, Asana, Atlassian/Jira/Confluence, Beamer, Bitbucket, Bittrex, Cloudflare, Codecov, Cohere, Coinbase, Confluent, Contentful, Datadog, Discord, Drone CI, Dropbox, Etsy, Facebook, Fastly, Finicity, Finnhub, Flickr, Freshbooks, Gitter, GoCardless, Heroku, HubSpot, Intercom, JFrog, Kraken, KuCoin, LaunchDarkly, Linear, LinkedIn, Mailchimp, Mailgun, Mapbox, Mattermost, MessageBird, Meraki, Netlify, New Relic, NYTimes, Okta, Plaid, PrivateAI, RapidAPI, Sendbird, Sentry, Snyk, Sonar, Squarespace, Sumo Logic, Telegram, Travis CI, Twilio, Twitch, Twitter, Typeform, Yandex, Zendesk",
@@ -581,14 +578,6 @@ fn headers() -> Vec<Shape> {
 /// A kind that masks group 1 of `pattern` (fixed, and covered by the corpus test).
 fn group_kind(pattern: &str) -> Kind {
     Kind::Extra(regex::Regex::new(pattern).ok().map(std::sync::Arc::new))
-}
-
-/// Names a provider defines for its secrets, matched in any output.
-const CREDENTIAL_NAMES: &str = "aws_secret_access_key|aws_session_token|aws_security_token|azure_client_secret|azure_storage_key|azure_storage_account_key|arm_client_secret|github_token|gh_token|gitlab_token|npm_token|openai_api_key|anthropic_api_key|hf_token|huggingface_token|slack_bot_token|slack_webhook_url|vault_token|cloudflare_api_token|cloudflare_api_key|digitalocean_access_token|heroku_api_key|twilio_auth_token|sendgrid_api_key|stripe_secret_key|mailgun_api_key|sentry_auth_token|datadog_api_key|dd_api_key|dd_app_key|netlify_auth_token|vercel_token|codecov_token|sonar_token|snyk_token|docker_password|dockerhub_token|pypi_token|twine_password|google_client_secret|client_secret|mysql_password|mysql_root_password|postgres_password|identitytoken|registrytoken";
-
-/// `NAME = value`, `NAME: value`, `"NAME": "value"`, `NAME=value`, `export NAME=…`.
-fn named_credential_pattern() -> String {
-    format!(r#"{B}(?i-u:{CREDENTIAL_NAMES}){B}["']?[ \t]*[:=][ \t]*["']?[^\s"',;]{{4,}}"#)
 }
 
 /// Provider names whose nearby assignment holds one of their secrets.

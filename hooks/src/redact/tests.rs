@@ -240,8 +240,10 @@ fn json_and_yaml_fields_are_masked_in_secret_files() {
 }
 
 #[test]
-fn assignments_are_left_alone_outside_secret_dumps() {
-    code("DB_PASSWORD=hunter2", "DB_PASSWORD=hunter2");
+fn b30_secret_named_assignments_are_masked_and_ordinary_ones_stay_outside_dumps() {
+    code("DB_PASSWORD=hunter2", "DB_PASSWORD=***");
+    code("KEY=value", "KEY=value");
+    code("LOG_LEVEL=debug CACHE_KEY=user42", "LOG_LEVEL=debug CACHE_KEY=user42");
     code(r#"{"token": "abc"}"#, r#"{"token": "abc"}"#);
 }
 
