@@ -336,7 +336,10 @@ fn option_secret(
 
 /// A redirection or other shell operator left as a word (`<`, `2>`, `<<`).
 fn is_operator(text: &str) -> bool {
-    !text.is_empty() && text.trim_start_matches(char::is_numeric).starts_with(['<', '>'])
+    !text.is_empty()
+        && text
+            .trim_start_matches(char::is_numeric)
+            .starts_with(['<', '>'])
 }
 
 /// Name words that make an option or a `NAME=VALUE` item a flag, not a secret
@@ -362,7 +365,11 @@ pub(super) fn is_secret_key(name: &str) -> bool {
     if parts.len() > 1 && FLAG_WORDS.contains(first) {
         return false;
     }
-    let prev = parts.len().checked_sub(2).and_then(|i| parts.get(i)).copied();
+    let prev = parts
+        .len()
+        .checked_sub(2)
+        .and_then(|i| parts.get(i))
+        .copied();
     [
         "password",
         "passwd",
@@ -454,7 +461,12 @@ fn user_pass(command: &str, words: &[Word], n: usize, found: &mut Vec<Found>) ->
         return 0;
     };
     let pass = value_word.text.split_once(':').map_or("", |(_, p)| p);
-    if let Some(f) = masked_from(command, value_word, value_word.start + from + colon + 1, pass) {
+    if let Some(f) = masked_from(
+        command,
+        value_word,
+        value_word.start + from + colon + 1,
+        pass,
+    ) {
         found.push(f);
     }
     usize::from(!std::ptr::eq(value_word, word))

@@ -82,6 +82,18 @@ const TOKENS: &[(&str, &str, &str, &str)] = &[
         "AGE-SECRET-KEY-1{U58}",
     ),
     (
+        "Airtable",
+        "personal access token `pat….<64 hex>`",
+        r"pat[A-Za-z0-9]{14}\.[a-f0-9]{64}(?-u:\b)",
+        "pat{A14}.{H64}",
+    ),
+    (
+        "AWS",
+        "Amazon Bedrock API keys `ABSK…`, `bedrock-api-key-…`",
+        r"(?:ABSK[A-Za-z0-9+/]{109,269}={0,2}|bedrock-api-key-YmVkcm9jay5hbWF6b25hd3MuY29t[A-Za-z0-9+/=%_-]{16,})",
+        "ABSK{A120}",
+    ),
+    (
         "Alibaba Cloud",
         "AccessKey ID `LTAI…`",
         r"LTAI[A-Za-z0-9]{20}",
@@ -538,6 +550,14 @@ fn headers() -> Vec<Shape> {
             kind: group_kind(r"password[ \t]+([^\s]+)"),
             dump_only: false,
             sample: format!("machine api.example.com login me password {}", fill(ALNUM, 20)),
+        },
+        Shape {
+            provider: "NuGet",
+            shape: "a `NuGet.Config` password `<add key=\"ClearTextPassword\" value=\"…\" />`",
+            pattern: r#"(?i-u:<add[ \t]+key=\\?"(?:cleartext)?password\\?")[ \t]+(?i-u:value)=\\?"([^"\\\r\n]{1,256})\\?""#.to_owned(),
+            kind: group_kind(r#"(?i)value=\\?"([^"\\]+)"#),
+            dump_only: false,
+            sample: format!("<add key=\"ClearTextPassword\" value=\"{}\" />", fill(ALNUM, 20)),
         },
         Shape {
             provider: "Docker",

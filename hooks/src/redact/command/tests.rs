@@ -181,8 +181,14 @@ fn b30_the_secret_options_of_many_tools_are_masked() {
         format!("redis-cli --pass {pass} ping"),
     ] {
         let out = shown(&command);
-        assert!(!out.contains(&pass[..10]), "{command:?} shows the password: {out}");
-        assert!(out.len() + 8 >= command.len() - pass.len(), "{command:?} lost more than the password: {out}");
+        assert!(
+            !out.contains(&pass[..10]),
+            "{command:?} shows the password: {out}"
+        );
+        assert!(
+            out.len() + 8 >= command.len() - pass.len(),
+            "{command:?} lost more than the password: {out}"
+        );
     }
 }
 

@@ -27,8 +27,10 @@ fn takes_p_apart(program: &str, words: &[Word]) -> bool {
     let login = || words.iter().any(|w| w.text == "login");
     program == "sshpass"
         || program.starts_with("mongo")
-        || matches!(program, "docker" | "podman" | "buildah" | "skopeo" | "helm" | "oras" | "nerdctl" | "az")
-            && login()
+        || matches!(
+            program,
+            "docker" | "podman" | "buildah" | "skopeo" | "helm" | "oras" | "nerdctl" | "az"
+        ) && login()
 }
 
 /// The short option `text` of `program` that takes a password as the next word
@@ -109,7 +111,9 @@ fn positional(
     let positional = (text == "-a" && program.starts_with("redis-cli"))
         || (text == "login" && program == "vault")
         || text.ends_with("_authToken")
-        || (matches!(text, "--body" | "-b") && program == "gh" && words.iter().any(|w| w.text == "secret"));
+        || (matches!(text, "--body" | "-b")
+            && program == "gh"
+            && words.iter().any(|w| w.text == "secret"));
     if positional {
         let value = next.filter(plain)?;
         push(masked_from(command, value, value.start, &value.text));
@@ -120,7 +124,13 @@ fn positional(
         && let Some(pass) = value.text.strip_prefix("pass:")
         && let Some(colon) = command[value.start..value.end].find(':')
     {
-        push(masked_range(command, value, value.start + colon + 1, value.end, pass));
+        push(masked_range(
+            command,
+            value,
+            value.start + colon + 1,
+            value.end,
+            pass,
+        ));
         return Some(1);
     }
     // `env:VAR`, `file:PATH`, `fd:N`, `stdin` name where the password is.
@@ -128,11 +138,17 @@ fn positional(
         return next.map(|_| 1);
     }
     // `aws configure set aws_secret_access_key VALUE`, `git config user.token VALUE`.
-    let setter = matches!(program, "aws" | "git" | "npm" | "yarn" | "pnpm" | "pip" | "gcloud");
+    let setter = matches!(
+        program,
+        "aws" | "git" | "npm" | "yarn" | "pnpm" | "pip" | "gcloud"
+    );
     if setter
         && is_secret_key(text)
         && n > 0
-        && matches!(words[n - 1].text.as_str(), "set" | "config" | "--global" | "--local" | "--system")
+        && matches!(
+            words[n - 1].text.as_str(),
+            "set" | "config" | "--global" | "--local" | "--system"
+        )
         && let Some(value) = next.filter(plain)
     {
         push(masked_from(command, value, value.start, &value.text));

@@ -40,7 +40,7 @@ fn words() -> String {
 pub(super) fn pattern() -> String {
     let words = words();
     format!(
-        r#"(?:{words})(?:\\{{0,7}}["'])?[ \t]*(?:=>|:=|=|:)[ \t]*(?:\\{{0,7}}["'`][^"'`\\\r\n]{{1,256}}\\{{0,7}}["'`]|[^\s"'`,;&<>)\]}}\\|]{{1,256}})"#
+        r#"(?:{words})(?:\\{{0,7}}["'])?[ \t]*(?:=>|:=|=|:)[ \t]*(?:\\{{0,7}}["'`][^"'`\\\r\n]{{1,256}}\\{{0,7}}["'`]|[^\s"'`,;&<>)\]}}\\]{{1,256}})"#
     )
 }
 
@@ -108,28 +108,46 @@ pub(crate) fn replace(m: &str) -> Option<String> {
     let rest_trimmed = rest.trim_start_matches([' ', '\t']);
     let value_at = m.len() - rest_trimmed.len();
     // A quoted value: its opening quote (escaped any number of times) and close.
-    let open_len = rest_trimmed
-        .bytes()
-        .take_while(|b| *b == b'\\')
-        .count();
-    let quoted = matches!(rest_trimmed.as_bytes().get(open_len), Some(b'"' | b'\'' | b'`'));
+    let open_len = rest_trimmed.bytes().take_while(|b| *b == b'\\').count();
+    let quoted = matches!(
+        rest_trimmed.as_bytes().get(open_len),
+        Some(b'"' | b'\'' | b'`')
+    );
     let (value_start, value_end) = if quoted {
         let inner = &rest_trimmed[open_len + 1..];
-        let close = inner.trim_end_matches(['"', '\'', '`']).trim_end_matches('\\');
-        (value_at + open_len + 1, value_at + open_len + 1 + close.len())
+        let close = inner
+            .trim_end_matches(['"', '\'', '`'])
+            .trim_end_matches('\\');
+        (
+            value_at + open_len + 1,
+            value_at + open_len + 1 + close.len(),
+        )
     } else {
         (value_at, m.len())
     };
     let value = &m[value_start..value_end];
-    if !is_secret_value(value, quoted, name_kind(name, &m[sep..after_sep])) {
+    let with = if is_secret_value(value, quoted, name_kind(name, &m[sep..after_sep])) {
+        mask(value)
+    } else {
+        // Left alone as a whole, the value may still hold what another family
+        // masks (a URL's password, a token inside a call): the match hides those
+        // families' matches inside it, so they are found here.
+        inner_secrets(value)?
+    };
+    Some(format!("{}{with}{}", &m[..value_start], &m[value_end..]))
+}
+
+/// `value` with the built-in families' matches masked, when there are any.
+fn inner_secrets(value: &str) -> Option<String> {
+    static BUILTIN: std::sync::OnceLock<crate::Redactor> = std::sync::OnceLock::new();
+    if value.len() < 10 {
         return None;
     }
-    Some(format!(
-        "{}{}{}",
-        &m[..value_start],
-        mask(value),
-        &m[value_end..]
-    ))
+    let redactor = BUILTIN.get_or_init(crate::Redactor::builtin);
+    match redactor.redact(value, crate::RedactMode::Code) {
+        std::borrow::Cow::Owned(masked) => Some(masked),
+        std::borrow::Cow::Borrowed(_) => None,
+    }
 }
 
 /// Words that are not a secret whatever name they are given.
@@ -169,7 +187,10 @@ fn is_secret_value(value: &str, quoted: bool, name: Name) -> bool {
         Name::Password => quoted || !is_code_word(value),
         Name::Pass => !all_digits && (quoted || !is_code_word(value)),
         // `NAME=word` is a value, but `NAME=OTHER_NAME` and `NAME=a.b` are code.
-        Name::Env => !(is_constant(value) || (value.contains('.') && is_code_word(value))),
+        Name::Env => {
+            value.len() >= 4
+                && !(is_constant(value) || (value.contains('.') && is_code_word(value)))
+        }
         Name::Token => is_key_like(value, quoted),
     }
 }
@@ -215,7 +236,9 @@ fn is_left_alone(value: &str) -> bool {
         || value.starts_with("./")
         || value.starts_with("../")
         || value.starts_with(['-', '=', '>', '!', '|'])
-        || value.bytes().all(|b| matches!(b, b'*' | b'x' | b'X' | b'.' | b'#' | b'?'))
+        || value
+            .bytes()
+            .all(|b| matches!(b, b'*' | b'x' | b'X' | b'.' | b'#' | b'?'))
         || NOT_SECRETS.contains(&lower.as_str())
 }
 
@@ -225,11 +248,7 @@ fn is_left_alone(value: &str) -> bool {
 /// no digit.
 fn is_code_word(value: &str) -> bool {
     let segments: Vec<&str> = value.split('.').collect();
-    let ident = |s: &str| {
-        !s.is_empty()
-            && s.bytes()
-                .all(|b| b.is_ascii_alphabetic() || b == b'_')
-    };
+    let ident = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphabetic() || b == b'_');
     if !segments.iter().all(|s| ident(s)) {
         return false;
     }
@@ -246,23 +265,20 @@ fn is_wordy(value: &str) -> bool {
     if !value.bytes().all(|b| b.is_ascii_alphabetic() || b == b'_') {
         return false;
     }
-    value
-        .split('_')
-        .filter(|p| !p.is_empty())
-        .all(|part| {
-            let mut parts = Vec::new();
-            let mut current = String::new();
-            for c in part.chars() {
-                if c.is_ascii_uppercase() && !current.is_empty() {
-                    parts.push(std::mem::take(&mut current));
-                }
-                current.push(c);
+    value.split('_').filter(|p| !p.is_empty()).all(|part| {
+        let mut parts = Vec::new();
+        let mut current = String::new();
+        for c in part.chars() {
+            if c.is_ascii_uppercase() && !current.is_empty() {
+                parts.push(std::mem::take(&mut current));
             }
-            parts.push(current);
-            parts.iter().all(|p| {
-                p.len() >= 3 && p.chars().skip(1).all(|c| c.is_ascii_lowercase())
-            })
-        })
+            current.push(c);
+        }
+        parts.push(current);
+        parts
+            .iter()
+            .all(|p| p.len() >= 3 && p.chars().skip(1).all(|c| c.is_ascii_lowercase()))
+    })
 }
 
 #[cfg(test)]

@@ -204,6 +204,23 @@ fn b30_no_over_masking_corpus() {
         "  File \"/home/user/app.py\", line 42, in <module>",
         "key-value store ready",
         "version 1.2.3-rc.4+build.5678 released",
+        "MAX_TOKENS=4096",
+        "TOKEN_LIMIT=100 PASSWORD_MIN_LENGTH=8 SECRET_NAME=db-creds",
+        "KEY=value",
+        "password = request.form[\"password\"]",
+        "def login(user, password=None, token=DEFAULT_TOKEN):",
+        "token: Token",
+        "password: str",
+        "PWD=/srv/app/releases/current",
+        "GITHUB_TOKEN=$GITHUB_TOKEN",
+        "token: ${{ secrets.GITHUB_TOKEN }}",
+        "Enter password:",
+        "the pattern matched the path patch/patterns/pathological.txt",
+        "| 1234567890123456 | 2026-12-04 | passed |",
+        "secretName: db-credentials",
+        "pass: 12 fail: 0 skip: 1",
+        "+ make -j4 KEY=value",
+        "--- a/src/auth.rs\n+++ b/src/auth.rs\n+    let token = next_token(&mut lexer);",
     ];
     for text in corpus {
         let out = redactor.redact(text, RedactMode::Code);

@@ -75,6 +75,9 @@ fn b30_secret_named_values_are_masked_in_every_syntax() {
         format!("DB_PASSWORD={s}$"),
         format!("./app/.env:3:API_TOKEN={s}"),
         format!("+DB_PASSWORD={s}"),
+        format!("secret: postgres://app:{s}@db/app"),
+        format!("api_key = os.getenv(\"OPENAI_API_KEY\", \"sk-proj-{s}\")"),
+        format!("token = Token(\"ghp_{s}abcdefghijklmnopqrs\")"),
     ];
     for text in &cases {
         let out = code(text);
@@ -83,7 +86,10 @@ fn b30_secret_named_values_are_masked_in_every_syntax() {
         } else {
             s
         };
-        assert!(!out.contains(&secret[..10]), "{text:?} shows the secret: {out:?}");
+        assert!(
+            !out.contains(&secret[..10]),
+            "{text:?} shows the secret: {out:?}"
+        );
     }
 }
 
