@@ -364,6 +364,12 @@ const TOKENS: &[(&str, &str, &str, &str)] = &[
         "PMAK-{H24}-{H34}",
     ),
     (
+        "Private keys",
+        "base64 of a PEM private key on one line (`LS0tLS1CRUdJTiBQUklWQVRF…`, a Kubernetes secret's `tls.key`)",
+        r"LS0tLS1CRUdJTiB(?:QUklWQVRF|SU0EgUFJJVkFURS|FQyBQUklWQVRF|PUEVOU1NIIFBSSVZBVEUg|EU0EgUFJJVkFURS|FTkNSWVBURUQgUFJJVkFURS|QR1AgUFJJVkFURS)[A-Za-z0-9+/=]{20,}",
+        "LS0tLS1CRUdJTiBQUklWQVRFIEtFWS0tLS0t{A80}",
+    ),
+    (
         "Prefect",
         "API token `pnu_…`",
         r"pnu_[A-Za-z0-9]{36}",

@@ -27,11 +27,11 @@ const PASSWORD_WORDS: &[&str] = &["password", "passwd", "passphrase", "pwd", "pa
 
 /// The words that end a secret's name (case-insensitive): passwords and
 /// passphrases, secrets, tokens, signatures, credentials and the keys of APIs
-/// and accounts. `pass`, `pwd` only as a word of their own (`_pass`,
+/// and accounts. `pass`, `pwd` and `auth` only as a word of their own (`_pass`, npm's `_auth`,
 /// `MYSQL_PWD`), not inside another (`bypass`, `compass`).
 fn words() -> String {
     format!(
-        r"(?i-u:passw(?:or)?d|passphrase|secret|token|signature|credentials?|(?:api|access|secret|private|app|account|storage|master|signing|encryption|license)[_-]?key|apikey)|(?:[_.-]|{B})(?i-u:pass|pwd)"
+        r"(?i-u:passw(?:or)?d|passphrase|secret|token|signature|credentials?|(?:api|access|secret|private|app|account|storage|master|signing|encryption|license)[_-]?key|apikey)|(?:[_.-]|{B})(?i-u:pass|pwd|auth)"
     )
 }
 

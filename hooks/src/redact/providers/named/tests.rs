@@ -75,6 +75,8 @@ fn b30_secret_named_values_are_masked_in_every_syntax() {
         format!("DB_PASSWORD={s}$"),
         format!("./app/.env:3:API_TOKEN={s}"),
         format!("+DB_PASSWORD={s}"),
+        format!("_auth = {s}"),
+        format!("//registry.npmjs.org/:_authToken={s}"),
         format!("secret: postgres://app:{s}@db/app"),
         format!("api_key = os.getenv(\"OPENAI_API_KEY\", \"sk-proj-{s}\")"),
         format!("token = Token(\"ghp_{s}abcdefghijklmnopqrs\")"),
