@@ -68,7 +68,7 @@ fn b30_secret_named_values_are_masked_in_every_syntax() {
         format!("db.password={s}"),
         format!("spring.datasource.password: {s}"),
         format!("X-Amz-Security-Token={s}"),
-        format!("PASSWORD=correcthorsebattery"),
+        "PASSWORD=correcthorsebattery".to_owned(),
         format!("password => '{s}'"),
         format!("$password := \"{s}\""),
         format!("A=1\u{0}MYSQL_PWD={s}\u{0}B=2"),
