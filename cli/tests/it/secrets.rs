@@ -1585,6 +1585,7 @@ async fn b30_mcp_tools_mask_every_shape() {
     proof.finish("the MCP tools", 80);
 }
 
+mod audit;
 mod listings;
 mod ppk;
 mod shapes;

@@ -4,14 +4,18 @@
 //! - `NAME=value` assignments before a command (`API_TOKEN=… deploy`,
 //!   `env PGPASSWORD=… psql`): the value is masked when the name looks secret
 //!   (`TOKEN`, `SECRET`, `PASSWORD`, `KEY`, …) or the value looks like a token;
-//! - password and token options: `--password=…` / `--password …` (and `--passwd`,
-//!   `--pass`, `--token`, `--api-key`, `--secret`, `--client-secret`,
-//!   `--access-token`, `--auth-token`, `--http-password`, …), `-p<pass>` of the
-//!   MySQL tools, `-p <pass>` of `sshpass` and `docker login`, `-u user:pass` /
-//!   `--user user:pass` of `curl` (the user kept);
-//! - `-p<pass>` of `sshpass`, `-a <pass>` of `redis-cli`, `pass:<pass>` of
-//!   `openssl -pass`/`-passin`/`-passout`, `vault login <token>`, npm's
-//!   `…:_authToken <token>`, and the password of `htpasswd -b`;
+//! - any option or `NAME=VALUE` word whose name ends in a secret word
+//!   (`--password=…`, `--password …`, `--client-secret`, `--oauth2-bearer`,
+//!   `-storepass`, `-Dpassword=…`, `-Djavax.net.ssl.keyStorePassword=…`,
+//!   `db_password=…` of `terraform -var`, `--set a=1,password=…` of `helm`,
+//!   `ansible_password=…`), every value of `kubectl … --from-literal=k=v`, and
+//!   `-u user:pass` / `--user user:pass` of `curl` (the user kept);
+//! - the tools' own forms (`tools`): `-p<pass>` of the MySQL tools and
+//!   `sshpass`, `-p <pass>` of `sshpass`, the `mongo` tools and `docker`/`podman`/`az`
+//!   `login`, `sqlcmd -P`, `ldapsearch -w`, `plink -pw`, `smbclient -U user%pass`,
+//!   `lftp -u user,pass`, `redis-cli -a`, `openssl`'s `pass:<pass>`, `vault login
+//!   <token>`, npm's `…:_authToken <token>`, `aws configure set <secret name>
+//!   <value>`, `gh secret set … --body <value>`, and the password of `htpasswd -b`;
 //! - the script of `bash -c '…'` (any shell), as a command line of its own;
 //! - URL userinfo and every token shape are left to the output families, which run
 //!   on the command line too.
@@ -19,6 +23,8 @@
 //! Only what is shown changes: the command runs as written.
 
 use super::{Found, mask};
+
+mod tools;
 
 /// One word of a command line: its byte span and its text without quotes.
 #[derive(Debug)]
@@ -111,50 +117,6 @@ const SECRET_NAME_PARTS: &[&str] = &[
     "DSN",
 ];
 
-/// Long options whose value is a secret.
-const SECRET_OPTIONS: &[&str] = &[
-    "password",
-    "passwd",
-    "pass",
-    "token",
-    "api-key",
-    "apikey",
-    "api-token",
-    "secret",
-    "client-secret",
-    "access-token",
-    "auth-token",
-    "access-key",
-    "secret-key",
-    "secret-access-key",
-    "http-password",
-    "proxy-password",
-    "ftp-password",
-    "bearer",
-    "private-key-passphrase",
-    "passphrase",
-    "key-password",
-    "store-password",
-    "registry-password",
-    "oauth-token",
-    "github-token",
-    "gitlab-token",
-    "npm-token",
-    "session-token",
-];
-
-/// Programs whose `-p<pass>` (attached) is a password.
-const MYSQL_LIKE: &[&str] = &[
-    "mysql",
-    "mysqldump",
-    "mariadb",
-    "mysqladmin",
-    "mariadb-dump",
-    "mysqlimport",
-    "mysqlshow",
-    "mysqlcheck",
-];
-
 /// Whether `value` looks like a token (long, mixed letters and digits, no spaces).
 fn is_token_like(value: &str) -> bool {
     value.len() >= 16
@@ -182,16 +144,31 @@ fn is_reference(value: &str) -> bool {
     value.is_empty() || value.starts_with('$') || value == "***"
 }
 
-/// The replacement of `word`'s part from byte `value_at` (in the original) on:
-/// the value masked (a closing quote goes with it).
-fn masked_from(word: &Word, value_at: usize, value: &str) -> Option<Found> {
-    if is_reference(value) || value_at >= word.end {
+/// The replacement of `word` with its part from byte `value_at` (in the original)
+/// on masked (a closing quote goes with it). The span is the whole word, the part
+/// before the value kept as written, so it wins over an output family's match
+/// that starts inside the word (`--password=…` is one replacement, not two).
+fn masked_from(command: &str, word: &Word, value_at: usize, value: &str) -> Option<Found> {
+    masked_range(command, word, value_at, word.end, value)
+}
+
+/// Like [`masked_from`], the value ending at `value_end` (the rest of the word
+/// after it is dropped from the span, not shown changed).
+fn masked_range(
+    command: &str,
+    word: &Word,
+    value_at: usize,
+    value_end: usize,
+    value: &str,
+) -> Option<Found> {
+    if is_reference(value) || value_at >= value_end || value_at < word.start {
         return None;
     }
+    let kept = command.get(word.start..value_at)?;
     Some(Found {
-        start: value_at,
-        end: word.end,
-        with: mask(value),
+        start: word.start,
+        end: value_end,
+        with: format!("{kept}{}", mask(value)),
     })
 }
 
@@ -213,7 +190,7 @@ pub(super) fn command_spans(command: &str) -> Vec<Found> {
             {
                 if (is_secret_name(name) || is_token_like(value))
                     && let Some(eq) = raw.find('=')
-                    && let Some(f) = masked_from(word, word.start + eq + 1, value)
+                    && let Some(f) = masked_from(command, word, word.start + eq + 1, value)
                 {
                     found.push(f);
                 }
@@ -228,7 +205,7 @@ pub(super) fn command_spans(command: &str) -> Vec<Found> {
                         .iter()
                         .position(|w| w.ends_command)
                         .map_or(words.len(), |i| n + i + 1);
-                    htpasswd_spans(&words[n..end], &mut found);
+                    htpasswd_spans(command, &words[n..end], &mut found);
                 }
             }
         } else if word.text == "-c" && is_shell(&program) {
@@ -283,7 +260,7 @@ fn script_spans(command: &str, script: &Word) -> Vec<Found> {
 
 /// `htpasswd -b FILE USER PASS` (`-nb USER PASS`): the password is a positional
 /// argument in batch mode.
-fn htpasswd_spans(words: &[Word], found: &mut Vec<Found>) {
+fn htpasswd_spans(command: &str, words: &[Word], found: &mut Vec<Found>) {
     let batch = words
         .iter()
         .find(|w| w.text.starts_with('-') && !w.text.starts_with("--") && w.text.contains('b'));
@@ -297,48 +274,10 @@ fn htpasswd_spans(words: &[Word], found: &mut Vec<Found>) {
         .collect();
     let idx = if batch.text.contains('n') { 1 } else { 2 };
     if let Some(pass) = args.get(idx)
-        && let Some(f) = masked_from(pass, pass.start, &pass.text)
+        && let Some(f) = masked_from(command, pass, pass.start, &pass.text)
     {
         found.push(f);
     }
-}
-
-/// The secrets of a few tools' own forms: `redis-cli -a PASS`, `vault login
-/// TOKEN`, `npm config set …:_authToken TOKEN`, `openssl … -pass pass:PASS`
-/// (`-passin`, `-passout`; `env:` and `file:` name one). `Some(words consumed)`
-/// when `word` is one of them.
-fn tool_secret(
-    command: &str,
-    word: &Word,
-    next: Option<&Word>,
-    program: &str,
-    found: &mut Vec<Found>,
-) -> Option<usize> {
-    let text = word.text.as_str();
-    // `redis-cli -a PASS`, `vault login TOKEN`, `npm config set …:_authToken TOKEN`.
-    let positional = (text == "-a" && program.starts_with("redis-cli"))
-        || (text == "login" && program == "vault")
-        || text.ends_with("_authToken");
-    if positional
-        && let Some(value) = next
-        && !value.text.starts_with('-')
-        && !value.text.contains('=')
-        && let Some(f) = masked_from(value, value.start, &value.text)
-    {
-        found.push(f);
-        return Some(1);
-    }
-    // `openssl … -pass pass:PASS` (`-passin`, `-passout`); `env:`/`file:` name one.
-    if matches!(text, "-pass" | "-passin" | "-passout" | "-k" | "-kfile")
-        && let Some(value) = next
-        && let Some(pass) = value.text.strip_prefix("pass:")
-        && let Some(colon) = command[value.start..value.end].find(':')
-        && let Some(f) = masked_from(value, value.start + colon + 1, pass)
-    {
-        found.push(f);
-        return Some(1);
-    }
-    None
 }
 
 /// Masks the secret an option at `words[n]` carries; returns how many following
@@ -354,41 +293,7 @@ fn option_secret(
     let text = word.text.as_str();
     let raw = &command[word.start..word.end];
     let next = words.get(n + 1).filter(|_| !word.ends_command);
-    if let Some(long) = text.strip_prefix("--") {
-        let (name, inline) = match long.split_once('=') {
-            Some((name, value)) => (name, Some(value)),
-            None => (long, None),
-        };
-        let lower = name.to_ascii_lowercase();
-        let is_secret = SECRET_OPTIONS.contains(&lower.as_str())
-            || lower.ends_with("-password")
-            || lower.ends_with("-token")
-            || lower.ends_with("-secret");
-        if lower == "user" && program == "curl" {
-            return user_pass(command, words, n, found);
-        }
-        if !is_secret {
-            return 0;
-        }
-        return match (inline, next) {
-            (Some(value), _) => {
-                if let Some(eq) = raw.find('=')
-                    && let Some(f) = masked_from(word, word.start + eq + 1, value)
-                {
-                    found.push(f);
-                }
-                0
-            }
-            (None, Some(value)) if !value.text.starts_with('-') => {
-                if let Some(f) = masked_from(value, value.start, &value.text) {
-                    found.push(f);
-                }
-                1
-            }
-            _ => 0,
-        };
-    }
-    if text == "-u" && program == "curl" {
+    if program == "curl" && (text == "-u" || text == "--user" || text.starts_with("--user=")) {
         return user_pass(command, words, n, found);
     }
     if let Some(rest) = text.strip_prefix("-u")
@@ -396,32 +301,146 @@ fn option_secret(
         && rest.contains(':')
         && let Some((_, pass)) = rest.split_once(':')
         && let Some(colon) = raw.find(':')
-        && let Some(f) = masked_from(word, word.start + colon + 1, pass)
+        && let Some(f) = masked_from(command, word, word.start + colon + 1, pass)
     {
         found.push(f);
         return 0;
     }
-    if let Some(pass) = text.strip_prefix("-p")
-        && (MYSQL_LIKE.contains(&program) || program == "sshpass")
-        && !pass.is_empty()
-        && let Some(f) = masked_from(word, word.start + 2, pass)
-    {
-        found.push(f);
-        return 0;
-    }
-    if let Some(consumed) = tool_secret(command, word, next, program, found) {
+    if let Some(consumed) = tools::tool_secret(command, words, n, program, found) {
         return consumed;
     }
-    let docker_login = program == "docker" && words.iter().any(|w| w.text == "login");
-    if text == "-p"
-        && (program == "sshpass" || docker_login)
+    // `NAME=VALUE` anywhere (`--password=…`, `-Dpassword=…`, `db_password=…` of
+    // `terraform -var`, `--set a=1,password=…`): the secret items' values.
+    if text.contains('=') {
+        if let Some(f) = assigned_items(command, word) {
+            found.push(f);
+        }
+        return 0;
+    }
+    // `--password VALUE`, `-storepass VALUE`: a secret option and the next word.
+    let name = text.trim_start_matches('-');
+    if text.starts_with('-')
+        && (text.starts_with("--") || name.len() >= 3)
+        && is_secret_key(name)
         && let Some(value) = next
-        && let Some(f) = masked_from(value, value.start, &value.text)
+        && !value.text.starts_with('-')
+        && !is_operator(&value.text)
     {
-        found.push(f);
+        if let Some(f) = masked_from(command, value, value.start, &value.text) {
+            found.push(f);
+        }
         return 1;
     }
     0
+}
+
+/// A redirection or other shell operator left as a word (`<`, `2>`, `<<`).
+fn is_operator(text: &str) -> bool {
+    !text.is_empty()
+        && text
+            .trim_start_matches(char::is_numeric)
+            .starts_with(['<', '>'])
+}
+
+/// Name words that make an option or a `NAME=VALUE` item a flag, not a secret
+/// (`--no-password`, `--ask-pass`, `--with-token`).
+const FLAG_WORDS: &[&str] = &[
+    "no", "ask", "with", "prompt", "show", "print", "hide", "require", "allow", "disable",
+    "enable", "skip", "use", "read", "stdin",
+];
+
+/// Whether an option or item name (dashes, dots, underscores or camel case
+/// between its words) names a secret: its last word is a password, passphrase,
+/// secret, token, bearer or API key (`--client-secret`, `keyStorePassword`,
+/// `-storepass`, `db.password`, `MYSQL_PWD`), and it is not a flag or a file.
+pub(super) fn is_secret_key(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    let parts: Vec<&str> = lower
+        .split(['-', '_', '.', ':'])
+        .filter(|p| !p.is_empty())
+        .collect();
+    let (Some(first), Some(last)) = (parts.first(), parts.last()) else {
+        return false;
+    };
+    if parts.len() > 1 && FLAG_WORDS.contains(first) {
+        return false;
+    }
+    let prev = parts
+        .len()
+        .checked_sub(2)
+        .and_then(|i| parts.get(i))
+        .copied();
+    [
+        "password",
+        "passwd",
+        "passphrase",
+        "secret",
+        "token",
+        "bearer",
+        "apikey",
+        "storepass",
+        "keypass",
+    ]
+    .iter()
+    .any(|w| last.ends_with(w))
+        || matches!(*last, "pass" | "pwd" | "pw")
+        || (*last == "key"
+            && prev.is_some_and(|p| {
+                matches!(
+                    p,
+                    "api" | "access" | "secret" | "app" | "account" | "master" | "signing"
+                )
+            }))
+}
+
+/// `NAME=VALUE` items of a word (one, or several joined by `,`): the first whose
+/// name is secret has its value masked (to the item's end), the word's text before
+/// it kept. The word must read as written or as one quoted string.
+fn assigned_items(command: &str, word: &Word) -> Option<Found> {
+    let raw = &command[word.start..word.end];
+    let shift = if raw == word.text {
+        0
+    } else if raw.len() == word.text.len() + 2 && raw.get(1..raw.len() - 1) == Some(&word.text) {
+        1
+    } else {
+        // Escapes inside: only a whole-word assignment, its value to the end.
+        let (name, value) = word.text.split_once('=')?;
+        let eq = raw.find('=')?;
+        return is_secret_key(name.trim_start_matches('-'))
+            .then(|| masked_from(command, word, word.start + eq + 1, value))
+            .flatten();
+    };
+    let text = word.text.as_str();
+    // `--from-literal=KEY=VALUE` of `kubectl create secret`: every value.
+    let literal = text.starts_with("--from-literal=");
+    let mut at = 0;
+    for item in text.split(',') {
+        let item_at = at;
+        at += item.len() + 1;
+        let Some((name, mut value)) = item.split_once('=') else {
+            continue;
+        };
+        let mut value_at = item_at + name.len() + 1;
+        let mut secret = is_secret_key(name.trim_start_matches('-'));
+        if literal && item_at == 0 {
+            let Some((_, v)) = value.split_once('=') else {
+                continue;
+            };
+            value_at += value.len() - v.len();
+            value = v;
+            secret = true;
+        }
+        if secret {
+            let item_end = item_at + item.len();
+            let end = if item_end == text.len() {
+                word.end
+            } else {
+                word.start + shift + item_end
+            };
+            return masked_range(command, word, word.start + shift + value_at, end, value);
+        }
+    }
+    None
 }
 
 /// `-u user:pass` / `--user user:pass`: the password masked, the user kept.
@@ -442,7 +461,12 @@ fn user_pass(command: &str, words: &[Word], n: usize, found: &mut Vec<Found>) ->
         return 0;
     };
     let pass = value_word.text.split_once(':').map_or("", |(_, p)| p);
-    if let Some(f) = masked_from(value_word, value_word.start + from + colon + 1, pass) {
+    if let Some(f) = masked_from(
+        command,
+        value_word,
+        value_word.start + from + colon + 1,
+        pass,
+    ) {
         found.push(f);
     }
     usize::from(!std::ptr::eq(value_word, word))

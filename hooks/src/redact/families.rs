@@ -172,6 +172,10 @@ pub(crate) const BUILTIN_ROWS: &[(&str, &str)] = &[
     ("HashiCorp Terraform", "API tokens `….atlasv1.…`"),
     ("Discord", "bot tokens `<id>.<time>.<hmac>`"),
     ("MaxMind", "license keys `…_…_mmk`"),
+    (
+        "Facebook",
+        "app access token `<15 or 16 digits>|<27 to 40 characters>`",
+    ),
     ("Mailchimp", "API keys `<32 hex>-us<n>`"),
     (
         "HashiCorp Vault",
@@ -274,7 +278,7 @@ pub(super) fn replace(kind: &Kind, m: &str) -> Option<String> {
             Some(format!("{}***", &m[..=colon]))
         }
         Kind::EnvAssign => assignment(m, '='),
-        Kind::NamedValue => named_value(m),
+        Kind::NamedValue => super::providers::named_value(m),
         Kind::Cookie => cookie(m),
         Kind::YamlField => assignment(m, ':'),
         Kind::JsonField => {
@@ -309,27 +313,6 @@ pub(super) fn replace(kind: &Kind, m: &str) -> Option<String> {
             ))
         }
     }
-}
-
-/// `name<sep>value` for a name that holds a secret: the value is masked unless it is
-/// a reference (`$TOKEN`, `os.environ[…]`), code (`get_secret()`, `Optional[str]`),
-/// a path or URL, or holds no digit (a word, not a key).
-fn named_value(m: &str) -> Option<String> {
-    let idx = m.find([':', '='])?;
-    let rest = m[idx..].trim_start_matches([':', '=', '>', ' ', '\t', '"', '\'', '`']);
-    let lead = &m[..m.len() - rest.len()];
-    let value = rest.trim_end_matches(['"', '\'', '`']);
-    let close = &rest[value.len()..];
-    let is_code = value.contains(['(', '[', '<', '%', '{']) || value.contains("://");
-    if value.is_empty()
-        || is_reference(value)
-        || is_code
-        || is_pathlike(value)
-        || !value.bytes().any(|b| b.is_ascii_digit())
-    {
-        return None;
-    }
-    Some(format!("{lead}{}{close}", mask(value)))
 }
 
 /// `Cookie: a=1; b=2` / `Set-Cookie: a=1; Path=/`: every cookie value masked,
@@ -542,6 +525,7 @@ pub(super) fn side_matches(text: &str) -> Vec<(usize, usize, Kind)> {
     }
     let n_dotted = found.len();
     super::suffixed::suffixed_matches(bytes, &mut found);
+    xtrace_matches(text, &mut found);
     if found.len() > n_dotted {
         found.sort_unstable_by_key(|(start, end, _)| (*start, std::cmp::Reverse(*end)));
         let mut last_end = 0;
@@ -554,6 +538,39 @@ pub(super) fn side_matches(text: &str) -> Vec<(usize, usize, Kind)> {
         });
     }
     found
+}
+
+/// The secrets of command lines a shell traces (`set -x`: `+ mysql -pPASS`,
+/// `++ curl -u user:pass …`): each line that starts with `+`s and a space is read
+/// as a command line (`command`), and the values it would mask are masked.
+fn xtrace_matches(text: &str, found: &mut Vec<(usize, usize, Kind)>) {
+    let bytes = text.as_bytes();
+    let starts =
+        std::iter::once(0).chain(memchr::memmem::find_iter(bytes, b"\n+").map(|at| at + 1));
+    for start in starts {
+        if bytes.get(start) != Some(&b'+') {
+            continue;
+        }
+        let n_plus = bytes[start..].iter().take_while(|b| **b == b'+').count();
+        let from = start + n_plus;
+        if bytes.get(from) != Some(&b' ') {
+            continue;
+        }
+        let end = memchr::memchr(b'\n', &bytes[from..]).map_or(bytes.len(), |nl| from + nl);
+        let line = &text[from + 1..end];
+        for f in super::command::command_spans(line) {
+            let shown = &line[f.start..f.end];
+            let kept = shown
+                .bytes()
+                .zip(f.with.bytes())
+                .take_while(|(a, b)| a == b)
+                .count();
+            let at = from + 1 + f.start + kept;
+            if at < from + 1 + f.end {
+                found.push((at, from + 1 + f.end, Kind::Token));
+            }
+        }
+    }
 }
 
 /// The side scanner over `bytes[from..to]`: every `:`, `.` and `~` there, with

@@ -13,6 +13,10 @@
 
 use super::Kind;
 
+mod named;
+
+pub(crate) use named::replace as named_value;
+
 /// Word boundary that keeps the DFA fast (ASCII semantics).
 const B: &str = r"(?-u:\b)";
 
@@ -76,6 +80,18 @@ const TOKENS: &[(&str, &str, &str, &str)] = &[
         "secret key `AGE-SECRET-KEY-1…`",
         r"AGE-SECRET-KEY-1[0-9A-Z]{58}",
         "AGE-SECRET-KEY-1{U58}",
+    ),
+    (
+        "Airtable",
+        "personal access token `pat….<64 hex>`",
+        r"pat[A-Za-z0-9]{14}\.[a-f0-9]{64}(?-u:\b)",
+        "pat{A14}.{H64}",
+    ),
+    (
+        "AWS",
+        "Amazon Bedrock API keys `ABSK…`, `bedrock-api-key-…`",
+        r"(?:ABSK[A-Za-z0-9+/]{109,269}={0,2}|bedrock-api-key-YmVkcm9jay5hbWF6b25hd3MuY29t[A-Za-z0-9+/=%_-]{16,})",
+        "ABSK{A120}",
     ),
     (
         "Alibaba Cloud",
@@ -348,6 +364,12 @@ const TOKENS: &[(&str, &str, &str, &str)] = &[
         "PMAK-{H24}-{H34}",
     ),
     (
+        "Private keys",
+        "base64 of a PEM private key on one line (`LS0tLS1CRUdJTiBQUklWQVRF…`, a Kubernetes secret's `tls.key`)",
+        r"LS0tLS1CRUdJTiB(?:QUklWQVRF|SU0EgUFJJVkFURS|FQyBQUklWQVRF|PUEVOU1NIIFBSSVZBVEUg|EU0EgUFJJVkFURS|FTkNSWVBURUQgUFJJVkFURS|QR1AgUFJJVkFURS)[A-Za-z0-9+/=]{20,}",
+        "LS0tLS1CRUdJTiBQUklWQVRFIEtFWS0tLS0t{A80}",
+    ),
+    (
         "Prefect",
         "API token `pnu_…`",
         r"pnu_[A-Za-z0-9]{36}",
@@ -536,6 +558,14 @@ fn headers() -> Vec<Shape> {
             sample: format!("machine api.example.com login me password {}", fill(ALNUM, 20)),
         },
         Shape {
+            provider: "NuGet",
+            shape: "a `NuGet.Config` password `<add key=\"ClearTextPassword\" value=\"…\" />`",
+            pattern: r#"(?i-u:<add[ \t]+key=\\?"(?:cleartext)?password\\?")[ \t]+(?i-u:value)=\\?"([^"\\\r\n]{1,256})\\?""#.to_owned(),
+            kind: group_kind(r#"(?i)value=\\?"([^"\\]+)"#),
+            dump_only: false,
+            sample: format!("<add key=\"ClearTextPassword\" value=\"{}\" />", fill(ALNUM, 20)),
+        },
+        Shape {
             provider: "Docker",
             shape: "registry credentials in `config.json`: `\"auth\": \"<base64>\"`",
             pattern: r#""auth"[ \t]*:[ \t]*"((?:[A-Za-z0-9+/]{4}){3,}(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?)""#.to_owned(),
@@ -559,14 +589,7 @@ fn headers() -> Vec<Shape> {
             dump_only: true,
             sample: format!("machine api.example.com\n  login me\n  password {}", fill(ALNUM, 20)),
         },
-        Shape {
-            provider: "Well-known credential names",
-            shape: "values of `aws_secret_access_key`, `aws_session_token`, `AZURE_CLIENT_SECRET`, `GITHUB_TOKEN`, … in ini, TOML, YAML, JSON, `.env` and `export` syntax, anywhere",
-            pattern: named_credential_pattern(),
-            kind: Kind::NamedValue,
-            dump_only: false,
-            sample: format!("aws_secret_access_key = {}", fill(ALNUM, 40)),
-        },
+        named::shape(),
         Shape {
             provider: "Providers known by name",
             shape: "in environment dumps and secret files, a long value assigned to a name holding a provider's name (`MAILGUN_KEY=…`, `\"datadog_api_key\": \"…\"`): Adafruit, Airtable, Algolia, Asana, Atlassian/Jira/Confluence, Beamer, Bitbucket, Bittrex, Cloudflare, Codecov, Cohere, Coinbase, Confluent, Contentful, Datadog, Discord, Drone CI, Dropbox, Etsy, Facebook, Fastly, Finicity, Finnhub, Flickr, Freshbooks, Gitter, GoCardless, Heroku, HubSpot, Intercom, JFrog, Kraken, KuCoin, LaunchDarkly, Linear, LinkedIn, Mailchimp, Mailgun, Mapbox, Mattermost, MessageBird, Meraki, Netlify, New Relic, NYTimes, Okta, Plaid, PrivateAI, RapidAPI, Sendbird, Sentry, Snyk, Sonar, Squarespace, Sumo Logic, Telegram, Travis CI, Twilio, Twitch, Twitter, Typeform, Yandex, Zendesk",
@@ -581,14 +604,6 @@ fn headers() -> Vec<Shape> {
 /// A kind that masks group 1 of `pattern` (fixed, and covered by the corpus test).
 fn group_kind(pattern: &str) -> Kind {
     Kind::Extra(regex::Regex::new(pattern).ok().map(std::sync::Arc::new))
-}
-
-/// Names a provider defines for its secrets, matched in any output.
-const CREDENTIAL_NAMES: &str = "aws_secret_access_key|aws_session_token|aws_security_token|azure_client_secret|azure_storage_key|azure_storage_account_key|arm_client_secret|github_token|gh_token|gitlab_token|npm_token|openai_api_key|anthropic_api_key|hf_token|huggingface_token|slack_bot_token|slack_webhook_url|vault_token|cloudflare_api_token|cloudflare_api_key|digitalocean_access_token|heroku_api_key|twilio_auth_token|sendgrid_api_key|stripe_secret_key|mailgun_api_key|sentry_auth_token|datadog_api_key|dd_api_key|dd_app_key|netlify_auth_token|vercel_token|codecov_token|sonar_token|snyk_token|docker_password|dockerhub_token|pypi_token|twine_password|google_client_secret|client_secret|mysql_password|mysql_root_password|postgres_password|identitytoken|registrytoken";
-
-/// `NAME = value`, `NAME: value`, `"NAME": "value"`, `NAME=value`, `export NAME=…`.
-fn named_credential_pattern() -> String {
-    format!(r#"{B}(?i-u:{CREDENTIAL_NAMES}){B}["']?[ \t]*[:=][ \t]*["']?[^\s"',;]{{4,}}"#)
 }
 
 /// Provider names whose nearby assignment holds one of their secrets.

@@ -3,6 +3,8 @@
 //! scanner already visits, and a few byte checks around it:
 //! - MaxMind license keys `[A-Za-z0-9]{6}_[A-Za-z0-9]{29}_mmk`;
 //! - Mailchimp API keys `[0-9a-f]{32}-us[0-9]{1,2}` (the data centre suffix);
+//! - Facebook app access tokens `<15 or 16 digits>|<27 to 40>` (a `memchr` pass
+//!   for `|` and `%`, each hit tested first for a digit before it);
 //! - HashiCorp Vault service tokens of the format before 1.10, `s.` and 24
 //!   alphanumerics holding a digit, an upper- and a lower-case letter (a method
 //!   call `s.toString()` or a word `s.` never is).
@@ -38,6 +40,37 @@ pub(super) fn suffixed_matches(bytes: &[u8], found: &mut Vec<(usize, usize, Kind
             found.push(hit);
         }
     }
+    for at in memchr::memchr2_iter(b'|', b'%', bytes) {
+        if at >= 15
+            && bytes[at - 1].is_ascii_digit()
+            && let Some(hit) = facebook_at(bytes, at)
+        {
+            found.push(hit);
+        }
+    }
+}
+
+/// A Facebook app access token `<15 or 16 digits>|<27 to 40>` (or `%7C`-escaped
+/// `%`) whose `|` is at `at`.
+fn facebook_at(bytes: &[u8], at: usize) -> Option<(usize, usize, Kind)> {
+    let n_digits = bytes[..at]
+        .iter()
+        .rev()
+        .take(17)
+        .take_while(|b| b.is_ascii_digit())
+        .count();
+    let start = at - n_digits;
+    if !(15..=16).contains(&n_digits) || !boundary_before(bytes, start) {
+        return None;
+    }
+    let tail = at + 1;
+    let n_tail = bytes[tail..]
+        .iter()
+        .take(41)
+        .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
+        .count();
+    let end = tail + n_tail;
+    ((27..=40).contains(&n_tail) && boundary_at(bytes, end)).then_some((start, end, Kind::Token))
 }
 
 /// The start of a MaxMind key whose `_mmk` is at `at`.
@@ -95,7 +128,10 @@ mod tests {
         let maxmind = "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";
         let mailchimp = "0a1b2c3d4e5f67890a1b2c3d4e5f6789-us21";
         let vault = "s.Tv0wIvKzH9Cg6BOMe5KxCYqZ";
+        let facebook = "1234567890123456|AbCdEf0123456789AbCdEf01234";
         for (secret, context) in [
+            (facebook, format!("access_token={facebook}&x=1")),
+            (facebook, format!("fb {facebook}\n")),
             (maxmind, format!("license_key {maxmind}\n")),
             (maxmind, format!("GEOIP=\"{maxmind}\"")),
             (mailchimp, format!("mc api {mailchimp} ok")),
@@ -124,6 +160,9 @@ mod tests {
             "this.Tv0wIvKzH9Cg6BOMe5KxCYqZ",
             "s.Tv0wIvKzH9Cg6BOMe5KxCYqZx",
             "en-us1 at region us-east-1 in 2026-12-03T10:00:00.123Z",
+            // A table row, a progress figure.
+            "| 1234567890123456 | AbCdEf0123456789AbCdEf01234 |",
+            "downloaded 1234567890123456% of AbCdEf0123456789AbCdEf0123456789AbCdEf0123456789",
         ] {
             assert_eq!(r.redact(text, RedactMode::Code), text);
         }

@@ -240,8 +240,13 @@ fn json_and_yaml_fields_are_masked_in_secret_files() {
 }
 
 #[test]
-fn assignments_are_left_alone_outside_secret_dumps() {
-    code("DB_PASSWORD=hunter2", "DB_PASSWORD=hunter2");
+fn b30_secret_named_assignments_are_masked_and_ordinary_ones_stay_outside_dumps() {
+    code("DB_PASSWORD=hunter2", "DB_PASSWORD=***");
+    code("KEY=value", "KEY=value");
+    code(
+        "LOG_LEVEL=debug CACHE_KEY=user42",
+        "LOG_LEVEL=debug CACHE_KEY=user42",
+    );
     code(r#"{"token": "abc"}"#, r#"{"token": "abc"}"#);
 }
 
@@ -657,4 +662,20 @@ fn b30_a_token_inside_an_unterminated_escape_string_is_masked() {
     let split = "dcs glpat-AbCdEfGh\u{1b}Pq#0;2\u{1b}\\IjKlMnOpQrSt\n";
     let out = r.redact(split, RedactMode::Code);
     assert!(!out.contains("IjKlMnOpQr"), "{out:?}");
+}
+
+#[test]
+fn b30_command_lines_in_a_shell_trace_are_masked_as_command_lines() {
+    let pass = "Pw7rT9xQ2mZ4vK8yB";
+    for text in [
+        format!("+ mysql -uroot -p{pass} app\n"),
+        format!("out\n++ curl -s -u admin:{pass} https://x.example\nmore"),
+        format!("+ sshpass -p {pass} ssh host"),
+        format!("+ smbclient //h/s -U admin%{pass}"),
+    ] {
+        let out = Redactor::builtin().redact(&text, RedactMode::Code);
+        assert!(!out.contains(&pass[..10]), "{text:?} -> {out}");
+    }
+    let plain = "+ make -j4 all\n+ ./run --verbose\n";
+    assert_eq!(Redactor::builtin().redact(plain, RedactMode::Code), plain);
 }

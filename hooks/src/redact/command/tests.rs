@@ -135,6 +135,64 @@ fn b30_each_command_line_form_is_masked_and_the_rest_kept() {
 }
 
 #[test]
+fn b30_the_secret_options_of_many_tools_are_masked() {
+    let pass = "Pw7rT9xQ2mZ4vK8";
+    for command in [
+        format!("mysql -uroot -p{pass} app"),
+        format!("mysql --password={pass} app"),
+        format!("PGPASSWORD={pass} psql -h db"),
+        format!("MYSQL_PWD={pass} mysql -u root"),
+        format!("psql postgresql://app:{pass}@db/app"),
+        format!("curl -u admin:{pass} https://x.example"),
+        format!("curl -H 'Authorization: Bearer {pass}' https://x.example"),
+        format!("curl --oauth2-bearer {pass} https://x.example"),
+        format!("wget --password={pass} https://x.example/f"),
+        format!("wget --http-password {pass} https://x.example/f"),
+        format!("git clone https://me:{pass}@github.com/o/r.git"),
+        format!("docker login -u me -p {pass} registry.example.com"),
+        format!("docker login --password {pass}"),
+        format!("podman login -p {pass} quay.io"),
+        format!("az login --service-principal -u app -p {pass} --tenant t"),
+        format!("aws configure set aws_secret_access_key {pass}"),
+        format!("kubectl create secret generic db --from-literal=password={pass}"),
+        format!("kubectl create secret generic db --from-literal=dsn={pass}"),
+        format!("helm upgrade app ./chart --set password={pass}"),
+        format!("helm upgrade app ./chart --set image.tag=1,db.password={pass},replicas=2"),
+        format!("terraform apply -var 'db_password={pass}'"),
+        format!("ansible-playbook site.yml -e 'ansible_password={pass}'"),
+        format!("ansible-playbook site.yml -e ansible_become_pass={pass}"),
+        format!("java -Dpassword={pass} -jar app.jar"),
+        format!("java -Djavax.net.ssl.keyStorePassword={pass} -jar app.jar"),
+        format!("keytool -list -keystore ks.jks -storepass {pass}"),
+        format!("mongosh -u admin -p {pass} --authenticationDatabase admin"),
+        format!("mongodump --password={pass} --out dump"),
+        format!("sqlcmd -S db -U sa -P {pass} -Q 'select 1'"),
+        format!("ldapsearch -x -D cn=admin -w {pass} -b dc=example"),
+        format!("smbclient //host/share -U admin%{pass}"),
+        format!("smbclient //host/share -Uadmin%{pass}"),
+        format!("lftp -u admin,{pass} ftp.example.com"),
+        format!("openssl pkcs12 -in c.p12 -passin pass:{pass}"),
+        format!("plink -pw {pass} host"),
+        format!("gh secret set DB --body {pass}"),
+        format!("vault write auth/userpass/users/me password={pass}"),
+        format!("docker run -e DB_PASSWORD={pass} postgres"),
+        format!("app --client-secret {pass} --verbose"),
+        format!("app --api-key={pass}"),
+        format!("redis-cli --pass {pass} ping"),
+    ] {
+        let out = shown(&command);
+        assert!(
+            !out.contains(&pass[..10]),
+            "{command:?} shows the password: {out}"
+        );
+        assert!(
+            out.len() + 8 >= command.len() - pass.len(),
+            "{command:?} lost more than the password: {out}"
+        );
+    }
+}
+
+#[test]
 fn b30_ordinary_command_lines_are_left_alone() {
     for command in [
         "ls -la /tmp",
@@ -153,6 +211,17 @@ fn b30_ordinary_command_lines_are_left_alone() {
         "bash -c 'make -j4 && ./run'",
         "htpasswd -c .htpasswd admin",
         "vault login -method=github",
+        "docker login --password-stdin -u me",
+        "ansible-playbook --ask-pass site.yml",
+        "ansible-playbook --ask-become-pass site.yml",
+        "gh auth login --with-token < token.txt",
+        "app --token-file ~/.token --max-tokens 4096",
+        "app --no-password --verbose",
+        "kubectl get secret db -o yaml",
+        "helm upgrade app ./chart --set image.tag=1.2.3,replicas=2",
+        "make KEY=value CACHE_KEY=user42",
+        "mongosh -u admin -p --authenticationDatabase admin",
+        "git config --global user.name me",
     ] {
         assert_eq!(shown(command), command);
     }

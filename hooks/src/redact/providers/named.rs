@@ -1,0 +1,285 @@
+//! Values of secret-named fields in any output: a name whose last word is a
+//! secret word (`password`, `passwd`, `pwd`, `pass`, `passphrase`, `secret`,
+//! `token`, `signature`, `credentials`, `api_key`, `access_key`, `private_key`, …)
+//! followed by `=`, `:`, `=>` or `:=` and a value, in every syntax that prints one:
+//! ini, TOML, YAML, JSON (escaped once or more), a Python dict or repr, `.env`,
+//! `export`, `declare -x NAME="…"`, `set`, `printenv`, a Docker or Kubernetes env
+//! array (`"NAME=value"`), logfmt, a JDBC URL or an ADO.NET / ODBC connection
+//! string (`Password=…;`), a URL query (`?password=`, `&access_token=`,
+//! `&client_secret=`), a Java property (`-Dpassword=`, `keyStorePassword=`).
+//!
+//! The pattern is anchored on the secret word itself (the name's earlier parts,
+//! `DB_`, `aws_secret_`, `PG`, are before the match and kept), so the trigger scan
+//! pays for it only where such a word is written. Whether a value is masked is
+//! decided here ([`replace`]): a value that is code (a call, an index, a dotted
+//! path from a lower-case identifier, a bare lower-case identifier, a type), a
+//! reference (`$X`, `${X}`, `{{ x }}`, `os.environ[…]`), a path, a URL (left to the
+//! URL family), a placeholder (`***`, `<token>`, `xxxx`) or a word such as `true`
+//! stays; for names of the token kind a value must also look like a key (letters
+//! and digits mixed, or long and irregular), while a password-kind name masks any
+//! other value.
+
+use super::{B, Shape, fill};
+use crate::redact::{Kind, mask};
+
+/// Secret words a password is named by.
+const PASSWORD_WORDS: &[&str] = &["password", "passwd", "passphrase", "pwd", "pass", "pw"];
+
+/// The words that end a secret's name (case-insensitive): passwords and
+/// passphrases, secrets, tokens, signatures, credentials and the keys of APIs
+/// and accounts. `pass`, `pwd` and `auth` only as a word of their own (`_pass`, npm's `_auth`,
+/// `MYSQL_PWD`), not inside another (`bypass`, `compass`).
+fn words() -> String {
+    format!(
+        r"(?i-u:passw(?:or)?d|passphrase|secret|token|signature|credentials?|(?:api|access|secret|private|app|account|storage|master|signing|encryption|license)[_-]?key|apikey)|(?:[_.-]|{B})(?i-u:pass|pwd|auth)"
+    )
+}
+
+/// The whole family: the word, an optional closing quote of the name (escaped
+/// any number of times), the separator, and a quoted or a bare value.
+pub(super) fn pattern() -> String {
+    let words = words();
+    format!(
+        r#"(?:{words})(?:\\{{0,7}}["'])?[ \t]*(?:=>|:=|=|:)[ \t]*(?:\\{{0,7}}["'`][^"'`\\\r\n]{{1,256}}\\{{0,7}}["'`]|[^\s"'`,;&<>)\]}}\\]{{1,256}})"#
+    )
+}
+
+/// The catalog row of the family.
+pub(super) fn shape() -> Shape {
+    Shape {
+        provider: "Secret-named values",
+        shape: "the value of a name ending in `password`, `passwd`, `pwd`, `pass`, `passphrase`, `secret`, `token`, `signature`, `credentials`, `api_key`, `access_key`, `secret_key`, `private_key`, … (`PGPASSWORD`, `MYSQL_PWD`, `aws_secret_access_key`, `GITHUB_TOKEN`, `client_secret`, `keyStorePassword`) in ini, TOML, YAML, JSON, a Python dict or repr, `.env`, `export`, `declare -x`, env arrays, logfmt, JDBC URLs, ADO.NET / ODBC connection strings, URL queries, anywhere; code, references, paths and placeholders are left alone",
+        pattern: pattern(),
+        kind: Kind::NamedValue,
+        dump_only: false,
+        sample: format!("PGPASSWORD={}", fill(super::ALNUM, 24)),
+    }
+}
+
+/// How strictly a name's value is judged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Name {
+    /// A password: any value that is not code, a reference or a placeholder.
+    Password,
+    /// `pass` alone: a password, or a count (`pass: 12` in a test summary).
+    Pass,
+    /// An upper-case name given a value with `=` (`GITHUB_TOKEN=…`): an
+    /// environment assignment, not code, so a lower-case word is a value too.
+    Env,
+    /// A token, key or secret: the value must look like one.
+    Token,
+}
+
+/// The kind of the name (the match up to its separator `sep`).
+fn name_kind(name: &str, sep: &str) -> Name {
+    let word = name
+        .trim_end_matches(['"', '\'', '\\', ' ', '\t'])
+        .trim_start_matches(['_', '.', '-']);
+    let lower = word.to_ascii_lowercase();
+    if lower == "pass" {
+        return Name::Pass;
+    }
+    if sep == "=" && word.bytes().all(|b| !b.is_ascii_lowercase()) {
+        return Name::Env;
+    }
+    if PASSWORD_WORDS.iter().any(|w| lower.ends_with(w)) {
+        return Name::Password;
+    }
+    Name::Token
+}
+
+/// Where the separator of a match starts and ends (`=`, `:`, `=>`, `:=`).
+fn separator(m: &str) -> Option<(usize, usize)> {
+    let idx = m.find([':', '='])?;
+    let mut end = idx + 1;
+    if matches!(m.as_bytes().get(end), Some(b'>' | b'=')) && m.as_bytes()[idx] != m.as_bytes()[end]
+    {
+        end += 1;
+    }
+    Some((idx, end))
+}
+
+/// The replacement of one match of the family (or of the provider-named one),
+/// `None` when the value stays.
+pub(crate) fn replace(m: &str) -> Option<String> {
+    let (sep, after_sep) = separator(m)?;
+    let name = &m[..sep];
+    let rest = &m[after_sep..];
+    let rest_trimmed = rest.trim_start_matches([' ', '\t']);
+    let value_at = m.len() - rest_trimmed.len();
+    // A quoted value: its opening quote (escaped any number of times) and close.
+    let open_len = rest_trimmed.bytes().take_while(|b| *b == b'\\').count();
+    let quoted = matches!(
+        rest_trimmed.as_bytes().get(open_len),
+        Some(b'"' | b'\'' | b'`')
+    );
+    let (value_start, value_end) = if quoted {
+        let inner = &rest_trimmed[open_len + 1..];
+        let close = inner
+            .trim_end_matches(['"', '\'', '`'])
+            .trim_end_matches('\\');
+        (
+            value_at + open_len + 1,
+            value_at + open_len + 1 + close.len(),
+        )
+    } else {
+        (value_at, m.len())
+    };
+    let value = &m[value_start..value_end];
+    let with = if is_secret_value(value, quoted, name_kind(name, &m[sep..after_sep])) {
+        mask(value)
+    } else {
+        // Left alone as a whole, the value may still hold what another family
+        // masks (a URL's password, a token inside a call): the match hides those
+        // families' matches inside it, so they are found here.
+        inner_secrets(value)?
+    };
+    Some(format!("{}{with}{}", &m[..value_start], &m[value_end..]))
+}
+
+/// `value` with the built-in families' matches masked, when there are any.
+fn inner_secrets(value: &str) -> Option<String> {
+    static BUILTIN: std::sync::OnceLock<crate::Redactor> = std::sync::OnceLock::new();
+    if value.len() < 10 {
+        return None;
+    }
+    let redactor = BUILTIN.get_or_init(crate::Redactor::builtin);
+    match redactor.redact(value, crate::RedactMode::Code) {
+        std::borrow::Cow::Owned(masked) => Some(masked),
+        std::borrow::Cow::Borrowed(_) => None,
+    }
+}
+
+/// Words that are not a secret whatever name they are given.
+const NOT_SECRETS: &[&str] = &[
+    "null",
+    "none",
+    "nil",
+    "true",
+    "false",
+    "yes",
+    "no",
+    "on",
+    "off",
+    "undefined",
+    "string",
+    "str",
+    "bytes",
+    "required",
+    "optional",
+    "redacted",
+    "hidden",
+    "masked",
+    "empty",
+    "unset",
+    "env",
+];
+
+/// Whether `value`, given to a secret name of kind `name`, is a secret.
+fn is_secret_value(value: &str, quoted: bool, name: Name) -> bool {
+    if value.is_empty() || is_left_alone(value) {
+        return false;
+    }
+    let all_digits = value.bytes().all(|b| b.is_ascii_digit());
+    match name {
+        // A bare lower-case identifier or dotted path is code (`password=pw`,
+        // `password=self.password`); a quoted value is a literal.
+        Name::Password => quoted || !is_code_word(value),
+        Name::Pass => !all_digits && (quoted || !is_code_word(value)),
+        // `NAME=word` is a value, but `NAME=OTHER_NAME` and `NAME=a.b` are code.
+        Name::Env => {
+            value.len() >= 4
+                && !(is_constant(value) || (value.contains('.') && is_code_word(value)))
+        }
+        Name::Token => is_key_like(value, quoted),
+    }
+}
+
+/// An upper-case constant (`OPENAI_API_KEY`).
+fn is_constant(value: &str) -> bool {
+    value.bytes().all(|b| b.is_ascii_uppercase() || b == b'_')
+}
+
+/// A value that looks like a key or token: no spaces, letters, not an identifier,
+/// and letters mixed with digits, or long and irregular.
+fn is_key_like(value: &str, quoted: bool) -> bool {
+    let n = value.chars().count();
+    let letters = value.bytes().filter(u8::is_ascii_alphabetic).count();
+    let digits = value.bytes().filter(u8::is_ascii_digit).count();
+    if value.contains(char::is_whitespace) || letters == 0 || is_code_word(value) {
+        return false;
+    }
+    if digits > 0 {
+        return n >= 8 || (quoted && n >= 6);
+    }
+    // Letters only (and symbols): long and irregular, not a word or an identifier.
+    n >= 16 && !is_wordy(value)
+}
+
+/// References, code, paths, URLs, placeholders and plain words.
+fn is_left_alone(value: &str) -> bool {
+    let lower = value.to_ascii_lowercase();
+    value.starts_with('$')
+        || value.starts_with("{{")
+        || value.starts_with("%(")
+        || value.starts_with('<')
+        || value.starts_with('[')
+        || value.starts_with('{')
+        || value.starts_with("os.")
+        || value.starts_with("process.env")
+        || value.starts_with("env.")
+        || value.starts_with("secrets.")
+        || value.contains("://")
+        || value.contains(['(', '[', '{', '<'])
+        || value.starts_with('/')
+        || value.starts_with("~/")
+        || value.starts_with("./")
+        || value.starts_with("../")
+        || value.starts_with(['-', '=', '>', '!', '|'])
+        || value
+            .bytes()
+            .all(|b| matches!(b, b'*' | b'x' | b'X' | b'.' | b'#' | b'?'))
+        || NOT_SECRETS.contains(&lower.as_str())
+}
+
+/// A bare identifier or a dotted path of them that reads as code: lower-case
+/// snake case (`pw`, `db_password`, `self.password`), an upper-case constant
+/// (`DB_PASSWORD`, `settings.SECRET_KEY`), or a type (`String`, `SecretStr`), with
+/// no digit.
+fn is_code_word(value: &str) -> bool {
+    let segments: Vec<&str> = value.split('.').collect();
+    let ident = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphabetic() || b == b'_');
+    if !segments.iter().all(|s| ident(s)) {
+        return false;
+    }
+    segments.iter().all(|s| {
+        s.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')
+            || s.bytes().all(|b| b.is_ascii_uppercase() || b == b'_')
+            || is_wordy(s)
+    })
+}
+
+/// Camel case made of word-like parts (`SecretStr`, `LinearRegression`): each
+/// upper-case letter starts a part of three or more letters.
+fn is_wordy(value: &str) -> bool {
+    if !value.bytes().all(|b| b.is_ascii_alphabetic() || b == b'_') {
+        return false;
+    }
+    value.split('_').filter(|p| !p.is_empty()).all(|part| {
+        let mut parts = Vec::new();
+        let mut current = String::new();
+        for c in part.chars() {
+            if c.is_ascii_uppercase() && !current.is_empty() {
+                parts.push(std::mem::take(&mut current));
+            }
+            current.push(c);
+        }
+        parts.push(current);
+        parts
+            .iter()
+            .all(|p| p.len() >= 3 && p.chars().skip(1).all(|c| c.is_ascii_lowercase()))
+    })
+}
+
+#[cfg(test)]
+mod tests;

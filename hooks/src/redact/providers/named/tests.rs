@@ -1,0 +1,159 @@
+//! Secret-named values: every syntax that prints one is masked in ordinary output,
+//! and code, references, paths, placeholders and prose are left alone.
+
+use crate::{RedactMode, Redactor};
+
+fn code(text: &str) -> String {
+    Redactor::builtin()
+        .redact(text, RedactMode::Code)
+        .into_owned()
+}
+
+#[test]
+fn b30_secret_named_values_are_masked_in_every_syntax() {
+    let s = "Zq8vLr2WmN4tHx6Pk";
+    let cases = [
+        format!("PGPASSWORD={s}"),
+        format!("MYSQL_PWD={s}"),
+        format!("export PGPASSWORD={s}"),
+        format!("declare -x MYSQL_PWD=\"{s}\""),
+        format!("PGPASSWORD='{s}'"),
+        format!("aws_secret_access_key = {s}"),
+        format!("aws_session_token={s}"),
+        format!("AZURE_CLIENT_SECRET={s}"),
+        format!("ARM_CLIENT_SECRET: {s}"),
+        format!("GITHUB_TOKEN={s}"),
+        format!("GH_TOKEN={s}"),
+        format!("NPM_TOKEN={s}"),
+        format!("VAULT_TOKEN={s}"),
+        format!("CONSUL_HTTP_TOKEN={s}"),
+        format!("DOCKER_PASSWORD={s}"),
+        format!("TWINE_PASSWORD={s}"),
+        format!("HEROKU_API_KEY={s}"),
+        format!("OPENAI_API_KEY={s}"),
+        format!("ANTHROPIC_API_KEY={s}"),
+        format!("CLOUDFLARE_API_TOKEN={s}"),
+        format!("DIGITALOCEAN_ACCESS_TOKEN={s}"),
+        format!("SLACK_BOT_TOKEN={s}"),
+        format!("RSYNC_PASSWORD={s}"),
+        format!("DJANGO_SECRET_KEY={s}"),
+        format!("{{\"password\": \"{s}\"}}"),
+        format!("{{\"client_secret\":\"{s}\"}}"),
+        format!("{{\\\"password\\\": \\\"{s}\\\"}}"),
+        format!("{{\\\\\\\"password\\\\\\\": \\\\\\\"{s}\\\\\\\"}}"),
+        format!("{{'password': '{s}', 'host': 'db'}}"),
+        format!("Settings(db_password='{s}', host='db')"),
+        format!("User{{name=bob, password={s}}}"),
+        format!("password: {s}"),
+        format!("  private_key: \"{s}\""),
+        format!("secret: '{s}'"),
+        format!("password = \"{s}\""),
+        format!("level=info user=bob password={s} msg=ok"),
+        format!("[\"PATH=/usr/bin\", \"DB_PASSWORD={s}\"]"),
+        format!("\"Env\": [\"POSTGRES_PASSWORD={s}\"]"),
+        format!("jdbc:mysql://db:3306/app?user=app&password={s}&ssl=true"),
+        format!("jdbc:sqlserver://db:1433;databaseName=app;user=sa;password={s};"),
+        format!("Server=db;Database=app;User Id=sa;Password={s};"),
+        format!("Data Source=db;Initial Catalog=app;User ID=sa;Pwd={s}"),
+        format!("DRIVER={{PostgreSQL}};SERVER=db;UID=app;PWD={s};"),
+        format!("https://api.example.com/v1?access_token={s}&page=2"),
+        format!("https://api.example.com/v1?api_key={s}"),
+        format!("https://login.example.com/token?client_id=app&client_secret={s}"),
+        format!("https://x.blob.core.windows.net/c/b?sv=2022-11-02&sig={s}%3D"),
+        format!("java -Dpassword={s} -jar app.jar"),
+        format!("-Djavax.net.ssl.keyStorePassword={s}"),
+        format!("+ mysql --password={s} app"),
+        format!("ansible_password={s}"),
+        format!("ansible_become_pass={s}"),
+        format!("db.password={s}"),
+        format!("spring.datasource.password: {s}"),
+        format!("X-Amz-Security-Token={s}"),
+        "PASSWORD=correcthorsebattery".to_owned(),
+        format!("password => '{s}'"),
+        format!("$password := \"{s}\""),
+        format!("A=1\u{0}MYSQL_PWD={s}\u{0}B=2"),
+        format!("DB_PASSWORD={s}$"),
+        format!("./app/.env:3:API_TOKEN={s}"),
+        format!("+DB_PASSWORD={s}"),
+        format!("_auth = {s}"),
+        format!("//registry.npmjs.org/:_authToken={s}"),
+        format!("secret: postgres://app:{s}@db/app"),
+        format!("api_key = os.getenv(\"OPENAI_API_KEY\", \"sk-proj-{s}\")"),
+        format!("token = Token(\"ghp_{s}abcdefghijklmnopqrs\")"),
+    ];
+    for text in &cases {
+        let out = code(text);
+        let secret = if text.contains("correcthorse") {
+            "correcthorsebattery"
+        } else {
+            s
+        };
+        assert!(
+            !out.contains(&secret[..10]),
+            "{text:?} shows the secret: {out:?}"
+        );
+    }
+}
+
+#[test]
+fn b30_code_references_and_prose_beside_secret_names_are_left_alone() {
+    for text in [
+        "password = request.form[\"password\"]",
+        "password=password",
+        "db.connect(host=h, password=pw)",
+        "password=self.password",
+        "password: str",
+        "password: string;",
+        "password: String,",
+        "token: Token",
+        "token: u64,",
+        "secret: Vec<u8>",
+        "password: Option<String>",
+        "token = next_token",
+        "token: EOF",
+        "max_tokens=4096",
+        "MAX_TOKENS=4096",
+        "TOKEN_LIMIT=100",
+        "PASSWORD_MIN_LENGTH=8",
+        "SECRET_NAME=db-creds",
+        "token=None",
+        "password: null",
+        "\"password\": \"\"",
+        "\"password\": \"********\"",
+        "\"token\": \"<token>\"",
+        "password: ${DB_PASSWORD}",
+        "token: ${{ secrets.GITHUB_TOKEN }}",
+        "password: \"{{ vault_db_password }}\"",
+        "GITHUB_TOKEN=$GITHUB_TOKEN",
+        "api_key=os.environ['API_KEY']",
+        "PWD=/home/user/project",
+        "OLDPWD=/home/user",
+        "credentials: ~/.aws/credentials",
+        "PASSWORD_FILE=/run/secrets/db",
+        "password_file: ./secret.txt",
+        "Enter password:",
+        "Password: ",
+        "Invalid password: too short",
+        "The token: it expires after an hour.",
+        "secret: true",
+        "bypass=1",
+        "compass: north",
+        "token_type=Bearer",
+        "\"tokens\": 1234",
+        "SECRET_KEY = settings.SECRET_KEY",
+        "client_secret: SecretStr",
+        "secretName: db-credentials",
+        "signature: valid",
+        "password: required",
+        "token_url: https://auth.example.com/oauth/token",
+        "access_token_url=https://auth.example.com/token",
+        "--password-stdin",
+        "pass: 12",
+        "token: 3",
+        "pwd: /srv/app",
+        "if password == other:",
+        "pass=12 fail=0",
+    ] {
+        assert_eq!(code(text), text, "over-masked");
+    }
+}
