@@ -304,9 +304,16 @@ fn packed_searchers(plan: &mut [Trigger], in_group: impl Fn(&Trigger) -> bool) -
     // their prefix alike (`ghp_`, `npm_`, `brv_`; `sk-`, `fc-`), which log text
     // fits far less often than literals that merely start alike (`gh…`, `sk…`):
     // measured, the token searchers ran 1.5x faster than in plain sorted order.
+    //
+    // And a packed search compares as many first bytes as its shortest literal
+    // has (up to four): the three-byte literals (`sk-`, `hf_`, `eyJ`) go first, so
+    // they share one searcher and the others compare four bytes, which log text
+    // fits far less often than three.
     lits.sort_by(|a, b| {
         let key = |l: &[u8]| l.iter().take(3).rev().copied().collect::<Vec<u8>>();
-        key(a).cmp(&key(b)).then_with(|| a.cmp(b))
+        (a.len() > MIN_LITERAL_LEN, key(a))
+            .cmp(&(b.len() > MIN_LITERAL_LEN, key(b)))
+            .then_with(|| a.cmp(b))
     });
     let mut searchers = Vec::new();
     for chunk in lits.chunks(PACKED_LITERALS) {
