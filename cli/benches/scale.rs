@@ -22,7 +22,11 @@
 //! processes; the daemon holds one descriptor per silent session).
 //!
 //! `HERD_BENCH_ONLY=<substring>[,<substring>...]` runs only the figures whose name
-//! contains one of them.
+//! contains one of them. `HERD_BENCH_HERD=<path>` runs another build's `herd` (its
+//! `herd-shim` beside it), so two builds are compared by one bench binary.
+//! `HERD_BENCH_HOLD=<file>` keeps the full daemon up after the figures: the home
+//! and the daemon's pid are written to the file, and the bench ends once it is
+//! removed (to profile the daemon by hand).
 
 #![allow(
     clippy::print_stdout,
@@ -57,7 +61,7 @@ impl Home {
     }
 
     fn herd(&self, args: &[&str]) -> Command {
-        let mut cmd = herd(Path::new(HERD), self.dir.home());
+        let mut cmd = herd(&herd_program(), self.dir.home());
         cmd.args(args).stderr(Stdio::inherit());
         cmd
     }
@@ -72,6 +76,11 @@ impl Drop for Home {
             &mut self.herd(&["shutdown", "--yes"]),
         );
     }
+}
+
+/// The `herd` measured: `HERD_BENCH_HERD`, else this build's.
+fn herd_program() -> PathBuf {
+    std::env::var_os("HERD_BENCH_HERD").map_or_else(|| PathBuf::from(HERD), PathBuf::from)
 }
 
 /// How many sessions this machine can hold now, and why fewer than asked.
@@ -152,15 +161,39 @@ fn descriptors(pid: i32) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, Iterator::count)
 }
 
-fn rss_mb(pid: i32) -> f64 {
+/// A number field (`VmRSS:`, `Threads:`) of process `pid`'s status.
+fn status_field(pid: i32, field: &str) -> f64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
-    let kb: f64 = status
+    status
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix(field))
         .and_then(|v| v.split_whitespace().next())
         .and_then(|v| v.parse().ok())
-        .expect("VmRSS");
-    kb / 1024.0
+        .expect("a status field")
+}
+
+fn rss_mb(pid: i32) -> f64 {
+    status_field(pid, "VmRSS:") / 1024.0
+}
+
+/// Keeps the daemon up while `HERD_BENCH_HOLD`'s file exists.
+fn hold(home: &Home, daemon: i32) {
+    let Some(file) = std::env::var_os("HERD_BENCH_HOLD") else {
+        return;
+    };
+    let file = PathBuf::from(file);
+    std::fs::write(
+        &file,
+        format!("HERD_HOME={} pid={daemon}\n", home.root.display()),
+    )
+    .expect("the hold file");
+    while file.exists() {
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "a person removes the file; nothing to wait on"
+        )]
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }
 
 /// Starts `n` `sleep 600` jobs from `FILLERS` connections at once; seconds.
@@ -206,6 +239,8 @@ fn sessions() {
     let fds_full = descriptors(daemon);
     let full_ps = ps_runs(&home, &["ps"]);
     let full_json = ps_runs(&home, &["ps", "--json"]);
+    let rss_after = rss_mb(daemon);
+    let threads = status_field(daemon, "Threads:");
     let note = format!(
         "{n} running `sleep 600` sessions (started by {FILLERS} clients in {fill_s:.1} s); daemon RSS {rss_full:.0} MB with them, {rss_empty:.0} MB empty; {PROBES} spawns of `true` on one connection each way{scaled}"
     );
@@ -264,11 +299,12 @@ fn sessions() {
             Some((rss_empty, "the same daemon holding no session, before")),
             None,
             &format!(
-                "{note}; the daemon held {fds_full} descriptors with them, {fds_empty} empty ({:.2} a session)",
+                "{note}; the daemon held {fds_full} descriptors with them, {fds_empty} empty ({:.2} a session); {rss_after:.0} MB and {threads} threads after the probes and the 10 listings",
                 (fds_full.saturating_sub(fds_empty)) as f64 / n as f64
             ),
         )
     );
+    hold(&home, daemon);
     drop(conn);
     drop(home);
 }

@@ -3,7 +3,10 @@
 use herd_persistence::Home;
 use herd_protocol::methods::List;
 use herd_protocol::params::ListParams;
+use serde::Deserialize;
 use serde_json::Value;
+use serde_json::value::RawValue;
+use std::borrow::Cow;
 
 use super::{ending, old_daemon_for_hosts, truncate};
 use crate::args::PsArgs;
@@ -47,34 +50,41 @@ pub(crate) async fn ps(home: &Home, args: PsArgs) -> anyhow::Result<()> {
         params.host.clone_from(&args.host);
         params.all_hosts = args.all_hosts;
     }
-    let answer = client.send_typed::<List>(&params).await?;
+    // Thousands of rows: read as the daemon wrote them, into the few fields shown.
+    let raw = client.ask_raw::<List>(&params).await?;
     if args.json {
-        return Ok(output::json_pretty(&answer)?);
+        return Ok(output::line(&pretty::pretty(raw.get()))?);
     }
+    let answer: Answer<'_> = serde_json::from_str(raw.get()).map_err(|err| {
+        anyhow::anyhow!(
+            "the daemon's answer to `list` does not read as the protocol says ({err}); is the \
+             running daemon another herd version? `herd status` names it"
+        )
+    })?;
     // A host that did not answer: its rows are the last known ones.
-    for host in answer["hosts"].as_array().into_iter().flatten() {
-        if host["status"] == "unreachable" {
+    for host in answer.hosts.iter().flatten() {
+        if host.status.as_deref() == Some("unreachable") {
             output::err_line(&format!(
                 "host {} is unreachable since {}: {} (its jobs show their last known state)",
-                output::visible(host["name"].as_str().unwrap_or_default()),
-                host["since"].as_str().unwrap_or("?"),
-                output::visible(host["message"].as_str().unwrap_or_default()),
+                output::visible(host.name.as_deref().unwrap_or_default()),
+                host.since.as_deref().unwrap_or("?"),
+                output::visible(host.message.as_deref().unwrap_or_default()),
             ));
-        } else if host["late"] == true {
+        } else if host.late == Some(true) {
             output::err_line(&format!(
                 "host {} did not answer in time: its jobs show their last known state",
-                output::visible(host["name"].as_str().unwrap_or_default()),
+                output::visible(host.name.as_deref().unwrap_or_default()),
             ));
         }
     }
-    if let Some(n_older) = answer["older"].as_u64() {
+    if let Some(n_older) = answer.older {
         output::err_line(&format!(
             "{n_older} older finished session{} not shown (finished more than {} ago) — use --since",
             if n_older == 1 { "" } else { "s" },
             age_text(window)
         ));
     }
-    let rows: &[Value] = answer["processes"].as_array().map_or(&[], Vec::as_slice);
+    let rows = answer.processes;
     if rows.is_empty() {
         output::line(if args.all {
             "no sessions"
@@ -101,7 +111,7 @@ pub(crate) async fn ps(home: &Home, args: PsArgs) -> anyhow::Result<()> {
     let cells: Vec<Cells> = rows
         .iter()
         .map(|row| row_cells(row, by_owner, by_host))
-        .collect();
+        .collect::<anyhow::Result<_>>()?;
     let (cells, command_width, line_width) = layout(&header, cells, table.width());
     // A column with no room is left out rather than wrapping every row.
     if line_width.is_none() {
@@ -129,58 +139,119 @@ pub(crate) async fn ps(home: &Home, args: PsArgs) -> anyhow::Result<()> {
 /// are cut to the room left.
 type Cells = (Vec<String>, String, String);
 
+/// `list`'s answer, as far as `ps` reads it: the rows are read one by one.
+#[derive(Debug, Deserialize)]
+struct Answer<'a> {
+    #[serde(borrow)]
+    processes: Vec<&'a RawValue>,
+    #[serde(default)]
+    older: Option<u64>,
+    #[serde(default)]
+    hosts: Option<Vec<Host>>,
+}
+
+/// A far host of `list`'s answer, as far as `ps` reads it.
+#[derive(Debug, Deserialize)]
+struct Host {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    status: Option<String>,
+    #[serde(default)]
+    since: Option<String>,
+    #[serde(default)]
+    message: Option<String>,
+    #[serde(default)]
+    late: Option<bool>,
+}
+
+/// A `list` row's fields the table shows.
+#[derive(Debug, Deserialize)]
+struct Row<'a> {
+    #[serde(default, borrow)]
+    session_id: Cow<'a, str>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default, borrow)]
+    status: Cow<'a, str>,
+    #[serde(default)]
+    completion_reason: Option<String>,
+    #[serde(default)]
+    pid: Option<i64>,
+    #[serde(default)]
+    duration_seconds: Option<f64>,
+    #[serde(default)]
+    uptime_seconds: Option<f64>,
+    #[serde(default, borrow)]
+    owner_task_id: Cow<'a, str>,
+    #[serde(default)]
+    host: Option<String>,
+    #[serde(default)]
+    stale: Option<bool>,
+    #[serde(default, borrow)]
+    command: Cow<'a, str>,
+    #[serde(default, borrow)]
+    output_preview: Cow<'a, str>,
+}
+
 /// The cells of one `list` row.
-fn row_cells(row: &Value, by_owner: bool, by_host: bool) -> Cells {
-    let state = match (row["status"].as_str(), row["completion_reason"].as_str()) {
-        (Some("running"), _) | (_, None) => {
-            output::visible(row["status"].as_str().unwrap_or("?")).into_owned()
+fn row_cells(raw: &RawValue, by_owner: bool, by_host: bool) -> anyhow::Result<Cells> {
+    let row: Row<'_> = serde_json::from_str(raw.get()).map_err(|err| {
+        anyhow::anyhow!("a `list` row does not read as the protocol says ({err})")
+    })?;
+    let state = match (row.status.as_ref(), row.completion_reason.as_deref()) {
+        ("running", _) | (_, None) => output::visible(if row.status.is_empty() {
+            "?"
+        } else {
+            &row.status
+        })
+        .into_owned(),
+        // `exited 0`, `killed (SIGTERM)`, `died of SIGSEGV`, `lost …`: a finished
+        // row is read whole for its ending.
+        _ => {
+            let whole: Value = serde_json::from_str(raw.get())?;
+            ending(&whole, "")
+                .split_once(' ')
+                .map(|(_, how)| how.to_owned())
+                .unwrap_or_default()
         }
-        // `exited 0`, `killed (SIGTERM)`, `died of SIGSEGV`, `lost …`.
-        _ => ending(row, "")
-            .split_once(' ')
-            .map(|(_, how)| how.to_owned())
-            .unwrap_or_default(),
     };
-    let id = output::visible(row["session_id"].as_str().unwrap_or_default()).into_owned();
+    let id = output::visible(&row.session_id).into_owned();
     let mut fixed = vec![
-        match row["name"].as_str() {
+        match &row.name {
             Some(name) => format!("{id} {}", output::visible(name)),
             None => id,
         },
         state,
-        row["pid"]
-            .as_i64()
+        row.pid
             .filter(|&p| p > 0)
             .map(|p| p.to_string())
             .unwrap_or_default(),
         // A finished session's age stops: how long it ran.
-        age(row["duration_seconds"]
-            .as_f64()
-            .or_else(|| row["uptime_seconds"].as_f64())
+        age(row
+            .duration_seconds
+            .or(row.uptime_seconds)
             .unwrap_or_default()),
     ];
     if by_owner {
-        fixed.insert(
-            1,
-            output::visible(row["owner_task_id"].as_str().unwrap_or_default()).into_owned(),
-        );
+        fixed.insert(1, output::visible(&row.owner_task_id).into_owned());
     }
     if by_host {
-        let host = output::visible(row["host"].as_str().unwrap_or("local")).into_owned();
+        let host = output::visible(row.host.as_deref().unwrap_or("local")).into_owned();
         fixed.insert(
             1,
-            if row["stale"] == true {
+            if row.stale == Some(true) {
                 format!("{host} (stale)")
             } else {
                 host
             },
         );
     }
-    (
+    Ok((
         fixed,
-        row["command"].as_str().unwrap_or_default().to_owned(),
-        last_line(row["output_preview"].as_str().unwrap_or_default()).to_owned(),
-    )
+        row.command.into_owned(),
+        last_line(&row.output_preview).to_owned(),
+    ))
 }
 
 /// The rows as a terminal of `width` columns shows them, with the widths of the
@@ -332,5 +403,6 @@ fn latest_frame(line: &str) -> &str {
         .unwrap_or("")
 }
 
+mod pretty;
 #[cfg(test)]
 mod tests;

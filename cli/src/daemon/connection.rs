@@ -69,6 +69,9 @@ pub(crate) trait Service: Send + Sync + 'static {
 pub(crate) enum Reply<S> {
     /// One result.
     Value(Value),
+    /// One result, already serialised (a long answer written in one pass, with no
+    /// `Value` of it built first).
+    Json(Vec<u8>),
     /// One error.
     Error(RpcError),
     /// The connection becomes a stream.
@@ -138,6 +141,8 @@ async fn client_gone(reader: &mut BufReader<OwnedReadHalf>) {
 enum Step {
     /// Write this answer, then read the next line.
     Answer(Box<Response>),
+    /// Write this line (an answer serialised already), then read the next line.
+    Line(Vec<u8>),
     /// Nothing to write (a notification): read the next line.
     Skip,
     /// The connection is done: a stream ended, or the client left a wait.
@@ -219,6 +224,11 @@ pub(crate) async fn serve<S: Service>(
         match step {
             Step::Answer(response) => {
                 if write(&mut writer, &response).await.is_err() {
+                    return;
+                }
+            }
+            Step::Line(line) => {
+                if writer.write_all(&line).await.is_err() {
                     return;
                 }
             }
@@ -311,6 +321,7 @@ impl<S: Service> Exchange<'_, S> {
         };
         match reply {
             Reply::Value(result) => Step::Answer(Box::new(Response::ok(id, result))),
+            Reply::Json(result) => Step::Line(answer_line(&id, &result)),
             Reply::Error(error) => Step::Answer(Box::new(Response::err(id, error))),
             Reply::Stream(stream) => {
                 let outlet = Outlet::new(self.reader, self.writer, id);
@@ -348,7 +359,36 @@ fn parse(line: &[u8]) -> Result<Request, Box<Response>> {
     Ok(request)
 }
 
+/// The line of a success answer to `id` whose result is `result`, serialised
+/// already: the bytes [`Response::ok`] would write for the same result.
+fn answer_line(id: &Value, result: &[u8]) -> Vec<u8> {
+    let mut line = Vec::with_capacity(result.len() + 64);
+    line.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    // An id is a number, a string or null: serialising it cannot fail.
+    let _ = serde_json::to_writer(&mut line, id);
+    line.extend_from_slice(br#","result":"#);
+    line.extend_from_slice(result);
+    line.extend_from_slice(b"}\n");
+    line
+}
+
 /// Writes one message.
 async fn write(writer: &mut OwnedWriteHalf, response: &Response) -> std::io::Result<()> {
     writer.write_all(&response.to_line()).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Response, Value, answer_line};
+
+    #[test]
+    fn a_serialised_answer_is_the_line_of_its_value() {
+        let result =
+            serde_json::json!({"processes": [{"session_id": "proc_1", "pid": 7}], "older": 2});
+        let bytes = serde_json::to_vec(&result).expect("serialised");
+        for id in [Value::from(3), Value::from("a\"b"), Value::Null] {
+            let expected = Response::ok(id.clone(), result.clone()).to_line();
+            assert_eq!(answer_line(&id, &bytes), expected);
+        }
+    }
 }

@@ -239,7 +239,13 @@ impl State {
             "spawn" if follow => return self.spawn_follow(params, raw).await,
             "spawn" => self.spawn(params).await,
             "list" if super::hosts::Hosts::wants(&params) => self.list_hosts(params).await,
-            "list" => off_worker(&self.registry, move |r| query::list(r, params)).await,
+            "list" => {
+                let answer = off_worker(&self.registry, move |r| query::list_json(r, params));
+                return match answer.await {
+                    Ok(json) => Reply::Json(json),
+                    Err(error) => Reply::Error(error),
+                };
+            }
             "lookup" => off_worker(&self.registry, move |r| query::lookup(r, params)).await,
             "poll" => self.poll(params).await,
             "log" => off_worker(&self.registry, move |r| query::log(r, params)).await,

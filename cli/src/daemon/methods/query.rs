@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::wire::{core_error, lookup_error, parse, to_value};
 use super::{IdParams, State, off_worker};
-use crate::protocol::{INVALID_PARAMS, RpcError};
+use crate::protocol::{INTERNAL_ERROR, INVALID_PARAMS, RpcError};
 
 /// The largest log chunk one `log_chunk` or stream message carries.
 pub(super) const CHUNK_BYTES: usize = 1 << 20;
@@ -34,8 +34,29 @@ impl State {
     }
 }
 
-/// `list`: the sessions by owner, state, age and a newest-N limit.
+/// `list`: the sessions by owner, state, age and a newest-N limit, as a `Value`
+/// (for the far rows to join).
 pub(super) fn list(registry: &Registry, params: Value) -> Result<Value, RpcError> {
+    to_value(list_answer(registry, params)?)
+}
+
+/// `list`'s answer serialised in one pass: thousands of rows go to the socket
+/// with no `Value` of them built first.
+pub(super) fn list_json(registry: &Registry, params: Value) -> Result<Vec<u8>, RpcError> {
+    let answer = list_answer(registry, params)?;
+    serde_json::to_vec(&answer).map_err(|err| {
+        RpcError::new(
+            INTERNAL_ERROR,
+            format!("failed to encode the answer: {err}"),
+        )
+    })
+}
+
+/// `list`'s answer.
+fn list_answer(
+    registry: &Registry,
+    params: Value,
+) -> Result<ListAnswer<herd_core::ListRow>, RpcError> {
     let p: ListParams = parse(params)?;
 
     if let Some(limit) = p.limit
@@ -81,7 +102,7 @@ pub(super) fn list(registry: &Registry, params: Value) -> Result<Value, RpcError
     let more = p.limit.map_or(0, |limit| rows.len().saturating_sub(limit));
     rows.drain(..more);
     let count = |n: usize| (n > 0).then(|| u64::try_from(n).unwrap_or(u64::MAX));
-    to_value(ListAnswer {
+    Ok(ListAnswer {
         processes: rows,
         more: count(more),
         older: count(n_older),
