@@ -5,8 +5,9 @@
 //! behind private fields and is entered through `Inner` methods:
 //!
 //! - `table`, `table_room`: the session table (running, finished, owners' queues)
-//!   behind the table lock (`table_room::Table`, one-step calls and `lock()`),
-//!   lookup, fresh ids, pruning;
+//!   behind the table lock, which only the table room (`table_room::Table`) takes:
+//!   one-step named operations, and named critical sections whose closures see
+//!   the owners' queues only; lookup, fresh ids, pruning;
 //! - `spawning`: the spawn path, called once per [`Registry::spawn`];
 //! - `query`, `stdin`, `killing`: the query API, input, kills and their conclusion;
 //! - `finish`: the one choke point, which moves a session from running to
@@ -22,7 +23,8 @@
 //! - `notify`, `agents`: notifications and parent and child agents;
 //!   `lifecycle`, `delivery`, `external`, `logs`: time limits and restart,
 //!   drains, far hosts' events, log chunks and followers; `retention`: `clean` and
-//!   the timer that evicts expired results; `readiness`: a session's durable ready
+//!   the timer that evicts expired results, with `retention_policy::Retention` owning the
+//!   decisions (no lock); `readiness`: a session's durable ready
 //!   mark.
 //!
 //! Lock order: every mutex's rank is in its type and checked in debug builds by
@@ -58,6 +60,7 @@ mod readiness;
 mod recommit;
 mod restarts;
 mod retention;
+mod retention_policy;
 mod spawning;
 mod stdin;
 mod table;
@@ -115,8 +118,10 @@ pub struct Registry {
 pub(crate) struct Inner {
     home: Home,
     config: RegistryConfig,
-    /// The session table behind the table lock.
+    /// The session table behind the table lock, which only this room takes.
     table: table_room::Table,
+    /// The retention rules (what the table's cache keeps, when the timer ticks).
+    retention: retention_policy::Retention,
     /// The broadcast of events, the notification policy and the ids acknowledged
     /// lately.
     outbox: delivery::Outbox,
@@ -181,6 +186,7 @@ impl Registry {
                 outbox: delivery::Outbox::new(config.notifications, BROADCAST_CAPACITY),
                 durable: durable::Durable::new(&home, &config),
                 queue: queue::Scheduler::new(&home, &config),
+                retention: retention_policy::Retention::new(&config),
                 v1_base: crate::sys::usage::V1Base::default(),
                 home,
                 config,
@@ -383,8 +389,9 @@ impl Registry {
 }
 
 impl Inner {
-    pub(crate) fn lock(&self) -> crate::lock_order::Ordered<'_, Tables> {
-        self.table.lock()
+    /// Session `id`, running or kept finished.
+    pub(crate) fn session(&self, id: &crate::id::SessionId) -> Option<Arc<Session>> {
+        self.table.get(id)
     }
 
     /// Tells the `changes` receivers that the sessions changed. Called after the

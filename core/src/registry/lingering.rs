@@ -66,12 +66,8 @@ impl Inner {
             return false;
         }
         let s = self.lingering_session(id.clone(), &receipt, &info, shim, record.signal);
-        {
-            let mut tables = self.lock();
-            if tables.get(id).is_some() {
-                return true;
-            }
-            tables.add_finished(Arc::clone(&s));
+        if !self.table.add_finished_if_new(&s) {
+            return true;
         }
         self.changed();
         tracing::info!(session_id = %id, shim_pid = shim.pid, n = receipt.leftovers.len(), "a finished session's shim still holds leftovers; held again");

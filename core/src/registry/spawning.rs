@@ -61,7 +61,7 @@ impl Inner {
         let cwd = self.working_dir(&req)?;
         self.judge(&req, &cwd).await?;
         let wakes = self.plan_notifications(&req);
-        let id = given.unwrap_or_else(|| self.fresh_id());
+        let id = given.unwrap_or_else(|| self.table.fresh_id());
         let (scratch, log_path) = self.prepare_dirs(&id)?;
         let mut env = self.job_env(&req, &id, &scratch);
         let argv = self.job_argv(&req, &mut env, &cwd);
@@ -187,7 +187,7 @@ impl Inner {
     fn check_name_free(&self, req: &SpawnRequest, name: &str) -> Result<(), SpawnError> {
         check_name(name)?;
         let owner = req.owner_task_id.as_deref().unwrap_or(&req.task_id);
-        let taken = self.lock().running_named(name, owner);
+        let taken = self.table.running_named(name, owner);
         match taken {
             Some(id) => Err(SpawnError::InvalidRequest {
                 field: "name",
