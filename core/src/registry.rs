@@ -19,7 +19,9 @@
 //!   session owner's identity, and every `command` field
 //!   `pipeline.show_command`;
 //! - `durable` (`checkpoint`, `ledger`, `receipts`), `restore`, `reclaim`,
-//!   `supervised`: what is kept on disk and what comes back from it;
+//!   `supervised`: what is kept on disk and what comes back from it; `shims`
+//!   (`shims::Shims`): the launcher and shim directories, starting a job under a
+//!   shim and retiring what a failed start left;
 //! - `notify`, `agents`: notifications and parent and child agents;
 //!   `lifecycle`, `delivery`, `external`, `logs`: time limits and restart,
 //!   drains, far hosts' events, log chunks and followers; `retention`: `clean` and
@@ -76,6 +78,7 @@ pub use stdin::TerminalGuard;
 mod rebuilt;
 mod reclaim;
 mod restore;
+mod shims;
 mod supervised;
 
 use agents::Agents;
@@ -140,8 +143,8 @@ pub(crate) struct Inner {
     /// Fires when the host detaches: followers of supervised sessions stop, their
     /// shims and jobs run on.
     detach: CancellationToken,
-    /// Forks the shims of sessions that are not wrapped by a dispatcher.
-    launcher: Option<crate::shim::link::Launcher>,
+    /// The supervised room: the launcher that forks shims, their directories.
+    shims: shims::Shims,
     /// Set when shutdown or detach begins: spawns are refused from then on.
     closing: std::sync::atomic::AtomicBool,
     /// Completions whose ledger commit failed, committed again later.
@@ -175,11 +178,6 @@ impl Registry {
         let notifier = Notifier::new(Arc::clone(&config.clock));
         let (finishes, _) = watch::channel(0);
         let (changes, _) = watch::channel(0);
-        let pool_socket = home.run_dir().join("pool.sock");
-        let launcher = config
-            .shim
-            .clone()
-            .map(|program| crate::shim::link::Launcher::new(program, pool_socket));
         let queue_cap = config.queue_cap;
         let registry = Registry {
             inner: Arc::new(Inner {
@@ -187,6 +185,7 @@ impl Registry {
                 durable: durable::Durable::new(&home, &config),
                 queue: queue::Scheduler::new(&home, &config),
                 retention: retention_policy::Retention::new(&config),
+                shims: shims::Shims::new(&home, &config, runtime.clone()),
                 v1_base: crate::sys::usage::V1Base::default(),
                 home,
                 config,
@@ -197,7 +196,6 @@ impl Registry {
                 notifier,
                 agents: Agents::default(),
                 detach: CancellationToken::new(),
-                launcher,
                 closing: std::sync::atomic::AtomicBool::new(false),
                 recommits: recommit::Recommits::default(),
             }),

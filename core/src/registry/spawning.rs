@@ -20,7 +20,7 @@ use tracing::Instrument;
 
 use super::Inner;
 use super::notify::NotifyPlan;
-use super::supervised::{ShimEnding, ShimStartError, ShimStarted};
+use super::shims::{ShimEnding, ShimStartError, ShimStarted};
 use super::table::check_name;
 use crate::answers::{ModeName, SpawnInfo};
 use crate::config::{Mode, SpawnRequest};
@@ -335,15 +335,16 @@ impl Inner {
                 "PTY support disabled by configuration".to_owned(),
             ))
         } else {
-            self.start_shim(
-                job.id,
-                direct,
-                job.launch,
-                pty,
-                job.log_path,
-                job.ending(self.config.kill_leftovers),
-            )
-            .await
+            self.shims
+                .start(
+                    job.id,
+                    direct,
+                    job.launch,
+                    pty,
+                    job.log_path,
+                    job.ending(self.config.kill_leftovers),
+                )
+                .await
         };
         match attempt {
             Ok(started) => Ok((Started::Shim(started), None)),
@@ -355,7 +356,8 @@ impl Inner {
                     cwd: job.launch.cwd,
                 };
                 let started = self
-                    .start_shim(
+                    .shims
+                    .start(
                         job.id,
                         direct,
                         &launch,

@@ -329,7 +329,7 @@ impl Inner {
                 continue;
             };
             // A shim holding leftovers keeps its directory until it exits.
-            if self.keep_lingering_shim_dir(&s, &dir) {
+            if self.shims.keep_dir_while_held(&s, &dir) {
                 continue;
             }
             if let Err(error) = dir.remove() {
