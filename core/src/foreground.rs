@@ -122,10 +122,7 @@ impl Registry {
         }
         // Through the public spawn, so the session is checkpointed like any other.
         let info = self.spawn(req).await?;
-        let s = {
-            let tables = self.inner.lock();
-            tables.get(&info.session_id).cloned()
-        };
+        let s = self.inner.session(&info.session_id);
         let Some(s) = s else {
             // Pruned between the spawn and here: only possible with a finished cap of
             // zero; the log still has everything.

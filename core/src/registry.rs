@@ -5,8 +5,9 @@
 //! behind private fields and is entered through `Inner` methods:
 //!
 //! - `table`, `table_room`: the session table (running, finished, owners' queues)
-//!   behind the table lock (`table_room::Table`, one-step calls and `lock()`),
-//!   lookup, fresh ids, pruning;
+//!   behind the table lock, which only the table room (`table_room::Table`) takes:
+//!   one-step named operations, and named critical sections whose closures see
+//!   the owners' queues only; lookup, fresh ids, pruning;
 //! - `spawning`: the spawn path, called once per [`Registry::spawn`];
 //! - `query`, `stdin`, `killing`: the query API, input, kills and their conclusion;
 //! - `finish`: the one choke point, which moves a session from running to
@@ -18,11 +19,14 @@
 //!   session owner's identity, and every `command` field
 //!   `pipeline.show_command`;
 //! - `durable` (`checkpoint`, `ledger`, `receipts`), `restore`, `reclaim`,
-//!   `supervised`: what is kept on disk and what comes back from it;
+//!   `supervised`: what is kept on disk and what comes back from it; `shims`
+//!   (`shims::Shims`): the launcher and shim directories, starting a job under a
+//!   shim and retiring what a failed start left;
 //! - `notify`, `agents`: notifications and parent and child agents;
 //!   `lifecycle`, `delivery`, `external`, `logs`: time limits and restart,
 //!   drains, far hosts' events, log chunks and followers; `retention`: `clean` and
-//!   the timer that evicts expired results; `readiness`: a session's durable ready
+//!   the timer that evicts expired results, with `retention_policy::Retention` owning the
+//!   decisions (no lock); `readiness`: a session's durable ready
 //!   mark.
 //!
 //! Lock order: every mutex's rank is in its type and checked in debug builds by
@@ -58,6 +62,7 @@ mod readiness;
 mod recommit;
 mod restarts;
 mod retention;
+mod retention_policy;
 mod spawning;
 mod stdin;
 mod table;
@@ -73,6 +78,7 @@ pub use stdin::TerminalGuard;
 mod rebuilt;
 mod reclaim;
 mod restore;
+mod shims;
 mod supervised;
 
 use agents::Agents;
@@ -115,8 +121,10 @@ pub struct Registry {
 pub(crate) struct Inner {
     home: Home,
     config: RegistryConfig,
-    /// The session table behind the table lock.
+    /// The session table behind the table lock, which only this room takes.
     table: table_room::Table,
+    /// The retention rules (what the table's cache keeps, when the timer ticks).
+    retention: retention_policy::Retention,
     /// The broadcast of events, the notification policy and the ids acknowledged
     /// lately.
     outbox: delivery::Outbox,
@@ -135,8 +143,8 @@ pub(crate) struct Inner {
     /// Fires when the host detaches: followers of supervised sessions stop, their
     /// shims and jobs run on.
     detach: CancellationToken,
-    /// Forks the shims of sessions that are not wrapped by a dispatcher.
-    launcher: Option<crate::shim::link::Launcher>,
+    /// The supervised room: the launcher that forks shims, their directories.
+    shims: shims::Shims,
     /// Set when shutdown or detach begins: spawns are refused from then on.
     closing: std::sync::atomic::AtomicBool,
     /// Completions whose ledger commit failed, committed again later.
@@ -170,17 +178,14 @@ impl Registry {
         let notifier = Notifier::new(Arc::clone(&config.clock));
         let (finishes, _) = watch::channel(0);
         let (changes, _) = watch::channel(0);
-        let pool_socket = home.run_dir().join("pool.sock");
-        let launcher = config
-            .shim
-            .clone()
-            .map(|program| crate::shim::link::Launcher::new(program, pool_socket));
         let queue_cap = config.queue_cap;
         let registry = Registry {
             inner: Arc::new(Inner {
                 outbox: delivery::Outbox::new(config.notifications, BROADCAST_CAPACITY),
                 durable: durable::Durable::new(&home, &config),
                 queue: queue::Scheduler::new(&home, &config),
+                retention: retention_policy::Retention::new(&config),
+                shims: shims::Shims::new(&home, &config, runtime.clone()),
                 v1_base: crate::sys::usage::V1Base::default(),
                 home,
                 config,
@@ -191,7 +196,6 @@ impl Registry {
                 notifier,
                 agents: Agents::default(),
                 detach: CancellationToken::new(),
-                launcher,
                 closing: std::sync::atomic::AtomicBool::new(false),
                 recommits: recommit::Recommits::default(),
             }),
@@ -383,8 +387,9 @@ impl Registry {
 }
 
 impl Inner {
-    pub(crate) fn lock(&self) -> crate::lock_order::Ordered<'_, Tables> {
-        self.table.lock()
+    /// Session `id`, running or kept finished.
+    pub(crate) fn session(&self, id: &crate::id::SessionId) -> Option<Arc<Session>> {
+        self.table.get(id)
     }
 
     /// Tells the `changes` receivers that the sessions changed. Called after the

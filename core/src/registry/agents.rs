@@ -265,20 +265,23 @@ impl Inner {
     /// running table: either its completion will be queued, or it has finished and
     /// the caller reads the exit itself. Never neither, never both.
     pub(crate) fn adopt_foreground(self: &Arc<Self>, s: &Session) -> Adoption {
-        let tables = self.lock();
-        if !tables.is_running(&s.id) {
+        let adopted = self.table.while_running(&s.id, |_, _| {
+            // The owner is read first: the agents lock ranks before a session's state.
+            let owner = s.state().owner_task_id.clone();
+            if self.agents.is_child(&owner) {
+                return Adoption::ChildNotNotified;
+            }
+            s.set_notify(true);
+            Adoption::Notified
+        });
+        let Some(adopted) = adopted else {
             return Adoption::Finished;
+        };
+        if adopted == Adoption::Notified {
+            // The stored row says notify too, so a restore keeps the completion (B27).
+            self.request_checkpoint();
         }
-        // The owner is read first: the agents lock ranks before a session's state.
-        let owner = s.state().owner_task_id.clone();
-        if self.agents.is_child(&owner) {
-            return Adoption::ChildNotNotified;
-        }
-        s.set_notify(true);
-        drop(tables);
-        // The stored row says notify too, so a restore keeps the completion (B27).
-        self.request_checkpoint();
-        Adoption::Notified
+        adopted
     }
 }
 
@@ -318,30 +321,30 @@ impl Registry {
             return Err(HandoffError::MissingPurpose);
         }
         let s = self.inner.lookup(id)?;
-        let tables = self.inner.lock();
-        let handed = self.inner.agents.hand_off(from_child, || {
-            let not_owned = || HandoffError::NotRunningOwned { id: s.id.clone() };
-            if !tables.is_running(&s.id) {
-                return Err(not_owned());
-            }
-            {
-                let mut st = s.state();
-                if st.owner_task_id != from_child {
+        let handed = self.inner.table.as_running(&s.id, |runs| {
+            self.inner.agents.hand_off(from_child, || {
+                let not_owned = || HandoffError::NotRunningOwned { id: s.id.clone() };
+                if !runs {
                     return Err(not_owned());
                 }
-                st.owner_task_id = parent.owner_task_id.clone();
-                st.task_id = parent.task_id.clone();
-                st.session_key = parent.session_key.clone();
-                st.handoff_note = Some(purpose.to_owned());
-            }
-            s.set_notify(true);
-            Ok(HandedOff {
-                session_id: s.id.clone(),
-                command: self.inner.shown_command(&s),
-                purpose: purpose.to_owned(),
+                {
+                    let mut st = s.state();
+                    if st.owner_task_id != from_child {
+                        return Err(not_owned());
+                    }
+                    st.owner_task_id = parent.owner_task_id.clone();
+                    st.task_id = parent.task_id.clone();
+                    st.session_key = parent.session_key.clone();
+                    st.handoff_note = Some(purpose.to_owned());
+                }
+                s.set_notify(true);
+                Ok(HandedOff {
+                    session_id: s.id.clone(),
+                    command: self.inner.shown_command(&s),
+                    purpose: purpose.to_owned(),
+                })
             })
         })?;
-        drop(tables);
         self.inner.changed();
         // The new owners are checkpointed, so a restore keeps the handoff (B27).
         self.inner.request_checkpoint();
@@ -364,21 +367,10 @@ impl Registry {
             Vec<crate::Event>,
             Vec<Arc<Session>>,
             Vec<Arc<Session>>,
-        ) = {
-            let mut tables = self.inner.lock();
-            let dropped = tables.drop_queue(child_owner);
-            let owned = |s: &&Arc<Session>| s.state().owner_task_id == child_owner;
-            (
-                dropped,
-                tables
-                    .running()
-                    .filter(owned)
-                    .filter(|s| !s.persist_on_release)
-                    .cloned()
-                    .collect(),
-                tables.finished().filter(owned).cloned().collect(),
-            )
-        };
+        ) = self
+            .inner
+            .table
+            .release_owner(child_owner, |s| !s.persist_on_release);
         // The child is gone and its queue with it: marked delivered (outside the
         // table lock), or a restart would replay its completions to nobody.
         self.inner.mark_delivered(&dropped);

@@ -18,12 +18,13 @@ use tokio::sync::broadcast;
 use crate::answers::CompletionReason;
 use crate::config::NotificationPolicy;
 use crate::event::Event;
-use crate::registry::{Inner, Registry, Tables};
+use crate::registry::table::Queues;
+use crate::registry::{Inner, Registry};
 
 /// The delivery room: the broadcast every event goes out on, the notification
 /// policy that decides which are queued for their owners, and the ids
 /// acknowledged lately. Events are queued in the owners' queues of the table,
-/// under the table lock the caller holds.
+/// which the table room hands to a critical section.
 #[derive(Debug)]
 pub(crate) struct Outbox {
     events: broadcast::Sender<Event>,
@@ -68,16 +69,17 @@ impl Outbox {
     }
 
     /// Queues `event` for each of `owners` when the policy allows and broadcasts
-    /// it once. The caller holds the table lock.
+    /// it once. Called in a critical section of the table room, which hands out
+    /// the queues.
     pub(crate) fn publish<'o>(
         &self,
-        tables: &mut Tables,
+        queues: &mut Queues,
         owners: impl IntoIterator<Item = &'o str>,
         event: Event,
     ) {
         if self.allows(&event) {
             for owner in owners {
-                tables.enqueue(owner, event.clone());
+                queues.enqueue(owner, event.clone());
             }
         }
         self.broadcast(event);
@@ -152,7 +154,7 @@ impl Drop for Drained {
         {
             let events = std::mem::take(&mut self.events);
             self.inner
-                .lock()
+                .table
                 .requeue_front(std::mem::take(&mut self.owner), events);
         }
         tracing::debug!(n_returned, "unacknowledged events returned to their queue");
@@ -233,20 +235,10 @@ impl Registry {
         }
         self.inner.outbox.acked.note(ids);
         let wanted: HashSet<&str> = ids.iter().map(String::as_str).collect();
-        let n_dequeued = {
-            let mut tables = self.inner.lock();
-            let queued = tables.drop_queue(owner);
-            let before = queued.len();
-            let kept: Vec<Event> = queued
-                .into_iter()
-                .filter(|e| !wanted.contains(e.event_id().as_str()))
-                .collect();
-            let n = before - kept.len();
-            if !kept.is_empty() {
-                tables.requeue_front(owner.to_owned(), kept);
-            }
-            n
-        };
+        let n_dequeued = self
+            .inner
+            .table
+            .dequeue_where(owner, |e| wanted.contains(e.event_id().as_str()));
         Acknowledgement {
             n_dequeued,
             n_completions: completions.len(),

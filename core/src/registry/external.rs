@@ -80,10 +80,7 @@ impl Registry {
                 None => return External::NotCommitted,
             }
         }
-        {
-            let mut tables = self.inner.lock();
-            tables.enqueue(owner, event.clone());
-        }
+        self.inner.table.enqueue(owner, event.clone());
         self.inner.outbox.broadcast(event);
         External::Queued
     }

@@ -14,6 +14,7 @@ use super::Inner;
 use crate::answers::CompletionReason;
 use crate::config::KillSource;
 use crate::event::Event;
+use crate::id::SessionId;
 use crate::reader::Finish;
 use crate::session::{ExitInfo, Finished, Session, State};
 use crate::text;
@@ -61,39 +62,38 @@ impl Inner {
         // restore finishes again (the previous daemon crashed after delivering it
         // but before its receipt was stored) is not queued a second time.
         let early_commit = queued(&early).then(|| self.commit_completion(&early));
-        let mut tables = self.lock();
-        if tables.take_running(&s.id).is_none() {
+        let pending = |id: &SessionId| self.receipt_pending(id);
+        let concluded = self.table.conclude(s, &self.retention, pending, |queues| {
+            self.notifier.forget(&s.id);
+            let event = draft.stamp(s);
+            if queued(&event) {
+                let commit = match early_commit {
+                    Some(committed) if same_completion(&early, &event) => committed,
+                    Some(_) => {
+                        tracing::debug!(session_id = %s.id, "the completion changed while it was drafted; replaced under the lock");
+                        self.recommit_completion(&event)
+                    }
+                    None => {
+                        tracing::debug!(session_id = %s.id, "the completion became queued while it was drafted; committed under the lock");
+                        self.commit_completion(&event)
+                    }
+                };
+                if commit {
+                    queues.enqueue(event.owner_task_id().unwrap_or_default(), event.clone());
+                }
+            } else if early_commit == Some(true) {
+                // Committed early but not queued after all (the policy or notify
+                // changed): marked delivered, so a restart does not replay it to nobody.
+                self.mark_delivered(std::slice::from_ref(&early));
+            }
+            if emits {
+                self.outbox.broadcast(event);
+            }
+            self.expect_receipt(&s.id);
+        });
+        if concluded.is_none() {
             return;
         }
-        self.notifier.forget(&s.id);
-        let event = draft.stamp(s);
-        tables.add_finished(Arc::clone(s));
-        if queued(&event) {
-            let commit = match early_commit {
-                Some(committed) if same_completion(&early, &event) => committed,
-                Some(_) => {
-                    tracing::debug!(session_id = %s.id, "the completion changed while it was drafted; replaced under the lock");
-                    self.recommit_completion(&event)
-                }
-                None => {
-                    tracing::debug!(session_id = %s.id, "the completion became queued while it was drafted; committed under the lock");
-                    self.commit_completion(&event)
-                }
-            };
-            if commit {
-                tables.enqueue(event.owner_task_id().unwrap_or_default(), event.clone());
-            }
-        } else if early_commit == Some(true) {
-            // Committed early but not queued after all (the policy or notify
-            // changed): marked delivered, so a restart does not replay it to nobody.
-            self.mark_delivered(std::slice::from_ref(&early));
-        }
-        if emits {
-            self.outbox.broadcast(event);
-        }
-        self.expect_receipt(&s.id);
-        self.prune(&mut tables);
-        drop(tables);
         // The receipt is queued before anyone can see the session done, so a
         // `sync_durable` (shutdown's included) after a `wait` always covers it.
         self.finished_durably(s);
@@ -126,16 +126,16 @@ impl Inner {
         let early = draft.event(s, &s.state());
         let queued = s.is_notify() && self.outbox.allows(&early);
         let committed = queued && self.commit_completion(&early);
-        let mut tables = self.lock();
-        let event = draft.stamp(s);
-        tables.add_finished(Arc::clone(s));
-        if committed {
-            tables.enqueue(event.owner_task_id().unwrap_or_default(), event.clone());
-        }
-        self.outbox.broadcast(event);
-        self.expect_receipt(&s.id);
-        self.prune(&mut tables);
-        drop(tables);
+        let pending = |id: &SessionId| self.receipt_pending(id);
+        self.table
+            .conclude_unstarted(s, &self.retention, pending, |queues| {
+                let event = draft.stamp(s);
+                if committed {
+                    queues.enqueue(event.owner_task_id().unwrap_or_default(), event.clone());
+                }
+                self.outbox.broadcast(event);
+                self.expect_receipt(&s.id);
+            });
         self.finished_durably(s);
         s.done.send_replace(true);
         self.finishes.send_modify(|n| *n += 1);

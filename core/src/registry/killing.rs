@@ -46,26 +46,19 @@ impl Registry {
     /// Returns how many ended up killed or already exited.
     pub async fn kill_all(&self, owner: &str, exclude: &[SessionId], source: KillSource) -> usize {
         let (targets, finished): (Vec<Arc<Session>>, Vec<Arc<Session>>) = {
-            let tables = self.inner.lock();
-            let finished = tables
-                .all()
-                .filter(|s| {
+            let spared = |s: &Session| {
+                exclude.contains(&s.id) || (source.spares_persistent() && s.persist_on_release)
+            };
+            let aimed =
+                &|s: &Session| !spared(s) && (owner.is_empty() || s.state().owner_task_id == owner);
+            // One look at the table for both.
+            self.inner.table.select_both(aimed, |s| {
+                let held = {
                     let st = s.state();
                     st.finished.is_some() && !st.leftovers.is_empty()
-                })
-                .filter(|s| !exclude.contains(&s.id))
-                .filter(|s| !(source.spares_persistent() && s.persist_on_release))
-                .filter(|s| owner.is_empty() || s.state().owner_task_id == owner)
-                .cloned()
-                .collect();
-            let running = tables
-                .running()
-                .filter(|s| !exclude.contains(&s.id))
-                .filter(|s| !(source.spares_persistent() && s.persist_on_release))
-                .filter(|s| owner.is_empty() || s.state().owner_task_id == owner)
-                .cloned()
-                .collect();
-            (running, finished)
+                };
+                held && aimed(s)
+            })
         };
         // Finished sessions still holding leftovers are reached too.
         let held = futures::future::join_all(

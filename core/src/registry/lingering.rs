@@ -66,43 +66,14 @@ impl Inner {
             return false;
         }
         let s = self.lingering_session(id.clone(), &receipt, &info, shim, record.signal);
-        {
-            let mut tables = self.lock();
-            if tables.get(id).is_some() {
-                return true;
-            }
-            tables.add_finished(Arc::clone(&s));
+        if !self.table.add_finished_if_new(&s) {
+            return true;
         }
         self.changed();
         tracing::info!(session_id = %id, shim_pid = shim.pid, n = receipt.leftovers.len(), "a finished session's shim still holds leftovers; held again");
         let inner = Arc::clone(self);
-        let dir = dir.clone();
-        drop(self.runtime.spawn(async move {
-            wait_shim_gone(shim).await;
-            if let Err(error) = dir.remove() {
-                tracing::warn!(session_id = %s.id, %error, "supervisor directory not removed");
-            }
-            inner.changed();
-        }));
-        true
-    }
-
-    /// Keeps the directory of a finished session's shim that still holds leftovers
-    /// (a restart finds them through it) and removes it once the shim has exited;
-    /// false when the session holds nothing.
-    pub(super) fn keep_lingering_shim_dir(&self, s: &Session, dir: &ShimDir) -> bool {
-        let Some(shim) = s.shim else { return false };
-        if super::held::held_leftovers(s).is_empty() {
-            return false;
-        }
-        let dir = dir.clone();
-        let id = s.id.clone();
-        drop(self.runtime.spawn(async move {
-            wait_shim_gone(shim).await;
-            if let Err(error) = dir.remove() {
-                tracing::warn!(session_id = %id, %error, "supervisor directory not removed");
-            }
-        }));
+        self.shims
+            .remove_dir_when_gone(s.id.clone(), shim, dir.clone(), move || inner.changed());
         true
     }
 
@@ -168,7 +139,7 @@ impl Inner {
 }
 
 /// Returns once `shim` has exited (or can no longer be pinned).
-async fn wait_shim_gone(shim: ShimRef) {
+pub(super) async fn wait_shim_gone(shim: ShimRef) {
     let Some(start) = shim.start_time.or_else(|| crate::sys::start_time(shim.pid)) else {
         return;
     };

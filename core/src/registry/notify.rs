@@ -110,12 +110,13 @@ impl Inner {
     fn tick_notifications(&self) {
         let notifier::Tick { released, beats } = self.notifier.tick(self.notifier.now());
         if let Some((event, owners)) = released {
-            let mut tables = self.lock();
-            self.outbox.publish(
-                &mut tables,
-                owners.iter().map(String::as_str),
-                breaker_event(event),
-            );
+            self.table.with_queues(|queues| {
+                self.outbox.publish(
+                    queues,
+                    owners.iter().map(String::as_str),
+                    breaker_event(event),
+                );
+            });
         }
         for (s, due) in beats {
             self.deliver_beat(&s, due);
@@ -151,27 +152,32 @@ impl Inner {
                 .framed(&omitted_note, "")
         };
         let command = self.shown_command(s);
-        let mut tables = self.lock();
-        if !tables.is_running(&s.id) || !s.is_notify() {
+        let queued = self.table.while_running(&s.id, |_, queues| {
+            if !s.is_notify() {
+                return false;
+            }
+            let st = s.state();
+            let owner = st.owner_task_id.clone();
+            let event = Event::Heartbeat {
+                session_id: s.id.clone(),
+                task_id: st.task_id.clone(),
+                owner_task_id: owner.clone(),
+                session_key: st.session_key.clone(),
+                command,
+                seq: due.beat.seq,
+                interval: due.beat.interval.as_secs(),
+                elapsed: s.uptime_seconds(),
+                output,
+                started_at: text::rfc3339(s.started_at),
+            };
+            drop(st);
+            self.outbox.publish(queues, [owner.as_str()], event);
+            true
+        });
+        if queued != Some(true) {
             tracing::debug!(session_id = %s.id, "heartbeat dropped: the session finished");
             return;
         }
-        let st = s.state();
-        let owner = st.owner_task_id.clone();
-        let event = Event::Heartbeat {
-            session_id: s.id.clone(),
-            task_id: st.task_id.clone(),
-            owner_task_id: owner.clone(),
-            session_key: st.session_key.clone(),
-            command,
-            seq: due.beat.seq,
-            interval: due.beat.interval.as_secs(),
-            elapsed: s.uptime_seconds(),
-            output,
-            started_at: text::rfc3339(s.started_at),
-        };
-        drop(st);
-        self.outbox.publish(&mut tables, [owner.as_str()], event);
         tracing::debug!(session_id = %s.id, seq = due.beat.seq, "heartbeat queued");
     }
 
@@ -191,73 +197,71 @@ impl Inner {
             }
         });
         let command = self.shown_command(s);
-        let mut tables = self.lock();
-        if !tables.is_running(&s.id) {
-            return;
-        }
-        let (owner, task_id, session_key) = {
-            let st = s.state();
-            (
-                st.owner_task_id.clone(),
-                st.task_id.clone(),
-                st.session_key.clone(),
-            )
-        };
-        if let (Some(matched), Some(output)) = (delivery.matched, shown_match) {
-            let admission = self.notifier.admit(now, &owner);
-            for event in admission.events {
-                let owners: Vec<String> = match event {
-                    BreakerEvent::Tripped { .. } => {
-                        self.notifier
-                            .start_timer(&self.runtime, Arc::downgrade(self));
-                        self.notifier.wake();
-                        vec![owner.clone()]
-                    }
-                    // This owner's match is admitted after the release, so it was
-                    // not paused now; it learns of the release only if it was.
-                    BreakerEvent::Released { .. } => {
-                        self.notifier.release_paused(&owner, admission.is_admitted)
-                    }
-                };
-                self.outbox.publish(
-                    &mut tables,
-                    owners.iter().map(String::as_str),
-                    breaker_event(event),
-                );
-            }
-            if admission.is_admitted {
-                let event = Event::WatchMatch {
-                    session_id: s.id.clone(),
-                    task_id: task_id.clone(),
-                    owner_task_id: owner.clone(),
-                    session_key: session_key.clone(),
-                    command: command.clone(),
-                    pattern: matched.pattern,
-                    output,
-                    suppressed: matched.suppressed,
-                    matched_at: crate::text::rfc3339(SystemTime::now()),
-                };
-                self.outbox.publish(&mut tables, [owner.as_str()], event);
-            }
-        }
-        if let Some(disabled) = delivery.disabled {
-            s.set_notify(true);
-            self.request_checkpoint();
-            let event = Event::WatchDisabled {
-                session_id: s.id.clone(),
-                task_id,
-                owner_task_id: owner.clone(),
-                session_key,
-                command,
-                suppressed: disabled.suppressed,
-                message: format!(
-                    "Watch patterns disabled for process {}: {}",
-                    s.id,
-                    disabled.reason.message()
-                ),
+        self.table.while_running(&s.id, |_, queues| {
+            let (owner, task_id, session_key) = {
+                let st = s.state();
+                (
+                    st.owner_task_id.clone(),
+                    st.task_id.clone(),
+                    st.session_key.clone(),
+                )
             };
-            self.outbox.publish(&mut tables, [owner.as_str()], event);
-        }
+            if let (Some(matched), Some(output)) = (delivery.matched, shown_match) {
+                let admission = self.notifier.admit(now, &owner);
+                for event in admission.events {
+                    let owners: Vec<String> = match event {
+                        BreakerEvent::Tripped { .. } => {
+                            self.notifier
+                                .start_timer(&self.runtime, Arc::downgrade(self));
+                            self.notifier.wake();
+                            vec![owner.clone()]
+                        }
+                        // This owner's match is admitted after the release, so it was
+                        // not paused now; it learns of the release only if it was.
+                        BreakerEvent::Released { .. } => {
+                            self.notifier.release_paused(&owner, admission.is_admitted)
+                        }
+                    };
+                    self.outbox.publish(
+                        queues,
+                        owners.iter().map(String::as_str),
+                        breaker_event(event),
+                    );
+                }
+                if admission.is_admitted {
+                    let event = Event::WatchMatch {
+                        session_id: s.id.clone(),
+                        task_id: task_id.clone(),
+                        owner_task_id: owner.clone(),
+                        session_key: session_key.clone(),
+                        command: command.clone(),
+                        pattern: matched.pattern,
+                        output,
+                        suppressed: matched.suppressed,
+                        matched_at: crate::text::rfc3339(SystemTime::now()),
+                    };
+                    self.outbox.publish(queues, [owner.as_str()], event);
+                }
+            }
+            if let Some(disabled) = delivery.disabled {
+                s.set_notify(true);
+                self.request_checkpoint();
+                let event = Event::WatchDisabled {
+                    session_id: s.id.clone(),
+                    task_id,
+                    owner_task_id: owner.clone(),
+                    session_key,
+                    command,
+                    suppressed: disabled.suppressed,
+                    message: format!(
+                        "Watch patterns disabled for process {}: {}",
+                        s.id,
+                        disabled.reason.message()
+                    ),
+                };
+                self.outbox.publish(queues, [owner.as_str()], event);
+            }
+        });
     }
 }
 

@@ -13,6 +13,7 @@ use herd_hooks::{Route, Shown, Window};
 use tokio_util::sync::CancellationToken;
 
 use super::queue::QueuedWait;
+use super::table_room::Pool;
 use super::view::{PollExtra, Subject};
 use super::{
     Inner, LIST_COMMAND_CHARS, LIST_PREVIEW_CHARS, LOG_DEFAULT_LINES, LOG_PAGE_MAX_BYTES,
@@ -473,20 +474,15 @@ impl Registry {
             (Some(since), Some(fin)) => fin.at >= since,
             _ => true,
         };
-        let sessions: Vec<Arc<Session>> = {
-            let tables = self.inner.lock();
-            let pool: Box<dyn Iterator<Item = &Arc<Session>>> = if filter.include_finished {
-                Box::new(tables.all())
-            } else {
-                Box::new(tables.running())
-            };
-            pool.filter(|s| {
-                let st = s.state();
-                matches(&st.owner_task_id, st.session_key.as_deref())
-            })
-            .cloned()
-            .collect()
+        let pool = if filter.include_finished {
+            Pool::All
+        } else {
+            Pool::Running
         };
+        let sessions: Vec<Arc<Session>> = self.inner.table.select(pool, |s| {
+            let st = s.state();
+            matches(&st.owner_task_id, st.session_key.as_deref())
+        });
         // By the start instant: the RFC 3339 text has whole seconds only, and
         // sessions started in one second must still list in the order they started.
         let shown: Vec<&Arc<Session>> = sessions.iter().filter(|s| in_window(s)).collect();
@@ -520,10 +516,11 @@ impl Registry {
 
     /// Ids of running sessions owned by `owner` (a turn-boundary marker).
     pub fn snapshot_running_ids(&self, owner: &str) -> Vec<SessionId> {
-        let tables = self.inner.lock();
-        let mut ids: Vec<SessionId> = tables
-            .running()
-            .filter(|s| s.state().owner_task_id == owner)
+        let mut ids: Vec<SessionId> = self
+            .inner
+            .table
+            .select(Pool::Running, |s| s.state().owner_task_id == owner)
+            .iter()
             .map(|s| s.id.clone())
             .collect();
         ids.sort();
@@ -533,9 +530,8 @@ impl Registry {
     /// Whether any session runs under container key `task_id`.
     pub fn has_active_processes(&self, task_id: &str) -> bool {
         self.inner
-            .lock()
-            .running()
-            .any(|s| s.state().task_id == task_id)
+            .table
+            .any_running(|s| s.state().task_id == task_id)
     }
 
     /// Waits until no notify session owned by `owner` is still pending, at most
@@ -547,9 +543,8 @@ impl Registry {
         loop {
             let pending = self
                 .inner
-                .lock()
-                .running()
-                .any(|s| s.is_notify() && s.state().owner_task_id == owner);
+                .table
+                .any_running(|s| s.is_notify() && s.state().owner_task_id == owner);
             if !pending {
                 return true;
             }

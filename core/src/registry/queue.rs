@@ -405,7 +405,7 @@ impl Inner {
     /// A fresh id, in neither the table nor the queue.
     fn fresh_queued_id(&self) -> SessionId {
         loop {
-            let id = self.fresh_id();
+            let id = self.table.fresh_id();
             if !self.queue.state().waiting.iter().any(|e| e.id == id) {
                 return id;
             }

@@ -187,26 +187,27 @@ impl Inner {
             self.show(s, &st, Route::Watch, Window::all(detail))
         };
         let command = self.shown_command(s);
-        let mut tables = self.lock();
-        let st = s.state();
-        let owner = st.owner_task_id.clone();
-        let event = Event::Ready {
-            session_id: s.id.clone(),
-            task_id: st.task_id.clone(),
-            owner_task_id: owner.clone(),
-            session_key: st.session_key.clone(),
-            command,
-            by: by.to_owned(),
-            detail,
-            ready_at: crate::text::rfc3339(at),
-        };
-        drop(st);
-        let owners: Vec<&str> = if s.is_notify() {
-            vec![owner.as_str()]
-        } else {
-            Vec::new()
-        };
-        self.outbox.publish(&mut tables, owners, event);
+        self.table.with_queues(|queues| {
+            let st = s.state();
+            let owner = st.owner_task_id.clone();
+            let event = Event::Ready {
+                session_id: s.id.clone(),
+                task_id: st.task_id.clone(),
+                owner_task_id: owner.clone(),
+                session_key: st.session_key.clone(),
+                command,
+                by: by.to_owned(),
+                detail,
+                ready_at: crate::text::rfc3339(at),
+            };
+            drop(st);
+            let owners: Vec<&str> = if s.is_notify() {
+                vec![owner.as_str()]
+            } else {
+                Vec::new()
+            };
+            self.outbox.publish(queues, owners, event);
+        });
     }
 
     /// Looks for a listener of `s`'s tree on `port` until one is found or the

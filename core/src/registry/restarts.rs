@@ -136,33 +136,33 @@ impl Inner {
         }
         self.request_checkpoint();
         let command = self.shown_command(s);
-        let mut tables = self.lock();
-        if !tables.is_running(&s.id) {
+        let published = self.table.while_running(&s.id, |_, queues| {
+            let st = s.state();
+            let owner = st.owner_task_id.clone();
+            let event = Event::Retry {
+                session_id: s.id.clone(),
+                task_id: st.task_id.clone(),
+                owner_task_id: owner.clone(),
+                session_key: st.session_key.clone(),
+                command,
+                run,
+                max_runs: total,
+                previous: line
+                    .rsplit_once("(previous ")
+                    .map(|(_, rest)| rest.trim_end_matches([')', ' ', '─']).to_owned())
+                    .unwrap_or_default(),
+            };
+            drop(st);
+            let owners: Vec<&str> = if s.is_notify() {
+                vec![owner.as_str()]
+            } else {
+                Vec::new()
+            };
+            self.outbox.publish(queues, owners, event);
+        });
+        if published.is_none() {
             return;
         }
-        let st = s.state();
-        let owner = st.owner_task_id.clone();
-        let event = Event::Retry {
-            session_id: s.id.clone(),
-            task_id: st.task_id.clone(),
-            owner_task_id: owner.clone(),
-            session_key: st.session_key.clone(),
-            command,
-            run,
-            max_runs: total,
-            previous: line
-                .rsplit_once("(previous ")
-                .map(|(_, rest)| rest.trim_end_matches([')', ' ', '─']).to_owned())
-                .unwrap_or_default(),
-        };
-        drop(st);
-        let owners: Vec<&str> = if s.is_notify() {
-            vec![owner.as_str()]
-        } else {
-            Vec::new()
-        };
-        self.outbox.publish(&mut tables, owners, event);
-        drop(tables);
         self.changed();
     }
 }

@@ -7,7 +7,7 @@
 //!
 //! The retention timer evicts what is past `result_ttl` or beyond
 //! `log_budget_bytes` even when nothing finishes: one task for the registry ticks
-//! every [`MAX_TICK`] (sooner for a TTL shorter than four ticks, so a short TTL is
+//! every minute (`MAX_TICK`; sooner for a TTL shorter than four ticks, so a short TTL is
 //! kept to within a quarter of itself), prunes the table's cache under the table
 //! lock (a walk over memory, nothing slow), then prunes the store on the blocking
 //! pool, off the table lock, evicting at most [`EVICTIONS_PER_TICK`] sessions a
@@ -15,29 +15,23 @@
 //! evicted leaves the cache too, so it answers "expired on DATE" from either. Each
 //! round also forgets the ledger's completions nobody drained within `result_ttl`
 //! (they are kept as long as results, not only until the next replay).
+//!
+//! The room holds no lock: `Retention` (in `retention_policy`) owns its
+//! decisions (what the table's cache keeps, which sessions `clean` forgets, when
+//! the timer ticks), and the table room and the store carry them out.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use super::durable::unix_seconds;
+use super::retention_policy::Retention;
+#[cfg(test)]
+use super::retention_policy::{MAX_TICK, tick_for};
 use super::{Inner, Registry};
 use crate::id::SessionId;
-use crate::session::Session;
-
-/// The longest pause between two retention rounds.
-pub(super) const MAX_TICK: Duration = Duration::from_secs(60);
-
-/// The shortest pause between two retention rounds.
-const MIN_TICK: Duration = Duration::from_secs(1);
 
 /// Sessions one retention round evicts at most.
 pub(super) const EVICTIONS_PER_TICK: usize = 1_000;
-
-/// The pause between retention rounds for `ttl`: a quarter of it, within
-/// [`MIN_TICK`]..=[`MAX_TICK`].
-pub(super) fn tick_for(ttl: Duration) -> Duration {
-    (ttl / 4).clamp(MIN_TICK, MAX_TICK)
-}
 
 impl Registry {
     /// Forgets finished sessions: of `owner` (every owner when `None`), finished
@@ -47,25 +41,10 @@ impl Registry {
     /// forgotten. Blocking (the store and the logs); call it off the runtime.
     pub fn clean(&self, owner: Option<&str>, older_than: Duration) -> Vec<SessionId> {
         let now = SystemTime::now();
-        let gone: Vec<Arc<Session>> = {
-            let mut tables = self.inner.lock();
-            let ids: Vec<SessionId> = tables
-                .finished()
-                // A session whose receipt is still being written stays until it is.
-                .filter(|s| !self.inner.receipt_pending(&s.id))
-                .filter(|s| {
-                    let st = s.state();
-                    owner.is_none_or(|o| st.owner_task_id == o)
-                        && st.finished.as_ref().is_some_and(|f| {
-                            now.duration_since(f.at).unwrap_or_default() >= older_than
-                        })
-                })
-                .map(|s| s.id.clone())
-                .collect();
-            ids.iter()
-                .filter_map(|id| tables.remove_finished(id))
-                .collect()
-        };
+        // A session whose receipt is still being written stays until it is.
+        let gone = self.inner.table.remove_finished_where(|s| {
+            !self.inner.receipt_pending(&s.id) && Retention::cleans(s, owner, older_than, now)
+        });
         if !gone.is_empty() {
             self.inner.changed();
         }
@@ -107,17 +86,9 @@ impl Inner {
         }
         // One the table holds (kept above: its receipt is being written, or it
         // finished after the filter's moment) is not forgotten behind its back.
-        let stored_only: Vec<String> = {
-            let tables = self.lock();
-            candidates
-                .into_iter()
-                .filter(|id| {
-                    SessionId::parse(id).is_some_and(|sid| {
-                        tables.get(&sid).is_none() && !self.receipt_pending(&sid)
-                    })
-                })
-                .collect()
-        };
+        let stored_only: Vec<String> = self
+            .table
+            .unknown_of(candidates, |id| !self.receipt_pending(id));
         match store.forget_all(&stored_only) {
             Ok(gone) => {
                 if !gone.is_empty() {
@@ -137,7 +108,7 @@ impl Inner {
     pub(super) fn arm_retention(self: &Arc<Self>) {
         let inner = Arc::downgrade(self);
         let detach = self.detach.clone();
-        let period = tick_for(self.config.result_ttl);
+        let period = self.retention.tick();
         drop(self.runtime.spawn(async move {
             let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -164,7 +135,7 @@ impl Inner {
     /// One retention round: the table's cache, then the store (bounded); whether
     /// more is due. Blocking.
     pub(super) fn retention_round(&self) -> bool {
-        self.prune(&mut self.lock());
+        self.prune();
         self.expire_unclaimed_completions();
         let report = match self.durable.receipts().prune_at_most(EVICTIONS_PER_TICK) {
             Ok(report) => report,
@@ -179,23 +150,14 @@ impl Inner {
         // An evicted session leaves the cache too (one the budget evicted before
         // its TTL may still be there), unless its receipt is being written again
         // or its shim still holds leftovers (a kill must reach them).
-        let n_dropped = {
-            let mut tables = self.lock();
-            report
-                .evicted
-                .iter()
-                .filter_map(|id| SessionId::parse(id))
-                .filter(|id| {
-                    tables.get(id).is_some_and(|s| {
-                        !self.receipt_pending(id) && s.state().leftovers.is_empty()
-                    })
-                })
-                .collect::<Vec<_>>()
-                .into_iter()
-                .filter_map(|id| tables.remove_finished(&id))
-                .inspect(|s| s.tail().release())
-                .count()
-        };
+        let evicted: Vec<SessionId> = report
+            .evicted
+            .iter()
+            .filter_map(|id| SessionId::parse(id))
+            .collect();
+        let n_dropped = self.table.drop_evicted(&evicted, |s| {
+            Retention::follows_store(s, self.receipt_pending(&s.id))
+        });
         if n_dropped > 0 {
             self.changed();
         }

@@ -20,7 +20,7 @@ use tracing::Instrument;
 
 use super::Inner;
 use super::notify::NotifyPlan;
-use super::supervised::{ShimEnding, ShimStartError, ShimStarted};
+use super::shims::{ShimEnding, ShimStartError, ShimStarted};
 use super::table::check_name;
 use crate::answers::{ModeName, SpawnInfo};
 use crate::config::{Mode, SpawnRequest};
@@ -61,7 +61,7 @@ impl Inner {
         let cwd = self.working_dir(&req)?;
         self.judge(&req, &cwd).await?;
         let wakes = self.plan_notifications(&req);
-        let id = given.unwrap_or_else(|| self.fresh_id());
+        let id = given.unwrap_or_else(|| self.table.fresh_id());
         let (scratch, log_path) = self.prepare_dirs(&id)?;
         let mut env = self.job_env(&req, &id, &scratch);
         let argv = self.job_argv(&req, &mut env, &cwd);
@@ -187,7 +187,7 @@ impl Inner {
     fn check_name_free(&self, req: &SpawnRequest, name: &str) -> Result<(), SpawnError> {
         check_name(name)?;
         let owner = req.owner_task_id.as_deref().unwrap_or(&req.task_id);
-        let taken = self.lock().running_named(name, owner);
+        let taken = self.table.running_named(name, owner);
         match taken {
             Some(id) => Err(SpawnError::InvalidRequest {
                 field: "name",
@@ -335,15 +335,16 @@ impl Inner {
                 "PTY support disabled by configuration".to_owned(),
             ))
         } else {
-            self.start_shim(
-                job.id,
-                direct,
-                job.launch,
-                pty,
-                job.log_path,
-                job.ending(self.config.kill_leftovers),
-            )
-            .await
+            self.shims
+                .start(
+                    job.id,
+                    direct,
+                    job.launch,
+                    pty,
+                    job.log_path,
+                    job.ending(self.config.kill_leftovers),
+                )
+                .await
         };
         match attempt {
             Ok(started) => Ok((Started::Shim(started), None)),
@@ -355,7 +356,8 @@ impl Inner {
                     cwd: job.launch.cwd,
                 };
                 let started = self
-                    .start_shim(
+                    .shims
+                    .start(
                         job.id,
                         direct,
                         &launch,

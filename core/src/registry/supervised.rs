@@ -29,8 +29,7 @@ use crate::kill;
 use crate::reader::{Finish, Observer};
 use crate::session::{Session, Stdin};
 use crate::shim::link::{self, AttachError, Attached, Cursor, Followed};
-use crate::shim::{Ready, wire::Progress};
-use crate::spawn::Launch;
+use crate::shim::wire::Progress;
 
 /// What restore did with one supervised checkpoint entry.
 #[derive(Debug)]
@@ -46,129 +45,6 @@ pub(super) enum Reattached {
 }
 
 impl Inner {
-    /// Starts `launch` under a new shim and attaches to it. The shim is forked by the
-    /// launcher, or, with `direct` (a dispatcher's wrapper around the shim program),
-    /// started by running that argv.
-    pub(super) async fn start_shim(
-        &self,
-        id: &SessionId,
-        direct: Option<&[String]>,
-        launch: &Launch<'_>,
-        pty: Option<(u16, u16)>,
-        log_path: &std::path::Path,
-        ending: ShimEnding,
-    ) -> Result<Box<ShimStarted>, ShimStartError> {
-        let io_err = |e: herd_persistence::Error| ShimStartError::Io(io::Error::other(e));
-        let dir = ShimDir::new(&self.home, id.as_str()).map_err(io_err)?;
-        dir.create(&self.home).map_err(io_err)?;
-        let mut spec = self.shim_spec(id, &dir, launch, pty, log_path, ending);
-        // The shim itself carries neither the session tag (a tree kill's escapee scan
-        // would take it for part of the job) nor the supervised-child marker.
-        let mut shim_env = launch.env.clone();
-        shim_env.remove(std::ffi::OsStr::new(crate::spawn::SESSION_TAG_ENV));
-        shim_env.remove(std::ffi::OsStr::new(herd_guards::SUPERVISED_CHILD_ENV));
-        // Every descriptor the daemon needs once the job runs is taken now: out of
-        // descriptors, the spawn is refused before anything starts.
-        let socket = match link::AttachSocket::new() {
-            Ok(socket) => socket,
-            Err(error) => {
-                let _ = dir.remove();
-                return Err(ShimStartError::Io(error));
-            }
-        };
-        let launched = match (direct, &self.launcher) {
-            (Some(argv), _) => link::launch(argv, &shim_env, &spec).await,
-            (None, Some(launcher)) => launcher.launch(&mut spec).await,
-            (None, None) => Err(io::Error::other("no session supervisor is configured")),
-        };
-        let ready = match launched {
-            Ok(ready) => ready,
-            Err(error) => {
-                // A shim that answered too late may have started the job all the same.
-                self.retire_unanswered(id, &dir).await;
-                return Err(ShimStartError::Io(error));
-            }
-        };
-        match ready {
-            Ready::Running {
-                protocol,
-                shim_pid,
-                shim_start_time,
-                pid,
-                start_time,
-                ..
-            } => match link::attach_started(&dir, pid, protocol, socket).await {
-                Ok(attached) => Ok(Box::new(ShimStarted {
-                    pid,
-                    start_time,
-                    pty: pty.is_some(),
-                    shim: ShimRef {
-                        pid: shim_pid,
-                        start_time: shim_start_time,
-                        protocol,
-                    },
-                    containment: containment_of(&dir),
-                    attached,
-                    dir,
-                })),
-                Err(error) => {
-                    let started = Unclaimed {
-                        pid,
-                        start_time,
-                        shim_pid,
-                        shim_start_time,
-                    };
-                    self.stop_unclaimed(id, &started).await;
-                    let _ = dir.remove();
-                    Err(ShimStartError::Io(io::Error::other(format!(
-                        "the session supervisor started the job but could not be attached ({error}); the job was stopped"
-                    ))))
-                }
-            },
-            Ready::PtyUnavailable { message } => {
-                let _ = dir.remove();
-                Err(ShimStartError::PtyUnavailable(message))
-            }
-            Ready::Failed { message } => {
-                let _ = dir.remove();
-                Err(ShimStartError::Io(io::Error::other(message)))
-            }
-        }
-    }
-
-    /// The launch spec of session `id`'s shim.
-    fn shim_spec(
-        &self,
-        id: &SessionId,
-        dir: &ShimDir,
-        launch: &Launch<'_>,
-        pty: Option<(u16, u16)>,
-        log_path: &std::path::Path,
-        ending: ShimEnding,
-    ) -> crate::shim::Spec {
-        let mut spec = link::spec(
-            id.as_str(),
-            dir,
-            launch.argv.clone(),
-            launch.env,
-            launch.cwd.to_path_buf(),
-            pty,
-            log_path.to_path_buf(),
-            self.config.log_cap_bytes,
-            self.config.idle_drain,
-        );
-        // The shim holds the deadline too: it kills the tree at the deadline while no
-        // daemon runs.
-        spec.deadline_unix_ms = ending.time_limit.map(|t| t.deadline_unix_ms());
-        spec.kill_grace_ms = u64::try_from(self.config.kill_grace.as_millis()).unwrap_or(u64::MAX);
-        spec.kill_leftovers = ending.kill_leftovers;
-        spec.limits = ending.limits;
-        spec.force_subreaper =
-            std::env::var(crate::sys::cgroup::CONTAINMENT_ENV).is_ok_and(|v| v == "subreaper");
-        spec.force_freeze = crate::sys::cgroup::freeze_forced();
-        spec
-    }
-
     /// Runs the follower of a supervised session on the runtime.
     #[expect(
         clippy::too_many_arguments,
@@ -226,7 +102,7 @@ impl Inner {
             session_tag: s.id.as_str().to_owned(),
         };
         let mut outcome = kill::kill_tree(&target, self.config.kill_grace).await;
-        if let Ok(dir) = ShimDir::new(&self.home, s.id.as_str()) {
+        if let Ok(dir) = self.shims.dir(s.id.as_str()) {
             // The cgroup holds what the walk could not find.
             outcome
                 .survivors
@@ -256,7 +132,7 @@ impl Inner {
         entry: CheckpointEntry,
         shim: ShimRef,
     ) -> Reattached {
-        let Ok(dir) = ShimDir::new(&self.home, id.as_str()) else {
+        let Ok(dir) = self.shims.dir(id.as_str()) else {
             return self
                 .restore_died(
                     id,
@@ -379,9 +255,11 @@ impl Inner {
             Some(shim),
             progress,
         );
-        let containment = ShimDir::new(&self.home, id.as_str())
+        let containment = self
+            .shims
+            .dir(id.as_str())
             .map_or(crate::answers::Containment::Subreaper, |dir| {
-                containment_of(&dir)
+                super::shims::containment_of(&dir)
             });
         {
             let mut st = s.state();
@@ -431,71 +309,6 @@ impl Inner {
     }
 }
 
-/// A job a shim started that no session took: the spawn failed after its start.
-#[derive(Debug, Clone, Copy)]
-struct Unclaimed {
-    pid: i32,
-    start_time: Option<u64>,
-    shim_pid: i32,
-    shim_start_time: Option<u64>,
-}
-
-impl Inner {
-    /// Stops a job whose spawn failed after it started, so that a refused spawn
-    /// leaves nothing running. The first step needs no descriptor (the failure may be
-    /// that the daemon has none left): SIGKILL to the job's group and SIGTERM to its
-    /// shim, which then kills the rest of the tree itself (`cgroup.kill`, or its
-    /// subreaper sweep) and exits. Each is signalled by number only when its `/proc`
-    /// row confirms the start time, or cannot be opened at all: the job started
-    /// milliseconds ago and its group keeps its pgid taken while any member lives, so
-    /// the number still names it. Then the usual tree kill, for what is visible.
-    async fn stop_unclaimed(&self, id: &SessionId, job: &Unclaimed) {
-        use crate::sys::{Identity, identity};
-        use nix::sys::signal::Signal;
-        if identity(job.pid, job.start_time) != Identity::Other {
-            let _ = crate::sys::signal_group(job.pid, Signal::SIGKILL);
-        }
-        if identity(job.shim_pid, job.shim_start_time) != Identity::Other {
-            let _ = crate::sys::signal_pid(job.shim_pid, Signal::SIGTERM);
-        }
-        tracing::warn!(session_id = %id, pid = job.pid, shim_pid = job.shim_pid, "a job whose spawn failed after it started is stopped");
-        let target = kill::KillTarget {
-            pid: job.pid,
-            pgid: job.pid,
-            start_time: job.start_time,
-            session_tag: id.as_str().to_owned(),
-        };
-        kill::kill_tree(&target, self.config.kill_grace).await;
-    }
-
-    /// Removes the shim directory of a launch that failed without a ready answer. A
-    /// shim may still be starting (a launcher that answered too late): the directory
-    /// is first renamed away, so such a shim can no longer record its job (it then
-    /// stops the job itself), and a job it recorded before is found and stopped.
-    async fn retire_unanswered(&self, id: &SessionId, dir: &ShimDir) {
-        let retired =
-            dir.path()
-                .with_file_name(format!(".refused-{}-{}", id.as_str(), fastrand::u32(..)));
-        if std::fs::rename(dir.path(), &retired).is_err() {
-            let _ = dir.remove();
-            return;
-        }
-        let retired = ShimDir::at(retired);
-        if let Ok(Some(info)) = retired.read_info() {
-            let job = Unclaimed {
-                pid: info.pid,
-                start_time: info.start_time,
-                shim_pid: info.shim_pid,
-                shim_start_time: info.shim_start_time,
-            };
-            self.stop_unclaimed(id, &job).await;
-        }
-        if let Err(error) = retired.remove() {
-            tracing::warn!(session_id = %id, %error, "a refused spawn's supervisor directory was not removed");
-        }
-    }
-}
-
 /// Whether the shim `shim` names still runs (its pid with its start time).
 fn shim_alive(shim: ShimRef) -> bool {
     let Some(start) = shim.start_time else {
@@ -510,14 +323,14 @@ impl Inner {
     /// (their job is killed: nobody was told it runs). A finished session whose
     /// shim still holds leftovers is put back in the table instead (`lingering`).
     pub(super) async fn sweep_orphan_shims(self: &Arc<Self>) {
-        for raw in herd_persistence::shim_session_ids(&self.home) {
+        for raw in self.shims.session_ids() {
             let Some(id) = SessionId::parse(&raw) else {
                 continue;
             };
             if self.table.contains(&id) {
                 continue;
             }
-            let Ok(dir) = ShimDir::new(&self.home, &raw) else {
+            let Ok(dir) = self.shims.dir(&raw) else {
                 continue;
             };
             // A finished session whose shim still holds leftovers is held again.
@@ -528,64 +341,11 @@ impl Inner {
                 && let Ok(Some(info)) = dir.read_info()
                 && link::attach(&dir).await.is_ok()
             {
-                tracing::warn!(session_id = %raw, "a supervised job nobody was told about is stopped");
-                let target = kill::KillTarget {
-                    pid: info.pid,
-                    pgid: info.pgid,
-                    start_time: info.start_time,
-                    session_tag: raw.clone(),
-                };
-                kill::kill_tree(&target, self.config.kill_grace).await;
+                self.shims.stop_orphan(&raw, &info).await;
             }
             if let Err(error) = dir.remove() {
                 tracing::warn!(session_id = %raw, %error, "leftover supervisor directory not removed");
             }
-        }
-    }
-}
-
-/// A job started under its own shim, attached.
-pub(super) struct ShimStarted {
-    pub(super) pid: i32,
-    pub(super) start_time: Option<u64>,
-    pub(super) pty: bool,
-    pub(super) shim: herd_persistence::ShimRef,
-    pub(super) attached: crate::shim::link::Attached,
-    pub(super) dir: herd_persistence::ShimDir,
-    pub(super) containment: crate::answers::Containment,
-}
-
-/// What the shim itself ends: the time limit, and the leftovers when asked.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct ShimEnding {
-    pub(super) time_limit: Option<crate::session::TimeLimit>,
-    pub(super) kill_leftovers: bool,
-    /// Not an ending: the bounds the shim sets on the tree before it starts.
-    pub(super) limits: crate::Limits,
-}
-
-/// What holds a supervised session's tree, as its shim's info record says.
-pub(super) fn containment_of(dir: &ShimDir) -> crate::answers::Containment {
-    match dir.read_info() {
-        Ok(Some(info)) if info.cgroup.is_some() => crate::answers::Containment::Cgroup,
-        _ => crate::answers::Containment::Subreaper,
-    }
-}
-
-/// Why a shim did not start a job.
-#[derive(Debug)]
-pub(super) enum ShimStartError {
-    /// No PTY could be opened; nothing ran.
-    PtyUnavailable(String),
-    /// Anything else.
-    Io(std::io::Error),
-}
-
-impl ShimStartError {
-    pub(super) fn into_io(self) -> std::io::Error {
-        match self {
-            ShimStartError::PtyUnavailable(message) => std::io::Error::other(message),
-            ShimStartError::Io(error) => error,
         }
     }
 }

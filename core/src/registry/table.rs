@@ -1,7 +1,7 @@
 //! The session table: running and finished sessions, the owners' event queues and
-//! what was folded out of them, behind the table lock ([`Inner::lock`], first in the
-//! lock order). Lookup by id, prefix or name, fresh ids, entering a new
-//! session and pruning finished ones.
+//! what was folded out of them: the state behind the table lock, which only the
+//! table room takes. Lookup by id, prefix or name, entering a
+//! new session and pruning finished ones (as the retention rules decide).
 //!
 //! Invariant: nothing slow runs under the table lock (no fsync, no plugin, no
 //! `/proc` scan, no file IO); a receipt lookup happens after it is released.
@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use super::Inner;
+use super::retention_policy::Retention;
 use crate::error::{LookupError, SpawnError};
 use crate::event::Event;
 use crate::id::{self, SessionId};
@@ -18,58 +19,11 @@ use crate::session::Session;
 
 impl Inner {
     pub(crate) fn lookup(&self, id_or_prefix: &str) -> Result<Arc<Session>, LookupError> {
-        let tables = self.lock();
         let wanted = id::normalise_prefix(id_or_prefix);
-        // A whole id is a map lookup: with thousands of sessions, a scan per
-        // lookup would make every poll, wait and kill grow with the table.
-        let exact = match SessionId::parse(&wanted) {
-            Some(parsed) => tables.get(&parsed),
-            None => tables.all().find(|s| s.id.as_str() == wanted),
+        let matches = match self.table.resolve(id_or_prefix, &wanted)? {
+            Found::One(s) => return Ok(s),
+            Found::Prefixed(matches) => matches,
         };
-        if let Some(s) = exact {
-            return Ok(Arc::clone(s));
-        }
-        // A name: the running session that has it, else the newest finished one.
-        if check_name(id_or_prefix).is_ok() {
-            let named = |s: &&Arc<Session>| s.name.as_deref() == Some(id_or_prefix);
-            let running: Vec<&Arc<Session>> = tables.running.values().filter(named).collect();
-            match running.as_slice() {
-                [one] => return Ok(Arc::clone(one)),
-                [] => {
-                    if let Some(s) = tables
-                        .finished
-                        .values()
-                        .filter(named)
-                        .max_by_key(|s| s.started_at)
-                    {
-                        return Ok(Arc::clone(s));
-                    }
-                }
-                many => {
-                    let mut matches: Vec<SessionId> = many.iter().map(|s| s.id.clone()).collect();
-                    matches.sort();
-                    return Err(LookupError::Ambiguous {
-                        prefix: id_or_prefix.to_owned(),
-                        matches,
-                    });
-                }
-            }
-            return Err(LookupError::NotFound {
-                id: id_or_prefix.to_owned(),
-            });
-        }
-        let suffix_len = wanted.len() - id::ID_PREFIX.len();
-        if suffix_len < id::MIN_PREFIX_CHARS {
-            return Err(LookupError::TooShort {
-                prefix: id_or_prefix.to_owned(),
-            });
-        }
-        let matches: Vec<Arc<Session>> = tables
-            .all()
-            .filter(|s| s.id.as_str().starts_with(&wanted))
-            .cloned()
-            .collect();
-        drop(tables);
         match matches.as_slice() {
             // B37: the prefix must name one id across memory and the receipts.
             [one] => match self.other_receipts_with_prefix(&wanted, &one.id) {
@@ -99,61 +53,35 @@ impl Inner {
 
     /// Enters a new session in the running table (pruning the finished ones first).
     pub(super) fn insert_running(&self, session: &Arc<Session>) {
-        let mut tables = self.lock();
-        self.prune(&mut tables);
-        tables
-            .running
-            .insert(session.id.clone(), Arc::clone(session));
+        self.table
+            .insert_running(session, &self.retention, |id| self.receipt_pending(id));
     }
 
-    pub(super) fn fresh_id(&self) -> SessionId {
-        let tables = self.lock();
-        loop {
-            let id = SessionId::generate();
-            if tables.get(&id).is_none() {
-                return id;
-            }
-        }
+    /// Drops finished sessions the retention rules no longer keep in memory.
+    pub(super) fn prune(&self) {
+        self.table
+            .prune(&self.retention, |id| self.receipt_pending(id));
     }
+}
 
-    /// Drops finished sessions past the TTL, then the oldest beyond the cap.
-    /// Memory is a small cache: the store answers for the rest, so the cache
-    /// never keeps a session past the store's own `result_ttl`.
-    pub(super) fn prune(&self, tables: &mut Tables) {
-        let now = SystemTime::now();
-        let ttl = self.config.finished_ttl.min(self.config.result_ttl);
-        let finished_at = |s: &Session| s.state().finished.as_ref().map_or(now, |f| f.at);
-        // A session whose receipt is not written yet stays until it is, so its
-        // result is always answerable from memory or from the receipt (B38).
-        tables.finished.retain(|id, s| {
-            now.duration_since(finished_at(s)).unwrap_or_default() <= ttl
-                || self.receipt_pending(id)
-        });
-        let excess = tables
-            .finished
-            .len()
-            .saturating_sub(self.config.finished_cap);
-        if excess > 0 {
-            let mut by_age: Vec<(SystemTime, SessionId)> = tables
-                .finished
-                .values()
-                .filter(|s| !self.receipt_pending(&s.id))
-                .map(|s| (finished_at(s), s.id.clone()))
-                .collect();
-            by_age.sort();
-            for (_, id) in by_age.into_iter().take(excess) {
-                if let Some(s) = tables.finished.remove(&id) {
-                    s.tail().release();
-                }
-            }
-        }
-    }
+/// What a lookup found in the table: one session by id or name, or every session
+/// whose id starts with the prefix (the receipts are asked after the lock).
+pub(super) enum Found {
+    One(Arc<Session>),
+    Prefixed(Vec<Arc<Session>>),
 }
 
 #[derive(Debug, Default)]
 pub(crate) struct Tables {
     running: HashMap<SessionId, Arc<Session>>,
     finished: HashMap<SessionId, Arc<Session>>,
+    queues: Queues,
+}
+
+/// The owners' event queues, the part of the table a publisher sees: it can
+/// queue events and nothing else.
+#[derive(Debug, Default)]
+pub(crate) struct Queues {
     queues: HashMap<String, VecDeque<Event>>,
     /// The most events one queue holds.
     queue_cap: usize,
@@ -190,13 +118,16 @@ impl Tables {
     /// Empty tables whose queues hold at most `queue_cap` events each.
     pub(super) fn new(queue_cap: usize) -> Tables {
         Tables {
-            queue_cap,
+            queues: Queues {
+                queue_cap,
+                ..Queues::default()
+            },
             ..Tables::default()
         }
     }
 
     /// The running sessions, in no order.
-    pub(crate) fn running(&self) -> impl Iterator<Item = &Arc<Session>> {
+    pub(super) fn running(&self) -> impl Iterator<Item = &Arc<Session>> {
         self.running.values()
     }
 
@@ -210,7 +141,7 @@ impl Tables {
         self.running.get(id)
     }
 
-    pub(crate) fn is_running(&self, id: &SessionId) -> bool {
+    pub(super) fn is_running(&self, id: &SessionId) -> bool {
         self.running.contains_key(id)
     }
 
@@ -239,8 +170,101 @@ impl Tables {
         self.finished.remove(id)
     }
 
+    /// The owners' queues.
+    pub(super) fn queues(&mut self) -> &mut Queues {
+        &mut self.queues
+    }
+
+    /// How many events wait for `owner` (a fold notice counts as one).
+    pub(super) fn pending(&self, owner: &str) -> usize {
+        self.queues.pending(owner)
+    }
+
+    pub(super) fn get(&self, id: &SessionId) -> Option<&Arc<Session>> {
+        self.running.get(id).or_else(|| self.finished.get(id))
+    }
+
+    /// The id of `owner`'s running session named `name`, if any.
+    pub(super) fn running_named(&self, name: &str, owner: &str) -> Option<SessionId> {
+        self.running
+            .values()
+            .find(|s| s.name.as_deref() == Some(name) && s.state().owner_task_id == owner)
+            .map(|s| s.id.clone())
+    }
+
+    pub(super) fn all(&self) -> impl Iterator<Item = &Arc<Session>> {
+        self.running.values().chain(self.finished.values())
+    }
+
+    /// `id_or_prefix` (normalised to `wanted`) in the table: a whole id, a name
+    /// (the running session that has it, else the newest finished one), or the
+    /// sessions whose id starts with the prefix.
+    pub(super) fn resolve(&self, id_or_prefix: &str, wanted: &str) -> Result<Found, LookupError> {
+        // A whole id is a map lookup: with thousands of sessions, a scan per
+        // lookup would make every poll, wait and kill grow with the table.
+        let exact = match SessionId::parse(wanted) {
+            Some(parsed) => self.get(&parsed),
+            None => self.all().find(|s| s.id.as_str() == wanted),
+        };
+        if let Some(s) = exact {
+            return Ok(Found::One(Arc::clone(s)));
+        }
+        if check_name(id_or_prefix).is_ok() {
+            let named = |s: &&Arc<Session>| s.name.as_deref() == Some(id_or_prefix);
+            let running: Vec<&Arc<Session>> = self.running.values().filter(named).collect();
+            return match running.as_slice() {
+                [one] => Ok(Found::One(Arc::clone(one))),
+                [] => self
+                    .finished
+                    .values()
+                    .filter(named)
+                    .max_by_key(|s| s.started_at)
+                    .map(|s| Found::One(Arc::clone(s)))
+                    .ok_or_else(|| LookupError::NotFound {
+                        id: id_or_prefix.to_owned(),
+                    }),
+                many => {
+                    let mut matches: Vec<SessionId> = many.iter().map(|s| s.id.clone()).collect();
+                    matches.sort();
+                    Err(LookupError::Ambiguous {
+                        prefix: id_or_prefix.to_owned(),
+                        matches,
+                    })
+                }
+            };
+        }
+        let suffix_len = wanted.len() - id::ID_PREFIX.len();
+        if suffix_len < id::MIN_PREFIX_CHARS {
+            return Err(LookupError::TooShort {
+                prefix: id_or_prefix.to_owned(),
+            });
+        }
+        Ok(Found::Prefixed(
+            self.all()
+                .filter(|s| s.id.as_str().starts_with(wanted))
+                .cloned()
+                .collect(),
+        ))
+    }
+
+    /// Drops the finished sessions `retention` no longer keeps in memory;
+    /// `pending` says whose receipt is not written yet (those stay).
+    pub(super) fn prune(&mut self, retention: &Retention, pending: impl Fn(&SessionId) -> bool) {
+        let out = retention.cache_evictions(self.finished.values(), SystemTime::now(), pending);
+        for id in &out.expired {
+            self.finished.remove(id);
+        }
+        for id in &out.excess {
+            if let Some(s) = self.finished.remove(id) {
+                s.tail().release();
+            }
+        }
+    }
+}
+
+impl Queues {
     /// Takes `owner`'s queue, the notice of what it folded first.
-    pub(super) fn take_queue(&mut self, owner: &str) -> Vec<Event> {
+    pub(super) fn take(&mut self, owner: &str) -> Vec<Event> {
         let folded = self.folded.remove(owner);
         let queued = self.drop_queue(owner);
         folded
@@ -267,10 +291,6 @@ impl Tables {
     pub(super) fn pending(&self, owner: &str) -> usize {
         self.queues.get(owner).map_or(0, VecDeque::len)
             + usize::from(self.folded.contains_key(owner))
-    }
-
-    pub(crate) fn get(&self, id: &SessionId) -> Option<&Arc<Session>> {
-        self.running.get(id).or_else(|| self.finished.get(id))
     }
 
     /// Queues `event` for `owner`'s next drain. A full queue folds its oldest
@@ -304,18 +324,6 @@ impl Tables {
                 _ => folded.watch_events += 1,
             }
         }
-    }
-
-    /// The id of `owner`'s running session named `name`, if any.
-    pub(super) fn running_named(&self, name: &str, owner: &str) -> Option<SessionId> {
-        self.running
-            .values()
-            .find(|s| s.name.as_deref() == Some(name) && s.state().owner_task_id == owner)
-            .map(|s| s.id.clone())
-    }
-
-    pub(super) fn all(&self) -> impl Iterator<Item = &Arc<Session>> {
-        self.running.values().chain(self.finished.values())
     }
 }
 

@@ -61,9 +61,8 @@ async fn finished_with_a_failed_wait(
         .expect("the job starts");
     let session = registry
         .inner
-        .lock()
+        .table
         .running_session(&info.session_id)
-        .map(Arc::clone)
         .expect("the job runs");
     session.state().exit = known;
     registry

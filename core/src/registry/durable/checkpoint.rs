@@ -223,19 +223,15 @@ impl Inner {
             watch_patterns: info.watch_patterns.clone(),
             heartbeat_seconds: info.heartbeat_seconds.unwrap_or(0),
         };
-        let running = {
-            // Under the table lock: a session that already finished gets no extras
-            // (the finish hook, which removes them, may have run already), and needs
-            // no row: there is nothing left to restore.
-            let tables = self.lock();
-            let running = tables.running_session(&info.session_id).cloned();
-            if running.is_some() {
-                self.durable
-                    .checkpoint
-                    .set_extras(info.session_id.clone(), extras.clone());
-            }
-            running
-        };
+        // While it runs: a session that already finished gets no extras (the
+        // finish hook, which removes them, may have run already), and needs no row:
+        // there is nothing left to restore.
+        let running = self.table.while_running(&info.session_id, |s, _| {
+            self.durable
+                .checkpoint
+                .set_extras(info.session_id.clone(), extras.clone());
+            Arc::clone(s)
+        });
         let Some(session) = running else {
             return;
         };

@@ -376,25 +376,27 @@ impl Inner {
                 (record.completion_id, event)
             })
             .collect();
-        let mut tables = self.lock();
-        // None when another consumer replayed meanwhile.
-        let Some(committed_here) = self.durable.ledger.end_replay() else {
+        let replayed = self.table.with_queues(|queues| {
+            // None when another consumer replayed meanwhile.
+            let committed_here = self.durable.ledger.end_replay()?;
+            let mut n_replayed = 0;
+            for (completion_id, event) in events {
+                if committed_here.contains(&completion_id) {
+                    continue;
+                }
+                let Some(event) = event else {
+                    tracing::error!(completion_id = %completion_id, "undelivered completion not replayed: its stored event is not a completion");
+                    continue;
+                };
+                queues.enqueue(event.owner_task_id().unwrap_or_default(), event.clone());
+                self.outbox.broadcast(event);
+                n_replayed += 1;
+            }
+            Some(n_replayed)
+        });
+        let Some(n_replayed) = replayed else {
             return;
         };
-        let mut n_replayed = 0;
-        for (completion_id, event) in events {
-            if committed_here.contains(&completion_id) {
-                continue;
-            }
-            let Some(event) = event else {
-                tracing::error!(completion_id = %completion_id, "undelivered completion not replayed: its stored event is not a completion");
-                continue;
-            };
-            tables.enqueue(event.owner_task_id().unwrap_or_default(), event.clone());
-            self.outbox.broadcast(event);
-            n_replayed += 1;
-        }
-        drop(tables);
         if n_replayed > 0 {
             tracing::info!(
                 n_replayed,

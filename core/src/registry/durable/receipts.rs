@@ -254,7 +254,7 @@ impl Inner {
             }
             // Sessions kept in memory only until their receipts were written can go
             // now, not at some later finish.
-            self.prune(&mut self.lock());
+            self.prune();
             self.durable.receipts.round_done(generation);
         }
     }
@@ -318,20 +318,18 @@ impl Inner {
     /// their receipts are stored: from then on a restore finds the receipt, so the
     /// exit record is no longer needed. The table lock is taken once for the batch.
     fn forget_shims(&self, batch: &[Stored]) {
-        let supervised: Vec<Arc<Session>> = {
-            let tables = self.lock();
+        let supervised: Vec<Arc<Session>> = self.table.of_ids(
             batch
                 .iter()
-                .filter_map(|item| SessionId::parse(&item.receipt.id))
-                .filter_map(|id| tables.get(&id).filter(|s| s.shim.is_some()).cloned())
-                .collect()
-        };
+                .filter_map(|item| SessionId::parse(&item.receipt.id)),
+            |s| s.shim.is_some(),
+        );
         for s in supervised {
             let Ok(dir) = herd_persistence::ShimDir::new(&self.home, s.id.as_str()) else {
                 continue;
             };
             // A shim holding leftovers keeps its directory until it exits.
-            if self.keep_lingering_shim_dir(&s, &dir) {
+            if self.shims.keep_dir_while_held(&s, &dir) {
                 continue;
             }
             if let Err(error) = dir.remove() {
