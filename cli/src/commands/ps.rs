@@ -61,22 +61,7 @@ pub(crate) async fn ps(home: &Home, args: PsArgs) -> anyhow::Result<()> {
              running daemon another herd version? `herd status` names it"
         )
     })?;
-    // A host that did not answer: its rows are the last known ones.
-    for host in answer.hosts.iter().flatten() {
-        if host.status.as_deref() == Some("unreachable") {
-            output::err_line(&format!(
-                "host {} is unreachable since {}: {} (its jobs show their last known state)",
-                output::visible(host.name.as_deref().unwrap_or_default()),
-                host.since.as_deref().unwrap_or("?"),
-                output::visible(host.message.as_deref().unwrap_or_default()),
-            ));
-        } else if host.late == Some(true) {
-            output::err_line(&format!(
-                "host {} did not answer in time: its jobs show their last known state",
-                output::visible(host.name.as_deref().unwrap_or_default()),
-            ));
-        }
-    }
+    say_late_hosts(&answer);
     if let Some(n_older) = answer.older {
         output::err_line(&format!(
             "{n_older} older finished session{} not shown (finished more than {} ago) — use --since",
@@ -133,6 +118,25 @@ pub(crate) async fn ps(home: &Home, args: PsArgs) -> anyhow::Result<()> {
     }
     output::line(&table.to_string())?;
     Ok(())
+}
+
+/// Says which far hosts did not answer: their rows are the last known ones.
+fn say_late_hosts(answer: &Answer<'_>) {
+    for host in answer.hosts.iter().flatten() {
+        if host.status.as_deref() == Some("unreachable") {
+            output::err_line(&format!(
+                "host {} is unreachable since {}: {} (its jobs show their last known state)",
+                output::visible(host.name.as_deref().unwrap_or_default()),
+                host.since.as_deref().unwrap_or("?"),
+                output::visible(host.message.as_deref().unwrap_or_default()),
+            ));
+        } else if host.late == Some(true) {
+            output::err_line(&format!(
+                "host {} did not answer in time: its jobs show their last known state",
+                output::visible(host.name.as_deref().unwrap_or_default()),
+            ));
+        }
+    }
 }
 
 /// One row's cells: the fixed columns, then the command and the last line, which
