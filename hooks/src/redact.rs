@@ -670,10 +670,13 @@ fn key_open_after(before: &str, open_at_start: bool) -> bool {
             None => keys::could_be_body(line),
         };
         if !body {
+            // The first line of `before` may be the rest of a line cut inside a
+            // block written as one string: the state where it starts goes on in it.
+            let open = line_start == 0 && open_at_start;
             let from = &before[line_start..];
             return match visible::strip(from) {
-                Some((seen, _)) => keys::spans(&seen, false).1,
-                None => keys::spans(from, false).1,
+                Some((seen, _)) => keys::spans(&seen, open).1,
+                None => keys::spans(from, open).1,
             };
         }
         if line_start == 0 {

@@ -198,6 +198,10 @@ pub(crate) fn marker_around(text: &str, at: usize) -> Option<(usize, usize)> {
 fn line_spans(line: &str, offset: usize, open: bool, found: &mut Vec<(usize, usize)>) -> bool {
     let content = line.strip_suffix('\r').unwrap_or(line);
     if open {
+        if let Some((open_after, end)) = continued_string(content, offset, found) {
+            // Where the string's block ends, the rest of the line is ordinary.
+            return open_after || line_spans(&content[end..], offset + end, false, found);
+        }
         let lead = content.len() - content.trim_start().len();
         if let Some((start, end)) = find_marker(content, "-----END") {
             // Body glued to the marker is masked with it; a log prefix is kept.
@@ -430,6 +434,43 @@ fn escaped_lines(rest: &str) -> (Vec<(usize, usize)>, usize, bool) {
         }
         pos = end;
     }
+}
+
+/// A line that starts inside a block written as one string with escaped newlines
+/// (a text cut inside such a line: a window deep in a long one): its first part is
+/// the rest of a key line, the parts after it the block's next lines. Pushes the
+/// spans and returns whether the block is open after the line, and where it ends
+/// on the line if not; `None` when `content` holds no escaped newline or its first
+/// part cannot be key body (the line rules decide).
+fn continued_string(
+    content: &str,
+    offset: usize,
+    found: &mut Vec<(usize, usize)>,
+) -> Option<(bool, usize)> {
+    let first = next_escaped(content, 0, b'n');
+    if first == content.len() {
+        return None;
+    }
+    let head = &content[..first];
+    if find_marker(head, "-----END").is_some() || armour_header(head).is_some() {
+        return None;
+    }
+    let head_span = frame_body(head);
+    if head_span.is_none() && !head.trim().is_empty() {
+        return None;
+    }
+    if let Some((start, end)) = head_span {
+        found.push((offset + start, offset + end));
+    }
+    let (lines, end, open) = escaped_lines(&content[first..]);
+    for (start, end) in lines {
+        let (start, end) = (offset + first + start, offset + first + end);
+        match found.last_mut() {
+            Some(last) if last.1 == start => last.1 = end,
+            _ => found.push((start, end)),
+        }
+    }
+    Some((open, first + end))
 }
 
 /// The length of the escapes (`\\n`, `\\\\n`, … for `letter` `n`) `text` starts with.
