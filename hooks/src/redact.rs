@@ -631,9 +631,10 @@ fn is_token_char(c: char) -> bool {
 pub fn key_state_matters(text: &str) -> bool {
     let end = memchr::memchr(b'\n', text.as_bytes()).map_or(text.len(), |idx| idx);
     let first = &text[..end];
+    let matters = |line: &str| keys::could_be_body(line) || keys::continues_string(line).is_some();
     match visible::strip(first) {
-        Some((seen, _)) => keys::could_be_body(&seen),
-        None => keys::could_be_body(first),
+        Some((seen, _)) => matters(&seen),
+        None => matters(first),
     }
 }
 

@@ -181,7 +181,9 @@ impl KeyIndex {
         let stripped = visible::strip(&text);
         let seen = stripped.as_ref().map_or(text.as_ref(), |(copy, _)| copy);
         if self.known_from.is_none() {
-            if keys::could_be_body(seen) {
+            // A line that could go on with a block (a body line, or the rest of a
+            // block written as one string) does not decide the state.
+            if keys::could_be_body(seen) || keys::continues_string(seen).is_some() {
                 return;
             }
             // The first line that decides the state on its own.

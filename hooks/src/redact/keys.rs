@@ -287,7 +287,7 @@ pub(crate) fn could_be_body(line: &str) -> bool {
     {
         return false;
     }
-    if content.trim().is_empty() {
+    if content.trim().is_empty() || continues_string(content) == Some(true) {
         return true;
     }
     // A header keeps a block open, except the one that closes it (a PuTTY file's
@@ -434,6 +434,14 @@ fn escaped_lines(rest: &str) -> (Vec<(usize, usize)>, usize, bool) {
         }
         pos = end;
     }
+}
+
+/// Whether `line` would go on with a block written as one string that is open
+/// where it starts (see `continued_string`), and if so whether the block is still
+/// open after it.
+pub(crate) fn continues_string(line: &str) -> Option<bool> {
+    let content = line.strip_suffix('\r').unwrap_or(line);
+    continued_string(content, 0, &mut Vec::new()).map(|(open, _)| open)
 }
 
 /// A line that starts inside a block written as one string with escaped newlines

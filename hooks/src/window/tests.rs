@@ -594,6 +594,13 @@ fn b30_a_window_deep_inside_a_long_key_in_one_line_shows_only_masks() {
     for part in text.as_bytes().chunks(4096) {
         index.push(part);
     }
+    // A re-adopted session: an index that starts part-way, and the log.
+    let mut part_way = crate::KeyIndex::starting_at(30_000);
+    for part in text.as_bytes()[30_000..].chunks(4096) {
+        part_way.push(part);
+    }
+    let mut log = tempfile::tempfile().unwrap_or_else(|e| panic!("{e}"));
+    std::io::Write::write_all(&mut log, text.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
     for depth in [45, 20_000, 60_000, text.len() - line_start - 100] {
         for lookback in [1, 68, 2048] {
             let mut at = line_start + depth;
@@ -605,23 +612,29 @@ fn b30_a_window_deep_inside_a_long_key_in_one_line_shows_only_masks() {
                 from -= 1;
             }
             let source = &text[from..];
-            let open = index
-                .open_at(from as u64)
-                .unwrap_or_else(|| crate::key_open_in_log(None, from as u64, source));
+            let in_log = crate::key_open_in_log(Some(&log), from as u64, source);
+            let opens = [
+                index.open_at(from as u64).unwrap_or(in_log),
+                part_way.open_at(from as u64).unwrap_or(in_log),
+                in_log,
+            ];
             let start = at - from;
-            for window in [
-                Window::last_chars(source, 45),
-                Window::last_chars(source, 400),
-                Window::range(source, start..source.len()),
-                Window::range(source, start..start + 360),
-                Window::last_chars_after(source, start, 45),
-            ] {
+            for (open, window) in opens.into_iter().flat_map(|open| {
+                [
+                    Window::last_chars(source, 45),
+                    Window::last_chars(source, 400),
+                    Window::range(source, start..source.len()),
+                    Window::range(source, start..start + 360),
+                    Window::last_chars_after(source, start, 45),
+                ]
+                .map(|w| (open, w))
+            }) {
                 let shown = p.show(&ctx("make"), window.after_open_key(open));
                 let seen = strip_escapes(&shown);
                 for secret in &secrets[..1100] {
                     assert!(
                         !seen.contains(&secret[8..24]),
-                        "depth {depth}, lookback {lookback} shows {secret}: {shown}"
+                        "depth {depth}, lookback {lookback}, open {open} {opens:?} shows {secret}: {shown}"
                     );
                 }
             }
