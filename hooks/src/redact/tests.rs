@@ -758,3 +758,16 @@ fn b30_a_key_escaped_into_json_is_masked_whatever_each_line_carries() {
         }
     }
 }
+
+#[test]
+fn b30_a_match_whose_replacement_declines_does_not_hide_the_secrets_it_covers() {
+    let r = Redactor::builtin();
+    let token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
+    for text in [
+        format!("url postgres://app:${{DB}}{token}@db/x"),
+        format!("Authorization: ${{AUTH}}{token}"),
+    ] {
+        let out = r.redact(&text, RedactMode::Code);
+        assert!(!out.contains("ghijklmnopqrstuv"), "{text}: {out}");
+    }
+}
