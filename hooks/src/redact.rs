@@ -53,6 +53,7 @@ mod keys;
 mod lookback;
 mod providers;
 mod readings;
+use readings::is_replaced;
 mod side_blocks;
 mod stream;
 mod suffixed;
@@ -174,6 +175,7 @@ impl Compiled {
     /// backspace that overwrote a character), the text before it was written
     /// apart from it, so that seam counts as a word boundary (`e ESC SP g\bghp_…`
     /// shows `ghp_…` written over the `e`).
+    /// A match `replaced` refuses is left out, the search going on inside it.
     fn anchored_matches<'s>(
         &'s self,
         triggers: &triggers::Triggers,
@@ -181,6 +183,7 @@ impl Compiled {
         map: Option<&[usize]>,
         priority: u8,
         out: &mut Vec<(usize, u8, usize, &'s Kind)>,
+        replaced: fn(&Kind, &str) -> bool,
     ) {
         let mut pos = 0;
         let mut scan = triggers.scan(text);
@@ -205,11 +208,14 @@ impl Compiled {
                 },
             };
             match found {
-                Some((start, end, pattern)) => {
+                // A declined match (a reference, a template) hides nothing.
+                Some((start, end, pattern))
+                    if replaced(&self.kinds[pattern.as_usize()], &text[start..end]) =>
+                {
                     out.push((start, priority, end, &self.kinds[pattern.as_usize()]));
                     pos = end;
                 }
-                None => pos = at + 1,
+                _ => pos = at + 1,
             }
         }
     }
@@ -422,10 +428,7 @@ impl Redactor {
             .collect();
         let n_keys = found.len();
         let mut key_idx = 0;
-        for (start, end, kind) in self.matches(haystack, map, mode) {
-            if end <= start {
-                continue;
-            }
+        for (start, end, mut with) in self.matches(haystack, map, mode) {
             let (orig_start, orig_end) = to_text(start, end);
             // Key spans win over any match they overlap.
             while key_idx < n_keys && found[key_idx].end <= orig_start {
@@ -434,9 +437,6 @@ impl Redactor {
             if key_idx < n_keys && found[key_idx].start < orig_end {
                 continue;
             }
-            let Some(mut with) = families::replace(kind, &haystack[start..end]) else {
-                continue;
-            };
             // Only a config pattern can span a newline: the lines stay.
             let n_newlines =
                 memchr::memchr_iter(b'\n', &text.as_bytes()[orig_start..orig_end]).count();
@@ -568,23 +568,24 @@ impl Redactor {
     /// Every match in `text`, sorted by start and non-overlapping. On overlap
     /// the earlier start wins; on a tie the built-in automaton, then the side
     /// scanner, then config patterns.
-    fn matches<'s>(
-        &'s self,
+    fn matches(
+        &self,
         text: &str,
         map: Option<&[usize]>,
         mode: RedactMode,
-    ) -> Vec<(usize, usize, &'s Kind)> {
+    ) -> Vec<(usize, usize, String)> {
         // (start, priority, end, kind)
         let mut all: Vec<(usize, u8, usize, &Kind)> = Vec::new();
         match mode {
             RedactMode::Code => {
+                let triggers = &self.triggers;
                 self.code
-                    .anchored_matches(&self.triggers, text, map, 0, &mut all);
+                    .anchored_matches(triggers, text, map, 0, &mut all, is_replaced);
                 for (s, e, k) in families::side_matches(text) {
                     all.push((s, 1, e, side_kind(&k)));
                 }
                 if let Some((extra, triggers)) = &self.extra {
-                    extra.anchored_matches(triggers, text, map, 2, &mut all);
+                    extra.anchored_matches(triggers, text, map, 2, &mut all, is_replaced);
                 }
             }
             RedactMode::SecretDump => {
@@ -608,8 +609,12 @@ impl Redactor {
         let mut merged = Vec::with_capacity(all.len());
         let mut last_end = 0;
         for (s, _, e, k) in all {
-            if s >= last_end {
-                merged.push((s, e, k));
+            // A match whose replacement declines hides none it overlaps.
+            if s >= last_end
+                && e > s
+                && let Some(with) = families::replace(k, &text[s..e])
+            {
+                merged.push((s, e, with));
                 last_end = e;
             }
         }
@@ -631,9 +636,10 @@ fn is_token_char(c: char) -> bool {
 pub fn key_state_matters(text: &str) -> bool {
     let end = memchr::memchr(b'\n', text.as_bytes()).map_or(text.len(), |idx| idx);
     let first = &text[..end];
+    let matters = |line: &str| keys::could_be_body(line) || keys::continues_string(line).is_some();
     match visible::strip(first) {
-        Some((seen, _)) => keys::could_be_body(&seen),
-        None => keys::could_be_body(first),
+        Some((seen, _)) => matters(&seen),
+        None => matters(first),
     }
 }
 
@@ -670,10 +676,12 @@ fn key_open_after(before: &str, open_at_start: bool) -> bool {
             None => keys::could_be_body(line),
         };
         if !body {
+            // A first line cut inside a one-string block goes on with its state.
+            let open = line_start == 0 && open_at_start;
             let from = &before[line_start..];
             return match visible::strip(from) {
-                Some((seen, _)) => keys::spans(&seen, false).1,
-                None => keys::spans(from, false).1,
+                Some((seen, _)) => keys::spans(&seen, open).1,
+                None => keys::spans(from, open).1,
             };
         }
         if line_start == 0 {

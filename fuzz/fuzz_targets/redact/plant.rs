@@ -16,9 +16,6 @@ pub(crate) enum Kind {
     Command,
 }
 
-/// Whether a line prefix is dropped under JSON escaping (a known leak, see `Form::new`).
-const SKIP_PREFIXED_JSON: bool = true;
-
 /// How the secret is printed: decoded from the input's flags, form and extra bytes.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Form {
@@ -46,13 +43,7 @@ pub(crate) struct Form {
 impl Form {
     pub(crate) fn new(flags: u8, seed: u8, form: u8, extra: u8) -> Form {
         let escaping = (form >> 5) & 0x03;
-        // Known leak, not fixed yet: a key whose lines carry a prefix, then escaped
-        // into one JSON string, shows its body. Left out until the redactor masks it.
-        let prefix = if SKIP_PREFIXED_JSON && matches!(escaping, 1 | 2) {
-            0
-        } else {
-            (form >> 2) & 0x07
-        };
+        let prefix = (form >> 2) & 0x07;
         Form {
             kind: match form & 0x03 {
                 0 => Kind::Token,

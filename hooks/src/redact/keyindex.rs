@@ -20,7 +20,9 @@
 //! Invariant: for an offset the index answers, the answer is the state the state
 //! machine reaches over the visible lines before it (at a line start), or the
 //! state of the block the offset's line lies in (inside a line): a line inside a
-//! block is taken as key body up to the offset.
+//! block is taken as key body up to the offset, and the line that closes a block
+//! is inside it up to its last mask (the rest of a block written as one string
+//! with escaped newlines, which may end mid-line).
 
 use std::borrow::Cow;
 
@@ -179,7 +181,9 @@ impl KeyIndex {
         let stripped = visible::strip(&text);
         let seen = stripped.as_ref().map_or(text.as_ref(), |(copy, _)| copy);
         if self.known_from.is_none() {
-            if keys::could_be_body(seen) {
+            // A line that could go on with a block (a body line, or the rest of a
+            // block written as one string) does not decide the state.
+            if keys::could_be_body(seen) || keys::continues_string(seen).is_some() {
                 return;
             }
             // The first line that decides the state on its own.
@@ -187,7 +191,8 @@ impl KeyIndex {
             self.open = false;
         }
         let before = self.open;
-        self.open = keys::spans(seen, before).1;
+        let (spans, open) = keys::spans(seen, before);
+        self.open = open;
         match (before, self.open) {
             (false, true) => {
                 if self.blocks.len() >= MAX_BLOCKS {
@@ -199,8 +204,16 @@ impl KeyIndex {
                 self.blocks.push((at, None));
             }
             (true, false) => {
+                // Inside the closing line the block reaches to its last mask: the
+                // line may go on with a block written as one string (cut from the
+                // line's start, a long line taken in parts), its END mid-line.
+                let masked_to = spans.last().and_then(|&(_, end)| match &stripped {
+                    Some((_, map)) => end.checked_sub(1).and_then(|e| map.get(e)).map(|e| e + 1),
+                    None => Some(end),
+                });
+                let close = at + masked_to.unwrap_or(0).min(raw.len()) as u64;
                 if let Some(last) = self.blocks.last_mut() {
-                    last.1 = Some(at);
+                    last.1 = Some(close);
                 }
             }
             _ => {}

@@ -198,6 +198,10 @@ pub(crate) fn marker_around(text: &str, at: usize) -> Option<(usize, usize)> {
 fn line_spans(line: &str, offset: usize, open: bool, found: &mut Vec<(usize, usize)>) -> bool {
     let content = line.strip_suffix('\r').unwrap_or(line);
     if open {
+        if let Some((open_after, end)) = continued_string(content, offset, found) {
+            // Where the string's block ends, the rest of the line is ordinary.
+            return open_after || line_spans(&content[end..], offset + end, false, found);
+        }
         let lead = content.len() - content.trim_start().len();
         if let Some((start, end)) = find_marker(content, "-----END") {
             // Body glued to the marker is masked with it; a log prefix is kept.
@@ -244,6 +248,25 @@ fn line_spans(line: &str, offset: usize, open: bool, found: &mut Vec<(usize, usi
             from = body_end + end;
             continue;
         }
+        let (lines, lines_end, lines_open) = escaped_lines(&content[header_end..]);
+        if lines_end > body_end - header_end && !is_trailer(&content[body_end..]) {
+            // Lines escaped into one string, each behind a prefix: masked line by
+            // line, as if the escaped newlines were real ones.
+            found.push((offset + begin, offset + header_end));
+            for (start, end) in lines {
+                let (start, end) = (offset + header_end + start, offset + header_end + end);
+                match found.last_mut() {
+                    Some(last) if last.1 == start => last.1 = end,
+                    _ => found.push((start, end)),
+                }
+            }
+            open_after = lines_open;
+            from = header_end + lines_end;
+            if open_after {
+                break;
+            }
+            continue;
+        }
         found.push((offset + begin, offset + body_end));
         open_after = is_trailer(&content[body_end..]);
         from = body_end.max(begin + 1);
@@ -264,7 +287,7 @@ pub(crate) fn could_be_body(line: &str) -> bool {
     {
         return false;
     }
-    if content.trim().is_empty() {
+    if content.trim().is_empty() || continues_string(content) == Some(true) {
         return true;
     }
     // A header keeps a block open, except the one that closes it (a PuTTY file's
@@ -349,6 +372,140 @@ fn trailer_start(bytes: &[u8]) -> usize {
             _ => return end,
         }
     }
+}
+
+/// The key lines of a block escaped into one string (`\\n` between them, escaped
+/// once or more), read like real lines: each may carry a prefix (a log prefix, a
+/// path) and `\\r` progress frames, kept. `rest` follows the BEGIN marker. Returns
+/// the spans to mask (relative to `rest`; a line's escaped newline is masked with
+/// the line before it when the line has no prefix), where the block ends, and
+/// whether it is still open there.
+fn escaped_lines(rest: &str) -> (Vec<(usize, usize)>, usize, bool) {
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    // What may end the BEGIN line (`cat -A`'s `$`, spaces) before its newline.
+    let first = next_escaped(rest, 0, b'n');
+    let mut pos = if is_trailer(&rest[..first]) { first } else { 0 };
+    loop {
+        let esc = escaped(&rest[pos..], b'n');
+        if esc == 0 {
+            return (spans, pos, false);
+        }
+        let start = pos + esc;
+        let end = next_escaped(rest, start, b'n');
+        let line = &rest[start..end];
+        if let Some((s, e)) = find_marker(line, "-----END") {
+            let glued = is_body(&line[..s]) || line[..s].trim().is_empty();
+            spans.push((if glued { pos } else { start + s }, start + e));
+            return (spans, start + e, false);
+        }
+        // The string ends on the last line: its body runs to the closing quote.
+        let last = end == rest.len();
+        let cut = if last {
+            line.find(['"', '\'', '\\']).unwrap_or(line.len())
+        } else {
+            line.len()
+        };
+        let n_before = spans.len();
+        let mut frame_start = 0;
+        let mut body_end = 0;
+        while frame_start <= cut {
+            let frame_end = next_escaped(&line[..cut], frame_start, b'r');
+            if let Some((s, e)) = frame_body(&line[frame_start..frame_end]) {
+                let s = if frame_start + s == 0 {
+                    pos
+                } else {
+                    start + frame_start + s
+                };
+                spans.push((s, start + frame_start + e));
+                body_end = frame_start + e;
+            }
+            if frame_end == cut {
+                break;
+            }
+            frame_start = frame_end + escaped(&line[frame_end..], b'r');
+        }
+        let blank = line[..cut].trim().is_empty();
+        if spans.len() == n_before && !blank {
+            return (spans, pos, false);
+        }
+        if last {
+            let end_at = if spans.len() > n_before { body_end } else { 0 };
+            return (spans, start + end_at, is_trailer(&line[end_at..]));
+        }
+        pos = end;
+    }
+}
+
+/// Whether `line` would go on with a block written as one string that is open
+/// where it starts (see `continued_string`), and if so whether the block is still
+/// open after it.
+pub(crate) fn continues_string(line: &str) -> Option<bool> {
+    let content = line.strip_suffix('\r').unwrap_or(line);
+    continued_string(content, 0, &mut Vec::new()).map(|(open, _)| open)
+}
+
+/// A line that starts inside a block written as one string with escaped newlines
+/// (a text cut inside such a line: a window deep in a long one): its first part is
+/// the rest of a key line, the parts after it the block's next lines. Pushes the
+/// spans and returns whether the block is open after the line, and where it ends
+/// on the line if not; `None` when `content` holds no escaped newline or its first
+/// part cannot be key body (the line rules decide).
+fn continued_string(
+    content: &str,
+    offset: usize,
+    found: &mut Vec<(usize, usize)>,
+) -> Option<(bool, usize)> {
+    let first = next_escaped(content, 0, b'n');
+    if first == content.len() {
+        return None;
+    }
+    let head = &content[..first];
+    if find_marker(head, "-----END").is_some() || armour_header(head).is_some() {
+        return None;
+    }
+    let head_span = frame_body(head);
+    if head_span.is_none() && !head.trim().is_empty() {
+        return None;
+    }
+    if let Some((start, end)) = head_span {
+        found.push((offset + start, offset + end));
+    }
+    let (lines, end, open) = escaped_lines(&content[first..]);
+    for (start, end) in lines {
+        let (start, end) = (offset + first + start, offset + first + end);
+        match found.last_mut() {
+            Some(last) if last.1 == start => last.1 = end,
+            _ => found.push((start, end)),
+        }
+    }
+    Some((open, first + end))
+}
+
+/// The length of the escapes (`\\n`, `\\\\n`, … for `letter` `n`) `text` starts with.
+fn escaped(text: &str, letter: u8) -> usize {
+    let bytes = text.as_bytes();
+    let mut n = 0;
+    loop {
+        let slashes = bytes[n..].iter().take_while(|b| **b == b'\\').count();
+        match bytes.get(n + slashes) {
+            Some(b) if *b == letter && slashes > 0 => n += slashes + 1,
+            _ => return n,
+        }
+    }
+}
+
+/// Where the next escape of `letter` at or after `from` starts (`text.len()` if none).
+fn next_escaped(text: &str, from: usize, letter: u8) -> usize {
+    let bytes = text.as_bytes();
+    let mut at = from;
+    while let Some(idx) = memchr::memchr(b'\\', &bytes[at..]) {
+        let slash = at + idx;
+        if escaped(&text[slash..], letter) > 0 {
+            return slash;
+        }
+        at = slash + bytes[slash..].iter().take_while(|b| **b == b'\\').count();
+    }
+    text.len()
 }
 
 /// Whether what follows a BEGIN marker (and its one-line body) on its line leaves

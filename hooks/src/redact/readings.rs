@@ -2,7 +2,7 @@
 //! (`ESC SP ghp_…`), a terminal eats that letter but a reader of the bytes sees the
 //! word whole, so tokens are looked for in both readings.
 
-use super::{Found, RedactMode, Redactor, families, visible};
+use super::{Found, RedactMode, Redactor, visible};
 
 impl Redactor {
     /// Adds to `found` the tokens only the other reading of an nF escape shows (see
@@ -17,18 +17,12 @@ impl Redactor {
             return;
         };
         let mut more = Vec::new();
-        for (start, end, kind) in self.matches(&copy, Some(&map), mode) {
-            if end <= start {
-                continue;
-            }
+        for (start, end, mut with) in self.matches(&copy, Some(&map), mode) {
             let (s, e) = visible::widen_overstrike(text, map[start], map[end - 1] + 1);
             let overlaps = |f: &Found| f.start < e && s < f.end;
             if found.iter().any(overlaps) || more.iter().any(overlaps) {
                 continue;
             }
-            let Some(mut with) = families::replace(kind, &copy[start..end]) else {
-                continue;
-            };
             let n_newlines = memchr::memchr_iter(b'\n', &text.as_bytes()[s..e]).count();
             with.extend(std::iter::repeat_n('\n', n_newlines));
             more.push(Found {
@@ -39,4 +33,9 @@ impl Redactor {
         }
         found.extend(more);
     }
+}
+
+/// Whether a match of `kind` is replaced (its replacement does not decline).
+pub(super) fn is_replaced(kind: &super::Kind, m: &str) -> bool {
+    super::families::replace(kind, m).is_some()
 }

@@ -679,3 +679,95 @@ fn b30_command_lines_in_a_shell_trace_are_masked_as_command_lines() {
     let plain = "+ make -j4 all\n+ ./run --verbose\n";
     assert_eq!(Redactor::builtin().redact(plain, RedactMode::Code), plain);
 }
+
+#[test]
+fn b30_a_key_whose_lines_carry_a_prefix_escaped_into_one_string_is_masked() {
+    let r = Redactor::builtin();
+    let body = [
+        "BOaQJUkL4sd+v8y8ZVSFNZnWBrTcq3Dz8s6OlFWWm78GTD97sSQU7JutC9govLCr",
+        "liqlRsiDnAEgpTuPdMGcyiy1RctzlhNb48l1dn+XlJd4ZmCBUIV9OGKzS0B+1bGn",
+        "Hns4Ya2+ZXEWW7FVKKZHe9Hdz73RZT4Q+vDPMZeMJf/1M/mXqhJpOIRuakespD0c",
+    ];
+    let text = format!(
+        "log start\n{{\"key\": \"web-1  | -----BEGIN RSA PRIVATE KEY-----\\nweb-1  | {}\\nweb-1  | {}\\nweb-1  | {}\\nweb-1  | -----END RSA PRIVATE KEY-----\\n\"}}\ndone",
+        body[0], body[1], body[2]
+    );
+    let twice = format!(
+        "{{\"a\": \"{}\"}}",
+        text.replace('\\', "\\\\").replace('"', "\\\"")
+    );
+    let unclosed = text.replace("web-1  | -----END RSA PRIVATE KEY-----\\n", "");
+    for text in [text.clone(), twice, unclosed] {
+        for mode in [RedactMode::Code, RedactMode::SecretDump] {
+            let out = r.redact(&text, mode);
+            for line in body {
+                assert!(!out.contains(&line[8..40]), "{out}");
+            }
+            assert!(
+                out.contains("log start") && out.contains("web-1  | "),
+                "{out}"
+            );
+        }
+    }
+}
+
+#[test]
+fn b30_a_key_escaped_into_json_is_masked_whatever_each_line_carries() {
+    let r = Redactor::builtin();
+    let body = [
+        "BOaQJUkL4sd+v8y8ZVSFNZnWBrTcq3Dz8s6OlFWWm78GTD97sSQU7JutC9govLCr",
+        "liqlRsiDnAEgpTuPdMGcyiy1RctzlhNb48l1dn+XlJd4ZmCBUIV9OGKzS0B+1bGn",
+        "Hns4Ya2+ZXEWW7FVKKZHe9Hdz73RZT4Q",
+    ];
+    let prefixes: [fn(usize, &str) -> String; 8] = [
+        |_, l| l.to_owned(),
+        |_, l| format!("/home/u/.ssh/id_rsa:{l}"),
+        |i, l| format!("id_rsa:{}:{l}", i + 1),
+        |_, l| format!("{l}$"),
+        |_, l| format!(" 42% [=====>     ]\r{l}"),
+        |_, l| format!("web-1  | {l}"),
+        |_, l| format!("+{l}"),
+        |i, l| format!("{:>6}\t{l}", i + 1),
+    ];
+    for (n, prefix) in prefixes.iter().enumerate() {
+        for end in [true, false] {
+            let mut lines = vec!["-----BEGIN RSA PRIVATE KEY-----"];
+            lines.extend(body);
+            if end {
+                lines.push("-----END RSA PRIVATE KEY-----");
+            }
+            let block: Vec<String> = lines
+                .iter()
+                .enumerate()
+                .map(|(i, l)| prefix(i, l))
+                .collect();
+            let once =
+                serde_json::to_string(&format!("{}\n", block.join("\n"))).unwrap_or_default();
+            let twice = serde_json::to_string(&format!("{{\"key\": {once}}}")).unwrap_or_default();
+            for text in [
+                format!("{{\"key\": {once}}}"),
+                format!("{{\"secret\": {twice}}}"),
+            ] {
+                let text = format!("before\n{text}\nafter words\n");
+                let out = r.redact(&text, RedactMode::Code);
+                for line in body {
+                    assert!(!out.contains(&line[8..24]), "prefix {n}, end {end}: {out}");
+                }
+                assert!(out.ends_with("\nafter words\n"), "{out}");
+            }
+        }
+    }
+}
+
+#[test]
+fn b30_a_match_whose_replacement_declines_does_not_hide_the_secrets_it_covers() {
+    let r = Redactor::builtin();
+    let token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
+    for text in [
+        format!("url postgres://app:${{DB}}{token}@db/x"),
+        format!("Authorization: ${{AUTH}}{token}"),
+    ] {
+        let out = r.redact(&text, RedactMode::Code);
+        assert!(!out.contains("ghijklmnopqrstuv"), "{text}: {out}");
+    }
+}

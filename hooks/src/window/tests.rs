@@ -568,3 +568,76 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn b30_a_window_deep_inside_a_long_key_in_one_line_shows_only_masks() {
+    // A PuTTY file of 1,100 private lines, a C1 SOS string inside each, escaped
+    // twice into JSON with no MAC: one line of ~80 KB.
+    let (file, secrets) = ppk(1100);
+    let file = file[..file.find("Private-MAC").unwrap_or(file.len())].to_owned();
+    let lines: Vec<String> = file
+        .lines()
+        .map(|l| {
+            if l.len() > 8 {
+                format!("{}\u{98}sos\u{9c}{}", &l[..6], &l[6..])
+            } else {
+                l.to_owned()
+            }
+        })
+        .collect();
+    let once = serde_json::to_string(&format!("{}\n", lines.join("\n"))).unwrap_or_default();
+    let twice = serde_json::to_string(&format!("{{\"key\": {once}}}")).unwrap_or_default();
+    let text = format!("before\n{{\"secret\": {twice}}}\nb");
+    let line_start = text.find("{\"secret").unwrap_or(0);
+    let p = Pipeline::redaction_only();
+    let mut index = crate::KeyIndex::new();
+    for part in text.as_bytes().chunks(4096) {
+        index.push(part);
+    }
+    // A re-adopted session: an index that starts part-way, and the log.
+    let mut part_way = crate::KeyIndex::starting_at(30_000);
+    for part in text.as_bytes()[30_000..].chunks(4096) {
+        part_way.push(part);
+    }
+    let mut log = tempfile::tempfile().unwrap_or_else(|e| panic!("{e}"));
+    std::io::Write::write_all(&mut log, text.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+    for depth in [45, 20_000, 60_000, text.len() - line_start - 100] {
+        for lookback in [1, 68, 2048] {
+            let mut at = line_start + depth;
+            while !text.is_char_boundary(at) {
+                at += 1;
+            }
+            let mut from = at.saturating_sub(lookback);
+            while !text.is_char_boundary(from) {
+                from -= 1;
+            }
+            let source = &text[from..];
+            let in_log = crate::key_open_in_log(Some(&log), from as u64, source);
+            let opens = [
+                index.open_at(from as u64).unwrap_or(in_log),
+                part_way.open_at(from as u64).unwrap_or(in_log),
+                in_log,
+            ];
+            let start = at - from;
+            for (open, window) in opens.into_iter().flat_map(|open| {
+                [
+                    Window::last_chars(source, 45),
+                    Window::last_chars(source, 400),
+                    Window::range(source, start..source.len()),
+                    Window::range(source, start..start + 360),
+                    Window::last_chars_after(source, start, 45),
+                ]
+                .map(|w| (open, w))
+            }) {
+                let shown = p.show(&ctx("make"), window.after_open_key(open));
+                let seen = strip_escapes(&shown);
+                for secret in &secrets[..1100] {
+                    assert!(
+                        !seen.contains(&secret[8..24]),
+                        "depth {depth}, lookback {lookback}, open {open} {opens:?} shows {secret}: {shown}"
+                    );
+                }
+            }
+        }
+    }
+}
