@@ -52,6 +52,7 @@ mod durable;
 mod external;
 mod finish;
 mod held;
+mod hooks_room;
 mod killing;
 mod lifecycle;
 mod lingering;
@@ -63,6 +64,7 @@ mod recommit;
 mod restarts;
 mod retention;
 mod retention_policy;
+mod settings;
 mod spawning;
 mod stdin;
 mod table;
@@ -120,7 +122,10 @@ pub struct Registry {
 #[derive(Debug)]
 pub(crate) struct Inner {
     home: Home,
-    config: RegistryConfig,
+    /// The settings the rooms read: the config without its pipeline.
+    config: settings::Settings,
+    /// The output pipeline (hooks, then the redactor) and the config as given.
+    hooks: hooks_room::Hooks,
     /// The session table behind the table lock, which only this room takes.
     table: table_room::Table,
     /// The retention rules (what the table's cache keeps, when the timer ticks).
@@ -188,7 +193,8 @@ impl Registry {
                 shims: shims::Shims::new(&home, &config, runtime.clone()),
                 v1_base: crate::sys::usage::V1Base::default(),
                 home,
-                config,
+                config: settings::Settings::of(&config),
+                hooks: hooks_room::Hooks::new(config),
                 table: table_room::Table::new(queue_cap),
                 finishes,
                 changes,
@@ -208,11 +214,6 @@ impl Registry {
     /// The home this registry works under.
     pub fn home(&self) -> &Home {
         &self.inner.home
-    }
-
-    /// The configuration this registry was built with.
-    pub fn config(&self) -> &RegistryConfig {
-        &self.inner.config
     }
 
     /// Starts a session.

@@ -184,7 +184,7 @@ impl Inner {
             .into_iter()
             .map(|l| herd_persistence::Leftover {
                 pid: l.pid,
-                command: self.config.pipeline.show_command(&l.command).to_string(),
+                command: self.hooks.show_command(&l.command).to_string(),
             })
             .collect();
         Draft {

@@ -630,8 +630,7 @@ impl Inner {
             name: s.name.clone(),
             session_id: s.id.clone(),
             command: self
-                .config
-                .pipeline
+                .hooks
                 .show_command_head(&s.command, LIST_COMMAND_CHARS),
             cwd: s.cwd.clone(),
             pid: s.pid,

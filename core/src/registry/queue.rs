@@ -384,7 +384,7 @@ impl Inner {
             name: req.name.clone(),
             session_id: id,
             pid: 0,
-            command: self.config.pipeline.show_command(&req.command),
+            command: self.hooks.show_command(&req.command),
             mode: match req.mode {
                 crate::config::Mode::Pty { .. } => crate::answers::ModeName::Pty,
                 crate::config::Mode::Pipe => crate::answers::ModeName::Pipe,

@@ -290,10 +290,8 @@ impl ReadyObserver {
             return;
         }
         let shown = inner
-            .config
-            .pipeline
-            .redactor()
-            .redact_output(&self.session.command, &text)
+            .hooks
+            .redact_line(&self.session.command, &text)
             .into_owned();
         if !self.regex.is_match(&shown) {
             return;

@@ -88,7 +88,7 @@ impl Inner {
             env: &env,
             cwd: &cwd,
         };
-        let shown_command = self.config.pipeline.show_command(&req.command);
+        let shown_command = self.hooks.show_command(&req.command);
         let job = Job {
             id: &id,
             req: &req,
@@ -205,8 +205,7 @@ impl Inner {
             Some(dir) => dir.clone(),
             None => std::env::current_dir().map_err(|source| SpawnError::Spawn {
                 command: self
-                    .config
-                    .pipeline
+                    .hooks
                     .redact_command(&req.command)
                     .into_owned(),
                 source,
@@ -242,8 +241,7 @@ impl Inner {
                 .await
                 .map_err(|err| SpawnError::Spawn {
                     command: self
-                        .config
-                        .pipeline
+                        .hooks
                         .redact_command(&req.command)
                         .into_owned(),
                     source: std::io::Error::other(format!("the guard's worker failed: {err}")),

@@ -148,7 +148,7 @@ pub(crate) struct Sized {
 impl Inner {
     /// The session's command line as it may leave herd: secrets masked.
     pub(crate) fn shown_command(&self, s: &Session) -> Shown {
-        self.config.pipeline.show_command(&s.command)
+        self.hooks.show_command(&s.command)
     }
 
     /// A live session's `window` as it leaves by `route`.
@@ -215,7 +215,7 @@ impl Inner {
             backend: "local",
             partial: false,
         };
-        self.config.pipeline.show(&ctx, window)
+        self.hooks.show(&ctx, window)
     }
 
     /// The last `chars` characters of `text` (a tail that was `cut` already, still
@@ -247,7 +247,7 @@ impl Inner {
         extra: PollExtra,
     ) -> PollAnswer {
         PollAnswer {
-            command: self.config.pipeline.show_command(subject.command),
+            command: self.hooks.show_command(subject.command),
             status: subject.status(),
             pid: extra.pid,
             uptime_seconds: extra.uptime_seconds,
@@ -282,7 +282,7 @@ impl Inner {
     ) -> WaitAnswer {
         WaitAnswer {
             status,
-            command: self.config.pipeline.show_command(subject.command),
+            command: self.hooks.show_command(subject.command),
             exit_code: subject.exit_code(),
             signal: subject.signal(),
             completion_reason: subject.reason,
@@ -345,7 +345,7 @@ impl Inner {
         note: Option<String>,
     ) -> LogAnswer {
         LogAnswer {
-            command: self.config.pipeline.show_command(subject.command),
+            command: self.hooks.show_command(subject.command),
             status: subject.status(),
             output,
             total_lines: page.n_total_lines,

@@ -216,8 +216,7 @@ impl Inner {
     pub(in crate::registry) async fn spawned(self: &Arc<Self>, info: &SpawnInfo) {
         let extras = Extras {
             command_redacted: self
-                .config
-                .pipeline
+                .hooks
                 .redact_command(&info.command)
                 .into_owned(),
             watch_patterns: info.watch_patterns.clone(),
@@ -367,7 +366,7 @@ impl Inner {
     /// The checkpoint record of one session.
     fn record_of(&self, s: &Session, extra: Option<&Extras>) -> SessionRecord {
         let command = extra.map_or_else(
-            || self.config.pipeline.redact_command(&s.command).into_owned(),
+            || self.hooks.redact_command(&s.command).into_owned(),
             |e| e.command_redacted.clone(),
         );
         let options = options_record(s, &command);

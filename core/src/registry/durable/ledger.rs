@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use herd_hooks::{Pipeline, Stored};
+use herd_hooks::Stored;
 use herd_persistence::{CompletionLedger, CompletionRecord, Home};
 use serde::Deserialize;
 
@@ -20,6 +20,7 @@ use super::{lock, reason_from_name, unix_seconds};
 use crate::event::Event;
 use crate::id::SessionId;
 use crate::registry::Inner;
+use crate::registry::hooks_room::Hooks;
 
 /// The completion ledger: opened on the first commit or delivery, and the
 /// replay of earlier processes' undelivered completions.
@@ -332,7 +333,7 @@ impl Inner {
         };
         if let Some(slot) = value.get_mut("command") {
             *slot = serde_json::Value::String(
-                self.config.pipeline.redact_command(command).into_owned(),
+                self.hooks.redact_command(command).into_owned(),
             );
         }
         let Some(record) = completion_record(event, value) else {
@@ -372,7 +373,7 @@ impl Inner {
         let events: Vec<(String, Option<Event>)> = records
             .into_iter()
             .map(|record| {
-                let event = event_from_ledger(&record.event, &self.config.pipeline);
+                let event = event_from_ledger(&record.event, &self.hooks);
                 (record.completion_id, event)
             })
             .collect();
@@ -487,17 +488,17 @@ struct StoredCompletion {
 }
 
 /// Rebuilds a completion event from its ledger JSON; `None` when it is not one. Its
-/// command and output are redacted again through `pipeline` (see [`Stored`]).
+/// command and output are redacted again through the hooks room (see [`Stored`]).
 pub(in crate::registry) fn event_from_ledger(
     value: &serde_json::Value,
-    pipeline: &Pipeline,
+    hooks: &Hooks,
 ) -> Option<Event> {
     let stored: StoredCompletion = serde_json::from_value(value.clone()).ok()?;
     if stored.kind != "completion" {
         return None;
     }
-    let command = pipeline.recheck_command(stored.command);
-    let output = pipeline.recheck_output(&command, stored.output);
+    let command = hooks.recheck_command(stored.command);
+    let output = hooks.recheck_output(&command, stored.output);
     Some(Event::Completion {
         // A far host's completion is kept under its qualified id.
         session_id: SessionId::parse_any(&stored.session_id)?,

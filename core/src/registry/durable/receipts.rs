@@ -11,7 +11,6 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use herd_hooks::RedactMode;
 use herd_persistence::{Home, RestartSpec, ResultReceipt, ResultStore, Stored};
 use tokio::sync::watch;
 
@@ -263,20 +262,15 @@ impl Inner {
     /// log for context).
     fn redacted(&self, job: ReceiptJob) -> Stored {
         let mut receipt = job.receipt;
-        let mode = RedactMode::for_command(&receipt.command);
         let (before, key_open) = job
             .log_context
             .map(|(path, at)| crate::output::log_text_before(&path, at))
             .unwrap_or_default();
-        receipt.output = self.config.pipeline.redactor().redact_after_state(
-            &before,
-            key_open,
-            &receipt.output,
-            mode,
-        );
+        receipt.output =
+            self.hooks
+                .redact_output_after(&receipt.command, &before, key_open, &receipt.output);
         receipt.command = self
-            .config
-            .pipeline
+            .hooks
             .redact_command(&receipt.command)
             .into_owned();
         Stored {

@@ -215,8 +215,7 @@ impl Inner {
             name: r.name.clone(),
             session_id: id,
             command: self
-                .config
-                .pipeline
+                .hooks
                 .show_command_head(&r.command, LIST_COMMAND_CHARS),
             cwd: r.cwd.clone().unwrap_or_default(),
             pid: 0,
