@@ -80,8 +80,8 @@ impl Registry {
         };
         let growing = s.status() == SessionStatus::Running;
         let (text, cut, key_open) = s.text();
-        let st = s.state();
-        let subject = Subject::live(&s, &st);
+        // The state lock is released before the hooks run.
+        let subject = Subject::live(&s, &s.state());
         let preview = self.inner.tail_of(
             &subject,
             Route::Poll,
@@ -89,7 +89,6 @@ impl Registry {
             (cut, growing, key_open),
             POLL_PREVIEW_CHARS,
         );
-        drop(st);
         s.mark_read();
         let (bytes_not_kept, total_ingested) = {
             let tail = s.tail();
@@ -192,12 +191,11 @@ impl Registry {
         Ok(self.log_answer(&s, page, notes))
     }
 
-    /// The log answer for `page` of a live session, through the output pipeline.
+    /// The log answer for `page` of a live session, through the hooks room.
     fn log_answer(&self, s: &Session, page: TextPage, mut notes: Vec<String>) -> LogAnswer {
-        let st = s.state();
-        let subject = Subject::live(s, &st);
+        // The state lock is released before the hooks run.
+        let subject = Subject::live(s, &s.state());
         let (output, cut_note) = self.inner.log_page(&subject, &page);
-        drop(st);
         s.mark_read();
         notes.extend(cut_note);
         let note = (!notes.is_empty()).then(|| notes.join("; "));
@@ -241,9 +239,7 @@ impl Registry {
                 is_running,
             });
         };
-        let st = s.state();
-        let output = self.inner.show(&s, &st, Route::Log, read.window());
-        drop(st);
+        let output = self.inner.show(&s, Route::Log, read.window());
         Ok(LogChunk {
             session_id: s.id.clone(),
             output,
@@ -616,15 +612,14 @@ impl Inner {
         };
         let growing = s.status() == SessionStatus::Running;
         let (text, _, key_open) = s.text();
-        let st = s.state();
         let preview = self.show(
             s,
-            &st,
             Route::ListPreview,
             Window::last_chars(&text, LIST_PREVIEW_CHARS)
                 .growing(growing)
                 .after_open_key(key_open),
         );
+        let st = s.state();
         let fin = st.finished.as_ref();
         ListRow {
             name: s.name.clone(),

@@ -182,10 +182,7 @@ impl Inner {
         let Some(at) = self.mark_ready(&s.id).await else {
             return;
         };
-        let detail = {
-            let st = s.state();
-            self.show(s, &st, Route::Watch, Window::all(detail))
-        };
+        let detail = self.show(s, Route::Watch, Window::all(detail));
         let command = self.shown_command(s);
         self.table.with_queues(|queues| {
             let st = s.state();

@@ -151,9 +151,11 @@ impl Inner {
         self.hooks.show_command(&s.command)
     }
 
-    /// A live session's `window` as it leaves by `route`.
-    pub(crate) fn show(&self, s: &Session, st: &State, route: Route, window: Window<'_>) -> Shown {
-        self.show_subject(&Subject::live(s, st), route, window)
+    /// A live session's `window` as it leaves by `route`. Its state is read first
+    /// and released before the hooks run: a slow hook holds no lock.
+    pub(crate) fn show(&self, s: &Session, route: Route, window: Window<'_>) -> Shown {
+        let subject = Subject::live(s, &s.state());
+        self.show_subject(&subject, route, window)
     }
 
     /// [`Inner::show`] for a given owner and exit, as the completion route needs
@@ -174,8 +176,8 @@ impl Inner {
     pub(super) fn sized_subject<'a>(&self, s: &'a Session, route: Route) -> (Subject<'a>, Tail) {
         let growing = s.status() == SessionStatus::Running;
         let (text, cut, key_open) = s.text();
-        let st = s.state();
-        let subject = Subject::live(s, &st);
+        // The state lock is released before the hooks run.
+        let subject = Subject::live(s, &s.state());
         let tail = self.tail_of(
             &subject,
             route,
@@ -198,8 +200,9 @@ impl Inner {
         }
     }
 
-    /// The one way output leaves herd: `window` through the output pipeline as the
-    /// subject owner's, redacted with its context.
+    /// The one way output leaves herd: `window` through the hooks room as the
+    /// subject owner's, redacted with its context. Called with no lock held: the
+    /// hooks may be slow.
     pub(super) fn show_subject(
         &self,
         subject: &Subject<'_>,
