@@ -386,16 +386,18 @@ impl Registry {
         // Their output goes through the completion hooks, which may be slow: on
         // the blocking pool, never on a runtime worker.
         let inner = Arc::clone(&self.inner);
-        let mut unread_completions =
-            match tokio::task::spawn_blocking(move || unread_completions(&inner, &finished)).await
-            {
-                Ok(unread) => unread,
-                Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
-                Err(error) => {
-                    tracing::warn!(%error, "unread completions not gathered: the runtime is shutting down");
-                    Vec::new()
-                }
-            };
+        let mut unread_completions = match tokio::task::spawn_blocking(move || {
+            unread_completions(&inner, &finished)
+        })
+        .await
+        {
+            Ok(unread) => unread,
+            Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+            Err(error) => {
+                tracing::warn!(%error, "unread completions not gathered: the runtime is shutting down");
+                Vec::new()
+            }
+        };
         unread_completions.sort_by(|a, b| a.session_id.cmp(&b.session_id));
         orphaned.sort_by(|a, b| a.session_id.cmp(&b.session_id));
         ChildTeardown {

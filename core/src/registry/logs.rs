@@ -14,8 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use herd_hooks::{
-    KEY_LOOKBACK_BYTES, LINE_CONTEXT_BYTES, OutputContext, Route, Shown, ShownStream,
-    Window,
+    KEY_LOOKBACK_BYTES, LINE_CONTEXT_BYTES, OutputContext, Route, Shown, ShownStream, Window,
 };
 
 use super::Inner;

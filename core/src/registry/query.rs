@@ -624,9 +624,7 @@ impl Inner {
         ListRow {
             name: s.name.clone(),
             session_id: s.id.clone(),
-            command: self
-                .hooks
-                .show_command_head(&s.command, LIST_COMMAND_CHARS),
+            command: self.hooks.show_command_head(&s.command, LIST_COMMAND_CHARS),
             cwd: s.cwd.clone(),
             pid: s.pid,
             mode: s.mode,

@@ -24,10 +24,10 @@ use std::time::{Duration, SystemTime};
 use herd_hooks::{KeyLines, Route, Window};
 
 use super::Inner;
+use super::delivery::Notice;
 use super::durable::{from_unix_seconds, unix_seconds};
 use crate::config::SpawnRequest;
 use crate::error::SpawnError;
-use crate::event::Event;
 use crate::id::SessionId;
 use crate::reader::Observer;
 use crate::session::Session;
@@ -184,26 +184,13 @@ impl Inner {
         };
         let detail = self.show(s, Route::Watch, Window::all(detail));
         let command = self.shown_command(s);
+        let notice = Notice::Ready {
+            by: by.to_owned(),
+            detail,
+            ready_at: crate::text::rfc3339(at),
+        };
         self.table.with_queues(|queues| {
-            let st = s.state();
-            let owner = st.owner_task_id.clone();
-            let event = Event::Ready {
-                session_id: s.id.clone(),
-                task_id: st.task_id.clone(),
-                owner_task_id: owner.clone(),
-                session_key: st.session_key.clone(),
-                command,
-                by: by.to_owned(),
-                detail,
-                ready_at: crate::text::rfc3339(at),
-            };
-            drop(st);
-            let owners: Vec<&str> = if s.is_notify() {
-                vec![owner.as_str()]
-            } else {
-                Vec::new()
-            };
-            self.outbox.publish(queues, owners, event);
+            self.outbox.publish_notice(queues, s, command, notice);
         });
     }
 

@@ -204,10 +204,7 @@ impl Inner {
         let cwd = match &req.cwd {
             Some(dir) => dir.clone(),
             None => std::env::current_dir().map_err(|source| SpawnError::Spawn {
-                command: self
-                    .hooks
-                    .redact_command(&req.command)
-                    .into_owned(),
+                command: self.hooks.redact_command(&req.command).into_owned(),
                 source,
             })?,
         };
@@ -240,10 +237,7 @@ impl Inner {
             spawn::judge(host, &req.command, cwd)
                 .await
                 .map_err(|err| SpawnError::Spawn {
-                    command: self
-                        .hooks
-                        .redact_command(&req.command)
-                        .into_owned(),
+                    command: self.hooks.redact_command(&req.command).into_owned(),
                     source: std::io::Error::other(format!("the guard's worker failed: {err}")),
                 })?;
         if let herd_guards::Verdict::Block(block) = verdict {

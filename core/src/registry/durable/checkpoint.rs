@@ -215,10 +215,7 @@ impl Inner {
     /// When that commit fails, asks for a refresh and waits for it instead.
     pub(in crate::registry) async fn spawned(self: &Arc<Self>, info: &SpawnInfo) {
         let extras = Extras {
-            command_redacted: self
-                .hooks
-                .redact_command(&info.command)
-                .into_owned(),
+            command_redacted: self.hooks.redact_command(&info.command).into_owned(),
             watch_patterns: info.watch_patterns.clone(),
             heartbeat_seconds: info.heartbeat_seconds.unwrap_or(0),
         };

@@ -332,9 +332,7 @@ impl Inner {
             }
         };
         if let Some(slot) = value.get_mut("command") {
-            *slot = serde_json::Value::String(
-                self.hooks.redact_command(command).into_owned(),
-            );
+            *slot = serde_json::Value::String(self.hooks.redact_command(command).into_owned());
         }
         let Some(record) = completion_record(event, value) else {
             return Ok(true);

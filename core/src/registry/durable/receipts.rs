@@ -269,10 +269,7 @@ impl Inner {
         receipt.output =
             self.hooks
                 .redact_output_after(&receipt.command, &before, key_open, &receipt.output);
-        receipt.command = self
-            .hooks
-            .redact_command(&receipt.command)
-            .into_owned();
+        receipt.command = self.hooks.redact_command(&receipt.command).into_owned();
         Stored {
             receipt,
             spawn: job.spawn,

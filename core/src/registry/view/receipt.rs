@@ -214,9 +214,7 @@ impl Inner {
         Some(ListRow {
             name: r.name.clone(),
             session_id: id,
-            command: self
-                .hooks
-                .show_command_head(&r.command, LIST_COMMAND_CHARS),
+            command: self.hooks.show_command_head(&r.command, LIST_COMMAND_CHARS),
             cwd: r.cwd.clone().unwrap_or_default(),
             pid: 0,
             mode: if r.pty { ModeName::Pty } else { ModeName::Pipe },
