@@ -76,7 +76,7 @@ impl Registry {
             return External::Unknown;
         };
         if matches!(event, Event::Completion { .. }) {
-            match self.inner.commit_external(&event) {
+            match self.inner.durable.commit_external(&event) {
                 Some(true) => {}
                 Some(false) => return External::Duplicate,
                 None => return External::NotCommitted,

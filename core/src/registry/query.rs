@@ -39,6 +39,7 @@ impl Registry {
             Ok(s) => Ok(s.id.clone()),
             Err(miss) => self
                 .inner
+                .durable
                 .receipt_lookup(id_or_prefix, miss)
                 .map(|(id, _)| id),
         }
@@ -54,6 +55,7 @@ impl Registry {
             Ok(s) => Ok((s.id.clone(), s.state().owner_task_id.clone())),
             Err(miss) => self
                 .inner
+                .durable
                 .receipt_lookup(id_or_prefix, miss)
                 .map(|(id, r)| (id, r.owner_task_id)),
         }
@@ -65,7 +67,7 @@ impl Registry {
     /// never precedes the commit of what it reports.
     pub async fn result_committed(&self, id: &str) {
         if let Ok(s) = self.inner.lookup_or_queued(id) {
-            self.inner.receipt_attempted(&s.id).await;
+            self.inner.durable.receipt_attempted(&s.id).await;
         }
     }
 
@@ -96,13 +98,13 @@ impl Registry {
         };
         let containment = s.state().containment;
         let leftovers = super::held::held_leftovers(&s);
-        let queued = self.inner.is_queued(&s.id);
+        let queued = self.inner.queue.is_queued(&s.id);
         let extra = PollExtra {
             pid: s.pid,
             uptime_seconds: s.uptime_seconds(),
             bytes_not_kept,
             total_ingested,
-            note: self.inner.session_note(&s),
+            note: self.inner.durable.session_note(&s),
             replaces: s.origin.replaces.clone(),
             containment,
             usage: self
@@ -141,7 +143,7 @@ impl Registry {
         let limit = limit.unwrap_or(LOG_DEFAULT_LINES);
         let is_running = s.status() == SessionStatus::Running;
         let bytes_not_kept = s.tail().bytes_not_kept();
-        let mut notes: Vec<String> = self.inner.session_note(&s).into_iter().collect();
+        let mut notes: Vec<String> = self.inner.durable.session_note(&s).into_iter().collect();
         let why_not_file = if bytes_not_kept > 0 {
             let held = std::fs::metadata(&s.log_path).map_or(0, |m| m.len());
             Some(format!(
@@ -291,7 +293,7 @@ impl Registry {
                 )
             }
             Err(miss) => {
-                let (session_id, r) = self.inner.receipt_lookup(id, miss)?;
+                let (session_id, r) = self.inner.durable.receipt_lookup(id, miss)?;
                 let path = self.inner.home.session_log_path(session_id.as_str());
                 (session_id, path, r.command, r.owner_task_id, None)
             }
@@ -403,7 +405,7 @@ impl Registry {
                     "Wait window of {}s elapsed — the process is still running. This is not an error. Uptime: {}s.{}",
                     seconds_text(effective),
                     s.uptime_seconds(),
-                    if s.is_notify() && self.inner.emits_completion(&s) {
+                    if s.is_notify() && self.inner.durable.emits_completion(&s) {
                         " notify_on_complete is set: you will be notified on exit — do more work instead of waiting again."
                     } else {
                         " Poll again later, or spawn with notify next time for automatic notification."
@@ -411,7 +413,7 @@ impl Registry {
                 ));
             }
             WaitStatus::Interrupted => {
-                notes.push(if s.is_notify() && self.inner.emits_completion(&s) {
+                notes.push(if s.is_notify() && self.inner.durable.emits_completion(&s) {
                     "wait interrupted by a new message from the user; the process is still running and you will be notified on exit. Answer the user now.".to_owned()
                 } else {
                     "wait interrupted by a new message from the user; the process is still running. Answer the user now.".to_owned()
@@ -420,9 +422,9 @@ impl Registry {
         }
         if finished {
             // Answered only once the result is committed.
-            self.inner.receipt_attempted(&s.id).await;
+            self.inner.durable.receipt_attempted(&s.id).await;
         }
-        notes.extend(self.inner.session_note(&s));
+        notes.extend(self.inner.durable.session_note(&s));
         s.mark_read();
         let (subject, output) = self.inner.sized_subject(&s, Route::Wait);
         let note = (!notes.is_empty()).then(|| notes.join(". "));
@@ -487,7 +489,7 @@ impl Registry {
             let at = super::durable::unix_seconds(s.started_at);
             (at, s.id.clone(), self.inner.row(s, usage))
         });
-        for q in self.inner.queued_sessions() {
+        for q in self.inner.queue.placeholders() {
             let st = q.state();
             if !matches(&st.owner_task_id, st.session_key.as_deref()) {
                 continue;

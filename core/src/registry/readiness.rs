@@ -128,7 +128,7 @@ impl Inner {
                 })
             }
             Err(miss) => {
-                let (_, r) = self.receipt_lookup(id, miss).ok()?;
+                let (_, r) = self.durable.receipt_lookup(id, miss).ok()?;
                 Some(r.ready_at.map_or(Readiness::Ended, |at| {
                     Readiness::Ready(from_unix_seconds(at))
                 }))

@@ -106,6 +106,32 @@ impl<'a> Subject<'a> {
         }
     }
 
+    /// A kill answer; `source` stands in while the subject has none.
+    #[expect(clippy::too_many_arguments, reason = "the parts of one kill's answer")]
+    pub(super) fn kill_answer(
+        self,
+        status: KillStatus,
+        source: KillSource,
+        output: Tail,
+        survivors: Vec<i32>,
+        process_running: bool,
+        error: Option<String>,
+    ) -> KillAnswer {
+        KillAnswer {
+            status,
+            completion_reason: self.reason,
+            termination_source: self.source.unwrap_or(source),
+            exit_code: self.exit_code(),
+            output: output.output,
+            output_cut: output.cut,
+            survivors,
+            process_running,
+            error,
+            scope_stop_failed: None,
+            session_id: self.id,
+        }
+    }
+
     fn exit_code(&self) -> Option<i32> {
         self.exit.and_then(|e| e.code)
     }
@@ -298,33 +324,6 @@ impl Inner {
             time_limit_seconds: subject.time_limit_seconds,
             bytes_not_kept: subject.bytes_not_kept,
             ready_at: subject.ready_at.map(crate::text::rfc3339),
-            session_id: subject.id,
-        }
-    }
-
-    /// A kill answer; `source` stands in while the subject has none.
-    #[expect(clippy::too_many_arguments, reason = "the parts of one kill's answer")]
-    pub(super) fn kill_answer_of(
-        &self,
-        subject: Subject<'_>,
-        status: KillStatus,
-        source: KillSource,
-        output: Tail,
-        survivors: Vec<i32>,
-        process_running: bool,
-        error: Option<String>,
-    ) -> KillAnswer {
-        KillAnswer {
-            status,
-            completion_reason: subject.reason,
-            termination_source: subject.source.unwrap_or(source),
-            exit_code: subject.exit_code(),
-            output: output.output,
-            output_cut: output.cut,
-            survivors,
-            process_running,
-            error,
-            scope_stop_failed: None,
             session_id: subject.id,
         }
     }

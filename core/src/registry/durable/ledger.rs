@@ -16,7 +16,7 @@ use herd_hooks::Stored;
 use herd_persistence::{CompletionLedger, CompletionRecord, Home};
 use serde::Deserialize;
 
-use super::{lock, reason_from_name, unix_seconds};
+use super::{Durable, lock, reason_from_name, unix_seconds};
 use crate::event::Event;
 use crate::id::SessionId;
 use crate::registry::Inner;
@@ -302,7 +302,7 @@ impl Inner {
             Err(()) => {
                 // Published all the same (a live consumer gets it); committed again
                 // later, so a restart does not lose it.
-                self.recommit_later(event.clone(), replace);
+                self.recommits.recommit_later(event.clone(), replace);
                 true
             }
         }
@@ -344,19 +344,6 @@ impl Inner {
                 Err(())
             }
         }
-    }
-
-    /// Commits a completion produced elsewhere (a far host's, under its qualified
-    /// id) to the ledger, noting it as committed here so the replay does not queue
-    /// it a second time. Returns `Some(true)` when it was new, `Some(false)` when the
-    /// ledger held it already (a replay from the far side: it was queued before),
-    /// `None` when the ledger cannot be written.
-    pub(in crate::registry) fn commit_external(&self, event: &Event) -> Option<bool> {
-        let Event::Completion { session_id, .. } = event else {
-            return Some(true);
-        };
-        let record = completion_record(event, serde_json::to_value(event).ok()?)?;
-        self.durable.ledger.commit_external(session_id, record)
     }
 
     /// Re-queues, once per registry, the undelivered completions earlier processes
@@ -434,17 +421,32 @@ impl Inner {
         if completion_ids.is_empty() {
             return true;
         }
-        self.note_delivered_before_commit(completion_ids);
+        self.recommits.note_delivered_before_commit(completion_ids);
         if self
             .durable
             .ledger
             .mark_delivered(owner, completion_ids)
             .is_err()
         {
-            self.recommit_acks_later(completion_ids);
+            self.recommits.recommit_acks_later(completion_ids);
             return false;
         }
         true
+    }
+}
+
+impl Durable {
+    /// Commits a completion produced elsewhere (a far host's, under its qualified
+    /// id) to the ledger, noting it as committed here so the replay does not queue
+    /// it a second time. Returns `Some(true)` when it was new, `Some(false)` when the
+    /// ledger held it already (a replay from the far side: it was queued before),
+    /// `None` when the ledger cannot be written.
+    pub(in crate::registry) fn commit_external(&self, event: &Event) -> Option<bool> {
+        let Event::Completion { session_id, .. } = event else {
+            return Some(true);
+        };
+        let record = completion_record(event, serde_json::to_value(event).ok()?)?;
+        self.ledger.commit_external(session_id, record)
     }
 }
 
