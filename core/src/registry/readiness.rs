@@ -212,7 +212,7 @@ impl Inner {
                 if *done.borrow() || session.state().ready_at.is_some() {
                     return;
                 }
-                let cgroup = inner.session_cgroup(&session);
+                let cgroup = inner.shims.session_cgroup(&session);
                 let root = session.shim.map_or(session.pid, |shim| shim.pid);
                 let found = tokio::task::spawn_blocking(move || {
                     let inodes = crate::sys::sockets::listening_inodes(port);
@@ -239,14 +239,6 @@ impl Inner {
                 pause = (pause * 2).min(PORT_LOOK_MAX);
             }
         }));
-    }
-
-    /// The cgroup a supervised session's shim recorded, if any (reads its info
-    /// record: call it off every lock).
-    fn session_cgroup(&self, s: &Session) -> Option<std::path::PathBuf> {
-        s.shim?;
-        let dir = herd_persistence::ShimDir::new(&self.home, s.id.as_str()).ok()?;
-        dir.read_info().ok().flatten().and_then(|info| info.cgroup)
     }
 }
 
