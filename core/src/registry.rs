@@ -15,9 +15,12 @@
 //!   single critical section of the table lock, so a waiter always sees the session
 //!   either running or with its completion published;
 //! - `view`: the one builder of answers, live or from a receipt; every route by which
-//!   output leaves passes `Inner::show_subject`, the pipeline with the route and the
-//!   session owner's identity, and every `command` field
-//!   `pipeline.show_command`;
+//!   output leaves passes `Inner::show_subject`, the hooks room with the route and
+//!   the session owner's identity, and every `command` field `Hooks::show_command`;
+//! - `hooks_room` (`hooks_room::Hooks`): the output pipeline (hooks, then the
+//!   redactor) behind a private field, with the config as given; no other room
+//!   reads the pipeline: they read `settings::Settings`, the config without it.
+//!   Hooks run with no lock held, and on the completion route off the runtime;
 //! - `durable` (`checkpoint`, `ledger`, `receipts`), `restore`, `reclaim`,
 //!   `supervised`: what is kept on disk and what comes back from it; `shims`
 //!   (`shims::Shims`): the launcher and shim directories, starting a job under a
