@@ -10,11 +10,10 @@
 //! events are not durable here, as local ones are not; the link keeps their keys.
 
 use herd_hooks::Stored;
-
-use super::hooks_room::Hooks;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::hooks_room::Hooks;
 use crate::event::Event;
 use crate::id::SessionId;
 use crate::registry::Registry;

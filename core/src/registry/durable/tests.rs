@@ -6,9 +6,8 @@ use std::path::PathBuf;
 use super::*;
 use crate::KillSource;
 use crate::event::Event;
-use herd_hooks::Shown;
-
 use crate::registry::hooks_room::Hooks;
+use herd_hooks::Shown;
 
 #[test]
 fn a_completion_survives_the_ledger_json_round_trip() {
