@@ -85,7 +85,7 @@ impl Settings {
             env_deny: env_deny.clone(),
             kill_grace: *kill_grace,
             kill_leftovers: *kill_leftovers,
-            default_limits: default_limits.clone(),
+            default_limits: *default_limits,
             wait_cap: *wait_cap,
             idle_drain: *idle_drain,
             guard: guard.clone(),

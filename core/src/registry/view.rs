@@ -107,7 +107,6 @@ impl<'a> Subject<'a> {
     }
 
     /// A kill answer; `source` stands in while the subject has none.
-    #[expect(clippy::too_many_arguments, reason = "the parts of one kill's answer")]
     pub(super) fn kill_answer(
         self,
         status: KillStatus,
