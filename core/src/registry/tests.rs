@@ -237,13 +237,15 @@ impl herd_hooks::Hook for HeldPoll {
         _output: &str,
     ) -> Result<Option<String>, herd_hooks::HookError> {
         if ctx.route == herd_hooks::Route::Poll {
-            self.running.store(true, std::sync::atomic::Ordering::SeqCst);
+            self.running
+                .store(true, std::sync::atomic::Ordering::SeqCst);
             let release = self
                 .release
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             if release.recv_timeout(self.deadline).is_err() {
-                self.gave_up.store(true, std::sync::atomic::Ordering::SeqCst);
+                self.gave_up
+                    .store(true, std::sync::atomic::Ordering::SeqCst);
             }
         }
         Ok(None)
@@ -333,8 +335,10 @@ async fn b30_a_poll_hook_still_running_holds_no_lock_a_kill_needs() {
         .expect("the kill ran")
         .expect("the kill is answered");
     assert_eq!(killed.status, crate::KillStatus::Killed, "{killed:?}");
-    herd_test_support::wait::until(Duration::from_secs(10), "the job's group to be gone", || {
-        herd_test_support::procs::group_members(info.pid).is_empty()
-    })
+    herd_test_support::wait::until(
+        Duration::from_secs(10),
+        "the job's group to be gone",
+        || herd_test_support::procs::group_members(info.pid).is_empty(),
+    )
     .await;
 }
