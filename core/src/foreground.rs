@@ -180,10 +180,8 @@ impl Registry {
         let (text, cut, key_open) = s.text();
         let window = crate::output::live_tail(&text, FOREGROUND_OUTPUT_CHARS, growing, key_open);
         let cut = cut || window.omits_start();
-        let st = s.state();
-        let output = self.inner.show(&s, &st, Route::Foreground, window);
-        let fin = st.finished.clone();
-        drop(st);
+        let output = self.inner.show(&s, Route::Foreground, window);
+        let fin = s.state().finished.clone();
         s.mark_read();
         Ok(ForegroundAnswer {
             status,

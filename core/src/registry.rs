@@ -15,9 +15,12 @@
 //!   single critical section of the table lock, so a waiter always sees the session
 //!   either running or with its completion published;
 //! - `view`: the one builder of answers, live or from a receipt; every route by which
-//!   output leaves passes `Inner::show_subject`, the pipeline with the route and the
-//!   session owner's identity, and every `command` field
-//!   `pipeline.show_command`;
+//!   output leaves passes `Inner::show_subject`, the hooks room with the route and
+//!   the session owner's identity, and every `command` field `Hooks::show_command`;
+//! - `hooks_room` (`hooks_room::Hooks`): the output pipeline (hooks, then the
+//!   redactor) behind a private field, with the config as given; no other room
+//!   reads the pipeline: they read `settings::Settings`, the config without it.
+//!   Hooks run with no lock held, and on the completion route off the runtime;
 //! - `durable` (`checkpoint`, `ledger`, `receipts`), `restore`, `reclaim`,
 //!   `supervised`: what is kept on disk and what comes back from it; `shims`
 //!   (`shims::Shims`): the launcher and shim directories, starting a job under a
@@ -52,6 +55,7 @@ mod durable;
 mod external;
 mod finish;
 mod held;
+mod hooks_room;
 mod killing;
 mod lifecycle;
 mod lingering;
@@ -63,6 +67,7 @@ mod recommit;
 mod restarts;
 mod retention;
 mod retention_policy;
+mod settings;
 mod spawning;
 mod stdin;
 mod table;
@@ -120,7 +125,10 @@ pub struct Registry {
 #[derive(Debug)]
 pub(crate) struct Inner {
     home: Home,
-    config: RegistryConfig,
+    /// The settings the rooms read: the config without its pipeline.
+    config: settings::Settings,
+    /// The output pipeline (hooks, then the redactor) and the config as given.
+    hooks: hooks_room::Hooks,
     /// The session table behind the table lock, which only this room takes.
     table: table_room::Table,
     /// The retention rules (what the table's cache keeps, when the timer ticks).
@@ -188,7 +196,8 @@ impl Registry {
                 shims: shims::Shims::new(&home, &config, runtime.clone()),
                 v1_base: crate::sys::usage::V1Base::default(),
                 home,
-                config,
+                config: settings::Settings::of(&config),
+                hooks: hooks_room::Hooks::new(config),
                 table: table_room::Table::new(queue_cap),
                 finishes,
                 changes,
@@ -208,11 +217,6 @@ impl Registry {
     /// The home this registry works under.
     pub fn home(&self) -> &Home {
         &self.inner.home
-    }
-
-    /// The configuration this registry was built with.
-    pub fn config(&self) -> &RegistryConfig {
-        &self.inner.config
     }
 
     /// Starts a session.

@@ -3,7 +3,8 @@
 //!
 //! - **The platform boundary**: a Linux-only mechanism (signalfd, `ppoll`, `prctl`,
 //!   raw syscalls through `libc::SYS_*`, pidfds, `close_range`, `clone3` and its
-//!   flags, `O_PATH`, the pipe-size `fcntl`s, glibc's errno location, paths under
+//!   flags, `O_PATH`, the pipe-size `fcntl`s, glibc's errno location, a socket's
+//!   peer credentials (`SO_PEERCRED`, nix's `PeerCredentials`), paths under
 //!   `/proc` or `/sys/fs/cgroup` and a cgroup's own files such as `cgroup.procs`) is
 //!   named only inside a crate's `sys` module (`src/sys.rs` and the files under
 //!   `src/sys/`), so a port to another kernel has one place per crate to start from
@@ -71,6 +72,8 @@ const LINUX_NAMES: &[&str] = &[
     "F_SETPIPE_SZ",
     "F_GETPIPE_SZ",
     "__errno_location",
+    "PeerCredentials",
+    "SO_PEERCRED",
 ];
 
 fn linux_path(p: &str) -> bool {

@@ -383,23 +383,21 @@ impl Registry {
                 status: answer.status,
             });
         }
-        let mut unread_completions: Vec<UnreadCompletion> = finished
-            .iter()
-            .filter(|s| !s.is_read())
-            .map(|s| {
-                let sized = self.inner.sized(s, Route::Completion);
-                s.mark_read();
-                UnreadCompletion {
-                    session_id: s.id.clone(),
-                    command: self.inner.shown_command(s),
-                    exit_code: sized.exit.and_then(|e| e.code),
-                    signal: sized.exit.and_then(|e| e.signal),
-                    completion_reason: sized.reason,
-                    output: sized.output,
-                    output_cut: sized.cut,
-                }
-            })
-            .collect();
+        // Their output goes through the completion hooks, which may be slow: on
+        // the blocking pool, never on a runtime worker.
+        let inner = Arc::clone(&self.inner);
+        let mut unread_completions = match tokio::task::spawn_blocking(move || {
+            unread_completions(&inner, &finished)
+        })
+        .await
+        {
+            Ok(unread) => unread,
+            Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+            Err(error) => {
+                tracing::warn!(%error, "unread completions not gathered: the runtime is shutting down");
+                Vec::new()
+            }
+        };
         unread_completions.sort_by(|a, b| a.session_id.cmp(&b.session_id));
         orphaned.sort_by(|a, b| a.session_id.cmp(&b.session_id));
         ChildTeardown {
@@ -409,6 +407,28 @@ impl Registry {
             unread_completions,
         }
     }
+}
+
+/// The completions of `finished` nobody read yet, as they leave by the
+/// completion route (marked read). Blocking: the completion hooks run.
+fn unread_completions(inner: &Inner, finished: &[Arc<Session>]) -> Vec<UnreadCompletion> {
+    finished
+        .iter()
+        .filter(|s| !s.is_read())
+        .map(|s| {
+            let sized = inner.sized(s, Route::Completion);
+            s.mark_read();
+            UnreadCompletion {
+                session_id: s.id.clone(),
+                command: inner.shown_command(s),
+                exit_code: sized.exit.and_then(|e| e.code),
+                signal: sized.exit.and_then(|e| e.signal),
+                completion_reason: sized.reason,
+                output: sized.output,
+                output_cut: sized.cut,
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ use crate::lock_order::{Mutex, rank};
 use std::collections::{HashSet, VecDeque};
 use std::sync::{Arc, PoisonError};
 
+use herd_hooks::Shown;
 use tokio::sync::broadcast;
 
 use crate::answers::CompletionReason;
@@ -20,6 +21,7 @@ use crate::config::NotificationPolicy;
 use crate::event::Event;
 use crate::registry::table::Queues;
 use crate::registry::{Inner, Registry};
+use crate::session::Session;
 
 /// The delivery room: the broadcast every event goes out on, the notification
 /// policy that decides which are queued for their owners, and the ids
@@ -84,6 +86,78 @@ impl Outbox {
         }
         self.broadcast(event);
     }
+
+    /// Publishes `notice` of `s` (its `command` as it leaves herd) with the
+    /// session's identity as its state says now, queued for its owner when `s`
+    /// notifies. Called in a critical section of the table room.
+    pub(super) fn publish_notice(
+        &self,
+        queues: &mut Queues,
+        s: &Session,
+        command: Shown,
+        notice: Notice,
+    ) {
+        let (task_id, owner_task_id, session_key) = {
+            let st = s.state();
+            (
+                st.task_id.clone(),
+                st.owner_task_id.clone(),
+                st.session_key.clone(),
+            )
+        };
+        let owner = owner_task_id.clone();
+        let session_id = s.id.clone();
+        let event = match notice {
+            Notice::Ready {
+                by,
+                detail,
+                ready_at,
+            } => Event::Ready {
+                session_id,
+                task_id,
+                owner_task_id,
+                session_key,
+                command,
+                by,
+                detail,
+                ready_at,
+            },
+            Notice::Retry {
+                run,
+                max_runs,
+                previous,
+            } => Event::Retry {
+                session_id,
+                task_id,
+                owner_task_id,
+                session_key,
+                command,
+                run,
+                max_runs,
+                previous,
+            },
+        };
+        let owners = s.is_notify().then_some(owner.as_str());
+        self.publish(queues, owners, event);
+    }
+}
+
+/// What a running session tells its owner besides output: it became ready, or a
+/// run of it began ([`Outbox::publish_notice`]).
+#[derive(Debug)]
+pub(super) enum Notice {
+    /// [`Event::Ready`]'s own fields.
+    Ready {
+        by: String,
+        detail: Shown,
+        ready_at: String,
+    },
+    /// [`Event::Retry`]'s own fields.
+    Retry {
+        run: u32,
+        max_runs: u32,
+        previous: String,
+    },
 }
 
 /// Events taken from one owner's queue and not yet acknowledged.

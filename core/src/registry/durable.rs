@@ -2,12 +2,14 @@
 //! completion ledger and result receipts of finished sessions.
 //!
 //! The registry calls in at a handful of points and nowhere else: after a spawn
-//! ([`Inner::spawned`]), inside the finish choke point ([`Inner::commit_completion`],
-//! [`Inner::emits_completion`]) and right after it ([`Inner::finished_durably`]), on
-//! the first consume ([`Inner::replay_once`]), on drain ([`Inner::mark_delivered`]), and
-//! as a fallback when a lookup finds nothing in memory (`receipt_lookup`, for the
-//! `*_from_receipt` answers `view::receipt` builds). The parts are rooms of their own:
-//! `checkpoint`, `ledger` and `receipts`.
+//! (`Inner::spawned`), inside the finish choke point (`Inner::commit_completion`,
+//! [`Durable::emits_completion`]) and right after it (`Inner::finished_durably`), on
+//! the first consume (`Inner::replay_once`), on drain (`Inner::mark_delivered`), and
+//! as a fallback when a lookup finds nothing in memory
+//! ([`Durable::receipt_lookup`], for the `*_from_receipt` answers `view::receipt`
+//! builds). The parts are rooms of their own: `checkpoint`, `ledger` and
+//! `receipts`; what touches one part alone is a method of [`Durable`], what also
+//! needs the table or the runtime is the registry's (`Inner`).
 //!
 //! Running sessions are rows of `state.db`'s `sessions` table (`herd_persistence::
 //! CheckpointStore`). A spawn commits its session's row on the blocking pool before
@@ -47,7 +49,7 @@
 //! evicted session answers as expired.
 //! An answer never precedes the commit of what it reports: `wait`, `kill` and the
 //! daemon's `poll` about a finished session wait until its receipt's transaction has
-//! ended (`Inner::receipt_attempted`), without the table lock.
+//! ended ([`Durable::receipt_attempted`]), without the table lock.
 //!
 //! Each part sits behind a herd-persistence trait (`RunningStore`,
 //! `CompletionLedger`, `ResultStore`); the config may give one, else the home's
@@ -63,7 +65,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use herd_persistence::{Home, ResultStore, RunningStore, Writer};
 
-use super::Inner;
 use crate::answers::CompletionReason;
 use crate::id::SessionId;
 use crate::session::Session;
@@ -157,6 +158,18 @@ impl Durable {
         lock(&self.notes).insert(id, note);
     }
 
+    /// Whether the choke point publishes a completion for `s`: not for a session
+    /// restore re-adopted or closed, whose exit status is never collected.
+    pub(super) fn emits_completion(&self, s: &Session) -> bool {
+        !self.is_detached(&s.id)
+    }
+
+    /// The note a live session's answers carry (a re-adopted session says where its
+    /// earlier output is).
+    pub(super) fn session_note(&self, s: &Session) -> Option<String> {
+        self.detached_note(&s.id)
+    }
+
     /// Whether restore re-adopted or closed `id` (no exit status is collected).
     fn is_detached(&self, id: &SessionId) -> bool {
         lock(&self.detached).contains_key(id)
@@ -168,20 +181,6 @@ impl Durable {
             .get(id)
             .cloned()
             .or_else(|| lock(&self.notes).get(id).cloned())
-    }
-}
-
-impl Inner {
-    /// Whether the choke point publishes a completion for `s`: not for a session
-    /// restore re-adopted or closed, whose exit status is never collected.
-    pub(super) fn emits_completion(&self, s: &Session) -> bool {
-        !self.durable.is_detached(&s.id)
-    }
-
-    /// The note a live session's answers carry (a re-adopted session says where its
-    /// earlier output is).
-    pub(super) fn session_note(&self, s: &Session) -> Option<String> {
-        self.durable.detached_note(&s.id)
     }
 }
 

@@ -9,10 +9,11 @@
 //! delivered survives a restart of this daemon like a local one. Other
 //! events are not durable here, as local ones are not; the link keeps their keys.
 
-use herd_hooks::{Pipeline, Stored};
+use herd_hooks::Stored;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::hooks_room::Hooks;
 use crate::event::Event;
 use crate::id::SessionId;
 use crate::registry::Registry;
@@ -70,11 +71,11 @@ impl Registry {
     /// it) for `owner` under session id `id` (a qualified one): the event's own
     /// session id and owner are replaced by them. See the module docs.
     pub fn publish_external(&self, id: &SessionId, owner: &str, event: &Value) -> External {
-        let Some(event) = rebuild(id, owner, event, &self.inner.config.pipeline) else {
+        let Some(event) = rebuild(id, owner, event, &self.inner.hooks) else {
             return External::Unknown;
         };
         if matches!(event, Event::Completion { .. }) {
-            match self.inner.commit_external(&event) {
+            match self.inner.durable.commit_external(&event) {
                 Some(true) => {}
                 Some(false) => return External::Duplicate,
                 None => return External::NotCommitted,
@@ -87,14 +88,14 @@ impl Registry {
 }
 
 /// The event `value` as this home's, under `id` and `owner`, its command and output
-/// redacted again through `pipeline` (a far herd's rules may differ from ours).
-fn rebuild(id: &SessionId, owner: &str, value: &Value, pipeline: &Pipeline) -> Option<Event> {
+/// redacted again through `hooks` (a far herd's rules may differ from ours).
+fn rebuild(id: &SessionId, owner: &str, value: &Value, hooks: &Hooks) -> Option<Event> {
     let mut value = value.clone();
     let object = value.as_object_mut()?;
     object.insert("session_id".into(), Value::String(id.as_str().to_owned()));
     object.insert("owner_task_id".into(), Value::String(owner.to_owned()));
     if object.get("type").and_then(Value::as_str) == Some("completion") {
-        return super::durable::event_from_ledger(&value, pipeline);
+        return super::durable::event_from_ledger(&value, hooks);
     }
     let session_id = id.clone();
     let owner_task_id = owner.to_owned();
@@ -109,8 +110,8 @@ fn rebuild(id: &SessionId, owner: &str, value: &Value, pipeline: &Pipeline) -> O
             output,
             started_at,
         } => {
-            let command = pipeline.recheck_command(command);
-            let output = pipeline.recheck_output(&command, output);
+            let command = hooks.recheck_command(command);
+            let output = hooks.recheck_output(&command, output);
             Event::Heartbeat {
                 session_id,
                 task_id,
@@ -133,8 +134,8 @@ fn rebuild(id: &SessionId, owner: &str, value: &Value, pipeline: &Pipeline) -> O
             suppressed,
             matched_at,
         } => {
-            let command = pipeline.recheck_command(command);
-            let output = pipeline.recheck_output(&command, output);
+            let command = hooks.recheck_command(command);
+            let output = hooks.recheck_output(&command, output);
             Event::WatchMatch {
                 session_id,
                 task_id,
@@ -158,7 +159,7 @@ fn rebuild(id: &SessionId, owner: &str, value: &Value, pipeline: &Pipeline) -> O
             task_id,
             owner_task_id,
             session_key,
-            command: pipeline.recheck_command(command),
+            command: hooks.recheck_command(command),
             suppressed,
             message,
         },

@@ -55,14 +55,14 @@ impl Inner {
         let draft = self.draft(s, finish);
         // A session restore re-adopted or closed has no collected exit status and
         // publishes nothing (B28).
-        let emits = self.emits_completion(s);
+        let emits = self.durable.emits_completion(s);
         let queued = |event: &Event| emits && s.is_notify() && self.outbox.allows(event);
         let early = draft.event(s, &s.state());
         // Committed before it is published (B29). A supervised session that a
         // restore finishes again (the previous daemon crashed after delivering it
         // but before its receipt was stored) is not queued a second time.
         let early_commit = queued(&early).then(|| self.commit_completion(&early));
-        let pending = |id: &SessionId| self.receipt_pending(id);
+        let pending = |id: &SessionId| self.durable.receipt_pending(id);
         let concluded = self.table.conclude(s, &self.retention, pending, |queues| {
             self.notifier.forget(&s.id);
             let event = draft.stamp(s);
@@ -89,7 +89,7 @@ impl Inner {
             if emits {
                 self.outbox.broadcast(event);
             }
-            self.expect_receipt(&s.id);
+            self.durable.expect_receipt(&s.id);
         });
         if concluded.is_none() {
             return;
@@ -126,7 +126,7 @@ impl Inner {
         let early = draft.event(s, &s.state());
         let queued = s.is_notify() && self.outbox.allows(&early);
         let committed = queued && self.commit_completion(&early);
-        let pending = |id: &SessionId| self.receipt_pending(id);
+        let pending = |id: &SessionId| self.durable.receipt_pending(id);
         self.table
             .conclude_unstarted(s, &self.retention, pending, |queues| {
                 let event = draft.stamp(s);
@@ -134,7 +134,7 @@ impl Inner {
                     queues.enqueue(event.owner_task_id().unwrap_or_default(), event.clone());
                 }
                 self.outbox.broadcast(event);
-                self.expect_receipt(&s.id);
+                self.durable.expect_receipt(&s.id);
             });
         self.finished_durably(s);
         s.done.send_replace(true);
@@ -184,7 +184,7 @@ impl Inner {
             .into_iter()
             .map(|l| herd_persistence::Leftover {
                 pid: l.pid,
-                command: self.config.pipeline.show_command(&l.command).to_string(),
+                command: self.hooks.show_command(&l.command).to_string(),
             })
             .collect();
         Draft {

@@ -37,7 +37,7 @@ impl Registry {
         };
         let answer = self.inner.kill_session(&s, source).await;
         // Answered only once the ending is committed.
-        self.inner.receipt_attempted(&s.id).await;
+        self.inner.durable.receipt_attempted(&s.id).await;
         Ok(answer)
     }
 
@@ -81,7 +81,8 @@ impl Registry {
 
 impl Inner {
     pub(crate) async fn kill_session(&self, s: &Arc<Session>, source: KillSource) -> KillAnswer {
-        self.record_kill_intent(std::slice::from_ref(s), source)
+        self.durable
+            .record_kill_intent(std::slice::from_ref(s), source)
             .await;
         let Some(target) = begin_kill(s, source) else {
             // A finished session whose leftovers live on is not "already exited":
@@ -132,7 +133,7 @@ impl Inner {
         let mut started = Vec::new();
         let mut answers = Vec::new();
         let mut supervised = Vec::new();
-        self.record_kill_intent(sessions, source).await;
+        self.durable.record_kill_intent(sessions, source).await;
         for s in sessions {
             match begin_kill(s, source) {
                 Some(_) if s.shim.is_some() => supervised.push(Arc::clone(s)),
@@ -288,7 +289,7 @@ impl Inner {
         } else {
             error
         };
-        self.kill_answer_of(subject, status, source, output, survivors, running, error)
+        subject.kill_answer(status, source, output, survivors, running, error)
     }
 }
 

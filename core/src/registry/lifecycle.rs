@@ -150,9 +150,10 @@ impl Registry {
                 // Only the store knows it: repeat what its receipt kept.
                 let (id, r) = self
                     .inner
+                    .durable
                     .receipt_lookup(id, miss)
                     .map_err(RestartError::Lookup)?;
-                let Some(spec) = self.inner.stored_restart_spec(&id) else {
+                let Some(spec) = self.inner.durable.stored_restart_spec(&id) else {
                     return Err(RestartError::Forgotten { id });
                 };
                 let repeated_not = spec.options.env_names.clone();

@@ -14,8 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use herd_hooks::{
-    KEY_LOOKBACK_BYTES, LINE_CONTEXT_BYTES, OutputContext, Pipeline, Route, Shown, ShownStream,
-    Window,
+    KEY_LOOKBACK_BYTES, LINE_CONTEXT_BYTES, OutputContext, Route, Shown, ShownStream, Window,
 };
 
 use super::Inner;
@@ -294,7 +293,6 @@ impl LogFollower {
         from_byte: u64,
         known: crate::output::KeyLookup<'_>,
     ) -> Result<LogFollower, Error> {
-        let pipeline: &Arc<Pipeline> = &inner.config.pipeline;
         let ctx = OutputContext {
             route: Route::Log,
             command,
@@ -304,7 +302,7 @@ impl LogFollower {
             backend: "local",
             partial: false,
         };
-        let mut stream = Pipeline::show_stream(pipeline, &ctx);
+        let mut stream = inner.hooks.show_stream(&ctx);
         if from_byte > 0
             && let Ok(file) = File::open(&path)
         {

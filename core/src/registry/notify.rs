@@ -146,11 +146,9 @@ impl Inner {
             String::new()
         };
         // The hooks run before the table lock: nothing slow or foreign under it.
-        let output = {
-            let st = s.state();
-            self.show(s, &st, Route::Heartbeat, window)
-                .framed(&omitted_note, "")
-        };
+        let output = self
+            .show(s, Route::Heartbeat, window)
+            .framed(&omitted_note, "");
         let command = self.shown_command(s);
         let queued = self.table.while_running(&s.id, |_, queues| {
             if !s.is_notify() {
@@ -188,8 +186,7 @@ impl Inner {
         // The hooks run before the table lock (nothing slow or foreign under it),
         // even for a match the breaker may then hold back.
         let shown_match = delivery.matched.as_ref().map(|matched| {
-            let st = s.state();
-            let output = self.show(s, &st, Route::Watch, Window::all(&matched.output));
+            let output = self.show(s, Route::Watch, Window::all(&matched.output));
             if matched.output_cut {
                 output.framed("", "\n...(truncated)")
             } else {

@@ -39,6 +39,7 @@ impl Registry {
             Ok(s) => Ok(s.id.clone()),
             Err(miss) => self
                 .inner
+                .durable
                 .receipt_lookup(id_or_prefix, miss)
                 .map(|(id, _)| id),
         }
@@ -54,6 +55,7 @@ impl Registry {
             Ok(s) => Ok((s.id.clone(), s.state().owner_task_id.clone())),
             Err(miss) => self
                 .inner
+                .durable
                 .receipt_lookup(id_or_prefix, miss)
                 .map(|(id, r)| (id, r.owner_task_id)),
         }
@@ -65,7 +67,7 @@ impl Registry {
     /// never precedes the commit of what it reports.
     pub async fn result_committed(&self, id: &str) {
         if let Ok(s) = self.inner.lookup_or_queued(id) {
-            self.inner.receipt_attempted(&s.id).await;
+            self.inner.durable.receipt_attempted(&s.id).await;
         }
     }
 
@@ -80,8 +82,8 @@ impl Registry {
         };
         let growing = s.status() == SessionStatus::Running;
         let (text, cut, key_open) = s.text();
-        let st = s.state();
-        let subject = Subject::live(&s, &st);
+        // The state lock is released before the hooks run.
+        let subject = Subject::live(&s, &s.state());
         let preview = self.inner.tail_of(
             &subject,
             Route::Poll,
@@ -89,7 +91,6 @@ impl Registry {
             (cut, growing, key_open),
             POLL_PREVIEW_CHARS,
         );
-        drop(st);
         s.mark_read();
         let (bytes_not_kept, total_ingested) = {
             let tail = s.tail();
@@ -97,13 +98,13 @@ impl Registry {
         };
         let containment = s.state().containment;
         let leftovers = super::held::held_leftovers(&s);
-        let queued = self.inner.is_queued(&s.id);
+        let queued = self.inner.queue.is_queued(&s.id);
         let extra = PollExtra {
             pid: s.pid,
             uptime_seconds: s.uptime_seconds(),
             bytes_not_kept,
             total_ingested,
-            note: self.inner.session_note(&s),
+            note: self.inner.durable.session_note(&s),
             replaces: s.origin.replaces.clone(),
             containment,
             usage: self
@@ -142,7 +143,7 @@ impl Registry {
         let limit = limit.unwrap_or(LOG_DEFAULT_LINES);
         let is_running = s.status() == SessionStatus::Running;
         let bytes_not_kept = s.tail().bytes_not_kept();
-        let mut notes: Vec<String> = self.inner.session_note(&s).into_iter().collect();
+        let mut notes: Vec<String> = self.inner.durable.session_note(&s).into_iter().collect();
         let why_not_file = if bytes_not_kept > 0 {
             let held = std::fs::metadata(&s.log_path).map_or(0, |m| m.len());
             Some(format!(
@@ -192,12 +193,11 @@ impl Registry {
         Ok(self.log_answer(&s, page, notes))
     }
 
-    /// The log answer for `page` of a live session, through the output pipeline.
+    /// The log answer for `page` of a live session, through the hooks room.
     fn log_answer(&self, s: &Session, page: TextPage, mut notes: Vec<String>) -> LogAnswer {
-        let st = s.state();
-        let subject = Subject::live(s, &st);
+        // The state lock is released before the hooks run.
+        let subject = Subject::live(s, &s.state());
         let (output, cut_note) = self.inner.log_page(&subject, &page);
-        drop(st);
         s.mark_read();
         notes.extend(cut_note);
         let note = (!notes.is_empty()).then(|| notes.join("; "));
@@ -241,9 +241,7 @@ impl Registry {
                 is_running,
             });
         };
-        let st = s.state();
-        let output = self.inner.show(&s, &st, Route::Log, read.window());
-        drop(st);
+        let output = self.inner.show(&s, Route::Log, read.window());
         Ok(LogChunk {
             session_id: s.id.clone(),
             output,
@@ -295,7 +293,7 @@ impl Registry {
                 )
             }
             Err(miss) => {
-                let (session_id, r) = self.inner.receipt_lookup(id, miss)?;
+                let (session_id, r) = self.inner.durable.receipt_lookup(id, miss)?;
                 let path = self.inner.home.session_log_path(session_id.as_str());
                 (session_id, path, r.command, r.owner_task_id, None)
             }
@@ -407,7 +405,7 @@ impl Registry {
                     "Wait window of {}s elapsed — the process is still running. This is not an error. Uptime: {}s.{}",
                     seconds_text(effective),
                     s.uptime_seconds(),
-                    if s.is_notify() && self.inner.emits_completion(&s) {
+                    if s.is_notify() && self.inner.durable.emits_completion(&s) {
                         " notify_on_complete is set: you will be notified on exit — do more work instead of waiting again."
                     } else {
                         " Poll again later, or spawn with notify next time for automatic notification."
@@ -415,7 +413,7 @@ impl Registry {
                 ));
             }
             WaitStatus::Interrupted => {
-                notes.push(if s.is_notify() && self.inner.emits_completion(&s) {
+                notes.push(if s.is_notify() && self.inner.durable.emits_completion(&s) {
                     "wait interrupted by a new message from the user; the process is still running and you will be notified on exit. Answer the user now.".to_owned()
                 } else {
                     "wait interrupted by a new message from the user; the process is still running. Answer the user now.".to_owned()
@@ -424,9 +422,9 @@ impl Registry {
         }
         if finished {
             // Answered only once the result is committed.
-            self.inner.receipt_attempted(&s.id).await;
+            self.inner.durable.receipt_attempted(&s.id).await;
         }
-        notes.extend(self.inner.session_note(&s));
+        notes.extend(self.inner.durable.session_note(&s));
         s.mark_read();
         let (subject, output) = self.inner.sized_subject(&s, Route::Wait);
         let note = (!notes.is_empty()).then(|| notes.join(". "));
@@ -491,7 +489,7 @@ impl Registry {
             let at = super::durable::unix_seconds(s.started_at);
             (at, s.id.clone(), self.inner.row(s, usage))
         });
-        for q in self.inner.queued_sessions() {
+        for q in self.inner.queue.placeholders() {
             let st = q.state();
             if !matches(&st.owner_task_id, st.session_key.as_deref()) {
                 continue;
@@ -616,23 +614,19 @@ impl Inner {
         };
         let growing = s.status() == SessionStatus::Running;
         let (text, _, key_open) = s.text();
-        let st = s.state();
         let preview = self.show(
             s,
-            &st,
             Route::ListPreview,
             Window::last_chars(&text, LIST_PREVIEW_CHARS)
                 .growing(growing)
                 .after_open_key(key_open),
         );
+        let st = s.state();
         let fin = st.finished.as_ref();
         ListRow {
             name: s.name.clone(),
             session_id: s.id.clone(),
-            command: self
-                .config
-                .pipeline
-                .show_command_head(&s.command, LIST_COMMAND_CHARS),
+            command: self.hooks.show_command_head(&s.command, LIST_COMMAND_CHARS),
             cwd: s.cwd.clone(),
             pid: s.pid,
             mode: s.mode,

@@ -247,6 +247,44 @@ impl Scheduler {
         };
         (l.len(), at(0.5), at(0.99))
     }
+
+    /// Writes (or rewrites) a queued job's row, on the blocking pool.
+    async fn store_queued(&self, id: &SessionId, seq: u64, record: &QueuedRecord) {
+        let bytes = match serde_json::to_vec(record) {
+            Ok(bytes) => bytes,
+            Err(error) => {
+                tracing::error!(session_id = %id, %error, "queued job not encodable; it will not survive a restart");
+                return;
+            }
+        };
+        let row = QueuedRow {
+            session_id: id.as_str().to_owned(),
+            seq,
+            record: bytes,
+        };
+        let store = Arc::clone(&self.store);
+        match tokio::task::spawn_blocking(move || store.put(&row)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => {
+                tracing::warn!(session_id = %id, %error, "queued job not stored; it will not survive a restart");
+            }
+            Err(error) => {
+                tracing::warn!(session_id = %id, %error, "queued job not stored; it will not survive a restart");
+            }
+        }
+    }
+
+    async fn forget_queued(&self, id: &SessionId) {
+        let store = Arc::clone(&self.store);
+        let raw = id.as_str().to_owned();
+        match tokio::task::spawn_blocking(move || store.remove(&raw)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => {
+                tracing::warn!(session_id = %id, %error, "queued job's row not removed");
+            }
+            Err(error) => tracing::warn!(session_id = %id, %error, "queued job's row not removed"),
+        }
+    }
 }
 
 #[cfg(feature = "sqlite")]
@@ -365,7 +403,7 @@ impl Inner {
         let record = QueuedRecord::of(&req, cwd, &group, &after, &after_ready);
         let placeholder = self.placeholder(&id, &req, &record, time_limit);
         let seq = self.queue.seq.fetch_add(1, Ordering::SeqCst);
-        self.store_queued(&id, seq, &record).await;
+        self.queue.store_queued(&id, seq, &record).await;
         let entry = Entry {
             id: id.clone(),
             seq,
@@ -384,7 +422,7 @@ impl Inner {
             name: req.name.clone(),
             session_id: id,
             pid: 0,
-            command: self.config.pipeline.show_command(&req.command),
+            command: self.hooks.show_command(&req.command),
             mode: match req.mode {
                 crate::config::Mode::Pty { .. } => crate::answers::ModeName::Pty,
                 crate::config::Mode::Pipe => crate::answers::ModeName::Pipe,
@@ -409,44 +447,6 @@ impl Inner {
             if !self.queue.state().waiting.iter().any(|e| e.id == id) {
                 return id;
             }
-        }
-    }
-
-    /// Writes (or rewrites) a queued job's row, on the blocking pool.
-    async fn store_queued(&self, id: &SessionId, seq: u64, record: &QueuedRecord) {
-        let bytes = match serde_json::to_vec(record) {
-            Ok(bytes) => bytes,
-            Err(error) => {
-                tracing::error!(session_id = %id, %error, "queued job not encodable; it will not survive a restart");
-                return;
-            }
-        };
-        let row = QueuedRow {
-            session_id: id.as_str().to_owned(),
-            seq,
-            record: bytes,
-        };
-        let store = Arc::clone(&self.queue.store);
-        match tokio::task::spawn_blocking(move || store.put(&row)).await {
-            Ok(Ok(())) => {}
-            Ok(Err(error)) => {
-                tracing::warn!(session_id = %id, %error, "queued job not stored; it will not survive a restart");
-            }
-            Err(error) => {
-                tracing::warn!(session_id = %id, %error, "queued job not stored; it will not survive a restart");
-            }
-        }
-    }
-
-    async fn forget_queued(&self, id: &SessionId) {
-        let store = Arc::clone(&self.queue.store);
-        let raw = id.as_str().to_owned();
-        match tokio::task::spawn_blocking(move || store.remove(&raw)).await {
-            Ok(Ok(())) => {}
-            Ok(Err(error)) => {
-                tracing::warn!(session_id = %id, %error, "queued job's row not removed");
-            }
-            Err(error) => tracing::warn!(session_id = %id, %error, "queued job's row not removed"),
         }
     }
 
@@ -508,7 +508,7 @@ impl Inner {
     async fn start_queued(self: Arc<Self>, entry: Entry, freed: Option<Instant>) {
         let mut record = entry.record.clone();
         record.starting = true;
-        self.store_queued(&entry.id, entry.seq, &record).await;
+        self.queue.store_queued(&entry.id, entry.seq, &record).await;
         match self
             .spawn_as(entry.record.request(), Some(entry.id.clone()))
             .await
@@ -549,8 +549,8 @@ impl Inner {
         self.finish_unstarted_off_runtime(s, source).await;
         self.queue.state().waiting.retain(|e| e.id != entry.id);
         self.queue.left();
-        self.receipt_attempted(&entry.id).await;
-        self.forget_queued(&entry.id).await;
+        self.durable.receipt_attempted(&entry.id).await;
+        self.queue.forget_queued(&entry.id).await;
         self.queue.wake();
     }
 
@@ -751,17 +751,5 @@ impl Inner {
             true,
             Some(note),
         )))
-    }
-
-    /// Whether `id` waits in the queue: the queue room's [`Scheduler::is_queued`],
-    /// for the query room.
-    pub(super) fn is_queued(&self, id: &SessionId) -> bool {
-        self.queue.is_queued(id)
-    }
-
-    /// Placeholders of every queued job: the queue room's
-    /// [`Scheduler::placeholders`], for the query room.
-    pub(super) fn queued_sessions(&self) -> Vec<Arc<Session>> {
-        self.queue.placeholders()
     }
 }

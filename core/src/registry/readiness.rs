@@ -24,10 +24,10 @@ use std::time::{Duration, SystemTime};
 use herd_hooks::{KeyLines, Route, Window};
 
 use super::Inner;
+use super::delivery::Notice;
 use super::durable::{from_unix_seconds, unix_seconds};
 use crate::config::SpawnRequest;
 use crate::error::SpawnError;
-use crate::event::Event;
 use crate::id::SessionId;
 use crate::reader::Observer;
 use crate::session::Session;
@@ -128,7 +128,7 @@ impl Inner {
                 })
             }
             Err(miss) => {
-                let (_, r) = self.receipt_lookup(id, miss).ok()?;
+                let (_, r) = self.durable.receipt_lookup(id, miss).ok()?;
                 Some(r.ready_at.map_or(Readiness::Ended, |at| {
                     Readiness::Ready(from_unix_seconds(at))
                 }))
@@ -182,31 +182,15 @@ impl Inner {
         let Some(at) = self.mark_ready(&s.id).await else {
             return;
         };
-        let detail = {
-            let st = s.state();
-            self.show(s, &st, Route::Watch, Window::all(detail))
-        };
+        let detail = self.show(s, Route::Watch, Window::all(detail));
         let command = self.shown_command(s);
+        let notice = Notice::Ready {
+            by: by.to_owned(),
+            detail,
+            ready_at: crate::text::rfc3339(at),
+        };
         self.table.with_queues(|queues| {
-            let st = s.state();
-            let owner = st.owner_task_id.clone();
-            let event = Event::Ready {
-                session_id: s.id.clone(),
-                task_id: st.task_id.clone(),
-                owner_task_id: owner.clone(),
-                session_key: st.session_key.clone(),
-                command,
-                by: by.to_owned(),
-                detail,
-                ready_at: crate::text::rfc3339(at),
-            };
-            drop(st);
-            let owners: Vec<&str> = if s.is_notify() {
-                vec![owner.as_str()]
-            } else {
-                Vec::new()
-            };
-            self.outbox.publish(queues, owners, event);
+            self.outbox.publish_notice(queues, s, command, notice);
         });
     }
 
@@ -228,7 +212,7 @@ impl Inner {
                 if *done.borrow() || session.state().ready_at.is_some() {
                     return;
                 }
-                let cgroup = inner.session_cgroup(&session);
+                let cgroup = inner.shims.session_cgroup(&session);
                 let root = session.shim.map_or(session.pid, |shim| shim.pid);
                 let found = tokio::task::spawn_blocking(move || {
                     let inodes = crate::sys::sockets::listening_inodes(port);
@@ -256,14 +240,6 @@ impl Inner {
             }
         }));
     }
-
-    /// The cgroup a supervised session's shim recorded, if any (reads its info
-    /// record: call it off every lock).
-    fn session_cgroup(&self, s: &Session) -> Option<std::path::PathBuf> {
-        s.shim?;
-        let dir = herd_persistence::ShimDir::new(&self.home, s.id.as_str()).ok()?;
-        dir.read_info().ok().flatten().and_then(|info| info.cgroup)
-    }
 }
 
 /// Matches a session's `--ready` pattern against its output, line by line, as the
@@ -290,10 +266,8 @@ impl ReadyObserver {
             return;
         }
         let shown = inner
-            .config
-            .pipeline
-            .redactor()
-            .redact_output(&self.session.command, &text)
+            .hooks
+            .redact_line(&self.session.command, &text)
             .into_owned();
         if !self.regex.is_match(&shown) {
             return;

@@ -14,9 +14,10 @@ use std::io::Read;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use herd_hooks::{Pipeline, ShownBlocks};
+use herd_hooks::ShownBlocks;
 
 use super::Registry;
+use super::hooks_room::Hooks;
 use crate::answers::SessionStatus;
 use crate::error::Error;
 
@@ -54,7 +55,7 @@ impl ReadoutBatch {
 /// the start of the next.
 #[derive(Debug)]
 pub struct LogReadout {
-    pipeline: Arc<Pipeline>,
+    hooks: Hooks,
     session: String,
     command: String,
     path: PathBuf,
@@ -88,8 +89,8 @@ impl Registry {
         let Ok(s) = self.inner.lookup(id) else {
             return Ok(None);
         };
-        let pipeline = Arc::clone(&self.inner.config.pipeline);
-        if !pipeline.shows_log_blocks(&s.command) {
+        let hooks = self.inner.hooks.clone();
+        if !hooks.shows_log_blocks(&s.command) {
             return Ok(None);
         }
         let finished = s.status() != SessionStatus::Running;
@@ -121,7 +122,7 @@ impl Registry {
             false
         };
         Ok(Some(LogReadout {
-            pipeline,
+            hooks,
             session: id.to_owned(),
             command: s.command.clone(),
             path: s.log_path.clone(),
@@ -252,7 +253,7 @@ impl LogReadout {
         self.read_ahead(log_at + consumed as u64, max_bytes);
         let at_end = self.finished && log_at + buf.len() as u64 >= self.end;
         let Some(shown) =
-            self.pipeline
+            self.hooks
                 .show_log_blocks(&self.command, buf, self.key_open, at_end, self.threads)
         else {
             self.stop();

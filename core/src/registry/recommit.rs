@@ -61,50 +61,41 @@ impl Recommits {
         let pending = self.lock();
         pending.events.len() + pending.acks.len() + pending.receipts.len()
     }
-}
 
-/// The ledger's id of a completion event.
-fn completion_id(event: &Event) -> Option<String> {
-    matches!(event, Event::Completion { .. })
-        .then(|| event.session_id().map(|id| id.as_str().to_owned()))
-        .flatten()
-}
-
-impl Inner {
     /// Keeps `event`, whose commit failed, for a later commit.
     pub(in crate::registry) fn recommit_later(&self, event: Event, replace: bool) {
-        let mut pending = self.recommits.lock();
+        let mut pending = self.lock();
         let id = completion_id(&event);
         // A newer version of the same completion replaces the one kept.
         pending.events.retain(|(e, _)| completion_id(e) != id);
         pending.events.push((event, replace));
-        self.recommits.kept.notify_one();
+        self.kept.notify_one();
     }
 
     /// Keeps a (redacted) receipt that could not be stored, for a later write.
     pub(in crate::registry) fn restore_receipt_later(&self, stored: herd_persistence::Stored) {
-        let mut pending = self.recommits.lock();
+        let mut pending = self.lock();
         pending
             .receipts
             .retain(|r| r.receipt.id != stored.receipt.id);
         pending.receipts.push(stored);
-        self.recommits.kept.notify_one();
+        self.kept.notify_one();
     }
 
     /// Keeps acknowledged completion ids whose delivered mark failed, for a later
     /// write: until it lands (or should the process die first) they count as
     /// undelivered in the ledger.
     pub(in crate::registry) fn recommit_acks_later(&self, completion_ids: &[&str]) {
-        let mut pending = self.recommits.lock();
+        let mut pending = self.lock();
         pending
             .acks
             .extend(completion_ids.iter().map(|id| (*id).to_owned()));
-        self.recommits.kept.notify_one();
+        self.kept.notify_one();
     }
 
     /// Notes ids acknowledged while their completion waits for its commit.
     pub(in crate::registry) fn note_delivered_before_commit(&self, completion_ids: &[&str]) {
-        let mut pending = self.recommits.lock();
+        let mut pending = self.lock();
         if pending.events.is_empty() {
             return;
         }
@@ -116,7 +107,16 @@ impl Inner {
             .collect();
         pending.delivered.extend(waiting);
     }
+}
 
+/// The ledger's id of a completion event.
+fn completion_id(event: &Event) -> Option<String> {
+    matches!(event, Event::Completion { .. })
+        .then(|| event.session_id().map(|id| id.as_str().to_owned()))
+        .flatten()
+}
+
+impl Inner {
     /// Starts the retry task once: it sleeps until something is kept, then retries
     /// with back-off until nothing waits, and ends when the registry detaches or is
     /// dropped.

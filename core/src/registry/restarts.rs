@@ -14,9 +14,9 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use super::Inner;
+use super::delivery::Notice;
 use crate::config::SpawnRequest;
 use crate::error::SpawnError;
-use crate::event::Event;
 use crate::reader::Observer;
 use crate::session::Session;
 use crate::spawn::restart_loop::{self, LoopSpec};
@@ -136,29 +136,16 @@ impl Inner {
         }
         self.request_checkpoint();
         let command = self.shown_command(s);
+        let notice = Notice::Retry {
+            run,
+            max_runs: total,
+            previous: line
+                .rsplit_once("(previous ")
+                .map(|(_, rest)| rest.trim_end_matches([')', ' ', '─']).to_owned())
+                .unwrap_or_default(),
+        };
         let published = self.table.while_running(&s.id, |_, queues| {
-            let st = s.state();
-            let owner = st.owner_task_id.clone();
-            let event = Event::Retry {
-                session_id: s.id.clone(),
-                task_id: st.task_id.clone(),
-                owner_task_id: owner.clone(),
-                session_key: st.session_key.clone(),
-                command,
-                run,
-                max_runs: total,
-                previous: line
-                    .rsplit_once("(previous ")
-                    .map(|(_, rest)| rest.trim_end_matches([')', ' ', '─']).to_owned())
-                    .unwrap_or_default(),
-            };
-            drop(st);
-            let owners: Vec<&str> = if s.is_notify() {
-                vec![owner.as_str()]
-            } else {
-                Vec::new()
-            };
-            self.outbox.publish(queues, owners, event);
+            self.outbox.publish_notice(queues, s, command, notice);
         });
         if published.is_none() {
             return;

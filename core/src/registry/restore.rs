@@ -255,7 +255,7 @@ impl Registry {
         inner.sweep_orphan_shims().await;
         // Receipts of the closed sessions land before their entries leave the
         // checkpoint, so a crash in between loses neither.
-        inner.receipts_settled().await;
+        inner.durable.receipts_settled().await;
         let Pass {
             mut report,
             to_drop,

@@ -43,7 +43,8 @@ impl Registry {
         let now = SystemTime::now();
         // A session whose receipt is still being written stays until it is.
         let gone = self.inner.table.remove_finished_where(|s| {
-            !self.inner.receipt_pending(&s.id) && Retention::cleans(s, owner, older_than, now)
+            !self.inner.durable.receipt_pending(&s.id)
+                && Retention::cleans(s, owner, older_than, now)
         });
         if !gone.is_empty() {
             self.inner.changed();
@@ -88,7 +89,7 @@ impl Inner {
         // finished after the filter's moment) is not forgotten behind its back.
         let stored_only: Vec<String> = self
             .table
-            .unknown_of(candidates, |id| !self.receipt_pending(id));
+            .unknown_of(candidates, |id| !self.durable.receipt_pending(id));
         match store.forget_all(&stored_only) {
             Ok(gone) => {
                 if !gone.is_empty() {
@@ -156,7 +157,7 @@ impl Inner {
             .filter_map(|id| SessionId::parse(id))
             .collect();
         let n_dropped = self.table.drop_evicted(&evicted, |s| {
-            Retention::follows_store(s, self.receipt_pending(&s.id))
+            Retention::follows_store(s, self.durable.receipt_pending(&s.id))
         });
         if n_dropped > 0 {
             self.changed();

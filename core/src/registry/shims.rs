@@ -57,6 +57,14 @@ impl Shims {
         ShimDir::new(&self.home, id)
     }
 
+    /// The cgroup a supervised session's shim recorded, if any (reads its info
+    /// record: call it off every lock).
+    pub(super) fn session_cgroup(&self, s: &Session) -> Option<std::path::PathBuf> {
+        s.shim?;
+        let dir = self.dir(s.id.as_str()).ok()?;
+        dir.read_info().ok().flatten().and_then(|info| info.cgroup)
+    }
+
     /// The ids of every shim directory of the home.
     pub(super) fn session_ids(&self) -> Vec<String> {
         herd_persistence::shim_session_ids(&self.home)

@@ -88,7 +88,7 @@ impl Inner {
             env: &env,
             cwd: &cwd,
         };
-        let shown_command = self.config.pipeline.show_command(&req.command);
+        let shown_command = self.hooks.show_command(&req.command);
         let job = Job {
             id: &id,
             req: &req,
@@ -204,11 +204,7 @@ impl Inner {
         let cwd = match &req.cwd {
             Some(dir) => dir.clone(),
             None => std::env::current_dir().map_err(|source| SpawnError::Spawn {
-                command: self
-                    .config
-                    .pipeline
-                    .redact_command(&req.command)
-                    .into_owned(),
+                command: self.hooks.redact_command(&req.command).into_owned(),
                 source,
             })?,
         };
@@ -241,11 +237,7 @@ impl Inner {
             spawn::judge(host, &req.command, cwd)
                 .await
                 .map_err(|err| SpawnError::Spawn {
-                    command: self
-                        .config
-                        .pipeline
-                        .redact_command(&req.command)
-                        .into_owned(),
+                    command: self.hooks.redact_command(&req.command).into_owned(),
                     source: std::io::Error::other(format!("the guard's worker failed: {err}")),
                 })?;
         if let herd_guards::Verdict::Block(block) = verdict {

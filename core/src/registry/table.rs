@@ -26,7 +26,7 @@ impl Inner {
         };
         match matches.as_slice() {
             // B37: the prefix must name one id across memory and the receipts.
-            [one] => match self.other_receipts_with_prefix(&wanted, &one.id) {
+            [one] => match self.durable.other_receipts_with_prefix(&wanted, &one.id) {
                 others if others.is_empty() => Ok(Arc::clone(one)),
                 mut others => {
                     others.push(one.id.clone());
@@ -53,14 +53,15 @@ impl Inner {
 
     /// Enters a new session in the running table (pruning the finished ones first).
     pub(super) fn insert_running(&self, session: &Arc<Session>) {
-        self.table
-            .insert_running(session, &self.retention, |id| self.receipt_pending(id));
+        self.table.insert_running(session, &self.retention, |id| {
+            self.durable.receipt_pending(id)
+        });
     }
 
     /// Drops finished sessions the retention rules no longer keep in memory.
     pub(super) fn prune(&self) {
         self.table
-            .prune(&self.retention, |id| self.receipt_pending(id));
+            .prune(&self.retention, |id| self.durable.receipt_pending(id));
     }
 }
 

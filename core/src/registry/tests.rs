@@ -215,3 +215,130 @@ async fn b30_a_slow_completion_hook_does_not_hold_the_runtime() {
         "the runtime stalled {longest:?} while the completion hook ran"
     );
 }
+
+/// A hook that, on the poll route, says it runs and then waits for `release` (at
+/// most `deadline`), as a plugin busy on a poll's output would; notes whether it
+/// gave up waiting.
+#[derive(Debug)]
+struct HeldPoll {
+    running: std::sync::atomic::AtomicBool,
+    release: std::sync::Mutex<std::sync::mpsc::Receiver<()>>,
+    deadline: std::time::Duration,
+    gave_up: std::sync::atomic::AtomicBool,
+}
+
+impl herd_hooks::Hook for HeldPoll {
+    fn name(&self) -> &str {
+        "held-poll"
+    }
+    fn transform(
+        &self,
+        ctx: &herd_hooks::OutputContext<'_>,
+        _output: &str,
+    ) -> Result<Option<String>, herd_hooks::HookError> {
+        if ctx.route == herd_hooks::Route::Poll {
+            self.running
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+            let release = self
+                .release
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if release.recv_timeout(self.deadline).is_err() {
+                self.gave_up
+                    .store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+        Ok(None)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b30_a_poll_hook_still_running_holds_no_lock_a_kill_needs() {
+    // The hooks run after the session's state is read and released: while a
+    // poll's hook is busy, a kill of the same session concludes (its finish
+    // stamps the state under the table lock). When the poll held the state lock
+    // through its hooks, the kill waited for the hook.
+    use std::sync::atomic::Ordering;
+    use std::time::Duration;
+    let (release, released) = std::sync::mpsc::channel();
+    let hook = Arc::new(HeldPoll {
+        running: std::sync::atomic::AtomicBool::new(false),
+        release: std::sync::Mutex::new(released),
+        deadline: Duration::from_secs(20),
+        gave_up: std::sync::atomic::AtomicBool::new(false),
+    });
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let chain = herd_hooks::HookChain::new(vec![Arc::clone(&hook) as Arc<dyn herd_hooks::Hook>])
+        .with_budget(Duration::from_secs(60));
+    let config = RegistryConfig {
+        pipeline: Arc::new(
+            herd_hooks::Pipeline::new(chain, &herd_hooks::RedactorConfig::default())
+                .expect("a pipeline"),
+        ),
+        ..RegistryConfig::default()
+    };
+    let registry = Registry::new(Home::new(dir.path().to_owned()), config).expect("a registry");
+    let info = registry
+        .spawn(SpawnRequest {
+            command: "sleep 60".to_owned(),
+            task_id: "t".to_owned(),
+            ..SpawnRequest::default()
+        })
+        .await
+        .expect("the job starts");
+    let id = info.session_id.as_str().to_owned();
+    let poller = {
+        let (registry, id) = (registry.clone(), id.clone());
+        tokio::task::spawn_blocking(move || registry.poll(&id))
+    };
+    herd_test_support::wait::until(Duration::from_secs(30), "the poll's hook to run", || {
+        hook.running.load(Ordering::SeqCst)
+    })
+    .await;
+    // The kill's own answer waits for the poll's call (the hook's answer lane is
+    // serialised), so the finish is watched through its completion event (the
+    // notice lane).
+    let mut events = registry.subscribe();
+    let killer = {
+        let (registry, id) = (registry.clone(), id.clone());
+        tokio::spawn(async move { registry.kill(&id, KillSource::ProcessKill).await })
+    };
+    let completed = tokio::time::timeout(Duration::from_secs(15), async {
+        loop {
+            match events.recv().await {
+                Ok(Event::Completion { session_id, .. }) if session_id.as_str() == id => {
+                    return true;
+                }
+                Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                Err(broadcast::error::RecvError::Closed) => return false,
+            }
+        }
+    })
+    .await;
+    assert_eq!(
+        completed,
+        Ok(true),
+        "the kill's finish did not publish while the poll's hook ran"
+    );
+    assert!(
+        !hook.gave_up.load(Ordering::SeqCst),
+        "the kill finished only after the poll's hook gave up: the hook held a lock the finish needs"
+    );
+    release.send(()).expect("the hook waits");
+    let polled = poller
+        .await
+        .expect("the poll ran")
+        .expect("the poll is answered");
+    assert_eq!(polled.session_id.as_str(), id);
+    let killed = killer
+        .await
+        .expect("the kill ran")
+        .expect("the kill is answered");
+    assert_eq!(killed.status, crate::KillStatus::Killed, "{killed:?}");
+    herd_test_support::wait::until(
+        Duration::from_secs(10),
+        "the job's group to be gone",
+        || herd_test_support::procs::group_members(info.pid).is_empty(),
+    )
+    .await;
+}

@@ -106,6 +106,31 @@ impl<'a> Subject<'a> {
         }
     }
 
+    /// A kill answer; `source` stands in while the subject has none.
+    pub(super) fn kill_answer(
+        self,
+        status: KillStatus,
+        source: KillSource,
+        output: Tail,
+        survivors: Vec<i32>,
+        process_running: bool,
+        error: Option<String>,
+    ) -> KillAnswer {
+        KillAnswer {
+            status,
+            completion_reason: self.reason,
+            termination_source: self.source.unwrap_or(source),
+            exit_code: self.exit_code(),
+            output: output.output,
+            output_cut: output.cut,
+            survivors,
+            process_running,
+            error,
+            scope_stop_failed: None,
+            session_id: self.id,
+        }
+    }
+
     fn exit_code(&self) -> Option<i32> {
         self.exit.and_then(|e| e.code)
     }
@@ -148,12 +173,14 @@ pub(crate) struct Sized {
 impl Inner {
     /// The session's command line as it may leave herd: secrets masked.
     pub(crate) fn shown_command(&self, s: &Session) -> Shown {
-        self.config.pipeline.show_command(&s.command)
+        self.hooks.show_command(&s.command)
     }
 
-    /// A live session's `window` as it leaves by `route`.
-    pub(crate) fn show(&self, s: &Session, st: &State, route: Route, window: Window<'_>) -> Shown {
-        self.show_subject(&Subject::live(s, st), route, window)
+    /// A live session's `window` as it leaves by `route`. Its state is read first
+    /// and released before the hooks run: a slow hook holds no lock.
+    pub(crate) fn show(&self, s: &Session, route: Route, window: Window<'_>) -> Shown {
+        let subject = Subject::live(s, &s.state());
+        self.show_subject(&subject, route, window)
     }
 
     /// [`Inner::show`] for a given owner and exit, as the completion route needs
@@ -174,8 +201,8 @@ impl Inner {
     pub(super) fn sized_subject<'a>(&self, s: &'a Session, route: Route) -> (Subject<'a>, Tail) {
         let growing = s.status() == SessionStatus::Running;
         let (text, cut, key_open) = s.text();
-        let st = s.state();
-        let subject = Subject::live(s, &st);
+        // The state lock is released before the hooks run.
+        let subject = Subject::live(s, &s.state());
         let tail = self.tail_of(
             &subject,
             route,
@@ -198,8 +225,9 @@ impl Inner {
         }
     }
 
-    /// The one way output leaves herd: `window` through the output pipeline as the
-    /// subject owner's, redacted with its context.
+    /// The one way output leaves herd: `window` through the hooks room as the
+    /// subject owner's, redacted with its context. Called with no lock held: the
+    /// hooks may be slow.
     pub(super) fn show_subject(
         &self,
         subject: &Subject<'_>,
@@ -215,7 +243,7 @@ impl Inner {
             backend: "local",
             partial: false,
         };
-        self.config.pipeline.show(&ctx, window)
+        self.hooks.show(&ctx, window)
     }
 
     /// The last `chars` characters of `text` (a tail that was `cut` already, still
@@ -247,7 +275,7 @@ impl Inner {
         extra: PollExtra,
     ) -> PollAnswer {
         PollAnswer {
-            command: self.config.pipeline.show_command(subject.command),
+            command: self.hooks.show_command(subject.command),
             status: subject.status(),
             pid: extra.pid,
             uptime_seconds: extra.uptime_seconds,
@@ -282,7 +310,7 @@ impl Inner {
     ) -> WaitAnswer {
         WaitAnswer {
             status,
-            command: self.config.pipeline.show_command(subject.command),
+            command: self.hooks.show_command(subject.command),
             exit_code: subject.exit_code(),
             signal: subject.signal(),
             completion_reason: subject.reason,
@@ -295,33 +323,6 @@ impl Inner {
             time_limit_seconds: subject.time_limit_seconds,
             bytes_not_kept: subject.bytes_not_kept,
             ready_at: subject.ready_at.map(crate::text::rfc3339),
-            session_id: subject.id,
-        }
-    }
-
-    /// A kill answer; `source` stands in while the subject has none.
-    #[expect(clippy::too_many_arguments, reason = "the parts of one kill's answer")]
-    pub(super) fn kill_answer_of(
-        &self,
-        subject: Subject<'_>,
-        status: KillStatus,
-        source: KillSource,
-        output: Tail,
-        survivors: Vec<i32>,
-        process_running: bool,
-        error: Option<String>,
-    ) -> KillAnswer {
-        KillAnswer {
-            status,
-            completion_reason: subject.reason,
-            termination_source: subject.source.unwrap_or(source),
-            exit_code: subject.exit_code(),
-            output: output.output,
-            output_cut: output.cut,
-            survivors,
-            process_running,
-            error,
-            scope_stop_failed: None,
             session_id: subject.id,
         }
     }
@@ -345,7 +346,7 @@ impl Inner {
         note: Option<String>,
     ) -> LogAnswer {
         LogAnswer {
-            command: self.config.pipeline.show_command(subject.command),
+            command: self.hooks.show_command(subject.command),
             status: subject.status(),
             output,
             total_lines: page.n_total_lines,

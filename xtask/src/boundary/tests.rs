@@ -63,6 +63,21 @@ fn linux_names_are_found_behind_globs_renames_and_other_types() {
 }
 
 #[test]
+fn a_sockets_peer_credentials_outside_sys_are_found() {
+    // `SO_PEERCRED` is Linux's; tokio's portable `peer_cred` is not a mechanism.
+    let text = "use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};\nfn f(s: &std::os::unix::net::UnixStream) {\n    let _ = nix::sys::socket::getsockopt(s, nix::sys::socket::sockopt::PeerCredentials);\n    let _ = libc::SO_PEERCRED;\n    let _ = s.peer_cred();\n}\n";
+    assert_eq!(
+        found("core/src/shim/x.rs", text),
+        [
+            "core/src/shim/x.rs:1: nix::sys::socket::sockopt::PeerCredentials (platform boundary)",
+            "core/src/shim/x.rs:3: nix::sys::socket::sockopt::PeerCredentials (platform boundary)",
+            "core/src/shim/x.rs:4: libc::SO_PEERCRED (platform boundary)",
+        ]
+    );
+    assert!(found_in("core/src/sys/peer.rs", text).is_empty());
+}
+
+#[test]
 fn a_new_file_naming_a_linux_mechanism_outside_sys_fails_the_check() {
     let krate = |files: Vec<SourceFile>| CrateSources { name: "c", files };
     let uses = "fn f() -> Option<String> { std::fs::read_to_string(\"/proc/self/stat\").ok() }";

@@ -17,7 +17,7 @@ use std::time::Duration;
 use herd_persistence::{Home, RunningStore, SessionRecord, Writer};
 use tokio::sync::watch;
 
-use super::{Extras, Queue, lock, unix_seconds};
+use super::{Durable, Extras, Queue, lock, unix_seconds};
 use crate::SpawnInfo;
 use crate::answers::ModeName;
 use crate::error::Error;
@@ -215,11 +215,7 @@ impl Inner {
     /// When that commit fails, asks for a refresh and waits for it instead.
     pub(in crate::registry) async fn spawned(self: &Arc<Self>, info: &SpawnInfo) {
         let extras = Extras {
-            command_redacted: self
-                .config
-                .pipeline
-                .redact_command(&info.command)
-                .into_owned(),
+            command_redacted: self.hooks.redact_command(&info.command).into_owned(),
             watch_patterns: info.watch_patterns.clone(),
             heartbeat_seconds: info.heartbeat_seconds.unwrap_or(0),
         };
@@ -246,43 +242,7 @@ impl Inner {
         };
         tracing::warn!(%error, "running session not stored; the spawn waits for a refresh of every running session instead");
         let generation = self.request_checkpoint();
-        self.checkpoint_settled(generation).await;
-    }
-
-    /// Commits the intent to kill the running ones of `sessions` (one transaction, on
-    /// the blocking pool) before the kill begins, so a daemon that dies during the
-    /// kill's grace window leaves it for the next to report. A failure is
-    /// logged; the kill goes on.
-    pub(in crate::registry) async fn record_kill_intent(
-        &self,
-        sessions: &[Arc<Session>],
-        source: crate::config::KillSource,
-    ) {
-        let ids: Vec<String> = sessions
-            .iter()
-            .filter(|s| s.state().finished.is_none())
-            .map(|s| s.id.as_str().to_owned())
-            .collect();
-        if ids.is_empty() {
-            return;
-        }
-        let store = Arc::clone(self.durable.checkpoint.store());
-        let intent = herd_persistence::KillIntent {
-            source: source.as_str().to_owned(),
-            requested_at: unix_seconds(std::time::SystemTime::now()),
-        };
-        let recorded = tokio::task::spawn_blocking(move || {
-            let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
-            store.record_kill_intent(&ids, &intent)
-        })
-        .await;
-        match recorded {
-            Ok(Ok(_)) => {}
-            Ok(Err(error)) => {
-                tracing::warn!(%error, "kill intent not stored; a daemon crash during the kill would not report it");
-            }
-            Err(error) => tracing::warn!(%error, "kill intent not stored"),
-        }
+        self.durable.checkpoint_settled(generation).await;
     }
 
     /// Asks for a checkpoint write that rewrites every running row (something a row
@@ -325,11 +285,6 @@ impl Inner {
         }));
     }
 
-    /// Waits until a checkpoint write covering `generation` finished (well or not).
-    pub(in crate::registry) async fn checkpoint_settled(&self, generation: u64) {
-        self.durable.checkpoint.settled(generation).await;
-    }
-
     /// Runs on the blocking pool until no request is left uncovered.
     fn checkpoint_loop(&self) {
         loop {
@@ -367,7 +322,7 @@ impl Inner {
     /// The checkpoint record of one session.
     fn record_of(&self, s: &Session, extra: Option<&Extras>) -> SessionRecord {
         let command = extra.map_or_else(
-            || self.config.pipeline.redact_command(&s.command).into_owned(),
+            || self.hooks.redact_command(&s.command).into_owned(),
             |e| e.command_redacted.clone(),
         );
         let options = options_record(s, &command);
@@ -413,8 +368,51 @@ impl Inner {
                 path: self.home.ledger_path(),
                 source: std::io::Error::other(e),
             })?;
-        self.receipts_settled().await;
+        self.durable.receipts_settled().await;
         written.map_err(Error::from)
+    }
+}
+
+impl Durable {
+    /// Commits the intent to kill the running ones of `sessions` (one transaction, on
+    /// the blocking pool) before the kill begins, so a daemon that dies during the
+    /// kill's grace window leaves it for the next to report. A failure is
+    /// logged; the kill goes on.
+    pub(in crate::registry) async fn record_kill_intent(
+        &self,
+        sessions: &[Arc<Session>],
+        source: crate::config::KillSource,
+    ) {
+        let ids: Vec<String> = sessions
+            .iter()
+            .filter(|s| s.state().finished.is_none())
+            .map(|s| s.id.as_str().to_owned())
+            .collect();
+        if ids.is_empty() {
+            return;
+        }
+        let store = Arc::clone(self.checkpoint.store());
+        let intent = herd_persistence::KillIntent {
+            source: source.as_str().to_owned(),
+            requested_at: unix_seconds(std::time::SystemTime::now()),
+        };
+        let recorded = tokio::task::spawn_blocking(move || {
+            let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+            store.record_kill_intent(&ids, &intent)
+        })
+        .await;
+        match recorded {
+            Ok(Ok(_)) => {}
+            Ok(Err(error)) => {
+                tracing::warn!(%error, "kill intent not stored; a daemon crash during the kill would not report it");
+            }
+            Err(error) => tracing::warn!(%error, "kill intent not stored"),
+        }
+    }
+
+    /// Waits until a checkpoint write covering `generation` finished (well or not).
+    pub(in crate::registry) async fn checkpoint_settled(&self, generation: u64) {
+        self.checkpoint.settled(generation).await;
     }
 }
 

@@ -12,14 +12,15 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use herd_hooks::{Pipeline, Stored};
+use herd_hooks::Stored;
 use herd_persistence::{CompletionLedger, CompletionRecord, Home};
 use serde::Deserialize;
 
-use super::{lock, reason_from_name, unix_seconds};
+use super::{Durable, lock, reason_from_name, unix_seconds};
 use crate::event::Event;
 use crate::id::SessionId;
 use crate::registry::Inner;
+use crate::registry::hooks_room::Hooks;
 
 /// The completion ledger: opened on the first commit or delivery, and the
 /// replay of earlier processes' undelivered completions.
@@ -301,7 +302,7 @@ impl Inner {
             Err(()) => {
                 // Published all the same (a live consumer gets it); committed again
                 // later, so a restart does not lose it.
-                self.recommit_later(event.clone(), replace);
+                self.recommits.recommit_later(event.clone(), replace);
                 true
             }
         }
@@ -331,9 +332,7 @@ impl Inner {
             }
         };
         if let Some(slot) = value.get_mut("command") {
-            *slot = serde_json::Value::String(
-                self.config.pipeline.redact_command(command).into_owned(),
-            );
+            *slot = serde_json::Value::String(self.hooks.redact_command(command).into_owned());
         }
         let Some(record) = completion_record(event, value) else {
             return Ok(true);
@@ -345,19 +344,6 @@ impl Inner {
                 Err(())
             }
         }
-    }
-
-    /// Commits a completion produced elsewhere (a far host's, under its qualified
-    /// id) to the ledger, noting it as committed here so the replay does not queue
-    /// it a second time. Returns `Some(true)` when it was new, `Some(false)` when the
-    /// ledger held it already (a replay from the far side: it was queued before),
-    /// `None` when the ledger cannot be written.
-    pub(in crate::registry) fn commit_external(&self, event: &Event) -> Option<bool> {
-        let Event::Completion { session_id, .. } = event else {
-            return Some(true);
-        };
-        let record = completion_record(event, serde_json::to_value(event).ok()?)?;
-        self.durable.ledger.commit_external(session_id, record)
     }
 
     /// Re-queues, once per registry, the undelivered completions earlier processes
@@ -372,7 +358,7 @@ impl Inner {
         let events: Vec<(String, Option<Event>)> = records
             .into_iter()
             .map(|record| {
-                let event = event_from_ledger(&record.event, &self.config.pipeline);
+                let event = event_from_ledger(&record.event, &self.hooks);
                 (record.completion_id, event)
             })
             .collect();
@@ -435,17 +421,32 @@ impl Inner {
         if completion_ids.is_empty() {
             return true;
         }
-        self.note_delivered_before_commit(completion_ids);
+        self.recommits.note_delivered_before_commit(completion_ids);
         if self
             .durable
             .ledger
             .mark_delivered(owner, completion_ids)
             .is_err()
         {
-            self.recommit_acks_later(completion_ids);
+            self.recommits.recommit_acks_later(completion_ids);
             return false;
         }
         true
+    }
+}
+
+impl Durable {
+    /// Commits a completion produced elsewhere (a far host's, under its qualified
+    /// id) to the ledger, noting it as committed here so the replay does not queue
+    /// it a second time. Returns `Some(true)` when it was new, `Some(false)` when the
+    /// ledger held it already (a replay from the far side: it was queued before),
+    /// `None` when the ledger cannot be written.
+    pub(in crate::registry) fn commit_external(&self, event: &Event) -> Option<bool> {
+        let Event::Completion { session_id, .. } = event else {
+            return Some(true);
+        };
+        let record = completion_record(event, serde_json::to_value(event).ok()?)?;
+        self.ledger.commit_external(session_id, record)
     }
 }
 
@@ -487,17 +488,17 @@ struct StoredCompletion {
 }
 
 /// Rebuilds a completion event from its ledger JSON; `None` when it is not one. Its
-/// command and output are redacted again through `pipeline` (see [`Stored`]).
+/// command and output are redacted again through the hooks room (see [`Stored`]).
 pub(in crate::registry) fn event_from_ledger(
     value: &serde_json::Value,
-    pipeline: &Pipeline,
+    hooks: &Hooks,
 ) -> Option<Event> {
     let stored: StoredCompletion = serde_json::from_value(value.clone()).ok()?;
     if stored.kind != "completion" {
         return None;
     }
-    let command = pipeline.recheck_command(stored.command);
-    let output = pipeline.recheck_output(&command, stored.output);
+    let command = hooks.recheck_command(stored.command);
+    let output = hooks.recheck_output(&command, stored.output);
     Some(Event::Completion {
         // A far host's completion is kept under its qualified id.
         session_id: SessionId::parse_any(&stored.session_id)?,

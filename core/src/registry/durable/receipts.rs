@@ -11,12 +11,11 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use herd_hooks::RedactMode;
 use herd_persistence::{Home, RestartSpec, ResultReceipt, ResultStore, Stored};
 use tokio::sync::watch;
 
 use super::checkpoint::options_record;
-use super::{Queue, from_unix_seconds, lock, reason_name, unix_seconds};
+use super::{Durable, Queue, from_unix_seconds, lock, reason_name, unix_seconds};
 use crate::KillSource;
 use crate::answers::ModeName;
 use crate::error::LookupError;
@@ -42,7 +41,7 @@ pub(super) struct Receipts {
     /// keeps these sessions in memory, so a result is never in neither place.
     unwritten: Mutex<HashSet<String>, { rank::RECEIPTS_UNWRITTEN }>,
     /// Ids whose receipt's first store attempt has not ended. An answer about such
-    /// a session waits for it ([`Inner::receipt_attempted`]): an answer never
+    /// a session waits for it ([`Durable::receipt_attempted`]): an answer never
     /// precedes the commit of what it reports.
     attempting: Mutex<HashSet<String>, { rank::RECEIPTS_ATTEMPTING }>,
     /// Bumped whenever ids leave `attempting`.
@@ -263,22 +262,14 @@ impl Inner {
     /// log for context).
     fn redacted(&self, job: ReceiptJob) -> Stored {
         let mut receipt = job.receipt;
-        let mode = RedactMode::for_command(&receipt.command);
         let (before, key_open) = job
             .log_context
             .map(|(path, at)| crate::output::log_text_before(&path, at))
             .unwrap_or_default();
-        receipt.output = self.config.pipeline.redactor().redact_after_state(
-            &before,
-            key_open,
-            &receipt.output,
-            mode,
-        );
-        receipt.command = self
-            .config
-            .pipeline
-            .redact_command(&receipt.command)
-            .into_owned();
+        receipt.output =
+            self.hooks
+                .redact_output_after(&receipt.command, &before, key_open, &receipt.output);
+        receipt.command = self.hooks.redact_command(&receipt.command).into_owned();
         Stored {
             receipt,
             spawn: job.spawn,
@@ -309,7 +300,7 @@ impl Inner {
                 tracing::warn!(n = batch.len(), %error, "result receipts not stored yet; kept in memory and stored again later");
                 batch
                     .into_iter()
-                    .for_each(|item| self.restore_receipt_later(item));
+                    .for_each(|item| self.recommits.restore_receipt_later(item));
             }
         }
     }
@@ -337,11 +328,13 @@ impl Inner {
             }
         }
     }
+}
 
+impl Durable {
     /// Marks `id`'s receipt as on its way, before the choke point prunes: from here
     /// until it is written the session is kept in memory.
     pub(in crate::registry) fn expect_receipt(&self, id: &SessionId) {
-        self.durable.receipts.expect(id.as_str());
+        self.receipts.expect(id.as_str());
     }
 
     /// Waits until `id`'s receipt is committed (or its commit failed), at once when
@@ -350,18 +343,18 @@ impl Inner {
     /// receipt. No table lock is held; the commit is the receipt batch's (one
     /// transaction for every receipt queued meanwhile, no fsync of its own).
     pub(in crate::registry) async fn receipt_attempted(&self, id: &SessionId) {
-        self.durable.receipts.attempted(id).await;
+        self.receipts.attempted(id).await;
     }
 
     /// Whether `id`'s receipt is queued but not written yet; such a finished session
     /// must stay in memory until it is.
     pub(in crate::registry) fn receipt_pending(&self, id: &SessionId) -> bool {
-        self.durable.receipts.is_unwritten(id)
+        self.receipts.is_unwritten(id)
     }
 
     /// Waits until every receipt queued so far is written (or failed).
     pub(in crate::registry) async fn receipts_settled(&self) {
-        self.durable.receipts.all_written().await;
+        self.receipts.all_written().await;
     }
 
     /// Finds a receipt for an id, unique prefix or name that memory did not
@@ -375,7 +368,7 @@ impl Inner {
         if !matches!(miss, LookupError::NotFound { .. }) {
             return Err(miss);
         }
-        let store = self.durable.receipts.store();
+        let store = self.receipts.store();
         let unreadable = |error: herd_persistence::Error| {
             tracing::warn!(id = id_or_prefix, %error, "result store unreadable");
         };
@@ -436,7 +429,7 @@ impl Inner {
         prefix: &str,
         except: &SessionId,
     ) -> Vec<SessionId> {
-        match self.durable.receipts.store().ids_with_prefix(prefix) {
+        match self.receipts.store().ids_with_prefix(prefix) {
             Ok(ids) => ids
                 .iter()
                 .filter_map(|id| SessionId::parse(id))
@@ -451,7 +444,7 @@ impl Inner {
 
     /// What a restart of `id` repeats, from its receipt.
     pub(in crate::registry) fn stored_restart_spec(&self, id: &SessionId) -> Option<RestartSpec> {
-        match self.durable.receipts.store().restart_spec(id.as_str()) {
+        match self.receipts.store().restart_spec(id.as_str()) {
             Ok(spec) => spec,
             Err(error) => {
                 tracing::warn!(session_id = %id, %error, "restart spec unreadable");

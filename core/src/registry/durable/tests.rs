@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use super::*;
 use crate::KillSource;
 use crate::event::Event;
-use herd_hooks::{Pipeline, Shown};
+use crate::registry::hooks_room::Hooks;
+use herd_hooks::Shown;
 
 #[test]
 fn a_completion_survives_the_ledger_json_round_trip() {
@@ -33,7 +34,7 @@ fn a_completion_survives_the_ledger_json_round_trip() {
     };
     let value = serde_json::to_value(&event).expect("events serialize");
     let back =
-        event_from_ledger(&value, &Pipeline::redaction_only()).expect("a completion reads back");
+        event_from_ledger(&value, &Hooks::redaction_only()).expect("a completion reads back");
     assert_eq!(
         serde_json::to_value(&back).expect("events serialize"),
         value
@@ -63,8 +64,8 @@ fn stored_text_is_redacted_again_when_read_back_and_masked_text_reads_back_uncha
         "finished_at": "2026-01-01T00:00:01Z",
         "handoff_note": null,
     });
-    let pipeline = Pipeline::redaction_only();
-    let back = event_from_ledger(&value, &pipeline).expect("a completion reads back");
+    let hooks = Hooks::redaction_only();
+    let back = event_from_ledger(&value, &hooks).expect("a completion reads back");
     let shown = serde_json::to_value(&back).expect("events serialize");
     for field in ["command", "output"] {
         let text = shown[field].as_str().expect("a string");
@@ -72,7 +73,7 @@ fn stored_text_is_redacted_again_when_read_back_and_masked_text_reads_back_uncha
         assert!(text.contains("ghp_ab...6789"), "{field}: {text}");
     }
     // What this herd stored (already masked) reads back byte for byte.
-    let again = event_from_ledger(&shown, &pipeline).expect("a completion reads back");
+    let again = event_from_ledger(&shown, &hooks).expect("a completion reads back");
     assert_eq!(
         serde_json::to_value(&again).expect("events serialize"),
         shown
@@ -82,7 +83,7 @@ fn stored_text_is_redacted_again_when_read_back_and_masked_text_reads_back_uncha
 #[test]
 fn a_non_completion_is_not_replayed() {
     let value = serde_json::json!({"type": "watch_overflow_tripped", "message": "m"});
-    assert!(event_from_ledger(&value, &Pipeline::redaction_only()).is_none());
+    assert!(event_from_ledger(&value, &Hooks::redaction_only()).is_none());
 }
 
 #[test]

@@ -94,7 +94,7 @@ impl Inner {
         if queued.contains(dep) {
             return Dep::Pending;
         }
-        match self.receipt_lookup(
+        match self.durable.receipt_lookup(
             dep.as_str(),
             LookupError::NotFound {
                 id: dep.as_str().to_owned(),
@@ -140,6 +140,7 @@ impl Inner {
                 Err(miss) => match self.queue.placeholder_of(one) {
                     Some(s) => s.id.clone(),
                     None => self
+                        .durable
                         .receipt_lookup(one, miss)
                         .map(|(id, _)| id)
                         .map_err(|error| SpawnError::InvalidRequest {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use super::{DEFAULT_GROUP, Inner};
+use super::{DEFAULT_GROUP, Scheduler};
 use crate::Registry;
 use crate::error::SpawnError;
 
@@ -117,7 +117,7 @@ impl Registry {
     /// [`GroupError`]: a bad name or limit, `default`, a group that exists, too many
     /// groups, a store that refused the write.
     pub async fn group_add(&self, name: &str, parallel: u64) -> Result<GroupRow, GroupError> {
-        self.inner.group_put(name, parallel, false).await
+        self.inner.queue.group_put(name, parallel, false).await
     }
 
     /// Changes a group's limit; a higher limit starts waiting jobs at once.
@@ -125,7 +125,7 @@ impl Registry {
     /// # Errors
     /// As [`Registry::group_add`], and [`GroupError::Unknown`].
     pub async fn group_set(&self, name: &str, parallel: u64) -> Result<GroupRow, GroupError> {
-        self.inner.group_put(name, parallel, true).await
+        self.inner.queue.group_put(name, parallel, true).await
     }
 
     /// Every group, `default` first.
@@ -203,7 +203,7 @@ fn store_result(
     }
 }
 
-impl Inner {
+impl Scheduler {
     async fn group_put(
         &self,
         name: &str,
@@ -216,7 +216,7 @@ impl Inner {
         check_group_name(name)?;
         let parallel = check_parallel(parallel)?;
         {
-            let st = self.queue.state();
+            let st = self.state();
             let exists = st.groups.contains_key(name);
             if set && !exists {
                 return Err(GroupError::Unknown {
@@ -232,11 +232,11 @@ impl Inner {
                 return Err(GroupError::TooMany);
             }
         }
-        let store = Arc::clone(&self.queue.store);
+        let store = Arc::clone(&self.store);
         let owned = name.to_owned();
         store_result(tokio::task::spawn_blocking(move || store.put_group(&owned, parallel)).await)?;
-        self.queue.state().groups.insert(name.to_owned(), parallel);
-        self.queue.wake();
+        self.state().groups.insert(name.to_owned(), parallel);
+        self.wake();
         Ok(GroupRow {
             name: name.to_owned(),
             parallel: Some(parallel),

@@ -127,6 +127,7 @@ impl Inner {
             }
             let known = self.lookup(id.as_str()).is_ok()
                 || self
+                    .durable
                     .receipt_lookup(
                         id.as_str(),
                         LookupError::NotFound {
@@ -151,7 +152,7 @@ impl Inner {
             };
             if known {
                 n_done += 1;
-                self.forget_queued(&id).await;
+                self.queue.forget_queued(&id).await;
             } else if entry.starting {
                 n_lost += 1;
                 self.queue.state().waiting.push(entry.clone());

@@ -31,7 +31,7 @@ impl Inner {
         id: &str,
         miss: LookupError,
     ) -> Result<PollAnswer, Error> {
-        let (session_id, r) = self.receipt_lookup(id, miss)?;
+        let (session_id, r) = self.durable.receipt_lookup(id, miss)?;
         let log_path = self.home.session_log_path(session_id.as_str());
         let total_ingested = std::fs::metadata(&log_path)
             .map_or(0, |m| m.len())
@@ -63,7 +63,7 @@ impl Inner {
         offset: Option<usize>,
         limit: Option<usize>,
     ) -> Result<LogAnswer, Error> {
-        let (session_id, r) = self.receipt_lookup(id, miss)?;
+        let (session_id, r) = self.durable.receipt_lookup(id, miss)?;
         let limit = limit.unwrap_or(LOG_DEFAULT_LINES);
         let log_path = self.home.session_log_path(session_id.as_str());
         let held = std::fs::metadata(&log_path).map_or(0, |m| m.len());
@@ -123,7 +123,7 @@ impl Inner {
         from_byte: u64,
         max_bytes: usize,
     ) -> Result<LogChunk, Error> {
-        let (session_id, r) = self.receipt_lookup(id, miss)?;
+        let (session_id, r) = self.durable.receipt_lookup(id, miss)?;
         let path = self.home.session_log_path(session_id.as_str());
         let Some(read) = logs::read_chunk(&path, from_byte, max_bytes, false, &|_| None)? else {
             // A session that printed nothing never made a log file: its log is empty.
@@ -155,7 +155,7 @@ impl Inner {
         id: &str,
         miss: LookupError,
     ) -> Result<WaitAnswer, Error> {
-        let (session_id, r) = self.receipt_lookup(id, miss)?;
+        let (session_id, r) = self.durable.receipt_lookup(id, miss)?;
         let log_path = self.home.session_log_path(session_id.as_str());
         let subject = Subject::receipt(session_id, &r, log_path);
         let output = self.tail_of(
@@ -177,7 +177,7 @@ impl Inner {
         miss: LookupError,
         source: KillSource,
     ) -> Result<KillAnswer, Error> {
-        let (session_id, r) = self.receipt_lookup(id, miss)?;
+        let (session_id, r) = self.durable.receipt_lookup(id, miss)?;
         let log_path = self.home.session_log_path(session_id.as_str());
         let subject = Subject::receipt(session_id, &r, log_path);
         let output = self.tail_of(
@@ -187,8 +187,7 @@ impl Inner {
             (r.output_cut, false, false),
             self.config.completion_output_chars,
         );
-        Ok(self.kill_answer_of(
-            subject,
+        Ok(subject.kill_answer(
             KillStatus::AlreadyExited,
             source,
             output,
@@ -214,10 +213,7 @@ impl Inner {
         Some(ListRow {
             name: r.name.clone(),
             session_id: id,
-            command: self
-                .config
-                .pipeline
-                .show_command_head(&r.command, LIST_COMMAND_CHARS),
+            command: self.hooks.show_command_head(&r.command, LIST_COMMAND_CHARS),
             cwd: r.cwd.clone().unwrap_or_default(),
             pid: 0,
             mode: if r.pty { ModeName::Pty } else { ModeName::Pipe },

@@ -54,11 +54,8 @@ impl Shim {
         loop {
             match self.listener.accept() {
                 Ok((stream, _)) => {
-                    let peer = nix::sys::socket::getsockopt(
-                        &stream,
-                        nix::sys::socket::sockopt::PeerCredentials,
-                    );
-                    if !peer.is_ok_and(|c| c.uid() == self.uid) {
+                    let peer = crate::sys::peer::peer_uid(&stream);
+                    if !peer.is_ok_and(|uid| uid == self.uid) {
                         tracing::warn!("supervisor connection from another user refused");
                         continue;
                     }
