@@ -165,8 +165,12 @@ impl EvictionOrder {
     /// receipt is written now to those that may go.
     fn sort(&mut self, pending: &impl Fn(&SessionId) -> bool, recheck: bool) {
         if recheck {
-            let written: Vec<SessionId> =
-                self.waiting.iter().filter(|id| !pending(id)).cloned().collect();
+            let written: Vec<SessionId> = self
+                .waiting
+                .iter()
+                .filter(|id| !pending(id))
+                .cloned()
+                .collect();
             for id in written {
                 self.waiting.remove(&id);
                 if let Some(at) = self.at.get(&id) {

@@ -82,8 +82,14 @@ async fn b8_a_list_preview_from_the_tail_end_shows_as_from_the_whole_tail() {
     let key = finished(&registry, KEY_OPEN_AT_END).await;
     let ((part, whole), (part_len, whole_len)) = previews(&registry, &key);
     assert_eq!(part, whole);
-    assert!(!part.contains("MIIEowIBAAKCAQEA"), "the key body is masked: {part}");
-    assert!(part_len * 4 < whole_len, "only the end is copied: {part_len} of {whole_len}");
+    assert!(
+        !part.contains("MIIEowIBAAKCAQEA"),
+        "the key body is masked: {part}"
+    );
+    assert!(
+        part_len * 4 < whole_len,
+        "only the end is copied: {part_len} of {whole_len}"
+    );
 
     let long = finished(&registry, LONG_LAST_LINE).await;
     let ((part, whole), _) = previews(&registry, &long);
@@ -101,8 +107,14 @@ async fn b8_a_list_preview_from_the_tail_end_shows_as_from_the_whole_tail() {
     .await;
     let ((part, whole), (part_len, whole_len)) = previews(&registry, &growing);
     assert_eq!(part, whole);
-    assert!(!part.contains("ghp_0123456789"), "the held line is not shown: {part}");
-    assert!(part_len * 2 < whole_len, "only the end is copied: {part_len} of {whole_len}");
+    assert!(
+        !part.contains("ghp_0123456789"),
+        "the held line is not shown: {part}"
+    );
+    assert!(
+        part_len * 2 < whole_len,
+        "only the end is copied: {part_len} of {whole_len}"
+    );
     registry
         .kill(growing.id.as_str(), crate::KillSource::ProcessKill)
         .await

@@ -93,7 +93,11 @@ async fn b9_a_burst_of_finishes_runs_a_few_at_once_and_every_one_runs() {
         caller.await.expect("a caller");
     }
     assert_eq!(*jobs.done.borrow(), 40);
-    assert_eq!(jobs.most.load(Ordering::SeqCst), 3, "never more than three at once");
+    assert_eq!(
+        jobs.most.load(Ordering::SeqCst),
+        3,
+        "never more than three at once"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -36,7 +36,10 @@ fn b11_the_cache_drops_the_expired_then_the_oldest_beyond_the_cap_never_a_pendin
     let out = rules.cache_evictions(&mut order, all.len(), now, |id| pending.contains(id), false);
     assert_eq!(out.expired, vec![all[0].clone()]);
     // Five kept, cap 2: three must go, the oldest that may (1 and 3 may not).
-    assert_eq!(out.excess, vec![all[2].clone(), all[4].clone(), all[5].clone()]);
+    assert_eq!(
+        out.excess,
+        vec![all[2].clone(), all[4].clone(), all[5].clone()]
+    );
     // Their receipts written, the next round that asks again lets the expired go.
     let out = rules.cache_evictions(&mut order, 2, now, |_| false, true);
     assert_eq!(out.expired, vec![all[1].clone()]);
