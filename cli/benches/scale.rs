@@ -11,7 +11,13 @@
 //! - `cli.sessions_10000_ps_json`: `herd ps --json` (every field, the trees' CPU
 //!   and memory too) the same way (target <= 200 ms);
 //! - `cli.sessions_10000_rss`: the daemon's RSS with them, against the same
-//!   daemon empty (reported, no target); the note has the descriptors it holds.
+//!   daemon empty (reported, no target); the note has the descriptors it holds;
+//! - `cli.sessions_10000_shutdown`: `herd shutdown --yes` with them until the
+//!   daemon is gone (reported, no target); the note has the most threads and RSS
+//!   the daemon had meanwhile (a burst of finishes on the blocking pool shows there).
+//!
+//! Every figure's note has the fill's spawn latencies (p50, p99 and the slowest,
+//! of all, of the first tenth and of the last tenth).
 //!
 //! The jobs are `sleep 600` of owner `cli` (the one `herd ps` lists), started by 8
 //! socket clients at once, and every one
@@ -196,8 +202,10 @@ fn hold(home: &Home, daemon: i32) {
     }
 }
 
-/// Starts `n` `sleep 600` jobs from `FILLERS` connections at once; seconds.
-fn fill(root: &Path, n: usize) -> f64 {
+/// Starts `n` `sleep 600` jobs from `FILLERS` connections at once (each waits for
+/// its spawn's answer before the next: `FILLERS` in flight, as that many clients
+/// would); seconds, and the milliseconds of each spawn in the order they began.
+fn fill(root: &Path, n: usize) -> (f64, Vec<f64>) {
     let start = Instant::now();
     let threads: Vec<_> = (0..FILLERS)
         .map(|i| {
@@ -205,16 +213,93 @@ fn fill(root: &Path, n: usize) -> f64 {
             let share = n / FILLERS + usize::from(i < n % FILLERS);
             std::thread::spawn(move || {
                 let mut conn = Conn::open(&root);
-                for _ in 0..share {
-                    conn.call("spawn", json!({"command": "sleep 600", "owner": "cli"}));
-                }
+                (0..share)
+                    .map(|_| {
+                        let began = start.elapsed().as_secs_f64();
+                        conn.call("spawn", json!({"command": "sleep 600", "owner": "cli"}));
+                        (began, start.elapsed().as_secs_f64() - began)
+                    })
+                    .collect::<Vec<_>>()
             })
         })
         .collect();
-    for t in threads {
-        t.join().expect("a filler");
-    }
-    start.elapsed().as_secs_f64()
+    let mut spawns: Vec<(f64, f64)> = threads
+        .into_iter()
+        .flat_map(|t| t.join().expect("a filler"))
+        .collect();
+    spawns.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let ms = spawns.into_iter().map(|(_, took)| took * 1e3).collect();
+    (start.elapsed().as_secs_f64(), ms)
+}
+
+/// The fill's spawns as a note: p50, p99 and the slowest, of the first and of
+/// the last tenth (whether a spawn slows as the sessions grow).
+fn fill_note(ms: &[f64]) -> String {
+    let tenth = (ms.len() / 10).max(1);
+    let part = |samples: &[f64]| {
+        let mut s = samples.to_vec();
+        s.sort_by(f64::total_cmp);
+        format!(
+            "p50 {:.1}, p99 {:.1}, max {:.1} ms",
+            s[s.len() / 2],
+            s[(s.len() - 1) * 99 / 100],
+            s[s.len() - 1]
+        )
+    };
+    format!(
+        "fill spawns: all {}; first tenth {}; last tenth {}",
+        part(ms),
+        part(&ms[..tenth.min(ms.len())]),
+        part(&ms[ms.len().saturating_sub(tenth)..])
+    )
+}
+
+/// Stops the daemon with `shutdown` (every job of the home with it) and waits for
+/// it to be gone: seconds, and the most threads and RSS (MB) it had meanwhile.
+fn shut_down(home: &Home, daemon: i32) -> (f64, f64, f64) {
+    let sampling = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let sampler = {
+        let sampling = std::sync::Arc::clone(&sampling);
+        std::thread::spawn(move || {
+            let (mut threads, mut rss) = (0.0_f64, 0.0_f64);
+            while sampling.load(std::sync::atomic::Ordering::SeqCst) {
+                let Ok(status) = std::fs::read_to_string(format!("/proc/{daemon}/status")) else {
+                    break;
+                };
+                let field = |name: &str| {
+                    status
+                        .lines()
+                        .find_map(|l| l.strip_prefix(name))
+                        .and_then(|v| v.split_whitespace().next())
+                        .and_then(|v| v.parse::<f64>().ok())
+                        .unwrap_or(0.0)
+                };
+                threads = threads.max(field("Threads:"));
+                rss = rss.max(field("VmRSS:") / 1024.0);
+                #[expect(
+                    clippy::disallowed_methods,
+                    reason = "a sampling period, not a wait for a condition"
+                )]
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            (threads, rss)
+        })
+    };
+    let start = Instant::now();
+    let status = home
+        .herd(&["shutdown", "--yes"])
+        .stdout(Stdio::null())
+        .status()
+        .expect("herd shutdown");
+    assert!(status.success(), "herd shutdown failed");
+    herd_test_support::wait::poll_until(Duration::from_secs(300), || {
+        !herd_test_support::procs::alive(daemon)
+    })
+    .expect("the daemon stops");
+    let secs = start.elapsed().as_secs_f64();
+    sampling.store(false, std::sync::atomic::Ordering::SeqCst);
+    let (threads, rss) = sampler.join().expect("the sampler");
+    (secs, threads, rss)
 }
 
 fn sessions() {
@@ -228,7 +313,7 @@ fn sessions() {
     let idle_ps = ps_runs(&home, &["ps"]);
     let idle_json = ps_runs(&home, &["ps", "--json"]);
     let fds_empty = descriptors(daemon);
-    let fill_s = fill(&home.root, n);
+    let (fill_s, fill_ms) = fill(&home.root, n);
     let mut conn = Conn::open(&home.root);
     let running = conn.call("list", json!({"owner": "cli"}))["processes"]
         .as_array()
@@ -242,7 +327,8 @@ fn sessions() {
     let rss_after = rss_mb(daemon);
     let threads = status_field(daemon, "Threads:");
     let note = format!(
-        "{n} running `sleep 600` sessions (started by {FILLERS} clients in {fill_s:.1} s); daemon RSS {rss_full:.0} MB with them, {rss_empty:.0} MB empty; {PROBES} spawns of `true` on one connection each way{scaled}"
+        "{n} running `sleep 600` sessions (started by {FILLERS} clients in {fill_s:.1} s; {}); daemon RSS {rss_full:.0} MB with them, {rss_empty:.0} MB empty; {PROBES} spawns of `true` on one connection each way{scaled}",
+        fill_note(&fill_ms)
     );
     println!(
         "{}",
@@ -306,6 +392,20 @@ fn sessions() {
     );
     hold(&home, daemon);
     drop(conn);
+    let (stop_s, stop_threads, stop_rss) = shut_down(&home, daemon);
+    println!(
+        "{}",
+        figure_line(
+            "cli.sessions_10000_shutdown",
+            "s",
+            stop_s,
+            None,
+            None,
+            &format!(
+                "`herd shutdown --yes` of the daemon holding {n} running sessions until it is gone (every job stopped); the daemon's most threads {stop_threads:.0} and RSS {stop_rss:.0} MB meanwhile (sampled every 20 ms){scaled}"
+            ),
+        )
+    );
     drop(home);
 }
 

@@ -161,6 +161,8 @@ pub(crate) struct Inner {
     queue: queue::Scheduler,
     /// Where usage reads find the v1 memory cgroups, looked up now and then.
     v1_base: crate::sys::usage::V1Base,
+    /// Bounds the finish choke points on the blocking pool at once.
+    finishing: finish::FinishGate,
 }
 
 impl Registry {
@@ -195,6 +197,7 @@ impl Registry {
                 retention: retention_policy::Retention::new(&config),
                 shims: shims::Shims::new(&home, &config, runtime.clone()),
                 v1_base: crate::sys::usage::V1Base::default(),
+                finishing: finish::FinishGate::new(finish::FINISHES_AT_ONCE),
                 home,
                 config: settings::Settings::of(&config),
                 hooks: hooks_room::Hooks::new(config),

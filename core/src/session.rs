@@ -24,6 +24,30 @@ use crate::spawn::MasterFd;
 use crate::text;
 use crate::{KillSource, SessionId};
 
+/// `decoded` without its ANSI sequences (no copy when it has none).
+fn without_ansi(decoded: String) -> String {
+    if decoded.contains('\u{1b}') {
+        text::strip_ansi(&decoded)
+    } else {
+        decoded
+    }
+}
+
+/// Whether `text`'s last `n_chars` characters, the line a growing session holds
+/// back, and the redaction context before them ([`herd_hooks::LINE_CONTEXT_BYTES`])
+/// all begin after its start: a window of them reads nothing before `text`.
+fn reaches_back(text: &str, n_chars: usize) -> bool {
+    let window_idx = match n_chars.checked_sub(1) {
+        None => text.len(),
+        Some(back) => match text.char_indices().rev().nth(back) {
+            Some((idx, _)) => idx,
+            None => return false,
+        },
+    };
+    let last_line_idx = memchr::memrchr2(b'\n', b'\r', text.as_bytes()).map_or(0, |i| i + 1);
+    window_idx.min(last_line_idx) > herd_hooks::LINE_CONTEXT_BYTES
+}
+
 /// The direct child's exit as collected from the OS.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct ExitInfo {
@@ -302,7 +326,42 @@ impl Session {
             0
         };
         let decoded = text::decode_tail(&bytes[start..], cut && start == 0, hold_incomplete);
-        (text::strip_ansi(&decoded), cut, held_from + start as u64)
+        (without_ansi(decoded), cut, held_from + start as u64)
+    }
+
+    /// [`Session::text`] for a window of the last `n_chars` characters only (a list
+    /// row's preview): the text and whether a private-key block is open where it
+    /// starts. It starts at a line start far enough back that the window, the line
+    /// a growing session's output holds back, and the context the window's
+    /// redaction reads before them ([`herd_hooks::LINE_CONTEXT_BYTES`]) all lie in
+    /// it, so the window shows exactly as over the whole tail; only the tail's end
+    /// is copied and decoded. The whole tail when no such start is found.
+    pub(crate) fn text_for_last(&self, n_chars: usize) -> (String, bool) {
+        let running = self.state().finished.is_none();
+        // Room for escape sequences the text loses: a tail dense with them is
+        // read again from further back.
+        let mut reach = 2 * herd_hooks::LINE_CONTEXT_BYTES + 8 * n_chars;
+        loop {
+            let tail = self.tail();
+            let (bytes, _) = tail.view();
+            let Some(at) = bytes.len().checked_sub(reach) else {
+                break;
+            };
+            let Some(line_idx) = memchr::memchr(b'\n', &bytes[at..]) else {
+                break;
+            };
+            let start = at + line_idx + 1;
+            let from = tail.total_ingested() - (bytes.len() - start) as u64;
+            let text = without_ansi(text::decode_tail(&bytes[start..], false, running));
+            drop(tail);
+            if reaches_back(&text, n_chars) {
+                let key_open = self.key_open_at(&text, true, from);
+                return (text, key_open);
+            }
+            reach = reach.saturating_mul(2);
+        }
+        let (text, _, key_open) = self.text();
+        (text, key_open)
     }
 
     /// Whether the owner gets the completion.
@@ -332,3 +391,6 @@ impl Session {
         self.started.elapsed().as_secs()
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,6 +1,6 @@
 //! The finish choke point: the only place a session moves from running to
 //! finished. It runs on the blocking pool (hooks and an fsync never hold a runtime
-//! worker); its callers await it. Drafts the completion (hooks, ledger commit) before the table lock, then
+//! worker), a few at once ([`FINISHES_AT_ONCE`]); its callers await it. Drafts the completion (hooks, ledger commit) before the table lock, then
 //! inside one critical section removes the session from the running set, stamps
 //! it, queues and broadcasts its completion; after the lock, hands it to
 //! durability and wakes the waiters.
@@ -29,7 +29,9 @@ impl Inner {
     /// to its end), so no completion is half published.
     pub(super) async fn finish(self: &Arc<Self>, s: &Arc<Session>, finish: Finish) {
         let (inner, session) = (Arc::clone(self), Arc::clone(s));
-        off_runtime(s, move || inner.finish_blocking(&session, finish)).await;
+        self.finishing
+            .off_runtime(&s.id, move || inner.finish_blocking(&session, finish))
+            .await;
     }
 
     /// [`Inner::finish_unstarted`] off the runtime, as [`Inner::finish`].
@@ -39,7 +41,9 @@ impl Inner {
         source: Option<KillSource>,
     ) {
         let (inner, session) = (Arc::clone(self), Arc::clone(s));
-        off_runtime(s, move || inner.finish_unstarted(&session, source)).await;
+        self.finishing
+            .off_runtime(&s.id, move || inner.finish_unstarted(&session, source))
+            .await;
     }
 
     /// The one choke point: stamps, releases handles and publishes exactly one
@@ -201,14 +205,46 @@ impl Inner {
     }
 }
 
-/// Runs `job` (a choke point) on the blocking pool and waits for it; a panic in it
-/// is the caller's panic, as it was when the choke point ran in place.
-async fn off_runtime(s: &Session, job: impl FnOnce() + Send + 'static) {
-    if let Err(error) = tokio::task::spawn_blocking(job).await {
+/// How many finish choke points run on the blocking pool at once. They take the
+/// table lock (and a notified one the ledger's) in turn anyway; unbounded, a mass
+/// shutdown of thousands of jobs had a blocking thread started for nearly each
+/// (hundreds of threads, their stacks and allocator arenas in the daemon's RSS).
+pub(super) const FINISHES_AT_ONCE: usize = 8;
+
+/// Runs the finish choke points on the blocking pool, at most a fixed number at
+/// once; the others wait their turn on the runtime (a task, not a thread).
+#[derive(Debug)]
+pub(super) struct FinishGate {
+    turns: Arc<tokio::sync::Semaphore>,
+}
+
+impl FinishGate {
+    pub(super) fn new(at_once: usize) -> FinishGate {
+        FinishGate {
+            turns: Arc::new(tokio::sync::Semaphore::new(at_once.max(1))),
+        }
+    }
+
+    /// Runs `job` (a choke point) on the blocking pool once a turn is free and
+    /// waits for it; a panic in it is the caller's panic, as it was when the choke
+    /// point ran in place. The turn is waited for by a task of its own: a caller
+    /// dropped meanwhile cancels neither the wait nor the job, so no session is
+    /// left unfinished and no completion half published.
+    pub(super) async fn off_runtime(&self, id: &SessionId, job: impl FnOnce() + Send + 'static) {
+        let turns = Arc::clone(&self.turns);
+        let gated = tokio::spawn(async move {
+            // Never closed: the semaphore lives as long as this task holds it.
+            let _turn = turns.acquire_owned().await;
+            tokio::task::spawn_blocking(job).await
+        });
+        let error = match gated.await {
+            Ok(Ok(())) => return,
+            Ok(Err(error)) | Err(error) => error,
+        };
         if error.is_panic() {
             std::panic::resume_unwind(error.into_panic());
         }
-        tracing::warn!(session_id = %s.id, %error, "session not finished: the runtime is shutting down");
+        tracing::warn!(session_id = %id, %error, "session not finished: the runtime is shutting down");
     }
 }
 
@@ -312,3 +348,6 @@ impl Draft {
         event
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -613,7 +613,7 @@ impl Inner {
             None
         };
         let growing = s.status() == SessionStatus::Running;
-        let (text, _, key_open) = s.text();
+        let (text, key_open) = s.text_for_last(LIST_PREVIEW_CHARS);
         let preview = self.show(
             s,
             Route::ListPreview,

@@ -3,7 +3,7 @@
 //! these decisions and holds no lock; the table room and the retention room carry
 //! them out. Below the table and the store in the module order, so both may ask it.
 
-use std::sync::Arc;
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::time::{Duration, SystemTime};
 
 use crate::config::RegistryConfig;
@@ -59,37 +59,41 @@ impl Retention {
         tick_for(self.result_ttl)
     }
 
-    /// Which of the `finished` sessions the table's cache drops at `now`: those
-    /// past the TTL, then the oldest beyond the cap. A session whose receipt is
-    /// not written yet (`pending`) stays until it is, so its result is always
-    /// answerable from memory or from the receipt.
-    pub(super) fn cache_evictions<'s>(
+    /// Which finished sessions the table's cache drops at `now`, of the `n_kept`
+    /// it holds, all entered in `order`: those past the TTL, then the oldest beyond
+    /// the cap. A session whose receipt is not written yet (`pending`) stays until it
+    /// is, so its result is always answerable from memory or from the receipt. What
+    /// it returns has left `order`.
+    ///
+    /// Only the oldest entries whose receipt is written are looked at, and `pending`
+    /// is asked only about the sessions entered since the last call (and, with
+    /// `recheck`, about those still waiting for their receipt): a finish costs the
+    /// same with thousands of receipts on their way as with none.
+    pub(super) fn cache_evictions(
         &self,
-        finished: impl Iterator<Item = &'s Arc<Session>>,
+        order: &mut EvictionOrder,
+        n_kept: usize,
         now: SystemTime,
         pending: impl Fn(&SessionId) -> bool,
+        recheck: bool,
     ) -> Evictions {
-        let finished_at = |s: &Session| s.state().finished.as_ref().map_or(now, |f| f.at);
+        order.sort(&pending, recheck);
         let mut out = Evictions::default();
-        let mut kept: Vec<(SystemTime, SessionId, bool)> = Vec::new();
-        for s in finished {
-            let at = finished_at(s);
-            let is_pending = pending(&s.id);
-            if now.duration_since(at).unwrap_or_default() <= self.cache_ttl || is_pending {
-                kept.push((at, s.id.clone(), is_pending));
+        let mut n_kept = n_kept;
+        while let Some((at, id)) = order.by_age.first() {
+            let expired = now.duration_since(*at).unwrap_or_default() > self.cache_ttl;
+            let into = if expired {
+                &mut out.expired
+            } else if n_kept > self.cache_cap {
+                &mut out.excess
             } else {
-                out.expired.push(s.id.clone());
+                break;
+            };
+            into.push(id.clone());
+            if let Some((_, id)) = order.by_age.pop_first() {
+                order.at.remove(&id);
             }
-        }
-        let excess = kept.len().saturating_sub(self.cache_cap);
-        if excess > 0 {
-            let mut by_age: Vec<(SystemTime, SessionId)> = kept
-                .into_iter()
-                .filter(|(_, _, is_pending)| !is_pending)
-                .map(|(at, id, _)| (at, id))
-                .collect();
-            by_age.sort();
-            out.excess = by_age.into_iter().take(excess).map(|(_, id)| id).collect();
+            n_kept = n_kept.saturating_sub(1);
         }
         out
     }
@@ -117,3 +121,79 @@ impl Retention {
         !pending && s.state().leftovers.is_empty()
     }
 }
+
+/// The order in which the table's cache lets finished sessions go: those whose
+/// receipt is written, by finish time (oldest first), apart from those still
+/// waiting for it. The table enters every finished session it keeps and takes
+/// out every one it forgets; [`Retention::cache_evictions`] takes the oldest off.
+#[derive(Debug, Default)]
+pub(super) struct EvictionOrder {
+    /// The sessions that may go, oldest first.
+    by_age: BTreeSet<(SystemTime, SessionId)>,
+    /// When each entered session finished (its key in `by_age`).
+    at: HashMap<SessionId, SystemTime>,
+    /// Entered since the last sort; not yet in `by_age` or `waiting`.
+    fresh: Vec<SessionId>,
+    /// Whose receipt was not written when last asked: they stay until it is.
+    waiting: HashSet<SessionId>,
+}
+
+impl EvictionOrder {
+    /// Enters finished session `id`, which finished `at`.
+    pub(super) fn enter(&mut self, id: &SessionId, at: SystemTime) {
+        self.leave(id);
+        self.at.insert(id.clone(), at);
+        self.fresh.push(id.clone());
+    }
+
+    /// Takes `id` out (the table forgot it).
+    pub(super) fn leave(&mut self, id: &SessionId) {
+        if let Some(at) = self.at.remove(id) {
+            self.by_age.remove(&(at, id.clone()));
+            self.waiting.remove(id);
+        }
+    }
+
+    /// How many sessions wait for their receipt, as last asked.
+    #[cfg(test)]
+    pub(super) fn n_waiting(&self) -> usize {
+        self.waiting.len()
+    }
+
+    /// Sorts the sessions entered since the last sort into those that may go and
+    /// those waiting for their receipt; with `recheck`, moves the waiting ones whose
+    /// receipt is written now to those that may go.
+    fn sort(&mut self, pending: &impl Fn(&SessionId) -> bool, recheck: bool) {
+        if recheck {
+            let written: Vec<SessionId> = self
+                .waiting
+                .iter()
+                .filter(|id| !pending(id))
+                .cloned()
+                .collect();
+            for id in written {
+                self.waiting.remove(&id);
+                if let Some(at) = self.at.get(&id) {
+                    self.by_age.insert((*at, id));
+                }
+            }
+        }
+        for id in std::mem::take(&mut self.fresh) {
+            // Entered twice, or taken out since: sorted once, or not at all.
+            let Some(at) = self.at.get(&id).copied() else {
+                continue;
+            };
+            if self.waiting.contains(&id) || self.by_age.contains(&(at, id.clone())) {
+                continue;
+            }
+            if pending(&id) {
+                self.waiting.insert(id);
+            } else {
+                self.by_age.insert((at, id));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use super::Inner;
-use super::retention_policy::Retention;
+use super::retention_policy::{EvictionOrder, Retention};
 use crate::error::{LookupError, SpawnError};
 use crate::event::Event;
 use crate::id::{self, SessionId};
@@ -76,6 +76,8 @@ pub(super) enum Found {
 pub(crate) struct Tables {
     running: HashMap<SessionId, Arc<Session>>,
     finished: HashMap<SessionId, Arc<Session>>,
+    /// The finished sessions in the order the cache lets them go.
+    eviction_order: EvictionOrder,
     queues: Queues,
 }
 
@@ -163,11 +165,15 @@ impl Tables {
 
     /// Enters a session as finished.
     pub(super) fn add_finished(&mut self, s: Arc<Session>) {
+        let at = s.state().finished.as_ref().map(|f| f.at);
+        self.eviction_order
+            .enter(&s.id, at.unwrap_or_else(SystemTime::now));
         self.finished.insert(s.id.clone(), s);
     }
 
     /// Forgets a finished session.
     pub(super) fn remove_finished(&mut self, id: &SessionId) -> Option<Arc<Session>> {
+        self.eviction_order.leave(id);
         self.finished.remove(id)
     }
 
@@ -249,9 +255,36 @@ impl Tables {
     }
 
     /// Drops the finished sessions `retention` no longer keeps in memory;
-    /// `pending` says whose receipt is not written yet (those stay).
+    /// `pending` says whose receipt is not written yet (those stay). Asks only
+    /// about the sessions entered since the last prune: a finish's prune costs the
+    /// same however many receipts are on their way.
     pub(super) fn prune(&mut self, retention: &Retention, pending: impl Fn(&SessionId) -> bool) {
-        let out = retention.cache_evictions(self.finished.values(), SystemTime::now(), pending);
+        self.prune_asking(retention, pending, false);
+    }
+
+    /// [`Tables::prune`] that also asks again about every session still waiting for
+    /// its receipt (after receipts were written, and on the retention timer).
+    pub(super) fn prune_settled(
+        &mut self,
+        retention: &Retention,
+        pending: impl Fn(&SessionId) -> bool,
+    ) {
+        self.prune_asking(retention, pending, true);
+    }
+
+    fn prune_asking(
+        &mut self,
+        retention: &Retention,
+        pending: impl Fn(&SessionId) -> bool,
+        recheck: bool,
+    ) {
+        let out = retention.cache_evictions(
+            &mut self.eviction_order,
+            self.finished.len(),
+            SystemTime::now(),
+            pending,
+            recheck,
+        );
         for id in &out.expired {
             self.finished.remove(id);
         }

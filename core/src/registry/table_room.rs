@@ -150,9 +150,10 @@ impl Table {
     }
 
     /// Drops the finished sessions `retention` no longer keeps in memory;
-    /// `pending` says whose receipt is not written yet.
+    /// `pending` says whose receipt is not written yet (asked again about every
+    /// session still waiting for one: see [`Tables::prune_settled`]).
     pub(super) fn prune(&self, retention: &Retention, pending: impl Fn(&SessionId) -> bool) {
-        self.lock().prune(retention, pending);
+        self.lock().prune_settled(retention, pending);
     }
 
     /// Takes out the finished sessions `pick` picks, and returns them.
