@@ -53,7 +53,6 @@ mod keys;
 mod lookback;
 mod providers;
 mod readings;
-use readings::is_replaced;
 mod side_blocks;
 mod stream;
 mod suffixed;
@@ -139,6 +138,10 @@ pub(crate) enum Kind {
     Extra(Option<Arc<regex::Regex>>),
 }
 
+/// One match found before the overlaps are resolved: start, priority (lower wins
+/// a tie), end, kind, and its replacement when already made.
+type Candidate<'k> = (usize, u8, usize, &'k Kind, Option<String>);
+
 /// One compiled automaton with the kind of each of its patterns.
 #[derive(Debug, Clone)]
 struct Compiled {
@@ -175,15 +178,16 @@ impl Compiled {
     /// backspace that overwrote a character), the text before it was written
     /// apart from it, so that seam counts as a word boundary (`e ESC SP g\bghp_…`
     /// shows `ghp_…` written over the `e`).
-    /// A match `replaced` refuses is left out, the search going on inside it.
+    /// A match whose replacement (`replace`) declines is left out, the search
+    /// going on inside it; the others are pushed with their replacement (made once).
     fn anchored_matches<'s>(
         &'s self,
         triggers: &triggers::Triggers,
         text: &str,
         map: Option<&[usize]>,
         priority: u8,
-        out: &mut Vec<(usize, u8, usize, &'s Kind)>,
-        replaced: fn(&Kind, &str) -> bool,
+        out: &mut Vec<Candidate<'s>>,
+        replace: fn(&Kind, &str) -> Option<String>,
     ) {
         let mut pos = 0;
         let mut scan = triggers.scan(text);
@@ -207,15 +211,17 @@ impl Compiled {
                     _ => None,
                 },
             };
-            match found {
+            let kept = found.and_then(|(start, end, pattern)| {
+                let kind = &self.kinds[pattern.as_usize()];
                 // A declined match (a reference, a template) hides nothing.
-                Some((start, end, pattern))
-                    if replaced(&self.kinds[pattern.as_usize()], &text[start..end]) =>
-                {
-                    out.push((start, priority, end, &self.kinds[pattern.as_usize()]));
+                replace(kind, &text[start..end]).map(|with| (start, end, kind, with))
+            });
+            match kept {
+                Some((start, end, kind, with)) => {
+                    out.push((start, priority, end, kind, Some(with)));
                     pos = end;
                 }
-                _ => pos = at + 1,
+                None => pos = at + 1,
             }
         }
     }
@@ -574,18 +580,17 @@ impl Redactor {
         map: Option<&[usize]>,
         mode: RedactMode,
     ) -> Vec<(usize, usize, String)> {
-        // (start, priority, end, kind)
-        let mut all: Vec<(usize, u8, usize, &Kind)> = Vec::new();
+        let mut all: Vec<Candidate<'_>> = Vec::new();
         match mode {
             RedactMode::Code => {
                 let triggers = &self.triggers;
                 self.code
-                    .anchored_matches(triggers, text, map, 0, &mut all, is_replaced);
+                    .anchored_matches(triggers, text, map, 0, &mut all, families::replace);
                 for (s, e, k) in families::side_matches(text) {
-                    all.push((s, 1, e, side_kind(&k)));
+                    all.push((s, 1, e, side_kind(&k), None));
                 }
                 if let Some((extra, triggers)) = &self.extra {
-                    extra.anchored_matches(triggers, text, map, 2, &mut all, is_replaced);
+                    extra.anchored_matches(triggers, text, map, 2, &mut all, families::replace);
                 }
             }
             RedactMode::SecretDump => {
@@ -595,25 +600,26 @@ impl Redactor {
                         0,
                         m.end(),
                         &self.dump.kinds[m.pattern().as_usize()],
+                        None,
                     ));
                 }
                 for (s, e, k) in families::side_matches(text) {
-                    all.push((s, 1, e, side_kind(&k)));
+                    all.push((s, 1, e, side_kind(&k), None));
                 }
             }
         }
         if all.is_empty() {
             return Vec::new();
         }
-        all.sort_unstable_by_key(|(s, p, _, _)| (*s, *p));
+        all.sort_unstable_by_key(|(s, p, _, _, _)| (*s, *p));
         let mut merged = Vec::with_capacity(all.len());
         let mut last_end = 0;
-        for (s, _, e, k) in all {
+        for (s, _, e, k, made) in all {
+            if s < last_end || e <= s {
+                continue;
+            }
             // A match whose replacement declines hides none it overlaps.
-            if s >= last_end
-                && e > s
-                && let Some(with) = families::replace(k, &text[s..e])
-            {
+            if let Some(with) = made.or_else(|| families::replace(k, &text[s..e])) {
                 merged.push((s, e, with));
                 last_end = e;
             }
@@ -794,6 +800,18 @@ fn splice_from(
 /// Masks one secret token: 18+ characters keep the first 6 and the last 4
 /// (`abcdef...wxyz`), shorter ones become `***`.
 pub fn mask(token: &str) -> String {
+    if token.is_ascii() {
+        // Most tokens: byte offsets are character offsets, no counting or format.
+        let n = token.len();
+        if n < 18 {
+            return "***".to_owned();
+        }
+        let mut out = String::with_capacity(13);
+        out.push_str(&token[..6]);
+        out.push_str("...");
+        out.push_str(&token[n - 4..]);
+        return out;
+    }
     let n_chars = token.chars().count();
     if n_chars < 18 {
         return "***".to_owned();
