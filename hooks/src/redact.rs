@@ -53,8 +53,9 @@ mod keys;
 mod lookback;
 mod providers;
 mod readings;
-use readings::is_replaced;
 mod side_blocks;
+mod splice;
+pub(crate) use splice::{splice, splice_continuing, splice_window};
 mod stream;
 mod suffixed;
 mod triggers;
@@ -139,6 +140,10 @@ pub(crate) enum Kind {
     Extra(Option<Arc<regex::Regex>>),
 }
 
+/// One match found before the overlaps are resolved: start, priority (lower wins
+/// a tie), end, kind, and its replacement when already made.
+type Candidate<'k> = (usize, u8, usize, &'k Kind, Option<String>);
+
 /// One compiled automaton with the kind of each of its patterns.
 #[derive(Debug, Clone)]
 struct Compiled {
@@ -175,15 +180,16 @@ impl Compiled {
     /// backspace that overwrote a character), the text before it was written
     /// apart from it, so that seam counts as a word boundary (`e ESC SP g\bghp_…`
     /// shows `ghp_…` written over the `e`).
-    /// A match `replaced` refuses is left out, the search going on inside it.
+    /// A match whose replacement (`replace`) declines is left out, the search
+    /// going on inside it; the others are pushed with their replacement (made once).
     fn anchored_matches<'s>(
         &'s self,
         triggers: &triggers::Triggers,
         text: &str,
         map: Option<&[usize]>,
         priority: u8,
-        out: &mut Vec<(usize, u8, usize, &'s Kind)>,
-        replaced: fn(&Kind, &str) -> bool,
+        out: &mut Vec<Candidate<'s>>,
+        replace: fn(&Kind, &str) -> Option<String>,
     ) {
         let mut pos = 0;
         let mut scan = triggers.scan(text);
@@ -207,15 +213,17 @@ impl Compiled {
                     _ => None,
                 },
             };
-            match found {
+            let kept = found.and_then(|(start, end, pattern)| {
+                let kind = &self.kinds[pattern.as_usize()];
                 // A declined match (a reference, a template) hides nothing.
-                Some((start, end, pattern))
-                    if replaced(&self.kinds[pattern.as_usize()], &text[start..end]) =>
-                {
-                    out.push((start, priority, end, &self.kinds[pattern.as_usize()]));
+                replace(kind, &text[start..end]).map(|with| (start, end, kind, with))
+            });
+            match kept {
+                Some((start, end, kind, with)) => {
+                    out.push((start, priority, end, kind, Some(with)));
                     pos = end;
                 }
-                _ => pos = at + 1,
+                None => pos = at + 1,
             }
         }
     }
@@ -574,18 +582,17 @@ impl Redactor {
         map: Option<&[usize]>,
         mode: RedactMode,
     ) -> Vec<(usize, usize, String)> {
-        // (start, priority, end, kind)
-        let mut all: Vec<(usize, u8, usize, &Kind)> = Vec::new();
+        let mut all: Vec<Candidate<'_>> = Vec::new();
         match mode {
             RedactMode::Code => {
                 let triggers = &self.triggers;
                 self.code
-                    .anchored_matches(triggers, text, map, 0, &mut all, is_replaced);
+                    .anchored_matches(triggers, text, map, 0, &mut all, families::replace);
                 for (s, e, k) in families::side_matches(text) {
-                    all.push((s, 1, e, side_kind(&k)));
+                    all.push((s, 1, e, side_kind(&k), None));
                 }
                 if let Some((extra, triggers)) = &self.extra {
-                    extra.anchored_matches(triggers, text, map, 2, &mut all, is_replaced);
+                    extra.anchored_matches(triggers, text, map, 2, &mut all, families::replace);
                 }
             }
             RedactMode::SecretDump => {
@@ -595,25 +602,26 @@ impl Redactor {
                         0,
                         m.end(),
                         &self.dump.kinds[m.pattern().as_usize()],
+                        None,
                     ));
                 }
                 for (s, e, k) in families::side_matches(text) {
-                    all.push((s, 1, e, side_kind(&k)));
+                    all.push((s, 1, e, side_kind(&k), None));
                 }
             }
         }
         if all.is_empty() {
             return Vec::new();
         }
-        all.sort_unstable_by_key(|(s, p, _, _)| (*s, *p));
+        all.sort_unstable_by_key(|(s, p, _, _, _)| (*s, *p));
         let mut merged = Vec::with_capacity(all.len());
         let mut last_end = 0;
-        for (s, _, e, k) in all {
+        for (s, _, e, k, made) in all {
+            if s < last_end || e <= s {
+                continue;
+            }
             // A match whose replacement declines hides none it overlaps.
-            if s >= last_end
-                && e > s
-                && let Some(with) = families::replace(k, &text[s..e])
-            {
+            if let Some(with) = made.or_else(|| families::replace(k, &text[s..e])) {
                 merged.push((s, e, with));
                 last_end = e;
             }
@@ -715,85 +723,21 @@ pub(crate) struct Found {
     pub(crate) with: String,
 }
 
-/// `text` with every replacement in `found` (sorted, non-overlapping) applied.
-pub(crate) fn splice<'t>(text: &'t str, found: &[Found]) -> Cow<'t, str> {
-    if found.is_empty() {
-        return Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len());
-    let mut last = 0;
-    for f in found {
-        out.push_str(&text[last..f.start]);
-        out.push_str(&f.with);
-        last = f.end;
-    }
-    out.push_str(&text[last..]);
-    Cow::Owned(out)
-}
-
-/// The part of `text[edge_start..edge_end]` with the replacements in `found`
-/// applied, where `found` was computed over all of `text` (the window with its
-/// context). A replacement that straddles an edge is kept whole.
-pub(crate) fn splice_window(
-    text: &str,
-    found: &[Found],
-    edge_start: usize,
-    edge_end: usize,
-) -> String {
-    splice_from(text, found, edge_start, edge_end, None)
-}
-
-/// Like [`splice_window`], for a stream that already showed `text[..edge_start]`
-/// (the start of an unfinished line): a replacement that straddles the edge and
-/// begins with what was shown (a token mask keeps the token's head) is emitted
-/// without that head, so the line reads as if redacted whole; one that continues a
-/// mask already shown up to the edge (`shown_mask`, the same replacement) adds
-/// nothing.
-pub(crate) fn splice_continuing(
-    text: &str,
-    found: &[Found],
-    edge_start: usize,
-    shown_mask: Option<&str>,
-) -> String {
-    splice_from(text, found, edge_start, text.len(), Some(shown_mask))
-}
-
-fn splice_from(
-    text: &str,
-    found: &[Found],
-    edge_start: usize,
-    edge_end: usize,
-    continuing: Option<Option<&str>>,
-) -> String {
-    let mut out = String::with_capacity(edge_end - edge_start);
-    let mut pos = edge_start;
-    for f in found {
-        if f.end <= edge_start || (f.start == f.end) {
-            continue;
-        }
-        if f.start >= edge_end {
-            break;
-        }
-        if f.start > pos {
-            out.push_str(&text[pos..f.start]);
-        }
-        let shown = &text[f.start.min(edge_start)..edge_start];
-        match (continuing, f.with.strip_prefix(shown)) {
-            (Some(Some(mask)), _) if f.start < edge_start && mask == f.with => {}
-            (Some(_), Some(rest)) if f.start < edge_start => out.push_str(rest),
-            _ => out.push_str(&f.with),
-        }
-        pos = pos.max(f.end);
-    }
-    if pos < edge_end {
-        out.push_str(&text[pos..edge_end]);
-    }
-    out
-}
-
 /// Masks one secret token: 18+ characters keep the first 6 and the last 4
 /// (`abcdef...wxyz`), shorter ones become `***`.
 pub fn mask(token: &str) -> String {
+    if token.is_ascii() {
+        // Most tokens: byte offsets are character offsets, no counting or format.
+        let n = token.len();
+        if n < 18 {
+            return "***".to_owned();
+        }
+        let mut out = String::with_capacity(13);
+        out.push_str(&token[..6]);
+        out.push_str("...");
+        out.push_str(&token[n - 4..]);
+        return out;
+    }
     let n_chars = token.chars().count();
     if n_chars < 18 {
         return "***".to_owned();

@@ -34,8 +34,3 @@ impl Redactor {
         found.extend(more);
     }
 }
-
-/// Whether a match of `kind` is replaced (its replacement does not decline).
-pub(super) fn is_replaced(kind: &super::Kind, m: &str) -> bool {
-    super::families::replace(kind, m).is_some()
-}

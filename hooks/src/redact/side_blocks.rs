@@ -10,8 +10,9 @@
 //! - `:` after eight digits (a Telegram bot id is 8 to 10 digits; the test looks
 //!   at the first four and the eighth), or before `//` (URL userinfo, `scheme://`);
 //! - `.` after 32 hex digits (Zhipu; the test looks at the first three, the eighth
-//!   and the sixteenth), before `a` (Terraform's `.atlasv1.`), seven bytes before another
-//!   `.` (Discord), or after an `s` that starts a word (older Vault tokens `s.…`;
+//!   and the sixteenth), before `at` (Terraform's `.atlasv1.`), seven bytes before
+//!   another `.` after 24 token bytes (Discord; the first, eighth and sixteenth
+//!   looked at), or after an `s` that starts a word (older Vault tokens `s.…`;
 //!   the test asks only that the byte before the `s` is no lower-case letter);
 //! - `~` after `Q` (Azure AD client secrets).
 
@@ -78,6 +79,9 @@ fn flagged(window: &Window) -> bool {
     let hex = |b: u8| digit(b) | u8::from(b.wrapping_sub(b'a') < 6);
     let lower = |b: u8| u8::from(b.wrapping_sub(b'a') < 26);
     let is = |b: u8, c: u8| u8::from(b == c);
+    let token = |b: u8| {
+        digit(b) | lower(b) | u8::from(b.wrapping_sub(b'A') < 26) | is(b, b'_') | is(b, b'-')
+    };
     let mut any = 0u8;
     for i in REACH..REACH + BLOCK {
         let (b, p1, p2, p3) = (window[i], window[i - 1], window[i - 2], window[i - 3]);
@@ -88,8 +92,8 @@ fn flagged(window: &Window) -> bool {
                 | (is(n1, b'/') & is(n2, b'/')));
         let dot = is(b, b'.')
             & ((hex(p1) & hex(p2) & hex(p3) & hex(p8) & hex(p16))
-                | is(n1, b'a')
-                | is(n7, b'.')
+                | (is(n1, b'a') & is(n2, b't'))
+                | (is(n7, b'.') & token(p1) & token(p8) & token(p16))
                 | (is(p1, b's') & (lower(p2) ^ 1)));
         let tilde = is(b, b'~') & is(p1, b'Q');
         any |= colon | dot | tilde;
