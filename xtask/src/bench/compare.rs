@@ -95,6 +95,7 @@ pub(crate) struct Row {
 }
 
 /// Pairs the figures of two runs by name, in the order of `after`.
+#[cfg(test)]
 pub(crate) fn rows(before: &[Figure], after: &[Figure]) -> Vec<Row> {
     rows_of_runs(&[before.to_vec()], &[after.to_vec()])
 }
