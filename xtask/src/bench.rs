@@ -45,10 +45,10 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     if let Some(at) = args.iter().position(|a| a == "--compare") {
         let (Some(before), Some(after)) = (args.get(at + 1), args.get(at + 2)) else {
             anyhow::bail!(
-                "--compare takes two files: `cargo xtask bench --compare BEFORE.json AFTER.json`, each written by `cargo xtask bench --json`"
+                "--compare takes two files: `cargo xtask bench --compare BEFORE.json AFTER.json`, each written by `cargo xtask bench --json` (a side of several runs: comma-separated files)"
             );
         };
-        return compare::run(before.as_ref(), after.as_ref());
+        return compare::run(before, after);
     }
     let json = args.iter().any(|a| a == "--json");
     // The ABI-call figure loads a plugin library built with the same profile; cargo

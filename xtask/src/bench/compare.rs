@@ -1,6 +1,11 @@
 //! `cargo xtask bench --compare BEFORE.json AFTER.json`: two runs of the suite
 //! (each written by `cargo xtask bench --json`), figure by figure.
 //!
+//! Either side may be several runs, comma-separated (`b1.json,b2.json`): then a
+//! figure is worse only when every run after is worse than every run before by
+//! more than the noise margin, so the spread the runs show on this machine counts
+//! as noise too (one run per side is the plain ±10% rule).
+//!
 //! A figure that carries an in-run ratio (herd against its baseline measured in
 //! the same run) is compared by that ratio, which a busy machine disturbs least;
 //! others by their value. Whether up is better follows the unit: times, sizes and
@@ -53,26 +58,78 @@ pub(crate) fn direction(figure: &Figure) -> Better {
     }
 }
 
-/// One figure of both runs: the compared quantity before and after.
+/// The compared quantity of one figure over a side's runs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Span {
+    pub(crate) low: f64,
+    pub(crate) high: f64,
+    /// How many runs measured it.
+    pub(crate) runs: usize,
+}
+
+impl Span {
+    fn of(values: &[f64]) -> Option<Span> {
+        let low = values.iter().copied().reduce(f64::min)?;
+        let high = values.iter().copied().reduce(f64::max)?;
+        Some(Span {
+            low,
+            high,
+            runs: values.len(),
+        })
+    }
+
+    /// The middle of the span (the value itself for one run).
+    pub(crate) fn mid(&self) -> f64 {
+        (self.low + self.high) / 2.0
+    }
+}
+
+/// One figure of both sides: the compared quantity before and after.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Row {
     pub(crate) name: String,
     pub(crate) by_ratio: bool,
-    pub(crate) before: f64,
-    pub(crate) after: f64,
+    pub(crate) before: Span,
+    pub(crate) after: Span,
     pub(crate) verdict: &'static str,
 }
 
 /// Pairs the figures of two runs by name, in the order of `after`.
+#[cfg(test)]
 pub(crate) fn rows(before: &[Figure], after: &[Figure]) -> Vec<Row> {
+    rows_of_runs(&[before.to_vec()], &[after.to_vec()])
+}
+
+/// Pairs the figures of two sides of one or more runs each by name, in the order
+/// the after runs first name them. A figure is compared by its in-run ratio when
+/// every run of both sides has one, else by its value.
+pub(crate) fn rows_of_runs(before: &[Vec<Figure>], after: &[Vec<Figure>]) -> Vec<Row> {
+    let mut names: Vec<&Figure> = Vec::new();
+    for f in after.iter().flatten() {
+        if !names.iter().any(|n| n.name == f.name) {
+            names.push(f);
+        }
+    }
     let mut out = Vec::new();
-    for a in after {
-        let Some(b) = before.iter().find(|b| b.name == a.name) else {
+    for a in names {
+        let (was, now) = (pick(before, &a.name), pick(after, &a.name));
+        if was.is_empty() {
             continue;
+        }
+        let by_ratio = was.iter().chain(&now).all(|f| f.ratio.is_some());
+        let quantity = |figs: &[&Figure]| -> Vec<f64> {
+            figs.iter()
+                .map(|f| {
+                    if by_ratio {
+                        f.ratio.unwrap_or(f.value)
+                    } else {
+                        f.value
+                    }
+                })
+                .collect()
         };
-        let (by_ratio, was, now) = match (b.ratio, a.ratio) {
-            (Some(was), Some(now)) => (true, was, now),
-            _ => (false, b.value, a.value),
+        let (Some(was), Some(now)) = (Span::of(&quantity(&was)), Span::of(&quantity(&now))) else {
+            continue;
         };
         out.push(Row {
             name: a.name.clone(),
@@ -85,18 +142,27 @@ pub(crate) fn rows(before: &[Figure], after: &[Figure]) -> Vec<Row> {
     out
 }
 
-fn verdict(better: Better, was: f64, now: f64) -> &'static str {
-    if !(was.is_finite() && now.is_finite()) || was == 0.0 {
+/// The figure called `name` in each run that has it.
+fn pick<'f>(runs: &'f [Vec<Figure>], name: &str) -> Vec<&'f Figure> {
+    runs.iter()
+        .filter_map(|run| run.iter().find(|f| f.name == name))
+        .collect()
+}
+
+/// Worse (or better) only when the whole after span lies beyond the whole before
+/// span by more than [`NOISE`]; with one run a side that is the plain ±10% rule.
+fn verdict(better: Better, was: Span, now: Span) -> &'static str {
+    let all = [was.low, was.high, now.low, now.high];
+    if all.iter().any(|v| !v.is_finite()) || was.low <= 0.0 || was.high <= 0.0 {
         return "-";
     }
-    let change = now / was;
-    if (1.0 - NOISE..=1.0 + NOISE).contains(&change) {
-        return "same";
-    }
-    match (better, change > 1.0) {
-        (Better::Unknown, _) => "-",
-        (Better::Lower, true) | (Better::Higher, false) => "WORSE",
-        (Better::Lower, false) | (Better::Higher, true) => "better",
+    let up = now.low / was.high > 1.0 + NOISE;
+    let down = now.high / was.low < 1.0 - NOISE;
+    match (better, up, down) {
+        (_, false, false) => "same",
+        (Better::Unknown, _, _) => "-",
+        (Better::Lower, true, _) | (Better::Higher, _, true) => "WORSE",
+        (Better::Lower, _, true) | (Better::Higher, true, _) => "better",
     }
 }
 
@@ -111,38 +177,68 @@ fn load(path: &Path) -> Result<Vec<Figure>> {
         .with_context(|| format!("{} is not a list of bench figures", path.display()))
 }
 
-pub(crate) fn run(before: &Path, after: &Path) -> Result<()> {
-    let (was, now) = (load(before)?, load(after)?);
-    let table = rows(&was, &now);
+/// A side's runs: one file, or several separated by commas.
+fn load_side(paths: &str) -> Result<Vec<Vec<Figure>>> {
+    paths
+        .split(',')
+        .filter(|p| !p.is_empty())
+        .map(|p| load(Path::new(p)))
+        .collect()
+}
+
+/// A span as the table shows it: the value, or `low..high` over several runs.
+fn fmt_span(span: Span) -> String {
+    if span.runs > 1 {
+        format!(
+            "{}..{}",
+            super::fmt_num(span.low),
+            super::fmt_num(span.high)
+        )
+    } else {
+        super::fmt_num(span.low)
+    }
+}
+
+pub(crate) fn run(before: &str, after: &str) -> Result<()> {
+    let (was, now) = (load_side(before)?, load_side(after)?);
+    anyhow::ensure!(
+        !was.is_empty() && !now.is_empty(),
+        "--compare takes a file (or comma-separated files) for each side"
+    );
+    let table = rows_of_runs(&was, &now);
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
-        "{:<44} {:>6} {:>12} {:>12} {:>8}  verdict (noise ±{:.0}%)",
+        "{:<44} {:>6} {:>16} {:>16} {:>8}  verdict (noise ±{:.0}%, {} run(s) before, {} after)",
         "figure",
         "by",
         "before",
         "after",
         "change",
-        NOISE * 100.0
+        NOISE * 100.0,
+        was.len(),
+        now.len()
     )?;
     for r in &table {
         writeln!(
             out,
-            "{:<44} {:>6} {:>12} {:>12} {:>8}  {}",
+            "{:<44} {:>6} {:>16} {:>16} {:>8}  {}",
             r.name,
             if r.by_ratio { "ratio" } else { "value" },
-            super::fmt_num(r.before),
-            super::fmt_num(r.after),
-            format!("{:.2}", r.after / r.before),
+            fmt_span(r.before),
+            fmt_span(r.after),
+            format!("{:.2}", r.after.mid() / r.before.mid()),
             r.verdict
         )?;
     }
+    let named = |runs: &[Vec<Figure>], name: &str| runs.iter().flatten().any(|f| f.name == name);
     for (side, only, other) in [("before", &was, &now), ("after", &now, &was)] {
-        for f in only
-            .iter()
-            .filter(|f| !other.iter().any(|o| o.name == f.name))
-        {
-            writeln!(out, "only {side}: {}", f.name)?;
+        let mut shown: Vec<&str> = Vec::new();
+        for f in only.iter().flatten() {
+            if !named(other, &f.name) && !shown.contains(&f.name.as_str()) {
+                shown.push(&f.name);
+                writeln!(out, "only {side}: {}", f.name)?;
+            }
         }
     }
     let worse = table.iter().filter(|r| r.verdict == "WORSE").count();

@@ -90,3 +90,48 @@ fn a_unit_without_a_direction_takes_it_from_the_target() {
     let cpu = fig("notify.heartbeat", "cpu s/s", 0.02, None);
     assert_eq!(direction(&cpu), Better::Lower);
 }
+
+#[test]
+fn several_runs_a_side_count_their_spread_as_noise() {
+    let run = |p99: f64, median: f64, rate: f64| {
+        vec![
+            fig("kill.p99", "ms", p99 * 10.0, Some(p99)),
+            fig("kill.median", "ms", median, None),
+            fig("ingest", "MB/s", rate, None),
+        ]
+    };
+    // The tail ratio swings from 5 to 9.5 between the two runs before; one run
+    // after at 8.6 is inside that spread, so it is noise, not a regression.
+    let before = [run(5.0, 40.0, 1000.0), run(9.5, 46.0, 1100.0)];
+    let after = [run(8.6, 60.0, 700.0), run(10.1, 62.0, 800.0)];
+    let rows = compare::rows_of_runs(&before, &after);
+    let verdicts: Vec<(&str, &str)> = rows.iter().map(|r| (r.name.as_str(), r.verdict)).collect();
+    assert_eq!(
+        verdicts,
+        [
+            ("kill.p99", "same"),
+            // Every run after is beyond every run before by more than the margin.
+            ("kill.median", "WORSE"),
+            ("ingest", "WORSE"),
+        ]
+    );
+    assert_eq!(rows[0].before.low, 5.0);
+    assert_eq!(rows[0].before.high, 9.5);
+    assert_eq!(rows[0].after.runs, 2);
+    // The same figures one run a side: the plain ±10% rule.
+    let one = compare::rows(&before[0], &after[0]);
+    assert_eq!(one[0].verdict, "WORSE");
+}
+
+#[test]
+fn a_figure_is_compared_by_ratio_only_when_every_run_has_one() {
+    let before = [
+        vec![fig("spawn", "ms", 4.0, Some(2.0))],
+        vec![fig("spawn", "ms", 4.2, None)],
+    ];
+    let after = [vec![fig("spawn", "ms", 4.1, Some(2.1))]];
+    let rows = compare::rows_of_runs(&before, &after);
+    assert!(!rows[0].by_ratio);
+    assert_eq!((rows[0].before.low, rows[0].before.high), (4.0, 4.2));
+    assert_eq!(rows[0].verdict, "same");
+}
