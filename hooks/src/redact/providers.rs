@@ -13,8 +13,10 @@
 
 use super::Kind;
 
+mod files;
 mod named;
 
+pub(crate) use files::file_line_matches;
 pub(crate) use named::replace as named_value;
 
 /// Word boundary that keeps the DFA fast (ASCII semantics).
@@ -575,7 +577,7 @@ fn headers() -> Vec<Shape> {
         },
         Shape {
             provider: "PostgreSQL",
-            shape: "in a `.pgpass` read whole, the password of `host:port:database:user:password`",
+            shape: "the password of a `.pgpass` line `host:port:database:user:password` printed anywhere (five fields, the port a number or `*`; a `grep -n` or path prefix kept)",
             pattern: format!(r"{B}[A-Za-z0-9._*-]+:(?:[0-9]+|\*):[^:\s]+:[^:\s]+:([^\s]+)"),
             kind: group_kind(r"^(?:[^:]+:){4}(.+)$"),
             dump_only: true,
@@ -583,7 +585,7 @@ fn headers() -> Vec<Shape> {
         },
         Shape {
             provider: ".netrc",
-            shape: "in a `.netrc` read whole, the value of a `password …` line",
+            shape: "the password of a `.netrc` line printed anywhere that holds netrc pairs only (`  password …` alone, `default login … password …`; a `grep -n` or path prefix kept)",
             pattern: r"(?m)^[ \t]*(?:password|passwd)[ \t]+([^\s]+)".to_owned(),
             kind: group_kind(r"(?:password|passwd)[ \t]+([^\s]+)"),
             dump_only: true,
