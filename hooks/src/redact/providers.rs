@@ -13,6 +13,7 @@
 
 use super::Kind;
 
+mod compared;
 mod files;
 mod named;
 
@@ -509,6 +510,7 @@ fn sample(template: &str) -> String {
 pub(crate) fn catalog() -> Vec<Shape> {
     let mut all: Vec<Shape> = TOKENS
         .iter()
+        .chain(compared::TOKENS)
         .map(|(provider, shape, re, template)| Shape {
             provider,
             shape,
@@ -616,6 +618,12 @@ fn named_value_pattern() -> String {
     format!(
         r#"{B}(?i-u:{PROVIDER_NAMES})[A-Za-z0-9_.-]{{0,30}}["']?[ \t]*[:=][=>]?[ \t]*["'`]?[A-Za-z0-9_./+=-]{{16,}}"#
     )
+}
+
+/// The comparison section of `docs/secrets.md` (what was compared with which
+/// scanner, what was added, what was left out and why), generated from the code.
+pub(crate) fn comparison_markdown() -> String {
+    compared::markdown()
 }
 
 /// The table of `docs/secrets.md`: every recognised shape, generated from the code.

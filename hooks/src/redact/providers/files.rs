@@ -96,7 +96,11 @@ fn netrc_matches(bytes: &[u8], found: &mut Vec<(usize, usize, Kind)>) {
         }
         let (start, end) = line_around(bytes, at);
         next_line = end;
-        let words = words(bytes, start + grep_prefix_len(&bytes[start..end], b"netrc"), end);
+        let words = words(
+            bytes,
+            start + grep_prefix_len(&bytes[start..end], b"netrc"),
+            end,
+        );
         let mut rest = &words[..];
         let mut values = Vec::new();
         let mut whole = !rest.is_empty();
@@ -160,7 +164,7 @@ fn pgpass_line(bytes: &[u8], start: usize, end: usize) -> Option<(usize, usize)>
         }
         fields.remove(0);
     }
-    let [host, port, database, user, password] = fields[..] else {
+    let [host, port, database, _user, password] = fields[..] else {
         return None;
     };
     let host = &bytes[host.0..host.1];
@@ -169,9 +173,9 @@ fn pgpass_line(bytes: &[u8], start: usize, end: usize) -> Option<(usize, usize)>
     let dated = host.len() > 4 && host[..4].iter().all(u8::is_ascii_digit) && host[4] == b'-';
     let host_ok = host == b"*"
         || (!dated
-            && host
-            .iter()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_' | b'\\' | b':'))
+            && host.iter().all(|b| {
+                b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_' | b'\\' | b':')
+            })
             && host.iter().any(|b| b.is_ascii_alphabetic() || *b == b'.'));
     let port_ok = port == b"*"
         || (port.len() <= 5
@@ -183,8 +187,7 @@ fn pgpass_line(bytes: &[u8], start: usize, end: usize) -> Option<(usize, usize)>
                 .is_some_and(|p| p <= 65_535));
     // `file.rs:120:9:…` is a compiler's place (line, column), not a database.
     let place = bytes[database.0..database.1].iter().all(u8::is_ascii_digit);
-    (host_ok && port_ok && !place)
-        .then_some(password)
+    (host_ok && port_ok && !place).then_some(password)
 }
 
 /// The `:`-separated fields of `bytes[start..end]` (a `\` escapes the next byte),

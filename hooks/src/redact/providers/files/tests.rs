@@ -26,7 +26,10 @@ fn b30_netrc_lines_printed_anywhere_are_masked() {
         format!("/root/.netrc:7:password {secret}\n"),
     ] {
         let out = code(&text);
-        assert!(!out.contains(secret), "{text:?} shows the password: {out:?}");
+        assert!(
+            !out.contains(secret),
+            "{text:?} shows the password: {out:?}"
+        );
         assert_eq!(out.lines().count(), text.lines().count(), "{out:?}");
     }
     // A window that starts on the password line alone still masks it.
@@ -53,7 +56,10 @@ fn b30_pgpass_lines_printed_anywhere_are_masked() {
         format!("2:db.example.com:5432:app:app:{secret}\n"),
     ] {
         let out = code(&text);
-        assert!(!out.contains(secret), "{text:?} shows the password: {out:?}");
+        assert!(
+            !out.contains(secret),
+            "{text:?} shows the password: {out:?}"
+        );
     }
 }
 
