@@ -622,6 +622,7 @@ fn named_value_pattern() -> String {
 
 /// The comparison section of `docs/secrets.md` (what was compared with which
 /// scanner, what was added, what was left out and why), generated from the code.
+#[cfg(test)]
 pub(crate) fn comparison_markdown() -> String {
     compared::markdown()
 }
