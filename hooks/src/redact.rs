@@ -47,7 +47,6 @@ use regex_automata::{Anchored, Input, meta};
 use crate::Error;
 
 mod command;
-mod escape_bodies;
 mod families;
 mod keyindex;
 mod keys;
@@ -451,7 +450,6 @@ impl Redactor {
         let before_other_reading = found.len();
         if stripped.is_some() {
             self.find_in_other_reading(text, mode, &mut found);
-            self.find_in_escape_bodies(text, mode, &mut found);
         }
         if (n_keys > 0 && found.len() > n_keys) || found.len() > before_other_reading {
             found.sort_unstable_by_key(|f| f.start);

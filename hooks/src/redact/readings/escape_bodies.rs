@@ -12,7 +12,7 @@
 //! terminator are kept. A string nothing terminates is no body here: `visible`
 //! keeps its bytes in the text it matches.
 
-use super::{Found, RedactMode, Redactor};
+use crate::redact::{Found, RedactMode, Redactor};
 
 /// The string escapes: their introducer after `ESC` (7-bit) and as a C1 character.
 const STRINGS: [(u8, char); 5] = [
@@ -77,7 +77,7 @@ fn terminator(bytes: &[u8], start: usize) -> Option<(usize, usize)> {
 impl Redactor {
     /// Adds to `found` the secrets inside the bodies of `text`'s string escapes,
     /// each body matched as a text of its own, where they overlap nothing found.
-    pub(super) fn find_in_escape_bodies(
+    pub(in crate::redact) fn find_in_escape_bodies(
         &self,
         text: &str,
         mode: RedactMode,
