@@ -1387,6 +1387,58 @@ async fn connect(env: &Env) -> Mcp {
 
 /// Calls `tool` and checks every text block of its result (the answer and the
 /// notices riding it).
+/// Each `process` action of `actions` on session `id` (its arguments merged in),
+/// every answer read into `proof` under `label`.
+async fn process_actions(
+    client: &Mcp,
+    proof: &mut Proof,
+    label: &str,
+    id: &str,
+    actions: &[(&str, Value)],
+) {
+    for (action, extra) in actions {
+        let mut args = json!({"action": action, "session_id": id});
+        for (k, v) in extra.as_object().expect("an object") {
+            args[k] = v.clone();
+        }
+        call(
+            client,
+            proof,
+            &format!("{label}: process {action} {extra}"),
+            "process",
+            args,
+        )
+        .await;
+    }
+}
+
+/// `c\bc` for each character: bold as `man` prints it.
+fn bold(text: &str) -> String {
+    text.chars().map(|c| format!("{c}\u{8}{c}")).collect()
+}
+
+/// Runs `command` once per mode (pipe and PTY) with `--notify`, reads it back
+/// on every finished route and on the pages `pages` picks from its log's line
+/// count, and returns the sessions with their labels (for `read_durable`).
+fn read_each_mode(
+    env: &Env,
+    name: &str,
+    command: &str,
+    proof: &mut Proof,
+    pages: impl Fn(usize) -> Vec<(usize, usize)>,
+) -> Vec<(String, String)> {
+    let mut ids = Vec::new();
+    for mode in Mode::BOTH {
+        let label = format!("{name}, {}", mode.name());
+        let id = start(env, mode, &["--notify"], command);
+        read_finished(env, &id, &label, proof);
+        let total = log_lines(env, &id);
+        read_pages(env, &id, &label, &pages(total), None, proof);
+        ids.push((id, label));
+    }
+    ids
+}
+
 async fn call(
     client: &Mcp,
     proof: &mut Proof,
@@ -1494,28 +1546,22 @@ async fn b30_mcp_tools_mask_every_shape() {
                 .as_str()
                 .expect("a session id")
                 .to_owned();
-            for (action, extra) in [
-                ("wait", json!({"timeout": 20})),
-                ("poll", json!({})),
-                ("log", json!({})),
-                ("log", json!({"limit": 3})),
-                ("log", json!({"offset": 0, "limit": 2})),
-                ("log", json!({"offset": 5, "limit": 10})),
-                ("log", json!({"offset": 30, "limit": 200})),
-            ] {
-                let mut args = json!({"action": action, "session_id": id});
-                for (k, v) in extra.as_object().expect("an object") {
-                    args[k] = v.clone();
-                }
-                call(
-                    &client,
-                    &mut proof,
-                    &format!("{label}: process {action} {extra}"),
-                    "process",
-                    args,
-                )
-                .await;
-            }
+            process_actions(
+                &client,
+                &mut proof,
+                &label,
+                &id,
+                &[
+                    ("wait", json!({"timeout": 20})),
+                    ("poll", json!({})),
+                    ("log", json!({})),
+                    ("log", json!({"limit": 3})),
+                    ("log", json!({"offset": 0, "limit": 2})),
+                    ("log", json!({"offset": 5, "limit": 10})),
+                    ("log", json!({"offset": 30, "limit": 200})),
+                ],
+            )
+            .await;
         }
         call(
             &client,
@@ -1540,26 +1586,20 @@ async fn b30_mcp_tools_mask_every_shape() {
             .to_owned();
         let last_body = key.body.last().expect("a body").clone();
         tokio::task::block_in_place(|| await_raw(&env, &id, &last_body));
-        for (action, extra) in [
-            ("poll", json!({})),
-            ("log", json!({})),
-            ("log", json!({"offset": 10, "limit": 5})),
-            ("wait", json!({"timeout": 0.3})),
-            ("kill", json!({})),
-        ] {
-            let mut args = json!({"action": action, "session_id": id});
-            for (k, v) in extra.as_object().expect("an object") {
-                args[k] = v.clone();
-            }
-            call(
-                &client,
-                &mut proof,
-                &format!("{label}: process {action} {extra}"),
-                "process",
-                args,
-            )
-            .await;
-        }
+        process_actions(
+            &client,
+            &mut proof,
+            &label,
+            &id,
+            &[
+                ("poll", json!({})),
+                ("log", json!({})),
+                ("log", json!({"offset": 10, "limit": 5})),
+                ("wait", json!({"timeout": 0.3})),
+                ("kill", json!({})),
+            ],
+        )
+        .await;
     }
     // Completions still queued ride a later call; then the log notifications.
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -1586,6 +1626,7 @@ async fn b30_mcp_tools_mask_every_shape() {
 }
 
 mod audit;
+mod files;
 mod listings;
 mod ppk;
 mod shapes;

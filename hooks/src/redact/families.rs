@@ -513,7 +513,8 @@ fn is_secret_file(word: &str) -> bool {
 /// - Discord bot tokens `\b[MNO][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,38}\b`;
 /// - Terraform Cloud tokens `<14 alphanumerics>.atlasv1.<60-70>`;
 /// - Azure AD client secrets `[A-Za-z0-9_~.]{3}[0-9]Q~[A-Za-z0-9_~.-]{31,34}`;
-/// - the shapes of `suffixed` (MaxMind, Mailchimp, older Vault tokens).
+/// - the shapes of `suffixed` (MaxMind, Mailchimp, older Vault tokens);
+/// - `.netrc` and `.pgpass` lines, judged as whole lines (`providers::files`).
 ///
 /// Returned sorted by start, non-overlapping.
 pub(super) fn side_matches(text: &str) -> Vec<(usize, usize, Kind)> {
@@ -525,6 +526,7 @@ pub(super) fn side_matches(text: &str) -> Vec<(usize, usize, Kind)> {
     }
     let n_dotted = found.len();
     super::suffixed::suffixed_matches(bytes, &mut found);
+    super::providers::file_line_matches(bytes, &mut found);
     xtrace_matches(text, &mut found);
     if found.len() > n_dotted {
         found.sort_unstable_by_key(|(start, end, _)| (*start, std::cmp::Reverse(*end)));

@@ -193,31 +193,52 @@ impl KeyIndex {
         let before = self.open;
         let (spans, open) = keys::spans(seen, before);
         self.open = open;
+        // Inside the closing line the block reaches to its last mask: the line may
+        // go on with a block written as one string (cut from the line's start, a
+        // long line taken in parts), its END mid-line.
+        let masked_to = || {
+            let masked_to = spans.last().and_then(|&(_, end)| match &stripped {
+                Some((_, map)) => end.checked_sub(1).and_then(|e| map.get(e)).map(|e| e + 1),
+                None => Some(end),
+            });
+            at + masked_to.unwrap_or(0).min(raw.len()) as u64
+        };
         match (before, self.open) {
-            (false, true) => {
-                if self.blocks.len() >= MAX_BLOCKS {
-                    let dropped = self.blocks.len() / 2;
-                    let last_end = self.blocks[dropped - 1].1.unwrap_or(at);
-                    self.blocks.drain(..dropped);
-                    self.known_from = self.known_from.map(|k| k.max(last_end));
-                }
-                self.blocks.push((at, None));
-            }
+            (false, true) => self.open_block(at),
             (true, false) => {
-                // Inside the closing line the block reaches to its last mask: the
-                // line may go on with a block written as one string (cut from the
-                // line's start, a long line taken in parts), its END mid-line.
-                let masked_to = spans.last().and_then(|&(_, end)| match &stripped {
-                    Some((_, map)) => end.checked_sub(1).and_then(|e| map.get(e)).map(|e| e + 1),
-                    None => Some(end),
+                let close = masked_to();
+                if let Some(last) = self.blocks.last_mut() {
+                    last.1 = Some(close);
+                }
+            }
+            // A block written as one string that opens and closes on this line:
+            // a window cut inside the line (a long line's context is cut) starts
+            // inside it up to its last mask.
+            (false, false) if !spans.is_empty() => {
+                let first = spans.first().map_or(0, |&(start, _)| match &stripped {
+                    Some((_, map)) => map.get(start).copied().unwrap_or(0),
+                    None => start,
                 });
-                let close = at + masked_to.unwrap_or(0).min(raw.len()) as u64;
+                let close = masked_to();
+                self.open_block(at + first.min(raw.len()) as u64);
                 if let Some(last) = self.blocks.last_mut() {
                     last.1 = Some(close);
                 }
             }
             _ => {}
         }
+    }
+
+    /// Records a block opened at `at` (the oldest half dropped beyond
+    /// [`MAX_BLOCKS`]).
+    fn open_block(&mut self, at: u64) {
+        if self.blocks.len() >= MAX_BLOCKS {
+            let dropped = self.blocks.len() / 2;
+            let last_end = self.blocks[dropped - 1].1.unwrap_or(at);
+            self.blocks.drain(..dropped);
+            self.known_from = self.known_from.map(|k| k.max(last_end));
+        }
+        self.blocks.push((at, None));
     }
 }
 

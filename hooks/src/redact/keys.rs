@@ -25,7 +25,10 @@
 //! or `Private-Lines:`, closed by `Private-MAC:`, their header lines masked like
 //! armour headers.
 
+mod encoded;
 mod ppk;
+
+pub(crate) use encoded::NEEDLE as ENCODED_NEEDLE;
 
 /// What every masked part of a block becomes.
 pub(crate) const KEY_MASK: &str = "[REDACTED PRIVATE KEY]";
@@ -60,28 +63,29 @@ pub(crate) fn spans(text: &str, mut open: bool) -> (Vec<(usize, usize)>, bool) {
 }
 
 /// The search for the lines that can open a block (a `-----` marker, a PuTTY
-/// file's `-Lines: `), each needle's next hit kept, so a text is read once per
+/// file's `-Lines: `, a PEM file in base64), each needle's next hit kept, so a text is read once per
 /// needle however many times it is asked.
 pub(crate) struct Markers {
-    finders: &'static [memchr::memmem::Finder<'static>; 2],
+    finders: &'static [memchr::memmem::Finder<'static>; 3],
     /// The next hit of each at or after the last position asked (`None`: not
     /// searched yet; `Some(None)`: none left).
-    next: [Option<Option<usize>>; 2],
+    next: [Option<Option<usize>>; 3],
 }
 
 impl Markers {
     pub(crate) fn new() -> Markers {
         // Built once: a searcher costs more to build than a short text to search.
-        static FINDERS: std::sync::OnceLock<[memchr::memmem::Finder<'static>; 2]> =
+        static FINDERS: std::sync::OnceLock<[memchr::memmem::Finder<'static>; 3]> =
             std::sync::OnceLock::new();
         Markers {
             finders: FINDERS.get_or_init(|| {
                 [
                     memchr::memmem::Finder::new(b"-----"),
                     memchr::memmem::Finder::new(ppk::NEEDLE),
+                    memchr::memmem::Finder::new(encoded::NEEDLE),
                 ]
             }),
-            next: [None, None],
+            next: [None, None, None],
         }
     }
 
@@ -139,7 +143,7 @@ pub(crate) fn lookback_start(before: &str) -> Option<usize> {
 /// `open_at_start` and its lines.
 #[cfg(test)]
 pub(crate) fn open_after(before: &str, open_at_start: bool) -> bool {
-    let last = [&b"-----"[..], ppk::NEEDLE]
+    let last = [&b"-----"[..], ppk::NEEDLE, encoded::NEEDLE]
         .iter()
         .filter_map(|needle| memchr::memmem::rfind(before.as_bytes(), needle))
         .max();
@@ -202,6 +206,16 @@ fn line_spans(line: &str, offset: usize, open: bool, found: &mut Vec<(usize, usi
             // Where the string's block ends, the rest of the line is ordinary.
             return open_after || line_spans(&content[end..], offset + end, false, found);
         }
+        if offset == 0
+            && let Some(end) = string_tail(content)
+        {
+            // A text cut inside the last line of a block written as one string:
+            // the rest of that line up to the string's closing quote is key body.
+            // What follows is judged as a line of the block (a list's next
+            // element is body too); a closing quote and what follows it end it.
+            found.push((offset, offset + end));
+            return line_spans(&content[end..], offset + end, true, found);
+        }
         let lead = content.len() - content.trim_start().len();
         if let Some((start, end)) = find_marker(content, "-----END") {
             // Body glued to the marker is masked with it; a log prefix is kept.
@@ -222,6 +236,10 @@ fn line_spans(line: &str, offset: usize, open: bool, found: &mut Vec<(usize, usi
             return true;
         }
         // Not key body: the block is over, and this line is an ordinary one.
+    }
+    if let Some((start, end, wrapped)) = encoded::opener(content) {
+        found.push((offset + start, offset + end));
+        return wrapped;
     }
     if let Some((start, number_end)) = ppk::opener(content) {
         let (run, closed) = ppk::one_line_run(&content[number_end..]);
@@ -284,6 +302,7 @@ pub(crate) fn could_be_body(line: &str) -> bool {
     let content = line.strip_suffix('\r').unwrap_or(line);
     if memchr::memmem::find(content.as_bytes(), b"-----").is_some()
         || ppk::opener(content).is_some()
+        || encoded::opener(content).is_some()
     {
         return false;
     }
@@ -405,6 +424,12 @@ fn escaped_lines(rest: &str) -> (Vec<(usize, usize)>, usize, bool) {
         } else {
             line.len()
         };
+        if last && cut == line.len() && !line.is_empty() && line.bytes().all(is_base64) {
+            // The text ends inside a body line (a look-back cut at a window's
+            // start): however short the part seen, the line goes on.
+            spans.push((pos, end));
+            return (spans, end, true);
+        }
         let n_before = spans.len();
         let mut frame_start = 0;
         let mut body_end = 0;
@@ -479,6 +504,19 @@ fn continued_string(
         }
     }
     Some((open, first + end))
+}
+
+/// A text that starts inside the last line of a block written as one string (no
+/// escaped newline after the cut): the end of the base64 run it starts with when a
+/// closing quote (escaped any number of times) follows the run and the rest is
+/// no trailer of a body line (`…AB=="}`, not `…AB==",`); `None` otherwise (the
+/// line rules decide).
+fn string_tail(content: &str) -> Option<usize> {
+    let bytes = content.as_bytes();
+    let run = bytes.iter().take_while(|b| is_base64(**b)).count();
+    let slashes = bytes[run..].iter().take_while(|b| **b == b'\\').count();
+    let quote = bytes.get(run + slashes).copied();
+    (run > 0 && matches!(quote, Some(b'"' | b'\'')) && !is_trailer(&content[run..])).then_some(run)
 }
 
 /// The length of the escapes (`\\n`, `\\\\n`, … for `letter` `n`) `text` starts with.

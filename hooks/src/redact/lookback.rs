@@ -95,7 +95,8 @@ fn open_at(file: &File, at: u64) -> io::Result<bool> {
     open_from_marker(file, marker, near_from, &text)
 }
 
-/// The byte offset of the last marker (`-----`, or a PuTTY key file's `-Lines: `)
+/// The byte offset of the last marker (`-----`, a PuTTY key file's `-Lines: `, or
+/// `LS0tLS1C`, a PEM file in base64)
 /// in `file` before `end`, searched backwards in steps (the steps overlap by seven
 /// bytes so a marker across two is found).
 ///
@@ -105,6 +106,7 @@ fn rfind_marker(file: &File, end: u64) -> io::Result<Option<u64>> {
     let finders = [
         memchr::memmem::FinderRev::new(b"-----"),
         memchr::memmem::FinderRev::new(b"-Lines: "),
+        memchr::memmem::FinderRev::new(keys::ENCODED_NEEDLE),
     ];
     let mut to = end;
     let mut buf = Vec::new();

@@ -13,8 +13,11 @@
 
 use super::Kind;
 
+mod compared;
+mod files;
 mod named;
 
+pub(crate) use files::file_line_matches;
 pub(crate) use named::replace as named_value;
 
 /// Word boundary that keeps the DFA fast (ASCII semantics).
@@ -507,6 +510,7 @@ fn sample(template: &str) -> String {
 pub(crate) fn catalog() -> Vec<Shape> {
     let mut all: Vec<Shape> = TOKENS
         .iter()
+        .chain(compared::TOKENS)
         .map(|(provider, shape, re, template)| Shape {
             provider,
             shape,
@@ -575,7 +579,7 @@ fn headers() -> Vec<Shape> {
         },
         Shape {
             provider: "PostgreSQL",
-            shape: "in a `.pgpass` read whole, the password of `host:port:database:user:password`",
+            shape: "the password of a `.pgpass` line `host:port:database:user:password` printed anywhere (five fields, the port a number or `*`; a `grep -n` or path prefix kept)",
             pattern: format!(r"{B}[A-Za-z0-9._*-]+:(?:[0-9]+|\*):[^:\s]+:[^:\s]+:([^\s]+)"),
             kind: group_kind(r"^(?:[^:]+:){4}(.+)$"),
             dump_only: true,
@@ -583,7 +587,7 @@ fn headers() -> Vec<Shape> {
         },
         Shape {
             provider: ".netrc",
-            shape: "in a `.netrc` read whole, the value of a `password …` line",
+            shape: "the password of a `.netrc` line printed anywhere that holds netrc pairs only (`  password …` alone, `default login … password …`; a `grep -n` or path prefix kept)",
             pattern: r"(?m)^[ \t]*(?:password|passwd)[ \t]+([^\s]+)".to_owned(),
             kind: group_kind(r"(?:password|passwd)[ \t]+([^\s]+)"),
             dump_only: true,
@@ -614,6 +618,13 @@ fn named_value_pattern() -> String {
     format!(
         r#"{B}(?i-u:{PROVIDER_NAMES})[A-Za-z0-9_.-]{{0,30}}["']?[ \t]*[:=][=>]?[ \t]*["'`]?[A-Za-z0-9_./+=-]{{16,}}"#
     )
+}
+
+/// The comparison section of `docs/secrets.md` (what was compared with which
+/// scanner, what was added, what was left out and why), generated from the code.
+#[cfg(test)]
+pub(crate) fn comparison_markdown() -> String {
+    compared::markdown()
 }
 
 /// The table of `docs/secrets.md`: every recognised shape, generated from the code.

@@ -1,8 +1,12 @@
 //! The other reading of a text: where an nF escape's final byte begins a word
 //! (`ESC SP ghp_…`), a terminal eats that letter but a reader of the bytes sees the
-//! word whole, so tokens are looked for in both readings.
+//! word whole, so tokens are looked for in both readings. The bodies of string
+//! escapes, which neither reading holds, are matched on their own
+//! (`escape_bodies`).
 
 use super::{Found, RedactMode, Redactor, visible};
+
+mod escape_bodies;
 
 impl Redactor {
     /// Adds to `found` the tokens only the other reading of an nF escape shows (see
@@ -13,6 +17,8 @@ impl Redactor {
         mode: RedactMode,
         found: &mut Vec<Found>,
     ) {
+        // And what the bodies of string escapes hold, which no reading shows.
+        self.find_in_escape_bodies(text, mode, found);
         let Some((copy, map)) = visible::strip_keeping_word_finals(text) else {
             return;
         };

@@ -771,3 +771,42 @@ fn b30_a_match_whose_replacement_declines_does_not_hide_the_secrets_it_covers() 
         assert!(!out.contains("ghijklmnopqrstuv"), "{text}: {out}");
     }
 }
+
+#[test]
+fn b30_a_window_cut_inside_the_last_line_of_a_one_string_key_shows_no_tail() {
+    let r = Redactor::builtin();
+    let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let body: Vec<String> = (0..6)
+        .map(|i| {
+            (0..64)
+                .map(|j| alphabet[(i * 13 + j * 7) % 64] as char)
+                .collect()
+        })
+        .collect();
+    let last = body.last().cloned().unwrap_or_default();
+    // Escaped once and twice, no END and no escaped newline after the last line.
+    for (quote, newline) in [("\"", "\\n"), ("\\\"", "\\\\n")] {
+        let key = format!("-----BEGIN PRIVATE KEY-----{newline}{}", body.join(newline));
+        let text = format!("start\n{{\"data\": {quote}{key}{quote}, \"next\": 1}}\nend\n");
+        let last_at = text.rfind(&last).unwrap_or(0);
+        let mut index = KeyIndex::new();
+        index.push(text.as_bytes());
+        for cut in [1, 10, 40, 60] {
+            let at = last_at + cut;
+            let (before, window) = text.split_at(at);
+            for open in [
+                r.key_open_at_end(before),
+                index.open_at(at as u64) == Some(true),
+            ] {
+                assert!(open, "the block is open at {cut}");
+                let out = r.redact_after_state("", open, window, RedactMode::Code);
+                let tail = &last[cut..];
+                assert!(
+                    !out.contains(&tail[..tail.len().min(4)]),
+                    "cut at {cut} of {quote}: {out:?}"
+                );
+                assert!(out.contains(", \"next\": 1}\nend\n"), "{out:?}");
+            }
+        }
+    }
+}

@@ -12,15 +12,10 @@
 use serde_json::json;
 
 use super::{
-    Mode, Proof, Rng, Secret, call, connect, data, read_durable, read_finished, read_pages, script,
-    secret, start,
+    Mode, Proof, Rng, Secret, bold, call, connect, data, process_actions, read_durable,
+    read_finished, read_pages, script, secret, start,
 };
 use crate::support::Env;
-
-/// `c\bc` for each character: bold as `man` prints it.
-fn bold(text: &str) -> String {
-    text.chars().map(|c| format!("{c}\u{8}{c}")).collect()
-}
 
 /// Lines printed beside the secrets that must come out exactly as printed.
 const ORDINARY: &[&str] = &[
@@ -203,26 +198,20 @@ async fn b30_secret_named_values_printed_every_way_are_masked_on_every_route() {
     }
     let client = connect(&env).await;
     for (id, label) in &ids {
-        for (action, extra) in [
-            ("poll", json!({})),
-            ("wait", json!({"timeout": 20})),
-            ("log", json!({})),
-            ("log", json!({"limit": 5})),
-            ("log", json!({"offset": 8, "limit": 30})),
-        ] {
-            let mut args = json!({"action": action, "session_id": id});
-            for (k, v) in extra.as_object().expect("an object") {
-                args[k] = v.clone();
-            }
-            call(
-                &client,
-                &mut proof,
-                &format!("{label}: process {action} {extra}"),
-                "process",
-                args,
-            )
-            .await;
-        }
+        process_actions(
+            &client,
+            &mut proof,
+            &label,
+            &id,
+            &[
+                ("poll", json!({})),
+                ("wait", json!({"timeout": 20})),
+                ("log", json!({})),
+                ("log", json!({"limit": 5})),
+                ("log", json!({"offset": 8, "limit": 30})),
+            ],
+        )
+        .await;
     }
     call(
         &client,

@@ -8,17 +8,12 @@
 //! `bash -c`, URL userinfo, `export NAME=…`).
 
 use super::{
-    Key, Mode, Proof, Rng, Secret, data, log_lines, read_durable, read_finished, read_pages,
-    script, secret, start,
+    Key, Proof, Rng, Secret, bold, data, read_durable, read_each_mode, read_finished, script,
+    secret,
 };
 use crate::support::Env;
 
 const BASE64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-/// `c\bc` for each character: bold as `man` prints it.
-fn bold(text: &str) -> String {
-    text.chars().map(|c| format!("{c}\u{8}{c}")).collect()
-}
 
 /// The job's script: every listing once; its secrets; the body lines of the
 /// 300 KiB block.
@@ -88,21 +83,14 @@ fn b30_keys_in_other_listings_escapings_and_long_blocks_are_masked_everywhere() 
     let mut rng = Rng(0x5eed_0040);
     let (command, secrets, n_long) = listings(&env, &mut rng);
     let mut proof = Proof::new(secrets);
-    let mut ids = Vec::new();
-    for mode in Mode::BOTH {
-        let label = format!("other listings, {}", mode.name());
-        let id = start(&env, mode, &["--notify"], &command);
-        read_finished(&env, &id, &label, &mut proof);
-        let total = log_lines(&env, &id);
-        assert!(total > n_long, "{label}: the log holds the long block");
+    let ids = read_each_mode(&env, "other listings", &command, &mut proof, |total| {
+        assert!(total > n_long, "the log holds the long block");
         // Pages at several high offsets inside the 300 KiB block.
-        let pages: Vec<(usize, usize)> = [2, 300, 1_200, 2_500, 4_000, n_long - 10]
+        [2, 300, 1_200, 2_500, 4_000, n_long - 10]
             .iter()
             .map(|back| (total - 2 - back, 3))
-            .collect();
-        read_pages(&env, &id, &label, &pages, None, &mut proof);
-        ids.push((id, label));
-    }
+            .collect()
+    });
     read_durable(&env, &ids, &mut proof);
     proof.finish("other listings", 40);
 }

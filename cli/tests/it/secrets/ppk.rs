@@ -3,10 +3,7 @@
 //! whatever each line carries (`grep -r` paths, `grep -n` numbers, `cat -A`), in a
 //! JSON string and a Python repr, and in pages that start inside the private part.
 
-use super::{
-    Mode, Proof, Rng, Secret, data, log_lines, read_durable, read_finished, read_pages, script,
-    secret, start,
-};
+use super::{Proof, Rng, Secret, data, read_durable, read_each_mode, script, secret};
 use crate::support::Env;
 
 const BASE64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -62,17 +59,10 @@ fn b30_a_putty_key_file_is_masked_on_every_route() {
         ),
     );
     let mut proof = Proof::new(secrets);
-    let mut ids = Vec::new();
-    for mode in Mode::BOTH {
-        let label = format!("putty key file, {}", mode.name());
-        let id = start(&env, mode, &["--notify"], &command);
-        read_finished(&env, &id, &label, &mut proof);
-        // Pages that start inside the private part of the last copy.
-        let total = log_lines(&env, &id);
-        let pages = [(total - 4, 2), (total - 10, 3), (total - 14, 1)];
-        read_pages(&env, &id, &label, &pages, None, &mut proof);
-        ids.push((id, label));
-    }
+    // Pages that start inside the private part of the last copy.
+    let ids = read_each_mode(&env, "putty key file", &command, &mut proof, |total| {
+        vec![(total - 4, 2), (total - 10, 3), (total - 14, 1)]
+    });
     read_durable(&env, &ids, &mut proof);
     proof.finish("putty key file", 30);
 }

@@ -7,15 +7,10 @@
 //! the paged routes of a running job.
 
 use super::{
-    Key, Mode, Proof, Rng, Secret, data, json_any, log_lines, read_durable, read_finished,
-    read_pages, script, secret, start,
+    Key, Mode, Proof, Rng, Secret, bold, data, json_any, read_durable, read_each_mode,
+    read_finished, script, secret, start,
 };
 use crate::support::Env;
-
-/// `c\bc` for each character: bold as `man` prints it.
-fn bold(text: &str) -> String {
-    text.chars().map(|c| format!("{c}\u{8}{c}")).collect()
-}
 
 /// `_\bc` for each character: underlined as `man` prints it.
 fn underlined(text: &str) -> String {
@@ -96,18 +91,11 @@ fn b30_keys_behind_prefixes_escapes_and_long_blocks_and_new_shapes_are_masked_ev
     let mut rng = Rng(0x5eed_0034);
     let (command, secrets, n_long) = shapes(&env, &mut rng);
     let mut proof = Proof::new(secrets);
-    let mut ids = Vec::new();
-    for mode in Mode::BOTH {
-        let label = format!("corpus shapes, {}", mode.name());
-        let id = start(&env, mode, &["--notify"], &command);
-        read_finished(&env, &id, &label, &mut proof);
-        let total = log_lines(&env, &id);
-        assert!(total > n_long, "{label}: the log holds the long block");
+    let ids = read_each_mode(&env, "corpus shapes", &command, &mut proof, |total| {
+        assert!(total > n_long, "the log holds the long block");
         // Pages inside the long block, its BEGIN more than 64 KiB before them.
-        let pages = [(total - 3, 2), (total - 40, 10), (total - n_long / 2, 5)];
-        read_pages(&env, &id, &label, &pages, None, &mut proof);
-        ids.push((id, label));
-    }
+        vec![(total - 3, 2), (total - 40, 10), (total - n_long / 2, 5)]
+    });
     read_durable(&env, &ids, &mut proof);
     proof.finish("corpus shapes", 40);
 }

@@ -1,7 +1,7 @@
 //! The provider table: one sample per shape masked, the shapes a fresh corpus found
 //! unrecognised, an over-masking corpus, and `docs/secrets.md` agreeing with the code.
 
-use super::{catalog, markdown_table};
+use super::{catalog, comparison_markdown, markdown_table};
 use crate::redact::families::BUILTIN_ROWS;
 use crate::{RedactMode, Redactor};
 
@@ -253,6 +253,32 @@ fn b30_docs_secrets_table_is_generated_from_the_code() {
     assert!(
         doc.contains(&format!("{begin}{table}{end}")),
         "docs/secrets.md does not hold the table the code makes; regenerate it with HERD_WRITE_SECRETS_DOC=1 cargo test -p herd-hooks --lib b30_docs"
+    );
+}
+
+/// Regenerate with `HERD_WRITE_SECRETS_DOC=1 cargo test -p herd-hooks --lib b30_docs`.
+#[test]
+fn b30_docs_secrets_comparison_is_generated_from_the_code() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/secrets.md");
+    let section = comparison_markdown();
+    let begin = "<!-- BEGIN GENERATED COMPARISON -->\n";
+    let end = "<!-- END GENERATED COMPARISON -->";
+    let doc = std::fs::read_to_string(path).unwrap_or_default();
+    if std::env::var_os("HERD_WRITE_SECRETS_DOC").is_some() {
+        let (head, tail) = match (doc.find(begin), doc.find(end)) {
+            (Some(b), Some(e)) => (doc[..b].to_owned(), doc[e + end.len()..].to_owned()),
+            _ => (
+                format!("{doc}\n## Compared with other scanners\n\n"),
+                "\n".to_owned(),
+            ),
+        };
+        let fresh = format!("{head}{begin}{section}{end}{tail}");
+        std::fs::write(path, fresh).expect("docs/secrets.md is writable");
+        return;
+    }
+    assert!(
+        doc.contains(&format!("{begin}{section}{end}")),
+        "docs/secrets.md does not hold the comparison the code makes; regenerate it with HERD_WRITE_SECRETS_DOC=1 cargo test -p herd-hooks --lib b30_docs"
     );
 }
 
