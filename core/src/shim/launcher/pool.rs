@@ -138,6 +138,8 @@ impl Pool {
             let _ = nix::unistd::dup2_stdin(&null);
             let _ = nix::unistd::dup2_stdout(&null);
         }
+        // Where the session's cgroup goes is found now, while nothing waits on it.
+        let placement = crate::sys::cgroup::placement();
         let Ok(mut stream) = UnixStream::connect(&self.path) else {
             return 0;
         };
@@ -166,7 +168,9 @@ impl Pool {
         }
         drop(stream);
         match serde_json::from_slice::<Spec>(&frame.header) {
-            Ok(spec) if spec.protocol == PROTOCOL => super::super::supervise::run(spec, false),
+            Ok(spec) if spec.protocol == PROTOCOL => {
+                super::super::supervise::run(spec, false, Some(placement))
+            }
             Ok(spec) => report_failure(
                 spec.request,
                 &format!(

@@ -32,9 +32,16 @@ pub(super) enum Hold {
 
 impl Hold {
     /// Makes the session's cgroup, or says why the subreaper holds the tree.
-    pub(super) fn make(spec: &Spec) -> Hold {
+    /// `found` is the placement found before the spec came; a cgroup it does not
+    /// let make is tried once more where the placement says now.
+    pub(super) fn make(spec: &Spec, found: Option<Placement>) -> Hold {
         if spec.force_subreaper {
             return Hold::Subreaper("forced by HERD_CONTAINMENT=subreaper".to_owned());
+        }
+        if let Some(Placement::Cgroup { mount, parent }) = &found
+            && let Ok(cgroup) = SessionCgroup::create(mount, parent, &spec.session_id)
+        {
+            return Hold::Cgroup(cgroup.with_freeze_kill(spec.force_freeze));
         }
         match crate::sys::cgroup::placement() {
             Placement::Cgroup { mount, parent } => {
