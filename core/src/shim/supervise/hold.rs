@@ -95,6 +95,12 @@ impl Hold {
     /// (which reads every environment of the uid): under the subreaper every process
     /// of the tree is a descendant of the shim.
     pub(super) fn leftovers(&self, tag: &str, floor: u64) -> Vec<Leftover> {
+        // An empty cgroup (the usual end) has no members to walk for.
+        if let Hold::Cgroup(cgroup) = self
+            && cgroup.populated() == Some(false)
+        {
+            return Vec::new();
+        }
         self.members(tag, floor, false)
             .into_iter()
             .map(|(pid, _)| Leftover {
