@@ -38,8 +38,8 @@ use crate::machine::{Event, Machine, Now};
 use crate::noise::NoiseFilter;
 use crate::output::LogWriter;
 use crate::spawn::{self, MasterFd};
-use crate::sys::poll::wait_ready;
 use crate::sys::cgroup::Placement;
+use crate::sys::poll::wait_ready;
 use crate::sys::signals::SignalWatch;
 
 /// The smallest read buffer; grown when reads fill it.
