@@ -248,7 +248,7 @@ async fn logs(
     loop {
         let made = match next {
             Next::Ahead(ahead) => ahead.await,
-            Next::Now(made) => made,
+            Next::Now(made) => *made,
         };
         let (mut follower, read) = match made {
             Ok((follower, Ok(read))) => (follower, read),
@@ -296,7 +296,7 @@ async fn logs(
         }
         // Woken (an ending, new output): the client waits on this read, so it is
         // made here rather than handed to the blocking pool and back.
-        next = Next::Now(read_in_place(follower).await);
+        next = Next::Now(Box::new(read_in_place(follower).await));
     }
 }
 
@@ -311,7 +311,7 @@ enum Next {
     /// Under way on the blocking pool while the last one is written.
     Ahead(Ahead),
     /// Made already.
-    Now(Result<Made, tokio::task::JoinError>),
+    Now(Box<Result<Made, tokio::task::JoinError>>),
 }
 
 /// One read of `follower` made now: on this worker when the runtime lets one
