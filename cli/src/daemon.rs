@@ -116,20 +116,7 @@ async fn run(home: Home, config: Config, detached: bool) -> anyhow::Result<()> {
         version = env!("CARGO_PKG_VERSION"),
         "daemon started"
     );
-    // The accept loop runs on a runtime worker, not on this thread (`block_on`'s):
-    // each connection's task is then spawned onto that worker and run there next,
-    // with no wake-up of another thread between a client's connect and its first
-    // read.
-    let accepting = tokio::spawn({
-        let (state, stop) = (Arc::clone(&state), Arc::clone(&stop));
-        let max_connections = config.max_connections;
-        async move {
-            let ending = serve_until_stopped(&listener, &state, max_connections, &stop).await;
-            (listener, ending)
-        }
-    });
-    let (listener, ending) = accepting.await.context("the accept loop failed")?;
-    let ending = ending?;
+    let ending = serve_until_stopped(&listener, &state, &config, &stop).await?;
     drop(listener);
     let _ = std::fs::remove_file(&socket);
     state.end(ending).await;
@@ -221,7 +208,7 @@ async fn start_state(home: &Home, config: &Config, stop: Arc<Notify>) -> anyhow:
 async fn serve_until_stopped(
     listener: &UnixListener,
     state: &Arc<State>,
-    max_connections: usize,
+    config: &Config,
     stop: &Notify,
 ) -> anyhow::Result<Ending> {
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
@@ -233,14 +220,14 @@ async fn serve_until_stopped(
     let ending = loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => match state.connections.enter(max_connections) {
+                Ok((stream, _)) => match state.connections.enter(config.max_connections) {
                     Some(slot) => {
                         let state = Arc::clone(state);
                         tokio::spawn(connection::serve(state, stream, uid, slot));
                     }
                     None => {
                         refusals.note("connection refused: at max_connections");
-                        tokio::spawn(connection::refuse_busy(stream, max_connections));
+                        tokio::spawn(connection::refuse_busy(stream, config.max_connections));
                     }
                 },
                 Err(err) => {

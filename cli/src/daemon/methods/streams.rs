@@ -244,13 +244,9 @@ async fn logs(
     let mut published = state.registry.subscribe();
     // New output is not an event, so the log is also re-read on a short tick.
     let mut tick = tokio::time::interval(Duration::from_millis(50));
-    let mut next = Next::Ahead(read_ahead(follower));
+    let mut next = read_ahead(follower);
     loop {
-        let made = match next {
-            Next::Ahead(ahead) => ahead.await,
-            Next::Now(made) => *made,
-        };
-        let (mut follower, read) = match made {
+        let (mut follower, read) = match (&mut next).await {
             Ok((follower, Ok(read))) => (follower, read),
             Ok((_, Err(err))) => return outlet.answer(Err(core_error(err))).await,
             Err(err) => {
@@ -262,7 +258,7 @@ async fn logs(
         };
         if read.progressed {
             // There may be more already: it is read while this is written.
-            next = Next::Ahead(read_ahead(follower));
+            next = read_ahead(follower);
             if !read.output.is_empty() && outlet.note_log(read.output.as_str()).await.is_err() {
                 return;
             }
@@ -294,39 +290,8 @@ async fn logs(
             _ = tick.tick() => {}
             () = outlet.left() => return,
         }
-        // Woken (an ending, new output): the client waits on this read, so it is
-        // made here rather than handed to the blocking pool and back.
-        next = Next::Now(Box::new(read_in_place(follower).await));
+        next = read_ahead(follower);
     }
-}
-
-/// A follower and what its read gave.
-type Made = (
-    herd_core::LogFollower,
-    Result<herd_core::FollowRead, herd_core::Error>,
-);
-
-/// The next read of a follow stream.
-enum Next {
-    /// Under way on the blocking pool while the last one is written.
-    Ahead(Ahead),
-    /// Made already.
-    Now(Box<Result<Made, tokio::task::JoinError>>),
-}
-
-/// One read of `follower` made now: on this worker when the runtime lets one
-/// block (no hop to the blocking pool and back), else on the blocking pool.
-async fn read_in_place(
-    mut follower: herd_core::LogFollower,
-) -> Result<Made, tokio::task::JoinError> {
-    use tokio::runtime::{Handle, RuntimeFlavor};
-    if Handle::current().runtime_flavor() == RuntimeFlavor::MultiThread {
-        return Ok(tokio::task::block_in_place(|| {
-            let read = follower.read(CHUNK_BYTES);
-            (follower, read)
-        }));
-    }
-    read_ahead(follower).await
 }
 
 /// Takes `raw` (capability `logs.raw`) off a log stream's params, and a spawn's
@@ -376,7 +341,10 @@ impl State {
 }
 
 /// One read of `follower` on the blocking pool; the follower comes back with it.
-type Ahead = tokio::task::JoinHandle<Made>;
+type Ahead = tokio::task::JoinHandle<(
+    herd_core::LogFollower,
+    Result<herd_core::FollowRead, herd_core::Error>,
+)>;
 
 fn read_ahead(mut follower: herd_core::LogFollower) -> Ahead {
     tokio::task::spawn_blocking(move || {
