@@ -40,7 +40,9 @@
 //! need no space to speak of.
 //!
 //! `HERD_BENCH_ONLY=<substring>[,<substring>...]` runs only the figures whose name
-//! contains one of them.
+//! contains one of them. `HERD_BENCH_BIN=<path to herd>` measures that binary (with
+//! its `herd-shim` beside it) instead of the one Cargo built: two builds compared by
+//! one harness, run after run.
 #![allow(
     clippy::print_stdout,
     reason = "the herd-bench line protocol is read by xtask"
@@ -56,6 +58,11 @@ use herd_test_support::home::{TempHome, command, daemon_pid, herd, stop_daemon};
 use serde_json::{Value, json};
 
 const HERD: &str = env!("CARGO_BIN_EXE_herd");
+
+/// The binary measured: `HERD_BENCH_BIN`, else the one Cargo built.
+fn herd_bin() -> PathBuf {
+    std::env::var_os("HERD_BENCH_BIN").map_or_else(|| PathBuf::from(HERD), PathBuf::from)
+}
 
 /// A temporary home whose daemon is shut down on drop.
 struct Home {
@@ -77,7 +84,7 @@ impl Home {
     }
 
     fn herd(&self, args: &[&str]) -> Command {
-        let mut cmd = herd(Path::new(HERD), self.dir.home());
+        let mut cmd = herd(&herd_bin(), self.dir.home());
         cmd.args(args).stderr(Stdio::inherit());
         cmd
     }
@@ -230,7 +237,7 @@ fn run_wait_one_client() {
 /// milliseconds.
 fn two_starts_ms() -> f64 {
     let start = Instant::now();
-    let client = raw_command(Path::new(HERD))
+    let client = raw_command(&herd_bin())
         .arg("--version")
         .stdout(Stdio::null())
         .status()
@@ -248,7 +255,7 @@ fn client_start() {
     let mut bash = Vec::new();
     for _ in 0..40 {
         let start = Instant::now();
-        let status = raw_command(Path::new(HERD))
+        let status = raw_command(&herd_bin())
             .arg("--version")
             .stdout(Stdio::null())
             .status()

@@ -229,7 +229,7 @@ pub fn main() -> i32 {
             ),
         );
     }
-    supervise::run(spec, true)
+    supervise::run(spec, true, None)
 }
 
 /// Prints a failure line on stdout (the daemon reads it) and returns the exit code.

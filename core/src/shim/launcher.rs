@@ -21,6 +21,7 @@ use nix::unistd::Pid;
 
 use super::wire::FrameReader;
 use super::{PROTOCOL, Spec};
+use crate::sys::cgroup::Placement;
 use crate::sys::signals::SignalWatch;
 
 mod pool;
@@ -36,7 +37,12 @@ pub(super) fn run(args: &[String]) -> i32 {
         return 2;
     };
     let stdin = io::stdin();
-    let mut pool = pool::asked(args).and_then(|(path, cap)| pool::Pool::new(path, cap).ok());
+    // Where session cgroups go is found once, not on each spawn's path: every
+    // supervisor is forked from here, in this cgroup (one the placement no longer
+    // lets make a cgroup in looks again, `supervise::hold`).
+    let placement = crate::sys::cgroup::placement();
+    let mut pool = pool::asked(args)
+        .and_then(|(path, cap)| pool::Pool::new(path, cap, placement.clone()).ok());
     if let Some(code) = pool.as_mut().and_then(pool::Pool::fill) {
         return code;
     }
@@ -81,7 +87,7 @@ pub(super) fn run(args: &[String]) -> i32 {
         loop {
             match next_spec(&mut pending) {
                 Ok(Some(spec)) => {
-                    if let Some(code) = fork_supervisor(spec) {
+                    if let Some(code) = fork_supervisor(spec, &placement) {
                         return code;
                     }
                     // The daemon found no idle member: the pool grows.
@@ -122,12 +128,12 @@ fn next_spec(pending: &mut FrameReader) -> Result<Option<Spec>, ()> {
 
 /// Forks the supervisor of `spec`. Returns `Some(exit code)` in the child, once its
 /// session is over (the caller returns it from `main`), `None` in the launcher.
-fn fork_supervisor(spec: Spec) -> Option<i32> {
+fn fork_supervisor(spec: Spec, placement: &Placement) -> Option<i32> {
     match crate::sys::fork_single_threaded() {
         // The launcher's signal descriptor stays open in the child, unread
         // (close-on-exec, so no job inherits it); the supervisor reads its own, and
         // releases the shared stdio after its ready answer.
-        Ok(None) => Some(super::supervise::run(spec, false)),
+        Ok(None) => Some(super::supervise::run(spec, false, Some(placement.clone()))),
         Ok(Some(_)) => None,
         Err(error) => {
             super::report_failure(

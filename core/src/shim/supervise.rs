@@ -38,6 +38,7 @@ use crate::machine::{Event, Machine, Now};
 use crate::noise::NoiseFilter;
 use crate::output::LogWriter;
 use crate::spawn::{self, MasterFd};
+use crate::sys::cgroup::Placement;
 use crate::sys::poll::wait_ready;
 use crate::sys::signals::SignalWatch;
 
@@ -167,8 +168,10 @@ struct Seen {
 }
 
 /// Starts the job described by `spec` and supervises it; returns the exit code.
-pub(super) fn run(spec: Spec, detach: bool) -> i32 {
-    let (mut shim, signals, dir) = match start::start(&spec, detach) {
+/// `placement` is where session cgroups go as found before the spec came (a
+/// supervisor forked ahead of need looks while it waits); `None` looks now.
+pub(super) fn run(spec: Spec, detach: bool, placement: Option<Placement>) -> i32 {
+    let (mut shim, signals, dir) = match start::start(&spec, detach, placement) {
         Ok(started) => started,
         Err(code) => return code,
     };

@@ -22,6 +22,7 @@ use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 
 use super::super::{PROTOCOL, Spec, report_failure, spec_reader};
+use crate::sys::cgroup::Placement;
 
 /// The largest pool a launcher accepts (`--pool-cap`).
 pub(crate) const MAX_CAP: usize = 16;
@@ -35,6 +36,8 @@ pub(super) struct Pool {
     members: HashSet<i32>,
     taken_read: OwnedFd,
     taken_write: OwnedFd,
+    /// Where session cgroups go, as the launcher found it.
+    placement: Placement,
 }
 
 /// What `--pool PATH --pool-cap N` asked for, from the launcher's arguments;
@@ -55,11 +58,12 @@ pub(super) fn asked(args: &[String]) -> Option<(PathBuf, usize)> {
 }
 
 impl Pool {
-    /// A pool of at most `cap` members on the daemon's socket at `path`.
+    /// A pool of at most `cap` members on the daemon's socket at `path`, whose
+    /// sessions' cgroups go where `placement` says.
     ///
     /// # Errors
     /// The pipe could not be made.
-    pub(super) fn new(path: PathBuf, cap: usize) -> io::Result<Pool> {
+    pub(super) fn new(path: PathBuf, cap: usize, placement: Placement) -> io::Result<Pool> {
         let (taken_read, taken_write) =
             nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC | nix::fcntl::OFlag::O_NONBLOCK)?;
         Ok(Pool {
@@ -69,6 +73,7 @@ impl Pool {
             members: HashSet::new(),
             taken_read,
             taken_write,
+            placement,
         })
     }
 
@@ -166,7 +171,9 @@ impl Pool {
         }
         drop(stream);
         match serde_json::from_slice::<Spec>(&frame.header) {
-            Ok(spec) if spec.protocol == PROTOCOL => super::super::supervise::run(spec, false),
+            Ok(spec) if spec.protocol == PROTOCOL => {
+                super::super::supervise::run(spec, false, Some(self.placement.clone()))
+            }
             Ok(spec) => report_failure(
                 spec.request,
                 &format!(

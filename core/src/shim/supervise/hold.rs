@@ -32,9 +32,16 @@ pub(super) enum Hold {
 
 impl Hold {
     /// Makes the session's cgroup, or says why the subreaper holds the tree.
-    pub(super) fn make(spec: &Spec) -> Hold {
+    /// `found` is the placement found before the spec came; a cgroup it does not
+    /// let make is tried once more where the placement says now.
+    pub(super) fn make(spec: &Spec, found: Option<Placement>) -> Hold {
         if spec.force_subreaper {
             return Hold::Subreaper("forced by HERD_CONTAINMENT=subreaper".to_owned());
+        }
+        if let Some(Placement::Cgroup { mount, parent }) = &found
+            && let Ok(cgroup) = SessionCgroup::create(mount, parent, &spec.session_id)
+        {
+            return Hold::Cgroup(cgroup.with_freeze_kill(spec.force_freeze));
         }
         match crate::sys::cgroup::placement() {
             Placement::Cgroup { mount, parent } => {
@@ -88,6 +95,12 @@ impl Hold {
     /// (which reads every environment of the uid): under the subreaper every process
     /// of the tree is a descendant of the shim.
     pub(super) fn leftovers(&self, tag: &str, floor: u64) -> Vec<Leftover> {
+        // An empty cgroup (the usual end) has no members to walk for.
+        if let Hold::Cgroup(cgroup) = self
+            && cgroup.populated() == Some(false)
+        {
+            return Vec::new();
+        }
         self.members(tag, floor, false)
             .into_iter()
             .map(|(pid, _)| Leftover {
@@ -185,4 +198,68 @@ fn members(tag: &str, floor: u64, with_tags: bool) -> Vec<(i32, u64)> {
     }
     out.sort_unstable();
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::path::PathBuf;
+    use std::time::Duration;
+
+    use herd_persistence::ShimDir;
+
+    use super::Hold;
+    use crate::sys::cgroup::Placement;
+
+    fn spec(session_id: &str, dir: &tempfile::TempDir) -> crate::shim::Spec {
+        crate::shim::link::spec(
+            session_id,
+            &ShimDir::at(dir.path().to_path_buf()),
+            vec!["true".to_owned()],
+            &BTreeMap::new(),
+            dir.path().to_path_buf(),
+            None,
+            dir.path().join("log"),
+            1 << 20,
+            Duration::from_millis(10),
+        )
+    }
+
+    fn kind(hold: &Hold) -> &'static str {
+        match hold {
+            Hold::Cgroup(cgroup) => {
+                let _ = cgroup.remove();
+                "cgroup"
+            }
+            Hold::Subreaper(_) => "subreaper",
+        }
+    }
+
+    #[test]
+    fn a_placement_found_earlier_that_no_longer_holds_is_looked_up_again() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        // Names of this process only: cgroups are the machine's, not the test's.
+        let name = |what: &str| format!("hold_{what}_{}", std::process::id());
+        let now = kind(&Hold::make(&spec(&name("fresh"), &dir), None));
+        // A parent that is gone since the launcher looked: the session's cgroup goes
+        // where a look now says, as without the earlier look.
+        let gone = dir.path().join("no-cgroup-mount");
+        let stale = Placement::Cgroup {
+            mount: gone.clone(),
+            parent: gone.join("herd-0"),
+        };
+        let again = kind(&Hold::make(&spec(&name("stale"), &dir), Some(stale)));
+        assert_eq!(again, now);
+        // A placement that still holds is used as found.
+        if let Placement::Cgroup { mount, parent } = crate::sys::cgroup::placement() {
+            let found = Placement::Cgroup {
+                mount,
+                parent: parent.clone(),
+            };
+            let hold = Hold::make(&spec(&name("found"), &dir), Some(found));
+            let under: Option<PathBuf> = hold.cgroup_path();
+            assert_eq!(under, Some(parent.join(name("found"))));
+            kind(&hold);
+        }
+    }
 }

@@ -19,13 +19,17 @@ use crate::output::LogWriter;
 use crate::shim::wire::Progress;
 use crate::shim::{PROTOCOL, Ready, Spec, report_failure, write_ready};
 use crate::spawn::{self, Launch, PtyFailure};
-use crate::sys::cgroup::SessionCgroup;
+use crate::sys::cgroup::{Placement, SessionCgroup};
 use crate::sys::limits::Applied;
 use crate::sys::signals::SignalWatch;
 
 /// Starts the job described by `spec`; `Err` carries the exit code once the failure
 /// was reported on the ready answer.
-pub(super) fn start(spec: &Spec, detach: bool) -> Result<(Shim, SignalWatch, ShimDir), i32> {
+pub(super) fn start(
+    spec: &Spec,
+    detach: bool,
+    placement: Option<Placement>,
+) -> Result<(Shim, SignalWatch, ShimDir), i32> {
     let detached = if detach {
         crate::sys::detach_from_parent()
     } else {
@@ -57,7 +61,7 @@ pub(super) fn start(spec: &Spec, detach: bool) -> Result<(Shim, SignalWatch, Shi
             ));
         }
     };
-    let mut hold = Hold::make(spec);
+    let mut hold = Hold::make(spec, placement);
     if let Hold::Subreaper(why) = &hold {
         tracing::info!(reason = %why, "no session cgroup; the shim holds the tree as subreaper");
     }
