@@ -201,8 +201,8 @@ async fn b30_secret_named_values_printed_every_way_are_masked_on_every_route() {
         process_actions(
             &client,
             &mut proof,
-            &label,
-            &id,
+            label,
+            id,
             &[
                 ("poll", json!({})),
                 ("wait", json!({"timeout": 20})),
