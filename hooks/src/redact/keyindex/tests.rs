@@ -78,6 +78,30 @@ fn b30_a_marker_hidden_by_escapes_opens_a_block_in_the_index() {
     assert_eq!(index.open_at(at(text.len() - BODY.len())), Some(true));
 }
 
+#[test]
+fn b30_output_with_no_dash_costs_the_index_no_line_reading() {
+    // A run of NULs (`head -c 1G /dev/zero`), lines of escapes and controls: every
+    // byte is hidden, but with no `-` no marker can be seen, so no line is
+    // stripped or parsed, whether it ends with a newline or is cut at the cap.
+    let mut index = KeyIndex::new();
+    let zeros = vec![0u8; 1 << 20];
+    for piece in zeros.chunks(65_536) {
+        index.push(piece);
+    }
+    let escaped = "\x1b[1;31mstatus\x1b[0m \x07\x00\x01\n".repeat(10_000);
+    for piece in escaped.as_bytes().chunks(4096) {
+        index.push(piece);
+    }
+    assert_eq!(index.lines_read, 0);
+    assert_eq!(index.open_at(at(zeros.len() + 100)), Some(false));
+    // A marker among hidden bytes after all that still opens a block.
+    let key = format!("\0--\0---BEGIN RSA PRIVATE KEY-----\n{BODY}");
+    index.push(key.as_bytes());
+    let end = zeros.len() + escaped.len() + key.len();
+    assert_eq!(index.open_at(at(end - 3)), Some(true));
+    assert!(index.lines_read > 0);
+}
+
 fn line() -> impl Strategy<Value = String> {
     prop_oneof![
         4 => Just(BODY.trim_end().to_owned()),
@@ -95,6 +119,10 @@ fn line() -> impl Strategy<Value = String> {
         1 => Just("Private-MAC: 6c1a9e0f2b3d4c5e".to_owned()),
         1 => Just("Argon2-Salt: 5b2ec0f1".to_owned()),
         1 => "[a-zA-Z0-9 +/=:|-]{0,40}",
+        1 => Just("\0\0\0\0\0\0\0\0".to_owned()),
+        1 => Just("\x1b[1mstatus\x1b[0m\x07".to_owned()),
+        1 => Just("--\0---BEGIN RSA PRIVATE KEY-----".to_owned()),
+        1 => Just("\0-----END RSA PRIVATE KEY---\x1b[0m--".to_owned()),
     ]
 }
 
