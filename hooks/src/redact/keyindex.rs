@@ -183,12 +183,13 @@ impl KeyIndex {
 
     /// One line (without its newline) starting at output offset `at`.
     fn line(&mut self, raw: &[u8], at: u64) {
-        if !self.open && self.known_from.is_some() && memchr::memchr(b'-', raw).is_none() {
-            // Closed, and no marker can be seen: every marker holds a `-`, and what
-            // a person sees of a line is some of its characters (escapes and
+        if !self.open && self.known_from.is_some() && memchr::memchr2(b'-', b'L', raw).is_none() {
+            // Closed, and no marker can be seen: every marker holds a `-` but the
+            // base64 one (`keys::encoded::NEEDLE`), which starts with `L`, and what a
+            // person sees of a line is some of its characters (escapes and
             // invisible characters removed, overstruck ones replaced by later ones),
-            // so a line without the byte cannot open a block. Such a line (a run of
-            // NULs, binary, escape-heavy output) costs one vectorised search.
+            // so a line with neither byte cannot open a block. Such a line (a run
+            // of NULs, binary, escape-heavy output) costs one vectorised search.
             return;
         }
         #[cfg(test)]

@@ -28,6 +28,10 @@
 mod encoded;
 mod ppk;
 
+// The key index reads no line with neither a `-` nor an `L` while no block is
+// open (`keyindex.rs`): every opening needle holds one of them.
+const _: () = assert!(encoded::NEEDLE[0] == b'L' && ppk::NEEDLE[0] == b'-');
+
 pub(crate) use encoded::NEEDLE as ENCODED_NEEDLE;
 
 /// What every masked part of a block becomes.
