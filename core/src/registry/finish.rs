@@ -34,6 +34,22 @@ impl Inner {
             .await;
     }
 
+    /// Several choke points off the runtime in one blocking job, in order, as
+    /// [`Inner::finish`] each (a restore's closed sessions: one hop, not one each).
+    pub(super) async fn finish_all(self: &Arc<Self>, finishing: Vec<(Arc<Session>, Finish)>) {
+        let Some((first, _)) = finishing.first() else {
+            return;
+        };
+        let (inner, id) = (Arc::clone(self), first.id.clone());
+        self.finishing
+            .off_runtime(&id, move || {
+                for (session, finish) in finishing {
+                    inner.finish_blocking(&session, finish);
+                }
+            })
+            .await;
+    }
+
     /// [`Inner::finish_unstarted`] off the runtime, as [`Inner::finish`].
     pub(super) async fn finish_unstarted_off_runtime(
         self: &Arc<Self>,
@@ -227,17 +243,34 @@ impl FinishGate {
 
     /// Runs `job` (a choke point) on the blocking pool once a turn is free and
     /// waits for it; a panic in it is the caller's panic, as it was when the choke
-    /// point ran in place. The turn is waited for by a task of its own: a caller
-    /// dropped meanwhile cancels neither the wait nor the job, so no session is
-    /// left unfinished and no completion half published.
+    /// point ran in place. A free turn is taken at once and the job handed to the
+    /// blocking pool straight from the caller (one hop, the finish's latency);
+    /// only when every turn is taken is the turn waited for by a task of its own.
+    /// Either way a caller dropped meanwhile cancels neither the wait nor the job
+    /// (a blocking task runs to its end; the turn goes with the job), so no session
+    /// is left unfinished and no completion half published.
     pub(super) async fn off_runtime(&self, id: &SessionId, job: impl FnOnce() + Send + 'static) {
-        let turns = Arc::clone(&self.turns);
-        let gated = tokio::spawn(async move {
-            // Never closed: the semaphore lives as long as this task holds it.
-            let _turn = turns.acquire_owned().await;
-            tokio::task::spawn_blocking(job).await
-        });
-        let error = match gated.await {
+        let ran = match Arc::clone(&self.turns).try_acquire_owned() {
+            Ok(turn) => Ok(tokio::task::spawn_blocking(move || {
+                let _turn = turn;
+                job();
+            })
+            .await),
+            Err(_) => {
+                let turns = Arc::clone(&self.turns);
+                tokio::spawn(async move {
+                    // Never closed: the semaphore lives as long as this task holds it.
+                    let turn = turns.acquire_owned().await;
+                    tokio::task::spawn_blocking(move || {
+                        let _turn = turn;
+                        job();
+                    })
+                    .await
+                })
+                .await
+            }
+        };
+        let error = match ran {
             Ok(Ok(())) => return,
             Ok(Err(error)) | Err(error) => error,
         };

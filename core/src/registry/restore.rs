@@ -238,6 +238,7 @@ impl Registry {
             supervised: tokio::task::JoinSet::new(),
             seen: HashSet::new(),
             to_drop: Vec::new(),
+            closing: Vec::new(),
         };
         if let Some(moved) = &loaded.moved_aside {
             tracing::warn!(%moved, "checkpoint unusable; no session restored from it");
@@ -246,6 +247,7 @@ impl Registry {
         for entry in loaded.entries {
             inner.restore_entry(entry, &mut pass).await;
         }
+        inner.finish_all(std::mem::take(&mut pass.closing)).await;
         while let Some(joined) = pass.supervised.join_next().await {
             let Ok((id, raw_id, outcome)) = joined else {
                 continue;
@@ -363,14 +365,14 @@ impl Inner {
                 report.adopted.push(id);
             }
             Fate::Reused => {
-                self.close(id.clone(), &entry, "closed at restore: its pid now belongs to another process (the start time differs), which was not signalled; the session's own exit status is unknown").await;
+                self.close(id.clone(), &entry, "closed at restore: its pid now belongs to another process (the start time differs), which was not signalled; the session's own exit status is unknown", pass);
                 pass.to_drop.push(raw_id);
-                report.closed_reused.push(id);
+                pass.report.closed_reused.push(id);
             }
             Fate::Gone => {
-                self.close(id.clone(), &entry, "closed at restore: its process was gone when herd restarted, and its exit status is unknown").await;
+                self.close(id.clone(), &entry, "closed at restore: its process was gone when herd restarted, and its exit status is unknown", pass);
                 pass.to_drop.push(raw_id);
-                report.closed_lost.push(id);
+                pass.report.closed_lost.push(id);
             }
         }
     }
@@ -473,21 +475,26 @@ impl Inner {
     }
 
     /// Closes a checkpointed session whose process is not ours any more: through the
-    /// choke point, as `lost`, without a completion and without any signal.
-    async fn close(self: &Arc<Self>, id: SessionId, entry: &CheckpointEntry, note: &str) {
+    /// choke point, as `lost`, without a completion and without any signal. The
+    /// session is entered now; its finish joins `pass`'s batch, which the restore
+    /// runs in one blocking job after the entries (one hop, not one per session).
+    fn close(
+        self: &Arc<Self>,
+        id: SessionId,
+        entry: &CheckpointEntry,
+        note: &str,
+        pass: &mut Pass,
+    ) {
         let s = self.detached_session(id.clone(), entry, entry.session.start_time);
-        self.durable.mark_detached(id.clone(), note.to_owned());
+        self.durable.mark_detached(id, note.to_owned());
         self.table.add_running(Arc::clone(&s));
-        self.finish(
-            &s,
-            Finish {
-                exit: Err(io::Error::other(note.to_owned())),
-                descendants_alive: Vec::new(),
-                killed_by: None,
-                leftovers: Vec::new(),
-            },
-        )
-        .await;
+        let finish = Finish {
+            exit: Err(io::Error::other(note.to_owned())),
+            descendants_alive: Vec::new(),
+            killed_by: None,
+            leftovers: Vec::new(),
+        };
+        pass.closing.push((s, finish));
     }
 
     /// Re-adopts a checkpointed session whose process still runs as recorded.
@@ -692,6 +699,8 @@ struct Pass {
     supervised: tokio::task::JoinSet<(SessionId, String, Reattached)>,
     seen: HashSet<SessionId>,
     to_drop: Vec<String>,
+    /// Closed sessions entered and not yet through the choke point.
+    closing: Vec<(Arc<Session>, Finish)>,
 }
 
 impl Pass {
