@@ -74,13 +74,38 @@ pub(crate) fn check_workspace(root: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The 1-based numbers of the lines of `text` that cite an issue number.
+/// The 1-based numbers of the lines of `text` that cite an issue number, a
+/// citation wrapped across two lines (`(issue` / `//! 36)`) counted on its first.
 fn citing_lines(text: &str) -> Vec<usize> {
-    text.lines()
-        .enumerate()
-        .filter(|(_, line)| cites_issue(line))
-        .map(|(i, _)| i + 1)
+    let lines: Vec<&str> = text.lines().collect();
+    (0..lines.len())
+        .filter(|&i| {
+            cites_issue(lines[i])
+                || lines
+                    .get(i + 1)
+                    .is_some_and(|next| wraps_a_citation(lines[i], next))
+        })
+        .map(|i| i + 1)
         .collect()
+}
+
+/// Whether `line` ends in `issue` (or `issues`) and `next` starts with a number,
+/// comment markers and punctuation between them aside: a citation broken by a wrap.
+fn wraps_a_citation(line: &str, next: &str) -> bool {
+    let is_word = |c: char| c.is_ascii_alphanumeric();
+    let last = line
+        .trim_end_matches(|c: char| !is_word(c))
+        .rsplit(|c: char| !is_word(c))
+        .next()
+        .unwrap_or_default();
+    let first = next
+        .trim_start_matches(|c: char| !is_word(c))
+        .split(|c: char| !is_word(c))
+        .next()
+        .unwrap_or_default();
+    matches!(last.to_ascii_lowercase().as_str(), "issue" | "issues")
+        && !first.is_empty()
+        && first.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// `issue 27`, `Issue #27`, `issue-27`, `issue_27`, `issue27`, `issues 27 and 36`,
@@ -140,5 +165,8 @@ mod tests {
     #[test]
     fn citing_lines_are_numbered_from_one() {
         assert_eq!(citing_lines("a\nb (issue 3)\nc\nissue4\n"), [2, 4]);
+        // A citation wrapped across a comment's lines.
+        assert_eq!(citing_lines("//! a daemon (issue\n//! 36): one\n"), [1]);
+        assert_eq!(citing_lines("an issue\nof taste, 36 times\n"), [0usize; 0]);
     }
 }

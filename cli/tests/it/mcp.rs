@@ -86,23 +86,6 @@ pub(crate) async fn call(
     (answer, texts[1..].to_vec(), result.is_error == Some(true))
 }
 
-/// The log notifications recorded once one matches `wanted`, or all of them at the
-/// deadline.
-pub(crate) async fn logged_within(
-    client: &Mcp,
-    deadline: Duration,
-    wanted: impl Fn(&Value) -> bool,
-) -> Vec<Value> {
-    let end = tokio::time::Instant::now() + deadline;
-    loop {
-        let logged = client.service().logs.lock().expect("not poisoned").clone();
-        if logged.iter().any(&wanted) || tokio::time::Instant::now() >= end {
-            return logged;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
 /// The `process` tool's `action` on one session.
 async fn on_session(client: &Mcp, action: &str, id: &str) -> (Value, Vec<String>, bool) {
     call(
@@ -201,14 +184,18 @@ async fn mcp_lists_tools_runs_in_background_and_delivers_the_completion() {
     // The log notification is written before the result that carried the notice,
     // but the client hands notifications to its handler on a task of their own, so
     // it may be recorded after that result is read.
-    let logged = logged_within(&client, Duration::from_secs(10), |l| {
-        l.to_string().contains(&second)
-    })
+    let logs = &client.service().logs;
+    herd_test_support::wait::until(
+        Duration::from_secs(10),
+        "the completion, also sent as an MCP log notification",
+        || {
+            logs.lock()
+                .expect("not poisoned")
+                .iter()
+                .any(|l| l.to_string().contains(&second))
+        },
+    )
     .await;
-    assert!(
-        logged.iter().any(|l| l.to_string().contains(&second)),
-        "the completion was also sent as an MCP log notification: {logged:?}"
-    );
 
     let (log, _, _) = call(
         &client,

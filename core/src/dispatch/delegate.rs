@@ -1,5 +1,5 @@
-//! One delegated cgroup for a daemon started from a login shell under systemd (issue
-//! 36): the daemon asks the user manager for a transient scope with `Delegate=yes`
+//! One delegated cgroup for a daemon started from a login shell under systemd: the
+//! daemon asks the user manager for a transient scope with `Delegate=yes`
 //! holding itself, then makes every session's cgroup inside it, instead of one
 //! `systemd-run` per job (tens of milliseconds each).
 //!
