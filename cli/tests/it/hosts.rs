@@ -254,7 +254,16 @@ pub(crate) fn completions_of<'a>(events: &'a [Value], id: &str) -> Vec<&'a Value
 #[test]
 fn run_host_poll_logs_wait_by_qualified_id_and_prefix() {
     let pair = Pair::new();
-    let id = pair.run(&["--notify", "--", "echo one; sleep 1; echo two"]);
+    // The far job runs until the listings below have seen it.
+    let gate = pair.far.scratch().join("gate");
+    let id = pair.run(&[
+        "--notify",
+        "--",
+        &format!(
+            "echo one; while [ ! -e {} ]; do sleep 0.05; done; echo two",
+            gate.display()
+        ),
+    ]);
     // A prefix after the colon works as the whole id does.
     let hex = id.trim_start_matches("far:proc_");
     let prefix = format!("far:{}", &hex[..6]);
@@ -279,6 +288,7 @@ fn run_host_poll_logs_wait_by_qualified_id_and_prefix() {
     );
 
     // logs -f streams to the end and exits with the job.
+    std::fs::write(&gate, b"").unwrap_or_else(|e| panic!("gate: {e}"));
     let followed = pair.local.ok(&["logs", "-f", &id]);
     assert!(
         followed.contains("one") && followed.contains("two"),
