@@ -260,7 +260,10 @@ fn b42_an_unknown_dependency_is_refused_at_submission_with_exit_2() {
 
 #[test]
 fn b43_a_queue_survives_a_daemon_sigkill_and_each_job_runs_exactly_once() {
-    let env = Env::new();
+    let mut env = Env::new();
+    // The restore's every step, for the daemon log a failure prints.
+    env.vars
+        .push(("HERD_LOG".to_owned(), "herd_core=debug,info".to_owned()));
     env.ok(&["group", "add", "serial", "--parallel", "1"]);
     let log = env.scratch().join("once.log");
     let gate = env.scratch().join("gate");

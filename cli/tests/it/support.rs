@@ -22,6 +22,27 @@ pub(crate) struct Env {
 }
 
 impl Env {
+    /// Prints the end of the daemon's log, for a failed test's output (a failure on a
+    /// busy CI machine is often seen once; its log is all there is to read).
+    #[expect(
+        clippy::print_stderr,
+        reason = "a failed test's diagnostics go to its captured output"
+    )]
+    fn print_daemon_log(&self) {
+        let path = self.home().join("logs/daemon.log");
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            return;
+        };
+        let lines: Vec<&str> = text.lines().collect();
+        let tail = &lines[lines.len().saturating_sub(200)..];
+        eprintln!(
+            "--- the last {} lines of {} ---\n{}\n--- end of the daemon log ---",
+            tail.len(),
+            path.display(),
+            tail.join("\n")
+        );
+    }
+
     /// A fresh home.
     pub(crate) fn new() -> Env {
         Env {
@@ -94,6 +115,9 @@ impl Env {
 
 impl Drop for Env {
     fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.print_daemon_log();
+        }
         stop_daemon(
             self.home(),
             Duration::from_secs(5),
