@@ -63,7 +63,8 @@ fn b40_a_group_of_parallel_2_never_runs_more_than_2_of_its_5_jobs() {
         .collect();
     let mut most_seen = 0;
     let mut saw_queued = false;
-    let mut watch = |done: &dyn Fn(&dyn Fn(&str) -> usize) -> bool| {
+    // Polls `ps` until `done` holds for the jobs' (running, queued, exited) counts.
+    let mut watch = |done: &dyn Fn([usize; 3]) -> bool| {
         wait_until(Duration::from_secs(30), || {
             let rows = env.ps_rows(&["--all", "--owner", "q"]);
             let mine = |status: &str| {
@@ -74,14 +75,14 @@ fn b40_a_group_of_parallel_2_never_runs_more_than_2_of_its_5_jobs() {
             };
             most_seen = most_seen.max(mine("running"));
             saw_queued |= mine("queued") > 0;
-            done(&mine)
+            done([mine("running"), mine("queued"), mine("exited")])
         })
     };
     // Both running jobs have written their start before the gate opens.
-    watch(&|mine| mine("running") == 2 && mine("queued") == 3 && most_at_once(&log).1 == 2)
+    watch(&|[running, queued, _]| running == 2 && queued == 3 && most_at_once(&log).1 == 2)
         .unwrap_or_else(|()| panic!("two jobs did not start with three queued"));
     std::fs::write(&gate, b"").unwrap_or_else(|e| panic!("gate: {e}"));
-    watch(&|mine| mine("exited") == 5).unwrap_or_else(|()| panic!("the 5 jobs did not all run"));
+    watch(&|[_, _, exited]| exited == 5).unwrap_or_else(|()| panic!("the 5 jobs did not all run"));
     assert!(most_seen <= 2, "ps showed {most_seen} running at once");
     assert!(saw_queued, "ps never showed a queued job");
     let (most, starts) = most_at_once(&log);
