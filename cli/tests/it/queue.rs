@@ -50,28 +50,39 @@ fn b40_a_group_of_parallel_2_never_runs_more_than_2_of_its_5_jobs() {
     let env = Env::new();
     env.ok(&["group", "add", "shards", "--parallel", "2"]);
     let log = env.scratch().join("slots.log");
+    // Each job holds its slot until the gate opens, so two run at once and the rest
+    // queue however slowly the submissions go (a short sleep could end first).
+    let gate = env.scratch().join("gate");
     let job = format!(
-        "echo start $$ >> {0}; sleep 0.4; echo end $$ >> {0}",
-        log.display()
+        "echo start $$ >> {0}; while [ ! -e {1} ]; do sleep 0.05; done; echo end $$ >> {0}",
+        log.display(),
+        gate.display()
     );
     let ids: Vec<String> = (0..5)
         .map(|_| env.start_json(&["--owner", "q", "--notify", "--group", "shards", "--", &job]))
         .collect();
     let mut most_seen = 0;
     let mut saw_queued = false;
-    wait_until(Duration::from_secs(30), || {
-        let rows = env.ps_rows(&["--all", "--owner", "q"]);
-        let mine = |status: &str| {
-            rows.iter()
-                .filter(|r| ids.iter().any(|id| r["session_id"] == id.as_str()))
-                .filter(|r| r["status"] == status)
-                .count()
-        };
-        most_seen = most_seen.max(mine("running"));
-        saw_queued |= mine("queued") > 0;
-        mine("exited") == 5
-    })
-    .unwrap_or_else(|()| panic!("the 5 jobs did not all run"));
+    // Polls `ps` until `done` holds for the jobs' (running, queued, exited) counts.
+    let mut watch = |done: &dyn Fn([usize; 3]) -> bool| {
+        wait_until(Duration::from_secs(30), || {
+            let rows = env.ps_rows(&["--all", "--owner", "q"]);
+            let mine = |status: &str| {
+                rows.iter()
+                    .filter(|r| ids.iter().any(|id| r["session_id"] == id.as_str()))
+                    .filter(|r| r["status"] == status)
+                    .count()
+            };
+            most_seen = most_seen.max(mine("running"));
+            saw_queued |= mine("queued") > 0;
+            done([mine("running"), mine("queued"), mine("exited")])
+        })
+    };
+    // Both running jobs have written their start before the gate opens.
+    watch(&|[running, queued, _]| running == 2 && queued == 3 && most_at_once(&log).1 == 2)
+        .unwrap_or_else(|()| panic!("two jobs did not start with three queued"));
+    std::fs::write(&gate, b"").unwrap_or_else(|e| panic!("gate: {e}"));
+    watch(&|[_, _, exited]| exited == 5).unwrap_or_else(|()| panic!("the 5 jobs did not all run"));
     assert!(most_seen <= 2, "ps showed {most_seen} running at once");
     assert!(saw_queued, "ps never showed a queued job");
     let (most, starts) = most_at_once(&log);

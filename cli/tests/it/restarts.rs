@@ -167,8 +167,10 @@ fn b46_the_time_limit_applies_to_each_run() {
         "1",
         "--restart-delay",
         "100ms",
+        // Long enough for each run to print `start` before its limit on a loaded
+        // machine (a 1 s one could end a run before that).
         "--time-limit",
-        "1",
+        "5",
         "--",
         "echo start; sleep 30",
     ]);
@@ -195,8 +197,10 @@ fn b46_a_daemon_sigkill_between_runs_keeps_the_count_and_runs_each_once() {
         "on-failure",
         "--max-restarts",
         "2",
+        // The daemon is killed in the first delay: long enough that the second run
+        // has not begun by then on a loaded machine.
         "--restart-delay",
-        "2s",
+        "5s",
         "--",
         &command,
     ]);

@@ -133,12 +133,14 @@ fn b38_shutdown_keep_jobs_forgets_no_finished_session() {
 #[test]
 fn b38_an_evicted_session_answers_expired_on_its_date_with_exit_2() {
     let env = Env::new();
-    std::fs::write(env.home().join("config.toml"), "result_ttl_seconds = 1\n")
+    // Long enough that `wait` still finds the result on a loaded machine (a 1 s one
+    // could expire before it asks).
+    std::fs::write(env.home().join("config.toml"), "result_ttl_seconds = 10\n")
         .expect("write the config");
     let id = finished_job(&env, "cli", "short-lived");
     // Eviction runs as receipts are stored: later finishes evict it once its
-    // second is up.
-    let expired = wait_until(Duration::from_secs(20), || {
+    // time is up.
+    let expired = wait_until(Duration::from_secs(60), || {
         env.ok(&["run", "--", "true"]);
         let out = env.run(&["poll", &id]);
         out.status.code() == Some(2) && stderr(&out).contains("expired on")

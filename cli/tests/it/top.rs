@@ -144,11 +144,14 @@ fn top_shows_rows_follows_a_pty_and_quits_on_q() {
     let tmux = pane(&env, 120, 40, &[]);
     tmux.start_top();
     // The newest running session, web, is selected first and its output shows.
+    // Web's last line too: its job may print after top first lists it.
     let screen = tmux.wait_for("the three sessions", |s| {
         s.contains(&web)
             && s.contains(&bar)
             && s.contains(&failed)
             && s.contains(&format!("{web} web · pipe"))
+            && s.lines()
+                .any(|l| l.contains(&web) && l.contains("serving on 8080"))
     });
     for (id, name, state) in [
         (&web, "web", "running"),

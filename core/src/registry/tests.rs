@@ -44,16 +44,18 @@ fn lifecycle_sources_spare_persistent_sessions() {
     assert!(!KillSource::HostShutdown.spares_persistent());
 }
 
-/// A real job (`sleep 1`, which ends on its own), finished at once through the
-/// choke point as if collecting its exit status had failed, its status being
-/// `known` beforehand; the session's poll answer after.
+/// A real job (which ends on its own once the file `gate` exists), finished at once
+/// through the choke point as if collecting its exit status had failed, its status
+/// being `known` beforehand; the session's poll answer after.
 async fn finished_with_a_failed_wait(
     registry: &Registry,
     known: Option<crate::session::ExitInfo>,
+    gate: &std::path::Path,
 ) -> (SpawnInfo, crate::answers::PollAnswer) {
     let info = registry
         .spawn(SpawnRequest {
-            command: "sleep 1".to_owned(),
+            // Not a short sleep: under load it could end before the finish below.
+            command: format!("while [ ! -e {} ]; do sleep 0.05; done", gate.display()),
             task_id: "t".to_owned(),
             ..SpawnRequest::default()
         })
@@ -96,13 +98,15 @@ async fn b14_a_known_exit_status_wins_when_collecting_it_fails() {
         code: Some(7),
         signal: None,
     };
-    let (info, polled) = finished_with_a_failed_wait(&registry, Some(seven)).await;
+    let gate = dir.path().join("gate");
+    let (info, polled) = finished_with_a_failed_wait(&registry, Some(seven), &gate).await;
     assert_eq!(polled.exit_code, Some(7), "{polled:?}");
     assert_eq!(polled.status, crate::SessionStatus::Exited, "{polled:?}");
     // With nothing known, the same failure reads as an unknown exit.
-    let (unknown, polled) = finished_with_a_failed_wait(&registry, None).await;
+    let (unknown, polled) = finished_with_a_failed_wait(&registry, None, &gate).await;
     assert_eq!(polled.exit_code, None, "{polled:?}");
     assert_ne!(polled.status, crate::SessionStatus::Running, "{polled:?}");
+    std::fs::write(&gate, b"").expect("the temp dir is writable");
     // The real jobs end on their own and are reaped: no process is left.
     for pgid in [info.pid, unknown.pid] {
         herd_test_support::wait::until(

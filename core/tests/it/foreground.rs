@@ -60,7 +60,8 @@ async fn b24_past_yield_after_the_command_is_adopted_and_notifies() {
         .run_foreground(
             req("echo started; read -r _; echo finished"),
             Duration::from_secs(30),
-            Some(Duration::from_millis(300)),
+            // Long enough for `started` to be printed before it on a loaded machine.
+            Some(Duration::from_secs(5)),
             None,
         )
         .await
@@ -137,7 +138,8 @@ async fn b24_past_the_timeout_without_a_yield_the_command_is_killed() {
         .registry
         .run_foreground(
             req("echo slow; sleep 30"),
-            Duration::from_millis(300),
+            // Long enough for `slow` to be printed before it on a loaded machine.
+            Duration::from_secs(5),
             None,
             None,
         )

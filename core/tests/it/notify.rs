@@ -482,7 +482,10 @@ async fn b21_a_long_delta_keeps_its_tail_and_counts_the_rest() {
     let fx = Fixture::with(|c: &mut RegistryConfig| c.heartbeat_floor = Duration::from_secs(1));
     let info = fx
         .spawn(SpawnRequest {
-            command: "for i in $(seq 1 500); do echo \"row $i\"; done; read -r _".to_owned(),
+            // The 500 rows in one write: a loop of `echo`s writes each row on its own,
+            // and a beat could fall among them on a loaded machine.
+            command: "seq -f 'row %g' 1 500 | dd bs=1M iflag=fullblock status=none; read -r _"
+                .to_owned(),
             task_id: "t".to_owned(),
             heartbeat_seconds: Some(1),
             ..SpawnRequest::default()
