@@ -296,6 +296,12 @@ fn b43_a_queue_survives_a_daemon_sigkill_and_each_job_runs_exactly_once() {
         })
         .collect();
     assert_eq!(env.poll_json(&queued[2])["status"], "queued");
+    // The first job's start is committed before the crash (a poll says running only
+    // then); a crash while it is still starting ends it unstarted instead (B43).
+    wait_until(Duration::from_secs(30), || {
+        env.poll_json(&first)["status"] == "running"
+    })
+    .unwrap_or_else(|()| panic!("the first job never ran: {}", env.poll_json(&first)));
     env.crash_daemon();
     // The next daemon restores the queue: the group is still full (first runs on).
     assert_eq!(env.poll_json(&queued[0])["status"], "queued");
