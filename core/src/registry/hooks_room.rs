@@ -59,6 +59,12 @@ impl Hooks {
         self.pipeline().show(ctx, window)
     }
 
+    /// Whether any hook runs on output (one may be slow: a plugin, up to its time
+    /// limit); without, showing output is the redactor's CPU work alone.
+    pub(super) fn runs_hooks(&self) -> bool {
+        !self.pipeline().chain().is_empty()
+    }
+
     /// A command line as it may leave herd (no hooks run on commands).
     pub(super) fn show_command(&self, command: &str) -> Shown {
         self.pipeline().show_command(command)
