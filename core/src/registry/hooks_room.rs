@@ -11,7 +11,7 @@
 //! The room holds no lock and owns no thread: its calls run on the caller's thread.
 //! Hooks may be slow (a plugin, up to its time limit), so callers call it before a
 //! lock, never under one, and off the runtime's workers where a hook may run (the
-//! finish choke point's completion route runs on the blocking pool).
+//! finish choke point runs on the blocking pool when [`Hooks::runs_hooks`]).
 //!
 //! The handle is cheap to clone: a long-lived reader of a log (a read-out, a
 //! follower's stream) keeps one.
