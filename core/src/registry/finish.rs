@@ -54,7 +54,8 @@ impl Inner {
     /// choke point's rare path (the completion committed under the lock) taken in
     /// place.
     fn finishes_in_place(&self, s: &Session) -> bool {
-        !self.hooks.runs_hooks() && !(s.is_notify() && self.durable.emits_completion(s))
+        let commits = s.is_notify() && self.durable.emits_completion(s);
+        !(self.hooks.runs_hooks() || commits)
     }
 
     /// Several choke points off the runtime in one blocking job, in order, as
