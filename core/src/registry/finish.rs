@@ -1,9 +1,12 @@
 //! The finish choke point: the only place a session moves from running to
-//! finished. It runs on the blocking pool (hooks and an fsync never hold a runtime
-//! worker), a few at once ([`FINISHES_AT_ONCE`]); its callers await it. Drafts the completion (hooks, ledger commit) before the table lock, then
-//! inside one critical section removes the session from the running set, stamps
-//! it, queues and broadcasts its completion; after the lock, hands it to
-//! durability and wakes the waiters.
+//! finished. Where it may block (a completion hook, the ledger's fsync) it runs on
+//! the blocking pool, a few at once ([`FINISHES_AT_ONCE`]), so neither holds a
+//! runtime worker; with neither to do it runs where it is called, one thread hop
+//! fewer between an exit and its completion. Its callers await it. Drafts the
+//! completion (hooks, ledger commit) before the table lock, then inside one
+//! critical section removes the session from the running set, stamps it, queues
+//! and broadcasts its completion; after the lock, hands it to durability and wakes
+//! the waiters.
 
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -20,18 +23,39 @@ use crate::session::{ExitInfo, Finished, Session, State};
 use crate::text;
 
 impl Inner {
-    /// The one choke point, run off the runtime: [`Inner::finish_blocking`] on the
-    /// blocking pool, awaited, so completion hooks (up to their time limit each) and
-    /// the ledger's fsync never hold a runtime worker. Returns once the completion
-    /// is committed, published and the waiters woken, exactly as the blocking call
-    /// did: whoever awaits this (a reader task, a kill, a restore) sees the session
-    /// finished. A caller dropped meanwhile does not cancel it (a blocking task runs
-    /// to its end), so no completion is half published.
+    /// The one choke point: [`Inner::finish_blocking`] on the blocking pool,
+    /// awaited, so completion hooks (up to their time limit each) and the ledger's
+    /// fsync never hold a runtime worker; in place when it has neither to do
+    /// ([`Inner::finishes_in_place`]). Returns once the completion is committed,
+    /// published and the waiters woken: whoever awaits this (a reader task, a kill,
+    /// a restore) sees the session finished. A caller dropped meanwhile does not
+    /// cancel it (a blocking task runs to its end; in place there is no await to
+    /// stop at), so no completion is half published.
     pub(super) async fn finish(self: &Arc<Self>, s: &Arc<Session>, finish: Finish) {
+        if self.finishes_in_place(s) {
+            self.finish_blocking(s, finish);
+            return;
+        }
         let (inner, session) = (Arc::clone(self), Arc::clone(s));
         self.finishing
             .off_runtime(&s.id, move || inner.finish_blocking(&session, finish))
             .await;
+    }
+
+    /// Whether `s`'s choke point has nothing on it that may block, so it runs where
+    /// it is called: no hook runs on the completion route (the redactor alone,
+    /// CPU work on a window of the tail, as every answer's) and no completion is
+    /// committed to the ledger (the session does not notify, or a restore closes
+    /// it and it publishes nothing). The handing over to the blocking pool is the
+    /// one thread hop between an exit and its completion that this saves: the
+    /// receipt's write and the queue's row are on the blocking pool anyway.
+    ///
+    /// Notify turned on in the instant between this and the table lock is the
+    /// choke point's rare path (the completion committed under the lock) taken in
+    /// place.
+    fn finishes_in_place(&self, s: &Session) -> bool {
+        let commits = s.is_notify() && self.durable.emits_completion(s);
+        !(self.hooks.runs_hooks() || commits)
     }
 
     /// Several choke points off the runtime in one blocking job, in order, as
@@ -63,8 +87,9 @@ impl Inner {
     }
 
     /// The one choke point: stamps, releases handles and publishes exactly one
-    /// completion, all inside one critical section of the table lock. Blocking (the
-    /// hooks, an fsync): called on the blocking pool by [`Inner::finish`].
+    /// completion, all inside one critical section of the table lock. May block
+    /// (the hooks, an fsync): called on the blocking pool by [`Inner::finish`],
+    /// unless it has neither to do.
     ///
     /// Everything slow or foreign happens before the table lock: the hooks on the
     /// completion's output, and the ledger commit (an fsync). The event is drafted

@@ -11,7 +11,7 @@
 //! The room holds no lock and owns no thread: its calls run on the caller's thread.
 //! Hooks may be slow (a plugin, up to its time limit), so callers call it before a
 //! lock, never under one, and off the runtime's workers where a hook may run (the
-//! finish choke point's completion route runs on the blocking pool).
+//! finish choke point runs on the blocking pool when [`Hooks::runs_hooks`]).
 //!
 //! The handle is cheap to clone: a long-lived reader of a log (a read-out, a
 //! follower's stream) keeps one.
@@ -57,6 +57,12 @@ impl Hooks {
     /// under a lock.
     pub(super) fn show(&self, ctx: &OutputContext<'_>, window: Window<'_>) -> Shown {
         self.pipeline().show(ctx, window)
+    }
+
+    /// Whether any hook runs on output (one may be slow: a plugin, up to its time
+    /// limit); without, showing output is the redactor's CPU work alone.
+    pub(super) fn runs_hooks(&self) -> bool {
+        !self.pipeline().chain().is_empty()
     }
 
     /// A command line as it may leave herd (no hooks run on commands).

@@ -1,5 +1,6 @@
 //! Tests for the finish gate: how many choke points run on the blocking pool at
-//! once, and that a caller that goes away cancels none.
+//! once, that a caller that goes away cancels none, and which choke points leave
+//! the runtime at all.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -122,4 +123,94 @@ async fn b9_a_finish_whose_caller_went_away_still_runs() {
     // Its job ran to its end all the same.
     jobs.until_done(2).await;
     assert_eq!(jobs.most.load(Ordering::SeqCst), 1);
+}
+
+/// A hook that changes nothing (its presence is what counts).
+#[derive(Debug)]
+struct Unchanged;
+
+impl herd_hooks::Hook for Unchanged {
+    fn name(&self) -> &str {
+        "unchanged"
+    }
+    fn transform(
+        &self,
+        _ctx: &herd_hooks::OutputContext<'_>,
+        _output: &str,
+    ) -> Result<Option<String>, herd_hooks::HookError> {
+        Ok(None)
+    }
+}
+
+/// A registry in `home`, with `hooks` before the redactor.
+fn registry(home: &std::path::Path, hooks: Vec<Arc<dyn herd_hooks::Hook>>) -> crate::Registry {
+    let pipeline = herd_hooks::Pipeline::new(
+        herd_hooks::HookChain::new(hooks),
+        &herd_hooks::RedactorConfig::default(),
+    )
+    .expect("a pipeline");
+    let config = crate::RegistryConfig {
+        pipeline: Arc::new(pipeline),
+        ..crate::RegistryConfig::default()
+    };
+    crate::Registry::new(crate::Home::new(home), config).expect("a registry in a runtime")
+}
+
+/// A job of task `t` that waits for its stdin to close, running, and its session.
+async fn job(registry: &crate::Registry, notify: bool) -> Arc<crate::session::Session> {
+    let info = registry
+        .spawn(crate::SpawnRequest {
+            command: "read -r _".to_owned(),
+            task_id: "t".to_owned(),
+            notify,
+            ..crate::SpawnRequest::default()
+        })
+        .await
+        .expect("the job starts");
+    registry
+        .inner
+        .table
+        .running_session(&info.session_id)
+        .expect("the job runs")
+}
+
+/// Ends `sessions` (their stdin closed) and waits for each to finish.
+async fn end(registry: &crate::Registry, sessions: &[&Arc<crate::session::Session>]) {
+    for s in sessions {
+        registry
+            .close_stdin(s.id.as_str())
+            .await
+            .expect("stdin closes");
+        let answer = registry
+            .wait(s.id.as_str(), Duration::from_secs(60), None)
+            .await
+            .expect("the wait is answered");
+        assert_eq!(answer.status, crate::WaitStatus::Exited, "{answer:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b30_a_finish_leaves_the_runtime_for_a_completion_hook_or_a_ledger_commit() {
+    // The choke point runs where it is called only when nothing in it may block:
+    // no hook on the completion route and no completion to commit to the ledger.
+    let (plain_home, hooked_home) = (
+        tempfile::tempdir().expect("a temp dir"),
+        tempfile::tempdir().expect("a temp dir"),
+    );
+    let plain = registry(plain_home.path(), Vec::new());
+    let (quiet, notified) = (job(&plain, false).await, job(&plain, true).await);
+    assert!(plain.inner.finishes_in_place(&quiet), "nothing slow to do");
+    assert!(
+        !plain.inner.finishes_in_place(&notified),
+        "a notified completion is committed (an fsync) first"
+    );
+    let hooked = registry(hooked_home.path(), vec![Arc::new(Unchanged)]);
+    let hooked_quiet = job(&hooked, false).await;
+    assert!(
+        !hooked.inner.finishes_in_place(&hooked_quiet),
+        "a hook runs on the completion's output"
+    );
+    // Either way each ends with its one completion.
+    end(&plain, &[&quiet, &notified]).await;
+    end(&hooked, &[&hooked_quiet]).await;
 }
