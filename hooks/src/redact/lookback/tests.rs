@@ -156,11 +156,7 @@ fn b30_a_source_cut_inside_a_begin_line_masks_the_block() {
             "{{\"key\": {}}}",
             serde_json::to_string(&format!("{block}\n")).unwrap_or_default()
         );
-        // A PuTTY file in one string with a prefix on every line is not masked
-        // even whole (its one-string run takes unprefixed lines only).
-        let one_string_masked = lines[0].starts_with("-----") || prefix.is_empty();
-        let printed = [Some(block), one_string_masked.then_some(json)];
-        for printed in printed.into_iter().flatten() {
+        for printed in [block, json] {
             let text = format!("log start\n{printed}\ndone");
             let file = log(&text);
             let mut index = KeyIndex::new();
