@@ -349,7 +349,9 @@ fn windows(case: &Case<'_>, judge: &Judge<'_>, text: &str) {
 }
 
 /// A route's view from `at` on (a page, a chunk, a heartbeat): its source starts
-/// `lookback` bytes before `at` (herd reads a fixed look-back before a window),
+/// `lookback` bytes before `at` (herd reads a fixed look-back before a window; a
+/// shorter one here, so a source may start anywhere inside a key block, but never
+/// after the head of a token the window cuts, which herd's always holds),
 /// and the key state where the source starts comes from the session's key index,
 /// or the log where the index did not see it, asked only when the source's first
 /// line could be key body (as herd-core's `key_open_at` does).
@@ -556,7 +558,11 @@ fuzz_target!(|data: &[u8]| {
     while !text.is_char_boundary(at) {
         at += 1;
     }
-    let lookback = 1 + (usize::from(seed) * 37 + case.n) % 2048;
+    let mut lookback = 1 + (usize::from(seed) * 37 + case.n) % 2048;
+    // A route's source holds the head of a token its window cuts (see `Planted::head`).
+    if let Some(head) = planted.head {
+        lookback = lookback.max(at.saturating_sub(secret_at + head));
+    }
     deep_windows(&case, &judge, &text, at, lookback);
     if extra & 0x20 != 0 && at > secret_at {
         unfinished(&case, &judge, &text, at);

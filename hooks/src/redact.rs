@@ -637,18 +637,34 @@ fn is_token_char(c: char) -> bool {
 }
 
 /// Whether the private-key state where `text` starts can change what is masked in
-/// it: its first line could be key body (or is empty), so a block opened before
-/// `text` would go on in it. A route that shows text cut from a longer output (a
+/// it: its first line could be key body (or is empty), or the rest of an opener
+/// (a BEGIN marker, a PuTTY lines header) cut in two, so a block opened before
+/// `text` would go on in it; or, the first line being no marker line (it may be
+/// the rest of a body line cut inside its prefix, `ssh/id_rsa:MIIE…`), the second
+/// line could be key body. A route that shows text cut from a longer output (a
 /// tail, a page, a chunk) learns the state before it, from as far back as the
 /// block reaches, only then (`Redactor::key_open_after`, `Window::after_open_key`).
 pub fn key_state_matters(text: &str) -> bool {
-    let end = memchr::memchr(b'\n', text.as_bytes()).map_or(text.len(), |idx| idx);
-    let first = &text[..end];
-    let matters = |line: &str| keys::could_be_body(line) || keys::continues_string(line).is_some();
-    match visible::strip(first) {
-        Some((seen, _)) => matters(&seen),
-        None => matters(first),
+    fn seen(line: &str) -> Cow<'_, str> {
+        match visible::strip(line) {
+            Some((copy, _)) => Cow::Owned(copy),
+            None => Cow::Borrowed(line),
+        }
     }
+    let end = memchr::memchr(b'\n', text.as_bytes()).map_or(text.len(), |idx| idx);
+    let first = seen(&text[..end]);
+    if keys::could_be_body(&first)
+        || keys::continues_string(&first).is_some()
+        || keys::rest_of_opener(&first).is_some()
+    {
+        return true;
+    }
+    if end == text.len() || keys::is_marker_line(&first) {
+        return false;
+    }
+    let rest = &text[end + 1..];
+    let second_end = memchr::memchr(b'\n', rest.as_bytes()).map_or(rest.len(), |idx| idx);
+    keys::could_be_body(&seen(&rest[..second_end]))
 }
 
 /// The table of what the redactor recognises (provider, shape), as markdown: the

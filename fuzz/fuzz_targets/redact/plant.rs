@@ -73,6 +73,12 @@ pub(crate) struct Planted {
     /// The shortest run of a fragment that counts as shown (a mask shows 6 + 4
     /// characters of a token; a key mask none of the body).
     pub(crate) min_run: usize,
+    /// A token's first byte in `printed` (its overstrike or escaping included): a
+    /// route's source never starts after it while its window shows part of the
+    /// token, since herd reads `KEY_LOOKBACK_BYTES` before a window, more than a
+    /// token's line. `None` for keys and command lines: a key's state is carried
+    /// into a source that starts anywhere inside its block.
+    pub(crate) head: Option<usize>,
 }
 
 /// `n` characters of `alphabet` from a xorshift seeded by `seed`.
@@ -141,6 +147,7 @@ pub(crate) fn command(form: &Form, after: &str) -> Planted {
         printed: format!("{lead}{} {after}", shape.replace("{}", &pass)),
         min_run: pass.len(),
         fragments: vec![pass],
+        head: None,
     }
 }
 
@@ -273,6 +280,7 @@ pub(crate) fn key(form: &Form) -> Planted {
         printed,
         fragments: secret,
         min_run: 16,
+        head: None,
     }
 }
 
@@ -284,7 +292,20 @@ pub(crate) fn planted_token(form: &Form) -> Planted {
         1 | 2 => serde_json::to_string(&line).unwrap_or_default(),
         _ => line,
     };
+    // The token's `ghp_` as printed: overstruck as the line, escaped as the line.
+    let mut head = if form.bold {
+        overstrike("ghp_", true)
+    } else if form.escaping == 3 {
+        overstrike("ghp_", false)
+    } else {
+        "ghp_".to_owned()
+    };
+    if matches!(form.escaping, 1 | 2) {
+        let quoted = serde_json::to_string(&head).unwrap_or_default();
+        head = quoted.trim_matches('"').to_owned();
+    }
     Planted {
+        head: Some(printed.find(&head).unwrap_or(0)),
         printed,
         min_run: 10,
         fragments: vec![token],

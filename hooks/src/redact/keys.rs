@@ -206,6 +206,11 @@ pub(crate) fn marker_around(text: &str, at: usize) -> Option<(usize, usize)> {
 fn line_spans(line: &str, offset: usize, open: bool, found: &mut Vec<(usize, usize)>) -> bool {
     let content = line.strip_suffix('\r').unwrap_or(line);
     if open {
+        if offset == 0
+            && let Some((end, header)) = rest_of_opener(content)
+        {
+            return begun(content, end, &header, found);
+        }
         if let Some((open_after, end)) = continued_string(content, offset, found) {
             // Where the string's block ends, the rest of the line is ordinary.
             return open_after || line_spans(&content[end..], offset + end, false, found);
@@ -297,6 +302,121 @@ fn line_spans(line: &str, offset: usize, open: bool, found: &mut Vec<(usize, usi
         }
     }
     open_after
+}
+
+/// The end of the rest of a BEGIN marker that a text inside an open block starts
+/// with (`EGIN RSA PRIVATE KEY-----`, `EY-----`, `--`): the text was cut inside the
+/// line that opened the block, where the key index and the look-back take the
+/// block as open already (from its line's start). Only when the marker's rest ends
+/// the line, or is followed by what may follow a BEGIN (an escaped newline of a
+/// block written as one string, a trailer). The rest may start a few bytes in
+/// when its BEGIN keyword shows (the last bytes of a string escape cut in two,
+/// `q\u{9c}EGIN …`); the rest of an END marker (`ND RSA PRIVATE KEY-----`) is none.
+pub(crate) fn rest_of_begin(content: &str) -> Option<usize> {
+    const OPENER: &str = "-----BEGIN ";
+    let rest_at = |p: usize| -> Option<usize> {
+        let rest = &content[p..];
+        let k = (0..=OPENER.len()).find(|&k| rest.starts_with(&OPENER[k..]))?;
+        let keyword = OPENER.len() - k;
+        // Junk before the rest only with a letter of the keyword in sight.
+        if p > 0 && keyword < 2 {
+            return None;
+        }
+        let after = &rest[keyword..];
+        let run = after
+            .bytes()
+            .take_while(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || *b == b' ')
+            .count();
+        let label = after[..run].trim_end();
+        let dashes = after[run..].bytes().take_while(|b| *b == b'-').count();
+        let tails = ["PRIVATE KEY", "PRIVATE KEY BLOCK"];
+        let label_ok = if keyword >= 2 {
+            tails.iter().any(|t| label.ends_with(t))
+        } else if label.is_empty() {
+            p == 0 && (1..=5).contains(&dashes)
+        } else {
+            p == 0
+                && !["END ", "ND ", "D "].iter().any(|e| label.starts_with(e))
+                && tails
+                    .iter()
+                    .any(|t| label.ends_with(t) || t.ends_with(label))
+        };
+        let end = p + keyword + run + dashes;
+        let closed = dashes >= 5 || (label.is_empty() && keyword < 2);
+        let follows = &content[end..];
+        (label_ok && closed && (follows.starts_with('\\') || is_trailer(follows))).then_some(end)
+    };
+    (0..=content.len().min(16))
+        .filter(|p| content.is_char_boundary(*p))
+        .find_map(rest_at)
+}
+
+/// The end of the rest of a PuTTY key file's `Private-Lines: N` or
+/// `Public-Lines: N` header a text starts with (`vate-Lines: 2`, `es: 2`), and
+/// the header whole; as [`rest_of_begin`], a few bytes in when the keyword shows.
+fn rest_of_ppk_header(content: &str) -> Option<(usize, String)> {
+    let rest_at = |p: usize| -> Option<(usize, String)> {
+        let rest = &content[p..];
+        let (keyword, header) = ["Private-Lines: ", "Public-Lines: "]
+            .iter()
+            .filter_map(|h| {
+                let k = (0..h.len()).find(|&k| rest.starts_with(&h[k..]))?;
+                Some((h.len() - k, *h))
+            })
+            .max()?;
+        if keyword < if p > 0 { 3 } else { 1 } {
+            return None;
+        }
+        let digits = rest[keyword..]
+            .bytes()
+            .take_while(u8::is_ascii_digit)
+            .count();
+        let end = p + keyword + digits;
+        let follows = &content[end..];
+        (digits > 0 && (follows.starts_with('\\') || is_trailer(follows)))
+            .then(|| (end, format!("{header}{}", &content[end - digits..end])))
+    };
+    (0..=content.len().min(16))
+        .filter(|p| content.is_char_boundary(*p))
+        .find_map(rest_at)
+}
+
+/// The end of the rest of an opener (a BEGIN marker, a PuTTY key file's lines
+/// header) that a text inside an open block starts with, and the opener whole.
+pub(crate) fn rest_of_opener(content: &str) -> Option<(usize, String)> {
+    rest_of_begin(content)
+        .map(|end| (end, "-----BEGIN PRIVATE KEY-----".to_owned()))
+        .or_else(|| rest_of_ppk_header(content))
+}
+
+/// The first line of a text cut inside an opener ([`rest_of_opener`]: its rest
+/// ends at `end`, `header` is the opener whole), judged as that opener's line: the
+/// rest masked, and what follows as what follows the opener (a block written as
+/// one string goes on).
+fn begun(content: &str, end: usize, header: &str, found: &mut Vec<(usize, usize)>) -> bool {
+    let whole = format!("{header}{}", &content[end..]);
+    let mut spans = Vec::new();
+    let open = line_spans(&whole, 0, false, &mut spans);
+    let back = |at: usize| at.checked_sub(header.len()).map_or(0, |past| past + end);
+    found.push((0, end));
+    for (start, stop) in spans {
+        let (start, stop) = (back(start).max(end), back(stop));
+        match found.last_mut() {
+            Some(last) if last.1 >= start => last.1 = last.1.max(stop),
+            _ if stop > start => found.push((start, stop)),
+            _ => {}
+        }
+    }
+    open
+}
+
+/// Whether `line` holds a marker that opens or closes a block (`-----`, a PuTTY
+/// key file's lines header, a PEM file in base64): the key state after it does not
+/// depend on the state before it.
+pub(crate) fn is_marker_line(line: &str) -> bool {
+    memchr::memmem::find(line.as_bytes(), b"-----").is_some()
+        || ppk::opener(line).is_some()
+        || encoded::opener(line).is_some()
 }
 
 /// Whether `line` could be part of a block (key body, an armour header or empty);

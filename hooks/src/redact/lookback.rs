@@ -47,7 +47,9 @@ pub fn key_open_in_log(log: Option<&File>, at: u64, after: &str) -> bool {
         return ends_a_block_it_did_not_begin(after);
     };
     match file.metadata() {
-        Ok(meta) if meta.len() >= at => open_at(file, at).unwrap_or(true),
+        Ok(meta) if meta.len() >= at => open_at(file, at)
+            .and_then(|open| Ok(open || open_inside_its_line(file, at, after)?))
+            .unwrap_or(true),
         Ok(meta) => {
             open_at(file, meta.len()).unwrap_or(true) || ends_a_block_it_did_not_begin(after)
         }
@@ -58,9 +60,60 @@ pub fn key_open_in_log(log: Option<&File>, at: u64, after: &str) -> bool {
     }
 }
 
+/// How far back the line around a position is read for [`open_inside_its_line`]
+/// (its BEGIN marker lies just before the position).
+const LINE_BACK_BYTES: u64 = 4096;
+
+/// Whether byte `at`, inside a line, lies in a block as the key index takes it:
+/// the state at the line's start carried over the whole line (the part before
+/// `at` alone may be a BEGIN marker cut in two, `-----BEGIN RSA PRI`, which opens
+/// nothing yet, or a body line's prefix cut in two, `/home/u/.`, which is no body),
+/// then open when the block goes on after the line, or when `at` lies between
+/// the line's first mask and its last. The rest of the line is in `after`. A line
+/// whose start lies more than [`LINE_BACK_BYTES`] back is left to [`open_at`].
+///
+/// # Errors
+/// When the file cannot be read.
+fn open_inside_its_line(file: &File, at: u64, after: &str) -> io::Result<bool> {
+    let from = at.saturating_sub(LINE_BACK_BYTES);
+    let head = decode(&read(file, from, at)?, from > 0);
+    let partial = match memchr::memrchr(b'\n', head.as_bytes()) {
+        Some(nl) => &head[nl + 1..],
+        None if from == 0 => &head[..],
+        None => return Ok(false),
+    };
+    if partial.is_empty() {
+        return Ok(false);
+    }
+    let open_at_start = open_at(file, at - partial.len() as u64)?;
+    let rest = memchr::memchr(b'\n', after.as_bytes()).map_or(after, |nl| &after[..nl]);
+    let line = format!("{partial}{rest}");
+    let (seen, cut) = match visible::strip(&line) {
+        Some((copy, map)) => {
+            let cut = map.partition_point(|&idx| idx < partial.len());
+            (copy, cut)
+        }
+        None => (line, partial.len()),
+    };
+    let (spans, open) = keys::spans(&seen, open_at_start);
+    let first = if open_at_start {
+        Some(0)
+    } else {
+        spans.first().map(|s| s.0)
+    };
+    Ok(open
+        || match (first, spans.last()) {
+            (Some(first), Some(&(_, last))) => first < cut && cut <= last,
+            _ => false,
+        })
+}
+
 /// Whether `text` shows the end of a private-key block before any beginning: then a
 /// block was open where it starts, though what came before it is not known.
+/// Markers are looked for as a person sees them (a string escape may sit inside).
 fn ends_a_block_it_did_not_begin(text: &str) -> bool {
+    let stripped = visible::strip(text);
+    let text = stripped.as_ref().map_or(text, |(copy, _)| copy.as_str());
     let ends_first = |end: &[u8], begin: &[u8]| match (
         memchr::memmem::find(text.as_bytes(), end),
         memchr::memmem::find(text.as_bytes(), begin),

@@ -810,3 +810,58 @@ fn b30_a_window_cut_inside_the_last_line_of_a_one_string_key_shows_no_tail() {
         }
     }
 }
+
+#[test]
+fn b30_a_window_inside_an_overstruck_token_behind_a_log_prefix_masks_it_whole() {
+    // Fuzz finding (a harness error, not a leak): a window starting inside an
+    // underlined `ghp_` token behind a `web-1  | ` prefix was shown from a source
+    // that itself began inside the token, which no route builds (a route's source
+    // starts `KEY_LOOKBACK_BYTES` before its window, longer than any token's line).
+    // What B30 promises: with the token's head in the source, a window that starts
+    // at any byte of the token, plain, underlined or bold, shows only its mask.
+    use crate::{HookChain, OutputContext, Pipeline, Route, Window};
+    let ctx = OutputContext {
+        route: Route::Poll,
+        command: "cargo test",
+        return_code: None,
+        owner_task_id: "t",
+        session_id: "proc_0123456789ab",
+        backend: "local",
+        partial: false,
+    };
+    let p = Pipeline::with_redactor(HookChain::default(), Arc::new(Redactor::builtin()));
+    let token = "ghp_oABit1ws1bepos1fomo4l3NX4oPlJpb3H2rD";
+    let hidden: Vec<char> = token.chars().skip(6).take(token.len() - 10).collect();
+    let runs: Vec<String> = hidden.windows(10).map(|w| w.iter().collect()).collect();
+    for overstrike in ["", "_\u{8}", "bold"] {
+        let line: String = match overstrike {
+            "" => token.to_owned(),
+            "bold" => token.chars().map(|c| format!("{c}\u{8}{c}")).collect(),
+            under => token.chars().map(|c| format!("{under}{c}")).collect(),
+        };
+        let text = format!("rt\nweb-1  | {line}\ndone");
+        let token_at = text.find("web-1  | ").map_or(0, |i| i + "web-1  | ".len());
+        // The source starts at the output, the line, or the token's first byte.
+        for from in [0, 3, token_at] {
+            let source = &text[from..];
+            for at in (token_at..token_at + line.len()).filter(|at| text.is_char_boundary(*at)) {
+                let start = at - from;
+                for window in [
+                    Window::range(source, start..source.len()),
+                    Window::range(source, start..start + 7),
+                    Window::last_chars_after(source, start, 359),
+                    Window::lines(source, 0, 8),
+                    Window::first_chars(source, start + 30),
+                ] {
+                    let out = p.show(&ctx, window);
+                    for seen in [out.as_str().to_owned(), visible_text(&out)] {
+                        assert!(
+                            !runs.iter().any(|run| seen.contains(run.as_str())),
+                            "{overstrike:?} from {from}, at {at}: {out:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}

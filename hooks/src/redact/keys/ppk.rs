@@ -113,12 +113,15 @@ pub(super) fn one_line_run(rest: &str) -> (usize, bool) {
             .position(|b| matches!(b, b'\\' | b'"' | b'\''))
             .unwrap_or(bytes.len() - at);
         let line = &rest[at..at + line_len];
+        // Each line may carry a prefix (`path:`, a log prefix) before its header
+        // or body, as the lines of a PEM block escaped into one string may.
         let header = line
             .split_once(": ")
-            .map(|(name, _)| name)
+            .map(|(name, _)| name.rsplit([':', '|', ' ', '\t']).next().unwrap_or(name))
             .filter(|name| is_header(name));
-        let base64 =
-            line.len() >= if newline > 0 { 1 } else { 16 } && line.bytes().all(super::is_base64);
+        let base64 = (line.len() >= if newline > 0 { 1 } else { 16 }
+            && line.bytes().all(super::is_base64))
+            || (newline > 0 && super::frame_body(line).is_some());
         if header.is_none() && !base64 {
             // Not the block's: it ended with the escaped newline (a list's
             // separator is not the block's, and stays).

@@ -98,3 +98,103 @@ fn b39_a_log_cut_by_its_cap_says_what_it_can() {
     assert!(key_open_in_log(None, past, &tail));
     assert!(!key_open_in_log(None, past, "123456\n"));
 }
+
+#[test]
+fn b30_a_source_cut_inside_a_begin_line_masks_the_block() {
+    // Fuzz finding: a key in one JSON string, each line behind a `path:` prefix with
+    // a DCS string inside; a route's source cut inside its BEGIN marker learnt from
+    // the log that no block was open there (the marker was not finished), and the
+    // body after it showed. Inside a line, a block is open from the line's first
+    // mask on (the key index's rule), and the look-back now says so too.
+    use crate::{HookChain, KeyIndex, OutputContext, Pipeline, Redactor, Route, Window};
+    let ctx = OutputContext {
+        route: Route::Poll,
+        command: "cat",
+        return_code: None,
+        owner_task_id: "t",
+        session_id: "proc_0123456789ab",
+        backend: "local",
+        partial: false,
+    };
+    let p = Pipeline::with_redactor(
+        HookChain::default(),
+        std::sync::Arc::new(Redactor::builtin()),
+    );
+    let body = [
+        "uM2RVTpVI/nD/AQft9p/2aLTm7zVcjJwmaiVaVA6AB9lUQNhEyYEaQhRtFGJ88/p",
+        "8B1PJ30rh6UyZogsVuAgGk90g7akhEojyeRIU9bhlRPkCWCvKy/QRPirosVxak7u",
+    ];
+    let lines = [
+        "-----BEGIN RSA PRIVATE KEY-----",
+        body[0],
+        body[1],
+        "-----END RSA PRIVATE KEY-----",
+    ];
+    let ppk_lines = [
+        "PuTTY-User-Key-File-3: ssh-rsa",
+        "Encryption: none",
+        "Private-Lines: 2",
+        body[0],
+        body[1],
+        "Private-MAC: 0123456789abcdef0123456789abcdef",
+    ];
+    let forms: [(&str, &str); 3] = [
+        ("", ""),
+        ("/home/u/.ssh/id_rsa:", "\u{90}q\u{9c}"),
+        ("web-1  | ", ""),
+    ];
+    for (prefix, inside, lines) in forms
+        .iter()
+        .flat_map(|&(p, i)| [(p, i, &lines[..]), (p, i, &ppk_lines[..])])
+    {
+        let printed: Vec<String> = lines
+            .iter()
+            .map(|l| format!("{prefix}{}{inside}{}", &l[..6], &l[6..]))
+            .collect();
+        let block = printed.join("\n");
+        let json = format!(
+            "{{\"key\": {}}}",
+            serde_json::to_string(&format!("{block}\n")).unwrap_or_default()
+        );
+        for printed in [block, json] {
+            let text = format!("log start\n{printed}\ndone");
+            let file = log(&text);
+            let mut index = KeyIndex::new();
+            index.push(text.as_bytes());
+            let begin = text
+                .find("-----B")
+                .or_else(|| text.find("Privat"))
+                .unwrap_or(0);
+            let at = text.find(&body[0][..6]).unwrap_or(0) + 9 + inside.len();
+            let marker_end = at - 9 - inside.len();
+            for from in (begin..=marker_end).filter(|f| text.is_char_boundary(*f)) {
+                let source = &text[from..];
+                let opens = [
+                    key_open_in_log(Some(file.as_file()), from as u64, source),
+                    index.open_at(from as u64).unwrap_or(false),
+                ];
+                for open in opens {
+                    let start = at - from;
+                    for window in [
+                        Window::range(source, start..source.len()),
+                        Window::last_chars_after(source, start, 100),
+                        Window::range(source, 0..source.len()),
+                    ] {
+                        let out = p.show(&ctx, window.after_open_key(open));
+                        let seen = crate::redact::visible_text(&out);
+                        for line in body {
+                            for run in line.as_bytes().windows(16) {
+                                let run = std::str::from_utf8(run).unwrap_or_default();
+                                assert!(
+                                    !seen.contains(run) && !out.contains(run),
+                                    "from {from} ({:?}), open {open} {opens:?}: {out:?}",
+                                    &text[from..from + 4]
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
