@@ -72,48 +72,29 @@ fn push(out: &mut Vec<(usize, usize)>, from: usize, to: usize) {
     }
 }
 
-/// Class bits of one byte, computed once per byte of a window (each test reads
-/// the classes of several neighbours; computing them once halves the work).
-const DIGIT: u8 = 1;
-const HEX: u8 = 2;
-const TOKEN: u8 = 4;
-const LOWER: u8 = 8;
-
 /// Whether a position of the block in the middle of `window` passes a test.
 #[inline(always)]
 fn flagged(window: &Window) -> bool {
-    let mut class = [0u8; BLOCK + 2 * REACH];
-    for (c, &b) in class.iter_mut().zip(window.iter()) {
-        let digit = b.wrapping_sub(b'0') < 10;
-        let lower = b.wrapping_sub(b'a') < 26;
-        let upper = b.wrapping_sub(b'A') < 26;
-        let hex = digit | (b.wrapping_sub(b'a') < 6);
-        let token = digit | lower | upper | (b == b'_') | (b == b'-');
-        *c = u8::from(digit) * DIGIT
-            | u8::from(hex) * HEX
-            | u8::from(token) * TOKEN
-            | u8::from(lower) * LOWER;
-    }
+    let digit = |b: u8| u8::from(b.wrapping_sub(b'0') < 10);
+    let hex = |b: u8| digit(b) | u8::from(b.wrapping_sub(b'a') < 6);
+    let lower = |b: u8| u8::from(b.wrapping_sub(b'a') < 26);
     let is = |b: u8, c: u8| u8::from(b == c);
-    let has = |c: u8, bit: u8| u8::from(c & bit != 0);
+    let token = |b: u8| {
+        digit(b) | lower(b) | u8::from(b.wrapping_sub(b'A') < 26) | is(b, b'_') | is(b, b'-')
+    };
     let mut any = 0u8;
     for i in REACH..REACH + BLOCK {
-        let (b, p1, n1, n2, n7) = (
-            window[i],
-            window[i - 1],
-            window[i + 1],
-            window[i + 2],
-            window[i + 7],
-        );
-        let (c1, c2, c3, c4) = (class[i - 1], class[i - 2], class[i - 3], class[i - 4]);
-        let (c8, c16) = (class[i - 8], class[i - 16]);
-        let colon =
-            is(b, b':') & (has(c1 & c2 & c3 & c4 & c8, DIGIT) | (is(n1, b'/') & is(n2, b'/')));
+        let (b, p1, p2, p3) = (window[i], window[i - 1], window[i - 2], window[i - 3]);
+        let (p4, p8, p16) = (window[i - 4], window[i - 8], window[i - 16]);
+        let (n1, n2, n7) = (window[i + 1], window[i + 2], window[i + 7]);
+        let colon = is(b, b':')
+            & ((digit(p1) & digit(p2) & digit(p3) & digit(p4) & digit(p8))
+                | (is(n1, b'/') & is(n2, b'/')));
         let dot = is(b, b'.')
-            & (has(c1 & c2 & c3 & c8 & c16, HEX)
+            & ((hex(p1) & hex(p2) & hex(p3) & hex(p8) & hex(p16))
                 | (is(n1, b'a') & is(n2, b't'))
-                | (is(n7, b'.') & has(c1 & c8 & c16, TOKEN))
-                | (is(p1, b's') & (has(c2, LOWER) ^ 1)));
+                | (is(n7, b'.') & token(p1) & token(p8) & token(p16))
+                | (is(p1, b's') & (lower(p2) ^ 1)));
         let tilde = is(b, b'~') & is(p1, b'Q');
         any |= colon | dot | tilde;
     }
