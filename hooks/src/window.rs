@@ -216,10 +216,7 @@ impl<'a> Window<'a> {
         let start = if n_chars == 0 {
             source.len()
         } else {
-            match source[from..].char_indices().rev().nth(n_chars - 1) {
-                Some((idx, _)) => from + idx,
-                None => from,
-            }
+            from + nth_char_from_end(&source[from..], n_chars - 1)
         };
         let mut window = Window::over(source, start, source.len(), Keep::LastChars(n_chars));
         window.floor = from;
@@ -304,6 +301,19 @@ impl<'a> Window<'a> {
             key_open_at_source: false,
         }
     }
+}
+
+/// Where the `nth` character (from 0) counted from the end of `text` starts, 0
+/// when it has fewer characters. Log text is mostly ASCII: when its last `nth + 1`
+/// bytes are, they are the characters (one vectorised test instead of decoding
+/// them one by one from the end).
+fn nth_char_from_end(text: &str, nth: usize) -> usize {
+    if let Some(start) = text.len().checked_sub(nth + 1)
+        && text.as_bytes()[start..].is_ascii()
+    {
+        return start;
+    }
+    text.char_indices().rev().nth(nth).map_or(0, |(idx, _)| idx)
 }
 
 /// The index of the newline that is the `nth` (from 0) at or after `from`. Whole
@@ -400,10 +410,7 @@ impl Pipeline {
                     splice(&hooked, &found).into_owned()
                 };
                 let cut = if matches!(keep, Keep::LastChars(_)) {
-                    out.char_indices()
-                        .rev()
-                        .nth(n.saturating_sub(1))
-                        .map_or(0, |(idx, _)| idx)
+                    nth_char_from_end(&out, n.saturating_sub(1))
                 } else {
                     out.char_indices().nth(n).map_or(out.len(), |(idx, _)| idx)
                 };

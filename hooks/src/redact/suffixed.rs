@@ -30,12 +30,22 @@ fn boundary_at(bytes: &[u8], at: usize) -> bool {
 
 /// Matches of MaxMind and Mailchimp keys in `bytes` (start, end, kind).
 pub(super) fn suffixed_matches(bytes: &[u8], found: &mut Vec<(usize, usize, Kind)>) {
-    for at in memchr::memmem::find_iter(bytes, b"_mmk") {
+    // Built once: a searcher costs more to build than a short text (a window) to
+    // search.
+    static FINDERS: std::sync::OnceLock<[memchr::memmem::Finder<'static>; 2]> =
+        std::sync::OnceLock::new();
+    let [maxmind, mailchimp] = FINDERS.get_or_init(|| {
+        [
+            memchr::memmem::Finder::new(b"_mmk"),
+            memchr::memmem::Finder::new(b"-us"),
+        ]
+    });
+    for at in maxmind.find_iter(bytes) {
         if let Some(start) = maxmind_start(bytes, at) {
             found.push((start, at + 4, Kind::Token));
         }
     }
-    for at in memchr::memmem::find_iter(bytes, b"-us") {
+    for at in mailchimp.find_iter(bytes) {
         if let Some(hit) = mailchimp_at(bytes, at) {
             found.push(hit);
         }

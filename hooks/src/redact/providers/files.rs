@@ -153,6 +153,13 @@ fn pgpass_line(bytes: &[u8], start: usize, end: usize) -> Option<(usize, usize)>
     if !(first.is_ascii_alphanumeric() || matches!(first, b'*' | b'.' | b'/' | b'~' | b'_')) {
         return None;
     }
+    // Second, before any allocation: a space or tab with no backslash before it
+    // ends the walk of `fields` (most log lines), so only the rest are split.
+    if let Some(at) = memchr::memchr3(b' ', b'\t', b'\\', &bytes[start..end])
+        && bytes[start + at] != b'\\'
+    {
+        return None;
+    }
     let mut fields = fields(bytes, start, end)?;
     // `grep -n` / `grep -r` prefixes: one or two fields naming the file or a line.
     while fields.len() > 5 {
