@@ -181,6 +181,10 @@ pub(crate) struct Session {
     pub(crate) terminals: Mutex<usize, { rank::TERMINALS }>,
     /// Where its tree's usage is read from, and the last sample (`list`'s rows).
     pub(crate) usage: crate::sys::usage::UsageCache,
+    /// The head of the command as a list row shows it (redacted), made once: a
+    /// command's redaction depends on the command alone, and a list of thousands
+    /// of rows must not run the redactor over every row's command each time.
+    pub(crate) command_head: std::sync::OnceLock<herd_hooks::Shown>,
 }
 
 /// A spawn's time limit: how long it was given and the wall-clock instant it ends.

@@ -597,6 +597,14 @@ impl Inner {
         (rows, listed.n_older)
     }
 
+    /// The head of `s`'s command as its list row shows it, redacted once per
+    /// session (the spawn makes it; a restored session on its first listing).
+    pub(super) fn command_head(&self, s: &Session) -> Shown {
+        s.command_head
+            .get_or_init(|| self.hooks.show_command_head(&s.command, LIST_COMMAND_CHARS))
+            .clone()
+    }
+
     /// The `list` row of `s`, its tree's usage only when `usage` asks.
     pub(super) fn row(&self, s: &Session, usage: bool) -> ListRow {
         let leftovers = super::held::held_leftovers(s);
@@ -626,7 +634,7 @@ impl Inner {
         ListRow {
             name: s.name.clone(),
             session_id: s.id.clone(),
-            command: self.hooks.show_command_head(&s.command, LIST_COMMAND_CHARS),
+            command: self.command_head(s),
             cwd: s.cwd.clone(),
             pid: s.pid,
             mode: s.mode,

@@ -115,6 +115,7 @@ impl Rebuilt {
             kill_requested,
             terminals: Mutex::new(0),
             usage: Default::default(),
+            command_head: std::sync::OnceLock::new(),
         })
     }
 }

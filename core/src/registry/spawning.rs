@@ -106,6 +106,8 @@ impl Inner {
         let mode = parts.mode;
         let pid = parts.pid;
         let session = self.new_session(&job, parts, cwd.clone(), &wakes, scope);
+        // Made now, off every lock: a listing of thousands reads it as it is.
+        drop(self.command_head(&session));
         self.enter(&session, runner, &wakes);
         tracing::info!(session_id = %id, pid, pgid = pid, mode = ?mode, dispatch = %dispatch.kind(), "session spawned");
         let mut notes = wakes.notes.clone();
@@ -422,6 +424,7 @@ impl Inner {
             kill_requested,
             terminals: Mutex::new(0),
             usage: Default::default(),
+            command_head: std::sync::OnceLock::new(),
         })
     }
 

@@ -81,6 +81,7 @@ impl Inner {
             kill_requested,
             terminals: crate::lock_order::Mutex::new(0),
             usage: Default::default(),
+            command_head: std::sync::OnceLock::new(),
         })
     }
 
