@@ -210,7 +210,7 @@ impl KeyIndex {
             self.open = false;
         }
         let before = self.open;
-        let (spans, open) = keys::spans(seen, before);
+        let (spans, open) = keys::whole_line_spans(seen, before);
         self.open = open;
         // Inside the closing line the block reaches to its last mask: the line may
         // go on with a block written as one string (cut from the line's start, a
