@@ -44,14 +44,12 @@ pub(crate) fn spans(text: &str, open: bool) -> (Vec<(usize, usize)>, bool) {
     spans_from(text, open, true)
 }
 
-/// As [`spans`] for a text known to start at a line's start (the key index reads
-/// whole lines): its first line inside a block is never the rest of an opener cut
-/// in two, so a line of a few dashes is read as any other line.
+/// As [`spans`] for a text that starts at a line's start (the key index's lines):
+/// a line of dashes in a block is never read as the rest of a cut opener.
 pub(crate) fn whole_line_spans(text: &str, open: bool) -> (Vec<(usize, usize)>, bool) {
     spans_from(text, open, false)
 }
 
-/// [`spans`]; `may_start_cut` says the text may start inside a line.
 fn spans_from(text: &str, mut open: bool, may_start_cut: bool) -> (Vec<(usize, usize)>, bool) {
     let mut found = Vec::new();
     let mut line_start = 0;
@@ -69,8 +67,13 @@ fn spans_from(text: &str, mut open: bool, may_start_cut: bool) -> (Vec<(usize, u
         let line_end = memchr::memchr(b'\n', &text.as_bytes()[line_start..])
             .map_or(text.len(), |idx| line_start + idx);
         let line = &text[line_start..line_end];
-        let cut = may_start_cut && line_start == 0;
-        open = line_spans(line, line_start, open, cut, &mut found);
+        // A text cut inside the line that opened its block starts with the rest.
+        let content = line.strip_suffix('\r').unwrap_or(line);
+        let cut = (may_start_cut && open && line_start == 0).then(|| rest_of_opener(content));
+        open = match cut.flatten() {
+            Some((end, header)) => begun(content, end, &header, &mut found),
+            None => line_spans(line, line_start, open, &mut found),
+        };
         if line_end == text.len() {
             break;
         }
@@ -216,21 +219,12 @@ pub(crate) fn marker_around(text: &str, at: usize) -> Option<(usize, usize)> {
 
 /// Spans of one line (`offset` is its start in the whole text); returns the state
 /// after it.
-fn line_spans(
-    line: &str,
-    offset: usize,
-    open: bool,
-    cut: bool,
-    found: &mut Vec<(usize, usize)>,
-) -> bool {
+fn line_spans(line: &str, offset: usize, open: bool, found: &mut Vec<(usize, usize)>) -> bool {
     let content = line.strip_suffix('\r').unwrap_or(line);
     if open {
-        if cut && let Some((end, header)) = rest_of_opener(content) {
-            return begun(content, end, &header, found);
-        }
         if let Some((open_after, end)) = continued_string(content, offset, found) {
             // Where the string's block ends, the rest of the line is ordinary.
-            return open_after || line_spans(&content[end..], offset + end, false, false, found);
+            return open_after || line_spans(&content[end..], offset + end, false, found);
         }
         if offset == 0
             && let Some(end) = string_tail(content)
@@ -240,7 +234,7 @@ fn line_spans(
             // What follows is judged as a line of the block (a list's next
             // element is body too); a closing quote and what follows it end it.
             found.push((offset, offset + end));
-            return line_spans(&content[end..], offset + end, true, false, found);
+            return line_spans(&content[end..], offset + end, true, found);
         }
         let lead = content.len() - content.trim_start().len();
         if let Some((start, end)) = find_marker(content, "-----END") {
@@ -413,7 +407,7 @@ pub(crate) fn rest_of_opener(content: &str) -> Option<(usize, String)> {
 fn begun(content: &str, end: usize, header: &str, found: &mut Vec<(usize, usize)>) -> bool {
     let whole = format!("{header}{}", &content[end..]);
     let mut spans = Vec::new();
-    let open = line_spans(&whole, 0, false, false, &mut spans);
+    let open = line_spans(&whole, 0, false, &mut spans);
     let back = |at: usize| at.checked_sub(header.len()).map_or(0, |past| past + end);
     found.push((0, end));
     for (start, stop) in spans {
