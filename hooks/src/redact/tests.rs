@@ -865,3 +865,73 @@ fn b30_a_window_inside_an_overstruck_token_behind_a_log_prefix_masks_it_whole() 
         }
     }
 }
+
+#[test]
+fn b30_escapes_spelled_out_in_a_string_do_not_hide_a_key_or_a_token() {
+    // Terminal output kept in a JSON string (a log line, a tool's answer) spells its
+    // escapes out (`\u001b^pm\u001b\\`, once more escaped for each level): who
+    // decodes it sees what a terminal shows, a key or a token whole.
+    use crate::redact::keys::tests::{PPK, PPK_SECRETS};
+    let r = Redactor::builtin();
+    let pem = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAs1Zq3mJ0Yy9p8r7Tz0Xw6bVv\nQ2hhbmdlTWVQbGVhc2VUaGlzSXNBVGVzdEtleQ1x\n-----END RSA PRIVATE KEY-----";
+    let pem_secrets = ["AAKCAQEAs1Zq3mJ0Yy9p8r", "WVQbGVhc2VUaGlzSXNBVGVz"];
+    let ppk_secrets = [
+        "WVQbGVhc2VUaGlzSXNBVGVz",
+        "mF0ZVBhcnRJc0hlcmVBbmRN",
+        "6c1a9e0f2b3d4c5e6f70",
+    ];
+    let _ = PPK_SECRETS;
+    for escape in [
+        "\u{1b}^pm\u{1b}\\",
+        "\u{1b}Pq#0;2\u{1b}\\",
+        "\u{1b}]0;t\u{7}",
+        "\u{1b}[1;31m",
+    ] {
+        for (key, secrets) in [(pem, &pem_secrets[..]), (PPK.trim_end(), &ppk_secrets[..])] {
+            // Each line behind `grep -n`'s prefix, the escape inside the line.
+            let lines: Vec<String> = key
+                .lines()
+                .enumerate()
+                .map(|(i, line)| {
+                    let mut line = line.to_owned();
+                    if line.len() > 8 {
+                        line.insert_str(6, escape);
+                    }
+                    format!("id_rsa:{}:{line}", i + 1)
+                })
+                .collect();
+            let block = format!("{}\n", lines.join("\n"));
+            let once = serde_json::to_string(&block).unwrap_or_default();
+            let twice = serde_json::to_string(&format!("{{\"key\": {once}}}")).unwrap_or_default();
+            for text in [
+                format!("{{\"key\": {once}}}"),
+                format!("{{\"a\": {twice}}}"),
+            ] {
+                let out = r.redact(&text, RedactMode::Code);
+                for secret in secrets {
+                    assert!(!out.contains(secret), "{escape:?} shows {secret}: {out}");
+                }
+            }
+        }
+        // A token with the escape inside, in a JSON string and in a Python repr.
+        let token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
+        let inside = format!("token {}{escape}{}", &token[..6], &token[6..]);
+        let json = serde_json::to_string(&inside).unwrap_or_default();
+        let repr = inside
+            .replace('\\', "\\\\")
+            .replace('\u{1b}', "\\x1b")
+            .replace('\u{7}', "\\x07");
+        for text in [json, repr] {
+            let out = r.redact(&text, RedactMode::Code);
+            assert!(!out.contains("ijklmnopqrstuvwxyz"), "{escape:?}: {out}");
+        }
+    }
+    // Text that only looks like an escape stays as it is.
+    for text in [
+        r#"{"path": "C:\\u001\\x1"}"#,
+        r"printf '\033' | od -c",
+        r#""a\nb""#,
+    ] {
+        assert_eq!(r.redact(text, RedactMode::Code), text);
+    }
+}

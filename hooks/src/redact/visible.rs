@@ -19,8 +19,13 @@
 //! resolved as `col -b` resolves it: only the last character written to a column is
 //! seen.
 //!
+//! Escapes spelled out as text in a JSON string, a Python repr or a C literal
+//! (`\u001b[31m`, `\x1b]0;t\x07`) are removed too (`textual`).
+//!
 //! Invariant: a newline is never removed, so every line of the copy maps onto the
 //! same line of the original.
+
+mod textual;
 
 /// A copy of `text` without escapes and invisible characters, and for each byte of
 /// the copy the index of the same byte in `text`. `None` when there are none (the
@@ -133,6 +138,13 @@ pub(super) fn widen_overstrike(text: &str, mut start: usize, mut end: usize) -> 
 /// `partial` (a stream's unfinished line): releasing its first half would turn
 /// the rest into visible text glued to what follows (`;31mghp_…`).
 pub(super) fn unfinished_escape(partial: &str) -> Option<usize> {
+    let spelled = textual::unfinished(partial.as_bytes());
+    let raw = unfinished_raw_escape(partial);
+    raw.into_iter().chain(spelled).min()
+}
+
+/// [`unfinished_escape`] for an escape written as bytes.
+fn unfinished_raw_escape(partial: &str) -> Option<usize> {
     let bytes = partial.as_bytes();
     let from = bytes.len().saturating_sub(4096);
     let at = from + memchr::memrchr2(0x1b, 0xc2, &bytes[from..])?;
@@ -185,6 +197,7 @@ fn hidden_len(bytes: &[u8], idx: usize) -> usize {
     match bytes[idx] {
         b'\t' | b'\n' | b'\r' => 0,
         0x1b => escape_len(bytes, idx),
+        b'\\' => textual::sequence_len(bytes, idx),
         0x00..=0x1f | 0x7f => 1,
         0xc2 => match bytes.get(idx + 1) {
             // C1 CSI, then parameters and a final byte.
@@ -293,9 +306,19 @@ pub(super) fn first_hidden_from(bytes: &[u8], from: usize) -> Option<usize> {
     first_hidden(&bytes[from..]).map(|idx| from + idx)
 }
 
-/// Index of the first hidden sequence. Scans in blocks with a branch-free test
-/// the compiler vectorises, and looks closer only at flagged blocks.
+/// Index of the first hidden sequence: an escape spelled out as text (few
+/// texts hold a backslash, and `memchr` finds them) or one of the bytes below.
 fn first_hidden(bytes: &[u8]) -> Option<usize> {
+    let found = first_hidden_byte(bytes);
+    let limit = found.unwrap_or(bytes.len());
+    memchr::memchr_iter(b'\\', &bytes[..limit])
+        .find(|idx| textual::sequence_len(bytes, *idx) > 0)
+        .or(found)
+}
+
+/// Index of the first hidden byte sequence. Scans in blocks with a branch-free test
+/// the compiler vectorises, and looks closer only at flagged blocks.
+fn first_hidden_byte(bytes: &[u8]) -> Option<usize> {
     const BLOCK: usize = 256;
     for (n_block, block) in bytes.chunks(BLOCK).enumerate() {
         // A cheap superset first (a control but tab, newline and carriage return,
