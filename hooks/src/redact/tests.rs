@@ -377,6 +377,8 @@ fn stream_split_at_every_boundary_matches_whole_text() {
         "x\n-----BEGIN PRIVATE KEY-----\nMIIE\nabc\n-----END PRIVATE KEY-----\ny\n",
         "Authorization: Bearer abcdefghijklmnopqrstuvwxyz\npostgres://u:pw@h/db\n",
         "no newline ghp_abcdefghijklmnopqrstuvwxyz0123456789 tail",
+        r#"{"msg": "token ghp_ab\u001b^pm\u001b\\cdefghijklmnopqrstuvwxyz0123456789 tail"}"#,
+        r#"{"msg": "token ghp_ab\\x1b[1mcdefghijklmnopqrstuvwxyz0123456789"}"#,
     ];
     for text in texts {
         let whole = r.redact(text, RedactMode::Code).into_owned();
