@@ -339,10 +339,16 @@ fn nth_newline(bytes: &[u8], from: usize, nth: usize) -> Option<usize> {
 }
 
 /// The start of the context before byte `at`: the start of its line, at most
-/// [`LINE_CONTEXT_BYTES`] back.
+/// [`LINE_CONTEXT_BYTES`] back. In a longer line, the start of the line escaped
+/// in it (after a `\n`: a block of lines kept in one string) when there is one
+/// in reach, so the key state is judged at a line's start, not inside a line's
+/// prefix or a spelled escape.
 fn context_start(text: &str, at: usize) -> usize {
     let floor = at.saturating_sub(LINE_CONTEXT_BYTES);
-    let found = memchr::memrchr(b'\n', &text.as_bytes()[floor..at]).map(|idx| floor + idx + 1);
+    let reach = &text.as_bytes()[floor..at];
+    let found = memchr::memrchr(b'\n', reach)
+        .or_else(|| memchr::memmem::rfind(reach, b"\\n").map(|idx| idx + 1))
+        .map(|idx| floor + idx + 1);
     let mut start = found.unwrap_or(floor);
     while !text.is_char_boundary(start) {
         start += 1;

@@ -928,6 +928,43 @@ fn b30_escapes_spelled_out_in_a_string_do_not_hide_a_key_or_a_token() {
             assert!(!out.contains("ijklmnopqrstuvwxyz"), "{escape:?}: {out}");
         }
     }
+    // Cut at any line inside the block, the text before the cut ends inside it.
+    for escape in ["\u{1b}^pm\u{1b}\\", "\u{1b}[1;31m"] {
+        let lines: Vec<String> = PPK
+            .lines()
+            .enumerate()
+            .map(|(i, line)| {
+                let mut line = line.to_owned();
+                line.insert_str(6.min(line.len()), escape);
+                format!("id_rsa:{}:{line}", i + 1)
+            })
+            .collect();
+        let text = serde_json::to_string(&format!("{}\n", lines.join("\n"))).unwrap_or_default();
+        let (first, last) = (lines[12].as_str(), lines[14].as_str());
+        let json_of = |line: &str| serde_json::to_string(line).unwrap_or_default();
+        let from = text.find(json_of(first).trim_matches('"')).unwrap_or(0);
+        let to = text.find(json_of(last).trim_matches('"')).unwrap_or(0);
+        assert!(0 < from && from < to, "{text}");
+        let mid = from + 3;
+        for cut in from + 1..to {
+            // At a line's start (escaped), where a window's context starts in a
+            // line longer than the context (see `window::context_start`).
+            if !text[..cut].ends_with("\\n") {
+                continue;
+            }
+            assert!(
+                key_open_at_end(&text[..cut]),
+                "{escape:?} cut at {cut}: {}",
+                &text[..cut]
+            );
+            if cut > mid {
+                assert!(
+                    r.key_open_after(&text[mid..cut], true),
+                    "{escape:?} {mid}..{cut}"
+                );
+            }
+        }
+    }
     // Text that only looks like an escape stays as it is.
     for text in [
         r#"{"path": "C:\\u001\\x1"}"#,

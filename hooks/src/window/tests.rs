@@ -641,3 +641,44 @@ fn b30_a_window_deep_inside_a_long_key_in_one_line_shows_only_masks() {
         }
     }
 }
+
+/// A window deep inside a long key kept in one string (longer than a window's
+/// context, so its context starts inside the line) shows only masks, whatever
+/// the window's start cuts: a line's prefix, a body, a spelled escape.
+#[test]
+fn b30_a_window_deep_in_a_long_one_string_key_shows_only_masks() {
+    let p = Pipeline::new(
+        crate::HookChain::default(),
+        &crate::RedactorConfig::default(),
+    )
+    .expect("pipeline");
+    let escape = "\u{1b}^pm\u{1b}\\";
+    let key = pem(400);
+    let lines: Vec<String> = key
+        .lines()
+        .enumerate()
+        .map(|(i, line)| {
+            let mut line = line.to_owned();
+            line.insert_str(6, escape);
+            format!("id_rsa:{}:{line}", i + 1)
+        })
+        .collect();
+    let once = serde_json::to_string(&format!("{}\n", lines.join("\n"))).unwrap_or_default();
+    let source = format!("start\n{{\"key\": {once}}}\ndone\n");
+    assert!(source.len() > 2 * super::LINE_CONTEXT_BYTES);
+    // What no window may show: 16 characters of a body line after its escape.
+    let bodies: Vec<&str> = key.lines().skip(1).take(400).map(|l| &l[6..22]).collect();
+    let last_body = source.find("-----E").unwrap_or(source.len());
+    for start in (super::LINE_CONTEXT_BYTES + 7..last_body).step_by(97) {
+        for n in [200, 3000] {
+            let shown = p.show(
+                &ctx("cat k.json"),
+                Window::last_chars_after(&source, start, n),
+            );
+            let shown = shown.as_str();
+            if let Some(body) = bodies.iter().find(|b| shown.contains(*b)) {
+                panic!("a window from {start} shows {body}: {shown}");
+            }
+        }
+    }
+}

@@ -30,12 +30,26 @@ fn spelled(bytes: &[u8], idx: usize, names: &[&[u8]]) -> Option<(usize, usize)> 
         .map(|name| (slashes, slashes + name.len()))
 }
 
+/// Whether `tail` (the end of a text) is backslashes and a proper beginning of a
+/// spelling of ESC (nothing after the backslashes included).
+fn cut_spelling(tail: &[u8]) -> bool {
+    let slashes = tail.iter().take_while(|b| **b == b'\\').count();
+    let rest = &tail[slashes..];
+    slashes > 0 && rest.len() < 5 && ESC.iter().any(|name| name.starts_with(rest))
+}
+
 /// The length of a spelled-out escape sequence at `idx` (ESC, then what a
 /// terminal's parser would take after it), or 0. An OSC/DCS/SOS/PM/APC string
 /// with no terminator before the line (or the string) ends: only its introducer.
 pub(super) fn sequence_len(bytes: &[u8], idx: usize) -> usize {
     let Some((slashes, esc)) = spelled(bytes, idx, &ESC) else {
-        return 0;
+        // A text cut inside a spelling (`\u00` at its end: a window's context, a
+        // look-back) hides it, as a raw ESC cut before its final byte is hidden.
+        return if cut_spelling(&bytes[idx..]) {
+            bytes.len() - idx
+        } else {
+            0
+        };
     };
     let at = idx + esc;
     match bytes.get(at) {
@@ -194,7 +208,11 @@ mod tests {
             (r"\u001b]0;title\nnext", 7),
             (r"\n", 0),
             (r"\u0007", 0),
-            (r"\\", 0),
+            (r"\\ ", 0),
+            // Cut inside a spelling at the text's end: hidden.
+            (r"\u00", 4),
+            (r"\\x1", 4),
+            (r"\", 1),
         ] {
             assert_eq!(sequence_len(text.as_bytes(), 0), want, "{text}");
         }
