@@ -179,7 +179,8 @@ impl Compiled {
     /// where hidden bytes were removed just before a trigger (an escape, a
     /// backspace that overwrote a character), the text before it was written
     /// apart from it, so that seam counts as a word boundary (`e ESC SP g\bghp_…`
-    /// shows `ghp_…` written over the `e`).
+    /// shows `ghp_…` written over the `e`). So does a line end or a tab spelled
+    /// out in a string just before it (`"…\nghp_…"`, a JSON log's message).
     /// A match whose replacement (`replace`) declines is left out, the search
     /// going on inside it; the others are pushed with their replacement (made once).
     fn anchored_matches<'s>(
@@ -202,16 +203,14 @@ impl Compiled {
                 .anchored(Anchored::Yes);
             let found = match self.re.search(&input) {
                 Some(m) if m.end() > m.start() => Some((m.start(), m.end(), m.pattern())),
-                _ => match map {
-                    Some(map) if at > 0 && map[at] != map[at - 1] + 1 => {
-                        let input = Input::new(&text[at..]).anchored(Anchored::Yes);
-                        self.re
-                            .search(&input)
-                            .filter(|m| m.end() > m.start())
-                            .map(|m| (at + m.start(), at + m.end(), m.pattern()))
-                    }
-                    _ => None,
-                },
+                _ if seam(map, at) || visible::spelled_break_before(text.as_bytes(), at) => {
+                    let input = Input::new(&text[at..]).anchored(Anchored::Yes);
+                    self.re
+                        .search(&input)
+                        .filter(|m| m.end() > m.start())
+                        .map(|m| (at + m.start(), at + m.end(), m.pattern()))
+                }
+                _ => None,
             };
             let kept = found.and_then(|(start, end, pattern)| {
                 let kind = &self.kinds[pattern.as_usize()];
@@ -227,6 +226,12 @@ impl Compiled {
             }
         }
     }
+}
+
+/// Whether hidden bytes were removed just before byte `at` of the visible copy
+/// (`map` is its map onto the original).
+fn seam(map: Option<&[usize]>, at: usize) -> bool {
+    map.is_some_and(|map| at > 0 && map[at] != map[at - 1] + 1)
 }
 
 /// The secret redactor. Cheap to share (`Arc`), immutable once built.

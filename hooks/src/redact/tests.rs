@@ -974,3 +974,40 @@ fn b30_escapes_spelled_out_in_a_string_do_not_hide_a_key_or_a_token() {
         assert_eq!(r.redact(text, RedactMode::Code), text);
     }
 }
+
+#[test]
+fn b30_a_secret_after_a_spelled_line_end_or_tab_in_a_string_is_masked() {
+    // A JSON log's message spells its line ends (`"x\nghp_…"`): for whoever
+    // decodes it the token starts a line, so the `n` before it is no word of it.
+    let r = Redactor::builtin();
+    for t in [
+        "{\"a\": \"x\\nghp_xF7ZBCS8PuZPSKjRmG53h7DbKDZ8ZgXO9kG2\"}",
+        "{\"a\": \"x\\tghp_xF7ZBCS8PuZPSKjRmG53h7DbKDZ8ZgXO9kG2\"}",
+        "{\"a\": \"x\\rghp_xF7ZBCS8PuZPSKjRmG53h7DbKDZ8ZgXO9kG2\"}",
+        "{\"a\": \"x\\\\nghp_xF7ZBCS8PuZPSKjRmG53h7DbKDZ8ZgXO9kG2\"}",
+        "{\"a\": \"x\\nsk-proj-abcdefghijklmnopqrstuvwxyz0123\"}",
+        "{\"a\": \"x\\nAKIAIOSFODNN7EXAMPLF\"}",
+        "{\"a\": \"x\\neyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U\"}",
+        "{\"a\": \"x\\nhttps://bob:s3cretPassw0rd@example.com/x\"}",
+        "{\"a\": \"x\\nAuthorization: Bearer abcdefghijklmnopqrstuvwxyz012345\"}",
+        "{\"a\": \"x\\npassword=hunter2hunter2\"}",
+        "{\"a\": \"x\\nxoxb-123456789012-1234567890123-abcdefghijklmnopqrstuvwx\"}",
+    ] {
+        let out = r.redact(t, RedactMode::Code);
+        assert_ne!(out, t, "nothing masked in {t}");
+        for secret in [
+            "ZPSKjRmG53h7",
+            "ijklmnopqrst",
+            "OSFODNN7",
+            "NHl0w5N_",
+            "s3cretPassw0rd",
+            "hunter2",
+            "1234567890123-abc",
+        ] {
+            assert!(!out.contains(secret), "{t} shows {secret}: {out}");
+        }
+    }
+    // A word glued to an escaped backslash and an `n` is not made a token.
+    let path = r#"{"p": "C:\\nightly\\build"}"#;
+    assert_eq!(r.redact(path, RedactMode::Code), path);
+}

@@ -48,6 +48,13 @@ pub(super) fn strip_keeping_word_finals(text: &str) -> Option<(String, Vec<usize
     if any { strip_as(text, true) } else { None }
 }
 
+/// Whether a line end or a tab spelled out in a string (`\n`, `\r`, `\t`,
+/// escaped any number of times) ends just before byte `at`: a word starts at
+/// `at` for whoever decodes the string.
+pub(super) fn spelled_break_before(bytes: &[u8], at: usize) -> bool {
+    at >= 2 && bytes[at - 2] == b'\\' && matches!(bytes[at - 1], b'n' | b'r' | b't')
+}
+
 /// Whether the hidden sequence of `len` bytes at `idx` is an nF escape whose final
 /// byte is a letter or digit followed by a word character.
 fn ends_on_a_word(bytes: &[u8], idx: usize, len: usize) -> bool {
