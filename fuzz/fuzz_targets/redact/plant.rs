@@ -233,13 +233,23 @@ fn string_escape(kind: u8) -> &'static str {
 /// overstrike, then the prefix.
 fn decorate(form: &Form, i: usize, line: &str) -> String {
     let mut line = line.to_owned();
-    if form.string_inside && line.len() > 8 && line.is_char_boundary(6) {
+    let inside = form.string_inside && line.len() > 8 && line.is_char_boundary(6);
+    let struck = form.bold || form.escaping == 3;
+    if inside && !struck {
         line.insert_str(6, string_escape(form.string_kind));
     }
-    if form.bold {
-        line = overstrike(&line, true);
-    } else if form.escaping == 3 {
-        line = overstrike(&line, false);
+    if struck {
+        // The escape goes between two overstruck characters: nroff overstrikes
+        // printable characters, never an escape's bytes.
+        let cell_6 = if inside {
+            overstrike(&line[..6], form.bold).len()
+        } else {
+            0
+        };
+        line = overstrike(&line, form.bold);
+        if inside {
+            line.insert_str(cell_6, string_escape(form.string_kind));
+        }
     }
     match form.prefix {
         1 => format!("/home/u/.ssh/id_rsa:{line}"),

@@ -1011,3 +1011,60 @@ fn b30_a_secret_after_a_spelled_line_end_or_tab_in_a_string_is_masked() {
     let path = r#"{"p": "C:\\nightly\\build"}"#;
     assert_eq!(r.redact(path, RedactMode::Code), path);
 }
+
+#[test]
+fn b30_a_key_overstruck_with_a_string_escape_inside_each_line_is_masked() {
+    // `man`-style overstrike with a string escape between two overstruck
+    // characters of each line; and the escape's own bytes underlined with the
+    // line (fuzz finding).
+    use crate::redact::keys::tests::PPK;
+    let r = Redactor::builtin();
+    let secrets = ["WVQbGVhc2VUaGlz", "mF0ZVBhcnRJc0hl", "6c1a9e0f2b3d4c5e6f70"];
+    let strike = |text: &str, bold: bool| -> String {
+        text.chars()
+            .map(|c| {
+                if bold {
+                    format!("{c}\u{8}{c}")
+                } else {
+                    format!("_\u{8}{c}")
+                }
+            })
+            .collect()
+    };
+    for escape in [
+        "\u{9f}apc\u{9c}",
+        "\u{1b}_apc\u{1b}\\",
+        "\u{1b}]0;t\u{7}",
+        "\u{90}q\u{9c}",
+    ] {
+        for (bold, all) in [(false, false), (true, false), (false, true)] {
+            if all && escape.starts_with('\u{1b}') {
+                continue;
+            }
+            let text: String = PPK
+                .lines()
+                .enumerate()
+                .map(|(i, line)| {
+                    let at = 6.min(line.len());
+                    let struck = if all {
+                        strike(&format!("{}{escape}{}", &line[..at], &line[at..]), bold)
+                    } else {
+                        format!(
+                            "{}{escape}{}",
+                            strike(&line[..at], bold),
+                            strike(&line[at..], bold)
+                        )
+                    };
+                    format!("{:>6}\t{struck}\n", i + 1)
+                })
+                .collect();
+            let out = crate::redact::visible_text(&r.redact(&text, RedactMode::Code));
+            for secret in secrets {
+                assert!(
+                    !out.contains(secret),
+                    "{escape:?} {bold} {all} shows {secret}: {out}"
+                );
+            }
+        }
+    }
+}

@@ -107,13 +107,31 @@ fn strip_as(text: &str, keep_word_finals: bool) -> Option<(String, Vec<usize>)> 
 /// the underscore. Returns the bytes consumed (the backspace, and an underscore
 /// that underlines the previous character).
 fn overstrike(text: &str, idx: usize, copy: &mut String, map: &mut Vec<usize>) -> usize {
-    let next = text[idx + 1..].chars().next();
+    // What is written over the previous column: the next character after any
+    // hidden sequences (an escape between the backspace and the letter writes
+    // nothing; `_\b ESC_apc ST _\bU` shows `U`).
+    let bytes = text.as_bytes();
+    let mut at = idx + 1;
+    while at < bytes.len() && bytes[at] != 0x08 {
+        match hidden_len(bytes, at) {
+            0 => break,
+            len if is_open_string(bytes, at, len) => at += 2,
+            len => at += len,
+        }
+    }
+    let next = text[at..].chars().next();
     let printable = |c: char| !c.is_control();
     let Some(prev) = copy.chars().next_back().filter(|c| printable(*c)) else {
         return 1;
     };
     match next {
-        Some('_') if prev != '_' => 2,
+        Some('_') if prev != '_' => {
+            if at == idx + 1 {
+                2
+            } else {
+                1
+            }
+        }
         Some(c) if printable(c) => {
             copy.truncate(copy.len() - prev.len_utf8());
             map.truncate(copy.len());
@@ -293,6 +311,9 @@ fn string_body_len(bytes: &[u8]) -> usize {
             }
             0xc2 if bytes.get(n + 1) == Some(&0x9c) => return n + 2,
             b'\n' | b'\r' => return n,
+            // A backspace in the string (the string overstruck with the line it
+            // sits in, as `man` prints) is the string's too, as a terminal takes it.
+            0x08 => n += 1,
             0x00..=0x1f => return n,
             // Any other byte (UTF-8 in a title included) is part of the string; only
             // a terminator ends it, so the count ends on a character boundary.
@@ -396,6 +417,10 @@ mod tests {
             ("\x1b", ""),
             ("\x1b[", ""),
             ("a\x1bé", "aé"),
+            // Overstruck around a string escape: the letter after it is written
+            // over the column before it.
+            ("-_\x08\u{9f}_\x08a_\x08p_\x08c_\x08\u{9c}_\x08U", "-U"),
+            ("X\x08\x1b^pm\x1b\\X", "X"),
         ];
         for (input, want) in cases {
             assert_eq!(seen(input), want, "input {input:?}");
