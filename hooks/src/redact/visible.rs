@@ -125,13 +125,9 @@ fn overstrike(text: &str, idx: usize, copy: &mut String, map: &mut Vec<usize>) -
         return 1;
     };
     match next {
-        Some('_') if prev != '_' => {
-            if at == idx + 1 {
-                2
-            } else {
-                1
-            }
-        }
+        // An underline after the letter (`x\b_`); behind an escape, left to copy.
+        Some('_') if prev != '_' && at == idx + 1 => 2,
+        Some('_') if prev != '_' => 1,
         Some(c) if printable(c) => {
             copy.truncate(copy.len() - prev.len_utf8());
             map.truncate(copy.len());
