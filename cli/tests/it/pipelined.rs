@@ -150,7 +150,9 @@ fn b23_run_wait_pipelined_prints_the_output_and_exits_with_the_job() {
 /// Everything one `read` gets from `stream` (at most 1 MiB).
 fn one_read(stream: &mut UnixStream) -> String {
     let mut buf = vec![0u8; 1 << 20];
-    let n = stream.read(&mut buf).expect("the daemon writes within 30 s");
+    let n = stream
+        .read(&mut buf)
+        .expect("the daemon writes within 30 s");
     String::from_utf8_lossy(&buf[..n]).into_owned()
 }
 

@@ -189,7 +189,7 @@ impl<'c> Outlet<'c> {
     /// told.
     pub(crate) async fn answer(self, answer: Result<Value, RpcError>) {
         if self.frames {
-                // The end of the frames; the answer line follows.
+            // The end of the frames; the answer line follows.
             if self
                 .writer
                 .write_all(&crate::logframes::header(0))
