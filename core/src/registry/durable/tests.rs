@@ -151,5 +151,8 @@ fn b27_a_finish_whose_receipt_took_its_row_leaves_the_refresh_nothing_to_delete(
     checkpoints.rows_gone([stored.as_str()]);
     assert!(checkpoints.has_work(), "the unstored one's row is left");
     checkpoints.rows_gone([failed.as_str()]);
-    assert!(!checkpoints.has_work(), "nothing left: the deferred write is skipped");
+    assert!(
+        !checkpoints.has_work(),
+        "nothing left: the deferred write is skipped"
+    );
 }
