@@ -68,7 +68,17 @@ pub(crate) fn serve(home: &Home, detached: bool) -> anyhow::Result<()> {
         .thread_name("herd-daemon")
         .build()
         .context("failed to start the async runtime")?;
-    runtime.block_on(run(home.clone(), config, detached))
+    // The daemon's lifetime (and with it the accept loop) runs as a task on a
+    // worker, not in `block_on` on this thread: the worker that sees the listener
+    // readable accepts and starts the connection's task itself, where from this
+    // thread every connection cost two thread wake-ups (worker → this thread →
+    // a worker) before its first byte was read.
+    runtime.block_on(async {
+        match tokio::spawn(run(home.clone(), config, detached)).await {
+            Ok(ran) => ran,
+            Err(err) => Err(anyhow::anyhow!("the daemon's main task failed: {err}")),
+        }
+    })
 }
 
 /// The daemon's lifetime.

@@ -68,7 +68,9 @@ impl Client {
         if client.writer.write_all(&lines).await.is_err() {
             return Ok(Pipelined::Connected(Client::connect(home).await?));
         }
-        match client.answer_to(hello, "hello").await {
+        // A daemon may send hello's answer with the request's first message (one
+        // write): it is waited for as that request's, under its deadline.
+        match client.answer_to(hello, method).await {
             Ok(answer) => {
                 client.greeted(answer)?;
                 Ok(Pipelined::Sent { client, request })

@@ -19,6 +19,7 @@
 
 mod outlet;
 mod slots;
+mod writer;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -27,10 +28,11 @@ use serde_json::Value;
 
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
-use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::unix::OwnedReadHalf;
 
 pub(crate) use outlet::Outlet;
 pub(crate) use slots::{Connections, Slot};
+use writer::Writer;
 
 use crate::protocol::{
     self, HANDSHAKE_REQUIRED, INVALID_REQUEST, Line, MAX_REQUEST_BYTES, PARSE_ERROR, Request,
@@ -141,6 +143,9 @@ async fn client_gone(reader: &mut BufReader<OwnedReadHalf>) {
 enum Step {
     /// Write this answer, then read the next line.
     Answer(Box<Response>),
+    /// `hello`'s successful answer: written as [`Step::Answer`]'s, or held for the
+    /// next write when the next request is already here.
+    Greeted(Box<Response>),
     /// Write this line (an answer serialised already), then read the next line.
     Line(Vec<u8>),
     /// Nothing to write (a notification): read the next line.
@@ -156,14 +161,19 @@ pub(crate) async fn serve<S: Service>(
     daemon_uid: u32,
     slot: Slot,
 ) {
-    let Some((read, mut writer)) = admit(stream, daemon_uid).await else {
+    let Some((read, writer)) = admit(stream, daemon_uid).await else {
         return;
     };
+    let mut writer = Writer::new(writer);
     let mut reader = BufReader::new(read);
     let mut buf = Vec::new();
     let mut greeted = false;
     let mut connection = S::Connection::default();
     loop {
+        // Nothing is held while the client may be waiting for it.
+        if !has_line(&reader) && writer.flush().await.is_err() {
+            return;
+        }
         let read = protocol::read_line(&mut reader, &mut buf, MAX_REQUEST_BYTES);
         // A connection that never says hello is let go, so idle half-open clients
         // cannot hold the daemon's slots; an idle one is closed when a new client
@@ -222,7 +232,13 @@ pub(crate) async fn serve<S: Service>(
             },
         };
         match step {
-            Step::Answer(response) => {
+            // A client that wrote its next request behind `hello` (`run --wait`:
+            // hello and the spawn in one write) reads hello's answer with that
+            // request's first message: one write, one wake-up of the client.
+            Step::Greeted(response) if has_line(&reader) => {
+                writer.hold(&response.to_line());
+            }
+            Step::Answer(response) | Step::Greeted(response) => {
                 if write(&mut writer, &response).await.is_err() {
                     return;
                 }
@@ -240,7 +256,10 @@ pub(crate) async fn serve<S: Service>(
 }
 
 /// Checks the peer's uid; the connection's halves when it is the daemon's own user.
-async fn admit(stream: UnixStream, daemon_uid: u32) -> Option<(OwnedReadHalf, OwnedWriteHalf)> {
+async fn admit(
+    stream: UnixStream,
+    daemon_uid: u32,
+) -> Option<(OwnedReadHalf, tokio::net::unix::OwnedWriteHalf)> {
     let peer_uid = match stream.peer_cred() {
         Ok(cred) => cred.uid(),
         Err(err) => {
@@ -271,7 +290,7 @@ struct Exchange<'a, S: Service> {
     connection: &'a mut S::Connection,
     greeted: &'a mut bool,
     reader: &'a mut BufReader<OwnedReadHalf>,
-    writer: &'a mut OwnedWriteHalf,
+    writer: &'a mut Writer,
 }
 
 impl<S: Service> Exchange<'_, S> {
@@ -297,10 +316,16 @@ impl<S: Service> Exchange<'_, S> {
         if request.method == "hello" {
             let answer = self.service.hello(&request.params);
             *self.greeted = answer.is_ok();
-            return Step::Answer(Box::new(match answer {
-                Ok(result) => Response::ok(id, result),
-                Err(error) => Response::err(id, error),
-            }));
+            return match answer {
+                Ok(result) => Step::Greeted(Box::new(Response::ok(id, result))),
+                Err(error) => Step::Answer(Box::new(Response::err(id, error))),
+            };
+        }
+        // A held `hello` answer waits for this request's first message only when
+        // that comes promptly: a spawn's answer (or its `spawned` note) does; any
+        // other method may wait long (a `wait`), so the answer goes now.
+        if request.method != "spawn" && self.writer.flush().await.is_err() {
+            return Step::End;
         }
         let ends_with_client = self.service.ends_with_client(&request.method);
         let call = self
@@ -373,8 +398,14 @@ fn answer_line(id: &Value, result: &[u8]) -> Vec<u8> {
 }
 
 /// Writes one message.
-async fn write(writer: &mut OwnedWriteHalf, response: &Response) -> std::io::Result<()> {
+async fn write(writer: &mut Writer, response: &Response) -> std::io::Result<()> {
     writer.write_all(&response.to_line()).await
+}
+
+/// Whether the client's next request is already read in whole (it was written
+/// behind the last one).
+fn has_line(reader: &BufReader<OwnedReadHalf>) -> bool {
+    reader.buffer().contains(&b'\n')
 }
 
 #[cfg(test)]

@@ -146,3 +146,74 @@ fn b23_run_wait_pipelined_prints_the_output_and_exits_with_the_job() {
     let ok = env.run(&["run", "--wait", "--", "true"]);
     assert_eq!(ok.status.code(), Some(0));
 }
+
+/// Everything one `read` gets from `stream` (at most 1 MiB).
+fn one_read(stream: &mut UnixStream) -> String {
+    let mut buf = vec![0u8; 1 << 20];
+    let n = stream
+        .read(&mut buf)
+        .expect("the daemon writes within 30 s");
+    String::from_utf8_lossy(&buf[..n]).into_owned()
+}
+
+#[test]
+fn b23_behind_hello_a_following_spawn_s_first_write_carries_hello_s_answer_and_the_note() {
+    let env = Env::new();
+    let reader = pipelined(
+        &env,
+        &[
+            request(
+                1,
+                "hello",
+                json!({"protocol": 1, "client": "pipelined-test"}),
+            ),
+            request(
+                2,
+                "spawn",
+                json!({"command": "true", "owner": "cli", "follow": true, "raw": true}),
+            ),
+        ],
+    );
+    let mut stream = reader.into_inner();
+    let first = one_read(&mut stream);
+    let mut lines = first.lines();
+    let hello: Value = serde_json::from_str(lines.next().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("hello's answer first ({e}): {first:?}"));
+    assert_eq!(hello["id"], 1, "{first}");
+    let spawned: Value = serde_json::from_str(lines.next().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("the note in the same write ({e}): {first:?}"));
+    assert_eq!(spawned["method"], "spawned", "{first}");
+    // The rest (the answer, in this write or a later one) ends the stream.
+    let mut rest = first.clone();
+    while !rest.contains(r#""id":2"#) {
+        let more = one_read(&mut stream);
+        assert!(!more.is_empty(), "the stream ended unanswered: {rest:?}");
+        rest.push_str(&more);
+    }
+    assert!(rest.contains(r#""exit_code":0"#), "{rest}");
+}
+
+#[test]
+fn b23_behind_hello_a_request_that_waits_does_not_hold_hello_s_answer() {
+    let env = Env::new();
+    let id = env.ok(&["run", "--", "sleep", "60"]).trim().to_owned();
+    let mut reader = pipelined(
+        &env,
+        &[
+            request(
+                1,
+                "hello",
+                json!({"protocol": 1, "client": "pipelined-test"}),
+            ),
+            request(2, "wait", json!({"id": id, "timeout_seconds": 120})),
+        ],
+    );
+    // Answered while the wait still waits: the read's 30 s deadline is well under
+    // the job's 60 s and the wait's 120 s.
+    let hello = next(&mut reader);
+    assert_eq!(hello["id"], 1, "{hello}");
+    assert!(hello["result"]["capabilities"].is_array(), "{hello}");
+    env.ok(&["kill", &id]);
+    let waited = next(&mut reader);
+    assert_eq!(waited["id"], 2, "{waited}");
+}

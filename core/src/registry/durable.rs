@@ -108,6 +108,10 @@ pub(super) struct Durable {
     /// Notes the answers of other sessions carry (a supervised session restored in
     /// a special way); unlike `detached`, these sessions still emit completions.
     notes: Mutex<HashMap<SessionId, String>, { rank::DURABLE_NOTES }>,
+    /// The receipts and the running rows are the one `state.db`: storing a
+    /// receipt deletes its session's running row in the same transaction, so no
+    /// refresh has that row to delete.
+    receipts_delete_rows: bool,
 }
 
 fn lock<T, const R: u8>(m: &Mutex<T, R>) -> MutexGuard<'_, T> {
@@ -130,6 +134,9 @@ impl Durable {
             ),
             detached: Mutex::new(HashMap::new()),
             notes: Mutex::new(HashMap::new()),
+            receipts_delete_rows: cfg!(feature = "sqlite")
+                && config.running_store.is_none()
+                && config.result_store.is_none(),
         }
     }
 

@@ -13,9 +13,9 @@
 
 use serde_json::Value;
 use tokio::io::BufReader;
-use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::unix::OwnedReadHalf;
 
-use super::{client_gone, write};
+use super::{Writer, client_gone, write};
 use crate::protocol::{Response, RpcError};
 
 /// How a note's line begins: `Response::notification` serialised, by this daemon
@@ -30,7 +30,7 @@ pub(crate) struct Gone;
 #[derive(Debug)]
 pub(crate) struct Outlet<'c> {
     reader: &'c mut BufReader<OwnedReadHalf>,
-    writer: &'c mut OwnedWriteHalf,
+    writer: &'c mut Writer,
     /// The id of the request that started the stream, which its answer carries.
     id: Value,
     /// Output goes out as `log.bytes` frames (capability `logs.raw`).
@@ -43,7 +43,7 @@ pub(crate) struct Outlet<'c> {
 impl<'c> Outlet<'c> {
     pub(super) fn new(
         reader: &'c mut BufReader<OwnedReadHalf>,
-        writer: &'c mut OwnedWriteHalf,
+        writer: &'c mut Writer,
         id: Value,
     ) -> Outlet<'c> {
         Outlet {
@@ -78,7 +78,7 @@ impl<'c> Outlet<'c> {
         // from the log file) move more at once, with fewer wake-ups on both
         // sides. The kernel caps it (net.core.wmem_max); a refusal changes nothing.
         let wider = nix::sys::socket::setsockopt(
-            self.writer.as_ref(),
+            self.writer.socket(),
             nix::sys::socket::sockopt::SndBuf,
             &FRAMES_SEND_BUFFER,
         );
@@ -95,7 +95,6 @@ impl<'c> Outlet<'c> {
 
     /// Writes `bytes` of output as binary frames (after [`Outlet::open_frames`]).
     pub(crate) async fn frame(&mut self, bytes: &[u8]) -> Result<(), Gone> {
-        use tokio::io::AsyncWriteExt;
         for piece in bytes.chunks(crate::logframes::MAX_FRAME_BYTES) {
             let head = crate::logframes::header(piece.len());
             self.writer.write_all(&head).await.map_err(|_| Gone)?;
@@ -115,12 +114,11 @@ impl<'c> Outlet<'c> {
         offset: u64,
         bytes: &[u8],
     ) -> Result<(), Gone> {
-        use tokio::io::AsyncWriteExt;
         let mut at = offset;
         for piece in bytes.chunks(crate::logframes::MAX_FRAME_BYTES) {
             let head = crate::logframes::header(piece.len());
             self.writer.write_all(&head).await.map_err(|_| Gone)?;
-            let sent = send_from_file(self.writer.as_ref(), file, at, piece.len()).await?;
+            let sent = send_from_file(self.writer.socket(), file, at, piece.len()).await?;
             if sent < piece.len() {
                 self.writer
                     .write_all(&piece[sent..])
@@ -139,12 +137,24 @@ impl<'c> Outlet<'c> {
             .map_err(|_| Gone)
     }
 
+    /// Holds one note back to go out with the next write (or [`Outlet::flush`]):
+    /// for a note the stream follows at once with more, unless it is about to
+    /// wait, when it flushes first.
+    pub(crate) fn hold_note(&mut self, method: &str, params: Value) {
+        self.writer
+            .hold(&Response::notification(method, params).to_line());
+    }
+
+    /// Writes what is held back ([`Outlet::hold_note`]), before the stream waits.
+    pub(crate) async fn flush(&mut self) -> Result<(), Gone> {
+        self.writer.flush().await.map_err(|_| Gone)
+    }
+
     /// Writes one `log` note carrying `output`: the line [`Outlet::note`] writes
     /// for `{"output": output}`, made by the fast string encoder (log chunks are
     /// the long notes).
     /// With [`Outlet::raw`], a `log.bytes` frame instead: no escaping.
     pub(crate) async fn note_log(&mut self, output: &str) -> Result<(), Gone> {
-        use tokio::io::AsyncWriteExt;
         if self.frames {
             return self.frame(output.as_bytes()).await;
         }
@@ -167,7 +177,6 @@ impl<'c> Outlet<'c> {
     /// says `line` is something else (an answer), which the caller reads itself.
     /// The `\n` is appended to `line`, so the line goes out in one write.
     pub(crate) async fn pass(&mut self, line: &mut Vec<u8>) -> Result<bool, Gone> {
-        use tokio::io::AsyncWriteExt;
         if !is_note(line) {
             return Ok(false);
         }
@@ -180,7 +189,6 @@ impl<'c> Outlet<'c> {
     /// told.
     pub(crate) async fn answer(self, answer: Result<Value, RpcError>) {
         if self.frames {
-            use tokio::io::AsyncWriteExt;
             // The end of the frames; the answer line follows.
             if self
                 .writer

@@ -10,6 +10,8 @@
 
 use std::time::Duration;
 
+use futures::FutureExt;
+
 use herd_protocol::events::Pending;
 use herd_protocol::params::{EventsParams, FollowParams};
 use serde_json::Value;
@@ -111,10 +113,13 @@ impl Stream {
             }
             Stream::Remote(remote) => remote.run(outlet).await,
             Stream::Spawned { info, id, raw } => {
+                // Held for the stream's first write: a job that is over by its
+                // first read (`run --wait -- true`) reaches its client as one
+                // write of the note, any output and the answer. `logs` writes
+                // it before it waits for anything.
                 let mut outlet = outlet;
-                if outlet.note("spawned", info).await.is_ok() {
-                    logs(state, &id, 0, true, outlet.raw(raw)).await;
-                }
+                outlet.hold_note("spawned", info);
+                logs(state, &id, 0, true, outlet.raw(raw)).await;
             }
         }
     }
@@ -225,10 +230,18 @@ async fn logs(
     with_result: bool,
     mut outlet: Outlet<'_>,
 ) {
-    // A queued job has no run to follow yet: the stream waits for it to start.
-    tokio::select! {
-        () = state.registry.until_dequeued(session) => {}
-        () = outlet.left() => return,
+    // A queued job has no run to follow yet: the stream waits for it to start
+    // (what the outlet holds goes first).
+    let dequeued = state.registry.until_dequeued(session);
+    tokio::pin!(dequeued);
+    if (&mut dequeued).now_or_never().is_none() {
+        if outlet.flush().await.is_err() {
+            return;
+        }
+        tokio::select! {
+            () = &mut dequeued => {}
+            () = outlet.left() => return,
+        }
     }
     // A framed stream reads the log as it is now out at memory speed first.
     let from_byte =
@@ -284,6 +297,9 @@ async fn logs(
             return outlet
                 .answer(stream_end(follower.next_byte(), result))
                 .await;
+        }
+        if outlet.flush().await.is_err() {
+            return;
         }
         tokio::select! {
             _ = published.recv() => {}

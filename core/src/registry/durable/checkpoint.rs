@@ -99,6 +99,19 @@ impl Checkpoints {
         lock(&self.finished_ids).push(id.as_str().to_owned());
     }
 
+    /// The receipts of `ids` were stored, and with them their rows deleted (one
+    /// transaction): no refresh needs to delete those rows again.
+    pub(super) fn rows_gone<'a>(&self, ids: impl IntoIterator<Item = &'a str>) {
+        let gone: std::collections::HashSet<&str> = ids.into_iter().collect();
+        lock(&self.finished_ids).retain(|id| !gone.contains(id.as_str()));
+    }
+
+    /// Whether a background write would change anything: a row to rewrite (stale)
+    /// or a finished session's row to delete.
+    pub(super) fn has_work(&self) -> bool {
+        self.stale.load(std::sync::atomic::Ordering::SeqCst) || !lock(&self.finished_ids).is_empty()
+    }
+
     /// Commits one running session's row. Blocking.
     fn write_one(&self, record: &SessionRecord) -> Result<(), herd_persistence::Error> {
         self.store.write_one(&self.writer, record)
@@ -279,7 +292,9 @@ impl Inner {
         let inner = Arc::clone(self);
         drop(self.runtime.spawn(async move {
             tokio::time::sleep(FINISH_CHECKPOINT_DELAY).await;
-            if inner.durable.checkpoint.take_deferred() {
+            // Finishes whose receipts were stored meanwhile left nothing to do
+            // (their rows went in the receipts' transaction): no write at all.
+            if inner.durable.checkpoint.take_deferred() && inner.durable.checkpoint.has_work() {
                 inner.request_checkpoint_write();
             }
         }));

@@ -290,6 +290,11 @@ impl Inner {
         match stored {
             Ok(()) => {
                 settled(&batch);
+                if self.durable.receipts_delete_rows {
+                    self.durable
+                        .checkpoint
+                        .rows_gone(batch.iter().map(|item| item.receipt.id.as_str()));
+                }
                 self.forget_shims(&batch);
             }
             Err(herd_persistence::Error::HomeMissing { .. }) => {

@@ -133,3 +133,26 @@ fn unix_seconds_round_trip_and_bad_values_read_as_the_epoch() {
     assert_eq!(from_unix_seconds(f64::NAN), UNIX_EPOCH);
     assert_eq!(from_unix_seconds(-1.0), UNIX_EPOCH);
 }
+
+#[test]
+fn b27_a_finish_whose_receipt_took_its_row_leaves_the_refresh_nothing_to_delete() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let home = herd_persistence::Home::new(dir.path().to_owned());
+    let store: std::sync::Arc<dyn RunningStore> =
+        std::sync::Arc::new(herd_persistence::MemoryRunningStore::new());
+    let checkpoints = checkpoint::Checkpoints::new(&home, Some(store));
+    let stored = SessionId::parse("proc_0123456789ab").expect("a valid id");
+    let failed = SessionId::parse("proc_ba9876543210").expect("a valid id");
+    checkpoints.finished(&stored);
+    checkpoints.finished(&failed);
+    assert!(checkpoints.has_work(), "two finished rows to delete");
+    // The first one's receipt was stored (its row went in that transaction); the
+    // other's was not, so its row is still the refresh's to delete.
+    checkpoints.rows_gone([stored.as_str()]);
+    assert!(checkpoints.has_work(), "the unstored one's row is left");
+    checkpoints.rows_gone([failed.as_str()]);
+    assert!(
+        !checkpoints.has_work(),
+        "nothing left: the deferred write is skipped"
+    );
+}

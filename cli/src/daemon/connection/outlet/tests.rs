@@ -4,6 +4,7 @@ use serde_json::json;
 use tokio::io::{AsyncReadExt, BufReader};
 use tokio::net::UnixStream;
 
+use super::super::Writer;
 use super::{Outlet, is_note};
 use crate::protocol::Response;
 use crate::protocol::escape::log_note_line;
@@ -21,7 +22,8 @@ fn a_note_is_recognised_by_how_the_daemon_writes_it() {
 #[tokio::test]
 async fn pass_writes_a_note_as_it_came_and_refuses_an_answer() {
     let (server, mut client) = UnixStream::pair().expect("a socket pair opens");
-    let (read, mut writer) = server.into_split();
+    let (read, writer) = server.into_split();
+    let mut writer = Writer::new(writer);
     let mut reader = BufReader::new(read);
     let mut outlet = Outlet::new(&mut reader, &mut writer, json!(7));
 
