@@ -40,7 +40,7 @@
 //! (no match spans one), so the redacted text has the lines of the original.
 
 use std::borrow::Cow;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use regex_automata::{Anchored, Input, meta};
 
@@ -245,7 +245,27 @@ pub struct Redactor {
     extra: Option<(Compiled, triggers::Triggers)>,
     /// Assignment patterns, then code patterns, then config patterns, searched
     /// over the whole text (environment dumps only).
-    dump: Compiled,
+    dump: Dump,
+}
+
+/// The environment-dump automaton, the largest of a redactor (its patterns hold the
+/// code patterns again). Built-in patterns alone are compiled on the first dump
+/// redacted: most processes never see one, and it would cost each of them about
+/// 2 MB from the start. With config patterns it is compiled with the redactor, so a
+/// combined automaton that is too large is refused then.
+#[derive(Debug, Clone)]
+struct Dump {
+    patterns: Vec<(String, Kind)>,
+    compiled: OnceLock<Compiled>,
+}
+
+impl Dump {
+    fn compiled(&self) -> &Compiled {
+        self.compiled.get_or_init(|| {
+            Compiled::build(&self.patterns)
+                .expect("only the built-in patterns are compiled late; they are fixed and covered by the table tests")
+        })
+    }
 }
 
 impl Redactor {
@@ -298,18 +318,23 @@ impl Redactor {
         dump.extend(extra.iter().cloned());
         let code = Compiled::build(&code)?;
         let triggers = code.triggers()?;
+        let compiled = OnceLock::new();
         let extra = if extra.is_empty() {
             None
         } else {
             let extra = Compiled::build(&extra)?;
             let triggers = extra.triggers()?;
+            let _ = compiled.set(Compiled::build(&dump)?);
             Some((extra, triggers))
         };
         Ok(Redactor {
             triggers,
             code,
             extra,
-            dump: Compiled::build(&dump)?,
+            dump: Dump {
+                patterns: dump,
+                compiled,
+            },
         })
     }
 
@@ -601,12 +626,13 @@ impl Redactor {
                 }
             }
             RedactMode::SecretDump => {
-                for m in self.dump.re.find_iter(text) {
+                let dump = self.dump.compiled();
+                for m in dump.re.find_iter(text) {
                     all.push((
                         m.start(),
                         0,
                         m.end(),
-                        &self.dump.kinds[m.pattern().as_usize()],
+                        &dump.kinds[m.pattern().as_usize()],
                         None,
                     ));
                 }

@@ -97,6 +97,29 @@ fn b28_shim_a_spawn_takes_a_supervisor_forked_ahead_of_it() {
     env.ok(&["kill", id]);
 }
 
+#[test]
+fn b28_shim_a_member_takes_a_spec_longer_than_one_read() {
+    let env = Env::new();
+    let members = warm(&env);
+    // The command alone makes the spec some 40 KiB: the member reads it in pieces.
+    let word = "x".repeat(40 * 1024);
+    let script = format!("printf %s {word} | wc -c; exec sleep 30");
+    let info = env.json(&["run", "--json", "--", "sh", "-c", &script]);
+    let id = info["session_id"].as_str().expect("session_id");
+    let shim = shim_pid(&env, id);
+    assert!(
+        members.contains(&shim),
+        "the job's supervisor {shim} is not one of the members {members:?} that waited before it"
+    );
+    let mut logs = String::new();
+    wait_until(Duration::from_secs(10), || {
+        logs = env.ok(&["logs", id]);
+        logs.contains("40960")
+    })
+    .unwrap_or_else(|()| panic!("the job did not run its whole command: {logs:?}"));
+    env.ok(&["kill", id]);
+}
+
 /// Waits until none of `pids` lives.
 fn all_gone(pids: &[i32], after: &str) {
     wait_until(Duration::from_secs(10), || pids.iter().all(|p| !alive(*p))).unwrap_or_else(|()| {

@@ -340,6 +340,33 @@ fn extra_patterns_are_validated_and_applied() {
     }
 }
 
+/// The environment-dump automaton of the built-in patterns is compiled on the first
+/// dump redacted, not with the redactor; with config patterns it is compiled at once
+/// (a set too large for it is refused by `Redactor::new`). Both redact a dump alike.
+#[test]
+fn the_dump_automaton_is_built_on_the_first_dump_unless_config_adds_patterns() {
+    let builtin = Redactor::builtin();
+    assert!(builtin.dump.compiled.get().is_none());
+    let text = "GITHUB_TOKEN=ghp_abcdefghijklmnopqrstuvwxyz0123456789\nHOME=/home/u";
+    let _ = builtin.redact(text, RedactMode::Code);
+    assert!(
+        builtin.dump.compiled.get().is_none(),
+        "code mode needs no dump automaton"
+    );
+    let masked = builtin.redact(text, RedactMode::SecretDump).into_owned();
+    assert!(builtin.dump.compiled.get().is_some());
+    assert!(
+        !masked.contains("ghp_abcdefghijklmnopqrstuvwxyz0123456789"),
+        "{masked}"
+    );
+    let cfg = RedactorConfig {
+        extra_patterns: vec![r"ACME-[0-9]{6}".into()],
+    };
+    let configured = Redactor::new(&cfg).expect("valid patterns");
+    assert!(configured.dump.compiled.get().is_some());
+    assert_eq!(configured.redact(text, RedactMode::SecretDump), masked);
+}
+
 /// No input can panic the redactor, whatever the config patterns (B30): the
 /// pattern `\b` with an escape in the output used to lose the whole session.
 #[test]

@@ -147,7 +147,10 @@ impl Pool {
             return 0;
         };
         let mut frames = spec_reader();
-        let mut buf = vec![0u8; 64 * 1024];
+        // A small read buffer on the stack: a member's heap pages are its own once
+        // written (the launcher's are shared until then), and this one lives on
+        // through the session; a spec longer than it arrives in several reads.
+        let mut buf = [0u8; 4096];
         let frame = loop {
             match frames.next() {
                 Ok(Some(frame)) => break frame,
@@ -170,7 +173,11 @@ impl Pool {
             return 2;
         }
         drop(stream);
-        match serde_json::from_slice::<Spec>(&frame.header) {
+        let spec = serde_json::from_slice::<Spec>(&frame.header);
+        // The spec's bytes are done with: their memory goes back to the allocator
+        // for the session's own use instead of growing the heap beside it.
+        drop((frame, frames));
+        match spec {
             Ok(spec) if spec.protocol == PROTOCOL => {
                 super::super::supervise::run(spec, false, Some(self.placement.clone()))
             }
