@@ -1095,3 +1095,28 @@ fn b30_a_key_overstruck_with_a_string_escape_inside_each_line_is_masked() {
         }
     }
 }
+
+#[test]
+fn b30_a_putty_key_in_one_string_with_progress_frames_before_each_line_is_masked() {
+    // Each line behind a `\r` progress frame, the block escaped into one string
+    // (fuzz finding): the frame before a line is not the line.
+    use crate::redact::keys::tests::{PPK, PPK_SECRETS};
+    let r = Redactor::builtin();
+    let framed: String = PPK
+        .lines()
+        .map(|line| format!(" 42% [=====>     ]\r{line}\n"))
+        .collect();
+    let once = serde_json::to_string(&framed).unwrap_or_default();
+    let twice = serde_json::to_string(&format!("{{\"key\": {once}}}")).unwrap_or_default();
+    for text in [
+        format!("{{\"key\": {once}}}"),
+        format!("{{\"a\": {twice}}}"),
+    ] {
+        let out = r.redact(&text, RedactMode::Code);
+        for secret in PPK_SECRETS {
+            assert!(!out.contains(secret), "shows {secret}: {out}");
+        }
+        // The progress frames before the block's first line stay.
+        assert!(out.contains("PuTTY-User-Key-File-3"), "{out}");
+    }
+}

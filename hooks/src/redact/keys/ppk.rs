@@ -108,20 +108,24 @@ pub(super) fn one_line_run(rest: &str) -> (usize, bool) {
             return (n, false);
         }
         let at = n + newline + sep;
-        let line_len = bytes[at..]
-            .iter()
-            .position(|b| matches!(b, b'\\' | b'"' | b'\''))
-            .unwrap_or(bytes.len() - at);
+        let line_len = line_len(&bytes[at..]);
         let line = &rest[at..at + line_len];
         // Each line may carry a prefix (`path:`, a log prefix) before its header
-        // or body, as the lines of a PEM block escaped into one string may.
-        let header = line
-            .split_once(": ")
-            .map(|(name, _)| name.rsplit([':', '|', ' ', '\t']).next().unwrap_or(name))
-            .filter(|name| is_header(name));
-        let base64 = (line.len() >= if newline > 0 { 1 } else { 16 }
-            && line.bytes().all(super::is_base64))
-            || (newline > 0 && super::frame_body(line).is_some());
+        // or body, as the lines of a PEM block escaped into one string may, and
+        // `\r` progress frames before it.
+        let mut header = None;
+        let mut base64 = false;
+        for frame in escaped_frames(line) {
+            header = header.or_else(|| {
+                frame
+                    .split_once(": ")
+                    .map(|(name, _)| name.rsplit([':', '|', ' ', '\t']).next().unwrap_or(name))
+                    .filter(|name| is_header(name))
+            });
+            base64 |= (frame.len() >= if newline > 0 { 1 } else { 16 }
+                && frame.bytes().all(super::is_base64))
+                || (newline > 0 && super::frame_body(frame).is_some());
+        }
         if header.is_none() && !base64 {
             // Not the block's: it ended with the escaped newline (a list's
             // separator is not the block's, and stays).
@@ -132,6 +136,57 @@ pub(super) fn one_line_run(rest: &str) -> (usize, bool) {
             return (n + escaped_newline(&bytes[n..]), true);
         }
     }
+}
+
+/// The length of one line of a block escaped into one string: up to its escaped
+/// newline, or the quote (escaped or not) that ends the string. Other escapes
+/// (`\r`, `\t`, `\\`) are the line's.
+fn line_len(bytes: &[u8]) -> usize {
+    let mut at = 0;
+    while at < bytes.len() {
+        match bytes[at] {
+            b'"' | b'\'' => return at,
+            b'\\' => {
+                let run = bytes[at..].iter().take_while(|b| **b == b'\\').count();
+                match bytes.get(at + run) {
+                    Some(b'n' | b'"' | b'\'') | None => return at,
+                    Some(_) => at += run + 1,
+                }
+            }
+            _ => at += 1,
+        }
+    }
+    at
+}
+
+/// The `\r` frames of an escaped line (the escaped carriage returns between them
+/// left out).
+fn escaped_frames(line: &str) -> impl Iterator<Item = &str> {
+    let bytes = line.as_bytes();
+    let mut from = 0;
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        if from > bytes.len() {
+            return None;
+        }
+        while at < bytes.len() {
+            if bytes[at] == b'\\' {
+                let run = bytes[at..].iter().take_while(|b| **b == b'\\').count();
+                if bytes.get(at + run) == Some(&b'r') {
+                    let frame = &line[from..at];
+                    at += run + 1;
+                    from = at;
+                    return Some(frame);
+                }
+                at += run;
+            } else {
+                at += 1;
+            }
+        }
+        let frame = &line[from..];
+        from = bytes.len() + 1;
+        Some(frame)
+    })
 }
 
 /// The length of an escaped line end at the start of `bytes` (`\n`, `\r\n`, each
