@@ -192,7 +192,13 @@ impl Compiled {
         replace: fn(&Kind, &str) -> Option<String>,
     ) {
         let mut pos = 0;
-        let mut scan = triggers.scan(text);
+        // With a map, a trigger just after removed bytes is searched as the start of
+        // the rest (a seam counts as a word boundary): every literal, even inside a
+        // word, is a trigger then.
+        let mut scan = match map {
+            Some(_) => triggers.scan(text),
+            None => triggers.scan_starts(text),
+        };
         while pos < text.len() {
             let Some((at, _)) = scan.next_from(pos) else {
                 break;

@@ -151,18 +151,23 @@ fn samples(patterns: &[&str]) -> impl Strategy<Value = (usize, String)> + use<> 
     Union::new(arms)
 }
 
-/// Every match of `re` in `text` starts where `triggers`' scan reports one.
+/// Every match of `re` in `text` starts where `triggers`' scans (of every literal,
+/// and of match starts) report one.
 fn assert_covered(re: &meta::Regex, triggers: &Triggers, text: &str, what: &str) {
-    let mut scan = triggers.scan(text);
-    for m in re.find_iter(text) {
-        let at = scan.next_from(m.start()).map(|(at, _)| at);
-        assert_eq!(
-            at,
-            Some(m.start()),
-            "{what}: match {:?} at {} of {text:?} has no trigger",
-            &text[m.range()],
-            m.start()
-        );
+    for (mut scan, kind) in [
+        (triggers.scan(text), "scan"),
+        (triggers.scan_starts(text), "scan of match starts"),
+    ] {
+        for m in re.find_iter(text) {
+            let at = scan.next_from(m.start()).map(|(at, _)| at);
+            assert_eq!(
+                at,
+                Some(m.start()),
+                "{what}: match {:?} at {} of {text:?} has no trigger in the {kind}",
+                &text[m.range()],
+                m.start()
+            );
+        }
     }
 }
 
