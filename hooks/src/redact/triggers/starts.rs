@@ -6,8 +6,12 @@
 //! whose previous byte is not (or that starts the text): the assertion holds there
 //! and the match's first byte is the literal's. So instead of a packed search per
 //! 64 literals over every byte (six passes for the provider rules), one pass marks
-//! the word starts of 64 bytes at a time (a vector compare and a bit mask), and
-//! each word start costs one bit test: the bit of its first three bytes' low five
+//! the word starts of 64 bytes at a time (a vector compare and a bit mask) whose
+//! first two bytes could start a literal (a packed test of eight buckets of
+//! literals: each byte's nibbles looked up in tables holding, per bucket, the
+//! nibbles of the bucket's literals' first and second bytes, both cases of a
+//! letter in a case-insensitive literal), and each of those costs one bit test:
+//! the bit of its first three bytes' low five
 //! bits (case and the byte's class folded away, so a literal's bit is that of
 //! every text its pattern can match, case-insensitive ones included). A set bit is
 //! verified against the literals that share it. Log text has a word start every
@@ -34,6 +38,18 @@ pub(crate) struct WordStarts {
     /// literal's key is its `short` one, a longer one's its `long` one).
     index: Vec<(u16, u16)>,
     literals: Vec<Literal>,
+    /// The pair test: per position in the literal (its first three bytes), the
+    /// buckets whose literals have a byte of this low nibble there...
+    low: [[u8; 16]; 3],
+    /// ... and of this high nibble.
+    high: [[u8; 16]; 3],
+}
+
+/// Whether the pair test passes for bytes `b` (a bucket has a literal whose first
+/// three bytes could be these).
+fn pair_passes(low: &[[u8; 16]; 3], high: &[[u8; 16]; 3], b: [u8; 3]) -> bool {
+    let bucket = |j: usize| low[j][usize::from(b[j] & 15)] & high[j][usize::from(b[j] >> 4)];
+    bucket(0) & bucket(1) & bucket(2) != 0
 }
 
 /// The low five bits of each of the first four bytes of `head` (zero bytes past
@@ -84,6 +100,24 @@ impl WordStarts {
         let mut four = three.clone();
         let mut short = three.clone();
         let mut index = Vec::with_capacity(literals.len());
+        let (mut low, mut high) = ([[0u8; 16]; 3], [[0u8; 16]; 3]);
+        for (lit, exact) in &literals {
+            // Literals of one first letter share a bucket (their second bytes
+            // differ more than their first ones).
+            let bucket = 1u8 << ((lit[0] & 31) % 8);
+            for (j, b) in lit.iter().take(3).enumerate() {
+                let upper = b.to_ascii_uppercase();
+                let variants = if !*exact && upper != *b {
+                    [*b, upper]
+                } else {
+                    [*b, *b]
+                };
+                for v in variants {
+                    low[j][usize::from(v & 15)] |= bucket;
+                    high[j][usize::from(v >> 4)] |= bucket;
+                }
+            }
+        }
         for (idx, (lit, _)) in literals.iter().enumerate() {
             let (k3, k4) = keys(folded(lit));
             set(&mut three, k3);
@@ -103,6 +137,8 @@ impl WordStarts {
             short,
             index,
             literals,
+            low,
+            high,
         })
     }
 
@@ -116,15 +152,28 @@ impl WordStarts {
                 return unsafe { self.find_avx2(text, from) };
             }
         }
-        self.find_with(text, from, word_mask)
+        self.find_with(text, from, |text, base| {
+            (
+                word_mask(text, base),
+                pair_mask(&self.low, &self.high, text, base),
+            )
+        })
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
     fn find_avx2(&self, text: &[u8], from: usize) -> Option<(usize, usize)> {
+        let tables = PairTables::new(&self.low, &self.high);
         self.find_with(text, from, |text, base| {
-            // SAFETY: only called from this function, which runs with AVX2.
-            unsafe { word_mask_avx2(text, base) }
+            if base + 66 > text.len() {
+                return (
+                    word_mask(text, base),
+                    pair_mask(&self.low, &self.high, text, base),
+                );
+            }
+            // SAFETY: only called from this function, which runs with AVX2, and
+            // `base + 66 <= text.len()` (checked just above).
+            unsafe { masks_avx2(&tables, text, base) }
         })
     }
 
@@ -133,14 +182,14 @@ impl WordStarts {
         &self,
         text: &[u8],
         from: usize,
-        mask: impl Fn(&[u8], usize) -> u64,
+        masks: impl Fn(&[u8], usize) -> (u64, u64),
     ) -> Option<(usize, usize)> {
         let len = text.len();
         let mut base = from;
         let mut carry = u64::from(from > 0 && from <= len && is_word(text[from - 1]));
         while base + 3 <= len {
-            let words = mask(text, base);
-            let mut starts = words & !((words << 1) | carry);
+            let (words, pairs) = masks(text, base);
+            let mut starts = words & !((words << 1) | carry) & pairs;
             carry = words >> 63;
             while starts != 0 {
                 let at = base + starts.trailing_zeros() as usize;
@@ -195,18 +244,55 @@ fn word_mask(text: &[u8], base: usize) -> u64 {
         .fold(0, |m, (i, b)| m | (u64::from(is_word(*b)) << i))
 }
 
-/// [`word_mask`] with AVX2 compares.
+/// Bit `i` set when the pair test passes at `text[base + i]` (up to 64 bytes; a
+/// missing second or third byte is a zero byte).
+fn pair_mask(low: &[[u8; 16]; 3], high: &[[u8; 16]; 3], text: &[u8], base: usize) -> u64 {
+    text[base..]
+        .iter()
+        .take(64)
+        .enumerate()
+        .fold(0, |m, (i, b)| {
+            let at = |k: usize| text.get(base + i + k).copied().unwrap_or(0);
+            m | (u64::from(pair_passes(low, high, [*b, at(1), at(2)])) << i)
+        })
+}
+
+/// The pair test's tables in vector registers (each in both 128-bit lanes).
+#[cfg(target_arch = "x86_64")]
+struct PairTables {
+    low: [std::arch::x86_64::__m256i; 3],
+    high: [std::arch::x86_64::__m256i; 3],
+}
+
+#[cfg(target_arch = "x86_64")]
+impl PairTables {
+    #[target_feature(enable = "avx2")]
+    fn new(low: &[[u8; 16]; 3], high: &[[u8; 16]; 3]) -> PairTables {
+        use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm256_broadcastsi128_si256};
+        let load = |table: &[u8; 16]| {
+            // SAFETY: a 16-byte unaligned load of a 16-byte array.
+            _mm256_broadcastsi128_si256(unsafe {
+                _mm_loadu_si128(table.as_ptr().cast::<__m128i>())
+            })
+        };
+        PairTables {
+            low: [load(&low[0]), load(&low[1]), load(&low[2])],
+            high: [load(&high[0]), load(&high[1]), load(&high[2])],
+        }
+    }
+}
+
+/// [`word_mask`] and [`pair_mask`] with AVX2 compares and shuffles; needs
+/// `base + 66 <= text.len()` (the third byte of the 64th position).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn word_mask_avx2(text: &[u8], base: usize) -> u64 {
+unsafe fn masks_avx2(tables: &PairTables, text: &[u8], base: usize) -> (u64, u64) {
     use std::arch::x86_64::{
         __m256i, _mm256_and_si256, _mm256_cmpeq_epi8, _mm256_cmpgt_epi8, _mm256_loadu_si256,
-        _mm256_movemask_epi8, _mm256_or_si256, _mm256_set1_epi8,
+        _mm256_movemask_epi8, _mm256_or_si256, _mm256_set1_epi8, _mm256_setzero_si256,
+        _mm256_shuffle_epi8, _mm256_srli_epi16,
     };
-    if base + 64 > text.len() {
-        return word_mask(text, base);
-    }
-    let half = |v: __m256i| {
+    let word = |v: __m256i| {
         // Bytes of 0x80 and up are negative (signed compares): never in a range.
         let between = |v: __m256i, lo: u8, hi: u8| {
             _mm256_and_si256(
@@ -221,13 +307,34 @@ unsafe fn word_mask_avx2(text: &[u8], base: usize) -> u64 {
         );
         u64::from(_mm256_movemask_epi8(word).cast_unsigned())
     };
-    // SAFETY: `base + 64 <= text.len()` (checked above): two unaligned 32-byte
-    // loads from `base` stay inside `text`.
-    let (lo, hi) = unsafe {
-        let ptr = text.as_ptr().add(base).cast::<__m256i>();
-        (_mm256_loadu_si256(ptr), _mm256_loadu_si256(ptr.add(1)))
+    let nibbles = |v: __m256i| {
+        let mask = _mm256_set1_epi8(15);
+        (
+            _mm256_and_si256(v, mask),
+            _mm256_and_si256(_mm256_srli_epi16::<4>(v), mask),
+        )
     };
-    half(lo) | (half(hi) << 32)
+    let pair = |v: [__m256i; 3]| {
+        let bucket = |j: usize| {
+            let (lo, hi) = nibbles(v[j]);
+            _mm256_and_si256(
+                _mm256_shuffle_epi8(tables.low[j], lo),
+                _mm256_shuffle_epi8(tables.high[j], hi),
+            )
+        };
+        let buckets = _mm256_and_si256(_mm256_and_si256(bucket(0), bucket(1)), bucket(2));
+        let none = _mm256_cmpeq_epi8(buckets, _mm256_setzero_si256());
+        u64::from(!_mm256_movemask_epi8(none).cast_unsigned())
+    };
+    // SAFETY: `base + 66 <= text.len()` (the caller's contract): the 32-byte
+    // unaligned loads at `base` to `base + 2` and `base + 32` to `base + 34` stay
+    // inside `text`.
+    let load = |at: usize| unsafe { _mm256_loadu_si256(text.as_ptr().add(at).cast::<__m256i>()) };
+    let (a, b) = (
+        [load(base), load(base + 1), load(base + 2)],
+        [load(base + 32), load(base + 33), load(base + 34)],
+    );
+    (word(a[0]) | (word(b[0]) << 32), pair(a) | (pair(b) << 32))
 }
 
 #[cfg(test)]
@@ -251,18 +358,32 @@ mod tests {
         }
         assert_eq!(found, vec![(7, 4), (13, 13), (28, 3)]);
         // The scalar mask agrees with the vector one on every byte.
-        let all: Vec<u8> = (0..=255u8).collect();
-        for base in (0..256).step_by(64).chain([200]) {
-            let scalar = word_mask(&all, base);
+        let all: Vec<u8> = (0..=255u8).chain(0..=255u8).rev().collect();
+        for base in (0..400).step_by(37) {
+            let scalar = (
+                word_mask(&all, base),
+                pair_mask(&ws.low, &ws.high, &all, base),
+            );
             #[cfg(target_arch = "x86_64")]
-            if std::is_x86_feature_detected!("avx2") {
-                // SAFETY: the CPU has AVX2.
-                assert_eq!(unsafe { word_mask_avx2(&all, base) }, scalar);
+            if std::is_x86_feature_detected!("avx2") && base + 66 <= all.len() {
+                // SAFETY: the CPU has AVX2, and 66 bytes follow `base`.
+                let vector = unsafe {
+                    let tables = PairTables::new(&ws.low, &ws.high);
+                    masks_avx2(&tables, &all, base)
+                };
+                assert_eq!(vector, scalar, "at {base}");
             }
             for (i, b) in all[base..].iter().take(64).enumerate() {
-                assert_eq!(scalar >> i & 1 == 1, is_word(*b), "{b}");
+                assert_eq!(scalar.0 >> i & 1 == 1, is_word(*b), "{b}");
             }
         }
+        // Every literal passes the pair test, in every case it can be written in.
+        for (lit, text) in [("ghp_", "ghp_"), ("authorization", "AuThorization")] {
+            let _ = lit;
+            let b = text.as_bytes();
+            assert!(pair_passes(&ws.low, &ws.high, [b[0], b[1], b[2]]), "{text}");
+        }
+        assert!(!pair_passes(&ws.low, &ws.high, *b"gxp"));
         // Across a chunk edge, and from inside a word.
         let long = format!("{}ghp_x {}zghp_", "a ".repeat(31), "b".repeat(70));
         assert_eq!(ws.find(long.as_bytes(), 0), Some((62, 4)));

@@ -426,3 +426,13 @@ fn b30_literal_sets_are_prefix_free_and_grouped() {
     assert_eq!(req(r"[a-z]+"), None);
     assert_eq!(req(r"a?"), None);
 }
+
+#[test]
+fn b30_the_scan_of_match_starts_skips_literals_inside_words() {
+    let t = derive(&strs(&families::code_patterns()));
+    assert!(t.fast.is_some(), "the built-in literals all fit");
+    // `login` (a `.netrc` line) and `ghp_` start at word starts only.
+    let text = "test_login ok, xghp_abc; login x password y";
+    assert_eq!(t.scan(text).next_from(0), Some((5, 5)));
+    assert_eq!(t.scan_starts(text).next_from(0), Some((25, 5)));
+}
