@@ -294,8 +294,27 @@ pub(super) fn first_hidden_from(bytes: &[u8], from: usize) -> Option<usize> {
 }
 
 /// Index of the first hidden sequence. Scans in blocks with a branch-free test
-/// the compiler vectorises, and looks closer only at flagged blocks.
+/// the compiler vectorises (with AVX2 where the CPU has it), and looks closer
+/// only at flagged blocks.
 fn first_hidden(bytes: &[u8]) -> Option<usize> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2 (checked just above).
+            return unsafe { first_hidden_avx2(bytes) };
+        }
+    }
+    first_hidden_in(bytes)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn first_hidden_avx2(bytes: &[u8]) -> Option<usize> {
+    first_hidden_in(bytes)
+}
+
+#[inline(always)]
+fn first_hidden_in(bytes: &[u8]) -> Option<usize> {
     const BLOCK: usize = 256;
     for (n_block, block) in bytes.chunks(BLOCK).enumerate() {
         // A cheap superset first (a control but tab, newline and carriage return,

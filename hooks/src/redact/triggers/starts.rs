@@ -21,6 +21,9 @@
 /// The bits of a table's key.
 const KEY_BITS: u32 = 15;
 
+/// The bits of the key of the first test.
+const FIRST_BITS: u32 = 12;
+
 /// One literal: its bytes and whether it is compared as written (`true`) or with
 /// the text ASCII-lowercased (`false`, the literal being lowercase).
 pub(super) type Literal = (Vec<u8>, bool);
@@ -28,7 +31,8 @@ pub(super) type Literal = (Vec<u8>, bool);
 /// The literals of the word-start patterns and their tables.
 #[derive(Debug, Clone)]
 pub(crate) struct WordStarts {
-    /// One bit per key of the first three bytes of a literal (the first test).
+    /// One bit per key of the first three bytes of a literal, cut to
+    /// [`FIRST_BITS`] (the first test: a small table stays in the nearest cache).
     three: Vec<u64>,
     /// One bit per key of the first four bytes of a longer literal.
     four: Vec<u64>,
@@ -96,9 +100,9 @@ impl WordStarts {
         {
             return None;
         }
-        let mut three = vec![0u64; (1 << KEY_BITS) / 64];
-        let mut four = three.clone();
-        let mut short = three.clone();
+        let mut three = vec![0u64; (1 << FIRST_BITS) / 64];
+        let mut four = vec![0u64; (1 << KEY_BITS) / 64];
+        let mut short = four.clone();
         let mut index = Vec::with_capacity(literals.len());
         let (mut low, mut high) = ([[0u8; 16]; 3], [[0u8; 16]; 3]);
         for (lit, exact) in &literals {
@@ -120,7 +124,7 @@ impl WordStarts {
         }
         for (idx, (lit, _)) in literals.iter().enumerate() {
             let (k3, k4) = keys(folded(lit));
-            set(&mut three, k3);
+            set(&mut three, k3 >> (KEY_BITS - FIRST_BITS));
             let k = if lit.len() == 3 {
                 set(&mut short, k3);
                 k3
@@ -194,17 +198,16 @@ impl WordStarts {
             while starts != 0 {
                 let at = base + starts.trailing_zeros() as usize;
                 starts &= starts - 1;
-                let Some(head) = text.get(at..).filter(|h| h.len() >= 3) else {
-                    return None;
-                };
-                let bits = match head.get(..4) {
+                let bits = match text.get(at..at + 4) {
                     Some(&[a, b, c, d]) => u32::from_le_bytes([a, b, c, d]) & 0x1f1f_1f1f,
-                    _ => folded(head),
+                    _ if at + 3 <= len => folded(&text[at..]),
+                    _ => return None,
                 };
                 let (k3, k4) = keys(bits);
-                if !has(&self.three, k3) {
+                if !has(&self.three, k3 >> (KEY_BITS - FIRST_BITS)) {
                     continue;
                 }
+                let head = &text[at..];
                 let short = has(&self.short, k3)
                     .then(|| self.verify(head, k3))
                     .flatten();
