@@ -97,13 +97,33 @@ pub(super) struct Triggers {
 #[derive(Debug, Clone)]
 struct Fast {
     starts: Option<WordStarts>,
-    rest: Vec<Searcher>,
+    rest: Vec<Rest>,
     /// Per searcher and pattern: the literals a hit of that pattern stands for
     /// (each one whose lowercased form starts with it).
     rest_literals: Vec<Vec<Vec<Literal>>>,
     /// The copy for `rest` is made only when the text holds one of these bytes
     /// (`None`: always).
     gate: Option<Vec<u8>>,
+}
+
+/// One searcher of [`Fast`]'s rest: a packed one, or `memmem` for a group of one
+/// literal (a packed search of one short literal costs twice as much).
+#[derive(Debug, Clone)]
+enum Rest {
+    Packed(Searcher),
+    One(memchr::memmem::Finder<'static>),
+}
+
+impl Rest {
+    /// The first hit at or after `from` in `hay`: its start and literal index.
+    fn find(&self, hay: &[u8], from: usize) -> Option<(usize, usize)> {
+        match self {
+            Rest::Packed(searcher) => searcher
+                .find_in(hay, aho_corasick::Span::from(from..hay.len()))
+                .map(|m| (m.start(), m.pattern().as_usize())),
+            Rest::One(finder) => finder.find(&hay[from..]).map(|at| (from + at, 0)),
+        }
+    }
 }
 
 impl Triggers {
@@ -271,7 +291,10 @@ impl Fast {
         let mut rest = Vec::new();
         let mut rest_literals = Vec::new();
         for chunk in packed_groups(keys) {
-            rest.push(packed_searcher(&chunk)?);
+            rest.push(match chunk.as_slice() {
+                [one] => Rest::One(memchr::memmem::Finder::new(one).into_owned()),
+                _ => Rest::Packed(packed_searcher(&chunk)?),
+            });
             rest_literals.push(
                 chunk
                     .iter()
@@ -307,19 +330,19 @@ impl Fast {
         let searcher = self.rest.get(idx)?;
         let mut from = pos;
         while from < text.len() {
-            let m = searcher.find_in(lower, aho_corasick::Span::from(from..text.len()))?;
-            let confirmed = self.rest_literals[idx][m.pattern().as_usize()]
+            let (at, pattern) = searcher.find(lower, from)?;
+            let confirmed = self.rest_literals[idx][pattern]
                 .iter()
                 .filter(|(lit, exact)| {
                     let seen = if *exact { text } else { lower };
-                    seen[m.start()..].starts_with(lit)
+                    seen[at..].starts_with(lit)
                 })
                 .map(|(lit, _)| lit.len())
                 .min();
             if let Some(n) = confirmed {
-                return Some((m.start(), n));
+                return Some((at, n));
             }
-            from = m.start() + 1;
+            from = at + 1;
         }
         None
     }
