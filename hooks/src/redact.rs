@@ -193,7 +193,15 @@ impl Compiled {
         replace: fn(&Kind, &str) -> Option<String>,
     ) {
         let mut pos = 0;
-        let mut scan = triggers.scan(text);
+        // With a map, a trigger just after removed bytes is searched as the start of
+        // the rest (a seam counts as a word boundary), and so is one just after a
+        // line end spelled in a string (`\nghp_…`): every literal, even inside a
+        // word, is a trigger then.
+        let mut scan = if map.is_some() || visible::has_spelled_break(text.as_bytes()) {
+            triggers.scan(text)
+        } else {
+            triggers.scan_starts(text)
+        };
         while pos < text.len() {
             let Some((at, _)) = scan.next_from(pos) else {
                 break;

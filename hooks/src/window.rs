@@ -558,8 +558,12 @@ impl ShownStream {
             Some(last_end) => {
                 let rest = self.unhooked.split_off(last_end + 1);
                 let lines = std::mem::replace(&mut self.unhooked, rest);
-                let hooked = self.pipeline.chain().run(&self.ctx.as_ctx(), &lines);
-                self.redact.push(&hooked)
+                let hooked = match self.pipeline.chain().run(&self.ctx.as_ctx(), &lines) {
+                    Cow::Owned(changed) => Some(changed),
+                    Cow::Borrowed(_) => None,
+                };
+                // The lines themselves when no hook changed them: no copy.
+                self.redact.push_owned(hooked.unwrap_or(lines))
             }
             None => String::new(),
         };

@@ -73,6 +73,19 @@ impl StreamRedactor {
         self.emit(cut)
     }
 
+    /// [`Self::push`] of a chunk the caller gives away: with nothing held (a
+    /// stream fed whole lines), the chunk becomes the held text, and whole lines
+    /// with nothing to mask go out without a copy.
+    pub(crate) fn push_owned(&mut self, chunk: String) -> String {
+        if self.held.is_empty() {
+            self.held = chunk;
+        } else {
+            self.held.push_str(&chunk);
+        }
+        let cut = self.safe_cut();
+        self.emit(cut)
+    }
+
     /// The stream went idle: emits the held unfinished line except a trailing part
     /// that could still become a secret (see `Redactor::hold_point`).
     pub fn release_idle(&mut self) -> String {

@@ -38,6 +38,9 @@ use regex_syntax::hir::{
 
 use crate::Error;
 
+mod starts;
+use starts::{Literal, WordStarts, is_word};
+
 /// The shortest literal a packed search takes (shorter ones defeat it).
 pub(super) const MIN_LITERAL_LEN: usize = 3;
 
@@ -81,9 +84,46 @@ pub(super) struct Triggers {
     bytes: Vec<u8>,
     /// The patterns that always run.
     always: Option<meta::Regex>,
+    /// The searchers of [`Triggers::scan_starts`] (`None`: it is [`Triggers::scan`]).
+    fast: Option<Fast>,
     /// Each pattern's trigger, in the set's order.
     #[cfg(test)]
     plan: Vec<Trigger>,
+}
+
+/// The searchers of the scan for match starts: the literals of the patterns that
+/// start at a word start in one [`WordStarts`], the others in packed searchers over
+/// the ASCII-lowercased copy (each literal lowercased), verified as written.
+#[derive(Debug, Clone)]
+struct Fast {
+    starts: Option<WordStarts>,
+    rest: Vec<Rest>,
+    /// Per searcher and pattern: the literals a hit of that pattern stands for
+    /// (each one whose lowercased form starts with it).
+    rest_literals: Vec<Vec<Vec<Literal>>>,
+    /// The copy for `rest` is made only when the text holds one of these bytes
+    /// (`None`: always).
+    gate: Option<Vec<u8>>,
+}
+
+/// One searcher of [`Fast`]'s rest: a packed one, or `memmem` for a group of one
+/// literal (a packed search of one short literal costs twice as much).
+#[derive(Debug, Clone)]
+enum Rest {
+    Packed(Searcher),
+    One(memchr::memmem::Finder<'static>),
+}
+
+impl Rest {
+    /// The first hit at or after `from` in `hay`: its start and literal index.
+    fn find(&self, hay: &[u8], from: usize) -> Option<(usize, usize)> {
+        match self {
+            Rest::Packed(searcher) => searcher
+                .find_in(hay, aho_corasick::Span::from(from..hay.len()))
+                .map(|m| (m.start(), m.pattern().as_usize())),
+            Rest::One(finder) => finder.find(&hay[from..]).map(|at| (from + at, 0)),
+        }
+    }
 }
 
 impl Triggers {
@@ -153,12 +193,14 @@ impl Triggers {
                 })?,
             )
         };
+        let fast = Fast::derive(&plan, &hirs);
         Ok(Triggers {
             tokens,
             lowered,
             gate,
             bytes,
             always,
+            fast,
             #[cfg(test)]
             plan,
         })
@@ -180,10 +222,150 @@ impl Triggers {
         };
         Scan {
             triggers: self,
+            fast: None,
             text,
             lower,
             next: vec![Next::Unknown; 2 + self.tokens.len() + self.lowered.len()],
         }
+    }
+
+    /// A scan of `text` that yields, in order, a superset of the positions where a
+    /// pattern of the set can start a match in `text` (searched as a whole: a word
+    /// boundary before the text's first byte holds). Unlike [`Self::scan`] it
+    /// skips a literal inside a word when every match of its pattern starts at a
+    /// word start; the literal lengths it yields are not those of `scan`.
+    pub(super) fn scan_starts<'t>(&'t self, text: &'t str) -> Scan<'t> {
+        let Some(fast) = &self.fast else {
+            return self.scan(text);
+        };
+        let bytes = text.as_bytes();
+        let lower = match (fast.rest.is_empty(), &fast.gate) {
+            (true, _) => None,
+            (false, None) => Some(bytes.to_ascii_lowercase()),
+            (false, Some(gate)) => any_byte(gate, bytes, 0).map(|_| bytes.to_ascii_lowercase()),
+        };
+        Scan {
+            triggers: self,
+            fast: Some(fast),
+            text,
+            lower,
+            next: vec![Next::Unknown; 3 + fast.rest.len()],
+        }
+    }
+}
+
+impl Fast {
+    /// The searchers of the scan for match starts of the patterns planned as
+    /// `plan` (`hirs` their parsed forms); `None` when one cannot be built.
+    fn derive(plan: &[Trigger], hirs: &[Option<Hir>]) -> Option<Fast> {
+        let mut at_words: Vec<Literal> = Vec::new();
+        let mut others: Vec<Literal> = Vec::new();
+        let mut gate: Vec<u8> = Vec::new();
+        let mut all_gated = true;
+        for (trigger, hir) in plan.iter().zip(hirs) {
+            let (lits, exact) = match trigger {
+                Trigger::Tokens(lits) => (lits, true),
+                Trigger::Lowered(lits) => (lits, false),
+                _ => continue,
+            };
+            let at_word = hir.as_ref().is_some_and(starts_at_word)
+                && lits.iter().all(|l| l.first().copied().is_some_and(is_word));
+            let own = lits.iter().map(|l| (l.clone(), exact));
+            if at_word {
+                at_words.extend(own);
+            } else {
+                others.extend(own);
+                match hir.as_ref().and_then(required_bytes) {
+                    Some(set) => gate.extend(set),
+                    None => all_gated = false,
+                }
+            }
+        }
+        let starts = if at_words.is_empty() {
+            None
+        } else {
+            Some(WordStarts::new(at_words)?)
+        };
+        let mut keys: Vec<Vec<u8>> = others.iter().map(|(l, _)| l.to_ascii_lowercase()).collect();
+        prefix_free(&mut keys);
+        let mut rest = Vec::new();
+        let mut rest_literals = Vec::new();
+        for chunk in packed_groups(keys) {
+            rest.push(match chunk.as_slice() {
+                [one] => Rest::One(memchr::memmem::Finder::new(one).into_owned()),
+                _ => Rest::Packed(packed_searcher(&chunk)?),
+            });
+            rest_literals.push(
+                chunk
+                    .iter()
+                    .map(|key| {
+                        others
+                            .iter()
+                            .filter(|(l, _)| l.to_ascii_lowercase().starts_with(key))
+                            .cloned()
+                            .collect()
+                    })
+                    .collect(),
+            );
+        }
+        gate.sort_unstable();
+        gate.dedup();
+        Some(Fast {
+            starts,
+            rest,
+            rest_literals,
+            gate: (all_gated && gate.len() <= MAX_BYTES).then_some(gate),
+        })
+    }
+
+    /// The first hit of rest searcher `idx` at or after `pos` (over `lower`, the
+    /// lowercased `text`) that one of its literals confirms.
+    fn rest_hit(
+        &self,
+        idx: usize,
+        text: &[u8],
+        lower: &[u8],
+        pos: usize,
+    ) -> Option<(usize, usize)> {
+        let searcher = self.rest.get(idx)?;
+        let mut from = pos;
+        while from < text.len() {
+            let (at, pattern) = searcher.find(lower, from)?;
+            let confirmed = self.rest_literals[idx][pattern]
+                .iter()
+                .filter(|(lit, exact)| {
+                    let seen = if *exact { text } else { lower };
+                    seen[at..].starts_with(lit)
+                })
+                .map(|(lit, _)| lit.len())
+                .min();
+            if let Some(n) = confirmed {
+                return Some((at, n));
+            }
+            from = at + 1;
+        }
+        None
+    }
+}
+
+/// Whether every match of `hir` starts with a word-boundary assertion (so a match
+/// whose first byte is a word byte starts where the byte before is none).
+fn starts_at_word(hir: &Hir) -> bool {
+    use regex_syntax::hir::Look;
+    match hir.kind() {
+        HirKind::Look(look) => matches!(
+            look,
+            Look::WordAscii
+                | Look::WordUnicode
+                | Look::WordStartAscii
+                | Look::WordStartUnicode
+                | Look::WordStartHalfAscii
+                | Look::WordStartHalfUnicode
+        ),
+        HirKind::Concat(subs) => subs.first().is_some_and(starts_at_word),
+        HirKind::Capture(cap) => starts_at_word(&cap.sub),
+        HirKind::Alternation(subs) => subs.iter().all(starts_at_word),
+        _ => false,
     }
 }
 
@@ -297,6 +479,27 @@ fn packed_searchers(plan: &mut [Trigger], in_group: impl Fn(&Trigger) -> bool) -
         })
         .collect();
     prefix_free(&mut lits);
+    let mut searchers = Vec::new();
+    for chunk in packed_groups(lits) {
+        match packed_searcher(&chunk) {
+            Some(searcher) => searchers.push(searcher),
+            None => {
+                tracing::warn!(
+                    "redaction trigger literals cannot be packed; those patterns run over the whole text"
+                );
+                for t in plan.iter_mut().filter(|t| in_group(t)) {
+                    *t = Trigger::Always;
+                }
+                return Vec::new();
+            }
+        }
+    }
+    searchers
+}
+
+/// `lits` (prefix-free) in the groups of one packed searcher each, at most
+/// [`PACKED_LITERALS`] a group.
+fn packed_groups(mut lits: Vec<Vec<u8>>) -> Vec<Vec<Vec<u8>>> {
     // Which literals share a searcher decides its speed: a packed search tells
     // candidates apart by the first three bytes, bucket by bucket, and verifies
     // every literal of a bucket whose bytes all fit. Literals sorted by those bytes
@@ -319,32 +522,21 @@ fn packed_searchers(plan: &mut [Trigger], in_group: impl Fn(&Trigger) -> bool) -
     });
     let n_short = lits.partition_point(|l| l.len() <= MIN_LITERAL_LEN);
     let (short, long) = lits.split_at(n_short);
-    let mut searchers = Vec::new();
-    for chunk in short
+    short
         .chunks(PACKED_LITERALS)
         .chain(long.chunks(PACKED_LITERALS))
-    {
-        // The packed searcher itself (Teddy, verifying its own candidates), not an
-        // automaton behind it as a prefilter: a trigger is only a literal.
-        let built = packed::Config::new()
-            .match_kind(packed::MatchKind::LeftmostFirst)
-            .builder()
-            .extend(chunk)
-            .build();
-        match built {
-            Some(searcher) => searchers.push(searcher),
-            None => {
-                tracing::warn!(
-                    "redaction trigger literals cannot be packed; those patterns run over the whole text"
-                );
-                for t in plan.iter_mut().filter(|t| in_group(t)) {
-                    *t = Trigger::Always;
-                }
-                return Vec::new();
-            }
-        }
-    }
-    searchers
+        .map(<[Vec<u8>]>::to_vec)
+        .collect()
+}
+
+/// The packed searcher itself (Teddy, verifying its own candidates), not an
+/// automaton behind it as a prefilter: a trigger is only a literal.
+fn packed_searcher(lits: &[Vec<u8>]) -> Option<Searcher> {
+    packed::Config::new()
+        .match_kind(packed::MatchKind::LeftmostFirst)
+        .builder()
+        .extend(lits)
+        .build()
 }
 
 /// The pattern's image under ASCII lowercasing: every match of `hir`, lowercased,
@@ -480,10 +672,13 @@ enum Next {
 #[derive(Debug)]
 pub(super) struct Scan<'t> {
     triggers: &'t Triggers,
+    /// Set for a scan of match starts ([`Triggers::scan_starts`]).
+    fast: Option<&'t Fast>,
     text: &'t str,
     lower: Option<Vec<u8>>,
     /// Cached next hits of the byte and always searchers, then of each token
-    /// searcher, then of each lowered one.
+    /// searcher, then of each lowered one (a scan of match starts: of the
+    /// word-start searcher, then of each rest searcher).
     next: Vec<Next>,
 }
 
@@ -506,17 +701,25 @@ impl Scan<'_> {
                 continue;
             }
             let n_tokens = t.tokens.len();
-            let hit = match idx {
-                0 => any_byte(&t.bytes, self.text.as_bytes(), pos).map(|at| (at, 1)),
-                1 => t.always.as_ref().and_then(|re| {
+            let hit = match (self.fast, idx) {
+                (_, 0) => any_byte(&t.bytes, self.text.as_bytes(), pos).map(|at| (at, 1)),
+                (_, 1) => t.always.as_ref().and_then(|re| {
                     re.search(&regex_automata::Input::new(self.text).span(pos..len))
                         .map(|m| (m.start(), 0))
                 }),
-                n if n < 2 + n_tokens => t.tokens.get(n - 2).and_then(|ac| {
+                (Some(fast), 2) => fast
+                    .starts
+                    .as_ref()
+                    .and_then(|ws| ws.find(self.text.as_bytes(), pos)),
+                (Some(fast), n) => match &self.lower {
+                    Some(lower) => fast.rest_hit(n - 3, self.text.as_bytes(), lower, pos),
+                    None => None,
+                },
+                (None, n) if n < 2 + n_tokens => t.tokens.get(n - 2).and_then(|ac| {
                     ac.find_in(self.text, aho_corasick::Span::from(pos..len))
                         .map(|m| (m.start(), m.len()))
                 }),
-                n => match (t.lowered.get(n - 2 - n_tokens), &self.lower) {
+                (None, n) => match (t.lowered.get(n - 2 - n_tokens), &self.lower) {
                     (Some(ac), Some(lower)) => ac
                         .find_in(lower.as_slice(), aho_corasick::Span::from(pos..len))
                         .map(|m| (m.start(), m.len())),

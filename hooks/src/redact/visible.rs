@@ -55,6 +55,17 @@ pub(super) fn spelled_break_before(bytes: &[u8], at: usize) -> bool {
     at >= 2 && bytes[at - 2] == b'\\' && matches!(bytes[at - 1], b'n' | b'r' | b't')
 }
 
+/// Whether `bytes` hold a line end or a tab spelled out in a string just before a
+/// word byte (see [`spelled_break_before`]).
+pub(super) fn has_spelled_break(bytes: &[u8]) -> bool {
+    memchr::memchr_iter(b'\\', bytes).any(|idx| {
+        matches!(bytes.get(idx + 1), Some(b'n' | b'r' | b't'))
+            && bytes
+                .get(idx + 2)
+                .is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_')
+    })
+}
+
 /// Whether the hidden sequence of `len` bytes at `idx` is an nF escape whose final
 /// byte is a letter or digit followed by a word character.
 fn ends_on_a_word(bytes: &[u8], idx: usize, len: usize) -> bool {
@@ -340,9 +351,28 @@ fn first_hidden(bytes: &[u8]) -> Option<usize> {
         .or(found)
 }
 
-/// Index of the first hidden byte sequence. Scans in blocks with a branch-free test
-/// the compiler vectorises, and looks closer only at flagged blocks.
+/// Index of the first hidden byte sequence. Scans in blocks with a branch-free
+/// test the compiler vectorises (with AVX2 where the CPU has it), and looks
+/// closer only at flagged blocks.
 fn first_hidden_byte(bytes: &[u8]) -> Option<usize> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2 (checked just above).
+            return unsafe { first_hidden_avx2(bytes) };
+        }
+    }
+    first_hidden_in(bytes)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn first_hidden_avx2(bytes: &[u8]) -> Option<usize> {
+    first_hidden_in(bytes)
+}
+
+#[inline(always)]
+fn first_hidden_in(bytes: &[u8]) -> Option<usize> {
     const BLOCK: usize = 256;
     for (n_block, block) in bytes.chunks(BLOCK).enumerate() {
         // A cheap superset first (a control but tab, newline and carriage return,

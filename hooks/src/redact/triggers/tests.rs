@@ -151,18 +151,23 @@ fn samples(patterns: &[&str]) -> impl Strategy<Value = (usize, String)> + use<> 
     Union::new(arms)
 }
 
-/// Every match of `re` in `text` starts where `triggers`' scan reports one.
+/// Every match of `re` in `text` starts where `triggers`' scans (of every literal,
+/// and of match starts) report one.
 fn assert_covered(re: &meta::Regex, triggers: &Triggers, text: &str, what: &str) {
-    let mut scan = triggers.scan(text);
-    for m in re.find_iter(text) {
-        let at = scan.next_from(m.start()).map(|(at, _)| at);
-        assert_eq!(
-            at,
-            Some(m.start()),
-            "{what}: match {:?} at {} of {text:?} has no trigger",
-            &text[m.range()],
-            m.start()
-        );
+    for (mut scan, kind) in [
+        (triggers.scan(text), "scan"),
+        (triggers.scan_starts(text), "scan of match starts"),
+    ] {
+        for m in re.find_iter(text) {
+            let at = scan.next_from(m.start()).map(|(at, _)| at);
+            assert_eq!(
+                at,
+                Some(m.start()),
+                "{what}: match {:?} at {} of {text:?} has no trigger in the {kind}",
+                &text[m.range()],
+                m.start()
+            );
+        }
     }
 }
 
@@ -420,4 +425,14 @@ fn b30_literal_sets_are_prefix_free_and_grouped() {
     assert_eq!(req(r"(?:x:|y=)"), Some(b":=".to_vec()));
     assert_eq!(req(r"[a-z]+"), None);
     assert_eq!(req(r"a?"), None);
+}
+
+#[test]
+fn b30_the_scan_of_match_starts_skips_literals_inside_words() {
+    let t = derive(&strs(&families::code_patterns()));
+    assert!(t.fast.is_some(), "the built-in literals all fit");
+    // `login` (a `.netrc` line) and `ghp_` start at word starts only.
+    let text = "test_login ok, xghp_abc; login x password y";
+    assert_eq!(t.scan(text).next_from(0), Some((5, 5)));
+    assert_eq!(t.scan_starts(text).next_from(0), Some((25, 5)));
 }
