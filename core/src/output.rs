@@ -156,6 +156,19 @@ impl Tail {
         self.bytes.extend_from_slice(chunk);
     }
 
+    /// Counts bytes that went by without being held (a supervised session's
+    /// backlog of which only the last tail's worth is kept): the held tail is
+    /// dropped, because the next bytes no longer follow it, but the key index still
+    /// reads them, so the key state after them stays known (while no block is open
+    /// that is a vectorised search for what could open one).
+    pub(crate) fn pass(&mut self, chunk: &[u8]) {
+        if !chunk.is_empty() {
+            self.total_ingested += chunk.len() as u64;
+            self.bytes.clear();
+            self.keys.push(chunk);
+        }
+    }
+
     /// Counts `n` bytes that are in the log but were never read into memory (a
     /// supervised session's backlog larger than the tail); the held tail is dropped,
     /// because the next bytes no longer follow it.
