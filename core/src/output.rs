@@ -169,9 +169,9 @@ impl Tail {
         }
     }
 
-    /// Counts `n` bytes that are in the log but were never read into memory (a
-    /// supervised session's backlog larger than the tail); the held tail is dropped,
-    /// because the next bytes no longer follow it.
+    /// Counts `n` bytes that went by unseen (a backlog the log could not give back
+    /// when read); the held tail is dropped, because the next bytes no longer follow
+    /// it, and the key index starts again after them.
     pub(crate) fn skip(&mut self, n: u64) {
         if n > 0 {
             self.total_ingested += n;
