@@ -79,5 +79,8 @@ fn b30_a_backlog_that_goes_by_unheld_keeps_the_key_state_known() {
     tail.pass(b"-----END RSA PRIVATE KEY-----\n");
     tail.pass(line);
     assert_eq!(tail.key_open_at(tail.total_ingested() - 5), Some(false));
-    assert_eq!(tail.total_ingested(), after_lines + 32 + 2_001 * 53 + 30 + 51);
+    assert_eq!(
+        tail.total_ingested(),
+        after_lines + 32 + 2_001 * 53 + 30 + 51
+    );
 }

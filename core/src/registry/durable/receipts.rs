@@ -222,7 +222,9 @@ impl Inner {
         // now (the receipt is written later, without the session): a chatty job's
         // log is then not read back to its start to learn it.
         let log_context = output_cut.then(|| {
-            let open = s.tail().key_open_at(crate::output::context_start(output_from));
+            let open = s
+                .tail()
+                .key_open_at(crate::output::context_start(output_from));
             (s.log_path.clone(), output_from, open)
         });
         self.queue_receipt(ReceiptJob {
