@@ -25,7 +25,7 @@ pub(crate) mod page;
 /// # Errors
 /// When the file cannot be read.
 pub(crate) fn text_before(file: &File, at: u64) -> std::io::Result<String> {
-    let from = at.saturating_sub(herd_hooks::KEY_LOOKBACK_BYTES as u64);
+    let from = context_start(at);
     let mut buf = vec![0; usize::try_from(at - from).unwrap_or(0)];
     read_fully(file, &mut buf, from)?;
     Ok(crate::text::decode_tail(&buf, from > 0, true))
@@ -43,9 +43,14 @@ pub(crate) fn context_before(
     known: KeyLookup<'_>,
 ) -> std::io::Result<(String, bool)> {
     let text = text_before(file, at)?;
-    let from = at.saturating_sub(herd_hooks::KEY_LOOKBACK_BYTES as u64);
-    let open = key_open_at(known, Some(file), from, &text);
+    let open = key_open_at(known, Some(file), context_start(at), &text);
     Ok((text, open))
+}
+
+/// Where the context [`text_before`] reads for byte `at` starts: the offset whose
+/// key state [`context_before`] asks.
+pub(crate) fn context_start(at: u64) -> u64 {
+    at.saturating_sub(herd_hooks::KEY_LOOKBACK_BYTES as u64)
 }
 
 /// The session's key index as a route asks it: whether a private-key block is open
@@ -99,9 +104,18 @@ pub(crate) fn read_fully(file: &File, buf: &mut Vec<u8>, at: u64) -> std::io::Re
 }
 
 /// [`context_before`] of the log at `path`, ANSI-stripped like the tail; empty when
-/// the log cannot be read (then there is no context to add).
-pub(crate) fn log_text_before(path: &std::path::Path, at: u64) -> (String, bool) {
-    match File::open(path).and_then(|file| context_before(&file, at, &|_| None)) {
+/// the log cannot be read (then there is no context to add). `open_at_start` is
+/// what the session's key index answered for the context's start
+/// ([`context_start`]) while the session was at hand; the log is read back only
+/// when it did not know.
+pub(crate) fn log_text_before(
+    path: &std::path::Path,
+    at: u64,
+    open_at_start: Option<bool>,
+) -> (String, bool) {
+    let from = context_start(at);
+    let known = |asked: u64| if asked == from { open_at_start } else { None };
+    match File::open(path).and_then(|file| context_before(&file, at, &known)) {
         Ok((text, open)) => (crate::text::strip_ansi(&text), open),
         Err(error) => {
             tracing::debug!(path = %path.display(), %error, "no log context for a receipt");
@@ -156,9 +170,22 @@ impl Tail {
         self.bytes.extend_from_slice(chunk);
     }
 
-    /// Counts `n` bytes that are in the log but were never read into memory (a
-    /// supervised session's backlog larger than the tail); the held tail is dropped,
-    /// because the next bytes no longer follow it.
+    /// Counts bytes that went by without being held (a supervised session's
+    /// backlog of which only the last tail's worth is kept): the held tail is
+    /// dropped, because the next bytes no longer follow it, but the key index still
+    /// reads them, so the key state after them stays known (while no block is open
+    /// that is a vectorised search for what could open one).
+    pub(crate) fn pass(&mut self, chunk: &[u8]) {
+        if !chunk.is_empty() {
+            self.total_ingested += chunk.len() as u64;
+            self.bytes.clear();
+            self.keys.push(chunk);
+        }
+    }
+
+    /// Counts `n` bytes that went by unseen (a backlog the log could not give back
+    /// when read); the held tail is dropped, because the next bytes no longer follow
+    /// it, and the key index starts again after them.
     pub(crate) fn skip(&mut self, n: u64) {
         if n > 0 {
             self.total_ingested += n;

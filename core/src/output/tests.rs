@@ -53,3 +53,34 @@ fn b30_the_tail_keeps_the_key_state_of_everything_ingested() {
     tail.push(body, 0);
     assert_eq!(tail.key_open_at(tail.total_ingested() - 10), None);
 }
+
+#[test]
+fn b30_a_backlog_that_goes_by_unheld_keeps_the_key_state_known() {
+    // A chatty job's backlog is counted and read by the key index, not held: the
+    // state after it is a lookup, not a read of the log back to its start.
+    let body = b"MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7\n";
+    let line = b"herd-bench ingest line 0123456789 abcdefghijklmnop\n";
+    let mut tail = Tail::new(64);
+    tail.push(b"build ok\n", 0);
+    for _ in 0..5_000 {
+        tail.pass(line);
+    }
+    assert_eq!(tail.view(), (&b""[..], true), "nothing of it is held");
+    let after_lines = tail.total_ingested();
+    assert_eq!(tail.key_open_at(after_lines), Some(false));
+    tail.pass(b"-----BEGIN RSA PRIVATE KEY-----\n");
+    for _ in 0..2_000 {
+        tail.pass(body);
+    }
+    assert_eq!(tail.key_open_at(tail.total_ingested() - 5), Some(true));
+    tail.push(body, 0);
+    assert_eq!(tail.view(), (&body[..], true), "only what follows is held");
+    assert_eq!(tail.key_open_at(tail.total_ingested() - 5), Some(true));
+    tail.pass(b"-----END RSA PRIVATE KEY-----\n");
+    tail.pass(line);
+    assert_eq!(tail.key_open_at(tail.total_ingested() - 5), Some(false));
+    assert_eq!(
+        tail.total_ingested(),
+        after_lines + 32 + 2_001 * 53 + 30 + 51
+    );
+}

@@ -527,8 +527,9 @@ pub(crate) fn finish_of(record: ExitRecord) -> Finish {
 
 /// Reads the log from the cursor up to `progress` into the tail and the observer.
 ///
-/// Without an observer only the last tail's worth of a large backlog is read: the
-/// rest is in the log file and counted, never copied into memory.
+/// Without an observer only the last tail's worth of a large backlog is held: the
+/// rest is in the log file and counted, never kept in memory, and only the key
+/// index reads it (see [`pass_over`]).
 pub(crate) async fn catch_up(
     session: &Session,
     log: &mut Option<File>,
@@ -538,17 +539,15 @@ pub(crate) async fn catch_up(
 ) {
     let target = progress.log_bytes;
     if target > cursor.log_bytes {
+        if log.is_none() {
+            *log = File::open(&session.log_path).ok();
+        }
         if observer.is_none() {
             let bound = session.tail().bound() as u64;
             let backlog = target - cursor.log_bytes;
             if backlog > 2 * bound {
-                let skip = backlog - bound;
-                session.tail().skip(skip);
-                cursor.log_bytes += skip;
+                pass_over(session, log.as_ref(), cursor, backlog - bound).await;
             }
-        }
-        if log.is_none() {
-            *log = File::open(&session.log_path).ok();
         }
         let mut buf = Vec::new();
         while cursor.log_bytes < target {
@@ -588,6 +587,41 @@ pub(crate) async fn catch_up(
         session.tail().count_not_kept(not_kept);
     }
     cursor.progress = progress;
+}
+
+/// How much of a backlog [`pass_over`] reads at a time: small enough to stay in
+/// the cache while the key index's passes read it.
+const PASS_CHUNK_BYTES: usize = 128 * 1024;
+
+/// Moves the cursor `n` bytes on without holding them in the tail: they are
+/// counted, and the key index reads them from the log (a vectorised search for what
+/// could open a key while none is open), so the key state after a chatty job's
+/// skipped backlog stays known and no route reads the whole log back to learn it
+/// (a tail whose lines could all be key body, `yes` output, would otherwise send
+/// every look-back to the log's start). What the log cannot give goes by unseen
+/// (the index starts again after it).
+async fn pass_over(session: &Session, log: Option<&File>, cursor: &mut Cursor, n: u64) {
+    use std::os::unix::fs::FileExt;
+    let end = cursor.log_bytes + n;
+    if let Some(file) = log {
+        let mut buf = vec![0; PASS_CHUNK_BYTES];
+        while cursor.log_bytes < end {
+            let want = usize::try_from(end - cursor.log_bytes)
+                .unwrap_or(usize::MAX)
+                .min(buf.len());
+            let got = match file.read_at(&mut buf[..want], cursor.log_bytes) {
+                Ok(0) => break,
+                Ok(got) => got,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+            };
+            session.tail().pass(&buf[..got]);
+            cursor.log_bytes += got as u64;
+            tokio::task::yield_now().await;
+        }
+    }
+    session.tail().skip(end - cursor.log_bytes);
+    cursor.log_bytes = end;
 }
 
 fn read_at(file: &mut File, offset: u64, buf: &mut [u8]) -> io::Result<usize> {

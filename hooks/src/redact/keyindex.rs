@@ -14,8 +14,8 @@
 //! `seq` output, learns the state at its start by a binary search.
 //!
 //! What the index has not seen it does not answer ([`KeyIndex::open_at`] is `None`):
-//! output before it started (a session re-adopted after a restart, a backlog that
-//! was never read into memory), and the lines after such a start until the first
+//! output before it started (a session re-adopted after a restart, output the log
+//! did not keep), and the lines after such a start until the first
 //! line that decides the state on its own. The caller then asks the log
 //! (`key_open_in_log`), as before.
 //!

@@ -15,8 +15,8 @@
 //!
 //! A session's routes ask its `KeyIndex` first (kept as the output was
 //! ingested: a lookup); this look-back answers only what the index did not see
-//! decided (output from before a restart, a backlog never read into memory, a
-//! receipt of a session that is gone).
+//! decided (output from before a restart, output the log did not keep, a receipt
+//! of a session that is gone).
 //!
 //! A log that does not reach the position (its cap, a failed write) says what it
 //! can: a block open where the log stops is open, and for the output the log did

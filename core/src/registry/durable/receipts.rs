@@ -218,7 +218,15 @@ impl Inner {
                 runs: (st.runs > 0).then_some(st.runs),
             }
         };
-        let log_context = output_cut.then(|| (s.log_path.clone(), output_from));
+        // The key state where the context starts, asked of the session's key index
+        // now (the receipt is written later, without the session): a chatty job's
+        // log is then not read back to its start to learn it.
+        let log_context = output_cut.then(|| {
+            let open = s
+                .tail()
+                .key_open_at(crate::output::context_start(output_from));
+            (s.log_path.clone(), output_from, open)
+        });
         self.queue_receipt(ReceiptJob {
             receipt,
             spawn: restart_spec(s),
@@ -264,7 +272,7 @@ impl Inner {
         let mut receipt = job.receipt;
         let (before, key_open) = job
             .log_context
-            .map(|(path, at)| crate::output::log_text_before(&path, at))
+            .map(|(path, at, open)| crate::output::log_text_before(&path, at, open))
             .unwrap_or_default();
         receipt.output =
             self.hooks
@@ -487,6 +495,7 @@ struct ReceiptJob {
     spawn: Option<RestartSpec>,
     /// Where the receipt's output starts in the session's log, when earlier output
     /// was not kept in it: the log before it is the redaction context (a private
-    /// key whose BEGIN was dropped, a line the tail cut).
-    log_context: Option<(std::path::PathBuf, u64)>,
+    /// key whose BEGIN was dropped, a line the tail cut), and whether the session's
+    /// key index knew a block open where that context starts.
+    log_context: Option<(std::path::PathBuf, u64, Option<bool>)>,
 }
