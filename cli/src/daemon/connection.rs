@@ -231,6 +231,15 @@ pub(crate) async fn serve<S: Service>(
                 }
             },
         };
+        // Idle from before its answer is written: a client that has read its answer
+        // is counted idle already, so the connections idle the longest are the ones
+        // whose answers went out first, as their clients saw them (marked after the
+        // write, a descheduled task could make a later connection the older).
+        // Eviction is acted on only at the next read, so the answer still goes out
+        // whole.
+        if !matches!(step, Step::End) {
+            slot.idle();
+        }
         match step {
             // A client that wrote its next request behind `hello` (`run --wait`:
             // hello and the spawn in one write) reads hello's answer with that
@@ -251,7 +260,6 @@ pub(crate) async fn serve<S: Service>(
             Step::Skip => {}
             Step::End => return,
         }
-        slot.idle();
     }
 }
 
