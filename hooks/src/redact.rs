@@ -433,11 +433,7 @@ impl Redactor {
             let (found, _) = self.find(text, mode, open_at_start);
             return splice(text, &found).into_owned();
         }
-        let line_start = memchr::memrchr(b'\n', before.as_bytes()).map_or(0, |idx| idx + 1);
-        let mut from = line_start.max(before.len().saturating_sub(crate::LINE_CONTEXT_BYTES));
-        while !before.is_char_boundary(from) {
-            from += 1;
-        }
+        let from = crate::window::context_start(before, before.len());
         let key_open = self.key_open_after(&before[..from], open_at_start);
         let mut joined = String::with_capacity(before.len() - from + text.len());
         joined.push_str(&before[from..]);

@@ -343,7 +343,7 @@ fn nth_newline(bytes: &[u8], from: usize, nth: usize) -> Option<usize> {
 /// in it (after a `\n`: a block of lines kept in one string) when there is one
 /// in reach, so the key state is judged at a line's start, not inside a line's
 /// prefix or a spelled escape.
-fn context_start(text: &str, at: usize) -> usize {
+pub(crate) fn context_start(text: &str, at: usize) -> usize {
     let floor = at.saturating_sub(LINE_CONTEXT_BYTES);
     let reach = &text.as_bytes()[floor..at];
     let found = memchr::memrchr(b'\n', reach)

@@ -682,3 +682,38 @@ fn b30_a_window_deep_in_a_long_one_string_key_shows_only_masks() {
         }
     }
 }
+
+#[test]
+fn b30_redact_after_deep_in_a_long_one_string_key_shows_only_masks() {
+    // A `cat -n` of a key, escaped twice into one string longer than the context
+    // (16 KiB), each line with an APC (C1) escape inside: the text after a cut
+    // anywhere deep in it shows no body (fuzz finding: the context started inside a
+    // line's `   786\t` prefix, where the key state was judged closed).
+    let r = crate::Redactor::new(&crate::RedactorConfig::default()).expect("redactor");
+    let escape = "\u{9f}apc\u{9c}";
+    let key = pem(400);
+    let lines: Vec<String> = key
+        .lines()
+        .enumerate()
+        .map(|(i, line)| {
+            let mut line = line.to_owned();
+            line.insert_str(6, escape);
+            format!("{:6}\t{line}", i + 1)
+        })
+        .collect();
+    let once = serde_json::to_string(&format!("{}\n", lines.join("\n"))).unwrap_or_default();
+    let twice = serde_json::to_string(&format!("{{\"key\": {once}}}")).unwrap_or_default();
+    let source = format!("start\n{{\"secret\": {twice}}}\ndone\n");
+    assert!(source.len() > 2 * super::LINE_CONTEXT_BYTES);
+    let bodies: Vec<&str> = key.lines().skip(1).take(400).map(|l| &l[6..22]).collect();
+    let last_body = source.find("-----E").unwrap_or(source.len());
+    for cut in (super::LINE_CONTEXT_BYTES + 7..last_body).step_by(89) {
+        if !source.is_char_boundary(cut) {
+            continue;
+        }
+        let shown = r.redact_after(&source[..cut], &source[cut..], crate::RedactMode::Code);
+        if let Some(body) = bodies.iter().find(|b| shown.contains(*b)) {
+            panic!("the text after {cut} shows {body}");
+        }
+    }
+}
