@@ -233,33 +233,32 @@ pub(crate) async fn serve<S: Service>(
         };
         // Idle from before its answer is written: a client that has read its answer
         // is counted idle already, so the connections idle the longest are the ones
-        // whose answers went out first, as their clients saw them (marked after the
-        // write, a descheduled task could make a later connection the older).
-        // Eviction is acted on only at the next read, so the answer still goes out
-        // whole.
+        // whose answers went out first, as their clients saw them. Eviction is acted
+        // on only at the next read, so the answer still goes out whole.
         if !matches!(step, Step::End) {
             slot.idle();
         }
-        match step {
-            // A client that wrote its next request behind `hello` (`run --wait`:
-            // hello and the spawn in one write) reads hello's answer with that
-            // request's first message: one write, one wake-up of the client.
-            Step::Greeted(response) if has_line(&reader) => {
-                writer.hold(&response.to_line());
-            }
-            Step::Answer(response) | Step::Greeted(response) => {
-                if write(&mut writer, &response).await.is_err() {
-                    return;
-                }
-            }
-            Step::Line(line) => {
-                if writer.write_all(&line).await.is_err() {
-                    return;
-                }
-            }
-            Step::Skip => {}
-            Step::End => return,
+        if !put(&mut writer, &reader, step).await {
+            return;
         }
+    }
+}
+
+/// Puts a step's output on the connection; false when the connection is done (the
+/// step ended it, or the write failed).
+async fn put(writer: &mut Writer, reader: &BufReader<OwnedReadHalf>, step: Step) -> bool {
+    match step {
+        // A client that wrote its next request behind `hello` (`run --wait`: hello
+        // and the spawn in one write) reads hello's answer with that request's first
+        // message: one write, one wake-up of the client.
+        Step::Greeted(response) if has_line(reader) => {
+            writer.hold(&response.to_line());
+            true
+        }
+        Step::Answer(response) | Step::Greeted(response) => write(writer, &response).await.is_ok(),
+        Step::Line(line) => writer.write_all(&line).await.is_ok(),
+        Step::Skip => true,
+        Step::End => false,
     }
 }
 
