@@ -692,11 +692,11 @@ pub(crate) fn params_of<P: serde::Serialize>(params: &P) -> anyhow::Result<Value
 ///
 /// # Errors
 /// When the answer does not read as `M::Answer`.
-pub(crate) fn answer_of<M: Method>(answer: impl std::borrow::Borrow<Value>) -> anyhow::Result<M::Answer> {
+pub(crate) fn answer_of<M: Method>(
+    answer: impl std::borrow::Borrow<Value>,
+) -> anyhow::Result<M::Answer> {
     read_answer::<M>(answer.borrow()).map_err(|err| {
-        anyhow::anyhow!(
-            "{err}; is the running daemon another herd version? `herd status` names it"
-        )
+        anyhow::anyhow!("{err}; is the running daemon another herd version? `herd status` names it")
     })
 }
 

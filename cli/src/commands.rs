@@ -190,7 +190,9 @@ pub(crate) fn ending<'a>(ended: impl Into<Ended<'a>>) -> String {
                 None => format!("killed ({limit})"),
             }
         }
-        (reason, _, Some(sig)) if reason == killed && answer.termination_source == Some("restarted") => {
+        (reason, _, Some(sig))
+            if reason == killed && answer.termination_source == Some("restarted") =>
+        {
             format!("killed (restarted, {sig})")
         }
         (Some(CompletionReason::Killed), _, Some(sig)) => format!("killed ({sig})"),
@@ -228,7 +230,11 @@ pub(crate) fn warn_not_kept(n_not_kept: u64, log_path: &std::path::Path) {
         return;
     }
     let log = log_path.to_string_lossy();
-    let log = if log.is_empty() { "its log".into() } else { log };
+    let log = if log.is_empty() {
+        "its log".into()
+    } else {
+        log
+    };
     crate::output::err_line(&format!(
         "herd: output incomplete: {n_not_kept} bytes of it were not kept in {} (the disk was full or the log reached log_cap_bytes)",
         crate::output::visible(&log)

@@ -54,8 +54,8 @@ mod sizes;
 mod source;
 #[cfg(test)]
 mod tidy;
-mod walk;
 mod value_reads;
+mod walk;
 mod wire_json;
 
 use anyhow::{Context, Result, bail};

@@ -6,12 +6,12 @@ use std::time::Duration;
 
 use herd_persistence::Home;
 use herd_protocol::Method;
+use herd_protocol::answers::CompletionReason;
+use herd_protocol::events::{DrainAnswer, Event};
 use herd_protocol::methods::{Drain, DrainAck, DrainRelease, EventsAck, EventsFollow, List};
 use herd_protocol::params::{
     AckParams, DrainParams, EventsParams, LeaseParams, ListParams, ListState,
 };
-use herd_protocol::answers::CompletionReason;
-use herd_protocol::events::{DrainAnswer, Event};
 use serde::Deserialize as _;
 use serde_json::Value;
 

@@ -65,7 +65,10 @@ async fn resolve(client: &mut Client, args: &LogsArgs) -> anyhow::Result<Vec<(St
             .await?;
         for row in &listed.processes {
             if row.status == SessionStatus::Running {
-                found.push((row.session_id.clone(), label(&row.session_id, row.name.as_deref())));
+                found.push((
+                    row.session_id.clone(),
+                    label(&row.session_id, row.name.as_deref()),
+                ));
             }
         }
         return Ok(found);

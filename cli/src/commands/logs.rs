@@ -78,10 +78,7 @@ pub(crate) async fn logs(home: &Home, args: LogsArgs) -> anyhow::Result<()> {
     let poll = kept_of(home, &id).await;
     if args.json {
         output::json_pretty(&WholeLog {
-            bytes_not_kept: poll
-                .as_ref()
-                .map(|p| p.bytes_not_kept)
-                .filter(|n| *n > 0),
+            bytes_not_kept: poll.as_ref().map(|p| p.bytes_not_kept).filter(|n| *n > 0),
             next_byte: from_byte,
             output: &whole,
             session_id: &id,

@@ -1,10 +1,10 @@
 //! `herd ps`: the sessions as a table that fits the terminal.
 
 use herd_persistence::Home;
+use herd_protocol::answers::ListRow;
 use herd_protocol::methods::List;
 use herd_protocol::params::ListParams;
 use serde::Deserialize;
-use herd_protocol::answers::ListRow;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
 

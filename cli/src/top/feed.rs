@@ -230,7 +230,10 @@ async fn act(client: &mut Client, action: Action) -> String {
                 .await
             {
                 Ok(answer) => {
-                    format!("kill {session_id}: {}", answer.status.as_str().replace('_', " "))
+                    format!(
+                        "kill {session_id}: {}",
+                        answer.status.as_str().replace('_', " ")
+                    )
                 }
                 Err(err) => format!("kill {session_id} failed: {err:#}"),
             }

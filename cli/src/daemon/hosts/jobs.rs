@@ -8,9 +8,9 @@ use std::sync::Arc;
 
 use herd_protocol::Method;
 use herd_protocol::answers::{HandoffAnswer, SessionStatus};
-use herd_protocol::methods::{Poll, Restart};
 use herd_protocol::daemon::HostState;
 use herd_protocol::errors::{NotFoundData, RefusedData};
+use herd_protocol::methods::{Poll, Restart};
 use herd_protocol::params::{IdParams, ListParams, ListState, RestartParams, SpawnParams};
 use serde::Serialize;
 use serde_json::Value;
