@@ -40,18 +40,20 @@ use std::time::Duration;
 
 use anyhow::Context;
 use herd_persistence::Home;
+use herd_protocol::answers::{SessionStatus, StdinAnswer};
 use herd_protocol::methods as m;
 use herd_protocol::params::{
     FollowParams, IdParams, ListParams, ListState, ResizeParams, StdinParams, WaitParams,
 };
 use herd_protocol::{Method, to_params};
+use serde::Deserialize as _;
 use serde_json::Value;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
 use self::terminal::RawTerminal;
 use crate::args::{AttachArgs, DetachKey};
-use crate::client::{CallError, Client};
+use crate::client::{CallError, Client, answer_of};
 use crate::commands::ending;
 use crate::exit::{Code, Failure};
 use crate::output;
@@ -161,8 +163,8 @@ async fn through_restarts(
                         "lost the daemon while attached to {id}, which was running then"
                     ))
                 })?;
-                let polled = client.send_typed::<m::Poll>(&IdParams::new(id)).await?;
-                if polled["status"] != "running" {
+                let polled = client.ask::<m::Poll>(&IdParams::new(id)).await?;
+                if polled.status != SessionStatus::Running {
                     let answer = crate::commands::follow::ended(home, &mut client, id).await?;
                     return conclude(home, target, Ending::Finished(Some(answer)), "").await;
                 }
@@ -203,26 +205,21 @@ async fn find(client: &mut Client, wanted: &str) -> anyhow::Result<Target> {
             .map(|(host, _)| host.to_owned()),
         ..ListParams::default()
     };
-    let listed = client.send_typed::<m::List>(&params).await?;
-    let row = listed["processes"]
-        .as_array()
-        .and_then(|rows| rows.iter().find(|row| row["session_id"] == id.as_str()));
+    let listed = client.ask::<m::List>(&params).await?;
+    let row = listed.processes.iter().find(|row| row.session_id == id);
     match row {
-        Some(row) if row["status"] == "running" => Ok(Target {
-            is_pty: row["mode"] == "pty",
-            name: row["name"]
-                .as_str()
-                .filter(|n| !n.is_empty())
-                .map(str::to_owned),
+        Some(row) if row.status == SessionStatus::Running => Ok(Target {
+            is_pty: row.mode == "pty",
+            name: row.name.clone().filter(|n| !n.is_empty()),
             id,
         }),
         _ => {
-            let answer = client.send_typed::<m::Wait>(&wait_on(&id)).await?;
+            let answer = client.ask::<m::Wait>(&wait_on(&id)).await?;
             Err(Failure::new(
                 Code::Usage,
                 format!(
                     "cannot attach: the session has finished ({}); `herd logs {id}` shows its output",
-                    ending(&answer, &id)
+                    ending(&answer)
                 ),
             )
             .into())
@@ -315,10 +312,12 @@ fn spawn_sender(mut client: Client, id: String) -> mpsc::UnboundedSender<Input> 
             // herd-protocol's params always serialise.
             let params = params.unwrap_or_default();
             match client.call(method, params).await {
-                Ok(answer) if answer["status"] != "ok" => {
-                    tracing::debug!(method, answer = %answer, "input not taken");
+                Ok(answer) => {
+                    let taken = StdinAnswer::deserialize(&answer).is_ok_and(|a| a.status == "ok");
+                    if !taken {
+                        tracing::debug!(method, answer = %answer, "input not taken");
+                    }
                 }
-                Ok(_) => {}
                 Err(CallError::Rpc(err)) => {
                     tracing::debug!(method, error = %err.message, "input refused");
                 }
@@ -507,16 +506,16 @@ async fn replay(
     let mut from = end.saturating_sub(REPLAY_BYTES);
     while from < end {
         let chunk = client
-            .send_typed::<m::LogChunk>(&FollowParams::new(id, from))
+            .ask::<m::LogChunk>(&FollowParams::new(id, from))
             .await?;
-        let text = chunk["output"].as_str().unwrap_or_default();
-        screen.process(text.as_bytes());
-        seen.push_str(text);
+        screen.process(chunk.output.as_bytes());
+        seen.push_str(&chunk.output);
         // A running session's chunk ends at its last line end: the rest (a
         // prompt, a half-drawn line) comes with the live stream.
-        match chunk["next_byte"].as_u64() {
-            Some(next) if next > from => from = next,
-            _ => break,
+        if chunk.next_byte > from {
+            from = chunk.next_byte;
+        } else {
+            break;
         }
     }
     Ok(from)
@@ -728,8 +727,9 @@ async fn conclude(home: &Home, target: &Target, end: Ending, key_hint: &str) -> 
                 Some(answer) => answer,
                 None => ended(&mut Client::connect(home).await?, id).await?,
             };
-            output::err_line(&ending(&answer, id));
-            if answer["status"] == "exited" && answer["exit_code"] == 0 {
+            let answer = answer_of::<m::Wait>(answer)?;
+            output::err_line(&ending(&answer));
+            if answer.succeeded() {
                 Ok(())
             } else {
                 Err(Failure::silent(Code::Failed).into())
@@ -748,13 +748,11 @@ fn wait_on(id: &str) -> WaitParams {
 }
 
 /// The wait answer of a session that has ended.
+/// Without a timeout the daemon answers once the session has ended.
 async fn ended(client: &mut Client, id: &str) -> anyhow::Result<Value> {
-    loop {
-        let answer = client.send_typed::<m::Wait>(&wait_on(id)).await?;
-        if answer["status"] != "running" {
-            return Ok(answer);
-        }
-    }
+    let answer = client.send_typed::<m::Wait>(&wait_on(id)).await?;
+    answer_of::<m::Wait>(&answer)?;
+    Ok(answer)
 }
 
 #[cfg(test)]

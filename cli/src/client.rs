@@ -21,10 +21,12 @@ use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 
+mod answer;
 mod liveness;
 mod pipelined;
 mod raw;
 
+pub(crate) use answer::{answer_of, read_answer};
 pub(crate) use liveness::{is_stopped, pid_from_file, state_of, stopped_message};
 pub(crate) use pipelined::Pipelined;
 
@@ -683,22 +685,6 @@ fn hello_params() -> Value {
 /// When it does not serialise (none of herd-protocol's params types can fail).
 pub(crate) fn params_of<P: serde::Serialize>(params: &P) -> anyhow::Result<Value> {
     herd_protocol::to_params(params).context("cannot encode the request's params")
-}
-
-/// `answer` read as method `M`'s answer: a field the protocol requires that is
-/// missing, or of another type, is an error naming the method and the field, never
-/// an empty value.
-///
-/// # Errors
-/// When the answer does not read as `M::Answer`.
-pub(crate) fn answer_of<M: Method>(answer: Value) -> anyhow::Result<M::Answer> {
-    serde_json::from_value(answer).map_err(|err| {
-        anyhow::anyhow!(
-            "the daemon's answer to `{}` does not read as the protocol says ({err}); is the \
-             running daemon another herd version? `herd status` names it",
-            M::NAME
-        )
-    })
 }
 
 /// What a failed handshake comes to: `Ok(())` when the connection broke before the

@@ -8,7 +8,7 @@
 //! are the job's to choose, and must not drive the user's terminal. `herd logs`
 //! alone prints the job's bytes as they are.
 
-use serde_json::Value;
+use herd_protocol::answers::{CompletionReason, KillAnswer, ListRow, PollAnswer, WaitAnswer};
 
 use crate::exit::{Code, Failure};
 use crate::output;
@@ -87,22 +87,101 @@ fn truncate(text: &str, max: usize) -> String {
     cut
 }
 
+/// What [`ending`] reads of an answer, a `list` row or a completion event: each
+/// converts into it from its herd-protocol type, so no field is read untyped.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Ended<'a> {
+    /// The session.
+    pub(crate) session_id: &'a str,
+    /// Its status as the wire names it (shown when nothing else says how it ended).
+    pub(crate) status: &'a str,
+    /// Why it finished.
+    pub(crate) completion_reason: Option<CompletionReason>,
+    /// The exit code, if it exited normally.
+    pub(crate) exit_code: Option<i32>,
+    /// The signal that ended it.
+    pub(crate) signal: Option<i32>,
+    /// Who killed it, if herd did.
+    pub(crate) termination_source: Option<&'a str>,
+    /// Its time limit in seconds.
+    pub(crate) time_limit_seconds: Option<u64>,
+    /// Processes of its tree that outlived it.
+    pub(crate) n_leftovers: usize,
+}
+
+impl<'a> From<&'a WaitAnswer> for Ended<'a> {
+    fn from(a: &'a WaitAnswer) -> Self {
+        Ended {
+            session_id: &a.session_id,
+            status: a.status.as_str(),
+            completion_reason: a.completion_reason,
+            exit_code: a.exit_code,
+            signal: a.signal,
+            termination_source: a.termination_source.as_deref(),
+            time_limit_seconds: a.time_limit_seconds,
+            n_leftovers: 0,
+        }
+    }
+}
+
+impl<'a> From<&'a PollAnswer> for Ended<'a> {
+    fn from(a: &'a PollAnswer) -> Self {
+        Ended {
+            session_id: &a.session_id,
+            status: a.status.as_str(),
+            completion_reason: a.completion_reason,
+            exit_code: a.exit_code,
+            signal: a.signal,
+            termination_source: a.termination_source.as_deref(),
+            time_limit_seconds: a.time_limit_seconds,
+            n_leftovers: a.leftovers.len(),
+        }
+    }
+}
+
+impl<'a> From<&'a KillAnswer> for Ended<'a> {
+    fn from(a: &'a KillAnswer) -> Self {
+        Ended {
+            session_id: &a.session_id,
+            status: a.status.as_str(),
+            completion_reason: a.completion_reason,
+            exit_code: a.exit_code,
+            signal: None,
+            termination_source: Some(a.termination_source.as_str()).filter(|s| !s.is_empty()),
+            time_limit_seconds: None,
+            n_leftovers: 0,
+        }
+    }
+}
+
+impl<'a> From<&'a ListRow> for Ended<'a> {
+    fn from(a: &'a ListRow) -> Self {
+        Ended {
+            session_id: &a.session_id,
+            status: a.status.as_str(),
+            completion_reason: a.completion_reason,
+            exit_code: a.exit_code,
+            signal: a.signal,
+            termination_source: a.termination_source.as_deref(),
+            time_limit_seconds: a.time_limit_seconds,
+            n_leftovers: a.leftovers.len(),
+        }
+    }
+}
+
 /// How a job ended, for a person: `proc_… exited 0`, `proc_… killed (SIGTERM)`.
-pub(crate) fn ending(answer: &Value, id: &str) -> String {
-    let id = output::visible(answer["session_id"].as_str().unwrap_or(id)).into_owned();
-    let signal = answer["signal"]
-        .as_i64()
-        .and_then(|s| i32::try_from(s).ok())
+pub(crate) fn ending<'a>(ended: impl Into<Ended<'a>>) -> String {
+    let answer = ended.into();
+    let id = output::visible(answer.session_id).into_owned();
+    let signal = answer
+        .signal
         .and_then(|s| nix::sys::signal::Signal::try_from(s).ok())
         .map(|s| s.as_str().to_owned());
-    let how = match (
-        answer["completion_reason"].as_str(),
-        answer["exit_code"].as_i64(),
-        signal,
-    ) {
-        (Some("killed"), _, sig) if answer["termination_source"] == "time_limit" => {
+    let killed = Some(CompletionReason::Killed);
+    let how = match (answer.completion_reason, answer.exit_code, signal) {
+        (reason, _, sig) if reason == killed && answer.termination_source == Some("time_limit") => {
             // `killed (time limit 5m, SIGTERM)`.
-            let limit = answer["time_limit_seconds"].as_u64().map_or_else(
+            let limit = answer.time_limit_seconds.map_or_else(
                 || "time limit".to_owned(),
                 |s| format!("time limit {}", limit_text(s)),
             );
@@ -111,19 +190,21 @@ pub(crate) fn ending(answer: &Value, id: &str) -> String {
                 None => format!("killed ({limit})"),
             }
         }
-        (Some("killed"), _, Some(sig)) if answer["termination_source"] == "restarted" => {
+        (reason, _, Some(sig))
+            if reason == killed && answer.termination_source == Some("restarted") =>
+        {
             format!("killed (restarted, {sig})")
         }
-        (Some("killed"), _, Some(sig)) => format!("killed ({sig})"),
-        (Some("killed"), _, None) => "killed".to_owned(),
-        (Some("lost"), _, _) => "lost (its exit status is unknown)".to_owned(),
+        (Some(CompletionReason::Killed), _, Some(sig)) => format!("killed ({sig})"),
+        (Some(CompletionReason::Killed), _, None) => "killed".to_owned(),
+        (Some(CompletionReason::Lost), _, _) => "lost (its exit status is unknown)".to_owned(),
         (_, Some(code), _) => format!("exited {code}"),
         (_, None, Some(sig)) => format!("died of {sig}"),
-        _ => output::visible(answer["status"].as_str().unwrap_or("unknown")).into_owned(),
+        _ => output::visible(answer.status).into_owned(),
     };
     // Processes of its tree that outlived it, still held by the session.
-    match answer["leftovers"].as_array().map(Vec::len) {
-        Some(n) if n > 0 => format!("{id} {how}, {n} left"),
+    match answer.n_leftovers {
+        n if n > 0 => format!("{id} {how}, {n} left"),
         _ => format!("{id} {how}"),
     }
 }
@@ -144,14 +225,18 @@ mod tests;
 
 /// For a person: a line on stderr when an answer's output is incomplete because
 /// the log did not keep every byte (a full disk, or `log_cap_bytes`).
-pub(crate) fn warn_not_kept(answer: &serde_json::Value) {
-    let n = answer["bytes_not_kept"].as_u64().unwrap_or(0);
-    if n == 0 {
+pub(crate) fn warn_not_kept(n_not_kept: u64, log_path: &std::path::Path) {
+    if n_not_kept == 0 {
         return;
     }
-    let log = answer["log_path"].as_str().unwrap_or("its log");
+    let log = log_path.to_string_lossy();
+    let log = if log.is_empty() {
+        "its log".into()
+    } else {
+        log
+    };
     crate::output::err_line(&format!(
-        "herd: output incomplete: {n} bytes of it were not kept in {} (the disk was full or the log reached log_cap_bytes)",
-        crate::output::visible(log)
+        "herd: output incomplete: {n_not_kept} bytes of it were not kept in {} (the disk was full or the log reached log_cap_bytes)",
+        crate::output::visible(&log)
     ));
 }

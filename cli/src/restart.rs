@@ -16,7 +16,7 @@ use herd_protocol::methods::Restart;
 use herd_protocol::params::RestartParams;
 use serde_json::Value;
 
-use crate::client::Client;
+use crate::client::{Client, answer_of};
 use crate::exit::{Code, Failure};
 use crate::output;
 
@@ -39,13 +39,10 @@ pub(crate) async fn run(home: &Home, args: RestartArgs) -> anyhow::Result<()> {
     if args.json {
         return Ok(output::json_line(&info)?);
     }
-    output::line(&output::visible(
-        info["session_id"].as_str().unwrap_or_default(),
-    ))?;
-    for key in ["pty_note", "note"] {
-        if let Some(note) = info[key].as_str() {
-            output::err_line(&format!("note: {}", output::visible(note)));
-        }
+    let info = answer_of::<Restart>(info)?;
+    output::line(&output::visible(&info.session_id))?;
+    for note in [&info.pty_note, &info.note].into_iter().flatten() {
+        output::err_line(&format!("note: {}", output::visible(note)));
     }
     Ok(())
 }

@@ -533,16 +533,15 @@ async fn pager(home: &Home, id: &str) -> anyhow::Result<()> {
         let mut from = 0u64;
         loop {
             let chunk = client
-                .send_typed::<herd_protocol::methods::LogChunk>(
-                    &herd_protocol::params::FollowParams::new(id, from),
-                )
+                .ask::<herd_protocol::methods::LogChunk>(&herd_protocol::params::FollowParams::new(
+                    id, from,
+                ))
                 .await?;
-            let text = chunk["output"].as_str().unwrap_or_default();
             // A pager that quit closed the pipe: the copy just stops.
-            if stdin.write_all(text.as_bytes()).await.is_err() {
+            if stdin.write_all(chunk.output.as_bytes()).await.is_err() {
                 return Ok(());
             }
-            let next = chunk["next_byte"].as_u64().unwrap_or(from);
+            let next = chunk.next_byte;
             if next <= from {
                 return Ok::<(), anyhow::Error>(());
             }

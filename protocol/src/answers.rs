@@ -37,6 +37,19 @@ pub enum SessionStatus {
     Other,
 }
 
+impl SessionStatus {
+    /// Its name on the wire (`other` for a value this crate does not know).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SessionStatus::Queued => "queued",
+            SessionStatus::Running => "running",
+            SessionStatus::Exited => "exited",
+            SessionStatus::Ended => "ended",
+            SessionStatus::Other => "other",
+        }
+    }
+}
+
 /// What a `wait` ended with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -54,6 +67,19 @@ pub enum WaitStatus {
     Other,
 }
 
+impl WaitStatus {
+    /// Its name on the wire (`other` for a value this crate does not know).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WaitStatus::Exited => "exited",
+            WaitStatus::Timeout => "timeout",
+            WaitStatus::Interrupted => "interrupted",
+            WaitStatus::Ready => "ready",
+            WaitStatus::Other => "other",
+        }
+    }
+}
+
 /// What a kill did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -67,6 +93,18 @@ pub enum KillStatus {
     /// A value this crate does not know.
     #[serde(other)]
     Other,
+}
+
+impl KillStatus {
+    /// Its name on the wire (`other` for a value this crate does not know).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KillStatus::Killed => "killed",
+            KillStatus::AlreadyExited => "already_exited",
+            KillStatus::KillIncomplete => "kill_incomplete",
+            KillStatus::Other => "other",
+        }
+    }
 }
 
 /// Why a session finished.
@@ -86,6 +124,20 @@ pub enum CompletionReason {
     /// A value this crate does not know.
     #[serde(other)]
     Other,
+}
+
+impl CompletionReason {
+    /// Its name on the wire (`other` for a value this crate does not know).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CompletionReason::Exited => "exited",
+            CompletionReason::Killed => "killed",
+            CompletionReason::Signaled => "signaled",
+            CompletionReason::Lost => "lost",
+            CompletionReason::FailedStart => "failed_start",
+            CompletionReason::Other => "other",
+        }
+    }
 }
 
 /// A process of a session's tree that outlived its main process.

@@ -101,3 +101,40 @@ fn b39_an_allow_verdict_writes_its_nulls_and_no_target() {
         json!({"verdict": "allow", "rule": null, "reason": null, "remedy": null})
     );
 }
+
+#[test]
+fn a_status_names_itself_as_the_wire_does() {
+    use herd_protocol::answers::{CompletionReason, KillStatus, SessionStatus, WaitStatus};
+    fn check<T: serde::Serialize + Copy>(values: &[T], name: fn(T) -> &'static str) {
+        for value in values {
+            assert_eq!(written(value), Value::from(name(*value)));
+        }
+    }
+    use SessionStatus as S;
+    check(
+        &[S::Queued, S::Running, S::Exited, S::Ended, S::Other],
+        S::as_str,
+    );
+    use WaitStatus as W;
+    check(
+        &[W::Exited, W::Timeout, W::Interrupted, W::Ready, W::Other],
+        W::as_str,
+    );
+    use KillStatus as K;
+    check(
+        &[K::Killed, K::AlreadyExited, K::KillIncomplete, K::Other],
+        K::as_str,
+    );
+    use CompletionReason as C;
+    check(
+        &[
+            C::Exited,
+            C::Killed,
+            C::Signaled,
+            C::Lost,
+            C::FailedStart,
+            C::Other,
+        ],
+        C::as_str,
+    );
+}

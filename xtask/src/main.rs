@@ -15,7 +15,10 @@
 //!   only in a crate's `sys` module, `std::sync::Mutex` in herd-core and the daemon only in
 //!   `lock_order.rs`, herd's own environment variable names spelled once; and the
 //!   wire-JSON ratchet (`wire_json.rs`): herd-cli's `json!` per file may only shrink,
-//!   wire messages being herd-protocol's types.
+//!   wire messages being herd-protocol's types; and the untyped-read ratchet
+//!   (`value_reads.rs`): herd-cli's reads of a JSON value by field name
+//!   (`answer["session_id"]`) per file may only shrink, answers being read as
+//!   herd-protocol's types.
 //! - `ci`: lint, build everything (plugin cdylibs included), run every test, the CLI
 //!   contract check and the release dry run. `.ci/run` calls this.
 //! - `bench [-p PKG] [--json]`: runs every benchmark and prints each figure beside
@@ -29,6 +32,7 @@
 //!   `ci`: it needs a toolchain named `nightly` and cargo-fuzz (`fuzz/README.md`
 //!   says how to set them up, also where only stable can be installed).
 //! - `wire-json`: prints the wire-JSON ratchet's table as the sources stand.
+//! - `value-reads`: prints the untyped-read ratchet's table as the sources stand.
 //! - `release [--dry-run]`: builds and packages a release: the binary tarball and
 //!   every published crate, packaged and verified in dependency order.
 //!
@@ -50,6 +54,7 @@ mod sizes;
 mod source;
 #[cfg(test)]
 mod tidy;
+mod value_reads;
 mod walk;
 mod wire_json;
 
@@ -58,7 +63,7 @@ use std::path::PathBuf;
 
 use shell::{cargo, run};
 
-const USAGE: &str = "usage: cargo xtask <lint | ci | bench [-p PKG] [--json] [--compare BEFORE.json AFTER.json] | soak | fuzz [--seconds N] [TARGET...] | release [--dry-run] | outsider | behaviors | issues | shape | wire-json>";
+const USAGE: &str = "usage: cargo xtask <lint | ci | bench [-p PKG] [--json] [--compare BEFORE.json AFTER.json] | soak | fuzz [--seconds N] [TARGET...] | release [--dry-run] | outsider | behaviors | issues | shape | wire-json | value-reads>";
 
 fn main() -> std::process::ExitCode {
     match real_main() {
@@ -88,6 +93,10 @@ fn real_main() -> Result<()> {
         "behaviors" => behaviors::check_workspace(&root),
         "issues" => issues::check_workspace(&root),
         "shape" => shape(&root),
+        "value-reads" => {
+            value_reads::print_table(&source::load_workspace(&root)?);
+            Ok(())
+        }
         "wire-json" => {
             wire_json::print_table(&source::load_workspace(&root)?);
             Ok(())
@@ -165,6 +174,7 @@ fn shape(root: &std::path::Path) -> Result<()> {
         boundary::check(&crates),
         rustdoc::check(&crates),
         wire_json::check(&crates),
+        value_reads::check(&crates),
     ]
     .into_iter()
     .filter_map(|r| r.err().map(|e| format!("{e:#}")))

@@ -6,13 +6,16 @@ use std::time::Duration;
 
 use herd_persistence::Home;
 use herd_protocol::Method;
+use herd_protocol::answers::CompletionReason;
+use herd_protocol::events::{DrainAnswer, Event};
 use herd_protocol::methods::{Drain, DrainAck, DrainRelease, EventsAck, EventsFollow, List};
 use herd_protocol::params::{
     AckParams, DrainParams, EventsParams, LeaseParams, ListParams, ListState,
 };
+use serde::Deserialize as _;
 use serde_json::Value;
 
-use super::{ending, truncate};
+use super::{Ended, ending, truncate};
 use crate::args::EventsArgs;
 use crate::client::{CallError, Client, params_of};
 use crate::exit::{Code, Failure};
@@ -43,12 +46,12 @@ pub(crate) async fn events(home: &Home, args: EventsArgs) -> anyhow::Result<()> 
                 answered: Vec::new(),
             })
             .await?;
-        let events = answer["events"].as_array().cloned().unwrap_or_default();
+        let DrainAnswer { events, lease, .. } = drained(answer)?;
         for event in &events {
             let name = names.of(event).await;
             print_event(event, name.as_deref(), &style)?;
         }
-        let Some(lease) = answer["lease"].as_u64() else {
+        let Some(lease) = lease else {
             return Ok(());
         };
         if args.peek {
@@ -170,7 +173,7 @@ async fn take_batch(
         Err(err) if crate::client::is_lost(&err) => return Ok(()),
         Err(err) => return Err(err),
     };
-    let events = answer["events"].as_array().cloned().unwrap_or_default();
+    let events = drained(answer)?.events;
     for event in &events {
         let name = names.of(event).await;
         print_event(event, name.as_deref(), style)?;
@@ -180,6 +183,17 @@ async fn take_batch(
         return Ok(());
     }
     acknowledge(home, client, owner, &ids).await
+}
+
+/// `drain`'s answer as herd-protocol's type, its events as the daemon wrote them
+/// (`--json` prints them unchanged, and an event a later daemon adds still prints).
+fn drained(answer: Value) -> anyhow::Result<DrainAnswer<Value>> {
+    DrainAnswer::<Value>::deserialize(&answer).map_err(|err| {
+        anyhow::anyhow!(
+            "the daemon's answer to `{}` does not read as the protocol says ({err})",
+            Drain::NAME
+        )
+    })
 }
 
 /// The `event_id` of each event, which `events.ack` names it by: an event without
@@ -370,11 +384,39 @@ fn print_event(event: &Value, name: Option<&str>, style: &EventStyle) -> std::io
     let id = output::visible(event["session_id"].as_str().unwrap_or("herd")).into_owned();
     let (what, colour) = match event["type"].as_str().unwrap_or_default() {
         "completion" => {
-            let how = ending(event, &id)
-                .split_once(' ')
-                .map(|(_, how)| how.to_owned())
-                .unwrap_or_default();
-            let ok = event["exit_code"] == 0 && event["completion_reason"] == "exited";
+            let Event::Completion {
+                about,
+                exit_code,
+                signal,
+                completion_reason,
+                termination_source,
+                leftovers,
+                ..
+            } = Event::deserialize(event).map_err(|err| {
+                std::io::Error::other(format!(
+                    "the daemon's completion event does not read as the protocol says ({err})"
+                ))
+            })?
+            else {
+                return Err(std::io::Error::other(
+                    "the daemon's completion event reads as another event",
+                ));
+            };
+            let how = ending(Ended {
+                session_id: &about.session_id,
+                // An event has no status: shown when nothing else says how it ended.
+                status: "unknown",
+                completion_reason: Some(completion_reason),
+                exit_code,
+                signal,
+                termination_source: termination_source.as_deref(),
+                time_limit_seconds: None,
+                n_leftovers: leftovers.len(),
+            })
+            .split_once(' ')
+            .map(|(_, how)| how.to_owned())
+            .unwrap_or_default();
+            let ok = exit_code == Some(0) && completion_reason == CompletionReason::Exited;
             (how, if ok { "32" } else { "31" })
         }
         "heartbeat" => (

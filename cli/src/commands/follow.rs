@@ -4,6 +4,7 @@
 
 use std::io::IsTerminal;
 
+use herd_protocol::answers::SessionStatus;
 use herd_protocol::methods::{List, Lookup, Wait};
 use herd_protocol::params::{IdParams, ListParams, ListState, WaitParams};
 use serde_json::Value;
@@ -11,7 +12,7 @@ use tokio::sync::mpsc;
 
 use super::{ending, print_last_lines};
 use crate::args::LogsArgs;
-use crate::client::Client;
+use crate::client::{Client, answer_of};
 use crate::exit::{Code, Failure};
 use crate::output;
 use herd_persistence::Home;
@@ -60,13 +61,14 @@ async fn resolve(client: &mut Client, args: &LogsArgs) -> anyhow::Result<Vec<(St
     if args.all {
         let owner = args.owner.resolve("cli");
         let listed = client
-            .send_typed::<List>(&ListParams::by_owner(Some(owner)))
+            .ask::<List>(&ListParams::by_owner(Some(owner)))
             .await?;
-        for row in listed["processes"].as_array().into_iter().flatten() {
-            if row["status"] == "running"
-                && let Some(id) = row["session_id"].as_str()
-            {
-                found.push((id.to_owned(), label(id, row["name"].as_str())));
+        for row in &listed.processes {
+            if row.status == SessionStatus::Running {
+                found.push((
+                    row.session_id.clone(),
+                    label(&row.session_id, row.name.as_deref()),
+                ));
             }
         }
         return Ok(found);
@@ -85,13 +87,12 @@ async fn resolve(client: &mut Client, args: &LogsArgs) -> anyhow::Result<Vec<(St
         state: Some(ListState::All),
         ..ListParams::default()
     };
-    let listed = client.send_typed::<List>(&every).await?;
-    let rows = listed["processes"].as_array().cloned().unwrap_or_default();
+    let rows = client.ask::<List>(&every).await?.processes;
     for (id, shown) in &mut found {
         let name = rows
             .iter()
-            .find(|row| row["session_id"].as_str() == Some(id.as_str()))
-            .and_then(|row| row["name"].as_str());
+            .find(|row| row.session_id == *id)
+            .and_then(|row| row.name.as_deref());
         *shown = label(id, name);
     }
     Ok(found)
@@ -139,12 +140,13 @@ pub(crate) async fn finished(
         (None, Some(mut client)) => ended(home, &mut client, id).await?,
         (None, None) => ended(home, &mut Client::connect(home).await?, id).await?,
     };
+    let typed = answer_of::<Wait>(&answer)?;
     if json {
         output::json_pretty(&answer)?;
     } else {
-        output::err_line(&ending(&answer, id));
+        output::err_line(&ending(&typed));
     }
-    if exited_zero(&answer) {
+    if typed.succeeded() {
         Ok(())
     } else {
         Err(Failure::silent(Code::Failed).into())
@@ -160,9 +162,12 @@ pub(crate) async fn ended(home: &Home, client: &mut Client, id: &str) -> anyhow:
             timeout_seconds: None,
             ready: false,
         };
+        // Without a timeout the daemon answers once the session has ended.
         match client.send_typed::<Wait>(&until_it_ends).await {
-            Ok(answer) if answer["status"] != "running" => return Ok(answer),
-            Ok(_) => {}
+            Ok(answer) => {
+                answer_of::<Wait>(&answer)?;
+                return Ok(answer);
+            }
             Err(err) if crate::client::is_lost(&err) => {
                 *client = crate::client::reconnect(home).await.map_err(|e| {
                     e.context(format!(
@@ -173,10 +178,6 @@ pub(crate) async fn ended(home: &Home, client: &mut Client, id: &str) -> anyhow:
             Err(err) => return Err(err),
         }
     }
-}
-
-fn exited_zero(answer: &Value) -> bool {
-    answer["status"] == "exited" && answer["exit_code"] == 0
 }
 
 /// What a follower task tells the printer.
@@ -262,11 +263,12 @@ async fn many(
                     Some(answer) => answer,
                     None => ended(home, &mut client, id).await?,
                 };
-                all_zero &= exited_zero(&answer);
+                let typed = answer_of::<Wait>(&answer)?;
+                all_zero &= typed.succeeded();
                 if json {
                     output::json_line(&answer)?;
                 } else {
-                    output::err_line(&ending(&answer, id));
+                    output::err_line(&ending(&typed));
                 }
             }
         }

@@ -47,7 +47,7 @@ impl Job {
     /// # Errors
     /// When `info` is no spawn answer (no session id): never an empty id.
     pub(crate) fn of(info: &serde_json::Value) -> anyhow::Result<Job> {
-        let info = crate::client::answer_of::<herd_protocol::methods::Spawn>(info.clone())?;
+        let info = crate::client::answer_of::<herd_protocol::methods::Spawn>(info)?;
         Ok(Job {
             id: info.session_id,
             pid: info.pid,

@@ -64,7 +64,7 @@ pub(crate) async fn kill(home: &Home, args: KillArgs) -> anyhow::Result<()> {
             }
             Err(err) => return Err(err),
         };
-        let typed = answer_of::<Kill>(answer.clone())?;
+        let typed = answer_of::<Kill>(&answer)?;
         if args.json && several {
             output::json_line(&answer)?;
         } else if args.json {
@@ -74,7 +74,7 @@ pub(crate) async fn kill(home: &Home, args: KillArgs) -> anyhow::Result<()> {
             match typed.status {
                 KillStatus::Killed => output::line(&format!("{shown} killed"))?,
                 KillStatus::AlreadyExited => {
-                    let how = ending(&answer, id)
+                    let how = ending(&typed)
                         .split_once(' ')
                         .map(|(_, how)| how.to_owned())
                         .unwrap_or_default();

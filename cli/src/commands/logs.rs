@@ -2,14 +2,14 @@
 //! last lines of a log, where following starts.
 
 use herd_persistence::Home;
-use herd_protocol::methods::{Log, LogChunk, Lookup, Poll};
+use herd_protocol::answers::PollAnswer;
+use herd_protocol::methods::{Log, LogChunk, LogsDump, Lookup, Poll};
 use herd_protocol::params::{FollowParams, IdParams, LogParams};
 use serde::Serialize;
-use serde_json::Value;
 
 use super::follow;
 use crate::args::LogsArgs;
-use crate::client::Client;
+use crate::client::{Client, answer_of};
 use crate::exit::{Code, Failure};
 use crate::output;
 use crate::protocol::METHOD_NOT_FOUND;
@@ -35,12 +35,13 @@ pub(crate) async fn logs(home: &Home, args: LogsArgs) -> anyhow::Result<()> {
         if args.json {
             return Ok(output::json_pretty(&answer)?);
         }
-        let text = answer["output"].as_str().unwrap_or_default();
+        let answer = answer_of::<Log>(&answer)?;
+        let text = answer.output.as_str();
         output::raw(text)?;
         if !text.is_empty() && !text.ends_with('\n') {
             output::raw("\n")?;
         }
-        if let Some(note) = answer["note"].as_str() {
+        if let Some(note) = &answer.note {
             output::err_line(&format!("note: {note}"));
         }
         return Ok(());
@@ -77,13 +78,15 @@ pub(crate) async fn logs(home: &Home, args: LogsArgs) -> anyhow::Result<()> {
     let poll = kept_of(home, &id).await;
     if args.json {
         output::json_pretty(&WholeLog {
-            bytes_not_kept: poll["bytes_not_kept"].as_u64().filter(|n| *n > 0),
+            bytes_not_kept: poll.as_ref().map(|p| p.bytes_not_kept).filter(|n| *n > 0),
             next_byte: from_byte,
             output: &whole,
             session_id: &id,
         })?;
     } else {
-        super::warn_not_kept(&poll);
+        if let Some(poll) = &poll {
+            super::warn_not_kept(poll.bytes_not_kept, &poll.log_path);
+        }
     }
     Ok(())
 }
@@ -159,15 +162,10 @@ struct WholeLog<'a> {
 
 /// The session's poll answer, for whether the log kept every byte (a full disk, or
 /// its cap): asked on a fresh connection, since a dump stream uses its connection
-/// up; null when it cannot be asked.
-async fn kept_of(home: &Home, id: &str) -> Value {
-    match Client::connect(home).await {
-        Ok(mut c) => c
-            .send_typed::<Poll>(&IdParams::new(id))
-            .await
-            .unwrap_or_default(),
-        Err(_) => Value::Null,
-    }
+/// up; none when it cannot be asked (a best-effort warning, never a failure).
+async fn kept_of(home: &Home, id: &str) -> Option<PollAnswer> {
+    let mut client = Client::connect(home).await.ok()?;
+    client.ask::<Poll>(&IdParams::new(id)).await.ok()
 }
 
 /// A first chunk this long means a long log: the rest is asked for as a
@@ -194,12 +192,10 @@ async fn dump(
     match message.error {
         Some(error) if error.code == METHOD_NOT_FOUND => Ok(None),
         Some(error) => Err(crate::client::rpc_failure(error)),
-        None => Ok(Some(
-            message
-                .result
-                .and_then(|r| r["next_byte"].as_u64())
-                .unwrap_or(from_byte),
-        )),
+        None => match message.result {
+            Some(end) => Ok(Some(answer_of::<LogsDump>(end)?.next_byte)),
+            None => Ok(Some(from_byte)),
+        },
     }
 }
 

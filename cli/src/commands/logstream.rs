@@ -3,11 +3,24 @@
 //! (`follow`, `resume`, `attach`) and `herd logs`; a broken connection comes
 //! back marked lost (`crate::client::lost`), for the caller to connect again.
 
+use herd_protocol::events::{LogBytes, LogNote};
+use herd_protocol::methods::Wait;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::client::{CallError, Client};
 use crate::logframes;
 use crate::protocol::{LOG_BYTES, Response};
+
+/// The params of stream note `message` as herd-protocol's type: a missing or
+/// mistyped field is an error naming the note and the field, never an empty piece.
+fn note<T: DeserializeOwned>(message: &Response) -> anyhow::Result<T> {
+    let method = message.method.as_deref().unwrap_or_default();
+    let params = message.params.as_ref().unwrap_or(&Value::Null);
+    T::deserialize(params).map_err(|err| {
+        anyhow::anyhow!("the daemon's `{method}` note does not read as the protocol says ({err})")
+    })
+}
 
 /// Reads a `logs.follow` stream, handing each piece of output to `emit`, until
 /// the daemon's final answer (the session ended), and returns the result that
@@ -65,7 +78,9 @@ fn follow_end(answer: Response) -> anyhow::Result<Option<Value>> {
     Ok(answer
         .result
         .and_then(|mut answer| answer.get_mut("result").map(Value::take))
-        .filter(|result| result["session_id"].is_string()))
+        // The session's result as `wait` answers it, or `{"error"}` when the
+        // daemon could not tell it: the caller then asks `wait` itself.
+        .filter(|result| crate::client::read_answer::<Wait>(result).is_ok()))
 }
 
 /// Starts the log stream `method` with `params`, hands the output of each `log`
@@ -102,12 +117,10 @@ pub(crate) async fn read_stream(
             return Err(crate::client::lost("the daemon closed the log stream"));
         };
         if message.method.as_deref() == Some(LOG_BYTES) {
-            let len = message
-                .params
-                .as_ref()
-                .and_then(|p| p["len"].as_u64())
-                .and_then(|n| usize::try_from(n).ok())
-                .unwrap_or(0);
+            let len = note::<LogBytes>(&message)?.len;
+            let len = usize::try_from(len).map_err(|_| {
+                anyhow::anyhow!("a `{LOG_BYTES}` frame of {len} bytes does not fit in memory")
+            })?;
             let body = client.frame_body(len).await.map_err(io)?;
             // The daemon sends text; anything else is shown, not refused.
             match std::str::from_utf8(body) {
@@ -115,12 +128,7 @@ pub(crate) async fn read_stream(
                 Err(_) => emit(&String::from_utf8_lossy(body))?,
             }
         } else if message.method.as_deref() == Some("log") {
-            let text = message
-                .params
-                .as_ref()
-                .and_then(|p| p["output"].as_str())
-                .unwrap_or_default();
-            emit(text)?;
+            emit(&note::<LogNote>(&message)?.output)?;
         } else if message.id == request {
             let opens = message.result.as_ref().is_some_and(logframes::opens_frames);
             if framed || !opens {

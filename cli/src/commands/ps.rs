@@ -1,10 +1,10 @@
 //! `herd ps`: the sessions as a table that fits the terminal.
 
 use herd_persistence::Home;
+use herd_protocol::answers::ListRow;
 use herd_protocol::methods::List;
 use herd_protocol::params::ListParams;
 use serde::Deserialize;
-use serde_json::Value;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
 
@@ -213,8 +213,10 @@ fn row_cells(raw: &RawValue, by_owner: bool, by_host: bool) -> anyhow::Result<Ce
         // `exited 0`, `killed (SIGTERM)`, `died of SIGSEGV`, `lost …`: a finished
         // row is read whole for its ending.
         _ => {
-            let whole: Value = serde_json::from_str(raw.get())?;
-            ending(&whole, "")
+            let whole: ListRow = serde_json::from_str(raw.get()).map_err(|err| {
+                anyhow::anyhow!("a `list` row does not read as the protocol says ({err})")
+            })?;
+            ending(&whole)
                 .split_once(' ')
                 .map(|(_, how)| how.to_owned())
                 .unwrap_or_default()

@@ -242,7 +242,7 @@ async fn answered(
             if json {
                 output::json_line(&info)?;
             } else {
-                output::line(&answer_of::<Spawn>(info.clone())?.session_id)?;
+                output::line(&answer_of::<Spawn>(&info)?.session_id)?;
                 print_notes(&info);
             }
             Ok(Ran::Done)

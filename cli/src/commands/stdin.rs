@@ -1,12 +1,14 @@
 //! `herd send`, `herd submit`, `herd close` and `herd resize`: a job's input.
 
 use herd_persistence::Home;
-use herd_protocol::methods::{Close, Resize};
+use herd_protocol::Method;
+use herd_protocol::answers::StdinAnswer;
+use herd_protocol::methods::{Close, Resize, Submit, Write};
 use herd_protocol::params::{ResizeParams, StdinParams};
 use serde_json::Value;
 
 use crate::args::{IdArgs, StdinArgs};
-use crate::client::{Client, params_of};
+use crate::client::{Client, answer_of, params_of};
 use crate::exit::{Code, Failure};
 use crate::output;
 
@@ -18,7 +20,11 @@ pub(crate) async fn stdin(home: &Home, args: StdinArgs, method: &str) -> anyhow:
         data: args.text,
     };
     let answer = client.request(method, params_of(&params)?).await?;
-    stdin_answer(&answer, args.json)
+    if method == Submit::NAME {
+        stdin_answer::<Submit>(&answer, args.json)
+    } else {
+        stdin_answer::<Write>(&answer, args.json)
+    }
 }
 
 /// `herd close`.
@@ -29,7 +35,7 @@ pub(crate) async fn close(home: &Home, args: IdArgs) -> anyhow::Result<()> {
         data: String::new(),
     };
     let answer = client.send_typed::<Close>(&params).await?;
-    stdin_answer(&answer, args.json)
+    stdin_answer::<Close>(&answer, args.json)
 }
 
 /// `herd resize ID --rows R --cols C`.
@@ -42,35 +48,35 @@ pub(crate) async fn resize(home: &Home, args: crate::args::ResizeArgs) -> anyhow
             cols: args.cols,
         })
         .await?;
-    stdin_answer(&answer, args.json)
+    stdin_answer::<Resize>(&answer, args.json)
 }
 
 /// Prints a stdin answer; exits 1 unless it is `ok`.
-fn stdin_answer(answer: &Value, json: bool) -> anyhow::Result<()> {
+fn stdin_answer<M: Method<Answer = StdinAnswer>>(answer: &Value, json: bool) -> anyhow::Result<()> {
     if json {
         output::json_line(answer)?;
     }
-    match answer["status"].as_str() {
-        Some("ok") => {
+    let answer = answer_of::<M>(answer)?;
+    match answer.status.as_str() {
+        "ok" => {
             if !json {
-                match answer["bytes_written"].as_u64() {
+                match answer.bytes_written {
                     Some(n) => output::line(&format!("ok ({n} bytes written)"))?,
                     None => {
-                        output::line(&output::visible(answer["message"].as_str().unwrap_or("ok")))?
+                        output::line(&output::visible(answer.message.as_deref().unwrap_or("ok")))?
                     }
                 }
             }
             Ok(())
         }
-        Some("already_exited") => {
+        "already_exited" => {
             Err(Failure::new(Code::Failed, "the process has already exited").into())
         }
         _ => Err(Failure::new(
             Code::Failed,
-            answer["message"]
-                .as_str()
-                .unwrap_or("writing to stdin failed")
-                .to_owned(),
+            answer
+                .message
+                .unwrap_or_else(|| "writing to stdin failed".to_owned()),
         )
         .into()),
     }

@@ -38,7 +38,7 @@ pub(crate) async fn wait(home: &Home, args: WaitArgs) -> anyhow::Result<()> {
     } else {
         call.await?
     };
-    let typed = answer_of::<Wait>(answer.clone())?;
+    let typed = answer_of::<Wait>(&answer)?;
     let is_ready = typed.ready_at.is_some();
     let exited = typed.status == WaitStatus::Exited;
     let succeeded = if args.ready {
@@ -58,12 +58,12 @@ pub(crate) async fn wait(home: &Home, args: WaitArgs) -> anyhow::Result<()> {
         } else if exited {
             // How it ended, in the words ps uses: `exited 0`, `killed (SIGTERM)`,
             // `killed (time limit 5m, SIGTERM)`.
-            ending(&answer, &args.id)
+            ending(&typed)
         } else {
             format!(
                 "{} {}",
                 output::visible(&typed.session_id),
-                output::visible(answer["status"].as_str().unwrap_or("unknown"))
+                output::visible(typed.status.as_str())
             )
         };
         output::line(&line)?;
@@ -77,7 +77,7 @@ pub(crate) async fn wait(home: &Home, args: WaitArgs) -> anyhow::Result<()> {
                 output::raw("\n")?;
             }
         }
-        super::warn_not_kept(&answer);
+        super::warn_not_kept(typed.bytes_not_kept, &typed.log_path);
     }
     if succeeded {
         Ok(())

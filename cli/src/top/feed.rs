@@ -226,12 +226,14 @@ async fn act(client: &mut Client, action: Action) -> String {
     match action {
         Action::Kill { session_id } => {
             match client
-                .send_typed::<m::Kill>(&IdParams::new(session_id.as_str()))
+                .ask::<m::Kill>(&IdParams::new(session_id.as_str()))
                 .await
             {
                 Ok(answer) => {
-                    let status = answer["status"].as_str().unwrap_or("done");
-                    format!("kill {session_id}: {}", status.replace('_', " "))
+                    format!(
+                        "kill {session_id}: {}",
+                        answer.status.as_str().replace('_', " ")
+                    )
                 }
                 Err(err) => format!("kill {session_id} failed: {err:#}"),
             }
@@ -253,11 +255,11 @@ async fn act(client: &mut Client, action: Action) -> String {
             }
         }
         Action::Restart { session_id } => {
-            match crate::restart::restart(client, &session_id).await {
-                Ok(info) => format!(
-                    "restarted {session_id} as {}",
-                    info["session_id"].as_str().unwrap_or("a new session")
-                ),
+            let restarted = crate::restart::restart(client, &session_id)
+                .await
+                .and_then(crate::client::answer_of::<m::Restart>);
+            match restarted {
+                Ok(info) => format!("restarted {session_id} as {}", info.session_id),
                 Err(err) => format!("restart {session_id} failed: {err:#}"),
             }
         }

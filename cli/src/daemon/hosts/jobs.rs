@@ -6,9 +6,11 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use herd_protocol::answers::{HandoffAnswer, PollAnswer, SessionStatus};
+use herd_protocol::Method;
+use herd_protocol::answers::{HandoffAnswer, SessionStatus};
 use herd_protocol::daemon::HostState;
 use herd_protocol::errors::{NotFoundData, RefusedData};
+use herd_protocol::methods::{Poll, Restart};
 use herd_protocol::params::{IdParams, ListParams, ListState, RestartParams, SpawnParams};
 use serde::Serialize;
 use serde_json::Value;
@@ -99,8 +101,19 @@ impl Link {
         })?;
         params.caller_env = self.proxy_env();
         let answer = self.call_raw("restart", to_params(&params)?).await?;
-        let new = answer["session_id"].as_str().unwrap_or_default().to_owned();
-        let old = answer["replaces"].as_str().unwrap_or_default().to_owned();
+        let restarted = self.far_answer::<Restart>(&answer)?;
+        let new = restarted.session_id;
+        // A restart's answer names the session it replaced: without it the new
+        // job would lose the old one's owner and events.
+        let Some(old) = restarted.replaces else {
+            return Err(RpcError::new(
+                protocol::INTERNAL_ERROR,
+                format!(
+                    "host {}: the far daemon's answer to `restart` has no field `replaces`",
+                    self.name
+                ),
+            ));
+        };
         let events = {
             let mut book = lock(&self.book);
             let job = book.jobs.get(&old).cloned().map(|job| Job {
@@ -115,9 +128,7 @@ impl Link {
                 ..job
             });
             let events = job.as_ref().is_some_and(|j| j.events);
-            if let Some(job) = job
-                && !new.is_empty()
-            {
+            if let Some(job) = job {
                 book.jobs.insert(new, job);
             }
             events
@@ -152,15 +163,7 @@ impl Link {
         let polled = self
             .call_raw("poll", to_params(&IdParams::new(far.as_str()))?)
             .await?;
-        let polled: PollAnswer = serde_json::from_value(polled).map_err(|err| {
-            RpcError::new(
-                protocol::INTERNAL_ERROR,
-                format!(
-                    "host {}: the far poll's answer does not read: {err}",
-                    self.name
-                ),
-            )
-        })?;
+        let polled = self.far_answer::<Poll>(&polled)?;
         let far_id = polled.session_id;
         let refused = |message: String| {
             RpcError::with_data(
@@ -303,6 +306,17 @@ impl Link {
         let book = lock(&self.book);
         qualify_in(&self.name, &book.jobs, &mut value);
         value
+    }
+
+    /// A far daemon's `answer` to `M` as herd-protocol's type; one that does not
+    /// read is an internal error naming the host, the method and the field.
+    pub(super) fn far_answer<M: Method>(&self, answer: &Value) -> Result<M::Answer, RpcError> {
+        crate::client::read_answer::<M>(answer).map_err(|err| {
+            RpcError::new(
+                protocol::INTERNAL_ERROR,
+                format!("host {}: {err}", self.name),
+            )
+        })
     }
 
     /// Commits the map to the store (one transaction, on the blocking pool).

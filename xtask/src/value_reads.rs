@@ -1,0 +1,201 @@
+//! The untyped-read ratchet of `cargo xtask lint`: the CLI reads the daemon's
+//! answers as herd-protocol's answer types (`protocol/src/answers.rs`), not by
+//! indexing a `serde_json::Value` with a field name, where a missing field reads as
+//! `null` and then as an empty string or a zero nobody asked for.
+//!
+//! The check counts indexing by a string literal (`answer["session_id"]`) in
+//! herd-cli's production code (test code is exempt: test files, `#[cfg(test)]`
+//! items), inside macro arguments too, per file against [`ALLOWED`]: a file over its
+//! count, or a file not listed that has any, fails; a file under its count is a note
+//! to lower it (so that branches that convert files merge in any order). The check
+//! is syntactic: it cannot tell a `Value` from a map indexed by a `&str`, and counts
+//! both; herd-cli indexes no map that way. The MCP server (`cli/src/mcp.rs`,
+//! `cli/src/mcp/`) is left out: its tool results are converted on their own.
+
+use std::collections::BTreeMap;
+
+use anyhow::{Result, bail};
+use proc_macro2::{Delimiter, TokenStream, TokenTree};
+use syn::visit::{self, Visit};
+
+use crate::source::{CrateSources, SourceFile, is_test_only, item_attrs};
+
+/// The crates whose reads are counted.
+const COUNTED: &[&str] = &["herd-cli"];
+
+/// Files not counted: the MCP server's.
+const LEFT_OUT: &[&str] = &["cli/src/mcp.rs", "cli/src/mcp/"];
+
+/// Files and the most string-literal indexings each may hold. The counts only go
+/// down: read the answer as its herd-protocol type instead (`client::answer_of`,
+/// `client::read_answer`). Never add a row.
+pub(crate) const ALLOWED: &[(&str, usize)] = &[
+    ("cli/src/client/liveness.rs", 1),
+    ("cli/src/commands/events.rs", 10),
+    ("cli/src/commands/run.rs", 1),
+    ("cli/src/complete.rs", 5),
+    ("cli/src/daemon/hosts.rs", 2),
+    ("cli/src/daemon/hosts/events.rs", 1),
+    ("cli/src/daemon/hosts/jobs.rs", 10),
+    ("cli/src/daemon/methods.rs", 1),
+    ("cli/src/daemon/methods/control.rs", 1),
+    ("cli/src/daemon/methods/query.rs", 1),
+    ("cli/src/daemon/methods/streams.rs", 1),
+    ("cli/src/doctor.rs", 47),
+    ("cli/src/plugins.rs", 10),
+    ("cli/src/plugins/scaffold.rs", 4),
+];
+
+/// Counts `x["field"]` outside test code.
+#[derive(Default)]
+struct Counter {
+    count: usize,
+}
+
+/// Words after which `["…"]` is an array, not an index (`for k in ["a"]`).
+const NOT_INDEXED: &[&str] = &[
+    "in", "return", "break", "match", "if", "while", "let", "mut", "else", "yield",
+];
+
+impl Counter {
+    /// `x["field"]` in a macro's tokens (`format!("{}", x["a"])`): a bracket group
+    /// holding one string literal right after an identifier or a group.
+    fn tokens(&mut self, tokens: TokenStream) {
+        let mut indexable = false;
+        for tree in tokens {
+            match tree {
+                TokenTree::Group(g) => {
+                    if indexable && g.delimiter() == Delimiter::Bracket && is_one_string(g.stream())
+                    {
+                        self.count += 1;
+                    }
+                    self.tokens(g.stream());
+                    indexable = g.delimiter() != Delimiter::Brace;
+                }
+                TokenTree::Ident(ident) => {
+                    indexable = !NOT_INDEXED.iter().any(|k| ident == k);
+                }
+                TokenTree::Punct(_) | TokenTree::Literal(_) => indexable = false,
+            }
+        }
+    }
+}
+
+/// Whether `stream` is one string literal.
+fn is_one_string(stream: TokenStream) -> bool {
+    let mut trees = stream.into_iter();
+    match (trees.next(), trees.next()) {
+        (Some(TokenTree::Literal(lit)), None) => {
+            let text = lit.to_string();
+            text.starts_with('"') || text.starts_with("r\"") || text.starts_with("r#")
+        }
+        _ => false,
+    }
+}
+
+impl<'ast> Visit<'ast> for Counter {
+    fn visit_item(&mut self, i: &'ast syn::Item) {
+        if !is_test_only(item_attrs(i)) {
+            visit::visit_item(self, i);
+        }
+    }
+
+    fn visit_impl_item_fn(&mut self, f: &'ast syn::ImplItemFn) {
+        if !is_test_only(&f.attrs) {
+            visit::visit_impl_item_fn(self, f);
+        }
+    }
+
+    fn visit_expr_index(&mut self, i: &'ast syn::ExprIndex) {
+        if let syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Str(_),
+            ..
+        }) = &*i.index
+        {
+            self.count += 1;
+        }
+        visit::visit_expr_index(self, i);
+    }
+
+    fn visit_macro(&mut self, m: &'ast syn::Macro) {
+        self.tokens(m.tokens.clone());
+        visit::visit_macro(self, m);
+    }
+}
+
+/// The string-literal indexings of one file's production code.
+pub(crate) fn count(file: &SourceFile) -> usize {
+    let mut counter = Counter::default();
+    counter.visit_file(&file.ast);
+    counter.count
+}
+
+/// Every counted file with such a read, and its count.
+pub(crate) fn counts(crates: &[CrateSources]) -> BTreeMap<String, usize> {
+    crates
+        .iter()
+        .filter(|c| COUNTED.contains(&c.name))
+        .flat_map(|c| &c.files)
+        .filter(|f| !LEFT_OUT.iter().any(|out| f.rel.starts_with(out)))
+        .map(|f| (f.rel.clone(), count(f)))
+        .filter(|(_, n)| *n > 0)
+        .collect()
+}
+
+/// What the counts say against `allowed`: failures, and notes of counts to lower.
+pub(crate) fn judge(
+    found: &BTreeMap<String, usize>,
+    allowed: &[(&str, usize)],
+) -> (Vec<String>, Vec<String>) {
+    let (mut failures, mut notes) = (Vec::new(), Vec::new());
+    for (rel, n) in found {
+        let limit = allowed
+            .iter()
+            .find(|(f, _)| f == rel)
+            .map_or(0, |(_, n)| *n);
+        if *n > limit {
+            failures.push(format!(
+                "{rel}: {n} reads by field name (`x[\"field\"]`) where at most {limit} may be: \
+                 read the answer as its herd-protocol type (client::answer_of) instead"
+            ));
+        }
+    }
+    for (rel, limit) in allowed {
+        let n = found.get(*rel).copied().unwrap_or(0);
+        if n < *limit {
+            notes.push(format!(
+                "{rel} holds {n} reads by field name: lower its count from {limit} to {n} in \
+                 ALLOWED (xtask/src/value_reads.rs)"
+            ));
+        }
+    }
+    (failures, notes)
+}
+
+/// The check.
+pub(crate) fn check(crates: &[CrateSources]) -> Result<()> {
+    let found = counts(crates);
+    let (failures, notes) = judge(&found, ALLOWED);
+    for note in &notes {
+        crate::shell::say(&format!("note: {note}"));
+    }
+    if !failures.is_empty() {
+        bail!("untyped-read ratchet failed:\n  {}", failures.join("\n  "));
+    }
+    crate::shell::say(&format!(
+        "untyped reads: {} `x[\"field\"]` left in {} herd-cli files (the ratchet only lowers)",
+        found.values().sum::<usize>(),
+        found.len(),
+    ));
+    Ok(())
+}
+
+/// Prints the table of [`ALLOWED`] as the sources stand (`cargo xtask value-reads`).
+pub(crate) fn print_table(crates: &[CrateSources]) {
+    for (rel, n) in counts(crates) {
+        crate::shell::say(&format!("    (\"{rel}\", {n}),"));
+    }
+}
+
+#[cfg(test)]
+mod tests;
