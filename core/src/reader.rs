@@ -210,20 +210,15 @@ pub(crate) async fn run(
     let mut machine: Machine<io::Result<ExitInfo>> = Machine::new(rules(&supervision), start);
     let mut kill_rx = session.kill_requested.subscribe();
     let mut kill_open = true;
-    let mut eof = false;
-    let mut output_ended = false;
     let mut exit = None;
-    let mut source = match source {
-        Some(source) => source,
-        None => {
-            eof = true;
-            output_ended = true;
-            for action in machine.handle(start, Event::OutputEnded { eof: true }) {
-                act_without_output(action, &mut exit, &supervision);
-            }
-            Source::Closed
+    // Without a source the output is over before it began.
+    let (mut eof, mut output_ended) = (source.is_none(), source.is_none());
+    if output_ended {
+        for action in machine.handle(start, Event::OutputEnded { eof: true }) {
+            act_without_output(action, &mut exit, &supervision);
         }
-    };
+    }
+    let mut source = source.unwrap_or(Source::Closed);
     let mut event = if *kill_rx.borrow_and_update() {
         Event::Kill(None)
     } else {
