@@ -445,6 +445,23 @@ mod tests {
     }
 
     #[test]
+    fn an_async_lock_awaited_under_a_later_blocking_lock_panics() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("a current-thread runtime builds");
+        let conn: AsyncMutex<(), { rank::LAUNCHER_CONN }> = AsyncMutex::new(());
+        let tables: Mutex<(), { rank::TABLES }> = Mutex::new(());
+        rt.block_on(async { drop(conn.lock().await) });
+        let held = tables.acquire();
+        let message = panic_message(|| rt.block_on(async { drop(conn.lock().await) }));
+        assert!(
+            message.contains("taking launcher connection (rank 1) while holding tables (rank 10)"),
+            "{message}"
+        );
+        drop(held);
+    }
+
+    #[test]
     fn a_lock_taken_on_another_thread_does_not_count_here() {
         let tables: Mutex<(), { rank::TABLES }> = Mutex::new(());
         let tail: Mutex<(), { rank::TAIL }> = Mutex::new(());
