@@ -59,13 +59,13 @@
 //!   receipts' prune hint (taken under that store's handle, never around it), and the
 //!   completion ledger's (`stores`, [`foreign`]);
 //! - herd-hooks: a pipeline entry's state (`pipeline`: its statistics and breaker,
-//!   never held while a hook runs) and a plugin's init handshake (`loader/start`: a
+//!   never held while a hook runs) and a plugin's init handshake (`loader::start`: a
 //!   condvar's lock, held by the loader's thread and the init thread alone).
 //!
 //! `cargo xtask lint` refuses `std::sync::Mutex` and `tokio::sync::Mutex` (and either
-//! crate's `RwLock`) in this crate outside this file and in the daemon's files of
-//! herd-cli (`daemon.rs`, `daemon/`, `daemon_log.rs`), and a mutex in a file of the
-//! leaf crates not listed above, so no mutex escapes the ranks ([`foreign`] makes the
+//! crate's `RwLock`) in this crate outside this module and in herd-cli's daemon
+//! modules (`daemon` and everything under it, `daemon_log`), and a mutex in a module
+//! of the leaf crates not listed above, so no mutex escapes the ranks ([`foreign`] makes the
 //! one another crate's trait needs: always innermost, its lock is taken inside that
 //! crate). Release builds only take the lock.
 
