@@ -18,8 +18,9 @@ use std::collections::VecDeque;
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::sync::OnceLock;
 
+use herd_core::lock_order::{Mutex, MutexGuard, rank};
 use herd_protocol::daemon::DaemonLogReport;
 
 /// The size past which `daemon.log` is rotated.
@@ -37,7 +38,9 @@ pub(crate) const RING_LINE_BYTES: usize = 1024;
 /// The daemon's log writer; one per process ([`global`]).
 #[derive(Debug)]
 pub(crate) struct DaemonLog {
-    state: Mutex<LogState>,
+    /// Ranked last of all (`rank::DAEMON_LOG`): a tracing event may come from code
+    /// holding any other lock, and the writer takes none under this one.
+    state: Mutex<LogState, { rank::DAEMON_LOG }>,
 }
 
 #[derive(Debug)]
@@ -130,8 +133,8 @@ impl DaemonLog {
         self
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, LogState> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    fn lock(&self) -> MutexGuard<'_, LogState> {
+        self.state.acquire()
     }
 }
 

@@ -68,7 +68,7 @@ mod unit;
 #[cfg(test)]
 mod tests;
 
-use crate::lock_order::{Mutex, rank};
+use crate::lock_order::{AsyncMutex, Mutex, rank};
 use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -427,7 +427,7 @@ pub struct Dispatcher {
     /// The last probe verdict, keyed by what it was probed with.
     cache: Mutex<Option<CachedVerdict>, { rank::DISPATCH_CACHE }>,
     /// Held while a probe runs, so concurrent first callers share one probe.
-    probe_gate: tokio::sync::Mutex<()>,
+    probe_gate: AsyncMutex<(), { rank::DISPATCH_PROBE }>,
     warned: AtomicBool,
     n_degrade_warnings: AtomicUsize,
     n_probes: AtomicUsize,
@@ -452,7 +452,7 @@ impl Dispatcher {
             clock,
             memory_max_bytes,
             cache: Mutex::new(None),
-            probe_gate: tokio::sync::Mutex::new(()),
+            probe_gate: AsyncMutex::new(()),
             warned: AtomicBool::new(false),
             n_degrade_warnings: AtomicUsize::new(0),
             n_probes: AtomicUsize::new(0),

@@ -37,12 +37,37 @@
 //! unreachable pattern, which clippy refuses). Nothing slow or foreign (output
 //! plugins, fsync, SQLite, `/proc` scans) runs under the table lock.
 //!
-//! `cargo xtask lint` refuses `std::sync::Mutex` in this crate outside this file,
-//! and in herd-cli's `daemon` module,
-//! so no mutex escapes the ranks ([`foreign`] makes the one another crate's trait
-//! needs: always innermost, its lock is taken inside that crate). `tokio::sync::Mutex`
-//! (held across `.await`, awaited rather than blocked on) is not covered. Release
-//! builds only take the lock.
+//! The async mutexes (`tokio::sync::Mutex`, held across `.await`, awaited rather than
+//! blocked on) are ranked too, as [`AsyncMutex`]`<T, { rank::X }>`: each is held
+//! while a connection or a child is set up or a frame is written, and nothing but
+//! blocking locks of later ranks is taken under it, so they come before the blocking
+//! ranks they hold (the launcher's connection and stdin, the dispatcher's probe gate)
+//! or right before the daemon's (a far host's control door and mux door). Their
+//! holding crosses `.await`s and threads, so it is not recorded per thread; what debug
+//! builds check is the other half: awaiting one while this thread holds a blocking lock
+//! of its rank or a later one panics, as for a blocking lock.
+//!
+//! The daemon's own log writer (herd-cli's `daemon_log`) is the last rank of all: any
+//! code may emit a tracing event while it holds any lock, and the writer takes nothing
+//! under it.
+//!
+//! Locks of the leaf crates the daemon runs (they cannot name this module: nothing of
+//! herd is below them) are innermost by construction, each taken and released inside
+//! one call of its crate, which calls nothing of herd-core meanwhile:
+//! - herd-persistence: each store's handle (`lazy_db`, `checkpoint`, `receipts`,
+//!   `running`, `queue`, `memory`: one SQLite connection or one in-memory map), the
+//!   receipts' prune hint (taken under that store's handle, never around it), and the
+//!   completion ledger's (`stores`, [`foreign`]);
+//! - herd-hooks: a pipeline entry's state (`pipeline`: its statistics and breaker,
+//!   never held while a hook runs) and a plugin's init handshake (`loader::start`: a
+//!   condvar's lock, held by the loader's thread and the init thread alone).
+//!
+//! `cargo xtask lint` refuses `std::sync::Mutex` and `tokio::sync::Mutex` (and either
+//! crate's `RwLock`) in this crate outside this module and in herd-cli's daemon
+//! modules (`daemon` and everything under it, `daemon_log`), and a mutex in a module
+//! of the leaf crates not listed above, so no mutex escapes the ranks ([`foreign`] makes the
+//! one another crate's trait needs: always innermost, its lock is taken inside that
+//! crate). Release builds only take the lock.
 
 use std::ops::{Deref, DerefMut};
 use std::sync::{LockResult, PoisonError};
@@ -51,6 +76,15 @@ use std::sync::{LockResult, PoisonError};
 /// taken only while every lock this thread holds has a lower rank. Two locks of
 /// one rank are never held at once. Outermost first.
 pub mod rank {
+    /// The shim launcher's connection (async: held while a launcher is started):
+    /// `shim::link::launch`.
+    pub(crate) const LAUNCHER_CONN: u8 = 1;
+    /// The shim launcher's stdin (async: held while one launch spec is written):
+    /// `shim::link::launch`.
+    pub(crate) const LAUNCHER_STDIN: u8 = 2;
+    /// The dispatcher's probe gate (async: one availability probe at a time):
+    /// `dispatch`.
+    pub(crate) const DISPATCH_PROBE: u8 = 3;
     /// The checkpoint writer's serialisation, held across one whole write (which
     /// reads the table): `durable::checkpoint`.
     pub(crate) const CHECKPOINT_SERIAL: u8 = 5;
@@ -110,6 +144,12 @@ pub mod rank {
     /// A session's last usage sample: `sys::usage::UsageCache`.
     pub(crate) const USAGE_SAMPLE: u8 = 94;
 
+    /// A far host link's control door (async: held while the door is opened):
+    /// herd-cli `daemon::hosts`.
+    pub const DAEMON_HOST_CONTROL: u8 = 96;
+    /// A far host link's mux door (async: held while the door is opened and a
+    /// channel greeted): herd-cli `daemon::hosts`.
+    pub const DAEMON_HOST_MUX: u8 = 97;
     /// The daemon's far hosts' links (held across reading a link's saved map):
     /// herd-cli `daemon::hosts`.
     pub const DAEMON_HOST_LINKS: u8 = 100;
@@ -132,11 +172,17 @@ pub mod rank {
     pub const DAEMON_SLOTS: u8 = 116;
     /// The spawn keys of recent spawns: herd-cli `daemon::methods::keys`.
     pub const DAEMON_SPAWN_KEYS: u8 = 118;
+    /// The daemon's log writer, last of all: a tracing event may be emitted under any
+    /// lock, and the writer takes none: herd-cli `daemon_log`.
+    pub const DAEMON_LOG: u8 = 250;
 
     /// The name of a rank, for messages (only debug builds check the order).
     #[cfg_attr(not(debug_assertions), allow(dead_code))]
     pub(crate) fn name(rank: u8) -> &'static str {
         match rank {
+            LAUNCHER_CONN => "launcher connection",
+            LAUNCHER_STDIN => "launcher stdin",
+            DISPATCH_PROBE => "dispatch probe gate",
             CHECKPOINT_SERIAL => "checkpoint serial",
             TABLES => "tables",
             AGENTS => "agents",
@@ -165,6 +211,8 @@ pub mod rank {
             DISPATCH_CACHE => "dispatch cache",
             USAGE_V1_BASE => "usage v1 base",
             USAGE_SAMPLE => "usage sample",
+            DAEMON_HOST_CONTROL => "daemon host control door",
+            DAEMON_HOST_MUX => "daemon host mux door",
             DAEMON_HOST_LINKS => "daemon host links",
             DAEMON_HOST_SAVING => "daemon host saving",
             DAEMON_HOST_BOOK => "daemon host book",
@@ -175,6 +223,7 @@ pub mod rank {
             DAEMON_MUX_CHANNELS => "daemon mux channels",
             DAEMON_SLOTS => "daemon connection slots",
             DAEMON_SPAWN_KEYS => "daemon spawn keys",
+            DAEMON_LOG => "daemon log",
             _ => "unnamed",
         }
     }
@@ -259,6 +308,31 @@ impl<T> DerefMut for MutexGuard<'_, T> {
     }
 }
 
+/// An async mutex of rank `RANK` (see [`rank`]): a `tokio::sync::Mutex` whose
+/// acquisitions are checked, in debug builds, against the blocking locks this thread
+/// holds (its own holding crosses `.await`s and is not recorded).
+#[derive(Debug)]
+pub struct AsyncMutex<T, const RANK: u8> {
+    inner: tokio::sync::Mutex<T>,
+}
+
+impl<T, const RANK: u8> AsyncMutex<T, RANK> {
+    /// An async mutex of rank `RANK`.
+    pub fn new(value: T) -> AsyncMutex<T, RANK> {
+        AsyncMutex {
+            inner: tokio::sync::Mutex::new(value),
+        }
+    }
+
+    /// Waits for the lock; in debug builds, panics first if this thread holds a
+    /// blocking lock of this rank or a later one.
+    pub async fn lock(&self) -> tokio::sync::MutexGuard<'_, T> {
+        #[cfg(debug_assertions)]
+        ranks::before_taking(RANK);
+        self.inner.lock().await
+    }
+}
+
 /// A plain `std::sync::Mutex`, for the one place another crate's trait is
 /// implemented on it (`herd_persistence::CompletionLedger for Mutex<Ledger>`): its
 /// lock is taken inside that crate, which calls nothing of this one while holding it,
@@ -280,7 +354,9 @@ mod ranks {
 
     /// Panics when this thread holds a lock of rank `rank` or a later one.
     pub(super) fn before_taking(rank: u8) {
-        HELD.with(|held| {
+        // `try_with`: a tracing event from a thread-local's destructor still reaches
+        // the daemon's log writer, unchecked, after this thread's record is gone.
+        let _ = HELD.try_with(|held| {
             if let Some(&later) = held.borrow().iter().find(|&&h| h >= rank) {
                 panic!(
                     "lock order violated: taking {} (rank {rank}) while holding {} (rank {later}) \
@@ -293,11 +369,11 @@ mod ranks {
     }
 
     pub(super) fn taken(rank: u8) {
-        HELD.with(|held| held.borrow_mut().push(rank));
+        let _ = HELD.try_with(|held| held.borrow_mut().push(rank));
     }
 
     pub(super) fn released(rank: u8) {
-        HELD.with(|held| {
+        let _ = HELD.try_with(|held| {
             let mut held = held.borrow_mut();
             if let Some(at) = held.iter().rposition(|&h| h == rank) {
                 held.remove(at);
@@ -366,6 +442,23 @@ mod tests {
             let _t = tables.acquire();
         });
         assert!(message.contains("taking tables"), "{message}");
+    }
+
+    #[test]
+    fn an_async_lock_awaited_under_a_later_blocking_lock_panics() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("a current-thread runtime builds");
+        let conn: AsyncMutex<(), { rank::LAUNCHER_CONN }> = AsyncMutex::new(());
+        let tables: Mutex<(), { rank::TABLES }> = Mutex::new(());
+        rt.block_on(async { drop(conn.lock().await) });
+        let held = tables.acquire();
+        let message = panic_message(|| rt.block_on(async { drop(conn.lock().await) }));
+        assert!(
+            message.contains("taking launcher connection (rank 1) while holding tables (rank 10)"),
+            "{message}"
+        );
+        drop(held);
     }
 
     #[test]

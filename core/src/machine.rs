@@ -22,16 +22,21 @@
 //!   A kill under way keeps its course and its source; the session does not finish
 //!   while it is under way;
 //! - the time limit is a wall-clock deadline: it kills the tree as `time_limit` while
-//!   the child runs and while the finished session holds leftovers;
+//!   the child runs and while the finished session holds leftovers (a machine that
+//!   carries no kills asks for that kill, [`Action::RequestKill`]);
 //! - with `kill_leftovers`, what is left of the tree when the session would finish gets
 //!   a kill (with no source) first;
 //! - once finished, a machine that carries kills lingers: it looks at the tree every
 //!   [`Rules::linger_recheck`] and releases it once empty, or once a kill (a request,
 //!   the time limit) is done.
 //!
-//! Where kills are carried out by someone else ([`Rules::kill`] `None`: the daemon's
-//! tree kill of an in-process session), a kill request only makes the session finish
-//! right after the exit, and no `killed_by` is reported (the registry knows its own).
+//! Where kills are carried out by someone else ([`Rules::kill`] `None`: the registry's
+//! tree kill of an in-process session, which follows the same [`KillCourse`]), a kill
+//! request only makes the session finish right after the exit, and no `killed_by` is
+//! reported (the registry knows its own). The time limit is still this machine's rule
+//! there: at the deadline it answers [`Action::RequestKill`] once, and the kill the
+//! driver has carried out comes back as [`Event::Kill`] like any other. So the in-process
+//! reader and the shim's loop keep one time limit, with one wall-clock recheck.
 
 use std::time::{Duration, Instant, SystemTime};
 
@@ -140,6 +145,11 @@ pub(crate) enum Action<S> {
     Survivors,
     /// The finished session's tree is empty or killed: release what holds it.
     Release,
+    /// Have the tree killed as `source` by whoever carries this session's kills (given
+    /// only by a machine without [`Rules::kill`]: the time limit of an in-process
+    /// session, whose kill is the registry's tree kill). The kill's request comes back
+    /// as [`Event::Kill`].
+    RequestKill { source: KillSource },
 }
 
 /// Why the machine asked to look at the tree.
@@ -354,7 +364,13 @@ impl<S> Machine<S> {
             && now.wall >= deadline
         {
             self.rules.deadline = None;
-            self.begin_kill(now, Some(KillSource::TimeLimit), actions);
+            if self.rules.kill.is_some() {
+                self.begin_kill(now, Some(KillSource::TimeLimit), actions);
+            } else {
+                actions.push(Action::RequestKill {
+                    source: KillSource::TimeLimit,
+                });
+            }
         }
         if self.killing.is_some_and(|course| course.due(now.at)) {
             self.asked = Some(Asked::Kill);

@@ -13,18 +13,26 @@
 //! once after a kill (only what is already buffered is drained). These are the session
 //! machine's rules (`crate::machine`), which the shim's loop follows too. Nobody closes
 //! the pipe under the reader; it owns its end.
+//!
+//! The time limit is the machine's too: the reader gives it the session's deadline,
+//! sleeps until its timeout (which rereads the wall clock at least every
+//! `machine::DEADLINE_RECHECK`), and when it answers `RequestKill` hands the kill to
+//! [`Supervision::killer`], the registry's tree kill (TERM, the grace, KILL, as
+//! `machine::KillCourse` runs it), whose request then comes back to the machine as any
+//! kill's does. There is no other timer for it.
 
 use std::io;
 use std::os::fd::AsFd;
 use std::os::unix::process::ExitStatusExt;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
 use tokio::net::unix::pipe;
 use tokio::task::JoinHandle;
 
+use crate::config::KillSource;
 use crate::machine::{Action, Event, Machine, Now, Rules};
 use crate::noise::NoiseFilter;
 use crate::output::LogWriter;
@@ -49,6 +57,8 @@ pub(crate) enum Source {
         master: Arc<AsyncFd<MasterFd>>,
         scanner: herd_pty::Scanner,
     },
+    /// No output to read (the reader was started without a source).
+    Closed,
 }
 
 impl Source {
@@ -56,6 +66,7 @@ impl Source {
         match self {
             Source::Pipe { rx, .. } => rx.readable().await,
             Source::Pty { master, .. } => master.readable().await.map(|mut g| g.retain_ready()),
+            Source::Closed => std::future::pending().await,
         }
     }
 
@@ -78,6 +89,7 @@ impl Source {
                     other => other,
                 }
             }
+            Source::Closed => Ok(0),
         }
     }
 }
@@ -134,6 +146,27 @@ struct Sink {
     observer: Option<Box<dyn Observer>>,
 }
 
+/// How an in-process session is supervised: the rules the registry fixes at spawn, and
+/// who carries out the kill the session machine decides (the time limit).
+pub(crate) struct Supervision {
+    /// How long output may stay idle after the exit before the session ends.
+    pub(crate) idle_drain: Duration,
+    /// The time limit's wall-clock deadline.
+    pub(crate) deadline: Option<SystemTime>,
+    /// Starts the registry's tree kill of the session with this source; it must not
+    /// wait for it (the reader is what lets a killed session finish).
+    pub(crate) killer: Box<dyn Fn(KillSource) + Send>,
+}
+
+impl std::fmt::Debug for Supervision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Supervision")
+            .field("idle_drain", &self.idle_drain)
+            .field("deadline", &self.deadline)
+            .finish_non_exhaustive()
+    }
+}
+
 /// What the reader hands the choke point.
 #[derive(Debug)]
 pub(crate) struct Finish {
@@ -154,26 +187,38 @@ pub(crate) struct Finish {
 ///
 /// When it is done is the session machine's rule (`crate::machine`, shared with the
 /// shim): this loop tells it about output, end-of-file, the exit and kill requests, and
-/// sleeps until its timeout (the idle drain). Kills are carried out by the registry's
-/// tree kill, not here.
+/// sleeps until its timeout (the idle drain, the time limit). Kills are carried out by
+/// the registry's tree kill, not here; the time limit's is asked of it through
+/// [`Supervision::killer`].
+///
+/// With no `source` (a re-adopted session whose output could not be reopened) the
+/// output counts as ended at end-of-file from the start, and the reader only waits for
+/// the exit and the time limit.
 pub(crate) async fn run(
     session: Arc<Session>,
-    mut source: Source,
+    source: Option<Source>,
     mut waiter: Waiter,
     log: LogWriter,
     observer: Option<Box<dyn Observer>>,
-    idle_drain: Duration,
+    supervision: Supervision,
 ) -> Finish {
     let mut sink = Sink { log, observer };
     let log = &mut sink;
     let mut noise = NoiseFilter::default();
     let mut buf: Vec<u8> = Vec::new();
-    let mut machine: Machine<io::Result<ExitInfo>> = Machine::new(rules(idle_drain), Now::read());
+    let start = Now::read();
+    let mut machine: Machine<io::Result<ExitInfo>> = Machine::new(rules(&supervision), start);
     let mut kill_rx = session.kill_requested.subscribe();
     let mut kill_open = true;
-    let mut eof = false;
-    let mut output_ended = false;
     let mut exit = None;
+    // Without a source the output is over before it began.
+    let (mut eof, mut output_ended) = (source.is_none(), source.is_none());
+    if output_ended {
+        for action in machine.handle(start, Event::OutputEnded { eof: true }) {
+            act_without_output(action, &mut exit, &supervision);
+        }
+    }
+    let mut source = source.unwrap_or(Source::Closed);
     let mut event = if *kill_rx.borrow_and_update() {
         Event::Kill(None)
     } else {
@@ -185,9 +230,7 @@ pub(crate) async fn run(
             match action {
                 // After a kill only what is already buffered is read.
                 Action::DrainNow => drain_now(&mut source, &mut buf, &session, log, &mut noise),
-                Action::Finish { exit: status, .. } => exit = status,
-                // The reader carries out no kills (the registry's tree kill does).
-                _ => {}
+                other => act_without_output(other, &mut exit, &supervision),
             }
         }
         if !machine.reading() && !output_ended {
@@ -251,15 +294,42 @@ pub(crate) async fn run(
     }
 }
 
-/// The session machine's rules for an in-process session: no time limit here (the
-/// registry arms it) and no kills (the registry's tree kill carries them out).
-fn rules(idle_drain: Duration) -> Rules {
+/// The session machine's rules for an in-process session: its time limit, and no kills
+/// of its own (the registry's tree kill carries them out, the time limit's included).
+fn rules(supervision: &Supervision) -> Rules {
     Rules {
-        idle_drain,
-        deadline: None,
+        idle_drain: supervision.idle_drain,
+        deadline: supervision.deadline,
         kill: None,
         kill_leftovers: false,
         linger_recheck: Duration::ZERO,
+    }
+}
+
+/// Carries out an action of the machine that does not read the output.
+fn act_without_output(
+    action: Action<io::Result<ExitInfo>>,
+    exit: &mut Option<io::Result<ExitInfo>>,
+    supervision: &Supervision,
+) {
+    match action {
+        Action::Finish { exit: status, .. } => *exit = status,
+        Action::RequestKill { source } => {
+            tracing::debug!(
+                source = source.as_str(),
+                "the session machine asks for a kill"
+            );
+            (supervision.killer)(source);
+        }
+        // Nothing is buffered where there is no output.
+        Action::DrainNow => {}
+        // The reader carries out no kills itself and holds no tree (no kill rules:
+        // the machine gives none of these).
+        Action::Terminate { .. }
+        | Action::Escalate { .. }
+        | Action::LookAtTree
+        | Action::Survivors
+        | Action::Release => {}
     }
 }
 
@@ -358,7 +428,7 @@ fn process(
     noise: &mut NoiseFilter,
 ) {
     match source {
-        Source::Pipe { .. } => {
+        Source::Pipe { .. } | Source::Closed => {
             let kept = noise.feed(chunk);
             ingest(session, log, &kept);
         }

@@ -10,10 +10,15 @@
 //!   `src/sys/`), so a port to another kernel has one place per crate to start from
 //!   (`docs/porting.md`). The distinctive names ([`LINUX_NAMES`], `SYS_*`) count in
 //!   any position of a path, so a glob import or a renamed module does not hide them.
-//! - **herd-core's and the daemon's mutexes**: `std::sync::Mutex` only in
-//!   `core/src/lock_order.rs`; every other blocking mutex of herd-core and of herd-cli's
-//!   daemon (`cli/src/daemon/`) is `lock_order::Mutex`, ranked in its type and checked
-//!   in debug builds.
+//! - **herd-core's and the daemon's mutexes**: `std::sync::Mutex` and
+//!   `tokio::sync::Mutex` (and either's `RwLock`) only in `core/src/lock_order.rs`;
+//!   every other mutex of herd-core and of herd-cli's daemon ([`daemon_file`]:
+//!   `cli/src/daemon.rs`, `cli/src/daemon/`, `cli/src/daemon_log.rs`) is
+//!   `lock_order::Mutex` or `lock_order::AsyncMutex`, ranked in its type and checked in
+//!   debug builds.
+//! - **The leaf crates' mutexes** (herd-persistence, herd-hooks, which cannot name the
+//!   ranks): only in the files of [`INNERMOST`], each an innermost lock whose reason
+//!   `lock_order.rs` gives; a mutex in any other file of theirs fails.
 //! - **herd's own environment variables** are spelled once: the string literal of a
 //!   `HERD_…` name appears in one production file of the workspace, the one that
 //!   defines its constant (`HERD_SUPERVISED_CHILD`: `guards/src/host.rs`), and every
@@ -98,8 +103,46 @@ fn linux_literal(s: &str) -> bool {
 fn std_mutex(p: &str) -> bool {
     matches!(
         p,
-        "std::sync::Mutex" | "std::sync::MutexGuard" | "std::sync::Mutex::new"
+        "std::sync::Mutex"
+            | "std::sync::MutexGuard"
+            | "std::sync::Mutex::new"
+            | "std::sync::RwLock"
+            | "std::sync::RwLock::new"
+            | "tokio::sync::Mutex"
+            | "tokio::sync::MutexGuard"
+            | "tokio::sync::OwnedMutexGuard"
+            | "tokio::sync::Mutex::new"
+            | "tokio::sync::RwLock"
+            | "tokio::sync::RwLock::new"
     )
+}
+
+/// Whether `rel` is a file of the daemon's in herd-cli (its mutexes are ranked).
+pub(crate) fn daemon_file(rel: &str) -> bool {
+    rel == "cli/src/daemon.rs"
+        || rel.starts_with("cli/src/daemon/")
+        || rel == "cli/src/daemon_log.rs"
+}
+
+/// The leaf crates' files that hold a mutex, each innermost (its reason is in
+/// `core/src/lock_order.rs`'s module doc); a new one fails until it is listed there and
+/// here.
+pub(crate) const INNERMOST: &[&str] = &[
+    "persistence/src/lazy_db.rs",
+    "persistence/src/checkpoint.rs",
+    "persistence/src/receipts.rs",
+    "persistence/src/running.rs",
+    "persistence/src/queue.rs",
+    "persistence/src/memory.rs",
+    "persistence/src/stores.rs",
+    "hooks/src/pipeline.rs",
+    "hooks/src/loader/start.rs",
+];
+
+/// Whether `rel` is in a leaf crate the daemon runs whose mutexes cannot be ranked.
+fn leaf_crate_file(rel: &str) -> bool {
+    (rel.starts_with("persistence/src/") || rel.starts_with("hooks/src/"))
+        && !rel.starts_with("hooks/abi/")
 }
 
 fn never(_: &str) -> bool {
@@ -130,10 +173,16 @@ pub(crate) const RULES: &[Rule] = &[
         path: std_mutex,
         literal: never,
         allowed: |rel| {
-            !(rel.starts_with("core/src/") || rel.starts_with("cli/src/daemon/"))
-                || rel == "core/src/lock_order.rs"
+            !(rel.starts_with("core/src/") || daemon_file(rel)) || rel == "core/src/lock_order.rs"
         },
-        fix: "use lock_order::Mutex with its rank (herd-core's crate::lock_order; the daemon's herd_core::lock_order, its ranks in lock_order::rank; debug builds check the order); lock_order::foreign for another crate's trait",
+        fix: "use lock_order::Mutex (blocking) or lock_order::AsyncMutex (held across .await) with its rank (herd-core's crate::lock_order; the daemon's herd_core::lock_order, its ranks in lock_order::rank; debug builds check the order); lock_order::foreign for another crate's trait",
+    },
+    Rule {
+        name: "innermost mutex",
+        path: std_mutex,
+        literal: never,
+        allowed: |rel| !leaf_crate_file(rel) || INNERMOST.contains(&rel),
+        fix: "a leaf crate's mutex must be innermost (taken and released inside one call, calling nothing of herd-core meanwhile): say why in core/src/lock_order.rs's module doc and list the file in INNERMOST in xtask/src/boundary.rs",
     },
 ];
 

@@ -53,7 +53,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use herd_core::Registry;
-use herd_core::lock_order::{Mutex, MutexGuard, rank};
+use herd_core::lock_order::{AsyncMutex, Mutex, MutexGuard, rank};
 use herd_persistence::{Home, HostLinkStore};
 use herd_protocol::answers::ListAnswer;
 use herd_protocol::daemon::{HostState, HostsAnswer, LinkStatus};
@@ -169,7 +169,7 @@ struct Link {
     /// Where the map is kept: its row of the store's `host_links`.
     store: Arc<dyn HostLinkStore>,
     /// The control connection, opened on demand.
-    control: tokio::sync::Mutex<Option<Control>>,
+    control: AsyncMutex<Option<Control>, { rank::DAEMON_HOST_CONTROL }>,
     status: Mutex<Status, { rank::DAEMON_HOST_STATUS }>,
     book: Mutex<Book, { rank::DAEMON_HOST_BOOK }>,
     /// Serialises writes of the map file.
@@ -184,7 +184,7 @@ struct Link {
     far_capabilities: Mutex<Vec<String>, { rank::DAEMON_HOST_CAPABILITIES }>,
     /// The door whose channels carry streams and long calls, when the far proxy
     /// serves it.
-    mux: tokio::sync::Mutex<Option<Arc<mux::Mux>>>,
+    mux: AsyncMutex<Option<Arc<mux::Mux>>, { rank::DAEMON_HOST_MUX }>,
     /// Counts this link's spawn request keys.
     next_key: std::sync::atomic::AtomicU64,
     /// When this link was made (ns since the epoch): part of its request keys.
@@ -361,13 +361,13 @@ impl Hosts {
             far_owner,
             registry: self.registry.clone(),
             store: self.store.clone(),
-            control: tokio::sync::Mutex::new(None),
+            control: AsyncMutex::new(None),
             status: Mutex::new(Status::Idle),
             book: Mutex::new(book),
             saving: Mutex::new(()),
             proxy_env: Mutex::new(None),
             far_capabilities: Mutex::new(Vec::new()),
-            mux: tokio::sync::Mutex::new(None),
+            mux: AsyncMutex::new(None),
             kept_doors: Mutex::new(Vec::new()),
             next_key: std::sync::atomic::AtomicU64::new(0),
             started_nanos: SystemTime::now()

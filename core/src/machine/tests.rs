@@ -306,6 +306,93 @@ fn time_limit_kills_as_time_limit_and_rechecks_the_wall_clock() {
     );
 }
 
+fn reader_with_deadline(sim_deadline_in: Duration) -> Sim {
+    let mut sim = Sim::reader();
+    let rules = Rules {
+        deadline: Some(sim.now.wall + sim_deadline_in),
+        ..sim.m.rules
+    };
+    sim.m = Machine::new(rules, sim.now);
+    sim
+}
+
+fn kill_requests(sim: &Sim) -> usize {
+    sim.count(&Action::RequestKill {
+        source: KillSource::TimeLimit,
+    })
+}
+
+#[test]
+fn b17_in_process_time_limit_asks_for_the_kill_once_at_the_deadline() {
+    // The in-process reader's machine carries no kills: at the deadline it asks its
+    // driver (the registry's tree kill) for one, as `time_limit`, once.
+    let mut sim = reader_with_deadline(Duration::from_secs(3));
+    sim.feed(Event::Output);
+    assert_eq!(
+        sim.m.poll_timeout(sim.now),
+        Some(sim.now.at + Duration::from_secs(3)),
+        "the reader sleeps until the deadline"
+    );
+    sim.sleep(Duration::from_secs(2));
+    assert_eq!(kill_requests(&sim), 0, "not before the deadline");
+    sim.sleep(Duration::from_secs(10));
+    assert_eq!(kill_requests(&sim), 1, "{:?}", sim.log);
+    assert_eq!(
+        sim.count(&Action::Terminate { first: true }),
+        0,
+        "the reader signals nothing itself"
+    );
+    // The registry's kill comes back as a kill request; the exit then finishes the
+    // session at once, after what is buffered, with the registry's own source.
+    sim.feed(Event::Kill(None));
+    sim.feed(Event::Exited(-15));
+    assert_eq!(sim.count(&Action::DrainNow), 1);
+    assert_eq!(sim.finishes(), vec![(Some(-15), None, false)]);
+    sim.sleep(Duration::from_secs(120));
+    assert_eq!(kill_requests(&sim), 1, "the time limit fires once");
+}
+
+#[test]
+fn b17_in_process_time_limit_rechecks_the_wall_clock() {
+    let mut sim = reader_with_deadline(Duration::from_secs(3600));
+    assert_eq!(
+        sim.m.poll_timeout(sim.now),
+        Some(sim.now.at + DEADLINE_RECHECK),
+        "a far deadline is read again within the recheck"
+    );
+    sim.sleep(Duration::from_secs(3600));
+    assert_eq!(kill_requests(&sim), 0);
+    // A clock step (or a suspend) past the deadline is noticed at the next wake-up.
+    sim.now.wall += Duration::from_secs(3600);
+    sim.sleep(Duration::from_secs(3600));
+    assert_eq!(kill_requests(&sim), 1);
+}
+
+#[test]
+fn b28_in_process_time_limit_already_past_asks_at_once() {
+    // A re-adopted session whose deadline passed while no daemon ran.
+    let mut sim = Sim::reader();
+    let rules = Rules {
+        deadline: Some(sim.now.wall - Duration::from_secs(5)),
+        ..sim.m.rules
+    };
+    sim.m = Machine::new(rules, sim.now);
+    sim.feed(Event::Tick);
+    assert_eq!(kill_requests(&sim), 1);
+}
+
+#[test]
+fn b17_in_process_time_limit_does_not_fire_after_the_exit() {
+    // Once the direct child exited, the time limit has nothing to end (an in-process
+    // session holds no leftovers): the session finishes by the end-of-session rule.
+    let mut sim = reader_with_deadline(Duration::from_millis(500));
+    sim.feed(Event::Exited(0));
+    sim.sleep(Duration::from_secs(10));
+    sim.sleep(Duration::from_secs(10));
+    assert_eq!(kill_requests(&sim), 0, "{:?}", sim.log);
+    assert_eq!(sim.finishes(), vec![(Some(0), None, false)]);
+}
+
 #[test]
 fn time_limit_during_a_kill_changes_nothing() {
     let mut rules = shim_rules(GRACE);

@@ -3,19 +3,18 @@
 //! A time limit is a kill source of its own, [`KillSource::TimeLimit`]: explicit, so
 //! it reaches `persist_on_release` sessions too (persistence spares them only from lifecycle
 //! sweeps). Its deadline is a wall-clock instant fixed at spawn, written to the
-//! checkpoint, and enforced in two places:
-//! - here, by one task per limited session that waits for the session to finish or
-//!   the deadline to pass, re-reading the wall clock at least every
-//!   [`RECHECK`] (a suspended machine or a clock step is noticed within that);
-//!   a restored session past its deadline is killed as soon as it is re-attached;
-//! - in the session's shim (`shim/supervise`), which holds the job while no daemon
-//!   runs and kills the tree itself at the deadline; its exit record then says
+//! checkpoint, and enforced by the session machine (`crate::machine`) of whoever
+//! supervises the session, once:
+//! - a supervised session's shim (`shim/supervise`), whose launch spec carries the
+//!   deadline, kills the tree itself, daemon or no daemon; its exit record then says
 //!   `killed_by: "time_limit"`, and the registry that reads it concludes the session
-//!   with that source.
+//!   with that source;
+//! - an in-process session's reader (`crate::reader`) runs the same machine with the
+//!   deadline, and when it fires hands the kill to the registry's tree kill as
+//!   `time_limit` ([`Inner::supervision`]); a restored session past its deadline is
+//!   killed as soon as its reader starts.
 //!
-//! Both may fire for the same deadline while a daemon is attached; a tree kill of a
-//! tree that is already going is harmless, and either way the session ends
-//! `killed` with source `time_limit`.
+//! No timer of the registry's own watches a deadline.
 //!
 //! A restart repeats a session's spawn: the same command, working directory, mode
 //! and options ([`Origin`]), the same owner and name, in the *caller's* environment
@@ -24,18 +23,16 @@
 //! until the old one has passed the choke point, so its name is free.
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use super::{Inner, Registry};
 use crate::answers::{KillStatus, SpawnInfo};
 use crate::config::{KillSource, Mode, SpawnRequest};
 use crate::error::RestartError;
 use crate::id::SessionId;
+use crate::reader::Supervision;
 use crate::session::{Origin, Session};
 use herd_persistence::{RestartSpec, ResultReceipt};
-
-/// The longest a time-limit task waits before it reads the wall clock again.
-const RECHECK: Duration = Duration::from_secs(60);
 
 /// How long a restart waits for the killed session to pass the choke point.
 const RESTART_FINISH_WAIT: Duration = Duration::from_secs(30);
@@ -73,49 +70,36 @@ impl Origin {
 }
 
 impl Inner {
-    /// Starts the task that kills `s` as `time_limit` at its deadline, if it has one.
-    /// A deadline already past (a session restored late) kills at once.
-    pub(super) fn arm_time_limit(self: &Arc<Self>, s: &Arc<Session>) {
-        let Some(limit) = s.time_limit else {
-            return;
-        };
+    /// How `s`'s in-process reader supervises it: the idle drain, the session's time
+    /// limit, and the registry's tree kill as the carrier of the kill the session
+    /// machine decides at the deadline. The kill runs as a task of its own (the reader
+    /// must go on reading for the killed session to finish); a detaching host kills
+    /// nothing.
+    pub(super) fn supervision(self: &Arc<Self>, s: &Arc<Session>) -> Supervision {
         let weak = Arc::downgrade(self);
         let session = Arc::clone(s);
-        let mut done = s.done.subscribe();
-        let detach = self.detach.clone();
-        drop(self.runtime.spawn(async move {
-            loop {
-                let left = limit
-                    .deadline
-                    .duration_since(SystemTime::now())
-                    .unwrap_or_default();
-                if left.is_zero() {
-                    break;
+        Supervision {
+            idle_drain: self.config.idle_drain,
+            deadline: s.time_limit.map(|limit| limit.deadline),
+            killer: Box::new(move |source: KillSource| {
+                let Some(inner) = weak.upgrade() else {
+                    return;
+                };
+                if inner.detach.is_cancelled() {
+                    return;
                 }
-                tokio::select! {
-                    biased;
-                    // A detaching host leaves supervised jobs to their shims, which
-                    // hold the deadline themselves.
-                    () = detach.cancelled() => return,
-                    waited = tokio::time::timeout(left.min(RECHECK), done.wait_for(|d| *d)) => {
-                        if waited.is_ok() {
-                            return;
-                        }
+                let session = Arc::clone(&session);
+                let runtime = inner.runtime.clone();
+                drop(runtime.spawn(async move {
+                    let limit_seconds = session.time_limit.map(|t| t.limit.as_secs());
+                    tracing::info!(session_id = %session.id, limit_seconds, source = source.as_str(), "time limit reached; killing the session's tree");
+                    let answer = inner.kill_session(&session, source).await;
+                    if answer.status == KillStatus::KillIncomplete {
+                        tracing::warn!(session_id = %session.id, survivors = ?answer.survivors, source = source.as_str(), "time-limit kill left survivors");
                     }
-                }
-            }
-            let Some(inner) = weak.upgrade() else {
-                return;
-            };
-            if *done.borrow() {
-                return;
-            }
-            tracing::info!(session_id = %session.id, limit_seconds = limit.limit.as_secs(), "time limit reached; killing the session's tree");
-            let answer = inner.kill_session(&session, KillSource::TimeLimit).await;
-            if answer.status == KillStatus::KillIncomplete {
-                tracing::warn!(session_id = %session.id, survivors = ?answer.survivors, "time-limit kill left survivors");
-            }
-        }));
+                }));
+            }),
+        }
     }
 }
 

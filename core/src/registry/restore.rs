@@ -544,7 +544,6 @@ impl Inner {
         let observer = self.arm_notifications(&s, &plan);
         let observer = self.arm_readiness(&s, observer);
         let observer = self.arm_restarts(&s, observer);
-        self.arm_time_limit(&s);
         if let Some(source) = self.resume_kill(&s, entry) {
             // No shim carries this kill: finish it from here.
             let inner = Arc::clone(self);
@@ -559,37 +558,24 @@ impl Inner {
             .spawn(async move { wait_exit(pid, start_time).await });
         let inner = Arc::clone(self);
         let span = tracing::info_span!("session", id = %id);
-        let idle_drain = self.config.idle_drain;
+        // The reader holds the time limit (its session machine) whether or not the
+        // output could be reopened: without it, it only waits for the exit.
+        let supervision = self.supervision(&s);
+        let (source, log) = match (output, log) {
+            (Some(rx), Some(log)) => (Some(Source::Pipe { rx, raised: false }), log),
+            // Nothing is read, so nothing is written: the log is never created.
+            _ => (None, LogWriter::new(s.log_path.clone(), 0)),
+        };
         let task = async move {
-            let finish = match (output, log) {
-                (Some(rx), Some(log)) => {
-                    let source = Source::Pipe { rx, raised: false };
-                    reader::run(
-                        Arc::clone(&s),
-                        source,
-                        Waiter::Blocking(exit),
-                        log,
-                        observer,
-                        idle_drain,
-                    )
-                    .await
-                }
-                _ => {
-                    let error = match exit.await {
-                        Ok(Err(error)) => error,
-                        Ok(Ok(_)) => {
-                            io::Error::other("a detached session has no collectable status")
-                        }
-                        Err(join) => io::Error::other(join),
-                    };
-                    Finish {
-                        exit: Err(error),
-                        descendants_alive: Vec::new(),
-                        killed_by: None,
-                        leftovers: Vec::new(),
-                    }
-                }
-            };
+            let finish = reader::run(
+                Arc::clone(&s),
+                source,
+                Waiter::Blocking(exit),
+                log,
+                observer,
+                supervision,
+            )
+            .await;
             inner.finish(&s, finish).await;
         };
         drop(self.runtime.spawn(task.instrument(span)));

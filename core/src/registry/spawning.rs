@@ -428,32 +428,32 @@ impl Inner {
         })
     }
 
-    /// Enters `session` in the running table, arms its notifications and time
-    /// limit, and starts what reads its output and exit.
+    /// Enters `session` in the running table, arms its notifications, and starts what
+    /// reads its output and exit (which holds its time limit: the in-process reader's
+    /// session machine, or the shim's).
     fn enter(self: &Arc<Self>, session: &Arc<Session>, runner: Runner, wakes: &NotifyPlan) {
         self.insert_running(session);
         self.changed();
         let observer = self.arm_notifications(session, wakes);
         let observer = self.arm_readiness(session, observer);
         let observer = self.arm_restarts(session, observer);
-        self.arm_time_limit(session);
         let span = tracing::info_span!("session", id = %session.id);
         let inner = Arc::clone(self);
         let task_session = Arc::clone(session);
         match runner {
             Runner::InProcess(source, waiter) => {
                 let log = LogWriter::new(session.log_path.clone(), self.config.log_cap_bytes);
-                let idle_drain = self.config.idle_drain;
+                let supervision = self.supervision(session);
                 drop(
                     self.runtime.spawn(
                         async move {
                             let finish = reader::run(
                                 Arc::clone(&task_session),
-                                source,
+                                Some(source),
                                 waiter,
                                 log,
                                 observer,
-                                idle_drain,
+                                supervision,
                             )
                             .await;
                             inner.finish(&task_session, finish).await;

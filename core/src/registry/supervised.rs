@@ -169,7 +169,6 @@ impl Inner {
                 let observer = self.arm_notifications(&s, &plan);
                 let observer = self.arm_readiness(&s, observer);
                 let observer = self.arm_restarts(&s, observer);
-                self.arm_time_limit(&s);
                 let cursor = Cursor {
                     log_bytes: progress.log_bytes,
                     progress,
@@ -183,7 +182,6 @@ impl Inner {
                 let error = AttachError::Version { shim: theirs };
                 tracing::warn!(session_id = %id, %error, "supervised session not attached");
                 let s = self.restored_session(id.clone(), &entry, shim, None, None);
-                self.arm_time_limit(&s);
                 self.durable.mark_note(id, format!("{error}"));
                 self.follow_records(s, dir, shim);
                 Reattached::RecordsOnly
@@ -208,7 +206,6 @@ impl Inner {
                     // than call the job lost.
                     tracing::info!(session_id = %id, shim_pid = shim.pid, "supervisor alive but closed; waiting for its exit record");
                     let s = self.restored_session(id, &entry, shim, None, None);
-                    self.arm_time_limit(&s);
                     self.follow_records(s, dir, shim);
                     return Reattached::Attached;
                 }

@@ -488,3 +488,60 @@ async fn b17_a_spawn_after_shutdown_began_is_refused_and_nothing_survives() {
     assert_eq!(polled.status, herd_core::SessionStatus::Exited);
     fx.assert_groups_gone().await;
 }
+
+/// The in-process reader holds the time limit through the session machine, which asks
+/// the registry's tree kill for it at the deadline: the whole tree ends, as
+/// `time_limit`, and no separate timer is involved.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b17_in_process_time_limit_kills_the_tree_as_time_limit() {
+    let fx = Fixture::new();
+    let started = Instant::now();
+    let info = fx
+        .spawn(SpawnRequest {
+            command: "sleep 30 & sleep 30 & echo ready; wait".to_owned(),
+            task_id: "t".to_owned(),
+            time_limit: Some(Duration::from_secs(1)),
+            ..SpawnRequest::default()
+        })
+        .await;
+    let answer = fx.done(&info.session_id).await;
+    let elapsed = started.elapsed();
+    assert_eq!(
+        answer.completion_reason,
+        Some(CompletionReason::Killed),
+        "{answer:?}"
+    );
+    assert_eq!(
+        answer.termination_source,
+        Some(KillSource::TimeLimit),
+        "{answer:?}"
+    );
+    assert_eq!(answer.time_limit_seconds, Some(1));
+    assert_eq!(answer.output, "ready\n");
+    assert!(!answer.process_running);
+    assert!(
+        elapsed >= Duration::from_secs(1),
+        "killed before its deadline, after {elapsed:?}"
+    );
+    fx.assert_groups_gone().await;
+}
+
+/// A session that ends before its deadline ends by its exit: the time limit leaves it
+/// alone, and nothing of it fires later.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b17_in_process_time_limit_spares_a_job_that_ends_first() {
+    let fx = Fixture::new();
+    let info = fx
+        .spawn(SpawnRequest {
+            command: "echo quick".to_owned(),
+            task_id: "t".to_owned(),
+            time_limit: Some(Duration::from_secs(1)),
+            ..SpawnRequest::default()
+        })
+        .await;
+    let answer = fx.done(&info.session_id).await;
+    assert_eq!(answer.exit_code, Some(0), "{answer:?}");
+    assert_eq!(answer.completion_reason, Some(CompletionReason::Exited));
+    assert_eq!(answer.termination_source, None);
+    fx.assert_groups_gone().await;
+}

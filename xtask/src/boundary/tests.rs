@@ -140,6 +140,60 @@ fn std_mutex_in_core_is_refused_outside_lock_order() {
 }
 
 #[test]
+fn an_unranked_mutex_of_the_daemon_fails_the_lint_blocking_or_async() {
+    // The daemon's files outside `cli/src/daemon/` are the daemon's too.
+    let blocking = "use std::sync::{Mutex, OnceLock};\nstruct Log { state: Mutex<u8> }\n";
+    assert_eq!(
+        found("cli/src/daemon_log.rs", blocking),
+        ["cli/src/daemon_log.rs:1: std::sync::Mutex (ranked mutex)"]
+    );
+    let awaited = "struct Link {\n    control: tokio::sync::Mutex<Option<u8>>,\n}\nfn f() -> Link {\n    Link { control: tokio::sync::Mutex::new(None) }\n}\n";
+    assert_eq!(
+        found("cli/src/daemon/hosts.rs", awaited),
+        [
+            "cli/src/daemon/hosts.rs:2: tokio::sync::Mutex (ranked mutex)",
+            "cli/src/daemon/hosts.rs:5: tokio::sync::Mutex::new (ranked mutex)",
+        ]
+    );
+    assert_eq!(
+        found("core/src/shim/link/x.rs", "use tokio::sync::RwLock;\n"),
+        ["core/src/shim/link/x.rs:1: tokio::sync::RwLock (ranked mutex)"]
+    );
+    // Ranked ones pass, and so do the client's (not the daemon's) plain mutexes.
+    let ranked = "use herd_core::lock_order::{AsyncMutex, Mutex, rank};\nstruct Link { control: AsyncMutex<u8, { rank::DAEMON_HOST_CONTROL }>, book: Mutex<u8, { rank::DAEMON_HOST_BOOK }> }\n";
+    assert!(found("cli/src/daemon/hosts.rs", ranked).is_empty());
+    assert!(found("cli/src/mcp/x.rs", blocking).is_empty());
+}
+
+#[test]
+fn a_leaf_crates_mutex_must_be_listed_as_innermost() {
+    let text = "use std::sync::{Arc, Mutex};\n";
+    assert_eq!(
+        found("persistence/src/new_store.rs", text),
+        ["persistence/src/new_store.rs:1: std::sync::Mutex (innermost mutex)"]
+    );
+    assert_eq!(
+        found("hooks/src/x.rs", text),
+        ["hooks/src/x.rs:1: std::sync::Mutex (innermost mutex)"]
+    );
+    assert!(found("persistence/src/receipts.rs", text).is_empty());
+    assert!(found("hooks/src/loader/start.rs", text).is_empty());
+}
+
+#[test]
+fn the_innermost_list_names_only_files_that_hold_a_mutex() {
+    let root = crate::workspace_root().expect("xtask lives one level below the workspace root");
+    for rel in INNERMOST {
+        let text = std::fs::read_to_string(root.join(rel))
+            .unwrap_or_else(|e| panic!("{rel} is listed in INNERMOST but cannot be read: {e}"));
+        assert!(
+            text.contains("Mutex"),
+            "{rel} holds no mutex any more: remove it from INNERMOST and from lock_order.rs's doc"
+        );
+    }
+}
+
+#[test]
 fn an_env_name_spelled_in_two_files_is_refused() {
     let krate = |files: Vec<SourceFile>| CrateSources { name: "c", files };
     let crates = [

@@ -3,7 +3,7 @@
 //! answers come back as frames of the one framing every shim link uses
 //! (`wire::Framing::Lengths`).
 
-use crate::lock_order::{Mutex, MutexGuard, rank};
+use crate::lock_order::{AsyncMutex, Mutex, MutexGuard, rank};
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
 use std::io;
@@ -95,7 +95,7 @@ fn not_ready(answer: &[u8], program: &str, why: &str) -> io::Error {
 #[derive(Debug)]
 pub(crate) struct Launcher {
     program: PathBuf,
-    conn: tokio::sync::Mutex<Option<Arc<LauncherConn>>>,
+    conn: AsyncMutex<Option<Arc<LauncherConn>>, { rank::LAUNCHER_CONN }>,
     /// Where the pool of supervisors forked ahead of need listens, and
     /// its cap (0: no pool).
     pool_at: (PathBuf, usize),
@@ -108,7 +108,7 @@ pub(crate) struct Launcher {
 struct LauncherConn {
     /// Written by the launching task itself (no hop through a writer task); dropping
     /// it closes the launcher's stdin, and the launcher exits.
-    stdin: tokio::sync::Mutex<tokio::process::ChildStdin>,
+    stdin: AsyncMutex<tokio::process::ChildStdin, { rank::LAUNCHER_STDIN }>,
     /// Shared with the task reading the ready answers, which must not keep `stdin`
     /// alive (the launcher would then outlive its registry).
     replies: Arc<Replies>,
@@ -144,7 +144,7 @@ impl Launcher {
     pub(crate) fn new(program: PathBuf, pool_socket: PathBuf) -> Launcher {
         Launcher {
             program,
-            conn: tokio::sync::Mutex::new(None),
+            conn: AsyncMutex::new(None),
             pool_at: (pool_socket, super::pool::cap_from_env()),
             pool: std::sync::OnceLock::new(),
         }
@@ -278,7 +278,7 @@ impl Launcher {
         // The first process exits as soon as it has forked the launcher proper.
         drop(tokio::spawn(async move { child.wait().await }));
         let conn = Arc::new(LauncherConn {
-            stdin: tokio::sync::Mutex::new(stdin),
+            stdin: AsyncMutex::new(stdin),
             replies: Arc::new(Replies::default()),
             next: AtomicU64::new(1),
         });

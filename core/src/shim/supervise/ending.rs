@@ -116,6 +116,14 @@ impl Shim {
             }
             Action::Survivors => tracing::warn!("processes of the tree survived SIGKILL"),
             Action::Release => {}
+            // The shim's machine carries its kills itself (`Rules::kill` is set), so it
+            // never asks someone else for one.
+            Action::RequestKill { source } => {
+                tracing::debug!(
+                    source = source.as_str(),
+                    "kill request ignored: the shim carries its kills"
+                );
+            }
         }
         None
     }
