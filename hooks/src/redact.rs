@@ -47,6 +47,7 @@ use regex_automata::{Anchored, Input, meta};
 use crate::Error;
 
 mod command;
+pub(crate) mod context;
 mod families;
 mod keyindex;
 mod keys;
@@ -433,7 +434,7 @@ impl Redactor {
             let (found, _) = self.find(text, mode, open_at_start);
             return splice(text, &found).into_owned();
         }
-        let from = crate::window::context_start(before, before.len());
+        let from = context::context_start(before, before.len(), crate::LINE_CONTEXT_BYTES);
         let key_open = self.key_open_after(&before[..from], open_at_start);
         let mut joined = String::with_capacity(before.len() - from + text.len());
         joined.push_str(&before[from..]);

@@ -338,24 +338,6 @@ fn nth_newline(bytes: &[u8], from: usize, nth: usize) -> Option<usize> {
     None
 }
 
-/// The start of the context before byte `at`: the start of its line, at most
-/// [`LINE_CONTEXT_BYTES`] back. In a longer line, the start of the line escaped
-/// in it (after a `\n`: a block of lines kept in one string) when there is one
-/// in reach, so the key state is judged at a line's start, not inside a line's
-/// prefix or a spelled escape.
-pub(crate) fn context_start(text: &str, at: usize) -> usize {
-    let floor = at.saturating_sub(LINE_CONTEXT_BYTES);
-    let reach = &text.as_bytes()[floor..at];
-    let found = memchr::memrchr(b'\n', reach)
-        .or_else(|| memchr::memmem::rfind(reach, b"\\n").map(|idx| idx + 1))
-        .map(|idx| floor + idx + 1);
-    let mut start = found.unwrap_or(floor);
-    while !text.is_char_boundary(start) {
-        start += 1;
-    }
-    start
-}
-
 /// The end of the context after byte `at`: the end of its line, at most
 /// [`LINE_CONTEXT_BYTES`] on.
 fn context_end(text: &str, at: usize) -> usize {
@@ -395,7 +377,7 @@ impl Pipeline {
         } else {
             (source, start, end, floor)
         };
-        let from = context_start(source, start);
+        let from = crate::redact::context::context_start(source, start, LINE_CONTEXT_BYTES);
         let to = context_end(source, end);
         let key_open = if from == 0 {
             key_open_at_source

@@ -19,7 +19,7 @@
 
 use std::sync::Arc;
 
-use super::{RedactMode, Redactor, splice_continuing};
+use super::{RedactMode, Redactor, context, splice_continuing};
 
 /// Held text above which the stream emits part of a line.
 const MAX_HELD_BYTES: usize = 64 * 1024;
@@ -170,12 +170,24 @@ impl StreamRedactor {
                     .map(|f| f.with.clone());
                 // The line goes on: keep what was shown of it as context.
                 let line_start = last.map_or(0, |idx| idx + 1);
-                if line_start > 0 {
+                let mut keep_from = line_start.max(text.len().saturating_sub(KEEP_BYTES));
+                // Of a long line, from the start of a line escaped in it (a block of
+                // lines kept in one string) when one is in reach, with the key state
+                // there: kept from inside a line's prefix, the rest of a key written
+                // as one string would be read as no key (fuzz finding).
+                let escaped = (keep_from > line_start)
+                    .then(|| context::escaped_line_start(&text.as_bytes()[keep_from..]))
+                    .flatten()
+                    .map(|idx| keep_from + idx)
+                    .filter(|&at| at < text.len());
+                if let Some(at) = escaped {
+                    keep_from = at;
+                    self.key_open = self.redactor.key_open_after(&text[..at], self.key_open);
+                } else if line_start > 0 {
                     self.key_open = self
                         .redactor
                         .key_state_after(&text[..line_start], self.key_open);
                 }
-                let mut keep_from = line_start.max(text.len().saturating_sub(KEEP_BYTES));
                 while !text.is_char_boundary(keep_from) {
                     keep_from += 1;
                 }

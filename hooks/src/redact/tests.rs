@@ -441,6 +441,59 @@ fn stream_memory_is_bounded_on_a_long_line() {
 }
 
 #[test]
+fn b30_a_stream_through_a_long_one_string_key_shows_only_masks() {
+    // A `cat -n` of a key escaped twice into one string far longer than what a
+    // stream holds of a line (64 KiB), a C1 APC inside each line: the parts emitted
+    // after the first forced cut keep the key state of the string's lines (fuzz
+    // finding: the kept context started inside a line's `   741\t` prefix).
+    let r = Arc::new(Redactor::builtin());
+    let mut lines = vec!["-----BEGIN RSA PRIVATE KEY-----".to_owned()];
+    let mut bodies = Vec::new();
+    for idx in 0..1600u32 {
+        let body: String = (0..64u32)
+            .map(|col| {
+                char::from(
+                    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+                        [((idx * 7 + col * 13 + idx * col) % 64) as usize],
+                )
+            })
+            .collect();
+        bodies.push(body[6..22].to_owned());
+        lines.push(body);
+    }
+    let numbered: Vec<String> = lines
+        .iter()
+        .enumerate()
+        .map(|(i, line)| {
+            let mut line = line.clone();
+            line.insert_str(6, "\u{9f}apc\u{9c}");
+            format!("{:6}\t{line}", i + 1)
+        })
+        .collect();
+    let once = serde_json::to_string(&format!("{}\n", numbered.join("\n"))).unwrap_or_default();
+    let twice = serde_json::to_string(&format!("{{\"key\": {once}}}")).unwrap_or_default();
+    let text = format!("start\n{{\"secret\": {twice}}}\ndone\n");
+    assert!(text.len() > 2 * 64 * 1024);
+    for chunk in [997, 4096, 65_536, 100_003] {
+        let mut s = StreamRedactor::new(Arc::clone(&r), RedactMode::Code);
+        let mut out = String::new();
+        let mut at = 0;
+        while at < text.len() {
+            let mut end = (at + chunk).min(text.len());
+            while !text.is_char_boundary(end) {
+                end += 1;
+            }
+            out.push_str(&s.push(&text[at..end]));
+            at = end;
+        }
+        out.push_str(&s.finish());
+        if let Some(body) = bodies.iter().find(|b| out.contains(b.as_str())) {
+            panic!("chunks of {chunk}: the stream shows {body}");
+        }
+    }
+}
+
+#[test]
 fn side_scanner_families_respect_boundaries() {
     // Telegram needs 8-10 digits at a boundary and exactly 35 token bytes.
     code(
