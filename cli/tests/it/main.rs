@@ -33,6 +33,7 @@ mod pipelined;
 mod plugins;
 mod podman;
 mod pool;
+mod protocol1;
 mod props;
 mod queue;
 mod ready;
