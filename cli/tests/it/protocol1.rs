@@ -262,3 +262,28 @@ fn b39_a_recorded_protocol_1_client_session_still_works() {
     wait_until(Duration::from_secs(10), || !alive(pid))
         .unwrap_or_else(|()| panic!("the killed job's process {pid} is alive after 10 s"));
 }
+
+#[test]
+fn b39_the_replay_fails_an_answer_that_drops_or_retypes_a_field() {
+    let shape = serde_json::json!({"result": {"session_id": "<string as id>", "exit_code": 0,
+        "pid": "<integer>", "output": "a\nb\n"}});
+    let whole = serde_json::json!({"result": {"session_id": "proc_1", "exit_code": 0,
+        "pid": 7, "output": "a\nb\n", "added_later": true}});
+    let mut captures = BTreeMap::new();
+    let mut faults = Vec::new();
+    check(&shape, Some(&whole), "answer", &mut captures, &mut faults);
+    assert!(faults.is_empty(), "an added field is fine: {faults:?}");
+    assert_eq!(captures["id"], "proc_1");
+    let broken = serde_json::json!({"result": {"session_id": "proc_1", "exit_code": 1,
+        "pid": "7"}});
+    check(&shape, Some(&broken), "answer", &mut captures, &mut faults);
+    assert_eq!(
+        faults,
+        [
+            "answer.result.exit_code: 1, not 0",
+            "answer.result.output: missing (a protocol-1 client reads it)",
+            "answer.result.pid: \"7\" is not <integer>",
+        ],
+        "a changed value, a dropped field and a retyped one each fail"
+    );
+}
