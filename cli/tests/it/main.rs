@@ -34,6 +34,7 @@ mod plugins;
 mod podman;
 mod pool;
 mod props;
+mod protocol1;
 mod queue;
 mod ready;
 mod remote;
