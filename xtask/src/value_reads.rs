@@ -41,8 +41,6 @@ pub(crate) const ALLOWED: &[(&str, usize)] = &[
     ("cli/src/daemon/methods/control.rs", 1),
     ("cli/src/daemon/methods/query.rs", 1),
     ("cli/src/daemon/methods/streams.rs", 1),
-    ("cli/src/doctor.rs", 47),
-    ("cli/src/plugins.rs", 10),
     ("cli/src/plugins/scaffold.rs", 4),
 ];
 
