@@ -26,7 +26,7 @@ mod liveness;
 mod pipelined;
 mod raw;
 
-pub(crate) use answer::{answer_of, read_answer};
+pub(crate) use answer::{answer_of, read_answer, read_part};
 pub(crate) use liveness::{is_stopped, pid_from_file, state_of, stopped_message};
 pub(crate) use pipelined::Pipelined;
 

@@ -10,8 +10,9 @@ use std::time::Duration;
 
 use clap_complete::CompletionCandidate;
 use clap_complete::env::EnvCompleter;
+use herd_protocol::answers::{ListRow, SessionStatus};
+use herd_protocol::methods::List;
 use herd_protocol::params::{ListParams, ListState};
-use serde_json::Value;
 
 /// The environment variable that switches the binary into answering the shell.
 pub(crate) const VAR: &str = "COMPLETE";
@@ -81,19 +82,16 @@ fn candidates(with_finished: bool) -> Vec<CompletionCandidate> {
     let mut running = Vec::new();
     let mut finished = Vec::new();
     for row in &rows {
-        let Some(id) = row["session_id"].as_str() else {
-            continue;
-        };
-        let status = row["status"].as_str().unwrap_or("?");
-        let command = row["command"].as_str().unwrap_or_default();
-        let command: String = command.chars().take(60).collect();
-        let list = if status == "running" {
+        let id = &row.session_id;
+        let status = row.status.as_str();
+        let command: String = row.command.chars().take(60).collect();
+        let list = if row.status == SessionStatus::Running {
             &mut running
         } else {
             &mut finished
         };
         let help = format!("{status}: {command}");
-        if let Some(name) = row["name"].as_str() {
+        if let Some(name) = &row.name {
             list.push(CompletionCandidate::new(name).help(Some(format!("{id} {help}").into())));
         }
         list.push(CompletionCandidate::new(id).help(Some(help.into())));
@@ -104,8 +102,9 @@ fn candidates(with_finished: bool) -> Vec<CompletionCandidate> {
     running
 }
 
-/// Every session of the home, from its daemon, if one answers in time.
-fn listed() -> Option<Vec<Value>> {
+/// Every session of the home, from its daemon, if one answers in time (and its
+/// answer reads as the protocol says: a shell shows no error, so none is offered).
+fn listed() -> Option<Vec<ListRow>> {
     let home = crate::config::resolve_home().ok()?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -118,11 +117,8 @@ fn listed() -> Option<Vec<Value>> {
                 state: Some(ListState::All),
                 ..ListParams::default()
             };
-            let answer = client
-                .send_typed::<herd_protocol::methods::List>(&params)
-                .await
-                .ok()?;
-            answer["processes"].as_array().cloned()
+            let answer = client.ask::<List>(&params).await.ok()?;
+            Some(answer.processes)
         })
         .await
         .ok()?

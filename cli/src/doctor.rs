@@ -4,16 +4,22 @@
 //! starts a daemon; it reports whether one answers.
 
 use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
 
 use herd_persistence::Home;
+use herd_protocol::answers::HelloAnswer;
+use herd_protocol::daemon::{
+    ContainmentReport, DaemonLogReport, PluginRow, RestoreSummary, ScopeAnswer,
+};
 use herd_protocol::methods::{Scope, Status};
 use herd_protocol::params::NoParams;
 use serde_json::json;
 
-use crate::client::{Client, check_socket_path};
+use crate::client::{Client, answer_of, check_socket_path};
 use crate::config::Config;
 use crate::exit::{Code, Failure};
 use crate::output;
+use crate::plugins::Listed;
 
 /// One finding.
 #[derive(Debug)]
@@ -145,7 +151,7 @@ fn check_run_dir(home: &Home, push: &mut impl FnMut(&'static str, String)) {
 async fn check_daemon(
     home: &Home,
     push: &mut impl FnMut(&'static str, String),
-) -> Option<serde_json::Value> {
+) -> Option<ScopeAnswer> {
     let socket = home.socket_path();
     let mut scope = None;
     // A stopped daemon takes connections and answers none: said from /proc
@@ -158,57 +164,18 @@ async fn check_daemon(
     }
     match Client::try_connect(home).await {
         Ok(Some(mut client)) => {
-            let status = match client.send_typed::<Status>(&NoParams {}).await {
-                Ok(status) => status,
-                Err(err) => {
-                    push("fail", format!("{err:#}"));
-                    return None;
+            let status = client.send_typed::<Status>(&NoParams {}).await;
+            if !status_lines(&client.hello, status, &socket, push) {
+                return None;
+            }
+            // A daemon that does not answer `scope` leaves it unknown (said below);
+            // one whose answer does not read is a failure naming the field.
+            if let Ok(answer) = client.send_typed::<Scope>(&NoParams {}).await {
+                match answer_of::<Scope>(answer) {
+                    Ok(answer) => scope = Some(answer),
+                    Err(err) => push("fail", format!("{err:#}")),
                 }
-            };
-            push(
-                "ok",
-                format!(
-                    "daemon pid {} version {} (protocol {}) serving {}, {} running, {} finished sessions, socket {}",
-                    client.hello.pid,
-                    client.hello.daemon,
-                    client.hello.protocol,
-                    client.hello.home,
-                    status["running"],
-                    status["finished"],
-                    socket.display()
-                ),
-            );
-            restore_lines(&status["restore"], push);
-            log_lines(&status["log"], push);
-            match status["supervisor"].as_str() {
-                Some("shim") => push(
-                    "ok",
-                    "jobs run under their own herd-shim and outlive the daemon".to_owned(),
-                ),
-                Some(_) => push(
-                    "warn",
-                    "jobs run inside the daemon and end with it: install herd-shim beside herd (or set shim_path), or leave supervisor = \"in_process\" if that is meant".to_owned(),
-                ),
-                None => {}
             }
-            match status["containment"]["kind"].as_str() {
-                Some("cgroup") => push(
-                    "ok",
-                    format!(
-                        "containment: cgroup; {}",
-                        status["containment"]["detail"].as_str().unwrap_or_default()
-                    ),
-                ),
-                Some(kind) => push(
-                    "warn",
-                    format!(
-                        "containment: {kind}, no session cgroup: {}; a job's processes are found by parentage (the shim is their subreaper), group and tag",
-                        status["containment"]["detail"].as_str().unwrap_or_default()
-                    ),
-                ),
-                None => {}
-            }
-            scope = client.send_typed::<Scope>(&NoParams {}).await.ok();
             if let Ok(meta) = std::fs::metadata(&socket) {
                 let mode = meta.permissions().mode() & 0o777;
                 if mode == 0o600 {
@@ -232,6 +199,63 @@ async fn check_daemon(
     scope
 }
 
+/// The lines of the daemon's `status` answer (`status`, as sent): its pid, version,
+/// counts, restore, log, supervisor and containment; false (with a failure line)
+/// when it did not answer or its answer does not read as the protocol says.
+fn status_lines(
+    hello: &HelloAnswer,
+    status: anyhow::Result<serde_json::Value>,
+    socket: &Path,
+    push: &mut impl FnMut(&'static str, String),
+) -> bool {
+    let status = match status.and_then(answer_of::<Status>) {
+        Ok(status) => status,
+        Err(err) => {
+            push("fail", format!("{err:#}"));
+            return false;
+        }
+    };
+    push(
+        "ok",
+        format!(
+            "daemon pid {} version {} (protocol {}) serving {}, {} running, {} finished sessions, socket {}",
+            hello.pid,
+            hello.daemon,
+            hello.protocol,
+            hello.home,
+            status.running,
+            status.finished,
+            socket.display()
+        ),
+    );
+    restore_lines(&status.restore, push);
+    log_lines(&status.log, push);
+    // Absent (empty) from a daemon that does not say: no line, as for `null`.
+    match status.supervisor.as_str() {
+        "" => {}
+        "shim" => push(
+            "ok",
+            "jobs run under their own herd-shim and outlive the daemon".to_owned(),
+        ),
+        _ => push(
+            "warn",
+            "jobs run inside the daemon and end with it: install herd-shim beside herd (or set shim_path), or leave supervisor = \"in_process\" if that is meant".to_owned(),
+        ),
+    }
+    let ContainmentReport { kind, detail } = &status.containment;
+    match kind.as_str() {
+        "" => {}
+        "cgroup" => push("ok", format!("containment: cgroup; {detail}")),
+        kind => push(
+            "warn",
+            format!(
+                "containment: {kind}, no session cgroup: {detail}; a job's processes are found by parentage (the shim is their subreaper), group and tag"
+            ),
+        ),
+    }
+    true
+}
+
 /// Plugins that failed (as the running daemon says, else as the files check out
 /// without running any init), and changes the daemon does not run yet.
 async fn check_plugins(home: &Home, config: &Config, push: &mut impl FnMut(&'static str, String)) {
@@ -242,10 +266,11 @@ async fn check_plugins(home: &Home, config: &Config, push: &mut impl FnMut(&'sta
             return;
         }
     };
-    let failed: Vec<&serde_json::Value> = listing
+    let failed: Vec<&PluginRow> = listing
         .rows
         .iter()
-        .filter(|r| r["status"] == herd_hooks::PluginStatus::Failed.as_str())
+        .map(|listed| &listed.row)
+        .filter(|row| row.status == herd_hooks::PluginStatus::Failed.as_str())
         .collect();
     let source = match listing.daemon {
         Some(pid) => format!("as loaded by daemon pid {pid}"),
@@ -258,37 +283,31 @@ async fn check_plugins(home: &Home, config: &Config, push: &mut impl FnMut(&'sta
         );
     }
     for row in failed {
-        let name = row["name"].as_str().unwrap_or_default();
+        let name = &row.name;
         push(
             "fail",
             format!(
                 "plugin {name} failed: {}; fix it or run `herd plugins disable {name}`",
-                row["reason"].as_str().unwrap_or("unknown reason"),
+                row.reason.as_deref().unwrap_or("unknown reason"),
             ),
         );
     }
-    for row in &listing.rows {
-        if let Some(pending) = row["pending"].as_str() {
-            push(
-                "warn",
-                format!(
-                    "plugin {}: {pending}",
-                    row["name"].as_str().unwrap_or_default()
-                ),
-            );
+    for Listed { row, pending } in &listing.rows {
+        if let Some(pending) = pending {
+            push("warn", format!("plugin {}: {pending}", row.name));
         }
-        if row["panics"].as_u64().is_some_and(|n| n > 0)
-            || row["timeouts"].as_u64().is_some_and(|n| n > 0)
+        if let Some(counts) = &row.counts
+            && (counts.panics > 0 || counts.timeouts > 0)
         {
             push(
                 "warn",
                 format!(
                     "plugin {}: {} panic(s), {} timeout(s) in {} call(s); last: {}",
-                    row["name"].as_str().unwrap_or_default(),
-                    row["panics"],
-                    row["timeouts"],
-                    row["calls"],
-                    row["last_failure"].as_str().unwrap_or("none"),
+                    row.name,
+                    counts.panics,
+                    counts.timeouts,
+                    counts.calls,
+                    counts.last_failure.as_deref().unwrap_or("none"),
                 ),
             );
         }
@@ -297,19 +316,16 @@ async fn check_plugins(home: &Home, config: &Config, push: &mut impl FnMut(&'sta
 
 /// Doctor lines for the daemon's own log: where it is, and writes that failed (a
 /// full disk), with the newest lines it could not write.
-fn log_lines(log: &serde_json::Value, push: &mut impl FnMut(&'static str, String)) {
-    if log.is_null() {
-        return;
-    }
-    let n_failed = log["failed_writes"].as_u64().unwrap_or(0);
-    let path = log["path"].as_str().unwrap_or("stderr");
+fn log_lines(log: &DaemonLogReport, push: &mut impl FnMut(&'static str, String)) {
+    let n_failed = log.failed_writes;
+    let path = log.path.as_deref().unwrap_or("stderr");
     if n_failed == 0 {
         push(
             "ok",
             format!(
                 "daemon log {path} (rotated at {} MiB, {} files)",
-                log["max_bytes"].as_u64().unwrap_or(0) / (1024 * 1024),
-                log["generations"]
+                log.max_bytes / (1024 * 1024),
+                log.generations
             ),
         );
         return;
@@ -318,58 +334,51 @@ fn log_lines(log: &serde_json::Value, push: &mut impl FnMut(&'static str, String
         "warn",
         format!(
             "{n_failed} daemon log write(s) failed, the last: {}; free space where {path} is",
-            log["last_error"].as_str().unwrap_or("unknown")
+            log.last_error.as_deref().unwrap_or("unknown")
         ),
     );
-    for line in log["recent_failed_lines"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .rev()
-        .take(10)
-        .filter_map(serde_json::Value::as_str)
-    {
+    for line in log.recent_failed_lines.iter().rev().take(10) {
         push("warn", format!("  not written: {}", output::visible(line)));
     }
 }
 
 /// Doctor lines for what the daemon's start-up restore did.
-fn restore_lines(restore: &serde_json::Value, push: &mut impl FnMut(&'static str, String)) {
-    if restore.is_null() {
-        return;
-    }
-    if let Some(error) = restore["error"].as_str() {
-        push(
-            "warn",
-            format!(
-                "restore at start failed ({error}); fix the checkpoint's permissions, then `herd shutdown` so the next daemon retries"
-            ),
-        );
-        return;
-    }
+fn restore_lines(restore: &RestoreSummary, push: &mut impl FnMut(&'static str, String)) {
+    let restore = match restore {
+        RestoreSummary::Failed { error } => {
+            push(
+                "warn",
+                format!(
+                    "restore at start failed ({error}); fix the checkpoint's permissions, then `herd shutdown` so the next daemon retries"
+                ),
+            );
+            return;
+        }
+        RestoreSummary::Counts(counts) => counts,
+    };
     push(
         "ok",
         format!(
             "restore at start: {} re-attached to their supervisor, {} finished while no daemon ran, {} lost with their supervisor, {} re-adopted without one, {} closed as lost, {} closed (pid reused), {} already finished",
-            restore["reattached"],
-            restore["finished_while_away"],
-            restore["supervisor_died"],
-            restore["adopted"],
-            restore["closed_lost"],
-            restore["closed_reused"],
-            restore["already_finished"]
+            restore.reattached,
+            restore.finished_while_away,
+            restore.supervisor_died,
+            restore.adopted,
+            restore.closed_lost,
+            restore.closed_reused,
+            restore.already_finished
         ),
     );
-    if restore["records_only"].as_u64().is_some_and(|n| n > 0) {
+    if restore.records_only > 0 {
         push(
             "warn",
             format!(
                 "{} supervised session(s) run under a herd-shim of another protocol: followed by their exit record only (no live output, stdin or resize); they finish normally",
-                restore["records_only"]
+                restore.records_only
             ),
         );
     }
-    if let Some(moved) = restore["moved_aside"].as_str() {
+    if let Some(moved) = &restore.moved_aside {
         push(
             "warn",
             format!(
@@ -377,7 +386,7 @@ fn restore_lines(restore: &serde_json::Value, push: &mut impl FnMut(&'static str
             ),
         );
     }
-    if let Some(error) = restore["checkpoint_error"].as_str() {
+    if let Some(error) = &restore.checkpoint_error {
         push(
             "warn",
             format!("the checkpoint was not updated after restore: {error}"),
@@ -386,28 +395,30 @@ fn restore_lines(restore: &serde_json::Value, push: &mut impl FnMut(&'static str
 }
 
 /// The doctor line for restart-safe dispatch (B34), from the daemon's `scope` answer.
-fn scope_line(scope: &serde_json::Value, mut push: impl FnMut(&'static str, String)) {
-    match scope["status"].as_str() {
-        Some("not_under_systemd") => push(
+fn scope_line(scope: &ScopeAnswer, mut push: impl FnMut(&'static str, String)) {
+    let bus_path = scope.bus_path.as_deref().unwrap_or("?");
+    match scope.status.as_str() {
+        "not_under_systemd" => push(
             "ok",
             "the daemon is not a systemd unit: --persist jobs run as its own children, no scope needed"
                 .to_owned(),
         ),
-        Some("available") => push(
+        "available" => push(
             "ok",
             format!(
-                "restart-safe scopes available through the user bus {}: --persist jobs survive a restart of the service",
-                scope["bus_path"].as_str().unwrap_or("?")
+                "restart-safe scopes available through the user bus {bus_path}: --persist jobs survive a restart of the service"
             ),
         ),
         _ => push(
-            if scope["require_restart_safe_scope"] == true { "fail" } else { "warn" },
+            if scope.require_restart_safe_scope { "fail" } else { "warn" },
             format!(
-                "no restart-safe scope ({}; bus {}): --persist jobs die when the herd service restarts; {}",
-                scope["detail"].as_str().unwrap_or("unknown"),
-                scope["bus_path"].as_str().unwrap_or("?"),
-                scope["remedy"].as_str().unwrap_or("run `loginctl enable-linger $USER`")
+                "no restart-safe scope ({}; bus {bus_path}): --persist jobs die when the herd service restarts; {}",
+                scope.detail.as_deref().unwrap_or("unknown"),
+                scope.remedy.as_deref().unwrap_or("run `loginctl enable-linger $USER`")
             ),
         ),
     }
 }
+
+#[cfg(test)]
+mod tests;

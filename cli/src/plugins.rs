@@ -12,11 +12,11 @@
 mod live;
 mod scaffold;
 
-pub(crate) use live::{Listing, Started, report};
+pub(crate) use live::{Listed, Listing, Started, report};
 
 use herd_hooks::{PluginReport, resolve_plugin};
 use herd_persistence::Home;
-use herd_protocol::daemon::PluginRow;
+use herd_protocol::daemon::{PluginCounts, PluginRow};
 use serde_json::Value;
 
 use crate::args::PluginsCommand;
@@ -99,7 +99,7 @@ fn print_listing(home: &Home, listing: &Listing, json: bool) -> anyhow::Result<(
                 "files"
             },
             daemon_pid: listing.daemon,
-            plugins: &listing.rows,
+            plugins: &listing.json_rows(),
         })?;
         return Ok(());
     }
@@ -110,11 +110,6 @@ fn print_listing(home: &Home, listing: &Listing, json: bool) -> anyhow::Result<(
         ))?;
         return Ok(());
     }
-    let text = |v: &Value| match v {
-        Value::String(s) => s.clone(),
-        Value::Null => String::new(),
-        other => other.to_string(),
-    };
     let mut table = comfy_table::Table::new();
     table
         .load_preset(comfy_table::presets::NOTHING)
@@ -131,25 +126,28 @@ fn print_listing(home: &Home, listing: &Listing, json: bool) -> anyhow::Result<(
     } else {
         table.set_header(["NAME", "STATUS", "VERSION", "REASON"]);
     }
-    for row in &listing.rows {
-        let reason = [&row["reason"], &row["last_failure"], &row["pending"]]
-            .into_iter()
-            .map(text)
-            .filter(|t| !t.is_empty())
-            .collect::<Vec<_>>()
-            .join("; ");
-        let mut cells = vec![
-            text(&row["name"]),
-            text(&row["status"]),
-            text(&row["version"]),
-        ];
+    for Listed { row, pending } in &listing.rows {
+        let counts = row.counts.as_ref();
+        let reason = [
+            row.reason.as_deref(),
+            counts.and_then(|c| c.last_failure.as_deref()),
+            *pending,
+        ]
+        .into_iter()
+        .flatten()
+        .filter(|t| !t.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ");
+        let mut cells = vec![row.name.clone(), row.status.clone(), row.version.clone()];
         if listing.daemon.is_some() {
-            cells.push(text(&row["calls"]));
+            // A row without counters (a plugin the daemon did not chain) shows none.
+            let count = |n: fn(&PluginCounts) -> u64| counts.map(|c| n(c).to_string());
+            cells.push(count(|c| c.calls).unwrap_or_default());
             cells.push(format!(
                 "{}/{}/{}",
-                text(&row["errors"]),
-                text(&row["panics"]),
-                text(&row["timeouts"])
+                count(|c| c.errors).unwrap_or_default(),
+                count(|c| c.panics).unwrap_or_default(),
+                count(|c| c.timeouts).unwrap_or_default()
             ));
         }
         cells.push(reason);

@@ -1,6 +1,12 @@
 //! The events a daemon publishes to an owner: read by `drain` (in its `events`) and
 //! streamed by `events.follow` (as `event` notes). Each carries `type` (its kind)
 //! and `event_id` (what `events.ack` names it by).
+//!
+//! [`Event`] has no variant for a type it does not know: a client reads an event's
+//! [`EventEnvelope`] first (what every event carries), then, when its type is one
+//! of [`Event::TYPES`], the event itself. An event type a later daemon adds is so
+//! still an event, shown by its envelope and acknowledged by its id: a protocol-1
+//! client keeps working against newer daemons.
 
 use std::path::PathBuf;
 
@@ -188,6 +194,25 @@ pub enum Event {
 }
 
 impl Event {
+    /// The `type` of each event this crate reads as an [`Event`], as the wire
+    /// spells it (a test checks it against the enum).
+    pub const TYPES: &'static [&'static str] = &[
+        "completion",
+        "heartbeat",
+        "watch_match",
+        "watch_disabled",
+        "ready",
+        "retry",
+        "watch_overflow_tripped",
+        "watch_overflow_released",
+        "queue_folded",
+    ];
+
+    /// Whether an event of type `kind` reads as an [`Event`].
+    pub fn knows(kind: &str) -> bool {
+        Event::TYPES.contains(&kind)
+    }
+
     /// What `events.ack` names the event by.
     pub fn event_id(&self) -> &str {
         match self {
@@ -217,6 +242,56 @@ impl Event {
             | Event::QueueFolded { .. } => None,
         }
     }
+}
+
+/// What every event carries, whatever its `type`: how a client reads an event
+/// before it knows the type (the module's doc says why). The texts are those
+/// protocol 1's events carry where they carry them; one of another type (a later
+/// daemon's event) reads as none, so no event is unreadable for them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct EventEnvelope {
+    /// The event's type: one of [`Event::TYPES`], or a later daemon's.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// What `events.ack` names it by (absent from daemons before `events.ack`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_id: Option<String>,
+    /// The session it is about, for an event about one.
+    #[serde(
+        default,
+        deserialize_with = "text_or_none",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub session_id: Option<String>,
+    /// That session's command line (secrets masked).
+    #[serde(
+        default,
+        deserialize_with = "text_or_none",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub command: Option<String>,
+    /// The output it carries, if any.
+    #[serde(
+        default,
+        deserialize_with = "text_or_none",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub output: Option<String>,
+    /// What it says, if anything.
+    #[serde(
+        default,
+        deserialize_with = "text_or_none",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub message: Option<String>,
+}
+
+/// A text field of an [`EventEnvelope`]: a string, else none.
+fn text_or_none<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    Ok(match serde_json::Value::deserialize(d)? {
+        serde_json::Value::String(text) => Some(text),
+        _ => None,
+    })
 }
 
 /// `drain`'s answer.
@@ -268,3 +343,6 @@ pub struct LogBytes {
 fn is_zero(n: &u64) -> bool {
     *n == 0
 }
+
+#[cfg(test)]
+mod tests;

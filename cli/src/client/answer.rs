@@ -38,16 +38,26 @@ pub(crate) struct UnreadableAnswer {
 /// # Errors
 /// When the answer does not read as `M::Answer`.
 pub(crate) fn read_answer<M: Method>(answer: &Value) -> Result<M::Answer, UnreadableAnswer> {
-    use serde::Deserialize as _;
-    M::Answer::deserialize(answer).map_err(|err| {
-        let detail = match mistyped_field::<M::Answer>(answer, &err) {
-            Some(field) => format!("field `{field}`: {err}"),
-            None => err.to_string(),
+    read_part::<M::Answer>(M::NAME, "", answer)
+}
+
+/// A part of method `method`'s answer or notes (`part` says which, as a phrase
+/// ending in a space, such as one event of `drain`'s) read as `T`, its field named
+/// as [`read_answer`] names it.
+///
+/// # Errors
+/// When `value` does not read as `T`.
+pub(crate) fn read_part<T: serde::de::DeserializeOwned>(
+    method: &'static str,
+    part: &str,
+    value: &Value,
+) -> Result<T, UnreadableAnswer> {
+    T::deserialize(value).map_err(|err| {
+        let detail = match mistyped_field::<T>(value, &err) {
+            Some(field) => format!("{part}field `{field}`: {err}"),
+            None => format!("{part}{err}"),
         };
-        UnreadableAnswer {
-            method: M::NAME,
-            detail,
-        }
+        UnreadableAnswer { method, detail }
     })
 }
 

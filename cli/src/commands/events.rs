@@ -7,17 +7,16 @@ use std::time::Duration;
 use herd_persistence::Home;
 use herd_protocol::Method;
 use herd_protocol::answers::CompletionReason;
-use herd_protocol::events::{DrainAnswer, Event};
+use herd_protocol::events::{DrainAnswer, Event, EventEnvelope};
 use herd_protocol::methods::{Drain, DrainAck, DrainRelease, EventsAck, EventsFollow, List};
 use herd_protocol::params::{
     AckParams, DrainParams, EventsParams, LeaseParams, ListParams, ListState,
 };
-use serde::Deserialize as _;
 use serde_json::Value;
 
 use super::{Ended, ending, truncate};
 use crate::args::EventsArgs;
-use crate::client::{CallError, Client, params_of};
+use crate::client::{CallError, Client, params_of, read_part};
 use crate::exit::{Code, Failure};
 use crate::output;
 
@@ -90,9 +89,9 @@ pub(crate) async fn events(home: &Home, args: EventsArgs) -> anyhow::Result<()> 
             return Ok(());
         };
         if message.method.as_deref() == Some("event") {
-            let event = message.params.as_ref().unwrap_or(&Value::Null);
-            let name = names.of(event).await;
-            print_event(event, name.as_deref(), &style)?;
+            let event = Received::read(EventsFollow::NAME, message.params.unwrap_or(Value::Null))?;
+            let name = names.of(&event).await;
+            print_event(&event, name.as_deref(), &style)?;
         } else if message.id == request
             && let Some(error) = message.error
         {
@@ -185,26 +184,69 @@ async fn take_batch(
     acknowledge(home, client, owner, &ids).await
 }
 
-/// `drain`'s answer as herd-protocol's type, its events as the daemon wrote them
-/// (`--json` prints them unchanged, and an event a later daemon adds still prints).
-fn drained(answer: Value) -> anyhow::Result<DrainAnswer<Value>> {
-    DrainAnswer::<Value>::deserialize(&answer).map_err(|err| {
-        anyhow::anyhow!(
-            "the daemon's answer to `{}` does not read as the protocol says ({err})",
-            Drain::NAME
-        )
+/// An event as the daemon sent it, read: `--json` prints it unchanged (the keys in
+/// their order, as always), a person reads it from its envelope and, for a type
+/// herd-protocol knows, the event itself. An event type a later daemon adds is
+/// printed from its envelope, as any other: never an error.
+struct Received {
+    /// As the daemon sent it.
+    raw: Value,
+    /// What every event carries.
+    envelope: EventEnvelope,
+    /// The event, when herd-protocol knows its type.
+    known: Option<Event>,
+}
+
+impl Received {
+    /// `raw`, an event of `method`'s (`drain`'s answer or an `events.follow` note).
+    ///
+    /// # Errors
+    /// An event without its `type`, or of a type herd-protocol knows that does not
+    /// read as that event: the error names the method, the type and the field.
+    fn read(method: &'static str, raw: Value) -> anyhow::Result<Received> {
+        let envelope: EventEnvelope = read_part(method, "an event's ", &raw)?;
+        let known = if Event::knows(&envelope.kind) {
+            let part = format!("a `{}` event's ", envelope.kind);
+            Some(read_part::<Event>(method, &part, &raw)?)
+        } else {
+            None
+        };
+        Ok(Received {
+            raw,
+            envelope,
+            known,
+        })
+    }
+}
+
+/// `drain`'s answer as herd-protocol's type, each event read as [`Received`].
+fn drained(answer: Value) -> anyhow::Result<DrainAnswer<Received>> {
+    let DrainAnswer {
+        events,
+        rendered,
+        lease,
+    } = read_part::<DrainAnswer<Value>>(Drain::NAME, "", &answer)?;
+    let events = events
+        .into_iter()
+        .map(|raw| Received::read(Drain::NAME, raw))
+        .collect::<anyhow::Result<_>>()?;
+    Ok(DrainAnswer {
+        events,
+        rendered,
+        lease,
     })
 }
 
 /// The `event_id` of each event, which `events.ack` names it by: an event without
 /// one is an error (it could never be acknowledged), not left out.
-fn event_ids(events: &[Value]) -> anyhow::Result<Vec<&str>> {
+fn event_ids(events: &[Received]) -> anyhow::Result<Vec<&str>> {
     events
         .iter()
         .map(|e| {
-            e["event_id"].as_str().ok_or_else(|| {
+            e.envelope.event_id.as_deref().ok_or_else(|| {
                 anyhow::anyhow!(
-                    "the daemon sent an event without its event_id, which events.ack needs: {e}"
+                    "the daemon sent an event without its event_id, which events.ack needs: {}",
+                    e.raw
                 )
             })
         })
@@ -336,8 +378,8 @@ impl<'a> Names<'a> {
 
     /// The name of the session `event` is about, if it has one. A name that
     /// cannot be learned (the daemon went away) is simply not shown.
-    async fn of(&mut self, event: &Value) -> Option<String> {
-        let id = event["session_id"].as_str()?;
+    async fn of(&mut self, event: &Received) -> Option<String> {
+        let id = event.envelope.session_id.as_deref()?;
         if !self.wanted || self.unnamed.contains(id) {
             return None;
         }
@@ -370,9 +412,9 @@ impl<'a> Names<'a> {
 
 /// One event: a JSON line, or for a person `HH:MM:SS proc_… [name] what  command —
 /// first line`.
-fn print_event(event: &Value, name: Option<&str>, style: &EventStyle) -> std::io::Result<()> {
+fn print_event(event: &Received, name: Option<&str>, style: &EventStyle) -> std::io::Result<()> {
     if !style.human {
-        return output::json_line(event);
+        return output::json_line(&event.raw);
     }
     let paint = |code: &str, text: &str| {
         if style.color {
@@ -381,34 +423,25 @@ fn print_event(event: &Value, name: Option<&str>, style: &EventStyle) -> std::io
             text.to_owned()
         }
     };
-    let id = output::visible(event["session_id"].as_str().unwrap_or("herd")).into_owned();
-    let (what, colour) = match event["type"].as_str().unwrap_or_default() {
-        "completion" => {
-            let Event::Completion {
-                about,
-                exit_code,
-                signal,
-                completion_reason,
-                termination_source,
-                leftovers,
-                ..
-            } = Event::deserialize(event).map_err(|err| {
-                std::io::Error::other(format!(
-                    "the daemon's completion event does not read as the protocol says ({err})"
-                ))
-            })?
-            else {
-                return Err(std::io::Error::other(
-                    "the daemon's completion event reads as another event",
-                ));
-            };
+    let envelope = &event.envelope;
+    let id = output::visible(envelope.session_id.as_deref().unwrap_or("herd")).into_owned();
+    let (what, colour) = match &event.known {
+        Some(Event::Completion {
+            about,
+            exit_code,
+            signal,
+            completion_reason,
+            termination_source,
+            leftovers,
+            ..
+        }) => {
             let how = ending(Ended {
                 session_id: &about.session_id,
                 // An event has no status: shown when nothing else says how it ended.
                 status: "unknown",
-                completion_reason: Some(completion_reason),
-                exit_code,
-                signal,
+                completion_reason: Some(*completion_reason),
+                exit_code: *exit_code,
+                signal: *signal,
                 termination_source: termination_source.as_deref(),
                 time_limit_seconds: None,
                 n_leftovers: leftovers.len(),
@@ -416,31 +449,24 @@ fn print_event(event: &Value, name: Option<&str>, style: &EventStyle) -> std::io
             .split_once(' ')
             .map(|(_, how)| how.to_owned())
             .unwrap_or_default();
-            let ok = exit_code == Some(0) && completion_reason == CompletionReason::Exited;
+            let ok = *exit_code == Some(0) && *completion_reason == CompletionReason::Exited;
             (how, if ok { "32" } else { "31" })
         }
-        "heartbeat" => (
-            format!(
-                "still running ({}s, beat {})",
-                event["elapsed"].as_u64().unwrap_or(0),
-                event["seq"].as_u64().unwrap_or(0)
-            ),
-            "36",
-        ),
-        "watch_match" => (
-            format!(
-                "matched {:?}",
-                output::visible(event["pattern"].as_str().unwrap_or_default())
-            ),
-            "33",
-        ),
-        other => (output::visible(other).into_owned(), "35"),
+        Some(Event::Heartbeat { elapsed, seq, .. }) => {
+            (format!("still running ({elapsed}s, beat {seq})"), "36")
+        }
+        Some(Event::WatchMatch { pattern, .. }) => {
+            (format!("matched {:?}", output::visible(pattern)), "33")
+        }
+        // Any other type, known or a later daemon's, by its name.
+        _ => (output::visible(&envelope.kind).into_owned(), "35"),
     };
     let time = clock_now();
-    let command = truncate(event["command"].as_str().unwrap_or_default(), 40);
-    let first = event["output"]
-        .as_str()
-        .or_else(|| event["message"].as_str())
+    let command = truncate(envelope.command.as_deref().unwrap_or_default(), 40);
+    let first = envelope
+        .output
+        .as_deref()
+        .or(envelope.message.as_deref())
         .and_then(|o| o.lines().find(|l| !l.trim().is_empty()))
         .map(|l| truncate(l, 60))
         .unwrap_or_default();
@@ -469,3 +495,6 @@ fn clock_now() -> String {
     let day = secs % 86_400;
     format!("{:02}:{:02}:{:02}", day / 3600, day % 3600 / 60, day % 60)
 }
+
+#[cfg(test)]
+mod tests;

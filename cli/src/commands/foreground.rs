@@ -43,16 +43,12 @@ pub(crate) struct Job {
 
 impl Job {
     /// The job a spawn answered.
-    ///
-    /// # Errors
-    /// When `info` is no spawn answer (no session id): never an empty id.
-    pub(crate) fn of(info: &serde_json::Value) -> anyhow::Result<Job> {
-        let info = crate::client::answer_of::<herd_protocol::methods::Spawn>(info)?;
-        Ok(Job {
-            id: info.session_id,
+    pub(crate) fn of(info: &herd_protocol::answers::SpawnAnswer) -> Job {
+        Job {
+            id: info.session_id.clone(),
             pid: info.pid,
             is_pty: info.mode == "pty",
-        })
+        }
     }
 
     /// Whether it runs on another host (its pid is not one of this machine's).

@@ -2,7 +2,7 @@
 
 use anyhow::Context;
 use herd_persistence::Home;
-use herd_protocol::answers::SessionStatus;
+use herd_protocol::answers::{SessionStatus, SpawnAnswer};
 use herd_protocol::methods::{Poll, Spawn};
 use herd_protocol::params::{IdParams, Limits, RestartPolicy, SpawnParams};
 use herd_protocol::{Method, capabilities};
@@ -85,14 +85,15 @@ pub(crate) enum Ran {
 /// Follows the job `info` describes to its end (`--wait`) as a foreground
 /// program; a PTY job on this terminal is left to attach to.
 async fn stay(home: &Home, client: Client, info: &Value, json: bool) -> anyhow::Result<Ran> {
-    let job = foreground::Job::of(info)?;
+    let info = answer_of::<Spawn>(info)?;
+    let job = foreground::Job::of(&info);
     let id = job.id.clone();
     if json {
         let until_end = follow::finished(home, Some(client), None, &id, true);
         foreground::hold(home, &job, until_end).await?;
         return Ok(Ran::Done);
     }
-    print_notes(info);
+    print_notes(&info);
     // A PTY job on this terminal is attached: keys, size and screen.
     if job.is_pty && std::io::stdin().is_terminal() && std::io::stdout().is_terminal() {
         return Ok(Ran::Attach(id));
@@ -101,9 +102,7 @@ async fn stay(home: &Home, client: Client, info: &Value, json: bool) -> anyhow::
         // A queued job's log is followed once it has started (or ended unrun): a
         // daemon with `logs.follow.queued` waits through the queue itself, an older
         // one is polled until the job leaves it.
-        let client = if info["queued"].as_bool() == Some(true)
-            && !client.hello.serves(capabilities::LOGS_FOLLOW_QUEUED)
-        {
+        let client = if info.queued && !client.hello.serves(capabilities::LOGS_FOLLOW_QUEUED) {
             out_of_the_queue(client, &id).await?
         } else {
             client
@@ -242,7 +241,8 @@ async fn answered(
             if json {
                 output::json_line(&info)?;
             } else {
-                output::line(&answer_of::<Spawn>(&info)?.session_id)?;
+                let info = answer_of::<Spawn>(&info)?;
+                output::line(&info.session_id)?;
                 print_notes(&info);
             }
             Ok(Ran::Done)
@@ -362,8 +362,9 @@ async fn follow_started(
     request: u64,
     info: &Value,
 ) -> anyhow::Result<Ran> {
-    print_notes(info);
-    let job = foreground::Job::of(info)?;
+    let info = answer_of::<Spawn>(info)?;
+    print_notes(&info);
+    let job = foreground::Job::of(&info);
     let id = job.id.clone();
     let until_end = async {
         let result = super::resume::stream_started(home, client, &id, request, output::raw).await?;
@@ -391,10 +392,8 @@ fn job_cwd(dir: Option<&std::path::Path>) -> anyhow::Result<std::path::PathBuf> 
 }
 
 /// The spawn answer's notes (a PTY fallback, a dropped option), on stderr.
-fn print_notes(info: &Value) {
-    for key in ["pty_note", "note"] {
-        if let Some(note) = info[key].as_str() {
-            output::err_line(&format!("note: {note}"));
-        }
+fn print_notes(info: &SpawnAnswer) {
+    for note in [&info.pty_note, &info.note].into_iter().flatten() {
+        output::err_line(&format!("note: {note}"));
     }
 }

@@ -117,12 +117,15 @@ fn live_fields(row: &mut PluginRow, stats: &HookStats) {
 }
 
 /// A row of the listing: the plugin's row and, from a daemon, what a restart
-/// would change (`null` for nothing).
+/// would change.
 #[derive(Debug, serde::Serialize)]
-struct Listed {
+pub(crate) struct Listed {
+    /// The plugin as the daemon (or the files) say.
     #[serde(flatten)]
-    row: PluginRow,
-    pending: Option<&'static str>,
+    pub(crate) row: PluginRow,
+    /// What a restart would change (`null` for nothing). Only a daemon's rows
+    /// carry it: the files' rows print without it.
+    pub(crate) pending: Option<&'static str>,
 }
 
 /// The listing: the daemon's rows when one runs and answers `plugins`, with what
@@ -131,9 +134,8 @@ struct Listed {
 pub(crate) struct Listing {
     /// The daemon's pid, when the rows are the daemon's.
     pub(crate) daemon: Option<u32>,
-    /// One row per plugin (herd-protocol's `PluginRow`, plus `pending` from a
-    /// daemon), as `herd plugins list --json` prints it.
-    pub(crate) rows: Vec<Value>,
+    /// One row per plugin.
+    pub(crate) rows: Vec<Listed>,
 }
 
 impl Listing {
@@ -149,17 +151,33 @@ impl Listing {
             let pid = client.hello.pid;
             return Ok(Listing {
                 daemon: Some(pid),
-                rows: with_pending(home, config, answer)
-                    .iter()
-                    .map(as_value)
-                    .collect(),
+                rows: with_pending(home, config, answer),
             });
         }
         let reports = herd_hooks::check_plugins(&home.plugins_dir(), &config.plugins.enabled);
         Ok(Listing {
             daemon: None,
-            rows: reports.iter().map(|r| as_value(&super::row(r))).collect(),
+            rows: reports
+                .iter()
+                .map(|r| Listed {
+                    row: super::row(r),
+                    pending: None,
+                })
+                .collect(),
         })
+    }
+
+    /// The rows as `herd plugins list --json` prints them: herd-protocol's
+    /// `PluginRow`, plus `pending` for a daemon's, as JSON objects (whose keys
+    /// print in order, as they always have).
+    pub(crate) fn json_rows(&self) -> Vec<Value> {
+        self.rows
+            .iter()
+            .map(|listed| match self.daemon {
+                Some(_) => as_value(listed),
+                None => as_value(&listed.row),
+            })
+            .collect()
     }
 }
 

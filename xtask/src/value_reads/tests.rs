@@ -51,11 +51,43 @@ fn a_file_over_its_count_fails_and_one_under_is_a_note() {
 
 #[test]
 fn every_allowed_count_is_above_zero_and_outside_the_mcp_server() {
-    for (rel, n) in ALLOWED {
-        assert!(*n > 0, "{rel}: an ALLOWED row of 0 is to be removed");
+    let rows = ALLOWED
+        .iter()
+        .copied()
+        .chain(NOT_ANSWER.iter().map(|(rel, n, _)| (*rel, *n)));
+    for (rel, n) in rows {
+        assert!(n > 0, "{rel}: a row of 0 is to be removed");
         assert!(
             !LEFT_OUT.iter().any(|out| rel.starts_with(out)),
             "{rel} is not counted: remove its row"
+        );
+    }
+}
+
+#[test]
+fn reads_allowed_as_no_answer_add_to_a_files_count() {
+    let mut found = BTreeMap::new();
+    found.insert("cli/src/a.rs".to_owned(), 3);
+    found.insert("cli/src/b.rs".to_owned(), 2);
+    let limits = with_not_answer(
+        &[("cli/src/a.rs", 2)],
+        &[
+            ("cli/src/a.rs", 1, "reads its own params"),
+            ("cli/src/b.rs", 1, "reads cargo's messages"),
+        ],
+    );
+    let (failures, notes) = judge(&found, &limits);
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    assert!(failures[0].contains("cli/src/b.rs: 2"), "{failures:?}");
+    assert!(notes.is_empty(), "{notes:?}");
+}
+
+#[test]
+fn every_read_allowed_as_no_answer_says_why() {
+    for (rel, _, why) in NOT_ANSWER {
+        assert!(
+            why.split_whitespace().count() >= 3,
+            "{rel}: say why ({why:?})"
         );
     }
 }

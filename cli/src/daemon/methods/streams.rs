@@ -13,6 +13,7 @@ use std::time::Duration;
 use futures::FutureExt;
 
 use herd_protocol::events::Pending;
+use herd_protocol::methods::Spawn;
 use herd_protocol::params::{EventsParams, FollowParams};
 use serde_json::Value;
 
@@ -344,10 +345,13 @@ impl State {
     /// follows it to its end. A far spawn (`host`) answers as a plain spawn.
     pub(super) async fn spawn_follow(&self, params: Value, raw: bool) -> Reply {
         match self.spawn(params).await {
-            Ok(info) => match info["session_id"].as_str() {
-                Some(id) if !id.contains(':') => {
-                    let id = id.to_owned();
-                    Reply::Stream(Stream::Spawned { info, id, raw })
+            Ok(info) => match crate::client::read_answer::<Spawn>(&info) {
+                Ok(spawned) if !spawned.session_id.contains(':') => {
+                    Reply::Stream(Stream::Spawned {
+                        info,
+                        id: spawned.session_id,
+                        raw,
+                    })
                 }
                 _ => Reply::Value(info),
             },
