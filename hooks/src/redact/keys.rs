@@ -25,6 +25,7 @@
 //! or `Private-Lines:`, closed by `Private-MAC:`, their header lines masked like
 //! armour headers.
 
+mod dashes;
 mod encoded;
 mod ppk;
 
@@ -86,21 +87,20 @@ fn spans_from(text: &str, mut open: bool, may_start_cut: bool) -> (Vec<(usize, u
 /// file's `-Lines: `, a PEM file in base64), each needle's next hit kept, so a text is read once per
 /// needle however many times it is asked.
 pub(crate) struct Markers {
-    finders: &'static [memchr::memmem::Finder<'static>; 3],
-    /// The next hit of each at or after the last position asked (`None`: not
-    /// searched yet; `Some(None)`: none left).
+    finders: &'static [memchr::memmem::Finder<'static>; 2],
+    /// The next hit of the dashes and of each finder at or after the last position
+    /// asked (`None`: not searched yet; `Some(None)`: none left).
     next: [Option<Option<usize>>; 3],
 }
 
 impl Markers {
     pub(crate) fn new() -> Markers {
         // Built once: a searcher costs more to build than a short text to search.
-        static FINDERS: std::sync::OnceLock<[memchr::memmem::Finder<'static>; 3]> =
+        static FINDERS: std::sync::OnceLock<[memchr::memmem::Finder<'static>; 2]> =
             std::sync::OnceLock::new();
         Markers {
             finders: FINDERS.get_or_init(|| {
                 [
-                    memchr::memmem::Finder::new(b"-----"),
                     memchr::memmem::Finder::new(ppk::NEEDLE),
                     memchr::memmem::Finder::new(encoded::NEEDLE),
                 ]
@@ -111,19 +111,19 @@ impl Markers {
 
     /// The first hit at or after `from` in `bytes` (the same bytes every call).
     pub(crate) fn next(&mut self, bytes: &[u8], from: usize) -> Option<usize> {
-        for (idx, finder) in self.finders.iter().enumerate() {
+        for idx in 0..self.next.len() {
             let stale = match self.next[idx] {
                 None => true,
                 Some(Some(at)) => at < from,
                 Some(None) => false,
             };
             if stale {
-                self.next[idx] = Some(
-                    bytes
-                        .get(from..)
-                        .and_then(|rest| finder.find(rest))
-                        .map(|i| from + i),
-                );
+                let rest = bytes.get(from..);
+                let hit = match idx.checked_sub(1) {
+                    None => rest.and_then(dashes::find),
+                    Some(finder) => rest.and_then(|rest| self.finders[finder].find(rest)),
+                };
+                self.next[idx] = Some(hit.map(|i| from + i));
             }
         }
         self.next.iter().flatten().flatten().min().copied()
