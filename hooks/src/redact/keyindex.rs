@@ -28,7 +28,7 @@
 
 use std::borrow::Cow;
 
-use super::{Found, keys, splice, visible};
+use super::{Found, context, keys, splice, visible};
 
 /// An unfinished line longer than this is taken as ended there (memory stays
 /// bounded; the stream redactor cuts long lines the same way).
@@ -135,15 +135,20 @@ impl KeyIndex {
         })
     }
 
-    /// An unfinished line over the cap is taken as ended.
+    /// An unfinished line over the cap is taken as ended: at the start of the last
+    /// line escaped in it (a block of lines kept in one string) when it holds one,
+    /// so the rest is judged from a line's start, not from inside a line's prefix.
     fn cut_long_line(&mut self) {
-        if self.pending.len() > MAX_PENDING_BYTES {
-            let line = std::mem::take(&mut self.pending);
-            self.line(&line, self.pending_at);
-            self.pending_at += line.len() as u64;
-            self.pending = line;
-            self.pending.clear();
+        if self.pending.len() <= MAX_PENDING_BYTES {
+            return;
         }
+        let cut = context::escaped_line_start(&self.pending)
+            .filter(|&at| at < self.pending.len())
+            .unwrap_or(self.pending.len());
+        let rest = self.pending.split_off(cut);
+        let line = std::mem::replace(&mut self.pending, rest);
+        self.line(&line, self.pending_at);
+        self.pending_at += line.len() as u64;
     }
 
     /// Complete lines `text` (each ending with a newline) at offset `base`.

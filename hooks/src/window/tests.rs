@@ -717,3 +717,72 @@ fn b30_redact_after_deep_in_a_long_one_string_key_shows_only_masks() {
         }
     }
 }
+
+#[test]
+fn b30_a_source_cut_anywhere_inside_a_one_string_key_shows_only_masks() {
+    // A source that starts anywhere inside a key kept in one string (a `cat -n`,
+    // escaped twice, an APC inside each line), with the state the key index gives
+    // there (open): the cut piece before the string's next escaped line start is
+    // the rest of a line of the block, whatever it starts with (a digit of the
+    // number, half of a spelled tab or escape), so no window, look-back or stream
+    // from there shows a body line (fuzz finding).
+    let p = Pipeline::new(
+        crate::HookChain::default(),
+        &crate::RedactorConfig::default(),
+    )
+    .expect("pipeline");
+    let key = pem(60);
+    let lines: Vec<String> = key
+        .lines()
+        .enumerate()
+        .map(|(i, line)| {
+            let mut line = line.to_owned();
+            line.insert_str(6, "\u{9f}apc\u{9c}");
+            format!("{:6}\t{line}", i + 1)
+        })
+        .collect();
+    let once = serde_json::to_string(&format!("{}\n", lines.join("\n"))).unwrap_or_default();
+    let twice = serde_json::to_string(&format!("{{\"key\": {once}}}")).unwrap_or_default();
+    let text = format!("start\n{{\"secret\": {twice}}}\ndone\n");
+    let bodies: Vec<&str> = key.lines().skip(1).take(60).map(|l| &l[6..22]).collect();
+    let first_body = text.find("     2").unwrap_or(0);
+    let last_body = text.find("-----E").unwrap_or(text.len());
+    let r = p.redactor();
+    for from in first_body..last_body - 400 {
+        if !text.is_char_boundary(from) {
+            continue;
+        }
+        let source = &text[from..];
+        let mut start = 300;
+        while !source.is_char_boundary(start) {
+            start += 1;
+        }
+        let shown = p.show(
+            &ctx("cat k.json"),
+            Window::range(source, start..source.len()).after_open_key(true),
+        );
+        let after = r.redact_after_state(
+            &source[..start],
+            true,
+            &source[start..],
+            crate::RedactMode::Code,
+        );
+        let mut stream =
+            crate::StreamRedactor::new(std::sync::Arc::clone(r), crate::RedactMode::Code)
+                .starting_in_key(true);
+        let mut streamed = stream.push(source);
+        streamed.push_str(&stream.finish());
+        for (what, out) in [
+            ("window", shown.as_str()),
+            ("redact_after", &after),
+            ("stream", &streamed),
+        ] {
+            if let Some(body) = bodies.iter().find(|b| out.contains(*b)) {
+                panic!(
+                    "a {what} of a source from {from} shows {body}: {:?}",
+                    &text[from..from + 40]
+                );
+            }
+        }
+    }
+}

@@ -55,6 +55,49 @@ fn b30_the_index_answers_a_window_deep_in_a_long_key_and_not_after_seq() {
 }
 
 #[test]
+fn b30_the_index_keeps_a_key_in_one_string_longer_than_a_line_it_holds_open() {
+    // A `cat -n` of a key escaped twice into one string far longer than the
+    // unfinished line the index holds (64 KiB), an APC inside each line: past the
+    // first cut, offsets inside the string are still inside the block (fuzz
+    // finding: the cut fell inside a line's `   741\t` prefix, which closed it).
+    let mut lines = vec!["-----BEGIN RSA PRIVATE KEY-----".to_owned()];
+    for idx in 0..1600usize {
+        let body: String = BODY
+            .trim_end()
+            .chars()
+            .cycle()
+            .skip(idx % 50)
+            .take(64)
+            .collect();
+        lines.push(body);
+    }
+    let numbered: Vec<String> = lines
+        .iter()
+        .enumerate()
+        .map(|(i, line)| {
+            let mut line = line.clone();
+            line.insert_str(6, "\u{9f}apc\u{9c}");
+            format!("{:6}\t{line}", i + 1)
+        })
+        .collect();
+    let once = serde_json::to_string(&format!("{}\n", numbered.join("\n"))).unwrap_or_default();
+    let twice = serde_json::to_string(&format!("{{\"key\": {once}}}")).unwrap_or_default();
+    let text = format!("start\n{{\"secret\": {twice}}}\ndone\n");
+    assert!(text.len() > 2 * 64 * 1024);
+    let last_body = text.find("-----E").unwrap_or(text.len());
+    for chunk in [4096, 65_536, 100_003] {
+        let index = index_of(&text, chunk);
+        for offset in (70 * 1024..last_body).step_by(997) {
+            assert_eq!(
+                index.open_at(at(offset)),
+                Some(true),
+                "chunks of {chunk}: offset {offset} is inside the block"
+            );
+        }
+    }
+}
+
+#[test]
 fn b30_an_index_that_starts_late_answers_only_what_it_saw_decided() {
     // Started inside a key (a re-adopted session): the state there is unknown
     // until a line decides it.
