@@ -27,7 +27,7 @@ use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 
-use super::{KEY_LOOKBACK_BYTES, key_open_after, key_state_matters, keys, visible};
+use super::{KEY_LOOKBACK_BYTES, context, key_open_after, key_state_matters, keys, visible};
 
 /// How much the far search reads at a time, backwards for a marker and forwards
 /// over the lines of an open block.
@@ -136,10 +136,14 @@ fn open_at(file: &File, at: u64) -> io::Result<bool> {
     let near_from = at.saturating_sub(KEY_LOOKBACK_BYTES as u64);
     let near = read(file, near_from, at)?;
     let text = decode(&near, near_from > 0);
-    // A marker in sight, or a line that cannot be key body: decided here.
-    let decided = keys::has_marker(text.as_bytes()) || keys::lookback_start(&text).is_some();
+    // A marker in sight, or a line that cannot be key body: decided here, unless
+    // that line is the one the read starts inside (a line longer than the read,
+    // such as a block kept in one string, is judged from its start, found below).
+    let deciding_line = keys::lookback_start(&text);
+    let decided = (near_from == 0 || deciding_line != Some(0))
+        && (keys::has_marker(text.as_bytes()) || deciding_line.is_some());
     if decided || near_from == 0 {
-        return Ok(key_open_after(&text, false));
+        return Ok(open_at_end(&text, false));
     }
     // Every line in sight could be key body: the nearest marker before decides.
     let Some(marker) = rfind_marker(file, near_from)? else {
@@ -189,6 +193,10 @@ fn open_from_marker(file: &File, marker: u64, near_from: u64, near: &str) -> io:
     let mut at = memchr::memrchr(b'\n', &head).map_or(line_from, |nl| line_from + nl as u64 + 1);
     let mut open = false;
     let mut buf = Vec::new();
+    // The part of a line `near` starts inside that is judged with `near` (from the
+    // last line escaped in it: the state machine knows a block kept in one string
+    // at an escaped line's start, not inside a line's prefix).
+    let mut carried = String::new();
     while at < near_from {
         read_into(
             file,
@@ -200,7 +208,14 @@ fn open_from_marker(file: &File, marker: u64, near_from: u64, near: &str) -> io:
         let n = if at + (buf.len() as u64) < near_from {
             memchr::memrchr(b'\n', &buf).map_or(buf.len(), |nl| nl + 1)
         } else {
-            buf.len()
+            let line = memchr::memrchr(b'\n', &buf).map_or(0, |nl| nl + 1);
+            match context::escaped_line_start(&buf[line..]) {
+                Some(idx) if line + idx < buf.len() => {
+                    carried = decode(&buf[line + idx..], false);
+                    line + idx
+                }
+                _ => buf.len(),
+            }
         };
         let text = decode(&buf[..n], false);
         open = match visible::strip(&text) {
@@ -211,9 +226,32 @@ fn open_from_marker(file: &File, marker: u64, near_from: u64, near: &str) -> io:
             // No marker after this one: nothing can open a block again.
             return Ok(false);
         }
+        if n < buf.len() {
+            break;
+        }
         at += n as u64;
     }
-    Ok(key_open_after(near, open))
+    carried.push_str(near);
+    Ok(open_at_end(&carried, open))
+}
+
+/// Whether a block is open at the end of `text`, given the state where it starts.
+/// An end inside a line escaped in a string (a block kept in one string) is in the
+/// block when the block is open where that escaped line starts and the part of it
+/// before the end does not close it: the state machine judges an escaped line
+/// once it has seen it whole.
+fn open_at_end(text: &str, open_at_start: bool) -> bool {
+    let line = memchr::memrchr(b'\n', text.as_bytes()).map_or(0, |nl| nl + 1);
+    match context::escaped_line_start(&text.as_bytes()[line..]) {
+        Some(idx) if line + idx < text.len() => {
+            let start = line + idx;
+            let part = &text[start..];
+            let closes = memchr::memchr2(b'"', b'\'', part.as_bytes()).is_some()
+                || memchr::memmem::find(part.as_bytes(), b"-----END").is_some();
+            key_open_after(&text[..start], open_at_start) && !closes
+        }
+        _ => key_open_after(text, open_at_start),
+    }
 }
 
 /// The bytes of `file` from `from` to `to` (fewer at its end).

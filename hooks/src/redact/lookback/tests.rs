@@ -198,3 +198,36 @@ fn b30_a_source_cut_inside_a_begin_line_masks_the_block() {
         }
     }
 }
+
+#[test]
+fn b30_the_log_look_back_keeps_a_key_in_one_string_longer_than_it_reads_open() {
+    // A `cat -n` of a key escaped twice into one string far longer than the
+    // look-back reads (64 KiB), an APC inside each line: a position deep inside the
+    // string is inside the block, near its BEGIN or with the BEGIN out of sight
+    // (fuzz finding: the look-back judged from inside a line with no BEGIN in
+    // sight, and the state machine from inside an escaped line: closed).
+    let body = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7abcdefghijklmno";
+    let mut lines = vec!["-----BEGIN RSA PRIVATE KEY-----".to_owned()];
+    for idx in 0..1600usize {
+        lines.push(body.chars().cycle().skip(idx % 60).take(64).collect());
+    }
+    let numbered: Vec<String> = lines
+        .iter()
+        .enumerate()
+        .map(|(i, line)| {
+            let mut line = line.clone();
+            line.insert_str(6, "\u{9f}apc\u{9c}");
+            format!("{:6}\t{line}", i + 1)
+        })
+        .collect();
+    let once = serde_json::to_string(&format!("{}\n", numbered.join("\n"))).unwrap_or_default();
+    let twice = serde_json::to_string(&format!("{{\"key\": {once}}}")).unwrap_or_default();
+    let text = format!("start\n{{\"secret\": {twice}}}\ndone\n");
+    let last_body = text.find("-----E").unwrap_or(text.len());
+    let first_body = text.find("     2").unwrap_or(0);
+    for at in (first_body..last_body).step_by(1009) {
+        if text.is_char_boundary(at) {
+            assert!(open_at(&text, at), "offset {at} is inside the block");
+        }
+    }
+}
