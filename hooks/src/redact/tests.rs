@@ -1173,3 +1173,29 @@ fn b30_a_putty_key_in_one_string_with_progress_frames_before_each_line_is_masked
         assert!(out.contains("PuTTY-User-Key-File-3"), "{out}");
     }
 }
+
+#[test]
+fn b30_a_putty_key_in_one_string_with_a_diff_marker_before_each_line_is_masked() {
+    // A diff of a PuTTY key file, escaped into one string (fuzz finding): a `+` or
+    // `-` before each line is the diff's, not part of a header's name, so the
+    // `Private-Lines` header goes on with the block.
+    use crate::redact::keys::tests::{PPK, PPK_SECRETS};
+    let r = Redactor::builtin();
+    for marker in ["+", "-"] {
+        let marked: String = PPK
+            .lines()
+            .map(|line| format!("{marker}{line}\n"))
+            .collect();
+        let once = serde_json::to_string(&marked).unwrap_or_default();
+        let twice = serde_json::to_string(&format!("{{\"key\": {once}}}")).unwrap_or_default();
+        for text in [
+            format!("{{\"key\": {once}}}"),
+            format!("{{\"secret\": {twice}}}"),
+        ] {
+            let out = r.redact(&text, RedactMode::Code);
+            for secret in PPK_SECRETS {
+                assert!(!out.contains(secret), "{marker}: shows {secret}: {out}");
+            }
+        }
+    }
+}

@@ -110,16 +110,20 @@ pub(super) fn one_line_run(rest: &str) -> (usize, bool) {
         let at = n + newline + sep;
         let line_len = line_len(&bytes[at..]);
         let line = &rest[at..at + line_len];
-        // Each line may carry a prefix (`path:`, a log prefix) before its header
-        // or body, as the lines of a PEM block escaped into one string may, and
-        // `\r` progress frames before it.
+        // Each line may carry a prefix (`path:`, a log prefix, a diff's marker)
+        // before its header or body, as the lines of a PEM block escaped into one
+        // string may, and `\r` progress frames before it.
         let mut header = None;
         let mut base64 = false;
         for frame in escaped_frames(line) {
             header = header.or_else(|| {
                 frame
                     .split_once(": ")
-                    .map(|(name, _)| name.rsplit([':', '|', ' ', '\t']).next().unwrap_or(name))
+                    .map(|(name, _)| {
+                        // A diff's `+` or `-` before a line is no part of the name.
+                        let name = name.rsplit([':', '|', ' ', '\t']).next().unwrap_or(name);
+                        name.trim_start_matches(['+', '-'])
+                    })
                     .filter(|name| is_header(name))
             });
             base64 |= (frame.len() >= if newline > 0 { 1 } else { 16 }
