@@ -407,6 +407,22 @@ fn deep_windows(case: &Case<'_>, judge: &Judge<'_>, text: &str, at: usize, lookb
             }
         }
     };
+    // With no log and no index answer, herd knows a block is open where the source
+    // starts only from what follows it (an END before any BEGIN: `key_open_in_log`
+    // with no log); a key with no END whose BEGIN lies before the source cannot be
+    // known there, so its body is not judged (masking every body-like page of a
+    // session whose log is gone would mask `seq` and base64 pages too).
+    let told = index
+        .as_ref()
+        .and_then(|i| i.open_at(from as u64))
+        .is_some();
+    let shown_end = {
+        let shown = seen(source);
+        shown.contains("-----END") || shown.contains("Private-MAC:")
+    };
+    if case.extra >> 6 == 3 && !told && judge.planted.head.is_none() && !shown_end {
+        return;
+    }
     let start = at - from;
     let n = case.n % 512;
     for window in [
