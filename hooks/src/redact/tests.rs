@@ -1199,3 +1199,32 @@ fn b30_a_putty_key_in_one_string_with_a_diff_marker_before_each_line_is_masked()
         }
     }
 }
+
+#[test]
+fn b30_a_numbered_putty_key_in_one_string_with_a_spelled_title_escape_in_each_line_is_masked() {
+    // `cat -n` of a PuTTY key file with an OSC title escape inside each line,
+    // the terminal output kept in a JSON string twice, so the escape is spelled
+    // (`\u001b]0;title\u0007`) and splits header names (fuzz finding).
+    use crate::redact::keys::tests::{PPK, PPK_SECRETS};
+    let r = Redactor::builtin();
+    let numbered: String = PPK
+        .lines()
+        .enumerate()
+        .map(|(i, line)| {
+            let mut line = line.to_owned();
+            line.insert_str(6.min(line.len()), "\u{1b}]0;title\u{7}");
+            format!("{:6}\t{line}\n", i + 1)
+        })
+        .collect();
+    let once = serde_json::to_string(&numbered).unwrap_or_default();
+    let twice = serde_json::to_string(&format!("{{\"key\": {once}}}")).unwrap_or_default();
+    for text in [
+        format!("{{\"key\": {once}}}"),
+        format!("{{\"secret\": {twice}}}"),
+    ] {
+        let out = r.redact(&text, RedactMode::Code);
+        for secret in PPK_SECRETS {
+            assert!(!out.contains(secret), "shows {secret}: {out}");
+        }
+    }
+}

@@ -88,7 +88,7 @@ pub(super) fn opener(content: &str) -> Option<(usize, usize)> {
 pub(super) fn boundary_before(bytes: &[u8], start: usize) -> bool {
     match bytes[..start] {
         [] => true,
-        [.., b'\\', b'n' | b'r'] => true,
+        [.., b'\\', b'n' | b'r' | b't'] => true,
         [.., b] => !(b.is_ascii_alphanumeric() || b == b'_'),
     }
 }
@@ -122,6 +122,8 @@ pub(super) fn one_line_run(rest: &str) -> (usize, bool) {
                     .map(|(name, _)| {
                         // A diff's `+` or `-` before a line is no part of the name.
                         let name = name.rsplit([':', '|', ' ', '\t']).next().unwrap_or(name);
+                        // A tab spelled in the string (`cat -n`'s) ends a prefix too.
+                        let name = name.rsplit_once("\\t").map_or(name, |(_, name)| name);
                         name.trim_start_matches(['+', '-'])
                     })
                     .filter(|name| is_header(name))
