@@ -51,6 +51,8 @@ pub(crate) mod context;
 mod families;
 mod keyindex;
 mod keys;
+#[cfg(test)]
+pub(crate) use keys::tests::numbered_in_one_string;
 mod lookback;
 mod providers;
 mod readings;

@@ -829,6 +829,24 @@ fn find_marker(text: &str, marker: &str) -> Option<(usize, usize)> {
 pub(crate) mod tests {
     use super::{open_at_end, spans};
 
+    /// The fuzz findings' shape: `lines` of a key file numbered as `cat -n` prints
+    /// them, `escape` inserted after each line's sixth character, the whole
+    /// escaped into a JSON string twice, on one line between two others.
+    pub(crate) fn numbered_in_one_string(lines: &[String], escape: &str) -> String {
+        let numbered: Vec<String> = lines
+            .iter()
+            .enumerate()
+            .map(|(i, line)| {
+                let mut line = line.clone();
+                line.insert_str(6.min(line.len()), escape);
+                format!("{:6}\t{line}", i + 1)
+            })
+            .collect();
+        let once = serde_json::to_string(&format!("{}\n", numbered.join("\n"))).unwrap_or_default();
+        let twice = serde_json::to_string(&format!("{{\"key\": {once}}}")).unwrap_or_default();
+        format!("start\n{{\"secret\": {twice}}}\ndone\n")
+    }
+
     fn masked(text: &str, open: bool) -> (String, bool) {
         let (found, open) = spans(text, open);
         let mut out = String::new();

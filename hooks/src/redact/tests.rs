@@ -461,18 +461,7 @@ fn b30_a_stream_through_a_long_one_string_key_shows_only_masks() {
         bodies.push(body[6..22].to_owned());
         lines.push(body);
     }
-    let numbered: Vec<String> = lines
-        .iter()
-        .enumerate()
-        .map(|(i, line)| {
-            let mut line = line.clone();
-            line.insert_str(6, "\u{9f}apc\u{9c}");
-            format!("{:6}\t{line}", i + 1)
-        })
-        .collect();
-    let once = serde_json::to_string(&format!("{}\n", numbered.join("\n"))).unwrap_or_default();
-    let twice = serde_json::to_string(&format!("{{\"key\": {once}}}")).unwrap_or_default();
-    let text = format!("start\n{{\"secret\": {twice}}}\ndone\n");
+    let text = crate::redact::numbered_in_one_string(&lines, "\u{9f}apc\u{9c}");
     assert!(text.len() > 2 * 64 * 1024);
     for chunk in [997, 4096, 65_536, 100_003] {
         let mut s = StreamRedactor::new(Arc::clone(&r), RedactMode::Code);

@@ -690,20 +690,9 @@ fn b30_redact_after_deep_in_a_long_one_string_key_shows_only_masks() {
     // anywhere deep in it shows no body (fuzz finding: the context started inside a
     // line's `   786\t` prefix, where the key state was judged closed).
     let r = crate::Redactor::new(&crate::RedactorConfig::default()).expect("redactor");
-    let escape = "\u{9f}apc\u{9c}";
     let key = pem(400);
-    let lines: Vec<String> = key
-        .lines()
-        .enumerate()
-        .map(|(i, line)| {
-            let mut line = line.to_owned();
-            line.insert_str(6, escape);
-            format!("{:6}\t{line}", i + 1)
-        })
-        .collect();
-    let once = serde_json::to_string(&format!("{}\n", lines.join("\n"))).unwrap_or_default();
-    let twice = serde_json::to_string(&format!("{{\"key\": {once}}}")).unwrap_or_default();
-    let source = format!("start\n{{\"secret\": {twice}}}\ndone\n");
+    let lines: Vec<String> = key.lines().map(str::to_owned).collect();
+    let source = crate::redact::numbered_in_one_string(&lines, "\u{9f}apc\u{9c}");
     assert!(source.len() > 2 * super::LINE_CONTEXT_BYTES);
     let bodies: Vec<&str> = key.lines().skip(1).take(400).map(|l| &l[6..22]).collect();
     let last_body = source.find("-----E").unwrap_or(source.len());
@@ -732,18 +721,8 @@ fn b30_a_source_cut_anywhere_inside_a_one_string_key_shows_only_masks() {
     )
     .expect("pipeline");
     let key = pem(60);
-    let lines: Vec<String> = key
-        .lines()
-        .enumerate()
-        .map(|(i, line)| {
-            let mut line = line.to_owned();
-            line.insert_str(6, "\u{9f}apc\u{9c}");
-            format!("{:6}\t{line}", i + 1)
-        })
-        .collect();
-    let once = serde_json::to_string(&format!("{}\n", lines.join("\n"))).unwrap_or_default();
-    let twice = serde_json::to_string(&format!("{{\"key\": {once}}}")).unwrap_or_default();
-    let text = format!("start\n{{\"secret\": {twice}}}\ndone\n");
+    let lines: Vec<String> = key.lines().map(str::to_owned).collect();
+    let text = crate::redact::numbered_in_one_string(&lines, "\u{9f}apc\u{9c}");
     let bodies: Vec<&str> = key.lines().skip(1).take(60).map(|l| &l[6..22]).collect();
     let first_body = text.find("     2").unwrap_or(0);
     let last_body = text.find("-----E").unwrap_or(text.len());

@@ -71,18 +71,7 @@ fn b30_the_index_keeps_a_key_in_one_string_longer_than_a_line_it_holds_open() {
             .collect();
         lines.push(body);
     }
-    let numbered: Vec<String> = lines
-        .iter()
-        .enumerate()
-        .map(|(i, line)| {
-            let mut line = line.clone();
-            line.insert_str(6, "\u{9f}apc\u{9c}");
-            format!("{:6}\t{line}", i + 1)
-        })
-        .collect();
-    let once = serde_json::to_string(&format!("{}\n", numbered.join("\n"))).unwrap_or_default();
-    let twice = serde_json::to_string(&format!("{{\"key\": {once}}}")).unwrap_or_default();
-    let text = format!("start\n{{\"secret\": {twice}}}\ndone\n");
+    let text = crate::redact::numbered_in_one_string(&lines, "\u{9f}apc\u{9c}");
     assert!(text.len() > 2 * 64 * 1024);
     let last_body = text.find("-----E").unwrap_or(text.len());
     for chunk in [4096, 65_536, 100_003] {

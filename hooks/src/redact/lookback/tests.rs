@@ -211,18 +211,7 @@ fn b30_the_log_look_back_keeps_a_key_in_one_string_longer_than_it_reads_open() {
     for idx in 0..1600usize {
         lines.push(body.chars().cycle().skip(idx % 60).take(64).collect());
     }
-    let numbered: Vec<String> = lines
-        .iter()
-        .enumerate()
-        .map(|(i, line)| {
-            let mut line = line.clone();
-            line.insert_str(6, "\u{9f}apc\u{9c}");
-            format!("{:6}\t{line}", i + 1)
-        })
-        .collect();
-    let once = serde_json::to_string(&format!("{}\n", numbered.join("\n"))).unwrap_or_default();
-    let twice = serde_json::to_string(&format!("{{\"key\": {once}}}")).unwrap_or_default();
-    let text = format!("start\n{{\"secret\": {twice}}}\ndone\n");
+    let text = crate::redact::numbered_in_one_string(&lines, "\u{9f}apc\u{9c}");
     let last_body = text.find("-----E").unwrap_or(text.len());
     let first_body = text.find("     2").unwrap_or(0);
     for at in (first_body..last_body).step_by(1009) {
