@@ -22,6 +22,15 @@ const BLOCK: usize = 64;
 const REACH: usize = 16;
 /// A block with its context on both sides.
 type Window = [u8; BLOCK + 2 * REACH];
+/// The blocks classed at a time (the classes of a piece live on the stack).
+const PIECE_BLOCKS: usize = 64;
+
+/// The classes of a byte, as bits (see [`class`]): each byte of a piece is
+/// classed once, not once for every position whose test looks at it.
+const DIGIT: u8 = 1;
+const HEX: u8 = 2;
+const LOWER: u8 = 4;
+const TOKEN: u8 = 8;
 
 /// The ranges of `bytes` the side scanner must visit, in order and disjoint: the
 /// flagged blocks (adjacent ones merged) and the few bytes at either end the test
@@ -50,15 +59,27 @@ fn ranges(bytes: &[u8]) -> Vec<(usize, usize)> {
         return vec![(0, len)];
     }
     let mut out = vec![(0, REACH)];
+    let mut classes = [0u8; PIECE_BLOCKS * BLOCK + 2 * REACH];
     let mut base = REACH;
     while base + BLOCK + REACH <= len {
-        let Ok(window) = <&Window>::try_from(&bytes[base - REACH..base + BLOCK + REACH]) else {
-            break;
-        };
-        if flagged(window) {
-            push(&mut out, base, base + BLOCK);
+        let n_blocks = ((len - REACH - base) / BLOCK).min(PIECE_BLOCKS);
+        let piece = &bytes[base - REACH..base + n_blocks * BLOCK + REACH];
+        for (c, b) in classes.iter_mut().zip(piece) {
+            *c = class(*b);
         }
-        base += BLOCK;
+        for block in 0..n_blocks {
+            let at = block * BLOCK;
+            let (Ok(window), Ok(classed)) = (
+                <&Window>::try_from(&piece[at..at + BLOCK + 2 * REACH]),
+                <&Window>::try_from(&classes[at..at + BLOCK + 2 * REACH]),
+            ) else {
+                break;
+            };
+            if flagged(window, classed) {
+                push(&mut out, base + at, base + at + BLOCK);
+            }
+        }
+        base += n_blocks * BLOCK;
     }
     push(&mut out, base, len);
     out
@@ -72,29 +93,47 @@ fn push(out: &mut Vec<(usize, usize)>, from: usize, to: usize) {
     }
 }
 
-/// Whether a position of the block in the middle of `window` passes a test.
+/// The class bits of `b`: a digit is hex and a token byte too; a token byte is
+/// an ASCII letter, digit, `_` or `-`.
 #[inline(always)]
-fn flagged(window: &Window) -> bool {
-    let digit = |b: u8| u8::from(b.wrapping_sub(b'0') < 10);
-    let hex = |b: u8| digit(b) | u8::from(b.wrapping_sub(b'a') < 6);
-    let lower = |b: u8| u8::from(b.wrapping_sub(b'a') < 26);
+fn class(b: u8) -> u8 {
+    let digit = u8::from(b.wrapping_sub(b'0') < 10);
+    let lower = u8::from(b.wrapping_sub(b'a') < 26);
+    let hex_letter = u8::from(b.wrapping_sub(b'a') < 6);
+    let upper = u8::from(b.wrapping_sub(b'A') < 26);
+    let token = digit | lower | upper | u8::from(b == b'_') | u8::from(b == b'-');
+    digit * DIGIT | (digit | hex_letter) * HEX | lower * LOWER | token * TOKEN
+}
+
+/// Whether a position of the block in the middle of `window` passes a test;
+/// `classes` holds the class of each byte of `window`.
+#[inline(always)]
+fn flagged(window: &Window, classes: &Window) -> bool {
     let is = |b: u8, c: u8| u8::from(b == c);
-    let token = |b: u8| {
-        digit(b) | lower(b) | u8::from(b.wrapping_sub(b'A') < 26) | is(b, b'_') | is(b, b'-')
-    };
+    let has = |classes: u8, bit: u8| u8::from(classes & bit != 0);
     let mut any = 0u8;
     for i in REACH..REACH + BLOCK {
-        let (b, p1, p2, p3) = (window[i], window[i - 1], window[i - 2], window[i - 3]);
-        let (p4, p8, p16) = (window[i - 4], window[i - 8], window[i - 16]);
-        let (n1, n2, n7) = (window[i + 1], window[i + 2], window[i + 7]);
-        let colon = is(b, b':')
-            & ((digit(p1) & digit(p2) & digit(p3) & digit(p4) & digit(p8))
-                | (is(n1, b'/') & is(n2, b'/')));
+        let (b, p1, n1, n2, n7) = (
+            window[i],
+            window[i - 1],
+            window[i + 1],
+            window[i + 2],
+            window[i + 7],
+        );
+        let (c1, c2, c8, c16) = (
+            classes[i - 1],
+            classes[i - 2],
+            classes[i - 8],
+            classes[i - 16],
+        );
+        let run = c1 & c2 & classes[i - 3] & c8;
+        let colon =
+            is(b, b':') & (has(run & classes[i - 4], DIGIT) | (is(n1, b'/') & is(n2, b'/')));
         let dot = is(b, b'.')
-            & ((hex(p1) & hex(p2) & hex(p3) & hex(p8) & hex(p16))
+            & (has(run & c16, HEX)
                 | (is(n1, b'a') & is(n2, b't'))
-                | (is(n7, b'.') & token(p1) & token(p8) & token(p16))
-                | (is(p1, b's') & (lower(p2) ^ 1)));
+                | (is(n7, b'.') & has(c1 & c8 & c16, TOKEN))
+                | (is(p1, b's') & (has(c2, LOWER) ^ 1)));
         let tilde = is(b, b'~') & is(p1, b'Q');
         any |= colon | dot | tilde;
     }
@@ -103,7 +142,51 @@ fn flagged(window: &Window) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{candidate_ranges, ranges};
+    use proptest::prelude::*;
+
+    use super::{REACH, candidate_ranges, ranges};
+
+    /// The test of one position, byte by byte, as the module's doc states it.
+    fn passes(bytes: &[u8], i: usize) -> bool {
+        let at = |d: isize| bytes[i.wrapping_add_signed(d)];
+        let all = |offsets: &[isize], test: fn(&u8) -> bool| offsets.iter().all(|d| test(&at(*d)));
+        let hex = |b: &u8| b.is_ascii_digit() || (b'a'..=b'f').contains(b);
+        let token = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-');
+        match bytes[i] {
+            b':' => {
+                all(&[-1, -2, -3, -4, -8], u8::is_ascii_digit) || (at(1) == b'/' && at(2) == b'/')
+            }
+            b'.' => {
+                all(&[-1, -2, -3, -8, -16], hex)
+                    || (at(1) == b'a' && at(2) == b't')
+                    || (at(7) == b'.' && all(&[-1, -8, -16], token))
+                    || (at(-1) == b's' && !at(-2).is_ascii_lowercase())
+            }
+            b'~' => at(-1) == b'Q',
+            _ => false,
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn b30_every_position_that_passes_lies_in_a_range(
+            text in proptest::collection::vec(
+                proptest::sample::select(b"0123456789abcdefstAQZ_-:./~ \n".to_vec()),
+                0..9000,
+            )
+        ) {
+            for got in [candidate_ranges(&text), ranges(&text)] {
+                prop_assert_eq!(got.first().map(|r| r.0), Some(0));
+                prop_assert_eq!(got.last().map(|r| r.1), Some(text.len()));
+                prop_assert!(got.windows(2).all(|w| w[0].1 < w[1].0));
+                for i in REACH..text.len().saturating_sub(REACH) {
+                    if passes(&text, i) {
+                        prop_assert!(got.iter().any(|(from, to)| (*from..*to).contains(&i)), "{i}");
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn b30_every_side_scanner_start_lies_in_a_flagged_range() {
