@@ -55,6 +55,7 @@ mod keys;
 pub(crate) use keys::tests::numbered_in_one_string;
 mod lookback;
 mod providers;
+mod rare;
 mod readings;
 mod side_blocks;
 mod splice;

@@ -5,6 +5,7 @@
 //! Unicode word boundary would force the regex engine off its lazy DFA on
 //! non-ASCII input, and secrets are ASCII anyway.
 
+use super::rare::{Rare, RareHits};
 use super::{Kind, mask};
 
 /// Word boundary that keeps the DFA fast (ASCII semantics).
@@ -525,9 +526,10 @@ pub(super) fn side_matches(text: &str) -> Vec<(usize, usize, Kind)> {
         side_matches_in(bytes, from, to, &mut next_free, &mut found);
     }
     let n_dotted = found.len();
-    super::suffixed::suffixed_matches(bytes, &mut found);
-    super::providers::file_line_matches(bytes, &mut found);
-    xtrace_matches(text, &mut found);
+    let rare = super::rare::RareHits::find(bytes);
+    super::suffixed::suffixed_matches(bytes, &rare, &mut found);
+    super::providers::file_line_matches(bytes, &rare, &mut found);
+    xtrace_matches(text, &rare, &mut found);
     if found.len() > n_dotted {
         found.sort_unstable_by_key(|(start, end, _)| (*start, std::cmp::Reverse(*end)));
         let mut last_end = 0;
@@ -545,10 +547,9 @@ pub(super) fn side_matches(text: &str) -> Vec<(usize, usize, Kind)> {
 /// The secrets of command lines a shell traces (`set -x`: `+ mysql -pPASS`,
 /// `++ curl -u user:pass …`): each line that starts with `+`s and a space is read
 /// as a command line (`command`), and the values it would mask are masked.
-fn xtrace_matches(text: &str, found: &mut Vec<(usize, usize, Kind)>) {
+fn xtrace_matches(text: &str, rare: &RareHits, found: &mut Vec<(usize, usize, Kind)>) {
     let bytes = text.as_bytes();
-    let starts =
-        std::iter::once(0).chain(memchr::memmem::find_iter(bytes, b"\n+").map(|at| at + 1));
+    let starts = std::iter::once(0).chain(rare.of(Rare::Traced).map(|at| at + 1));
     for start in starts {
         if bytes.get(start) != Some(&b'+') {
             continue;

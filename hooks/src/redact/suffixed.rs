@@ -1,5 +1,5 @@
 //! Provider shapes with no prefix to anchor on, found by a rare literal inside or
-//! at the end of them (one vectorised `memmem` pass each) or by the `.` the side
+//! at the end of them (`rare`: one packed pass for all) or by the `.` the side
 //! scanner already visits, and a few byte checks around it:
 //! - MaxMind license keys `[A-Za-z0-9]{6}_[A-Za-z0-9]{29}_mmk`;
 //! - Mailchimp API keys `[0-9a-f]{32}-us[0-9]{1,2}` (the data centre suffix);
@@ -13,6 +13,7 @@
 //! characters (a digest, an identifier) is not cut into a match.
 
 use super::Kind;
+use super::rare::{Rare, RareHits};
 
 fn is_word(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_'
@@ -29,23 +30,17 @@ fn boundary_at(bytes: &[u8], at: usize) -> bool {
 }
 
 /// Matches of MaxMind and Mailchimp keys in `bytes` (start, end, kind).
-pub(super) fn suffixed_matches(bytes: &[u8], found: &mut Vec<(usize, usize, Kind)>) {
-    // Built once: a searcher costs more to build than a short text (a window) to
-    // search.
-    static FINDERS: std::sync::OnceLock<[memchr::memmem::Finder<'static>; 2]> =
-        std::sync::OnceLock::new();
-    let [maxmind, mailchimp] = FINDERS.get_or_init(|| {
-        [
-            memchr::memmem::Finder::new(b"_mmk"),
-            memchr::memmem::Finder::new(b"-us"),
-        ]
-    });
-    for at in maxmind.find_iter(bytes) {
+pub(super) fn suffixed_matches(
+    bytes: &[u8],
+    rare: &RareHits,
+    found: &mut Vec<(usize, usize, Kind)>,
+) {
+    for at in rare.of(Rare::MaxMind) {
         if let Some(start) = maxmind_start(bytes, at) {
             found.push((start, at + 4, Kind::Token));
         }
     }
-    for at in mailchimp.find_iter(bytes) {
+    for at in rare.of(Rare::Mailchimp) {
         if let Some(hit) = mailchimp_at(bytes, at) {
             found.push(hit);
         }

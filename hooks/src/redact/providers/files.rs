@@ -18,19 +18,24 @@
 //! Either may sit behind the prefix `grep -n` or `grep -r` gives it: a line number
 //! (`3:`), or a path naming the file (`/root/.pgpass:`).
 //!
-//! Cost: one `memmem` pass for `password` (a rare word in logs) and a walk over
-//! line starts for `.pgpass` that stops at a line's first byte that cannot start
+//! Cost: the hits of `password` (a rare word in logs) from the shared packed pass
+//! of `rare`, and a walk over line starts for `.pgpass` that stops at a line's first byte that cannot start
 //! the shape (most log lines fail within their first field).
 
 use crate::redact::Kind;
+use crate::redact::rare::{Rare, RareHits};
 
 /// The netrc keywords that take a value.
 const NETRC_PAIRS: &[&[u8]] = &[b"machine", b"login", b"password", b"account", b"port"];
 
 /// Every match of both shapes in `bytes` (the text a person would see), pushed
 /// as value spans masked like tokens.
-pub(crate) fn file_line_matches(bytes: &[u8], found: &mut Vec<(usize, usize, Kind)>) {
-    netrc_matches(bytes, found);
+pub(crate) fn file_line_matches(
+    bytes: &[u8],
+    rare: &RareHits,
+    found: &mut Vec<(usize, usize, Kind)>,
+) {
+    netrc_matches(bytes, rare, found);
     pgpass_matches(bytes, found);
 }
 
@@ -88,9 +93,9 @@ fn grep_prefix_len(line: &[u8], file: &[u8]) -> usize {
 }
 
 /// `.netrc` lines: every line holding `password` whose words are netrc pairs.
-fn netrc_matches(bytes: &[u8], found: &mut Vec<(usize, usize, Kind)>) {
+fn netrc_matches(bytes: &[u8], rare: &RareHits, found: &mut Vec<(usize, usize, Kind)>) {
     let mut next_line = 0;
-    for at in memchr::memmem::find_iter(bytes, b"password") {
+    for at in rare.of(Rare::Password) {
         if at < next_line {
             continue;
         }
