@@ -309,21 +309,19 @@ impl Server {
     /// missing or mistyped field is an error naming the method, never a default);
     /// the error answer otherwise.
     async fn ask_for<M: Method>(&self, params: &M::Params) -> Result<M::Answer, Value> {
+        self.ask_kept::<M>(params).await.map(|(_, answer)| answer)
+    }
+
+    /// [`Server::ask_for`] keeping the answer as the daemon wrote it too, for an
+    /// action that passes it on (a later daemon's fields with it) after reading it.
+    async fn ask_kept<M: Method>(&self, params: &M::Params) -> Result<(Value, M::Answer), Value> {
         let (value, is_error) = self.ask::<M>(params).await;
         if is_error {
             return Err(value);
         }
-        crate::client::answer_of::<M>(value).map_err(|err| Common::failed_value(format!("{err:#}")))
-    }
-
-    /// `method` (one of several sharing params type `P`) with typed params.
-    async fn call_typed<P: serde::Serialize>(&self, method: &str, params: &P) -> (Value, bool) {
-        match herd_protocol::to_params(params) {
-            Ok(params) => self.call(method, params).await,
-            Err(err) => (
-                Common::failed_value(format!("cannot encode the {method} request: {err}")),
-                true,
-            ),
+        match crate::client::answer_of::<M>(&value) {
+            Ok(answer) => Ok((value, answer)),
+            Err(err) => Err(Common::failed_value(format!("{err:#}"))),
         }
     }
 
