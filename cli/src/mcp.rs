@@ -53,6 +53,7 @@ pub(crate) use owner::sweep_hourly as sweep_owners_hourly;
 use crate::client::{CallError, Client};
 use crate::protocol;
 use herd_protocol::Method;
+use herd_protocol::events::{DrainAnswer, EventEnvelope};
 use herd_protocol::methods as m;
 use herd_protocol::params::{DrainParams, IdParams, LogParams, WaitParams};
 use results::{Common, ProcessResult, TerminalResult};
@@ -351,7 +352,13 @@ impl Server {
             },
         };
         let drained = client.send_typed::<m::Drain>(&params).await.ok()?;
-        let drained: Drained = match serde_json::from_value(drained) {
+        // Each event read as its envelope (its `event_id`), whatever kind of event a
+        // newer daemon sends.
+        let drained = match crate::client::read_part::<DrainAnswer<EventEnvelope>>(
+            m::Drain::NAME,
+            "",
+            &drained,
+        ) {
             Ok(drained) => drained,
             Err(err) => {
                 // The lease, if one was taken, goes back when this connection drops.
@@ -365,7 +372,12 @@ impl Server {
         let rendered = drained.rendered;
         self.collected
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let ids: Vec<String> = drained.events.into_iter().map(|e| e.event_id).collect();
+        // A daemon before `events.ack` gives no ids: its lease is acknowledged by number.
+        let ids: Vec<String> = drained
+            .events
+            .into_iter()
+            .filter_map(|e| e.event_id)
+            .collect();
         let lease = drained.lease.map(|number| delivery::Lease {
             client,
             number,
@@ -463,23 +475,6 @@ impl Server {
         result.meta = Some(meta);
         result
     }
-}
-
-/// herd-protocol's `DrainAnswer` as the notices need it: the rendering, each
-/// event's id and the lease, whatever kind of event a newer daemon sends.
-#[derive(Debug, serde::Deserialize)]
-struct Drained {
-    rendered: String,
-    #[serde(default)]
-    events: Vec<DrainedEvent>,
-    #[serde(default)]
-    lease: Option<u64>,
-}
-
-/// An event of a drain, by its id.
-#[derive(Debug, serde::Deserialize)]
-struct DrainedEvent {
-    event_id: String,
 }
 
 /// An answer without its `null` fields: they carry nothing an agent can use and
