@@ -53,6 +53,7 @@ pub(crate) use owner::sweep_hourly as sweep_owners_hourly;
 use crate::client::{CallError, Client};
 use crate::protocol;
 use herd_protocol::Method;
+use herd_protocol::events::{DrainAnswer, EventEnvelope};
 use herd_protocol::methods as m;
 use herd_protocol::params::{DrainParams, IdParams, LogParams, WaitParams};
 use results::{Common, ProcessResult, TerminalResult};
@@ -309,21 +310,19 @@ impl Server {
     /// missing or mistyped field is an error naming the method, never a default);
     /// the error answer otherwise.
     async fn ask_for<M: Method>(&self, params: &M::Params) -> Result<M::Answer, Value> {
+        self.ask_kept::<M>(params).await.map(|(_, answer)| answer)
+    }
+
+    /// [`Server::ask_for`] keeping the answer as the daemon wrote it too, for an
+    /// action that passes it on (a later daemon's fields with it) after reading it.
+    async fn ask_kept<M: Method>(&self, params: &M::Params) -> Result<(Value, M::Answer), Value> {
         let (value, is_error) = self.ask::<M>(params).await;
         if is_error {
             return Err(value);
         }
-        crate::client::answer_of::<M>(value).map_err(|err| Common::failed_value(format!("{err:#}")))
-    }
-
-    /// `method` (one of several sharing params type `P`) with typed params.
-    async fn call_typed<P: serde::Serialize>(&self, method: &str, params: &P) -> (Value, bool) {
-        match herd_protocol::to_params(params) {
-            Ok(params) => self.call(method, params).await,
-            Err(err) => (
-                Common::failed_value(format!("cannot encode the {method} request: {err}")),
-                true,
-            ),
+        match crate::client::answer_of::<M>(&value) {
+            Ok(answer) => Ok((value, answer)),
+            Err(err) => Err(Common::failed_value(format!("{err:#}"))),
         }
     }
 
@@ -353,7 +352,13 @@ impl Server {
             },
         };
         let drained = client.send_typed::<m::Drain>(&params).await.ok()?;
-        let drained: Drained = match serde_json::from_value(drained) {
+        // Each event read as its envelope (its `event_id`), whatever kind of event a
+        // newer daemon sends.
+        let drained = match crate::client::read_part::<DrainAnswer<EventEnvelope>>(
+            m::Drain::NAME,
+            "",
+            &drained,
+        ) {
             Ok(drained) => drained,
             Err(err) => {
                 // The lease, if one was taken, goes back when this connection drops.
@@ -367,7 +372,12 @@ impl Server {
         let rendered = drained.rendered;
         self.collected
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let ids: Vec<String> = drained.events.into_iter().map(|e| e.event_id).collect();
+        // A daemon before `events.ack` gives no ids: its lease is acknowledged by number.
+        let ids: Vec<String> = drained
+            .events
+            .into_iter()
+            .filter_map(|e| e.event_id)
+            .collect();
         let lease = drained.lease.map(|number| delivery::Lease {
             client,
             number,
@@ -465,23 +475,6 @@ impl Server {
         result.meta = Some(meta);
         result
     }
-}
-
-/// herd-protocol's `DrainAnswer` as the notices need it: the rendering, each
-/// event's id and the lease, whatever kind of event a newer daemon sends.
-#[derive(Debug, serde::Deserialize)]
-struct Drained {
-    rendered: String,
-    #[serde(default)]
-    events: Vec<DrainedEvent>,
-    #[serde(default)]
-    lease: Option<u64>,
-}
-
-/// An event of a drain, by its id.
-#[derive(Debug, serde::Deserialize)]
-struct DrainedEvent {
-    event_id: String,
 }
 
 /// An answer without its `null` fields: they carry nothing an agent can use and

@@ -9,12 +9,13 @@
 //!   the matching lines with context, within the same budget.
 
 use super::log_page;
+use herd_protocol::answers::{LogAnswer, WaitAnswer};
 use herd_protocol::methods as m;
 use regex::Regex;
 use serde_json::Value;
 
 use super::Server;
-use super::results::{self, Common, ProcessResult};
+use super::results::{self, Common, ProcessResult, set_field};
 
 /// Characters of output a result carries (head and tail together).
 pub(super) const OUTPUT_BUDGET_CHARS: usize = 8_000;
@@ -126,11 +127,11 @@ pub(super) fn compose_from(
 }
 
 /// Cuts a `log` page to [`PAGE_MAX_CHARS`], whole lines: the first lines of a page
-/// asked from an `offset`, the last ones of a tail page. Says so in `note`.
-pub(super) fn cap_page(page: &mut Value, from_offset: bool) {
-    let Some(text) = page["output"].as_str() else {
-        return;
-    };
+/// asked from an `offset`, the last ones of a tail page. Says so in `note`. `page`
+/// is the answer as the daemon wrote it (passed on), `log` the same read as
+/// herd-protocol's type.
+pub(super) fn cap_page(page: &mut Value, log: &LogAnswer, from_offset: bool) {
+    let text = log.output.as_str();
     if chars(text) <= PAGE_MAX_CHARS {
         return;
     }
@@ -149,7 +150,7 @@ pub(super) fn cap_page(page: &mut Value, from_offset: bool) {
         used += chars(line) + 1;
         kept += 1;
     }
-    let offset = page["offset"].as_u64().unwrap_or(0) as usize;
+    let offset = log.offset;
     let (shown, first) = if from_offset {
         (lines[..kept].join("\n"), offset)
     } else {
@@ -163,20 +164,51 @@ pub(super) fn cap_page(page: &mut Value, from_offset: bool) {
     } else {
         format!("the lines before are offset={}", first.saturating_sub(kept))
     };
-    page["output"] = Value::from(shown);
-    page["offset"] = Value::from(first);
-    page["showing"] = Value::from(format!("{kept} lines"));
-    page["page_cut"] = Value::Bool(true);
+    set_field(page, "output", shown);
+    set_field(page, "offset", first);
+    set_field(page, "showing", format!("{kept} lines"));
+    set_field(page, "page_cut", true);
     let cut_note = format!(
         "page cut to {PAGE_MAX_CHARS} characters whatever limit was asked: lines {}–{} of {} shown; {next}",
         first + 1,
         first + kept,
-        page["total_lines"]
+        log.total_lines
     );
-    page["note"] = Value::from(match page["note"].as_str() {
-        Some(old) => format!("{old}; {cut_note}"),
-        None => cut_note,
-    });
+    set_field(
+        page,
+        "note",
+        match &log.note {
+            Some(old) => format!("{old}; {cut_note}"),
+            None => cut_note,
+        },
+    );
+}
+
+/// An exit's output within the budget: the head and tail of the whole log, and
+/// what was left out ([`Server::budget_output`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Budgeted {
+    /// The head and tail, with a line naming the lines left out.
+    pub(super) output: String,
+    /// Lines of the whole log.
+    pub(super) total_lines: u64,
+    /// How many lines were left out, when any were.
+    pub(super) omitted_lines: Option<u64>,
+}
+
+impl Budgeted {
+    /// Writes it into an exit answer passed on as the daemon wrote it (its
+    /// `output_cut` goes: the output is no longer cut short, only composed).
+    pub(super) fn write_into(self, answer: &mut Value) {
+        set_field(answer, "output", self.output);
+        set_field(answer, "total_lines", self.total_lines);
+        if let Some(omitted) = self.omitted_lines {
+            set_field(answer, "omitted_lines", omitted);
+        }
+        if let Value::Object(map) = answer {
+            map.remove("output_cut");
+        }
+    }
 }
 
 /// A search's pattern: a regex, or the text itself when `literal`.
@@ -230,41 +262,42 @@ pub(super) fn matches(lines: &[String], re: &Regex, context: usize) -> (String, 
 }
 
 impl Server {
-    /// `output` of an exit answer within the budget: when it is long or was cut,
-    /// the head and tail of the whole log, with what was left out.
-    pub(super) async fn budget_output(&self, answer: &mut Value) {
-        let Some(session_id) = answer["session_id"].as_str().map(str::to_owned) else {
-            return;
-        };
-        let output = answer["output"].as_str().unwrap_or_default();
-        if answer["output_cut"] != true && chars(output) <= OUTPUT_BUDGET_CHARS {
-            return;
+    /// The output of `waited`, an exit, within the budget when it is long or was
+    /// cut: the head and tail of the whole log, with what was left out. `None` when
+    /// it fits as it is, or when the log cannot be read (the output stays as cut).
+    pub(super) async fn budget_output(&self, waited: &WaitAnswer) -> Option<Budgeted> {
+        let session_id = waited.session_id.as_str();
+        if !waited.output_cut && chars(&waited.output) <= OUTPUT_BUDGET_CHARS {
+            return None;
         }
         let head = self
-            .ask_for::<m::Log>(&log_page(&session_id, Some(0), HEAD_LINES))
+            .ask_for::<m::Log>(&log_page(session_id, Some(0), HEAD_LINES))
             .await;
         let tail = self
-            .ask_for::<m::Log>(&log_page(&session_id, None, TAIL_LINES))
+            .ask_for::<m::Log>(&log_page(session_id, None, TAIL_LINES))
             .await;
         let (Ok(head), Ok(tail)) = (head, tail) else {
-            return;
+            return None;
         };
         let head_lines: Vec<&str> = head.output.lines().collect();
         let tail_lines: Vec<&str> = tail.output.lines().collect();
         let (total, tail_start) = (tail.total_lines, tail.offset);
-        let (text, gap) = compose(&head_lines, &tail_lines, tail_start, total, &session_id);
-        answer["output"] = Value::from(text);
-        answer["total_lines"] = Value::from(total);
-        if let Some((from, to)) = gap {
-            answer["omitted_lines"] = Value::from(to - from);
-        }
-        if let Value::Object(map) = answer {
-            map.remove("output_cut");
-        }
+        let (output, gap) = compose(&head_lines, &tail_lines, tail_start, total, session_id);
+        Some(Budgeted {
+            output,
+            total_lines: total as u64,
+            omitted_lines: gap.map(|(from, to)| (to - from) as u64),
+        })
     }
 
-    /// `search`: the lines of the whole log matching `re`, with context.
-    pub(super) async fn search(&self, session_id: &str, re: &Regex, context: usize) -> Value {
+    /// `search`: the lines of the whole log matching `re`, with context; the error
+    /// answer when a page of the log cannot be read.
+    pub(super) async fn search(
+        &self,
+        session_id: &str,
+        re: &Regex,
+        context: usize,
+    ) -> Result<Value, Value> {
         let mut lines: Vec<String> = Vec::new();
         let mut note = None;
         loop {
@@ -273,7 +306,7 @@ impl Server {
                 .await
             {
                 Ok(page) => page,
-                Err(failed) => return failed,
+                Err(failed) => return Err(failed),
             };
             let before = lines.len();
             lines.extend(page.output.lines().map(str::to_owned));
@@ -294,7 +327,7 @@ impl Server {
             "{found} matching lines; the first ones within {OUTPUT_BUDGET_CHARS} characters are shown: narrow the pattern or read around a line with process(action=\"log\", offset=N)"
         ));
         // `action` is the caller's to set (`process` names the action answered).
-        results::to_value(&ProcessResult {
+        Ok(results::to_value(&ProcessResult {
             output: Some(output),
             common: Common {
                 status: Some("ok".to_owned()),
@@ -305,7 +338,7 @@ impl Server {
             },
             matches: Some(found as u64),
             ..ProcessResult::default()
-        })
+        }))
     }
 }
 
@@ -349,8 +382,15 @@ mod tests {
     #[test]
     fn a_page_is_capped_and_says_so() {
         let text: Vec<String> = (0..5_000).map(|i| format!("{i:>20}")).collect();
-        let mut page = json!({"output": text.join("\n"), "offset": 0, "total_lines": 5_000});
-        cap_page(&mut page, true);
+        let mut page = json!({
+            "session_id": "proc_x",
+            "status": "running",
+            "output": text.join("\n"),
+            "offset": 0,
+            "total_lines": 5_000,
+        });
+        let log: LogAnswer = serde_json::from_value(page.clone()).expect("a log answer");
+        cap_page(&mut page, &log, true);
         assert!(chars(page["output"].as_str().unwrap_or_default()) <= PAGE_MAX_CHARS);
         assert_eq!(page["page_cut"], json!(true));
         assert!(

@@ -1,6 +1,8 @@
 //! The `process` tool: one action on the caller's own sessions.
 
 use super::wait_for;
+use herd_protocol::Method;
+use herd_protocol::answers::{ListAnswer, WaitStatus};
 use herd_protocol::methods as m;
 use herd_protocol::params::{
     HandoffParams, IdParams, ListParams, ListState, LogParams, ResizeParams,
@@ -12,11 +14,11 @@ use serde_json::Value;
 
 use super::args::{LIST_DEFAULT_ROWS, LIST_MAX_ROWS};
 use super::read::{YIELD_DEFAULT_MS, YIELD_MAX_MS};
-use super::results::{self, Common, ProcessResult};
-use super::terminal::exited_answer;
+use super::results::{self, Common, ProcessResult, set_field};
 use super::{
     ACTIONS, Answer, NOT_A_SUBAGENT, Server, WAIT_DEFAULT_SECONDS, WAIT_MAX_SECONDS, budget,
 };
+use crate::client::read_part;
 
 /// What a resize without rows and cols in range is told.
 const RESIZE_NEEDS: &str = "resize requires rows and cols (1 to 10000 each)";
@@ -122,11 +124,13 @@ impl Server {
                         offset: offset.and_then(|o| usize::try_from(o).ok()),
                         limit: limit.and_then(|l| usize::try_from(l).ok()),
                     };
-                    let mut page = self.answer_typed::<m::Log>(&params).await;
-                    if !page.is_error {
-                        budget::cap_page(&mut page.value, offset.is_some());
+                    match self.ask_kept::<m::Log>(&params).await {
+                        Ok((mut page, log)) => {
+                            budget::cap_page(&mut page, &log, offset.is_some());
+                            Answer::ok(page)
+                        }
+                        Err(failed) => Answer::error(failed),
                     }
-                    page
                 }
                 (Err(e), _) | (_, Err(e)) => e,
             },
@@ -151,10 +155,10 @@ impl Server {
                 killed
             }
             "write" | "submit" => self.write_action(action, &session_id, &data, args).await,
-            "read" => {
-                let (value, is_error) = self.read_new(&session_id).await;
-                Answer::new(value, is_error)
-            }
+            "read" => match self.read_new(&session_id).await {
+                Ok(read) => Answer::ok(results::to_value(&read)),
+                Err(failed) => Answer::error(failed),
+            },
             "close" => {
                 self.answer_typed::<m::Close>(&IdParams::new(&*session_id).into())
                     .await
@@ -214,30 +218,35 @@ impl Server {
         // A cancelled wait stops waiting; the job runs on.
         let params = wait_for(session_id, timeout as f64, ready);
         let waited = tokio::select! {
-            waited = self.ask::<m::Wait>(&params) => waited,
+            waited = self.ask_kept::<m::Wait>(&params) => waited,
             () = context.ct.cancelled() => {
                 return Answer::failed("the wait was cancelled; the process runs on");
             }
         };
         match waited {
-            (answer, false) if answer["status"] == "exited" => {
+            Ok((mut answer, waited)) if waited.status == WaitStatus::Exited => {
+                if let Some(budgeted) = self.budget_output(&waited).await {
+                    budgeted.write_into(&mut answer);
+                }
                 // The wait carries the exit: the completion is delivered by it,
                 // not again as a notice.
-                let mut exited = exited_answer(&answer);
-                exited.value = answer;
-                self.budget_output(&mut exited.value).await;
+                let mut exited = Answer::ok(answer);
+                exited.answered = Some(waited.session_id);
                 exited
             }
-            (mut answer, is_error) => {
-                if let Some(asked) = clamped
-                    && !is_error
-                {
-                    answer["note"] = Value::from(format!(
-                        "waited {WAIT_MAX_SECONDS}s (the most one wait takes here, under clients' 60s request timeout; {asked}s was asked): still running, which is not an error; wait again or do other work, you will be told when it ends"
-                    ));
+            Ok((mut answer, _)) => {
+                if let Some(asked) = clamped {
+                    set_field(
+                        &mut answer,
+                        "note",
+                        format!(
+                            "waited {WAIT_MAX_SECONDS}s (the most one wait takes here, under clients' 60s request timeout; {asked}s was asked): still running, which is not an error; wait again or do other work, you will be told when it ends"
+                        ),
+                    );
                 }
-                Answer::new(answer, is_error)
+                Answer::ok(answer)
             }
+            Err(failed) => Answer::error(failed),
         }
     }
 
@@ -292,11 +301,10 @@ impl Server {
             Err(e) => return e,
         };
         match budget::pattern(text, literal) {
-            Ok(re) => {
-                let found = self.search(session_id, &re, context as usize).await;
-                let is_error = found["status"] != "ok";
-                Answer::new(found, is_error)
-            }
+            Ok(re) => match self.search(session_id, &re, context as usize).await {
+                Ok(found) => Answer::ok(found),
+                Err(failed) => Answer::error(failed),
+            },
             Err(message) => fail(message),
         }
     }
@@ -349,16 +357,28 @@ impl Server {
             ..ListParams::default()
         };
         let (mut answer, is_error) = self.ask::<m::List>(&params).await;
-        if let Some(rows) = answer["processes"].as_array_mut() {
-            for row in rows {
-                slim_row(row, &self.owner);
-            }
+        if is_error {
+            return Answer::error(answer);
         }
-        let is_empty = answer["processes"].as_array().is_some_and(Vec::is_empty);
-        if !is_error && state == "running" && is_empty {
-            answer["note"] =
-                Value::from("no running sessions; state=\"finished\" or \"all\" lists the others");
+        // The rows as the daemon wrote them (a later daemon's fields with them),
+        // read as herd-protocol's list answer.
+        let listed = match read_part::<ListAnswer<Value>>(m::List::NAME, "", &answer) {
+            Ok(listed) => listed,
+            Err(err) => return Answer::failed(format!("{err:#}")),
+        };
+        let is_empty = listed.processes.is_empty();
+        let mut rows = listed.processes;
+        for row in &mut rows {
+            slim_row(row, &self.owner);
         }
-        Answer::new(answer, is_error)
+        set_field(&mut answer, "processes", rows);
+        if state == "running" && is_empty {
+            set_field(
+                &mut answer,
+                "note",
+                "no running sessions; state=\"finished\" or \"all\" lists the others",
+            );
+        }
+        Answer::ok(answer)
     }
 }

@@ -21,11 +21,12 @@ use rmcp::{ErrorData as McpError, Peer};
 use tokio_util::sync::CancellationToken;
 
 use herd_protocol::Method;
+use herd_protocol::events::Pending;
 use herd_protocol::methods as m;
 use herd_protocol::params::EventsParams;
 
 use super::Server;
-use crate::client::Client;
+use crate::client::{Client, read_part};
 
 /// The one resource: this server's owner's pending notifications.
 pub(super) const NOTIFICATIONS_URI: &str = "herd://notifications";
@@ -193,16 +194,16 @@ impl Server {
             };
             match message {
                 Ok(Some(message)) if message.method.as_deref() == Some("pending") => {
-                    let count = message
-                        .params
-                        .as_ref()
-                        .and_then(|p| p["count"].as_u64())
-                        .unwrap_or(0);
-                    let seen = (count, self.collected.load(Ordering::Relaxed));
-                    if announced.is_some_and(|(before, round)| round == seen.1 && before >= count) {
+                    // A note whose count does not read wakes all the same: a wake-up
+                    // costs a read, a missed one a notice that waits for a tool call.
+                    let count = pending_count(message.params.as_ref());
+                    let round = self.collected.load(Ordering::Relaxed);
+                    if let Some(count) = count
+                        && announced.is_some_and(|(before, seen)| seen == round && before >= count)
+                    {
                         continue;
                     }
-                    announced = Some(seen);
+                    announced = count.map(|count| (count, round));
                     if !wake().await {
                         return;
                     }
@@ -210,6 +211,19 @@ impl Server {
                 Ok(Some(_)) => {}
                 Ok(None) | Err(_) => return,
             }
+        }
+    }
+}
+
+/// The `count` of a `pending` note of `events.follow`, read as herd-protocol's note;
+/// `None` (said in the log) when it does not read.
+fn pending_count(params: Option<&serde_json::Value>) -> Option<u64> {
+    let params = params.unwrap_or(&serde_json::Value::Null);
+    match read_part::<Pending>(m::EventsFollow::NAME, "a `pending` note's ", params) {
+        Ok(pending) => Some(pending.count),
+        Err(err) => {
+            tracing::warn!(error = %err, "a pending note without its count");
+            None
         }
     }
 }

@@ -7,6 +7,7 @@
 //! restart reads on where the last one stopped.
 
 use super::log_page;
+use herd_protocol::answers::SessionStatus;
 use herd_protocol::methods as m;
 use herd_protocol::params::{IdParams, StdinParams};
 use std::collections::BTreeMap;
@@ -71,12 +72,10 @@ impl Server {
     }
 
     /// The output of `session_id` since this owner's last read, within the budget,
-    /// with its status; the cursor moves to the end.
-    pub(super) async fn read_new(&self, session_id: &str) -> (Value, bool) {
-        let (polled, is_error) = self.ask::<m::Poll>(&IdParams::new(session_id)).await;
-        if is_error {
-            return (polled, true);
-        }
+    /// with its status; the cursor moves to the end. The error answer when the
+    /// session or its log cannot be read.
+    pub(super) async fn read_new(&self, session_id: &str) -> Result<ProcessResult, Value> {
+        let polled = self.ask_for::<m::Poll>(&IdParams::new(session_id)).await?;
         let from = self
             .cursors()
             .get(session_id)
@@ -87,10 +86,7 @@ impl Server {
         let tail = self
             .ask_for::<m::Log>(&log_page(session_id, None, TAIL_LINES))
             .await;
-        let (head, tail) = match (head, tail) {
-            (Ok(head), Ok(tail)) => (head, tail),
-            (Err(failed), _) | (_, Err(failed)) => return (failed, true),
-        };
+        let (head, tail) = (head?, tail?);
         let total = tail.total_lines;
         // A log that shrank (a restored tail) reads from its start.
         let from = if from > total { 0 } else { from };
@@ -114,23 +110,21 @@ impl Server {
             session_id,
             (total - usize::from(open && total > from)) as u64,
         );
-        let given = |key: &str| Some(polled[key].clone()).filter(|v| !v.is_null());
-        let answer = ProcessResult {
+        Ok(ProcessResult {
             output: Some(output),
             common: Common {
-                status: polled["status"].as_str().map(str::to_owned),
+                status: Some(polled.status.as_str().to_owned()),
                 session_id: Some(session_id.to_owned()),
                 total_lines: Some(total as u64),
-                exit_code: given("exit_code"),
-                signal: given("signal"),
-                completion_reason: given("completion_reason"),
+                exit_code: polled.exit_code.map(Value::from),
+                signal: polled.signal.map(Value::from),
+                completion_reason: polled.completion_reason.map(|r| Value::from(r.as_str())),
                 omitted_lines: gap.map(|(a, b)| (b - a) as u64),
                 ..Common::default()
             },
             new_lines: Some((total - from) as u64),
             ..ProcessResult::default()
-        };
-        (results::to_value(&answer), false)
+        })
     }
 
     /// `write`/`submit`: the bytes go in, then after `yield_ms` the output since the
@@ -143,15 +137,14 @@ impl Server {
         yield_ms: u64,
     ) -> (Value, bool) {
         // A finished job takes no input: say how it ended.
-        let (polled, is_error) = self.ask::<m::Poll>(&IdParams::new(session_id)).await;
-        if is_error {
-            return (polled, true);
-        }
-        if polled["status"] != "running" {
-            let how = match (&polled["exit_code"], &polled["signal"]) {
-                (_, Value::String(signal)) => format!("killed by {signal}"),
-                (Value::Number(code), _) => format!("exited with code {code}"),
-                _ => format!("is {}", polled["status"].as_str().unwrap_or("finished")),
+        let polled = match self.ask_for::<m::Poll>(&IdParams::new(session_id)).await {
+            Ok(polled) => polled,
+            Err(failed) => return (failed, true),
+        };
+        if polled.status != SessionStatus::Running {
+            let how = match polled.exit_code {
+                Some(code) => format!("exited with code {code}"),
+                None => format!("is {}", polled.status.as_str()),
             };
             let ended = Common {
                 session_id: Some(session_id.to_owned()),
@@ -161,27 +154,33 @@ impl Server {
             };
             return (results::to_value(&ended), true);
         }
-        let (written, is_error) = self
-            .call_typed(
-                action,
-                &StdinParams {
-                    id: session_id.to_owned(),
-                    data: data.to_owned(),
-                },
-            )
-            .await;
-        if is_error || yield_ms == 0 {
-            return (written, is_error);
-        }
+        let params = StdinParams {
+            id: session_id.to_owned(),
+            data: data.to_owned(),
+        };
+        let written = match action {
+            "submit" => self.ask_kept::<m::Submit>(&params).await,
+            _ => self.ask_kept::<m::Write>(&params).await,
+        };
+        let written = match written {
+            Ok((answer, _)) if yield_ms == 0 => return (answer, false),
+            Ok((_, written)) => written,
+            Err(failed) => return (failed, true),
+        };
         #[expect(
             clippy::disallowed_methods,
             reason = "yield_ms is the time the caller asked to let the job answer, not a wait on a condition"
         )]
         tokio::time::sleep(Duration::from_millis(yield_ms)).await;
-        let (mut read, is_error) = self.read_new(session_id).await;
-        if !is_error {
-            read["bytes_written"] = written["bytes_written"].clone();
+        match self.read_new(session_id).await {
+            Ok(read) => {
+                let read = ProcessResult {
+                    bytes_written: written.bytes_written.map(|n| n as u64),
+                    ..read
+                };
+                (results::to_value(&read), false)
+            }
+            Err(failed) => (failed, true),
         }
-        (read, is_error)
     }
 }

@@ -226,6 +226,16 @@ pub(super) fn to_value<T: Serialize>(result: &T) -> Value {
     serde_json::to_value(result).unwrap_or_default()
 }
 
+/// Sets `key` of an answer passed on as the daemon wrote it (a note, the output
+/// within the budget): the server's own field, written, never read. Unlike
+/// `answer[key] = …` it cannot panic: an answer that is no object is left as it is
+/// (the daemon's answers are objects, and the caller has read this one as one).
+pub(super) fn set_field(answer: &mut Value, key: &str, value: impl Into<Value>) {
+    if let Value::Object(map) = answer {
+        map.insert(key.to_owned(), value.into());
+    }
+}
+
 /// `tool`'s output schema (`terminal`'s, else `process`'s), as clients see it:
 /// the fields' properties open to more (a `process` action passes the daemon's
 /// answer on) and the one field every answer has required.

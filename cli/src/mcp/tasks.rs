@@ -9,6 +9,7 @@
 //! kills the job's whole tree. Other clients get the background answer as before.
 
 use super::wait_for;
+use herd_protocol::answers::WaitStatus;
 use herd_protocol::methods as m;
 use herd_protocol::params::IdParams;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -111,7 +112,10 @@ impl Server {
         };
         let req = terminal_request(args).map_err(refused)?;
         // The task's result carries the exit: a completion notice only when asked.
-        let (session_id, _) = self.start(&req, req.notify && req.notify_given).await?;
+        let session_id = self
+            .start(&req, req.notify && req.notify_given)
+            .await?
+            .session_id;
         let server = self.clone();
         let most = u64::try_from(TASK_TTL.as_millis()).unwrap_or(u64::MAX);
         let options = TaskOptions::new()
@@ -145,14 +149,15 @@ impl Server {
     /// Waits, as long as it takes, for the job to exit.
     async fn wait_to_exit(&self, session_id: &str) -> Answer {
         loop {
-            let (waited, is_error) = self
-                .ask::<m::Wait>(&wait_for(session_id, TASK_WAIT_SECONDS as f64, false))
-                .await;
-            if is_error {
-                return Answer::error(waited);
-            }
-            if waited["status"] == "exited" {
-                return self.exited(&waited).await;
+            match self
+                .ask_for::<m::Wait>(&wait_for(session_id, TASK_WAIT_SECONDS as f64, false))
+                .await
+            {
+                Ok(waited) if waited.status == WaitStatus::Exited => {
+                    return self.exited(&waited).await;
+                }
+                Ok(_) => {}
+                Err(failed) => return Answer::error(failed),
             }
         }
     }

@@ -26,7 +26,7 @@ use rmcp::model::{
 };
 use rmcp::service::{RequestContext, TxJsonRpcMessage};
 use rmcp::{ErrorData as McpError, RoleServer};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::Server;
@@ -208,12 +208,39 @@ fn task_json(task: &Task) -> Value {
     to_value(&task_2025(task))
 }
 
+/// The params of `tasks/get`, `tasks/cancel` and `tasks/result`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TaskRef {
+    #[serde(default)]
+    task_id: Option<String>,
+}
+
+/// The params of a `tools/call` that asks for a task.
+#[derive(Debug, Deserialize)]
+struct TaskCall {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    arguments: Option<JsonObject>,
+    #[serde(default)]
+    task: Option<TaskAsked>,
+}
+
+/// A `tools/call`'s `task`: how long to keep it.
+#[derive(Debug, Default, Deserialize)]
+struct TaskAsked {
+    /// Checked by [`asked_ttl`], which says what is wrong with it.
+    #[serde(default)]
+    ttl: Option<Value>,
+}
+
 /// The `taskId` of a request's params.
 fn task_id(params: &Value) -> Result<String, McpError> {
-    params["taskId"]
-        .as_str()
+    TaskRef::deserialize(params)
+        .ok()
+        .and_then(|asked| asked.task_id)
         .filter(|id| !id.is_empty())
-        .map(str::to_owned)
         .ok_or_else(|| {
             McpError::invalid_params(
                 "taskId is required: the id that tools/call answered in task.taskId",
@@ -223,10 +250,10 @@ fn task_id(params: &Value) -> Result<String, McpError> {
 }
 
 /// The ttl a `tools/call`'s `task` asks for, in ms (`None`: the server's).
-fn asked_ttl(task: &Value) -> Result<Option<u64>, McpError> {
-    match &task["ttl"] {
-        Value::Null => Ok(None),
-        ttl => ttl.as_u64().map(Some).ok_or_else(|| {
+fn asked_ttl(task: &TaskAsked) -> Result<Option<u64>, McpError> {
+    match &task.ttl {
+        None | Some(Value::Null) => Ok(None),
+        Some(ttl) => ttl.as_u64().map(Some).ok_or_else(|| {
             McpError::invalid_params(
                 format!("task.ttl must be a whole number of milliseconds, 0 or more (got {ttl})"),
                 None,
@@ -246,7 +273,10 @@ impl Server {
     ) -> Result<CustomResult, McpError> {
         let answer = match op {
             "call" => {
-                let name = params["name"].as_str().unwrap_or_default();
+                let call = TaskCall::deserialize(&params).map_err(|err| {
+                    McpError::invalid_params(format!("tools/call with task: {err}"), None)
+                })?;
+                let name = call.name.as_str();
                 if name != "terminal" {
                     return Err(McpError::invalid_params(
                         format!(
@@ -255,12 +285,11 @@ impl Server {
                         None,
                     ));
                 }
-                let mut args: JsonObject =
-                    params["arguments"].as_object().cloned().unwrap_or_default();
+                let mut args: JsonObject = call.arguments.unwrap_or_default();
                 super::schema::coerce(name, &mut args);
                 super::schema::check_arguments(name, &args)
                     .map_err(|why| McpError::invalid_params(why, None))?;
-                let ttl = asked_ttl(&params["task"])?;
+                let ttl = asked_ttl(&call.task.unwrap_or_default())?;
                 let task = self.begin_task(&args, ttl).await.map_err(|answer| {
                     let why = answer.value["error"]
                         .as_str()
@@ -412,14 +441,19 @@ mod tests {
 
     #[test]
     fn a_ttl_must_be_whole_milliseconds() {
-        assert_eq!(asked_ttl(&json!({})).ok(), Some(None));
-        assert_eq!(asked_ttl(&json!({"ttl": 60000})).ok(), Some(Some(60_000)));
+        let task = |v: Value| TaskAsked::deserialize(v).expect("a task object");
+        assert_eq!(asked_ttl(&task(json!({}))).ok(), Some(None));
+        assert_eq!(asked_ttl(&task(json!({"ttl": null}))).ok(), Some(None));
+        assert_eq!(
+            asked_ttl(&task(json!({"ttl": 60000}))).ok(),
+            Some(Some(60_000))
+        );
         for bad in [
             json!({"ttl": -1}),
             json!({"ttl": "soon"}),
             json!({"ttl": 1.5}),
         ] {
-            let error = asked_ttl(&bad).expect_err("refused");
+            let error = asked_ttl(&task(bad)).expect_err("refused");
             assert!(error.message.contains("whole number"), "{error:?}");
         }
     }

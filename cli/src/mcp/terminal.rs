@@ -4,6 +4,8 @@
 
 use super::{log_page, wait_for};
 use herd_protocol::Method;
+use herd_protocol::answers::{SpawnAnswer, WaitAnswer, WaitStatus};
+use herd_protocol::errors::DispatchFailedData;
 use herd_protocol::methods as m;
 use herd_protocol::params::IdParams;
 use herd_protocol::params::{Limits, SpawnParams};
@@ -19,7 +21,7 @@ use super::results::{self, Common, TerminalResult};
 use super::{
     Answer, FOREGROUND_DEFAULT_TIMEOUT, FOREGROUND_MAX_TIMEOUT, FOREGROUND_OUTPUT_CHARS, Server,
 };
-use crate::client::CallError;
+use crate::client::{CallError, read_part};
 use crate::protocol;
 
 /// How often a foreground call that asked for progress hears of it.
@@ -81,12 +83,12 @@ impl Server {
         }
     }
 
-    /// Starts the job: its session id, or the answer saying why not.
+    /// Starts the job: the daemon's spawn answer, or the answer saying why not.
     pub(super) async fn start(
         &self,
         req: &TerminalRequest,
         notify: bool,
-    ) -> Result<(String, Value), Answer> {
+    ) -> Result<SpawnAnswer, Answer> {
         // Jobs run where the agent works: the server's cwd, or `workdir` relative to it.
         let base = std::env::current_dir().unwrap_or_else(|_| self.home.root().to_path_buf());
         let cwd = match &req.workdir {
@@ -127,17 +129,15 @@ impl Server {
         }
         let params = herd_protocol::to_params(&params).unwrap_or_default();
         match client.call(m::Spawn::NAME, params).await {
-            Ok(info) => match crate::client::answer_of::<m::Spawn>(info.clone()) {
-                Ok(spawned) => Ok((spawned.session_id, info)),
-                Err(err) => Err(refused(format!("{err:#}"))),
-            },
+            Ok(info) => crate::client::answer_of::<m::Spawn>(info)
+                .map_err(|err| refused(format!("{err:#}"))),
             Err(CallError::Rpc(err)) => {
                 let mut answer = TerminalResult::refused(err.message);
                 // A null verdict or infrastructure is left out, as every null is.
                 if err.code == protocol::GUARDED {
                     answer.verdict = err.data;
                 } else if err.code == protocol::DISPATCH_FAILED {
-                    answer.infrastructure = err.data.map(|d| d["infrastructure"].clone());
+                    answer.infrastructure = err.data.as_ref().and_then(dispatch_failed);
                 }
                 Err(Answer::error(results::to_value(&answer)))
             }
@@ -150,13 +150,14 @@ impl Server {
         req: &TerminalRequest,
         context: &RequestContext<RoleServer>,
     ) -> Answer {
-        let (session_id, info) = match self.start(req, req.notify).await {
-            Ok(started) => started,
+        let spawned = match self.start(req, req.notify).await {
+            Ok(spawned) => spawned,
             Err(answer) => return answer,
         };
         if req.background {
-            return Answer::ok(background_answer(req, &session_id, &info));
+            return Answer::ok(background_answer(req, &spawned));
         }
+        let session_id = spawned.session_id;
         let timeout = req
             .timeout
             .unwrap_or(FOREGROUND_DEFAULT_TIMEOUT)
@@ -199,11 +200,12 @@ impl Server {
                 waited = client.call(m::Wait::NAME, params) => waited,
                 () = context.ct.cancelled() => return Err(Stopped::Cancelled),
             };
-            match waited {
-                Ok(answer) if answer["status"] == "exited" => {
-                    return Ok(self.exited(&answer).await);
+            match waited.map(crate::client::answer_of::<m::Wait>) {
+                Ok(Ok(waited)) if waited.status == WaitStatus::Exited => {
+                    return Ok(self.exited(&waited).await);
                 }
-                Ok(_) => {}
+                Ok(Ok(_)) => {}
+                Ok(Err(unread)) => return Ok(refused(format!("{unread:#}"))),
                 Err(err) => return Ok(refused(err.into_anyhow().to_string())),
             }
             if let Some(token) = &progress {
@@ -250,14 +252,19 @@ impl Server {
         let is_error = adopted.is_err();
         let adoption = adopted.as_ref().map_or("", |a| a.adoption.as_str());
         if adoption == "finished" {
-            let (answer, is_error) = self.ask::<m::Wait>(&wait_for(session_id, 1.0, false)).await;
-            return if is_error {
-                Answer::error(answer)
-            } else {
-                self.exited(&answer).await
+            return match self
+                .ask_for::<m::Wait>(&wait_for(session_id, 1.0, false))
+                .await
+            {
+                Ok(waited) => self.exited(&waited).await,
+                Err(failed) => Answer::error(failed),
             };
         }
-        let (polled, _) = self.ask::<m::Poll>(&IdParams::new(session_id)).await;
+        // A poll that fails leaves the output out (the job runs on all the same).
+        let preview = self
+            .ask_for::<m::Poll>(&IdParams::new(session_id))
+            .await
+            .map_or(Value::Null, |polled| Value::from(polled.output_preview));
         let why = match stopped {
             Stopped::TimedOut => format!("The command was still running after {timeout}s"),
             Stopped::Cancelled => "The call was cancelled".to_owned(),
@@ -275,7 +282,7 @@ impl Server {
             _ => "poll or wait on it.",
         };
         Answer::ok(results::to_value(&TerminalResult {
-            output: polled["output_preview"].clone(),
+            output: preview,
             common: Common {
                 status: Some("running".to_owned()),
                 session_id: Some(session_id.to_owned()),
@@ -291,10 +298,8 @@ impl Server {
 }
 
 /// The answer to a background start: no exit fields, the job has not finished.
-fn background_answer(req: &TerminalRequest, session_id: &str, info: &Value) -> Value {
-    let queued = info["queued"] == true;
-    // The spawn answer's fields passed on when the daemon gave them.
-    let given = |key: &str| Some(info[key].clone()).filter(|v| !v.is_null());
+fn background_answer(req: &TerminalRequest, spawned: &SpawnAnswer) -> Value {
+    let queued = spawned.queued;
     let answer = TerminalResult {
         output: Value::from(if queued {
             "Background process queued"
@@ -303,19 +308,23 @@ fn background_answer(req: &TerminalRequest, session_id: &str, info: &Value) -> V
         }),
         common: Common {
             status: Some(if queued { "queued" } else { "running" }.to_owned()),
-            session_id: Some(session_id.to_owned()),
-            pid: info["pid"].as_u64(),
-            note: info["note"].as_str().map(str::to_owned),
+            session_id: Some(spawned.session_id.clone()),
+            pid: u64::try_from(spawned.pid).ok(),
+            note: spawned.note.clone(),
             ..Common::default()
         },
-        notify_on_complete: given("notify_on_complete"),
-        watch_patterns: given("watch_patterns"),
-        heartbeat_seconds: given("heartbeat_seconds"),
-        time_limit_seconds: given("time_limit_seconds"),
-        pty_note: given("pty_note"),
+        // The spawn answer's fields passed on when the daemon gave them.
+        notify_on_complete: Some(Value::Bool(spawned.notify_on_complete)),
+        watch_patterns: (!spawned.watch_patterns.is_empty())
+            .then(|| Value::from(spawned.watch_patterns.clone())),
+        heartbeat_seconds: spawned.heartbeat_seconds.map(Value::from),
+        time_limit_seconds: spawned.time_limit_seconds.map(Value::from),
+        pty_note: spawned.pty_note.clone().map(Value::from),
         // Which dispatch a job meant to outlive its agent got (B34).
         persist_on_release: req.persist.then_some(true),
-        dispatch: given("dispatch").filter(|_| req.persist),
+        dispatch: Some(spawned.dispatch.as_str())
+            .filter(|d| req.persist && !d.is_empty())
+            .map(Value::from),
         hint: (!req.notify && req.watch.is_empty()).then(|| {
             "notify=false: nothing will tell you when this finishes; check it with process(action=\"poll\")".to_owned()
         }),
@@ -324,36 +333,54 @@ fn background_answer(req: &TerminalRequest, session_id: &str, info: &Value) -> V
     results::to_value(&answer)
 }
 
+/// `DISPATCH_FAILED`'s `infrastructure`, when its data reads as the protocol says.
+fn dispatch_failed(data: &Value) -> Option<Value> {
+    match read_part::<DispatchFailedData>(m::Spawn::NAME, "the error's data: ", data) {
+        Ok(data) => Some(Value::Bool(data.infrastructure)),
+        Err(err) => {
+            tracing::debug!(error = %err, "a dispatch failure without its infrastructure flag");
+            None
+        }
+    }
+}
+
 impl Server {
-    /// [`exited_answer`] with its output within the agent's budget.
-    pub(super) async fn exited(&self, waited: &Value) -> Answer {
-        let mut answer = exited_answer(waited);
-        self.budget_output(&mut answer.value).await;
+    /// [`exited_result`] with its output within the agent's budget.
+    pub(super) async fn exited(&self, waited: &WaitAnswer) -> Answer {
+        let mut result = exited_result(waited);
+        if let Some(budgeted) = self.budget_output(waited).await {
+            result.output = Value::from(budgeted.output);
+            result.common.total_lines = Some(budgeted.total_lines);
+            result.common.omitted_lines = budgeted.omitted_lines;
+            result.common.output_cut = None;
+        }
+        let mut answer = Answer::ok(results::to_value(&result));
+        // The answer carries the exit: its completion is not sent again as a notice.
+        answer.answered = Some(waited.session_id.clone());
         answer
     }
 }
 
-/// The answer for a job that exited while its caller waited.
-pub(super) fn exited_answer(waited: &Value) -> Answer {
-    let given = |key: &str| Some(waited[key].clone()).filter(|v| !v.is_null());
-    let cut = waited["output_cut"] == true;
-    let result = TerminalResult {
-        output: waited["output"].clone(),
+/// The result for a job that exited while its caller waited.
+fn exited_result(waited: &WaitAnswer) -> TerminalResult {
+    let cut = waited.output_cut;
+    let log_path = (cut && !waited.log_path.as_os_str().is_empty())
+        .then(|| Value::from(waited.log_path.to_string_lossy().into_owned()));
+    TerminalResult {
+        output: Value::from(waited.output.as_str()),
         common: Common {
             status: Some("exited".to_owned()),
-            session_id: waited["session_id"].as_str().map(str::to_owned),
-            exit_code: Some(waited["exit_code"].clone()),
-            signal: given("signal"),
-            completion_reason: given("completion_reason"),
+            session_id: Some(waited.session_id.clone()),
+            // `null` when a signal ended it (left out of the result, as every null).
+            exit_code: Some(Value::from(waited.exit_code)),
+            signal: waited.signal.map(Value::from),
+            completion_reason: waited.completion_reason.map(|r| Value::from(r.as_str())),
             output_cut: cut.then_some(true),
-            log_path: given("log_path").filter(|_| cut),
+            log_path,
             ..Common::default()
         },
         ..TerminalResult::default()
-    };
-    let mut answer = Answer::ok(results::to_value(&result));
-    answer.answered = waited["session_id"].as_str().map(str::to_owned);
-    answer
+    }
 }
 
 /// Validates `terminal` arguments, naming the argument that is wrong. `null` is "not given"

@@ -3,7 +3,8 @@
 //! A row here is a count the untyped-read ratchet allows on top of `ALLOWED`
 //! (`../value_reads.rs`): lower it when a file sheds one, remove it at 0, and add
 //! one only for a read of JSON that is no answer the CLI reads from a daemon (the
-//! daemon's own rows and params, another program's output).
+//! daemon's own rows and params, another program's output, an MCP client's
+//! messages and the MCP server's own schemas and results).
 
 /// `(file, how many reads by field name, why they read no daemon answer)`.
 pub(crate) const NOT_ANSWER: &[(&str, usize, &str)] = &[
@@ -42,6 +43,20 @@ pub(crate) const NOT_ANSWER: &[(&str, usize, &str)] = &[
         "cli/src/daemon/methods/query.rs",
         1,
         "the daemon takes the rows of the list answer it built itself, to merge far hosts' rows",
+    ),
+    (
+        "cli/src/mcp/schema.rs",
+        5,
+        "the MCP server reads the tools' own input schemas (made from args.rs's argument types) \
+         for a property's types and the argument names they know",
+    ),
+    (
+        "cli/src/mcp/tasks_2025.rs",
+        12,
+        "the 2025-11-25 tasks revision by hand: an MCP client's JSON-RPC line read before rmcp \
+         (`params.protocolVersion`, `params.task`) and renamed (`method`), the server's own \
+         initialize and tools/list results rewritten for that revision, the error of its own \
+         refusal, and the related-task `_meta` set on its own task result",
     ),
     (
         "cli/src/plugins/scaffold.rs",

@@ -50,17 +50,13 @@ fn a_file_over_its_count_fails_and_one_under_is_a_note() {
 }
 
 #[test]
-fn every_allowed_count_is_above_zero_and_outside_the_mcp_server() {
+fn every_allowed_count_is_above_zero() {
     let rows = ALLOWED
         .iter()
         .copied()
         .chain(NOT_ANSWER.iter().map(|(rel, n, _)| (*rel, *n)));
     for (rel, n) in rows {
         assert!(n > 0, "{rel}: a row of 0 is to be removed");
-        assert!(
-            !LEFT_OUT.iter().any(|out| rel.starts_with(out)),
-            "{rel} is not counted: remove its row"
-        );
     }
 }
 
