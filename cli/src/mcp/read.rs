@@ -142,9 +142,10 @@ impl Server {
             Err(failed) => return (failed, true),
         };
         if polled.status != SessionStatus::Running {
-            let how = match polled.exit_code {
-                Some(code) => format!("exited with code {code}"),
-                None => format!("is {}", polled.status.as_str()),
+            let how = match (polled.exit_code, polled.signal) {
+                (Some(code), _) => format!("exited with code {code}"),
+                (None, Some(signal)) => format!("killed by signal {signal}"),
+                (None, None) => format!("is {}", polled.status.as_str()),
             };
             let ended = Common {
                 session_id: Some(session_id.to_owned()),

@@ -204,6 +204,8 @@ async fn mcp_submit_answers_the_reply_and_read_returns_only_what_is_new() {
         is_error && error.contains("already ended") && error.contains("nothing was written"),
         "{refused}"
     );
+    // How it ended: the kill's signal, not a bare status.
+    assert!(error.contains("killed by signal"), "{refused}");
     // The kill the agent asked for is not also a notice (the answer said it).
     let (_, last, _) = call(&client, "process", json!({"action": "list"})).await;
     let notices: Vec<String> = notices.into_iter().chain(more).chain(last).collect();
