@@ -102,7 +102,7 @@ fn class(b: u8) -> u8 {
     let hex_letter = u8::from(b.wrapping_sub(b'a') < 6);
     let upper = u8::from(b.wrapping_sub(b'A') < 26);
     let token = digit | lower | upper | u8::from(b == b'_') | u8::from(b == b'-');
-    digit * DIGIT | (digit | hex_letter) * HEX | lower * LOWER | token * TOKEN
+    (digit * DIGIT) | ((digit | hex_letter) * HEX) | (lower * LOWER) | (token * TOKEN)
 }
 
 /// Whether a position of the block in the middle of `window` passes a test;
