@@ -320,7 +320,9 @@ fn nth_char_from_end(text: &str, nth: usize) -> usize {
 /// blocks are skipped by a vectorised count, so a page deep in a long text costs
 /// little more than the page.
 fn nth_newline(bytes: &[u8], from: usize, nth: usize) -> Option<usize> {
-    const BLOCK: usize = 64 * 1024;
+    // Counted a small block at a time (one vectorised count each), so that only
+    // the newlines of the block holding the one asked for are visited one by one.
+    const BLOCK: usize = 4 * 1024;
     let mut left = nth;
     let mut at = from;
     while at < bytes.len() {

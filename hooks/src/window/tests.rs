@@ -765,3 +765,25 @@ fn b30_a_source_cut_anywhere_inside_a_one_string_key_shows_only_masks() {
         }
     }
 }
+
+proptest! {
+    /// The `nth` newline at or after `from`, found by block counts, is the one a
+    /// walk newline by newline finds, across block edges.
+    #[test]
+    fn nth_newline_is_the_nth_newline_from_its_start(
+        lines in proptest::collection::vec(0usize..300, 0..60),
+        from_pct in 0usize..100,
+        nth in 0usize..70,
+    ) {
+        let text: String = lines.iter().map(|n| format!("{}\n", "x".repeat(*n))).collect();
+        let bytes = text.as_bytes();
+        let from = bytes.len() * from_pct / 100;
+        let want = bytes[from..]
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| **b == b'\n')
+            .nth(nth)
+            .map(|(idx, _)| from + idx);
+        prop_assert_eq!(super::nth_newline(bytes, from, nth), want);
+    }
+}
