@@ -459,7 +459,17 @@ impl Redactor {
             Some(map) => visible::widen_overstrike(text, map[start], map[end - 1] + 1),
             None => (start, end),
         };
-        let (keys, open_after) = keys::spans(haystack, key_open);
+        // One packed pass for the rare literals of the key markers and of the side
+        // scanners, shared by both.
+        let rare = rare::RareHits::find(haystack.as_bytes());
+        let (keys, open_after) = keys::spans_found(
+            haystack,
+            key_open,
+            [
+                &rare.list(rare::Rare::PuttyLines),
+                &rare.list(rare::Rare::EncodedPem),
+            ],
+        );
         let mut found: Vec<Found> = keys
             .into_iter()
             .filter(|(s, e)| e > s)
@@ -474,7 +484,7 @@ impl Redactor {
             .collect();
         let n_keys = found.len();
         let mut key_idx = 0;
-        for (start, end, mut with) in self.matches(haystack, map, mode) {
+        for (start, end, mut with) in self.matches_found(haystack, map, mode, &rare) {
             let (orig_start, orig_end) = to_text(start, end);
             // Key spans win over any match they overlap.
             while key_idx < n_keys && found[key_idx].end <= orig_start {
@@ -620,13 +630,24 @@ impl Redactor {
         map: Option<&[usize]>,
         mode: RedactMode,
     ) -> Vec<(usize, usize, String)> {
+        self.matches_found(text, map, mode, &rare::RareHits::find(text.as_bytes()))
+    }
+
+    /// [`Self::matches`] with the rare literals of `text` found beforehand.
+    fn matches_found(
+        &self,
+        text: &str,
+        map: Option<&[usize]>,
+        mode: RedactMode,
+        rare: &rare::RareHits,
+    ) -> Vec<(usize, usize, String)> {
         let mut all: Vec<Candidate<'_>> = Vec::new();
         match mode {
             RedactMode::Code => {
                 let triggers = &self.triggers;
                 self.code
                     .anchored_matches(triggers, text, map, 0, &mut all, families::replace);
-                for (s, e, k) in families::side_matches(text) {
+                for (s, e, k) in families::side_matches(text, rare) {
                     all.push((s, 1, e, side_kind(&k), None));
                 }
                 if let Some((extra, triggers)) = &self.extra {
@@ -644,7 +665,7 @@ impl Redactor {
                         None,
                     ));
                 }
-                for (s, e, k) in families::side_matches(text) {
+                for (s, e, k) in families::side_matches(text, rare) {
                     all.push((s, 1, e, side_kind(&k), None));
                 }
             }

@@ -518,7 +518,7 @@ fn is_secret_file(word: &str) -> bool {
 /// - `.netrc` and `.pgpass` lines, judged as whole lines (`providers::files`).
 ///
 /// Returned sorted by start, non-overlapping.
-pub(super) fn side_matches(text: &str) -> Vec<(usize, usize, Kind)> {
+pub(super) fn side_matches(text: &str, rare: &RareHits) -> Vec<(usize, usize, Kind)> {
     let bytes = text.as_bytes();
     let mut found = Vec::new();
     let mut next_free = 0;
@@ -526,10 +526,9 @@ pub(super) fn side_matches(text: &str) -> Vec<(usize, usize, Kind)> {
         side_matches_in(bytes, from, to, &mut next_free, &mut found);
     }
     let n_dotted = found.len();
-    let rare = super::rare::RareHits::find(bytes);
-    super::suffixed::suffixed_matches(bytes, &rare, &mut found);
-    super::providers::file_line_matches(bytes, &rare, &mut found);
-    xtrace_matches(text, &rare, &mut found);
+    super::suffixed::suffixed_matches(bytes, rare, &mut found);
+    super::providers::file_line_matches(bytes, rare, &mut found);
+    xtrace_matches(text, rare, &mut found);
     if found.len() > n_dotted {
         found.sort_unstable_by_key(|(start, end, _)| (*start, std::cmp::Reverse(*end)));
         let mut last_end = 0;

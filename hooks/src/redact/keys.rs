@@ -34,6 +34,7 @@ mod ppk;
 const _: () = assert!(encoded::NEEDLE[0] == b'L' && ppk::NEEDLE[0] == b'-');
 
 pub(crate) use encoded::NEEDLE as ENCODED_NEEDLE;
+pub(crate) use ppk::NEEDLE as PPK_NEEDLE;
 
 /// What every masked part of a block becomes.
 pub(crate) const KEY_MASK: &str = "[REDACTED PRIVATE KEY]";
@@ -42,19 +43,34 @@ pub(crate) const KEY_MASK: &str = "[REDACTED PRIVATE KEY]";
 /// and whether a block is still open at the end of `text`. `open` says a block was
 /// open where `text` starts.
 pub(crate) fn spans(text: &str, open: bool) -> (Vec<(usize, usize)>, bool) {
-    spans_from(text, open, true)
+    spans_from(text, open, true, Markers::new())
+}
+
+/// As [`spans`], with the hits of [`PPK_NEEDLE`] and of [`ENCODED_NEEDLE`] in
+/// `text` found beforehand (each list in order): the text is not searched for
+/// them again.
+pub(crate) fn spans_found(
+    text: &str,
+    open: bool,
+    found: [&[usize]; 2],
+) -> (Vec<(usize, usize)>, bool) {
+    spans_from(text, open, true, Markers::found(found))
 }
 
 /// As [`spans`] for a text that starts at a line's start (the key index's lines):
 /// a line of dashes in a block is never read as the rest of a cut opener.
 pub(crate) fn whole_line_spans(text: &str, open: bool) -> (Vec<(usize, usize)>, bool) {
-    spans_from(text, open, false)
+    spans_from(text, open, false, Markers::new())
 }
 
-fn spans_from(text: &str, mut open: bool, may_start_cut: bool) -> (Vec<(usize, usize)>, bool) {
+fn spans_from(
+    text: &str,
+    mut open: bool,
+    may_start_cut: bool,
+    mut markers: Markers<'_>,
+) -> (Vec<(usize, usize)>, bool) {
     let mut found = Vec::new();
     let mut line_start = 0;
-    let mut markers = Markers::new();
     while line_start <= text.len() {
         if !open {
             // Outside a block only a line with a marker matters: go to the next.
@@ -86,15 +102,18 @@ fn spans_from(text: &str, mut open: bool, may_start_cut: bool) -> (Vec<(usize, u
 /// The search for the lines that can open a block (a `-----` marker, a PuTTY
 /// file's `-Lines: `, a PEM file in base64), each needle's next hit kept, so a text is read once per
 /// needle however many times it is asked.
-pub(crate) struct Markers {
+pub(crate) struct Markers<'a> {
     finders: &'static [memchr::memmem::Finder<'static>; 2],
+    /// The hits of the finders' needles when they were found beforehand (each
+    /// list in order, of the same bytes every call): looked up, not searched.
+    found: Option<[&'a [usize]; 2]>,
     /// The next hit of the dashes and of each finder at or after the last position
     /// asked (`None`: not searched yet; `Some(None)`: none left).
     next: [Option<Option<usize>>; 3],
 }
 
-impl Markers {
-    pub(crate) fn new() -> Markers {
+impl Markers<'static> {
+    pub(crate) fn new() -> Markers<'static> {
         // Built once: a searcher costs more to build than a short text to search.
         static FINDERS: std::sync::OnceLock<[memchr::memmem::Finder<'static>; 2]> =
             std::sync::OnceLock::new();
@@ -105,7 +124,19 @@ impl Markers {
                     memchr::memmem::Finder::new(encoded::NEEDLE),
                 ]
             }),
+            found: None,
             next: [None, None, None],
+        }
+    }
+}
+
+impl<'a> Markers<'a> {
+    /// The search with the hits of [`PPK_NEEDLE`] and [`ENCODED_NEEDLE`] found
+    /// beforehand (see [`spans_found`]).
+    fn found(found: [&'a [usize]; 2]) -> Markers<'a> {
+        Markers {
+            found: Some(found),
+            ..Markers::new()
         }
     }
 
@@ -118,12 +149,18 @@ impl Markers {
                 Some(None) => false,
             };
             if stale {
-                let rest = bytes.get(from..);
-                let hit = match idx.checked_sub(1) {
-                    None => rest.and_then(dashes::find),
-                    Some(finder) => rest.and_then(|rest| self.finders[finder].find(rest)),
+                let hit = match (idx.checked_sub(1), self.found) {
+                    (None, _) => bytes.get(from..).and_then(dashes::find).map(|i| from + i),
+                    (Some(needle), Some(found)) => {
+                        let hits = found[needle];
+                        hits.get(hits.partition_point(|at| *at < from)).copied()
+                    }
+                    (Some(needle), None) => bytes
+                        .get(from..)
+                        .and_then(|rest| self.finders[needle].find(rest))
+                        .map(|i| from + i),
                 };
-                self.next[idx] = Some(hit.map(|i| from + i));
+                self.next[idx] = Some(hit);
             }
         }
         self.next.iter().flatten().flatten().min().copied()

@@ -4,7 +4,9 @@
 //!   a Mailchimp API key (`suffixed`);
 //! - `password`, the word every `.netrc` line the netrc scanner masks holds
 //!   (`providers::files`);
-//! - `\n+`, the start of a line a shell traced (`set -x`; `families`).
+//! - `\n+`, the start of a line a shell traced (`set -x`; `families`);
+//! - `-Lines: ` and `LS0tLS1C`, the needles of PuTTY key files and of PEM blocks in
+//!   base64, two of the private-key markers (`keys::spans_found`).
 //!
 //! No suffix of one literal is a prefix of another or of itself, so two hits
 //! never overlap and the packed search's non-overlapping hits are all of them.
@@ -18,14 +20,18 @@ pub(super) enum Rare {
     Mailchimp,
     Password,
     Traced,
+    PuttyLines,
+    EncodedPem,
 }
 
 /// The literals, in the order of their [`Rare`] names.
-const LITERALS: [(&[u8], Rare); 4] = [
+const LITERALS: [(&[u8], Rare); 6] = [
     (b"_mmk", Rare::MaxMind),
     (b"-us", Rare::Mailchimp),
     (b"password", Rare::Password),
     (b"\n+", Rare::Traced),
+    (super::keys::PPK_NEEDLE, Rare::PuttyLines),
+    (super::keys::ENCODED_NEEDLE, Rare::EncodedPem),
 ];
 
 /// The hits of a text, in order: each literal's start.
@@ -63,6 +69,11 @@ impl RareHits {
         RareHits(hits)
     }
 
+    /// The starts of the hits of `rare`, in order, as a list.
+    pub(super) fn list(&self, rare: Rare) -> Vec<usize> {
+        self.of(rare).collect()
+    }
+
     /// The starts of the hits of `rare`, in order.
     pub(super) fn of(&self, rare: Rare) -> impl Iterator<Item = usize> + '_ {
         self.0
@@ -83,7 +94,7 @@ mod tests {
         #[test]
         fn b30_rare_hits_are_every_occurrence(
             text in proptest::collection::vec(
-                proptest::sample::select(b"_mk-uspaword\n+ x".to_vec()),
+                proptest::sample::select(b"_mk-uspaword\n+ xLine: S0t1C".to_vec()),
                 0..3000,
             )
         ) {

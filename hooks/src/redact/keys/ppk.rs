@@ -22,7 +22,7 @@
 //! and stay.
 
 /// What every line that opens a block holds (`Public-Lines: `, `Private-Lines: `).
-pub(super) const NEEDLE: &[u8] = b"-Lines: ";
+pub(crate) const NEEDLE: &[u8] = b"-Lines: ";
 
 /// The header names of the format after its first line; the last two close a block.
 const HEADERS: [&str; 11] = [
