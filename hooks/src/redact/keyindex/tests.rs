@@ -108,9 +108,8 @@ fn b30_an_index_that_starts_inside_a_begin_marker_does_not_call_the_block_closed
     // Fuzz finding: a re-adopted session's index that starts inside a BEGIN marker
     // (behind a `grep -n` prefix) read the rest of the marker as a line that closes
     // every block, so a page deep in the key was shown unmasked; the log knows.
-    let text = format!(
-        "log\nid_rsa:1:-----BEGIN RSA PRIVATE KEY-----\nid_rsa:2:{BODY}id_rsa:3:{BODY}"
-    );
+    let text =
+        format!("log\nid_rsa:1:-----BEGIN RSA PRIVATE KEY-----\nid_rsa:2:{BODY}id_rsa:3:{BODY}");
     for cut in ["PRI", "-----", "KEY-"] {
         let skip = text.find(cut).map_or(0, |idx| idx + 2);
         let mut index = KeyIndex::starting_at(at(skip));
