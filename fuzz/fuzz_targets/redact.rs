@@ -296,10 +296,17 @@ fn whole_text(case: &Case<'_>, judge: &Judge<'_>, text: &str) {
     }
 }
 
-/// The streams, fed in chunks of a size from the input, going idle now and then.
+/// At most this many idles per stream: an idle judges the whole held line (up to
+/// 64 KiB), and a real stream idles after a pause, not every few bytes.
+const MAX_IDLES: usize = 16;
+
+/// The streams, fed in chunks of a size from the input, going idle now and then:
+/// every third chunk, or on a long text `MAX_IDLES` times spread over it (idling
+/// every third chunk of a long key cost 70 s per input).
 fn streams(case: &Case<'_>, judge: &Judge<'_>, text: &str) {
     let chunk = 1 + case.n % 64;
     let idle = case.flags & 0x40 != 0;
+    let idle_every = (text.len().div_ceil(chunk) / MAX_IDLES).max(3);
     let mut stream = StreamRedactor::new(Arc::clone(&case.redactor), case.mode);
     let pipeline = Arc::new(Pipeline::with_redactor(
         HookChain::default(),
@@ -308,7 +315,7 @@ fn streams(case: &Case<'_>, judge: &Judge<'_>, text: &str) {
     let mut shown = Pipeline::show_stream(&pipeline, &case.ctx());
     let (mut out, mut out_shown) = (String::new(), String::new());
     let mut at = 0;
-    let mut n_chunks = 0u32;
+    let mut n_chunks = 0usize;
     while at < text.len() {
         let mut end = (at + chunk).min(text.len());
         while !text.is_char_boundary(end) {
@@ -317,7 +324,7 @@ fn streams(case: &Case<'_>, judge: &Judge<'_>, text: &str) {
         out.push_str(&stream.push(&text[at..end]));
         out_shown.push_str(shown.push(&text[at..end]).as_str());
         n_chunks += 1;
-        if idle && n_chunks % 3 == 0 {
+        if idle && n_chunks % idle_every == 0 {
             out.push_str(&stream.release_idle());
             out_shown.push_str(shown.release_idle().as_str());
         }

@@ -206,8 +206,13 @@ impl KeyIndex {
         let seen = stripped.as_ref().map_or(text.as_ref(), |(copy, _)| copy);
         if self.known_from.is_none() {
             // A line that could go on with a block (a body line, or the rest of a
-            // block written as one string) does not decide the state.
-            if keys::could_be_body(seen) || keys::continues_string(seen).is_some() {
+            // block written as one string) does not decide the state, nor does the
+            // rest of an opener (an index started inside `-----BEGIN RSA PRI|VATE
+            // KEY-----`: the block opened there; fuzz finding, it was called closed).
+            if keys::could_be_body(seen)
+                || keys::continues_string(seen).is_some()
+                || keys::rest_of_opener(seen).is_some()
+            {
                 return;
             }
             // The first line that decides the state on its own.

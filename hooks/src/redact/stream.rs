@@ -10,7 +10,16 @@
 //! echoed keystroke, a progress bar), or until `finish`.
 //!
 //! Invariant: memory is bounded. When the held line exceeds `MAX_HELD_BYTES`, all
-//! but the last `KEEP_BYTES` are emitted, cut at whitespace and never inside a match.
+//! but the last `KEEP_BYTES` are emitted, cut at whitespace (or anywhere, when a match
+//! covers the last whitespace) and never inside a match. One match longer than that
+//! (a 100 KiB key written as one string) is held until the line goes past it.
+//!
+//! Invariant: the work per pushed byte is bounded. A push looks for a line end only
+//! in what it added (the held text never holds one between calls), and a held line
+//! that a match keeps from being cut is judged again only once it has doubled, so a
+//! long line fed in small chunks costs time linear in its length, not quadratic
+//! (fuzz finding: a long key in one string, fed 19 bytes at a time, was judged
+//! whole at every push).
 //!
 //! Invariant: the concatenation of everything `push`, `release_idle` and `finish`
 //! return has the same lines as `Redactor::redact` of the concatenated input, and
@@ -20,6 +29,9 @@
 use std::sync::Arc;
 
 use super::{RedactMode, Redactor, context, splice_continuing};
+
+#[cfg(test)]
+mod tests;
 
 /// Held text above which the stream emits part of a line.
 const MAX_HELD_BYTES: usize = 64 * 1024;
@@ -31,8 +43,16 @@ const KEEP_BYTES: usize = 4 * 1024;
 pub struct StreamRedactor {
     redactor: Arc<Redactor>,
     mode: RedactMode,
-    /// Input not yet emitted (unredacted): at most one unfinished line.
+    /// Input not yet emitted (unredacted).
+    ///
+    /// Invariant: between calls, at most one unfinished line: no `\n` or `\r`.
     held: String,
+    /// The held line is not judged for a forced cut before it has this many bytes:
+    /// twice what it had when a match last kept every cut back (0: no such match).
+    judge_again_bytes: usize,
+    /// Bytes the cut search has scanned so far (the tests bound the work per byte).
+    #[cfg(test)]
+    n_judged_bytes: usize,
     /// The start of the unfinished line that was already emitted (on idle, or a
     /// forced cut), raw: context for matching the rest of the line (at most
     /// `KEEP_BYTES`).
@@ -52,6 +72,9 @@ impl StreamRedactor {
             redactor,
             mode,
             held: String::new(),
+            judge_again_bytes: 0,
+            #[cfg(test)]
+            n_judged_bytes: 0,
             line_shown: String::new(),
             shown_mask: None,
             key_open: false,
@@ -68,8 +91,9 @@ impl StreamRedactor {
     /// Feeds one chunk; returns the redacted text that is safe to emit now
     /// (possibly empty).
     pub fn push(&mut self, chunk: &str) -> String {
+        let from = self.held.len();
         self.held.push_str(chunk);
-        let cut = self.safe_cut();
+        let cut = self.safe_cut(from);
         self.emit(cut)
     }
 
@@ -77,12 +101,13 @@ impl StreamRedactor {
     /// stream fed whole lines), the chunk becomes the held text, and whole lines
     /// with nothing to mask go out without a copy.
     pub(crate) fn push_owned(&mut self, chunk: String) -> String {
+        let from = self.held.len();
         if self.held.is_empty() {
             self.held = chunk;
         } else {
             self.held.push_str(&chunk);
         }
-        let cut = self.safe_cut();
+        let cut = self.safe_cut(from);
         self.emit(cut)
     }
 
@@ -106,6 +131,9 @@ impl StreamRedactor {
                 .hold_point(&line, self.mode)
                 .saturating_sub(shown)
         };
+        if cut > 0 {
+            self.judge_again_bytes = 0;
+        }
         self.emit(cut)
     }
 
@@ -113,6 +141,7 @@ impl StreamRedactor {
     pub fn finish(&mut self) -> String {
         let cut = self.held.len();
         let out = self.emit(cut);
+        self.judge_again_bytes = 0;
         self.key_open = false;
         self.line_shown.clear();
         self.shown_mask = None;
@@ -197,28 +226,59 @@ impl StreamRedactor {
         out
     }
 
-    /// Where the held text can be cut: everything before is emitted.
-    fn safe_cut(&self) -> usize {
-        let held = &self.held;
-        let cut = memchr::memrchr2(b'\n', b'\r', held.as_bytes()).map_or(0, |idx| idx + 1);
-        if held.len() - cut <= MAX_HELD_BYTES {
+    /// Where the held text can be cut: everything before is emitted. `from` is where
+    /// the bytes pushed last start (no line end before it).
+    fn safe_cut(&mut self, from: usize) -> usize {
+        let bytes = self.held.as_bytes();
+        let Some(tail) = bytes.get(from..) else {
+            return 0;
+        };
+        #[cfg(test)]
+        {
+            self.n_judged_bytes += tail.len();
+        }
+        let cut = match memchr::memrchr2(b'\n', b'\r', tail) {
+            Some(idx) => {
+                // A new line: nothing is known of it yet.
+                self.judge_again_bytes = 0;
+                from + idx + 1
+            }
+            None => 0,
+        };
+        let line_bytes = self.held.len() - cut;
+        if line_bytes <= MAX_HELD_BYTES || line_bytes < self.judge_again_bytes {
             return cut;
         }
-        // Forced emit of a long line: keep the tail, cut at whitespace, never
-        // inside a complete match.
-        let mut forced = held.len() - KEEP_BYTES;
-        while !held.is_char_boundary(forced) {
-            forced -= 1;
+        #[cfg(test)]
+        {
+            self.n_judged_bytes += line_bytes;
         }
-        if let Some(ws) = held[cut..forced].rfind(char::is_whitespace) {
-            forced = cut + ws + 1;
+        let forced = self.forced_cut(cut);
+        self.judge_again_bytes = if forced > cut { 0 } else { 2 * line_bytes };
+        forced.max(cut)
+    }
+
+    /// The forced cut of the long line `held[cut..]`: at the last whitespace before
+    /// its last `KEEP_BYTES`, or else (none, or a match covers it) at their start;
+    /// moved back to the start of a match it falls in: `cut` when one match covers
+    /// the line from its start.
+    fn forced_cut(&self, cut: usize) -> usize {
+        let held = &self.held;
+        let mut plain = held.len() - KEEP_BYTES;
+        while !held.is_char_boundary(plain) {
+            plain -= 1;
         }
         let (found, _) = self.redactor.find(&held[cut..], self.mode, self.key_open);
-        for f in found {
-            if cut + f.start < forced && forced < cut + f.end {
-                forced = cut + f.start;
-            }
-        }
-        forced.max(cut)
+        let outside = |at: usize| {
+            found
+                .iter()
+                .find(|f| cut + f.start < at && at < cut + f.end)
+                .map_or(at, |f| cut + f.start)
+        };
+        held[cut..plain]
+            .rfind(char::is_whitespace)
+            .map(|ws| outside(cut + ws + 1))
+            .filter(|&at| at > cut)
+            .unwrap_or_else(|| outside(plain))
     }
 }

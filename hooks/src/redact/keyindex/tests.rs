@@ -104,6 +104,27 @@ fn b30_an_index_that_starts_late_answers_only_what_it_saw_decided() {
 }
 
 #[test]
+fn b30_an_index_that_starts_inside_a_begin_marker_does_not_call_the_block_closed() {
+    // Fuzz finding: a re-adopted session's index that starts inside a BEGIN marker
+    // (behind a `grep -n` prefix) read the rest of the marker as a line that closes
+    // every block, so a page deep in the key was shown unmasked; the log knows.
+    let text =
+        format!("log\nid_rsa:1:-----BEGIN RSA PRIVATE KEY-----\nid_rsa:2:{BODY}id_rsa:3:{BODY}");
+    for cut in ["PRI", "-----", "KEY-"] {
+        let skip = text.find(cut).map_or(0, |idx| idx + 2);
+        let mut index = KeyIndex::starting_at(at(skip));
+        index.push(&text.as_bytes()[skip..]);
+        for line_start in line_starts(&text).into_iter().filter(|&s| s > skip) {
+            let open = index.open_at(at(line_start));
+            assert!(
+                open.is_none_or(|open| open),
+                "started at {skip}: the index says {open:?} at {line_start}"
+            );
+        }
+    }
+}
+
+#[test]
 fn b30_a_marker_hidden_by_escapes_opens_a_block_in_the_index() {
     let text = format!("log\n--\x1b[1m---BEGIN RSA PRIVATE KEY-----\x1b[0m\n{BODY}{BODY}");
     let index = index_of(&text, 7);

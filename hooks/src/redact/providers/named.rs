@@ -19,6 +19,8 @@
 //! and digits mixed, or long and irregular), while a password-kind name masks any
 //! other value.
 
+use std::cell::Cell;
+
 use super::{B, Shape, fill};
 use crate::redact::{Kind, mask};
 
@@ -138,15 +140,57 @@ pub(crate) fn replace(m: &str) -> Option<String> {
 }
 
 /// `value` with the built-in families' matches masked, when there are any.
+///
+/// Not inside such a search already: a secret-named value nested in the value
+/// searched declines there, and the scan goes on inside it, so what it holds is
+/// found all the same. Searching each nested value again doubled the work with
+/// every name nested in one value (`password=!password=!…`: 18 names 0.1 s, 30
+/// minutes; fuzz finding).
 fn inner_secrets(value: &str) -> Option<String> {
     static BUILTIN: std::sync::OnceLock<crate::Redactor> = std::sync::OnceLock::new();
-    if value.len() < 10 {
+    if value.len() < 10 || SEARCHING_INSIDE.with(Cell::get) {
         return None;
     }
     let redactor = BUILTIN.get_or_init(crate::Redactor::builtin);
+    #[cfg(test)]
+    N_INNER_SEARCHES.with(|n| n.set(n.get() + 1));
+    let _searching = SearchingInside::enter();
     match redactor.redact(value, crate::RedactMode::Code) {
         std::borrow::Cow::Owned(masked) => Some(masked),
         std::borrow::Cow::Borrowed(_) => None,
+    }
+}
+
+thread_local! {
+    /// Set while this thread searches a value for inner secrets.
+    static SEARCHING_INSIDE: Cell<bool> = const { Cell::new(false) };
+}
+
+#[cfg(test)]
+thread_local! {
+    /// How many values this thread has searched for inner secrets.
+    static N_INNER_SEARCHES: Cell<usize> = const { Cell::new(0) };
+}
+
+/// How many values this thread has searched for inner secrets so far.
+#[cfg(test)]
+fn n_inner_searches() -> usize {
+    N_INNER_SEARCHES.with(Cell::get)
+}
+
+/// Marks this thread as searching a value until dropped (a panic included).
+struct SearchingInside;
+
+impl SearchingInside {
+    fn enter() -> SearchingInside {
+        SEARCHING_INSIDE.with(|s| s.set(true));
+        SearchingInside
+    }
+}
+
+impl Drop for SearchingInside {
+    fn drop(&mut self) {
+        SEARCHING_INSIDE.with(|s| s.set(false));
     }
 }
 

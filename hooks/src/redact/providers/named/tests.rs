@@ -157,3 +157,33 @@ fn b30_code_references_and_prose_beside_secret_names_are_left_alone() {
         assert_eq!(code(text), text, "over-masked");
     }
 }
+
+#[test]
+fn b30_secret_names_nested_in_one_value_cost_one_search_each() {
+    // Fuzz finding: every value left alone (`!…`, a path) was searched for inner
+    // secrets, and inside that search every value nested in it again, so the work
+    // doubled with each name nested in one value (18 names: 0.1 s; 30: minutes).
+    // Counted, not timed: at most one search per name.
+    for unit in ["password=!", "token=/x/"] {
+        for n_names in [8, 25] {
+            let text = format!("run {} done", unit.repeat(n_names));
+            let before = super::n_inner_searches();
+            assert_eq!(code(&text), text);
+            let n_searches = super::n_inner_searches() - before;
+            assert!(
+                n_searches <= n_names,
+                "{n_searches} inner searches for {n_names} names in {text:?}"
+            );
+        }
+    }
+    // What a nested value holds is still masked, in ordinary output and in a dump.
+    let token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
+    let text = format!("run password=!token=/x/{token} done");
+    for mode in [RedactMode::Code, RedactMode::SecretDump] {
+        let out = Redactor::builtin().redact(&text, mode).into_owned();
+        assert!(
+            out.contains("password=!token=/x/ghp_ab") && !out.contains(token),
+            "{mode:?}: {out}"
+        );
+    }
+}
