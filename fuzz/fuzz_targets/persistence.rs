@@ -1,5 +1,6 @@
 //! What herd-persistence reads back from disk, from arbitrary bytes: the checkpoint
-//! (`processes.json`), a pending checkpoint entry, a result receipt, a shim's info
+//! (`processes.json`), a pending checkpoint entry, a result receipt of a release
+//! before the store (imported into `state.db`), a shim's info
 //! and exit records, a ledger row whose event (or any column) is arbitrary, and a
 //! ledger database file with arbitrary bytes patched in. The crate has no public
 //! parse-from-bytes functions, so each input is written where the file lives in a
@@ -115,8 +116,10 @@ fuzz_target!(|data: &[u8]| {
             let _ = CheckpointStore::new(&home).load();
         }
         2 => {
+            // A receipt of a release before the store, imported into `state.db`
+            // when the store is first opened.
+            write(&home.results_dir().join(format!("{ID}.json")), content);
             let store = ReceiptStore::new(&home);
-            write(&store.path(ID).expect("a valid id"), content);
             if let Ok(Some(receipt)) = store.load(ID) {
                 assert_eq!(receipt.id, ID, "a receipt loaded for {ID} is another's");
             }
