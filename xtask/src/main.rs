@@ -190,6 +190,20 @@ fn ci() -> Result<()> {
     lint()?;
     cargo(&["build", "--workspace", "--all-targets", "--quiet"])
         .context("building the workspace failed")?;
+    // The fuzz targets are their own workspace, built with nightly by `cargo xtask
+    // fuzz`; checked here so that a change to what they call cannot leave them
+    // unbuildable unnoticed.
+    cargo(&[
+        "check",
+        "--manifest-path",
+        "fuzz/Cargo.toml",
+        "--bins",
+        "--locked",
+        "--quiet",
+    ])
+    .context(
+        "the fuzz targets no longer compile (fuzz/fuzz_targets; `cargo xtask fuzz` runs them)",
+    )?;
     cargo(&["test", "--workspace", "--quiet"]).context("tests failed")?;
     contract()?;
     outsider::check(&workspace_root()?)?;
