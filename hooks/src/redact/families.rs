@@ -250,14 +250,14 @@ pub(super) fn replace(kind: &Kind, m: &str) -> Option<String> {
             if is_reference(secret) {
                 return None;
             }
-            Some(format!("{head}{scheme}{}", mask(secret)))
+            Some(joined(&[head, scheme, &mask(secret)]))
         }
         Kind::HeaderValue => {
             let (head, value) = split_value(m, &[':', '='])?;
             if is_reference(value) {
                 return None;
             }
-            Some(format!("{head}{}", mask(value)))
+            Some(joined(&[head, &mask(value)]))
         }
         Kind::DbPassword => {
             // `scheme://user:password@`
@@ -267,16 +267,16 @@ pub(super) fn replace(kind: &Kind, m: &str) -> Option<String> {
             if is_template(password) {
                 return None;
             }
-            Some(format!("{}***@", &m[..=colon]))
+            Some(joined(&[&m[..=colon], "***@"]))
         }
         Kind::UserinfoToken => {
             let after_scheme = m.find("://")? + 3;
             let token = &m[after_scheme..m.len() - 1];
-            Some(format!("{}{}@", &m[..after_scheme], mask(token)))
+            Some(joined(&[&m[..after_scheme], &mask(token), "@"]))
         }
         Kind::Telegram => {
             let colon = m.find(':')?;
-            Some(format!("{}***", &m[..=colon]))
+            Some(joined(&[&m[..=colon], "***"]))
         }
         Kind::EnvAssign => assignment(m, '='),
         Kind::NamedValue => super::providers::named_value(m),
@@ -295,25 +295,33 @@ pub(super) fn replace(kind: &Kind, m: &str) -> Option<String> {
             if is_pathlike(value) && !is_passwordish(name) {
                 return None;
             }
-            Some(format!(
-                "{}{}{}",
+            Some(joined(&[
                 &m[..=open],
-                mask(value),
-                &m[open + 1 + value.len()..]
-            ))
+                &mask(value),
+                &m[open + 1 + value.len()..],
+            ]))
         }
         Kind::Extra(None) => Some(mask(m)),
         Kind::Extra(Some(re)) => {
             let caps = re.captures(m)?;
             let group = caps.get(1)?;
-            Some(format!(
-                "{}{}{}",
+            Some(joined(&[
                 &m[..group.start()],
-                mask(group.as_str()),
-                &m[group.end()..]
-            ))
+                &mask(group.as_str()),
+                &m[group.end()..],
+            ]))
         }
     }
+}
+
+/// `parts` one after the other, in one allocation: a match's replacement is made
+/// for every match, and `format!` there cost about 5% of redacting dense output.
+pub(super) fn joined(parts: &[&str]) -> String {
+    let mut out = String::with_capacity(parts.iter().map(|p| p.len()).sum());
+    for part in parts {
+        out.push_str(part);
+    }
+    out
 }
 
 /// `Cookie: a=1; b=2` / `Set-Cookie: a=1; Path=/`: every cookie value masked,
@@ -384,7 +392,7 @@ fn assignment(m: &str, sep: char) -> Option<String> {
     if is_pathlike(value) && !is_passwordish(name) {
         return None;
     }
-    Some(format!("{lead}{open}{}{close}", mask(value)))
+    Some(joined(&[lead, open, &mask(value), close]))
 }
 
 /// Splits `"a"` / `'a'` into (open quote, value, close quote).

@@ -136,7 +136,11 @@ pub(crate) fn replace(m: &str) -> Option<String> {
         // families' matches inside it, so they are found here.
         inner_secrets(value)?
     };
-    Some(format!("{}{with}{}", &m[..value_start], &m[value_end..]))
+    Some(super::super::families::joined(&[
+        &m[..value_start],
+        &with,
+        &m[value_end..],
+    ]))
 }
 
 /// `value` with the built-in families' matches masked, when there are any.
