@@ -4,7 +4,9 @@
 //!   a Mailchimp API key (`suffixed`);
 //! - `password`, the word every `.netrc` line the netrc scanner masks holds
 //!   (`providers::files`);
-//! - `\n+`, the start of a line a shell traced (`set -x`; `families`);
+//! - `\n+ ` and `\n++`, the start of a line a shell traced (`set -x`; `families`),
+//!   three bytes each rather than `\n+`, so that the packed search tests three-byte
+//!   fingerprints (every literal has three), which lets fewer candidates through;
 //! - `-Lines: ` and `LS0tLS1C`, the needles of PuTTY key files and of PEM blocks in
 //!   base64, two of the private-key markers (`keys::spans_found`).
 //!
@@ -25,11 +27,12 @@ pub(super) enum Rare {
 }
 
 /// The literals, in the order of their [`Rare`] names.
-const LITERALS: [(&[u8], Rare); 6] = [
+const LITERALS: [(&[u8], Rare); 7] = [
     (b"_mmk", Rare::MaxMind),
     (b"-us", Rare::Mailchimp),
     (b"password", Rare::Password),
-    (b"\n+", Rare::Traced),
+    (b"\n+ ", Rare::Traced),
+    (b"\n++", Rare::Traced),
     (super::keys::PPK_NEEDLE, Rare::PuttyLines),
     (super::keys::ENCODED_NEEDLE, Rare::EncodedPem),
 ];
@@ -99,8 +102,14 @@ mod tests {
             )
         ) {
             let hits = RareHits::find(&text);
-            for (lit, rare) in LITERALS {
-                let want: Vec<usize> = memchr::memmem::find_iter(&text, lit).collect();
+            for (_, rare) in LITERALS {
+                // Every occurrence of every literal standing for `rare`, in order.
+                let mut want: Vec<usize> = LITERALS
+                    .iter()
+                    .filter(|(_, r)| *r == rare)
+                    .flat_map(|(lit, _)| memchr::memmem::find_iter(&text, lit))
+                    .collect();
+                want.sort_unstable();
                 let got: Vec<usize> = hits.of(rare).collect();
                 prop_assert_eq!(got, want);
             }
