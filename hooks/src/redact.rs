@@ -699,6 +699,16 @@ pub(crate) struct Found {
     pub(crate) with: String,
 }
 
+/// `parts` one after the other, in one allocation: a match's replacement is made
+/// for every match, and `format!` there cost about 5% of redacting dense output.
+pub(crate) fn joined(parts: &[&str]) -> String {
+    let mut out = String::with_capacity(parts.iter().map(|p| p.len()).sum());
+    for part in parts {
+        out.push_str(part);
+    }
+    out
+}
+
 /// Masks one secret token: 18+ characters keep the first 6 and the last 4
 /// (`abcdef...wxyz`), shorter ones become `***`.
 pub fn mask(token: &str) -> String {

@@ -136,7 +136,7 @@ pub(crate) fn replace(m: &str) -> Option<String> {
         // families' matches inside it, so they are found here.
         inner_secrets(value)?
     };
-    Some(super::super::families::joined(&[
+    Some(crate::redact::joined(&[
         &m[..value_start],
         &with,
         &m[value_end..],
