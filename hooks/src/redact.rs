@@ -54,7 +54,7 @@ mod families;
 mod keyindex;
 mod keys;
 #[cfg(test)]
-pub(crate) use keys::tests::numbered_in_one_string;
+pub(crate) use keys::tests::{in_one_string, numbered_in_one_string};
 mod lookback;
 mod providers;
 mod rare;

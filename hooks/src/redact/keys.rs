@@ -808,9 +808,18 @@ pub(crate) mod tests {
                 format!("{:6}\t{line}", i + 1)
             })
             .collect();
-        let once = serde_json::to_string(&format!("{}\n", numbered.join("\n"))).unwrap_or_default();
-        let twice = serde_json::to_string(&format!("{{\"key\": {once}}}")).unwrap_or_default();
-        format!("start\n{{\"secret\": {twice}}}\ndone\n")
+        let [_, twice] = in_one_string(&format!("{}\n", numbered.join("\n")), "secret");
+        format!("start\n{twice}\ndone\n")
+    }
+
+    /// `block` escaped into a JSON string once (`{"key": "…"}`) and twice (that
+    /// object escaped again as the value of `outer`): the two shapes of a key kept
+    /// in one string that the fuzz findings had.
+    pub(crate) fn in_one_string(block: &str, outer: &str) -> [String; 2] {
+        let once = serde_json::to_string(block).unwrap_or_default();
+        let inner = format!("{{\"key\": {once}}}");
+        let twice = serde_json::to_string(&inner).unwrap_or_default();
+        [inner, format!("{{\"{outer}\": {twice}}}")]
     }
 
     fn masked(text: &str, open: bool) -> (String, bool) {

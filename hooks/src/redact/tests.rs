@@ -812,13 +812,7 @@ fn b30_a_key_escaped_into_json_is_masked_whatever_each_line_carries() {
                 .enumerate()
                 .map(|(i, l)| prefix(i, l))
                 .collect();
-            let once =
-                serde_json::to_string(&format!("{}\n", block.join("\n"))).unwrap_or_default();
-            let twice = serde_json::to_string(&format!("{{\"key\": {once}}}")).unwrap_or_default();
-            for text in [
-                format!("{{\"key\": {once}}}"),
-                format!("{{\"secret\": {twice}}}"),
-            ] {
+            for text in in_one_string(&format!("{}\n", block.join("\n")), "secret") {
                 let text = format!("before\n{text}\nafter words\n");
                 let out = r.redact(&text, RedactMode::Code);
                 for line in body {
@@ -972,12 +966,7 @@ fn b30_escapes_spelled_out_in_a_string_do_not_hide_a_key_or_a_token() {
                 })
                 .collect();
             let block = format!("{}\n", lines.join("\n"));
-            let once = serde_json::to_string(&block).unwrap_or_default();
-            let twice = serde_json::to_string(&format!("{{\"key\": {once}}}")).unwrap_or_default();
-            for text in [
-                format!("{{\"key\": {once}}}"),
-                format!("{{\"a\": {twice}}}"),
-            ] {
+            for text in in_one_string(&block, "a") {
                 let out = r.redact(&text, RedactMode::Code);
                 for secret in secrets {
                     assert!(!out.contains(secret), "{escape:?} shows {secret}: {out}");
@@ -1148,12 +1137,7 @@ fn b30_a_putty_key_in_one_string_with_progress_frames_before_each_line_is_masked
         .lines()
         .map(|line| format!(" 42% [=====>     ]\r{line}\n"))
         .collect();
-    let once = serde_json::to_string(&framed).unwrap_or_default();
-    let twice = serde_json::to_string(&format!("{{\"key\": {once}}}")).unwrap_or_default();
-    for text in [
-        format!("{{\"key\": {once}}}"),
-        format!("{{\"a\": {twice}}}"),
-    ] {
+    for text in in_one_string(&framed, "a") {
         let out = r.redact(&text, RedactMode::Code);
         for secret in PPK_SECRETS {
             assert!(!out.contains(secret), "shows {secret}: {out}");
@@ -1175,12 +1159,7 @@ fn b30_a_putty_key_in_one_string_with_a_diff_marker_before_each_line_is_masked()
             .lines()
             .map(|line| format!("{marker}{line}\n"))
             .collect();
-        let once = serde_json::to_string(&marked).unwrap_or_default();
-        let twice = serde_json::to_string(&format!("{{\"key\": {once}}}")).unwrap_or_default();
-        for text in [
-            format!("{{\"key\": {once}}}"),
-            format!("{{\"secret\": {twice}}}"),
-        ] {
+        for text in in_one_string(&marked, "secret") {
             let out = r.redact(&text, RedactMode::Code);
             for secret in PPK_SECRETS {
                 assert!(!out.contains(secret), "{marker}: shows {secret}: {out}");
@@ -1205,12 +1184,7 @@ fn b30_a_numbered_putty_key_in_one_string_with_a_spelled_title_escape_in_each_li
             format!("{:6}\t{line}\n", i + 1)
         })
         .collect();
-    let once = serde_json::to_string(&numbered).unwrap_or_default();
-    let twice = serde_json::to_string(&format!("{{\"key\": {once}}}")).unwrap_or_default();
-    for text in [
-        format!("{{\"key\": {once}}}"),
-        format!("{{\"secret\": {twice}}}"),
-    ] {
+    for text in in_one_string(&numbered, "secret") {
         let out = r.redact(&text, RedactMode::Code);
         for secret in PPK_SECRETS {
             assert!(!out.contains(secret), "shows {secret}: {out}");
