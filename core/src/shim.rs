@@ -253,9 +253,21 @@ pub(crate) fn ready_reader() -> wire::FrameReader {
     wire::FrameReader::new(wire::Framing::Lengths, 1 << 20, 0)
 }
 
+/// In a supervisor forked ahead of need (`launcher/pool.rs`): the pipe on which it
+/// tells its launcher that it took a spec, set before its session starts. Its pid
+/// goes there right after its ready answer, so the launcher forks its replacement
+/// once the spawn has been answered, not on the same CPUs while the job starts.
+static TAKEN_REPORT: std::sync::OnceLock<std::os::fd::OwnedFd> = std::sync::OnceLock::new();
+
+/// Has [`write_ready`] report this pool member's pid on `taken` after its answer.
+/// Returns `taken` when a report is already set (never, in one member's life).
+fn report_taken_after_ready(taken: std::os::fd::OwnedFd) -> Result<(), std::os::fd::OwnedFd> {
+    TAKEN_REPORT.set(taken)
+}
+
 /// Writes the ready answer on stdout as one frame, in one write: answers of concurrent
 /// supervisors of one launcher share the pipe, and a write under `PIPE_BUF` is never
-/// interleaved.
+/// interleaved. A pool member then tells its launcher it took a spec.
 fn write_ready(request: u64, ready: &Ready) {
     let answer = ReadyLine {
         request,
@@ -267,4 +279,10 @@ fn write_ready(request: u64, ready: &Ready) {
     // then.
     let stdout = std::io::stdout();
     let _ = nix::unistd::write(std::os::fd::AsFd::as_fd(&stdout), &line);
+    if let Some(taken) = TAKEN_REPORT.get() {
+        // A second answer (none is written) would report again: the launcher's
+        // count takes a pid once.
+        let pid = std::process::id().cast_signed();
+        let _ = nix::unistd::write(taken, &pid.to_ne_bytes());
+    }
 }

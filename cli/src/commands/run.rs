@@ -135,7 +135,8 @@ async fn out_of_the_queue(mut client: Client, id: &str) -> anyhow::Result<Client
 
 /// `herd run`.
 pub(crate) async fn run(home: &Home, mut args: RunArgs) -> anyhow::Result<Ran> {
-    let pipelined = pipelines(&args);
+    let follows = follows_here(&args);
+    let pipelined = args.host.is_none() && (follows || !asks_newer_fields(&args));
     let (wait, json) = (args.wait, args.json);
     let cwd = job_cwd(args.cwd.as_deref())?;
     let owner = args.owner.resolve("cli");
@@ -165,11 +166,12 @@ pub(crate) async fn run(home: &Home, mut args: RunArgs) -> anyhow::Result<Ran> {
         pids: args.pids,
     };
     add_containment(&mut params, args.kill_leftovers, limits);
-    // `run --wait` with its output here: hello and a spawn that follows its job in
-    // one write (capability `spawn.follow`); a daemon without it refuses the
-    // unknown `follow`, starting nothing, and is asked the ordinary way below.
+    // Hello and the spawn in one write (capability `spawn.follow`, sent as `follow:
+    // false` when this client does not follow the job's output); a daemon without it
+    // refuses the unknown `follow`, starting nothing, and is asked the ordinary way
+    // below. A far host's job is asked the ordinary way (its link answers plainly).
     let mut client = if pipelined {
-        match pipelined_spawn(home, &params, (wait, json)).await? {
+        match pipelined_spawn(home, &params, follows, (wait, json)).await? {
             Began::Ran(ran) => return ran,
             Began::Client(client) => client,
         }
@@ -257,14 +259,29 @@ async fn answered(
     }
 }
 
-/// Whether `run` pipelines its spawn behind `hello` with `follow`: a `--wait`
-/// whose output is followed here (not `--json`, which prints only the ending; not
-/// a PTY job on this terminal, which is attached; not a far host's job). A job
-/// that may queue is sent with `follow_queued` (capability `logs.follow.queued`).
-fn pipelines(args: &RunArgs) -> bool {
+/// Whether `run` asks for what only a newer daemon than the first with
+/// `spawn.caller_env` takes (a time limit, limits, leftovers, readiness, a restart
+/// policy, a queue): a plain spawn that does is sent only once `hello` has shown the
+/// daemon serves it, so an older one is told nothing but `hello`.
+fn asks_newer_fields(args: &RunArgs) -> bool {
+    args.time_limit.is_some()
+        || args.memory.is_some()
+        || args.cpus.is_some()
+        || args.pids.is_some()
+        || args.kill_leftovers
+        || args.ready.is_some()
+        || args.ready_port.is_some()
+        || args.restart.is_some()
+        || args.queue.any()
+}
+
+/// Whether `run`'s pipelined spawn follows its job here (`follow: true`): a
+/// `--wait` whose output is followed here (not `--json`, which prints only the
+/// ending; not a PTY job on this terminal, which is attached). A job that may queue
+/// is then sent with `follow_queued` (capability `logs.follow.queued`).
+fn follows_here(args: &RunArgs) -> bool {
     args.wait
         && !args.json
-        && args.host.is_none()
         && !(args.pty && std::io::stdin().is_terminal() && std::io::stdout().is_terminal())
 }
 
@@ -276,12 +293,15 @@ enum Began {
     Client(Client),
 }
 
-/// `run --wait` with its output here: hello and a spawn that follows its job in
-/// one write (capability `spawn.follow`); a daemon without it refuses the
-/// unknown `follow`, starting nothing, and is asked the ordinary way.
+/// Hello and the spawn in one write (capability `spawn.follow`): one that follows
+/// its job here when `follows`, else a plain one sent with `follow: false`, which a
+/// daemon without the capability refuses as an unknown field, starting nothing, so
+/// the spawn's other fields (the caller's environment among them) reach only a
+/// daemon that knows them; such a daemon is asked the ordinary way.
 async fn pipelined_spawn(
     home: &Home,
     params: &SpawnParams,
+    follows: bool,
     (wait, json): (bool, bool),
 ) -> anyhow::Result<Began> {
     // A job that may queue is followed through the queue by a daemon with
@@ -290,13 +310,18 @@ async fn pipelined_spawn(
         params.group.is_some() || !params.after.is_empty() || !params.after_ready.is_empty();
     let sent = SpawnParams {
         caller_env: Some(herd_core::utf8_environment().into_iter().collect()),
-        follow: true,
-        raw: true,
-        follow_queued: may_queue,
+        follow: follows,
+        raw: follows,
+        follow_queued: follows && may_queue,
         ..params.clone()
     };
+    let mut sent = params_of(&sent)?;
+    if !follows && let Some(fields) = sent.as_object_mut() {
+        // Not serialised when false: written out, so an older daemon refuses it.
+        fields.insert("follow".to_owned(), Value::Bool(false));
+    }
     Ok(
-        match Client::connect_pipelined(home, Spawn::NAME, params_of(&sent)?).await? {
+        match Client::connect_pipelined(home, Spawn::NAME, sent).await? {
             Pipelined::Sent {
                 mut client,
                 request,
@@ -304,11 +329,9 @@ async fn pipelined_spawn(
                 Spawned::Following(info) => {
                     Began::Ran(follow_started(home, client, request, &info).await)
                 }
-                Spawned::Answered(Err(CallError::Rpc(err)))
-                    if err.code == protocol::INVALID_PARAMS
-                        && (!client.hello.serves(capabilities::SPAWN_FOLLOW)
-                            || (may_queue
-                                && !client.hello.serves(capabilities::LOGS_FOLLOW_QUEUED))) =>
+                // Refused by a daemon that does not know a field sent: nothing ran.
+                Spawned::Answered(Err(CallError::Rpc(_)))
+                    if !serves_pipelined(&client, follows, may_queue) =>
                 {
                     Began::Client(client)
                 }
@@ -321,7 +344,18 @@ async fn pipelined_spawn(
     )
 }
 
-/// How a pipelined `spawn` with `follow` was answered.
+/// Whether the daemon knows every field a pipelined spawn sent: `follow`, and for a
+/// job that may queue the queue's fields (and `follow_queued` when it follows). A
+/// refusal by one that does not is asked again the ordinary way, which says what
+/// is missing.
+fn serves_pipelined(client: &Client, follows: bool, may_queue: bool) -> bool {
+    let hello = &client.hello;
+    hello.serves(capabilities::SPAWN_FOLLOW)
+        && (!may_queue || hello.serves(capabilities::QUEUE))
+        && (!(may_queue && follows) || hello.serves(capabilities::LOGS_FOLLOW_QUEUED))
+}
+
+/// How a pipelined `spawn` was answered.
 enum Spawned {
     /// The job started: its spawn answer; its log stream follows on the connection.
     Following(Value),

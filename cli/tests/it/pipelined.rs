@@ -2,7 +2,9 @@
 //! (capability `spawn.follow`) written together, before `hello`'s answer: the
 //! spawn runs once the handshake succeeded, its answer comes as a `spawned` note,
 //! then the job's output and, in the stream's answer, how it ended. Behind a
-//! refused `hello` the spawn is refused too, and nothing runs.
+//! refused `hello` the spawn is refused too, and nothing runs. A plain `run`
+//! writes its spawn behind `hello` too, with `follow: false`, and gets a plain
+//! answer.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
@@ -216,4 +218,67 @@ fn b23_behind_hello_a_request_that_waits_does_not_hold_hello_s_answer() {
     env.ok(&["kill", &id]);
     let waited = next(&mut reader);
     assert_eq!(waited["id"], 2, "{waited}");
+}
+
+#[test]
+fn b1_a_plain_spawn_behind_hello_with_follow_false_is_answered_plainly() {
+    // What a plain `herd run` writes: the spawn behind `hello`, `follow: false`
+    // written out so that only a daemon serving `spawn.follow` takes it.
+    let env = Env::new();
+    let mut reader = pipelined(
+        &env,
+        &[
+            request(
+                1,
+                "hello",
+                json!({"protocol": 1, "client": "pipelined-test"}),
+            ),
+            request(
+                2,
+                "spawn",
+                json!({"command": "echo plain", "owner": "cli", "follow": false,
+                       "caller_env": {"PATH": "/usr/bin:/bin"}}),
+            ),
+        ],
+    );
+    let hello = next(&mut reader);
+    assert_eq!(hello["id"], 1, "{hello}");
+    let spawned = next(&mut reader);
+    assert_eq!(spawned["id"], 2, "a plain answer, not a note: {spawned}");
+    assert!(spawned.get("method").is_none(), "{spawned}");
+    let id = spawned["result"]["session_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("the spawn's answer names the session: {spawned}"))
+        .to_owned();
+    let waited = env.json(&["wait", "--json", &id]);
+    assert_eq!(waited["exit_code"], 0, "{waited}");
+    assert!(
+        env.ok(&["logs", &id]).contains("plain"),
+        "the job did not run its command"
+    );
+}
+
+#[test]
+fn b1_run_without_wait_prints_the_id_of_a_job_that_ran() {
+    let env = Env::new();
+    let marker = env.home().join("ran");
+    let id = env
+        .ok(&[
+            "run",
+            "--notify",
+            "--",
+            "touch",
+            &marker.display().to_string(),
+        ])
+        .trim()
+        .to_owned();
+    assert!(id.starts_with("proc_"), "{id:?}");
+    let waited = env.json(&["wait", "--json", &id]);
+    assert_eq!(waited["exit_code"], 0, "{waited}");
+    assert!(marker.exists(), "the job did not run");
+    let events = env.ok(&["events"]);
+    assert!(
+        events.contains("\"completion\"") && events.contains(id.as_str()),
+        "the notified completion is not queued: {events}"
+    );
 }

@@ -9,8 +9,9 @@
 //!
 //! Demand sizes the pool: it starts at one, and every spec that reaches the launcher
 //! itself (the daemon found no idle supervisor) raises the target by one, up to the
-//! cap. A member that took a spec tells the launcher (its pid on a pipe), which forks
-//! its replacement. A member waits with no descriptor of the launcher's stdio, so
+//! cap. A member that took a spec tells the launcher (its pid on a pipe) right after
+//! its ready answer, and the launcher forks its replacement: the fork comes after the
+//! spawn's answer, not beside the job's start on the same CPUs. A member waits with no descriptor of the launcher's stdio, so
 //! the launcher's death is seen by the daemon at once; when the daemon closes the
 //! connection (it stopped, or died) the member exits: the pool never outlives its
 //! daemon.
@@ -165,8 +166,17 @@ impl Pool {
                 Err(_) => return 0,
             }
         };
-        let pid = std::process::id().cast_signed();
-        let _ = nix::unistd::write(self.taken_write.as_fd(), &pid.to_ne_bytes());
+        // The launcher hears of the take after the ready answer (`write_ready`): its
+        // fork of the replacement then does not compete with this spawn's start.
+        let reported = self
+            .taken_write
+            .try_clone()
+            .map_err(|_| ())
+            .and_then(|taken| super::super::report_taken_after_ready(taken).map_err(|_| ()));
+        if reported.is_err() {
+            let pid = std::process::id().cast_signed();
+            let _ = nix::unistd::write(self.taken_write.as_fd(), &pid.to_ne_bytes());
+        }
         // The ready answer goes back on this connection (`write_ready` writes stdout),
         // which closes when the supervisor lets go of its stdio.
         if nix::unistd::dup2_stdout(&stream).is_err() {
