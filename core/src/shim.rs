@@ -253,7 +253,7 @@ pub(crate) fn ready_reader() -> wire::FrameReader {
     wire::FrameReader::new(wire::Framing::Lengths, 1 << 20, 0)
 }
 
-/// In a supervisor forked ahead of need (`launcher/pool.rs`): the pipe on which it
+/// In a supervisor forked ahead of need (a pool member): the pipe on which it
 /// tells its launcher that it took a spec, set before its session starts. Its pid
 /// goes there right after its ready answer, so the launcher forks its replacement
 /// once the spawn has been answered, not on the same CPUs while the job starts.
