@@ -93,7 +93,10 @@ fn pipe_with(bytes: &[u8], close: bool) -> (std::os::fd::OwnedFd, Option<std::os
         nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
     )
     .expect("nonblocking");
-    assert_eq!(nix::unistd::write(&write, bytes).expect("write"), bytes.len());
+    assert_eq!(
+        nix::unistd::write(&write, bytes).expect("write"),
+        bytes.len()
+    );
     (read, (!close).then_some(write))
 }
 
