@@ -31,6 +31,12 @@ pub(crate) struct NoiseFilter {
 }
 
 impl NoiseFilter {
+    /// Whether every byte now passes untouched (the process wrote output of its own
+    /// and nothing is held).
+    pub(crate) fn passes_all(&self) -> bool {
+        self.done
+    }
+
     /// Filters one chunk; returns the bytes to keep.
     pub(crate) fn feed<'a>(&mut self, chunk: &'a [u8]) -> Cow<'a, [u8]> {
         if self.done {

@@ -262,6 +262,24 @@ pub(crate) struct LogWriter {
     written: u64,
     cap: u64,
     warned: bool,
+    /// A splice into the file failed once: bytes come through [`LogWriter::write`]
+    /// from then on.
+    splice_failed: bool,
+}
+
+/// What one [`LogWriter::splice_from`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Spliced {
+    /// This many bytes went from the pipe into the log.
+    Moved(usize),
+    /// The pipe is empty and still open for writing.
+    Empty,
+    /// The pipe reached end-of-file.
+    Eof,
+    /// Nothing was moved and the log cannot take a splice (not created yet, failed,
+    /// at its cap, or on a filesystem that refused one): read the pipe and
+    /// [`LogWriter::write`] instead, which sees the pipe's own state.
+    Unavailable,
 }
 
 impl LogWriter {
@@ -274,6 +292,7 @@ impl LogWriter {
             written: 0,
             cap,
             warned: false,
+            splice_failed: false,
         }
     }
 
@@ -283,6 +302,41 @@ impl LogWriter {
         LogWriter {
             file: Some(file),
             ..LogWriter::new(path, cap)
+        }
+    }
+
+    /// Moves up to `max` bytes from the job's output pipe into the log inside the
+    /// kernel (one copy instead of a read and a write), for a reader that has no use
+    /// for the bytes in memory. Only what fits under the cap is moved; bytes the file
+    /// did not take stay in the pipe, so nothing is lost when it refuses.
+    pub(crate) fn splice_from(&mut self, pipe: std::os::fd::BorrowedFd<'_>, max: usize) -> Spliced {
+        use std::os::fd::AsFd;
+        if self.splice_failed {
+            return Spliced::Unavailable;
+        }
+        let Some(file) = self.file.as_ref() else {
+            return Spliced::Unavailable;
+        };
+        let room = self.cap.saturating_sub(self.written);
+        let len = usize::try_from(room).unwrap_or(usize::MAX).min(max);
+        if len == 0 {
+            return Spliced::Unavailable;
+        }
+        loop {
+            return match crate::sys::descriptors::splice_to_file(pipe, file.as_fd(), len) {
+                Ok(0) => Spliced::Eof,
+                Ok(n) => {
+                    self.written += n as u64;
+                    Spliced::Moved(n)
+                }
+                Err(nix::errno::Errno::EAGAIN) => Spliced::Empty,
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(error) => {
+                    tracing::debug!(path = %self.path.display(), %error, "session log takes no splice; output is read and written");
+                    self.splice_failed = true;
+                    Spliced::Unavailable
+                }
+            };
         }
     }
 

@@ -84,3 +84,56 @@ fn b30_a_backlog_that_goes_by_unheld_keeps_the_key_state_known() {
         after_lines + 32 + 2_001 * 53 + 30 + 51
     );
 }
+
+/// A nonblocking pipe holding `bytes`, its write end kept open unless `close`.
+fn pipe_with(bytes: &[u8], close: bool) -> (std::os::fd::OwnedFd, Option<std::os::fd::OwnedFd>) {
+    let (read, write) = nix::unistd::pipe().expect("a pipe");
+    nix::fcntl::fcntl(
+        &read,
+        nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
+    )
+    .expect("nonblocking");
+    assert_eq!(
+        nix::unistd::write(&write, bytes).expect("write"),
+        bytes.len()
+    );
+    (read, (!close).then_some(write))
+}
+
+#[test]
+fn b5_a_spliced_pipe_lands_in_the_log_byte_for_byte_after_what_was_written() {
+    use std::os::fd::AsFd;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("log");
+    let mut log = LogWriter::new(path.clone(), 1 << 20);
+    // Before the file exists a splice cannot go: the reader writes the first bytes.
+    let (pipe, writer) = pipe_with(b"second\nthird\n", false);
+    assert_eq!(log.splice_from(pipe.as_fd(), 1 << 20), Spliced::Unavailable);
+    assert_eq!(log.write(b"first\n"), 0);
+    assert_eq!(log.splice_from(pipe.as_fd(), 1 << 20), Spliced::Moved(13));
+    assert_eq!(log.splice_from(pipe.as_fd(), 1 << 20), Spliced::Empty);
+    drop(writer);
+    assert_eq!(log.splice_from(pipe.as_fd(), 1 << 20), Spliced::Eof);
+    assert_eq!(
+        std::fs::read(&path).expect("the log"),
+        b"first\nsecond\nthird\n"
+    );
+}
+
+#[test]
+fn b5_a_splice_stops_at_the_log_cap_and_leaves_the_rest_in_the_pipe() {
+    use std::os::fd::AsFd;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("log");
+    let mut log = LogWriter::new(path.clone(), 10);
+    assert_eq!(log.write(b"abc"), 0);
+    let (pipe, _writer) = pipe_with(b"defghijklmnop", true);
+    assert_eq!(log.splice_from(pipe.as_fd(), 1 << 20), Spliced::Moved(7));
+    // At the cap: the rest is read and counted as not kept, as before splices.
+    assert_eq!(log.splice_from(pipe.as_fd(), 1 << 20), Spliced::Unavailable);
+    let mut rest = [0u8; 16];
+    let n = nix::unistd::read(&pipe, &mut rest).expect("read the rest");
+    assert_eq!(&rest[..n], b"klmnop");
+    assert_eq!(log.write(&rest[..n]), 6);
+    assert_eq!(std::fs::read(&path).expect("the log"), b"abcdefghij");
+}

@@ -4,7 +4,12 @@
 //!
 //! Output passes the same stages as the in-process reader (PTY responder, shell-noise
 //! filter) and goes to the log file, which is the only place it is kept: the daemon
-//! reads it back by offset. The shim is a child subreaper, so descendants that lose
+//! reads it back by offset. Once the noise filter passes every byte, a pipe job's
+//! output is spliced from its pipe into the log inside the kernel (one copy per byte
+//! instead of a read and a write; the shim has no other use for the bytes); it is
+//! read and written where a splice cannot go (before the log exists, past its cap,
+//! on a filesystem that refuses one), and a PTY's output is always read (the query
+//! responder scans it). The shim is a child subreaper, so descendants that lose
 //! their parent are re-parented to it and reaped here instead of piling up as zombies
 //! under init.
 //!
@@ -36,7 +41,7 @@ use super::wire::{FrameReader, Framing, Progress};
 use crate::config::KillSource;
 use crate::machine::{Event, Machine, Now};
 use crate::noise::NoiseFilter;
-use crate::output::LogWriter;
+use crate::output::{LogWriter, Spliced};
 use crate::spawn::{self, MasterFd};
 use crate::sys::cgroup::Placement;
 use crate::sys::poll::wait_ready;
@@ -46,6 +51,9 @@ use crate::sys::signals::SignalWatch;
 const MIN_READ_BYTES: usize = 64 * 1024;
 /// The largest read buffer.
 const MAX_READ_BYTES: usize = 128 * 1024;
+/// The most bytes one splice moves from a pipe job's output into the log (the
+/// raised pipe buffer's size).
+const SPLICE_BYTES: usize = 1 << 20;
 /// Reads per wake before the other descriptors get a turn.
 const READS_PER_TURN: usize = 32;
 /// A burst of at least this many bytes pauses reading a pipe for [`OUTPUT_PACE`].
@@ -290,6 +298,9 @@ impl Shim {
 
     /// Reads until the output would block, or a turn's worth.
     fn read_burst(&mut self) {
+        if self.splice_burst() {
+            return;
+        }
         let mut filled = 0;
         for _ in 0..READS_PER_TURN {
             if self.buf.is_empty() {
@@ -332,6 +343,45 @@ impl Shim {
         if !self.eof && filled < MIN_READ_BYTES / 4 && self.buf.len() > MIN_READ_BYTES {
             self.buf = Vec::new();
         }
+    }
+
+    /// Moves a pipe job's output into the log inside the kernel until the pipe would
+    /// block, or a turn's worth; `false` when it cannot (see the module docs), then
+    /// the output is read.
+    fn splice_burst(&mut self) -> bool {
+        let (Job::Pipe { output, .. }, Some(log)) = (&self.job, self.log.as_mut()) else {
+            return false;
+        };
+        if !self.noise.passes_all() {
+            return false;
+        }
+        let mut moved = 0;
+        for _ in 0..READS_PER_TURN {
+            match log.splice_from(output.as_fd(), SPLICE_BYTES) {
+                Spliced::Moved(n) => {
+                    moved += n;
+                    // A pipe that filled its default buffer is chatty: raise it, as
+                    // the read path does when a read fills its buffer.
+                    if n >= MIN_READ_BYTES && self.pipe_bytes == 0 {
+                        self.pipe_bytes = spawn::raise_pipe_buffer(output.as_fd());
+                    }
+                }
+                Spliced::Empty => break,
+                Spliced::Eof => {
+                    self.eof = true;
+                    self.seen.eof = true;
+                    break;
+                }
+                Spliced::Unavailable if moved == 0 => return false,
+                Spliced::Unavailable => break,
+            }
+        }
+        if moved > 0 {
+            self.seen.output = true;
+            self.progress.total_ingested += moved as u64;
+            self.progress.log_bytes += moved as u64;
+        }
+        true
     }
 
     /// Reads what is already buffered, up to 16 MiB, without waiting.

@@ -1,5 +1,6 @@
-//! Descriptor-wide operations: closing every descriptor from a number up, and the
-//! capacity of a pipe's kernel buffer.
+//! Descriptor-wide operations: closing every descriptor from a number up, the
+//! capacity of a pipe's kernel buffer, and moving a pipe's bytes into a file inside
+//! the kernel.
 
 use std::io;
 use std::os::fd::BorrowedFd;
@@ -52,4 +53,28 @@ pub(crate) fn set_pipe_capacity(fd: BorrowedFd<'_>, bytes: usize) -> nix::Result
 /// The OS error (`EBADF` for a descriptor that is not a pipe).
 pub(crate) fn pipe_capacity(fd: BorrowedFd<'_>) -> nix::Result<usize> {
     fcntl(fd, FcntlArg::F_GETPIPE_SZ).map(|now| usize::try_from(now).unwrap_or(0))
+}
+
+/// Moves up to `len` bytes from the pipe `pipe` into `file` at its offset inside the
+/// kernel (`splice`), without waiting for an empty pipe: the count moved, 0 at the
+/// pipe's end-of-file.
+///
+/// # Errors
+/// `EAGAIN` when the pipe is empty but still open for writing; the OS error of the
+/// move otherwise (`EINVAL` where the file's filesystem cannot take a splice). Bytes
+/// the file did not take stay in the pipe.
+pub(crate) fn splice_to_file(
+    pipe: BorrowedFd<'_>,
+    file: BorrowedFd<'_>,
+    len: usize,
+) -> nix::Result<usize> {
+    use nix::fcntl::{SpliceFFlags, splice};
+    splice(
+        pipe,
+        None,
+        file,
+        None,
+        len,
+        SpliceFFlags::SPLICE_F_NONBLOCK | SpliceFFlags::SPLICE_F_MOVE,
+    )
 }
