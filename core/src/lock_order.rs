@@ -109,6 +109,8 @@ pub mod rank {
     pub(crate) const USAGE_V1_BASE: u8 = 92;
     /// A session's last usage sample: `sys::usage::UsageCache`.
     pub(crate) const USAGE_SAMPLE: u8 = 94;
+    /// What the last log read-outs showed: `registry::readout::memo`.
+    pub(crate) const READOUT_MEMOS: u8 = 96;
 
     /// The daemon's far hosts' links (held across reading a link's saved map):
     /// herd-cli `daemon::hosts`.
@@ -165,6 +167,7 @@ pub mod rank {
             DISPATCH_CACHE => "dispatch cache",
             USAGE_V1_BASE => "usage v1 base",
             USAGE_SAMPLE => "usage sample",
+            READOUT_MEMOS => "readout memos",
             DAEMON_HOST_LINKS => "daemon host links",
             DAEMON_HOST_SAVING => "daemon host saving",
             DAEMON_HOST_BOOK => "daemon host book",
