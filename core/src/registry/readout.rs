@@ -184,6 +184,9 @@ impl Registry {
         } else {
             None
         };
+        if replay.is_some() {
+            tracing::debug!(target: "herd::readout", session = id, from_byte, "read out from its memo");
+        }
         let recording = (finished && replay.is_none())
             .then(|| (Recording::new(file_id, from_byte), Arc::clone(memos)));
         // At the log's start or a line's; and the key state there, by the rule
