@@ -226,10 +226,8 @@ fn memo_readouts(env: &Env) -> usize {
 #[test]
 fn b30_a_finished_log_read_out_again_from_its_memo_shows_the_same_redacted_text() {
     let mut env = Env::new();
-    env.vars.push((
-        "HERD_LOG".to_owned(),
-        "info,herd::readout=debug".to_owned(),
-    ));
+    env.vars
+        .push(("HERD_LOG".to_owned(), "info,herd::readout=debug".to_owned()));
     let id = finished_job(&env);
     let noted = Conn::open(&env).0.stream("logs.dump", json!({"id": id}));
     let log_path = env.home().join("logs/sessions").join(format!("{id}.log"));
@@ -268,7 +266,11 @@ fn b30_a_finished_log_read_out_again_from_its_memo_shows_the_same_redacted_text(
     // Two offsets read out again twice each, and herd logs (the daemon's log is
     // written a little after the stream ends).
     let logged = wait_until(Duration::from_secs(20), || memo_readouts(&env) >= 5);
-    assert!(logged.is_ok(), "{} memo read-outs logged", memo_readouts(&env));
+    assert!(
+        logged.is_ok(),
+        "{} memo read-outs logged",
+        memo_readouts(&env)
+    );
     assert_eq!(memo_readouts(&env), 5);
 
     // The log file changed (its open key block closed, a token and another key
@@ -288,8 +290,17 @@ fn b30_a_finished_log_read_out_again_from_its_memo_shows_the_same_redacted_text(
         .0
         .stream("logs.dump", json!({"id": id, "frames": true}));
     assert_eq!(memo_readouts(&env), before, "a changed log is read again");
-    assert!(framed.output == noted.output, "dumps of the changed log differ");
+    assert!(
+        framed.output == noted.output,
+        "dumps of the changed log differ"
+    );
     assert!(framed.output.contains("\nlate "), "the late line is shown");
-    assert!(!framed.output.contains("ghp_ZYXWVU"), "a late token is shown");
-    assert!(!framed.output.contains("MIIEpAIBAAKCAQEAlate"), "a late key is shown");
+    assert!(
+        !framed.output.contains("ghp_ZYXWVU"),
+        "a late token is shown"
+    );
+    assert!(
+        !framed.output.contains("MIIEpAIBAAKCAQEAlate"),
+        "a late key is shown"
+    );
 }

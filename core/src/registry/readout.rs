@@ -23,11 +23,11 @@ use std::sync::Arc;
 use herd_hooks::ShownBlocks;
 
 use super::Registry;
-pub(crate) use memo::Memos;
-use memo::{Extent, FileId, Memo, Recording};
 use super::hooks_room::Hooks;
 use crate::answers::SessionStatus;
 use crate::error::Error;
+pub(crate) use memo::Memos;
+use memo::{Extent, FileId, Memo, Recording};
 
 /// The longest run without a line end the read-out holds while it looks for the
 /// end of its block; a longer one is left to the chunked route.

@@ -103,7 +103,11 @@ impl Recording {
 
     /// Adds what a batch at log offset `log_at` showed; `false` when the memo
     /// grew too long to keep (the caller drops it).
-    pub(crate) fn add(&mut self, log_at: u64, shown: impl Iterator<Item = herd_hooks::Extent>) -> bool {
+    pub(crate) fn add(
+        &mut self,
+        log_at: u64,
+        shown: impl Iterator<Item = herd_hooks::Extent>,
+    ) -> bool {
         let at = |range: Range<usize>| log_at + range.start as u64..log_at + range.end as u64;
         for extent in shown {
             match extent {

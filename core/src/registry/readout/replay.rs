@@ -77,7 +77,10 @@ impl LogReadout {
 
     /// The changed `blocks` read from the log and shown, in order, on up to
     /// `threads` threads; `None` for one that is not text.
-    fn show_blocks(&self, blocks: &[(usize, Range<u64>, bool)]) -> Result<Vec<Option<String>>, Error> {
+    fn show_blocks(
+        &self,
+        blocks: &[(usize, Range<u64>, bool)],
+    ) -> Result<Vec<Option<String>>, Error> {
         let show = |run: &[(usize, Range<u64>, bool)]| -> std::io::Result<Vec<Option<String>>> {
             let mut buf = Vec::new();
             run.iter()
