@@ -23,6 +23,7 @@
 //! ([`Pipeline::show_log_blocks`] answers `None` otherwise); its callers keep
 //! their own route for the rest.
 
+use std::borrow::Cow;
 use std::ops::Range;
 
 use crate::redact::{Found, RedactMode, splice};
@@ -76,8 +77,31 @@ impl<'a> Piece<'a> {
 enum Part {
     /// Unchanged text: this range of the text read.
     Same(Range<usize>),
-    /// A block's redacted copy.
-    Changed(String),
+    /// A block's redacted copy: the block's range of the text read, whether a
+    /// private-key block was open at its start, and its shown text.
+    Changed {
+        block: Range<usize>,
+        key_open: bool,
+        text: String,
+    },
+}
+
+/// What one part of a [`ShownBlocks`] covers, as [`ShownBlocks::extents`] hands
+/// it out: enough to show the same text again from the log alone
+/// ([`Pipeline::show_log_block`] for a changed block), without redacting the
+/// unchanged ones again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Extent {
+    /// Text shown as it was read: this range of the text read.
+    Same(Range<usize>),
+    /// A block the redactor changed: its range of the text read, and whether a
+    /// private-key block was open at its start.
+    Changed {
+        /// The block's range of the text read.
+        block: Range<usize>,
+        /// Whether a private-key block was open at the block's start.
+        key_open: bool,
+    },
 }
 
 impl ShownBlocks {
@@ -86,7 +110,21 @@ impl ShownBlocks {
     pub fn parts(&self) -> impl Iterator<Item = &[u8]> + '_ {
         self.parts.iter().map(|part| match part {
             Part::Same(range) => &self.text[range.clone()],
-            Part::Changed(text) => text.as_bytes(),
+            Part::Changed { text, .. } => text.as_bytes(),
+        })
+    }
+
+    /// What each part covers, in the order of [`ShownBlocks::pieces`]: a range of
+    /// the text shown as read, or a changed block with its key state.
+    pub fn extents(&self) -> impl Iterator<Item = Extent> + '_ {
+        self.parts.iter().map(|part| match part {
+            Part::Same(range) => Extent::Same(range.clone()),
+            Part::Changed {
+                block, key_open, ..
+            } => Extent::Changed {
+                block: block.clone(),
+                key_open: *key_open,
+            },
         })
     }
 
@@ -98,7 +136,7 @@ impl ShownBlocks {
                 at: range.start,
                 bytes: &self.text[range.clone()],
             },
-            Part::Changed(text) => Piece::Redacted(text.as_bytes()),
+            Part::Changed { text, .. } => Piece::Redacted(text.as_bytes()),
         })
     }
 
@@ -126,7 +164,7 @@ impl ShownBlocks {
             .iter()
             .map(|part| match part {
                 Part::Same(range) => range.len(),
-                Part::Changed(text) => text.len(),
+                Part::Changed { text, .. } => text.len(),
             })
             .sum()
     }
@@ -207,7 +245,6 @@ fn redact_run(
         };
         let (found, open): (Vec<Found>, bool) =
             redactor.find(block_text, RedactMode::Code, key_open);
-        key_open = open;
         if found.is_empty() {
             // Adjacent unchanged blocks are one range: long runs go out whole.
             match parts.last_mut() {
@@ -215,8 +252,13 @@ fn redact_run(
                 _ => parts.push(Part::Same(block.clone())),
             }
         } else {
-            parts.push(Part::Changed(splice(block_text, &found).into_owned()));
+            parts.push(Part::Changed {
+                block: block.clone(),
+                key_open,
+                text: splice(block_text, &found).into_owned(),
+            });
         }
+        key_open = open;
     }
     RunShown {
         parts,
@@ -340,6 +382,25 @@ fn runs(blocks: &[Range<usize>], n: usize) -> Vec<&[Range<usize>]> {
 }
 
 impl Pipeline {
+    /// One block of `command`'s log shown again: `block` (a block a
+    /// [`ShownBlocks`] gave as [`Extent::Changed`], read from the same log)
+    /// redacted as [`Pipeline::show_log_blocks`] redacted it, starting with
+    /// `key_open`, its key state there. `None` when this pipeline does not read
+    /// out in blocks, or `block` is not UTF-8.
+    pub fn show_log_block<'t>(
+        &self,
+        command: &str,
+        block: &'t [u8],
+        key_open: bool,
+    ) -> Option<Cow<'t, str>> {
+        if !self.shows_log_blocks(command) {
+            return None;
+        }
+        let text = std::str::from_utf8(block).ok()?;
+        let (found, _) = self.redactor().find(text, RedactMode::Code, key_open);
+        Some(splice(text, &found))
+    }
+
     /// Whether this pipeline's log output can be read out in blocks
     /// ([`Pipeline::show_log_blocks`]) for a session running `command`.
     pub fn shows_log_blocks(&self, command: &str) -> bool {
