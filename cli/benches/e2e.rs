@@ -27,13 +27,19 @@
 //!   connection (target <= 1.3 s);
 //! - `cli.daemon_rss_1000_finished`: the daemon's RSS holding 1,000 finished
 //!   sessions (target <= 38 MB);
-//! - `cli.logs_1gib_vs_cat`: `herd logs ID > /dev/null` of a finished job's 1 GiB log
-//!   of realistic lines against `cat <log file> > /dev/null` in the same run, 3 runs
-//!   each alternating after one untimed warm-up that checks every byte comes out;
-//!   value and baseline in MB/s, so the ratio is cat's time over herd's (the
-//!   target is >= 0.5); the home is on /dev/shm when there is one;
-//! - `cli.logs_follow_1gib_vs_cat`: the same with `herd logs --follow ID` on the
-//!   finished session, paired with the same `cat` runs.
+//! - `cli.logs_1gib_first_read_vs_cat`: `herd logs ID > /dev/null` of a finished
+//!   job's 1 GiB log of realistic lines, read by a daemon that has not read it
+//!   before (it is shut down and started again before each run, so it keeps no
+//!   memo of an earlier read-out), against `cat <log file> > /dev/null` in the same
+//!   run, 3 runs each alternating; value and baseline in MB/s, so the ratio is
+//!   cat's time over herd's (the target is >= 0.5); the home is on /dev/shm when
+//!   there is one;
+//! - `cli.logs_1gib_vs_cat`: the same log read again by a daemon that has read it
+//!   out before (an untimed warm-up read that checks every byte comes out, then
+//!   each run): what a repeat read costs, the daemon sending the stretches its
+//!   memo found unchanged straight from the file;
+//! - `cli.logs_follow_1gib_vs_cat`: the same repeat read with `herd logs --follow
+//!   ID` on the finished session, paired with the same `cat` runs.
 //!
 //! The log figures halve the log until it fits in a quarter of the free space of
 //! the home's filesystem (the note says when); the rest of this file's figures
@@ -96,6 +102,18 @@ impl Home {
 
     fn daemon_pid(&self) -> i32 {
         daemon_pid(&self.root).expect("pid file")
+    }
+
+    /// Shuts the daemon down and starts a new one (by `herd ps`): nothing it kept
+    /// in memory (a read-out's memo among it) is left. The new daemon's pid.
+    fn restart_daemon(&self) -> i32 {
+        stop_daemon(
+            &self.root,
+            Duration::from_secs(5),
+            &mut self.herd(&["shutdown", "--yes"]),
+        );
+        self.out(&["ps"]);
+        self.daemon_pid()
     }
 }
 
@@ -590,7 +608,7 @@ fn in_process_redaction(log: &Path, command: &str) -> f64 {
     median(samples)
 }
 
-fn logs_vs_cat(with_dump: bool, with_follow: bool) {
+fn logs_vs_cat(with_first: bool, with_dump: bool, with_follow: bool) {
     let shm = Path::new("/dev/shm");
     let parent = shm.is_dir().then_some(shm);
     // The cap above the log, so the whole log is kept.
@@ -636,7 +654,7 @@ fn logs_vs_cat(with_dump: bool, with_follow: bool) {
         n_bytes,
         "the log holds all the output"
     );
-    let daemon = home.daemon_pid();
+    let mut daemon = home.daemon_pid();
     let cat = || {
         let mut cmd = raw_command(Path::new("cat"));
         cmd.arg(&log);
@@ -663,7 +681,14 @@ fn logs_vs_cat(with_dump: bool, with_follow: bool) {
     let mut cats = Reader::new();
     let mut dumps = Reader::new();
     let mut follows = Reader::new();
+    let mut firsts = Reader::new();
     for _ in 0..LOG_RUNS {
+        if with_first {
+            // A daemon that has never read the log: then the repeat reads below
+            // read it again from this run's memo.
+            daemon = home.restart_daemon();
+            firsts.push(timed_run(home.herd(&["logs", &id]), daemon));
+        }
         cats.push(timed_run(cat(), daemon));
         if with_dump {
             dumps.push(timed_run(home.herd(&["logs", &id]), daemon));
@@ -679,7 +704,7 @@ fn logs_vs_cat(with_dump: bool, with_follow: bool) {
     };
     let mbs = |s: f64| n_bytes as f64 / 1e6 / s;
     let cat_s = median(cats.seconds.clone());
-    let figure = |name: &str, what: &str, herd: &Reader| {
+    let figure = |name: &str, what: &str, which: &str, herd: &Reader| {
         let herd_s = median(herd.seconds.clone());
         let ratios: Vec<f64> = cats
             .seconds
@@ -694,7 +719,7 @@ fn logs_vs_cat(with_dump: bool, with_follow: bool) {
             Some((mbs(cat_s), "cat of the log file > /dev/null, same run")),
             ">= 0.5",
             &format!(
-                "`{what} ID > /dev/null` of a finished job's {} MiB log ({}-byte lines, no secrets), {where_}; median of {LOG_RUNS} runs alternating with cat: herd {herd_s:.2} s (spread {} s), cat {cat_s:.3} s (spread {} s), paired ratios cat/herd {}; CPU per run: herd client {:.2} s (spread {}), daemon {:.2} s (spread {}), cat {:.3} s; in-process Redactor::redact of the log's first 64 MiB: {redact_mbs:.0} MB/s (one core, the floor under any redacted route){scaled}",
+                "`{what} ID > /dev/null` of a finished job's {} MiB log ({}-byte lines, no secrets), {which}, {where_}; median of {LOG_RUNS} runs alternating with cat: herd {herd_s:.2} s (spread {} s), cat {cat_s:.3} s (spread {} s), paired ratios cat/herd {}; CPU per run: herd client {:.2} s (spread {}), daemon {:.2} s (spread {}), cat {:.3} s; in-process Redactor::redact of the log's first 64 MiB: {redact_mbs:.0} MB/s (one core, the floor under any redacted route){scaled}",
                 n_bytes >> 20,
                 LOG_LINE.len() + 1,
                 spread(&herd.seconds, 2),
@@ -708,13 +733,27 @@ fn logs_vs_cat(with_dump: bool, with_follow: bool) {
             ),
         );
     };
+    if with_first {
+        figure(
+            "cli.logs_1gib_first_read_vs_cat",
+            "herd logs",
+            "its first read (a daemon started just before the run: no memo)",
+            &firsts,
+        );
+    }
     if with_dump {
-        figure("cli.logs_1gib_vs_cat", "herd logs", &dumps);
+        figure(
+            "cli.logs_1gib_vs_cat",
+            "herd logs",
+            "a repeat read (the daemon read the log out before and keeps its memo)",
+            &dumps,
+        );
     }
     if with_follow {
         figure(
             "cli.logs_follow_1gib_vs_cat",
             "herd logs --follow",
+            "a repeat read (the daemon read the log out before and keeps its memo)",
             &follows,
         );
     }
@@ -746,11 +785,12 @@ fn main() {
     if wanted("cli.notify_1000") {
         notify_1000();
     }
-    let (dump, follow) = (
+    let (first, dump, follow) = (
+        wanted("cli.logs_1gib_first_read_vs_cat"),
         wanted("cli.logs_1gib_vs_cat"),
         wanted("cli.logs_follow_1gib_vs_cat"),
     );
-    if dump || follow {
-        logs_vs_cat(dump, follow);
+    if first || dump || follow {
+        logs_vs_cat(first, dump, follow);
     }
 }

@@ -8,10 +8,13 @@
 //!   value and baseline in MB/s, runs alternating, paired ratios (the pipe's time
 //!   over herd's) in the note; the home is on /dev/shm when there is one, and each
 //!   run's session is cleaned before the next. The finished-log figures
-//!   (`cli.logs_1gib_vs_cat`, `cli.logs_follow_1gib_vs_cat`) are `e2e.rs`'s.
+//!   (`cli.logs_1gib_first_read_vs_cat`, `cli.logs_1gib_vs_cat`,
+//!   `cli.logs_follow_1gib_vs_cat`) are `e2e.rs`'s.
 //!
 //! The log halves until it fits in a quarter of the free space where the home is.
-//! `HERD_BENCH_LOG_MB=<n>` sets its size instead.
+//! `HERD_BENCH_LOG_MB=<n>` sets its size instead. `HERD_BENCH_BIN=<path to herd>`
+//! measures that binary (with its `herd-shim` beside it) instead of the one Cargo
+//! built: two builds compared by one harness.
 #![allow(
     clippy::print_stdout,
     reason = "the herd-bench line protocol is read by xtask"
@@ -25,6 +28,11 @@ use herd_test_support::bench::{figure_line, median, spread};
 use herd_test_support::home::{TempHome, command, herd, stop_daemon};
 
 const HERD: &str = env!("CARGO_BIN_EXE_herd");
+
+/// The binary measured: `HERD_BENCH_BIN`, else the one Cargo built.
+fn herd_bin() -> PathBuf {
+    std::env::var_os("HERD_BENCH_BIN").map_or_else(|| PathBuf::from(HERD), PathBuf::from)
+}
 const LOG_LINE: &str = "INFO 2026-12-01T10:00:00Z worker-3 processed batch 1234 in 56 ms status=ok";
 const LOG_BYTES: u64 = 1 << 30;
 const RUNS: usize = 3;
@@ -44,7 +52,7 @@ impl Home {
     }
 
     fn herd(&self, args: &[&str]) -> Command {
-        let mut cmd = herd(Path::new(HERD), self.dir.home());
+        let mut cmd = herd(&herd_bin(), self.dir.home());
         cmd.args(args).stderr(Stdio::inherit());
         cmd
     }

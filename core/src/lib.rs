@@ -178,7 +178,7 @@ pub use kill::bench_support;
 pub use registry::notify_bench_support;
 pub use registry::{
     Acknowledgement, Drained, External, FollowRead, LogFollower, LogReadout, Readiness,
-    ReadoutBatch, Registry, RestoreReport, TerminalGuard,
+    ReadoutBatch, ReadoutPiece, Registry, RestoreReport, TerminalGuard,
 };
 pub use registry::{
     AgentIdentity, ChildTeardown, HandedOff, HandoffAnswer, HandoffError, MAX_HANDOFFS_PER_CHILD,

@@ -143,6 +143,8 @@ pub mod rank {
     pub(crate) const USAGE_V1_BASE: u8 = 92;
     /// A session's last usage sample: `sys::usage::UsageCache`.
     pub(crate) const USAGE_SAMPLE: u8 = 94;
+    /// What the last log read-outs showed: `registry::readout::memo`.
+    pub(crate) const READOUT_MEMOS: u8 = 95;
 
     /// A far host link's control door (async: held while the door is opened):
     /// herd-cli `daemon::hosts`.
@@ -211,6 +213,7 @@ pub mod rank {
             DISPATCH_CACHE => "dispatch cache",
             USAGE_V1_BASE => "usage v1 base",
             USAGE_SAMPLE => "usage sample",
+            READOUT_MEMOS => "readout memos",
             DAEMON_HOST_CONTROL => "daemon host control door",
             DAEMON_HOST_MUX => "daemon host mux door",
             DAEMON_HOST_LINKS => "daemon host links",

@@ -78,7 +78,7 @@ mod logs;
 mod readout;
 pub use delivery::{Acknowledgement, Drained};
 pub use logs::{FollowRead, LogFollower};
-pub use readout::{LogReadout, ReadoutBatch};
+pub use readout::{LogReadout, ReadoutBatch, ReadoutPiece};
 pub use stdin::TerminalGuard;
 mod rebuilt;
 mod reclaim;
@@ -163,6 +163,8 @@ pub(crate) struct Inner {
     v1_base: crate::sys::usage::V1Base,
     /// Bounds the finish choke points on the blocking pool at once.
     finishing: finish::FinishGate,
+    /// What the last log read-outs of finished sessions showed.
+    readouts: Arc<readout::Memos>,
 }
 
 impl Registry {
@@ -198,6 +200,7 @@ impl Registry {
                 shims: shims::Shims::new(&home, &config, runtime.clone()),
                 v1_base: crate::sys::usage::V1Base::default(),
                 finishing: finish::FinishGate::new(finish::FINISHES_AT_ONCE),
+                readouts: Arc::default(),
                 home,
                 config: settings::Settings::of(&config),
                 hooks: hooks_room::Hooks::new(config),

@@ -18,6 +18,11 @@
 //!   then `finish`; baseline `Redactor::redact` of the whole text, measured in
 //!   alternation with it in the same run (window-safe redaction costs at
 //!   most 2x, so target >= 0.5 ratio);
+//! - `hooks.readout_log_throughput` / `hooks.readout_clean_throughput`:
+//!   `Pipeline::show_log_blocks` (the read-out of a finished log, `herd logs`) on
+//!   one thread over 256 MiB of the e2e bench's log line (`yes 'INFO ... status=ok'`)
+//!   and of the clean logs, baseline the same memchr pass; what one core of the
+//!   daemon redacts a log at;
 //! - `hooks.window_tail_2000`: one `Pipeline::show(ctx, Window::last_chars(tail,
 //!   2000))` over the last 1 MiB of the dense text, baseline cutting the last 2,000
 //!   characters first and redacting the cut (what routes did before); target <= 2x;
@@ -85,6 +90,46 @@ const SECRET_LINES: &[&str] = &[
     "aws configure set aws_access_key_id AKIAABCDEFGHIJKLMNOP",
     "x-api-key: 0123456789abcdef0123456789abcdef",
 ];
+
+/// The line of the e2e bench's 1 GiB log (`cli.logs_1gib_vs_cat`).
+const READOUT_LOG_LINE: &str =
+    "INFO 2026-12-01T10:00:00Z worker-3 processed batch 1234 in 56 ms status=ok";
+
+/// `Pipeline::show_log_blocks` on one thread over `CLEAN_BYTES` of `lines`.
+fn readout_figure(pipeline: &Pipeline, name: &str, lines: &[&str]) {
+    let mut text = Vec::with_capacity(CLEAN_BYTES + 256);
+    let mut idx = 0;
+    while text.len() < CLEAN_BYTES {
+        text.extend_from_slice(lines[idx % lines.len()].as_bytes());
+        text.push(b'\n');
+        idx += 1;
+    }
+    let n_bytes = text.len();
+    let base = baseline(std::str::from_utf8(&text).expect("the lines are text"));
+    let mut samples = Vec::new();
+    for _ in 0..RUNS {
+        let start = Stamp::now();
+        let shown = pipeline
+            .show_log_blocks("make", text, false, true, 1)
+            .expect("a redaction-only pipeline reads out in blocks");
+        samples.push(mb_per_s(n_bytes, start.elapsed()));
+        assert_eq!(shown.len(), n_bytes, "the log has no secrets");
+        text = shown.into_text();
+    }
+    line(
+        name,
+        "MB/s",
+        median(samples.clone()),
+        Some((base, "memchr newline count over the same bytes")),
+        "",
+        &format!(
+            "Pipeline::show_log_blocks on one thread over {} MiB of {}, median of {RUNS} (spread {})",
+            n_bytes >> 20,
+            if lines.len() == 1 { "the e2e bench's log line" } else { "the clean logs" },
+            spread(&samples, 0)
+        ),
+    );
+}
 
 fn build(n_bytes: usize, secret_every: Option<usize>) -> String {
     let mut text = String::with_capacity(n_bytes + 256);
@@ -593,6 +638,15 @@ fn main() {
                 &streamed,
                 "the 256 MiB clean logs",
             );
+        }
+    }
+
+    for (name, lines) in [
+        ("hooks.readout_log_throughput", &[READOUT_LOG_LINE][..]),
+        ("hooks.readout_clean_throughput", CLEAN_LINES),
+    ] {
+        if wanted(name) {
+            readout_figure(&pipeline, name, lines);
         }
     }
 

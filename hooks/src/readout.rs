@@ -5,8 +5,10 @@
 //! [`BLOCK_BYTES`], ended at the first line end after that many bytes), carrying
 //! the private-key state from one block to the next; no built-in family's match
 //! spans a line end, so the blocks are independent but for that state. Here the
-//! blocks are cut by the same rule and shared out between threads in runs of
-//! consecutive blocks; each run starts with the key state where it starts, found by
+//! blocks are cut by the same rule and cut into runs of consecutive blocks, a few
+//! per thread, which the threads (the calling one among them) take in turn as each
+//! becomes free, so one slowed by other work does not hold the batch up; each run
+//! starts with the key state where it starts, found by
 //! the look-back rule ([`Redactor::key_open_after`], the cost of the trailing lines
 //! that could be key body), and then carries it block by block exactly as the
 //! sequential walk does. The result is the sequential redaction's, byte for byte
@@ -21,6 +23,7 @@
 //! ([`Pipeline::show_log_blocks`] answers `None` otherwise); its callers keep
 //! their own route for the rest.
 
+use std::borrow::Cow;
 use std::ops::Range;
 
 use crate::redact::{Found, RedactMode, splice};
@@ -74,8 +77,31 @@ impl<'a> Piece<'a> {
 enum Part {
     /// Unchanged text: this range of the text read.
     Same(Range<usize>),
-    /// A block's redacted copy.
-    Changed(String),
+    /// A block's redacted copy: the block's range of the text read, whether a
+    /// private-key block was open at its start, and its shown text.
+    Changed {
+        block: Range<usize>,
+        key_open: bool,
+        text: String,
+    },
+}
+
+/// What one part of a [`ShownBlocks`] covers, as [`ShownBlocks::extents`] hands
+/// it out: enough to show the same text again from the log alone
+/// ([`Pipeline::show_log_block`] for a changed block), without redacting the
+/// unchanged ones again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Extent {
+    /// Text shown as it was read: this range of the text read.
+    Same(Range<usize>),
+    /// A block the redactor changed: its range of the text read, and whether a
+    /// private-key block was open at its start.
+    Changed {
+        /// The block's range of the text read.
+        block: Range<usize>,
+        /// Whether a private-key block was open at the block's start.
+        key_open: bool,
+    },
 }
 
 impl ShownBlocks {
@@ -84,7 +110,21 @@ impl ShownBlocks {
     pub fn parts(&self) -> impl Iterator<Item = &[u8]> + '_ {
         self.parts.iter().map(|part| match part {
             Part::Same(range) => &self.text[range.clone()],
-            Part::Changed(text) => text.as_bytes(),
+            Part::Changed { text, .. } => text.as_bytes(),
+        })
+    }
+
+    /// What each part covers, in the order of [`ShownBlocks::pieces`]: a range of
+    /// the text shown as read, or a changed block with its key state.
+    pub fn extents(&self) -> impl Iterator<Item = Extent> + '_ {
+        self.parts.iter().map(|part| match part {
+            Part::Same(range) => Extent::Same(range.clone()),
+            Part::Changed {
+                block, key_open, ..
+            } => Extent::Changed {
+                block: block.clone(),
+                key_open: *key_open,
+            },
         })
     }
 
@@ -96,7 +136,7 @@ impl ShownBlocks {
                 at: range.start,
                 bytes: &self.text[range.clone()],
             },
-            Part::Changed(text) => Piece::Redacted(text.as_bytes()),
+            Part::Changed { text, .. } => Piece::Redacted(text.as_bytes()),
         })
     }
 
@@ -124,7 +164,7 @@ impl ShownBlocks {
             .iter()
             .map(|part| match part {
                 Part::Same(range) => range.len(),
-                Part::Changed(text) => text.len(),
+                Part::Changed { text, .. } => text.len(),
             })
             .sum()
     }
@@ -205,7 +245,6 @@ fn redact_run(
         };
         let (found, open): (Vec<Found>, bool) =
             redactor.find(block_text, RedactMode::Code, key_open);
-        key_open = open;
         if found.is_empty() {
             // Adjacent unchanged blocks are one range: long runs go out whole.
             match parts.last_mut() {
@@ -213,8 +252,13 @@ fn redact_run(
                 _ => parts.push(Part::Same(block.clone())),
             }
         } else {
-            parts.push(Part::Changed(splice(block_text, &found).into_owned()));
+            parts.push(Part::Changed {
+                block: block.clone(),
+                key_open,
+                text: splice(block_text, &found).into_owned(),
+            });
         }
+        key_open = open;
     }
     RunShown {
         parts,
@@ -254,6 +298,67 @@ fn key_open_at(redactor: &Redactor, text: &[u8], at: usize, open_at_start: bool)
 /// How far back [`key_open_at`] looks first.
 const LOOKBACK_BYTES: usize = 4 * 1024;
 
+/// How many runs a batch is cut into per thread (see [`redact_runs`]).
+const RUNS_PER_THREAD: usize = 4;
+
+/// Redacts `runs` of `text` (consecutive, the first starting with `key_open`) on
+/// `threads` threads, the calling one among them: each thread takes the next run
+/// not yet taken, finds the key state where it starts by the look-back
+/// ([`key_open_at`], the cost of the trailing lines that could be key body) and
+/// redacts it. The results in the runs' order.
+fn redact_runs(
+    redactor: &Redactor,
+    text: &[u8],
+    runs: &[&[Range<usize>]],
+    key_open: bool,
+    threads: usize,
+) -> Vec<RunShown> {
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let one = |run: &[Range<usize>]| {
+        let open = match run.first() {
+            Some(first) if first.start > 0 => key_open_at(redactor, text, first.start, key_open),
+            _ => key_open,
+        };
+        redact_run(redactor, text, run, open)
+    };
+    if threads <= 1 {
+        return runs.iter().map(|run| one(run)).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let slots: Vec<Mutex<Option<RunShown>>> = runs.iter().map(|_| Mutex::new(None)).collect();
+    let work = || {
+        loop {
+            let idx = next.fetch_add(1, Ordering::Relaxed);
+            let Some(run) = runs.get(idx) else {
+                break;
+            };
+            let shown = one(run);
+            if let Ok(mut slot) = slots[idx].lock() {
+                *slot = Some(shown);
+            }
+        }
+    };
+    std::thread::scope(|scope| {
+        let helpers: Vec<_> = (1..threads).map(|_| scope.spawn(work)).collect();
+        work();
+        for helper in helpers {
+            if let Err(payload) = helper.join() {
+                std::panic::resume_unwind(payload);
+            }
+        }
+    });
+    slots
+        .into_iter()
+        .map(|slot| {
+            slot.into_inner()
+                .ok()
+                .flatten()
+                .expect("every run was taken and redacted by a thread that did not panic")
+        })
+        .collect()
+}
+
 /// Splits `blocks` into at most `n` runs of consecutive blocks of about equal
 /// bytes.
 fn runs(blocks: &[Range<usize>], n: usize) -> Vec<&[Range<usize>]> {
@@ -277,6 +382,25 @@ fn runs(blocks: &[Range<usize>], n: usize) -> Vec<&[Range<usize>]> {
 }
 
 impl Pipeline {
+    /// One block of `command`'s log shown again: `block` (a block a
+    /// [`ShownBlocks`] gave as [`Extent::Changed`], read from the same log)
+    /// redacted as [`Pipeline::show_log_blocks`] redacted it, starting with
+    /// `key_open`, its key state there. `None` when this pipeline does not read
+    /// out in blocks, or `block` is not UTF-8.
+    pub fn show_log_block<'t>(
+        &self,
+        command: &str,
+        block: &'t [u8],
+        key_open: bool,
+    ) -> Option<Cow<'t, str>> {
+        if !self.shows_log_blocks(command) {
+            return None;
+        }
+        let text = std::str::from_utf8(block).ok()?;
+        let (found, _) = self.redactor().find(text, RedactMode::Code, key_open);
+        Some(splice(text, &found))
+    }
+
     /// Whether this pipeline's log output can be read out in blocks
     /// ([`Pipeline::show_log_blocks`]) for a session running `command`.
     pub fn shows_log_blocks(&self, command: &str) -> bool {
@@ -306,43 +430,12 @@ impl Pipeline {
         }
         let redactor: &Redactor = self.redactor();
         let (blocks, consumed) = blocks(&text, at_end);
-        let runs = runs(&blocks, threads.max(1));
-        // Each run's key state where it starts: the look-back over the text
-        // before it (the lines that could be key body, usually none).
-        let starts: Vec<bool> = runs
-            .iter()
-            .map(|run| match run.first() {
-                Some(first) if first.start > 0 => {
-                    key_open_at(redactor, &text, first.start, key_open)
-                }
-                _ => key_open,
-            })
-            .collect();
-        let results: Vec<RunShown> = if runs.len() <= 1 {
-            runs.iter()
-                .zip(&starts)
-                .map(|(run, open)| redact_run(redactor, &text, run, *open))
-                .collect()
-        } else {
-            std::thread::scope(|scope| {
-                let text = &text;
-                let handles: Vec<_> = runs
-                    .iter()
-                    .zip(&starts)
-                    .map(|(run, open)| {
-                        let open = *open;
-                        scope.spawn(move || redact_run(redactor, text, run, open))
-                    })
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| match h.join() {
-                        Ok(result) => result,
-                        Err(payload) => std::panic::resume_unwind(payload),
-                    })
-                    .collect()
-            })
-        };
+        let threads = threads.max(1);
+        // More runs than threads, taken in turn by whichever thread is free: a
+        // thread slowed by other work on the machine does not hold the others up
+        // at the end of the batch.
+        let runs = runs(&blocks, threads * RUNS_PER_THREAD);
+        let results = redact_runs(redactor, &text, &runs, key_open, threads.min(runs.len()));
         let mut shown = ShownBlocks {
             text,
             parts: Vec::new(),

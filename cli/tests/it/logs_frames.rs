@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::support::Env;
+use crate::support::{Env, wait_until};
 
 /// One raw protocol connection that reads notes and binary frames.
 struct Conn {
@@ -210,5 +210,97 @@ fn b30_an_unknown_session_is_a_plain_error_without_frames() {
         got.first.is_null() && got.end["error"].is_object(),
         "{}",
         got.end
+    );
+}
+
+/// How many read-outs the daemon's log says were shown from a memo
+/// (`herd::readout` at debug).
+fn memo_readouts(env: &Env) -> usize {
+    std::fs::read_to_string(env.home().join("logs/daemon.log"))
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains("herd::readout") && l.contains("read out from its memo"))
+        .count()
+}
+
+#[test]
+fn b30_a_finished_log_read_out_again_from_its_memo_shows_the_same_redacted_text() {
+    let mut env = Env::new();
+    env.vars
+        .push(("HERD_LOG".to_owned(), "info,herd::readout=debug".to_owned()));
+    let id = finished_job(&env);
+    let noted = Conn::open(&env).0.stream("logs.dump", json!({"id": id}));
+    let log_path = env.home().join("logs/sessions").join(format!("{id}.log"));
+    let log = std::fs::read(&log_path).expect("the session log");
+    let inside_key = log
+        .windows(3)
+        .enumerate()
+        .filter(|(_, w)| *w == b"\nMI")
+        .nth(1500)
+        .map(|(at, _)| at as u64 + 1)
+        .expect("key body lines");
+    let from_key = |env: &Env, frames: bool| {
+        Conn::open(env).0.stream(
+            "logs.follow",
+            json!({"id": id, "from_byte": inside_key, "frames": frames, "result": true}),
+        )
+    };
+    let noted_from_key = from_key(&env, false);
+    assert_eq!(memo_readouts(&env), 0);
+    // The first framed read-out of each offset makes the memo, the next ones
+    // show from it: the same text each time.
+    for round in 0..3 {
+        let framed = Conn::open(&env)
+            .0
+            .stream("logs.dump", json!({"id": id, "frames": true}));
+        assert!(framed.output == noted.output, "round {round}: dumps differ");
+        assert_eq!(framed.end["result"], noted.end["result"], "round {round}");
+        let framed = from_key(&env, true);
+        assert!(
+            framed.output == noted_from_key.output,
+            "round {round}: follows from inside a key block differ"
+        );
+        assert!(!framed.output.contains("MIIEpAIB"), "key body is shown");
+    }
+    assert_eq!(env.ok(&["logs", &id]), noted.output, "herd logs prints it");
+    // Two offsets read out again twice each, and herd logs (the daemon's log is
+    // written a little after the stream ends).
+    let logged = wait_until(Duration::from_secs(20), || memo_readouts(&env) >= 5);
+    assert!(
+        logged.is_ok(),
+        "{} memo read-outs logged",
+        memo_readouts(&env)
+    );
+    assert_eq!(memo_readouts(&env), 5);
+
+    // The log file changed (its open key block closed, a token and another key
+    // block appended): its memo is not used, and the new text is shown redacted.
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&log_path)
+        .expect("the log opens");
+    file.write_all(
+        b"-----END RSA PRIVATE KEY-----\nlate ghp_ZYXWVUTSRQPONMLKJIHGFEDCBAzyxwvuts9 x\n-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEAlate\n-----END RSA PRIVATE KEY-----\n",
+    )
+    .expect("the log is written");
+    drop(file);
+    let before = memo_readouts(&env);
+    let noted = Conn::open(&env).0.stream("logs.dump", json!({"id": id}));
+    let framed = Conn::open(&env)
+        .0
+        .stream("logs.dump", json!({"id": id, "frames": true}));
+    assert_eq!(memo_readouts(&env), before, "a changed log is read again");
+    assert!(
+        framed.output == noted.output,
+        "dumps of the changed log differ"
+    );
+    assert!(framed.output.contains("\nlate "), "the late line is shown");
+    assert!(
+        !framed.output.contains("ghp_ZYXWVU"),
+        "a late token is shown"
+    );
+    assert!(
+        !framed.output.contains("MIIEpAIBAAKCAQEAlate"),
+        "a late key is shown"
     );
 }

@@ -137,6 +137,17 @@ impl Hooks {
         self.pipeline()
             .show_log_blocks(command, text, key_open, at_end, threads)
     }
+
+    /// One changed block of a log shown again from its key state (see
+    /// [`Pipeline::show_log_block`]); `None` when it is not text.
+    pub(super) fn show_log_block<'t>(
+        &self,
+        command: &str,
+        block: &'t [u8],
+        key_open: bool,
+    ) -> Option<Cow<'t, str>> {
+        self.pipeline().show_log_block(command, block, key_open)
+    }
 }
 
 impl Registry {

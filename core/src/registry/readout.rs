@@ -8,9 +8,15 @@
 //! pipeline runs hooks or configured patterns, for an environment dump, for a
 //! session no longer in the table, or at an offset inside a line; it stops at
 //! bytes that are not UTF-8 and at a line longer than [`MAX_LINE_BYTES`].
+//!
+//! A read-out of a finished session's log leaves a memo of what it showed
+//! (`memo`): the next read-out of that log from the same offset sends the extents
+//! found unchanged straight from the file, unread, and redacts only the blocks
+//! that were changed, each again from the key state at its start.
 
 use std::fs::File;
 use std::io::Read;
+use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -20,27 +26,86 @@ use super::Registry;
 use super::hooks_room::Hooks;
 use crate::answers::SessionStatus;
 use crate::error::Error;
+pub(crate) use memo::Memos;
+use memo::{Extent, FileId, Memo, Recording};
 
 /// The longest run without a line end the read-out holds while it looks for the
 /// end of its block; a longer one is left to the chunked route.
 pub(crate) const MAX_LINE_BYTES: usize = 64 << 20;
 
-/// One batch a [`LogReadout`] shows: whole-line blocks of the log, and where in
-/// the log their text starts.
+mod memo;
+mod replay;
+
+/// One batch a [`LogReadout`] shows, in order: pieces of the log shown as they
+/// are, and shown text.
 #[derive(Debug)]
 pub struct ReadoutBatch {
-    blocks: ShownBlocks,
+    body: Body,
     log_at: u64,
 }
 
+#[derive(Debug)]
+enum Body {
+    /// Whole-line blocks read and shown; their text starts at `log_at`.
+    Shown(ShownBlocks),
+    /// Extents of a memo: the log's bytes as they are, or a block shown again.
+    Replayed(Vec<Replayed>),
+}
+
+#[derive(Debug)]
+enum Replayed {
+    File(Range<u64>),
+    Shown(String),
+}
+
+/// One piece of a [`ReadoutBatch`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadoutPiece<'a> {
+    /// The log's bytes from `at`, `len` of them, shown as they are (so they may
+    /// be sent straight from the log file); `text` holds them when they were
+    /// read.
+    File {
+        /// The log offset.
+        at: u64,
+        /// How many bytes.
+        len: u64,
+        /// The bytes, when read.
+        text: Option<&'a [u8]>,
+    },
+    /// Shown text (a block the redactor changed).
+    Shown(&'a [u8]),
+}
+
 impl ReadoutBatch {
-    /// The shown blocks.
-    pub fn blocks(&self) -> &ShownBlocks {
-        &self.blocks
+    /// The shown pieces, in order.
+    pub fn pieces(&self) -> Vec<ReadoutPiece<'_>> {
+        match &self.body {
+            Body::Shown(blocks) => blocks
+                .pieces()
+                .map(|piece| match piece {
+                    herd_hooks::Piece::Read { at, bytes } => ReadoutPiece::File {
+                        at: self.log_at + at as u64,
+                        len: bytes.len() as u64,
+                        text: Some(bytes),
+                    },
+                    herd_hooks::Piece::Redacted(bytes) => ReadoutPiece::Shown(bytes),
+                })
+                .collect(),
+            Body::Replayed(pieces) => pieces
+                .iter()
+                .map(|piece| match piece {
+                    Replayed::File(range) => ReadoutPiece::File {
+                        at: range.start,
+                        len: range.end - range.start,
+                        text: None,
+                    },
+                    Replayed::Shown(text) => ReadoutPiece::Shown(text.as_bytes()),
+                })
+                .collect(),
+        }
     }
 
-    /// The log offset of the blocks' text: a [`herd_hooks::Piece::Read`] at `at`
-    /// is the log's bytes from `log_at() + at`.
+    /// The log offset the batch starts at.
     pub fn log_at(&self) -> u64 {
         self.log_at
     }
@@ -76,6 +141,11 @@ pub struct LogReadout {
     ahead: Option<(u64, std::thread::JoinHandle<std::io::Result<Vec<u8>>>)>,
     /// It stopped: bytes that are not text, or a line too long.
     stopped: bool,
+    /// The memo this read-out is making (of a finished session's log), and
+    /// where it goes when done.
+    recording: Option<(Recording, Arc<Memos>)>,
+    /// The memo this read-out shows, and the next of its extents.
+    replay: Option<(Arc<Memo>, usize)>,
 }
 
 impl Registry {
@@ -103,10 +173,22 @@ impl Registry {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(io_err(e)),
         };
+        let file_id = FileId::of(&file).map_err(io_err)?;
         let end = file.metadata().map_err(io_err)?.len();
         if from_byte > end {
             return Ok(None);
         }
+        let memos = &self.inner.readouts;
+        let replay = if finished {
+            memos.get(id, from_byte, file_id).map(|memo| (memo, 0))
+        } else {
+            None
+        };
+        if replay.is_some() {
+            tracing::debug!(target: "herd::readout", session = id, from_byte, "read out from its memo");
+        }
+        let recording = (finished && replay.is_none())
+            .then(|| (Recording::new(file_id, from_byte), Arc::clone(memos)));
         // At the log's start or a line's; and the key state there, by the rule
         // every route asks (the session's key index, else the log).
         let key_open = if from_byte > 0 {
@@ -135,6 +217,8 @@ impl Registry {
             spare: Vec::new(),
             ahead: None,
             stopped: false,
+            recording,
+            replay,
         }))
     }
 }
@@ -200,19 +284,54 @@ impl LogReadout {
 
     /// A batch the caller is done with: its buffer is kept for a later read.
     pub fn give_back(&mut self, batch: ReadoutBatch) {
-        if self.spare.len() < 2 {
-            let mut text = batch.blocks.into_text();
-            text.clear();
-            self.spare.push(text);
+        if let Body::Shown(blocks) = batch.body {
+            self.give_back_buf(blocks.into_text());
         }
     }
 
-    /// The next blocks, shown, reading about `max_bytes` of the log; `None` when
-    /// it is done (at the end it started with, or stopped).
+    /// The next blocks, shown, reading about `max_bytes` of the log (or showing
+    /// as much of a memo); `None` when it is done (at the end it started with, or
+    /// stopped).
     ///
     /// # Errors
     /// [`Error::Io`] when the log cannot be read.
     pub fn next(&mut self, max_bytes: usize) -> Result<Option<ReadoutBatch>, Error> {
+        if self.replay.is_some() {
+            return self.next_replayed(max_bytes.max(1));
+        }
+        let batch = self.next_read(max_bytes)?;
+        match &batch {
+            Some(ReadoutBatch {
+                body: Body::Shown(blocks),
+                log_at,
+            }) => {
+                if let Some((recording, _)) = &mut self.recording
+                    && !recording.add(*log_at, blocks.extents())
+                {
+                    self.recording = None;
+                }
+            }
+            Some(_) => {}
+            None => self.keep_memo(),
+        }
+        Ok(batch)
+    }
+
+    /// Keeps the memo this read-out made, now it is done, while the log is the
+    /// file it read.
+    fn keep_memo(&mut self) {
+        let Some((recording, memos)) = self.recording.take() else {
+            return;
+        };
+        if FileId::of(&self.file).is_ok_and(|now| now == recording.file())
+            && self.next_at > recording.from()
+        {
+            memos.put(&self.session, recording.done(self.next_at, self.stopped));
+        }
+    }
+
+    /// [`LogReadout::next`] by reading the log.
+    fn next_read(&mut self, max_bytes: usize) -> Result<Option<ReadoutBatch>, Error> {
         let max_bytes = max_bytes.max(1);
         if self.stopped {
             return Ok(None);
@@ -267,7 +386,7 @@ impl LogReadout {
             self.stop();
         }
         Ok((shown.consumed() > 0).then_some(ReadoutBatch {
-            blocks: shown,
+            body: Body::Shown(shown),
             log_at,
         }))
     }

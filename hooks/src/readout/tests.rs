@@ -69,9 +69,20 @@ fn read_out(text: &str, pieces: &[usize], threads: usize, reread: bool) -> Strin
         let shown = pipeline
             .show_log_blocks("make", read, key_open, at_end, threads)
             .expect("a plain pipeline reads out in blocks");
-        for piece in shown.pieces() {
-            if let Piece::Read { at, bytes } = piece {
-                assert_eq!(bytes, &text.as_bytes()[edge + at..edge + at + bytes.len()]);
+        for (piece, extent) in shown.pieces().zip(shown.extents()) {
+            match (piece, extent) {
+                (Piece::Read { at, bytes }, Extent::Same(range)) => {
+                    assert_eq!(bytes, &text.as_bytes()[edge + at..edge + at + bytes.len()]);
+                    assert_eq!(range, at..at + bytes.len());
+                }
+                // A changed block is shown again the same from the log alone.
+                (Piece::Redacted(bytes), Extent::Changed { block, key_open }) => {
+                    let again = pipeline
+                        .show_log_block("make", &text.as_bytes()[edge..][block], key_open)
+                        .expect("a plain pipeline shows a block");
+                    assert_eq!(again.as_bytes(), bytes);
+                }
+                (piece, extent) => panic!("{piece:?} is not {extent:?}"),
             }
             out.extend_from_slice(piece.bytes());
         }

@@ -38,6 +38,10 @@ const TOKEN: u8 = 8;
 pub(super) fn candidate_ranges(bytes: &[u8]) -> Vec<(usize, usize)> {
     #[cfg(target_arch = "x86_64")]
     {
+        if std::is_x86_feature_detected!("avx512bw") {
+            // SAFETY: the CPU has AVX-512BW (checked just above).
+            return unsafe { ranges_avx512(bytes) };
+        }
         if std::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU has AVX2 (checked just above).
             return unsafe { ranges_avx2(bytes) };
@@ -49,6 +53,12 @@ pub(super) fn candidate_ranges(bytes: &[u8]) -> Vec<(usize, usize)> {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 fn ranges_avx2(bytes: &[u8]) -> Vec<(usize, usize)> {
+    ranges(bytes)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw")]
+fn ranges_avx512(bytes: &[u8]) -> Vec<(usize, usize)> {
     ranges(bytes)
 }
 

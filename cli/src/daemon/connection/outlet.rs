@@ -103,29 +103,46 @@ impl<'c> Outlet<'c> {
         Ok(())
     }
 
-    /// Writes `bytes`, which are the bytes of `file` from `offset` on, as binary
-    /// frames (after [`Outlet::open_frames`]), sent from the file (sendfile(2):
-    /// the kernel hands the file's pages to the socket, with no copy through this
-    /// process). Where the file gives fewer bytes (it shrank) or cannot be sent
-    /// from, the rest goes out from `bytes`.
+    /// Writes the `len` bytes of `file` from `offset` on as binary frames (after
+    /// [`Outlet::open_frames`]), sent from the file (sendfile(2): the kernel hands
+    /// the file's pages to the socket, with no copy through this process). Where
+    /// the file gives fewer bytes (it shrank) or cannot be sent from, the rest goes
+    /// out from `text` (those bytes, when read), else read from the file (a file
+    /// that ends short ends the stream: a frame cannot be cut short).
     pub(crate) async fn frame_from_file(
         &mut self,
         file: &std::fs::File,
         offset: u64,
-        bytes: &[u8],
+        len: u64,
+        text: Option<&[u8]>,
     ) -> Result<(), Gone> {
-        let mut at = offset;
-        for piece in bytes.chunks(crate::logframes::MAX_FRAME_BYTES) {
-            let head = crate::logframes::header(piece.len());
+        let max = crate::logframes::MAX_FRAME_BYTES as u64;
+        let mut done = 0u64;
+        while done < len {
+            let piece = usize::try_from((len - done).min(max)).map_err(|_| Gone)?;
+            let at = offset + done;
+            let head = crate::logframes::header(piece);
             self.writer.write_all(&head).await.map_err(|_| Gone)?;
-            let sent = send_from_file(self.writer.socket(), file, at, piece.len()).await?;
-            if sent < piece.len() {
-                self.writer
-                    .write_all(&piece[sent..])
-                    .await
-                    .map_err(|_| Gone)?;
+            let sent = send_from_file(self.writer.socket(), file, at, piece).await?;
+            if sent < piece {
+                let rest = match text {
+                    Some(text) => {
+                        let from = usize::try_from(done).map_err(|_| Gone)? + sent;
+                        text.get(from..from + piece - sent).ok_or(Gone)?.to_vec()
+                    }
+                    None => {
+                        use std::os::unix::fs::FileExt;
+                        let mut rest = vec![0; piece - sent];
+                        // A frame cannot be cut short: the client would wait for
+                        // its rest.
+                        file.read_exact_at(&mut rest, at + sent as u64)
+                            .map_err(|_| Gone)?;
+                        rest
+                    }
+                };
+                self.writer.write_all(&rest).await.map_err(|_| Gone)?;
             }
-            at += piece.len() as u64;
+            done += piece as u64;
         }
         Ok(())
     }

@@ -4,9 +4,10 @@
 //! (`herd_core::LogReadout`) and written as binary frames, a producer on the
 //! blocking pool reading ahead of the writer by at most [`AHEAD`] batches.
 //! Blocks the redactor changed nothing in go out straight from the log file
-//! (sendfile(2), no copy through the daemon).
+//! (sendfile(2), no copy through the daemon); a finished session's log read out
+//! again from the same offset is not read for them at all (the read-out's memo).
 
-use herd_hooks::Piece;
+use herd_core::ReadoutPiece;
 use tokio::sync::mpsc;
 
 use super::State;
@@ -81,14 +82,13 @@ pub(super) async fn read_out(
         }
     });
     while let Some(batch) = shown.recv().await {
-        for piece in batch.blocks().pieces() {
+        for piece in batch.pieces() {
             let sent = match piece {
-                // Shown as read: sent from the log file itself.
-                Piece::Read { at, bytes } => {
-                    let offset = batch.log_at() + at as u64;
-                    outlet.frame_from_file(&log, offset, bytes).await
+                // Shown as it is: sent from the log file itself.
+                ReadoutPiece::File { at, len, text } => {
+                    outlet.frame_from_file(&log, at, len, text).await
                 }
-                Piece::Redacted(bytes) => outlet.frame(bytes).await,
+                ReadoutPiece::Shown(bytes) => outlet.frame(bytes).await,
             };
             if sent.is_err() {
                 producer.abort();

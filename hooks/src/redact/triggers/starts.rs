@@ -151,6 +151,10 @@ impl WordStarts {
     pub(super) fn find(&self, text: &[u8], from: usize) -> Option<(usize, usize)> {
         #[cfg(target_arch = "x86_64")]
         {
+            if std::is_x86_feature_detected!("avx512bw") {
+                // SAFETY: the CPU has AVX-512BW (checked just above).
+                return unsafe { self.find_avx512(text, from) };
+            }
             if std::is_x86_feature_detected!("avx2") {
                 // SAFETY: the CPU has AVX2 (checked just above).
                 return unsafe { self.find_avx2(text, from) };
@@ -178,6 +182,25 @@ impl WordStarts {
             // SAFETY: only called from this function, which runs with AVX2, and
             // `base + 66 <= text.len()` (checked just above).
             unsafe { masks_avx2(&tables, text, base) }
+        })
+    }
+
+    /// [`Self::find_avx2`] 64 bytes to a vector: the compares give their bit masks
+    /// straight (mask registers), half the instructions of two AVX2 halves.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512bw")]
+    fn find_avx512(&self, text: &[u8], from: usize) -> Option<(usize, usize)> {
+        let tables = PairTables512::new(&self.low, &self.high);
+        self.find_with(text, from, |text, base| {
+            if base + 66 > text.len() {
+                return (
+                    word_mask(text, base),
+                    pair_mask(&self.low, &self.high, text, base),
+                );
+            }
+            // SAFETY: only called from this function, which runs with AVX-512BW,
+            // and `base + 66 <= text.len()` (checked just above).
+            unsafe { masks_avx512(&tables, text, base) }
         })
     }
 
@@ -341,6 +364,68 @@ unsafe fn masks_avx2(tables: &PairTables, text: &[u8], base: usize) -> (u64, u64
     (word(a[0]) | (word(b[0]) << 32), pair(a) | (pair(b) << 32))
 }
 
+/// The pair test's tables in 512-bit registers (each in all four 128-bit lanes).
+#[cfg(target_arch = "x86_64")]
+struct PairTables512 {
+    low: [std::arch::x86_64::__m512i; 3],
+    high: [std::arch::x86_64::__m512i; 3],
+}
+
+#[cfg(target_arch = "x86_64")]
+impl PairTables512 {
+    #[target_feature(enable = "avx512f,avx512bw")]
+    fn new(low: &[[u8; 16]; 3], high: &[[u8; 16]; 3]) -> PairTables512 {
+        use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm512_broadcast_i32x4};
+        let load = |table: &[u8; 16]| {
+            // SAFETY: a 16-byte unaligned load of a 16-byte array.
+            _mm512_broadcast_i32x4(unsafe { _mm_loadu_si128(table.as_ptr().cast::<__m128i>()) })
+        };
+        PairTables512 {
+            low: [load(&low[0]), load(&low[1]), load(&low[2])],
+            high: [load(&high[0]), load(&high[1]), load(&high[2])],
+        }
+    }
+}
+
+/// [`word_mask`] and [`pair_mask`] with AVX-512BW compares into mask registers
+/// and shuffles; needs `base + 66 <= text.len()` (the third byte of the 64th
+/// position).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw")]
+unsafe fn masks_avx512(tables: &PairTables512, text: &[u8], base: usize) -> (u64, u64) {
+    use std::arch::x86_64::{
+        __m512i, _mm512_and_si512, _mm512_cmpeq_epi8_mask, _mm512_cmple_epu8_mask,
+        _mm512_loadu_si512, _mm512_or_si512, _mm512_set1_epi8, _mm512_shuffle_epi8,
+        _mm512_srli_epi16, _mm512_sub_epi8, _mm512_test_epi8_mask,
+    };
+    // SAFETY: `base + 66 <= text.len()` (the caller's contract): the 64-byte
+    // unaligned loads at `base` to `base + 2` stay inside `text`.
+    let load = |at: usize| unsafe { _mm512_loadu_si512(text.as_ptr().add(at).cast::<__m512i>()) };
+    let v = [load(base), load(base + 1), load(base + 2)];
+    // Unsigned ranges: bytes of 0x80 and up are never in one.
+    let within = |v: __m512i, lo: u8, n: u8| {
+        _mm512_cmple_epu8_mask(
+            _mm512_sub_epi8(v, _mm512_set1_epi8(lo as i8)),
+            _mm512_set1_epi8(n as i8),
+        )
+    };
+    let folded = _mm512_or_si512(v[0], _mm512_set1_epi8(0x20));
+    let words = within(folded, b'a', 25)
+        | within(v[0], b'0', 9)
+        | _mm512_cmpeq_epi8_mask(v[0], _mm512_set1_epi8(b'_' as i8));
+    let mask = _mm512_set1_epi8(15);
+    let bucket = |j: usize| {
+        let lo = _mm512_and_si512(v[j], mask);
+        let hi = _mm512_and_si512(_mm512_srli_epi16::<4>(v[j]), mask);
+        _mm512_and_si512(
+            _mm512_shuffle_epi8(tables.low[j], lo),
+            _mm512_shuffle_epi8(tables.high[j], hi),
+        )
+    };
+    let buckets = _mm512_and_si512(_mm512_and_si512(bucket(0), bucket(1)), bucket(2));
+    (words, _mm512_test_epi8_mask(buckets, buckets))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -376,6 +461,15 @@ mod tests {
                     masks_avx2(&tables, &all, base)
                 };
                 assert_eq!(vector, scalar, "at {base}");
+            }
+            #[cfg(target_arch = "x86_64")]
+            if std::is_x86_feature_detected!("avx512bw") && base + 66 <= all.len() {
+                // SAFETY: the CPU has AVX-512BW, and 66 bytes follow `base`.
+                let vector = unsafe {
+                    let tables = PairTables512::new(&ws.low, &ws.high);
+                    masks_avx512(&tables, &all, base)
+                };
+                assert_eq!(vector, scalar, "at {base} (512)");
             }
             for (i, b) in all[base..].iter().take(64).enumerate() {
                 assert_eq!(scalar.0 >> i & 1 == 1, is_word(*b), "{b}");
