@@ -125,7 +125,11 @@ fn readout_figure(pipeline: &Pipeline, name: &str, lines: &[&str]) {
         &format!(
             "Pipeline::show_log_blocks on one thread over {} MiB of {}, median of {RUNS} (spread {})",
             n_bytes >> 20,
-            if lines.len() == 1 { "the e2e bench's log line" } else { "the clean logs" },
+            if lines.len() == 1 {
+                "the e2e bench's log line"
+            } else {
+                "the clean logs"
+            },
             spread(&samples, 0)
         ),
     );

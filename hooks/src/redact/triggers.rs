@@ -293,7 +293,9 @@ impl Fast {
         for chunk in packed_groups(keys) {
             rest.push(match chunk.as_slice() {
                 [one] => Rest::One(memchr::memmem::Finder::new(one).into_owned()),
-                _ => Rest::Packed(wide_packed_searcher(&chunk).or_else(|| packed_searcher(&chunk))?),
+                _ => {
+                    Rest::Packed(wide_packed_searcher(&chunk).or_else(|| packed_searcher(&chunk))?)
+                }
             });
             rest_literals.push(
                 chunk

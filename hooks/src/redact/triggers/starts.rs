@@ -489,4 +489,35 @@ mod tests {
         assert_eq!(ws.find(b"ghp_", 1), None);
         assert_eq!(ws.find(b"ghp_", 0), Some((0, 4)));
     }
+
+    proptest::proptest! {
+        /// The vector searches (AVX2, AVX-512BW, as the CPU has them) find what
+        /// the byte-by-byte one finds, from any position, in any text.
+        #[test]
+        fn b30_vector_word_start_searches_agree_with_the_scalar_one(
+            text in proptest::collection::vec(
+                proptest::sample::select(b"ghpskGHPSaut_-:. \n0x\x80".to_vec()),
+                0..400,
+            ),
+            from in 0usize..400,
+        ) {
+            let ws = WordStarts::new(vec![
+                (b"ghp_".to_vec(), true),
+                (b"authorization".to_vec(), false),
+                (b"sk-".to_vec(), true),
+                (b"ghs_".to_vec(), true),
+            ])
+            .expect("valid literals");
+            let from = from.min(text.len());
+            let scalar = ws.find_with(&text, from, |text, base| {
+                (word_mask(text, base), pair_mask(&ws.low, &ws.high, text, base))
+            });
+            proptest::prop_assert_eq!(ws.find(&text, from), scalar);
+            #[cfg(target_arch = "x86_64")]
+            if std::is_x86_feature_detected!("avx2") {
+                // SAFETY: the CPU has AVX2.
+                proptest::prop_assert_eq!(unsafe { ws.find_avx2(&text, from) }, scalar);
+            }
+        }
+    }
 }
