@@ -313,7 +313,6 @@ fn redact_runs(
     key_open: bool,
     threads: usize,
 ) -> Vec<RunShown> {
-    use std::sync::Mutex;
     use std::sync::atomic::{AtomicUsize, Ordering};
     let one = |run: &[Range<usize>]| {
         let open = match run.first() {
@@ -326,37 +325,31 @@ fn redact_runs(
         return runs.iter().map(|run| one(run)).collect();
     }
     let next = AtomicUsize::new(0);
-    let slots: Vec<Mutex<Option<RunShown>>> = runs.iter().map(|_| Mutex::new(None)).collect();
+    // Each thread keeps what it redacted with the runs' indices (no shared slots,
+    // so no lock): put in order once all are joined.
     let work = || {
+        let mut done: Vec<(usize, RunShown)> = Vec::new();
         loop {
             let idx = next.fetch_add(1, Ordering::Relaxed);
             let Some(run) = runs.get(idx) else {
-                break;
+                return done;
             };
-            let shown = one(run);
-            if let Ok(mut slot) = slots[idx].lock() {
-                *slot = Some(shown);
-            }
+            done.push((idx, one(run)));
         }
     };
-    std::thread::scope(|scope| {
+    let mut all: Vec<(usize, RunShown)> = std::thread::scope(|scope| {
         let helpers: Vec<_> = (1..threads).map(|_| scope.spawn(work)).collect();
-        work();
+        let mut all = work();
         for helper in helpers {
-            if let Err(payload) = helper.join() {
-                std::panic::resume_unwind(payload);
+            match helper.join() {
+                Ok(done) => all.extend(done),
+                Err(payload) => std::panic::resume_unwind(payload),
             }
         }
+        all
     });
-    slots
-        .into_iter()
-        .map(|slot| {
-            slot.into_inner()
-                .ok()
-                .flatten()
-                .expect("every run was taken and redacted by a thread that did not panic")
-        })
-        .collect()
+    all.sort_unstable_by_key(|(idx, _)| *idx);
+    all.into_iter().map(|(_, shown)| shown).collect()
 }
 
 /// Splits `blocks` into at most `n` runs of consecutive blocks of about equal
