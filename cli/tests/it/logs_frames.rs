@@ -105,6 +105,17 @@ impl Conn {
     }
 }
 
+/// The offset of a line start deep inside the finished job's key block: the
+/// 1,501st body line (`MI…`).
+fn key_body_line_start(log: &[u8]) -> u64 {
+    log.windows(3)
+        .enumerate()
+        .filter(|(_, w)| *w == b"\nMI")
+        .nth(1500)
+        .map(|(at, _)| at as u64 + 1)
+        .expect("key body lines")
+}
+
 /// A finished job's ~1.1 MiB log (more than one JSON chunk): lines with a token now and then, and private-key
 /// blocks of 3,000 body lines (about 180 KiB: each crosses the read-out's 64 KiB
 /// blocks), one left open at the end.
@@ -160,13 +171,7 @@ fn b30_binary_log_frames_carry_the_same_redacted_text_as_log_notes() {
     let log = std::fs::read(env.home().join("logs/sessions").join(format!("{id}.log")))
         .expect("the session log");
     assert_eq!(log.len() as u64, body);
-    let inside_key = log
-        .windows(3)
-        .enumerate()
-        .filter(|(_, w)| *w == b"\nMI")
-        .nth(1500)
-        .map(|(at, _)| at as u64 + 1)
-        .expect("key body lines");
+    let inside_key = key_body_line_start(&log);
     for from_byte in [inside_key, inside_key + 7] {
         let framed = Conn::open(&env).0.stream(
             "logs.follow",
@@ -232,13 +237,7 @@ fn b30_a_finished_log_read_out_again_from_its_memo_shows_the_same_redacted_text(
     let noted = Conn::open(&env).0.stream("logs.dump", json!({"id": id}));
     let log_path = env.home().join("logs/sessions").join(format!("{id}.log"));
     let log = std::fs::read(&log_path).expect("the session log");
-    let inside_key = log
-        .windows(3)
-        .enumerate()
-        .filter(|(_, w)| *w == b"\nMI")
-        .nth(1500)
-        .map(|(at, _)| at as u64 + 1)
-        .expect("key body lines");
+    let inside_key = key_body_line_start(&log);
     let from_key = |env: &Env, frames: bool| {
         Conn::open(env).0.stream(
             "logs.follow",
