@@ -39,13 +39,17 @@ const FIRST_EXTRA_FD: i32 = 3;
 /// Call it first thing, while the process has one thread and has opened nothing it
 /// means to keep: every descriptor above 2 is closed.
 pub fn clean_start() -> io::Result<()> {
-    close_extra_descriptors()?;
-    reset_signals()
+    clean_start_keeping(&[])
 }
 
-/// Closes every descriptor above 2.
-fn close_extra_descriptors() -> io::Result<()> {
-    crate::sys::descriptors::close_from(FIRST_EXTRA_FD)
+/// [`clean_start`], keeping the descriptors in `keep` open (ones a process was
+/// handed across an exec on purpose, named on its command line).
+///
+/// # Errors
+/// As [`clean_start`].
+pub(crate) fn clean_start_keeping(keep: &[i32]) -> io::Result<()> {
+    crate::sys::descriptors::close_from_except(FIRST_EXTRA_FD, keep)?;
+    reset_signals()
 }
 
 /// Resets every ignored signal to its default disposition (SIGPIPE stays ignored)

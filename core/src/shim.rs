@@ -173,7 +173,9 @@ pub(crate) struct ReadyLine {
 ///
 /// Call it first thing in `main`, before any thread or runtime exists: it forks.
 pub fn main() -> i32 {
-    let _ = crate::hygiene::clean_start();
+    // A renewed launcher image keeps its pool's pipe, handed over across its exec.
+    let kept = launcher::kept_descriptors(&std::env::args().collect::<Vec<_>>());
+    let _ = crate::hygiene::clean_start_keeping(&kept);
     match std::env::args().nth(1).as_deref() {
         None => {}
         Some("--launcher") => {

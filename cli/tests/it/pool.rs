@@ -244,3 +244,84 @@ fn cgroup_here() -> bool {
     eprintln!("limits not compared: no cgroup v2 hierarchy at /sys/fs/cgroup/unified");
     false
 }
+
+/// The launcher of this home: the pool process whose parent is not one.
+fn launcher(env: &Env) -> i32 {
+    let pool = pool_processes(env);
+    let parent = |pid: i32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| {
+                s.rsplit(')')
+                    .next()?
+                    .split_whitespace()
+                    .nth(1)?
+                    .parse::<i32>()
+                    .ok()
+            })
+    };
+    *pool
+        .iter()
+        .find(|pid| parent(**pid).is_some_and(|p| !pool.contains(&p)))
+        .unwrap_or_else(|| panic!("no launcher among the pool's processes {pool:?}"))
+}
+
+fn descriptor_count(pid: i32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, Iterator::count)
+}
+
+#[test]
+fn b28_shim_a_launcher_renews_its_image_and_keeps_its_supervisors_and_pool() {
+    let env = Env::new();
+    warm(&env);
+    let first = launcher(&env);
+    let descriptors = descriptor_count(first);
+    let info = env.json(&["run", "--json", "--", "sleep", "60"]);
+    let long = info["session_id"].as_str().expect("session_id").to_owned();
+    let long_shim = shim_pid(&env, &long);
+    // More forks than one image makes (128): the launcher execs itself afresh.
+    for _ in 0..140 {
+        env.ok(&["run", "--", "true"]);
+    }
+    let now = launcher(&env);
+    assert_eq!(now, first, "the renewed launcher keeps its pid");
+    let cmdline = std::fs::read(format!("/proc/{now}/cmdline")).expect("cmdline");
+    assert!(
+        String::from_utf8_lossy(&cmdline)
+            .split('\0')
+            .any(|a| a == "--renewed"),
+        "after 140 spawns the launcher still runs its first image: {:?}",
+        String::from_utf8_lossy(&cmdline)
+    );
+    assert_eq!(
+        std::fs::read_to_string(format!("/proc/{now}/comm"))
+            .map(|c| c.trim().to_owned())
+            .ok(),
+        Some("herd-shim".to_owned()),
+        "the renewed image is named as the first"
+    );
+    assert!(
+        children(now).contains(&long_shim),
+        "the supervisor forked by the first image is still the launcher's child"
+    );
+    // The pool serves the renewed image's spawns, and a job still runs end to end.
+    wait_until(Duration::from_secs(10), || {
+        !waiting_members(&env).is_empty()
+    })
+    .unwrap_or_else(|()| panic!("the renewed launcher keeps no pool"));
+    assert_eq!(
+        env.ok(&["run", "--wait", "--", "echo", "renewed"]).trim(),
+        "renewed"
+    );
+    // The first image's supervisor ends and is reaped by the renewed one.
+    env.ok(&["kill", &long]);
+    wait_until(Duration::from_secs(10), || {
+        !alive(long_shim) && !std::path::Path::new(&format!("/proc/{long_shim}")).exists()
+    })
+    .unwrap_or_else(|()| panic!("the first image's supervisor {long_shim} was not reaped"));
+    assert!(
+        descriptor_count(now) <= descriptors,
+        "the renewed launcher holds {} descriptors, the first held {descriptors}",
+        descriptor_count(now)
+    );
+}

@@ -25,12 +25,17 @@ use crate::sys::cgroup::Placement;
 use crate::sys::signals::SignalWatch;
 
 mod pool;
+mod renew;
 pub(crate) use pool::MAX_CAP as MAX_POOL;
+pub(crate) use renew::kept_descriptors;
 
 /// Serves launch specs until stdin closes; returns the exit code. `args` (after
 /// `--launcher`) may ask for a pool of supervisors forked ahead of need.
 pub(super) fn run(args: &[String]) -> i32 {
-    if crate::sys::detach_from_parent().is_err() {
+    // A renewed image (`renew`) is already out of the daemon's tree, and its
+    // supervisors are its children: it must not fork away from them.
+    let renewed = renew::is_renewed(args);
+    if !renewed && crate::sys::detach_from_parent().is_err() {
         return 2;
     }
     let Ok(signals) = SignalWatch::block(&[Signal::SIGCHLD]) else {
@@ -41,14 +46,37 @@ pub(super) fn run(args: &[String]) -> i32 {
     // supervisor is forked from here, in this cgroup (one the placement no longer
     // lets make a cgroup in looks again, `supervise::hold`).
     let placement = crate::sys::cgroup::placement();
-    let mut pool = pool::asked(args)
-        .and_then(|(path, cap)| pool::Pool::new(path, cap, placement.clone()).ok());
+    let mut pool = match (pool::asked(args), renewed.then(|| renew::pool_state(args))) {
+        (Some((path, cap)), Some(Some(state))) => {
+            match pool::Pool::renewed(path, cap, placement.clone(), &state) {
+                Ok(pool) => Some(pool),
+                Err(_) => return 2,
+            }
+        }
+        (Some((path, cap)), None) => pool::Pool::new(path, cap, placement.clone()).ok(),
+        _ => None,
+    };
+    if renewed {
+        // Whatever ended while the exec ran signalled an image that is gone.
+        reap(pool.as_mut());
+    }
     if let Some(code) = pool.as_mut().and_then(pool::Pool::fill) {
         return code;
     }
+    let mut forked: u64 = 0;
     let mut pending = super::spec_reader();
     let mut buf = vec![0u8; 64 * 1024];
     loop {
+        let generation = forked + pool.as_ref().map_or(0, pool::Pool::forked);
+        if generation >= renew::GENERATION_FORKS && pending.pending_bytes() == 0 {
+            // Returns only when the exec failed: this image then serves another
+            // generation before it tries again.
+            let _ = renew::exec_afresh(args, pool.as_ref().map(pool::Pool::state));
+            forked = 0;
+            if let Some(pool) = pool.as_mut() {
+                pool.forget_forked();
+            }
+        }
         let (input, reaped, taken) = {
             let mut fds = vec![
                 PollFd::new(stdin.as_fd(), PollFlags::POLLIN),
@@ -87,6 +115,7 @@ pub(super) fn run(args: &[String]) -> i32 {
         loop {
             match next_spec(&mut pending) {
                 Ok(Some(spec)) => {
+                    forked += 1;
                     if let Some(code) = fork_supervisor(spec, &placement) {
                         return code;
                     }

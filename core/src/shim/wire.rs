@@ -313,7 +313,6 @@ impl FrameReader {
     }
 
     /// Bytes received but not yet taken as frames.
-    #[cfg(test)]
     pub(crate) fn pending_bytes(&self) -> usize {
         self.buf.len()
     }

@@ -18,7 +18,7 @@
 
 use std::collections::HashSet;
 use std::io::{self, Read};
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 
@@ -39,6 +39,8 @@ pub(super) struct Pool {
     taken_write: OwnedFd,
     /// Where session cgroups go, as the launcher found it.
     placement: Placement,
+    /// Members forked by this launcher image.
+    forked: u64,
 }
 
 /// What `--pool PATH --pool-cap N` asked for, from the launcher's arguments;
@@ -75,7 +77,59 @@ impl Pool {
             taken_read,
             taken_write,
             placement,
+            forked: 0,
         })
+    }
+
+    /// The pool a renewed launcher image was handed (`renew`): its target, members
+    /// and report pipe as the image before it left them.
+    ///
+    /// # Errors
+    /// A pipe descriptor named in `state` is not open.
+    pub(super) fn renewed(
+        path: PathBuf,
+        cap: usize,
+        placement: Placement,
+        state: &super::renew::PoolState,
+    ) -> io::Result<Pool> {
+        let taken_read = crate::sys::descriptors::adopt_inherited(state.taken_read)?;
+        let taken_write = crate::sys::descriptors::adopt_inherited(state.taken_write)?;
+        Ok(Pool {
+            path,
+            cap,
+            target: state.target.clamp(1, cap),
+            members: state.members.iter().copied().collect(),
+            taken_read,
+            taken_write,
+            placement,
+            forked: 0,
+        })
+    }
+
+    /// What the next launcher image needs of this pool, and the pipe's descriptors
+    /// that must cross the exec.
+    pub(super) fn state(&self) -> (super::renew::PoolState, [&OwnedFd; 2]) {
+        let mut members: Vec<i32> = self.members.iter().copied().collect();
+        members.sort_unstable();
+        (
+            super::renew::PoolState {
+                target: self.target,
+                taken_read: self.taken_read.as_raw_fd(),
+                taken_write: self.taken_write.as_raw_fd(),
+                members,
+            },
+            [&self.taken_read, &self.taken_write],
+        )
+    }
+
+    /// Members forked by this launcher image.
+    pub(super) fn forked(&self) -> u64 {
+        self.forked
+    }
+
+    /// Counts members forked afresh from now on.
+    pub(super) fn forget_forked(&mut self) {
+        self.forked = 0;
     }
 
     /// The pipe members report a taken spec on, for the launcher's poll.
@@ -122,6 +176,7 @@ impl Pool {
                 Ok(None) => return Some(self.member()),
                 Ok(Some(pid)) => {
                     self.members.insert(pid);
+                    self.forked += 1;
                 }
                 Err(error) => {
                     tracing::debug!(%error, "no supervisor forked ahead of need");
