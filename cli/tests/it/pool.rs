@@ -325,3 +325,54 @@ fn b28_shim_a_launcher_renews_its_image_and_keeps_its_supervisors_and_pool() {
         descriptor_count(now)
     );
 }
+
+/// The launcher's children that ended and were not reaped.
+fn zombies_of(pid: i32) -> Vec<i32> {
+    children(pid)
+        .into_iter()
+        .filter(|child| {
+            std::fs::read_to_string(format!("/proc/{child}/stat")).is_ok_and(|s| {
+                s.rsplit(')')
+                    .next()
+                    .is_some_and(|r| r.trim_start().starts_with('Z'))
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn b28_shim_the_launcher_reaps_supervisors_that_end_and_ones_killed_without_a_word() {
+    let env = Env::new();
+    warm(&env);
+    let launcher = launcher(&env);
+    // Supervisors that end as usual say so, and are reaped by their pid alone.
+    for _ in 0..20 {
+        env.ok(&["run", "--", "true"]);
+    }
+    let info = env.json(&["run", "--json", "--", "sleep", "60"]);
+    let id = info["session_id"].as_str().expect("session_id").to_owned();
+    let shim = shim_pid(&env, &id);
+    wait_until(Duration::from_secs(10), || {
+        env.json(&["ps", "--json", "--all"])["processes"]
+            .as_array()
+            .is_some_and(|all| all.iter().filter(|s| s["exit_code"] == 0).count() >= 20)
+            && zombies_of(launcher).is_empty()
+    })
+    .unwrap_or_else(|()| {
+        panic!(
+            "ended supervisors are left unreaped: {:?}",
+            zombies_of(launcher)
+        )
+    });
+    // A supervisor killed outright says nothing: the launcher's walk reaps it.
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(shim),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("the supervisor can be signalled");
+    wait_until(Duration::from_secs(10), || {
+        !std::path::Path::new(&format!("/proc/{shim}")).exists()
+    })
+    .unwrap_or_else(|()| panic!("the killed supervisor {shim} was not reaped"));
+    assert!(zombies_of(launcher).is_empty());
+}

@@ -16,8 +16,6 @@ use std::os::fd::AsFd;
 
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::signal::Signal;
-use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
-use nix::unistd::Pid;
 
 use super::wire::FrameReader;
 use super::{PROTOCOL, Spec};
@@ -25,6 +23,7 @@ use crate::sys::cgroup::Placement;
 use crate::sys::signals::SignalWatch;
 
 mod pool;
+mod reap;
 mod renew;
 pub(crate) use pool::MAX_CAP as MAX_POOL;
 pub(crate) use renew::kept_descriptors;
@@ -41,12 +40,11 @@ pub(super) fn run(args: &[String]) -> i32 {
     let Ok(signals) = SignalWatch::block(&[Signal::SIGCHLD]) else {
         return 2;
     };
-    let stdin = io::stdin();
     // Where session cgroups go is found once, not on each spawn's path: every
     // supervisor is forked from here, in this cgroup (one the placement no longer
     // lets make a cgroup in looks again, `supervise::hold`).
     let placement = crate::sys::cgroup::placement();
-    let mut pool = match (pool::asked(args), renewed.then(|| renew::pool_state(args))) {
+    let pool = match (pool::asked(args), renewed.then(|| renew::pool_state(args))) {
         (Some((path, cap)), Some(Some(state))) => {
             match pool::Pool::renewed(path, cap, placement.clone(), &state) {
                 Ok(pool) => Some(pool),
@@ -56,13 +54,46 @@ pub(super) fn run(args: &[String]) -> i32 {
         (Some((path, cap)), None) => pool::Pool::new(path, cap, placement.clone()).ok(),
         _ => None,
     };
-    if renewed {
+    let mut reaper = match renew::ended_pipe(args).filter(|_| renewed) {
+        Some((read, write)) => {
+            let adopt = crate::sys::descriptors::adopt_inherited;
+            match (adopt(read), adopt(write)) {
+                (Ok(read), Ok(write)) => reap::Reaper::with(read, write),
+                _ => return 2,
+            }
+        }
+        None => match reap::Reaper::new() {
+            Ok(reaper) => reaper,
+            Err(_) => return 2,
+        },
+    };
+    let launcher = std::process::id();
+    let code = serve(args, &signals, &placement, pool, &mut reaper);
+    if std::process::id() != launcher {
+        // A child (supervisor or pool member) whose session is over: its copy of
+        // the reaper tells the launcher, as its last step.
+        reaper.announce();
+    }
+    code
+}
+
+/// The launcher's loop. Returns the exit code: the launcher's, or, in a child it
+/// forked, the child's once its session is over.
+fn serve(
+    args: &[String],
+    signals: &SignalWatch,
+    placement: &Placement,
+    mut pool: Option<pool::Pool>,
+    reaper: &mut reap::Reaper,
+) -> i32 {
+    if renew::is_renewed(args) {
         // Whatever ended while the exec ran signalled an image that is gone.
-        reap(pool.as_mut());
+        reaper.scan(pool.as_mut());
     }
     if let Some(code) = pool.as_mut().and_then(pool::Pool::fill) {
         return code;
     }
+    let stdin = io::stdin();
     let mut forked: u64 = 0;
     let mut pending = super::spec_reader();
     let mut buf = vec![0u8; 64 * 1024];
@@ -71,34 +102,25 @@ pub(super) fn run(args: &[String]) -> i32 {
         if generation >= renew::GENERATION_FORKS && pending.pending_bytes() == 0 {
             // Returns only when the exec failed: this image then serves another
             // generation before it tries again.
-            let _ = renew::exec_afresh(args, pool.as_ref().map(pool::Pool::state));
+            let _ = renew::exec_afresh(args, pool.as_ref().map(pool::Pool::state), reaper.pipe());
             forked = 0;
             if let Some(pool) = pool.as_mut() {
                 pool.forget_forked();
             }
         }
-        let (input, reaped, taken) = {
-            let mut fds = vec![
-                PollFd::new(stdin.as_fd(), PollFlags::POLLIN),
-                PollFd::new(signals.as_fd(), PollFlags::POLLIN),
-            ];
-            if let Some(pool) = &pool {
-                fds.push(PollFd::new(pool.taken().as_fd(), PollFlags::POLLIN));
-            }
-            match poll(&mut fds, PollTimeout::NONE) {
-                Ok(_) => {}
-                Err(nix::errno::Errno::EINTR) => continue,
-                Err(_) => return 2,
-            }
-            let ready = |fd: Option<&PollFd<'_>>| {
-                fd.is_some_and(|fd| fd.revents().is_some_and(|r| !r.is_empty()))
-            };
-            (ready(fds.first()), ready(fds.get(1)), ready(fds.get(2)))
+        let [input, reaped, announced, taken] = match wait(&stdin, signals, reaper, pool.as_ref()) {
+            Ok(ready) => ready,
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(_) => return 2,
         };
+        if announced {
+            reaper.on_announced(pool.as_mut());
+        }
         if reaped {
             signals.take_pending();
-            reap(pool.as_mut());
+            reaper.on_sigchld(pool.as_mut());
         }
+        reaper.scan_if_due(pool.as_mut());
         if taken && let Some(code) = pool.as_mut().and_then(pool::Pool::on_taken) {
             return code;
         }
@@ -116,7 +138,7 @@ pub(super) fn run(args: &[String]) -> i32 {
             match next_spec(&mut pending) {
                 Ok(Some(spec)) => {
                     forked += 1;
-                    if let Some(code) = fork_supervisor(spec, &placement) {
+                    if let Some(code) = fork_supervisor(spec, placement) {
                         return code;
                     }
                     // The daemon found no idle member: the pool grows.
@@ -130,6 +152,33 @@ pub(super) fn run(args: &[String]) -> i32 {
             }
         }
     }
+}
+
+/// Waits for the launcher's next event, or until the reaper's walk is due: which of
+/// stdin, the SIGCHLD descriptor, the ended pipe and the pool's taken pipe are ready.
+fn wait(
+    stdin: &io::Stdin,
+    signals: &SignalWatch,
+    reaper: &reap::Reaper,
+    pool: Option<&pool::Pool>,
+) -> nix::Result<[bool; 4]> {
+    let mut fds = vec![
+        PollFd::new(stdin.as_fd(), PollFlags::POLLIN),
+        PollFd::new(signals.as_fd(), PollFlags::POLLIN),
+        PollFd::new(reaper.announcements().as_fd(), PollFlags::POLLIN),
+    ];
+    if let Some(pool) = pool {
+        fds.push(PollFd::new(pool.taken().as_fd(), PollFlags::POLLIN));
+    }
+    let timeout = reaper.wait_limit().map_or(PollTimeout::NONE, |limit| {
+        PollTimeout::try_from(limit.as_millis().saturating_add(1)).unwrap_or(PollTimeout::MAX)
+    });
+    poll(&mut fds, timeout)?;
+    let ready = |at: usize| {
+        fds.get(at)
+            .is_some_and(|fd| fd.revents().is_some_and(|r| !r.is_empty()))
+    };
+    Ok([ready(0), ready(1), ready(2), ready(3)])
 }
 
 /// Takes one whole spec frame off `pending`.
@@ -170,20 +219,6 @@ fn fork_supervisor(spec: Spec, placement: &Placement) -> Option<i32> {
                 &format!("the launcher could not fork a supervisor: {error}"),
             );
             None
-        }
-    }
-}
-
-/// Reaps every supervisor (and pool member) that has ended.
-fn reap(mut pool: Option<&mut pool::Pool>) {
-    loop {
-        match waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
-            Ok(WaitStatus::StillAlive) | Err(_) => return,
-            Ok(status) => {
-                if let (Some(pool), Some(pid)) = (pool.as_deref_mut(), status.pid()) {
-                    pool.reaped(pid.as_raw());
-                }
-            }
         }
     }
 }

@@ -29,6 +29,8 @@ pub(super) const GENERATION_FORKS: u64 = 128;
 const RENEWED: &str = "--renewed";
 /// The argument before the pool's state: `TARGET,READ_FD,WRITE_FD[,MEMBER_PID...]`.
 const POOL_STATE: &str = "--pool-state";
+/// The argument before the pipe children announce their end on: `READ_FD,WRITE_FD`.
+const ENDED: &str = "--ended";
 
 /// The pool's state handed to the next image.
 #[derive(Debug, PartialEq, Eq)]
@@ -76,30 +78,55 @@ pub(super) fn pool_state(args: &[String]) -> Option<PoolState> {
     )
 }
 
+/// The pipe children announce their end on, as a renewed image was handed it.
+pub(super) fn ended_pipe(args: &[String]) -> Option<(i32, i32)> {
+    let text = args
+        .iter()
+        .position(|a| a == ENDED)
+        .and_then(|at| args.get(at + 1))?;
+    let (read, write) = text.split_once(',')?;
+    let read = read.parse::<i32>().ok().filter(|&fd| fd > 2)?;
+    let write = write
+        .parse::<i32>()
+        .ok()
+        .filter(|&fd| fd > 2 && fd != read)?;
+    Some((read, write))
+}
+
 /// The descriptors a renewed launcher must keep through its clean start: the pool's
-/// pipe. `args` is the whole command line.
+/// pipe and the ended pipe. `args` is the whole command line.
 pub(crate) fn kept_descriptors(args: &[String]) -> Vec<i32> {
     if args.get(1).map(String::as_str) != Some("--launcher") || !is_renewed(args) {
         return Vec::new();
     }
-    pool_state(args).map_or_else(Vec::new, |s| vec![s.taken_read, s.taken_write])
+    let mut kept = pool_state(args).map_or_else(Vec::new, |s| vec![s.taken_read, s.taken_write]);
+    if let Some((read, write)) = ended_pipe(args) {
+        kept.extend([read, write]);
+    }
+    kept
 }
 
 /// Execs this program afresh as the same launcher. Returns only when the exec
 /// failed; the launcher then runs on as it was (every descriptor as before).
-pub(super) fn exec_afresh(args: &[String], pool: Option<(PoolState, [&OwnedFd; 2])>) -> io::Error {
+pub(super) fn exec_afresh(
+    args: &[String],
+    pool: Option<(PoolState, [&OwnedFd; 2])>,
+    ended: [&OwnedFd; 2],
+) -> io::Error {
     let mut next: Vec<String> = Vec::with_capacity(args.len() + 4);
     let mut rest = args.iter();
     while let Some(arg) = rest.next() {
         match arg.as_str() {
             RENEWED => {}
-            POOL_STATE => {
+            POOL_STATE | ENDED => {
                 rest.next();
             }
             _ => next.push(arg.clone()),
         }
     }
     next.push(RENEWED.to_owned());
+    next.push(ENDED.to_owned());
+    next.push(format!("{},{}", ended[0].as_raw_fd(), ended[1].as_raw_fd()));
     if let Some((state, _)) = &pool {
         let mut text = format!(
             "{},{},{}",
@@ -122,7 +149,8 @@ pub(super) fn exec_afresh(args: &[String], pool: Option<(PoolState, [&OwnedFd; 2
     let Ok(argv) = argv else {
         return io::Error::new(io::ErrorKind::InvalidInput, "an argument holds a NUL byte");
     };
-    let handed: Vec<&OwnedFd> = pool.as_ref().map_or_else(Vec::new, |(_, fds)| fds.to_vec());
+    let mut handed: Vec<&OwnedFd> = pool.as_ref().map_or_else(Vec::new, |(_, fds)| fds.to_vec());
+    handed.extend(ended);
     for fd in &handed {
         if let Err(error) = crate::sys::descriptors::set_close_on_exec(fd.as_fd(), false) {
             return error;
@@ -135,7 +163,7 @@ pub(super) fn exec_afresh(args: &[String], pool: Option<(PoolState, [&OwnedFd; 2
     for fd in handed {
         let _ = crate::sys::descriptors::set_close_on_exec(fd.as_fd(), true);
     }
-    tracing::debug!(%error, fds = ?pool.map(|(_, fds)| fds.map(AsRawFd::as_raw_fd)), "the launcher could not exec itself afresh");
+    tracing::debug!(%error, "the launcher could not exec itself afresh");
     error
 }
 
@@ -175,6 +203,8 @@ mod tests {
             "--pool",
             "/h/run/pool.sock",
             "--renewed",
+            "--ended",
+            "9,10",
             "--pool-state",
             "3,7,8,101,102",
         ]);
@@ -188,7 +218,8 @@ mod tests {
                 members: vec![101, 102]
             })
         );
-        assert_eq!(kept_descriptors(&line), vec![7, 8]);
+        assert_eq!(ended_pipe(&line[2..]), Some((9, 10)));
+        assert_eq!(kept_descriptors(&line), vec![7, 8, 9, 10]);
     }
 
     #[test]
@@ -214,6 +245,9 @@ mod tests {
                 None,
                 "{bad:?}"
             );
+        }
+        for bad in ["", "9", "9,9", "2,9", "9,x", "9,10,11"] {
+            assert_eq!(ended_pipe(&args(&["--ended", bad])), None, "{bad:?}");
         }
     }
 }
