@@ -212,7 +212,15 @@ impl ShimDir {
     /// # Errors
     /// [`Error::ShimRecordWrite`] when it cannot be removed.
     pub fn remove(&self) -> Result<(), Error> {
-        match fs::remove_dir_all(&self.dir) {
+        // The directory is held open while it is removed, so the kernel frees its
+        // blocks when this handle closes, after the removal, not inside the `rmdir`
+        // while it holds the lock of `run/shims`: on a filesystem that discards freed
+        // blocks at once (ext4 `-o discard`), that took milliseconds, and every new
+        // session's directory waited on the lock meanwhile.
+        let pin = fs::File::open(&self.dir);
+        let removed = fs::remove_dir_all(&self.dir);
+        drop(pin);
+        match removed {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
             Err(source) => Err(Error::ShimRecordWrite {
