@@ -97,3 +97,28 @@ pub(crate) unsafe fn fork_into_cgroup(
     }
     i32::try_from(rc).map_err(|_| io::Error::other("child pid out of range"))
 }
+
+/// This program's file, for an exec of itself: its path while that still names the
+/// running image (the new process is then named as this one is), else
+/// `/proc/self/exe`, the image itself even when its file was replaced or removed
+/// since: either way the same build.
+pub(crate) fn own_image() -> std::ffi::CString {
+    use std::os::unix::fs::MetadataExt;
+    const SELF: &str = "/proc/self/exe";
+    let same = |path: &std::path::Path| {
+        let (Ok(named), Ok(running)) = (std::fs::metadata(path), std::fs::metadata(SELF)) else {
+            return false;
+        };
+        named.dev() == running.dev() && named.ino() == running.ino()
+    };
+    std::fs::read_link(SELF)
+        .ok()
+        .filter(|path| same(path))
+        .and_then(|path| {
+            std::ffi::CString::new(std::os::unix::ffi::OsStringExt::into_vec(
+                path.into_os_string(),
+            ))
+            .ok()
+        })
+        .unwrap_or_else(|| c"/proc/self/exe".to_owned())
+}

@@ -156,7 +156,7 @@ pub(super) fn exec_afresh(
             return error;
         }
     }
-    let error = match nix::unistd::execv(&own_image(), &argv) {
+    let error = match nix::unistd::execv(&crate::sys::process::own_image(), &argv) {
         Err(errno) => io::Error::from(errno),
         Ok(never) => match never {},
     };
@@ -165,26 +165,6 @@ pub(super) fn exec_afresh(
     }
     tracing::debug!(%error, "the launcher could not exec itself afresh");
     error
-}
-
-/// This program's file: its path while that still names the running image (the
-/// new process is then named as this one is), else `/proc/self/exe`, the image
-/// itself even when its file was replaced or removed since. Either way the same build
-/// keeps speaking the protocol the daemon agreed with this launcher.
-fn own_image() -> CString {
-    use std::os::unix::fs::MetadataExt;
-    const SELF: &str = "/proc/self/exe";
-    let same = |path: &std::path::Path| {
-        let (Ok(named), Ok(running)) = (std::fs::metadata(path), std::fs::metadata(SELF)) else {
-            return false;
-        };
-        named.dev() == running.dev() && named.ino() == running.ino()
-    };
-    std::fs::read_link(SELF)
-        .ok()
-        .filter(|path| same(path))
-        .and_then(|path| CString::new(path.into_os_string().into_vec()).ok())
-        .unwrap_or_else(|| c"/proc/self/exe".to_owned())
 }
 
 #[cfg(test)]
