@@ -40,6 +40,8 @@ pub(super) fn run(args: &[String]) -> i32 {
     let Ok(signals) = SignalWatch::block(&[Signal::SIGCHLD]) else {
         return 2;
     };
+    // Every supervisor is a fork of this process: it inherits this detection.
+    crate::sys::process::detect_cpu_features_before_forks();
     // Where session cgroups go is found once, not on each spawn's path: every
     // supervisor is forked from here, in this cgroup (one the placement no longer
     // lets make a cgroup in looks again, `supervise::hold`).

@@ -122,3 +122,16 @@ pub(crate) fn own_image() -> std::ffi::CString {
         })
         .unwrap_or_else(|| c"/proc/self/exe".to_owned())
 }
+
+/// Runs the CPU feature detection the libraries do lazily (std's cache, which
+/// `memchr` and the searchers read), so the processes forked from this one inherit
+/// its answer instead of each asking again: `cpuid` traps to the hypervisor on a
+/// virtual machine, about 12 µs a time, and a detection asks about ten times.
+pub(crate) fn detect_cpu_features_before_forks() {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let _ = std::arch::is_x86_feature_detected!("avx2");
+    }
+    let _ = memchr::memchr(b'\n', b"detect");
+    let _ = memchr::memmem::find(b"detect", b"te");
+}
