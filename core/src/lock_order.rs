@@ -14,8 +14,8 @@
 //! 4. the leaves, which take nothing under them: the queue room's state and
 //!    latency figures, the durable rooms' ledger, checkpoint queue and receipt
 //!    sets, their notes, the recommits, the acknowledged ids, a session's
-//!    terminal count and PTY master, the shim link's pending replies, the
-//!    dispatcher's cache, the usage reads' caches;
+//!    terminal count and PTY master, the spare shim directories, the shim link's
+//!    pending replies, the dispatcher's cache, the usage reads' caches;
 //! 5. the daemon's (herd-cli's `daemon` module): the far hosts' links, then a
 //!    link's save serialisation, its book of jobs, its status, proxy environment,
 //!    far capabilities and kept doors, a multiplexed door's channels, the
@@ -133,6 +133,8 @@ pub mod rank {
     pub(crate) const TERMINALS: u8 = 84;
     /// A PTY master's handle: `spawn`.
     pub(crate) const MASTER: u8 = 86;
+    /// The spare shim directories kept for reuse: `registry::shims`.
+    pub(crate) const SHIM_SPARES: u8 = 87;
     /// The shim link's pending replies: `shim::link`.
     pub(crate) const SHIM_PENDING: u8 = 88;
     /// The shim pool's waiting members: `shim::link::pool`.
@@ -209,6 +211,7 @@ pub mod rank {
             TERMINALS => "terminals",
             MASTER => "pty master",
             SHIM_PENDING => "shim pending",
+            SHIM_SPARES => "spare shim directories",
             SHIM_POOL => "shim pool",
             DISPATCH_CACHE => "dispatch cache",
             USAGE_V1_BASE => "usage v1 base",

@@ -69,5 +69,7 @@ pub use record::{
     RestartRecord, SessionRecord, ShimRef, SpawnOptions, Writer, parse_stat_start_time,
 };
 pub use running::{MemoryRunningStore, RunningStore};
-pub use shim::{ExitRecord, Leftover, SHIM_RECORD_VERSION, ShimDir, ShimInfo, shim_session_ids};
+pub use shim::{
+    ExitRecord, Leftover, SHIM_RECORD_VERSION, ShimDir, ShimInfo, shim_session_ids, spare_shim_dirs,
+};
 pub use stores::{CompletionLedger, HostLinkStore, RequestKeys, ResultStore};

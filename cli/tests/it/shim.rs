@@ -740,3 +740,65 @@ fn b28_shim_an_embedded_registry_lets_go_of_its_launcher_when_dropped() {
         )
     });
 }
+
+/// The spare shim directories of the home (inode numbers), as a daemon keeps them.
+fn spare_inodes(env: &Env) -> Vec<u64> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::read_dir(env.home().join("run/shims"))
+        .expect("the shims directory")
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().starts_with(".spare-"))
+        .filter_map(|e| e.metadata().ok())
+        .map(|m| m.ino())
+        .collect()
+}
+
+fn dir_inode(path: &std::path::Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).expect("the directory").ino()
+}
+
+/// Runs `true` to its end and waits until its shim directory is retired.
+fn finish_one(env: &Env) {
+    let (id, _) = start(env, &[], "true");
+    wait_until(Duration::from_secs(20), || !shim_dir(env, &id).exists())
+        .expect("a finished session's shim directory is retired");
+}
+
+#[test]
+fn b28_shim_a_finished_sessions_directory_is_reused_by_a_later_session_across_a_restart() {
+    let env = Env::new();
+    finish_one(&env);
+    let spares = spare_inodes(&env);
+    assert_eq!(spares.len(), 1, "the finished session's directory is kept");
+    let (running, running_pid) = start(&env, &[], "sleep 300");
+    assert_eq!(
+        dir_inode(&shim_dir(&env, &running)),
+        spares[0],
+        "a new session takes the spare"
+    );
+    assert!(
+        alive(shim_pid(&env, &running)),
+        "the info record in the taken spare names the live shim"
+    );
+    assert!(spare_inodes(&env).is_empty());
+    finish_one(&env);
+    let left = spare_inodes(&env);
+    assert_eq!(left.len(), 1);
+    assert_ne!(left[0], spares[0]);
+
+    crash_daemon(&env);
+    let polled = env.json(&["poll", &running, "--json"]);
+    assert_eq!(polled["status"], "running", "{polled}");
+    let (next, _) = start(&env, &[], "sleep 300");
+    assert_eq!(
+        dir_inode(&shim_dir(&env, &next)),
+        left[0],
+        "the next daemon takes the spare the crashed one kept"
+    );
+    let out = env.run(&["kill", &running, "--json"]);
+    assert!(out.status.success());
+    let out = env.run(&["kill", &next, "--json"]);
+    assert!(out.status.success());
+    wait_until(Duration::from_secs(10), || !alive(running_pid)).expect("the job is killed");
+}

@@ -7,6 +7,7 @@
 //! `supervised`, `lingering` and `held`, which call it.
 
 use std::io;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use herd_persistence::{Home, ShimDir, ShimRef};
@@ -14,6 +15,7 @@ use herd_persistence::{Home, ShimDir, ShimRef};
 use crate::config::RegistryConfig;
 use crate::id::SessionId;
 use crate::kill;
+use crate::lock_order::{Mutex, rank};
 use crate::session::Session;
 use crate::shim::Ready;
 use crate::shim::link::{self, Launcher};
@@ -29,7 +31,14 @@ pub(crate) struct Shims {
     log_cap_bytes: u64,
     idle_drain: Duration,
     kill_grace: Duration,
+    /// Directories of finished sessions kept for the next sessions (see
+    /// `herd_persistence::ShimDir::retire_as_spare`), at most [`SPARE_DIRS`].
+    spares: Mutex<Vec<PathBuf>, { rank::SHIM_SPARES }>,
 }
+
+/// The most spare shim directories kept: enough for the sessions that finish while
+/// as many start (a burst of clients), a few KiB of disk each.
+const SPARE_DIRS: usize = 64;
 
 impl Shims {
     /// The room for `home` with `config`'s shim program and settings.
@@ -49,7 +58,42 @@ impl Shims {
             log_cap_bytes: config.log_cap_bytes,
             idle_drain: config.idle_drain,
             kill_grace: config.kill_grace,
+            spares: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Takes the spare directories an earlier daemon of the home left (and removes
+    /// those over [`SPARE_DIRS`]); once, at start, off every lock.
+    pub(super) fn adopt_spare_dirs(&self) {
+        let mut found = herd_persistence::spare_shim_dirs(&self.home);
+        for extra in found.split_off(found.len().min(SPARE_DIRS)) {
+            let _ = ShimDir::at(extra).remove();
+        }
+        self.spares.acquire().extend(found);
+    }
+
+    /// Makes session `dir`'s directory, from a spare when there is one.
+    fn make_dir(&self, dir: &ShimDir) -> Result<(), herd_persistence::Error> {
+        loop {
+            let Some(spare) = self.spares.acquire().pop() else {
+                return dir.create(&self.home);
+            };
+            if dir.create_from_spare(&spare) {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Retires the directory of a finished session whose shim is done with it: kept
+    /// as a spare while fewer than [`SPARE_DIRS`] are, removed otherwise.
+    pub(super) fn retire_dir(&self, dir: &ShimDir) -> Result<(), herd_persistence::Error> {
+        if self.spares.acquire().len() >= SPARE_DIRS {
+            return dir.remove();
+        }
+        if let Some(spare) = dir.retire_as_spare()? {
+            self.spares.acquire().push(spare);
+        }
+        Ok(())
     }
 
     /// The shim directory of session `id` (not created).
@@ -128,7 +172,7 @@ impl Shims {
     ) -> Result<Box<ShimStarted>, ShimStartError> {
         let io_err = |e: herd_persistence::Error| ShimStartError::Io(io::Error::other(e));
         let dir = ShimDir::new(&self.home, id.as_str()).map_err(io_err)?;
-        dir.create(&self.home).map_err(io_err)?;
+        self.make_dir(&dir).map_err(io_err)?;
         let mut spec = self.spec(id, &dir, launch, pty, log_path, ending);
         // The shim itself carries neither the session tag (a tree kill's escapee scan
         // would take it for part of the job) nor the supervised-child marker.

@@ -336,7 +336,7 @@ impl Inner {
             if self.shims.keep_dir_while_held(&s, &dir) {
                 continue;
             }
-            if let Err(error) = dir.remove() {
+            if let Err(error) = self.shims.retire_dir(&dir) {
                 tracing::warn!(session_id = %s.id, %error, "supervisor directory of a finished session not removed");
             }
         }
