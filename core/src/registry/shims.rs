@@ -48,7 +48,7 @@ impl Shims {
         runtime: tokio::runtime::Handle,
     ) -> Shims {
         let pool_socket = home.run_dir().join("pool.sock");
-        Shims {
+        let shims = Shims {
             home: home.clone(),
             launcher: config
                 .shim
@@ -59,12 +59,14 @@ impl Shims {
             idle_drain: config.idle_drain,
             kill_grace: config.kill_grace,
             spares: Mutex::new(Vec::new()),
-        }
+        };
+        shims.adopt_spare_dirs();
+        shims
     }
 
-    /// Takes the spare directories an earlier daemon of the home left (and removes
-    /// those over [`SPARE_DIRS`]); once, at start, off every lock.
-    pub(super) fn adopt_spare_dirs(&self) {
+    /// Takes the spare directories an earlier registry of the home left (and removes
+    /// those over [`SPARE_DIRS`]); once, at construction.
+    fn adopt_spare_dirs(&self) {
         let mut found = herd_persistence::spare_shim_dirs(&self.home);
         for extra in found.split_off(found.len().min(SPARE_DIRS)) {
             let _ = ShimDir::at(extra).remove();

@@ -319,9 +319,7 @@ impl Inner {
     /// sessions whose receipt is written, and shims of spawns that never answered
     /// (their job is killed: nobody was told it runs). A finished session whose
     /// shim still holds leftovers is put back in the table instead (`lingering`).
-    /// The spare directories an earlier daemon kept are taken for new sessions.
     pub(super) async fn sweep_orphan_shims(self: &Arc<Self>) {
-        self.shims.adopt_spare_dirs();
         for raw in self.shims.session_ids() {
             let Some(id) = SessionId::parse(&raw) else {
                 continue;
