@@ -70,7 +70,7 @@ pub(super) fn run(args: &[String]) -> i32 {
         },
     };
     let launcher = std::process::id();
-    let code = serve(args, &signals, &placement, pool, &mut reaper);
+    let code = serve(args, renewed, &signals, &placement, pool, &mut reaper);
     if std::process::id() != launcher {
         // A child (supervisor or pool member) whose session is over: its copy of
         // the reaper tells the launcher, as its last step.
@@ -83,12 +83,13 @@ pub(super) fn run(args: &[String]) -> i32 {
 /// forked, the child's once its session is over.
 fn serve(
     args: &[String],
+    renewed: bool,
     signals: &SignalWatch,
     placement: &Placement,
     mut pool: Option<pool::Pool>,
     reaper: &mut reap::Reaper,
 ) -> i32 {
-    if renew::is_renewed(args) {
+    if renewed {
         // Whatever ended while the exec ran signalled an image that is gone.
         reaper.scan(pool.as_mut());
     }
@@ -181,6 +182,28 @@ fn wait(
             .is_some_and(|fd| fd.revents().is_some_and(|r| !r.is_empty()))
     };
     Ok([ready(0), ready(1), ready(2), ready(3)])
+}
+
+/// Writes this process's pid on `fd` (a launcher's report pipe) in one write, which a
+/// pipe never interleaves with another child's; a full pipe drops it.
+pub(super) fn tell_own_pid(fd: impl AsFd) {
+    let pid = std::process::id().cast_signed();
+    let _ = nix::unistd::write(fd.as_fd(), &pid.to_ne_bytes());
+}
+
+/// Reads every pid [`tell_own_pid`] wrote on `fd` (non-blocking) until none is left.
+fn read_pids(fd: impl AsFd, mut each: impl FnMut(i32)) {
+    let mut buf = [0u8; 4 * 256];
+    loop {
+        match nix::unistd::read(fd.as_fd(), &mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => {
+                for pid in buf[..n].chunks_exact(4) {
+                    each(i32::from_ne_bytes([pid[0], pid[1], pid[2], pid[3]]));
+                }
+            }
+        }
+    }
 }
 
 /// Takes one whole spec frame off `pending`.

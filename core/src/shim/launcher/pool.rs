@@ -18,7 +18,7 @@
 
 use std::collections::HashSet;
 use std::io::{self, Read};
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 
@@ -147,18 +147,10 @@ impl Pool {
     /// Reads the members' reports of taken specs, then forks their replacements.
     /// `Some(code)` in a member, once its session is over.
     pub(super) fn on_taken(&mut self) -> Option<i32> {
-        let mut buf = [0u8; 4 * 64];
-        loop {
-            match nix::unistd::read(self.taken_read.as_fd(), &mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => {
-                    for pid in buf[..n].chunks_exact(4) {
-                        let pid = i32::from_ne_bytes([pid[0], pid[1], pid[2], pid[3]]);
-                        self.members.remove(&pid);
-                    }
-                }
-            }
-        }
+        let members = &mut self.members;
+        super::read_pids(&self.taken_read, |pid| {
+            members.remove(&pid);
+        });
         self.fill()
     }
 
@@ -229,8 +221,7 @@ impl Pool {
             .map_err(|_| ())
             .and_then(|taken| super::super::report_taken_after_ready(taken).map_err(|_| ()));
         if reported.is_err() {
-            let pid = std::process::id().cast_signed();
-            let _ = nix::unistd::write(self.taken_write.as_fd(), &pid.to_ne_bytes());
+            super::tell_own_pid(&self.taken_write);
         }
         // The ready answer goes back on this connection (`write_ready` writes stdout),
         // which closes when the supervisor lets go of its stdio.

@@ -11,7 +11,7 @@
 //! asks for, but at most once a second ([`SCAN_EVERY`]): no zombie lasts longer.
 
 use std::collections::HashSet;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
@@ -68,24 +68,15 @@ impl Reaper {
     /// In a child of the launcher, as its last step: says it is ending. A full pipe
     /// drops the word; the launcher's walk finds the child then.
     pub(super) fn announce(&self) {
-        let pid = std::process::id().cast_signed();
-        let _ = nix::unistd::write(self.ended_write.as_fd(), &pid.to_ne_bytes());
+        super::tell_own_pid(&self.ended_write);
     }
 
     /// Reads the pids children announced, then reaps those that ended.
     pub(super) fn on_announced(&mut self, pool: Option<&mut Pool>) {
-        let mut buf = [0u8; 4 * 256];
-        loop {
-            match nix::unistd::read(self.ended_read.as_fd(), &mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => {
-                    for pid in buf[..n].chunks_exact(4) {
-                        self.announced
-                            .insert(i32::from_ne_bytes([pid[0], pid[1], pid[2], pid[3]]));
-                    }
-                }
-            }
-        }
+        let announced = &mut self.announced;
+        super::read_pids(&self.ended_read, |pid| {
+            announced.insert(pid);
+        });
         self.reap_announced(pool);
     }
 
