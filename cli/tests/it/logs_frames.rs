@@ -303,3 +303,55 @@ fn b30_a_finished_log_read_out_again_from_its_memo_shows_the_same_redacted_text(
         "a late key is shown"
     );
 }
+
+#[test]
+fn b38_a_log_finished_before_a_restart_reads_out_from_its_receipt_as_it_did_before() {
+    let mut env = Env::new();
+    env.vars
+        .push(("HERD_LOG".to_owned(), "info,herd::readout=debug".to_owned()));
+    let id = finished_job(&env);
+    let log = std::fs::read(env.home().join("logs/sessions").join(format!("{id}.log")))
+        .expect("the session log");
+    let inside_key = key_body_line_start(&log);
+    let from_key = |env: &Env, frames: bool| {
+        Conn::open(env).0.stream(
+            "logs.follow",
+            json!({"id": id, "from_byte": inside_key, "frames": frames, "result": true}),
+        )
+    };
+    // What the JSON route shows while the session is in the table.
+    let noted = Conn::open(&env).0.stream("logs.dump", json!({"id": id}));
+    let noted_from_key = from_key(&env, false);
+    assert!(
+        !noted_from_key.output.contains("MIIEpAIB"),
+        "key body is shown"
+    );
+    env.crash_daemon();
+    env.ok(&["ps"]);
+    assert_eq!(memo_readouts(&env), 0);
+    // After the restart the session is a receipt: the read-out serves it (its first
+    // read makes a memo, the next ones show from it), the same text each time,
+    // and a start inside a key block still masks the block (no key index now: the
+    // log's look-back decides).
+    for round in 0..2 {
+        let framed = Conn::open(&env)
+            .0
+            .stream("logs.dump", json!({"id": id, "frames": true}));
+        assert!(framed.output == noted.output, "round {round}: dumps differ");
+        let framed = from_key(&env, true);
+        assert!(
+            framed.output == noted_from_key.output,
+            "round {round}: follows from inside a key block differ"
+        );
+    }
+    assert!(
+        env.ok(&["logs", &id[..10]]) == noted.output,
+        "herd logs by prefix prints it"
+    );
+    let logged = wait_until(Duration::from_secs(20), || memo_readouts(&env) >= 3);
+    assert!(
+        logged.is_ok(),
+        "{} memo read-outs logged after the restart",
+        memo_readouts(&env)
+    );
+}

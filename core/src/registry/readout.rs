@@ -3,11 +3,12 @@
 //! redacted on every core at once ([`herd_hooks::Pipeline::show_log_blocks`]), and
 //! the blocks it changed nothing in handed out as the bytes read.
 //!
-//! It serves what it can and says where it stopped; the chunked route
+//! It serves a session in the table and one that finished before the daemon
+//! started (from its receipt), says where it stopped, and the chunked route
 //! (`log_chunk`, a follower) goes on from there. It does not start where the
-//! pipeline runs hooks or configured patterns, for an environment dump, for a
-//! session no longer in the table, or at an offset inside a line; it stops at
-//! bytes that are not UTF-8 and at a line longer than [`MAX_LINE_BYTES`].
+//! pipeline runs hooks or configured patterns, for an environment dump, or at an
+//! offset inside a line; it stops at bytes that are not UTF-8 and at a line longer
+//! than [`MAX_LINE_BYTES`].
 //!
 //! A read-out of a finished session's log leaves a memo of what it showed
 //! (`memo`): the next read-out of that log from the same offset sends the extents
@@ -156,19 +157,37 @@ impl Registry {
     /// # Errors
     /// [`Error::Io`] when the log cannot be read.
     pub fn log_readout(&self, id: &str, from_byte: u64) -> Result<Option<LogReadout>, Error> {
-        let Ok(s) = self.inner.lookup(id) else {
-            return Ok(None);
+        // A session in the table, or one that finished before this daemon started
+        // (its receipt): its log reads out the same way, with no key index to ask.
+        let (session, log_path, command, s) = match self.inner.lookup(id) {
+            Ok(s) => (
+                s.id.to_string(),
+                s.log_path.clone(),
+                s.command.clone(),
+                Some(s),
+            ),
+            Err(miss) => match self.inner.durable.receipt_lookup(id, miss) {
+                Ok((session_id, r)) => (
+                    session_id.to_string(),
+                    self.inner.home.session_log_path(session_id.as_str()),
+                    r.command,
+                    None,
+                ),
+                Err(_) => return Ok(None),
+            },
         };
         let hooks = self.inner.hooks.clone();
-        if !hooks.shows_log_blocks(&s.command) {
+        if !hooks.shows_log_blocks(&command) {
             return Ok(None);
         }
-        let finished = s.status() != SessionStatus::Running;
+        let finished = s
+            .as_ref()
+            .is_none_or(|s| s.status() != SessionStatus::Running);
         let io_err = |source| Error::Io {
-            path: s.log_path.clone(),
+            path: log_path.clone(),
             source,
         };
-        let file = match File::open(&s.log_path) {
+        let file = match File::open(&log_path) {
             Ok(file) => file,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(io_err(e)),
@@ -180,12 +199,14 @@ impl Registry {
         }
         let memos = &self.inner.readouts;
         let replay = if finished {
-            memos.get(id, from_byte, file_id).map(|memo| (memo, 0))
+            memos
+                .get(&session, from_byte, file_id)
+                .map(|memo| (memo, 0))
         } else {
             None
         };
         if replay.is_some() {
-            tracing::debug!(target: "herd::readout", session = id, from_byte, "read out from its memo");
+            tracing::debug!(target: "herd::readout", session, from_byte, "read out from its memo");
         }
         let recording = (finished && replay.is_none())
             .then(|| (Recording::new(file_id, from_byte), Arc::clone(memos)));
@@ -199,15 +220,16 @@ impl Registry {
                 return Ok(None);
             }
             let after = String::from_utf8_lossy(&head[1..]);
-            crate::output::key_open_at(&s.key_lookup(), Some(&file), from_byte, &after)
+            let known = |at: u64| s.as_ref().and_then(|s| s.key_lookup()(at));
+            crate::output::key_open_at(&known, Some(&file), from_byte, &after)
         } else {
             false
         };
         Ok(Some(LogReadout {
             hooks,
-            session: id.to_owned(),
-            command: s.command.clone(),
-            path: s.log_path.clone(),
+            session,
+            command,
+            path: log_path,
             file: Arc::new(file),
             next_at: from_byte,
             end,
