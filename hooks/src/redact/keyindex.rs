@@ -5,9 +5,10 @@
 //! line that cannot be key body (`keys`), and those lines are rare: a [`KeyIndex`]
 //! records each block as the offsets of its BEGIN line's start and of its closing
 //! line's start, fed the output as it arrives. While no block is open only lines
-//! that could hold a marker are looked at (a vectorised search for `-----`, and
-//! lines with escapes or invisible characters, which could hide one, if they hold
-//! a `-` at all), each as a person would see it; while one is open, every line
+//! that could hold a marker are looked at (one vectorised pass finds the lines with
+//! the start of a marker, and those with escapes or invisible characters, which
+//! could hide one, if they hold a `-` at all: `prefilter`), each as a person
+//! would see it; while one is open, every line
 //! until it closes. Output of hidden bytes with no `-` (a run of NULs, binary)
 //! costs a vectorised search per line, no reading as a person sees it. So a window
 //! or a heartbeat deep in a long log, in a key however long, or after 20 MB of
@@ -29,6 +30,8 @@
 use std::borrow::Cow;
 
 use super::{Found, context, keys, splice, visible};
+
+mod prefilter;
 
 /// An unfinished line longer than this is taken as ended there (memory stays
 /// bounded; the stream redactor cuts long lines the same way).
@@ -153,27 +156,12 @@ impl KeyIndex {
 
     /// Complete lines `text` (each ending with a newline) at offset `base`.
     fn lines(&mut self, text: &[u8], base: u64) {
-        let has_hidden = visible::has_hidden(text);
-        let mut markers = keys::Markers::new();
         let mut pos = 0;
-        // The next marker and the next hidden byte at or after `pos`, found once
-        // each and searched again only when passed (the scan stays linear).
-        let mut marker: Option<usize> = None;
-        let mut hidden: Option<usize> = None;
-        let mut marker_done = false;
-        let mut hidden_done = !has_hidden;
         while pos < text.len() {
             if !self.open && self.known_from.is_some() {
-                // Closed: go to the next line that could hold a marker.
-                if !marker_done && marker.is_none_or(|m| m < pos) {
-                    marker = markers.next(text, pos);
-                    marker_done = marker.is_none();
-                }
-                if !hidden_done && hidden.is_none_or(|h| h < pos) {
-                    hidden = visible::first_hidden_from(text, pos);
-                    hidden_done = hidden.is_none();
-                }
-                let Some(hit) = [marker, hidden].into_iter().flatten().min() else {
+                // Closed: go to the next line that could hold a marker (one pass
+                // over the text for every kind of start, see `prefilter`).
+                let Some(hit) = prefilter::next_candidate(text, pos) else {
                     return;
                 };
                 pos = memchr::memrchr(b'\n', &text[..hit])

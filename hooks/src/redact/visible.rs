@@ -330,13 +330,14 @@ fn string_body_len(bytes: &[u8]) -> usize {
     n
 }
 
-/// Whether `bytes` hold a hidden sequence (an escape, a control, an invisible
-/// character): one vectorised pass.
-pub(super) fn has_hidden(bytes: &[u8]) -> bool {
-    first_hidden(bytes).is_some()
+/// Whether a hidden sequence starts at `idx` of `bytes`.
+pub(super) fn hidden_starts_at(bytes: &[u8], idx: usize) -> bool {
+    hidden_len(bytes, idx) > 0
 }
 
-/// Index of the first hidden sequence at or after `from`.
+/// Index of the first hidden sequence at or after `from` (the key index's search
+/// before its block test, which its tests hold it to).
+#[cfg(test)]
 pub(super) fn first_hidden_from(bytes: &[u8], from: usize) -> Option<usize> {
     first_hidden(&bytes[from..]).map(|idx| from + idx)
 }
