@@ -166,6 +166,51 @@ fn b5_b38_output_a_capped_log_did_not_keep_is_flagged_after_a_restart() {
     }
 }
 
+/// A page by line number is served from the log file after a restart whenever the
+/// file holds the whole output: a log that filled its cap exactly lost nothing, and
+/// a cap lowered since cuts no log written before. Only output the cap really cut
+/// (counted when it was ingested) sends a page to the receipt's tail.
+#[test]
+fn b5_b38_a_log_that_filled_its_cap_exactly_pages_from_its_file_after_a_restart() {
+    let env = Env::new();
+    let config = env.home().join("config.toml");
+    std::fs::write(&config, "log_cap_bytes = 6000\n").expect("write the config");
+    let exact = env.start_json(&["--", "seq 1 2000 | head -c 6000"]);
+    let under = env.start_json(&["--", "seq 1 1000"]);
+    let over = env.start_json(&["--", "seq 1 2000"]);
+    for id in [&exact, &under, &over] {
+        let waited = env.json(&["wait", "--json", id, "--timeout", "20"]);
+        assert_eq!(waited["exit_code"], 0, "{waited}");
+    }
+    assert_eq!(
+        std::fs::metadata(log_path(&env, &exact))
+            .map(|m| m.len())
+            .ok(),
+        Some(6000)
+    );
+    env.crash_daemon();
+    // The next daemon runs with a lower cap than the logs were written under.
+    std::fs::write(&config, "log_cap_bytes = 1000\n").expect("write the config");
+    for id in [&exact, &under] {
+        let page = env.json(&["logs", "--json", id, "--offset", "100", "--limit", "2"]);
+        assert_eq!(page["output"], "101\n102", "{page}");
+        assert!(
+            page["note"]
+                .as_str()
+                .is_some_and(|n| n.contains("answered from the session's log file")),
+            "{page}"
+        );
+    }
+    // The cap did cut this one: its page comes from the receipt's tail, and says why.
+    let page = env.json(&["logs", "--json", &over, "--offset", "0", "--limit", "1"]);
+    let note = page["note"].as_str().unwrap_or_default();
+    assert!(
+        note.contains("holds only the first 6000 bytes")
+            && note.contains("later bytes were not kept"),
+        "{page}"
+    );
+}
+
 /// An answer never precedes the commit of what it reports: a daemon
 /// SIGKILLed right after a `wait`, `poll` or `kill` answer about a finished session
 /// has its receipt in the store already (the shim's exit record aside).

@@ -146,17 +146,7 @@ impl Registry {
         let mut notes: Vec<String> = self.inner.durable.session_note(&s).into_iter().collect();
         let why_not_file = if bytes_not_kept > 0 {
             let held = std::fs::metadata(&s.log_path).map_or(0, |m| m.len());
-            Some(format!(
-                "the log file holds only the first {held} bytes of output ({}; {bytes_not_kept} later bytes were not kept)",
-                if held >= self.inner.config.log_cap_bytes {
-                    format!(
-                        "it reached its cap of {} bytes",
-                        self.inner.config.log_cap_bytes
-                    )
-                } else {
-                    "a write to it failed".to_owned()
-                }
-            ))
+            page::cut_log(held, bytes_not_kept, self.inner.config.log_cap_bytes)
         } else {
             match TextPage::of_file(
                 &s.log_path,

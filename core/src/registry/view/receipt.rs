@@ -69,10 +69,8 @@ impl Inner {
         let held = std::fs::metadata(&log_path).map_or(0, |m| m.len());
         let cap = self.config.log_cap_bytes;
         let subject = Subject::receipt(session_id, &r, log_path);
-        let why_not_file = if held >= cap {
-            Some(format!(
-                "the log file stopped at its cap of {cap} bytes and later output is not in it"
-            ))
+        let why_not_file = if r.bytes_not_kept > 0 {
+            page::cut_log(held, r.bytes_not_kept, cap)
         } else {
             let path = &subject.log_path;
             match TextPage::of_file(
