@@ -228,22 +228,34 @@ fn memo_readouts(env: &Env) -> usize {
         .count()
 }
 
-#[test]
-fn b30_a_finished_log_read_out_again_from_its_memo_shows_the_same_redacted_text() {
+/// A home whose daemon logs its read-outs (`herd::readout` at debug), with
+/// [`finished_job`] done: the job's id, and the start of a key body line deep in
+/// its log.
+fn memo_logged_job() -> (Env, String, u64) {
     let mut env = Env::new();
     env.vars
         .push(("HERD_LOG".to_owned(), "info,herd::readout=debug".to_owned()));
     let id = finished_job(&env);
+    let log = std::fs::read(env.home().join("logs/sessions").join(format!("{id}.log")))
+        .expect("the session log");
+    let inside_key = key_body_line_start(&log);
+    (env, id, inside_key)
+}
+
+/// A `logs.follow` of `id` from `from_byte` to its end, in frames or notes.
+fn follow_from(env: &Env, id: &str, from_byte: u64, frames: bool) -> Streamed {
+    Conn::open(env).0.stream(
+        "logs.follow",
+        json!({"id": id, "from_byte": from_byte, "frames": frames, "result": true}),
+    )
+}
+
+#[test]
+fn b30_a_finished_log_read_out_again_from_its_memo_shows_the_same_redacted_text() {
+    let (env, id, inside_key) = memo_logged_job();
     let noted = Conn::open(&env).0.stream("logs.dump", json!({"id": id}));
     let log_path = env.home().join("logs/sessions").join(format!("{id}.log"));
-    let log = std::fs::read(&log_path).expect("the session log");
-    let inside_key = key_body_line_start(&log);
-    let from_key = |env: &Env, frames: bool| {
-        Conn::open(env).0.stream(
-            "logs.follow",
-            json!({"id": id, "from_byte": inside_key, "frames": frames, "result": true}),
-        )
-    };
+    let from_key = |env: &Env, frames: bool| follow_from(env, &id, inside_key, frames);
     let noted_from_key = from_key(&env, false);
     assert_eq!(memo_readouts(&env), 0);
     // The first framed read-out of each offset makes the memo, the next ones
@@ -306,19 +318,8 @@ fn b30_a_finished_log_read_out_again_from_its_memo_shows_the_same_redacted_text(
 
 #[test]
 fn b38_a_log_finished_before_a_restart_reads_out_from_its_receipt_as_it_did_before() {
-    let mut env = Env::new();
-    env.vars
-        .push(("HERD_LOG".to_owned(), "info,herd::readout=debug".to_owned()));
-    let id = finished_job(&env);
-    let log = std::fs::read(env.home().join("logs/sessions").join(format!("{id}.log")))
-        .expect("the session log");
-    let inside_key = key_body_line_start(&log);
-    let from_key = |env: &Env, frames: bool| {
-        Conn::open(env).0.stream(
-            "logs.follow",
-            json!({"id": id, "from_byte": inside_key, "frames": frames, "result": true}),
-        )
-    };
+    let (env, id, inside_key) = memo_logged_job();
+    let from_key = |env: &Env, frames: bool| follow_from(env, &id, inside_key, frames);
     // What the JSON route shows while the session is in the table.
     let noted = Conn::open(&env).0.stream("logs.dump", json!({"id": id}));
     let noted_from_key = from_key(&env, false);
