@@ -330,6 +330,9 @@ fn b38_a_log_finished_before_a_restart_reads_out_from_its_receipt_as_it_did_befo
     env.crash_daemon();
     env.ok(&["ps"]);
     assert_eq!(memo_readouts(&env), 0);
+    // The JSON route shows the same text from the receipt.
+    let noted_again = Conn::open(&env).0.stream("logs.dump", json!({"id": id}));
+    assert!(noted_again.output == noted.output, "JSON dumps differ");
     // After the restart the session is a receipt: the read-out serves it (its first
     // read makes a memo, the next ones show from it), the same text each time,
     // and a start inside a key block still masks the block (no key index now: the
