@@ -247,24 +247,6 @@ pub(crate) struct RawPage {
 /// The note of a page answered from a tail held in memory because the log file
 /// cannot serve it: `why` says what is wrong with the file, `source` names the tail,
 /// `is_whole` says whether that tail holds all of the output.
-/// Why a log file of `held` bytes cannot be paged as the whole output, when
-/// `bytes_not_kept` later bytes did not reach it (`None`: it holds everything): it
-/// reached the log cap `cap`, or a write to it failed. What decides is the count
-/// kept when the output was ingested, never the file's size against today's cap (a
-/// log that filled its cap exactly lost nothing; a cap lowered since cut nothing).
-pub(crate) fn cut_log(held: u64, bytes_not_kept: u64, cap: u64) -> Option<String> {
-    (bytes_not_kept > 0).then(|| {
-        format!(
-            "the log file holds only the first {held} bytes of output ({}; {bytes_not_kept} later bytes were not kept)",
-            if held >= cap {
-                format!("it reached its cap of {cap} bytes")
-            } else {
-                "a write to it failed".to_owned()
-            }
-        )
-    })
-}
-
 pub(crate) fn fallback_note(why: &str, source: &str, is_whole: bool) -> String {
     if is_whole {
         format!("{why}; answered from {source}, which holds all of the output")
@@ -273,6 +255,22 @@ pub(crate) fn fallback_note(why: &str, source: &str, is_whole: bool) -> String {
             "{why}, so this page, total_lines and offset cover only {source}: the start of the output is not available here"
         )
     }
+}
+
+/// Why a log file of `held` bytes is not the whole output, when `bytes_not_kept`
+/// later bytes did not reach it: it reached the log cap `cap`, or a write to it
+/// failed. Callers ask only when the count kept at ingest says bytes were lost,
+/// never because the file's size meets the cap in force now (a log that filled
+/// its cap exactly lost nothing; a cap lowered since cut nothing).
+pub(crate) fn cut_log(held: u64, bytes_not_kept: u64, cap: u64) -> String {
+    format!(
+        "the log file holds only the first {held} bytes of output ({}; {bytes_not_kept} later bytes were not kept)",
+        if held >= cap {
+            format!("it reached its cap of {cap} bytes")
+        } else {
+            "a write to it failed".to_owned()
+        }
+    )
 }
 
 /// Reads one page of `file`: `limit` lines from line `offset`, or the last `limit`

@@ -20,8 +20,72 @@ use herd_hooks::{
 use super::Inner;
 use crate::SessionId;
 use crate::answers::SessionStatus;
-use crate::error::Error;
+use crate::error::{Error, LookupError};
+use crate::session::Session;
 use crate::text;
+
+/// Whose log a stream reads: a session in the table, or one that only its receipt
+/// knows (it finished before this daemon started, or left memory), which has no
+/// key index to ask.
+pub(super) struct LogSource {
+    pub(super) id: SessionId,
+    pub(super) path: PathBuf,
+    pub(super) command: String,
+    pub(super) owner: String,
+    pub(super) session: Option<Arc<Session>>,
+}
+
+impl LogSource {
+    /// Whether a private-key block is open at `at`, as the session's key index
+    /// says; `None` when it does not know (or only a receipt is at hand): the log's
+    /// look-back decides then.
+    pub(super) fn key_known(&self, at: u64) -> Option<bool> {
+        self.session.as_ref().and_then(|s| s.key_lookup()(at))
+    }
+
+    /// Whether the session still runs (its log may grow).
+    pub(super) fn is_running(&self) -> bool {
+        self.session
+            .as_ref()
+            .is_some_and(|s| s.status() == SessionStatus::Running)
+    }
+}
+
+impl Inner {
+    /// The log source for `id`, given what the table answered for it (`found`):
+    /// the session, or on a miss its receipt.
+    ///
+    /// # Errors
+    /// The miss, when no receipt answers either.
+    pub(super) fn log_source(
+        &self,
+        id: &str,
+        found: Result<Arc<Session>, LookupError>,
+    ) -> Result<LogSource, LookupError> {
+        Ok(match found {
+            Ok(s) => {
+                let owner = s.state().owner_task_id.clone();
+                LogSource {
+                    id: s.id.clone(),
+                    path: s.log_path.clone(),
+                    command: s.command.clone(),
+                    owner,
+                    session: Some(s),
+                }
+            }
+            Err(miss) => {
+                let (id, r) = self.durable.receipt_lookup(id, miss)?;
+                LogSource {
+                    path: self.home.session_log_path(id.as_str()),
+                    id,
+                    command: r.command,
+                    owner: r.owner_task_id,
+                    session: None,
+                }
+            }
+        })
+    }
+}
 
 /// The bytes one chunk hands out, with their context, decoded.
 #[derive(Debug)]

@@ -146,7 +146,11 @@ impl Registry {
         let mut notes: Vec<String> = self.inner.durable.session_note(&s).into_iter().collect();
         let why_not_file = if bytes_not_kept > 0 {
             let held = std::fs::metadata(&s.log_path).map_or(0, |m| m.len());
-            page::cut_log(held, bytes_not_kept, self.inner.config.log_cap_bytes)
+            Some(page::cut_log(
+                held,
+                bytes_not_kept,
+                self.inner.config.log_cap_bytes,
+            ))
         } else {
             match TextPage::of_file(
                 &s.log_path,
@@ -271,32 +275,16 @@ impl Registry {
     /// # Errors
     /// [`Error::Lookup`], or [`Error::Io`] when the log cannot be read.
     pub fn log_follower(&self, id: &str, from_byte: u64) -> Result<LogFollower, Error> {
-        let (session_id, path, command, owner, session) = match self.inner.lookup_or_queued(id) {
-            Ok(s) => {
-                let owner = s.state().owner_task_id.clone();
-                (
-                    s.id.clone(),
-                    s.log_path.clone(),
-                    s.command.clone(),
-                    owner,
-                    Some(s),
-                )
-            }
-            Err(miss) => {
-                let (session_id, r) = self.inner.durable.receipt_lookup(id, miss)?;
-                let path = self.inner.home.session_log_path(session_id.as_str());
-                (session_id, path, r.command, r.owner_task_id, None)
-            }
-        };
+        let source = self.inner.log_source(id, self.inner.lookup_or_queued(id))?;
         // A follow that starts inside a key block learns so from the session's key
         // index (a lookup, however long the block), as the windowed routes do; the
         // log's look-back answers only what the index did not see.
-        let known = |at: u64| session.as_ref().and_then(|s| s.key_lookup()(at));
+        let known = |at: u64| source.key_known(at);
         LogFollower::open(
             Arc::clone(&self.inner),
-            session_id,
-            path,
-            (&command, &owner),
+            source.id.clone(),
+            source.path.clone(),
+            (&source.command, &source.owner),
             from_byte,
             &known,
         )

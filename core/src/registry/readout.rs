@@ -158,31 +158,16 @@ impl Registry {
     /// [`Error::Io`] when the log cannot be read.
     pub fn log_readout(&self, id: &str, from_byte: u64) -> Result<Option<LogReadout>, Error> {
         // A session in the table, or one that finished before this daemon started
-        // (its receipt): its log reads out the same way, with no key index to ask.
-        let (session, log_path, command, s) = match self.inner.lookup(id) {
-            Ok(s) => (
-                s.id.to_string(),
-                s.log_path.clone(),
-                s.command.clone(),
-                Some(s),
-            ),
-            Err(miss) => match self.inner.durable.receipt_lookup(id, miss) {
-                Ok((session_id, r)) => (
-                    session_id.to_string(),
-                    self.inner.home.session_log_path(session_id.as_str()),
-                    r.command,
-                    None,
-                ),
-                Err(_) => return Ok(None),
-            },
+        // (its receipt): its log reads out the same way.
+        let Ok(source) = self.inner.log_source(id, self.inner.lookup(id)) else {
+            return Ok(None);
         };
         let hooks = self.inner.hooks.clone();
-        if !hooks.shows_log_blocks(&command) {
+        if !hooks.shows_log_blocks(&source.command) {
             return Ok(None);
         }
-        let finished = s
-            .as_ref()
-            .is_none_or(|s| s.status() != SessionStatus::Running);
+        let finished = !source.is_running();
+        let log_path = source.path.clone();
         let io_err = |source| Error::Io {
             path: log_path.clone(),
             source,
@@ -198,6 +183,7 @@ impl Registry {
             return Ok(None);
         }
         let memos = &self.inner.readouts;
+        let session = source.id.to_string();
         let replay = if finished {
             memos
                 .get(&session, from_byte, file_id)
@@ -220,7 +206,7 @@ impl Registry {
                 return Ok(None);
             }
             let after = String::from_utf8_lossy(&head[1..]);
-            let known = |at: u64| s.as_ref().and_then(|s| s.key_lookup()(at));
+            let known = |at: u64| source.key_known(at);
             crate::output::key_open_at(&known, Some(&file), from_byte, &after)
         } else {
             false
@@ -228,7 +214,7 @@ impl Registry {
         Ok(Some(LogReadout {
             hooks,
             session,
-            command,
+            command: source.command,
             path: log_path,
             file: Arc::new(file),
             next_at: from_byte,

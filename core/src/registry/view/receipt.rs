@@ -66,11 +66,14 @@ impl Inner {
         let (session_id, r) = self.durable.receipt_lookup(id, miss)?;
         let limit = limit.unwrap_or(LOG_DEFAULT_LINES);
         let log_path = self.home.session_log_path(session_id.as_str());
-        let held = std::fs::metadata(&log_path).map_or(0, |m| m.len());
-        let cap = self.config.log_cap_bytes;
         let subject = Subject::receipt(session_id, &r, log_path);
         let why_not_file = if r.bytes_not_kept > 0 {
-            page::cut_log(held, r.bytes_not_kept, cap)
+            let held = std::fs::metadata(&subject.log_path).map_or(0, |m| m.len());
+            Some(page::cut_log(
+                held,
+                r.bytes_not_kept,
+                self.config.log_cap_bytes,
+            ))
         } else {
             let path = &subject.log_path;
             match TextPage::of_file(
