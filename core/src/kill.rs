@@ -192,21 +192,30 @@ pub(crate) async fn kill_trees_probed<P>(
 where
     P: Fn(&ProcInfo) -> bool + Sync,
 {
-    kill_trees_limited(targets, grace, is_alive, MAX_PIDFDS).await
+    kill_trees_limited(targets, grace, is_alive, MAX_PIDFDS, read_tag).await
 }
 
-/// The sweep itself, with the pidfd budget as a parameter: a test passes 0 to run
-/// the path a kernel without pidfds (or a spent budget) takes.
-async fn kill_trees_limited<P>(
+/// Reads a process's session tag from its environment.
+fn read_tag(pid: i32) -> sys::EnvRead {
+    sys::environ_read(pid, SESSION_TAG_ENV)
+}
+
+/// The sweep itself, with the pidfd budget as a parameter (a test passes 0 to run
+/// the path a kernel without pidfds, or a spent budget, takes) and the tag reader
+/// (a test makes a read come back empty, as one does between the halves of an
+/// exec).
+async fn kill_trees_limited<P, R>(
     targets: &[KillTarget],
     grace: Duration,
     is_alive: P,
     max_pidfds: usize,
+    read_tag: R,
 ) -> Vec<KillOutcome>
 where
     P: Fn(&ProcInfo) -> bool + Sync,
+    R: Fn(i32) -> sys::EnvRead + Sync,
 {
-    let mut sweep = Sweep::new(targets, is_alive, max_pidfds);
+    let mut sweep = Sweep::new(targets, is_alive, max_pidfds, read_tag);
     debug!(
         n_targets = targets.len(),
         grace_ms = grace.as_millis(),
@@ -247,13 +256,15 @@ where
             }
         }
         if course.due(std::time::Instant::now()) {
-            if !fresh {
+            if !fresh || sweep.unsure {
                 sweep.scan(true);
             }
             fresh = false;
             // The time after the scan (reading the table takes time of its own): the
-            // next look is a full interval after what it saw.
-            course.looked(std::time::Instant::now(), !sweep.has_live(), &mut actions);
+            // next look is a full interval after what it saw. A candidate whose
+            // environment could not be read yet keeps the sweep looking.
+            let empty = !sweep.has_live() && !sweep.unsure;
+            course.looked(std::time::Instant::now(), empty, &mut actions);
             continue;
         }
         let Some(look) = course.next_look() else {
@@ -300,18 +311,27 @@ impl Table {
 }
 
 /// One kill of one or more trees: the trees and what is shared between them.
-struct Sweep<'t, P> {
+struct Sweep<'t, P, R> {
     trees: Vec<Tree<'t>>,
     is_alive: P,
+    read_tag: R,
     uid: u32,
     /// Most pidfds held at once, over all trees.
     max_pidfds: usize,
     /// For each (pid, start time) whose environment was read: the index of the tree
     /// whose tag it carries, or `None`. Each environment is read once per sweep.
     tag_owner: HashMap<(i32, u64), Option<usize>>,
+    /// For each live (pid, start time) whose environment read empty: when it first
+    /// did. A process between the two halves of an exec reads empty for a moment,
+    /// so it is read again at the next look; only one still unreadable a rescan
+    /// interval later is taken as untagged (its environment is empty for good).
+    unreadable: HashMap<(i32, u64), std::time::Instant>,
+    /// The last tagged scan left a candidate unread: the sweep looks again before
+    /// it calls a tree gone.
+    unsure: bool,
 }
 
-impl<P> std::fmt::Debug for Sweep<'_, P> {
+impl<P, R> std::fmt::Debug for Sweep<'_, P, R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Sweep")
             .field("trees", &self.trees)
@@ -319,17 +339,21 @@ impl<P> std::fmt::Debug for Sweep<'_, P> {
     }
 }
 
-impl<'t, P> Sweep<'t, P>
+impl<'t, P, R> Sweep<'t, P, R>
 where
     P: Fn(&ProcInfo) -> bool + Sync,
+    R: Fn(i32) -> sys::EnvRead + Sync,
 {
-    fn new(targets: &'t [KillTarget], is_alive: P, max_pidfds: usize) -> Self {
+    fn new(targets: &'t [KillTarget], is_alive: P, max_pidfds: usize, read_tag: R) -> Self {
         Sweep {
             trees: targets.iter().map(Tree::new).collect(),
             is_alive,
+            read_tag,
             uid: sys::current_uid(),
             max_pidfds,
             tag_owner: HashMap::new(),
+            unreadable: HashMap::new(),
+            unsure: false,
         }
     }
 
@@ -376,20 +400,43 @@ where
         };
         let own_pid = sys::own_pid();
         let uid = self.uid;
+        let now = std::time::Instant::now();
+        self.unsure = false;
         for row in table.rows.values() {
-            if row.pid <= 1 || row.pid == own_pid || row.start_time < floor {
+            // Kernel threads (children of kthreadd, pid 2) have no environment.
+            if row.pid <= 2 || row.ppid == 2 || row.pid == own_pid || row.start_time < floor {
                 continue;
             }
-            let owner = *self
-                .tag_owner
-                .entry((row.pid, row.start_time))
-                .or_insert_with(|| {
-                    if sys::owner_uid(row.pid) != Some(uid) {
-                        return None;
+            let key = (row.pid, row.start_time);
+            let owner = match self.tag_owner.get(&key) {
+                Some(owner) => *owner,
+                None => {
+                    let read = if sys::owner_uid(row.pid) == Some(uid) {
+                        (self.read_tag)(row.pid)
+                    } else {
+                        sys::EnvRead::Unset
+                    };
+                    let known = match read {
+                        sys::EnvRead::Set(value) => Some(by_tag.get(value.as_str()).copied()),
+                        sys::EnvRead::Unset => Some(None),
+                        // A dead process needs no signal, whatever its tag.
+                        sys::EnvRead::Unreadable if !(self.is_alive)(row) => None,
+                        sys::EnvRead::Unreadable => {
+                            let first = *self.unreadable.entry(key).or_insert(now);
+                            if now.duration_since(first) >= RESCAN_INTERVAL {
+                                Some(None)
+                            } else {
+                                self.unsure = true;
+                                None
+                            }
+                        }
+                    };
+                    if let Some(owner) = known {
+                        self.tag_owner.insert(key, owner);
                     }
-                    let value = sys::environ_value(row.pid, SESSION_TAG_ENV)?;
-                    by_tag.get(value.as_str()).copied()
-                });
+                    known.flatten()
+                }
+            };
             if let Some(idx) = owner
                 && row.start_time >= self.trees[idx].tag_floor
             {

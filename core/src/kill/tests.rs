@@ -271,6 +271,88 @@ async fn b15_setsid_escapee_is_found_by_its_session_tag() {
     });
 }
 
+// B15: an escapee whose environment reads empty when the kill first looks (as it
+// does between the two halves of an exec: the new image has no environment yet) is
+// read again at the next look and killed, not taken as untagged for the rest of the
+// kill. The first read of the escapee is made to come back empty here, because the
+// exec's window is too short to hit on demand.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b15_an_escapee_read_mid_exec_is_read_again_and_killed() {
+    let mut tree = spawn_tree(
+        "(setsid sleep 600 & echo escapee $!); echo ready; sleep 600",
+        true,
+    );
+    let escapee = tree.pid_line("escapee");
+    tree.line("ready");
+    wait_until("the escapee to leave the group and the shell", || {
+        sys::proc_info(escapee).is_some_and(|i| i.pgrp != tree.pid && i.ppid != tree.pid)
+    });
+    let empty_reads = std::sync::atomic::AtomicUsize::new(0);
+    let reader = |pid: i32| {
+        if pid == escapee && empty_reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+            return sys::EnvRead::Unreadable;
+        }
+        read_tag(pid)
+    };
+    let outcomes = kill_trees_limited(
+        &[tree.target()],
+        GRACE,
+        ProcInfo::is_alive,
+        MAX_PIDFDS,
+        reader,
+    )
+    .await;
+    assert!(
+        empty_reads.load(std::sync::atomic::Ordering::SeqCst) >= 2,
+        "the escapee's environment was read again after the empty read"
+    );
+    assert!(outcomes[0].gone, "survivors: {:?}", outcomes[0].survivors);
+    assert_all_dead(&[escapee]);
+    tree.assert_group_gone();
+    wait_until("the escapee to be reaped", || {
+        sys::proc_info(escapee).is_none()
+    });
+}
+
+// B15: a process whose environment stays unreadable (empty for good) is taken as
+// untagged a rescan interval after its first read: it never holds the kill open.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b15_an_environment_empty_for_good_does_not_hold_the_kill_open() {
+    let mut tree = spawn_tree("echo ready; sleep 600", true);
+    tree.line("ready");
+    let mut bystander = spawn_tree("echo ready; exec sleep 600", true);
+    bystander.line("ready");
+    let stranger = bystander.pid;
+    let reader = |pid: i32| {
+        if pid == stranger {
+            return sys::EnvRead::Unreadable;
+        }
+        read_tag(pid)
+    };
+    // A long grace: a kill held open by the unreadable environment would last it out.
+    let grace = Duration::from_secs(5);
+    let started = Instant::now();
+    let outcomes = kill_trees_limited(
+        &[tree.target()],
+        grace,
+        ProcInfo::is_alive,
+        MAX_PIDFDS,
+        reader,
+    )
+    .await;
+    assert!(outcomes[0].gone, "survivors: {:?}", outcomes[0].survivors);
+    assert!(
+        started.elapsed() < grace,
+        "the kill ended once the tree was gone, not at its grace: {:?}",
+        started.elapsed()
+    );
+    assert!(
+        is_running(stranger),
+        "a process that is not the tree's is left alone"
+    );
+    tree.assert_group_gone();
+}
+
 // B15: a TERM-ignoring parent with two TERM-ignoring children dies by SIGKILL.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn b15_term_ignoring_tree_dies_by_sigkill_after_grace() {
@@ -521,7 +603,8 @@ async fn b15_kill_without_pidfds_still_ends_the_tree() {
     wait_until("the grandchild to run setsid", || {
         sys::proc_info(kids[1]).is_some_and(|i| i.pgrp == kids[1])
     });
-    let outcomes = kill_trees_limited(&[tree.target()], GRACE, ProcInfo::is_alive, 0).await;
+    let outcomes =
+        kill_trees_limited(&[tree.target()], GRACE, ProcInfo::is_alive, 0, read_tag).await;
     assert!(outcomes[0].gone, "survivors: {:?}", outcomes[0].survivors);
     // SIGTERM to the group and to the grandchild (which inherited the ignored
     // SIGTERM, like everything the shell starts), then SIGKILL to both.

@@ -156,14 +156,38 @@ pub(crate) fn current_uid() -> u32 {
     nix::unistd::getuid().as_raw()
 }
 
+/// What one read of a process's initial environment says about one variable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum EnvRead {
+    /// Set, to this value.
+    Set(String),
+    /// The environment was read and the variable is not in it (or not UTF-8).
+    Unset,
+    /// Nothing was read: another user's process, a kernel thread, a process that
+    /// has exited, or one between the two halves of an exec (its new image has no
+    /// environment yet, and the kernel answers with nothing). A later read may tell.
+    Unreadable,
+}
+
+/// Reads the variable `name` from `pid`'s initial environment.
+pub(crate) fn environ_read(pid: i32, name: &str) -> EnvRead {
+    match fs::read(format!("/proc/{pid}/environ")) {
+        Ok(environ) if !environ.is_empty() => environ_lookup(&environ, name)
+            .and_then(|value| std::str::from_utf8(value).ok())
+            .map_or(EnvRead::Unset, |value| EnvRead::Set(value.to_owned())),
+        _ => EnvRead::Unreadable,
+    }
+}
+
 /// Value of the variable `name` in `pid`'s initial environment.
 ///
 /// `None` when it is not set, not UTF-8, or the environment cannot be read
-/// (another user's process, a kernel thread, or a process that has just exited).
+/// (see [`EnvRead::Unreadable`]).
 pub(crate) fn environ_value(pid: i32, name: &str) -> Option<String> {
-    let environ = fs::read(format!("/proc/{pid}/environ")).ok()?;
-    let value = environ_lookup(&environ, name)?;
-    String::from_utf8(value.to_vec()).ok()
+    match environ_read(pid, name) {
+        EnvRead::Set(value) => Some(value),
+        EnvRead::Unset | EnvRead::Unreadable => None,
+    }
 }
 
 /// Value of `name` in a NUL-separated `NAME=value` block (the first entry wins,
