@@ -589,6 +589,16 @@ impl ShownStream {
     pub fn held_bytes(&self) -> usize {
         self.redact.held_bytes() + self.unhooked.len()
     }
+
+    /// The input held back, in bytes, when what was shown ends at a line's start
+    /// and all after it is held (nothing of the unfinished line shown on idle or
+    /// by a forced cut): another route may then show the rest from there. `None`
+    /// otherwise.
+    pub fn held_from_line_start(&self) -> Option<usize> {
+        self.redact
+            .nothing_of_the_line_shown()
+            .then(|| self.held_bytes())
+    }
 }
 
 #[cfg(test)]

@@ -64,6 +64,11 @@ pub const QUEUE: &str = "queue";
 /// queue, then follows its run or its end unrun; `spawn` takes `follow_queued`, so
 /// a client may pipeline a queued `run --wait` and poll nothing.
 pub const LOGS_FOLLOW_QUEUED: &str = "logs.follow.queued";
+/// `spawn`'s `frames` with `follow`: the stream's output as binary frames, as
+/// `logs.frames` sends it (read out on every core while it is behind); a daemon
+/// without it refuses the field, starting nothing, so a pipelined spawn can carry
+/// it.
+pub const SPAWN_FRAMES: &str = "spawn.frames";
 
 /// Every capability this version's daemon announces, in order.
 pub const ALL: &[&str] = &[
@@ -94,4 +99,5 @@ pub const ALL: &[&str] = &[
     SPAWN_FOLLOW,
     QUEUE,
     LOGS_FOLLOW_QUEUED,
+    SPAWN_FRAMES,
 ];

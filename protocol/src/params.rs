@@ -173,6 +173,12 @@ pub struct SpawnParams {
     /// the field, starting nothing, so a pipelined spawn can carry it.
     #[serde(default, skip_serializing_if = "is_false")]
     pub follow_queued: bool,
+    /// With `follow`: output as length-prefixed binary frames after an answer
+    /// `{"frames": 1}`, as `logs.follow` sends them with `frames` (capability
+    /// `spawn.frames`). A daemon without the capability refuses the field,
+    /// starting nothing, so a pipelined spawn can carry it.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub frames: bool,
 }
 
 /// `restart` (capability `restart`): the session to start again, and the caller's

@@ -312,6 +312,7 @@ async fn pipelined_spawn(
         caller_env: Some(herd_core::utf8_environment().into_iter().collect()),
         follow: follows,
         raw: follows,
+        frames: follows,
         follow_queued: follows && may_queue,
         ..params.clone()
     };
@@ -344,13 +345,14 @@ async fn pipelined_spawn(
     )
 }
 
-/// Whether the daemon knows every field a pipelined spawn sent: `follow`, and for a
-/// job that may queue the queue's fields (and `follow_queued` when it follows). A
-/// refusal by one that does not is asked again the ordinary way, which says what
-/// is missing.
+/// Whether the daemon knows every field a pipelined spawn sent: `follow` (and
+/// `frames` when it follows), and for a job that may queue the queue's fields (and
+/// `follow_queued` when it follows). A refusal by one that does not is asked again
+/// the ordinary way, which says what is missing.
 fn serves_pipelined(client: &Client, follows: bool, may_queue: bool) -> bool {
     let hello = &client.hello;
     hello.serves(capabilities::SPAWN_FOLLOW)
+        && (!follows || hello.serves(capabilities::SPAWN_FRAMES))
         && (!may_queue || hello.serves(capabilities::QUEUE))
         && (!(may_queue && follows) || hello.serves(capabilities::LOGS_FOLLOW_QUEUED))
 }

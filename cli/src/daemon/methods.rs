@@ -236,7 +236,7 @@ impl State {
             Routed::Local(params) => params,
         };
         let result = match method {
-            "spawn" if follow => return self.spawn_follow(params, raw).await,
+            "spawn" if follow => return self.spawn_follow(params, raw, frames).await,
             "spawn" => self.spawn(params).await,
             "list" if super::hosts::Hosts::wants(&params) => self.list_hosts(params).await,
             "list" => {

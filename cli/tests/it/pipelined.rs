@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::support::Env;
+use crate::support::{Env, stdout, wait_until};
 
 /// A connection with `lines` written in one write.
 fn pipelined(env: &Env, lines: &[Value]) -> BufReader<UnixStream> {
@@ -280,5 +280,134 @@ fn b1_run_without_wait_prints_the_id_of_a_job_that_ran() {
     assert!(
         events.contains("\"completion\"") && events.contains(id.as_str()),
         "the notified completion is not queued: {events}"
+    );
+}
+
+/// A file of about 12 MiB for a job to `cat` at memory speed, so its log grows
+/// faster than a follower reads it: plain lines, a token now and then, and private
+/// key blocks of 3,000 body lines (each crosses the read-out's 64 KiB blocks and a
+/// follower's reads). The token and a key body line, to look for in the output.
+fn chatty_file(env: &Env) -> (std::path::PathBuf, String, String) {
+    let token = "ghp_ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef0123";
+    let body = "MIIEpAIBAAKCAQEA0123456789abcdefghijklmnopqrstuvwxyzAB";
+    let mut text = String::new();
+    for i in 0..200_000 {
+        text.push_str(&format!(
+            "INFO worker-3 processed batch {i} in 56 ms status=ok\n"
+        ));
+        if i % 40_000 == 39_999 {
+            text.push_str(&format!("tok {token} x\n-----BEGIN RSA PRIVATE KEY-----\n"));
+            for _ in 0..3_000 {
+                text.push_str(body);
+                text.push('\n');
+            }
+            text.push_str("-----END RSA PRIVATE KEY-----\n");
+        }
+    }
+    let path = env.scratch().join("chatty.txt");
+    std::fs::write(&path, text).expect("the scratch file");
+    (path, token.to_owned(), body.to_owned())
+}
+
+// B23/B30: `spawn` with `follow` and `frames` (capability `spawn.frames`) answers
+// the note, then `{"frames": 1}`, then the output as binary frames and the stream's
+// end with the job's result, in that order.
+#[test]
+fn b23_a_following_spawn_with_frames_sends_the_note_then_frames_then_the_ending() {
+    let env = Env::new();
+    let mut reader = pipelined(
+        &env,
+        &[
+            request(
+                1,
+                "hello",
+                json!({"protocol": 1, "client": "pipelined-test"}),
+            ),
+            request(
+                2,
+                "spawn",
+                json!({"command": "echo one; echo two; exit 3", "owner": "cli",
+                       "follow": true, "raw": true, "frames": true}),
+            ),
+        ],
+    );
+    let hello = next(&mut reader);
+    let caps = hello["result"]["capabilities"]
+        .as_array()
+        .expect("capabilities");
+    assert!(caps.iter().any(|c| c == "spawn.frames"), "{hello}");
+    let spawned = next(&mut reader);
+    assert_eq!(spawned["method"], "spawned", "{spawned}");
+    let opened = next(&mut reader);
+    assert_eq!(opened["id"], 2, "{opened}");
+    assert_eq!(opened["result"]["frames"], 1, "{opened}");
+    let mut output = Vec::new();
+    loop {
+        let mut head = [0u8; 4];
+        reader.read_exact(&mut head).expect("a frame header");
+        let len = u32::from_le_bytes(head) as usize;
+        if len == 0 {
+            break;
+        }
+        let mut body = vec![0u8; len];
+        reader.read_exact(&mut body).expect("the frame's bytes");
+        output.extend_from_slice(&body);
+    }
+    assert_eq!(String::from_utf8_lossy(&output), "one\ntwo\n");
+    let end = next(&mut reader);
+    assert_eq!(end["id"], 2, "{end}");
+    assert_eq!(end["result"]["result"]["exit_code"], 3, "{end}");
+    assert_eq!(
+        end["result"]["result"]["session_id"], spawned["params"]["session_id"],
+        "{end}"
+    );
+}
+
+// B23/B30: `run --wait` of a job whose log grows faster than its follow reads it
+// prints what `herd logs` prints of the finished log, byte for byte, redacted the
+// same way (a token, private-key blocks): the follow fell behind and handed over
+// to the read-out on every core from a line's start, and the text is seamless.
+#[test]
+fn b23_b30_run_wait_behind_a_fast_log_hands_over_to_the_read_out_and_shows_the_same_text() {
+    let mut env = Env::new();
+    env.vars
+        .push(("HERD_LOG".to_owned(), "info,herd::readout=debug".to_owned()));
+    let (file, token, body) = chatty_file(&env);
+    // The stream starts before the job prints: its follow reads the log from the
+    // start, falls behind the burst, and hands over.
+    let cat = format!("sleep 1; cat {}", file.display());
+    let out = env.run(&["run", "--wait", "--name", "chatty", "--", &cat]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let followed = stdout(&out);
+    assert!(
+        followed.len() > 10 << 20,
+        "all of it came: {}",
+        followed.len()
+    );
+    assert!(!followed.contains(&token), "the token is masked");
+    assert!(!followed.contains(&body), "the key bodies are masked");
+    assert!(followed.contains("processed batch 199999 in"), "to the end");
+    let logged = env.run(&["logs", "chatty"]);
+    assert_eq!(logged.status.code(), Some(0));
+    assert!(
+        followed == stdout(&logged),
+        "run --wait and logs show the same text ({} and {} bytes)",
+        followed.len(),
+        logged.stdout.len()
+    );
+    let handed_over = || {
+        std::fs::read_to_string(env.home().join("logs/daemon.log"))
+            .unwrap_or_default()
+            .lines()
+            .any(|l| l.contains("hands over to the read-out"))
+    };
+    assert!(
+        wait_until(Duration::from_secs(10), handed_over).is_ok(),
+        "the follow handed over to the read-out (daemon.log at herd::readout=debug)"
     );
 }

@@ -331,6 +331,8 @@ pub struct FollowRead {
     /// The follower reached the end of a finished session's log and released
     /// everything: the stream is over.
     pub is_done: bool,
+    /// Bytes of the log past what this read took (the log had grown further).
+    pub unread: u64,
 }
 
 /// A follower of one session's log (`logs --follow`, see [`Registry::log_follower`]).
@@ -346,6 +348,9 @@ pub struct LogFollower {
     next_byte: u64,
     /// A partial character at the end of the last read, carried to the next.
     partial: Vec<u8>,
+    /// A read held bytes that are not UTF-8 (shown as U+FFFD): the held text's
+    /// length no longer counts the log's bytes.
+    lossy: bool,
 }
 
 impl LogFollower {
@@ -386,12 +391,25 @@ impl LogFollower {
             stream,
             next_byte: from_byte,
             partial: Vec::new(),
+            lossy: false,
         })
     }
 
     /// The file offset of the next byte the follower reads.
     pub fn next_byte(&self) -> u64 {
         self.next_byte
+    }
+
+    /// Where another route (the read-out) can show the log on from, seamlessly:
+    /// the offset of the line start where what this follower showed ends, when it
+    /// holds the rest of that line unshown (not even partly released on idle) and
+    /// every byte it read was UTF-8. `None` otherwise.
+    pub fn hand_over_at(&self) -> Option<u64> {
+        if self.lossy {
+            return None;
+        }
+        let held = self.stream.held_from_line_start()? + self.partial.len();
+        self.next_byte.checked_sub(held as u64)
     }
 
     /// Reads up to `max_bytes` of new output.
@@ -408,9 +426,10 @@ impl LogFollower {
             source,
         };
         let mut bytes = Vec::new();
+        let mut len = 0;
         match File::open(&self.path) {
             Ok(file) => {
-                let len = file.metadata().map_err(io_err)?.len();
+                len = file.metadata().map_err(io_err)?.len();
                 let want = len
                     .saturating_sub(self.next_byte)
                     .min(max_bytes.max(1) as u64);
@@ -426,7 +445,9 @@ impl LogFollower {
         pending.extend_from_slice(&bytes);
         let complete = text::complete_prefix_len(&pending);
         let rest = pending.split_off(complete);
-        let mut output = self.stream.push(&String::from_utf8_lossy(&pending));
+        let text = String::from_utf8_lossy(&pending);
+        self.lossy |= matches!(text, std::borrow::Cow::Owned(_));
+        let mut output = self.stream.push(&text);
         let is_done = !is_running && !progressed;
         if is_done {
             let tail = String::from_utf8_lossy(&rest).into_owned();
@@ -441,6 +462,7 @@ impl LogFollower {
             progressed,
             is_running,
             is_done,
+            unread: len.saturating_sub(self.next_byte),
         })
     }
 

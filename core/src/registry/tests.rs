@@ -346,3 +346,68 @@ async fn b30_a_poll_hook_still_running_holds_no_lock_a_kill_needs() {
     )
     .await;
 }
+
+/// A running job that printed `printed` (a `printf` format) and then sleeps, in a
+/// registry of its own, once its log ends with `ends`.
+async fn printed_then_sleeping(
+    printed: &str,
+    ends: &[u8],
+) -> (tempfile::TempDir, Registry, String) {
+    use std::time::Duration;
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let registry = Registry::new(Home::new(dir.path().to_owned()), RegistryConfig::default())
+        .expect("a registry");
+    let info = registry
+        .spawn(SpawnRequest {
+            command: format!("printf '{printed}'; sleep 30"),
+            task_id: "t".to_owned(),
+            ..SpawnRequest::default()
+        })
+        .await
+        .expect("the job starts");
+    let id = info.session_id.as_str().to_owned();
+    let log = dir.path().join("logs/sessions").join(format!("{id}.log"));
+    herd_test_support::wait::until(Duration::from_secs(30), "the job to print", || {
+        std::fs::read(&log).is_ok_and(|text| text.ends_with(ends))
+    })
+    .await;
+    (dir, registry, id)
+}
+
+// B30: a follower can hand the log over to another route only at a line's start it
+// showed up to and holds everything after: after whole lines, at the start of the
+// unfinished one; never once the unfinished line was partly shown on idle, nor
+// after bytes that are not UTF-8 (its held text no longer counts the log's bytes).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b30_a_follower_hands_over_only_at_a_line_start_it_showed_up_to() {
+    let (_dir, registry, id) = printed_then_sleeping("one\\ntwo\\nab cd", b"ab cd").await;
+    let mut follower = registry.log_follower(&id, 0).expect("a follower");
+    let read = follower.read(1 << 20).expect("a read");
+    assert_eq!(read.output.as_str(), "one\ntwo\n");
+    assert_eq!(read.unread, 0);
+    assert_eq!(
+        follower.hand_over_at(),
+        Some(8),
+        "the unfinished line's start"
+    );
+    assert_eq!(follower.release_idle().as_str(), "ab cd");
+    assert_eq!(follower.hand_over_at(), None, "part of the line was shown");
+    registry
+        .kill(&id, crate::KillSource::ProcessKill)
+        .await
+        .expect("the kill");
+
+    let (_dir, registry, id) = printed_then_sleeping("bad \\200 byte\\nok\\n", b"ok\n").await;
+    let mut follower = registry.log_follower(&id, 0).expect("a follower");
+    let read = follower.read(1 << 20).expect("a read");
+    assert!(read.output.as_str().ends_with("ok\n"), "{:?}", read.output);
+    assert_eq!(
+        follower.hand_over_at(),
+        None,
+        "a byte that is not UTF-8 was read"
+    );
+    registry
+        .kill(&id, crate::KillSource::ProcessKill)
+        .await
+        .expect("the kill");
+}

@@ -153,6 +153,13 @@ impl StreamRedactor {
         self.held.len()
     }
 
+    /// Whether nothing of the unfinished line was emitted yet (no idle release or
+    /// forced cut showed its start): what was emitted ends where the held text
+    /// starts, at a line's start.
+    pub fn nothing_of_the_line_shown(&self) -> bool {
+        self.line_shown.is_empty() && self.shown_mask.is_none()
+    }
+
     /// Sets whether a private-key block is open where the held text starts.
     pub(crate) fn set_key_open(&mut self, open: bool) {
         self.key_open = open;

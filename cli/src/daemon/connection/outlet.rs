@@ -67,12 +67,31 @@ impl<'c> Outlet<'c> {
     /// the answer that ends the stream (capability `logs.frames`,
     /// `crate::logframes`).
     pub(crate) async fn open_frames(&mut self) -> Result<(), Gone> {
-        let opened = Response::ok(
+        write(self.writer, &self.frames_opened())
+            .await
+            .map_err(|_| Gone)?;
+        self.frames_are_open();
+        Ok(())
+    }
+
+    /// [`Outlet::open_frames`], the answer held back to go out with the next
+    /// write, as [`Outlet::hold_note`] holds a note.
+    pub(crate) fn hold_frames_open(&mut self) {
+        self.writer.hold(&self.frames_opened().to_line());
+        self.frames_are_open();
+    }
+
+    /// The answer `{"frames": 1}`.
+    fn frames_opened(&self) -> Response {
+        Response::ok(
             self.id.clone(),
             serde_json::to_value(herd_protocol::answers::FramesOpened { frames: 1 })
                 .unwrap_or_default(),
-        );
-        write(self.writer, &opened).await.map_err(|_| Gone)?;
+        )
+    }
+
+    /// Output goes out as binary frames from now on.
+    fn frames_are_open(&mut self) {
         self.frames = true;
         // Long runs of frames: a larger socket buffer lets each write (or send
         // from the log file) move more at once, with fewer wake-ups on both
@@ -85,7 +104,6 @@ impl<'c> Outlet<'c> {
         if let Err(error) = wider {
             tracing::debug!(%error, "the frames' socket buffer stays as it was");
         }
-        Ok(())
     }
 
     /// Whether output goes out as binary frames ([`Outlet::open_frames`]).

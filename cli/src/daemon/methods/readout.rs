@@ -26,7 +26,7 @@ const AHEAD: usize = 2;
 /// How much a followed log must have grown, once the read-out reaches the end it
 /// started with, for the read-out to go on to the new end rather than hand over to
 /// the chunked route (which reads one chunk at a time, on one core).
-const GROW_BYTES: u64 = 1 << 20;
+pub(super) const GROW_BYTES: u64 = 1 << 20;
 
 /// Why a read-out did not hand over to the chunked route.
 pub(super) enum Stop {
@@ -57,6 +57,11 @@ pub(super) async fn read_out(
         Ok(Err(err)) => return Err(Stop::Failed(core_error(err))),
         Err(err) => return Err(Stop::Failed(failed(&err))),
     };
+    // What the outlet holds (a spawn's `spawned` note and the answer that opens
+    // its frames) goes out before the first batch is read.
+    if outlet.flush().await.is_err() {
+        return Err(Stop::Gone);
+    }
     let log = readout.log_file();
     let (batches, mut shown) = mpsc::channel::<herd_core::ReadoutBatch>(AHEAD);
     let (spent, spares) = std::sync::mpsc::channel::<herd_core::ReadoutBatch>();

@@ -76,6 +76,8 @@ pub(crate) enum Stream {
         id: String,
         /// Output as `log.bytes` frames (capability `logs.raw`).
         raw: bool,
+        /// Output as binary frames after the answer (capability `spawn.frames`).
+        frames: bool,
     },
 }
 
@@ -113,14 +115,23 @@ impl Stream {
                 }
             }
             Stream::Remote(remote) => remote.run(outlet).await,
-            Stream::Spawned { info, id, raw } => {
+            Stream::Spawned {
+                info,
+                id,
+                raw,
+                frames,
+            } => {
                 // Held for the stream's first write: a job that is over by its
                 // first read (`run --wait -- true`) reaches its client as one
                 // write of the note, any output and the answer. `logs` writes
-                // it before it waits for anything.
-                let mut outlet = outlet;
+                // it before it waits for anything. So is the answer that opens
+                // the frames, which follows the note.
+                let mut outlet = outlet.raw(raw);
                 outlet.hold_note("spawned", info);
-                logs(state, &id, 0, true, outlet.raw(raw)).await;
+                if frames {
+                    outlet.hold_frames_open();
+                }
+                logs(state, &id, 0, true, outlet).await;
             }
         }
     }
@@ -231,18 +242,8 @@ async fn logs(
     with_result: bool,
     mut outlet: Outlet<'_>,
 ) {
-    // A queued job has no run to follow yet: the stream waits for it to start
-    // (what the outlet holds goes first).
-    let dequeued = state.registry.until_dequeued(session);
-    tokio::pin!(dequeued);
-    if (&mut dequeued).now_or_never().is_none() {
-        if outlet.flush().await.is_err() {
-            return;
-        }
-        tokio::select! {
-            () = &mut dequeued => {}
-            () = outlet.left() => return,
-        }
+    if !until_started(state, session, &mut outlet).await {
+        return;
     }
     // A framed stream reads the log as it is now out at memory speed first.
     let from_byte =
@@ -258,6 +259,9 @@ async fn logs(
     let mut published = state.registry.subscribe();
     // New output is not an event, so the log is also re-read on a short tick.
     let mut tick = tokio::time::interval(Duration::from_millis(50));
+    // A framed stream that falls behind a growing log hands over to the read-out
+    // again (every core, sendfile) until the read-out declines it once.
+    let mut may_read_out = outlet.is_framed();
     let mut next = read_ahead(follower);
     loop {
         let (mut follower, read) = match (&mut next).await {
@@ -271,6 +275,24 @@ async fn logs(
             }
         };
         if read.progressed {
+            let hand_over = (may_read_out && read.unread >= super::readout::GROW_BYTES)
+                .then(|| follower.hand_over_at())
+                .flatten();
+            if let Some(at) = hand_over {
+                // What the follower showed ends at `at`, a line's start.
+                if !read.output.is_empty() && outlet.note_log(read.output.as_str()).await.is_err() {
+                    return;
+                }
+                match read_out_from(state, session, at, read.unread, &mut outlet).await {
+                    Ok((after, again)) => {
+                        may_read_out = again;
+                        next = read_ahead(after);
+                    }
+                    Err(None) => return,
+                    Err(Some(err)) => return outlet.answer(Err(err)).await,
+                }
+                continue;
+            }
             // There may be more already: it is read while this is written.
             next = read_ahead(follower);
             if !read.output.is_empty() && outlet.note_log(read.output.as_str()).await.is_err() {
@@ -311,6 +333,44 @@ async fn logs(
     }
 }
 
+/// A queued job has no run to follow yet: waits for it to start (what the outlet
+/// holds goes first); `false` when the client left meanwhile.
+async fn until_started(state: &State, session: &str, outlet: &mut Outlet<'_>) -> bool {
+    let dequeued = state.registry.until_dequeued(session);
+    tokio::pin!(dequeued);
+    if (&mut dequeued).now_or_never().is_some() {
+        return true;
+    }
+    if outlet.flush().await.is_err() {
+        return false;
+    }
+    tokio::select! {
+        () = &mut dequeued => true,
+        () = outlet.left() => false,
+    }
+}
+
+/// A framed stream whose follow fell `unread` bytes behind a growing log: the
+/// read-out shows the log on from `at` (a line's start the follow showed up to;
+/// the line it held is read again) on every core; the follower that goes on
+/// where it stopped, and whether the read-out may be asked again (it read
+/// something). `Err(None)`: the client has gone; `Err(Some)`: the stream's answer.
+async fn read_out_from(
+    state: &State,
+    session: &str,
+    at: u64,
+    unread: u64,
+    outlet: &mut Outlet<'_>,
+) -> Result<(herd_core::LogFollower, bool), Option<RpcError>> {
+    tracing::debug!(target: "herd::readout", session, at, unread, "a follow behind its log hands over to the read-out");
+    let reached = super::readout::read_out_first(state, session, at, true, outlet).await?;
+    let follower = state
+        .registry
+        .log_follower(session, reached)
+        .map_err(|err| Some(core_error(err)))?;
+    Ok((follower, reached > at))
+}
+
 /// Takes `raw` (capability `logs.raw`) off a log stream's params, and a spawn's
 /// (with `follow`, capability `spawn.follow`): whether the client asked for
 /// `log.bytes` frames. Other methods' params pass unchanged.
@@ -321,10 +381,11 @@ pub(super) fn take_raw(method: &str, params: Value) -> (Value, bool) {
     take_flag(params, "raw")
 }
 
-/// Takes `frames` (capability `logs.frames`) off a log stream's params: whether
-/// the client asked for binary frames. Other methods' params pass unchanged.
+/// Takes `frames` (capability `logs.frames`) off a log stream's params, and a
+/// spawn's (with `follow`, capability `spawn.frames`): whether the client asked for
+/// binary frames. Other methods' params pass unchanged.
 pub(super) fn take_frames(method: &str, params: Value) -> (Value, bool) {
-    if !matches!(method, "logs.follow" | "logs.dump") {
+    if !matches!(method, "logs.follow" | "logs.dump" | "spawn") {
         return (params, false);
     }
     take_flag(params, crate::logframes::PARAM)
@@ -343,7 +404,7 @@ impl State {
     /// `spawn {…, "follow": true}` (capability `spawn.follow`): the spawn, then,
     /// when it started a session of this host, the [`Stream::Spawned`] that
     /// follows it to its end. A far spawn (`host`) answers as a plain spawn.
-    pub(super) async fn spawn_follow(&self, params: Value, raw: bool) -> Reply {
+    pub(super) async fn spawn_follow(&self, params: Value, raw: bool, frames: bool) -> Reply {
         match self.spawn(params).await {
             Ok(info) => match crate::client::read_answer::<Spawn>(&info) {
                 Ok(spawned) if !spawned.session_id.contains(':') => {
@@ -351,6 +412,7 @@ impl State {
                         info,
                         id: spawned.session_id,
                         raw,
+                        frames,
                     })
                 }
                 _ => Reply::Value(info),
