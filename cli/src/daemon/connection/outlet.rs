@@ -223,22 +223,19 @@ impl<'c> Outlet<'c> {
     /// Answers the request, which ends the stream; a client that has gone is not
     /// told.
     pub(crate) async fn answer(self, answer: Result<Value, RpcError>) {
-        if self.frames {
-            // The end of the frames; the answer line follows.
-            if self
-                .writer
-                .write_all(&crate::logframes::header(0))
-                .await
-                .is_err()
-            {
-                return;
-            }
-        }
         let response = match answer {
             Ok(result) => Response::ok(self.id, result),
             Err(error) => Response::err(self.id, error),
         };
-        let _ = write(self.writer, &response).await;
+        let line = response.to_line();
+        if !self.frames {
+            let _ = self.writer.write_all(&line).await;
+            return;
+        }
+        // The end of the frames, then the answer line, in one write.
+        let mut end = crate::logframes::header(0).to_vec();
+        end.extend_from_slice(&line);
+        let _ = self.writer.write_all(&end).await;
     }
 
     /// Resolves when the client closes its end or sends anything. Cancel-safe: a

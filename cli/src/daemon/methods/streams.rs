@@ -101,7 +101,7 @@ impl Stream {
                 let Some(outlet) = framed(outlet.raw(raw), frames).await else {
                     return;
                 };
-                logs(state, &id, from_byte, result, outlet).await;
+                logs(state, &id, (from_byte, true), result, outlet).await;
             }
             Stream::Sessions => super::sessions::follow(state, outlet).await,
             Stream::Dump {
@@ -131,7 +131,9 @@ impl Stream {
                 if frames {
                     outlet.hold_frames_open();
                 }
-                logs(state, &id, 0, true, outlet).await;
+                // Its log has barely begun: it is read out once its follow falls
+                // behind, with no read-out (a thread hop) before the first read.
+                logs(state, &id, (0, false), true, outlet).await;
             }
         }
     }
@@ -229,7 +231,9 @@ async fn framed(mut outlet: Outlet<'_>, frames: bool) -> Option<Outlet<'_>> {
 }
 
 /// Streams a session's log from `from_byte` until the session has exited and
-/// everything is sent, then answers the request with the final offset.
+/// everything is sent, then answers the request with the final offset. A framed
+/// stream reads the log out first when `read_out` (and again whenever its follow
+/// falls behind).
 ///
 /// Each read (the file, then hooks and redaction) runs on the blocking pool, and
 /// while a read that found output is being written the next one is already made:
@@ -238,7 +242,7 @@ async fn framed(mut outlet: Outlet<'_>, frames: bool) -> Option<Outlet<'_>> {
 async fn logs(
     state: &State,
     session: &str,
-    from_byte: u64,
+    (from_byte, read_out): (u64, bool),
     with_result: bool,
     mut outlet: Outlet<'_>,
 ) {
@@ -246,12 +250,15 @@ async fn logs(
         return;
     }
     // A framed stream reads the log as it is now out at memory speed first.
-    let from_byte =
+    let from_byte = if read_out {
         match super::readout::read_out_first(state, session, from_byte, true, &mut outlet).await {
             Ok(reached) => reached,
             Err(None) => return,
             Err(Some(err)) => return outlet.answer(Err(err)).await,
-        };
+        }
+    } else {
+        from_byte
+    };
     let follower = match state.registry.log_follower(session, from_byte) {
         Ok(follower) => follower,
         Err(err) => return outlet.answer(Err(core_error(err))).await,
