@@ -41,23 +41,24 @@ fn request(id: u64, method: &str, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 }
 
-#[test]
-fn b23_a_spawn_that_follows_behind_hello_streams_the_job_and_its_ending() {
-    let env = Env::new();
+/// `hello` and a following spawn of `echo one; echo two; exit 3` with `extra`
+/// params, written together; the connection once hello's answer (announcing
+/// `capability`) and the `spawned` note were read, and that note.
+fn following_spawn(env: &Env, extra: Value, capability: &str) -> (BufReader<UnixStream>, Value) {
+    let mut params = json!({"command": "echo one; echo two; exit 3", "owner": "cli",
+                            "follow": true});
+    if let (Some(params), Some(extra)) = (params.as_object_mut(), extra.as_object()) {
+        params.extend(extra.clone());
+    }
     let mut reader = pipelined(
-        &env,
+        env,
         &[
             request(
                 1,
                 "hello",
                 json!({"protocol": 1, "client": "pipelined-test"}),
             ),
-            request(
-                2,
-                "spawn",
-                json!({"command": "echo one; echo two; exit 3", "owner": "cli",
-                       "follow": true, "raw": true}),
-            ),
+            request(2, "spawn", params),
         ],
     );
     let hello = next(&mut reader);
@@ -65,9 +66,16 @@ fn b23_a_spawn_that_follows_behind_hello_streams_the_job_and_its_ending() {
     let caps = hello["result"]["capabilities"]
         .as_array()
         .expect("capabilities");
-    assert!(caps.iter().any(|c| c == "spawn.follow"), "{hello}");
+    assert!(caps.iter().any(|c| c == capability), "{hello}");
     let spawned = next(&mut reader);
     assert_eq!(spawned["method"], "spawned", "{spawned}");
+    (reader, spawned)
+}
+
+#[test]
+fn b23_a_spawn_that_follows_behind_hello_streams_the_job_and_its_ending() {
+    let env = Env::new();
+    let (mut reader, spawned) = following_spawn(&env, json!({"raw": true}), "spawn.follow");
     let id = spawned["params"]["session_id"]
         .as_str()
         .expect("the spawn's answer names the session")
@@ -315,29 +323,8 @@ fn chatty_file(env: &Env) -> (std::path::PathBuf, String, String) {
 #[test]
 fn b23_a_following_spawn_with_frames_sends_the_note_then_frames_then_the_ending() {
     let env = Env::new();
-    let mut reader = pipelined(
-        &env,
-        &[
-            request(
-                1,
-                "hello",
-                json!({"protocol": 1, "client": "pipelined-test"}),
-            ),
-            request(
-                2,
-                "spawn",
-                json!({"command": "echo one; echo two; exit 3", "owner": "cli",
-                       "follow": true, "raw": true, "frames": true}),
-            ),
-        ],
-    );
-    let hello = next(&mut reader);
-    let caps = hello["result"]["capabilities"]
-        .as_array()
-        .expect("capabilities");
-    assert!(caps.iter().any(|c| c == "spawn.frames"), "{hello}");
-    let spawned = next(&mut reader);
-    assert_eq!(spawned["method"], "spawned", "{spawned}");
+    let (mut reader, spawned) =
+        following_spawn(&env, json!({"raw": true, "frames": true}), "spawn.frames");
     let opened = next(&mut reader);
     assert_eq!(opened["id"], 2, "{opened}");
     assert_eq!(opened["result"]["frames"], 1, "{opened}");

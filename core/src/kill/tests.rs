@@ -249,9 +249,10 @@ async fn b15_children_started_during_grace_leave_no_survivors() {
     tree.assert_group_gone();
 }
 
-// B15: a daemon that double-forked into its own session is found by its tag.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn b15_setsid_escapee_is_found_by_its_session_tag() {
+/// A shell whose background job called `setsid` and left its group and its parent
+/// (the subshell that started it exited): the shell and the escapee's pid, once it
+/// has left both.
+fn with_setsid_escapee() -> (Spawned, i32) {
     let mut tree = spawn_tree(
         "(setsid sleep 600 & echo escapee $!); echo ready; sleep 600",
         true,
@@ -261,6 +262,13 @@ async fn b15_setsid_escapee_is_found_by_its_session_tag() {
     wait_until("the escapee to leave the group and the shell", || {
         sys::proc_info(escapee).is_some_and(|i| i.pgrp != tree.pid && i.ppid != tree.pid)
     });
+    (tree, escapee)
+}
+
+// B15: a daemon that double-forked into its own session is found by its tag.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b15_setsid_escapee_is_found_by_its_session_tag() {
+    let (tree, escapee) = with_setsid_escapee();
     let outcome = kill_tree(&tree.target(), GRACE).await;
     assert!(outcome.gone, "survivors: {:?}", outcome.survivors);
     assert_all_dead(&[escapee]);
@@ -278,15 +286,7 @@ async fn b15_setsid_escapee_is_found_by_its_session_tag() {
 // exec's window is too short to hit on demand.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn b15_an_escapee_read_mid_exec_is_read_again_and_killed() {
-    let mut tree = spawn_tree(
-        "(setsid sleep 600 & echo escapee $!); echo ready; sleep 600",
-        true,
-    );
-    let escapee = tree.pid_line("escapee");
-    tree.line("ready");
-    wait_until("the escapee to leave the group and the shell", || {
-        sys::proc_info(escapee).is_some_and(|i| i.pgrp != tree.pid && i.ppid != tree.pid)
-    });
+    let (tree, escapee) = with_setsid_escapee();
     let empty_reads = std::sync::atomic::AtomicUsize::new(0);
     let reader = |pid: i32| {
         if pid == escapee && empty_reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
