@@ -291,14 +291,22 @@ fn b1_run_without_wait_prints_the_id_of_a_job_that_ran() {
     );
 }
 
-/// A file of about 12 MiB for a job to `cat` at memory speed, so its log grows
-/// faster than a follower reads it: plain lines, a token now and then, and private
-/// key blocks of 3,000 body lines (each crosses the read-out's 64 KiB blocks and a
-/// follower's reads). The token and a key body line, to look for in the output.
+/// A file of about 14 MiB for a job to `cat` at memory speed, so its log grows
+/// faster than a follower reads it: a long private key block first, then plain
+/// lines, a token now and then, and key blocks of 3,000 body lines (each crosses
+/// the read-out's 64 KiB blocks and a follower's reads). The token and a key body
+/// line, to look for in the output.
 fn chatty_file(env: &Env) -> (std::path::PathBuf, String, String) {
     let token = "ghp_ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef0123";
     let body = "MIIEpAIBAAKCAQEA0123456789abcdefghijklmnopqrstuvwxyzAB";
-    let mut text = String::new();
+    // First a key block of about 2 MiB: a follow's first read (1 MiB) ends inside
+    // it, so the read-out takes over inside a key.
+    let mut text = String::from("-----BEGIN OPENSSH PRIVATE KEY-----\n");
+    for _ in 0..40_000 {
+        text.push_str(body);
+        text.push('\n');
+    }
+    text.push_str("-----END OPENSSH PRIVATE KEY-----\n");
     for i in 0..200_000 {
         text.push_str(&format!(
             "INFO worker-3 processed batch {i} in 56 ms status=ok\n"
@@ -376,6 +384,13 @@ fn b23_b30_run_wait_behind_a_fast_log_hands_over_to_the_read_out_and_shows_the_s
         "all of it came: {}",
         followed.len()
     );
+    // The first key block (its markers and 40,000 body lines) is masked line by
+    // line, across the hand-over inside it.
+    let masked = followed
+        .lines()
+        .take_while(|l| *l == "[REDACTED PRIVATE KEY]")
+        .count();
+    assert_eq!(masked, 40_002, "{:?}", &followed[..200]);
     assert!(!followed.contains(&token), "the token is masked");
     assert!(!followed.contains(&body), "the key bodies are masked");
     assert!(followed.contains("processed batch 199999 in"), "to the end");
