@@ -591,13 +591,13 @@ impl ShownStream {
     }
 
     /// The input held back, in bytes, when what was shown ends at a line's start
-    /// and all after it is held (nothing of the unfinished line shown on idle or
-    /// by a forced cut): another route may then show the rest from there. `None`
-    /// otherwise.
+    /// and all after it is held as it came (the unfinished line not yet through
+    /// the hooks, nothing of it shown on idle or by a forced cut): another route
+    /// may then show the rest from there. `None` otherwise: text the hooks already
+    /// took may not have the length of the input it came from.
     pub fn held_from_line_start(&self) -> Option<usize> {
-        self.redact
-            .nothing_of_the_line_shown()
-            .then(|| self.held_bytes())
+        (self.redact.held_bytes() == 0 && self.redact.nothing_of_the_line_shown())
+            .then_some(self.unhooked.len())
     }
 }
 

@@ -397,6 +397,24 @@ async fn b30_a_follower_hands_over_only_at_a_line_start_it_showed_up_to() {
         .await
         .expect("the kill");
 
+    // A token-like run held on idle went through the hooks, which may change its
+    // length: no hand-over from it.
+    let (_dir, registry, id) = printed_then_sleeping("ok\\nabcdefghijklmnop", b"mnop").await;
+    let mut follower = registry.log_follower(&id, 0).expect("a follower");
+    let read = follower.read(1 << 20).expect("a read");
+    assert_eq!(read.output.as_str(), "ok\n");
+    assert_eq!(follower.hand_over_at(), Some(3));
+    assert_eq!(follower.release_idle().as_str(), "", "the run is held");
+    assert_eq!(
+        follower.hand_over_at(),
+        None,
+        "the held run went through the hooks"
+    );
+    registry
+        .kill(&id, crate::KillSource::ProcessKill)
+        .await
+        .expect("the kill");
+
     let (_dir, registry, id) = printed_then_sleeping("bad \\200 byte\\nok\\n", b"ok\n").await;
     let mut follower = registry.log_follower(&id, 0).expect("a follower");
     let read = follower.read(1 << 20).expect("a read");
