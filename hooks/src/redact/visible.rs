@@ -335,6 +335,44 @@ pub(super) fn hidden_starts_at(bytes: &[u8], idx: usize) -> bool {
     hidden_len(bytes, idx) > 0
 }
 
+/// Index of the last `needle` in `bytes` that is seen: not inside a hidden
+/// sequence (`ESC P q ESC \` then `n` spells no `\n`, since the backslash ends
+/// the string a terminal consumes), if any. One pass over the hidden sequences
+/// before the last occurrence; none when the text has none (the common case).
+pub(super) fn rfind_seen(bytes: &[u8], needle: &[u8]) -> Option<usize> {
+    let last = memchr::memmem::rfind(bytes, needle)?;
+    if first_hidden(&bytes[..last + 1]).is_none() {
+        return Some(last);
+    }
+    let mut seen = None;
+    let mut hidden = hidden_spans(bytes);
+    let mut span = hidden.next();
+    for idx in memchr::memmem::find_iter(&bytes[..last + needle.len()], needle) {
+        while span.is_some_and(|(_, end)| end <= idx) {
+            span = hidden.next();
+        }
+        if span.is_none_or(|(start, _)| start > idx) {
+            seen = Some(idx);
+        }
+    }
+    seen
+}
+
+/// The hidden sequences of `bytes`, in order, as `start..end` pairs (an
+/// unterminated string escape is its introducer only, as [`strip`] reads it).
+fn hidden_spans(bytes: &[u8]) -> impl Iterator<Item = (usize, usize)> + '_ {
+    let mut pos = 0;
+    std::iter::from_fn(move || {
+        let idx = pos + first_hidden(&bytes[pos..])?;
+        let len = match hidden_len(bytes, idx) {
+            len if is_open_string(bytes, idx, len) => 2,
+            len => len.max(1),
+        };
+        pos = idx + len;
+        Some((idx, pos))
+    })
+}
+
 /// Index of the first hidden sequence at or after `from` (the key index's search
 /// before its block test, which its tests hold it to).
 #[cfg(test)]

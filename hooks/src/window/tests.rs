@@ -787,3 +787,36 @@ proptest! {
         prop_assert_eq!(super::nth_newline(bytes, from, nth), want);
     }
 }
+
+/// A window may start anywhere in a line whose token a DCS string overstrikes
+/// (`ESC P … ESC \` then `n`): the terminator's backslash and the `n` after it
+/// spell no line break, so the context reaches back to the token's head.
+#[test]
+fn b30_a_window_starting_after_a_string_terminator_inside_a_token_masks_it() {
+    let secret = "sk-proj-anl0DgKx79HcMYRt5xXjBMqtB45tdToaZswTSc02";
+    let text = format!(
+        "{} sk-proj-AaaaAEGuj5lc0789ColeDti098hWZVmc\x1bPq#0;2\x1b\\isEcAbBV aaaa a \n",
+        corpus_token(secret, 2, 8)
+    );
+    assert!(
+        text.contains("\x1b\\n"),
+        "the token holds a terminator before an n"
+    );
+    let p = Pipeline::redaction_only();
+    let c = ctx("make");
+    let starts = (0..text.len()).filter(|lo| text.is_char_boundary(*lo));
+    for lo in starts {
+        let range = p
+            .show(&c, Window::range(&text, lo..text.len()))
+            .into_string();
+        assert_eq!(leaks(&range, secret), None, "a range from {lo}: {range:?}");
+        let last = p
+            .show(&c, Window::last_chars(&text, text.len() - lo))
+            .into_string();
+        assert_eq!(
+            leaks(&last, secret),
+            None,
+            "the last chars from {lo}: {last:?}"
+        );
+    }
+}
