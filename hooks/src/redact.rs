@@ -450,6 +450,20 @@ impl Redactor {
         if mode == RedactMode::SecretDump || self.extra.is_some() {
             return 0;
         }
+        // Never inside an escape sequence still arriving, and what comes before one
+        // is judged as if it ended there: a terminal string still open
+        // (`sk-proj-Zo29… ESC P q#0;2`) hides what follows its introducer until it
+        // ends, and the token before it may go on after it (a fuzz finding: the
+        // string's body was read as text ending the token, which went out).
+        match visible::unfinished_escape(partial) {
+            Some(esc) => self.hold_point_before(&partial[..esc]).min(esc),
+            None => self.hold_point_before(partial),
+        }
+    }
+
+    /// [`Self::hold_point`] of a partial line that ends with no escape sequence
+    /// unfinished.
+    fn hold_point_before(&self, partial: &str) -> usize {
         let stripped = visible::strip(partial);
         let (seen, map) = match &stripped {
             Some((copy, map)) => (copy.as_str(), Some(map.as_slice())),
@@ -513,12 +527,7 @@ impl Redactor {
                 start
             };
         }
-        let hold = to_text(hold);
-        // Nor inside an escape sequence still arriving.
-        match visible::unfinished_escape(partial) {
-            Some(esc) => hold.min(esc),
-            None => hold,
-        }
+        to_text(hold)
     }
 
     /// Every match in `text`, sorted by start and non-overlapping. On overlap

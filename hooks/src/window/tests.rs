@@ -820,3 +820,30 @@ fn b30_a_window_starting_after_a_string_terminator_inside_a_token_masks_it() {
         );
     }
 }
+
+/// A stream that goes idle inside a terminal string still open right after a
+/// token's head (`sk-proj-Zo29… ESC P q#0;2`, the rest after `ESC \`) holds the
+/// head: the string's body is not text that ends the token.
+#[test]
+fn b30_an_idle_stream_inside_an_open_terminal_string_holds_the_token_before_it() {
+    let secret = "sk-proj-Zo29EkqaObqiB86GO3i3sywicb2HA9sVhG7t3rnf";
+    let p = std::sync::Arc::new(Pipeline::redaction_only());
+    let c = ctx("make");
+    for (body, split) in [("Pq#0;2", 18), ("_app", 12), ("]0;title", 30), ("P", 9)] {
+        let mut stream = Pipeline::show_stream(&p, &c);
+        let mut streamed = stream.push("done\naaaa ").into_string();
+        let head = format!("{}\x1b{body}", &secret[..split]);
+        streamed.push_str(&stream.push(&head).into_string());
+        let idle = stream.release_idle().into_string();
+        assert!(
+            !idle.contains(&secret[..split]),
+            "{body}: the idle release showed {idle:?}"
+        );
+        streamed.push_str(&idle);
+        let rest = format!("\x1b\\{} a\n", &secret[split..]);
+        streamed.push_str(&stream.push(&rest).into_string());
+        streamed.push_str(&stream.finish().into_string());
+        assert_eq!(leaks(&streamed, secret), None, "{body}: {streamed:?}");
+        assert!(streamed.starts_with("done\naaaa "), "{streamed:?}");
+    }
+}
