@@ -183,6 +183,18 @@ impl Tail {
         }
     }
 
+    /// Counts `n` bytes that went by unseen whose key state after them is known:
+    /// they end at a line's start, inside a block or not (`open`), as the shim's
+    /// key index found when it wrote them. The held tail is dropped, as in
+    /// [`Self::pass`], and the key index goes on from there.
+    pub(crate) fn skip_known(&mut self, n: u64, open: bool) {
+        if n > 0 {
+            self.total_ingested += n;
+            self.bytes.clear();
+            self.keys.skip_known(n, open);
+        }
+    }
+
     /// Counts `n` bytes that went by unseen (a backlog the log could not give back
     /// when read); the held tail is dropped, because the next bytes no longer follow
     /// it, and the key index starts again after them.

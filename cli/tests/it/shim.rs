@@ -802,3 +802,52 @@ fn b28_shim_a_finished_sessions_directory_is_reused_by_a_later_session_across_a_
     assert!(out.status.success());
     wait_until(Duration::from_secs(10), || !alive(running_pid)).expect("the job is killed");
 }
+
+// B30: a chatty job nobody watches, whose output ends inside a private key: the
+// daemon holds only the last tail of the backlog and goes on from the key marks
+// its shim gave (the shim's key index read every byte as it wrote the log), so the
+// completion masks the key body at its start without the daemon reading the
+// backlog back.
+#[test]
+fn b30_shim_a_skipped_backlog_takes_the_key_state_from_the_shims_marks() {
+    let mut env = Env::new();
+    env.vars
+        .push(("HERD_LOG".to_owned(), "info,herd::follow=debug".to_owned()));
+    let body = "MIIEpAIBAAKCAQEA0123456789abcdefghijklmnopqrstuvwxyzAB";
+    let mut text = String::new();
+    for i in 0..80_000 {
+        text.push_str(&format!("INFO worker-3 processed batch {i} in 56 ms\n"));
+    }
+    text.push_str("-----BEGIN RSA PRIVATE KEY-----\n");
+    for _ in 0..80_000 {
+        text.push_str(body);
+        text.push('\n');
+    }
+    let file = env.scratch().join("keyed.txt");
+    std::fs::write(&file, &text).expect("the scratch file");
+    let (id, _) = start(&env, &[], &format!("cat {}", file.display()));
+    let waited = env.json(&["wait", &id, "--timeout", "60", "--json"]);
+    assert_eq!(waited["exit_code"], 0, "{waited}");
+    let output = waited["output"].as_str().expect("the completion's output");
+    assert!(!output.is_empty() && !output.contains(body), "{output:?}");
+    assert!(
+        output
+            .lines()
+            .all(|l| l.is_empty() || l == "[REDACTED PRIVATE KEY]"),
+        "{output:?}"
+    );
+    let log = std::fs::read_to_string(env.home().join("logs/daemon.log")).unwrap_or_default();
+    let marked = log
+        .lines()
+        .filter(|l| l.contains("went on from the shim's key mark") && l.contains(&id))
+        .count();
+    assert!(
+        marked > 0,
+        "the daemon read the backlog back instead:\n{log}"
+    );
+    // What the log holds is every byte, and `herd logs` masks it the same way.
+    assert_eq!(log_text(&env, &id).len(), text.len());
+    let logged = env.run(&["logs", &id]);
+    let shown = String::from_utf8_lossy(&logged.stdout);
+    assert!(shown.contains("processed batch 79999 in") && !shown.contains(body));
+}

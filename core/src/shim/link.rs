@@ -29,7 +29,7 @@ use tokio::net::unix::OwnedReadHalf;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::wire::{self, FrameReader, Framing, FromShim, Progress, ToShim};
+use super::wire::{self, FrameReader, Framing, FromShim, KeyMark, Progress, ToShim};
 use super::{OLDEST_FULL_ATTACH, PROTOCOL, Spec};
 use crate::reader::{Finish, Observer};
 use crate::session::{ExitInfo, Session};
@@ -403,12 +403,7 @@ pub(crate) async fn follow(
 ) -> Followed {
     let mut kill_rx = session.kill_requested.subscribe();
     let mut log: Option<File> = None;
-    link.send(
-        &ToShim::Want {
-            after: cursor.progress.total_ingested,
-        },
-        b"",
-    );
+    want(&link, &session, &cursor);
     if *kill_rx.borrow_and_update() {
         link.send(&kill_message(&session), b"");
     }
@@ -424,9 +419,7 @@ pub(crate) async fn follow(
                 }
             } => {
                 paced = None;
-                link.send(&ToShim::Want {
-                    after: cursor.progress.total_ingested,
-                }, b"");
+                want(&link, &session, &cursor);
                 continue;
             }
             changed = kill_rx.changed() => {
@@ -438,23 +431,24 @@ pub(crate) async fn follow(
             () = detach.cancelled() => break Followed::Detached,
         };
         match message {
-            Ok(Some(FromShim::Grew { progress })) => {
+            Ok(Some(FromShim::Grew { progress, mark })) => {
                 let before = cursor.progress.total_ingested;
-                catch_up(&session, &mut log, &mut cursor, progress, &mut observer).await;
+                let grew = Grew { progress, mark };
+                catch_up(&session, &mut log, &mut cursor, grew, &mut observer).await;
                 if observer.is_none() && cursor.progress.total_ingested - before > CHATTY_BYTES {
                     paced = Some(tokio::time::Instant::now() + CHATTY_PACE);
                 } else {
-                    link.send(
-                        &ToShim::Want {
-                            after: cursor.progress.total_ingested,
-                        },
-                        b"",
-                    );
+                    want(&link, &session, &cursor);
                 }
             }
             Ok(Some(FromShim::Done { id, error })) => link.complete(id, error),
-            Ok(Some(FromShim::Exit { record, progress })) => {
-                catch_up(&session, &mut log, &mut cursor, progress, &mut observer).await;
+            Ok(Some(FromShim::Exit {
+                record,
+                progress,
+                mark,
+            })) => {
+                let grew = Grew { progress, mark };
+                catch_up(&session, &mut log, &mut cursor, grew, &mut observer).await;
                 break Followed::Finished(finish_of(record));
             }
             Ok(Some(FromShim::Error { message })) => {
@@ -466,8 +460,11 @@ pub(crate) async fn follow(
                 // decides whether the shim finished or died.
                 break match dir.read_exit() {
                     Ok(Some(record)) => {
-                        let progress = progress_of(&record);
-                        catch_up(&session, &mut log, &mut cursor, progress, &mut observer).await;
+                        let grew = Grew {
+                            progress: progress_of(&record),
+                            mark: None,
+                        };
+                        catch_up(&session, &mut log, &mut cursor, grew, &mut observer).await;
                         Followed::Finished(finish_of(record))
                     }
                     Ok(None) => Followed::SupervisorDied(format!(
@@ -487,6 +484,31 @@ pub(crate) async fn follow(
         observer.end();
     }
     outcome
+}
+
+/// Asks the shim for one `grew` once its log passes the cursor, with the key mark
+/// a tail's size before its end (see [`catch_up`]).
+fn want(link: &Link, session: &Session, cursor: &Cursor) {
+    link.send(
+        &ToShim::Want {
+            after: cursor.progress.total_ingested,
+            mark_lag: Some(mark_lag(session)),
+        },
+        b"",
+    );
+}
+
+/// How far before its log's end a follower wants the shim's key mark: a tail's
+/// size and the context a route reads before the tail ([`catch_up`]).
+fn mark_lag(session: &Session) -> u64 {
+    (session.tail().bound() + herd_hooks::KEY_LOOKBACK_BYTES) as u64
+}
+
+/// What a shim said its log holds: its counters, and the key mark it had.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Grew {
+    pub(crate) progress: Progress,
+    pub(crate) mark: Option<KeyMark>,
 }
 
 /// The kill request for the shim, naming the kill's source (the shim finishes the
@@ -525,18 +547,22 @@ pub(crate) fn finish_of(record: ExitRecord) -> Finish {
     }
 }
 
-/// Reads the log from the cursor up to `progress` into the tail and the observer.
+/// Reads the log from the cursor up to `grew`'s counters into the tail and the
+/// observer.
 ///
 /// Without an observer only the last tail's worth of a large backlog is held: the
-/// rest is in the log file and counted, never kept in memory, and only the key
-/// index reads it (see [`pass_over`]).
+/// rest is in the log file and counted, never kept in memory. The session's key
+/// index reads it (see [`pass_over`]), from the shim's key mark on when the shim
+/// gave one after the cursor (its own index read the bytes before as it wrote
+/// them): then only the context a route reads before the tail is read back.
 pub(crate) async fn catch_up(
     session: &Session,
     log: &mut Option<File>,
     cursor: &mut Cursor,
-    progress: Progress,
+    grew: Grew,
     observer: &mut Option<Box<dyn Observer>>,
 ) {
+    let progress = grew.progress;
     let target = progress.log_bytes;
     if target > cursor.log_bytes {
         if log.is_none() {
@@ -546,7 +572,22 @@ pub(crate) async fn catch_up(
             let bound = session.tail().bound() as u64;
             let backlog = target - cursor.log_bytes;
             if backlog > 2 * bound {
-                pass_over(session, log.as_ref(), cursor, backlog - bound).await;
+                let skip_to = target - bound;
+                let in_reach = |m: &KeyMark| m.at >= cursor.log_bytes && m.at <= skip_to;
+                if let Some(mark) = grew.mark.filter(in_reach) {
+                    tracing::debug!(
+                        target: "herd::follow",
+                        session_id = %session.id,
+                        skipped = mark.at - cursor.log_bytes,
+                        key_open = mark.open,
+                        "went on from the shim's key mark"
+                    );
+                    session
+                        .tail()
+                        .skip_known(mark.at - cursor.log_bytes, mark.open);
+                    cursor.log_bytes = mark.at;
+                }
+                pass_over(session, log.as_ref(), cursor, skip_to - cursor.log_bytes).await;
             }
         }
         let mut buf = Vec::new();

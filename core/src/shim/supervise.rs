@@ -4,11 +4,12 @@
 //!
 //! Output passes the same stages as the in-process reader (PTY responder, shell-noise
 //! filter) and goes to the log file, which is the only place it is kept: the daemon
-//! reads it back by offset. Once the noise filter passes every byte, a pipe job's
-//! output is spliced from its pipe into the log inside the kernel (one copy per byte
-//! instead of a read and a write; the shim has no other use for the bytes); it is
-//! read and written where a splice cannot go (before the log exists, past its cap,
-//! on a filesystem that refuses one), and a PTY's output is always read (the query
+//! reads it back by offset. What goes into the log also goes through the shim's key
+//! index (`marks`), whose marks spare a daemon reading a chatty job's whole log back
+//! for the key state. Only while a daemon that asks for no marks (an older build)
+//! is attached, and once the noise filter passes every byte, is a pipe job's output
+//! spliced from its pipe into the log inside the kernel instead (one copy per byte
+//! instead of a read and a write); a PTY's output is always read (the query
 //! responder scans it). The shim is a child subreaper, so descendants that lose
 //! their parent are re-parented to it and reaped here instead of piling up as zombies
 //! under init.
@@ -34,6 +35,7 @@ mod conclude;
 mod conn;
 mod ending;
 mod hold;
+mod marks;
 mod start;
 
 use super::Spec;
@@ -130,6 +132,8 @@ struct Shim {
     log: Option<LogWriter>,
     noise: NoiseFilter,
     progress: Progress,
+    /// The key state at line starts of the log, for a daemon that skips a backlog.
+    marks: marks::Marks,
     buf: Vec<u8>,
     /// The output reached end-of-file (or broke): it is read no more.
     eof: bool,
@@ -352,7 +356,8 @@ impl Shim {
         let (Job::Pipe { output, .. }, Some(log)) = (&self.job, self.log.as_mut()) else {
             return false;
         };
-        if !self.noise.passes_all() {
+        // Not before a daemon said whether it wants key marks (see `marks`).
+        if !self.noise.passes_all() || !self.greeted || self.marks.wanted() {
             return false;
         }
         let mut moved = 0;
@@ -378,6 +383,7 @@ impl Shim {
         }
         if moved > 0 {
             self.seen.output = true;
+            self.marks.unseen(moved as u64);
             self.progress.total_ingested += moved as u64;
             self.progress.log_bytes += moved as u64;
         }
@@ -405,26 +411,31 @@ impl Shim {
     /// log, borrowing the bytes all the way (no copy of a passing chunk).
     fn process(&mut self, filled: usize) {
         let chunk = &self.buf[..filled];
-        let (log, progress) = (&mut self.log, &mut self.progress);
+        let (log, progress, marks) = (&mut self.log, &mut self.progress, &mut self.marks);
         match &mut self.job {
-            Job::Pipe { .. } => ingest_into(log, progress, &self.noise.feed(chunk)),
+            Job::Pipe { .. } => ingest_into(log, progress, marks, &self.noise.feed(chunk)),
             Job::Pty { master, scanner } => {
                 let scan = scanner.feed(chunk);
                 if !scan.replies.is_empty() {
                     write_all_nonblocking(master.as_fd(), &scan.replies);
                 }
-                ingest_into(log, progress, &self.noise.feed(&scan.output));
+                ingest_into(log, progress, marks, &self.noise.feed(&scan.output));
             }
         }
     }
 
     fn ingest(&mut self, bytes: &[u8]) {
-        ingest_into(&mut self.log, &mut self.progress, bytes);
+        ingest_into(&mut self.log, &mut self.progress, &mut self.marks, bytes);
     }
 }
 
 /// Appends kept bytes to the log and counts them.
-fn ingest_into(log: &mut Option<LogWriter>, progress: &mut Progress, bytes: &[u8]) {
+fn ingest_into(
+    log: &mut Option<LogWriter>,
+    progress: &mut Progress,
+    marks: &mut marks::Marks,
+    bytes: &[u8],
+) {
     if bytes.is_empty() {
         return;
     }
@@ -432,6 +443,12 @@ fn ingest_into(log: &mut Option<LogWriter>, progress: &mut Progress, bytes: &[u8
         Some(log) => log.write(bytes),
         None => bytes.len() as u64,
     };
+    // The log keeps a prefix of what it is given (its cap cuts the rest).
+    let kept = bytes.len()
+        - usize::try_from(not_kept)
+            .unwrap_or(bytes.len())
+            .min(bytes.len());
+    marks.logged(&bytes[..kept]);
     progress.total_ingested += bytes.len() as u64;
     progress.bytes_not_kept += not_kept;
     progress.log_bytes += bytes.len() as u64 - not_kept;

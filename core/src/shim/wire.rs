@@ -39,8 +39,14 @@ pub(crate) enum ToShim {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         capabilities: Vec<String>,
     },
-    /// Send one `grew` once the log holds more than `after` bytes.
-    Want { after: u64 },
+    /// Send one `grew` once the log holds more than `after` bytes. With
+    /// `mark_lag` (absent from an older daemon), `grew` and `exit` carry the
+    /// newest key mark at least that many bytes before the log's end.
+    Want {
+        after: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mark_lag: Option<u64>,
+    },
     /// Write the `len` body bytes to the job's input; answered by `done`.
     Stdin { id: u64, len: usize },
     /// Close the job's input (pipe) or send end-of-file (PTY); answered by `done`.
@@ -79,7 +85,13 @@ pub(crate) enum FromShim {
         capabilities: Vec<String>,
     },
     /// The log grew past the `want` mark.
-    Grew { progress: Progress },
+    Grew {
+        progress: Progress,
+        /// The key mark the `want` asked for, when the shim has one (absent from
+        /// an older shim).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mark: Option<KeyMark>,
+    },
     /// A stdin, close or resize request finished; `error` says why it failed.
     Done {
         id: u64,
@@ -90,9 +102,21 @@ pub(crate) enum FromShim {
     Exit {
         record: ExitRecord,
         progress: Progress,
+        /// As in `grew`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mark: Option<KeyMark>,
     },
     /// A frame the shim did not understand.
     Error { message: String },
+}
+
+/// The private-key state of the log at a line start: whether a block is open at
+/// byte `at` of the log, which starts a line (the shim's key index read every
+/// byte before it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct KeyMark {
+    pub(crate) at: u64,
+    pub(crate) open: bool,
 }
 
 /// How far the shim's output has come.

@@ -87,6 +87,39 @@ impl KeyIndex {
         }
     }
 
+    /// `n` bytes of output went by unseen, but whoever read them knows the state
+    /// after them: they end at a line's start, inside a block or not (`open`), as
+    /// another index over the same output gave it in [`Self::line_mark`]. The
+    /// index answers from there on as if it had read them.
+    pub fn skip_known(&mut self, n: u64, open: bool) {
+        let at = self.pending_at + self.pending.len() as u64 + n;
+        if at == 0 {
+            *self = KeyIndex::new();
+            return;
+        }
+        // The byte before `at` ends the line before it: offsets after it are
+        // answered, and an open block reaches over `at`.
+        *self = KeyIndex {
+            known_from: Some(at - 1),
+            blocks: if open {
+                vec![(at - 1, None)]
+            } else {
+                Vec::new()
+            },
+            pending_at: at,
+            open,
+            ..KeyIndex::default()
+        };
+    }
+
+    /// Where the unfinished last line starts and whether a block is open there,
+    /// when the index knows it: what [`Self::skip_known`] of another index over
+    /// the same output takes to go on from there without reading what came before.
+    pub fn line_mark(&self) -> Option<(u64, bool)> {
+        let known = self.known_from?;
+        (self.pending_at > known || self.pending_at == 0).then_some((self.pending_at, self.open))
+    }
+
     fn restart(&mut self, at: u64) {
         *self = KeyIndex {
             known_from: if at == 0 { Some(0) } else { None },

@@ -81,7 +81,13 @@ async fn b28_a_protocol_1_shim_attaches_fully_and_is_spoken_to_in_lines() {
     assert_eq!(attached.hello.framing, Framing::Lines);
     assert_eq!(attached.hello.pid, 23960);
     let (link, mut incoming) = (attached.link, attached.incoming);
-    assert!(link.send(&ToShim::Want { after: 0 }, b""));
+    assert!(link.send(
+        &ToShim::Want {
+            after: 0,
+            mark_lag: None
+        },
+        b""
+    ));
     assert!(link.send(&ToShim::Stdin { id: 1, len: 3 }, b"hi\n"));
     let mut seen = Vec::new();
     let deadline = Duration::from_secs(10);
@@ -98,7 +104,7 @@ async fn b28_a_protocol_1_shim_attaches_fully_and_is_spoken_to_in_lines() {
         matches!(seen[0], FromShim::Done { id: 1, error: None }),
         "{seen:?}"
     );
-    assert!(matches!(&seen[1], FromShim::Grew { progress } if progress.log_bytes == 7));
+    assert!(matches!(&seen[1], FromShim::Grew { progress, .. } if progress.log_bytes == 7));
     match &seen[2] {
         FromShim::Exit { record, .. } => {
             assert_eq!(record.code, Some(0));

@@ -65,11 +65,16 @@ impl Shim {
         // exit record instead of waiting on a socket that is gone.
         let _ = std::fs::remove_file(dir.socket_path());
         let progress = self.progress;
+        let mark = self.marks.before(progress.log_bytes);
         let kept = written.is_err().then(|| record.clone());
         if let Some(mut conn) = self.conn.take() {
             wire::encode(
                 conn.framing,
-                &FromShim::Exit { record, progress },
+                &FromShim::Exit {
+                    record,
+                    progress,
+                    mark,
+                },
                 b"",
                 &mut conn.out,
             );

@@ -148,7 +148,12 @@ impl Shim {
                     conn.frames.set_framing(Framing::Lengths);
                 }
             }
-            ToShim::Want { after } => self.want = Some(after),
+            ToShim::Want { after, mark_lag } => {
+                self.want = Some(after);
+                if let Some(lag) = mark_lag {
+                    self.marks.want(lag);
+                }
+            }
             ToShim::Stdin { id, .. } => {
                 if self.exit.is_some() {
                     self.send_done(id, Some("the process has already finished".to_owned()));
@@ -230,7 +235,8 @@ impl Shim {
         {
             self.want = None;
             let progress = self.progress;
-            self.send(&FromShim::Grew { progress });
+            let mark = self.marks.before(progress.log_bytes);
+            self.send(&FromShim::Grew { progress, mark });
         }
     }
 

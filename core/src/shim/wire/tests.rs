@@ -24,7 +24,15 @@ fn stream(framing: Framing) -> Vec<u8> {
         b"ab\ncd",
         &mut out,
     );
-    encode(framing, &ToShim::Want { after: 10 }, b"", &mut out);
+    encode(
+        framing,
+        &ToShim::Want {
+            after: 10,
+            mark_lag: None,
+        },
+        b"",
+        &mut out,
+    );
     out
 }
 
@@ -118,11 +126,27 @@ fn a_failed_encode_leaves_the_buffer_as_it_was() {
     bad.insert(vec![1u8], 1u8);
     for framing in [Framing::Lines, Framing::Lengths] {
         let mut out = Vec::new();
-        encode(framing, &ToShim::Want { after: 1 }, b"", &mut out);
+        encode(
+            framing,
+            &ToShim::Want {
+                after: 1,
+                mark_lag: None,
+            },
+            b"",
+            &mut out,
+        );
         let before = out.clone();
         assert!(framing.encode(&bad, b"body", &mut out).is_err());
         assert_eq!(out, before, "{framing:?}: no partial frame left");
-        encode(framing, &ToShim::Want { after: 2 }, b"", &mut out);
+        encode(
+            framing,
+            &ToShim::Want {
+                after: 2,
+                mark_lag: None,
+            },
+            b"",
+            &mut out,
+        );
         let mut reader = FrameReader::new(framing, MAX_HEADER_BYTES, MAX_BODY_BYTES);
         reader.feed(&out);
         assert!(reader.next().expect("valid").is_some());

@@ -196,6 +196,41 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// An index that skips what another read, and goes on from that one's line
+    /// mark, answers what an index that read everything answers.
+    #[test]
+    fn b30_an_index_going_on_from_another_s_line_mark_answers_as_one_that_read_it_all(
+        lines in prop::collection::vec(line(), 1..40),
+        chunk in 1usize..64,
+        split_pct in 0usize..=100,
+    ) {
+        let text = lines.join("\n") + "\n";
+        let full = index_of(&text, chunk);
+        let split = text.len() * split_pct / 100;
+        let first = index_of(&text[..split], chunk);
+        let Some((mark, open)) = first.line_mark() else {
+            return Err(TestCaseError::fail("an index from the start always has a mark"));
+        };
+        let mark = usize::try_from(mark).unwrap_or(usize::MAX);
+        prop_assert!(mark <= split && (mark == 0 || text.as_bytes()[mark - 1] == b'\n'));
+        let mut going_on = KeyIndex::new();
+        going_on.skip_known(at(mark), open);
+        for piece in text.as_bytes()[mark..].chunks(chunk) {
+            going_on.push(piece);
+        }
+        for offset in mark..=text.len() {
+            prop_assert_eq!(
+                going_on.open_at(at(offset)),
+                full.open_at(at(offset)),
+                "at {} (mark {}) of {:?}", offset, mark, text
+            );
+        }
+    }
+}
+
 #[test]
 fn b30_the_index_and_the_log_look_back_know_a_putty_key_file_however_long() {
     let mut text = String::from(
