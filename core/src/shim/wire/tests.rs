@@ -153,3 +153,55 @@ fn a_failed_encode_leaves_the_buffer_as_it_was() {
         assert!(reader.next().expect("valid, no debris").is_some());
     }
 }
+
+// B28: key marks cross versions. An older daemon's `want` (no `mark_lag`) and an
+// older shim's `grew` and `exit` (no `mark`) parse as asking for and giving none;
+// a newer side writes the fields only when it has them, and its `want` with a lag
+// parses on an older shim (unknown fields are ignored there, as here).
+#[test]
+fn b28_key_marks_are_optional_both_ways() {
+    let want: ToShim = serde_json::from_str(r#"{"op":"want","after":5}"#).expect("an old want");
+    assert_eq!(
+        want,
+        ToShim::Want {
+            after: 5,
+            mark_lag: None
+        }
+    );
+    let asked = ToShim::Want {
+        after: 5,
+        mark_lag: Some(266_000),
+    };
+    let text = serde_json::to_string(&asked).expect("encodes");
+    assert_eq!(text, r#"{"op":"want","after":5,"mark_lag":266000}"#);
+    let progress = r#"{"log_bytes":7,"total_ingested":7,"bytes_not_kept":0}"#;
+    let grew: FromShim =
+        serde_json::from_str(&format!(r#"{{"op":"grew","progress":{progress}}}"#)).expect("old");
+    assert!(
+        matches!(grew, FromShim::Grew { mark: None, .. }),
+        "{grew:?}"
+    );
+    let given = FromShim::Grew {
+        progress: Progress {
+            log_bytes: 7,
+            total_ingested: 7,
+            bytes_not_kept: 0,
+        },
+        mark: Some(KeyMark { at: 4, open: true }),
+    };
+    let text = serde_json::to_string(&given).expect("encodes");
+    assert!(text.ends_with(r#""mark":{"at":4,"open":true}}"#), "{text}");
+    let back: FromShim = serde_json::from_str(&text).expect("parses");
+    assert_eq!(back, given);
+    // An unknown field (a newer side's) is ignored.
+    let newer: ToShim =
+        serde_json::from_str(r#"{"op":"want","after":1,"mark_lag":9,"later":true}"#)
+            .expect("newer");
+    assert!(matches!(
+        newer,
+        ToShim::Want {
+            after: 1,
+            mark_lag: Some(9)
+        }
+    ));
+}
