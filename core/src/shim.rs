@@ -100,6 +100,11 @@ pub(crate) struct Spec {
     /// Memory, CPU and process limits of the tree (`--memory`, `--cpus`, `--pids`).
     #[serde(default)]
     pub(crate) limits: crate::Limits,
+    /// How far before the log's end the daemon will want the shim's key mark (its
+    /// `want`s say so again; absent from an older daemon): known from the start,
+    /// a job that ends before the daemon's first `want` still gives one.
+    #[serde(default)]
+    pub(crate) mark_lag: Option<u64>,
 }
 
 /// An environment name or value: text when it is UTF-8 (nearly always, and cheap to

@@ -803,11 +803,11 @@ fn b28_shim_a_finished_sessions_directory_is_reused_by_a_later_session_across_a_
     wait_until(Duration::from_secs(10), || !alive(running_pid)).expect("the job is killed");
 }
 
-// B30: a chatty job nobody watches, whose output ends inside a private key: the
-// daemon holds only the last tail of the backlog and goes on from the key marks
-// its shim gave (the shim's key index read every byte as it wrote the log), so the
-// completion masks the key body at its start without the daemon reading the
-// backlog back.
+// B30: a job nobody watches writes 8 MB ending inside a private key while the
+// daemon is stopped: the daemon holds only the last tail of the backlog and goes
+// on from the key mark its shim gave (the shim's key index read every byte as it
+// wrote the log), so the completion masks the key body at its start without the
+// daemon reading the backlog back.
 #[test]
 fn b30_shim_a_skipped_backlog_takes_the_key_state_from_the_shims_marks() {
     let mut env = Env::new();
@@ -825,7 +825,22 @@ fn b30_shim_a_skipped_backlog_takes_the_key_state_from_the_shims_marks() {
     }
     let file = env.scratch().join("keyed.txt");
     std::fs::write(&file, &text).expect("the scratch file");
-    let (id, _) = start(&env, &[], &format!("cat {}", file.display()));
+    let gate = env.scratch().join("gate");
+    let command = format!(
+        "while [ ! -e {} ]; do sleep 0.02; done; cat {}",
+        gate.display(),
+        file.display()
+    );
+    let (id, _) = start(&env, &[], &command);
+    // The daemon stopped while the job writes it all: it then finds the whole
+    // output as one backlog, however fast this machine is.
+    let daemon = env.daemon_pid().expect("the daemon wrote its pid file");
+    signal(daemon, nix::sys::signal::Signal::SIGSTOP);
+    std::fs::write(&gate, "").expect("the gate");
+    let exit = shim_dir(&env, &id).join("exit.json");
+    let ended = wait_until(Duration::from_secs(30), || exit.exists());
+    signal(daemon, nix::sys::signal::Signal::SIGCONT);
+    ended.unwrap_or_else(|()| panic!("the job did not end while the daemon was stopped"));
     let waited = env.json(&["wait", &id, "--timeout", "60", "--json"]);
     assert_eq!(waited["exit_code"], 0, "{waited}");
     let output = waited["output"].as_str().expect("the completion's output");

@@ -29,6 +29,9 @@ pub(crate) struct Shims {
     launcher: Option<Launcher>,
     runtime: tokio::runtime::Handle,
     log_cap_bytes: u64,
+    /// How far before its log's end a shim keeps the key mark a follower takes
+    /// (`link::mark_lag`).
+    mark_lag: u64,
     idle_drain: Duration,
     kill_grace: Duration,
     /// Directories of finished sessions kept for the next sessions (see
@@ -56,6 +59,7 @@ impl Shims {
                 .map(|program| Launcher::new(program, pool_socket)),
             runtime,
             log_cap_bytes: config.log_cap_bytes,
+            mark_lag: link::mark_lag(config.buffer_bytes),
             idle_drain: config.idle_drain,
             kill_grace: config.kill_grace,
             spares: Mutex::new(Vec::new()),
@@ -277,6 +281,7 @@ impl Shims {
         spec.kill_grace_ms = u64::try_from(self.kill_grace.as_millis()).unwrap_or(u64::MAX);
         spec.kill_leftovers = ending.kill_leftovers;
         spec.limits = ending.limits;
+        spec.mark_lag = Some(self.mark_lag);
         spec.force_subreaper =
             std::env::var(crate::sys::cgroup::CONTAINMENT_ENV).is_ok_and(|v| v == "subreaper");
         spec.force_freeze = crate::sys::cgroup::freeze_forced();

@@ -492,16 +492,17 @@ fn want(link: &Link, session: &Session, cursor: &Cursor) {
     link.send(
         &ToShim::Want {
             after: cursor.progress.total_ingested,
-            mark_lag: Some(mark_lag(session)),
+            mark_lag: Some(mark_lag(session.tail().bound())),
         },
         b"",
     );
 }
 
-/// How far before its log's end a follower wants the shim's key mark: a tail's
-/// size and the context a route reads before the tail ([`catch_up`]).
-fn mark_lag(session: &Session) -> u64 {
-    (session.tail().bound() + herd_hooks::KEY_LOOKBACK_BYTES) as u64
+/// How far before its log's end a follower wants the shim's key mark, for a tail
+/// of `tail_bytes`: the tail and the context a route reads before it
+/// ([`catch_up`]).
+pub(crate) fn mark_lag(tail_bytes: usize) -> u64 {
+    tail_bytes.saturating_add(herd_hooks::KEY_LOOKBACK_BYTES) as u64
 }
 
 /// What a shim said its log holds: its counters, and the key mark it had.
@@ -721,5 +722,6 @@ pub(crate) fn spec(
         force_freeze: false,
         kill_leftovers: false,
         limits: crate::Limits::default(),
+        mark_lag: None,
     }
 }

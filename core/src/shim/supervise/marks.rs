@@ -3,8 +3,9 @@
 //! from the newest mark before the tail it holds instead of reading the whole
 //! backlog back for its key index (`link::catch_up`).
 //!
-//! A daemon asks for them in its `want`, naming how far behind the log's end it
-//! wants one (its tail's size). The index must see every byte, so the output is
+//! A daemon asks for them in the launch spec and in its `want`s, naming how far
+//! behind the log's end it wants one (its tail's size and a look-back's context).
+//! The index must see every byte, so the output is
 //! read, not spliced, unless a daemon that asks for no marks (an older one) is
 //! attached; output that went by unseen leaves the index not knowing the state
 //! until a line decides it, and no mark is given before.
@@ -32,10 +33,12 @@ pub(super) struct Marks {
 }
 
 impl Marks {
-    /// Marks for a log that starts empty.
-    pub(super) fn new() -> Marks {
+    /// Marks for a log that starts empty, `lag` bytes before its end when the
+    /// launch spec says (see [`Self::want`]).
+    pub(super) fn new(lag: Option<u64>) -> Marks {
         Marks {
             index: KeyIndex::new(),
+            lag,
             ..Marks::default()
         }
     }
@@ -94,8 +97,7 @@ mod tests {
 
     #[test]
     fn b30_a_mark_lies_a_lag_behind_the_end_at_a_line_start_with_the_key_state_there() {
-        let mut marks = Marks::new();
-        marks.want(200_000);
+        let mut marks = Marks::new(Some(200_000));
         let mut text = Vec::new();
         for _ in 0..10_000 {
             text.extend_from_slice(LINE);
@@ -124,7 +126,7 @@ mod tests {
 
     #[test]
     fn b30_no_mark_is_given_before_a_daemon_asks_or_while_the_state_is_unknown() {
-        let mut marks = Marks::new();
+        let mut marks = Marks::new(None);
         for _ in 0..10_000 {
             marks.logged(BODY);
         }

@@ -387,7 +387,7 @@ fn new_shim(
         log: Some(LogWriter::new(spec.log_path.clone(), spec.log_cap_bytes)),
         noise: NoiseFilter::default(),
         progress: Progress::default(),
-        marks: super::marks::Marks::new(),
+        marks: super::marks::Marks::new(spec.mark_lag),
         buf: Vec::new(),
         eof: false,
         exit: None,
