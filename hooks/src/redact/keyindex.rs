@@ -120,6 +120,24 @@ impl KeyIndex {
         (self.pending_at > known || self.pending_at == 0).then_some((self.pending_at, self.open))
     }
 
+    /// Forgets the blocks that closed before output offset `at` (a keeper that
+    /// asks only for [`Self::line_mark`]s from there on): offsets up to the last
+    /// such block's close are no longer answered.
+    pub fn forget_before(&mut self, at: u64) {
+        let closed = self
+            .blocks
+            .partition_point(|(_, end)| end.is_some_and(|end| end < at));
+        if let Some(end) = closed.checked_sub(1).and_then(|last| self.blocks[last].1) {
+            self.blocks.drain(..closed);
+            self.known_from = self.known_from.map(|k| k.max(end));
+        }
+    }
+
+    /// The number of blocks kept (the shim's memory test).
+    pub fn blocks_kept(&self) -> usize {
+        self.blocks.len()
+    }
+
     fn restart(&mut self, at: u64) {
         *self = KeyIndex {
             known_from: if at == 0 { Some(0) } else { None },

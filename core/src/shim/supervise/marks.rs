@@ -20,6 +20,8 @@ use super::super::wire::KeyMark;
 const SPACING: u64 = 16 * 1024;
 /// The most marks kept while no `want` takes them (the oldest go first).
 const MAX_MARKS: usize = 4096;
+/// Beyond this many key blocks, the index forgets those closed before its mark.
+const MAX_BLOCKS: usize = 64;
 
 /// The shim's key index and its recent marks.
 #[derive(Debug, Default)]
@@ -56,6 +58,13 @@ impl Marks {
     /// Bytes written to the log, in order.
     pub(super) fn logged(&mut self, bytes: &[u8]) {
         self.index.push(bytes);
+        if self.index.blocks_kept() > MAX_BLOCKS
+            && let Some((at, _)) = self.index.line_mark()
+        {
+            // Only marks are asked of this index: the blocks closed before them
+            // go (a job printing key after key keeps a few, not 16,384).
+            self.index.forget_before(at);
+        }
         if let Some((at, open)) = self.index.line_mark()
             && self
                 .marks
@@ -122,6 +131,31 @@ mod tests {
         assert_eq!(marks.before(400_000), None);
         // Never less than the lag before the end.
         assert_eq!(marks.before(100_000), None);
+    }
+
+    #[test]
+    fn b30_a_job_printing_key_after_key_keeps_few_blocks_and_true_marks() {
+        let mut marks = Marks::new(Some(1_000));
+        let mut text = Vec::new();
+        for _ in 0..2_000 {
+            text.extend_from_slice(b"-----BEGIN RSA PRIVATE KEY-----\n");
+            text.extend_from_slice(BODY);
+            text.extend_from_slice(b"-----END RSA PRIVATE KEY-----\n");
+            text.extend_from_slice(LINE);
+        }
+        text.extend_from_slice(b"-----BEGIN RSA PRIVATE KEY-----\n");
+        for _ in 0..1_000 {
+            text.extend_from_slice(BODY);
+        }
+        for piece in text.chunks(4_096) {
+            marks.logged(piece);
+        }
+        assert!(marks.index.blocks_kept() <= MAX_BLOCKS + 1);
+        let mark = marks.before(text.len() as u64).expect("a mark");
+        assert!(mark.open, "inside the last key");
+        let mut full = KeyIndex::new();
+        full.push(&text);
+        assert_eq!(full.open_at(mark.at), Some(mark.open));
     }
 
     #[test]
