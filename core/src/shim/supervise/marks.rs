@@ -58,18 +58,18 @@ impl Marks {
     /// Bytes written to the log, in order.
     pub(super) fn logged(&mut self, bytes: &[u8]) {
         self.index.push(bytes);
-        if self.index.blocks_kept() > MAX_BLOCKS
-            && let Some((at, _)) = self.index.line_mark()
-        {
+        let Some((at, open)) = self.index.line_mark() else {
+            return;
+        };
+        if self.index.blocks_kept() > MAX_BLOCKS {
             // Only marks are asked of this index: the blocks closed before them
             // go (a job printing key after key keeps a few, not 16,384).
             self.index.forget_before(at);
         }
-        if let Some((at, open)) = self.index.line_mark()
-            && self
-                .marks
-                .back()
-                .is_none_or(|&(last, _)| at >= last + SPACING)
+        if self
+            .marks
+            .back()
+            .is_none_or(|&(last, _)| at >= last + SPACING)
         {
             if self.marks.len() == MAX_MARKS {
                 self.marks.pop_front();
@@ -103,21 +103,27 @@ mod tests {
 
     const LINE: &[u8] = b"herd-bench ingest line 0123456789 abcdefghijklmnop\n";
     const BODY: &[u8] = b"MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7\n";
+    const BEGIN: &[u8] = b"-----BEGIN RSA PRIVATE KEY-----\n";
+
+    /// `before`, then a key opened and `body_lines` of its body (never closed).
+    fn ending_in_a_key(mut before: Vec<u8>, body_lines: usize) -> Vec<u8> {
+        before.extend_from_slice(BEGIN);
+        before.extend_from_slice(&BODY.repeat(body_lines));
+        before
+    }
+
+    /// Logs `text` in reads of `chunk` bytes.
+    fn feed(marks: &mut Marks, text: &[u8], chunk: usize) {
+        for piece in text.chunks(chunk) {
+            marks.logged(piece);
+        }
+    }
 
     #[test]
     fn b30_a_mark_lies_a_lag_behind_the_end_at_a_line_start_with_the_key_state_there() {
         let mut marks = Marks::new(Some(200_000));
-        let mut text = Vec::new();
-        for _ in 0..10_000 {
-            text.extend_from_slice(LINE);
-        }
-        text.extend_from_slice(b"-----BEGIN RSA PRIVATE KEY-----\n");
-        for _ in 0..10_000 {
-            text.extend_from_slice(BODY);
-        }
-        for piece in text.chunks(65_536) {
-            marks.logged(piece);
-        }
+        let text = ending_in_a_key(LINE.repeat(10_000), 10_000);
+        feed(&mut marks, &text, 65_536);
         let end = text.len() as u64;
         // In the lines before the key: closed.
         let in_lines = marks.before(400_000).expect("a mark");
@@ -136,20 +142,9 @@ mod tests {
     #[test]
     fn b30_a_job_printing_key_after_key_keeps_few_blocks_and_true_marks() {
         let mut marks = Marks::new(Some(1_000));
-        let mut text = Vec::new();
-        for _ in 0..2_000 {
-            text.extend_from_slice(b"-----BEGIN RSA PRIVATE KEY-----\n");
-            text.extend_from_slice(BODY);
-            text.extend_from_slice(b"-----END RSA PRIVATE KEY-----\n");
-            text.extend_from_slice(LINE);
-        }
-        text.extend_from_slice(b"-----BEGIN RSA PRIVATE KEY-----\n");
-        for _ in 0..1_000 {
-            text.extend_from_slice(BODY);
-        }
-        for piece in text.chunks(4_096) {
-            marks.logged(piece);
-        }
+        let one_key = [BEGIN, BODY, b"-----END RSA PRIVATE KEY-----\n", LINE].concat();
+        let text = ending_in_a_key(one_key.repeat(2_000), 1_000);
+        feed(&mut marks, &text, 4_096);
         assert!(marks.index.blocks_kept() <= MAX_BLOCKS + 1);
         let mark = marks.before(text.len() as u64).expect("a mark");
         assert!(mark.open, "inside the last key");
