@@ -48,6 +48,11 @@ pub const LEDGER_VERSION: i64 = crate::schema::VERSION;
 /// How long a statement waits for another process's write lock.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The first wait of [`busy_wait`]; each next one doubles, up to [`BUSY_STEP_MAX`].
+const BUSY_STEP_FIRST: Duration = Duration::from_micros(20);
+/// The longest single wait of [`busy_wait`].
+const BUSY_STEP_MAX: Duration = Duration::from_millis(10);
+
 /// An open completion ledger.
 ///
 /// One SQLite connection: `Send` but not `Sync`; share it behind a mutex.
@@ -434,10 +439,49 @@ fn is_busy(e: &Error) -> bool {
 /// Opens an existing file read-write without creating it.
 fn connect(path: &Path) -> Result<Connection, Error> {
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let conn = Connection::open_with_flags(path, flags).map_err(|e| open_error(path, e.into()))?;
-    conn.busy_timeout(BUSY_TIMEOUT)
+    let mut conn =
+        Connection::open_with_flags(path, flags).map_err(|e| open_error(path, e.into()))?;
+    conn.busy_handler(Some(busy_wait))
         .map_err(|e| open_error(path, e.into()))?;
     Ok(conn)
+}
+
+/// SQLite's busy handler for every connection to `state.db`: called with how many
+/// times it was called for this lock, it waits and says whether to try again.
+///
+/// The daemon's own connections (the receipt writer, the checkpoint writer, a
+/// finish's ledger commit) meet on the database's locks for a few microseconds at
+/// a time, at the end of every job. SQLite's own timeout handler sleeps 1 ms at
+/// its first retry, and that millisecond was on the path of every `run --wait`
+/// whose receipt and checkpoint commits met; here the first retries wait
+/// [`BUSY_STEP_FIRST`], doubling up to [`BUSY_STEP_MAX`], and the handler gives up
+/// once the waits add up to [`BUSY_TIMEOUT`], as the timeout handler did.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "SQLite's busy handler waits before its retry: a back-off, not a synchronisation"
+)]
+fn busy_wait(count: i32) -> bool {
+    match busy_step(count) {
+        Some(wait) => {
+            std::thread::sleep(wait);
+            true
+        }
+        None => false,
+    }
+}
+
+/// The wait before retry `count` of [`busy_wait`] (from 0); `None` once the waits
+/// before it add up to [`BUSY_TIMEOUT`].
+fn busy_step(count: i32) -> Option<Duration> {
+    let step = |n: u32| {
+        1u32.checked_shl(n)
+            .and_then(|factor| BUSY_STEP_FIRST.checked_mul(factor))
+            .map_or(BUSY_STEP_MAX, |d| d.min(BUSY_STEP_MAX))
+    };
+    let count = u32::try_from(count).unwrap_or(0);
+    let waited: Duration =
+        (0..count.min(32)).map(step).sum::<Duration>() + BUSY_STEP_MAX * count.saturating_sub(32);
+    (waited < BUSY_TIMEOUT).then(|| step(count))
 }
 
 /// Checks, without writing anything, that `conn` is a herd ledger we can use.

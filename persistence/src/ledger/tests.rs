@@ -327,3 +327,49 @@ fn b29_a_batch_of_acknowledgements_delivers_each_once_and_skips_unknown_ids() {
         1
     );
 }
+
+#[test]
+fn b29_a_busy_connection_retries_soon_then_backs_off_until_the_timeout() {
+    let waits: Vec<Duration> = (0..).map_while(busy_step).collect();
+    assert!(
+        waits[0] <= Duration::from_micros(50),
+        "the first retry comes within microseconds, not SQLite's 1 ms: {:?}",
+        waits[0]
+    );
+    assert!(
+        waits.windows(2).all(|w| w[0] <= w[1]),
+        "the waits never shrink"
+    );
+    assert_eq!(waits.iter().max(), Some(&BUSY_STEP_MAX));
+    let total: Duration = waits.iter().sum();
+    assert!(
+        total >= BUSY_TIMEOUT - BUSY_STEP_MAX && total < BUSY_TIMEOUT + BUSY_STEP_MAX,
+        "gives up once the waits add up to the timeout: {total:?}"
+    );
+    assert_eq!(
+        busy_step(-1),
+        busy_step(0),
+        "a count SQLite never gives is the first"
+    );
+    assert_eq!(busy_step(i32::MAX), None);
+}
+
+#[test]
+fn b29_a_writer_meeting_another_connection_s_write_lock_waits_for_it() {
+    let (_tmp, home) = home();
+    let ledger = Ledger::create(&home).expect("create");
+    let holder = connect(ledger.path()).expect("a second connection");
+    holder
+        .execute_batch("BEGIN IMMEDIATE")
+        .expect("take the write lock");
+    let (started, starts) = std::sync::mpsc::channel();
+    let writer = std::thread::spawn(move || {
+        started.send(()).expect("the test waits");
+        ledger
+            .commit(&completion(7))
+            .expect("commits once the lock is free")
+    });
+    starts.recv().expect("the writer started");
+    holder.execute_batch("COMMIT").expect("release the lock");
+    assert!(writer.join().expect("the writer ran"), "a new completion");
+}
