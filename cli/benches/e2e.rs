@@ -39,7 +39,12 @@
 //!   each run): what a repeat read costs, the daemon sending the stretches its
 //!   memo found unchanged straight from the file;
 //! - `cli.logs_follow_1gib_vs_cat`: the same repeat read with `herd logs --follow
-//!   ID` on the finished session, paired with the same `cat` runs.
+//!   ID` on the finished session, paired with the same `cat` runs;
+//! - `cli.logs_follow_growing_vs_pipe`: a log followed while it grows: `herd run`
+//!   of the same writer (1 GiB) and `herd logs --follow` of its session until it
+//!   ends, `> /dev/null`, against the writer piped straight into `cat > /dev/null`
+//!   (the same bytes moved from the job to a reader with nothing between), 3 runs
+//!   each alternating; the ratio is the pipe's time over herd's (target >= 0.5).
 //!
 //! The log figures halve the log until it fits in a quarter of the free space of
 //! the home's filesystem (the note says when); the rest of this file's figures
@@ -599,6 +604,37 @@ fn in_process_redaction(log: &Path, command: &str) -> f64 {
 /// The owner of the sessions whose logs `cli.logs_1gib_first_read_vs_cat` reads.
 const FIRST_READ_OWNER: &str = "bench-first-read";
 
+/// The owner of the sessions `cli.logs_follow_growing_vs_pipe` follows.
+const GROWING_OWNER: &str = "bench-growing";
+
+/// `herd run --owner GROWING_OWNER -- writer`, then `herd logs --follow` of its
+/// session to its end, as one command (its stdout the followed log): what an agent
+/// does to watch a job's output as it comes.
+fn run_and_follow(home: &Home, writer: &str) -> Command {
+    let mut cmd = raw_command(Path::new("bash"));
+    cmd.arg("-c")
+        .arg(r#"id=$("$0" run --owner "$1" -- "$2") && exec "$0" logs --follow "$id""#)
+        .arg(herd_bin())
+        .arg(GROWING_OWNER)
+        .arg(writer);
+    let with_home = home.herd(&[]);
+    for (key, value) in with_home.get_envs() {
+        match value {
+            Some(value) => cmd.env(key, value),
+            None => cmd.env_remove(key),
+        };
+    }
+    cmd
+}
+
+/// The writer piped straight into `cat` (its stdout): the baseline of
+/// `cli.logs_follow_growing_vs_pipe`.
+fn writer_into_cat(writer: &str) -> Command {
+    let mut cmd = raw_command(Path::new("bash"));
+    cmd.arg("-c").arg(format!("{writer} | cat"));
+    cmd
+}
+
 /// Runs `writer` (it writes `n_bytes`) as a job of `owner` (the CLI's by default)
 /// and waits for it to finish: its session id, its log checked whole.
 fn finished_log(home: &Home, writer: &str, n_bytes: u64, owner: Option<&str>) -> String {
@@ -635,7 +671,7 @@ fn finished_log(home: &Home, writer: &str, n_bytes: u64, owner: Option<&str>) ->
     id
 }
 
-fn logs_vs_cat(with_first: bool, with_dump: bool, with_follow: bool) {
+fn logs_vs_cat(with_first: bool, with_dump: bool, with_follow: bool, with_growing: bool) {
     let shm = Path::new("/dev/shm");
     let parent = shm.is_dir().then_some(shm);
     // The cap above the log, so the whole log is kept.
@@ -681,7 +717,17 @@ fn logs_vs_cat(with_first: bool, with_dump: bool, with_follow: bool) {
             "herd logs --follow"
         );
     }
+    if with_growing {
+        assert_eq!(
+            stdout_bytes(run_and_follow(&home, &writer)),
+            n_bytes,
+            "herd run, then herd logs --follow"
+        );
+        home.out(&["clean", "--owner", GROWING_OWNER]);
+    }
     let redact_mbs = in_process_redaction(&log, &writer);
+    let mut pipes = Reader::new();
+    let mut growing = Reader::new();
     let mut cats = Reader::new();
     let mut dumps = Reader::new();
     let mut follows = Reader::new();
@@ -700,6 +746,11 @@ fn logs_vs_cat(with_first: bool, with_dump: bool, with_follow: bool) {
         }
         if with_follow {
             follows.push(timed_run(home.herd(&["logs", "--follow", &id]), daemon));
+        }
+        if with_growing {
+            pipes.push(timed_run(writer_into_cat(&writer), daemon));
+            growing.push(timed_run(run_and_follow(&home, &writer), daemon));
+            home.out(&["clean", "--owner", GROWING_OWNER]);
         }
     }
     let where_ = if parent.is_some() {
@@ -762,9 +813,48 @@ fn logs_vs_cat(with_first: bool, with_dump: bool, with_follow: bool) {
             &follows,
         );
     }
+    if with_growing {
+        growing_figure(n_bytes, &pipes, &growing, where_, &scaled);
+    }
     // The home (and the log in it) goes with `home`: the daemon is shut down, then
     // the temp dir removed.
     drop(home);
+}
+
+/// Reports `cli.logs_follow_growing_vs_pipe` from its paired runs.
+fn growing_figure(n_bytes: u64, pipes: &Reader, growing: &Reader, where_: &str, scaled: &str) {
+    let mbs = |s: f64| n_bytes as f64 / 1e6 / s;
+    let (pipe_s, herd_s) = (
+        median(pipes.seconds.clone()),
+        median(growing.seconds.clone()),
+    );
+    let ratios: Vec<f64> = pipes
+        .seconds
+        .iter()
+        .zip(&growing.seconds)
+        .map(|(p, h)| p / h)
+        .collect();
+    report(
+        "cli.logs_follow_growing_vs_pipe",
+        "MB/s",
+        mbs(herd_s),
+        Some((
+            mbs(pipe_s),
+            "the writer piped into cat > /dev/null, same run",
+        )),
+        ">= 0.5",
+        &format!(
+            "`herd run -- WRITER` then `herd logs --follow ID > /dev/null` until the job ends, WRITER writing {} MiB ({}-byte lines, no secrets), {where_}; median of {LOG_RUNS} runs alternating with `WRITER | cat > /dev/null`: herd {herd_s:.2} s (spread {} s), pipe {pipe_s:.2} s (spread {} s), paired ratios pipe/herd {}; CPU per run: herd clients {:.2} s, daemon {:.2} s (spread {}){scaled}",
+            n_bytes >> 20,
+            LOG_LINE.len() + 1,
+            spread(&growing.seconds, 2),
+            spread(&pipes.seconds, 2),
+            spread(&ratios, 3),
+            median(growing.client_cpu.clone()),
+            median(growing.daemon_cpu.clone()),
+            spread(&growing.daemon_cpu, 2),
+        ),
+    );
 }
 
 fn main() {
@@ -790,12 +880,13 @@ fn main() {
     if wanted("cli.notify_1000") {
         notify_1000();
     }
-    let (first, dump, follow) = (
+    let (first, dump, follow, growing) = (
         wanted("cli.logs_1gib_first_read_vs_cat"),
         wanted("cli.logs_1gib_vs_cat"),
         wanted("cli.logs_follow_1gib_vs_cat"),
+        wanted("cli.logs_follow_growing_vs_pipe"),
     );
-    if first || dump || follow {
-        logs_vs_cat(first, dump, follow);
+    if first || dump || follow || growing {
+        logs_vs_cat(first, dump, follow, growing);
     }
 }
