@@ -364,7 +364,10 @@ mod tests {
         let found = v2_mount().and_then(|mount| {
             let own = own_cgroup()?;
             let parent = mount.join(own.trim_start_matches('/'));
-            let probe = parent.join(format!("herd-clone3-probe-{}", std::process::id()));
+            // One per test: tests run at once in this process.
+            static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+            let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let probe = parent.join(format!("herd-clone3-probe-{}-{n}", std::process::id()));
             std::fs::create_dir(&probe).ok()?;
             Some(probe)
         });
@@ -419,6 +422,88 @@ mod tests {
                 .lines()
                 .any(|l| l.starts_with("0::") && l.ends_with(&format!("/{name}"))),
             "the child's first cgroup is not the one asked for: {shown}"
+        );
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn b15_the_job_is_cloned_into_the_cgroup_sharing_the_supervisors_memory_until_it_execs() {
+        let Some(dir) = test_parent() else {
+            return;
+        };
+        let cgroup = CgroupHandle::open(&dir).expect("open the cgroup");
+        let shared = std::sync::atomic::AtomicBool::new(false);
+        // The child writes the parent's memory (only a test's child may) and exits:
+        // seen here, once the clone returned, only if the child shared this memory
+        // and the clone waited for it.
+        let mut child = std::mem::ManuallyDrop::new(|| {
+            shared.store(true, std::sync::atomic::Ordering::SeqCst);
+            // SAFETY: ends the child.
+            unsafe { libc::_exit(7) }
+        });
+        // SAFETY: the child makes one store and one async-signal-safe call.
+        let pid = unsafe { crate::sys::process::vfork_into_cgroup(&cgroup, &mut child) };
+        let seen = shared.load(std::sync::atomic::Ordering::SeqCst);
+        let status = match &pid {
+            Ok(pid) => Ok(nix::sys::wait::waitpid(
+                nix::unistd::Pid::from_raw(*pid),
+                None,
+            )),
+            Err(error) => Err(error.to_string()),
+        };
+        drop(cgroup);
+        let _ = std::fs::remove_dir(&dir);
+        let pid = pid.expect("the kernel takes CLONE_VM | CLONE_VFORK | CLONE_INTO_CGROUP");
+        assert!(
+            seen,
+            "the child's store is seen as soon as the clone returns"
+        );
+        assert!(
+            matches!(status, Ok(Ok(nix::sys::wait::WaitStatus::Exited(p, 7))) if p.as_raw() == pid),
+            "the child {pid} ended: {status:?}"
+        );
+    }
+
+    #[test]
+    fn b15_an_exec_or_chdir_failing_in_the_cgroup_child_is_the_spawns_error_and_leaves_no_child() {
+        let Some(dir) = test_parent() else {
+            return;
+        };
+        let scratch = tempfile::tempdir().expect("tempdir");
+        let not_executable = scratch.path().join("not-executable");
+        std::fs::write(&not_executable, "#!/bin/sh\necho ran\n").expect("write the script");
+        let env: BTreeMap<std::ffi::OsString, std::ffi::OsString> =
+            [("PATH".into(), "/usr/bin:/bin".into())].into();
+        // A file without an execute bit: the exec's EACCES, root or not.
+        let launch = Launch {
+            argv: vec![not_executable.to_string_lossy().into_owned()],
+            env: &env,
+            cwd: Path::new("/"),
+        };
+        let exec_error = spawn_pipe_into(&launch, &dir).map(|c| c.map(|c| c.pid));
+        // A working directory that is gone: the chdir's ENOENT, before the exec.
+        let gone = scratch.path().join("gone");
+        let launch = Launch {
+            argv: vec!["/bin/true".into()],
+            env: &env,
+            cwd: &gone,
+        };
+        let chdir_error = spawn_pipe_into(&launch, &dir).map(|c| c.map(|c| c.pid));
+        let left = std::fs::read_to_string(dir.join("cgroup.procs")).expect("cgroup.procs");
+        let _ = std::fs::remove_dir(&dir);
+        assert_eq!(
+            exec_error.as_ref().map_err(io::Error::raw_os_error),
+            Err(Some(libc::EACCES)),
+            "{exec_error:?}"
+        );
+        assert_eq!(
+            chdir_error.as_ref().map_err(io::Error::raw_os_error),
+            Err(Some(libc::ENOENT)),
+            "{chdir_error:?}"
+        );
+        assert_eq!(
+            left, "",
+            "a failed child was reaped, none is left in the cgroup"
         );
     }
 
