@@ -425,9 +425,10 @@ mod tests {
         );
     }
 
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(all(target_arch = "x86_64", target_pointer_width = "64"))]
     #[test]
-    fn b15_the_job_is_cloned_into_the_cgroup_sharing_the_supervisors_memory_until_it_execs() {
+    fn b15_the_job_is_cloned_into_the_cgroup_sharing_the_supervisors_memory_until_it_execs_or_exits()
+     {
         let Some(dir) = test_parent() else {
             return;
         };

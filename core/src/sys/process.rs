@@ -77,13 +77,15 @@ impl CgroupHandle {
 /// As `fork`: only in a single-threaded process, and `child` makes only
 /// async-signal-safe calls on memory prepared before this call, writing none of it
 /// (the child may share this process's memory until its exec), and changes no
-/// signal disposition to a handler.
+/// signal disposition to a handler; and this process has no signal handler a
+/// signal to the child could run on the shared memory (the shim has none but the
+/// runtime's stack-overflow ones for SIGSEGV and SIGBUS).
 pub(crate) unsafe fn fork_into_cgroup(
     cgroup: &CgroupHandle,
     child: impl FnOnce(),
 ) -> io::Result<i32> {
     let mut child = std::mem::ManuallyDrop::new(child);
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(all(target_arch = "x86_64", target_pointer_width = "64"))]
     {
         // SAFETY: the caller vouches for `child` as for a vfork child; after a
         // clone that made a child it is neither run nor dropped here again.
@@ -122,11 +124,11 @@ pub(crate) unsafe fn fork_into_cgroup(
     i32::try_from(rc).map_err(|_| io::Error::other("child pid out of range"))
 }
 
-#[cfg(all(test, target_arch = "x86_64"))]
+#[cfg(all(test, target_arch = "x86_64", target_pointer_width = "64"))]
 pub(crate) use vfork::clone_into as vfork_into_cgroup;
 
-/// The vfork-like clone of [`fork_into_cgroup`] (x86-64).
-#[cfg(target_arch = "x86_64")]
+/// The vfork-like clone of [`fork_into_cgroup`] (x86-64, not x32).
+#[cfg(all(target_arch = "x86_64", target_pointer_width = "64"))]
 mod vfork {
     use std::ffi::c_void;
     use std::io;
@@ -139,10 +141,55 @@ mod vfork {
     const CLONE_VM: u64 = 0x100;
     /// `CLONE_VFORK`: the parent sleeps until the child execs or exits.
     const CLONE_VFORK: u64 = 0x4000;
-    /// The child's stack, 64 KiB: `child_exec`'s few frames and libc's calls need a
-    /// few KiB (taken from the heap, below the allocator's threshold for a mapping
-    /// of its own).
-    const STACK_WORDS: usize = 64 * 1024 / 16;
+    /// The child's stack: `child_exec`'s few frames and libc's calls use under 1 KiB.
+    const STACK_BYTES: usize = 64 * 1024;
+    /// The inaccessible page below it: an overflow faults instead of writing the
+    /// memory the child shares with this process.
+    const GUARD_BYTES: usize = 4096;
+
+    /// The child's stack: a private mapping, its lowest page a guard, unmapped
+    /// when dropped (only the few pages the child touches ever get memory).
+    struct Stack {
+        base: *mut c_void,
+    }
+
+    impl Stack {
+        fn map() -> io::Result<Stack> {
+            // SAFETY: a new anonymous mapping; nothing else refers to it.
+            let base = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    GUARD_BYTES + STACK_BYTES,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK | libc::MAP_NORESERVE,
+                    -1,
+                    0,
+                )
+            };
+            if base == libc::MAP_FAILED {
+                return Err(io::Error::last_os_error());
+            }
+            let stack = Stack { base };
+            // SAFETY: the first page of the mapping made just above.
+            if unsafe { libc::mprotect(base, GUARD_BYTES, libc::PROT_NONE) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(stack)
+        }
+
+        /// Its lowest usable address (page-aligned, so the top is 16-byte aligned
+        /// as the ABI wants for a call).
+        fn bottom(&self) -> u64 {
+            self.base as u64 + GUARD_BYTES as u64
+        }
+    }
+
+    impl Drop for Stack {
+        fn drop(&mut self) {
+            // SAFETY: the mapping `map` made, no longer used (see `clone_into`).
+            unsafe { libc::munmap(self.base, GUARD_BYTES + STACK_BYTES) };
+        }
+    }
 
     /// The child's first frame, on its own stack: runs the closure at `arg` (the
     /// parent's, read once) and ends the child if it comes back.
@@ -167,13 +214,12 @@ mod vfork {
         cgroup: &CgroupHandle,
         child: &mut ManuallyDrop<F>,
     ) -> io::Result<i32> {
-        // 16-byte words, so the stack's top is aligned as the ABI wants a call.
-        let mut stack = vec![0u128; STACK_WORDS];
+        let stack = Stack::map()?;
         let args = CloneArgs {
             flags: CLONE_INTO_CGROUP | CLONE_VM | CLONE_VFORK,
             exit_signal: libc::SIGCHLD as u64,
-            stack: stack.as_mut_ptr() as u64,
-            stack_size: (STACK_WORDS * 16) as u64,
+            stack: stack.bottom(),
+            stack_size: STACK_BYTES as u64,
             cgroup: u64::try_from(cgroup.0.as_raw_fd()).unwrap_or(0),
             ..CloneArgs::default()
         };
