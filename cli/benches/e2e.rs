@@ -64,7 +64,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use herd_test_support::bench::{Conn, figure_line, median, spread};
+use herd_test_support::bench::{Conn, figure_line, median, paired_ratios, spread};
 use herd_test_support::home::{TempHome, command, daemon_pid, herd, stop_daemon};
 use serde_json::{Value, json};
 
@@ -218,7 +218,7 @@ fn run_wait_one_client() {
     // What no supervisor can go under: the client and the job are two process
     // starts, where `bash -c true` is one (it runs `true` as a builtin).
     let floor_ms = median(floor.clone());
-    let paired: Vec<f64> = herd.iter().zip(&floor).map(|(h, f)| h / f).collect();
+    let paired = paired_ratios(&herd, &floor);
     let block_ratios: Vec<f64> = paired.chunks(40).map(|c| median(c.to_vec())).collect();
     report(
         "cli.run_wait_vs_floor",
@@ -762,12 +762,7 @@ fn logs_vs_cat(with_first: bool, with_dump: bool, with_follow: bool, with_growin
     let cat_s = median(cats.seconds.clone());
     let figure = |name: &str, what: &str, which: &str, herd: &Reader| {
         let herd_s = median(herd.seconds.clone());
-        let ratios: Vec<f64> = cats
-            .seconds
-            .iter()
-            .zip(&herd.seconds)
-            .map(|(c, h)| c / h)
-            .collect();
+        let ratios = paired_ratios(&cats.seconds, &herd.seconds);
         report(
             name,
             "MB/s",
@@ -828,12 +823,7 @@ fn growing_figure(n_bytes: u64, pipes: &Reader, growing: &Reader, where_: &str, 
         median(pipes.seconds.clone()),
         median(growing.seconds.clone()),
     );
-    let ratios: Vec<f64> = pipes
-        .seconds
-        .iter()
-        .zip(&growing.seconds)
-        .map(|(p, h)| p / h)
-        .collect();
+    let ratios = paired_ratios(&pipes.seconds, &growing.seconds);
     report(
         "cli.logs_follow_growing_vs_pipe",
         "MB/s",

@@ -123,7 +123,7 @@ fn clients50x40() {
     }
     all.sort_by(f64::total_cmp);
     let p = |q: f64| all[((all.len() - 1) as f64 * q) as usize];
-    let ratios: Vec<f64> = raws.iter().zip(&herds).map(|(r, h)| r / h).collect();
+    let ratios = herd_test_support::bench::paired_ratios(&raws, &herds);
     let (herd_s, raw_s) = (median(herds.clone()), median(raws.clone()));
     let figure = figure_line(
         "cli.clients50x40_vs_raw",

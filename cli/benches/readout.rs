@@ -129,7 +129,7 @@ fn follow_growing() {
         home.out(&["clean"]);
     }
     let mbs = |s: f64| n_bytes as f64 / 1e6 / s;
-    let ratios: Vec<f64> = pipes.iter().zip(&herds).map(|(p, h)| p / h).collect();
+    let ratios = herd_test_support::bench::paired_ratios(&pipes, &herds);
     let note = format!(
         "`herd run -- W` + `herd logs -f ID > /dev/null` to the job's end against `W | cat > /dev/null`, W = `yes <{}-byte line> | head -c {}` ({} MiB), {}; median of {RUNS} alternating runs: herd {:.2} s (spread {}), pipe {:.2} s (spread {}), paired ratios pipe/herd {}",
         LOG_LINE.len() + 1,

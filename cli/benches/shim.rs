@@ -305,7 +305,7 @@ async fn pty_ingest() {
         assert!(total >= PTY_BYTES);
         raw_runs.push(PTY_BYTES as f64 / started.elapsed().as_secs_f64() / 1e6);
     }
-    let ratios: Vec<f64> = herd.iter().zip(&raw_runs).map(|(h, r)| h / r).collect();
+    let ratios = herd_test_support::bench::paired_ratios(&herd, &raw_runs);
     let (v, b) = (median(herd), median(raw_runs));
     report(
         "shim.pty_ingest_64mib",

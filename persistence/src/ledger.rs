@@ -461,6 +461,12 @@ fn connect(path: &Path) -> Result<Connection, Error> {
     reason = "SQLite's busy handler waits before its retry: a back-off, not a synchronisation"
 )]
 fn busy_wait(count: i32) -> bool {
+    #[cfg(test)]
+    tests::ON_BUSY.with(|hook| {
+        if let Some(tell) = hook.borrow().as_ref() {
+            let _ = tell.send(count);
+        }
+    });
     match busy_step(count) {
         Some(wait) => {
             std::thread::sleep(wait);

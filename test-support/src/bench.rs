@@ -43,6 +43,13 @@ pub fn spread(samples: &[f64], digits: usize) -> String {
     format!("{lo:.digits$}-{hi:.digits$}")
 }
 
+/// `a[i] / b[i]` for each run both have: the paired ratios of two figures measured
+/// in alternation, whose spread a note reports beside the medians' ratio.
+#[must_use]
+pub fn paired_ratios(a: &[f64], b: &[f64]) -> Vec<f64> {
+    a.iter().zip(b).map(|(x, y)| x / y).collect()
+}
+
 /// One JSON-RPC connection to a daemon's socket, for benches that drive the
 /// protocol directly.
 #[derive(Debug)]

@@ -362,14 +362,27 @@ fn b29_a_writer_meeting_another_connection_s_write_lock_waits_for_it() {
     holder
         .execute_batch("BEGIN IMMEDIATE")
         .expect("take the write lock");
-    let (started, starts) = std::sync::mpsc::channel();
+    let (busy, waits) = std::sync::mpsc::channel();
     let writer = std::thread::spawn(move || {
-        started.send(()).expect("the test waits");
+        ON_BUSY.with(|hook| *hook.borrow_mut() = Some(busy));
         ledger
             .commit(&completion(7))
             .expect("commits once the lock is free")
     });
-    starts.recv().expect("the writer started");
+    // Released only once the writer is seen waiting in the busy handler, so the
+    // commit below really met the lock.
+    let first = waits.recv_timeout(Duration::from_secs(30));
     holder.execute_batch("COMMIT").expect("release the lock");
+    assert_eq!(
+        first,
+        Ok(0),
+        "the writer waits in the busy handler for the lock"
+    );
     assert!(writer.join().expect("the writer ran"), "a new completion");
+}
+
+thread_local! {
+    /// Told each busy wait of this thread's connections (see `busy_wait`).
+    pub(super) static ON_BUSY: std::cell::RefCell<Option<std::sync::mpsc::Sender<i32>>> =
+        const { std::cell::RefCell::new(None) };
 }
