@@ -191,6 +191,19 @@ pub use registry::{
 pub use spawn::utf8_environment;
 pub use sys::limits::Limits;
 pub use text::rfc3339;
+/// Lets log read-outs ([`LogReadout`]) map a log's pages rather than copy them:
+/// installs a process-wide `SIGBUS` handler that turns a fault in such a map (the
+/// log cut short under it) into a read-out that stops and goes on by the chunked
+/// route, and hands every other fault to the handler that was there before. For a
+/// host that owns its process's signal handling (herd's daemon calls it at start);
+/// without it, read-outs copy the log as they always did. Once per process.
+///
+/// # Errors
+/// The OS error of `sigaction`: then read-outs copy.
+pub fn guard_mapped_reads() -> std::io::Result<()> {
+    sys::mapped::guard()
+}
+
 /// What `wait` and foreground calls take to be interrupted (re-exported so a host
 /// needs no direct `tokio-util` dependency).
 pub use tokio_util::sync::CancellationToken;

@@ -20,6 +20,8 @@ pub(crate) mod descriptors;
 #[cfg(target_os = "linux")]
 pub(crate) mod limits;
 #[cfg(target_os = "linux")]
+pub(crate) mod mapped;
+#[cfg(target_os = "linux")]
 pub(crate) mod peer;
 #[cfg(target_os = "linux")]
 pub(crate) mod poll;

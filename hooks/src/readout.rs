@@ -36,10 +36,11 @@ pub const BLOCK_BYTES: usize = 64 * 1024;
 /// Whole-line blocks of a log, shown: hooks (none) applied, secrets masked.
 ///
 /// Made only by [`Pipeline::show_log_blocks`]; its parts are the text read (where
-/// the redactor changed nothing) or redacted copies, in order.
+/// the redactor changed nothing) or redacted copies, in order. The text read is
+/// held as it was given (`T`: a buffer, or the caller's map of the file).
 #[derive(Debug)]
-pub struct ShownBlocks {
-    text: Vec<u8>,
+pub struct ShownBlocks<T = Vec<u8>> {
+    text: T,
     parts: Vec<Part>,
     consumed: usize,
     key_open_after: bool,
@@ -104,12 +105,12 @@ pub enum Extent {
     },
 }
 
-impl ShownBlocks {
+impl<T: AsRef<[u8]>> ShownBlocks<T> {
     /// The shown parts, in order: together, the redacted form of the text's first
     /// [`ShownBlocks::consumed`] bytes.
     pub fn parts(&self) -> impl Iterator<Item = &[u8]> + '_ {
         self.parts.iter().map(|part| match part {
-            Part::Same(range) => &self.text[range.clone()],
+            Part::Same(range) => &self.text.as_ref()[range.clone()],
             Part::Changed { text, .. } => text.as_bytes(),
         })
     }
@@ -134,7 +135,7 @@ impl ShownBlocks {
         self.parts.iter().map(|part| match part {
             Part::Same(range) => Piece::Read {
                 at: range.start,
-                bytes: &self.text[range.clone()],
+                bytes: &self.text.as_ref()[range.clone()],
             },
             Part::Changed { text, .. } => Piece::Redacted(text.as_bytes()),
         })
@@ -177,11 +178,16 @@ impl ShownBlocks {
     /// The text read past the blocks, not shown: to be read again in front of
     /// what follows it.
     pub fn unconsumed(&self) -> &[u8] {
-        &self.text[self.consumed..]
+        &self.text.as_ref()[self.consumed..]
     }
 
-    /// The bytes read, back for the next read (its unconsumed rest included).
-    pub fn into_text(self) -> Vec<u8> {
+    /// The text read, as it was given.
+    pub fn text(&self) -> &T {
+        &self.text
+    }
+
+    /// The text read, back for the next read (its unconsumed rest included).
+    pub fn into_text(self) -> T {
         self.text
     }
 }
@@ -410,25 +416,26 @@ impl Pipeline {
     /// `None` when this pipeline does not read out in blocks
     /// ([`Pipeline::shows_log_blocks`]): hooks, configured patterns or an
     /// environment dump need the route that shows a window at a time.
-    pub fn show_log_blocks(
+    pub fn show_log_blocks<T: AsRef<[u8]>>(
         &self,
         command: &str,
-        text: Vec<u8>,
+        text: T,
         key_open: bool,
         at_end: bool,
         threads: usize,
-    ) -> Option<ShownBlocks> {
+    ) -> Option<ShownBlocks<T>> {
         if !self.shows_log_blocks(command) {
             return None;
         }
         let redactor: &Redactor = self.redactor();
-        let (blocks, consumed) = blocks(&text, at_end);
+        let bytes = text.as_ref();
+        let (blocks, consumed) = blocks(bytes, at_end);
         let threads = threads.max(1);
         // More runs than threads, taken in turn by whichever thread is free: a
         // thread slowed by other work on the machine does not hold the others up
         // at the end of the batch.
         let runs = runs(&blocks, threads * RUNS_PER_THREAD);
-        let results = redact_runs(redactor, &text, &runs, key_open, threads.min(runs.len()));
+        let results = redact_runs(redactor, bytes, &runs, key_open, threads.min(runs.len()));
         let mut shown = ShownBlocks {
             text,
             parts: Vec::new(),

@@ -154,6 +154,11 @@ impl State {
         let registry_config = registry_config(config, pipeline, Arc::clone(&dispatcher), shim);
         let supervised = registry_config.shim.is_some();
         let home_for_keys = home.clone();
+        // Log read-outs map the log rather than copy it (a log cut short under
+        // the map is met, not fatal).
+        if let Err(err) = herd_core::guard_mapped_reads() {
+            tracing::warn!(%err, "log read-outs copy the log: the SIGBUS handler was refused");
+        }
         let registry = Registry::new(home, registry_config)?;
         let hosts = super::hosts::Hosts::new(registry.home(), registry.clone(), config)?;
         let restored = match registry.restore().await {

@@ -202,3 +202,56 @@ fn b28_a_capped_log_keeps_its_cap_under_a_fast_writer() {
         "{polled}"
     );
 }
+
+#[test]
+fn b5_a_log_cut_short_while_it_is_read_out_is_shown_to_its_new_end_and_the_daemon_lives() {
+    let mut env = Env::new();
+    env.vars
+        .push(("HERD_LOG".to_owned(), "info,herd::readout=debug".to_owned()));
+    // 48 MiB of 64-byte lines: six batches of the read-out, each mapped.
+    let line = "INFO the read-out maps this log and it is cut short under it ok";
+    assert_eq!(line.len() + 1, 64);
+    let id = env.start_json(&["--", &format!("yes '{line}' | head -c {}", 48 << 20)]);
+    let waited = env.json(&["wait", &id, "--timeout", "60", "--json"]);
+    assert_eq!(waited["exit_code"], 0, "{waited}");
+    let daemon = env.daemon_pid().expect("the daemon runs");
+    let log_path = env.home().join("logs/sessions").join(format!("{id}.log"));
+
+    let mut client = env
+        .cmd(&["logs", &id])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("herd logs starts");
+    let mut out = client.stdout.take().expect("its stdout");
+    // Its first byte: the read-out has begun, and with nothing more read the daemon
+    // sends at most the pipe's and the socket's buffers of the first batch.
+    let mut shown = vec![0u8; 1];
+    out.read_exact(&mut shown).expect("the first byte");
+    // The log is cut short inside the fifth batch, which the read-out has at most
+    // mapped (the writer holds the first, two wait for it, the fourth is redacted).
+    let cut = (36u64 << 20) + 64 * 1000;
+    OpenOptions::new()
+        .write(true)
+        .open(&log_path)
+        .and_then(|f| f.set_len(cut))
+        .expect("the log is cut short");
+    out.read_to_end(&mut shown).expect("the rest");
+    let status = client.wait().expect("herd logs ends");
+    assert!(status.success(), "herd logs: {status}");
+    let log = std::fs::read(&log_path).expect("the log");
+    assert_eq!(log.len() as u64, cut);
+    assert!(
+        shown == log,
+        "the read shows the log as it is now: {} bytes shown, {} in the log",
+        shown.len(),
+        log.len()
+    );
+    let daemon_log =
+        std::fs::read_to_string(env.home().join("logs/daemon.log")).unwrap_or_default();
+    assert!(
+        daemon_log.contains("the log shrank under its map"),
+        "the read-out met the cut in a mapped batch and went on by the chunked route: {daemon_log}"
+    );
+    env.ok(&["ps"]);
+    assert_eq!(env.daemon_pid(), Some(daemon), "the same daemon answers");
+}

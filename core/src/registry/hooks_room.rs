@@ -126,14 +126,14 @@ impl Hooks {
 
     /// The whole blocks of `text`, redacted on up to `threads` threads (see
     /// [`Pipeline::show_log_blocks`]); `None` when the log is not read out in blocks.
-    pub(super) fn show_log_blocks(
+    pub(super) fn show_log_blocks<T: AsRef<[u8]>>(
         &self,
         command: &str,
-        text: Vec<u8>,
+        text: T,
         key_open: bool,
         at_end: bool,
         threads: usize,
-    ) -> Option<ShownBlocks> {
+    ) -> Option<ShownBlocks<T>> {
         self.pipeline()
             .show_log_blocks(command, text, key_open, at_end, threads)
     }

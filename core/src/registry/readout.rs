@@ -10,6 +10,13 @@
 //! offset inside a line; it stops at bytes that are not UTF-8 and at a line longer
 //! than [`MAX_LINE_BYTES`].
 //!
+//! Where the host guarded maps (`herd_core::guard_mapped_reads`, the daemon at
+//! start), a batch is the log's pages mapped (`sys::mapped`), not a copy: the
+//! redactor reads the file's pages and the unchanged blocks go out by sendfile,
+//! so the log's bytes are never copied into the daemon. A log cut short under a
+//! map reads as zeros past its new end and marks the map: that batch is dropped
+//! and the read-out stops there, which the chunked route continues from.
+//!
 //! A read-out of a finished session's log leaves a memo of what it showed
 //! (`memo`): the next read-out of that log from the same offset sends the extents
 //! found unchanged straight from the file, unread, and redacts only the blocks
@@ -27,6 +34,7 @@ use super::Registry;
 use super::hooks_room::Hooks;
 use crate::answers::SessionStatus;
 use crate::error::Error;
+use crate::sys::mapped::Mapped;
 pub(crate) use memo::Memos;
 use memo::{Extent, FileId, Memo, Recording};
 
@@ -48,9 +56,34 @@ pub struct ReadoutBatch {
 #[derive(Debug)]
 enum Body {
     /// Whole-line blocks read and shown; their text starts at `log_at`.
-    Shown(ShownBlocks),
+    Shown(ShownBlocks<ReadText>),
     /// Extents of a memo: the log's bytes as they are, or a block shown again.
     Replayed(Vec<Replayed>),
+}
+
+/// The log's bytes a batch read: copied into a buffer, or the file's pages
+/// mapped (`sys::mapped`, where the daemon guards maps: no copy).
+#[derive(Debug)]
+enum ReadText {
+    Buf(Vec<u8>),
+    Mapped(Mapped),
+}
+
+impl AsRef<[u8]> for ReadText {
+    fn as_ref(&self) -> &[u8] {
+        match self {
+            ReadText::Buf(buf) => buf,
+            ReadText::Mapped(map) => map.as_ref(),
+        }
+    }
+}
+
+impl ReadText {
+    /// Whether the log shrank under its map while it was read: what was read
+    /// from there on is zeros, not the log.
+    fn shrank(&self) -> bool {
+        matches!(self, ReadText::Mapped(map) if map.shrank())
+    }
 }
 
 #[derive(Debug)]
@@ -81,17 +114,22 @@ impl ReadoutBatch {
     /// The shown pieces, in order.
     pub fn pieces(&self) -> Vec<ReadoutPiece<'_>> {
         match &self.body {
-            Body::Shown(blocks) => blocks
-                .pieces()
-                .map(|piece| match piece {
-                    herd_hooks::Piece::Read { at, bytes } => ReadoutPiece::File {
-                        at: self.log_at + at as u64,
-                        len: bytes.len() as u64,
-                        text: Some(bytes),
-                    },
-                    herd_hooks::Piece::Redacted(bytes) => ReadoutPiece::Shown(bytes),
-                })
-                .collect(),
+            Body::Shown(blocks) => {
+                // Bytes of a map are not handed out: one the log lost since would
+                // read as zeros, so a short send reads the file again.
+                let copied = matches!(blocks.text(), ReadText::Buf(_));
+                blocks
+                    .pieces()
+                    .map(|piece| match piece {
+                        herd_hooks::Piece::Read { at, bytes } => ReadoutPiece::File {
+                            at: self.log_at + at as u64,
+                            len: bytes.len() as u64,
+                            text: copied.then_some(bytes),
+                        },
+                        herd_hooks::Piece::Redacted(bytes) => ReadoutPiece::Shown(bytes),
+                    })
+                    .collect()
+            }
             Body::Replayed(pieces) => pieces
                 .iter()
                 .map(|piece| match piece {
@@ -139,7 +177,7 @@ pub struct LogReadout {
     /// Buffers handed back for the next reads.
     spare: Vec<Vec<u8>>,
     /// The next batch's read, under way: where it starts, and its thread.
-    ahead: Option<(u64, std::thread::JoinHandle<std::io::Result<Vec<u8>>>)>,
+    ahead: Option<(u64, std::thread::JoinHandle<std::io::Result<ReadText>>)>,
     /// It stopped: bytes that are not text, or a line too long.
     stopped: bool,
     /// The memo this read-out is making (of a finished session's log), and
@@ -293,7 +331,7 @@ impl LogReadout {
     /// A batch the caller is done with: its buffer is kept for a later read.
     pub fn give_back(&mut self, batch: ReadoutBatch) {
         if let Body::Shown(blocks) = batch.body {
-            self.give_back_buf(blocks.into_text());
+            self.give_back_text(blocks.into_text());
         }
     }
 
@@ -345,47 +383,64 @@ impl LogReadout {
             return Ok(None);
         }
         let log_at = self.next_at;
-        let mut buf = self.take_read(max_bytes)?;
+        let mut text = self.take_read(max_bytes)?;
         let consumed = loop {
-            let read_end = log_at + buf.len() as u64;
+            let read = text.as_ref().len();
+            let read_end = log_at + read as u64;
             let at_end = self.finished && read_end >= self.end;
-            let consumed = herd_hooks::blocks_end(&buf, at_end);
-            if consumed > 0 || buf.is_empty() {
+            let consumed = herd_hooks::blocks_end(text.as_ref(), at_end);
+            if consumed > 0 || read == 0 {
                 break consumed;
             }
             // No whole block yet: read on, up to the longest line held; at the
             // end, a running session's unfinished block is the chunked route's
             // (it ends where a line does).
             if read_end >= self.end {
-                self.give_back_buf(buf);
+                self.give_back_text(text);
                 return Ok(None);
             }
-            if buf.len() > MAX_LINE_BYTES {
+            if read > MAX_LINE_BYTES {
                 self.stopped = true;
-                self.give_back_buf(buf);
+                self.give_back_text(text);
                 return Ok(None);
             }
+            let Some(mut buf) = self.copied(text) else {
+                self.stop();
+                return Ok(None);
+            };
             let want = (self.end - read_end).min(max_bytes as u64);
-            let before = buf.len();
             read_range(&self.file, read_end, want, &mut buf).map_err(|e| self.io_err(e))?;
-            if buf.len() == before {
+            if buf.len() == read {
                 // The file shrank: it ends here.
                 self.end = read_end;
             }
+            text = ReadText::Buf(buf);
         };
-        if buf.is_empty() {
+        if text.as_ref().is_empty() {
             return Ok(None);
         }
         // The next batch is read while this one is redacted.
         self.read_ahead(log_at + consumed as u64, max_bytes);
-        let at_end = self.finished && log_at + buf.len() as u64 >= self.end;
+        let at_end = self.finished && log_at + text.as_ref().len() as u64 >= self.end;
         let Some(shown) =
             self.hooks
-                .show_log_blocks(&self.command, buf, self.key_open, at_end, self.threads)
+                .show_log_blocks(&self.command, text, self.key_open, at_end, self.threads)
         else {
             self.stop();
             return Ok(None);
         };
+        if shown.text().shrank() {
+            // The log shrank under the map: what was redacted is not the log. The
+            // chunked route goes on from here and meets the log as it is now.
+            tracing::info!(
+                target: "herd::readout",
+                session = %self.session,
+                at = log_at,
+                "the log shrank under its map while it was read out: the chunked route shows it from here"
+            );
+            self.stop();
+            return Ok(None);
+        }
         self.key_open = shown.key_open_after();
         self.next_at = log_at + shown.consumed() as u64;
         if shown.not_text() {
@@ -407,6 +462,29 @@ impl LogReadout {
         }
     }
 
+    /// Text a batch is done with: a buffer is kept for a later read, a map
+    /// unmapped.
+    fn give_back_text(&mut self, text: ReadText) {
+        if let ReadText::Buf(buf) = text {
+            self.give_back_buf(buf);
+        }
+    }
+
+    /// `text` as a buffer that can be read on to: a map's bytes copied into one;
+    /// `None` when the log shrank under the map.
+    fn copied(&mut self, text: ReadText) -> Option<Vec<u8>> {
+        match text {
+            ReadText::Buf(buf) => Some(buf),
+            ReadText::Mapped(map) => {
+                let mut buf = self.spare.pop().unwrap_or_default();
+                buf.clear();
+                buf.extend_from_slice(map.as_ref());
+                // Checked after the copy: a page lost during it reads as zeros.
+                (!map.shrank()).then_some(buf)
+            }
+        }
+    }
+
     fn give_back_buf(&mut self, mut buf: Vec<u8>) {
         if self.spare.len() < 2 {
             buf.clear();
@@ -421,20 +499,18 @@ impl LogReadout {
         }
     }
 
-    /// Starts reading up to `max_bytes` from `at` on a thread of its own.
+    /// Starts reading (or mapping) up to `max_bytes` from `at` on a thread of its
+    /// own.
     fn read_ahead(&mut self, at: u64, max_bytes: usize) {
         if at >= self.end {
             return;
         }
         let want = (self.end - at).min(max_bytes as u64);
         let file = Arc::clone(&self.file);
-        let mut buf = self.spare.pop().unwrap_or_default();
+        let buf = self.spare.pop().unwrap_or_default();
         let reader = std::thread::Builder::new()
             .name("herd-log-read".to_owned())
-            .spawn(move || {
-                buf.clear();
-                read_range(&file, at, want, &mut buf).map(|()| buf)
-            });
+            .spawn(move || read_text(&file, at, want, buf));
         // A thread that cannot start: the next batch is read when it is due.
         if let Ok(reader) = reader {
             self.ahead = Some((at, reader));
@@ -442,29 +518,41 @@ impl LogReadout {
     }
 
     /// The bytes from `next_at` on, up to `max_bytes`: the read ahead, or read now.
-    fn take_read(&mut self, max_bytes: usize) -> Result<Vec<u8>, Error> {
+    fn take_read(&mut self, max_bytes: usize) -> Result<ReadText, Error> {
         if let Some((at, ahead)) = self.ahead.take() {
             let read = ahead
                 .join()
                 .unwrap_or_else(|_| Err(std::io::Error::other("the log reader panicked")));
-            let buf = read.map_err(|e| self.io_err(e))?;
-            if at == self.next_at && !buf.is_empty() {
-                return Ok(buf);
+            let text = read.map_err(|e| self.io_err(e))?;
+            if at == self.next_at && !text.as_ref().is_empty() {
+                return Ok(text);
             }
-            self.give_back_buf(buf);
+            self.give_back_text(text);
         }
-        let mut buf = self.spare.pop().unwrap_or_default();
-        buf.clear();
+        let buf = self.spare.pop().unwrap_or_default();
         let want = self.end.saturating_sub(self.next_at).min(max_bytes as u64);
-        if want > 0 {
-            read_range(&self.file, self.next_at, want, &mut buf).map_err(|e| self.io_err(e))?;
-            if buf.is_empty() {
-                // The file shrank: it ends here.
-                self.end = self.next_at;
-            }
+        let text = read_text(&self.file, self.next_at, want, buf).map_err(|e| self.io_err(e))?;
+        if want > 0 && text.as_ref().is_empty() {
+            // The file shrank: it ends here.
+            self.end = self.next_at;
         }
-        Ok(buf)
+        Ok(text)
     }
+}
+
+/// `want` bytes of `file` from `at`: mapped where maps are guarded
+/// (`sys::mapped`: the redactor reads the file's pages, no copy), else read into
+/// `buf`.
+fn read_text(file: &File, at: u64, want: u64, mut buf: Vec<u8>) -> std::io::Result<ReadText> {
+    if let Some(map) = usize::try_from(want)
+        .ok()
+        .and_then(|len| Mapped::new(file, at, len))
+    {
+        return Ok(ReadText::Mapped(map));
+    }
+    buf.clear();
+    read_range(file, at, want, &mut buf)?;
+    Ok(ReadText::Buf(buf))
 }
 
 /// Reads up to `want` bytes of `file` at `at` onto the end of `buf`, straight
