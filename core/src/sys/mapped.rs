@@ -63,6 +63,10 @@ static PREVIOUS: OnceLock<libc::sigaction> = OnceLock::new();
 /// Whether [`guard`] installed the handler (maps are made only then).
 static GUARDED: AtomicBool = AtomicBool::new(false);
 
+/// The page size, read once by [`guard`] (the handler calls nothing that is not
+/// async-signal-safe).
+static PAGE: AtomicUsize = AtomicUsize::new(4096);
+
 /// Installs the `SIGBUS` handler that lets files be read by mapping them (see the
 /// module docs); once per process, later calls answer as the first did.
 ///
@@ -71,6 +75,13 @@ static GUARDED: AtomicBool = AtomicBool::new(false);
 pub(crate) fn guard() -> std::io::Result<()> {
     static INSTALLED: OnceLock<Result<(), i32>> = OnceLock::new();
     let done = INSTALLED.get_or_init(|| {
+        // SAFETY: sysconf has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        if let Ok(page) = usize::try_from(page)
+            && page.is_power_of_two()
+        {
+            PAGE.store(page, Ordering::Relaxed);
+        }
         // SAFETY: a zeroed sigaction is a valid out-parameter; a null new action
         // only reads the current one.
         let mut previous: libc::sigaction = unsafe { std::mem::zeroed() };
@@ -173,9 +184,7 @@ fn pass_on(signal: libc::c_int, info: *mut libc::siginfo_t, context: *mut libc::
 }
 
 fn page_size() -> usize {
-    // SAFETY: sysconf has no preconditions.
-    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    usize::try_from(size).unwrap_or(4096)
+    PAGE.load(Ordering::Relaxed)
 }
 
 /// `len` bytes of a file from offset `at`, mapped read-only (see the module docs).
