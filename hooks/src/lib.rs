@@ -55,7 +55,7 @@ pub use pipeline::{
     DEFAULT_BUDGET, Hook, HookChain, HookError, HookStart, HookStats, Pipeline, RouteCounts,
     SUPPRESS_AFTER_TIMEOUT,
 };
-pub use readout::{BLOCK_BYTES, Extent, Piece, ShownBlocks, blocks_end};
+pub use readout::{BLOCK_BYTES, Extent, LogText, Piece, ShownBlocks, blocks_end};
 pub use redact::{
     KEY_LOOKBACK_BYTES, KeyIndex, KeyLines, RedactMode, Redactor, RedactorConfig, StreamRedactor,
     key_open_at_end, key_open_in_log, key_state_matters, mask, recognised_table,

@@ -29,6 +29,20 @@ use std::ops::Range;
 use crate::redact::{Found, RedactMode, splice};
 use crate::{Pipeline, Redactor};
 
+/// The text of a log [`Pipeline::show_log_blocks`] reads: its bytes, and whether
+/// they may change while they are read (a file's pages mapped, which another
+/// process may write or cut short). Such text is read a block at a time into
+/// memory of the reader's own, so the text checked to be UTF-8 is the text
+/// redacted, whatever happens to the file meanwhile.
+pub trait LogText: AsRef<[u8]> {
+    /// Whether the bytes may change while they are read.
+    fn may_change(&self) -> bool {
+        false
+    }
+}
+
+impl LogText for Vec<u8> {}
+
 /// The size blocks are cut at: the redactor's own block size (about 64 KiB of
 /// whole lines), so the blocks are the ones a sequential redaction walks.
 pub const BLOCK_BYTES: usize = 64 * 1024;
@@ -234,15 +248,22 @@ struct RunShown {
 /// Redacts the blocks `run` of `text` in order, starting with `key_open`: each
 /// block checked to be UTF-8 (each starts after a line end, so a valid text's
 /// blocks are valid on their own) and redacted as the sequential walk redacts it.
+///
+/// With `copy` (the text may change under the reader: a file's mapped pages),
+/// each block is copied before it is read, so what is checked to be UTF-8 is what
+/// is redacted.
 fn redact_run(
     redactor: &Redactor,
     text: &[u8],
     run: &[Range<usize>],
     mut key_open: bool,
+    copy: bool,
 ) -> RunShown {
     let mut parts: Vec<Part> = Vec::new();
+    let mut scratch: Vec<u8> = Vec::new();
     for block in run {
-        let Ok(block_text) = std::str::from_utf8(&text[block.clone()]) else {
+        let bytes = stable(&text[block.clone()], copy, &mut scratch);
+        let Ok(block_text) = std::str::from_utf8(bytes) else {
             return RunShown {
                 parts,
                 key_open,
@@ -279,14 +300,21 @@ fn redact_run(
 /// cannot be key body is usually the last one), so the text before a run need
 /// not be checked for UTF-8 whole. Bytes there that are not UTF-8 answer
 /// `open_at_start`: the run before stops at them, and this run is not shown.
-fn key_open_at(redactor: &Redactor, text: &[u8], at: usize, open_at_start: bool) -> bool {
+fn key_open_at(
+    redactor: &Redactor,
+    text: &[u8],
+    at: usize,
+    open_at_start: bool,
+    copy: bool,
+) -> bool {
     let mut reach = LOOKBACK_BYTES;
+    let mut scratch: Vec<u8> = Vec::new();
     loop {
         let from = match at.checked_sub(reach) {
             Some(cut) => memchr::memrchr(b'\n', &text[..cut]).map_or(0, |nl| nl + 1),
             None => 0,
         };
-        let Ok(before) = std::str::from_utf8(&text[from..at]) else {
+        let Ok(before) = std::str::from_utf8(stable(&text[from..at], copy, &mut scratch)) else {
             return open_at_start;
         };
         if from == 0 {
@@ -299,6 +327,17 @@ fn key_open_at(redactor: &Redactor, text: &[u8], at: usize, open_at_start: bool)
         }
         reach = reach.saturating_mul(4);
     }
+}
+
+/// `bytes` as they are, or (with `copy`) copied into `scratch`: bytes that may
+/// change under the reader are read once, into memory of the reader's own.
+fn stable<'a>(bytes: &'a [u8], copy: bool, scratch: &'a mut Vec<u8>) -> &'a [u8] {
+    if !copy {
+        return bytes;
+    }
+    scratch.clear();
+    scratch.extend_from_slice(bytes);
+    scratch
 }
 
 /// How far back [`key_open_at`] looks first.
@@ -318,14 +357,17 @@ fn redact_runs(
     runs: &[&[Range<usize>]],
     key_open: bool,
     threads: usize,
+    copy: bool,
 ) -> Vec<RunShown> {
     use std::sync::atomic::{AtomicUsize, Ordering};
     let one = |run: &[Range<usize>]| {
         let open = match run.first() {
-            Some(first) if first.start > 0 => key_open_at(redactor, text, first.start, key_open),
+            Some(first) if first.start > 0 => {
+                key_open_at(redactor, text, first.start, key_open, copy)
+            }
             _ => key_open,
         };
-        redact_run(redactor, text, run, open)
+        redact_run(redactor, text, run, open, copy)
     };
     if threads <= 1 {
         return runs.iter().map(|run| one(run)).collect();
@@ -416,7 +458,7 @@ impl Pipeline {
     /// `None` when this pipeline does not read out in blocks
     /// ([`Pipeline::shows_log_blocks`]): hooks, configured patterns or an
     /// environment dump need the route that shows a window at a time.
-    pub fn show_log_blocks<T: AsRef<[u8]>>(
+    pub fn show_log_blocks<T: LogText>(
         &self,
         command: &str,
         text: T,
@@ -429,13 +471,21 @@ impl Pipeline {
         }
         let redactor: &Redactor = self.redactor();
         let bytes = text.as_ref();
+        let copy = text.may_change();
         let (blocks, consumed) = blocks(bytes, at_end);
         let threads = threads.max(1);
         // More runs than threads, taken in turn by whichever thread is free: a
         // thread slowed by other work on the machine does not hold the others up
         // at the end of the batch.
         let runs = runs(&blocks, threads * RUNS_PER_THREAD);
-        let results = redact_runs(redactor, bytes, &runs, key_open, threads.min(runs.len()));
+        let results = redact_runs(
+            redactor,
+            bytes,
+            &runs,
+            key_open,
+            threads.min(runs.len()),
+            copy,
+        );
         let mut shown = ShownBlocks {
             text,
             parts: Vec::new(),

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::support::Env;
+use crate::support::{Env, wait_until};
 
 /// The output of a `logs.dump` of `id` without frames: `log` notes, JSON
 /// escaped, the route of protocol 1.
@@ -203,12 +203,14 @@ fn b28_a_capped_log_keeps_its_cap_under_a_fast_writer() {
     );
 }
 
-#[test]
-fn b5_a_log_cut_short_while_it_is_read_out_is_shown_to_its_new_end_and_the_daemon_lives() {
+/// Runs a 48 MiB job (six read-out batches), starts `herd logs` of it into a pipe
+/// that is not read beyond its first byte, cuts the log to `cut` bytes and reads
+/// on: the output must be the log as it is now, the daemon alive. The daemon's
+/// log (`herd::readout` at debug) is returned.
+fn read_out_while_cut(cut: u64) -> String {
     let mut env = Env::new();
     env.vars
         .push(("HERD_LOG".to_owned(), "info,herd::readout=debug".to_owned()));
-    // 48 MiB of 64-byte lines: six batches of the read-out, each mapped.
     let line = "INFO the read-out maps this log and it is cut short under it ok";
     assert_eq!(line.len() + 1, 64);
     let id = env.start_json(&["--", &format!("yes '{line}' | head -c {}", 48 << 20)]);
@@ -224,12 +226,25 @@ fn b5_a_log_cut_short_while_it_is_read_out_is_shown_to_its_new_end_and_the_daemo
         .expect("herd logs starts");
     let mut out = client.stdout.take().expect("its stdout");
     // Its first byte: the read-out has begun, and with nothing more read the daemon
-    // sends at most the pipe's and the socket's buffers of the first batch.
+    // sends at most the pipe's and the socket's buffers of the first batch; the
+    // batches after it wait in the read-out or are still being made.
     let mut shown = vec![0u8; 1];
     out.read_exact(&mut shown).expect("the first byte");
-    // The log is cut short inside the fifth batch, which the read-out has at most
-    // mapped (the writer holds the first, two wait for it, the fourth is redacted).
-    let cut = (36u64 << 20) + 64 * 1000;
+    // The read-out is as far as it gets while nothing is read: five batches
+    // mapped (the one being written, two waiting for the writer, one redacted and
+    // waiting to join them, the next mapped ahead).
+    let maps = || {
+        std::fs::read_to_string(format!("/proc/{daemon}/maps"))
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.ends_with(&format!("{id}.log")))
+            .count()
+    };
+    assert!(
+        wait_until(Duration::from_secs(120), || maps() >= 5).is_ok(),
+        "the read-out maps five batches ahead of a client that reads nothing: {}",
+        maps()
+    );
     OpenOptions::new()
         .write(true)
         .open(&log_path)
@@ -246,12 +261,29 @@ fn b5_a_log_cut_short_while_it_is_read_out_is_shown_to_its_new_end_and_the_daemo
         shown.len(),
         log.len()
     );
-    let daemon_log =
-        std::fs::read_to_string(env.home().join("logs/daemon.log")).unwrap_or_default();
+    env.ok(&["ps"]);
+    assert_eq!(env.daemon_pid(), Some(daemon), "the same daemon answers");
+    std::fs::read_to_string(env.home().join("logs/daemon.log")).unwrap_or_default()
+}
+
+#[test]
+fn b5_a_log_cut_short_while_it_is_read_out_is_shown_to_its_new_end_and_the_daemon_lives() {
+    // Inside the fifth batch, which the read-out has mapped but not read: its
+    // redaction meets the pages the log lost.
+    let daemon_log = read_out_while_cut((36 << 20) + 64 * 1000);
     assert!(
         daemon_log.contains("the log shrank under its map"),
         "the read-out met the cut in a mapped batch and went on by the chunked route: {daemon_log}"
     );
-    env.ok(&["ps"]);
-    assert_eq!(env.daemon_pid(), Some(daemon), "the same daemon answers");
+}
+
+#[test]
+fn b5_a_log_cut_short_under_a_batch_made_before_the_cut_is_shown_to_its_new_end() {
+    // Inside the second batch, redacted before the cut and waiting for the
+    // writer: it is not sent from the file past the log's new end.
+    let daemon_log = read_out_while_cut((12 << 20) + 64 * 7);
+    assert!(
+        daemon_log.contains("the log was cut short under a read-out batch"),
+        "the writer saw the cut before the batch and the chunked route went on: {daemon_log}"
+    );
 }

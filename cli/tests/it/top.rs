@@ -63,8 +63,15 @@ impl TopPane for Tmux {
         }
         self.type_line(&format!("echo {marker}=$?"));
         let expect = format!("{marker}=");
+        // The echo's output, not the typed command (`=$?`); on a busy machine the
+        // typed line can be echoed before the shell's prompt, which then leads
+        // the output's line.
         self.wait_for("the shell to run a command again", |s| {
-            s.lines().any(|l| l.starts_with(&expect))
+            s.lines().any(|l| {
+                l.split(expect.as_str())
+                    .nth(1)
+                    .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()))
+            })
         })
     }
 }

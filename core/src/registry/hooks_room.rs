@@ -126,7 +126,7 @@ impl Hooks {
 
     /// The whole blocks of `text`, redacted on up to `threads` threads (see
     /// [`Pipeline::show_log_blocks`]); `None` when the log is not read out in blocks.
-    pub(super) fn show_log_blocks<T: AsRef<[u8]>>(
+    pub(super) fn show_log_blocks<T: herd_hooks::LogText>(
         &self,
         command: &str,
         text: T,

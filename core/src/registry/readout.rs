@@ -35,6 +35,7 @@ use super::hooks_room::Hooks;
 use crate::answers::SessionStatus;
 use crate::error::Error;
 use crate::sys::mapped::Mapped;
+use herd_hooks::LogText;
 pub(crate) use memo::Memos;
 use memo::{Extent, FileId, Memo, Recording};
 
@@ -75,6 +76,12 @@ impl AsRef<[u8]> for ReadText {
             ReadText::Buf(buf) => buf,
             ReadText::Mapped(map) => map.as_ref(),
         }
+    }
+}
+
+impl herd_hooks::LogText for ReadText {
+    fn may_change(&self) -> bool {
+        matches!(self, ReadText::Mapped(_))
     }
 }
 
@@ -147,6 +154,24 @@ impl ReadoutBatch {
     /// The log offset the batch starts at.
     pub fn log_at(&self) -> u64 {
         self.log_at
+    }
+
+    /// Where the pieces that can only be sent from the log file end (pieces of
+    /// the log whose bytes the batch does not hold: a map's, a memo's); `None`
+    /// when it holds every byte it shows. A log shorter than that now was cut
+    /// short since the batch was made: the batch cannot be sent whole.
+    pub fn file_end(&self) -> Option<u64> {
+        self.pieces()
+            .iter()
+            .filter_map(|piece| match piece {
+                ReadoutPiece::File {
+                    at,
+                    len,
+                    text: None,
+                } => Some(at + len),
+                _ => None,
+            })
+            .max()
     }
 }
 
@@ -429,7 +454,14 @@ impl LogReadout {
             self.stop();
             return Ok(None);
         };
-        if shown.text().shrank() {
+        // A cut inside the map's last page reads as zeros with no fault: the
+        // log's length tells.
+        let cut_short = || {
+            self.file
+                .metadata()
+                .is_ok_and(|meta| meta.len() < log_at + shown.text().as_ref().len() as u64)
+        };
+        if shown.text().shrank() || (shown.text().may_change() && cut_short()) {
             // The log shrank under the map: what was redacted is not the log. The
             // chunked route goes on from here and meets the log as it is now.
             tracing::info!(

@@ -23,19 +23,23 @@
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 /// How many maps may live at once.
 const SLOTS: usize = 256;
 
-/// A slot's states.
-const FREE: u8 = 0;
-const CLAIMED: u8 = 1;
-const LIVE: u8 = 2;
+/// A slot's states: the low bits of its tag, whose other bits count its claims
+/// (so the handler can tell a slot that was freed and claimed again while it read
+/// the range, as a seqlock does).
+const FREE: u64 = 0;
+const CLAIMED: u64 = 1;
+const LIVE: u64 = 2;
+const STATE_BITS: u64 = 3;
+const CLAIM: u64 = 4;
 
 /// One live map: the address range the handler answers for, and whether it did.
 struct Slot {
-    state: AtomicU8,
+    state: AtomicU64,
     start: AtomicUsize,
     end: AtomicUsize,
     shrank: AtomicBool,
@@ -46,7 +50,7 @@ struct Slot {
     reason = "the initialiser of the table's slots, each its own"
 )]
 const EMPTY: Slot = Slot {
-    state: AtomicU8::new(FREE),
+    state: AtomicU64::new(FREE),
     start: AtomicUsize::new(0),
     end: AtomicUsize::new(0),
     shrank: AtomicBool::new(false),
@@ -122,15 +126,28 @@ extern "C" fn on_sigbus(
     context: *mut libc::c_void,
 ) {
     // SAFETY: the kernel hands a SA_SIGINFO handler a valid siginfo.
-    let addr = unsafe { (*info).si_addr() } as usize;
+    let (code, addr) = unsafe { ((*info).si_code, (*info).si_addr() as usize) };
+    if code <= 0 {
+        // Sent (`kill`, `tgkill`, `sigqueue`), not a fault: `si_addr` is no
+        // address. It ends the process, as it would have without a handler.
+        die_of(signal);
+        return;
+    }
     for slot in &TABLE {
-        if slot.state.load(Ordering::Acquire) != LIVE {
+        let tag = slot.state.load(Ordering::Acquire);
+        if tag & STATE_BITS != LIVE {
             continue;
         }
         let (start, end) = (
             slot.start.load(Ordering::Relaxed),
             slot.end.load(Ordering::Relaxed),
         );
+        std::sync::atomic::fence(Ordering::Acquire);
+        if slot.state.load(Ordering::Relaxed) != tag {
+            // Freed (and perhaps claimed again) while read: not the faulting
+            // thread's map, which lives until its reader is done.
+            continue;
+        }
         if (start..end).contains(&addr) {
             let page = addr & !(page_size() - 1);
             // SAFETY: the page lies in a live map this process made (the slot is
@@ -176,11 +193,25 @@ fn pass_on(signal: libc::c_int, info: *mut libc::siginfo_t, context: *mut libc::
             return;
         }
     }
+    to_default(signal);
+}
+
+/// Puts `signal`'s default disposition back.
+fn to_default(signal: libc::c_int) {
     // SAFETY: a zeroed sigaction is SIG_DFL with an empty mask.
     let mut default: libc::sigaction = unsafe { std::mem::zeroed() };
     default.sa_sigaction = libc::SIG_DFL;
     // SAFETY: `default` is a complete sigaction.
     unsafe { libc::sigaction(signal, &raw const default, std::ptr::null_mut()) };
+}
+
+/// Ends the process by `signal`'s default action: the disposition put back and
+/// the signal raised again (blocked while its handler runs, it is delivered as
+/// the handler returns).
+fn die_of(signal: libc::c_int) {
+    to_default(signal);
+    // SAFETY: raise is async-signal-safe.
+    unsafe { libc::raise(signal) };
 }
 
 fn page_size() -> usize {
@@ -231,14 +262,19 @@ impl Mapped {
                 file_offset,
             )
         };
+        let entry = &TABLE[slot];
+        let claimed = entry.state.load(Ordering::Relaxed);
         if base == libc::MAP_FAILED {
-            TABLE[slot].state.store(FREE, Ordering::Release);
+            entry
+                .state
+                .store(claimed & !STATE_BITS | FREE, Ordering::Release);
             return None;
         }
-        let entry = &TABLE[slot];
         entry.start.store(base as usize, Ordering::Relaxed);
         entry.end.store(base as usize + map_len, Ordering::Relaxed);
-        entry.state.store(LIVE, Ordering::Release);
+        entry
+            .state
+            .store(claimed & !STATE_BITS | LIVE, Ordering::Release);
         Some(Mapped {
             base,
             map_len,
@@ -268,7 +304,11 @@ impl Drop for Mapped {
     fn drop(&mut self) {
         // The slot first: the handler must not answer for the range once another
         // map may be given it.
-        TABLE[self.slot].state.store(FREE, Ordering::Release);
+        let slot = &TABLE[self.slot].state;
+        slot.store(
+            slot.load(Ordering::Relaxed) & !STATE_BITS | FREE,
+            Ordering::Release,
+        );
         // SAFETY: the map this value made, unmapped once; no borrow of it outlives
         // the value.
         unsafe { libc::munmap(self.base, self.map_len) };
@@ -278,10 +318,17 @@ impl Drop for Mapped {
 /// Claims a free slot of `table`.
 fn claim(table: &[Slot]) -> Option<usize> {
     table.iter().position(|slot| {
-        let won = slot
-            .state
-            .compare_exchange(FREE, CLAIMED, Ordering::Acquire, Ordering::Relaxed)
-            .is_ok();
+        let tag = slot.state.load(Ordering::Relaxed);
+        let won = tag & STATE_BITS == FREE
+            && slot
+                .state
+                .compare_exchange(
+                    tag,
+                    (tag & !STATE_BITS).wrapping_add(CLAIM) | CLAIMED,
+                    Ordering::Acquire,
+                    Ordering::Relaxed,
+                )
+                .is_ok();
         if won {
             slot.shrank.store(false, Ordering::Relaxed);
         }
@@ -303,10 +350,16 @@ mod tests {
     #[test]
     fn b5_a_mapped_read_gives_the_files_bytes_from_any_offset() {
         guard().expect("the handler");
-        let bytes: Vec<u8> = (0..5 * 4096 + 123).map(|i| (i % 251) as u8).collect();
+        let page = page_size();
+        let bytes: Vec<u8> = (0..5 * page + 123).map(|i| (i % 251) as u8).collect();
         let (_dir, path) = file_of(&bytes);
         let file = File::open(&path).expect("open");
-        for (at, len) in [(0, bytes.len()), (4096, 4096), (5000, 7000), (20_000, 603)] {
+        for (at, len) in [
+            (0, bytes.len()),
+            (page, page),
+            (page + 904, page + 2904),
+            (5 * page - 20, 143),
+        ] {
             let map = Mapped::new(&file, at as u64, len).expect("a map");
             assert_eq!(map.as_ref(), &bytes[at..at + len], "{len} bytes at {at}");
             assert!(!map.shrank());
@@ -317,7 +370,8 @@ mod tests {
     #[test]
     fn b5_a_file_cut_short_under_its_map_reads_as_zeros_and_is_marked_not_a_crash() {
         guard().expect("the handler");
-        let bytes = vec![b'x'; 8 * 4096];
+        let page = page_size();
+        let bytes = vec![b'x'; 8 * page];
         let (_dir, path) = file_of(&bytes);
         let file = File::open(&path).expect("open");
         let map = Mapped::new(&file, 0, bytes.len()).expect("a map");
@@ -325,44 +379,71 @@ mod tests {
         std::fs::OpenOptions::new()
             .write(true)
             .open(&path)
-            .and_then(|f| f.set_len(4096 + 10))
+            .and_then(|f| f.set_len(page as u64 + 10))
             .expect("truncate");
         let seen = map.as_ref();
-        assert_eq!(&seen[..4096 + 10], &bytes[..4096 + 10], "the bytes kept");
+        assert_eq!(&seen[..page + 10], &bytes[..page + 10], "the bytes kept");
         assert!(
-            seen[2 * 4096..].iter().all(|&b| b == 0),
-            "the pages the file lost read as zeros"
+            seen[page + 10..].iter().all(|&b| b == 0),
+            "the bytes the file lost read as zeros (in its last page too, unfaulted)"
         );
         assert!(map.shrank(), "the map says the file shrank under it");
         drop(map);
         // The slot is free again and a new map of the same file is clean.
-        let again = Mapped::new(&file, 0, 4096).expect("a map");
-        assert_eq!(again.as_ref(), &bytes[..4096]);
+        let again = Mapped::new(&file, 0, page).expect("a map");
+        assert_eq!(again.as_ref(), &bytes[..page]);
         assert!(!again.shrank());
     }
 
-    /// Set in the child [`b5_a_fault_outside_every_map_still_ends_the_process`]
-    /// starts: it faults outside every map.
-    const FAULT_CHILD: &str = "HERD_TEST_MAPPED_FAULT_CHILD";
+    /// Set in the children the tests below start: how each meets `SIGBUS`.
+    const SIGBUS_CHILD: &str = "HERD_TEST_MAPPED_SIGBUS_CHILD";
 
-    #[test]
+    /// Runs the test `name` of this binary as a child with [`SIGBUS_CHILD`] set
+    /// (no core file); the signal that ended it.
     #[expect(
         clippy::disallowed_methods,
-        reason = "the test binary runs itself as the child that faults"
+        reason = "the test binary runs itself as the child that meets the signal"
     )]
-    fn b5_a_fault_outside_every_map_still_ends_the_process() {
+    fn child_ends_by(name: &str) -> Option<i32> {
         use std::os::unix::process::{CommandExt, ExitStatusExt};
-        let name = "sys::mapped::tests::b5_a_fault_outside_every_map_still_ends_the_process";
-        if std::env::var_os(FAULT_CHILD).is_some() {
+        let mut child =
+            std::process::Command::new(std::env::current_exe().expect("the test binary"));
+        child
+            .args([
+                "--exact",
+                &format!("sys::mapped::tests::{name}"),
+                "--test-threads=1",
+            ])
+            .env(SIGBUS_CHILD, "1")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        // SAFETY: setrlimit is async-signal-safe; no core file is left behind.
+        unsafe {
+            child.pre_exec(|| {
+                let none = libc::rlimit {
+                    rlim_cur: 0,
+                    rlim_max: 0,
+                };
+                libc::setrlimit(libc::RLIMIT_CORE, &raw const none);
+                Ok(())
+            });
+        }
+        child.status().expect("the child runs").signal()
+    }
+
+    #[test]
+    fn b5_a_fault_outside_every_map_still_ends_the_process() {
+        if std::env::var_os(SIGBUS_CHILD).is_some() {
             guard().expect("the handler");
-            let (_dir, path) = file_of(&[b'z'; 2 * 4096]);
+            let page = page_size();
+            let (_dir, path) = file_of(&vec![b'z'; 2 * page]);
             let file = File::open(&path).expect("open");
             // A map of its own, not in the table: the handler must not answer for it.
             // SAFETY: a fresh read-only map of a file open for reading.
             let base = unsafe {
                 libc::mmap(
                     std::ptr::null_mut(),
-                    2 * 4096,
+                    2 * page,
                     libc::PROT_READ,
                     libc::MAP_SHARED,
                     file.as_raw_fd(),
@@ -377,33 +458,34 @@ mod tests {
                 .expect("truncate");
             // SAFETY: the map is live; the read faults (the file lost the page), which
             // is what this child is for.
-            let byte = unsafe { std::ptr::read_volatile(base.cast::<u8>().add(4096)) };
+            let byte = unsafe { std::ptr::read_volatile(base.cast::<u8>().add(page)) };
             // Not reached when the fault ends the process, as it must.
             std::process::exit(i32::from(byte) + 1);
         }
-        let mut child =
-            std::process::Command::new(std::env::current_exe().expect("the test binary"));
-        child
-            .args(["--exact", name, "--test-threads=1"])
-            .env(FAULT_CHILD, "1")
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null());
-        // SAFETY: setrlimit is async-signal-safe; no core file is left behind.
-        unsafe {
-            child.pre_exec(|| {
-                let none = libc::rlimit {
-                    rlim_cur: 0,
-                    rlim_max: 0,
-                };
-                libc::setrlimit(libc::RLIMIT_CORE, &raw const none);
-                Ok(())
-            });
-        }
-        let status = child.status().expect("the child runs");
         assert_eq!(
-            status.signal(),
+            child_ends_by("b5_a_fault_outside_every_map_still_ends_the_process"),
             Some(libc::SIGBUS),
-            "a fault no map answers for ends the process: {status:?}"
+            "a fault no map answers for ends the process"
+        );
+    }
+
+    #[test]
+    fn b5_a_sigbus_sent_to_a_guarded_process_still_ends_it() {
+        if std::env::var_os(SIGBUS_CHILD).is_some() {
+            guard().expect("the handler");
+            // A live map, so the handler has a range it could wrongly match.
+            let (_dir, path) = file_of(&[b'q'; 100]);
+            let file = File::open(&path).expect("open");
+            let _map = Mapped::new(&file, 0, 100).expect("a map");
+            // SAFETY: raise has no preconditions.
+            unsafe { libc::raise(libc::SIGBUS) };
+            // Not reached when the signal ends the process, as it must.
+            std::process::exit(3);
+        }
+        assert_eq!(
+            child_ends_by("b5_a_sigbus_sent_to_a_guarded_process_still_ends_it"),
+            Some(libc::SIGBUS),
+            "a sent SIGBUS ends the process as its default action does"
         );
     }
 
@@ -420,8 +502,16 @@ mod tests {
             "every slot taken: no map, the file is read"
         );
         table[1].shrank.store(true, Ordering::Relaxed);
-        table[1].state.store(FREE, Ordering::Release);
+        let first = table[1].state.load(Ordering::Relaxed);
+        table[1]
+            .state
+            .store(first & !STATE_BITS | FREE, Ordering::Release);
         assert_eq!(claim(&table), Some(1));
+        assert_ne!(
+            table[1].state.load(Ordering::Relaxed) & !STATE_BITS,
+            first & !STATE_BITS,
+            "a claim counts: the handler tells a slot claimed again"
+        );
         assert!(
             !table[1].shrank.load(Ordering::Relaxed),
             "a claimed slot starts clean"

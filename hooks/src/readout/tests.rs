@@ -44,6 +44,35 @@ fn log_of(lines: &[(u8, usize)], crlf: bool) -> String {
 /// log read-out does: each read starts where the last one's blocks ended and reads
 /// its unconsumed rest again from the text.
 fn read_out(text: &str, pieces: &[usize], threads: usize, reread: bool) -> String {
+    read_out_as(text, pieces, threads, reread, |v| v, |v| v)
+}
+
+/// A text the read-out copies block by block before it reads it, as it does a
+/// log file's mapped pages.
+#[derive(Debug)]
+struct Changing(Vec<u8>);
+
+impl AsRef<[u8]> for Changing {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl LogText for Changing {
+    fn may_change(&self) -> bool {
+        true
+    }
+}
+
+/// [`read_out`] of texts held as `T`.
+fn read_out_as<T: LogText + std::fmt::Debug>(
+    text: &str,
+    pieces: &[usize],
+    threads: usize,
+    reread: bool,
+    hold: impl Fn(Vec<u8>) -> T,
+    give_back: impl Fn(T) -> Vec<u8>,
+) -> String {
     let pipeline = Pipeline::redaction_only();
     let mut out: Vec<u8> = Vec::new();
     let mut carry: Vec<u8> = Vec::new();
@@ -67,7 +96,7 @@ fn read_out(text: &str, pieces: &[usize], threads: usize, reread: bool) -> Strin
         };
         assert_eq!(blocks_end(&read, at_end), blocks(&read, at_end).1);
         let shown = pipeline
-            .show_log_blocks("make", read, key_open, at_end, threads)
+            .show_log_blocks("make", hold(read), key_open, at_end, threads)
             .expect("a plain pipeline reads out in blocks");
         for (piece, extent) in shown.pieces().zip(shown.extents()) {
             match (piece, extent) {
@@ -88,7 +117,7 @@ fn read_out(text: &str, pieces: &[usize], threads: usize, reread: bool) -> Strin
         }
         key_open = shown.key_open_after();
         let consumed = shown.consumed();
-        carry = shown.into_text().split_off(consumed);
+        carry = give_back(shown.into_text()).split_off(consumed);
         if at_end {
             assert!(carry.is_empty(), "everything is consumed at the end");
             break;
@@ -107,10 +136,15 @@ proptest! {
         threads in 1usize..5,
         crlf in any::<bool>(),
         reread in any::<bool>(),
+        copied in any::<bool>(),
     ) {
         let text = log_of(&lines, crlf);
         let expected = Redactor::builtin().redact(&text, RedactMode::Code).into_owned();
-        let got = read_out(&text, &pieces, threads, reread);
+        let got = if copied {
+            read_out_as(&text, &pieces, threads, reread, Changing, |c| c.0)
+        } else {
+            read_out(&text, &pieces, threads, reread)
+        };
         prop_assert!(got == expected, "the read-out differs from the sequential redaction");
     }
 }
@@ -141,6 +175,11 @@ fn b30_a_key_block_across_runs_is_masked_on_every_thread() {
         .into_owned();
     assert_eq!(read_out(&text, &[BLOCK_BYTES * 2], 3, false), expected);
     assert_eq!(read_out(&text, &[BLOCK_BYTES * 2], 3, true), expected);
+    let copied = read_out_as(&text, &[BLOCK_BYTES * 2], 3, true, Changing, |c| c.0);
+    assert_eq!(
+        copied, expected,
+        "a text copied block by block (a mapped log)"
+    );
     assert!(!expected.contains("MIIEpAIBAAKCAQEA"));
 }
 

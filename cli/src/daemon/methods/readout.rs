@@ -87,6 +87,20 @@ pub(super) async fn read_out(
         }
     });
     while let Some(batch) = shown.recv().await {
+        if let Some(end) = batch.file_end()
+            && log.metadata().is_ok_and(|meta| meta.len() < end)
+        {
+            // The log was cut short since this batch was read: the chunked route
+            // shows it from the batch's start as it is now (the producer ends at
+            // its next batch, nobody taking it).
+            tracing::info!(
+                target: "herd::readout",
+                session,
+                at = batch.log_at(),
+                "the log was cut short under a read-out batch: the chunked route shows it from here"
+            );
+            return Ok(batch.log_at());
+        }
         for piece in batch.pieces() {
             let sent = match piece {
                 // Shown as it is: sent from the log file itself.
