@@ -219,6 +219,12 @@ fn page_size() -> usize {
 }
 
 /// `len` bytes of a file from offset `at`, mapped read-only (see the module docs).
+///
+/// The bytes are the file's pages: another process that writes the file changes
+/// them under a reader, which Rust's `&[u8]` does not expect. So they are read as
+/// plain bytes (searched for line ends, copied), never handed out as text: the
+/// read-out copies each block into memory of its own before it checks it is
+/// UTF-8 and redacts it (`herd_hooks::LogText::may_change`).
 #[derive(Debug)]
 pub(crate) struct Mapped {
     /// The map's start (page-aligned) and length.
