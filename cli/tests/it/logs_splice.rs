@@ -225,14 +225,15 @@ fn read_out_while_cut(cut: u64) -> String {
         .spawn()
         .expect("herd logs starts");
     let mut out = client.stdout.take().expect("its stdout");
-    // Its first byte: the read-out has begun, and with nothing more read the daemon
-    // sends at most the pipe's and the socket's buffers of the first batch; the
-    // batches after it wait in the read-out or are still being made.
+    // Its first byte: the read-out has begun. With nothing more read, the daemon
+    // sends at most what the pipe and the socket hold (the frames' send buffer is
+    // 4 MiB, which the kernel doubles): about 8.4 MB, the first batch (8.33 MB)
+    // or a little into the second, never into the third.
     let mut shown = vec![0u8; 1];
     out.read_exact(&mut shown).expect("the first byte");
     // The read-out is as far as it gets while nothing is read: five batches
     // mapped (the one being written, two waiting for the writer, one redacted and
-    // waiting to join them, the next mapped ahead).
+    // waiting to join them, the next mapped ahead): batches 1 to 5 or 2 to 6.
     let maps = || {
         std::fs::read_to_string(format!("/proc/{daemon}/maps"))
             .unwrap_or_default()
@@ -268,9 +269,10 @@ fn read_out_while_cut(cut: u64) -> String {
 
 #[test]
 fn b5_a_log_cut_short_while_it_is_read_out_is_shown_to_its_new_end_and_the_daemon_lives() {
-    // Inside the fifth batch, which the read-out has mapped but not read: its
-    // redaction meets the pages the log lost.
-    let daemon_log = read_out_while_cut((36 << 20) + 64 * 1000);
+    // Inside the sixth batch (41.65 to 49.98 MB), which the read-out has mapped
+    // ahead but not read, or not mapped yet: its redaction meets the pages the
+    // log lost.
+    let daemon_log = read_out_while_cut((44 << 20) + 64 * 1000);
     assert!(
         daemon_log.contains("the log shrank under its map"),
         "the read-out met the cut in a mapped batch and went on by the chunked route: {daemon_log}"
@@ -279,9 +281,9 @@ fn b5_a_log_cut_short_while_it_is_read_out_is_shown_to_its_new_end_and_the_daemo
 
 #[test]
 fn b5_a_log_cut_short_under_a_batch_made_before_the_cut_is_shown_to_its_new_end() {
-    // Inside the second batch, redacted before the cut and waiting for the
-    // writer: it is not sent from the file past the log's new end.
-    let daemon_log = read_out_while_cut((12 << 20) + 64 * 7);
+    // Inside the third batch (16.66 to 24.99 MB), redacted before the cut and
+    // waiting for the writer: it is not sent from the file past the log's new end.
+    let daemon_log = read_out_while_cut((20 << 20) + 64 * 7);
     assert!(
         daemon_log.contains("the log was cut short under a read-out batch"),
         "the writer saw the cut before the batch and the chunked route went on: {daemon_log}"
