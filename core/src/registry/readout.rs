@@ -79,17 +79,26 @@ impl AsRef<[u8]> for ReadText {
     }
 }
 
-impl herd_hooks::LogText for ReadText {
+impl LogText for ReadText {
     fn may_change(&self) -> bool {
         matches!(self, ReadText::Mapped(_))
     }
 }
 
 impl ReadText {
-    /// Whether the log shrank under its map while it was read: what was read
-    /// from there on is zeros, not the log.
-    fn shrank(&self) -> bool {
-        matches!(self, ReadText::Mapped(map) if map.shrank())
+    /// Whether the log (`file`, this text read from `at`) lost bytes of a map
+    /// while they were read: a page the map met gone (zeros were read), or a cut
+    /// inside the map's last page (zeros with no fault: the log's length tells).
+    fn cut_short(&self, file: &File, at: u64) -> bool {
+        match self {
+            ReadText::Buf(_) => false,
+            ReadText::Mapped(map) => {
+                map.shrank()
+                    || file
+                        .metadata()
+                        .is_ok_and(|meta| meta.len() < at + map.as_ref().len() as u64)
+            }
+        }
     }
 }
 
@@ -161,17 +170,21 @@ impl ReadoutBatch {
     /// when it holds every byte it shows. A log shorter than that now was cut
     /// short since the batch was made: the batch cannot be sent whole.
     pub fn file_end(&self) -> Option<u64> {
-        self.pieces()
-            .iter()
-            .filter_map(|piece| match piece {
-                ReadoutPiece::File {
-                    at,
-                    len,
-                    text: None,
-                } => Some(at + len),
-                _ => None,
-            })
-            .max()
+        match &self.body {
+            // A map's blocks end where the blocks consumed do (a changed last
+            // block is held, so this may ask a little more of the file).
+            Body::Shown(blocks) => match blocks.text() {
+                ReadText::Mapped(_) => Some(self.log_at + blocks.consumed() as u64),
+                ReadText::Buf(_) => None,
+            },
+            Body::Replayed(pieces) => pieces
+                .iter()
+                .filter_map(|piece| match piece {
+                    Replayed::File(range) => Some(range.end),
+                    Replayed::Shown(_) => None,
+                })
+                .max(),
+        }
     }
 }
 
@@ -454,14 +467,7 @@ impl LogReadout {
             self.stop();
             return Ok(None);
         };
-        // A cut inside the map's last page reads as zeros with no fault: the
-        // log's length tells.
-        let cut_short = || {
-            self.file
-                .metadata()
-                .is_ok_and(|meta| meta.len() < log_at + shown.text().as_ref().len() as u64)
-        };
-        if shown.text().shrank() || (shown.text().may_change() && cut_short()) {
+        if shown.text().cut_short(&self.file, log_at) {
             // The log shrank under the map: what was redacted is not the log. The
             // chunked route goes on from here and meets the log as it is now.
             tracing::info!(
