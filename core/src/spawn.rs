@@ -116,10 +116,62 @@ pub(crate) fn glob_matches(pattern: &str, name: &str) -> bool {
     p[pi..].iter().all(|c| *c == b'*')
 }
 
+/// The deny patterns, sorted once by shape so that judging a name costs a length
+/// check or a suffix compare per pattern, not a backtracking walk: every host variable
+/// of every spawn is judged against every pattern (about 1,600 walks a spawn with the
+/// built-in list, a twentieth of the daemon's work for a short job). It denies exactly
+/// the names [`glob_matches`] matches.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct DenyList {
+    /// Patterns without `*`: the whole name, ASCII case ignored.
+    exact: Vec<Box<[u8]>>,
+    /// `*` then a literal: the name's end.
+    suffix: Vec<Box<[u8]>>,
+    /// A literal then `*`: the name's start.
+    prefix: Vec<Box<[u8]>>,
+    /// Any other shape, walked by [`glob_matches`].
+    glob: Vec<String>,
+}
+
+impl DenyList {
+    pub(crate) fn new(patterns: &[String]) -> DenyList {
+        let mut list = DenyList::default();
+        for pattern in patterns {
+            let bytes = pattern.as_bytes();
+            let stars = bytes.iter().filter(|b| **b == b'*').count();
+            let literal = |from: usize, to: usize| bytes[from..to].to_vec().into_boxed_slice();
+            match (stars, bytes.first(), bytes.last()) {
+                (0, _, _) => list.exact.push(literal(0, bytes.len())),
+                (1, Some(b'*'), _) if bytes.len() > 1 => {
+                    list.suffix.push(literal(1, bytes.len()));
+                }
+                (1, _, Some(b'*')) if bytes.len() > 1 => {
+                    list.prefix.push(literal(0, bytes.len() - 1));
+                }
+                _ => list.glob.push(pattern.clone()),
+            }
+        }
+        list
+    }
+
+    /// Whether a pattern matches `name` (ASCII case ignored).
+    pub(crate) fn denies(&self, name: &str) -> bool {
+        let n = name.as_bytes();
+        let at_end =
+            |lit: &[u8]| n.len() >= lit.len() && n[n.len() - lit.len()..].eq_ignore_ascii_case(lit);
+        let at_start =
+            |lit: &[u8]| n.len() >= lit.len() && n[..lit.len()].eq_ignore_ascii_case(lit);
+        self.exact.iter().any(|lit| n.eq_ignore_ascii_case(lit))
+            || self.suffix.iter().any(|lit| at_end(lit))
+            || self.prefix.iter().any(|lit| at_start(lit))
+            || self.glob.iter().any(|p| glob_matches(p, name))
+    }
+}
+
 /// What a child's environment is built from.
 #[derive(Debug)]
 pub(crate) struct EnvPlan<'a> {
-    pub(crate) deny: &'a [String],
+    pub(crate) deny: &'a DenyList,
     pub(crate) forward: &'a [String],
     pub(crate) overrides: &'a [(String, String)],
     pub(crate) scratch: &'a Path,
@@ -170,7 +222,7 @@ pub(crate) fn child_env(
 
 /// Whether the host's `name` reaches the child: forwarded, or matching no deny pattern.
 fn is_passed(plan: &EnvPlan<'_>, name: &str) -> bool {
-    plan.forward.iter().any(|f| f == name) || !plan.deny.iter().any(|p| glob_matches(p, name))
+    plan.forward.iter().any(|f| f == name) || !plan.deny.denies(name)
 }
 
 /// What the OS is asked to run.

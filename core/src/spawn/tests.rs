@@ -48,8 +48,57 @@ fn b36_deny_globs_match_names() {
 }
 
 #[test]
+fn b36_the_deny_list_judges_each_shape_as_the_glob_does() {
+    let patterns: Vec<String> = [
+        "HF_TOKEN",
+        "*_api_key",
+        "OPENAI_*",
+        "AWS_*_ID",
+        "*",
+        "**",
+        "*KEY*",
+    ]
+    .iter()
+    .map(|p| (*p).to_owned())
+    .collect();
+    let list = DenyList::new(&patterns);
+    for name in [
+        "hf_token",
+        "HF_TOKENS",
+        "FAKE_API_KEY",
+        "API_KEY",
+        "openai_org",
+        "AWS_KEY_ID",
+        "PATH",
+        "",
+    ] {
+        let by_glob = patterns.iter().any(|p| glob_matches(p, name));
+        assert_eq!(list.denies(name), by_glob, "{name}");
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(500))]
+
+    /// The shapes a deny pattern is sorted into deny exactly what the glob walk does,
+    /// the built-in list included.
+    #[test]
+    fn b36_a_deny_list_denies_what_its_globs_match(
+        patterns in proptest::collection::vec("[*]?[A-Za-z_]{0,4}[*]?[A-Za-z_]{0,3}[*]?", 0..6),
+        name in "[A-Za-z_]{0,10}",
+    ) {
+        let mut all = patterns.clone();
+        all.extend(DEFAULT_ENV_DENY.iter().map(|p| (*p).to_owned()));
+        for patterns in [&patterns, &all] {
+            let by_glob = patterns.iter().any(|p| glob_matches(p, &name));
+            proptest::prop_assert_eq!(DenyList::new(patterns).denies(&name), by_glob);
+        }
+    }
+}
+
+#[test]
 fn b36_env_is_sanitised_and_tagged() {
-    let deny = vec!["*_API_KEY".to_owned()];
+    let deny = DenyList::new(&["*_API_KEY".to_owned()]);
     let forward = vec!["KEEP_API_KEY".to_owned()];
     let overrides = vec![("EXTRA".to_owned(), "1".to_owned())];
     let scratch = PathBuf::from("/home/x/cache/scratch");
@@ -85,6 +134,7 @@ fn b36_env_is_sanitised_and_tagged() {
 /// The names of `host` that reach a child under the built-in deny-list and `forward`.
 fn passed_names(forward: &[&str], host: &[(OsString, OsString)]) -> Vec<OsString> {
     let deny: Vec<String> = DEFAULT_ENV_DENY.iter().map(|p| (*p).to_owned()).collect();
+    let deny = DenyList::new(&deny);
     let forward: Vec<String> = forward.iter().map(|f| (*f).to_owned()).collect();
     let scratch = PathBuf::from("/scratch");
     let plan = EnvPlan {
