@@ -40,8 +40,11 @@ pub(crate) struct Cli {
     pub(crate) command: Command,
 }
 
-/// Every `herd` subcommand.
+/// Every `herd` subcommand. Each one's arguments are defined only when it is the one
+/// invoked (`defer`; help, completion and man pages build them all): a client
+/// builds one subcommand's definition, not some forty.
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub(crate) enum Command {
     /// Start a command in the background and print its session id.
     ///
@@ -162,7 +165,7 @@ pub(crate) enum Command {
     Man(ManArgs),
 }
 
-/// `herd man`.
+// `herd man`.
 #[derive(Debug, Args)]
 pub(crate) struct ManArgs {
     /// The subcommand whose page to print (`run`, `plugins new`); none: herd(1).
@@ -174,7 +177,7 @@ pub(crate) struct ManArgs {
     pub(crate) dir: Option<PathBuf>,
 }
 
-/// `--json` alone.
+// `--json` alone.
 #[derive(Debug, Args)]
 pub(crate) struct JsonFlag {
     /// Print machine-readable JSON instead of text.
@@ -182,7 +185,7 @@ pub(crate) struct JsonFlag {
     pub(crate) json: bool,
 }
 
-/// The owner flag shared by every command that acts for an owner.
+// The owner flag shared by every command that acts for an owner.
 #[derive(Debug, Args, Clone)]
 pub(crate) struct OwnerArg {
     /// The owner id (default: $HERD_OWNER, else "cli"; for `herd mcp`, an
@@ -209,7 +212,7 @@ pub(crate) fn resolve_owner(flag: Option<&str>, fallback: &str) -> String {
     }
 }
 
-/// `herd run`.
+// `herd run`.
 #[derive(Debug, Args)]
 pub(crate) struct RunArgs {
     /// Run under a pseudo-terminal (for programs that need a tty).
@@ -332,7 +335,7 @@ fn parse_env_pair(text: &str) -> Result<(String, String), String> {
     }
 }
 
-/// `herd ps`.
+// `herd ps`.
 #[derive(Debug, Args)]
 pub(crate) struct PsArgs {
     /// Include finished sessions, and every owner unless --owner is given.
@@ -357,7 +360,7 @@ pub(crate) struct PsArgs {
     pub(crate) json: bool,
 }
 
-/// A command that takes just a session id.
+// A command that takes just a session id.
 #[derive(Debug, Args)]
 pub(crate) struct IdArgs {
     /// The session id, or a unique prefix (at least 4 characters after `proc_`).
@@ -368,7 +371,7 @@ pub(crate) struct IdArgs {
     pub(crate) json: bool,
 }
 
-/// `herd kill`.
+// `herd kill`.
 #[derive(Debug, Args)]
 pub(crate) struct KillArgs {
     /// Session ids, unique prefixes or names (several are killed together).
@@ -385,7 +388,7 @@ pub(crate) struct KillArgs {
     pub(crate) json: bool,
 }
 
-/// `herd clean`.
+// `herd clean`.
 #[derive(Debug, Args)]
 pub(crate) struct CleanArgs {
     #[command(flatten)]
@@ -432,7 +435,7 @@ fn parse_time_limit(text: &str) -> Result<u64, String> {
     }
 }
 
-/// `herd logs`.
+// `herd logs`.
 #[derive(Debug, Args)]
 pub(crate) struct LogsArgs {
     /// The session id, a unique prefix or a name; with --follow, several (their
@@ -468,7 +471,7 @@ pub(crate) struct LogsArgs {
     pub(crate) json: bool,
 }
 
-/// `herd wait`.
+// `herd wait`.
 #[derive(Debug, Args)]
 pub(crate) struct WaitArgs {
     /// The session id, a unique prefix or a name.
@@ -502,7 +505,7 @@ fn parse_positive_seconds(text: &str) -> Result<f64, String> {
     }
 }
 
-/// `herd send` / `herd submit`.
+// `herd send` / `herd submit`.
 #[derive(Debug, Args)]
 pub(crate) struct StdinArgs {
     /// The session id, a unique prefix or a name.
@@ -515,7 +518,7 @@ pub(crate) struct StdinArgs {
     pub(crate) json: bool,
 }
 
-/// `herd resize`.
+// `herd resize`.
 #[derive(Debug, Args)]
 pub(crate) struct ResizeArgs {
     /// The session id, a unique prefix or a name.
@@ -532,7 +535,7 @@ pub(crate) struct ResizeArgs {
     pub(crate) json: bool,
 }
 
-/// `herd shutdown`.
+// `herd shutdown`.
 #[derive(Debug, Args)]
 pub(crate) struct ShutdownArgs {
     /// Leave every job running under its supervisor; the next daemon re-attaches.
@@ -547,7 +550,7 @@ pub(crate) struct ShutdownArgs {
     pub(crate) json: bool,
 }
 
-/// `herd events`.
+// `herd events`.
 #[derive(Debug, Args)]
 pub(crate) struct EventsArgs {
     /// Keep streaming new notifications as they are published.
@@ -575,7 +578,7 @@ pub(crate) enum ColorChoice {
     Never,
 }
 
-/// `herd handoff`.
+// `herd handoff`.
 #[derive(Debug, Args)]
 pub(crate) struct HandoffArgs {
     /// The session id, a unique prefix or a name.
@@ -594,14 +597,14 @@ pub(crate) struct HandoffArgs {
     pub(crate) json: bool,
 }
 
-/// `herd guard`.
+// `herd guard`.
 #[derive(Debug, Args)]
 pub(crate) struct GuardArgs {
     #[command(subcommand)]
     pub(crate) command: GuardCommand,
 }
 
-/// `herd guard ...`.
+// `herd guard ...`.
 #[derive(Debug, Subcommand)]
 pub(crate) enum GuardCommand {
     /// Judge a command line: exits 0 when allowed, 1 when blocked.
@@ -610,7 +613,7 @@ pub(crate) enum GuardCommand {
     Check(GuardCheckArgs),
 }
 
-/// `herd guard check`.
+// `herd guard check`.
 #[derive(Debug, Args)]
 pub(crate) struct GuardCheckArgs {
     /// An image name of the host to protect (repeatable; default: this process's
@@ -628,14 +631,14 @@ pub(crate) struct GuardCheckArgs {
     pub(crate) command: Vec<String>,
 }
 
-/// `herd plugins`.
+// `herd plugins`.
 #[derive(Debug, Args)]
 pub(crate) struct PluginsArgs {
     #[command(subcommand)]
     pub(crate) command: PluginsCommand,
 }
 
-/// `herd plugins ...`.
+// `herd plugins ...`.
 #[derive(Debug, Subcommand)]
 pub(crate) enum PluginsCommand {
     /// List installed plugins with their status and, for failures, the reason.
@@ -660,7 +663,7 @@ pub(crate) enum PluginsCommand {
     Install(PluginInstall),
 }
 
-/// `herd plugins new`.
+// `herd plugins new`.
 #[derive(Debug, Args)]
 pub(crate) struct PluginNew {
     /// The plugin's name: lowercase letters, digits and `-`, starting with a letter
@@ -671,7 +674,7 @@ pub(crate) struct PluginNew {
     pub(crate) path: Option<std::path::PathBuf>,
 }
 
-/// `herd plugins install`.
+// `herd plugins install`.
 #[derive(Debug, Args)]
 pub(crate) struct PluginInstall {
     /// A plugin crate directory, or a built library (`.so`) with its `plugin.toml`
@@ -679,21 +682,21 @@ pub(crate) struct PluginInstall {
     pub(crate) path: std::path::PathBuf,
 }
 
-/// A plugin name argument.
+// A plugin name argument.
 #[derive(Debug, Args)]
 pub(crate) struct PluginName {
     /// The plugin's directory name under `<home>/plugins`.
     pub(crate) name: String,
 }
 
-/// `herd service`.
+// `herd service`.
 #[derive(Debug, Args)]
 pub(crate) struct ServiceArgs {
     #[command(subcommand)]
     pub(crate) command: ServiceCommand,
 }
 
-/// `herd service ...`.
+// `herd service ...`.
 #[derive(Debug, Subcommand)]
 pub(crate) enum ServiceCommand {
     /// Write `herd.service` for this binary and home, reload systemd and enable it.
@@ -708,7 +711,7 @@ pub(crate) enum ServiceCommand {
     Status(ServiceScopeArgs),
 }
 
-/// Which manager a unit belongs to.
+// Which manager a unit belongs to.
 #[derive(Debug, Args, Clone, Copy)]
 pub(crate) struct ServiceScopeArgs {
     /// A user unit run by your user manager (the default).
@@ -722,7 +725,7 @@ pub(crate) struct ServiceScopeArgs {
     pub(crate) json: bool,
 }
 
-/// `herd service install`.
+// `herd service install`.
 #[derive(Debug, Args)]
 pub(crate) struct ServiceInstallArgs {
     #[command(flatten)]
@@ -735,7 +738,7 @@ pub(crate) struct ServiceInstallArgs {
     pub(crate) run_as: Option<String>,
 }
 
-/// `herd serve`.
+// `herd serve`.
 #[derive(Debug, Args)]
 pub(crate) struct ServeArgs {
     /// Internal: detach into a new session (used by autostart).
@@ -743,7 +746,7 @@ pub(crate) struct ServeArgs {
     pub(crate) detached: bool,
 }
 
-/// `herd mcp`.
+// `herd mcp`.
 #[derive(Debug, Args)]
 pub(crate) struct McpArgs {
     #[command(flatten)]
@@ -754,7 +757,7 @@ pub(crate) struct McpArgs {
     pub(crate) parent: Option<String>,
 }
 
-/// `herd completions`.
+// `herd completions`.
 #[derive(Debug, Args)]
 #[command(after_long_help = "\
 Load it when the shell starts (it asks this binary, so ids and names are completed

@@ -17,18 +17,18 @@ pub(crate) use proxy::mux::MUX_LINE;
 
 use herd_persistence::Home;
 
-/// `herd proxy`.
+// `herd proxy`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct ProxyArgs {}
 
-/// `herd hosts`.
+// `herd hosts`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct HostsArgs {
     #[command(subcommand)]
     pub(crate) command: HostsCommand,
 }
 
-/// `herd hosts …`.
+// `herd hosts …`.
 #[derive(Debug, clap::Subcommand)]
 pub(crate) enum HostsCommand {
     /// The hosts of config.toml's [hosts.NAME] tables, with the daemon's view of

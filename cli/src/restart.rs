@@ -20,7 +20,7 @@ use crate::client::{Client, answer_of};
 use crate::exit::{Code, Failure};
 use crate::output;
 
-/// `herd restart`.
+// `herd restart`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct RestartArgs {
     /// The session id, a unique prefix, or a name. A running session is killed

@@ -44,7 +44,7 @@ use self::model::{Model, Pane, Usage};
 use crate::client::Client;
 use crate::exit::{Code, Failure};
 
-/// `herd top`.
+// `herd top`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct TopArgs {}
 

@@ -3,7 +3,7 @@
 //! They live with the other arguments, below both the parser and `attach`, so the
 //! parser does not depend on the command that uses them.
 
-/// `herd attach`.
+// `herd attach`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct AttachArgs {
     /// The session id, a unique prefix, or a name.

@@ -2,7 +2,7 @@
 
 use clap::{Args, Subcommand};
 
-/// `herd run --group/--after/--after-ready`.
+// `herd run --group/--after/--after-ready`.
 #[derive(Debug, Args, Default)]
 pub(crate) struct QueueArgs {
     /// Queue the job in group NAME (see `herd group`): it starts when fewer than
@@ -28,14 +28,14 @@ impl QueueArgs {
     }
 }
 
-/// `herd group`.
+// `herd group`.
 #[derive(Debug, Args)]
 pub(crate) struct GroupArgs {
     #[command(subcommand)]
     pub(crate) command: GroupCommand,
 }
 
-/// `herd group` subcommands.
+// `herd group` subcommands.
 #[derive(Debug, Subcommand)]
 pub(crate) enum GroupCommand {
     /// Add a group whose jobs run at most N at once (`herd run --group NAME …`).
@@ -50,7 +50,7 @@ pub(crate) enum GroupCommand {
     Rm(GroupNameArgs),
 }
 
-/// `herd group add|set NAME --parallel N`.
+// `herd group add|set NAME --parallel N`.
 #[derive(Debug, Args)]
 pub(crate) struct GroupSetArgs {
     /// The group's name.
@@ -63,7 +63,7 @@ pub(crate) struct GroupSetArgs {
     pub(crate) json: bool,
 }
 
-/// `herd group rm NAME`.
+// `herd group rm NAME`.
 #[derive(Debug, Args)]
 pub(crate) struct GroupNameArgs {
     /// The group's name.
