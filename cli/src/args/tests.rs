@@ -9,6 +9,49 @@ fn cli_definition_is_consistent() {
     Cli::command().debug_assert();
 }
 
+/// Each subcommand's arguments are defined when it is invoked (`defer`), after its
+/// variant's doc comment set its help: a doc comment on an `Args` struct or a nested
+/// subcommand enum would then replace that help. Every subcommand's help stays the
+/// one its variant gives.
+#[test]
+fn a_deferred_subcommand_keeps_its_variants_help() {
+    let root = Cli::command();
+    let before: Vec<_> = root
+        .get_subcommands()
+        .map(|c| {
+            (
+                c.get_name().to_owned(),
+                c.get_about().map(ToString::to_string),
+                c.get_long_about().map(ToString::to_string),
+            )
+        })
+        .collect();
+    let mut built = root.clone();
+    built.build();
+    let mut checked = 0;
+    for (name, about, long_about) in before {
+        let Some(sub) = built.find_subcommand(&name) else {
+            panic!("{name} is gone once built");
+        };
+        assert!(
+            sub.get_arguments().next().is_some(),
+            "{name} has its arguments once built"
+        );
+        assert_eq!(
+            sub.get_about().map(ToString::to_string),
+            about,
+            "{name}'s about"
+        );
+        assert_eq!(
+            sub.get_long_about().map(ToString::to_string),
+            long_about,
+            "{name}'s long about"
+        );
+        checked += 1;
+    }
+    assert!(checked > 20, "only {checked} subcommands");
+}
+
 #[test]
 fn run_keeps_every_argument_after_double_dash() {
     let cli = Cli::try_parse_from([
