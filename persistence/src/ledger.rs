@@ -193,12 +193,15 @@ impl Ledger {
             .expect("a serde_json::Value always serializes: its map keys are strings");
         let n = self
             .conn
-            .execute(
+            // Cached: a statement run for every job is parsed once per connection.
+            .prepare_cached(
                 "INSERT INTO completions
                      (completion_id, session_id, owner_task_id, task_id, session_key, event, created_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
                  ON CONFLICT (completion_id) DO NOTHING",
-                params![
+            )
+            .and_then(|mut statement| {
+                statement.execute(params![
                     record.completion_id,
                     record.session_id,
                     record.owner_task_id,
@@ -206,8 +209,8 @@ impl Ledger {
                     record.session_key,
                     event,
                     record.created_at,
-                ],
-            )
+                ])
+            })
             .map_err(|e| self.query_error("commit a completion", e))?;
         Ok(n == 1)
     }
@@ -259,11 +262,12 @@ impl Ledger {
     pub fn mark_delivered(&self, completion_id: &str) -> Result<bool, Error> {
         let n = self
             .conn
-            .execute(
+            // Cached: a statement run for every job is parsed once per connection.
+            .prepare_cached(
                 "UPDATE completions SET delivered_at = ?2
                  WHERE completion_id = ?1 AND delivered_at IS NULL",
-                params![completion_id, unix_now()],
             )
+            .and_then(|mut statement| statement.execute(params![completion_id, unix_now()]))
             .map_err(|e| self.query_error("mark a completion delivered", e))?;
         if n == 1 {
             return Ok(true);
