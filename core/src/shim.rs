@@ -155,6 +155,11 @@ pub(crate) enum Ready {
         pid: i32,
         pgid: i32,
         start_time: Option<u64>,
+        /// Whether a session cgroup holds the job (else the shim as subreaper): what
+        /// `info.json` says, so the daemon need not read it back on the spawn's
+        /// path. Absent from an older shim's answer (the daemon then reads it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cgroup: Option<bool>,
     },
     /// No PTY could be opened; nothing ran, so the daemon may fall back to pipes.
     PtyUnavailable { message: String },

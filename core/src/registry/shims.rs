@@ -214,6 +214,7 @@ impl Shims {
                 shim_start_time,
                 pid,
                 start_time,
+                cgroup,
                 ..
             } => match link::attach_started(&dir, pid, protocol, socket).await {
                 Ok(attached) => Ok(Box::new(ShimStarted {
@@ -225,7 +226,11 @@ impl Shims {
                         start_time: shim_start_time,
                         protocol,
                     },
-                    containment: containment_of(&dir),
+                    containment: match cgroup {
+                        Some(true) => crate::answers::Containment::Cgroup,
+                        Some(false) => crate::answers::Containment::Subreaper,
+                        None => containment_of(&dir),
+                    },
                     attached,
                     dir,
                 })),

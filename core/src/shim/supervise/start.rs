@@ -366,6 +366,7 @@ fn announce(spec: &Spec, dir: &ShimDir, pid: i32, hold: &Hold) -> Result<Option<
             pid,
             pgid: pid,
             start_time: info.start_time,
+            cgroup: Some(info.cgroup.is_some()),
         },
     );
     Ok(info.start_time)
