@@ -226,11 +226,8 @@ impl Shims {
                         start_time: shim_start_time,
                         protocol,
                     },
-                    containment: match cgroup {
-                        Some(true) => crate::answers::Containment::Cgroup,
-                        Some(false) => crate::answers::Containment::Subreaper,
-                        None => containment_of(&dir),
-                    },
+                    // An older shim's answer does not say: its record does.
+                    containment: cgroup.map_or_else(|| containment_of(&dir), held_by),
                     attached,
                     dir,
                 })),
@@ -381,9 +378,15 @@ pub(super) struct ShimEnding {
 
 /// What holds a supervised session's tree, as its shim's info record says.
 pub(super) fn containment_of(dir: &ShimDir) -> crate::answers::Containment {
-    match dir.read_info() {
-        Ok(Some(info)) if info.cgroup.is_some() => crate::answers::Containment::Cgroup,
-        _ => crate::answers::Containment::Subreaper,
+    held_by(matches!(dir.read_info(), Ok(Some(info)) if info.cgroup.is_some()))
+}
+
+/// What holds a supervised session's tree: its cgroup, else its shim as subreaper.
+fn held_by(cgroup: bool) -> crate::answers::Containment {
+    if cgroup {
+        crate::answers::Containment::Cgroup
+    } else {
+        crate::answers::Containment::Subreaper
     }
 }
 
