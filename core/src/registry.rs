@@ -56,6 +56,7 @@ mod external;
 mod finish;
 mod held;
 mod hooks_room;
+mod in_place;
 mod killing;
 mod lifecycle;
 mod lingering;

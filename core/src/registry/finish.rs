@@ -1,8 +1,9 @@
 //! The finish choke point: the only place a session moves from running to
-//! finished. Where it may block (a completion hook, the ledger's fsync) it runs on
-//! the blocking pool, a few at once ([`FINISHES_AT_ONCE`]), so neither holds a
-//! runtime worker; with neither to do it runs where it is called, one thread hop
-//! fewer between an exit and its completion. Its callers await it. Drafts the
+//! finished. Where it may block (a completion hook, the ledger's fsync) it runs
+//! off the runtime's async work, a few at once ([`FINISHES_AT_ONCE`]): on its
+//! caller's worker thread with that worker's other tasks handed on meanwhile
+//! (`in_place`), or on the blocking pool, so neither holds the runtime's other
+//! tasks up; with neither to do it runs where it is called as plain code. Its callers await it. Drafts the
 //! completion (hooks, ledger commit) before the table lock, then inside one
 //! critical section removes the session from the running set, stamps it, queues
 //! and broadcasts its completion; after the lock, hands it to durability and wakes
@@ -13,7 +14,7 @@ use std::time::SystemTime;
 
 use herd_hooks::{Route, Shown, Window};
 
-use super::Inner;
+use super::{Inner, in_place};
 use crate::answers::CompletionReason;
 use crate::config::KillSource;
 use crate::event::Event;
@@ -23,9 +24,10 @@ use crate::session::{ExitInfo, Finished, Session, State};
 use crate::text;
 
 impl Inner {
-    /// The one choke point: [`Inner::finish_blocking`] on the blocking pool,
-    /// awaited, so completion hooks (up to their time limit each) and the ledger's
-    /// fsync never hold a runtime worker; in place when it has neither to do
+    /// The one choke point: [`Inner::finish_blocking`] off the runtime's async
+    /// work ([`FinishGate::off_runtime`]), awaited, so completion hooks (up to their
+    /// time limit each) and the ledger's fsync never hold the runtime's other tasks
+    /// up; in place when it has neither to do
     /// ([`Inner::finishes_in_place`]). Returns once the completion is committed,
     /// published and the waiters woken: whoever awaits this (a reader task, a kill,
     /// a restore) sees the session finished. A caller dropped meanwhile does not
@@ -88,8 +90,8 @@ impl Inner {
 
     /// The one choke point: stamps, releases handles and publishes exactly one
     /// completion, all inside one critical section of the table lock. May block
-    /// (the hooks, an fsync): called on the blocking pool by [`Inner::finish`],
-    /// unless it has neither to do.
+    /// (the hooks, an fsync): called off the runtime's async work by
+    /// [`Inner::finish`], unless it has neither to do.
     ///
     /// Everything slow or foreign happens before the table lock: the hooks on the
     /// completion's output, and the ledger commit (an fsync). The event is drafted
@@ -246,14 +248,14 @@ impl Inner {
     }
 }
 
-/// How many finish choke points run on the blocking pool at once. They take the
+/// How many finish choke points run off the runtime's async work at once. They take the
 /// table lock (and a notified one the ledger's) in turn anyway; unbounded, a mass
 /// shutdown of thousands of jobs had a blocking thread started for nearly each
 /// (hundreds of threads, their stacks and allocator arenas in the daemon's RSS).
 pub(super) const FINISHES_AT_ONCE: usize = 8;
 
-/// Runs the finish choke points on the blocking pool, at most a fixed number at
-/// once; the others wait their turn on the runtime (a task, not a thread).
+/// Runs the finish choke points off the runtime's async work, at most a fixed
+/// number at once; the others wait their turn on the runtime (a task, not a thread).
 #[derive(Debug)]
 pub(super) struct FinishGate {
     turns: Arc<tokio::sync::Semaphore>,
@@ -266,21 +268,35 @@ impl FinishGate {
         }
     }
 
-    /// Runs `job` (a choke point) on the blocking pool once a turn is free and
-    /// waits for it; a panic in it is the caller's panic, as it was when the choke
-    /// point ran in place. A free turn is taken at once and the job handed to the
-    /// blocking pool straight from the caller (one hop, the finish's latency);
-    /// only when every turn is taken is the turn waited for by a task of its own.
+    /// Runs `job` (a choke point) off the runtime's async work once a turn is free
+    /// and waits for it; a panic in it is the caller's panic, as it was when the
+    /// choke point ran in place. A free turn is taken at once and the job run by
+    /// the caller's own worker thread, its other tasks handed on meanwhile (no hop:
+    /// the finish's latency; see `in_place`); only when every turn is taken is the
+    /// turn waited for by a task of its own, which hands the job to the blocking pool.
     /// Either way a caller dropped meanwhile cancels neither the wait nor the job
     /// (a blocking task runs to its end; the turn goes with the job), so no session
     /// is left unfinished and no completion half published.
     pub(super) async fn off_runtime(&self, id: &SessionId, job: impl FnOnce() + Send + 'static) {
         let ran = match Arc::clone(&self.turns).try_acquire_owned() {
-            Ok(turn) => Ok(tokio::task::spawn_blocking(move || {
-                let _turn = turn;
-                job();
-            })
-            .await),
+            // In place where the runtime allows it: the finish's publication waits
+            // on this job, and a hop to the pool and back is two wake-ups.
+            Ok(turn) => {
+                return match in_place::run(move || {
+                    let _turn = turn;
+                    job();
+                })
+                .await
+                {
+                    Ok(()) => {}
+                    Err(in_place::Unfinished::Panicked(payload)) => {
+                        std::panic::resume_unwind(payload)
+                    }
+                    Err(in_place::Unfinished::Cancelled(error)) => {
+                        tracing::warn!(session_id = %id, %error, "session not finished: the runtime is shutting down");
+                    }
+                };
+            }
             Err(_) => {
                 let turns = Arc::clone(&self.turns);
                 tokio::spawn(async move {

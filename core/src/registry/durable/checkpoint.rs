@@ -23,6 +23,7 @@ use crate::answers::ModeName;
 use crate::error::Error;
 use crate::id::SessionId;
 use crate::registry::Inner;
+use crate::registry::in_place;
 use crate::session::Session;
 
 /// How long a finish waits for another write to cover it before asking for its own.
@@ -246,12 +247,12 @@ impl Inner {
         };
         let record = self.record_of(&session, Some(&extras));
         let inner = Arc::clone(self);
-        let written =
-            tokio::task::spawn_blocking(move || inner.durable.checkpoint.write_one(&record)).await;
+        // In place: the spawn's answer waits on this commit (see `in_place`).
+        let written = in_place::run(move || inner.durable.checkpoint.write_one(&record)).await;
         let error = match written {
             Ok(Ok(())) => return,
             Ok(Err(error)) => error.to_string(),
-            Err(join) => join.to_string(),
+            Err(unfinished) => unfinished.to_string(),
         };
         tracing::warn!(%error, "running session not stored; the spawn waits for a refresh of every running session instead");
         let generation = self.request_checkpoint();
