@@ -20,6 +20,7 @@ mod hosts_whole;
 mod hygiene;
 mod jobs;
 mod lifecycle;
+mod linkage;
 mod logs_frames;
 mod logs_raw;
 mod logs_splice;
