@@ -282,20 +282,11 @@ impl FinishGate {
             // In place where the runtime allows it: the finish's publication waits
             // on this job, and a hop to the pool and back is two wake-ups.
             Ok(turn) => {
-                return match in_place::run(move || {
+                in_place::run(move || {
                     let _turn = turn;
                     job();
                 })
                 .await
-                {
-                    Ok(()) => {}
-                    Err(in_place::Unfinished::Panicked(payload)) => {
-                        std::panic::resume_unwind(payload)
-                    }
-                    Err(in_place::Unfinished::Cancelled(error)) => {
-                        tracing::warn!(session_id = %id, %error, "session not finished: the runtime is shutting down");
-                    }
-                };
             }
             Err(_) => {
                 let turns = Arc::clone(&self.turns);
@@ -309,15 +300,15 @@ impl FinishGate {
                     .await
                 })
                 .await
+                .and_then(|ran| ran)
+                .map_err(in_place::Unfinished::from)
             }
         };
         let error = match ran {
-            Ok(Ok(())) => return,
-            Ok(Err(error)) | Err(error) => error,
+            Ok(()) => return,
+            Err(in_place::Unfinished::Panicked(payload)) => std::panic::resume_unwind(payload),
+            Err(in_place::Unfinished::Cancelled(error)) => error,
         };
-        if error.is_panic() {
-            std::panic::resume_unwind(error.into_panic());
-        }
         tracing::warn!(session_id = %id, %error, "session not finished: the runtime is shutting down");
     }
 }

@@ -20,7 +20,7 @@ use tokio::runtime::{Handle, RuntimeFlavor};
 pub(super) enum Unfinished {
     /// It panicked: the panic's payload.
     Panicked(Box<dyn Any + Send + 'static>),
-    /// The blocking pool did not run it (the runtime is shutting down).
+    /// The blocking pool did not run it to its end (the runtime is shutting down).
     Cancelled(String),
 }
 
@@ -37,13 +37,19 @@ pub(super) async fn run<T: Send + 'static>(
         return tokio::task::block_in_place(|| std::panic::catch_unwind(AssertUnwindSafe(work)))
             .map_err(Unfinished::Panicked);
     }
-    tokio::task::spawn_blocking(work).await.map_err(|error| {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(Unfinished::from)
+}
+
+impl From<tokio::task::JoinError> for Unfinished {
+    fn from(error: tokio::task::JoinError) -> Unfinished {
         if error.is_panic() {
             Unfinished::Panicked(error.into_panic())
         } else {
             Unfinished::Cancelled(error.to_string())
         }
-    })
+    }
 }
 
 impl std::fmt::Display for Unfinished {
