@@ -40,12 +40,18 @@ fn main() {
     }
     let gnu = std::env::var("CARGO_CFG_TARGET_ENV").is_ok_and(|env| env == "gnu");
     let shared_wanted = std::env::var("HERD_SHARED_LIBGCC").is_ok_and(|v| v == "1");
-    if linux && gnu && !shared_wanted && static_unwinder_known() {
+    let static_unwinder = linux && gnu && !shared_wanted && static_unwinder_known();
+    if static_unwinder {
         // Whole, so its `_Unwind_*` are defined before the standard library's
         // `-lgcc_s` is reached (an archive otherwise gives only what was asked
         // before it); not bundled into an rlib, linked where the binaries are.
         println!("cargo:rustc-link-lib=static:+whole-archive,-bundle=gcc_eh");
     }
+    // What was decided, for the test that reads the binaries' linkage.
+    println!(
+        "cargo:rustc-env=HERD_BUILD_STATIC_UNWINDER={}",
+        u8::from(static_unwinder)
+    );
 }
 
 /// Whether the C compiler that links the binaries has GCC's static unwinder: it

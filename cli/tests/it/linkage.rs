@@ -34,20 +34,10 @@ fn needed(path: &Path) -> Vec<String> {
         .collect()
 }
 
-/// Whether this build links the static unwinder: what `cli/build.rs` decides, asked
-/// the same way (the C compiler knows `libgcc_eh.a`, nobody asked for the shared one).
+/// Whether this build links the static unwinder, as `cli/build.rs` decided it (the
+/// C compiler knows `libgcc_eh.a` and nobody asked for the shared library).
 fn static_unwinder_linked() -> bool {
-    if option_env!("HERD_SHARED_LIBGCC") == Some("1") {
-        return false;
-    }
-    let compiler = std::env::var("CC").unwrap_or_else(|_| "cc".to_owned());
-    herd_test_support::home::command(compiler)
-        .arg("-print-file-name=libgcc_eh.a")
-        .output()
-        .ok()
-        .filter(|out| out.status.success())
-        .and_then(|out| String::from_utf8(out.stdout).ok())
-        .is_some_and(|path| Path::new(path.trim()).is_absolute())
+    env!("HERD_BUILD_STATIC_UNWINDER") == "1"
 }
 
 #[test]

@@ -3,8 +3,8 @@
 //! off the runtime's async work, a few at once ([`FINISHES_AT_ONCE`]): on its
 //! caller's worker thread with that worker's other tasks handed on meanwhile
 //! (`in_place`), or on the blocking pool, so neither holds the runtime's other
-//! tasks up; with neither to do it runs where it is called as plain code. Its callers await it. Drafts the
-//! completion (hooks, ledger commit) before the table lock, then inside one
+//! tasks up; with neither to do it runs where it is called as plain code. Its
+//! callers await it. Drafts the completion (hooks, ledger commit) before the table lock, then inside one
 //! critical section removes the session from the running set, stamps it, queues
 //! and broadcasts its completion; after the lock, hands it to durability and wakes
 //! the waiters.
@@ -248,10 +248,11 @@ impl Inner {
     }
 }
 
-/// How many finish choke points run off the runtime's async work at once. They take the
-/// table lock (and a notified one the ledger's) in turn anyway; unbounded, a mass
-/// shutdown of thousands of jobs had a blocking thread started for nearly each
-/// (hundreds of threads, their stacks and allocator arenas in the daemon's RSS).
+/// How many finish choke points run off the runtime's async work at once. They
+/// take the table lock (and a notified one the ledger's) in turn anyway; unbounded,
+/// a mass shutdown of thousands of jobs had a blocking thread started for nearly
+/// each (hundreds of threads, their stacks and allocator arenas in the daemon's RSS;
+/// a job run in place hands its worker's tasks to a pool thread as well).
 pub(super) const FINISHES_AT_ONCE: usize = 8;
 
 /// Runs the finish choke points off the runtime's async work, at most a fixed

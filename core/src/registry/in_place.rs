@@ -74,8 +74,14 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_call_on_a_multi_thread_runtime_runs_on_the_waiting_tasks_thread() {
-        let caller = std::thread::current().id();
-        let ran_on = run(|| std::thread::current().id()).await;
+        // From a task on a worker, as the daemon's spawns and finishes call it (the
+        // test's own body runs in `block_on`, not on a worker).
+        let (caller, ran_on) = tokio::spawn(async {
+            let caller = std::thread::current().id();
+            (caller, run(|| std::thread::current().id()).await)
+        })
+        .await
+        .expect("the task ends");
         assert!(matches!(ran_on, Ok(id) if id == caller));
     }
 
