@@ -3,10 +3,12 @@
 //! `wait --ready` reads.
 //!
 //! The mark is committed to the running store first (`RunningStore::record_ready`,
-//! on the blocking pool, off every lock), then set in the session's state, then the
-//! `changes` watch is bumped, so whatever waits on session changes (`wait --ready`,
-//! `--after-ready`, `herd top`) never acts on a mark a daemon crash could lose. A
-//! finished session's receipt keeps it (`ResultReceipt::ready_at`).
+//! on the blocking pool, off every lock; when the session's running row is not
+//! committed yet, after a checkpoint write that commits it), then set in the
+//! session's state, then the `changes` watch is bumped, so whatever waits on
+//! session changes (`wait --ready`, `--after-ready`, `herd top`) never acts on a
+//! mark a daemon crash could lose. A finished session's receipt keeps it
+//! (`ResultReceipt::ready_at`).
 //!
 //! What marks it: `--ready PATTERN`, a regex over each line of output as the
 //! streams show it (private-key blocks masked, then redacted), run by an observer
@@ -92,11 +94,27 @@ impl Inner {
             return None;
         }
         let at = SystemTime::now();
-        let store = Arc::clone(self.durable.checkpoint());
-        let key = id.as_str().to_owned();
         let secs = unix_seconds(at);
-        match tokio::task::spawn_blocking(move || store.record_ready(&key, secs)).await {
-            Ok(Ok(_)) => {}
+        let record = || {
+            let store = Arc::clone(self.durable.checkpoint());
+            let key = id.as_str().to_owned();
+            tokio::task::spawn_blocking(move || store.record_ready(&key, secs))
+        };
+        let mut stored = record().await;
+        if matches!(stored, Ok(Ok(false))) {
+            // No row took the mark: the session's output is followed from its start,
+            // so a pattern can match before its spawn committed the running row.
+            // Every running row is written (this one with them), then the mark
+            // again, before anyone is told it is ready.
+            let generation = self.request_checkpoint();
+            self.durable.checkpoint_settled(generation).await;
+            stored = record().await;
+        }
+        match stored {
+            Ok(Ok(true)) => {}
+            Ok(Ok(false)) => {
+                tracing::warn!(session_id = %id, "readiness not stored: the session has no running row; a restart would forget it");
+            }
             Ok(Err(error)) => {
                 tracing::warn!(session_id = %id, %error, "readiness not stored; a restart would forget it");
             }

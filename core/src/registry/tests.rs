@@ -429,3 +429,116 @@ async fn b30_a_follower_hands_over_only_at_a_line_start_it_showed_up_to() {
         .await
         .expect("the kill");
 }
+
+/// A running store whose first row write (a spawn's commit) waits until a
+/// readiness mark was asked for, or 10 s went by: the order a ready pattern that
+/// matches the job's first line can take against its spawn's commit.
+#[derive(Debug, Default)]
+struct RowAfterMark {
+    rows: herd_persistence::MemoryRunningStore,
+    marked: std::sync::Mutex<bool>,
+    asked: std::sync::Condvar,
+}
+
+impl herd_persistence::RunningStore for RowAfterMark {
+    fn load(&self) -> Result<herd_persistence::Loaded, herd_persistence::Error> {
+        self.rows.load()
+    }
+
+    fn write_one(
+        &self,
+        writer: &herd_persistence::Writer,
+        record: &herd_persistence::SessionRecord,
+    ) -> Result<(), herd_persistence::Error> {
+        let marked = self
+            .marked
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        drop(
+            self.asked
+                .wait_timeout_while(marked, std::time::Duration::from_secs(10), |m| !*m)
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        self.rows.write_one(writer, record)
+    }
+
+    fn write_own(
+        &self,
+        writer: &herd_persistence::Writer,
+        records: &[herd_persistence::SessionRecord],
+        finished: &[&str],
+    ) -> Result<(), herd_persistence::Error> {
+        self.rows.write_own(writer, records, finished)
+    }
+
+    fn remove(&self, session_ids: &[&str]) -> Result<usize, herd_persistence::Error> {
+        self.rows.remove(session_ids)
+    }
+
+    fn record_kill_intent(
+        &self,
+        session_ids: &[&str],
+        intent: &herd_persistence::KillIntent,
+    ) -> Result<usize, herd_persistence::Error> {
+        self.rows.record_kill_intent(session_ids, intent)
+    }
+
+    fn record_ready(
+        &self,
+        session_id: &str,
+        ready_at: f64,
+    ) -> Result<bool, herd_persistence::Error> {
+        let marked = self.rows.record_ready(session_id, ready_at);
+        *self
+            .marked
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = true;
+        self.asked.notify_all();
+        marked
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b45_a_ready_mark_made_before_the_spawns_commit_is_stored() {
+    // CI, stop 57: `ready::b45_the_ready_mark_survives_a_daemon_crash` found no mark
+    // after a crash. The job's first line matched the pattern while its spawn's
+    // running row was not committed yet, so the mark's update met no row; here that
+    // order is forced.
+    use std::time::Duration;
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let store = Arc::new(RowAfterMark::default());
+    let config = RegistryConfig {
+        running_store: Some(Arc::clone(&store) as Arc<dyn herd_persistence::RunningStore>),
+        ..RegistryConfig::default()
+    };
+    let registry = Registry::new(Home::new(dir.path().to_owned()), config).expect("a registry");
+    let info = registry
+        .spawn(SpawnRequest {
+            command: "echo up; exec sleep 30".to_owned(),
+            task_id: "t".to_owned(),
+            ready: Some("up".to_owned()),
+            ..SpawnRequest::default()
+        })
+        .await
+        .expect("the job starts");
+    let id = info.session_id.as_str();
+    let answer = registry
+        .wait_ready(id, Duration::from_secs(20), None)
+        .await
+        .expect("the wait answers");
+    assert!(answer.ready_at.is_some(), "the session is ready");
+    let loaded = herd_persistence::RunningStore::load(store.as_ref()).expect("the store loads");
+    let row = loaded
+        .entries
+        .iter()
+        .find(|e| e.session.id == id)
+        .expect("the session has a running row");
+    assert!(
+        row.ready_at.is_some(),
+        "the ready mark a waiter was told of is in the store"
+    );
+    registry
+        .kill(id, KillSource::ProcessKill)
+        .await
+        .expect("the job is killed");
+}
