@@ -21,6 +21,11 @@
 //!   builtin), so the part of the figure above it is herd's own;
 //! - `cli.client_start`: `herd --version` against `bash -c true`: the start-up of
 //!   one client process, the floor under every CLI figure (a round trip starts two);
+//! - `cli.client_page_faults`: the page faults of one `herd run --notify -- true`
+//!   client process (median of 40, from the reaped children's resource usage)
+//!   against `/usr/bin/true`'s: how much of the binary a client touches, which the
+//!   client functions' placement (`cli/link/client-order.txt`) keeps small; a
+//!   count, so it moves only when the code or its layout does (no target);
 //! - `cli.notify_1000`: 1,000 separate `herd run --notify -- true` processes, then
 //!   every completion drained through `herd events` (target <= 3.8 s);
 //! - `cli.spawn_1000_one_connection`: 1,000 `spawn` requests on one socket
@@ -259,6 +264,41 @@ fn two_starts_ms() -> f64 {
     let elapsed = start.elapsed().as_secs_f64() * 1e3;
     assert!(client.success() && job.success());
     elapsed
+}
+
+/// Minor page faults of this process's reaped children so far.
+fn children_minor_faults() -> i64 {
+    nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
+        .expect("getrusage")
+        .minor_page_faults()
+}
+
+/// The median page faults of 40 runs of `cmd()`, each spawned and reaped.
+fn median_faults(mut cmd: impl FnMut() -> Command) -> f64 {
+    let faults = (0..40)
+        .map(|_| {
+            let before = children_minor_faults();
+            let status = cmd().stdout(Stdio::null()).status().expect("spawn");
+            assert!(status.success());
+            (children_minor_faults() - before) as f64
+        })
+        .collect();
+    median(faults)
+}
+
+fn client_page_faults() {
+    let home = Home::new("finished_cap = 2000\n");
+    home.out(&["ps"]);
+    let client = median_faults(|| home.herd(&["run", "--notify", "--", "true"]));
+    let floor = median_faults(|| raw_command(Path::new("/usr/bin/true")));
+    report(
+        "cli.client_page_faults",
+        "faults",
+        client,
+        Some((floor, "/usr/bin/true, spawned and reaped")),
+        "",
+        "median of 40; page faults of one `herd run --notify -- true` client process (its start, the spawn's round trip, its exit)",
+    );
 }
 
 fn client_start() {
@@ -863,6 +903,9 @@ fn main() {
     }
     if wanted("cli.client_start") {
         client_start();
+    }
+    if wanted("cli.client_page_faults") {
+        client_page_faults();
     }
     if wanted("cli.spawn_1000_one_connection") || wanted("cli.daemon_rss_1000_finished") {
         spawn_1000_and_rss();

@@ -35,12 +35,17 @@
 //! - `value-reads`: prints the untyped-read ratchet's table as the sources stand.
 //! - `release [--dry-run]`: builds and packages a release: the binary tarball and
 //!   every published crate, packaged and verified in dependency order.
+//! - `client-order [--check]`: takes the functions herd's short client commands run
+//!   (each under callgrind) into `cli/link/client-order.txt`, which the linker packs
+//!   at the front of the binary's text; `--check` says how much of the list the
+//!   release build still has (`client_order.rs`).
 //!
 //! xtask depends on nothing in the workspace; it reads `cargo metadata` instead.
 
 mod behaviors;
 mod bench;
 mod boundary;
+mod client_order;
 mod cycles;
 mod debt;
 mod deps;
@@ -63,7 +68,7 @@ use std::path::PathBuf;
 
 use shell::{cargo, run};
 
-const USAGE: &str = "usage: cargo xtask <lint | ci | bench [-p PKG] [--json] [--compare BEFORE.json AFTER.json] | soak | fuzz [--seconds N] [TARGET...] | release [--dry-run] | outsider | behaviors | issues | shape | wire-json | value-reads>";
+const USAGE: &str = "usage: cargo xtask <lint | ci | bench [-p PKG] [--json] [--compare BEFORE.json AFTER.json] | soak | fuzz [--seconds N] [TARGET...] | release [--dry-run] | client-order [--check] | outsider | behaviors | issues | shape | wire-json | value-reads>";
 
 fn main() -> std::process::ExitCode {
     match real_main() {
@@ -86,6 +91,7 @@ fn real_main() -> Result<()> {
         "lint" => lint(),
         "ci" => ci(),
         "bench" => bench::run(rest),
+        "client-order" => client_order::run(rest),
         "soak" => soak(),
         "fuzz" => fuzz(rest),
         "release" => release::run(rest.iter().any(|a| a == "--dry-run")),
