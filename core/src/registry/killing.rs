@@ -80,9 +80,30 @@ impl Registry {
 }
 
 impl Inner {
-    pub(crate) async fn kill_session(&self, s: &Arc<Session>, source: KillSource) -> KillAnswer {
-        self.durable
-            .record_kill_intent(std::slice::from_ref(s), source)
+    /// Commits the intent to kill `sessions` before the kill begins (see
+    /// `Durable::record_kill_intent`). A session killed before its spawn committed
+    /// its running row (a kill of an owner's sessions while one is being spawned)
+    /// has no row to take it: every running row is written, then the intent again,
+    /// so a daemon that dies during the kill still reports it.
+    async fn record_kill_intent(self: &Arc<Self>, sessions: &[Arc<Session>], source: KillSource) {
+        if self.durable.record_kill_intent(sessions, source).await {
+            return;
+        }
+        let generation = self.request_checkpoint();
+        self.durable.checkpoint_settled(generation).await;
+        if !self.durable.record_kill_intent(sessions, source).await {
+            tracing::warn!(
+                "kill intent not stored: a session has no running row; a daemon crash during the kill would not report it"
+            );
+        }
+    }
+
+    pub(crate) async fn kill_session(
+        self: &Arc<Self>,
+        s: &Arc<Session>,
+        source: KillSource,
+    ) -> KillAnswer {
+        self.record_kill_intent(std::slice::from_ref(s), source)
             .await;
         let Some(target) = begin_kill(s, source) else {
             // A finished session whose leftovers live on is not "already exited":
@@ -126,14 +147,14 @@ impl Inner {
 
     /// Kills several sessions with one sweep of the process table per step.
     pub(super) async fn kill_sessions(
-        &self,
+        self: &Arc<Self>,
         sessions: &[Arc<Session>],
         source: KillSource,
     ) -> Vec<KillAnswer> {
         let mut started = Vec::new();
         let mut answers = Vec::new();
         let mut supervised = Vec::new();
-        self.durable.record_kill_intent(sessions, source).await;
+        self.record_kill_intent(sessions, source).await;
         for s in sessions {
             match begin_kill(s, source) {
                 Some(_) if s.shim.is_some() => supervised.push(Arc::clone(s)),

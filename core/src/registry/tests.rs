@@ -430,17 +430,50 @@ async fn b30_a_follower_hands_over_only_at_a_line_start_it_showed_up_to() {
         .expect("the kill");
 }
 
-/// A running store whose first row write (a spawn's commit) waits until a
-/// readiness mark was asked for, or 10 s went by: the order a ready pattern that
-/// matches the job's first line can take against its spawn's commit.
-#[derive(Debug, Default)]
-struct RowAfterMark {
-    rows: herd_persistence::MemoryRunningStore,
-    marked: std::sync::Mutex<bool>,
-    asked: std::sync::Condvar,
+/// What a [`RowHeld`] store's row writes wait for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Until {
+    /// A readiness mark asked for: the order a ready pattern that matches the job's
+    /// first line can take against its spawn's commit.
+    Ready,
+    /// A kill's intent asked for: the order a kill of an owner's sessions can take
+    /// against a spawn of theirs under way.
+    KillIntent,
 }
 
-impl herd_persistence::RunningStore for RowAfterMark {
+/// A running store whose row writes (a spawn's commit) wait until the update
+/// `until` names was asked for, or 10 s went by.
+#[derive(Debug)]
+struct RowHeld {
+    rows: herd_persistence::MemoryRunningStore,
+    until: Until,
+    asked: std::sync::Mutex<bool>,
+    on_ask: std::sync::Condvar,
+}
+
+impl RowHeld {
+    fn until(until: Until) -> RowHeld {
+        RowHeld {
+            rows: herd_persistence::MemoryRunningStore::default(),
+            until,
+            asked: std::sync::Mutex::new(false),
+            on_ask: std::sync::Condvar::new(),
+        }
+    }
+
+    /// Lets the held row writes go once `what` is asked for.
+    fn release(&self, what: Until) {
+        if what == self.until {
+            *self
+                .asked
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = true;
+            self.on_ask.notify_all();
+        }
+    }
+}
+
+impl herd_persistence::RunningStore for RowHeld {
     fn load(&self) -> Result<herd_persistence::Loaded, herd_persistence::Error> {
         self.rows.load()
     }
@@ -450,13 +483,13 @@ impl herd_persistence::RunningStore for RowAfterMark {
         writer: &herd_persistence::Writer,
         record: &herd_persistence::SessionRecord,
     ) -> Result<(), herd_persistence::Error> {
-        let marked = self
-            .marked
+        let asked = self
+            .asked
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         drop(
-            self.asked
-                .wait_timeout_while(marked, std::time::Duration::from_secs(10), |m| !*m)
+            self.on_ask
+                .wait_timeout_while(asked, std::time::Duration::from_secs(10), |a| !*a)
                 .unwrap_or_else(std::sync::PoisonError::into_inner),
         );
         self.rows.write_one(writer, record)
@@ -480,7 +513,9 @@ impl herd_persistence::RunningStore for RowAfterMark {
         session_ids: &[&str],
         intent: &herd_persistence::KillIntent,
     ) -> Result<usize, herd_persistence::Error> {
-        self.rows.record_kill_intent(session_ids, intent)
+        let recorded = self.rows.record_kill_intent(session_ids, intent);
+        self.release(Until::KillIntent);
+        recorded
     }
 
     fn record_ready(
@@ -489,13 +524,82 @@ impl herd_persistence::RunningStore for RowAfterMark {
         ready_at: f64,
     ) -> Result<bool, herd_persistence::Error> {
         let marked = self.rows.record_ready(session_id, ready_at);
-        *self
-            .marked
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = true;
-        self.asked.notify_all();
+        self.release(Until::Ready);
         marked
     }
+}
+
+/// The running row of `id` in `store`, if it has one.
+fn stored_row(store: &RowHeld, id: &str) -> Option<herd_persistence::CheckpointEntry> {
+    herd_persistence::RunningStore::load(store)
+        .expect("the store loads")
+        .entries
+        .into_iter()
+        .find(|e| e.session.id == id)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b17_a_kill_begun_before_the_spawns_commit_has_its_intent_stored() {
+    // A kill of an owner's sessions reaches every one in the table, also one whose
+    // spawn has not committed its running row yet: the intent's update met no row,
+    // and a daemon dying in the kill's grace would not have reported it. Here the
+    // spawn's row write waits until the kill asked for its intent.
+    use std::time::Duration;
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let store = Arc::new(RowHeld::until(Until::KillIntent));
+    let config = RegistryConfig {
+        running_store: Some(Arc::clone(&store) as Arc<dyn herd_persistence::RunningStore>),
+        kill_grace: Duration::from_secs(3),
+        ..RegistryConfig::default()
+    };
+    let registry = Registry::new(Home::new(dir.path().to_owned()), config).expect("a registry");
+    let spawning = tokio::spawn({
+        let registry = registry.clone();
+        async move {
+            registry
+                .spawn(SpawnRequest {
+                    // TERM stays ignored across the exec: the kill waits its grace.
+                    command: "trap '' TERM; exec sleep 30".to_owned(),
+                    task_id: "t".to_owned(),
+                    ..SpawnRequest::default()
+                })
+                .await
+        }
+    });
+    let mut found = None;
+    herd_test_support::wait::until(Duration::from_secs(10), "the session in the table", || {
+        found = registry.snapshot_running_ids("t").into_iter().next();
+        found.is_some()
+    })
+    .await;
+    let id = found.expect("a running session");
+    assert!(
+        stored_row(&store, id.as_str()).is_none(),
+        "the spawn's row is held until the kill asks for its intent"
+    );
+    let killing = tokio::spawn({
+        let registry = registry.clone();
+        let id = id.clone();
+        async move { registry.kill(id.as_str(), KillSource::ProcessKill).await }
+    });
+    let mut intent = None;
+    herd_test_support::wait::until(
+        Duration::from_secs(10),
+        "the kill's intent in the store while the kill waits its grace",
+        || {
+            intent = stored_row(&store, id.as_str()).and_then(|e| e.kill_intent);
+            intent.is_some()
+        },
+    )
+    .await;
+    let intent = intent.expect("an intent");
+    assert_eq!(intent.source, "process_kill");
+    let answer = killing.await.expect("the kill task").expect("the kill");
+    assert_eq!(answer.status, crate::KillStatus::Killed);
+    spawning
+        .await
+        .expect("the spawn task")
+        .expect("the spawn answers");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -506,7 +610,7 @@ async fn b45_a_ready_mark_made_before_the_spawns_commit_is_stored() {
     // order is forced.
     use std::time::Duration;
     let dir = tempfile::tempdir().expect("a temp dir");
-    let store = Arc::new(RowAfterMark::default());
+    let store = Arc::new(RowHeld::until(Until::Ready));
     let config = RegistryConfig {
         running_store: Some(Arc::clone(&store) as Arc<dyn herd_persistence::RunningStore>),
         ..RegistryConfig::default()
@@ -527,12 +631,7 @@ async fn b45_a_ready_mark_made_before_the_spawns_commit_is_stored() {
         .await
         .expect("the wait answers");
     assert!(answer.ready_at.is_some(), "the session is ready");
-    let loaded = herd_persistence::RunningStore::load(store.as_ref()).expect("the store loads");
-    let row = loaded
-        .entries
-        .iter()
-        .find(|e| e.session.id == id)
-        .expect("the session has a running row");
+    let row = stored_row(&store, id).expect("the session has a running row");
     assert!(
         row.ready_at.is_some(),
         "the ready mark a waiter was told of is in the store"

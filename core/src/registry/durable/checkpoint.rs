@@ -393,20 +393,22 @@ impl Durable {
     /// Commits the intent to kill the running ones of `sessions` (one transaction, on
     /// the blocking pool) before the kill begins, so a daemon that dies during the
     /// kill's grace window leaves it for the next to report. A failure is
-    /// logged; the kill goes on.
+    /// logged; the kill goes on. Returns `false` when a running one had no running
+    /// row to take it (its spawn's commit had not landed yet).
     pub(in crate::registry) async fn record_kill_intent(
         &self,
         sessions: &[Arc<Session>],
         source: crate::config::KillSource,
-    ) {
+    ) -> bool {
         let ids: Vec<String> = sessions
             .iter()
             .filter(|s| s.state().finished.is_none())
             .map(|s| s.id.as_str().to_owned())
             .collect();
         if ids.is_empty() {
-            return;
+            return true;
         }
+        let wanted = ids.len();
         let store = Arc::clone(self.checkpoint.store());
         let intent = herd_persistence::KillIntent {
             source: source.as_str().to_owned(),
@@ -418,12 +420,13 @@ impl Durable {
         })
         .await;
         match recorded {
-            Ok(Ok(_)) => {}
+            Ok(Ok(rows)) => return rows >= wanted,
             Ok(Err(error)) => {
                 tracing::warn!(%error, "kill intent not stored; a daemon crash during the kill would not report it");
             }
             Err(error) => tracing::warn!(%error, "kill intent not stored"),
         }
+        true
     }
 
     /// Waits until a checkpoint write covering `generation` finished (well or not).
