@@ -10,11 +10,12 @@
 //! and every function it entered that the binary defines is kept.
 //!
 //! The names carry hashes of the build that made them (the toolchain, `Cargo.lock`,
-//! each crate's features and profile), so the list is taken from both builds of
-//! `herd` that get measured or shipped: `cargo build --release` (what `cargo
-//! install` and `cargo xtask release` build) and `cargo bench` (its dependencies'
-//! features unified with the benches' own, which renames most functions; what
-//! `cargo xtask bench` measures). A name a binary does not have is skipped by the
+//! each crate's features and profile), so the list is taken from every build of
+//! `herd` that gets shipped or measured: `cargo build --release -p herd-cli` (what
+//! `cargo install` builds), the release tarball's build (`cargo xtask release`,
+//! with the example plugin, whose features unified with herd's rename some
+//! functions) and `cargo bench` (the benches' dependencies unified in, which
+//! renames most; what `cargo xtask bench` measures). A name a binary does not have is skipped by the
 //! linker; `--check` says how much of the list the release binary still has, so a
 //! stale list shows before it costs.
 //!
@@ -30,11 +31,23 @@ use crate::shell;
 const LIST: &str = "cli/link/client-order.txt";
 
 /// The builds whose names the list holds: what each is called and the cargo
-/// arguments that build it (both leave `herd` in the target's `release`).
-const BUILDS: [(&str, &[&str]); 2] = [
+/// arguments that build it (each leaves `herd` in the target's `release`).
+const BUILDS: [(&str, &[&str]); 3] = [
     (
         "release",
         &["build", "--quiet", "--release", "-p", "herd-cli"],
+    ),
+    (
+        "dist",
+        &[
+            "build",
+            "--quiet",
+            "--release",
+            "-p",
+            "herd-cli",
+            "-p",
+            "herd-plugin-example",
+        ],
     ),
     ("bench", &["bench", "--quiet", "--no-run", "-p", "herd-cli"]),
 ];
@@ -127,9 +140,12 @@ fn check() -> Result<()> {
         "{found} of the {taken} names taken from the release build are in {}",
         herd.display()
     ));
+    // The names LLVM gives functions it promotes across codegen units
+    // (`….llvm.<hash>`, about a fifth) change with the build's directory and the
+    // code around them; the rest only with the toolchain, `Cargo.lock` and features.
     ensure!(
-        found * 10 >= taken * 9,
-        "the list is stale (the release binary has fewer than 9 in 10 of its names): run `cargo xtask client-order`"
+        found * 4 >= taken * 3,
+        "the list is stale (the release binary has fewer than 3 in 4 of its names): run `cargo xtask client-order`"
     );
     Ok(())
 }
