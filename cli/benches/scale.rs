@@ -12,6 +12,10 @@
 //!   and memory too) the same way (target <= 200 ms);
 //! - `cli.sessions_10000_rss`: the daemon's RSS with them, against the same
 //!   daemon empty (reported, no target); the note has the descriptors it holds;
+//! - `cli.sessions_10000_rss_after_listings`: the daemon's RSS after the 200 probe
+//!   spawns and the ten listings above, once it has stopped falling (the daemon
+//!   gives the heap's freed pages back after a large answer, within a second),
+//!   against its RSS with the sessions before them (reported, no target);
 //! - `cli.sessions_10000_shutdown`: `herd shutdown --yes` with them until the
 //!   daemon is gone (reported, no target); the note has the most threads and RSS
 //!   the daemon had meanwhile (a burst of finishes on the blocking pool shows there).
@@ -182,6 +186,24 @@ fn rss_mb(pid: i32) -> f64 {
     status_field(pid, "VmRSS:") / 1024.0
 }
 
+/// Process `pid`'s RSS in MB once it has not fallen for 1.5 s (at most 15 s).
+fn settled_rss_mb(pid: i32) -> f64 {
+    let start = Instant::now();
+    let mut low = rss_mb(pid);
+    let mut low_at = Instant::now();
+    while low_at.elapsed() < Duration::from_millis(1500)
+        && start.elapsed() < Duration::from_secs(15)
+    {
+        std::thread::park_timeout(Duration::from_millis(100));
+        let now = rss_mb(pid);
+        if now < low - 0.5 {
+            low = now;
+            low_at = Instant::now();
+        }
+    }
+    low
+}
+
 /// Keeps the daemon up while `HERD_BENCH_HOLD`'s file exists.
 fn hold(home: &Home, daemon: i32) {
     let Some(file) = std::env::var_os("HERD_BENCH_HOLD") else {
@@ -325,6 +347,7 @@ fn sessions() {
     let full_ps = ps_runs(&home, &["ps"]);
     let full_json = ps_runs(&home, &["ps", "--json"]);
     let rss_after = rss_mb(daemon);
+    let rss_settled = settled_rss_mb(daemon);
     let threads = status_field(daemon, "Threads:");
     let note = format!(
         "{n} running `sleep 600` sessions (started by {FILLERS} clients in {fill_s:.1} s; {}); daemon RSS {rss_full:.0} MB with them, {rss_empty:.0} MB empty; {PROBES} spawns of `true` on one connection each way{scaled}",
@@ -387,6 +410,22 @@ fn sessions() {
             &format!(
                 "{note}; the daemon held {fds_full} descriptors with them, {fds_empty} empty ({:.2} a session); {rss_after:.0} MB and {threads} threads after the probes and the 10 listings",
                 (fds_full.saturating_sub(fds_empty)) as f64 / n as f64
+            ),
+        )
+    );
+    println!(
+        "{}",
+        figure_line(
+            "cli.sessions_10000_rss_after_listings",
+            "MB",
+            rss_settled,
+            Some((
+                rss_full,
+                "the same daemon with the sessions, before the probes and listings"
+            )),
+            None,
+            &format!(
+                "{note}; {rss_after:.0} MB right after the last of 5 `herd ps` and 5 `herd ps --json`, {rss_settled:.0} MB once it stopped falling"
             ),
         )
     );

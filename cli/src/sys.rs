@@ -1,5 +1,6 @@
 //! The Linux-only calls of the `herd` binary, behind one boundary: what each reads
-//! of `/proc`, pipe buffer sizes, and the client's own command line (`proctitle`). `docs/porting.md`
+//! of `/proc`, pipe buffer sizes, the client's own command line (`proctitle`) and
+//! the heap's freed pages (`memory`). `docs/porting.md`
 //! says what each maps to elsewhere (`proc_pidinfo`, `sysctl kern.proc`, `kinfo_proc`);
 //! the rest of the binary calls these and names no `/proc` path itself.
 
@@ -7,6 +8,7 @@ use std::fmt::Display;
 use std::os::fd::{BorrowedFd, RawFd};
 use std::path::PathBuf;
 
+pub(crate) mod memory;
 pub(crate) mod proctitle;
 
 /// The text of process `pid`'s `stat`; `None` when it cannot be read (gone,

@@ -64,7 +64,14 @@ pub(crate) trait Service: Send + Sync + 'static {
 
     /// Runs a stream on the connection until it ends or the client leaves.
     fn stream(&self, stream: Self::Stream, outlet: Outlet<'_>) -> impl Future<Output = ()> + Send;
+
+    /// An answer of at least [`LARGE_ANSWER`] bytes was written and freed.
+    fn large_answer_sent(&self) {}
 }
+
+/// The size from which an answer's buffers are worth giving back to the system
+/// once it is written (a listing of thousands of sessions).
+pub(crate) const LARGE_ANSWER: usize = 1 << 20;
 
 /// What a method answers.
 #[derive(Debug)]
@@ -238,8 +245,12 @@ pub(crate) async fn serve<S: Service>(
         if !matches!(step, Step::End) {
             slot.idle();
         }
+        let large = matches!(&step, Step::Line(line) if line.len() >= LARGE_ANSWER);
         if !put(&mut writer, &reader, step).await {
             return;
+        }
+        if large {
+            service.large_answer_sent();
         }
     }
 }

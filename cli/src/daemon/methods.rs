@@ -79,6 +79,8 @@ pub(crate) struct State {
     spawn_keys: keys::SpawnKeys,
     /// What the plugins started with (capability `plugins`).
     plugins: Option<crate::plugins::Started>,
+    /// The heap's free pages, given back after a large answer (a listing).
+    give_back: crate::sys::memory::GiveBack,
 }
 
 /// How the daemon ends.
@@ -185,6 +187,7 @@ impl State {
             hosts,
             spawn_keys: keys::SpawnKeys::durable(&home_for_keys),
             plugins: None,
+            give_back: crate::sys::memory::GiveBack::default(),
         })
     }
 
@@ -322,6 +325,10 @@ impl Service for State {
 
     async fn stream(&self, stream: Stream, outlet: Outlet<'_>) {
         stream.run(self, outlet).await;
+    }
+
+    fn large_answer_sent(&self) {
+        self.give_back.after_large_answer();
     }
 }
 
