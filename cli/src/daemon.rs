@@ -25,6 +25,7 @@
 //! file, and exits 0.
 
 mod connection;
+mod give_back;
 mod hosts;
 mod methods;
 

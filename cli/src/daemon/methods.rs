@@ -80,7 +80,7 @@ pub(crate) struct State {
     /// What the plugins started with (capability `plugins`).
     plugins: Option<crate::plugins::Started>,
     /// The heap's free pages, given back after a large answer (a listing).
-    give_back: crate::sys::memory::GiveBack,
+    give_back: super::give_back::GiveBack,
 }
 
 /// How the daemon ends.
@@ -187,7 +187,7 @@ impl State {
             hosts,
             spawn_keys: keys::SpawnKeys::durable(&home_for_keys),
             plugins: None,
-            give_back: crate::sys::memory::GiveBack::default(),
+            give_back: super::give_back::GiveBack::default(),
         })
     }
 
