@@ -71,7 +71,7 @@ pub(crate) trait Service: Send + Sync + 'static {
 
 /// The size from which an answer's buffers are worth giving back to the system
 /// once it is written (a listing of thousands of sessions).
-pub(crate) const LARGE_ANSWER: usize = 1 << 20;
+const LARGE_ANSWER: usize = 1 << 20;
 
 /// What a method answers.
 #[derive(Debug)]

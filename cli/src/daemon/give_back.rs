@@ -18,7 +18,7 @@ const TRIM_SPACING: Duration = Duration::from_secs(1);
 
 /// Hands the heap's free pages back after large answers: one trim for every burst
 /// of them, at most one per [`TRIM_SPACING`], and always one after the last.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct GiveBack(Arc<Shared>);
 
 #[derive(Debug)]

@@ -89,8 +89,7 @@ impl Inner {
         if self.durable.record_kill_intent(sessions, source).await {
             return;
         }
-        let generation = self.request_checkpoint();
-        self.durable.checkpoint_settled(generation).await;
+        self.write_every_running_row().await;
         if !self.durable.record_kill_intent(sessions, source).await {
             tracing::warn!(
                 "kill intent not stored: a session has no running row; a daemon crash during the kill would not report it"

@@ -106,8 +106,7 @@ impl Inner {
             // so a pattern can match before its spawn committed the running row.
             // Every running row is written (this one with them), then the mark
             // again, before anyone is told it is ready.
-            let generation = self.request_checkpoint();
-            self.durable.checkpoint_settled(generation).await;
+            self.write_every_running_row().await;
             stored = record().await;
         }
         match stored {

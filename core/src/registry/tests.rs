@@ -538,6 +538,15 @@ fn stored_row(store: &RowHeld, id: &str) -> Option<herd_persistence::CheckpointE
         .find(|e| e.session.id == id)
 }
 
+/// A registry whose running rows go to `store`, with `config` otherwise.
+fn registry_over(dir: &std::path::Path, store: &Arc<RowHeld>, config: RegistryConfig) -> Registry {
+    let config = RegistryConfig {
+        running_store: Some(Arc::clone(store) as Arc<dyn herd_persistence::RunningStore>),
+        ..config
+    };
+    Registry::new(Home::new(dir.to_owned()), config).expect("a registry")
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn b17_a_kill_begun_before_the_spawns_commit_has_its_intent_stored() {
     // A kill of an owner's sessions reaches every one in the table, also one whose
@@ -548,11 +557,10 @@ async fn b17_a_kill_begun_before_the_spawns_commit_has_its_intent_stored() {
     let dir = tempfile::tempdir().expect("a temp dir");
     let store = Arc::new(RowHeld::until(Until::KillIntent));
     let config = RegistryConfig {
-        running_store: Some(Arc::clone(&store) as Arc<dyn herd_persistence::RunningStore>),
         kill_grace: Duration::from_secs(3),
         ..RegistryConfig::default()
     };
-    let registry = Registry::new(Home::new(dir.path().to_owned()), config).expect("a registry");
+    let registry = registry_over(dir.path(), &store, config);
     let spawning = tokio::spawn({
         let registry = registry.clone();
         async move {
@@ -611,11 +619,7 @@ async fn b45_a_ready_mark_made_before_the_spawns_commit_is_stored() {
     use std::time::Duration;
     let dir = tempfile::tempdir().expect("a temp dir");
     let store = Arc::new(RowHeld::until(Until::Ready));
-    let config = RegistryConfig {
-        running_store: Some(Arc::clone(&store) as Arc<dyn herd_persistence::RunningStore>),
-        ..RegistryConfig::default()
-    };
-    let registry = Registry::new(Home::new(dir.path().to_owned()), config).expect("a registry");
+    let registry = registry_over(dir.path(), &store, RegistryConfig::default());
     let info = registry
         .spawn(SpawnRequest {
             command: "echo up; exec sleep 30".to_owned(),

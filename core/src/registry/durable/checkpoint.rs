@@ -255,6 +255,13 @@ impl Inner {
             Err(unfinished) => unfinished.to_string(),
         };
         tracing::warn!(%error, "running session not stored; the spawn waits for a refresh of every running session instead");
+        self.write_every_running_row().await;
+    }
+
+    /// Rewrites every running row and waits until that write has settled: the
+    /// fallback of an update that met no row, or a row write that failed, before
+    /// anyone is told what the row should hold.
+    pub(in crate::registry) async fn write_every_running_row(self: &Arc<Self>) {
         let generation = self.request_checkpoint();
         self.durable.checkpoint_settled(generation).await;
     }
