@@ -105,6 +105,14 @@ pub(crate) struct Spec {
     /// a job that ends before the daemon's first `want` still gives one.
     #[serde(default)]
     pub(crate) mark_lag: Option<u64>,
+    /// The spec came on a connection to the daemon (a supervisor forked ahead of
+    /// need): the shim keeps that connection as the daemon's and binds its socket
+    /// only once the connection closes, for the next daemon to find. A spawn then
+    /// makes no socket file (whose inode is a file system's allocation and, on a busy
+    /// ext4, a scan past every inode freed in the last minutes) and no connect.
+    /// Absent from an older daemon: the socket is bound at the start.
+    #[serde(default)]
+    pub(crate) attach_here: bool,
 }
 
 /// An environment name or value: text when it is UTF-8 (nearly always, and cheap to
@@ -160,6 +168,11 @@ pub(crate) enum Ready {
         /// path. Absent from an older shim's answer (the daemon then reads it).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cgroup: Option<bool>,
+        /// The connection the spec came on is now the daemon's connection to this
+        /// shim (`Spec::attach_here` honoured); absent or false from a shim that
+        /// bound its socket, which the daemon then connects to.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        attached: bool,
     },
     /// No PTY could be opened; nothing ran, so the daemon may fall back to pipes.
     PtyUnavailable { message: String },
@@ -241,7 +254,7 @@ pub fn main() -> i32 {
             ),
         );
     }
-    supervise::run(spec, true, None)
+    supervise::run(spec, true, None, None)
 }
 
 /// Prints a failure line on stdout (the daemon reads it) and returns the exit code.

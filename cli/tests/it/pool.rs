@@ -120,6 +120,66 @@ fn b28_shim_a_member_takes_a_spec_longer_than_one_read() {
     env.ok(&["kill", id]);
 }
 
+#[test]
+fn b28_shim_a_pooled_supervisor_binds_its_socket_only_once_its_daemon_is_gone() {
+    let env = Env::new();
+    let members = warm(&env);
+    let info = env.json(&[
+        "run",
+        "--json",
+        "--",
+        "sh",
+        "-c",
+        "echo before; read word; echo \"after $word\"; exec sleep 300",
+    ]);
+    let id = info["session_id"].as_str().expect("session_id").to_owned();
+    let shim = shim_pid(&env, &id);
+    assert!(
+        members.contains(&shim),
+        "the job's supervisor {shim} is not one of the members {members:?} that waited before it"
+    );
+    let socket = env.home().join("run/shims").join(&id).join("sock");
+    let mut logs = String::new();
+    wait_until(Duration::from_secs(10), || {
+        logs = env.ok(&["logs", &id]);
+        logs.contains("before")
+    })
+    .unwrap_or_else(|()| panic!("the job's first line never came: {logs:?}"));
+    // The daemon follows the session on the connection the spec came on.
+    assert!(
+        !socket.exists(),
+        "the supervisor bound {} while its daemon held the connection",
+        socket.display()
+    );
+
+    env.crash_daemon();
+    wait_until(Duration::from_secs(10), || socket.exists()).unwrap_or_else(|()| {
+        panic!(
+            "the supervisor did not bind {} once its daemon died",
+            socket.display()
+        )
+    });
+    // The next daemon attaches through the socket: live, its stdin reaches the job.
+    let polled = env.poll_json(&id);
+    assert_eq!(polled["status"], "running", "{polled}");
+    let status = env.json(&["doctor", "--json"]);
+    assert!(
+        status
+            .to_string()
+            .contains("1 re-attached to their supervisor"),
+        "doctor shows the live re-attach: {status}"
+    );
+    env.ok(&["send", &id, "restored\n"]);
+    wait_until(Duration::from_secs(10), || {
+        logs = env.ok(&["logs", &id]);
+        logs.contains("after restored")
+    })
+    .unwrap_or_else(|()| {
+        panic!("input sent through the next daemon never reached the job: {logs:?}")
+    });
+    env.ok(&["kill", &id]);
+}
+
 /// Waits until none of `pids` lives.
 fn all_gone(pids: &[i32], after: &str) {
     wait_until(Duration::from_secs(10), || pids.iter().all(|p| !alive(*p))).unwrap_or_else(|()| {

@@ -195,12 +195,14 @@ impl Shims {
             }
         };
         let launched = match (direct, &self.launcher) {
-            (Some(argv), _) => link::launch(argv, &shim_env, &spec).await,
+            (Some(argv), _) => link::launch(argv, &shim_env, &spec)
+                .await
+                .map(|ready| (ready, None)),
             (None, Some(launcher)) => launcher.launch(&mut spec).await,
             (None, None) => Err(io::Error::other("no session supervisor is configured")),
         };
-        let ready = match launched {
-            Ok(ready) => ready,
+        let (ready, kept) = match launched {
+            Ok(launched) => launched,
             Err(error) => {
                 // A shim that answered too late may have started the job all the same.
                 self.retire_unanswered(id, &dir).await;
@@ -216,7 +218,14 @@ impl Shims {
                 start_time,
                 cgroup,
                 ..
-            } => match link::attach_started(&dir, pid, protocol, socket).await {
+            } => match link::attach_started(
+                &dir,
+                pid,
+                protocol,
+                kept.map_or(link::Reach::Socket(socket), link::Reach::Kept),
+            )
+            .await
+            {
                 Ok(attached) => Ok(Box::new(ShimStarted {
                     pid,
                     start_time,

@@ -147,7 +147,7 @@ impl Inner {
             self.finish(&s, link::finish_of(record)).await;
             return Reattached::Finished;
         }
-        match link::attach(&dir).await {
+        match link::attach_live(&dir, || shim_alive(shim)).await {
             Ok(attached) => {
                 let progress = attached.hello.progress;
                 let attached_pid = attached.hello.pid;
@@ -336,7 +336,15 @@ impl Inner {
             }
             if matches!(dir.read_exit(), Ok(None))
                 && let Ok(Some(info)) = dir.read_info()
-                && link::attach(&dir).await.is_ok()
+                && link::attach_live(&dir, || {
+                    shim_alive(ShimRef {
+                        pid: info.shim_pid,
+                        start_time: info.shim_start_time,
+                        protocol: info.protocol,
+                    })
+                })
+                .await
+                .is_ok()
             {
                 self.shims.stop_orphan(&raw, &info).await;
             }

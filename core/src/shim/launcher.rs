@@ -236,7 +236,12 @@ fn fork_supervisor(spec: Spec, placement: &Placement) -> Option<i32> {
         // The launcher's signal descriptor stays open in the child, unread
         // (close-on-exec, so no job inherits it); the supervisor reads its own, and
         // releases the shared stdio after its ready answer.
-        Ok(None) => Some(super::supervise::run(spec, false, Some(placement.clone()))),
+        Ok(None) => Some(super::supervise::run(
+            spec,
+            false,
+            Some(placement.clone()),
+            None,
+        )),
         Ok(Some(_)) => None,
         Err(error) => {
             super::report_failure(

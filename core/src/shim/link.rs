@@ -39,6 +39,8 @@ mod attach_socket;
 mod compat_tests;
 mod launch;
 #[cfg(test)]
+mod live_tests;
+#[cfg(test)]
 mod pending_tests;
 mod pool;
 pub(crate) use attach_socket::AttachSocket;
@@ -139,6 +141,37 @@ pub(crate) async fn attach(dir: &ShimDir) -> Result<Attached, AttachError> {
     })
 }
 
+/// [`attach`] to a shim that `alive` says runs. A shim whose first daemon kept the
+/// connection its spec came on (`Spec::attach_here`) binds its socket only once that
+/// connection closes, so a daemon started right after the last one died may find no
+/// socket there yet: it is waited for, at most [`ATTACH_TIMEOUT`], while the shim
+/// lives and has written no exit record.
+///
+/// # Errors
+/// [`AttachError`], as [`attach`].
+pub(crate) async fn attach_live(
+    dir: &ShimDir,
+    alive: impl Fn() -> bool,
+) -> Result<Attached, AttachError> {
+    let deadline = tokio::time::Instant::now() + ATTACH_TIMEOUT;
+    let mut retry = tokio::time::interval(Duration::from_millis(5));
+    loop {
+        match attach(dir).await {
+            Err(AttachError::Unreachable(error))
+                if matches!(
+                    error.kind(),
+                    io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused
+                ) && tokio::time::Instant::now() < deadline
+                    && matches!(dir.read_exit(), Ok(None))
+                    && alive() =>
+            {
+                retry.tick().await;
+            }
+            attached => return attached,
+        }
+    }
+}
+
 /// The daemon's hello, a protocol-1 frame (a line) as every hello is.
 fn hello_line() -> Vec<u8> {
     let mut hello = Vec::new();
@@ -164,10 +197,27 @@ fn framing_of(capabilities: &[String]) -> Framing {
     }
 }
 
-/// Connects to a shim this registry has just started (its ready answer named its pid
-/// and protocol) through `socket`, made before the launch, and sends hello without
-/// waiting for the answer, which the follower skips: a spawn then costs no round trip
-/// to the shim.
+/// The connection a supervisor forked ahead of need kept as the daemon's when its
+/// spec asked (`Spec::attach_here`), and the bytes read on it after the ready answer.
+#[derive(Debug)]
+pub(crate) struct StartConn {
+    pub(super) stream: UnixStream,
+    pub(super) rest: Vec<u8>,
+}
+
+/// How the daemon reaches a shim it has just started.
+#[derive(Debug)]
+pub(crate) enum Reach {
+    /// Connect to its socket through this descriptor, made before the launch.
+    Socket(AttachSocket),
+    /// The shim kept the connection its spec came on.
+    Kept(StartConn),
+}
+
+/// Attaches to a shim this registry has just started (its ready answer named its pid
+/// and protocol), connecting to its socket or on the connection it kept, and sends
+/// hello without waiting for the answer, which the follower skips: a spawn then
+/// costs no round trip to the shim.
 ///
 /// # Errors
 /// [`AttachError::Unreachable`] when the socket does not take the connection.
@@ -175,12 +225,18 @@ pub(crate) async fn attach_started(
     dir: &ShimDir,
     pid: i32,
     protocol: u32,
-    socket: AttachSocket,
+    reach: Reach,
 ) -> Result<Attached, AttachError> {
-    let stream = socket
-        .connect(&dir.socket_path(), ATTACH_TIMEOUT)
-        .await
-        .map_err(AttachError::Unreachable)?;
+    let (stream, rest) = match reach {
+        Reach::Socket(socket) => (
+            socket
+                .connect(&dir.socket_path(), ATTACH_TIMEOUT)
+                .await
+                .map_err(AttachError::Unreachable)?,
+            Vec::new(),
+        ),
+        Reach::Kept(kept) => (kept.stream, kept.rest),
+    };
     let (read, write) = stream.into_split();
     // A shim of this protocol answers the hello in kind and switches to length-prefixed
     // frames after it; the frames sent meanwhile already are.
@@ -191,6 +247,8 @@ pub(crate) async fn attach_started(
     };
     let link = Link::start(write, framing);
     link.send_bytes(hello_line());
+    let mut incoming = Incoming::new(read, framing == Framing::Lengths);
+    incoming.frames.feed(&rest);
     Ok(Attached {
         hello: Hello {
             protocol,
@@ -199,7 +257,7 @@ pub(crate) async fn attach_started(
             framing,
         },
         link,
-        incoming: Incoming::new(read, framing == Framing::Lengths),
+        incoming,
     })
 }
 
@@ -723,5 +781,6 @@ pub(crate) fn spec(
         kill_leftovers: false,
         limits: crate::Limits::default(),
         mark_lag: None,
+        attach_here: false,
     }
 }

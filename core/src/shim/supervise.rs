@@ -159,7 +159,11 @@ struct Shim {
     pipe_bytes: usize,
     /// The job's output is not read before then (see [`OUTPUT_PACE`]).
     output_paused_until: Option<Instant>,
-    listener: UnixListener,
+    /// The socket a daemon connects to; `None` while the daemon that started this
+    /// shim holds the connection the spec came on (bound when it closes).
+    listener: Option<UnixListener>,
+    /// Where that socket is bound.
+    socket: std::path::PathBuf,
     uid: u32,
     /// The job's start time, its identity for a tree kill.
     start_time: Option<u64>,
@@ -187,8 +191,15 @@ struct Seen {
 /// Starts the job described by `spec` and supervises it; returns the exit code.
 /// `placement` is where session cgroups go as found before the spec came (a
 /// supervisor forked ahead of need looks while it waits); `None` looks now.
-pub(super) fn run(spec: Spec, detach: bool, placement: Option<Placement>) -> i32 {
-    let (mut shim, signals, dir) = match start::start(&spec, detach, placement) {
+/// `attached` is the connection the spec came on, kept as the daemon's when it asked
+/// (`Spec::attach_here`).
+pub(super) fn run(
+    spec: Spec,
+    detach: bool,
+    placement: Option<Placement>,
+    attached: Option<UnixStream>,
+) -> i32 {
+    let (mut shim, signals, dir) = match start::start(&spec, detach, placement, attached) {
         Ok(started) => started,
         Err(code) => return code,
     };
@@ -227,8 +238,10 @@ impl Shim {
                 }
                 slots[1] = fds.len();
                 fds.push(PollFd::new(signals.as_fd(), PollFlags::POLLIN));
-                slots[2] = fds.len();
-                fds.push(PollFd::new(self.listener.as_fd(), PollFlags::POLLIN));
+                if let Some(listener) = &self.listener {
+                    slots[2] = fds.len();
+                    fds.push(PollFd::new(listener.as_fd(), PollFlags::POLLIN));
+                }
                 if let Some(conn) = &self.conn {
                     let mut flags = PollFlags::POLLIN;
                     if !conn.out.is_empty() {

@@ -340,6 +340,12 @@ impl FrameReader {
     pub(crate) fn pending_bytes(&self) -> usize {
         self.buf.len()
     }
+
+    /// The bytes received but not yet taken as frames, for the reader that goes on
+    /// with the connection.
+    pub(crate) fn into_pending(self) -> Vec<u8> {
+        self.buf
+    }
 }
 
 #[cfg(test)]

@@ -5,7 +5,9 @@
 //! writes a spec straight to an idle one, which then runs the session exactly as a
 //! supervisor forked for that spec would (the same `supervise::run`), answering on
 //! that connection instead of the launcher's shared stdout. A spawn then costs
-//! neither a wake-up of the launcher nor a fork on its path.
+//! neither a wake-up of the launcher nor a fork on its path. When the daemon asks
+//! (`Spec::attach_here`), the connection stays the daemon's connection to the
+//! session: no socket is bound or connected on the spawn's path.
 //!
 //! Demand sizes the pool: it starts at one, and every spec that reaches the launcher
 //! itself (the daemon found no idle supervisor) raises the target by one, up to the
@@ -228,14 +230,22 @@ impl Pool {
         if nix::unistd::dup2_stdout(&stream).is_err() {
             return 2;
         }
-        drop(stream);
         let spec = serde_json::from_slice::<Spec>(&frame.header);
         // The spec's bytes are done with: their memory goes back to the allocator
         // for the session's own use instead of growing the heap beside it.
         drop((frame, frames));
+        // A daemon that asks keeps this connection as its own to the session
+        // (`Spec::attach_here`); otherwise it closes with the stdout it was given.
+        let attached = match &spec {
+            Ok(spec) if spec.attach_here && spec.protocol == PROTOCOL => Some(stream),
+            _ => {
+                drop(stream);
+                None
+            }
+        };
         match spec {
             Ok(spec) if spec.protocol == PROTOCOL => {
-                super::super::supervise::run(spec, false, Some(self.placement.clone()))
+                super::super::supervise::run(spec, false, Some(self.placement.clone()), attached)
             }
             Ok(spec) => report_failure(
                 spec.request,

@@ -150,27 +150,40 @@ impl Launcher {
         }
     }
 
-    /// Hands `spec` to a supervisor forked ahead of need, if one waits.
-    async fn launch_pooled(&self, spec: &mut Spec) -> io::Result<Option<Ready>> {
+    /// Hands `spec` to a supervisor forked ahead of need, if one waits, asking it to
+    /// keep the connection as the daemon's to the session.
+    async fn launch_pooled(
+        &self,
+        spec: &mut Spec,
+    ) -> io::Result<Option<(Ready, Option<super::StartConn>)>> {
         let conn = self.connection().await?;
         let Some(pool) = self.pool.get() else {
             return Ok(None);
         };
         spec.request = conn.next.fetch_add(1, Ordering::Relaxed);
-        Ok(match pool.launch(spec).await? {
-            super::pool::Pooled::Ready(ready) => Some(ready),
+        spec.attach_here = true;
+        let launched = pool.launch(spec).await;
+        // A supervisor the launcher forks answers on the launcher's stdout, which
+        // stays the launcher's.
+        spec.attach_here = false;
+        Ok(match launched? {
+            super::pool::Pooled::Ready(ready, kept) => Some((ready, kept)),
             super::pool::Pooled::Unsent => None,
         })
     }
 
-    /// Has a supervisor forked for `spec` and returns its ready answer.
+    /// Has a supervisor forked for `spec` and returns its ready answer, with the
+    /// connection it came on when the supervisor kept it as the daemon's.
     ///
     /// # Errors
     /// The launcher could not be started, died before answering twice in a row, or
     /// did not answer in time.
-    pub(crate) async fn launch(&self, spec: &mut Spec) -> io::Result<Ready> {
-        if let Some(ready) = self.launch_pooled(spec).await? {
-            return Ok(ready);
+    pub(crate) async fn launch(
+        &self,
+        spec: &mut Spec,
+    ) -> io::Result<(Ready, Option<super::StartConn>)> {
+        if let Some(launched) = self.launch_pooled(spec).await? {
+            return Ok(launched);
         }
         let mut last_error = None;
         for _ in 0..2 {
@@ -204,7 +217,7 @@ impl Launcher {
                 continue;
             }
             match tokio::time::timeout(START_TIMEOUT, done_rx).await {
-                Ok(Ok(ready)) => return Ok(ready),
+                Ok(Ok(ready)) => return Ok((ready, None)),
                 Ok(Err(_)) => {
                     // Its stdout closed before this launch was answered: nothing was
                     // forked for it, so it is tried once more on a new launcher.

@@ -63,8 +63,9 @@ pub(crate) struct Pool {
 /// How a launch through the pool ended.
 #[derive(Debug)]
 pub(crate) enum Pooled {
-    /// The member's ready answer.
-    Ready(Ready),
+    /// The member's ready answer, and the connection it came on when the member kept
+    /// that as the daemon's connection to its session (`Spec::attach_here`).
+    Ready(Ready, Option<super::StartConn>),
     /// No member took the spec (none waited, or the one tried was gone): nothing
     /// started.
     Unsent,
@@ -120,7 +121,10 @@ impl Pool {
             if stream.write_all(&frame).await.is_err() {
                 continue;
             }
-            return answer(&mut stream).await.map(Pooled::Ready);
+            let (ready, rest) = answer(&mut stream).await?;
+            let kept = matches!(ready, Ready::Running { attached: true, .. })
+                .then_some(super::StartConn { stream, rest });
+            return Ok(Pooled::Ready(ready, kept));
         }
     }
 }
@@ -138,15 +142,16 @@ fn lock(idle: &Idle) -> crate::lock_order::MutexGuard<'_, Vec<UnixStream>> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// The ready answer a member writes on its connection: one frame.
-async fn answer(stream: &mut UnixStream) -> io::Result<Ready> {
+/// The ready answer a member writes on its connection (one frame), and the bytes
+/// read after it (the session's first frames, when the member kept the connection).
+async fn answer(stream: &mut UnixStream) -> io::Result<(Ready, Vec<u8>)> {
     let mut frames = crate::shim::ready_reader();
     let mut buf = vec![0u8; 16 * 1024];
     let read = async {
         loop {
             if let Some(frame) = frames.next().map_err(io::Error::other)? {
                 return serde_json::from_slice::<crate::shim::ReadyLine>(&frame.header)
-                    .map(|l| l.ready)
+                    .map(|l| (l.ready, std::mem::take(&mut frames).into_pending()))
                     .map_err(|e| {
                         io::Error::other(format!(
                             "the pre-forked session supervisor answered something else than its ready answer ({e}); check that herd-shim belongs to this herd"

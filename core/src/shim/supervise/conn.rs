@@ -6,6 +6,7 @@
 
 use std::io::{self, Write};
 use std::os::fd::AsFd;
+use std::os::unix::net::UnixStream;
 use std::time::Instant;
 
 use nix::poll::{PollFd, PollFlags};
@@ -29,7 +30,12 @@ impl Shim {
                 return;
             }
             let (listen_ready, conn_ready) = {
-                let mut fds = vec![PollFd::new(self.listener.as_fd(), PollFlags::POLLIN)];
+                let Some(listener) = &self.listener else {
+                    // Nothing can connect: the connection the spec came on was the
+                    // daemon's, and it greeted (this is not reached then).
+                    return;
+                };
+                let mut fds = vec![PollFd::new(listener.as_fd(), PollFlags::POLLIN)];
                 if let Some(conn) = &self.conn {
                     fds.push(PollFd::new(conn.stream.as_fd(), PollFlags::POLLIN));
                 }
@@ -52,30 +58,56 @@ impl Shim {
 
     pub(super) fn accept(&mut self) {
         loop {
-            match self.listener.accept() {
+            let Some(listener) = &self.listener else {
+                return;
+            };
+            match listener.accept() {
                 Ok((stream, _)) => {
                     let peer = crate::sys::peer::peer_uid(&stream);
                     if !peer.is_ok_and(|uid| uid == self.uid) {
                         tracing::warn!("supervisor connection from another user refused");
                         continue;
                     }
-                    if stream.set_nonblocking(true).is_err() {
-                        continue;
-                    }
                     // A new daemon replaces the old one: the lock on the home allows
                     // only one, so the old connection belongs to one that is gone.
-                    self.conn = Some(Conn {
-                        stream,
-                        frames: FrameReader::default(),
-                        framing: Framing::Lines,
-                        out: Vec::new(),
-                    });
-                    self.want = None;
-                    self.set_terminal(false);
-                    self.greeted = true;
+                    self.adopt(stream);
                 }
                 Err(_) => return,
             }
+        }
+    }
+
+    /// Makes `stream` the daemon's connection (accepted, or the one the spec came on).
+    pub(super) fn adopt(&mut self, stream: UnixStream) {
+        if let Err(error) = stream.set_nonblocking(true) {
+            tracing::warn!(%error, "daemon connection not taken");
+            self.bind_when_unbound();
+            return;
+        }
+        self.conn = Some(Conn {
+            stream,
+            frames: FrameReader::default(),
+            framing: Framing::Lines,
+            out: Vec::new(),
+        });
+        self.want = None;
+        self.set_terminal(false);
+        self.greeted = true;
+    }
+
+    /// Binds the socket when the daemon's first connection was the one the spec came
+    /// on and it is gone: the daemon stopped or died, and the next one connects here.
+    fn bind_when_unbound(&mut self) {
+        if self.listener.is_some() {
+            return;
+        }
+        match super::start::bind_private(&self.socket) {
+            Ok(listener) => self.listener = Some(listener),
+            Err(error) => tracing::error!(
+                %error,
+                socket = %self.socket.display(),
+                "the supervisor socket could not be bound; a daemon that starts later follows this session by its records only"
+            ),
         }
     }
 
@@ -218,6 +250,7 @@ impl Shim {
         self.want = None;
         // The terminals attached through that daemon are gone with it.
         self.set_terminal(false);
+        self.bind_when_unbound();
     }
 
     /// Leaves the PTY's queries to an attached terminal, or answers them again.

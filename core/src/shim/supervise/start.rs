@@ -1,13 +1,14 @@
-//! The start-up of a job: the shim leaves the daemon's tree, binds its socket, starts
-//! the job, watches SIGCHLD, writes its info record and the ready answer, and lets go of
-//! the daemon's pipes.
+//! The start-up of a job: the shim leaves the daemon's tree, binds its socket (or keeps
+//! the connection its spec came on as the daemon's, binding the socket only once that
+//! closes), starts the job, watches SIGCHLD, writes its info record and the ready
+//! answer, and lets go of the daemon's pipes.
 //!
 //! Invariant: every failure after the job started kills the job's group and removes the
 //! shim's directory before it is reported, so no job runs without a supervisor.
 
 use std::collections::VecDeque;
 use std::io;
-use std::os::unix::net::UnixListener;
+use std::os::unix::net::{UnixListener, UnixStream};
 
 use herd_persistence::{Mode, SHIM_RECORD_VERSION, ShimDir, ShimInfo};
 use nix::sys::signal::Signal;
@@ -25,10 +26,15 @@ use crate::sys::signals::SignalWatch;
 
 /// Starts the job described by `spec`; `Err` carries the exit code once the failure
 /// was reported on the ready answer.
+///
+/// `attached` is the connection the spec came on when the daemon asked to keep it
+/// (`Spec::attach_here`): it becomes the daemon's connection, and the socket is bound
+/// only when it closes.
 pub(super) fn start(
     spec: &Spec,
     detach: bool,
     placement: Option<Placement>,
+    attached: Option<UnixStream>,
 ) -> Result<(Shim, SignalWatch, ShimDir), i32> {
     let detached = if detach {
         crate::sys::detach_from_parent()
@@ -49,17 +55,20 @@ pub(super) fn start(
         tracing::debug!(%error, "not a child subreaper; orphans go to init");
     }
     let dir = ShimDir::at(spec.dir.clone());
-    let listener = match bind_private(&dir.socket_path()) {
-        Ok(listener) => listener,
-        Err(error) => {
-            return Err(report_failure(
-                spec.request,
-                &format!(
-                    "the supervisor socket {} could not be bound: {error}",
-                    dir.socket_path().display()
-                ),
-            ));
-        }
+    let listener = match &attached {
+        Some(_) => None,
+        None => match bind_private(&dir.socket_path()) {
+            Ok(listener) => Some(listener),
+            Err(error) => {
+                return Err(report_failure(
+                    spec.request,
+                    &format!(
+                        "the supervisor socket {} could not be bound: {error}",
+                        dir.socket_path().display()
+                    ),
+                ));
+            }
+        },
     };
     let mut hold = Hold::make(spec, placement);
     if let Hold::Subreaper(why) = &hold {
@@ -104,10 +113,13 @@ pub(super) fn start(
             ));
         }
     };
-    let start_time = announce(spec, &dir, pid, &hold)?;
+    let start_time = announce(spec, &dir, pid, &hold, attached.is_some())?;
     release_stdio();
     let mut shim = new_shim(spec, job, pid, listener, start_time, hold);
     shim.limits = limits;
+    if let Some(stream) = attached {
+        shim.adopt(stream);
+    }
     Ok((shim, signals, dir))
 }
 
@@ -335,7 +347,13 @@ fn give_up_cgroup(hold: &mut Hold, error: &std::io::Error) {
 }
 
 /// Writes the info record and then the ready answer; returns the job's start time.
-fn announce(spec: &Spec, dir: &ShimDir, pid: i32, hold: &Hold) -> Result<Option<u64>, i32> {
+fn announce(
+    spec: &Spec,
+    dir: &ShimDir,
+    pid: i32,
+    hold: &Hold,
+    attached: bool,
+) -> Result<Option<u64>, i32> {
     let own_pid = crate::sys::own_pid();
     let info = ShimInfo {
         version: SHIM_RECORD_VERSION,
@@ -367,6 +385,7 @@ fn announce(spec: &Spec, dir: &ShimDir, pid: i32, hold: &Hold) -> Result<Option<
             pgid: pid,
             start_time: info.start_time,
             cgroup: Some(info.cgroup.is_some()),
+            attached,
         },
     );
     Ok(info.start_time)
@@ -377,7 +396,7 @@ fn new_shim(
     spec: &Spec,
     job: Job,
     pid: i32,
-    listener: UnixListener,
+    listener: Option<UnixListener>,
     start_time: Option<u64>,
     hold: Hold,
 ) -> Shim {
@@ -405,6 +424,7 @@ fn new_shim(
         pipe_bytes: 0,
         output_paused_until: None,
         listener,
+        socket: ShimDir::at(spec.dir.clone()).socket_path(),
         uid: nix::unistd::getuid().as_raw(),
         start_time,
         session_id: spec.session_id.clone(),
@@ -417,7 +437,7 @@ fn new_shim(
 
 /// Binds the socket 0600 from the start: under a 0177 umask, restored right after so
 /// the job gets the usual one.
-fn bind_private(path: &std::path::Path) -> io::Result<UnixListener> {
+pub(super) fn bind_private(path: &std::path::Path) -> io::Result<UnixListener> {
     use nix::sys::stat::{Mode as FileMode, umask};
     let _ = std::fs::remove_file(path);
     let old = umask(FileMode::from_bits_truncate(0o177));
