@@ -9,7 +9,9 @@
 //!   spread, herd's per-job p50/p99 latency and the paired ratios.
 //!
 //! `HERD_BENCH_ONLY=<substring>[,<substring>...]` runs only the figures whose name
-//! contains one of them.
+//! contains one of them. `HERD_BENCH_BIN=<path to herd>` measures that binary (with
+//! its `herd-shim` beside it) instead of the one Cargo built: two builds compared by
+//! one harness, run after run.
 
 #![allow(
     clippy::print_stdout,
@@ -25,6 +27,11 @@ use herd_test_support::home::{TempHome, command, herd, stop_daemon};
 use serde_json::json;
 
 const HERD: &str = env!("CARGO_BIN_EXE_herd");
+
+/// The herd binary measured: `HERD_BENCH_BIN`, or the one Cargo built.
+fn herd_bin() -> PathBuf {
+    std::env::var_os("HERD_BENCH_BIN").map_or_else(|| PathBuf::from(HERD), PathBuf::from)
+}
 const CLIENTS: usize = 50;
 const JOBS_EACH: usize = 40;
 const RUNS: usize = 3;
@@ -44,7 +51,7 @@ impl Home {
     }
 
     fn herd(&self, args: &[&str]) -> Command {
-        let mut cmd = herd(Path::new(HERD), self.dir.home());
+        let mut cmd = herd(&herd_bin(), self.dir.home());
         cmd.args(args).stderr(Stdio::inherit());
         cmd
     }

@@ -141,6 +141,8 @@ pub mod rank {
     pub(crate) const SHIM_POOL: u8 = 89;
     /// The dispatcher's cached verdict: `dispatch`.
     pub(crate) const DISPATCH_CACHE: u8 = 90;
+    /// The launches waiting for their supervisor's claim: `shim::link::pool`.
+    pub(crate) const SHIM_CLAIMS: u8 = 91;
     /// The v1 memory cgroup directory found for usage reads: `sys::usage`.
     pub(crate) const USAGE_V1_BASE: u8 = 92;
     /// A session's last usage sample: `sys::usage::UsageCache`.
@@ -214,6 +216,7 @@ pub mod rank {
             SHIM_SPARES => "spare shim directories",
             SHIM_POOL => "shim pool",
             DISPATCH_CACHE => "dispatch cache",
+            SHIM_CLAIMS => "shim claims",
             USAGE_V1_BASE => "usage v1 base",
             USAGE_SAMPLE => "usage sample",
             READOUT_MEMOS => "readout memos",

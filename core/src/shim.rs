@@ -113,6 +113,19 @@ pub(crate) struct Spec {
     /// Absent from an older daemon: the socket is bound at the start.
     #[serde(default)]
     pub(crate) attach_here: bool,
+    /// For a supervisor the launcher forks (its ready answer goes on the launcher's
+    /// shared stdout): the daemon's claim socket and this launch's token. The shim
+    /// connects there and sends the token (one frame, [`Claim`]) before its ready
+    /// answer, and that connection is the daemon's, as with `attach_here`. Absent
+    /// from an older daemon.
+    #[serde(default)]
+    pub(crate) claim: Option<(PathBuf, u64)>,
+}
+
+/// What a shim forked by the launcher sends first on the daemon's claim socket.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub(crate) struct Claim {
+    pub(crate) token: u64,
 }
 
 /// An environment name or value: text when it is UTF-8 (nearly always, and cheap to

@@ -180,6 +180,59 @@ fn b28_shim_a_pooled_supervisor_binds_its_socket_only_once_its_daemon_is_gone() 
     env.ok(&["kill", &id]);
 }
 
+#[test]
+fn b28_shim_no_supervisor_binds_its_socket_while_its_daemon_lives() {
+    // A fresh daemon has no member waiting: spawns that come together go through
+    // the launcher, whose supervisors claim their connection on the claim socket.
+    let env = Env::new();
+    let ids: Vec<String> = std::thread::scope(|scope| {
+        let spawns: Vec<_> = (0..6)
+            .map(|_| {
+                scope.spawn(|| {
+                    let info = env.json(&["run", "--json", "--", "sleep", "300"]);
+                    info["session_id"].as_str().expect("session_id").to_owned()
+                })
+            })
+            .collect();
+        spawns
+            .into_iter()
+            .map(|s| s.join().expect("a spawn"))
+            .collect()
+    });
+    let sockets: Vec<_> = ids
+        .iter()
+        .map(|id| env.home().join("run/shims").join(id).join("sock"))
+        .collect();
+    for socket in &sockets {
+        assert!(
+            !socket.exists(),
+            "a supervisor bound {} while its daemon held its connection",
+            socket.display()
+        );
+    }
+    env.crash_daemon();
+    wait_until(Duration::from_secs(10), || {
+        sockets.iter().all(|s| s.exists())
+    })
+    .unwrap_or_else(|()| {
+        let missing: Vec<_> = sockets.iter().filter(|s| !s.exists()).collect();
+        panic!("supervisors did not bind their socket once their daemon died: {missing:?}")
+    });
+    // Any client command starts the next daemon, which restores before it serves.
+    let rows = env.ok(&["ps"]);
+    assert_eq!(rows.matches("running").count(), 6, "{rows}");
+    let status = env.json(&["doctor", "--json"]);
+    assert!(
+        status
+            .to_string()
+            .contains("6 re-attached to their supervisor"),
+        "the next daemon re-attaches every session: {status}"
+    );
+    for id in &ids {
+        env.ok(&["kill", id]);
+    }
+}
+
 /// Waits until none of `pids` lives.
 fn all_gone(pids: &[i32], after: &str) {
     wait_until(Duration::from_secs(10), || pids.iter().all(|p| !alive(*p))).unwrap_or_else(|()| {

@@ -229,6 +229,20 @@ fn next_spec(pending: &mut FrameReader) -> Result<Option<Spec>, ()> {
     }
 }
 
+/// Connects to the daemon's claim socket at `at` and sends `token`: the connection
+/// then is the daemon's connection to this supervisor (`Spec::claim`). `None` when
+/// that fails; the supervisor binds its socket then, as for an older daemon.
+fn claim(at: &std::path::Path, token: u64) -> Option<std::os::unix::net::UnixStream> {
+    use std::io::Write;
+    let mut frame = Vec::new();
+    super::wire::Framing::Lengths
+        .encode(&super::Claim { token }, b"", &mut frame)
+        .ok()?;
+    let mut stream = std::os::unix::net::UnixStream::connect(at).ok()?;
+    stream.write_all(&frame).ok()?;
+    Some(stream)
+}
+
 /// Forks the supervisor of `spec`. Returns `Some(exit code)` in the child, once its
 /// session is over (the caller returns it from `main`), `None` in the launcher.
 fn fork_supervisor(spec: Spec, placement: &Placement) -> Option<i32> {
@@ -236,12 +250,18 @@ fn fork_supervisor(spec: Spec, placement: &Placement) -> Option<i32> {
         // The launcher's signal descriptor stays open in the child, unread
         // (close-on-exec, so no job inherits it); the supervisor reads its own, and
         // releases the shared stdio after its ready answer.
-        Ok(None) => Some(super::supervise::run(
-            spec,
-            false,
-            Some(placement.clone()),
-            None,
-        )),
+        Ok(None) => {
+            let attached = spec
+                .claim
+                .as_ref()
+                .and_then(|(at, token)| claim(at, *token));
+            Some(super::supervise::run(
+                spec,
+                false,
+                Some(placement.clone()),
+                attached,
+            ))
+        }
         Ok(Some(_)) => None,
         Err(error) => {
             super::report_failure(

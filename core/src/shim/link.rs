@@ -782,5 +782,6 @@ pub(crate) fn spec(
         limits: crate::Limits::default(),
         mark_lag: None,
         attach_here: false,
+        claim: None,
     }
 }

@@ -190,10 +190,19 @@ impl Launcher {
             let conn = self.connection().await?;
             let id = conn.next.fetch_add(1, Ordering::Relaxed);
             spec.request = id;
+            // The supervisor forked for it connects to the daemon's claim socket, and
+            // that connection is the daemon's to it (no socket bound on this path).
+            let mut claimed = None;
+            if let Some((claim, receiver)) = self.pool.get().and_then(super::pool::Pool::claim) {
+                spec.claim = Some(claim);
+                claimed = Some(receiver);
+            }
             let mut frame = Vec::new();
-            Framing::Lengths
+            let encoded = Framing::Lengths
                 .encode(&*spec, b"", &mut frame)
-                .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e));
+            spec.claim = None;
+            encoded?;
             let (done_tx, done_rx) = oneshot::channel();
             conn.pending_map().insert(id, done_tx);
             // Bounded: a launcher that stopped reading fails the spawn, not hangs it.
@@ -217,7 +226,15 @@ impl Launcher {
                 continue;
             }
             match tokio::time::timeout(START_TIMEOUT, done_rx).await {
-                Ok(Ok(ready)) => return Ok((ready, None)),
+                Ok(Ok(ready)) => {
+                    let kept = match (&ready, claimed.as_mut()) {
+                        (Ready::Running { attached: true, .. }, Some(claimed)) => {
+                            Some(claimed.conn(super::ATTACH_TIMEOUT).await?)
+                        }
+                        _ => None,
+                    };
+                    return Ok((ready, kept));
+                }
                 Ok(Err(_)) => {
                     // Its stdout closed before this launch was answered: nothing was
                     // forked for it, so it is tried once more on a new launcher.

@@ -10,17 +10,26 @@
 //! failure is the launch's failure, handled as the launcher's (a late answer is
 //! retired by the registry). Dropping the pool closes every waiting connection,
 //! and its members exit.
+//!
+//! The pool also binds the claim socket (`<home>/run/claim.sock`): a supervisor the
+//! launcher forks (no member waited) connects there and sends its launch's token,
+//! and that connection is handed to the launch, so no spawn binds or connects to a
+//! socket of its own. A connection whose token no launch waits for is closed; its
+//! supervisor then binds its socket, as when its daemon dies.
 
 use crate::lock_order::Mutex;
 use crate::lock_order::rank;
+use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::oneshot;
 
-use super::START_TIMEOUT;
+use super::{START_TIMEOUT, StartConn};
 use crate::shim::wire::Framing;
 use crate::shim::{Ready, Spec};
 
@@ -52,12 +61,55 @@ pub(crate) fn cap_from_env() -> usize {
 /// The members waiting for a spec, newest last.
 type Idle = Mutex<Vec<UnixStream>, { rank::SHIM_POOL }>;
 
-/// The pool socket and its waiting members.
+/// The launches whose supervisor the launcher forks, waiting for its claim, by token.
+type Claims = Mutex<HashMap<u64, oneshot::Sender<StartConn>>, { rank::SHIM_CLAIMS }>;
+
+/// How long a supervisor that connected to the claim socket may take to send its
+/// token.
+const CLAIM_READ_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The pool socket and its waiting members, and the claim socket
+/// (`<home>/run/claim.sock`) a supervisor the launcher forks connects to: its
+/// connection is then the daemon's connection to it, as a member's is.
 #[derive(Debug)]
 pub(crate) struct Pool {
     path: PathBuf,
     idle: Arc<Idle>,
     accepting: tokio::task::AbortHandle,
+    claim_path: PathBuf,
+    claims: Arc<Claims>,
+    claiming: Option<tokio::task::AbortHandle>,
+}
+
+/// A launch's claim on the connection of the supervisor the launcher forks for it;
+/// dropping it withdraws the claim.
+#[derive(Debug)]
+pub(crate) struct Claimed {
+    token: u64,
+    claims: Arc<Claims>,
+    conn: oneshot::Receiver<StartConn>,
+}
+
+impl Claimed {
+    /// The supervisor's connection, once it claimed it (at most `timeout`).
+    pub(crate) async fn conn(&mut self, timeout: Duration) -> io::Result<StartConn> {
+        match tokio::time::timeout(timeout, &mut self.conn).await {
+            Ok(Ok(conn)) => Ok(conn),
+            Ok(Err(_)) => Err(io::Error::other(
+                "the claim of the session supervisor's connection was dropped",
+            )),
+            Err(_) => Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the session supervisor did not connect to the daemon's claim socket",
+            )),
+        }
+    }
+}
+
+impl Drop for Claimed {
+    fn drop(&mut self) {
+        lock_claims(&self.claims).remove(&self.token);
+    }
 }
 
 /// How a launch through the pool ended.
@@ -65,7 +117,7 @@ pub(crate) struct Pool {
 pub(crate) enum Pooled {
     /// The member's ready answer, and the connection it came on when the member kept
     /// that as the daemon's connection to its session (`Spec::attach_here`).
-    Ready(Ready, Option<super::StartConn>),
+    Ready(Ready, Option<StartConn>),
     /// No member took the spec (none waited, or the one tried was gone): nothing
     /// started.
     Unsent,
@@ -90,11 +142,41 @@ impl Pool {
             }
         })
         .abort_handle();
+        let claim_path = path.with_file_name("claim.sock");
+        let claims: Arc<Claims> = Arc::new(Mutex::new(HashMap::new()));
+        let claiming = accept_claims(&claim_path, uid, &claims);
         Ok(Pool {
             path: path.to_owned(),
             idle,
             accepting,
+            claim_path,
+            claims,
+            claiming,
         })
+    }
+
+    /// A claim for a supervisor the launcher forks: the spec's `claim` and the
+    /// receiver of its connection; `None` without a claim socket.
+    pub(crate) fn claim(&self) -> Option<((PathBuf, u64), Claimed)> {
+        self.claiming.as_ref()?;
+        let mut claims = lock_claims(&self.claims);
+        let token = loop {
+            let token = fastrand::u64(..);
+            if !claims.contains_key(&token) {
+                break token;
+            }
+        };
+        let (tx, rx) = oneshot::channel();
+        claims.insert(token, tx);
+        drop(claims);
+        Some((
+            (self.claim_path.clone(), token),
+            Claimed {
+                token,
+                claims: Arc::clone(&self.claims),
+                conn: rx,
+            },
+        ))
     }
 
     /// The socket's path, for the launcher's `--pool`.
@@ -123,7 +205,7 @@ impl Pool {
             }
             let (ready, rest) = answer(&mut stream).await?;
             let kept = matches!(ready, Ready::Running { attached: true, .. })
-                .then_some(super::StartConn { stream, rest });
+                .then_some(StartConn { stream, rest });
             return Ok(Pooled::Ready(ready, kept));
         }
     }
@@ -134,7 +216,73 @@ impl Drop for Pool {
         self.accepting.abort();
         lock(&self.idle).clear();
         let _ = std::fs::remove_file(&self.path);
+        if let Some(claiming) = &self.claiming {
+            claiming.abort();
+            let _ = std::fs::remove_file(&self.claim_path);
+        }
     }
+}
+
+/// Binds the claim socket at `path` (a stale one is replaced) and hands each
+/// connection of this user whose token is claimed to its launch; `None` when it
+/// cannot be bound (every supervisor the launcher forks binds its own socket then).
+fn accept_claims(path: &Path, uid: u32, claims: &Arc<Claims>) -> Option<tokio::task::AbortHandle> {
+    let _ = std::fs::remove_file(path);
+    let listener = match UnixListener::bind(path) {
+        Ok(listener) => listener,
+        Err(error) => {
+            tracing::info!(%error, path = %path.display(), "no claim socket; supervisors the launcher forks bind their own");
+            return None;
+        }
+    };
+    let claims = Arc::clone(claims);
+    let task = tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            if !stream.peer_cred().is_ok_and(|c| c.uid() == uid) {
+                continue;
+            }
+            let claims = Arc::clone(&claims);
+            // A supervisor that connected but says nothing delays no other claim.
+            drop(tokio::spawn(async move {
+                if let Ok(Ok((token, conn))) =
+                    tokio::time::timeout(CLAIM_READ_TIMEOUT, read_claim(stream)).await
+                    && let Some(launch) = lock_claims(&claims).remove(&token)
+                {
+                    // A launch that gave up has dropped its receiver: the connection
+                    // closes, and the supervisor binds its socket.
+                    let _ = launch.send(conn);
+                }
+            }));
+        }
+    });
+    Some(task.abort_handle())
+}
+
+/// The token a supervisor sends first on the claim socket, and its connection with
+/// the bytes read after the token.
+async fn read_claim(mut stream: UnixStream) -> io::Result<(u64, StartConn)> {
+    let mut frames = crate::shim::ready_reader();
+    let mut buf = [0u8; 1024];
+    loop {
+        if let Some(frame) = frames.next().map_err(io::Error::other)? {
+            let claim: crate::shim::Claim =
+                serde_json::from_slice(&frame.header).map_err(io::Error::other)?;
+            let rest = frames.into_pending();
+            return Ok((claim.token, StartConn { stream, rest }));
+        }
+        match stream.read(&mut buf).await? {
+            0 => return Err(io::Error::from(io::ErrorKind::UnexpectedEof)),
+            n => frames.feed(&buf[..n]),
+        }
+    }
+}
+
+fn lock_claims(
+    claims: &Claims,
+) -> crate::lock_order::MutexGuard<'_, HashMap<u64, oneshot::Sender<StartConn>>> {
+    claims
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn lock(idle: &Idle) -> crate::lock_order::MutexGuard<'_, Vec<UnixStream>> {
