@@ -62,8 +62,11 @@ impl Shim {
             self.await_first_attach();
         }
         // Nobody new can connect from here on: a daemon that comes later reads the
-        // exit record instead of waiting on a socket that is gone.
-        let _ = std::fs::remove_file(dir.socket_path());
+        // exit record instead of waiting on a socket that is gone. A shim whose
+        // daemon held the connection its launch made never bound one.
+        if self.listener.take().is_some() {
+            let _ = std::fs::remove_file(dir.socket_path());
+        }
         let progress = self.progress;
         let mark = self.marks.before(progress.log_bytes);
         let kept = written.is_err().then(|| record.clone());
