@@ -135,7 +135,8 @@ impl Pool {
         let members = Arc::clone(&idle);
         let uid = nix::unistd::getuid().as_raw();
         let accepting = tokio::spawn(async move {
-            while let Ok((stream, _)) = listener.accept().await {
+            loop {
+                let stream = accept_next(&listener).await;
                 if stream.peer_cred().is_ok_and(|c| c.uid() == uid) {
                     lock(&members).push(stream);
                 }
@@ -237,7 +238,8 @@ fn accept_claims(path: &Path, uid: u32, claims: &Arc<Claims>) -> Option<tokio::t
     };
     let claims = Arc::clone(claims);
     let task = tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
+        loop {
+            let stream = accept_next(&listener).await;
             if !stream.peer_cred().is_ok_and(|c| c.uid() == uid) {
                 continue;
             }
@@ -256,6 +258,32 @@ fn accept_claims(path: &Path, uid: u32, claims: &Arc<Claims>) -> Option<tokio::t
         }
     });
     Some(task.abort_handle())
+}
+
+/// The pause after a failed accept before the next.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
+
+/// The next connection on `listener`. A failed accept (the daemon out of
+/// descriptors) ends no loop: the socket keeps its queue, and the accept is tried
+/// again after [`ACCEPT_BACKOFF`] (at once it would spin while the error lasts).
+async fn accept_next(listener: &UnixListener) -> UnixStream {
+    loop {
+        match listener.accept().await {
+            Ok((stream, _)) => return stream,
+            Err(error) => {
+                tracing::debug!(%error, "a supervisor's connection not accepted yet");
+                back_off().await;
+            }
+        }
+    }
+}
+
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a back-off after a failed accept (out of descriptors), not a synchronisation"
+)]
+async fn back_off() {
+    tokio::time::sleep(ACCEPT_BACKOFF).await;
 }
 
 /// The token a supervisor sends first on the claim socket, and its connection with
