@@ -233,6 +233,52 @@ fn b28_shim_no_supervisor_binds_its_socket_while_its_daemon_lives() {
     }
 }
 
+#[test]
+fn b28_shim_a_spawn_whose_supervisor_socket_cannot_be_bound_is_refused_at_once() {
+    // A home whose own socket fits a Unix socket address (107 bytes) but whose
+    // supervisors' sockets (`run/shims/<id>/sock`, 18 bytes longer) would not: the
+    // supervisor binds its socket only once its daemon's connection closes, so a
+    // path it could never bind at is refused when the spawn starts, not found out
+    // when the daemon restarts.
+    let env = Env::new();
+    let base = env.scratch().join("h");
+    // `<base>/<x…>/home` of 85 bytes: its `run/herd.sock` is 99, a shim's 117.
+    let pad = 79usize.saturating_sub(base.as_os_str().len());
+    let home = base.join("x".repeat(pad.max(1)));
+    std::fs::create_dir_all(&home).expect("the home's parent");
+    let home = home.join("home");
+    assert!(
+        home.join("run/herd.sock").as_os_str().len() <= 107,
+        "{}",
+        home.display()
+    );
+    let herd = |args: &[&str]| {
+        let mut cmd =
+            herd_test_support::home::herd(std::path::Path::new(crate::support::HERD), &home);
+        cmd.args(args);
+        cmd.output().expect("herd runs")
+    };
+    let out = herd(&["run", "--wait", "--", "true"]);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success(), "the spawn was refused: {err}");
+    assert!(
+        err.contains("shorter path") && err.contains("sock"),
+        "the refusal names the socket and what to do: {err}"
+    );
+    // Nothing runs and nothing is left for it.
+    let rows = String::from_utf8_lossy(&herd(&["ps", "--json"]).stdout).into_owned();
+    assert!(!rows.contains("running"), "{rows}");
+    let shims = std::fs::read_dir(home.join("run/shims"))
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+                .count()
+        })
+        .unwrap_or(0);
+    assert_eq!(shims, 0, "no supervisor directory is left");
+    let _ = herd(&["shutdown", "--yes"]);
+}
+
 /// Waits until none of `pids` lives.
 fn all_gone(pids: &[i32], after: &str) {
     wait_until(Duration::from_secs(10), || pids.iter().all(|p| !alive(*p))).unwrap_or_else(|()| {

@@ -147,7 +147,7 @@ impl Inner {
             self.finish(&s, link::finish_of(record)).await;
             return Reattached::Finished;
         }
-        match link::attach_live(&dir, || shim_alive(shim)).await {
+        match link::attach_live(&dir, || shim_may_live(shim)).await {
             Ok(attached) => {
                 let progress = attached.hello.progress;
                 let attached_pid = attached.hello.pid;
@@ -306,6 +306,13 @@ impl Inner {
     }
 }
 
+/// Whether the shim `shim` names may still run, for a bounded wait on its socket:
+/// its pid lives, with the recorded start time when one was recorded.
+fn shim_may_live(shim: ShimRef) -> bool {
+    crate::sys::proc_info(shim.pid)
+        .is_some_and(|p| p.is_alive() && shim.start_time.is_none_or(|t| t == p.start_time))
+}
+
 /// Whether the shim `shim` names still runs (its pid with its start time).
 fn shim_alive(shim: ShimRef) -> bool {
     let Some(start) = shim.start_time else {
@@ -337,7 +344,7 @@ impl Inner {
             if matches!(dir.read_exit(), Ok(None))
                 && let Ok(Some(info)) = dir.read_info()
                 && link::attach_live(&dir, || {
-                    shim_alive(ShimRef {
+                    shim_may_live(ShimRef {
                         pid: info.shim_pid,
                         start_time: info.shim_start_time,
                         protocol: info.protocol,

@@ -78,6 +78,9 @@ const MAX_QUEUED_OUT: usize = 4 << 20;
 const FIRST_ATTACH_WAIT: Duration = Duration::from_secs(10);
 /// How long the final `exit` frame may take to reach an attached daemon.
 const EXIT_SEND_TIMEOUT: Duration = Duration::from_secs(2);
+/// How often a socket that could not be bound when the daemon's connection closed
+/// is tried again.
+const BIND_RETRY: Duration = Duration::from_secs(1);
 
 /// The job's side of the session.
 enum Job {
@@ -164,6 +167,8 @@ struct Shim {
     listener: Option<UnixListener>,
     /// Where that socket is bound.
     socket: std::path::PathBuf,
+    /// When to try binding it again, after a bind failed.
+    bind_retry_at: Option<Instant>,
     uid: u32,
     /// The job's start time, its identity for a tree kill.
     start_time: Option<u64>,
@@ -228,6 +233,15 @@ impl Shim {
             if let Some(at) = self.machine.poll_timeout(now) {
                 let left = at.saturating_duration_since(now.at);
                 wait = Some(wait.map_or(left, |w| w.min(left)));
+            }
+            if let Some(at) = self.bind_retry_at {
+                if at <= now.at {
+                    self.bind_when_unbound();
+                }
+                if let Some(at) = self.bind_retry_at {
+                    let left = at.saturating_duration_since(now.at);
+                    wait = Some(wait.map_or(left, |w| w.min(left)));
+                }
             }
             let ready = {
                 let mut fds: Vec<PollFd<'_>> = Vec::with_capacity(5);

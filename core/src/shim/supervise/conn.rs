@@ -12,7 +12,7 @@ use std::time::Instant;
 use nix::poll::{PollFd, PollFlags};
 
 use super::{
-    Conn, FIRST_ATTACH_WAIT, Input, Job, MAX_QUEUED_INPUT, MAX_QUEUED_OUT, Shim,
+    BIND_RETRY, Conn, FIRST_ATTACH_WAIT, Input, Job, MAX_QUEUED_INPUT, MAX_QUEUED_OUT, Shim,
     write_all_nonblocking,
 };
 use crate::shim::PROTOCOL;
@@ -77,7 +77,8 @@ impl Shim {
         }
     }
 
-    /// Makes `stream` the daemon's connection (accepted, or the one the spec came on).
+    /// Makes `stream` the daemon's connection (accepted, or the one the spec came on,
+    /// already non-blocking).
     pub(super) fn adopt(&mut self, stream: UnixStream) {
         if let Err(error) = stream.set_nonblocking(true) {
             tracing::warn!(%error, "daemon connection not taken");
@@ -97,17 +98,27 @@ impl Shim {
 
     /// Binds the socket when the daemon's first connection was the one the spec came
     /// on and it is gone: the daemon stopped or died, and the next one connects here.
-    fn bind_when_unbound(&mut self) {
+    /// A bind that fails (no inode or descriptor left) is tried again every
+    /// [`BIND_RETRY`] by the loop (`bind_retry_at`).
+    pub(super) fn bind_when_unbound(&mut self) {
         if self.listener.is_some() {
             return;
         }
         match super::start::bind_private(&self.socket) {
-            Ok(listener) => self.listener = Some(listener),
-            Err(error) => tracing::error!(
-                %error,
-                socket = %self.socket.display(),
-                "the supervisor socket could not be bound; a daemon that starts later follows this session by its records only"
-            ),
+            Ok(listener) => {
+                self.listener = Some(listener);
+                self.bind_retry_at = None;
+            }
+            Err(error) => {
+                if self.bind_retry_at.is_none() {
+                    tracing::error!(
+                        %error,
+                        socket = %self.socket.display(),
+                        "the supervisor socket could not be bound; tried again every second, and until then a daemon that starts follows this session by its records only"
+                    );
+                }
+                self.bind_retry_at = Some(Instant::now() + BIND_RETRY);
+            }
         }
     }
 

@@ -55,6 +55,22 @@ pub(super) fn start(
         tracing::debug!(%error, "not a child subreaper; orphans go to init");
     }
     let dir = ShimDir::at(spec.dir.clone());
+    let attached = attached.filter(|stream| {
+        // Non-blocking before the ready answer says the connection is kept: one that
+        // cannot be is not kept (the socket is bound now instead).
+        stream.set_nonblocking(true).is_ok()
+    });
+    if attached.is_some() && !fits_a_socket_address(&dir.socket_path()) {
+        // The socket is bound only once the daemon's connection closes: a path it can
+        // never be bound at is refused now, as the bind at the start refused it.
+        return Err(report_failure(
+            spec.request,
+            &format!(
+                "the supervisor socket {} is longer than the {MAX_SOCKET_PATH_BYTES} bytes a Unix socket path may have; use a home with a shorter path",
+                dir.socket_path().display()
+            ),
+        ));
+    }
     let listener = match &attached {
         Some(_) => None,
         None => match bind_private(&dir.socket_path()) {
@@ -425,6 +441,7 @@ fn new_shim(
         output_paused_until: None,
         listener,
         socket: ShimDir::at(spec.dir.clone()).socket_path(),
+        bind_retry_at: None,
         uid: nix::unistd::getuid().as_raw(),
         start_time,
         session_id: spec.session_id.clone(),
@@ -433,6 +450,16 @@ fn new_shim(
         term_sent: std::collections::HashSet::new(),
         limits: crate::sys::limits::Applied::default(),
     }
+}
+
+/// The longest path a Unix socket can be bound at (`sun_path` is 108 bytes with
+/// its NUL).
+const MAX_SOCKET_PATH_BYTES: usize = 107;
+
+/// Whether a Unix socket can be bound at `path`.
+fn fits_a_socket_address(path: &std::path::Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    path.as_os_str().as_bytes().len() <= MAX_SOCKET_PATH_BYTES
 }
 
 /// Binds the socket 0600 from the start: under a 0177 umask, restored right after so
