@@ -162,13 +162,7 @@ fn b28_shim_a_pooled_supervisor_binds_its_socket_only_once_its_daemon_is_gone() 
     // The next daemon attaches through the socket: live, its stdin reaches the job.
     let polled = env.poll_json(&id);
     assert_eq!(polled["status"], "running", "{polled}");
-    let status = env.json(&["doctor", "--json"]);
-    assert!(
-        status
-            .to_string()
-            .contains("1 re-attached to their supervisor"),
-        "doctor shows the live re-attach: {status}"
-    );
+    env.assert_reattached(1);
     env.ok(&["send", &id, "restored\n"]);
     wait_until(Duration::from_secs(10), || {
         logs = env.ok(&["logs", &id]);
@@ -221,13 +215,7 @@ fn b28_shim_no_supervisor_binds_its_socket_while_its_daemon_lives() {
     // Any client command starts the next daemon, which restores before it serves.
     let rows = env.ok(&["ps"]);
     assert_eq!(rows.matches("running").count(), 6, "{rows}");
-    let status = env.json(&["doctor", "--json"]);
-    assert!(
-        status
-            .to_string()
-            .contains("6 re-attached to their supervisor"),
-        "the next daemon re-attaches every session: {status}"
-    );
+    env.assert_reattached(6);
     for id in &ids {
         env.ok(&["kill", id]);
     }

@@ -42,13 +42,7 @@ fn b28_a_sigkilled_daemons_job_is_readopted_by_the_next_daemon() {
         env.ok(&["logs", &id]).contains("before"),
         "the log keeps the output from before the crash"
     );
-    let status = env.json(&["doctor", "--json"]);
-    assert!(
-        status
-            .to_string()
-            .contains("1 re-attached to their supervisor"),
-        "doctor shows the restore: {status}"
-    );
+    env.assert_reattached(1);
 
     env.ok(&["kill", &id]);
     wait_until(Duration::from_secs(10), || !alive(pid))

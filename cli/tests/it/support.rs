@@ -82,6 +82,18 @@ impl Env {
         cmd
     }
 
+    /// Asserts that `herd doctor` reports the daemon's restore re-attached `n`
+    /// sessions to their supervisors (live, not followed by their records).
+    pub(crate) fn assert_reattached(&self, n: usize) {
+        let status = self.json(&["doctor", "--json"]);
+        assert!(
+            status
+                .to_string()
+                .contains(&format!("{n} re-attached to their supervisor")),
+            "doctor shows {n} re-attached at the restore: {status}"
+        );
+    }
+
     /// Runs `herd args…` and returns its output.
     pub(crate) fn run(&self, args: &[&str]) -> Output {
         self.cmd(args).output().expect("the herd binary runs")
