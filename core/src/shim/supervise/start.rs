@@ -55,37 +55,7 @@ pub(super) fn start(
         tracing::debug!(%error, "not a child subreaper; orphans go to init");
     }
     let dir = ShimDir::at(spec.dir.clone());
-    let attached = attached.filter(|stream| {
-        // Non-blocking before the ready answer says the connection is kept: one that
-        // cannot be is not kept (the socket is bound now instead).
-        stream.set_nonblocking(true).is_ok()
-    });
-    if attached.is_some() && !fits_a_socket_address(&dir.socket_path()) {
-        // The socket is bound only once the daemon's connection closes: a path it can
-        // never be bound at is refused now, as the bind at the start refused it.
-        return Err(report_failure(
-            spec.request,
-            &format!(
-                "the supervisor socket {} is longer than the {MAX_SOCKET_PATH_BYTES} bytes a Unix socket path may have; use a home with a shorter path",
-                dir.socket_path().display()
-            ),
-        ));
-    }
-    let listener = match &attached {
-        Some(_) => None,
-        None => match bind_private(&dir.socket_path()) {
-            Ok(listener) => Some(listener),
-            Err(error) => {
-                return Err(report_failure(
-                    spec.request,
-                    &format!(
-                        "the supervisor socket {} could not be bound: {error}",
-                        dir.socket_path().display()
-                    ),
-                ));
-            }
-        },
-    };
+    let (listener, attached) = daemon_door(spec, &dir, attached)?;
     let mut hold = Hold::make(spec, placement);
     if let Hold::Subreaper(why) = &hold {
         tracing::info!(reason = %why, "no session cgroup; the shim holds the tree as subreaper");
@@ -137,6 +107,39 @@ pub(super) fn start(
         shim.adopt(stream);
     }
     Ok((shim, signals, dir))
+}
+
+/// How the daemon reaches this shim: the connection the spec came on, kept
+/// (non-blocking before the ready answer says so; one that cannot be is not kept), or
+/// the socket bound now. `Err` carries the exit code once the failure was reported.
+fn daemon_door(
+    spec: &Spec,
+    dir: &ShimDir,
+    attached: Option<UnixStream>,
+) -> Result<(Option<UnixListener>, Option<UnixStream>), i32> {
+    let socket = dir.socket_path();
+    match attached.filter(|stream| stream.set_nonblocking(true).is_ok()) {
+        // The socket is bound only once the daemon's connection closes: a path it can
+        // never be bound at is refused now, as the bind at the start refused it.
+        Some(_) if !fits_a_socket_address(&socket) => Err(report_failure(
+            spec.request,
+            &format!(
+                "the supervisor socket {} is longer than the {MAX_SOCKET_PATH_BYTES} bytes a Unix socket path may have; use a home with a shorter path",
+                socket.display()
+            ),
+        )),
+        Some(stream) => Ok((None, Some(stream))),
+        None => match bind_private(&socket) {
+            Ok(listener) => Ok((Some(listener), None)),
+            Err(error) => Err(report_failure(
+                spec.request,
+                &format!(
+                    "the supervisor socket {} could not be bound: {error}",
+                    socket.display()
+                ),
+            )),
+        },
+    }
 }
 
 /// Starts the job itself, under a PTY or on pipes, inside the session's cgroup when
