@@ -73,10 +73,10 @@ const CLAIM_READ_TIMEOUT: Duration = Duration::from_secs(2);
 /// connection is then the daemon's connection to it, as a member's is.
 #[derive(Debug)]
 pub(crate) struct Pool {
-    path: PathBuf,
+    path: BoundFile,
     idle: Arc<Idle>,
     accepting: tokio::task::AbortHandle,
-    claim_path: PathBuf,
+    claim_path: BoundFile,
     claims: Arc<Claims>,
     claiming: Option<tokio::task::AbortHandle>,
 }
@@ -147,10 +147,10 @@ impl Pool {
         let claims: Arc<Claims> = Arc::new(Mutex::new(HashMap::new()));
         let claiming = accept_claims(&claim_path, uid, &claims);
         Ok(Pool {
-            path: path.to_owned(),
+            path: BoundFile::of(path.to_owned()),
             idle,
             accepting,
-            claim_path,
+            claim_path: BoundFile::of(claim_path),
             claims,
             claiming,
         })
@@ -171,7 +171,7 @@ impl Pool {
         claims.insert(token, tx);
         drop(claims);
         Some((
-            (self.claim_path.clone(), token),
+            (self.claim_path.path.clone(), token),
             Claimed {
                 token,
                 claims: Arc::clone(&self.claims),
@@ -182,7 +182,7 @@ impl Pool {
 
     /// The socket's path, for the launcher's `--pool`.
     pub(crate) fn path(&self) -> &Path {
-        &self.path
+        &self.path.path
     }
 
     /// Hands `spec` to a waiting member and returns its ready answer; `Unsent` when
@@ -216,12 +216,42 @@ impl Drop for Pool {
     fn drop(&mut self) {
         self.accepting.abort();
         lock(&self.idle).clear();
-        let _ = std::fs::remove_file(&self.path);
+        self.path.remove();
         if let Some(claiming) = &self.claiming {
             claiming.abort();
-            let _ = std::fs::remove_file(&self.claim_path);
+            self.claim_path.remove();
         }
     }
+}
+
+/// A socket file this pool bound, known by its inode: a daemon that ends after the
+/// next one started (its runtime torn down once the home's lock is free) removes
+/// only its own files, never the sockets the next daemon bound at the same paths.
+#[derive(Debug)]
+struct BoundFile {
+    path: PathBuf,
+    id: Option<(u64, u64)>,
+}
+
+impl BoundFile {
+    fn of(path: PathBuf) -> BoundFile {
+        let id = file_id(&path);
+        BoundFile { path, id }
+    }
+
+    fn remove(&self) {
+        if self.id.is_some() && file_id(&self.path) == self.id {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// The device and inode of the file at `path` (not following a link).
+fn file_id(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(path)
+        .ok()
+        .map(|m| (m.dev(), m.ino()))
 }
 
 /// Binds the claim socket at `path` (a stale one is replaced) and hands each
@@ -353,5 +383,27 @@ async fn answer(stream: &mut UnixStream) -> io::Result<(Ready, Vec<u8>)> {
                 START_TIMEOUT.as_secs()
             ),
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Pool;
+
+    #[tokio::test]
+    async fn a_pool_dropped_after_the_next_daemon_bound_leaves_the_next_daemons_sockets() {
+        let tmp = tempfile::tempdir().expect("a temporary directory");
+        let path = tmp.path().join("pool.sock");
+        let first = Pool::bind(&path).expect("the first daemon's pool");
+        let claim = tmp.path().join("claim.sock");
+        assert!(claim.exists(), "the claim socket is bound beside the pool's");
+        // The next daemon replaces both sockets while the first is still tearing down.
+        let second = Pool::bind(&path).expect("the next daemon's pool");
+        drop(first);
+        assert!(path.exists(), "the next daemon's pool socket is left");
+        assert!(claim.exists(), "the next daemon's claim socket is left");
+        drop(second);
+        assert!(!path.exists(), "a pool removes its own socket");
+        assert!(!claim.exists(), "a pool removes its own claim socket");
     }
 }
