@@ -396,7 +396,10 @@ mod tests {
         let path = tmp.path().join("pool.sock");
         let first = Pool::bind(&path).expect("the first daemon's pool");
         let claim = tmp.path().join("claim.sock");
-        assert!(claim.exists(), "the claim socket is bound beside the pool's");
+        assert!(
+            claim.exists(),
+            "the claim socket is bound beside the pool's"
+        );
         // The next daemon replaces both sockets while the first is still tearing down.
         let second = Pool::bind(&path).expect("the next daemon's pool");
         drop(first);
