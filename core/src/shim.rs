@@ -323,3 +323,13 @@ fn write_ready(request: u64, ready: &Ready) {
         launcher::tell_own_pid(taken);
     }
 }
+
+/// The longest path a Unix socket can be bound at (`sun_path` is 108 bytes with
+/// its NUL).
+pub(crate) const MAX_SOCKET_PATH_BYTES: usize = 107;
+
+/// Whether a Unix socket can be bound at `path`.
+pub(crate) fn fits_a_socket_address(path: &std::path::Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    path.as_os_str().as_bytes().len() <= MAX_SOCKET_PATH_BYTES
+}

@@ -7,9 +7,11 @@
 use std::path::Path;
 use std::time::Duration;
 
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
 use serde_json::Value;
 
-use crate::support::{Env, alive, wait_until};
+use crate::support::{Env, alive, stderr, stdout, wait_until};
 
 /// Every process whose command line names this home's pool socket: the launcher,
 /// its pool members and the supervisors it forked.
@@ -120,10 +122,9 @@ fn b28_shim_a_member_takes_a_spec_longer_than_one_read() {
     env.ok(&["kill", id]);
 }
 
-#[test]
-fn b28_shim_a_pooled_supervisor_binds_its_socket_only_once_its_daemon_is_gone() {
-    let env = Env::new();
-    let members = warm(&env);
+/// Starts a job that prints `before`, reads a word, prints `after <word>` and
+/// sleeps; its session id once `before` is in its log.
+fn start_echo(env: &Env) -> String {
     let info = env.json(&[
         "run",
         "--json",
@@ -133,6 +134,20 @@ fn b28_shim_a_pooled_supervisor_binds_its_socket_only_once_its_daemon_is_gone() 
         "echo before; read word; echo \"after $word\"; exec sleep 300",
     ]);
     let id = info["session_id"].as_str().expect("session_id").to_owned();
+    let mut logs = String::new();
+    wait_until(Duration::from_secs(10), || {
+        logs = env.ok(&["logs", &id]);
+        logs.contains("before")
+    })
+    .unwrap_or_else(|()| panic!("the job's first line never came: {logs:?}"));
+    id
+}
+
+#[test]
+fn b28_shim_a_pooled_supervisor_binds_its_socket_only_once_its_daemon_is_gone() {
+    let env = Env::new();
+    let members = warm(&env);
+    let id = start_echo(&env);
     let shim = shim_pid(&env, &id);
     assert!(
         members.contains(&shim),
@@ -140,11 +155,6 @@ fn b28_shim_a_pooled_supervisor_binds_its_socket_only_once_its_daemon_is_gone() 
     );
     let socket = env.home().join("run/shims").join(&id).join("sock");
     let mut logs = String::new();
-    wait_until(Duration::from_secs(10), || {
-        logs = env.ok(&["logs", &id]);
-        logs.contains("before")
-    })
-    .unwrap_or_else(|()| panic!("the job's first line never came: {logs:?}"));
     // The daemon follows the session on the connection the spec came on.
     assert!(
         !socket.exists(),
@@ -172,6 +182,60 @@ fn b28_shim_a_pooled_supervisor_binds_its_socket_only_once_its_daemon_is_gone() 
         panic!("input sent through the next daemon never reached the job: {logs:?}")
     });
     env.ok(&["kill", &id]);
+}
+
+#[test]
+fn b28_shim_a_supervisor_that_binds_after_the_restore_gave_up_waiting_is_attached_then() {
+    // A supervisor stopped while its daemon dies cannot bind its socket in time for
+    // the next daemon's restore, which waits for it a bounded while. Once it runs
+    // and binds, that daemon attaches to it: input reaches the job again.
+    let env = Env::new();
+    let id = start_echo(&env);
+    let shim = Pid::from_raw(shim_pid(&env, &id));
+    let mut logs = String::new();
+    kill(shim, Signal::SIGSTOP).expect("SIGSTOP the supervisor");
+    env.crash_daemon();
+    let polled = env.poll_json(&id);
+    assert_eq!(polled["status"], "running", "{polled}");
+    // The restore's wait for the socket is over: it follows the session and
+    // tries again while the supervisor lives.
+    let daemon_log = env.home().join("logs/daemon.log");
+    let mut seen = String::new();
+    wait_until(Duration::from_secs(10), || {
+        seen = std::fs::read_to_string(&daemon_log).unwrap_or_default();
+        seen.contains("supervisor alive but not reachable yet")
+    })
+    .unwrap_or_else(|()| panic!("the restore never gave up waiting: {seen}"));
+    let socket = env.home().join("run/shims").join(&id).join("sock");
+    assert!(!socket.exists(), "the stopped supervisor bound its socket");
+    kill(shim, Signal::SIGCONT).expect("SIGCONT the supervisor");
+    let mut refused = String::new();
+    wait_until(Duration::from_secs(10), || {
+        let out = env.run(&["send", &id, "late\n"]);
+        refused = stderr(&out);
+        out.status.success()
+    })
+    .unwrap_or_else(|()| panic!("input never reached the supervisor once it bound: {refused}"));
+    wait_until(Duration::from_secs(10), || {
+        logs = env.ok(&["logs", &id]);
+        logs.contains("after late")
+    })
+    .unwrap_or_else(|()| {
+        panic!("input sent after the late attach never reached the job: {logs:?}")
+    });
+    env.ok(&["kill", &id]);
+    let done: Value = serde_json::from_str(&stdout(&env.run(&[
+        "wait",
+        &id,
+        "--timeout",
+        "20",
+        "--json",
+    ])))
+    .expect("wait answers JSON");
+    assert_eq!(
+        done["completion_reason"], "killed",
+        "one ending, by the kill: {done}"
+    );
 }
 
 #[test]

@@ -178,6 +178,7 @@ impl Shims {
     ) -> Result<Box<ShimStarted>, ShimStartError> {
         let io_err = |e: herd_persistence::Error| ShimStartError::Io(io::Error::other(e));
         let dir = ShimDir::new(&self.home, id.as_str()).map_err(io_err)?;
+        socket_fits(&dir)?;
         self.make_dir(&dir).map_err(io_err)?;
         let mut spec = self.spec(id, &dir, launch, pty, log_path, ending);
         // The shim itself carries neither the session tag (a tree kill's escapee scan
@@ -404,14 +405,39 @@ fn held_by(cgroup: bool) -> crate::answers::Containment {
 pub(super) enum ShimStartError {
     /// No PTY could be opened; nothing ran.
     PtyUnavailable(String),
+    /// A path under the home the session needs cannot serve (what is wrong and
+    /// what to do); nothing was made.
+    Unusable {
+        path: std::path::PathBuf,
+        why: String,
+    },
     /// Anything else.
     Io(std::io::Error),
+}
+
+/// The supervisor of `dir` binds its socket there once the daemon's connection
+/// closes: a path it can never be bound at is refused before anything runs.
+fn socket_fits(dir: &ShimDir) -> Result<(), ShimStartError> {
+    let socket = dir.socket_path();
+    if crate::shim::fits_a_socket_address(&socket) {
+        return Ok(());
+    }
+    Err(ShimStartError::Unusable {
+        path: socket,
+        why: format!(
+            "the session supervisor's socket path is longer than the {} bytes a Unix socket path may have; use a home with a shorter path (HERD_HOME)",
+            crate::shim::MAX_SOCKET_PATH_BYTES
+        ),
+    })
 }
 
 impl ShimStartError {
     pub(super) fn into_io(self) -> std::io::Error {
         match self {
             ShimStartError::PtyUnavailable(message) => std::io::Error::other(message),
+            ShimStartError::Unusable { path, why } => {
+                std::io::Error::other(format!("{}: {why}", path.display()))
+            }
             ShimStartError::Io(error) => error,
         }
     }

@@ -363,6 +363,10 @@ impl Inner {
                     .map_err(|e| job.spawn_err(e.into_io()))?;
                 Ok((Started::Shim(started), Some(note)))
             }
+            Err(ShimStartError::Unusable { path, why }) => Err(SpawnError::Prepare {
+                path,
+                source: why.into(),
+            }),
             Err(error) => Err(job.spawn_err(error.into_io())),
         }
     }

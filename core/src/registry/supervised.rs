@@ -31,6 +31,10 @@ use crate::session::{Session, Stdin};
 use crate::shim::link::{self, AttachError, Attached, Cursor, Followed};
 use crate::shim::wire::Progress;
 
+/// How often restore tries again to reach a live supervisor it could not reach
+/// at first ([`Inner::follow_until_attached`]).
+const LATE_ATTACH_RETRY: Duration = Duration::from_millis(250);
+
 /// What restore did with one supervised checkpoint entry.
 #[derive(Debug)]
 pub(super) enum Reattached {
@@ -149,33 +153,14 @@ impl Inner {
         }
         match link::attach_live(&dir, || shim_may_live(shim)).await {
             Ok(attached) => {
-                let progress = attached.hello.progress;
-                let attached_pid = attached.hello.pid;
                 let s = self.restored_session(
-                    id.clone(),
+                    id,
                     &entry,
                     shim,
                     Some(super::stdin::shim_stdin(&attached.link)),
-                    Some(progress),
+                    Some(attached.hello.progress),
                 );
-                let r = &entry.session;
-                let plan = NotifyPlan {
-                    notify: r.notify,
-                    watch: r.watch_patterns.clone(),
-                    heartbeat: (r.heartbeat_seconds > 0)
-                        .then(|| Duration::from_secs(r.heartbeat_seconds)),
-                    notes: Vec::new(),
-                };
-                let observer = self.arm_notifications(&s, &plan);
-                let observer = self.arm_readiness(&s, observer);
-                let observer = self.arm_restarts(&s, observer);
-                let cursor = Cursor {
-                    log_bytes: progress.log_bytes,
-                    progress,
-                };
-                let span = tracing::info_span!("session", id = %id);
-                self.follow_shim(s, attached, cursor, observer, dir, shim.pid, span);
-                tracing::info!(session_id = %id, pid = attached_pid, shim_pid = shim.pid, "supervised session re-attached");
+                self.follow_restored(s, &entry, attached, dir, shim);
                 Reattached::Attached
             }
             Err(AttachError::Version { shim: theirs }) => {
@@ -204,9 +189,9 @@ impl Inner {
                     // A shim that has ended its job but could not write its exit record
                     // yet (a full disk) lives on, trying: wait for the record rather
                     // than call the job lost.
-                    tracing::info!(session_id = %id, shim_pid = shim.pid, "supervisor alive but closed; waiting for its exit record");
+                    tracing::info!(session_id = %id, shim_pid = shim.pid, "supervisor alive but not reachable yet; attaching when it binds its socket, else waiting for its exit record");
                     let s = self.restored_session(id, &entry, shim, None, None);
-                    self.follow_records(s, dir, shim);
+                    self.follow_until_attached(s, entry, dir, shim);
                     return Reattached::Attached;
                 }
                 self.restore_died(
@@ -276,6 +261,94 @@ impl Inner {
         // A shim carries its kill itself: only the note is wanted.
         let _ = self.resume_kill(&s, entry);
         s
+    }
+
+    /// Follows a restored session `s` on the connection `attached` to its live
+    /// supervisor: its notifications armed again from its checkpoint `entry`.
+    fn follow_restored(
+        self: &Arc<Self>,
+        s: Arc<Session>,
+        entry: &CheckpointEntry,
+        attached: Attached,
+        dir: ShimDir,
+        shim: ShimRef,
+    ) {
+        let progress = attached.hello.progress;
+        let attached_pid = attached.hello.pid;
+        let r = &entry.session;
+        let plan = NotifyPlan {
+            notify: r.notify,
+            watch: r.watch_patterns.clone(),
+            heartbeat: (r.heartbeat_seconds > 0).then(|| Duration::from_secs(r.heartbeat_seconds)),
+            notes: Vec::new(),
+        };
+        let observer = self.arm_notifications(&s, &plan);
+        let observer = self.arm_readiness(&s, observer);
+        let observer = self.arm_restarts(&s, observer);
+        let cursor = Cursor {
+            log_bytes: progress.log_bytes,
+            progress,
+        };
+        let id = s.id.clone();
+        let span = tracing::info_span!("session", id = %id);
+        self.follow_shim(s, attached, cursor, observer, dir, shim.pid, span);
+        tracing::info!(session_id = %id, pid = attached_pid, shim_pid = shim.pid, "supervised session re-attached");
+    }
+
+    /// Follows a restored session whose supervisor lives but could not be reached
+    /// at restore (it had not bound its socket within the wait: thousands binding
+    /// at once, or a stopped one): its socket is tried again every
+    /// [`LATE_ATTACH_RETRY`] while it lives, and once reached the session is
+    /// followed as any re-attached one (input, kill, live output, notifications).
+    /// When the supervisor ends first, its exit record decides, as
+    /// [`Inner::follow_records`] does.
+    fn follow_until_attached(
+        self: &Arc<Self>,
+        s: Arc<Session>,
+        entry: CheckpointEntry,
+        dir: ShimDir,
+        shim: ShimRef,
+    ) {
+        let inner = Arc::clone(self);
+        let detach = self.detach.clone();
+        let task = async move {
+            let mut retry = tokio::time::interval(LATE_ATTACH_RETRY);
+            retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                let wait = async {
+                    match shim.start_time {
+                        Some(start) => super::reclaim::wait_gone(shim.pid, start).await,
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    () = detach.cancelled() => return,
+                    () = wait => break,
+                    _ = retry.tick() => {}
+                }
+                if !matches!(dir.read_exit(), Ok(None)) || !shim_may_live(shim) {
+                    break;
+                }
+                match link::attach(&dir).await {
+                    Ok(attached) => {
+                        super::reclaim::reseed_tail(
+                            &s,
+                            inner.config.buffer_bytes,
+                            &attached.hello.progress,
+                        );
+                        s.state().stdin = Some(super::stdin::shim_stdin(&attached.link));
+                        inner.follow_restored(s, &entry, attached, dir, shim);
+                        return;
+                    }
+                    Err(AttachError::Version { .. }) => break,
+                    Err(AttachError::Unreachable(error)) => {
+                        tracing::debug!(session_id = %s.id, %error, "supervisor not reachable yet");
+                    }
+                }
+            }
+            inner.follow_records(s, dir, shim);
+        };
+        drop(self.runtime.spawn(task));
     }
 
     /// Follows a shim of another protocol by its records: waits for the shim process

@@ -129,8 +129,7 @@ impl Pool {
     /// # Errors
     /// The socket could not be bound.
     pub(crate) fn bind(path: &Path) -> io::Result<Pool> {
-        let _ = std::fs::remove_file(path);
-        let listener = UnixListener::bind(path)?;
+        let listener = bind_fresh(path)?;
         let idle: Arc<Idle> = Arc::new(Mutex::new(Vec::new()));
         let members = Arc::clone(&idle);
         let uid = nix::unistd::getuid().as_raw();
@@ -258,8 +257,7 @@ fn file_id(path: &Path) -> Option<(u64, u64)> {
 /// connection of this user whose token is claimed to its launch; `None` when it
 /// cannot be bound (every supervisor the launcher forks binds its own socket then).
 fn accept_claims(path: &Path, uid: u32, claims: &Arc<Claims>) -> Option<tokio::task::AbortHandle> {
-    let _ = std::fs::remove_file(path);
-    let listener = match UnixListener::bind(path) {
+    let listener = match bind_fresh(path) {
         Ok(listener) => listener,
         Err(error) => {
             tracing::info!(%error, path = %path.display(), "no claim socket; supervisors the launcher forks bind their own");
@@ -288,6 +286,13 @@ fn accept_claims(path: &Path, uid: u32, claims: &Arc<Claims>) -> Option<tokio::t
         }
     });
     Some(task.abort_handle())
+}
+
+/// A listener bound at `path`, a stale socket there replaced (the home's lock
+/// says no other daemon serves it).
+fn bind_fresh(path: &Path) -> io::Result<UnixListener> {
+    let _ = std::fs::remove_file(path);
+    UnixListener::bind(path)
 }
 
 /// The pause after a failed accept before the next.
@@ -319,17 +324,24 @@ async fn back_off() {
 /// The token a supervisor sends first on the claim socket, and its connection with
 /// the bytes read after the token.
 async fn read_claim(mut stream: UnixStream) -> io::Result<(u64, StartConn)> {
+    let (header, rest) = first_frame(&mut stream)
+        .await?
+        .ok_or_else(|| io::Error::from(io::ErrorKind::UnexpectedEof))?;
+    let claim: crate::shim::Claim = serde_json::from_slice(&header).map_err(io::Error::other)?;
+    Ok((claim.token, StartConn { stream, rest }))
+}
+
+/// The header of the first frame a supervisor writes on a fresh connection, and
+/// the bytes read after that frame (its next frames); `None` when it closes first.
+async fn first_frame(stream: &mut UnixStream) -> io::Result<Option<(Vec<u8>, Vec<u8>)>> {
     let mut frames = crate::shim::ready_reader();
-    let mut buf = [0u8; 1024];
+    let mut buf = vec![0u8; 16 * 1024];
     loop {
         if let Some(frame) = frames.next().map_err(io::Error::other)? {
-            let claim: crate::shim::Claim =
-                serde_json::from_slice(&frame.header).map_err(io::Error::other)?;
-            let rest = frames.into_pending();
-            return Ok((claim.token, StartConn { stream, rest }));
+            return Ok(Some((frame.header, frames.into_pending())));
         }
         match stream.read(&mut buf).await? {
-            0 => return Err(io::Error::from(io::ErrorKind::UnexpectedEof)),
+            0 => return Ok(None),
             n => frames.feed(&buf[..n]),
         }
     }
@@ -351,28 +363,19 @@ fn lock(idle: &Idle) -> crate::lock_order::MutexGuard<'_, Vec<UnixStream>> {
 /// The ready answer a member writes on its connection (one frame), and the bytes
 /// read after it (the session's first frames, when the member kept the connection).
 async fn answer(stream: &mut UnixStream) -> io::Result<(Ready, Vec<u8>)> {
-    let mut frames = crate::shim::ready_reader();
-    let mut buf = vec![0u8; 16 * 1024];
     let read = async {
-        loop {
-            if let Some(frame) = frames.next().map_err(io::Error::other)? {
-                return serde_json::from_slice::<crate::shim::ReadyLine>(&frame.header)
-                    .map(|l| (l.ready, std::mem::take(&mut frames).into_pending()))
-                    .map_err(|e| {
-                        io::Error::other(format!(
-                            "the pre-forked session supervisor answered something else than its ready answer ({e}); check that herd-shim belongs to this herd"
-                        ))
-                    });
-            }
-            match stream.read(&mut buf).await? {
-                0 => {
-                    return Err(io::Error::other(
-                        "the pre-forked session supervisor closed its connection without a ready answer",
-                    ));
-                }
-                n => frames.feed(&buf[..n]),
-            }
-        }
+        let Some((header, rest)) = first_frame(stream).await? else {
+            return Err(io::Error::other(
+                "the pre-forked session supervisor closed its connection without a ready answer",
+            ));
+        };
+        serde_json::from_slice::<crate::shim::ReadyLine>(&header)
+            .map(|l| (l.ready, rest))
+            .map_err(|e| {
+                io::Error::other(format!(
+                    "the pre-forked session supervisor answered something else than its ready answer ({e}); check that herd-shim belongs to this herd"
+                ))
+            })
     };
     match tokio::time::timeout(START_TIMEOUT, read).await {
         Ok(answer) => answer,

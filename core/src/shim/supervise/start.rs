@@ -121,11 +121,12 @@ fn daemon_door(
     match attached.filter(|stream| stream.set_nonblocking(true).is_ok()) {
         // The socket is bound only once the daemon's connection closes: a path it can
         // never be bound at is refused now, as the bind at the start refused it.
-        Some(_) if !fits_a_socket_address(&socket) => Err(report_failure(
+        Some(_) if !crate::shim::fits_a_socket_address(&socket) => Err(report_failure(
             spec.request,
             &format!(
-                "the supervisor socket {} is longer than the {MAX_SOCKET_PATH_BYTES} bytes a Unix socket path may have; use a home with a shorter path",
-                socket.display()
+                "the supervisor socket {} is longer than the {} bytes a Unix socket path may have; use a home with a shorter path",
+                socket.display(),
+                crate::shim::MAX_SOCKET_PATH_BYTES
             ),
         )),
         Some(stream) => Ok((None, Some(stream))),
@@ -453,16 +454,6 @@ fn new_shim(
         term_sent: std::collections::HashSet::new(),
         limits: crate::sys::limits::Applied::default(),
     }
-}
-
-/// The longest path a Unix socket can be bound at (`sun_path` is 108 bytes with
-/// its NUL).
-const MAX_SOCKET_PATH_BYTES: usize = 107;
-
-/// Whether a Unix socket can be bound at `path`.
-fn fits_a_socket_address(path: &std::path::Path) -> bool {
-    use std::os::unix::ffi::OsStrExt;
-    path.as_os_str().as_bytes().len() <= MAX_SOCKET_PATH_BYTES
 }
 
 /// Binds the socket 0600 from the start: under a 0177 umask, restored right after so
