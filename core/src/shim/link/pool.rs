@@ -289,10 +289,14 @@ fn accept_claims(path: &Path, uid: u32, claims: &Arc<Claims>) -> Option<tokio::t
 }
 
 /// A listener bound at `path`, a stale socket there replaced (the home's lock
-/// says no other daemon serves it).
+/// says no other daemon serves it), mode 0600 like the daemon's own socket (its
+/// directory is 0700 and each peer's uid is checked too).
 fn bind_fresh(path: &Path) -> io::Result<UnixListener> {
+    use std::os::unix::fs::PermissionsExt;
     let _ = std::fs::remove_file(path);
-    UnixListener::bind(path)
+    let listener = UnixListener::bind(path)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    Ok(listener)
 }
 
 /// The pause after a failed accept before the next.
@@ -403,6 +407,19 @@ mod tests {
             claim.exists(),
             "the claim socket is bound beside the pool's"
         );
+        for socket in [&path, &claim] {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(socket)
+                .expect("the socket")
+                .permissions()
+                .mode();
+            assert_eq!(
+                mode & 0o777,
+                0o600,
+                "{} is the owner's only",
+                socket.display()
+            );
+        }
         // The next daemon replaces both sockets while the first is still tearing down.
         let second = Pool::bind(&path).expect("the next daemon's pool");
         drop(first);
