@@ -31,9 +31,13 @@ use crate::session::{Session, Stdin};
 use crate::shim::link::{self, AttachError, Attached, Cursor, Followed};
 use crate::shim::wire::Progress;
 
-/// How often restore tries again to reach a live supervisor it could not reach
-/// at first ([`Inner::follow_until_attached`]).
+/// How soon restore tries again to reach a live supervisor it could not reach at
+/// first ([`Inner::follow_until_attached`]); the pause doubles after each try, up
+/// to [`LATE_ATTACH_RETRY_MOST`] (a supervisor stopped for hours costs a connect
+/// every few seconds, not four a second).
 const LATE_ATTACH_RETRY: Duration = Duration::from_millis(250);
+/// See [`LATE_ATTACH_RETRY`].
+const LATE_ATTACH_RETRY_MOST: Duration = Duration::from_secs(4);
 
 /// What restore did with one supervised checkpoint entry.
 #[derive(Debug)]
@@ -297,8 +301,9 @@ impl Inner {
 
     /// Follows a restored session whose supervisor lives but could not be reached
     /// at restore (it had not bound its socket within the wait: thousands binding
-    /// at once, or a stopped one): its socket is tried again every
-    /// [`LATE_ATTACH_RETRY`] while it lives, and once reached the session is
+    /// at once, or a stopped one): its socket is tried again while it lives, after
+    /// [`LATE_ATTACH_RETRY`] and then pauses twice as long each time up to
+    /// [`LATE_ATTACH_RETRY_MOST`], and once reached the session is
     /// followed as any re-attached one (input, kill, live output, notifications).
     /// When the supervisor ends first, its exit record decides, as
     /// [`Inner::follow_records`] does.
@@ -312,8 +317,7 @@ impl Inner {
         let inner = Arc::clone(self);
         let detach = self.detach.clone();
         let task = async move {
-            let mut retry = tokio::time::interval(LATE_ATTACH_RETRY);
-            retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            let mut pause = LATE_ATTACH_RETRY;
             loop {
                 let wait = async {
                     match shim.start_time {
@@ -323,9 +327,11 @@ impl Inner {
                 };
                 tokio::select! {
                     () = detach.cancelled() => return,
-                    () = wait => break,
-                    _ = retry.tick() => {}
+                    gone = tokio::time::timeout(pause, wait) => if gone.is_ok() {
+                        break;
+                    },
                 }
+                pause = (pause * 2).min(LATE_ATTACH_RETRY_MOST);
                 if !matches!(dir.read_exit(), Ok(None)) || !shim_may_live(shim) {
                     break;
                 }
