@@ -60,15 +60,64 @@ fn children(pid: i32) -> Vec<i32> {
         .collect()
 }
 
-/// Starts the daemon and its launcher with one job, then waits until a member waits.
+/// The inodes of the sockets process `pid` holds.
+fn socket_inodes(pid: i32) -> Vec<u64> {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|fds| {
+            fds.filter_map(|fd| {
+                let link = std::fs::read_link(fd.ok()?.path()).ok()?;
+                let link = link.to_str()?;
+                link.strip_prefix("socket:[")?
+                    .strip_suffix(']')?
+                    .parse()
+                    .ok()
+            })
+            .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Whether the daemon has accepted every connection made to its pool socket: the
+/// daemon's ends of the pool's connections (`/proc/net/unix` names them by the
+/// socket's path) are all among its descriptors, at least one for each of
+/// `members` (a member holding a socket may not have connected yet).
+fn all_accepted(env: &Env, members: &[i32]) -> bool {
+    let Some(daemon) = env.daemon_pid() else {
+        return false;
+    };
+    let path = env.home().join("run/pool.sock");
+    let path = path.to_string_lossy();
+    let held = socket_inodes(daemon);
+    let table = std::fs::read_to_string("/proc/net/unix").unwrap_or_default();
+    // Columns: Num RefCount Protocol Flags Type St Inode Path; St 03 is connected.
+    let ends: Vec<u64> = table
+        .lines()
+        .filter_map(|line| {
+            let cols: Vec<&str> = line.split_whitespace().collect();
+            (cols.len() == 8 && cols[7] == path && cols[5] == "03")
+                .then(|| cols[6].parse().ok())
+                .flatten()
+        })
+        .collect();
+    ends.len() >= members.len() && ends.iter().all(|end| held.contains(end))
+}
+
+/// Starts the daemon and its launcher with one job, then waits until members wait
+/// and the daemon has accepted each of them (the next spawn takes one of them).
 fn warm(env: &Env) -> Vec<i32> {
     env.ok(&["run", "--wait", "--", "true"]);
     let mut members = Vec::new();
     wait_until(Duration::from_secs(10), || {
         members = waiting_members(env);
+        // Every process of the pool but the launcher waits: none forked is still
+        // on its way to the socket (the daemon takes the newest member first).
         !members.is_empty()
+            && pool_processes(env).len() == members.len() + 1
+            && all_accepted(env, &members)
     })
-    .unwrap_or_else(|()| panic!("no supervisor was forked ahead of need"));
+    .unwrap_or_else(|()| {
+        panic!("no supervisor was forked ahead of need and accepted: {members:?}")
+    });
     members
 }
 
