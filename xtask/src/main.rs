@@ -281,7 +281,7 @@ const SOAK: &[SoakItem] = &[
         repeats: 1,
     },
     SoakItem {
-        what: "100 daemon SIGKILLs at random moments while 20 supervised jobs run: no lost line, one completion each with its code, no orphans, no fd growth",
+        what: "100 daemon SIGKILLs at random moments while 20 supervised jobs run, every fifth with three supervisors stopped until the next daemon gave up waiting for them: no lost line, one completion each with its code, no orphans, no fd growth",
         package: "herd-cli",
         target: &["--test", "it"],
         filter: "shim::b28_shim_soak_daemon_sigkills_lose_no_line_and_no_completion",

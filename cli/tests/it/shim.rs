@@ -431,6 +431,31 @@ fn fd_count(pid: i32) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count())
 }
 
+/// SIGSTOPs up to `n` supervisors of the running sessions (their pids from their
+/// info records): the stopped ones.
+fn stop_supervisors(env: &Env, n: usize) -> Vec<nix::unistd::Pid> {
+    let shims = env.home().join("run/shims");
+    let mut stopped = Vec::new();
+    for entry in std::fs::read_dir(&shims).into_iter().flatten().flatten() {
+        if stopped.len() == n || entry.path().join("exit.json").exists() {
+            continue;
+        }
+        let Ok(info) = std::fs::read_to_string(entry.path().join("info.json")) else {
+            continue;
+        };
+        let pid = serde_json::from_str::<Value>(&info)
+            .ok()
+            .and_then(|v| v["shim_pid"].as_i64())
+            .and_then(|p| i32::try_from(p).ok());
+        if let Some(pid) = pid.map(nix::unistd::Pid::from_raw)
+            && nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGSTOP).is_ok()
+        {
+            stopped.push(pid);
+        }
+    }
+    stopped
+}
+
 /// Daemon SIGKILLs at random moments while 20 jobs (pipe and PTY, some ending, some
 /// chatty, some long) run: every numbered line kept in order, exactly one completion
 /// per job with its real exit code, no orphans, no descriptor growth in the daemon.
@@ -479,13 +504,23 @@ fn b28_shim_soak_daemon_sigkills_lose_no_line_and_no_completion() {
         start_job(&env, &mut finite, &mut long);
     }
     let mut seen: Vec<Value> = Vec::new();
-    for _ in 0..kills {
+    for round in 0..kills {
         // A random moment, not a synchronisation: the crash may hit anything.
         #[expect(
             clippy::disallowed_methods,
             reason = "a random delay places the crash at a random moment"
         )]
         std::thread::sleep(Duration::from_millis(fastrand_ms()));
+        // Every fifth crash (the second first) finds three supervisors stopped:
+        // the next daemon's restore gives up waiting for their sockets, and they
+        // are attached once they run again.
+        let stopped = if round % 5 == 1 {
+            let stopped = stop_supervisors(&env, 3);
+            assert!(!stopped.is_empty(), "no running supervisor to stop");
+            stopped
+        } else {
+            Vec::new()
+        };
         crash_daemon(&env);
         // The next command starts a daemon, which re-attaches before it answers.
         seen.extend(
@@ -493,6 +528,9 @@ fn b28_shim_soak_daemon_sigkills_lose_no_line_and_no_completion() {
                 .into_iter()
                 .filter(|e| e["type"] == "completion"),
         );
+        for pid in stopped {
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGCONT);
+        }
         // Keep about 20 jobs running.
         let done = seen.len();
         while finite.len() + long.len() < 20 + done {
