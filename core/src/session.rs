@@ -125,6 +125,9 @@ pub(crate) struct State {
     /// Runs started so far under a restart policy, from the separator lines
     /// of its output; 0 without a policy.
     pub(crate) runs: u32,
+    /// Its supervisor lives but this daemon has not reached it yet (restored
+    /// before the supervisor bound its socket): input waits for the attach.
+    pub(crate) reaching: bool,
 }
 
 /// One session.

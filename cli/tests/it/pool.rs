@@ -77,29 +77,45 @@ fn socket_inodes(pid: i32) -> Vec<u64> {
         .unwrap_or_default()
 }
 
-/// Whether the daemon has accepted every connection made to its pool socket: the
-/// daemon's ends of the pool's connections (`/proc/net/unix` names them by the
-/// socket's path) are all among its descriptors, at least one for each of
-/// `members` (a member holding a socket may not have connected yet).
+/// Whether the daemon has accepted the connection of each of `members`: each
+/// member's own socket is connected, no connection waits in the pool socket's
+/// queue (`/proc/net/unix` shows one there as state 02), and every end of the
+/// pool's connections (named by the socket's path, state 03) is the daemon's.
 fn all_accepted(env: &Env, members: &[i32]) -> bool {
     let Some(daemon) = env.daemon_pid() else {
         return false;
     };
     let path = env.home().join("run/pool.sock");
     let path = path.to_string_lossy();
-    let held = socket_inodes(daemon);
     let table = std::fs::read_to_string("/proc/net/unix").unwrap_or_default();
-    // Columns: Num RefCount Protocol Flags Type St Inode Path; St 03 is connected.
-    let ends: Vec<u64> = table
+    // Columns: Num RefCount Protocol Flags Type St Inode [Path].
+    let rows: Vec<(&str, u64, Option<&str>)> = table
         .lines()
+        .skip(1)
         .filter_map(|line| {
             let cols: Vec<&str> = line.split_whitespace().collect();
-            (cols.len() == 8 && cols[7] == path && cols[5] == "03")
-                .then(|| cols[6].parse().ok())
-                .flatten()
+            Some((
+                *cols.get(5)?,
+                cols.get(6)?.parse().ok()?,
+                cols.get(7).copied(),
+            ))
         })
         .collect();
-    ends.len() >= members.len() && ends.iter().all(|end| held.contains(end))
+    let at_pool = |st: &str| -> Vec<u64> {
+        rows.iter()
+            .filter(|(s, _, p)| *s == st && *p == Some(path.as_ref()))
+            .map(|(_, ino, _)| *ino)
+            .collect()
+    };
+    let held = socket_inodes(daemon);
+    let connected = |pid: i32| {
+        socket_inodes(pid)
+            .iter()
+            .any(|ino| rows.iter().any(|(s, i, _)| *s == "03" && i == ino))
+    };
+    at_pool("02").is_empty()
+        && at_pool("03").iter().all(|ino| held.contains(ino))
+        && members.iter().all(|m| connected(*m))
 }
 
 /// Starts the daemon and its launcher with one job, then waits until members wait
@@ -257,6 +273,13 @@ fn b28_shim_a_supervisor_that_binds_after_the_restore_gave_up_waiting_is_attache
     .unwrap_or_else(|()| panic!("the restore never gave up waiting: {seen}"));
     let socket = env.home().join("run/shims").join(&id).join("sock");
     assert!(!socket.exists(), "the stopped supervisor bound its socket");
+    // Input meanwhile is refused, saying why and what to do.
+    let early = env.run(&["send", &id, "early\n"]);
+    assert!(
+        !early.status.success() && stderr(&early).contains("retry in a few seconds"),
+        "input before the attach: {}",
+        stderr(&early)
+    );
     kill(shim, Signal::SIGCONT).expect("SIGCONT the supervisor");
     let mut refused = String::new();
     wait_until(Duration::from_secs(10), || {
@@ -359,13 +382,23 @@ fn b28_shim_a_spawn_whose_supervisor_socket_cannot_be_bound_is_refused_at_once()
         cmd.args(args);
         cmd.output().expect("herd runs")
     };
-    let out = herd(&["run", "--wait", "--", "true"]);
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(!out.status.success(), "the spawn was refused: {err}");
-    assert!(
-        err.contains("shorter path") && err.contains("sock"),
-        "the refusal names the socket and what to do: {err}"
-    );
+    // On pipes, and under a PTY (whose start on pipes, if a PTY is missing, is
+    // refused the same way): a problem of the home, not of the command.
+    for args in [
+        &["run", "--wait", "--", "true"][..],
+        &["run", "--pty", "--", "true"],
+    ] {
+        let out = herd(args);
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(!out.status.success(), "the spawn was refused: {err}");
+        assert!(
+            err.contains("shorter path")
+                && err.contains("sock")
+                && err.contains("check the home directory")
+                && !err.contains("check the shell"),
+            "the refusal names the socket, the home and what to do: {err}"
+        );
+    }
     // Nothing runs and nothing is left for it.
     let rows = String::from_utf8_lossy(&herd(&["ps", "--json"]).stdout).into_owned();
     assert!(!rows.contains("running"), "{rows}");

@@ -447,7 +447,10 @@ fn stop_supervisors(env: &Env, n: usize) -> Vec<nix::unistd::Pid> {
             .ok()
             .and_then(|v| v["shim_pid"].as_i64())
             .and_then(|p| i32::try_from(p).ok());
+        // The recorded pid is still a supervisor (not a pid reused since).
         if let Some(pid) = pid.map(nix::unistd::Pid::from_raw)
+            && std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                .is_ok_and(|comm| comm.trim() == "herd-shim")
             && nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGSTOP).is_ok()
         {
             stopped.push(pid);

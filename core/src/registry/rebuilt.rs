@@ -110,6 +110,7 @@ impl Rebuilt {
                 leftovers: self.leftovers,
                 ready_at: self.ready_at.map(from_unix_seconds),
                 runs: self.runs,
+                reaching: false,
             }),
             done,
             kill_requested,

@@ -360,14 +360,10 @@ impl Inner {
                         job.ending(self.config.kill_leftovers),
                     )
                     .await
-                    .map_err(|e| job.spawn_err(e.into_io()))?;
+                    .map_err(|e| shim_error(job, e))?;
                 Ok((Started::Shim(started), Some(note)))
             }
-            Err(ShimStartError::Unusable { path, why }) => Err(SpawnError::Prepare {
-                path,
-                source: why.into(),
-            }),
-            Err(error) => Err(job.spawn_err(error.into_io())),
+            Err(error) => Err(shim_error(job, error)),
         }
     }
 
@@ -423,6 +419,7 @@ impl Inner {
                 leftovers: Vec::new(),
                 ready_at: None,
                 runs: u32::from(req.restart.is_some()),
+                reaching: false,
             }),
             done,
             kill_requested,
@@ -770,5 +767,17 @@ impl Started {
                 )
             }
         }
+    }
+}
+
+/// The spawn error of a supervisor that did not start: a path of the home it cannot
+/// use is the home's problem ([`SpawnError::Prepare`]); the rest is the job's start.
+fn shim_error(job: &Job<'_>, error: ShimStartError) -> SpawnError {
+    match error {
+        ShimStartError::Unusable { path, why } => SpawnError::Prepare {
+            path,
+            source: why.into(),
+        },
+        other => job.spawn_err(other.into_io()),
     }
 }

@@ -90,7 +90,7 @@ impl Registry {
                     Err(message) => stdin_error(&message),
                 }
             }
-            None => stdin_error("stdin is already closed"),
+            None => stdin_error(closed_or_reaching(&s, "stdin is already closed")),
         })
     }
 
@@ -130,9 +130,11 @@ impl Registry {
                 link.send_input(Input::Resize { rows, cols }, RESIZE_TIMEOUT)
                     .await
             }
-            Some(Stdin::Pipe(_)) | None => {
-                Err("the session's terminal is no longer reachable".to_owned())
-            }
+            Some(Stdin::Pipe(_)) | None => Err(closed_or_reaching(
+                &s,
+                "the session's terminal is no longer reachable",
+            )
+            .to_owned()),
         };
         Ok(match result {
             Ok(()) => StdinAnswer {
@@ -180,11 +182,15 @@ impl Drop for TerminalGuard {
 /// last goes. The count's lock is held while telling, so the messages go out in the
 /// order of the changes (telling is a push on the link's queue).
 fn count_terminal(s: &Session, more: bool) {
-    let stdin = s.state().stdin.clone();
+    // The session's state is held until the count is: a link given meanwhile
+    // (`attach_late`) is either read here or finds this count.
+    let st = s.state();
+    let stdin = st.stdin.clone();
     let mut count = s
         .terminals
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
+    drop(st);
     let before = *count;
     *count = if more {
         before.saturating_add(1)
@@ -238,7 +244,37 @@ async fn write_input(s: &Session, data: &[u8]) -> StdinAnswer {
                 Err(message) => stdin_error(&message),
             }
         }
-        None => stdin_error("stdin is closed; the process can no longer read input"),
+        None => stdin_error(closed_or_reaching(
+            s,
+            "stdin is closed; the process can no longer read input",
+        )),
+    }
+}
+
+/// Why session `s` has no input handle: `closed`, or that its supervisor is not
+/// reached yet.
+fn closed_or_reaching<'a>(s: &Session, closed: &'a str) -> &'a str {
+    if s.state().reaching {
+        "its supervisor runs but this daemon has not reached it yet (it restarted while the supervisor could not answer); retry in a few seconds"
+    } else {
+        closed
+    }
+}
+
+/// Gives a session restored without a link the link to its supervisor, reached
+/// late: its input goes there from now on, and a terminal attached meanwhile is
+/// told to the supervisor (under the count's lock, as [`count_terminal`] tells).
+pub(super) fn attach_late(s: &Session, link: &Arc<crate::shim::link::Link>) {
+    let mut st = s.state();
+    st.stdin = Some(shim_stdin(link));
+    st.reaching = false;
+    let count = s
+        .terminals
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    drop(st);
+    if *count > 0 {
+        ShimInput::set_terminal(link.as_ref(), true);
     }
 }
 

@@ -305,8 +305,10 @@ impl Inner {
     /// [`LATE_ATTACH_RETRY`] and then pauses twice as long each time up to
     /// [`LATE_ATTACH_RETRY_MOST`], and once reached the session is
     /// followed as any re-attached one (input, kill, live output, notifications).
-    /// When the supervisor ends first, its exit record decides, as
-    /// [`Inner::follow_records`] does.
+    /// A job that ends first is settled by its exit record at once; a supervisor
+    /// that dies first, or turns out to speak another protocol, is followed by its
+    /// records ([`Inner::follow_records`]). Input meanwhile is refused saying so
+    /// (`State::reaching`), and a kill asked meanwhile makes it try at once.
     fn follow_until_attached(
         self: &Arc<Self>,
         s: Arc<Session>,
@@ -314,9 +316,11 @@ impl Inner {
         dir: ShimDir,
         shim: ShimRef,
     ) {
+        s.state().reaching = true;
         let inner = Arc::clone(self);
         let detach = self.detach.clone();
         let task = async move {
+            let mut kill_rx = s.kill_requested.subscribe();
             let mut pause = LATE_ATTACH_RETRY;
             loop {
                 let wait = async {
@@ -330,10 +334,28 @@ impl Inner {
                     gone = tokio::time::timeout(pause, wait) => if gone.is_ok() {
                         break;
                     },
+                    // A kill asked meanwhile: try at once (the supervisor carries it
+                    // once reached; `shim_kill` goes on without it if not).
+                    Ok(()) = kill_rx.changed() => {}
                 }
                 pause = (pause * 2).min(LATE_ATTACH_RETRY_MOST);
-                if !matches!(dir.read_exit(), Ok(None)) || !shim_may_live(shim) {
-                    break;
+                match dir.read_exit() {
+                    Ok(None) if shim_may_live(shim) => {}
+                    // The job ended: its record settles it, even while its
+                    // supervisor lingers (holding leftovers), as at restore.
+                    Ok(Some(record)) => {
+                        s.state().reaching = false;
+                        super::reclaim::reseed_tail(
+                            &s,
+                            inner.config.buffer_bytes,
+                            &link::progress_of(&record),
+                        );
+                        inner
+                            .settle(&s, Followed::Finished(link::finish_of(record)))
+                            .await;
+                        return;
+                    }
+                    _ => break,
                 }
                 match link::attach(&dir).await {
                     Ok(attached) => {
@@ -342,23 +364,29 @@ impl Inner {
                             inner.config.buffer_bytes,
                             &attached.hello.progress,
                         );
-                        s.state().stdin = Some(super::stdin::shim_stdin(&attached.link));
+                        super::stdin::attach_late(&s, &attached.link);
                         inner.follow_restored(s, &entry, attached, dir, shim);
                         return;
                     }
-                    Err(AttachError::Version { .. }) => break,
+                    Err(error @ AttachError::Version { .. }) => {
+                        tracing::warn!(session_id = %s.id, %error, "supervised session not attached");
+                        inner.durable.mark_note(s.id.clone(), format!("{error}"));
+                        break;
+                    }
                     Err(AttachError::Unreachable(error)) => {
                         tracing::debug!(session_id = %s.id, %error, "supervisor not reachable yet");
                     }
                 }
             }
+            s.state().reaching = false;
             inner.follow_records(s, dir, shim);
         };
         drop(self.runtime.spawn(task));
     }
 
-    /// Follows a shim of another protocol by its records: waits for the shim process
-    /// to end, then takes its exit record (or reports it died).
+    /// Follows a supervisor by its records (one of another protocol, or one that
+    /// could not be reached and ended): waits for the shim process to end, then
+    /// takes its exit record (or reports it died).
     fn follow_records(self: &Arc<Self>, s: Arc<Session>, dir: ShimDir, shim: ShimRef) {
         let inner = Arc::clone(self);
         let task = async move {

@@ -76,6 +76,7 @@ impl Inner {
                 leftovers: Vec::new(),
                 ready_at: None,
                 runs: 0,
+                reaching: false,
             }),
             done,
             kill_requested,
