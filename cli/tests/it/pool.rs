@@ -178,13 +178,18 @@ fn b28_shim_a_member_takes_a_spec_longer_than_one_read() {
         members.contains(&shim),
         "the job's supervisor {shim} is not one of the members {members:?} that waited before it"
     );
+    wait_for_log(&env, id, "40960", "the job did not run its whole command");
+    env.ok(&["kill", id]);
+}
+
+/// Waits until session `id`'s log holds `text`; else fails saying `what`.
+fn wait_for_log(env: &Env, id: &str, text: &str, what: &str) {
     let mut logs = String::new();
     wait_until(Duration::from_secs(10), || {
         logs = env.ok(&["logs", id]);
-        logs.contains("40960")
+        logs.contains(text)
     })
-    .unwrap_or_else(|()| panic!("the job did not run its whole command: {logs:?}"));
-    env.ok(&["kill", id]);
+    .unwrap_or_else(|()| panic!("{what}: {logs:?}"));
 }
 
 /// Starts a job that prints `before`, reads a word, prints `after <word>` and
@@ -199,12 +204,7 @@ fn start_echo(env: &Env) -> String {
         "echo before; read word; echo \"after $word\"; exec sleep 300",
     ]);
     let id = info["session_id"].as_str().expect("session_id").to_owned();
-    let mut logs = String::new();
-    wait_until(Duration::from_secs(10), || {
-        logs = env.ok(&["logs", &id]);
-        logs.contains("before")
-    })
-    .unwrap_or_else(|()| panic!("the job's first line never came: {logs:?}"));
+    wait_for_log(env, &id, "before", "the job's first line never came");
     id
 }
 
@@ -219,7 +219,6 @@ fn b28_shim_a_pooled_supervisor_binds_its_socket_only_once_its_daemon_is_gone() 
         "the job's supervisor {shim} is not one of the members {members:?} that waited before it"
     );
     let socket = env.home().join("run/shims").join(&id).join("sock");
-    let mut logs = String::new();
     // The daemon follows the session on the connection the spec came on.
     assert!(
         !socket.exists(),
@@ -239,13 +238,12 @@ fn b28_shim_a_pooled_supervisor_binds_its_socket_only_once_its_daemon_is_gone() 
     assert_eq!(polled["status"], "running", "{polled}");
     env.assert_reattached(1);
     env.ok(&["send", &id, "restored\n"]);
-    wait_until(Duration::from_secs(10), || {
-        logs = env.ok(&["logs", &id]);
-        logs.contains("after restored")
-    })
-    .unwrap_or_else(|()| {
-        panic!("input sent through the next daemon never reached the job: {logs:?}")
-    });
+    wait_for_log(
+        &env,
+        &id,
+        "after restored",
+        "input sent through the next daemon never reached the job",
+    );
     env.ok(&["kill", &id]);
 }
 
@@ -257,7 +255,6 @@ fn b28_shim_a_supervisor_that_binds_after_the_restore_gave_up_waiting_is_attache
     let env = Env::new();
     let id = start_echo(&env);
     let shim = Pid::from_raw(shim_pid(&env, &id));
-    let mut logs = String::new();
     kill(shim, Signal::SIGSTOP).expect("SIGSTOP the supervisor");
     env.crash_daemon();
     let polled = env.poll_json(&id);
@@ -288,13 +285,12 @@ fn b28_shim_a_supervisor_that_binds_after_the_restore_gave_up_waiting_is_attache
         out.status.success()
     })
     .unwrap_or_else(|()| panic!("input never reached the supervisor once it bound: {refused}"));
-    wait_until(Duration::from_secs(10), || {
-        logs = env.ok(&["logs", &id]);
-        logs.contains("after late")
-    })
-    .unwrap_or_else(|()| {
-        panic!("input sent after the late attach never reached the job: {logs:?}")
-    });
+    wait_for_log(
+        &env,
+        &id,
+        "after late",
+        "input sent after the late attach never reached the job",
+    );
     env.ok(&["kill", &id]);
     let done: Value = serde_json::from_str(&stdout(&env.run(&[
         "wait",

@@ -167,11 +167,9 @@ impl Inner {
                 self.follow_restored(s, &entry, attached, dir, shim);
                 Reattached::Attached
             }
-            Err(AttachError::Version { shim: theirs }) => {
-                let error = AttachError::Version { shim: theirs };
-                tracing::warn!(session_id = %id, %error, "supervised session not attached");
+            Err(error @ AttachError::Version { .. }) => {
                 let s = self.restored_session(id.clone(), &entry, shim, None, None);
-                self.durable.mark_note(id, format!("{error}"));
+                self.not_attached(&id, &error);
                 self.follow_records(s, dir, shim);
                 Reattached::RecordsOnly
             }
@@ -267,6 +265,20 @@ impl Inner {
         s
     }
 
+    /// How session `s` ended by the exit record its supervisor wrote: its tail seeded
+    /// from the log as far as the record says.
+    fn finished_by(&self, s: &Session, record: herd_persistence::ExitRecord) -> Followed {
+        super::reclaim::reseed_tail(s, self.config.buffer_bytes, &link::progress_of(&record));
+        Followed::Finished(link::finish_of(record))
+    }
+
+    /// Notes that session `id`'s supervisor speaks a protocol this daemon does not
+    /// attach to (it is followed by its records).
+    fn not_attached(&self, id: &SessionId, error: &AttachError) {
+        tracing::warn!(session_id = %id, %error, "supervised session not attached");
+        self.durable.mark_note(id.clone(), format!("{error}"));
+    }
+
     /// Follows a restored session `s` on the connection `attached` to its live
     /// supervisor: its notifications armed again from its checkpoint `entry`.
     fn follow_restored(
@@ -345,14 +357,8 @@ impl Inner {
                     // supervisor lingers (holding leftovers), as at restore.
                     Ok(Some(record)) => {
                         s.state().reaching = false;
-                        super::reclaim::reseed_tail(
-                            &s,
-                            inner.config.buffer_bytes,
-                            &link::progress_of(&record),
-                        );
-                        inner
-                            .settle(&s, Followed::Finished(link::finish_of(record)))
-                            .await;
+                        let finished = inner.finished_by(&s, record);
+                        inner.settle(&s, finished).await;
                         return;
                     }
                     _ => break,
@@ -369,8 +375,7 @@ impl Inner {
                         return;
                     }
                     Err(error @ AttachError::Version { .. }) => {
-                        tracing::warn!(session_id = %s.id, %error, "supervised session not attached");
-                        inner.durable.mark_note(s.id.clone(), format!("{error}"));
+                        inner.not_attached(&s.id, &error);
                         break;
                     }
                     Err(AttachError::Unreachable(error)) => {
@@ -394,14 +399,7 @@ impl Inner {
                 super::reclaim::wait_gone(shim.pid, start).await;
             }
             let followed = match dir.read_exit() {
-                Ok(Some(record)) => {
-                    super::reclaim::reseed_tail(
-                        &s,
-                        inner.config.buffer_bytes,
-                        &link::progress_of(&record),
-                    );
-                    Followed::Finished(link::finish_of(record))
-                }
+                Ok(Some(record)) => inner.finished_by(&s, record),
                 _ => Followed::SupervisorDied(format!(
                     "its supervisor (herd-shim, pid {}) ended without an exit record",
                     shim.pid

@@ -114,7 +114,7 @@ impl Shim {
                     tracing::error!(
                         %error,
                         socket = %self.socket.display(),
-                        "the supervisor socket could not be bound; tried again every second, and until then a daemon that starts follows this session by its records only"
+                        "the supervisor socket could not be bound; tried again every second (a daemon that starts meanwhile attaches once it is bound); free an inode or a descriptor to speed it up"
                     );
                 }
                 self.bind_retry_at = Some(Instant::now() + BIND_RETRY);
