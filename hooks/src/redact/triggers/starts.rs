@@ -59,6 +59,9 @@ pub(crate) struct WordStarts {
     /// literals have that byte there; `None` when a literal has a byte past ASCII
     /// in its first three (no such byte is looked up: they never pass).
     bytes: Option<[[u8; 128]; 3]>,
+    /// The literals are looked for at every position, not only at word starts
+    /// ([`WordStarts::anywhere`]).
+    anywhere: bool,
 }
 
 /// Whether the pair test passes for bytes `b` (a bucket has a literal whose first
@@ -106,9 +109,27 @@ impl WordStarts {
     /// The searcher of `literals`, each at least three bytes long and starting with
     /// a word byte; `None` when there are none, or a literal is not so.
     pub(super) fn new(literals: Vec<Literal>) -> Option<WordStarts> {
+        if literals
+            .iter()
+            .any(|(l, _)| !l.first().copied().is_some_and(is_word))
+        {
+            return None;
+        }
+        Self::build(literals, false)
+    }
+
+    /// The searcher of `literals` (each at least three bytes long) at every
+    /// position of a text: the same tests without the word-start one. What the
+    /// packed search of the ASCII-lowercased copy found, without the copy: the
+    /// case-insensitive literals' tables hold both cases and are verified so.
+    pub(super) fn anywhere(literals: Vec<Literal>) -> Option<WordStarts> {
+        Self::build(literals, true)
+    }
+
+    fn build(literals: Vec<Literal>, anywhere: bool) -> Option<WordStarts> {
         if literals.is_empty()
             || literals.len() > usize::from(u16::MAX)
-            || literals.iter().any(|(l, _)| l.len() < 3 || !is_word(l[0]))
+            || literals.iter().any(|(l, _)| l.len() < 3)
         {
             return None;
         }
@@ -161,11 +182,13 @@ impl WordStarts {
             low,
             high,
             bytes,
+            anywhere,
         })
     }
 
-    /// The first word start at or after `from` where a literal starts: its
-    /// position and the length of the shortest literal there.
+    /// The first word start (with [`Self::anywhere`], position) at or after `from`
+    /// where a literal starts: its position and the length of the shortest literal
+    /// there.
     pub(super) fn find(&self, text: &[u8], from: usize) -> Option<(usize, usize)> {
         #[cfg(target_arch = "x86_64")]
         {
@@ -262,7 +285,11 @@ impl WordStarts {
         let mut carry = u64::from(from > 0 && from <= len && is_word(text[from - 1]));
         while base + 3 <= len {
             let (words, pairs) = masks(text, base);
-            let mut starts = words & !((words << 1) | carry) & pairs;
+            let mut starts = if self.anywhere {
+                pairs
+            } else {
+                words & !((words << 1) | carry) & pairs
+            };
             carry = words >> 63;
             while starts != 0 {
                 let at = base + starts.trailing_zeros() as usize;
@@ -643,7 +670,92 @@ mod tests {
         assert_eq!(ws.find(b"ghp_", 0), Some((0, 4)));
     }
 
+    /// The first position at or after `from` where a literal starts, literal by
+    /// literal: the reference of [`WordStarts::anywhere`].
+    fn first_literal(literals: &[Literal], text: &[u8], from: usize) -> Option<(usize, usize)> {
+        (from..text.len()).find_map(|at| {
+            literals
+                .iter()
+                .filter(|(lit, exact)| match text.get(at..at + lit.len()) {
+                    Some(part) if *exact => part == lit.as_slice(),
+                    Some(part) => part.eq_ignore_ascii_case(lit),
+                    None => false,
+                })
+                .map(|(lit, _)| lit.len())
+                .min()
+                .map(|n| (at, n))
+        })
+    }
+
+    fn rest_literals() -> Vec<Literal> {
+        ["-pass", "_pass", "pass", "auth", "token", "<add", "pwd"]
+            .iter()
+            .map(|l| (l.as_bytes().to_vec(), false))
+            .chain([(b"\"auth\"".to_vec(), true)])
+            .collect()
+    }
+
+    #[test]
+    fn b30_literals_anywhere_are_found_inside_words_in_either_case() {
+        let ws = WordStarts::anywhere(rest_literals()).expect("valid literals");
+        let text = b"DB_PASSWORD=x \"AUTH\" \"auth\": oauth2 <Add key";
+        let mut found = Vec::new();
+        let mut from = 0;
+        while let Some(hit) = ws.find(text, from) {
+            found.push(hit);
+            from = hit.0 + 1;
+        }
+        // `_PASS` and `PASS` inside a word; `"AUTH"` only in its own case, its
+        // `AUTH` in any; `auth` inside `oauth2`; `<Add`.
+        assert_eq!(
+            found,
+            vec![(2, 5), (3, 4), (15, 4), (21, 6), (22, 4), (30, 4), (36, 4)]
+        );
+        assert_eq!(found, {
+            let mut all = Vec::new();
+            let mut from = 0;
+            while let Some(hit) = first_literal(&rest_literals(), text, from) {
+                all.push(hit);
+                from = hit.0 + 1;
+            }
+            all
+        });
+        // A literal shorter than three bytes is refused (the packed search takes it).
+        assert!(WordStarts::anywhere(vec![(b"pw".to_vec(), false)]).is_none());
+    }
+
     proptest::proptest! {
+        /// Every search of [`WordStarts::anywhere`] (portable, AVX2, AVX-512BW,
+        /// VBMI as the CPU has them) finds what testing each position finds.
+        #[test]
+        fn b30_literals_anywhere_are_found_as_a_position_by_position_test_finds_them(
+            text in proptest::collection::vec(
+                proptest::sample::select(b"pasPAStokeuhd_-<\"w \n\xf0\xe1".to_vec()),
+                0..300,
+            ),
+            from in 0usize..300,
+        ) {
+            let literals = rest_literals();
+            let ws = WordStarts::anywhere(literals.clone()).expect("valid literals");
+            let from = from.min(text.len());
+            let expected = first_literal(&literals, &text, from);
+            proptest::prop_assert_eq!(ws.find(&text, from), expected);
+            let scalar = ws.find_with(&text, from, |text, base| {
+                (word_mask(text, base), pair_mask(&ws.low, &ws.high, text, base))
+            });
+            proptest::prop_assert_eq!(scalar, expected);
+            #[cfg(target_arch = "x86_64")]
+            if std::is_x86_feature_detected!("avx2") {
+                // SAFETY: the CPU has AVX2.
+                proptest::prop_assert_eq!(unsafe { ws.find_avx2(&text, from) }, expected);
+            }
+            #[cfg(target_arch = "x86_64")]
+            if std::is_x86_feature_detected!("avx512bw") {
+                // SAFETY: the CPU has AVX-512BW.
+                proptest::prop_assert_eq!(unsafe { ws.find_avx512(&text, from) }, expected);
+            }
+        }
+
         /// The vector searches (AVX2, AVX-512BW, as the CPU has them) find what
         /// the byte-by-byte one finds, from any position, in any text.
         #[test]
