@@ -130,7 +130,8 @@ unsafe fn flagged_vbmi(table: &ClassTable, bytes: &[u8], base: usize) -> bool {
         _mm512_maskz_permutex2var_epi8, _mm512_movepi8_mask, _mm512_set1_epi8,
         _mm512_test_epi8_mask,
     };
-    // SAFETY: the caller's contract keeps `base - 16 ..= base + 7 + 64` inside.
+    // SAFETY: the caller's contract keeps `base - 16 ..= base + 70` (the last
+    // byte of the load at `base + 7`) inside.
     let at = |offset: isize| unsafe {
         _mm512_loadu_si512(bytes.as_ptr().add(base).offset(offset).cast::<__m512i>())
     };

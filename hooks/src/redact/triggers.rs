@@ -92,51 +92,19 @@ pub(super) struct Triggers {
 }
 
 /// The searchers of the scan for match starts: the literals of the patterns that
-/// start at a word start in one [`WordStarts`], the others in one more searching
-/// every position ([`WordStarts::anywhere`]: the text as written, both cases of a
-/// case-insensitive literal in its tables; on the e2e bench's log line 12% more of
-/// the redactor's throughput, on clean logs 7%, than the packed search of an
-/// ASCII-lowercased copy), or, when that cannot take them, in packed searchers
-/// over the copy (each literal lowercased), verified as written.
+/// start at a word start in one [`WordStarts`], the others in one more that looks
+/// at every position ([`WordStarts::anywhere`]), both over the text as written
+/// (both cases of a case-insensitive literal in their tables, verified so). The
+/// second replaced packed (fat Teddy) searches over an ASCII-lowercased copy of
+/// the text: no copy is made, and the redactor's throughput rose 12% on the e2e
+/// bench's log line and 7% on clean logs.
 #[derive(Debug, Clone)]
 struct Fast {
     starts: Option<WordStarts>,
-    rest: Vec<Rest>,
-    /// Per searcher and pattern: the literals a hit of that pattern stands for
-    /// (each one whose lowercased form starts with it).
-    rest_literals: Vec<Vec<Vec<Literal>>>,
-    /// The copy for `rest` is made only when the text holds one of these bytes
-    /// (`None`: always).
+    rest: Option<WordStarts>,
+    /// `rest` is searched only when the text holds one of these bytes (`None`:
+    /// always): every match of its patterns holds one.
     gate: Option<Vec<u8>>,
-}
-
-/// [`Fast`]'s rest searchers and, per searcher and pattern, the literals a hit
-/// stands for.
-type RestSearchers = (Vec<Rest>, Vec<Vec<Vec<Literal>>>);
-
-/// One searcher of [`Fast`]'s rest: all its literals at every position of the
-/// text as written (no copy), or, when that searcher cannot take them, packed
-/// searchers over the lowercased copy and `memmem` for a group of one literal (a
-/// packed search of one short literal costs twice as much).
-#[derive(Debug, Clone)]
-enum Rest {
-    Anywhere(Box<WordStarts>),
-    Packed(Searcher),
-    One(memchr::memmem::Finder<'static>),
-}
-
-impl Rest {
-    /// The first hit at or after `from` in `hay` (the lowercased copy): its start
-    /// and literal index (`None` from [`Rest::Anywhere`], which reads no copy).
-    fn find(&self, hay: &[u8], from: usize) -> Option<(usize, usize)> {
-        match self {
-            Rest::Anywhere(_) => None,
-            Rest::Packed(searcher) => searcher
-                .find_in(hay, aho_corasick::Span::from(from..hay.len()))
-                .map(|m| (m.start(), m.pattern().as_usize())),
-            Rest::One(finder) => finder.find(&hay[from..]).map(|at| (from + at, 0)),
-        }
-    }
 }
 
 impl Triggers {
@@ -258,15 +226,13 @@ impl Triggers {
             .gate
             .as_ref()
             .is_none_or(|gate| any_byte(gate, bytes, 0).is_some());
-        let copied = fast.rest.iter().any(|r| !matches!(r, Rest::Anywhere(_)));
-        let lower = (rest_open && copied).then(|| bytes.to_ascii_lowercase());
         Scan {
             triggers: self,
             fast: Some(fast),
             text,
-            lower,
+            lower: None,
             rest_open,
-            next: vec![Next::Unknown; 3 + fast.rest.len()],
+            next: vec![Next::Unknown; 4],
         }
     }
 }
@@ -303,82 +269,20 @@ impl Fast {
         } else {
             Some(WordStarts::new(at_words)?)
         };
-        let (rest, rest_literals) = match WordStarts::anywhere(others.clone()) {
-            Some(anywhere) => (vec![Rest::Anywhere(Box::new(anywhere))], vec![Vec::new()]),
-            None => Fast::packed_rest_of(&others)?,
+        // Each literal is at least `MIN_LITERAL_LEN` bytes long (`plan_one`): only
+        // an empty list is refused.
+        let rest = if others.is_empty() {
+            None
+        } else {
+            Some(WordStarts::anywhere(others)?)
         };
         gate.sort_unstable();
         gate.dedup();
         Some(Fast {
             starts,
             rest,
-            rest_literals,
             gate: (all_gated && gate.len() <= MAX_BYTES).then_some(gate),
         })
-    }
-
-    /// [`Fast`]'s rest as packed searchers over the lowercased copy (literals the
-    /// copy-free searcher cannot take: one shorter than three bytes), and the
-    /// literals each hit stands for.
-    fn packed_rest_of(others: &[Literal]) -> Option<RestSearchers> {
-        let mut keys: Vec<Vec<u8>> = others.iter().map(|(l, _)| l.to_ascii_lowercase()).collect();
-        prefix_free(&mut keys);
-        let mut rest = Vec::new();
-        let mut rest_literals = Vec::new();
-        for chunk in packed_groups(keys) {
-            rest.push(match chunk.as_slice() {
-                [one] => Rest::One(memchr::memmem::Finder::new(one).into_owned()),
-                _ => {
-                    Rest::Packed(wide_packed_searcher(&chunk).or_else(|| packed_searcher(&chunk))?)
-                }
-            });
-            rest_literals.push(
-                chunk
-                    .iter()
-                    .map(|key| {
-                        others
-                            .iter()
-                            .filter(|(l, _)| l.to_ascii_lowercase().starts_with(key))
-                            .cloned()
-                            .collect()
-                    })
-                    .collect(),
-            );
-        }
-        Some((rest, rest_literals))
-    }
-
-    /// The first hit of rest searcher `idx` at or after `pos` that one of its
-    /// literals confirms (a packed one's over `lower`, the lowercased `text`).
-    fn rest_hit(
-        &self,
-        idx: usize,
-        text: &[u8],
-        lower: Option<&[u8]>,
-        pos: usize,
-    ) -> Option<(usize, usize)> {
-        let searcher = self.rest.get(idx)?;
-        if let Rest::Anywhere(anywhere) = searcher {
-            return anywhere.find(text, pos);
-        }
-        let lower = lower?;
-        let mut from = pos;
-        while from < text.len() {
-            let (at, pattern) = searcher.find(lower, from)?;
-            let confirmed = self.rest_literals[idx][pattern]
-                .iter()
-                .filter(|(lit, exact)| {
-                    let seen = if *exact { text } else { lower };
-                    seen[at..].starts_with(lit)
-                })
-                .map(|(lit, _)| lit.len())
-                .min();
-            if let Some(n) = confirmed {
-                return Some((at, n));
-            }
-            from = at + 1;
-        }
-        None
     }
 }
 
@@ -573,33 +477,6 @@ fn packed_searcher(lits: &[Vec<u8>]) -> Option<Searcher> {
         .build()
 }
 
-/// A packed searcher of 16 buckets (fat Teddy, 16 bytes a step) for a group of
-/// more than [`FAT_FROM`] literals; `None` for a smaller group, or where fat Teddy
-/// is not available (no AVX2): then [`packed_searcher`]. The searchers over the
-/// lowercased copy hold some 30 literals of four bytes or more (`pass`, `auth`,
-/// `token`, `secret`, ...); aho-corasick picks slim Teddy (8 buckets, 32 bytes a
-/// step) up to 32 literals, and its eight buckets let so many candidates through on
-/// ordinary log words (`processed`, `status`) that verifying them cost more than
-/// the step saved: measured on one core, the searcher ran at 3.2 GB/s slim and
-/// 12 GB/s fat over a log of `INFO ... worker-3 processed batch ... status=ok`
-/// lines, and 8.8 and 11.3 GB/s over the mixed clean logs of the redact bench.
-/// (`only_teddy_fat` is a hidden setting of aho-corasick: the lock file pins the
-/// version, and a build that refuses it falls back to the default choice.)
-fn wide_packed_searcher(lits: &[Vec<u8>]) -> Option<Searcher> {
-    if lits.len() <= FAT_FROM {
-        return None;
-    }
-    packed::Config::new()
-        .match_kind(packed::MatchKind::LeftmostFirst)
-        .only_teddy_fat(Some(true))
-        .builder()
-        .extend(lits)
-        .build()
-}
-
-/// The group size above which [`wide_packed_searcher`] builds fat Teddy.
-const FAT_FROM: usize = 16;
-
 /// The pattern's image under ASCII lowercasing: every match of `hir`, lowercased,
 /// is a match of the image (the text the `Lowered` searcher sees).
 fn ascii_lowercase(hir: &Hir) -> Hir {
@@ -736,12 +613,14 @@ pub(super) struct Scan<'t> {
     /// Set for a scan of match starts ([`Triggers::scan_starts`]).
     fast: Option<&'t Fast>,
     text: &'t str,
+    /// The ASCII-lowercased text the lowered searchers read (a plain scan only).
     lower: Option<Vec<u8>>,
-    /// Whether the text holds a byte of the rest's gate (a scan of match starts).
+    /// Whether the text holds a byte of the rest's gate (a scan of match starts;
+    /// `true` otherwise).
     rest_open: bool,
     /// Cached next hits of the byte and always searchers, then of each token
     /// searcher, then of each lowered one (a scan of match starts: of the
-    /// word-start searcher, then of each rest searcher).
+    /// word-start searcher, then of the rest's).
     next: Vec<Next>,
 }
 
@@ -774,9 +653,10 @@ impl Scan<'_> {
                     .starts
                     .as_ref()
                     .and_then(|ws| ws.find(self.text.as_bytes(), pos)),
-                (Some(fast), n) if self.rest_open => {
-                    fast.rest_hit(n - 3, self.text.as_bytes(), self.lower.as_deref(), pos)
-                }
+                (Some(fast), 3) if self.rest_open => fast
+                    .rest
+                    .as_ref()
+                    .and_then(|ws| ws.find(self.text.as_bytes(), pos)),
                 (Some(_), _) => None,
                 (None, n) if n < 2 + n_tokens => t.tokens.get(n - 2).and_then(|ac| {
                     ac.find_in(self.text, aho_corasick::Span::from(pos..len))

@@ -1,5 +1,7 @@
 //! The word-start searcher: the trigger literals of the patterns whose every match
-//! starts at an ASCII word start, found by looking only at word starts.
+//! starts at an ASCII word start, found by looking only at word starts; and, with
+//! the same tests at every position ([`WordStarts::anywhere`]), the literals of the
+//! other patterns (key names that may sit inside a word: `DB_PASSWORD`).
 //!
 //! A pattern written `\b` + literal, the literal starting with a word byte
 //! (`[0-9A-Za-z_]`), can only match at a position whose byte is a word byte and
@@ -15,8 +17,8 @@
 //! bits (case and the byte's class folded away, so a literal's bit is that of
 //! every text its pattern can match, case-insensitive ones included). A set bit is
 //! verified against the literals that share it. Log text has a word start every
-//! five or six bytes, and literals in the middle of words (`test_login`) are never
-//! candidates.
+//! five or six bytes, and (but for [`WordStarts::anywhere`]) literals in the
+//! middle of words (`test_login`) are never candidates.
 //!
 //! Where the CPU can look a byte up in a 128-entry table (AVX-512 VBMI), the pair
 //! test reads each of the first three bytes whole instead of as two nibbles: a
@@ -55,13 +57,21 @@ pub(crate) struct WordStarts {
     low: [[u8; 16]; 3],
     /// ... and of this high nibble.
     high: [[u8; 16]; 3],
-    /// The pair test on whole bytes: per position, per ASCII byte, the buckets whose
-    /// literals have that byte there; `None` when a literal has a byte past ASCII
-    /// in its first three (no such byte is looked up: they never pass).
-    bytes: Option<[[u8; 128]; 3]>,
+    /// The pair test on whole bytes.
+    bytes: ByteSets,
     /// The literals are looked for at every position, not only at word starts
     /// ([`WordStarts::anywhere`]).
     anywhere: bool,
+}
+
+/// The pair test on whole bytes: per position of a literal's first three, the
+/// buckets whose literals have each ASCII byte there, and (`high`) those with any
+/// byte past ASCII there (a Unicode case variant such as `ſ`; every such byte
+/// passes for them, a superset).
+#[derive(Debug, Clone)]
+struct ByteSets {
+    ascii: [[u8; 128]; 3],
+    high: [u8; 3],
 }
 
 /// Whether the pair test passes for bytes `b` (a bucket has a literal whose first
@@ -138,7 +148,10 @@ impl WordStarts {
         let mut short = four.clone();
         let mut index = Vec::with_capacity(literals.len());
         let (mut low, mut high) = ([[0u8; 16]; 3], [[0u8; 16]; 3]);
-        let mut bytes = Some([[0u8; 128]; 3]);
+        let mut bytes = ByteSets {
+            ascii: [[0u8; 128]; 3],
+            high: [0u8; 3],
+        };
         for (lit, exact) in &literals {
             // Literals of one first letter share a bucket (their second bytes
             // differ more than their first ones).
@@ -153,9 +166,9 @@ impl WordStarts {
                 for v in variants {
                     low[j][usize::from(v & 15)] |= bucket;
                     high[j][usize::from(v >> 4)] |= bucket;
-                    match bytes.as_mut().and_then(|t| t[j].get_mut(usize::from(v))) {
+                    match bytes.ascii[j].get_mut(usize::from(v)) {
                         Some(entry) => *entry |= bucket,
-                        None => bytes = None,
+                        None => bytes.high[j] |= bucket,
                     }
                 }
             }
@@ -192,12 +205,11 @@ impl WordStarts {
     pub(super) fn find(&self, text: &[u8], from: usize) -> Option<(usize, usize)> {
         #[cfg(target_arch = "x86_64")]
         {
-            if let Some(bytes) = &self.bytes
-                && std::is_x86_feature_detected!("avx512vbmi")
+            if std::is_x86_feature_detected!("avx512vbmi")
                 && std::is_x86_feature_detected!("avx512bw")
             {
                 // SAFETY: the CPU has AVX-512 VBMI and BW (checked just above).
-                return unsafe { self.find_vbmi(bytes, text, from) };
+                return unsafe { self.find_vbmi(text, from) };
             }
             if std::is_x86_feature_detected!("avx512bw") {
                 // SAFETY: the CPU has AVX-512BW (checked just above).
@@ -256,12 +268,8 @@ impl WordStarts {
     /// module): the same positions pass the word test, far fewer the pair test.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
-    fn find_vbmi(
-        &self,
-        bytes: &[[u8; 128]; 3],
-        text: &[u8],
-        from: usize,
-    ) -> Option<(usize, usize)> {
+    fn find_vbmi(&self, text: &[u8], from: usize) -> Option<(usize, usize)> {
+        let bytes = &self.bytes;
         let tables = ByteTables::new(bytes);
         self.find_with(text, from, |text, base| {
             if base + 66 > text.len() {
@@ -358,14 +366,19 @@ fn pair_mask(low: &[[u8; 16]; 3], high: &[[u8; 16]; 3], text: &[u8], base: usize
 }
 
 /// Whether the pair test on whole bytes passes for bytes `b`.
-fn bytes_pass(bytes: &[[u8; 128]; 3], b: [u8; 3]) -> bool {
-    let bucket = |j: usize| bytes[j].get(usize::from(b[j])).copied().unwrap_or(0);
+fn bytes_pass(bytes: &ByteSets, b: [u8; 3]) -> bool {
+    let bucket = |j: usize| {
+        bytes.ascii[j]
+            .get(usize::from(b[j]))
+            .copied()
+            .unwrap_or(bytes.high[j])
+    };
     bucket(0) & bucket(1) & bucket(2) != 0
 }
 
 /// Bit `i` set when the pair test on whole bytes passes at `text[base + i]` (up to
 /// 64 bytes; a missing second or third byte is a zero byte).
-fn byte_mask(bytes: &[[u8; 128]; 3], text: &[u8], base: usize) -> u64 {
+fn byte_mask(bytes: &ByteSets, text: &[u8], base: usize) -> u64 {
     text[base..]
         .iter()
         .take(64)
@@ -377,42 +390,49 @@ fn byte_mask(bytes: &[[u8; 128]; 3], text: &[u8], base: usize) -> u64 {
 }
 
 /// The whole-byte tables in vector registers: per position, entries 0-63 and
-/// 64-127.
+/// 64-127, and the buckets of a byte past ASCII in every byte.
 #[cfg(target_arch = "x86_64")]
-struct ByteTables([[std::arch::x86_64::__m512i; 2]; 3]);
+struct ByteTables {
+    ascii: [[std::arch::x86_64::__m512i; 2]; 3],
+    high: [std::arch::x86_64::__m512i; 3],
+}
 
 #[cfg(target_arch = "x86_64")]
 impl ByteTables {
-    #[target_feature(enable = "avx512f")]
-    fn new(bytes: &[[u8; 128]; 3]) -> ByteTables {
-        use std::arch::x86_64::{__m512i, _mm512_loadu_si512};
+    #[target_feature(enable = "avx512f,avx512bw")]
+    fn new(bytes: &ByteSets) -> ByteTables {
+        use std::arch::x86_64::{__m512i, _mm512_loadu_si512, _mm512_set1_epi8};
         // SAFETY: 64-byte unaligned loads of the two halves of a 128-byte array.
         let half = |t: &[u8; 128], at: usize| unsafe {
             _mm512_loadu_si512(t[at..].as_ptr().cast::<__m512i>())
         };
-        ByteTables(bytes.each_ref().map(|t| [half(t, 0), half(t, 64)]))
+        ByteTables {
+            ascii: bytes.ascii.each_ref().map(|t| [half(t, 0), half(t, 64)]),
+            high: bytes.high.map(|b| _mm512_set1_epi8(b as i8)),
+        }
     }
 }
 
 /// [`word_mask`] and [`byte_mask`] with AVX-512: each position's bytes looked up
-/// whole in its 128-entry table (VBMI's two-table byte permute), bytes past ASCII
-/// zeroed; needs `base + 66 <= text.len()`.
+/// whole in its 128-entry table (VBMI's two-table byte permute), a byte past ASCII
+/// given its position's `high` buckets instead; needs `base + 66 <= text.len()`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
 unsafe fn masks_vbmi(tables: &ByteTables, text: &[u8], base: usize) -> (u64, u64) {
     use std::arch::x86_64::{
-        __m512i, _mm512_and_si512, _mm512_loadu_si512, _mm512_maskz_permutex2var_epi8,
-        _mm512_movepi8_mask, _mm512_test_epi8_mask,
+        __m512i, _mm512_and_si512, _mm512_loadu_si512, _mm512_mask_mov_epi8, _mm512_movepi8_mask,
+        _mm512_permutex2var_epi8, _mm512_test_epi8_mask,
     };
     // SAFETY: `base + 66 <= text.len()` (the caller's contract): the 64-byte
     // unaligned loads at `base` to `base + 2` stay inside `text`.
     let load = |at: usize| unsafe { _mm512_loadu_si512(text.as_ptr().add(at).cast::<__m512i>()) };
     let v = [load(base), load(base + 1), load(base + 2)];
     let bucket = |j: usize| {
-        let [lo, hi] = tables.0[j];
+        let [lo, hi] = tables.ascii[j];
         // The permute reads an index's low seven bits: a byte past ASCII would
-        // read an ASCII byte's entry, so its lane is zeroed instead.
-        _mm512_maskz_permutex2var_epi8(!_mm512_movepi8_mask(v[j]), lo, v[j], hi)
+        // read an ASCII byte's entry, so its lane takes the `high` buckets.
+        let ascii = _mm512_permutex2var_epi8(lo, v[j], hi);
+        _mm512_mask_mov_epi8(ascii, _mm512_movepi8_mask(v[j]), tables.high[j])
     };
     let buckets = _mm512_and_si512(_mm512_and_si512(bucket(0), bucket(1)), bucket(2));
     (words_avx512(v[0]), _mm512_test_epi8_mask(buckets, buckets))
@@ -620,10 +640,7 @@ mod tests {
                 };
                 assert_eq!(vector, scalar, "at {base} (512)");
             }
-            let bytes = ws
-                .bytes
-                .as_ref()
-                .expect("ASCII literals have whole-byte tables");
+            let bytes = &ws.bytes;
             let whole = byte_mask(bytes, &all, base);
             // The whole-byte test passes only where the nibble test does.
             assert_eq!(whole & !scalar.1, 0, "at {base}");
@@ -644,7 +661,7 @@ mod tests {
             assert!(pair_passes(&ws.low, &ws.high, [b[0], b[1], b[2]]), "{text}");
         }
         assert!(!pair_passes(&ws.low, &ws.high, *b"gxp"));
-        let bytes = ws.bytes.as_ref().expect("whole-byte tables");
+        let bytes = &ws.bytes;
         for text in ["ghp_", "AuThorization", "sk-"] {
             let b = text.as_bytes();
             assert!(bytes_pass(bytes, [b[0], b[1], b[2]]), "{text}");
@@ -654,14 +671,45 @@ mod tests {
         let mixed = WordStarts::new(vec![(b"Abc1".to_vec(), true), (b"iyz2".to_vec(), true)])
             .expect("valid literals");
         assert!(pair_passes(&mixed.low, &mixed.high, *b"Ibz"));
-        let bytes = mixed.bytes.as_ref().expect("whole-byte tables");
+        let bytes = &mixed.bytes;
         assert!(!bytes_pass(bytes, *b"Ibz"));
         assert!(bytes_pass(bytes, *b"Abc") && bytes_pass(bytes, *b"iyz"));
-        // A literal with a byte past ASCII in its first three has none (its bytes
-        // are not in a 128-entry table); the nibble test still finds it.
-        let wide = WordStarts::new(vec![("aé_".as_bytes().to_vec(), true)]).expect("valid");
-        assert!(wide.bytes.is_none());
-        assert_eq!(wide.find("x aé_".as_bytes(), 0), Some((2, 4)));
+        // A byte past ASCII: one no literal has there never passes, though its low
+        // seven bits are a literal's byte (`\xe7` is `g`'s, `\xf0` `p`'s); one a
+        // literal has there (`é`, C3 A9) passes as any byte past ASCII does.
+        let wide = WordStarts::new(vec![
+            (b"ghp_".to_vec(), true),
+            ("aé_".as_bytes().to_vec(), true),
+        ])
+        .expect("valid");
+        for (text, passes) in [
+            (&b"\xe7hp"[..], false),
+            (b"gh\xf0", false),
+            (b"ghp", true),
+            ("aé".as_bytes(), true),
+            (b"a\xff\xa0", true),
+            (b"a\xc3_", false),
+        ] {
+            assert_eq!(
+                bytes_pass(&wide.bytes, [text[0], text[1], text[2]]),
+                passes,
+                "{text:?}"
+            );
+        }
+        let mut text = b"x \xe7hp_ gh\xf0_ a\xff\xa0_ ".repeat(8);
+        text.extend_from_slice("aé_ ghp_".as_bytes());
+        #[cfg(target_arch = "x86_64")]
+        for base in 0..text.len() - 66 {
+            let whole = (word_mask(&text, base), byte_mask(&wide.bytes, &text, base));
+            if vbmi() {
+                // SAFETY: the CPU has AVX-512 VBMI and BW, and 66 bytes follow `base`.
+                let vector = unsafe { masks_vbmi(&ByteTables::new(&wide.bytes), &text, base) };
+                assert_eq!(vector, whole, "at {base}");
+            }
+        }
+        let aé = text.len() - "aé_ ghp_".len();
+        assert_eq!(wide.find(&text, 0), Some((aé, 4)));
+        assert_eq!(wide.find(&text, aé + 1), Some((aé + 5, 4)));
         // Across a chunk edge, and from inside a word.
         let long = format!("{}ghp_x {}zghp_", "a ".repeat(31), "b".repeat(70));
         assert_eq!(ws.find(long.as_bytes(), 0), Some((62, 4)));
@@ -725,12 +773,13 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// Every search of [`WordStarts::anywhere`] (portable, AVX2, AVX-512BW,
-        /// VBMI as the CPU has them) finds what testing each position finds.
+        /// Every search of [`WordStarts::anywhere`] (portable with nibbles and with
+        /// whole bytes, AVX2, AVX-512BW, AVX-512 VBMI as the CPU has them) finds
+        /// what testing each position finds.
         #[test]
         fn b30_literals_anywhere_are_found_as_a_position_by_position_test_finds_them(
             text in proptest::collection::vec(
-                proptest::sample::select(b"pasPAStokeuhd_-<\"w \n\xf0\xe1".to_vec()),
+                proptest::sample::select(b"pasPAStokenTOKEuhUHd_-<\"w \n\xf0\xe1".to_vec()),
                 0..300,
             ),
             from in 0usize..300,
@@ -754,10 +803,21 @@ mod tests {
                 // SAFETY: the CPU has AVX-512BW.
                 proptest::prop_assert_eq!(unsafe { ws.find_avx512(&text, from) }, expected);
             }
+            #[cfg(target_arch = "x86_64")]
+            if vbmi() {
+                // SAFETY: the CPU has AVX-512 VBMI and BW.
+                proptest::prop_assert_eq!(unsafe { ws.find_vbmi(&text, from) }, expected);
+            }
+            // The whole-byte test without vectors (what a CPU without VBMI never runs).
+            let whole = ws.find_with(&text, from, |text, base| {
+                (word_mask(text, base), byte_mask(&ws.bytes, text, base))
+            });
+            proptest::prop_assert_eq!(whole, expected);
         }
 
-        /// The vector searches (AVX2, AVX-512BW, as the CPU has them) find what
-        /// the byte-by-byte one finds, from any position, in any text.
+        /// The vector searches (AVX2, AVX-512BW, AVX-512 VBMI, as the CPU has them)
+        /// and the whole-byte one find what the byte-by-byte one finds, from any
+        /// position, in any text.
         #[test]
         fn b30_vector_word_start_searches_agree_with_the_scalar_one(
             text in proptest::collection::vec(
@@ -790,11 +850,10 @@ mod tests {
             }
             #[cfg(target_arch = "x86_64")]
             if vbmi() {
-                let bytes = ws.bytes.as_ref().expect("whole-byte tables");
                 // SAFETY: the CPU has AVX-512 VBMI and BW.
-                proptest::prop_assert_eq!(unsafe { ws.find_vbmi(bytes, &text, from) }, scalar);
+                proptest::prop_assert_eq!(unsafe { ws.find_vbmi(&text, from) }, scalar);
             }
-            let bytes = ws.bytes.as_ref().expect("whole-byte tables");
+            let bytes = &ws.bytes;
             let whole = ws.find_with(&text, from, |text, base| {
                 (word_mask(text, base), byte_mask(bytes, text, base))
             });
