@@ -419,14 +419,9 @@ impl ByteTables {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
 unsafe fn masks_vbmi(tables: &ByteTables, text: &[u8], base: usize) -> (u64, u64) {
-    use std::arch::x86_64::{
-        __m512i, _mm512_and_si512, _mm512_loadu_si512, _mm512_mask_mov_epi8, _mm512_movepi8_mask,
-        _mm512_permutex2var_epi8, _mm512_test_epi8_mask,
-    };
-    // SAFETY: `base + 66 <= text.len()` (the caller's contract): the 64-byte
-    // unaligned loads at `base` to `base + 2` stay inside `text`.
-    let load = |at: usize| unsafe { _mm512_loadu_si512(text.as_ptr().add(at).cast::<__m512i>()) };
-    let v = [load(base), load(base + 1), load(base + 2)];
+    use std::arch::x86_64::{_mm512_mask_mov_epi8, _mm512_movepi8_mask, _mm512_permutex2var_epi8};
+    // SAFETY: `base + 66 <= text.len()` (the caller's contract).
+    let v = unsafe { three_loads(text, base) };
     let bucket = |j: usize| {
         let [lo, hi] = tables.ascii[j];
         // The permute reads an index's low seven bits: a byte past ASCII would
@@ -434,8 +429,7 @@ unsafe fn masks_vbmi(tables: &ByteTables, text: &[u8], base: usize) -> (u64, u64
         let ascii = _mm512_permutex2var_epi8(lo, v[j], hi);
         _mm512_mask_mov_epi8(ascii, _mm512_movepi8_mask(v[j]), tables.high[j])
     };
-    let buckets = _mm512_and_si512(_mm512_and_si512(bucket(0), bucket(1)), bucket(2));
-    (words_avx512(v[0]), _mm512_test_epi8_mask(buckets, buckets))
+    word_and_pair_masks(v[0], [bucket(0), bucket(1), bucket(2)])
 }
 
 /// The pair test's tables in vector registers (each in both 128-bit lanes).
@@ -548,13 +542,10 @@ impl PairTables512 {
 #[target_feature(enable = "avx512f,avx512bw")]
 unsafe fn masks_avx512(tables: &PairTables512, text: &[u8], base: usize) -> (u64, u64) {
     use std::arch::x86_64::{
-        __m512i, _mm512_and_si512, _mm512_loadu_si512, _mm512_set1_epi8, _mm512_shuffle_epi8,
-        _mm512_srli_epi16, _mm512_test_epi8_mask,
+        _mm512_and_si512, _mm512_set1_epi8, _mm512_shuffle_epi8, _mm512_srli_epi16,
     };
-    // SAFETY: `base + 66 <= text.len()` (the caller's contract): the 64-byte
-    // unaligned loads at `base` to `base + 2` stay inside `text`.
-    let load = |at: usize| unsafe { _mm512_loadu_si512(text.as_ptr().add(at).cast::<__m512i>()) };
-    let v = [load(base), load(base + 1), load(base + 2)];
+    // SAFETY: `base + 66 <= text.len()` (the caller's contract).
+    let v = unsafe { three_loads(text, base) };
     let mask = _mm512_set1_epi8(15);
     let bucket = |j: usize| {
         let lo = _mm512_and_si512(v[j], mask);
@@ -564,8 +555,33 @@ unsafe fn masks_avx512(tables: &PairTables512, text: &[u8], base: usize) -> (u64
             _mm512_shuffle_epi8(tables.high[j], hi),
         )
     };
-    let buckets = _mm512_and_si512(_mm512_and_si512(bucket(0), bucket(1)), bucket(2));
-    (words_avx512(v[0]), _mm512_test_epi8_mask(buckets, buckets))
+    word_and_pair_masks(v[0], [bucket(0), bucket(1), bucket(2)])
+}
+
+/// The 64 bytes of `text` at `base`, `base + 1` and `base + 2`: what a position's
+/// first three bytes are, 64 positions at a time; needs `base + 66 <= text.len()`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn three_loads(text: &[u8], base: usize) -> [std::arch::x86_64::__m512i; 3] {
+    use std::arch::x86_64::{__m512i, _mm512_loadu_si512};
+    // SAFETY: the unaligned loads at `base` to `base + 2` end at `base + 65`,
+    // inside `text` by the caller's contract.
+    let load = |at: usize| unsafe { _mm512_loadu_si512(text.as_ptr().add(at).cast::<__m512i>()) };
+    [load(base), load(base + 1), load(base + 2)]
+}
+
+/// The word mask of the 64 bytes `first` (each position's first byte) and the
+/// pair mask of the three positions' `buckets`: the positions all three share one.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw")]
+fn word_and_pair_masks(
+    first: std::arch::x86_64::__m512i,
+    buckets: [std::arch::x86_64::__m512i; 3],
+) -> (u64, u64) {
+    use std::arch::x86_64::{_mm512_and_si512, _mm512_test_epi8_mask};
+    let [a, b, c] = buckets;
+    let all = _mm512_and_si512(_mm512_and_si512(a, b), c);
+    (words_avx512(first), _mm512_test_epi8_mask(all, all))
 }
 
 /// [`word_mask`] of the 64 bytes of `v` with AVX-512BW compares.
@@ -735,6 +751,44 @@ mod tests {
         })
     }
 
+    /// What each search of `ws` finds from `from` in `text`, by name: the portable
+    /// ones (the nibble and the whole-byte test), `find`, and the vector ones the
+    /// CPU runs.
+    fn every_search(
+        ws: &WordStarts,
+        text: &[u8],
+        from: usize,
+    ) -> Vec<(&'static str, Option<(usize, usize)>)> {
+        let nibbles = |text: &[u8], base| {
+            (
+                word_mask(text, base),
+                pair_mask(&ws.low, &ws.high, text, base),
+            )
+        };
+        let whole = |text: &[u8], base| (word_mask(text, base), byte_mask(&ws.bytes, text, base));
+        let mut all = vec![
+            ("find", ws.find(text, from)),
+            ("nibbles", ws.find_with(text, from, nibbles)),
+            ("whole bytes", ws.find_with(text, from, whole)),
+        ];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::is_x86_feature_detected!("avx2") {
+                // SAFETY: the CPU has AVX2.
+                all.push(("avx2", unsafe { ws.find_avx2(text, from) }));
+            }
+            if std::is_x86_feature_detected!("avx512bw") {
+                // SAFETY: the CPU has AVX-512BW.
+                all.push(("avx512", unsafe { ws.find_avx512(text, from) }));
+            }
+            if vbmi() {
+                // SAFETY: the CPU has AVX-512 VBMI and BW.
+                all.push(("vbmi", unsafe { ws.find_vbmi(text, from) }));
+            }
+        }
+        all
+    }
+
     fn rest_literals() -> Vec<Literal> {
         ["-pass", "_pass", "pass", "auth", "token", "<add", "pwd"]
             .iter()
@@ -768,7 +822,8 @@ mod tests {
             }
             all
         });
-        // A literal shorter than three bytes is refused (the packed search takes it).
+        // A literal shorter than three bytes is refused (the triggers never hold
+        // one: `MIN_LITERAL_LEN`).
         assert!(WordStarts::anywhere(vec![(b"pw".to_vec(), false)]).is_none());
     }
 
@@ -788,31 +843,9 @@ mod tests {
             let ws = WordStarts::anywhere(literals.clone()).expect("valid literals");
             let from = from.min(text.len());
             let expected = first_literal(&literals, &text, from);
-            proptest::prop_assert_eq!(ws.find(&text, from), expected);
-            let scalar = ws.find_with(&text, from, |text, base| {
-                (word_mask(text, base), pair_mask(&ws.low, &ws.high, text, base))
-            });
-            proptest::prop_assert_eq!(scalar, expected);
-            #[cfg(target_arch = "x86_64")]
-            if std::is_x86_feature_detected!("avx2") {
-                // SAFETY: the CPU has AVX2.
-                proptest::prop_assert_eq!(unsafe { ws.find_avx2(&text, from) }, expected);
+            for (search, found) in every_search(&ws, &text, from) {
+                proptest::prop_assert_eq!(found, expected, "{}", search);
             }
-            #[cfg(target_arch = "x86_64")]
-            if std::is_x86_feature_detected!("avx512bw") {
-                // SAFETY: the CPU has AVX-512BW.
-                proptest::prop_assert_eq!(unsafe { ws.find_avx512(&text, from) }, expected);
-            }
-            #[cfg(target_arch = "x86_64")]
-            if vbmi() {
-                // SAFETY: the CPU has AVX-512 VBMI and BW.
-                proptest::prop_assert_eq!(unsafe { ws.find_vbmi(&text, from) }, expected);
-            }
-            // The whole-byte test without vectors (what a CPU without VBMI never runs).
-            let whole = ws.find_with(&text, from, |text, base| {
-                (word_mask(text, base), byte_mask(&ws.bytes, text, base))
-            });
-            proptest::prop_assert_eq!(whole, expected);
         }
 
         /// The vector searches (AVX2, AVX-512BW, AVX-512 VBMI, as the CPU has them)
@@ -837,27 +870,9 @@ mod tests {
             let scalar = ws.find_with(&text, from, |text, base| {
                 (word_mask(text, base), pair_mask(&ws.low, &ws.high, text, base))
             });
-            proptest::prop_assert_eq!(ws.find(&text, from), scalar);
-            #[cfg(target_arch = "x86_64")]
-            if std::is_x86_feature_detected!("avx2") {
-                // SAFETY: the CPU has AVX2.
-                proptest::prop_assert_eq!(unsafe { ws.find_avx2(&text, from) }, scalar);
+            for (search, found) in every_search(&ws, &text, from) {
+                proptest::prop_assert_eq!(found, scalar, "{}", search);
             }
-            #[cfg(target_arch = "x86_64")]
-            if std::is_x86_feature_detected!("avx512bw") {
-                // SAFETY: the CPU has AVX-512BW.
-                proptest::prop_assert_eq!(unsafe { ws.find_avx512(&text, from) }, scalar);
-            }
-            #[cfg(target_arch = "x86_64")]
-            if vbmi() {
-                // SAFETY: the CPU has AVX-512 VBMI and BW.
-                proptest::prop_assert_eq!(unsafe { ws.find_vbmi(&text, from) }, scalar);
-            }
-            let bytes = &ws.bytes;
-            let whole = ws.find_with(&text, from, |text, base| {
-                (word_mask(text, base), byte_mask(bytes, text, base))
-            });
-            proptest::prop_assert_eq!(whole, scalar);
         }
     }
 }
