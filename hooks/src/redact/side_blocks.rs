@@ -106,13 +106,21 @@ struct ClassTable([std::arch::x86_64::__m512i; 2]);
 
 #[cfg(target_arch = "x86_64")]
 impl ClassTable {
+    /// [`class`] of each ASCII byte, computed when herd is compiled.
+    const CLASSES: [u8; 128] = {
+        let mut classes = [0u8; 128];
+        let mut b = 0;
+        while b < 128 {
+            classes[b] = class(b as u8);
+            b += 1;
+        }
+        classes
+    };
+
     #[target_feature(enable = "avx512f")]
     fn new() -> ClassTable {
         use std::arch::x86_64::{__m512i, _mm512_loadu_si512};
-        let mut classes = [0u8; 128];
-        for (b, c) in (0u8..).zip(classes.iter_mut()) {
-            *c = class(b);
-        }
+        let classes = &Self::CLASSES;
         // SAFETY: 64-byte unaligned loads of the two halves of a 128-byte array.
         let half =
             |at: usize| unsafe { _mm512_loadu_si512(classes[at..].as_ptr().cast::<__m512i>()) };
@@ -209,12 +217,12 @@ fn push(out: &mut Vec<(usize, usize)>, from: usize, to: usize) {
 /// The class bits of `b`: a digit is hex and a token byte too; a token byte is
 /// an ASCII letter, digit, `_` or `-`.
 #[inline(always)]
-fn class(b: u8) -> u8 {
-    let digit = u8::from(b.wrapping_sub(b'0') < 10);
-    let lower = u8::from(b.wrapping_sub(b'a') < 26);
-    let hex_letter = u8::from(b.wrapping_sub(b'a') < 6);
-    let upper = u8::from(b.wrapping_sub(b'A') < 26);
-    let token = digit | lower | upper | u8::from(b == b'_') | u8::from(b == b'-');
+const fn class(b: u8) -> u8 {
+    let digit = (b.wrapping_sub(b'0') < 10) as u8;
+    let lower = (b.wrapping_sub(b'a') < 26) as u8;
+    let hex_letter = (b.wrapping_sub(b'a') < 6) as u8;
+    let upper = (b.wrapping_sub(b'A') < 26) as u8;
+    let token = digit | lower | upper | (b == b'_') as u8 | (b == b'-') as u8;
     (digit * DIGIT) | ((digit | hex_letter) * HEX) | (lower * LOWER) | (token * TOKEN)
 }
 

@@ -206,7 +206,6 @@ impl Triggers {
             fast: None,
             text,
             lower,
-            rest_open: true,
             next: vec![Next::Unknown; 2 + self.tokens.len() + self.lowered.len()],
         }
     }
@@ -221,18 +220,19 @@ impl Triggers {
             return self.scan(text);
         };
         let bytes = text.as_bytes();
-        // The rest's patterns all need a byte of the gate: without one, none runs.
+        // The rest's patterns all need a byte of the gate: without one, none runs
+        // (its searcher's next hit is known to be none).
         let rest_open = fast
             .gate
             .as_ref()
             .is_none_or(|gate| any_byte(gate, bytes, 0).is_some());
+        let rest = if rest_open { Next::Unknown } else { Next::None };
         Scan {
             triggers: self,
             fast: Some(fast),
             text,
             lower: None,
-            rest_open,
-            next: vec![Next::Unknown; 4],
+            next: vec![Next::Unknown, Next::Unknown, Next::Unknown, rest],
         }
     }
 }
@@ -615,9 +615,6 @@ pub(super) struct Scan<'t> {
     text: &'t str,
     /// The ASCII-lowercased text the lowered searchers read (a plain scan only).
     lower: Option<Vec<u8>>,
-    /// Whether the text holds a byte of the rest's gate (a scan of match starts;
-    /// `true` otherwise).
-    rest_open: bool,
     /// Cached next hits of the byte and always searchers, then of each token
     /// searcher, then of each lowered one (a scan of match starts: of the
     /// word-start searcher, then of the rest's).
@@ -649,12 +646,7 @@ impl Scan<'_> {
                     re.search(&regex_automata::Input::new(self.text).span(pos..len))
                         .map(|m| (m.start(), 0))
                 }),
-                (Some(fast), 2) => fast
-                    .starts
-                    .as_ref()
-                    .and_then(|ws| ws.find(self.text.as_bytes(), pos)),
-                (Some(fast), 3) if self.rest_open => fast
-                    .rest
+                (Some(fast), 2 | 3) => if idx == 2 { &fast.starts } else { &fast.rest }
                     .as_ref()
                     .and_then(|ws| ws.find(self.text.as_bytes(), pos)),
                 (Some(_), _) => None,
