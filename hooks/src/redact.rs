@@ -265,6 +265,10 @@ impl Redactor {
             return self.redact(command, RedactMode::Code);
         }
         let (found, _) = self.find(command, RedactMode::Code, false);
+        // A command line's own reading wins where an output family's match
+        // overlaps it (`sshpass -p '…'`: the whole word, its quotes too).
+        let apart = |f: &Found| own.iter().all(|o| f.end <= o.start || o.end <= f.start);
+        let found: Vec<Found> = found.into_iter().filter(apart).collect();
         let mut all = own;
         all.extend(found);
         all.sort_by_key(|f| f.start);

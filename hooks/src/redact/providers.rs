@@ -570,6 +570,44 @@ fn headers() -> Vec<Shape> {
             sample: format!("<add key=\"ClearTextPassword\" value=\"{}\" />", fill(ALNUM, 20)),
         },
         Shape {
+            provider: "MySQL / MariaDB",
+            shape: "a password given on a client's command line as `-p<password>` (`mysql -u root -phunter2`, `mysqldump`, `mysqladmin`, `mariadb`, …; `-p` alone prompts and is left alone)",
+            pattern: format!(
+                r#"{B}(?i-u:mysql|mysqldump|mysqladmin|mysqlimport|mysqlcheck|mysqlshow|mysqlpump|mariadb|mariadb-dump|mariadb-admin)(?:[ \t]+[^\s|;&]+)*?[ \t]+-p["']?([^\s"'$-][^\s"']*)"#
+            ),
+            kind: group_kind(r#"(?s).*[ \t]-p["']?([^\s"']+)"#),
+            dump_only: false,
+            sample: format!("mysql -u root -p{} app", fill(ALNUM, 16)),
+        },
+        Shape {
+            provider: "sshpass",
+            shape: "the password of `sshpass -p <password>`",
+            pattern: format!(r#"{B}(?i-u:sshpass)[ \t]+-p[ \t]*["']?([^\s"'$-][^\s"']*)"#),
+            kind: group_kind(r#"-p[ \t]*["']?([^\s"']+)"#),
+            dump_only: false,
+            sample: format!("sshpass -p {} ssh deploy@host", fill(ALNUM, 16)),
+        },
+        Shape {
+            provider: "curl",
+            shape: "the password of `curl -u user:password` / `--user user:password` (`-u user` alone prompts and is left alone)",
+            pattern: format!(
+                r#"{B}(?i-u:curl)(?:[ \t]+[^\s|;&]+)*?[ \t]+(?:-u|--user)(?:[ \t]+|=)?["']?[^\s:"']+:([^\s"'$@][^\s"']*)"#
+            ),
+            kind: group_kind(r#"(?s).*(?:-u|--user)(?:[ \t]+|=)?["']?[^\s:"']+:([^\s"']+)"#),
+            dump_only: false,
+            sample: format!("curl -u admin:{} https://api.example.com", fill(ALNUM, 16)),
+        },
+        Shape {
+            provider: "Redis",
+            shape: "the password of `redis-cli -a <password>`",
+            pattern: format!(
+                r#"{B}(?i-u:redis-cli)(?:[ \t]+[^\s|;&]+)*?[ \t]+-a[ \t]+["']?([^\s"'$-][^\s"']*)"#
+            ),
+            kind: group_kind(r#"(?s).*[ \t]-a[ \t]+["']?([^\s"']+)"#),
+            dump_only: false,
+            sample: format!("redis-cli -h cache -a {} ping", fill(ALNUM, 16)),
+        },
+        Shape {
             provider: "Docker",
             shape: "registry credentials in `config.json`: `\"auth\": \"<base64>\"`",
             pattern: r#""auth"[ \t]*:[ \t]*"((?:[A-Za-z0-9+/]{4}){3,}(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?)""#.to_owned(),

@@ -51,6 +51,11 @@ pub(super) const MAX_LITERALS_PER_PATTERN: usize = 64;
 /// The most distinct first bytes the `memchr` searcher takes (`memchr3`).
 pub(super) const MAX_BYTES: usize = 3;
 
+/// The most bytes a gate holds (see [`required_bytes`]): one `memchr3` and one
+/// `memchr` tell whether a text holds one. The secret-named family needs four:
+/// an assignment's `:` or `=`, an XML element's `>`, a flag's `-`.
+pub(super) const MAX_GATE_BYTES: usize = 4;
+
 /// Literals of one pattern that agree on this many first bytes are cut to their
 /// longest common prefix: `authorization` instead of `authorization:`,
 /// `authorization "`, ... (the extractor goes on through small classes such as
@@ -155,7 +160,7 @@ impl Triggers {
             }
             gate.sort_unstable();
             gate.dedup();
-            (all && gate.len() <= MAX_BYTES).then_some(gate)
+            (all && gate.len() <= MAX_GATE_BYTES).then_some(gate)
         } else {
             None
         };
@@ -199,7 +204,7 @@ impl Triggers {
         let lower = match (self.lowered.is_empty(), &self.gate) {
             (true, _) => None,
             (false, None) => Some(bytes.to_ascii_lowercase()),
-            (false, Some(gate)) => any_byte(gate, bytes, 0).map(|_| bytes.to_ascii_lowercase()),
+            (false, Some(gate)) => holds_any(gate, bytes).then(|| bytes.to_ascii_lowercase()),
         };
         Scan {
             triggers: self,
@@ -222,10 +227,7 @@ impl Triggers {
         let bytes = text.as_bytes();
         // The rest's patterns all need a byte of the gate: without one, none runs
         // (its searcher's next hit is known to be none).
-        let rest_open = fast
-            .gate
-            .as_ref()
-            .is_none_or(|gate| any_byte(gate, bytes, 0).is_some());
+        let rest_open = fast.gate.as_ref().is_none_or(|gate| holds_any(gate, bytes));
         let rest = if rest_open { Next::Unknown } else { Next::None };
         Scan {
             triggers: self,
@@ -281,7 +283,7 @@ impl Fast {
         Some(Fast {
             starts,
             rest,
-            gate: (all_gated && gate.len() <= MAX_BYTES).then_some(gate),
+            gate: (all_gated && gate.len() <= MAX_GATE_BYTES).then_some(gate),
         })
     }
 }
@@ -523,10 +525,11 @@ fn ascii_lowercase(hir: &Hir) -> Hir {
     }
 }
 
-/// At most [`MAX_BYTES`] bytes one of which every match of `hir` contains,
+/// At most [`MAX_GATE_BYTES`] bytes one of which every match of `hir` contains,
 /// preferring punctuation (rarer in text than letters); `None` when there are
 /// none so few.
 pub(super) fn required_bytes(hir: &Hir) -> Option<Vec<u8>> {
+    const MAX_BYTES: usize = MAX_GATE_BYTES;
     let class_bytes = |ranges: &mut dyn Iterator<Item = (u32, u32)>| {
         let mut out = Vec::new();
         for (start, end) in ranges {
@@ -583,6 +586,16 @@ pub(super) fn required_bytes(hir: &Hir) -> Option<Vec<u8>> {
             union.dedup();
             (union.len() <= MAX_BYTES).then_some(union)
         }
+    }
+}
+
+/// Whether `bytes` holds one of `gate` (at most [`MAX_GATE_BYTES`] bytes).
+fn holds_any(gate: &[u8], bytes: &[u8]) -> bool {
+    match gate.split_at_checked(MAX_BYTES) {
+        Some((three, [fourth])) => {
+            any_byte(three, bytes, 0).is_some() || memchr::memchr(*fourth, bytes).is_some()
+        }
+        _ => any_byte(gate, bytes, 0).is_some(),
     }
 }
 

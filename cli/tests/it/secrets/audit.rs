@@ -5,9 +5,10 @@
 //! ways (`printenv`, `env -0`, `export -p`'s `declare -x`, `set`, ini, JSON once and
 //! twice, YAML, a Python dict and repr, `cat -A`, `grep -rn`, `diff` and `diff -u`,
 //! colours, overstrike, a `\r` progress frame, an OSC 8 link, a `set -x` trace, a
-//! `docker inspect` env array) through every CLI route, the MCP `process` tools and
-//! the durable ones; ordinary lines beside them shown as printed; and many tools'
-//! secret options on command lines.
+//! `docker inspect` env array, an XML config's elements and key and value pairs, a
+//! `set -x` trace of clients given a password as an option) through every CLI
+//! route, the MCP `process` tools and the durable ones; ordinary lines beside them
+//! shown as printed; and many tools' secret options on command lines.
 
 use serde_json::json;
 
@@ -29,6 +30,10 @@ const ORDINARY: &[&str] = &[
     "arn:aws:iam::123456789012:role/service-role/MyRole",
     "GITHUB_TOKEN=$GITHUB_TOKEN",
     "PWD=/srv/app/releases/current",
+    "    <add key=\"EnableFeatureX\" value=\"true\" />",
+    "    <add key=\"ApiToken\" value=\"${API_TOKEN}\" />",
+    "List<Token> tokens = new ArrayList<>();",
+    "docker login --password-stdin registry.example.com",
 ];
 
 /// The job's script and its secrets.
@@ -49,6 +54,10 @@ fn named_values(env: &Env, rng: &mut Rng) -> (String, Vec<Secret>) {
     let query = v(rng, "Qy");
     let trace = v(rng, "Tr");
     let docker = v(rng, "Dk");
+    let xml_key = v(rng, "Xk");
+    let xml_pw = v(rng, "Xp");
+    let flag = v(rng, "Fl");
+    let client_pw = v(rng, "Cp");
     let vars = format!(
         "export PGPASSWORD='{pg}' MYSQL_PWD='{mysql}' GITHUB_TOKEN='{gh}' AZURE_CLIENT_SECRET='{azure}' DOCKER_PASSWORD='{docker}' TRACE_PW='{trace}'\n"
     );
@@ -103,6 +112,13 @@ fn named_values(env: &Env, rng: &mut Rng) -> (String, Vec<Secret>) {
         "overstrike.txt",
         &format!("{}\n", bold(&format!("MYSQL_PWD={mysql}"))),
     );
+    let web_config = data(
+        env,
+        "web.config",
+        &format!(
+            "<configuration>\n  <appSettings>\n    <add key=\"StorageAccountKey\" value=\"{xml_key}\" />\n  </appSettings>\n  <smtp>\n    <password>{xml_pw}</password>\n  </smtp>\n</configuration>\n"
+        ),
+    );
     let ordinary = data(env, "ordinary.txt", &format!("{}\n", ORDINARY.join("\n")));
     let command = script(
         env,
@@ -132,7 +148,12 @@ cat {overstrike}
 cat {inspect}
 set -x
 : mysql --password="$TRACE_PW" app
+: docker login -u bob --password '{flag}' registry.example.com
+: mysqldump -u root -p'{client_pw}' app
+: curl -u admin:'{client_pw}' https://api.example.com
+: sshpass -p '{client_pw}' ssh deploy@host
 set +x
+cat {web_config}
 cat {ordinary}
 echo done
 "#,
@@ -153,6 +174,10 @@ echo done
         ("URL query access_token", &query),
         ("password in a set -x trace", &trace),
         ("DOCKER_PASSWORD", &docker),
+        ("an XML key and value pair", &xml_key),
+        ("an XML password element", &xml_pw),
+        ("a --password flag in a set -x trace", &flag),
+        ("client password options in a set -x trace", &client_pw),
     ]
     .iter()
     .map(|(name, value)| secret(name, value))

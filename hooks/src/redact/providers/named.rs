@@ -6,7 +6,12 @@
 //! `export`, `declare -x NAME="…"`, `set`, `printenv`, a Docker or Kubernetes env
 //! array (`"NAME=value"`), logfmt, a JDBC URL or an ADO.NET / ODBC connection
 //! string (`Password=…;`), a URL query (`?password=`, `&access_token=`,
-//! `&client_secret=`), a Java property (`-Dpassword=`, `keyStorePassword=`).
+//! `&client_secret=`), a Java property (`-Dpassword=`, `keyStorePassword=`); and
+//! where the name and its value sit apart: an XML element (`<password>…</password>`,
+//! `<entry key="password">…</entry>`), an XML key and value pair (.NET's
+//! `<add key="StorageAccountKey" value="…"/>`, `<property name="password"
+//! value="…"/>`), a command-line flag and the word after it (`--password …`,
+//! `--client-secret …`).
 //!
 //! The pattern is anchored on the secret word itself (the name's earlier parts,
 //! `DB_`, `aws_secret_`, `PG`, are before the match and kept), so the trigger scan
@@ -37,12 +42,29 @@ fn words() -> String {
     )
 }
 
-/// The whole family: the word, an optional closing quote of the name (escaped
-/// any number of times), the separator, and a quoted or a bare value.
+/// The flag names whose next word is their value (`--password hunter2`): the
+/// secret words a command line spells with dashes.
+const FLAG_WORDS: &str = r"(?i-u:pass(?:word|wd|phrase)?|pwd|secret|client-secret|token|access-token|auth-token|api-key|apikey|api-token)";
+
+/// The whole family: the word, then
+/// - an optional closing quote of the name (escaped any number of times), the
+///   separator and a quoted or a bare value;
+/// - or the closing quote of an XML attribute naming the secret and the quoted
+///   `value` attribute after it (`key="ApiSecret" value="…"`);
+/// - or the end of an XML start tag named by it, or of one whose attribute names
+///   it, and the element's text (`<password>…</`, `key="password">…</`);
+///
+/// or a command-line flag of a secret word (from its last dash), spaces and the
+/// next word, quoted or bare (`--password …`, `-token …`).
 pub(super) fn pattern() -> String {
     let words = words();
+    // The separator, or an XML attribute's closing quote and `value=` after it;
+    // then one value, quoted or bare (shared: counted repetitions make the
+    // automaton large, and a large one falls back to a slower engine).
+    let given = r#"(?:(?:\\{0,7}["'])?[ \t]*(?:=>|:=|=|:)|\\{0,7}["'][ \t]+(?i-u:value)[ \t]*=)"#;
+    let value = r#"(?:\\{0,7}["'`][^"'`\\\r\n]{1,256}\\{0,7}["'`]|[^\s"'`,;&<>)\]}\\]{1,256})"#;
     format!(
-        r#"(?:{words})(?:\\{{0,7}}["'])?[ \t]*(?:=>|:=|=|:)[ \t]*(?:\\{{0,7}}["'`][^"'`\\\r\n]{{1,256}}\\{{0,7}}["'`]|[^\s"'`,;&<>)\]}}\\]{{1,256}})"#
+        r#"(?:{words})(?:{given}[ \t]*{value}|(?:\\{{0,7}}["'])?>[^<\r\n]+</)|(?-u:\B)-{FLAG_WORDS}[ \t]+(?:["'`][^"'`\r\n]+["'`]|[^\s"'`\-=:][^\s"'`]*)"#
     )
 }
 
@@ -50,7 +72,7 @@ pub(super) fn pattern() -> String {
 pub(super) fn shape() -> Shape {
     Shape {
         provider: "Secret-named values",
-        shape: "the value of a name ending in `password`, `passwd`, `pwd`, `pass`, `passphrase`, `secret`, `token`, `signature`, `credentials`, `api_key`, `access_key`, `secret_key`, `private_key`, … (`PGPASSWORD`, `MYSQL_PWD`, `aws_secret_access_key`, `GITHUB_TOKEN`, `client_secret`, `keyStorePassword`) in ini, TOML, YAML, JSON, a Python dict or repr, `.env`, `export`, `declare -x`, env arrays, logfmt, JDBC URLs, ADO.NET / ODBC connection strings, URL queries, anywhere; code, references, paths and placeholders are left alone",
+        shape: "the value of a name ending in `password`, `passwd`, `pwd`, `pass`, `passphrase`, `secret`, `token`, `signature`, `credentials`, `api_key`, `access_key`, `secret_key`, `private_key`, … (`PGPASSWORD`, `MYSQL_PWD`, `aws_secret_access_key`, `GITHUB_TOKEN`, `client_secret`, `keyStorePassword`) in ini, TOML, YAML, JSON, a Python dict or repr, `.env`, `export`, `declare -x`, env arrays, logfmt, JDBC URLs, ADO.NET / ODBC connection strings, URL queries, anywhere; and where name and value sit apart: an XML element (`<password>…</password>`, `<entry key=\"password\">…</entry>`), an XML key and value pair (.NET's `<add key=\"StorageAccountKey\" value=\"…\"/>`, `<property name=\"password\" value=\"…\"/>`), a flag and its next word (`--password …`, `--client-secret …`); code, references, paths and placeholders are left alone",
         pattern: pattern(),
         kind: Kind::NamedValue,
         dump_only: false,
@@ -101,12 +123,89 @@ fn separator(m: &str) -> Option<(usize, usize)> {
     Some((idx, end))
 }
 
+/// How a match gives its value (see [`pattern`]).
+struct Given<'m> {
+    /// The name (with the quote and spaces after it, for an assignment).
+    name: &'m str,
+    /// What stands between name and value, as [`name_kind`] reads it: the
+    /// assignment's separator, `>` for an element's text, `value=` for an XML
+    /// pair, a space for a flag's next word.
+    sep: &'m str,
+    /// Where the value starts, spaces before it included.
+    rest_at: usize,
+    /// The value is an element's text, up to the closing tag `</` that ends the
+    /// match.
+    element: bool,
+}
+
+/// The parts of match `m`; `None` for text the pattern does not match.
+fn given(m: &str) -> Option<Given<'_>> {
+    let name_len = m
+        .bytes()
+        .position(|b| !(b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-')))
+        .unwrap_or(m.len());
+    let after_name = &m[name_len..];
+    let after_quote = after_name.trim_start_matches(['\\', '"', '\'']);
+    let quoted_name = after_quote.len() < after_name.len();
+    let after_space = after_quote.trim_start_matches([' ', '\t']);
+    let spaced = after_space.len() < after_quote.len();
+    let at = |rest: &str| m.len() - rest.len();
+    if let Some(text) = after_quote.strip_prefix('>') {
+        return Some(Given {
+            name: &m[..name_len],
+            sep: ">",
+            rest_at: at(text),
+            element: true,
+        });
+    }
+    if after_space.starts_with([':', '=']) {
+        let (sep, after_sep) = separator(m)?;
+        return Some(Given {
+            name: &m[..sep],
+            sep: &m[sep..after_sep],
+            rest_at: after_sep,
+            element: false,
+        });
+    }
+    if quoted_name && spaced {
+        let keyword = after_space.get(..5)?;
+        let after_eq = after_space[5..]
+            .trim_start_matches([' ', '\t'])
+            .strip_prefix('=')
+            .filter(|_| keyword.eq_ignore_ascii_case("value"))?;
+        return Some(Given {
+            name: &m[..name_len],
+            sep: "value=",
+            rest_at: at(after_eq),
+            element: false,
+        });
+    }
+    (!quoted_name && spaced).then_some(Given {
+        name: &m[..name_len],
+        sep: " ",
+        rest_at: name_len,
+        element: false,
+    })
+}
+
 /// The replacement of one match of the family (or of the provider-named one),
 /// `None` when the value stays.
 pub(crate) fn replace(m: &str) -> Option<String> {
-    let (sep, after_sep) = separator(m)?;
-    let name = &m[..sep];
-    let rest = &m[after_sep..];
+    let given = given(m)?;
+    if given.element {
+        // The element's text, without the spaces around it and the closing tag.
+        let text = m.get(given.rest_at..m.len().checked_sub(2)?)?;
+        let value = text.trim_matches([' ', '\t']);
+        let value_start = given.rest_at + (text.len() - text.trim_start_matches([' ', '\t']).len());
+        let value_end = value_start + value.len();
+        return masked(
+            m,
+            value_start..value_end,
+            false,
+            name_kind(given.name, given.sep),
+        );
+    }
+    let rest = &m[given.rest_at..];
     let rest_trimmed = rest.trim_start_matches([' ', '\t']);
     let value_at = m.len() - rest_trimmed.len();
     // A quoted value: its opening quote (escaped any number of times) and close.
@@ -127,19 +226,30 @@ pub(crate) fn replace(m: &str) -> Option<String> {
     } else {
         (value_at, m.len())
     };
-    let value = &m[value_start..value_end];
-    let with = if is_secret_value(value, quoted, name_kind(name, &m[sep..after_sep])) {
-        mask(value)
+    masked(
+        m,
+        value_start..value_end,
+        quoted,
+        name_kind(given.name, given.sep),
+    )
+}
+
+/// `m` with its value (`value`, quoted or not, given to a name of kind `name`)
+/// masked when it is a secret; `None` when nothing in it changes.
+fn masked(m: &str, value: std::ops::Range<usize>, quoted: bool, name: Name) -> Option<String> {
+    let text = m.get(value.clone())?;
+    let with = if is_secret_value(text, quoted, name) {
+        mask(text)
     } else {
         // Left alone as a whole, the value may still hold what another family
         // masks (a URL's password, a token inside a call): the match hides those
         // families' matches inside it, so they are found here.
-        inner_secrets(value)?
+        inner_secrets(text)?
     };
     Some(crate::redact::joined(&[
-        &m[..value_start],
+        &m[..value.start],
         &with,
-        &m[value_end..],
+        &m[value.end..],
     ]))
 }
 
@@ -277,6 +387,8 @@ fn is_left_alone(value: &str) -> bool {
         || value.starts_with("process.env")
         || value.starts_with("env.")
         || value.starts_with("secrets.")
+        // OpenSSL's and others' pass-phrase sources (`-pass env:VAR`, `file:…`).
+        || ["env:", "file:", "fd:"].iter().any(|p| lower.starts_with(p))
         || value.contains("://")
         || value.contains(['(', '[', '{', '<'])
         || value.starts_with('/')

@@ -298,8 +298,9 @@ fn b30_builtin_families_all_have_a_literal_trigger() {
         tokens.len()
     );
     assert!(tokens.iter().all(|l| l.len() >= MIN_LITERAL_LEN));
-    // The headers and URLs: lowercased, copied only for a `:` or `=`.
-    assert_eq!(t.gate.as_deref(), Some(&b":="[..]));
+    // The headers, URLs and secret names: lowercased, copied only for a `:` or
+    // `=` (an assignment), a `>` (an XML element's text) or a `-` (a flag).
+    assert_eq!(t.gate.as_deref(), Some(&b"-:=>"[..]));
     assert_eq!(
         t.plan()[0],
         Trigger::Lowered(lits(&["authorization", "proxy-authorization"]))
@@ -377,10 +378,13 @@ fn b30_a_pattern_with_no_usable_literal_always_runs_and_is_found() {
     let mut scan = triggers.scan("ab 1234-5678-SECRET");
     assert_eq!(scan.next_from(0), Some((3, 0)));
     assert_eq!(scan.next_from(4), None);
-    // A case-insensitive pattern with no few bytes every match holds (`A`/`a`
-    // or `G`/`g`, four): the lowered copy is made for every text.
-    let t = derive(&["(?i-u:abcdef|ghijkl)[0-9]{4}"]);
-    assert_eq!(t.plan(), &[Trigger::Lowered(lits(&["abcdef", "ghijkl"]))]);
+    // A case-insensitive pattern with no few bytes every match holds (`A`/`a`,
+    // `G`/`g` or `M`/`m`, six): the lowered copy is made for every text.
+    let t = derive(&["(?i-u:abcdef|ghijkl|mnopqr)[0-9]{4}"]);
+    assert_eq!(
+        t.plan(),
+        &[Trigger::Lowered(lits(&["abcdef", "ghijkl", "mnopqr"]))]
+    );
     assert_eq!(t.gate, None);
     assert_eq!(t.scan("x GhIjKl1234").next_from(0), Some((2, 6)));
 }

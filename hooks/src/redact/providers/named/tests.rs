@@ -187,3 +187,86 @@ fn b30_secret_names_nested_in_one_value_cost_one_search_each() {
         );
     }
 }
+
+#[test]
+fn b30_secrets_named_apart_from_their_values_are_masked() {
+    // Name and value in separate places: an XML element or key and value
+    // attributes, a flag and its next word, a client's own password option.
+    let s = "Zq8vLr2WmN4tHx6Pk";
+    for text in [
+        format!("<add key=\"StorageAccountKey\" value=\"{s}\"/>"),
+        format!("<add key=\"ApiSecret\" value=\"{s}\" />"),
+        format!("<add key=\"SmtpPassword\" value=\"{s}\"/>"),
+        format!("<add key=\"ClearTextPassword\" value=\"{s}\" />"),
+        format!("<setting name=\"ApiKey\" value='{s}'/>"),
+        format!("<property name=\"db.password\" value=\"{s}\"/>"),
+        format!("<property name=\"password\"   VALUE = \"{s}\"/>"),
+        format!("<password>{s}</password>"),
+        format!("  <Password> {s} </Password>"),
+        format!("<db:clientSecret>{s}</db:clientSecret>"),
+        format!("<entry key=\"password\">{s}</entry>"),
+        format!("<string name=\"api_key\">{s}</string>"),
+        format!("{{\"xml\": \"<password>{s}</password>\"}}"),
+        format!("mysql --password {s} app"),
+        format!("docker login -u bob --password {s} registry.example.com"),
+        format!("az login --service-principal -u app --password \"{s}\" --tenant t"),
+        format!("vault login -token {s}"),
+        format!("tool --client-secret {s} --client-id app"),
+        format!("tool --api-key '{s}'"),
+        format!("mysql -u root -p{s} app"),
+        format!("mysqldump -h db -uroot -p'{s}' app > dump.sql"),
+        format!("mariadb -p{s} -e 'select 1'"),
+        format!("sshpass -p {s} ssh deploy@host"),
+        format!("sshpass -p'{s}' scp a b"),
+        format!("curl -u admin:{s} https://api.example.com"),
+        format!("curl -sS --user=admin:{s} https://api.example.com"),
+        format!("curl -X POST -uadmin:{s} https://api.example.com"),
+        format!("redis-cli -h cache -a {s} ping"),
+    ] {
+        let out = code(&text);
+        assert!(
+            !out.contains(&s[..10]),
+            "{text:?} shows the secret: {out:?}"
+        );
+    }
+}
+
+#[test]
+fn b30_what_sits_apart_from_a_secret_name_but_is_none_stays() {
+    for text in [
+        "<add key=\"EnableFeatureX\" value=\"true\"/>",
+        "<add key=\"Token\" value=\"${MY_TOKEN}\"/>",
+        "<add key=\"Password\" value=\"\"/>",
+        "<add key=\"ApiKey\" value=\"changeme\"/>",
+        "<password>${DB_PASS}</password>",
+        "<password></password>",
+        "<token>{{ token }}</token>",
+        "<passwordPolicy>min 8</passwordPolicy>",
+        "<label>Password</label>",
+        "<th>token</th><td>count</td>",
+        "List<Token> tokens = new ArrayList<>();",
+        "Map<String, Secret> secrets = x; // </a>",
+        "fn f() -> Result<Token> { x </ y }",
+        "docker login --password-stdin registry.example.com",
+        "tool --token-file /run/secrets/token",
+        "tool --password \"$DB_PASSWORD\"",
+        "tool --password $DB_PASSWORD",
+        "tool --token ${{ secrets.TOKEN }}",
+        "tool --password --verbose",
+        "tool --pass 3",
+        "see --password below",
+        "mysql -u root -p app",
+        "mysql -u root -p -e 'select 1'",
+        "mysql -P 3306 -h db app",
+        "mysql -p\"$MYSQL_PWD\" app",
+        "sshpass -p \"$PASS\" ssh host",
+        "sshpass -e ssh host",
+        "curl -u admin https://api.example.com",
+        "curl -u \"$USER:$PASS\" https://api.example.com",
+        "curl -u admin:$PASS https://api.example.com",
+        "redis-cli -a \"$REDIS_PASSWORD\" ping",
+        "redis-cli -h cache ping",
+    ] {
+        assert_eq!(code(text), text, "over-masked");
+    }
+}
