@@ -521,6 +521,7 @@ pub(crate) fn catalog() -> Vec<Shape> {
         })
         .collect();
     all.extend(headers());
+    all.extend(client_options());
     all
 }
 
@@ -570,6 +571,47 @@ fn headers() -> Vec<Shape> {
             sample: format!("<add key=\"ClearTextPassword\" value=\"{}\" />", fill(ALNUM, 20)),
         },
         Shape {
+            provider: "Docker",
+            shape: "registry credentials in `config.json`: `\"auth\": \"<base64>\"`",
+            pattern: r#""auth"[ \t]*:[ \t]*"((?:[A-Za-z0-9+/]{4}){3,}(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?)""#.to_owned(),
+            kind: group_kind(r#":[ \t]*"([^"]+)""#),
+            dump_only: false,
+            sample: format!("{{\"auths\": {{\"r.example.com\": {{\"auth\": \"{}==\"}}}}}}", fill(ALNUM, 30)),
+        },
+        Shape {
+            provider: "PostgreSQL",
+            shape: "the password of a `.pgpass` line `host:port:database:user:password` printed anywhere (five fields, the port a number or `*`; a `grep -n` or path prefix kept)",
+            pattern: format!(r"{B}[A-Za-z0-9._*-]+:(?:[0-9]+|\*):[^:\s]+:[^:\s]+:([^\s]+)"),
+            kind: group_kind(r"^(?:[^:]+:){4}(.+)$"),
+            dump_only: true,
+            sample: format!("db.example.com:5432:app:app:{}", fill(ALNUM, 20)),
+        },
+        Shape {
+            provider: ".netrc",
+            shape: "the password of a `.netrc` line printed anywhere that holds netrc pairs only (`  password …` alone, `default login … password …`; a `grep -n` or path prefix kept)",
+            pattern: r"(?m)^[ \t]*(?:password|passwd)[ \t]+([^\s]+)".to_owned(),
+            kind: group_kind(r"(?:password|passwd)[ \t]+([^\s]+)"),
+            dump_only: true,
+            sample: format!("machine api.example.com\n  login me\n  password {}", fill(ALNUM, 20)),
+        },
+        named::shape(),
+        Shape {
+            provider: "Providers known by name",
+            shape: "in environment dumps and secret files, a long value assigned to a name holding a provider's name (`MAILGUN_KEY=…`, `\"datadog_api_key\": \"…\"`): Adafruit, Airtable, Algolia, Asana, Atlassian/Jira/Confluence, Beamer, Bitbucket, Bittrex, Cloudflare, Codecov, Cohere, Coinbase, Confluent, Contentful, Datadog, Discord, Drone CI, Dropbox, Etsy, Facebook, Fastly, Finicity, Finnhub, Flickr, Freshbooks, Gitter, GoCardless, Heroku, HubSpot, Intercom, JFrog, Kraken, KuCoin, LaunchDarkly, Linear, LinkedIn, Mailchimp, Mailgun, Mapbox, Mattermost, MessageBird, Meraki, Netlify, New Relic, NYTimes, Okta, Plaid, PrivateAI, RapidAPI, Sendbird, Sentry, Snyk, Sonar, Squarespace, Sumo Logic, Telegram, Travis CI, Twilio, Twitch, Twitter, Typeform, Yandex, Zendesk",
+            pattern: named_value_pattern(),
+            kind: Kind::NamedValue,
+            dump_only: true,
+            sample: format!("MAILGUN_SIGNING_KEY={}", fill(HEX, 32)),
+        },
+    ]
+}
+
+/// A client's own password option printed in output (a `set -x` trace, a CI
+/// log echoing its commands): the command line's reader masks the same in a
+/// session's command.
+fn client_options() -> Vec<Shape> {
+    vec![
+        Shape {
             provider: "MySQL / MariaDB",
             shape: "a password given on a client's command line as `-p<password>` (`mysql -u root -phunter2`, `mysqldump`, `mysqladmin`, `mariadb`, …; `-p` alone prompts and is left alone)",
             pattern: format!(
@@ -606,39 +648,6 @@ fn headers() -> Vec<Shape> {
             kind: group_kind(r#"(?s).*[ \t]-a[ \t]+["']?([^\s"']+)"#),
             dump_only: false,
             sample: format!("redis-cli -h cache -a {} ping", fill(ALNUM, 16)),
-        },
-        Shape {
-            provider: "Docker",
-            shape: "registry credentials in `config.json`: `\"auth\": \"<base64>\"`",
-            pattern: r#""auth"[ \t]*:[ \t]*"((?:[A-Za-z0-9+/]{4}){3,}(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?)""#.to_owned(),
-            kind: group_kind(r#":[ \t]*"([^"]+)""#),
-            dump_only: false,
-            sample: format!("{{\"auths\": {{\"r.example.com\": {{\"auth\": \"{}==\"}}}}}}", fill(ALNUM, 30)),
-        },
-        Shape {
-            provider: "PostgreSQL",
-            shape: "the password of a `.pgpass` line `host:port:database:user:password` printed anywhere (five fields, the port a number or `*`; a `grep -n` or path prefix kept)",
-            pattern: format!(r"{B}[A-Za-z0-9._*-]+:(?:[0-9]+|\*):[^:\s]+:[^:\s]+:([^\s]+)"),
-            kind: group_kind(r"^(?:[^:]+:){4}(.+)$"),
-            dump_only: true,
-            sample: format!("db.example.com:5432:app:app:{}", fill(ALNUM, 20)),
-        },
-        Shape {
-            provider: ".netrc",
-            shape: "the password of a `.netrc` line printed anywhere that holds netrc pairs only (`  password …` alone, `default login … password …`; a `grep -n` or path prefix kept)",
-            pattern: r"(?m)^[ \t]*(?:password|passwd)[ \t]+([^\s]+)".to_owned(),
-            kind: group_kind(r"(?:password|passwd)[ \t]+([^\s]+)"),
-            dump_only: true,
-            sample: format!("machine api.example.com\n  login me\n  password {}", fill(ALNUM, 20)),
-        },
-        named::shape(),
-        Shape {
-            provider: "Providers known by name",
-            shape: "in environment dumps and secret files, a long value assigned to a name holding a provider's name (`MAILGUN_KEY=…`, `\"datadog_api_key\": \"…\"`): Adafruit, Airtable, Algolia, Asana, Atlassian/Jira/Confluence, Beamer, Bitbucket, Bittrex, Cloudflare, Codecov, Cohere, Coinbase, Confluent, Contentful, Datadog, Discord, Drone CI, Dropbox, Etsy, Facebook, Fastly, Finicity, Finnhub, Flickr, Freshbooks, Gitter, GoCardless, Heroku, HubSpot, Intercom, JFrog, Kraken, KuCoin, LaunchDarkly, Linear, LinkedIn, Mailchimp, Mailgun, Mapbox, Mattermost, MessageBird, Meraki, Netlify, New Relic, NYTimes, Okta, Plaid, PrivateAI, RapidAPI, Sendbird, Sentry, Snyk, Sonar, Squarespace, Sumo Logic, Telegram, Travis CI, Twilio, Twitch, Twitter, Typeform, Yandex, Zendesk",
-            pattern: named_value_pattern(),
-            kind: Kind::NamedValue,
-            dump_only: true,
-            sample: format!("MAILGUN_SIGNING_KEY={}", fill(HEX, 32)),
         },
     ]
 }
