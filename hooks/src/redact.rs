@@ -144,6 +144,10 @@ pub(crate) enum Kind {
     YamlField,
     /// A pattern from config; with a capture group, only group 1 is masked.
     Extra(Option<Arc<regex::Regex>>),
+    /// A client's password option (`mysql -p…`, `sshpass -p …`): group 1 of the
+    /// regex, masked when it reads as a password value, not as a placeholder
+    /// (`<password>`, `password`, `$PASS`) as help text and traces print one.
+    ClientPassword(Arc<regex::Regex>),
 }
 
 /// The secret redactor. Cheap to share (`Arc`), immutable once built.

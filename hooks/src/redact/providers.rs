@@ -18,6 +18,7 @@ mod files;
 mod named;
 
 pub(crate) use files::file_line_matches;
+pub(crate) use named::is_password_value;
 pub(crate) use named::replace as named_value;
 
 /// Word boundary that keeps the DFA fast (ASCII semantics).
@@ -608,24 +609,25 @@ fn headers() -> Vec<Shape> {
 
 /// A client's own password option printed in output (a `set -x` trace, a CI
 /// log echoing its commands): the command line's reader masks the same in a
-/// session's command.
+/// session's command. A value that reads as a placeholder (`password`,
+/// `<password>`, `$PASS`, `-p,` of a usage line), as help text prints one, stays.
 fn client_options() -> Vec<Shape> {
     vec![
         Shape {
             provider: "MySQL / MariaDB",
             shape: "a password given on a client's command line as `-p<password>` (`mysql -u root -phunter2`, `mysqldump`, `mysqladmin`, `mariadb`, …; `-p` alone prompts and is left alone)",
             pattern: format!(
-                r#"{B}(?i-u:mysql|mysqldump|mysqladmin|mysqlimport|mysqlcheck|mysqlshow|mysqlpump|mariadb|mariadb-dump|mariadb-admin)(?:[ \t]+[^\s|;&]+)*?[ \t]+-p["']?([^\s"'$-][^\s"']*)"#
+                r#"{B}(?i-u:mysql|mysqldump|mysqladmin|mysqlimport|mysqlcheck|mysqlshow|mysqlpump|mariadb|mariadb-dump|mariadb-admin)(?:[ \t]+[^\s|;&]+)*?[ \t]+-p["']?([^\s"'$<>,;|&(\[{{=-][^\s"']*)"#
             ),
-            kind: group_kind(r#"(?s).*[ \t]-p["']?([^\s"']+)"#),
+            kind: client_kind(r#"(?s).*[ \t]-p["']?([^\s"']+)"#),
             dump_only: false,
             sample: format!("mysql -u root -p{} app", fill(ALNUM, 16)),
         },
         Shape {
             provider: "sshpass",
             shape: "the password of `sshpass -p <password>`",
-            pattern: format!(r#"{B}(?i-u:sshpass)[ \t]+-p[ \t]*["']?([^\s"'$-][^\s"']*)"#),
-            kind: group_kind(r#"-p[ \t]*["']?([^\s"']+)"#),
+            pattern: format!(r#"{B}(?i-u:sshpass)[ \t]+-p[ \t]*["']?([^\s"'$<-][^\s"']*)"#),
+            kind: client_kind(r#"-p[ \t]*["']?([^\s"']+)"#),
             dump_only: false,
             sample: format!("sshpass -p {} ssh deploy@host", fill(ALNUM, 16)),
         },
@@ -633,9 +635,9 @@ fn client_options() -> Vec<Shape> {
             provider: "curl",
             shape: "the password of `curl -u user:password` / `--user user:password` (`-u user` alone prompts and is left alone)",
             pattern: format!(
-                r#"{B}(?i-u:curl)(?:[ \t]+[^\s|;&]+)*?[ \t]+(?:-u|--user)(?:[ \t]+|=)?["']?[^\s:"']+:([^\s"'$@][^\s"']*)"#
+                r#"{B}(?i-u:curl)(?:[ \t]+[^\s|;&]+)*?[ \t]+(?:-u|--user)(?:[ \t]+|=)?["']?[^\s:"'<]+:([^\s"'$@<>][^\s"'<>]*)"#
             ),
-            kind: group_kind(r#"(?s).*(?:-u|--user)(?:[ \t]+|=)?["']?[^\s:"']+:([^\s"']+)"#),
+            kind: client_kind(r#"(?s).*(?:-u|--user)(?:[ \t]+|=)?["']?[^\s:"']+:([^\s"']+)"#),
             dump_only: false,
             sample: format!("curl -u admin:{} https://api.example.com", fill(ALNUM, 16)),
         },
@@ -643,13 +645,22 @@ fn client_options() -> Vec<Shape> {
             provider: "Redis",
             shape: "the password of `redis-cli -a <password>`",
             pattern: format!(
-                r#"{B}(?i-u:redis-cli)(?:[ \t]+[^\s|;&]+)*?[ \t]+-a[ \t]+["']?([^\s"'$-][^\s"']*)"#
+                r#"{B}(?i-u:redis-cli)(?:[ \t]+[^\s|;&]+)*?[ \t]+-a[ \t]+["']?([^\s"'$<-][^\s"']*)"#
             ),
-            kind: group_kind(r#"(?s).*[ \t]-a[ \t]+["']?([^\s"']+)"#),
+            kind: client_kind(r#"(?s).*[ \t]-a[ \t]+["']?([^\s"']+)"#),
             dump_only: false,
             sample: format!("redis-cli -h cache -a {} ping", fill(ALNUM, 16)),
         },
     ]
+}
+
+/// A kind that masks group 1 of `pattern` where it reads as a password (see
+/// [`Kind::ClientPassword`]).
+fn client_kind(pattern: &str) -> Kind {
+    match regex::Regex::new(pattern) {
+        Ok(re) => Kind::ClientPassword(std::sync::Arc::new(re)),
+        Err(_) => Kind::Extra(None),
+    }
 }
 
 /// A kind that masks group 1 of `pattern` (fixed, and covered by the corpus test).

@@ -333,6 +333,12 @@ const NOT_SECRETS: &[&str] = &[
     "env",
 ];
 
+/// Whether `value`, given as a password (a client's password option), is one:
+/// not a reference, a placeholder or a bare word that reads as code.
+pub(crate) fn is_password_value(value: &str) -> bool {
+    is_secret_value(value, false, Name::Password)
+}
+
 /// Whether `value`, given to a secret name of kind `name`, is a secret.
 fn is_secret_value(value: &str, quoted: bool, name: Name) -> bool {
     if value.is_empty() || is_left_alone(value) {

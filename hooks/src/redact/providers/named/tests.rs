@@ -266,6 +266,17 @@ fn b30_what_sits_apart_from_a_secret_name_but_is_none_stays() {
         "curl -u admin:$PASS https://api.example.com",
         "redis-cli -a \"$REDIS_PASSWORD\" ping",
         "redis-cli -h cache ping",
+        // Help text.
+        "  -p, --password <PASSWORD>    The password",
+        "      --password PASSWORD      The password",
+        "      --token TOKEN            An API token",
+        "      --token string           API token",
+        "      --client-secret SECRET   The client secret",
+        "  mysql [OPTIONS] [database] -p, --password[=name] Password to use",
+        "  curl -u, --user <user:password> Server user and password",
+        "  sshpass -p password   Provide password as argument",
+        "  redis-cli -a <password>   Password to use when connecting",
+        "<td>password</td><td>hunter2</td>",
     ] {
         assert_eq!(code(text), text, "over-masked");
     }
