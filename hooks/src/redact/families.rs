@@ -301,18 +301,7 @@ pub(super) fn replace(kind: &Kind, m: &str) -> Option<String> {
                 &m[open + 1 + value.len()..],
             ]))
         }
-        Kind::ClientPassword(re) => {
-            let caps = re.captures(m)?;
-            let group = caps.get(1)?;
-            if !super::providers::is_password_value(group.as_str()) {
-                return None;
-            }
-            Some(joined(&[
-                &m[..group.start()],
-                &mask(group.as_str()),
-                &m[group.end()..],
-            ]))
-        }
+        Kind::ClientPassword(re) => super::providers::client_password(re, m),
         Kind::Extra(None) => Some(mask(m)),
         Kind::Extra(Some(re)) => {
             let caps = re.captures(m)?;

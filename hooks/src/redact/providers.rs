@@ -18,7 +18,6 @@ mod files;
 mod named;
 
 pub(crate) use files::file_line_matches;
-pub(crate) use named::is_password_value;
 pub(crate) use named::replace as named_value;
 
 /// Word boundary that keeps the DFA fast (ASCII semantics).
@@ -652,6 +651,21 @@ fn client_options() -> Vec<Shape> {
             sample: format!("redis-cli -h cache -a {} ping", fill(ALNUM, 16)),
         },
     ]
+}
+
+/// The replacement of a client password option's match `m` (its pattern's kind
+/// regex `re`): group 1 masked where it reads as a password; `None` when it stays.
+pub(crate) fn client_password(re: &regex::Regex, m: &str) -> Option<String> {
+    let caps = re.captures(m)?;
+    let group = caps.get(1)?;
+    if !named::is_password_value(group.as_str()) {
+        return None;
+    }
+    Some(crate::redact::joined(&[
+        &m[..group.start()],
+        &crate::redact::mask(group.as_str()),
+        &m[group.end()..],
+    ]))
 }
 
 /// A kind that masks group 1 of `pattern` where it reads as a password (see
