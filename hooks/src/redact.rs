@@ -144,10 +144,6 @@ pub(crate) enum Kind {
     YamlField,
     /// A pattern from config; with a capture group, only group 1 is masked.
     Extra(Option<Arc<regex::Regex>>),
-    /// A client's password option (`mysql -p…`, `sshpass -p …`): group 1 of the
-    /// regex, masked when it reads as a password value, not as a placeholder
-    /// (`<password>`, `password`, `$PASS`) as help text and traces print one.
-    ClientPassword(Arc<regex::Regex>),
 }
 
 /// The secret redactor. Cheap to share (`Arc`), immutable once built.
@@ -269,10 +265,6 @@ impl Redactor {
             return self.redact(command, RedactMode::Code);
         }
         let (found, _) = self.find(command, RedactMode::Code, false);
-        // A command line's own reading wins where an output family's match
-        // overlaps it (`sshpass -p '…'`: the whole word, its quotes too).
-        let apart = |f: &Found| own.iter().all(|o| f.end <= o.start || o.end <= f.start);
-        let found: Vec<Found> = found.into_iter().filter(apart).collect();
         let mut all = own;
         all.extend(found);
         all.sort_by_key(|f| f.start);

@@ -301,7 +301,6 @@ pub(super) fn replace(kind: &Kind, m: &str) -> Option<String> {
                 &m[open + 1 + value.len()..],
             ]))
         }
-        Kind::ClientPassword(re) => super::providers::client_password(re, m),
         Kind::Extra(None) => Some(mask(m)),
         Kind::Extra(Some(re)) => {
             let caps = re.captures(m)?;

@@ -521,7 +521,6 @@ pub(crate) fn catalog() -> Vec<Shape> {
         })
         .collect();
     all.extend(headers());
-    all.extend(client_options());
     all
 }
 
@@ -604,77 +603,6 @@ fn headers() -> Vec<Shape> {
             sample: format!("MAILGUN_SIGNING_KEY={}", fill(HEX, 32)),
         },
     ]
-}
-
-/// A client's own password option printed in output (a `set -x` trace, a CI
-/// log echoing its commands): the command line's reader masks the same in a
-/// session's command. A value that reads as a placeholder (`password`,
-/// `<password>`, `$PASS`, `-p,` of a usage line), as help text prints one, stays.
-fn client_options() -> Vec<Shape> {
-    vec![
-        Shape {
-            provider: "MySQL / MariaDB",
-            shape: "a password given on a client's command line as `-p<password>` (`mysql -u root -phunter2`, `mysqldump`, `mysqladmin`, `mariadb`, …; `-p` alone prompts and is left alone)",
-            pattern: format!(
-                r#"{B}(?i-u:mysql|mysqldump|mysqladmin|mysqlimport|mysqlcheck|mysqlshow|mysqlpump|mariadb|mariadb-dump|mariadb-admin)(?:[ \t]+[^\s|;&]+)*?[ \t]+-p["']?([^\s"'$<>,;|&(\[{{=-][^\s"']*)"#
-            ),
-            kind: client_kind(r#"(?s).*[ \t]-p["']?([^\s"']+)"#),
-            dump_only: false,
-            sample: format!("mysql -u root -p{} app", fill(ALNUM, 16)),
-        },
-        Shape {
-            provider: "sshpass",
-            shape: "the password of `sshpass -p <password>`",
-            pattern: format!(r#"{B}(?i-u:sshpass)[ \t]+-p[ \t]*["']?([^\s"'$<-][^\s"']*)"#),
-            kind: client_kind(r#"-p[ \t]*["']?([^\s"']+)"#),
-            dump_only: false,
-            sample: format!("sshpass -p {} ssh deploy@host", fill(ALNUM, 16)),
-        },
-        Shape {
-            provider: "curl",
-            shape: "the password of `curl -u user:password` / `--user user:password` (`-u user` alone prompts and is left alone)",
-            pattern: format!(
-                r#"{B}(?i-u:curl)(?:[ \t]+[^\s|;&]+)*?[ \t]+(?:-u|--user)(?:[ \t]+|=)?["']?[^\s:"'<]+:([^\s"'$@<>][^\s"'<>]*)"#
-            ),
-            kind: client_kind(r#"(?s).*(?:-u|--user)(?:[ \t]+|=)?["']?[^\s:"']+:([^\s"']+)"#),
-            dump_only: false,
-            sample: format!("curl -u admin:{} https://api.example.com", fill(ALNUM, 16)),
-        },
-        Shape {
-            provider: "Redis",
-            shape: "the password of `redis-cli -a <password>`",
-            pattern: format!(
-                r#"{B}(?i-u:redis-cli)(?:[ \t]+[^\s|;&]+)*?[ \t]+-a[ \t]+["']?([^\s"'$<-][^\s"']*)"#
-            ),
-            kind: client_kind(r#"(?s).*[ \t]-a[ \t]+["']?([^\s"']+)"#),
-            dump_only: false,
-            sample: format!("redis-cli -h cache -a {} ping", fill(ALNUM, 16)),
-        },
-    ]
-}
-
-/// The replacement of a client password option's match `m` (its pattern's kind
-/// regex `re`): group 1 masked where it reads as a password; `None` when it stays.
-pub(crate) fn client_password(re: &regex::Regex, m: &str) -> Option<String> {
-    let caps = re.captures(m)?;
-    let group = caps.get(1)?;
-    if !named::is_password_value(group.as_str()) {
-        return None;
-    }
-    Some(crate::redact::joined(&[
-        &m[..group.start()],
-        &crate::redact::mask(group.as_str()),
-        &m[group.end()..],
-    ]))
-}
-
-/// A kind that masks group 1 of `pattern` where it reads as a password (see
-/// [`Kind::ClientPassword`]).
-fn client_kind(pattern: &str) -> Kind {
-    match regex::Regex::new(pattern) {
-        Ok(re) => Kind::ClientPassword(std::sync::Arc::new(re)),
-        Err(_) => Kind::Extra(None),
-    }
 }
 
 /// A kind that masks group 1 of `pattern` (fixed, and covered by the corpus test).

@@ -6,7 +6,7 @@
 //! twice, YAML, a Python dict and repr, `cat -A`, `grep -rn`, `diff` and `diff -u`,
 //! colours, overstrike, a `\r` progress frame, an OSC 8 link, a `set -x` trace, a
 //! `docker inspect` env array, an XML config's elements and key and value pairs, a
-//! `set -x` trace of clients given a password as an option) through every CLI
+//! flag and its next word) through every CLI
 //! route, the MCP `process` tools and the durable ones; ordinary lines beside them
 //! shown as printed; and many tools' secret options on command lines.
 
@@ -57,7 +57,7 @@ fn named_values(env: &Env, rng: &mut Rng) -> (String, Vec<Secret>) {
     let xml_key = v(rng, "Xk");
     let xml_pw = v(rng, "Xp");
     let flag = v(rng, "Fl");
-    let client_pw = v(rng, "Cp");
+    let admin = v(rng, "Ap");
     let vars = format!(
         "export PGPASSWORD='{pg}' MYSQL_PWD='{mysql}' GITHUB_TOKEN='{gh}' AZURE_CLIENT_SECRET='{azure}' DOCKER_PASSWORD='{docker}' TRACE_PW='{trace}'\n"
     );
@@ -148,11 +148,9 @@ cat {overstrike}
 cat {inspect}
 set -x
 : mysql --password="$TRACE_PW" app
-: docker login -u bob --password '{flag}' registry.example.com
-: mysqldump -u root -p'{client_pw}' app
-: curl -u admin:'{client_pw}' https://api.example.com
-: sshpass -p '{client_pw}' ssh deploy@host
 set +x
+echo "running: docker login -u bob --password {flag} registry.example.com"
+echo '{{"argv": "az vm create -n vm --admin-password \"{admin}\""}}'
 cat {web_config}
 cat {ordinary}
 echo done
@@ -176,8 +174,8 @@ echo done
         ("DOCKER_PASSWORD", &docker),
         ("an XML key and value pair", &xml_key),
         ("an XML password element", &xml_pw),
-        ("a --password flag in a set -x trace", &flag),
-        ("client password options in a set -x trace", &client_pw),
+        ("a --password flag and its next word", &flag),
+        ("an --admin-password flag in a JSON string", &admin),
     ]
     .iter()
     .map(|(name, value)| secret(name, value))

@@ -43,29 +43,31 @@ fn words() -> String {
 }
 
 /// The flag names whose next word is their value (`--password hunter2`): the
-/// secret words a command line spells with dashes.
-const FLAG_WORDS: &str = r"(?i-u:pass(?:word|wd|phrase)?|pwd|secret|client-secret|token|access-token|auth-token|api-key|apikey|api-token)";
+/// secret words a command line spells with dashes. Matched from the dash before
+/// the word, so a compound flag's last word counts (`--admin-password`,
+/// `--sas-token`).
+const FLAG_WORDS: &str = r"(?i-u:pass(?:word|wd|phrase)?|pwd|secret|token|api-?key|secret-key|access-key|account-key|private-key)";
 
-/// The whole family: the word, then
-/// - an optional closing quote of the name (escaped any number of times), the
-///   separator and a quoted or a bare value;
-/// - or the closing quote of an XML attribute naming the secret and the quoted
-///   `value` attribute after it (`key="ApiSecret" value="…"`);
-/// - or the end of an XML start tag named by it, or of one whose attribute names
-///   it, and the element's text (`<password>…</`, `key="password">…</`);
+/// The whole family: one of these heads, then one value, quoted (escaped any
+/// number of times) or bare:
+/// - the word, an optional closing quote of the name and the separator
+///   (`password=`, `"token": `, `PGPASSWORD => `);
+/// - the word, the closing quote of an XML attribute naming the secret and the
+///   `value` attribute after it (`key="ApiSecret" value=`);
+/// - a flag of a secret word from its dash and one space or tab (`--password `,
+///   `--admin-password `; help text aligns its columns with more);
 ///
-/// or a command-line flag of a secret word (from its last dash), spaces and the
-/// next word, quoted or bare (`--password …`, `-token …`).
+/// or an XML element named by the word and its text, up to its closing tag
+/// (`<password>…</`, `<db:clientSecret>…</`).
 pub(super) fn pattern() -> String {
     let words = words();
-    // The separator, or an XML attribute's closing quote and `value=` after it;
-    // then one value, quoted or bare (shared: counted repetitions make the
-    // automaton large, and a large one falls back to a slower engine).
-    let given = r#"(?:(?:\\{0,7}["'])?[ \t]*(?:=>|:=|=|:)|\\{0,7}["'][ \t]+(?i-u:value)[ \t]*=)"#;
+    // One value for every head: counted repetitions make the automaton large,
+    // and a large one falls back to a slower engine.
+    let heads = format!(
+        r#"(?:{words})(?:(?:\\{{0,7}}["'])?[ \t]*(?:=>|:=|=|:)[ \t]*|\\{{0,7}}["'][ \t]+(?i-u:value)[ \t]*=[ \t]*)|-{FLAG_WORDS}[ \t]"#
+    );
     let value = r#"(?:\\{0,7}["'`][^"'`\\\r\n]{1,256}\\{0,7}["'`]|[^\s"'`,;&<>)\]}\\]{1,256})"#;
-    format!(
-        r#"(?:{words})(?:{given}[ \t]*{value}|(?:\\{{0,7}}["'])?>[^<\r\n]+</)|(?-u:\B)-{FLAG_WORDS}[ \t]+(?:["'`][^"'`\r\n]+["'`]|[^\s"'`\-=:][^\s"'`]*)"#
-    )
+    format!(r#"(?:{heads}){value}|(?:{words})>[^<\r\n]{{1,256}}</"#)
 }
 
 /// The catalog row of the family.
@@ -198,6 +200,11 @@ pub(crate) fn replace(m: &str) -> Option<String> {
         let value = text.trim_matches([' ', '\t']);
         let value_start = given.rest_at + (text.len() - text.trim_start_matches([' ', '\t']).len());
         let value_end = value_start + value.len();
+        if value.contains([' ', '\t']) {
+            // Prose (`<b>password</b>` is no element named so; `<password>`'s
+            // text with spaces inside is a sentence, not a secret).
+            return None;
+        }
         return masked(
             m,
             value_start..value_end,
@@ -225,6 +232,12 @@ pub(crate) fn replace(m: &str) -> Option<String> {
         )
     } else {
         (value_at, m.len())
+    };
+    // OpenSSL's `-pass pass:<secret>` (`env:`, `file:` and `fd:` name where the
+    // secret is, and stay): the source's name is kept.
+    let value_start = match m.get(value_start..value_end) {
+        Some(v) if given.sep == " " && v.starts_with("pass:") => value_start + 5,
+        _ => value_start,
     };
     masked(
         m,
@@ -332,12 +345,6 @@ const NOT_SECRETS: &[&str] = &[
     "unset",
     "env",
 ];
-
-/// Whether `value`, given as a password (a client's password option), is one:
-/// not a reference, a placeholder or a bare word that reads as code.
-pub(crate) fn is_password_value(value: &str) -> bool {
-    is_secret_value(value, false, Name::Password)
-}
 
 /// Whether `value`, given to a secret name of kind `name`, is a secret.
 fn is_secret_value(value: &str, quoted: bool, name: Name) -> bool {
