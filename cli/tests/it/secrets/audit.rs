@@ -58,6 +58,7 @@ fn named_values(env: &Env, rng: &mut Rng) -> (String, Vec<Secret>) {
     let xml_pw = v(rng, "Xp");
     let flag = v(rng, "Fl");
     let admin = v(rng, "Ap");
+    let android = v(rng, "An");
     let vars = format!(
         "export PGPASSWORD='{pg}' MYSQL_PWD='{mysql}' GITHUB_TOKEN='{gh}' AZURE_CLIENT_SECRET='{azure}' DOCKER_PASSWORD='{docker}' TRACE_PW='{trace}'\n"
     );
@@ -116,7 +117,7 @@ fn named_values(env: &Env, rng: &mut Rng) -> (String, Vec<Secret>) {
         env,
         "web.config",
         &format!(
-            "<configuration>\n  <appSettings>\n    <add key=\"StorageAccountKey\" value=\"{xml_key}\" />\n  </appSettings>\n  <smtp>\n    <password>{xml_pw}</password>\n  </smtp>\n</configuration>\n"
+            "<configuration>\n  <appSettings>\n    <add key=\"StorageAccountKey\" value=\"{xml_key}\" />\n  </appSettings>\n  <smtp>\n    <password>{xml_pw}</password>\n  </smtp>\n  <string name=\"api_key\">{android}</string>\n</configuration>\n"
         ),
     );
     let ordinary = data(env, "ordinary.txt", &format!("{}\n", ORDINARY.join("\n")));
@@ -176,6 +177,7 @@ echo done
         ("an XML password element", &xml_pw),
         ("a --password flag and its next word", &flag),
         ("an --admin-password flag in a JSON string", &admin),
+        ("an XML element named by its attribute", &android),
     ]
     .iter()
     .map(|(name, value)| secret(name, value))

@@ -57,8 +57,10 @@ const FLAG_WORDS: &str = r"(?i-u:pass(?:word|wd|phrase)?|pwd|secret|token|api-?k
 /// - a flag of a secret word from its dash and one space or tab (`--password `,
 ///   `--admin-password `; help text aligns its columns with more);
 ///
-/// or an XML element named by the word and its text, up to its closing tag
-/// (`<password>…</`, `<db:clientSecret>…</`).
+/// or the end of an XML start tag named by the word, or of one whose attribute
+/// names it, and the element's text, up to its closing tag (`<password>…</`,
+/// `<db:clientSecret>…</`, `<entry key="password">…</`, Android's `<string
+/// name="api_key">…</`).
 pub(super) fn pattern() -> String {
     let words = words();
     // One value for every head: counted repetitions make the automaton large,
@@ -67,7 +69,7 @@ pub(super) fn pattern() -> String {
         r#"(?:{words})(?:(?:\\{{0,7}}["'])?[ \t]*(?:=>|:=|=|:)[ \t]*|\\{{0,7}}["'][ \t]+(?i-u:value)[ \t]*=[ \t]*)|-{FLAG_WORDS}[ \t]"#
     );
     let value = r#"(?:\\{0,7}["'`][^"'`\\\r\n]{1,256}\\{0,7}["'`]|[^\s"'`,;&<>)\]}\\]{1,256})"#;
-    format!(r#"(?:{heads}){value}|(?:{words})>[^<\r\n]{{1,256}}</"#)
+    format!(r#"(?:{heads}){value}|(?:{words})(?:\\{{0,7}}["'])?>[^<\r\n]{{1,256}}</"#)
 }
 
 /// The catalog row of the family.
@@ -190,6 +192,17 @@ fn given(m: &str) -> Option<Given<'_>> {
     })
 }
 
+/// Whether an element's text is prose or a label, not a secret: HTML names its
+/// fields so (`<h2 id="password">Change password</h2>`, `<label
+/// for="password">Password:</label>`, `<option value="token">Token</option>`).
+fn is_label(text: &str) -> bool {
+    let lower = text.to_ascii_lowercase();
+    text.contains([' ', '\t'])
+        || text.ends_with([':', '?', '!'])
+        || PASSWORD_WORDS.contains(&lower.as_str())
+        || ["secret", "token", "key", "api key", "apikey", "credentials"].contains(&lower.as_str())
+}
+
 /// The replacement of one match of the family (or of the provider-named one),
 /// `None` when the value stays.
 pub(crate) fn replace(m: &str) -> Option<String> {
@@ -200,9 +213,7 @@ pub(crate) fn replace(m: &str) -> Option<String> {
         let value = text.trim_matches([' ', '\t']);
         let value_start = given.rest_at + (text.len() - text.trim_start_matches([' ', '\t']).len());
         let value_end = value_start + value.len();
-        if value.contains([' ', '\t']) {
-            // Prose (`<b>password</b>` is no element named so; `<password>`'s
-            // text with spaces inside is a sentence, not a secret).
+        if is_label(value) {
             return None;
         }
         return masked(
