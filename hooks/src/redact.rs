@@ -271,7 +271,21 @@ impl Redactor {
         let mut merged: Vec<Found> = Vec::with_capacity(all.len());
         for f in all {
             match merged.last() {
-                Some(last) if f.start < last.end => {}
+                // Overlapping readings (the command line's and an output
+                // family's): the first is shown, and what the other masks past
+                // its end is masked too, so neither shows what the other hides.
+                Some(last) if f.start < last.end => {
+                    if f.end > last.end
+                        && let Some(rest) = command.get(last.end..f.end)
+                    {
+                        let start = last.end;
+                        merged.push(Found {
+                            start,
+                            end: f.end,
+                            with: mask(rest),
+                        });
+                    }
+                }
                 _ => merged.push(f),
             }
         }

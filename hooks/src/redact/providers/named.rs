@@ -43,10 +43,11 @@ fn words() -> String {
 }
 
 /// The flag names whose next word is their value (`--password hunter2`): the
-/// secret words a command line spells with dashes. Matched from the dash before
-/// the word, so a compound flag's last word counts (`--admin-password`,
-/// `--sas-token`).
-const FLAG_WORDS: &str = r"(?i-u:pass(?:word|wd|phrase)?|pwd|secret|token|api-?key|secret-key|access-key|account-key|private-key)";
+/// secret words a command line spells with dashes, alone or as the last word of a
+/// known compound flag (`--admin-password`, `--sas-token`). Matched from a dash
+/// that starts a word, so a hyphenated word of prose (`single-pass 2x`,
+/// `top-secret plan9`) is none.
+const FLAG_WORDS: &str = r"(?i-u:(?:(?:admin|docker|registry|http|proxy|db|database|sql|root|user|client|app|bot|bearer|refresh|auth|access|sas|api|account|secret|private|storage|master|signing|encryption)-)?(?:pass(?:word|wd|phrase)?|pwd|secret|token|key)|apikey)";
 
 /// The whole family: one of these heads, then one value, quoted (escaped any
 /// number of times) or bare:
@@ -54,8 +55,9 @@ const FLAG_WORDS: &str = r"(?i-u:pass(?:word|wd|phrase)?|pwd|secret|token|api-?k
 ///   (`password=`, `"token": `, `PGPASSWORD => `);
 /// - the word, the closing quote of an XML attribute naming the secret and the
 ///   `value` attribute after it (`key="ApiSecret" value=`);
-/// - a flag of a secret word from its dash and one space or tab (`--password `,
-///   `--admin-password `; help text aligns its columns with more);
+/// - a flag of a secret word from the dash that starts it and one space
+///   (`--password `, `--admin-password `; help text aligns its columns with more
+///   spaces or a tab);
 ///
 /// or the end of an XML start tag named by the word, or of one whose attribute
 /// names it, and the element's text, up to its closing tag (`<password>…</`,
@@ -66,7 +68,7 @@ pub(super) fn pattern() -> String {
     // One value for every head: counted repetitions make the automaton large,
     // and a large one falls back to a slower engine.
     let heads = format!(
-        r#"(?:{words})(?:(?:\\{{0,7}}["'])?[ \t]*(?:=>|:=|=|:)[ \t]*|\\{{0,7}}["'][ \t]+(?i-u:value)[ \t]*=[ \t]*)|-{FLAG_WORDS}[ \t]"#
+        r#"(?:{words})(?:(?:\\{{0,7}}["'])?[ \t]*(?:=>|:=|=|:)[ \t]*|\\{{0,7}}["'][ \t]+(?i-u:value)[ \t]*=[ \t]*)|(?-u:\B)-{FLAG_WORDS} "#
     );
     let value = r#"(?:\\{0,7}["'`][^"'`\\\r\n]{1,256}\\{0,7}["'`]|[^\s"'`,;&<>)\]}\\]{1,256})"#;
     format!(r#"(?:{heads}){value}|(?:{words})(?:\\{{0,7}}["'])?>[^<\r\n]{{1,256}}</"#)

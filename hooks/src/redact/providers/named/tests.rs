@@ -214,6 +214,8 @@ fn b30_secrets_named_apart_from_their_values_are_masked() {
         format!("az vm create -n vm --admin-password {s}"),
         format!("az storage blob list --account-key {s}"),
         format!("az storage blob list --sas-token '{s}'"),
+        format!("tool --docker-password {s}"),
+        format!("-token {s}"),
         format!("vault login -token {s}"),
         format!("tool --client-secret {s} --client-id app"),
         format!("tool --api-key '{s}'"),
@@ -264,6 +266,12 @@ fn b30_what_sits_apart_from_a_secret_name_but_is_none_stays() {
         "tool --pass 3",
         "see --password below",
         "see --token docs",
+        "single-pass 2x faster",
+        "a two-pass MP3 encoder",
+        "git log --grep top-secret release2024",
+        "cat my-token notes2024.txt",
+        "  --password\tIf set, prompt for the password",
+        "tool --password  Hunter2x",
         "openssl enc -pass env:PASS -in x",
         "find /var/lib/mysql -name '*.ibd' -print",
         // Help text.
@@ -277,5 +285,22 @@ fn b30_what_sits_apart_from_a_secret_name_but_is_none_stays() {
         "  mysql [OPTIONS] [database] -p, --password[=name] Password to use",
     ] {
         assert_eq!(code(text), text, "over-masked");
+    }
+}
+
+#[test]
+fn b30_a_command_line_read_two_ways_shows_neither_readings_secret() {
+    // The command line's reader masks `Hunter2,Zq8…` (the option's whole next
+    // word), the flag family `Hunter2` (its value ends at the comma): what either
+    // masks stays masked.
+    let s = "Zq8vLr2WmN4tHx6Pk";
+    let redactor = Redactor::builtin();
+    for command in [
+        format!("tool --password Hunter2,{s}"),
+        format!("tool --password \"Hunter2\"{s}"),
+    ] {
+        let shown = redactor.redact_command(&command);
+        assert!(!shown.contains(&s[..10]), "{command:?} shows {shown:?}");
+        assert!(!shown.contains("Hunter2"), "{command:?} shows {shown:?}");
     }
 }
