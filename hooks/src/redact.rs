@@ -275,14 +275,13 @@ impl Redactor {
                 // family's): the first is shown, and what the other masks past
                 // its end is masked too, so neither shows what the other hides.
                 Some(last) if f.start < last.end => {
-                    if f.end > last.end
-                        && let Some(rest) = command.get(last.end..f.end)
-                    {
+                    // A piece of a secret, not one: hidden whole.
+                    if f.end > last.end && command.is_char_boundary(last.end) {
                         let start = last.end;
                         merged.push(Found {
                             start,
                             end: f.end,
-                            with: mask(rest),
+                            with: "***".to_owned(),
                         });
                     }
                 }

@@ -47,7 +47,7 @@ fn words() -> String {
 /// known compound flag (`--admin-password`, `--sas-token`). Matched from a dash
 /// that starts a word, so a hyphenated word of prose (`single-pass 2x`,
 /// `top-secret plan9`) is none.
-const FLAG_WORDS: &str = r"(?i-u:(?:(?:admin|docker|registry|http|proxy|db|database|sql|root|user|client|app|bot|bearer|refresh|auth|access|sas|api|account|secret|private|storage|master|signing|encryption)-)?(?:pass(?:word|wd|phrase)?|pwd|secret|token|key)|apikey)";
+const FLAG_WORDS: &str = r"(?i-u:(?:(?:admin|docker|registry|http|proxy|db|database|sql|root|user|client|app|bot|bearer|refresh|auth|access|sas|api|account|secret|private|storage|master|signing|encryption)-)?(?:pass(?:word|wd|phrase)?|pwd|secret|token)|(?:api|access|secret|account|private|storage|master|signing|encryption)-key|apikey)";
 
 /// The whole family: one of these heads, then one value, quoted (escaped any
 /// number of times) or bare:

@@ -215,6 +215,7 @@ fn b30_secrets_named_apart_from_their_values_are_masked() {
         format!("az storage blob list --account-key {s}"),
         format!("az storage blob list --sas-token '{s}'"),
         format!("tool --docker-password {s}"),
+        format!("aws configure --secret-key {s}"),
         format!("-token {s}"),
         format!("vault login -token {s}"),
         format!("tool --client-secret {s} --client-id app"),
@@ -267,6 +268,8 @@ fn b30_what_sits_apart_from_a_secret_name_but_is_none_stays() {
         "see --password below",
         "see --token docs",
         "single-pass 2x faster",
+        "aws s3api get-object --bucket b --key path/to/file.txt out.txt",
+        "gsutil cp --key path/to/obj.json x",
         "a two-pass MP3 encoder",
         "git log --grep top-secret release2024",
         "cat my-token notes2024.txt",
@@ -300,7 +303,8 @@ fn b30_a_command_line_read_two_ways_shows_neither_readings_secret() {
         format!("tool --password \"Hunter2\"{s}"),
     ] {
         let shown = redactor.redact_command(&command);
-        assert!(!shown.contains(&s[..10]), "{command:?} shows {shown:?}");
-        assert!(!shown.contains("Hunter2"), "{command:?} shows {shown:?}");
+        for piece in [&s[..4], &s[s.len() - 4..], "Hunter2"] {
+            assert!(!shown.contains(piece), "{command:?} shows {shown:?}");
+        }
     }
 }
