@@ -529,16 +529,15 @@ fn ascii_lowercase(hir: &Hir) -> Hir {
 /// preferring punctuation (rarer in text than letters); `None` when there are
 /// none so few.
 pub(super) fn required_bytes(hir: &Hir) -> Option<Vec<u8>> {
-    const MAX_BYTES: usize = MAX_GATE_BYTES;
     let class_bytes = |ranges: &mut dyn Iterator<Item = (u32, u32)>| {
         let mut out = Vec::new();
         for (start, end) in ranges {
-            if end > 0x7f || end - start >= MAX_BYTES as u32 || out.len() > MAX_BYTES {
+            if end > 0x7f || end - start >= MAX_GATE_BYTES as u32 || out.len() > MAX_GATE_BYTES {
                 return None;
             }
             out.extend((start..=end).filter_map(|b| u8::try_from(b).ok()));
         }
-        (!out.is_empty() && out.len() <= MAX_BYTES).then_some(out)
+        (!out.is_empty() && out.len() <= MAX_GATE_BYTES).then_some(out)
     };
     match hir.kind() {
         HirKind::Empty | HirKind::Look(_) => None,
@@ -584,7 +583,7 @@ pub(super) fn required_bytes(hir: &Hir) -> Option<Vec<u8>> {
             }
             union.sort_unstable();
             union.dedup();
-            (union.len() <= MAX_BYTES).then_some(union)
+            (union.len() <= MAX_GATE_BYTES).then_some(union)
         }
     }
 }

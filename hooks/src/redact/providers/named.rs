@@ -198,11 +198,13 @@ fn given(m: &str) -> Option<Given<'_>> {
 /// fields so (`<h2 id="password">Change password</h2>`, `<label
 /// for="password">Password:</label>`, `<option value="token">Token</option>`).
 fn is_label(text: &str) -> bool {
-    let lower = text.to_ascii_lowercase();
+    const NAMES: &[&str] = &["secret", "token", "key", "apikey", "credentials"];
     text.contains([' ', '\t'])
         || text.ends_with([':', '?', '!'])
-        || PASSWORD_WORDS.contains(&lower.as_str())
-        || ["secret", "token", "key", "api key", "apikey", "credentials"].contains(&lower.as_str())
+        || PASSWORD_WORDS
+            .iter()
+            .chain(NAMES)
+            .any(|w| text.eq_ignore_ascii_case(w))
 }
 
 /// The replacement of one match of the family (or of the provider-named one),
