@@ -502,6 +502,11 @@ impl Redactor {
                 // matched the scheme as the value).
                 Some(m) => match &self.code.kinds[m.pattern().as_usize()] {
                     Kind::Authorization | Kind::HeaderValue => seen[m.end()..].trim().is_empty(),
+                    Kind::NamedValue
+                        if !providers::names_a_value(&seen[at..m.end()], &seen[..at]) =>
+                    {
+                        false
+                    }
                     _ => m.end() == seen.len(),
                 },
                 // No match yet: a token still arriving (no space since the
@@ -603,7 +608,7 @@ impl Redactor {
                 continue;
             }
             // A match whose replacement declines hides none it overlaps.
-            if let Some(with) = made.or_else(|| families::replace(k, &text[s..e])) {
+            if let Some(with) = made.or_else(|| families::replace(k, &text[s..e], &text[..s])) {
                 merged.push((s, e, with));
                 last_end = e;
             }

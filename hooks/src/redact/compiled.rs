@@ -56,7 +56,7 @@ impl Compiled {
         map: Option<&[usize]>,
         priority: u8,
         out: &mut Vec<Candidate<'s>>,
-        replace: fn(&Kind, &str) -> Option<String>,
+        replace: fn(&Kind, &str, &str) -> Option<String>,
     ) {
         let mut pos = 0;
         // With a map, a trigger just after removed bytes is searched as the start of
@@ -89,7 +89,8 @@ impl Compiled {
             let kept = found.and_then(|(start, end, pattern)| {
                 let kind = &self.kinds[pattern.as_usize()];
                 // A declined match (a reference, a template) hides nothing.
-                replace(kind, &text[start..end]).map(|with| (start, end, kind, with))
+                replace(kind, &text[start..end], &text[..start])
+                    .map(|with| (start, end, kind, with))
             });
             match kept {
                 Some((start, end, kind, with)) => {

@@ -233,8 +233,9 @@ pub(super) fn dump_patterns() -> Vec<(String, Kind)> {
 }
 
 /// The replacement for one match, or `None` to leave it as it is (a value that
-/// is only a reference to a secret, such as `$TOKEN`).
-pub(super) fn replace(kind: &Kind, m: &str) -> Option<String> {
+/// is only a reference to a secret, such as `$TOKEN`). `before` is the text
+/// before the match (a flag's name is judged with the word it closes).
+pub(super) fn replace(kind: &Kind, m: &str, before: &str) -> Option<String> {
     match kind {
         Kind::Token => Some(mask(m)),
         Kind::Authorization => {
@@ -279,7 +280,7 @@ pub(super) fn replace(kind: &Kind, m: &str) -> Option<String> {
             Some(joined(&[&m[..=colon], "***"]))
         }
         Kind::EnvAssign => assignment(m, '='),
-        Kind::NamedValue => super::providers::named_value(m),
+        Kind::NamedValue => super::providers::named_value(m, before),
         Kind::Cookie => cookie(m),
         Kind::YamlField => assignment(m, ':'),
         Kind::JsonField => {

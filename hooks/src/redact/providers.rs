@@ -18,7 +18,7 @@ mod files;
 mod named;
 
 pub(crate) use files::file_line_matches;
-pub(crate) use named::replace as named_value;
+pub(crate) use named::{names_a_value, replace as named_value};
 
 /// Word boundary that keeps the DFA fast (ASCII semantics).
 const B: &str = r"(?-u:\b)";

@@ -52,9 +52,10 @@ pub(super) const MAX_LITERALS_PER_PATTERN: usize = 64;
 pub(super) const MAX_BYTES: usize = 3;
 
 /// The most bytes a gate holds (see [`required_bytes`]): one `memchr3` and one
-/// `memchr` tell whether a text holds one. The secret-named family needs four:
-/// an assignment's `:` or `=`, an XML element's `>`, a flag's `-`.
-pub(super) const MAX_GATE_BYTES: usize = 4;
+/// `memchr2` tell whether a text holds one. The secret-named family needs five:
+/// an assignment's `:` or `=`, an XML element's `>`, the space after a flag, the
+/// comma after one in an argument list.
+pub(super) const MAX_GATE_BYTES: usize = 5;
 
 /// Literals of one pattern that agree on this many first bytes are cut to their
 /// longest common prefix: `authorization` instead of `authorization:`,
@@ -591,8 +592,8 @@ pub(super) fn required_bytes(hir: &Hir) -> Option<Vec<u8>> {
 /// Whether `bytes` holds one of `gate` (at most [`MAX_GATE_BYTES`] bytes).
 fn holds_any(gate: &[u8], bytes: &[u8]) -> bool {
     match gate.split_at_checked(MAX_BYTES) {
-        Some((three, [fourth])) => {
-            any_byte(three, bytes, 0).is_some() || memchr::memchr(*fourth, bytes).is_some()
+        Some((three, rest)) if !rest.is_empty() => {
+            any_byte(three, bytes, 0).is_some() || any_byte(rest, bytes, 0).is_some()
         }
         _ => any_byte(gate, bytes, 0).is_some(),
     }

@@ -59,6 +59,8 @@ fn named_values(env: &Env, rng: &mut Rng) -> (String, Vec<Secret>) {
     let flag = v(rng, "Fl");
     let admin = v(rng, "Ap");
     let android = v(rng, "An");
+    let vault = v(rng, "Vt");
+    let args = v(rng, "Ar");
     let vars = format!(
         "export PGPASSWORD='{pg}' MYSQL_PWD='{mysql}' GITHUB_TOKEN='{gh}' AZURE_CLIENT_SECRET='{azure}' DOCKER_PASSWORD='{docker}' TRACE_PW='{trace}'\n"
     );
@@ -152,6 +154,8 @@ set -x
 set +x
 echo "running: docker login -u bob --password {flag} registry.example.com"
 echo '{{"argv": "az vm create -n vm --admin-password \"{admin}\""}}'
+echo "vault login --vault-token {vault} -address=https://vault.example.com"
+echo '{{"containers": [{{"args": ["--db-password", "{args}", "--port", "5432"]}}]}}'
 cat {web_config}
 cat {ordinary}
 echo done
@@ -178,6 +182,8 @@ echo done
         ("a --password flag and its next word", &flag),
         ("an --admin-password flag in a JSON string", &admin),
         ("an XML element named by its attribute", &android),
+        ("a compound --vault-token flag", &vault),
+        ("a flag and its value in an argument list", &args),
     ]
     .iter()
     .map(|(name, value)| secret(name, value))

@@ -10,8 +10,9 @@
 //! where the name and its value sit apart: an XML element (`<password>…</password>`,
 //! `<entry key="password">…</entry>`), an XML key and value pair (.NET's
 //! `<add key="StorageAccountKey" value="…"/>`, `<property name="password"
-//! value="…"/>`), a command-line flag and the word after it (`--password …`,
-//! `--client-secret …`).
+//! value="…"/>`), a command-line flag ending in a secret word and the word after
+//! it (`--password …`, `--vault-token …`), or the next item of an argument list
+//! (`["--password", "…"]`).
 //!
 //! The pattern is anchored on the secret word itself (the name's earlier parts,
 //! `DB_`, `aws_secret_`, `PG`, are before the match and kept), so the trigger scan
@@ -35,19 +36,13 @@ const PASSWORD_WORDS: &[&str] = &["password", "passwd", "passphrase", "pwd", "pa
 /// The words that end a secret's name (case-insensitive): passwords and
 /// passphrases, secrets, tokens, signatures, credentials and the keys of APIs
 /// and accounts. `pass`, `pwd` and `auth` only as a word of their own (`_pass`, npm's `_auth`,
-/// `MYSQL_PWD`), not inside another (`bypass`, `compass`).
+/// `MYSQL_PWD`) or a Java key store's (`-storepass`, `keyPass`), not inside
+/// another (`bypass`, `compass`).
 fn words() -> String {
     format!(
-        r"(?i-u:passw(?:or)?d|passphrase|secret|token|signature|credentials?|(?:api|access|secret|private|app|account|storage|master|signing|encryption|license)[_-]?key|apikey)|(?:[_.-]|{B})(?i-u:pass|pwd|auth)"
+        r"(?i-u:passw(?:or)?d|passphrase|secret|token|signature|credentials?|(?:api|access|secret|private|app|account|storage|master|signing|encryption|license)[_-]?key|apikey|(?:store|key)pass)|(?:[_.-]|{B})(?i-u:pass|pwd|auth)"
     )
 }
-
-/// The flag names whose next word is their value (`--password hunter2`): the
-/// secret words a command line spells with dashes, alone or as the last word of a
-/// known compound flag (`--admin-password`, `--sas-token`). Matched from a dash
-/// that starts a word, so a hyphenated word of prose (`single-pass 2x`,
-/// `top-secret plan9`) is none.
-const FLAG_WORDS: &str = r"(?i-u:(?:(?:admin|docker|registry|http|proxy|db|database|sql|root|user|client|app|bot|bearer|refresh|auth|access|sas|api|account|secret|private|storage|master|signing|encryption)-)?(?:pass(?:word|wd|phrase)?|pwd|secret|token)|(?:api|access|secret|account|private|storage|master|signing|encryption)-key|apikey)";
 
 /// The whole family: one of these heads, then one value, quoted (escaped any
 /// number of times) or bare:
@@ -55,9 +50,11 @@ const FLAG_WORDS: &str = r"(?i-u:(?:(?:admin|docker|registry|http|proxy|db|datab
 ///   (`password=`, `"token": `, `PGPASSWORD => `);
 /// - the word, the closing quote of an XML attribute naming the secret and the
 ///   `value` attribute after it (`key="ApiSecret" value=`);
-/// - a flag of a secret word from the dash that starts it and one space
-///   (`--password `, `--admin-password `; help text aligns its columns with more
-///   spaces or a tab);
+/// - the word and one space, where it closes a command-line flag (`--password `,
+///   `--vault-token `; help text aligns its columns with more
+///   spaces or a tab), or the closing quote and comma of a flag in an argument
+///   list (`"--password", `); whether it does is judged from the text before the
+///   match ([`closes_a_flag`]), which the pattern cannot look at;
 ///
 /// or the end of an XML start tag named by the word, or of one whose attribute
 /// names it, and the element's text, up to its closing tag (`<password>…</`,
@@ -68,7 +65,7 @@ pub(super) fn pattern() -> String {
     // One value for every head: counted repetitions make the automaton large,
     // and a large one falls back to a slower engine.
     let heads = format!(
-        r#"(?:{words})(?:(?:\\{{0,7}}["'])?[ \t]*(?:=>|:=|=|:)[ \t]*|\\{{0,7}}["'][ \t]+(?i-u:value)[ \t]*=[ \t]*)|(?-u:\B)-{FLAG_WORDS} "#
+        r#"(?:{words})(?:(?:\\{{0,7}}["'])?[ \t]*(?:=>|:=|=|:)[ \t]*|\\{{0,7}}["'][ \t]+(?i-u:value)[ \t]*=[ \t]*|\\{{0,7}}["'],[ \t]?| )"#
     );
     let value = r#"(?:\\{0,7}["'`][^"'`\\\r\n]{1,256}\\{0,7}["'`]|[^\s"'`,;&<>)\]}\\]{1,256})"#;
     format!(r#"(?:{heads}){value}|(?:{words})(?:\\{{0,7}}["'])?>[^<\r\n]{{1,256}}</"#)
@@ -78,7 +75,7 @@ pub(super) fn pattern() -> String {
 pub(super) fn shape() -> Shape {
     Shape {
         provider: "Secret-named values",
-        shape: "the value of a name ending in `password`, `passwd`, `pwd`, `pass`, `passphrase`, `secret`, `token`, `signature`, `credentials`, `api_key`, `access_key`, `secret_key`, `private_key`, … (`PGPASSWORD`, `MYSQL_PWD`, `aws_secret_access_key`, `GITHUB_TOKEN`, `client_secret`, `keyStorePassword`) in ini, TOML, YAML, JSON, a Python dict or repr, `.env`, `export`, `declare -x`, env arrays, logfmt, JDBC URLs, ADO.NET / ODBC connection strings, URL queries, anywhere; and where name and value sit apart: an XML element (`<password>…</password>`, `<entry key=\"password\">…</entry>`), an XML key and value pair (.NET's `<add key=\"StorageAccountKey\" value=\"…\"/>`, `<property name=\"password\" value=\"…\"/>`), a flag and its next word (`--password …`, `--client-secret …`); code, references, paths and placeholders are left alone",
+        shape: "the value of a name ending in `password`, `passwd`, `pwd`, `pass`, `passphrase`, `secret`, `token`, `signature`, `credentials`, `api_key`, `access_key`, `secret_key`, `private_key`, … (`PGPASSWORD`, `MYSQL_PWD`, `aws_secret_access_key`, `GITHUB_TOKEN`, `client_secret`, `keyStorePassword`) in ini, TOML, YAML, JSON, a Python dict or repr, `.env`, `export`, `declare -x`, env arrays, logfmt, JDBC URLs, ADO.NET / ODBC connection strings, URL queries, anywhere; and where name and value sit apart: an XML element (`<password>…</password>`, `<entry key=\"password\">…</entry>`), an XML key and value pair (.NET's `<add key=\"StorageAccountKey\" value=\"…\"/>`, `<property name=\"password\" value=\"…\"/>`), a flag ending in a secret word and its next word (`--password …`, `--vault-token …`, `--aws-secret-access-key …`) or the next item of an argument list (`[\"--password\", \"…\"]`); code, references, paths and placeholders are left alone",
         pattern: pattern(),
         kind: Kind::NamedValue,
         dump_only: false,
@@ -186,6 +183,14 @@ fn given(m: &str) -> Option<Given<'_>> {
             element: false,
         });
     }
+    if let Some(after_comma) = after_quote.strip_prefix(',').filter(|_| quoted_name) {
+        return Some(Given {
+            name: &m[..name_len],
+            sep: ",",
+            rest_at: at(after_comma),
+            element: false,
+        });
+    }
     (!quoted_name && spaced).then_some(Given {
         name: &m[..name_len],
         sep: " ",
@@ -209,8 +214,8 @@ fn is_label(text: &str) -> bool {
 
 /// The replacement of one match of the family (or of the provider-named one),
 /// `None` when the value stays.
-pub(crate) fn replace(m: &str) -> Option<String> {
-    let given = given(m)?;
+pub(crate) fn replace(m: &str, before: &str) -> Option<String> {
+    let given = given(m).filter(|g| gives_a_value(g, before))?;
     if given.element {
         // The element's text, without the spaces around it and the closing tag.
         let text = m.get(given.rest_at..m.len().checked_sub(2)?)?;
@@ -248,6 +253,9 @@ pub(crate) fn replace(m: &str) -> Option<String> {
     } else {
         (value_at, m.len())
     };
+    if given.sep == "," && !quoted {
+        return None;
+    }
     // OpenSSL's `-pass pass:<secret>` (`env:`, `file:` and `fd:` name where the
     // secret is, and stay): the source's name is kept.
     let value_start = match m.get(value_start..value_end) {
@@ -260,6 +268,45 @@ pub(crate) fn replace(m: &str) -> Option<String> {
         quoted,
         name_kind(given.name, given.sep),
     )
+}
+
+/// Whether match `m`, after the text `before`, names a value: every form does
+/// but a word and the space or comma after it that closes no flag
+/// ([`closes_a_flag`]: `the token abc`). What follows it cannot change that, so a
+/// stream need not hold such a match back for its value to end.
+pub(crate) fn names_a_value(m: &str, before: &str) -> bool {
+    given(m).is_some_and(|g| gives_a_value(&g, before))
+}
+
+fn gives_a_value(given: &Given<'_>, before: &str) -> bool {
+    !matches!(given.sep, " " | ",") || closes_a_flag(before, given.name, given.sep == ",")
+}
+
+/// Whether `name`, the start of a match, closes a command-line flag: the word it
+/// ends (the letters, digits, `-` and `_` just before it in `before`, then
+/// itself) is one or two dashes and a letter or digit (`--password`,
+/// `--vault-token`, `-pass`, `--db_pass`), standing where a word starts (the
+/// text's start, a space, a quote, `=`, a bracket or a comma). A hyphenated
+/// word of prose (`single-pass 2x`, `top-secret plan9`) is none. In an argument
+/// list (`quoted`), the flag stands in quotes (`["--password", "…"]`).
+fn closes_a_flag(before: &str, name: &str, quoted: bool) -> bool {
+    let b = before.as_bytes();
+    let run = b
+        .iter()
+        .rev()
+        .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_'))
+        .count();
+    let start = b.len() - run;
+    let opener = start.checked_sub(1).map(|i| b[i]);
+    let opens = match opener {
+        None => !quoted,
+        Some(b'"' | b'\'' | b'`') => true,
+        Some(c) => !quoted && matches!(c, b' ' | b'\t' | b'=' | b'(' | b'[' | b',' | b';'),
+    };
+    // The flag's bytes from its first dash: `before`'s part, then the name.
+    let mut word = b[start..].iter().chain(name.as_bytes());
+    let dashes = word.clone().take_while(|c| **c == b'-').count();
+    opens && (1..=2).contains(&dashes) && word.nth(dashes).is_some_and(u8::is_ascii_alphanumeric)
 }
 
 /// `m` with its value (`value`, quoted or not, given to a name of kind `name`)

@@ -174,7 +174,7 @@ fn assert_covered(re: &meta::Regex, triggers: &Triggers, text: &str, what: &str)
 /// The prefiltered search of `compiled` finds what its plain search finds.
 fn assert_same_matches(compiled: &Compiled, triggers: &Triggers, text: &str) {
     let mut anchored = Vec::new();
-    compiled.anchored_matches(triggers, text, None, 0, &mut anchored, |_, _| {
+    compiled.anchored_matches(triggers, text, None, 0, &mut anchored, |_, _, _| {
         Some(String::new())
     });
     let anchored: Vec<(usize, usize)> = anchored.iter().map(|(s, _, e, _, _)| (*s, *e)).collect();
@@ -299,8 +299,9 @@ fn b30_builtin_families_all_have_a_literal_trigger() {
     );
     assert!(tokens.iter().all(|l| l.len() >= MIN_LITERAL_LEN));
     // The headers, URLs and secret names: lowercased, copied only for a `:` or
-    // `=` (an assignment), a `>` (an XML element's text) or a `-` (a flag).
-    assert_eq!(t.gate.as_deref(), Some(&b"-:=>"[..]));
+    // `=` (an assignment), a `>` (an XML element's text), a space or a comma
+    // (after a flag).
+    assert_eq!(t.gate.as_deref(), Some(&b" ,:=>"[..]));
     assert_eq!(
         t.plan()[0],
         Trigger::Lowered(lits(&["authorization", "proxy-authorization"]))

@@ -221,6 +221,27 @@ fn b30_secrets_named_apart_from_their_values_are_masked() {
         format!("tool --client-secret {s} --client-id app"),
         format!("tool --api-key '{s}'"),
         format!("{{\"cmd\": \"tool --password \\\"{s}\\\"\"}}"),
+        // Any compound flag ending in a secret word.
+        format!("tool --vault-token {s}"),
+        format!("lftp --ftp-password {s}"),
+        format!("svc --jwt-secret {s}"),
+        format!("tool --aws-secret-access-key {s}"),
+        format!("passwd-tool --new-password {s}"),
+        format!("tool --db_pass {s}"),
+        format!("tool --Storage-Account-Key \"{s}\""),
+        format!("curl --oauth2-bearer-token={s}"),
+        format!("http --auth bob:{s} example.com"),
+        // Java's key stores.
+        format!("keytool -list -keystore app.jks -storepass {s}"),
+        format!("keytool -importkeystore -srcstorepass {s} -deststorepass {s}"),
+        format!("keytool -genkey -keypass {s} -alias app"),
+        format!("server.ssl.key-store-password={s}"),
+        format!("keyStorePass: \"{s}\""),
+        // Argument lists: JSON, a Python list, escaped inside a JSON string.
+        format!("\"args\": [\"--password\", \"{s}\", \"--verbose\"]"),
+        format!("['deploy', '--vault-token', '{s}']"),
+        format!("[\"--client-secret\",\"{s}\"]"),
+        format!("{{\"cmd\": \"[\\\"--password\\\", \\\"{s}\\\"]\"}}"),
     ] {
         let out = code(&text);
         assert!(
@@ -286,6 +307,23 @@ fn b30_what_sits_apart_from_a_secret_name_but_is_none_stays() {
         "      --token string           API token",
         "      --client-secret SECRET   The client secret",
         "  mysql [OPTIONS] [database] -p, --password[=name] Password to use",
+        "      --vault-token TOKEN      The Vault token",
+        "      --jwt-secret <SECRET>    The signing secret",
+        // A secret word and its next word outside a flag.
+        "the token abc123def456 was rotated",
+        "Password Hunter2x is too weak",
+        "re-token ab12cd34ef56 later",
+        "x--token ab12cd34ef56",
+        "---token ab12cd34ef56",
+        // Lists that are no argument list of a flag and its value.
+        "[\"password\", \"token\", \"secret\"]",
+        "[\"--password\", \"--token\"]",
+        "[\"--password\", \"$DB_PASSWORD\"]",
+        "[\"--password\", PASSWORD]",
+        "fields = ['password', 'Hunter2x']",
+        "a bypass 12ab34cd56 route",
+        "keytool -storepass:env STOREPASS",
+        "keytool -storepass changeit",
     ] {
         assert_eq!(code(text), text, "over-masked");
     }
