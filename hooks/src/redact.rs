@@ -50,6 +50,7 @@ mod command;
 mod compiled;
 use compiled::{Candidate, Compiled};
 pub(crate) mod context;
+mod echoed;
 mod families;
 mod keyindex;
 mod keys;

@@ -5,7 +5,7 @@
 //! Unicode word boundary would force the regex engine off its lazy DFA on
 //! non-ASCII input, and secrets are ASCII anyway.
 
-use super::rare::{Rare, RareHits};
+use super::rare::RareHits;
 use super::{Kind, joined, mask};
 
 /// Word boundary that keeps the DFA fast (ASCII semantics).
@@ -526,8 +526,9 @@ pub(super) fn side_matches(text: &str, rare: &RareHits) -> Vec<(usize, usize, Ki
     }
     let n_dotted = found.len();
     super::suffixed::suffixed_matches(bytes, rare, &mut found);
-    super::providers::file_line_matches(bytes, rare, &mut found);
-    xtrace_matches(text, rare, &mut found);
+    let mut prompted = Vec::new();
+    super::providers::file_line_matches(bytes, rare, &mut found, &mut prompted);
+    super::echoed::echoed_matches(text, rare, &prompted, &mut found);
     if found.len() > n_dotted {
         found.sort_unstable_by_key(|(start, end, _)| (*start, std::cmp::Reverse(*end)));
         let mut last_end = 0;
@@ -540,38 +541,6 @@ pub(super) fn side_matches(text: &str, rare: &RareHits) -> Vec<(usize, usize, Ki
         });
     }
     found
-}
-
-/// The secrets of command lines a shell traces (`set -x`: `+ mysql -pPASS`,
-/// `++ curl -u user:pass …`): each line that starts with `+`s and a space is read
-/// as a command line (`command`), and the values it would mask are masked.
-fn xtrace_matches(text: &str, rare: &RareHits, found: &mut Vec<(usize, usize, Kind)>) {
-    let bytes = text.as_bytes();
-    let starts = std::iter::once(0).chain(rare.of(Rare::Traced).map(|at| at + 1));
-    for start in starts {
-        if bytes.get(start) != Some(&b'+') {
-            continue;
-        }
-        let n_plus = bytes[start..].iter().take_while(|b| **b == b'+').count();
-        let from = start + n_plus;
-        if bytes.get(from) != Some(&b' ') {
-            continue;
-        }
-        let end = memchr::memchr(b'\n', &bytes[from..]).map_or(bytes.len(), |nl| from + nl);
-        let line = &text[from + 1..end];
-        for f in super::command::command_spans(line) {
-            let shown = &line[f.start..f.end];
-            let kept = shown
-                .bytes()
-                .zip(f.with.bytes())
-                .take_while(|(a, b)| a == b)
-                .count();
-            let at = from + 1 + f.start + kept;
-            if at < from + 1 + f.end {
-                found.push((at, from + 1 + f.end, Kind::Token));
-            }
-        }
-    }
 }
 
 /// The side scanner over `bytes[from..to]`: every `:`, `.` and `~` there, with

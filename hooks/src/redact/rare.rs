@@ -4,9 +4,10 @@
 //!   a Mailchimp API key (`suffixed`);
 //! - `password`, the word every `.netrc` line the netrc scanner masks holds
 //!   (`providers::files`);
-//! - `\n+ ` and `\n++`, the start of a line a shell traced (`set -x`; `families`),
+//! - `\n+ ` and `\n++`, the start of a line a shell traced (`set -x`; `echoed`),
 //!   three bytes each rather than `\n+`, so that the packed search tests three-byte
 //!   fingerprints (every literal has three), which lets fewer candidates through;
+//! - `]$ ` and `]# `, the end of a bracketed prompt (`echoed`);
 //! - `-Lines: ` and `LS0tLS1C`, the needles of PuTTY key files and of PEM blocks in
 //!   base64, two of the private-key markers (`keys::spans_found`).
 //!
@@ -22,17 +23,20 @@ pub(super) enum Rare {
     Mailchimp,
     Password,
     Traced,
+    PromptEnd,
     PuttyLines,
     EncodedPem,
 }
 
 /// The literals, in the order of their [`Rare`] names.
-const LITERALS: [(&[u8], Rare); 7] = [
+const LITERALS: [(&[u8], Rare); 9] = [
     (b"_mmk", Rare::MaxMind),
     (b"-us", Rare::Mailchimp),
     (b"password", Rare::Password),
     (b"\n+ ", Rare::Traced),
     (b"\n++", Rare::Traced),
+    (b"]$ ", Rare::PromptEnd),
+    (b"]# ", Rare::PromptEnd),
     (super::keys::PPK_NEEDLE, Rare::PuttyLines),
     (super::keys::ENCODED_NEEDLE, Rare::EncodedPem),
 ];
@@ -97,7 +101,7 @@ mod tests {
         #[test]
         fn b30_rare_hits_are_every_occurrence(
             text in proptest::collection::vec(
-                proptest::sample::select(b"_mk-uspaword\n+ xLine: S0t1C".to_vec()),
+                proptest::sample::select(b"_mk-uspaword\n+ xLine: S0t1C$#]".to_vec()),
                 0..3000,
             )
         ) {

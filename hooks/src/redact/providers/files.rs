@@ -29,14 +29,18 @@ use crate::redact::rare::{Rare, RareHits};
 const NETRC_PAIRS: &[&[u8]] = &[b"machine", b"login", b"password", b"account", b"port"];
 
 /// Every match of both shapes in `bytes` (the text a person would see), pushed
-/// as value spans masked like tokens.
+/// as value spans masked like tokens. The walk over lines also gives, in
+/// `prompted`, each line whose first word ends in `$` or `#` (a shell's prompt,
+/// `root@web:/srv/app# …`, or `$ ` alone): its start and the space after that
+/// word, for the echoed-command reader (`echoed`), which checks the rest.
 pub(crate) fn file_line_matches(
     bytes: &[u8],
     rare: &RareHits,
     found: &mut Vec<(usize, usize, Kind)>,
+    prompted: &mut Vec<(usize, usize)>,
 ) {
     netrc_matches(bytes, rare, found);
-    pgpass_matches(bytes, found);
+    pgpass_matches(bytes, found, prompted);
 }
 
 /// The line of `bytes` around `at`: its start and its end (before `\r\n` or `\n`).
@@ -135,49 +139,80 @@ fn netrc_matches(bytes: &[u8], rare: &RareHits, found: &mut Vec<(usize, usize, K
 }
 
 /// `.pgpass` lines: each line whose shape is `host:port:database:user:password`.
-fn pgpass_matches(bytes: &[u8], found: &mut Vec<(usize, usize, Kind)>) {
+fn pgpass_matches(
+    bytes: &[u8],
+    found: &mut Vec<(usize, usize, Kind)>,
+    prompted: &mut Vec<(usize, usize)>,
+) {
     let mut start = 0;
     while start < bytes.len() {
         let end = memchr::memchr(b'\n', &bytes[start..]).map_or(bytes.len(), |nl| start + nl);
-        if let Some(span) = pgpass_line(bytes, start, end) {
-            found.push((span.0, span.1, Kind::Token));
+        match pgpass_line(bytes, start, end) {
+            Line::Pgpass(span) => found.push((span.0, span.1, Kind::Token)),
+            Line::Spaced(space) if matches!(bytes[space - 1], b'$' | b'#') => {
+                prompted.push((start, space));
+            }
+            _ => {}
         }
         start = end + 1;
     }
 }
 
-/// The password span of a `.pgpass` line `bytes[start..end]`, if it has the shape.
-fn pgpass_line(bytes: &[u8], start: usize, end: usize) -> Option<(usize, usize)> {
+/// What the `.pgpass` walk saw of a line.
+enum Line {
+    /// A `.pgpass` line: its password's span.
+    Pgpass((usize, usize)),
+    /// No such line: its first word ends before a space here (past its start).
+    Spaced(usize),
+    Other,
+}
+
+/// What `bytes[start..end]` is to the `.pgpass` walk.
+fn pgpass_line(bytes: &[u8], start: usize, end: usize) -> Line {
+    // `$ …` and `# …`: a prompt and nothing else.
+    if matches!(bytes.get(start), Some(b'$' | b'#')) && bytes.get(start + 1) == Some(&b' ') {
+        return Line::Spaced(start + 1);
+    }
+    match pgpass_span(bytes, start, end) {
+        Ok(span) => Line::Pgpass(span),
+        Err(Some(space)) => Line::Spaced(space),
+        Err(None) => Line::Other,
+    }
+}
+
+/// The password span of a `.pgpass` line `bytes[start..end]`, if it has the
+/// shape; if not, the first space of a line that stopped at it (past its start).
+fn pgpass_span(bytes: &[u8], start: usize, end: usize) -> Result<(usize, usize), Option<usize>> {
     let end = if end > start && bytes[end - 1] == b'\r' {
         end - 1
     } else {
         end
     };
     // Cheap first test: the first byte must start a host (or a grep prefix).
-    let first = *bytes.get(start)?;
+    let first = *bytes.get(start).ok_or(None)?;
     if !(first.is_ascii_alphanumeric() || matches!(first, b'*' | b'.' | b'/' | b'~' | b'_')) {
-        return None;
+        return Err(None);
     }
     // Second, before any allocation: a space or tab with no backslash before it
     // ends the walk of `fields` (most log lines), so only the rest are split.
     if let Some(at) = memchr::memchr3(b' ', b'\t', b'\\', &bytes[start..end])
         && bytes[start + at] != b'\\'
     {
-        return None;
+        return Err(Some(start + at));
     }
-    let mut fields = fields(bytes, start, end)?;
+    let mut fields = fields(bytes, start, end).ok_or(None)?;
     // `grep -n` / `grep -r` prefixes: one or two fields naming the file or a line.
     while fields.len() > 5 {
         let (from, to) = fields[0];
         let word = &bytes[from..to];
         let numbered = word.iter().all(u8::is_ascii_digit);
         if !(numbered || memchr::memmem::find(word, b"pgpass").is_some()) {
-            return None;
+            return Err(None);
         }
         fields.remove(0);
     }
     let [host, port, database, _user, password] = fields[..] else {
-        return None;
+        return Err(None);
     };
     let host = &bytes[host.0..host.1];
     let port = &bytes[port.0..port.1];
@@ -199,7 +234,9 @@ fn pgpass_line(bytes: &[u8], start: usize, end: usize) -> Option<(usize, usize)>
                 .is_some_and(|p| p <= 65_535));
     // `file.rs:120:9:…` is a compiler's place (line, column), not a database.
     let place = bytes[database.0..database.1].iter().all(u8::is_ascii_digit);
-    (host_ok && port_ok && !place).then_some(password)
+    (host_ok && port_ok && !place)
+        .then_some(password)
+        .ok_or(None)
 }
 
 /// The `:`-separated fields of `bytes[start..end]` (a `\` escapes the next byte),
