@@ -1626,6 +1626,7 @@ async fn b30_mcp_tools_mask_every_shape() {
 }
 
 mod audit;
+mod echoed;
 mod files;
 mod listings;
 mod ppk;

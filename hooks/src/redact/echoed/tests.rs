@@ -23,6 +23,8 @@ fn b30_commands_echoed_after_a_prompt_are_masked_as_command_lines() {
         format!("x\n[deploy@web-1 app]$ redis-cli -a {pass} ping\n"),
         format!("x\n[root@web-1 ~]# mysql -p{pass}\n"),
         format!("\u{1b}[?2004hroot@vm:/srv/app# docker login -u bob -p {pass} reg.example\r\n"),
+        format!("\u{1b}[?2004l\r\u{1b}[?2004hroot@vm:/srv# mysql -p{pass}\r\n"),
+        format!("x\r\n\r\rbob@laptop:~$ redis-cli -a {pass} ping\r\n"),
         format!("x\nbob@laptop:/home/bob/src/app$ sshpass -p {pass} scp a host:b\n"),
         format!("root@web-1:~# mysql -uroot -p{pass} app"),
         // The shell's trace, as before.

@@ -149,8 +149,8 @@ fn pgpass_matches(
         let end = memchr::memchr(b'\n', &bytes[start..]).map_or(bytes.len(), |nl| start + nl);
         match pgpass_line(bytes, start, end) {
             Line::Pgpass(span) => found.push((span.0, span.1, Kind::Token)),
-            Line::Spaced(space) if matches!(bytes[space - 1], b'$' | b'#') => {
-                prompted.push((start, space));
+            Line::Spaced(from, space) if matches!(bytes[space - 1], b'$' | b'#') => {
+                prompted.push((from, space));
             }
             _ => {}
         }
@@ -162,20 +162,28 @@ fn pgpass_matches(
 enum Line {
     /// A `.pgpass` line: its password's span.
     Pgpass((usize, usize)),
-    /// No such line: its first word ends before a space here (past its start).
-    Spaced(usize),
+    /// No such line: where it starts (past carriage returns) and the space its
+    /// first word ends before (past its start).
+    Spaced(usize, usize),
     Other,
 }
 
 /// What `bytes[start..end]` is to the `.pgpass` walk.
 fn pgpass_line(bytes: &[u8], start: usize, end: usize) -> Line {
+    // What a terminal shows of a line that starts with carriage returns (a shell
+    // prints its next prompt after one, on the line of a command with no output).
+    let start = start
+        + bytes[start..end]
+            .iter()
+            .take_while(|b| **b == b'\r')
+            .count();
     // `$ …` and `# …`: a prompt and nothing else.
     if matches!(bytes.get(start), Some(b'$' | b'#')) && bytes.get(start + 1) == Some(&b' ') {
-        return Line::Spaced(start + 1);
+        return Line::Spaced(start, start + 1);
     }
     match pgpass_span(bytes, start, end) {
         Ok(span) => Line::Pgpass(span),
-        Err(Some(space)) => Line::Spaced(space),
+        Err(Some(space)) => Line::Spaced(start, space),
         Err(None) => Line::Other,
     }
 }
