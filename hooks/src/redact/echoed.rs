@@ -1,7 +1,8 @@
 //! Command lines echoed in output, read as command lines: a shell's trace (`set
 //! -x`: `+ mysql -pPASS`, `++ curl -u user:pass …`) and a command shown after a
 //! shell's prompt. An interactive shell in a PTY echoes each command it is sent
-//! after its prompt (`root@web:~# mysql -pPASS`, `[deploy@web app]$ …`), and CI
+//! after its prompt (`root@web:~# mysql -pPASS`, `[deploy@web app]$ …`,
+//! `bash-5.2# …`), and CI
 //! logs print each script line after one (`$ docker login -u bob -p PASS …`).
 //! The command's secrets are the ones the command-line reader (`command`) finds
 //! in a session's own command: a client's password option (`-pPASS`, `-p PASS`,
@@ -10,7 +11,7 @@
 //! Found without a pass of its own: traced lines and bracketed prompts from rare
 //! literals (`rare`: `\n+ ` and `\n++`; `]$ ` and `]# `, a prompt's end, its
 //! start checked back to the line's start), and prompts that are a line's first
-//! word (`user@host:/srv/app$ `, `$ `, `# `) from the `.pgpass` family's walk over
+//! word (`user@host:/srv/app$ `, `bash-5.2# `, `$ `, `# `) from the `.pgpass` family's walk over
 //! lines (`providers::file_line_matches`), which stops at each line's first space.
 //!
 //! Not found: a prompt of another shape (zsh's `%`, a theme's `❯`), or a command
@@ -70,10 +71,18 @@ fn is_user_at_host(who: &[u8]) -> bool {
 }
 
 /// Whether a line's first word, without the `$` or `#` that ends it, is a
-/// prompt's: nothing (`$ `, `# `) or `user@host:` and a directory (Debian's
+/// prompt's: nothing (`$ `, `# `), bash's own without a startup file
+/// (`bash-5.2# `, `sh-5.2$ `) or `user@host:` and a directory (Debian's
 /// `user@host:~/app$ `, `root@web:/srv# `).
 fn is_prompt(word: &[u8]) -> bool {
-    if word.is_empty() {
+    let version = |v: &[u8]| {
+        v.first().is_some_and(u8::is_ascii_digit)
+            && v.iter().all(|b| b.is_ascii_digit() || *b == b'.')
+    };
+    if word.is_empty()
+        || word.strip_prefix(b"bash-").is_some_and(version)
+        || word.strip_prefix(b"sh-").is_some_and(version)
+    {
         return true;
     }
     match word.iter().position(|b| *b == b':') {

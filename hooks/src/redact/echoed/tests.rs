@@ -25,6 +25,8 @@ fn b30_commands_echoed_after_a_prompt_are_masked_as_command_lines() {
         format!("\u{1b}[?2004hroot@vm:/srv/app# docker login -u bob -p {pass} reg.example\r\n"),
         format!("\u{1b}[?2004l\r\u{1b}[?2004hroot@vm:/srv# mysql -p{pass}\r\n"),
         format!("x\r\n\r\rbob@laptop:~$ redis-cli -a {pass} ping\r\n"),
+        format!("x\r\nbash-5.2# mysql -uroot -p{pass} app\r\n"),
+        format!("sh-5.1$ sshpass -p {pass} ssh host\n"),
         format!("x\nbob@laptop:/home/bob/src/app$ sshpass -p {pass} scp a host:b\n"),
         format!("root@web-1:~# mysql -uroot -p{pass} app"),
         // The shell's trace, as before.
@@ -57,6 +59,8 @@ fn b30_lines_that_start_like_a_prompt_but_hold_no_command_secret_stay() {
         "x\nbob@laptop:app$ mysql -pHunter2x\n",
         "12:00:01 web# mysql -pHunter2x\n",
         "a@b: c$ mysql -pHunter2x\n",
+        "bash-x# mysql -pHunter2x\n",
+        "mybash-5.2# mysql -pHunter2x\n",
     ] {
         assert_eq!(code(text), text, "over-masked");
     }
