@@ -65,7 +65,7 @@ pub(super) fn pattern() -> String {
     // One value for every head: counted repetitions make the automaton large,
     // and a large one falls back to a slower engine.
     let heads = format!(
-        r#"(?:{words})(?:(?:\\{{0,7}}["'])?[ \t]*(?:=>|:=|=|:)[ \t]*|\\{{0,7}}["'][ \t]+(?i-u:value)[ \t]*=[ \t]*|\\{{0,7}}["'],[ \t]?| )"#
+        r#"(?:{words})(?:(?:\\{{0,7}}["'])?[ \t]*(?:=>|:=|=|:)[ \t]*|\\{{0,7}}["'][ \t]+(?i-u:value)[ \t]*=[ \t]*|\\{{0,7}}["'],[ \t]{{0,2}}| )"#
     );
     let value = r#"(?:\\{0,7}["'`][^"'`\\\r\n]{1,256}\\{0,7}["'`]|[^\s"'`,;&<>)\]}\\]{1,256})"#;
     format!(r#"(?:{heads}){value}|(?:{words})(?:\\{{0,7}}["'])?>[^<\r\n]{{1,256}}</"#)
@@ -253,7 +253,9 @@ pub(crate) fn replace(m: &str, before: &str) -> Option<String> {
     } else {
         (value_at, m.len())
     };
-    if given.sep == "," && !quoted {
+    // An argument list's next item: a quoted word (a description, `"Database
+    // password"`, or a name, `'db_password'`, stays; see `masked`).
+    if given.sep == "," && !(quoted && !m[value_start..value_end].contains(char::is_whitespace)) {
         return None;
     }
     // OpenSSL's `-pass pass:<secret>` (`env:`, `file:` and `fd:` name where the
@@ -262,10 +264,11 @@ pub(crate) fn replace(m: &str, before: &str) -> Option<String> {
         Some(v) if given.sep == " " && v.starts_with("pass:") => value_start + 5,
         _ => value_start,
     };
+    // A list item is judged as a bare word: lists hold names as often as values.
     masked(
         m,
         value_start..value_end,
-        quoted,
+        quoted && given.sep != ",",
         name_kind(given.name, given.sep),
     )
 }
@@ -282,11 +285,12 @@ fn gives_a_value(given: &Given<'_>, before: &str) -> bool {
     !matches!(given.sep, " " | ",") || closes_a_flag(before, given.name, given.sep == ",")
 }
 
-/// Whether `name`, the start of a match, closes a command-line flag: the word it
-/// ends (the letters, digits, `-` and `_` just before it in `before`, then
-/// itself) is one or two dashes and a letter or digit (`--password`,
-/// `--vault-token`, `-pass`, `--db_pass`), standing where a word starts (the
-/// text's start, a space, a quote, `=`, a bracket or a comma). A hyphenated
+/// Whether `name`, the start of a match, closes a command-line flag that takes
+/// a secret: the word it ends (the letters, digits, `-`, `_` and `.` just before
+/// it in `before`, then itself) is one or two dashes and a letter or digit
+/// (`--password`, `--vault-token`, `-pass`, `--db_pass`, `--redis.password`),
+/// standing where a word starts (after any other byte, a line's start or a
+/// spelled `\n` or `\t` included), and is no switch ([`is_switch`]). A hyphenated
 /// word of prose (`single-pass 2x`, `top-secret plan9`) is none. In an argument
 /// list (`quoted`), the flag stands in quotes (`["--password", "…"]`).
 fn closes_a_flag(before: &str, name: &str, quoted: bool) -> bool {
@@ -294,19 +298,71 @@ fn closes_a_flag(before: &str, name: &str, quoted: bool) -> bool {
     let run = b
         .iter()
         .rev()
-        .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_'))
+        .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
         .count();
-    let start = b.len() - run;
-    let opener = start.checked_sub(1).map(|i| b[i]);
-    let opens = match opener {
+    let mut start = b.len() - run;
+    // A spelled line break or tab before the flag (`"a\n--password …"`).
+    if matches!(b.get(start), Some(b'n' | b't' | b'r'))
+        && start > 0
+        && b[start - 1] == b'\\'
+        && b.get(start + 1) == Some(&b'-')
+    {
+        start += 1;
+    }
+    let opens = match start.checked_sub(1).map(|i| b[i]) {
         None => !quoted,
         Some(b'"' | b'\'' | b'`') => true,
-        Some(c) => !quoted && matches!(c, b' ' | b'\t' | b'=' | b'(' | b'[' | b',' | b';'),
+        Some(_) => !quoted,
     };
     // The flag's bytes from its first dash: `before`'s part, then the name.
-    let mut word = b[start..].iter().chain(name.as_bytes());
-    let dashes = word.clone().take_while(|c| **c == b'-').count();
-    opens && (1..=2).contains(&dashes) && word.nth(dashes).is_some_and(u8::is_ascii_alphanumeric)
+    let flag: Vec<u8> = b[start..].iter().chain(name.as_bytes()).copied().collect();
+    let dashes = flag.iter().take_while(|c| **c == b'-').count();
+    opens
+        && (1..=2).contains(&dashes)
+        && flag.get(dashes).is_some_and(u8::is_ascii_alphanumeric)
+        && !is_switch(&flag[dashes..])
+}
+
+/// Words that make a flag a switch or an action whose next word is no secret
+/// (`--no-password`, `--skip-password`, `--ask-vault-pass`, `--show-token`,
+/// `--prompt-password`), or name a token that is no secret: a page's or a
+/// request's (`--starting-token`, `--next-token`, `--client-request-token`,
+/// `--idempotency-token`, `--change-token`, `--lock-token`).
+const SWITCH_WORDS: &[&str] = &[
+    "no",
+    "skip",
+    "ask",
+    "show",
+    "prompt",
+    "print",
+    "require",
+    "disable",
+    "enable",
+    "without",
+    "reset",
+    "forgot",
+    "generate",
+    "rotate",
+    "list",
+    "starting",
+    "next",
+    "page",
+    "pagination",
+    "continuation",
+    "request",
+    "idempotency",
+    "change",
+    "lock",
+];
+
+/// Whether flag `name` (without its dashes) is a switch: one of its words is one
+/// of [`SWITCH_WORDS`].
+fn is_switch(name: &[u8]) -> bool {
+    name.split(|b| matches!(b, b'-' | b'_' | b'.')).any(|w| {
+        SWITCH_WORDS
+            .iter()
+            .any(|s| w.eq_ignore_ascii_case(s.as_bytes()))
+    })
 }
 
 /// `m` with its value (`value`, quoted or not, given to a name of kind `name`)
@@ -439,7 +495,8 @@ fn is_key_like(value: &str, quoted: bool) -> bool {
     let n = value.chars().count();
     let letters = value.bytes().filter(u8::is_ascii_alphabetic).count();
     let digits = value.bytes().filter(u8::is_ascii_digit).count();
-    if value.contains(char::is_whitespace) || letters == 0 || is_code_word(value) {
+    if value.contains(char::is_whitespace) || letters == 0 || is_code_word(value) || is_email(value)
+    {
         return false;
     }
     if digits > 0 {
@@ -447,6 +504,21 @@ fn is_key_like(value: &str, quoted: bool) -> bool {
     }
     // Letters only (and symbols): long and irregular, not a word or an identifier.
     n >= 16 && !is_wordy(value)
+}
+
+/// An email address (`user@example.com`): who a token is for, not one.
+fn is_email(value: &str) -> bool {
+    value.split_once('@').is_some_and(|(user, domain)| {
+        !user.is_empty()
+            && domain.rsplit_once('.').is_some_and(|(host, tld)| {
+                !host.is_empty()
+                    && tld.len() >= 2
+                    && tld.bytes().all(|b| b.is_ascii_alphabetic())
+                    && host
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-'))
+            })
+    })
 }
 
 /// References, code, paths, URLs, placeholders and plain words.
