@@ -255,7 +255,7 @@ pub(crate) fn replace(m: &str, before: &str) -> Option<String> {
     };
     // An argument list's next item: a quoted word (a description, `"Database
     // password"`, or a name, `'db_password'`, stays; see `masked`).
-    if given.sep == "," && !(quoted && !m[value_start..value_end].contains(char::is_whitespace)) {
+    if given.sep == "," && (!quoted || m[value_start..value_end].contains(char::is_whitespace)) {
         return None;
     }
     // OpenSSL's `-pass pass:<secret>` (`env:`, `file:` and `fd:` name where the
