@@ -204,8 +204,10 @@ async fn b31_concurrent_routes_each_see_their_own_sessions_owner() {
     let b = fx
         .run_as("echo from-b; read -r _", "shared", "owner-b", false)
         .await;
-    fx.until_logged(&a.session_id, "from-a").await;
-    fx.until_logged(&b.session_id, "from-b").await;
+    // Polls read the session's tail, which takes each write just after the log
+    // file does: wait for what they read, not for the file.
+    fx.until_polled(&a.session_id, "from-a").await;
+    fx.until_polled(&b.session_id, "from-b").await;
     // Many callers at once through the one hook worker: each answer is its owner's.
     let mut calls = tokio::task::JoinSet::new();
     for n in 0..16 {

@@ -227,6 +227,20 @@ impl Fixture {
         .await;
     }
 
+    /// Waits until a poll of `id` shows `needle` in its preview.
+    pub(crate) async fn until_polled(&self, id: &SessionId, needle: &str) {
+        wait_until(
+            Duration::from_secs(10),
+            &format!("{needle:?} in a poll of {id}"),
+            || {
+                self.registry
+                    .poll(id.as_str())
+                    .is_ok_and(|p| p.output_preview.contains(needle))
+            },
+        )
+        .await;
+    }
+
     pub(crate) fn poll(&self, id: &SessionId) -> PollAnswer {
         self.registry.poll(id.as_str()).expect("poll succeeds")
     }
