@@ -217,12 +217,23 @@ impl Fixture {
 
     /// Polls until the raw log file holds `needle` (so the reader has ingested it),
     /// failing after 10 s with what the log held.
+    /// Waits until the session's log file holds `needle` and its tail (what
+    /// polls, previews and lists read; it takes each write just after the file
+    /// does) has every byte of the file.
     pub(crate) async fn until_logged(&self, id: &SessionId, needle: &str) {
         let path = self.home().session_log_path(id.as_str());
         wait_until(
             Duration::from_secs(10),
-            &format!("{needle:?} in {path:?}"),
-            || fs::read_to_string(&path).is_ok_and(|t| t.contains(needle)),
+            &format!("{needle:?} in {path:?} and in the session's tail"),
+            || {
+                fs::read_to_string(&path).is_ok_and(|t| {
+                    t.contains(needle)
+                        && self
+                            .registry
+                            .poll(id.as_str())
+                            .is_ok_and(|p| p.total_ingested >= t.len() as u64)
+                })
+            },
         )
         .await;
     }
