@@ -11,11 +11,15 @@
 //! Found without a pass of its own: traced lines and bracketed prompts from rare
 //! literals (`rare`: `\n+ ` and `\n++`; `]$ ` and `]# `, a prompt's end, its
 //! start checked back to the line's start), and prompts that are a line's first
-//! word (`user@host:/srv/app$ `, `bash-5.2# `, `$ `, `# `) from the `.pgpass` family's walk over
-//! lines (`providers::file_line_matches`), which stops at each line's first space.
+//! word (`user@host:/srv/app$ `, `(venv) user@host:~$ `, `bash-5.2# `, `$ `)
+//! from the `.pgpass` family's walk over lines (`providers::file_line_matches`),
+//! which stops at each line's first space. `# ` alone is a comment far more often
+//! than a prompt (`# Using the --password option`) and is not read.
 //!
-//! Not found: a prompt of another shape (zsh's `%`, a theme's `❯`), or a command
-//! a terminal echoed while the shell was busy (no prompt before it).
+//! Not found: a prompt of another shape (zsh's `%`, a theme's `❯`, a git branch
+//! after the directory), one printed mid-line (after output with no newline at
+//! its end, or redrawn after a `\r`), a command continued on the next line, or a
+//! command a terminal echoed while the shell was busy (no prompt before it).
 
 use super::Kind;
 use super::rare::{Rare, RareHits};
@@ -41,7 +45,9 @@ pub(super) fn echoed_matches(
     });
     let first_word = prompted
         .iter()
-        .filter(|(start, space)| bytes[*space] == b' ' && is_prompt(&bytes[*start..*space - 1]))
+        .filter(|(start, space)| {
+            bytes[*space] == b' ' && is_prompt(&bytes[*start..*space - 1], bytes[*space - 1])
+        })
         .map(|(_, space)| space + 1);
     let bracketed = rare
         .of(Rare::PromptEnd)
@@ -70,17 +76,20 @@ fn is_user_at_host(who: &[u8]) -> bool {
     }
 }
 
-/// Whether a line's first word, without the `$` or `#` that ends it, is a
-/// prompt's: nothing (`$ `, `# `), bash's own without a startup file
+/// Whether a line's first word, without the `$` or `#` (`end`) that ends it, is
+/// a prompt's: nothing (`$ `; `# ` alone is a comment), bash's own without a startup file
 /// (`bash-5.2# `, `sh-5.2$ `) or `user@host:` and a directory (Debian's
 /// `user@host:~/app$ `, `root@web:/srv# `).
-fn is_prompt(word: &[u8]) -> bool {
+fn is_prompt(word: &[u8], end: u8) -> bool {
     let version = |v: &[u8]| {
         v.first().is_some_and(u8::is_ascii_digit)
             && v.iter().all(|b| b.is_ascii_digit() || *b == b'.')
     };
-    if word.is_empty()
-        || word.strip_prefix(b"bash-").is_some_and(version)
+    if word.is_empty() {
+        // `$ …` (CI logs, docs); `# …` alone is a comment far more often.
+        return end == b'$';
+    }
+    if word.strip_prefix(b"bash-").is_some_and(version)
         || word.strip_prefix(b"sh-").is_some_and(version)
     {
         return true;
@@ -105,9 +114,10 @@ fn bracketed_prompt(bytes: &[u8], end: usize) -> bool {
     else {
         return false;
     };
+    // The line's first `]` closes the prompt: one command a line is read.
     bytes[newline..end].strip_prefix(b"[").is_some_and(|inner| {
         let who_end = inner.iter().position(|b| *b == b' ').unwrap_or(inner.len());
-        is_user_at_host(&inner[..who_end])
+        is_user_at_host(&inner[..who_end]) && !inner.contains(&b']')
     })
 }
 
@@ -124,11 +134,20 @@ fn command_matches(text: &str, from: usize, found: &mut Vec<(usize, usize, Kind)
     };
     for f in super::command::command_spans(line) {
         let shown = &line[f.start..f.end];
-        let kept = shown
+        // The reader's replacement is the part of the word it keeps (`-p`), then
+        // the value's mask: the span pushed is the value alone, so the token mask
+        // made of it is the reader's (the common prefix runs into the mask's head,
+        // which repeats the value's first characters).
+        let common = shown
             .bytes()
             .zip(f.with.bytes())
             .take_while(|(a, b)| a == b)
             .count();
+        let kept = (0..=common)
+            .rev()
+            .filter(|k| shown.is_char_boundary(*k) && f.with.is_char_boundary(*k))
+            .find(|k| super::mask(&shown[*k..]) == f.with[*k..])
+            .unwrap_or(common);
         let at = from + f.start + kept;
         if at < from + f.end {
             found.push((at, from + f.end, Kind::Token));

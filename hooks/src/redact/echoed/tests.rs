@@ -16,7 +16,8 @@ fn b30_commands_echoed_after_a_prompt_are_masked_as_command_lines() {
         // CI logs: each script line after `$ `.
         format!("$ mysql -uroot -p{pass} -e 'select 1'\n"),
         format!("Running job\n$ docker login -u bob -p {pass} registry.example.com\nLogin failed"),
-        format!("ok\r\n# sshpass -p {pass} ssh deploy@web\r\n"),
+        format!("x\n(venv) bob@laptop:~/app$ mysql -uroot -p{pass} app\n"),
+        format!("(base) root@gpu:~# redis-cli -a {pass} ping\n"),
         // An interactive shell in a PTY: Debian's and Fedora's prompts, a venv.
         format!("out\r\nroot@web-1:~# mysql -uroot -p{pass} app\r\n"),
         format!("out\nbob@build.example.com:~$ curl -s -u admin:{pass} https://x.example\n"),
@@ -44,6 +45,26 @@ fn b30_commands_echoed_after_a_prompt_are_masked_as_command_lines() {
 }
 
 #[test]
+fn b30_an_echoed_command_shows_what_the_command_line_reader_shows() {
+    // A long password: the mask is the reader's (head and tail), not longer.
+    let r = Redactor::builtin();
+    for command in [
+        "mysql -uroot -pKx9mQ2vL7pR4tY8wZ3nB6cJ5 app",
+        "redis-cli -a Kx9mQ2vL7pR4tY8wZ3nB6cJ5 ping",
+        "curl -u admin:Kx9mQ2vL7pR4tY8wZ3nB6cJ5 https://x.example",
+        "docker login -u bob -p Kx9mQ2vL7pR4tY8wZ3nB6cJ5 reg.example",
+    ] {
+        let line = format!("root@web:~# {command}\n");
+        let echoed = r.redact(&line, RedactMode::Code);
+        assert_eq!(
+            echoed,
+            format!("root@web:~# {}\n", r.redact_command(command)),
+            "{command}"
+        );
+    }
+}
+
+#[test]
 fn b30_lines_that_start_like_a_prompt_but_hold_no_command_secret_stay() {
     for text in [
         "# Database settings\nhost = db\n",
@@ -55,6 +76,12 @@ fn b30_lines_that_start_like_a_prompt_but_hold_no_command_secret_stay() {
         "x\nnot a prompt@host:~$ -pHunter2x\n",
         "x\n[no at sign]$ mysql -pHunter2x\n",
         "#\n$\n~$ \n]# ",
+        // `# ` alone is a comment: prose about flags, hashes, placeholders.
+        "# Using the --password option\n",
+        "# Set --client-secret before deploying\n",
+        "# sha256=e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\n",
+        "# api_key=YOUR_API_KEY\n",
+        "ok\n# sshpass -p Hunter2xZ ssh deploy@web\n",
         "x\n(venv) bob@laptop:~$ mysql -p\n",
         "x\nbob@laptop:app$ mysql -pHunter2x\n",
         "12:00:01 web# mysql -pHunter2x\n",

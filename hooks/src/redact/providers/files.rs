@@ -181,6 +181,19 @@ fn pgpass_line(bytes: &[u8], start: usize, end: usize) -> Line {
     if matches!(bytes.get(start), Some(b'$' | b'#')) && bytes.get(start + 1) == Some(&b' ') {
         return Line::Spaced(start, start + 1);
     }
+    // A prompt after a virtual environment's name: `(venv) user@host:~/app$ `.
+    if bytes.get(start) == Some(&b'(') {
+        let name = &bytes[start..end.min(start + 64)];
+        return match memchr::memchr(b')', name) {
+            Some(close) if bytes.get(start + close + 1) == Some(&b' ') => {
+                let word = start + close + 2;
+                memchr::memchr(b' ', &bytes[word..end])
+                    .filter(|at| *at > 0)
+                    .map_or(Line::Other, |at| Line::Spaced(word, word + at))
+            }
+            _ => Line::Other,
+        };
+    }
     match pgpass_span(bytes, start, end) {
         Ok(span) => Line::Pgpass(span),
         Err(Some(space)) => Line::Spaced(start, space),
