@@ -174,6 +174,12 @@ impl Hook for PluginHook {
         ctx: &OutputContext<'_>,
         output: &str,
     ) -> Result<Option<String>, HookError> {
+        // The guide's contract: a plugin is never called with empty text (a window
+        // of a session that has printed nothing yet, or whose bytes are still on
+        // their way from its log to its tail).
+        if output.is_empty() {
+            return Ok(None);
+        }
         let input = HookInput {
             route: RStr::from_str(ctx.route.as_str()),
             command: RStr::from_str(ctx.command),

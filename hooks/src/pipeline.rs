@@ -398,13 +398,10 @@ impl HookChain {
             .collect()
     }
 
-    /// Runs every hook in order; each sees the previous one's output. No hook is
-    /// called with empty text (the plugin guide's contract): a window of a session
-    /// that has printed nothing yet, or whose printed bytes are still on their way
-    /// from the log to its tail, is shown as it is.
+    /// Runs every hook in order; each sees the previous one's output.
     pub(crate) fn run<'o>(&self, ctx: &OutputContext<'_>, output: &'o str) -> Cow<'o, str> {
         let mut current = Cow::Borrowed(output);
-        if self.entries.is_empty() || output.is_empty() {
+        if self.entries.is_empty() {
             return current;
         }
         let owned_ctx = OwnedContext::from_ctx(ctx);

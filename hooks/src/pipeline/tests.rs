@@ -81,21 +81,6 @@ fn b30_hooks_compose_in_order_then_redaction() {
     assert_eq!(pipeline.show(&ctx(), crate::Window::all("x")), "x-a-b");
 }
 
-#[test]
-fn b31_no_hook_is_called_with_empty_text() {
-    let chain = HookChain::new(vec![Arc::new(Append("-a"))]);
-    let pipeline = Pipeline::new(chain, &RedactorConfig::default()).expect("no extra patterns");
-    // A session that has printed nothing yet (or whose bytes have not reached its
-    // tail): every window of it is empty, and so is what is shown.
-    assert_eq!(pipeline.show(&ctx(), crate::Window::all("")), "");
-    assert_eq!(pipeline.show(&ctx(), crate::Window::last_chars("", 40)), "");
-    assert_eq!(
-        pipeline.show(&ctx(), crate::Window::last_chars("", 40).growing(true)),
-        ""
-    );
-    assert_eq!(pipeline.show(&ctx(), crate::Window::all("x")), "x-a");
-}
-
 /// A hook that injects a secret cannot get it past the redactor.
 #[derive(Debug)]
 struct Leaky;

@@ -193,6 +193,26 @@ async fn b30_log_chunk_follower_never_sees_a_token_split_across_reads() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn b31_a_plugin_is_never_called_with_empty_text() {
+    let fx = Fixture::with_plugins(|p| {
+        p.lib("leak", LEAK);
+    })
+    .await;
+    // A job that prints nothing: every window of it is empty.
+    let quiet = fx.run_as("read -r _", "shared", "owner-a", false).await;
+    let id = &quiet.session_id;
+    assert_eq!(
+        fx.poll(id).output_preview,
+        "",
+        "the plugin ran on empty text"
+    );
+    assert_eq!(fx.log(id).output, "", "the plugin ran on empty text");
+    let killed = fx.kill(id).await;
+    assert_eq!(killed.status, KillStatus::Killed, "{killed:?}");
+    fx.assert_groups_gone().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn b31_concurrent_routes_each_see_their_own_sessions_owner() {
     let fx = Fixture::with_plugins(|p| {
         p.lib("leak", LEAK);
