@@ -92,3 +92,19 @@ fn b30_lines_that_start_like_a_prompt_but_hold_no_command_secret_stay() {
         assert_eq!(code(text), text, "over-masked");
     }
 }
+
+#[test]
+fn b30_command_lines_in_a_shell_trace_are_masked_as_command_lines() {
+    let pass = "Pw7rT9xQ2mZ4vK8yB";
+    for text in [
+        format!("+ mysql -uroot -p{pass} app\n"),
+        format!("out\n++ curl -s -u admin:{pass} https://x.example\nmore"),
+        format!("+ sshpass -p {pass} ssh host"),
+        format!("+ smbclient //h/s -U admin%{pass}"),
+    ] {
+        let out = code(&text);
+        assert!(!out.contains(&pass[..10]), "{text:?} -> {out}");
+    }
+    let plain = "+ make -j4 all\n+ ./run --verbose\n";
+    assert_eq!(code(plain), plain);
+}
